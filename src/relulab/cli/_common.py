@@ -1,0 +1,131 @@
+"""Shared pieces of the command line: the app, error handling, output, argument parsing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from ..errors import RelulabError
+
+app = typer.Typer(
+    name="relulab",
+    help="Exact answers about ReLU networks: regions, verification, constructions, "
+    "parameter-space quantities. Run `relulab tour` first.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+_state = {"debug": False}
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+) -> None:
+    _state["debug"] = debug
+
+
+JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy arrays, Fractions, dataclasses with to_dict() to JSON-friendly values."""
+    from fractions import Fraction
+
+    if hasattr(obj, "to_dict"):
+        return to_jsonable(obj.to_dict())
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, Fraction):
+        return str(obj) if obj.denominator != 1 else obj.numerator
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    """Write ``obj`` as JSON to stdout (plain print: rich would wrap long lines)."""
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
+
+
+def parse_floats(text: str, what: str) -> np.ndarray:
+    """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    try:
+        return np.array([float(p) for p in parts], dtype=np.float64)
+    except ValueError:
+        raise RelulabError(f"{what}: cannot read numbers from {text!r}") from None
+
+
+def parse_box(spec: str | None, dim: int) -> Any:
+    """Parse ``--box`` as "lo:hi" (every coordinate), or "lo1:hi1,lo2:hi2,..."."""
+    from ..domain import Box
+
+    if spec is None:
+        return Box(-np.ones(dim), np.ones(dim))
+    items = [s for s in spec.replace(" ", "").split(",") if s]
+    try:
+        pairs = [tuple(float(v) for v in it.split(":")) for it in items]
+    except ValueError:
+        raise RelulabError(f"--box: cannot read {spec!r}; write lo:hi or lo1:hi1,lo2:hi2,...") from None
+    if any(len(p) != 2 for p in pairs):
+        raise RelulabError(f"--box: cannot read {spec!r}; write lo:hi or lo1:hi1,lo2:hi2,...")
+    if len(pairs) == 1:
+        pairs = pairs * dim
+    if len(pairs) != dim:
+        raise RelulabError(f"--box gives {len(pairs)} intervals; the model takes {dim} inputs")
+    return Box([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def load_model_arg(path: str):
+    from ..io import load_model
+
+    return load_model(path)
+
+
+def run_app(argv: list[str]) -> None:
+    """Run the app; bad input becomes one line on stderr and exit code 1 (unless --debug)."""
+    debug = "--debug" in argv
+    try:
+        app(args=argv, standalone_mode=False)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        raise SystemExit(130) from None
+    except Exception as e:  # noqa: BLE001 - the CLI boundary turns every error into one line
+        import click
+
+        if debug:
+            raise
+        if isinstance(e, click.exceptions.Exit):
+            raise SystemExit(e.exit_code) from None
+        if isinstance(e, click.ClickException):
+            e.show()
+            raise SystemExit(e.exit_code) from None
+        if isinstance(e, click.exceptions.Abort):
+            raise SystemExit(1) from None
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not isinstance(e, (RelulabError, OSError)):
+            msg = f"{type(e).__name__}: {msg}"
+        err_console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
+        raise SystemExit(1) from None

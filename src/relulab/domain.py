@@ -1,0 +1,305 @@
+"""Input domains: axis-aligned boxes and polytopes in H-representation.
+
+Example:
+    >>> from relulab.domain import Box
+    >>> B = Box([0, 0], [1, 2])
+    >>> B.contains([[0.5, 1.5], [2.0, 0.0]]).tolist()
+    [True, False]
+    >>> B.to_polytope().A.shape
+    (4, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import RelulabError
+from .tolerance import FEAS_TOL
+
+__all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
+
+
+class DomainError(RelulabError):
+    """An input domain is empty, inconsistent or has non-finite data."""
+
+
+def _vec(a: Any, what: str) -> np.ndarray:
+    try:
+        v = np.array(a, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise DomainError(f"{what}: entries are not numbers ({e})") from None
+    return v
+
+
+@dataclass(frozen=True, eq=False)
+class Box:
+    """The box ``{x : lo <= x <= hi}`` (closed, bounded, non-empty).
+
+    Example:
+        >>> Box([-1, -1], [1, 1]).center.tolist()
+        [0.0, 0.0]
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def __init__(self, lo: Any, hi: Any) -> None:
+        lo_v, hi_v = _vec(lo, "box lower bound"), _vec(hi, "box upper bound")
+        if lo_v.shape != hi_v.shape:
+            raise DomainError(f"box bounds have different sizes ({lo_v.size} and {hi_v.size})")
+        if lo_v.size == 0:
+            raise DomainError("box has no coordinates")
+        if not (np.all(np.isfinite(lo_v)) and np.all(np.isfinite(hi_v))):
+            raise DomainError("box bounds must be finite numbers (no NaN or inf)")
+        bad = np.nonzero(lo_v > hi_v)[0]
+        if bad.size:
+            i = int(bad[0])
+            raise DomainError(
+                f"empty box: coordinate {i} has lower bound {lo_v[i]!r} > upper bound {hi_v[i]!r}"
+            )
+        lo_v.setflags(write=False)
+        hi_v.setflags(write=False)
+        object.__setattr__(self, "lo", lo_v)
+        object.__setattr__(self, "hi", hi_v)
+
+    @property
+    def dim(self) -> int:
+        return int(self.lo.size)
+
+    @property
+    def center(self) -> np.ndarray:
+        return (self.lo + self.hi) / 2
+
+    @property
+    def widths(self) -> np.ndarray:
+        return self.hi - self.lo
+
+    @property
+    def is_bounded(self) -> bool:
+        return True
+
+    def contains(self, X: Any, tol: float = FEAS_TOL) -> np.ndarray | bool:
+        """Membership of a point (bool) or of each row of a batch (bool array)."""
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        X2 = np.atleast_2d(X)
+        self._check_dim(X2)
+        ok = np.all((X2 >= self.lo - tol) & (X2 <= self.hi + tol), axis=1)
+        return bool(ok[0]) if single else ok
+
+    def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """``n`` points drawn uniformly from the box, shape (n, d)."""
+        rng = np.random.default_rng(rng)
+        return self.lo + rng.random((n, self.dim)) * (self.hi - self.lo)
+
+    def bounding_box(self) -> Box:
+        return self
+
+    def to_polytope(self) -> Polytope:
+        d = self.dim
+        A = np.vstack([np.eye(d), -np.eye(d)])
+        b = np.concatenate([self.hi, -self.lo])
+        return Polytope(A, b)
+
+    def vertices(self) -> np.ndarray:
+        """All 2^d corners (d <= 20)."""
+        if self.dim > 20:
+            raise DomainError(f"refusing to list 2^{self.dim} box corners")
+        bits = (np.arange(2**self.dim)[:, None] >> np.arange(self.dim)) & 1
+        return np.where(bits == 1, self.hi, self.lo)
+
+    def split(self, axis: int, at: float | None = None) -> tuple[Box, Box]:
+        """Two halves of the box, cut across ``axis`` (at its midpoint by default)."""
+        m = (self.lo[axis] + self.hi[axis]) / 2 if at is None else float(at)
+        hi1 = self.hi.copy()
+        hi1[axis] = m
+        lo2 = self.lo.copy()
+        lo2[axis] = m
+        return Box(self.lo, hi1), Box(lo2, self.hi)
+
+    def _check_dim(self, X2: np.ndarray) -> None:
+        if X2.ndim != 2 or X2.shape[1] != self.dim:
+            raise DomainError(f"points have shape {X2.shape}; the domain has dimension {self.dim}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Box) and np.array_equal(self.lo, other.lo) and np.array_equal(self.hi, other.hi)
+
+    def __hash__(self) -> int:
+        return hash((self.lo.tobytes(), self.hi.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"Box(lo={self.lo.tolist()}, hi={self.hi.tolist()})"
+
+    def to_dict(self) -> dict:
+        return {"type": "box", "lo": self.lo.tolist(), "hi": self.hi.tolist()}
+
+
+@dataclass(frozen=True, eq=False)
+class Polytope:
+    """The polyhedron ``{x : A x <= b}``.
+
+    It must be non-empty.  It may be unbounded (then :meth:`bounding_box` and
+    :meth:`sample` refuse); ``Polytope.whole_space(d)`` is all of R^d.
+
+    Example:
+        >>> P = Polytope([[1, 1], [-1, 0], [0, -1]], [1, 0, 0])   # a triangle
+        >>> P.contains([0.2, 0.2]), P.bounding_box()
+        (True, Box(lo=[0.0, 0.0], hi=[1.0, 1.0]))
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+
+    def __init__(self, A: Any, b: Any, *, check_empty: bool = True) -> None:
+        try:
+            A_m = np.array(A, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise DomainError(f"polytope matrix A: entries are not numbers ({e})") from None
+        b_v = _vec(b, "polytope right-hand side b")
+        if A_m.ndim != 2:
+            raise DomainError(f"polytope matrix A must be 2-D (rows, dim), got shape {A_m.shape}")
+        if A_m.shape[0] != b_v.size:
+            raise DomainError(f"polytope has {A_m.shape[0]} rows in A but {b_v.size} entries in b")
+        if A_m.shape[1] == 0:
+            raise DomainError("polytope has no coordinates")
+        if not (np.all(np.isfinite(A_m)) and np.all(np.isfinite(b_v))):
+            raise DomainError("polytope data must be finite numbers (no NaN or inf)")
+        zero_rows = np.all(A_m == 0, axis=1)
+        if np.any(zero_rows & (b_v < 0)):
+            i = int(np.nonzero(zero_rows & (b_v < 0))[0][0])
+            raise DomainError(f"empty polytope: row {i} reads 0 <= {b_v[i]!r}")
+        A_m.setflags(write=False)
+        b_v.setflags(write=False)
+        object.__setattr__(self, "A", A_m)
+        object.__setattr__(self, "b", b_v)
+        if check_empty and A_m.shape[0] > 0:
+            from .lp import chebyshev_center
+
+            x, r = chebyshev_center(A_m, b_v)
+            if x is None:
+                raise DomainError("empty polytope: the inequalities A x <= b have no solution")
+
+    @staticmethod
+    def whole_space(dim: int) -> Polytope:
+        """All of R^dim (no inequalities)."""
+        return Polytope(np.zeros((0, dim)), np.zeros(0))
+
+    @property
+    def dim(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def n_constraints(self) -> int:
+        return int(self.A.shape[0])
+
+    def contains(self, X: Any, tol: float = FEAS_TOL) -> np.ndarray | bool:
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        X2 = np.atleast_2d(X)
+        if X2.shape[1] != self.dim:
+            raise DomainError(f"points have shape {X2.shape}; the domain has dimension {self.dim}")
+        ok = np.all(X2 @ self.A.T <= self.b + tol, axis=1)
+        return bool(ok[0]) if single else ok
+
+    def bounding_box(self) -> Box:
+        """The smallest box containing the polytope (2 d LPs); refuses unbounded ones."""
+        from .lp import LPModel
+
+        d = self.dim
+        m = LPModel(np.zeros(d), A_ub=self.A, b_ub=self.b)
+        lo, hi = np.empty(d), np.empty(d)
+        for i in range(d):
+            for sign, target in ((1.0, lo), (-1.0, hi)):
+                c = np.zeros(d)
+                c[i] = sign
+                m.set_objective(c)
+                r = m.solve()
+                if r.status != "optimal":
+                    raise DomainError(f"polytope is unbounded along coordinate {i}")
+                target[i] = sign * r.objective
+        return Box(lo, np.maximum(hi, lo))
+
+    @property
+    def is_bounded(self) -> bool:
+        try:
+            self.bounding_box()
+        except DomainError:
+            return False
+        return True
+
+    def to_polytope(self) -> Polytope:
+        return self
+
+    def chebyshev_center(self) -> tuple[np.ndarray, float]:
+        """Centre and radius of the largest inscribed ball (radius 0: not full-dimensional)."""
+        from .lp import chebyshev_center
+
+        x, r = chebyshev_center(self.A, self.b)
+        if x is None:
+            raise DomainError("empty polytope")
+        return x, r
+
+    def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """``n`` points uniformly from the polytope (rejection from its bounding box,
+        falling back to hit-and-run when the polytope fills little of the box)."""
+        rng = np.random.default_rng(rng)
+        box = self.bounding_box()
+        out: list[np.ndarray] = []
+        got = 0
+        for _ in range(20):
+            cand = box.sample(max(4 * (n - got), 64), rng)
+            keep = cand[self.contains(cand, tol=0.0)]
+            out.append(keep[: n - got])
+            got += min(len(keep), n - got)
+            if got >= n:
+                return np.concatenate(out)[:n]
+        return self._hit_and_run(n, rng)
+
+    def _hit_and_run(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        x, r = self.chebyshev_center()
+        if r <= 0:
+            raise DomainError("cannot sample a polytope that is not full-dimensional")
+        pts = np.empty((n, self.dim))
+        for i in range(n * 10):
+            u = rng.normal(size=self.dim)
+            u /= np.linalg.norm(u)
+            Au = self.A @ u
+            slack = self.b - self.A @ x
+            with np.errstate(divide="ignore"):
+                t = slack / Au
+            t_hi = np.min(t[Au > 0]) if np.any(Au > 0) else 1.0
+            t_lo = np.max(t[Au < 0]) if np.any(Au < 0) else -1.0
+            x = x + rng.uniform(t_lo, t_hi) * u
+            if i % 10 == 9:
+                pts[i // 10] = x
+        return pts
+
+    def __repr__(self) -> str:
+        return f"Polytope({self.n_constraints} constraints in dimension {self.dim})"
+
+    def to_dict(self) -> dict:
+        return {"type": "polytope", "A": self.A.tolist(), "b": self.b.tolist()}
+
+
+Domain = Box | Polytope
+
+
+def as_domain(obj: Any, dim: int | None = None) -> Box | Polytope:
+    """Accept a Box, a Polytope, or a pair ``(lo, hi)``; check its dimension.
+
+    Example:
+        >>> as_domain(([0, 0], [1, 1])).dim
+        2
+    """
+    if isinstance(obj, (Box, Polytope)):
+        dom = obj
+    elif isinstance(obj, tuple) and len(obj) == 2:
+        dom = Box(*obj)
+    else:
+        raise DomainError(f"not a domain: {obj!r} (give a Box, a Polytope or a (lo, hi) pair)")
+    if dim is not None and dom.dim != dim:
+        raise DomainError(f"domain has dimension {dom.dim}; the network takes {dim} inputs")
+    return dom

@@ -1,0 +1,80 @@
+"""Model exchange: torch, ONNX, NNet, VNN-LIB properties and relulab's native .npz.
+
+``load_model(path)`` and ``save_model(net, path)`` pick the format from the file
+suffix (``.onnx``, ``.nnet``, ``.npz``; ``.pt``/``.pth`` for a pickled torch
+``nn.Sequential``).
+
+Example:
+    >>> import numpy as np, tempfile, os
+    >>> from relulab import Network
+    >>> from relulab.io import save_model, load_model
+    >>> net = Network([np.eye(2)], [np.zeros(2)])
+    >>> p = os.path.join(tempfile.mkdtemp(), "n.npz"); save_model(net, p)
+    >>> load_model(p) == net
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import FormatError
+from ..network import Network
+
+__all__ = ["load_model", "save_model", "MODEL_SUFFIXES"]
+
+MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
+
+
+def _suffix(path: str | os.PathLike) -> str:
+    suf = Path(path).suffix.lower()
+    if suf not in MODEL_SUFFIXES:
+        raise FormatError(
+            f"{path}: unknown model format '{suf or '(no suffix)'}'; "
+            f"relulab reads and writes {', '.join(MODEL_SUFFIXES)}"
+        )
+    return suf
+
+
+def load_model(path: str | os.PathLike) -> Network:
+    """Load a network from a file, the format chosen by its suffix."""
+    suf = _suffix(path)
+    if not Path(path).is_file():
+        raise FormatError(f"{path}: no such file")
+    if suf == ".onnx":
+        from .onnx import load_onnx
+
+        return load_onnx(path)
+    if suf == ".nnet":
+        from .nnet import load_nnet
+
+        return load_nnet(path)
+    if suf == ".npz":
+        from .native import load
+
+        return load(path)
+    from .torch import load_torch_file
+
+    return load_torch_file(path)
+
+
+def save_model(net: Network, path: str | os.PathLike) -> None:
+    """Save a network to a file, the format chosen by its suffix (written atomically)."""
+    suf = _suffix(path)
+    if suf == ".onnx":
+        from .onnx import save_onnx
+
+        save_onnx(net, path)
+    elif suf == ".nnet":
+        from .nnet import save_nnet
+
+        save_nnet(net, path)
+    elif suf == ".npz":
+        from .native import save
+
+        save(net, path)
+    else:
+        from .torch import save_torch_file
+
+        save_torch_file(net, path)

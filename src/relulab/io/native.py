@@ -1,0 +1,96 @@
+"""relulab's native format: a versioned ``.npz`` archive.
+
+Layout (format version 1): ``format`` = "relulab-network", ``version`` = 1,
+``n_layers``, ``W{k}`` and ``b{k}`` for k = 0 .. n_layers-1, optional ``skip_S`` and
+``skip_s``.  Exact (Fraction) networks store each entry as a "p/q" string array
+under the same names and set ``exact`` = 1, so a round trip is exact either way.
+
+Example:
+    >>> import numpy as np, tempfile, os
+    >>> from relulab import Network
+    >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), [0.5]])
+    >>> p = os.path.join(tempfile.mkdtemp(), "n.npz"); save(net, p)
+    >>> load(p) == net
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import FormatError
+from ..network import Network, NetworkError
+from ._atomic import atomic_path
+
+__all__ = ["save", "load", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+_MAGIC = "relulab-network"
+
+
+def _encode(a: np.ndarray, exact: bool) -> np.ndarray:
+    if not exact:
+        return np.asarray(a, dtype=np.float64)
+    return np.array([str(v) for v in a.reshape(-1)], dtype=np.str_).reshape(a.shape)
+
+
+def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
+    if not exact:
+        if a.dtype.kind not in "fiu":
+            raise FormatError(f"{path}: array '{key}' is not numeric")
+        return a.astype(np.float64)
+    try:
+        return np.array([Fraction(str(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
+    except ValueError:
+        raise FormatError(f"{path}: array '{key}' holds entries that are not fractions") from None
+
+
+def save(net: Network, path: str | os.PathLike) -> None:
+    """Write ``net`` to ``path`` (.npz), atomically."""
+    arrays: dict[str, np.ndarray] = {
+        "format": np.array(_MAGIC),
+        "version": np.array(FORMAT_VERSION),
+        "exact": np.array(int(net.is_exact)),
+        "n_layers": np.array(net.depth),
+    }
+    for k, (W, b) in enumerate(net.layers):
+        arrays[f"W{k}"] = _encode(W, net.is_exact)
+        arrays[f"b{k}"] = _encode(b, net.is_exact)
+    if net.skip is not None:
+        arrays["skip_S"] = _encode(net.skip[0], net.is_exact)
+        arrays["skip_s"] = _encode(net.skip[1], net.is_exact)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def load(path: str | os.PathLike) -> Network:
+    """Read a network written by :func:`save`."""
+    p = str(path)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise FormatError(f"{p}: not a readable .npz archive ({e})") from None
+    if str(data.get("format", "")) != _MAGIC:
+        raise FormatError(f"{p}: not a relulab network archive (no format tag '{_MAGIC}')")
+    version = int(data.get("version", -1))
+    if version != FORMAT_VERSION:
+        raise FormatError(f"{p}: format version {version} is not supported (this relulab reads {FORMAT_VERSION})")
+    exact = bool(int(data.get("exact", 0)))
+    try:
+        n = int(data["n_layers"])
+        Ws = [_decode(data[f"W{k}"], exact, p, f"W{k}") for k in range(n)]
+        bs = [_decode(data[f"b{k}"], exact, p, f"b{k}") for k in range(n)]
+    except KeyError as e:
+        raise FormatError(f"{p}: missing array {e}") from None
+    skip = None
+    if "skip_S" in data:
+        skip = (_decode(data["skip_S"], exact, p, "skip_S"), _decode(data["skip_s"], exact, p, "skip_s"))
+    try:
+        return Network(Ws, bs, skip, exact=exact)
+    except NetworkError as e:
+        raise FormatError(f"{p}: {e}") from None

@@ -1,0 +1,310 @@
+"""The one thin wrapper over HiGHS (highspy) used by every LP and MILP in relulab.
+
+Problems are stated as::
+
+    minimize / maximize   c @ x
+    subject to            A_ub @ x <= b_ub,   A_eq @ x == b_eq,   lb <= x <= ub,
+                          x[j] integer where integer[j]
+
+:func:`solve` answers one problem; :class:`LPModel` keeps a HiGHS instance alive so
+that a sequence of related problems (new objectives, changed bounds, added rows)
+re-solves from the previous basis (warm start), which is how batched bound
+tightening and region enumeration stay fast.
+
+Example:
+    >>> r = solve([-1.0, -1.0], A_ub=[[1.0, 2.0], [3.0, 1.0]], b_ub=[4.0, 6.0])
+    >>> r.status, round(r.objective, 6)
+    ('optimal', -2.8)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "INF"]
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class LPResult:
+    """Outcome of one solve.
+
+    ``status`` is one of ``optimal``, ``infeasible``, ``unbounded``, ``time_limit``,
+    ``error``.  ``x`` and ``objective`` are set when a primal solution is known
+    (for ``time_limit`` on a MILP: the incumbent, with ``bound`` the best dual bound).
+    """
+
+    status: str
+    x: np.ndarray | None = None
+    objective: float | None = None
+    bound: float | None = None
+    duals: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "optimal"
+
+
+_BANNER_SHOWN = False
+
+
+def _highs():
+    """A silent HiGHS instance.
+
+    HiGHS prints a copyright banner to the C-level stdout when the first instance of a
+    process is created, before any option can be set; it would corrupt ``--json``
+    output, so that one construction runs with file descriptor 1 pointed at devnull.
+    """
+    global _BANNER_SHOWN
+    import highspy
+
+    if _BANNER_SHOWN:
+        h = highspy.Highs()
+    else:
+        import os
+        import sys
+
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _BANNER_SHOWN = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def _status_name(h) -> str:
+    import highspy
+
+    ms = h.getModelStatus()
+    S = highspy.HighsModelStatus
+    if ms == S.kOptimal:
+        return "optimal"
+    if ms == S.kInfeasible:
+        return "infeasible"
+    if ms in (S.kUnbounded, S.kUnboundedOrInfeasible):
+        return "unbounded" if ms == S.kUnbounded else "infeasible_or_unbounded"
+    if ms == S.kTimeLimit or ms == S.kInterrupt:
+        return "time_limit"
+    return "error"
+
+
+def _csr(A: Any, n: int) -> sp.csr_matrix:
+    if A is None:
+        return sp.csr_matrix((0, n))
+    if sp.issparse(A):
+        return A.tocsr()
+    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    if A.size == 0:
+        return sp.csr_matrix((0, n))
+    return sp.csr_matrix(A)
+
+
+class LPModel:
+    """A live HiGHS model for warm-started sequences of related LPs / MILPs.
+
+    Example:
+        >>> m = LPModel(c=[1.0, 0.0], A_ub=[[-1.0, -1.0]], b_ub=[-1.0], lb=[0, 0], ub=[1, 1])
+        >>> m.solve().objective
+        0.0
+        >>> m.set_objective([1.0, 1.0]); m.solve().objective
+        1.0
+    """
+
+    def __init__(
+        self,
+        c: Any,
+        A_ub: Any = None,
+        b_ub: Any = None,
+        A_eq: Any = None,
+        b_eq: Any = None,
+        lb: Any = None,
+        ub: Any = None,
+        integer: Any = None,
+        maximize: bool = False,
+        time_limit: float | None = None,
+        threads: int = 1,
+    ) -> None:
+        import highspy
+
+        c = np.asarray(c, dtype=np.float64).reshape(-1)
+        n = c.shape[0]
+        self.n = n
+        Aub = _csr(A_ub, n)
+        Aeq = _csr(A_eq, n)
+        bub = np.asarray(b_ub if b_ub is not None else [], dtype=np.float64).reshape(-1)
+        beq = np.asarray(b_eq if b_eq is not None else [], dtype=np.float64).reshape(-1)
+        if Aub.shape[1] != n or Aeq.shape[1] != n or Aub.shape[0] != bub.shape[0] or Aeq.shape[0] != beq.shape[0]:
+            raise ValueError(
+                f"LP shapes disagree: c has {n} entries, A_ub {Aub.shape}, b_ub {bub.shape}, "
+                f"A_eq {Aeq.shape}, b_eq {beq.shape}"
+            )
+        lbv = np.full(n, -INF) if lb is None else np.asarray(lb, dtype=np.float64).reshape(-1)
+        ubv = np.full(n, INF) if ub is None else np.asarray(ub, dtype=np.float64).reshape(-1)
+        A = sp.vstack([Aub, Aeq]).tocsc()
+        row_lo = np.concatenate([np.full(Aub.shape[0], -INF), beq])
+        row_hi = np.concatenate([bub, beq])
+        lp = highspy.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = A.shape[0]
+        lp.col_cost_ = c
+        lp.col_lower_ = lbv
+        lp.col_upper_ = ubv
+        lp.row_lower_ = row_lo
+        lp.row_upper_ = row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = A.data.astype(np.float64)
+        lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+        self._is_mip = False
+        if integer is not None:
+            integ = np.asarray(integer, dtype=bool).reshape(-1)
+            if integ.any():
+                self._is_mip = True
+                lp.integrality_ = [
+                    highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous
+                    for v in integ
+                ]
+        self.h = _highs()
+        self.h.setOptionValue("threads", int(threads))
+        if time_limit is not None:
+            self.h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+        self.h.passModel(lp)
+
+    @property
+    def is_mip(self) -> bool:
+        return self._is_mip
+
+    def set_time_limit(self, seconds: float | None) -> None:
+        self.h.setOptionValue("time_limit", INF if seconds is None else float(max(seconds, 1e-3)))
+
+    def set_objective(self, c: Any, maximize: bool | None = None) -> None:
+        """Replace the whole objective vector (keeps the basis for a warm start)."""
+        import highspy
+
+        c = np.asarray(c, dtype=np.float64).reshape(-1)
+        self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c)
+        if maximize is not None:
+            self.h.changeObjectiveSense(
+                highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+            )
+
+    def set_bounds(self, cols: Any, lb: Any, ub: Any) -> None:
+        """Change the bounds of the variables ``cols``."""
+        cols = np.asarray(cols, dtype=np.int32).reshape(-1)
+        self.h.changeColsBounds(
+            cols.shape[0], cols, np.asarray(lb, float).reshape(-1), np.asarray(ub, float).reshape(-1)
+        )
+
+    def add_rows(self, A: Any, lo: Any, hi: Any) -> None:
+        """Append rows ``lo <= A x <= hi``."""
+        A = _csr(A, self.n)
+        self.h.addRows(
+            A.shape[0],
+            np.asarray(lo, float).reshape(-1),
+            np.asarray(hi, float).reshape(-1),
+            A.nnz,
+            A.indptr.astype(np.int32),
+            A.indices.astype(np.int32),
+            A.data.astype(np.float64),
+        )
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.h.getNumRow())
+
+    def delete_rows_from(self, first: int) -> None:
+        """Drop every row from index ``first`` on (undo :meth:`add_rows`)."""
+        last = self.n_rows - 1
+        if last >= first:
+            self.h.deleteRows(first, last)
+
+    def solve(self) -> LPResult:
+        h = self.h
+        h.run()
+        status = _status_name(h)
+        info = h.getInfo()
+        x = None
+        obj = None
+        if status == "optimal" or (status == "time_limit" and info.primal_solution_status == 2):
+            sol = h.getSolution()
+            x = np.array(sol.col_value, dtype=np.float64)
+            obj = float(info.objective_function_value)
+        bound = None
+        duals = None
+        if self._is_mip:
+            bound = float(info.mip_dual_bound)
+        elif status == "optimal":
+            duals = np.array(h.getSolution().row_dual, dtype=np.float64)
+        return LPResult(
+            status=status,
+            x=x,
+            objective=obj,
+            bound=bound,
+            duals=duals,
+            info={"mip_gap": float(info.mip_gap) if self._is_mip else 0.0,
+                  "nodes": int(info.mip_node_count) if self._is_mip else 0,
+                  "iterations": int(info.simplex_iteration_count)},
+        )
+
+
+def solve(
+    c: Any,
+    A_ub: Any = None,
+    b_ub: Any = None,
+    A_eq: Any = None,
+    b_eq: Any = None,
+    lb: Any = None,
+    ub: Any = None,
+    integer: Any = None,
+    maximize: bool = False,
+    time_limit: float | None = None,
+) -> LPResult:
+    """Solve one LP or MILP with HiGHS (see the module docstring for the form).
+
+    Variables are free unless ``lb``/``ub`` say otherwise.
+    """
+    return LPModel(c, A_ub, b_ub, A_eq, b_eq, lb, ub, integer, maximize, time_limit).solve()
+
+
+def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np.ndarray | None, float]:
+    """Centre and radius of the largest ball inside ``{x : A x <= b}``.
+
+    Returns ``(None, -inf)`` when the set is empty and ``(x, inf)`` when the ball is
+    unbounded (the radius is capped at 1e6 to keep the LP bounded).
+
+    Example:
+        >>> x, r = chebyshev_center([[1, 0], [-1, 0], [0, 1], [0, -1]], [1, 1, 1, 1])
+        >>> (np.round(x, 9) + 0.0).tolist(), round(r, 9)
+        ([0.0, 0.0], 1.0)
+    """
+    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    d = A.shape[1]
+    norms = np.linalg.norm(A, axis=1)
+    Aub = np.hstack([A, norms[:, None]])
+    cap = 1e6
+    lbv = np.concatenate([np.full(d, -INF) if lb is None else np.asarray(lb, float), [0.0]])
+    ubv = np.concatenate([np.full(d, INF) if ub is None else np.asarray(ub, float), [cap]])
+    c = np.zeros(d + 1)
+    c[-1] = -1.0
+    r = solve(c, A_ub=Aub, b_ub=b, lb=lbv, ub=ubv)
+    if r.status == "infeasible":
+        return None, -INF
+    if not r.ok:
+        raise RuntimeError(f"Chebyshev-centre LP ended with status {r.status}")
+    rad = float(r.x[-1])
+    return r.x[:d], (INF if rad >= cap * (1 - 1e-9) else rad)

@@ -1,0 +1,586 @@
+"""The one representation: a ReLU network as a list of affine layers.
+
+A :class:`Network` with layers ``(W_1, b_1), ..., (W_L, b_L)`` computes::
+
+    h_0 = x
+    h_k = relu(W_k h_{k-1} + b_k)          for k = 1 .. L-1   (hidden layers)
+    f(x) = W_L h_{L-1} + b_L  (+ S x + s)   the last layer is affine, no ReLU
+
+with an optional affine skip ``(S, s)`` from the input straight to the output.
+Weights follow torch's convention: ``W_k`` has shape ``(out, in)``.
+
+Entries are float64 by default; :meth:`Network.exact` gives a copy whose entries
+are :class:`fractions.Fraction` and whose forward pass on rational inputs is
+exact.  Networks are immutable: every operation returns a new network.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    >>> float(net([1.0, -2.0])[0])
+    1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .errors import RelulabError
+
+__all__ = ["Network", "NetworkError", "relu"]
+
+
+class NetworkError(RelulabError):
+    """A network was built from inconsistent or non-finite parameters."""
+
+
+ArrayLike = Any
+
+
+def _is_exact_array(a: np.ndarray) -> bool:
+    return a.dtype == object
+
+
+def _to_fraction_array(a: ArrayLike) -> np.ndarray:
+    """Exact conversion: a float becomes the Fraction of its binary value."""
+    arr = np.asarray(a, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    flat_in = arr.reshape(-1)
+    flat_out = out.reshape(-1)
+    for i, v in enumerate(flat_in):
+        flat_out[i] = v if isinstance(v, Fraction) else Fraction(v)
+    return out
+
+
+def _freeze(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def relu(z: np.ndarray) -> np.ndarray:
+    """Elementwise max(z, 0); keeps Fraction entries exact."""
+    if _is_exact_array(z):
+        out = z.copy()
+        out[~(z > 0).astype(bool)] = Fraction(0)
+        return out
+    return np.maximum(z, 0.0)
+
+
+def _as_matrix(a: ArrayLike, exact: bool, what: str) -> np.ndarray:
+    if exact:
+        arr = _to_fraction_array(a)
+    else:
+        try:
+            arr = np.array(a, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise NetworkError(f"{what}: entries are not numbers ({e})") from None
+    return arr
+
+
+class Network:
+    """An immutable feed-forward ReLU network (see the module docstring).
+
+    Args:
+        weights: the layer matrices ``W_k`` of shape ``(out_k, in_k)``.
+        biases: the layer offsets ``b_k`` of shape ``(out_k,)``.
+        skip: optional ``(S, s)``: ``S`` of shape ``(out, in)`` and ``s`` of
+            shape ``(out,)`` added to the output.
+        exact: store entries as Fractions (defaults to True when any given
+            array has object dtype, i.e. already holds Fractions).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> net([[-3.0], [2.0]]).ravel().tolist()   # |x|
+        [3.0, 2.0]
+    """
+
+    __slots__ = ("_weights", "_biases", "_skip", "_exact")
+
+    def __init__(
+        self,
+        weights: Sequence[ArrayLike],
+        biases: Sequence[ArrayLike],
+        skip: tuple[ArrayLike, ArrayLike] | None = None,
+        *,
+        exact: bool | None = None,
+    ) -> None:
+        weights = list(weights)
+        biases = list(biases)
+        if len(weights) == 0:
+            raise NetworkError("a network needs at least one affine layer")
+        if len(weights) != len(biases):
+            raise NetworkError(
+                f"{len(weights)} weight matrices but {len(biases)} bias vectors"
+            )
+        if exact is None:
+            exact = any(np.asarray(a).dtype == object for a in [*weights, *biases])
+        Ws, bs = [], []
+        prev_out = None
+        for k, (W, b) in enumerate(zip(weights, biases, strict=True), start=1):
+            W = _as_matrix(W, exact, f"layer {k} weight")
+            b = _as_matrix(b, exact, f"layer {k} bias")
+            if W.ndim != 2:
+                raise NetworkError(f"layer {k}: weight must be 2-D (out, in), got shape {W.shape}")
+            if b.ndim != 1 or b.shape[0] != W.shape[0]:
+                raise NetworkError(
+                    f"layer {k}: bias shape {b.shape} does not match weight shape {W.shape}"
+                )
+            if prev_out is not None and W.shape[1] != prev_out:
+                raise NetworkError(
+                    f"layer {k}: weight takes {W.shape[1]} inputs but layer {k - 1} "
+                    f"gives {prev_out} outputs"
+                )
+            if W.shape[0] == 0 or W.shape[1] == 0:
+                raise NetworkError(f"layer {k}: empty weight matrix of shape {W.shape}")
+            if not exact:
+                if not np.all(np.isfinite(W)):
+                    raise NetworkError(f"layer {k}: weight contains NaN or infinite entries")
+                if not np.all(np.isfinite(b)):
+                    raise NetworkError(f"layer {k}: bias contains NaN or infinite entries")
+            prev_out = W.shape[0]
+            Ws.append(_freeze(W))
+            bs.append(_freeze(b))
+        sk = None
+        if skip is not None:
+            S = _as_matrix(skip[0], exact, "skip weight")
+            s = _as_matrix(skip[1], exact, "skip bias")
+            if S.shape != (Ws[-1].shape[0], Ws[0].shape[1]) or s.shape != (Ws[-1].shape[0],):
+                raise NetworkError(
+                    f"skip: shapes {S.shape} and {s.shape} do not match "
+                    f"(out, in) = ({Ws[-1].shape[0]}, {Ws[0].shape[1]})"
+                )
+            if not exact and not (np.all(np.isfinite(S)) and np.all(np.isfinite(s))):
+                raise NetworkError("skip: contains NaN or infinite entries")
+            sk = (_freeze(S), _freeze(s))
+        self._weights = tuple(Ws)
+        self._biases = tuple(bs)
+        self._skip = sk
+        self._exact = bool(exact)
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def weights(self) -> tuple[np.ndarray, ...]:
+        """The read-only layer matrices ``W_1 .. W_L``."""
+        return self._weights
+
+    @property
+    def biases(self) -> tuple[np.ndarray, ...]:
+        """The read-only layer offsets ``b_1 .. b_L``."""
+        return self._biases
+
+    @property
+    def skip(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The affine input-to-output skip ``(S, s)`` or None."""
+        return self._skip
+
+    @property
+    def layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``[(W_1, b_1), ..., (W_L, b_L)]``."""
+        return list(zip(self._weights, self._biases, strict=True))
+
+    @property
+    def is_exact(self) -> bool:
+        """True when entries are Fractions."""
+        return self._exact
+
+    @property
+    def input_dim(self) -> int:
+        return int(self._weights[0].shape[1])
+
+    @property
+    def output_dim(self) -> int:
+        return int(self._weights[-1].shape[0])
+
+    @property
+    def depth(self) -> int:
+        """Number of affine layers (hidden layers + 1)."""
+        return len(self._weights)
+
+    @property
+    def n_hidden_layers(self) -> int:
+        return len(self._weights) - 1
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Widths of the hidden layers."""
+        return tuple(int(W.shape[0]) for W in self._weights[:-1])
+
+    @property
+    def n_neurons(self) -> int:
+        """Number of hidden ReLU neurons."""
+        return int(sum(self.widths))
+
+    @property
+    def n_params(self) -> int:
+        """Number of weights and biases (the skip included)."""
+        n = sum(W.size + b.size for W, b in self.layers)
+        if self._skip is not None:
+            n += self._skip[0].size + self._skip[1].size
+        return int(n)
+
+    def __repr__(self) -> str:
+        arch = "-".join(str(w) for w in (self.input_dim, *self.widths, self.output_dim))
+        extra = ", skip" if self._skip is not None else ""
+        kind = "exact" if self._exact else "float64"
+        return f"Network({arch}, {kind}{extra})"
+
+    # ----------------------------------------------------------- conversions
+    def exact(self) -> Network:
+        """A copy with :class:`fractions.Fraction` entries (exact binary values).
+
+        Example:
+            >>> net = Network([[[0.5]]], [[0.25]]).exact()
+            >>> net([[Fraction(1, 3)]])[0, 0]
+            Fraction(5, 12)
+        """
+        if self._exact:
+            return self
+        skip = None if self._skip is None else (self._skip[0], self._skip[1])
+        return Network(list(self._weights), list(self._biases), skip, exact=True)
+
+    def float(self) -> Network:
+        """A float64 copy (rounding each Fraction to the nearest float)."""
+        if not self._exact:
+            return self
+
+        def f(a: np.ndarray) -> np.ndarray:
+            return np.array([float(v) for v in a.reshape(-1)], dtype=np.float64).reshape(a.shape)
+
+        skip = None if self._skip is None else (f(self._skip[0]), f(self._skip[1]))
+        return Network([f(W) for W in self._weights], [f(b) for b in self._biases], skip)
+
+    # --------------------------------------------------------------- forward
+    def _prepare_input(self, X: ArrayLike) -> tuple[np.ndarray, bool]:
+        if self._exact:
+            X = _to_fraction_array(X)
+        else:
+            X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        if single:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != self.input_dim:
+            raise NetworkError(
+                f"input has shape {np.shape(X)}; the network takes {self.input_dim} inputs "
+                "(a vector or an (n, d) batch)"
+            )
+        return X, single
+
+    def preactivations(self, X: ArrayLike) -> list[np.ndarray]:
+        """Pre-activation values of every hidden layer, each of shape (n, width)."""
+        X, _ = self._prepare_input(X)
+        out = []
+        H = X
+        for W, b in zip(self._weights[:-1], self._biases[:-1], strict=True):
+            Z = H @ W.T + b
+            out.append(Z)
+            H = relu(Z)
+        return out
+
+    def forward(self, X: ArrayLike) -> np.ndarray:
+        """Batched forward pass: ``X`` of shape (n, d) -> (n, m); a vector gives a vector."""
+        X, single = self._prepare_input(X)
+        H = X
+        for W, b in zip(self._weights[:-1], self._biases[:-1], strict=True):
+            H = relu(H @ W.T + b)
+        Y = H @ self._weights[-1].T + self._biases[-1]
+        if self._skip is not None:
+            Y = Y + X @ self._skip[0].T + self._skip[1]
+        return Y[0] if single else Y
+
+    __call__ = forward
+
+    def activation_pattern(self, X: ArrayLike) -> list[np.ndarray]:
+        """Boolean activation pattern (pre-activation > 0) of every hidden layer.
+
+        For a batch ``X`` of shape (n, d) each entry has shape (n, width); for a single
+        point each entry has shape (width,).
+        """
+        single = np.ndim(X) == 1
+        pats = [np.asarray(Z > 0, dtype=bool) for Z in self.preactivations(X)]
+        return [p[0] for p in pats] if single else pats
+
+    def pattern_vector(self, X: ArrayLike) -> np.ndarray:
+        """The activation pattern of all hidden layers concatenated (n, n_neurons)."""
+        pats = self.activation_pattern(np.atleast_2d(np.asarray(X, dtype=object if self._exact else float)))
+        if not pats:
+            return np.zeros((np.atleast_2d(X).shape[0], 0), dtype=bool)
+        return np.concatenate(pats, axis=1)
+
+    def affine_for_pattern(self, pattern: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The affine map ``(A, c)`` the network computes where the activation pattern is
+        ``pattern`` (one boolean vector per hidden layer)."""
+        if len(pattern) != self.n_hidden_layers:
+            raise NetworkError(
+                f"pattern has {len(pattern)} layers; the network has {self.n_hidden_layers}"
+            )
+        A = self._weights[0]
+        c = self._biases[0]
+        for k, p in enumerate(pattern):
+            p = np.asarray(p, dtype=bool).reshape(-1)
+            if p.shape[0] != self.widths[k]:
+                raise NetworkError(
+                    f"pattern layer {k + 1} has {p.shape[0]} entries; width is {self.widths[k]}"
+                )
+            zero = Fraction(0) if self._exact else 0.0
+            A = np.where(p[:, None], A, zero)
+            c = np.where(p, c, zero)
+            W, b = self._weights[k + 1], self._biases[k + 1]
+            A = W @ A
+            c = W @ c + b
+        if self._skip is not None:
+            A = A + self._skip[0]
+            c = c + self._skip[1]
+        return A, c
+
+    def local_affine(self, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """The exact affine map ``(A, c)`` with ``f(y) = A y + c`` on the linear region of ``x``.
+
+        The region is that of the activation pattern at ``x`` (ties, pre-activation
+        exactly 0, count as inactive; by continuity the map is still exact at ``x``).
+
+        Example:
+            >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+            >>> A, c = net.local_affine([-2.0]); A.tolist(), c.tolist()
+            ([[-1.0]], [0.0])
+        """
+        x = np.asarray(x, dtype=object if self._exact else np.float64).reshape(-1)
+        return self.affine_for_pattern(self.activation_pattern(x))
+
+    def jacobian(self, x: ArrayLike) -> np.ndarray:
+        """The Jacobian (m, d) at ``x`` (the linear part of :meth:`local_affine`)."""
+        return self.local_affine(x)[0]
+
+    # ------------------------------------------------------------- algebra
+    def without_skip(self) -> Network:
+        """An equivalent network with no skip: the input rides through each hidden layer
+        as ``relu(x) - relu(-x)`` (2 d extra neurons per hidden layer)."""
+        if self._skip is None:
+            return self
+        S, s = self._skip
+        d = self.input_dim
+        eye = _eye(d, self._exact)
+        if self.n_hidden_layers == 0:
+            return Network([self._weights[0] + S], [self._biases[0] + s], exact=self._exact)
+        Ws, bs = [], []
+        carry_in = np.concatenate([eye, -eye], axis=0)  # (2d, d)
+        zeros_d2 = _zeros((2 * d,), self._exact)
+        for k in range(self.n_hidden_layers):
+            W, b = self._weights[k], self._biases[k]
+            if k == 0:
+                Ws.append(np.concatenate([W, carry_in], axis=0))
+            else:
+                # carry block reads the previous carry (2d) and rebuilds +-x
+                pass_mat = np.concatenate([np.concatenate([eye, -eye], 1), np.concatenate([-eye, eye], 1)], 0)
+                Ws.append(_block_diag(W, pass_mat, self._exact))
+            bs.append(np.concatenate([b, zeros_d2]))
+        WL = self._weights[-1]
+        Ws.append(np.concatenate([WL, S, -S], axis=1))
+        bs.append(self._biases[-1] + s)
+        return Network(Ws, bs, exact=self._exact)
+
+    def deepen(self, n_hidden_layers: int) -> Network:
+        """An equivalent network with ``n_hidden_layers`` hidden layers (at least the current
+        number): the output is carried through the extra layers as ``relu(y) - relu(-y)``."""
+        extra = n_hidden_layers - self.n_hidden_layers
+        if extra < 0:
+            raise NetworkError(
+                f"cannot deepen a network with {self.n_hidden_layers} hidden layers "
+                f"to {n_hidden_layers}"
+            )
+        if extra == 0:
+            return self
+        net = self.without_skip()
+        m = net.output_dim
+        eye = _eye(m, self._exact)
+        Ws = list(net.weights[:-1])
+        bs = list(net.biases[:-1])
+        WL, bL = net.weights[-1], net.biases[-1]
+        Ws.append(np.concatenate([WL, -WL], axis=0))
+        bs.append(np.concatenate([bL, -bL]))
+        pass_mat = np.concatenate([np.concatenate([eye, -eye], 1), np.concatenate([-eye, eye], 1)], 0)
+        for _ in range(extra - 1):
+            Ws.append(pass_mat)
+            bs.append(_zeros((2 * m,), self._exact))
+        Ws.append(np.concatenate([eye, -eye], axis=1))
+        bs.append(_zeros((m,), self._exact))
+        return Network(Ws, bs, exact=self._exact)
+
+    def compose(self, inner: Network) -> Network:
+        """``self`` after ``inner``: the network computing ``x -> self(inner(x))``.
+
+        Example:
+            >>> f = Network([[[2.0]]], [[1.0]]); g = Network([[[3.0]]], [[0.0]])
+            >>> float(f.compose(g)([1.0])[0])
+            7.0
+        """
+        _check_same_kind(self, inner)
+        if inner.output_dim != self.input_dim:
+            raise NetworkError(
+                f"cannot compose: inner network gives {inner.output_dim} outputs, "
+                f"outer takes {self.input_dim} inputs"
+            )
+        g = inner.without_skip()
+        f = self.without_skip()
+        W1, b1 = f.weights[0], f.biases[0]
+        WL, bL = g.weights[-1], g.biases[-1]
+        Ws = [*g.weights[:-1], W1 @ WL, *f.weights[1:]]
+        bs = [*g.biases[:-1], W1 @ bL + b1, *f.biases[1:]]
+        return Network(Ws, bs, exact=self._exact)
+
+    def __matmul__(self, inner: Network) -> Network:
+        """``f @ g`` is ``f.compose(g)``."""
+        return self.compose(inner)
+
+    def concat(self, other: Network) -> Network:
+        """Same input, outputs stacked: ``x -> [self(x), other(x)]``."""
+        _check_same_kind(self, other)
+        if other.input_dim != self.input_dim:
+            raise NetworkError(
+                f"cannot concatenate: input sizes differ ({self.input_dim} vs {other.input_dim})"
+            )
+        L = max(self.n_hidden_layers, other.n_hidden_layers)
+        f = self.deepen(L) if self.n_hidden_layers < L else self
+        g = other.deepen(L) if other.n_hidden_layers < L else other
+        Ws = [np.concatenate([f.weights[0], g.weights[0]], axis=0)]
+        Ws += [_block_diag(a, c, self._exact) for a, c in zip(f.weights[1:], g.weights[1:], strict=True)]
+        bs = [np.concatenate([a, c]) for a, c in zip(f.biases, g.biases, strict=True)]
+        skip = _stack_skips(f, g)
+        return Network(Ws, bs, skip, exact=self._exact)
+
+    def parallel(self, other: Network) -> Network:
+        """Side by side on split inputs: ``[x1, x2] -> [self(x1), other(x2)]``."""
+        _check_same_kind(self, other)
+        L = max(self.n_hidden_layers, other.n_hidden_layers)
+        f = self.deepen(L) if self.n_hidden_layers < L else self
+        g = other.deepen(L) if other.n_hidden_layers < L else other
+        Ws = [_block_diag(a, c, self._exact) for a, c in zip(f.weights, g.weights, strict=True)]
+        bs = [np.concatenate([a, c]) for a, c in zip(f.biases, g.biases, strict=True)]
+        skip = None
+        if f.skip is not None or g.skip is not None:
+            fs = f.skip or (_zeros((f.output_dim, f.input_dim), self._exact), _zeros((f.output_dim,), self._exact))
+            gs = g.skip or (_zeros((g.output_dim, g.input_dim), self._exact), _zeros((g.output_dim,), self._exact))
+            skip = (_block_diag(fs[0], gs[0], self._exact), np.concatenate([fs[1], gs[1]]))
+        return Network(Ws, bs, skip, exact=self._exact)
+
+    def __add__(self, other: Network) -> Network:
+        """Pointwise sum ``x -> self(x) + other(x)`` as one network."""
+        if not isinstance(other, Network):
+            return NotImplemented
+        if other.output_dim != self.output_dim:
+            raise NetworkError(
+                f"cannot add: output sizes differ ({self.output_dim} vs {other.output_dim})"
+            )
+        m = self.output_dim
+        both = self.concat(other)
+        eye = _eye(m, self._exact)
+        summer = Network([np.concatenate([eye, eye], axis=1)], [_zeros((m,), self._exact)], exact=self._exact)
+        return _affine_after(summer, both)
+
+    def __mul__(self, scalar: float | int | Fraction) -> Network:
+        """Scalar multiple ``x -> scalar * self(x)``."""
+        if isinstance(scalar, Network) or not np.isscalar(scalar) and not isinstance(scalar, Fraction):
+            return NotImplemented
+        s = Fraction(scalar) if self._exact else float(scalar)
+        Ws = [*self._weights[:-1], self._weights[-1] * s]
+        bs = [*self._biases[:-1], self._biases[-1] * s]
+        skip = None if self._skip is None else (self._skip[0] * s, self._skip[1] * s)
+        return Network(Ws, bs, skip, exact=self._exact)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> Network:
+        return self * -1
+
+    def __sub__(self, other: Network) -> Network:
+        """Pointwise difference ``x -> self(x) - other(x)``."""
+        if not isinstance(other, Network):
+            return NotImplemented
+        return self + (-other)
+
+    def with_output_map(self, C: ArrayLike, d: ArrayLike | None = None) -> Network:
+        """The network ``x -> C self(x) + d`` (an affine map folded into the last layer)."""
+        C = _as_matrix(C, self._exact, "output map")
+        if C.ndim == 1:
+            C = C[None, :]
+        if C.shape[1] != self.output_dim:
+            raise NetworkError(f"output map takes {C.shape[1]} values; network gives {self.output_dim}")
+        dd = _zeros((C.shape[0],), self._exact) if d is None else _as_matrix(d, self._exact, "output offset").reshape(-1)
+        outer = Network([C], [dd], exact=self._exact)
+        return _affine_after(outer, self)
+
+    # ------------------------------------------------------------- equality
+    def __eq__(self, other: object) -> bool:
+        """Structural equality: same architecture and identical entries."""
+        if not isinstance(other, Network):
+            return NotImplemented
+        if self.depth != other.depth or (self._skip is None) != (other._skip is None):
+            return False
+        pairs = list(zip(self._weights + self._biases, other._weights + other._biases, strict=True))
+        if self._skip is not None:
+            pairs += list(zip(self._skip, other._skip, strict=True))
+        return all(a.shape == b.shape and bool(np.all(a == b)) for a, b in pairs)
+
+    def __hash__(self) -> int:
+        return hash((self.input_dim, self.widths, self.output_dim, self._skip is not None))
+
+    def allclose(self, other: Network, rtol: float = 1e-12, atol: float = 0.0) -> bool:
+        """Same architecture and entries equal up to a float tolerance."""
+        if self.depth != other.depth or (self._skip is None) != (other._skip is None):
+            return False
+        a_list = [*self._weights, *self._biases, *(self._skip or ())]
+        b_list = [*other._weights, *other._biases, *(other._skip or ())]
+        return all(
+            a.shape == b.shape and np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=rtol, atol=atol)
+            for a, b in zip(a_list, b_list, strict=True)
+        )
+
+
+# ------------------------------------------------------------------ helpers
+def _check_same_kind(a: Network, b: Network) -> None:
+    if a.is_exact != b.is_exact:
+        raise NetworkError("cannot combine an exact (Fraction) network with a float64 one; "
+                           "call .exact() or .float() on one of them first")
+
+
+def _eye(n: int, exact: bool) -> np.ndarray:
+    if exact:
+        out = np.full((n, n), Fraction(0), dtype=object)
+        for i in range(n):
+            out[i, i] = Fraction(1)
+        return out
+    return np.eye(n)
+
+
+def _zeros(shape: tuple[int, ...], exact: bool) -> np.ndarray:
+    if exact:
+        return np.full(shape, Fraction(0), dtype=object)
+    return np.zeros(shape)
+
+
+def _block_diag(a: np.ndarray, c: np.ndarray, exact: bool) -> np.ndarray:
+    out = _zeros((a.shape[0] + c.shape[0], a.shape[1] + c.shape[1]), exact)
+    out[: a.shape[0], : a.shape[1]] = a
+    out[a.shape[0]:, a.shape[1]:] = c
+    return out
+
+
+def _stack_skips(f: Network, g: Network) -> tuple[np.ndarray, np.ndarray] | None:
+    if f.skip is None and g.skip is None:
+        return None
+    ex = f.is_exact
+    fs = f.skip or (_zeros((f.output_dim, f.input_dim), ex), _zeros((f.output_dim,), ex))
+    gs = g.skip or (_zeros((g.output_dim, g.input_dim), ex), _zeros((g.output_dim,), ex))
+    return np.concatenate([fs[0], gs[0]], axis=0), np.concatenate([fs[1], gs[1]])
+
+
+def _affine_after(outer: Network, inner: Network) -> Network:
+    """Fold the single affine layer ``outer`` into the last layer of ``inner``."""
+    C, d = outer.weights[0], outer.biases[0]
+    Ws = [*inner.weights[:-1], C @ inner.weights[-1]]
+    bs = [*inner.biases[:-1], C @ inner.biases[-1] + d]
+    skip = None if inner.skip is None else (C @ inner.skip[0], C @ inner.skip[1])
+    return Network(Ws, bs, skip, exact=inner.is_exact)

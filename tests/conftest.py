@@ -1,0 +1,54 @@
+"""Shared fixtures: where the shared benchmark data lives, and random networks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relulab import Network
+
+
+def data_dir() -> Path | None:
+    """The shared data folder: $RELULAB_DATA, else ../shared/data beside the checkout."""
+    env = os.environ.get("RELULAB_DATA")
+    candidates = [Path(env)] if env else []
+    root = Path(__file__).resolve().parents[1]
+    candidates += [root.parent / "shared" / "data", root / "shared" / "data"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    d = data_dir()
+    if d is None:
+        pytest.skip("shared data not found: set RELULAB_DATA or place it at ../shared/data")
+    return d
+
+
+@pytest.fixture(scope="session")
+def acasxu_dir(shared_data: Path) -> Path:
+    d = shared_data / "acasxu"
+    if not (d / "onnx").is_dir():
+        pytest.skip(f"ACAS Xu data not found under {d}")
+    return d
+
+
+def random_network(
+    rng: np.random.Generator, dims: list[int], skip: bool = False, scale: float = 1.0
+) -> Network:
+    """A float64 network with Gaussian weights, layer sizes ``dims`` (input first)."""
+    Ws = [rng.normal(size=(dims[i + 1], dims[i])) * scale / np.sqrt(dims[i]) for i in range(len(dims) - 1)]
+    bs = [rng.normal(size=dims[i + 1]) * 0.3 for i in range(len(dims) - 1)]
+    sk = (rng.normal(size=(dims[-1], dims[0])), rng.normal(size=dims[-1])) if skip else None
+    return Network(Ws, bs, sk)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)
