@@ -104,7 +104,10 @@ def load_model_arg(path: str):
 
 def run_app(argv: list[str]) -> None:
     """Run the app; bad input becomes one line on stderr and exit code 1 (unless --debug)."""
+    # --debug is accepted anywhere on the line, not only before the command name
     debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    _state["debug"] = debug
     try:
         app(args=argv, standalone_mode=False)
     except SystemExit:
@@ -113,16 +116,16 @@ def run_app(argv: list[str]) -> None:
         err_console.print("interrupted")
         raise SystemExit(130) from None
     except Exception as e:  # noqa: BLE001 - the CLI boundary turns every error into one line
-        import click
-
         if debug:
             raise
-        if isinstance(e, click.exceptions.Exit):
-            raise SystemExit(e.exit_code) from None
-        if isinstance(e, click.ClickException):
+        # typer's own exceptions (usage errors, Exit, Abort) come from the click it vendors;
+        # recognise them by their interface rather than by a private import path.
+        if hasattr(e, "show") and hasattr(e, "exit_code"):
             e.show()
             raise SystemExit(e.exit_code) from None
-        if isinstance(e, click.exceptions.Abort):
+        if hasattr(e, "exit_code") and not isinstance(e, RelulabError):
+            raise SystemExit(e.exit_code) from None
+        if type(e).__name__ == "Abort":
             raise SystemExit(1) from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if not isinstance(e, (RelulabError, OSError)):

@@ -1,0 +1,196 @@
+"""Core commands: ``info``, ``eval``, ``convert`` and ``tour``.
+
+Example:
+    $ relulab info model.onnx
+    $ relulab eval model.onnx --x 0.1,0.2,0.3,0.4,0.5
+    $ relulab convert model.nnet model.onnx
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..errors import RelulabError
+from ..network import Network
+from ._common import JSON_OPT, console, load_model_arg, parse_floats, print_json
+
+__all__ = ["register", "tour", "describe"]
+
+
+def describe(net: Network) -> dict:
+    """A JSON-friendly summary of a network's architecture."""
+    layers = []
+    for k, (W, b) in enumerate(net.layers, start=1):
+        layers.append(
+            {
+                "layer": k,
+                "kind": "affine + ReLU" if k < net.depth else "affine (output)",
+                "inputs": int(W.shape[1]),
+                "outputs": int(W.shape[0]),
+                "params": int(W.size + b.size),
+            }
+        )
+    if net.skip is not None:
+        S, s = net.skip
+        layers.append(
+            {"layer": "skip", "kind": "affine input->output", "inputs": int(S.shape[1]),
+             "outputs": int(S.shape[0]), "params": int(S.size + s.size)}
+        )
+    return {
+        "input_dim": net.input_dim,
+        "output_dim": net.output_dim,
+        "hidden_widths": list(net.widths),
+        "depth": net.depth,
+        "neurons": net.n_neurons,
+        "params": net.n_params,
+        "exact": net.is_exact,
+        "layers": layers,
+    }
+
+
+def info(
+    model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Show a model's layers, widths, parameter counts and input/output sizes."""
+    net = load_model_arg(model)
+    d = describe(net)
+    d["file"] = model
+    if json_out:
+        print_json(d)
+        return
+    t = Table(title=f"{Path(model).name}: {net!r}")
+    for col in ("layer", "kind", "inputs", "outputs", "params"):
+        t.add_column(col, justify="right" if col != "kind" else "left")
+    for row in d["layers"]:
+        t.add_row(*(str(row[c]) for c in ("layer", "kind", "inputs", "outputs", "params")))
+    console.print(t)
+    console.print(
+        f"inputs {d['input_dim']}, outputs {d['output_dim']}, hidden widths {d['hidden_widths']}, "
+        f"{d['neurons']} ReLU neurons, {d['params']} parameters"
+        + (", exact rational weights" if d["exact"] else "")
+    )
+
+
+def eval_cmd(
+    model: str = typer.Argument(..., help="Model file."),
+    x: list[str] = typer.Option(
+        None, "--x", help="An input point, comma separated (repeat --x for several)."
+    ),
+    csv: Path = typer.Option(None, "--csv", help="A CSV file of input points, one per row."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Evaluate a model at input points (forward pass, with the activation pattern size)."""
+    net = load_model_arg(model)
+    if not x and csv is None:
+        raise RelulabError("give at least one input with --x (e.g. --x 0.1,0.2) or --csv FILE")
+    points = [parse_floats(s, "--x") for s in (x or [])]
+    if csv is not None:
+        try:
+            data = np.loadtxt(csv, delimiter=",", ndmin=2)
+        except (OSError, ValueError) as e:
+            raise RelulabError(f"{csv}: cannot read a numeric CSV ({e})") from None
+        points += list(data)
+    for i, p in enumerate(points):
+        if p.shape[0] != net.input_dim:
+            raise RelulabError(
+                f"input {i + 1} has {p.shape[0]} values; the model takes {net.input_dim}"
+            )
+    X = np.vstack(points)
+    Y = net.float()(X)
+    active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
+    if json_out:
+        print_json({"inputs": X, "outputs": Y, "active_neurons": active})
+        return
+    t = Table(title=f"{Path(model).name}")
+    t.add_column("input")
+    t.add_column("output")
+    t.add_column("active", justify="right")
+    for xi, yi, a in zip(X, Y, active, strict=True):
+        t.add_row(_fmt(xi), _fmt(yi), f"{int(a)}/{net.n_neurons}")
+    console.print(t)
+
+
+def _fmt(v: np.ndarray) -> str:
+    return "[" + ", ".join(f"{float(a):.10g}" for a in v) + "]"
+
+
+def convert(
+    src: str = typer.Argument(..., help="Input model file (.onnx, .nnet, .npz, .pt)."),
+    dst: str = typer.Argument(..., help="Output file; its suffix picks the format."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Convert a model between formats (ONNX, NNet, native .npz, torch .pt)."""
+    from ..io import save_model
+
+    net = load_model_arg(src)
+    save_model(net, dst)
+    # Re-read and compare so a conversion that loses information is reported, not hidden.
+    from ..io import load_model
+
+    back = load_model(dst)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(256, net.input_dim))
+    if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
+        err = float("inf")
+    else:
+        err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
+    result = {"source": src, "target": dst, "network": repr(net), "max_abs_difference": err}
+    if json_out:
+        print_json(result)
+    else:
+        console.print(f"wrote {dst} ({net!r}); re-read, max |difference| on 256 points: {err:.3g}")
+
+
+def tour_cmd() -> None:
+    """The quick tour: what relulab does, on small example networks shipped with it."""
+    from . import TOPICS
+
+    console.rule("[bold]relulab tour")
+    for name in TOPICS:
+        mod_name = f"relulab.cli.{name}"
+        if importlib.util.find_spec(mod_name) is None:
+            continue
+        mod = importlib.import_module(mod_name)
+        fn = getattr(mod, "tour", None)
+        if fn is not None:
+            fn(console)
+    console.rule("[bold]done: see README.md and docs/ for more")
+
+
+def tour(con) -> None:
+    """Core section of the tour: the Network object and exact arithmetic."""
+    from ..examples import abs_net, load_example, xor_net
+
+    con.rule("The Network: one representation")
+    net = load_example("tiny_2d")
+    d = describe(net)
+    con.print(f"example network {net!r}: {d['neurons']} ReLUs, {d['params']} parameters")
+    x = np.array([0.25, -0.5])
+    A, c = net.local_affine(x)
+    con.print(f"f({x.tolist()}) = {float(net(x)[0]):.6f}; on its linear region f(y) = "
+              f"{A[0, 0]:.4f} y1 + {A[0, 1]:.4f} y2 + {c[0]:.4f}")
+    con.print(f"activation pattern there: {''.join('1' if v else '0' for v in np.concatenate(net.activation_pattern(x)))}")
+    from fractions import Fraction
+
+    xor = xor_net()
+    q = [Fraction(1, 3), Fraction(1, 2)]
+    con.print(f"exact mode: the XOR network at (1/3, 1/2) gives {xor(q)[0]} exactly; "
+              f"net.exact() turns any float network into rationals")
+    table = {(a, b): int(xor([a, b])[0]) for a in (0, 1) for b in (0, 1)}
+    con.print(f"XOR as a ReLU network, exactly: {table}")
+    absn = abs_net()
+    s = absn + (-1) * absn
+    con.print(f"network algebra: |x| - |x| is a {s!r} that gives {float(s.float()([3.0])[0])} at 3")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("info")(info)
+    app.command("eval")(eval_cmd)
+    app.command("convert")(convert)
+    app.command("tour")(tour_cmd)
