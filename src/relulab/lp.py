@@ -228,9 +228,9 @@ class LPModel:
 
     def delete_rows_from(self, first: int) -> None:
         """Drop every row from index ``first`` on (undo :meth:`add_rows`)."""
-        last = self.n_rows - 1
-        if last >= first:
-            self.h.deleteRows(first, last)
+        idx = np.arange(first, self.n_rows, dtype=np.int32)
+        if idx.size:
+            self.h.deleteRows(idx.size, idx)
 
     def solve(self) -> LPResult:
         h = self.h

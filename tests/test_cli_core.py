@@ -1,0 +1,77 @@
+"""The core commands through the real entry point: output, --json, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from relulab.cli import main
+from relulab.examples import example_path, load_example
+from relulab.io import load_model
+
+
+def run(capsys, *args):
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_info_json(capsys):
+    code, out, _ = run(capsys, "info", str(example_path("tiny_2d")), "--json")
+    assert code == 0
+    d = json.loads(out)
+    net = load_example("tiny_2d")
+    assert d["hidden_widths"] == list(net.widths)
+    assert d["params"] == net.n_params == sum(layer["params"] for layer in d["layers"])
+
+
+def test_eval_matches_forward(capsys):
+    code, out, _ = run(capsys, "eval", str(example_path("tiny_2d")), "--x", "0.1,-0.2", "--x", "1 1", "--json")
+    assert code == 0
+    d = json.loads(out)
+    net = load_example("tiny_2d")
+    assert np.allclose(d["outputs"], net(np.array([[0.1, -0.2], [1, 1]])))
+
+
+def test_convert_round_trip(tmp_path, capsys):
+    dst = tmp_path / "copy.npz"
+    code, out, _ = run(capsys, "convert", str(example_path("tiny_2d")), str(dst), "--json")
+    assert code == 0 and json.loads(out)["max_abs_difference"] == 0.0
+    assert load_model(dst) == load_example("tiny_2d")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("info", "missing.npz"), "missing.npz: no such file"),
+        (("info", "model.xyz"), "unknown model format '.xyz'"),
+        (("eval", "EX", "--x", "1,2,3"), "input 1 has 3 values; the model takes 2"),
+        (("eval", "EX", "--x", "1,abc"), "cannot read numbers"),
+        (("eval", "EX"), "give at least one input"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(capsys, args, message):
+    args = [str(example_path("tiny_2d")) if a == "EX" else a for a in args]
+    code, out, err = run(capsys, *args)
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_corrupt_native_file(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    code, _, err = run(capsys, "info", str(bad))
+    assert code == 1 and "not a readable .npz archive" in err and "Traceback" not in err
+
+
+def test_tour_runs(capsys):
+    code, out, _ = run(capsys, "tour")
+    assert code == 0
+    assert "XOR" in out and "5/6" in out

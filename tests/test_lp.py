@@ -1,0 +1,66 @@
+"""The HiGHS wrapper against scipy's independent LP interface and brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy.optimize import linprog
+
+from relulab.lp import LPModel, chebyshev_center, solve
+
+
+def test_random_lps_agree_with_scipy(rng):
+    for _ in range(20):
+        n, m = 4, 8
+        A = rng.normal(size=(m, n))
+        b = rng.random(m) + 0.1  # x = 0 is feasible
+        c = rng.normal(size=n)
+        ours = solve(c, A_ub=A, b_ub=b, lb=-np.ones(n), ub=np.ones(n))
+        ref = linprog(c, A_ub=A, b_ub=b, bounds=[(-1, 1)] * n, method="highs-ds")
+        assert ours.status == "optimal"
+        assert np.isclose(ours.objective, ref.fun, atol=1e-9)
+        assert np.all(A @ ours.x <= b + 1e-9)
+
+
+def test_warm_started_model_matches_fresh_solves(rng):
+    n = 3
+    A = rng.normal(size=(10, n))
+    b = rng.random(10) + 0.5
+    model = LPModel(np.zeros(n), A_ub=A, b_ub=b, lb=-2 * np.ones(n), ub=2 * np.ones(n))
+    for _ in range(10):
+        c = rng.normal(size=n)
+        model.set_objective(c)
+        warm = model.solve()
+        cold = solve(c, A_ub=A, b_ub=b, lb=-2 * np.ones(n), ub=2 * np.ones(n))
+        assert np.isclose(warm.objective, cold.objective, atol=1e-9)
+    base = model.n_rows
+    model.add_rows(np.ones((1, n)), [-np.inf], [-100.0])
+    assert model.solve().status == "infeasible"
+    model.delete_rows_from(base)
+    assert model.solve().status == "optimal"
+
+
+def test_small_milp_against_enumeration(rng):
+    # maximise c.x over integer points of a box intersected with a half-space
+    for _ in range(5):
+        c = rng.normal(size=3)
+        a = rng.normal(size=3)
+        pts = [np.array(p) for p in itertools.product(range(-2, 3), repeat=3)]
+        feas = [p for p in pts if a @ p <= 1.0]
+        best = max(c @ p for p in feas)
+        r = solve(c, A_ub=[a], b_ub=[1.0], lb=[-2] * 3, ub=[2] * 3, integer=[1, 1, 1], maximize=True)
+        assert r.status == "optimal"
+        assert np.isclose(r.objective, best, atol=1e-9)
+
+
+def test_infeasible_and_unbounded():
+    assert solve([1.0], A_ub=[[1.0], [-1.0]], b_ub=[0.0, -1.0]).status == "infeasible"
+    assert solve([-1.0], lb=[0.0]).status in ("unbounded", "infeasible_or_unbounded")
+
+
+def test_chebyshev_center_of_a_square_and_an_empty_set():
+    x, r = chebyshev_center([[1, 0], [-1, 0], [0, 1], [0, -1]], [3, -1, 1, 1])
+    assert np.allclose(x, [2, 0]) and np.isclose(r, 1)
+    x, r = chebyshev_center([[1.0], [-1.0]], [0.0, -1.0])
+    assert x is None
