@@ -1,0 +1,405 @@
+"""Interval and symbolic linear bound propagation (CROWN / DeepPoly back-substitution).
+
+Every hidden neuron's pre-activation ``z`` is bounded over an input domain by
+``lo <= z <= hi``; a neuron is *stably active* when ``lo >= 0``, *stably inactive*
+when ``hi <= 0`` and *unstable* otherwise.
+
+* :func:`interval_bounds` pushes boxes through the layers (interval arithmetic).
+* :func:`symbolic_bounds` bounds every neuron by a linear function of the input,
+  obtained by back-substituting through the earlier layers with the triangle
+  relaxation of each unstable ReLU (upper line through ``(lo, 0)`` and ``(hi, hi)``,
+  lower line of slope 0 or 1, whichever has the smaller area: CROWN's adaptive
+  choice), then concretised over the domain.  It is at least as tight as intervals
+  (each neuron keeps the better of the two bounds).
+* :func:`linear_bounds` bounds ``C f(x) + d`` directly by back-substitution through the
+  output map, which is much tighter than bounding ``f`` and then applying ``C``.
+
+The numeric core (:func:`crown_batch`) works on MANY boxes at once (arrays of shape
+``(N, d)``); the verifier's branch and bound calls it with thousands of sub-boxes.
+
+For a :class:`~relulab.domain.Polytope` the intermediate bounds are concretised over
+its bounding box (sound, cheap) and the output bounds with one LP per bound over
+the polytope itself.
+
+Floating point: bounds are computed in float64 and are exact up to rounding; code
+that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`).
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.domain import Box
+    >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    >>> b = symbolic_bounds(net, Box([-1], [2]))
+    >>> b.out_lo.round(9).tolist(), b.out_hi.round(9).tolist(), b.n_unstable
+    ([0.0], [2.0], 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .domain import Box, Polytope, as_domain
+from .network import Network
+
+__all__ = [
+    "NetworkBounds",
+    "interval_bounds",
+    "symbolic_bounds",
+    "linear_bounds",
+    "crown_batch",
+    "float_layers",
+]
+
+
+# --------------------------------------------------------------------------- helpers
+def float_layers(net: Network) -> tuple[list[np.ndarray], list[np.ndarray], tuple | None]:
+    """The float64 weights, biases and skip of ``net`` (exact networks are rounded)."""
+    f = net.float() if net.is_exact else net
+    Ws = [np.ascontiguousarray(W, dtype=np.float64) for W in f.weights]
+    bs = [np.ascontiguousarray(b, dtype=np.float64) for b in f.biases]
+    sk = None
+    if f.skip is not None:
+        sk = (np.asarray(f.skip[0], dtype=np.float64), np.asarray(f.skip[1], dtype=np.float64))
+    return Ws, bs, sk
+
+
+def _relax(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
+    """ReLU relaxation slopes per neuron, all of shape (N, n).
+
+    Returns (lower slope, upper slope, upper intercept): ``al*z <= relu(z) <= su*z + tu``
+    on ``[lo, hi]``.
+    """
+    active = lo >= 0
+    unstable = (lo < 0) & (hi > 0)
+    denom = np.where(unstable, hi - lo, 1.0)
+    su = np.where(active, 1.0, np.where(unstable, hi / denom, 0.0))
+    tu = np.where(unstable, -lo * hi / denom, 0.0)
+    if adaptive:
+        al = np.where(active, 1.0, np.where(unstable, (hi >= -lo).astype(np.float64), 0.0))
+    else:
+        al = su.copy()
+    return al, su, tu
+
+
+def _concretise(A: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """min over the box [lo, hi] of A x + c, for A (N, r, d), c (N, r), lo/hi (N, d)."""
+    Ap = np.maximum(A, 0.0)
+    An = np.minimum(A, 0.0)
+    return c + np.einsum("nrd,nd->nr", Ap, lo) + np.einsum("nrd,nd->nr", An, hi)
+
+
+def _concretise_fw(E: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """min over the box of forward equations E (N, d + 1, n) (last row: constants)."""
+    A = E[:, :-1, :]
+    return E[:, -1, :] + np.einsum("ndk,nd->nk", np.maximum(A, 0.0), lo) + np.einsum(
+        "ndk,nd->nk", np.minimum(A, 0.0), hi
+    )
+
+
+def _backsub(
+    Lam: np.ndarray,
+    k: int,
+    Ws: list[np.ndarray],
+    bs: list[np.ndarray],
+    relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower-bound ``Lam @ z_k`` (z_k: pre-activation of layer k, 0-based) by a linear
+    function of the input.  ``Lam`` has shape (N, r, n_k).  Returns (A, c): A (N, r, d)."""
+    N, r, _ = Lam.shape
+    const = np.zeros((N, r))
+    for j in range(k, -1, -1):
+        W, b = Ws[j], bs[j]
+        const += Lam @ b
+        A = (Lam.reshape(N * r, -1) @ W).reshape(N, r, W.shape[1])
+        if j == 0:
+            return A, const
+        al, su, tu = relax[j - 1]
+        Ap = np.maximum(A, 0.0)
+        An = A - Ap
+        Lam = Ap * al[:, None, :] + An * su[:, None, :]
+        const += np.einsum("nrk,nk->nr", An, tu)
+    raise AssertionError("unreachable")
+
+
+def crown_batch(
+    Ws: list[np.ndarray],
+    bs: list[np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    C: np.ndarray | None = None,
+    d: np.ndarray | None = None,
+    skip: tuple[np.ndarray, np.ndarray] | None = None,
+    prev: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    want_linear: bool = False,
+    intermediate: str = "crown",
+):
+    """CROWN bounds for a batch of boxes.
+
+    Args:
+        Ws, bs: float layers (see :func:`float_layers`).
+        lo, hi: boxes, shape (N, d).
+        C, d: the output expression ``C y + d`` to lower-bound (C of shape (r, m)); by
+            default the identity stacked with its negation (lower and upper bounds).
+        skip: the network's affine skip.
+        prev: known pre-activation bounds per hidden layer (each (N, n_k)) to intersect
+            with, e.g. the parent box's bounds in branch and bound.
+        want_linear: also return the linear lower bound (A, c) of each row.
+        intermediate: "crown" (back-substitution for every layer) or "interval".
+
+    Returns:
+        ``(pre, lower)`` or ``(pre, lower, A, c)``: ``pre`` the list of (lo, hi) of each
+        hidden layer's pre-activations, ``lower`` (N, r) the lower bounds of ``C y + d``.
+
+    Example:
+        >>> Ws = [np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])]
+        >>> bs = [np.zeros(2), np.zeros(1)]
+        >>> pre, low = crown_batch(Ws, bs, np.array([[-1.0]]), np.array([[2.0]]))
+        >>> low.round(6).tolist()    # lower bounds of y and -y
+        [[-1.0, -2.0]]
+    """
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    N = lo.shape[0]
+    L = len(Ws)
+    pre: list[tuple[np.ndarray, np.ndarray]] = []
+    relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    # Interval bounds ride along: they are nearly free and can be tighter for a neuron.
+    ilo, ihi = lo, hi
+    EL = EU = np.zeros((N, lo.shape[1] + 1, 0))  # forward equations of the last layer
+    for k in range(L - 1):
+        W, b = Ws[k], bs[k]
+        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+        zlo = ilo @ Wp.T + ihi @ Wn.T + b
+        zhi = ihi @ Wp.T + ilo @ Wn.T + b
+        if prev is not None:
+            zlo = np.maximum(zlo, prev[k][0])
+            zhi = np.minimum(zhi, prev[k][1])
+        if k > 0 and intermediate in ("forward", "hybrid"):
+            # Forward symbolic bounds: linear lower/upper functions of the input carried
+            # through the layers (cheap: (d + 1) columns per neuron).
+            zl_eq = EL @ Wp.T + EU @ Wn.T
+            zu_eq = EU @ Wp.T + EL @ Wn.T
+            zl_eq[:, -1, :] += b
+            zu_eq[:, -1, :] += b
+            flo = _concretise_fw(zl_eq, lo, hi)
+            fhi = -_concretise_fw(-zu_eq, lo, hi)
+            zlo = np.maximum(zlo, flo)
+            zhi = np.minimum(zhi, fhi)
+        if k > 0 and intermediate in ("crown", "hybrid"):
+            # Only neurons unstable (in some box of the batch) need back-substitution:
+            # the bounds of a stable neuron do not change its relaxation.
+            # Each box gets its own list of unstable neurons, padded to the longest.
+            unst = (zlo < 0) & (zhi > 0)
+            cnt = unst.sum(axis=1)
+            U = int(cnt.max()) if N else 0
+            if U:
+                n = W.shape[0]
+                # stable sort puts each box's unstable neurons first
+                order = np.argsort(~unst, axis=1, kind="stable")[:, :U]   # (N, U)
+                valid = np.arange(U)[None, :] < cnt[:, None]
+                Lam = np.zeros((N, 2 * U, n))
+                rows = np.arange(N)[:, None]
+                Lam[rows, np.arange(U)[None, :], order] = valid
+                Lam[rows, U + np.arange(U)[None, :], order] = -valid.astype(np.float64)
+                A, c = _backsub(Lam, k, Ws, bs, relax)
+                low = _concretise(A, c, lo, hi)
+                new_lo = np.where(valid, low[:, :U], -np.inf)
+                new_hi = np.where(valid, -low[:, U:], np.inf)
+                cur_lo = np.take_along_axis(zlo, order, 1)
+                cur_hi = np.take_along_axis(zhi, order, 1)
+                np.put_along_axis(zlo, order, np.maximum(cur_lo, new_lo), 1)
+                np.put_along_axis(zhi, order, np.minimum(cur_hi, new_hi), 1)
+        zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
+        pre.append((zlo, zhi))
+        relax.append(_relax(zlo, zhi))
+        if intermediate in ("forward", "hybrid"):
+            al, su, tu = relax[-1]
+            if k == 0:
+                # z_1 = W x + b exactly: both equations are the same
+                zl_eq = np.empty((N, lo.shape[1] + 1, W.shape[0]))
+                zl_eq[:, :-1, :] = W.T[None]
+                zl_eq[:, -1, :] = b
+                zu_eq = zl_eq
+            EL = zl_eq * al[:, None, :]
+            EU = zu_eq * su[:, None, :]
+            EU[:, -1, :] += tu
+        ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
+    m = Ws[-1].shape[0]
+    if C is None:
+        C = np.concatenate([np.eye(m), -np.eye(m)], 0)
+    C = np.asarray(C, dtype=np.float64)
+    dd = np.zeros(C.shape[0]) if d is None else np.asarray(d, dtype=np.float64)
+    Lam = np.ascontiguousarray(np.broadcast_to(C, (N, *C.shape)))
+    A, c = _backsub(Lam, L - 1, Ws, bs, relax)
+    if skip is not None:
+        A = A + (C @ skip[0])[None]
+        c = c + (C @ skip[1])[None]
+    c = c + dd
+    lower = _concretise(A, c, lo, hi)
+    if want_linear:
+        return pre, lower, A, c
+    return pre, lower
+
+
+def interval_batch(Ws, bs, lo, hi, skip=None):
+    """Interval arithmetic for a batch of boxes: (pre, out_lo, out_hi)."""
+    pre = []
+    ilo, ihi = np.asarray(lo, float), np.asarray(hi, float)
+    for k in range(len(Ws) - 1):
+        W, b = Ws[k], bs[k]
+        Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+        zlo = ilo @ Wp.T + ihi @ Wn.T + b
+        zhi = ihi @ Wp.T + ilo @ Wn.T + b
+        pre.append((zlo, zhi))
+        ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
+    W, b = Ws[-1], bs[-1]
+    Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
+    olo = ilo @ Wp.T + ihi @ Wn.T + b
+    ohi = ihi @ Wp.T + ilo @ Wn.T + b
+    if skip is not None:
+        S, s = skip
+        Sp, Sn = np.maximum(S, 0.0), np.minimum(S, 0.0)
+        x_lo, x_hi = np.asarray(lo, float), np.asarray(hi, float)
+        olo = olo + x_lo @ Sp.T + x_hi @ Sn.T + s
+        ohi = ohi + x_hi @ Sp.T + x_lo @ Sn.T + s
+    return pre, olo, ohi
+
+
+# --------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class NetworkBounds:
+    """Bounds of every hidden pre-activation and of every output over a domain.
+
+    ``pre_lo[k]``/``pre_hi[k]`` bound hidden layer ``k`` (0-based); ``out_lo``/``out_hi``
+    bound the outputs.  ``method`` is "interval" or "symbolic".
+    """
+
+    pre_lo: tuple[np.ndarray, ...]
+    pre_hi: tuple[np.ndarray, ...]
+    out_lo: np.ndarray
+    out_hi: np.ndarray
+    method: str
+
+    @property
+    def n_active(self) -> int:
+        """Neurons with pre-activation >= 0 on the whole domain."""
+        return int(sum(int(np.sum(lo >= 0)) for lo in self.pre_lo))
+
+    @property
+    def n_inactive(self) -> int:
+        """Neurons with pre-activation <= 0 on the whole domain."""
+        return int(sum(int(np.sum((hi <= 0) & (lo < 0))) for lo, hi in zip(self.pre_lo, self.pre_hi, strict=True)))
+
+    @property
+    def n_unstable(self) -> int:
+        """Neurons whose pre-activation takes both signs (as far as the bounds tell)."""
+        return int(sum(int(np.sum((lo < 0) & (hi > 0))) for lo, hi in zip(self.pre_lo, self.pre_hi, strict=True)))
+
+    def unstable_per_layer(self) -> list[int]:
+        return [int(np.sum((lo < 0) & (hi > 0))) for lo, hi in zip(self.pre_lo, self.pre_hi, strict=True)]
+
+    def to_dict(self) -> dict:
+        return {
+            "method": self.method,
+            "out_lo": self.out_lo.tolist(),
+            "out_hi": self.out_hi.tolist(),
+            "pre_lo": [a.tolist() for a in self.pre_lo],
+            "pre_hi": [a.tolist() for a in self.pre_hi],
+            "n_active": self.n_active,
+            "n_inactive": self.n_inactive,
+            "n_unstable": self.n_unstable,
+            "unstable_per_layer": self.unstable_per_layer(),
+        }
+
+
+def _box_of(domain: Box | Polytope) -> Box:
+    return domain if isinstance(domain, Box) else domain.bounding_box()
+
+
+def interval_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
+    """Interval bound propagation over ``domain`` (a Polytope is replaced by its bounding box).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> interval_bounds(net, Box([-1], [2])).out_hi.tolist()
+        [3.0]
+    """
+    domain = as_domain(domain, net.input_dim)
+    box = _box_of(domain)
+    Ws, bs, sk = float_layers(net)
+    pre, olo, ohi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
+    return NetworkBounds(
+        tuple(p[0][0] for p in pre), tuple(p[1][0] for p in pre), olo[0], ohi[0], "interval"
+    )
+
+
+def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """min over the polytope of each row of A x + c (one warm-started LP per row)."""
+    from .lp import LPModel
+
+    box = domain.bounding_box()
+    model = LPModel(np.zeros(domain.dim), A_ub=domain.A, b_ub=domain.b, lb=box.lo, ub=box.hi)
+    out = np.empty(A.shape[0])
+    for i in range(A.shape[0]):
+        model.set_objective(A[i])
+        r = model.solve()
+        if r.status != "optimal":
+            # Fall back to the bounding box: still sound.
+            out[i] = float(_concretise(A[i][None, None], c[i][None, None], box.lo[None], box.hi[None])[0, 0])
+        else:
+            # Dual-feasible rounding: shave a relative hair off to stay a valid lower bound.
+            out[i] = r.objective + c[i] - 1e-9 * (1.0 + abs(r.objective))
+    # An LP bound is never looser than the box bound; keep the better one.
+    boxb = _concretise(A[None], c[None], box.lo[None], box.hi[None])[0]
+    return np.maximum(out, boxb)
+
+
+def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
+    """Symbolic linear bounds (CROWN back-substitution) of every neuron and output.
+
+    Each bound is intersected with the interval bound, so the result is at least as
+    tight as :func:`interval_bounds`.
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])   # x
+        >>> b = symbolic_bounds(net, Box([-1], [2]))
+        >>> b.out_lo.round(9).tolist(), b.out_hi.round(9).tolist()
+        ([-1.0], [2.0])
+    """
+    domain = as_domain(domain, net.input_dim)
+    box = _box_of(domain)
+    Ws, bs, sk = float_layers(net)
+    m = net.output_dim
+    C = np.concatenate([np.eye(m), -np.eye(m)], 0)
+    pre, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, skip=sk, want_linear=True)
+    if isinstance(domain, Polytope):
+        low = _poly_min(domain, A[0], c[0])[None]
+    _, ilo, ihi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
+    olo = np.maximum(low[0, :m], ilo[0])
+    ohi = np.minimum(-low[0, m:], ihi[0])
+    return NetworkBounds(
+        tuple(p[0][0] for p in pre), tuple(p[1][0] for p in pre), olo, np.maximum(ohi, olo), "symbolic"
+    )
+
+
+def linear_bounds(
+    net: Network, domain: Box | Polytope, C: np.ndarray, d: np.ndarray | None = None
+) -> np.ndarray:
+    """Lower bounds of each row of ``C f(x) + d`` over ``domain``, back-substituting
+    through ``C`` itself (tighter than bounding ``f`` first).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0], [1.0, -1.0]]], [[0, 0], [0, 0]])
+        >>> linear_bounds(net, Box([0.5], [1]), np.array([[1.0, -1.0]])).round(9).tolist()
+        [0.0]
+    """
+    domain = as_domain(domain, net.input_dim)
+    box = _box_of(domain)
+    Ws, bs, sk = float_layers(net)
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    _, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, d=d, skip=sk, want_linear=True)
+    if isinstance(domain, Polytope):
+        return _poly_min(domain, A[0], c[0])
+    return low[0]

@@ -1,0 +1,28 @@
+"""Exact verification: MILP optimisation, output ranges and a complete verifier.
+
+* :func:`maximize` / :func:`minimize`: the exact optimum of ``c . f(x)`` over a Box or
+  Polytope by a big-M MILP on HiGHS, with the optimal input.
+* :func:`output_range`: exact bounds of every output.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.domain import Box
+    >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    >>> round(maximize(net, Box([-1], [2])).value, 9)
+    2.0
+"""
+
+from .milp import encode, maximize, minimize, output_range, tighten_bounds
+from .result import OptimumResult, RangeResult, VerificationResult
+
+__all__ = [
+    "maximize",
+    "minimize",
+    "output_range",
+    "encode",
+    "tighten_bounds",
+    "OptimumResult",
+    "RangeResult",
+    "VerificationResult",
+]

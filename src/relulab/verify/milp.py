@@ -1,0 +1,376 @@
+"""Exact mixed-integer encoding of a ReLU network (big-M) on HiGHS, via :mod:`relulab.lp`.
+
+Variables: the input ``x``, then per hidden layer the post-activations ``h`` and one
+binary ``a`` per neuron.  With pre-activation bounds ``lo <= z <= hi`` (the tightest
+available: CROWN back-substitution, optionally LP tightening layer by layer) each
+neuron reads::
+
+    h >= z,   h >= 0,   h <= z - lo (1 - a),   h <= hi a,   a in {0, 1}
+
+which is exact: ``a = 1`` forces ``h = z >= 0``, ``a = 0`` forces ``h = 0 >= z``.
+A stable neuron gets its binary fixed (HiGHS presolve removes it); only unstable
+neurons count as binaries.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.domain import Box
+    >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    >>> r = maximize(net, Box([-1], [2]))
+    >>> r.status, round(r.value, 9), r.x.round(9).tolist()
+    ('optimal', 2.0, [2.0])
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..bounds import crown_batch, float_layers
+from ..domain import Box, Polytope, as_domain
+from ..errors import RelulabError
+from ..lp import INF, LPModel
+from ..network import Network
+from .result import OptimumResult, RangeResult
+
+__all__ = ["MILPEncoding", "encode", "maximize", "minimize", "output_range", "tighten_bounds"]
+
+
+@dataclass
+class MILPEncoding:
+    """The pieces of the MILP (rows ``A_ub v <= b_ub`` and ``A_eq v == b_eq``).
+
+    ``h_cols[k]``/``a_cols[k]`` give the column indices of layer ``k``'s
+    post-activations and binaries; ``out_A``, ``out_c`` express the outputs as
+    ``y = out_A @ v + out_c``.
+    """
+
+    n_vars: int
+    A_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    integer: np.ndarray
+    out_A: sp.csr_matrix
+    out_c: np.ndarray
+    h_cols: list[np.ndarray]
+    a_cols: list[np.ndarray]
+    n_binaries: int
+    d: int
+
+
+def _domain_parts(domain: Box | Polytope) -> tuple[Box, np.ndarray | None, np.ndarray | None]:
+    if isinstance(domain, Box):
+        return domain, None, None
+    return domain.bounding_box(), domain.A, domain.b
+
+
+def encode(
+    net: Network,
+    domain: Box | Polytope,
+    pre: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> MILPEncoding:
+    """Big-M MILP of ``net`` over ``domain`` with pre-activation bounds ``pre`` (computed by
+    CROWN when not given).  Returns a :class:`MILPEncoding`."""
+    domain = as_domain(domain, net.input_dim)
+    Ws, bs, sk = float_layers(net)
+    box, PA, Pb = _domain_parts(domain)
+    if pre is None:
+        pre = symbolic_pre(Ws, bs, box)
+    d = net.input_dim
+    widths = [W.shape[0] for W in Ws[:-1]]
+    n_vars = d + 2 * sum(widths)
+    lb = np.empty(n_vars)
+    ub = np.empty(n_vars)
+    integer = np.zeros(n_vars, dtype=bool)
+    lb[:d], ub[:d] = box.lo, box.hi
+    rows, cols, vals, rhs = [], [], [], []
+    n_rows = 0
+    if PA is not None and PA.shape[0]:
+        r_, c_ = np.nonzero(PA)
+        rows.append(r_)
+        cols.append(c_)
+        vals.append(PA[r_, c_])
+        rhs.append(Pb)
+        n_rows += PA.shape[0]
+    prev_cols = np.arange(d)
+    h_cols, a_cols = [], []
+    pos = d
+    n_bin = 0
+    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
+        n = W.shape[0]
+        hc = np.arange(pos, pos + n)
+        ac = np.arange(pos + n, pos + 2 * n)
+        pos += 2 * n
+        lo, hi = pre[k]
+        lo = np.minimum(lo, hi)
+        lb[hc], ub[hc] = 0.0, np.maximum(hi, 0.0)
+        integer[ac] = True
+        active = lo >= 0
+        inactive = hi <= 0
+        lb[ac] = np.where(active, 1.0, 0.0)
+        ub[ac] = np.where(inactive, 0.0, 1.0)
+        n_bin += int(np.sum(~active & ~inactive))
+        Wr, Wc = np.nonzero(W)
+        Wv = W[Wr, Wc]
+        # (1)  z - h <= 0            ->  W h_prev - h <= -b
+        rows += [n_rows + Wr, n_rows + np.arange(n)]
+        cols += [prev_cols[Wc], hc]
+        vals += [Wv, -np.ones(n)]
+        rhs.append(-b)
+        n_rows += n
+        # (2)  h - z + lo (1 - a) <= 0  ->  h - W h_prev - lo a <= b - lo
+        # (an inactive neuron has a = 0 fixed; use its finite lo, harmless)
+        rows += [n_rows + np.arange(n), n_rows + Wr, n_rows + np.arange(n)]
+        cols += [hc, prev_cols[Wc], ac]
+        vals += [np.ones(n), -Wv, -lo]
+        rhs.append(b - lo)
+        n_rows += n
+        # (3)  h - hi a <= 0
+        rows += [n_rows + np.arange(n), n_rows + np.arange(n)]
+        cols += [hc, ac]
+        vals += [np.ones(n), -np.maximum(hi, 0.0)]
+        rhs.append(np.zeros(n))
+        n_rows += n
+        h_cols.append(hc)
+        a_cols.append(ac)
+        prev_cols = hc
+    A_ub = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n_vars)
+    )
+    WL, bL = Ws[-1], bs[-1]
+    m = WL.shape[0]
+    out_A = sp.lil_matrix((m, n_vars))
+    out_A[:, prev_cols] = WL
+    out_c = bL.copy()
+    if sk is not None:
+        out_A[:, np.arange(d)] = out_A[:, np.arange(d)].toarray() + sk[0]
+        out_c = out_c + sk[1]
+    return MILPEncoding(
+        n_vars, A_ub, np.concatenate(rhs), lb, ub, integer, out_A.tocsr(), out_c,
+        h_cols, a_cols, n_bin, d,
+    )
+
+
+def symbolic_pre(Ws, bs, box: Box) -> list[tuple[np.ndarray, np.ndarray]]:
+    """CROWN pre-activation bounds over a box, as 1-D arrays per layer."""
+    pre, _ = crown_batch(Ws, bs, box.lo[None], box.hi[None], intermediate="crown")
+    return [(a[0].copy(), b[0].copy()) for a, b in pre]
+
+
+def tighten_bounds(
+    net: Network, domain: Box | Polytope, pre: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    time_limit: float | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """LP-based bound tightening, layer by layer: minimise and maximise every unstable
+    pre-activation over the LP relaxation of the layers before it (one warm-started
+    :class:`~relulab.lp.LPModel` per layer).  Never looser than ``pre``.
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]], [[1.0]]], [[0, 0], [-1.0], [0.0]])
+        >>> [(p[1].round(6) + 0.0).tolist() for p in tighten_bounds(net, Box([-1], [1]))]
+        [[1.0, 1.0], [0.0]]
+    """
+    domain = as_domain(domain, net.input_dim)
+    Ws, bs, _ = float_layers(net)
+    box, _, _ = _domain_parts(domain)
+    pre = [(lo.copy(), hi.copy()) for lo, hi in (pre or symbolic_pre(Ws, bs, box))]
+    t0 = _time.time()
+    for k in range(1, len(Ws) - 1):
+        if time_limit is not None and _time.time() - t0 > time_limit:
+            break
+        lo, hi = pre[k]
+        unst = np.nonzero((lo < 0) & (hi > 0))[0]
+        if unst.size == 0:
+            continue
+        enc = encode(net, domain, pre)
+        model = LPModel(np.zeros(enc.n_vars), A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub)
+        prev = enc.h_cols[k - 1]
+        W, b = Ws[k], bs[k]
+        for j in unst:
+            c = np.zeros(enc.n_vars)
+            c[prev] = W[j]
+            for sense in (False, True):
+                model.set_objective(c, maximize=sense)
+                r = model.solve()
+                if r.status != "optimal":
+                    continue
+                # a small relative margin keeps the bound sound against LP tolerances
+                v = r.objective + b[j]
+                slack = 1e-7 * (1.0 + abs(v))
+                if sense:
+                    hi[j] = min(hi[j], v + slack)
+                else:
+                    lo[j] = max(lo[j], v - slack)
+        pre[k] = (lo, np.maximum(hi, lo))
+    return pre
+
+
+def _objective(net: Network, c) -> np.ndarray:
+    m = net.output_dim
+    if c is None:
+        if m != 1:
+            raise RelulabError(
+                f"maximize: the network has {m} outputs; give an objective vector c of length {m}"
+            )
+        return np.ones(1)
+    c = np.asarray(c, dtype=np.float64).reshape(-1)
+    if c.shape[0] != m:
+        raise RelulabError(f"maximize: c has {c.shape[0]} entries; the network has {m} outputs")
+    if not np.all(np.isfinite(c)):
+        raise RelulabError("maximize: c must be finite")
+    return c
+
+
+def _fallback_points(domain: Box | Polytope, box: Box, extra: list[np.ndarray]) -> np.ndarray:
+    pts = [box.center[None], *[e[None] for e in extra if e is not None]]
+    P = np.concatenate(pts)
+    P = np.clip(P, box.lo, box.hi)
+    if isinstance(domain, Polytope):
+        P = P[domain.contains(P)]
+        if len(P) == 0:
+            P = domain.chebyshev_center()[0][None]
+    return P
+
+
+def _optimize(
+    net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float
+) -> OptimumResult:
+    t0 = _time.time()
+    domain = as_domain(domain, net.input_dim)
+    cvec = _objective(net, c)
+    fnet = net.float() if net.is_exact else net
+    s = 1.0 if sense == "max" else -1.0
+    box, _, _ = _domain_parts(domain)
+    Ws, bs, _ = float_layers(fnet)
+    pre = symbolic_pre(Ws, bs, box)
+    if tighten:
+        pre = tighten_bounds(fnet, domain, pre, time_limit=None if time_limit is None else time_limit / 3)
+    enc = encode(fnet, domain, pre)
+    obj = (s * cvec) @ enc.out_A
+    obj = np.asarray(obj).reshape(-1)
+    const = float(s * cvec @ enc.out_c)
+    # LP relaxation first: its value is reported, and its input is a fallback point.
+    lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True)
+    lp = lp_model.solve()
+    lp_value = s * (lp.objective + const) if lp.objective is not None else s * INF
+    remaining = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
+    model = LPModel(
+        obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
+        maximize=True, time_limit=remaining,
+    )
+    model.h.setOptionValue("mip_rel_gap", float(mip_gap))
+    model.h.setOptionValue("mip_abs_gap", 1e-9)
+    res = model.solve()
+    cands = []
+    if res.x is not None:
+        cands.append(res.x[: enc.d])
+    if lp.x is not None:
+        cands.append(lp.x[: enc.d])
+    P = _fallback_points(domain, box, cands)
+    vals = fnet(P) @ (s * cvec)
+    i = int(np.argmax(vals))
+    x = P[i]
+    value = float(vals[i])  # in "max" orientation
+    if res.status == "optimal":
+        status = "optimal"
+        bnd = res.bound if res.bound is not None else res.objective
+        bound = max(float(bnd) + const, value) if bnd is not None else value
+    elif res.status == "time_limit":
+        status = "time_limit"
+        bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else (
+            s * lp_value if np.isfinite(lp_value) else INF
+        )
+        bound = max(bound, value)
+    else:
+        raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}")
+    return OptimumResult(
+        sense=sense,
+        status=status,
+        value=s * value + 0.0,  # no negative zero
+        x=np.asarray(x, dtype=np.float64),
+        bound=s * bound + 0.0,
+        lp_value=lp_value,
+        gap=abs(lp_value - s * value),
+        n_binaries=enc.n_binaries,
+        time=_time.time() - t0,
+        info={"nodes": res.info.get("nodes", 0)},
+    )
+
+
+def maximize(
+    net: Network,
+    domain: Box | Polytope,
+    c=None,
+    *,
+    time_limit: float | None = None,
+    tighten: bool = False,
+    mip_gap: float = 1e-9,
+) -> OptimumResult:
+    """The exact maximum of ``c . f(x)`` over ``domain`` (a Box or Polytope), by MILP.
+
+    ``c`` may be omitted for a one-output network.  The returned ``value`` is the
+    forward-pass value at ``x``; ``bound`` (= ``upper_bound``) is HiGHS's proven bound.
+    ``tighten=True`` runs LP bound tightening first (fewer binaries, tighter big-M).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> r = maximize(net, Box([-3], [2])); round(r.value, 9), r.x.tolist(), r.n_binaries
+        (3.0, [-3.0], 2)
+    """
+    return _optimize(net, domain, c, "max", time_limit, tighten, mip_gap)
+
+
+def minimize(
+    net: Network,
+    domain: Box | Polytope,
+    c=None,
+    *,
+    time_limit: float | None = None,
+    tighten: bool = False,
+    mip_gap: float = 1e-9,
+) -> OptimumResult:
+    """The exact minimum of ``c . f(x)`` over ``domain``; mirrors :func:`maximize`
+    (``bound`` is then a proven *lower* bound, also available as ``lower_bound``).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> r = minimize(net, Box([-3], [2])); round(r.value, 9), round(r.lower_bound, 9)
+        (0.0, 0.0)
+    """
+    return _optimize(net, domain, c, "min", time_limit, tighten, mip_gap)
+
+
+def output_range(
+    net: Network, domain: Box | Polytope, *, time_limit: float | None = None, tighten: bool = False
+) -> RangeResult:
+    """Exact lower and upper bounds of every output over ``domain`` (2 m MILPs).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0], [1.0, -1.0]]], [[0, 0], [0, 0]])
+        >>> r = output_range(net, Box([-1], [2])); r.lo.round(9).tolist(), r.hi.round(9).tolist()
+        ([0.0, -1.0], [2.0, 2.0])
+    """
+    t0 = _time.time()
+    m = net.output_dim
+    lo, hi = np.empty(m), np.empty(m)
+    lob, hib = np.empty(m), np.empty(m)
+    amin, amax = [], []
+    status = "optimal"
+    for i in range(m):
+        c = np.zeros(m)
+        c[i] = 1.0
+        left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3) / (2 * (m - i))
+        rmin = minimize(net, domain, c, time_limit=left, tighten=tighten)
+        left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3) / (2 * (m - i) - 1)
+        rmax = maximize(net, domain, c, time_limit=left, tighten=tighten)
+        lo[i], hi[i] = rmin.value + 0.0, rmax.value + 0.0
+        lob[i], hib[i] = rmin.bound, rmax.bound
+        amin.append(rmin.x)
+        amax.append(rmax.x)
+        if not (rmin.optimal and rmax.optimal):
+            status = "time_limit"
+    return RangeResult(lo, hi, np.array(amin), np.array(amax), lob, hib, status, _time.time() - t0)

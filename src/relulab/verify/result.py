@@ -1,0 +1,137 @@
+"""Result records of :mod:`relulab.verify` (small frozen dataclasses with ``to_dict()``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["OptimumResult", "RangeResult", "VerificationResult"]
+
+
+@dataclass(frozen=True)
+class OptimumResult:
+    """The optimum of ``c . f(x)`` over a domain (from :func:`maximize` / :func:`minimize`).
+
+    Fields:
+        sense: "max" or "min".
+        status: "optimal" (proven to the solver's tolerance) or "time_limit".
+        value: ``c . f(x)`` re-evaluated by a forward pass at ``x``.
+        x: an input in the domain attaining ``value``.
+        bound: the proven bound on the optimum: an upper bound for "max", a lower
+            bound for "min" (equal to ``value`` up to tolerance when optimal).
+        lp_value: the optimum of the LP relaxation of the MILP.
+        gap: ``|lp_value - value|``, the relaxation gap.
+        n_binaries: binary variables in the encoding (unstable neurons).
+        time: seconds.
+
+    ``upper_bound`` and ``lower_bound`` bracket the true optimum in both senses.
+    """
+
+    sense: str
+    status: str
+    value: float
+    x: np.ndarray
+    bound: float
+    lp_value: float
+    gap: float
+    n_binaries: int
+    time: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def upper_bound(self) -> float:
+        """Proven upper bound of the optimum (max: the bound; min: the attained value)."""
+        return self.bound if self.sense == "max" else self.value
+
+    @property
+    def lower_bound(self) -> float:
+        """Proven lower bound of the optimum (max: the attained value; min: the bound)."""
+        return self.value if self.sense == "max" else self.bound
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "optimal"
+
+    def to_dict(self) -> dict:
+        return {
+            "sense": self.sense,
+            "status": self.status,
+            "value": self.value,
+            "x": np.asarray(self.x).tolist(),
+            "bound": self.bound,
+            "upper_bound": self.upper_bound,
+            "lower_bound": self.lower_bound,
+            "lp_value": self.lp_value,
+            "gap": self.gap,
+            "n_binaries": self.n_binaries,
+            "time": self.time,
+            **({"info": self.info} if self.info else {}),
+        }
+
+
+@dataclass(frozen=True)
+class RangeResult:
+    """Exact range of every output over a domain (from :func:`output_range`).
+
+    ``lo[i]``/``hi[i]`` are attained at ``argmin[i]``/``argmax[i]``; ``status`` is
+    "optimal" when every one of the 2 m MILPs was solved to optimality.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    argmin: np.ndarray
+    argmax: np.ndarray
+    lo_bound: np.ndarray
+    hi_bound: np.ndarray
+    status: str
+    time: float
+
+    def to_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "lo": self.lo.tolist(),
+            "hi": self.hi.tolist(),
+            "lo_bound": self.lo_bound.tolist(),
+            "hi_bound": self.hi_bound.tolist(),
+            "argmin": self.argmin.tolist(),
+            "argmax": self.argmax.tolist(),
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    """The answer of :func:`relulab.verify.verify`.
+
+    ``status`` is "holds" (proven), "violated" (``counterexample`` is an input in the
+    input set whose forward-pass output ``output`` lies in the unsafe set; re-checked),
+    or "unknown" (time ran out or numerical trouble; ``reason`` says which).
+    """
+
+    status: str
+    time: float
+    counterexample: np.ndarray | None = None
+    output: np.ndarray | None = None
+    method: str = ""
+    reason: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def vnncomp(self) -> str:
+        """The VNN-COMP result word: unsat (holds), sat (violated) or timeout/unknown."""
+        return {"holds": "unsat", "violated": "sat"}.get(
+            self.status, "timeout" if self.reason == "timeout" else "unknown"
+        )
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"status": self.status, "time": self.time, "method": self.method}
+        if self.counterexample is not None:
+            d["counterexample"] = np.asarray(self.counterexample).tolist()
+            d["output"] = np.asarray(self.output).tolist()
+        if self.reason:
+            d["reason"] = self.reason
+        if self.stats:
+            d["stats"] = self.stats
+        return d
