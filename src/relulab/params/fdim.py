@@ -1,0 +1,218 @@
+"""Functional dimension: the rank of the Jacobian of parameters -> outputs on a batch.
+
+For a batch ``X`` of ``n`` points the realisation map ``theta -> (f_theta(x_1), ..,
+f_theta(x_n))`` is piecewise polynomial in ``theta``; at a point where no pre-activation
+is exactly zero it is differentiable and its Jacobian is computed here in closed form
+(the activation pattern fixes a linear region, in which ``df_o/dW_k[j, i] =
+delta_k[o, j] * h_{k-1}[i]`` and ``df_o/db_k[j] = delta_k[o, j]`` with ``delta`` the
+back-propagated pattern-masked products).  Its rank is the *batch functional
+dimension*; with enough generic points it is the functional dimension of the
+parameter.  Rescaling a hidden neuron (incoming weights and bias times ``c``, outgoing
+times ``1/c``) does not change the function, so the rank is at most
+``n_params - n_hidden`` (minus the output size with a skip, whose offset duplicates the
+output bias).  Grillo and Montufar (2026) show that for layered networks whose input
+and hidden widths are all at least two this bound is attained on an open set of
+parameters.
+
+The rank is computed numerically (SVD, singular-value gap reported) and, on request,
+exactly: the network and the points are taken as rationals (a float is the exact
+binary fraction it stores) and the Jacobian's rank is found by integer Gaussian
+elimination.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.params import functional_dimension
+    >>> rng = np.random.default_rng(1)
+    >>> net = Network([rng.normal(size=(3, 2)), rng.normal(size=(1, 3))],
+    ...               [rng.normal(size=3), rng.normal(size=1)])
+    >>> fd = functional_dimension(net, rng.normal(size=(40, 2)) * 3, exact=True)
+    >>> fd.rank, fd.exact_rank, fd.bound
+    (10, 10, 10)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..network import Network
+from ._rank import RankInfo, exact_rank, numerical_rank
+from .vector import parameter_layout
+
+__all__ = ["FunctionalDimension", "realization_jacobian", "functional_dimension", "rescaling_bound"]
+
+
+@dataclass(frozen=True)
+class FunctionalDimension:
+    """Batch functional dimension of a network on ``n_points`` inputs.
+
+    Attributes:
+        rank: the numerical rank of the realisation Jacobian.
+        exact_rank: its rank in rational arithmetic, or None if not asked for.
+        bound: ``n_params - n_hidden`` (minus the output size when there is a skip): the
+            most the rescaling symmetries allow.
+        n_params, n_hidden, n_points, n_outputs: sizes; the Jacobian is
+            ``(n_points * n_outputs, n_params)``.
+        dead_neurons: hidden neurons inactive at every point of the batch.
+        boundary_points: points with some pre-activation exactly zero (the Jacobian there
+            is the one-sided one of the inactive side).
+        numerical: the singular values at the cut (:class:`RankInfo`).
+    """
+
+    rank: int
+    exact_rank: int | None
+    bound: int
+    n_params: int
+    n_hidden: int
+    n_points: int
+    n_outputs: int
+    dead_neurons: int
+    boundary_points: int
+    numerical: RankInfo
+
+    @property
+    def deficit(self) -> int:
+        """``bound - rank`` (the exact rank when computed)."""
+        return self.bound - (self.exact_rank if self.exact_rank is not None else self.rank)
+
+    def to_dict(self) -> dict:
+        return {
+            "rank": self.rank,
+            "exact_rank": self.exact_rank,
+            "bound": self.bound,
+            "deficit": self.deficit,
+            "n_params": self.n_params,
+            "n_hidden": self.n_hidden,
+            "n_points": self.n_points,
+            "n_outputs": self.n_outputs,
+            "dead_neurons": self.dead_neurons,
+            "boundary_points": self.boundary_points,
+            "numerical": self.numerical.to_dict(),
+        }
+
+
+def rescaling_bound(net: Network) -> int:
+    """``n_params - n_hidden`` (minus ``output_dim`` with a skip): the largest possible
+    functional dimension given the rescaling symmetries."""
+    extra = net.output_dim if net.skip is not None else 0
+    return net.n_params - net.n_neurons - extra
+
+
+def _as_batch(net: Network, X, exact: bool) -> np.ndarray:
+    X = np.asarray(X, dtype=object if exact else float)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2 or X.shape[1] != net.input_dim:
+        raise RelulabError(
+            f"points have shape {np.shape(X)}; the network takes {net.input_dim} inputs "
+            "(an (n, d) batch)"
+        )
+    if exact:
+        X = np.vectorize(lambda v: v if isinstance(v, Fraction) else Fraction(v), otypes=[object])(X)
+    return X
+
+
+def realization_jacobian(net: Network, X) -> np.ndarray:
+    """The Jacobian of ``theta -> (f_theta(x_1), .., f_theta(x_n))`` at ``net``'s parameters.
+
+    Shape ``(n * m, n_params)``: row ``p * m + o`` is output ``o`` at point ``p``; columns
+    follow :func:`relulab.params.parameter_vector`.  Exact (object dtype, Fractions) for an
+    exact network.  A zero pre-activation counts as inactive (the pattern convention of
+    :class:`~relulab.Network`).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[2.0]], [[3.0]]], [[1.0], [0.0]])
+        >>> realization_jacobian(net, [[1.0]]).tolist()   # d/d(W1, b1, W2, b2) at x = 1
+        [[3.0, 3.0, 3.0, 1.0]]
+    """
+    exact = net.is_exact
+    X = _as_batch(net, X, exact)
+    n = X.shape[0]
+    lay = parameter_layout(net)
+    m = net.output_dim
+    dtype = object if exact else float
+    zero = Fraction(0) if exact else 0.0
+    one = Fraction(1) if exact else 1.0
+    Hs = [X]
+    masks = []
+    H = X
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        Z = H @ W.T + b
+        mask = np.asarray(Z > 0, dtype=bool)
+        masks.append(mask)
+        H = np.where(mask, Z, zero)
+        Hs.append(H)
+    J = np.empty((n, m, lay.size), dtype=dtype)
+    J[...] = zero
+    eye = np.full((m, m), zero, dtype=dtype)
+    for o in range(m):
+        eye[o, o] = one
+    G = np.broadcast_to(eye, (n, m, m))  # df/dz_L
+    for k in range(net.depth - 1, -1, -1):
+        nk, nprev = lay.dims[k + 1], lay.dims[k]
+        Hprev = Hs[k]
+        w0, b0 = lay.w_offset[k], lay.b_offset[k]
+        J[:, :, w0: w0 + nk * nprev] = (G[:, :, :, None] * Hprev[:, None, None, :]).reshape(n, m, nk * nprev)
+        J[:, :, b0: b0 + nk] = G
+        if k > 0:
+            G = np.where(masks[k - 1][:, None, :], G @ net.weights[k], zero)
+    if net.skip is not None:
+        s0 = lay.skip_offset
+        d = net.input_dim
+        for o in range(m):
+            J[:, o, s0 + o * d: s0 + (o + 1) * d] = X
+            J[:, o, s0 + m * d + o] = one
+    return J.reshape(n * m, lay.size)
+
+
+def functional_dimension(net: Network, X, *, exact: bool = False, tol: float | None = None) -> FunctionalDimension:
+    """The batch functional dimension of ``net`` on the points ``X``.
+
+    Args:
+        net: the network (float or exact).
+        X: an ``(n, d)`` batch; for a full answer ``n * output_dim`` should exceed the
+            bound, and the points should cross every neuron's boundary.
+        exact: also compute the rank exactly in rational arithmetic (small networks:
+            the cost is cubic in the number of parameters, on big integers).
+        tol: singular-value cutoff for the numerical rank (default numpy's rule).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[-100.0, 0.5], [0.0]])
+        >>> fd = functional_dimension(net, np.random.default_rng(0).normal(size=(30, 2)))
+        >>> fd.dead_neurons, fd.rank, fd.bound   # neuron 0 never fires
+        (1, 4, 7)
+    """
+    Xf = _as_batch(net.float(), X, False)
+    netf = net.float()
+    J = realization_jacobian(netf, Xf)
+    info = numerical_rank(J, tol)
+    er = None
+    if exact:
+        J_e = realization_jacobian(net.exact(), _as_batch(net, X, True))
+        er = exact_rank(J_e)
+    pats = netf.preactivations(Xf)
+    if pats:
+        Z = np.concatenate(pats, axis=1)
+        dead = int(np.sum(~np.any(Z > 0, axis=0)))
+        boundary = int(np.sum(np.any(Z == 0, axis=1)))
+    else:
+        dead = boundary = 0
+    return FunctionalDimension(
+        rank=info.rank,
+        exact_rank=er,
+        bound=rescaling_bound(net),
+        n_params=net.n_params,
+        n_hidden=net.n_neurons,
+        n_points=int(Xf.shape[0]),
+        n_outputs=net.output_dim,
+        dead_neurons=dead,
+        boundary_points=boundary,
+        numerical=info,
+    )
