@@ -1,0 +1,69 @@
+"""Exact constructions: networks built from specifications, with Fraction weights.
+
+Every function here returns a :class:`relulab.Network` whose entries are
+:class:`fractions.Fraction` (``.float()`` gives the float64 copy) and states what it
+computes and its size in its docstring.
+
+* max / min: :func:`max_n`, :func:`min_n`, lattice CPWL :func:`max_of_mins`
+* univariate CPWL: :func:`cpwl_1d`, exact pieces :func:`univariate_pieces`
+* depth: :func:`tent`, :func:`sawtooth`, :func:`yarotsky_square`, :func:`product`,
+  :func:`monomial` with exact errors :func:`square_error`, :func:`product_error`,
+  :func:`monomial_error`
+* Boolean circuits: :class:`Circuit`, :func:`parse_circuit`, :func:`compile_circuit`,
+  :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
+* hardness gadget: :func:`sat_gadget`
+* Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
+
+Example:
+    >>> from relulab.construct import max_n
+    >>> max_n(8).widths
+    (12, 6, 3)
+"""
+
+from .cpwl import Piece, breakpoints_1d, count_pieces, cpwl_1d, univariate_pieces
+from .maxmin import (
+    ConstructionError,
+    LatticeSize,
+    chen_bound,
+    lattice_size,
+    max_n,
+    max_of_mins,
+    min_n,
+    tree_widths,
+)
+from .sawtooth import (
+    ErrorReport,
+    monomial,
+    monomial_error,
+    product,
+    product_error,
+    sawtooth,
+    square_error,
+    tent,
+    yarotsky_square,
+)
+
+__all__ = [
+    "ConstructionError",
+    "max_n",
+    "min_n",
+    "tree_widths",
+    "max_of_mins",
+    "LatticeSize",
+    "lattice_size",
+    "chen_bound",
+    "cpwl_1d",
+    "Piece",
+    "univariate_pieces",
+    "count_pieces",
+    "breakpoints_1d",
+    "tent",
+    "sawtooth",
+    "yarotsky_square",
+    "product",
+    "monomial",
+    "ErrorReport",
+    "square_error",
+    "product_error",
+    "monomial_error",
+]

@@ -1,0 +1,159 @@
+"""A small exact network builder: signals as affine forms over the current layer.
+
+Constructions describe a network as "signals" (affine functions of the current
+layer's values) and ReLU neurons that read them.  :class:`Builder` keeps track of
+which layer each signal lives on, so a signal from an old layer can never be used
+by mistake (it must be carried explicitly, which costs neurons we want to count).
+
+Example:
+    >>> b = Builder(2)
+    >>> x, y = b.inputs()
+    >>> m = b.carry(x) + b.relu(y - x)   # max(x, y); x must be carried to layer 1
+    >>> b.build([m])([1, 4]).tolist()
+    [Fraction(4, 1)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from ..network import Network
+
+Num = int | Fraction
+
+
+def F(v: object) -> Fraction:
+    """Exact Fraction of an int, Fraction, str ("3/4") or float (its binary value)."""
+    return v if isinstance(v, Fraction) else Fraction(v)  # type: ignore[arg-type]
+
+
+class Expr:
+    """An affine form ``sum_i coef[i] * v_i + const`` over the values ``v`` of one layer."""
+
+    __slots__ = ("layer", "coef", "const")
+
+    def __init__(self, layer: int, coef: dict[int, Fraction] | None = None,
+                 const: Num = 0) -> None:
+        self.layer = layer
+        self.coef = coef or {}
+        self.const = F(const)
+
+    def _check(self, other: Expr) -> None:
+        if other.layer != self.layer:
+            raise ValueError(
+                f"cannot combine signals of layer {self.layer} and layer {other.layer}")
+
+    def __add__(self, other: Expr | Num) -> Expr:
+        if isinstance(other, Expr):
+            self._check(other)
+            c = dict(self.coef)
+            for k, v in other.coef.items():
+                c[k] = c.get(k, Fraction(0)) + v
+            return Expr(self.layer, c, self.const + other.const)
+        return Expr(self.layer, dict(self.coef), self.const + F(other))
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Expr:
+        return Expr(self.layer, {k: -v for k, v in self.coef.items()}, -self.const)
+
+    def __sub__(self, other: Expr | Num) -> Expr:
+        return self + (-other)
+
+    def __rsub__(self, other: Num) -> Expr:
+        return (-self) + other
+
+    def __mul__(self, s: Num) -> Expr:
+        s = F(s)
+        return Expr(self.layer, {k: v * s for k, v in self.coef.items()}, self.const * s)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, s: Num) -> Expr:
+        return self * (Fraction(1) / F(s))
+
+
+def esum(items: Iterable[Expr], layer: int) -> Expr:
+    """Sum of signals (the empty sum is the zero signal of ``layer``)."""
+    out = Expr(layer)
+    for e in items:
+        out = out + e
+    return out
+
+
+class Builder:
+    """Build an exact :class:`Network` layer by layer.
+
+    ``relu(e)`` adds a neuron to the layer under construction and returns its
+    output as a signal of that new layer; ``close()`` finishes the layer, after
+    which only signals of the new layer may be read (an old signal must have been
+    carried, which costs neurons and so shows up in the size).
+    """
+
+    def __init__(self, n_inputs: int) -> None:
+        self.n_inputs = n_inputs
+        self.layer = 0           # the layer whose values signals may read
+        self._rows: list[Expr] = []   # pre-activations of the layer being built
+        self._Ws: list[np.ndarray] = []
+        self._bs: list[np.ndarray] = []
+        self._width = n_inputs
+
+    def inputs(self) -> list[Expr]:
+        if self.layer != 0:
+            raise ValueError("inputs() is only available before the first layer")
+        return [Expr(0, {i: Fraction(1)}) for i in range(self.n_inputs)]
+
+    def const(self, v: Num) -> Expr:
+        """A constant signal of the current layer."""
+        return Expr(self.layer, {}, v)
+
+    def relu(self, e: Expr) -> Expr:
+        """A new neuron ``relu(e)`` in the next layer; returns it as a signal of that layer."""
+        if e.layer != self.layer:
+            raise ValueError(f"signal of layer {e.layer} read while layer {self.layer} is current")
+        self._rows.append(e)
+        return Expr(self.layer + 1, {len(self._rows) - 1: Fraction(1)})
+
+    def carry(self, e: Expr, nonneg: bool = False) -> Expr:
+        """``e`` re-expressed on the next layer: one neuron if ``e >= 0`` is known,
+        else two (``relu(e) - relu(-e)``)."""
+        if nonneg:
+            return self.relu(e)
+        return self.relu(e) - self.relu(-e)
+
+    def sigma(self, e: Expr) -> Expr:
+        """Saturated linear ``min(max(e, 0), 1) = relu(e) - relu(e - 1)`` (two neurons)."""
+        return self.relu(e) - self.relu(e - 1)
+
+    def close(self) -> None:
+        """Close the layer under construction; its neurons become the current values."""
+        if not self._rows:
+            raise ValueError("cannot close an empty layer")
+        W = np.full((len(self._rows), self._width), Fraction(0), dtype=object)
+        b = np.full(len(self._rows), Fraction(0), dtype=object)
+        for r, e in enumerate(self._rows):
+            for k, v in e.coef.items():
+                W[r, k] = v
+            b[r] = e.const
+        self._Ws.append(W)
+        self._bs.append(b)
+        self._width = len(self._rows)
+        self._rows = []
+        self.layer += 1
+
+    def build(self, outputs: Sequence[Expr]) -> Network:
+        """Close the pending layer (if any) and finish with the affine output layer."""
+        if self._rows:
+            self.close()
+        W = np.full((len(outputs), self._width), Fraction(0), dtype=object)
+        b = np.full(len(outputs), Fraction(0), dtype=object)
+        for r, e in enumerate(outputs):
+            if e.layer != self.layer:
+                raise ValueError(f"output {r} is a signal of layer {e.layer}, not {self.layer}")
+            for k, v in e.coef.items():
+                W[r, k] = v
+            b[r] = e.const
+        return Network([*self._Ws, W], [*self._bs, b], exact=True)
