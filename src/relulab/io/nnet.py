@@ -127,7 +127,7 @@ class NNetModel:
         if bad.size:
             i = int(bad[0])
             raise FormatError(
-                f"NNet input {i}: minimum {vals['input_min'][i]!r} > maximum {vals['input_max'][i]!r}"
+                f"NNet input {i}: minimum {float(vals['input_min'][i])!r} > maximum {float(vals['input_max'][i])!r}"
             )
         om, orng = float(output_mean), float(output_range)
         if not (np.isfinite(om) and np.isfinite(orng)):

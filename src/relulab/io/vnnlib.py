@@ -415,8 +415,9 @@ def _build(src: _Source, dnf: list[list[tuple]], d: int, m: int, declared: dict)
                     )
             if lo[i] > hi[i]:
                 raise DomainError(
-                    f"{src.name}: empty input box{where}: X_{i} >= {lo[i]!r} "
-                    f"({src.where(lo_at[i])}) and X_{i} <= {hi[i]!r} ({src.where(hi_at[i])})"
+                    f"{src.name}: empty input box{where}: X_{i} >= {float(lo[i])!r} "
+                    f"({src.where(lo_at[i])}) and X_{i} <= {float(hi[i])!r} "
+                    f"({src.where(hi_at[i])})"
                 )
         C = np.array(rows, dtype=np.float64).reshape(len(rows), m)
         term = OutputConstraint(C, np.array(rhs, dtype=np.float64))
