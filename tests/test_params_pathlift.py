@@ -1,0 +1,240 @@
+"""Path-lifting and path-norms: brute-force path enumeration, symmetry invariance, one-pass norms."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from conftest import random_network
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relulab import Network
+from relulab.errors import RelulabError
+from relulab.params import n_paths, path_lifting, path_norm, path_norms
+
+
+def brute_force_paths(net: Network) -> dict[tuple, object]:
+    """Every path by plain loops: key (kind, source, bias layer, neurons, output)."""
+    dims = (net.input_dim, *net.widths, net.output_dim)
+    L = net.depth
+    H = L - 1
+    Ws, bs = net.weights, net.biases
+    out: dict[tuple, object] = {}
+    for i in range(dims[0]):
+        for js in itertools.product(*[range(n) for n in dims[1:]]):
+            v = Ws[0][js[0], i]
+            for t in range(1, L):
+                v = v * Ws[t][js[t], js[t - 1]]
+            out[("input", i, 0, tuple(js[:-1]), js[-1])] = v
+    for k in range(1, L + 1):
+        for js in itertools.product(*[range(n) for n in dims[k:]]):
+            b = bs[k - 1][js[0]]
+            if k == L and net.skip is not None:
+                b = b + net.skip[1][js[0]]
+            v = b
+            for t in range(k, L):
+                v = v * Ws[t][js[t - k + 1], js[t - k]]
+            neurons = (-1,) * (k - 1) + tuple(js[:-1])
+            out[("bias", -1, k, neurons, js[-1])] = v
+    if net.skip is not None:
+        for i in range(dims[0]):
+            for o in range(dims[-1]):
+                out[("skip", i, 0, (-1,) * H, o)] = net.skip[0][o, i]
+    return out
+
+
+def keyed(pl) -> dict[tuple, object]:
+    kinds = {0: "input", 1: "bias", 2: "skip"}
+    return {
+        (kinds[int(pl.kind[p])], int(pl.source[p]), int(pl.layer[p]), tuple(int(j) for j in pl.neurons[p]),
+         int(pl.output[p])): pl.values[p]
+        for p in range(len(pl))
+    }
+
+
+ARCHS = [[1, 1], [2, 3], [2, 3, 1], [3, 2, 2], [2, 3, 2, 2], [1, 2, 3, 2, 1]]
+
+
+@pytest.mark.parametrize("dims", ARCHS)
+@pytest.mark.parametrize("skip", [False, True])
+def test_path_lifting_matches_brute_force_enumeration(rng, dims, skip):
+    net = random_network(rng, dims, skip=skip)
+    pl = path_lifting(net)
+    bf = brute_force_paths(net)
+    assert len(pl) == len(bf) == n_paths(net)
+    got = keyed(pl)
+    assert got.keys() == bf.keys()
+    for key, v in bf.items():
+        assert got[key] == pytest.approx(v, rel=1e-12, abs=1e-15)
+    assert len(set(pl.names())) == len(pl)
+
+
+def test_path_lifting_exact_mode_is_exact(rng):
+    net = random_network(rng, [2, 3, 2, 1], skip=True).exact()
+    pl = path_lifting(net)
+    bf = brute_force_paths(net)
+    got = keyed(pl)
+    assert all(isinstance(v, Fraction) for v in pl.values)
+    assert all(got[k] == v for k, v in bf.items())
+
+
+def test_path_names_follow_the_convention():
+    net = Network([[[1.0], [2.0]], [[3.0, 4.0]]], [[5.0, 6.0], [7.0]], skip=([[8.0]], [[9.0]][0]))
+    pl = path_lifting(net)
+    names = dict(zip(pl.names(), pl.values.tolist(), strict=True))
+    assert names == {
+        "x0 > h1[0] > y0": 3.0,
+        "x0 > h1[1] > y0": 8.0,
+        "1 > h1[0] > y0": 15.0,
+        "1 > h1[1] > y0": 24.0,
+        "1 > y0": 16.0,  # output bias 7 and skip offset 9 are one bias edge
+        "x0 > y0 (skip)": 8.0,
+    }
+
+
+def _rescale(net: Network, scales: list[np.ndarray]) -> Network:
+    Ws = [np.array(W, dtype=object if net.is_exact else float) for W in net.weights]
+    bs = [np.array(b, dtype=object if net.is_exact else float) for b in net.biases]
+    for k, s in enumerate(scales):
+        Ws[k] = Ws[k] * s[:, None]
+        bs[k] = bs[k] * s
+        Ws[k + 1] = Ws[k + 1] / s[None, :]
+    return Network(Ws, bs, net.skip, exact=net.is_exact)
+
+
+def _permute(net: Network, perms: list[np.ndarray]) -> Network:
+    Ws = [np.array(W) for W in net.weights]
+    bs = [np.array(b) for b in net.biases]
+    for k, p in enumerate(perms):
+        Ws[k] = Ws[k][p]
+        bs[k] = bs[k][p]
+        Ws[k + 1] = Ws[k + 1][:, p]
+    return Network(Ws, bs, net.skip, exact=net.is_exact)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    dims=st.lists(st.integers(1, 3), min_size=3, max_size=5),
+    seed=st.integers(0, 2**31 - 1),
+    skip=st.booleans(),
+)
+def test_path_lifting_invariant_under_positive_rescaling(dims, seed, skip):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, dims, skip=skip).exact()
+    scales = []
+    for n in dims[1:-1]:
+        num = rng.integers(1, 50, size=n)
+        den = rng.integers(1, 50, size=n)
+        scales.append(np.array([Fraction(int(a), int(b)) for a, b in zip(num, den, strict=True)], dtype=object))
+    net2 = _rescale(net, scales)
+    assert not np.all(net2.weights[0] == net.weights[0]) or all(np.all(s == 1) for s in scales)
+    # exact equality of every coordinate
+    assert list(path_lifting(net2).values) == list(path_lifting(net).values)
+    # and in floating point, with float scales
+    netf = net.float()
+    fscales = [np.exp(rng.normal(size=n)) for n in dims[1:-1]]
+    np.testing.assert_allclose(
+        path_lifting(_rescale(netf, fscales)).values.astype(float),
+        path_lifting(netf).values.astype(float), rtol=1e-10, atol=1e-12,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    dims=st.lists(st.integers(1, 3), min_size=3, max_size=5),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_path_lifting_permutes_with_hidden_neurons(dims, seed):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, dims).exact()
+    perms = [rng.permutation(n) for n in dims[1:-1]]
+    pl, pl2 = path_lifting(net), path_lifting(_permute(net, perms))
+    # new neuron i of layer k is old neuron perms[k][i]: rename and compare exactly
+    renamed = {}
+    for p in range(len(pl2)):
+        neu = tuple(int(perms[k][j]) if j >= 0 else -1 for k, j in enumerate(pl2.neurons[p]))
+        renamed[(int(pl2.kind[p]), int(pl2.source[p]), int(pl2.layer[p]), neu, int(pl2.output[p]))] = pl2.values[p]
+    orig = {
+        (int(pl.kind[p]), int(pl.source[p]), int(pl.layer[p]), tuple(int(j) for j in pl.neurons[p]),
+         int(pl.output[p])): pl.values[p]
+        for p in range(len(pl))
+    }
+    assert renamed == orig
+    assert sorted(pl.values) == sorted(pl2.values)
+
+
+QS = [0, 0.5, 1, 1.5, 2, 3, math.inf]
+
+
+@pytest.mark.parametrize("dims", ARCHS)
+@pytest.mark.parametrize("skip", [False, True])
+def test_one_pass_path_norms_equal_norms_of_explicit_vector(rng, dims, skip):
+    net = random_network(rng, dims, skip=skip)
+    v = np.abs(path_lifting(net).values.astype(float))
+    for q in QS:
+        got = path_norm(net, q)
+        if q == 0:
+            assert got == np.count_nonzero(v)
+        elif math.isinf(q):
+            assert got == pytest.approx(v.max(), rel=1e-13)
+        else:
+            assert got == pytest.approx(np.sum(v**q) ** (1 / q), rel=1e-12)
+
+
+def test_exact_path_norms_are_exact(rng):
+    net = random_network(rng, [2, 3, 3, 2], skip=True).exact()
+    v = [abs(x) for x in path_lifting(net).values]
+    assert path_norm(net, 1) == sum(v)
+    assert path_norm(net, "inf") == max(v)
+    assert path_norm(net, 0) == sum(1 for x in v if x != 0)
+    assert path_norm(net, 2) == pytest.approx(float(sum(x * x for x in v)) ** 0.5, rel=1e-14)
+
+
+def test_path_count_with_zero_weights(rng):
+    net = random_network(rng, [3, 4, 4, 2])
+    W = np.array(net.weights[1])
+    W[0, :] = 0.0  # kills every path through h2[0]
+    b = np.array(net.biases[0])
+    b[1] = 0.0
+    net = Network([net.weights[0], W, net.weights[2]], [b, net.biases[1], net.biases[2]])
+    pl = path_lifting(net)
+    assert path_norm(net, 0) == int(np.count_nonzero(pl.values)) < len(pl)
+
+
+def test_path_norm_of_huge_network_without_listing_paths():
+    # all weights and biases 1: every path has value 1, count them in closed form
+    d, widths, m = 5, [100] * 6, 3
+    dims = [d, *widths, m]
+    net = Network([np.ones((dims[k + 1], dims[k])) for k in range(len(dims) - 1)],
+                  [np.ones(dims[k + 1]) for k in range(len(dims) - 1)])
+    count = sum(math.prod(dims[k:]) for k in range(1, len(dims))) + math.prod(dims)
+    assert count > 10**12 and n_paths(net) == count
+    assert path_norm(net, 0) == count
+    assert path_norm(net, 1) == float(count)
+    assert path_norm(net, 2) == pytest.approx(math.sqrt(count), rel=1e-12)
+    assert path_norm(net, "inf") == 1.0
+    with pytest.raises(RelulabError, match="max_paths"):
+        path_lifting(net)
+
+
+def test_path_norm_scales_homogeneously(rng):
+    # scaling the last layer by c scales every path by c
+    net = random_network(rng, [3, 4, 2])
+    c = 2.5
+    net2 = Network(net.weights[:-1] + (net.weights[-1] * c,), net.biases[:-1] + (net.biases[-1] * c,))
+    for q in (1, 2, math.inf):
+        assert path_norm(net2, q) == pytest.approx(c * path_norm(net, q), rel=1e-12)
+
+
+def test_path_norms_dict_and_bad_q(rng):
+    net = random_network(rng, [2, 2, 1])
+    d = path_norms(net, (1, 2, "inf", 0))
+    assert set(d) == {"1", "2", "inf", "0"}
+    with pytest.raises(RelulabError):
+        path_norm(net, -1)
+    with pytest.raises(RelulabError):
+        path_norm(net, "two")
