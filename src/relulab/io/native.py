@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+import zlib
 from fractions import Fraction
 
 import numpy as np
@@ -45,7 +46,7 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
         return a.astype(np.float64)
     try:
         return np.array([Fraction(str(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
-    except ValueError:
+    except (ValueError, ZeroDivisionError):
         raise FormatError(f"{path}: array '{key}' holds entries that are not fractions") from None
 
 
@@ -67,29 +68,46 @@ def save(net: Network, path: str | os.PathLike) -> None:
         np.savez(fh, **arrays)
 
 
+def _int(data: dict, key: str, default: int | None, path: str) -> int:
+    """A scalar integer entry of the archive (a corrupt one is a FormatError, not a crash)."""
+    if key not in data:
+        if default is None:
+            raise FormatError(f"{path}: missing array '{key}'")
+        return default
+    a = data[key]
+    if a.shape != () or a.dtype.kind not in "iub":
+        raise FormatError(f"{path}: '{key}' must be one integer, got {a.dtype} of shape {a.shape}")
+    return int(a)
+
+
 def load(path: str | os.PathLike) -> Network:
     """Read a network written by :func:`save`."""
     p = str(path)
     try:
-        with np.load(p, allow_pickle=False) as z:
+        z = np.load(p, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):  # a bare .npy array
+            raise FormatError(f"{p}: not a .npz archive (it holds a single .npy array)")
+        with z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+        if isinstance(e, FormatError):
+            raise
         raise FormatError(f"{p}: not a readable .npz archive ({e})") from None
     if str(data.get("format", "")) != _MAGIC:
         raise FormatError(f"{p}: not a relulab network archive (no format tag '{_MAGIC}')")
-    version = int(data.get("version", -1))
+    version = _int(data, "version", -1, p)
     if version != FORMAT_VERSION:
         raise FormatError(f"{p}: format version {version} is not supported (this relulab reads {FORMAT_VERSION})")
-    exact = bool(int(data.get("exact", 0)))
+    exact = bool(_int(data, "exact", 0, p))
+    n = _int(data, "n_layers", None, p)
     try:
-        n = int(data["n_layers"])
         Ws = [_decode(data[f"W{k}"], exact, p, f"W{k}") for k in range(n)]
         bs = [_decode(data[f"b{k}"], exact, p, f"b{k}") for k in range(n)]
+        skip = None
+        if "skip_S" in data or "skip_s" in data:
+            skip = (_decode(data["skip_S"], exact, p, "skip_S"), _decode(data["skip_s"], exact, p, "skip_s"))
     except KeyError as e:
         raise FormatError(f"{p}: missing array {e}") from None
-    skip = None
-    if "skip_S" in data:
-        skip = (_decode(data["skip_S"], exact, p, "skip_S"), _decode(data["skip_s"], exact, p, "skip_s"))
     try:
         return Network(Ws, bs, skip, exact=exact)
     except NetworkError as e:

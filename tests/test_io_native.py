@@ -1,0 +1,140 @@
+"""relulab's native .npz format: exact round trips (float, Fraction, skip) and clear errors
+on corrupt or foreign archives."""
+
+from __future__ import annotations
+
+import zipfile
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import random_network
+
+from relulab import Network
+from relulab.errors import FormatError
+from relulab.io import load_model, save_model
+from relulab.io.native import FORMAT_VERSION, load, save
+
+
+def _random_exact(rng: np.random.Generator, dims: list[int], skip: bool = False) -> Network:
+    def q(shape):
+        num = rng.integers(-50, 51, size=shape)
+        den = rng.integers(1, 40, size=shape)
+        out = np.empty(shape, dtype=object)
+        for idx in np.ndindex(*shape):
+            out[idx] = Fraction(int(num[idx]), int(den[idx]))
+        return out
+
+    Ws = [q((dims[i + 1], dims[i])) for i in range(len(dims) - 1)]
+    bs = [q((dims[i + 1],)) for i in range(len(dims) - 1)]
+    sk = (q((dims[-1], dims[0])), q((dims[-1],))) if skip else None
+    return Network(Ws, bs, sk, exact=True)
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize("dims", [[2, 3], [4, 8, 8, 3], [1, 5, 1]])
+def test_float_round_trip(dims: list[int], skip: bool, tmp_path: Path) -> None:
+    rng = np.random.default_rng(sum(dims))
+    net = random_network(rng, dims, skip=skip)
+    p = tmp_path / "n.npz"
+    save(net, p)
+    back = load(p)
+    assert back == net and not back.is_exact
+    assert (back.skip is None) == (not skip)
+    for a, b in zip(back.weights + back.biases, net.weights + net.biases, strict=True):
+        assert a.dtype == np.float64 and np.array_equal(a, b)
+    X = rng.normal(size=(20, dims[0]))
+    assert np.array_equal(back(X), net(X))
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_exact_round_trip(skip: bool, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    net = _random_exact(rng, [3, 4, 2], skip=skip)
+    p = tmp_path / "e.npz"
+    save_model(net, p)
+    back = load_model(p)
+    assert back.is_exact and back == net
+    assert all(isinstance(v, Fraction) for W in back.weights for v in W.ravel())
+    x = [Fraction(1, 3), Fraction(-2, 7), Fraction(5)]
+    assert list(back(x)) == list(net(x))
+    # A float network's exact() copy keeps its binary values exactly.
+    fnet = random_network(rng, [2, 3, 1]).exact()
+    save(fnet, p)
+    assert load(p) == fnet
+
+
+def test_saved_layout(tmp_path: Path) -> None:
+    net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), [0.5]])
+    p = tmp_path / "n.npz"
+    save(net, p)
+    with np.load(p) as z:
+        assert str(z["format"]) == "relulab-network"
+        assert int(z["version"]) == FORMAT_VERSION
+        assert sorted(z.files) == sorted(["format", "version", "exact", "n_layers", "W0", "b0", "W1", "b1"])
+
+
+def _archive(path: Path, **arrays) -> Path:
+    base = {"format": np.array("relulab-network"), "version": np.array(1),
+            "exact": np.array(0), "n_layers": np.array(1),
+            "W0": np.eye(2), "b0": np.zeros(2)}
+    base.update(arrays)
+    np.savez(path, **{k: v for k, v in base.items() if v is not None})
+    return path
+
+
+@pytest.mark.parametrize(
+    "arrays, match",
+    [
+        ({"version": np.array(2)}, "format version 2 is not supported"),
+        ({"version": np.array("one")}, "'version' must be one integer"),
+        ({"format": np.array("something-else")}, "not a relulab network archive"),
+        ({"format": None}, "not a relulab network archive"),
+        ({"n_layers": np.array([1, 2])}, "'n_layers' must be one integer"),
+        ({"n_layers": np.array(2)}, "missing array 'W1'"),
+        ({"W0": np.array([["a", "b"], ["c", "d"]])}, "array 'W0' is not numeric"),
+        ({"W0": np.array([[np.nan, 0], [0, 1]])}, "layer 1: weight contains NaN"),
+        ({"b0": np.zeros(3)}, "bias shape"),
+        ({"skip_S": np.eye(2)}, "missing array 'skip_s'"),
+        ({"exact": np.array(1), "W0": np.array([["1/2", "x"], ["0", "1"]])}, "not fractions"),
+        ({"exact": np.array(1), "W0": np.array([["1/0", "0"], ["0", "1"]])}, "not fractions"),
+    ],
+)
+def test_bad_archives(arrays: dict, match: str, tmp_path: Path) -> None:
+    p = _archive(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(FormatError, match=match) as info:
+        load(p)
+    assert str(p) in str(info.value)
+
+
+def test_archive_helper_is_valid(tmp_path: Path) -> None:
+    assert load(_archive(tmp_path / "ok.npz")) == Network([np.eye(2)], [np.zeros(2)])
+
+
+def test_corrupt_files(tmp_path: Path) -> None:
+    net = random_network(np.random.default_rng(1), [3, 16, 2])
+    good = tmp_path / "good.npz"
+    save(net, good)
+    data = good.read_bytes()
+    cases = {
+        "truncated.npz": data[: len(data) // 2],
+        "garbage.npz": b"this is not a zip archive at all",
+        "empty.npz": b"",
+    }
+    flipped = bytearray(data)
+    info = zipfile.ZipFile(good).getinfo("W0.npy")
+    flipped[info.header_offset + 120] ^= 0xFF  # inside W0's data: the CRC check fails
+    cases["flipped.npz"] = bytes(flipped)
+    for name, content in cases.items():
+        p = tmp_path / name
+        p.write_bytes(content)
+        with pytest.raises(FormatError, match=rf"{p}: not a"):
+            load(p)
+    npy = tmp_path / "array.npz"
+    with open(npy, "wb") as fh:
+        np.save(fh, np.zeros(3))
+    with pytest.raises(FormatError, match="single .npy array"):
+        load(npy)
+    with pytest.raises(FormatError, match="no such file"):
+        load_model(tmp_path / "missing.npz")
