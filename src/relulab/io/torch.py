@@ -1,0 +1,1087 @@
+"""torch model exchange, and the exact affine tracer shared with the ONNX reader.
+
+``from_torch(module, input_shape)`` turns an ``nn.Sequential`` (nested ones too) into a
+:class:`~relulab.Network` that computes the same function of the *flattened* input
+(torch's C-order ``flatten``).  Affine modules (Linear, Conv, BatchNorm in eval mode,
+AvgPool, Flatten, padding, Identity, Dropout) are composed into one affine map
+between two nonlinearities; every piecewise-linear activation becomes ReLUs exactly:
+
+* ``LeakyReLU(a)``: ``leaky(z) = relu(z) - a * relu(-z)`` (two neurons per unit; equal to
+  torch's result bit for bit before the next layer);
+* ``ReLU6`` / ``Hardtanh(lo, hi)``: ``lo + relu(z - lo) - relu(z - hi)``;
+* ``PReLU``: like LeakyReLU with one slope per channel;
+* ``MaxPool2d``: ``max(a, b) = b + relu(a - b)`` in a tree of pairwise maxima
+  (``ceil(log2 k)`` hidden layers for a window of ``k`` values); a value that is
+  known to be nonnegative (a ReLU output with nonnegative coefficients) rides along
+  as ``relu(b)``, any other as ``relu(b) - relu(-b)``.
+
+The tracer works on "affine tensors": a tensor of shape ``S`` whose entries are
+affine functions ``A h + c`` of the current hidden vector ``h`` (the network input
+before the first ReLU, then the output of the last hidden layer).  A nonlinearity
+closes the current layer.  The ONNX reader (``relulab.io.onnx``) walks graphs with
+the same tracer.
+
+Example:
+    >>> import torch, numpy as np
+    >>> from relulab.io.torch import from_torch, to_torch
+    >>> m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LeakyReLU(0.1),
+    ...                         torch.nn.Linear(4, 2)).double()
+    >>> net = from_torch(m)
+    >>> net.widths                      # each leaky unit is two ReLUs
+    (8,)
+    >>> x = np.random.default_rng(0).normal(size=(5, 3))
+    >>> bool(np.allclose(net(x), m(torch.from_numpy(x)).detach().numpy()))
+    True
+    >>> from_torch(to_torch(net)) == net
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, require
+from ..network import Network, NetworkError
+from ._atomic import atomic_path
+
+__all__ = [
+    "from_torch",
+    "to_torch",
+    "load_torch_file",
+    "save_torch_file",
+    "conv2d_to_dense",
+    "avgpool2d_to_dense",
+    "maxpool2d_windows",
+    "batchnorm_affine",
+    "fold_batchnorm",
+    "AffineTracer",
+]
+
+
+# ===================================================================== index maps
+def _pad_index_map(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each coordinate of a padded axis, the source coordinate in the unpadded
+    axis, or -1 where the padded value is a (zero) constant."""
+    p = np.arange(-before, size + after)
+    if mode in ("zeros", "constant"):
+        return np.where((p >= 0) & (p < size), p, -1)
+    if mode == "replicate":
+        return np.clip(p, 0, size - 1)
+    if mode == "circular":
+        return np.mod(p, size)
+    if mode == "reflect":
+        if size == 1:
+            return np.zeros_like(p)
+        period = 2 * (size - 1)
+        q = np.mod(np.abs(p), period)
+        return np.where(q >= size, period - q, q)
+    raise ValueError(f"padding mode '{mode}' is not supported")
+
+
+def _conv_out(size: int, k: int, stride: int, before: int, after: int, dil: int) -> int:
+    out = (size + before + after - dil * (k - 1) - 1) // stride + 1
+    if out < 1:
+        raise ValueError(
+            f"kernel {k} (dilation {dil}) does not fit an axis of size {size} padded by "
+            f"({before}, {after})"
+        )
+    return out
+
+
+def conv2d_sparse(
+    weight: np.ndarray,
+    input_shape: Sequence[int],
+    stride: Sequence[int] = (1, 1),
+    pads: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    padding_mode: str = "zeros",
+) -> tuple[Any, tuple[int, int, int]]:
+    """The linear part of a 2-D convolution as a sparse matrix (no bias).
+
+    Args:
+        weight: kernel of shape ``(O, C / groups, KH, KW)`` (torch and ONNX layout).
+        input_shape: ``(C, H, W)``.
+        pads: ``(top, left, bottom, right)``.
+
+    Returns:
+        ``(M, (O, OH, OW))`` with ``M`` a ``scipy.sparse`` CSR matrix of shape
+        ``(O * OH * OW, C * H * W)`` acting on C-order flattened tensors.  Each entry is
+        one kernel weight (a sum of several only with replicate/reflect/circular
+        padding), so the matrix is exact.
+    """
+    import scipy.sparse as sp
+
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.ndim != 4:
+        raise ValueError(f"kernel must have 4 axes (O, C/groups, KH, KW), got shape {weight.shape}")
+    O, Cg, KH, KW = weight.shape
+    C, H, W = (int(s) for s in input_shape)
+    if groups < 1 or O % groups or C != Cg * groups:
+        raise ValueError(
+            f"kernel of shape {weight.shape} with groups={groups} does not fit {C} input channels"
+        )
+    sh, sw = (int(s) for s in stride)
+    dh, dw = (int(s) for s in dilation)
+    pt, pl, pb, pr = (int(p) for p in pads)
+    OH = _conv_out(H, KH, sh, pt, pb, dh)
+    OW = _conv_out(W, KW, sw, pl, pr, dw)
+    mh = _pad_index_map(H, pt, pb, padding_mode)
+    mw = _pad_index_map(W, pl, pr, padding_mode)
+    o = np.arange(O)[:, None, None, None]
+    ci = np.arange(Cg)[None, :, None, None]
+    oh = np.arange(OH)[None, None, :, None]
+    ow = np.arange(OW)[None, None, None, :]
+    cin = (o // (O // groups)) * Cg + ci
+    row = (o * OH + oh) * OW + ow
+    rows, cols, vals = [], [], []
+    for kh in range(KH):
+        ih = mh[oh * sh + kh * dh]
+        for kw in range(KW):
+            iw = mw[ow * sw + kw * dw]
+            val = weight[:, :, kh, kw][:, :, None, None]
+            col = (cin * H + ih) * W + iw
+            r, c, v, ok = np.broadcast_arrays(row, col, val, (ih >= 0) & (iw >= 0) & (val != 0))
+            rows.append(r[ok])
+            cols.append(c[ok])
+            vals.append(v[ok])
+    M = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(O * OH * OW, C * H * W),
+    )
+    return M, (O, OH, OW)
+
+
+def _pool_axis(
+    size: int, k: int, stride: int, before: int, after: int, dil: int, ceil_mode: bool
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Windows of a pooling along one axis: for each output index the valid input
+    coordinates, and the "include padding" window length (torch's and onnxruntime's
+    divisor: the window clipped to the padded axis)."""
+    span = dil * (k - 1) + 1
+    num = size + before + after - span
+    if num < 0:
+        raise ValueError(f"pooling window {k} does not fit an axis of size {size}")
+    out = (-(-num // stride) if ceil_mode else num // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + before:
+        out -= 1  # the last window would start in the padding only (torch's rule)
+    wins, counts = [], np.empty(out, dtype=np.int64)
+    for i in range(out):
+        start = i * stride - before
+        pos = start + dil * np.arange(k)
+        wins.append(pos[(pos >= 0) & (pos < size)])
+        counts[i] = min(start + span, size + after) - start
+    return wins, counts
+
+
+def _pool_windows(
+    input_shape: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    pads: Sequence[int],
+    dilation: Sequence[int] = (1, 1),
+    ceil_mode: bool = False,
+) -> tuple[list[np.ndarray], list[int], tuple[int, int, int]]:
+    """Windows (flat C-order input indices) of a 2-D pooling, in output C-order, with the
+    include-padding window sizes."""
+    C, H, W = (int(s) for s in input_shape)
+    pt, pl, pb, pr = (int(p) for p in pads)
+    wh, ch = _pool_axis(H, int(kernel[0]), int(stride[0]), pt, pb, int(dilation[0]), ceil_mode)
+    ww, cw = _pool_axis(W, int(kernel[1]), int(stride[1]), pl, pr, int(dilation[1]), ceil_mode)
+    OH, OW = len(wh), len(ww)
+    windows: list[np.ndarray] = []
+    sizes: list[int] = []
+    for c in range(C):
+        for i in range(OH):
+            for j in range(OW):
+                windows.append((c * H + wh[i][:, None]) * W + ww[j][None, :])
+                sizes.append(int(ch[i] * cw[j]))
+    return [w.reshape(-1) for w in windows], sizes, (C, OH, OW)
+
+
+def avgpool2d_sparse(
+    input_shape: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    pads: Sequence[int] = (0, 0, 0, 0),
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+    dilation: Sequence[int] = (1, 1),
+) -> tuple[Any, tuple[int, int, int]]:
+    """Average pooling as a sparse matrix ``(M, (C, OH, OW))`` (see :func:`conv2d_sparse`)."""
+    import scipy.sparse as sp
+
+    windows, sizes, out_shape = _pool_windows(input_shape, kernel, stride, pads, dilation, ceil_mode)
+    rows, cols, vals = [], [], []
+    for r, (w, s) in enumerate(zip(windows, sizes, strict=True)):
+        if w.size == 0:
+            continue
+        div = divisor_override if divisor_override else (s if count_include_pad else w.size)
+        rows.append(np.full(w.size, r))
+        cols.append(w)
+        vals.append(np.full(w.size, 1.0 / div))
+    n_in = int(np.prod(input_shape))
+    M = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(len(windows), n_in),
+    )
+    return M, out_shape
+
+
+# ====================================================================== the tracer
+@dataclass
+class _Aff:
+    """An affine tensor: entries ``A h + c`` (+ ``P x + p`` when it also depends on the
+    network input ``x`` directly, which can only end in the output skip)."""
+
+    A: np.ndarray  # (n, *S): coefficients over the hidden vector of layer `epoch`
+    c: np.ndarray  # S
+    epoch: int
+    P: np.ndarray | None = None  # (d, *S)
+    p: np.ndarray | None = None  # S
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.c.shape)
+
+
+Value = Any  # an _Aff or a constant numpy array
+
+
+def _lead(a: np.ndarray | None, f: Callable[[np.ndarray, int], np.ndarray], lead: int):
+    return None if a is None else f(a, lead)
+
+
+def _addn(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class AffineTracer:
+    """Builds a :class:`Network` from a sequence of tensor operations on one input.
+
+    Values are constants (numpy arrays) or affine tensors; linear operations compose
+    into the current affine map, and :meth:`activation` closes a hidden layer.
+
+    Example:
+        >>> import numpy as np
+        >>> tr = AffineTracer((2,))
+        >>> v = tr.add_const(tr.matmul(tr.input(), np.array([[1.0, -1.0], [2.0, 0.0]])), 1.0)
+        >>> net = tr.finish(tr.relu(v))
+        >>> net(np.array([1.0, 2.0])).tolist()
+        [6.0, 0.0]
+    """
+
+    def __init__(self, input_shape: Sequence[int]) -> None:
+        self.input_shape = tuple(int(s) for s in input_shape)
+        self.d = int(np.prod(self.input_shape))
+        if self.d < 1:
+            raise FormatError(f"input shape {self.input_shape} has no entries")
+        self.weights: list[np.ndarray] = []
+        self.biases: list[np.ndarray] = []
+
+    # ------------------------------------------------------------ basics
+    @property
+    def epoch(self) -> int:
+        return len(self.weights)
+
+    @property
+    def width(self) -> int:
+        """Size of the current hidden vector h."""
+        return self.d if not self.weights else int(self.weights[-1].shape[0])
+
+    def input(self) -> _Aff:
+        S = self.input_shape
+        return _Aff(np.eye(self.d).reshape((self.d, *S)), np.zeros(S), 0)
+
+    def fresh(self, v: Value, where: str) -> Value:
+        """``v`` expressed over the current hidden vector (constants pass)."""
+        if not isinstance(v, _Aff) or v.epoch == self.epoch:
+            return v
+        if v.epoch == 0 and v.P is None:
+            # a function of the network input used after a ReLU: it can only reach the
+            # output, as the network's affine skip
+            S = v.shape
+            return _Aff(np.zeros((self.width, *S)), np.zeros(S), self.epoch, P=v.A, p=v.c)
+        raise FormatError(
+            f"{where}: uses a value computed before hidden layer {self.epoch} "
+            "(a skip connection between hidden layers; relulab networks only have an "
+            "input-to-output skip)"
+        )
+
+    def const_as_aff(self, k: np.ndarray) -> _Aff:
+        k = np.asarray(k, dtype=np.float64)
+        return _Aff(np.zeros((self.width, *k.shape)), k, self.epoch)
+
+    @staticmethod
+    def is_aff(v: Value) -> bool:
+        return isinstance(v, _Aff)
+
+    # ----------------------------------------------------- linear operations
+    def lin(self, v: Value, f: Callable[[np.ndarray, int], np.ndarray], where: str = "") -> Value:
+        """Apply a linear (no offset) tensor function ``f(array, lead)``, where ``lead`` is
+        the number of leading axes (0 or 1) that ``f`` must leave alone."""
+        if not isinstance(v, _Aff):
+            return f(np.asarray(v), 0)
+        v = self.fresh(v, where)
+        return _Aff(f(v.A, 1), f(v.c, 0), v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0))
+
+    def _align(self, v: _Aff, S: tuple[int, ...]) -> _Aff:
+        k = len(S) - v.c.ndim
+
+        def f(a: np.ndarray, lead: int) -> np.ndarray:
+            a = a.reshape(a.shape[:lead] + (1,) * k + a.shape[lead:])
+            return np.broadcast_to(a, a.shape[:lead] + S)
+
+        return _Aff(f(v.A, 1), f(v.c, 0), v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0))
+
+    def add(self, u: Value, v: Value, where: str = "") -> Value:
+        """``u + v`` (numpy broadcasting)."""
+        if not isinstance(u, _Aff) and not isinstance(v, _Aff):
+            return np.asarray(u) + np.asarray(v)
+        if not isinstance(u, _Aff):
+            u, v = v, u
+        u = self.fresh(u, where)
+        if not isinstance(v, _Aff):
+            k = np.asarray(v, dtype=np.float64)
+            S = np.broadcast_shapes(u.shape, k.shape)
+            u = self._align(u, S)
+            return _Aff(u.A, u.c + k, u.epoch, u.P, u.p)
+        v = self.fresh(v, where)
+        S = np.broadcast_shapes(u.shape, v.shape)
+        u, v = self._align(u, S), self._align(v, S)
+        return _Aff(u.A + v.A, u.c + v.c, u.epoch, _addn(u.P, v.P), _addn(u.p, v.p))
+
+    def add_const(self, v: Value, k: Any, where: str = "") -> Value:
+        return self.add(v, np.asarray(k, dtype=np.float64), where)
+
+    def neg(self, v: Value, where: str = "") -> Value:
+        return self.lin(v, lambda a, lead: -a, where)
+
+    def sub(self, u: Value, v: Value, where: str = "") -> Value:
+        return self.add(u, self.neg(v, where), where)
+
+    def mul(self, u: Value, v: Value, where: str = "", divide: bool = False) -> Value:
+        """``u * v`` (or ``u / v``) where at most ``u`` is affine."""
+        if isinstance(v, _Aff):
+            if divide or isinstance(u, _Aff):
+                raise FormatError(
+                    f"{where}: {'divides by' if divide else 'multiplies two'} input-dependent "
+                    "values; only products with constants are affine"
+                )
+            u, v = v, u
+        k = np.asarray(v, dtype=np.float64) if isinstance(u, _Aff) else np.asarray(v)
+        if not isinstance(u, _Aff):
+            return np.asarray(u) / k if divide else np.asarray(u) * k
+        u = self.fresh(u, where)
+        S = np.broadcast_shapes(u.shape, k.shape)
+        u = self._align(u, S)
+
+        def f(a: np.ndarray, lead: int) -> np.ndarray:
+            return a / k if divide else a * k
+
+        return _Aff(f(u.A, 1), f(u.c, 0), u.epoch, _lead(u.P, f, 1), _lead(u.p, f, 0))
+
+    def matmul(self, u: Value, v: Value, where: str = "") -> Value:
+        """``u @ v`` with numpy semantics, one side constant."""
+        ua, va = isinstance(u, _Aff), isinstance(v, _Aff)
+        if not ua and not va:
+            return np.asarray(u) @ np.asarray(v)
+        if ua and va:
+            raise FormatError(f"{where}: multiplies two input-dependent matrices (not affine)")
+        if ua:
+            u = self.fresh(u, where)
+            Wm = np.asarray(v, dtype=np.float64)
+            if len(u.shape) == 0:
+                raise ValueError("cannot multiply a scalar with @")
+            if len(u.shape) == 1 and Wm.ndim > 2:
+                raise ValueError(f"cannot multiply a vector with a {Wm.shape} array")
+            if len(u.shape) >= 2 and Wm.ndim > len(u.shape):
+                u = self._align(u, (1,) * (Wm.ndim - len(u.shape)) + u.shape)
+            return self.lin(u, lambda a, lead: a @ Wm, where)
+        v = self.fresh(v, where)
+        Wm = np.asarray(u, dtype=np.float64)
+        if len(v.shape) == 1:
+            if Wm.ndim != 2:
+                raise ValueError(f"cannot multiply a {Wm.shape} array with a vector")
+            return self.lin(v, lambda a, lead: a @ Wm.T if lead else Wm @ a, where)
+        if Wm.ndim > len(v.shape):
+            v = self._align(v, (1,) * (Wm.ndim - len(v.shape)) + v.shape)
+        return self.lin(v, lambda a, lead: Wm @ a, where)
+
+    def reshape(self, v: Value, shape: Sequence[int], where: str = "") -> Value:
+        shape = tuple(int(s) for s in shape)
+        return self.lin(v, lambda a, lead: a.reshape(a.shape[:lead] + shape), where)
+
+    def sparse(
+        self,
+        v: Value,
+        M: Any,
+        out_shape: Sequence[int],
+        bias: np.ndarray | None = None,
+        where: str = "",
+    ) -> Value:
+        """Apply a (sparse) matrix ``M`` to the C-order flattened tensor; reshape to
+        ``out_shape``; add ``bias`` (flat, or None)."""
+        out_shape = tuple(int(s) for s in out_shape)
+
+        def f(a: np.ndarray, lead: int) -> np.ndarray:
+            if lead:
+                flat = a.reshape(a.shape[0], -1)
+                return np.asarray((M @ flat.T).T).reshape((a.shape[0], *out_shape))
+            return np.asarray(M @ a.reshape(-1)).reshape(out_shape)
+
+        n_in = int(np.prod(v.shape if isinstance(v, _Aff) else np.shape(v)))
+        if n_in != M.shape[1]:
+            raise ValueError(f"the operation takes {M.shape[1]} values but gets {n_in}")
+        out = self.lin(v, f, where)
+        if bias is not None:
+            out = self.add(out, np.asarray(bias, dtype=np.float64).reshape(out_shape), where)
+        return out
+
+    def concat(self, values: Sequence[Value], axis: int, where: str = "") -> Value:
+        if not any(isinstance(v, _Aff) for v in values):
+            return np.concatenate([np.asarray(v) for v in values], axis=axis)
+        vals = [
+            self.fresh(v, where) if isinstance(v, _Aff) else self.const_as_aff(v) for v in values
+        ]
+        nd = len(vals[0].shape)
+        ax = axis + nd if axis < 0 else axis
+        has_P = any(v.P is not None for v in vals)
+
+        def cat(parts: list[np.ndarray], lead: int) -> np.ndarray:
+            return np.concatenate(parts, axis=ax + lead)
+
+        A = cat([v.A for v in vals], 1)
+        c = cat([v.c for v in vals], 0)
+        P = p = None
+        if has_P:
+            P = cat([v.P if v.P is not None else np.zeros((self.d, *v.shape)) for v in vals], 1)
+            p = cat([v.p if v.p is not None else np.zeros(v.shape) for v in vals], 0)
+        return _Aff(A, c, self.epoch, P, p)
+
+    # --------------------------------------------------------- nonlinearities
+    def _close(self, v: _Aff, where: str) -> _Aff:
+        v = self.fresh(v, where)
+        if v.P is not None:
+            if np.any(v.P != 0):
+                raise FormatError(
+                    f"{where}: a value that depends directly on the network input enters a "
+                    "hidden layer (a skip into a hidden layer is not supported)"
+                )
+            v = _Aff(v.A, v.c + v.p, v.epoch)
+        if v.c.size == 0:
+            raise FormatError(f"{where}: empty tensor")
+        return v
+
+    def activation(
+        self,
+        v: Value,
+        terms: Sequence[tuple[Any, float, float]],
+        const: Any = 0.0,
+        where: str = "",
+    ) -> Value:
+        """Close a hidden layer: ``out = const + sum_k coef_k * relu(s_k * z + t_k)``
+        elementwise, for terms ``(coef_k, s_k, t_k)`` (``coef_k`` and ``const`` a scalar or
+        an array broadcastable to the tensor's shape; ``s_k`` and ``t_k`` scalars).
+
+        ReLU is ``[(1, 1, 0)]``; LeakyReLU(a) ``[(1, 1, 0), (-a, -1, 0)]``."""
+        if not isinstance(v, _Aff):
+            z = np.asarray(v, dtype=np.float64)
+            return const + sum(cf * np.maximum(s * z + t, 0.0) for cf, s, t in terms)
+        v = self._close(v, where)
+        S = v.shape
+        m = int(np.prod(S))
+        n = v.A.shape[0]
+        W = v.A.reshape(n, m).T
+        b = v.c.reshape(m)
+        Ws, bs, blocks = [], [], []
+        for cf, s, t in terms:
+            Ws.append(W if s == 1 else s * W)
+            bs.append(b if (s == 1 and t == 0) else s * b + t)
+            cfv = np.broadcast_to(np.asarray(cf, dtype=np.float64), S).reshape(m)
+            blocks.append(np.diag(cfv))
+        self.weights.append(np.concatenate(Ws, axis=0))
+        self.biases.append(np.concatenate(bs))
+        A = np.concatenate(blocks, axis=0).reshape((len(terms) * m, *S))
+        c = np.broadcast_to(np.asarray(const, dtype=np.float64), S).copy()
+        return _Aff(A, c, self.epoch)
+
+    def relu(self, v: Value, where: str = "") -> Value:
+        return self.activation(v, [(1.0, 1.0, 0.0)], 0.0, where)
+
+    def leaky_relu(self, v: Value, slope: Any, where: str = "") -> Value:
+        """``relu(z) - slope * relu(-z)`` (``slope`` a scalar or per-element array)."""
+        return self.activation(v, [(1.0, 1.0, 0.0), (-np.asarray(slope, float), -1.0, 0.0)], 0.0, where)
+
+    def clip(self, v: Value, lo: float | None, hi: float | None, where: str = "") -> Value:
+        """``min(max(z, lo), hi)`` with ReLUs (either bound may be None)."""
+        if lo is None and hi is None:
+            return v
+        if lo is None:  # min(z, hi) = hi - relu(hi - z)
+            return self.activation(v, [(-1.0, -1.0, float(hi))], float(hi), where)
+        if hi is None:  # max(z, lo) = lo + relu(z - lo)
+            return self.activation(v, [(1.0, 1.0, -float(lo))], float(lo), where)
+        if hi < lo:
+            raise FormatError(f"{where}: clip bounds lo={lo} > hi={hi}")
+        return self.activation(v, [(1.0, 1.0, -float(lo)), (-1.0, 1.0, -float(hi))], float(lo), where)
+
+    def maxpool(
+        self, v: Value, windows: Sequence[np.ndarray], out_shape: Sequence[int], where: str = ""
+    ) -> Value:
+        """``out[o] = max(flat[w] for w in windows[o])`` exactly with ReLUs, via a tree of
+        pairwise maxima ``max(a, b) = b + relu(a - b)`` (one hidden layer per level)."""
+        out_shape = tuple(int(s) for s in out_shape)
+        if not isinstance(v, _Aff):
+            flat = np.asarray(v, dtype=np.float64).reshape(-1)
+            return np.array([flat[w].max() for w in windows]).reshape(out_shape)
+        if any(len(w) == 0 for w in windows):
+            raise FormatError(f"{where}: a pooling window lies entirely in the padding")
+        v = self._close(v, where)
+        n = v.A.shape[0]
+        Q = v.A.reshape(n, -1).T  # items: rows of Q (over h) + q
+        q = v.c.reshape(-1)
+        # h >= 0 after a ReLU layer; an item with nonnegative coefficients is then >= 0
+        nonneg = (self.epoch > 0) & np.all(Q >= 0, axis=1) & (q >= 0)
+        wins = [list(map(int, w)) for w in windows]
+        while any(len(w) > 1 for w in wins):
+            Wn, bn, Q, wins = _maxpool_level(Q, q, nonneg, wins)
+            self.weights.append(Wn)
+            self.biases.append(bn)
+            q = np.zeros(Q.shape[0])
+            nonneg = np.all(Q >= 0, axis=1)
+        sel = [w[0] for w in wins]
+        A = Q[sel].T.reshape((Q.shape[1], *out_shape))
+        return _Aff(np.ascontiguousarray(A), q[sel].reshape(out_shape), self.epoch)
+
+    # ---------------------------------------------------------------- output
+    def finish(self, v: Value, where: str = "output") -> Network:
+        """The network computing ``v`` (flattened) from the flattened input."""
+        if not isinstance(v, _Aff):
+            raise FormatError(f"{where}: the output does not depend on the input")
+        v = self.fresh(v, where)
+        n = v.A.shape[0]
+        m = int(np.prod(v.shape))
+        W = v.A.reshape(n, m).T
+        b = v.c.reshape(m)
+        skip = None
+        if v.P is not None:
+            skip = (v.P.reshape(self.d, m).T, v.p.reshape(m) if v.p is not None else np.zeros(m))
+        try:
+            return Network([*self.weights, W], [*self.biases, b], skip)
+        except NetworkError as e:
+            raise FormatError(f"{where}: {e}") from None
+
+
+def _maxpool_level(
+    Q: np.ndarray, q: np.ndarray, nonneg: np.ndarray, wins: list[list[int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[int]]]:
+    """One level of the pairwise-max tree.  Items are the rows ``Q[i] h + q[i]``; each
+    window (a list of item ids) pairs its items as ``max(a, b) = b + relu(a - b)``.
+    Returns the hidden layer ``(W, b)``, the new items (over the new hidden units, no
+    offset) and the new windows.  Equal neurons and equal items are shared."""
+    keys: dict[tuple, int] = {}
+
+    def neuron(key: tuple) -> int:
+        if key not in keys:
+            keys[key] = len(keys)
+        return keys[key]
+
+    def carry(b: int) -> dict[int, float]:
+        if nonneg[b]:
+            return {neuron(("pos", b)): 1.0}
+        return {neuron(("pos", b)): 1.0, neuron(("neg", b)): -1.0}
+
+    exprs: list[list[dict[int, float]]] = []
+    for w in wins:
+        new = []
+        for t in range(0, len(w) - 1, 2):
+            a, b = w[t], w[t + 1]
+            if nonneg[a] and not nonneg[b]:
+                a, b = b, a  # carry the nonnegative one: one neuron, not two
+            e = carry(b)
+            e[neuron(("diff", a, b))] = 1.0
+            new.append(e)
+        if len(w) % 2:
+            new.append(carry(w[-1]))
+        exprs.append(new)
+    Wn = np.empty((len(keys), Q.shape[1]))
+    bn = np.empty(len(keys))
+    for key, i in keys.items():
+        if key[0] == "pos":
+            Wn[i], bn[i] = Q[key[1]], q[key[1]]
+        elif key[0] == "neg":
+            Wn[i], bn[i] = -Q[key[1]], -q[key[1]]
+        else:
+            Wn[i], bn[i] = Q[key[1]] - Q[key[2]], q[key[1]] - q[key[2]]
+    item_ids: dict[tuple, int] = {}
+    rows: list[dict[int, float]] = []
+    new_wins = []
+    for new in exprs:
+        ids = []
+        for e in new:
+            key = tuple(sorted(e.items()))
+            if key not in item_ids:
+                item_ids[key] = len(rows)
+                rows.append(e)
+            ids.append(item_ids[key])
+        new_wins.append(ids)
+    Qn = np.zeros((len(rows), len(keys)))
+    for r, e in enumerate(rows):
+        for j, cf in e.items():
+            Qn[r, j] = cf
+    return Wn, bn, Qn, new_wins
+
+
+# ========================================================== torch helpers (public)
+def _np(t: Any) -> np.ndarray:
+    return t.detach().cpu().double().numpy().copy()
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    if isinstance(v, (tuple, list)):
+        return (int(v[0]), int(v[1])) if len(v) == 2 else (int(v[0]), int(v[0]))
+    return int(v), int(v)
+
+
+def _chw(input_shape: Sequence[int]) -> tuple[int, int, int]:
+    s = tuple(int(x) for x in input_shape)
+    if len(s) == 4 and s[0] == 1:
+        s = s[1:]
+    if len(s) != 3:
+        raise ValueError(f"expected an input shape (C, H, W), got {tuple(input_shape)}")
+    return s  # type: ignore[return-value]
+
+
+def _conv_pads(conv: Any, in_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+    kh, kw = conv.kernel_size
+    dh, dw = conv.dilation
+    if isinstance(conv.padding, str):
+        if conv.padding == "valid":
+            return 0, 0, 0, 0
+        # 'same': torch puts the odd extra row/column at the end
+        th, tw = dh * (kh - 1), dw * (kw - 1)
+        return th // 2, tw // 2, th - th // 2, tw - tw // 2
+    ph, pw = _pair(conv.padding)
+    return ph, pw, ph, pw
+
+
+def conv2d_to_dense(conv: Any, input_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
+    """A ``torch.nn.Conv2d`` as a dense affine map on C-order flattened tensors.
+
+    Args:
+        conv: the ``nn.Conv2d`` (any stride, padding incl. 'same', dilation, groups and
+            padding mode).
+        input_shape: ``(C, H, W)`` (a leading batch axis of 1 is accepted).
+
+    Returns:
+        ``(W, b, (O, OH, OW))`` with ``W`` of shape ``(O*OH*OW, C*H*W)``.
+
+    Example:
+        >>> import torch, numpy as np
+        >>> conv = torch.nn.Conv2d(1, 2, 3, padding=1).double()
+        >>> W, b, out = conv2d_to_dense(conv, (1, 4, 4))
+        >>> x = np.random.default_rng(0).normal(size=(1, 1, 4, 4))
+        >>> y = conv(torch.from_numpy(x)).detach().numpy().reshape(-1)
+        >>> out, bool(np.allclose(W @ x.reshape(-1) + b, y))
+        ((2, 4, 4), True)
+    """
+    C, H, W_ = _chw(input_shape)
+    M, out = conv2d_sparse(
+        _np(conv.weight),
+        (C, H, W_),
+        conv.stride,
+        _conv_pads(conv, (H, W_)),
+        conv.dilation,
+        conv.groups,
+        conv.padding_mode,
+    )
+    bias = np.zeros(out[0]) if conv.bias is None else _np(conv.bias)
+    return M.toarray(), np.repeat(bias, out[1] * out[2]), out
+
+
+def _avgpool_args(pool: Any) -> dict:
+    k = _pair(pool.kernel_size)
+    s = _pair(pool.stride if pool.stride is not None else pool.kernel_size)
+    ph, pw = _pair(pool.padding)
+    return dict(
+        kernel=k,
+        stride=s,
+        pads=(ph, pw, ph, pw),
+        ceil_mode=bool(pool.ceil_mode),
+        count_include_pad=bool(pool.count_include_pad),
+        divisor_override=pool.divisor_override,
+    )
+
+
+def avgpool2d_to_dense(pool: Any, input_shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int]]:
+    """A ``torch.nn.AvgPool2d`` (or ``AdaptiveAvgPool2d``) as a dense linear map.
+
+    Returns ``(W, b, (C, OH, OW))`` with ``b`` zero, like :func:`conv2d_to_dense`.
+
+    Example:
+        >>> import torch
+        >>> W, b, out = avgpool2d_to_dense(torch.nn.AvgPool2d(2), (1, 2, 2))
+        >>> W.tolist(), out
+        ([[0.25, 0.25, 0.25, 0.25]], (1, 1, 1))
+    """
+    C, H, W_ = _chw(input_shape)
+    M, out = _avgpool_module_sparse(pool, (C, H, W_))
+    return M.toarray(), np.zeros(M.shape[0]), out
+
+
+def _avgpool_module_sparse(pool: Any, chw: tuple[int, int, int]) -> tuple[Any, tuple[int, int, int]]:
+    import scipy.sparse as sp
+
+    if type(pool).__name__ == "AdaptiveAvgPool2d":
+        C, H, W = chw
+        osz = pool.output_size
+        OH, OW = (osz, osz) if isinstance(osz, int) else osz
+        OH, OW = OH or H, OW or W
+
+        def bins(size: int, out: int) -> list[np.ndarray]:
+            return [
+                np.arange((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)
+            ]
+
+        bh, bw = bins(H, OH), bins(W, OW)
+        rows, cols, vals = [], [], []
+        r = 0
+        for c in range(C):
+            for i in range(OH):
+                for j in range(OW):
+                    w = ((c * H + bh[i][:, None]) * W + bw[j][None, :]).reshape(-1)
+                    rows.append(np.full(w.size, r))
+                    cols.append(w)
+                    vals.append(np.full(w.size, 1.0 / w.size))
+                    r += 1
+        M = sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, C * H * W)
+        )
+        return M, (C, OH, OW)
+    return avgpool2d_sparse(chw, **_avgpool_args(pool))
+
+
+def maxpool2d_windows(pool: Any, input_shape: Sequence[int]) -> tuple[list[np.ndarray], tuple[int, int, int]]:
+    """The windows of a ``torch.nn.MaxPool2d``: for each output entry (C-order) the flat
+    C-order indices of the input entries it takes the maximum of (padding excluded).
+
+    Example:
+        >>> import torch
+        >>> wins, out = maxpool2d_windows(torch.nn.MaxPool2d(2), (1, 2, 4))
+        >>> [w.tolist() for w in wins], out
+        ([[0, 1, 4, 5], [2, 3, 6, 7]], (1, 1, 2))
+    """
+    C, H, W = _chw(input_shape)
+    k = _pair(pool.kernel_size)
+    s = _pair(pool.stride if pool.stride is not None else pool.kernel_size)
+    ph, pw = _pair(pool.padding)
+    windows, _, out = _pool_windows((C, H, W), k, s, (ph, pw, ph, pw), _pair(pool.dilation), bool(pool.ceil_mode))
+    return windows, out
+
+
+def batchnorm_affine(bn: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``(k, t)`` with ``bn(x) = k * x + t`` in eval mode (running statistics).
+
+    Example:
+        >>> import torch
+        >>> bn = torch.nn.BatchNorm1d(2).eval()
+        >>> k, t = batchnorm_affine(bn); k.round(4).tolist(), t.tolist()
+        ([1.0, 1.0], [0.0, 0.0])
+    """
+    if bn.running_mean is None or bn.running_var is None:
+        raise FormatError(
+            f"{type(bn).__name__} without running statistics (track_running_stats=False) "
+            "normalises by batch statistics: not a fixed function"
+        )
+    mean, var = _np(bn.running_mean), _np(bn.running_var)
+    gamma = _np(bn.weight) if bn.weight is not None else np.ones_like(mean)
+    beta = _np(bn.bias) if bn.bias is not None else np.zeros_like(mean)
+    k = gamma / np.sqrt(var + float(bn.eps))
+    return k, beta - k * mean
+
+
+def fold_batchnorm(
+    W: np.ndarray, b: np.ndarray, bn: Any, spatial: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fold an eval-mode BatchNorm that follows the affine map ``x -> W x + b``.
+
+    ``W``'s rows are the C-order flattened output (``C * spatial`` rows: channel-major,
+    ``spatial`` positions per channel, as after :func:`conv2d_to_dense`).  Returns
+    ``(W', b')`` with ``bn(W x + b) = W' x + b'``.
+
+    Example:
+        >>> import torch, numpy as np
+        >>> bn = torch.nn.BatchNorm1d(2).eval(); bn.running_mean.fill_(1.0)
+        tensor([1., 1.])
+        >>> W2, b2 = fold_batchnorm(np.eye(2), np.zeros(2), bn)
+        >>> np.round(b2, 4).tolist()
+        [-1.0, -1.0]
+    """
+    k, t = batchnorm_affine(bn)
+    W = np.asarray(W, dtype=np.float64)
+    if W.shape[0] != k.size * spatial:
+        raise ValueError(f"{W.shape[0]} rows do not fit {k.size} channels x {spatial} positions")
+    kk, tt = np.repeat(k, spatial), np.repeat(t, spatial)
+    return W * kk[:, None], np.asarray(b, dtype=np.float64) * kk + tt
+
+
+# ========================================================================= from_torch
+_SUPPORTED = (
+    "Linear, ReLU, LeakyReLU, PReLU, ReLU6, Hardtanh, Flatten, Unflatten, Identity, Dropout, "
+    "BatchNorm1d/2d, Conv1d/2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool2d, ZeroPad2d, "
+    "ConstantPad2d, nested Sequential"
+)
+
+
+def _walk(module: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    import torch.nn as nn
+
+    if isinstance(module, nn.Sequential):
+        for name, child in module.named_children():
+            yield from _walk(child, f"{prefix}.{name}" if prefix else name)
+    else:
+        yield prefix, module
+
+
+def _infer_shape(mods: list[tuple[str, Any]], input_shape: Any) -> tuple[int, ...]:
+    if input_shape is not None:
+        shape = (int(input_shape),) if np.isscalar(input_shape) else tuple(int(s) for s in input_shape)
+        if not shape or min(shape) < 1:
+            raise FormatError(f"input_shape {input_shape} must be positive sizes")
+        return shape
+    for _path, m in mods:
+        name = type(m).__name__
+        if name == "Linear":
+            return (int(m.in_features),)
+        if name == "BatchNorm1d":
+            return (int(m.num_features),)
+        if name in ("Identity", "Flatten") or name.startswith("Dropout") or name.endswith("Dropout"):
+            continue
+        break
+    raise FormatError(
+        "from_torch needs input_shape (e.g. (C, H, W), without the batch axis): the first "
+        "layer does not fix the input size"
+    )
+
+
+def _dim(d: int, ndim_with_batch: int) -> int:
+    """A torch dim index (counting the batch axis) as an index into the per-sample shape."""
+    d = d + ndim_with_batch if d < 0 else d
+    if d == 0:
+        raise ValueError("operations along the batch axis are not per-sample")
+    return d - 1
+
+
+def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
+    name = type(m).__name__
+    S = v.shape
+    nd = len(S) + 1  # with the batch axis
+    if name in ("Identity",) or "Dropout" in name:
+        return v
+    if name == "Linear":
+        if S[-1] != m.in_features:
+            raise ValueError(f"takes {m.in_features} features but the tensor has shape {S}")
+        v = tr.matmul(v, _np(m.weight).T, where)
+        return v if m.bias is None else tr.add_const(v, _np(m.bias), where)
+    if name == "ReLU":
+        return tr.relu(v, where)
+    if name == "LeakyReLU":
+        return tr.leaky_relu(v, float(m.negative_slope), where)
+    if name == "PReLU":
+        a = _np(m.weight)
+        if a.size > 1:
+            if len(S) < 1 or S[0] != a.size:
+                raise ValueError(f"{a.size} slopes do not fit a tensor of shape {S}")
+            a = a.reshape((a.size,) + (1,) * (len(S) - 1))
+        else:
+            a = float(a.reshape(-1)[0])
+        return tr.leaky_relu(v, a, where)
+    if name == "ReLU6":
+        return tr.clip(v, 0.0, 6.0, where)
+    if name == "Hardtanh":
+        return tr.clip(v, float(m.min_val), float(m.max_val), where)
+    if name == "Flatten":
+        s, e = _dim(m.start_dim, nd), _dim(m.end_dim, nd)
+        new = S[:s] + (int(np.prod(S[s : e + 1])),) + S[e + 1 :]
+        return tr.reshape(v, new, where)
+    if name == "Unflatten":
+        d = _dim(m.dim, nd)
+        return tr.reshape(v, S[:d] + tuple(m.unflattened_size) + S[d + 1 :], where)
+    if name in ("BatchNorm1d", "BatchNorm2d"):
+        k, t = batchnorm_affine(m)
+        want = 3 if name == "BatchNorm2d" else None
+        if not S or S[0] != k.size or (want and len(S) != want):
+            raise ValueError(f"{k.size} channels do not fit a tensor of shape {S}")
+        shp = (k.size,) + (1,) * (len(S) - 1)
+        return tr.add_const(tr.mul(v, k.reshape(shp), where), t.reshape(shp), where)
+    if name in ("Conv2d", "Conv1d"):
+        one_d = name == "Conv1d"
+        if len(S) != (2 if one_d else 3):
+            raise ValueError(f"takes a {'(C, L)' if one_d else '(C, H, W)'} tensor, got shape {S}")
+        w = _np(m.weight)
+        if one_d:
+            C, L = S
+            chw = (C, 1, L)
+            w = w[:, :, None, :]
+            st, dil = (1, m.stride[0]), (1, m.dilation[0])
+            if isinstance(m.padding, str):
+                tot = m.dilation[0] * (m.kernel_size[0] - 1) if m.padding == "same" else 0
+                pads = (0, tot // 2, 0, tot - tot // 2)
+            else:
+                pads = (0, m.padding[0], 0, m.padding[0])
+        else:
+            chw = S
+            st, dil = m.stride, m.dilation
+            pads = _conv_pads(m, S[1:])
+        M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode)
+        bias = None if m.bias is None else np.repeat(_np(m.bias), out[1] * out[2])
+        out_shape = (out[0], out[2]) if one_d else out
+        return tr.sparse(v, M, out_shape, bias, where)
+    if name in ("AvgPool2d", "AdaptiveAvgPool2d"):
+        if len(S) != 3:
+            raise ValueError(f"takes a (C, H, W) tensor, got shape {S}")
+        M, out = _avgpool_module_sparse(m, S)
+        return tr.sparse(v, M, out, None, where)
+    if name == "MaxPool2d":
+        if m.return_indices:
+            raise FormatError(f"{where}: return_indices=True is not supported")
+        if len(S) != 3:
+            raise ValueError(f"takes a (C, H, W) tensor, got shape {S}")
+        wins, out = maxpool2d_windows(m, S)
+        return tr.maxpool(v, wins, out, where)
+    if name in ("ZeroPad2d", "ConstantPad2d"):
+        if len(S) != 3:
+            raise ValueError(f"takes a (C, H, W) tensor, got shape {S}")
+        pl, pr, pt, pb = (int(p) for p in m.padding)
+        if min(pl, pr, pt, pb) < 0:
+            raise FormatError(f"{where}: negative padding (cropping) is not supported")
+        value = float(getattr(m, "value", 0.0))
+        widths = ((0, 0), (pt, pb), (pl, pr))
+        out = tr.lin(v, lambda a, lead: np.pad(a, ((0, 0),) * lead + widths), where)
+        if value != 0.0:
+            mask = np.pad(np.zeros(S), widths, constant_values=value)
+            out = tr.add_const(out, mask, where)
+        return out
+    raise FormatError(f"{where}: unsupported module (relulab reads {_SUPPORTED})")
+
+
+def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> Network:
+    """Convert a torch ``nn.Sequential`` into an exactly equivalent :class:`Network`.
+
+    The network's input is the per-sample input tensor flattened in C order; its output
+    the flattened output tensor.  BatchNorm uses its running statistics and Dropout is
+    the identity (eval-mode semantics, whatever the module's ``training`` flag).
+
+    Args:
+        module: an ``nn.Sequential`` (nested ones are flattened) or a single module.
+        input_shape: the per-sample input shape without the batch axis, e.g. ``(C, H, W)``;
+            needed unless the first layer is ``Linear`` or ``BatchNorm1d``.
+
+    Raises:
+        FormatError: naming the module's path and type, e.g. ``"0.3 (Sigmoid): unsupported
+            module ..."``, or a shape mismatch.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 2), torch.nn.ReLU(),
+        ...                         torch.nn.Flatten(), torch.nn.Linear(8, 1))
+        >>> from_torch(m, (1, 3, 3))
+        Network(9-8-1, float64)
+    """
+    require("torch", "torch")
+    mods = list(_walk(module, ""))
+    shape = _infer_shape(mods, input_shape)
+    tr = AffineTracer(shape)
+    v: Value = tr.input()
+    for path, m in mods:
+        where = f"{path or '<root>'} ({type(m).__name__})"
+        try:
+            v = _apply_module(tr, v, m, where)
+        except FormatError:
+            raise
+        except (ValueError, IndexError, TypeError) as e:
+            raise FormatError(f"{where}: {e}") from None
+    return tr.finish(v, "output")
+
+
+def to_torch(net: Network) -> Any:
+    """An ``nn.Sequential`` of ``Linear`` (float64) and ``ReLU`` computing ``net``.
+
+    A network with an input-to-output skip is exported as ``net.without_skip()`` (the
+    input rides through the hidden layers as ``relu(x) - relu(-x)``): the same function,
+    ``2 * input_dim`` more neurons per hidden layer.  A Fraction network is rounded to
+    float64.
+
+    Example:
+        >>> import numpy as np
+        >>> m = to_torch(Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)]))
+        >>> [type(x).__name__ for x in m]
+        ['Linear', 'ReLU', 'Linear']
+    """
+    torch = require("torch", "torch")
+    nn = torch.nn
+    net = net.float().without_skip()
+    layers: list[Any] = []
+    for k, (W, b) in enumerate(net.layers):
+        lin = nn.Linear(W.shape[1], W.shape[0], dtype=torch.float64)
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(np.array(W, dtype=np.float64)))
+            lin.bias.copy_(torch.from_numpy(np.array(b, dtype=np.float64)))
+        layers.append(lin)
+        if k < net.depth - 1:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers).eval()
+
+
+def save_torch_file(net: Network, path: str | os.PathLike) -> None:
+    """Write ``to_torch(net)`` (a whole pickled ``nn.Sequential``) to ``path``, atomically.
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "n.pt")
+        >>> net = Network([np.eye(2)], [np.ones(2)]); save_torch_file(net, p)
+        >>> load_torch_file(p) == net
+        True
+    """
+    torch = require("torch", "torch")
+    module = to_torch(net)
+    with atomic_path(path) as tmp:
+        torch.save(module, tmp)
+
+
+def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
+    """Read a ``.pt``/``.pth`` file holding a pickled ``nn.Sequential`` (or a dict with
+    keys ``"model"`` and optionally ``"input_shape"``) and convert it with :func:`from_torch`.
+
+    The file is unpickled (``torch.load(weights_only=False)``): only load files you
+    trust.  A bare ``state_dict`` cannot be read (it holds no architecture).
+    """
+    torch = require("torch", "torch")
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=False)
+    except Exception as e:  # torch raises many kinds on corrupt files
+        raise FormatError(f"{path}: cannot read a torch file ({type(e).__name__}: {e})") from None
+    if isinstance(obj, dict) and isinstance(obj.get("model"), torch.nn.Module):
+        input_shape = obj.get("input_shape", input_shape)
+        obj = obj["model"]
+    if not isinstance(obj, torch.nn.Module):
+        what = "a state_dict (tensors only)" if isinstance(obj, dict) else type(obj).__name__
+        raise FormatError(
+            f"{path}: holds {what}, not a model; save the whole nn.Sequential with "
+            "torch.save(model, path)"
+        )
+    try:
+        return from_torch(obj, input_shape)
+    except FormatError as e:
+        raise FormatError(f"{path}: {e}") from None
+
