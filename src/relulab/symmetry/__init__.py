@@ -1,0 +1,38 @@
+"""Symmetries and exact reduction of ReLU networks.
+
+* :func:`canonical` - normal form under positive rescaling and permutation of neurons;
+* :func:`equivalent` - exact functional equivalence on a domain (``equal`` /
+  ``different`` with a re-checked witness / ``unknown``);
+* :func:`equivalent_one_hidden_layer` - the purely algebraic decision on all of R^d;
+* :func:`reduce` - a smaller network computing the same function on a domain;
+* :func:`replace` and :func:`neuron_scores` - causal mechanism reduction (replace neurons
+  by constants or affine maps of the retained ones, compiled into a smaller network).
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.symmetry import canonical
+    >>> net = Network([[[2.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 4.0], [0.0]])
+    >>> canonical(net)[0].weights[0].ravel().tolist()
+    [-0.25, 1.0]
+"""
+
+from ._util import NeuronStatus, neuron_status
+from .canonical import CanonicalReport, canonical
+from .equivalence import (
+    EquivalenceResult,
+    equivalent,
+    equivalent_one_hidden_layer,
+    whole_space_box,
+)
+
+__all__ = [
+    "canonical",
+    "CanonicalReport",
+    "equivalent",
+    "equivalent_one_hidden_layer",
+    "EquivalenceResult",
+    "whole_space_box",
+    "neuron_status",
+    "NeuronStatus",
+]

@@ -1,0 +1,345 @@
+"""Shared helpers of the symmetry package: editable layer lists that work for float64 and
+Fraction networks alike, and the proof that a hidden neuron is dead or stably active.
+
+A neuron's *status* on a domain is ``-1`` (dead: ``z <= 0`` everywhere, so ``relu(z) = 0``),
+``+1`` (stably active: ``z >= 0`` everywhere, so ``relu(z) = z``) or ``0`` (unstable, or
+not proved either way).  Status comes only from sound reasoning, never from sampling:
+
+* exact interval propagation in rational arithmetic on a Box (the network's float
+  entries are exact binary rationals, so this is exact for the network as given);
+* symbolic (CROWN) bounds from :mod:`relulab.bounds`, accepted with a safety margin of
+  ``PROOF_MARGIN`` relative to the size of the bound;
+* for a Polytope, one LP per first-layer neuron over the polytope itself (same margin);
+* optionally, the exact verifier (:func:`relulab.verify.maximize`) on the sub-network
+  that computes the neuron's pre-activation (same margin).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..network import Network
+from ..tolerance import PROOF_MARGIN
+
+# Exact interval arithmetic costs Python-object operations; above this size the float
+# symbolic bounds alone are used.
+_EXACT_INTERVAL_MAX_PARAMS = 20_000
+
+
+# ----------------------------------------------------------------------------- arrays
+def zero(exact: bool) -> Any:
+    return Fraction(0) if exact else 0.0
+
+
+def zeros(shape: tuple[int, ...], exact: bool) -> np.ndarray:
+    if exact:
+        return np.full(shape, Fraction(0), dtype=object)
+    return np.zeros(shape)
+
+
+def as_kind(a: Any, exact: bool) -> np.ndarray:
+    """A writable copy of ``a`` as a Fraction (object) or float64 array."""
+    if exact:
+        arr = np.asarray(a, dtype=object)
+        out = np.empty(arr.shape, dtype=object)
+        flat = out.reshape(-1)
+        for i, v in enumerate(arr.reshape(-1)):
+            flat[i] = v if isinstance(v, Fraction) else Fraction(v)
+        return out
+    return np.array(a, dtype=np.float64, copy=True)
+
+
+def max_abs(a: np.ndarray) -> Any:
+    """Largest absolute entry (a Fraction for exact arrays); 0 for an empty array."""
+    if a.size == 0:
+        return 0
+    if a.dtype == object:
+        return max(abs(v) for v in a.reshape(-1))
+    return float(np.max(np.abs(a)))
+
+
+def bool_mask(a: np.ndarray) -> np.ndarray:
+    """A comparison on an object array gives objects; make it a real boolean array."""
+    return np.asarray(a, dtype=bool)
+
+
+@dataclass
+class Layers:
+    """A mutable working copy of a network's parameters (hidden layers + output layer)."""
+
+    Ws: list[np.ndarray]
+    bs: list[np.ndarray]
+    skip: tuple[np.ndarray, np.ndarray] | None
+    exact: bool
+    input_dim: int
+
+    @staticmethod
+    def of(net: Network) -> Layers:
+        ex = net.is_exact
+        skip = None
+        if net.skip is not None:
+            skip = (as_kind(net.skip[0], ex), as_kind(net.skip[1], ex))
+        return Layers(
+            [as_kind(W, ex) for W in net.weights],
+            [as_kind(b, ex) for b in net.biases],
+            skip,
+            ex,
+            net.input_dim,
+        )
+
+    @property
+    def n_hidden(self) -> int:
+        return len(self.Ws) - 1
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return tuple(int(W.shape[0]) for W in self.Ws[:-1])
+
+    def delete(self, k: int, idx: list[int] | np.ndarray) -> None:
+        """Remove neurons ``idx`` of hidden layer ``k`` (their outgoing weights go too)."""
+        idx = np.asarray(sorted(set(int(i) for i in idx)), dtype=int)
+        if idx.size == 0:
+            return
+        self.Ws[k] = np.delete(self.Ws[k], idx, axis=0)
+        self.bs[k] = np.delete(self.bs[k], idx, axis=0)
+        self.Ws[k + 1] = np.delete(self.Ws[k + 1], idx, axis=1)
+
+    def permute(self, k: int, order: list[int] | np.ndarray) -> None:
+        order = np.asarray(order, dtype=int)
+        self.Ws[k] = self.Ws[k][order]
+        self.bs[k] = self.bs[k][order]
+        self.Ws[k + 1] = self.Ws[k + 1][:, order]
+
+    def collapse(self, k: int, active: np.ndarray) -> None:
+        """Replace hidden layer ``k`` by the affine map it computes when the neurons in
+        ``active`` are the identity and the others are zero (all neurons stable), merging
+        it into the next layer.  The network loses one hidden layer."""
+        z = zero(self.exact)
+        Wk = np.where(active[:, None], self.Ws[k], z)
+        bk = np.where(active, self.bs[k], z)
+        Wn = self.Ws[k + 1] @ Wk
+        bn = self.Ws[k + 1] @ bk + self.bs[k + 1]
+        self.Ws[k : k + 2] = [Wn]
+        self.bs[k : k + 2] = [bn]
+        if len(self.Ws) == 1 and self.skip is not None:
+            # No hidden layer left: the network is affine; keep it as one layer.
+            self.Ws[0] = self.Ws[0] + self.skip[0]
+            self.bs[0] = self.bs[0] + self.skip[1]
+            self.skip = None
+
+    def constant_from(self, k: int) -> None:
+        """Hidden layer ``k`` has no neurons left, so the next layer's pre-activation is its
+        bias alone: everything from there on is constant.  Fold it to an affine network."""
+        h = self.bs[k + 1]
+        for j in range(k + 1, len(self.Ws) - 1):
+            h = np.where(bool_mask(h > 0), h, zero(self.exact))
+            h = self.Ws[j + 1] @ h + self.bs[j + 1]
+        h0 = h
+        m = h0.shape[0]
+        if self.skip is not None:
+            W0 = self.skip[0].copy()
+            b0 = self.skip[1] + h0
+        else:
+            W0 = zeros((m, self.input_dim), self.exact)
+            b0 = h0
+        self.Ws = [W0]
+        self.bs = [b0]
+        self.skip = None
+
+    def add_skip(self, S: np.ndarray, s: np.ndarray) -> None:
+        if self.skip is None:
+            self.skip = (S, s)
+        else:
+            self.skip = (self.skip[0] + S, self.skip[1] + s)
+
+    def network(self) -> Network:
+        return Network(self.Ws, self.bs, self.skip, exact=self.exact)
+
+
+# ------------------------------------------------------------------ neuron status
+@dataclass(frozen=True)
+class NeuronStatus:
+    """Per hidden layer, each neuron's proved status (-1 dead, +1 stably active, 0 neither)
+    and how it was proved (``"interval-exact"``, ``"symbolic"``, ``"lp"``, ``"verifier"``)."""
+
+    status: tuple[np.ndarray, ...]
+    how: tuple[tuple[str, ...], ...]
+
+    @property
+    def n_dead(self) -> int:
+        return int(sum(int(np.sum(s == -1)) for s in self.status))
+
+    @property
+    def n_active(self) -> int:
+        return int(sum(int(np.sum(s == 1)) for s in self.status))
+
+    def to_dict(self) -> dict:
+        return {
+            "dead": self.n_dead,
+            "stably_active": self.n_active,
+            "status": [s.tolist() for s in self.status],
+        }
+
+
+def _exact_interval(net: Network, box: Box) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pre-activation intervals of every hidden layer in exact rational arithmetic."""
+    ex = net.exact()
+    lo = as_kind(box.lo, True)
+    hi = as_kind(box.hi, True)
+    z0 = Fraction(0)
+    out = []
+    for W, b in zip(ex.weights[:-1], ex.biases[:-1], strict=True):
+        pos = bool_mask(W > 0)
+        Wp = np.where(pos, W, z0)
+        Wn = np.where(pos, z0, W)
+        zlo = Wp @ lo + Wn @ hi + b
+        zhi = Wp @ hi + Wn @ lo + b
+        out.append((zlo, zhi))
+        lo = np.where(bool_mask(zlo > 0), zlo, z0)
+        hi = np.where(bool_mask(zhi > 0), zhi, z0)
+    return out
+
+
+def _margin(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return PROOF_MARGIN * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
+
+
+def _first_layer_lp(net: Network, poly: Polytope) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (up to LP tolerance) range of each first-layer pre-activation over a polytope."""
+    from ..lp import LPModel
+
+    W = np.asarray(net.float().weights[0], dtype=np.float64)
+    b = np.asarray(net.float().biases[0], dtype=np.float64)
+    n = W.shape[0]
+    lo = np.full(n, -np.inf)
+    hi = np.full(n, np.inf)
+    model = LPModel(np.zeros(poly.dim), A_ub=poly.A, b_ub=poly.b)
+    for i in range(n):
+        for sign in (1.0, -1.0):
+            model.set_objective(sign * W[i], maximize=False)
+            r = model.solve()
+            if r.status != "optimal":
+                continue
+            if sign > 0:
+                lo[i] = r.objective + b[i]
+            else:
+                hi[i] = -r.objective + b[i]
+    return lo, hi
+
+
+def neuron_status(
+    net: Network,
+    domain: Box | Polytope,
+    *,
+    use_verifier: bool = False,
+    samples: np.ndarray | None = None,
+    time_limit: float | None = None,
+    max_verifier_calls: int = 200,
+) -> NeuronStatus:
+    """Prove which hidden neurons are dead or stably active on ``domain``.
+
+    With ``use_verifier``, neurons that the bounds leave open but that never change sign
+    on ``samples`` are tried with the exact verifier (one maximisation each, within
+    ``time_limit`` seconds in all).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[2.0, -3.0], [0.0]])
+        >>> neuron_status(net, Box([-1], [1])).status[0].tolist()
+        [1, -1]
+    """
+    from ..bounds import symbolic_bounds
+
+    L = net.n_hidden_layers
+    status = [np.zeros(w, dtype=np.int8) for w in net.widths]
+    how: list[list[str]] = [[""] * w for w in net.widths]
+    if L == 0:
+        return NeuronStatus(tuple(status), tuple(tuple(h) for h in how))
+
+    def mark(k: int, mask: np.ndarray, code: int, why: str) -> None:
+        for i in np.nonzero(mask & (status[k] == 0))[0]:
+            status[k][i] = code
+            how[k][i] = why
+
+    if isinstance(domain, Box) and net.n_params <= _EXACT_INTERVAL_MAX_PARAMS:
+        for k, (zlo, zhi) in enumerate(_exact_interval(net, domain)):
+            mark(k, bool_mask(zhi <= 0), -1, "interval-exact")
+            mark(k, bool_mask(zlo >= 0), 1, "interval-exact")
+    if isinstance(domain, Polytope) and not domain.is_bounded:
+        # No bounds on an unbounded set; only the first layer can be decided by LP.
+        lo, hi = _first_layer_lp(net, domain)
+        mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
+        mark(0, hi <= -mg, -1, "lp")
+        mark(0, lo >= mg, 1, "lp")
+    else:
+        sb = symbolic_bounds(net, domain)
+        for k in range(L):
+            lo, hi = sb.pre_lo[k], sb.pre_hi[k]
+            mg = _margin(lo, hi)
+            mark(k, hi <= -mg, -1, "symbolic")
+            mark(k, lo >= mg, 1, "symbolic")
+        if isinstance(domain, Polytope):
+            lo, hi = _first_layer_lp(net, domain)
+            mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
+            mark(0, hi <= -mg, -1, "lp")
+            mark(0, lo >= mg, 1, "lp")
+
+    if use_verifier:
+        _verifier_status(net, domain, status, how, samples, time_limit, max_verifier_calls)
+    return NeuronStatus(tuple(status), tuple(tuple(h) for h in how))
+
+
+def prefix_network(net: Network, k: int, i: int) -> Network:
+    """The network whose single output is the pre-activation of neuron ``i`` of hidden
+    layer ``k`` (0-based)."""
+    Ws = [*net.weights[:k], net.weights[k][i : i + 1]]
+    bs = [*net.biases[:k], net.biases[k][i : i + 1]]
+    return Network(Ws, bs, exact=net.is_exact)
+
+
+def verifier_available() -> bool:
+    try:
+        from ..verify import maximize  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -> None:
+    if not verifier_available():
+        return
+    from ..verify import maximize
+
+    if samples is None:
+        samples = domain.sample(2000, np.random.default_rng(0))
+    pre = net.float().preactivations(samples)
+    t_end = None if time_limit is None else time.monotonic() + time_limit
+    calls = 0
+    for k in range(net.n_hidden_layers):
+        for i in np.nonzero(status[k] == 0)[0]:
+            z = pre[k][:, i]
+            if np.all(z <= 0):
+                sign, code = 1.0, -1  # looks dead: prove max z <= 0
+            elif np.all(z >= 0):
+                sign, code = -1.0, 1  # looks stably active: prove max (-z) <= 0
+            else:
+                continue
+            if calls >= max_calls:
+                return
+            left = None if t_end is None else t_end - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            sub = prefix_network(net.float(), k, int(i))
+            res = maximize(sub, domain, np.array([sign]), time_limit=left)
+            calls += 1
+            ub = getattr(res, "upper_bound", None)
+            if ub is None or not np.isfinite(ub):
+                continue
+            if ub <= -PROOF_MARGIN * (1.0 + abs(ub)):
+                status[k][i] = code
+                how[k][i] = "verifier"
