@@ -283,3 +283,32 @@ def test_unreadable(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="file ends after line 1"):
         read_nnet(empty)
 
+
+
+def test_mutated_files_never_crash(tmp_path: Path) -> None:
+    """Random edits of a small .nnet file either read or raise FormatError."""
+    rng = np.random.default_rng(11)
+    p = tmp_path / "small.nnet"
+    save_nnet(random_network(rng, [2, 3, 2]), p, input_min=[0, 0], input_max=[1, 1])
+    lines = p.read_text().splitlines()
+    pieces = ["", "1", "x", ",", "nan", "inf", "-1", "0,0,", "3,2,2,3,"]
+    outcomes = {"read": 0, "refused": 0}
+    bad = tmp_path / "mut.nnet"
+    for _ in range(300):
+        ls = list(lines)
+        for _ in range(int(rng.integers(1, 3))):
+            i = int(rng.integers(0, len(ls)))
+            op = rng.integers(0, 3)
+            if op == 0:
+                del ls[i]
+            elif op == 1:
+                ls.insert(i, str(rng.choice(pieces)))
+            else:
+                ls[i] = ls[i].replace(",", str(rng.choice(pieces)), 1)
+        bad.write_text("\n".join(ls))
+        try:
+            read_nnet(bad)
+            outcomes["read"] += 1
+        except FormatError:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0

@@ -262,3 +262,35 @@ def test_sizes_and_other_errors(tmp_path: Path) -> None:
     p.write_text(DECL + "(assert (<= X_0 1)")
     with pytest.raises(FormatError, match=rf"{p}:6:1: this '\(' is never closed"):
         load_vnnlib(p)
+
+
+def test_mutated_files_never_crash(acasxu_dir: Path) -> None:
+    """Random edits of a real property either parse or raise a relulab error (never a
+    Python exception from inside the parser)."""
+    from relulab.errors import RelulabError
+
+    text = (acasxu_dir / "vnnlib" / "prop_3.vnnlib").read_text()
+    pieces = ["(", ")", " ", "X_9", "Y_0", "-", "1e400", ";", "(or", "(and", "0", "\n", ">=", "*"]
+    rng = np.random.default_rng(7)
+    outcomes = {"parsed": 0, "refused": 0}
+    for _ in range(300):
+        t = text
+        for _ in range(int(rng.integers(1, 4))):
+            i = int(rng.integers(0, len(t)))
+            if rng.random() < 0.5:
+                t = t[:i] + t[i + int(rng.integers(1, 6)):]
+            else:
+                t = t[:i] + str(rng.choice(pieces)) + t[i:]
+        try:
+            parse_vnnlib(t)
+            outcomes["parsed"] += 1
+        except RelulabError:
+            outcomes["refused"] += 1
+    assert outcomes["parsed"] > 0 and outcomes["refused"] > 0
+
+
+def test_out_of_range_numbers() -> None:
+    with pytest.raises(FormatError, match=r"<string>:6:17: the number 1e400 is out of the float64 range"):
+        parse_vnnlib(DECL + "(assert (<= Y_0 1e400))")
+    with pytest.raises(FormatError, match=r"<string>:6:9: the constraint's coefficients overflow"):
+        parse_vnnlib(DECL + "(assert (<= (* 1e300 1e300 Y_0) 1))")

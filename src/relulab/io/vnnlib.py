@@ -284,6 +284,8 @@ class _Parser:
     def _atom(self, lin: _Lin, node: _List) -> tuple:
         """The constraint ``lin <= 0`` as an input bound or an output row."""
         coefs, const = lin
+        if not (np.isfinite(const) and all(np.isfinite(c) for c in coefs.values())):
+            raise self.err(node, "the constraint's coefficients overflow float64")
         xs = {i: c for (k, i), c in coefs.items() if k == "X" and c != 0}
         ys = {j: c for (k, j), c in coefs.items() if k == "Y" and c != 0}
         if xs and ys:
@@ -309,7 +311,10 @@ class _Parser:
         if isinstance(node, _Atom):
             t = node.text
             if _NUMBER.match(t):
-                return {}, float(t)
+                v = float(t)
+                if not np.isfinite(v):
+                    raise self.err(node, f"the number {t} is out of the float64 range")
+                return {}, v
             m = _VAR.match(t)
             if m:
                 key = (m.group(1), int(m.group(2)))
