@@ -41,13 +41,13 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from ..errors import FormatError
 from ..network import Network
 from ._builder import Builder, Expr, esum
+from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
 
 __all__ = [
@@ -447,7 +447,7 @@ def check_circuit(circuit: Circuit, net: Network | None = None) -> CircuitCheck:
     net = compile_circuit(circuit) if net is None else net
     n = len(circuit.inputs)
     X = np.array(list(itertools.product((0, 1), repeat=n)), dtype=np.int64).reshape(-1, n)
-    Y = net.exact()(np.array([[Fraction(int(v)) for v in row] for row in X], dtype=object))
+    Y = ExactEvaluator(net)(X.astype(object))
     bad, first = 0, None
     for row, y in zip(X, Y, strict=True):
         want = circuit.evaluate(row.tolist())
