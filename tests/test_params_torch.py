@@ -1,0 +1,185 @@
+"""Path-norms of torch models (Conv2d, BatchNorm, AvgPool, MaxPool) against an explicit
+computation: each layer written out as a dense matrix, every path listed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from relulab import Network
+from relulab.errors import RelulabError
+from relulab.params import path_lifting, path_norm, path_norm_torch
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+def _probe_affine(f, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    """The dense affine map of a function on flat vectors, probed at 0 and at basis vectors."""
+    with torch.no_grad():
+        zero = f(torch.zeros(1, n_in, dtype=torch.float64)).reshape(-1)
+        eye = f(torch.eye(n_in, dtype=torch.float64)).reshape(n_in, -1)
+    return (eye - zero).T.numpy(), zero.numpy()
+
+
+def _window_sum_matrix(c: int, h: int, w: int, k: int, s: int, p: int) -> tuple[np.ndarray, int, int]:
+    """Max pooling as the toolkit counts it: 1 on every (output, input-in-window) edge."""
+    oh = (h + 2 * p - k) // s + 1
+    ow = (w + 2 * p - k) // s + 1
+    M = np.zeros((c * oh * ow, c * h * w))
+    for ch in range(c):
+        for oy in range(oh):
+            for ox in range(ow):
+                for dy in range(k):
+                    for dx in range(k):
+                        y, x = oy * s - p + dy, ox * s - p + dx
+                        if 0 <= y < h and 0 <= x < w:
+                            M[(ch * oh + oy) * ow + ox, (ch * h + y) * w + x] = 1.0
+    return M, oh, ow
+
+
+def explicit_chain(model, input_shape) -> Network:
+    """The model as a chain of dense layers (a Network only as a container of layers: the
+    path-lifting does not care what runs between them)."""
+    mods = [m for m in model if not isinstance(m, (nn.ReLU, nn.Flatten))]
+    shape = tuple(input_shape)
+    Ws, bs = [], []
+    i = 0
+    while i < len(mods):
+        m = mods[i]
+        n_in = math.prod(shape)
+        if isinstance(m, nn.Linear):
+            shape = (n_in,)  # the Flatten before it
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            group = [m]
+            if i + 1 < len(mods) and isinstance(mods[i + 1], (nn.BatchNorm1d, nn.BatchNorm2d)):
+                group.append(mods[i + 1])  # folded: probe conv and batch norm together
+                i += 1
+            seq = nn.Sequential(*group).double().eval()
+            W, b = _probe_affine(lambda x, seq=seq, shape=shape: seq(x.reshape(-1, *shape)), n_in)
+            with torch.no_grad():
+                shape = tuple(seq(torch.zeros(1, *shape, dtype=torch.float64)).shape[1:])
+        elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            bn = m.double().eval()
+            W, b = _probe_affine(lambda x, bn=bn, shape=shape: bn(x.reshape(-1, *shape)), n_in)
+        elif isinstance(m, (nn.AvgPool2d, nn.AdaptiveAvgPool2d)):
+            pool = m
+            W, b = _probe_affine(lambda x, pool=pool, shape=shape: pool(x.reshape(-1, *shape)), n_in)
+            with torch.no_grad():
+                shape = tuple(pool(torch.zeros(1, *shape, dtype=torch.float64)).shape[1:])
+        elif isinstance(m, nn.MaxPool2d):
+            W, oh, ow = _window_sum_matrix(shape[0], shape[1], shape[2], m.kernel_size, m.stride, m.padding)
+            b = np.zeros(W.shape[0])
+            shape = (shape[0], oh, ow)
+        else:
+            raise AssertionError(type(m))
+        Ws.append(W)
+        bs.append(b)
+        i += 1
+    return Network(Ws, bs)
+
+
+def _randomize(model, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    for mod in model.modules():
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            with torch.no_grad():
+                mod.running_mean.copy_(torch.randn(mod.num_features, generator=g))
+                mod.running_var.copy_(torch.rand(mod.num_features, generator=g) + 0.5)
+                mod.weight.copy_(torch.randn(mod.num_features, generator=g))
+                mod.bias.copy_(torch.randn(mod.num_features, generator=g))
+    return model.double().eval()
+
+
+def cnn_a():
+    return nn.Sequential(
+        nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.ReLU(), nn.AvgPool2d(2),
+        nn.Flatten(), nn.Linear(3, 2),
+    )
+
+
+def cnn_b():
+    # stride, padding in max pooling, a standalone batch norm, adaptive average pooling
+    return nn.Sequential(
+        nn.Conv2d(2, 2, 2, stride=1), nn.ReLU(), nn.BatchNorm2d(2),
+        nn.MaxPool2d(3, stride=2, padding=1),
+        nn.Conv2d(2, 2, 1, bias=False), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1),
+    )
+
+
+@pytest.mark.parametrize("build,shape", [(cnn_a, (1, 4, 4)), (cnn_b, (2, 5, 5))])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_torch_path_norm_matches_explicit_paths(build, shape, seed):
+    torch.manual_seed(seed)
+    model = _randomize(build(), seed)
+    chain = explicit_chain(model, shape)
+    pl = path_lifting(chain)
+    for q in (0, 1, 2, 3.5, math.inf):
+        got = path_norm_torch(model, shape, q)
+        want = pl.norm(q)
+        if q == 0:
+            assert got == want
+        else:
+            assert got == pytest.approx(want, rel=1e-10)
+        # the one-pass norm of the dense chain agrees too
+        assert path_norm(chain, q) == pytest.approx(want, rel=1e-10)
+        # and path_norm dispatches torch modules
+        assert path_norm(model, q, input_shape=shape) == got
+
+
+def test_avgpool_weight_is_one_over_k_to_the_q():
+    # one input, conv 1x1 weight 1, avgpool 2x2 on a 2x2 image: 4 paths of value 1/4 each
+    # (+ 4 bias paths of value 1/4 from the conv bias 1)
+    model = nn.Sequential(nn.Conv2d(1, 1, 1), nn.AvgPool2d(2)).double()
+    with torch.no_grad():
+        model[0].weight.fill_(1.0)
+        model[0].bias.fill_(1.0)
+    for q in (1, 2, 3):
+        assert path_norm_torch(model, (1, 2, 2), q) == pytest.approx((8 * 0.25**q) ** (1 / q))
+    assert path_norm_torch(model, (1, 2, 2), math.inf) == pytest.approx(0.25)
+    assert path_norm_torch(model, (1, 2, 2), 0) == 8
+
+
+def test_maxpool_counts_as_a_sum_over_its_window():
+    model = nn.Sequential(nn.Conv2d(1, 1, 1, bias=False), nn.MaxPool2d(2)).double()
+    with torch.no_grad():
+        model[0].weight.fill_(-3.0)
+    # 4 paths of value -3 (weight 1 through the pool), not 1 as a max would give
+    assert path_norm_torch(model, (1, 2, 2), 1) == pytest.approx(12.0)
+    assert path_norm_torch(model, (1, 2, 2), 0) == 4
+
+
+def test_linear_model_agrees_with_network_path_norm():
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 2)).double()
+    lin = [m for m in model if isinstance(m, nn.Linear)]
+    net = Network([m.weight.detach().numpy() for m in lin], [m.bias.detach().numpy() for m in lin])
+    for q in (0, 1, 2, math.inf):
+        assert path_norm_torch(model, q=q) == pytest.approx(path_norm(net, q), rel=1e-12)
+
+
+def test_batchnorm_is_folded_not_a_separate_neuron():
+    # Linear -> BN: the bias paths are (a b + c), one edge, not |a b|^q + |c|^q
+    model = nn.Sequential(nn.Linear(1, 1), nn.BatchNorm1d(1)).double().eval()
+    with torch.no_grad():
+        model[0].weight.fill_(2.0)
+        model[0].bias.fill_(1.0)
+        model[1].running_mean.fill_(1.0)
+        model[1].running_var.fill_(1.0 - model[1].eps)
+        model[1].weight.fill_(1.0)
+        model[1].bias.fill_(0.0)
+    # folded: weight 2, bias 1 - 1 = 0
+    assert path_norm_torch(model, q=1) == pytest.approx(2.0)
+    assert path_norm_torch(model, q=0) == 1
+
+
+def test_unsupported_layers_are_named():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 1))
+    with pytest.raises(RelulabError, match=r"layer 1 \(Tanh\)"):
+        path_norm_torch(model, q=1)
+    with pytest.raises(RelulabError, match="input_shape"):
+        path_norm_torch(nn.Sequential(nn.Conv2d(1, 1, 1)), None, 1)
