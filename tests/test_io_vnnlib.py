@@ -294,3 +294,11 @@ def test_out_of_range_numbers() -> None:
         parse_vnnlib(DECL + "(assert (<= Y_0 1e400))")
     with pytest.raises(FormatError, match=r"<string>:6:9: the constraint's coefficients overflow"):
         parse_vnnlib(DECL + "(assert (<= (* 1e300 1e300 Y_0) 1))")
+
+
+def test_deep_nesting_is_refused_cleanly() -> None:
+    deep = "(and " * 5000 + "(<= Y_0 0)" + ")" * 5000
+    with pytest.raises(FormatError, match="nested too deeply"):
+        parse_vnnlib(DECL + BOX + f"(assert {deep})")
+    ok = "(and " * 50 + "(<= Y_0 0)" + ")" * 50
+    assert parse_vnnlib(DECL + BOX + f"(assert {ok})").cases[0].unsafe[0].C.tolist() == [[1, 0, 0]]

@@ -451,7 +451,10 @@ def parse_vnnlib(
     """
     src = _Source(text, source)
     parser = _Parser(src)
-    dnf, d, m = parser.run()
+    try:
+        dnf, d, m = parser.run()
+    except RecursionError:
+        raise FormatError(f"{source}: formulas are nested too deeply to read") from None
     for given, found, what in ((n_inputs, d, "inputs X_i"), (n_outputs, m, "outputs Y_j")):
         if given is not None and given != found:
             raise SpecError(f"{source}: the property declares {found} {what}; expected {given}")
