@@ -1,0 +1,657 @@
+"""Exact minimal-norm univariate two-layer ReLU networks (regression and classification).
+
+The model is ``f(x) = d + [c x] + sum_j a_j relu(w_j x + b_j)`` with a free output bias
+``d`` (always), a free affine skip ``c x`` (optional) and the squared-l2 penalty
+``(1/2) sum_j (a_j^2 + w_j^2)`` (free biases) or ``(1/2) sum_j (a_j^2 + w_j^2 + b_j^2)``
+(penalised biases).  Rescaling ``a -> a/s, (w, b) -> s (w, b)`` leaves ``f`` unchanged, so
+at the optimum ``|a_j| = ||(w_j[, b_j])||`` and the penalty equals ``sum_j |a_j| |w_j|`` or
+``sum_j |a_j| ||(w_j, b_j)||``.  In function space (``f`` CPWL with kinks ``t_k``, slope
+jumps ``s_k = f'(t_k+) - f'(t_k-)``, end slopes ``L = f'(-inf)``, ``R = f'(+inf)``) the
+smallest penalty of any network computing ``f`` (its *representation cost*) is:
+
+* free biases, skip:         ``sum_k |s_k|``  (total variation of ``f'``)
+* free biases, no skip:      ``max(sum_k |s_k|, |L + R|)``  (a unit facing left is a unit
+  facing right plus an affine function, and affine functions are not free)
+* penalised biases, skip:    ``sum_k |s_k| sqrt(1 + t_k^2)``
+* penalised biases, no skip: ``min sum_k (|r_k| + |l_k|) sqrt(1 + t_k^2)`` over splits
+  ``r_k + l_k = s_k`` into right- and left-facing units with ``sum r_k = R``,
+  ``sum l_k = -L`` (a small LP; extra kinks of zero jump at ``t = 0`` carry affine parts).
+
+A kink at ``t`` made by a unit costs ``|a||w| = |s|`` with free biases and
+``|a| ||(w, b)|| = |s| sqrt(1 + t^2)`` with penalised biases (``b = -w t``).
+
+The optimisation over functions is a linear program over kink measures.  With free biases an
+averaging argument (``f'`` has mean equal to the secant slope on every data interval, and the
+total variation of a step function does not exceed that of any function with the same means)
+shows that kinks at the data points suffice, so one LP is exact.  With penalised biases the
+weight ``sqrt(1 + t^2)`` makes positions matter; the semi-infinite LP is solved exactly by
+column generation: the dual of the restricted LP gives a piecewise-linear function ``g(t)``
+and a kink at ``t`` can improve the objective only where ``|g(t)| > sqrt(1 + t^2)``, whose
+maximiser on each data interval is found in closed form (``t* = beta / alpha``).  Scaling the
+dual by the largest violation gives a certified lower bound, so every result carries an
+optimality gap.  Same-sign kinks in one data interval are finally merged at their centroid
+(by Jensen this never costs more with a convex weight, and it keeps every data value).
+
+References (abstracts in ``shared/seeds``): minimal-norm interpolation and l2-regularised
+classification by univariate two-layer ReLU networks (free biases: the optimal classifiers
+hug every label switch; penalised biases: the unique optimum has exactly one kink in every
+intermediate same-label segment; a free skip leaves the functions unchanged); Savarese et
+al. (2019) for the free-bias cost ``max(TV(f'), |f'(-inf) + f'(+inf)|)``.
+
+Example:
+    >>> import numpy as np
+    >>> r = minnorm_interpolant([0.0, 1.0, 2.0], [0.0, 1.0, 0.0], bias="free", skip=True)
+    >>> round(r.cost, 9), np.allclose(r.network([[0.0], [1.0], [2.0]]).ravel(), [0, 1, 0])
+    (2.0, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..lp import solve
+from ..network import Network
+
+__all__ = [
+    "MinNormResult",
+    "OptimalSet",
+    "Zone",
+    "minnorm_interpolant",
+    "minnorm_classifier",
+    "minnorm_on_grid",
+    "function_cost",
+    "parameter_cost",
+    "kinks_of",
+    "in_optimal_set",
+]
+
+_BIAS = ("free", "penalized")
+
+
+class MinNormError(RelulabError):
+    """Bad data for a univariate minimal-norm problem (shapes, duplicates, labels)."""
+
+
+# --------------------------------------------------------------------------- data
+def _check_bias(bias: str) -> str:
+    b = str(bias).lower().replace("penalised", "penalized")
+    if b not in _BIAS:
+        raise MinNormError(f"bias must be 'free' or 'penalized', got {bias!r}")
+    return b
+
+
+def _prep(x: Any, y: Any, task: str) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if x.size == 0 or x.shape != y.shape:
+        raise MinNormError(f"x and y must be non-empty and of equal length ({x.size} vs {y.size})")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise MinNormError("x and y must be finite numbers")
+    if task == "classification":
+        labs = set(np.unique(y).tolist())
+        if labs <= {0.0, 1.0} and 0.0 in labs:
+            y = 2.0 * y - 1.0
+        elif not labs <= {-1.0, 1.0}:
+            raise MinNormError(f"labels must be -1/+1 (or 0/1), got {sorted(labs)[:5]}")
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    dup = np.nonzero(np.diff(x) == 0)[0]
+    for i in dup:
+        if y[i] != y[i + 1]:
+            raise MinNormError(
+                f"x = {x[i]!r} appears twice with different targets ({y[i]!r}, {y[i + 1]!r})"
+            )
+    keep = np.concatenate([[True], np.diff(x) != 0])
+    return x[keep], y[keep]
+
+
+def _weight(t: np.ndarray, bias: str) -> np.ndarray:
+    t = np.asarray(t, dtype=np.float64)
+    return np.ones_like(t) if bias == "free" else np.sqrt(1.0 + t * t)
+
+
+# ------------------------------------------------------------------ the kink LP
+def _features(x: np.ndarray, t: np.ndarray, orient: np.ndarray) -> np.ndarray:
+    """Column k evaluated at the data: (x - t_k)_+ (right) or (t_k - x)_+ (left)."""
+    D = x[:, None] - t[None, :]
+    return np.maximum(D * orient[None, :], 0.0)
+
+
+@dataclass
+class _LPOut:
+    status: str
+    value: float
+    d: float
+    c: float
+    coef: np.ndarray
+    duals: np.ndarray | None
+    x_full: np.ndarray | None
+
+
+def _kink_lp(
+    x: np.ndarray,
+    y: np.ndarray,
+    t: np.ndarray,
+    orient: np.ndarray,
+    w: np.ndarray,
+    task: str,
+    skip: bool,
+    extra_ub: tuple[np.ndarray, np.ndarray] | None = None,
+    objective: np.ndarray | None = None,
+    maximize: bool = False,
+) -> _LPOut:
+    """min sum_k w_k |coef_k| s.t. the data constraints, kinks fixed at ``t`` (columns
+    [d, c?, p_1..p_K, n_1..n_K] with coef = p - n)."""
+    n, K = x.size, t.size
+    F = _features(x, t, orient)
+    nfree = 2 if skip else 1
+    base = np.ones((n, 1)) if not skip else np.column_stack([np.ones(n), x])
+    rows = np.hstack([base, F, -F])
+    c = np.concatenate([np.zeros(nfree), w, w]) if objective is None else objective
+    lb = np.concatenate([np.full(nfree, -np.inf), np.zeros(2 * K)])
+    A_ub = b_ub = A_eq = b_eq = None
+    if task == "regression":
+        A_eq, b_eq = rows, y
+    else:
+        A_ub, b_ub = -y[:, None] * rows, -np.ones(n)
+    if extra_ub is not None:
+        Ae, be = extra_ub
+        A_ub = Ae if A_ub is None else np.vstack([A_ub, Ae])
+        b_ub = be if b_ub is None else np.concatenate([b_ub, be])
+    r = solve(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lb=lb, maximize=maximize)
+    if not r.ok:
+        return _LPOut(r.status, np.nan, 0.0, 0.0, np.zeros(K), None, None)
+    z = r.x
+    coef = z[nfree: nfree + K] - z[nfree + K:]
+    duals = None
+    if r.duals is not None:
+        # the data rows come first among ub rows, or are the eq rows (after all ub rows)
+        if task == "regression":
+            nub = 0 if A_ub is None else A_ub.shape[0]
+            duals = r.duals[nub: nub + n]
+        else:
+            duals = r.duals[:n] * (-y)  # multiplier on the row written as +y_i f(x_i)
+    return _LPOut("optimal", float(r.objective), float(z[0]), float(z[1]) if skip else 0.0,
+                  coef, duals, z)
+
+
+def _max_violation(
+    x: np.ndarray, m: np.ndarray, bias: str, skip: bool
+) -> tuple[float, list[tuple[float, int]]]:
+    """Largest ratio |g(t)| / w(t) over all t and orientations, and the maximisers per
+    interval whose ratio exceeds 1 (the columns to add).
+
+    ``g(t) = sum_i m_i (x_i - t)_+`` for right-facing units and
+    ``sum_i m_i (t_k - x_i)_+`` for left-facing ones; on each data interval it is linear.
+    """
+    n = x.size
+    mx = m * x
+    # suffix sums for right units: active i > j on (x_j, x_{j+1}); prefix sums for left units
+    suf_m = np.concatenate([np.cumsum(m[::-1])[::-1], [0.0]])  # suf_m[j] = sum_{i>=j}
+    suf_mx = np.concatenate([np.cumsum(mx[::-1])[::-1], [0.0]])
+    pre_m = np.concatenate([[0.0], np.cumsum(m)])  # pre_m[j] = sum_{i<j}
+    pre_mx = np.concatenate([[0.0], np.cumsum(mx)])
+    ends = np.concatenate([[-np.inf], x, [np.inf]])
+    best = 0.0
+    adds: list[tuple[float, int]] = []
+    orients = (1,) if skip else (1, -1)
+    for o in orients:
+        for j in range(n + 1):  # interval (ends[j], ends[j+1]); data index j-1 .. j
+            a, b = ends[j], ends[j + 1]
+            if o == 1:  # active: x_i > t, i >= j
+                alpha, beta = suf_mx[j], -suf_m[j]
+            else:  # active: x_i < t, i < j
+                alpha, beta = -pre_mx[j], pre_m[j]
+            ratio, targ = _interval_max(alpha, beta, a, b, bias)
+            best = max(best, ratio)
+            if ratio > 1.0 + 1e-10:
+                adds.append((targ, o))
+    return best, adds
+
+
+def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str) -> tuple[float, float]:
+    """max over t in [a, b] of |alpha + beta t| / w(t), and where."""
+    cands = [v for v in (a, b) if np.isfinite(v)]
+    if bias == "penalized":
+        if alpha != 0.0:
+            ts = beta / alpha
+            if a <= ts <= b:
+                cands.append(ts)
+        if a < 0.0 < b:
+            cands.append(0.0)
+    if not cands:
+        cands = [0.0]
+    cands_a = np.array(cands)
+    vals = np.abs(alpha + beta * cands_a) / _weight(cands_a, bias)
+    k = int(np.argmax(vals))
+    ratio, targ = float(vals[k]), float(cands_a[k])
+    # on an unbounded end |alpha + beta t| / w(t) tends to |beta| (w = sqrt(1+t^2)) or to
+    # infinity (w = 1, beta != 0); beta vanishes up to rounding because d is free
+    if (not np.isfinite(a) or not np.isfinite(b)) and abs(beta) > 1e-9:
+        lim = abs(beta) if bias == "penalized" else np.inf
+        if lim > ratio:
+            ratio = lim
+            targ = (-1e6 if not np.isfinite(a) else 1e6)
+    return ratio, targ
+
+
+# ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class Zone:
+    """A place where an optimal function may have a kink: a data point (``lo == hi``), an
+    open gap between consecutive data points, or a tail (``-inf``/``inf`` end); with the
+    convexities (slope increase / decrease) that some optimal function has there."""
+
+    lo: float
+    hi: float
+    convex: bool
+    concave: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lo": self.lo, "hi": self.hi, "convex": self.convex, "concave": self.concave}
+
+
+@dataclass(frozen=True)
+class OptimalSet:
+    """Description of the set of all optimal functions (free biases).
+
+    ``zones`` lists, for every data point, gap and tail, whether an optimal function can
+    have a convex and / or a concave kink there; a function is optimal exactly when it
+    meets the data constraints and its representation cost equals ``cost``
+    (:func:`in_optimal_set`).  ``value_ranges`` gives, for each data point, the smallest
+    and largest value of an optimal function there (a single value for interpolation).
+    """
+
+    cost: float
+    zones: tuple[Zone, ...]
+    value_ranges: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cost": self.cost, "zones": [z.to_dict() for z in self.zones],
+                "value_ranges": self.value_ranges.tolist()}
+
+
+@dataclass(frozen=True)
+class MinNormResult:
+    """An exact minimal-norm network and its certificate.
+
+    ``cost`` is the optimal penalty ``min (1/2)||theta||^2`` (the representation cost of
+    ``network``'s function), ``lower_bound`` a certified lower bound (equal up to the LP
+    tolerance); ``kinks`` / ``jumps`` are the kink positions and slope changes of the
+    returned function; ``unique`` says whether the optimal function is unique
+    (penalised biases: always); ``optimal_set`` describes all optima (free biases).
+    """
+
+    network: Network
+    cost: float
+    lower_bound: float
+    bias: str
+    skip: bool
+    task: str
+    x: np.ndarray
+    y: np.ndarray
+    kinks: np.ndarray
+    jumps: np.ndarray
+    unique: bool
+    optimal_set: OptimalSet | None = None
+    iterations: int = 1
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        return float(self.cost - self.lower_bound)
+
+    def in_optimal_set(self, f: Network, tol: float = 1e-7) -> bool:
+        """Whether the univariate one-hidden-layer network ``f`` computes an optimal function."""
+        return in_optimal_set(f, self, tol=tol)
+
+    def to_dict(self) -> dict[str, Any]:
+        net = self.network
+        out: dict[str, Any] = {
+            "task": self.task, "bias": self.bias, "skip": self.skip,
+            "cost": self.cost, "lower_bound": self.lower_bound, "gap": self.gap,
+            "unique": self.unique, "n_kinks": int(self.kinks.size),
+            "kinks": self.kinks.tolist(), "jumps": self.jumps.tolist(),
+            "iterations": self.iterations, "width": net.widths[0],
+            "network": {"W1": net.weights[0].ravel().tolist(), "b1": net.biases[0].tolist(),
+                        "W2": net.weights[1].ravel().tolist(), "b2": net.biases[1].tolist(),
+                        "skip": None if net.skip is None else float(net.skip[0][0, 0])},
+        }
+        if self.optimal_set is not None:
+            out["optimal_set"] = self.optimal_set.to_dict()
+        return out
+
+
+# ------------------------------------------------------------------ networks
+def _build_network(t: np.ndarray, orient: np.ndarray, coef: np.ndarray, d: float, c: float,
+                   bias: str, skip: bool) -> Network:
+    """A balanced network (|a| = ||(w[, b])||) whose units are coef_k * phi_k."""
+    keep = coef != 0.0
+    t, orient, coef = t[keep], orient[keep], coef[keep]
+    if t.size == 0:
+        W1, b1, W2 = np.zeros((1, 1)), np.zeros(1), np.zeros((1, 1))
+    else:
+        wt = _weight(t, bias)
+        rho = np.sqrt(np.abs(coef) * wt)  # |a| = ||(w[, b])|| = rho, cost rho^2
+        # unit: a relu(w x + b) with w = o * rho / wt, b = -w t gives a*rho/wt (o(x - t))_+
+        w = orient * rho / wt
+        b = -w * t
+        a = coef * wt / rho
+        W1, b1, W2 = w[:, None], b, a[None, :]
+    sk = (np.array([[c]]), np.zeros(1)) if skip else None
+    return Network([W1, W2], [b1, np.array([d])], sk)
+
+
+def kinks_of(net: Network, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Kinks, slope jumps and end slopes ``(t, s, L, R)`` of a univariate network with one
+    hidden layer (units at the same position merged, zero jumps dropped).
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])  # |x|
+        >>> t, s, L, R = kinks_of(net); t.tolist(), s.tolist(), L, R
+        ([0.0], [2.0], -1.0, 1.0)
+    """
+    net = net.float()
+    if net.input_dim != 1 or net.output_dim != 1 or net.n_hidden_layers != 1:
+        raise MinNormError(
+            f"expected a univariate network with one hidden layer and one output, got {net!r}"
+        )
+    w = net.weights[0][:, 0]
+    b = net.biases[0]
+    a = net.weights[1][0]
+    c = 0.0 if net.skip is None else float(net.skip[0][0, 0])
+    act = w != 0.0
+    t = -b[act] / w[act]
+    s = a[act] * np.abs(w[act])
+    right = w[act] > 0
+    L = c - float(np.sum(s[~right]))
+    R = c + float(np.sum(s[right]))
+    if t.size == 0:
+        return np.zeros(0), np.zeros(0), L, R
+    order = np.argsort(t)
+    t, s = t[order], s[order]
+    scale = max(1.0, float(np.max(np.abs(t))))
+    groups = np.concatenate([[0], np.cumsum(np.diff(t) > tol * scale)])
+    tu = np.array([t[groups == g].mean() for g in range(groups[-1] + 1)])
+    su = np.array([s[groups == g].sum() for g in range(groups[-1] + 1)])
+    nz = np.abs(su) > tol * max(1.0, float(np.max(np.abs(s))))
+    return tu[nz], su[nz], L, R
+
+
+def function_cost(net: Network, bias: str = "free", skip: bool = False) -> float:
+    """Representation cost of the function a univariate one-hidden-layer network computes:
+    the least penalty ``(1/2)||theta||^2`` of any network in the model class (free or
+    penalised biases, with or without a free skip) computing the same function.
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])  # |x|
+        >>> function_cost(net, "free", skip=True), function_cost(net, "free", skip=False)
+        (2.0, 2.0)
+    """
+    bias = _check_bias(bias)
+    t, s, L, R = kinks_of(net)
+    if bias == "free":
+        V = float(np.sum(np.abs(s)))
+        return V if skip else max(V, abs(L + R))
+    if skip:
+        return float(np.sum(np.abs(s) * _weight(t, bias)))
+    # split every jump into right- and left-facing parts; a zero-jump kink at 0 carries
+    # an affine part at the least price
+    tt = np.concatenate([t, [0.0]])
+    ss = np.concatenate([s, [0.0]])
+    K = tt.size
+    wt = _weight(tt, bias)
+    # variables r+ r- l+ l- (each K)
+    cvec = np.concatenate([wt, wt, wt, wt])
+    I = np.eye(K)
+    Z = np.zeros(K)
+    A_eq = np.vstack([
+        np.hstack([I, -I, I, -I]),  # r + l = s
+        np.concatenate([np.ones(K), -np.ones(K), Z, Z])[None, :],  # sum r = R
+        np.concatenate([Z, Z, np.ones(K), -np.ones(K)])[None, :],  # sum l = -L
+    ])
+    b_eq = np.concatenate([ss, [R, -L]])
+    r = solve(cvec, A_eq=A_eq, b_eq=b_eq, lb=np.zeros(4 * K))
+    if not r.ok:
+        raise MinNormError(f"representation-cost LP ended with status {r.status}")
+    return float(r.objective)
+
+
+def parameter_cost(net: Network, bias: str = "free") -> float:
+    """The penalty ``(1/2) sum_j (a_j^2 + w_j^2 [+ b_j^2])`` of a one-hidden-layer network's
+    own parameters (skip and output bias are free).
+
+    Example:
+        >>> parameter_cost(Network([[[2.0]], [[1.0]]], [[1.0], [0.0]]), "penalized")
+        3.0
+    """
+    bias = _check_bias(bias)
+    net = net.float()
+    tot = float(np.sum(net.weights[0] ** 2) + np.sum(net.weights[1] ** 2))
+    if bias == "penalized":
+        tot += float(np.sum(net.biases[0] ** 2))
+    return 0.5 * tot
+
+
+# ------------------------------------------------------------------ solvers
+def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
+           describe: bool, max_iter: int = 200) -> MinNormResult:
+    orients = (1.0,) if skip else (1.0, -1.0)
+    t = np.concatenate([x for _ in orients])
+    o = np.concatenate([np.full(x.size, v) for v in orients])
+    if bias == "penalized":
+        t = np.concatenate([t, np.zeros(len(orients))])
+        o = np.concatenate([o, np.array(orients)])
+    it = 0
+    ratio = np.inf
+    while True:
+        it += 1
+        out = _kink_lp(x, y, t, o, _weight(t, bias), task, skip)
+        if out.status != "optimal":
+            if out.status == "infeasible":
+                raise MinNormError(f"the {task} constraints cannot be met")
+            raise MinNormError(f"minimal-norm LP ended with status {out.status}")
+        ratio, adds = _max_violation(x, out.duals, bias, skip)
+        if not adds or it >= max_iter:
+            break
+        new_t = np.array([a[0] for a in adds])
+        new_o = np.array([float(a[1]) for a in adds])
+        # a maximiser already present means the LP duals are only approximately feasible
+        fresh = [k for k in range(new_t.size)
+                 if not np.any((np.abs(t - new_t[k]) <= 1e-13 * max(1.0, abs(new_t[k])))
+                               & (o == new_o[k]))]
+        if not fresh:
+            break
+        t = np.concatenate([t, new_t[fresh]])
+        o = np.concatenate([o, new_o[fresh]])
+    value = out.value
+    lower = value / max(1.0, ratio)
+    coef = out.coef.copy()
+    tk, ok, ck = t, o, coef
+    if bias == "penalized":
+        tk, ok, ck = _merge(x, t, o, coef)
+    net = _build_network(tk, ok, ck, out.d, out.c, bias, skip)
+    cost = function_cost(net, bias, skip)
+    # merging never raises the cost; the LP value is the certified upper bound otherwise
+    cost = min(cost, value)
+    kt, ks, _, _ = kinks_of(net)
+    opt_set = None
+    if bias == "free" and describe:
+        opt_set = _describe_free(x, y, skip, task, value)
+    return MinNormResult(
+        network=net, cost=float(cost), lower_bound=float(min(lower, cost)), bias=bias,
+        skip=skip, task=task, x=x, y=y, kinks=kt, jumps=ks, unique=(bias == "penalized"),
+        optimal_set=opt_set, iterations=it, info={"max_dual_ratio": float(ratio),
+                                                  "n_columns": int(t.size)},
+    )
+
+
+def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
+    """Merge same-orientation, same-sign kinks of one closed data interval at their
+    |coef|-weighted centroid: data values unchanged, cost not larger (Jensen)."""
+    nz = np.abs(coef) > 1e-13 * max(1.0, float(np.max(np.abs(coef))) if coef.size else 1.0)
+    t, o, coef = t[nz], o[nz], coef[nz]
+    seg = np.searchsorted(x, t, side="right") - 1  # t == x_j goes with [x_j, x_{j+1}]
+    T, O, C = [], [], []
+    keys = {}
+    for k in range(t.size):
+        key = (int(seg[k]), float(o[k]), bool(coef[k] > 0))
+        keys.setdefault(key, []).append(k)
+    for (_, ov, _), ks in sorted(keys.items()):
+        ks = np.array(ks)
+        wts = np.abs(coef[ks])
+        T.append(float(np.sum(wts * t[ks]) / np.sum(wts)))
+        O.append(ov)
+        C.append(float(np.sum(coef[ks])))
+    return np.array(T), np.array(O), np.array(C)
+
+
+def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
+                   opt: float) -> OptimalSet:
+    """Probe LPs: over the optimal set, how large can a convex / concave kink in each
+    zone be, and what values can the function take at each data point."""
+    n = x.size
+    span = max(1.0, float(x[-1] - x[0]))
+    probes: list[tuple[float, float]] = [(-np.inf, x[0])]
+    for j in range(n):
+        probes.append((x[j], x[j]))
+        if j + 1 < n:
+            probes.append((x[j], x[j + 1]))
+    probes.append((x[-1], np.inf))
+    scale = max(1.0, opt)
+    slack = 1e-9 * scale
+    zones = []
+    orients = (1.0,) if skip else (1.0, -1.0)
+    base_t = np.concatenate([x for _ in orients])
+    base_o = np.concatenate([np.full(n, v) for v in orients])
+    for lo, hi in probes:
+        if lo == hi:
+            pos = lo
+            t, o = base_t, base_o
+        else:
+            pos = (x[0] - span) if not np.isfinite(lo) else (x[-1] + span) if not np.isfinite(hi) \
+                else 0.5 * (lo + hi)
+            t = np.concatenate([base_t, np.full(len(orients), pos)])
+            o = np.concatenate([base_o, np.array(orients)])
+        K = t.size
+        nfree = 2 if skip else 1
+        w = np.ones(K)
+        at = np.abs(t - pos) <= 1e-15 * max(1.0, abs(pos))
+        cost_row = np.concatenate([np.zeros(nfree), w, w])[None, :]
+        # jump at pos = sum of coefficients of units there (either orientation)
+        jump = np.concatenate([np.zeros(nfree), at.astype(float), -at.astype(float)])
+        flags = []
+        for sgn in (1.0, -1.0):
+            r = _kink_lp(x, y, t, o, w, task, skip, extra_ub=(cost_row, np.array([opt + slack])),
+                         objective=sgn * jump, maximize=True)
+            flags.append(r.status == "optimal" and r.value > 1e-7 * scale)
+        zones.append(Zone(float(lo), float(hi), convex=flags[0], concave=flags[1]))
+    # value ranges at the data points
+    ranges = np.zeros((n, 2))
+    if task == "regression":
+        ranges[:, 0] = ranges[:, 1] = y
+    else:
+        t, o = base_t, base_o
+        K = t.size
+        nfree = 2 if skip else 1
+        w = np.ones(K)
+        cost_row = np.concatenate([np.zeros(nfree), w, w])[None, :]
+        F = _features(x, t, o)
+        base = np.ones((n, 1)) if not skip else np.column_stack([np.ones(n), x])
+        rows = np.hstack([base, F, -F])
+        for i in range(n):
+            for col, mx in ((0, False), (1, True)):
+                r = _kink_lp(x, y, t, o, w, task, skip,
+                             extra_ub=(cost_row, np.array([opt + slack])),
+                             objective=rows[i], maximize=mx)
+                ranges[i, col] = r.value if r.status == "optimal" else np.nan
+    return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
+
+
+def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, *,
+                        describe: bool = True) -> MinNormResult:
+    """The exact minimal-norm univariate two-layer ReLU network with ``f(x_i) = y_i``.
+
+    Args:
+        x, y: the data (1-D arrays; repeated ``x`` must have equal ``y``).
+        bias: ``"free"`` (biases not penalised) or ``"penalized"``.
+        skip: include a free affine skip ``c x`` (the output bias is always free).
+        describe: with free biases, also describe the whole optimal set (probe LPs).
+
+    Returns:
+        A :class:`MinNormResult` (network, optimal cost, certified lower bound, kinks).
+
+    Example:
+        >>> r = minnorm_interpolant([0, 1, 2, 3], [0, 1, 1, 0], bias="penalized", skip=True)
+        >>> r.unique, r.gap <= 1e-6 * r.cost, r.kinks.tolist()
+        (True, True, [1.5])
+    """
+    bias = _check_bias(bias)
+    x, y = _prep(x, y, "regression")
+    return _solve(x, y, bias, bool(skip), "regression", describe)
+
+
+def minnorm_classifier(x: Any, labels: Any, bias: str = "free", skip: bool = False, *,
+                       describe: bool = True) -> MinNormResult:
+    """The exact minimal-norm univariate two-layer ReLU classifier with margin:
+    ``labels_i f(x_i) >= 1`` (labels -1/+1, or 0/1).
+
+    Example:
+        >>> r = minnorm_classifier([0, 1, 2, 3], [1, 1, -1, -1], bias="free", skip=True)
+        >>> [round(float(v), 6) for v in r.network([[1.0], [2.0]]).ravel()]  # hugs the switch
+        [1.0, -1.0]
+    """
+    bias = _check_bias(bias)
+    x, y = _prep(x, labels, "classification")
+    return _solve(x, y, bias, bool(skip), "classification", describe)
+
+
+def minnorm_on_grid(x: Any, y: Any, grid: Any, bias: str = "free", skip: bool = False,
+                    task: str = "regression") -> tuple[float, Network]:
+    """Brute-force reference: the least cost when kinks may only sit on ``grid`` (one LP
+    with a column for every grid point and orientation).  Its value is at least the exact
+    optimum and tends to it as the grid is refined.
+
+    Example:
+        >>> v, _ = minnorm_on_grid([0, 1, 2], [0, 1, 0], np.linspace(-1, 3, 41), skip=True)
+        >>> round(v, 9)
+        2.0
+    """
+    bias = _check_bias(bias)
+    if task not in ("regression", "classification"):
+        raise MinNormError(f"task must be 'regression' or 'classification', got {task!r}")
+    x, y = _prep(x, y, task)
+    g = np.asarray(grid, dtype=np.float64).reshape(-1)
+    orients = (1.0,) if skip else (1.0, -1.0)
+    t = np.concatenate([g for _ in orients])
+    o = np.concatenate([np.full(g.size, v) for v in orients])
+    out = _kink_lp(x, y, t, o, _weight(t, bias), task, bool(skip))
+    if out.status != "optimal":
+        raise MinNormError(f"grid LP ended with status {out.status}")
+    net = _build_network(t, o, out.coef, out.d, out.c, bias, bool(skip))
+    return out.value, net
+
+
+def in_optimal_set(f: Network, result: MinNormResult, tol: float = 1e-7) -> bool:
+    """Whether ``f`` (univariate, one hidden layer) computes an optimal function of the
+    problem solved in ``result``: it meets the data constraints (to ``tol``) and its
+    representation cost is at most the optimum (relative ``tol``).
+
+    Example:
+        >>> r = minnorm_interpolant([0, 1, 2], [0, 1, 0], skip=True)
+        >>> in_optimal_set(r.network, r), in_optimal_set(r.network * 2.0, r)
+        (True, False)
+    """
+    vals = f.float()(result.x[:, None])[:, 0]
+    scale = max(1.0, float(np.max(np.abs(result.y))))
+    if result.task == "regression":
+        if np.max(np.abs(vals - result.y)) > tol * scale:
+            return False
+    elif np.min(result.y * vals) < 1.0 - tol:
+        return False
+    c = function_cost(f, result.bias, result.skip)
+    return bool(c <= result.cost + tol * max(1.0, result.cost))
