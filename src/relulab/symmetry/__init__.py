@@ -25,6 +25,7 @@ from .equivalence import (
     equivalent_one_hidden_layer,
     whole_space_box,
 )
+from .reduce import ReduceResult, reduce
 
 __all__ = [
     "canonical",
@@ -33,6 +34,8 @@ __all__ = [
     "equivalent_one_hidden_layer",
     "EquivalenceResult",
     "whole_space_box",
+    "reduce",
+    "ReduceResult",
     "neuron_status",
     "NeuronStatus",
 ]
