@@ -25,7 +25,9 @@ from .equivalence import (
     equivalent_one_hidden_layer,
     whole_space_box,
 )
+from .mechanism import SCORES, Replacement, neuron_scores, plan, replace
 from .reduce import ReduceResult, reduce
+from .transforms import permute, random_symmetry, rescale
 
 __all__ = [
     "canonical",
@@ -36,6 +38,14 @@ __all__ = [
     "whole_space_box",
     "reduce",
     "ReduceResult",
+    "replace",
+    "Replacement",
+    "neuron_scores",
+    "plan",
+    "SCORES",
+    "rescale",
+    "permute",
+    "random_symmetry",
     "neuron_status",
     "NeuronStatus",
 ]

@@ -1,0 +1,74 @@
+"""The symmetry group acting on parameters: positive rescalings and permutations of hidden
+neurons.  Each function returns a new network computing the same function.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> g = permute(rescale(net, [[2.0, 4.0]]), [[1, 0]])
+    >>> g.weights[0].ravel().tolist(), float(g([-3.0])[0])
+    ([-4.0, 2.0], 3.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..network import Network, NetworkError
+from ._util import Layers, as_kind
+
+__all__ = ["rescale", "permute", "random_symmetry"]
+
+
+def rescale(net: Network, factors: Sequence[Any]) -> Network:
+    """Multiply the incoming weights and bias of hidden neuron ``i`` of layer ``k`` by
+    ``factors[k][i] > 0`` and divide its outgoing weights by the same number."""
+    if len(factors) != net.n_hidden_layers:
+        raise NetworkError(f"rescale: {len(factors)} factor vectors for {net.n_hidden_layers} hidden layers")
+    lay = Layers.of(net)
+    for k, c in enumerate(factors):
+        c = as_kind(np.asarray(c, dtype=object if net.is_exact else float).reshape(-1), net.is_exact)
+        if c.shape[0] != net.widths[k]:
+            raise NetworkError(f"rescale: layer {k} has {net.widths[k]} neurons, got {c.shape[0]} factors")
+        if not all(v > 0 for v in c):
+            raise NetworkError(f"rescale: layer {k}: factors must be positive")
+        lay.Ws[k] = lay.Ws[k] * c[:, None]
+        lay.bs[k] = lay.bs[k] * c
+        lay.Ws[k + 1] = lay.Ws[k + 1] / c[None, :]
+    return lay.network()
+
+
+def permute(net: Network, perms: Sequence[Sequence[int]]) -> Network:
+    """Reorder the neurons of each hidden layer: new neuron ``j`` of layer ``k`` is old
+    neuron ``perms[k][j]``."""
+    if len(perms) != net.n_hidden_layers:
+        raise NetworkError(f"permute: {len(perms)} permutations for {net.n_hidden_layers} hidden layers")
+    lay = Layers.of(net)
+    for k, p in enumerate(perms):
+        p = np.asarray(p, dtype=int)
+        if sorted(p.tolist()) != list(range(net.widths[k])):
+            raise NetworkError(f"permute: layer {k}: not a permutation of 0..{net.widths[k] - 1}")
+        lay.permute(k, p)
+    return lay.network()
+
+
+def random_symmetry(
+    net: Network, rng: np.random.Generator | int | None = None, spread: float = 2.0
+) -> Network:
+    """A random element of the symmetry group applied to ``net``: factors ``exp(U(-spread,
+    spread))`` (random fractions ``p/q`` with ``1 <= p, q <= 20`` for exact networks) and
+    uniformly random permutations."""
+    rng = np.random.default_rng(rng)
+    facs: list[Any] = []
+    for w in net.widths:
+        if net.is_exact:
+            pq = rng.integers(1, 21, size=(w, 2))
+            facs.append(np.array([Fraction(int(p), int(q)) for p, q in pq], dtype=object))
+        else:
+            facs.append(np.exp(rng.uniform(-spread, spread, size=w)))
+    out = rescale(net, facs)
+    return permute(out, [rng.permutation(w) for w in net.widths])
