@@ -20,7 +20,29 @@ Example:
     (12, 6, 3)
 """
 
+from ._exact import ExactEvaluator
+from .circuits import (
+    Circuit,
+    CircuitCheck,
+    Gate,
+    check_circuit,
+    comparator,
+    compile_circuit,
+    dnf,
+    gate,
+    parse_circuit,
+    ripple_carry_adder,
+)
 from .cpwl import Piece, breakpoints_1d, count_pieces, cpwl_1d, univariate_pieces
+from .hardness import (
+    GadgetCheck,
+    check_gadget,
+    min_unsat,
+    parse_dimacs,
+    random_3cnf,
+    round_half,
+    sat_gadget,
+)
 from .maxmin import (
     ConstructionError,
     LatticeSize,
@@ -41,6 +63,21 @@ from .sawtooth import (
     square_error,
     tent,
     yarotsky_square,
+)
+from .turing import (
+    MACHINES,
+    Config,
+    TuringMachine,
+    balanced_parentheses,
+    binary_increment,
+    busy_beaver_2,
+    compile_turing_machine,
+    decode_config,
+    encode_config,
+    float_exact_length,
+    run_batch,
+    run_network,
+    unary_addition,
 )
 
 __all__ = [
@@ -66,4 +103,35 @@ __all__ = [
     "square_error",
     "product_error",
     "monomial_error",
+    "ExactEvaluator",
+    "Gate",
+    "Circuit",
+    "CircuitCheck",
+    "parse_circuit",
+    "compile_circuit",
+    "check_circuit",
+    "gate",
+    "dnf",
+    "ripple_carry_adder",
+    "comparator",
+    "sat_gadget",
+    "random_3cnf",
+    "min_unsat",
+    "round_half",
+    "check_gadget",
+    "GadgetCheck",
+    "parse_dimacs",
+    "TuringMachine",
+    "Config",
+    "compile_turing_machine",
+    "encode_config",
+    "decode_config",
+    "run_network",
+    "run_batch",
+    "float_exact_length",
+    "binary_increment",
+    "balanced_parentheses",
+    "unary_addition",
+    "busy_beaver_2",
+    "MACHINES",
 ]
