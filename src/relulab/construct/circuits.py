@@ -391,7 +391,8 @@ def ripple_carry_adder(n: int) -> Circuit:
 
 def comparator(n: int) -> Circuit:
     """n-bit comparator: inputs ``a0..a{n-1}, b0..b{n-1}`` (least significant first),
-    outputs ``gt, eq, lt`` for a > b, a == b, a < b.  Compiled: 3 hidden layers.
+    outputs ``gt, eq, lt`` for a > b, a == b, a < b.  Compiled: 3 hidden layers
+    (2 when n = 1).
 
     Example:
         >>> comparator(2).evaluate([0, 1, 1, 0])   # a = 2, b = 1
