@@ -1,0 +1,205 @@
+"""Exact equivalence: symmetric copies are equal (also by the verifier alone), perturbed
+copies are different with re-checked witnesses, and the algebraic decision for one hidden
+layer agrees with the exact verifier, twin-neuron pairs included."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from conftest import random_network
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relulab import Box, DomainError, Network, NetworkError
+from relulab.symmetry import (
+    equivalent,
+    equivalent_one_hidden_layer,
+    random_symmetry,
+    whole_space_box,
+)
+
+
+def _box(d: int) -> Box:
+    return Box(-np.ones(d), np.ones(d))
+
+
+def _assert_witness(f: Network, g: Network, r, dom) -> None:
+    """The witness is in the domain and the networks differ there, by independent passes."""
+    assert r.status == "different" and r.witness is not None
+    x = np.asarray([float(v) for v in r.witness])
+    assert dom is None or dom.contains(x)
+    gap = float(np.max(np.abs(f.float()(x) - g.float()(x))))
+    assert gap > r.tol and abs(gap - r.gap) <= 1e-9 * (1 + gap)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), skip=st.booleans())
+def test_symmetric_copy_equal_by_verifier_alone(seed, skip):
+    net = random_network(np.random.default_rng(seed), [2, 5, 4, 1], skip=skip)
+    g = random_symmetry(net, seed)
+    r = equivalent(net, g, _box(2), fast=False)
+    assert r.status == "equal" and r.method == "verifier" and r.upper_bound <= r.tol
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), delta=st.sampled_from([0.3, -0.05, 1e-3]))
+def test_one_perturbed_weight_is_different_with_rechecked_witness(seed, delta):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, [3, 6, 4, 2])
+    g = random_symmetry(net, seed)
+    # perturb an outgoing weight of a last-layer neuron that is active somewhere on the box
+    box = _box(3)
+    act = g.preactivations(box.sample(500, 1))[-1] > 0
+    live = np.nonzero(act.any(axis=0))[0]
+    if live.size == 0:
+        return
+    Ws = [np.array(W) for W in g.weights]
+    Ws[-1][int(rng.integers(2)), int(live[0])] += delta
+    h = Network(Ws, g.biases)
+    for fast in (True, False):
+        r = equivalent(net, h, box, fast=fast)
+        _assert_witness(net, h, r, box)
+        if not fast:
+            assert r.method == "verifier"
+
+
+def test_verifier_finds_a_difference_sampling_misses():
+    # a tent of height 1 and width 2e-5 around x1 = 0.3137 added to f
+    f = random_network(np.random.default_rng(4), [2, 6, 1])
+    s = 1e5
+    bump = Network(
+        [[[s, 0.0], [-s, 0.0]], [[-1.0, -1.0]], [[1.0]]],
+        [[-s * 0.3137, s * 0.3137], [1.0], [0.0]],
+    )
+    g = f + bump
+    box = _box(2)
+    r = equivalent(f, g, box, n_samples=300)
+    assert r.method == "verifier"
+    _assert_witness(f, g, r, box)
+    assert r.gap > 0.5
+
+
+def test_exact_networks_get_exact_witnesses():
+    f = random_network(np.random.default_rng(8), [2, 4, 1]).exact()
+    Ws = [np.array(W, dtype=object) for W in f.weights]
+    Ws[1][0, 0] = Ws[1][0, 0] + Fraction(1, 3)
+    g = Network(Ws, f.biases)
+    r = equivalent(f, g, _box(2))
+    assert r.status in ("different", "equal")
+    if r.status == "different":
+        assert r.exact and isinstance(r.witness[0], Fraction)
+        assert abs(f(r.witness)[0] - g(r.witness)[0]) > 0
+
+
+def test_different_architectures_and_errors():
+    # |x| two ways: relu(x) + relu(-x) and relu(2x) / 2 + relu(-x) + 0 * relu(x - 5)
+    f = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    g = Network([[[2.0], [-1.0], [1.0]], [[0.5, 1.0, 7.0]]], [[0.0, 0.0, -5.0], [0.0]])
+    assert equivalent(f, g, Box([-1], [1]), fast=False).status == "equal"
+    assert equivalent(f, g, Box([-1], [6])).status == "different"
+    deep = Network([[[1.0]], [[1.0]], [[1.0]]], [[0.0], [0.0], [0.0]])
+    with pytest.raises(DomainError, match="bounded domain"):
+        equivalent(f, deep)
+    with pytest.raises(NetworkError, match="input sizes differ"):
+        equivalent(f, Network([[[1.0, 1.0]]], [[0.0]]), Box([-1], [1]))
+
+
+def test_timeout_gives_unknown_or_an_answer_never_a_wrong_one():
+    f = random_network(np.random.default_rng(1), [3, 8, 8, 1])
+    g = random_symmetry(f, 1)
+    r = equivalent(f, g, _box(3), timeout=1e-6, fast=False)
+    assert r.status in ("unknown", "equal")
+
+
+# ------------------------------------------------------------- one hidden layer
+def _int_net(rng, d, n, m, skip=False):
+    W = rng.integers(-3, 4, size=(n, d)).astype(float)
+    W[np.all(W == 0, axis=1), 0] = 1.0
+    b = rng.integers(-3, 4, size=n).astype(float)
+    V = rng.integers(-3, 4, size=(m, n)).astype(float)
+    c = rng.integers(-3, 4, size=m).astype(float)
+    sk = (rng.integers(-2, 3, size=(m, d)).astype(float), np.zeros(m)) if skip else None
+    return Network([W, V], [b, c], sk)
+
+
+def _twin_variant(f: Network, rng, perturb: bool) -> Network:
+    """An equal network (unless ``perturb``): a neuron flipped to the opposite orientation
+    with the affine difference moved into the skip (relu(z) = relu(-z) + z), a new twin
+    pair relu(z) - relu(-z) - z = 0 added, one neuron split in two, and a random
+    rescaling and permutation."""
+    W, b = np.array(f.weights[0]), np.array(f.biases[0])
+    V, c = np.array(f.weights[1]), np.array(f.biases[1])
+    m, d = V.shape[0], W.shape[1]
+    S = np.zeros((m, d)) if f.skip is None else np.array(f.skip[0])
+    s = np.zeros(m) if f.skip is None else np.array(f.skip[1])
+    S = S + np.outer(V[:, 0], W[0])
+    s = s + V[:, 0] * b[0]
+    W[0], b[0] = -W[0], -b[0]
+    w_new = rng.integers(-2, 3, size=d).astype(float)
+    w_new[0] = 2.0
+    b_new = float(rng.integers(-2, 3))
+    a = rng.integers(-2, 3, size=m).astype(float)
+    W = np.vstack([W, w_new, -w_new, W[1:2]])
+    b = np.concatenate([b, [b_new, -b_new], b[1:2]])
+    V = np.hstack([V, a[:, None], -a[:, None], 0.5 * V[:, 1:2]])
+    V[:, 1] *= 0.5
+    S, s = S - np.outer(a, w_new), s - a * b_new
+    if perturb:
+        j = int(rng.integers(V.shape[1]))
+        V[int(rng.integers(m)), j] += 1.0
+    return Network([W, V], [b, c], (S, s))
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), perturb=st.booleans(), skip=st.booleans())
+def test_algebraic_decision_agrees_with_exact_verifier(seed, perturb, skip):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 4))
+    f = _int_net(rng, d, int(rng.integers(2, 5)), int(rng.integers(1, 3)), skip)
+    twin = rng.random() < 0.7
+    g0 = _twin_variant(f, rng, perturb) if twin else _int_net(rng, d, 3, f.output_dim)
+    g = random_symmetry(g0, seed)               # float rescaling: equal up to rounding
+    ge = random_symmetry(g0.exact(), seed)      # rational rescaling: exactly the function of g0
+    # on this box every hyperplane shows, so the verifier decides R^d
+    ver = equivalent(f, g, whole_space_box(f, g), fast=False)
+    assert ver.status in ("equal", "different")
+    alg = equivalent_one_hidden_layer(f, g)
+    alg_exact = equivalent_one_hidden_layer(f.exact(), ge)
+    assert alg.status == ver.status
+    assert alg_exact.status == ver.status and alg_exact.exact
+    if alg_exact.status == "different":
+        w = alg_exact.witness.tolist()
+        assert alg_exact.gap > 0 and f.exact()(w).tolist() != ge(w).tolist()
+    if alg.status == "different":
+        _assert_witness(f, g, alg, None)
+    if twin and not perturb:
+        assert alg.status == "equal"
+
+
+def test_algebraic_exact_twins_and_rescaling_are_exactly_equal():
+    F = Fraction
+    f = Network([[[1, -2], [3, 1]], [[2, -1]]], [[1, 0], [F(1, 2)]])
+    # relu(z) = relu(-z) + z for neuron 0; neuron 1 scaled by 7 and split 3:4
+    g = Network(
+        [[[-1, 2], [21, 7], [21, 7]], [[2, F(-3, 49), F(-4, 49)]]],
+        [[-1, 0, 0], [F(1, 2)]],
+        skip=([[2, -4]], [2]),
+    )
+    r = equivalent_one_hidden_layer(f, g)
+    assert r.status == "equal" and r.exact and r.tol == 0
+    g2 = Network(g.weights, [g.biases[0], [F(1, 2) + F(1, 10**9)]], skip=g.skip)
+    r2 = equivalent_one_hidden_layer(f, g2)
+    assert r2.status == "different" and r2.gap == pytest.approx(1e-9)
+    assert equivalent(f, g).status == "equal"  # domain None: the algebraic path
+
+
+def test_whole_space_box_meets_every_hyperplane():
+    rng = np.random.default_rng(0)
+    f = _int_net(rng, 3, 6, 1)
+    B = whole_space_box(f)
+    W, b = f.weights[0], f.biases[0]
+    for w, bb in zip(W, b, strict=True):
+        p = -bb * w / (w @ w)
+        assert np.all(np.abs(p) < B.hi)
