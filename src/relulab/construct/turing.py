@@ -358,7 +358,7 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
     """
     X0 = np.array([encode_config(tm, c) for c in _as_inputs(tm, words)], dtype=object)
     n = len(words)
-    steps = [0] * n
+    steps = np.zeros(n, dtype=np.int64)
     if mode == "exact":
         ev = ExactEvaluator(net)
         from ._exact import to_int_batch
@@ -369,11 +369,8 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
         for _ in range(max_steps):
             Yn, D = ev.forward_int(Xn, d)
             # compare as fractions: cross-multiply (exact)
-            same = np.array([all(Yn[i, j] * d == Xn[i, j] * D for j in range(Xn.shape[1]))
-                             for i in range(n)])
-            for i in range(n):
-                if not done[i] and not same[i]:
-                    steps[i] += 1
+            same = np.asarray(Yn * d == Xn * D, dtype=bool).all(axis=1)
+            steps += ~done & ~same
             done |= same
             Xn, d = Yn, D
             if keep:
@@ -388,27 +385,43 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
             return out
 
         if keep:
-            return [frac(a, dd) for a, dd in hist], steps
-        return frac(Xn, d), steps
+            return [frac(a, dd) for a, dd in hist], steps.tolist()
+        return frac(Xn, d), steps.tolist()
     if mode != "float":
         raise RelulabError(f"mode must be 'exact' or 'float', got {mode!r}")
     fnet = net.float()
     X = np.array(X0, dtype=np.float64)
+    with _one_blas_thread():
+        return _run_float(fnet, X, n, steps, max_steps, keep)
+
+
+def _one_blas_thread():
+    """Small repeated matmuls are much faster on one BLAS thread (threadpoolctl if present)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: only a speed matter
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+def _run_float(fnet: Network, X: np.ndarray, n: int, steps: np.ndarray, max_steps: int,
+               keep: bool) -> tuple[np.ndarray | list[np.ndarray], list[int]]:
     histf = [X] if keep else []
     done = np.zeros(n, dtype=bool)
     for _ in range(max_steps):
         with np.errstate(all="ignore"):  # a float run past its exact range may blow up
             Y = fnet(X)
         same = np.all(Y == X, axis=1)
-        for i in np.nonzero(~done & ~same)[0]:
-            steps[i] += 1
+        steps += ~done & ~same
         done |= same
         X = Y
         if keep:
             histf.append(X)
         if done.all():
             break
-    return (histf if keep else X), steps
+    return (histf if keep else X), steps.tolist()
 
 
 @dataclass(frozen=True)
