@@ -1,0 +1,715 @@
+"""ONNX model exchange: ``load_onnx(path)`` and ``save_onnx(net, path)``.
+
+Reading walks the graph in order with the exact affine tracer of
+:mod:`relulab.io.torch`: every tensor is either a constant (initializers, ``Constant``
+nodes and whatever is computed from them alone, e.g. ``Shape -> Gather -> Concat ->
+Reshape`` chains) or an affine function of the flattened network input, kept
+symbolically; a ``Relu`` (or another piecewise-linear activation) closes a hidden
+layer.  Supported operators:
+
+* affine: Gemm (transA, transB, alpha, beta), MatMul, Add, Sub, Mul, Div (by
+  constants), Neg, Sum, Conv (1-D/2-D: pads, auto_pad, strides, dilations, group),
+  BatchNormalization (inference), AveragePool, GlobalAveragePool, Pad (constant);
+* shape: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Concat, Slice, Gather (constant
+  indices), Shape, Identity, Dropout (inference), Cast (between float types), Constant;
+* piecewise linear, rewritten exactly with ReLUs: Relu, LeakyRelu, PRelu, Clip,
+  MaxPool, GlobalMaxPool.
+
+Any other operator with a non-constant input raises :class:`~relulab.errors.FormatError`
+naming the node and its op type; constant-only nodes of other types are evaluated
+with ``onnx.reference``.  The input may carry a batch axis (``(1, 1, 1, 5)``, or a
+symbolic ``N``): it is taken as 1, and the network's input is the flattened tensor.
+
+Numbers: float32 initializers are widened to float64 exactly, and the network
+computes the model's function in float64 arithmetic.  It therefore matches
+onnxruntime on a float64 copy of the model to rounding error (~1e-15), and
+onnxruntime on the float32 model only to float32 accuracy (~1e-6 relative).
+
+``save_onnx`` writes DOUBLE tensors (``Gemm`` + ``Relu``, opset 17), so that
+``load_onnx(save_onnx(net))`` reproduces ``net`` exactly; a skip becomes an extra
+``Gemm`` from the input added to the last layer.
+
+Example:
+    >>> import numpy as np, tempfile, os
+    >>> from relulab import Network
+    >>> net = Network([np.ones((3, 2)), np.ones((1, 3))], [np.zeros(3), [0.5]])
+    >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx"); save_onnx(net, p)
+    >>> load_onnx(p) == net
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import FormatError, require
+from ..network import Network
+from ._atomic import atomic_path
+from .torch import (
+    AffineTracer,
+    _pool_windows,
+    avgpool2d_sparse,
+    conv2d_sparse,
+)
+
+__all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS"]
+
+OPSET = 17
+
+
+# ============================================================================ reading
+def _to_array(t: Any) -> np.ndarray:
+    from onnx import numpy_helper
+
+    a = numpy_helper.to_array(t)
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        a = a.astype(np.float64)
+    return np.asarray(a)
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import AttributeProto, helper
+
+    out = {}
+    for a in node.attribute:
+        if a.type == AttributeProto.TENSOR:
+            out[a.name] = _to_array(a.t)
+        else:
+            v = helper.get_attribute_value(a)
+            out[a.name] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+def _ints(x: Any) -> list[int]:
+    return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+class _Cx:
+    """What a node handler sees."""
+
+    def __init__(self, tr: AffineTracer, opset: int) -> None:
+        self.tr = tr
+        self.opset = opset
+        self.where = ""
+
+    def const(self, v: Any, what: str) -> np.ndarray:
+        if v is None or self.tr.is_aff(v):
+            raise FormatError(f"{self.where}: {what} must be a constant")
+        return np.asarray(v)
+
+    def shape(self, v: Any) -> tuple[int, ...]:
+        return tuple(v.shape) if self.tr.is_aff(v) else tuple(np.shape(v))
+
+
+def _norm_axis(ax: int, rank: int) -> int:
+    a = ax + rank if ax < 0 else ax
+    if not 0 <= a < rank:
+        raise ValueError(f"axis {ax} out of range for rank {rank}")
+    return a
+
+
+def _reshape_target(S: tuple[int, ...], target: list[int], allowzero: bool) -> tuple[int, ...]:
+    out = [S[i] if (t == 0 and not allowzero) else t for i, t in enumerate(target)]
+    if out.count(-1) > 1:
+        raise ValueError(f"shape {target} has more than one -1")
+    total = int(np.prod(S))
+    if -1 in out:
+        rest = int(np.prod([t for t in out if t != -1]))
+        if rest == 0 or total % rest:
+            raise ValueError(f"cannot reshape {S} to {target}")
+        out[out.index(-1)] = total // rest
+    if int(np.prod(out)) != total:
+        raise ValueError(f"cannot reshape a tensor of shape {S} to {tuple(out)}")
+    return tuple(out)
+
+
+# ------------------------------------------------------------------- handlers
+def _h_identity(cx: _Cx, ins: list, at: dict) -> list:
+    return [ins[0]]
+
+
+def _h_cast(cx: _Cx, ins: list, at: dict) -> list:
+    from onnx import helper
+
+    dt = np.dtype(helper.tensor_dtype_to_np_dtype(int(at["to"])))
+    if cx.tr.is_aff(ins[0]):
+        if dt.kind != "f":
+            raise FormatError(f"{cx.where}: casts an input-dependent tensor to {dt}")
+        return [ins[0]]  # precision casts are ignored: relulab computes in float64
+    a = np.asarray(ins[0]).astype(dt)
+    return [a.astype(np.float64) if dt.kind == "f" else a]
+
+
+def _h_constant(cx: _Cx, ins: list, at: dict) -> list:
+    if "value" in at:
+        v = np.asarray(at["value"])
+    elif "value_float" in at:
+        v = np.array(at["value_float"], dtype=np.float64)
+    elif "value_floats" in at:
+        v = np.array(at["value_floats"], dtype=np.float64)
+    elif "value_int" in at:
+        v = np.array(at["value_int"], dtype=np.int64)
+    elif "value_ints" in at:
+        v = np.array(at["value_ints"], dtype=np.int64)
+    else:
+        raise FormatError(f"{cx.where}: unsupported Constant attribute {sorted(at)}")
+    if v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+        raise FormatError(f"{cx.where}: the constant contains NaN or infinite values")
+    return [v]
+
+
+def _h_relu(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.relu(ins[0], cx.where)]
+
+
+def _h_leaky(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.leaky_relu(ins[0], float(at.get("alpha", 0.01)), cx.where)]
+
+
+def _h_prelu(cx: _Cx, ins: list, at: dict) -> list:
+    slope = cx.const(ins[1], "the PRelu slope").astype(np.float64)
+    return [cx.tr.leaky_relu(ins[0], slope, cx.where)]
+
+
+def _h_clip(cx: _Cx, ins: list, at: dict) -> list:
+    if cx.opset < 11:
+        lo, hi = at.get("min"), at.get("max")
+    else:
+        lo = None if len(ins) < 2 or ins[1] is None else float(cx.const(ins[1], "Clip min"))
+        hi = None if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "Clip max"))
+    big = 3.0e38  # float32's +-max is ONNX's "no bound"
+    lo = None if lo is None or lo <= -big else float(lo)
+    hi = None if hi is None or hi >= big else float(hi)
+    return [cx.tr.clip(ins[0], lo, hi, cx.where)]
+
+
+def _h_add(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.add(ins[0], ins[1], cx.where)]
+
+
+def _h_sum(cx: _Cx, ins: list, at: dict) -> list:
+    out = ins[0]
+    for v in ins[1:]:
+        out = cx.tr.add(out, v, cx.where)
+    return [out]
+
+
+def _h_sub(cx: _Cx, ins: list, at: dict) -> list:
+    if not cx.tr.is_aff(ins[0]) and not cx.tr.is_aff(ins[1]):
+        return [np.asarray(ins[0]) - np.asarray(ins[1])]
+    return [cx.tr.sub(ins[0], ins[1], cx.where)]
+
+
+def _h_neg(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.neg(ins[0], cx.where)]
+
+
+def _h_mul(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.mul(ins[0], ins[1], cx.where)]
+
+
+def _h_div(cx: _Cx, ins: list, at: dict) -> list:
+    a, b = ins
+    if not cx.tr.is_aff(a) and not cx.tr.is_aff(b):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            return [(np.trunc(a / b)).astype(np.result_type(a, b))]
+        return [a / b]
+    return [cx.tr.mul(a, b, cx.where, divide=True)]
+
+
+def _h_matmul(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.matmul(ins[0], ins[1], cx.where)]
+
+
+def _transpose2(cx: _Cx, v: Any) -> Any:
+    if len(cx.shape(v)) != 2:
+        raise ValueError(f"Gemm takes 2-D operands, got shape {cx.shape(v)}")
+    return cx.tr.lin(v, lambda a, lead: np.swapaxes(a, lead, lead + 1), cx.where)
+
+
+def _h_gemm(cx: _Cx, ins: list, at: dict) -> list:
+    a, b = ins[0], ins[1]
+    for v in (a, b):
+        if len(cx.shape(v)) != 2:
+            raise ValueError(f"Gemm takes 2-D operands, got shapes {cx.shape(a)} and {cx.shape(b)}")
+    if at.get("transA", 0):
+        a = _transpose2(cx, a)
+    if at.get("transB", 0):
+        b = _transpose2(cx, b)
+    if cx.shape(a)[1] != cx.shape(b)[0]:
+        raise ValueError(f"Gemm operands of shapes {cx.shape(a)} and {cx.shape(b)} do not match")
+    y = cx.tr.matmul(a, b, cx.where)
+    alpha = float(at.get("alpha", 1.0))
+    if alpha != 1.0:
+        y = cx.tr.mul(y, alpha, cx.where)
+    if len(ins) > 2 and ins[2] is not None:
+        beta = float(at.get("beta", 1.0))
+        c = ins[2] if beta == 1.0 else cx.tr.mul(ins[2], beta, cx.where)
+        y = cx.tr.add(y, c, cx.where)
+    return [y]
+
+
+def _h_flatten(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    ax = int(at.get("axis", 1))
+    ax = ax + len(S) if ax < 0 else ax
+    new = (int(np.prod(S[:ax])), int(np.prod(S[ax:])))
+    return [cx.tr.reshape(ins[0], new, cx.where)]
+
+
+def _h_reshape(cx: _Cx, ins: list, at: dict) -> list:
+    if cx.opset < 5:
+        target = _ints(at["shape"])
+    else:
+        target = _ints(cx.const(ins[1], "the Reshape shape"))
+    new = _reshape_target(cx.shape(ins[0]), target, bool(at.get("allowzero", 0)))
+    return [cx.tr.reshape(ins[0], new, cx.where)]
+
+
+def _axes(cx: _Cx, ins: list, at: dict, k: int = 1) -> list[int] | None:
+    if cx.opset >= 13:
+        return None if len(ins) <= k or ins[k] is None else _ints(cx.const(ins[k], "axes"))
+    return None if "axes" not in at else _ints(at["axes"])
+
+
+def _h_squeeze(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    axes = _axes(cx, ins, at)
+    if axes is None:
+        new = tuple(s for s in S if s != 1)
+    else:
+        drop = {_norm_axis(a, len(S)) for a in axes}
+        if any(S[a] != 1 for a in drop):
+            raise ValueError(f"cannot squeeze axes {axes} of shape {S}")
+        new = tuple(s for i, s in enumerate(S) if i not in drop)
+    return [cx.tr.reshape(ins[0], new, cx.where)]
+
+
+def _h_unsqueeze(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    axes = _axes(cx, ins, at)
+    if axes is None:
+        raise FormatError(f"{cx.where}: Unsqueeze without axes")
+    rank = len(S) + len(axes)
+    add = sorted(_norm_axis(a, rank) for a in axes)
+    new, it = [], iter(S)
+    for i in range(rank):
+        new.append(1 if i in add else next(it))
+    return [cx.tr.reshape(ins[0], tuple(new), cx.where)]
+
+
+def _h_transpose(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    perm = _ints(at["perm"]) if "perm" in at else list(range(len(S)))[::-1]
+    return [cx.tr.lin(ins[0], lambda a, lead: a.transpose(tuple(range(lead)) + tuple(p + lead for p in perm)), cx.where)]
+
+
+def _h_concat(cx: _Cx, ins: list, at: dict) -> list:
+    return [cx.tr.concat([v for v in ins if v is not None], int(at["axis"]), cx.where)]
+
+
+def _h_slice(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    if cx.opset < 10:
+        starts, ends = _ints(at["starts"]), _ints(at["ends"])
+        axes = _ints(at["axes"]) if "axes" in at else list(range(len(starts)))
+        steps = [1] * len(starts)
+    else:
+        starts = _ints(cx.const(ins[1], "Slice starts"))
+        ends = _ints(cx.const(ins[2], "Slice ends"))
+        axes = list(range(len(starts))) if len(ins) < 4 or ins[3] is None else _ints(cx.const(ins[3], "Slice axes"))
+        steps = [1] * len(starts) if len(ins) < 5 or ins[4] is None else _ints(cx.const(ins[4], "Slice steps"))
+    sl = [slice(None)] * len(S)
+    for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
+        if st == 0:
+            raise ValueError("Slice step 0")
+        sl[_norm_axis(a, len(S))] = slice(s, e, st)
+    key = tuple(sl)
+    return [cx.tr.lin(ins[0], lambda a, lead: a[(slice(None),) * lead + key], cx.where)]
+
+
+def _h_gather(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    idx = cx.const(ins[1], "the Gather indices").astype(np.int64)
+    ax = _norm_axis(int(at.get("axis", 0)), len(S))
+    return [cx.tr.lin(ins[0], lambda a, lead: np.take(a, idx, axis=ax + lead), cx.where)]
+
+
+def _h_shape(cx: _Cx, ins: list, at: dict) -> list:
+    S = np.array(cx.shape(ins[0]), dtype=np.int64)
+    start, end = int(at.get("start", 0)), at.get("end")
+    return [S[start:] if end is None else S[start : int(end)]]
+
+
+def _h_dropout(cx: _Cx, ins: list, at: dict) -> list:
+    if len(ins) > 2 and ins[2] is not None and bool(np.asarray(cx.const(ins[2], "training_mode"))):
+        raise FormatError(f"{cx.where}: Dropout in training mode is random")
+    return [ins[0]]
+
+
+def _h_pad(cx: _Cx, ins: list, at: dict) -> list:
+    S = cx.shape(ins[0])
+    mode = at.get("mode", "constant")
+    if mode != "constant":
+        raise FormatError(f"{cx.where}: Pad mode '{mode}' is not supported")
+    if cx.opset < 11:
+        pads, value = _ints(at["pads"]), float(at.get("value", 0.0))
+        axes = list(range(len(S)))
+    else:
+        pads = _ints(cx.const(ins[1], "the pads"))
+        value = 0.0 if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "the pad value"))
+        axes = list(range(len(S))) if len(ins) < 4 or ins[3] is None else [_norm_axis(a, len(S)) for a in _ints(cx.const(ins[3], "axes"))]
+    k = len(axes)
+    if len(pads) != 2 * k or min(pads) < 0:
+        raise FormatError(f"{cx.where}: pads {pads} are not 2 x {k} nonnegative numbers")
+    widths = [(0, 0)] * len(S)
+    for i, a in enumerate(axes):
+        widths[a] = (pads[i], pads[i + k])
+    if not cx.tr.is_aff(ins[0]):
+        return [np.pad(np.asarray(ins[0]), widths, constant_values=value)]
+    out = cx.tr.lin(ins[0], lambda a, lead: np.pad(a, [(0, 0)] * lead + widths), cx.where)
+    if value != 0.0:
+        out = cx.tr.add(out, np.pad(np.zeros(S), widths, constant_values=value), cx.where)
+    return [out]
+
+
+def _spatial(cx: _Cx, v: Any, what: str) -> tuple[tuple[int, int, int], bool]:
+    """(C, H, W) of an NCHW (or NCL) tensor with batch 1, and whether it is 1-D."""
+    S = cx.shape(v)
+    if len(S) not in (3, 4) or S[0] != 1:
+        raise ValueError(f"{what} takes a (1, C, H, W) or (1, C, L) tensor, got shape {S}")
+    if len(S) == 3:
+        return (S[1], 1, S[2]), True
+    return (S[1], S[2], S[3]), False
+
+
+def _pads2d(
+    at: dict, chw: tuple[int, int, int], k: Sequence[int], st: Sequence[int], dil: Sequence[int], one_d: bool
+) -> tuple[int, int, int, int]:
+    auto = at.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = _ints(at.get("pads", [0, 0] if one_d else [0, 0, 0, 0]))
+        if one_d:
+            if len(p) != 2:
+                raise ValueError(f"pads {p} for a 1-D operation")
+            return 0, p[0], 0, p[1]
+        if len(p) != 4:
+            raise ValueError(f"pads {p} for a 2-D operation")
+        return p[0], p[1], p[2], p[3]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ValueError(f"auto_pad '{auto}'")
+    out = []
+    for size, kk, s, d in zip(chw[1:], k, st, dil, strict=True):
+        total = max((-(-size // s) - 1) * s + (kk - 1) * d + 1 - size, 0)
+        small = total // 2
+        out.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+    (t, b), (l, r) = out
+    return t, l, b, r
+
+
+def _geom(at: dict, one_d: bool, kernel: Sequence[int] | None = None):
+    k = list(kernel) if kernel is not None else _ints(at["kernel_shape"])
+    st = _ints(at.get("strides", [1] * len(k)))
+    dil = _ints(at.get("dilations", [1] * len(k)))
+    if one_d:
+        k, st, dil = [1, *k[-1:]], [1, *st[-1:]], [1, *dil[-1:]]
+    if len(k) != 2:
+        raise ValueError(f"only 1-D and 2-D operations are supported (kernel {k})")
+    return k, st, dil
+
+
+def _h_conv(cx: _Cx, ins: list, at: dict) -> list:
+    w = cx.const(ins[1], "the Conv kernel").astype(np.float64)
+    chw, one_d = _spatial(cx, ins[0], "Conv")
+    if one_d:
+        w = w[:, :, None, :]
+    k, st, dil = _geom(at, one_d, w.shape[2:])
+    pads = _pads2d(at, chw, k, st, dil, one_d)
+    M, (O, OH, OW) = conv2d_sparse(w, chw, st, pads, dil, int(at.get("group", 1)))
+    bias = None
+    if len(ins) > 2 and ins[2] is not None:
+        bias = np.repeat(cx.const(ins[2], "the Conv bias").astype(np.float64), OH * OW)
+    out = (1, O, OW) if one_d else (1, O, OH, OW)
+    return [cx.tr.sparse(ins[0], M, out, bias, cx.where)]
+
+
+def _h_avgpool(cx: _Cx, ins: list, at: dict, global_: bool = False) -> list:
+    chw, one_d = _spatial(cx, ins[0], "AveragePool")
+    k, st, dil = _geom(at, one_d, chw[1:] if global_ else None)
+    pads = (0, 0, 0, 0) if global_ else _pads2d(at, chw, k, st, dil, one_d)
+    M, (C, OH, OW) = avgpool2d_sparse(
+        chw, k, st, pads, bool(at.get("ceil_mode", 0)), bool(at.get("count_include_pad", 0)),
+        None, dil,
+    )
+    out = (1, C, OW) if one_d else (1, C, OH, OW)
+    return [cx.tr.sparse(ins[0], M, out, None, cx.where)]
+
+
+def _h_maxpool(cx: _Cx, ins: list, at: dict, global_: bool = False) -> list:
+    chw, one_d = _spatial(cx, ins[0], "MaxPool")
+    k, st, dil = _geom(at, one_d, chw[1:] if global_ else None)
+    pads = (0, 0, 0, 0) if global_ else _pads2d(at, chw, k, st, dil, one_d)
+    wins, _, (C, OH, OW) = _pool_windows(chw, k, st, pads, dil, bool(at.get("ceil_mode", 0)))
+    out = (1, C, OW) if one_d else (1, C, OH, OW)
+    return [cx.tr.maxpool(ins[0], wins, out, cx.where), None]
+
+
+def _h_batchnorm(cx: _Cx, ins: list, at: dict) -> list:
+    if int(at.get("training_mode", 0)):
+        raise FormatError(f"{cx.where}: BatchNormalization in training mode is not a fixed function")
+    scale, bias, mean, var = (cx.const(v, "BatchNormalization parameters").astype(np.float64) for v in ins[1:5])
+    S = cx.shape(ins[0])
+    if len(S) < 2 or not (scale.size == bias.size == mean.size == var.size == S[1]):
+        raise ValueError(f"{scale.size} channels do not fit a tensor of shape {S}")
+    shp = (1, S[1]) + (1,) * (len(S) - 2)
+    k = scale / np.sqrt(var + float(at.get("epsilon", 1e-5)))
+    y = cx.tr.add(ins[0], -mean.reshape(shp), cx.where)
+    y = cx.tr.mul(y, k.reshape(shp), cx.where)
+    return [cx.tr.add(y, bias.reshape(shp), cx.where)]
+
+
+_HANDLERS: dict[str, Callable[[_Cx, list, dict], list]] = {
+    "Identity": _h_identity,
+    "Cast": _h_cast,
+    "Constant": _h_constant,
+    "Relu": _h_relu,
+    "LeakyRelu": _h_leaky,
+    "PRelu": _h_prelu,
+    "Clip": _h_clip,
+    "Add": _h_add,
+    "Sum": _h_sum,
+    "Sub": _h_sub,
+    "Neg": _h_neg,
+    "Mul": _h_mul,
+    "Div": _h_div,
+    "MatMul": _h_matmul,
+    "Gemm": _h_gemm,
+    "Flatten": _h_flatten,
+    "Reshape": _h_reshape,
+    "Squeeze": _h_squeeze,
+    "Unsqueeze": _h_unsqueeze,
+    "Transpose": _h_transpose,
+    "Concat": _h_concat,
+    "Slice": _h_slice,
+    "Gather": _h_gather,
+    "Shape": _h_shape,
+    "Dropout": _h_dropout,
+    "Pad": _h_pad,
+    "Conv": _h_conv,
+    "AveragePool": _h_avgpool,
+    "GlobalAveragePool": lambda cx, ins, at: _h_avgpool(cx, ins, at, global_=True),
+    "MaxPool": _h_maxpool,
+    "GlobalMaxPool": lambda cx, ins, at: _h_maxpool(cx, ins, at, global_=True),
+    "BatchNormalization": _h_batchnorm,
+}
+
+SUPPORTED_OPS = tuple(sorted(_HANDLERS))
+
+
+def _eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
+    """Evaluate a node of an unhandled type whose inputs are all constants."""
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {name: np.asarray(v) for name, v in zip(node.input, ins, strict=True) if name}
+    try:
+        outs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+    except Exception as e:
+        raise FormatError(f"{where}: cannot evaluate this constant node ({type(e).__name__}: {e})") from None
+    return [np.asarray(o).astype(np.float64) if np.asarray(o).dtype.kind == "f" else np.asarray(o) for o in outs]
+
+
+def _input_shape(vi: Any) -> tuple[int, ...]:
+    tt = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+        raise FormatError(f"graph input '{vi.name}' has no tensor shape")
+    if tt.elem_type not in (1, 10, 11, 16):  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+        raise FormatError(f"graph input '{vi.name}' is not a floating-point tensor")
+    shape = []
+    for i, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            shape.append(int(d.dim_value))
+        elif i == 0:
+            shape.append(1)  # a symbolic batch axis: one sample
+        else:
+            raise FormatError(f"graph input '{vi.name}' has an unknown size on axis {i}")
+    if not shape:
+        raise FormatError(f"graph input '{vi.name}' is a scalar")
+    return tuple(shape)
+
+
+def onnx_to_network(model: Any) -> Network:
+    """Convert a loaded ``onnx.ModelProto`` (see :func:`load_onnx`)."""
+    graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
+    inits = {t.name: t for t in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    if len(inputs) != 1:
+        raise FormatError(
+            f"the graph has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}); "
+            "relulab reads models with one input"
+        )
+    if len(graph.output) != 1:
+        raise FormatError(
+            f"the graph has {len(graph.output)} outputs; relulab reads models with one output"
+        )
+    tr = AffineTracer(_input_shape(inputs[0]))
+    cx = _Cx(tr, opset)
+    env: dict[str, Any] = {inputs[0].name: tr.input()}
+
+    def value(name: str, where: str) -> Any:
+        if not name:
+            return None
+        if name in env:
+            return env[name]
+        if name in inits:
+            try:
+                a = _to_array(inits[name])
+            except Exception as e:
+                raise FormatError(f"{where}: cannot read initializer '{name}' ({e})") from None
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise FormatError(f"{where}: initializer '{name}' contains NaN or infinite values")
+            env[name] = a
+            return a
+        raise FormatError(
+            f"{where}: input '{name}' is not defined (not a graph input, an initializer or "
+            "the output of an earlier node)"
+        )
+
+    for i, node in enumerate(graph.node):
+        label = node.name or f"#{i}"
+        where = f"node '{label}' ({node.op_type})"
+        cx.where = where
+        ins = [value(n, where) for n in node.input]
+        handler = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        try:
+            if handler is not None:
+                outs = handler(cx, ins, _attrs(node))
+            elif not any(tr.is_aff(v) for v in ins):
+                outs = _eval_constant_node(node, ins, opset, where)
+            else:
+                dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
+                raise FormatError(
+                    f"{where}: unsupported operator {dom}{node.op_type}; relulab reads "
+                    f"{', '.join(SUPPORTED_OPS)}"
+                )
+        except FormatError:
+            raise
+        except (ValueError, IndexError, TypeError, KeyError) as e:
+            msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)
+            raise FormatError(f"{where}: {msg}") from None
+        for name, v in zip(node.output, outs, strict=False):
+            if name and v is not None:
+                env[name] = v
+    out = graph.output[0].name
+    if out not in env:
+        raise FormatError(f"graph output '{out}' is not computed by any node")
+    return tr.finish(env[out], f"graph output '{out}'")
+
+
+def load_onnx(path: str | os.PathLike) -> Network:
+    """Read an ONNX model as an exactly equivalent :class:`Network` (see the module doc).
+
+    Raises:
+        FormatError: a missing, truncated or corrupt file (naming it), or an unsupported
+            operator (naming the node and its op type), or inconsistent shapes.
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> from relulab import Network
+        >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx")
+        >>> save_onnx(Network([np.eye(2)], [np.ones(2)]), p)
+        >>> load_onnx(p)
+        Network(2-2, float64)
+    """
+    onnx = require("onnx", "onnx")
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except Exception as e:  # protobuf DecodeError and friends
+        raise FormatError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    try:
+        return onnx_to_network(model)
+    except FormatError as e:
+        raise FormatError(f"{path}: {e}") from None
+
+
+# ============================================================================ writing
+def network_to_onnx(net: Network, opset: int = OPSET) -> Any:
+    """An ``onnx.ModelProto`` computing ``net`` in float64 (DOUBLE tensors).
+
+    Layers are ``Gemm(transB=1)`` nodes with ``Relu`` between them; the input
+    ``"input"`` has shape ``(batch, d)`` and the output ``"output"`` ``(batch, m)``.  A
+    skip is an extra ``Gemm`` from the input (placed first) added to the last layer;
+    a network with a skip but no hidden layer is saved as one merged affine layer.
+    A Fraction network is rounded to float64.
+    """
+    onnx = require("onnx", "onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    net = net.float()
+    if net.skip is not None and net.n_hidden_layers == 0:
+        net = net.without_skip()
+    nodes, inits = [], []
+
+    def init(a: np.ndarray, name: str) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(a, dtype=np.float64), name))
+        return name
+
+    last = "output" if net.skip is None else "last_layer"
+    if net.skip is not None:
+        S, s = net.skip
+        nodes.append(
+            helper.make_node("Gemm", ["input", init(S, "skip_W"), init(s, "skip_b")], ["skip"],
+                             name="skip", transB=1)
+        )
+    cur = "input"
+    for k, (W, b) in enumerate(net.layers, start=1):
+        final = k == net.depth
+        z = last if final else f"z{k}"
+        nodes.append(
+            helper.make_node("Gemm", [cur, init(W, f"W{k}"), init(b, f"b{k}")], [z],
+                             name=f"layer{k}", transB=1)
+        )
+        if not final:
+            nodes.append(helper.make_node("Relu", [z], [f"h{k}"], name=f"relu{k}"))
+            cur = f"h{k}"
+    if net.skip is not None:
+        nodes.append(helper.make_node("Add", ["last_layer", "skip"], ["output"], name="add_skip"))
+    graph = helper.make_graph(
+        nodes,
+        "relulab_network",
+        [helper.make_tensor_value_info("input", TensorProto.DOUBLE, ["batch", net.input_dim])],
+        [helper.make_tensor_value_info("output", TensorProto.DOUBLE, ["batch", net.output_dim])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="relulab"
+    )
+    model.ir_version = 8  # readable by onnxruntime releases of the last years
+    onnx.checker.check_model(model)
+    return model
+
+
+def save_onnx(net: Network, path: str | os.PathLike, opset: int = OPSET) -> None:
+    """Write ``net`` as an ONNX model (DOUBLE tensors, see :func:`network_to_onnx`),
+    atomically.  ``load_onnx`` gives the same network back (``==``).
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> from relulab import Network
+        >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx")
+        >>> save_onnx(Network([np.eye(2)], [np.ones(2)]), p); os.path.getsize(p) > 0
+        True
+    """
+    onnx = require("onnx", "onnx")
+    model = network_to_onnx(net, opset)
+    with atomic_path(path) as tmp:
+        onnx.save(model, tmp)
