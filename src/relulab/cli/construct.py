@@ -1,0 +1,253 @@
+"""``relulab construct KIND``: build an exact network from a specification and save it.
+
+Example:
+    $ relulab construct max --n 8 -o max8.onnx
+    $ relulab construct sawtooth --depth 10 -o saw.npz --json
+    $ relulab construct adder --bits 4 -o add4.npz
+    $ relulab construct turing --machine balanced-parentheses -o tm.npz
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import FormatError, RelulabError
+from ..network import Network
+from ._common import JSON_OPT, console, print_json
+
+__all__ = ["register", "tour", "KINDS", "build"]
+
+KINDS = {
+    "max": "max of n inputs (--n)",
+    "min": "min of n inputs (--n)",
+    "cpwl1d": "univariate CPWL (--breakpoints, --values, --left-slope, --right-slope)",
+    "lattice": "max-of-mins CPWL from a JSON file {A, c, groups} (--file)",
+    "tent": "the tent map on [0, 1]",
+    "sawtooth": "L-fold tent map, 2^L pieces (--depth)",
+    "square": "Yarotsky's x^2 on [0, 1], error 2^(-2m-2) (--m)",
+    "product": "x*y on [0, 1]^2 by polarisation (--m)",
+    "monomial": "x^k on [0, 1] (--k, --m)",
+    "gate": "one Boolean gate (--op AND|OR|NAND|NOR|XOR|XNOR|MAJ|NOT, --k fan-in)",
+    "dnf": "DNF formula (--terms '1 -2; 2 3', --vars n)",
+    "circuit": "a netlist file (--file; see docs/construct.md)",
+    "adder": "n-bit ripple-carry adder (--bits)",
+    "comparator": "n-bit comparator, outputs gt eq lt (--bits)",
+    "sat-gadget": "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
+    "turing": "Turing machine step network (--machine NAME)",
+}
+
+
+def _need(value: Any, opt: str, kind: str) -> Any:
+    if value is None:
+        raise RelulabError(f"construct {kind}: {opt} is required")
+    return value
+
+
+def _read(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise FormatError(f"{path}: no such file")
+    return p.read_text()
+
+
+def _fractions(text: str, what: str) -> list:
+    from fractions import Fraction
+
+    parts = [p for p in text.replace(",", " ").split() if p]
+    try:
+        return [Fraction(p) for p in parts]
+    except (ValueError, ZeroDivisionError):
+        raise RelulabError(f"{what}: cannot read numbers from {text!r}") from None
+
+
+def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int | None = None,
+          k: int | None = None, op: str | None = None, bits: int | None = None,
+          file: str | None = None, terms: str | None = None, n_vars: int | None = None,
+          breakpoints: str | None = None, values: str | None = None, left_slope: str = "0",
+          right_slope: str = "0", random: str | None = None, machine: str | None = None,
+          mask: str | None = None, steps: int | None = None) -> tuple[Network, dict]:
+    """Build construction ``kind``; returns the network and extra facts for the report."""
+    from .. import construct as C
+
+    extra: dict[str, Any] = {}
+    if kind in ("max", "min"):
+        nn = _need(n, "--n", kind)
+        net = C.max_n(nn) if kind == "max" else C.min_n(nn)
+        extra["formula_hidden_layers"] = 0 if nn <= 1 else math.ceil(math.log2(nn))
+    elif kind == "cpwl1d":
+        bp = _fractions(_need(breakpoints, "--breakpoints", kind), "--breakpoints")
+        vals = _fractions(_need(values, "--values", kind), "--values")
+        net = C.cpwl_1d(bp, vals, _fractions(left_slope, "--left-slope")[0],
+                        _fractions(right_slope, "--right-slope")[0])
+    elif kind == "lattice":
+        path = _need(file, "--file", kind)
+        try:
+            spec = json.loads(_read(path))
+            A, c, groups = spec["A"], spec["c"], spec["groups"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise FormatError(f"{path}: expected JSON with keys A, c, groups ({e})") from None
+        from fractions import Fraction
+
+        A = [[Fraction(str(v)) for v in row] for row in A]
+        c = [Fraction(str(v)) for v in c]
+        net = C.max_of_mins(A, c, groups)
+        extra["size_vs_published_bound"] = C.lattice_size(net, len(A), len(groups)).to_dict()
+    elif kind == "tent":
+        net = C.tent()
+    elif kind == "sawtooth":
+        L = _need(depth, "--depth", kind)
+        net = C.sawtooth(L)
+        extra["pieces_on_[0,1]"] = C.count_pieces(net, 0, 1) if L <= 12 else 2**L
+    elif kind == "square":
+        mm = _need(m, "--m", kind)
+        net = C.yarotsky_square(mm)
+        if mm <= 10:
+            extra["exact_max_error"] = C.square_error(mm).to_dict()
+    elif kind == "product":
+        mm = _need(m, "--m", kind)
+        net = C.product(mm)
+        if mm <= 4:
+            extra["exact_max_error"] = C.product_error(mm).to_dict()
+    elif kind == "monomial":
+        kk, mm = _need(k, "--k", kind), _need(m, "--m", kind)
+        net = C.monomial(kk, mm)
+        if mm <= 5 and kk <= 5:
+            extra["max_error"] = C.monomial_error(kk, mm).to_dict()
+    elif kind in ("gate", "dnf", "circuit", "adder", "comparator"):
+        if kind == "gate":
+            circ = C.gate(_need(op, "--op", kind), k or 2)
+        elif kind == "dnf":
+            tt = _need(terms, "--terms", kind)
+            try:
+                parsed = [[int(v) for v in t.replace(",", " ").split()] for t in tt.split(";")]
+            except ValueError:
+                raise RelulabError(f"--terms: cannot read {tt!r}; write '1 -2; 2 3'") from None
+            nv = n_vars or max(abs(v) for t in parsed for v in t)
+            circ = C.dnf(parsed, nv)
+        elif kind == "circuit":
+            path = _need(file, "--file", kind)
+            circ = C.parse_circuit(_read(path), path)
+        elif kind == "adder":
+            circ = C.ripple_carry_adder(_need(bits, "--bits", kind))
+        else:
+            circ = C.comparator(_need(bits, "--bits", kind))
+        net = C.compile_circuit(circ)
+        extra["inputs"] = list(circ.inputs)
+        extra["outputs"] = list(circ.outputs)
+        if len(circ.inputs) <= 12:
+            extra["exhaustive_check"] = C.check_circuit(circ, net).to_dict()
+    elif kind == "sat-gadget":
+        if file is not None:
+            clauses, nv = C.parse_dimacs(_read(file), file)
+        else:
+            r = _need(random, "--file or --random", kind)
+            try:
+                nv, mc, seed = (int(v) for v in r.split(","))
+            except ValueError:
+                raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
+            clauses = C.random_3cnf(nv, mc, seed)
+        net = C.sat_gadget(clauses, nv)
+        extra.update(n_vars=nv, n_clauses=len(clauses))
+        if nv <= 16:
+            unsat, _ = C.min_unsat(clauses, nv)
+            extra.update(unsat=unsat, max_over_cube=f"({len(clauses)} - {unsat})/3")
+    elif kind == "turing":
+        name = _need(machine, "--machine", kind)
+        if name not in C.MACHINES:
+            raise RelulabError(f"--machine: unknown machine {name!r}; "
+                               f"choose from {', '.join(sorted(C.MACHINES))}")
+        tm = C.MACHINES[name]()
+        net = C.compile_turing_machine(tm)
+        extra.update(machine=name, states=list(tm.states), symbols=list(tm.symbols),
+                     base=tm.base, layout="[one-hot state, q_left, q_right]")
+    else:
+        raise RelulabError(f"unknown construction {kind!r}; choose from {', '.join(KINDS)}")
+    return net, extra
+
+
+def construct_cmd(
+    kind: str = typer.Argument(..., help="What to build: " + ", ".join(KINDS)),
+    output: str | None = typer.Option(None, "-o", "--output", help="Save to .onnx/.npz/.nnet/.pt."),
+    n: int | None = typer.Option(None, "--n", help="Number of inputs (max, min)."),
+    depth: int | None = typer.Option(None, "--depth", help="Sawtooth depth L."),
+    m: int | None = typer.Option(None, "--m", help="Yarotsky level m (square, product, monomial)."),
+    k: int | None = typer.Option(None, "--k", help="Monomial degree or gate fan-in."),
+    op: str | None = typer.Option(None, "--op", help="Gate type."),
+    bits: int | None = typer.Option(None, "--bits", help="Adder / comparator width."),
+    file: str | None = typer.Option(None, "--file", help="Netlist, DIMACS or lattice JSON file."),
+    terms: str | None = typer.Option(None, "--terms", help="DNF terms, e.g. '1 -2; 2 3'."),
+    n_vars: int | None = typer.Option(None, "--vars", help="DNF variable count."),
+    breakpoints: str | None = typer.Option(None, "--breakpoints", help="e.g. '0,1/2,1'."),
+    values: str | None = typer.Option(None, "--values", help="Values at the breakpoints."),
+    left_slope: str = typer.Option("0", "--left-slope"),
+    right_slope: str = typer.Option("0", "--right-slope"),
+    random: str | None = typer.Option(None, "--random", help="Random 3-CNF 'n,m,seed'."),
+    machine: str | None = typer.Option(None, "--machine", help="Turing machine name."),
+    mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
+    steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Build an exact construction (rational weights), report its size, optionally save it."""
+    net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
+                       terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
+                       left_slope=left_slope, right_slope=right_slope, random=random,
+                       machine=machine, mask=mask, steps=steps)
+    if output is not None:
+        from ..io import save_model
+
+        save_model(net, output)
+    report = {
+        "kind": kind,
+        "input_dim": net.input_dim,
+        "output_dim": net.output_dim,
+        "hidden_layers": net.n_hidden_layers,
+        "hidden_widths": list(net.widths),
+        "neurons": net.n_neurons,
+        "params": net.n_params,
+        "exact": net.is_exact,
+        "saved_to": output,
+        **extra,
+    }
+    if json_out:
+        print_json(report)
+        return
+    console.print(f"[bold]{kind}[/bold]: {net!r}, {net.n_hidden_layers} hidden layers, "
+                  f"{net.n_neurons} neurons, {net.n_params} parameters (exact rationals)",
+                  soft_wrap=True)
+    for key, v in extra.items():
+        console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
+    if output:
+        console.print(f"saved to {output}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("construct", help="Build exact networks: " + ", ".join(KINDS) + ".")(construct_cmd)
+
+
+def tour(console_) -> None:  # noqa: ANN001 - a rich Console
+    """A short section of ``relulab tour``."""
+    from fractions import Fraction
+
+    from .. import construct as C
+
+    console_.print("[bold]Exact constructions[/bold] (rational weights, checked exactly)")
+    net = C.max_n(8)
+    console_.print(f"  max of 8 numbers: {net!r}; max_8(3,-1,7,2,0,5,1/2,6) = "
+                   f"{net([3, -1, 7, 2, 0, 5, Fraction(1, 2), 6])[0]}")
+    console_.print(f"  sawtooth depth 6: width 2, {C.count_pieces(C.sawtooth(6), 0, 1)} linear pieces")
+    r = C.square_error(4)
+    console_.print(f"  Yarotsky x^2, m=4: exact max error {r.max_abs_error} at x = {r.argmax[0]}")
+    chk = C.check_circuit(C.ripple_carry_adder(3))
+    console_.print(f"  3-bit adder as one network: {chk.n_checked}/{chk.n_checked} inputs exact"
+                   if chk.ok else "  adder check FAILED")
+    tm = C.balanced_parentheses()
+    tnet = C.compile_turing_machine(tm)
+    cfg = C.run_network(tm, tnet, "(()())")
+    console_.print(f"  Turing machine as a recurrent ReLU net {tnet!r}: '(()())' -> "
+                   f"{cfg.state} after {cfg.steps} forward passes")
+
