@@ -1,0 +1,156 @@
+"""Exact reduction: padded networks shrink back to their original size; every reduction
+agrees with its input on 10,000 random points and is equal by the exact verifier."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from conftest import random_network
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relulab import Box, Network
+from relulab.symmetry import canonical, equivalent, neuron_status, random_symmetry, reduce
+
+
+def _pad(net: Network, rng: np.random.Generator, box: Box) -> Network:
+    """Add to every hidden layer: two neurons dead on ``box`` (bias below the interval
+    bound of their input), two duplicates (rescaled copies sharing the outgoing weight),
+    a neuron with zero outgoing weights and a constant neuron (zero incoming weights)."""
+    from relulab.bounds import interval_bounds
+
+    ib = interval_bounds(net, box)
+    Ws = [np.array(W) for W in net.weights]
+    bs = [np.array(b) for b in net.biases]
+    his = [np.maximum(box.hi, -box.lo)] + [np.maximum(h, 0) for h in ib.pre_hi]
+    for k in range(net.n_hidden_layers):
+        n_in, width = Ws[k].shape[1], Ws[k].shape[0]
+        n0 = his[k].shape[0]  # inputs of the unpadded layer (the padded ones come last)
+        dead_W = np.zeros((2, n_in))
+        dead_W[:, :n0] = rng.normal(size=(2, n0))
+        dead_b = -(np.abs(dead_W[:, :n0]) @ his[k]) - 0.5
+        dup = rng.integers(0, width, size=2)
+        c = np.exp(rng.uniform(-1, 1, size=2))
+        Wn = Ws[k + 1]
+        dup_cols = []
+        for t, j in enumerate(dup):
+            share = Wn[:, j] * rng.uniform(0.2, 0.8)
+            Wn[:, j] = Wn[:, j] - share
+            dup_cols.append(share / c[t])
+        Ws[k] = np.vstack([Ws[k], dead_W, Ws[k][dup] * c[:, None], rng.normal(size=(1, n_in)),
+                           np.zeros((1, n_in))])
+        bs[k] = np.concatenate([bs[k], dead_b, bs[k][dup] * c, [0.3], [0.7]])
+        const_col = rng.normal(size=(Wn.shape[0], 1))
+        bs[k + 1] = bs[k + 1] - 0.7 * const_col[:, 0]  # compensate the constant neuron
+        Ws[k + 1] = np.hstack([Wn, rng.normal(size=(Wn.shape[0], 2)), np.stack(dup_cols, 1),
+                               np.zeros((Wn.shape[0], 1)), const_col])
+    return Network(Ws, bs, net.skip)
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 10_000), skip=st.booleans(), deep=st.booleans())
+def test_padded_network_reduces_back_to_original_size(seed, skip, deep):
+    rng = np.random.default_rng(seed)
+    arch = [3, 6, 5, 2] if deep else [3, 7, 2]
+    net = random_network(rng, arch, skip=skip)
+    box = Box(-np.ones(3), np.ones(3))
+    padded = random_symmetry(_pad(net, rng, box), seed)
+    X = box.sample(10_000, seed)
+    assert np.allclose(padded(X), net(X), atol=1e-9)
+    # the original is irreducible by these rules (checked, not assumed) ...
+    base = reduce(net, box, check=False)
+    # ... and the padded copy comes back to exactly that size
+    r = reduce(padded, box, check=False)
+    assert r.widths_after == base.widths_after and sum(base.widths_after) <= sum(net.widths)
+    # (a duplicate of a dead neuron is removed as dead, so count the two reasons together)
+    assert r.removed["dead"] + r.removed["merged"] >= 4 * net.n_hidden_layers
+    assert r.removed["zero_outgoing"] >= net.n_hidden_layers
+    assert r.removed["constant"] >= net.n_hidden_layers
+    assert np.allclose(r.network(X), net(X), atol=1e-9)
+    chk = equivalent(padded, r.network, box, fast=False)
+    assert chk.status == "equal" and chk.method == "verifier"
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_one_hidden_layer_stably_active_and_twins_go_to_the_skip(exact):
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(6, 2))
+    b = rng.normal(size=6) * 0.2
+    b[:2] = [5.0, 6.0]                      # stably active on [-1, 1]^2
+    W = np.vstack([W, -2 * W[2:3]])         # twin of neuron 2 (opposite orientation)
+    b = np.concatenate([b, -2 * b[2:3]])
+    net = Network([W, rng.normal(size=(2, 7))], [b, [0.0, 1.0]])
+    if exact:
+        net = net.exact()
+    box = Box([-1, -1], [1, 1])
+    r = reduce(net, box)
+    assert r.widths_after == (4,) and r.network.skip is not None
+    assert r.removed["to_skip"] == 2 and r.removed["twins"] == 1
+    assert r.network.is_exact == exact
+    X = box.sample(10_000, 0)
+    assert np.allclose(r.network.float()(X), net.float()(X), atol=1e-9)
+    assert equivalent(net, r.network, box, fast=False).status == "equal"
+    if exact:  # exact agreement at rational points of the box
+        for x in rng.integers(-50, 51, size=(20, 2)):
+            xf = [Fraction(int(v), 50) for v in x]
+            assert list(r.network(xf)) == list(net(xf))
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_stably_active_layers_collapse(exact):
+    rng = np.random.default_rng(2)
+    W1, b1 = rng.normal(size=(5, 2)), rng.normal(size=5) * 0.2
+    W2, b2 = np.abs(rng.normal(size=(4, 5))), np.full(4, 1.0)   # z2 >= 1: all active
+    W3, b3 = rng.normal(size=(3, 4)), rng.normal(size=3) * 0.1
+    net = Network([W1, W2, W3, rng.normal(size=(1, 3))], [b1, b2, b3, [0.0]])
+    if exact:
+        net = net.exact()
+    box = Box([-1, -1], [1, 1])
+    stt = neuron_status(net, box)
+    assert np.all(stt.status[1] == 1)
+    r = reduce(net, box)
+    assert r.network.n_hidden_layers < net.n_hidden_layers
+    assert r.removed["collapsed"] >= 4
+    X = box.sample(10_000, 0)
+    assert np.allclose(r.network.float()(X), net.float()(X), atol=1e-9)
+    assert equivalent(net, r.network, box, fast=False).status == "equal"
+
+
+def test_dependent_stably_active_neurons_fold_in_deep_networks():
+    rng = np.random.default_rng(5)
+    W1, b1 = rng.normal(size=(5, 2)) * 0.5, rng.normal(size=5) * 0.2
+    b1[:3] = [4.0, 4.0, 8.0]                # three stably active neurons in R^2: dependent
+    W2, b2 = rng.normal(size=(4, 5)), rng.normal(size=4) * 0.2 + 0.5
+    net = Network([W1, W2, rng.normal(size=(1, 4))], [b1, b2, [0.0]])
+    box = Box([-1, -1], [1, 1])
+    r = reduce(net, box)
+    assert r.removed["dependent_active"] == 1
+    assert r.widths_after[0] == 4
+    X = box.sample(10_000, 1)
+    assert np.allclose(r.network(X), net(X), atol=1e-9)
+    assert equivalent(net, r.network, box, fast=False).status == "equal"
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_canonical_and_reduce_outputs_are_equal_by_exact_check(seed):
+    rng = np.random.default_rng(seed)
+    net = random_network(rng, [2, 6, 5, 1], scale=2.0)
+    box = Box([-1, -1], [1, 1])
+    X = box.sample(10_000, seed)
+    for out in (canonical(net, box)[0], reduce(net, box, check=False).network):
+        assert np.allclose(out(X), net(X), atol=1e-9)
+        chk = equivalent(net, out, box, fast=False)
+        assert chk.status == "equal" and chk.upper_bound <= chk.tol
+
+
+def test_reduce_to_affine_and_result_record():
+    # relu(x + 3) - relu(x - 3) = x + 3 on [-1, 1]: affine
+    net = Network([[[1.0], [1.0]], [[1.0, -1.0]]], [[3.0, -3.0], [0.0]])
+    r = reduce(net, Box([-1], [1]))
+    assert r.network.n_hidden_layers == 0 and r.check.status == "equal"
+    assert r.network.weights[0].tolist() == [[1.0]] and r.network.biases[0].tolist() == [3.0]
+    d = r.to_dict()
+    assert d["neurons_before"] == 2 and d["neurons_after"] == 0 and d["check"]["status"] == "equal"
