@@ -1,0 +1,160 @@
+"""The classical method, kept as an independent cross-check: breadth-first search over
+activation patterns with LPs (one Chebyshev LP per region and one redundancy LP per
+neuron per region), as in relucent.  Slow, but simple and valid for unbounded domains.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..lp import LPModel, chebyshev_center
+from ..network import Network
+from ..tolerance import MIN_RADIUS
+from ._types import RegionSet
+
+__all__ = ["enumerate_bfs", "pattern_constraints"]
+
+
+def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``(a, c)`` of every neuron's pre-activation ``a x + c`` under ``pattern``,
+    shape (N, d) and (N,)."""
+    d = net.input_dim
+    A = np.eye(d)
+    c = np.zeros(d)
+    rows_a, rows_c = [], []
+    off = 0
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        Za = W @ A
+        Zc = W @ c + b
+        rows_a.append(Za)
+        rows_c.append(Zc)
+        p = pattern[off : off + W.shape[0]]
+        off += W.shape[0]
+        A = np.where(p[:, None], Za, 0.0)
+        c = np.where(p, Zc, 0.0)
+    if not rows_a:
+        return np.zeros((0, d)), np.zeros(0)
+    return np.concatenate(rows_a), np.concatenate(rows_c)
+
+
+def _hrep(net, pattern, A_dom, b_dom):
+    Za, Zc = pattern_constraints(net, pattern)
+    sg = np.where(pattern, -1.0, 1.0)
+    A = np.concatenate([sg[:, None] * Za, A_dom])
+    b = np.concatenate([-sg * Zc, b_dom])
+    return A, b
+
+
+def enumerate_bfs(
+    net: Network, domain: Box | Polytope, *, max_regions: int | None = None
+) -> RegionSet:
+    """All regions by BFS over patterns with LPs (see the module docstring)."""
+    net = net.float() if net.is_exact else net
+    d = net.input_dim
+    N = net.n_neurons
+    P = domain.to_polytope()
+    A_dom, b_dom = np.asarray(P.A, float), np.asarray(P.b, float)
+    if A_dom.shape[0]:
+        x0, _ = chebyshev_center(A_dom, b_dom)
+    else:
+        x0 = np.zeros(d)
+    rng = np.random.default_rng(0)
+    # a start point off every hyperplane
+    for _ in range(100):
+        zs = np.concatenate([z.ravel() for z in net.preactivations(x0[None])]) if N else np.ones(1)
+        if np.all(np.abs(zs) > 1e-7):
+            break
+        x0 = x0 + 1e-4 * rng.normal(size=d)
+    start = net.pattern_vector(x0[None])[0] if N else np.zeros(0, bool)
+    seen = {start.tobytes()}
+    queue = deque([start])
+    out = []
+    while queue:
+        pat = queue.popleft()
+        A, b = _hrep(net, pat, A_dom, b_dom)
+        nrm = np.linalg.norm(A, axis=1)
+        live = nrm > 0
+        A, b, idx = A[live] / nrm[live, None], b[live] / nrm[live], np.flatnonzero(live)
+        if np.any(~live & (np.concatenate([np.zeros(N), b_dom]) < 0)):
+            continue
+        xc, r = chebyshev_center(A, b)
+        if xc is None or r <= MIN_RADIUS:
+            continue
+        # non-redundant rows: maximise a_i x over the others with row i relaxed
+        m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
+        facets = []
+        for q in range(A.shape[0]):
+            m.h.changeRowBounds(q, -np.inf, b[q] + 1.0)
+            m.set_objective(-A[q])
+            res = m.solve()
+            m.h.changeRowBounds(q, -np.inf, b[q])
+            if res.ok and -res.objective > b[q] + 1e-9:
+                facets.append(q)
+        facets = np.array(facets, dtype=np.int64)
+        out.append((pat, A[facets], b[facets], idx[facets], xc, min(r, 1e300)))
+        for q in facets:
+            j = idx[q]
+            if j < N:
+                nb = pat.copy()
+                nb[j] = ~nb[j]
+                key = nb.tobytes()
+                if key not in seen:
+                    seen.add(key)
+                    queue.append(nb)
+        if max_regions is not None and len(out) >= max_regions:
+            break
+    n = len(out)
+    m_out = net.output_dim
+    aff = np.zeros((n, m_out, d + 1))
+    for i, (pat, *_rest) in enumerate(out):
+        C, c = net.affine_for_pattern(_split(pat, net.widths))
+        aff[i, :, :d] = C
+        aff[i, :, d] = c
+    fptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(o[3]) for o in out], out=fptr[1:])
+    pats = np.array([o[0] for o in out], dtype=bool).reshape(n, N)
+    rs = RegionSet(
+        dim=d,
+        widths=net.widths,
+        packed_patterns=np.packbits(pats, axis=1) if N else np.zeros((n, 0), np.uint8),
+        vertex_ptr=np.zeros(n + 1, dtype=np.int64),
+        vertices=np.zeros((0, d)),
+        facet_ptr=fptr,
+        facet_ids=np.concatenate([o[3] for o in out]) if n else np.zeros(0, np.int64),
+        facet_A=np.concatenate([o[1] for o in out]) if n else np.zeros((0, d)),
+        facet_b=np.concatenate([o[2] for o in out]) if n else np.zeros(0),
+        interior=np.array([o[4] for o in out]).reshape(n, d),
+        radius=np.array([o[5] for o in out]),
+        affine=aff,
+        bounded=np.array([_bounded(o[1], o[2]) for o in out], dtype=bool),
+        touches_domain=np.array([bool(np.any(o[3] >= N)) for o in out], dtype=bool),
+        partial=bool(queue) and max_regions is not None,
+        domain=domain,
+        method="bfs",
+    )
+    return rs
+
+
+def _split(pat: np.ndarray, widths: tuple[int, ...]) -> list[np.ndarray]:
+    out, off = [], 0
+    for w in widths:
+        out.append(pat[off : off + w])
+        off += w
+    return out
+
+
+def _bounded(A: np.ndarray, b: np.ndarray) -> bool:
+    """A polyhedron {A x <= b} (non-empty) is bounded iff {A y <= 0} = {0}."""
+    d = A.shape[1]
+    for i in range(d):
+        for sgn in (1.0, -1.0):
+            c = np.zeros(d)
+            c[i] = -sgn
+            m = LPModel(c, A_ub=A, b_ub=np.zeros(A.shape[0]), lb=-np.ones(d), ub=np.ones(d))
+            r = m.solve()
+            if r.ok and -r.objective > 1e-9:
+                return False
+    return True

@@ -1,0 +1,588 @@
+"""The subdivision engine: exact linear regions by cutting polytopes neuron by neuron.
+
+Every region is kept as a polytope in vertex form: its vertices, and for each vertex
+the ids of the constraints (hyperplanes) tight at it.  Neurons are added one at a
+time in network order.  A neuron of hidden layer ``k`` is affine on every region of
+the partition made by the layers before ``k`` (its *layer parent*), so on each
+current region its pre-activation is one affine function ``z = a x + c``.  We
+evaluate ``z`` at all vertices of all regions at once (numpy, no Python loop over
+regions), keep the regions whose vertices have one sign, and split the others:
+the new vertices are the points where ``z`` vanishes on the edges of the region
+whose two ends have opposite signs.  This is the double-description update; the
+edges are found combinatorially from the incidences, so no LP is solved:
+
+* a region all of whose vertices lie on exactly ``d`` recorded constraints is a
+  *simple* polytope; two of its vertices span an edge iff they share ``d - 1``
+  constraints;
+* otherwise (a vertex lies on more than ``d`` hyperplanes: degenerate input such as
+  constructions or the sawtooth) the exact test is used: two vertices span an edge
+  iff no third vertex lies on every constraint the two share.  That test only needs
+  every facet to be recorded at every vertex on it, which the update maintains.
+
+Sign policy (see :data:`SIGN_TOL`): a pre-activation value ``z(v)`` at a vertex ``v``
+counts as zero when ``|z(v)| <= SIGN_TOL * (sum_i |a_i v_i| + |c|)``.  A region is
+split only when some vertex is strictly positive and another strictly negative
+beyond that tolerance, so both parts are full-dimensional; vertices counted as zero
+are shared by both parts and recorded as lying on the new hyperplane.  A
+pre-activation that vanishes at every vertex vanishes on the region (it is affine),
+and the neuron counts as inactive there (ties are inactive, as in
+:meth:`Network.activation_pattern`).
+
+Work is organised as a stack of *batches* (arrays of many regions at the same
+neuron); a batch that grows beyond a size limit is split in two.  Regions therefore
+finish in depth-first order, which lets the caller stream them, stop after
+``max_regions`` or on Ctrl-C with exact (if not all) regions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..domain import Box, DomainError, Polytope
+from ..network import Network
+
+__all__ = ["SIGN_TOL", "Problem", "Batch", "run", "FinalChunk"]
+
+#: Relative tolerance under which a pre-activation value at a vertex counts as zero.
+SIGN_TOL = 1e-11
+
+# Batches larger than this (regions / vertex slots) are split in two so that memory
+# stays bounded and regions stream out early.
+MAX_BATCH_REGIONS = 60_000
+MAX_BATCH_SLOTS = 600_000
+
+
+# --------------------------------------------------------------------- problem data
+class Problem:
+    """A network and a domain prepared for the engine (float64)."""
+
+    def __init__(self, net: Network, domain: Box | Polytope, *, big: float | None = None):
+        net = net.float() if net.is_exact else net
+        self.net = net
+        self.d = net.input_dim
+        self.Ws = [np.asarray(W, dtype=np.float64) for W in net.weights]
+        self.bs = [np.asarray(b, dtype=np.float64) for b in net.biases]
+        self.widths = tuple(int(w) for w in net.widths)
+        self.n_layers = len(self.widths)  # hidden layers
+        self.offsets = np.concatenate([[0], np.cumsum(self.widths)]).astype(np.int64)
+        self.N = int(self.offsets[-1])
+        self.layer_of = np.repeat(np.arange(self.n_layers), self.widths).astype(np.int64)
+        self.local_of = np.arange(self.N) - self.offsets[self.layer_of]
+        if domain.dim != self.d:
+            raise DomainError(f"domain has dimension {domain.dim}; the network takes {self.d} inputs")
+        self.domain = domain
+        P = domain.to_polytope()
+        self.A_dom = np.asarray(P.A, dtype=np.float64)
+        self.b_dom = np.asarray(P.b, dtype=np.float64)
+        self.m_dom = self.A_dom.shape[0]
+        # ids: neurons [0, N), domain rows [N, N + m), artificial box [N + m, N + m + 2d)
+        self.art0 = self.N + self.m_dom
+        self.n_ids = self.art0 + 2 * self.d
+        self.big = big
+
+    def is_neuron(self, ids: np.ndarray) -> np.ndarray:
+        return ids < self.N
+
+    def is_domain(self, ids: np.ndarray) -> np.ndarray:
+        return (ids >= self.N) & (ids < self.art0)
+
+    def is_artificial(self, ids: np.ndarray) -> np.ndarray:
+        return ids >= self.art0
+
+
+# ------------------------------------------------------------------------- batches
+@dataclass
+class Batch:
+    """Many regions at the same stage (the next neuron to add is ``stage``).
+
+    Vertex slots live in pools ``X`` / ``F``; region ``r`` owns the slots
+    ``start[r] : start[r] + cnt[r]``.  Splitting appends the children's slots at the
+    end of the pools and abandons the parent's, so one neuron costs time in proportion
+    to the regions it cuts, not to the whole batch; :meth:`compact` reclaims the space.
+    """
+
+    start: np.ndarray  # (n,) first slot of each region
+    cnt: np.ndarray  # (n,) number of vertices of each region
+    X: np.ndarray  # (cap, d) vertex coordinates (one copy per region)
+    F: np.ndarray  # (cap, K) int64 ids of the constraints tight at the vertex, -1 padded
+    used: int  # slots in use (live or dead) at the start of the pools
+    cur: np.ndarray  # (n, w_k) bool: pattern of the current layer
+    par: np.ndarray  # (n, n_layers) int64: index of the layer-k parent in Zs[k]
+    Zs: list = field(default_factory=list)  # per entered layer: (P_k, w_k, d + 1)
+    Ppat: list = field(default_factory=list)  # per entered layer: (P_k, offsets[k]) bool
+    cuts: np.ndarray | None = None  # (P_k, w_k) bool: neuron changes sign on the parent
+    psign: np.ndarray | None = None  # (P_k, w_k) bool: sign on a parent it does not cut
+    stage: int = 0
+    layer: int = -1  # the hidden layer whose data (Zs[layer]) is loaded
+    weight: float = 1.0  # share of the whole domain, for the progress bar
+    dead: int = 0  # abandoned slots
+
+    @property
+    def n(self) -> int:
+        return int(self.start.shape[0])
+
+    @property
+    def ptr(self) -> np.ndarray:
+        """Slot offsets; valid after :meth:`compact`."""
+        out = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(self.cnt, out=out[1:])
+        return out
+
+    def compact(self) -> None:
+        """Store the live slots contiguously in region order."""
+        slots, ptr = _gather_slots_sc(self.start, self.cnt, np.arange(self.n))
+        self.X = self.X[slots]
+        self.F = _compact(self.F[slots])
+        self.start = ptr[:-1].copy()
+        self.used = int(ptr[-1])
+        self.dead = 0
+
+    def append_slots(self, Xc: np.ndarray, Fc: np.ndarray) -> int:
+        """Append slots to the pools; returns the first new slot index."""
+        m = Xc.shape[0]
+        need = self.used + m
+        cap = self.X.shape[0]
+        K = max(self.F.shape[1], Fc.shape[1])
+        if need > cap or K > self.F.shape[1]:
+            newcap = max(need, 2 * cap) if need > cap else cap
+            X = np.empty((newcap, self.X.shape[1]))
+            X[: self.used] = self.X[: self.used]
+            F = np.full((newcap, K), -1, dtype=np.int64)
+            F[: self.used, : self.F.shape[1]] = self.F[: self.used]
+            self.X, self.F = X, F
+        s0 = self.used
+        self.X[s0:need] = Xc
+        self.F[s0:need] = _pad(Fc, K)
+        self.used = need
+        return s0
+
+
+def _gather_slots_sc(start: np.ndarray, cnt: np.ndarray, idx: np.ndarray):
+    """Slot indices of regions ``idx`` (in that order) and the new offsets."""
+    c = cnt[idx]
+    newptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
+    np.cumsum(c, out=newptr[1:])
+    slots = np.repeat(start[idx] - newptr[:-1], c) + np.arange(newptr[-1])
+    return slots, newptr
+
+
+def _slot_region(ptr: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
+
+
+def _gather_slots(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Slot indices of regions ``idx`` (in that order) and the new offsets."""
+    cnt = ptr[idx + 1] - ptr[idx]
+    newptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
+    np.cumsum(cnt, out=newptr[1:])
+    slots = np.repeat(ptr[idx] - newptr[:-1], cnt) + np.arange(newptr[-1])
+    return slots, newptr
+
+
+def _pad(F: np.ndarray, K: int) -> np.ndarray:
+    if F.shape[1] == K:
+        return F
+    if F.shape[1] > K:
+        return F[:, :K]
+    out = np.full((F.shape[0], K), -1, dtype=np.int64)
+    out[:, : F.shape[1]] = F
+    return out
+
+
+def _compact(F: np.ndarray) -> np.ndarray:
+    """Valid ids first (descending), -1 padding last, trailing all -1 columns dropped."""
+    if F.shape[0] == 0:
+        return F
+    F = -np.sort(-F, axis=1)
+    k = int((F >= 0).sum(1).max())
+    return np.ascontiguousarray(F[:, : max(k, 1)])
+
+
+def _concat_F(parts: list[np.ndarray]) -> np.ndarray:
+    K = max(p.shape[1] for p in parts)
+    return np.concatenate([_pad(p, K) for p in parts], axis=0)
+
+
+# ---------------------------------------------------------------------- splitting
+def _simple_edges(F, reg, slots, d, n_ids):
+    """Edges of simple regions: for every vertex and every one of its ``d`` ids, the
+    other ``d - 1`` ids determine the edge leaving that facet; the two ends of an edge
+    share the key.  ``slots``: the slots of the simple regions.  Returns (a, b, ids)
+    with ``ids`` the (d - 1) shared constraint ids of edge (a, b)."""
+    Fs = F[slots, :d]
+    S = slots.shape[0]
+    if d == 1:
+        subs = np.zeros((S, 1, 0), dtype=np.int64)
+    else:
+        cols = np.array([[c for c in range(d) if c != drop] for drop in range(d)])
+        subs = Fs[:, cols]  # (S, d, d - 1)
+    rows = np.repeat(slots, d)
+    sub = subs.reshape(S * d, d - 1)
+    rr = reg[rows]
+    nbits = int(n_ids).bit_length()
+    rbits = int(max(int(rr.max(initial=0)), 1)).bit_length()
+    if nbits * (d - 1) + rbits <= 62:
+        key = rr.astype(np.int64)
+        for c in range(d - 1):
+            key = (key << nbits) | sub[:, c]
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        same = ks[1:] == ks[:-1]
+    else:
+        cols_ = [sub[:, c] for c in range(d - 2, -1, -1)] + [rr]
+        order = np.lexsort(cols_)
+        M = np.concatenate([rr[:, None], sub], axis=1)[order]
+        same = np.all(M[1:] == M[:-1], axis=1)
+    i = np.flatnonzero(same)
+    a = rows[order[i]]
+    b = rows[order[i + 1]]
+    ids = sub[order[i]]
+    return a, b, ids
+
+
+def _edges(F, ptr, reg, pos, neg, d, n, n_ids):
+    """Edges (u, w) with u positive and w negative.  Returns (U, W, ids) with ``ids``
+    the shared constraint ids (padded with -1)."""
+    nvalid = (F >= 0).sum(1)
+    simple_reg = np.logical_and.reduceat(nvalid == d, ptr[:-1]) if n else np.zeros(0, bool)
+    simple_slot = simple_reg[reg]
+    out_U, out_W, out_ids = [], [], []
+    ss = np.flatnonzero(simple_slot)
+    if ss.size:
+        a, b, ids = _simple_edges(F, reg, ss, d, n_ids)
+        ab = pos[a] & neg[b]
+        ba = neg[a] & pos[b]
+        out_U += [a[ab], b[ba]]
+        out_W += [b[ab], a[ba]]
+        out_ids += [ids[ab], ids[ba]]
+    ds = np.flatnonzero(~simple_slot)
+    if ds.size:
+        pos_idx = ds[pos[ds]]
+        neg_idx = ds[neg[ds]]
+        U, W, common = _general_edges(F, ptr, reg, pos_idx, neg_idx, d, n)
+        out_U.append(U)
+        out_W.append(W)
+        out_ids.append(np.where(common, F[U], -1))
+    if not out_U:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, max(d - 1, 1)), np.int64)
+    K = max(max(x.shape[1] for x in out_ids), 1)
+    return (
+        np.concatenate(out_U),
+        np.concatenate(out_W),
+        np.concatenate([_pad(x, K) for x in out_ids], axis=0),
+    )
+
+
+def _general_edges(F, ptr, reg, pos_idx, neg_idx, d, n):
+    """Pairs (u, w), u positive and w negative, that span an edge of their region
+    (any polytope): they share at least d - 1 ids and no third vertex lies on all of
+    them.  Returns (U, W, common) with ``common`` the mask over ``F[U]`` of the shared ids.
+    """
+    Nc = np.bincount(reg[neg_idx], minlength=n)
+    neg_start = np.zeros(n, dtype=np.int64)
+    np.cumsum(Nc[:-1], out=neg_start[1:])
+    reps = Nc[reg[pos_idx]]
+    U = np.repeat(pos_idx, reps)
+    tot = U.shape[0]
+    first = np.repeat(np.cumsum(reps) - reps, reps)
+    within = np.arange(tot) - first
+    rU = reg[U]
+    W = neg_idx[neg_start[rU] + within]
+    FU = F[U]
+    FW = F[W]
+    common = ((FU[:, :, None] == FW[:, None, :]) & (FU[:, :, None] >= 0)).any(2)
+    cc = common.sum(1)
+    edge = np.zeros(U.shape[0], dtype=bool)
+    cand = np.flatnonzero(cc >= d - 1)
+    if cand.size:
+        # exact combinatorial test: no third vertex of the region lies on all shared ids
+        cnt = np.diff(ptr)
+        rc = rU[cand]
+        reps2 = cnt[rc]
+        P2 = np.repeat(np.arange(cand.size), reps2)
+        first2 = np.repeat(np.cumsum(reps2) - reps2, reps2)
+        Xs = np.repeat(ptr[rc], reps2) + (np.arange(P2.shape[0]) - first2)
+        Fu = FU[cand][P2]
+        cm = common[cand][P2]
+        inX = (Fu[:, :, None] == F[Xs][:, None, :]).any(2)
+        contained = (inX | ~cm).all(1)
+        contained &= (Xs != U[cand][P2]) & (Xs != W[cand][P2])
+        blocked = np.bincount(P2, weights=contained, minlength=cand.size) > 0
+        edge[cand] = ~blocked
+    return U[edge], W[edge], common[edge]
+
+
+def split_regions(X, F, ptr, s, pos, neg, h, d, n_ids):
+    """Split every region of (X, F, ptr) by the hyperplane ``h`` with vertex values ``s``.
+
+    Every region must have a positive and a negative vertex.  Returns the children
+    (X, F, ptr) with child ``2 i`` the positive part of region ``i`` and ``2 i + 1``
+    the negative part.
+    """
+    n = ptr.shape[0] - 1
+    reg = _slot_region(ptr)
+    U, W, Fn = _edges(F, ptr, reg, pos, neg, d, n, n_ids)
+    t = s[U] / (s[U] - s[W])
+    Xn = X[U] + t[:, None] * (X[W] - X[U])
+    Fn = np.concatenate([Fn, np.full((Fn.shape[0], 1), h, dtype=np.int64)], axis=1)
+    zero = ~pos & ~neg
+    Fx = np.concatenate([F, np.where(zero, h, -1)[:, None].astype(np.int64)], axis=1)
+    plus = pos | zero
+    minus = neg | zero
+    rn = reg[U]
+    keys = np.concatenate([2 * reg[plus], 2 * reg[minus] + 1, 2 * rn, 2 * rn + 1])
+    order = np.argsort(keys, kind="stable")
+    Xall = np.concatenate([X[plus], X[minus], Xn, Xn], axis=0)[order]
+    Fall = _concat_F([Fx[plus], Fx[minus], Fn, Fn])[order]
+    cnt = np.bincount(keys, minlength=2 * n)
+    newptr = np.zeros(2 * n + 1, dtype=np.int64)
+    np.cumsum(cnt, out=newptr[1:])
+    return Xall, _compact(Fall), newptr
+
+
+def _values(X, Zrow):
+    """z = a x + c and its zero tolerance, per slot (Zrow: (S, d + 1))."""
+    d = X.shape[1]
+    a = Zrow[:, :d]
+    c = Zrow[:, d]
+    s = np.einsum("sd,sd->s", X, a) + c
+    tol = SIGN_TOL * (np.abs(X * a).sum(1) + np.abs(c))
+    return s, s > tol, s < -tol
+
+
+# -------------------------------------------------------------- initial polytopes
+def _box_start(lo: np.ndarray, hi: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray):
+    d = lo.shape[0]
+    bits = (np.arange(2**d)[:, None] >> np.arange(d)) & 1
+    X = np.where(bits == 1, hi, lo).astype(np.float64)
+    F = np.where(bits == 1, id_hi[None, :], id_lo[None, :]).astype(np.int64)
+    return X, F, np.array([0, 2**d], dtype=np.int64)
+
+
+def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Vertices and incidences of the domain (intersected with an artificial box when the
+    domain is unbounded).  Returns (X, F, ptr, bounded_domain)."""
+    d = pb.d
+    dom = pb.domain
+    if d > 16:
+        raise DomainError(f"region enumeration in dimension {d} is not supported (at most 16)")
+    if isinstance(dom, Box):
+        if np.any(dom.hi <= dom.lo):
+            raise DomainError("region enumeration needs a full-dimensional box (lo < hi everywhere)")
+        ids_hi = pb.N + np.arange(d)
+        ids_lo = pb.N + d + np.arange(d)
+        X, F, ptr = _box_start(dom.lo, dom.hi, ids_hi, ids_lo)
+        return X, F, ptr, True
+    # a polytope: start from a box strictly containing it (or a big box) and cut
+    bounded = dom.n_constraints > 0 and dom.is_bounded
+    if bounded:
+        bb = dom.bounding_box()
+        span = float(np.max(bb.hi - bb.lo))
+        if span <= 0:
+            raise DomainError("region enumeration needs a full-dimensional domain")
+        lo = bb.lo - 0.25 * span - 1.0
+        hi = bb.hi + 0.25 * span + 1.0
+    else:
+        M = float(pb.big)
+        lo, hi = -M * np.ones(d), M * np.ones(d)
+    ids_hi = pb.art0 + np.arange(d)
+    ids_lo = pb.art0 + d + np.arange(d)
+    X, F, ptr = _box_start(lo, hi, ids_hi, ids_lo)
+    for i in range(pb.m_dom):
+        a, b = pb.A_dom[i], pb.b_dom[i]
+        if not np.any(a):
+            continue
+        Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
+        s, p, q = _values(X, Zrow)
+        if not p.any():
+            continue  # redundant (or touching) row
+        if not q.any():
+            raise DomainError("region enumeration needs a full-dimensional domain")
+        X2, F2, ptr2 = split_regions(X, F, ptr, s, p, q, pb.N + i, d, pb.n_ids)
+        sl = slice(ptr2[1], ptr2[2])  # keep the negative child (a x - b <= 0)
+        X, F, ptr = X2[sl], _compact(F2[sl]), np.array([0, ptr2[2] - ptr2[1]], dtype=np.int64)
+    if X.shape[0] < d + 1:
+        raise DomainError("region enumeration needs a full-dimensional domain")
+    return X, F, ptr, bounded
+
+
+# ------------------------------------------------------------------- layer entry
+def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
+    d = pb.d
+    W, bias = pb.Ws[k], pb.bs[k]
+    b.compact()
+    n = b.n
+    if k == 0:
+        Z = np.concatenate([W, bias[:, None]], axis=1)[None]  # (1, w, d + 1)
+        par = np.zeros(n, dtype=np.int64)
+        Ppat = np.zeros((1, 0), dtype=bool)
+    else:
+        Zp = b.Zs[k - 1][b.par[:, k - 1]]  # (n, w_prev, d + 1)
+        H = b.cur[:, :, None] * Zp
+        Z = np.einsum("ij,njk->nik", W, H)
+        Z[:, :, d] += bias
+        par = np.arange(n, dtype=np.int64)
+        Ppat = np.concatenate([b.Ppat[k - 1][b.par[:, k - 1]], b.cur], axis=1)
+    # which neurons change sign on which parent: evaluate at the parent's vertices
+    # (for k > 0 every region is its own parent, so slots are grouped by parent)
+    w = Z.shape[1]
+    S = b.used
+    reg = _slot_region(b.ptr)
+    Xa = np.concatenate([b.X[:S], np.ones((S, 1))], axis=1)
+    absZ = np.abs(Z)
+    POS = np.empty((S, w), dtype=bool)
+    NEG = np.empty((S, w), dtype=bool)
+    chunk = max(1, 4_000_000 // max(1, w * (d + 1)))
+    for s0 in range(0, S, chunk):
+        xs = Xa[s0 : s0 + chunk]
+        if k == 0:
+            V = xs @ Z[0].T
+            T = SIGN_TOL * (np.abs(xs) @ absZ[0].T)
+        else:
+            pr = reg[s0 : s0 + chunk]
+            V = np.einsum("sk,sjk->sj", xs, Z[pr])
+            T = SIGN_TOL * np.einsum("sk,sjk->sj", np.abs(xs), absZ[pr])
+        POS[s0 : s0 + chunk] = V > T
+        NEG[s0 : s0 + chunk] = V < -T
+    if k == 0:
+        anyp = POS.any(0)[None]
+        anyn = NEG.any(0)[None]
+    else:
+        anyp = np.logical_or.reduceat(POS, b.ptr[:-1], axis=0)
+        anyn = np.logical_or.reduceat(NEG, b.ptr[:-1], axis=0)
+    b.Zs = [*b.Zs[:k], Z]
+    b.Ppat = [*b.Ppat[:k], Ppat]
+    b.par = b.par.copy()
+    b.par[:, k] = par
+    b.cuts = anyp & anyn
+    b.psign = anyp
+    b.cur = np.zeros((n, w), dtype=bool)
+    b.layer = k
+
+
+# -------------------------------------------------------------------- one neuron
+def _apply_neuron(pb: Problem, b: Batch) -> Batch:
+    j = b.stage
+    k = int(pb.layer_of[j])
+    jj = int(pb.local_of[j])
+    d = pb.d
+    parent = b.par[:, k]
+    active = b.cuts[parent, jj]
+    b.cur[:, jj] = b.psign[parent, jj]
+    b.stage += 1
+    if not active.any():
+        return b
+    act = np.flatnonzero(active)
+    slots, aptr = _gather_slots_sc(b.start, b.cnt, act)
+    areg = _slot_region(aptr)
+    Zrow = b.Zs[k][parent[act][areg], jj]  # (S_a, d + 1)
+    Xs = b.X[slots]
+    s, pos, neg = _values(Xs, Zrow)
+    hp = np.logical_or.reduceat(pos, aptr[:-1])
+    hn = np.logical_or.reduceat(neg, aptr[:-1])
+    b.cur[act, jj] = hp
+    spl = hp & hn
+    if not spl.any():
+        return b
+    sidx = np.flatnonzero(spl)
+    sslots, sptr = _gather_slots(aptr, sidx)
+    Xc, Fc, cptr = split_regions(
+        Xs[sslots], b.F[slots[sslots]], sptr, s[sslots], pos[sslots], neg[sslots], j, d, pb.n_ids
+    )
+    ridx = act[sidx]  # regions that were split (batch indices)
+    b.dead += int(b.cnt[ridx].sum())
+    s0 = b.append_slots(Xc, Fc)
+    keep = np.ones(b.n, dtype=bool)
+    keep[ridx] = False
+    kidx = np.flatnonzero(keep)
+    two = np.repeat(ridx, 2)
+    cur_c = b.cur[two]
+    cur_c[0::2, jj] = True
+    cur_c[1::2, jj] = False
+    b.start = np.concatenate([b.start[kidx], s0 + cptr[:-1]])
+    b.cnt = np.concatenate([b.cnt[kidx], np.diff(cptr)])
+    b.cur = np.concatenate([b.cur[kidx], cur_c], axis=0)
+    b.par = np.concatenate([b.par[kidx], b.par[two]], axis=0)
+    if b.dead > b.used // 2 and b.dead > 100_000:
+        b.compact()
+    return b
+
+
+def _halve(b: Batch) -> tuple[Batch, Batch]:
+    n = b.n
+    h = n // 2
+    out = []
+    for idx in (np.arange(h), np.arange(h, n)):
+        slots, ptr = _gather_slots_sc(b.start, b.cnt, idx)
+        out.append(
+            Batch(
+                start=ptr[:-1].copy(),
+                cnt=np.diff(ptr),
+                X=b.X[slots],
+                F=_compact(b.F[slots]),
+                used=int(ptr[-1]),
+                cur=b.cur[idx],
+                par=b.par[idx],
+                Zs=b.Zs,
+                Ppat=b.Ppat,
+                cuts=b.cuts,
+                psign=b.psign,
+                stage=b.stage,
+                layer=b.layer,
+                weight=b.weight / 2,
+            )
+        )
+    return out[0], out[1]
+
+
+# -------------------------------------------------------------------- finished
+@dataclass
+class FinalChunk:
+    """Finished regions of one batch (arrays; see :func:`finalize`)."""
+
+    batch: Batch
+    pattern: np.ndarray  # (n, N) bool
+
+
+def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
+    """Yield finished regions batch by batch (depth first).
+
+    ``progress(frac)`` is called with the finished share of the domain (0..1].
+    """
+    d = pb.d
+    L = pb.n_layers
+    root = Batch(
+        start=ptr0[:-1].copy(),
+        cnt=np.diff(ptr0),
+        X=X0,
+        F=F0,
+        used=int(ptr0[-1]),
+        cur=np.zeros((1, 0), dtype=bool),
+        par=np.zeros((1, max(L, 1)), dtype=np.int64),
+    )
+    stack = [root]
+    done = 0.0
+    while stack:
+        b = stack.pop()
+        while b.stage < pb.N:
+            k = int(pb.layer_of[b.stage])
+            if k != b.layer:
+                _enter_layer(pb, b, k)
+            b = _apply_neuron(pb, b)
+            if b.n > MAX_BATCH_REGIONS or b.used - b.dead > MAX_BATCH_SLOTS:
+                b1, b2 = _halve(b)
+                stack.append(b2)
+                b = b1
+        b.compact()
+        if L == 0:
+            pattern = np.zeros((b.n, 0), dtype=bool)
+        else:
+            pattern = np.concatenate([b.Ppat[L - 1][b.par[:, L - 1]], b.cur], axis=1)
+        done += b.weight
+        yield FinalChunk(batch=b, pattern=pattern)
+        if progress is not None:
+            progress(min(done, 1.0))
+    _ = d

@@ -1,0 +1,230 @@
+"""The adjacency (dual) graph of the polyhedral complex of linear regions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..network import Network
+from ._types import RegionSet, neuron_label
+
+__all__ = ["adjacency", "graph", "graph_summary", "GraphSummary", "pattern_index"]
+
+_MULT = None
+
+
+def _hash_rows(P: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of a uint8 matrix (rows compared exactly afterwards)."""
+    global _MULT
+    n, nb = P.shape
+    pad = (-nb) % 8
+    if pad:
+        P = np.concatenate([P, np.zeros((n, pad), dtype=np.uint8)], axis=1)
+    words = np.ascontiguousarray(P).view(np.uint64)  # (n, nw)
+    nw = words.shape[1]
+    if _MULT is None or _MULT.shape[0] < nw:
+        rng = np.random.default_rng(12345)
+        _MULT = rng.integers(1, 2**63 - 1, size=max(nw, 64), dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        h = (words * _MULT[:nw]).sum(axis=1, dtype=np.uint64)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+class _PatternTable:
+    """Exact lookup of packed patterns (sorted hashes + row comparison)."""
+
+    def __init__(self, packed: np.ndarray):
+        self.packed = packed
+        self.h = _hash_rows(packed)
+        self.order = np.argsort(self.h, kind="stable")
+        self.hs = self.h[self.order]
+
+    def find(self, Q: np.ndarray) -> np.ndarray:
+        """Index of each row of ``Q`` in the table, or -1."""
+        if Q.shape[0] == 0 or self.packed.shape[0] == 0:
+            return np.full(Q.shape[0], -1, dtype=np.int64)
+        hq = _hash_rows(Q)
+        pos = np.searchsorted(self.hs, hq)
+        out = np.full(Q.shape[0], -1, dtype=np.int64)
+        # equal hashes are contiguous; walk them (collisions are rare)
+        for step in range(8):
+            p = pos + step
+            ok = (p < self.hs.shape[0]) & (out < 0)
+            ok[ok] &= self.hs[p[ok]] == hq[ok]
+            if not ok.any():
+                break
+            cand = self.order[p[ok]]
+            same = np.all(self.packed[cand] == Q[ok], axis=1)
+            idx = np.flatnonzero(ok)[same]
+            out[idx] = cand[same]
+        return out
+
+
+def pattern_index(rs: RegionSet, patterns: np.ndarray) -> np.ndarray:
+    """Index of the region with each (bool) activation pattern, -1 when none."""
+    N = rs.n_neurons
+    if N == 0:
+        return np.zeros(patterns.shape[0], dtype=np.int64) if len(rs) else -np.ones(
+            patterns.shape[0], dtype=np.int64)
+    table = rs.info.get("_table")
+    if table is None:
+        table = _PatternTable(rs.packed_patterns)
+        rs.info["_table"] = table
+    return table.find(np.packbits(np.asarray(patterns, dtype=bool), axis=1))
+
+
+def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
+    """Edges ``(i, j, neuron)`` of the dual graph, ``i < j``, as an (E, 3) int array.
+
+    Two regions are joined when they share a facet; the facet lies on the hyperplane
+    of ``neuron``, and the two activation patterns differ exactly in that neuron.  A
+    facet whose pattern-flipped neighbour is missing (possible only at degenerate
+    input, where a bent hyperplane runs along the facet) is resolved by stepping a
+    little across the facet's centre and locating the region there.
+    """
+    n = len(rs)
+    N = rs.n_neurons
+    if n == 0 or N == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    fr = np.repeat(np.arange(n), np.diff(rs.facet_ptr))
+    fid = rs.facet_ids
+    isn = fid < N
+    r = fr[isn]
+    j = fid[isn]
+    P = rs.packed_patterns[r].copy()
+    byte = j // 8
+    bit = (7 - (j % 8)).astype(np.uint8)
+    P[np.arange(P.shape[0]), byte] ^= (np.uint8(1) << bit)
+    table = rs.info.get("_table")
+    if table is None:
+        table = _PatternTable(rs.packed_patterns)
+        rs.info["_table"] = table
+    s = table.find(P)
+    # the neighbour must carry the same neuron as a facet
+    key_all = fr.astype(np.int64) * (N + 1) + np.where(isn, fid, N)
+    key_sorted = np.sort(key_all)
+    ok = s >= 0
+    q = s[ok] * (N + 1) + j[ok]
+    pos = np.searchsorted(key_sorted, q)
+    pos = np.minimum(pos, key_sorted.shape[0] - 1)
+    good = np.zeros_like(ok)
+    good[np.flatnonzero(ok)] = key_sorted[pos] == q
+    E = np.stack([r[good], s[good], j[good]], axis=1)
+    # degenerate leftovers: probe across the facet
+    miss = np.flatnonzero(~good)
+    if miss.size:
+        net = net if net is not None else rs.info.get("net")
+        if net is not None:
+            E = np.concatenate([E, _probe(rs, net, np.flatnonzero(isn)[miss])], axis=0)
+    E = E[E[:, 0] != E[:, 1]]
+    lo = np.minimum(E[:, 0], E[:, 1])
+    hi = np.maximum(E[:, 0], E[:, 1])
+    E = np.unique(np.stack([lo, hi, E[:, 2]], axis=1), axis=0)
+    # one edge per pair of regions (a degenerate facet may lie on two hyperplanes)
+    _, first = np.unique(E[:, :2], axis=0, return_index=True)
+    return E[np.sort(first)]
+
+
+def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
+    """Edges found by stepping across facets (global facet indices)."""
+    n = len(rs)
+    fr = np.repeat(np.arange(n), np.diff(rs.facet_ptr))
+    out = []
+    for f in facets:
+        r = int(fr[f])
+        a, b = rs.facet_A[f], rs.facet_b[f]
+        V = rs.vertices[rs.vertex_ptr[r] : rs.vertex_ptr[r + 1]]
+        on = np.abs(V @ a - b) <= 1e-9 * (1 + np.abs(V).max())
+        if not on.any():
+            continue
+        c = V[on].mean(0)
+        eps = 1e-7 * (1 + float(np.abs(c).max()))
+        p = c + eps * a
+        if rs.domain is not None and not bool(rs.domain.contains(p, tol=0.0)):
+            continue
+        s = pattern_index(rs, net.pattern_vector(p[None]))[0]
+        if s >= 0 and s != r:
+            out.append((r, s, int(rs.facet_ids[f])))
+    return np.array(out, dtype=np.int64).reshape(-1, 3)
+
+
+@dataclass(frozen=True)
+class GraphSummary:
+    """Summary statistics of the dual graph."""
+
+    regions: int
+    edges: int
+    avg_degree: float
+    max_degree: int
+    diameter: int | None
+    bounded: int
+    touching_domain: int
+    connected: bool
+    dim: int
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def graph(rs: RegionSet, net: Network | None = None) -> Any:
+    """The networkx graph of the complex: node ``i`` is region ``i`` (attributes
+    ``pattern``, ``bounded``, ``touches_domain``, ``interior_point``); an edge joins
+    two regions sharing a facet and carries ``neuron`` (flat id) and ``layer``/``index``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> G = regions.graph(regions.enumerate(net, Box([-1, -1], [1, 1])))
+        >>> G.number_of_nodes(), G.number_of_edges()
+        (4, 4)
+    """
+    import networkx as nx
+
+    E = adjacency(rs, net)
+    G = nx.Graph()
+    pats = rs.patterns
+    for i in range(len(rs)):
+        G.add_node(
+            i,
+            pattern="".join("1" if p else "0" for p in pats[i]),
+            bounded=bool(rs.bounded[i]),
+            touches_domain=bool(rs.touches_domain[i]),
+            interior_point=rs.interior[i],
+        )
+    for a, b, j in E.tolist():
+        layer, idx = neuron_label(rs.widths, j)
+        G.add_edge(a, b, neuron=j, layer=layer, index=idx)
+    G.graph["summary"] = graph_summary(G, rs)
+    return G
+
+
+def graph_summary(G: Any, rs: RegionSet | None = None, *, diameter: bool = True) -> GraphSummary:
+    """Regions, edges, average and maximum degree, diameter (exact, by networkx with
+    bounds; ``None`` when the graph is disconnected or ``diameter=False``), and the
+    numbers of bounded and domain-touching regions."""
+    import networkx as nx
+
+    n = G.number_of_nodes()
+    m = G.number_of_edges()
+    degs = [d for _, d in G.degree()]
+    conn = n > 0 and nx.is_connected(G)
+    diam = None
+    if diameter and conn:
+        diam = int(nx.diameter(G, usebounds=True)) if n > 1 else 0
+    bounded = sum(1 for _, a in G.nodes(data="bounded") if a)
+    touching = sum(1 for _, a in G.nodes(data="touches_domain") if a)
+    return GraphSummary(
+        regions=n,
+        edges=m,
+        avg_degree=(2.0 * m / n) if n else 0.0,
+        max_degree=max(degs) if degs else 0,
+        diameter=diam,
+        bounded=bounded,
+        touching_domain=touching,
+        connected=bool(conn),
+        dim=rs.dim if rs is not None else -1,
+    )

@@ -1,0 +1,265 @@
+"""1-D and 2-D slices of the linear-region complex."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box
+from ..errors import RelulabError
+from ..network import Network
+
+__all__ = ["Segment", "along_segment", "Slice2D", "Polygon", "slice2d", "restrict_affine"]
+
+
+def restrict_affine(net: Network, origin: Any, directions: Any) -> Network:
+    """The network ``s -> net(origin + directions.T @ s)`` on a k-dimensional slice
+    (``directions``: k vectors of length d).  Exact networks stay exact."""
+    ex = net.is_exact
+    dt = object if ex else np.float64
+    conv = (lambda a: np.array([[Fraction(v) for v in row] for row in np.atleast_2d(a)], dtype=object)
+            ) if ex else (lambda a: np.atleast_2d(np.asarray(a, dtype=np.float64)))
+    D = conv(directions)  # (k, d)
+    o = conv(origin).reshape(-1)
+    if D.shape[1] != net.input_dim or o.shape[0] != net.input_dim:
+        raise RelulabError(
+            f"slice: origin/directions have length {o.shape[0]}/{D.shape[1]}; "
+            f"the network takes {net.input_dim} inputs"
+        )
+    W0, b0 = net.weights[0], net.biases[0]
+    Ws = [np.asarray(W0 @ D.T, dtype=dt), *net.weights[1:]]
+    bs = [np.asarray(W0 @ o + b0, dtype=dt), *net.biases[1:]]
+    skip = None
+    if net.skip is not None:
+        S, s = net.skip
+        skip = (S @ D.T, S @ o + s)
+    return Network(Ws, bs, skip, exact=ex)
+
+
+# --------------------------------------------------------------------- 1-D
+@dataclass(frozen=True)
+class Segment:
+    """The network on the segment ``x(t) = a + t (b - a)``, ``t`` in [0, 1], in complete
+    piecewise-linear form: ``breakpoints`` ``0 = t_0 < t_1 < ... < t_k = 1`` (the inner
+    ones are the kinks, where the activation pattern changes), ``values`` ``f(x(t_i))``
+    (shape (k + 1, m)) and ``slopes`` ``df/dt`` on each piece (shape (k, m)).
+    Entries are Fractions for an exact network.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    breakpoints: np.ndarray
+    values: np.ndarray
+    slopes: np.ndarray
+    patterns: np.ndarray
+
+    @property
+    def n_pieces(self) -> int:
+        return int(self.slopes.shape[0])
+
+    @property
+    def kinks(self) -> np.ndarray:
+        """The inner breakpoints."""
+        return self.breakpoints[1:-1]
+
+    @property
+    def points(self) -> np.ndarray:
+        """The breakpoints as input points ``a + t (b - a)``."""
+        t = self.breakpoints
+        return self.a[None, :] + t[:, None] * (self.b - self.a)[None, :]
+
+    def __call__(self, t: Any) -> np.ndarray:
+        """Evaluate the piecewise-linear form at parameters ``t`` (floats)."""
+        t = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        bp = self.breakpoints.astype(np.float64)
+        i = np.clip(np.searchsorted(bp, t, side="right") - 1, 0, self.n_pieces - 1)
+        return self.values[i].astype(np.float64) + (t - bp[i])[:, None] * self.slopes[i].astype(
+            np.float64)
+
+    def to_dict(self) -> dict:
+        from ..cli._common import to_jsonable
+
+        return {
+            "a": to_jsonable(self.a), "b": to_jsonable(self.b),
+            "breakpoints": to_jsonable(self.breakpoints), "values": to_jsonable(self.values),
+            "slopes": to_jsonable(self.slopes), "pieces": self.n_pieces,
+        }
+
+
+def along_segment(net: Network, a: Any, b: Any, *, tol: float = 1e-12) -> Segment:
+    """Every breakpoint of ``net`` on the segment from ``a`` to ``b``.
+
+    Works layer by layer on intervals of ``t``: on each interval every neuron of the
+    next layer is affine in ``t``, so its zero is found by one division and the
+    interval is cut there.  For an exact (Fraction) network the breakpoints, values
+    and slopes are exact rationals.  For a univariate network with ``a = lo`` and
+    ``b = hi`` this is its complete piecewise-linear form on [lo, hi].
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [1.0]], [[1.0, -2.0]]], [[0.0, -1.0], [0.0]])
+        >>> seg = along_segment(net, [-1.0], [3.0])
+        >>> seg.points.ravel().tolist(), seg.slopes.ravel().tolist()
+        ([-1.0, 0.0, 1.0, 3.0], [0.0, 4.0, -4.0])
+    """
+    ex = net.is_exact
+    one = Fraction(1) if ex else 1.0
+    zero = Fraction(0) if ex else 0.0
+    g = restrict_affine(net, a, [np.asarray(b, dtype=object if ex else float) -
+                                 np.asarray(a, dtype=object if ex else float)])
+    av = np.array([Fraction(v) for v in np.ravel(a)], dtype=object) if ex else np.asarray(
+        a, float).ravel()
+    bv = np.array([Fraction(v) for v in np.ravel(b)], dtype=object) if ex else np.asarray(
+        b, float).ravel()
+    # intervals [lo_i, hi_i] with, per interval, the affine map of the current layer's
+    # input: h(t) = P_i t + q_i  (shape (n_int, width))
+    lo = np.array([zero], dtype=object if ex else float)
+    hi = np.array([one], dtype=object if ex else float)
+    P = np.ones((1, 1), dtype=object if ex else float) * one
+    Q = np.zeros((1, 1), dtype=object if ex else float) * one
+    pats: list[np.ndarray] = [np.zeros((1, 0), dtype=bool)]
+    for W, bias in zip(g.weights[:-1], g.biases[:-1], strict=True):
+        Zp = P @ W.T  # slope of each neuron on each interval
+        Zq = Q @ W.T + bias
+        # zeros strictly inside each interval
+        new_lo, new_P, new_Q, new_pat = [], [], [], []
+        for i in range(lo.shape[0]):
+            l, h = lo[i], hi[i]
+            cuts = []
+            for jn in range(W.shape[0]):
+                s = Zp[i, jn]
+                if s == 0:
+                    continue
+                t = -Zq[i, jn] / s
+                width = h - l
+                if ex:
+                    if l < t < h:
+                        cuts.append(t)
+                elif l + tol * max(1.0, abs(width)) < t < h - tol * max(1.0, abs(width)):
+                    cuts.append(t)
+            pts = [l, *sorted(set(cuts)), h]
+            for u, v in zip(pts[:-1], pts[1:], strict=True):
+                new_lo.append(u)
+                new_P.append(Zp[i])
+                new_Q.append(Zq[i])
+                new_pat.append((u, v, i))
+        lo = np.array([x for x in new_lo], dtype=object if ex else float)
+        hi = np.array([p[1] for p in new_pat], dtype=object if ex else float)
+        Zp_all = np.array(new_P, dtype=object if ex else float)
+        Zq_all = np.array(new_Q, dtype=object if ex else float)
+        mid = (lo + hi) / 2
+        zmid = Zp_all * mid[:, None] + Zq_all
+        act = np.array(zmid > 0, dtype=bool)
+        prev = pats[-1][[p[2] for p in new_pat]] if pats[-1].shape[1] else np.zeros(
+            (lo.shape[0], 0), dtype=bool)
+        pats.append(np.concatenate([prev, act], axis=1))
+        P = np.where(act, Zp_all, zero)
+        Q = np.where(act, Zq_all, zero)
+    WL, bL = g.weights[-1], g.biases[-1]
+    slopes = P @ WL.T
+    offs = Q @ WL.T + bL
+    if g.skip is not None:
+        slopes = slopes + g.skip[0][:, 0][None, :]
+        offs = offs + g.skip[1][None, :]
+    # merge neighbouring intervals on which the function has the same slope and pattern
+    # does not matter: breakpoints are where the pattern changes (kinks of the complex)
+    bps = np.concatenate([lo, hi[-1:]])
+    vals = np.concatenate([slopes * lo[:, None] + offs, (slopes[-1:] * hi[-1] + offs[-1:])], axis=0)
+    return Segment(a=av, b=bv, breakpoints=bps, values=vals, slopes=slopes, patterns=pats[-1])
+
+
+# --------------------------------------------------------------------- 2-D
+@dataclass(frozen=True)
+class Polygon:
+    """One linear region of a 2-D slice: vertices in counter-clockwise order (slice
+    coordinates), activation pattern, and the network's affine map in slice
+    coordinates, ``f(origin + s u + t v) = C [s, t] + c``."""
+
+    vertices: np.ndarray
+    pattern: np.ndarray
+    C: np.ndarray
+    c: np.ndarray
+
+    @property
+    def area(self) -> float:
+        x, y = self.vertices[:, 0], self.vertices[:, 1]
+        return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+    def to_dict(self) -> dict:
+        return {"vertices": self.vertices.tolist(),
+                "pattern": "".join("1" if p else "0" for p in self.pattern),
+                "C": self.C.tolist(), "c": self.c.tolist()}
+
+
+@dataclass(frozen=True)
+class Slice2D:
+    """The exact partition of the window of a 2-D slice ``origin + s u + t v``."""
+
+    origin: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    window: tuple[float, float, float, float]
+    polygons: list[Polygon]
+
+    def __len__(self) -> int:
+        return len(self.polygons)
+
+    def to_point(self, st: Any) -> np.ndarray:
+        st = np.atleast_2d(np.asarray(st, dtype=np.float64))
+        return self.origin[None, :] + st[:, :1] * self.u[None, :] + st[:, 1:2] * self.v[None, :]
+
+    def to_dict(self) -> dict:
+        return {"origin": self.origin.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
+                "window": list(self.window), "polygons": [p.to_dict() for p in self.polygons]}
+
+
+def slice2d(
+    net: Network,
+    origin: Any = None,
+    u: Any = None,
+    v: Any = None,
+    window: tuple[float, float, float, float] = (-1.0, 1.0, -1.0, 1.0),
+) -> Slice2D:
+    """The exact partition of the 2-D slice ``{origin + s u + t v}`` with ``(s, t)`` in
+    ``window = (s_min, s_max, t_min, t_max)`` into convex polygons.
+
+    Defaults: the origin, and the first two coordinate axes.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> sl = slice2d(net)
+        >>> len(sl), round(sum(p.area for p in sl.polygons), 12)
+        (4, 4.0)
+    """
+    from ._enumerate import enumerate_regions
+
+    d = net.input_dim
+    o = np.zeros(d) if origin is None else np.asarray(origin, dtype=np.float64).ravel()
+    if u is None or v is None:
+        if d < 2:
+            raise RelulabError("slice2d needs a network with at least 2 inputs (or give u and v)")
+        eye = np.eye(d)
+        u = eye[0] if u is None else u
+        v = eye[1] if v is None else v
+    u = np.asarray(u, dtype=np.float64).ravel()
+    v = np.asarray(v, dtype=np.float64).ravel()
+    if abs(u[0] * 0 + np.linalg.matrix_rank(np.stack([u, v]))) < 2:
+        raise RelulabError("slice2d: the directions u and v are parallel")
+    s0, s1, t0, t1 = (float(w) for w in window)
+    g = restrict_affine(net.float() if net.is_exact else net, o, np.stack([u, v]))
+    rs = enumerate_regions(g, Box([s0, t0], [s1, t1]))
+    polys = []
+    pats = rs.patterns
+    for i in range(len(rs)):
+        V = rs.vertices[rs.vertex_ptr[i] : rs.vertex_ptr[i + 1]]
+        c = V.mean(0)
+        ang = np.arctan2(V[:, 1] - c[1], V[:, 0] - c[0])
+        V = V[np.argsort(ang)]
+        aff = rs.affine[i]
+        polys.append(Polygon(vertices=V, pattern=pats[i], C=aff[:, :2], c=aff[:, 2]))
+    return Slice2D(origin=o, u=u, v=v, window=(s0, s1, t0, t1), polygons=polys)

@@ -1,0 +1,230 @@
+"""Result types of region enumeration: one region, and the complete collection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Region", "RegionSet", "neuron_label"]
+
+
+def neuron_label(widths: tuple[int, ...], j: int) -> tuple[int, int]:
+    """``(layer, index)`` (both from 0) of the flat hidden-neuron id ``j``."""
+    off = 0
+    for k, w in zip(range(len(widths)), widths, strict=True):
+        if j < off + w:
+            return k, j - off
+        off += w
+    raise IndexError(f"neuron {j} out of range (the network has {off} hidden neurons)")
+
+
+@dataclass(frozen=True, eq=False)
+class Region:
+    """One full-dimensional linear region ``{x : A x <= b}``.
+
+    Attributes:
+        index: position in the enumeration.
+        pattern: activation pattern, one bool per hidden neuron (layers concatenated;
+            True = active, pre-activation > 0 inside the region).
+        A, b: the minimal H-representation: one row per facet, rows of unit norm.
+        facet_ids: per row, the hyperplane that carries the facet: a hidden neuron id
+            ``j < n_neurons``, or ``n_neurons + i`` for row ``i`` of the domain's
+            H-representation (``Box.to_polytope()`` order for a box).
+        vertices: the region's vertices (of its part inside the artificial box for an
+            unbounded region), shape (n_vertices, d).
+        interior_point: a point strictly inside (the centroid of the vertices, or the
+            Chebyshev centre when asked for), and ``radius``: the radius of the largest
+            ball around it inside the region.
+        affine: ``(C, c)`` with ``net(x) = C x + c`` on the region.
+        bounded: False for an unbounded region (domain = all of R^d or an unbounded
+            polytope).
+        touches_domain: some facet lies on the domain's boundary.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box, regions
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> R = regions.enumerate(net, Box([-1], [1]))[0]
+        >>> R.contains(R.interior_point), R.affine[0].shape
+        (True, (1, 1))
+    """
+
+    index: int
+    pattern: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    facet_ids: np.ndarray
+    vertices: np.ndarray
+    interior_point: np.ndarray
+    radius: float
+    affine: tuple[np.ndarray, np.ndarray]
+    bounded: bool
+    touches_domain: bool
+    n_neurons: int = 0
+
+    @property
+    def dim(self) -> int:
+        return int(self.interior_point.shape[0])
+
+    def contains(self, X: Any, tol: float = 1e-9) -> np.ndarray | bool:
+        """Membership (``A x <= b + tol``) of a point or of each row of a batch."""
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        ok = np.all(np.atleast_2d(X) @ self.A.T <= self.b + tol, axis=1)
+        return bool(ok[0]) if single else ok
+
+    def slack(self, x: Any) -> np.ndarray:
+        """``b - A x``: distance of ``x`` to each facet (rows have unit norm)."""
+        return self.b - self.A @ np.asarray(x, dtype=np.float64)
+
+    def chebyshev_center(self) -> tuple[np.ndarray, float]:
+        """The Chebyshev centre and radius by one LP (HiGHS)."""
+        from ..lp import chebyshev_center
+
+        x, r = chebyshev_center(self.A, self.b)
+        if x is None:  # cannot happen for a region found by the enumeration
+            raise RuntimeError("region is empty")
+        return x, r
+
+    def neuron_facets(self) -> np.ndarray:
+        """Ids of the hidden neurons whose hyperplane carries a facet."""
+        return self.facet_ids[self.facet_ids < self.n_neurons]
+
+    def to_dict(self) -> dict:
+        C, c = self.affine
+        return {
+            "index": self.index,
+            "pattern": "".join("1" if p else "0" for p in self.pattern),
+            "A": self.A.tolist(),
+            "b": self.b.tolist(),
+            "facet_ids": self.facet_ids.tolist(),
+            "vertices": self.vertices.tolist(),
+            "interior_point": self.interior_point.tolist(),
+            "radius": float(self.radius),
+            "affine": {"C": C.tolist(), "c": c.tolist()},
+            "bounded": self.bounded,
+            "touches_domain": self.touches_domain,
+        }
+
+
+@dataclass(eq=False)
+class RegionSet:
+    """All regions found, stored as flat arrays (``len``, indexing and iteration give
+    :class:`Region` objects, built on demand).
+
+    ``partial`` is True when the enumeration stopped early (``max_regions``, Ctrl-C);
+    every region in a partial set is still exact.
+    """
+
+    dim: int
+    widths: tuple[int, ...]
+    packed_patterns: np.ndarray  # (n, ceil(N / 8)) uint8
+    vertex_ptr: np.ndarray
+    vertices: np.ndarray
+    facet_ptr: np.ndarray
+    facet_ids: np.ndarray
+    facet_A: np.ndarray
+    facet_b: np.ndarray
+    interior: np.ndarray
+    radius: np.ndarray
+    affine: np.ndarray  # (n, m, d + 1): C | c
+    bounded: np.ndarray
+    touches_domain: np.ndarray
+    partial: bool = False
+    domain: Any = None
+    seconds: float = 0.0
+    method: str = "subdivision"
+    certified: bool = True
+    info: dict = field(default_factory=dict)
+
+    # -------------------------------------------------------------- basics
+    @property
+    def n_neurons(self) -> int:
+        return int(sum(self.widths))
+
+    def __len__(self) -> int:
+        return int(self.interior.shape[0])
+
+    @property
+    def patterns(self) -> np.ndarray:
+        """(n, n_neurons) bool activation patterns."""
+        N = self.n_neurons
+        if N == 0:
+            return np.zeros((len(self), 0), dtype=bool)
+        return np.unpackbits(self.packed_patterns, axis=1, count=N).astype(bool)
+
+    def __getitem__(self, i: int) -> Region:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"region {i} out of range ({n} regions)")
+        d = self.dim
+        N = self.n_neurons
+        f0, f1 = self.facet_ptr[i], self.facet_ptr[i + 1]
+        v0, v1 = self.vertex_ptr[i], self.vertex_ptr[i + 1]
+        pat = (
+            np.unpackbits(self.packed_patterns[i], count=N).astype(bool)
+            if N
+            else np.zeros(0, dtype=bool)
+        )
+        aff = self.affine[i]
+        return Region(
+            index=i,
+            pattern=pat,
+            A=self.facet_A[f0:f1],
+            b=self.facet_b[f0:f1],
+            facet_ids=self.facet_ids[f0:f1],
+            vertices=self.vertices[v0:v1],
+            interior_point=self.interior[i],
+            radius=float(self.radius[i]),
+            affine=(aff[:, :d], aff[:, d]),
+            bounded=bool(self.bounded[i]),
+            touches_domain=bool(self.touches_domain[i]),
+            n_neurons=N,
+        )
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -------------------------------------------------------------- queries
+    def locate(self, X: Any) -> np.ndarray:
+        """Index of the region containing each point (by its activation pattern;
+        -1 for a point on a boundary or outside every region found)."""
+        from ._graph import pattern_index
+
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        return pattern_index(self, self._net_patterns(X))
+
+    def _net_patterns(self, X: np.ndarray) -> np.ndarray:
+        net = self.info.get("net")
+        if net is None:
+            raise RuntimeError("this region set does not keep its network")
+        return net.pattern_vector(X)
+
+    def summary(self) -> dict:
+        return {
+            "regions": len(self),
+            "bounded": int(self.bounded.sum()),
+            "touching_domain": int(self.touches_domain.sum()),
+            "vertices_per_region": float(np.diff(self.vertex_ptr).mean()) if len(self) else 0.0,
+            "facets_per_region": float(np.diff(self.facet_ptr).mean()) if len(self) else 0.0,
+            "partial": self.partial,
+            "certified": self.certified,
+            "method": self.method,
+            "seconds": self.seconds,
+        }
+
+    def to_dict(self, regions: bool = True) -> dict:
+        out = {
+            "dim": self.dim,
+            "widths": list(self.widths),
+            "domain": self.domain.to_dict() if hasattr(self.domain, "to_dict") else None,
+            **self.summary(),
+        }
+        if regions:
+            out["region_list"] = [r.to_dict() for r in self]
+        return out

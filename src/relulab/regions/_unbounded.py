@@ -1,0 +1,74 @@
+"""Unbounded domains (all of R^d, unbounded polytopes): enumerate inside a large
+artificial box, then certify with LPs that nothing lies beyond it.
+
+Certificate: the dual graph of the complex is connected, so the regions found are
+all of them as soon as no region has a facet outside the box.  Regions that do not
+touch the artificial box are exact already; for each one that does, every neuron or
+domain row that is not one of its facets inside the box is checked (one LP each) not
+to be a facet of the true, unbounded region.  When the check fails the box grows
+eightfold and the enumeration is redone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..lp import LPModel
+from ._bfs import pattern_constraints
+
+__all__ = ["enumerate_unbounded"]
+
+
+def _is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
+    m.h.changeRowBounds(q, -np.inf, b[q] + 1.0)
+    m.set_objective(-A[q])
+    res = m.solve()
+    m.h.changeRowBounds(q, -np.inf, b[q])
+    return bool(res.ok and -res.objective > b[q] + 1e-9)
+
+
+def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
+    """True when no unbounded region has a facet outside the artificial box."""
+    N = rs.n_neurons
+    pats = rs.patterns
+    for i in np.flatnonzero(~rs.bounded):
+        Za, Zc = pattern_constraints(net, pats[i])
+        sg = np.where(pats[i], -1.0, 1.0)
+        A = np.concatenate([sg[:, None] * Za, A_dom])
+        b = np.concatenate([-sg * Zc, b_dom])
+        nrm = np.linalg.norm(A, axis=1)
+        live = np.flatnonzero(nrm > 0)
+        A, b = A[live] / nrm[live, None], b[live] / nrm[live]
+        have = set(rs.facet_ids[rs.facet_ptr[i] : rs.facet_ptr[i + 1]].tolist())
+        m = LPModel(np.zeros(A.shape[1]), A_ub=A, b_ub=b)
+        for q, row in enumerate(live):
+            if int(row) in have:
+                continue
+            if _is_facet(m, A, b, q):
+                return False
+    _ = N
+    return True
+
+
+def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False):
+    from ._enumerate import _assemble, _chunks
+
+    netf = net.float() if net.is_exact else net
+    M = float(pb.big)
+    rs = None
+    for _ in range(6):
+        pb.big = M
+        state: dict = {}
+        chunks = list(_chunks(pb, progress, max_regions, state))
+        rs = _assemble(pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
+                       method="subdivision")
+        rs.info["box_halfwidth"] = M
+        if rs.partial:
+            rs.certified = False
+            return rs
+        if certify(rs, netf, pb.A_dom, pb.b_dom):
+            rs.certified = True
+            return rs
+        M *= 8.0
+    rs.certified = False
+    return rs
