@@ -1,0 +1,143 @@
+"""Symmetry commands: ``canonical``, ``equiv`` and ``reduce``.
+
+Example:
+    $ relulab canonical model.onnx -o canon.npz
+    $ relulab equiv a.onnx b.onnx --box -1:1 --json
+    $ relulab reduce model.onnx -o small.npz --box 0:1
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import typer
+
+from ..errors import RelulabError
+from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+
+__all__ = ["register", "tour"]
+
+BOX_HELP = "Input box: lo:hi for every coordinate, or lo1:hi1,lo2:hi2,..."
+
+
+def canonical_cmd(
+    model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
+    out: str = typer.Option(..., "-o", "--out", help="Where to write the normal form."),
+    box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Also removes neurons dead on it."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Normal form under rescaling and permutation of neurons (same function)."""
+    from ..io import save_model
+    from ..symmetry import canonical
+
+    net = load_model_arg(model)
+    dom = None if box is None else parse_box(box, net.input_dim)
+    can, rep = canonical(net, dom)
+    save_model(can, out)
+    X = (dom.sample(10_000, 0) if dom is not None
+         else np.random.default_rng(0).normal(size=(10_000, net.input_dim)))
+    dev = float(np.max(np.abs(net.float()(X) - can.float()(X))))
+    d = {"file": model, "out": out, **rep.to_dict(), "sample_max_deviation": dev}
+    if json_out:
+        print_json(d)
+        return
+    console.print(f"normal form written to {out}: hidden widths {list(rep.widths_before)} -> "
+                  f"{list(rep.widths_after)}")
+    console.print(f"removed {len(rep.dead)} dead, {len(rep.zero_outgoing)} zero-outgoing, "
+                  f"{len(rep.constant)} constant neurons; {len(rep.merged)} merge group(s)")
+    console.print(f"largest output difference on 10,000 random points: {dev:.3g}")
+
+
+def equiv_cmd(
+    a: str = typer.Argument(..., help="First model file."),
+    b: str = typer.Argument(..., help="Second model file."),
+    box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Default -1:1."),
+    whole_space: bool = typer.Option(
+        False, "--whole-space", help="Decide on all of R^d (one hidden layer at most; algebraic)."
+    ),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the verifier."),
+    tol: float | None = typer.Option(None, "--tol", help="Tolerance of 'equal' (default 1e-6 x scale)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Decide whether two networks compute the same function (equal / different / unknown)."""
+    from ..symmetry import equivalent
+
+    f = load_model_arg(a)
+    g = load_model_arg(b)
+    if whole_space and box is not None:
+        raise RelulabError("give either --box or --whole-space, not both")
+    dom = None if whole_space else parse_box(box, f.input_dim)
+    r = equivalent(f, g, dom, timeout=timeout, tol=tol)
+    d = {"a": a, "b": b, "domain": "R^d" if dom is None else dom.to_dict(), **r.to_dict()}
+    if json_out:
+        print_json(d)
+        return
+    color = {"equal": "green", "different": "red"}.get(r.status, "yellow")
+    console.print(f"[{color}]{r.status}[/{color}] ({r.method}): {r.message}")
+    if r.status == "different":
+        w = [float(v) for v in r.witness]
+        console.print(f"witness x = {w}: f(x) = {[float(v) for v in r.f_value]}, "
+                      f"g(x) = {[float(v) for v in r.g_value]} (re-checked)")
+
+
+def reduce_cmd(
+    model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
+    out: str = typer.Option(..., "-o", "--out", help="Where to write the reduced network."),
+    box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Default -1:1."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the verifier."),
+    no_skip: bool = typer.Option(False, "--no-skip", help="Never add an input-to-output skip."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """A smaller network computing the same function on the box, checked by the verifier."""
+    from ..io import save_model
+    from ..symmetry import reduce
+
+    net = load_model_arg(model)
+    dom = parse_box(box, net.input_dim)
+    r = reduce(net, dom, timeout=timeout, allow_skip=not no_skip)
+    save_model(r.network, out)
+    d = {"file": model, "out": out, **r.to_dict()}
+    if json_out:
+        print_json(d)
+        return
+    console.print(f"reduced network written to {out}: hidden widths {list(r.widths_before)} -> "
+                  f"{list(r.widths_after)} ({sum(r.widths_before)} -> {sum(r.widths_after)} neurons)")
+    for line in r.log:
+        console.print(f"  {line}")
+    if r.check is not None:
+        console.print(f"check: {r.check.status} ({r.check.method}); largest difference on "
+                      f"{10_000} random points {r.sample_max_deviation:.3g}")
+
+
+def tour(con) -> None:
+    """Symmetry section of the tour."""
+    from ..domain import Box
+    from ..network import Network
+    from ..symmetry import canonical, equivalent, random_symmetry, reduce
+
+    con.rule("Symmetries: normal forms, exact equivalence, reduction")
+    net = Network([[[1.0, 2.0], [3.0, -1.0], [-1.0, 0.5]], [[1.0, -2.0, 0.5]]],
+                  [[0.0, 1.0, -0.5], [0.25]]).exact()
+    g = random_symmetry(net, 1)
+    con.print(f"a network and a randomly rescaled + permuted copy: first rows "
+              f"{[str(v) for v in net.weights[0][0]]} vs {[str(v) for v in g.weights[0][0]]}")
+    con.print(f"their exact normal forms are identical: {canonical(net)[0] == canonical(g)[0]}")
+    lin = Network([[[1.0], [-1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])     # relu(x) - relu(-x)
+    ident = Network([[[1.0]]], [[0.0]])
+    r = equivalent(lin, ident)
+    con.print(f"relu(x) - relu(-x) vs x on R: {r.status} ({r.method}: {r.message})")
+    half = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+    r = equivalent(lin, half, Box([-1], [1]))
+    con.print(f"relu(x) - relu(-x) vs relu(x) on [-1, 1]: {r.status}, witness x = "
+              f"{float(r.witness[0]):.3g}")
+    padded = Network([[[1.0], [2.0], [1.0], [-1.0]], [[1.0, 0.5, 3.0, 2.0]]],
+                     [[0.0, 0.0, -5.0, 4.0], [0.0]])
+    red = reduce(padded, Box([-1], [1]))
+    con.print(f"reduce on [-1, 1]: widths {list(red.widths_before)} -> {list(red.widths_after)} "
+              f"(duplicate merged, dead removed, stably active moved to the skip); "
+              f"check {red.check.status}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("canonical")(canonical_cmd)
+    app.command("equiv")(equiv_cmd)
+    app.command("reduce")(reduce_cmd)

@@ -1,0 +1,75 @@
+"""The symmetry commands through the real entry point."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from relulab import Box, Network
+from relulab.cli import main
+from relulab.io import load_model, save_model
+from relulab.symmetry import random_symmetry
+
+
+def run(capsys, *args):
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as e:
+        code = e.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _padded() -> Network:
+    # relu(x1), 2 relu(x1) (duplicate), relu(x1 + x2 - 9) (dead on [-1, 1]^2), relu(x2)
+    W = [[1.0, 0.0], [2.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
+    return Network([W, [[1.0, 0.5, 4.0, -1.0]]], [[0.0, 0.0, -9.0, 0.0], [0.5]])
+
+
+def test_canonical_reduce_equiv_round_trip(tmp_path, capsys):
+    src = tmp_path / "net.npz"
+    net = _padded()
+    save_model(net, src)
+    code, out, _ = run(capsys, "canonical", str(src), "-o", str(tmp_path / "c.npz"), "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["widths_after"] == [3] and d["merged"] == [{"layer": 0, "neurons": [0, 1]}]
+    code, out, _ = run(capsys, "canonical", str(src), "-o", str(tmp_path / "c2.npz"), "--box", "-1:1", "--json")
+    d = json.loads(out)
+    assert d["widths_after"] == [2] and d["dead"] == [[0, 2]] and d["sample_max_deviation"] < 1e-12
+
+    code, out, _ = run(capsys, "reduce", str(src), "-o", str(tmp_path / "r.npz"), "--box", "-1:1", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["neurons_after"] == 2 and d["check"]["status"] == "equal"
+    red = load_model(tmp_path / "r.npz")
+    X = Box([-1, -1], [1, 1]).sample(1000, 0)
+    assert np.allclose(red(X), net(X), atol=1e-12)
+
+    code, out, _ = run(capsys, "equiv", str(src), str(tmp_path / "r.npz"), "--box", "-1:1", "--json")
+    assert code == 0 and json.loads(out)["status"] == "equal"
+    # on a larger box the dead neuron wakes up: different, with a witness
+    code, out, _ = run(capsys, "equiv", str(src), str(tmp_path / "r.npz"), "--box", "-6:6", "--json")
+    d = json.loads(out)
+    assert d["status"] == "different"
+    w = np.array(d["witness"])
+    assert abs(float(net(w)[0] - red(w)[0])) == d["gap"] > 0
+
+
+def test_equiv_whole_space_and_text_output(tmp_path, capsys):
+    net = Network([[[1.0, 2.0], [-1.0, 0.5]], [[1.0, 2.0]]], [[0.5, 0.0], [0.0]])
+    save_model(net, tmp_path / "a.npz")
+    save_model(random_symmetry(net, 3), tmp_path / "b.npz")
+    code, out, _ = run(capsys, "equiv", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--whole-space")
+    assert code == 0 and "equal" in out and "algebraic" in out
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    save_model(_padded(), tmp_path / "a.npz")
+    save_model(Network([[[1.0]]], [[0.0]]), tmp_path / "one.npz")
+    code, _, err = run(capsys, "equiv", str(tmp_path / "a.npz"), str(tmp_path / "one.npz"))
+    assert code == 1 and "input sizes differ" in err and "Traceback" not in err
+    code, _, err = run(capsys, "reduce", str(tmp_path / "a.npz"), "-o", str(tmp_path / "x.npz"), "--box", "0:1,0:1,0:1")
+    assert code == 1 and "3 intervals" in err
