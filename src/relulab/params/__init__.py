@@ -23,7 +23,13 @@ Example:
 
 from ._rank import RankInfo, exact_rank, numerical_rank
 from .conservation import ConservationRun, conserved_quantities, gd_conservation, mse_loss_and_grad
-from .fdim import FunctionalDimension, functional_dimension, realization_jacobian, rescaling_bound
+from .fdim import (
+    FunctionalDimension,
+    functional_dimension,
+    realization_jacobian,
+    rescaling_bound,
+    switching_network,
+)
 from .jacobian import path_lifting_jacobian, path_lifting_jacobian_dense, path_lifting_rank
 from .pathlift import PathLifting, n_paths, path_lifting
 from .pathnorm import path_norm, path_norm_torch, path_norms
@@ -49,6 +55,7 @@ __all__ = [
     "functional_dimension",
     "realization_jacobian",
     "rescaling_bound",
+    "switching_network",
     "conserved_quantities",
     "gd_conservation",
     "mse_loss_and_grad",

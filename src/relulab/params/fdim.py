@@ -43,7 +43,13 @@ from ..network import Network
 from ._rank import RankInfo, exact_rank, numerical_rank
 from .vector import parameter_layout
 
-__all__ = ["FunctionalDimension", "realization_jacobian", "functional_dimension", "rescaling_bound"]
+__all__ = [
+    "FunctionalDimension",
+    "realization_jacobian",
+    "functional_dimension",
+    "rescaling_bound",
+    "switching_network",
+]
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,60 @@ def realization_jacobian(net: Network, X) -> np.ndarray:
             J[:, o, s0 + o * d: s0 + (o + 1) * d] = X
             J[:, o, s0 + m * d + o] = one
     return J.reshape(n * m, lay.size)
+
+
+def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
+    """A random network whose every hidden neuron is active on some points of ``X`` and
+    inactive on others (no dead and no always-active neuron on the batch).
+
+    Weights are Gaussian with variance ``1 / fan_in``; each hidden neuron's bias puts its
+    threshold at a random quantile (25-75 %) of its pre-activation over the batch, so the
+    neuron switches inside the data.  The draw is repeated (up to ``max_tries``) until
+    every neuron switches.  This is how the experiments sample "generic" parameters for
+    a given input distribution: plain Gaussian draws often contain dead or always-active
+    neurons, whose functional dimension is lower.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(200, 2))
+        >>> net = switching_network([2, 3, 3, 1], X, seed=1)
+        >>> Z = np.concatenate(net.preactivations(X), axis=1)
+        >>> bool(np.all((Z > 0).any(0) & (Z <= 0).any(0)))
+        True
+    """
+    dims = [int(v) for v in dims]
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != dims[0]:
+        raise RelulabError(f"points have shape {X.shape}; dims[0] = {dims[0]}")
+    rng = np.random.default_rng(seed)
+    for _ in range(max_tries):
+        Ws, bs = [], []
+        H = X
+        ok = True
+        for k in range(len(dims) - 1):
+            W = rng.normal(size=(dims[k + 1], dims[k])) / np.sqrt(dims[k])
+            Z = H @ W.T
+            if k < len(dims) - 2:
+                qs = rng.uniform(0.25, 0.75, size=dims[k + 1])
+                b = -np.array([np.quantile(Z[:, j], qs[j]) for j in range(dims[k + 1])])
+                # ties (e.g. points the previous layer maps to 0) must not all sit on the
+                # threshold: nudge it by a hair of the spread
+                b = b - 1e-3 * (Z.std(axis=0) + 1e-12) * rng.uniform(-1, 1, size=dims[k + 1])
+                Z = Z + b
+                if not np.all((Z > 0).any(axis=0) & (Z <= 0).any(axis=0)):
+                    ok = False
+                    break
+                H = np.maximum(Z, 0.0)
+            else:
+                b = rng.normal(size=dims[k + 1]) * 0.3
+            Ws.append(W)
+            bs.append(b)
+        if ok:
+            return Network(Ws, bs)
+    raise RelulabError(
+        f"no network with dims {dims} found whose neurons all switch on the batch "
+        f"in {max_tries} draws"
+    )
 
 
 def functional_dimension(net: Network, X, *, exact: bool = False, tol: float | None = None) -> FunctionalDimension:
