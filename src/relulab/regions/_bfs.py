@@ -78,6 +78,13 @@ def enumerate_bfs(
         nrm = np.linalg.norm(A, axis=1)
         live = nrm > 0
         A, b, idx = A[live] / nrm[live, None], b[live] / nrm[live], np.flatnonzero(live)
+        # one row per distinct half-space (duplicates would hide each other's facet);
+        # a domain row wins over a neuron row, then the lower id
+        order = np.lexsort((idx, (idx < N).astype(int)))
+        key = np.round(np.hstack([A, b[:, None]]), 12)
+        _, first = np.unique(key[order], axis=0, return_index=True)
+        keep = np.sort(order[first])
+        A, b, idx = A[keep], b[keep], idx[keep]
         if np.any(~live & (np.concatenate([np.zeros(N), b_dom]) < 0)):
             continue
         xc, r = chebyshev_center(A, b)
@@ -96,14 +103,22 @@ def enumerate_bfs(
         facets = np.array(facets, dtype=np.int64)
         out.append((pat, A[facets], b[facets], idx[facets], xc, min(r, 1e300)))
         for q in facets:
-            j = idx[q]
-            if j < N:
-                nb = pat.copy()
-                nb[j] = ~nb[j]
-                key = nb.tobytes()
-                if key not in seen:
-                    seen.add(key)
-                    queue.append(nb)
+            if idx[q] >= N:
+                continue
+            # the neighbour: step a little across the centre of the facet (robust to
+            # degenerate input, where neighbours may differ in more than one neuron)
+            fc = _facet_center(A, b, q)
+            if fc is None:
+                continue
+            eps = 1e-6 * (1.0 + float(np.abs(fc).max()))
+            y = fc + eps * A[q]
+            if A_dom.shape[0] and np.any(A_dom @ y > b_dom):
+                continue
+            nb = net.pattern_vector(y[None])[0]
+            key = nb.tobytes()
+            if key not in seen:
+                seen.add(key)
+                queue.append(nb)
         if max_regions is not None and len(out) >= max_regions:
             break
     n = len(out)
@@ -136,6 +151,26 @@ def enumerate_bfs(
         method="bfs",
     )
     return rs
+
+
+def _facet_center(A: np.ndarray, b: np.ndarray, q: int) -> np.ndarray | None:
+    """Centre of the largest (d-1)-ball inside the facet ``A[q] x = b[q]``."""
+    d = A.shape[1]
+    a = A[q]
+    others = np.delete(np.arange(A.shape[0]), q)
+    Ao = A[others]
+    proj = Ao - (Ao @ a)[:, None] * a[None, :]
+    nr = np.linalg.norm(proj, axis=1)
+    c = np.zeros(d + 1)
+    c[-1] = -1.0
+    lb = np.concatenate([np.full(d, -np.inf), [0.0]])
+    ub = np.concatenate([np.full(d, np.inf), [1e6]])
+    m = LPModel(c, A_ub=np.hstack([Ao, nr[:, None]]), b_ub=b[others],
+                A_eq=np.concatenate([a, [0.0]])[None], b_eq=[b[q]], lb=lb, ub=ub)
+    r = m.solve()
+    if not r.ok or r.x[-1] <= 0:
+        return None
+    return r.x[:d]
 
 
 def _split(pat: np.ndarray, widths: tuple[int, ...]) -> list[np.ndarray]:

@@ -1,0 +1,279 @@
+"""Linear regions: counts against theory, coverage and disjointness by sampling, the
+adjacency graph against its definition, slices, and the LP-BFS cross-check."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pytest
+from conftest import random_network
+
+from relulab import Box, Network, Polytope, regions
+from relulab.tolerance import MIN_RADIUS, STRICT_TOL
+
+
+def _patset(rs) -> set[bytes]:
+    return {bytes(r) for r in rs.packed_patterns}
+
+
+# ------------------------------------------------------------------ theory
+@pytest.mark.parametrize("d,n", [(1, 7), (2, 12), (3, 10), (4, 8)])
+def test_hyperplane_arrangement_count(d, n):
+    rng = np.random.default_rng(d * 100 + n)
+    W = rng.normal(size=(n, d))
+    b = rng.normal(size=n)
+    verts = [np.linalg.solve(W[list(c)], -b[list(c)]) for c in itertools.combinations(range(n), d)]
+    M = 1.5 * float(np.abs(verts).max()) + 1.0
+    net = Network([W, rng.normal(size=(1, n))], [b, np.zeros(1)])
+    box = Box(-M * np.ones(d), M * np.ones(d))
+    expected = sum(comb(n, i) for i in range(d + 1))
+    assert regions.count(net, box) == expected
+    rs = regions.enumerate(net, box)
+    assert len(rs) == expected
+    assert len(_patset(rs)) == expected
+
+
+def _tent() -> Network:
+    # t(x) = 2 relu(x) - 4 relu(x - 1/2): the tent map on [0, 1]
+    F = Fraction
+    return Network([[[F(1)], [F(1)]], [[F(2), F(-4)]]], [[F(0), F(-1, 2)], [F(0)]])
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 5])
+def test_sawtooth_pieces_exact(L):
+    t = _tent()
+    net = t
+    for _ in range(L - 1):
+        net = t.compose(net)
+    seg = regions.along_segment(net, [Fraction(0)], [Fraction(1)])
+    assert seg.n_pieces == 2**L
+    assert list(seg.breakpoints) == [Fraction(k, 2**L) for k in range(2**L + 1)]
+    # values alternate 0, 1, 0, ... and slopes are +-2^L
+    assert list(seg.values[:, 0]) == [k % 2 for k in range(2**L + 1)]
+    assert {abs(s) for s in seg.slopes[:, 0]} == {2**L}
+    # the float enumeration of the 1-D complex gives the same intervals
+    rs = regions.enumerate(net.float(), Box([0.0], [1.0]))
+    assert len(rs) == 2**L
+    ends = sorted({round(float(v), 12) for v in rs.vertices[:, 0]})
+    assert ends == [k / 2**L for k in range(2**L + 1)]
+
+
+# ------------------------------------------------------------ random nets
+NETS = [
+    ([2, 8, 6, 1], 0),
+    ([2, 10, 10, 2], 1),
+    ([3, 7, 5, 1], 2),
+    ([3, 6, 4, 3, 1], 3),
+]
+
+
+@pytest.fixture(scope="module", params=NETS, ids=lambda p: "-".join(map(str, p[0])))
+def case(request):
+    dims, seed = request.param
+    net = random_network(np.random.default_rng(seed), dims, skip=(seed == 1))
+    d = dims[0]
+    box = Box(-np.ones(d), np.ones(d))
+    return net, box, regions.enumerate(net, box)
+
+
+def test_cover_and_affine_maps(case):
+    net, box, rs = case
+    X = box.sample(10_000, rng=7)
+    idx = rs.locate(X)
+    assert np.all(idx >= 0)  # every sampled pattern was enumerated
+    # the point satisfies its region's H-representation, and the region's affine map
+    # reproduces the network
+    for i in np.unique(idx):
+        R = rs[int(i)]
+        pts = X[idx == i]
+        assert np.all(R.contains(pts, tol=1e-9))
+        C, c = R.affine
+        assert np.allclose(pts @ C.T + c, net(pts), atol=1e-9)
+
+
+def test_interior_points_strict_and_disjoint(case):
+    net, box, rs = case
+    N = rs.n_neurons
+    pats = rs.patterns
+    P = rs.interior
+    Z = np.concatenate(net.preactivations(P), axis=1)
+    assert np.all(np.abs(Z) > 0)
+    assert np.array_equal(Z > 0, pats)  # the interior point has the region's pattern
+    assert np.all(box.contains(P, tol=0.0))
+    assert np.all(rs.radius > MIN_RADIUS)
+    for i in range(len(rs)):
+        R = rs[i]
+        assert np.all(R.slack(R.interior_point) > STRICT_TOL)
+        assert R.A.shape[0] >= rs.dim + 1  # bounded regions have at least d + 1 facets
+    # disjoint: each interior point lies (strictly) in exactly one region
+    inside = np.zeros(len(rs), dtype=int)
+    for i in range(len(rs)):
+        R = rs[i]
+        inside += np.all(P @ R.A.T < R.b - STRICT_TOL, axis=1)
+    assert np.all(inside == 1)
+    assert len(_patset(rs)) == len(rs)
+    assert N == net.n_neurons
+
+
+def test_matches_lp_bfs(case):
+    net, box, rs = case
+    bf = regions.enumerate(net, box, method="bfs")
+    assert _patset(bf) == _patset(rs)
+    # the minimal H-representations agree (facet ids per pattern)
+    mine = {bytes(rs.packed_patterns[i]): set(rs[i].facet_ids.tolist()) for i in range(len(rs))}
+    for i in range(len(bf)):
+        assert set(bf[i].facet_ids.tolist()) == mine[bytes(bf.packed_patterns[i])]
+
+
+def test_graph_edges_are_single_flips_across_shared_facets(case):
+    net, box, rs = case
+    G = regions.graph(rs)
+    pats = rs.patterns
+    assert G.number_of_nodes() == len(rs)
+    for a, b, data in G.edges(data=True):
+        diff = np.flatnonzero(pats[a] != pats[b])
+        assert diff.tolist() == [data["neuron"]]
+        assert data["neuron"] in rs[a].facet_ids and data["neuron"] in rs[b].facet_ids
+        # the two regions really touch: a point on the shared facet is in both
+        Ra, Rb = rs[a], rs[b]
+        row = int(np.flatnonzero(Ra.facet_ids == data["neuron"])[0])
+        on = np.abs(Ra.vertices @ Ra.A[row] - Ra.b[row]) < 1e-9
+        mid = Ra.vertices[on].mean(0)
+        assert Rb.contains(mid, tol=1e-8)
+    # every neuron facet has a neighbour across it (general position)
+    n_neuron_facets = int(sum((rs[i].facet_ids < rs.n_neurons).sum() for i in range(len(rs))))
+    assert 2 * G.number_of_edges() == n_neuron_facets
+    s = G.graph["summary"]
+    assert s.connected and s.regions == len(rs) and s.diameter >= 1
+    assert s.touching_domain == int(rs.touches_domain.sum())
+
+
+def test_slice_polygons_tile_window():
+    net = random_network(np.random.default_rng(5), [3, 9, 7, 1])
+    rng = np.random.default_rng(1)
+    o, u, v = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+    win = (-1.5, 2.0, -0.5, 1.0)
+    sl = regions.slice2d(net, o, u, v, window=win)
+    areas = np.array([p.area for p in sl.polygons])
+    assert np.all(areas > 0)
+    assert np.isclose(areas.sum(), 3.5 * 1.5, rtol=1e-10)
+    # each polygon's affine map matches the network at its centroid
+    for p in sl.polygons:
+        st = p.vertices.mean(0)
+        assert np.allclose(p.C @ st + p.c, net(sl.to_point(st))[0], atol=1e-9)
+
+
+def test_along_segment_matches_sampling():
+    net = random_network(np.random.default_rng(8), [3, 12, 9, 2])
+    a, b = -np.ones(3), np.array([1.0, 0.5, 1.0])
+    seg = regions.along_segment(net, a, b)
+    t = np.linspace(0, 1, 4001)
+    X = a + t[:, None] * (b - a)
+    assert np.allclose(seg(t), net(X), atol=1e-9)
+    # each kink is a real change of the activation pattern
+    for tk in seg.kinks:
+        pa = net.pattern_vector((a + (tk - 1e-7) * (b - a))[None])
+        pb = net.pattern_vector((a + (tk + 1e-7) * (b - a))[None])
+        assert np.any(pa != pb)
+    # and between kinks the pattern is constant
+    mids = (seg.breakpoints[1:] + seg.breakpoints[:-1]) / 2
+    P = net.pattern_vector(a + mids[:, None] * (b - a))
+    assert np.array_equal(P, seg.patterns)
+
+
+# ---------------------------------------------------------- other domains
+def test_whole_space_matches_bfs():
+    net = random_network(np.random.default_rng(11), [2, 6, 5, 1])
+    rs = regions.enumerate(net, Polytope.whole_space(2))
+    bf = regions.enumerate(net, Polytope.whole_space(2), method="bfs")
+    assert rs.certified
+    assert _patset(rs) == _patset(bf)
+    unb = {bytes(rs.packed_patterns[i]) for i in range(len(rs)) if not rs.bounded[i]}
+    unb_bf = {bytes(bf.packed_patterns[i]) for i in range(len(bf)) if not bf.bounded[i]}
+    assert unb == unb_bf and len(unb) > 0
+    assert not rs.touches_domain.any()
+    G = regions.graph(rs)
+    assert G.graph["summary"].connected
+
+
+def test_polytope_domain_matches_bfs_and_sampling():
+    net = random_network(np.random.default_rng(12), [2, 9, 6, 1])
+    P = Polytope([[1, 1], [-1, 0.2], [0.3, -1], [1, -2]], [1, 0.8, 0.9, 1.5])
+    rs = regions.enumerate(net, P)
+    bf = regions.enumerate(net, P, method="bfs")
+    assert _patset(rs) == _patset(bf)
+    X = P.sample(3000, rng=3)
+    assert np.all(rs.locate(X) >= 0)
+    assert np.all(P.contains(rs.interior, tol=-1e-12))
+
+
+def test_degenerate_arrangement():
+    # three lines through the origin, one of them twice, and one line along a box facet
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
+    b = np.array([0.0, 0.0, 0.0, 0.0, -1.0])  # last: x = 1, the box's right facet
+    net = Network([W, np.ones((1, 5))], [b, np.zeros(1)])
+    box = Box([-1, -1], [1, 1])
+    rs = regions.enumerate(net, box)
+    assert len(rs) == 6
+    # (the LP-BFS assumes neighbours differ in one neuron, false for a doubled neuron;
+    # dense sampling is the reference here)
+    X = box.sample(20_000, rng=0)
+    sampled = {bytes(r) for r in np.packbits(net.pattern_vector(X), axis=1)}
+    assert sampled == _patset(rs)
+    assert np.all(rs.locate(X) >= 0)
+    areas = [regions.slice2d(net).polygons[i].area for i in range(6)]
+    assert np.isclose(sum(areas), 4.0)
+    G = regions.graph(rs)
+    assert G.number_of_edges() == 6 and max(d for _, d in G.degree()) == 2
+
+
+def test_deep_degenerate_construction():
+    # |x| - |y| built with a second layer whose neuron is dead on a whole region
+    W1 = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])
+    W2 = np.array([[1.0, 1, 0, 0], [0, 0, 1, 1], [1, 1, -1, -1]])
+    net = Network([W1, W2, np.array([[1.0, -1, 0]])], [np.zeros(4), np.zeros(3), np.zeros(1)])
+    box = Box([-1, -1], [1, 1])
+    rs = regions.enumerate(net, box)
+    bf = regions.enumerate(net, box, method="bfs")
+    assert _patset(rs) == _patset(bf)
+    X = box.sample(4000, rng=0)
+    assert np.all(rs.locate(X) >= 0)
+    assert np.isclose(sum(p.area for p in regions.slice2d(net).polygons), 4.0)
+
+
+# ---------------------------------------------------------- API behaviour
+def test_streaming_partial_and_count():
+    net = random_network(np.random.default_rng(4), [2, 12, 12, 1])
+    full = regions.enumerate(net)
+    assert not full.partial
+    assert regions.count(net) == len(full)
+    streamed = list(regions.iter_regions(net))
+    assert {r.pattern.tobytes() for r in streamed} == {
+        p.tobytes() for p in full.patterns
+    }
+    part = regions.enumerate(net, max_regions=10)
+    assert part.partial and len(part) == 10
+    assert _patset(part) <= _patset(full)
+
+
+def test_exact_network_and_no_hidden_layer():
+    net = random_network(np.random.default_rng(2), [2, 5, 1]).exact()
+    assert regions.count(net) == regions.count(net.float())
+    lin = Network([np.ones((1, 2))], [np.zeros(1)])
+    rs = regions.enumerate(lin)
+    assert len(rs) == 1 and rs[0].A.shape == (4, 2)
+
+
+def test_bad_domain_errors():
+    from relulab.errors import RelulabError
+
+    net = random_network(np.random.default_rng(2), [2, 5, 1])
+    with pytest.raises(RelulabError):
+        regions.enumerate(net, Box([0, 0, 0], [1, 1, 1]))
+    with pytest.raises(RelulabError):
+        regions.enumerate(net, Box([0, 0], [0, 1]))
+    with pytest.raises(RelulabError):
+        regions.enumerate(net, method="nope")
