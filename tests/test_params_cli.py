@@ -1,0 +1,87 @@
+"""The `relulab pathnorm` and `relulab fdim` commands."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import random_network
+from typer.testing import CliRunner
+
+from relulab.cli import app
+from relulab.io import save_model
+from relulab.params import functional_dimension, path_lifting, path_norm
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def model_file(tmp_path, rng):
+    net = random_network(rng, [3, 4, 4, 2])
+    p = tmp_path / "net.npz"
+    save_model(net, p)
+    return net, str(p)
+
+
+def test_pathnorm_json_matches_explicit_vector(model_file):
+    net, path = model_file
+    res = runner.invoke(app, ["pathnorm", path, "--q", "1", "2", "inf", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    pl = path_lifting(net)
+    assert d["n_paths"] == len(pl)
+    assert d["path_norms"]["1"] == pytest.approx(pl.norm(1), rel=1e-12)
+    assert d["path_norms"]["2"] == pytest.approx(pl.norm(2), rel=1e-12)
+    assert d["path_norms"]["inf"] == pytest.approx(pl.norm(math.inf), rel=1e-12)
+    assert d["path_norms"]["0"] == pl.norm(0)
+    # comma form and the default orders
+    d2 = json.loads(runner.invoke(app, ["pathnorm", path, "--q", "1,2", "--json"]).stdout)
+    assert set(d2["path_norms"]) == {"1", "2"}
+    d3 = json.loads(runner.invoke(app, ["pathnorm", path, "--json"]).stdout)
+    assert set(d3["path_norms"]) == {"1", "2", "inf"}
+    table = runner.invoke(app, ["pathnorm", path])
+    assert table.exit_code == 0 and "path-norm" in table.stdout
+
+
+def test_pathnorm_torch_file(tmp_path):
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(2, 1))
+    p = tmp_path / "cnn.pt"
+    torch.save(model, p)
+    res = runner.invoke(app, ["pathnorm", str(p), "--input-shape", "1,4,4", "--q", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)["path_norms"]["1"]
+    assert got == pytest.approx(path_norm(model.double(), 1, input_shape=(1, 4, 4)), rel=1e-6)
+    bad = runner.invoke(app, ["pathnorm", str(p), "--q", "1"])
+    assert bad.exit_code != 0
+
+
+def test_fdim_json(model_file):
+    net, path = model_file
+    res = runner.invoke(app, ["fdim", path, "--points", "60", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    X = -1 + 2 * np.random.default_rng(3).random((60, 3))
+    fd = functional_dimension(net, X)
+    assert d["rank"] == fd.rank and d["bound"] == net.n_params - net.n_neurons
+    assert d["n_points"] == 60
+    few = json.loads(runner.invoke(app, ["fdim", path, "--points", "5", "--json", "--exact"]).stdout)
+    assert few["rank"] == few["exact_rank"] <= 10 and few["note"]
+    text = runner.invoke(app, ["fdim", path, "--points", "40"])
+    assert text.exit_code == 0 and "functional dimension" in text.stdout
+
+
+def test_bad_input_is_one_line_error(model_file):
+    from relulab.cli import main
+
+    _, path = model_file
+    with pytest.raises(SystemExit) as e:
+        main(["pathnorm", path, "--q", "-3"])
+    assert e.value.code == 1
+    with pytest.raises(SystemExit) as e:
+        main(["fdim", path, "--points", "0"])
+    assert e.value.code == 1
