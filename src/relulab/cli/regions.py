@@ -1,0 +1,116 @@
+"""The ``regions`` command: linear regions, their adjacency graph, and a picture.
+
+Example:
+    $ relulab regions model.onnx --box -1:1 --graph --plot regions.png
+    $ relulab regions model.npz --count --json
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ..errors import RelulabError
+from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+
+__all__ = ["register", "tour"]
+
+
+def regions_cmd(
+    model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
+    box: str = typer.Option(None, "--box", help="Input box: lo:hi or lo1:hi1,lo2:hi2,... "
+                            "(default -1:1)."),
+    whole_space: bool = typer.Option(False, "--whole-space", help="Use all of R^d."),
+    count: bool = typer.Option(False, "--count", help="Only count the regions."),
+    graph: bool = typer.Option(False, "--graph", help="Adjacency graph statistics."),
+    plot: str = typer.Option(None, "--plot", help="Write a picture (2-D inputs: the regions; "
+                             "1-D: the function) to this PNG file."),
+    max_regions: int = typer.Option(None, "--max-regions", help="Stop after this many."),
+    list_regions: bool = typer.Option(False, "--list", help="With --json: every region "
+                                      "(H-representation, vertices, affine map)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Enumerate the linear regions of a model exactly (count, graph, picture)."""
+    from .. import regions as R
+    from ..domain import Polytope
+
+    net = load_model_arg(model)
+    d = net.input_dim
+    dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
+    progress = not json_out
+    out: dict = {"model": model, "input_dim": d, "hidden_widths": list(net.widths),
+                 "domain": "R^d" if whole_space else dom.to_dict()}
+    if count and not (graph or plot):
+        n = R.count(net, dom, progress=progress)
+        out["regions"] = n
+        if json_out:
+            print_json(out)
+        else:
+            console.print(f"{n} linear regions")
+        return
+    rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
+    out.update(rs.to_dict(regions=list_regions and json_out))
+    if graph:
+        G = R.graph(rs, net)
+        out["graph"] = G.graph["summary"].to_dict()
+    if plot:
+        from .. import plot as P
+
+        if d == 2:
+            P.regions2d(net, window=(*_lohi(dom, 0), *_lohi(dom, 1)) if not whole_space
+                        else (-1, 1, -1, 1), path=plot)
+        elif d == 1:
+            lo, hi = _lohi(dom, 0) if not whole_space else (-1.0, 1.0)
+            P.function1d(net, lo, hi, path=plot)
+        elif graph:
+            P.region_graph(G, path=plot, layout="spring")
+        else:
+            raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "
+                               f"takes {d} inputs")
+        out["plot"] = plot
+    if json_out:
+        print_json(out)
+        return
+    t = Table(title=f"linear regions of {model}", show_header=False)
+    t.add_row("regions", f"{len(rs)}" + (" (partial)" if rs.partial else ""))
+    t.add_row("bounded", str(int(rs.bounded.sum())))
+    t.add_row("touching the domain boundary", str(int(rs.touches_domain.sum())))
+    t.add_row("time", f"{rs.seconds:.3f} s")
+    if graph:
+        s = G.graph["summary"]
+        t.add_row("graph edges", str(s.edges))
+        t.add_row("average / max degree", f"{s.avg_degree:.3f} / {s.max_degree}  (2d = {2 * d})")
+        t.add_row("diameter", str(s.diameter))
+    if plot:
+        t.add_row("picture", plot)
+    console.print(t)
+
+
+def _lohi(dom, i: int) -> tuple[float, float]:
+    return float(dom.lo[i]), float(dom.hi[i])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("regions")(regions_cmd)
+
+
+def tour(console_) -> None:
+    """Regions of a tiny random 2-D network: count, graph, a 1-D slice."""
+    from .. import regions as R
+    from ..network import Network
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(8, 2)), rng.normal(size=(8, 8)) / 3, rng.normal(size=(1, 8))],
+                  [rng.normal(size=8) * 0.3, rng.normal(size=8) * 0.3, np.zeros(1)])
+    rs = R.enumerate(net)
+    G = R.graph(rs)
+    s = G.graph["summary"]
+    seg = R.along_segment(net, [-1.0, -1.0], [1.0, 1.0])
+    console_.print("[bold]Linear regions[/bold] of a random 2-8-8-1 network on [-1, 1]^2:")
+    console_.print(f"  {len(rs)} regions, found exactly in {rs.seconds * 1000:.1f} ms; "
+                   f"{int(rs.touches_domain.sum())} touch the boundary")
+    console_.print(f"  adjacency graph: {s.edges} edges, average degree {s.avg_degree:.2f} "
+                   f"(<= 2d = 4), diameter {s.diameter}")
+    console_.print(f"  along the diagonal: {seg.n_pieces} linear pieces")
+    console_.print("  try: relulab regions MODEL --graph --plot regions.png")

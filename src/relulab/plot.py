@@ -1,0 +1,205 @@
+"""Pictures of what a ReLU network computes (matplotlib, imported lazily).
+
+Every function returns a ``matplotlib.figure.Figure`` (built without pyplot, so no
+display is needed) and saves it when ``path`` is given.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network, plot
+    >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), [-0.5]])
+    >>> fig = plot.regions2d(net)            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import RelulabError, require
+from .network import Network
+
+__all__ = ["regions2d", "function1d", "region_graph"]
+
+
+def _figure(ax: Any, size: tuple[float, float] = (6.0, 5.0)):
+    require("matplotlib", "plot")
+    from matplotlib.figure import Figure
+
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=size, layout="constrained")
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _save(fig, path: str | None) -> None:
+    if path is not None:
+        fig.savefig(path, dpi=150)
+
+
+def regions2d(
+    net: Network | Any,
+    *,
+    window: tuple[float, float, float, float] = (-1.0, 1.0, -1.0, 1.0),
+    origin: Any = None,
+    u: Any = None,
+    v: Any = None,
+    color: str = "region",
+    output: int = 0,
+    contours: int = 0,
+    decision_boundary: bool = True,
+    edges: bool = True,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """Each linear region of a 2-D slice as a filled polygon.
+
+    ``net`` is a Network (2 inputs, or any number with ``origin``/``u``/``v``) or a
+    :class:`relulab.regions.Slice2D`.  ``color="region"`` gives each region its own
+    colour, ``color="output"`` colours by the value of output ``output`` at its centre;
+    ``contours=k`` draws k level lines of that output (exact: straight in each region);
+    ``decision_boundary`` draws the level set ``f = 0``.
+    """
+    from .regions import Slice2D, slice2d
+
+    sl = net if isinstance(net, Slice2D) else slice2d(net, origin, u, v, window)
+    fig, ax = _figure(ax)
+    from matplotlib import colormaps
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    polys = [p.vertices for p in sl.polygons]
+    if color == "output":
+        vals = np.array([p.C[output] @ p.vertices.mean(0) + p.c[output] for p in sl.polygons])
+        cmap = colormaps["viridis"]
+        lo, hi = float(vals.min()), float(vals.max())
+        face = cmap((vals - lo) / (hi - lo if hi > lo else 1.0))
+    elif color == "region":
+        rng = np.random.default_rng(0)
+        face = colormaps["tab20"](rng.permutation(len(polys)) % 20)
+    else:
+        raise RelulabError(f"regions2d: color must be 'region' or 'output', not {color!r}")
+    pc = PolyCollection(polys, facecolors=face, edgecolors="k" if edges else "none",
+                        linewidths=0.3 if edges else 0.0, alpha=0.9)
+    ax.add_collection(pc)
+    segs_c: list[np.ndarray] = []
+    segs_0: list[np.ndarray] = []
+    if contours or decision_boundary:
+        allv = np.array([p.C[output] @ q + p.c[output] for p in sl.polygons for q in p.vertices])
+        levels = list(np.linspace(allv.min(), allv.max(), contours + 2)[1:-1]) if contours else []
+        for p in sl.polygons:
+            for lev, bucket in [*[(lv, segs_c) for lv in levels],
+                                *([(0.0, segs_0)] if decision_boundary else [])]:
+                seg = _level_segment(p, output, lev)
+                if seg is not None:
+                    bucket.append(seg)
+    if segs_c:
+        ax.add_collection(LineCollection(segs_c, colors="w", linewidths=0.6))
+    if segs_0:
+        ax.add_collection(LineCollection(segs_0, colors="r", linewidths=1.6))
+    s0, s1, t0, t1 = sl.window
+    ax.set_xlim(s0, s1)
+    ax.set_ylim(t0, t1)
+    ax.set_aspect("equal")
+    ax.set_title(title or f"{len(sl.polygons)} linear regions")
+    _save(fig, path)
+    return fig
+
+
+def _level_segment(p: Any, output: int, level: float) -> np.ndarray | None:
+    """The piece of ``{f = level}`` inside polygon ``p`` (f affine there)."""
+    V = p.vertices
+    z = V @ p.C[output] + p.c[output] - level
+    pts = []
+    k = V.shape[0]
+    for i in range(k):
+        a, b = z[i], z[(i + 1) % k]
+        if a == 0:
+            pts.append(V[i])
+        if (a < 0 < b) or (b < 0 < a):
+            t = a / (a - b)
+            pts.append(V[i] + t * (V[(i + 1) % k] - V[i]))
+    if len(pts) < 2:
+        return None
+    return np.array([pts[0], pts[-1]])
+
+
+def function1d(
+    net: Network | Any,
+    lo: float = -1.0,
+    hi: float = 1.0,
+    *,
+    output: int = 0,
+    a: Any = None,
+    b: Any = None,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """The network along a segment (a univariate network on [lo, hi] by default) with
+    its breakpoints marked.  ``net`` may also be a :class:`relulab.regions.Segment`."""
+    from .regions import Segment, along_segment
+
+    if isinstance(net, Segment):
+        seg = net
+    else:
+        if a is None or b is None:
+            if net.input_dim != 1:
+                raise RelulabError("function1d: give a and b for a network with several inputs")
+            a, b = [lo], [hi]
+        seg = along_segment(net, a, b)
+    fig, ax = _figure(ax, (6.0, 3.5))
+    t = np.asarray(seg.breakpoints, dtype=float)
+    y = np.asarray(seg.values, dtype=float)[:, output]
+    x = t if seg.a.shape[0] != 1 else float(seg.a[0]) + t * float(seg.b[0] - seg.a[0])
+    ax.plot(x, y, "-", color="C0", lw=1.5)
+    ax.plot(x[1:-1], y[1:-1], "o", color="C3", ms=3, label=f"{len(t) - 2} breakpoints")
+    ax.set_xlabel("x" if seg.a.shape[0] == 1 else "t (segment parameter)")
+    ax.set_ylabel(f"output {output}")
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title or f"{seg.n_pieces} linear pieces")
+    _save(fig, path)
+    return fig
+
+
+def region_graph(
+    G: Any,
+    *,
+    ax: Any = None,
+    path: str | None = None,
+    layout: str = "interior",
+    title: str | None = None,
+):
+    """The adjacency graph of the regions.  ``layout="interior"`` places each node at
+    its region's interior point (2-D inputs); otherwise a spring layout is used.
+    Edges are coloured by the layer of the neuron that flips."""
+    import networkx as nx
+
+    fig, ax = _figure(ax)
+    pos = None
+    if layout == "interior":
+        pts = {i: np.asarray(a) for i, a in G.nodes(data="interior_point")}
+        if pts and all(p is not None and p.shape[0] == 2 for p in pts.values()):
+            pos = pts
+    if pos is None:
+        pos = nx.spring_layout(G, seed=0)
+    from matplotlib import colormaps
+    from matplotlib.collections import LineCollection
+
+    cmap = colormaps["tab10"]
+    segs = [np.array([pos[a], pos[b]]) for a, b in G.edges()]
+    cols = [cmap(d.get("layer", 0) % 10) for _, _, d in G.edges(data=True)]
+    if segs:
+        ax.add_collection(LineCollection(segs, colors=cols, linewidths=0.6))
+    xy = np.array([pos[i] for i in G.nodes()]) if G.number_of_nodes() else np.zeros((0, 2))
+    touch = np.array([bool(G.nodes[i].get("touches_domain")) for i in G.nodes()], dtype=bool)
+    ax.scatter(xy[~touch, 0], xy[~touch, 1], s=4, c="k", zorder=3, label="interior region")
+    ax.scatter(xy[touch, 0], xy[touch, 1], s=6, c="C1", zorder=3, label="touches domain")
+    ax.autoscale()
+    ax.set_aspect("equal" if layout == "interior" else "auto")
+    s = G.graph.get("summary")
+    ax.set_title(title or (f"{s.regions} regions, {s.edges} edges, avg degree "
+                           f"{s.avg_degree:.2f}" if s is not None else "region graph"))
+    ax.legend(loc="best", fontsize=7)
+    _save(fig, path)
+    return fig

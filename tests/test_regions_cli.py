@@ -1,0 +1,63 @@
+"""The `relulab regions` command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from conftest import random_network
+
+from relulab import regions
+from relulab.cli import main
+from relulab.io import save_model
+
+
+def _run(capsys, args):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr()
+
+
+def test_regions_command_json(tmp_path, capsys):
+    net = random_network(np.random.default_rng(3), [2, 7, 5, 1])
+    p = tmp_path / "m.npz"
+    save_model(net, p)
+    png = tmp_path / "r.png"
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1,-0.5:2", "--graph",
+                              "--plot", str(png), "--json"])
+    assert code == 0
+    res = json.loads(out.out)
+    from relulab import Box
+
+    rs = regions.enumerate(net, Box([-1, -0.5], [1, 2]))
+    assert res["regions"] == len(rs)
+    assert res["graph"]["edges"] == regions.graph(rs).number_of_edges()
+    assert png.stat().st_size > 0
+    code, out = _run(capsys, ["regions", str(p), "--count", "--json"])
+    assert code == 0 and json.loads(out.out)["regions"] == regions.count(net)
+    code, out = _run(capsys, ["regions", str(p), "--count"])
+    assert code == 0 and f"{regions.count(net)} linear regions" in out.out
+
+
+def test_regions_command_errors(tmp_path, capsys):
+    net = random_network(np.random.default_rng(3), [3, 4, 1])
+    p = tmp_path / "m.npz"
+    save_model(net, p)
+    code, out = _run(capsys, ["regions", str(p), "--box", "0:1,0:1"])
+    assert code == 1 and "--box" in out.err
+    code, out = _run(capsys, ["regions", str(p), "--plot", str(tmp_path / "x.png")])
+    assert code == 1 and "--plot" in out.err
+
+
+def test_tour_section():
+    from rich.console import Console
+
+    from relulab.cli.regions import tour
+
+    c = Console(record=True, width=120)
+    tour(c)
+    text = c.export_text()
+    assert "regions" in text and "average degree" in text
