@@ -56,8 +56,52 @@ def _suffixes(Ws: list[np.ndarray], m: int, dtype) -> list[np.ndarray]:
     return suf
 
 
-def _blocks(net: Network, exact: bool):
-    """Yield per path group ``(vals, cols)`` arrays of shape ``(n_group_paths, row_len)``."""
+def _row_lengths(net: Network) -> list[tuple[str, int, tuple[int, ...], int]]:
+    """Per path group ``(kind, layer, shape, nonzeros per row)``."""
+    L = net.depth
+    out = []
+    for kind, k, shape in path_group_shapes(net):
+        if kind == "skip":
+            length = 1
+        elif kind == "input":
+            length = L
+        else:
+            length = L - k + 1 + (1 if (k == L and net.skip is not None) else 0)
+        out.append((kind, k, shape, length))
+    return out
+
+
+def _outer_into(ufunc, out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """``out[i, j] = ufunc(a[i], b[j])`` into a strided 2-D view, looping over the short side
+    so that numpy's inner loops stay long (a broadcast with a trailing axis of 2 would call
+    the inner loop once every 2 elements)."""
+    A, B = out.shape
+    if B <= A and B < 64:
+        for j in range(B):
+            ufunc(a, b[j], out=out[:, j], casting="unsafe")
+    elif A < 64:
+        for i in range(A):
+            ufunc(a[i], b, out=out[i, :], casting="unsafe")
+    else:
+        ufunc(a[:, None], b[None, :], out=out, casting="unsafe")
+
+
+def _column(block: np.ndarray, col: int, A: int, B: int) -> np.ndarray:
+    """Column ``col`` of a C-ordered ``(A * B, row_len)`` block as a writable ``(A, B)`` view."""
+    c = block[:, col]
+    st = c.strides[0]
+    return np.lib.stride_tricks.as_strided(c, shape=(A, B), strides=(B * st, st))
+
+
+def _fill(net: Network, exact: bool, data: np.ndarray, indices: np.ndarray) -> None:
+    """Write the CSR ``data`` and ``indices`` arrays of the Jacobian in place.
+
+    The rows of a path group form a contiguous ``(size, row_len)`` block.  Column ``t`` of
+    an input or bias group (the weight of layer ``t`` on the path) is an outer product:
+    ``prefix[a] * suffix[b]`` over the partial paths ``a`` before the weight and ``b``
+    after it, and its column number is an outer sum ``offset + j_{t-1}(a) + n_{t-1}
+    j_t(b)``; both are written straight into the block, nothing Jacobian-sized is
+    allocated twice."""
     lay = parameter_layout(net)
     dims = lay.dims
     L = net.depth
@@ -65,56 +109,60 @@ def _blocks(net: Network, exact: bool):
     Ws = [np.asarray(W, dtype=dtype) for W in net.weights]
     bs = [np.asarray(b, dtype=dtype) for b in net.biases]
     suf = _suffixes(Ws, dims[-1], dtype)
-    for kind, k, shape in path_group_shapes(net):
+    pos = 0
+    for kind, k, shape, length in _row_lengths(net):
         size = math.prod(shape)
+        V = data[pos: pos + size * length].reshape(size, length)
+        C = indices[pos: pos + size * length].reshape(size, length)
+        pos += size * length
         if kind == "skip":
-            o = lay.skip_offset
-            cols = (o + np.arange(dims[-1])[None, :] * dims[0] + np.arange(dims[0])[:, None]).reshape(size, 1)
-            ones = np.ones((size, 1), dtype=dtype) if not exact else np.full((size, 1), 1, dtype=object)
-            yield ones, cols
+            V[...] = 1
+            C[:, 0] = (lay.skip_offset + np.arange(dims[-1])[None, :] * dims[0]
+                       + np.arange(dims[0])[:, None]).reshape(-1)
             continue
         start = 0 if kind == "input" else k  # the first layer (of nodes) on the path
-        # axis a of the group's block is layer start + a
-        vals_list, cols_list = [], []
+        col = 0
         if kind == "bias":
-            # d/d b_k[j_k] = suffix from h_k[j_k]
-            v = np.broadcast_to(suf[k], shape)
-            c = lay.b_offset[k - 1] + np.arange(dims[k]).reshape((-1,) + (1,) * (len(shape) - 1))
-            vals_list.append(v)
-            cols_list.append(np.broadcast_to(c, shape))
+            # d/d b_k[j_k] is the suffix product from h_k[j_k]; its column is b_k's j_k
+            sf = suf[k].reshape(-1)
+            V[:, col] = sf
+            B = size // dims[k]
+            _outer_into(np.add, _column(C, col, dims[k], B),
+                        lay.b_offset[k - 1] + np.arange(dims[k]), np.zeros(B, dtype=np.int64))
+            col += 1
             if k == L and net.skip is not None:
-                vals_list.append(v)
-                cols_list.append(np.broadcast_to(lay.skip_offset + dims[-1] * dims[0] + np.arange(dims[-1]), shape))
+                V[:, col] = sf
+                C[:, col] = lay.skip_offset + dims[-1] * dims[0] + np.arange(dims[-1])
+                col += 1
             prefix = bs[k - 1]
         else:
             prefix = np.ones(dims[0], dtype=dtype) if not exact else np.array([1] * dims[0], dtype=object)
-        # prefix: products up to layer t-1, shape (n_start, .., n_{t-1})
+        # prefix: products of the weights before layer t, shape (n_start, .., n_{t-1})
         for t in range(start + 1, L + 1):
-            W = Ws[t - 1]
-            a_prev = t - 1 - start  # axis of layer t-1 in the block
-            nd = len(shape)
-            pre = prefix.reshape(prefix.shape + (1,) * (nd - prefix.ndim))
-            post = suf[t].reshape((1,) * (a_prev + 1) + suf[t].shape)
-            vals_list.append(np.broadcast_to(pre * post, shape))
-            jt = np.arange(dims[t]).reshape((1,) * (a_prev + 1) + (-1,) + (1,) * (nd - a_prev - 2))
-            jp = np.arange(dims[t - 1]).reshape((1,) * a_prev + (-1,) + (1,) * (nd - a_prev - 1))
-            cols_list.append(np.broadcast_to(lay.w_offset[t - 1] + jt * dims[t - 1] + jp, shape))
-            prefix = prefix[..., None] * W.T
-        vals = np.stack([v.reshape(size) for v in vals_list], axis=1)
-        cols = np.stack([c.reshape(size) for c in cols_list], axis=1)
-        yield vals, cols
+            A, B = prefix.size, suf[t].size
+            _outer_into(np.multiply, _column(V, col, A, B), prefix.reshape(-1), suf[t].reshape(-1))
+            ca = np.tile(np.arange(dims[t - 1]), A // dims[t - 1])          # j_{t-1}(a)
+            cb = np.repeat(np.arange(dims[t]) * dims[t - 1], B // dims[t])  # n_{t-1} j_t(b)
+            _outer_into(np.add, _column(C, col, A, B), lay.w_offset[t - 1] + ca, cb)
+            col += 1
+            prefix = prefix[..., None] * Ws[t - 1].T
 
 
-def _check_size(net: Network) -> None:
-    nnz = 0
-    L = net.depth
-    for kind, k, shape in path_group_shapes(net):
-        length = 1 if kind == "skip" else (L if kind == "input" else L - k + 1)
-        nnz += math.prod(shape) * length
+def _csr_arrays(net: Network, exact: bool):
+    groups = _row_lengths(net)
+    nnz = sum(math.prod(shape) * length for _, _, shape, length in groups)
     if nnz > MAX_NNZ:
         raise RelulabError(
             f"{net!r}: the path-lifting Jacobian has {nnz} nonzeros, more than {MAX_NNZ}"
         )
+    idx_dtype = np.int32 if max(nnz, net.n_params) < 2**31 else np.int64
+    data = np.empty(nnz, dtype=object if exact else np.float64)
+    indices = np.empty(nnz, dtype=idx_dtype)
+    _fill(net, exact, data, indices)
+    lens = [np.full(math.prod(shape), length, dtype=idx_dtype) for _, _, shape, length in groups]
+    indptr = np.zeros(sum(v.size for v in lens) + 1, dtype=idx_dtype)
+    np.cumsum(np.concatenate(lens), out=indptr[1:])
+    return data, indices, indptr
 
 
 def path_lifting_jacobian(net: Network):
@@ -131,36 +179,23 @@ def path_lifting_jacobian(net: Network):
     """
     import scipy.sparse as sp
 
-    _check_size(net)
-    lay = parameter_layout(net)
-    vals, cols, lens = [], [], []
-    exact = net.is_exact
-    for v, c in _blocks(net, exact):
-        vals.append(v.reshape(-1).astype(float) if exact else v.reshape(-1))
-        cols.append(c.reshape(-1))
-        lens.append(np.full(v.shape[0], v.shape[1], dtype=np.int64))
-    data = np.concatenate(vals)
-    indices = np.concatenate(cols).astype(np.int64)
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate(lens))])
-    if indptr[-1] < 2**31:
-        indices = indices.astype(np.int32)
-        indptr = indptr.astype(np.int32)
-    J = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, lay.size))
+    data, indices, indptr = _csr_arrays(net, False)  # an exact network's Fractions -> float64
+    J = sp.csr_matrix((data, indices, indptr), shape=(indptr.size - 1, parameter_layout(net).size),
+                      copy=False)
     J.has_sorted_indices = True
     return J
 
 
 def path_lifting_jacobian_dense(net: Network) -> np.ndarray:
     """The same Jacobian as a dense array, exact (object dtype) for an exact network."""
-    lay = parameter_layout(net)
-    rows = []
-    for v, c in _blocks(net, net.is_exact):
-        block = np.zeros((v.shape[0], lay.size), dtype=object if net.is_exact else float)
-        if net.is_exact:
-            block[:] = 0
-        np.put_along_axis(block, c, v, axis=1)
-        rows.append(block)
-    return np.concatenate(rows, axis=0)
+    data, indices, indptr = _csr_arrays(net, net.is_exact)
+    n_rows = indptr.size - 1
+    out = np.zeros((n_rows, net.n_params), dtype=object if net.is_exact else float)
+    if net.is_exact:
+        out[:] = 0
+    rows = np.repeat(np.arange(n_rows), np.diff(indptr))
+    out[rows, indices] = data
+    return out
 
 
 def path_lifting_rank(net: Network, exact: bool | None = None) -> RankInfo:
