@@ -87,6 +87,24 @@ def test_cnn_with_everything() -> None:
     _check(m, (2, 9, 8))
 
 
+def test_batchnorm_after_relu_and_pool_on_input() -> None:
+    """BatchNorm between a ReLU and a Conv, a MaxPool straight on the (signed) input, and
+    a 4-term MaxPool tree after a BatchNorm."""
+    g = torch.Generator().manual_seed(5)
+    m = nn.Sequential(
+        nn.MaxPool2d(2, stride=1),
+        nn.Conv2d(2, 3, 2),
+        nn.ReLU(),
+        _bn(3, g),
+        nn.Conv2d(3, 2, 2, padding=1),
+        _bn(2, g),
+        nn.MaxPool2d(3, stride=2),
+        nn.ReLU(),
+        nn.Flatten(),
+    )
+    _check(m, (2, 6, 6))
+
+
 def test_maxpool_variants() -> None:
     """Overlapping windows, padding (excluded from the max), dilation, ceil mode, a window
     of 9 values (4 tree levels) and a pool directly on the (signed) input."""

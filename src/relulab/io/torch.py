@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -235,16 +234,42 @@ def avgpool2d_sparse(
 
 
 # ====================================================================== the tracer
-@dataclass
 class _Aff:
     """An affine tensor: entries ``A h + c`` (+ ``P x + p`` when it also depends on the
-    network input ``x`` directly, which can only end in the output skip)."""
+    network input ``x`` directly, which can only end in the output skip).
 
-    A: np.ndarray  # (n, *S): coefficients over the hidden vector of layer `epoch`
-    c: np.ndarray  # S
-    epoch: int
-    P: np.ndarray | None = None  # (d, *S)
-    p: np.ndarray | None = None  # S
+    ``A`` has shape ``(n, *S)`` (coefficients over the hidden vector of layer ``epoch``);
+    right after the input or a nonlinearity it is an identity-like matrix, kept as the
+    sparse ``(n, prod(S))`` matrix ``As`` until an operation needs it dense, so that
+    convolutions and linear layers on wide hidden layers cost what their weights cost.
+    """
+
+    __slots__ = ("_A", "As", "c", "epoch", "P", "p")
+
+    def __init__(
+        self,
+        A: np.ndarray | None,
+        c: np.ndarray,
+        epoch: int,
+        P: np.ndarray | None = None,
+        p: np.ndarray | None = None,
+        As: Any = None,
+    ) -> None:
+        self._A, self.As, self.c, self.epoch, self.P, self.p = A, As, c, epoch, P, p
+
+    @property
+    def A(self) -> np.ndarray:
+        if self._A is None:
+            self._A = self.As.toarray().reshape((self.As.shape[0], *self.c.shape))
+        return self._A
+
+    @property
+    def n(self) -> int:
+        return int(self.As.shape[0] if self._A is None else self._A.shape[0])
+
+    @property
+    def sparse(self) -> bool:
+        return self._A is None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -252,6 +277,12 @@ class _Aff:
 
 
 Value = Any  # an _Aff or a constant numpy array
+
+
+def _sp() -> Any:
+    import scipy.sparse as sp
+
+    return sp
 
 
 def _lead(a: np.ndarray | None, f: Callable[[np.ndarray, int], np.ndarray], lead: int):
@@ -301,7 +332,7 @@ class AffineTracer:
 
     def input(self) -> _Aff:
         S = self.input_shape
-        return _Aff(np.eye(self.d).reshape((self.d, *S)), np.zeros(S), 0)
+        return _Aff(None, np.zeros(S), 0, As=_sp().identity(self.d, format="csr"))
 
     def fresh(self, v: Value, where: str) -> Value:
         """``v`` expressed over the current hidden vector (constants pass)."""
@@ -311,7 +342,8 @@ class AffineTracer:
             # a function of the network input used after a ReLU: it can only reach the
             # output, as the network's affine skip
             S = v.shape
-            return _Aff(np.zeros((self.width, *S)), np.zeros(S), self.epoch, P=v.A, p=v.c)
+            zero = _sp().csr_matrix((self.width, int(np.prod(S))))
+            return _Aff(None, np.zeros(S), self.epoch, P=v.A, p=v.c, As=zero)
         raise FormatError(
             f"{where}: uses a value computed before hidden layer {self.epoch} "
             "(a skip connection between hidden layers; relulab networks only have an "
@@ -320,7 +352,7 @@ class AffineTracer:
 
     def const_as_aff(self, k: np.ndarray) -> _Aff:
         k = np.asarray(k, dtype=np.float64)
-        return _Aff(np.zeros((self.width, *k.shape)), k, self.epoch)
+        return _Aff(None, k, self.epoch, As=_sp().csr_matrix((self.width, k.size)))
 
     @staticmethod
     def is_aff(v: Value) -> bool:
@@ -354,10 +386,15 @@ class AffineTracer:
         if not isinstance(v, _Aff):
             k = np.asarray(v, dtype=np.float64)
             S = np.broadcast_shapes(u.shape, k.shape)
+            if S == u.shape:
+                return _Aff(u._A, u.c + k, u.epoch, u.P, u.p, As=u.As)
             u = self._align(u, S)
             return _Aff(u.A, u.c + k, u.epoch, u.P, u.p)
         v = self.fresh(v, where)
         S = np.broadcast_shapes(u.shape, v.shape)
+        if u.shape == v.shape == S and u.sparse and v.sparse:
+            return _Aff(None, u.c + v.c, u.epoch, _addn(u.P, v.P), _addn(u.p, v.p),
+                        As=(u.As + v.As).tocsr())
         u, v = self._align(u, S), self._align(v, S)
         return _Aff(u.A + v.A, u.c + v.c, u.epoch, _addn(u.P, v.P), _addn(u.p, v.p))
 
@@ -384,10 +421,14 @@ class AffineTracer:
             return np.asarray(u) / k if divide else np.asarray(u) * k
         u = self.fresh(u, where)
         S = np.broadcast_shapes(u.shape, k.shape)
-        u = self._align(u, S)
 
         def f(a: np.ndarray, lead: int) -> np.ndarray:
             return a / k if divide else a * k
+
+        if S == u.shape and u.sparse and not divide:
+            As = u.As.multiply(np.broadcast_to(k, S).reshape(1, -1)).tocsr()
+            return _Aff(None, f(u.c, 0), u.epoch, _lead(u.P, f, 1), _lead(u.p, f, 0), As=As)
+        u = self._align(u, S)
 
         return _Aff(f(u.A, 1), f(u.c, 0), u.epoch, _lead(u.P, f, 1), _lead(u.p, f, 0))
 
@@ -407,6 +448,10 @@ class AffineTracer:
                 raise ValueError(f"cannot multiply a vector with a {Wm.shape} array")
             if len(u.shape) >= 2 and Wm.ndim > len(u.shape):
                 u = self._align(u, (1,) * (Wm.ndim - len(u.shape)) + u.shape)
+            if u.sparse and len(u.shape) == 1 and Wm.ndim == 2:
+                A = np.asarray(u.As @ Wm)
+                return _Aff(A, u.c @ Wm, u.epoch, _lead(u.P, lambda a, lead: a @ Wm, 1),
+                            _lead(u.p, lambda a, lead: a @ Wm, 0))
             return self.lin(u, lambda a, lead: a @ Wm, where)
         v = self.fresh(v, where)
         Wm = np.asarray(u, dtype=np.float64)
@@ -420,7 +465,15 @@ class AffineTracer:
 
     def reshape(self, v: Value, shape: Sequence[int], where: str = "") -> Value:
         shape = tuple(int(s) for s in shape)
-        return self.lin(v, lambda a, lead: a.reshape(a.shape[:lead] + shape), where)
+
+        def f(a: np.ndarray, lead: int) -> np.ndarray:
+            return a.reshape(a.shape[:lead] + shape)
+
+        if isinstance(v, _Aff) and v.sparse:
+            v = self.fresh(v, where)
+            if v.sparse:  # C-order reshapes keep the flattened order
+                return _Aff(None, f(v.c, 0), v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0), As=v.As)
+        return self.lin(v, f, where)
 
     def sparse(
         self,
@@ -443,7 +496,13 @@ class AffineTracer:
         n_in = int(np.prod(v.shape if isinstance(v, _Aff) else np.shape(v)))
         if n_in != M.shape[1]:
             raise ValueError(f"the operation takes {M.shape[1]} values but gets {n_in}")
-        out = self.lin(v, f, where)
+        if isinstance(v, _Aff):
+            v = self.fresh(v, where)
+        if isinstance(v, _Aff) and v.sparse:
+            As = (v.As @ M.T).tocsr()
+            out = _Aff(None, f(v.c, 0), v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0), As=As)
+        else:
+            out = self.lin(v, f, where)
         if bias is not None:
             out = self.add(out, np.asarray(bias, dtype=np.float64).reshape(out_shape), where)
         return out
@@ -478,7 +537,7 @@ class AffineTracer:
                     f"{where}: a value that depends directly on the network input enters a "
                     "hidden layer (a skip into a hidden layer is not supported)"
                 )
-            v = _Aff(v.A, v.c + v.p, v.epoch)
+            v = _Aff(v._A, v.c + v.p, v.epoch, As=v.As)
         if v.c.size == 0:
             raise FormatError(f"{where}: empty tensor")
         return v
@@ -501,7 +560,7 @@ class AffineTracer:
         v = self._close(v, where)
         S = v.shape
         m = int(np.prod(S))
-        n = v.A.shape[0]
+        n = v.n
         W = v.A.reshape(n, m).T
         b = v.c.reshape(m)
         Ws, bs, blocks = [], [], []
@@ -509,12 +568,11 @@ class AffineTracer:
             Ws.append(W if s == 1 else s * W)
             bs.append(b if (s == 1 and t == 0) else s * b + t)
             cfv = np.broadcast_to(np.asarray(cf, dtype=np.float64), S).reshape(m)
-            blocks.append(np.diag(cfv))
+            blocks.append(_sp().diags(cfv, format="csr"))
         self.weights.append(np.concatenate(Ws, axis=0))
         self.biases.append(np.concatenate(bs))
-        A = np.concatenate(blocks, axis=0).reshape((len(terms) * m, *S))
         c = np.broadcast_to(np.asarray(const, dtype=np.float64), S).copy()
-        return _Aff(A, c, self.epoch)
+        return _Aff(None, c, self.epoch, As=_sp().vstack(blocks, format="csr"))
 
     def relu(self, v: Value, where: str = "") -> Value:
         return self.activation(v, [(1.0, 1.0, 0.0)], 0.0, where)
@@ -547,11 +605,12 @@ class AffineTracer:
         if any(len(w) == 0 for w in windows):
             raise FormatError(f"{where}: a pooling window lies entirely in the padding")
         v = self._close(v, where)
-        n = v.A.shape[0]
+        n = v.n
         Q = v.A.reshape(n, -1).T  # items: rows of Q (over h) + q
         q = v.c.reshape(-1)
         # h >= 0 after a ReLU layer; an item with nonnegative coefficients is then >= 0
         nonneg = (self.epoch > 0) & np.all(Q >= 0, axis=1) & (q >= 0)
+        epoch0 = self.epoch
         wins = [list(map(int, w)) for w in windows]
         while any(len(w) > 1 for w in wins):
             Wn, bn, Q, wins = _maxpool_level(Q, q, nonneg, wins)
@@ -560,8 +619,10 @@ class AffineTracer:
             q = np.zeros(Q.shape[0])
             nonneg = np.all(Q >= 0, axis=1)
         sel = [w[0] for w in wins]
-        A = Q[sel].T.reshape((Q.shape[1], *out_shape))
-        return _Aff(np.ascontiguousarray(A), q[sel].reshape(out_shape), self.epoch)
+        if self.epoch == epoch0:  # no layer added: a selection of the input's entries
+            A = Q[sel].T.reshape((Q.shape[1], *out_shape))
+            return _Aff(np.ascontiguousarray(A), q[sel].reshape(out_shape), self.epoch)
+        return _Aff(None, q[sel].reshape(out_shape), self.epoch, As=_sp().csr_matrix(Q[sel].T))
 
     # ---------------------------------------------------------------- output
     def finish(self, v: Value, where: str = "output") -> Network:
@@ -569,7 +630,7 @@ class AffineTracer:
         if not isinstance(v, _Aff):
             raise FormatError(f"{where}: the output does not depend on the input")
         v = self.fresh(v, where)
-        n = v.A.shape[0]
+        n = v.n
         m = int(np.prod(v.shape))
         W = v.A.reshape(n, m).T
         b = v.c.reshape(m)
