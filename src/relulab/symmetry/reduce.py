@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -262,7 +263,9 @@ def reduce(
     counts = {k: 0 for k in ("dead", "zero_outgoing", "constant", "merged", "collapsed",
                              "to_skip", "twins", "dependent_active")}
     log: list[str] = []
-    t_budget = None if timeout is None else timeout / 2
+    # Half of the time goes to neuron proofs (all rounds together), the rest to the check.
+    t_start = time.monotonic()
+    proofs_end = None if timeout is None else t_start + timeout / 2
     cur = net
     rounds = 0
     for _ in range(max_rounds):
@@ -270,7 +273,7 @@ def reduce(
         if cur.n_hidden_layers == 0:
             break
         st0 = neuron_status(cur, dom, use_verifier=use_verifier, samples=samples,
-                            time_limit=t_budget)
+                            time_limit=None if proofs_end is None else max(0.0, proofs_end - time.monotonic()))
         can, rep = canonical(cur, dom, status=st0)
         counts["dead"] += len(rep.dead)
         counts["zero_outgoing"] += len(rep.zero_outgoing)
@@ -299,7 +302,8 @@ def reduce(
     dev = max(dev, float(np.max(np.abs(net.float()(Xc) - cur.float()(Xc)), initial=0.0)))
     chk = None
     if check:
-        chk = equivalent(net, cur, dom, timeout=None if timeout is None else timeout / 2)
+        left = None if timeout is None else max(1.0, timeout - (time.monotonic() - t_start))
+        chk = equivalent(net, cur, dom, timeout=left)
     return ReduceResult(
         network=cur,
         widths_before=net.widths,
