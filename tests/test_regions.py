@@ -277,3 +277,29 @@ def test_bad_domain_errors():
         regions.enumerate(net, Box([0, 0], [0, 1]))
     with pytest.raises(RelulabError):
         regions.enumerate(net, method="nope")
+
+
+def test_engines_agree(case):
+    """The shared-vertex skeleton and the per-region engine give the same complex."""
+    net, box, rs = case
+    assert rs.info["engine"] == "skeleton"
+    cells = regions.enumerate(net, box, engine="cells")
+    assert cells.info["engine"] == "cells"
+    a = {bytes(rs.packed_patterns[i]): i for i in range(len(rs))}
+    assert set(a) == _patset(cells)
+    for j in range(len(cells)):
+        i = a[bytes(cells.packed_patterns[j])]
+        R, Q = rs[i], cells[j]
+        assert set(R.facet_ids.tolist()) == set(Q.facet_ids.tolist())
+        assert R.vertices.shape == Q.vertices.shape
+        assert np.allclose(R.interior_point, Q.interior_point, atol=1e-9)
+        assert np.allclose(R.affine[0], Q.affine[0]) and np.allclose(R.affine[1], Q.affine[1])
+    assert np.array_equal(regions.adjacency(rs)[:, 2].size, regions.adjacency(cells)[:, 2].size)
+
+
+def test_degenerate_input_falls_back():
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    net = Network([W, np.ones((1, 3))], [np.zeros(3), np.zeros(1)])
+    rs = regions.enumerate(net)
+    assert rs.info["engine"] == "cells" and "fallback" in rs.info
+    assert len(rs) == 6

@@ -12,6 +12,7 @@ from ..domain import Box, DomainError, Polytope, as_domain
 from ..errors import RelulabError
 from ..network import Network
 from . import _engine as E
+from ._hashing import unique_pairs
 from ._types import Region, RegionSet
 
 __all__ = ["enumerate_regions", "iter_regions", "count_regions", "default_domain"]
@@ -54,12 +55,10 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
     reg = E._slot_region(ptr)
     ri = np.broadcast_to(reg[:, None], F.shape)[valid]
     ids = F[valid]
-    uniq = np.unique(ri * pb.n_ids + ids)
-    fr = uniq // pb.n_ids
-    fid = uniq % pb.n_ids
+    fr, fid = unique_pairs(ri, ids, n, pb.n_ids)
     nvalid = valid.sum(1)
     simple = np.logical_and.reduceat(nvalid == d, ptr[:-1])
-    keepf = np.ones(uniq.shape[0], dtype=bool)
+    keepf = np.ones(fr.shape[0], dtype=bool)
     for r in np.flatnonzero(~simple):
         # degenerate region: keep a constraint only if its vertices span a facet, and
         # one constraint per facet (a domain row before a neuron, then lower ids)
@@ -124,7 +123,9 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
     np.cumsum(fcnt, out=fptr[1:])
     slack = bb - np.einsum("fd,fd->f", A, interior[fr])
     radius = np.full(n, np.inf)
-    np.minimum.at(radius, fr, slack) if nf else None
+    has = fcnt > 0
+    if nf:
+        radius[has] = np.minimum.reduceat(slack, fptr[:-1][has])
     touches = np.bincount(fr[~isn], minlength=n) > 0
     # the network's affine map on each region
     if pb.n_layers:
@@ -298,6 +299,37 @@ def _chunks(pb: E.Problem, progress: bool, max_regions: int | None, state: dict)
             return
 
 
+def run_all(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
+            state: dict) -> list[dict]:
+    """All finished regions as a list of ``parts`` dicts.
+
+    ``engine``: ``"skeleton"`` (shared-vertex fast path, general position only),
+    ``"cells"`` (per-region polytopes: streams, handles degenerate input) or ``"auto"``
+    (the skeleton unless streaming is needed or the input is degenerate).
+    """
+    if engine not in ("auto", "skeleton", "cells"):
+        raise RelulabError(f"unknown engine {engine!r}: use 'auto', 'skeleton' or 'cells'")
+    if engine in ("auto", "skeleton") and max_regions is None:
+        from ._skeleton import Degenerate, skeleton_regions
+
+        try:
+            with _Progress(progress) as bar:
+                parts = skeleton_regions(pb, progress=lambda f: bar.update(f, 0))
+            state["engine"] = "skeleton"
+            return [parts]
+        except Degenerate as e:
+            if engine == "skeleton":
+                raise RelulabError(f"the skeleton engine needs general position: {e}") from None
+            state["fallback"] = str(e)
+        except KeyboardInterrupt:
+            state["partial"] = True
+            state["interrupted"] = True
+            state["engine"] = "skeleton"
+            return []
+    state["engine"] = "cells"
+    return list(_chunks(pb, progress, max_regions, state))
+
+
 def _has_more(it) -> bool:
     try:
         next(it)
@@ -363,6 +395,7 @@ def enumerate_regions(
     method: str = "subdivision",
     centers: str = "centroid",
     big: float | None = None,
+    engine: str = "auto",
 ) -> RegionSet:
     """Every full-dimensional linear region of ``net`` inside ``domain``.
 
@@ -378,6 +411,9 @@ def enumerate_regions(
             ``"chebyshev"`` (the Chebyshev centre of every region, one LP each).
         big: half-width of the artificial box used for unbounded domains (grown
             automatically until the result is certified).
+        engine: ``"auto"`` (default: the shared-vertex skeleton, falling back to
+            per-region polytopes on degenerate input or when ``max_regions`` is set),
+            ``"skeleton"`` or ``"cells"``.  The result is the same.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -400,16 +436,16 @@ def enumerate_regions(
         if pb.big is not None:
             from ._unbounded import enumerate_unbounded
 
-            rs = enumerate_unbounded(net, dom, pb, max_regions=max_regions, progress=progress)
+            rs = enumerate_unbounded(net, dom, pb, max_regions=max_regions, progress=progress,
+                                     engine=engine)
         else:
             state: dict = {}
-            chunks = list(_chunks(pb, progress, max_regions, state))
+            chunks = run_all(pb, progress, max_regions, engine, state)
             rs = _assemble(
                 pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                 method="subdivision",
             )
-            if state.get("interrupted"):
-                rs.info["interrupted"] = True
+            rs.info.update({k: v for k, v in state.items() if k != "partial"})
         rs.seconds = time.perf_counter() - t0
     else:
         raise RelulabError(f"unknown method {method!r}: use 'subdivision' or 'bfs'")
@@ -437,6 +473,7 @@ def count_regions(
     domain: Box | Polytope | None = None,
     *,
     progress: bool = False,
+    engine: str = "auto",
 ) -> int:
     """The number of linear regions (no region data kept).
 
@@ -449,7 +486,12 @@ def count_regions(
     """
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
-        return len(enumerate_regions(net, dom, progress=progress))
+        return len(enumerate_regions(net, dom, progress=progress, engine=engine))
+    if engine != "cells":
+        state: dict = {}
+        parts = run_all(pb, progress, None, engine, state)
+        if state["engine"] == "skeleton":
+            return int(parts[0]["interior"].shape[0]) if parts else 0
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     total = [0]
     with _Progress(progress) as bar:

@@ -8,29 +8,13 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
+from ._hashing import as_words, hash_rows
 from ._types import RegionSet, neuron_label
 
 __all__ = ["adjacency", "graph", "graph_summary", "GraphSummary", "pattern_index"]
 
-_MULT = None
-
-
 def _hash_rows(P: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row of a uint8 matrix (rows compared exactly afterwards)."""
-    global _MULT
-    n, nb = P.shape
-    pad = (-nb) % 8
-    if pad:
-        P = np.concatenate([P, np.zeros((n, pad), dtype=np.uint8)], axis=1)
-    words = np.ascontiguousarray(P).view(np.uint64)  # (n, nw)
-    nw = words.shape[1]
-    if _MULT is None or _MULT.shape[0] < nw:
-        rng = np.random.default_rng(12345)
-        _MULT = rng.integers(1, 2**63 - 1, size=max(nw, 64), dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        h = (words * _MULT[:nw]).sum(axis=1, dtype=np.uint64)
-        h ^= h >> np.uint64(29)
-    return h
+    return hash_rows(as_words(P))
 
 
 class _PatternTable:

@@ -50,8 +50,8 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     return True
 
 
-def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False):
-    from ._enumerate import _assemble, _chunks
+def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engine="auto"):
+    from ._enumerate import _assemble, run_all
 
     netf = net.float() if net.is_exact else net
     M = float(pb.big)
@@ -59,10 +59,11 @@ def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False):
     for _ in range(6):
         pb.big = M
         state: dict = {}
-        chunks = list(_chunks(pb, progress, max_regions, state))
+        chunks = run_all(pb, progress, max_regions, engine, state)
         rs = _assemble(pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                        method="subdivision")
         rs.info["box_halfwidth"] = M
+        rs.info.update({k: v for k, v in state.items() if k != "partial"})
         if rs.partial:
             rs.certified = False
             return rs

@@ -1,0 +1,347 @@
+"""The fast path: the vertex-edge skeleton of the whole complex, each vertex stored once.
+
+Valid in general position (every vertex of the complex lies on exactly ``d``
+hyperplanes, counting the domain's facets), which holds for generic float weights.
+Any sign of degeneracy -- a vertex whose pre-activation is zero within
+:data:`SIGN_TOL`, an edge without exactly ``d - 1`` shared hyperplanes, a 2-face not
+cut in exactly two points -- raises :class:`Degenerate` and the caller falls back to
+the per-region engine (:mod:`._engine`), which handles every case.
+
+Per vertex we keep its coordinates, the pre-activations of the current layer (the
+network is continuous, so these are well defined at a vertex), the ids of the ``d``
+hyperplanes through it and its sign vector (bit ``j`` set when neuron ``j`` is
+positive; 0 on the hyperplanes through it).  Adding neuron ``j``:
+
+* every edge whose ends have opposite signs gets a new vertex (linear interpolation:
+  along an edge everything is affine);
+* the new vertices are joined inside every 2-face of the old complex they share: a
+  2-face is named by its ternary sign vector (``d - 2`` zero ids and the signs of
+  all other neurons), which a new vertex on edge ``e`` knows for each of the
+  ``2 (d - 1)`` faces around ``e``; faces named by exactly two new vertices give the
+  new edges.  No LP, no per-region work.
+
+At the end the regions are the distinct sign vectors obtained from each vertex by
+choosing a side of each neuron hyperplane through it (``2^d`` cells meet at a vertex
+in general position).  Facets, H-representations (from the activation patterns,
+grouped layer by layer), interior points and affine maps follow in a few vectorised
+passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _engine as E
+from ._hashing import as_words, group_rows, unique_pairs
+
+__all__ = ["Degenerate", "skeleton_regions"]
+
+
+class Degenerate(Exception):
+    """The input is not in general position (use the per-region engine)."""
+
+
+def _bytes_bit(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Byte index and bit value (np.packbits order) of neuron ids."""
+    return ids >> 3, (np.uint8(128) >> (ids & 7).astype(np.uint8)).astype(np.uint8)
+
+
+def _groups(M: np.ndarray):
+    return group_rows(M)
+
+
+class _Pool:
+    """Growable row arrays."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self.n = next(iter(arrays.values())).shape[0]
+        self.a = {}
+        for k, v in arrays.items():
+            cap = max(16, 2 * self.n)
+            buf = np.empty((cap, *v.shape[1:]), dtype=v.dtype)
+            buf[: self.n] = v
+            self.a[k] = buf
+
+    def __getitem__(self, k: str) -> np.ndarray:
+        return self.a[k][: self.n]
+
+    def append(self, rows: dict[str, np.ndarray]) -> int:
+        m = next(iter(rows.values())).shape[0]
+        need = self.n + m
+        for k, v in rows.items():
+            buf = self.a[k]
+            if need > buf.shape[0]:
+                nb = np.empty((max(need, 2 * buf.shape[0]), *buf.shape[1:]), dtype=buf.dtype)
+                nb[: self.n] = buf[: self.n]
+                self.a[k] = buf = nb
+            buf[self.n : need] = v
+        s0 = self.n
+        self.n = need
+        return s0
+
+    def replace(self, k: str, v: np.ndarray) -> None:
+        """Replace a whole column family (e.g. new layer pre-activations)."""
+        cap = self.a[next(iter(self.a))].shape[0]
+        buf = np.empty((cap, *v.shape[1:]), dtype=v.dtype)
+        buf[: self.n] = v
+        self.a[k] = buf
+
+
+def _initial(pb: E.Problem):
+    X, F, ptr, bounded = E.initial_polytope(pb)
+    d = pb.d
+    if np.any((F >= 0).sum(1) != d):
+        raise Degenerate("domain polytope is not simple")
+    Zid = np.sort(F[:, :d], axis=1)
+    reg = np.zeros(X.shape[0], dtype=np.int64)
+    a, b, _ids = E._simple_edges(Zid, reg, np.arange(X.shape[0]), d, pb.n_ids)
+    return X, Zid, a, b
+
+
+def skeleton_regions(pb: E.Problem, progress=None) -> dict:
+    """All regions (general position) as the ``parts`` dict of ``_enumerate.finalize``.
+
+    ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
+    """
+    d = pb.d
+    N = pb.N
+    nb8 = 8 * max(1, (N + 63) // 64)  # bytes of a sign vector, padded to whole words
+    X, Zid, Ea, Eb = _initial(pb)
+    V0 = X.shape[0]
+    w0 = pb.widths[0] if pb.n_layers else 1
+    pool = _Pool({
+        "X": X,
+        "Z": np.zeros((V0, w0)),
+        "T": np.zeros((V0, w0)),
+        "id": Zid.astype(np.int64),
+        "S": np.zeros((V0, nb8), dtype=np.uint8),
+    })
+    edges = _Pool({"a": Ea.astype(np.int64), "b": Eb.astype(np.int64)})
+    for k in range(pb.n_layers):
+        W, bias = pb.Ws[k], pb.bs[k]
+        Hin = pool["X"] if k == 0 else np.maximum(pool["Z"], 0.0)
+        Zk = Hin @ W.T + bias
+        Tk = E.SIGN_TOL * (np.abs(Hin) @ np.abs(W).T + np.abs(bias))
+        pool.replace("Z", Zk)
+        pool.replace("T", Tk)
+        for jj in range(W.shape[0]):
+            j = int(pb.offsets[k] + jj)
+            _add_neuron(pool, edges, j, jj, d, N, nb8)
+            if progress is not None:
+                progress((j + 1) / max(N, 1))
+    return _extract(pb, pool, nb8)
+
+
+def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
+    s = pool["Z"][:, jj]
+    tol = pool["T"][:, jj]
+    if np.any(np.abs(s) <= tol):
+        raise Degenerate(f"a vertex lies on the hyperplane of neuron {j}")
+    pos = s > 0
+    byte, bit = _bytes_bit(np.array([j]))
+    S = pool["S"]
+    S[pos, byte[0]] |= bit[0]
+    ea, eb = edges["a"], edges["b"]
+    cut = np.flatnonzero(pos[ea] != pos[eb])
+    if cut.size == 0:
+        return
+    u = ea[cut]
+    w = eb[cut]
+    su, sw = s[u], s[w]
+    t = (su / (su - sw))[:, None]
+    Xn = pool["X"][u] + t * (pool["X"][w] - pool["X"][u])
+    Zn = pool["Z"][u] + t * (pool["Z"][w] - pool["Z"][u])
+    Zn[:, jj] = 0.0
+    Tn = pool["T"][u] + t * (pool["T"][w] - pool["T"][u])
+    Iu, Iw = pool["id"][u], pool["id"][w]
+    common = (Iu[:, :, None] == Iw[:, None, :]).any(2)
+    if np.any(common.sum(1) != d - 1):
+        raise Degenerate("an edge without d - 1 shared hyperplanes")
+    C = Iu[common].reshape(cut.size, d - 1)  # sorted (rows of Iu are sorted)
+    In = np.sort(np.concatenate([C, np.full((C.shape[0], 1), j)], axis=1), axis=1)
+    Sn = (S[u] | S[w])
+    Sn[:, byte[0]] &= ~bit[0]
+    m = cut.size
+    n0 = pool.append({"X": Xn, "Z": Zn, "T": Tn, "id": In, "S": Sn})
+    new = n0 + np.arange(m)
+    # split the cut edges
+    edges.a["b"][cut] = new
+    edges.append({"a": new, "b": w})
+    if d < 2:
+        return
+    # join new vertices lying on a common 2-face
+    keys = []
+    owners = []
+    Sw = Sn.view(np.uint64)  # (m, nb8 / 8)
+    for c in range(d - 1):
+        rel = C[:, c]
+        rest = np.delete(C, c, axis=1) if d > 2 else np.zeros((m, 0), dtype=np.int64)
+        isn = rel < N
+        # released neuron: both sides; released domain facet: its one (inner) side
+        base = np.concatenate([rest.astype(np.uint64), Sw], axis=1)
+        keys.append(base)
+        owners.append(np.arange(m))
+        if isn.any():
+            idx = np.flatnonzero(isn)
+            Sp = Sn[idx].copy()
+            bi, bv = _bytes_bit(rel[idx])
+            Sp[np.arange(idx.size), bi] |= bv
+            keys.append(np.concatenate([rest[idx].astype(np.uint64), Sp.view(np.uint64)], axis=1))
+            owners.append(idx)
+    K = np.concatenate(keys, axis=0)
+    own = np.concatenate(owners)
+    order, starts, lens = _groups(K)
+    if np.any(lens > 2):
+        raise Degenerate("a 2-face cut in more than two points")
+    two = starts[lens == 2]
+    p = own[order[two]]
+    q = own[order[two + 1]]
+    edges.append({"a": new[p], "b": new[q]})
+
+
+def _extract(pb: E.Problem, pool: _Pool, nb8: int) -> dict:
+    """Regions from the skeleton (see the module docstring)."""
+    d = pb.d
+    N = pb.N
+    X = pool["X"]
+    Id = pool["id"]
+    S = pool["S"]
+    V = X.shape[0]
+    isn = Id < N
+    vids, pats = [], []
+    for mask in range(2**d):
+        cols = [c for c in range(d) if (mask >> c) & 1]
+        ok = np.ones(V, dtype=bool)
+        for c in cols:
+            ok &= isn[:, c]
+        v = np.flatnonzero(ok)
+        P = S[v].copy()
+        for c in cols:
+            bi, bv = _bytes_bit(Id[v, c])
+            P[np.arange(v.size), bi] |= bv
+        vids.append(v)
+        pats.append(P)
+    vid = np.concatenate(vids)
+    P = np.concatenate(pats, axis=0)
+    order, starts, lens = _groups(P.view(np.uint64))
+    n = starts.shape[0]
+    region_of_row = np.empty(vid.shape[0], dtype=np.int64)
+    region_of_row[order] = np.repeat(np.arange(n), lens)
+    rpat = P[order[starts]]  # (n, nb8) packed patterns
+    # vertices per region
+    vptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=vptr[1:])
+    verts = X[vid[order]]
+    # facets: the hyperplanes through the region's vertices
+    rr = np.repeat(region_of_row, d)
+    ii = Id[vid].reshape(-1)
+    fr, fid = unique_pairs(rr, ii, n, pb.n_ids)
+    packed = rpat[:, : (N + 7) // 8] if N else np.zeros((n, 0), dtype=np.uint8)
+    return _hrep_parts(pb, packed, vptr, verts, fr, fid)
+
+
+def _prefix_mask(nbits: int, nwords: int) -> np.ndarray:
+    """uint64 words selecting the first ``nbits`` neurons of a packed sign vector."""
+    b = np.zeros(nwords * 64, dtype=bool)
+    b[:nbits] = True
+    return np.packbits(b).view(np.uint64)
+
+
+def _layer_apply(W: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """``W @ H[r]`` for every r, as one matrix product: (n, w_in, c) -> (n, w_out, c)."""
+    n, w_in, c = H.shape
+    out = W @ H.transpose(1, 0, 2).reshape(w_in, n * c)
+    return out.reshape(W.shape[0], n, c).transpose(1, 0, 2)
+
+
+def _hrep_parts(pb, packed, vptr, verts, fr, fid) -> dict:
+    d = pb.d
+    N = pb.N
+    n = packed.shape[0]
+    L = pb.n_layers
+    pat = np.unpackbits(packed, axis=1, count=N).astype(bool) if N else np.zeros((n, 0), bool)
+    words = as_words(packed)
+    # per layer: group the regions by their pattern on the layers before (the layer's
+    # pre-activations depend on nothing else) and build each group's affine maps once
+    groups: list[np.ndarray] = []
+    Zs: list[np.ndarray] = []
+    for k in range(L):
+        if k == 0:
+            g = np.zeros(n, dtype=np.int64)
+            Z = np.concatenate([pb.Ws[0], pb.bs[0][:, None]], axis=1)[None]
+        else:
+            off = int(pb.offsets[k])
+            pre = words & _prefix_mask(off, words.shape[1])
+            order, starts, lens = _groups(pre)
+            g = np.empty(n, dtype=np.int64)
+            g[order] = np.repeat(np.arange(starts.shape[0]), lens)
+            rep = order[starts]
+            p_prev = pat[rep, pb.offsets[k - 1] : off]
+            H = p_prev[:, :, None] * Zs[k - 1][groups[k - 1][rep]]
+            Z = _layer_apply(pb.Ws[k], H)
+            Z[:, :, d] += pb.bs[k]
+        groups.append(g)
+        Zs.append(Z)
+    art = pb.is_artificial(fid)
+    bounded = np.bincount(fr[art], minlength=n) == 0
+    fr, fid = fr[~art], fid[~art]
+    nf = fid.shape[0]
+    A = np.empty((nf, d))
+    bb = np.empty(nf)
+    isn = fid < N
+    for k in range(L):
+        sel = np.flatnonzero(isn & (pb.layer_of[np.minimum(fid, max(N - 1, 0))] == k))
+        if sel.size == 0:
+            continue
+        Zr = Zs[k][groups[k][fr[sel]], pb.local_of[fid[sel]]]
+        sg = np.where(pat[fr[sel], fid[sel]], -1.0, 1.0)
+        A[sel] = sg[:, None] * Zr[:, :d]
+        bb[sel] = -sg * Zr[:, d]
+    dsel = np.flatnonzero(~isn)
+    A[dsel] = pb.A_dom[fid[dsel] - N]
+    bb[dsel] = pb.b_dom[fid[dsel] - N]
+    nrm = np.linalg.norm(A, axis=1)
+    nrm[nrm == 0] = 1.0
+    A /= nrm[:, None]
+    bb /= nrm
+    cnt = np.diff(vptr)
+    interior = np.add.reduceat(verts, vptr[:-1], axis=0) / cnt[:, None]
+    fcnt = np.bincount(fr, minlength=n)
+    fptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(fcnt, out=fptr[1:])
+    slack = bb - np.einsum("fd,fd->f", A, interior[fr])
+    radius = np.full(n, np.inf)
+    has = fcnt > 0
+    if nf:
+        radius[has] = np.minimum.reduceat(slack, fptr[:-1][has])
+    touches = np.bincount(fr[~isn], minlength=n) > 0
+    m = pb.Ws[-1].shape[0]
+    aff = np.empty((n, m, d + 1))
+    if L:
+        a0, a1 = int(pb.offsets[L - 1]), int(pb.offsets[L])
+        step = max(1, 20_000_000 // max(1, (a1 - a0) * (d + 1)))
+        for s0 in range(0, n, step):
+            sl = slice(s0, s0 + step)
+            H = pat[sl, a0:a1][:, :, None] * Zs[L - 1][groups[L - 1][sl]]
+            aff[sl] = _layer_apply(pb.Ws[-1], H)
+        aff[:, :, d] += pb.bs[-1]
+    else:
+        aff[:] = np.concatenate([pb.Ws[0], pb.bs[0][:, None]], axis=1)
+    if pb.net.skip is not None:
+        Sk, sk = pb.net.skip
+        aff[:, :, :d] += np.asarray(Sk, float)
+        aff[:, :, d] += np.asarray(sk, float)
+    return {
+        "packed": packed,
+        "vptr": vptr,
+        "vertices": verts,
+        "fptr": fptr,
+        "fid": fid,
+        "fA": A,
+        "fb": bb,
+        "interior": interior,
+        "radius": radius,
+        "affine": aff,
+        "bounded": bounded,
+        "touches": touches,
+    }
