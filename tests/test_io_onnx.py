@@ -370,7 +370,7 @@ def test_more_operators_match_onnxruntime(case: str) -> None:
 # -------------------------------------------------------------------- bad input
 def test_truncated_file(acasxu_dir: Path, tmp_path: Path) -> None:
     data = (acasxu_dir / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx").read_bytes()
-    for cut in (len(data) // 2, 100, 7):
+    for cut in (len(data) // 2, 100, 7, 0):
         p = tmp_path / f"cut{cut}.onnx"
         p.write_bytes(data[:cut])
         with pytest.raises(FormatError, match=re.escape(str(p))):
@@ -434,17 +434,75 @@ def test_other_structural_errors(tmp_path: Path) -> None:
     p = _save(_single_op_model(nodes, [], [1, 3]), tmp_path / "sq.onnx")
     with pytest.raises(FormatError, match=r"node 'sq' \(Mul\): multiplies two input-dependent"):
         load_onnx(p)
-    # a residual connection between hidden layers
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2"),
-             helper.make_node("Add", ["a", "b"], ["y"], name="res")]
-    p = _save(_single_op_model(nodes, [], [1, 3]), tmp_path / "res.onnx")
-    with pytest.raises(FormatError, match=r"node 'res' \(Add\): uses a value computed before"):
+    # two graph inputs
+    graph = helper.make_graph([helper.make_node("Add", ["x", "z"], ["y"])], "g",
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3]) for n in "xz"],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])])
+    p = _save(helper.make_model(graph), tmp_path / "two.onnx")
+    with pytest.raises(FormatError, match=r"two\.onnx: the graph has 2 inputs"):
         load_onnx(p)
     # an undefined input
     nodes = [helper.make_node("Add", ["x", "ghost"], ["y"], name="add")]
     p = _save(_single_op_model(nodes, [], [1, 3]), tmp_path / "ghost.onnx")
     with pytest.raises(FormatError, match=r"input 'ghost' is not defined"):
         load_onnx(p)
+
+
+def _compare_with_ort(model, shape, rng, n=64) -> Network:
+    net = onnx_to_network(model)
+    X = rng.normal(size=(n, int(np.prod(shape)))).astype(np.float32)
+    sess = _session(model)
+    ref = np.stack([sess.run(None, {"x": x.reshape(shape)})[0].reshape(-1) for x in X])
+    assert _rel_err(net(X.astype(np.float64)), ref.astype(np.float64)) <= 2e-6
+    return net
+
+
+def test_residual_blocks_and_parallel_branches() -> None:
+    """Skip connections between hidden layers and parallel Relu branches: the values
+    needed later are carried through the hidden layers as relu(v) - relu(-v) (or relu(v)
+    when v >= 0 is known)."""
+    rng = np.random.default_rng(11)
+    # ResNet block: relu(conv(relu(conv(x))) + x), then a linear head
+    nodes = [helper.make_node("Conv", ["x", "k1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "k2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r2"]),
+             helper.make_node("Conv", ["r2", "k3"], ["c3"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c3"], ["r3"]),
+             helper.make_node("Add", ["r3", "r2"], ["s2"]),  # a skip from a hidden layer
+             helper.make_node("Flatten", ["s2"], ["f"]),
+             helper.make_node("Gemm", ["f", "G"], ["y"], transB=1)]
+    inits = [_arr(rng.normal(size=(2, 2, 3, 3)), "k1"), _arr(rng.normal(size=(2, 2, 3, 3)), "k2"),
+             _arr(rng.normal(size=(2, 2, 3, 3)), "k3"), _arr(rng.normal(size=(3, 32)), "G")]
+    net = _compare_with_ort(_single_op_model(nodes, inits, [1, 2, 4, 4]), [1, 2, 4, 4], rng)
+    # x (32 signed values) rides through layer 1 as 64 units; r2 (>= 0) through layer 3 as 32
+    assert net.widths == (32 + 64, 32, 32 + 32)
+    # parallel branches, and a direct input term at the output (the network's skip)
+    nodes = [helper.make_node("MatMul", ["x", "A"], ["a"]), helper.make_node("Relu", ["a"], ["ra"]),
+             helper.make_node("MatMul", ["x", "B"], ["b"]), helper.make_node("Relu", ["b"], ["rb"]),
+             helper.make_node("Concat", ["ra", "rb"], ["cat"], axis=1),
+             helper.make_node("MatMul", ["cat", "C"], ["o"]),
+             helper.make_node("MatMul", ["x", "S"], ["sk"]), helper.make_node("Add", ["o", "sk"], ["y"])]
+    inits = [_arr(rng.normal(size=(3, 4)), "A"), _arr(rng.normal(size=(3, 5)), "B"),
+             _arr(rng.normal(size=(9, 2)), "C"), _arr(rng.normal(size=(3, 2)), "S")]
+    model = _single_op_model(nodes, inits, [1, 3])
+    net = _compare_with_ort(model, [1, 3], rng)
+    # layer 1: relu(xA) and x carried as +-x; layer 2: relu(xB) and relu(xA) (>= 0)
+    assert net.skip is not None and net.widths == (4 + 6, 5 + 4)
+    X = rng.normal(size=(100, 3))
+    ref64 = _session(_to_float64_batched(model)).run(None, {"x": X})[0]
+    assert _rel_err(net(X), ref64) <= TOL
+    # a value live across the levels of a MaxPool tree
+    nodes = [helper.make_node("Conv", ["x", "k"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["m"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["m"], ["fm"]), helper.make_node("Gemm", ["fm", "G1"], ["a"], transB=1),
+             helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["fg"]), helper.make_node("Gemm", ["fg", "G2"], ["b"], transB=1),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    inits = [_arr(rng.normal(size=(2, 1, 2, 2)), "k"), _arr(rng.normal(size=(3, 8)), "G1"),
+             _arr(rng.normal(size=(3, 2)), "G2")]
+    _compare_with_ort(_single_op_model(nodes, inits, [1, 1, 5, 5]), [1, 1, 5, 5], rng)
 
 
 def test_input_skip_into_output_is_read_as_network_skip(tmp_path: Path) -> None:

@@ -15,6 +15,11 @@ layer.  Supported operators:
 * piecewise linear, rewritten exactly with ReLUs: Relu, LeakyRelu, PRelu, Clip,
   MaxPool, GlobalMaxPool.
 
+Skip connections (ResNet blocks, parallel branches): a value still needed after a
+hidden layer rides through it as ``relu(v) - relu(-v)`` (``relu(v)`` where ``v >= 0`` is
+known), exactly; a function of the input alone that only reaches the output becomes the
+network's affine skip.
+
 Any other operator with a non-constant input raises :class:`~relulab.errors.FormatError`
 naming the node and its op type; constant-only nodes of other types are evaluated
 with ``onnx.reference``.  The input may carry a batch axis (``(1, 1, 1, 5)``, or a
@@ -512,6 +517,51 @@ _HANDLERS: dict[str, Callable[[_Cx, list, dict], list]] = {
 
 SUPPORTED_OPS = tuple(sorted(_HANDLERS))
 
+# operators that close a hidden layer (the others are affine or shape operations)
+_ACTIVATIONS = frozenset({"Relu", "LeakyRelu", "PRelu", "Clip", "MaxPool", "GlobalMaxPool"})
+
+
+def _liveness(graph: Any) -> tuple[dict[str, list[int]], list[bool]]:
+    """Consumers (node indices) of every tensor, and for every node whether a hidden
+    layer (an activation) lies at or after it on some path."""
+    consumers: dict[str, list[int]] = {}
+    for j, node in enumerate(graph.node):
+        for name in node.input:
+            if name:
+                consumers.setdefault(name, []).append(j)
+    leads = [False] * len(graph.node)
+    for j in range(len(graph.node) - 1, -1, -1):
+        node = graph.node[j]
+        leads[j] = node.op_type in _ACTIVATIONS or any(
+            leads[k] for out in node.output for k in consumers.get(out, []) if k > j
+        )
+    return consumers, leads
+
+
+def _to_carry(
+    tr: AffineTracer, env: dict, i: int, node: Any, consumers: dict, leads: list[bool], out: str
+) -> dict[int, list[str]]:
+    """The input-dependent values that node ``i`` (an activation) must carry through the
+    hidden layer it closes: those used later (skip connections, parallel branches), as
+    ``{id(value): names}``.  Before the first hidden layer only the values that lead to
+    a later activation count: a function of the input alone that only reaches the output
+    becomes the network's affine skip instead."""
+    live = {
+        name: v
+        for name, v in env.items()
+        if tr.is_aff(v) and name not in node.output and v.epoch == tr.epoch
+    }
+    needed = set()
+    for name, v in live.items():
+        later = [k for k in consumers.get(name, []) if k > i]
+        if any(leads[k] for k in later) if tr.epoch == 0 else bool(later) or name == out:
+            needed.add(id(v))
+    keep: dict[int, list[str]] = {}
+    for name, v in live.items():  # every name of a needed value (aliases via Identity)
+        if id(v) in needed:
+            keep.setdefault(id(v), []).append(name)
+    return keep
+
 
 def _eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
     """Evaluate a node of an unhandled type whose inputs are all constants."""
@@ -550,6 +600,8 @@ def onnx_to_network(model: Any) -> Network:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     inits = {t.name: t for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
+    if not graph.node and not inputs:
+        raise FormatError("holds no graph (an empty file, or not an ONNX model)")
     if len(inputs) != 1:
         raise FormatError(
             f"the graph has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}); "
@@ -561,11 +613,18 @@ def onnx_to_network(model: Any) -> Network:
         )
     tr = AffineTracer(_input_shape(inputs[0]))
     cx = _Cx(tr, opset)
+    consumers, leads = _liveness(graph)
+    out = graph.output[0].name
     env: dict[str, Any] = {inputs[0].name: tr.input()}
+    # functions of the input alone that were carried into the hidden layers: their
+    # original stays available for uses that only reach the output (the skip)
+    original: dict[str, Any] = {}
 
-    def value(name: str, where: str) -> Any:
+    def value(name: str, where: str, to_output_only: bool = False) -> Any:
         if not name:
             return None
+        if to_output_only and name in original:
+            return original[name]
         if name in env:
             return env[name]
         if name in inits:
@@ -586,9 +645,19 @@ def onnx_to_network(model: Any) -> Network:
         label = node.name or f"#{i}"
         where = f"node '{label}' ({node.op_type})"
         cx.where = where
-        ins = [value(n, where) for n in node.input]
+        ins = [value(n, where, not leads[i]) for n in node.input]
         handler = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
         try:
+            if node.op_type in _ACTIVATIONS and any(tr.is_aff(v) for v in ins):
+                for names in _to_carry(tr, env, i, node, consumers, leads, out).values():
+                    v = env[names[0]]
+                    if tr.epoch == 0:  # carry a copy; keep the original for the skip
+                        v = type(v)(v._A, v.c, v.epoch, v.P, v.p, As=v.As)
+                        for name in names:
+                            original[name] = env[name]
+                    for name in names:
+                        env[name] = v
+                    tr.carry.append(v)
             if handler is not None:
                 outs = handler(cx, ins, _attrs(node))
             elif not any(tr.is_aff(v) for v in ins):
@@ -604,10 +673,11 @@ def onnx_to_network(model: Any) -> Network:
         except (ValueError, IndexError, TypeError, KeyError) as e:
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)
             raise FormatError(f"{where}: {msg}") from None
+        finally:
+            tr.carry = []
         for name, v in zip(node.output, outs, strict=False):
             if name and v is not None:
                 env[name] = v
-    out = graph.output[0].name
     if out not in env:
         raise FormatError(f"graph output '{out}' is not computed by any node")
     return tr.finish(env[out], f"graph output '{out}'")

@@ -319,6 +319,9 @@ class AffineTracer:
             raise FormatError(f"input shape {self.input_shape} has no entries")
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
+        # values that must survive the next hidden layer (skip connections): each layer
+        # emitted carries them as relu(v) - relu(-v), or relu(v) where v >= 0 is known
+        self.carry: list[_Aff] = []
 
     # ------------------------------------------------------------ basics
     @property
@@ -529,6 +532,36 @@ class AffineTracer:
         return _Aff(A, c, self.epoch, P, p)
 
     # --------------------------------------------------------- nonlinearities
+    def _emit(self, W: np.ndarray, b: np.ndarray, where: str) -> int:
+        """Append the hidden layer ``(W, b)`` plus the rows carrying ``self.carry``; the
+        carried values are updated in place to read from the new hidden vector.  Returns
+        the new width (``W``'s rows come first)."""
+        sp = _sp()
+        rows_W, rows_b, plans = [W], [b], []
+        off = W.shape[0]
+        for cv in self.carry:
+            cv2 = self._close(cv, where)
+            m = int(np.prod(cv2.shape))
+            Wc = cv2.A.reshape(cv2.n, m).T
+            bc = cv2.c.reshape(m)
+            known = np.zeros(m, dtype=bool)
+            if self.epoch > 0:
+                known = np.all(Wc >= 0, axis=1) & (bc >= 0)
+            neg = np.flatnonzero(~known)
+            rows_W += [Wc, -Wc[neg]]
+            rows_b += [bc, -bc[neg]]
+            plans.append((cv, off, m, neg))
+            off += m + neg.size
+        self.weights.append(np.concatenate(rows_W, axis=0))
+        self.biases.append(np.concatenate(rows_b))
+        for cv, o, m, neg in plans:
+            r = np.concatenate([o + np.arange(m), o + m + np.arange(neg.size)])
+            col = np.concatenate([np.arange(m), neg])
+            val = np.concatenate([np.ones(m), -np.ones(neg.size)])
+            cv._A, cv.As = None, sp.csr_matrix((val, (r, col)), shape=(off, m))
+            cv.c, cv.P, cv.p, cv.epoch = np.zeros(cv.shape), None, None, self.epoch
+        return off
+
     def _close(self, v: _Aff, where: str) -> _Aff:
         v = self.fresh(v, where)
         if v.P is not None:
@@ -569,9 +602,9 @@ class AffineTracer:
             bs.append(b if (s == 1 and t == 0) else s * b + t)
             cfv = np.broadcast_to(np.asarray(cf, dtype=np.float64), S).reshape(m)
             blocks.append(_sp().diags(cfv, format="csr"))
-        self.weights.append(np.concatenate(Ws, axis=0))
-        self.biases.append(np.concatenate(bs))
+        width = self._emit(np.concatenate(Ws, axis=0), np.concatenate(bs), where)
         c = np.broadcast_to(np.asarray(const, dtype=np.float64), S).copy()
+        blocks.append(_sp().csr_matrix((width - len(terms) * m, m)))  # carried units
         return _Aff(None, c, self.epoch, As=_sp().vstack(blocks, format="csr"))
 
     def relu(self, v: Value, where: str = "") -> Value:
@@ -614,8 +647,8 @@ class AffineTracer:
         wins = [list(map(int, w)) for w in windows]
         while any(len(w) > 1 for w in wins):
             Wn, bn, Q, wins = _maxpool_level(Q, q, nonneg, wins)
-            self.weights.append(Wn)
-            self.biases.append(bn)
+            width = self._emit(Wn, bn, where)
+            Q = np.concatenate([Q, np.zeros((Q.shape[0], width - Q.shape[1]))], axis=1)
             q = np.zeros(Q.shape[0])
             nonneg = np.all(Q >= 0, axis=1)
         sel = [w[0] for w in wins]
