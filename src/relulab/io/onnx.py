@@ -539,7 +539,14 @@ def _liveness(graph: Any) -> tuple[dict[str, list[int]], list[bool]]:
 
 
 def _to_carry(
-    tr: AffineTracer, env: dict, i: int, node: Any, consumers: dict, leads: list[bool], out: str
+    tr: AffineTracer,
+    env: dict,
+    i: int,
+    node: Any,
+    consumers: dict,
+    leads: list[bool],
+    out: str,
+    original: dict,
 ) -> dict[int, list[str]]:
     """The input-dependent values that node ``i`` (an activation) must carry through the
     hidden layer it closes: those used later (skip connections, parallel branches), as
@@ -554,7 +561,11 @@ def _to_carry(
     needed = set()
     for name, v in live.items():
         later = [k for k in consumers.get(name, []) if k > i]
-        if any(leads[k] for k in later) if tr.epoch == 0 else bool(later) or name == out:
+        if tr.epoch == 0 or name in original:  # uses that only reach the output take the skip
+            need = any(leads[k] for k in later)
+        else:
+            need = bool(later) or name == out
+        if need:
             needed.add(id(v))
     keep: dict[int, list[str]] = {}
     for name, v in live.items():  # every name of a needed value (aliases via Identity)
@@ -649,7 +660,7 @@ def onnx_to_network(model: Any) -> Network:
         handler = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
         try:
             if node.op_type in _ACTIVATIONS and any(tr.is_aff(v) for v in ins):
-                for names in _to_carry(tr, env, i, node, consumers, leads, out).values():
+                for names in _to_carry(tr, env, i, node, consumers, leads, out, original).values():
                     v = env[names[0]]
                     if tr.epoch == 0:  # carry a copy; keep the original for the skip
                         v = type(v)(v._A, v.c, v.epoch, v.P, v.p, As=v.As)
