@@ -200,6 +200,19 @@ def test_other_activations_and_layers() -> None:
     _check(m, (2, 5), scale=3.0)
 
 
+def test_consecutive_affine_modules_merge_into_one_layer() -> None:
+    g = torch.Generator().manual_seed(6)
+    m = nn.Sequential(
+        nn.Conv2d(1, 2, 2), _bn(2, g), nn.AvgPool2d(2), nn.Flatten(), nn.Dropout(), nn.Linear(2, 3),
+        _bn(3, g, two_d=False), nn.Identity(), nn.ReLU(), nn.Linear(3, 4), nn.Linear(4, 2),
+    )
+    net = _check(m, (1, 3, 3))
+    assert net.widths == (3,) and net.depth == 2
+    # a Linear on the last axis of a (C, L) tensor
+    net = _check(nn.Sequential(nn.Conv1d(2, 3, 2), nn.Linear(4, 2), nn.ReLU(), nn.Flatten()), (2, 5))
+    assert net.widths == (6,)
+
+
 def test_maxpool_windows_and_fold_batchnorm() -> None:
     wins, out = maxpool2d_windows(nn.MaxPool2d(2, stride=1), (1, 2, 3))
     assert out == (1, 1, 2) and [w.tolist() for w in wins] == [[0, 1, 3, 4], [1, 2, 4, 5]]
