@@ -551,3 +551,34 @@ def test_cli_reports_bad_onnx_in_one_line(tmp_path: Path, capsys) -> None:
     code, text = _cli(capsys, "convert", str(good), str(tmp_path / "good.npz"))
     assert code == 0, text
     assert load_model(tmp_path / "good.npz") == load_onnx(good)
+
+
+def test_model_exported_by_torch(tmp_path: Path) -> None:
+    """A CNN exported by torch's own exporter reads back as the network from_torch builds
+    (the exporter folds BatchNorm into the convolution in float32, hence 1e-5)."""
+    import warnings
+
+    from relulab.io.torch import from_torch
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Flatten(), nn.Linear(18, 4), nn.LeakyReLU(0.1), nn.Linear(4, 2)).eval()
+    with torch.no_grad():
+        m[1].running_mean.normal_()
+        m[1].running_var.uniform_(0.5, 2.0)
+    p = tmp_path / "exported.onnx"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(m, (torch.randn(1, 1, 6, 6),), str(p), dynamo=False, opset_version=13,
+                              input_names=["x"], dynamic_axes={"x": {0: "N"}})
+    except Exception as e:  # the legacy exporter may be missing from a torch build
+        pytest.skip(f"torch cannot export ONNX here ({type(e).__name__})")
+    net = load_onnx(p)
+    ref = from_torch(m, (1, 6, 6))
+    assert net.widths == ref.widths
+    X = np.random.default_rng(0).normal(size=(100, 36))
+    assert _rel_err(net(X), ref(X)) <= 1e-5
+    y = _session(onnx.load(str(p))).run(None, {"x": X.reshape(-1, 1, 6, 6).astype(np.float32)})[0]
+    assert _rel_err(net(X.astype(np.float32).astype(np.float64)), y.astype(np.float64)) <= 1e-5
