@@ -367,6 +367,23 @@ def test_more_operators_match_onnxruntime(case: str) -> None:
     assert _rel_err(net(X.astype(np.float32).astype(np.float64)), ref.astype(np.float64)) <= 2e-6
 
 
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+def test_pool_attribute_grid_matches_onnxruntime(op: str) -> None:
+    """Asymmetric pads, ceil_mode, count_include_pad and dilations (opset 19)."""
+    rng = np.random.default_rng(7)
+    grid = [
+        dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1),
+        dict(kernel_shape=[3, 2], strides=[2, 2], pads=[0, 1, 1, 0], ceil_mode=1, count_include_pad=0),
+        dict(kernel_shape=[2, 2], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1, dilations=[2, 2]),
+        dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+    ]
+    for kw in grid:
+        if op == "MaxPool":
+            kw.pop("count_include_pad", None)
+        model = _single_op_model([helper.make_node(op, ["x"], ["y"], **kw)], [], [1, 2, 6, 7], opset=19)
+        _compare_with_ort(model, [1, 2, 6, 7], rng, n=20)
+
+
 # -------------------------------------------------------------------- bad input
 def test_truncated_file(acasxu_dir: Path, tmp_path: Path) -> None:
     data = (acasxu_dir / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx").read_bytes()

@@ -174,7 +174,7 @@ def _pool_axis(
         start = i * stride - before
         pos = start + dil * np.arange(k)
         wins.append(pos[(pos >= 0) & (pos < size)])
-        counts[i] = min(start + span, size + after) - start
+        counts[i] = int(np.sum(pos < size + after))  # taps inside the padded axis
     return wins, counts
 
 
