@@ -756,7 +756,7 @@ def _chw(input_shape: Sequence[int]) -> tuple[int, int, int]:
     return s  # type: ignore[return-value]
 
 
-def _conv_pads(conv: Any, in_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+def _conv_pads(conv: Any) -> tuple[int, int, int, int]:
     kh, kw = conv.kernel_size
     dh, dw = conv.dilation
     if isinstance(conv.padding, str):
@@ -794,7 +794,7 @@ def conv2d_to_dense(conv: Any, input_shape: Sequence[int]) -> tuple[np.ndarray, 
         _np(conv.weight),
         (C, H, W_),
         conv.stride,
-        _conv_pads(conv, (H, W_)),
+        _conv_pads(conv),
         conv.dilation,
         conv.groups,
         conv.padding_mode,
@@ -1036,7 +1036,7 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
         else:
             chw = S
             st, dil = m.stride, m.dilation
-            pads = _conv_pads(m, S[1:])
+            pads = _conv_pads(m)
         M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode)
         bias = None if m.bias is None else np.repeat(_np(m.bias), out[1] * out[2])
         out_shape = (out[0], out[2]) if one_d else out
