@@ -123,6 +123,101 @@ def _backsub(
     raise AssertionError("unreachable")
 
 
+def _refine(zlo, zhi, k, Ws, bs, relax, lo, hi, chunk: int = 128) -> None:
+    """Tighten (in place) the bounds of the unstable neurons of layer ``k`` by
+    back-substitution.  Only neurons unstable in a box are bounded (a stable neuron's
+    relaxation does not depend on its bounds); each box gets its own list, padded to
+    the longest list within a chunk of boxes with similar counts."""
+    unst = (zlo < 0) & (zhi > 0)
+    cnt = unst.sum(axis=1)
+    if not cnt.any():
+        return
+    n = zlo.shape[1]
+    by_count = np.argsort(cnt, kind="stable")
+    by_count = by_count[cnt[by_count] > 0]
+    for s in range(0, by_count.size, chunk):
+        ix = by_count[s : s + chunk]
+        M = ix.size
+        U = int(cnt[ix].max())
+        # stable sort puts each box's unstable neurons first
+        order = np.argsort(~unst[ix], axis=1, kind="stable")[:, :U]  # (M, U)
+        valid = np.arange(U)[None, :] < cnt[ix][:, None]
+        Lam = np.zeros((M, 2 * U, n))
+        rows = np.arange(M)[:, None]
+        Lam[rows, np.arange(U)[None, :], order] = valid
+        Lam[rows, U + np.arange(U)[None, :], order] = -valid.astype(np.float64)
+        sub = [(r[0][ix], r[1][ix], r[2][ix]) for r in relax]
+        A, c = _backsub(Lam, k, Ws, bs, sub)
+        low = _concretise(A, c, lo[ix], hi[ix])
+        new_lo = np.where(valid, low[:, :U], -np.inf)
+        new_hi = np.where(valid, -low[:, U:], np.inf)
+        zl, zh = zlo[ix], zhi[ix]
+        cur_lo = np.take_along_axis(zl, order, 1)
+        cur_hi = np.take_along_axis(zh, order, 1)
+        np.put_along_axis(zl, order, np.maximum(cur_lo, new_lo), 1)
+        np.put_along_axis(zh, order, np.minimum(cur_hi, new_hi), 1)
+        zlo[ix] = zl
+        zhi[ix] = zh
+
+
+def _alpha_final(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5):
+    """alpha-CROWN on the last back-substitution: optimise the lower slopes of the
+    unstable ReLUs (one slope per box, row and neuron, in [0, 1]; every choice gives a
+    valid bound) by sign-gradient ascent on the bound, intermediate bounds fixed.
+
+    Returns the best bound found per box and row, and its linear form (A, c)."""
+    N, r, L = lo.shape[0], C.shape[0], len(Ws)
+    alphas = [np.repeat(al[:, None, :], r, axis=1) for al, _, _ in relax]
+    unst = [((su > 0) & (su < 1))[:, None, :] for _, su, _ in relax]
+    best = np.full((N, r), -np.inf)
+    bestA = np.zeros((N, r, lo.shape[1]))
+    bestc = np.zeros((N, r))
+    SC = None if skip is None else (C @ skip[0], C @ skip[1])
+    for it in range(iters + 1):
+        Lam = np.ascontiguousarray(np.broadcast_to(C, (N, *C.shape)))
+        const = np.zeros((N, r)) + dd
+        As: list[np.ndarray] = [None] * L  # As[j]: coefficient on h_{j-1}
+        for j in range(L - 1, -1, -1):
+            const += Lam @ bs[j]
+            A = (Lam.reshape(N * r, -1) @ Ws[j]).reshape(N, r, Ws[j].shape[1])
+            As[j] = A
+            if j == 0:
+                break
+            _, su, tu = relax[j - 1]
+            An = np.minimum(A, 0.0)
+            Lam = np.where(A > 0, A * alphas[j - 1], An * su[:, None, :])
+            const += np.einsum("nrk,nk->nr", An, tu)
+        A0 = As[0]
+        if SC is not None:
+            A0 = A0 + SC[0][None]
+            const = const + SC[1][None]
+        xs = np.where(A0 > 0, lo[:, None, :], hi[:, None, :])
+        bound = const + np.einsum("nrd,nrd->nr", A0, xs)
+        better = bound > best
+        best = np.where(better, bound, best)
+        bestA = np.where(better[..., None], A0, bestA)
+        bestc = np.where(better, const, bestc)
+        if it == iters:
+            break
+        # gradient of the bound with respect to every layer's coefficients, input side up
+        G = xs @ Ws[0].T + bs[0]  # d bound / d Lam_0
+        for k in range(L - 1):
+            A_next = As[k + 1]
+            grad_alpha = G * np.maximum(A_next, 0.0)
+            G_k = G
+            if k + 1 < L - 1:
+                _, su, tu = relax[k]
+                dA = np.where(A_next > 0, G_k * alphas[k], G_k * su[:, None, :]) + np.where(
+                    A_next < 0, tu[:, None, :], 0.0
+                )
+                G = dA @ Ws[k + 1].T + bs[k + 1]
+            step = lr * (1.0 - it / iters)
+            alphas[k] = np.where(
+                unst[k], np.clip(alphas[k] + step * np.sign(grad_alpha), 0.0, 1.0), alphas[k]
+            )
+    return best, bestA, bestc
+
+
 def crown_batch(
     Ws: list[np.ndarray],
     bs: list[np.ndarray],
@@ -187,30 +282,9 @@ def crown_batch(
             fhi = -_concretise_fw(-zu_eq, lo, hi)
             zlo = np.maximum(zlo, flo)
             zhi = np.minimum(zhi, fhi)
-        if k > 0 and intermediate in ("crown", "hybrid"):
-            # Only neurons unstable (in some box of the batch) need back-substitution:
-            # the bounds of a stable neuron do not change its relaxation.
-            # Each box gets its own list of unstable neurons, padded to the longest.
-            unst = (zlo < 0) & (zhi > 0)
-            cnt = unst.sum(axis=1)
-            U = int(cnt.max()) if N else 0
-            if U:
-                n = W.shape[0]
-                # stable sort puts each box's unstable neurons first
-                order = np.argsort(~unst, axis=1, kind="stable")[:, :U]   # (N, U)
-                valid = np.arange(U)[None, :] < cnt[:, None]
-                Lam = np.zeros((N, 2 * U, n))
-                rows = np.arange(N)[:, None]
-                Lam[rows, np.arange(U)[None, :], order] = valid
-                Lam[rows, U + np.arange(U)[None, :], order] = -valid.astype(np.float64)
-                A, c = _backsub(Lam, k, Ws, bs, relax)
-                low = _concretise(A, c, lo, hi)
-                new_lo = np.where(valid, low[:, :U], -np.inf)
-                new_hi = np.where(valid, -low[:, U:], np.inf)
-                cur_lo = np.take_along_axis(zlo, order, 1)
-                cur_hi = np.take_along_axis(zhi, order, 1)
-                np.put_along_axis(zlo, order, np.maximum(cur_lo, new_lo), 1)
-                np.put_along_axis(zhi, order, np.minimum(cur_hi, new_hi), 1)
+        if (k > 1 or (k == 1 and intermediate == "crown")) and intermediate in ("crown", "hybrid"):
+            # (for layer 2 back-substitution equals the forward bounds: skipped in hybrid)
+            _refine(zlo, zhi, k, Ws, bs, relax, lo, hi)
         zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
         pre.append((zlo, zhi))
         relax.append(_relax(zlo, zhi))

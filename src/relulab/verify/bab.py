@@ -1,0 +1,210 @@
+"""Branch and bound over input splits, bounded by batched symbolic linear bounds.
+
+One *term* ``C y <= d`` (a conjunction of output constraints describing unsafe
+outputs) over an input box is decided as follows.  Sub-boxes wait on a stack; each
+round pops a batch of them and bounds ``C f(x) - d`` on all of them at once with
+:func:`relulab.bounds.crown_batch` (the back-substitution goes through ``C`` itself).
+A sub-box is *proven safe* when some row's lower bound exceeds a safety margin (then
+no point of it satisfies all rows).  Otherwise its centre and the corners minimising
+the linear lower bounds are tried as counterexamples (re-checked by a forward pass)
+and it is split in two across the input coordinate with the largest influence on the
+bound (|coefficient| x width of the linear lower bound, "smear").  The term holds when
+the stack empties.
+
+Floating point: a lower bound counts only when it exceeds
+``PROOF_MARGIN * (1 + |constant| + sum |a_j| max(|lo_j|, |hi_j|))``, a generous
+multiple of the rounding error of the float computation that produced it.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.domain import Box
+    >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    >>> status, x, st = decide_term(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-1.5]))
+    >>> status                                 # |x| >= 1.5 never happens on [-1, 1]
+    'holds'
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from ..bounds import _alpha_final, _concretise, _relax, crown_batch, float_layers
+from ..domain import Box
+from ..network import Network
+from ..tolerance import FEAS_TOL, PROOF_MARGIN
+from .attack import margins, recheck
+
+__all__ = ["decide_term"]
+
+
+def _choose_split(Ws, pre, C, low, lo, hi) -> np.ndarray:
+    """Dimension to split for each box (ReluVal's "smear"): the largest
+    width x upper bound of |d row / d x_j| over the box, for the row whose lower bound
+    is closest to proving the box.  The gradient bound goes backward through |W| with
+    unstable and active neurons passing and inactive ones blocking."""
+    r = np.argmax(low, axis=1)
+    g = np.abs(C[r]) @ np.abs(Ws[-1])  # (N, n_last)
+    for k in range(len(Ws) - 2, -1, -1):
+        zhi = pre[k][1]
+        g = (g * (zhi > 0)) @ np.abs(Ws[k])
+    score = g * (hi - lo)
+    score = np.where(hi - lo > 0, score, -1.0)
+    return np.argmax(score, axis=1)
+
+
+def _best_split(Ws, bs, sk, C, d, lo, hi, intermediate) -> np.ndarray:
+    """Dimension whose two halves have the best worse-half bound (bounds all 2 d halves)."""
+    N, dim = lo.shape
+    los, his = [], []
+    for j in range(dim):
+        mid = (lo[:, j] + hi[:, j]) / 2
+        h1 = hi.copy()
+        h1[:, j] = mid
+        l2 = lo.copy()
+        l2[:, j] = mid
+        los += [lo, l2]
+        his += [h1, hi]
+    _, low = crown_batch(Ws, bs, np.concatenate(los), np.concatenate(his), C=C, d=-d, skip=sk,
+                         intermediate=intermediate)
+    best = low.max(axis=1).reshape(dim, 2, N)
+    score = np.minimum(best[:, 0], best[:, 1]).T  # (N, dim)
+    score = np.where(hi - lo > 0, score, -np.inf)
+    return np.argmax(score, axis=1)
+
+
+def _simplex_grid(r: int, steps: int) -> np.ndarray:
+    """Points of the probability simplex in R^r with coordinates in multiples of 1/steps
+    (the vertices excluded: single rows are tried anyway)."""
+    pts = []
+
+    def rec(prefix: list[int], left: int, slots: int) -> None:
+        if slots == 1:
+            pts.append([*prefix, left])
+            return
+        for v in range(left + 1):
+            rec([*prefix, v], left - v, slots - 1)
+
+    rec([], steps, r)
+    g = np.array(pts, dtype=np.float64) / steps
+    return g[np.count_nonzero(g, axis=1) > 1]
+
+
+def decide_term(
+    net: Network,
+    box: Box,
+    C: np.ndarray,
+    d: np.ndarray,
+    *,
+    deadline: float | None = None,
+    batch: int = 1024,
+    intermediate: str = "hybrid",
+    split: str = "smear",
+    alpha_iters: int = 5,
+    stats: dict | None = None,
+) -> tuple[str, np.ndarray | None, dict]:
+    """Decide whether some ``x`` in ``box`` has ``C f(x) <= d``.
+
+    Returns ``(status, x, stats)`` with status "holds" (no such x; proven),
+    "violated" (``x`` is one, re-checked) or "unknown" (deadline reached, or a
+    sub-box too small to split any further).
+    """
+    Ws, bs, sk = float_layers(net)
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    d = np.asarray(d, dtype=np.float64).reshape(-1)
+    st = stats if stats is not None else {}
+    st.setdefault("boxes", 0)
+    st.setdefault("rounds", 0)
+    st.setdefault("max_stack", 0)
+    stack_lo: list[np.ndarray] = [box.lo[None].copy()]
+    stack_hi: list[np.ndarray] = [box.hi[None].copy()]
+    n_stack = 1
+    grid = _simplex_grid(C.shape[0], 4) if C.shape[0] > 1 else None
+    min_width = np.maximum(box.hi - box.lo, 1e-300) * 1e-12
+    while n_stack:
+        if deadline is not None and _time.time() > deadline:
+            st["reason"] = "timeout"
+            return "unknown", None, st
+        # pop up to `batch` boxes from the top of the stack (depth first keeps it small)
+        take_lo, take_hi, got = [], [], 0
+        while stack_lo and got < batch:
+            blo, bhi = stack_lo.pop(), stack_hi.pop()
+            need = batch - got
+            if len(blo) > need:
+                take_lo.append(blo[-need:])
+                take_hi.append(bhi[-need:])
+                stack_lo.append(blo[:-need])
+                stack_hi.append(bhi[:-need])
+                got += need
+            else:
+                take_lo.append(blo)
+                take_hi.append(bhi)
+                got += len(blo)
+        n_stack -= got
+        lo = np.concatenate(take_lo)
+        hi = np.concatenate(take_hi)
+        st["boxes"] += len(lo)
+        st["rounds"] += 1
+        pre, low, A, c = crown_batch(
+            Ws, bs, lo, hi, C=C, d=-d, skip=sk, want_linear=True, intermediate=intermediate
+        )
+        mag = np.maximum(np.abs(lo), np.abs(hi))
+        scale = 1.0 + np.abs(c) + np.einsum("nrd,nd->nr", np.abs(A), mag)
+        proven = np.any(low > PROOF_MARGIN * scale, axis=1)
+        if alpha_iters and not np.all(proven):
+            # optimise the last back-substitution's ReLU slopes on the boxes left
+            u = np.nonzero(~proven)[0]
+            sub_pre = [(a[u], b[u]) for a, b in pre]
+            relax = [_relax(a, b) for a, b in sub_pre]
+            low_a, A_a, c_a = _alpha_final(C, -d, Ws, bs, relax, lo[u], hi[u], sk, alpha_iters)
+            sc_a = 1.0 + np.abs(c_a) + np.einsum("nrd,nd->nr", np.abs(A_a), mag[u])
+            ok = np.any(low_a > PROOF_MARGIN * sc_a, axis=1)
+            proven[u] = ok
+            low[u] = np.maximum(low[u], low_a)
+            st["alpha"] = st.get("alpha", 0) + int(ok.sum())
+        if grid is not None and not np.all(proven):
+            # Farkas: if a convex combination of the rows' linear lower bounds is
+            # positive on the whole box, no point satisfies all rows at once.
+            u = ~proven
+            Ag = np.einsum("gr,nrd->ngd", grid, A[u])
+            cg = c[u] @ grid.T
+            lowg = _concretise(Ag, cg, lo[u], hi[u])
+            scg = scale[u] @ grid.T
+            proven[u] = np.any(lowg > PROOF_MARGIN * scg, axis=1)
+            st["farkas"] = st.get("farkas", 0) + int(np.sum(proven[u]))
+        if np.all(proven):
+            continue
+        keep = ~proven
+        lo, hi, A, low = lo[keep], hi[keep], A[keep], low[keep]
+        pre = [(a[keep], b[keep]) for a, b in pre]
+        # counterexample candidates: centres and the minimisers of each row's linear bound
+        cand = [(lo + hi) / 2]
+        for i in range(C.shape[0]):
+            cand.append(np.where(A[:, i, :] > 0, lo, hi))
+        X = np.concatenate(cand)
+        M = margins(Ws, bs, sk, X, C, d)
+        for j in np.nonzero(M <= FEAS_TOL)[0][:8]:
+            x = np.clip(X[j], box.lo, box.hi)
+            if recheck(net, x, box, C, d):
+                return "violated", x, st
+        if split == "best":
+            dim = _best_split(Ws, bs, sk, C, d, lo, hi, intermediate)
+        else:
+            dim = _choose_split(Ws, pre, C, low, lo, hi)
+        rows = np.arange(len(lo))
+        w = hi[rows, dim] - lo[rows, dim]
+        if np.any(w <= min_width[dim]):
+            st["reason"] = "sub-box too small to split"
+            return "unknown", None, st
+        mid = lo[rows, dim] + w / 2
+        hi1 = hi.copy()
+        hi1[rows, dim] = mid
+        lo2 = lo.copy()
+        lo2[rows, dim] = mid
+        stack_lo.append(np.concatenate([lo, lo2]))
+        stack_hi.append(np.concatenate([hi1, hi]))
+        n_stack += 2 * len(lo)
+        st["max_stack"] = max(st["max_stack"], n_stack)
+    return "holds", None, st
