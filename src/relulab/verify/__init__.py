@@ -3,6 +3,9 @@
 * :func:`maximize` / :func:`minimize`: the exact optimum of ``c . f(x)`` over a Box or
   Polytope by a big-M MILP on HiGHS, with the optimal input.
 * :func:`output_range`: exact bounds of every output.
+* :func:`verify`: a complete verifier for VNN-LIB properties (attack, then branch and
+  bound over input splits with batched symbolic bounds): holds / violated (with a
+  re-checked counterexample) / unknown.
 
 Example:
     >>> import numpy as np
@@ -15,8 +18,10 @@ Example:
 
 from .milp import encode, maximize, minimize, output_range, tighten_bounds
 from .result import OptimumResult, RangeResult, VerificationResult
+from .verifier import verify
 
 __all__ = [
+    "verify",
     "maximize",
     "minimize",
     "output_range",

@@ -104,12 +104,13 @@ def decide_term(
     split: str = "smear",
     alpha_iters: int = 5,
     stats: dict | None = None,
+    check_net: Network | None = None,
 ) -> tuple[str, np.ndarray | None, dict]:
     """Decide whether some ``x`` in ``box`` has ``C f(x) <= d``.
 
     Returns ``(status, x, stats)`` with status "holds" (no such x; proven),
-    "violated" (``x`` is one, re-checked) or "unknown" (deadline reached, or a
-    sub-box too small to split any further).
+    "violated" (``x`` is one, re-checked by a forward pass of ``check_net``, by default
+    ``net``) or "unknown" (deadline reached, or a sub-box too small to split further).
     """
     Ws, bs, sk = float_layers(net)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
@@ -187,7 +188,7 @@ def decide_term(
         M = margins(Ws, bs, sk, X, C, d)
         for j in np.nonzero(M <= FEAS_TOL)[0][:8]:
             x = np.clip(X[j], box.lo, box.hi)
-            if recheck(net, x, box, C, d):
+            if recheck(check_net or net, x, box, C, d):
                 return "violated", x, st
         if split == "best":
             dim = _best_split(Ws, bs, sk, C, d, lo, hi, intermediate)
