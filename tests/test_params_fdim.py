@@ -161,15 +161,6 @@ def test_too_few_points_cap_the_rank():
         assert fd.rank < fd.bound
 
 
-def test_width_one_bottleneck_falls_below_the_bound():
-    # a width-one hidden layer: outside the theorem; the bound is not reached
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(600, 2))
-    net = switching_network([2, 3, 1, 3, 1], X, seed=1)
-    fd = functional_dimension(net, X, exact=False)
-    assert fd.rank < fd.bound
-
-
 def test_exact_rank_helper():
     M = np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]], dtype=object)
     assert exact_rank(M) == 2
