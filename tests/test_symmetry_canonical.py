@@ -147,3 +147,17 @@ def test_transforms_validate_and_preserve_function():
         rescale(net, [-np.ones(5)])
     with pytest.raises(NetworkError, match="permutation"):
         permute(net, [[0, 0, 1, 2, 3]])
+
+
+def test_verifier_proves_a_dead_neuron_that_bounds_cannot():
+    # layer 2 neuron: relu(x) + relu(-x) - relu(x) - relu(-x) - 0.1 = -0.1: dead, but
+    # bound propagation treats the four unstable ReLUs independently
+    W1 = [[1.0], [-1.0], [1.0], [-1.0]]
+    W2 = [[1.0, 1.0, -1.0, -1.0], [1.0, 0.0, 0.0, 0.0]]
+    net = Network([W1, W2, [[1.0, 1.0]]], [[0.0] * 4, [-0.1, 0.0], [0.0]])
+    box = Box([-1], [1])
+    plain = neuron_status(net, box)
+    assert plain.status[1][0] == 0
+    proved = neuron_status(net, box, use_verifier=True)
+    assert proved.status[1][0] == -1 and proved.how[1][0] == "verifier"
+    assert np.all(net.preactivations(np.linspace(-1, 1, 1001)[:, None])[1][:, 0] < 0)
