@@ -16,6 +16,7 @@ from relulab import Box, DomainError, Network, NetworkError
 from relulab.symmetry import (
     equivalent,
     equivalent_one_hidden_layer,
+    one_hidden_layer_normal_form,
     random_symmetry,
     whole_space_box,
 )
@@ -176,6 +177,12 @@ def test_algebraic_decision_agrees_with_exact_verifier(seed, perturb, skip):
         _assert_witness(f, g, alg, None)
     if twin and not perturb:
         assert alg.status == "equal"
+    # the complete normal form: identical exactly when the functions are equal on R^d
+    nf, ng = one_hidden_layer_normal_form(f.exact()), one_hidden_layer_normal_form(ge)
+    assert (nf == ng) == (ver.status == "equal")
+    for x in rng.integers(-40, 41, size=(5, d)):
+        xq = [Fraction(int(v), 7) for v in x]
+        assert nf(xq).tolist() == f.exact()(xq).tolist() and ng(xq).tolist() == ge(xq).tolist()
 
 
 def test_algebraic_exact_twins_and_rescaling_are_exactly_equal():

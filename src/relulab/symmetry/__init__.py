@@ -23,6 +23,7 @@ from .equivalence import (
     EquivalenceResult,
     equivalent,
     equivalent_one_hidden_layer,
+    one_hidden_layer_normal_form,
     whole_space_box,
 )
 from .mechanism import SCORES, Replacement, neuron_scores, plan, replace
@@ -36,6 +37,7 @@ __all__ = [
     "equivalent_one_hidden_layer",
     "EquivalenceResult",
     "whole_space_box",
+    "one_hidden_layer_normal_form",
     "reduce",
     "ReduceResult",
     "replace",

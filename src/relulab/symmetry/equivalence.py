@@ -56,6 +56,7 @@ __all__ = [
     "equivalent",
     "equivalent_one_hidden_layer",
     "whole_space_box",
+    "one_hidden_layer_normal_form",
 ]
 
 
@@ -497,6 +498,38 @@ def _kink_witnesses(kink: list, groups: list, exact: bool, d: int, seed: int) ->
             eps = min(float(eps), 1.0)
         return [x0 - eps * u, x0, x0 + eps * u]
     return [np.zeros(d)]
+
+
+def one_hidden_layer_normal_form(net: Network, *, rtol: float = 1e-9) -> Network:
+    """The complete normal form on R^d of a network with at most one hidden layer.
+
+    One neuron per distinct hyperplane with a nonzero total coefficient, written as
+    ``relu(u . x + beta)`` with pivot entry ``u_p = 1`` (orientations turned around by the
+    twin identity ``relu(-z) = relu(z) - z``), sorted by ``(u, beta)``, with all affine
+    terms in the skip.  Two exact networks compute the same function on R^d if and only if
+    their normal forms are identical (``==``); float networks agree up to ``rtol``.
+
+    Example:
+        >>> f = Network([[[1.0], [-1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]]).exact()  # x
+        >>> nf = one_hidden_layer_normal_form(f); nf.n_hidden_layers, nf.weights[0].tolist()
+        (0, [[Fraction(1, 1)]])
+    """
+    exact = net.is_exact
+    terms, M, c = _one_layer_terms(net, exact, +1)
+    groups = _group_hyperplanes(terms, exact, rtol)
+    if exact:
+        keep = [gr for gr in groups if any(v != 0 for v in gr[2])]
+    else:
+        scale = max([1.0] + [float(np.max(np.abs(gr[2]))) for gr in groups])
+        keep = [gr for gr in groups if float(np.max(np.abs(gr[2]))) > rtol * scale]
+    if not keep:
+        return Network([M], [c], exact=exact)
+    keep.sort(key=lambda gr: (tuple(gr[0]), gr[1]))
+    W = np.stack([np.asarray(gr[0], dtype=object if exact else float) for gr in keep])
+    b = np.array([gr[1] for gr in keep], dtype=object if exact else float)
+    V = np.stack([np.asarray(gr[2], dtype=object if exact else float) for gr in keep], axis=1)
+    zero_s = as_kind(np.zeros(M.shape[0]), exact)
+    return Network([W, V], [b, c], (M, zero_s), exact=exact)
 
 
 def whole_space_box(*nets: Network) -> Box:
