@@ -238,3 +238,26 @@ def test_path_norms_dict_and_bad_q(rng):
         path_norm(net, -1)
     with pytest.raises(RelulabError):
         path_norm(net, "two")
+
+
+@pytest.mark.parametrize("w", [1e3, 1e-3])
+def test_path_norm_survives_overflow_and_underflow(w):
+    # 2 * 3^40 paths of value w^41 (no biases): far outside float64 for q >= 1
+    dims = [2] + [3] * 40 + [1]
+    net = Network([np.full((dims[k + 1], dims[k]), w) for k in range(41)], [np.zeros(dims[k + 1]) for k in range(41)])
+    count = 2 * 3**40
+    log_path = 41 * math.log(w)
+    for q in (1, 2, 200):
+        assert math.log(path_norm(net, q)) == pytest.approx(math.log(count) / q + log_path, rel=1e-12)
+    assert math.log(path_norm(net, "inf")) == pytest.approx(log_path, rel=1e-12)
+    assert path_norm(net, 0) == count
+
+
+def test_log_domain_pass_agrees_with_direct_pass(rng):
+    from relulab.params.pathnorm import _net_pass_log
+
+    for skip in (False, True):
+        net = random_network(rng, [3, 4, 4, 2], skip=skip)
+        for q in (0.5, 1, 2, 7, math.inf):
+            lv = _net_pass_log(net, q)
+            assert math.exp(lv if math.isinf(q) else lv / q) == pytest.approx(path_norm(net, q), rel=1e-12)

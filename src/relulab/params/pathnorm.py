@@ -78,6 +78,44 @@ def _net_pass(net: Network, q: float):
     return total
 
 
+def _log(a: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(np.abs(np.asarray(a, dtype=float)))
+
+
+def _logsumexp_rows(M: np.ndarray) -> np.ndarray:
+    """``log sum_i exp(M[j, i])`` per row, -inf for an all -inf row."""
+    top = M.max(axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(M - safe[:, None]).sum(axis=1))
+
+
+def _net_pass_log(net: Network, q: float) -> float:
+    """``log`` of :func:`_net_pass` computed in the log domain, for sums or products that
+    overflow or underflow float64 (large q, deep networks, tiny or huge weights)."""
+    Ws = [np.asarray(W, dtype=float) for W in net.weights]
+    bs = [np.asarray(b, dtype=float) for b in net.biases]
+    if net.skip is not None:
+        bs[-1] = bs[-1] + np.asarray(net.skip[1], dtype=float)
+    h = np.zeros(net.input_dim)  # log of the all-ones input
+    for W, b in zip(Ws, bs, strict=True):
+        if math.isinf(q):  # (max, +) semiring
+            h = np.maximum(_log(b), (_log(W) + h[None, :]).max(axis=1))
+        else:
+            terms = np.concatenate([q * _log(W) + h[None, :], q * _log(b)[:, None]], axis=1)
+            h = _logsumexp_rows(terms)
+    if math.isinf(q):
+        top = h.max()
+        if net.skip is not None:
+            top = max(top, _log(net.skip[0]).max())
+        return float(top)
+    parts = [h]
+    if net.skip is not None:
+        parts.append(q * _log(net.skip[0]).reshape(-1))
+    return float(_logsumexp_rows(np.concatenate(parts)[None, :])[0])
+
+
 def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | None = None):
     """The ``q``-path-norm of a :class:`~relulab.Network` or a torch model, in one pass.
 
@@ -99,12 +137,20 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
     q = parse_q(q)
     if not isinstance(model, Network):
         return path_norm_torch(model, input_shape, q)
-    val = _net_pass(model, q)
+    with np.errstate(over="ignore", under="ignore"):
+        val = _net_pass(model, q)
     if q == 0:
         return int(val)
+    if isinstance(val, Fraction):
+        return val if (math.isinf(q) or q == 1) else float(val) ** (1.0 / q)
+    val = float(val)
+    if not np.isfinite(val) or val < 1e-290:
+        # overflow or underflow (or a true zero): redo the pass in the log domain
+        lv = _net_pass_log(model, q)
+        return float(np.exp(lv if math.isinf(q) else lv / q))
     if math.isinf(q) or q == 1:
-        return val if isinstance(val, Fraction) else float(val)
-    return float(float(val) ** (1.0 / q))
+        return val
+    return float(val ** (1.0 / q))
 
 
 def path_norms(model: Any, qs=(1, 2, "inf"), **kw) -> dict[str, float]:
