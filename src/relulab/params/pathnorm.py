@@ -78,6 +78,24 @@ def _net_pass(net: Network, q: float):
     return total
 
 
+def _exact_count(net: Network) -> int:
+    """The number of paths with nonzero product, in Python integers."""
+
+    def ind(a) -> np.ndarray:
+        return np.where(np.asarray(a) != 0, 1, 0).astype(object)
+
+    bs = list(net.biases)
+    if net.skip is not None:
+        bs[-1] = bs[-1] + net.skip[1]
+    h = np.array([1] * net.input_dim, dtype=object)
+    for W, b in zip(net.weights, bs, strict=True):
+        h = ind(W) @ h + ind(b)
+    total = int(h.sum())
+    if net.skip is not None:
+        total += int(np.count_nonzero(np.asarray(net.skip[0]) != 0))
+    return total
+
+
 def _log(a: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(np.abs(np.asarray(a, dtype=float)))
@@ -140,6 +158,8 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
     with np.errstate(over="ignore", under="ignore"):
         val = _net_pass(model, q)
     if q == 0:
+        if not isinstance(val, Fraction) and not float(val) < 2.0**53:
+            val = _exact_count(model)  # float sums of integers are exact only below 2^53
         return int(val)
     if isinstance(val, Fraction):
         return val if (math.isinf(q) or q == 1) else float(val) ** (1.0 / q)
