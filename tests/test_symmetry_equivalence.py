@@ -210,3 +210,19 @@ def test_whole_space_box_meets_every_hyperplane():
     for w, bb in zip(W, b, strict=True):
         p = -bb * w / (w @ w)
         assert np.all(np.abs(p) < B.hi)
+
+
+def test_affine_networks_on_box_and_polytope():
+    from relulab import Polytope
+
+    f = Network([[[1.0, 2.0]]], [[0.5]])
+    g = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0]]], [[3.0, 3.0], [0.5 - 9.0]])  # = f on x >= -3
+    box = Box([-1, -1], [1, 1])
+    r = equivalent(f, g, box, fast=False)
+    assert r.status == "equal"
+    h = Network([[[1.0, 2.0 + 1e-3]]], [[0.5]])
+    tri = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0])
+    for dom in (box, tri):
+        r = equivalent(f, h, dom, fast=False)
+        _assert_witness(f, h, r, dom)
+        assert r.gap == pytest.approx(1e-3, rel=1e-6)

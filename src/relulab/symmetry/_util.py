@@ -320,7 +320,9 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
     pre = net.float().preactivations(samples)
     t_end = None if time_limit is None else time.monotonic() + time_limit
     calls = 0
-    for k in range(net.n_hidden_layers):
+    # The first layer is affine in the input: the interval / LP bounds above are already
+    # exact there, so the verifier starts at the second hidden layer.
+    for k in range(1, net.n_hidden_layers):
         for i in np.nonzero(status[k] == 0)[0]:
             z = pre[k][:, i]
             if np.all(z <= 0):

@@ -282,6 +282,8 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done) -> EquivalenceResult:
 
     D = f.float() - g.float()
     m = D.output_dim
+    if D.n_hidden_layers == 0:
+        return _affine_difference(f, g, D, dom, tol_v, done)
     ubs = []
     statuses = []
     best = None
@@ -314,6 +316,42 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done) -> EquivalenceResult:
     why = "time limit" if len(ubs) < n_calls or "time_limit" in statuses else "bound above tol"
     return done("unknown", "verifier", upper_bound=max(ubs) if len(ubs) == n_calls else None,
                 message=f"undecided ({why})", details={"statuses": statuses})
+
+
+def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
+    """Both networks are affine: maximise each ``+-(f_j - g_j)`` exactly (closed form on a
+    Box, one LP per row on a Polytope)."""
+    from ..lp import solve
+
+    A = np.asarray(D.weights[0], dtype=float)
+    c = np.asarray(D.biases[0], dtype=float)
+    if D.skip is not None:
+        A, c = A + D.skip[0], c + D.skip[1]
+    best_x, best_v, ub = None, -np.inf, -np.inf
+    for row, off in [(A[j] * s, c[j] * s) for j in range(A.shape[0]) for s in (1.0, -1.0)]:
+        if isinstance(dom, Box):
+            x = np.where(row > 0, dom.hi, dom.lo)
+            v = float(row @ x + off)
+            bound = v * (1 + 1e-12) + 1e-300
+        else:
+            r = solve(-row, A_ub=dom.A, b_ub=dom.b)
+            if not r.ok:
+                return done("unknown", "verifier", message=f"LP over the polytope ended {r.status}")
+            x = r.x
+            v = float(row @ x + off)
+            bound = v + 1e-9 * (1 + abs(v))
+        ub = max(ub, bound)
+        if v > best_v:
+            best_x, best_v = x, v
+    if best_v > tol_v:
+        chk = _recheck(f, g, best_x, dom)
+        if chk is not None and chk[3] > tol_v:
+            x, fx, gx, gap, ex = chk
+            return done("different", "verifier", witness=x, f_value=fx, g_value=gx, gap=gap, exact=ex,
+                        message=f"affine networks differing by {gap:.6g}")
+    if ub <= tol_v:
+        return done("equal", "verifier", upper_bound=ub, message=f"affine difference at most {ub:.3g}")
+    return done("unknown", "verifier", upper_bound=ub, message="undecided (bound above tol)")
 
 
 # ------------------------------------------------------------- one hidden layer
