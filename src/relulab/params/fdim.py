@@ -255,9 +255,12 @@ def functional_dimension(net: Network, X, *, exact: bool = False, tol: float | N
     info = numerical_rank(J, tol)
     er = None
     if exact:
-        J_e = realization_jacobian(net.exact(), _as_batch(net, X, True))
+        Xe = _as_batch(net, X, True)
+        J_e = realization_jacobian(net.exact(), Xe)
         er = exact_rank(J_e)
-    pats = netf.preactivations(Xf)
+        pats = net.exact().preactivations(Xe)  # dead / boundary judged exactly too
+    else:
+        pats = netf.preactivations(Xf)
     if pats:
         Z = np.concatenate(pats, axis=1)
         dead = int(np.sum(~np.any(Z > 0, axis=0)))
