@@ -300,7 +300,7 @@ def _chunks(pb: E.Problem, progress: bool, max_regions: int | None, state: dict)
 
 
 def run_all(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
-            state: dict) -> list[dict]:
+            state: dict, vertices: bool = True) -> list[dict]:
     """All finished regions as a list of ``parts`` dicts.
 
     ``engine``: ``"skeleton"`` (shared-vertex fast path, general position only),
@@ -314,7 +314,8 @@ def run_all(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
 
         try:
             with _Progress(progress) as bar:
-                parts = skeleton_regions(pb, progress=lambda f: bar.update(f, 0))
+                parts = skeleton_regions(pb, progress=lambda f: bar.update(f, 0),
+                                         vertices=vertices)
             state["engine"] = "skeleton"
             return [parts]
         except Degenerate as e:
@@ -396,6 +397,7 @@ def enumerate_regions(
     centers: str = "centroid",
     big: float | None = None,
     engine: str = "auto",
+    vertices: bool | str = "auto",
 ) -> RegionSet:
     """Every full-dimensional linear region of ``net`` inside ``domain``.
 
@@ -414,6 +416,8 @@ def enumerate_regions(
         engine: ``"auto"`` (default: the shared-vertex skeleton, falling back to
             per-region polytopes on degenerate input or when ``max_regions`` is set),
             ``"skeleton"`` or ``"cells"``.  The result is the same.
+        vertices: keep every region's vertex list (``"auto"``: in dimension <= 3, where
+            it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -426,6 +430,8 @@ def enumerate_regions(
         (4, [0, 1, 1, 2])
     """
     t0 = time.perf_counter()
+    if vertices == "auto":
+        vertices = net.input_dim <= 3
     if method == "bfs":
         from ._bfs import enumerate_bfs
 
@@ -437,15 +443,21 @@ def enumerate_regions(
             from ._unbounded import enumerate_unbounded
 
             rs = enumerate_unbounded(net, dom, pb, max_regions=max_regions, progress=progress,
-                                     engine=engine)
+                                     engine=engine, vertices=bool(vertices))
         else:
             state: dict = {}
-            chunks = run_all(pb, progress, max_regions, engine, state)
+            chunks = run_all(pb, progress, max_regions, engine, state, bool(vertices))
+            tables = [c.pop("table", None) for c in chunks]
+            skel = [c.pop("skeleton", None) for c in chunks]
             rs = _assemble(
                 pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                 method="subdivision",
             )
             rs.info.update({k: v for k, v in state.items() if k != "partial"})
+            if len(tables) == 1 and tables[0] is not None:
+                rs.info["_table"] = tables[0]
+            if len(skel) == 1 and skel[0] is not None:
+                rs.info["_skeleton"] = skel[0]
         rs.seconds = time.perf_counter() - t0
     else:
         raise RelulabError(f"unknown method {method!r}: use 'subdivision' or 'bfs'")
@@ -489,7 +501,7 @@ def count_regions(
         return len(enumerate_regions(net, dom, progress=progress, engine=engine))
     if engine != "cells":
         state: dict = {}
-        parts = run_all(pb, progress, None, engine, state)
+        parts = run_all(pb, progress, None, engine, state, vertices=False)
         if state["engine"] == "skeleton":
             return int(parts[0]["interior"].shape[0]) if parts else 0
     X0, F0, ptr0, _ = E.initial_polytope(pb)

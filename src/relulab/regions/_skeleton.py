@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engine as E
-from ._hashing import as_words, group_rows, unique_pairs
+from ._hashing import as_words, group_rows
 
 __all__ = ["Degenerate", "skeleton_regions"]
 
@@ -98,7 +98,7 @@ def _initial(pb: E.Problem):
     return X, Zid, a, b
 
 
-def skeleton_regions(pb: E.Problem, progress=None) -> dict:
+def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> dict:
     """All regions (general position) as the ``parts`` dict of ``_enumerate.finalize``.
 
     ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
@@ -129,7 +129,7 @@ def skeleton_regions(pb: E.Problem, progress=None) -> dict:
             _add_neuron(pool, edges, j, jj, d, N, nb8)
             if progress is not None:
                 progress((j + 1) / max(N, 1))
-    return _extract(pb, pool, nb8)
+    return _extract(pb, pool, edges, nb8, vertices)
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
@@ -199,45 +199,128 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     edges.append({"a": new[p], "b": new[q]})
 
 
-def _extract(pb: E.Problem, pool: _Pool, nb8: int) -> dict:
-    """Regions from the skeleton (see the module docstring)."""
+def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool) -> dict:
+    """Regions from the skeleton.
+
+    Every bounded face has exactly one lowest vertex for a generic linear function
+    ``g``, and a vertex ``v`` is the lowest of a face iff every edge of the face at ``v``
+    goes up.  In general position the edges at ``v`` come in pairs (release one of
+    its ``d`` hyperplanes, go to either side), so the regions whose lowest vertex is
+    ``v`` are the choices of an upward edge per hyperplane: each region is produced
+    once, with ``d`` of its edges at hand (their ends and ``v`` span a simplex inside
+    it, whose centre is the interior point).  Facets are produced the same way (their
+    lowest vertex, one hyperplane kept), each with the two regions it separates.
+    """
+    from ._graph import _PatternTable
+
     d = pb.d
     N = pb.N
     X = pool["X"]
     Id = pool["id"]
     S = pool["S"]
     V = X.shape[0]
-    isn = Id < N
-    vids, pats = [], []
+    g = np.random.default_rng(7).normal(size=d)
+    gv = X @ g
+    ea, eb = edges["a"], edges["b"]
+    NB = np.full((V, d, 2), -1, dtype=np.int64)
+    for p, q in ((ea, eb), (eb, ea)):
+        up = gv[q] > gv[p]
+        p, q = p[up], q[up]
+        inq = (Id[p][:, :, None] == Id[q][:, None, :]).any(2)
+        col = np.argmin(inq, axis=1)
+        cid = Id[p, col]
+        isn = cid < N
+        bi, bv = _bytes_bit(np.where(isn, cid, 0))
+        side = isn & ((S[q, bi] & bv) != 0)
+        NB[p, col, side.astype(np.int64)] = q
+    isn_col = Id < N
+    rows_v, rows_P, rows_in = [], [], []
     for mask in range(2**d):
-        cols = [c for c in range(d) if (mask >> c) & 1]
+        sides = [(mask >> c) & 1 for c in range(d)]
         ok = np.ones(V, dtype=bool)
-        for c in cols:
-            ok &= isn[:, c]
+        for c in range(d):
+            ok &= NB[:, c, sides[c]] >= 0
         v = np.flatnonzero(ok)
         P = S[v].copy()
-        for c in cols:
-            bi, bv = _bytes_bit(Id[v, c])
-            P[np.arange(v.size), bi] |= bv
-        vids.append(v)
-        pats.append(P)
-    vid = np.concatenate(vids)
-    P = np.concatenate(pats, axis=0)
-    order, starts, lens = _groups(P.view(np.uint64))
-    n = starts.shape[0]
-    region_of_row = np.empty(vid.shape[0], dtype=np.int64)
-    region_of_row[order] = np.repeat(np.arange(n), lens)
-    rpat = P[order[starts]]  # (n, nb8) packed patterns
-    # vertices per region
-    vptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=vptr[1:])
-    verts = X[vid[order]]
-    # facets: the hyperplanes through the region's vertices
-    rr = np.repeat(region_of_row, d)
-    ii = Id[vid].reshape(-1)
-    fr, fid = unique_pairs(rr, ii, n, pb.n_ids)
-    packed = rpat[:, : (N + 7) // 8] if N else np.zeros((n, 0), dtype=np.uint8)
-    return _hrep_parts(pb, packed, vptr, verts, fr, fid)
+        acc = X[v].copy()
+        for c in range(d):
+            if sides[c]:
+                bi, bv = _bytes_bit(Id[v, c])
+                P[np.arange(v.size), bi] |= bv
+            acc += X[NB[v, c, sides[c]]]
+        rows_v.append(v)
+        rows_P.append(P)
+        rows_in.append(acc / (d + 1))
+    P = np.concatenate(rows_P, axis=0)
+    interior = np.concatenate(rows_in, axis=0)
+    n = P.shape[0]
+    packed = np.ascontiguousarray(P[:, : (N + 7) // 8]) if N else np.zeros((n, 0), np.uint8)
+    table = _PatternTable(packed)
+    # facets: lowest vertex v, kept hyperplane Id[v, h], an upward edge for the others
+    Qs, fids = [], []
+    for h in range(d):
+        others = [c for c in range(d) if c != h]
+        for mask in range(2 ** (d - 1)):
+            sides = {c: (mask >> i) & 1 for i, c in enumerate(others)}
+            ok = np.ones(V, dtype=bool)
+            for c in others:
+                ok &= NB[:, c, sides[c]] >= 0
+            v = np.flatnonzero(ok)
+            base = S[v, : packed.shape[1]]
+            for c in others:
+                if sides[c]:
+                    bi, bv = _bytes_bit(Id[v, c])
+                    base[np.arange(v.size), bi] |= bv
+            hid = Id[v, h]
+            Qs.append(base)
+            fids.append(hid)
+            sel = np.flatnonzero(isn_col[v, h])
+            Q = base[sel].copy()
+            bi, bv = _bytes_bit(hid[sel])
+            Q[np.arange(sel.size), bi] |= bv
+            Qs.append(Q)
+            fids.append(hid[sel])
+    fr = table.find(np.ascontiguousarray(np.concatenate(Qs, axis=0)))
+    fid = np.concatenate(fids)
+    if np.any(fr < 0):
+        raise Degenerate("a facet without its region")
+    order = np.lexsort((fid, fr))
+    fr, fid = fr[order], fid[order]
+    if fr.size > 1 and np.any((fr[1:] == fr[:-1]) & (fid[1:] == fid[:-1])):
+        raise Degenerate("a facet found twice")
+    if vertices:
+        # every (vertex, region) incidence: the regions around v are the side choices
+        # for its neuron hyperplanes
+        vs, rs_ = [], []
+        for mask in range(2**d):
+            cols = [c for c in range(d) if (mask >> c) & 1]
+            ok = np.ones(V, dtype=bool)
+            for c in cols:
+                ok &= isn_col[:, c]
+            v = np.flatnonzero(ok)
+            Pm = S[v].copy()
+            for c in cols:
+                bi, bv = _bytes_bit(Id[v, c])
+                Pm[np.arange(v.size), bi] |= bv
+            r = table.find(np.ascontiguousarray(Pm[:, : packed.shape[1]]))
+            if np.any(r < 0):
+                raise Degenerate("a vertex without its region")
+            vs.append(v)
+            rs_.append(r)
+        vv = np.concatenate(vs)
+        rr = np.concatenate(rs_)
+        o = np.argsort(rr, kind="stable")
+        verts = X[vv[o]]
+        vptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rr, minlength=n), out=vptr[1:])
+    else:
+        verts = np.zeros((0, d))
+        vptr = np.zeros(n + 1, dtype=np.int64)
+    parts = _hrep_parts(pb, packed, vptr, verts, fr, fid, interior)
+    parts["table"] = table
+    if not vertices:
+        parts["skeleton"] = (X.copy(), Id.copy(), S.copy())
+    return parts
 
 
 def _prefix_mask(nbits: int, nwords: int) -> np.ndarray:
@@ -254,7 +337,7 @@ def _layer_apply(W: np.ndarray, H: np.ndarray) -> np.ndarray:
     return out.reshape(W.shape[0], n, c).transpose(1, 0, 2)
 
 
-def _hrep_parts(pb, packed, vptr, verts, fr, fid) -> dict:
+def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     d = pb.d
     N = pb.N
     n = packed.shape[0]
@@ -304,8 +387,6 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid) -> dict:
     nrm[nrm == 0] = 1.0
     A /= nrm[:, None]
     bb /= nrm
-    cnt = np.diff(vptr)
-    interior = np.add.reduceat(verts, vptr[:-1], axis=0) / cnt[:, None]
     fcnt = np.bincount(fr, minlength=n)
     fptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(fcnt, out=fptr[1:])

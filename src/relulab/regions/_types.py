@@ -171,13 +171,16 @@ class RegionSet:
             else np.zeros(0, dtype=bool)
         )
         aff = self.affine[i]
+        verts = self.vertices[v0:v1]
+        if v1 == v0 and "_skeleton" in self.info:
+            verts = self._skeleton_vertices(i)
         return Region(
             index=i,
             pattern=pat,
             A=self.facet_A[f0:f1],
             b=self.facet_b[f0:f1],
             facet_ids=self.facet_ids[f0:f1],
-            vertices=self.vertices[v0:v1],
+            vertices=verts,
             interior_point=self.interior[i],
             radius=float(self.radius[i]),
             affine=(aff[:, :d], aff[:, d]),
@@ -185,6 +188,24 @@ class RegionSet:
             touches_domain=bool(self.touches_domain[i]),
             n_neurons=N,
         )
+
+    def _skeleton_vertices(self, i: int) -> np.ndarray:
+        """Vertices of region ``i`` from the kept skeleton: the vertices whose sign
+        vector agrees with the region's pattern off the hyperplanes through them."""
+        X, Id, S = self.info["_skeleton"]
+        zm = self.info.get("_zeromask")
+        N = self.n_neurons
+        if zm is None:
+            zm = np.zeros_like(S)
+            for c in range(Id.shape[1]):
+                ids = Id[:, c]
+                ok = np.flatnonzero(ids < N)
+                zm[ok, ids[ok] >> 3] |= (np.uint8(128) >> (ids[ok] & 7).astype(np.uint8))
+            self.info["_zeromask"] = zm
+        nb = self.packed_patterns.shape[1]
+        R = self.packed_patterns[i]
+        ok = np.all((R[None, :] & ~zm[:, :nb]) == S[:, :nb], axis=1)
+        return X[ok]
 
     def __iter__(self):
         for i in range(len(self)):

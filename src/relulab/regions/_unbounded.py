@@ -50,7 +50,7 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     return True
 
 
-def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engine="auto"):
+def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engine="auto", vertices=True):
     from ._enumerate import _assemble, run_all
 
     netf = net.float() if net.is_exact else net
@@ -59,10 +59,16 @@ def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engin
     for _ in range(6):
         pb.big = M
         state: dict = {}
-        chunks = run_all(pb, progress, max_regions, engine, state)
+        chunks = run_all(pb, progress, max_regions, engine, state, vertices)
+        skel = None
+        for c in chunks:
+            c.pop("table", None)
+            skel = c.pop("skeleton", None)
         rs = _assemble(pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                        method="subdivision")
         rs.info["box_halfwidth"] = M
+        if skel is not None:
+            rs.info["_skeleton"] = skel
         rs.info.update({k: v for k, v in state.items() if k != "partial"})
         if rs.partial:
             rs.certified = False
