@@ -449,6 +449,7 @@ def enumerate_regions(
             chunks = run_all(pb, progress, max_regions, engine, state, bool(vertices))
             tables = [c.pop("table", None) for c in chunks]
             skel = [c.pop("skeleton", None) for c in chunks]
+            gedges = [c.pop("graph_edges", None) for c in chunks]
             rs = _assemble(
                 pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                 method="subdivision",
@@ -456,6 +457,8 @@ def enumerate_regions(
             rs.info.update({k: v for k, v in state.items() if k != "partial"})
             if len(tables) == 1 and tables[0] is not None:
                 rs.info["_table"] = tables[0]
+            if len(gedges) == 1 and gedges[0] is not None:
+                rs.info["_edges"] = gedges[0]
             if len(skel) == 1 and skel[0] is not None:
                 rs.info["_skeleton"] = skel[0]
         rs.seconds = time.perf_counter() - t0

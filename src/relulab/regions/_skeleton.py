@@ -280,10 +280,21 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
             Q[np.arange(sel.size), bi] |= bv
             Qs.append(Q)
             fids.append(hid[sel])
+    sizes = [q.shape[0] for q in Qs]
     fr = table.find(np.ascontiguousarray(np.concatenate(Qs, axis=0)))
     fid = np.concatenate(fids)
     if np.any(fr < 0):
         raise Degenerate("a facet without its region")
+    # the dual graph comes for free: a neuron facet joins its two regions
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    gl = []
+    for t in range(0, len(Qs), 2):
+        lo_, hi_ = off[t], off[t + 1]
+        sel_n = np.flatnonzero(fid[lo_:hi_] < N)
+        r0 = fr[lo_:hi_][sel_n]
+        r1 = fr[off[t + 1] : off[t + 2]]
+        gl.append(np.stack([r0, r1, fid[lo_:hi_][sel_n]], axis=1))
+    graph_edges = np.concatenate(gl, axis=0) if gl else np.zeros((0, 3), np.int64)
     order = np.lexsort((fid, fr))
     fr, fid = fr[order], fid[order]
     if fr.size > 1 and np.any((fr[1:] == fr[:-1]) & (fid[1:] == fid[:-1])):
@@ -318,6 +329,9 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
         vptr = np.zeros(n + 1, dtype=np.int64)
     parts = _hrep_parts(pb, packed, vptr, verts, fr, fid, interior)
     parts["table"] = table
+    lo = np.minimum(graph_edges[:, 0], graph_edges[:, 1])
+    hi = np.maximum(graph_edges[:, 0], graph_edges[:, 1])
+    parts["graph_edges"] = np.stack([lo, hi, graph_edges[:, 2]], axis=1)
     if not vertices:
         parts["skeleton"] = (X.copy(), Id.copy(), S.copy())
     return parts

@@ -64,6 +64,7 @@ def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engin
         for c in chunks:
             c.pop("table", None)
             skel = c.pop("skeleton", None)
+            c.pop("graph_edges", None)
         rs = _assemble(pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
                        method="subdivision")
         rs.info["box_halfwidth"] = M
