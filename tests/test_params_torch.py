@@ -43,13 +43,16 @@ def _window_sum_matrix(c: int, h: int, w: int, k: int, s: int, p: int) -> tuple[
 def explicit_chain(model, input_shape) -> Network:
     """The model as a chain of dense layers (a Network only as a container of layers: the
     path-lifting does not care what runs between them)."""
-    mods = [m for m in model if not isinstance(m, (nn.ReLU, nn.Flatten))]
+    mods = [m for m in model if not isinstance(m, nn.Flatten)]
     shape = tuple(input_shape)
     Ws, bs = [], []
     i = 0
     while i < len(mods):
         m = mods[i]
         n_in = math.prod(shape)
+        if isinstance(m, nn.ReLU):  # no layer of its own; it only stops batch-norm folding
+            i += 1
+            continue
         if isinstance(m, nn.Linear):
             shape = (n_in,)  # the Flatten before it
         if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -104,14 +107,14 @@ def cnn_a():
 def cnn_b():
     # stride, padding in max pooling, a standalone batch norm, adaptive average pooling
     return nn.Sequential(
-        nn.Conv2d(2, 2, 2, stride=1), nn.ReLU(), nn.BatchNorm2d(2),
+        nn.Conv2d(1, 2, 3, stride=1), nn.ReLU(), nn.BatchNorm2d(2),
         nn.MaxPool2d(3, stride=2, padding=1),
-        nn.Conv2d(2, 2, 1, bias=False), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(2, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1),
+        nn.Conv2d(2, 1, 1, bias=False), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(1, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1),
     )
 
 
-@pytest.mark.parametrize("build,shape", [(cnn_a, (1, 4, 4)), (cnn_b, (2, 5, 5))])
+@pytest.mark.parametrize("build,shape", [(cnn_a, (1, 4, 4)), (cnn_b, (1, 5, 5))])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_torch_path_norm_matches_explicit_paths(build, shape, seed):
     torch.manual_seed(seed)
@@ -175,6 +178,21 @@ def test_batchnorm_is_folded_not_a_separate_neuron():
     # folded: weight 2, bias 1 - 1 = 0
     assert path_norm_torch(model, q=1) == pytest.approx(2.0)
     assert path_norm_torch(model, q=0) == 1
+
+
+def test_batchnorm_after_relu_is_its_own_layer():
+    # Linear -> ReLU -> BN cannot be folded: the BN bias is a separate path of its own
+    model = nn.Sequential(nn.Linear(1, 1), nn.ReLU(), nn.BatchNorm1d(1)).double().eval()
+    with torch.no_grad():
+        model[0].weight.fill_(2.0)
+        model[0].bias.fill_(1.0)
+        model[2].running_mean.fill_(1.0)
+        model[2].running_var.fill_(1.0 - model[2].eps)
+        model[2].weight.fill_(1.0)
+        model[2].bias.fill_(0.0)
+    # paths: x > h > bn (2 * 1), 1 > h > bn (1 * 1), 1 > bn (-1): 2 + 1 + 1
+    assert path_norm_torch(model, q=1) == pytest.approx(4.0)
+    assert path_norm_torch(model, q=0) == 3
 
 
 def test_unsupported_layers_are_named():

@@ -10,8 +10,8 @@ astronomically many paths.  ``q = inf`` runs the same pass in the (max, x) semir
 paths whose product is nonzero.
 
 For torch models :func:`path_norm_torch` walks the modules with the toolkit's
-conventions: batch norm folded into the preceding Linear/Conv (or, standing alone, a
-per-channel affine layer), average pooling as edges of weight ``1/k`` (so ``(1/k)^q``
+conventions: batch norm folded into a Linear/Conv that directly precedes it (otherwise,
+e.g. after a ReLU, a per-channel affine layer of its own), average pooling as edges of weight ``1/k`` (so ``(1/k)^q``
 after the power), max pooling as a *sum* over its window with weight 1, ReLU as the
 identity (all values in the pass are >= 0).
 
@@ -268,8 +268,12 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                                           padding=_pair(m.padding), ceil_mode=m.ceil_mode)))
         elif isinstance(m, nn.Flatten):
             steps.append(("flatten", (m.start_dim, m.end_dim)))
-        elif isinstance(m, (nn.ReLU, nn.Identity, nn.Dropout)):
-            continue  # the pass only carries nonnegative numbers: ReLU is the identity
+        elif isinstance(m, nn.ReLU):
+            # the pass only carries nonnegative numbers, so ReLU acts as the identity; but a
+            # batch norm after it is its own layer, not foldable into the layer before
+            steps.append(("relu", None))
+        elif isinstance(m, (nn.Identity, nn.Dropout)):
+            continue
         else:
             raise RelulabError(
                 f"{where}: unsupported in path_norm_torch (supported: Linear, Conv2d, "
@@ -319,8 +323,8 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
     """The ``q``-path-norm of a torch ``nn.Sequential`` with the path-norm toolkit's conventions.
 
     Supported leaves (nested Sequentials are flattened): Linear, Conv2d (zero padding,
-    any stride/dilation/groups), BatchNorm1d/2d (eval statistics; folded into the
-    preceding Linear/Conv2d, else a per-channel affine layer), AvgPool2d and
+    any stride/dilation/groups), BatchNorm1d/2d (eval statistics; folded into a
+    Linear/Conv2d directly before it, else a per-channel affine layer), AvgPool2d and
     AdaptiveAvgPool2d (edges of weight ``1/k``), MaxPool2d (a sum over its window,
     edge weight 1), Flatten, ReLU, Identity, Dropout.  ``input_shape`` excludes the
     batch axis, e.g. ``(3, 32, 32)``; it may be omitted when the first layer is Linear.
@@ -387,6 +391,7 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
                     x = F.max_pool2d(x, **data) if inf else F.avg_pool2d(x, **data, divisor_override=1)
                 elif op == "flatten":
                     x = torch.flatten(x, data[0], data[1])
+                # "relu": nothing to do on nonnegative values
             except RuntimeError as e:
                 raise RelulabError(f"path_norm_torch: step {pos} ({op}) failed on shape "
                                    f"{tuple(x.shape)}: {str(e).splitlines()[0]}") from None
