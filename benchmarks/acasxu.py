@@ -143,9 +143,11 @@ def main() -> None:
         print(json.dumps(marabou_one(a.marabou_one[0], a.marabou_one[1], float(a.marabou_one[2]))))
         return
 
-    from relulab.cli._common import console
+    from rich.console import Console
+
     from relulab.cli.verify import read_instances, run_batch
 
+    console = Console(width=150)
     D = data_dir() / "acasxu"
     insts = read_instances(D / "instances.csv")
     for f in a.filter:
@@ -156,7 +158,12 @@ def main() -> None:
     console.print(f"relulab on {len(insts)} ACAS Xu instances, {a.timeout:g} s each, "
                   f"{a.workers} workers (machine: {os.cpu_count()} cores, shared)")
     t0 = time.time()
-    rows = run_batch(insts, workers=a.workers)
+    def log(r: dict) -> None:  # one line per instance when the output is a log file
+        if not sys.stdout.isatty():
+            print(f"  {Path(r['model']).stem} {Path(r['property']).stem}: {r['status']} "
+                  f"{r['wall']:.2f} s (cpu {r.get('cpu', 0):.2f})", flush=True)
+
+    rows = run_batch(insts, workers=a.workers, console=console, on_result=log)
     wall = time.time() - t0
 
     wrong = []
@@ -173,7 +180,8 @@ def main() -> None:
     for r in rows:
         by.setdefault(Path(r["property"]).stem, []).append(r)
     t = Table(title=f"relulab on ACAS Xu ({a.timeout:g} s cap per instance)")
-    for c in ("property", "instances", "solved", "correct", "wrong", "total time (s)", "median (s)", "max (s)"):
+    for c in ("property", "instances", "solved", "correct", "wrong", "total time (s)", "median (s)",
+              "max (s)", "total CPU (s)"):
         t.add_column(c, justify="right")
     allr = []
     for name in sorted(by):
@@ -182,14 +190,16 @@ def main() -> None:
         ts = [r["wall"] for r in rs]
         t.add_row(name, str(len(rs)), str(sum(r["status"] in ("holds", "violated") for r in rs)),
                   str(sum(r["correct"] is True for r in rs)), str(sum(r["correct"] is False for r in rs)),
-                  f"{sum(ts):.1f}", f"{statistics.median(ts):.2f}", f"{max(ts):.1f}")
+                  f"{sum(ts):.1f}", f"{statistics.median(ts):.2f}", f"{max(ts):.1f}",
+                  f"{sum(r.get('cpu', 0.0) for r in rs):.1f}")
     ts = [r["wall"] for r in allr]
     t.add_row("all", str(len(allr)), str(sum(r["status"] in ("holds", "violated") for r in allr)),
               str(sum(r["correct"] is True for r in allr)), str(len(wrong)),
-              f"{sum(ts):.1f}", f"{statistics.median(ts):.2f}", f"{max(ts):.1f}", style="bold")
-    t.add_row("nnenum (ANCHORS.md, not measured here)", "180", NNENUM_ANCHOR["props 1-4 solved"].split("/")[0],
+              f"{sum(ts):.1f}", f"{statistics.median(ts):.2f}", f"{max(ts):.1f}",
+              f"{sum(r.get('cpu', 0.0) for r in allr):.1f}", style="bold")
+    t.add_row("nnenum (ANCHORS.md; not measured in this run)", "180", NNENUM_ANCHOR["props 1-4 solved"].split("/")[0],
               "", "1 error", f"{NNENUM_ANCHOR['props 1-4 total time (s)']:.1f}",
-              f"{NNENUM_ANCHOR['median per instance (s)']:.2f}", "56", style="dim")
+              f"{NNENUM_ANCHOR['median per instance (s)']:.2f}", "56", "", style="dim")
     console.print(t)
     console.print(f"wall clock for the batch: {wall:.1f} s with {a.workers} workers; "
                   f"ratio of summed instance times relulab / nnenum-anchor: "

@@ -116,10 +116,11 @@ def _backsub(
         if j == 0:
             return A, const
         al, su, tu = relax[j - 1]
-        Ap = np.maximum(A, 0.0)
-        An = A - Ap
-        Lam = Ap * al[:, None, :] + An * su[:, None, :]
-        const += np.einsum("nrk,nk->nr", An, tu)
+        # Lam = A+ * al + A- * su, written to touch the big array fewer times
+        An = np.minimum(A, 0.0)
+        Lam = A * al[:, None, :]
+        Lam -= An * (al - su)[:, None, :]
+        const += np.matmul(An, tu[:, :, None])[..., 0]
     raise AssertionError("unreachable")
 
 

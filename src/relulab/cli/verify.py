@@ -70,6 +70,7 @@ def run_instance(args: tuple[str, str, float]) -> dict:
     worker process in ``verify-batch``)."""
     model, prop_path, timeout = args
     t0 = time.time()
+    c0 = time.process_time()
     try:
         from ..io import load_model
         from ..io.vnnlib import load_vnnlib
@@ -82,7 +83,8 @@ def run_instance(args: tuple[str, str, float]) -> dict:
         d["result"] = r.vnncomp
     except RelulabError as e:
         d = {"status": "error", "result": "error", "reason": str(e), "time": time.time() - t0}
-    d.update(model=model, property=prop_path, wall=time.time() - t0)
+    # cpu: this process's CPU seconds (less sensitive than wall time to a loaded machine)
+    d.update(model=model, property=prop_path, wall=time.time() - t0, cpu=time.process_time() - c0)
     return d
 
 
@@ -136,6 +138,7 @@ def run_batch(
     workers: int = 2,
     show_progress: bool = True,
     on_result=None,
+    console=console,
 ) -> list[dict]:
     """Run instances over ``workers`` processes (results in input order)."""
     import concurrent.futures as cf

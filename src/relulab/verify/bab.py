@@ -103,6 +103,7 @@ def decide_term(
     intermediate: str = "hybrid",
     split: str = "smear",
     alpha_iters: int = 5,
+    reuse_parent: bool = True,
     stats: dict | None = None,
     check_net: Network | None = None,
 ) -> tuple[str, np.ndarray | None, dict]:
@@ -119,8 +120,13 @@ def decide_term(
     st.setdefault("boxes", 0)
     st.setdefault("rounds", 0)
     st.setdefault("max_stack", 0)
-    stack_lo: list[np.ndarray] = [box.lo[None].copy()]
-    stack_hi: list[np.ndarray] = [box.hi[None].copy()]
+    widths = [W.shape[0] for W in Ws[:-1]]
+    cuts = np.cumsum([0, *widths])
+    n_h = int(cuts[-1])
+    # the stack holds blocks (lo, hi, parent pre-activation lows, highs) of boxes
+    stack: list[tuple[np.ndarray, ...]] = [
+        (box.lo[None].copy(), box.hi[None].copy(), np.full((1, n_h), -np.inf), np.full((1, n_h), np.inf))
+    ]
     n_stack = 1
     grid = _simplex_grid(C.shape[0], 4) if C.shape[0] > 1 else None
     min_width = np.maximum(box.hi - box.lo, 1e-300) * 1e-12
@@ -129,27 +135,25 @@ def decide_term(
             st["reason"] = "timeout"
             return "unknown", None, st
         # pop up to `batch` boxes from the top of the stack (depth first keeps it small)
-        take_lo, take_hi, got = [], [], 0
-        while stack_lo and got < batch:
-            blo, bhi = stack_lo.pop(), stack_hi.pop()
+        taken, got = [], 0
+        while stack and got < batch:
+            blk = stack.pop()
             need = batch - got
-            if len(blo) > need:
-                take_lo.append(blo[-need:])
-                take_hi.append(bhi[-need:])
-                stack_lo.append(blo[:-need])
-                stack_hi.append(bhi[:-need])
+            if len(blk[0]) > need:
+                taken.append(tuple(a[-need:] for a in blk))
+                stack.append(tuple(a[:-need] for a in blk))
                 got += need
             else:
-                take_lo.append(blo)
-                take_hi.append(bhi)
-                got += len(blo)
+                taken.append(blk)
+                got += len(blk[0])
         n_stack -= got
-        lo = np.concatenate(take_lo)
-        hi = np.concatenate(take_hi)
+        lo, hi, plo, phi = (np.concatenate([t[i] for t in taken]) for i in range(4))
+        prev = [(plo[:, cuts[k]:cuts[k + 1]], phi[:, cuts[k]:cuts[k + 1]]) for k in range(len(widths))]
         st["boxes"] += len(lo)
         st["rounds"] += 1
         pre, low, A, c = crown_batch(
-            Ws, bs, lo, hi, C=C, d=-d, skip=sk, want_linear=True, intermediate=intermediate
+            Ws, bs, lo, hi, C=C, d=-d, skip=sk, want_linear=True, intermediate=intermediate,
+            prev=prev if reuse_parent else None,
         )
         mag = np.maximum(np.abs(lo), np.abs(hi))
         scale = 1.0 + np.abs(c) + np.einsum("nrd,nd->nr", np.abs(A), mag)
@@ -204,8 +208,14 @@ def decide_term(
         hi1[rows, dim] = mid
         lo2 = lo.copy()
         lo2[rows, dim] = mid
-        stack_lo.append(np.concatenate([lo, lo2]))
-        stack_hi.append(np.concatenate([hi1, hi]))
+        if reuse_parent:
+            plo = np.concatenate([a for a, _ in pre], axis=1)
+            phi = np.concatenate([b for _, b in pre], axis=1)
+        else:
+            plo = np.full((len(lo), n_h), -np.inf)
+            phi = np.full((len(lo), n_h), np.inf)
+        stack.append((np.concatenate([lo, lo2]), np.concatenate([hi1, hi]),
+                      np.concatenate([plo, plo]), np.concatenate([phi, phi])))
         n_stack += 2 * len(lo)
         st["max_stack"] = max(st["max_stack"], n_stack)
     return "holds", None, st
