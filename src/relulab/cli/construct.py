@@ -25,6 +25,7 @@ __all__ = ["register", "tour", "KINDS", "build"]
 KINDS = {
     "max": "max of n inputs (--n)",
     "min": "min of n inputs (--n)",
+    "max2h": "max of n <= 5 inputs with two hidden layers, certified (--n)",
     "cpwl1d": "univariate CPWL (--breakpoints, --values, --left-slope, --right-slope)",
     "lattice": "max-of-mins CPWL from a JSON file {A, c, groups} (--file)",
     "tent": "the tent map on [0, 1]",
@@ -79,6 +80,15 @@ def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int |
         nn = _need(n, "--n", kind)
         net = C.max_n(nn) if kind == "max" else C.min_n(nn)
         extra["formula_hidden_layers"] = 0 if nn <= 1 else math.ceil(math.log2(nn))
+    elif kind == "max2h":
+        nn = _need(n, "--n", kind)
+        if not 2 <= nn <= 5:
+            raise RelulabError("construct max2h: --n must be 2..5 (the search covers those)")
+        if nn == 5:
+            net = C.max5_two_hidden()
+        else:
+            net = C.search_max_two_hidden(nn).network
+        extra["certificate"] = C.certify_max(net, nn).to_dict()
     elif kind == "cpwl1d":
         bp = _fractions(_need(breakpoints, "--breakpoints", kind), "--breakpoints")
         vals = _fractions(_need(values, "--values", kind), "--values")

@@ -4,7 +4,9 @@ Every function here returns a :class:`relulab.Network` whose entries are
 :class:`fractions.Fraction` (``.float()`` gives the float64 copy) and states what it
 computes and its size in its docstring.
 
-* max / min: :func:`max_n`, :func:`min_n`, lattice CPWL :func:`max_of_mins`
+* max / min: :func:`max_n`, :func:`min_n`, lattice CPWL :func:`max_of_mins`;
+  max of 5 with two hidden layers :func:`max5_two_hidden` (exact search
+  :func:`search_max_two_hidden`, certificate :func:`certify_max`)
 * univariate CPWL: :func:`cpwl_1d`, exact pieces :func:`univariate_pieces`
 * depth: :func:`tent`, :func:`sawtooth`, :func:`yarotsky_square`, :func:`product`,
   :func:`monomial` with exact errors :func:`square_error`, :func:`product_error`,
@@ -52,6 +54,15 @@ from .maxmin import (
     max_of_mins,
     min_n,
     tree_widths,
+)
+from .maxsearch import (
+    MAX5_SOLUTION,
+    MaxCertificate,
+    MaxSearchResult,
+    certify_max,
+    max5_two_hidden,
+    max_two_hidden_from_terms,
+    search_max_two_hidden,
 )
 from .sawtooth import (
     ErrorReport,
@@ -121,6 +132,13 @@ __all__ = [
     "check_gadget",
     "GadgetCheck",
     "parse_dimacs",
+    "max5_two_hidden",
+    "search_max_two_hidden",
+    "max_two_hidden_from_terms",
+    "certify_max",
+    "MaxCertificate",
+    "MaxSearchResult",
+    "MAX5_SOLUTION",
     "TuringMachine",
     "Config",
     "compile_turing_machine",

@@ -1,0 +1,414 @@
+"""max_n with two hidden layers, found by an exact computer-assisted search, and certified.
+
+The maximum ``s * max(u_1..u_n)`` is the support function ``h_P(u) = max_{v in P} <v, u>``
+of the scaled simplex ``P = s * conv(e_1..e_n)``.  Support functions of zonotopes
+``Z = a + sum [0, g]`` are one-hidden-layer functions, ``h_Z(u) = <a, u> + sum relu(<g, u>)``,
+and the support function of ``conv(Z1 u Z2)`` is ``max(h_Z1, h_Z2) = h_Z2 + relu(h_Z1 - h_Z2)``:
+a two-hidden-layer function.  The search
+
+1. lists the zonotopes whose vertices are lattice points of ``2 * simplex`` (points,
+   segments, parallelograms, parallelepipeds), and all polytopes ``conv(Z1 u Z2)``;
+2. groups them into orbits under permutations of the coordinates (the target is
+   symmetric, so a symmetric solution exists if any does) and takes as candidate
+   functions the orbit sums of support functions, plus ``sum u_i``;
+3. asks for ``2 max = sum_orbits c_O (orbit sum) + c_0 sum u_i`` at random integer
+   points, minimising a weighted l1 norm of c by an LP (HiGHS), which returns a sparse
+   vertex solution; the coefficients are rounded to nearby rationals;
+4. builds the network and certifies it exactly (:func:`certify_max`).
+
+For n = 5 this finds a network with two hidden layers (the literature reports two
+hidden layers suffice for max_5, Bakaev-Brunck-Hertrich-Stade-Yehudayoff; and for every
+n <= 12 by a similar computer-assisted search); ``ceil(log2 5) = 3`` is what the binary
+tree needs.  The stored solution (:data:`MAX5_SOLUTION`) is what the search returns.
+
+Certificate: every breakpoint of the network lies on a hyperplane ``<v - w, u> = 0``
+with v, w lattice points of ``2 * simplex`` (generators are such differences, and on a
+cell of that arrangement every h_Z is linear with a lattice-point gradient, so
+``h_Z1 - h_Z2`` changes sign only on such a hyperplane).  The network and max are
+therefore both linear on each cell of that arrangement, and both are invariant along
+``(1, ..., 1)`` up to a linear term.  In each ordering cone ``u_s(1) >= ... >= u_s(n)``
+we slice the pointed part by a simplex; each cell's slice is a polytope whose vertices
+are vertices of the arrangement restricted to the slice.  Equality at all those vertices
+(exact rationals), in all n! cones, and at ``+-(1, ..., 1)`` proves equality everywhere.
+
+Example:
+    >>> net = max5_two_hidden()
+    >>> net.n_hidden_layers, net([3, -1, 7, 2, 0])[0]
+    (2, Fraction(7, 1))
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..network import Network
+from ._builder import Builder, Expr, esum
+from ._exact import ExactEvaluator
+from .maxmin import ConstructionError
+
+__all__ = [
+    "lattice_points",
+    "zonotopes",
+    "candidate_orbits",
+    "search_max_two_hidden",
+    "max_two_hidden_from_terms",
+    "max5_two_hidden",
+    "certify_max",
+    "MaxCertificate",
+    "MaxSearchResult",
+    "MAX5_SOLUTION",
+]
+
+Point = tuple[int, ...]
+Zono = tuple[Point, tuple[Point, ...]]  # (corner a, generators)
+
+
+def lattice_points(n: int, s: int = 2) -> list[Point]:
+    """Integer points of ``s * simplex`` in R^n (coordinates >= 0 summing to s)."""
+    out = []
+    for c in itertools.combinations_with_replacement(range(n), s):
+        v = [0] * n
+        for i in c:
+            v[i] += 1
+        out.append(tuple(v))
+    return out
+
+
+def _zono_vertices(z: Zono) -> frozenset[Point]:
+    a, gens = z
+    n = len(a)
+    out = set()
+    for k in range(len(gens) + 1):
+        for sub in itertools.combinations(gens, k):
+            out.add(tuple(a[i] + sum(g[i] for g in sub) for i in range(n)))
+    return frozenset(out)
+
+
+def zonotopes(points: list[Point], max_gens: int = 3) -> dict[frozenset[Point], Zono]:
+    """Zonotopes (up to ``max_gens`` independent generators) whose vertices all lie in
+    ``points``, keyed by their vertex set."""
+    pset = set(points)
+    n = len(points[0])
+    out: dict[frozenset[Point], Zono] = {}
+    for a in points:
+        out.setdefault(frozenset([a]), (a, ()))
+        others = [tuple(q[i] - a[i] for i in range(n)) for q in points if q != a]
+        for r in range(1, max_gens + 1):
+            for gens in itertools.combinations(others, r):
+                if np.linalg.matrix_rank(np.array(gens, dtype=float)) < r:
+                    continue
+                V = _zono_vertices((a, gens))
+                if len(V) == 2**r and V <= pset:
+                    out.setdefault(V, (a, gens))
+    return out
+
+
+@dataclass(frozen=True)
+class _Orbit:
+    rep: frozenset[Point]  # vertex set of conv(Z1 u Z2)
+    z1: Zono
+    z2: Zono
+    members: tuple[tuple[int, ...], ...]  # permutations giving the distinct members
+
+
+def _permute_point(p: Point, perm: tuple[int, ...]) -> Point:
+    # coordinate i of the image is coordinate perm^-1(i) of p: (sigma p)_{perm[i]} = p_i
+    out = [0] * len(p)
+    for i, v in enumerate(p):
+        out[perm[i]] = v
+    return tuple(out)
+
+
+def _permute_zono(z: Zono, perm: tuple[int, ...]) -> Zono:
+    return (_permute_point(z[0], perm), tuple(_permute_point(g, perm) for g in z[1]))
+
+
+def candidate_orbits(n: int, s: int = 2, max_gens: int = 3) -> list[_Orbit]:
+    """Orbits (under coordinate permutations) of the polytopes ``conv(Z1 u Z2)`` with Z1, Z2
+    zonotopes on the lattice points of ``s * simplex``."""
+    pts = lattice_points(n, s)
+    index = {p: i for i, p in enumerate(pts)}
+    zs = list(zonotopes(pts, max_gens).items())
+    bits = np.array([sum(1 << index[v] for v in V) for V, _ in zs], dtype=np.int64)
+    perms = list(itertools.permutations(range(n)))
+    act = np.array([[index[_permute_point(p, pr)] for p in pts] for pr in perms])  # (P, |pts|)
+    pow2 = (1 << act).astype(np.int64)
+    unions: dict[int, tuple[int, int]] = {}
+    for i in range(len(zs)):
+        u = bits[i] | bits[i:]
+        for j, ub in zip(range(i, len(zs)), u.tolist(), strict=True):
+            unions.setdefault(ub, (i, j))
+    keys = np.array(sorted(unions), dtype=np.int64)
+    M = ((keys[:, None] >> np.arange(len(pts))[None, :]) & 1).astype(np.int64)  # (U, |pts|)
+    images = M @ pow2.T  # (U, P): bitmask of each permuted union
+    canon = images.min(axis=1)
+    orbits = []
+    seen = set()
+    for row, key in enumerate(keys.tolist()):
+        c = int(canon[row])
+        if c in seen:
+            continue
+        seen.add(c)
+        i, j = unions[key]
+        member_perms: dict[int, tuple[int, ...]] = {}
+        for p, img in enumerate(images[row].tolist()):
+            member_perms.setdefault(int(img), perms[p])
+        V = frozenset(pts[k] for k in range(len(pts)) if key >> k & 1)
+        orbits.append(_Orbit(V, zs[i][1], zs[j][1], tuple(member_perms.values())))
+    return orbits
+
+
+def _support(V: frozenset[Point] | list[Point], U: np.ndarray) -> np.ndarray:
+    P = np.array(sorted(V), dtype=np.int64)
+    return (U @ P.T).max(axis=1)
+
+
+# stored result of search_max_two_hidden(5): (vertex set of the orbit representative,
+# Z1, Z2, coefficient); the function is sum_c c * sum_{members} h_conv(Z1 u Z2) = 2 max.
+# Found by search_max_two_hidden(5) (seed 0); the certificate is re-run in the tests.
+MAX5_SOLUTION: tuple[tuple[Zono, Zono, Fraction], ...] = (
+    # triangle conv([e1+e5, e2+e4] u {2 e3}) = conv({e1+e5} u segment)
+    (((1, 0, 0, 0, 1), ()), ((0, 1, 0, 1, 0), ((0, -1, 2, -1, 0),)), Fraction(-1, 45)),
+    # conv(parallelogram u segment)
+    (((2, 0, 0, 0, 0), ((-1, 1, 0, 0, 0), (-1, 0, 0, 1, 0))),
+     ((1, 0, 0, 0, 1), ((-1, 0, 2, 0, -1),)), Fraction(1, 45)),
+    # conv(parallelogram u parallelogram)
+    (((1, 1, 0, 0, 0), ((0, -1, 1, 0, 0), (-1, 0, 1, 0, 0))),
+     ((1, 0, 0, 1, 0), ((0, 0, 0, -1, 1), (-1, 1, 0, 0, 0))), Fraction(-2, 45)),
+    # tetrahedron 2 conv(e1, e2, e3, e4) = conv(segment u segment)
+    (((2, 0, 0, 0, 0), ((-2, 2, 0, 0, 0),)), ((0, 0, 2, 0, 0), ((0, 0, -2, 2, 0),)),
+     Fraction(4, 15)),
+)
+
+
+def _terms_network(n: int, terms: list[tuple[Zono, Zono, Fraction]], lin: Fraction,
+                   scale: int) -> Network:
+    """``(sum_t c_t max(h_Z1, h_Z2) + lin * sum u) / scale`` as a 2-hidden-layer network."""
+    b = Builder(n)
+    u = b.inputs()
+    gens: dict[Point, Expr] = {}
+    for z1, z2, _ in terms:
+        for g in (*z1[1], *z2[1]):
+            if g not in gens:
+                gens[g] = b.relu(esum((u[i] * g[i] for i in range(n) if g[i]), 0))
+    pos = [b.relu(x) for x in u]
+    neg = [b.relu(-x) for x in u]
+    b.close()
+    lay = b.layer
+    lin_u = [pos[i] - neg[i] for i in range(n)]
+
+    def h(z: Zono) -> Expr:
+        a, gs = z
+        e = esum((lin_u[i] * a[i] for i in range(n) if a[i]), lay)
+        return e + esum((gens[g] for g in gs), lay)
+
+    hinge = []
+    T = esum((lin_u[i] * lin for i in range(n)), lay)
+    for z1, z2, c in terms:
+        T = T + h(z2) * c
+        if _zono_vertices(z1) != _zono_vertices(z2):
+            hinge.append((b.relu(h(z1) - h(z2)), c))
+    carried = b.relu(T) - b.relu(-T)
+    b.close()
+    out = carried + esum((y * c for y, c in hinge), b.layer)
+    return b.build([out / scale])
+
+
+def max_two_hidden_from_terms(n: int, orbit_terms: list[tuple[Zono, Zono, Fraction]],
+                              lin: Fraction = Fraction(0), scale: int = 2) -> Network:
+    """The network ``(sum over orbits c * sum over the orbit of h_conv(Z1 u Z2)
+    + lin * sum u) / scale``: 2 hidden layers, first layer one neuron per distinct
+    generator plus 2n carrying u, second layer one neuron per non-zonotope member plus 2.
+    """
+    terms = []
+    for z1, z2, c in orbit_terms:
+        seen = set()
+        for perm in itertools.permutations(range(n)):
+            pz1, pz2 = _permute_zono(z1, perm), _permute_zono(z2, perm)
+            key = _zono_vertices(pz1) | _zono_vertices(pz2)
+            if key in seen:
+                continue
+            seen.add(key)
+            terms.append((pz1, pz2, Fraction(c)))
+    return _terms_network(n, terms, Fraction(lin), scale)
+
+
+@dataclass(frozen=True)
+class MaxSearchResult:
+    """Outcome of :func:`search_max_two_hidden`."""
+
+    n: int
+    found: bool
+    n_candidate_orbits: int
+    terms: tuple[tuple[Zono, Zono, Fraction], ...]
+    linear: Fraction
+    network: Network | None
+    certificate: MaxCertificate | None
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "found": self.found,
+            "n_candidate_orbits": self.n_candidate_orbits,
+            "terms": [{"Z1": list(map(list, (z1[0], *z1[1]))), "Z2": list(map(list, (z2[0], *z2[1]))),
+                       "coef": str(c)} for z1, z2, c in self.terms],
+            "linear": str(self.linear),
+            "widths": None if self.network is None else list(self.network.widths),
+            "certificate": None if self.certificate is None else self.certificate.to_dict(),
+        }
+
+
+def search_max_two_hidden(n: int = 5, n_points: int = 400, seed: int = 0,
+                          max_den: int = 10_000) -> MaxSearchResult:
+    """Search for a two-hidden-layer network computing max of n numbers (see the module
+    docstring); the result is certified exactly when found.
+
+    Example:
+        >>> r = search_max_two_hidden(4, n_points=150)
+        >>> r.found, r.network.n_hidden_layers, r.certificate.ok
+        (True, 2, True)
+    """
+    from ..lp import solve
+
+    if n < 2:
+        raise ConstructionError(f"max search: n must be >= 2, got {n}")
+    orbits = candidate_orbits(n)
+    rng = np.random.default_rng(seed)
+    U = rng.integers(-1000, 1001, size=(n_points, n)).astype(np.int64)
+    cols = []
+    for orb in orbits:
+        col = np.zeros(n_points, dtype=np.int64)
+        for perm in orb.members:
+            V = frozenset(_permute_point(p, perm) for p in orb.rep)
+            col += _support(V, U)
+        cols.append(col)
+    A = np.column_stack([*cols, U.sum(axis=1)]).astype(float)
+    target = 2.0 * U.max(axis=1)
+    m = A.shape[1]
+    # weighted l1: a hinge neuron per member costs one, a zonotope (or the linear term) none
+    w = np.array([len(o.members) * (_zono_vertices(o.z1) != _zono_vertices(o.z2))
+                  for o in orbits] + [0], dtype=float) + 1e-3
+    scale = np.abs(A).max()
+    res = solve(np.concatenate([w, w]), A_eq=np.hstack([A, -A]) / scale, b_eq=target / scale,
+                lb=np.zeros(2 * m))
+    if not res.ok:
+        return MaxSearchResult(n, False, len(orbits), (), Fraction(0), None, None)
+    coef = res.x[:m] - res.x[m:]
+    fr = [Fraction(float(v)).limit_denominator(max_den) for v in coef]
+    terms = tuple((orbits[j].z1, orbits[j].z2, fr[j]) for j in range(m - 1) if fr[j] != 0)
+    net = max_two_hidden_from_terms(n, list(terms), fr[-1])
+    cert = certify_max(net, n)
+    return MaxSearchResult(n, cert.ok, len(orbits), terms, fr[-1], net, cert)
+
+
+def max5_two_hidden() -> Network:
+    """An exact network with **two** hidden layers computing ``max(u_1, ..., u_5)`` on all of
+    R^5, from the stored solution of :func:`search_max_two_hidden` (certified by
+    :func:`certify_max` in the tests).
+
+    Example:
+        >>> max5_two_hidden().widths
+        (66, 112)
+    """
+    return max_two_hidden_from_terms(5, list(MAX5_SOLUTION))
+
+
+# ------------------------------------------------------------------ certificate
+@dataclass(frozen=True)
+class MaxCertificate:
+    """Exact check that a network equals max of n numbers everywhere (module docstring)."""
+
+    n: int
+    ok: bool
+    n_cones: int
+    n_points: int
+    n_hyperplanes: int
+    first_failure: tuple[Fraction, ...] | None
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["first_failure"] = None if self.first_failure is None else [str(v) for v in self.first_failure]
+        return d
+
+
+def _solve_exact(M: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    k = len(M)
+    A = [row[:] + [r] for row, r in zip(M, rhs, strict=True)]
+    for col in range(k):
+        piv = next((r for r in range(col, k) if A[r][col] != 0), None)
+        if piv is None:
+            return None
+        A[col], A[piv] = A[piv], A[col]
+        pv = A[col][col]
+        A[col] = [v / pv for v in A[col]]
+        for r in range(k):
+            if r != col and A[r][col] != 0:
+                f = A[r][col]
+                A[r] = [a - f * c for a, c in zip(A[r], A[col], strict=True)]
+    return [A[r][k] for r in range(k)]
+
+
+def certify_max(net: Network, n: int, points: list[Point] | None = None) -> MaxCertificate:
+    """Certify exactly that ``net`` computes ``max(u_1..u_n)`` on all of R^n, assuming its
+    breakpoints lie on hyperplanes ``<v - w, u> = 0`` for lattice points v, w of
+    ``2 * simplex`` (true for :func:`max_two_hidden_from_terms` networks, and for any
+    network whose breakpoints are in the braid arrangement, e.g. :func:`max_n`).
+
+    Example:
+        >>> from relulab.construct import max_n
+        >>> certify_max(max_n(4), 4).ok
+        True
+    """
+    if net.input_dim != n or net.output_dim != 1:
+        raise ConstructionError(f"certify_max: need a network R^{n} -> R, got {net!r}")
+    pts = points or lattice_points(n)
+    normals = set()
+    for v in pts:
+        for w in pts:
+            d = tuple(a - b for a, b in zip(v, w, strict=True))
+            if any(d):
+                g = np.gcd.reduce(np.abs(np.array(d)))
+                d = tuple(x // int(g) for x in d)
+                if d not in normals and tuple(-x for x in d) not in normals:
+                    normals.add(d)
+    # rays of the sorted cone's pointed part (u_n = 0): r_k = (1, .., 1, 0, .., 0)
+    rays = [tuple(1 if i < k else 0 for i in range(n)) for k in range(1, n)]
+    cut = []
+    for h in sorted(normals):
+        vals = [sum(a * b for a, b in zip(h, r, strict=True)) for r in rays]
+        if min(vals) < 0 < max(vals):
+            cut.append([Fraction(v) for v in vals])  # the plane in lambda coordinates
+    k = n - 1  # lambda in R^k, simplex sum(lambda) = 1, lambda >= 0
+    facets = [[Fraction(int(i == j)) for j in range(k)] for i in range(k)]
+    planes = cut + facets
+    verts = set()
+    for combo in itertools.combinations(range(len(planes)), k - 1):
+        M = [planes[i] for i in combo] + [[Fraction(1)] * k]
+        lam = _solve_exact(M, [Fraction(0)] * (k - 1) + [Fraction(1)])
+        if lam is not None and all(v >= 0 for v in lam):
+            verts.add(tuple(lam))
+    base = []
+    for lam in verts:
+        u = [sum(lam[j] * rays[j][i] for j in range(k)) for i in range(n)]
+        den = 1
+        for v in u:
+            den = den * v.denominator // np.gcd(den, v.denominator)
+        base.append(tuple(int(v * den) for v in u))  # homogeneity: scale to integers
+    cand = {tuple(1 for _ in range(n)), tuple(-1 for _ in range(n))}
+    for perm in itertools.permutations(range(n)):
+        for p in base:
+            cand.add(_permute_point(p, perm))
+    X = np.array(sorted(cand), dtype=object)
+    Y = ExactEvaluator(net)(X)[:, 0]
+    bad = None
+    for x, y in zip(X, Y, strict=True):
+        if y != max(x):
+            bad = tuple(Fraction(int(v)) for v in x)
+            break
+    import math
+
+    return MaxCertificate(n, bad is None, math.factorial(n), len(X), len(normals), bad)
