@@ -1,0 +1,70 @@
+"""max_5 with two hidden layers: the stored network, its certificate, and the search."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from relulab.construct import (
+    MAX5_SOLUTION,
+    ExactEvaluator,
+    certify_max,
+    max5_two_hidden,
+    max_n,
+    max_two_hidden_from_terms,
+    search_max_two_hidden,
+)
+
+
+def test_max5_two_hidden_layers_certified() -> None:
+    net = max5_two_hidden()
+    assert net.is_exact and net.n_hidden_layers == 2  # the binary tree needs 3
+    cert = certify_max(net, 5)
+    assert cert.ok and cert.n_cones == 120 and cert.n_points > 1000
+
+
+def test_max5_random_points_every_ordering() -> None:
+    # independent of the certificate's argument: random rationals in each ordering cone
+    net = max5_two_hidden()
+    rng = np.random.default_rng(0)
+    rows = []
+    for perm in itertools.permutations(range(5)):
+        vals = sorted({Fraction(int(a), int(b)) for a, b in
+                       zip(rng.integers(-99, 99, 12), rng.integers(1, 13, 12), strict=True)})[:5]
+        row = [Fraction(0)] * 5
+        for rank, coord in enumerate(perm):
+            row[coord] = vals[rank]
+        rows.append(row)
+    X = np.array(rows, dtype=object)
+    Y = ExactEvaluator(net)(X)[:, 0]
+    assert all(y == max(x) for x, y in zip(X, Y, strict=True))
+    # and the float64 copy agrees to rounding
+    Xf = rng.normal(size=(400, 5))
+    assert np.allclose(net.float()(Xf)[:, 0], Xf.max(axis=1), atol=1e-12)
+
+
+def test_certificate_rejects_wrong_networks() -> None:
+    bad_terms = list(MAX5_SOLUTION)
+    z1, z2, c = bad_terms[0]
+    bad_terms[0] = (z1, z2, c + Fraction(1, 1000))
+    cert = certify_max(max_two_hidden_from_terms(5, bad_terms), 5)
+    assert not cert.ok and cert.first_failure is not None
+    assert not certify_max(max_n(4) * Fraction(1, 2) + max_n(4) * Fraction(1, 3), 4).ok
+    assert certify_max(max_n(5), 5).ok
+
+
+def test_search_small_n_and_reproduce_n5() -> None:
+    for n in (3, 4):
+        r = search_max_two_hidden(n, n_points=200)
+        assert r.found and r.network.n_hidden_layers == 2 and r.certificate.ok
+    r = search_max_two_hidden(5)
+    assert r.found and r.certificate.ok and r.network.n_hidden_layers == 2
+    assert r.n_candidate_orbits == 101
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_certificate_agrees_with_tree(n: int) -> None:
+    assert certify_max(max_n(n), n).ok
