@@ -33,9 +33,9 @@ def torch_path_lifting(theta, dims, torch):
     Ws, bs = [], []
     for k in range(L):
         n, p = dims[k + 1], dims[k]
-        Ws.append(theta[off: off + n * p].reshape(n, p))
+        Ws.append(theta[off : off + n * p].reshape(n, p))
         off += n * p
-        bs.append(theta[off: off + n])
+        bs.append(theta[off : off + n])
         off += n
     blocks = []
     A = Ws[0].T
@@ -71,8 +71,16 @@ def run_case(dims, mem_gb: float, torch, repeats: int) -> dict:
     net = random_net(dims)
     P, N = net.n_params, n_paths(net)
     t_ours, J = best_time(lambda: path_lifting_jacobian(net), repeats)
-    row = {"dims": list(dims), "n_params": P, "n_paths": N, "nnz": int(J.nnz), "ours_s": t_ours,
-           "jacrev_s": None, "jacfwd_s": None, "max_abs_diff": None}
+    row = {
+        "dims": list(dims),
+        "n_params": P,
+        "n_paths": N,
+        "nnz": int(J.nnz),
+        "ours_s": t_ours,
+        "jacrev_s": None,
+        "jacfwd_s": None,
+        "max_abs_diff": None,
+    }
     theta = torch.tensor(parameter_vector(net), dtype=torch.float64)
 
     def phi(t):
@@ -119,10 +127,14 @@ def main() -> None:
     cases = [("width", [4, w, w, 2]) for w in (4, 8, 16, 24, 32, 48, 64, 128)]
     cases += [("depth", [4, *([8] * h), 2]) for h in (1, 2, 3, 4, 5, 6)]
     rows = []
-    header = (f"{'sweep':6} {'dims':>22} {'params':>7} {'paths':>10} {'ours ms':>9} "
-              f"{'jacrev ms':>10} {'jacfwd ms':>10} {'rev/ours':>9} {'fwd/ours':>9} {'max|diff|':>10}")
-    print(f"torch {torch.__version__}, {args.threads} thread(s); memory budget {args.mem_gb} GB "
-          "for autograd; times are the best of repeats")
+    header = (
+        f"{'sweep':6} {'dims':>22} {'params':>7} {'paths':>10} {'ours ms':>9} "
+        f"{'jacrev ms':>10} {'jacfwd ms':>10} {'rev/ours':>9} {'fwd/ours':>9} {'max|diff|':>10}"
+    )
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s); memory budget {args.mem_gb} GB "
+        "for autograd; times are the best of repeats"
+    )
     print(header)
     print("-" * len(header))
     for sweep, dims in cases:
@@ -130,18 +142,26 @@ def main() -> None:
         r["sweep"] = sweep
         rows.append(r)
         diff = "-" if r["max_abs_diff"] is None else f"{r['max_abs_diff']:.1e}"
-        print(f"{sweep:6} {'-'.join(map(str, dims)):>22} {r['n_params']:>7} {r['n_paths']:>10} "
-              f"{fmt_s(r['ours_s']):>9} {fmt_s(r['jacrev_s']):>10} {fmt_s(r['jacfwd_s']):>10} "
-              f"{fmt_ratio(r['jacrev_s'], r['ours_s']):>9} {fmt_ratio(r['jacfwd_s'], r['ours_s']):>9} "
-              f"{diff:>10}", flush=True)
+        print(
+            f"{sweep:6} {'-'.join(map(str, dims)):>22} {r['n_params']:>7} {r['n_paths']:>10} "
+            f"{fmt_s(r['ours_s']):>9} {fmt_s(r['jacrev_s']):>10} {fmt_s(r['jacfwd_s']):>10} "
+            f"{fmt_ratio(r['jacrev_s'], r['ours_s']):>9} "
+            f"{fmt_ratio(r['jacfwd_s'], r['ours_s']):>9} "
+            f"{diff:>10}",
+            flush=True,
+        )
     with_rev = [r for r in rows if r["jacrev_s"] is not None]
     if with_rev:
         big = max(with_rev, key=lambda r: r["n_paths"])
-        print(f"\nlargest size jacrev held in {args.mem_gb} GB: {'-'.join(map(str, big['dims']))} "
-              f"({big['n_paths']} paths): ours {big['ours_s'] * 1e3:.2f} ms, jacrev "
-              f"{big['jacrev_s'] * 1e3:.1f} ms, speed-up {big['jacrev_s'] / big['ours_s']:.0f}x")
-        print(f"median speed-up over jacrev: "
-              f"{statistics.median(r['jacrev_s'] / r['ours_s'] for r in with_rev):.0f}x")
+        print(
+            f"\nlargest size jacrev held in {args.mem_gb} GB: {'-'.join(map(str, big['dims']))} "
+            f"({big['n_paths']} paths): ours {big['ours_s'] * 1e3:.2f} ms, jacrev "
+            f"{big['jacrev_s'] * 1e3:.1f} ms, speed-up {big['jacrev_s'] / big['ours_s']:.0f}x"
+        )
+        print(
+            f"median speed-up over jacrev: "
+            f"{statistics.median(r['jacrev_s'] / r['ours_s'] for r in with_rev):.0f}x"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

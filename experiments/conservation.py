@@ -41,7 +41,9 @@ STEPS = [0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625]
 
 def he_network(dims, seed: int) -> Network:
     rng = np.random.default_rng(seed)
-    Ws = [rng.normal(size=(dims[k + 1], dims[k])) * np.sqrt(2 / dims[k]) for k in range(len(dims) - 1)]
+    Ws = [
+        rng.normal(size=(dims[k + 1], dims[k])) * np.sqrt(2 / dims[k]) for k in range(len(dims) - 1)
+    ]
     bs = [rng.normal(size=dims[k + 1]) * 0.1 for k in range(len(dims) - 1)]
     return Network(Ws, bs)
 
@@ -79,10 +81,14 @@ def main() -> None:
     t0 = time.perf_counter()
     T = args.time
     results = []
-    print("Claim: gradient flow conserves |in|^2 - |out|^2 per hidden neuron; gradient descent "
-          "drifts by O(eta) over a fixed time")
-    hdr = (f"{'arch':>10} {'eta':>8} {'steps':>6} {'loss start':>10} {'loss end':>9} {'drift':>10} "
-           f"{'bound':>10} {'step id. err':>12} {'|d theta|':>9} {'drift/eta':>9}")
+    print(
+        "Claim: gradient flow conserves |in|^2 - |out|^2 per hidden neuron; gradient descent "
+        "drifts by O(eta) over a fixed time"
+    )
+    hdr = (
+        f"{'arch':>10} {'eta':>8} {'steps':>6} {'loss start':>10} {'loss end':>9} {'drift':>10} "
+        f"{'bound':>10} {'step id. err':>12} {'|d theta|':>9} {'drift/eta':>9}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for dims in ARCHS:
@@ -96,17 +102,25 @@ def main() -> None:
             r = run.to_dict()
             r.update(arch="-".join(map(str, dims)), param_move=moved)
             rows.append(r)
-            print(f"{r['arch']:>10} {lr:>8.5f} {steps:>6} {run.loss_start:>10.4f} {run.loss_end:>9.4f} "
-                  f"{run.drift:>10.2e} {run.bound:>10.2e} {run.identity_error:>12.1e} {moved:>9.3f} "
-                  f"{run.drift / lr:>9.3f}")
+            print(
+                f"{r['arch']:>10} {lr:>8.5f} {steps:>6} {run.loss_start:>10.4f} "
+                f"{run.loss_end:>9.4f} "
+                f"{run.drift:>10.2e} {run.bound:>10.2e} {run.identity_error:>12.1e} {moved:>9.3f} "
+                f"{run.drift / lr:>9.3f}"
+            )
         lr_arr = np.array([r["lr"] for r in rows])
         dr = np.array([r["drift"] for r in rows])
         slope = float(np.polyfit(np.log(lr_arr), np.log(dr), 1)[0])
-        ok = (all(b["drift"] < a["drift"] for a, b in zip(rows, rows[1:], strict=False))
-              and all(r["drift"] <= r["bound"] * (1 + 1e-9) + 1e-12 for r in rows))
-        print(f"{'':>10} log-log slope of drift vs eta: {slope:.2f}; drift shrinks with eta and "
-              f"stays under the bound: {'yes' if ok else 'NO'}")
-        results.append({"arch": "-".join(map(str, dims)), "rows": rows, "slope": slope, "holds": ok})
+        ok = all(b["drift"] < a["drift"] for a, b in zip(rows, rows[1:], strict=False)) and all(
+            r["drift"] <= r["bound"] * (1 + 1e-9) + 1e-12 for r in rows
+        )
+        print(
+            f"{'':>10} log-log slope of drift vs eta: {slope:.2f}; drift shrinks with eta and "
+            f"stays under the bound: {'yes' if ok else 'NO'}"
+        )
+        results.append(
+            {"arch": "-".join(map(str, dims)), "rows": rows, "slope": slope, "holds": ok}
+        )
     # trajectories for the figure: the largest and smallest step on the 2-6-6-1 network
     dims = ARCHS[1]
     net = he_network(dims, 1)
@@ -115,12 +129,19 @@ def main() -> None:
     for lr in (STEPS[0], STEPS[-1]):
         steps = int(round(T / lr))
         every = max(1, steps // 100)
-        traj[str(lr)] = {"t": [i * every * lr for i in range(steps // every + 1)],
-                         "c": trajectory(net, X, Y, lr, steps, every)}
-    result = {"claim": "gradient flow conserves ||in||^2 - ||out||^2 per hidden neuron; "
-                       "gradient descent drift is O(eta) over fixed time",
-              "time": T, "archs": results, "trajectories": traj,
-              "all_hold": all(r["holds"] for r in results), "seconds": time.perf_counter() - t0}
+        traj[str(lr)] = {
+            "t": [i * every * lr for i in range(steps // every + 1)],
+            "c": trajectory(net, X, Y, lr, steps, every),
+        }
+    result = {
+        "claim": "gradient flow conserves ||in||^2 - ||out||^2 per hidden neuron; "
+        "gradient descent drift is O(eta) over fixed time",
+        "time": T,
+        "archs": results,
+        "trajectories": traj,
+        "all_hold": all(r["holds"] for r in results),
+        "seconds": time.perf_counter() - t0,
+    }
     (out / "conservation.json").write_text(json.dumps(result, indent=2))
     try:
         import matplotlib
@@ -132,8 +153,12 @@ def main() -> None:
         ax = axes[0]
         for r in results:
             lr = [x["lr"] for x in r["rows"]]
-            line, = ax.loglog(lr, [x["drift"] for x in r["rows"]], "o-", label=f"{r['arch']} drift "
-                              f"(slope {r['slope']:.2f})")
+            (line,) = ax.loglog(
+                lr,
+                [x["drift"] for x in r["rows"]],
+                "o-",
+                label=f"{r['arch']} drift (slope {r['slope']:.2f})",
+            )
             ax.loglog(lr, [x["bound"] for x in r["rows"]], "--", color=line.get_color(), lw=0.8)
         ax.set_xlabel("step size eta (same training time T)")
         ax.set_ylabel("max drift of |in|^2 - |out|^2")
@@ -143,12 +168,21 @@ def main() -> None:
         for (lr, tr), style in zip(traj.items(), ("-", ":"), strict=True):
             c = np.array(tr["c"])
             for j in range(c.shape[1]):
-                ax.plot(tr["t"], c[:, j] - c[0, j], style, lw=1,
-                        label=f"eta={lr}" if j == 0 else None, color=f"C{j % 10}")
+                ax.plot(
+                    tr["t"],
+                    c[:, j] - c[0, j],
+                    style,
+                    lw=1,
+                    label=f"eta={lr}" if j == 0 else None,
+                    color=f"C{j % 10}",
+                )
         ax.set_xlabel("training time t = steps x eta")
         ax.set_ylabel("c_j(t) - c_j(0)")
-        ax.set_title(f"{'-'.join(map(str, dims))}: every neuron's balance (solid eta={STEPS[0]}, "
-                     f"dotted eta={STEPS[-1]})", fontsize=9)
+        ax.set_title(
+            f"{'-'.join(map(str, dims))}: every neuron's balance (solid eta={STEPS[0]}, "
+            f"dotted eta={STEPS[-1]})",
+            fontsize=9,
+        )
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(out / "conservation.png", dpi=130)

@@ -1,4 +1,4 @@
-"""Functional dimension of layered ReLU networks: #params - #hidden for widths >= 2, and where it drops.
+"""Functional dimension of layered ReLU networks: #params - #hidden (widths >= 2), and its drops.
 
 Claim checked (Grillo and Montufar, 2026, "weighted polyhedral complexes" abstract in
 /work/shared/seeds): "for every architecture whose input and hidden layers have width
@@ -43,8 +43,18 @@ from relulab.params import (
     switching_network,
 )
 
-GENERIC = [[2, 2, 1], [2, 3, 1], [3, 3, 2], [2, 2, 2, 1], [2, 3, 3, 1], [3, 4, 4, 2],
-           [2, 2, 2, 2, 2, 1], [2, 5, 5, 5, 1], [4, 8, 8, 1], [5, 10, 10, 10, 3]]
+GENERIC = [
+    [2, 2, 1],
+    [2, 3, 1],
+    [3, 3, 2],
+    [2, 2, 2, 1],
+    [2, 3, 3, 1],
+    [3, 4, 4, 2],
+    [2, 2, 2, 2, 2, 1],
+    [2, 5, 5, 5, 1],
+    [4, 8, 8, 1],
+    [5, 10, 10, 10, 3],
+]
 EXACT_MAX_PARAMS = 50
 
 
@@ -53,21 +63,26 @@ def arch(dims) -> str:
 
 
 def he_network(dims, rng) -> Network:
-    Ws = [rng.normal(size=(dims[k + 1], dims[k])) * np.sqrt(2 / dims[k]) for k in range(len(dims) - 1)]
+    Ws = [
+        rng.normal(size=(dims[k + 1], dims[k])) * np.sqrt(2 / dims[k]) for k in range(len(dims) - 1)
+    ]
     bs = [rng.normal(size=dims[k + 1]) * 0.1 for k in range(len(dims) - 1)]
     return Network(Ws, bs)
 
 
 def rounded(net: Network, den: int = 1024) -> Network:
     theta = parameter_vector(net)
-    return network_from_parameters(net, np.array([Fraction(round(float(v) * den), den) for v in theta],
-                                                 dtype=object))
+    return network_from_parameters(
+        net, np.array([Fraction(round(float(v) * den), den) for v in theta], dtype=object)
+    )
 
 
 def rational_points(X: np.ndarray, den: int = 64) -> np.ndarray:
     """The points rounded to multiples of 1/den, as Fractions (small denominators keep the
     exact elimination fast)."""
-    return np.array([[Fraction(round(float(v) * den), den) for v in row] for row in X], dtype=object)
+    return np.array(
+        [[Fraction(round(float(v) * den), den) for v in row] for row in X], dtype=object
+    )
 
 
 def perturbed(net: Network, X: np.ndarray, rng, scale: float = 1e-6) -> Network:
@@ -129,17 +144,27 @@ def generic_rows(seeds: int) -> list[dict]:
             # exactly: parameters and points rounded to dyadic rationals (no pattern changes)
             net_q, X_q = exact_copy(net, X[:1000])
             exact = functional_dimension(net_q, X_q, exact=True).exact_rank
-        rows.append({
-            "arch": arch(dims), "n_params": net.n_params, "n_hidden": net.n_neurons, "bound": bound,
-            "n_points": n, "ranks": ranks, "best_rank": max(ranks),
-            "fraction_at_bound": float(np.mean([r == bound for r in ranks])),
-            "median_gap": float(np.median(gaps)), "perturbed_ranks": pert, "exact_rank_best": exact,
-            "he_init_ranks": he_ranks,
-            "he_init_fraction_at_bound": float(np.mean([r == bound for r in he_ranks])),
-            "claim_holds": max(ranks) == bound and all(p == bound for p in pert)
-            and (exact is None or exact == bound),
-            "seconds": time.perf_counter() - t0,
-        })
+        rows.append(
+            {
+                "arch": arch(dims),
+                "n_params": net.n_params,
+                "n_hidden": net.n_neurons,
+                "bound": bound,
+                "n_points": n,
+                "ranks": ranks,
+                "best_rank": max(ranks),
+                "fraction_at_bound": float(np.mean([r == bound for r in ranks])),
+                "median_gap": float(np.median(gaps)),
+                "perturbed_ranks": pert,
+                "exact_rank_best": exact,
+                "he_init_ranks": he_ranks,
+                "he_init_fraction_at_bound": float(np.mean([r == bound for r in he_ranks])),
+                "claim_holds": max(ranks) == bound
+                and all(p == bound for p in pert)
+                and (exact is None or exact == bound),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
     return rows
 
 
@@ -158,16 +183,24 @@ def drop_rows(seeds: int) -> list[dict]:
         big = Network(Ws, bs)
         fd = functional_dimension(big, X)
         big_dims = [big.input_dim, *big.widths, big.output_dim]
-        rows.append({
-            "case": f"dead neuron in hidden layer {layer + 1}", "arch": arch(big_dims),
-            "bound": fd.bound, "rank": fd.rank, "expected": fd.bound - dims[layer] - dims[layer + 2],
-            "why": f"fan-in {dims[layer]} + bias + fan-out {dims[layer + 2]} - its rescaling",
-            "small_arch_rank": functional_dimension(small, X).rank,
-        })
+        rows.append(
+            {
+                "case": f"dead neuron in hidden layer {layer + 1}",
+                "arch": arch(big_dims),
+                "bound": fd.bound,
+                "rank": fd.rank,
+                "expected": fd.bound - dims[layer] - dims[layer + 2],
+                "why": f"fan-in {dims[layer]} + bias + fan-out {dims[layer + 2]} - its rescaling",
+                "small_arch_rank": functional_dimension(small, X).rank,
+            }
+        )
     # width-one layers (outside the theorem) against the same architecture with width two:
     # rank distribution over random switching draws on the same points
-    for dims, twin in (([2, 3, 1, 3, 1], [2, 3, 2, 3, 1]), ([2, 2, 1, 2, 1], [2, 2, 2, 2, 1]),
-                       ([2, 3, 1, 3, 3, 1], [2, 3, 2, 3, 3, 1])):
+    for dims, twin in (
+        ([2, 3, 1, 3, 1], [2, 3, 2, 3, 1]),
+        ([2, 2, 1, 2, 1], [2, 2, 2, 2, 1]),
+        ([2, 3, 1, 3, 3, 1], [2, 3, 2, 3, 3, 1]),
+    ):
         for case, a in (("width-one bottleneck", dims), ("same with width two", twin)):
             ranks = []
             for s in range(seeds):
@@ -175,10 +208,18 @@ def drop_rows(seeds: int) -> list[dict]:
                 X = rng.normal(size=(3000, a[0])) * 1.5
                 fd = functional_dimension(switching_network(a, X, seed=s), X)
                 ranks.append(fd.rank)
-            rows.append({"case": case, "arch": arch(a), "bound": fd.bound, "rank": max(ranks),
-                         "expected": None, "ranks": ranks,
-                         "why": f"best of {seeds} draws; median {np.median(ranks):g}, at bound "
-                                f"{np.mean([r == fd.bound for r in ranks]):.0%}"})
+            rows.append(
+                {
+                    "case": case,
+                    "arch": arch(a),
+                    "bound": fd.bound,
+                    "rank": max(ranks),
+                    "expected": None,
+                    "ranks": ranks,
+                    "why": f"best of {seeds} draws; median {np.median(ranks):g}, at bound "
+                    f"{np.mean([r == fd.bound for r in ranks]):.0%}",
+                }
+            )
     return rows
 
 
@@ -190,11 +231,21 @@ def points_curve() -> list[dict]:
         net = switching_network(dims, X, seed=0)
         full = functional_dimension(net, X)
         bound = full.bound
-        ns = sorted({1, 2, 3, 5, 8, 12, 16, 20, 25, 30, 40, 50, 60, 80, 100, 130, 160, 200}
-                    | {max(1, bound // dims[-1] + d) for d in (-1, 0, 1)})
+        ns = sorted(
+            {1, 2, 3, 5, 8, 12, 16, 20, 25, 30, 40, 50, 60, 80, 100, 130, 160, 200}
+            | {max(1, bound // dims[-1] + d) for d in (-1, 0, 1)}
+        )
         ranks = [functional_dimension(net, X[:n]).rank for n in ns]
-        curves.append({"arch": arch(dims), "bound": bound, "full_rank": full.rank, "n": ns,
-                       "rank": ranks, "rows": [n * dims[-1] for n in ns]})
+        curves.append(
+            {
+                "arch": arch(dims),
+                "bound": bound,
+                "full_rank": full.rank,
+                "n": ns,
+                "rank": ranks,
+                "rows": [n * dims[-1] for n in ns],
+            }
+        )
     return curves
 
 
@@ -207,7 +258,7 @@ def plot(result: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     ax = axes[0]
     for c in result["points_curve"]:
-        line, = ax.plot(c["n"], c["rank"], "o-", ms=3, label=f"{c['arch']} (bound {c['bound']})")
+        (line,) = ax.plot(c["n"], c["rank"], "o-", ms=3, label=f"{c['arch']} (bound {c['bound']})")
         ax.axhline(c["bound"], color=line.get_color(), ls=":", lw=1)
         ax.plot(c["n"], np.minimum(c["rows"], c["bound"]), color=line.get_color(), ls="--", lw=0.8)
     ax.set_xscale("log")
@@ -219,7 +270,9 @@ def plot(result: dict, path: Path) -> None:
     gen = result["generic"]
     xs = np.arange(len(gen))
     ax.bar(xs - 0.27, [r["bound"] for r in gen], 0.27, label="#params - #hidden", color="#bbbbbb")
-    ax.bar(xs, [r["best_rank"] for r in gen], 0.27, label="generic (switching) best", color="#1f77b4")
+    ax.bar(
+        xs, [r["best_rank"] for r in gen], 0.27, label="generic (switching) best", color="#1f77b4"
+    )
     he_best = [max(r["he_init_ranks"]) for r in gen]
     he_med = [float(np.median(r["he_init_ranks"])) for r in gen]
     ax.bar(xs + 0.27, he_med, 0.27, label="He init, median", color="#ff7f0e")
@@ -245,16 +298,22 @@ def main() -> None:
     t0 = time.perf_counter()
     gen = generic_rows(args.seeds)
     print("Claim: input and hidden widths >= 2 => functional dimension = #params - #hidden")
-    hdr = (f"{'arch':>14} {'params':>6} {'hidden':>6} {'bound':>5} {'best':>5} {'exact':>5} "
-           f"{'at bound':>8} {'He init at bound':>16} {'perturbed':>12} {'median gap':>10} {'holds':>5}")
+    hdr = (
+        f"{'arch':>14} {'params':>6} {'hidden':>6} {'bound':>5} {'best':>5} {'exact':>5} "
+        f"{'at bound':>8} {'He init at bound':>16} {'perturbed':>12} {'median gap':>10} "
+        f"{'holds':>5}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in gen:
-        print(f"{r['arch']:>14} {r['n_params']:>6} {r['n_hidden']:>6} {r['bound']:>5} {r['best_rank']:>5} "
-              f"{r['exact_rank_best'] if r['exact_rank_best'] is not None else '-':>5} "
-              f"{r['fraction_at_bound']:>8.0%} {r['he_init_fraction_at_bound']:>16.0%} "
-              f"{','.join(map(str, r['perturbed_ranks'])):>12} {r['median_gap']:>10.1e} "
-              f"{'yes' if r['claim_holds'] else 'NO':>5}")
+        print(
+            f"{r['arch']:>14} {r['n_params']:>6} {r['n_hidden']:>6} {r['bound']:>5} "
+            f"{r['best_rank']:>5} "
+            f"{r['exact_rank_best'] if r['exact_rank_best'] is not None else '-':>5} "
+            f"{r['fraction_at_bound']:>8.0%} {r['he_init_fraction_at_bound']:>16.0%} "
+            f"{','.join(map(str, r['perturbed_ranks'])):>12} {r['median_gap']:>10.1e} "
+            f"{'yes' if r['claim_holds'] else 'NO':>5}"
+        )
     drops = drop_rows(args.seeds)
     print("\nWhere it drops")
     hdr2 = f"{'case':>36} {'arch':>12} {'bound':>5} {'rank':>5} {'expected':>8}  note"
@@ -262,16 +321,22 @@ def main() -> None:
     print("-" * len(hdr2))
     for r in drops:
         exp = "-" if r["expected"] is None else str(r["expected"])
-        print(f"{r['case']:>36} {r['arch']:>12} {r['bound']:>5} {r['rank']:>5} {exp:>8}  {r['why']}")
+        print(
+            f"{r['case']:>36} {r['arch']:>12} {r['bound']:>5} {r['rank']:>5} {exp:>8}  {r['why']}"
+        )
     curves = points_curve()
     print("\nToo few points (rank vs #points)")
     for c in curves:
-        print(f"{c['arch']:>12} bound {c['bound']}: " + ", ".join(
-            f"{n}:{k}" for n, k in zip(c["n"], c["rank"], strict=True)))
+        print(
+            f"{c['arch']:>12} bound {c['bound']}: "
+            + ", ".join(f"{n}:{k}" for n, k in zip(c["n"], c["rank"], strict=True))
+        )
     result = {
         "claim": "for layered ReLU networks with input and hidden widths >= 2 the functional "
-                 "dimension is #params - #hidden (Grillo and Montufar, 2026)",
-        "generic": gen, "drops": drops, "points_curve": curves,
+        "dimension is #params - #hidden (Grillo and Montufar, 2026)",
+        "generic": gen,
+        "drops": drops,
+        "points_curve": curves,
         "all_generic_hold": all(r["claim_holds"] for r in gen),
         "seconds": time.perf_counter() - t0,
     }
@@ -281,8 +346,10 @@ def main() -> None:
         print(f"\nwrote {out / 'functional_dimension.json'} and {out / 'functional_dimension.png'}")
     except ImportError:
         print(f"\nwrote {out / 'functional_dimension.json'} (matplotlib missing: no figure)")
-    print(f"claim reproduced for every architecture: {result['all_generic_hold']} "
-          f"({result['seconds']:.0f} s)")
+    print(
+        f"claim reproduced for every architecture: {result['all_generic_hold']} "
+        f"({result['seconds']:.0f} s)"
+    )
 
 
 if __name__ == "__main__":

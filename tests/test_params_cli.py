@@ -49,7 +49,9 @@ def test_pathnorm_torch_file(tmp_path):
     torch = pytest.importorskip("torch")
     nn = torch.nn
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(2, 1))
+    model = nn.Sequential(
+        nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(2, 1)
+    )
     p = tmp_path / "cnn.pt"
     torch.save(model, p)
     res = runner.invoke(app, ["pathnorm", str(p), "--input-shape", "1,4,4", "--q", "1", "--json"])
@@ -69,7 +71,9 @@ def test_fdim_json(model_file):
     fd = functional_dimension(net, X)
     assert d["rank"] == fd.rank and d["bound"] == net.n_params - net.n_neurons
     assert d["n_points"] == 60
-    few = json.loads(runner.invoke(app, ["fdim", path, "--points", "5", "--json", "--exact"]).stdout)
+    few = json.loads(
+        runner.invoke(app, ["fdim", path, "--points", "5", "--json", "--exact"]).stdout
+    )
     assert few["rank"] == few["exact_rank"] <= 10 and few["note"]
     text = runner.invoke(app, ["fdim", path, "--points", "40"])
     assert text.exit_code == 0 and "functional dimension" in text.stdout

@@ -63,7 +63,9 @@ def test_drift_bounded_and_shrinking_with_step_size():
     X = rng.uniform(-2, 2, size=(40, 2))
     Y = np.sin(X[:, :1]) * np.cos(X[:, 1:])
     T = 2.0  # same training time for every step size
-    runs = [gd_conservation(net, X, Y, lr, int(round(T / lr)))[0] for lr in (0.1, 0.05, 0.025, 0.0125)]
+    runs = [
+        gd_conservation(net, X, Y, lr, int(round(T / lr)))[0] for lr in (0.1, 0.05, 0.025, 0.0125)
+    ]
     for r in runs:
         assert r.loss_end < r.loss_start
         # the drift obeys the exact second-order bound, and each step's change is

@@ -29,16 +29,16 @@ def _torch_forward(theta, dims, X, skip):
     H = X
     for k in range(L):
         n, p = dims[k + 1], dims[k]
-        W = theta[off: off + n * p].reshape(n, p)
+        W = theta[off : off + n * p].reshape(n, p)
         off += n * p
-        b = theta[off: off + n]
+        b = theta[off : off + n]
         off += n
         H = H @ W.T + b
         if k < L - 1:
             H = torch.relu(H)
     if skip:
-        S = theta[off: off + dims[-1] * dims[0]].reshape(dims[-1], dims[0])
-        s = theta[off + dims[-1] * dims[0]:]
+        S = theta[off : off + dims[-1] * dims[0]].reshape(dims[-1], dims[0])
+        s = theta[off + dims[-1] * dims[0] :]
         H = H + X @ S.T + s
     return H.reshape(-1)
 
@@ -68,7 +68,9 @@ def test_realization_jacobian_equals_finite_differences(rng):
         tp, tm = theta.copy(), theta.copy()
         tp[e] += h
         tm[e] -= h
-        fd = (network_from_parameters(net, tp)(X) - network_from_parameters(net, tm)(X)).reshape(-1) / (2 * h)
+        fd = (network_from_parameters(net, tp)(X) - network_from_parameters(net, tm)(X)).reshape(
+            -1
+        ) / (2 * h)
         np.testing.assert_allclose(J[:, e], fd, rtol=1e-5, atol=1e-7)
 
 
@@ -77,14 +79,17 @@ def test_exact_jacobian_matches_float(rng):
     X = rng.normal(size=(6, 2))
     Je = realization_jacobian(net.exact(), X)
     assert all(isinstance(v, Fraction) for v in Je.reshape(-1))
-    np.testing.assert_allclose(Je.astype(float), realization_jacobian(net, X), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(
+        Je.astype(float), realization_jacobian(net, X), rtol=1e-13, atol=1e-14
+    )
 
 
 def _rounded(net: Network, den: int = 1024) -> Network:
     """The network with every parameter rounded to a multiple of 1/den, as Fractions."""
     theta = parameter_vector(net)
     return network_from_parameters(
-        net, np.array([Fraction(round(float(v) * den), den) for v in theta], dtype=object))
+        net, np.array([Fraction(round(float(v) * den), den) for v in theta], dtype=object)
+    )
 
 
 def _rational_points(rng, n: int, d: int, scale: int = 3) -> np.ndarray:
@@ -95,8 +100,14 @@ def _rational_points(rng, n: int, d: int, scale: int = 3) -> np.ndarray:
 
 # Architectures with input and hidden widths >= 2 (Grillo and Montufar's setting), with seeds
 # of switching_network whose draw lies in the open set where the bound is attained.
-GENERIC = [([2, 2, 1], 0), ([2, 3, 1], 0), ([3, 3, 2], 0), ([2, 3, 3, 1], 0), ([2, 2, 2, 1], 0),
-           ([3, 4, 4, 2], 0)]
+GENERIC = [
+    ([2, 2, 1], 0),
+    ([2, 3, 1], 0),
+    ([3, 3, 2], 0),
+    ([2, 3, 3, 1], 0),
+    ([2, 2, 2, 1], 0),
+    ([3, 4, 4, 2], 0),
+]
 
 
 @pytest.mark.parametrize("dims,seed", GENERIC)
@@ -125,7 +136,9 @@ def test_rank_never_exceeds_the_rescaling_bound(rng):
             net = random_network(rng, dims, skip=bool(rng.integers(2)))
             X = rng.normal(size=(300, dims[0])) * 3
             fd = functional_dimension(net, X)
-            assert fd.rank <= fd.bound == net.n_params - net.n_neurons - (dims[-1] if net.skip else 0)
+            assert (
+                fd.rank <= fd.bound == net.n_params - net.n_neurons - (dims[-1] if net.skip else 0)
+            )
 
 
 @pytest.mark.parametrize("layer", [0, 1])

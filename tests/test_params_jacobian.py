@@ -28,13 +28,13 @@ def torch_path_lifting(theta, dims, skip):
     Ws, bs = [], []
     for k in range(L):
         n, p = dims[k + 1], dims[k]
-        Ws.append(theta[off: off + n * p].reshape(n, p))
+        Ws.append(theta[off : off + n * p].reshape(n, p))
         off += n * p
-        bs.append(theta[off: off + n])
+        bs.append(theta[off : off + n])
         off += n
     if skip:
-        S = theta[off: off + dims[-1] * dims[0]].reshape(dims[-1], dims[0])
-        s = theta[off + dims[-1] * dims[0]:]
+        S = theta[off : off + dims[-1] * dims[0]].reshape(dims[-1], dims[0])
+        s = theta[off + dims[-1] * dims[0] :]
     blocks = []
     A = Ws[0].T
     for W in Ws[1:]:
@@ -57,7 +57,9 @@ def autograd_jacobian(net: Network) -> np.ndarray:
     dims = (net.input_dim, *net.widths, net.output_dim)
     theta = torch.tensor(parameter_vector(net).astype(float), dtype=torch.float64)
     phi = torch_path_lifting(theta, dims, net.skip is not None)
-    np.testing.assert_allclose(phi.numpy(), path_lifting(net).values.astype(float), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        phi.numpy(), path_lifting(net).values.astype(float), rtol=1e-12, atol=1e-14
+    )
     J = torch.func.jacrev(lambda t: torch_path_lifting(t, dims, net.skip is not None))(theta)
     return J.numpy()
 
@@ -73,7 +75,9 @@ def test_jacobian_equals_autograd_and_rank_agrees(rng, dims, skip):
     # sparsity: a path has one nonzero per weight on it (L for an input path, L - k + 1 for a
     # bias path from layer k, 1 for a skip path, 2 for the output bias with a skip)
     L, d, m = net.depth, dims[0], dims[-1]
-    nnz = L * int(np.prod(dims)) + sum((L - k + 1) * int(np.prod(dims[k:])) for k in range(1, L + 1))
+    nnz = L * int(np.prod(dims)) + sum(
+        (L - k + 1) * int(np.prod(dims[k:])) for k in range(1, L + 1)
+    )
     if skip:
         nnz += d * m + m
     assert J.nnz == nnz == np.count_nonzero(Jt)
@@ -97,9 +101,13 @@ def test_jacobian_equals_finite_differences(rng, dims):
         tp, tm = theta.copy(), theta.copy()
         tp[e] += h
         tm[e] -= h
-        fd = (path_lifting(network_from_parameters(net, tp)).values
-              - path_lifting(network_from_parameters(net, tm)).values) / (2 * h)
-        np.testing.assert_allclose(J[:, e], fd, rtol=1e-6, atol=1e-8, err_msg=parameter_names(net)[e])
+        fd = (
+            path_lifting(network_from_parameters(net, tp)).values
+            - path_lifting(network_from_parameters(net, tm)).values
+        ) / (2 * h)
+        np.testing.assert_allclose(
+            J[:, e], fd, rtol=1e-6, atol=1e-8, err_msg=parameter_names(net)[e]
+        )
 
 
 def test_exact_jacobian_and_exact_rank(rng):

@@ -1,4 +1,4 @@
-"""Path-lifting and path-norms: brute-force path enumeration, symmetry invariance, one-pass norms."""
+"""Path-lifting and path-norms: brute-force enumeration, symmetry invariance, one-pass norms."""
 
 from __future__ import annotations
 
@@ -50,8 +50,13 @@ def brute_force_paths(net: Network) -> dict[tuple, object]:
 def keyed(pl) -> dict[tuple, object]:
     kinds = {0: "input", 1: "bias", 2: "skip"}
     return {
-        (kinds[int(pl.kind[p])], int(pl.source[p]), int(pl.layer[p]), tuple(int(j) for j in pl.neurons[p]),
-         int(pl.output[p])): pl.values[p]
+        (
+            kinds[int(pl.kind[p])],
+            int(pl.source[p]),
+            int(pl.layer[p]),
+            tuple(int(j) for j in pl.neurons[p]),
+            int(pl.output[p]),
+        ): pl.values[p]
         for p in range(len(pl))
     }
 
@@ -129,7 +134,11 @@ def test_path_lifting_invariant_under_positive_rescaling(dims, seed, skip):
     for n in dims[1:-1]:
         num = rng.integers(1, 50, size=n)
         den = rng.integers(1, 50, size=n)
-        scales.append(np.array([Fraction(int(a), int(b)) for a, b in zip(num, den, strict=True)], dtype=object))
+        scales.append(
+            np.array(
+                [Fraction(int(a), int(b)) for a, b in zip(num, den, strict=True)], dtype=object
+            )
+        )
     net2 = _rescale(net, scales)
     assert not np.all(net2.weights[0] == net.weights[0]) or all(np.all(s == 1) for s in scales)
     # exact equality of every coordinate
@@ -139,7 +148,9 @@ def test_path_lifting_invariant_under_positive_rescaling(dims, seed, skip):
     fscales = [np.exp(rng.normal(size=n)) for n in dims[1:-1]]
     np.testing.assert_allclose(
         path_lifting(_rescale(netf, fscales)).values.astype(float),
-        path_lifting(netf).values.astype(float), rtol=1e-10, atol=1e-12,
+        path_lifting(netf).values.astype(float),
+        rtol=1e-10,
+        atol=1e-12,
     )
 
 
@@ -157,10 +168,17 @@ def test_path_lifting_permutes_with_hidden_neurons(dims, seed):
     renamed = {}
     for p in range(len(pl2)):
         neu = tuple(int(perms[k][j]) if j >= 0 else -1 for k, j in enumerate(pl2.neurons[p]))
-        renamed[(int(pl2.kind[p]), int(pl2.source[p]), int(pl2.layer[p]), neu, int(pl2.output[p]))] = pl2.values[p]
+        renamed[
+            (int(pl2.kind[p]), int(pl2.source[p]), int(pl2.layer[p]), neu, int(pl2.output[p]))
+        ] = pl2.values[p]
     orig = {
-        (int(pl.kind[p]), int(pl.source[p]), int(pl.layer[p]), tuple(int(j) for j in pl.neurons[p]),
-         int(pl.output[p])): pl.values[p]
+        (
+            int(pl.kind[p]),
+            int(pl.source[p]),
+            int(pl.layer[p]),
+            tuple(int(j) for j in pl.neurons[p]),
+            int(pl.output[p]),
+        ): pl.values[p]
         for p in range(len(pl))
     }
     assert renamed == orig
@@ -209,8 +227,10 @@ def test_path_norm_of_huge_network_without_listing_paths():
     # all weights and biases 1: every path has value 1, count them in closed form
     d, widths, m = 5, [100] * 6, 3
     dims = [d, *widths, m]
-    net = Network([np.ones((dims[k + 1], dims[k])) for k in range(len(dims) - 1)],
-                  [np.ones(dims[k + 1]) for k in range(len(dims) - 1)])
+    net = Network(
+        [np.ones((dims[k + 1], dims[k])) for k in range(len(dims) - 1)],
+        [np.ones(dims[k + 1]) for k in range(len(dims) - 1)],
+    )
     count = sum(math.prod(dims[k:]) for k in range(1, len(dims))) + math.prod(dims)
     assert count > 10**12 and n_paths(net) == count
     assert path_norm(net, 0) == count
@@ -225,7 +245,9 @@ def test_path_norm_scales_homogeneously(rng):
     # scaling the last layer by c scales every path by c
     net = random_network(rng, [3, 4, 2])
     c = 2.5
-    net2 = Network(net.weights[:-1] + (net.weights[-1] * c,), net.biases[:-1] + (net.biases[-1] * c,))
+    net2 = Network(
+        net.weights[:-1] + (net.weights[-1] * c,), net.biases[:-1] + (net.biases[-1] * c,)
+    )
     for q in (1, 2, math.inf):
         assert path_norm(net2, q) == pytest.approx(c * path_norm(net, q), rel=1e-12)
 
@@ -244,11 +266,16 @@ def test_path_norms_dict_and_bad_q(rng):
 def test_path_norm_survives_overflow_and_underflow(w):
     # 2 * 3^40 paths of value w^41 (no biases): far outside float64 for q >= 1
     dims = [2] + [3] * 40 + [1]
-    net = Network([np.full((dims[k + 1], dims[k]), w) for k in range(41)], [np.zeros(dims[k + 1]) for k in range(41)])
+    net = Network(
+        [np.full((dims[k + 1], dims[k]), w) for k in range(41)],
+        [np.zeros(dims[k + 1]) for k in range(41)],
+    )
     count = 2 * 3**40
     log_path = 41 * math.log(w)
     for q in (1, 2, 200):
-        assert math.log(path_norm(net, q)) == pytest.approx(math.log(count) / q + log_path, rel=1e-12)
+        assert math.log(path_norm(net, q)) == pytest.approx(
+            math.log(count) / q + log_path, rel=1e-12
+        )
     assert math.log(path_norm(net, "inf")) == pytest.approx(log_path, rel=1e-12)
     assert path_norm(net, 0) == count
 
@@ -260,4 +287,6 @@ def test_log_domain_pass_agrees_with_direct_pass(rng):
         net = random_network(rng, [3, 4, 4, 2], skip=skip)
         for q in (0.5, 1, 2, 7, math.inf):
             lv = _net_pass_log(net, q)
-            assert math.exp(lv if math.isinf(q) else lv / q) == pytest.approx(path_norm(net, q), rel=1e-12)
+            assert math.exp(lv if math.isinf(q) else lv / q) == pytest.approx(
+                path_norm(net, q), rel=1e-12
+            )

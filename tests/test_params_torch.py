@@ -24,7 +24,9 @@ def _probe_affine(f, n_in: int) -> tuple[np.ndarray, np.ndarray]:
     return (eye - zero).T.numpy(), zero.numpy()
 
 
-def _window_sum_matrix(c: int, h: int, w: int, k: int, s: int, p: int) -> tuple[np.ndarray, int, int]:
+def _window_sum_matrix(
+    c: int, h: int, w: int, k: int, s: int, p: int
+) -> tuple[np.ndarray, int, int]:
     """Max pooling as the toolkit counts it: 1 on every (output, input-in-window) edge."""
     oh = (h + 2 * p - k) // s + 1
     ow = (w + 2 * p - k) // s + 1
@@ -69,11 +71,15 @@ def explicit_chain(model, input_shape) -> Network:
             W, b = _probe_affine(lambda x, bn=bn, shape=shape: bn(x.reshape(-1, *shape)), n_in)
         elif isinstance(m, (nn.AvgPool2d, nn.AdaptiveAvgPool2d)):
             pool = m
-            W, b = _probe_affine(lambda x, pool=pool, shape=shape: pool(x.reshape(-1, *shape)), n_in)
+            W, b = _probe_affine(
+                lambda x, pool=pool, shape=shape: pool(x.reshape(-1, *shape)), n_in
+            )
             with torch.no_grad():
                 shape = tuple(pool(torch.zeros(1, *shape, dtype=torch.float64)).shape[1:])
         elif isinstance(m, nn.MaxPool2d):
-            W, oh, ow = _window_sum_matrix(shape[0], shape[1], shape[2], m.kernel_size, m.stride, m.padding)
+            W, oh, ow = _window_sum_matrix(
+                shape[0], shape[1], shape[2], m.kernel_size, m.stride, m.padding
+            )
             b = np.zeros(W.shape[0])
             shape = (shape[0], oh, ow)
         else:
@@ -98,19 +104,34 @@ def _randomize(model, seed: int):
 
 def cnn_a():
     return nn.Sequential(
-        nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.ReLU(), nn.AvgPool2d(2),
-        nn.Flatten(), nn.Linear(3, 2),
+        nn.Conv2d(1, 2, 3, padding=1),
+        nn.BatchNorm2d(2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(2, 3, 1),
+        nn.BatchNorm2d(3),
+        nn.ReLU(),
+        nn.AvgPool2d(2),
+        nn.Flatten(),
+        nn.Linear(3, 2),
     )
 
 
 def cnn_b():
     # stride, padding in max pooling, a standalone batch norm, adaptive average pooling
     return nn.Sequential(
-        nn.Conv2d(1, 2, 3, stride=1), nn.ReLU(), nn.BatchNorm2d(2),
+        nn.Conv2d(1, 2, 3, stride=1),
+        nn.ReLU(),
+        nn.BatchNorm2d(2),
         nn.MaxPool2d(3, stride=2, padding=1),
-        nn.Conv2d(2, 1, 1, bias=False), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(1, 3), nn.BatchNorm1d(3), nn.ReLU(), nn.Linear(3, 1),
+        nn.Conv2d(2, 1, 1, bias=False),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(1, 3),
+        nn.BatchNorm1d(3),
+        nn.ReLU(),
+        nn.Linear(3, 1),
     )
 
 
@@ -158,7 +179,9 @@ def test_maxpool_counts_as_a_sum_over_its_window():
 
 def test_linear_model_agrees_with_network_path_norm():
     torch.manual_seed(3)
-    model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 2)).double()
+    model = nn.Sequential(
+        nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 2)
+    ).double()
     lin = [m for m in model if isinstance(m, nn.Linear)]
     net = Network([m.weight.detach().numpy() for m in lin], [m.bias.detach().numpy() for m in lin])
     for q in (0, 1, 2, math.inf):

@@ -37,7 +37,9 @@ def _load_torch_module(path: str):
     try:
         obj = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as e:  # noqa: BLE001 - any unpickling failure is a format error here
-        raise FormatError(f"{path}: cannot load a torch module ({str(e).splitlines()[0]})") from None
+        raise FormatError(
+            f"{path}: cannot load a torch module ({str(e).splitlines()[0]})"
+        ) from None
     if not isinstance(obj, torch.nn.Module):
         raise FormatError(
             f"{path}: holds a {type(obj).__name__}, not an nn.Module (save the whole model "
@@ -49,10 +51,16 @@ def _load_torch_module(path: str):
 def pathnorm_cmd(
     model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt/.pth)."),
     extra_q: list[str] = typer.Argument(None, metavar="[Q...]", help="More orders (after --q)."),
-    q: list[str] = typer.Option(None, "--q", help="Orders: --q 1 2 inf (or 1,2,inf); 0 counts "
-                                "nonzero paths. Default 1 2 inf."),
-    input_shape: str = typer.Option(None, "--input-shape", help="C,H,W of a torch model's input "
-                                    "(needed unless it starts with nn.Linear)."),
+    q: list[str] = typer.Option(
+        None,
+        "--q",
+        help="Orders: --q 1 2 inf (or 1,2,inf); 0 counts nonzero paths. Default 1 2 inf.",
+    ),
+    input_shape: str = typer.Option(
+        None,
+        "--input-shape",
+        help="C,H,W of a torch model's input (needed unless it starts with nn.Linear).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Path-norms (norms of the path-lifting) in one forward pass.
@@ -75,9 +83,13 @@ def pathnorm_cmd(
             try:
                 shape = tuple(int(v) for v in input_shape.replace("x", ",").split(",") if v.strip())
             except ValueError:
-                raise RelulabError(f"--input-shape: cannot read {input_shape!r}; write C,H,W") from None
+                raise RelulabError(
+                    f"--input-shape: cannot read {input_shape!r}; write C,H,W"
+                ) from None
         result["kind"] = "torch module (path-norm toolkit conventions)"
-        result["path_norms"] = {k: path_norm(module, v, input_shape=shape) for k, v in zip(keys, qf, strict=True)}
+        result["path_norms"] = {
+            k: path_norm(module, v, input_shape=shape) for k, v in zip(keys, qf, strict=True)
+        }
     else:
         net = load_model_arg(model)
         result["kind"] = repr(net)
@@ -98,13 +110,22 @@ def pathnorm_cmd(
 
 def fdim_cmd(
     model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
-    points: int = typer.Option(None, "--points", help="Number of random input points "
-                               "(default: enough for the bound, capped by memory)."),
-    box: str = typer.Option(None, "--box", help="Sample points uniformly in lo:hi or "
-                            "lo1:hi1,lo2:hi2,... (default -1:1)."),
+    points: int = typer.Option(
+        None,
+        "--points",
+        help="Number of random input points (default: enough for the bound, capped by memory).",
+    ),
+    box: str = typer.Option(
+        None,
+        "--box",
+        help="Sample points uniformly in lo:hi or lo1:hi1,lo2:hi2,... (default -1:1).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed for the points."),
-    exact: bool = typer.Option(False, "--exact", help="Also compute the rank exactly "
-                               "(rational arithmetic; small networks only)."),
+    exact: bool = typer.Option(
+        False,
+        "--exact",
+        help="Also compute the rank exactly (rational arithmetic; small networks only).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Functional dimension: the rank of the Jacobian of parameters -> outputs on random points."""
@@ -125,8 +146,10 @@ def fdim_cmd(
             f"{cap} points fit the {MAX_JACOBIAN_ENTRIES} entry limit for this model"
         )
     if points * m < bound:
-        note = (f"{points} points x {m} outputs = {points * m} rows < bound {bound}: "
-                "the points cap the rank")
+        note = (
+            f"{points} points x {m} outputs = {points * m} rows < bound {bound}: "
+            "the points cap the rank"
+        )
     dom = parse_box(box, net.input_dim)
     rng = np.random.default_rng(seed)
     lo, hi = np.asarray(dom.lo, float), np.asarray(dom.hi, float)
@@ -140,16 +163,21 @@ def fdim_cmd(
         return
     console.print(f"{net!r} on {points} points in {box or '-1:1'} (seed {seed})")
     r = fd.exact_rank if fd.exact_rank is not None else fd.rank
-    console.print(f"functional dimension (batch): [bold]{fd.rank}[/bold]"
-                  + (f", exact {fd.exact_rank}" if fd.exact_rank is not None else "")
-                  + f"; bound #params - #hidden = {P} - {net.n_neurons}"
-                  + (f" - {m} (skip)" if net.skip is not None else "") + f" = {bound}"
-                  + ("" if r == bound else f"; deficit {bound - r}"))
+    console.print(
+        f"functional dimension (batch): [bold]{fd.rank}[/bold]"
+        + (f", exact {fd.exact_rank}" if fd.exact_rank is not None else "")
+        + f"; bound #params - #hidden = {P} - {net.n_neurons}"
+        + (f" - {m} (skip)" if net.skip is not None else "")
+        + f" = {bound}"
+        + ("" if r == bound else f"; deficit {bound - r}")
+    )
     gap = fd.numerical.gap
-    console.print(f"singular values: largest {fd.numerical.sigma_max:.3g}, last kept "
-                  f"{fd.numerical.sigma_kept if fd.numerical.sigma_kept is not None else 0:.3g}, "
-                  f"first dropped {fd.numerical.sigma_dropped or 0:.3g} (gap "
-                  f"{'inf' if math.isinf(gap) else f'{gap:.3g}'})")
+    console.print(
+        f"singular values: largest {fd.numerical.sigma_max:.3g}, last kept "
+        f"{fd.numerical.sigma_kept if fd.numerical.sigma_kept is not None else 0:.3g}, "
+        f"first dropped {fd.numerical.sigma_dropped or 0:.3g} (gap "
+        f"{'inf' if math.isinf(gap) else f'{gap:.3g}'})"
+    )
     if fd.dead_neurons:
         console.print(f"{fd.dead_neurons} neuron(s) inactive at every point")
     if note:
@@ -171,23 +199,32 @@ def tour(con) -> None:
     con.rule("Parameter space: path-lifting, path-norms, functional dimension")
     net = load_example("tiny_2d")
     pl = path_lifting(net)
-    con.print(f"{net!r} has {n_paths(net)} paths; e.g. {pl.name(0)} = {pl.values[0]:.4f}, "
-              f"{pl.name(len(pl) - 1)} = {pl.values[-1]:.4f}")
+    con.print(
+        f"{net!r} has {n_paths(net)} paths; e.g. {pl.name(0)} = {pl.values[0]:.4f}, "
+        f"{pl.name(len(pl) - 1)} = {pl.values[-1]:.4f}"
+    )
     norms = path_norms(net, (1, 2, "inf", 0))
-    con.print("path-norms in one pass: " + ", ".join(
-        f"q={k}: {v if isinstance(v, int) else f'{v:.4f}'}" for k, v in norms.items()))
+    con.print(
+        "path-norms in one pass: "
+        + ", ".join(f"q={k}: {v if isinstance(v, int) else f'{v:.4f}'}" for k, v in norms.items())
+    )
     r = path_lifting_rank(net)
-    con.print(f"path-lifting Jacobian (sparse, no backprop): rank {r.rank}; "
-              f"{net.n_params} params - {net.n_neurons} neurons (one rescaling each) = "
-              f"{net.n_params - net.n_neurons}")
+    con.print(
+        f"path-lifting Jacobian (sparse, no backprop): rank {r.rank}; "
+        f"{net.n_params} params - {net.n_neurons} neurons (one rescaling each) = "
+        f"{net.n_params - net.n_neurons}"
+    )
     X = np.random.default_rng(0).uniform(-2, 2, size=(300, 2))
     fd = functional_dimension(net, X)
-    con.print(f"functional dimension on 300 points: {fd.rank} (bound {fd.bound}, "
-              f"singular-value gap {fd.numerical.gap:.2g}, {fd.dead_neurons} dead neurons)"
-              + ("" if fd.rank == fd.bound else
-                 ": below the bound, as random initialisations often are"))
+    con.print(
+        f"functional dimension on 300 points: {fd.rank} (bound {fd.bound}, "
+        f"singular-value gap {fd.numerical.gap:.2g}, {fd.dead_neurons} dead neurons)"
+        + ("" if fd.rank == fd.bound else ": below the bound, as random initialisations often are")
+    )
     c = conserved_quantities(net)
-    con.print(f"gradient flow conserves |in|^2 - |out|^2 per neuron: {np.round(c[:4], 3).tolist()} ...")
+    con.print(
+        f"gradient flow conserves |in|^2 - |out|^2 per neuron: {np.round(c[:4], 3).tolist()} ..."
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -174,8 +174,16 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
         if loss0 is None:
             loss0 = loss
         # per hidden neuron: squared norms of the gradient of its incoming and outgoing weights
-        gu = np.concatenate([(gW[k] ** 2).sum(axis=1) + gb[k] ** 2 for k in range(len(Ws) - 1)]) if len(Ws) > 1 else np.zeros(0)
-        gv = np.concatenate([(gW[k + 1] ** 2).sum(axis=0) for k in range(len(Ws) - 1)]) if len(Ws) > 1 else np.zeros(0)
+        gu = (
+            np.concatenate([(gW[k] ** 2).sum(axis=1) + gb[k] ** 2 for k in range(len(Ws) - 1)])
+            if len(Ws) > 1
+            else np.zeros(0)
+        )
+        gv = (
+            np.concatenate([(gW[k + 1] ** 2).sum(axis=0) for k in range(len(Ws) - 1)])
+            if len(Ws) > 1
+            else np.zeros(0)
+        )
         for k in range(len(Ws)):
             Ws[k] = Ws[k] - lr * gW[k]
             bs[k] = bs[k] - lr * gb[k]

@@ -118,7 +118,9 @@ def _as_batch(net: Network, X, exact: bool) -> np.ndarray:
             "(an (n, d) batch)"
         )
     if exact:
-        X = np.vectorize(lambda v: v if isinstance(v, Fraction) else Fraction(v), otypes=[object])(X)
+        X = np.vectorize(lambda v: v if isinstance(v, Fraction) else Fraction(v), otypes=[object])(
+            X
+        )
     return X
 
 
@@ -163,15 +165,17 @@ def realization_jacobian(net: Network, X) -> np.ndarray:
         nk, nprev = lay.dims[k + 1], lay.dims[k]
         Hprev = Hs[k]
         w0, b0 = lay.w_offset[k], lay.b_offset[k]
-        J[:, :, w0: w0 + nk * nprev] = (G[:, :, :, None] * Hprev[:, None, None, :]).reshape(n, m, nk * nprev)
-        J[:, :, b0: b0 + nk] = G
+        J[:, :, w0 : w0 + nk * nprev] = (G[:, :, :, None] * Hprev[:, None, None, :]).reshape(
+            n, m, nk * nprev
+        )
+        J[:, :, b0 : b0 + nk] = G
         if k > 0:
             G = np.where(masks[k - 1][:, None, :], G @ net.weights[k], zero)
     if net.skip is not None:
         s0 = lay.skip_offset
         d = net.input_dim
         for o in range(m):
-            J[:, o, s0 + o * d: s0 + (o + 1) * d] = X
+            J[:, o, s0 + o * d : s0 + (o + 1) * d] = X
             J[:, o, s0 + m * d + o] = one
     return J.reshape(n * m, lay.size)
 
@@ -230,7 +234,9 @@ def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
     )
 
 
-def functional_dimension(net: Network, X, *, exact: bool = False, tol: float | None = None) -> FunctionalDimension:
+def functional_dimension(
+    net: Network, X, *, exact: bool = False, tol: float | None = None
+) -> FunctionalDimension:
     """The batch functional dimension of ``net`` on the points ``X``.
 
     Args:

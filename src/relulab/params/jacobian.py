@@ -112,13 +112,16 @@ def _fill(net: Network, exact: bool, data: np.ndarray, indices: np.ndarray) -> N
     pos = 0
     for kind, k, shape, length in _row_lengths(net):
         size = math.prod(shape)
-        V = data[pos: pos + size * length].reshape(size, length)
-        C = indices[pos: pos + size * length].reshape(size, length)
+        V = data[pos : pos + size * length].reshape(size, length)
+        C = indices[pos : pos + size * length].reshape(size, length)
         pos += size * length
         if kind == "skip":
             V[...] = 1
-            C[:, 0] = (lay.skip_offset + np.arange(dims[-1])[None, :] * dims[0]
-                       + np.arange(dims[0])[:, None]).reshape(-1)
+            C[:, 0] = (
+                lay.skip_offset
+                + np.arange(dims[-1])[None, :] * dims[0]
+                + np.arange(dims[0])[:, None]
+            ).reshape(-1)
             continue
         start = 0 if kind == "input" else k  # the first layer (of nodes) on the path
         col = 0
@@ -127,8 +130,12 @@ def _fill(net: Network, exact: bool, data: np.ndarray, indices: np.ndarray) -> N
             sf = suf[k].reshape(-1)
             V[:, col] = sf
             B = size // dims[k]
-            _outer_into(np.add, _column(C, col, dims[k], B),
-                        lay.b_offset[k - 1] + np.arange(dims[k]), np.zeros(B, dtype=np.int64))
+            _outer_into(
+                np.add,
+                _column(C, col, dims[k], B),
+                lay.b_offset[k - 1] + np.arange(dims[k]),
+                np.zeros(B, dtype=np.int64),
+            )
             col += 1
             if k == L and net.skip is not None:
                 V[:, col] = sf
@@ -136,12 +143,16 @@ def _fill(net: Network, exact: bool, data: np.ndarray, indices: np.ndarray) -> N
                 col += 1
             prefix = bs[k - 1]
         else:
-            prefix = np.ones(dims[0], dtype=dtype) if not exact else np.array([1] * dims[0], dtype=object)
+            prefix = (
+                np.ones(dims[0], dtype=dtype)
+                if not exact
+                else np.array([1] * dims[0], dtype=object)
+            )
         # prefix: products of the weights before layer t, shape (n_start, .., n_{t-1})
         for t in range(start + 1, L + 1):
             A, B = prefix.size, suf[t].size
             _outer_into(np.multiply, _column(V, col, A, B), prefix.reshape(-1), suf[t].reshape(-1))
-            ca = np.tile(np.arange(dims[t - 1]), A // dims[t - 1])          # j_{t-1}(a)
+            ca = np.tile(np.arange(dims[t - 1]), A // dims[t - 1])  # j_{t-1}(a)
             cb = np.repeat(np.arange(dims[t]) * dims[t - 1], B // dims[t])  # n_{t-1} j_t(b)
             _outer_into(np.add, _column(C, col, A, B), lay.w_offset[t - 1] + ca, cb)
             col += 1
@@ -180,8 +191,9 @@ def path_lifting_jacobian(net: Network):
     import scipy.sparse as sp
 
     data, indices, indptr = _csr_arrays(net, False)  # an exact network's Fractions -> float64
-    J = sp.csr_matrix((data, indices, indptr), shape=(indptr.size - 1, parameter_layout(net).size),
-                      copy=False)
+    J = sp.csr_matrix(
+        (data, indices, indptr), shape=(indptr.size - 1, parameter_layout(net).size), copy=False
+    )
     J.has_sorted_indices = True
     return J
 

@@ -35,7 +35,7 @@ Example:
     >>> from relulab.params import path_lifting
     >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
     >>> pl = path_lifting(net)
-    >>> [(pl.name(p), float(pl.values[p])) for p in range(len(pl))]  # doctest: +NORMALIZE_WHITESPACE
+    >>> [(pl.name(p), float(v)) for p, v in enumerate(pl.values)]  # doctest: +NORMALIZE_WHITESPACE
     [('x0 > h1[0] > y0', 3.0), ('x0 > h1[1] > y0', -8.0),
      ('1 > h1[0] > y0', 1.5), ('1 > h1[1] > y0', 0.0), ('1 > y0', 1.0)]
 """
@@ -136,9 +136,7 @@ class PathLifting:
     def to_dict(self) -> dict:
         return {
             "n_paths": len(self),
-            "paths": [
-                {"name": self.name(p), "value": self.values[p]} for p in range(len(self))
-            ],
+            "paths": [{"name": self.name(p), "value": self.values[p]} for p in range(len(self))],
         }
 
 
@@ -147,7 +145,9 @@ def parse_q(q: float | str) -> float:
     try:
         qf = float(q)
     except (TypeError, ValueError):
-        raise RelulabError(f"path-norm order q={q!r} is not a number (use e.g. 1, 2, inf)") from None
+        raise RelulabError(
+            f"path-norm order q={q!r} is not a number (use e.g. 1, 2, inf)"
+        ) from None
     if math.isnan(qf) or qf < 0:
         raise RelulabError(f"path-norm order q={q!r} must be >= 0 (0 counts nonzero paths)")
     return qf

@@ -11,9 +11,9 @@ paths whose product is nonzero.
 
 For torch models :func:`path_norm_torch` walks the modules with the toolkit's
 conventions: batch norm folded into a Linear/Conv that directly precedes it (otherwise,
-e.g. after a ReLU, a per-channel affine layer of its own), average pooling as edges of weight ``1/k`` (so ``(1/k)^q``
-after the power), max pooling as a *sum* over its window with weight 1, ReLU as the
-identity (all values in the pass are >= 0).
+e.g. after a ReLU, a per-channel affine layer of its own), average pooling as edges of
+weight ``1/k`` (so ``(1/k)^q`` after the power), max pooling as a *sum* over its window
+with weight 1, ReLU as the identity (all values in the pass are >= 0).
 
 Example:
     >>> import numpy as np
@@ -59,7 +59,11 @@ def _net_pass(net: Network, q: float):
     bs = [np.asarray(b) if exact else np.asarray(b, dtype=float) for b in net.biases]
     skip = net.skip
     if skip is not None:
-        S, s = (skip[0], skip[1]) if exact else (np.asarray(skip[0], float), np.asarray(skip[1], float))
+        S, s = (
+            (skip[0], skip[1])
+            if exact
+            else (np.asarray(skip[0], float), np.asarray(skip[1], float))
+        )
         bs[-1] = bs[-1] + s  # the skip offset is a second bias of the outputs: one bias edge
     one = Fraction(1) if exact else 1.0
     h = np.full(net.input_dim, one, dtype=object if exact else float)
@@ -229,17 +233,39 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
         where = f"layer {pos} ({type(m).__name__})"
         if isinstance(m, nn.Linear):
             W = m.weight.detach().double()
-            b = m.bias.detach().double() if m.bias is not None else torch.zeros(W.shape[0], dtype=torch.float64)
+            b = (
+                m.bias.detach().double()
+                if m.bias is not None
+                else torch.zeros(W.shape[0], dtype=torch.float64)
+            )
             steps.append(("linear", [W, b]))
         elif isinstance(m, nn.Conv2d):
             if m.padding_mode != "zeros":
-                raise RelulabError(f"{where}: padding_mode={m.padding_mode!r} unsupported (zeros only)")
+                raise RelulabError(
+                    f"{where}: padding_mode={m.padding_mode!r} unsupported (zeros only)"
+                )
             if isinstance(m.padding, str):
-                raise RelulabError(f"{where}: string padding {m.padding!r} unsupported; give numbers")
+                raise RelulabError(
+                    f"{where}: string padding {m.padding!r} unsupported; give numbers"
+                )
             W = m.weight.detach().double()
-            b = m.bias.detach().double() if m.bias is not None else torch.zeros(W.shape[0], dtype=torch.float64)
-            steps.append(("conv", [W, b, dict(stride=m.stride, padding=m.padding,
-                                              dilation=m.dilation, groups=m.groups)]))
+            b = (
+                m.bias.detach().double()
+                if m.bias is not None
+                else torch.zeros(W.shape[0], dtype=torch.float64)
+            )
+            steps.append(
+                (
+                    "conv",
+                    [
+                        W,
+                        b,
+                        dict(
+                            stride=m.stride, padding=m.padding, dilation=m.dilation, groups=m.groups
+                        ),
+                    ],
+                )
+            )
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             a, c = (t.detach() for t in _bn_affine(m))
             if steps and steps[-1][0] in ("linear", "conv"):
@@ -254,8 +280,18 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                 raise RelulabError(f"{where}: count_include_pad=False with padding is unsupported")
             k = _pair(m.kernel_size)
             div = m.divisor_override or k[0] * k[1]
-            steps.append(("avgpool", dict(kernel_size=k, stride=_pair(m.stride or m.kernel_size),
-                                          padding=_pair(m.padding), ceil_mode=m.ceil_mode, div=div)))
+            steps.append(
+                (
+                    "avgpool",
+                    dict(
+                        kernel_size=k,
+                        stride=_pair(m.stride or m.kernel_size),
+                        padding=_pair(m.padding),
+                        ceil_mode=m.ceil_mode,
+                        div=div,
+                    ),
+                )
+            )
         elif isinstance(m, nn.AdaptiveAvgPool2d):
             steps.append(("adaptive_avgpool", _pair(m.output_size)))
         elif isinstance(m, nn.MaxPool2d):
@@ -263,9 +299,17 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                 raise RelulabError(f"{where}: dilated max pooling is unsupported")
             if m.return_indices:
                 raise RelulabError(f"{where}: return_indices=True is unsupported")
-            steps.append(("maxpool", dict(kernel_size=_pair(m.kernel_size),
-                                          stride=_pair(m.stride or m.kernel_size),
-                                          padding=_pair(m.padding), ceil_mode=m.ceil_mode)))
+            steps.append(
+                (
+                    "maxpool",
+                    dict(
+                        kernel_size=_pair(m.kernel_size),
+                        stride=_pair(m.stride or m.kernel_size),
+                        padding=_pair(m.padding),
+                        ceil_mode=m.ceil_mode,
+                    ),
+                )
+            )
         elif isinstance(m, nn.Flatten):
             steps.append(("flatten", (m.start_dim, m.end_dim)))
         elif isinstance(m, nn.ReLU):
@@ -319,7 +363,9 @@ def _max_conv(x, W, b, stride, padding, dilation, groups):
     return y.reshape(n, cout, oh, ow)
 
 
-def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: float | str = 1) -> float:
+def path_norm_torch(
+    module: Any, input_shape: tuple[int, ...] | None = None, q: float | str = 1
+) -> float:
     """The ``q``-path-norm of a torch ``nn.Sequential`` with the path-norm toolkit's conventions.
 
     Supported leaves (nested Sequentials are flattened): Linear, Conv2d (zero padding,
@@ -341,12 +387,17 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
     F = torch.nn.functional
     q = parse_q(q)
     if not isinstance(module, torch.nn.Module):
-        raise RelulabError(f"path_norm: expected a relulab Network or a torch nn.Module, got {type(module).__name__}")
+        raise RelulabError(
+            "path_norm: expected a relulab Network or a torch nn.Module, "
+            f"got {type(module).__name__}"
+        )
     steps = _fold(_leaves(module))
     if input_shape is None:
         if not steps or steps[0][0] != "linear":
-            raise RelulabError("path_norm_torch: give input_shape (C, H, W) for a model that "
-                               "does not start with nn.Linear")
+            raise RelulabError(
+                "path_norm_torch: give input_shape (C, H, W) for a model that "
+                "does not start with nn.Linear"
+            )
         input_shape = (int(steps[0][1][0].shape[1]),)
     inf = math.isinf(q)
     with torch.no_grad():
@@ -359,8 +410,15 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
                 elif op == "conv":
                     W, b, kw = data
                     if inf:
-                        x = _max_conv(x, W, b, _pair(kw["stride"]), _pair(kw["padding"]),
-                                      _pair(kw["dilation"]), kw["groups"])
+                        x = _max_conv(
+                            x,
+                            W,
+                            b,
+                            _pair(kw["stride"]),
+                            _pair(kw["padding"]),
+                            _pair(kw["dilation"]),
+                            kw["groups"],
+                        )
                     else:
                         x = F.conv2d(x, _tpow(W, q), _tpow(b, q), **kw)
                 elif op == "affine":
@@ -377,10 +435,16 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
                         if h % oh or w % ow:
                             raise RelulabError(
                                 f"step {pos} (AdaptiveAvgPool2d): input {h}x{w} is not a multiple "
-                                f"of the output {oh}x{ow}; only uniform windows are supported")
+                                f"of the output {oh}x{ow}; only uniform windows are supported"
+                            )
                         k = (h // oh, w // ow)
-                        data = dict(kernel_size=k, stride=k, padding=(0, 0), ceil_mode=False,
-                                    div=k[0] * k[1])
+                        data = dict(
+                            kernel_size=k,
+                            stride=k,
+                            padding=(0, 0),
+                            ceil_mode=False,
+                            div=k[0] * k[1],
+                        )
                     kw = {k: data[k] for k in ("kernel_size", "stride", "padding", "ceil_mode")}
                     if inf:
                         x = F.max_pool2d(x, **kw) / data["div"]
@@ -388,13 +452,19 @@ def path_norm_torch(module: Any, input_shape: tuple[int, ...] | None = None, q: 
                         wq = 1.0 if q == 0 else (1.0 / data["div"]) ** q
                         x = F.avg_pool2d(x, **kw, divisor_override=1) * wq
                 elif op == "maxpool":
-                    x = F.max_pool2d(x, **data) if inf else F.avg_pool2d(x, **data, divisor_override=1)
+                    x = (
+                        F.max_pool2d(x, **data)
+                        if inf
+                        else F.avg_pool2d(x, **data, divisor_override=1)
+                    )
                 elif op == "flatten":
                     x = torch.flatten(x, data[0], data[1])
                 # "relu": nothing to do on nonnegative values
             except RuntimeError as e:
-                raise RelulabError(f"path_norm_torch: step {pos} ({op}) failed on shape "
-                                   f"{tuple(x.shape)}: {str(e).splitlines()[0]}") from None
+                raise RelulabError(
+                    f"path_norm_torch: step {pos} ({op}) failed on shape "
+                    f"{tuple(x.shape)}: {str(e).splitlines()[0]}"
+                ) from None
         if q == 0:
             return int(round(float(x.sum())))
         if inf:

@@ -116,10 +116,15 @@ def network_from_parameters(template: Network, theta: np.ndarray) -> Network:
     d = lay.dims
     Ws, bs = [], []
     for k in range(template.depth):
-        Ws.append(theta[lay.w_offset[k]: lay.w_offset[k] + d[k + 1] * d[k]].reshape(d[k + 1], d[k]))
-        bs.append(theta[lay.b_offset[k]: lay.b_offset[k] + d[k + 1]])
+        Ws.append(
+            theta[lay.w_offset[k] : lay.w_offset[k] + d[k + 1] * d[k]].reshape(d[k + 1], d[k])
+        )
+        bs.append(theta[lay.b_offset[k] : lay.b_offset[k] + d[k + 1]])
     skip = None
     if lay.skip_offset is not None:
         o = lay.skip_offset
-        skip = (theta[o: o + d[-1] * d[0]].reshape(d[-1], d[0]), theta[o + d[-1] * d[0]: lay.size])
+        skip = (
+            theta[o : o + d[-1] * d[0]].reshape(d[-1], d[0]),
+            theta[o + d[-1] * d[0] : lay.size],
+        )
     return Network(Ws, bs, skip, exact=theta.dtype == object)
