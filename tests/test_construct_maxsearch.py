@@ -12,6 +12,7 @@ from relulab.construct import (
     MAX5_SOLUTION,
     ExactEvaluator,
     certify_max,
+    is_symmetric,
     max5_two_hidden,
     max_n,
     max_two_hidden_from_terms,
@@ -44,6 +45,22 @@ def test_max5_random_points_every_ordering() -> None:
     # and the float64 copy agrees to rounding
     Xf = rng.normal(size=(400, 5))
     assert np.allclose(net.float()(Xf)[:, 0], Xf.max(axis=1), atol=1e-12)
+
+
+def test_symmetric_network_and_symmetry_proof() -> None:
+    lean = max5_two_hidden()
+    sym = max_two_hidden_from_terms(5, list(MAX5_SOLUTION), symmetric=True)
+    assert is_symmetric(sym, 5) and not is_symmetric(max_n(5), 5)
+    cert = certify_max(sym, 5)
+    assert cert.ok and cert.by_symmetry
+    # the lean and the symmetric network compute the same function
+    X = np.array([[Fraction(int(v), 7) for v in row] for row in
+                  np.random.default_rng(3).integers(-50, 50, (200, 5))], dtype=object)
+    assert np.all(ExactEvaluator(lean)(X) == ExactEvaluator(sym)(X))
+    # a symmetric but wrong network is caught in the one cone checked
+    z1, z2, c = MAX5_SOLUTION[-1]
+    bad = max_two_hidden_from_terms(5, [*MAX5_SOLUTION[:-1], (z1, z2, c * 2)], symmetric=True)
+    assert is_symmetric(bad, 5) and not certify_max(bad, 5).ok
 
 
 def test_certificate_rejects_wrong_networks() -> None:

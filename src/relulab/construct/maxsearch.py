@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -60,6 +61,7 @@ __all__ = [
     "certify_max",
     "MaxCertificate",
     "MaxSearchResult",
+    "is_symmetric",
     "MAX5_SOLUTION",
 ]
 
@@ -143,22 +145,25 @@ def candidate_orbits(n: int, s: int = 2, max_gens: int = 3) -> list[_Orbit]:
         for j, ub in zip(range(i, len(zs)), u.tolist(), strict=True):
             unions.setdefault(ub, (i, j))
     keys = np.array(sorted(unions), dtype=np.int64)
-    M = ((keys[:, None] >> np.arange(len(pts))[None, :]) & 1).astype(np.int64)  # (U, |pts|)
-    images = M @ pow2.T  # (U, P): bitmask of each permuted union
-    canon = images.min(axis=1)
     orbits = []
     seen = set()
-    for row, key in enumerate(keys.tolist()):
-        c = int(canon[row])
-        if c in seen:
-            continue
-        seen.add(c)
-        i, j = unions[key]
-        member_perms: dict[int, tuple[int, ...]] = {}
-        for p, img in enumerate(images[row].tolist()):
-            member_perms.setdefault(int(img), perms[p])
-        V = frozenset(pts[k] for k in range(len(pts)) if key >> k & 1)
-        orbits.append(_Orbit(V, zs[i][1], zs[j][1], tuple(member_perms.values())))
+    bit_idx = np.arange(len(pts))
+    for start in range(0, len(keys), 4096):  # chunks keep the (U, n!) image table small
+        chunk = keys[start:start + 4096]
+        M = ((chunk[:, None] >> bit_idx[None, :]) & 1).astype(np.int64)
+        images = M @ pow2.T  # bitmask of every permuted union
+        canon = images.min(axis=1)
+        for row, key in enumerate(chunk.tolist()):
+            c = int(canon[row])
+            if c in seen:
+                continue
+            seen.add(c)
+            i, j = unions[key]
+            member_perms: dict[int, tuple[int, ...]] = {}
+            for p, img in enumerate(images[row].tolist()):
+                member_perms.setdefault(int(img), perms[p])
+            V = frozenset(pts[k] for k in range(len(pts)) if key >> k & 1)
+            orbits.append(_Orbit(V, zs[i][1], zs[j][1], tuple(member_perms.values())))
     return orbits
 
 
@@ -186,15 +191,26 @@ MAX5_SOLUTION: tuple[tuple[Zono, Zono, Fraction], ...] = (
 
 
 def _terms_network(n: int, terms: list[tuple[Zono, Zono, Fraction]], lin: Fraction,
-                   scale: int) -> Network:
-    """``(sum_t c_t max(h_Z1, h_Z2) + lin * sum u) / scale`` as a 2-hidden-layer network."""
+                   scale: int, centred: bool = False) -> Network:
+    """``(sum_t c_t max(h_Z1, h_Z2) + lin * sum u) / scale`` as a 2-hidden-layer network.
+
+    ``h_Z(u) = <a, u> + sum_g relu(<g, u>)`` (corner form), or with ``centred`` the
+    permutation-equivariant ``<centre, u> + sum_g (relu(<g, u>) + relu(-<g, u>)) / 2``.
+    """
     b = Builder(n)
     u = b.inputs()
     gens: dict[Point, Expr] = {}
+
+    def neuron(g: Point) -> Expr:
+        if g not in gens:
+            gens[g] = b.relu(esum((u[i] * g[i] for i in range(n) if g[i]), 0))
+        return gens[g]
+
     for z1, z2, _ in terms:
         for g in (*z1[1], *z2[1]):
-            if g not in gens:
-                gens[g] = b.relu(esum((u[i] * g[i] for i in range(n) if g[i]), 0))
+            neuron(g)
+            if centred:
+                neuron(tuple(-x for x in g))
     pos = [b.relu(x) for x in u]
     neg = [b.relu(-x) for x in u]
     b.close()
@@ -203,6 +219,10 @@ def _terms_network(n: int, terms: list[tuple[Zono, Zono, Fraction]], lin: Fracti
 
     def h(z: Zono) -> Expr:
         a, gs = z
+        if centred:
+            centre = [Fraction(a[i]) + sum(Fraction(g[i], 2) for g in gs) for i in range(n)]
+            e = esum((lin_u[i] * centre[i] for i in range(n) if centre[i]), lay)
+            return e + esum(((gens[g] + gens[tuple(-x for x in g)]) / 2 for g in gs), lay)
         e = esum((lin_u[i] * a[i] for i in range(n) if a[i]), lay)
         return e + esum((gens[g] for g in gs), lay)
 
@@ -219,22 +239,52 @@ def _terms_network(n: int, terms: list[tuple[Zono, Zono, Fraction]], lin: Fracti
 
 
 def max_two_hidden_from_terms(n: int, orbit_terms: list[tuple[Zono, Zono, Fraction]],
-                              lin: Fraction = Fraction(0), scale: int = 2) -> Network:
+                              lin: Fraction = Fraction(0), scale: int = 2,
+                              symmetric: bool = False) -> Network:
     """The network ``(sum over orbits c * sum over the orbit of h_conv(Z1 u Z2)
     + lin * sum u) / scale``: 2 hidden layers, first layer one neuron per distinct
     generator plus 2n carrying u, second layer one neuron per non-zonotope member plus 2.
+
+    ``symmetric=True`` splits each member's weight evenly over all its decompositions
+    ``(sigma Z1, sigma Z2)``, so that permuting the inputs permutes the neurons (more
+    neurons; :func:`is_symmetric` can then prove the symmetry structurally).
     """
-    terms = []
+    decomps: dict[frozenset[Point], dict[tuple[Zono, Zono], None]] = {}
+    coef: dict[frozenset[Point], Fraction] = {}
+    order: list[frozenset[Point]] = []
     for z1, z2, c in orbit_terms:
-        seen = set()
+        local: dict[frozenset[Point], dict[tuple[Zono, Zono], None]] = {}
         for perm in itertools.permutations(range(n)):
             pz1, pz2 = _permute_zono(z1, perm), _permute_zono(z2, perm)
             key = _zono_vertices(pz1) | _zono_vertices(pz2)
-            if key in seen:
-                continue
-            seen.add(key)
-            terms.append((pz1, pz2, Fraction(c)))
-    return _terms_network(n, terms, Fraction(lin), scale)
+            if key not in local:
+                local[key] = {}
+                order.append(key)
+                coef[key] = coef.get(key, Fraction(0)) + Fraction(c)
+            if symmetric or not local[key]:
+                local[key][(_canonical_zono(pz1), _canonical_zono(pz2))] = None
+        for key, d in local.items():
+            decomps.setdefault(key, {}).update(d)
+    terms = []
+    for key in dict.fromkeys(order):
+        ds = list(decomps[key])
+        for z1, z2 in ds:
+            terms.append((z1, z2, coef[key] / len(ds)))
+    return _terms_network(n, terms, Fraction(lin), scale, centred=symmetric)
+
+
+def _canonical_zono(z: Zono) -> Zono:
+    """The same zonotope written with the lexicographically least corner and generators
+    pointing away from it (so equal zonotopes give equal neurons)."""
+    V = _zono_vertices(z)
+    a = min(V)
+    n = len(a)
+    gens = []
+    for g in z[1]:
+        # orient each generator so that a + g is a vertex
+        cand = tuple(a[i] + g[i] for i in range(n))
+        gens.append(g if cand in V else tuple(-x for x in g))
+    return (a, tuple(sorted(gens)))
 
 
 @dataclass(frozen=True)
@@ -263,9 +313,12 @@ class MaxSearchResult:
 
 
 def search_max_two_hidden(n: int = 5, n_points: int = 400, seed: int = 0,
-                          max_den: int = 10_000) -> MaxSearchResult:
+                          max_den: int = 10_000, symmetric: bool | None = None
+                          ) -> MaxSearchResult:
     """Search for a two-hidden-layer network computing max of n numbers (see the module
-    docstring); the result is certified exactly when found.
+    docstring); the result is certified exactly when found.  ``symmetric`` builds the
+    structurally symmetric network (default for n >= 6) so that the certificate checks
+    one ordering cone plus an exact symmetry proof instead of all n! cones.
 
     Example:
         >>> r = search_max_two_hidden(4, n_points=150)
@@ -300,7 +353,8 @@ def search_max_two_hidden(n: int = 5, n_points: int = 400, seed: int = 0,
     coef = res.x[:m] - res.x[m:]
     fr = [Fraction(float(v)).limit_denominator(max_den) for v in coef]
     terms = tuple((orbits[j].z1, orbits[j].z2, fr[j]) for j in range(m - 1) if fr[j] != 0)
-    net = max_two_hidden_from_terms(n, list(terms), fr[-1])
+    sym = n >= 6 if symmetric is None else symmetric  # n! cones get costly: prove symmetry
+    net = max_two_hidden_from_terms(n, list(terms), fr[-1], symmetric=sym)
     cert = certify_max(net, n)
     return MaxSearchResult(n, cert.ok, len(orbits), terms, fr[-1], net, cert)
 
@@ -312,7 +366,7 @@ def max5_two_hidden() -> Network:
 
     Example:
         >>> max5_two_hidden().widths
-        (66, 112)
+        (56, 112)
     """
     return max_two_hidden_from_terms(5, list(MAX5_SOLUTION))
 
@@ -328,6 +382,7 @@ class MaxCertificate:
     n_points: int
     n_hyperplanes: int
     first_failure: tuple[Fraction, ...] | None
+    by_symmetry: bool = False  # cones covered by the exact symmetry check
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -352,11 +407,113 @@ def _solve_exact(M: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction]
     return [A[r][k] for r in range(k)]
 
 
-def certify_max(net: Network, n: int, points: list[Point] | None = None) -> MaxCertificate:
+def _merged_layers(net: Network) -> list[tuple[list[tuple[Fraction, ...]], np.ndarray]]:
+    """Hidden layers with identical neurons merged (their outgoing weights summed): the
+    function is unchanged and the neurons of each layer become distinct, so a symmetry
+    maps neurons to neurons uniquely.  Returns [(rows (weights + bias), next W)]."""
+    net = net.exact()
+    Ws = [np.array(W, dtype=object) for W in net.weights]
+    bs = [np.array(b, dtype=object) for b in net.biases]
+    for k in range(len(Ws) - 1):
+        rows = [(*Ws[k][j], bs[k][j]) for j in range(Ws[k].shape[0])]
+        uniq: dict[tuple, int] = {}
+        for r in rows:
+            uniq.setdefault(r, len(uniq))
+        nxt = np.full((Ws[k + 1].shape[0], len(uniq)), Fraction(0), dtype=object)
+        for j, r in enumerate(rows):
+            nxt[:, uniq[r]] += Ws[k + 1][:, j]
+        keys = list(uniq)
+        Ws[k] = np.array([r[:-1] for r in keys], dtype=object)
+        bs[k] = np.array([r[-1] for r in keys], dtype=object)
+        Ws[k + 1] = nxt
+    return list(zip(Ws, bs, strict=True))
+
+
+def is_symmetric(net: Network, n: int) -> bool:
+    """Exact structural check that ``net(u)`` is invariant under every permutation of its
+    n inputs: for a transposition and an n-cycle (which generate S_n), permuting the input
+    columns must permute the (merged) neurons of each layer and fix the output layer."""
+    if net.skip is not None or net.input_dim != n:
+        return False
+    layers = _merged_layers(net)
+    gens = [tuple([1, 0, *range(2, n)]), tuple([*range(1, n), 0])] if n > 1 else []
+    for g in gens:
+        # input column i of the permuted network is column g[i] of the original
+        cols = list(g)
+        for k, (W, b) in enumerate(layers):
+            Wp = W[:, cols]
+            if k == len(layers) - 1:
+                if not np.all(Wp == W) or not np.all(b == b):
+                    return False
+                break
+            index = {(*W[j], b[j]): j for j in range(W.shape[0])}
+            mapping = []
+            for j in range(Wp.shape[0]):
+                t = index.get((*Wp[j], b[j]))
+                if t is None:
+                    return False
+                mapping.append(t)
+            if len(set(mapping)) != len(mapping):
+                return False
+            # next layer: column j of the permuted net is original neuron mapping[j];
+            # the permuted next layer reads its inputs in that order
+            inv = [0] * len(mapping)
+            for j, t in enumerate(mapping):
+                inv[t] = j
+            cols = inv
+    return True
+
+
+def _slice_vertices(n: int, normals: set[Point]) -> list[Point]:
+    """Integer representatives of the vertices of the arrangement ``{<h, u> = 0}`` restricted
+    to the slice ``sum lambda = 1`` of the sorted cone's pointed part (u_n = 0,
+    u = sum_k lambda_k r_k).  Candidates are prefiltered in float64 (integer systems:
+    |det| < 1/2 means singular) and recomputed exactly."""
+    rays = np.array([[1 if i < k else 0 for i in range(n)] for k in range(1, n)], dtype=np.int64)
+    cut = []
+    for h in sorted(normals):
+        vals = rays @ np.array(h, dtype=np.int64)
+        if vals.min() < 0 < vals.max():
+            cut.append(vals)
+    k = n - 1
+    planes = np.array([*cut, *np.eye(k, dtype=np.int64)], dtype=np.int64)
+    combos = np.array(list(itertools.combinations(range(len(planes)), k - 1)), dtype=np.int64)
+    if len(combos) == 0:
+        combos = np.zeros((1, 0), dtype=np.int64)
+    out: set[Point] = set()
+    ones = np.ones((1, k), dtype=np.int64)
+    for start in range(0, len(combos), 50_000):
+        cb = combos[start:start + 50_000]
+        M = np.concatenate([planes[cb], np.broadcast_to(ones, (len(cb), 1, k))], axis=1)
+        det = np.linalg.det(M.astype(float))
+        ok = np.abs(det) > 0.5
+        rhs = np.zeros(k)
+        rhs[-1] = 1.0
+        lam = np.full((len(cb), k), -1.0)
+        lam[ok] = np.linalg.solve(M[ok].astype(float), np.broadcast_to(rhs, (int(ok.sum()), k))[..., None])[..., 0]
+        keep = np.nonzero(ok & (lam.min(axis=1) > -1e-9))[0]
+        for i in keep:
+            Mi = [[Fraction(int(v)) for v in row] for row in M[i]]
+            ex = _solve_exact(Mi, [Fraction(0)] * (k - 1) + [Fraction(1)])
+            if ex is None or min(ex) < 0:
+                continue
+            u = [sum(ex[j] * int(rays[j][c]) for j in range(k)) for c in range(n)]
+            den = 1
+            for v in u:
+                den = den * v.denominator // math.gcd(den, v.denominator)
+            out.add(tuple(int(v * den) for v in u))  # homogeneity: scale to integers
+    return sorted(out)
+
+
+def certify_max(net: Network, n: int, points: list[Point] | None = None,
+                use_symmetry: bool | None = None) -> MaxCertificate:
     """Certify exactly that ``net`` computes ``max(u_1..u_n)`` on all of R^n, assuming its
     breakpoints lie on hyperplanes ``<v - w, u> = 0`` for lattice points v, w of
     ``2 * simplex`` (true for :func:`max_two_hidden_from_terms` networks, and for any
     network whose breakpoints are in the braid arrangement, e.g. :func:`max_n`).
+
+    When the network is exactly symmetric (:func:`is_symmetric`) only the cone
+    ``u_1 >= ... >= u_n`` is checked (max is symmetric too); otherwise all n! cones.
 
     Example:
         >>> from relulab.construct import max_n
@@ -366,40 +523,22 @@ def certify_max(net: Network, n: int, points: list[Point] | None = None) -> MaxC
     if net.input_dim != n or net.output_dim != 1:
         raise ConstructionError(f"certify_max: need a network R^{n} -> R, got {net!r}")
     pts = points or lattice_points(n)
-    normals = set()
+    normals: set[Point] = set()
     for v in pts:
         for w in pts:
             d = tuple(a - b for a, b in zip(v, w, strict=True))
             if any(d):
-                g = np.gcd.reduce(np.abs(np.array(d)))
-                d = tuple(x // int(g) for x in d)
-                if d not in normals and tuple(-x for x in d) not in normals:
+                g = math.gcd(*d)
+                d = tuple(x // g for x in d)
+                if tuple(-x for x in d) not in normals:
                     normals.add(d)
-    # rays of the sorted cone's pointed part (u_n = 0): r_k = (1, .., 1, 0, .., 0)
-    rays = [tuple(1 if i < k else 0 for i in range(n)) for k in range(1, n)]
-    cut = []
-    for h in sorted(normals):
-        vals = [sum(a * b for a, b in zip(h, r, strict=True)) for r in rays]
-        if min(vals) < 0 < max(vals):
-            cut.append([Fraction(v) for v in vals])  # the plane in lambda coordinates
-    k = n - 1  # lambda in R^k, simplex sum(lambda) = 1, lambda >= 0
-    facets = [[Fraction(int(i == j)) for j in range(k)] for i in range(k)]
-    planes = cut + facets
-    verts = set()
-    for combo in itertools.combinations(range(len(planes)), k - 1):
-        M = [planes[i] for i in combo] + [[Fraction(1)] * k]
-        lam = _solve_exact(M, [Fraction(0)] * (k - 1) + [Fraction(1)])
-        if lam is not None and all(v >= 0 for v in lam):
-            verts.add(tuple(lam))
-    base = []
-    for lam in verts:
-        u = [sum(lam[j] * rays[j][i] for j in range(k)) for i in range(n)]
-        den = 1
-        for v in u:
-            den = den * v.denominator // np.gcd(den, v.denominator)
-        base.append(tuple(int(v * den) for v in u))  # homogeneity: scale to integers
+    base = _slice_vertices(n, normals)
+    sym = is_symmetric(net, n) if use_symmetry is None else use_symmetry
+    if use_symmetry and not is_symmetric(net, n):
+        raise ConstructionError("certify_max: the network is not symmetric; use_symmetry=False")
     cand = {tuple(1 for _ in range(n)), tuple(-1 for _ in range(n))}
-    for perm in itertools.permutations(range(n)):
+    perms = [tuple(range(n))] if sym else list(itertools.permutations(range(n)))
+    for perm in perms:
         for p in base:
             cand.add(_permute_point(p, perm))
     X = np.array(sorted(cand), dtype=object)
@@ -409,6 +548,4 @@ def certify_max(net: Network, n: int, points: list[Point] | None = None) -> MaxC
         if y != max(x):
             bad = tuple(Fraction(int(v)) for v in x)
             break
-    import math
-
-    return MaxCertificate(n, bad is None, math.factorial(n), len(X), len(normals), bad)
+    return MaxCertificate(n, bad is None, math.factorial(n), len(X), len(normals), bad, sym)
