@@ -14,6 +14,7 @@ from relulab.construct import (
     certify_max,
     is_symmetric,
     max5_two_hidden,
+    max6_two_hidden,
     max_n,
     max_two_hidden_from_terms,
     search_max_two_hidden,
@@ -45,6 +46,17 @@ def test_max5_random_points_every_ordering() -> None:
     # and the float64 copy agrees to rounding
     Xf = rng.normal(size=(400, 5))
     assert np.allclose(net.float()(Xf)[:, 0], Xf.max(axis=1), atol=1e-12)
+
+
+def test_max6_two_hidden_layers_certified() -> None:
+    net = max6_two_hidden()
+    assert net.n_hidden_layers == 2  # the binary tree needs ceil(log2 6) = 3
+    cert = certify_max(net, 6)
+    assert cert.ok and cert.by_symmetry
+    rng = np.random.default_rng(6)
+    X = np.array([[Fraction(int(v), 9) for v in row] for row in rng.integers(-90, 90, (300, 6))],
+                 dtype=object)
+    assert all(y == max(x) for x, y in zip(X, ExactEvaluator(net)(X)[:, 0], strict=True))
 
 
 def test_symmetric_network_and_symmetry_proof() -> None:

@@ -25,7 +25,7 @@ __all__ = ["register", "tour", "KINDS", "build"]
 KINDS = {
     "max": "max of n inputs (--n)",
     "min": "min of n inputs (--n)",
-    "max2h": "max of n <= 5 inputs with two hidden layers, certified (--n)",
+    "max2h": "max of n <= 6 inputs with two hidden layers, certified (--n)",
     "cpwl1d": "univariate CPWL (--breakpoints, --values, --left-slope, --right-slope)",
     "lattice": "max-of-mins CPWL from a JSON file {A, c, groups} (--file)",
     "tent": "the tent map on [0, 1]",
@@ -82,9 +82,11 @@ def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int |
         extra["formula_hidden_layers"] = 0 if nn <= 1 else math.ceil(math.log2(nn))
     elif kind == "max2h":
         nn = _need(n, "--n", kind)
-        if not 2 <= nn <= 5:
-            raise RelulabError("construct max2h: --n must be 2..5 (the search covers those)")
-        if nn == 5:
+        if not 2 <= nn <= 6:
+            raise RelulabError("construct max2h: --n must be 2..6 (the search covers those)")
+        if nn == 6:
+            net = C.max6_two_hidden()
+        elif nn == 5:
             net = C.max5_two_hidden()
         else:
             net = C.search_max_two_hidden(nn).network

@@ -5,7 +5,8 @@ Every function here returns a :class:`relulab.Network` whose entries are
 computes and its size in its docstring.
 
 * max / min: :func:`max_n`, :func:`min_n`, lattice CPWL :func:`max_of_mins`;
-  max of 5 with two hidden layers :func:`max5_two_hidden` (exact search
+  max of 5 and of 6 with two hidden layers :func:`max5_two_hidden`,
+  :func:`max6_two_hidden` (exact search
   :func:`search_max_two_hidden`, certificate :func:`certify_max`)
 * univariate CPWL: :func:`cpwl_1d`, exact pieces :func:`univariate_pieces`
 * depth: :func:`tent`, :func:`sawtooth`, :func:`yarotsky_square`, :func:`product`,
@@ -57,11 +58,13 @@ from .maxmin import (
 )
 from .maxsearch import (
     MAX5_SOLUTION,
+    MAX6_SOLUTION,
     MaxCertificate,
     MaxSearchResult,
     certify_max,
     is_symmetric,
     max5_two_hidden,
+    max6_two_hidden,
     max_two_hidden_from_terms,
     search_max_two_hidden,
 )
@@ -134,6 +137,8 @@ __all__ = [
     "GadgetCheck",
     "parse_dimacs",
     "max5_two_hidden",
+    "max6_two_hidden",
+    "MAX6_SOLUTION",
     "search_max_two_hidden",
     "max_two_hidden_from_terms",
     "certify_max",

@@ -63,6 +63,8 @@ __all__ = [
     "MaxSearchResult",
     "is_symmetric",
     "MAX5_SOLUTION",
+    "MAX6_SOLUTION",
+    "max6_two_hidden",
 ]
 
 Point = tuple[int, ...]
@@ -187,6 +189,19 @@ MAX5_SOLUTION: tuple[tuple[Zono, Zono, Fraction], ...] = (
     # tetrahedron 2 conv(e1, e2, e3, e4) = conv(segment u segment)
     (((2, 0, 0, 0, 0), ((-2, 2, 0, 0, 0),)), ((0, 0, 2, 0, 0), ((0, 0, -2, 2, 0),)),
      Fraction(4, 15)),
+)
+
+
+# Found by search_max_two_hidden(6, n_points=600) (seed 0); certified in the tests.
+MAX6_SOLUTION: tuple[tuple[Zono, Zono, Fraction], ...] = (
+    (((2, 0, 0, 0, 0, 0), ((-1, 0, 1, 0, 0, 0), (-1, 0, 0, 1, 0, 0))),
+     ((1, 0, 0, 0, 1, 0), ((0, 0, 0, 0, -1, 1), (-1, 1, 0, 0, 0, 0))), Fraction(1, 45)),
+    (((1, 1, 0, 0, 0, 0), ((0, -1, 0, 1, 0, 0), (-1, 0, 1, 0, 0, 0))),
+     ((1, 0, 0, 0, 1, 0), ((0, 0, 0, 0, -1, 1), (-1, 1, 0, 0, 0, 0))), Fraction(-1, 45)),
+    (((2, 0, 0, 0, 0, 0), ((-2, 2, 0, 0, 0, 0),)),
+     ((0, 0, 2, 0, 0, 0), ((0, 0, -2, 2, 0, 0),)), Fraction(2, 15)),
+    (((2, 0, 0, 0, 0, 0), ((-1, 1, 0, 0, 0, 0), (-1, 0, 0, 0, 0, 1))),
+     ((0, 0, 2, 0, 0, 0), ((0, 0, -1, 1, 0, 0), (0, 0, -1, 0, 1, 0))), Fraction(-1, 90)),
 )
 
 
@@ -371,6 +386,19 @@ def max5_two_hidden() -> Network:
     return max_two_hidden_from_terms(5, list(MAX5_SOLUTION))
 
 
+def max6_two_hidden() -> Network:
+    """An exact network with **two** hidden layers computing ``max(u_1, ..., u_6)`` on all of
+    R^6 (the binary tree needs 3), from the stored solution of
+    ``search_max_two_hidden(6)``; built in the structurally symmetric form so that
+    :func:`certify_max` proves it with one ordering cone and a symmetry check.
+
+    Example:
+        >>> max6_two_hidden().widths
+        (72, 632)
+    """
+    return max_two_hidden_from_terms(6, list(MAX6_SOLUTION), symmetric=True)
+
+
 # ------------------------------------------------------------------ certificate
 @dataclass(frozen=True)
 class MaxCertificate:
@@ -492,7 +520,13 @@ def _slice_vertices(n: int, normals: set[Point]) -> list[Point]:
         lam = np.full((len(cb), k), -1.0)
         lam[ok] = np.linalg.solve(M[ok].astype(float), np.broadcast_to(rhs, (int(ok.sum()), k))[..., None])[..., 0]
         keep = np.nonzero(ok & (lam.min(axis=1) > -1e-9))[0]
+        # many plane tuples meet in one vertex: solve each distinct vertex once.  Distinct
+        # vertices of these small integer systems differ by far more than 1e-10 (their
+        # denominators are at most the Hadamard bound), so rounding never merges two.
+        firsts: dict[tuple, int] = {}
         for i in keep:
+            firsts.setdefault(tuple(np.round(lam[i], 10).tolist()), int(i))
+        for i in firsts.values():
             Mi = [[Fraction(int(v)) for v in row] for row in M[i]]
             ex = _solve_exact(Mi, [Fraction(0)] * (k - 1) + [Fraction(1)])
             if ex is None or min(ex) < 0:
