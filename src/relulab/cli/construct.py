@@ -40,6 +40,7 @@ KINDS = {
     "comparator": "n-bit comparator, outputs gt eq lt (--bits)",
     "sat-gadget": "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
     "turing": "Turing machine step network (--machine NAME)",
+    "subdivision": "refinement iterate of the hat seed, wide network (--mask, --steps)",
 }
 
 
@@ -177,6 +178,11 @@ def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int |
         net = C.compile_turing_machine(tm)
         extra.update(machine=name, states=list(tm.states), symbols=list(tm.symbols),
                      base=tm.base, layout="[one-hot state, q_left, q_right]")
+    elif kind == "subdivision":
+        mk = _fractions(_need(mask, "--mask", kind), "--mask")
+        st = _need(steps, "--steps", kind)
+        net = C.subdivision_network(mk, st)
+        extra["breakpoints"] = net.n_neurons - 1
     else:
         raise RelulabError(f"unknown construction {kind!r}; choose from {', '.join(KINDS)}")
     return net, extra

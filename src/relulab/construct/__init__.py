@@ -16,6 +16,7 @@ computes and its size in its docstring.
   :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
+* refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
 
 Example:
     >>> from relulab.construct import max_n
@@ -79,6 +80,7 @@ from .sawtooth import (
     tent,
     yarotsky_square,
 )
+from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
 from .turing import (
     MACHINES,
     Config,
@@ -146,6 +148,10 @@ __all__ = [
     "MaxCertificate",
     "MaxSearchResult",
     "MAX5_SOLUTION",
+    "refinement_iterate",
+    "subdivision_network",
+    "cascade_value",
+    "evaluate_cpwl",
     "TuringMachine",
     "Config",
     "compile_turing_machine",

@@ -1,0 +1,123 @@
+"""Iterates of a binary refinement (subdivision) operator, exactly, and as a wide network.
+
+For a finite mask ``a_0..a_K`` the refinement operator acts on functions by
+``(R f)(x) = sum_j a_j f(2x - j)``.  Starting from a CPWL seed ``f_0`` (breakpoints and
+values, zero outside), the iterates ``f_n = R^n f_0`` are CPWL with breakpoints on a
+grid that halves each step.  :func:`refinement_iterate` computes ``f_n`` exactly (its
+breakpoints and values in rational arithmetic); :func:`subdivision_network` turns it
+into the naive wide one-hidden-layer network (:func:`relulab.construct.cpwl_1d`), one
+neuron per breakpoint.
+
+Not here (yet): the fixed-width networks whose depth grows linearly with n (the
+literature's construction switches between two overlapping coordinate systems of the
+refinement cascade); only the wide network is built.
+
+Example:
+    >>> chaikin = [F('1/4'), F('3/4'), F('3/4'), F('1/4')]
+    >>> bp, vals = refinement_iterate(chaikin, [0, 1, 2], [0, 1, 0], 1)
+    >>> [str(b) for b in bp], [str(v) for v in vals]
+    (['0', '1/2', '1', '3/2', '2', '5/2'], ['0', '1/4', '3/4', '3/4', '1/4', '0'])
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from fractions import Fraction
+
+from ..network import Network
+from ._builder import F
+from .cpwl import cpwl_1d
+from .maxmin import ConstructionError
+
+__all__ = ["refinement_iterate", "subdivision_network", "evaluate_cpwl", "cascade_value"]
+
+
+def evaluate_cpwl(bp: Sequence[Fraction], vals: Sequence[Fraction], x: Fraction) -> Fraction:
+    """The compactly supported CPWL function with these breakpoints and values at x
+    (zero outside ``[bp[0], bp[-1]]``; the end values are expected to be 0)."""
+    if x < bp[0] or x > bp[-1]:
+        return Fraction(0)
+    if x == bp[-1]:
+        return vals[-1]
+    i = bisect_right(bp, x) - 1
+    t = (x - bp[i]) / (bp[i + 1] - bp[i])
+    return vals[i] + t * (vals[i + 1] - vals[i])
+
+
+def _check(mask: Sequence[object], bp: Sequence[object], vals: Sequence[object], n: int) -> None:
+    if not mask:
+        raise ConstructionError("subdivision: the mask is empty")
+    if len(bp) < 2 or len(bp) != len(vals):
+        raise ConstructionError("subdivision: the seed needs >= 2 breakpoints and as many values")
+    if any(F(bp[i + 1]) <= F(bp[i]) for i in range(len(bp) - 1)):
+        raise ConstructionError("subdivision: seed breakpoints must increase strictly")
+    if F(vals[0]) != 0 or F(vals[-1]) != 0:
+        raise ConstructionError("subdivision: the seed must vanish at its end breakpoints "
+                                "(compact support, continuous)")
+    if n < 0:
+        raise ConstructionError(f"subdivision: steps must be >= 0, got {n}")
+
+
+def refinement_iterate(mask: Sequence[object], seed_bp: Sequence[object],
+                       seed_vals: Sequence[object], n: int) -> tuple[list[Fraction], list[Fraction]]:
+    """Breakpoints and values of ``f_n = R^n f_0`` (exact).  The breakpoints of f_n lie in
+    ``{(b + j) / 2 : b a breakpoint of f_(n-1), j = 0..K}`` (plus the support ends);
+    the values there follow from ``f_n(x) = sum_j a_j f_(n-1)(2x - j)``; redundant
+    breakpoints (no slope change) are dropped.
+    """
+    _check(mask, seed_bp, seed_vals, n)
+    a = [F(v) for v in mask]
+    bp = [F(v) for v in seed_bp]
+    vals = [F(v) for v in seed_vals]
+    for _ in range(n):
+        cand = sorted({(b + j) / 2 for b in bp for j in range(len(a))})
+        new_vals = [sum((a[j] * evaluate_cpwl(bp, vals, 2 * x - j) for j in range(len(a))),
+                        Fraction(0)) for x in cand]
+        bp, vals = _simplify(cand, new_vals)
+    return bp, vals
+
+
+def _simplify(bp: list[Fraction], vals: list[Fraction]) -> tuple[list[Fraction], list[Fraction]]:
+    keep_b, keep_v = [bp[0]], [vals[0]]
+    for i in range(1, len(bp) - 1):
+        s1 = (vals[i] - keep_v[-1]) / (bp[i] - keep_b[-1])
+        s2 = (vals[i + 1] - vals[i]) / (bp[i + 1] - bp[i])
+        if s1 != s2:
+            keep_b.append(bp[i])
+            keep_v.append(vals[i])
+    keep_b.append(bp[-1])
+    keep_v.append(vals[-1])
+    return keep_b, keep_v
+
+
+def cascade_value(mask: Sequence[object], seed_bp: Sequence[object], seed_vals: Sequence[object],
+                  n: int, x: object) -> Fraction:
+    """``f_n(x)`` straight from the definition, by recursion ``(K+1)^n`` calls deep (an
+    independent check of :func:`refinement_iterate` for small n)."""
+    a = [F(v) for v in mask]
+    bp = [F(v) for v in seed_bp]
+    vals = [F(v) for v in seed_vals]
+
+    def f(k: int, y: Fraction) -> Fraction:
+        if k == 0:
+            return evaluate_cpwl(bp, vals, y)
+        return sum((a[j] * f(k - 1, 2 * y - j) for j in range(len(a)) if a[j] != 0), Fraction(0))
+
+    return f(n, F(x))
+
+
+def subdivision_network(mask: Sequence[object], n: int, seed_bp: Sequence[object] | None = None,
+                        seed_vals: Sequence[object] | None = None) -> Network:
+    """The naive wide network of ``f_n``: one hidden layer, one neuron per breakpoint of
+    ``f_n`` plus one (``cpwl_1d`` with zero end slopes).  The default seed is the hat
+    ``0, 1, 0`` at ``0, 1, 2``.
+
+    Example:
+        >>> subdivision_network([F('1/2'), 1, F('1/2')], 3).widths   # the hat is refinable
+        (4,)
+    """
+    seed_bp = [0, 1, 2] if seed_bp is None else seed_bp
+    seed_vals = [0, 1, 0] if seed_vals is None else seed_vals
+    bp, vals = refinement_iterate(mask, seed_bp, seed_vals, n)
+    return cpwl_1d(bp, vals)
