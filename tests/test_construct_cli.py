@@ -102,3 +102,32 @@ def test_tour_section_runs() -> None:
     tour(Console(file=buf, width=200))
     text = buf.getvalue()
     assert "64 linear pieces" in text and "accept" in text and "64/64" in text
+
+
+def test_constructions_run_in_onnxruntime(tmp_path: Path) -> None:
+    """An independent evaluator: the exported ONNX graph of a construction, in onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    import numpy as np
+
+    try:
+        from relulab.io.onnx import save_onnx  # noqa: F401
+    except ImportError:
+        pytest.skip("ONNX export is not available in this checkout")
+    out = tmp_path / "saw.onnx"
+    _run(["construct", "sawtooth", "--depth", "8", "-o", str(out), "--json"])
+    sess = ort.InferenceSession(str(out))
+    X = np.array([[j / 256] for j in range(257)], dtype=np.float64)
+    dtype = np.float32 if sess.get_inputs()[0].type == "tensor(float)" else np.float64
+    y = sess.run(None, {sess.get_inputs()[0].name: X.astype(dtype)})[0]
+    assert np.array_equal(np.asarray(y, dtype=float).ravel(), np.arange(257) % 2)
+    out = tmp_path / "adder.onnx"
+    _run(["construct", "adder", "--bits", "3", "-o", str(out), "--json"])
+    sess = ort.InferenceSession(str(out))
+    import itertools
+
+    bits = np.array(list(itertools.product((0, 1), repeat=6)), dtype=np.float64)
+    S = np.asarray(sess.run(None, {sess.get_inputs()[0].name: bits.astype(dtype)})[0], dtype=float)
+    a = bits[:, :3] @ [1, 2, 4]
+    b = bits[:, 3:] @ [1, 2, 4]
+    assert np.array_equal(S @ [1, 2, 4, 8], a + b)
