@@ -167,15 +167,18 @@ def _alpha_final(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5
     valid bound) by sign-gradient ascent on the bound, intermediate bounds fixed.
 
     Returns the best bound found per box and row, and its linear form (A, c)."""
-    N, r, L = lo.shape[0], C.shape[0], len(Ws)
+    N, L = lo.shape[0], len(Ws)
+    # C may differ per box: (N, r, m); dd then (N, r)
+    C3 = np.ascontiguousarray(np.broadcast_to(C, (N, *C.shape[-2:])))
+    r = C3.shape[1]
     alphas = [np.repeat(al[:, None, :], r, axis=1) for al, _, _ in relax]
     unst = [((su > 0) & (su < 1))[:, None, :] for _, su, _ in relax]
     best = np.full((N, r), -np.inf)
     bestA = np.zeros((N, r, lo.shape[1]))
     bestc = np.zeros((N, r))
-    SC = None if skip is None else (C @ skip[0], C @ skip[1])
+    SC = None if skip is None else (C3 @ skip[0], C3 @ skip[1])
     for it in range(iters + 1):
-        Lam = np.ascontiguousarray(np.broadcast_to(C, (N, *C.shape)))
+        Lam = C3
         const = np.zeros((N, r)) + dd
         As: list[np.ndarray] = [None] * L  # As[j]: coefficient on h_{j-1}
         for j in range(L - 1, -1, -1):
@@ -190,8 +193,8 @@ def _alpha_final(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5
             const += np.einsum("nrk,nk->nr", An, tu)
         A0 = As[0]
         if SC is not None:
-            A0 = A0 + SC[0][None]
-            const = const + SC[1][None]
+            A0 = A0 + SC[0]
+            const = const + SC[1]
         xs = np.where(A0 > 0, lo[:, None, :], hi[:, None, :])
         bound = const + np.einsum("nrd,nrd->nr", A0, xs)
         better = bound > best

@@ -72,8 +72,9 @@ def attack(
     d: np.ndarray,
     *,
     n_samples: int = 2000,
-    n_starts: int = 32,
-    steps: int = 60,
+    n_starts: int = 256,
+    steps: int = 30,
+    max_rounds: int = 50,
     time_limit: float = 1.0,
     rng: int | np.random.Generator | None = 0,
 ) -> np.ndarray | None:
@@ -90,28 +91,40 @@ def attack(
     lo, hi = box.lo, box.hi
     width = hi - lo
     X = np.concatenate([box.center[None], box.sample(n_samples, rng)])
+    # Counterexamples often sit on faces and corners of the box: snap half of the samples'
+    # coordinates to a random bound each (with probability 1/2 per coordinate).
+    half = X[1 + n_samples // 2:]
+    snap = rng.random(half.shape) < 0.5
+    half[snap] = np.where(rng.random(half.shape) < 0.5, lo, hi)[snap]
     M = margins(Ws, bs, sk, X, C, d)
     hit = _first_hit(net, X, M, box, C, d)
     if hit is not None:
         return hit
-    starts = X[np.argsort(M)[:n_starts]]
-    X = starts.copy()
-    step0 = 0.25
-    for t in range(steps):
-        if _time.time() - t0 > time_limit:
-            break
-        m, g = margin_grad(Ws, bs, sk, X, C, d)
+    # PGD rounds until the time is up: each from the best samples so far plus many fresh
+    # random (partly snapped) starts, since basins of counterexamples can be tiny.
+    best = X[np.argsort(M)[: n_starts // 4]]
+    step0 = 0.1
+    rnd = 0
+    while True:
+        fresh = box.sample(n_starts - len(best), rng)
+        snap = rng.random(fresh.shape) < 0.3
+        fresh[snap] = np.where(rng.random(fresh.shape) < 0.5, lo, hi)[snap]
+        X = np.concatenate([best, fresh])
+        for t in range(steps):
+            m, g = margin_grad(Ws, bs, sk, X, C, d)
+            hit = _first_hit(net, X, m, box, C, d)
+            if hit is not None:
+                return hit
+            step = step0 * (1.0 - t / steps) + 0.002
+            X = np.clip(X - step * width * np.sign(g), lo, hi)
+        m = margins(Ws, bs, sk, X, C, d)
         hit = _first_hit(net, X, m, box, C, d)
         if hit is not None:
             return hit
-        step = step0 * (1.0 - t / steps) + 0.005
-        X = np.clip(X - step * width * np.sign(g), lo, hi)
-        # restart points that got stuck with fresh random ones now and then
-        if t % 20 == 19:
-            worst = np.argsort(m)[-n_starts // 4:]
-            X[worst] = box.sample(len(worst), rng)
-    m = margins(Ws, bs, sk, X, C, d)
-    return _first_hit(net, X, m, box, C, d)
+        best = X[np.argsort(m)[: n_starts // 8]]
+        rnd += 1
+        if _time.time() - t0 > time_limit or rnd >= max_rounds:
+            return None
 
 
 def _first_hit(net, X, M, box, C, d) -> np.ndarray | None:

@@ -35,7 +35,7 @@ from ..bounds import _alpha_final, _concretise, _relax, crown_batch, float_layer
 from ..domain import Box
 from ..network import Network
 from ..tolerance import FEAS_TOL, PROOF_MARGIN
-from .attack import margins, recheck
+from .attack import margin_grad, margins, recheck
 
 __all__ = ["decide_term"]
 
@@ -104,6 +104,7 @@ def decide_term(
     split: str = "smear",
     alpha_iters: int = 5,
     reuse_parent: bool = True,
+    local_steps: int = 8,
     stats: dict | None = None,
     check_net: Network | None = None,
 ) -> tuple[str, np.ndarray | None, dict]:
@@ -163,11 +164,14 @@ def decide_term(
             u = np.nonzero(~proven)[0]
             sub_pre = [(a[u], b[u]) for a, b in pre]
             relax = [_relax(a, b) for a, b in sub_pre]
-            low_a, A_a, c_a = _alpha_final(C, -d, Ws, bs, relax, lo[u], hi[u], sk, alpha_iters)
+            # only the most promising row of each box (4x cheaper on ACAS property 2)
+            rsel = np.argmax(low[u], axis=1)
+            low_a, A_a, c_a = _alpha_final(C[rsel][:, None, :], (-d)[rsel][:, None], Ws, bs, relax,
+                                           lo[u], hi[u], sk, alpha_iters)
             sc_a = 1.0 + np.abs(c_a) + np.einsum("nrd,nd->nr", np.abs(A_a), mag[u])
             ok = np.any(low_a > PROOF_MARGIN * sc_a, axis=1)
             proven[u] = ok
-            low[u] = np.maximum(low[u], low_a)
+            low[u, rsel] = np.maximum(low[u, rsel], low_a[:, 0])
             st["alpha"] = st.get("alpha", 0) + int(ok.sum())
         if grid is not None and not np.all(proven):
             # Farkas: if a convex combination of the rows' linear lower bounds is
@@ -190,6 +194,19 @@ def decide_term(
             cand.append(np.where(A[:, i, :] > 0, lo, hi))
         X = np.concatenate(cand)
         M = margins(Ws, bs, sk, X, C, d)
+        if local_steps and not np.any(M <= FEAS_TOL):
+            # a few gradient steps from the most promising candidates: counterexample
+            # basins can be far smaller than the boxes still open
+            top = np.argsort(M)[:64]
+            Xl = X[top].copy()
+            w = box.hi - box.lo
+            for t in range(local_steps):
+                m_, g_ = margin_grad(Ws, bs, sk, Xl, C, d)
+                if np.any(m_ <= FEAS_TOL):
+                    break
+                Xl = np.clip(Xl - (0.02 * 0.6 ** t) * w * np.sign(g_), box.lo, box.hi)
+            X = np.concatenate([X, Xl])
+            M = np.concatenate([M, margins(Ws, bs, sk, Xl, C, d)])
         for j in np.nonzero(M <= FEAS_TOL)[0][:8]:
             x = np.clip(X[j], box.lo, box.hi)
             if recheck(check_net or net, x, box, C, d):

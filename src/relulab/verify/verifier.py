@@ -75,7 +75,7 @@ def verify(
         prop: the property.
         timeout: seconds for the whole property.
         attack_time: seconds for the first attack on each term (default: 2% of the
-            timeout, at most 0.5 s).
+            timeout, at most 0.1 s; the branch and bound keeps searching locally).
         batch: sub-boxes bounded together in one numpy pass.
         intermediate: "hybrid" (default), "forward" or "crown" intermediate bounds.
         alpha_iters: optimisation steps of the last layer's ReLU slopes (0: off).
@@ -96,7 +96,7 @@ def verify(
                 raise SpecError(f"{p.source or 'property'}: case {ci} term {ti} has non-finite entries")
             terms.append((case.input_box, C, dv))
     stats: dict = {"terms": len(terms), "boxes": 0}
-    a_time = min(0.5, 0.02 * timeout) if attack_time is None else attack_time
+    a_time = min(0.1, 0.01 * timeout) if attack_time is None else attack_time
 
     def found(x, box, method):
         y = np.asarray(fnet(x), dtype=np.float64)
