@@ -54,7 +54,7 @@ def test_max6_two_hidden_layers_certified() -> None:
     cert = certify_max(net, 6)
     assert cert.ok and cert.by_symmetry
     rng = np.random.default_rng(6)
-    X = np.array([[Fraction(int(v), 9) for v in row] for row in rng.integers(-90, 90, (300, 6))],
+    X = np.array([[Fraction(int(v), 9) for v in row] for row in rng.integers(-90, 90, (60, 6))],
                  dtype=object)
     assert all(y == max(x) for x, y in zip(X, ExactEvaluator(net)(X)[:, 0], strict=True))
 
