@@ -148,6 +148,9 @@ def test_graph_edges_are_single_flips_across_shared_facets(case):
     assert 2 * G.number_of_edges() == n_neuron_facets
     s = G.graph["summary"]
     assert s.connected and s.regions == len(rs) and s.diameter >= 1
+    import networkx as nx
+
+    assert s.diameter == nx.diameter(G)
     assert s.touching_domain == int(rs.touches_domain.sum())
 
 
