@@ -1,0 +1,673 @@
+"""Convex training of two-layer ReLU networks to global optimality (Pilanci and Ergen).
+
+The non-convex problem, for ``f(x) = sum_j a_j relu(w_j . x~)`` with ``x~ = [x, 1]``
+(hidden biases, penalised; ``bias=False`` drops them) and no output bias, is::
+
+    min  (1/2) ||f(X) - y||^2 + (lam/2) sum_j (||w_j||^2 + a_j^2).
+
+For every activation pattern ``D_i = diag(1[X~ g_i >= 0])`` of the data, a neuron with that
+pattern computes ``D_i X~ w``; after balancing ``|a| = ||w||`` its penalty is
+``lam ||a w||``.  Writing ``v = a w`` (``a > 0``) or ``u = -a w`` (``a < 0``) gives the
+convex group lasso with cone constraints::
+
+    min  (1/2) ||sum_i D_i X~ (v_i - u_i) - y||^2 + lam sum_i (||v_i|| + ||u_i||)
+    s.t. (2 D_i - I) X~ v_i >= 0,  (2 D_i - I) X~ u_i >= 0,
+
+whose optimum over *all* patterns equals the non-convex optimum once the width is large
+enough (at most n + 1 neurons), and over a sampled subset of patterns is the global optimum
+among networks whose neurons use those patterns.  It is solved here by accelerated proximal
+gradient (FISTA with adaptive restart): the prox of ``lam ||v|| + indicator(K_i)`` is the
+shrunk projection onto the polyhedral cone ``K_i`` (projection by non-negative least
+squares on the cone's dual), so every iterate is feasible.  The Fenchel dual is::
+
+    max  rho . y - ||rho||^2 / 2   s.t.  ||P_{K_i}(+- X~^T D_i rho)|| <= lam  for all i,
+
+and the residual ``y - f(X)``, scaled into the dual feasible set, gives a certified lower
+bound: the returned ``gap`` bounds the distance to the optimum.
+
+The gated-ReLU variant fixes the gates: ``f(x) = sum_i 1[g_i . x~ >= 0] (w_i . x~)``; its
+convex problem is an unconstrained group lasso (prox = group soft-thresholding).
+
+Example:
+    >>> import numpy as np
+    >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+    >>> fit = convex_fit(X, y, lam=0.01, max_patterns=20)
+    >>> fit.gap < 1e-7, round(float(fit.objective), 4)
+    (True, 0.0197)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..network import Network
+
+__all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
+           "nonconvex_objective"]
+
+
+class ConvexTrainingError(RelulabError):
+    """Bad input for convex training (shapes, non-finite data, negative lambda)."""
+
+
+def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
+        raise ConvexTrainingError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise ConvexTrainingError("X and y must be finite numbers")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ConvexTrainingError(f"lam must be a positive number, got {lam!r}")
+    return X, y
+
+
+def _augment(X: np.ndarray, bias: bool) -> np.ndarray:
+    return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
+
+
+def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
+                    tries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct activation patterns ``1[Xa g >= 0]`` (the all-off one dropped) and their
+    generators ``g``.  In two (augmented) dimensions the full set of patterns is
+    enumerated exactly (one generator per open arc between consecutive critical angles).
+
+    Returns ``(masks (n, P) bool, gates (P, d))``.
+
+    Example:
+        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> M, G = sample_patterns(Xa, 100); M.shape[0], M.shape[1] <= 6
+        (3, True)
+    """
+    n, d = Xa.shape
+    rng = np.random.default_rng(seed)
+    if d == 2:
+        ang = np.arctan2(Xa[:, 1], Xa[:, 0])
+        crit = np.concatenate([ang + np.pi / 2, ang - np.pi / 2])
+        crit = np.sort(np.mod(crit, 2 * np.pi))
+        crit = np.unique(crit)
+        mids = 0.5 * (crit + np.roll(crit, -1))
+        mids[-1] = 0.5 * (crit[-1] + crit[0] + 2 * np.pi)
+        G = np.column_stack([np.cos(mids), np.sin(mids)])
+    else:
+        tries = tries or max(2000, 50 * max_patterns)
+        G = rng.standard_normal((tries, d))
+    M = Xa @ G.T >= 0
+    M, idx = np.unique(M, axis=1, return_index=True)
+    G = G[idx]
+    keep = M.any(axis=0)
+    M, G = M[:, keep], G[keep]
+    if M.shape[1] > max_patterns:
+        sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
+        M, G = M[:, sel], G[sel]
+    return M, G
+
+
+def _project_cone(Gm: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Euclidean projection of ``s`` onto ``{v : Gm v >= 0}`` (NNLS on the dual)."""
+    if np.all(Gm @ s >= 0):
+        return s
+    from scipy.optimize import nnls
+
+    mu, _ = nnls(Gm.T, -s, maxiter=50 * Gm.shape[0])
+    v = s + Gm.T @ mu
+    # the NNLS optimum satisfies Gm v >= 0 up to rounding; clean tiny violations
+    return v
+
+
+class _Projector:
+    """Projection of many vectors onto the pattern cones ``K_i = {v : S_i * (Xa v) >= 0}``.
+
+    In two dimensions every cone is a sector spanned by two extreme rays and the projection
+    is closed-form and vectorised; otherwise it is a non-negative least-squares problem per
+    vector (skipped when the vector already lies in its cone)."""
+
+    def __init__(self, Xa: np.ndarray, S: np.ndarray) -> None:
+        self.Xa, self.S = Xa, S
+        n, d = Xa.shape
+        P = S.shape[1]
+        self.rays = None
+        if d == 2:
+            perp = np.column_stack([-Xa[:, 1], Xa[:, 0]])
+            cand = np.vstack([perp, -perp])
+            cand = cand[np.linalg.norm(cand, axis=1) > 0]
+            cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+            vals = S.T[:, :, None] * (Xa @ cand.T)[None, :, :]  # (P, n, C)
+            ok = np.all(vals >= -1e-12 * np.linalg.norm(Xa, axis=1)[None, :, None], axis=1)
+            rays = np.zeros((P, 2, 2))
+            good = True
+            for i in range(P):
+                r = cand[ok[i]]
+                if r.shape[0] < 2:
+                    good = False
+                    break
+                # the two extreme rays are the pair with the widest angle
+                G = r @ r.T
+                a, b = np.unravel_index(np.argmin(G), G.shape)
+                if G[a, b] <= -1 + 1e-12:  # a half-plane or more: not a pointed sector
+                    good = False
+                    break
+                rays[i] = r[[a, b]]
+            if good:
+                self.rays = rays
+
+    def feasible(self, Zs: np.ndarray) -> np.ndarray:
+        """(k, P) mask: does Zs[k, i] lie in cone i (to rounding)?"""
+        vals = self.S.T[None, :, :] * np.einsum("nd,kpd->kpn", self.Xa, Zs)
+        tol = 1e-13 * np.linalg.norm(Zs, axis=2)[:, :, None] * np.linalg.norm(self.Xa, axis=1)
+        return np.all(vals >= -tol, axis=2)
+
+    def project(self, Zs: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+        """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0."""
+        out = Zs.copy()
+        feas = self.feasible(Zs)
+        todo = ~feas if skip is None else (~feas & ~skip)
+        if skip is not None:
+            out[skip & ~feas] = 0.0
+        if not todo.any():
+            return out
+        if self.rays is not None:
+            ks, iis = np.nonzero(todo)
+            z = Zs[ks, iis]
+            r = self.rays[iis]  # (m, 2, 2)
+            c = np.maximum(np.einsum("md,mjd->mj", z, r), 0.0)
+            j = np.argmax(c, axis=1)
+            m = np.arange(z.shape[0])
+            out[ks, iis] = c[m, j][:, None] * r[m, j]
+            return out
+        from scipy.optimize import nnls
+
+        for k, i in zip(*np.nonzero(todo), strict=True):
+            Gm = self.S[:, i:i + 1] * self.Xa
+            mu, _ = nnls(Gm.T, -Zs[k, i], maxiter=50 * Gm.shape[0])
+            out[k, i] = Zs[k, i] + Gm.T @ mu
+        return out
+
+
+@dataclass(frozen=True)
+class ConvexFit:
+    """A globally optimal (for the sampled patterns) two-layer ReLU network.
+
+    ``objective`` is the regularised training objective (convex value, equal to the
+    non-convex objective of ``network``), ``dual_value`` a certified lower bound and
+    ``gap = objective - dual_value``.
+    """
+
+    network: Network
+    objective: float
+    dual_value: float
+    lam: float
+    n_patterns: int
+    iterations: int
+    seconds: float
+    converged: bool
+    history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
+
+    @property
+    def gap(self) -> float:
+        return float(self.objective - self.dual_value)
+
+    @property
+    def n_neurons(self) -> int:
+        return int(np.count_nonzero(self.network.weights[1]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"objective": self.objective, "dual_value": self.dual_value, "gap": self.gap,
+                "lam": self.lam, "n_patterns": self.n_patterns, "n_neurons": self.n_neurons,
+                "iterations": self.iterations, "seconds": self.seconds,
+                "converged": self.converged}
+
+
+@dataclass(frozen=True)
+class GatedFit:
+    """A globally optimal gated-ReLU network ``x -> sum_i 1[g_i . x~ >= 0] (w_i . x~)``."""
+
+    gates: np.ndarray
+    weights: np.ndarray
+    bias: bool
+    objective: float
+    dual_value: float
+    lam: float
+    iterations: int
+    seconds: float
+    converged: bool
+
+    @property
+    def gap(self) -> float:
+        return float(self.objective - self.dual_value)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Outputs on a batch ``X`` of shape (n, d)."""
+        Xa = _augment(np.atleast_2d(np.asarray(X, dtype=np.float64)), self.bias)
+        return np.sum((Xa @ self.gates.T >= 0) * (Xa @ self.weights.T), axis=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"objective": self.objective, "dual_value": self.dual_value, "gap": self.gap,
+                "lam": self.lam, "n_gates": int(self.gates.shape[0]),
+                "n_active": int(np.count_nonzero(np.linalg.norm(self.weights, axis=1))),
+                "iterations": self.iterations, "seconds": self.seconds,
+                "converged": self.converged}
+
+
+def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0) -> float:
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal(shape)
+    z /= np.linalg.norm(z)
+    val = 1.0
+    for _ in range(iters):
+        w = apply_t(apply(z))
+        val = float(np.linalg.norm(w))
+        if val == 0:
+            return 1.0
+        z = w / val
+    return val * 1.01 + 1e-12
+
+
+def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check_every=10):
+    """Generic FISTA with function-value restart; stops on a certified gap."""
+    Z = Z0.copy()
+    Yk = Z.copy()
+    tk = 1.0
+    step = 1.0 / L
+    f_prev = objective(Z)
+    best = (np.inf, -np.inf)
+    it = 0
+    hist = []
+    converged = False
+    for it in range(1, max_iter + 1):
+        G = grad_pred(Yk)
+        Znew = prox(Yk - step * G, step)
+        f_new = objective(Znew)
+        if f_new > f_prev:  # restart the momentum
+            tk = 1.0
+            Yk = Z.copy()
+            G = grad_pred(Yk)
+            Znew = prox(Yk - step * G, step)
+            f_new = objective(Znew)
+        t_next = 0.5 * (1 + np.sqrt(1 + 4 * tk * tk))
+        Yk = Znew + ((tk - 1) / t_next) * (Znew - Z)
+        Z, tk, f_prev = Znew, t_next, f_new
+        if it % check_every == 0 or it == max_iter:
+            p, dval = dual_gap(Z)
+            hist.append((p, dval))
+            if p - dval <= gap_tol:
+                converged = True
+                break
+    return Z, it, converged, hist
+
+
+def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool = True,
+               seed: int = 0, gap_tol: float = 1e-8, max_iter: int = 50000,
+               patterns: tuple[np.ndarray, np.ndarray] | None = None) -> ConvexFit:
+    """Globally optimal two-layer ReLU network for ``(1/2)||f(X)-y||^2 + (lam/2)||theta||^2``
+    over the sampled activation patterns, with a duality-gap certificate.
+
+    Args:
+        X, y: data ``(n, d)`` and ``(n,)``.
+        lam: weight-decay strength (> 0).
+        max_patterns: the most activation patterns used (sampled; exact in 2 augmented dims).
+        bias: hidden biases (penalised) via an appended column of ones.
+        gap_tol: stop when the certified duality gap is at most this.
+        patterns: optional ``(masks (n, P), gates (P, d~))`` to use instead of sampling.
+
+    Example:
+        >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> fit = convex_fit(X, y, lam=0.01)
+        >>> abs(nonconvex_objective(fit.network, X, y, 0.01) - fit.objective) < 1e-9
+        True
+    """
+    X, y = _prep(X, y, lam)
+    t0 = time.perf_counter()
+    Xa = _augment(X, bias)
+    n, d = Xa.shape
+    M, _ = patterns if patterns is not None else sample_patterns(Xa, max_patterns, seed)
+    M = np.asarray(M, dtype=bool)
+    Mf = M.astype(np.float64)
+    P = M.shape[1]
+    S = 2.0 * Mf - 1.0  # signs of the cone constraints, (n, P)
+    cones = [S[:, i:i + 1] * Xa for i in range(P)]
+
+    def pred(Z):  # Z: (2, P, d) with Z[0] = V, Z[1] = U
+        return np.sum(Mf * (Xa @ (Z[0] - Z[1]).T), axis=1)
+
+    def objective(Z):
+        r = pred(Z) - y
+        return 0.5 * float(r @ r) + lam * float(np.sum(np.linalg.norm(Z, axis=2)))
+
+    def grad(Z):
+        r = pred(Z) - y
+        g = (Mf * r[:, None]).T @ Xa  # (P, d)
+        return np.stack([g, -g])
+
+    proj = _Projector(Xa, S)
+
+    def prox(Zs, step):
+        thr = step * lam
+        # ||P_K(z)|| <= ||z||: a group no longer than the threshold shrinks to zero anyway
+        small = np.linalg.norm(Zs, axis=2) <= thr
+        V = proj.project(Zs, skip=small)
+        nv = np.linalg.norm(V, axis=2, keepdims=True)
+        return np.where(nv > thr, (1.0 - thr / np.maximum(nv, 1e-300)) * V, 0.0)
+
+    def dual_gap(Z):
+        rho = y - pred(Z)
+        p = 0.5 * float(rho @ rho) + lam * float(np.sum(np.linalg.norm(Z, axis=2)))
+        g = (Mf * rho[:, None]).T @ Xa
+        q = float(np.max(np.linalg.norm(proj.project(np.stack([g, -g])), axis=2)))
+        return p, _dual_value(rho, y, q / lam)
+
+    def apply(Z):
+        return pred(Z)
+
+    def apply_t(r):
+        g = (Mf * r[:, None]).T @ Xa
+        return np.stack([g, -g])
+
+    L = _opnorm_sq(lambda Z: apply(Z), apply_t, (2, P, d), seed=seed)
+    # FISTA finds the support and the active cone faces; a Newton step on that face then
+    # solves the (smooth) restricted problem to machine precision and the dual certifies it
+    Z = np.zeros((2, P, d))
+    it_total = 0
+    conv = False
+    hist: list[tuple[float, float]] = []
+    burst = 100
+    while it_total < max_iter:
+        Z, it, conv, h = _fista(objective, grad, prox, dual_gap, Z, L, burst, gap_tol,
+                                check_every=burst)
+        it_total += it
+        hist += h
+        if conv:
+            break
+        # the polished point is kept only when it certifies: a wrong face guess would
+        # otherwise pull FISTA back to the same face again and again
+        Zp = _polish(Z, Xa, Mf, cones, y, lam, proj)
+        if Zp is not None:
+            pz, dz = dual_gap(Zp)
+            if pz - dz <= gap_tol:
+                hist.append((pz, dz))
+                Z = Zp
+                conv = True
+                break
+    it = it_total
+    p, dval = dual_gap(Z)
+    net = _to_network(Z, X.shape[1], bias)
+    return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
+                     iterations=it, seconds=time.perf_counter() - t0, converged=conv,
+                     history=tuple(hist))
+
+
+def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarray],
+            y: np.ndarray, lam: float, proj: _Projector, rounds: int = 100) -> np.ndarray | None:
+    """Primal active-set method started from the FISTA iterate ``Z``.
+
+    The working face is a set of nonzero groups, each with a set of cone rows held at zero;
+    on it the objective is smooth and Newton's method (least-norm steps, a ratio test that
+    stops at the first new cone row) solves it.  At a face optimum the KKT conditions are
+    checked: a held row with a negative multiplier is released, and a zero group whose
+    projected gradient exceeds ``lam`` (a violated dual constraint) enters.  Returns the
+    final point (its certificate is computed by the caller) or None on breakdown."""
+    n, d = Xa.shape
+    norms = np.linalg.norm(Z, axis=2)
+    top = max(1e-300, float(norms.max()))
+    groups: list[list[Any]] = []
+    for s in range(2):
+        for i in np.nonzero(norms[s] > 1e-10 * top)[0]:
+            z = Z[s, i].copy()
+            vals = cones[i] @ z
+            sc = np.linalg.norm(cones[i], axis=1) * np.linalg.norm(z)
+            groups.append([s, int(i), z, vals <= 1e-9 * np.maximum(sc, 1e-300)])
+    sgn = (1.0, -1.0)
+
+    def prediction(gs):
+        yh = np.zeros(n)
+        for s, i, z, _ in gs:
+            yh += sgn[s] * Mf[:, i] * (Xa @ z)
+        return yh
+
+    for _ in range(rounds):
+        if groups:
+            status = _face_newton(groups, Xa, Mf, cones, y, lam)
+            if status is None or status == "stalled":
+                return None
+            if status != "converged":
+                continue
+        rho = y - prediction(groups)
+        # release held rows with negative multipliers
+        released = False
+        for g in groups:
+            s, i, z, act = g
+            if not act.any():
+                continue
+            nz = float(np.linalg.norm(z))
+            grad = -sgn[s] * (Mf[:, i] * Xa.T) @ rho + lam * z / nz
+            Ga = cones[i][act]
+            mu = np.linalg.lstsq(Ga.T, grad, rcond=None)[0]
+            if mu.min() < -1e-9 * max(1.0, float(np.abs(mu).max())):
+                rows = np.nonzero(act)[0]
+                act[rows[int(np.argmin(mu))]] = False
+                released = True
+        if released:
+            continue
+        # zero groups whose dual constraint is violated enter the face
+        c = (Mf * rho[:, None]).T @ Xa
+        Cp = proj.project(np.stack([c, -c]))
+        nrm = np.linalg.norm(Cp, axis=2)
+        for s, i, _, _ in groups:
+            nrm[s, i] = 0.0
+        s, i = np.unravel_index(int(np.argmax(nrm)), nrm.shape)
+        if nrm[s, i] <= lam * (1 + 1e-10):
+            Zo = np.zeros_like(Z)
+            for s2, i2, z2, _ in groups:
+                Zo[s2, i2] = z2
+            return Zo
+        u = Cp[s, i] / nrm[s, i]
+        z = 1e-6 * max(1.0, top) * u
+        vals = cones[int(i)] @ z
+        sc = np.linalg.norm(cones[int(i)], axis=1) * np.linalg.norm(z)
+        groups.append([int(s), int(i), z, vals <= 1e-9 * np.maximum(sc, 1e-300)])
+    Zo = np.zeros_like(Z)
+    for s2, i2, z2, _ in groups:
+        Zo[s2, i2] = z2
+    return Zo
+
+
+def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
+    """Newton's method on the current face; edits ``groups`` in place.  Returns
+    "converged", "blocked" (a new row was hit and is now held), "dropped" (a group
+    vanished and left), "stalled", or None on breakdown."""
+    d = Xa.shape[1]
+    sgn = (1.0, -1.0)
+    Ns, Bs = [], []
+    for s, i, _, act in groups:
+        if act.any():
+            _, sv, Vt = np.linalg.svd(cones[i][act])
+            rank = int(np.sum(sv > 1e-10 * sv[0]))
+            N = Vt[rank:].T
+        else:
+            N = np.eye(d)
+        Ns.append(N)
+        Bs.append(sgn[s] * (Mf[:, i:i + 1] * Xa) @ N)
+    keep = [k for k in range(len(groups)) if Ns[k].shape[1] > 0]
+    if len(keep) < len(groups):
+        groups[:] = [groups[k] for k in keep]
+        return "dropped"
+    B = np.hstack(Bs)
+    offs = np.concatenate([[0], np.cumsum([N.shape[1] for N in Ns])])
+    K = len(groups)
+    xi = np.concatenate([Ns[k].T @ groups[k][2] for k in range(K)])
+
+    def F(v):
+        r = B @ v - y
+        return 0.5 * float(r @ r) + lam * sum(
+            float(np.linalg.norm(v[offs[k]:offs[k + 1]])) for k in range(K))
+
+    def store(v):
+        for k in range(K):
+            groups[k][2] = Ns[k] @ v[offs[k]:offs[k + 1]]
+
+    BtB = B.T @ B
+    Bty = B.T @ y
+    f = F(xi)
+    for _ in range(max_newton):
+        g = BtB @ xi - Bty
+        H = BtB.copy()
+        for k in range(K):
+            sl = slice(offs[k], offs[k + 1])
+            v = xi[sl]
+            nv = float(np.linalg.norm(v))
+            if nv == 0.0:
+                groups.pop(k)
+                return "dropped"
+            u = v / nv
+            g[sl] += lam * u
+            H[sl, sl] += lam * (np.eye(v.size) - np.outer(u, u)) / nv
+        if np.linalg.norm(g) <= 1e-13 * max(1.0, float(np.linalg.norm(Bty))):
+            store(xi)
+            return "converged"
+        # the face problem may be degenerate (more weights than data): least-norm step
+        try:
+            step = -np.linalg.lstsq(H, g, rcond=1e-13)[0]
+        except np.linalg.LinAlgError:
+            return None
+        if float(g @ step) >= 0:
+            step = -g
+        a_max, hit = np.inf, None
+        for k in range(K):
+            s, i, _, act = groups[k]
+            free = ~act
+            if not free.any():
+                continue
+            GN = cones[i][free] @ Ns[k]
+            sl = slice(offs[k], offs[k + 1])
+            v0 = GN @ xi[sl]
+            dv = GN @ step[sl]
+            neg = dv < 0
+            if neg.any():
+                ratios = np.maximum(v0[neg], 0.0) / -dv[neg]
+                j = int(np.argmin(ratios))
+                if ratios[j] < a_max:
+                    a_max = float(ratios[j])
+                    hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
+        a = min(1.0, a_max)
+        blocked = a_max <= 1.0
+        slope = float(g @ step)
+        while a > 1e-14:
+            cand = xi + a * step
+            fc = F(cand)
+            if fc <= f + 1e-4 * a * slope:
+                break
+            a *= 0.5
+            blocked = False
+        else:
+            store(xi)
+            return "converged" if np.linalg.norm(g) <= 1e-9 * max(1.0, float(np.linalg.norm(Bty))) \
+                else "stalled"
+        xi, f = cand, fc
+        for k in range(K):
+            sl = slice(offs[k], offs[k + 1])
+            if np.linalg.norm(xi[sl]) <= 1e-12 * max(1.0, float(np.abs(xi).max())):
+                xi[sl] = 0.0
+                store(xi)
+                groups.pop(k)
+                return "dropped"
+        if blocked and hit is not None:
+            store(xi)
+            groups[hit[0]][3][hit[1]] = True
+            return "blocked"
+    store(xi)
+    return "stalled"
+
+
+def _dual_value(rho: np.ndarray, y: np.ndarray, q: float) -> float:
+    """max over t in [0, 1/q] of t rho.y - t^2 ||rho||^2 / 2 (q = max dual-constraint ratio)."""
+    rr = float(rho @ rho)
+    if rr == 0.0:
+        return 0.0
+    t = max(0.0, float(rho @ y) / rr)
+    if q > 0:
+        t = min(t, 1.0 / q)
+    return t * float(rho @ y) - 0.5 * t * t * rr
+
+
+def _to_network(Z: np.ndarray, d_in: int, bias: bool) -> Network:
+    ws, as_ = [], []
+    for s, sign in ((0, 1.0), (1, -1.0)):
+        for v in Z[s]:
+            nv = float(np.linalg.norm(v))
+            if nv > 0:
+                ws.append(v / np.sqrt(nv))
+                as_.append(sign * np.sqrt(nv))
+    if not ws:
+        W = np.zeros((1, d_in + (1 if bias else 0)))
+        a = np.zeros(1)
+    else:
+        W, a = np.array(ws), np.array(as_)
+    W1 = W[:, :d_in]
+    b1 = W[:, d_in] if bias else np.zeros(W.shape[0])
+    return Network([W1, a[None, :]], [b1, np.zeros(1)])
+
+
+def nonconvex_objective(net: Network, X: Any, y: Any, lam: float, bias: bool = True) -> float:
+    """``(1/2)||net(X) - y||^2 + (lam/2)(||W1||^2 [+ ||b1||^2] + ||W2||^2)`` for a
+    two-layer network without output bias."""
+    X = np.asarray(X, dtype=np.float64)
+    X = X[:, None] if X.ndim == 1 else X
+    r = net(X)[:, 0] - np.asarray(y, dtype=np.float64).reshape(-1)
+    pen = float(np.sum(net.weights[0] ** 2) + np.sum(net.weights[1] ** 2))
+    if bias:
+        pen += float(np.sum(net.biases[0] ** 2))
+    return 0.5 * float(r @ r) + 0.5 * lam * pen
+
+
+def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool = True,
+              seed: int = 0, gap_tol: float = 1e-8, max_iter: int = 50000) -> GatedFit:
+    """Globally optimal gated-ReLU network (group lasso over sampled gates) for
+    ``(1/2)||f(X)-y||^2 + lam sum_i ||w_i||``, with a duality-gap certificate.
+
+    Example:
+        >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> g = gated_fit(X, y, lam=0.01); g.gap < 1e-7
+        True
+    """
+    X, y = _prep(X, y, lam)
+    t0 = time.perf_counter()
+    Xa = _augment(X, bias)
+    n, d = Xa.shape
+    M, Gt = sample_patterns(Xa, max_patterns, seed)
+    Mf = M.astype(np.float64)
+    P = M.shape[1]
+
+    def pred(W):
+        return np.sum(Mf * (Xa @ W.T), axis=1)
+
+    def objective(W):
+        r = pred(W) - y
+        return 0.5 * float(r @ r) + lam * float(np.sum(np.linalg.norm(W, axis=1)))
+
+    def grad(W):
+        return (Mf * (pred(W) - y)[:, None]).T @ Xa
+
+    def prox(Ws, step):
+        nr = np.linalg.norm(Ws, axis=1, keepdims=True)
+        return np.where(nr > step * lam, (1.0 - step * lam / np.maximum(nr, 1e-300)) * Ws, 0.0)
+
+    def dual_gap(W):
+        rho = y - pred(W)
+        p = 0.5 * float(rho @ rho) + lam * float(np.sum(np.linalg.norm(W, axis=1)))
+        q = float(np.max(np.linalg.norm((Mf * rho[:, None]).T @ Xa, axis=1)))
+        return p, _dual_value(rho, y, q / lam)
+
+    L = _opnorm_sq(pred, lambda r: (Mf * r[:, None]).T @ Xa, (P, d), seed=seed)
+    W, it, conv, _ = _fista(objective, grad, prox, dual_gap, np.zeros((P, d)), L, max_iter,
+                            gap_tol)
+    p, dval = dual_gap(W)
+    return GatedFit(gates=Gt, weights=W, bias=bias, objective=p, dual_value=dval,
+                    lam=float(lam), iterations=it, seconds=time.perf_counter() - t0,
+                    converged=conv)
