@@ -131,3 +131,29 @@ def test_constructions_run_in_onnxruntime(tmp_path: Path) -> None:
     a = bits[:, :3] @ [1, 2, 4]
     b = bits[:, 3:] @ [1, 2, 4]
     assert np.array_equal(S @ [1, 2, 4, 8], a + b)
+
+
+def test_turing_from_json_file_and_run(tmp_path: Path) -> None:
+    spec = {
+        "name": "flip",
+        "states": ["go", "stop"],
+        "symbols": ["_", "0", "1"],
+        "halting": ["stop"],
+        "transitions": [["go", "0", "go", "1", "R"], ["go", "1", "go", "0", "R"],
+                        ["go", "_", "stop", "_", "S"]],
+    }
+    f = tmp_path / "flip.json"
+    f.write_text(json.dumps(spec))
+    rep = _run(["construct", "turing", "--file", str(f), "--input", "0110100", "--json"])
+    assert rep["run"]["tape"] == "1001011" and rep["run"]["agrees_with_simulator"]
+    assert rep["run"]["steps"] == 8 and rep["hidden_layers"] == 3
+    f.write_text(json.dumps({**spec, "transitions": [["go", "0", "go", "1", "X"]]}))
+    res = runner.invoke(app, ["construct", "turing", "--file", str(f)])
+    assert res.exit_code != 0
+    from relulab.construct import machine_from_json
+    from relulab.errors import FormatError
+
+    with pytest.raises(FormatError, match="move must be L, R or S"):
+        machine_from_json(f.read_text(), str(f))
+    with pytest.raises(FormatError, match="invalid JSON"):
+        machine_from_json("{", "m.json")

@@ -39,7 +39,7 @@ KINDS = {
     "adder": "n-bit ripple-carry adder (--bits)",
     "comparator": "n-bit comparator, outputs gt eq lt (--bits)",
     "sat-gadget": "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
-    "turing": "Turing machine step network (--machine NAME)",
+    "turing": "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it)",
     "subdivision": "refinement iterate of the hat seed, wide network (--mask, --steps)",
 }
 
@@ -72,7 +72,8 @@ def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int |
           file: str | None = None, terms: str | None = None, n_vars: int | None = None,
           breakpoints: str | None = None, values: str | None = None, left_slope: str = "0",
           right_slope: str = "0", random: str | None = None, machine: str | None = None,
-          mask: str | None = None, steps: int | None = None) -> tuple[Network, dict]:
+          mask: str | None = None, steps: int | None = None,
+          word: str | None = None) -> tuple[Network, dict]:
     """Build construction ``kind``; returns the network and extra facts for the report."""
     from .. import construct as C
 
@@ -170,14 +171,24 @@ def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int |
             unsat, _ = C.min_unsat(clauses, nv)
             extra.update(unsat=unsat, max_over_cube=f"({len(clauses)} - {unsat})/3")
     elif kind == "turing":
-        name = _need(machine, "--machine", kind)
-        if name not in C.MACHINES:
-            raise RelulabError(f"--machine: unknown machine {name!r}; "
-                               f"choose from {', '.join(sorted(C.MACHINES))}")
-        tm = C.MACHINES[name]()
+        if file is not None:
+            tm = C.machine_from_json(_read(file), file)
+        else:
+            name = _need(machine, "--machine or --file", kind)
+            if name not in C.MACHINES:
+                raise RelulabError(f"--machine: unknown machine {name!r}; "
+                                   f"choose from {', '.join(sorted(C.MACHINES))}")
+            tm = C.MACHINES[name]()
         net = C.compile_turing_machine(tm)
-        extra.update(machine=name, states=list(tm.states), symbols=list(tm.symbols),
+        extra.update(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
                      base=tm.base, layout="[one-hot state, q_left, q_right]")
+        if word is not None:
+            cfg = C.run_network(tm, net, word, max_steps=100_000)
+            sim = tm.run(word, max_steps=100_000)
+            extra["run"] = {"input": word, "final_state": cfg.state, "steps": cfg.steps,
+                            "tape": tm.tape_string(cfg),
+                            "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
+                            == (sim.state, sim.left, sim.right, sim.steps)}
     elif kind == "subdivision":
         mk = _fractions(_need(mask, "--mask", kind), "--mask")
         st = _need(steps, "--steps", kind)
@@ -197,7 +208,8 @@ def construct_cmd(
     k: int | None = typer.Option(None, "--k", help="Monomial degree or gate fan-in."),
     op: str | None = typer.Option(None, "--op", help="Gate type."),
     bits: int | None = typer.Option(None, "--bits", help="Adder / comparator width."),
-    file: str | None = typer.Option(None, "--file", help="Netlist, DIMACS or lattice JSON file."),
+    file: str | None = typer.Option(None, "--file",
+                                    help="Netlist, DIMACS, lattice JSON or machine JSON file."),
     terms: str | None = typer.Option(None, "--terms", help="DNF terms, e.g. '1 -2; 2 3'."),
     n_vars: int | None = typer.Option(None, "--vars", help="DNF variable count."),
     breakpoints: str | None = typer.Option(None, "--breakpoints", help="e.g. '0,1/2,1'."),
@@ -206,6 +218,7 @@ def construct_cmd(
     right_slope: str = typer.Option("0", "--right-slope"),
     random: str | None = typer.Option(None, "--random", help="Random 3-CNF 'n,m,seed'."),
     machine: str | None = typer.Option(None, "--machine", help="Turing machine name."),
+    word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
     steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
     json_out: bool = JSON_OPT,
@@ -214,7 +227,7 @@ def construct_cmd(
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,
-                       machine=machine, mask=mask, steps=steps)
+                       machine=machine, mask=mask, steps=steps, word=word)
     if output is not None:
         from ..io import save_model
 

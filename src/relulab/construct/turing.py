@@ -57,6 +57,7 @@ __all__ = [
     "run_network",
     "run_batch",
     "float_exact_length",
+    "machine_from_json",
     "binary_increment",
     "balanced_parentheses",
     "unary_addition",
@@ -458,6 +459,46 @@ def float_exact_length(tm: TuringMachine, words_for_length, max_length: int = 40
             break
         last_ok = n
     return FloatExactness(tm.name, tm.base, int(math.log2(tm.base)), last_ok, fail, runs_per_length)
+
+
+def machine_from_json(text: str, source: str = "<string>") -> TuringMachine:
+    """Read a machine from JSON: ``{"name", "states" (start first), "symbols" (blank
+    first), "halting": [...], "transitions": [[state, symbol, new_state, write, move], ...]}``.
+
+    Example:
+        >>> tm = machine_from_json('{"states": ["q", "h"], "symbols": ["_", "1"], '
+        ...     '"halting": ["h"], "transitions": [["q", "1", "q", "1", "R"], ["q", "_", "h", "1", "S"]]}')
+        >>> tm.tape_string(tm.run("11"))
+        '111'
+    """
+    import json
+
+    from ..errors import FormatError
+
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{source}:{e.lineno}:{e.colno}: invalid JSON ({e.msg})") from None
+    if not isinstance(d, dict):
+        raise FormatError(f"{source}: expected a JSON object")
+    for key in ("states", "symbols", "transitions"):
+        if key not in d:
+            raise FormatError(f"{source}: missing key '{key}'")
+    table = {}
+    for i, t in enumerate(d["transitions"]):
+        if not (isinstance(t, list) and len(t) == 5):
+            raise FormatError(f"{source}: transition {i}: expected [state, symbol, new_state, "
+                              "write, move]")
+        s_, a, t_, w, mv = (str(v) for v in t)
+        if (s_, a) in table:
+            raise FormatError(f"{source}: transition {i}: ({s_!r}, {a!r}) defined twice")
+        table[(s_, a)] = (t_, w, mv)
+    try:
+        return TuringMachine.make(str(d.get("name", source)), [str(v) for v in d["states"]],
+                                  [str(v) for v in d["symbols"]], table,
+                                  [str(v) for v in d.get("halting", [])])
+    except ConstructionError as e:
+        raise FormatError(f"{source}: {e}") from None
 
 
 # ------------------------------------------------------------------ machines
