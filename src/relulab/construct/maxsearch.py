@@ -146,26 +146,20 @@ def candidate_orbits(n: int, s: int = 2, max_gens: int = 3) -> list[_Orbit]:
         u = bits[i] | bits[i:]
         for j, ub in zip(range(i, len(zs)), u.tolist(), strict=True):
             unions.setdefault(ub, (i, j))
-    keys = np.array(sorted(unions), dtype=np.int64)
     orbits = []
-    seen = set()
-    bit_idx = np.arange(len(pts))
-    for start in range(0, len(keys), 4096):  # chunks keep the (U, n!) image table small
-        chunk = keys[start:start + 4096]
-        M = ((chunk[:, None] >> bit_idx[None, :]) & 1).astype(np.int64)
-        images = M @ pow2.T  # bitmask of every permuted union
-        canon = images.min(axis=1)
-        for row, key in enumerate(chunk.tolist()):
-            c = int(canon[row])
-            if c in seen:
-                continue
-            seen.add(c)
-            i, j = unions[key]
-            member_perms: dict[int, tuple[int, ...]] = {}
-            for p, img in enumerate(images[row].tolist()):
-                member_perms.setdefault(int(img), perms[p])
-            V = frozenset(pts[k] for k in range(len(pts)) if key >> k & 1)
-            orbits.append(_Orbit(V, zs[i][1], zs[j][1], tuple(member_perms.values())))
+    seen: set[int] = set()
+    for key in sorted(unions):
+        if key in seen:
+            continue
+        members = [k for k in range(len(pts)) if key >> k & 1]
+        images = pow2[:, members].sum(axis=1).tolist()  # the orbit: one image per permutation
+        seen.update(images)
+        i, j = unions[key]
+        member_perms: dict[int, tuple[int, ...]] = {}
+        for p, img in enumerate(images):
+            member_perms.setdefault(int(img), perms[p])
+        V = frozenset(pts[k] for k in members)
+        orbits.append(_Orbit(V, zs[i][1], zs[j][1], tuple(member_perms.values())))
     return orbits
 
 
