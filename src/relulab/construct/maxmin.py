@@ -143,9 +143,9 @@ def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
     i.e. max-of-mins, representation of a CPWL function; every CPWL function has one).
 
     All mins are reduced in parallel by pairwise trees (3 ReLUs a pair, 2 to carry a
-    value), then the max: ``ceil(log2 max|S_i|) + ceil(log2 q)`` hidden layers.  The
-    neuron count is at most the published bound :func:`chen_bound` (see
-    :func:`lattice_size`).
+    value), then the max: ``ceil(log2 max|S_i|) + ceil(log2 q)`` hidden layers.
+    :func:`lattice_size` puts the neuron count next to the published bound
+    :func:`chen_bound`; on every instance tested (random and worst-case k = q) it is below.
 
     Example:
         >>> net = max_of_mins([[1], [-1], [0]], [0, 0, 1], [[0, 2], [1, 2]])  # min(|x|, 1)
