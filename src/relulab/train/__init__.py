@@ -1,5 +1,6 @@
 """Training with guarantees: exact minimal-norm univariate networks, convex training of
-two-layer networks, the weight-decay collapse threshold, MILP-friendly regularisers.
+two-layer networks to global optimality, the weight-decay collapse threshold, and
+regularisers that make a network cheap to embed in a MILP.
 
 Example:
     >>> from relulab.train import minnorm_interpolant
@@ -8,6 +9,15 @@ Example:
     2.0
 """
 
+from .collapse import CollapseThreshold, collapse_threshold
+from .convex import (
+    ConvexFit,
+    GatedFit,
+    convex_fit,
+    gated_fit,
+    nonconvex_objective,
+    sample_patterns,
+)
 from .minnorm import (
     MinNormResult,
     OptimalSet,
@@ -20,16 +30,38 @@ from .minnorm import (
     minnorm_on_grid,
     parameter_cost,
 )
+from .regularizers import (
+    bigm_penalty,
+    count_unstable,
+    interval_bounds,
+    lp_gap_penalty,
+    train_surrogate,
+    unstable_penalty,
+)
 
 __all__ = [
+    "CollapseThreshold",
+    "ConvexFit",
+    "GatedFit",
     "MinNormResult",
     "OptimalSet",
     "Zone",
+    "bigm_penalty",
+    "collapse_threshold",
+    "convex_fit",
+    "count_unstable",
     "function_cost",
+    "gated_fit",
     "in_optimal_set",
+    "interval_bounds",
     "kinks_of",
+    "lp_gap_penalty",
     "minnorm_classifier",
     "minnorm_interpolant",
     "minnorm_on_grid",
+    "nonconvex_objective",
     "parameter_cost",
+    "sample_patterns",
+    "train_surrogate",
+    "unstable_penalty",
 ]

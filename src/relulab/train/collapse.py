@@ -1,0 +1,89 @@
+"""The weight-decay collapse threshold of two-layer ReLU networks.
+
+For ``min (1/2)||f(X) - y||^2 + (lam/2)||theta||^2`` with ``f(x) = sum_j a_j relu(w_j . x~)``
+(``x~ = [x, 1]`` when hidden biases are used, penalised), the zero network is a global
+minimum exactly when::
+
+    lam >= lam* = max_{||w|| = 1} |y . relu(X~ w)|.
+
+Why: (below) a single balanced neuron ``c relu(X~ w)`` with ``||w|| = 1`` costs
+``(1/2)||c r - y||^2 + lam |c|``, which drops under ``||y||^2 / 2`` for small ``c`` of the
+right sign when ``|y . r| > lam``; (above) the residual ``rho = y`` of the zero network is
+then feasible for the dual of the convex reformulation (:mod:`relulab.train.convex`),
+``||P_{K_i}(+- X~^T D_i y)|| <= lam`` for every activation pattern ``D_i``, because
+``max_{w in K_i, ||w|| <= 1} y . D_i X~ w`` is that norm; so zero solves the convex problem,
+whose value is a lower bound for every width.
+
+``lam*`` is a maximum over activation patterns.  With two augmented dimensions (univariate
+data with bias, or 2-D data without) all patterns are enumerated and ``lam*`` is exact;
+otherwise the sampled patterns give a lower bound (with a witness direction) and a simple
+Cauchy-Schwarz bound gives an upper bound, so the threshold is bracketed.
+
+Example:
+    >>> import numpy as np
+    >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+    >>> t = collapse_threshold(X, y); t.exact, round(t.lam, 6)
+    (True, 1.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .convex import _augment, _prep, _Projector, sample_patterns
+
+__all__ = ["CollapseThreshold", "collapse_threshold"]
+
+
+@dataclass(frozen=True)
+class CollapseThreshold:
+    """``lam``: the threshold (exact when ``exact``; else the best lower bound found, with
+    ``witness`` a unit direction attaining it); ``upper``: a proven upper bound."""
+
+    lam: float
+    upper: float
+    exact: bool
+    witness: np.ndarray
+    n_patterns: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lam": self.lam, "upper": self.upper, "exact": self.exact,
+                "witness": self.witness.tolist(), "n_patterns": self.n_patterns}
+
+
+def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int = 5000,
+                       seed: int = 0) -> CollapseThreshold:
+    """The weight decay above which the zero network is globally optimal (see module doc).
+
+    Example:
+        >>> X = np.array([[0.0], [1.0], [2.0]]); y = np.array([0.0, 1.0, 0.0])
+        >>> t = collapse_threshold(X, y); t.lam <= t.upper
+        True
+    """
+    X, y = _prep(X, y, 1.0)
+    Xa = _augment(X, bias)
+    n, d = Xa.shape
+    # in <= 2 augmented dimensions the pattern list is complete (2n + 2 at most)
+    M, _ = sample_patterns(Xa, 10**9 if d <= 2 else max_patterns, seed)
+    Mf = M.astype(np.float64)
+    S = 2.0 * Mf - 1.0
+    proj = _Projector(Xa, S)
+    c = (Mf * y[:, None]).T @ Xa
+    V = proj.project(np.stack([c, -c]))
+    nr = np.linalg.norm(V, axis=2)
+    s, i = np.unravel_index(int(np.argmax(nr)), nr.shape)
+    lam = float(nr[s, i])
+    w = V[s, i] / lam if lam > 0 else np.zeros(d)
+    # Cauchy-Schwarz: sum_i c_i relu(x_i.w) <= sqrt(sum c_i) * sqrt(lambda_max(X^T C X))
+    ups = []
+    for sg in (1.0, -1.0):
+        cpos = np.maximum(sg * y, 0.0)
+        ups.append(min(float(np.sqrt(cpos.sum() * max(0.0, np.linalg.eigvalsh(
+            (Xa * cpos[:, None]).T @ Xa)[-1]))), float(cpos @ np.linalg.norm(Xa, axis=1))))
+    exact = d <= 2
+    upper = lam if exact else max(max(ups), lam)
+    return CollapseThreshold(lam=lam, upper=upper, exact=bool(exact), witness=w,
+                             n_patterns=int(M.shape[1]))
