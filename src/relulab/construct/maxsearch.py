@@ -16,10 +16,12 @@ a two-hidden-layer function.  The search
    vertex solution; the coefficients are rounded to nearby rationals;
 4. builds the network and certifies it exactly (:func:`certify_max`).
 
-For n = 5 this finds a network with two hidden layers (the literature reports two
+For n = 5 and n = 6 this finds a network with two hidden layers (for n = 7 this candidate
+family has no solution: a richer family would be needed) (the literature reports two
 hidden layers suffice for max_5, Bakaev-Brunck-Hertrich-Stade-Yehudayoff; and for every
 n <= 12 by a similar computer-assisted search); ``ceil(log2 5) = 3`` is what the binary
-tree needs.  The stored solution (:data:`MAX5_SOLUTION`) is what the search returns.
+tree needs.  The stored solutions (:data:`MAX5_SOLUTION`, :data:`MAX6_SOLUTION`) are what
+the search returns.
 
 Certificate: every breakpoint of the network lies on a hyperplane ``<v - w, u> = 0``
 with v, w lattice points of ``2 * simplex`` (generators are such differences, and on a
