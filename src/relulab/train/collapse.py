@@ -23,7 +23,7 @@ Example:
     >>> import numpy as np
     >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
     >>> t = collapse_threshold(X, y); t.exact, round(t.lam, 6)
-    (True, 1.0)
+    (True, 2.0)
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Example:
     >>> import torch
     >>> net = mlp([2, 8, 1], seed=0)
     >>> lo, hi = torch.tensor([-1.0, -1.0]), torch.tensor([1.0, 1.0])
-    >>> float(unstable_penalty(net, lo, hi)) >= 0.0
+    >>> float(unstable_penalty(net, lo, hi).detach()) >= 0.0
     True
 """
 
