@@ -234,54 +234,63 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
         side = isn & ((S[q, bi] & bv) != 0)
         NB[p, col, side.astype(np.int64)] = q
     isn_col = Id < N
-    rows_v, rows_P, rows_in = [], [], []
-    for mask in range(2**d):
-        sides = [(mask >> c) & 1 for c in range(d)]
+    nbp = (N + 7) // 8 if N else 0
+
+    def choices(cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows (vertex, side per column): every way to pick an upward edge for each
+        column in ``cols`` (usually one way; two where a bent line goes up both ways)."""
         ok = np.ones(V, dtype=bool)
-        for c in range(d):
-            ok &= NB[:, c, sides[c]] >= 0
+        for c in cols:
+            ok &= (NB[:, c, 0] >= 0) | (NB[:, c, 1] >= 0)
         v = np.flatnonzero(ok)
-        P = S[v].copy()
-        acc = X[v].copy()
-        for c in range(d):
-            if sides[c]:
-                bi, bv = _bytes_bit(Id[v, c])
-                P[np.arange(v.size), bi] |= bv
-            acc += X[NB[v, c, sides[c]]]
-        rows_v.append(v)
-        rows_P.append(P)
-        rows_in.append(acc / (d + 1))
-    P = np.concatenate(rows_P, axis=0)
-    interior = np.concatenate(rows_in, axis=0)
+        sides = np.zeros((v.size, d), dtype=np.int64)
+        for c in cols:
+            has0 = NB[v, c, 0] >= 0
+            both = has0 & (NB[v, c, 1] >= 0)
+            sides[:, c] = np.where(has0, 0, 1)
+            if both.any():
+                es = sides[both].copy()
+                es[:, c] = 1
+                v = np.concatenate([v, v[both]])
+                sides = np.concatenate([sides, es], axis=0)
+        return v, sides
+
+    def with_bits(v: np.ndarray, sides: np.ndarray, cols: list[int]) -> np.ndarray:
+        P = S[v, :nbp] if nbp else np.zeros((v.size, 0), np.uint8)
+        for c in cols:
+            r = np.flatnonzero(sides[:, c] == 1)
+            if r.size:
+                bi, bv = _bytes_bit(Id[v[r], c])
+                P[r, bi] |= bv
+        return P
+
+    allc = list(range(d))
+    v, sides = choices(allc)
+    P = with_bits(v, sides, allc)
+    acc = X[v].copy()
+    for c in allc:
+        acc += X[NB[v, c, sides[:, c]]]
+    interior = acc / (d + 1)
     n = P.shape[0]
-    packed = np.ascontiguousarray(P[:, : (N + 7) // 8]) if N else np.zeros((n, 0), np.uint8)
+    packed = np.ascontiguousarray(P) if N else np.zeros((n, 0), np.uint8)
     table = _PatternTable(packed)
     # facets: lowest vertex v, kept hyperplane Id[v, h], an upward edge for the others
     Qs, fids = [], []
     for h in range(d):
         others = [c for c in range(d) if c != h]
-        for mask in range(2 ** (d - 1)):
-            sides = {c: (mask >> i) & 1 for i, c in enumerate(others)}
-            ok = np.ones(V, dtype=bool)
-            for c in others:
-                ok &= NB[:, c, sides[c]] >= 0
-            v = np.flatnonzero(ok)
-            base = S[v, : packed.shape[1]]
-            for c in others:
-                if sides[c]:
-                    bi, bv = _bytes_bit(Id[v, c])
-                    base[np.arange(v.size), bi] |= bv
-            hid = Id[v, h]
-            Qs.append(base)
-            fids.append(hid)
-            sel = np.flatnonzero(isn_col[v, h])
-            Q = base[sel].copy()
-            bi, bv = _bytes_bit(hid[sel])
-            Q[np.arange(sel.size), bi] |= bv
-            Qs.append(Q)
-            fids.append(hid[sel])
+        v, sides = choices(others)
+        base = with_bits(v, sides, others)
+        hid = Id[v, h]
+        Qs.append(base)
+        fids.append(hid)
+        sel = np.flatnonzero(isn_col[v, h])
+        Q = base[sel].copy()
+        bi, bv = _bytes_bit(hid[sel])
+        Q[np.arange(sel.size), bi] |= bv
+        Qs.append(Q)
+        fids.append(hid[sel])
     sizes = [q.shape[0] for q in Qs]
-    fr = table.find(np.ascontiguousarray(np.concatenate(Qs, axis=0)))
+    fr = table.find(np.ascontiguousarray(np.concatenate(Qs, axis=0)))  # (all, nbp)
     fid = np.concatenate(fids)
     if np.any(fr < 0):
         raise Degenerate("a facet without its region")
@@ -309,11 +318,11 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
             for c in cols:
                 ok &= isn_col[:, c]
             v = np.flatnonzero(ok)
-            Pm = S[v].copy()
+            Pm = S[v, :nbp]
             for c in cols:
                 bi, bv = _bytes_bit(Id[v, c])
                 Pm[np.arange(v.size), bi] |= bv
-            r = table.find(np.ascontiguousarray(Pm[:, : packed.shape[1]]))
+            r = table.find(np.ascontiguousarray(Pm))
             if np.any(r < 0):
                 raise Degenerate("a vertex without its region")
             vs.append(v)
