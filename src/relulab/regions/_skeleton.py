@@ -304,10 +304,10 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
         r1 = fr[off[t + 1] : off[t + 2]]
         gl.append(np.stack([r0, r1, fid[lo_:hi_][sel_n]], axis=1))
     graph_edges = np.concatenate(gl, axis=0) if gl else np.zeros((0, 3), np.int64)
-    order = np.lexsort((fid, fr))
-    fr, fid = fr[order], fid[order]
-    if fr.size > 1 and np.any((fr[1:] == fr[:-1]) & (fid[1:] == fid[:-1])):
+    key = np.sort(fr * pb.n_ids + fid)
+    if key.size > 1 and np.any(key[1:] == key[:-1]):
         raise Degenerate("a facet found twice")
+    fr, fid = key // pb.n_ids, key % pb.n_ids
     if vertices:
         # every (vertex, region) incidence: the regions around v are the side choices
         # for its neuron hyperplanes
