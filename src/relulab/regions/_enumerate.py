@@ -300,7 +300,7 @@ def _chunks(pb: E.Problem, progress: bool, max_regions: int | None, state: dict)
 
 
 def run_all(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
-            state: dict, vertices: bool = True) -> list[dict]:
+            state: dict, vertices: bool = True, count_only: bool = False) -> list[dict]:
     """All finished regions as a list of ``parts`` dicts.
 
     ``engine``: ``"skeleton"`` (shared-vertex fast path, general position only),
@@ -315,7 +315,7 @@ def run_all(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
         try:
             with _Progress(progress) as bar:
                 parts = skeleton_regions(pb, progress=lambda f: bar.update(f, 0),
-                                         vertices=vertices)
+                                         vertices=vertices, count_only=count_only)
             state["engine"] = "skeleton"
             return [parts]
         except Degenerate as e:
@@ -504,9 +504,9 @@ def count_regions(
         return len(enumerate_regions(net, dom, progress=progress, engine=engine))
     if engine != "cells":
         state: dict = {}
-        parts = run_all(pb, progress, None, engine, state, vertices=False)
+        parts = run_all(pb, progress, None, engine, state, vertices=False, count_only=True)
         if state["engine"] == "skeleton":
-            return int(parts[0]["interior"].shape[0]) if parts else 0
+            return int(parts[0]["count"]) if parts else 0
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     total = [0]
     with _Progress(progress) as bar:

@@ -98,7 +98,8 @@ def _initial(pb: E.Problem):
     return X, Zid, a, b
 
 
-def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> dict:
+def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
+                     count_only: bool = False) -> dict:
     """All regions (general position) as the ``parts`` dict of ``_enumerate.finalize``.
 
     ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
@@ -129,7 +130,7 @@ def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> dic
             _add_neuron(pool, edges, j, jj, d, N, nb8)
             if progress is not None:
                 progress((j + 1) / max(N, 1))
-    return _extract(pb, pool, edges, nb8, vertices)
+    return _extract(pb, pool, edges, nb8, vertices, count_only)
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
@@ -199,7 +200,8 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     edges.append({"a": new[p], "b": new[q]})
 
 
-def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool) -> dict:
+def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
+             count_only: bool = False) -> dict:
     """Regions from the skeleton.
 
     Every bounded face has exactly one lowest vertex for a generic linear function
@@ -266,6 +268,8 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool)
 
     allc = list(range(d))
     v, sides = choices(allc)
+    if count_only:
+        return {"count": int(v.size)}
     P = with_bits(v, sides, allc)
     acc = X[v].copy()
     for c in allc:
