@@ -41,7 +41,9 @@ NEURONS = {"AND": 1, "OR": 1, "NAND": 1, "NOR": 1, "MAJ": 2, "THR2": 2}
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
 def test_gates_exhaustive(op: str, k: int) -> None:
     if op == "THR2" and k < 2:
-        pytest.skip("THR2 needs two inputs")
+        with pytest.raises(FormatError, match="THR2 needs at least 2 inputs"):
+            gate(op, k)
+        return
     net = compile_circuit(gate(op, k))
     X = _all_inputs(k)
     Y = net(X)
