@@ -83,6 +83,9 @@ def run_instance(args: tuple[str, str, float]) -> dict:
         d["result"] = r.vnncomp
     except RelulabError as e:
         d = {"status": "error", "result": "error", "reason": str(e), "time": time.time() - t0}
+    except Exception as e:  # noqa: BLE001 - one failing instance must not stop a batch
+        d = {"status": "error", "result": "error", "reason": f"{type(e).__name__}: {e}",
+             "time": time.time() - t0}
     # cpu: this process's CPU seconds (less sensitive than wall time to a loaded machine)
     d.update(model=model, property=prop_path, wall=time.time() - t0, cpu=time.process_time() - c0)
     return d
