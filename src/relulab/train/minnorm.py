@@ -374,8 +374,9 @@ def kinks_of(net: Network, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, 
         return np.zeros(0), np.zeros(0), L, R
     order = np.argsort(t)
     t, s = t[order], s[order]
-    scale = max(1.0, float(np.max(np.abs(t))))
-    groups = np.concatenate([[0], np.cumsum(np.diff(t) > tol * scale)])
+    # relative, local tolerance: a far-away kink (tiny w) must not coarsen the others
+    loc = np.maximum(1.0, np.maximum(np.abs(t[1:]), np.abs(t[:-1])))
+    groups = np.concatenate([[0], np.cumsum(np.diff(t) > tol * loc)])
     tu = np.array([t[groups == g].mean() for g in range(groups[-1] + 1)])
     su = np.array([s[groups == g].sum() for g in range(groups[-1] + 1)])
     nz = np.abs(su) > tol * max(1.0, float(np.max(np.abs(s))))
@@ -471,10 +472,21 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     value = out.value
     lower = value / max(1.0, ratio)
     coef = out.coef.copy()
-    tk, ok, ck = t, o, coef
+    tk, ok, ck, shift = t, o, coef, 0.0
+    dd, cc = out.d, out.c
     if bias == "penalized":
-        tk, ok, ck = _merge(x, t, o, coef)
-    net = _build_network(tk, ok, ck, out.d, out.c, bias, skip)
+        tk, ok, ck, shift = _merge(x, t, o, coef)
+        dd += shift
+        # re-solve on the merged positions only: a basic solution there drops the
+        # near-zero leftovers that column generation's finite tolerance leaves behind
+        pos = np.unique(tk)
+        tk2 = np.concatenate([pos for _ in orients])
+        ok2 = np.concatenate([np.full(pos.size, v) for v in orients])
+        out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip)
+        merged_cost = float(np.sum(np.abs(ck) * _weight(tk, bias)))
+        if out2.status == "optimal" and out2.value <= merged_cost * (1 + 1e-12) + 1e-15:
+            tk, ok, ck, dd, cc = tk2, ok2, out2.coef, out2.d, out2.c
+    net = _build_network(tk, ok, ck, dd, cc, bias, skip)
     cost = function_cost(net, bias, skip)
     # merging never raises the cost; the LP value is the certified upper bound otherwise
     cost = min(cost, value)
@@ -491,23 +503,35 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
 
 
 def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
-    """Merge same-orientation, same-sign kinks of one closed data interval at their
-    |coef|-weighted centroid: data values unchanged, cost not larger (Jensen)."""
-    nz = np.abs(coef) > 1e-13 * max(1.0, float(np.max(np.abs(coef))) if coef.size else 1.0)
+    """Move all kinks of one sign inside one closed data interval to their |coef|-weighted
+    centroid ``tb``, keeping each orientation's total: data values change by one common
+    constant (returned, absorbed by the free output bias) and the cost does not rise
+    (Jensen, the weight is convex).  A right unit ``r (x - t)_+`` and a left unit
+    ``l (t' - x)_+`` moved to ``tb`` shift the values on both sides of the interval by the
+    same ``sum_k coef_k (tb - t_k)`` over right units, because ``tb`` is the centroid."""
+    top = float(np.max(np.abs(coef))) if coef.size else 1.0
+    nz = np.abs(coef) > 1e-13 * max(1.0, top)
     t, o, coef = t[nz], o[nz], coef[nz]
     seg = np.searchsorted(x, t, side="right") - 1  # t == x_j goes with [x_j, x_{j+1}]
-    T, O, C = [], [], []
-    keys = {}
+    keys: dict[tuple[int, bool], list[int]] = {}
     for k in range(t.size):
-        key = (int(seg[k]), float(o[k]), bool(coef[k] > 0))
-        keys.setdefault(key, []).append(k)
-    for (_, ov, _), ks in sorted(keys.items()):
+        keys.setdefault((int(seg[k]), bool(coef[k] > 0)), []).append(k)
+    T, O, C = [], [], []
+    shift = 0.0
+    for _, ks in sorted(keys.items()):
         ks = np.array(ks)
         wts = np.abs(coef[ks])
-        T.append(float(np.sum(wts * t[ks]) / np.sum(wts)))
-        O.append(ov)
-        C.append(float(np.sum(coef[ks])))
-    return np.array(T), np.array(O), np.array(C)
+        tb = float(np.sum(wts * t[ks]) / np.sum(wts))
+        for ov in (1.0, -1.0):
+            sel = ks[o[ks] == ov]
+            if sel.size == 0:
+                continue
+            if ov == 1.0:
+                shift += float(np.sum(coef[sel] * (tb - t[sel])))
+            T.append(tb)
+            O.append(ov)
+            C.append(float(np.sum(coef[sel])))
+    return np.array(T), np.array(O), np.array(C), shift
 
 
 def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,

@@ -1,0 +1,180 @@
+"""The training commands: exact minimal-norm univariate fits and convex two-layer training.
+
+Example:
+    $ relulab fit-minnorm data.csv --bias penalized --plot fit.png
+    $ relulab fit-convex data.csv --lam 0.01 --json
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from ..errors import FormatError, RelulabError
+from ._common import JSON_OPT, console, print_json
+
+__all__ = ["register", "tour", "read_csv"]
+
+
+def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Read a numeric CSV (optional header line): all columns but the last are inputs, the
+    last is the target.  Errors name the file, line and column."""
+    p = Path(path)
+    if not p.is_file():
+        raise FormatError(f"{path}: no such file")
+    rows = []
+    for ln, line in enumerate(p.read_text().splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        parts = [c.strip() for c in s.replace(";", ",").split(",")]
+        try:
+            vals = [float(c) for c in parts]
+        except ValueError:
+            if not rows and ln == 1:
+                continue  # a header
+            bad = next(i for i, c in enumerate(parts, 1) if not _is_float(c))
+            raise FormatError(
+                f"{path}:{ln}: column {bad} is not a number ({parts[bad - 1]!r})"
+            ) from None
+        if rows and len(vals) != len(rows[0]):
+            raise FormatError(f"{path}:{ln}: {len(vals)} columns, expected {len(rows[0])}")
+        rows.append(vals)
+    if not rows:
+        raise FormatError(f"{path}: no data rows")
+    A = np.array(rows)
+    if A.shape[1] < min_cols:
+        raise FormatError(f"{path}: needs at least {min_cols} columns (inputs..., target)")
+    if not np.all(np.isfinite(A)):
+        raise FormatError(f"{path}: contains NaN or infinite values")
+    return A[:, :-1], A[:, -1]
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def fit_minnorm_cmd(
+    data: str = typer.Argument(..., help="CSV with columns x, y (y = labels -1/+1 with "
+                               "--classify)."),
+    bias: str = typer.Option("free", "--bias", help="free | penalized"),
+    skip: bool = typer.Option(False, "--skip", help="Add a free affine skip c*x."),
+    classify: bool = typer.Option(False, "--classify", help="Margin classification "
+                                  "(labels_i f(x_i) >= 1) instead of interpolation."),
+    plot: str = typer.Option(None, "--plot", help="Write a picture of the fit to this PNG."),
+    save: str = typer.Option(None, "--save", help="Save the network (.npz/.onnx/...)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Exact minimal-norm univariate two-layer ReLU network through the data."""
+    from ..train import minnorm_classifier, minnorm_interpolant
+
+    X, y = read_csv(data)
+    if X.shape[1] != 1:
+        raise RelulabError(f"{data}: fit-minnorm takes one input column, got {X.shape[1]}")
+    fn = minnorm_classifier if classify else minnorm_interpolant
+    r = fn(X[:, 0], y, bias=bias, skip=skip)
+    if save:
+        from ..io import save_model
+
+        save_model(r.network, save)
+    if plot:
+        _plot_minnorm(r, plot)
+    if json_out:
+        print_json({"data": data, **r.to_dict()})
+        return
+    kind = "classifier" if classify else "interpolant"
+    console.print(f"minimal-norm {kind} ({r.bias} biases{', skip' if r.skip else ''}): "
+                  f"cost {r.cost:.10g} (certified >= {r.lower_bound:.10g}), "
+                  f"{r.kinks.size} kinks, width {r.network.widths[0]}")
+    for t, s in zip(r.kinks, r.jumps, strict=True):
+        console.print(f"  kink at x = {t:.6g}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
+    if r.optimal_set is not None:
+        zs = [z for z in r.optimal_set.zones if z.convex or z.concave]
+        console.print(f"  optimum not unique: kinks of optimal functions may sit in "
+                      f"{len(zs)} zones (see --json optimal_set)")
+    else:
+        console.print("  the optimal function is unique")
+
+
+def _plot_minnorm(r, path: str) -> None:
+    from ..errors import require
+
+    require("matplotlib", "plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    span = max(1.0, float(r.x[-1] - r.x[0]))
+    xs = np.linspace(r.x[0] - 0.2 * span, r.x[-1] + 0.2 * span, 800)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(xs, r.network(xs[:, None])[:, 0], lw=1.5, label=f"min-norm ({r.bias} biases)")
+    ax.scatter(r.x, r.y, c="k", s=18, zorder=3, label="data")
+    for t in r.kinks:
+        ax.axvline(t, color="grey", lw=0.5, ls=":")
+    ax.set_title(f"cost {r.cost:.4g}, {r.kinks.size} kinks")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def fit_convex_cmd(
+    data: str = typer.Argument(..., help="CSV: input columns then the target column."),
+    lam: float = typer.Option(..., "--lam", help="Weight decay (> 0)."),
+    max_patterns: int = typer.Option(200, "--max-patterns", help="Activation patterns to "
+                                     "sample."),
+    gated: bool = typer.Option(False, "--gated", help="Gated-ReLU variant."),
+    no_bias: bool = typer.Option(False, "--no-bias", help="No hidden biases."),
+    seed: int = typer.Option(0, "--seed"),
+    save: str = typer.Option(None, "--save", help="Save the network (ReLU variant)."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Globally optimal two-layer ReLU network (convex reformulation) with a certificate."""
+    from ..train import convex_fit, gated_fit
+
+    X, y = read_csv(data)
+    fn = gated_fit if gated else convex_fit
+    r = fn(X, y, lam, max_patterns, bias=not no_bias, seed=seed)
+    if save and not gated:
+        from ..io import save_model
+
+        save_model(r.network, save)
+    if json_out:
+        print_json({"data": data, "variant": "gated" if gated else "relu", **r.to_dict()})
+        return
+    console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "
+                  f"{r.objective:.10g}, dual bound {r.dual_value:.10g}, gap {r.gap:.2e} "
+                  f"({'certified' if r.converged else 'NOT converged'}), "
+                  f"{r.iterations} iterations, {r.seconds:.2f} s")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fit-minnorm")(fit_minnorm_cmd)
+    app.command("fit-convex")(fit_convex_cmd)
+
+
+def tour(console_) -> None:
+    """Minimal-norm fits with free and penalised biases; a certified convex fit."""
+    from ..train import collapse_threshold, convex_fit, minnorm_classifier
+
+    x = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    lab = np.array([1, 1, -1, -1, 1, 1])
+    console_.print("[bold]Training with guarantees[/bold]: labels + + - - + + at x = 0..5")
+    for bias in ("free", "penalized"):
+        r = minnorm_classifier(x, lab, bias=bias, describe=False)
+        ks = ", ".join(f"{t:.3g}" for t in r.kinks)
+        console_.print(f"  min-norm classifier, {bias} biases: cost {r.cost:.4f}, kinks at {ks}")
+    X = np.linspace(-1, 1, 12)[:, None]
+    y = np.abs(X[:, 0]) - 0.3
+    t = collapse_threshold(X, y)
+    f = convex_fit(X, y, 0.05)
+    console_.print(f"  convex two-layer fit of |x| - 0.3 (lam 0.05): objective {f.objective:.6f}, "
+                   f"certified gap {f.gap:.1e}, {f.n_neurons} neurons; "
+                   f"collapse above lam = {t.lam:.4f}")
