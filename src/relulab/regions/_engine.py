@@ -74,9 +74,13 @@ class Problem:
         if domain.dim != self.d:
             raise DomainError(f"domain has dimension {domain.dim}; the network takes {self.d} inputs")
         self.domain = domain
-        P = domain.to_polytope()
-        self.A_dom = np.asarray(P.A, dtype=np.float64)
-        self.b_dom = np.asarray(P.b, dtype=np.float64)
+        if isinstance(domain, Box):
+            # Box.to_polytope() order, without the emptiness LP of Polytope()
+            self.A_dom = np.vstack([np.eye(self.d), -np.eye(self.d)])
+            self.b_dom = np.concatenate([domain.hi, -domain.lo]).astype(np.float64)
+        else:
+            self.A_dom = np.asarray(domain.A, dtype=np.float64)
+            self.b_dom = np.asarray(domain.b, dtype=np.float64)
         self.m_dom = self.A_dom.shape[0]
         # ids: neurons [0, N), domain rows [N, N + m), artificial box [N + m, N + m + 2d)
         self.art0 = self.N + self.m_dom
@@ -552,7 +556,6 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
 
     ``progress(frac)`` is called with the finished share of the domain (0..1].
     """
-    d = pb.d
     L = pb.n_layers
     root = Batch(
         start=ptr0[:-1].copy(),
@@ -585,4 +588,3 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
         yield FinalChunk(batch=b, pattern=pattern)
         if progress is not None:
             progress(min(done, 1.0))
-    _ = d

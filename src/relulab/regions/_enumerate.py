@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box, DomainError, Polytope, as_domain
+from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
 from ..network import Network
 from . import _engine as E
@@ -513,8 +513,3 @@ def count_regions(
         for ch in E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, total[0])):
             total[0] += ch.batch.n
     return total[0]
-
-
-def _check_domain(dom: Any) -> None:
-    if not isinstance(dom, (Box, Polytope)):
-        raise DomainError(f"not a domain: {dom!r}")

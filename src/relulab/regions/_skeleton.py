@@ -375,6 +375,7 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     # pre-activations depend on nothing else) and build each group's affine maps once
     groups: list[np.ndarray] = []
     Zs: list[np.ndarray] = []
+    runs = (np.arange(n), np.zeros(1, dtype=np.int64), np.array([n]))
     for k in range(L):
         if k == 0:
             g = np.zeros(n, dtype=np.int64)
@@ -383,6 +384,7 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
             off = int(pb.offsets[k])
             pre = words & _prefix_mask(off, words.shape[1])
             order, starts, lens = _groups(pre)
+            runs = (order, starts, lens)
             g = np.empty(n, dtype=np.int64)
             g[order] = np.repeat(np.arange(starts.shape[0]), lens)
             rep = order[starts]
@@ -410,7 +412,7 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     dsel = np.flatnonzero(~isn)
     A[dsel] = pb.A_dom[fid[dsel] - N]
     bb[dsel] = pb.b_dom[fid[dsel] - N]
-    nrm = np.linalg.norm(A, axis=1)
+    nrm = np.sqrt(np.einsum("fd,fd->f", A, A))
     nrm[nrm == 0] = 1.0
     A /= nrm[:, None]
     bb /= nrm
@@ -427,11 +429,22 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     aff = np.empty((n, m, d + 1))
     if L:
         a0, a1 = int(pb.offsets[L - 1]), int(pb.offsets[L])
-        step = max(1, 20_000_000 // max(1, (a1 - a0) * (d + 1)))
-        for s0 in range(0, n, step):
-            sl = slice(s0, s0 + step)
-            H = pat[sl, a0:a1][:, :, None] * Zs[L - 1][groups[L - 1][sl]]
-            aff[sl] = _layer_apply(pb.Ws[-1], H)
+        order, starts, lens = runs
+        ZL = Zs[L - 1]
+        WL = pb.Ws[-1]
+        if starts.shape[0] * 8 < n:
+            # few groups: one small product per group of regions sharing the last
+            # layer's pre-activation maps (no (n, w, d + 1) temporary)
+            for gi in range(starts.shape[0]):
+                rows = order[starts[gi] : starts[gi] + lens[gi]]
+                M = pat[rows, a0:a1][:, None, :] * WL[None, :, :]  # (r, m, w)
+                aff[rows] = M @ ZL[gi]
+        else:
+            step = max(1, 20_000_000 // max(1, (a1 - a0) * (d + 1)))
+            for s0 in range(0, n, step):
+                sl = slice(s0, s0 + step)
+                H = pat[sl, a0:a1][:, :, None] * ZL[groups[L - 1][sl]]
+                aff[sl] = _layer_apply(WL, H)
         aff[:, :, d] += pb.bs[-1]
     else:
         aff[:] = np.concatenate([pb.Ws[0], pb.bs[0][:, None]], axis=1)
