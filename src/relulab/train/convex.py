@@ -554,6 +554,25 @@ def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
                 if ratios[j] < a_max:
                     a_max = float(ratios[j])
                     hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
+        # a Newton step that wants a group through zero: stop there and drop the group
+        # (the objective is not smooth at zero, so the quadratic model is wrong past it)
+        kill, a_kill = None, np.inf
+        for k in range(K):
+            sl = slice(offs[k], offs[k + 1])
+            v, sv = xi[sl], step[sl]
+            ip = float(v @ sv)
+            if ip < 0:
+                ak = -ip / float(sv @ sv)
+                if ak <= min(1.0, a_max) and np.linalg.norm(v + ak * sv) <= 0.1 * np.linalg.norm(v):
+                    if ak < a_kill:
+                        kill, a_kill = k, ak
+        if kill is not None:
+            cand = xi + a_kill * step
+            cand[offs[kill]:offs[kill + 1]] = 0.0
+            if F(cand) <= f:
+                store(cand)
+                groups.pop(kill)
+                return "dropped"
         a = min(1.0, a_max)
         blocked = a_max <= 1.0
         slope = float(g @ step)
@@ -566,8 +585,15 @@ def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
             blocked = False
         else:
             store(xi)
-            return "converged" if np.linalg.norm(g) <= 1e-9 * max(1.0, float(np.linalg.norm(Bty))) \
-                else "stalled"
+            if np.linalg.norm(g) <= 1e-9 * max(1.0, float(np.linalg.norm(Bty))):
+                return "converged"
+            # no progress: the smallest group is the likely culprit; try without it
+            nrm = [float(np.linalg.norm(xi[offs[k]:offs[k + 1]])) for k in range(K)]
+            k = int(np.argmin(nrm))
+            if nrm[k] <= 1e-3 * max(nrm):
+                groups.pop(k)
+                return "dropped"
+            return "stalled"
         xi, f = cand, fc
         for k in range(K):
             sl = slice(offs[k], offs[k + 1])

@@ -1,0 +1,173 @@
+"""Convex training (certificates, Adam, gated variant), the collapse threshold, the MILP
+regularisers and the training commands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from relulab.errors import RelulabError
+from relulab.train import (
+    collapse_threshold,
+    convex_fit,
+    gated_fit,
+    nonconvex_objective,
+    sample_patterns,
+)
+
+
+def _data1d(seed=0, n=14):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+def _adam_objective(X, y, lam, width=40, steps=2500, seed=0):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(seed)
+    Xt = torch.tensor(np.hstack([X, np.ones((X.shape[0], 1))]))
+    yt = torch.tensor(y)
+    W = (torch.randn(width, Xt.shape[1], dtype=torch.float64) * 0.5).requires_grad_()
+    a = (torch.randn(width, dtype=torch.float64) * 0.5).requires_grad_()
+    opt = torch.optim.Adam([W, a], lr=1e-2)
+    for _ in range(steps):
+        opt.zero_grad()
+        f = torch.relu(Xt @ W.T) @ a
+        loss = 0.5 * ((f - yt) ** 2).sum() + 0.5 * lam * (W.pow(2).sum() + a.pow(2).sum())
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
+
+
+def test_convex_fit_certified_and_beats_adam():
+    X, y = _data1d()
+    lam = 0.1
+    fit = convex_fit(X, y, lam)
+    assert fit.converged and fit.gap < 1e-6
+    # every pattern of univariate data with a bias column is enumerated: global optimum
+    assert fit.n_patterns == sample_patterns(np.hstack([X, np.ones_like(X)]), 10**6)[0].shape[1]
+    # the network realises the convex objective in the non-convex problem
+    assert nonconvex_objective(fit.network, X, y, lam) == pytest.approx(fit.objective, rel=1e-9)
+    for seed in range(2):
+        assert fit.objective <= _adam_objective(X, y, lam, seed=seed) + 1e-6
+
+
+def test_convex_fit_two_dimensional_sampled_patterns():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 2))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+    fit = convex_fit(X, y, 0.1, max_patterns=40)
+    assert fit.converged and fit.gap < 1e-6
+    assert nonconvex_objective(fit.network, X, y, 0.1) == pytest.approx(fit.objective, rel=1e-9)
+    # the dual value is a lower bound for every feasible point: e.g. the zero network
+    assert fit.dual_value <= 0.5 * float(y @ y)
+
+
+def test_gated_relaxes_relu_on_the_same_patterns():
+    X, y = _data1d(2)
+    for lam in (0.3, 0.01):
+        relu = convex_fit(X, y, lam)
+        gated = gated_fit(X, y, lam)
+        assert gated.converged and gated.gap < 1e-6
+        # same pattern set: every ReLU solution is a gated solution, so gated <= ReLU
+        assert gated.objective <= relu.objective + 1e-7
+        r = gated.predict(X) - y
+        pen = lam * np.sum(np.linalg.norm(gated.weights, axis=1))
+        assert 0.5 * r @ r + pen == pytest.approx(gated.objective, rel=1e-9)
+
+
+def test_collapse_threshold_exact_and_either_side():
+    X, y = _data1d(3)
+    y = y + 0.5
+    t = collapse_threshold(X, y)
+    assert t.exact
+    # brute force over directions on the circle
+    th = np.linspace(0, 2 * np.pi, 400001)
+    W = np.stack([np.cos(th), np.sin(th)], 1)
+    Xa = np.hstack([X, np.ones_like(X)])
+    brute = np.max(np.abs(np.maximum(Xa @ W.T, 0).T @ y))
+    assert brute <= t.lam * (1 + 1e-12)
+    assert t.lam == pytest.approx(brute, rel=1e-6)
+    above = convex_fit(X, y, t.lam * 1.02)
+    assert above.n_neurons == 0 and above.gap < 1e-6
+    assert above.objective == pytest.approx(0.5 * float(y @ y))
+    below = convex_fit(X, y, t.lam * 0.98)
+    assert below.n_neurons > 0 and below.gap < 1e-6
+    assert below.objective < 0.5 * float(y @ y) - 1e-9
+
+
+def test_collapse_threshold_bracket_in_higher_dimension():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(15, 2))
+    y = rng.normal(size=15)
+    t = collapse_threshold(X, y)
+    assert not t.exact and t.lam <= t.upper
+    Xa = np.hstack([X, np.ones((15, 1))])
+    # the witness attains the lower bound
+    assert abs(np.maximum(Xa @ t.witness, 0) @ y) == pytest.approx(t.lam, rel=1e-9)
+    G = rng.normal(size=(20000, 3))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    assert np.max(np.abs(np.maximum(Xa @ G.T, 0).T @ y)) <= t.upper * (1 + 1e-12)
+
+
+def test_regularizers_bounds_and_zero_sets():
+    torch = pytest.importorskip("torch")
+    from relulab.train import bigm_penalty, count_unstable, interval_bounds, lp_gap_penalty
+    from relulab.train.regularizers import mlp, to_network, unstable_penalty
+
+    net = mlp([2, 6, 5, 1], seed=0, dtype=torch.float64)
+    lo, hi = torch.tensor([-1.0, -0.5], dtype=torch.float64), torch.tensor([1.0, 2.0],
+                                                                            dtype=torch.float64)
+    bounds = interval_bounds(net, lo, hi)
+    rng = np.random.default_rng(0)
+    P = rng.uniform([-1, -0.5], [1, 2], (2000, 2))
+    pre = to_network(net).preactivations(P)
+    for (l, u), Z in zip(bounds, pre, strict=True):
+        assert np.all(Z >= l.detach().numpy() - 1e-12) and np.all(Z <= u.detach().numpy() + 1e-12)
+    Xt = torch.tensor(P[:50])
+    assert float(unstable_penalty(net, lo, hi)) > 0 and count_unstable(net, lo, hi) > 0
+    assert float(lp_gap_penalty(net, Xt, lo, hi)) > 0
+    # shift every first-layer bias far up: all neurons stable active, penalties vanish
+    with torch.no_grad():
+        for m in net:
+            if isinstance(m, torch.nn.Linear):
+                m.bias += 100.0
+    assert count_unstable(net, lo, hi) == 0
+    assert float(unstable_penalty(net, lo, hi)) == 0.0
+    assert float(lp_gap_penalty(net, Xt, lo, hi)) == 0.0
+    assert float(bigm_penalty(net, lo, hi)) > 0
+
+
+def _run(main, argv) -> int:
+    try:
+        main(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    return 0
+
+
+def test_cli_fit_commands(tmp_path, capsys):
+    from relulab.cli import main
+
+    p = tmp_path / "d.csv"
+    p.write_text("x,y\n0,0\n1,1\n2,1\n3,0\n")
+    _run(main, ["fit-minnorm", str(p), "--bias", "penalized", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["unique"] and out["kinks"] == pytest.approx([1.5])
+    _run(main, ["fit-convex", str(p), "--lam", "0.1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["gap"] < 1e-6 and out["converged"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n0,1\n1,oops\n")
+    assert _run(main, ["fit-minnorm", str(bad)]) == 1
+    assert "bad.csv:3" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_bad_input():
+    with pytest.raises(RelulabError):
+        convex_fit(np.zeros((3, 1)), np.zeros(4), 0.1)
+    with pytest.raises(RelulabError):
+        convex_fit(np.zeros((3, 1)), np.zeros(3), -1.0)
