@@ -375,7 +375,6 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     # pre-activations depend on nothing else) and build each group's affine maps once
     groups: list[np.ndarray] = []
     Zs: list[np.ndarray] = []
-    runs = (np.arange(n), np.zeros(1, dtype=np.int64), np.array([n]))
     for k in range(L):
         if k == 0:
             g = np.zeros(n, dtype=np.int64)
@@ -384,7 +383,6 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
             off = int(pb.offsets[k])
             pre = words & _prefix_mask(off, words.shape[1])
             order, starts, lens = _groups(pre)
-            runs = (order, starts, lens)
             g = np.empty(n, dtype=np.int64)
             g[order] = np.repeat(np.arange(starts.shape[0]), lens)
             rep = order[starts]
@@ -429,22 +427,18 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     aff = np.empty((n, m, d + 1))
     if L:
         a0, a1 = int(pb.offsets[L - 1]), int(pb.offsets[L])
-        order, starts, lens = runs
-        ZL = Zs[L - 1]
+        # backward through the layers with row vectors: (n m, w) @ (w, w') products,
+        # no per-region gathers
+        Pk = pat[:, a0:a1].astype(np.float64)
         WL = pb.Ws[-1]
-        if starts.shape[0] * 8 < n:
-            # few groups: one small product per group of regions sharing the last
-            # layer's pre-activation maps (no (n, w, d + 1) temporary)
-            for gi in range(starts.shape[0]):
-                rows = order[starts[gi] : starts[gi] + lens[gi]]
-                M = pat[rows, a0:a1][:, None, :] * WL[None, :, :]  # (r, m, w)
-                aff[rows] = M @ ZL[gi]
-        else:
-            step = max(1, 20_000_000 // max(1, (a1 - a0) * (d + 1)))
-            for s0 in range(0, n, step):
-                sl = slice(s0, s0 + step)
-                H = pat[sl, a0:a1][:, :, None] * ZL[groups[L - 1][sl]]
-                aff[sl] = _layer_apply(WL, H)
+        U = (WL[None, :, :] * Pk[:, None, :]).reshape(n * m, a1 - a0)
+        cst = U @ pb.bs[L - 1]
+        for k in range(L - 2, -1, -1):
+            o0, o1 = int(pb.offsets[k]), int(pb.offsets[k + 1])
+            U = (U @ pb.Ws[k + 1]) * np.repeat(pat[:, o0:o1], m, axis=0)
+            cst += U @ pb.bs[k]
+        aff[:, :, :d] = (U @ pb.Ws[0]).reshape(n, m, d)
+        aff[:, :, d] = cst.reshape(n, m)
         aff[:, :, d] += pb.bs[-1]
     else:
         aff[:] = np.concatenate([pb.Ws[0], pb.bs[0][:, None]], axis=1)
