@@ -306,3 +306,29 @@ def test_degenerate_input_falls_back():
     rs = regions.enumerate(net)
     assert rs.info["engine"] == "cells" and "fallback" in rs.info
     assert len(rs) == 6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_integer_weights_many_hyperplanes_through_points(seed):
+    # small integer weights: many neurons through the origin and through common
+    # points, identically-zero neurons on whole regions (degenerate input)
+    rng = np.random.default_rng(seed)
+    Ws = [rng.integers(-2, 3, size=(8, 2)), rng.integers(-2, 3, size=(6, 8)), np.ones((1, 6))]
+    bs = [rng.integers(-1, 2, size=8), rng.integers(-1, 2, size=6), np.zeros(1)]
+    net = Network([W.astype(float) for W in Ws], [b.astype(float) for b in bs])
+    box = Box([-2, -2], [2, 2])
+    rs = regions.enumerate(net, box)
+    cells = regions.enumerate(net, box, engine="cells")
+    assert _patset(rs) == _patset(cells)
+    assert np.all(rs.radius > MIN_RADIUS)
+    X = box.sample(4000, rng=seed)
+    hits = np.zeros(len(X), dtype=int)
+    for i in range(len(rs)):
+        R = rs[i]
+        inside = np.all(X @ R.A.T <= R.b + 1e-12, axis=1)
+        hits += inside
+        C, c = R.affine
+        assert np.allclose(X[inside] @ C.T + c, net(X[inside]), atol=1e-9)
+    assert np.all(hits == 1)
+    assert np.isclose(sum(p.area for p in regions.slice2d(net, window=(-2, 2, -2, 2)).polygons),
+                      16.0)

@@ -19,8 +19,10 @@ edges are found combinatorially from the incidences, so no LP is solved:
   iff no third vertex lies on every constraint the two share.  That test only needs
   every facet to be recorded at every vertex on it, which the update maintains.
 
-Sign policy (see :data:`SIGN_TOL`): a pre-activation value ``z(v)`` at a vertex ``v``
-counts as zero when ``|z(v)| <= SIGN_TOL * (sum_i |a_i v_i| + |c|)``.  A region is
+Sign policy (see :data:`SIGN_TOL`): a pre-activation value ``z(v) = a v + c`` at a
+vertex ``v`` counts as zero when ``|z(v)| <= SIGN_TOL * (sum_i |a_i| (|v_i| + s) + |c|)``
+with ``s`` the largest absolute coordinate of the domain's vertices (an absolute floor:
+near the origin a purely relative test would read rounding noise as a sign).  A region is
 split only when some vertex is strictly positive and another strictly negative
 beyond that tolerance, so both parts are full-dimensional; vertices counted as zero
 are shared by both parts and recorded as lying on the new hyperplane.  A
@@ -86,6 +88,7 @@ class Problem:
         self.art0 = self.N + self.m_dom
         self.n_ids = self.art0 + 2 * self.d
         self.big = big
+        self.xscale = 0.0  # set from the initial polytope's vertices
 
     def is_neuron(self, ids: np.ndarray) -> np.ndarray:
         return ids < self.N
@@ -347,13 +350,13 @@ def split_regions(X, F, ptr, s, pos, neg, h, d, n_ids):
     return Xall, _compact(Fall), newptr
 
 
-def _values(X, Zrow):
+def _values(X, Zrow, xscale: float = 0.0):
     """z = a x + c and its zero tolerance, per slot (Zrow: (S, d + 1))."""
     d = X.shape[1]
     a = Zrow[:, :d]
     c = Zrow[:, d]
     s = np.einsum("sd,sd->s", X, a) + c
-    tol = SIGN_TOL * (np.abs(X * a).sum(1) + np.abs(c))
+    tol = SIGN_TOL * (((np.abs(X) + xscale) * np.abs(a)).sum(1) + np.abs(c))
     return s, s > tol, s < -tol
 
 
@@ -379,6 +382,7 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
         ids_hi = pb.N + np.arange(d)
         ids_lo = pb.N + d + np.arange(d)
         X, F, ptr = _box_start(dom.lo, dom.hi, ids_hi, ids_lo)
+        pb.xscale = float(np.abs(X).max())
         return X, F, ptr, True
     # a polytope: start from a box strictly containing it (or a big box) and cut
     bounded = dom.n_constraints > 0 and dom.is_bounded
@@ -395,12 +399,13 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     ids_hi = pb.art0 + np.arange(d)
     ids_lo = pb.art0 + d + np.arange(d)
     X, F, ptr = _box_start(lo, hi, ids_hi, ids_lo)
+    pb.xscale = float(np.abs(X).max())
     for i in range(pb.m_dom):
         a, b = pb.A_dom[i], pb.b_dom[i]
         if not np.any(a):
             continue
         Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
-        s, p, q = _values(X, Zrow)
+        s, p, q = _values(X, Zrow, pb.xscale)
         if not p.any():
             continue  # redundant (or touching) row
         if not q.any():
@@ -436,19 +441,22 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     S = b.used
     reg = _slot_region(b.ptr)
     Xa = np.concatenate([b.X[:S], np.ones((S, 1))], axis=1)
+    Xabs = np.abs(Xa)
+    Xabs[:, :d] += pb.xscale
     absZ = np.abs(Z)
     POS = np.empty((S, w), dtype=bool)
     NEG = np.empty((S, w), dtype=bool)
     chunk = max(1, 4_000_000 // max(1, w * (d + 1)))
     for s0 in range(0, S, chunk):
         xs = Xa[s0 : s0 + chunk]
+        xa = Xabs[s0 : s0 + chunk]
         if k == 0:
             V = xs @ Z[0].T
-            T = SIGN_TOL * (np.abs(xs) @ absZ[0].T)
+            T = SIGN_TOL * (xa @ absZ[0].T)
         else:
             pr = reg[s0 : s0 + chunk]
             V = np.einsum("sk,sjk->sj", xs, Z[pr])
-            T = SIGN_TOL * np.einsum("sk,sjk->sj", np.abs(xs), absZ[pr])
+            T = SIGN_TOL * np.einsum("sk,sjk->sj", xa, absZ[pr])
         POS[s0 : s0 + chunk] = V > T
         NEG[s0 : s0 + chunk] = V < -T
     if k == 0:
@@ -484,7 +492,7 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     areg = _slot_region(aptr)
     Zrow = b.Zs[k][parent[act][areg], jj]  # (S_a, d + 1)
     Xs = b.X[slots]
-    s, pos, neg = _values(Xs, Zrow)
+    s, pos, neg = _values(Xs, Zrow, pb.xscale)
     hp = np.logical_or.reduceat(pos, aptr[:-1])
     hn = np.logical_or.reduceat(neg, aptr[:-1])
     b.cur[act, jj] = hp

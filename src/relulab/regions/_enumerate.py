@@ -59,7 +59,15 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
     nvalid = valid.sum(1)
     simple = np.logical_and.reduceat(nvalid == d, ptr[:-1])
     keepf = np.ones(fr.shape[0], dtype=bool)
+    flat = np.zeros(n, dtype=bool)
     for r in np.flatnonzero(~simple):
+        Xr = X[ptr[r] : ptr[r + 1]]
+        if d > 0 and Xr.shape[0] > 0:
+            sv = np.linalg.svd(Xr[1:] - Xr[0], compute_uv=False) if Xr.shape[0] > 1 else []
+            scale = max(1.0, float(np.abs(Xr).max()))
+            if int((np.asarray(sv) > 1e-9 * scale).sum()) < d:
+                flat[r] = True  # not full-dimensional (numerical debris): dropped below
+                continue
         # degenerate region: keep a constraint only if its vertices span a facet, and
         # one constraint per facet (a domain row before a neuron, then lower ids)
         Xr = X[ptr[r] : ptr[r + 1]]
@@ -144,7 +152,7 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
     packed = (
         np.packbits(pattern, axis=1) if N else np.zeros((n, 0), dtype=np.uint8)
     )
-    return {
+    parts = {
         "packed": packed,
         "vptr": ptr,
         "vertices": X,
@@ -158,6 +166,27 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
         "bounded": bounded,
         "touches": touches,
     }
+    if flat.any():
+        parts = _subset(parts, ~flat)
+    return parts
+
+
+def _subset(parts: dict, keep: np.ndarray) -> dict:
+    """The regions of a chunk where ``keep`` is True."""
+    idx = np.flatnonzero(keep)
+    out = dict(parts)
+    for key in ("packed", "interior", "radius", "affine", "bounded", "touches"):
+        out[key] = parts[key][idx]
+    for ptr_key, keys in (("vptr", ("vertices",)), ("fptr", ("fid", "fA", "fb"))):
+        ptr = parts[ptr_key]
+        cnt = ptr[idx + 1] - ptr[idx]
+        newptr = np.zeros(idx.size + 1, dtype=np.int64)
+        np.cumsum(cnt, out=newptr[1:])
+        rows = np.repeat(ptr[idx] - newptr[:-1], cnt) + np.arange(newptr[-1])
+        out[ptr_key] = newptr
+        for k2 in keys:
+            out[k2] = parts[k2][rows]
+    return out
 
 
 def _region_from(parts: dict, i: int, offset: int, pb: E.Problem) -> Region:

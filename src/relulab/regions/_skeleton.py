@@ -122,7 +122,10 @@ def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
         W, bias = pb.Ws[k], pb.bs[k]
         Hin = pool["X"] if k == 0 else np.maximum(pool["Z"], 0.0)
         Zk = Hin @ W.T + bias
-        Tk = E.SIGN_TOL * (np.abs(Hin) @ np.abs(W).T + np.abs(bias))
+        # zero tolerance relative to the scale of the layer's inputs over the whole
+        # domain (an absolute floor, see the sign policy in _engine)
+        Habs = np.abs(Hin)
+        Tk = E.SIGN_TOL * ((Habs + Habs.max(initial=0.0)) @ np.abs(W).T + np.abs(bias))
         pool.replace("Z", Zk)
         pool.replace("T", Tk)
         for jj in range(W.shape[0]):
