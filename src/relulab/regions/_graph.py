@@ -75,8 +75,7 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
         return np.zeros((0, 3), dtype=np.int64)
     if "_edges" in rs.info and not rs.partial:
         # the skeleton engine found each facet with both of its regions
-        E = rs.info["_edges"]
-        return E[np.lexsort((E[:, 1], E[:, 0]))]
+        return rs.info["_edges"]
     fr = np.repeat(np.arange(n), np.diff(rs.facet_ptr))
     fid = rs.facet_ids
     isn = fid < N

@@ -144,7 +144,7 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     pos = s > 0
     byte, bit = _bytes_bit(np.array([j]))
     S = pool["S"]
-    S[pos, byte[0]] |= bit[0]
+    S[:, byte[0]] |= pos.view(np.uint8) * bit[0]
     ea, eb = edges["a"], edges["b"]
     cut = np.flatnonzero(pos[ea] != pos[eb])
     if cut.size == 0:
