@@ -332,3 +332,37 @@ def test_integer_weights_many_hyperplanes_through_points(seed):
     assert np.all(hits == 1)
     assert np.isclose(sum(p.area for p in regions.slice2d(net, window=(-2, 2, -2, 2)).polygons),
                       16.0)
+
+
+def test_chebyshev_centres():
+    net = random_network(np.random.default_rng(6), [2, 6, 5, 1])
+    rs = regions.enumerate(net)
+    ch = regions.enumerate(net, centers="chebyshev")
+    assert np.all(ch.radius >= rs.radius - 1e-12)
+    for i in range(len(ch)):
+        R = ch[i]
+        x, r = R.chebyshev_center()
+        assert np.isclose(r, R.radius, rtol=1e-7)
+        assert np.all(R.slack(R.interior_point) >= R.radius - 1e-9)
+
+
+def test_ctrl_c_returns_partial_exact_regions(monkeypatch):
+    from relulab.regions import _engine
+
+    net = random_network(np.random.default_rng(4), [2, 12, 12, 1])
+    full = regions.enumerate(net)
+    orig = _engine._apply_neuron
+    calls = {"n": 0}
+
+    def interrupted(pb, b):
+        calls["n"] += 1
+        if calls["n"] > 80:
+            raise KeyboardInterrupt
+        return orig(pb, b)
+
+    monkeypatch.setattr(_engine, "MAX_BATCH_REGIONS", 8)  # many small batches
+    monkeypatch.setattr(_engine, "_apply_neuron", interrupted)
+    part = regions.enumerate(net, engine="cells")
+    assert part.partial and part.info.get("interrupted")
+    assert 0 < len(part) < len(full)
+    assert _patset(part) <= _patset(full)
