@@ -326,3 +326,23 @@ def test_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["verify-batch", str(tmp_path / "missing.csv")])
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n,m,seed", [(4, 16, 1), (4, 20, 1), (5, 22, 0)])
+def test_e3sat_gadget_exact_max_and_verdicts(n, m, seed):
+    """The SAT gadget of relulab.construct: max over [0,1]^n is (m - min #unsat clauses)/3
+    (brute force over assignments); the verifier decides thresholds 1/6 either side."""
+    from relulab.construct.hardness import min_unsat, random_3cnf, sat_gadget
+
+    clauses = random_3cnf(n, m, seed)
+    net = sat_gadget(clauses, n)
+    unsat, _ = min_unsat(clauses, n)
+    target = (m - unsat) / 3
+    B = Box(np.zeros(n), np.ones(n))
+    r = maximize(net, B)
+    assert abs(r.value - target) <= 1e-7
+    above = _spec_le(B, target + 1 / 6, np.ones(1))
+    below = _spec_le(B, target - 1 / 6, np.ones(1))
+    assert verify(net, above, timeout=20).status == "holds"
+    v = verify(net, below, timeout=20)
+    assert v.status == "violated" and float(net(v.counterexample)[0]) >= target - 1 / 6 - FEAS_TOL

@@ -11,6 +11,9 @@ is decided on its own; the property holds when all of them do.
    bounding each sub-box with batched symbolic bounds (forward symbolic bounds,
    CROWN back-substitution of the still-unstable neurons, and optimised ReLU slopes
    in the last back-substitution through the output specification).
+3. When few neurons are unstable on the whole box and input splitting has not
+   finished within a quarter of the time, one MILP (:func:`relulab.verify.milp.milp_term`,
+   HiGHS branching on ReLUs) gets half of what is left, then input splitting resumes.
 
 Answers: ``holds`` only from the bounds (with the safety margin of
 :mod:`relulab.tolerance`); ``violated`` only with a counterexample re-checked by a
@@ -41,9 +44,18 @@ from ..spec import Property, SpecError, Specification
 from ._threads import single_threaded_blas
 from .attack import attack, recheck
 from .bab import decide_term
+from .milp import milp_term
 from .result import VerificationResult
 
 __all__ = ["verify"]
+
+
+def _root_unstable(net: Network, box) -> int:
+    from ..bounds import crown_batch, float_layers
+
+    Ws, bs, _ = float_layers(net)
+    pre, _ = crown_batch(Ws, bs, box.lo[None], box.hi[None], intermediate="hybrid")
+    return int(sum(int(np.sum((a < 0) & (b > 0))) for a, b in pre))
 
 
 def _as_property(prop: Property | Specification) -> Property:
@@ -63,6 +75,7 @@ def verify(
     batch: int = 1024,
     intermediate: str = "hybrid",
     alpha_iters: int = 5,
+    milp_max_binaries: int = 200,
     seed: int = 0,
 ) -> VerificationResult:
     """Decide whether ``net`` satisfies ``prop`` (no input of the input set is mapped into
@@ -79,6 +92,8 @@ def verify(
         batch: sub-boxes bounded together in one numpy pass.
         intermediate: "hybrid" (default), "forward" or "crown" intermediate bounds.
         alpha_iters: optimisation steps of the last layer's ReLU slopes (0: off).
+        milp_max_binaries: try a MILP (after a quarter of the time) when at most this
+            many neurons are unstable on the whole input box.
     """
     t0 = _time.time()
     deadline = t0 + float(timeout)
@@ -121,10 +136,29 @@ def verify(
                 unknown_reason = "timeout"
                 break
             st: dict = {}
+            # Portfolio: when few neurons are unstable on the whole box, a MILP (ReLU
+            # splitting by HiGHS) may beat input splitting (e.g. SAT-gadget networks):
+            # input splitting first for a quarter of the time, then the MILP, then
+            # input splitting again.
+            small = _root_unstable(fnet, box) <= milp_max_binaries
+            left = deadline - _time.time()
+            first = _time.time() + (0.25 * left if small else left)
             status, x, st = decide_term(
-                fnet, box, C, dv, deadline=deadline, batch=batch, intermediate=intermediate,
+                fnet, box, C, dv, deadline=first, batch=batch, intermediate=intermediate,
                 alpha_iters=alpha_iters, stats=st, check_net=net,
             )
+            if status == "unknown" and small and _time.time() < deadline:
+                status, x, mst = milp_term(fnet, box, C, dv, check_net=net,
+                                           time_limit=0.5 * (deadline - _time.time()))
+                stats["milp"] = mst
+                if status == "unknown" and _time.time() < deadline:
+                    status, x, st = decide_term(
+                        fnet, box, C, dv, deadline=deadline, batch=batch,
+                        intermediate=intermediate, alpha_iters=alpha_iters, stats=st,
+                        check_net=net,
+                    )
+                if status == "unknown" and _time.time() >= deadline:
+                    st["reason"] = "timeout"
             stats["boxes"] += st.get("boxes", 0)
             if status == "violated":
                 return found(x, box, "branch-and-bound")
