@@ -16,7 +16,8 @@ Example:
     2.0
 """
 
-from .milp import encode, maximize, minimize, output_range, tighten_bounds
+from .bab import decide_term
+from .milp import encode, maximize, milp_term, minimize, output_range, tighten_bounds
 from .result import OptimumResult, RangeResult, VerificationResult
 from .verifier import verify
 
@@ -27,6 +28,8 @@ __all__ = [
     "output_range",
     "encode",
     "tighten_bounds",
+    "milp_term",
+    "decide_term",
     "OptimumResult",
     "RangeResult",
     "VerificationResult",
