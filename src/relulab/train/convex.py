@@ -433,9 +433,11 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
     for _ in range(rounds):
         if groups:
             status = _face_newton(groups, Xa, Mf, cones, y, lam)
-            if status is None or status == "stalled":
+            if status is None:
                 return None
-            if status != "converged":
+            # "stalled": no step decreases F in floating point; treat it as the face optimum
+            # and let the KKT checks below (and the caller's certificate) judge it
+            if status not in ("converged", "stalled"):
                 continue
         rho = y - prediction(groups)
         # release held rows with negative multipliers
@@ -537,23 +539,32 @@ def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
             return None
         if float(g @ step) >= 0:
             step = -g
-        a_max, hit = np.inf, None
-        for k in range(K):
-            s, i, _, act = groups[k]
-            free = ~act
-            if not free.any():
-                continue
-            GN = cones[i][free] @ Ns[k]
-            sl = slice(offs[k], offs[k + 1])
-            v0 = GN @ xi[sl]
-            dv = GN @ step[sl]
-            neg = dv < 0
-            if neg.any():
-                ratios = np.maximum(v0[neg], 0.0) / -dv[neg]
-                j = int(np.argmin(ratios))
-                if ratios[j] < a_max:
-                    a_max = float(ratios[j])
-                    hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
+        def ratio_test(step, xi=xi):
+            a_max, hit = np.inf, None
+            for k in range(K):
+                s, i, _, act = groups[k]
+                free = ~act
+                if not free.any():
+                    continue
+                GN = cones[i][free] @ Ns[k]
+                sl = slice(offs[k], offs[k + 1])
+                v0 = GN @ xi[sl]
+                dv = GN @ step[sl]
+                neg = dv < 0
+                if neg.any():
+                    ratios = np.maximum(v0[neg], 0.0) / -dv[neg]
+                    j = int(np.argmin(ratios))
+                    if ratios[j] < a_max:
+                        a_max = float(ratios[j])
+                        hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
+            return a_max, hit
+
+        a_max, hit = ratio_test(step)
+        if a_max <= 1e-14:
+            # blocked at once (typically by a row just released, when the face problem is
+            # degenerate and the Newton step is not unique): fall back to steepest descent
+            step = -g
+            a_max, hit = ratio_test(step)
         # a Newton step that wants a group through zero: stop there and drop the group
         # (the objective is not smooth at zero, so the quadratic model is wrong past it)
         kill, a_kill = None, np.inf
@@ -573,17 +584,25 @@ def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
                 store(cand)
                 groups.pop(kill)
                 return "dropped"
-        a = min(1.0, a_max)
-        blocked = a_max <= 1.0
-        slope = float(g @ step)
-        while a > 1e-14:
-            cand = xi + a * step
-            fc = F(cand)
-            if fc <= f + 1e-4 * a * slope:
+        found = False
+        for attempt in range(2):
+            if attempt == 1:  # the Newton direction failed: steepest descent instead
+                step = -g
+                a_max, hit = ratio_test(step)
+            a = min(1.0, a_max)
+            blocked = a_max <= 1.0
+            slope = float(g @ step)
+            while a > 1e-14:
+                cand = xi + a * step
+                fc = F(cand)
+                if fc <= f + 1e-4 * a * slope:
+                    found = True
+                    break
+                a *= 0.5
+                blocked = False
+            if found:
                 break
-            a *= 0.5
-            blocked = False
-        else:
+        if not found:
             store(xi)
             if np.linalg.norm(g) <= 1e-9 * max(1.0, float(np.linalg.norm(Bty))):
                 return "converged"
