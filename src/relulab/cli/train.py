@@ -171,10 +171,10 @@ def tour(console_) -> None:
         r = minnorm_classifier(x, lab, bias=bias, describe=False)
         ks = ", ".join(f"{t:.3g}" for t in r.kinks)
         console_.print(f"  min-norm classifier, {bias} biases: cost {r.cost:.4f}, kinks at {ks}")
-    X = np.linspace(-1, 1, 12)[:, None]
+    X = np.linspace(-1, 1, 10)[:, None]
     y = np.abs(X[:, 0]) - 0.3
     t = collapse_threshold(X, y)
-    f = convex_fit(X, y, 0.05)
-    console_.print(f"  convex two-layer fit of |x| - 0.3 (lam 0.05): objective {f.objective:.6f}, "
+    f = convex_fit(X, y, 0.2)
+    console_.print(f"  convex two-layer fit of |x| - 0.3 (lam 0.2): objective {f.objective:.6f}, "
                    f"certified gap {f.gap:.1e}, {f.n_neurons} neurons; "
                    f"collapse above lam = {t.lam:.4f}")
