@@ -445,7 +445,7 @@ def enumerate_regions(
         engine: ``"auto"`` (default: the shared-vertex skeleton, falling back to
             per-region polytopes on degenerate input or when ``max_regions`` is set),
             ``"skeleton"`` or ``"cells"``.  The result is the same.
-        vertices: keep every region's vertex list (``"auto"``: in dimension <= 3, where
+        vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
 
     Ctrl-C returns the regions found so far, marked ``partial``.
@@ -460,7 +460,7 @@ def enumerate_regions(
     """
     t0 = time.perf_counter()
     if vertices == "auto":
-        vertices = net.input_dim <= 3
+        vertices = net.input_dim <= 2
     if method == "bfs":
         from ._bfs import enumerate_bfs
 
