@@ -14,8 +14,8 @@ the conserved quantities, the second-order bound ``sum_t eta^2 (||g_in||^2 +
 ||g_out||^2)``, how exactly each step obeys the one-step identity, and how far the
 parameters moved.  The log-log slope of drift against step size should be about 1.
 
-Writes experiments/out/conservation.{json,png} and prints the table.
-Run:  python experiments/conservation.py [--time 4] [--out experiments/out]
+Writes experiments/results/conservation.{json,png} and prints the table.
+Run:  python experiments/conservation.py [--time 4] [--out experiments/results]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def trajectory(net: Network, X, Y, lr: float, steps: int, every: int) -> list[li
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=4.0, help="training time T = steps x eta")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

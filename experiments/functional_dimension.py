@@ -21,8 +21,8 @@ exact rank in rational arithmetic for the small architectures):
    width-one layers, outside the theorem: compared with the same architecture at width
    two, far fewer random draws reach the bound.
 
-Writes experiments/out/functional_dimension.{json,png} and prints the tables.
-Run:  python experiments/functional_dimension.py [--seeds 10] [--out experiments/out]
+Writes experiments/results/functional_dimension.{json,png} and prints the tables.
+Run:  python experiments/functional_dimension.py [--seeds 10] [--out experiments/results]
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def plot(result: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
