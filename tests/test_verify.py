@@ -310,6 +310,10 @@ def test_cli_verify_range_and_batch(tmp_path, capsys):
           "--expected", str(tmp_path / "exp.csv")])
     b = json.loads(capsys.readouterr().out)
     assert [r["status"] for r in b["instances"]] == ["holds", "violated"]
+    # the same through two worker processes, results in input order
+    main(["verify-batch", str(tmp_path / "inst.csv"), "--workers", "2", "--json"])
+    b2 = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in b2["instances"]] == ["holds", "violated"]
     assert sum(s["correct"] for s in b["summary"]) == 2
     assert sum(s["wrong"] for s in b["summary"]) == 0
 
