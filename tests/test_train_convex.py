@@ -157,7 +157,7 @@ def test_cli_fit_commands(tmp_path, capsys):
     _run(main, ["fit-minnorm", str(p), "--bias", "penalized", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["unique"] and out["kinks"] == pytest.approx([1.5])
-    _run(main, ["fit-convex", str(p), "--lam", "0.1", "--json"])
+    _run(main, ["fit-convex", str(p), "--lam", "0.3", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["gap"] < 1e-6 and out["converged"]
     bad = tmp_path / "bad.csv"
