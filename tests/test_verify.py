@@ -350,3 +350,19 @@ def test_e3sat_gadget_exact_max_and_verdicts(n, m, seed):
     assert verify(net, above, timeout=20).status == "holds"
     v = verify(net, below, timeout=20)
     assert v.status == "violated" and float(net(v.counterexample)[0]) >= target - 1 / 6 - FEAS_TOL
+
+
+def test_time_limited_maximize_brackets_the_optimum():
+    """With a tiny time limit the answer is a bracket: value attained at x <= exact max
+    <= proven bound (the bound comes from input splitting and/or the MILP)."""
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        net = random_network(rng, [3, 20, 20, 20, 1], scale=1.5)
+        B = Box(-np.ones(3), np.ones(3))
+        exact = maximize(net, B)
+        r = maximize(net, B, time_limit=0.05)
+        assert r.value <= exact.value + 1e-9 and r.upper_bound >= exact.value - 1e-9
+        assert abs(float(net(r.x)[0]) - r.value) <= 1e-12 and B.contains(r.x)
+        m = minimize(net, B, time_limit=0.05)
+        exact_min = minimize(net, B)
+        assert m.value >= exact_min.value - 1e-9 and m.lower_bound <= exact_min.value + 1e-9
