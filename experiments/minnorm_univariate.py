@@ -16,7 +16,7 @@ networks"):
 Every trained network is also checked against the exact optimum: its margin-normalised
 function cost can never be below it (a violation would mean the solver is wrong).
 
-Run:  python experiments/minnorm_univariate.py [--out out/minnorm_univariate] [--quick]
+Run:  python experiments/minnorm_univariate.py [--out experiments/results] [--quick]
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def train(x, lab, width, opt_name, bias, skip, seed, steps, lam):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="out/minnorm_univariate")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--quick", action="store_true", help="fewer runs (a smoke test)")
     args = ap.parse_args()
     out = Path(args.out)

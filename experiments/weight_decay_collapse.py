@@ -12,7 +12,7 @@ optimizer prevents the collapse of the learned parameters, whereas using SGD doe
    above the threshold; AdamW with the same nominal weight decay (decoupled) keeps a
    non-zero network there.
 
-Run:  python experiments/weight_decay_collapse.py [--out out/weight_decay_collapse]
+Run:  python experiments/weight_decay_collapse.py [--out experiments/results]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def train(X, y, lam, opt_name, seed, width=50, steps=4000):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="out/weight_decay_collapse")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     out = Path(args.out)
