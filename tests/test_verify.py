@@ -357,7 +357,7 @@ def test_time_limited_maximize_brackets_the_optimum():
     <= proven bound (the bound comes from input splitting and/or the MILP)."""
     rng = np.random.default_rng(1)
     for _ in range(3):
-        net = random_network(rng, [3, 20, 20, 20, 1], scale=1.5)
+        net = random_network(rng, [3, 12, 12, 1], scale=1.5)
         B = Box(-np.ones(3), np.ones(3))
         exact = maximize(net, B)
         r = maximize(net, B, time_limit=0.05)
