@@ -266,7 +266,7 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
 
     from .. import construct as C
 
-    console_.print("[bold]Exact constructions[/bold] (rational weights, checked exactly)")
+    console_.rule("Exact constructions (rational weights, checked exactly)")
     net = C.max_n(8)
     console_.print(f"  max of 8 numbers: {net!r}; max_8(3,-1,7,2,0,5,1/2,6) = "
                    f"{net([3, -1, 7, 2, 0, 5, Fraction(1, 2), 6])[0]}")

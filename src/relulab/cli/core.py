@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
@@ -152,14 +151,8 @@ def tour_cmd() -> None:
     from . import TOPICS
 
     console.rule("[bold]relulab tour")
-    for name in TOPICS:
-        mod_name = f"relulab.cli.{name}"
-        if importlib.util.find_spec(mod_name) is None:
-            continue
-        mod = importlib.import_module(mod_name)
-        fn = getattr(mod, "tour", None)
-        if fn is not None:
-            fn(console)
+    for topic in TOPICS:
+        topic.tour(console)
     console.rule("[bold]done: see README.md and docs/ for more")
 
 

@@ -107,7 +107,8 @@ def tour(console_) -> None:
     G = R.graph(rs)
     s = G.graph["summary"]
     seg = R.along_segment(net, [-1.0, -1.0], [1.0, 1.0])
-    console_.print("[bold]Linear regions[/bold] of a random 2-8-8-1 network on [-1, 1]^2:")
+    console_.rule("Linear regions: exact enumeration, adjacency graph, slices")
+    console_.print("a random 2-8-8-1 network on [-1, 1]^2:")
     console_.print(f"  {len(rs)} regions, found exactly in {rs.seconds * 1000:.1f} ms; "
                    f"{int(rs.touches_domain.sum())} touch the boundary")
     console_.print(f"  adjacency graph: {s.edges} edges, average degree {s.avg_degree:.2f} "

@@ -166,7 +166,8 @@ def tour(console_) -> None:
 
     x = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     lab = np.array([1, 1, -1, -1, 1, 1])
-    console_.print("[bold]Training with guarantees[/bold]: labels + + - - + + at x = 0..5")
+    console_.rule("Training with guarantees")
+    console_.print("labels + + - - + + at x = 0..5")
     for bias in ("free", "penalized"):
         r = minnorm_classifier(x, lab, bias=bias, describe=False)
         ks = ", ".join(f"{t:.3g}" for t in r.kinks)

@@ -292,6 +292,7 @@ def tour(console) -> None:
     from ..spec import OutputConstraint, Specification
     from ..verify import maximize, verify
 
+    console.rule("Verification: bounds, exact maximum, properties decided")
     rng = np.random.default_rng(3)
     net = Network([rng.normal(size=(8, 2)), rng.normal(size=(8, 8)) / 3, rng.normal(size=(1, 8)) / 3],
                   [rng.normal(size=8) * 0.3, rng.normal(size=8) * 0.3, np.zeros(1)])
