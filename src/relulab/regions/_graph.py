@@ -13,37 +13,59 @@ from ._types import RegionSet, neuron_label
 
 __all__ = ["adjacency", "graph", "graph_summary", "GraphSummary", "pattern_index"]
 
-def _hash_rows(P: np.ndarray) -> np.ndarray:
-    return hash_rows(as_words(P))
-
-
 class _PatternTable:
-    """Exact lookup of packed patterns (sorted hashes + row comparison)."""
+    """Exact lookup of packed patterns: an open-addressing hash table (linear probing,
+    load <= 1/2) over a strong 64-bit row hash, every hit confirmed by comparing the
+    rows word by word.  Lookups are a few vectorised gathers into a small table
+    (cheaper than a binary search of unsorted queries)."""
 
     def __init__(self, packed: np.ndarray):
         self.packed = packed
-        self.h = _hash_rows(packed)
-        self.order = np.argsort(self.h, kind="stable")
-        self.hs = self.h[self.order]
+        self.words = as_words(packed)
+        self.h = hash_rows(self.words)
+        n = packed.shape[0]
+        size = 1 << max(4, int(2 * n).bit_length())
+        self.mask = np.uint64(size - 1)
+        slots = np.full(size, -1, dtype=np.int64)
+        idx = np.arange(n, dtype=np.int64)
+        s = (self.h & self.mask).astype(np.int64)
+        while idx.size:
+            free = slots[s] < 0
+            fi, fs = idx[free], s[free]
+            # rows competing for one slot: the smallest index wins (written last)
+            slots[fs[::-1]] = fi[::-1]
+            won = np.zeros(idx.size, dtype=bool)
+            won[free] = slots[fs] == fi
+            idx = idx[~won]
+            s = (s[~won] + 1) & (size - 1)
+        self.slots = slots
 
     def find(self, Q: np.ndarray) -> np.ndarray:
         """Index of each row of ``Q`` in the table, or -1."""
-        if Q.shape[0] == 0 or self.packed.shape[0] == 0:
-            return np.full(Q.shape[0], -1, dtype=np.int64)
-        hq = _hash_rows(Q)
-        pos = np.searchsorted(self.hs, hq)
         out = np.full(Q.shape[0], -1, dtype=np.int64)
-        # equal hashes are contiguous; walk them (collisions are rare)
-        for step in range(8):
-            p = pos + step
-            ok = (p < self.hs.shape[0]) & (out < 0)
-            ok[ok] &= self.hs[p[ok]] == hq[ok]
-            if not ok.any():
-                break
-            cand = self.order[p[ok]]
-            same = np.all(self.packed[cand] == Q[ok], axis=1)
-            idx = np.flatnonzero(ok)[same]
-            out[idx] = cand[same]
+        if Q.shape[0] == 0 or self.packed.shape[0] == 0:
+            return out
+        Qw = as_words(Q)
+        hq = hash_rows(Qw)
+        size_m1 = int(self.mask)
+        idx = np.arange(Q.shape[0], dtype=np.int64)
+        s = (hq & self.mask).astype(np.int64)
+        while idx.size:
+            t = self.slots[s]
+            occ = t >= 0
+            # an empty slot ends the probe sequence: not in the table
+            idx, s, t = idx[occ], s[occ], t[occ]
+            hit = self.h[t] == hq[idx]
+            hi = np.flatnonzero(hit)
+            if hi.size:
+                same = np.all(self.words[t[hi]] == Qw[idx[hi]], axis=1)
+                found = hi[same]
+                out[idx[found]] = t[found]
+                hit[found] = True
+                hit[hi[~same]] = False
+            go = ~hit
+            idx = idx[go]
+            s = (s[go] + 1) & size_m1
         return out
 
 
