@@ -52,3 +52,16 @@ def random_network(
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run ``relulab ARGS`` through the real entry point; return (exit code, stdout, stderr)."""
+    from relulab.cli import main
+
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -6,20 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from conftest import run_cli as run
 
-from relulab.cli import main
 from relulab.examples import example_path, load_example
 from relulab.io import load_model
-
-
-def run(capsys, *args):
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = e.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_info_json(capsys):

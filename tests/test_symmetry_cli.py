@@ -5,21 +5,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from conftest import run_cli as run
 
 from relulab import Box, Network
-from relulab.cli import main
 from relulab.io import load_model, save_model
 from relulab.symmetry import random_symmetry
-
-
-def run(capsys, *args):
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = e.code or 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _padded() -> Network:
