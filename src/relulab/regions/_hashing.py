@@ -36,6 +36,25 @@ def as_words(P: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(P).view(np.uint64)
 
 
+def _stable_argsort_u64(h: np.ndarray) -> np.ndarray:
+    """``np.argsort(h, kind="stable")`` for uint64 keys, faster: numpy's default
+    (SIMD) sort, then ties put back in index order with one sort of packed
+    ``(run, index)`` integers."""
+    n = h.shape[0]
+    order = np.argsort(h)
+    hs = h[order]
+    tie = hs[1:] == hs[:-1]
+    if not tie.any():
+        return order
+    if n >= 2**31:
+        return np.argsort(h, kind="stable")
+    run = np.zeros(n, dtype=np.int64)
+    np.cumsum(~tie, out=run[1:])
+    key = run * n + order
+    key.sort()
+    return key % n
+
+
 def group_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal rows of a uint64 matrix exactly.
 
@@ -46,7 +65,7 @@ def group_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z
     h = hash_rows(M)
-    order = np.argsort(h, kind="stable")
+    order = _stable_argsort_u64(h)
     hs = h[order]
     Ms = M[order]
     same_h = hs[1:] == hs[:-1]
