@@ -46,6 +46,25 @@ def _bytes_bit(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids >> 3, (np.uint8(128) >> (ids & 7).astype(np.uint8)).astype(np.uint8)
 
 
+def _in_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``(A[:, :, None] == B[:, None, :]).any(2)`` with 1-D comparisons on transposed
+    copies (no (m, d, d) temporary and no reduction over a tiny axis)."""
+    At = np.ascontiguousarray(A.T)
+    Bt = np.ascontiguousarray(B.T)
+    out = np.empty(At.shape, dtype=bool)
+    tmp = np.empty(At.shape[1], dtype=bool)
+    for i in range(At.shape[0]):
+        o = out[i]
+        if Bt.shape[0] == 0:
+            o[:] = False
+            continue
+        np.equal(At[i], Bt[0], out=o)
+        for j in range(1, Bt.shape[0]):
+            np.equal(At[i], Bt[j], out=tmp)
+            o |= tmp
+    return out.T
+
+
 def _groups(M: np.ndarray):
     return group_rows(M)
 
@@ -158,7 +177,7 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     Zn[:, jj] = 0.0
     Tn = pool["T"][u] + t * (pool["T"][w] - pool["T"][u])
     Iu, Iw = pool["id"][u], pool["id"][w]
-    common = (Iu[:, :, None] == Iw[:, None, :]).any(2)
+    common = _in_rows(Iu, Iw)
     if np.any(common.sum(1) != d - 1):
         raise Degenerate("an edge without d - 1 shared hyperplanes")
     C = Iu[common].reshape(cut.size, d - 1)  # sorted (rows of Iu are sorted)
@@ -231,7 +250,7 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
     for p, q in ((ea, eb), (eb, ea)):
         up = gv[q] > gv[p]
         p, q = p[up], q[up]
-        inq = (Id[p][:, :, None] == Id[q][:, None, :]).any(2)
+        inq = _in_rows(Id[p], Id[q])
         col = np.argmin(inq, axis=1)
         cid = Id[p, col]
         isn = cid < N
