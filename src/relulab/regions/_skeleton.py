@@ -49,8 +49,11 @@ def _bytes_bit(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _in_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``(A[:, :, None] == B[:, None, :]).any(2)`` with 1-D comparisons on transposed
     copies (no (m, d, d) temporary and no reduction over a tiny axis)."""
-    At = np.ascontiguousarray(A.T)
-    Bt = np.ascontiguousarray(B.T)
+    return _in_cols(np.ascontiguousarray(A.T), np.ascontiguousarray(B.T)).T
+
+
+def _in_cols(At: np.ndarray, Bt: np.ndarray) -> np.ndarray:
+    """``_in_rows`` on transposed (d, m) arrays, returning (d, m)."""
     out = np.empty(At.shape, dtype=bool)
     tmp = np.empty(At.shape[1], dtype=bool)
     for i in range(At.shape[0]):
@@ -62,7 +65,7 @@ def _in_rows(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         for j in range(1, Bt.shape[0]):
             np.equal(At[i], Bt[j], out=tmp)
             o |= tmp
-    return out.T
+    return out
 
 
 def _groups(M: np.ndarray):
@@ -175,7 +178,11 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     Xn = pool["X"][u] + t * (pool["X"][w] - pool["X"][u])
     Zn = pool["Z"][u] + t * (pool["Z"][w] - pool["Z"][u])
     Zn[:, jj] = 0.0
-    Tn = pool["T"][u] + t * (pool["T"][w] - pool["T"][u])
+    # tolerances are read only for the later neurons of this layer
+    T = pool["T"]
+    Tn = np.zeros_like(Zn)
+    Tu = T[u, jj + 1 :]
+    Tn[:, jj + 1 :] = Tu + t * (T[w, jj + 1 :] - Tu)
     Iu, Iw = pool["id"][u], pool["id"][w]
     common = _in_rows(Iu, Iw)
     if np.any(common.sum(1) != d - 1):
@@ -247,11 +254,12 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
     gv = X @ g
     ea, eb = edges["a"], edges["b"]
     NB = np.full((V, d, 2), -1, dtype=np.int64)
+    IdT = np.ascontiguousarray(Id.T)
     for p, q in ((ea, eb), (eb, ea)):
         up = gv[q] > gv[p]
         p, q = p[up], q[up]
-        inq = _in_rows(Id[p], Id[q])
-        col = np.argmin(inq, axis=1)
+        inq = _in_cols(IdT[:, p], IdT[:, q])
+        col = np.argmin(inq, axis=0)
         cid = Id[p, col]
         isn = cid < N
         bi, bv = _bytes_bit(np.where(isn, cid, 0))
@@ -259,18 +267,22 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
         NB[p, col, side.astype(np.int64)] = q
     isn_col = Id < N
     nbp = (N + 7) // 8 if N else 0
+    # per column, contiguous: has an upward edge to side 0 / side 1 / either
+    H0 = np.ascontiguousarray((NB[:, :, 0] >= 0).T)
+    H1 = np.ascontiguousarray((NB[:, :, 1] >= 0).T)
+    Hany = H0 | H1
 
     def choices(cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Rows (vertex, side per column): every way to pick an upward edge for each
         column in ``cols`` (usually one way; two where a bent line goes up both ways)."""
         ok = np.ones(V, dtype=bool)
         for c in cols:
-            ok &= (NB[:, c, 0] >= 0) | (NB[:, c, 1] >= 0)
+            ok &= Hany[c]
         v = np.flatnonzero(ok)
         sides = np.zeros((v.size, d), dtype=np.int64)
         for c in cols:
-            has0 = NB[v, c, 0] >= 0
-            both = has0 & (NB[v, c, 1] >= 0)
+            has0 = H0[c][v]
+            both = has0 & H1[c][v]
             sides[:, c] = np.where(has0, 0, 1)
             if both.any():
                 es = sides[both].copy()
