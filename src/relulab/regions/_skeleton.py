@@ -430,20 +430,28 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     bounded = np.bincount(fr[art], minlength=n) == 0
     fr, fid = fr[~art], fid[~art]
     nf = fid.shape[0]
-    A = np.empty((nf, d))
-    bb = np.empty(nf)
     isn = fid < N
-    for k in range(L):
-        sel = np.flatnonzero(isn & (pb.layer_of[np.minimum(fid, max(N - 1, 0))] == k))
-        if sel.size == 0:
-            continue
-        Zr = Zs[k][groups[k][fr[sel]], pb.local_of[fid[sel]]]
-        sg = np.where(pat[fr[sel], fid[sel]], -1.0, 1.0)
-        A[sel] = sg[:, None] * Zr[:, :d]
-        bb[sel] = -sg * Zr[:, d]
+    # one gather for every facet from a single table of rows (C | c): each layer's
+    # group maps, then the domain's rows stored as (A | -b) with sign +1
+    tabs = [Zs[k].reshape(-1, d + 1) for k in range(L)]
+    boff = np.zeros(L + 1, dtype=np.int64)
+    np.cumsum([t.shape[0] for t in tabs], out=boff[1:])
+    tabs.append(np.concatenate([pb.A_dom, -pb.b_dom[:, None]], axis=1))
+    Zall = np.concatenate(tabs, axis=0)
+    row = np.empty(nf, dtype=np.int64)
+    sg = np.ones(nf)
+    ni = np.flatnonzero(isn)
+    if ni.size:
+        fn, rn = fid[ni], fr[ni]
+        lay = pb.layer_of[fn]
+        wid = np.asarray(pb.widths, dtype=np.int64)
+        row[ni] = boff[lay] + np.stack(groups)[lay, rn] * wid[lay] + pb.local_of[fn]
+        sg[ni] = np.where(pat[rn, fn], -1.0, 1.0)
     dsel = np.flatnonzero(~isn)
-    A[dsel] = pb.A_dom[fid[dsel] - N]
-    bb[dsel] = pb.b_dom[fid[dsel] - N]
+    row[dsel] = boff[L] + (fid[dsel] - N)
+    Zr = Zall[row]
+    A = sg[:, None] * Zr[:, :d]
+    bb = -sg * Zr[:, d]
     nrm = np.sqrt(np.einsum("fd,fd->f", A, A))
     nrm[nrm == 0] = 1.0
     A /= nrm[:, None]
