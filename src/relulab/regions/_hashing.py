@@ -55,17 +55,19 @@ def _stable_argsort_u64(h: np.ndarray) -> np.ndarray:
     return key % n
 
 
-def group_rows(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def group_rows(M: np.ndarray, stable: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal rows of a uint64 matrix exactly.
 
     Returns ``(order, starts, lens)``: sorting the rows by ``order`` puts equal rows
-    in runs beginning at ``starts`` with lengths ``lens``.
+    in runs beginning at ``starts`` with lengths ``lens``.  With ``stable`` each run
+    lists its rows in index order; without it the order inside a run is arbitrary
+    (cheaper).
     """
     if M.shape[0] == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z
     h = hash_rows(M)
-    order = _stable_argsort_u64(h)
+    order = _stable_argsort_u64(h) if stable else np.argsort(h)
     hs = h[order]
     Ms = M[order]
     same_h = hs[1:] == hs[:-1]

@@ -68,8 +68,8 @@ def _in_cols(At: np.ndarray, Bt: np.ndarray) -> np.ndarray:
     return out
 
 
-def _groups(M: np.ndarray):
-    return group_rows(M)
+def _groups(M: np.ndarray, stable: bool = True):
+    return group_rows(M, stable)
 
 
 class _Pool:
@@ -100,6 +100,18 @@ class _Pool:
         s0 = self.n
         self.n = need
         return s0
+
+    def reserve(self, m: int) -> tuple[int, dict[str, np.ndarray]]:
+        """Append ``m`` uninitialised rows; returns their first index and views."""
+        need = self.n + m
+        for k, buf in self.a.items():
+            if need > buf.shape[0]:
+                nb = np.empty((max(need, 2 * buf.shape[0]), *buf.shape[1:]), dtype=buf.dtype)
+                nb[: self.n] = buf[: self.n]
+                self.a[k] = nb
+        s0 = self.n
+        self.n = need
+        return s0, {k: buf[s0:need] for k, buf in self.a.items()}
 
     def replace(self, k: str, v: np.ndarray) -> None:
         """Replace a whole column family (e.g. new layer pre-activations)."""
@@ -175,24 +187,39 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     w = eb[cut]
     su, sw = s[u], s[w]
     t = (su / (su - sw))[:, None]
-    Xn = pool["X"][u] + t * (pool["X"][w] - pool["X"][u])
-    Zn = pool["Z"][u] + t * (pool["Z"][w] - pool["Z"][u])
-    Zn[:, jj] = 0.0
-    # tolerances are read only for the later neurons of this layer
-    T = pool["T"]
-    Tn = np.zeros_like(Zn)
-    Tu = T[u, jj + 1 :]
-    Tn[:, jj + 1 :] = Tu + t * (T[w, jj + 1 :] - Tu)
     Iu, Iw = pool["id"][u], pool["id"][w]
     common = _in_rows(Iu, Iw)
     if np.any(common.sum(1) != d - 1):
         raise Degenerate("an edge without d - 1 shared hyperplanes")
     C = Iu[common].reshape(cut.size, d - 1)  # sorted (rows of Iu are sorted)
     In = np.sort(np.concatenate([C, np.full((C.shape[0], 1), j)], axis=1), axis=1)
-    Sn = (S[u] | S[w])
-    Sn[:, byte[0]] &= ~bit[0]
     m = cut.size
-    n0 = pool.append({"X": Xn, "Z": Zn, "T": Tn, "id": In, "S": Sn})
+    X, Z, T = pool["X"], pool["Z"], pool["T"]
+    Xu, Xw, Zu, Zw = X[u], X[w], Z[u], Z[w]
+    # tolerances are read only for the later neurons of this layer
+    Tu, Tw = T[u, jj + 1 :], T[w, jj + 1 :]
+    Su, Sv = S[u], S[w]
+    # the new rows are written in place: u + t (w - u), evaluated as before
+    n0, nw = pool.reserve(m)
+    Xn = nw["X"]
+    np.subtract(Xw, Xu, out=Xn)
+    Xn *= t
+    Xn += Xu
+    Zn = nw["Z"]
+    np.subtract(Zw, Zu, out=Zn)
+    Zn *= t
+    Zn += Zu
+    Zn[:, jj] = 0.0
+    Tn = nw["T"]
+    Tn[:, : jj + 1] = 0.0
+    Tr = Tn[:, jj + 1 :]
+    np.subtract(Tw, Tu, out=Tr)
+    Tr *= t
+    Tr += Tu
+    nw["id"][:] = In
+    Sn = nw["S"]
+    np.bitwise_or(Su, Sv, out=Sn)
+    Sn[:, byte[0]] &= ~bit[0]
     new = n0 + np.arange(m)
     # split the cut edges
     edges.a["b"][cut] = new
@@ -220,12 +247,14 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
             owners.append(idx)
     K = np.concatenate(keys, axis=0)
     own = np.concatenate(owners)
-    order, starts, lens = _groups(K)
+    order, starts, lens = _groups(K, stable=False)
     if np.any(lens > 2):
         raise Degenerate("a 2-face cut in more than two points")
     two = starts[lens == 2]
-    p = own[order[two]]
-    q = own[order[two + 1]]
+    # orient each new edge by key position (as a stable grouping would)
+    ka, kb = order[two], order[two + 1]
+    p = own[np.minimum(ka, kb)]
+    q = own[np.maximum(ka, kb)]
     edges.append({"a": new[p], "b": new[q]})
 
 
