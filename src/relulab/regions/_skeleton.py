@@ -171,7 +171,7 @@ def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
-    s = pool["Z"][:, jj]
+    s = pool["Z"][:, jj].copy()  # one strided pass, then contiguous work
     tol = pool["T"][:, jj]
     if np.any(np.abs(s) <= tol):
         raise Degenerate(f"a vertex lies on the hyperplane of neuron {j}")
@@ -506,7 +506,8 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
         cst = U @ pb.bs[L - 1]
         for k in range(L - 2, -1, -1):
             o0, o1 = int(pb.offsets[k]), int(pb.offsets[k + 1])
-            U = (U @ pb.Ws[k + 1]) * np.repeat(pat[:, o0:o1], m, axis=0)
+            U = U @ pb.Ws[k + 1]
+            U *= pat[:, o0:o1] if m == 1 else np.repeat(pat[:, o0:o1], m, axis=0)
             cst += U @ pb.bs[k]
         aff[:, :, :d] = (U @ pb.Ws[0]).reshape(n, m, d)
         aff[:, :, d] = cst.reshape(n, m)
