@@ -596,3 +596,29 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
         yield FinalChunk(batch=b, pattern=pattern)
         if progress is not None:
             progress(min(done, 1.0))
+
+
+def facet_geometry(A: np.ndarray, bb: np.ndarray, interior: np.ndarray, fr: np.ndarray,
+                   is_neuron: np.ndarray, n: int):
+    """Normalise the facet rows ``A x <= bb`` (in place) of ``n`` regions and measure them.
+
+    ``fr`` gives each row's region (rows grouped by region, in region order),
+    ``interior`` each region's interior point, ``is_neuron`` which rows come from
+    neurons (the rest are domain facets).  Returns ``(A, bb, fptr, radius, touches)``:
+    the row offsets per region, the smallest slack of the interior point (the radius
+    of a ball around it inside the region) and whether a domain facet bounds it.
+    """
+    nrm = np.sqrt(np.einsum("fd,fd->f", A, A))
+    nrm[nrm == 0] = 1.0
+    A /= nrm[:, None]
+    bb /= nrm
+    fcnt = np.bincount(fr, minlength=n)
+    fptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(fcnt, out=fptr[1:])
+    radius = np.full(n, np.inf)
+    has = fcnt > 0
+    if fr.shape[0]:
+        slack = bb - np.einsum("fd,fd->f", A, interior[fr])
+        radius[has] = np.minimum.reduceat(slack, fptr[:-1][has])
+    touches = np.bincount(fr[~is_neuron], minlength=n) > 0
+    return A, bb, fptr, radius, touches

@@ -120,21 +120,9 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> dict:
     dsel = np.flatnonzero(~isn)
     A[dsel] = pb.A_dom[fid[dsel] - N]
     bb[dsel] = pb.b_dom[fid[dsel] - N]
-    nrm = np.linalg.norm(A, axis=1)
-    nrm[nrm == 0] = 1.0
-    A /= nrm[:, None]
-    bb /= nrm
     cnt = np.diff(ptr)
     interior = np.add.reduceat(X, ptr[:-1], axis=0) / cnt[:, None]
-    fcnt = np.bincount(fr, minlength=n)
-    fptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(fcnt, out=fptr[1:])
-    slack = bb - np.einsum("fd,fd->f", A, interior[fr])
-    radius = np.full(n, np.inf)
-    has = fcnt > 0
-    if nf:
-        radius[has] = np.minimum.reduceat(slack, fptr[:-1][has])
-    touches = np.bincount(fr[~isn], minlength=n) > 0
+    A, bb, fptr, radius, touches = E.facet_geometry(A, bb, interior, fr, isn, n)
     # the network's affine map on each region
     if pb.n_layers:
         L = pb.n_layers

@@ -481,19 +481,7 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
     Zr = Zall[row]
     A = sg[:, None] * Zr[:, :d]
     bb = -sg * Zr[:, d]
-    nrm = np.sqrt(np.einsum("fd,fd->f", A, A))
-    nrm[nrm == 0] = 1.0
-    A /= nrm[:, None]
-    bb /= nrm
-    fcnt = np.bincount(fr, minlength=n)
-    fptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(fcnt, out=fptr[1:])
-    slack = bb - np.einsum("fd,fd->f", A, interior[fr])
-    radius = np.full(n, np.inf)
-    has = fcnt > 0
-    if nf:
-        radius[has] = np.minimum.reduceat(slack, fptr[:-1][has])
-    touches = np.bincount(fr[~isn], minlength=n) > 0
+    A, bb, fptr, radius, touches = E.facet_geometry(A, bb, interior, fr, isn, n)
     m = pb.Ws[-1].shape[0]
     aff = np.empty((n, m, d + 1))
     if L:
