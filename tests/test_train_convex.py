@@ -66,6 +66,52 @@ def test_convex_fit_two_dimensional_sampled_patterns():
     assert fit.dual_value <= 0.5 * float(y @ y)
 
 
+def test_weakly_regularised_instance_certifies_and_beats_adam():
+    # the instance the first-order solver stalled on (gap 3.7e-2 after 78 s)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (40, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    lam = 0.01
+    fit = convex_fit(X, y, lam)
+    assert fit.converged and fit.gap < 1e-6
+    assert nonconvex_objective(fit.network, X, y, lam) == pytest.approx(fit.objective, rel=1e-9)
+    for seed in range(2):
+        assert fit.objective <= _adam_objective(X, y, lam, seed=seed) + 1e-6
+
+
+@pytest.mark.parametrize("lam", [0.3, 1e-3])
+def test_interior_point_and_first_order_agree(lam):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(16, 2))
+    y = np.tanh(X[:, 0] - X[:, 1]) + 0.3 * X[:, 0] ** 2
+    pats = sample_patterns(np.hstack([X, np.ones((16, 1))]), 30, seed=3)
+    ipm = convex_fit(X, y, lam, patterns=pats)
+    fo = convex_fit(X, y, lam, patterns=pats, solver="fista", max_iter=20000)
+    assert ipm.converged and ipm.gap < 1e-6
+    # each certificate bounds the other's objective from below (same problem, two solvers)
+    assert ipm.dual_value <= fo.objective + 1e-12
+    if fo.converged:
+        assert fo.dual_value <= ipm.objective + 1e-12
+        assert fo.objective == pytest.approx(ipm.objective, abs=1e-6)
+    g1 = gated_fit(X, y, lam, max_patterns=30, seed=3)
+    g2 = gated_fit(X, y, lam, max_patterns=30, seed=3, solver="fista")
+    assert g1.converged and g2.converged
+    assert g1.objective == pytest.approx(g2.objective, abs=2e-8)
+
+
+def test_three_dimensional_weak_regularisation_certifies():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2]
+    fit = convex_fit(X, y, 1e-3, max_patterns=80)
+    assert fit.converged and fit.gap < 1e-6
+    assert nonconvex_objective(fit.network, X, y, 1e-3) == pytest.approx(fit.objective,
+                                                                         rel=1e-9)
+    # the zero network and every single-pattern least-squares fit are feasible: the dual
+    # bound must lie below them
+    assert fit.dual_value <= 0.5 * float(y @ y)
+
+
 def test_gated_relaxes_relu_on_the_same_patterns():
     X, y = _data1d(2)
     for lam in (0.3, 0.01):
@@ -171,3 +217,5 @@ def test_bad_input():
         convex_fit(np.zeros((3, 1)), np.zeros(4), 0.1)
     with pytest.raises(RelulabError):
         convex_fit(np.zeros((3, 1)), np.zeros(3), -1.0)
+    with pytest.raises(RelulabError, match="solver"):
+        convex_fit(np.ones((3, 1)), np.ones(3), 0.1, solver="newton")
