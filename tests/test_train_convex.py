@@ -145,16 +145,35 @@ def test_collapse_threshold_exact_and_either_side():
     assert below.objective < 0.5 * float(y @ y) - 1e-9
 
 
-def test_collapse_threshold_bracket_in_higher_dimension():
+def test_collapse_threshold_exact_in_general_position():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(15, 2))
     y = rng.normal(size=15)
     t = collapse_threshold(X, y)
-    assert not t.exact and t.lam <= t.upper
+    assert t.exact and t.lam == t.upper
     Xa = np.hstack([X, np.ones((15, 1))])
+    # the witness attains it, and no sampled direction exceeds it
+    assert abs(np.maximum(Xa @ t.witness, 0) @ y) == pytest.approx(t.lam, rel=1e-9)
+    G = rng.normal(size=(200000, 3))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    sampled = np.max(np.abs(np.maximum(Xa @ G.T, 0).T @ y))
+    assert sampled <= t.lam * (1 + 1e-12)
+    assert sampled >= 0.99 * t.lam
+    # either side of it, the certified convex optimum is zero / not zero
+    assert convex_fit(X, y, t.lam * 1.01, max_patterns=300).n_neurons == 0
+    assert convex_fit(X, y, t.lam * 0.99, max_patterns=300).n_neurons > 0
+
+
+def test_collapse_threshold_bracket_when_patterns_do_not_fit():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 3))
+    y = rng.normal(size=40)
+    t = collapse_threshold(X, y, max_patterns=300)
+    assert not t.exact and t.lam <= t.upper
+    Xa = np.hstack([X, np.ones((40, 1))])
     # the witness attains the lower bound
     assert abs(np.maximum(Xa @ t.witness, 0) @ y) == pytest.approx(t.lam, rel=1e-9)
-    G = rng.normal(size=(20000, 3))
+    G = rng.normal(size=(20000, 4))
     G /= np.linalg.norm(G, axis=1, keepdims=True)
     assert np.max(np.abs(np.maximum(Xa @ G.T, 0).T @ y)) <= t.upper * (1 + 1e-12)
 

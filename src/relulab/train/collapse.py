@@ -14,9 +14,10 @@ then feasible for the dual of the convex reformulation (:mod:`relulab.train.conv
 ``max_{w in K_i, ||w|| <= 1} y . D_i X~ w`` is that norm; so zero solves the convex problem,
 whose value is a lower bound for every width.
 
-``lam*`` is a maximum over activation patterns.  With two augmented dimensions (univariate
-data with bias, or 2-D data without) all patterns are enumerated and ``lam*`` is exact;
-otherwise the sampled patterns give a lower bound (with a witness direction) and a simple
+``lam*`` is a maximum over activation patterns.  When every pattern is enumerated
+(univariate data with bias, 2-D data without, and data in general position with at most
+``max_patterns`` patterns; see :mod:`relulab.train.patterns`), ``lam*`` is exact.
+Otherwise the sampled patterns give a lower bound (with a witness direction) and a simple
 Cauchy-Schwarz bound gives an upper bound, so the threshold is bracketed.
 
 Example:
@@ -33,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .convex import _augment, _prep, _Projector, sample_patterns
+from .convex import _augment, _prep, _Projector
+from .patterns import activation_patterns
 
 __all__ = ["CollapseThreshold", "collapse_threshold"]
 
@@ -66,8 +68,9 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
     X, y = _prep(X, y, 1.0)
     Xa = _augment(X, bias)
     n, d = Xa.shape
-    # in <= 2 augmented dimensions the pattern list is complete (2n + 2 at most)
-    M, _ = sample_patterns(Xa, 10**9 if d <= 2 else max_patterns, seed)
+    # complete for univariate data, and for general-position data with at most
+    # max_patterns patterns: the maximum over all patterns is then the exact threshold
+    M, _, complete = activation_patterns(Xa, 10**9 if d <= 2 else max_patterns, seed)
     Mf = M.astype(np.float64)
     S = 2.0 * Mf - 1.0
     proj = _Projector(Xa, S)
@@ -83,7 +86,7 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
         cpos = np.maximum(sg * y, 0.0)
         ups.append(min(float(np.sqrt(cpos.sum() * max(0.0, np.linalg.eigvalsh(
             (Xa * cpos[:, None]).T @ Xa)[-1]))), float(cpos @ np.linalg.norm(Xa, axis=1))))
-    exact = d <= 2
+    exact = complete
     upper = lam if exact else max(max(ups), lam)
     return CollapseThreshold(lam=lam, upper=upper, exact=bool(exact), witness=w,
                              n_patterns=int(M.shape[1]))

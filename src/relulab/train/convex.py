@@ -48,6 +48,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
+from .patterns import activation_patterns, sample_patterns
 
 __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
            "nonconvex_objective"]
@@ -73,43 +74,6 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _augment(X: np.ndarray, bias: bool) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
-
-
-def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
-                    tries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct activation patterns ``1[Xa g >= 0]`` (the all-off one dropped) and their
-    generators ``g``.  In two (augmented) dimensions the full set of patterns is
-    enumerated exactly (one generator per open arc between consecutive critical angles).
-
-    Returns ``(masks (n, P) bool, gates (P, d))``.
-
-    Example:
-        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
-        >>> M, G = sample_patterns(Xa, 100); M.shape[0], M.shape[1] <= 6
-        (3, True)
-    """
-    n, d = Xa.shape
-    rng = np.random.default_rng(seed)
-    if d == 2:
-        ang = np.arctan2(Xa[:, 1], Xa[:, 0])
-        crit = np.concatenate([ang + np.pi / 2, ang - np.pi / 2])
-        crit = np.sort(np.mod(crit, 2 * np.pi))
-        crit = np.unique(crit)
-        mids = 0.5 * (crit + np.roll(crit, -1))
-        mids[-1] = 0.5 * (crit[-1] + crit[0] + 2 * np.pi)
-        G = np.column_stack([np.cos(mids), np.sin(mids)])
-    else:
-        tries = tries or max(2000, 50 * max_patterns)
-        G = rng.standard_normal((tries, d))
-    M = Xa @ G.T >= 0
-    M, idx = np.unique(M, axis=1, return_index=True)
-    G = G[idx]
-    keep = M.any(axis=0)
-    M, G = M[:, keep], G[keep]
-    if M.shape[1] > max_patterns:
-        sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
-        M, G = M[:, sel], G[sel]
-    return M, G
 
 
 def _project_cone(Gm: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -211,10 +175,18 @@ class ConvexFit:
     seconds: float
     converged: bool
     history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
+    all_patterns: bool = False
 
     @property
     def gap(self) -> float:
         return float(self.objective - self.dual_value)
+
+    @property
+    def global_optimum(self) -> bool:
+        """Certified optimal over *every* activation pattern of the data, i.e. the global
+        minimum of the non-convex two-layer problem at any width of at least
+        ``n_neurons``."""
+        return bool(self.all_patterns and self.converged)
 
     @property
     def n_neurons(self) -> int:
@@ -224,7 +196,8 @@ class ConvexFit:
         return {"objective": self.objective, "dual_value": self.dual_value, "gap": self.gap,
                 "lam": self.lam, "n_patterns": self.n_patterns, "n_neurons": self.n_neurons,
                 "iterations": self.iterations, "seconds": self.seconds,
-                "converged": self.converged}
+                "converged": self.converged, "all_patterns": self.all_patterns,
+                "global_optimum": self.global_optimum}
 
 
 @dataclass(frozen=True)
@@ -314,7 +287,9 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     Args:
         X, y: data ``(n, d)`` and ``(n,)``.
         lam: weight-decay strength (> 0).
-        max_patterns: the most activation patterns used (sampled; exact in 2 augmented dims).
+        max_patterns: the most activation patterns used.  When every pattern of the data
+            provably fits (univariate data; general-position data with few enough
+            patterns), all are used and ``global_optimum`` can be True; else a sample.
         bias: hidden biases (penalised) via an appended column of ones.
         gap_tol: stop when the certified duality gap is at most this.
         patterns: optional ``(masks (n, P), gates (P, d~))`` to use instead of sampling.
@@ -339,7 +314,10 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
-    M, _ = patterns if patterns is not None else sample_patterns(Xa, max_patterns, seed)
+    if patterns is not None:
+        M, complete = patterns[0], False
+    else:
+        M, _, complete = activation_patterns(Xa, max_patterns, seed)
     M = np.asarray(M, dtype=bool)
     Mf = M.astype(np.float64)
     P = M.shape[1]
@@ -395,7 +373,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     net = _to_network(Z, X.shape[1], bias)
     return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
                      iterations=it, seconds=time.perf_counter() - t0, converged=conv,
-                     history=tuple(hist))
+                     history=tuple(hist), all_patterns=complete)
 
 
 def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj, shape,
@@ -745,7 +723,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
-    M, Gt = sample_patterns(Xa, max_patterns, seed)
+    M, Gt, _ = activation_patterns(Xa, max_patterns, seed)
     Mf = M.astype(np.float64)
     P = M.shape[1]
 

@@ -126,7 +126,14 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
     settings.max_iter = max_iter
     if time_limit is not None:
         settings.time_limit = float(time_limit)
-    sol = clarabel.DefaultSolver(Pm, q, A, b, cone_list, settings).solve()
+    try:
+        # the multithreaded supernodal factorisation, where this Clarabel build has it
+        settings.direct_solve_method = "faer"
+        solver = clarabel.DefaultSolver(Pm, q, A, b, cone_list, settings)
+    except Exception:  # older Clarabel: its default factorisation
+        settings.direct_solve_method = "auto"
+        solver = clarabel.DefaultSolver(Pm, q, A, b, cone_list, settings)
+    sol = solver.solve()
     x = np.asarray(sol.x, dtype=np.float64)
     zcols = n + np.arange(K)[:, None] * stride + 1 + np.arange(d)[None, :]
     Z = x[zcols]

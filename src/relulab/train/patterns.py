@@ -1,0 +1,155 @@
+"""Activation patterns of data: every one of them when that is provable, else a sample.
+
+A neuron ``relu(w . x~)`` on data rows ``x~_j`` (inputs with a ones column for the bias)
+sees the pattern ``1[Xa w >= 0]``.  The patterns are the regions of the central hyperplane
+arrangement ``{w : x~_j . w = 0}`` in weight space.  The convex reformulation over *all* of
+them is the global optimum of the non-convex two-layer problem, so knowing that a pattern
+list is complete turns "optimal for the sampled patterns" into "globally optimal".
+
+* Two augmented dimensions (univariate data with a bias): the regions are arcs of the circle
+  between consecutive critical angles, enumerated exactly.
+* More dimensions, data in general position (every ``d - 1`` rows independent and no other
+  row through their common null ray): every region is a pointed cone whose extreme rays are
+  null rays of ``d - 1`` rows, and around such a ray the ``2^(d-1)`` sign choices of those
+  rows are all regions.  Enumerating the rays gives every pattern, and each one comes with
+  a generator that realises it strictly.  Completeness is proved by counting: a central
+  arrangement of ``n`` hyperplanes of rank ``d`` in general position has exactly
+  ``2 sum_{k<d} C(n-1, k)`` regions.
+* Otherwise (degenerate data, or too many rays to enumerate): random gates, not complete.
+
+Example:
+    >>> import numpy as np
+    >>> Xa = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.2, 1.0]])
+    >>> M, G, complete = activation_patterns(Xa, 100)
+    >>> complete, M.shape[1] == region_count(4, 3) - 1   # the all-off pattern is dropped
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from itertools import combinations, product
+from math import comb
+
+import numpy as np
+
+__all__ = ["activation_patterns", "enumerate_patterns", "region_count", "sample_patterns"]
+
+
+def region_count(n: int, d: int) -> int:
+    """Regions of a central arrangement of ``n`` hyperplanes in general position in R^d."""
+    return 2 * sum(comb(n - 1, k) for k in range(min(d, n)))
+
+
+def _drop_all_off(M: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = M.any(axis=0)
+    return M[:, keep], G[keep]
+
+
+def _unique_columns(M: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    M, idx = np.unique(M, axis=1, return_index=True)
+    return M, G[idx]
+
+
+def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
+                    tries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct activation patterns ``1[Xa g >= 0]`` (the all-off one dropped) and their
+    generators ``g``.  In two (augmented) dimensions the full set of patterns is
+    enumerated exactly (one generator per open arc between consecutive critical angles).
+
+    Returns ``(masks (n, P) bool, gates (P, d))``.
+
+    Example:
+        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> M, G = sample_patterns(Xa, 100); M.shape[0], M.shape[1] <= 6
+        (3, True)
+    """
+    n, d = Xa.shape
+    rng = np.random.default_rng(seed)
+    if d == 2:
+        ang = np.arctan2(Xa[:, 1], Xa[:, 0])
+        crit = np.concatenate([ang + np.pi / 2, ang - np.pi / 2])
+        crit = np.sort(np.mod(crit, 2 * np.pi))
+        crit = np.unique(crit)
+        mids = 0.5 * (crit + np.roll(crit, -1))
+        mids[-1] = 0.5 * (crit[-1] + crit[0] + 2 * np.pi)
+        G = np.column_stack([np.cos(mids), np.sin(mids)])
+    else:
+        tries = tries or max(2000, 50 * max_patterns)
+        G = rng.standard_normal((tries, d))
+    M, G = _drop_all_off(*_unique_columns(Xa @ G.T >= 0, G))
+    if M.shape[1] > max_patterns:
+        sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
+        M, G = M[:, sel], G[sel]
+    return M, G
+
+
+def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
+                       rel_tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every activation pattern of ``Xa`` (all-off dropped) with strict generators, or None
+    when completeness cannot be proved (data not in general position, rank below ``d``, or
+    more than ``max_rays`` ray candidates).
+
+    Example:
+        >>> Xa = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+        >>> enumerate_patterns(Xa) is None   # three collinear points: not general position
+        True
+    """
+    n, d = Xa.shape
+    if d == 2:
+        M, G = sample_patterns(Xa, 10**9)
+        return M, G
+    if n < d or comb(n, d - 1) > max_rays or np.linalg.matrix_rank(Xa) < d:
+        return None
+    subsets = np.array(list(combinations(range(n), d - 1)), dtype=np.int64)  # (S, d-1)
+    blocks = Xa[subsets]  # (S, d-1, d)
+    _, sv, Vt = np.linalg.svd(blocks)
+    if np.any(sv[:, -1] <= rel_tol * sv[:, 0]):
+        return None
+    rays = Vt[:, -1, :]  # (S, d): the null ray of each subset
+    vals = rays @ Xa.T  # (S, n)
+    on_subset = np.zeros(vals.shape, dtype=bool)
+    np.put_along_axis(on_subset, subsets, True, axis=1)
+    scale = np.linalg.norm(Xa, axis=1)[None, :]
+    if np.any((np.abs(vals) <= rel_tol * scale) & ~on_subset):
+        return None  # another row passes through the ray
+    U = np.linalg.pinv(blocks)  # (S, d, d-1): blocks @ U = I
+    signs = np.array(list(product((1.0, -1.0), repeat=d - 1)))  # (2^(d-1), d-1)
+    Ms, Gs = [], []
+    for sigma in (1.0, -1.0):
+        for s in signs:
+            step = U @ s  # (S, d): moves off the ray with signs s on the subset's rows
+            push = step @ Xa.T  # (S, n)
+            # small enough that no other row changes sign: half the tightest ratio
+            ratio = np.where(on_subset, np.inf, np.abs(vals) / np.maximum(np.abs(push), 1e-300))
+            eps = 0.5 * np.min(ratio, axis=1, keepdims=True)
+            g = sigma * rays + eps * step
+            g /= np.linalg.norm(g, axis=1, keepdims=True)
+            z = g @ Xa.T
+            if np.any(np.abs(z) <= 1e-15 * scale):
+                return None  # not strictly inside a region: give up rather than guess
+            Ms.append((z > 0).T)
+            Gs.append(g)
+    M, G = _unique_columns(np.hstack(Ms), np.vstack(Gs))
+    if M.shape[1] != region_count(n, d):
+        return None
+    return _drop_all_off(M, G)
+
+
+def activation_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0
+                        ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(masks, gates, complete)``: every pattern when that is provable and there are at
+    most ``max_patterns`` of them (``complete`` True), else a random sample of them.
+
+    Example:
+        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> activation_patterns(Xa, 100)[2]
+        True
+    """
+    n, d = Xa.shape
+    # a complete list can only fit when the region count does (general position bound)
+    if d == 2 or region_count(n, d) - 1 <= max_patterns:
+        full = enumerate_patterns(Xa)
+        if full is not None and full[0].shape[1] <= max_patterns:
+            return full[0], full[1], True
+    M, G = sample_patterns(Xa, max_patterns, seed)
+    return M, G, False

@@ -1,0 +1,95 @@
+"""Complete enumeration of activation patterns, and the global optimum it certifies."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pytest
+
+from relulab.lp import solve
+from relulab.train import convex_fit, nonconvex_objective
+from relulab.train.patterns import (
+    activation_patterns,
+    enumerate_patterns,
+    region_count,
+    sample_patterns,
+)
+
+
+def _augmented(rng, n, d_in):
+    return np.hstack([rng.normal(size=(n, d_in)), np.ones((n, 1))])
+
+
+def _feasible_by_lp(Xa, signs) -> bool:
+    """Is there a w with signs_j * (x_j . w) >= 1 for every j (an open region)?"""
+    A = -(signs[:, None] * Xa)
+    r = solve(np.zeros(Xa.shape[1]), A, -np.ones(Xa.shape[0]))
+    return r.status == "optimal"
+
+
+@pytest.mark.parametrize("n,d_in", [(6, 2), (7, 2), (6, 3)])
+def test_enumeration_equals_brute_force_over_all_sign_vectors(n, d_in):
+    rng = np.random.default_rng(n + 10 * d_in)
+    Xa = _augmented(rng, n, d_in)
+    M, G = enumerate_patterns(Xa)
+    found = {tuple(col) for col in M.T}
+    brute = set()
+    for signs in product((1.0, -1.0), repeat=n):
+        s = np.array(signs)
+        if _feasible_by_lp(Xa, s):
+            brute.add(tuple(s > 0))
+    brute.discard(tuple([False] * n))
+    assert found == brute
+    assert len(found) == region_count(n, d_in + 1) - 1
+    # every gate realises its pattern strictly
+    Z = Xa @ G.T
+    assert np.all(np.abs(Z) > 0) and np.array_equal(Z > 0, M)
+
+
+def test_enumeration_contains_every_sampled_pattern():
+    rng = np.random.default_rng(3)
+    Xa = _augmented(rng, 25, 3)
+    M, _ = enumerate_patterns(Xa)
+    assert M.shape[1] == region_count(25, 4) - 1
+    S, _ = sample_patterns(Xa, 10**9, seed=1, tries=100_000)
+    assert {tuple(c) for c in S.T} <= {tuple(c) for c in M.T}
+
+
+def test_degenerate_data_is_not_claimed_complete():
+    # three collinear inputs: their hyperplanes share a ray, general position fails
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [0.0, 1.0], [1.0, -1.0]])
+    Xa = np.hstack([X, np.ones((5, 1))])
+    assert enumerate_patterns(Xa) is None
+    M, G, complete = activation_patterns(Xa, 1000)
+    assert not complete and M.shape[1] > 0
+    # too many patterns for the budget: a sample, not complete
+    Xa2 = _augmented(np.random.default_rng(0), 30, 2)
+    assert activation_patterns(Xa2, 50)[2] is False
+
+
+def test_two_dimensional_fit_is_the_global_optimum():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20, 2))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+    lam = 0.05
+    fit = convex_fit(X, y, lam, max_patterns=1000)
+    assert fit.all_patterns and fit.global_optimum and fit.gap < 1e-6
+    assert fit.n_patterns == region_count(20, 3) - 1
+    assert nonconvex_objective(fit.network, X, y, lam) == pytest.approx(fit.objective, rel=1e-9)
+    # no trained network of any width can go below the certified dual bound
+    Xt = torch.tensor(np.hstack([X, np.ones((20, 1))]))
+    yt = torch.tensor(y)
+    for seed in range(2):
+        torch.manual_seed(seed)
+        W = (torch.randn(60, 3, dtype=torch.float64) * 0.5).requires_grad_()
+        a = (torch.randn(60, dtype=torch.float64) * 0.5).requires_grad_()
+        opt = torch.optim.Adam([W, a], lr=1e-2)
+        for _ in range(1500):
+            opt.zero_grad()
+            loss = 0.5 * ((torch.relu(Xt @ W.T) @ a - yt) ** 2).sum() + 0.5 * lam * (
+                W.pow(2).sum() + a.pow(2).sum())
+            loss.backward()
+            opt.step()
+        assert float(loss.detach()) >= fit.dual_value - 1e-9
