@@ -142,9 +142,11 @@ def fit_convex_cmd(
 ) -> None:
     """Globally optimal two-layer ReLU network (convex reformulation) with a certificate.
 
-    The objective is (1/2)||f(X) - y||^2 + (lam/2)||theta||^2 over networks whose
-    neurons use the sampled activation patterns (all of them for 1-D inputs); the duality
-    gap is certified by exact cone projections, whatever the solver.
+    Objective: (1/2)||f(X) - y||^2 + (lam/2)||theta||^2, over the sampled patterns.
+
+    For 1-D inputs every activation pattern is used, so the optimum is global.
+
+    The duality gap is certified by exact cone projections, whatever the solver.
 
     Example: relulab fit-convex data.csv --lam 0.01 --save net.npz
     """
