@@ -37,7 +37,8 @@ from ..errors import RelulabError, require
 from ..network import Network
 
 __all__ = ["mlp", "interval_bounds", "bigm_penalty", "unstable_penalty", "lp_gap_penalty",
-           "to_network", "train_surrogate", "count_unstable"]
+           "lp_relaxation_gaps", "lp_gap_true_penalty", "to_network", "train_surrogate",
+           "count_unstable"]
 
 
 def mlp(widths: list[int], seed: int = 0, dtype: Any = None):
@@ -119,6 +120,182 @@ def lp_gap_penalty(model, X, lo, hi):
     return total
 
 
+def _lp_gap_lp(Ws, bs, ls, us, X: np.ndarray, sign: float):
+    """Solve, for every row of ``X`` at once, ``min sign * f`` over the triangle (LP)
+    relaxation of the network with the input fixed to that row.
+
+    The samples' LPs do not share variables, so they are stacked block-diagonally into one
+    HiGHS model (one solve for the batch; the optimum of the sum is the sum of the optima,
+    and each block's part of the solution is optimal for that block).  Returns the optimal
+    hidden values per layer (``(B, n_k)`` arrays), the multipliers ``lam_up`` (rows
+    ``z - h <= 0``), ``lam_top`` (rows ``h - s (z - l) <= 0``) and ``mu`` (rows
+    ``h - z = 0`` of stably active neurons), all ``(B, n_k)``, zero where a row is absent.
+    """
+    import scipy.sparse as sp
+
+    from ..lp import LPModel
+
+    B = X.shape[0]
+    widths = [W.shape[0] for W in Ws[:-1]]
+    offs = np.concatenate([[0], np.cumsum([B * n for n in widths])]).astype(int)
+    n_vars = int(offs[-1])
+    lb = np.zeros(n_vars)
+    ub = np.full(n_vars, np.inf)
+    ub_rows, ub_rhs, eq_rows, eq_rhs = [], [], [], []
+    kinds = []   # per layer: (unstable mask, active mask, slope s, l)
+    for k, n in enumerate(widths):
+        W, b, l, u = Ws[k], bs[k], ls[k], us[k]
+        unst = (l < 0) & (u > 0)
+        act = l >= 0
+        dead = ~unst & ~act
+        s = np.where(unst, u / np.where(unst, u - l, 1.0), 0.0)
+        kinds.append((unst, act, s, l))
+        cols = offs[k] + np.arange(B * n).reshape(B, n)
+        ub[cols[:, dead].ravel()] = 0.0
+        eye = sp.identity(B, format="csr")
+        # columns of the previous layer (or the constant input for k == 0)
+        if k == 0:
+            zc = X @ W.T + b                        # (B, n) constant pre-activations
+            Wp = None
+        else:
+            zc = np.broadcast_to(b, (B, n))
+            Wp = sp.csr_matrix(W)
+        idx_u, idx_a = np.nonzero(unst)[0], np.nonzero(act)[0]
+
+        def block(sel, coef_h, coef_prev, k=k, n=n, Wp=Wp, cols=cols, eye=eye):
+            # rows coef_h * h[sel] + coef_prev * (W h_prev)[sel] for every sample
+            m = sel.size
+            Hpart = sp.csr_matrix((np.tile(coef_h, B), (np.arange(B * m), cols[:, sel].ravel())),
+                                  shape=(B * m, n_vars))
+            if Wp is None:
+                return Hpart
+            Pblk = sp.kron(eye, sp.diags(coef_prev) @ Wp[sel], format="csr")
+            P = sp.hstack([sp.csr_matrix((B * m, int(offs[k - 1]))), Pblk,
+                           sp.csr_matrix((B * m, n_vars - int(offs[k])))], format="csr")
+            return Hpart + P
+
+        if idx_u.size:
+            # z - h <= 0   ->   (W h_prev) - h <= -b  (k == 0: -h <= -z)
+            ub_rows.append(block(idx_u, -np.ones(idx_u.size), np.ones(idx_u.size)))
+            ub_rhs.append(-zc[:, idx_u].ravel())
+            # h - s (z - l) <= 0  ->  h - s (W h_prev) <= s (b - l)  (k == 0: s (z - l))
+            su = s[idx_u]
+            ub_rows.append(block(idx_u, np.ones(idx_u.size), -su))
+            ub_rhs.append((su * (zc[:, idx_u] - l[idx_u])).ravel())
+        if idx_a.size:
+            # h - z = 0  ->  h - (W h_prev) = b  (k == 0: h = z)
+            eq_rows.append(block(idx_a, np.ones(idx_a.size), -np.ones(idx_a.size)))
+            eq_rhs.append(zc[:, idx_a].ravel())
+    c = np.zeros(n_vars)
+    cL = sign * Ws[-1][0]
+    c[offs[-2]:offs[-1]] = np.tile(cL, B)
+    A_ub = sp.vstack(ub_rows, format="csr") if ub_rows else None
+    A_eq = sp.vstack(eq_rows, format="csr") if eq_rows else None
+    model = LPModel(c, A_ub=A_ub, b_ub=np.concatenate(ub_rhs) if ub_rhs else None,
+                    A_eq=A_eq, b_eq=np.concatenate(eq_rhs) if eq_rhs else None, lb=lb, ub=ub)
+    res = model.solve()
+    if res.status != "optimal" or res.x is None or res.duals is None:
+        raise RelulabError(f"lp gap: the batched LP relaxation ended with status {res.status}")
+    # HiGHS row duals y satisfy c - A^T y = reduced costs; for min c v s.t. A v <= b the
+    # Lagrange multiplier of a row is -y >= 0 (and -y, free, for an equality row)
+    lam = -res.duals
+    n_ub = A_ub.shape[0] if A_ub is not None else 0
+    lam_ub, lam_eq = lam[:n_ub], lam[n_ub:]
+    Hs, LU, LT, MU = [], [], [], []
+    pu = pe = 0
+    for k, n in enumerate(widths):
+        unst, act, _, _ = kinds[k]
+        Hs.append(res.x[offs[k]:offs[k + 1]].reshape(B, n))
+        lu, lt, mu = np.zeros((B, n)), np.zeros((B, n)), np.zeros((B, n))
+        mu_n, ma_n = int(unst.sum()), int(act.sum())
+        if mu_n:
+            lu[:, unst] = lam_ub[pu:pu + B * mu_n].reshape(B, mu_n)
+            pu += B * mu_n
+            lt[:, unst] = lam_ub[pu:pu + B * mu_n].reshape(B, mu_n)
+            pu += B * mu_n
+        if ma_n:
+            mu[:, act] = lam_eq[pe:pe + B * ma_n].reshape(B, ma_n)
+            pe += B * ma_n
+        LU.append(lu)
+        LT.append(lt)
+        MU.append(mu)
+    return Hs, LU, LT, MU
+
+
+def lp_relaxation_gaps(model, X, lo, hi, sense: str = "min"):
+    """The true per-sample LP-relaxation gap at the rows of ``X``, as a torch vector whose
+    gradient comes from the LP's dual variables.
+
+    For a sample ``x`` the input is fixed to ``x`` and every unstable neuron (interval
+    bounds over ``[lo, hi]``) is replaced by its triangle relaxation; stable neurons stay
+    exact.  With ``sense="min"`` the gap is ``f(x) - min LP output`` (how far the relaxation
+    of a minimisation MILP undercuts the network at ``x``), with ``"max"`` it is
+    ``max LP output - f(x)``, and ``"both"`` adds the two; all are ``>= 0``.  All samples
+    are solved as one block-diagonal HiGHS LP (through :mod:`relulab.lp`).
+
+    The value is built as the Lagrangian of the LP at its optimal primal/dual pair with
+    the network's parameters (weights, biases and the interval bounds that shape the
+    triangles) left differentiable, so ``backward()`` yields the LP-sensitivity gradient
+    (total derivative, including the bounds' dependence on the weights) without any
+    custom autograd.  Needs a one-output network.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(1, 1)).double()
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.fill_(1.0), net[0].bias.zero_()
+        ...     _ = net[2].weight.fill_(-1.0), net[2].bias.zero_()
+        >>> lo, hi = torch.tensor([-1.0]).double(), torch.tensor([1.0]).double()
+        >>> g = lp_relaxation_gaps(net, torch.tensor([[0.0], [0.5]]).double(), lo, hi)
+        >>> [round(v, 9) for v in g.tolist()]    # (x + 1)/2 - relu(x)
+        [0.5, 0.25]
+    """
+    torch = require("torch", "torch")
+    if sense not in ("min", "max", "both"):
+        raise RelulabError(f"lp_relaxation_gaps: sense must be min, max or both, got {sense!r}")
+    if sense == "both":
+        return (lp_relaxation_gaps(model, X, lo, hi, "min")
+                + lp_relaxation_gaps(model, X, lo, hi, "max"))
+    lins = _linears(model)
+    if lins[-1].weight.shape[0] != 1:
+        raise RelulabError("lp_relaxation_gaps: the network must have one output")
+    bounds = interval_bounds(model, lo, hi)
+    Ws = [lin.weight.detach().double().cpu().numpy() for lin in lins]
+    bs = [lin.bias.detach().double().cpu().numpy() for lin in lins]
+    ls = [l.detach().double().cpu().numpy() for l, _ in bounds]
+    us = [u.detach().double().cpu().numpy() for _, u in bounds]
+    Xn = X.detach().double().cpu().numpy()
+    sign = 1.0 if sense == "min" else -1.0
+    Hs, LU, LT, MU = _lp_gap_lp(Ws, bs, ls, us, Xn, sign)
+    dt = lins[0].weight.dtype
+    T = lambda a: torch.as_tensor(a, dtype=dt)   # noqa: E731
+    # Lagrangian of  min sign*f_LP  at the fixed optimum (h*, multipliers)
+    h_prev = X.to(dt)
+    lag = sign * (T(Hs[-1]) @ lins[-1].weight[0] + lins[-1].bias[0])
+    for k, lin in enumerate(lins[:-1]):
+        l, u = bounds[k]
+        hk = T(Hs[k])
+        z = torch.nn.functional.linear(h_prev, lin.weight, lin.bias)
+        unst = (l.detach() < 0) & (u.detach() > 0)
+        s = torch.where(unst, u / torch.where(unst, u - l, torch.ones_like(u)),
+                        torch.zeros_like(u))
+        lag = lag + torch.sum(T(LU[k]) * (z - hk), dim=1)
+        lag = lag + torch.sum(T(LT[k]) * (hk - s * (z - l)), dim=1)
+        lag = lag + torch.sum(T(MU[k]) * (hk - z), dim=1)
+        h_prev = hk
+    f = model(X.to(dt))[:, 0]
+    # min: gap = f - LP_min = f - lag;  max: LP_max = -lag, gap = LP_max - f
+    gap = f - lag if sense == "min" else -lag - f
+    return gap
+
+
+def lp_gap_true_penalty(model, X, lo, hi, sense: str = "min"):
+    """Mean over the rows of ``X`` of :func:`lp_relaxation_gaps` (the paper's per-sample
+    LP-gap regulariser, gradient from LP duals)."""
+    return lp_relaxation_gaps(model, X, lo, hi, sense).mean()
+
+
 def count_unstable(model, lo, hi) -> int:
     """Number of hidden neurons with ``l < 0 < u`` under interval bounds."""
     torch = require("torch", "torch")
@@ -137,10 +314,21 @@ def to_network(model) -> Network:
 def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi: Any, *,
                     bigm: float = 0.0, unstable: float = 0.0, lp_gap: float = 0.0,
                     epochs: int = 3000, lr: float = 3e-3, seed: int = 0,
-                    weight_decay: float = 0.0) -> tuple[Network, dict[str, float]]:
+                    weight_decay: float = 0.0, lp_gap_true: float = 0.0,
+                    lp_batch: int = 64, lp_every: int = 10, warmup: float = 0.0,
+                    schedule: str = "constant") -> tuple[Network, dict[str, float]]:
     """Fit a Linear/ReLU network to ``(X, y)`` by full-batch Adam on the mean squared error
     plus the chosen penalties over the box ``[lo, hi]``; returns the relulab network and
-    a summary (final MSE, unstable count under interval bounds, penalty values).
+    a summary (final MSE, unstable count under interval bounds, penalty values, seconds).
+
+    ``bigm``, ``unstable`` and ``lp_gap`` weight :func:`bigm_penalty`,
+    :func:`unstable_penalty` and the stand-in :func:`lp_gap_penalty` (every step).
+    ``lp_gap_true`` weights the true per-sample LP gap (:func:`lp_gap_true_penalty`, one
+    batched HiGHS LP) on a random minibatch of ``lp_batch`` rows every ``lp_every`` steps.
+    ``warmup`` (a fraction of ``epochs``) ramps every penalty linearly from zero, so the
+    network first learns the function and is then pushed towards stability.
+    ``schedule="onecycle"`` uses a one-cycle learning rate peaking at ``lr``
+    (``"constant"``: plain Adam at ``lr``).
 
     Example:
         >>> X = np.random.default_rng(0).uniform(-1, 1, (64, 2)); y = X[:, 0] * X[:, 1]
@@ -148,7 +336,14 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
         >>> net.widths, info["mse"] >= 0
         ((8,), True)
     """
+    import time
+
     torch = require("torch", "torch")
+    if schedule not in ("constant", "onecycle"):
+        raise RelulabError(f"train_surrogate: schedule must be constant or onecycle, got {schedule!r}")
+    if not 0.0 <= warmup <= 1.0:
+        raise RelulabError(f"train_surrogate: warmup must lie in [0, 1], got {warmup}")
+    t0 = time.time()
     torch.manual_seed(seed)
     dt = torch.float64
     model = mlp(widths, seed=seed, dtype=dt)
@@ -157,21 +352,32 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
     lo_t = torch.as_tensor(np.asarray(lo, dtype=np.float64), dtype=dt)
     hi_t = torch.as_tensor(np.asarray(hi, dtype=np.float64), dtype=dt)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    for _ in range(epochs):
+    sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(epochs, 1))
+             if schedule == "onecycle" else None)
+    rng = np.random.default_rng(seed)
+    ramp = max(1, int(warmup * epochs))
+    for e in range(epochs):
+        w = min(1.0, (e + 1) / ramp) if warmup > 0 else 1.0
         opt.zero_grad()
         loss = torch.mean((model(Xt) - yt) ** 2)
         if bigm:
-            loss = loss + bigm * bigm_penalty(model, lo_t, hi_t)
+            loss = loss + w * bigm * bigm_penalty(model, lo_t, hi_t)
         if unstable:
-            loss = loss + unstable * unstable_penalty(model, lo_t, hi_t)
+            loss = loss + w * unstable * unstable_penalty(model, lo_t, hi_t)
         if lp_gap:
-            loss = loss + lp_gap * lp_gap_penalty(model, Xt, lo_t, hi_t)
+            loss = loss + w * lp_gap * lp_gap_penalty(model, Xt, lo_t, hi_t)
+        if lp_gap_true and e % max(lp_every, 1) == 0:
+            rows = rng.choice(Xt.shape[0], size=min(lp_batch, Xt.shape[0]), replace=False)
+            loss = loss + w * lp_gap_true * lp_gap_true_penalty(model, Xt[rows], lo_t, hi_t)
         loss.backward()
         opt.step()
+        if sched is not None:
+            sched.step()
     with torch.no_grad():
         mse = float(torch.mean((model(Xt) - yt) ** 2))
         info = {"mse": mse,
                 "unstable": count_unstable(model, lo_t, hi_t),
                 "bigm": float(bigm_penalty(model, lo_t, hi_t)),
-                "lp_gap": float(lp_gap_penalty(model, Xt, lo_t, hi_t))}
+                "lp_gap": float(lp_gap_penalty(model, Xt, lo_t, hi_t)),
+                "seconds": time.time() - t0}
     return to_network(model), info
