@@ -211,3 +211,28 @@ def test_regularised_training_reduces_instability_and_lp_gap():
     assert true_gap(tru) < true_gap(plain)
     with pytest.raises(RelulabError):
         train_surrogate(X, y, [2, 4, 1], lo, hi, epochs=1, schedule="cosine")
+
+
+def test_prune_on_data_keeps_data_values_and_stabilises_one_signed_neurons():
+    from relulab.train.regularizers import prune_on_data
+
+    rng = np.random.default_rng(4)
+    lo, hi = [-1.0, -1.0], [1.0, 1.0]
+    net = to_network(mlp([2, 20, 16, 12, 1], seed=9, dtype=DT))
+    # data in a sub-box: many neurons straddle zero on the box but not on the data
+    X = rng.uniform([-1.0, -1.0], [-0.2, 0.1], (400, 2))
+    small, info = prune_on_data(net, X, lo, hi)
+    np.testing.assert_allclose(small(X), net(X), rtol=1e-12, atol=1e-12)
+    assert info["deleted"] > 0 and info["linearised"] > 0
+    assert sum(net.widths) - sum(small.widths) == info["deleted"]
+    before = sum(int(np.sum((l < 0) & (u > 0))) for l, u in _numpy_intervals(net, lo, hi))
+    after_b = _numpy_intervals(small, lo, hi)
+    assert sum(int(np.sum((l < 0) & (u > 0))) for l, u in after_b) < before
+    # in the result, no neuron is unstable over the box while one-signed on the data
+    for (l, u), Z in zip(after_b, small.preactivations(X), strict=True):
+        one_signed = (Z.max(0) <= 0) | (Z.min(0) >= 0)
+        assert not np.any(one_signed & (l < 0) & (u > 0))
+    with pytest.raises(RelulabError):
+        from relulab import Network
+        prune_on_data(Network([[[1.0]], [[1.0]]], [[0.0], [0.0]], skip=([[1.0]], [0.0])),
+                      X[:, :1], [-1.0], [1.0])

@@ -38,7 +38,7 @@ from ..network import Network
 
 __all__ = ["mlp", "interval_bounds", "bigm_penalty", "unstable_penalty", "lp_gap_penalty",
            "lp_relaxation_gaps", "lp_gap_true_penalty", "to_network", "train_surrogate",
-           "count_unstable"]
+           "count_unstable", "prune_on_data"]
 
 
 def mlp(widths: list[int], seed: int = 0, dtype: Any = None):
@@ -311,12 +311,68 @@ def to_network(model) -> Network:
     return Network(Ws, bs)
 
 
+def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Network, dict[str, int]]:
+    """Remove the binaries that the data never use: every hidden neuron whose
+    pre-activation has one sign on all rows of ``X`` but is unstable under interval bounds
+    over ``[lo, hi]`` is made stable, layer by layer.
+
+    * never active on the data (``max z <= 0``): the neuron is deleted;
+    * always active on the data (``min z >= 0``, ``l < 0``): its bias is raised by
+      ``m = -l`` (plus a rounding margin) and ``m`` times its outgoing weights is taken off the next layer's bias, so
+      it computes ``z`` on the whole box (stably active, no binary).
+
+    The returned network equals ``net`` on every row of ``X`` (up to rounding); it may differ
+    only where a changed neuron would have switched, a region no data point reaches.  Also
+    returns the counts ``{"deleted": ..., "linearised": ...}``.
+
+    Example:
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> small, info = prune_on_data(net, np.array([[0.5], [1.0]]), [-1.0], [1.0])
+        >>> small.widths, info, small(np.array([[0.5], [1.0]])).ravel().tolist()
+        ((1,), {'deleted': 1, 'linearised': 1}, [0.5, 1.0])
+    """
+    f = net.float() if net.is_exact else net
+    if f.skip is not None:
+        raise RelulabError("prune_on_data: networks with a skip connection are not supported")
+    Ws = [np.array(W, dtype=np.float64) for W in f.weights]
+    bs = [np.array(b, dtype=np.float64) for b in f.biases]
+    H = np.asarray(X, dtype=np.float64)
+    L, U = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    deleted = linearised = 0
+    for k in range(len(Ws) - 1):
+        W, b = Ws[k], bs[k]
+        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+        l, u = Wp @ L + Wn @ U + b, Wp @ U + Wn @ L + b
+        Z = H @ W.T + b
+        unst = (l < 0) & (u > 0)
+        dead = unst & (Z.max(axis=0) <= 0) if len(Z) else np.zeros_like(unst)
+        live = unst & ~dead & (Z.min(axis=0) >= 0) if len(Z) else np.zeros_like(unst)
+        # always active on the data: shift into the stably active range (with a margin so
+        # that recomputed bounds stay >= 0 despite rounding), compensate in the next bias
+        m = np.where(live, -l * (1 + 1e-9) + 1e-12, 0.0)
+        b = b + m
+        bs[k + 1] = bs[k + 1] - Ws[k + 1] @ m
+        l, u, Z = l + m, u + m, Z + m
+        keep = ~dead
+        # keep at least one neuron so the layer stays well formed
+        if not keep.any():
+            keep[0] = True
+        Ws[k], bs[k] = W[keep], b[keep]
+        Ws[k + 1] = Ws[k + 1][:, keep]
+        deleted += int(np.sum(~keep))
+        linearised += int(np.sum(live))
+        H = np.maximum(Z[:, keep], 0.0)
+        L, U = np.maximum(l[keep], 0.0), np.maximum(u[keep], 0.0)
+    return Network(Ws, bs), {"deleted": deleted, "linearised": linearised}
+
+
 def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi: Any, *,
                     bigm: float = 0.0, unstable: float = 0.0, lp_gap: float = 0.0,
                     epochs: int = 3000, lr: float = 3e-3, seed: int = 0,
                     weight_decay: float = 0.0, lp_gap_true: float = 0.0,
                     lp_batch: int = 64, lp_every: int = 10, warmup: float = 0.0,
-                    schedule: str = "constant") -> tuple[Network, dict[str, float]]:
+                    schedule: str = "constant",
+                    init: Network | None = None) -> tuple[Network, dict[str, float]]:
     """Fit a Linear/ReLU network to ``(X, y)`` by full-batch Adam on the mean squared error
     plus the chosen penalties over the box ``[lo, hi]``; returns the relulab network and
     a summary (final MSE, unstable count under interval bounds, penalty values, seconds).
@@ -328,7 +384,8 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
     ``warmup`` (a fraction of ``epochs``) ramps every penalty linearly from zero, so the
     network first learns the function and is then pushed towards stability.
     ``schedule="onecycle"`` uses a one-cycle learning rate peaking at ``lr``
-    (``"constant"``: plain Adam at ``lr``).
+    (``"constant"``: plain Adam at ``lr``).  ``init`` starts from the weights of a
+    network of the same widths (fine-tuning, e.g. regularising an already trained net).
 
     Example:
         >>> X = np.random.default_rng(0).uniform(-1, 1, (64, 2)); y = X[:, 0] * X[:, 1]
@@ -347,6 +404,16 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
     torch.manual_seed(seed)
     dt = torch.float64
     model = mlp(widths, seed=seed, dtype=dt)
+    if init is not None:
+        lins = _linears(model)
+        f = init.float() if init.is_exact else init
+        if [f.input_dim, *f.widths, f.output_dim] != list(widths) or f.skip is not None:
+            raise RelulabError(f"train_surrogate: init has widths {f.input_dim}-{f.widths}-"
+                               f"{f.output_dim}, expected {widths} (and no skip)")
+        with torch.no_grad():
+            for lin, W, b in zip(lins, f.weights, f.biases, strict=True):
+                lin.weight.copy_(torch.as_tensor(np.array(W, dtype=np.float64)))
+                lin.bias.copy_(torch.as_tensor(np.array(b, dtype=np.float64)))
     Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), dtype=dt)
     yt = torch.as_tensor(np.asarray(y, dtype=np.float64).reshape(-1, 1), dtype=dt)
     lo_t = torch.as_tensor(np.asarray(lo, dtype=np.float64), dtype=dt)
