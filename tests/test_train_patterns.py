@@ -93,3 +93,37 @@ def test_two_dimensional_fit_is_the_global_optimum():
             loss.backward()
             opt.step()
         assert float(loss.detach()) >= fit.dual_value - 1e-9
+
+
+def test_facet_rows_equal_lp_redundancy_test():
+    from relulab.train.patterns import facet_rows
+
+    rng = np.random.default_rng(11)
+    Xa = _augmented(rng, 8, 2)
+    M, _ = enumerate_patterns(Xa)
+    F = facet_rows(M)
+    S = 2.0 * M - 1.0
+    for i in range(M.shape[1]):
+        for j in range(8):
+            # row j is a facet iff dropping it lets s_j x_j . w go negative
+            others = [k for k in range(8) if k != j]
+            A = -(S[others, i][:, None] * Xa[others])
+            r = solve(S[j, i] * Xa[j], A, np.zeros(7), lb=-np.ones(3), ub=np.ones(3))
+            assert r.status == "optimal"
+            assert F[j, i] == (r.objective < -1e-9)
+
+
+def test_facet_reduced_cone_program_equals_the_full_one():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(18, 2))
+    y = np.cos(2 * X[:, 1]) - X[:, 0]
+    Xa = np.hstack([X, np.ones((18, 1))])
+    M, G, complete = activation_patterns(Xa, 1000)
+    assert complete
+    reduced = convex_fit(X, y, 0.02, max_patterns=1000)   # facets only
+    full = convex_fit(X, y, 0.02, patterns=(M, G))        # every row of every cone
+    assert reduced.all_patterns and not full.all_patterns
+    assert reduced.gap < 1e-6 and full.gap < 1e-6
+    assert reduced.objective == pytest.approx(full.objective, abs=1e-7)
+    assert nonconvex_objective(reduced.network, X, y, 0.02) == pytest.approx(
+        reduced.objective, rel=1e-9)

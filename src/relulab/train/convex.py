@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
-from .patterns import activation_patterns, sample_patterns
+from .patterns import activation_patterns, facet_rows, sample_patterns
 
 __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
            "nonconvex_objective"]
@@ -95,8 +95,10 @@ class _Projector:
     is closed-form and vectorised; otherwise it is a non-negative least-squares problem per
     vector (skipped when the vector already lies in its cone)."""
 
-    def __init__(self, Xa: np.ndarray, S: np.ndarray) -> None:
+    def __init__(self, Xa: np.ndarray, S: np.ndarray, facets: np.ndarray | None = None) -> None:
         self.Xa, self.S = Xa, S
+        # the rows that define each cone (all of them unless the facets are known)
+        self.facets = np.ones(S.shape, dtype=bool) if facets is None else facets
         n, d = Xa.shape
         P = S.shape[1]
         self.rays = None
@@ -130,31 +132,58 @@ class _Projector:
         tol = 1e-13 * np.linalg.norm(Zs, axis=2)[:, :, None] * np.linalg.norm(self.Xa, axis=1)
         return np.all(vals >= -tol, axis=2)
 
-    def project(self, Zs: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
-        """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0."""
-        out = Zs.copy()
-        feas = self.feasible(Zs)
-        todo = ~feas if skip is None else (~feas & ~skip)
-        if skip is not None:
-            out[skip & ~feas] = 0.0
-        if not todo.any():
+    def project_entries(self, z: np.ndarray, iis: np.ndarray) -> np.ndarray:
+        """Project each row ``z[m]`` onto cone ``iis[m]``."""
+        out = z.copy()
+        vals = self.S[:, iis].T * (z @ self.Xa.T)  # (m, n)
+        tol = 1e-13 * np.linalg.norm(z, axis=1)[:, None] * np.linalg.norm(self.Xa, axis=1)
+        todo = np.nonzero(~np.all(vals >= -tol, axis=1))[0]
+        if todo.size == 0:
             return out
         if self.rays is not None:
-            ks, iis = np.nonzero(todo)
-            z = Zs[ks, iis]
-            r = self.rays[iis]  # (m, 2, 2)
-            c = np.maximum(np.einsum("md,mjd->mj", z, r), 0.0)
+            r = self.rays[iis[todo]]  # (m, 2, 2)
+            c = np.maximum(np.einsum("md,mjd->mj", z[todo], r), 0.0)
             j = np.argmax(c, axis=1)
-            m = np.arange(z.shape[0])
-            out[ks, iis] = c[m, j][:, None] * r[m, j]
+            m = np.arange(todo.size)
+            out[todo] = c[m, j][:, None] * r[m, j]
             return out
         from scipy.optimize import nnls
 
-        for k, i in zip(*np.nonzero(todo), strict=True):
-            Gm = self.S[:, i:i + 1] * self.Xa
-            mu, _ = nnls(Gm.T, -Zs[k, i], maxiter=50 * Gm.shape[0])
-            out[k, i] = Zs[k, i] + Gm.T @ mu
+        for m in todo:
+            f = self.facets[:, iis[m]]
+            Gm = self.S[f, iis[m]:iis[m] + 1] * self.Xa[f]
+            mu, _ = nnls(Gm.T, -z[m], maxiter=50 * Gm.shape[0])
+            # any mu >= 0 gives ||z + Gm^T mu|| >= ||P_K(z)||: the norm is a sound bound
+            out[m] = z[m] + Gm.T @ mu
         return out
+
+    def project(self, Zs: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+        """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0."""
+        out = Zs.copy()
+        if skip is not None:
+            out[skip] = 0.0
+            ks, iis = np.nonzero(~skip)
+        else:
+            ks, iis = np.indices(Zs.shape[:2]).reshape(2, -1)
+        if ks.size:
+            out[ks, iis] = self.project_entries(Zs[ks, iis], iis)
+        return out
+
+    def max_norm(self, Zs: np.ndarray, chunk: int = 64) -> float:
+        """``max_{k,i} ||P_{K_i}(Zs[k, i])||``.  A projection is never longer than its
+        vector, so vectors no longer than the best value so far are skipped: only the
+        longest few are projected."""
+        norms = np.linalg.norm(Zs, axis=2)
+        order = np.argsort(-norms, axis=None)
+        best = 0.0
+        for start in range(0, order.size, chunk):
+            sel = order[start:start + chunk]
+            if norms.flat[sel[0]] <= best:
+                break
+            ks, iis = np.unravel_index(sel, norms.shape)
+            proj = self.project_entries(Zs[ks, iis], iis)
+            best = max(best, float(np.max(np.linalg.norm(proj, axis=1))))
+        return best
 
 
 @dataclass(frozen=True)
@@ -322,7 +351,9 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     Mf = M.astype(np.float64)
     P = M.shape[1]
     S = 2.0 * Mf - 1.0  # signs of the cone constraints, (n, P)
-    cones = [S[:, i:i + 1] * Xa for i in range(P)]
+    # with every pattern known, each cone is cut by its facets alone (a handful in 2-D)
+    F = facet_rows(M) if complete else np.ones(M.shape, dtype=bool)
+    cones = [S[F[:, i], i:i + 1] * Xa[F[:, i]] for i in range(P)]
 
     def pred(Z):  # Z: (2, P, d) with Z[0] = V, Z[1] = U
         return np.sum(Mf * (Xa @ (Z[0] - Z[1]).T), axis=1)
@@ -336,7 +367,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         g = (Mf * r[:, None]).T @ Xa  # (P, d)
         return np.stack([g, -g])
 
-    proj = _Projector(Xa, S)
+    proj = _Projector(Xa, S, F)
 
     def prox(Zs, step):
         thr = step * lam
@@ -350,7 +381,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         rho = y - pred(Z)
         p = 0.5 * float(rho @ rho) + lam * float(np.sum(np.linalg.norm(Z, axis=2)))
         g = (Mf * rho[:, None]).T @ Xa
-        q = float(np.max(np.linalg.norm(proj.project(np.stack([g, -g])), axis=2)))
+        q = proj.max_norm(np.stack([g, -g]))
         return p, _dual_value(rho, y, q / lam)
 
     def apply(Z):
@@ -361,7 +392,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         return np.stack([g, -g])
 
     if solver == "ipm":
-        Z, it, conv, hist = _solve_ipm(Xa, M, Mf, cones, y, lam, proj, dual_gap, gap_tol,
+        Z, it, conv, hist = _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol,
                                        time_limit)
     elif solver == "fista":
         L = _opnorm_sq(apply, apply_t, (2, P, d), seed=seed)
@@ -403,15 +434,61 @@ def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj
     return Z, it_total, conv, hist
 
 
-def _solve_ipm(Xa, M, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit):
+def _dual_violations(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray,
+                     proj: _Projector, lam: float) -> np.ndarray:
+    """``max(||P_{K_i}(c_i)||, ||P_{K_i}(-c_i)||)`` per pattern, ``c_i = X~^T D_i rho``: the
+    dual constraint of pattern ``i`` holds at ``rho`` exactly when this is ``<= lam``."""
+    c = (Mf * rho[:, None]).T @ Xa
+    C = np.stack([c, -c])
+    nc = np.linalg.norm(C, axis=2)
+    # a projection is never longer than its vector: short ones cannot violate, keep their
+    # length (an upper bound) instead of projecting them
+    short = nc <= lam
+    out = np.where(short, nc, np.linalg.norm(proj.project(C, skip=short), axis=2))
+    return np.max(out, axis=0)
+
+
+def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
+               direct_rows: int = 200_000, first: int = 100):
     """Interior point (Clarabel), then: project onto the cones (exact pattern feasibility),
     drop groups at the solver's noise level, and polish on the active face when the
-    certified gap is still above ``gap_tol``.  The best certified candidate is returned."""
+    certified gap is still above ``gap_tol``.  The best certified candidate is returned.
+
+    With more than ``direct_rows`` cone rows (2 x the facet rows) the cone program is solved
+    on a working set: the patterns whose dual constraints the current residual violates most
+    are added (a few dozen per round) until none is violated.  The optimum uses at most n + 1 neurons, so
+    the set stays far smaller than the pattern list, and the final certificate is checked
+    over every pattern anyway."""
     from .convex_ipm import solve_group_lasso
 
-    Zraw, info = solve_group_lasso(Xa, M, y, lam, cones=True, tol=1e-12,
-                                   time_limit=time_limit)
-    Zraw = proj.project(Zraw)
+    n, d = Xa.shape
+    P = M.shape[1]
+    t0 = time.perf_counter()
+    if 2 * int(np.count_nonzero(F)) <= direct_rows:
+        act = np.arange(P)
+    else:  # the patterns that most want a neuron at the zero network (rho = y)
+        act = np.sort(np.argsort(-_dual_violations(Xa, Mf, y, proj, lam))[:first])
+    iterations = 0
+    while True:
+        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+        Zs, info = solve_group_lasso(Xa, M[:, act], y, lam, cones=True, rows=F[:, act],
+                                     tol=1e-12,
+                                     time_limit=left)
+        iterations += info["iterations"]
+        Zraw = np.zeros((2, P, d))
+        Zraw[:, act] = Zs
+        Zraw = proj.project(Zraw)
+        if act.size == P:
+            break
+        rho = y - np.sum(Mf * (Xa @ (Zraw[0] - Zraw[1]).T), axis=1)
+        viol = _dual_violations(Xa, Mf, rho, proj, lam)
+        viol[act] = 0.0
+        out = np.nonzero(viol > lam * (1 + 1e-9))[0]
+        if out.size == 0 or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+            break
+        add = out[np.argsort(-viol[out])[:max(25, n // 2)]]
+        act = np.union1d(act, add)
+    info = {"iterations": iterations}
     norms = np.linalg.norm(Zraw, axis=2)
     # an interior point leaves every group slightly nonzero: the sparse candidates (groups
     # at the solver's noise level dropped, then Newton on that face) are tried first
@@ -493,7 +570,9 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
             continue
         # zero groups whose dual constraint is violated enter the face
         c = (Mf * rho[:, None]).T @ Xa
-        Cp = proj.project(np.stack([c, -c]))
+        C = np.stack([c, -c])
+        # groups with ||c|| <= lam cannot violate their dual constraint: not projected
+        Cp = proj.project(C, skip=np.linalg.norm(C, axis=2) <= lam)
         nrm = np.linalg.norm(Cp, axis=2)
         for s, i, _, _ in groups:
             nrm[s, i] = 0.0

@@ -52,14 +52,17 @@ def _group_entries(Xa: np.ndarray, W: np.ndarray, first_col: int, stride: int,
 
 
 def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, *,
-                      cones: bool, tol: float = 1e-10, max_iter: int = 200,
-                      time_limit: float | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+                      cones: bool, rows: np.ndarray | None = None, tol: float = 1e-10,
+                      max_iter: int = 200, time_limit: float | None = None
+                      ) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve the ReLU (``cones=True``) or gated-ReLU (``cones=False``) group lasso.
 
     Args:
         Xa: data with the bias column already appended, ``(n, d)``.
         M: activation patterns, ``(n, P)`` booleans.
         y: targets ``(n,)``; lam: the group-lasso strength (> 0).
+        rows: optional ``(n, P)`` mask of the cone rows to impose (for example only the
+            facets from :func:`relulab.train.patterns.facet_rows`); all rows by default.
         tol: Clarabel's feasibility and gap tolerances.
 
     Returns:
@@ -86,7 +89,7 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
     # zero cone: r - sum_k sign_k D_k Xa z_k = -y
     r1, c1, v1 = _group_entries(Xa, -Mf[:, groups] * signs[None, :], n, stride,
                                 lambda ks, js: js)
-    rows = [np.arange(n), r1]
+    row_idx = [np.arange(n), r1]
     cols = [np.arange(n), c1]
     vals = [np.ones(n), v1]
     n_rows = n
@@ -95,24 +98,29 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
     if cones:
         # non-negative cone: s = 0 - (-S Xa z) = S * (Xa z) >= 0, n rows per group
         S = 2.0 * Mf - 1.0
-        r2, c2, v2 = _group_entries(Xa, -S[:, groups], n, stride,
-                                    lambda ks, js: n_rows + ks * n + js)
-        rows.append(r2)
+        if rows is not None:
+            S = S * np.asarray(rows, dtype=bool)
+        # one cone row per nonzero (row, group) pair, numbered in np.nonzero's order
+        Wc = -S[:, groups]
+        m = int(np.count_nonzero(Wc))
+        r2, c2, v2 = _group_entries(Xa, Wc, n, stride,
+                                    lambda ks, js: n_rows + np.arange(ks.size))
+        row_idx.append(r2)
         cols.append(c2)
         vals.append(v2)
-        n_rows += K * n
-        cone_list.append(clarabel.NonnegativeConeT(K * n))
-        b_parts.append(np.zeros(K * n))
+        n_rows += m
+        cone_list.append(clarabel.NonnegativeConeT(m))
+        b_parts.append(np.zeros(m))
     # second-order cones: s = (t_k, z_k)
     soc_cols = n + np.arange(K * stride)
-    rows.append(n_rows + np.arange(K * stride))
+    row_idx.append(n_rows + np.arange(K * stride))
     cols.append(soc_cols)
     vals.append(-np.ones(K * stride))
     n_rows += K * stride
     cone_list += [clarabel.SecondOrderConeT(stride)] * K
     b_parts.append(np.zeros(K * stride))
 
-    A = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+    A = sp.csc_matrix((np.concatenate(vals), (np.concatenate(row_idx), np.concatenate(cols))),
                       shape=(n_rows, nv))
     b = np.concatenate(b_parts)
     Pm = sp.csc_matrix((np.ones(n), (np.arange(n), np.arange(n))), shape=(nv, nv))

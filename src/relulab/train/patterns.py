@@ -32,7 +32,8 @@ from math import comb
 
 import numpy as np
 
-__all__ = ["activation_patterns", "enumerate_patterns", "region_count", "sample_patterns"]
+__all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "region_count",
+           "sample_patterns"]
 
 
 def region_count(n: int, d: int) -> int:
@@ -153,3 +154,30 @@ def activation_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0
             return full[0], full[1], True
     M, G = sample_patterns(Xa, max_patterns, seed)
     return M, G, False
+
+
+def facet_rows(M: np.ndarray, seed: int = 0) -> np.ndarray:
+    """For a *complete* pattern list (all-off dropped, as returned above): ``F[j, i]`` is
+    True when data row ``j`` is a facet of pattern ``i``'s cone.
+
+    Row ``j`` is a facet exactly when flipping bit ``j`` gives another pattern: crossing a
+    facet flips one sign, and if ``j`` were redundant the flipped region would be empty.
+    The other rows are implied by the facets, so a cone program may drop them (in 2-D a
+    region has a handful of facets, against ``n`` rows).  Patterns are compared by random
+    64-bit hashes; a collision could only keep a redundant row, never drop a facet.
+    Must not be used on a sampled list: a missing neighbour would hide a facet.
+
+    Example:
+        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> M, _, complete = activation_patterns(Xa, 100)
+        >>> F = facet_rows(M); complete, bool(np.all(F.sum(axis=0) <= 2))
+        (True, True)
+    """
+    n, P = M.shape
+    keys = np.random.default_rng(seed).integers(1, 2**63, size=n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = (M.T.astype(np.uint64) * keys[None, :]).sum(axis=1, dtype=np.uint64)  # (P,)
+        signed = np.where(M, keys[:, None] * np.uint64(2**64 - 1), keys[:, None])
+        flipped = h[None, :] + signed  # (n, P): hash with bit j flipped (mod 2^64)
+    known = np.concatenate([h, np.zeros(1, dtype=np.uint64)])  # the all-off pattern too
+    return np.isin(flipped, known)
