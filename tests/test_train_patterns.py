@@ -77,6 +77,8 @@ def test_two_dimensional_fit_is_the_global_optimum():
     fit = convex_fit(X, y, lam, max_patterns=1000)
     assert fit.all_patterns and fit.global_optimum and fit.gap < 1e-6
     assert fit.n_patterns == region_count(20, 3) - 1
+    # Caratheodory: an optimum with at most n + 1 neurons exists, and that is the one returned
+    assert 0 < fit.n_neurons <= 21
     assert nonconvex_objective(fit.network, X, y, lam) == pytest.approx(fit.objective, rel=1e-9)
     # no trained network of any width can go below the certified dual bound
     Xt = torch.tensor(np.hstack([X, np.ones((20, 1))]))

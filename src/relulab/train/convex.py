@@ -401,6 +401,12 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     else:
         raise ConvexTrainingError(f"solver must be 'ipm' or 'fista', got {solver!r}")
     p, dval = dual_gap(Z)
+    if np.count_nonzero(np.linalg.norm(Z, axis=2)) > n + 1:
+        Zs = _sparsify(Z, Xa, Mf)
+        if Zs is not None:
+            ps, ds = dual_gap(Zs)
+            if ps - ds <= max(gap_tol, p - dval):
+                Z, p, dval = Zs, ps, ds
     net = _to_network(Z, X.shape[1], bias)
     return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
                      iterations=it, seconds=time.perf_counter() - t0, converged=conv,
@@ -512,6 +518,33 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
             break
     Z, p, dv = best
     return Z, info["iterations"], p - dv <= gap_tol, hist
+
+
+def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | None:
+    """The same predictions and penalty with at most ``n + 1`` nonzero groups.
+
+    With each group's direction fixed, predictions and penalty are linear in the group
+    norms ``t >= 0``; a vertex of ``{t >= 0 : sum_k t_k a_k = f(X), sum_k t_k = T}`` (the
+    simplex method returns one) has at most ``n + 1`` nonzeros (Caratheodory).  An
+    interior-point optimum spreads over every equivalent group instead.  None when the LP
+    fails; the caller re-certifies the result."""
+    from ..lp import solve as lp_solve
+
+    norms = np.linalg.norm(Z, axis=2)
+    ss, iis = np.nonzero(norms > 0)
+    U = Z[ss, iis] / norms[ss, iis][:, None]  # (K, d) unit directions
+    sgn = np.where(ss == 0, 1.0, -1.0)
+    A = (Mf[:, iis] * (Xa @ U.T)) * sgn[None, :]  # (n, K): prediction per unit norm
+    t0 = norms[ss, iis]
+    A_eq = np.vstack([A, np.ones((1, t0.size))])
+    b_eq = A_eq @ t0
+    r = lp_solve(np.zeros(t0.size), A_eq=A_eq, b_eq=b_eq, lb=np.zeros(t0.size))
+    if r.status != "optimal" or r.x is None:
+        return None
+    t = np.where(r.x > 1e-12 * max(1.0, float(t0.max())), r.x, 0.0)
+    out = np.zeros_like(Z)
+    out[ss, iis] = t[:, None] * U
+    return out
 
 
 def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarray],
