@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> dict:
                "n_train": 1500, "ladder": [0.3, 1.0, 3.0, 10.0, 30.0], "base": base}
     else:
         cfg = {"archs": [[2, 50, 50, 50, 1]], "cap": 300.0, "epochs": 5000,
-               "ft_epochs": 1500, "n_train": 3000, "ladder": [0.1, 0.3, 1.0, 3.0, 10.0],
+               "ft_epochs": 1200, "n_train": 3000, "ladder": [0.1, 0.3, 1.0, 3.0, 10.0],
                "base": base}
     if args.archs:
         cfg["archs"] = [[int(w) for w in a.split("-")] for a in args.archs.split(",")]
