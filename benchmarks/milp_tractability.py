@@ -176,11 +176,15 @@ def run_case(name, fn, widths, cfg, rng) -> list[dict]:
         if variant == "regularised":
             row["ladder"] = ladder
             if m["status"] == "optimal":
-                # relulab's own exact minimiser must agree (it is the same encoding)
+                # relulab's own exact minimiser must agree (it is the same encoding): each
+                # attained value respects the other's proven lower bound, and they agree up
+                # to HiGHS's feasibility tolerance (incumbents are re-evaluated exactly)
                 r = minimize(net, box)
                 row["minimize_value"] = r.value
                 row["minimize_seconds"] = r.time
-                assert abs(r.value - m["value"]) <= 1e-6 * (1 + abs(r.value)), (r.value, m)
+                tol = 1e-5 * (1 + abs(r.value))
+                assert r.value >= m["bound"] - tol and m["value"] >= r.bound - tol, (r, m)
+                assert abs(r.value - m["value"]) <= tol, (r.value, m)
         print(f"  [{name} {arch}] {variant}: MILP {m['status']} in {m['seconds']:.2f} s "
               f"({m['binaries']} binaries)", flush=True)
         rows.append(row)
