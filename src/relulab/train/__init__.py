@@ -30,17 +30,28 @@ from .minnorm import (
     minnorm_on_grid,
     parameter_cost,
 )
+from .patterns import activation_patterns, enumerate_patterns, facet_rows, region_count
 from .regularizers import (
     bigm_penalty,
     count_unstable,
     interval_bounds,
     lp_gap_penalty,
+    lp_gap_true_penalty,
+    lp_relaxation_gaps,
+    prune_on_data,
     train_surrogate,
     unstable_penalty,
 )
 
 __all__ = [
     "CollapseThreshold",
+    "activation_patterns",
+    "enumerate_patterns",
+    "facet_rows",
+    "lp_gap_true_penalty",
+    "lp_relaxation_gaps",
+    "prune_on_data",
+    "region_count",
     "ConvexFit",
     "GatedFit",
     "MinNormResult",
