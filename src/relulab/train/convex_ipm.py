@@ -143,6 +143,8 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
         solver = clarabel.DefaultSolver(Pm, q, A, b, cone_list, settings)
     sol = solver.solve()
     x = np.asarray(sol.x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):  # a failed solve: the zero network is still feasible
+        x = np.zeros(nv)
     zcols = n + np.arange(K)[:, None] * stride + 1 + np.arange(d)[None, :]
     Z = x[zcols]
     Z = Z.reshape(2, P, d) if cones else Z.reshape(P, d)
