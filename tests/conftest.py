@@ -7,8 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from relulab import Network
+
+# CI must be reproducible: property tests draw the same examples on every run.
+# HYPOTHESIS_PROFILE=explore searches afresh (what a developer hunting bugs wants).
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def data_dir() -> Path | None:
