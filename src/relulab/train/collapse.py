@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .convex import _augment, _prep, _Projector
+from .convex import _augment, _correlate, _prep, _Projector
 from .patterns import activation_patterns
 
 __all__ = ["CollapseThreshold", "collapse_threshold"]
@@ -74,7 +74,7 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
     Mf = M.astype(np.float64)
     S = 2.0 * Mf - 1.0
     proj = _Projector(Xa, S)
-    c = (Mf * y[:, None]).T @ Xa
+    c = _correlate(Xa, Mf, y)
     V = proj.project(np.stack([c, -c]))
     nr = np.linalg.norm(V, axis=2)
     s, i = np.unravel_index(int(np.argmax(nr)), nr.shape)

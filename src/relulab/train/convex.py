@@ -76,16 +76,28 @@ def _augment(X: np.ndarray, bias: bool) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
 
 
-def _project_cone(Gm: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Euclidean projection of ``s`` onto ``{v : Gm v >= 0}`` (NNLS on the dual)."""
-    if np.all(Gm @ s >= 0):
-        return s
-    from scipy.optimize import nnls
+def _predict(Xa: np.ndarray, Mf: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``sum_i D_i Xa w_i`` for per-pattern weights ``W`` (P, d)."""
+    return np.sum(Mf * (Xa @ W.T), axis=1)
 
-    mu, _ = nnls(Gm.T, -s, maxiter=50 * Gm.shape[0])
-    v = s + Gm.T @ mu
-    # the NNLS optimum satisfies Gm v >= 0 up to rounding; clean tiny violations
-    return v
+
+def _correlate(Xa: np.ndarray, Mf: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``X~^T D_i r`` for every pattern, (P, d): the adjoint of :func:`_predict`."""
+    return (Mf * r[:, None]).T @ Xa
+
+
+def _dual_projections(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray, proj: _Projector,
+                      lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(Cp, norms)``: ``Cp[s, i] = P_{K_i}(+-X~^T D_i rho)`` and upper bounds on its norms.
+    The dual constraint of group ``(s, i)`` holds at ``rho`` when ``norms[s, i] <= lam``.
+    A projection is never longer than its vector, so vectors of length at most ``lam``
+    cannot violate: they are not projected (``Cp`` is 0 there, ``norms`` their length)."""
+    c = _correlate(Xa, Mf, rho)
+    C = np.stack([c, -c])
+    nc = np.linalg.norm(C, axis=2)
+    short = nc <= lam
+    Cp = proj.project(C, skip=short)
+    return Cp, np.where(short, nc, np.linalg.norm(Cp, axis=2))
 
 
 class _Projector:
@@ -125,12 +137,6 @@ class _Projector:
                 rays[i] = r[[a, b]]
             if good:
                 self.rays = rays
-
-    def feasible(self, Zs: np.ndarray) -> np.ndarray:
-        """(k, P) mask: does Zs[k, i] lie in cone i (to rounding)?"""
-        vals = self.S.T[None, :, :] * np.einsum("nd,kpd->kpn", self.Xa, Zs)
-        tol = 1e-13 * np.linalg.norm(Zs, axis=2)[:, :, None] * np.linalg.norm(self.Xa, axis=1)
-        return np.all(vals >= -tol, axis=2)
 
     def project_entries(self, z: np.ndarray, iis: np.ndarray) -> np.ndarray:
         """Project each row ``z[m]`` onto cone ``iis[m]``."""
@@ -306,6 +312,11 @@ def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check
     return Z, it, converged, hist
 
 
+def _check_solver(solver: str) -> None:
+    if solver not in ("ipm", "fista"):
+        raise ConvexTrainingError(f"solver must be 'ipm' or 'fista', got {solver!r}")
+
+
 def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool = True,
                seed: int = 0, gap_tol: float = 1e-8, max_iter: int = 50000,
                patterns: tuple[np.ndarray, np.ndarray] | None = None,
@@ -340,6 +351,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         True
     """
     X, y = _prep(X, y, lam)
+    _check_solver(solver)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -356,16 +368,18 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     cones = [S[F[:, i], i:i + 1] * Xa[F[:, i]] for i in range(P)]
 
     def pred(Z):  # Z: (2, P, d) with Z[0] = V, Z[1] = U
-        return np.sum(Mf * (Xa @ (Z[0] - Z[1]).T), axis=1)
+        return _predict(Xa, Mf, Z[0] - Z[1])
+
+    def pred_t(r):  # the adjoint of pred
+        g = _correlate(Xa, Mf, r)
+        return np.stack([g, -g])
 
     def objective(Z):
         r = pred(Z) - y
         return 0.5 * float(r @ r) + lam * float(np.sum(np.linalg.norm(Z, axis=2)))
 
     def grad(Z):
-        r = pred(Z) - y
-        g = (Mf * r[:, None]).T @ Xa  # (P, d)
-        return np.stack([g, -g])
+        return pred_t(pred(Z) - y)
 
     proj = _Projector(Xa, S, F)
 
@@ -380,26 +394,16 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     def dual_gap(Z):
         rho = y - pred(Z)
         p = 0.5 * float(rho @ rho) + lam * float(np.sum(np.linalg.norm(Z, axis=2)))
-        g = (Mf * rho[:, None]).T @ Xa
-        q = proj.max_norm(np.stack([g, -g]))
+        q = proj.max_norm(pred_t(rho))
         return p, _dual_value(rho, y, q / lam)
-
-    def apply(Z):
-        return pred(Z)
-
-    def apply_t(r):
-        g = (Mf * r[:, None]).T @ Xa
-        return np.stack([g, -g])
 
     if solver == "ipm":
         Z, it, conv, hist = _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol,
                                        time_limit)
-    elif solver == "fista":
-        L = _opnorm_sq(apply, apply_t, (2, P, d), seed=seed)
+    else:
+        L = _opnorm_sq(pred, pred_t, (2, P, d), seed=seed)
         Z, it, conv, hist = _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones,
                                          y, lam, proj, (2, P, d), gap_tol, max_iter)
-    else:
-        raise ConvexTrainingError(f"solver must be 'ipm' or 'fista', got {solver!r}")
     p, dval = dual_gap(Z)
     if np.count_nonzero(np.linalg.norm(Z, axis=2)) > n + 1:
         Zs = _sparsify(Z, Xa, Mf)
@@ -442,16 +446,10 @@ def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj
 
 def _dual_violations(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray,
                      proj: _Projector, lam: float) -> np.ndarray:
-    """``max(||P_{K_i}(c_i)||, ||P_{K_i}(-c_i)||)`` per pattern, ``c_i = X~^T D_i rho``: the
-    dual constraint of pattern ``i`` holds at ``rho`` exactly when this is ``<= lam``."""
-    c = (Mf * rho[:, None]).T @ Xa
-    C = np.stack([c, -c])
-    nc = np.linalg.norm(C, axis=2)
-    # a projection is never longer than its vector: short ones cannot violate, keep their
-    # length (an upper bound) instead of projecting them
-    short = nc <= lam
-    out = np.where(short, nc, np.linalg.norm(proj.project(C, skip=short), axis=2))
-    return np.max(out, axis=0)
+    """Per pattern, an upper bound on ``max(||P_{K_i}(c_i)||, ||P_{K_i}(-c_i)||)`` with
+    ``c_i = X~^T D_i rho``, exact where it exceeds ``lam``: the dual constraint of pattern
+    ``i`` holds at ``rho`` when this is ``<= lam``."""
+    return np.max(_dual_projections(Xa, Mf, rho, proj, lam)[1], axis=0)
 
 
 def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
@@ -462,9 +460,9 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
 
     With more than ``direct_rows`` cone rows (2 x the facet rows) the cone program is solved
     on a working set: the patterns whose dual constraints the current residual violates most
-    are added (a few dozen per round) until none is violated.  The optimum uses at most n + 1 neurons, so
-    the set stays far smaller than the pattern list, and the final certificate is checked
-    over every pattern anyway."""
+    are added (a few dozen per round) until none is violated.  The optimum uses at most
+    n + 1 neurons, so the set stays far smaller than the pattern list, and the final
+    certificate is checked over every pattern anyway."""
     from .convex_ipm import solve_group_lasso
 
     n, d = Xa.shape
@@ -478,15 +476,14 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     while True:
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
         Zs, info = solve_group_lasso(Xa, M[:, act], y, lam, cones=True, rows=F[:, act],
-                                     tol=1e-12,
-                                     time_limit=left)
+                                     tol=1e-12, time_limit=left)
         iterations += info["iterations"]
         Zraw = np.zeros((2, P, d))
         Zraw[:, act] = Zs
         Zraw = proj.project(Zraw)
         if act.size == P:
             break
-        rho = y - np.sum(Mf * (Xa @ (Zraw[0] - Zraw[1]).T), axis=1)
+        rho = y - _predict(Xa, Mf, Zraw[0] - Zraw[1])
         viol = _dual_violations(Xa, Mf, rho, proj, lam)
         viol[act] = 0.0
         out = np.nonzero(viol > lam * (1 + 1e-9))[0]
@@ -494,7 +491,6 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
             break
         add = out[np.argsort(-viol[out])[:max(25, n // 2)]]
         act = np.union1d(act, add)
-    info = {"iterations": iterations}
     norms = np.linalg.norm(Zraw, axis=2)
     # an interior point leaves every group slightly nonzero: the sparse candidates (groups
     # at the solver's noise level dropped, then Newton on that face) are tried first
@@ -517,7 +513,7 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
         if p - dv <= gap_tol:
             break
     Z, p, dv = best
-    return Z, info["iterations"], p - dv <= gap_tol, hist
+    return Z, iterations, p - dv <= gap_tol, hist
 
 
 def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | None:
@@ -602,11 +598,7 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
         if released:
             continue
         # zero groups whose dual constraint is violated enter the face
-        c = (Mf * rho[:, None]).T @ Xa
-        C = np.stack([c, -c])
-        # groups with ||c|| <= lam cannot violate their dual constraint: not projected
-        Cp = proj.project(C, skip=np.linalg.norm(C, axis=2) <= lam)
-        nrm = np.linalg.norm(Cp, axis=2)
+        Cp, nrm = _dual_projections(Xa, Mf, rho, proj, lam)
         for s, i, _, _ in groups:
             nrm[s, i] = 0.0
         s, i = np.unravel_index(int(np.argmax(nrm)), nrm.shape)
@@ -832,6 +824,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         True
     """
     X, y = _prep(X, y, lam)
+    _check_solver(solver)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -840,14 +833,14 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     P = M.shape[1]
 
     def pred(W):
-        return np.sum(Mf * (Xa @ W.T), axis=1)
+        return _predict(Xa, Mf, W)
 
     def objective(W):
         r = pred(W) - y
         return 0.5 * float(r @ r) + lam * float(np.sum(np.linalg.norm(W, axis=1)))
 
     def grad(W):
-        return (Mf * (pred(W) - y)[:, None]).T @ Xa
+        return _correlate(Xa, Mf, pred(W) - y)
 
     def prox(Ws, step):
         nr = np.linalg.norm(Ws, axis=1, keepdims=True)
@@ -856,7 +849,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     def dual_gap(W):
         rho = y - pred(W)
         p = 0.5 * float(rho @ rho) + lam * float(np.sum(np.linalg.norm(W, axis=1)))
-        q = float(np.max(np.linalg.norm((Mf * rho[:, None]).T @ Xa, axis=1)))
+        q = float(np.max(np.linalg.norm(_correlate(Xa, Mf, rho), axis=1)))
         return p, _dual_value(rho, y, q / lam)
 
     if solver == "ipm":
@@ -872,12 +865,10 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         W = Wclean if p - dval <= gap_tol else Wraw
         p, dval = dual_gap(W)
         conv = p - dval <= gap_tol
-    elif solver == "fista":
-        L = _opnorm_sq(pred, lambda r: (Mf * r[:, None]).T @ Xa, (P, d), seed=seed)
+    else:
+        L = _opnorm_sq(pred, lambda r: _correlate(Xa, Mf, r), (P, d), seed=seed)
         W, it, conv, _ = _fista(objective, grad, prox, dual_gap, np.zeros((P, d)), L,
                                 max_iter, gap_tol)
-    else:
-        raise ConvexTrainingError(f"solver must be 'ipm' or 'fista', got {solver!r}")
     p, dval = dual_gap(W)
     return GatedFit(gates=Gt, weights=W, bias=bias, objective=p, dual_value=dval,
                     lam=float(lam), iterations=it, seconds=time.perf_counter() - t0,
