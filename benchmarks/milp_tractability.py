@@ -42,9 +42,10 @@ import numpy as np
 
 from relulab.bounds import float_layers
 from relulab.domain import Box
+from relulab.io.torch import to_torch
 from relulab.lp import LPModel
 from relulab.train import count_unstable, train_surrogate
-from relulab.train.regularizers import lp_gap_true_penalty, mlp, prune_on_data
+from relulab.train.regularizers import lp_gap_true_penalty, prune_on_data
 from relulab.verify import minimize
 from relulab.verify.milp import encode, symbolic_pre
 
@@ -89,32 +90,19 @@ def milp_min(net, box: Box, cap: float) -> dict:
             "binaries": enc.n_binaries, "nodes": r.info.get("nodes", 0)}
 
 
-def _as_torch(net):
-    """The relulab network as the float64 torch MLP the regularisers take."""
-    import torch
-
-    m = mlp([net.input_dim, *net.widths, net.output_dim], dtype=torch.float64)
-    lins = [x for x in m if isinstance(x, torch.nn.Linear)]
-    with torch.no_grad():
-        for lin, W, b in zip(lins, net.weights, net.biases, strict=True):
-            lin.weight.copy_(torch.tensor(W))
-            lin.bias.copy_(torch.tensor(b))
-    return m
-
-
 def true_gap(net, X: np.ndarray, lo, hi) -> float:
     """Mean true per-sample LP-relaxation gap (min sense) at the rows of ``X``."""
     import torch
 
     t = torch.tensor
-    return float(lp_gap_true_penalty(_as_torch(net), t(X), t(lo, dtype=torch.float64),
+    return float(lp_gap_true_penalty(to_torch(net), t(X), t(lo, dtype=torch.float64),
                                      t(hi, dtype=torch.float64)).detach())
 
 
 def unstable_of(net, lo, hi) -> int:
     import torch
 
-    m = _as_torch(net)
+    m = to_torch(net)
     return count_unstable(m, torch.tensor(lo, dtype=torch.float64),
                           torch.tensor(hi, dtype=torch.float64))
 

@@ -37,6 +37,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from relulab import Box, Network, regions  # noqa: E402
+from relulab.io.torch import from_torch  # noqa: E402
 
 # (name, d, widths, expected regions, relucent anchor s, edge-subdivision anchor s)
 NETWORKS = [
@@ -64,14 +65,6 @@ def torch_model(d: int, widths: list[int]):
         prev = w
     layers.append(torch.nn.Linear(prev, 1))
     return torch.nn.Sequential(*layers)
-
-
-def to_network(model) -> Network:
-    import torch
-
-    lin = [m for m in model if isinstance(m, torch.nn.Linear)]
-    return Network([m.weight.detach().double().numpy() for m in lin],
-                   [m.bias.detach().double().numpy() for m in lin])
 
 
 def run_relulab(net: Network, d: int, repeat: int) -> dict:
@@ -141,7 +134,7 @@ def main() -> None:
 
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores "
           "(a shared machine: wall-clock times are noisy; CPU time is the fairer number)")
-    regions.count(to_network(torch_model(2, [4])))  # warm-up (imports, first HiGHS)
+    regions.count(from_torch(torch_model(2, [4])))  # warm-up (imports, first HiGHS)
     rows = []
     hdr = (f"{'network':9} {'regions':>8} {'expect':>7} {'edges':>7} {'ours s':>7} "
            f"{'ours CPU':>8} | {'relucent':>9} {'relucent s':>10} {'x':>7} | "
@@ -149,7 +142,7 @@ def main() -> None:
     print(hdr)
     print("-" * len(hdr))
     for name, d, widths, expected, rel_anchor, es_anchor in NETWORKS:
-        net = to_network(torch_model(d, widths))
+        net = from_torch(torch_model(d, widths))
         ours = run_relulab(net, d, args.repeat if expected < 50_000 else 1)
         rel = run_relucent(d, widths, args.relucent_timeout) if name in sel else None
         t = ours["cpu"]
@@ -174,7 +167,7 @@ def main() -> None:
           " edge subdivision gives vertices and edges only, no regions or graph")
     if args.million:
         name, d, widths, *_ = MILLION
-        net = to_network(torch_model(d, widths))
+        net = from_torch(torch_model(d, widths))
         ours = run_relulab(net, d, 1)
         print(f"{name}: {ours['regions']} regions, {ours['edges']} graph edges in "
               f"{ours['wall']:.1f} s wall, {ours['cpu']:.1f} s CPU")

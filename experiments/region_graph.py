@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from relulab import Box, Network, regions
+from relulab.io.torch import from_torch
 
 CLAIM = ("average degree of the region adjacency graph <= 2 d for any width and depth; "
          "diameter grows slowly with the input dimension d")
@@ -64,14 +65,6 @@ def train(model, d: int, seed: int, steps: int = 300):
     return model, float(loss.detach())
 
 
-def to_network(model) -> Network:
-    import torch
-
-    lin = [m for m in model if isinstance(m, torch.nn.Linear)]
-    return Network([m.weight.detach().double().numpy() for m in lin],
-                   [m.bias.detach().double().numpy() for m in lin])
-
-
 def measure(net: Network, d: int) -> dict:
     t0 = time.perf_counter()
     rs = regions.enumerate(net, Box(-np.ones(d), np.ones(d)))
@@ -98,14 +91,14 @@ def main() -> None:
     for d in dims:
         for label, widths in archs.items():
             for seed in range(args.seeds):
-                r = measure(to_network(torch_net(d, widths, seed)), d)
+                r = measure(from_torch(torch_net(d, widths, seed)), d)
                 rows.append({"d": d, "network": label, "seed": seed, **r})
                 print(f"d={d} {label:12} seed {seed}: {r['regions']:6} regions, "
                       f"avg degree {r['avg_degree']:.3f} (2d = {2 * d}), "
                       f"diameter {r['diameter']}", flush=True)
         for seed in range(args.seeds):
             model, loss = train(torch_net(d, [16, 16], 100 + seed), d, seed)
-            r = measure(to_network(model), d)
+            r = measure(from_torch(model), d)
             rows.append({"d": d, "network": "trained 16x2", "seed": seed, "train_mse": loss, **r})
             print(f"d={d} {'trained 16x2':12} seed {seed}: {r['regions']:6} regions, "
                   f"avg degree {r['avg_degree']:.3f} (2d = {2 * d}), "

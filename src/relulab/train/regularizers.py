@@ -304,11 +304,11 @@ def count_unstable(model, lo, hi) -> int:
 
 
 def to_network(model) -> Network:
-    """The relulab :class:`Network` of a Linear/ReLU ``nn.Sequential``."""
-    lins = _linears(model)
-    Ws = [lin.weight.detach().double().cpu().numpy() for lin in lins]
-    bs = [lin.bias.detach().double().cpu().numpy() for lin in lins]
-    return Network(Ws, bs)
+    """The relulab :class:`Network` of a Linear/ReLU ``nn.Sequential`` (the project's
+    torch importer, :func:`relulab.io.torch.from_torch`)."""
+    from ..io.torch import from_torch
+
+    return from_torch(model)
 
 
 def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Network, dict[str, int]]:
