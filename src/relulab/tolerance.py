@@ -26,3 +26,19 @@ FEAS_TOL = 1e-9
 STRICT_TOL = 1e-9
 MIN_RADIUS = 1e-9
 PROOF_MARGIN = 1e-7
+
+
+def scaled_tol(value, tol: float = FEAS_TOL):
+    """The tolerance ``tol * (1 + |value|)`` for comparing numbers of size ``value``.
+
+    Relative for large numbers, absolute near zero: the idiom every comparison of a
+    float answer against a bound uses.  Works elementwise on arrays.
+
+    Example:
+        >>> scaled_tol(0.0), scaled_tol(-1e9)
+        (1e-09, 1.000000001)
+    """
+    import numpy as np
+
+    out = tol * (1.0 + np.abs(value))
+    return float(out) if np.ndim(out) == 0 else out

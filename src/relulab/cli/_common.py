@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from ..errors import RelulabError
+from ..results import to_jsonable
 
 app = typer.Typer(
     name="relulab",
@@ -35,31 +36,6 @@ def _root(
 
 
 JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy arrays, Fractions, dataclasses with to_dict() to JSON-friendly values."""
-    from fractions import Fraction
-
-    if hasattr(obj, "to_dict"):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, Fraction):
-        return str(obj) if obj.denominator != 1 else obj.numerator
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return str(obj)
-    return obj
 
 
 def print_json(obj: Any) -> None:

@@ -80,7 +80,7 @@ class Segment:
             np.float64)
 
     def to_dict(self) -> dict:
-        from ..cli._common import to_jsonable
+        from ..results import to_jsonable
 
         return {
             "a": to_jsonable(self.a), "b": to_jsonable(self.b),

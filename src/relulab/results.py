@@ -1,0 +1,85 @@
+"""Result records that serialise themselves, and the one JSON conversion of relulab.
+
+Every algorithm returns a small frozen dataclass; ``--json`` prints its ``to_dict()``.
+:class:`Result` derives ``to_dict()`` from the dataclass fields (private fields, whose
+names start with ``_``, are left out) with every value made JSON-ready by
+:func:`to_jsonable`, so a result type only writes ``to_dict`` by hand when it adds
+derived quantities.  This module sits below every topic package and the CLI: no
+algorithm module needs to import :mod:`relulab.cli` to serialise.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> import numpy as np
+    >>> @dataclass(frozen=True)
+    ... class Answer(Result):
+    ...     status: str
+    ...     x: np.ndarray
+    >>> Answer("holds", np.array([0.5, 1.0])).to_dict()
+    {'status': 'holds', 'x': [0.5, 1.0]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Result", "to_jsonable"]
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn numpy arrays and scalars, Fractions, tuples and results into JSON values.
+
+    Fractions become ``"p/q"`` strings (integers stay integers) so nothing exact is
+    rounded; non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"``.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> to_jsonable({"a": np.arange(2), "b": Fraction(1, 3), "c": float("inf")})
+        {'a': [0, 1], 'b': '1/3', 'c': 'inf'}
+    """
+    if hasattr(obj, "to_dict") and not isinstance(obj, type):
+        return to_jsonable(obj.to_dict())
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, Fraction):
+        return str(obj) if obj.denominator != 1 else obj.numerator
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        obj = float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+class Result:
+    """Mixin for frozen result dataclasses: ``to_dict()`` from the public fields.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Bracket(Result):
+        ...     lower: float
+        ...     upper: float
+        ...     _cache: object = None
+        >>> Bracket(1.0, 2.0).to_dict()
+        {'lower': 1.0, 'upper': 2.0}
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public fields as JSON-ready values (see :func:`to_jsonable`)."""
+        return {
+            f.name: to_jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            if not f.name.startswith("_")
+        }
