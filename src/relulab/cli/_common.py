@@ -13,10 +13,18 @@ from rich.console import Console
 from ..errors import RelulabError
 from ..results import to_jsonable
 
+#: Exit codes of every command (also listed in ``relulab --help``).
+EXIT_OK = 0
+EXIT_ERROR = 1        # bad input or a failed computation; one line on stderr
+EXIT_USAGE = 2        # unknown option or missing argument (typer's own code)
+EXIT_UNVERIFIED = 3   # a result was computed but its check ended unknown (see --allow-unverified)
+
 app = typer.Typer(
     name="relulab",
     help="Exact answers about ReLU networks: regions, verification, constructions, "
-    "parameter-space quantities. Run `relulab tour` first.",
+    "parameter-space quantities. Run `relulab tour` first.\n\n"
+    "Exit codes: 0 success; 1 bad input or failure (one line on stderr); 2 usage error; "
+    "3 a result whose check ended unknown (reduce without --allow-unverified).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -28,9 +36,19 @@ err_console = Console(stderr=True)
 _state = {"debug": False}
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"relulab {__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+    version: bool = typer.Option(False, "--version", help="Print relulab's version and exit.",
+                                 callback=_print_version, is_eager=True),
 ) -> None:
     _state["debug"] = debug
 
@@ -85,7 +103,8 @@ def run_app(argv: list[str]) -> None:
     argv = [a for a in argv if a != "--debug"]
     _state["debug"] = debug
     try:
-        app(args=argv, standalone_mode=False)
+        # without standalone mode, click returns the code of a typer.Exit instead of exiting
+        rc = app(args=argv, standalone_mode=False)
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -107,4 +126,6 @@ def run_app(argv: list[str]) -> None:
         if not isinstance(e, (RelulabError, OSError)):
             msg = f"{type(e).__name__}: {msg}"
         err_console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
-        raise SystemExit(1) from None
+        raise SystemExit(EXIT_ERROR) from None
+    if isinstance(rc, int) and rc != EXIT_OK:
+        raise SystemExit(rc)

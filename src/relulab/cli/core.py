@@ -101,6 +101,9 @@ def eval_cmd(
                 f"input {i + 1} has {p.shape[0]} values; the model takes {net.input_dim}"
             )
     X = np.vstack(points)
+    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+    if bad.size:
+        raise RelulabError(f"input {int(bad[0]) + 1} contains NaN or inf; inputs must be finite")
     Y = net.float()(X)
     active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
     if json_out:

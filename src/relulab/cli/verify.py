@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import typer
+from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
@@ -114,7 +116,8 @@ def _summary(rows: list[dict]) -> list[dict]:
             "solved": len(solved),
             "holds": sum(r["status"] == "holds" for r in rs),
             "violated": sum(r["status"] == "violated" for r in rs),
-            "unknown": sum(r["status"] in ("unknown", "error") for r in rs),
+            "unknown": sum(r["status"] == "unknown" for r in rs),
+            "errors": sum(r["status"] == "error" for r in rs),
             "total_time": float(times.sum()),
             "median_time": float(np.median(times)),
             "max_time": float(times.max()),
@@ -126,11 +129,38 @@ def _summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _print_reasons(rows: list[dict], max_names: int = 6) -> None:
+    """Why instances were not decided: every error with its reason, unknowns grouped by
+    reason (the full list is in --json and --details)."""
+    for r in rows:
+        if r["status"] == "error":
+            console.print(f"error: {_model_name(r['model'])} {_prop_name(r['property'])}: "
+                          f"{r.get('reason') or 'no reason given'}", highlight=False, soft_wrap=True)
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["status"] == "unknown":
+            groups.setdefault(r.get("reason") or "no reason given", []).append(r)
+    for why, rs in groups.items():
+        names = [f"{_model_name(r['model'])}/{_prop_name(r['property'])}" for r in rs[:max_names]]
+        more = f" and {len(rs) - max_names} more" if len(rs) > max_names else ""
+        console.print(f"unknown ({why}): {len(rs)} instance(s): {', '.join(names)}{more}",
+                      highlight=False, soft_wrap=True)
+
+
 def _read_expected(path: str) -> dict[tuple[str, str], str]:
     exp = {}
     base = Path(path).parent
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
+    try:
+        fh = open(path, newline="")
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        missing = {"onnx", "vnnlib", "expected"} - set(reader.fieldnames or ())
+        if missing:
+            raise FormatError(f"{path}:1: the header must name onnx,vnnlib,expected "
+                              f"(missing {', '.join(sorted(missing))})")
+        for row in reader:
             key = (str(base / row["onnx"].strip()), str(base / row["vnnlib"].strip()))
             exp[key] = row["expected"].strip()
     return exp
@@ -221,7 +251,14 @@ def register(app: typer.Typer) -> None:
         details: bool = typer.Option(False, "--details", help="Also list every instance."),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Run a whole benchmark: progress bar, then solved / time per property."""
+        """Run a whole benchmark: progress bar, then solved / time per property.
+
+        Instances that end unknown (time limit) and instances that fail with an error
+        (unreadable model or property, unsupported operator) are counted separately, and
+        the reason of each is printed under the table.
+
+        Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --expected expected.csv
+        """
         insts = read_instances(instances)
         if not insts:
             raise RelulabError(f"{instances}: no instances")
@@ -242,46 +279,73 @@ def register(app: typer.Typer) -> None:
             return
         if details:
             t = Table(title="instances")
-            for col in ("model", "property", "status", "time (s)"):
+            for col in ("model", "property", "status", "time (s)", "reason"):
                 t.add_column(col)
             for r in rows:
-                t.add_row(_model_name(r["model"]), _prop_name(r["property"]), r["status"], f"{r['wall']:.2f}")
+                t.add_row(_model_name(r["model"]), _prop_name(r["property"]), r["status"],
+                          f"{r['wall']:.2f}", r.get("reason", ""))
             console.print(t)
-        t = Table(title=f"verify-batch: {len(rows)} instances, {workers} workers")
-        cols = ["property", "instances", "solved", "holds", "violated", "unknown"]
+        # short headers and a light frame keep the table inside 80 columns
+        t = Table(title=f"verify-batch: {len(rows)} instances, {workers} workers",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+        # (solved = holds + viol., right = solved - wrong and the median time are in --json)
+        cols = [("property", "property"), ("instances", "n"), ("holds", "holds"),
+                ("violated", "viol."), ("unknown", "unkn."), ("errors", "err.")]
         if expected:
-            cols += ["correct", "wrong"]
-        cols += ["total_time", "median_time", "max_time"]
-        for c in cols:
-            t.add_column(c.replace("_", " "), justify="right")
-        for s in summ:
-            t.add_row(*(f"{s[c]:.2f}" if isinstance(s[c], float) else str(s[c]) for c in cols))
+            cols += [("wrong", "wrong")]
+        cols += [("total_time", "total s"), ("max_time", "max s")]
+        for c, head in cols:
+            t.add_column(head, justify="left" if c == "property" else "right", no_wrap=True)
+        for s_ in summ:
+            t.add_row(*(f"{s_.get(c, 0):.1f}" if isinstance(s_.get(c), float) else str(s_.get(c, 0))
+                        for c, _ in cols))
         console.print(t)
+        _print_reasons(rows)
 
     @app.command("range")
     def range_cmd(
         model: str = typer.Argument(..., help="Model file."),
         box: str = typer.Option(None, "--box", help='Input box "lo:hi" or "lo1:hi1,lo2:hi2,..." (default -1:1).'),
-        time_limit: float = typer.Option(None, "--time-limit", help="Seconds for all MILPs together."),
+        time_limit: float = typer.Option(
+            60.0, "--time-limit", help="Seconds for all MILPs together; then the proven "
+            "bracket found so far is reported (status time_limit)."),
         tighten: bool = typer.Option(False, "--tighten", help="LP bound tightening before the MILPs."),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Exact range of every output over a box (two MILPs per output)."""
+        """Range of every output over a box: exact when every MILP is solved, else a bracket.
+
+        For each output the table shows the smallest and largest values found (attained
+        at the argmin/argmax inputs) and the proven bounds: the true minimum lies in
+        [min proven, min found] and the true maximum in [max found, max proven]. Status
+        "optimal" means the two coincide (exact range); "time_limit" means a bracket.
+
+        Example: relulab range model.onnx --box 0:1 --time-limit 30
+        """
         from ..verify import output_range
 
+        if time_limit is not None and time_limit <= 0:
+            raise RelulabError(f"--time-limit must be positive, got {time_limit}")
         net = load_model_arg(model)
         B = parse_box(box, net.input_dim)
-        r = output_range(net, B, time_limit=time_limit, tighten=tighten)
+        show = not json_out and console.is_terminal
+        with console.status(f"solving {2 * net.output_dim} MILPs...") if show else nullcontext():
+            r = output_range(net, B, time_limit=time_limit, tighten=tighten)
         if json_out:
-            print_json(r)
+            print_json({**r.to_dict(), "exact": r.status == "optimal"})
             return
-        t = Table(title=f"exact output range over {B!r} ({r.status}, {r.time:.2f} s)")
-        for c in ("output", "min", "max", "argmin", "argmax"):
+        kind = ("exact output range" if r.status == "optimal"
+                else f"output range BRACKET ({r.status}: not proven exact)")
+        t = Table(title=f"{kind} over {B!r}, {r.time:.2f} s")
+        for c in ("output", "min proven", "min found", "max found", "max proven", "argmin", "argmax"):
             t.add_column(c, justify="right")
         for i in range(net.output_dim):
-            t.add_row(str(i), f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
-                      np.array2string(r.argmin[i], precision=4), np.array2string(r.argmax[i], precision=4))
+            t.add_row(str(i), f"{r.lo_bound[i]:.9g}", f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
+                      f"{r.hi_bound[i]:.9g}", np.array2string(r.argmin[i], precision=4),
+                      np.array2string(r.argmax[i], precision=4))
         console.print(t)
+        if r.status != "optimal":
+            console.print("the true minimum lies in [min proven, min found] and the true maximum "
+                          "in [max found, max proven]; raise --time-limit to close the bracket")
 
 
 def tour(console) -> None:
