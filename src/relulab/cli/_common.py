@@ -13,6 +13,51 @@ from rich.console import Console
 from ..errors import RelulabError
 from ..results import to_jsonable
 
+
+def _natural_help_labels() -> None:
+    """Make ``--help`` read naturally under typer 0.2x.
+
+    typer labels every flag ``<bool>``, wraps types in angle brackets and writes
+    required arguments as ``{model}`` in the usage line. A flag takes no value, so it
+    gets no label; value types read ``FLOAT``, ``TEXT``, ``PATH`` (``... `` when the
+    option repeats); arguments read ``MODEL``. The hooks are looked up defensively: on
+    a typer without them the defaults stay.
+    """
+    from typer import core as tcore
+
+    names = {"str": "TEXT", "int": "INT", "float": "FLOAT", "bool": "BOOL", "Path": "PATH"}
+
+    def plain(label: str) -> str:
+        inner = label[1:-1] if label.startswith("<") and label.endswith(">") else label
+        if inner.startswith("list[") and inner.endswith("]"):
+            return plain(inner[5:-1]) + " ..."
+        return names.get(inner, inner.upper() if inner.isidentifier() else inner)
+
+    opt, arg = getattr(tcore, "TyperOption", None), getattr(tcore, "TyperArgument", None)
+    if opt is not None and hasattr(opt, "display_type_rich") and not hasattr(opt, "_relulab"):
+        base = opt.display_type_rich
+
+        def option_label(self, ctx):
+            if getattr(self, "is_flag", False):
+                return None
+            label = base(self, ctx)
+            return plain(label) if isinstance(label, str) else label
+
+        opt.display_type_rich, opt._relulab = option_label, True
+    if arg is not None and hasattr(arg, "_usage_display_name") and not hasattr(arg, "_relulab"):
+
+        def usage_name(self):
+            name = self.display_name_raw.upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        arg._usage_display_name = usage_name
+        arg.display_type_rich = lambda self, ctx: None   # the name says what it is
+        arg._relulab = True
+
+
+_natural_help_labels()
+
 #: Exit codes of every command (also listed in ``relulab --help``).
 EXIT_OK = 0
 EXIT_ERROR = 1        # bad input or a failed computation; one line on stderr
@@ -90,10 +135,25 @@ def parse_box(spec: str | None, dim: int) -> Any:
     return Box([p[0] for p in pairs], [p[1] for p in pairs])
 
 
+def box_text(box: Any) -> str:
+    """A box as a person writes it: ``[-1, 1]^2`` or ``[0, 1] x [-2, 3]``."""
+    lo, hi = np.asarray(box.lo, dtype=float), np.asarray(box.hi, dtype=float)
+    if np.all(lo == lo[0]) and np.all(hi == hi[0]):
+        return f"[{lo[0]:g}, {hi[0]:g}]^{lo.size}"
+    return " x ".join(f"[{a:g}, {b:g}]" for a, b in zip(lo, hi, strict=True))
+
+
+def resolve_path(path: str) -> str:
+    """A file argument: ``example:NAME`` names a file shipped with relulab."""
+    from ..examples import resolve
+
+    return str(resolve(path))
+
+
 def load_model_arg(path: str):
     from ..io import load_model
 
-    return load_model(path)
+    return load_model(resolve_path(path))
 
 
 def run_app(argv: list[str]) -> None:

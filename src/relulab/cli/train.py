@@ -13,15 +13,16 @@ import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, print_json
+from ._common import JSON_OPT, console, print_json, resolve_path
 
 __all__ = ["register", "tour", "read_csv"]
 
 
 def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Read a numeric CSV (optional header line): all columns but the last are inputs, the
-    last is the target.  Errors name the file, line and column."""
-    p = Path(path)
+    last is the target.  Errors name the file, line and column; ``example:NAME`` names a
+    shipped data file."""
+    p = Path(resolve_path(path))
     if not p.is_file():
         raise FormatError(f"{path}: no such file")
     rows = []

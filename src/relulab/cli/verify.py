@@ -20,7 +20,15 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ._common import (
+    JSON_OPT,
+    box_text,
+    console,
+    load_model_arg,
+    parse_box,
+    print_json,
+    resolve_path,
+)
 
 __all__ = ["register", "tour", "vnncomp_text", "read_instances", "run_instance"]
 
@@ -226,7 +234,7 @@ def register(app: typer.Typer) -> None:
         if timeout <= 0:
             raise RelulabError(f"--timeout must be positive, got {timeout}")
         net = load_model_arg(model)
-        p = load_vnnlib(prop, n_inputs=net.input_dim, n_outputs=net.output_dim)
+        p = load_vnnlib(resolve_path(prop), n_inputs=net.input_dim, n_outputs=net.output_dim)
         r = verify(net, p, timeout=timeout)
         if out:
             _write_atomic(out, vnncomp_text(r))
@@ -315,9 +323,10 @@ def register(app: typer.Typer) -> None:
         """Range of every output over a box: exact when every MILP is solved, else a bracket.
 
         For each output the table shows the smallest and largest values found (attained
-        at the argmin/argmax inputs) and the proven bounds: the true minimum lies in
-        [min proven, min found] and the true maximum in [max found, max proven]. Status
-        "optimal" means the two coincide (exact range); "time_limit" means a bracket.
+        at the argmin/argmax inputs) and the proven bounds: the true minimum lies between
+        "min proven" and "min found", the true maximum between "max found" and "max
+        proven". Status "optimal" means they coincide (exact range); "time_limit" means a
+        bracket.
 
         Example: relulab range model.onnx --box 0:1 --time-limit 30
         """
@@ -333,19 +342,29 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json({**r.to_dict(), "exact": r.status == "optimal"})
             return
-        kind = ("exact output range" if r.status == "optimal"
-                else f"output range BRACKET ({r.status}: not proven exact)")
-        t = Table(title=f"{kind} over {B!r}, {r.time:.2f} s")
-        for c in ("output", "min proven", "min found", "max found", "max proven", "argmin", "argmax"):
+        exact = r.status == "optimal"
+        kind = "exact output range" if exact else f"output range BRACKET ({r.status}: not proven exact)"
+        t = Table(title=f"{kind} over {box_text(B)}, {r.time:.2f} s")
+        cols = (("output", "min", "max", "argmin", "argmax") if exact else
+                ("output", "min proven", "min found", "max found", "max proven"))
+        for c in cols:
             t.add_column(c, justify="right")
         for i in range(net.output_dim):
-            t.add_row(str(i), f"{r.lo_bound[i]:.9g}", f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
-                      f"{r.hi_bound[i]:.9g}", np.array2string(r.argmin[i], precision=4),
-                      np.array2string(r.argmax[i], precision=4))
+            if exact:
+                t.add_row(str(i), f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}", _vec_text(r.argmin[i]),
+                          _vec_text(r.argmax[i]))
+            else:
+                t.add_row(str(i), f"{r.lo_bound[i]:.9g}", f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
+                          f"{r.hi_bound[i]:.9g}")
         console.print(t)
-        if r.status != "optimal":
-            console.print("the true minimum lies in [min proven, min found] and the true maximum "
-                          "in [max found, max proven]; raise --time-limit to close the bracket")
+        if not exact:
+            console.print("the true minimum lies between 'min proven' and 'min found', the true "
+                          "maximum between 'max found' and 'max proven' (inputs in --json); raise "
+                          "--time-limit to close the bracket")
+
+
+def _vec_text(v: np.ndarray) -> str:
+    return "(" + ", ".join(f"{float(a):.4g}" for a in v) + ")"
 
 
 def tour(console) -> None:
