@@ -162,3 +162,48 @@ def test_version(capsys):
 
     code, out, _ = run(capsys, "--version")
     assert code == 0 and out.strip() == f"relulab {relulab.__version__}"
+
+
+# ------------------------------------------------------------------ torch files, path-norms
+@pytest.fixture
+def cnn_files(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                            torch.nn.Flatten(), torch.nn.Linear(8, 2))
+    torch.save(m, tmp_path / "bare.pt")
+    torch.save({"model": m, "input_shape": (1, 6, 6)}, tmp_path / "dict.pt")
+    return tmp_path
+
+
+def test_every_command_accepts_the_same_torch_files(cnn_files, capsys):
+    d = cnn_files
+    code, _, err = run(capsys, "info", d / "bare.pt")
+    assert code == 1 and "--input-shape" in err and len(err.strip().splitlines()) == 1
+    for args in (["info", d / "dict.pt"], ["--input-shape", "1,6,6", "info", d / "bare.pt"],
+                 ["pathnorm", d / "dict.pt"], ["--input-shape", "1,6,6", "pathnorm", d / "bare.pt"],
+                 ["pathnorm", d / "bare.pt", "--input-shape", "1,6,6"],
+                 ["eval", d / "dict.pt", "--x", ",".join(["0.5"] * 36)]):
+        code, _, err = run(capsys, *args)
+        assert code == 0, (args, err)
+
+
+def test_pathnorm_convention_is_one_by_default_and_named(cnn_files, capsys):
+    d = cnn_files
+    code, _, _ = run(capsys, "convert", d / "dict.pt", d / "cnn.onnx")
+    assert code == 0
+    _, out, _ = run(capsys, "pathnorm", d / "dict.pt", "--json")
+    pt = json.loads(out)
+    _, out, _ = run(capsys, "pathnorm", d / "cnn.onnx", "--json")
+    ox = json.loads(out)
+    assert pt["convention"] == ox["convention"] == "network"
+    for q in ("1", "2", "inf"):                       # a model and its export agree
+        assert abs(pt["path_norms"][q] - ox["path_norms"][q]) <= 1e-9 * (1 + abs(ox["path_norms"][q]))
+    _, out, _ = run(capsys, "pathnorm", d / "dict.pt", "--convention", "toolkit", "--json")
+    tk = json.loads(out)
+    assert tk["convention"] == "toolkit"
+    assert tk["path_norms"]["1"] < pt["path_norms"]["1"]   # max pooling as a sum: another number
+    code, out, _ = run(capsys, "pathnorm", d / "dict.pt")
+    assert "convention: network" in out
+    code, _, err = run(capsys, "pathnorm", d / "cnn.onnx", "--convention", "toolkit")
+    assert code == 1 and "torch file" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False, "input_shape": None}
 
 
 def _print_version(value: bool) -> None:
@@ -94,8 +95,14 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
     version: bool = typer.Option(False, "--version", help="Print relulab's version and exit.",
                                  callback=_print_version, is_eager=True),
+    input_shape: str = typer.Option(
+        None, "--input-shape",
+        help="C,H,W of a torch (.pt) model's input, for every command that loads one (needed "
+        "when the file holds a bare convolutional module; a file saved as "
+        "{'model': m, 'input_shape': (C, H, W)} carries its own)."),
 ) -> None:
     _state["debug"] = debug
+    _state["input_shape"] = None if input_shape is None else parse_shape(input_shape)
 
 
 JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
@@ -150,10 +157,42 @@ def resolve_path(path: str) -> str:
     return str(resolve(path))
 
 
-def load_model_arg(path: str):
+def global_input_shape() -> tuple[int, ...] | None:
+    """The shape given by the global ``--input-shape`` option, if any."""
+    return _state.get("input_shape")
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """Parse "1,28,28" (or "1x28x28") into a shape tuple, with a clear error."""
+    try:
+        shape = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) <= 0:
+        raise RelulabError(f"--input-shape: cannot read {text!r}; write C,H,W (positive integers)")
+    return shape
+
+
+def load_model_arg(path: str, input_shape: tuple[int, ...] | None = None):
+    """Load a model argument (``example:NAME`` allowed). Torch files are read by the one
+    torch loader, with ``input_shape`` or the global ``--input-shape``."""
     from ..io import load_model
 
-    return load_model(resolve_path(path))
+    path = resolve_path(path)
+    if Path(path).suffix.lower() in (".pt", ".pth"):
+        from ..errors import FormatError
+        from ..io.torch import load_torch_file
+
+        shape = input_shape or _state.get("input_shape")
+        try:
+            return load_torch_file(path, shape)
+        except FormatError as e:
+            if shape is None and "input_shape" in str(e):
+                raise FormatError(f"{path}: the model's input size is not fixed by its first "
+                                  "layer; give relulab --input-shape C,H,W before the command, "
+                                  "or save {'model': m, 'input_shape': (C, H, W)}") from None
+            raise
+    return load_model(path)
 
 
 def run_app(argv: list[str]) -> None:

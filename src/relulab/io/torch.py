@@ -52,6 +52,7 @@ __all__ = [
     "from_torch",
     "to_torch",
     "load_torch_file",
+    "load_torch_module",
     "save_torch_file",
     "conv2d_to_dense",
     "avgpool2d_to_dense",
@@ -1153,18 +1154,21 @@ def save_torch_file(net: Network, path: str | os.PathLike) -> None:
         torch.save(module, tmp)
 
 
-def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
-    """Read a ``.pt``/``.pth`` file holding a pickled ``nn.Sequential`` (or a dict with
-    keys ``"model"`` and optionally ``"input_shape"``) and convert it with :func:`from_torch`.
+def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None = None):
+    """Unpickle a ``.pt``/``.pth`` file into ``(module, input_shape)``.
 
-    The file is unpickled (``torch.load(weights_only=False)``): only load files you
-    trust.  A bare ``state_dict`` cannot be read (it holds no architecture).
+    Accepted forms (the same for every command): a whole ``nn.Module`` saved with
+    ``torch.save(model, path)``, or a dict ``{"model": module, "input_shape": (C, H, W)}``
+    (the dict's shape wins over ``input_shape``).  The file is unpickled
+    (``torch.load(weights_only=False)``): only load files you trust.  A bare
+    ``state_dict`` holds no architecture and is refused.
     """
     torch = require("torch", "torch")
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=False)
     except Exception as e:  # torch raises many kinds on corrupt files
-        raise FormatError(f"{path}: cannot read a torch file ({type(e).__name__}: {e})") from None
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise FormatError(f"{path}: cannot read a torch file ({type(e).__name__}: {first})") from None
     if isinstance(obj, dict) and isinstance(obj.get("model"), torch.nn.Module):
         input_shape = obj.get("input_shape", input_shape)
         obj = obj["model"]
@@ -1174,8 +1178,19 @@ def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None =
             f"{path}: holds {what}, not a model; save the whole nn.Sequential with "
             "torch.save(model, path)"
         )
+    if input_shape is not None:
+        try:
+            input_shape = tuple(int(v) for v in input_shape)
+        except (TypeError, ValueError):
+            raise FormatError(f"{path}: input_shape {input_shape!r} is not a tuple of integers") from None
+    return obj.eval(), input_shape
+
+
+def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
+    """Read a ``.pt``/``.pth`` file (see :func:`load_torch_module` for the accepted forms)
+    and convert it with :func:`from_torch`."""
+    module, input_shape = load_torch_module(path, input_shape)
     try:
-        return from_torch(obj, input_shape)
+        return from_torch(module, input_shape)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
-
