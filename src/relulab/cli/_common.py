@@ -203,7 +203,7 @@ def run_app(argv: list[str]) -> None:
     _state["debug"] = debug
     try:
         # without standalone mode, click returns the code of a typer.Exit instead of exiting
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=argv, prog_name="relulab", standalone_mode=False)
     except SystemExit:
         raise
     except KeyboardInterrupt:

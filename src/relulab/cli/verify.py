@@ -190,7 +190,9 @@ def run_batch(
     results: list[dict | None] = [None] * len(instances)
     progress = Progress(
         TextColumn("[bold]verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), console=console, disable=not show_progress, transient=False,
+        TextColumn("{task.description}"), console=console,
+        # piped or redirected output gets no bar (it would only leave partial lines)
+        disable=not (show_progress and console.is_terminal), transient=False,
     )
     with progress:
         task = progress.add_task("", total=len(instances))

@@ -302,6 +302,8 @@ def _h_unsqueeze(cx: _Cx, ins: list, at: dict) -> list:
         raise FormatError(f"{cx.where}: Unsqueeze without axes")
     rank = len(S) + len(axes)
     add = sorted(_norm_axis(a, rank) for a in axes)
+    if len(set(add)) != len(add):
+        raise FormatError(f"{cx.where}: Unsqueeze axes {list(axes)} repeat an axis")
     new, it = [], iter(S)
     for i in range(rank):
         new.append(1 if i in add else next(it))

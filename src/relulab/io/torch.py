@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, require
+from ..limits import check_bytes
 from ..network import Network, NetworkError
 from ._atomic import atomic_path
 
@@ -131,6 +132,9 @@ def conv2d_sparse(
     pt, pl, pb, pr = (int(p) for p in pads)
     OH = _conv_out(H, KH, sh, pt, pb, dh)
     OW = _conv_out(W, KW, sw, pl, pr, dw)
+    # rows, columns and values of every kernel tap, before the CSR copy
+    check_bytes(40.0 * O * OH * OW * Cg * KH * KW,
+                f"the sparse matrix of a convolution from {C}x{H}x{W} to {O}x{OH}x{OW}")
     mh = _pad_index_map(H, pt, pb, padding_mode)
     mw = _pad_index_map(W, pl, pr, padding_mode)
     o = np.arange(O)[:, None, None, None]
@@ -261,6 +265,8 @@ class _Aff:
     @property
     def A(self) -> np.ndarray:
         if self._A is None:
+            check_bytes(8.0 * self.As.shape[0] * self.As.shape[1],
+                        f"the dense form of a {self.As.shape[0]} x {self.As.shape[1]} layer")
             self._A = self.As.toarray().reshape((self.As.shape[0], *self.c.shape))
         return self._A
 
@@ -1194,3 +1200,7 @@ def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None =
         return from_torch(module, input_shape)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
+    except (AttributeError, TypeError, KeyError, IndexError, RuntimeError) as e:
+        # an unpickled module can lack what its class promises (a damaged or hand-edited file)
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise FormatError(f"{path}: the saved module is malformed ({type(e).__name__}: {first})") from None
