@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import math
 import re
 import sys
@@ -40,6 +41,7 @@ GALLERY_SOURCES = [("experiments", "Experiments"), ("benchmarks", "Benchmarks")]
 MAX_ROWS = 40  # longer tables are cut (the JSON linked on the page has everything)
 MAX_LIST = 8  # longer lists of numbers are summarised as "n values, min .. max"
 MAX_DEPTH = 4  # deeper JSON nesting is summarised, not tabulated
+MAX_LINES = 3000  # a gallery page's measured section stops here (the JSON has the rest)
 
 
 # ---------------------------------------------------------------- discovery
@@ -236,8 +238,8 @@ def _script_doc(script: Path) -> tuple[str, str]:
     if not script.is_file():
         return script.stem.replace("_", " "), ""
     doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
-    title, _, body = doc.partition("\n")
-    return title.strip() or script.stem, body.strip()
+    title, _, body = doc.partition("\n\n")  # the first paragraph is the title
+    return " ".join(title.split()) or script.stem, body.strip()
 
 
 def gallery_items() -> list[dict]:
@@ -265,9 +267,10 @@ def gallery_page(item: dict) -> str:
         data = json.loads(item["json"].read_text(encoding="utf-8"))
     except ValueError as e:
         return "\n".join(lines + [f"*The JSON could not be read: {_cell(str(e))}*"])
-    lines += ["## Measured", ""]
-    lines += render_json(data, "", 1) if isinstance(data, dict) else render_json(data, "values", 1)
-    return "\n".join(lines)
+    measured = render_json(data, "", 1) if isinstance(data, dict) else render_json(data, "values", 1)
+    if len(measured) > MAX_LINES:
+        measured = measured[:MAX_LINES] + ["", f"*The rest is in [{name}.json](img/{item['slug']}.json).*"]
+    return "\n".join(lines + ["## Measured", ""] + measured)
 
 
 def gallery_index(items: list[dict]) -> str:
@@ -291,6 +294,28 @@ def gallery_index(items: list[dict]) -> str:
 
 
 # ---------------------------------------------------------------- mkdocs events
+
+
+class _TextInBrackets(logging.Filter):
+    """relulab's docstrings never use Markdown cross-references (they write Sphinx roles,
+    shown as code), so an "unresolved cross-reference" whose target is not a dotted name,
+    e.g. the ``W[k][i]`` of a formula, is text that rightly renders as written: report it
+    as info instead of failing the strict build.  A dotted name (``[relulab.x][]``) that
+    fails to resolve stays a warning."""
+
+    _name = re.compile(r"Could not find cross-reference target '([^']*)'")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        m = self._name.search(record.getMessage())
+        if m and not re.fullmatch(r"[A-Za-z_]\w*(\.\w+)+", m.group(1)):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+# Filters act on the logger that emits; autorefs logs under its module's name.
+for _name in ("mkdocs_autorefs", "mkdocs_autorefs.plugin", "mkdocs_autorefs._internal.plugin"):
+    logging.getLogger(f"mkdocs.plugins.{_name}").addFilter(_TextInBrackets())
+
 
 
 def on_config(config: Any) -> Any:
