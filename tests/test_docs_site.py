@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mkdocs") is None
-    or importlib.util.find_spec("mkdocstrings_handlers") is None,
-    reason="mkdocs / mkdocstrings not installed (pip install -e '.[docs]')",
+    any(importlib.util.find_spec(m) is None
+        for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers")),
+    reason="mkdocs-material / mkdocstrings not installed (pip install -e '.[docs]')",
 )
 
 
@@ -124,6 +124,9 @@ def test_api_reference_shows_every_exported_name(site: Path) -> None:
     html = (site / "api" / "relulab.verify" / "index.html").read_text(encoding="utf-8")
     for name in relulab.verify.__all__:
         assert f'id="relulab.verify.{name}"' in html, name
+    # every docstring's "Example:" renders as an examples section (code), not as text
+    n_sections = html.count('doc-section-title">Examples:')
+    assert n_sections >= len(relulab.verify.__all__), n_sections
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).is_file(),
