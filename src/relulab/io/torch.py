@@ -1159,6 +1159,14 @@ def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None =
 
     The file is unpickled (``torch.load(weights_only=False)``): only load files you
     trust.  A bare ``state_dict`` cannot be read (it holds no architecture).
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.pt")
+        >>> save_torch_file(xor_net(), path)
+        >>> load_torch_file(path)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
+        [1.0, 0.0]
     """
     torch = require("torch", "torch")
     try:
