@@ -55,7 +55,14 @@ __all__ = [
 
 # --------------------------------------------------------------------------- helpers
 def float_layers(net: Network) -> tuple[list[np.ndarray], list[np.ndarray], tuple | None]:
-    """The float64 weights, biases and skip of ``net`` (exact networks are rounded)."""
+    """The float64 weights, biases and skip of ``net`` (exact networks are rounded).
+
+    Example:
+        >>> from relulab.examples import abs_net
+        >>> Ws, bs, skip = float_layers(abs_net())          # Fractions rounded to float64
+        >>> [W.tolist() for W in Ws], skip
+        ([[[1.0], [-1.0]], [[1.0, 1.0]]], None)
+    """
     f = net.float() if net.is_exact else net
     Ws = [np.ascontiguousarray(W, dtype=np.float64) for W in f.weights]
     bs = [np.ascontiguousarray(b, dtype=np.float64) for b in f.biases]
@@ -352,6 +359,13 @@ class NetworkBounds:
 
     ``pre_lo[k]``/``pre_hi[k]`` bound hidden layer ``k`` (0-based); ``out_lo``/``out_hi``
     bound the outputs.  ``method`` is "interval" or "symbolic".
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> b = symbolic_bounds(net, Box([-1], [2]))
+        >>> b.pre_lo[0].tolist(), b.pre_hi[0].tolist(), b.n_unstable, b.method
+        ([-1.0, -2.0], [2.0, 1.0], 2, 'symbolic')
     """
 
     pre_lo: tuple[np.ndarray, ...]

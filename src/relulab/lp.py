@@ -37,6 +37,13 @@ class LPResult:
     ``status`` is one of ``optimal``, ``infeasible``, ``unbounded``, ``time_limit``,
     ``error``.  ``x`` and ``objective`` are set when a primal solution is known
     (for ``time_limit`` on a MILP: the incumbent, with ``bound`` the best dual bound).
+
+    Example:
+        >>> r = solve([1.0], lb=[2.0], ub=[5.0])
+        >>> r.status, r.objective, r.x.tolist()
+        ('optimal', 2.0, [2.0])
+        >>> solve([1.0], A_ub=[[1.0]], b_ub=[-1.0], lb=[0.0]).status
+        'infeasible'
     """
 
     status: str
@@ -276,6 +283,13 @@ def solve(
     """Solve one LP or MILP with HiGHS (see the module docstring for the form).
 
     Variables are free unless ``lb``/``ub`` say otherwise.
+
+    Example:
+        >>> r = solve([1.0, 1.0], A_ub=[[-2.0, -2.0]], b_ub=[-3.0], lb=[0, 0], integer=[True, True])
+        >>> r.status, r.objective          # x1 + x2 >= 1.5 with integers: 2
+        ('optimal', 2.0)
+        >>> solve([-1.0], lb=[0.0]).status
+        'unbounded'
     """
     return LPModel(c, A_ub, b_ub, A_eq, b_eq, lb, ub, integer, maximize, time_limit).solve()
 

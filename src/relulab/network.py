@@ -65,7 +65,15 @@ def _freeze(a: np.ndarray) -> np.ndarray:
 
 
 def relu(z: np.ndarray) -> np.ndarray:
-    """Elementwise max(z, 0); keeps Fraction entries exact."""
+    """Elementwise max(z, 0); keeps Fraction entries exact.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> relu(np.array([-1.5, 0.0, 2.0])).tolist()
+        [0.0, 0.0, 2.0]
+        >>> relu(np.array([Fraction(-1, 3), Fraction(2, 3)], dtype=object)).tolist()
+        [Fraction(0, 1), Fraction(2, 3)]
+    """
     if _is_exact_array(z):
         out = z.copy()
         out[~(z > 0).astype(bool)] = Fraction(0)

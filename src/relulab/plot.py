@@ -60,6 +60,14 @@ def regions2d(
     colour, ``color="output"`` colours by the value of output ``output`` at its centre;
     ``contours=k`` draws k level lines of that output (exact: straight in each region);
     ``decision_boundary`` draws the level set ``f = 0``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), [-0.5]])
+        >>> fig = regions2d(net, title="four regions")
+        >>> fig.axes[0].get_title(), len(fig.axes[0].collections[0].get_paths())
+        ('four regions', 4)
     """
     from .regions import Slice2D, slice2d
 
@@ -137,7 +145,14 @@ def function1d(
     title: str | None = None,
 ):
     """The network along a segment (a univariate network on [lo, hi] by default) with
-    its breakpoints marked.  ``net`` may also be a :class:`relulab.regions.Segment`."""
+    its breakpoints marked.  ``net`` may also be a :class:`relulab.regions.Segment`.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> function1d(net, -1.0, 1.0).axes[0].get_title()
+        '2 linear pieces'
+    """
     from .regions import Segment, along_segment
 
     if isinstance(net, Segment):
@@ -172,7 +187,17 @@ def region_graph(
 ):
     """The adjacency graph of the regions.  ``layout="interior"`` places each node at
     its region's interior point (2-D inputs); otherwise a spring layout is used.
-    Edges are coloured by the layer of the neuron that flips."""
+    Edges are coloured by the layer of the neuron that flips.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), [-0.5]])
+        >>> G = regions.graph(regions.enumerate(net, Box([-1, -1], [1, 1])))
+        >>> fig = region_graph(G)
+        >>> len(fig.axes[0].collections[0].get_segments())      # one line per adjacency
+        4
+    """
     import networkx as nx
 
     fig, ax = _figure(ax)

@@ -39,7 +39,13 @@ class SpecError(RelulabError):
 
 @dataclass(frozen=True)
 class OutputConstraint:
-    """A conjunction ``C @ y <= d`` (C of shape (k, m))."""
+    """A conjunction ``C @ y <= d`` (C of shape (k, m)).
+
+    Example:
+        >>> c = OutputConstraint(np.array([[1.0, -1.0]]), np.array([0.0]))   # y0 <= y1
+        >>> c.satisfied(np.array([[1.0, 2.0], [3.0, 2.0]])).tolist(), c.margin(np.array([[3.0, 2.0]])).tolist()
+        ([True, False], [1.0])
+    """
 
     C: np.ndarray
     d: np.ndarray
@@ -61,7 +67,14 @@ class OutputConstraint:
 
 @dataclass(frozen=True)
 class Specification:
-    """One input box and a disjunction of output conjunctions describing unsafe outputs."""
+    """One input box and a disjunction of output conjunctions describing unsafe outputs.
+
+    Example:
+        >>> from relulab import Box
+        >>> spec = Specification(Box([0, 0], [1, 1]), [OutputConstraint(np.array([[1.0, -1.0]]), np.array([0.0]))])
+        >>> spec.is_unsafe(np.array([1.0, 2.0])), spec.is_unsafe(np.array([3.0, 2.0]))
+        (True, False)
+    """
 
     input_box: Box
     unsafe: list[OutputConstraint] = field(default_factory=list)
@@ -97,6 +110,13 @@ class Property:
     """A whole VNN-LIB property: one or more cases, each an input box with unsafe outputs.
 
     The property holds when every case holds.
+
+    Example:
+        >>> from relulab import Box
+        >>> case = Specification(Box([0], [1]), [OutputConstraint(np.array([[-1.0]]), np.array([-2.0]))])
+        >>> prop = Property([case, Specification(Box([1], [2]), case.unsafe)], source="two cases")
+        >>> len(prop.cases), prop.input_dim
+        (2, 1)
     """
 
     cases: list[Specification]

@@ -70,7 +70,14 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\[\]~.']*$")
 
 @dataclass(frozen=True)
 class Gate:
-    """``out = op(args...)``; ``line`` is the netlist line (0 when built in Python)."""
+    """``out = op(args...)``; ``line`` is the netlist line (0 when built in Python).
+
+    Example:
+        >>> g = Gate("y", "XOR", ("a", "b"))
+        >>> c = Circuit(("a", "b"), ("y",), (g,))
+        >>> [c.evaluate([a, b]) for a in (0, 1) for b in (0, 1)]
+        [(0,), (1,), (1,), (0,)]
+    """
 
     out: str
     op: str
@@ -422,7 +429,13 @@ def comparator(n: int) -> Circuit:
 
 @dataclass(frozen=True)
 class CircuitCheck:
-    """Result of an exhaustive check of a compiled circuit."""
+    """Result of an exhaustive check of a compiled circuit.
+
+    Example:
+        >>> chk = check_circuit(comparator(2))        # all 2^4 inputs, exactly
+        >>> chk.n_inputs, chk.n_checked, chk.mismatches, chk.first_mismatch
+        (4, 16, 0, None)
+    """
 
     n_inputs: int
     n_checked: int

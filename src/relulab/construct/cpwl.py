@@ -69,7 +69,13 @@ def cpwl_1d(breakpoints: Sequence[object], values: Sequence[object],
 
 @dataclass(frozen=True)
 class Piece:
-    """A maximal linear piece ``y = slope * x + intercept`` on ``[lo, hi]`` (exact)."""
+    """A maximal linear piece ``y = slope * x + intercept`` on ``[lo, hi]`` (exact).
+
+    Example:
+        >>> p = univariate_pieces(cpwl_1d([0, 1, 2], [0, 1, 0]), -1, 3)[1]
+        >>> [str(v) for v in (p.lo, p.hi, p.slope, p.intercept)]     # y = x on [0, 1]
+        ['0', '1', '1', '0']
+    """
 
     lo: Fraction
     hi: Fraction
@@ -136,10 +142,20 @@ def univariate_pieces(net: Network, lo: object, hi: object, output: int = 0) -> 
 
 
 def count_pieces(net: Network, lo: object, hi: object, output: int = 0) -> int:
-    """Number of maximal linear pieces of a univariate network on ``[lo, hi]``."""
+    """Number of maximal linear pieces of a univariate network on ``[lo, hi]``.
+
+    Example:
+        >>> count_pieces(cpwl_1d([0, 1, 2], [0, 1, 0]), -1, 3)    # 0, rise, fall, 0
+        4
+    """
     return len(univariate_pieces(net, lo, hi, output))
 
 
 def breakpoints_1d(net: Network, lo: object, hi: object, output: int = 0) -> list[Fraction]:
-    """The exact breakpoints (slope changes) inside ``(lo, hi)``."""
+    """The exact breakpoints (slope changes) inside ``(lo, hi)``.
+
+    Example:
+        >>> [str(b) for b in breakpoints_1d(cpwl_1d([0, 1, 2], [0, 1, 0]), -1, 3)]
+        ['0', '1', '2']
+    """
     return [p.lo for p in univariate_pieces(net, lo, hi, output)[1:]]

@@ -103,7 +103,14 @@ def _all_assignments(n: int) -> np.ndarray:
 
 
 def min_unsat(clauses: Sequence[Clause], n: int) -> tuple[int, tuple[int, ...]]:
-    """Brute force: the least number of unsatisfied clauses and an assignment reaching it."""
+    """Brute force: the least number of unsatisfied clauses and an assignment reaching it.
+
+    Example:
+        >>> min_unsat([(1,), (-1,)], 1)                   # x1 and not x1: one clause must fail
+        (1, (0,))
+        >>> min_unsat([(1, 2), (-1, 2), (-2, 1)], 2)[0]
+        0
+    """
     _check_clauses(clauses, n)
     X = _all_assignments(n)
     unsat = np.zeros(len(X), dtype=np.int64)
@@ -118,13 +125,24 @@ def min_unsat(clauses: Sequence[Clause], n: int) -> tuple[int, tuple[int, ...]]:
 
 
 def round_half(x: Sequence[Fraction]) -> list[Fraction]:
-    """Coordinatewise rounding at 1/2 (``x_i >= 1/2 -> 1``, else 0)."""
+    """Coordinatewise rounding at 1/2 (``x_i >= 1/2 -> 1``, else 0).
+
+    Example:
+        >>> round_half([Fraction(1, 2), Fraction(1, 3), Fraction(9, 10)])
+        [Fraction(1, 1), Fraction(0, 1), Fraction(1, 1)]
+    """
     return [Fraction(1) if v >= Fraction(1, 2) else Fraction(0) for v in x]
 
 
 @dataclass(frozen=True)
 class GadgetCheck:
-    """Exact checks of a gadget against brute force."""
+    """Exact checks of a gadget against brute force.
+
+    Example:
+        >>> chk = check_gadget([(1, 2, 3), (-1, -2, -3)], 3, n_samples=10)
+        >>> chk.unsat, str(chk.max_boolean), str(chk.expected), chk.rounding_ok
+        (0, '2/3', '2/3', True)
+    """
 
     n: int
     m: int
@@ -170,7 +188,12 @@ def check_gadget(clauses: Sequence[Clause], n: int, n_samples: int = 200,
 
 
 def parse_dimacs(text: str, source: str = "<string>") -> tuple[list[tuple[int, ...]], int]:
-    """Read a DIMACS CNF (``p cnf n m`` then clauses ending in 0); returns (clauses, n)."""
+    """Read a DIMACS CNF (``p cnf n m`` then clauses ending in 0); returns (clauses, n).
+
+    Example:
+        >>> parse_dimacs("c two clauses\\np cnf 3 2\\n1 -2 0\\n2 3 0\\n")
+        ([(1, -2), (2, 3)], 3)
+    """
     from ..errors import FormatError
 
     n = None

@@ -110,7 +110,14 @@ def min_n(n: int) -> Network:
 # ---------------------------------------------------------------- lattice CPWL
 @dataclass(frozen=True)
 class LatticeSize:
-    """Size of a :func:`max_of_mins` network next to the published bound."""
+    """Size of a :func:`max_of_mins` network next to the published bound.
+
+    Example:
+        >>> net = max_of_mins([[1], [-1], [0]], [0, 0, 1], [[0, 2], [1, 2]])   # min(|x|, 1)
+        >>> s = lattice_size(net, 3, 2)
+        >>> (s.hidden_layers, s.neurons), (s.bound_hidden_layers, s.bound_neurons)
+        ((2, 9), (3, 25))
+    """
 
     n_components: int  # k: distinct affine pieces
     n_groups: int  # q: terms of the outer max
@@ -187,7 +194,14 @@ def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
 
 
 def lattice_size(net: Network, k: int, q: int) -> LatticeSize:
-    """Our size next to :func:`chen_bound` for a network from :func:`max_of_mins`."""
+    """Our size next to :func:`chen_bound` for a network from :func:`max_of_mins`.
+
+    Example:
+        >>> net = max_of_mins([[1], [-1], [0]], [0, 0, 1], [[0, 2], [1, 2]])
+        >>> s = lattice_size(net, 3, 2)
+        >>> s.neurons <= s.bound_neurons and s.hidden_layers <= s.bound_hidden_layers
+        True
+    """
     bn, bl = chen_bound(k, q)
     return LatticeSize(k, q, net.n_hidden_layers, net.n_neurons, bn, bl)
 

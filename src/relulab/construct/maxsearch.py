@@ -74,7 +74,14 @@ Zono = tuple[Point, tuple[Point, ...]]  # (corner a, generators)
 
 
 def lattice_points(n: int, s: int = 2) -> list[Point]:
-    """Integer points of ``s * simplex`` in R^n (coordinates >= 0 summing to s)."""
+    """Integer points of ``s * simplex`` in R^n (coordinates >= 0 summing to s).
+
+    Example:
+        >>> lattice_points(2, 2)
+        [(2, 0), (1, 1), (0, 2)]
+        >>> len(lattice_points(3, 2))       # C(4, 2)
+        6
+    """
     out = []
     for c in itertools.combinations_with_replacement(range(n), s):
         v = [0] * n
@@ -96,7 +103,13 @@ def _zono_vertices(z: Zono) -> frozenset[Point]:
 
 def zonotopes(points: list[Point], max_gens: int = 3) -> dict[frozenset[Point], Zono]:
     """Zonotopes (up to ``max_gens`` independent generators) whose vertices all lie in
-    ``points``, keyed by their vertex set."""
+    ``points``, keyed by their vertex set.
+
+    Example:
+        >>> Z = zonotopes(lattice_points(2, 2))
+        >>> len(Z), all(len(vs) in (1, 2) for vs in Z)     # points and segments on a line
+        (6, True)
+    """
     pset = set(points)
     n = len(points[0])
     out: dict[frozenset[Point], Zono] = {}
@@ -135,7 +148,13 @@ def _permute_zono(z: Zono, perm: tuple[int, ...]) -> Zono:
 
 def candidate_orbits(n: int, s: int = 2, max_gens: int = 3) -> list[_Orbit]:
     """Orbits (under coordinate permutations) of the polytopes ``conv(Z1 u Z2)`` with Z1, Z2
-    zonotopes on the lattice points of ``s * simplex``."""
+    zonotopes on the lattice points of ``s * simplex``.
+
+    Example:
+        >>> orbits = candidate_orbits(3)
+        >>> len(orbits), all(len(next(iter(o.rep))) == 3 for o in orbits)
+        (18, True)
+    """
     pts = lattice_points(n, s)
     index = {p: i for i, p in enumerate(pts)}
     zs = list(zonotopes(pts, max_gens).items())
@@ -259,6 +278,14 @@ def max_two_hidden_from_terms(n: int, orbit_terms: list[tuple[Zono, Zono, Fracti
     ``symmetric=True`` splits each member's weight evenly over all its decompositions
     ``(sigma Z1, sigma Z2)``, so that permuting the inputs permutes the neurons (more
     neurons; :func:`is_symmetric` can then prove the symmetry structurally).
+
+    Example:
+        >>> r = search_max_two_hidden(3, n_points=100)
+        >>> net = max_two_hidden_from_terms(3, list(r.terms), r.linear)
+        >>> net == r.network, certify_max(net, 3).ok
+        (True, True)
+        >>> is_symmetric(max_two_hidden_from_terms(3, list(r.terms), r.linear, symmetric=True), 3)
+        True
     """
     decomps: dict[frozenset[Point], dict[tuple[Zono, Zono], None]] = {}
     coef: dict[frozenset[Point], Fraction] = {}
@@ -300,7 +327,13 @@ def _canonical_zono(z: Zono) -> Zono:
 
 @dataclass(frozen=True)
 class MaxSearchResult:
-    """Outcome of :func:`search_max_two_hidden`."""
+    """Outcome of :func:`search_max_two_hidden`.
+
+    Example:
+        >>> r = search_max_two_hidden(3, n_points=100)
+        >>> r.found, r.network.n_hidden_layers, r.certificate.ok, len(r.to_dict()["terms"]) == len(r.terms)
+        (True, 2, True, True)
+    """
 
     n: int
     found: bool
@@ -398,7 +431,14 @@ def max6_two_hidden() -> Network:
 # ------------------------------------------------------------------ certificate
 @dataclass(frozen=True)
 class MaxCertificate:
-    """Exact check that a network equals max of n numbers everywhere (module docstring)."""
+    """Exact check that a network equals max of n numbers everywhere (module docstring).
+
+    Example:
+        >>> from relulab.construct import max_n
+        >>> c = certify_max(max_n(4), 4)
+        >>> c.ok, c.n_cones, c.first_failure       # every one of the 4! orderings checked
+        (True, 24, None)
+    """
 
     n: int
     ok: bool
@@ -456,7 +496,16 @@ def _merged_layers(net: Network) -> list[tuple[list[tuple[Fraction, ...]], np.nd
 def is_symmetric(net: Network, n: int) -> bool:
     """Exact structural check that ``net(u)`` is invariant under every permutation of its
     n inputs: for a transposition and an n-cycle (which generate S_n), permuting the input
-    columns must permute the (merged) neurons of each layer and fix the output layer."""
+    columns must permute the (merged) neurons of each layer and fix the output layer.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.construct import max_n
+        >>> is_symmetric(Network([np.eye(3), np.ones((1, 3))], [np.zeros(3), np.zeros(1)]).exact(), 3)
+        True
+        >>> is_symmetric(max_n(4), 4)      # computes a symmetric function, but its tree is not
+        False
+    """
     if net.skip is not None or net.input_dim != n:
         return False
     layers = _merged_layers(net)

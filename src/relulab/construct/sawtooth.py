@@ -185,6 +185,11 @@ class ErrorReport:
 
     ``max_abs_error`` is exact when ``exact`` is True; otherwise the true value lies in
     ``[max_abs_error, upper]`` (an algebraic maximiser bracketed to width 2^-80).
+
+    Example:
+        >>> r = square_error(2)            # Yarotsky's x^2 with 2 sawtooth terms on [0, 1]
+        >>> str(r.max_abs_error), r.exact, [str(a) for a in r.argmax], r.n_pieces
+        ('1/64', True, ['1/8'], 4)
     """
 
     max_abs_error: Fraction
@@ -256,7 +261,13 @@ def square_error(m: int) -> ErrorReport:
 def monomial_error(k: int, m: int) -> ErrorReport:
     """``max_{x in [0,1]} |M(x) - x^k|`` for :func:`monomial` (exact for k <= 2; for
     k >= 3 a rational bracket of width < 2^-70 around the algebraic maximum).
-    ``bound`` is the crude a-priori bound ``(k - 1) * 3 * 2^(-2m-2)``."""
+    ``bound`` is the crude a-priori bound ``(k - 1) * 3 * 2^(-2m-2)``.
+
+    Example:
+        >>> r = monomial_error(2, 2)       # k = 2 is the square: exact
+        >>> str(r.max_abs_error), r.exact, r.max_abs_error <= r.bound
+        ('1/64', True, True)
+    """
     return _univariate_error(monomial(k, m), k, (k - 1) * 3 * _delta(m))
 
 

@@ -35,7 +35,13 @@ __all__ = ["refinement_iterate", "subdivision_network", "evaluate_cpwl", "cascad
 
 def evaluate_cpwl(bp: Sequence[Fraction], vals: Sequence[Fraction], x: Fraction) -> Fraction:
     """The compactly supported CPWL function with these breakpoints and values at x
-    (zero outside ``[bp[0], bp[-1]]``; the end values are expected to be 0)."""
+    (zero outside ``[bp[0], bp[-1]]``; the end values are expected to be 0).
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> [str(evaluate_cpwl([0, 1, 2], [0, 1, 0], F(x))) for x in ("-1", "1/2", "3/2", "5")]
+        ['0', '1/2', '1/2', '0']
+    """
     if x < bp[0] or x > bp[-1]:
         return Fraction(0)
     if x == bp[-1]:
@@ -65,6 +71,13 @@ def refinement_iterate(mask: Sequence[object], seed_bp: Sequence[object],
     ``{(b + j) / 2 : b a breakpoint of f_(n-1), j = 0..K}`` (plus the support ends);
     the values there follow from ``f_n(x) = sum_j a_j f_(n-1)(2x - j)``; redundant
     breakpoints (no slope change) are dropped.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> hat = [F(1, 2), 1, F(1, 2)]                    # the hat is refinable: R f = f
+        >>> bp, vals = refinement_iterate(hat, [0, 1, 2], [0, 1, 0], 2)
+        >>> [str(b) for b in bp], [str(v) for v in vals]
+        (['0', '1', '2'], ['0', '1', '0'])
     """
     _check(mask, seed_bp, seed_vals, n)
     a = [F(v) for v in mask]
@@ -94,7 +107,15 @@ def _simplify(bp: list[Fraction], vals: list[Fraction]) -> tuple[list[Fraction],
 def cascade_value(mask: Sequence[object], seed_bp: Sequence[object], seed_vals: Sequence[object],
                   n: int, x: object) -> Fraction:
     """``f_n(x)`` straight from the definition, by recursion ``(K+1)^n`` calls deep (an
-    independent check of :func:`refinement_iterate` for small n)."""
+    independent check of :func:`refinement_iterate` for small n).
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> chaikin = [F(1, 4), F(3, 4), F(3, 4), F(1, 4)]
+        >>> bp, vals = refinement_iterate(chaikin, [0, 1, 2], [0, 1, 0], 2)
+        >>> all(cascade_value(chaikin, [0, 1, 2], [0, 1, 0], 2, b) == v for b, v in zip(bp, vals))
+        True
+    """
     a = [F(v) for v in mask]
     bp = [F(v) for v in seed_bp]
     vals = [F(v) for v in seed_vals]

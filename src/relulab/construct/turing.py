@@ -71,7 +71,14 @@ MOVES = ("L", "R", "S")
 @dataclass(frozen=True)
 class Config:
     """A machine configuration: state, left stack (nearest cell first), right stack
-    (head cell first).  Blanks pushed onto a stack stay there (as in the network)."""
+    (head cell first).  Blanks pushed onto a stack stay there (as in the network).
+
+    Example:
+        >>> tm = binary_increment()
+        >>> cfg = tm.run("1011")            # 11 + 1
+        >>> cfg.state, cfg.steps, tm.tape_string(cfg)
+        ('done', 8, '1100')
+    """
 
     state: str
     left: tuple[int, ...]
@@ -192,7 +199,14 @@ def _stack_value(stack: Sequence[int], B: int) -> Fraction:
 
 
 def encode_config(tm: TuringMachine, cfg: Config) -> np.ndarray:
-    """The network state ``[one-hot state, q_L, q_R]`` (Fractions) of a configuration."""
+    """The network state ``[one-hot state, q_L, q_R]`` (Fractions) of a configuration.
+
+    Example:
+        >>> tm = binary_increment()
+        >>> v = encode_config(tm, tm.initial("1011"))
+        >>> len(v) == len(tm.states) + 2, decode_config(tm, v) == tm.initial("1011")
+        (True, True)
+    """
     v = [Fraction(int(s == cfg.state)) for s in tm.states]
     v += [_stack_value(cfg.left, tm.base), _stack_value(cfg.right, tm.base)]
     return np.array(v, dtype=object)
@@ -210,7 +224,17 @@ def _stack_decode(q: Fraction, B: int, K: int, limit: int = 100_000) -> tuple[in
 
 
 def decode_config(tm: TuringMachine, vec: Sequence[object], steps: int = 0) -> Config:
-    """Inverse of :func:`encode_config` (floats are read by their exact binary value)."""
+    """Inverse of :func:`encode_config` (floats are read by their exact binary value).
+
+    Example:
+        >>> tm = binary_increment()
+        >>> net = compile_turing_machine(tm)
+        >>> v = encode_config(tm, tm.initial("1"))
+        >>> for _ in range(3):
+        ...     v = net(v)                  # one network pass is one machine step
+        >>> decode_config(tm, v, steps=3) == tm.run("1", max_steps=3)
+        True
+    """
     vec = [Fraction(v) for v in vec]
     n = len(tm.states)
     hot = [i for i in range(n) if vec[i] == 1]
@@ -342,6 +366,11 @@ def run_network(tm: TuringMachine, net: Network, word: str, max_steps: int = 10_
     """Iterate the step network from the initial configuration of ``word`` until the
     state vector stops changing (the machine halted) or ``max_steps``; return the
     decoded configuration.  ``mode``: "exact" (integer arithmetic) or "float".
+
+    Example:
+        >>> tm = unary_addition()
+        >>> tm.tape_string(run_network(tm, compile_turing_machine(tm), "11+1"))
+        '111'
     """
     traj = run_batch(tm, net, [word], max_steps, mode=mode, keep=False)
     vec, steps = traj
@@ -356,6 +385,14 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
     Returns ``(final states, steps taken)``, or with ``keep=True`` ``(list of the
     state arrays after each step, steps)`` (Fractions in exact mode, floats otherwise).
     A run stops when a step leaves its state unchanged (a halted machine).
+
+    Example:
+        >>> tm = binary_increment()
+        >>> finals, steps = run_batch(tm, compile_turing_machine(tm), ["1", "11", "101"], 50)
+        >>> steps == [tm.run(w).steps for w in ["1", "11", "101"]]
+        True
+        >>> [tm.tape_string(decode_config(tm, v)) for v in finals]
+        ['10', '100', '110']
     """
     X0 = np.array([encode_config(tm, c) for c in _as_inputs(tm, words)], dtype=object)
     n = len(words)
@@ -444,6 +481,12 @@ def float_exact_length(tm: TuringMachine, words_for_length, max_length: int = 40
                        runs_per_length: int = 3, max_steps: int = 2000) -> FloatExactness:
     """Measure up to which input length the float64 network agrees bit for bit with the
     exact network at every step.  ``words_for_length(n, k)`` gives k inputs of length n.
+
+    Example:
+        >>> r = float_exact_length(binary_increment(), lambda n, k: ["1" * n] * k, max_length=6,
+        ...                        runs_per_length=1)
+        >>> r.max_exact_length, r.first_failure_length
+        (6, None)
     """
     net = compile_turing_machine(tm)
     last_ok, fail = 0, None
@@ -504,7 +547,13 @@ def machine_from_json(text: str, source: str = "<string>") -> TuringMachine:
 # ------------------------------------------------------------------ machines
 def binary_increment() -> TuringMachine:
     """Adds one to a binary number (most significant bit first): walk right to the end,
-    then turn trailing 1s into 0s and the first 0 (or the blank) into 1."""
+    then turn trailing 1s into 0s and the first 0 (or the blank) into 1.
+
+    Example:
+        >>> tm = binary_increment()
+        >>> [tm.tape_string(tm.run(w)) for w in ("0", "111", "1001")]
+        ['1', '1000', '1010']
+    """
     return TuringMachine.make(
         "binary-increment", ("right", "carry", "done"), ("_", "0", "1"),
         {
@@ -521,7 +570,13 @@ def binary_increment() -> TuringMachine:
 
 def balanced_parentheses() -> TuringMachine:
     """Decides whether a string of ( and ) is balanced: cross out the first ) and the
-    nearest ( to its left, repeatedly; halts in ``accept`` or ``reject``."""
+    nearest ( to its left, repeatedly; halts in ``accept`` or ``reject``.
+
+    Example:
+        >>> tm = balanced_parentheses()
+        >>> [tm.run(w).state for w in ("(())()", "(()", ")(")]
+        ['accept', 'reject', 'reject']
+    """
     return TuringMachine.make(
         "balanced-parentheses", ("scan", "back", "check", "accept", "reject"),
         ("_", "(", ")", "X"),
@@ -544,7 +599,13 @@ def balanced_parentheses() -> TuringMachine:
 
 
 def unary_addition() -> TuringMachine:
-    """``1^a + 1^b -> 1^(a+b)``: turn each + into 1, walk to the end, erase the last 1."""
+    """``1^a + 1^b -> 1^(a+b)``: turn each + into 1, walk to the end, erase the last 1.
+
+    Example:
+        >>> tm = unary_addition()
+        >>> tm.tape_string(tm.run("11+111"))
+        '11111'
+    """
     return TuringMachine.make(
         "unary-addition", ("first", "second", "erase", "done"), ("_", "1", "+"),
         {
@@ -563,7 +624,14 @@ def unary_addition() -> TuringMachine:
 
 def busy_beaver_2() -> TuringMachine:
     """The 2-state, 2-symbol busy beaver: from a blank tape it halts after 6 steps
-    leaving 4 ones (A0 -> 1RB, A1 -> 1LB, B0 -> 1LA, B1 -> 1RH)."""
+    leaving 4 ones (A0 -> 1RB, A1 -> 1LB, B0 -> 1LA, B1 -> 1RH).
+
+    Example:
+        >>> tm = busy_beaver_2()
+        >>> cfg = run_network(tm, compile_turing_machine(tm), "")      # the network, not the machine
+        >>> cfg.steps, tm.tape_string(cfg).count("1")
+        (6, 4)
+    """
     return TuringMachine.make(
         "busy-beaver-2", ("A", "B", "H"), ("0", "1"),
         {

@@ -84,25 +84,46 @@ def resolve(path: str | Path) -> Path:
 
 
 def load_example(name: str) -> Network:
-    """Load a shipped example network by name."""
+    """Load a shipped example network by name.
+
+    Example:
+        >>> [load_example(name).widths for name in EXAMPLES]
+        [(8, 8), (2,)]
+    """
     from ..io.native import load
 
     return load(example_path(name))
 
 
 def abs_net() -> Network:
-    """|x| = relu(x) + relu(-x): one input, two hidden neurons, exact weights."""
+    """|x| = relu(x) + relu(-x): one input, two hidden neurons, exact weights.
+
+    Example:
+        >>> [str(v) for v in abs_net()([[-2], [Fraction(1, 3)]]).ravel()]
+        ['2', '1/3']
+    """
     one = Fraction(1)
     return Network([[[one], [-one]], [[one, one]]], [[0, 0], [0]], exact=True)
 
 
 def xor_net() -> Network:
-    """XOR on {0,1}^2 exactly: relu(x1 + x2) - 2 relu(x1 + x2 - 1)."""
+    """XOR on {0,1}^2 exactly: relu(x1 + x2) - 2 relu(x1 + x2 - 1).
+
+    Example:
+        >>> xor_net()([[0, 0], [0, 1], [1, 0], [1, 1]]).ravel().tolist()
+        [Fraction(0, 1), Fraction(1, 1), Fraction(1, 1), Fraction(0, 1)]
+    """
     return Network([[[1, 1], [1, 1]], [[1, -2]]], [[0, -1], [0]], exact=True)
 
 
 def tiny_2d(seed: int = 7) -> Network:
-    """A random 2-8-8-1 float network (He-style Gaussian weights), the tour's main example."""
+    """A random 2-8-8-1 float network (He-style Gaussian weights), the tour's main example.
+
+    Example:
+        >>> net = tiny_2d()
+        >>> (net.input_dim, net.widths, net.output_dim), tiny_2d() == net
+        ((2, (8, 8), 1), True)
+    """
     rng = np.random.default_rng(seed)
     dims = [2, 8, 8, 1]
     Ws = [rng.normal(size=(dims[i + 1], dims[i])) * np.sqrt(2 / dims[i]) for i in range(3)]

@@ -38,7 +38,16 @@ def _suffix(path: str | os.PathLike) -> str:
 
 
 def load_model(path: str | os.PathLike) -> Network:
-    """Load a network from a file, the format chosen by its suffix."""
+    """Load a network from a file, the format chosen by its suffix.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.nnet")
+        >>> save_model(xor_net(), path)
+        >>> load_model(path)([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
+        [0.0, 1.0, 0.0]
+    """
     suf = _suffix(path)
     if not Path(path).is_file():
         raise FormatError(f"{path}: no such file")
@@ -60,7 +69,20 @@ def load_model(path: str | os.PathLike) -> Network:
 
 
 def save_model(net: Network, path: str | os.PathLike) -> None:
-    """Save a network to a file, the format chosen by its suffix (written atomically)."""
+    """Save a network to a file, the format chosen by its suffix (written atomically).
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, -1.0], [0.5, 2.0]], [[1.0, -2.0]]], [[0.0, -0.5], [0.1]])
+        >>> folder = tempfile.mkdtemp()
+        >>> for name in ("net.npz", "net.nnet"):
+        ...     save_model(net, os.path.join(folder, name))
+        >>> sorted(os.listdir(folder))
+        ['net.nnet', 'net.npz']
+        >>> load_model(os.path.join(folder, "net.npz")) == net
+        True
+    """
     suf = _suffix(path)
     if suf == ".onnx":
         from .onnx import save_onnx

@@ -51,7 +51,16 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
 
 
 def save(net: Network, path: str | os.PathLike) -> None:
-    """Write ``net`` to ``path`` (.npz), atomically."""
+    """Write ``net`` to ``path`` (.npz), atomically.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import abs_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "abs.npz")
+        >>> save(abs_net(), path)
+        >>> load(path) == abs_net()            # Fraction weights come back exactly
+        True
+    """
     arrays: dict[str, np.ndarray] = {
         "format": np.array(_MAGIC),
         "version": np.array(FORMAT_VERSION),
@@ -81,7 +90,17 @@ def _int(data: dict, key: str, default: int | None, path: str) -> int:
 
 
 def load(path: str | os.PathLike) -> Network:
-    """Read a network written by :func:`save`."""
+    """Read a network written by :func:`save`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import tiny_2d
+        >>> path = os.path.join(tempfile.mkdtemp(), "tiny.npz")
+        >>> save(tiny_2d(), path)
+        >>> net = load(path)
+        >>> net.widths, net == tiny_2d()
+        ((8, 8), True)
+    """
     p = str(path)
     try:
         z = np.load(p, allow_pickle=False)

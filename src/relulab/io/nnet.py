@@ -401,6 +401,14 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
         >>> m = read_nnet("TestNetwork.nnet")                        # doctest: +SKIP
         >>> m.evaluate([1, 1, 1, 100, 1])                            # doctest: +SKIP
         array([270.94961805, 280.8974763 , 274.55254776, 288.10071007, 256.18037737])
+
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.nnet")
+        >>> save_nnet(xor_net(), path)
+        >>> model = read_nnet(path)
+        >>> model.input_dim, model.output_dim, model.evaluate([[0.0, 1.0]]).ravel().tolist()
+        (2, 1, [1.0])
     """
     p = str(path)
     try:
@@ -469,6 +477,13 @@ def load_nnet(path: str | os.PathLike, normalize: bool = True, clip: bool = True
         >>> net = load_nnet("TestNetwork.nnet")                      # doctest: +SKIP
         >>> net.widths                                               # doctest: +SKIP
         (10, 50, 50, 50, 50, 50, 50)
+
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.nnet")
+        >>> save_nnet(xor_net(), path)
+        >>> load_nnet(path, normalize=False)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
+        [1.0, 0.0]
     """
     model = read_nnet(path)
     return model.to_network(clip=clip) if normalize else model.network

@@ -608,7 +608,13 @@ def _input_shape(vi: Any) -> tuple[int, ...]:
 
 
 def onnx_to_network(model: Any) -> Network:
-    """Convert a loaded ``onnx.ModelProto`` (see :func:`load_onnx`)."""
+    """Convert a loaded ``onnx.ModelProto`` (see :func:`load_onnx`).
+
+    Example:
+        >>> from relulab.examples import tiny_2d
+        >>> onnx_to_network(network_to_onnx(tiny_2d())) == tiny_2d()
+        True
+    """
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     inits = {t.name: t for t in graph.initializer}
@@ -733,6 +739,14 @@ def network_to_onnx(net: Network, opset: int = OPSET) -> Any:
     skip is an extra ``Gemm`` from the input (placed first) added to the last layer;
     a network with a skip but no hidden layer is saved as one merged affine layer.
     A Fraction network is rounded to float64.
+
+    Example:
+        >>> from relulab.examples import xor_net
+        >>> model = network_to_onnx(xor_net())
+        >>> [node.op_type for node in model.graph.node]
+        ['Gemm', 'Relu', 'Gemm']
+        >>> onnx_to_network(model) == xor_net().float()
+        True
     """
     onnx = require("onnx", "onnx")
     from onnx import TensorProto, helper, numpy_helper

@@ -1168,6 +1168,13 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
     (the dict's shape wins over ``input_shape``).  The file is unpickled
     (``torch.load(weights_only=False)``): only load files you trust.  A bare
     ``state_dict`` holds no architecture and is refused.
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.pt")
+        >>> torch.save({"model": torch.nn.Linear(2, 1), "input_shape": (2,)}, path)
+        >>> module, shape = load_torch_module(path); type(module).__name__, shape
+        ('Linear', (2,))
     """
     torch = require("torch", "torch")
     try:
@@ -1194,7 +1201,16 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
 
 def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
     """Read a ``.pt``/``.pth`` file (see :func:`load_torch_module` for the accepted forms)
-    and convert it with :func:`from_torch`."""
+    and convert it with :func:`from_torch`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.pt")
+        >>> save_torch_file(xor_net(), path)
+        >>> load_torch_file(path)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
+        [1.0, 0.0]
+    """
     module, input_shape = load_torch_module(path, input_shape)
     try:
         return from_torch(module, input_shape)

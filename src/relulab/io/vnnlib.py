@@ -473,6 +473,15 @@ def load_vnnlib(
         >>> prop = load_vnnlib("prop_3.vnnlib", n_inputs=5, n_outputs=5)   # doctest: +SKIP
         >>> prop.cases[0].unsafe[0].C[0].tolist()                          # doctest: +SKIP
         [1.0, -1.0, 0.0, 0.0, 0.0]
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "prop.vnnlib")
+        >>> with open(path, "w") as fh:
+        ...     _ = fh.write("(declare-const X_0 Real)(declare-const Y_0 Real)"
+        ...                  "(assert (<= 0 X_0 1))(assert (>= Y_0 2.5))")
+        >>> prop = load_vnnlib(path, n_inputs=1, n_outputs=1)
+        >>> prop.cases[0].input_box, prop.cases[0].unsafe[0].d.tolist()
+        (Box(lo=[0.0], hi=[1.0]), [-2.5])
     """
     p = Path(path)
     try:

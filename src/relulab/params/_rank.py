@@ -25,6 +25,11 @@ class RankInfo:
     ratio of the smallest kept to the largest dropped singular value (``inf`` when nothing
     was dropped or the dropped one is 0): a large gap (say > 1e6) means the rank is
     unambiguous.
+
+    Example:
+        >>> info = numerical_rank(np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 1.0]]))
+        >>> info.rank, info.shape, info.gap > 1e6       # a clear gap: the rank is unambiguous
+        (2, (3, 2), True)
     """
 
     rank: int

@@ -108,6 +108,17 @@ class ConservationRun:
             how far the one-step identity is from exact (floating-point rounding only).
         loss_start, loss_end: the loss before and after.
         c_start, c_end: the conserved quantities before and after.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> rng = np.random.default_rng(0)
+        >>> net = Network([rng.normal(size=(4, 2)), rng.normal(size=(1, 4))],
+        ...               [rng.normal(size=4), rng.normal(size=1)])
+        >>> X = rng.normal(size=(20, 2)); Y = np.sin(X[:, :1])
+        >>> run, _ = gd_conservation(net, X, Y, lr=0.01, steps=50)
+        >>> run.steps, run.c_start.shape, bool(run.drift <= run.bound + 1e-12), run.identity_error < 1e-12
+        (50, (4,), True, True)
     """
 
     lr: float

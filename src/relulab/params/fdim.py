@@ -67,6 +67,16 @@ class FunctionalDimension:
         boundary_points: points with some pre-activation exactly zero (the Jacobian there
             is the one-sided one of the inactive side).
         numerical: the singular values at the cut (:class:`RankInfo`).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> rng = np.random.default_rng(1)
+        >>> net = Network([rng.normal(size=(3, 2)), rng.normal(size=(1, 3))],
+        ...               [rng.normal(size=3), rng.normal(size=1)])
+        >>> fd = functional_dimension(net, rng.normal(size=(40, 2)) * 3)
+        >>> fd.rank == fd.bound == fd.n_params - fd.n_hidden, fd.dead_neurons, fd.numerical.method
+        (True, 0, 'svd')
     """
 
     rank: int
@@ -103,7 +113,13 @@ class FunctionalDimension:
 
 def rescaling_bound(net: Network) -> int:
     """``n_params - n_hidden`` (minus ``output_dim`` with a skip): the largest possible
-    functional dimension given the rescaling symmetries."""
+    functional dimension given the rescaling symmetries.
+
+    Example:
+        >>> from relulab import Network
+        >>> rescaling_bound(Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]]))   # 7 - 2
+        5
+    """
     extra = net.output_dim if net.skip is not None else 0
     return net.n_params - net.n_neurons - extra
 

@@ -199,7 +199,17 @@ def path_lifting_jacobian(net: Network):
 
 
 def path_lifting_jacobian_dense(net: Network) -> np.ndarray:
-    """The same Jacobian as a dense array, exact (object dtype) for an exact network."""
+    """The same Jacobian as a dense array, exact (object dtype) for an exact network.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]]).exact()
+        >>> J = path_lifting_jacobian_dense(net)        # rows: paths, columns: parameters
+        >>> [str(v) for v in J[0]]                      # d(W1[0,0] W2[0,0]) = (W2[0,0], W1[0,0])
+        ['3', '0', '0', '0', '1', '0', '0']
+        >>> bool((J == path_lifting_jacobian(net).toarray()).all())
+        True
+    """
     data, indices, indptr = _csr_arrays(net, net.is_exact)
     n_rows = indptr.size - 1
     out = np.zeros((n_rows, net.n_params), dtype=object if net.is_exact else float)

@@ -61,6 +61,12 @@ def path_group_shapes(net: Network) -> list[tuple[str, int, tuple[int, ...]]]:
 
     ``kind`` is ``"input"`` (layer 0), ``"bias"`` (layer ``k`` of the bias's neuron,
     1-based) or ``"skip"``; ``shape`` is the row-major shape of the group's block.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
+        >>> path_group_shapes(net)
+        [('input', 0, (1, 2, 1)), ('bias', 1, (2, 1)), ('bias', 2, (1,))]
     """
     dims = (net.input_dim, *net.widths, net.output_dim)
     L = net.depth
@@ -96,6 +102,15 @@ class PathLifting:
         neurons: shape ``(n_paths, L-1)``: the hidden neuron passed in each hidden layer,
             -1 where the path does not pass that layer.
         output: the output index ``o`` where the path ends.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
+        >>> pl = path_lifting(net)     # paths x->h0->y, x->h1->y, b0->y, b1->y, b_out
+        >>> pl.values.tolist(), pl.kind.tolist(), pl.layer.tolist()
+        ([3.0, -8.0, 1.5, 0.0, 1.0], [0, 0, 1, 1, 1], [0, 0, 1, 1, 2])
+        >>> pl.norm(1)
+        13.5
     """
 
     values: np.ndarray

@@ -39,6 +39,13 @@ class ParameterLayout:
     ``w_offset[k]`` and ``b_offset[k]`` are the offsets of ``W_{k+1}`` and ``b_{k+1}``
     (0-based list over layers); ``skip_offset`` is that of ``vec(S)`` (``s`` follows it)
     or None.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
+        >>> lay = parameter_layout(net)
+        >>> lay.dims, lay.w_offset, lay.b_offset, lay.size
+        ((1, 2, 1), (0, 4), (2, 6), 7)
     """
 
     dims: tuple[int, ...]
@@ -58,7 +65,15 @@ class ParameterLayout:
 
 
 def parameter_layout(net: Network) -> ParameterLayout:
-    """The offsets of every block of :func:`parameter_vector` for ``net``."""
+    """The offsets of every block of :func:`parameter_vector` for ``net``.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
+        >>> lay = parameter_layout(net)
+        >>> parameter_vector(net)[lay.w_offset[1]:lay.b_offset[1]].tolist()     # W2
+        [3.0, 4.0]
+    """
     dims = (net.input_dim, *net.widths, net.output_dim)
     off = 0
     wo, bo = [], []
@@ -75,7 +90,16 @@ def parameter_layout(net: Network) -> ParameterLayout:
 
 
 def parameter_vector(net: Network) -> np.ndarray:
-    """All weights and biases as one vector (object dtype for an exact network)."""
+    """All weights and biases as one vector (object dtype for an exact network).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]])
+        >>> parameter_vector(net).tolist()
+        [1.0, -2.0, 0.5, 0.0, 3.0, 4.0, 1.0]
+        >>> network_from_parameters(net, parameter_vector(net)) == net
+        True
+    """
     parts = []
     for W, b in net.layers:
         parts += [W.reshape(-1), b.reshape(-1)]
@@ -85,7 +109,13 @@ def parameter_vector(net: Network) -> np.ndarray:
 
 
 def parameter_names(net: Network) -> list[str]:
-    """Human-readable names of the entries of :func:`parameter_vector` (layers 1-based)."""
+    """Human-readable names of the entries of :func:`parameter_vector` (layers 1-based).
+
+    Example:
+        >>> from relulab import Network
+        >>> parameter_names(Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]]))
+        ['W1[0,0]', 'W1[1,0]', 'b1[0]', 'b1[1]', 'W2[0,0]', 'W2[0,1]', 'b2[0]']
+    """
     names: list[str] = []
     for k, W in enumerate(net.weights, start=1):
         names += [f"W{k}[{j},{i}]" for j in range(W.shape[0]) for i in range(W.shape[1])]

@@ -90,6 +90,15 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
     facet whose pattern-flipped neighbour is missing (possible only at degenerate
     input, where a bent hyperplane runs along the facet) is resolved by stepping a
     little across the facet's centre and locating the region there.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+        >>> E = adjacency(rs)
+        >>> E.shape, all((rs[i].pattern != rs[j].pattern).sum() == 1 for i, j, _ in E)
+        ((4, 3), True)
     """
     n = len(rs)
     N = rs.n_neurons
@@ -162,7 +171,17 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GraphSummary:
-    """Summary statistics of the dual graph."""
+    """Summary statistics of the dual graph.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+        >>> s = graph_summary(graph(rs), rs)
+        >>> s.max_degree, s.bounded, s.touching_domain, s.dim
+        (2, 4, 4, 2)
+    """
 
     regions: int
     edges: int
@@ -244,7 +263,17 @@ def exact_diameter(A: Any) -> int:
 def graph_summary(G: Any, rs: RegionSet | None = None, *, diameter: bool = True) -> GraphSummary:
     """Regions, edges, average and maximum degree, diameter (exact, by networkx with
     bounds; ``None`` when the graph is disconnected or ``diameter=False``), and the
-    numbers of bounded and domain-touching regions."""
+    numbers of bounded and domain-touching regions.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+        >>> s = graph_summary(graph(rs), rs)
+        >>> s.regions, s.edges, s.avg_degree, s.diameter, s.connected
+        (4, 4, 2.0, 2, True)
+    """
     import networkx as nx
 
     n = G.number_of_nodes()

@@ -47,6 +47,13 @@ class Segment:
     ones are the kinks, where the activation pattern changes), ``values`` ``f(x(t_i))``
     (shape (k + 1, m)) and ``slopes`` ``df/dt`` on each piece (shape (k, m)).
     Entries are Fractions for an exact network.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> seg = along_segment(net, [-1.0], [1.0])
+        >>> seg.breakpoints.tolist(), seg.values.ravel().tolist(), seg.slopes.ravel().tolist()
+        ([0.0, 0.5, 1.0], [1.0, 0.0, 1.0], [-2.0, 2.0])
     """
 
     a: np.ndarray
@@ -176,7 +183,16 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float = 1e-12) -> Segmen
 class Polygon:
     """One linear region of a 2-D slice: vertices in counter-clockwise order (slice
     coordinates), activation pattern, and the network's affine map in slice
-    coordinates, ``f(origin + s u + t v) = C [s, t] + c``."""
+    coordinates, ``f(origin + s u + t v) = C [s, t] + c``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> p = next(p for p in slice2d(net).polygons if p.pattern.all())   # x, y > 0: f = x + y
+        >>> p.C.tolist(), p.c.tolist(), round(p.area, 12)
+        ([[1.0, 1.0]], [0.0], 1.0)
+    """
 
     vertices: np.ndarray
     pattern: np.ndarray
@@ -196,7 +212,16 @@ class Polygon:
 
 @dataclass(frozen=True)
 class Slice2D:
-    """The exact partition of the window of a 2-D slice ``origin + s u + t v``."""
+    """The exact partition of the window of a 2-D slice ``origin + s u + t v``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([np.eye(3), np.ones((1, 3))], [np.zeros(3), np.zeros(1)])
+        >>> sl = slice2d(net, origin=[0, 0, 0.5], u=[1, 0, 0], v=[0, 1, 0])   # the plane z = 0.5
+        >>> len(sl), sl.window
+        (4, (-1.0, 1.0, -1.0, 1.0))
+    """
 
     origin: np.ndarray
     u: np.ndarray

@@ -11,7 +11,12 @@ __all__ = ["Region", "RegionSet", "neuron_label"]
 
 
 def neuron_label(widths: tuple[int, ...], j: int) -> tuple[int, int]:
-    """``(layer, index)`` (both from 0) of the flat hidden-neuron id ``j``."""
+    """``(layer, index)`` (both from 0) of the flat hidden-neuron id ``j``.
+
+    Example:
+        >>> neuron_label((3, 2), 0), neuron_label((3, 2), 3), neuron_label((3, 2), 4)
+        ((0, 0), (1, 0), (1, 1))
+    """
     off = 0
     for k, w in zip(range(len(widths)), widths, strict=True):
         if j < off + w:
@@ -116,6 +121,16 @@ class RegionSet:
 
     ``partial`` is True when the enumeration stopped early (``max_regions``, Ctrl-C);
     every region in a partial set is still exact.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network, regions
+        >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+        >>> rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+        >>> len(rs), rs.partial, sorted(map(tuple, rs.patterns.tolist()))
+        (4, False, [(False, False), (False, True), (True, False), (True, True)])
+        >>> rs.locate(np.array([[0.5, -0.5]])).tolist() == [i for i in range(4) if rs[i].pattern.tolist() == [True, False]]
+        True
     """
 
     dim: int

@@ -166,7 +166,15 @@ class Layers:
 @dataclass(frozen=True)
 class NeuronStatus:
     """Per hidden layer, each neuron's proved status (-1 dead, +1 stably active, 0 neither)
-    and how it was proved (``"interval-exact"``, ``"symbolic"``, ``"lp"``, ``"verifier"``)."""
+    and how it was proved (``"interval-exact"``, ``"symbolic"``, ``"lp"``, ``"verifier"``).
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0], [1.0]], [[1.0, 1.0, 1.0]]], [[2.0, -3.0, 0.0], [0.0]])
+        >>> st = neuron_status(net, Box([-1], [1]))
+        >>> st.status[0].tolist()           # stably active, dead, unstable
+        [1, -1, 0]
+    """
 
     status: tuple[np.ndarray, ...]
     how: tuple[tuple[str, ...], ...]

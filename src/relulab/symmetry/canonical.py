@@ -52,7 +52,15 @@ Neuron = tuple[int, int]  # (hidden layer, original index), both 0-based
 @dataclass(frozen=True)
 class CanonicalReport:
     """What :func:`canonical` did.  Neurons are named ``(layer, index)`` by their position
-    in the *input* network, both 0-based (layer 0 is the first hidden layer)."""
+    in the *input* network, both 0-based (layer 0 is the first hidden layer).
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [1.0], [2.0]], [[1.0, 0.0, 1.0]]], [[-5.0, 0.0, 0.0], [0.0]])
+        >>> can, rep = canonical(net, Box([-1], [1]))   # neuron 0 dead on [-1, 1]; 1 has no output
+        >>> rep.widths_before, rep.widths_after, rep.dead, rep.zero_outgoing
+        ((3,), (1,), ((0, 0),), ((0, 1),))
+    """
 
     widths_before: tuple[int, ...]
     widths_after: tuple[int, ...]

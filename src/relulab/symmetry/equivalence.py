@@ -77,6 +77,14 @@ class EquivalenceResult:
         exact: True when the answer was obtained in exact rational arithmetic.
         message: one line of explanation.
         time: seconds.
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> f = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])       # |x|
+        >>> g = Network([[[1.0], [-1.0]], [[1.0, 0.9]]], [[0.0, 0.0], [0.0]])       # not quite
+        >>> r = equivalent(f, g, Box([-1], [1]))
+        >>> r.status, bool(abs(float(f(r.witness)[0] - g(r.witness)[0]) - r.gap) < 1e-12), r.gap > 0
+        ('different', True, True)
     """
 
     status: str

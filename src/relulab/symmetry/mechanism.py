@@ -67,6 +67,15 @@ class Replacement:
         fit_residual: per replaced neuron, the RMS error of its replacement on the data.
         data_max_deviation: ``max |f(X) - g(X)|`` over the data.
         data_rms_deviation: root mean square of ``f(X) - g(X)``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [2.0], [-1.0]], [[1.0, 1.0, 1.0]]], [[0.0, 0.0, 0.0], [0.0]])
+        >>> X = np.linspace(0, 1, 11)[:, None]
+        >>> r = replace(net, [(0, 1)], by="affine", data=X)     # neuron 1 = 2 * neuron 0 on X
+        >>> r.replaced, r.kept, r.by, r.data_max_deviation < 1e-12
+        (((0, 1),), ((0, 2),), 'affine', True)
     """
 
     network: Network

@@ -58,6 +58,13 @@ class ReduceResult:
     ``check`` is the :func:`equivalent` answer comparing input and result on the domain
     (None when not asked); ``sample_max_deviation`` the largest output difference seen on
     random points of the domain.
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [1.0], [-1.0]], [[1.0, 5.0, 1.0]]], [[2.0, -3.0, 0.0], [0.0]])
+        >>> r = reduce(net, Box([-1], [1]))
+        >>> r.removed["dead"], r.check.status, r.sample_max_deviation < 1e-12
+        (1, 'equal', True)
     """
 
     network: Network

@@ -26,7 +26,17 @@ __all__ = ["rescale", "permute", "random_symmetry"]
 
 def rescale(net: Network, factors: Sequence[Any]) -> Network:
     """Multiply the incoming weights and bias of hidden neuron ``i`` of layer ``k`` by
-    ``factors[k][i] > 0`` and divide its outgoing weights by the same number."""
+    ``factors[k][i] > 0`` and divide its outgoing weights by the same number.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.examples import tiny_2d
+        >>> net = tiny_2d()
+        >>> g = rescale(net, [np.full(8, 2.0), np.full(8, 0.5)])
+        >>> X = np.random.default_rng(0).normal(size=(5, 2))
+        >>> bool(np.allclose(g(X), net(X))), float(g.weights[0][0, 0] / net.weights[0][0, 0])
+        (True, 2.0)
+    """
     if len(factors) != net.n_hidden_layers:
         raise NetworkError(f"rescale: {len(factors)} factor vectors for {net.n_hidden_layers} hidden layers")
     lay = Layers.of(net)
@@ -44,7 +54,17 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
 
 def permute(net: Network, perms: Sequence[Sequence[int]]) -> Network:
     """Reorder the neurons of each hidden layer: new neuron ``j`` of layer ``k`` is old
-    neuron ``perms[k][j]``."""
+    neuron ``perms[k][j]``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.examples import tiny_2d
+        >>> net = tiny_2d()
+        >>> g = permute(net, [list(range(7, -1, -1)), list(range(8))])   # reverse layer 1
+        >>> X = np.random.default_rng(0).normal(size=(5, 2))
+        >>> bool(np.allclose(g(X), net(X))), bool((g.weights[0][0] == net.weights[0][7]).all())
+        (True, True)
+    """
     if len(perms) != net.n_hidden_layers:
         raise NetworkError(f"permute: {len(perms)} permutations for {net.n_hidden_layers} hidden layers")
     lay = Layers.of(net)
@@ -61,7 +81,14 @@ def random_symmetry(
 ) -> Network:
     """A random element of the symmetry group applied to ``net``: factors ``exp(U(-spread,
     spread))`` (random fractions ``p/q`` with ``1 <= p, q <= 20`` for exact networks) and
-    uniformly random permutations."""
+    uniformly random permutations.
+
+    Example:
+        >>> from relulab.examples import abs_net
+        >>> g = random_symmetry(abs_net(), rng=1)      # exact: random rational factors
+        >>> [str(v) for v in g([[-3], [2]]).ravel()]
+        ['3', '2']
+    """
     rng = np.random.default_rng(rng)
     facs: list[Any] = []
     for w in net.widths:

@@ -43,7 +43,14 @@ __all__ = ["CollapseThreshold", "collapse_threshold"]
 @dataclass(frozen=True)
 class CollapseThreshold:
     """``lam``: the threshold (exact when ``exact``; else the best lower bound found, with
-    ``witness`` a unit direction attaining it); ``upper``: a proven upper bound."""
+    ``witness`` a unit direction attaining it); ``upper``: a proven upper bound.
+
+    Example:
+        >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> t = collapse_threshold(X, y)
+        >>> t.exact, bool(t.lam <= t.upper + 1e-12), t.witness.shape
+        (True, True, (2,))
+    """
 
     lam: float
     upper: float

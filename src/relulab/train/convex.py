@@ -199,6 +199,12 @@ class ConvexFit:
     ``objective`` is the regularised training objective (convex value, equal to the
     non-convex objective of ``network``), ``dual_value`` a certified lower bound and
     ``gap = objective - dual_value``.
+
+    Example:
+        >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> fit = convex_fit(X, y, lam=0.01)
+        >>> fit.gap < 1e-7, fit.converged, abs(nonconvex_objective(fit.network, X, y, 0.01) - fit.objective) < 1e-9
+        (True, True, True)
     """
 
     network: Network
@@ -237,7 +243,14 @@ class ConvexFit:
 
 @dataclass(frozen=True)
 class GatedFit:
-    """A globally optimal gated-ReLU network ``x -> sum_i 1[g_i . x~ >= 0] (w_i . x~)``."""
+    """A globally optimal gated-ReLU network ``x -> sum_i 1[g_i . x~ >= 0] (w_i . x~)``.
+
+    Example:
+        >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> g = gated_fit(X, y, lam=0.01)
+        >>> g.gap < 1e-7, g.gates.shape[1] == g.weights.shape[1] == 2     # d + 1 with the bias
+        (True, True)
+    """
 
     gates: np.ndarray
     weights: np.ndarray
@@ -799,7 +812,15 @@ def _to_network(Z: np.ndarray, d_in: int, bias: bool) -> Network:
 
 def nonconvex_objective(net: Network, X: Any, y: Any, lam: float, bias: bool = True) -> float:
     """``(1/2)||net(X) - y||^2 + (lam/2)(||W1||^2 [+ ||b1||^2] + ||W2||^2)`` for a
-    two-layer network without output bias."""
+    two-layer network without output bias.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, 0.0]], [[2.0]]], [[0.0], [0.0]])       # 2 relu(x1), no output bias
+        >>> X = np.array([[1.0, 0.0]]); y = np.array([1.0])
+        >>> nonconvex_objective(net, X, y, lam=0.5)       # (1/2)(2 - 1)^2 + (0.5/2)(1 + 0 + 4)
+        1.75
+    """
     X = np.asarray(X, dtype=np.float64)
     X = X[:, None] if X.ndim == 1 else X
     r = net(X)[:, 0] - np.asarray(y, dtype=np.float64).reshape(-1)

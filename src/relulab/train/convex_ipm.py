@@ -70,6 +70,13 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
         ``(P, d)`` for gated ReLU; ``info`` has Clarabel's ``status``, ``iterations`` and
         ``seconds``.  ``Z`` may violate the cone constraints by the solver's tolerance;
         the caller projects and certifies it.
+
+    Example:
+        >>> Xa = np.array([[-1.0, 1.0], [0.0, 1.0], [1.0, 1.0]]); y = np.array([1.0, 0.0, 1.0])
+        >>> M = Xa @ np.array([[1.0, 0.0], [-1.0, 0.0]]).T >= 0     # patterns of gates x >= 0, x <= 0
+        >>> Z, info = solve_group_lasso(Xa, M, y, 0.01, cones=False)
+        >>> Z.shape, info["status"]
+        ((2, 2), 'Solved')
     """
     clarabel = require("clarabel", "clarabel")
     t0 = time.perf_counter()

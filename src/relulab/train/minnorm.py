@@ -244,7 +244,13 @@ def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str) -> t
 class Zone:
     """A place where an optimal function may have a kink: a data point (``lo == hi``), an
     open gap between consecutive data points, or a tail (``-inf``/``inf`` end); with the
-    convexities (slope increase / decrease) that some optimal function has there."""
+    convexities (slope increase / decrease) that some optimal function has there.
+
+    Example:
+        >>> r = minnorm_interpolant([0, 1, 2], [0, 1, 0], bias="free", skip=True)
+        >>> [(z.lo, z.hi) for z in r.optimal_set.zones if z.concave]     # the peak at x = 1
+        [(1.0, 1.0)]
+    """
 
     lo: float
     hi: float
@@ -264,6 +270,12 @@ class OptimalSet:
     meets the data constraints and its representation cost equals ``cost``
     (:func:`in_optimal_set`).  ``value_ranges`` gives, for each data point, the smallest
     and largest value of an optimal function there (a single value for interpolation).
+
+    Example:
+        >>> r = minnorm_interpolant([0, 1, 2], [0, 1, 0], bias="free", skip=True)
+        >>> s = r.optimal_set
+        >>> s.cost == r.cost, s.value_ranges.tolist()       # interpolation: one value per point
+        (True, [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     """
 
     cost: float
@@ -284,6 +296,11 @@ class MinNormResult:
     tolerance); ``kinks`` / ``jumps`` are the kink positions and slope changes of the
     returned function; ``unique`` says whether the optimal function is unique
     (penalised biases: always); ``optimal_set`` describes all optima (free biases).
+
+    Example:
+        >>> r = minnorm_interpolant([0, 1, 2, 3], [0, 1, 1, 0], bias="penalized", skip=True)
+        >>> r.task, r.bias, r.unique, bool(abs(r.cost - r.lower_bound) <= 1e-6 * r.cost)
+        ('regression', 'penalized', True, True)
     """
 
     network: Network

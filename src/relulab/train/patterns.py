@@ -37,7 +37,12 @@ __all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "region_co
 
 
 def region_count(n: int, d: int) -> int:
-    """Regions of a central arrangement of ``n`` hyperplanes in general position in R^d."""
+    """Regions of a central arrangement of ``n`` hyperplanes in general position in R^d.
+
+    Example:
+        >>> region_count(2, 2), region_count(3, 2), region_count(3, 3)   # 2n lines through 0 in R^2
+        (4, 6, 8)
+    """
     return 2 * sum(comb(n - 1, k) for k in range(min(d, n)))
 
 

@@ -42,7 +42,13 @@ __all__ = ["mlp", "interval_bounds", "bigm_penalty", "unstable_penalty", "lp_gap
 
 
 def mlp(widths: list[int], seed: int = 0, dtype: Any = None):
-    """A torch ``nn.Sequential`` of Linear/ReLU layers with sizes ``widths`` (input first)."""
+    """A torch ``nn.Sequential`` of Linear/ReLU layers with sizes ``widths`` (input first).
+
+    Example:
+        >>> net = mlp([2, 8, 1], seed=0)
+        >>> [type(m).__name__ for m in net], tuple(net[0].weight.shape)
+        (['Linear', 'ReLU', 'Linear'], (8, 2))
+    """
     torch = require("torch", "torch")
     if len(widths) < 2:
         raise RelulabError(f"mlp needs at least an input and an output size, got {widths}")
@@ -71,7 +77,16 @@ def _linears(model) -> list:
 
 def interval_bounds(model, lo, hi) -> list[tuple[Any, Any]]:
     """Interval bounds ``(l, u)`` on the pre-activations of every hidden layer of a
-    Linear/ReLU ``nn.Sequential`` over the box ``[lo, hi]`` (differentiable)."""
+    Linear/ReLU ``nn.Sequential`` over the box ``[lo, hi]`` (differentiable).
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.tensor([[1.0], [-1.0]])), net[0].bias.zero_()
+        >>> [(l.tolist(), u.tolist()) for l, u in interval_bounds(net, torch.tensor([-1.0]), torch.tensor([2.0]))]
+        [([-1.0, -2.0], [2.0, 1.0])]
+    """
     torch = require("torch", "torch")
     lins = _linears(model)
     c = (hi + lo) / 2
@@ -88,13 +103,33 @@ def interval_bounds(model, lo, hi) -> list[tuple[Any, Any]]:
 
 
 def bigm_penalty(model, lo, hi):
-    """Sum of the big-M constants ``relu(u) + relu(-l)`` over all hidden neurons."""
+    """Sum of the big-M constants ``relu(u) + relu(-l)`` over all hidden neurons.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.tensor([[1.0], [-1.0]])), net[0].bias.zero_()
+        >>> float(bigm_penalty(net, torch.tensor([-1.0]), torch.tensor([2.0])).detach())    # (2 + 1) + (1 + 2)
+        6.0
+    """
     torch = require("torch", "torch")
     return sum(torch.sum(torch.relu(u) + torch.relu(-l)) for l, u in interval_bounds(model, lo, hi))
 
 
 def unstable_penalty(model, lo, hi):
-    """Sum over hidden neurons of ``min(relu(u), relu(-l))``: zero iff all are stable."""
+    """Sum over hidden neurons of ``min(relu(u), relu(-l))``: zero iff all are stable.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.tensor([[1.0], [-1.0]])), net[0].bias.zero_()
+        >>> float(unstable_penalty(net, torch.tensor([-1.0]), torch.tensor([2.0])).detach())  # min(2, 1) + min(1, 2)
+        2.0
+        >>> float(unstable_penalty(net, torch.tensor([0.5]), torch.tensor([2.0])).detach())   # both stable
+        0.0
+    """
     torch = require("torch", "torch")
     return sum(torch.sum(torch.minimum(torch.relu(u), torch.relu(-l)))
                for l, u in interval_bounds(model, lo, hi))
@@ -102,7 +137,17 @@ def unstable_penalty(model, lo, hi):
 
 def lp_gap_penalty(model, X, lo, hi):
     """Mean over the rows of ``X`` of the triangle-relaxation slack at their own
-    pre-activations, summed over unstable hidden neurons (see the module docstring)."""
+    pre-activations, summed over unstable hidden neurons (see the module docstring).
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(), torch.nn.Linear(1, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.fill_(1.0), net[0].bias.zero_()
+        >>> lo, hi = torch.tensor([-1.0]), torch.tensor([1.0])
+        >>> round(float(lp_gap_penalty(net, torch.tensor([[0.0], [0.5]]), lo, hi).detach()), 6)   # mean of (x+1)/2 - relu(x)
+        0.375
+    """
     torch = require("torch", "torch")
     lins = _linears(model)
     bounds = interval_bounds(model, lo, hi)
@@ -292,12 +337,33 @@ def lp_relaxation_gaps(model, X, lo, hi, sense: str = "min"):
 
 def lp_gap_true_penalty(model, X, lo, hi, sense: str = "min"):
     """Mean over the rows of ``X`` of :func:`lp_relaxation_gaps` (the paper's per-sample
-    LP-gap regulariser, gradient from LP duals)."""
+    LP-gap regulariser, gradient from LP duals).
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(1, 1)).double()
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.fill_(1.0), net[0].bias.zero_()
+        ...     _ = net[2].weight.fill_(-1.0), net[2].bias.zero_()
+        >>> lo, hi = torch.tensor([-1.0]).double(), torch.tensor([1.0]).double()
+        >>> round(float(lp_gap_true_penalty(net, torch.tensor([[0.0], [0.5]]).double(), lo, hi).detach()), 9)
+        0.375
+    """
     return lp_relaxation_gaps(model, X, lo, hi, sense).mean()
 
 
 def count_unstable(model, lo, hi) -> int:
-    """Number of hidden neurons with ``l < 0 < u`` under interval bounds."""
+    """Number of hidden neurons with ``l < 0 < u`` under interval bounds.
+
+    Example:
+        >>> import torch
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.tensor([[1.0], [-1.0]])), net[0].bias.copy_(torch.tensor([0.0, 3.0]))
+        >>> count_unstable(net, torch.tensor([-1.0]), torch.tensor([2.0]))   # neuron 1: 3 - x > 0
+        1
+    """
     torch = require("torch", "torch")
     with torch.no_grad():
         return int(sum(int(((l < 0) & (u > 0)).sum()) for l, u in interval_bounds(model, lo, hi)))
@@ -305,7 +371,16 @@ def count_unstable(model, lo, hi) -> int:
 
 def to_network(model) -> Network:
     """The relulab :class:`Network` of a Linear/ReLU ``nn.Sequential`` (the project's
-    torch importer, :func:`relulab.io.torch.from_torch`)."""
+    torch importer, :func:`relulab.io.torch.from_torch`).
+
+    Example:
+        >>> import numpy as np, torch
+        >>> model = mlp([2, 4, 1], seed=3)
+        >>> net = to_network(model)
+        >>> X = np.array([[0.5, -0.25]])
+        >>> net.widths, bool(np.allclose(net(X), model(torch.tensor(X, dtype=torch.float32)).detach().numpy(), atol=1e-6))
+        ((4,), True)
+    """
     from ..io.torch import from_torch
 
     return from_torch(model)

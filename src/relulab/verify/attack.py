@@ -32,7 +32,14 @@ __all__ = ["attack", "margins", "margin_grad"]
 
 
 def margins(Ws, bs, skip, X: np.ndarray, C: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """``max_i (C_i f(x) - d_i)`` for each row of ``X``."""
+    """``max_i (C_i f(x) - d_i)`` for each row of ``X``.
+
+    Example:
+        >>> import numpy as np
+        >>> Ws, bs = [np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])], [np.zeros(2), np.zeros(1)]
+        >>> margins(Ws, bs, None, np.array([[-2.0], [0.5]]), np.array([[-1.0]]), np.array([-1.0])).tolist()
+        [-1.0, 0.5]
+    """
     H = X
     for W, b in zip(Ws[:-1], bs[:-1], strict=True):
         H = np.maximum(H @ W.T + b, 0.0)
@@ -43,7 +50,15 @@ def margins(Ws, bs, skip, X: np.ndarray, C: np.ndarray, d: np.ndarray) -> np.nda
 
 
 def margin_grad(Ws, bs, skip, X: np.ndarray, C: np.ndarray, d: np.ndarray):
-    """Margins and a subgradient of the margin for each row of ``X``: ((n,), (n, dim))."""
+    """Margins and a subgradient of the margin for each row of ``X``: ((n,), (n, dim)).
+
+    Example:
+        >>> import numpy as np
+        >>> Ws, bs = [np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])], [np.zeros(2), np.zeros(1)]
+        >>> m, g = margin_grad(Ws, bs, None, np.array([[-2.0], [0.5]]), np.array([[-1.0]]), np.array([-1.0]))
+        >>> m.tolist(), g.tolist()          # margin 1 - |x|, slope -sign(x)
+        ([-1.0, 0.5], [[1.0], [-1.0]])
+    """
     H = X
     masks = []
     for W, b in zip(Ws[:-1], bs[:-1], strict=True):
@@ -82,6 +97,16 @@ def attack(
 
     The returned point lies in the box and satisfies the constraints by a plain forward
     pass of ``net`` (its float64 form).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> x = attack(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-0.9]))   # find |x| >= 0.9
+        >>> x is not None and bool(abs(x[0]) >= 0.9 - 1e-9)
+        True
+        >>> attack(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-2.0]), time_limit=0.05) is None
+        True
     """
     t0 = _time.time()
     rng = np.random.default_rng(rng)

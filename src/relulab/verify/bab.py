@@ -122,6 +122,16 @@ def decide_term(
     Returns ``(status, x, stats)`` with status "holds" (no such x; proven),
     "violated" (``x`` is one, re-checked by a forward pass of ``check_net``, by default
     ``net``) or "unknown" (deadline reached, or a sub-box too small to split further).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> decide_term(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-1.5]))[0]   # |x| >= 1.5?
+        'holds'
+        >>> status, x, _ = decide_term(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-0.5]))
+        >>> status, bool(abs(x[0]) >= 0.5)
+        ('violated', True)
     """
     Ws, bs, sk = float_layers(net)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))

@@ -47,6 +47,17 @@ class MILPEncoding:
     ``h_cols[k]``/``a_cols[k]`` give the column indices of layer ``k``'s
     post-activations and binaries; ``out_A``, ``out_c`` express the outputs as
     ``y = out_A @ v + out_c``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> from relulab.lp import solve
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> enc = encode(net, Box([-1], [2]))
+        >>> r = solve(enc.out_A.toarray()[0], A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub,
+        ...           integer=enc.integer, maximize=True)            # max |x| on [-1, 2]
+        >>> r.status, round(r.objective, 9)
+        ('optimal', 2.0)
     """
 
     n_vars: int
@@ -75,7 +86,16 @@ def encode(
     pre: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> MILPEncoding:
     """Big-M MILP of ``net`` over ``domain`` with pre-activation bounds ``pre`` (computed by
-    CROWN when not given).  Returns a :class:`MILPEncoding`."""
+    CROWN when not given).  Returns a :class:`MILPEncoding`.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> enc = encode(net, Box([-1], [2]))
+        >>> enc.n_binaries, enc.d, enc.out_A.shape[1] == enc.n_vars     # both neurons unstable
+        (2, 1, True)
+    """
     domain = as_domain(domain, net.input_dim)
     Ws, bs, sk = float_layers(net)
     box, PA, Pb = _domain_parts(domain)

@@ -27,6 +27,16 @@ class OptimumResult:
         time: seconds.
 
     ``upper_bound`` and ``lower_bound`` bracket the true optimum in both senses.
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> from relulab.verify import maximize, minimize
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> r = maximize(net, Box([-1], [2]))
+        >>> r.sense, r.status, round(r.value, 9), r.x.round(9).tolist(), r.upper_bound >= r.value - 1e-9
+        ('max', 'optimal', 2.0, [2.0], True)
+        >>> round(minimize(net, Box([-1], [2])).value, 9)
+        0.0
     """
 
     sense: str
@@ -77,6 +87,14 @@ class RangeResult:
 
     ``lo[i]``/``hi[i]`` are attained at ``argmin[i]``/``argmax[i]``; ``status`` is
     "optimal" when every one of the 2 m MILPs was solved to optimality.
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> from relulab.verify import output_range
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0], [1.0, -1.0]]], [[0.0, 0.0], [0.0, 0.0]])  # |x|, x
+        >>> r = output_range(net, Box([-1], [2]))
+        >>> r.status, r.lo.round(9).tolist(), r.hi.round(9).tolist(), r.argmax.round(9).tolist()
+        ('optimal', [0.0, -1.0], [2.0, 2.0], [[2.0], [2.0]])
     """
 
     lo: np.ndarray
@@ -108,6 +126,17 @@ class VerificationResult:
     ``status`` is "holds" (proven), "violated" (``counterexample`` is an input in the
     input set whose forward-pass output ``output`` lies in the unsafe set; re-checked),
     or "unknown" (time ran out or numerical trouble; ``reason`` says which).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> from relulab.spec import OutputConstraint, Specification
+        >>> from relulab.verify import verify
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> unsafe = OutputConstraint(np.array([[-1.0]]), np.array([-0.9]))       # y >= 0.9
+        >>> r = verify(net, Specification(Box([-1], [1]), [unsafe]), timeout=10)
+        >>> r.status, bool(np.allclose(net(r.counterexample), r.output)), r.to_dict()["status"]
+        ('violated', True, 'violated')
     """
 
     status: str

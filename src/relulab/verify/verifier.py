@@ -94,6 +94,19 @@ def verify(
         alpha_iters: optimisation steps of the last layer's ReLU slopes (0: off).
         milp_max_binaries: try a MILP (after a quarter of the time) when at most this
             many neurons are unstable on the whole input box.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> from relulab.spec import OutputConstraint, Specification
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> below = OutputConstraint(np.array([[1.0]]), np.array([-0.5]))        # unsafe: y <= -0.5
+        >>> verify(net, Specification(Box([-1], [1]), [below]), timeout=10).status
+        'holds'
+        >>> above = OutputConstraint(np.array([[-1.0]]), np.array([-0.9]))       # unsafe: y >= 0.9
+        >>> r = verify(net, Specification(Box([-1], [1]), [above]), timeout=10)
+        >>> r.status, bool(abs(r.counterexample[0]) >= 0.9 - 1e-9)
+        ('violated', True)
     """
     t0 = _time.time()
     deadline = t0 + float(timeout)
