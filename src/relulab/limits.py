@@ -13,11 +13,6 @@ physical memory elsewhere).
 Example:
     >>> check_bytes(1024, "a small array")      # fine: returns the number of bytes
     1024
-    >>> try:
-    ...     check_bytes(10**18, "the dense form of layer 3")
-    ... except ResourceLimitError as e:
-    ...     print(str(e).split(";")[0])
-    the dense form of layer 3 needs 1e+09 GB
 """
 
 from __future__ import annotations
@@ -34,7 +29,12 @@ class ResourceLimitError(RelulabError):
 
 
 def available_memory() -> int:
-    """Bytes of memory available now (Linux: MemAvailable; else the physical memory)."""
+    """Bytes of memory available now (Linux: MemAvailable; else the physical memory).
+
+    Example:
+        >>> available_memory() > 2**20
+        True
+    """
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
@@ -68,7 +68,14 @@ def memory_budget() -> int:
 
 
 def check_bytes(n_bytes: float, what: str) -> int:
-    """Raise :class:`ResourceLimitError` naming ``what`` if ``n_bytes`` exceeds the budget."""
+    """Raise :class:`ResourceLimitError` naming ``what`` if ``n_bytes`` exceeds the budget.
+
+    Example:
+        >>> check_bytes(10**18, "the dense form of layer 3")
+        Traceback (most recent call last):
+        ...
+        relulab.limits.ResourceLimitError: the dense form of layer 3 needs 9.31e+08 GB; ...
+    """
     budget = memory_budget()
     if n_bytes > budget:
         raise ResourceLimitError(
