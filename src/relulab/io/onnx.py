@@ -689,9 +689,10 @@ def onnx_to_network(model: Any) -> Network:
                 )
         except FormatError:
             raise
-        except (ValueError, IndexError, TypeError, KeyError) as e:
+        except (ValueError, IndexError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
+            # malformed attributes and shapes surface as these deep inside the handlers
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)
-            raise FormatError(f"{where}: {msg}") from None
+            raise FormatError(f"{where}: {(msg.strip().splitlines() or [type(e).__name__])[0]}") from None
         finally:
             tr.carry = []
         for name, v in zip(node.output, outs, strict=False):
