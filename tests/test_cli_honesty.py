@@ -207,3 +207,27 @@ def test_pathnorm_convention_is_one_by_default_and_named(cnn_files, capsys):
     assert "convention: network" in out
     code, _, err = run(capsys, "pathnorm", d / "cnn.onnx", "--convention", "toolkit")
     assert code == 1 and "torch file" in err
+
+
+# ------------------------------------------------------------------ plots
+def test_every_plot_has_axis_labels(tmp_path, capsys):
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from relulab import plot, regions
+    from relulab.examples import load_example
+
+    net = load_example("tiny_2d")
+    rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+    G = regions.graph(rs)
+    figs = [plot.regions2d(net), plot.regions2d(net, origin=[0, 0], u=[1, 1], v=[-1, 1]),
+            plot.function1d(net, a=[-1, -1], b=[1, 1]), plot.region_graph(G),
+            plot.region_graph(G, layout="spring")]
+    for fig in figs:
+        for ax in fig.axes:
+            if ax.axison:
+                assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
+        plt.close(fig)
+    code, _, _ = run(capsys, "fit-minnorm", "example:data_1d.csv", "--plot", tmp_path / "f.png")
+    assert code == 0 and (tmp_path / "f.png").stat().st_size > 0

@@ -376,6 +376,8 @@ def _check_message(e: BaseException) -> str | None:
     msg = str(e).strip()
     if not msg:
         return f"{type(e).__name__} with an empty message"
+    if re.search(r"np\.(float|int|bool|str_)\w*\(", msg):
+        return f"numpy repr in the message: {msg[:200]}"
     return None
 
 

@@ -120,6 +120,8 @@ def _plot_minnorm(r, path: str) -> None:
     for t in r.kinks:
         ax.axvline(t, color="grey", lw=0.5, ls=":")
     ax.set_title(f"cost {r.cost:.4g}, {r.kinks.size} kinks")
+    ax.set_xlabel("x")
+    ax.set_ylabel("f(x)")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
