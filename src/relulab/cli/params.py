@@ -168,7 +168,17 @@ def fdim_cmd(
     rng = np.random.default_rng(seed)
     lo, hi = np.asarray(dom.lo, float), np.asarray(dom.hi, float)
     X = lo + (hi - lo) * rng.random((points, net.input_dim))
-    fd = functional_dimension(net, X, exact=exact)
+    if exact and not json_out and console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(TextColumn("[bold]exact rank"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("columns"), console=console, transient=True) as bar:
+            task = bar.add_task("", total=None)
+            fd = functional_dimension(
+                net, X, exact=True,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    else:
+        fd = functional_dimension(net, X, exact=exact)
     d = fd.to_dict()
     d["model"] = model
     d["note"] = note
