@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import json
 import os
 import time
 from contextlib import nullcontext
@@ -20,6 +21,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
+from ..results import to_jsonable
 from ._common import (
     JSON_OPT,
     box_text,
@@ -78,7 +80,11 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
 def run_instance(args: tuple[str, str, float]) -> dict:
     """Verify one (model, property, timeout) triple; a dict for tables and JSON (runs in a
     worker process in ``verify-batch``)."""
-    model, prop_path, timeout = args
+    model, prop_path, timeout = args[:3]
+    memory_gb = args[3] if len(args) > 3 else None
+    if memory_gb is not None:
+        # the budget that relulab.limits enforces inside this worker (one instance at a time)
+        os.environ["RELULAB_MEMORY_GB"] = str(memory_gb)
     t0 = time.time()
     c0 = time.process_time()
     try:
@@ -175,18 +181,22 @@ def _read_expected(path: str) -> dict[tuple[str, str], str]:
 
 
 def run_batch(
-    instances: list[tuple[str, str, float]],
+    instances: list[tuple],
     workers: int = 2,
     show_progress: bool = True,
     on_result=None,
     console=console,
-) -> list[dict]:
-    """Run instances over ``workers`` processes (results in input order)."""
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
+    backend: str = "local",
+    address: str | None = None,
+) -> tuple[list[dict], bool]:
+    """Run instances over ``workers`` (local processes or Ray); returns the rows in input
+    order and whether the batch was cut short (Ctrl-C). Longest time limits start first.
+    ``on_result(row)`` sees each row as it finishes (to append it to a results file)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ..parallel import pmap
+
+    order = sorted(range(len(instances)), key=lambda i: -float(instances[i][2]))
     results: list[dict | None] = [None] * len(instances)
     progress = Progress(
         TextColumn("[bold]verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -194,25 +204,46 @@ def run_batch(
         # piped or redirected output gets no bar (it would only leave partial lines)
         disable=not (show_progress and console.is_terminal), transient=False,
     )
+
+    def dead(inst, reason):
+        return {"status": "error", "result": "error", "reason": reason, "time": 0.0,
+                "model": inst[0], "property": inst[1], "wall": 0.0, "cpu": 0.0}
+
+    interrupted = False
     with progress:
         task = progress.add_task("", total=len(instances))
-        if workers <= 1:
-            for i, inst in enumerate(instances):
-                results[i] = run_instance(inst)
+        try:
+            for k, row in pmap(run_instance, [instances[i] for i in order], backend=backend,
+                               workers=workers, address=address, on_error=dead):
+                results[order[k]] = row
                 if on_result:
-                    on_result(results[i])
-                progress.update(task, advance=1, description=_line(results[i]))
-        else:
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-                futs = {ex.submit(run_instance, inst): i for i, inst in enumerate(instances)}
-                for f in cf.as_completed(futs):
-                    i = futs[f]
-                    results[i] = f.result()
-                    if on_result:
-                        on_result(results[i])
-                    progress.update(task, advance=1, description=_line(results[i]))
-    return [r for r in results if r is not None]
+                    on_result(row)
+                progress.update(task, advance=1, description=_line(row))
+        except KeyboardInterrupt:
+            interrupted = True
+    done = [r for r in results if r is not None]
+    return done, interrupted or len(done) < len(instances)
+
+
+def _instance_key(model: str, prop: str) -> str:
+    return f"{Path(model).resolve()}|{Path(prop).resolve()}"
+
+
+def read_results(path: str) -> dict[str, dict]:
+    """Rows of a results file written by ``verify-batch --results`` (JSON lines), by
+    instance; a torn last line (the driver stopped while writing) is ignored."""
+    rows: dict[str, dict] = {}
+    p = Path(path)
+    if not p.is_file():
+        return rows
+    for line in p.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(r, dict) and "model" in r and "property" in r:
+            rows[_instance_key(r["model"], r["property"])] = r
+    return rows
 
 
 def _line(r: dict) -> str:
@@ -255,26 +286,72 @@ def register(app: typer.Typer) -> None:
     @app.command("verify-batch")
     def verify_batch_cmd(
         instances: str = typer.Argument(..., help="CSV with rows onnx,vnnlib,timeout."),
-        workers: int = typer.Option(2, "--workers", help="Worker processes."),
+        workers: int = typer.Option(2, "--workers", help="Worker processes (local), or Ray workers."),
         timeout: float = typer.Option(None, "--timeout", help="Cap every instance's timeout (s)."),
+        memory: float = typer.Option(
+            None, "--memory", help="Memory budget of each instance in GB (default: half of "
+            "the memory available to its worker)."),
+        ray: str = typer.Option(
+            None, "--ray", help="Run on Ray: local (start Ray on this machine for the run), "
+            "auto or HOST:PORT (join a cluster). Default: local processes, or the cluster in "
+            "RAY_ADDRESS when set."),
+        results: str = typer.Option(
+            None, "--results", help="Append each instance's answer to this JSON-lines file "
+            "as it finishes (nothing finished is lost if the run stops)."),
+        resume: bool = typer.Option(
+            False, "--resume", help="With --results: skip instances already answered there."),
         expected: str = typer.Option(None, "--expected", help="CSV onnx,vnnlib,expected to score against."),
         details: bool = typer.Option(False, "--details", help="Also list every instance."),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Run a whole benchmark: progress bar, then solved / time per property.
 
-        Instances that end unknown (time limit) and instances that fail with an error
-        (unreadable model or property, unsupported operator) are counted separately, and
-        the reason of each is printed under the table.
+        Instances run longest time limit first, on local worker processes or on Ray; each
+        answer can be appended to a results file as it finishes, and --resume answers only
+        the instances missing from it. Ctrl-C stops the run and reports what finished
+        (marked partial). Instances that end unknown (time limit) and instances that fail
+        with an error (unreadable model or property, unsupported operator, a worker that
+        died twice) are counted separately, and the reason of each is printed.
 
-        Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --expected expected.csv
+        Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --results out.jsonl --resume
         """
+        from ..parallel import resolve_backend
+
         insts = read_instances(instances)
         if not insts:
             raise RelulabError(f"{instances}: no instances")
+        if workers < 1:
+            raise RelulabError(f"--workers must be at least 1, got {workers}")
+        if memory is not None and not memory > 0:
+            raise RelulabError(f"--memory must be positive, got {memory}")
+        if resume and not results:
+            raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         if timeout is not None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
-        rows = run_batch(insts, workers=max(1, workers), show_progress=not json_out)
+        insts = [(a, b, t, memory) for a, b, t in insts]
+        backend, address = resolve_backend(ray)
+        previous = read_results(results) if (results and resume) else {}
+        todo = [i for i in insts if _instance_key(i[0], i[1]) not in previous]
+        sink = None
+        if results:
+            Path(results).parent.mkdir(parents=True, exist_ok=True)
+            sink = open(results, "a")  # noqa: SIM115 - closed below, also on Ctrl-C
+            if sink.tell() and not Path(results).read_bytes().endswith(b"\n"):
+                sink.write("\n")  # a torn last line (a stopped run) stays on a line of its own
+
+        def keep(row):
+            if sink is not None:
+                sink.write(json.dumps(to_jsonable(row)) + "\n")
+                sink.flush()
+
+        try:
+            new_rows, partial = run_batch(todo, workers=workers, show_progress=not json_out,
+                                          on_result=keep, backend=backend, address=address)
+        finally:
+            if sink is not None:
+                sink.close()
+        by_key = {**previous, **{_instance_key(r["model"], r["property"]): r for r in new_rows}}
+        rows = [by_key[k] for k in (_instance_key(a, b) for a, b, *_ in insts) if k in by_key]
         if expected:
             exp = _read_expected(expected)
             for r in rows:
@@ -284,8 +361,10 @@ def register(app: typer.Typer) -> None:
                     if r["status"] in ("holds", "violated"):
                         r["correct"] = r["status"] == e
         summ = _summary(rows)
+        run_info = {"backend": backend if backend == "local" else f"ray ({address or 'local'})",
+                    "workers": workers, "resumed": len(insts) - len(todo), "partial": partial}
         if json_out:
-            print_json({"summary": summ, "instances": rows})
+            print_json({"summary": summ, "instances": rows, "run": run_info})
             return
         if details:
             t = Table(title="instances")
@@ -296,7 +375,9 @@ def register(app: typer.Typer) -> None:
                           f"{r['wall']:.2f}", r.get("reason", ""))
             console.print(t)
         # short headers and a light frame keep the table inside 80 columns
-        t = Table(title=f"verify-batch: {len(rows)} instances, {workers} workers",
+        where = "local processes" if backend == "local" else f"Ray ({address or 'local'})"
+        t = Table(title=f"verify-batch: {len(rows)} of {len(insts)} instances, {workers} "
+                        f"workers, {where}" + (" (PARTIAL: interrupted)" if partial else ""),
                   box=box.SIMPLE_HEAD, pad_edge=False)
         # (solved = holds + viol., right = solved - wrong and the median time are in --json)
         cols = [("property", "property"), ("instances", "n"), ("holds", "holds"),
@@ -311,6 +392,8 @@ def register(app: typer.Typer) -> None:
                         for c, _ in cols))
         console.print(t)
         _print_reasons(rows)
+        if run_info["resumed"]:
+            console.print(f"{run_info['resumed']} instance(s) taken from {results} (--resume)")
 
     @app.command("range")
     def range_cmd(
