@@ -442,6 +442,13 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
             raise FormatError(f"{p}: input {i} has minimum {a!r} and maximum {b!r}")
     if any(r == 0 for r in rng[:d]):
         raise FormatError(f"{p}:{lines.line}: an input range is 0 (cannot normalise)")
+    # every weight row and every bias is a line: check the declared sizes against the
+    # file before allocating what they ask for
+    needed = 2 * sum(sizes[1:])
+    have = len(lines.items) - lines.pos
+    if have < needed:
+        raise FormatError(f"{p}:{lines.line}: the layer sizes {sizes} need {needed} lines of "
+                          f"weights and biases; the file has {have}")
     Ws, bs = [], []
     for k in range(1, L + 1):
         n_in, n_out = sizes[k - 1], sizes[k]

@@ -439,7 +439,8 @@ def _h_conv(cx: _Cx, ins: list, at: dict) -> list:
         w = w[:, :, None, :]
     k, st, dil = _geom(at, one_d, w.shape[2:])
     pads = _pads2d(at, chw, k, st, dil, one_d)
-    M, (O, OH, OW) = conv2d_sparse(w, chw, st, pads, dil, int(at.get("group", 1)))
+    M, (O, OH, OW) = conv2d_sparse(w, chw, st, pads, dil, int(at.get("group", 1)),
+                                   dense_over=ins[0].n if cx.tr.is_aff(ins[0]) else None)
     bias = None
     if len(ins) > 2 and ins[2] is not None:
         bias = np.repeat(cx.const(ins[2], "the Conv bias").astype(np.float64), OH * OW)

@@ -102,6 +102,7 @@ def conv2d_sparse(
     dilation: Sequence[int] = (1, 1),
     groups: int = 1,
     padding_mode: str = "zeros",
+    dense_over: int | None = None,
 ) -> tuple[Any, tuple[int, int, int]]:
     """The linear part of a 2-D convolution as a sparse matrix (no bias).
 
@@ -109,6 +110,9 @@ def conv2d_sparse(
         weight: kernel of shape ``(O, C / groups, KH, KW)`` (torch and ONNX layout).
         input_shape: ``(C, H, W)``.
         pads: ``(top, left, bottom, right)``.
+        dense_over: when the output will become a dense layer over this many variables
+            (the tracer's hidden vector), refuse at once if that layer would not fit the
+            memory budget, before building a matrix that could only be thrown away.
 
     Returns:
         ``(M, (O, OH, OW))`` with ``M`` a ``scipy.sparse`` CSR matrix of shape
@@ -132,6 +136,12 @@ def conv2d_sparse(
     pt, pl, pb, pr = (int(p) for p in pads)
     OH = _conv_out(H, KH, sh, pt, pb, dh)
     OW = _conv_out(W, KW, sw, pl, pr, dw)
+    if dense_over is not None:
+        # relulab's Network stores every hidden layer densely: the ReLU that follows a
+        # convolution turns its output into an (O*OH*OW) x dense_over matrix
+        check_bytes(8.0 * O * OH * OW * dense_over,
+                    f"the dense layer after a convolution to {O}x{OH}x{OW} over {dense_over} "
+                    "variables")
     # rows, columns and values of every kernel tap, before the CSR copy
     check_bytes(40.0 * O * OH * OW * Cg * KH * KW,
                 f"the sparse matrix of a convolution from {C}x{H}x{W} to {O}x{OH}x{OW}")
@@ -1044,7 +1054,8 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
             chw = S
             st, dil = m.stride, m.dilation
             pads = _conv_pads(m)
-        M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode)
+        M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode,
+                               dense_over=v.n if isinstance(v, _Aff) else None)
         bias = None if m.bias is None else np.repeat(_np(m.bias), out[1] * out[2])
         out_shape = (out[0], out[2]) if one_d else out
         return tr.sparse(v, M, out_shape, bias, where)
