@@ -442,22 +442,15 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
             raise FormatError(f"{p}: input {i} has minimum {a!r} and maximum {b!r}")
     if any(r == 0 for r in rng[:d]):
         raise FormatError(f"{p}:{lines.line}: an input range is 0 (cannot normalise)")
-    # every weight row and every bias is a line: check the declared sizes against the
-    # file before allocating what they ask for
-    needed = 2 * sum(sizes[1:])
-    have = len(lines.items) - lines.pos
-    if have < needed:
-        raise FormatError(f"{p}:{lines.line}: the layer sizes {sizes} need {needed} lines of "
-                          f"weights and biases; the file has {have}")
     Ws, bs = [], []
     for k in range(1, L + 1):
         n_in, n_out = sizes[k - 1], sizes[k]
-        W = np.empty((n_out, n_in))
-        for r in range(n_out):
-            W[r] = lines.numbers(f"layer {k} weight row {r + 1} of {n_out}, {n_in} numbers", n_in)
-        b = np.empty(n_out)
-        for r in range(n_out):
-            b[r] = lines.numbers(f"layer {k} bias {r + 1} of {n_out}", 1)[0]
+        # rows are collected as read (not preallocated from the header's sizes), so a file
+        # that declares more than it holds fails at its last line, not in the allocator
+        W = np.array([lines.numbers(f"layer {k} weight row {r + 1} of {n_out}, {n_in} numbers", n_in)
+                      for r in range(n_out)], dtype=np.float64).reshape(n_out, n_in)
+        b = np.array([lines.numbers(f"layer {k} bias {r + 1} of {n_out}", 1)[0]
+                      for r in range(n_out)], dtype=np.float64)
         Ws.append(W)
         bs.append(b)
     if lines.pos < len(lines.items):
