@@ -142,6 +142,22 @@ def parse_box(spec: str | None, dim: int) -> Any:
     return Box([p[0] for p in pairs], [p[1] for p in pairs])
 
 
+def read_text_arg(path: str | Path, what: str = "a text file") -> str:
+    """The text of a file argument (``example:NAME`` allowed), with one-line errors for a
+    missing, unreadable or binary file."""
+    from ..errors import FormatError
+
+    p = Path(resolve_path(str(path)))
+    if not p.is_file():
+        raise FormatError(f"{path}: no such file")
+    try:
+        return p.read_text()
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{path}: not {what} (byte {e.start} is not UTF-8 text)") from None
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+
+
 def box_text(box: Any) -> str:
     """A box as a person writes it: ``[-1, 1]^2`` or ``[0, 1] x [-2, 3]``."""
     lo, hi = np.asarray(box.lo, dtype=float), np.asarray(box.hi, dtype=float)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..errors import FormatError, RelulabError
 from ..network import Network
-from ._common import JSON_OPT, console, print_json
+from ._common import JSON_OPT, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "KINDS", "build"]
 
@@ -51,10 +50,7 @@ def _need(value: Any, opt: str, kind: str) -> Any:
 
 
 def _read(path: str) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise FormatError(f"{path}: no such file")
-    return p.read_text()
+    return read_text_arg(path)
 
 
 def _fractions(text: str, what: str) -> list:

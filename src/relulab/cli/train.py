@@ -7,13 +7,11 @@ Example:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, print_json, resolve_path
+from ._common import JSON_OPT, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "read_csv"]
 
@@ -22,11 +20,9 @@ def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Read a numeric CSV (optional header line): all columns but the last are inputs, the
     last is the target.  Errors name the file, line and column; ``example:NAME`` names a
     shipped data file."""
-    p = Path(resolve_path(path))
-    if not p.is_file():
-        raise FormatError(f"{path}: no such file")
+    text = read_text_arg(path, "a CSV text file")
     rows = []
-    for ln, line in enumerate(p.read_text().splitlines(), start=1):
+    for ln, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue

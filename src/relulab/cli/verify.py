@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import time
@@ -29,6 +30,7 @@ from ._common import (
     load_model_arg,
     parse_box,
     print_json,
+    read_text_arg,
     resolve_path,
 )
 
@@ -57,23 +59,21 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
     """Rows ``onnx,vnnlib,timeout`` of a benchmark CSV, paths made absolute relative to
     the CSV's folder."""
     p = Path(csv_path)
-    if not p.is_file():
-        raise FormatError(f"{csv_path}: no such file")
     base = p.parent
     out = []
-    with open(p, newline="") as fh:
-        for lineno, row in enumerate(csv.reader(fh), start=1):
-            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                continue
-            if len(row) < 2:
-                raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout]")
-            if lineno == 1 and row[0].strip().lower() in ("onnx", "model", "network"):
-                continue  # a header
-            try:
-                t = float(row[2]) if len(row) > 2 and row[2].strip() else 60.0
-            except ValueError:
-                raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} is not a number") from None
-            out.append((str(base / row[0].strip()), str(base / row[1].strip()), t))
+    text = read_text_arg(p, "a CSV text file")
+    for lineno, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) < 2:
+            raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout]")
+        if lineno == 1 and row[0].strip().lower() in ("onnx", "model", "network"):
+            continue  # a header
+        try:
+            t = float(row[2]) if len(row) > 2 and row[2].strip() else 60.0
+        except ValueError:
+            raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} is not a number") from None
+        out.append((str(base / row[0].strip()), str(base / row[1].strip()), t))
     return out
 
 
