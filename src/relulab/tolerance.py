@@ -26,6 +26,7 @@ FEAS_TOL = 1e-9
 STRICT_TOL = 1e-9
 MIN_RADIUS = 1e-9
 PROOF_MARGIN = 1e-7
+RANK_TOL = 1e-9
 
 
 def scaled_tol(value, tol: float = FEAS_TOL):
