@@ -14,7 +14,6 @@ from ..network import Network
 from . import _engine as E
 from ._assembly import EngineRun, assemble, count_cells, run_engines, stream_cells
 from ._types import Region, RegionSet
-from ._unbounded import enumerate_unbounded
 
 __all__ = ["enumerate_regions", "iter_regions", "count_regions", "default_domain"]
 
@@ -137,6 +136,8 @@ def enumerate_regions(
     elif method == "subdivision":
         pb, dom = _problem(net, domain, big)
         if pb.big is not None:
+            from ._unbounded import enumerate_unbounded  # LPs: scipy and HiGHS load lazily
+
             rs = enumerate_unbounded(pb, dom, max_regions=max_regions, progress=progress,
                                      engine=engine, vertices=bool(vertices))
         else:

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
+from ..results import Result
+from ..tolerance import PROBE_STEP, scaled_tol
 from ._types import RegionSet, neuron_label, pattern_index
 
 __all__ = ["adjacency", "graph", "graph_summary", "GraphSummary"]
@@ -73,11 +75,11 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
         r = int(fr[f])
         a, b = rs.facet_A[f], rs.facet_b[f]
         V = rs.vertices[rs.vertex_ptr[r] : rs.vertex_ptr[r + 1]]
-        on = np.abs(V @ a - b) <= 1e-9 * (1 + np.abs(V).max())
+        on = np.abs(V @ a - b) <= scaled_tol(np.abs(V).max())
         if not on.any():
             continue
         c = V[on].mean(0)
-        eps = 1e-7 * (1 + float(np.abs(c).max()))
+        eps = PROBE_STEP * (1 + float(np.abs(c).max()))
         p = c + eps * a
         if rs.domain is not None and not bool(rs.domain.contains(p, tol=0.0)):
             continue
@@ -88,7 +90,7 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class GraphSummary:
+class GraphSummary(Result):
     """Summary statistics of the dual graph."""
 
     regions: int
@@ -100,9 +102,6 @@ class GraphSummary:
     touching_domain: int
     connected: bool
     dim: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 def graph(rs: RegionSet, net: Network | None = None) -> Any:

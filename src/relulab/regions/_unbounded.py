@@ -15,24 +15,15 @@ import numpy as np
 
 from ..lp import LPModel
 from ._assembly import assemble, run_engines
-from ._bfs import pattern_constraints
+from ._bfs import is_facet, pattern_constraints
 from ._engine import Problem
 from ._types import RegionSet
 
 __all__ = ["enumerate_unbounded"]
 
 
-def _is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
-    m.h.changeRowBounds(q, -np.inf, b[q] + 1.0)
-    m.set_objective(-A[q])
-    res = m.solve()
-    m.h.changeRowBounds(q, -np.inf, b[q])
-    return bool(res.ok and -res.objective > b[q] + 1e-9)
-
-
 def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     """True when no unbounded region has a facet outside the artificial box."""
-    N = rs.n_neurons
     pats = rs.patterns
     for i in np.flatnonzero(~rs.bounded):
         Za, Zc = pattern_constraints(net, pats[i])
@@ -47,9 +38,8 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
         for q, row in enumerate(live):
             if int(row) in have:
                 continue
-            if _is_facet(m, A, b, q):
+            if is_facet(m, A, b, q):
                 return False
-    _ = N
     return True
 
 
