@@ -25,7 +25,7 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..layers import as_kind, bool_mask, prefix_network
 from ..network import Network
-from ..tolerance import PROOF_MARGIN
+from ..tolerance import PROOF_MARGIN, scaled_tol
 
 # Exact interval arithmetic costs Python-object operations; above this size the float
 # symbolic bounds alone are used.
@@ -204,6 +204,6 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
             ub = getattr(res, "upper_bound", None)
             if ub is None or not np.isfinite(ub):
                 continue
-            if ub <= -PROOF_MARGIN * (1.0 + abs(ub)):
+            if ub <= -scaled_tol(ub, PROOF_MARGIN):
                 status[k][i] = code
                 how[k][i] = "verifier"

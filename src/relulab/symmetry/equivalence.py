@@ -416,7 +416,7 @@ def _group_hyperplanes(terms: list, exact: bool, key_tol: float) -> list[tuple[n
         return [tuple(gr) for gr in groups]
     for u, beta, coef in terms:
         for gr in groups:
-            if np.max(np.abs(gr[0] - u)) <= key_tol and abs(gr[1] - beta) <= key_tol * (1 + abs(beta)):
+            if np.max(np.abs(gr[0] - u)) <= key_tol and abs(gr[1] - beta) <= scaled_tol(beta, key_tol):
                 gr[2] = gr[2] + coef
                 break
         else:
