@@ -16,7 +16,7 @@ from rich.table import Table
 
 from ..errors import RelulabError
 from ..network import Network
-from ._common import JSON_OPT, console, load_model_arg, parse_floats, print_json
+from ._common import JSON_OPT, console, load_model_arg, parse_floats, print_json, topics
 
 __all__ = ["register", "tour", "describe"]
 
@@ -148,10 +148,8 @@ def convert(
 
 def tour_cmd() -> None:
     """The quick tour: what relulab does, on small example networks shipped with it."""
-    from . import TOPICS
-
     console.rule("[bold]relulab tour")
-    for topic in TOPICS:
+    for topic in topics():
         topic.tour(console)
     console.rule("[bold]done: see README.md and docs/ for more")
 
