@@ -44,6 +44,7 @@ from relulab.bounds import float_layers
 from relulab.domain import Box
 from relulab.io.torch import to_torch
 from relulab.lp import LPModel
+from relulab.tolerance import MIP_GAP
 from relulab.train import count_unstable, train_surrogate
 from relulab.train.regularizers import lp_gap_true_penalty, prune_on_data
 from relulab.verify import minimize
@@ -76,8 +77,7 @@ def milp_min(net, box: Box, cap: float) -> dict:
     lp_value = lp.objective + const
     model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub,
                     integer=enc.integer, time_limit=max(cap - (time.time() - t0), 1.0))
-    model.h.setOptionValue("mip_rel_gap", 1e-9)
-    model.h.setOptionValue("mip_abs_gap", 1e-9)
+    model.set_mip_gap(rel=MIP_GAP, abs=MIP_GAP)
     r = model.solve()
     seconds = time.time() - t0
     value = None

@@ -7,12 +7,12 @@ import pytest
 from conftest import random_network
 
 from relulab.bounds import (
-    _alpha_final,
-    _relax,
+    alpha_crown,
     crown_batch,
     float_layers,
     interval_bounds,
     linear_bounds,
+    relax_relu,
     symbolic_bounds,
 )
 from relulab.domain import Box, Polytope
@@ -130,8 +130,8 @@ def test_alpha_optimisation_sound_and_not_worse():
     C = np.array([[1.0, -1.0], [0.5, 1.0]])
     d = np.array([0.1, -0.2])
     pre, low = crown_batch(Ws, bs, lo, hi, C=C, d=d, skip=sk)
-    relax = [_relax(a, b) for a, b in pre]
-    best, A, c = _alpha_final(C, d, Ws, bs, relax, lo, hi, sk, iters=8)
+    relax = [relax_relu(a, b) for a, b in pre]
+    best, A, c = alpha_crown(C, d, Ws, bs, relax, lo, hi, sk, iters=8)
     assert np.all(best >= low - 1e-9)
     for n in range(20):
         vals = net(Box(lo[n], hi[n]).sample(3000, rng)) @ C.T + d

@@ -80,6 +80,10 @@ def test_construct_reports_facts(tmp_path: Path) -> None:
         (["construct", "turing", "--machine", "zz"], "unknown machine 'zz'"),
         (["construct", "circuit", "--file", "/nonexistent.net"], "no such file"),
         (["construct", "cpwl1d", "--breakpoints", "0,a", "--values", "1,2"], "cannot read"),
+        # an option the construction does not take is refused, naming what it takes
+        (["construct", "max", "--n", "3", "--bits", "4"], "--bits does not apply (it takes --n)"),
+        (["construct", "tent", "--depth", "2"], "--depth does not apply (it takes no options)"),
+        (["construct", "sawtooth", "--depth", "2", "--left-slope", "1"], "--left-slope does not"),
     ],
 )
 def test_construct_errors(args: list[str], msg: str, capsys) -> None:
@@ -157,3 +161,19 @@ def test_turing_from_json_file_and_run(tmp_path: Path) -> None:
         machine_from_json(f.read_text(), str(f))
     with pytest.raises(FormatError, match="invalid JSON"):
         machine_from_json("{", "m.json")
+
+
+def test_every_construction_lists_only_known_options() -> None:
+    from dataclasses import fields
+
+    from relulab.cli.construct import FLAGS, KINDS, REGISTRY, Options, build
+
+    names = {f.name for f in fields(Options)}
+    assert set(FLAGS) == names and list(KINDS) == list(REGISTRY)
+    for kind, c in REGISTRY.items():
+        assert set(c.options) <= names, kind
+    # every option is taken by some construction
+    assert set().union(*(c.options for c in REGISTRY.values())) == names
+    net, _ = build("max", n=3)
+    assert net.input_dim == 3
+

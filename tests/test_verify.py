@@ -16,8 +16,8 @@ from relulab.errors import FormatError, RelulabError
 from relulab.lp import solve
 from relulab.spec import OutputConstraint, Property, SpecError, Specification
 from relulab.tolerance import FEAS_TOL
-from relulab.verify import maximize, minimize, output_range, tighten_bounds, verify
-from relulab.verify.milp import symbolic_pre
+from relulab.verify import maximize, minimize, output_range, verify
+from relulab.verify.milp import symbolic_pre, tighten_bounds
 
 
 def _random_cases(n, seed, max_layers=3, width=10):

@@ -37,11 +37,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .domain import Box, Polytope, as_domain
 from .network import Network
+from .tolerance import scaled_tol
 
 __all__ = [
     "NetworkBounds",
@@ -50,18 +52,41 @@ __all__ = [
     "linear_bounds",
     "crown_batch",
     "float_layers",
+    "FloatLayers",
+    "relax_relu",
+    "concretise",
+    "alpha_crown",
 ]
 
 
 # --------------------------------------------------------------------------- helpers
-def float_layers(net: Network) -> tuple[list[np.ndarray], list[np.ndarray], tuple | None]:
+class FloatLayers(NamedTuple):
+    """The float64 layers of a network, built once for the batched kernel
+    (:func:`crown_batch`, :func:`alpha_crown`): contiguous weights ``Ws`` (out, in),
+    biases ``bs`` and the affine ``skip`` ``(S, s)`` or None.  Unpacks as
+    ``Ws, bs, skip = float_layers(net)``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> L = float_layers(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+        >>> [W.shape for W in L.Ws], L.skip is None
+        ([(2, 1), (1, 2)], True)
+    """
+
+    Ws: list[np.ndarray]
+    bs: list[np.ndarray]
+    skip: tuple[np.ndarray, np.ndarray] | None
+
+
+def float_layers(net: Network) -> FloatLayers:
     """The float64 weights, biases and skip of ``net`` (exact networks are rounded).
 
     Example:
-        >>> from relulab.examples import abs_net
-        >>> Ws, bs, skip = float_layers(abs_net())          # Fractions rounded to float64
-        >>> [W.tolist() for W in Ws], skip
-        ([[[1.0], [-1.0]], [[1.0, 1.0]]], None)
+        >>> from relulab import Network
+        >>> Ws, bs, skip = float_layers(Network([[[2.0]]], [[1.0]]))
+        >>> Ws[0].tolist(), bs[0].tolist(), skip
+        ([[2.0]], [1.0], None)
     """
     f = net.float() if net.is_exact else net
     Ws = [np.ascontiguousarray(W, dtype=np.float64) for W in f.weights]
@@ -69,14 +94,20 @@ def float_layers(net: Network) -> tuple[list[np.ndarray], list[np.ndarray], tupl
     sk = None
     if f.skip is not None:
         sk = (np.asarray(f.skip[0], dtype=np.float64), np.asarray(f.skip[1], dtype=np.float64))
-    return Ws, bs, sk
+    return FloatLayers(Ws, bs, sk)
 
 
-def _relax(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
-    """ReLU relaxation slopes per neuron, all of shape (N, n).
+def relax_relu(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
+    """ReLU relaxation slopes per neuron from pre-activation bounds, all of shape (N, n).
 
     Returns (lower slope, upper slope, upper intercept): ``al*z <= relu(z) <= su*z + tu``
-    on ``[lo, hi]``.
+    on ``[lo, hi]``.  ``adaptive``: lower slope 0 or 1, whichever leaves the smaller
+    area (CROWN); otherwise the upper slope (DeepPoly-style parallel lines).
+
+    Example:
+        >>> al, su, tu = relax_relu(np.array([[-1.0, 1.0]]), np.array([[3.0, 2.0]]))
+        >>> al.tolist(), su.tolist(), tu.tolist()
+        ([[1.0, 1.0]], [[0.75, 1.0]], [[0.75, 0.0]])
     """
     active = lo >= 0
     unstable = (lo < 0) & (hi > 0)
@@ -90,8 +121,14 @@ def _relax(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
     return al, su, tu
 
 
-def _concretise(A: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """min over the box [lo, hi] of A x + c, for A (N, r, d), c (N, r), lo/hi (N, d)."""
+def concretise(A: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """min over the box [lo, hi] of A x + c, for A (N, r, d), c (N, r), lo/hi (N, d).
+
+    Example:
+        >>> concretise(np.array([[[1.0, -2.0]]]), np.array([[0.5]]),
+        ...            np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]])).tolist()
+        [[-1.5]]
+    """
     Ap = np.maximum(A, 0.0)
     An = np.minimum(A, 0.0)
     return c + np.einsum("nrd,nd->nr", Ap, lo) + np.einsum("nrd,nd->nr", An, hi)
@@ -156,7 +193,7 @@ def _refine(zlo, zhi, k, Ws, bs, relax, lo, hi, chunk: int = 128) -> None:
         Lam[rows, U + np.arange(U)[None, :], order] = -valid.astype(np.float64)
         sub = [(r[0][ix], r[1][ix], r[2][ix]) for r in relax]
         A, c = _backsub(Lam, k, Ws, bs, sub)
-        low = _concretise(A, c, lo[ix], hi[ix])
+        low = concretise(A, c, lo[ix], hi[ix])
         new_lo = np.where(valid, low[:, :U], -np.inf)
         new_hi = np.where(valid, -low[:, U:], np.inf)
         zl, zh = zlo[ix], zhi[ix]
@@ -168,12 +205,24 @@ def _refine(zlo, zhi, k, Ws, bs, relax, lo, hi, chunk: int = 128) -> None:
         zhi[ix] = zh
 
 
-def _alpha_final(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5):
+def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5):
     """alpha-CROWN on the last back-substitution: optimise the lower slopes of the
     unstable ReLUs (one slope per box, row and neuron, in [0, 1]; every choice gives a
     valid bound) by sign-gradient ascent on the bound, intermediate bounds fixed.
 
-    Returns the best bound found per box and row, and its linear form (A, c)."""
+    ``C`` (N, r, m) / ``dd`` (N, r): the rows ``C y + dd`` to lower-bound per box;
+    ``relax``: per hidden layer the :func:`relax_relu` triple of the boxes.
+    Returns the best bound found per box and row, and its linear form (A, c).
+
+    Example:
+        >>> Ws, bs = [np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])], [np.zeros(2), np.zeros(1)]
+        >>> lo, hi = np.array([[-1.0]]), np.array([[2.0]])
+        >>> pre, _ = crown_batch(Ws, bs, lo, hi)
+        >>> best, A, c = alpha_crown(np.ones((1, 1, 1)), np.zeros((1, 1)), Ws, bs,
+        ...                          [relax_relu(*pre[0])], lo, hi, None, iters=5)
+        >>> bool(best[0, 0] <= 0.0)          # |x| >= 0: a valid lower bound
+        True
+    """
     N, L = lo.shape[0], len(Ws)
     # C may differ per box: (N, r, m); dd then (N, r)
     C3 = np.ascontiguousarray(np.broadcast_to(C, (N, *C.shape[-2:])))
@@ -298,7 +347,7 @@ def crown_batch(
             _refine(zlo, zhi, k, Ws, bs, relax, lo, hi)
         zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
         pre.append((zlo, zhi))
-        relax.append(_relax(zlo, zhi))
+        relax.append(relax_relu(zlo, zhi))
         if intermediate in ("forward", "hybrid"):
             al, su, tu = relax[-1]
             if k == 0:
@@ -322,7 +371,7 @@ def crown_batch(
         A = A + (C @ skip[0])[None]
         c = c + (C @ skip[1])[None]
     c = c + dd
-    lower = _concretise(A, c, lo, hi)
+    lower = concretise(A, c, lo, hi)
     if want_linear:
         return pre, lower, A, c
     return pre, lower
@@ -439,12 +488,12 @@ def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray) -> np.ndarray:
         r = model.solve()
         if r.status != "optimal":
             # Fall back to the bounding box: still sound.
-            out[i] = float(_concretise(A[i][None, None], c[i][None, None], box.lo[None], box.hi[None])[0, 0])
+            out[i] = float(concretise(A[i][None, None], c[i][None, None], box.lo[None], box.hi[None])[0, 0])
         else:
             # Dual-feasible rounding: shave a relative hair off to stay a valid lower bound.
-            out[i] = r.objective + c[i] - 1e-9 * (1.0 + abs(r.objective))
+            out[i] = r.objective + c[i] - scaled_tol(r.objective)
     # An LP bound is never looser than the box bound; keep the better one.
-    boxb = _concretise(A[None], c[None], box.lo[None], box.hi[None])[0]
+    boxb = concretise(A[None], c[None], box.lo[None], box.hi[None])[0]
     return np.maximum(out, boxb)
 
 

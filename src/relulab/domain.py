@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RelulabError
-from .tolerance import FEAS_TOL
+from .tolerance import FEAS_TOL, or_default
 
 __all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
 
@@ -81,8 +81,10 @@ class Box:
     def is_bounded(self) -> bool:
         return True
 
-    def contains(self, X: Any, tol: float = FEAS_TOL) -> np.ndarray | bool:
-        """Membership of a point (bool) or of each row of a batch (bool array)."""
+    def contains(self, X: Any, tol: float | None = None) -> np.ndarray | bool:
+        """Membership of a point (bool) or of each row of a batch (bool array), with
+        tolerance ``tol`` (default ``FEAS_TOL``)."""
+        tol = or_default(tol, FEAS_TOL)
         X = np.asarray(X, dtype=np.float64)
         single = X.ndim == 1
         X2 = np.atleast_2d(X)
@@ -195,7 +197,9 @@ class Polytope:
     def n_constraints(self) -> int:
         return int(self.A.shape[0])
 
-    def contains(self, X: Any, tol: float = FEAS_TOL) -> np.ndarray | bool:
+    def contains(self, X: Any, tol: float | None = None) -> np.ndarray | bool:
+        """Membership (``A x <= b + tol``, default ``FEAS_TOL``) of a point or of each row."""
+        tol = or_default(tol, FEAS_TOL)
         X = np.asarray(X, dtype=np.float64)
         single = X.ndim == 1
         X2 = np.atleast_2d(X)
@@ -205,7 +209,20 @@ class Polytope:
         return bool(ok[0]) if single else ok
 
     def bounding_box(self) -> Box:
-        """The smallest box containing the polytope (2 d LPs); refuses unbounded ones."""
+        """The smallest box containing the polytope (2 d LPs, solved once and cached);
+        refuses unbounded ones."""
+        cached = self.__dict__.get("_bbox")
+        if cached is None:
+            try:
+                cached = self._solve_bounding_box()
+            except DomainError as e:
+                cached = e
+            object.__setattr__(self, "_bbox", cached)  # A and b are immutable
+        if isinstance(cached, DomainError):
+            raise DomainError(str(cached))
+        return cached
+
+    def _solve_bounding_box(self) -> Box:
         from .lp import LPModel
 
         d = self.dim

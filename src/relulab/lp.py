@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .tolerance import MATCH_RTOL
+
 __all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "INF"]
 
 INF = float("inf")
@@ -185,41 +187,72 @@ class LPModel:
                     highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous
                     for v in integ
                 ]
-        self.h = _highs()
-        self.h.setOptionValue("threads", int(threads))
+        self._h = _highs()
+        self._h.setOptionValue("threads", int(threads))
         if time_limit is not None:
-            self.h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
-        self.h.passModel(lp)
+            self._h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+        self._h.passModel(lp)
 
     @property
     def is_mip(self) -> bool:
         return self._is_mip
 
+    @property
+    def h(self) -> Any:
+        """The raw ``highspy.Highs`` instance: an escape hatch for experiments only.
+        relulab modules use the methods of this class instead (``tests/test_structure.py``
+        checks that no module reaches around them)."""
+        return self._h
+
+    def set_mip_gap(self, rel: float | None = None, abs: float | None = None) -> None:  # noqa: A002
+        """Stop the branch and bound when the relative / absolute gap between the
+        incumbent and the bound falls below these (``None``: leave HiGHS's setting).
+
+        Example:
+            >>> m = LPModel([-1.0, -1.0], A_ub=[[2.0, 2.0]], b_ub=[3.0], ub=[1, 1], integer=[1, 1])
+            >>> m.set_mip_gap(rel=1e-9, abs=1e-9); m.solve().objective
+            -1.0
+        """
+        if rel is not None:
+            self._h.setOptionValue("mip_rel_gap", float(rel))
+        if abs is not None:
+            self._h.setOptionValue("mip_abs_gap", float(abs))
+
+    def set_row_bounds(self, row: int, lo: float, hi: float) -> None:
+        """Change the bounds ``lo <= A[row] x <= hi`` of one row (keeps the basis).
+
+        Example:
+            >>> m = LPModel([-1.0], A_ub=[[1.0]], b_ub=[1.0])
+            >>> m.set_row_bounds(0, -INF, 2.0); m.solve().objective
+            -2.0
+        """
+        self._h.changeRowBounds(int(row), float(lo), float(hi))
+
     def set_time_limit(self, seconds: float | None) -> None:
-        self.h.setOptionValue("time_limit", INF if seconds is None else float(max(seconds, 1e-3)))
+        self._h.setOptionValue("time_limit", INF if seconds is None else float(max(seconds, 1e-3)))
 
     def set_objective(self, c: Any, maximize: bool | None = None) -> None:
         """Replace the whole objective vector (keeps the basis for a warm start)."""
         import highspy
 
         c = np.asarray(c, dtype=np.float64).reshape(-1)
-        self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c)
+        self._h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c)
         if maximize is not None:
-            self.h.changeObjectiveSense(
+            self._h.changeObjectiveSense(
                 highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
             )
 
     def set_bounds(self, cols: Any, lb: Any, ub: Any) -> None:
         """Change the bounds of the variables ``cols``."""
         cols = np.asarray(cols, dtype=np.int32).reshape(-1)
-        self.h.changeColsBounds(
+        self._h.changeColsBounds(
             cols.shape[0], cols, np.asarray(lb, float).reshape(-1), np.asarray(ub, float).reshape(-1)
         )
 
     def add_rows(self, A: Any, lo: Any, hi: Any) -> None:
         """Append rows ``lo <= A x <= hi``."""
         A = _csr(A, self.n)
-        self.h.addRows(
+        self._h.addRows(
             A.shape[0],
             np.asarray(lo, float).reshape(-1),
             np.asarray(hi, float).reshape(-1),
@@ -231,16 +264,16 @@ class LPModel:
 
     @property
     def n_rows(self) -> int:
-        return int(self.h.getNumRow())
+        return int(self._h.getNumRow())
 
     def delete_rows_from(self, first: int) -> None:
         """Drop every row from index ``first`` on (undo :meth:`add_rows`)."""
         idx = np.arange(first, self.n_rows, dtype=np.int32)
         if idx.size:
-            self.h.deleteRows(idx.size, idx)
+            self._h.deleteRows(idx.size, idx)
 
     def solve(self) -> LPResult:
-        h = self.h
+        h = self._h
         h.run()
         status = _status_name(h)
         info = h.getInfo()
@@ -321,4 +354,4 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
     if not r.ok:
         raise RuntimeError(f"Chebyshev-centre LP ended with status {r.status}")
     rad = float(r.x[-1])
-    return r.x[:d], (INF if rad >= cap * (1 - 1e-9) else rad)
+    return r.x[:d], (INF if rad >= cap * (1 - MATCH_RTOL) else rad)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RelulabError
+from .tolerance import ROUNDOFF, or_default
 
 __all__ = ["Network", "NetworkError", "relu"]
 
@@ -558,8 +559,10 @@ class Network:
     def __hash__(self) -> int:
         return hash((self.input_dim, self.widths, self.output_dim, self._skip is not None))
 
-    def allclose(self, other: Network, rtol: float = 1e-12, atol: float = 0.0) -> bool:
-        """Same architecture and entries equal up to a float tolerance."""
+    def allclose(self, other: Network, rtol: float | None = None, atol: float = 0.0) -> bool:
+        """Same architecture and entries equal up to a float tolerance (``rtol``
+        default: :data:`relulab.tolerance.ROUNDOFF`)."""
+        rtol = or_default(rtol, ROUNDOFF)
         if self.depth != other.depth or (self._skip is None) != (other._skip is None):
             return False
         a_list = [*self._weights, *self._biases, *(self._skip or ())]

@@ -28,7 +28,7 @@ import numpy as np
 
 from .domain import Box
 from .errors import RelulabError
-from .tolerance import FEAS_TOL
+from .tolerance import FEAS_TOL, or_default
 
 __all__ = ["OutputConstraint", "Specification", "Property", "SpecError"]
 
@@ -50,8 +50,9 @@ class OutputConstraint:
     C: np.ndarray
     d: np.ndarray
 
-    def satisfied(self, Y: np.ndarray, tol: float = FEAS_TOL) -> np.ndarray:
-        """Row-wise truth for a batch ``Y`` of shape (n, m)."""
+    def satisfied(self, Y: np.ndarray, tol: float | None = None) -> np.ndarray:
+        """Row-wise truth for a batch ``Y`` of shape (n, m) (tolerance default ``FEAS_TOL``)."""
+        tol = or_default(tol, FEAS_TOL)
         Y = np.atleast_2d(Y)
         if self.C.shape[0] == 0:
             return np.ones(Y.shape[0], dtype=bool)
@@ -83,7 +84,7 @@ class Specification:
     def n_outputs(self) -> int:
         return int(self.unsafe[0].C.shape[1]) if self.unsafe else 0
 
-    def is_unsafe(self, y: np.ndarray, tol: float = FEAS_TOL) -> bool | np.ndarray:
+    def is_unsafe(self, y: np.ndarray, tol: float | None = None) -> bool | np.ndarray:
         """Whether an output (or each row of a batch) lies in the unsafe set."""
         Y = np.atleast_2d(np.asarray(y, dtype=np.float64))
         hit = np.zeros(Y.shape[0], dtype=bool)

@@ -16,16 +16,51 @@ exact when it is certified as follows:
   ``STRICT_TOL`` (1e-9), with a Chebyshev radius above ``MIN_RADIUS``.
 * Where asked, answers are re-checked in rational arithmetic (``Network.exact()``).
 
+Every tolerance of the package is a named constant below with a one-line reason.
+A public argument ``tol=None`` (``rtol``, ``gap_tol``, ``mip_gap`` ...) means "this
+policy's default" (the constant its docstring names).  Comparisons of a float
+answer against a bound scale the tolerance with the number: :func:`scaled_tol`.
+
+The rule for code (checked by ``tests/test_structure.py``): no float literal below
+``1e-5`` in ``src/relulab`` outside this module, except on a line whose comment
+contains the marker ``tol:`` followed by the reason, e.g.::
+
+    step = 1e-3 * scale
+    floor = 1e-14 * top  # tol: FISTA's step never shrinks below machine precision
+
+Use the marker for numerical constants that belong to one algorithm (a solver's
+stopping rule); anything another module could need goes here.
+
 Example:
-    >>> from relulab.tolerance import FEAS_TOL
-    >>> FEAS_TOL
-    1e-09
+    >>> from relulab.tolerance import FEAS_TOL, scaled_tol
+    >>> FEAS_TOL, scaled_tol(1.0)
+    (1e-09, 2e-09)
 """
 
-FEAS_TOL = 1e-9
-STRICT_TOL = 1e-9
-MIN_RADIUS = 1e-9
-PROOF_MARGIN = 1e-7
+from __future__ import annotations
+
+# -- answers: membership, certificates, proofs
+FEAS_TOL = 1e-9  # a point satisfies a @ x <= b when a @ x <= b + FEAS_TOL (LP solvers' accuracy)
+STRICT_TOL = 1e-9  # an interior point satisfies strict inequalities by at least this much
+MIN_RADIUS = 1e-9  # a region is full-dimensional when its Chebyshev radius exceeds this
+PROOF_MARGIN = 1e-7  # relative safety margin of sound conclusions ('holds', tightened bounds)
+
+# -- geometry of the region engines
+SIGN_TOL = 1e-11  # a pre-activation at a vertex counts as zero below this x the vertex's scale
+RANK_TOL = 1e-9  # a singular value counts as nonzero above this x the coordinates' scale
+PROBE_STEP = 1e-7  # relative step across a facet to find the region on its other side
+BFS_STEP = 1e-6  # relative step of the LP search (BFS) across a facet: larger, LPs are coarser
+
+# -- optimisation
+MIP_GAP = 1e-9  # relative and absolute MIP gap of exact optimisation (maximize / minimize)
+GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
+IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
+
+# -- comparing floats computed along different routes
+EQUIV_TOL = 1e-6  # 'equal' functions: outputs differ by at most this x the output scale
+MATCH_RTOL = 1e-9  # two weights/rows computed separately are the same up to this (relative)
+ROUNDOFF = 1e-12  # relative noise of a few float64 operations: below it numbers are equal
+TINY = 1e-300  # floor for denominators and scales: avoids 0/0, changes no nonzero value
 
 
 def scaled_tol(value, tol: float = FEAS_TOL):
@@ -42,3 +77,13 @@ def scaled_tol(value, tol: float = FEAS_TOL):
 
     out = tol * (1.0 + np.abs(value))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def or_default(tol: float | None, default: float) -> float:
+    """``default`` when ``tol`` is None (a public ``tol=None`` argument), else ``tol``.
+
+    Example:
+        >>> or_default(None, FEAS_TOL), or_default(0.5, FEAS_TOL)
+        (1e-09, 0.5)
+    """
+    return default if tol is None else float(tol)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from . import construct, core, params, regions, symmetry, train, verify
-from ._common import app, run_app
+from ._common import app, run_app, set_topics
 
 __all__ = ["app", "main", "TOPICS"]
 
@@ -22,6 +22,7 @@ TOPICS = (core, verify, regions, construct, params, symmetry, train)
 
 for _topic in TOPICS:
     _topic.register(app)
+set_topics(TOPICS)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -105,6 +105,22 @@ def _root(
     _state["input_shape"] = None if input_shape is None else parse_shape(input_shape)
 
 
+# The topic modules in `relulab --help` and tour order; set by relulab.cli (a topic module
+# reading relulab.cli.TOPICS itself would make an import cycle).
+_TOPICS: tuple = ()
+
+
+def set_topics(topics: tuple) -> None:
+    """Record the topic modules (called once by :mod:`relulab.cli`)."""
+    global _TOPICS
+    _TOPICS = tuple(topics)
+
+
+def topics() -> tuple:
+    """The topic modules, in tour order."""
+    return _TOPICS
+
+
 JSON_OPT = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 
 

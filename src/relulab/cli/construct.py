@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any
 
 import typer
@@ -19,28 +21,71 @@ from ..errors import FormatError, RelulabError
 from ..network import Network
 from ._common import JSON_OPT, console, print_json, read_text_arg
 
-__all__ = ["register", "tour", "KINDS", "build"]
+__all__ = ["register", "tour", "KINDS", "build", "REGISTRY", "Construction", "Options"]
 
-KINDS = {
-    "max": "max of n inputs (--n)",
-    "min": "min of n inputs (--n)",
-    "max2h": "max of n <= 6 inputs with two hidden layers, certified (--n)",
-    "cpwl1d": "univariate CPWL (--breakpoints, --values, --left-slope, --right-slope)",
-    "lattice": "max-of-mins CPWL from a JSON file {A, c, groups} (--file)",
-    "tent": "the tent map on [0, 1]",
-    "sawtooth": "L-fold tent map, 2^L pieces (--depth)",
-    "square": "Yarotsky's x^2 on [0, 1], error 2^(-2m-2) (--m)",
-    "product": "x*y on [0, 1]^2 by polarisation (--m)",
-    "monomial": "x^k on [0, 1] (--k, --m)",
-    "gate": "one Boolean gate (--op AND|OR|NAND|NOR|XOR|XNOR|MAJ|NOT, --k fan-in)",
-    "dnf": "DNF formula (--terms '1 -2; 2 3', --vars n)",
-    "circuit": "a netlist file (--file; see docs/construct.md)",
-    "adder": "n-bit ripple-carry adder (--bits)",
-    "comparator": "n-bit comparator, outputs gt eq lt (--bits)",
-    "sat-gadget": "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
-    "turing": "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it)",
-    "subdivision": "refinement iterate of the hat seed, wide network (--mask, --steps)",
+# ------------------------------------------------------------------ options
+@dataclass(frozen=True)
+class Options:
+    """Every option of ``relulab construct`` (None: not given); each construction takes
+    the few listed in its :class:`Construction`."""
+
+    n: int | None = None
+    depth: int | None = None
+    m: int | None = None
+    k: int | None = None
+    op: str | None = None
+    bits: int | None = None
+    file: str | None = None
+    terms: str | None = None
+    n_vars: int | None = None
+    breakpoints: str | None = None
+    values: str | None = None
+    left_slope: str = "0"
+    right_slope: str = "0"
+    random: str | None = None
+    machine: str | None = None
+    mask: str | None = None
+    steps: int | None = None
+    word: str | None = None
+
+    def given(self) -> list[str]:
+        """The options set to something other than their default."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != f.default]
+
+
+# the command-line spelling of each option
+FLAGS = {
+    "n": "--n", "depth": "--depth", "m": "--m", "k": "--k", "op": "--op", "bits": "--bits",
+    "file": "--file", "terms": "--terms", "n_vars": "--vars", "breakpoints": "--breakpoints",
+    "values": "--values", "left_slope": "--left-slope", "right_slope": "--right-slope",
+    "random": "--random", "machine": "--machine", "mask": "--mask", "steps": "--steps",
+    "word": "--input",
 }
+
+
+@dataclass(frozen=True)
+class Construction:
+    """One kind of ``relulab construct``: its help line, the options it takes, and the
+    function that builds the network and the extra facts of the report."""
+
+    name: str
+    help: str
+    options: tuple[str, ...]
+    make: Callable[[str, Options], tuple[Network, dict]]
+
+
+REGISTRY: dict[str, Construction] = {}
+
+
+def construction(names: str | tuple[str, ...], help: str | dict[str, str],  # noqa: A002
+                 options: tuple[str, ...] = ()):
+    """Register the decorated builder under one name or several (same options)."""
+    def deco(fn: Callable[[str, Options], tuple[Network, dict]]):
+        for name in (names,) if isinstance(names, str) else names:
+            text = help if isinstance(help, str) else help[name]
+            REGISTRY[name] = Construction(name, text, options, fn)
+        return fn
+    return deco
 
 
 def _need(value: Any, opt: str, kind: str) -> Any:
@@ -63,136 +108,239 @@ def _fractions(text: str, what: str) -> list:
         raise RelulabError(f"{what}: cannot read numbers from {text!r}") from None
 
 
-def build(kind: str, *, n: int | None = None, depth: int | None = None, m: int | None = None,
-          k: int | None = None, op: str | None = None, bits: int | None = None,
-          file: str | None = None, terms: str | None = None, n_vars: int | None = None,
-          breakpoints: str | None = None, values: str | None = None, left_slope: str = "0",
-          right_slope: str = "0", random: str | None = None, machine: str | None = None,
-          mask: str | None = None, steps: int | None = None,
-          word: str | None = None) -> tuple[Network, dict]:
-    """Build construction ``kind``; returns the network and extra facts for the report."""
+# ------------------------------------------------------------------ constructions
+@construction(("max", "min"), {"max": "max of n inputs (--n)", "min": "min of n inputs (--n)"},
+              ("n",))
+def _max_min(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
-    extra: dict[str, Any] = {}
-    if kind in ("max", "min"):
-        nn = _need(n, "--n", kind)
-        net = C.max_n(nn) if kind == "max" else C.min_n(nn)
-        extra["formula_hidden_layers"] = 0 if nn <= 1 else math.ceil(math.log2(nn))
-    elif kind == "max2h":
-        nn = _need(n, "--n", kind)
-        if not 2 <= nn <= 6:
-            raise RelulabError("construct max2h: --n must be 2..6 (the search covers those)")
-        if nn == 6:
-            net = C.max6_two_hidden()
-        elif nn == 5:
-            net = C.max5_two_hidden()
-        else:
-            net = C.search_max_two_hidden(nn).network
-        extra["certificate"] = C.certify_max(net, nn).to_dict()
-    elif kind == "cpwl1d":
-        bp = _fractions(_need(breakpoints, "--breakpoints", kind), "--breakpoints")
-        vals = _fractions(_need(values, "--values", kind), "--values")
-        net = C.cpwl_1d(bp, vals, _fractions(left_slope, "--left-slope")[0],
-                        _fractions(right_slope, "--right-slope")[0])
-    elif kind == "lattice":
-        path = _need(file, "--file", kind)
-        try:
-            spec = json.loads(_read(path))
-            A, c, groups = spec["A"], spec["c"], spec["groups"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise FormatError(f"{path}: expected JSON with keys A, c, groups ({e})") from None
-        from fractions import Fraction
+    nn = _need(o.n, "--n", kind)
+    net = C.max_n(nn) if kind == "max" else C.min_n(nn)
+    return net, {"formula_hidden_layers": 0 if nn <= 1 else math.ceil(math.log2(nn))}
 
-        A = [[Fraction(str(v)) for v in row] for row in A]
-        c = [Fraction(str(v)) for v in c]
-        net = C.max_of_mins(A, c, groups)
-        extra["size_vs_published_bound"] = C.lattice_size(net, len(A), len(groups)).to_dict()
-    elif kind == "tent":
-        net = C.tent()
-    elif kind == "sawtooth":
-        L = _need(depth, "--depth", kind)
-        net = C.sawtooth(L)
-        extra["pieces_on_[0,1]"] = C.count_pieces(net, 0, 1) if L <= 12 else 2**L
-    elif kind == "square":
-        mm = _need(m, "--m", kind)
-        net = C.yarotsky_square(mm)
-        if mm <= 10:
-            extra["exact_max_error"] = C.square_error(mm).to_dict()
-    elif kind == "product":
-        mm = _need(m, "--m", kind)
-        net = C.product(mm)
-        if mm <= 4:
-            extra["exact_max_error"] = C.product_error(mm).to_dict()
-    elif kind == "monomial":
-        kk, mm = _need(k, "--k", kind), _need(m, "--m", kind)
-        net = C.monomial(kk, mm)
-        if mm <= 5 and kk <= 5:
-            extra["max_error"] = C.monomial_error(kk, mm).to_dict()
-    elif kind in ("gate", "dnf", "circuit", "adder", "comparator"):
-        if kind == "gate":
-            circ = C.gate(_need(op, "--op", kind), k or 2)
-        elif kind == "dnf":
-            tt = _need(terms, "--terms", kind)
-            try:
-                parsed = [[int(v) for v in t.replace(",", " ").split()] for t in tt.split(";")]
-            except ValueError:
-                raise RelulabError(f"--terms: cannot read {tt!r}; write '1 -2; 2 3'") from None
-            nv = n_vars or max(abs(v) for t in parsed for v in t)
-            circ = C.dnf(parsed, nv)
-        elif kind == "circuit":
-            path = _need(file, "--file", kind)
-            circ = C.parse_circuit(_read(path), path)
-        elif kind == "adder":
-            circ = C.ripple_carry_adder(_need(bits, "--bits", kind))
-        else:
-            circ = C.comparator(_need(bits, "--bits", kind))
-        net = C.compile_circuit(circ)
-        extra["inputs"] = list(circ.inputs)
-        extra["outputs"] = list(circ.outputs)
-        if len(circ.inputs) <= 12:
-            extra["exhaustive_check"] = C.check_circuit(circ, net).to_dict()
-    elif kind == "sat-gadget":
-        if file is not None:
-            clauses, nv = C.parse_dimacs(_read(file), file)
-        else:
-            r = _need(random, "--file or --random", kind)
-            try:
-                nv, mc, seed = (int(v) for v in r.split(","))
-            except ValueError:
-                raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
-            clauses = C.random_3cnf(nv, mc, seed)
-        net = C.sat_gadget(clauses, nv)
-        extra.update(n_vars=nv, n_clauses=len(clauses))
-        if nv <= 16:
-            unsat, _ = C.min_unsat(clauses, nv)
-            extra.update(unsat=unsat, max_over_cube=f"({len(clauses)} - {unsat})/3")
-    elif kind == "turing":
-        if file is not None:
-            tm = C.machine_from_json(_read(file), file)
-        else:
-            name = _need(machine, "--machine or --file", kind)
-            if name not in C.MACHINES:
-                raise RelulabError(f"--machine: unknown machine {name!r}; "
-                                   f"choose from {', '.join(sorted(C.MACHINES))}")
-            tm = C.MACHINES[name]()
-        net = C.compile_turing_machine(tm)
-        extra.update(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
-                     base=tm.base, layout="[one-hot state, q_left, q_right]")
-        if word is not None:
-            cfg = C.run_network(tm, net, word, max_steps=100_000)
-            sim = tm.run(word, max_steps=100_000)
-            extra["run"] = {"input": word, "final_state": cfg.state, "steps": cfg.steps,
-                            "tape": tm.tape_string(cfg),
-                            "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
-                            == (sim.state, sim.left, sim.right, sim.steps)}
-    elif kind == "subdivision":
-        mk = _fractions(_need(mask, "--mask", kind), "--mask")
-        st = _need(steps, "--steps", kind)
-        net = C.subdivision_network(mk, st)
-        extra["breakpoints"] = net.n_neurons - 1
+
+@construction("max2h", "max of n <= 6 inputs with two hidden layers, certified (--n)", ("n",))
+def _max2h(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    nn = _need(o.n, "--n", kind)
+    if not 2 <= nn <= 6:
+        raise RelulabError("construct max2h: --n must be 2..6 (the search covers those)")
+    if nn == 6:
+        net = C.max6_two_hidden()
+    elif nn == 5:
+        net = C.max5_two_hidden()
     else:
-        raise RelulabError(f"unknown construction {kind!r}; choose from {', '.join(KINDS)}")
+        net = C.search_max_two_hidden(nn).network
+    return net, {"certificate": C.certify_max(net, nn).to_dict()}
+
+
+@construction("cpwl1d", "univariate CPWL (--breakpoints, --values, --left-slope, --right-slope)",
+              ("breakpoints", "values", "left_slope", "right_slope"))
+def _cpwl1d(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    bp = _fractions(_need(o.breakpoints, "--breakpoints", kind), "--breakpoints")
+    vals = _fractions(_need(o.values, "--values", kind), "--values")
+    return C.cpwl_1d(bp, vals, _fractions(o.left_slope, "--left-slope")[0],
+                     _fractions(o.right_slope, "--right-slope")[0]), {}
+
+
+@construction("lattice", "max-of-mins CPWL from a JSON file {A, c, groups} (--file)", ("file",))
+def _lattice(kind: str, o: Options) -> tuple[Network, dict]:
+    from fractions import Fraction
+
+    from .. import construct as C
+
+    path = _need(o.file, "--file", kind)
+    try:
+        spec = json.loads(_read(path))
+        A, c, groups = spec["A"], spec["c"], spec["groups"]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise FormatError(f"{path}: expected JSON with keys A, c, groups ({e})") from None
+    A = [[Fraction(str(v)) for v in row] for row in A]
+    c = [Fraction(str(v)) for v in c]
+    net = C.max_of_mins(A, c, groups)
+    return net, {"size_vs_published_bound": C.lattice_size(net, len(A), len(groups)).to_dict()}
+
+
+@construction("tent", "the tent map on [0, 1]")
+def _tent(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    return C.tent(), {}
+
+
+@construction("sawtooth", "L-fold tent map, 2^L pieces (--depth)", ("depth",))
+def _sawtooth(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    L = _need(o.depth, "--depth", kind)
+    net = C.sawtooth(L)
+    return net, {"pieces_on_[0,1]": C.count_pieces(net, 0, 1) if L <= 12 else 2**L}
+
+
+@construction("square", "Yarotsky's x^2 on [0, 1], error 2^(-2m-2) (--m)", ("m",))
+def _square(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    mm = _need(o.m, "--m", kind)
+    extra = {"exact_max_error": C.square_error(mm).to_dict()} if mm <= 10 else {}
+    return C.yarotsky_square(mm), extra
+
+
+@construction("product", "x*y on [0, 1]^2 by polarisation (--m)", ("m",))
+def _product(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    mm = _need(o.m, "--m", kind)
+    extra = {"exact_max_error": C.product_error(mm).to_dict()} if mm <= 4 else {}
+    return C.product(mm), extra
+
+
+@construction("monomial", "x^k on [0, 1] (--k, --m)", ("k", "m"))
+def _monomial(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    kk, mm = _need(o.k, "--k", kind), _need(o.m, "--m", kind)
+    extra = {"max_error": C.monomial_error(kk, mm).to_dict()} if mm <= 5 and kk <= 5 else {}
+    return C.monomial(kk, mm), extra
+
+
+def _circuit_network(circ: Any) -> tuple[Network, dict]:
+    """Compile a Boolean circuit, checked on every input when there are few."""
+    from .. import construct as C
+
+    net = C.compile_circuit(circ)
+    extra: dict[str, Any] = {"inputs": list(circ.inputs), "outputs": list(circ.outputs)}
+    if len(circ.inputs) <= 12:
+        extra["exhaustive_check"] = C.check_circuit(circ, net).to_dict()
     return net, extra
+
+
+@construction("gate", "one Boolean gate (--op AND|OR|NAND|NOR|XOR|XNOR|MAJ|NOT, --k fan-in)",
+              ("op", "k"))
+def _gate(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    return _circuit_network(C.gate(_need(o.op, "--op", kind), o.k or 2))
+
+
+@construction("dnf", "DNF formula (--terms '1 -2; 2 3', --vars n)", ("terms", "n_vars"))
+def _dnf(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    tt = _need(o.terms, "--terms", kind)
+    try:
+        parsed = [[int(v) for v in t.replace(",", " ").split()] for t in tt.split(";")]
+    except ValueError:
+        raise RelulabError(f"--terms: cannot read {tt!r}; write '1 -2; 2 3'") from None
+    nv = o.n_vars or max(abs(v) for t in parsed for v in t)
+    return _circuit_network(C.dnf(parsed, nv))
+
+
+@construction("circuit", "a netlist file (--file; see docs/construct.md)", ("file",))
+def _circuit(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    path = _need(o.file, "--file", kind)
+    return _circuit_network(C.parse_circuit(_read(path), path))
+
+
+@construction("adder", "n-bit ripple-carry adder (--bits)", ("bits",))
+def _adder(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    return _circuit_network(C.ripple_carry_adder(_need(o.bits, "--bits", kind)))
+
+
+@construction("comparator", "n-bit comparator, outputs gt eq lt (--bits)", ("bits",))
+def _comparator(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    return _circuit_network(C.comparator(_need(o.bits, "--bits", kind)))
+
+
+@construction("sat-gadget", "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
+              ("file", "random"))
+def _sat_gadget(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    if o.file is not None:
+        clauses, nv = C.parse_dimacs(_read(o.file), o.file)
+    else:
+        r = _need(o.random, "--file or --random", kind)
+        try:
+            nv, mc, seed = (int(v) for v in r.split(","))
+        except ValueError:
+            raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
+        clauses = C.random_3cnf(nv, mc, seed)
+    net = C.sat_gadget(clauses, nv)
+    extra: dict[str, Any] = {"n_vars": nv, "n_clauses": len(clauses)}
+    if nv <= 16:
+        unsat, _ = C.min_unsat(clauses, nv)
+        extra.update(unsat=unsat, max_over_cube=f"({len(clauses)} - {unsat})/3")
+    return net, extra
+
+
+@construction("turing",
+              "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it)",
+              ("file", "machine", "word"))
+def _turing(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    if o.file is not None:
+        tm = C.machine_from_json(_read(o.file), o.file)
+    else:
+        name = _need(o.machine, "--machine or --file", kind)
+        if name not in C.MACHINES:
+            raise RelulabError(f"--machine: unknown machine {name!r}; "
+                               f"choose from {', '.join(sorted(C.MACHINES))}")
+        tm = C.MACHINES[name]()
+    net = C.compile_turing_machine(tm)
+    extra: dict[str, Any] = dict(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
+                                 base=tm.base, layout="[one-hot state, q_left, q_right]")
+    if o.word is not None:
+        cfg = C.run_network(tm, net, o.word, max_steps=100_000)
+        sim = tm.run(o.word, max_steps=100_000)
+        extra["run"] = {"input": o.word, "final_state": cfg.state, "steps": cfg.steps,
+                        "tape": tm.tape_string(cfg),
+                        "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
+                        == (sim.state, sim.left, sim.right, sim.steps)}
+    return net, extra
+
+
+@construction("subdivision", "refinement iterate of the hat seed, wide network (--mask, --steps)",
+              ("mask", "steps"))
+def _subdivision(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    mk = _fractions(_need(o.mask, "--mask", kind), "--mask")
+    st = _need(o.steps, "--steps", kind)
+    net = C.subdivision_network(mk, st)
+    return net, {"breakpoints": net.n_neurons - 1}
+
+
+KINDS = {name: c.help for name, c in REGISTRY.items()}
+
+
+def build(kind: str, **options: Any) -> tuple[Network, dict]:
+    """Build construction ``kind`` from its options (the keyword names of
+    :class:`Options`); returns the network and extra facts for the report.  An unknown
+    kind, and an option the construction does not take, are refused."""
+    c = REGISTRY.get(kind)
+    if c is None:
+        raise RelulabError(f"unknown construction {kind!r}; choose from {', '.join(KINDS)}")
+    try:
+        opts = Options(**options)
+    except TypeError as e:
+        raise RelulabError(f"construct {kind}: {e}") from None
+    stray = [FLAGS[name] for name in opts.given() if name not in c.options]
+    if stray:
+        takes = ", ".join(FLAGS[name] for name in c.options) or "no options"
+        raise RelulabError(f"construct {kind}: {', '.join(stray)} does not apply "
+                           f"(it takes {takes})")
+    return c.make(kind, opts)
 
 
 def construct_cmd(

@@ -16,7 +16,15 @@ from rich.table import Table
 
 from ..errors import RelulabError
 from ..network import Network
-from ._common import JSON_OPT, console, load_model_arg, parse_floats, print_json, resolve_path
+from ._common import (
+    JSON_OPT,
+    console,
+    load_model_arg,
+    parse_floats,
+    print_json,
+    resolve_path,
+    topics,
+)
 
 __all__ = ["register", "tour", "describe"]
 
@@ -151,10 +159,8 @@ def convert(
 
 def tour_cmd() -> None:
     """The quick tour: what relulab does, on small example networks shipped with it."""
-    from . import TOPICS
-
     console.rule("[bold]relulab tour")
-    for topic in TOPICS:
+    for topic in topics():
         topic.tour(console)
     console.rule("[bold]done: see README.md and docs/ for more")
 

@@ -49,7 +49,7 @@ def vnncomp_text(result) -> str:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    from ..io._atomic import atomic_path
+    from ..io import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "w") as fh:
         fh.write(text)

@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..network import Network
+from ..results import Result
 from ._builder import Builder, Expr, esum
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
@@ -428,7 +429,7 @@ def comparator(n: int) -> Circuit:
 
 
 @dataclass(frozen=True)
-class CircuitCheck:
+class CircuitCheck(Result):
     """Result of an exhaustive check of a compiled circuit.
 
     Example:
@@ -447,7 +448,7 @@ class CircuitCheck:
         return self.mismatches == 0
 
     def to_dict(self) -> dict:
-        return {**self.__dict__, "ok": self.ok}
+        return {**super().to_dict(), "ok": self.ok}
 
 
 def check_circuit(circuit: Circuit, net: Network | None = None) -> CircuitCheck:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
+from ..results import Result
 from ._builder import Builder, Expr, F
 
 __all__ = [
@@ -109,7 +110,7 @@ def min_n(n: int) -> Network:
 
 # ---------------------------------------------------------------- lattice CPWL
 @dataclass(frozen=True)
-class LatticeSize:
+class LatticeSize(Result):
     """Size of a :func:`max_of_mins` network next to the published bound.
 
     Example:
@@ -125,9 +126,6 @@ class LatticeSize:
     neurons: int
     bound_neurons: int  # Chen, Garudadri, Rao (NeurIPS 2022), Theorem 2
     bound_hidden_layers: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 def chen_bound(k: int, q: int) -> tuple[int, int]:

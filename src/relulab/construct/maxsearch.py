@@ -49,6 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..network import Network
+from ..tolerance import FEAS_TOL
 from ._builder import Builder, Expr, esum
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
@@ -564,7 +565,7 @@ def _slice_vertices(n: int, normals: set[Point]) -> list[Point]:
         rhs[-1] = 1.0
         lam = np.full((len(cb), k), -1.0)
         lam[ok] = np.linalg.solve(M[ok].astype(float), np.broadcast_to(rhs, (int(ok.sum()), k))[..., None])[..., 0]
-        keep = np.nonzero(ok & (lam.min(axis=1) > -1e-9))[0]
+        keep = np.nonzero(ok & (lam.min(axis=1) > -FEAS_TOL))[0]
         # many plane tuples meet in one vertex: solve each distinct vertex once.  Distinct
         # vertices of these small integer systems differ by far more than 1e-10 (their
         # denominators are at most the Hadamard bound), so rounding never merges two.

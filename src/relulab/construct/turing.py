@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
+from ..results import Result
 from ._builder import Builder, Expr, esum
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
@@ -463,7 +464,7 @@ def _run_float(fnet: Network, X: np.ndarray, n: int, steps: np.ndarray, max_step
 
 
 @dataclass(frozen=True)
-class FloatExactness:
+class FloatExactness(Result):
     """How long a float64 run of a step network agrees exactly with the exact run."""
 
     machine: str
@@ -472,9 +473,6 @@ class FloatExactness:
     max_exact_length: int  # longest input length for which every tried run agreed
     first_failure_length: int | None
     runs_per_length: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 def float_exact_length(tm: TuringMachine, words_for_length, max_length: int = 40,

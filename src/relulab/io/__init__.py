@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ..errors import FormatError
 from ..network import Network
+from ._atomic import atomic_path
 
-__all__ = ["load_model", "save_model", "MODEL_SUFFIXES"]
+__all__ = ["load_model", "save_model", "MODEL_SUFFIXES", "atomic_path"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 

@@ -54,12 +54,7 @@ import numpy as np
 from ..errors import FormatError, require
 from ..network import Network
 from ._atomic import atomic_path
-from .torch import (
-    AffineTracer,
-    _pool_windows,
-    avgpool2d_sparse,
-    conv2d_sparse,
-)
+from ._lowering import AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
 
 __all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS"]
 
@@ -464,7 +459,7 @@ def _h_maxpool(cx: _Cx, ins: list, at: dict, global_: bool = False) -> list:
     chw, one_d = _spatial(cx, ins[0], "MaxPool")
     k, st, dil = _geom(at, one_d, chw[1:] if global_ else None)
     pads = (0, 0, 0, 0) if global_ else _pads2d(at, chw, k, st, dil, one_d)
-    wins, _, (C, OH, OW) = _pool_windows(chw, k, st, pads, dil, bool(at.get("ceil_mode", 0)))
+    wins, _, (C, OH, OW) = pool_windows(chw, k, st, pads, dil, bool(at.get("ceil_mode", 0)))
     out = (1, C, OW) if one_d else (1, C, OH, OW)
     return [cx.tr.maxpool(ins[0], wins, out, cx.where), None]
 

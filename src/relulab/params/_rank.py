@@ -13,11 +13,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..results import Result
+from ..tolerance import TINY
+
 __all__ = ["RankInfo", "numerical_rank", "exact_rank", "rank_from_singular_values"]
 
 
 @dataclass(frozen=True)
-class RankInfo:
+class RankInfo(Result):
     """A numerical rank and the evidence for it.
 
     ``rank`` counts singular values above ``tol`` (numpy's default rule,
@@ -40,18 +43,6 @@ class RankInfo:
     sigma_dropped: float | None
     gap: float
     method: str
-
-    def to_dict(self) -> dict:
-        return {
-            "rank": self.rank,
-            "shape": list(self.shape),
-            "tol": self.tol,
-            "sigma_max": self.sigma_max,
-            "sigma_kept": self.sigma_kept,
-            "sigma_dropped": self.sigma_dropped,
-            "gap": self.gap,
-            "method": self.method,
-        }
 
 
 def rank_from_singular_values(
@@ -109,7 +100,7 @@ def numerical_rank(M, tol: float | None = None) -> RankInfo:
     s = np.sqrt(np.clip(ev, 0.0, None))
     # The Gram matrix squares the condition number: the float floor is sqrt(eps), not eps.
     if tol is None:
-        tol = max(s.max(), 1e-300) * np.sqrt(max(shape) * np.finfo(float).eps)
+        tol = max(s.max(), TINY) * np.sqrt(max(shape) * np.finfo(float).eps)
     return rank_from_singular_values(s, shape, "gram", tol)
 
 

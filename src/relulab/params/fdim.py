@@ -232,7 +232,7 @@ def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
                 b = -np.array([np.quantile(Z[:, j], qs[j]) for j in range(dims[k + 1])])
                 # ties (e.g. points the previous layer maps to 0) must not all sit on the
                 # threshold: nudge it by a hair of the spread
-                b = b - 1e-3 * (Z.std(axis=0) + 1e-12) * rng.uniform(-1, 1, size=dims[k + 1])
+                b = b - 1e-3 * (Z.std(axis=0) + 1e-12) * rng.uniform(-1, 1, size=dims[k + 1])  # tol: nudge > 0 at zero spread
                 Z = Z + b
                 if not np.all((Z > 0).any(axis=0) & (Z <= 0).any(axis=0)):
                     ok = False

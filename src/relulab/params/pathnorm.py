@@ -168,7 +168,7 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
     if isinstance(val, Fraction):
         return val if (math.isinf(q) or q == 1) else float(val) ** (1.0 / q)
     val = float(val)
-    if not np.isfinite(val) or val < 1e-290:
+    if not np.isfinite(val) or val < 1e-290:  # tol: near float64 underflow
         # overflow or underflow (or a true zero): redo the pass in the log domain
         lv = _net_pass_log(model, q)
         return float(np.exp(lv if math.isinf(q) else lv / q))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..network import Network, NetworkError
+from ..results import Result
 
 __all__ = [
     "ParameterLayout",
@@ -33,7 +34,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class ParameterLayout:
+class ParameterLayout(Result):
     """Where each weight matrix and bias vector sits in the flat parameter vector.
 
     ``w_offset[k]`` and ``b_offset[k]`` are the offsets of ``W_{k+1}`` and ``b_{k+1}``
@@ -53,15 +54,6 @@ class ParameterLayout:
     b_offset: tuple[int, ...]
     skip_offset: int | None
     size: int
-
-    def to_dict(self) -> dict:
-        return {
-            "dims": list(self.dims),
-            "w_offset": list(self.w_offset),
-            "b_offset": list(self.b_offset),
-            "skip_offset": self.skip_offset,
-            "size": self.size,
-        }
 
 
 def parameter_layout(net: Network) -> ParameterLayout:

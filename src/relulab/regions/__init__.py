@@ -10,7 +10,7 @@ Example:
     (4, 4)
 """
 
-from ._engine import SIGN_TOL
+from ..tolerance import SIGN_TOL
 from ._enumerate import count_regions as count
 from ._enumerate import enumerate_regions as enumerate  # noqa: A001 - the documented name
 from ._enumerate import iter_regions

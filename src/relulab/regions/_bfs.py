@@ -12,10 +12,10 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS
+from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP
 from ._types import RegionSet
 
-__all__ = ["enumerate_bfs", "pattern_constraints"]
+__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet"]
 
 
 def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -38,6 +38,16 @@ def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, 
     if not rows_a:
         return np.zeros((0, d)), np.zeros(0)
     return np.concatenate(rows_a), np.concatenate(rows_c)
+
+
+def is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
+    """Whether row ``q`` of ``{A x <= b}`` (the LP ``m`` over those rows) is a facet:
+    relaxing it lets ``A[q] x`` exceed ``b[q]``."""
+    m.set_row_bounds(q, -np.inf, b[q] + 1.0)
+    m.set_objective(-A[q])
+    res = m.solve()
+    m.set_row_bounds(q, -np.inf, b[q])
+    return bool(res.ok and -res.objective > b[q] + FEAS_TOL)
 
 
 def _hrep(net, pattern, A_dom, b_dom):
@@ -65,7 +75,7 @@ def enumerate_bfs(
     # a start point off every hyperplane
     for _ in range(100):
         zs = np.concatenate([z.ravel() for z in net.preactivations(x0[None])]) if N else np.ones(1)
-        if np.all(np.abs(zs) > 1e-7):
+        if np.all(np.abs(zs) > PROBE_STEP):
             break
         x0 = x0 + 1e-4 * rng.normal(size=d)
     start = net.pattern_vector(x0[None])[0] if N else np.zeros(0, bool)
@@ -92,15 +102,7 @@ def enumerate_bfs(
             continue
         # non-redundant rows: maximise a_i x over the others with row i relaxed
         m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
-        facets = []
-        for q in range(A.shape[0]):
-            m.h.changeRowBounds(q, -np.inf, b[q] + 1.0)
-            m.set_objective(-A[q])
-            res = m.solve()
-            m.h.changeRowBounds(q, -np.inf, b[q])
-            if res.ok and -res.objective > b[q] + 1e-9:
-                facets.append(q)
-        facets = np.array(facets, dtype=np.int64)
+        facets = np.array([q for q in range(A.shape[0]) if is_facet(m, A, b, q)], dtype=np.int64)
         out.append((pat, A[facets], b[facets], idx[facets], xc, min(r, 1e300)))
         for q in facets:
             if idx[q] >= N:
@@ -110,7 +112,7 @@ def enumerate_bfs(
             fc = _facet_center(A, b, q)
             if fc is None:
                 continue
-            eps = 1e-6 * (1.0 + float(np.abs(fc).max()))
+            eps = BFS_STEP * (1.0 + float(np.abs(fc).max()))
             y = fc + eps * A[q]
             if A_dom.shape[0] and np.any(A_dom @ y > b_dom):
                 continue
@@ -190,6 +192,6 @@ def _bounded(A: np.ndarray, b: np.ndarray) -> bool:
             c[i] = -sgn
             m = LPModel(c, A_ub=A, b_ub=np.zeros(A.shape[0]), lb=-np.ones(d), ub=np.ones(d))
             r = m.solve()
-            if r.ok and -r.objective > 1e-9:
+            if r.ok and -r.objective > FEAS_TOL:
                 return False
     return True

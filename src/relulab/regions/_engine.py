@@ -45,11 +45,10 @@ import numpy as np
 
 from ..domain import Box, DomainError, Polytope
 from ..network import Network
+from ..tolerance import SIGN_TOL
 
 __all__ = ["SIGN_TOL", "Problem", "Batch", "run", "FinalChunk"]
 
-#: Relative tolerance under which a pre-activation value at a vertex counts as zero.
-SIGN_TOL = 1e-11
 
 # Batches larger than this (regions / vertex slots) are split in two so that memory
 # stays bounded and regions stream out early.

@@ -8,78 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
-from ._hashing import as_words, hash_rows
-from ._types import RegionSet, neuron_label
+from ..results import Result
+from ..tolerance import PROBE_STEP, scaled_tol
+from ._types import RegionSet, neuron_label, pattern_index
 
-__all__ = ["adjacency", "graph", "graph_summary", "GraphSummary", "pattern_index"]
-
-class _PatternTable:
-    """Exact lookup of packed patterns: an open-addressing hash table (linear probing,
-    load <= 1/2) over a strong 64-bit row hash, every hit confirmed by comparing the
-    rows word by word.  Lookups are a few vectorised gathers into a small table
-    (cheaper than a binary search of unsorted queries)."""
-
-    def __init__(self, packed: np.ndarray):
-        self.packed = packed
-        self.words = as_words(packed)
-        self.h = hash_rows(self.words)
-        n = packed.shape[0]
-        size = 1 << max(4, int(2 * n).bit_length())
-        self.mask = np.uint64(size - 1)
-        slots = np.full(size, -1, dtype=np.int64)
-        idx = np.arange(n, dtype=np.int64)
-        s = (self.h & self.mask).astype(np.int64)
-        while idx.size:
-            free = slots[s] < 0
-            fi, fs = idx[free], s[free]
-            # rows competing for one slot: the smallest index wins (written last)
-            slots[fs[::-1]] = fi[::-1]
-            won = np.zeros(idx.size, dtype=bool)
-            won[free] = slots[fs] == fi
-            idx = idx[~won]
-            s = (s[~won] + 1) & (size - 1)
-        self.slots = slots
-
-    def find(self, Q: np.ndarray) -> np.ndarray:
-        """Index of each row of ``Q`` in the table, or -1."""
-        out = np.full(Q.shape[0], -1, dtype=np.int64)
-        if Q.shape[0] == 0 or self.packed.shape[0] == 0:
-            return out
-        Qw = as_words(Q)
-        hq = hash_rows(Qw)
-        size_m1 = int(self.mask)
-        idx = np.arange(Q.shape[0], dtype=np.int64)
-        s = (hq & self.mask).astype(np.int64)
-        while idx.size:
-            t = self.slots[s]
-            occ = t >= 0
-            # an empty slot ends the probe sequence: not in the table
-            idx, s, t = idx[occ], s[occ], t[occ]
-            hit = self.h[t] == hq[idx]
-            hi = np.flatnonzero(hit)
-            if hi.size:
-                same = np.all(self.words[t[hi]] == Qw[idx[hi]], axis=1)
-                found = hi[same]
-                out[idx[found]] = t[found]
-                hit[found] = True
-                hit[hi[~same]] = False
-            go = ~hit
-            idx = idx[go]
-            s = (s[go] + 1) & size_m1
-        return out
-
-
-def pattern_index(rs: RegionSet, patterns: np.ndarray) -> np.ndarray:
-    """Index of the region with each (bool) activation pattern, -1 when none."""
-    N = rs.n_neurons
-    if N == 0:
-        return np.zeros(patterns.shape[0], dtype=np.int64) if len(rs) else -np.ones(
-            patterns.shape[0], dtype=np.int64)
-    table = rs.info.get("_table")
-    if table is None:
-        table = _PatternTable(rs.packed_patterns)
-        rs.info["_table"] = table
-    return table.find(np.packbits(np.asarray(patterns, dtype=bool), axis=1))
+__all__ = ["adjacency", "graph", "graph_summary", "GraphSummary"]
 
 
 def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
@@ -104,9 +37,9 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
     N = rs.n_neurons
     if n == 0 or N == 0:
         return np.zeros((0, 3), dtype=np.int64)
-    if "_edges" in rs.info and not rs.partial:
+    if rs._edges is not None and not rs.partial:
         # the skeleton engine found each facet with both of its regions
-        return rs.info["_edges"]
+        return rs._edges
     fr = np.repeat(np.arange(n), np.diff(rs.facet_ptr))
     fid = rs.facet_ids
     isn = fid < N
@@ -116,11 +49,7 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
     byte = j // 8
     bit = (7 - (j % 8)).astype(np.uint8)
     P[np.arange(P.shape[0]), byte] ^= (np.uint8(1) << bit)
-    table = rs.info.get("_table")
-    if table is None:
-        table = _PatternTable(rs.packed_patterns)
-        rs.info["_table"] = table
-    s = table.find(P)
+    s = rs.pattern_table().find(P)
     # the neighbour must carry the same neuron as a facet
     key_all = fr.astype(np.int64) * (N + 1) + np.where(isn, fid, N)
     key_sorted = np.sort(key_all)
@@ -134,7 +63,7 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
     # degenerate leftovers: probe across the facet
     miss = np.flatnonzero(~good)
     if miss.size:
-        net = net if net is not None else rs.info.get("net")
+        net = net if net is not None else rs.net
         if net is not None:
             E = np.concatenate([E, _probe(rs, net, np.flatnonzero(isn)[miss])], axis=0)
     E = E[E[:, 0] != E[:, 1]]
@@ -155,11 +84,11 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
         r = int(fr[f])
         a, b = rs.facet_A[f], rs.facet_b[f]
         V = rs.vertices[rs.vertex_ptr[r] : rs.vertex_ptr[r + 1]]
-        on = np.abs(V @ a - b) <= 1e-9 * (1 + np.abs(V).max())
+        on = np.abs(V @ a - b) <= scaled_tol(np.abs(V).max())
         if not on.any():
             continue
         c = V[on].mean(0)
-        eps = 1e-7 * (1 + float(np.abs(c).max()))
+        eps = PROBE_STEP * (1 + float(np.abs(c).max()))
         p = c + eps * a
         if rs.domain is not None and not bool(rs.domain.contains(p, tol=0.0)):
             continue
@@ -170,7 +99,7 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class GraphSummary:
+class GraphSummary(Result):
     """Summary statistics of the dual graph.
 
     Example:
@@ -192,9 +121,6 @@ class GraphSummary:
     touching_domain: int
     connected: bool
     dim: int
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 def graph(rs: RegionSet, net: Network | None = None) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hash_rows", "group_rows", "sorted_unique"]
+__all__ = ["hash_rows", "group_rows", "sorted_unique", "as_words", "PatternTable"]
 
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _C2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -103,3 +103,59 @@ def unique_pairs(r: np.ndarray, i: np.ndarray, n_r: int, n_i: int) -> tuple[np.n
     else:
         key = sorted_unique(r * n_i + i)
     return key // n_i, key % n_i
+
+
+class PatternTable:
+    """Exact lookup of packed patterns: an open-addressing hash table (linear probing,
+    load <= 1/2) over a strong 64-bit row hash, every hit confirmed by comparing the
+    rows word by word.  Lookups are a few vectorised gathers into a small table
+    (cheaper than a binary search of unsorted queries)."""
+
+    def __init__(self, packed: np.ndarray):
+        self.packed = packed
+        self.words = as_words(packed)
+        self.h = hash_rows(self.words)
+        n = packed.shape[0]
+        size = 1 << max(4, int(2 * n).bit_length())
+        self.mask = np.uint64(size - 1)
+        slots = np.full(size, -1, dtype=np.int64)
+        idx = np.arange(n, dtype=np.int64)
+        s = (self.h & self.mask).astype(np.int64)
+        while idx.size:
+            free = slots[s] < 0
+            fi, fs = idx[free], s[free]
+            # rows competing for one slot: the smallest index wins (written last)
+            slots[fs[::-1]] = fi[::-1]
+            won = np.zeros(idx.size, dtype=bool)
+            won[free] = slots[fs] == fi
+            idx = idx[~won]
+            s = (s[~won] + 1) & (size - 1)
+        self.slots = slots
+
+    def find(self, Q: np.ndarray) -> np.ndarray:
+        """Index of each row of ``Q`` in the table, or -1."""
+        out = np.full(Q.shape[0], -1, dtype=np.int64)
+        if Q.shape[0] == 0 or self.packed.shape[0] == 0:
+            return out
+        Qw = as_words(Q)
+        hq = hash_rows(Qw)
+        size_m1 = int(self.mask)
+        idx = np.arange(Q.shape[0], dtype=np.int64)
+        s = (hq & self.mask).astype(np.int64)
+        while idx.size:
+            t = self.slots[s]
+            occ = t >= 0
+            # an empty slot ends the probe sequence: not in the table
+            idx, s, t = idx[occ], s[occ], t[occ]
+            hit = self.h[t] == hq[idx]
+            hi = np.flatnonzero(hit)
+            if hi.size:
+                same = np.all(self.words[t[hi]] == Qw[idx[hi]], axis=1)
+                found = hi[same]
+                out[idx[found]] = t[found]
+                hit[found] = True
+                hit[hi[~same]] = False
+            go = ~hit
+            idx = idx[go]
+            s = (s[go] + 1) & size_m1
+        return out

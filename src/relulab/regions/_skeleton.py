@@ -32,9 +32,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _engine as E
-from ._hashing import as_words, group_rows
+from ._arrays import EngineRun, RegionArrays
+from ._hashing import PatternTable, as_words, group_rows
+from ._types import Skeleton
 
-__all__ = ["Degenerate", "skeleton_regions"]
+__all__ = ["Degenerate", "skeleton_regions", "skeleton_count"]
 
 
 class Degenerate(Exception):
@@ -132,9 +134,8 @@ def _initial(pb: E.Problem):
     return X, Zid, a, b
 
 
-def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
-                     count_only: bool = False) -> dict:
-    """All regions (general position) as the ``parts`` dict of ``_enumerate.finalize``.
+def _build(pb: E.Problem, progress=None) -> tuple[_Pool, _Pool, int]:
+    """The vertex-edge skeleton of the whole complex, neuron by neuron.
 
     ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
     """
@@ -167,7 +168,25 @@ def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
             _add_neuron(pool, edges, j, jj, d, N, nb8)
             if progress is not None:
                 progress((j + 1) / max(N, 1))
-    return _extract(pb, pool, edges, nb8, vertices, count_only)
+    return pool, edges, nb8
+
+
+def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> EngineRun:
+    """All regions (general position), with the skeleton's by-products (pattern table,
+    dual-graph edges, and the skeleton itself when vertex lists are not stored).
+
+    ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
+    """
+    pool, edges, _ = _build(pb, progress)
+    return _extract(pb, pool, edges, vertices)
+
+
+def skeleton_count(pb: E.Problem, progress=None) -> int:
+    """The number of regions (general position; raises :class:`Degenerate`)."""
+    pool, edges, _ = _build(pb, progress)
+    lv = _LowestVertex(pb, pool, edges)
+    v, _sides = lv.choices(list(range(pb.d)))
+    return int(v.size)
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
@@ -258,60 +277,60 @@ def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8:
     edges.append({"a": new[p], "b": new[q]})
 
 
-def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
-             count_only: bool = False) -> dict:
-    """Regions from the skeleton.
+class _LowestVertex:
+    """Faces of the complex by their lowest vertex for a generic linear function ``g``.
 
-    Every bounded face has exactly one lowest vertex for a generic linear function
-    ``g``, and a vertex ``v`` is the lowest of a face iff every edge of the face at ``v``
-    goes up.  In general position the edges at ``v`` come in pairs (release one of
-    its ``d`` hyperplanes, go to either side), so the regions whose lowest vertex is
-    ``v`` are the choices of an upward edge per hyperplane: each region is produced
-    once, with ``d`` of its edges at hand (their ends and ``v`` span a simplex inside
-    it, whose centre is the interior point).  Facets are produced the same way (their
-    lowest vertex, one hyperplane kept), each with the two regions it separates.
+    Every bounded face has exactly one lowest vertex, and a vertex ``v`` is the lowest of
+    a face iff every edge of the face at ``v`` goes up.  In general position the edges
+    at ``v`` come in pairs (release one of its ``d`` hyperplanes, go to either side), so
+    the faces whose lowest vertex is ``v`` are the choices of an upward edge per
+    released hyperplane: each face is produced once.
     """
-    from ._graph import _PatternTable
 
-    d = pb.d
-    N = pb.N
-    X = pool["X"]
-    Id = pool["id"]
-    S = pool["S"]
-    V = X.shape[0]
-    g = np.random.default_rng(7).normal(size=d)
-    gv = X @ g
-    ea, eb = edges["a"], edges["b"]
-    NB = np.full((V, d, 2), -1, dtype=np.int64)
-    IdT = np.ascontiguousarray(Id.T)
-    for p, q in ((ea, eb), (eb, ea)):
-        up = gv[q] > gv[p]
-        p, q = p[up], q[up]
-        inq = _in_cols(IdT[:, p], IdT[:, q])
-        col = np.argmin(inq, axis=0)
-        cid = Id[p, col]
-        isn = cid < N
-        bi, bv = _bytes_bit(np.where(isn, cid, 0))
-        side = isn & ((S[q, bi] & bv) != 0)
-        NB[p, col, side.astype(np.int64)] = q
-    isn_col = Id < N
-    nbp = (N + 7) // 8 if N else 0
-    # per column, contiguous: has an upward edge to side 0 / side 1 / either
-    H0 = np.ascontiguousarray((NB[:, :, 0] >= 0).T)
-    H1 = np.ascontiguousarray((NB[:, :, 1] >= 0).T)
-    Hany = H0 | H1
+    def __init__(self, pb: E.Problem, pool: _Pool, edges: _Pool):
+        d = pb.d
+        N = pb.N
+        self.d, self.N = d, N
+        self.X, self.Id, self.S = pool["X"], pool["id"], pool["S"]
+        self.V = self.X.shape[0]
+        self.nbp = (N + 7) // 8 if N else 0
+        self.NB = self._upward_neighbours(edges["a"], edges["b"])
+        # per column, contiguous: has an upward edge to side 0 / side 1 / either
+        self.H0 = np.ascontiguousarray((self.NB[:, :, 0] >= 0).T)
+        self.H1 = np.ascontiguousarray((self.NB[:, :, 1] >= 0).T)
+        self.Hany = self.H0 | self.H1
 
-    def choices(cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def _upward_neighbours(self, ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
+        """``NB[v, c, side]``: the neighbour of ``v`` along the upward edge that releases
+        its ``c``-th hyperplane towards ``side`` (-1 when that edge goes down)."""
+        X, Id, S, d, N = self.X, self.Id, self.S, self.d, self.N
+        g = np.random.default_rng(7).normal(size=d)
+        gv = X @ g
+        NB = np.full((self.V, d, 2), -1, dtype=np.int64)
+        IdT = np.ascontiguousarray(Id.T)
+        for p, q in ((ea, eb), (eb, ea)):
+            up = gv[q] > gv[p]
+            p, q = p[up], q[up]
+            inq = _in_cols(IdT[:, p], IdT[:, q])
+            col = np.argmin(inq, axis=0)
+            cid = Id[p, col]
+            isn = cid < N
+            bi, bv = _bytes_bit(np.where(isn, cid, 0))
+            side = isn & ((S[q, bi] & bv) != 0)
+            NB[p, col, side.astype(np.int64)] = q
+        return NB
+
+    def choices(self, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Rows (vertex, side per column): every way to pick an upward edge for each
         column in ``cols`` (usually one way; two where a bent line goes up both ways)."""
-        ok = np.ones(V, dtype=bool)
+        ok = np.ones(self.V, dtype=bool)
         for c in cols:
-            ok &= Hany[c]
+            ok &= self.Hany[c]
         v = np.flatnonzero(ok)
-        sides = np.zeros((v.size, d), dtype=np.int64)
+        sides = np.zeros((v.size, self.d), dtype=np.int64)
         for c in cols:
-            has0 = H0[c][v]
-            both = has0 & H1[c][v]
+            has0 = self.H0[c][v]
+            both = has0 & self.H1[c][v]
             sides[:, c] = np.where(has0, 0, 1)
             if both.any():
                 es = sides[both].copy()
@@ -320,33 +339,46 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
                 sides = np.concatenate([sides, es], axis=0)
         return v, sides
 
-    def with_bits(v: np.ndarray, sides: np.ndarray, cols: list[int]) -> np.ndarray:
-        P = S[v, :nbp] if nbp else np.zeros((v.size, 0), np.uint8)
+    def with_bits(self, v: np.ndarray, sides: np.ndarray, cols: list[int]) -> np.ndarray:
+        """The packed patterns of the chosen faces: ``v``'s signs plus the chosen sides."""
+        nbp = self.nbp
+        P = self.S[v, :nbp] if nbp else np.zeros((v.size, 0), np.uint8)
         for c in cols:
             r = np.flatnonzero(sides[:, c] == 1)
             if r.size:
-                bi, bv = _bytes_bit(Id[v[r], c])
+                bi, bv = _bytes_bit(self.Id[v[r], c])
                 P[r, bi] |= bv
         return P
 
+
+def _regions(lv: _LowestVertex) -> tuple[np.ndarray, np.ndarray]:
+    """Packed patterns and interior points of all regions: a region comes with ``d`` of
+    its edges at its lowest vertex; their ends and the vertex span a simplex inside it,
+    whose centre is the interior point."""
+    d = lv.d
     allc = list(range(d))
-    v, sides = choices(allc)
-    if count_only:
-        return {"count": int(v.size)}
-    P = with_bits(v, sides, allc)
-    acc = X[v].copy()
+    v, sides = lv.choices(allc)
+    P = lv.with_bits(v, sides, allc)
+    acc = lv.X[v].copy()
     for c in allc:
-        acc += X[NB[v, c, sides[:, c]]]
+        acc += lv.X[lv.NB[v, c, sides[:, c]]]
     interior = acc / (d + 1)
-    n = P.shape[0]
-    packed = np.ascontiguousarray(P) if N else np.zeros((n, 0), np.uint8)
-    table = _PatternTable(packed)
-    # facets: lowest vertex v, kept hyperplane Id[v, h], an upward edge for the others
+    packed = np.ascontiguousarray(P) if lv.N else np.zeros((P.shape[0], 0), np.uint8)
+    return packed, interior
+
+
+def _facets(lv: _LowestVertex, table: PatternTable, n_ids: int):
+    """Facets by their lowest vertex (one hyperplane kept, an upward edge for the
+    others), each with the regions on its two sides.  Returns the (region, id) pairs
+    sorted and the dual-graph edges ``(lo, hi, neuron)``, which come for free: a neuron
+    facet joins its two regions."""
+    d, N, Id = lv.d, lv.N, lv.Id
+    isn_col = Id < N
     Qs, fids = [], []
     for h in range(d):
         others = [c for c in range(d) if c != h]
-        v, sides = choices(others)
-        base = with_bits(v, sides, others)
+        v, sides = lv.choices(others)
+        base = lv.with_bits(v, sides, others)
         hid = Id[v, h]
         Qs.append(base)
         fids.append(hid)
@@ -361,7 +393,6 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
     fid = np.concatenate(fids)
     if np.any(fr < 0):
         raise Degenerate("a facet without its region")
-    # the dual graph comes for free: a neuron facet joins its two regions
     off = np.concatenate([[0], np.cumsum(sizes)])
     gl = []
     for t in range(0, len(Qs), 2):
@@ -371,46 +402,63 @@ def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, nb8: int, vertices: bool,
         r1 = fr[off[t + 1] : off[t + 2]]
         gl.append(np.stack([r0, r1, fid[lo_:hi_][sel_n]], axis=1))
     graph_edges = np.concatenate(gl, axis=0) if gl else np.zeros((0, 3), np.int64)
-    key = np.sort(fr * pb.n_ids + fid)
+    key = np.sort(fr * n_ids + fid)
     if key.size > 1 and np.any(key[1:] == key[:-1]):
         raise Degenerate("a facet found twice")
-    fr, fid = key // pb.n_ids, key % pb.n_ids
-    if vertices:
-        # every (vertex, region) incidence: the regions around v are the side choices
-        # for its neuron hyperplanes
-        vs, rs_ = [], []
-        for mask in range(2**d):
-            cols = [c for c in range(d) if (mask >> c) & 1]
-            ok = np.ones(V, dtype=bool)
-            for c in cols:
-                ok &= isn_col[:, c]
-            v = np.flatnonzero(ok)
-            Pm = S[v, :nbp]
-            for c in cols:
-                bi, bv = _bytes_bit(Id[v, c])
-                Pm[np.arange(v.size), bi] |= bv
-            r = table.find(np.ascontiguousarray(Pm))
-            if np.any(r < 0):
-                raise Degenerate("a vertex without its region")
-            vs.append(v)
-            rs_.append(r)
-        vv = np.concatenate(vs)
-        rr = np.concatenate(rs_)
-        o = np.argsort(rr, kind="stable")
-        verts = X[vv[o]]
-        vptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rr, minlength=n), out=vptr[1:])
-    else:
-        verts = np.zeros((0, d))
-        vptr = np.zeros(n + 1, dtype=np.int64)
-    parts = _hrep_parts(pb, packed, vptr, verts, fr, fid, interior)
-    parts["table"] = table
     lo = np.minimum(graph_edges[:, 0], graph_edges[:, 1])
     hi = np.maximum(graph_edges[:, 0], graph_edges[:, 1])
-    parts["graph_edges"] = np.stack([lo, hi, graph_edges[:, 2]], axis=1)
-    if not vertices:
-        parts["skeleton"] = (X.copy(), Id.copy(), S.copy())
-    return parts
+    return key // n_ids, key % n_ids, np.stack([lo, hi, graph_edges[:, 2]], axis=1)
+
+
+def _vertex_lists(lv: _LowestVertex, table: PatternTable, n: int):
+    """Every (vertex, region) incidence: the regions around a vertex are the side
+    choices for its neuron hyperplanes.  Returns the vertices grouped by region and
+    their offsets."""
+    d, Id, S, nbp = lv.d, lv.Id, lv.S, lv.nbp
+    isn_col = Id < lv.N
+    vs, rs_ = [], []
+    for mask in range(2**d):
+        cols = [c for c in range(d) if (mask >> c) & 1]
+        ok = np.ones(lv.V, dtype=bool)
+        for c in cols:
+            ok &= isn_col[:, c]
+        v = np.flatnonzero(ok)
+        Pm = S[v, :nbp]
+        for c in cols:
+            bi, bv = _bytes_bit(Id[v, c])
+            Pm[np.arange(v.size), bi] |= bv
+        r = table.find(np.ascontiguousarray(Pm))
+        if np.any(r < 0):
+            raise Degenerate("a vertex without its region")
+        vs.append(v)
+        rs_.append(r)
+    vv = np.concatenate(vs)
+    rr = np.concatenate(rs_)
+    o = np.argsort(rr, kind="stable")
+    vptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rr, minlength=n), out=vptr[1:])
+    return lv.X[vv[o]], vptr
+
+
+def _extract(pb: E.Problem, pool: _Pool, edges: _Pool, vertices: bool) -> EngineRun:
+    """Regions from the skeleton: patterns and interior points, facets (with the dual
+    graph), vertex lists (or the skeleton, to recover them later), then the
+    H-representations and affine maps."""
+    lv = _LowestVertex(pb, pool, edges)
+    packed, interior = _regions(lv)
+    n = packed.shape[0]
+    table = PatternTable(packed)
+    fr, fid, graph_edges = _facets(lv, table, pb.n_ids)
+    skeleton = None
+    if vertices:
+        verts, vptr = _vertex_lists(lv, table, n)
+    else:
+        verts = np.zeros((0, pb.d))
+        vptr = np.zeros(n + 1, dtype=np.int64)
+        skeleton = Skeleton(lv.X.copy(), lv.Id.copy(), lv.S.copy())
+    arrays = _hrep_parts(pb, packed, vptr, verts, fr, fid, interior)
+    return EngineRun(chunks=[arrays], engine="skeleton", table=table, edges=graph_edges,
+                     skeleton=skeleton)
 
 
 def _prefix_mask(nbits: int, nwords: int) -> np.ndarray:
@@ -427,7 +475,7 @@ def _layer_apply(W: np.ndarray, H: np.ndarray) -> np.ndarray:
     return out.reshape(W.shape[0], n, c).transpose(1, 0, 2)
 
 
-def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
+def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> RegionArrays:
     d = pb.d
     N = pb.N
     n = packed.shape[0]
@@ -506,17 +554,8 @@ def _hrep_parts(pb, packed, vptr, verts, fr, fid, interior) -> dict:
         Sk, sk = pb.net.skip
         aff[:, :, :d] += np.asarray(Sk, float)
         aff[:, :, d] += np.asarray(sk, float)
-    return {
-        "packed": packed,
-        "vptr": vptr,
-        "vertices": verts,
-        "fptr": fptr,
-        "fid": fid,
-        "fA": A,
-        "fb": bb,
-        "interior": interior,
-        "radius": radius,
-        "affine": aff,
-        "bounded": bounded,
-        "touches": touches,
-    }
+    return RegionArrays(
+        packed_patterns=packed, vertex_ptr=vptr, vertices=verts, facet_ptr=fptr,
+        facet_ids=fid, facet_A=A, facet_b=bb, interior=interior, radius=radius,
+        affine=aff, bounded=bounded, touches_domain=touches,
+    )

@@ -11,6 +11,8 @@ import numpy as np
 from ..domain import Box
 from ..errors import RelulabError
 from ..network import Network
+from ..results import Result
+from ..tolerance import ROUNDOFF, or_default
 
 __all__ = ["Segment", "along_segment", "Slice2D", "Polygon", "slice2d", "restrict_affine"]
 
@@ -96,7 +98,7 @@ class Segment:
         }
 
 
-def along_segment(net: Network, a: Any, b: Any, *, tol: float = 1e-12) -> Segment:
+def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> Segment:
     """Every breakpoint of ``net`` on the segment from ``a`` to ``b``.
 
     Works layer by layer on intervals of ``t``: on each interval every neuron of the
@@ -112,6 +114,7 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float = 1e-12) -> Segmen
         >>> seg.points.ravel().tolist(), seg.slopes.ravel().tolist()
         ([-1.0, 0.0, 1.0, 3.0], [0.0, 4.0, -4.0])
     """
+    tol = or_default(tol, ROUNDOFF)
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
@@ -211,7 +214,7 @@ class Polygon:
 
 
 @dataclass(frozen=True)
-class Slice2D:
+class Slice2D(Result):
     """The exact partition of the window of a 2-D slice ``origin + s u + t v``.
 
     Example:
@@ -235,10 +238,6 @@ class Slice2D:
     def to_point(self, st: Any) -> np.ndarray:
         st = np.atleast_2d(np.asarray(st, dtype=np.float64))
         return self.origin[None, :] + st[:, :1] * self.u[None, :] + st[:, 1:2] * self.v[None, :]
-
-    def to_dict(self) -> dict:
-        return {"origin": self.origin.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
-                "window": list(self.window), "polygons": [p.to_dict() for p in self.polygons]}
 
 
 def slice2d(

@@ -7,7 +7,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Region", "RegionSet", "neuron_label"]
+from ..network import Network
+from ..tolerance import FEAS_TOL
+from ._hashing import PatternTable
+
+__all__ = ["Region", "RegionSet", "Skeleton", "neuron_label", "pattern_index"]
 
 
 def neuron_label(widths: tuple[int, ...], j: int) -> tuple[int, int]:
@@ -73,8 +77,10 @@ class Region:
     def dim(self) -> int:
         return int(self.interior_point.shape[0])
 
-    def contains(self, X: Any, tol: float = 1e-9) -> np.ndarray | bool:
-        """Membership (``A x <= b + tol``) of a point or of each row of a batch."""
+    def contains(self, X: Any, tol: float | None = None) -> np.ndarray | bool:
+        """Membership (``A x <= b + tol``, default ``FEAS_TOL``) of a point or of each
+        row of a batch."""
+        tol = FEAS_TOL if tol is None else tol
         X = np.asarray(X, dtype=np.float64)
         single = X.ndim == 1
         ok = np.all(np.atleast_2d(X) @ self.A.T <= self.b + tol, axis=1)
@@ -115,12 +121,46 @@ class Region:
 
 
 @dataclass(eq=False)
+class Skeleton:
+    """The vertex skeleton the shared-vertex engine leaves behind when region vertex
+    lists are not stored: every vertex once, with the ids of the ``d`` hyperplanes
+    through it and its packed sign vector.  A region's vertices are recovered from it
+    on demand (:meth:`RegionSet.__getitem__`)."""
+
+    X: np.ndarray  # (V, d) coordinates
+    ids: np.ndarray  # (V, d) int64 hyperplane ids through each vertex
+    signs: np.ndarray  # (V, nb) uint8 packed sign vectors (0 on the hyperplanes through it)
+    zeromask: np.ndarray | None = None  # bits of the neuron hyperplanes through each vertex
+
+    def zero_bits(self, n_neurons: int) -> np.ndarray:
+        """Per vertex, the packed bits of the neuron hyperplanes through it (cached)."""
+        if self.zeromask is None:
+            zm = np.zeros_like(self.signs)
+            for c in range(self.ids.shape[1]):
+                ids = self.ids[:, c]
+                ok = np.flatnonzero(ids < n_neurons)
+                zm[ok, ids[ok] >> 3] |= (np.uint8(128) >> (ids[ok] & 7).astype(np.uint8))
+            self.zeromask = zm
+        return self.zeromask
+
+    def vertices_of(self, packed_pattern: np.ndarray, n_neurons: int) -> np.ndarray:
+        """The vertices whose sign vector agrees with the pattern off the hyperplanes
+        through them: the vertices of that region."""
+        zm = self.zero_bits(n_neurons)
+        nb = packed_pattern.shape[0]
+        ok = np.all((packed_pattern[None, :] & ~zm[:, :nb]) == self.signs[:, :nb], axis=1)
+        return self.X[ok]
+
+
+@dataclass(eq=False)
 class RegionSet:
     """All regions found, stored as flat arrays (``len``, indexing and iteration give
     :class:`Region` objects, built on demand).
 
     ``partial`` is True when the enumeration stopped early (``max_regions``, Ctrl-C);
-    every region in a partial set is still exact.
+    every region in a partial set is still exact.  ``info`` holds how the set was
+    computed (``engine``, ``fallback``, ``interrupted``, ``box_halfwidth``); ``net``
+    is the (float) network the regions belong to, used by :meth:`locate`.
 
     Example:
         >>> import numpy as np
@@ -153,6 +193,11 @@ class RegionSet:
     method: str = "subdivision"
     certified: bool = True
     info: dict = field(default_factory=dict)
+    net: Network | None = None
+    # engine by-products kept for fast queries (None when not available)
+    _table: PatternTable | None = field(default=None, repr=False)
+    _edges: np.ndarray | None = field(default=None, repr=False)  # (E, 3) dual-graph edges
+    _skeleton: Skeleton | None = field(default=None, repr=False)
 
     # -------------------------------------------------------------- basics
     @property
@@ -187,8 +232,8 @@ class RegionSet:
         )
         aff = self.affine[i]
         verts = self.vertices[v0:v1]
-        if v1 == v0 and "_skeleton" in self.info:
-            verts = self._skeleton_vertices(i)
+        if v1 == v0 and self._skeleton is not None:
+            verts = self._skeleton.vertices_of(self.packed_patterns[i], N)
         return Region(
             index=i,
             pattern=pat,
@@ -204,24 +249,6 @@ class RegionSet:
             n_neurons=N,
         )
 
-    def _skeleton_vertices(self, i: int) -> np.ndarray:
-        """Vertices of region ``i`` from the kept skeleton: the vertices whose sign
-        vector agrees with the region's pattern off the hyperplanes through them."""
-        X, Id, S = self.info["_skeleton"]
-        zm = self.info.get("_zeromask")
-        N = self.n_neurons
-        if zm is None:
-            zm = np.zeros_like(S)
-            for c in range(Id.shape[1]):
-                ids = Id[:, c]
-                ok = np.flatnonzero(ids < N)
-                zm[ok, ids[ok] >> 3] |= (np.uint8(128) >> (ids[ok] & 7).astype(np.uint8))
-            self.info["_zeromask"] = zm
-        nb = self.packed_patterns.shape[1]
-        R = self.packed_patterns[i]
-        ok = np.all((R[None, :] & ~zm[:, :nb]) == S[:, :nb], axis=1)
-        return X[ok]
-
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
@@ -230,16 +257,16 @@ class RegionSet:
     def locate(self, X: Any) -> np.ndarray:
         """Index of the region containing each point (by its activation pattern;
         -1 for a point on a boundary or outside every region found)."""
-        from ._graph import pattern_index
-
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        return pattern_index(self, self._net_patterns(X))
-
-    def _net_patterns(self, X: np.ndarray) -> np.ndarray:
-        net = self.info.get("net")
-        if net is None:
+        if self.net is None:
             raise RuntimeError("this region set does not keep its network")
-        return net.pattern_vector(X)
+        return pattern_index(self, self.net.pattern_vector(X))
+
+    def pattern_table(self) -> PatternTable:
+        """The exact lookup table of the packed patterns (built once)."""
+        if self._table is None:
+            self._table = PatternTable(self.packed_patterns)
+        return self._table
 
     def summary(self) -> dict:
         return {
@@ -264,3 +291,12 @@ class RegionSet:
         if regions:
             out["region_list"] = [r.to_dict() for r in self]
         return out
+
+
+def pattern_index(rs: RegionSet, patterns: np.ndarray) -> np.ndarray:
+    """Index of the region with each (bool) activation pattern, -1 when none."""
+    N = rs.n_neurons
+    if N == 0:
+        return np.zeros(patterns.shape[0], dtype=np.int64) if len(rs) else -np.ones(
+            patterns.shape[0], dtype=np.int64)
+    return rs.pattern_table().find(np.packbits(np.asarray(patterns, dtype=bool), axis=1))

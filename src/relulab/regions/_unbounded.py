@@ -14,22 +14,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..lp import LPModel
-from ._bfs import pattern_constraints
+from ._assembly import assemble, run_engines
+from ._bfs import is_facet, pattern_constraints
+from ._engine import Problem
+from ._types import RegionSet
 
 __all__ = ["enumerate_unbounded"]
 
 
-def _is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
-    m.h.changeRowBounds(q, -np.inf, b[q] + 1.0)
-    m.set_objective(-A[q])
-    res = m.solve()
-    m.h.changeRowBounds(q, -np.inf, b[q])
-    return bool(res.ok and -res.objective > b[q] + 1e-9)
-
-
 def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     """True when no unbounded region has a facet outside the artificial box."""
-    N = rs.n_neurons
     pats = rs.patterns
     for i in np.flatnonzero(~rs.bounded):
         Za, Zc = pattern_constraints(net, pats[i])
@@ -44,33 +38,22 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
         for q, row in enumerate(live):
             if int(row) in have:
                 continue
-            if _is_facet(m, A, b, q):
+            if is_facet(m, A, b, q):
                 return False
-    _ = N
     return True
 
 
-def enumerate_unbounded(net, dom, pb, *, max_regions=None, progress=False, engine="auto", vertices=True):
-    from ._enumerate import _assemble, run_all
-
-    netf = net.float() if net.is_exact else net
+def enumerate_unbounded(pb: Problem, dom, *, max_regions=None, progress=False, engine="auto",
+                        vertices=True) -> RegionSet:
+    """The regions of ``pb`` (an unbounded domain, ``pb.big`` the first artificial box
+    half-width), certified complete when possible (``rs.certified``)."""
+    netf = pb.net
     M = float(pb.big)
     rs = None
     for _ in range(6):
         pb.big = M
-        state: dict = {}
-        chunks = run_all(pb, progress, max_regions, engine, state, vertices)
-        skel = None
-        for c in chunks:
-            c.pop("table", None)
-            skel = c.pop("skeleton", None)
-            c.pop("graph_edges", None)
-        rs = _assemble(pb, chunks, partial=bool(state.get("partial", False)), domain=dom,
-                       method="subdivision")
-        rs.info["box_halfwidth"] = M
-        if skel is not None:
-            rs.info["_skeleton"] = skel
-        rs.info.update({k: v for k, v in state.items() if k != "partial"})
+        run = run_engines(pb, progress, max_regions, engine, vertices)
+        rs = assemble(pb, run, domain=dom, keep_graph=False, info={"box_halfwidth": M})
         if rs.partial:
             rs.certified = False
             return rs

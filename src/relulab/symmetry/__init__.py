@@ -17,7 +17,7 @@ Example:
     [-0.25, 1.0]
 """
 
-from ._util import NeuronStatus, neuron_status
+from ._status import NeuronStatus, neuron_status
 from .canonical import CanonicalReport, canonical
 from .equivalence import (
     EquivalenceResult,

@@ -41,8 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..layers import Layers, bool_mask, max_abs, zero
 from ..network import Network
-from ._util import Layers, NeuronStatus, bool_mask, max_abs, neuron_status, zero
+from ..tolerance import MATCH_RTOL, ROUNDOFF, or_default
+from ._status import NeuronStatus, neuron_status
 
 __all__ = ["canonical", "CanonicalReport"]
 
@@ -153,7 +155,7 @@ def canonical(
     dom = None if domain is None else as_domain(domain, net.input_dim)
     lay = Layers.of(net)
     ex = lay.exact
-    tol = 0.0 if ex else (1e-12 if merge_tol is None else float(merge_tol))
+    tol = 0.0 if ex else or_default(merge_tol, ROUNDOFF)
     widths_before = net.widths
     ids: list[list[int]] = [list(range(w)) for w in widths_before]
     dead: list[Neuron] = []
@@ -255,9 +257,10 @@ def _drop_zero_outgoing(lay: Layers, ids: list[list[int]], k: int, log: list[Neu
     _drop(lay, ids, k, zs)
 
 
-def same_form(a: Network, b: Network, rtol: float = 1e-9) -> bool:
+def same_form(a: Network, b: Network, rtol: float | None = None) -> bool:
     """Whether two normal forms coincide: identical entries for exact networks, equal up to
     ``rtol`` (relative to each array's largest entry) for float ones."""
+    rtol = or_default(rtol, MATCH_RTOL)
     if a.is_exact and b.is_exact:
         return a == b
     if a.depth != b.depth or (a.skip is None) != (b.skip is None):

@@ -47,8 +47,10 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope, as_domain
+from ..layers import as_kind
 from ..network import Network, NetworkError
-from ._util import as_kind, verifier_available
+from ..tolerance import EQUIV_TOL, MATCH_RTOL, ROUNDOFF, TINY, or_default, scaled_tol
+from ._status import verifier_available
 from .canonical import canonical
 
 __all__ = [
@@ -171,7 +173,7 @@ def _recheck(
 
 def _default_tol(f: Network, g: Network, X: np.ndarray) -> float:
     scale = max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
-    return 1e-6 * scale
+    return EQUIV_TOL * scale
 
 
 def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
@@ -195,7 +197,7 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
     if not D.any():
         return 0.0  # every weight difference is exactly zero: nothing to round
     # Slack for the rounding of this very computation.
-    return float(np.max(D)) * (1 + 1e-12) + 1e-300
+    return float(np.max(D)) * (1 + ROUNDOFF) + TINY
 
 
 def _domain_points(domain: Box | Polytope, n: int, seed: int) -> np.ndarray:
@@ -345,14 +347,14 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
         if isinstance(dom, Box):
             x = np.where(row > 0, dom.hi, dom.lo)
             v = float(row @ x + off)
-            bound = v * (1 + 1e-12) + 1e-300
+            bound = v * (1 + ROUNDOFF) + TINY
         else:
             r = solve(-row, A_ub=dom.A, b_ub=dom.b)
             if not r.ok:
                 return done("unknown", "verifier", message=f"LP over the polytope ended {r.status}")
             x = r.x
             v = float(row @ x + off)
-            bound = v + 1e-9 * (1 + abs(v))
+            bound = v + scaled_tol(v)
         ub = max(ub, bound)
         if v > best_v:
             best_x, best_v = x, v
@@ -398,7 +400,7 @@ def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.nda
             continue
         # First index of the largest |w| (with a relative tie tolerance for floats, so
         # that rescaled copies pick the same pivot).
-        p = next(j for j in range(len(w)) if (absw[j] == top if exact else absw[j] >= top * (1 - 1e-9)))
+        p = next(j for j in range(len(w)) if (absw[j] == top if exact else absw[j] >= top * (1 - MATCH_RTOL)))
         piv = w[p]
         a = abs(piv)
         u = w / piv
@@ -427,7 +429,7 @@ def _group_hyperplanes(terms: list, exact: bool, key_tol: float) -> list[tuple[n
         return [tuple(gr) for gr in groups]
     for u, beta, coef in terms:
         for gr in groups:
-            if np.max(np.abs(gr[0] - u)) <= key_tol and abs(gr[1] - beta) <= key_tol * (1 + abs(beta)):
+            if np.max(np.abs(gr[0] - u)) <= key_tol and abs(gr[1] - beta) <= scaled_tol(beta, key_tol):
                 gr[2] = gr[2] + coef
                 break
         else:
@@ -454,7 +456,7 @@ def equivalent_one_hidden_layer(
     t0 = time.monotonic()
     _check_shapes(f, g)
     exact = f.is_exact and g.is_exact
-    rt = 1e-9 if rtol is None else float(rtol)
+    rt = or_default(rtol, MATCH_RTOL)
     tf, Mf, cf = _one_layer_terms(f, exact, +1)
     tg, Mg, cg = _one_layer_terms(g, exact, -1)
     groups = _group_hyperplanes(tf + tg, exact, rt)
@@ -534,7 +536,7 @@ def _kink_witnesses(kink: list, groups: list, exact: bool, d: int, seed: int) ->
         ok = True
         for uo, bo, _ in others:
             val = uo @ x0 + bo
-            if val == 0 or (not exact and abs(val) < 1e-12):
+            if val == 0 or (not exact and abs(val) < ROUNDOFF):
                 ok = False
                 break
             slope = uo @ u
@@ -551,7 +553,7 @@ def _kink_witnesses(kink: list, groups: list, exact: bool, d: int, seed: int) ->
     return [np.zeros(d)]
 
 
-def one_hidden_layer_normal_form(net: Network, *, rtol: float = 1e-9) -> Network:
+def one_hidden_layer_normal_form(net: Network, *, rtol: float | None = None) -> Network:
     """The complete normal form on R^d of a network with at most one hidden layer.
 
     One neuron per distinct hyperplane with a nonzero total coefficient, written as
@@ -565,6 +567,7 @@ def one_hidden_layer_normal_form(net: Network, *, rtol: float = 1e-9) -> Network
         >>> nf = one_hidden_layer_normal_form(f); nf.n_hidden_layers, nf.weights[0].tolist()
         (0, [[Fraction(1, 1)]])
     """
+    rtol = or_default(rtol, MATCH_RTOL)
     exact = net.is_exact
     terms, M, c = _one_layer_terms(net, exact, +1)
     groups = _group_hyperplanes(terms, exact, rtol)

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import RelulabError
+from ..layers import Layers
 from ..network import Network
-from ._util import Layers
 
 __all__ = ["replace", "Replacement", "neuron_scores", "plan", "SCORES"]
 

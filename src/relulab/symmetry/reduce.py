@@ -40,8 +40,10 @@ from fractions import Fraction
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..layers import Layers
 from ..network import Network
-from ._util import Layers, neuron_status, verifier_available
+from ..tolerance import ROUNDOFF
+from ._status import neuron_status, verifier_available
 from .canonical import canonical
 from .equivalence import EquivalenceResult, equivalent
 
@@ -135,7 +137,7 @@ def _solve_exact(B: np.ndarray, w: np.ndarray) -> np.ndarray | None:
     return alpha
 
 
-def _express(rows: np.ndarray, exact: bool, rtol: float = 1e-10) -> tuple[list[int], dict[int, np.ndarray]]:
+def _express(rows: np.ndarray, exact: bool, rtol: float = 1e-10) -> tuple[list[int], dict[int, np.ndarray]]:  # tol: rank test
     """Greedy basis of the rows (in order) and, for every other row, its coefficients on
     the basis rows."""
     basis: list[int] = []
@@ -272,7 +274,7 @@ def reduce(
     """
     dom = as_domain(domain, net.input_dim)
     ex = net.is_exact
-    tol = 0.0 if ex else 1e-12
+    tol = 0.0 if ex else ROUNDOFF
     use_verifier = use_verifier and verifier_available()
     rng = np.random.default_rng(seed)
     samples = dom.sample(2000, rng)

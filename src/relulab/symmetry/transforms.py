@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..layers import Layers, as_kind
 from ..network import Network, NetworkError
-from ._util import Layers, as_kind
 
 __all__ = ["rescale", "permute", "random_symmetry"]
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..results import Result
 from .convex import _augment, _correlate, _prep, _Projector
 from .patterns import activation_patterns
 
@@ -41,7 +42,7 @@ __all__ = ["CollapseThreshold", "collapse_threshold"]
 
 
 @dataclass(frozen=True)
-class CollapseThreshold:
+class CollapseThreshold(Result):
     """``lam``: the threshold (exact when ``exact``; else the best lower bound found, with
     ``witness`` a unit direction attaining it); ``upper``: a proven upper bound.
 
@@ -57,10 +58,6 @@ class CollapseThreshold:
     exact: bool
     witness: np.ndarray
     n_patterns: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"lam": self.lam, "upper": self.upper, "exact": self.exact,
-                "witness": self.witness.tolist(), "n_patterns": self.n_patterns}
 
 
 def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int = 5000,

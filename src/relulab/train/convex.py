@@ -48,6 +48,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
+from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
 from .patterns import activation_patterns, facet_rows, sample_patterns
 
 __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
@@ -120,7 +121,7 @@ class _Projector:
             cand = cand[np.linalg.norm(cand, axis=1) > 0]
             cand /= np.linalg.norm(cand, axis=1, keepdims=True)
             vals = S.T[:, :, None] * (Xa @ cand.T)[None, :, :]  # (P, n, C)
-            ok = np.all(vals >= -1e-12 * np.linalg.norm(Xa, axis=1)[None, :, None], axis=1)
+            ok = np.all(vals >= -ROUNDOFF * np.linalg.norm(Xa, axis=1)[None, :, None], axis=1)
             rays = np.zeros((P, 2, 2))
             good = True
             for i in range(P):
@@ -131,7 +132,7 @@ class _Projector:
                 # the two extreme rays are the pair with the widest angle
                 G = r @ r.T
                 a, b = np.unravel_index(np.argmin(G), G.shape)
-                if G[a, b] <= -1 + 1e-12:  # a half-plane or more: not a pointed sector
+                if G[a, b] <= -1 + ROUNDOFF:  # a half-plane or more: not a pointed sector
                     good = False
                     break
                 rays[i] = r[[a, b]]
@@ -142,7 +143,7 @@ class _Projector:
         """Project each row ``z[m]`` onto cone ``iis[m]``."""
         out = z.copy()
         vals = self.S[:, iis].T * (z @ self.Xa.T)  # (m, n)
-        tol = 1e-13 * np.linalg.norm(z, axis=1)[:, None] * np.linalg.norm(self.Xa, axis=1)
+        tol = 1e-13 * np.linalg.norm(z, axis=1)[:, None] * np.linalg.norm(self.Xa, axis=1)  # tol: rounding of z . x
         todo = np.nonzero(~np.all(vals >= -tol, axis=1))[0]
         if todo.size == 0:
             return out
@@ -291,7 +292,7 @@ def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0) -> float:
         if val == 0:
             return 1.0
         z = w / val
-    return val * 1.01 + 1e-12
+    return val * 1.01 + ROUNDOFF
 
 
 def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check_every=10):
@@ -332,7 +333,7 @@ def _check_solver(solver: str) -> None:
 
 
 def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool = True,
-               seed: int = 0, gap_tol: float = 1e-8, max_iter: int = 50000,
+               seed: int = 0, gap_tol: float | None = None, max_iter: int = 50000,
                patterns: tuple[np.ndarray, np.ndarray] | None = None,
                solver: str = "ipm", time_limit: float | None = None) -> ConvexFit:
     """Globally optimal two-layer ReLU network for ``(1/2)||f(X)-y||^2 + (lam/2)||theta||^2``
@@ -364,6 +365,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         >>> abs(nonconvex_objective(fit.network, X, y, 0.01) - fit.objective) < 1e-9
         True
     """
+    gap_tol = or_default(gap_tol, GAP_TOL)
     X, y = _prep(X, y, lam)
     _check_solver(solver)
     t0 = time.perf_counter()
@@ -403,7 +405,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         small = np.linalg.norm(Zs, axis=2) <= thr
         V = proj.project(Zs, skip=small)
         nv = np.linalg.norm(V, axis=2, keepdims=True)
-        return np.where(nv > thr, (1.0 - thr / np.maximum(nv, 1e-300)) * V, 0.0)
+        return np.where(nv > thr, (1.0 - thr / np.maximum(nv, TINY)) * V, 0.0)
 
     def dual_gap(Z):
         rho = y - pred(Z)
@@ -490,7 +492,7 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     while True:
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
         Zs, info = solve_group_lasso(Xa, M[:, act], y, lam, cones=True, rows=F[:, act],
-                                     tol=1e-12, time_limit=left)
+                                     tol=1e-12, time_limit=left)  # tol: the polish needs a tight solve
         iterations += info["iterations"]
         Zraw = np.zeros((2, P, d))
         Zraw[:, act] = Zs
@@ -500,7 +502,7 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
         rho = y - _predict(Xa, Mf, Zraw[0] - Zraw[1])
         viol = _dual_violations(Xa, Mf, rho, proj, lam)
         viol[act] = 0.0
-        out = np.nonzero(viol > lam * (1 + 1e-9))[0]
+        out = np.nonzero(viol > lam * (1 + FEAS_TOL))[0]
         if out.size == 0 or (time_limit is not None and time.perf_counter() - t0 > time_limit):
             break
         add = out[np.argsort(-viol[out])[:max(25, n // 2)]]
@@ -508,7 +510,7 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     norms = np.linalg.norm(Zraw, axis=2)
     # an interior point leaves every group slightly nonzero: the sparse candidates (groups
     # at the solver's noise level dropped, then Newton on that face) are tried first
-    Zclean = np.where((norms > 1e-6 * max(1.0, float(norms.max())))[:, :, None], Zraw, 0.0)
+    Zclean = np.where((norms > 1e-6 * max(1.0, float(norms.max())))[:, :, None], Zraw, 0.0)  # tol: solver noise
 
     def polished():
         Zp = _polish(Zclean, Xa, Mf, cones, y, lam, proj)
@@ -551,7 +553,7 @@ def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | Non
     r = lp_solve(np.zeros(t0.size), A_eq=A_eq, b_eq=b_eq, lb=np.zeros(t0.size))
     if r.status != "optimal" or r.x is None:
         return None
-    t = np.where(r.x > 1e-12 * max(1.0, float(t0.max())), r.x, 0.0)
+    t = np.where(r.x > ROUNDOFF * max(1.0, float(t0.max())), r.x, 0.0)
     out = np.zeros_like(Z)
     out[ss, iis] = t[:, None] * U
     return out
@@ -569,14 +571,14 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
     final point (its certificate is computed by the caller) or None on breakdown."""
     n, d = Xa.shape
     norms = np.linalg.norm(Z, axis=2)
-    top = max(1e-300, float(norms.max()))
+    top = max(TINY, float(norms.max()))
     groups: list[list[Any]] = []
     for s in range(2):
-        for i in np.nonzero(norms[s] > 1e-10 * top)[0]:
+        for i in np.nonzero(norms[s] > 1e-10 * top)[0]:  # tol: groups the solver left nonzero
             z = Z[s, i].copy()
             vals = cones[i] @ z
             sc = np.linalg.norm(cones[i], axis=1) * np.linalg.norm(z)
-            groups.append([s, int(i), z, vals <= 1e-9 * np.maximum(sc, 1e-300)])
+            groups.append([s, int(i), z, vals <= FEAS_TOL * np.maximum(sc, TINY)])
     sgn = (1.0, -1.0)
 
     def prediction(gs):
@@ -605,7 +607,7 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
             grad = -sgn[s] * (Mf[:, i] * Xa.T) @ rho + lam * z / nz
             Ga = cones[i][act]
             mu = np.linalg.lstsq(Ga.T, grad, rcond=None)[0]
-            if mu.min() < -1e-9 * max(1.0, float(np.abs(mu).max())):
+            if mu.min() < -FEAS_TOL * max(1.0, float(np.abs(mu).max())):
                 rows = np.nonzero(act)[0]
                 act[rows[int(np.argmin(mu))]] = False
                 released = True
@@ -616,169 +618,211 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
         for s, i, _, _ in groups:
             nrm[s, i] = 0.0
         s, i = np.unravel_index(int(np.argmax(nrm)), nrm.shape)
-        if nrm[s, i] <= lam * (1 + 1e-10):
+        if nrm[s, i] <= lam * (1 + 1e-10):  # tol: dual constraint tight
             Zo = np.zeros_like(Z)
             for s2, i2, z2, _ in groups:
                 Zo[s2, i2] = z2
             return Zo
         u = Cp[s, i] / nrm[s, i]
-        z = 1e-6 * max(1.0, top) * u
+        z = 1e-6 * max(1.0, top) * u  # tol: a small seed weight
         vals = cones[int(i)] @ z
         sc = np.linalg.norm(cones[int(i)], axis=1) * np.linalg.norm(z)
-        groups.append([int(s), int(i), z, vals <= 1e-9 * np.maximum(sc, 1e-300)])
+        groups.append([int(s), int(i), z, vals <= FEAS_TOL * np.maximum(sc, TINY)])
     Zo = np.zeros_like(Z)
     for s2, i2, z2, _ in groups:
         Zo[s2, i2] = z2
     return Zo
 
 
-def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
-    """Newton's method on the current face; edits ``groups`` in place.  Returns
-    "converged", "blocked" (a new row was hit and is now held), "dropped" (a group
-    vanished and left), "stalled", or None on breakdown."""
-    d = Xa.shape[1]
-    sgn = (1.0, -1.0)
-    Ns, Bs = [], []
-    for s, i, _, act in groups:
-        if act.any():
-            _, sv, Vt = np.linalg.svd(cones[i][act])
-            rank = int(np.sum(sv > 1e-10 * sv[0]))
-            N = Vt[rank:].T
-        else:
-            N = np.eye(d)
-        Ns.append(N)
-        Bs.append(sgn[s] * (Mf[:, i:i + 1] * Xa) @ N)
-    keep = [k for k in range(len(groups)) if Ns[k].shape[1] > 0]
-    if len(keep) < len(groups):
-        groups[:] = [groups[k] for k in keep]
-        return "dropped"
-    B = np.hstack(Bs)
-    offs = np.concatenate([[0], np.cumsum([N.shape[1] for N in Ns])])
-    K = len(groups)
-    xi = np.concatenate([Ns[k].T @ groups[k][2] for k in range(K)])
+class _Face:
+    """The group-lasso problem restricted to the current face: each group ``k`` keeps its
+    weight in the null space ``N_k`` of its active cone rows, so the problem in the
+    coordinates ``xi`` is ``min 1/2 ||B xi - y||^2 + lam sum_k ||xi_k||``."""
 
-    def F(v):
-        r = B @ v - y
-        return 0.5 * float(r @ r) + lam * sum(
-            float(np.linalg.norm(v[offs[k]:offs[k + 1]])) for k in range(K))
+    def __init__(self, groups, Xa, Mf, cones, y, lam):
+        d = Xa.shape[1]
+        sgn = (1.0, -1.0)
+        self.groups, self.cones, self.y, self.lam = groups, cones, y, lam
+        self.Ns, Bs = [], []
+        for s, i, _, act in groups:
+            if act.any():
+                _, sv, Vt = np.linalg.svd(cones[i][act])
+                rank = int(np.sum(sv > 1e-10 * sv[0]))  # tol: numerical rank
+                N = Vt[rank:].T
+            else:
+                N = np.eye(d)
+            self.Ns.append(N)
+            Bs.append(sgn[s] * (Mf[:, i:i + 1] * Xa) @ N)
+        self.empty = [k for k in range(len(groups)) if self.Ns[k].shape[1] == 0]
+        if self.empty:
+            return
+        self.K = len(groups)
+        self.B = np.hstack(Bs)
+        self.offs = np.concatenate([[0], np.cumsum([N.shape[1] for N in self.Ns])])
+        self.BtB = self.B.T @ self.B
+        self.Bty = self.B.T @ y
 
-    def store(v):
-        for k in range(K):
-            groups[k][2] = Ns[k] @ v[offs[k]:offs[k + 1]]
+    def sl(self, k: int) -> slice:
+        return slice(self.offs[k], self.offs[k + 1])
 
-    BtB = B.T @ B
-    Bty = B.T @ y
-    f = F(xi)
-    for _ in range(max_newton):
-        g = BtB @ xi - Bty
-        H = BtB.copy()
-        for k in range(K):
-            sl = slice(offs[k], offs[k + 1])
+    def start(self) -> np.ndarray:
+        return np.concatenate([self.Ns[k].T @ self.groups[k][2] for k in range(self.K)])
+
+    def F(self, v: np.ndarray) -> float:
+        r = self.B @ v - self.y
+        return 0.5 * float(r @ r) + self.lam * sum(
+            float(np.linalg.norm(v[self.sl(k)])) for k in range(self.K))
+
+    def store(self, v: np.ndarray) -> None:
+        for k in range(self.K):
+            self.groups[k][2] = self.Ns[k] @ v[self.sl(k)]
+
+    def newton_system(self, xi: np.ndarray):
+        """Gradient and Hessian at ``xi``, or the index of a group at zero (not smooth)."""
+        g = self.BtB @ xi - self.Bty
+        H = self.BtB.copy()
+        for k in range(self.K):
+            sl = self.sl(k)
             v = xi[sl]
             nv = float(np.linalg.norm(v))
             if nv == 0.0:
-                groups.pop(k)
-                return "dropped"
+                return k
             u = v / nv
-            g[sl] += lam * u
-            H[sl, sl] += lam * (np.eye(v.size) - np.outer(u, u)) / nv
-        if np.linalg.norm(g) <= 1e-13 * max(1.0, float(np.linalg.norm(Bty))):
-            store(xi)
-            return "converged"
-        # the face problem may be degenerate (more weights than data): least-norm step
-        try:
-            step = -np.linalg.lstsq(H, g, rcond=1e-13)[0]
-        except np.linalg.LinAlgError:
-            return None
-        if float(g @ step) >= 0:
-            step = -g
-        def ratio_test(step, xi=xi):
-            a_max, hit = np.inf, None
-            for k in range(K):
-                s, i, _, act = groups[k]
-                free = ~act
-                if not free.any():
-                    continue
-                GN = cones[i][free] @ Ns[k]
-                sl = slice(offs[k], offs[k + 1])
-                v0 = GN @ xi[sl]
-                dv = GN @ step[sl]
-                neg = dv < 0
-                if neg.any():
-                    ratios = np.maximum(v0[neg], 0.0) / -dv[neg]
-                    j = int(np.argmin(ratios))
-                    if ratios[j] < a_max:
-                        a_max = float(ratios[j])
-                        hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
-            return a_max, hit
+            g[sl] += self.lam * u
+            H[sl, sl] += self.lam * (np.eye(v.size) - np.outer(u, u)) / nv
+        return g, H
 
-        a_max, hit = ratio_test(step)
-        if a_max <= 1e-14:
-            # blocked at once (typically by a row just released, when the face problem is
-            # degenerate and the Newton step is not unique): fall back to steepest descent
-            step = -g
-            a_max, hit = ratio_test(step)
-        # a Newton step that wants a group through zero: stop there and drop the group
-        # (the objective is not smooth at zero, so the quadratic model is wrong past it)
+    def ratio_test(self, xi: np.ndarray, step: np.ndarray):
+        """The longest step along ``step`` before a free cone row of some group turns
+        negative, and that (group, row)."""
+        a_max, hit = np.inf, None
+        for k in range(self.K):
+            s, i, _, act = self.groups[k]
+            free = ~act
+            if not free.any():
+                continue
+            GN = self.cones[i][free] @ self.Ns[k]
+            v0 = GN @ xi[self.sl(k)]
+            dv = GN @ step[self.sl(k)]
+            neg = dv < 0
+            if neg.any():
+                ratios = np.maximum(v0[neg], 0.0) / -dv[neg]
+                j = int(np.argmin(ratios))
+                if ratios[j] < a_max:
+                    a_max = float(ratios[j])
+                    hit = (k, np.nonzero(free)[0][np.nonzero(neg)[0][j]])
+        return a_max, hit
+
+    def group_through_zero(self, xi: np.ndarray, step: np.ndarray, a_max: float):
+        """A group the step drives (nearly) through zero within ``min(1, a_max)``: the
+        first such, and the step length to its closest approach (None if none)."""
         kill, a_kill = None, np.inf
-        for k in range(K):
-            sl = slice(offs[k], offs[k + 1])
-            v, sv = xi[sl], step[sl]
+        for k in range(self.K):
+            v, sv = xi[self.sl(k)], step[self.sl(k)]
             ip = float(v @ sv)
             if ip < 0:
                 ak = -ip / float(sv @ sv)
                 if ak <= min(1.0, a_max) and np.linalg.norm(v + ak * sv) <= 0.1 * np.linalg.norm(v):
                     if ak < a_kill:
                         kill, a_kill = k, ak
-        if kill is not None:
-            cand = xi + a_kill * step
-            cand[offs[kill]:offs[kill + 1]] = 0.0
-            if F(cand) <= f:
-                store(cand)
-                groups.pop(kill)
-                return "dropped"
-        found = False
+        return kill, a_kill
+
+    def line_search(self, xi, f, g, step, a_max, hit):
+        """Armijo backtracking along the Newton step, then along steepest descent.
+        Returns ``(cand, fc, blocked, hit)`` or None when neither direction descends."""
         for attempt in range(2):
             if attempt == 1:  # the Newton direction failed: steepest descent instead
                 step = -g
-                a_max, hit = ratio_test(step)
+                a_max, hit = self.ratio_test(xi, step)
             a = min(1.0, a_max)
             blocked = a_max <= 1.0
             slope = float(g @ step)
-            while a > 1e-14:
+            while a > 1e-14:  # tol: no step left
                 cand = xi + a * step
-                fc = F(cand)
+                fc = self.F(cand)
                 if fc <= f + 1e-4 * a * slope:
-                    found = True
-                    break
+                    return cand, fc, blocked, hit
                 a *= 0.5
                 blocked = False
-            if found:
-                break
-        if not found:
-            store(xi)
-            if np.linalg.norm(g) <= 1e-9 * max(1.0, float(np.linalg.norm(Bty))):
+        return None
+
+
+def _newton_step(face: _Face, g: np.ndarray, H: np.ndarray) -> np.ndarray | None:
+    """The Newton direction (least-norm: the face problem may be degenerate, with more
+    weights than data), or steepest descent when that does not descend."""
+    try:
+        step = -np.linalg.lstsq(H, g, rcond=1e-13)[0]  # tol: least squares cut-off
+    except np.linalg.LinAlgError:
+        return None
+    if float(g @ step) >= 0:
+        step = -g
+    return step
+
+
+def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
+    """Newton's method on the current face; edits ``groups`` in place.  Returns
+    "converged", "blocked" (a new row was hit and is now held), "dropped" (a group
+    vanished and left), "stalled", or None on breakdown."""
+    face = _Face(groups, Xa, Mf, cones, y, lam)
+    if face.empty:
+        groups[:] = [groups[k] for k in range(len(groups)) if k not in face.empty]
+        return "dropped"
+    K = face.K
+    xi = face.start()
+    f = face.F(xi)
+    for _ in range(max_newton):
+        sys_ = face.newton_system(xi)
+        if not isinstance(sys_, tuple):
+            groups.pop(sys_)
+            return "dropped"
+        g, H = sys_
+        if np.linalg.norm(g) <= 1e-13 * max(1.0, float(np.linalg.norm(face.Bty))):  # tol: Newton converged
+            face.store(xi)
+            return "converged"
+        step = _newton_step(face, g, H)
+        if step is None:
+            return None
+        a_max, hit = face.ratio_test(xi, step)
+        if a_max <= 1e-14:  # tol: no step left
+            # blocked at once (typically by a row just released, when the face problem is
+            # degenerate and the Newton step is not unique): fall back to steepest descent
+            step = -g
+            a_max, hit = face.ratio_test(xi, step)
+        # a Newton step that wants a group through zero: stop there and drop the group
+        # (the objective is not smooth at zero, so the quadratic model is wrong past it)
+        kill, a_kill = face.group_through_zero(xi, step, a_max)
+        if kill is not None:
+            cand = xi + a_kill * step
+            cand[face.sl(kill)] = 0.0
+            if face.F(cand) <= f:
+                face.store(cand)
+                groups.pop(kill)
+                return "dropped"
+        found = face.line_search(xi, f, g, step, a_max, hit)
+        if found is None:
+            face.store(xi)
+            if np.linalg.norm(g) <= FEAS_TOL * max(1.0, float(np.linalg.norm(face.Bty))):
                 return "converged"
             # no progress: the smallest group is the likely culprit; try without it
-            nrm = [float(np.linalg.norm(xi[offs[k]:offs[k + 1]])) for k in range(K)]
+            nrm = [float(np.linalg.norm(xi[face.sl(k)])) for k in range(K)]
             k = int(np.argmin(nrm))
             if nrm[k] <= 1e-3 * max(nrm):
                 groups.pop(k)
                 return "dropped"
             return "stalled"
-        xi, f = cand, fc
+        xi, f, blocked, hit = found
         for k in range(K):
-            sl = slice(offs[k], offs[k + 1])
-            if np.linalg.norm(xi[sl]) <= 1e-12 * max(1.0, float(np.abs(xi).max())):
+            sl = face.sl(k)
+            if np.linalg.norm(xi[sl]) <= ROUNDOFF * max(1.0, float(np.abs(xi).max())):
                 xi[sl] = 0.0
-                store(xi)
+                face.store(xi)
                 groups.pop(k)
                 return "dropped"
         if blocked and hit is not None:
-            store(xi)
+            face.store(xi)
             groups[hit[0]][3][hit[1]] = True
             return "blocked"
-    store(xi)
+    face.store(xi)
     return "stalled"
 
 
@@ -832,7 +876,7 @@ def nonconvex_objective(net: Network, X: Any, y: Any, lam: float, bias: bool = T
 
 
 def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool = True,
-              seed: int = 0, gap_tol: float = 1e-8, max_iter: int = 50000,
+              seed: int = 0, gap_tol: float | None = None, max_iter: int = 50000,
               solver: str = "ipm", time_limit: float | None = None) -> GatedFit:
     """Globally optimal gated-ReLU network (group lasso over sampled gates) for
     ``(1/2)||f(X)-y||^2 + lam sum_i ||w_i||``, with a duality-gap certificate.
@@ -845,6 +889,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         >>> g = gated_fit(X, y, lam=0.01); g.gap < 1e-7
         True
     """
+    gap_tol = or_default(gap_tol, GAP_TOL)
     X, y = _prep(X, y, lam)
     _check_solver(solver)
     t0 = time.perf_counter()
@@ -866,7 +911,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
 
     def prox(Ws, step):
         nr = np.linalg.norm(Ws, axis=1, keepdims=True)
-        return np.where(nr > step * lam, (1.0 - step * lam / np.maximum(nr, 1e-300)) * Ws, 0.0)
+        return np.where(nr > step * lam, (1.0 - step * lam / np.maximum(nr, TINY)) * Ws, 0.0)
 
     def dual_gap(W):
         rho = y - pred(W)
@@ -877,12 +922,12 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     if solver == "ipm":
         from .convex_ipm import solve_group_lasso
 
-        Wraw, info = solve_group_lasso(Xa, M, y, lam, cones=False, tol=1e-12,
+        Wraw, info = solve_group_lasso(Xa, M, y, lam, cones=False, tol=1e-12,  # tol: tight solve
                                        time_limit=time_limit)
         it = info["iterations"]
         nr = np.linalg.norm(Wraw, axis=1)
         # groups at the interior point's noise level are dropped when that still certifies
-        Wclean = np.where((nr > 1e-6 * max(1.0, float(nr.max())))[:, None], Wraw, 0.0)
+        Wclean = np.where((nr > 1e-6 * max(1.0, float(nr.max())))[:, None], Wraw, 0.0)  # tol: solver noise
         p, dval = dual_gap(Wclean)
         W = Wclean if p - dval <= gap_tol else Wraw
         p, dval = dual_gap(W)

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import require
+from ..tolerance import IPM_TOL, or_default
 
 __all__ = ["solve_group_lasso"]
 
@@ -52,7 +53,7 @@ def _group_entries(Xa: np.ndarray, W: np.ndarray, first_col: int, stride: int,
 
 
 def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, *,
-                      cones: bool, rows: np.ndarray | None = None, tol: float = 1e-10,
+                      cones: bool, rows: np.ndarray | None = None, tol: float | None = None,
                       max_iter: int = 200, time_limit: float | None = None
                       ) -> tuple[np.ndarray, dict[str, Any]]:
     """Solve the ReLU (``cones=True``) or gated-ReLU (``cones=False``) group lasso.
@@ -78,6 +79,7 @@ def solve_group_lasso(Xa: np.ndarray, M: np.ndarray, y: np.ndarray, lam: float, 
         >>> Z.shape, info["status"]
         ((2, 2), 'Solved')
     """
+    tol = or_default(tol, IPM_TOL)
     clarabel = require("clarabel", "clarabel")
     t0 = time.perf_counter()
     n, d = Xa.shape

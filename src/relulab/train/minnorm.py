@@ -55,6 +55,7 @@ import numpy as np
 from ..errors import RelulabError
 from ..lp import solve
 from ..network import Network
+from ..tolerance import FEAS_TOL, PROOF_MARGIN, ROUNDOFF, or_default
 
 __all__ = [
     "MinNormResult",
@@ -208,7 +209,7 @@ def _max_violation(
                 alpha, beta = -pre_mx[j], pre_m[j]
             ratio, targ = _interval_max(alpha, beta, a, b, bias)
             best = max(best, ratio)
-            if ratio > 1.0 + 1e-10:
+            if ratio > 1.0 + 1e-10:  # tol: a strict improvement
                 adds.append((targ, o))
     return best, adds
 
@@ -231,7 +232,7 @@ def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str) -> t
     ratio, targ = float(vals[k]), float(cands_a[k])
     # on an unbounded end |alpha + beta t| / w(t) tends to |beta| (w = sqrt(1+t^2)) or to
     # infinity (w = 1, beta != 0); beta vanishes up to rounding because d is free
-    if (not np.isfinite(a) or not np.isfinite(b)) and abs(beta) > 1e-9:
+    if (not np.isfinite(a) or not np.isfinite(b)) and abs(beta) > FEAS_TOL:
         lim = abs(beta) if bias == "penalized" else np.inf
         if lim > ratio:
             ratio = lim
@@ -322,7 +323,7 @@ class MinNormResult:
     def gap(self) -> float:
         return float(self.cost - self.lower_bound)
 
-    def in_optimal_set(self, f: Network, tol: float = 1e-7) -> bool:
+    def in_optimal_set(self, f: Network, tol: float | None = None) -> bool:
         """Whether the univariate one-hidden-layer network ``f`` computes an optimal function."""
         return in_optimal_set(f, self, tol=tol)
 
@@ -363,7 +364,7 @@ def _build_network(t: np.ndarray, orient: np.ndarray, coef: np.ndarray, d: float
     return Network([W1, W2], [b1, np.array([d])], sk)
 
 
-def kinks_of(net: Network, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, float, float]:
+def kinks_of(net: Network, tol: float | None = None) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Kinks, slope jumps and end slopes ``(t, s, L, R)`` of a univariate network with one
     hidden layer (units at the same position merged, zero jumps dropped).
 
@@ -372,6 +373,7 @@ def kinks_of(net: Network, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, 
         >>> t, s, L, R = kinks_of(net); t.tolist(), s.tolist(), L, R
         ([0.0], [2.0], -1.0, 1.0)
     """
+    tol = or_default(tol, ROUNDOFF)
     net = net.float()
     if net.input_dim != 1 or net.output_dim != 1 or net.n_hidden_layers != 1:
         raise MinNormError(
@@ -480,7 +482,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         new_o = np.array([float(a[1]) for a in adds])
         # a maximiser already present means the LP duals are only approximately feasible
         fresh = [k for k in range(new_t.size)
-                 if not np.any((np.abs(t - new_t[k]) <= 1e-13 * max(1.0, abs(new_t[k])))
+                 if not np.any((np.abs(t - new_t[k]) <= 1e-13 * max(1.0, abs(new_t[k])))  # tol: same kink
                                & (o == new_o[k]))]
         if not fresh:
             break
@@ -501,7 +503,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         ok2 = np.concatenate([np.full(pos.size, v) for v in orients])
         out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip)
         merged_cost = float(np.sum(np.abs(ck) * _weight(tk, bias)))
-        if out2.status == "optimal" and out2.value <= merged_cost * (1 + 1e-12) + 1e-15:
+        if out2.status == "optimal" and out2.value <= merged_cost * (1 + ROUNDOFF) + 1e-15:  # tol: not costlier
             tk, ok, ck, dd, cc = tk2, ok2, out2.coef, out2.d, out2.c
     net = _build_network(tk, ok, ck, dd, cc, bias, skip)
     cost = function_cost(net, bias, skip)
@@ -527,7 +529,7 @@ def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
     ``l (t' - x)_+`` moved to ``tb`` shift the values on both sides of the interval by the
     same ``sum_k coef_k (tb - t_k)`` over right units, because ``tb`` is the centroid."""
     top = float(np.max(np.abs(coef))) if coef.size else 1.0
-    nz = np.abs(coef) > 1e-13 * max(1.0, top)
+    nz = np.abs(coef) > 1e-13 * max(1.0, top)  # tol: rounding
     t, o, coef = t[nz], o[nz], coef[nz]
     seg = np.searchsorted(x, t, side="right") - 1  # t == x_j goes with [x_j, x_{j+1}]
     keys: dict[tuple[int, bool], list[int]] = {}
@@ -564,7 +566,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
             probes.append((x[j], x[j + 1]))
     probes.append((x[-1], np.inf))
     scale = max(1.0, opt)
-    slack = 1e-9 * scale
+    slack = FEAS_TOL * scale
     zones = []
     orients = (1.0,) if skip else (1.0, -1.0)
     base_t = np.concatenate([x for _ in orients])
@@ -581,7 +583,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         K = t.size
         nfree = 2 if skip else 1
         w = np.ones(K)
-        at = np.abs(t - pos) <= 1e-15 * max(1.0, abs(pos))
+        at = np.abs(t - pos) <= 1e-15 * max(1.0, abs(pos))  # tol: same float
         cost_row = np.concatenate([np.zeros(nfree), w, w])[None, :]
         # jump at pos = sum of coefficients of units there (either orientation)
         jump = np.concatenate([np.zeros(nfree), at.astype(float), -at.astype(float)])
@@ -589,7 +591,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         for sgn in (1.0, -1.0):
             r = _kink_lp(x, y, t, o, w, task, skip, extra_ub=(cost_row, np.array([opt + slack])),
                          objective=sgn * jump, maximize=True)
-            flags.append(r.status == "optimal" and r.value > 1e-7 * scale)
+            flags.append(r.status == "optimal" and r.value > PROOF_MARGIN * scale)
         zones.append(Zone(float(lo), float(hi), convex=flags[0], concave=flags[1]))
     # value ranges at the data points
     ranges = np.zeros((n, 2))
@@ -677,7 +679,7 @@ def minnorm_on_grid(x: Any, y: Any, grid: Any, bias: str = "free", skip: bool = 
     return out.value, net
 
 
-def in_optimal_set(f: Network, result: MinNormResult, tol: float = 1e-7) -> bool:
+def in_optimal_set(f: Network, result: MinNormResult, tol: float | None = None) -> bool:
     """Whether ``f`` (univariate, one hidden layer) computes an optimal function of the
     problem solved in ``result``: it meets the data constraints (to ``tol``) and its
     representation cost is at most the optimum (relative ``tol``).
@@ -687,6 +689,7 @@ def in_optimal_set(f: Network, result: MinNormResult, tol: float = 1e-7) -> bool
         >>> in_optimal_set(r.network, r), in_optimal_set(r.network * 2.0, r)
         (True, False)
     """
+    tol = or_default(tol, PROOF_MARGIN)
     vals = f.float()(result.x[:, None])[:, 0]
     scale = max(1.0, float(np.max(np.abs(result.y))))
     if result.task == "regression":

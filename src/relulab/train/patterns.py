@@ -32,6 +32,8 @@ from math import comb
 
 import numpy as np
 
+from ..tolerance import MATCH_RTOL, TINY, or_default
+
 __all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "region_count",
            "sample_patterns"]
 
@@ -90,7 +92,7 @@ def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
 
 
 def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
-                       rel_tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray] | None:
+                       rel_tol: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Every activation pattern of ``Xa`` (all-off dropped) with strict generators, or None
     when completeness cannot be proved (data not in general position, rank below ``d``, or
     more than ``max_rays`` ray candidates).
@@ -100,6 +102,7 @@ def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
         >>> enumerate_patterns(Xa) is None   # three collinear points: not general position
         True
     """
+    rel_tol = or_default(rel_tol, MATCH_RTOL)
     n, d = Xa.shape
     if d == 2:
         M, G = sample_patterns(Xa, 10**9)
@@ -126,12 +129,12 @@ def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
             step = U @ s  # (S, d): moves off the ray with signs s on the subset's rows
             push = step @ Xa.T  # (S, n)
             # small enough that no other row changes sign: half the tightest ratio
-            ratio = np.where(on_subset, np.inf, np.abs(vals) / np.maximum(np.abs(push), 1e-300))
+            ratio = np.where(on_subset, np.inf, np.abs(vals) / np.maximum(np.abs(push), TINY))
             eps = 0.5 * np.min(ratio, axis=1, keepdims=True)
             g = sigma * rays + eps * step
             g /= np.linalg.norm(g, axis=1, keepdims=True)
             z = g @ Xa.T
-            if np.any(np.abs(z) <= 1e-15 * scale):
+            if np.any(np.abs(z) <= 1e-15 * scale):  # tol: on a hyperplane up to rounding
                 return None  # not strictly inside a region: give up rather than guess
             Ms.append((z > 0).T)
             Gs.append(g)

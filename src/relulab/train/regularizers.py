@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import RelulabError, require
 from ..network import Network
+from ..tolerance import FEAS_TOL, ROUNDOFF
 
 __all__ = ["mlp", "interval_bounds", "bigm_penalty", "unstable_penalty", "lp_gap_penalty",
            "lp_relaxation_gaps", "lp_gap_true_penalty", "to_network", "train_surrogate",
@@ -424,7 +425,7 @@ def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Networ
         live = unst & ~dead & (Z.min(axis=0) >= 0) if len(Z) else np.zeros_like(unst)
         # always active on the data: shift into the stably active range (with a margin so
         # that recomputed bounds stay >= 0 despite rounding), compensate in the next bias
-        m = np.where(live, -l * (1 + 1e-9) + 1e-12, 0.0)
+        m = np.where(live, -l * (1 + FEAS_TOL) + ROUNDOFF, 0.0)
         b = b + m
         bs[k + 1] = bs[k + 1] - Ws[k + 1] @ m
         l, u, Z = l + m, u + m, Z + m

@@ -16,10 +16,12 @@ Example:
     2.0
 """
 
-from .bab import decide_term
-from .milp import encode, maximize, milp_term, minimize, output_range, tighten_bounds
+from .milp import MILPEncoding, encode, maximize, minimize, output_range
 from .result import OptimumResult, RangeResult, VerificationResult
 from .verifier import verify
+
+# The building blocks that return bare tuples (``milp.tighten_bounds``, ``milp.milp_term``,
+# ``bab.decide_term``) are internals of the verifier: import them from their modules.
 
 __all__ = [
     "verify",
@@ -27,9 +29,7 @@ __all__ = [
     "minimize",
     "output_range",
     "encode",
-    "tighten_bounds",
-    "milp_term",
-    "decide_term",
+    "MILPEncoding",
     "OptimumResult",
     "RangeResult",
     "VerificationResult",

@@ -32,13 +32,14 @@ Example:
 from __future__ import annotations
 
 import time as _time
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..bounds import _alpha_final, _concretise, _relax, crown_batch, float_layers
+from ..bounds import FloatLayers, alpha_crown, concretise, crown_batch, float_layers, relax_relu
 from ..domain import Box
 from ..network import Network
-from ..tolerance import FEAS_TOL, PROOF_MARGIN
+from ..tolerance import FEAS_TOL, PROOF_MARGIN, ROUNDOFF, TINY
 from .attack import margin_grad, margins, recheck
 
 __all__ = ["decide_term"]
@@ -101,6 +102,25 @@ def _simplex_grid(r: int, steps: int) -> np.ndarray:
     return g[np.count_nonzero(g, axis=1) > 1]
 
 
+@dataclass
+class _Term:
+    """One term ``C f(x) <= d`` over ``box`` and the settings of its branch and bound."""
+
+    layers: FloatLayers
+    box: Box
+    C: np.ndarray
+    d: np.ndarray
+    intermediate: str
+    split: str
+    alpha_iters: int
+    reuse_parent: bool
+    local_steps: int
+    check_net: Network
+    st: dict
+    grid: np.ndarray | None = None  # Farkas multipliers (conjunctions of several rows)
+    min_width: np.ndarray | None = None  # narrower sub-boxes are not split further
+
+
 def decide_term(
     net: Network,
     box: Box,
@@ -123,6 +143,10 @@ def decide_term(
     "violated" (``x`` is one, re-checked by a forward pass of ``check_net``, by default
     ``net``) or "unknown" (deadline reached, or a sub-box too small to split further).
 
+    Each round: pop a batch of sub-boxes, bound them (:func:`_prove`), look for a
+    counterexample in the ones left open (:func:`_search`), split those in two
+    (:func:`_split_dims`, :func:`_children`).
+
     Example:
         >>> import numpy as np
         >>> from relulab import Box, Network
@@ -133,14 +157,20 @@ def decide_term(
         >>> status, bool(abs(x[0]) >= 0.5)
         ('violated', True)
     """
-    Ws, bs, sk = float_layers(net)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     d = np.asarray(d, dtype=np.float64).reshape(-1)
     st = stats if stats is not None else {}
     st.setdefault("boxes", 0)
     st.setdefault("rounds", 0)
     st.setdefault("max_stack", 0)
-    widths = [W.shape[0] for W in Ws[:-1]]
+    t = _Term(
+        layers=float_layers(net), box=box, C=C, d=d, intermediate=intermediate, split=split,
+        alpha_iters=alpha_iters, reuse_parent=reuse_parent, local_steps=local_steps,
+        check_net=check_net or net, st=st,
+        grid=_simplex_grid(C.shape[0], 4) if C.shape[0] > 1 else None,
+        min_width=np.maximum(box.hi - box.lo, TINY) * ROUNDOFF,
+    )
+    widths = [W.shape[0] for W in t.layers.Ws[:-1]]
     cuts = np.cumsum([0, *widths])
     n_h = int(cuts[-1])
     # the stack holds blocks (lo, hi, parent pre-activation lows, highs) of boxes
@@ -148,125 +178,164 @@ def decide_term(
         (box.lo[None].copy(), box.hi[None].copy(), np.full((1, n_h), -np.inf), np.full((1, n_h), np.inf))
     ]
     n_stack = 1
-    grid = _simplex_grid(C.shape[0], 4) if C.shape[0] > 1 else None
-    min_width = np.maximum(box.hi - box.lo, 1e-300) * 1e-12
     while n_stack:
         if deadline is not None and _time.time() > deadline:
             st["reason"] = "timeout"
             return "unknown", None, st
-        # pop up to `batch` boxes from the top of the stack (depth first keeps it small)
-        taken, got = [], 0
-        while stack and got < batch:
-            blk = stack.pop()
-            need = batch - got
-            if len(blk[0]) > need:
-                taken.append(tuple(a[-need:] for a in blk))
-                stack.append(tuple(a[:-need] for a in blk))
-                got += need
-            else:
-                taken.append(blk)
-                got += len(blk[0])
-        n_stack -= got
-        lo, hi, plo, phi = (np.concatenate([t[i] for t in taken]) for i in range(4))
+        lo, hi, plo, phi = _pop_batch(stack, batch)
+        n_stack -= len(lo)
         prev = [(plo[:, cuts[k]:cuts[k + 1]], phi[:, cuts[k]:cuts[k + 1]]) for k in range(len(widths))]
         st["boxes"] += len(lo)
         st["rounds"] += 1
-        pre, low, A, c = crown_batch(
-            Ws, bs, lo, hi, C=C, d=-d, skip=sk, want_linear=True, intermediate=intermediate,
-            prev=prev if reuse_parent else None,
-        )
-        mag = np.maximum(np.abs(lo), np.abs(hi))
-        scale = 1.0 + np.abs(c) + np.einsum("nrd,nd->nr", np.abs(A), mag)
-        proven = np.any(low > PROOF_MARGIN * scale, axis=1)
-        if alpha_iters and not np.all(proven):
-            # optimise the last back-substitution's ReLU slopes on the boxes left
-            u = np.nonzero(~proven)[0]
-            sub_pre = [(a[u], b[u]) for a, b in pre]
-            relax = [_relax(a, b) for a, b in sub_pre]
-            # only the most promising row of each box (4x cheaper on ACAS property 2)
-            rsel = np.argmax(low[u], axis=1)
-            low_a, A_a, c_a = _alpha_final(C[rsel][:, None, :], (-d)[rsel][:, None], Ws, bs, relax,
-                                           lo[u], hi[u], sk, alpha_iters)
-            sc_a = 1.0 + np.abs(c_a) + np.einsum("nrd,nd->nr", np.abs(A_a), mag[u])
-            ok = np.any(low_a > PROOF_MARGIN * sc_a, axis=1)
-            proven[u] = ok
-            low[u, rsel] = np.maximum(low[u, rsel], low_a[:, 0])
-            st["alpha"] = st.get("alpha", 0) + int(ok.sum())
-        if grid is not None and not np.all(proven):
-            # Farkas: if a convex combination of the rows' linear lower bounds is
-            # positive on the whole box, no point satisfies all rows at once.
-            u = ~proven
-            Ag = np.einsum("gr,nrd->ngd", grid, A[u])
-            cg = c[u] @ grid.T
-            lowg = _concretise(Ag, cg, lo[u], hi[u])
-            scg = scale[u] @ grid.T
-            proven[u] = np.any(lowg > PROOF_MARGIN * scg, axis=1)
-            st["farkas"] = st.get("farkas", 0) + int(np.sum(proven[u]))
+        proven, pre, low, A = _prove(t, lo, hi, prev)
         if np.all(proven):
             continue
         keep = ~proven
         lo, hi, A, low = lo[keep], hi[keep], A[keep], low[keep]
         pre = [(a[keep], b[keep]) for a, b in pre]
-        # counterexample candidates: centres and the minimisers of each row's linear bound
-        cand = [(lo + hi) / 2]
-        for i in range(C.shape[0]):
-            cand.append(np.where(A[:, i, :] > 0, lo, hi))
-        X = np.concatenate(cand)
-        M = margins(Ws, bs, sk, X, C, d)
-        if local_steps and not np.any(M <= FEAS_TOL):
-            # a few gradient steps from the most promising candidates: counterexample
-            # basins can be far smaller than the boxes still open
-            top = np.argsort(M)[:64]
-            Xl = X[top].copy()
-            w = box.hi - box.lo
-            for t in range(local_steps):
-                m_, g_ = margin_grad(Ws, bs, sk, Xl, C, d)
-                if np.any(m_ <= FEAS_TOL):
-                    break
-                Xl = np.clip(Xl - (0.02 * 0.6 ** t) * w * np.sign(g_), box.lo, box.hi)
-            X = np.concatenate([X, Xl])
-            M = np.concatenate([M, margins(Ws, bs, sk, Xl, C, d)])
-        for j in np.nonzero(M <= FEAS_TOL)[0][:8]:
-            x = np.clip(X[j], box.lo, box.hi)
-            if recheck(check_net or net, x, box, C, d):
-                return "violated", x, st
-        if split == "best":
-            dim = _best_split(Ws, bs, sk, C, d, lo, hi, intermediate)
-        elif split == "widest":
-            dim = np.argmax((hi - lo) / np.maximum(box.hi - box.lo, 1e-300), axis=1)
-        elif split == "smear-lin":
-            r_ = np.argmax(low, axis=1)
-            lin = np.abs(A[np.arange(len(r_)), r_]) * (hi - lo)
-            sm = _smear(Ws, pre, C, low, lo, hi)
-            dim = np.argmax(sm / np.maximum(sm.max(1, keepdims=True), 1e-300)
-                            + LIN_WEIGHT * lin / np.maximum(lin.max(1, keepdims=True), 1e-300), axis=1)
-        else:
-            dim = _choose_split(Ws, pre, C, low, lo, hi)
-        rows = np.arange(len(lo))
-        w = hi[rows, dim] - lo[rows, dim]
-        thin = w <= min_width[dim]
-        if np.any(thin):
-            # the heuristic insists on a coordinate already split to nothing: take the
-            # relatively widest one instead
-            rel = (hi[thin] - lo[thin]) / np.maximum(box.hi - box.lo, 1e-300)
-            dim[thin] = np.argmax(rel, axis=1)
-            w = hi[rows, dim] - lo[rows, dim]
-        if np.any(w <= min_width[dim]):
+        x = _search(t, lo, hi, A)
+        if x is not None:
+            return "violated", x, st
+        dim = _split_dims(t, lo, hi, pre, low, A)
+        if dim is None:
             st["reason"] = "sub-box too small to split"
             return "unknown", None, st
-        mid = lo[rows, dim] + w / 2
-        hi1 = hi.copy()
-        hi1[rows, dim] = mid
-        lo2 = lo.copy()
-        lo2[rows, dim] = mid
-        if reuse_parent:
-            plo = np.concatenate([a for a, _ in pre], axis=1)
-            phi = np.concatenate([b for _, b in pre], axis=1)
-        else:
-            plo = np.full((len(lo), n_h), -np.inf)
-            phi = np.full((len(lo), n_h), np.inf)
-        stack.append((np.concatenate([lo, lo2]), np.concatenate([hi1, hi]),
-                      np.concatenate([plo, plo]), np.concatenate([phi, phi])))
+        stack.append(_children(lo, hi, pre, dim, reuse_parent, n_h))
         n_stack += 2 * len(lo)
         st["max_stack"] = max(st["max_stack"], n_stack)
     return "holds", None, st
+
+
+def _pop_batch(stack: list[tuple[np.ndarray, ...]], batch: int) -> tuple[np.ndarray, ...]:
+    """Up to ``batch`` boxes from the top of the stack (depth first keeps it small)."""
+    taken, got = [], 0
+    while stack and got < batch:
+        blk = stack.pop()
+        need = batch - got
+        if len(blk[0]) > need:
+            taken.append(tuple(a[-need:] for a in blk))
+            stack.append(tuple(a[:-need] for a in blk))
+            got += need
+        else:
+            taken.append(blk)
+            got += len(blk[0])
+    return tuple(np.concatenate([tk[i] for tk in taken]) for i in range(4))
+
+
+def _prove(t: _Term, lo: np.ndarray, hi: np.ndarray, prev: list) -> tuple:
+    """Bound every box: CROWN through ``C``, then alpha-CROWN slopes and a Farkas
+    combination of the rows on the boxes still open.  Returns ``(proven, pre, low, A)``:
+    which boxes are safe, their pre-activation bounds, the rows' lower bounds and
+    linear forms."""
+    Ws, bs, sk = t.layers
+    C, d, st = t.C, t.d, t.st
+    pre, low, A, c = crown_batch(
+        Ws, bs, lo, hi, C=C, d=-d, skip=sk, want_linear=True, intermediate=t.intermediate,
+        prev=prev if t.reuse_parent else None,
+    )
+    mag = np.maximum(np.abs(lo), np.abs(hi))
+    scale = 1.0 + np.abs(c) + np.einsum("nrd,nd->nr", np.abs(A), mag)
+    proven = np.any(low > PROOF_MARGIN * scale, axis=1)
+    if t.alpha_iters and not np.all(proven):
+        # optimise the last back-substitution's ReLU slopes on the boxes left
+        u = np.nonzero(~proven)[0]
+        sub_pre = [(a[u], b[u]) for a, b in pre]
+        relax = [relax_relu(a, b) for a, b in sub_pre]
+        # only the most promising row of each box (4x cheaper on ACAS property 2)
+        rsel = np.argmax(low[u], axis=1)
+        low_a, A_a, c_a = alpha_crown(C[rsel][:, None, :], (-d)[rsel][:, None], Ws, bs, relax,
+                                      lo[u], hi[u], sk, t.alpha_iters)
+        sc_a = 1.0 + np.abs(c_a) + np.einsum("nrd,nd->nr", np.abs(A_a), mag[u])
+        ok = np.any(low_a > PROOF_MARGIN * sc_a, axis=1)
+        proven[u] = ok
+        low[u, rsel] = np.maximum(low[u, rsel], low_a[:, 0])
+        st["alpha"] = st.get("alpha", 0) + int(ok.sum())
+    if t.grid is not None and not np.all(proven):
+        # Farkas: if a convex combination of the rows' linear lower bounds is
+        # positive on the whole box, no point satisfies all rows at once.
+        u = ~proven
+        Ag = np.einsum("gr,nrd->ngd", t.grid, A[u])
+        cg = c[u] @ t.grid.T
+        lowg = concretise(Ag, cg, lo[u], hi[u])
+        scg = scale[u] @ t.grid.T
+        proven[u] = np.any(lowg > PROOF_MARGIN * scg, axis=1)
+        st["farkas"] = st.get("farkas", 0) + int(np.sum(proven[u]))
+    return proven, pre, low, A
+
+
+def _search(t: _Term, lo: np.ndarray, hi: np.ndarray, A: np.ndarray) -> np.ndarray | None:
+    """A re-checked counterexample among the open boxes' centres, the minimisers of
+    each row's linear bound and a few gradient steps from the most promising of them."""
+    Ws, bs, sk = t.layers
+    C, d, box = t.C, t.d, t.box
+    cand = [(lo + hi) / 2]
+    for i in range(C.shape[0]):
+        cand.append(np.where(A[:, i, :] > 0, lo, hi))
+    X = np.concatenate(cand)
+    M = margins(Ws, bs, sk, X, C, d)
+    if t.local_steps and not np.any(M <= FEAS_TOL):
+        # counterexample basins can be far smaller than the boxes still open
+        top = np.argsort(M)[:64]
+        Xl = X[top].copy()
+        w = box.hi - box.lo
+        for k in range(t.local_steps):
+            m_, g_ = margin_grad(Ws, bs, sk, Xl, C, d)
+            if np.any(m_ <= FEAS_TOL):
+                break
+            Xl = np.clip(Xl - (0.02 * 0.6 ** k) * w * np.sign(g_), box.lo, box.hi)
+        X = np.concatenate([X, Xl])
+        M = np.concatenate([M, margins(Ws, bs, sk, Xl, C, d)])
+    for j in np.nonzero(M <= FEAS_TOL)[0][:8]:
+        x = np.clip(X[j], box.lo, box.hi)
+        if recheck(t.check_net, x, box, C, d):
+            return x
+    return None
+
+
+def _split_dims(t: _Term, lo, hi, pre, low, A) -> np.ndarray | None:
+    """The coordinate to split for each open box (None when one is too thin to split)."""
+    Ws, bs, sk = t.layers
+    box = t.box
+    if t.split == "best":
+        dim = _best_split(Ws, bs, sk, t.C, t.d, lo, hi, t.intermediate)
+    elif t.split == "widest":
+        dim = np.argmax((hi - lo) / np.maximum(box.hi - box.lo, TINY), axis=1)
+    elif t.split == "smear-lin":
+        r_ = np.argmax(low, axis=1)
+        lin = np.abs(A[np.arange(len(r_)), r_]) * (hi - lo)
+        sm = _smear(Ws, pre, t.C, low, lo, hi)
+        dim = np.argmax(sm / np.maximum(sm.max(1, keepdims=True), TINY)
+                        + LIN_WEIGHT * lin / np.maximum(lin.max(1, keepdims=True), TINY), axis=1)
+    else:
+        dim = _choose_split(Ws, pre, t.C, low, lo, hi)
+    rows = np.arange(len(lo))
+    w = hi[rows, dim] - lo[rows, dim]
+    thin = w <= t.min_width[dim]
+    if np.any(thin):
+        # the heuristic insists on a coordinate already split to nothing: take the
+        # relatively widest one instead
+        rel = (hi[thin] - lo[thin]) / np.maximum(box.hi - box.lo, TINY)
+        dim[thin] = np.argmax(rel, axis=1)
+        w = hi[rows, dim] - lo[rows, dim]
+    if np.any(w <= t.min_width[dim]):
+        return None
+    return dim
+
+
+def _children(lo, hi, pre, dim, reuse_parent: bool, n_h: int) -> tuple[np.ndarray, ...]:
+    """The two halves of every box across ``dim``, with their parent's pre-activation
+    bounds (to intersect with) as one stack block."""
+    rows = np.arange(len(lo))
+    mid = lo[rows, dim] + (hi[rows, dim] - lo[rows, dim]) / 2
+    hi1 = hi.copy()
+    hi1[rows, dim] = mid
+    lo2 = lo.copy()
+    lo2[rows, dim] = mid
+    if reuse_parent:
+        plo = np.concatenate([a for a, _ in pre], axis=1)
+        phi = np.concatenate([b for _, b in pre], axis=1)
+    else:
+        plo = np.full((len(lo), n_h), -np.inf)
+        phi = np.full((len(lo), n_h), np.inf)
+    return (np.concatenate([lo, lo2]), np.concatenate([hi1, hi]),
+            np.concatenate([plo, plo]), np.concatenate([phi, phi]))

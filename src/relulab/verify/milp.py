@@ -34,6 +34,7 @@ from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
 from ..lp import INF, LPModel
 from ..network import Network
+from ..tolerance import FEAS_TOL, MIP_GAP, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
 from .result import OptimumResult, RangeResult
 
 __all__ = ["MILPEncoding", "encode", "maximize", "minimize", "output_range", "tighten_bounds",
@@ -221,7 +222,7 @@ def tighten_bounds(
                     continue
                 # a small relative margin keeps the bound sound against LP tolerances
                 v = r.objective + b[j]
-                slack = 1e-7 * (1.0 + abs(v))
+                slack = scaled_tol(v, PROOF_MARGIN)
                 if sense:
                     hi[j] = min(hi[j], v + slack)
                 else:
@@ -281,7 +282,6 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     """Input-splitting branch and bound on ``c . f`` over a box until ``deadline``:
     returns (proven upper bound, best point, its value).  Boxes whose CROWN upper bound
     (plus a rounding margin) is below the best value found are dropped."""
-    from ..tolerance import PROOF_MARGIN
     from .attack import margins
     from .bab import _smear
 
@@ -313,19 +313,19 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
         i = int(np.argmax(vals))
         if vals[i] > best:
             best, best_x = float(vals[i]), X[i].copy()
-            alive = OU > best + 1e-9 * (1 + abs(best))
+            alive = OU > best + scaled_tol(best)
             OL, OH, OU = OL[alive], OH[alive], OU[alive]
-        keep = ub > best + 1e-9 * (1 + abs(best))
+        keep = ub > best + scaled_tol(best)
         if not np.any(keep):
             continue
         lo, hi, ub, A = lo[keep], hi[keep], ub[keep], A[keep]
         pre = [(a[keep], b[keep]) for a, b in pre]
         sm = _smear(Ws, pre, C, -ub[:, None], lo, hi)
         lin = np.abs(A[:, 0]) * (hi - lo)
-        dim = np.argmax(sm / np.maximum(sm.max(1, keepdims=True), 1e-300)
-                        + lin / np.maximum(lin.max(1, keepdims=True), 1e-300), axis=1)
+        dim = np.argmax(sm / np.maximum(sm.max(1, keepdims=True), TINY)
+                        + lin / np.maximum(lin.max(1, keepdims=True), TINY), axis=1)
         rows = np.arange(len(lo))
-        if np.any(hi[rows, dim] - lo[rows, dim] <= 1e-12 * (box.hi - box.lo)[dim]):
+        if np.any(hi[rows, dim] - lo[rows, dim] <= ROUNDOFF * (box.hi - box.lo)[dim]):
             OL, OH, OU = np.concatenate([OL, lo]), np.concatenate([OH, hi]), np.concatenate([OU, ub])
             break  # cannot split further: their bounds stay open
         mid = (lo[rows, dim] + hi[rows, dim]) / 2
@@ -340,7 +340,7 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
 
 
 def _optimize(
-    net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float
+    net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float | None
 ) -> OptimumResult:
     t0 = _time.time()
     domain = as_domain(domain, net.input_dim)
@@ -372,8 +372,7 @@ def _optimize(
         obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
         maximize=True, time_limit=remaining,
     )
-    model.h.setOptionValue("mip_rel_gap", float(mip_gap))
-    model.h.setOptionValue("mip_abs_gap", 1e-9)
+    model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
     res = model.solve()
     cands = []
     if isinstance(domain, Box) and res.status != "optimal":
@@ -425,7 +424,7 @@ def maximize(
     *,
     time_limit: float | None = None,
     tighten: bool = False,
-    mip_gap: float = 1e-9,
+    mip_gap: float | None = None,
 ) -> OptimumResult:
     """The exact maximum of ``c . f(x)`` over ``domain`` (a Box or Polytope), by MILP.
 
@@ -448,7 +447,7 @@ def minimize(
     *,
     time_limit: float | None = None,
     tighten: bool = False,
-    mip_gap: float = 1e-9,
+    mip_gap: float | None = None,
 ) -> OptimumResult:
     """The exact minimum of ``c . f(x)`` over ``domain``; mirrors :func:`maximize`
     (``bound`` is then a proven *lower* bound, also available as ``lower_bound``).
@@ -512,7 +511,6 @@ def milp_term(
         >>> milp_term(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-1.5]))[0]
         'holds'
     """
-    from ..tolerance import FEAS_TOL
     from .attack import recheck
 
     fnet = net.float() if net.is_exact else net
@@ -543,6 +541,6 @@ def milp_term(
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
-    if bound is not None and np.isfinite(bound) and bound > 1e-6 * scale:
+    if bound is not None and np.isfinite(bound) and bound > 1e-6 * scale:  # tol: well above HiGHS's feasibility tolerance
         return "holds", None, st
     return "unknown", None, st

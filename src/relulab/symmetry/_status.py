@@ -1,5 +1,5 @@
-"""Shared helpers of the symmetry package: editable layer lists that work for float64 and
-Fraction networks alike, and the proof that a hidden neuron is dead or stably active.
+"""The proof that a hidden neuron is dead or stably active on a domain (the editable
+layer lists the symmetry transforms work on live in :mod:`relulab.layers`).
 
 A neuron's *status* on a domain is ``-1`` (dead: ``z <= 0`` everywhere, so ``relu(z) = 0``),
 ``+1`` (stably active: ``z >= 0`` everywhere, so ``relu(z) = z``) or ``0`` (unstable, or
@@ -19,147 +19,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from ..domain import Box, Polytope
+from ..layers import as_kind, bool_mask, prefix_network
 from ..network import Network
-from ..tolerance import PROOF_MARGIN
+from ..tolerance import PROOF_MARGIN, scaled_tol
 
 # Exact interval arithmetic costs Python-object operations; above this size the float
 # symbolic bounds alone are used.
 _EXACT_INTERVAL_MAX_PARAMS = 20_000
-
-
-# ----------------------------------------------------------------------------- arrays
-def zero(exact: bool) -> Any:
-    return Fraction(0) if exact else 0.0
-
-
-def zeros(shape: tuple[int, ...], exact: bool) -> np.ndarray:
-    if exact:
-        return np.full(shape, Fraction(0), dtype=object)
-    return np.zeros(shape)
-
-
-def as_kind(a: Any, exact: bool) -> np.ndarray:
-    """A writable copy of ``a`` as a Fraction (object) or float64 array."""
-    if exact:
-        arr = np.asarray(a, dtype=object)
-        out = np.empty(arr.shape, dtype=object)
-        flat = out.reshape(-1)
-        for i, v in enumerate(arr.reshape(-1)):
-            flat[i] = v if isinstance(v, Fraction) else Fraction(v)
-        return out
-    return np.array(a, dtype=np.float64, copy=True)
-
-
-def max_abs(a: np.ndarray) -> Any:
-    """Largest absolute entry (a Fraction for exact arrays); 0 for an empty array."""
-    if a.size == 0:
-        return 0
-    if a.dtype == object:
-        return max(abs(v) for v in a.reshape(-1))
-    return float(np.max(np.abs(a)))
-
-
-def bool_mask(a: np.ndarray) -> np.ndarray:
-    """A comparison on an object array gives objects; make it a real boolean array."""
-    return np.asarray(a, dtype=bool)
-
-
-@dataclass
-class Layers:
-    """A mutable working copy of a network's parameters (hidden layers + output layer)."""
-
-    Ws: list[np.ndarray]
-    bs: list[np.ndarray]
-    skip: tuple[np.ndarray, np.ndarray] | None
-    exact: bool
-    input_dim: int
-
-    @staticmethod
-    def of(net: Network) -> Layers:
-        ex = net.is_exact
-        skip = None
-        if net.skip is not None:
-            skip = (as_kind(net.skip[0], ex), as_kind(net.skip[1], ex))
-        return Layers(
-            [as_kind(W, ex) for W in net.weights],
-            [as_kind(b, ex) for b in net.biases],
-            skip,
-            ex,
-            net.input_dim,
-        )
-
-    @property
-    def n_hidden(self) -> int:
-        return len(self.Ws) - 1
-
-    @property
-    def widths(self) -> tuple[int, ...]:
-        return tuple(int(W.shape[0]) for W in self.Ws[:-1])
-
-    def delete(self, k: int, idx: list[int] | np.ndarray) -> None:
-        """Remove neurons ``idx`` of hidden layer ``k`` (their outgoing weights go too)."""
-        idx = np.asarray(sorted(set(int(i) for i in idx)), dtype=int)
-        if idx.size == 0:
-            return
-        self.Ws[k] = np.delete(self.Ws[k], idx, axis=0)
-        self.bs[k] = np.delete(self.bs[k], idx, axis=0)
-        self.Ws[k + 1] = np.delete(self.Ws[k + 1], idx, axis=1)
-
-    def permute(self, k: int, order: list[int] | np.ndarray) -> None:
-        order = np.asarray(order, dtype=int)
-        self.Ws[k] = self.Ws[k][order]
-        self.bs[k] = self.bs[k][order]
-        self.Ws[k + 1] = self.Ws[k + 1][:, order]
-
-    def collapse(self, k: int, active: np.ndarray) -> None:
-        """Replace hidden layer ``k`` by the affine map it computes when the neurons in
-        ``active`` are the identity and the others are zero (all neurons stable), merging
-        it into the next layer.  The network loses one hidden layer."""
-        z = zero(self.exact)
-        Wk = np.where(active[:, None], self.Ws[k], z)
-        bk = np.where(active, self.bs[k], z)
-        Wn = self.Ws[k + 1] @ Wk
-        bn = self.Ws[k + 1] @ bk + self.bs[k + 1]
-        self.Ws[k : k + 2] = [Wn]
-        self.bs[k : k + 2] = [bn]
-        if len(self.Ws) == 1 and self.skip is not None:
-            # No hidden layer left: the network is affine; keep it as one layer.
-            self.Ws[0] = self.Ws[0] + self.skip[0]
-            self.bs[0] = self.bs[0] + self.skip[1]
-            self.skip = None
-
-    def constant_from(self, k: int) -> None:
-        """Hidden layer ``k`` has no neurons left, so the next layer's pre-activation is its
-        bias alone: everything from there on is constant.  Fold it to an affine network."""
-        h = self.bs[k + 1]
-        for j in range(k + 1, len(self.Ws) - 1):
-            h = np.where(bool_mask(h > 0), h, zero(self.exact))
-            h = self.Ws[j + 1] @ h + self.bs[j + 1]
-        h0 = h
-        m = h0.shape[0]
-        if self.skip is not None:
-            W0 = self.skip[0].copy()
-            b0 = self.skip[1] + h0
-        else:
-            W0 = zeros((m, self.input_dim), self.exact)
-            b0 = h0
-        self.Ws = [W0]
-        self.bs = [b0]
-        self.skip = None
-
-    def add_skip(self, S: np.ndarray, s: np.ndarray) -> None:
-        if self.skip is None:
-            self.skip = (S, s)
-        else:
-            self.skip = (self.skip[0] + S, self.skip[1] + s)
-
-    def network(self) -> Network:
-        return Network(self.Ws, self.bs, self.skip, exact=self.exact)
 
 
 # ------------------------------------------------------------------ neuron status
@@ -302,14 +172,6 @@ def neuron_status(
     return NeuronStatus(tuple(status), tuple(tuple(h) for h in how))
 
 
-def prefix_network(net: Network, k: int, i: int) -> Network:
-    """The network whose single output is the pre-activation of neuron ``i`` of hidden
-    layer ``k`` (0-based)."""
-    Ws = [*net.weights[:k], net.weights[k][i : i + 1]]
-    bs = [*net.biases[:k], net.biases[k][i : i + 1]]
-    return Network(Ws, bs, exact=net.is_exact)
-
-
 def verifier_available() -> bool:
     try:
         from ..verify import maximize  # noqa: F401
@@ -350,6 +212,6 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
             ub = getattr(res, "upper_bound", None)
             if ub is None or not np.isfinite(ub):
                 continue
-            if ub <= -PROOF_MARGIN * (1.0 + abs(ub)):
+            if ub <= -scaled_tol(ub, PROOF_MARGIN):
                 status[k][i] = code
                 how[k][i] = "verifier"

@@ -1,0 +1,290 @@
+"""The one assembly pipeline of region enumeration: run an engine, finalize its
+batches into :class:`RegionArrays`, and assemble them into a :class:`RegionSet`.
+
+Bounded and unbounded domains (:mod:`._unbounded`) both go through
+:func:`run_engines` and :func:`assemble`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..tolerance import RANK_TOL
+from . import _engine as E
+from ._arrays import EngineRun, RegionArrays
+from ._hashing import unique_pairs
+from ._types import RegionSet
+
+__all__ = ["finalize", "run_engines", "stream_cells", "count_cells", "assemble", "Progress"]
+
+
+# ------------------------------------------------------------------ finalize
+def finalize(pb: E.Problem, chunk: E.FinalChunk) -> RegionArrays:
+    """Arrays describing the finished regions of one batch."""
+    b = chunk.batch
+    d = pb.d
+    n = b.n
+    N = pb.N
+    ptr = b.ptr
+    X = b.X
+    F = b.F
+    valid = F >= 0
+    reg = E._slot_region(ptr)
+    ri = np.broadcast_to(reg[:, None], F.shape)[valid]
+    ids = F[valid]
+    fr, fid = unique_pairs(ri, ids, n, pb.n_ids)
+    nvalid = valid.sum(1)
+    simple = np.logical_and.reduceat(nvalid == d, ptr[:-1])
+    keepf = np.ones(fr.shape[0], dtype=bool)
+    flat = np.zeros(n, dtype=bool)
+    for r in np.flatnonzero(~simple):
+        Xr = X[ptr[r] : ptr[r + 1]]
+        if d > 0 and Xr.shape[0] > 0:
+            sv = np.linalg.svd(Xr[1:] - Xr[0], compute_uv=False) if Xr.shape[0] > 1 else []
+            scale = max(1.0, float(np.abs(Xr).max()))
+            if int((np.asarray(sv) > RANK_TOL * scale).sum()) < d:
+                flat[r] = True  # not full-dimensional (numerical debris): dropped below
+                continue
+        # degenerate region: keep a constraint only if its vertices span a facet, and
+        # one constraint per facet (a domain row before a neuron, then lower ids)
+        Xr = X[ptr[r] : ptr[r + 1]]
+        Fr = F[ptr[r] : ptr[r + 1]]
+        lo, hi = np.searchsorted(fr, [r, r + 1])
+        seen: dict[bytes, int] = {}
+        for q in range(lo, hi):
+            on = (Fr == fid[q]).any(1)
+            pts = Xr[on]
+            ok = pts.shape[0] >= d
+            if ok and d > 1:
+                M = pts[1:] - pts[0]
+                sv = np.linalg.svd(M, compute_uv=False)
+                scale = max(1.0, float(np.abs(pts).max()))
+                ok = int((sv > RANK_TOL * scale).sum()) >= d - 1
+            if not ok:
+                keepf[q] = False
+                continue
+            key = np.packbits(on).tobytes()
+            if key in seen:
+                other = seen[key]
+                prefer_new = pb.is_domain(fid[q]) and not pb.is_domain(fid[other])
+                if prefer_new:
+                    keepf[other] = False
+                    seen[key] = q
+                else:
+                    keepf[q] = False
+            else:
+                seen[key] = q
+    fr = fr[keepf]
+    fid = fid[keepf]
+    art = pb.is_artificial(fid)
+    bounded = np.bincount(fr[art], minlength=n) == 0
+    fr = fr[~art]
+    fid = fid[~art]
+    nf = fid.shape[0]
+    A = np.empty((nf, d))
+    bb = np.empty(nf)
+    isn = fid < N
+    pattern = chunk.pattern
+    for k in range(pb.n_layers):
+        sel = np.flatnonzero(isn & (pb.layer_of[np.minimum(fid, max(N - 1, 0))] == k))
+        if sel.size == 0:
+            continue
+        Zr = b.Zs[k][b.par[fr[sel], k], pb.local_of[fid[sel]]]
+        act = pattern[fr[sel], fid[sel]]
+        sg = np.where(act, -1.0, 1.0)
+        A[sel] = sg[:, None] * Zr[:, :d]
+        bb[sel] = -sg * Zr[:, d]
+    dsel = np.flatnonzero(~isn)
+    A[dsel] = pb.A_dom[fid[dsel] - N]
+    bb[dsel] = pb.b_dom[fid[dsel] - N]
+    cnt = np.diff(ptr)
+    interior = np.add.reduceat(X, ptr[:-1], axis=0) / cnt[:, None]
+    A, bb, fptr, radius, touches = E.facet_geometry(A, bb, interior, fr, isn, n)
+    # the network's affine map on each region
+    if pb.n_layers:
+        L = pb.n_layers
+        H = b.cur[:, :, None] * b.Zs[L - 1][b.par[:, L - 1]]
+        aff = np.einsum("mi,nik->nmk", pb.Ws[-1], H)
+        aff[:, :, d] += pb.bs[-1]
+    else:
+        aff = np.broadcast_to(
+            np.concatenate([pb.Ws[0], pb.bs[0][:, None]], axis=1), (n, pb.Ws[0].shape[0], d + 1)
+        ).copy()
+    if pb.net.skip is not None:
+        S, s = pb.net.skip
+        aff[:, :, :d] += np.asarray(S, float)
+        aff[:, :, d] += np.asarray(s, float)
+    packed = (
+        np.packbits(pattern, axis=1) if N else np.zeros((n, 0), dtype=np.uint8)
+    )
+    arrays = RegionArrays(
+        packed_patterns=packed, vertex_ptr=ptr, vertices=X, facet_ptr=fptr, facet_ids=fid,
+        facet_A=A, facet_b=bb, interior=interior, radius=radius, affine=aff,
+        bounded=bounded, touches_domain=touches,
+    )
+    if flat.any():
+        arrays = arrays.subset(~flat)
+    return arrays
+
+
+# ------------------------------------------------------------------ progress
+class Progress:
+    """A rich progress bar over the finished share of the domain (or nothing)."""
+
+    def __init__(self, enabled: bool, what: str = "regions"):
+        self.enabled = enabled
+        self.what = what
+        self._p = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            console = Console(stderr=True)
+            if not console.is_terminal:
+                return self  # piped or redirected: a bar would only leave blank lines
+            self._p = Progress(
+                TextColumn("[bold]linear regions"),
+                BarColumn(),
+                TextColumn("{task.percentage:>5.1f}% of the domain"),
+                TextColumn("{task.fields[found]} found"),
+                TimeElapsedColumn(),
+                transient=True,
+                console=console,
+            )
+            self._p.__enter__()
+            self._task = self._p.add_task("enum", total=1.0, found=0)
+        return self
+
+    def update(self, frac: float, found: int) -> None:
+        if self._p is not None:
+            self._p.update(self._task, completed=frac, found=found)
+
+    def __exit__(self, *exc):
+        if self._p is not None:
+            self._p.__exit__(*exc)
+        return False
+
+
+# ------------------------------------------------------------------ engines
+def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
+                 run: EngineRun) -> Iterator[RegionArrays]:
+    """Finalized batches of the cell engine, depth first; marks ``run`` partial (and
+    interrupted on Ctrl-C) on an early stop."""
+    X0, F0, ptr0, _ = E.initial_polytope(pb)
+    found = 0
+    with Progress(progress) as bar:
+        it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found))
+        try:
+            for ch in it:
+                arrays = finalize(pb, ch)
+                n = arrays.n
+                if max_regions is not None and found + n > max_regions:
+                    arrays = arrays.head(max_regions - found)
+                    n = arrays.n
+                    run.partial = True
+                found += n
+                yield arrays
+                if max_regions is not None and found >= max_regions:
+                    # more regions exist unless this was the last batch
+                    run.partial = run.partial or _has_more(it)
+                    return
+        except KeyboardInterrupt:
+            run.partial = True
+            run.interrupted = True
+            return
+
+
+def _has_more(it) -> bool:
+    try:
+        next(it)
+    except StopIteration:
+        return False
+    return True
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ("auto", "skeleton", "cells"):
+        raise RelulabError(f"unknown engine {engine!r}: use 'auto', 'skeleton' or 'cells'")
+
+
+def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
+                vertices: bool = True) -> EngineRun:
+    """All finished regions of one run.
+
+    ``engine``: ``"skeleton"`` (shared-vertex fast path, general position only),
+    ``"cells"`` (per-region polytopes: streams, handles degenerate input) or ``"auto"``
+    (the skeleton unless streaming is needed or the input is degenerate).
+    """
+    _check_engine(engine)
+    fallback = None
+    if engine in ("auto", "skeleton") and max_regions is None:
+        from ._skeleton import Degenerate, skeleton_regions
+
+        try:
+            with Progress(progress) as bar:
+                return skeleton_regions(pb, progress=lambda f: bar.update(f, 0),
+                                        vertices=vertices)
+        except Degenerate as e:
+            if engine == "skeleton":
+                raise RelulabError(f"the skeleton engine needs general position: {e}") from None
+            fallback = str(e)
+        except KeyboardInterrupt:
+            return EngineRun(engine="skeleton", partial=True, interrupted=True)
+    run = EngineRun(engine="cells", fallback=fallback)
+    run.chunks = list(stream_cells(pb, progress, max_regions, run))
+    return run
+
+
+def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
+    """The number of regions, no region data kept (the skeleton's count when the
+    input is in general position and ``engine`` allows it)."""
+    _check_engine(engine)
+    if engine != "cells":
+        from ._skeleton import Degenerate, skeleton_count
+
+        try:
+            with Progress(progress) as bar:
+                return skeleton_count(pb, progress=lambda f: bar.update(f, 0))
+        except Degenerate as e:
+            if engine == "skeleton":
+                raise RelulabError(f"the skeleton engine needs general position: {e}") from None
+        except KeyboardInterrupt:
+            return 0
+    X0, F0, ptr0, _ = E.initial_polytope(pb)
+    total = [0]
+    with Progress(progress) as bar:
+        for ch in E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, total[0])):
+            total[0] += ch.batch.n
+    return total[0]
+
+
+# ------------------------------------------------------------------ assembly
+def assemble(pb: E.Problem, run: EngineRun, *, domain: Any, keep_graph: bool = True,
+             info: dict | None = None) -> RegionSet:
+    """The :class:`RegionSet` of one engine run.
+
+    ``keep_graph``: keep the skeleton's pattern table and dual-graph edges (they index
+    the regions of this run; the unbounded path, which may redo the run in a larger
+    box, keeps only the vertex skeleton).  ``info`` entries come first in ``rs.info``.
+    """
+    if run.chunks:
+        arrays = RegionArrays.concat(run.chunks)
+    else:
+        arrays = RegionArrays.empty(pb.d, pb.Ws[-1].shape[0], pb.N)
+    rs = RegionSet(
+        dim=pb.d, widths=pb.widths, **arrays.as_fields(), partial=run.partial,
+        domain=domain, method="subdivision",
+    )
+    rs.info.update(info or {})
+    rs.info.update(run.info())
+    if keep_graph:
+        rs._table = run.table
+        rs._edges = run.edges
+    rs._skeleton = run.skeleton
+    return rs
