@@ -54,10 +54,17 @@ def test_pathnorm_torch_file(tmp_path):
     )
     p = tmp_path / "cnn.pt"
     torch.save(model, p)
-    res = runner.invoke(app, ["pathnorm", str(p), "--input-shape", "1,4,4", "--q", "1", "--json"])
+    res = runner.invoke(app, ["pathnorm", str(p), "--input-shape", "1,4,4", "--q", "1",
+                              "--convention", "toolkit", "--json"])
     assert res.exit_code == 0, res.output
     got = json.loads(res.stdout)["path_norms"]["1"]
     assert got == pytest.approx(path_norm(model.double(), 1, input_shape=(1, 4, 4)), rel=1e-6)
+    # the default convention: the dense network relulab computes with
+    from relulab.io.torch import from_torch
+
+    res = runner.invoke(app, ["pathnorm", str(p), "--input-shape", "1,4,4", "--q", "1", "--json"])
+    got = json.loads(res.stdout)["path_norms"]["1"]
+    assert got == pytest.approx(path_norm(from_torch(model, (1, 4, 4)), 1), rel=1e-9)
     bad = runner.invoke(app, ["pathnorm", str(p), "--q", "1"])
     assert bad.exit_code != 0
 

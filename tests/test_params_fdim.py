@@ -181,3 +181,15 @@ def test_exact_rank_helper():
     # a nearly singular float matrix is full rank exactly
     A = np.array([[1.0, 1.0], [1.0, 1.0 + 2**-40]])
     assert exact_rank(A) == 2
+
+
+def test_exact_rank_reports_progress_to_the_end():
+    from fractions import Fraction
+
+    from relulab.params._rank import exact_rank
+
+    M = [[Fraction(i * j + 1, j + 1) for j in range(6)] for i in range(4)]
+    seen = []
+    r = exact_rank(M, progress=lambda done, total: seen.append((done, total)))
+    assert r == 2 and seen[0] == (0, 6) and all(t == 6 for _, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

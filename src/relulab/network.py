@@ -53,7 +53,10 @@ def _to_fraction_array(a: ArrayLike) -> np.ndarray:
     flat_in = arr.reshape(-1)
     flat_out = out.reshape(-1)
     for i, v in enumerate(flat_in):
-        flat_out[i] = v if isinstance(v, Fraction) else Fraction(v)
+        try:
+            flat_out[i] = v if isinstance(v, Fraction) else Fraction(v)
+        except (ValueError, OverflowError, TypeError):
+            raise NetworkError(f"entry {i} ({v!r}) has no exact rational value") from None
     return out
 
 
@@ -263,11 +266,18 @@ class Network:
         return Network([f(W) for W in self._weights], [f(b) for b in self._biases], skip)
 
     # --------------------------------------------------------------- forward
-    def _prepare_input(self, X: ArrayLike) -> tuple[np.ndarray, bool]:
+    def _prepare_input(self, X: ArrayLike, check_finite: bool = True) -> tuple[np.ndarray, bool]:
         if self._exact:
             X = _to_fraction_array(X)
         else:
             X = np.asarray(X, dtype=np.float64)
+            # A NaN or inf input gives NaN outputs that look like answers downstream.
+            if check_finite and not np.isfinite(X).all():
+                bad = np.argwhere(~np.isfinite(np.atleast_2d(X)))[0]
+                raise NetworkError(
+                    f"input row {int(bad[0])}, coordinate {int(bad[-1])} is not finite "
+                    f"({float(np.atleast_2d(X)[tuple(bad)])}); pass check_finite=False to allow it"
+                )
         single = X.ndim == 1
         if single:
             X = X[None, :]
@@ -289,9 +299,22 @@ class Network:
             H = relu(Z)
         return out
 
-    def forward(self, X: ArrayLike) -> np.ndarray:
-        """Batched forward pass: ``X`` of shape (n, d) -> (n, m); a vector gives a vector."""
-        X, single = self._prepare_input(X)
+    def forward(self, X: ArrayLike, check_finite: bool = True) -> np.ndarray:
+        """Batched forward pass: ``X`` of shape (n, d) -> (n, m); a vector gives a vector.
+
+        Non-finite inputs are refused with a :class:`NetworkError` unless
+        ``check_finite=False`` (which skips the check, for speed in inner loops).
+
+        Example:
+            >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+            >>> net([[-2.0], [3.0]]).ravel().tolist()
+            [2.0, 3.0]
+            >>> net([float("nan")])
+            Traceback (most recent call last):
+            ...
+            relulab.network.NetworkError: input row 0, coordinate 0 is not finite (nan); pass check_finite=False to allow it
+        """
+        X, single = self._prepare_input(X, check_finite)
         H = X
         for W, b in zip(self._weights[:-1], self._biases[:-1], strict=True):
             H = relu(H @ W.T + b)

@@ -109,6 +109,10 @@ def regions2d(
     ax.set_xlim(s0, s1)
     ax.set_ylim(t0, t1)
     ax.set_aspect("equal")
+    plain = (sl.origin.size == 2 and not sl.origin.any() and np.array_equal(sl.u, [1.0, 0.0])
+             and np.array_equal(sl.v, [0.0, 1.0]))
+    ax.set_xlabel("x1 (input 0)" if plain else "s: origin + s u + t v")
+    ax.set_ylabel("x2 (input 1)" if plain else "t: origin + s u + t v")
     ax.set_title(title or f"{len(sl.polygons)} linear regions")
     _save(fig, path)
     return fig
@@ -222,6 +226,12 @@ def region_graph(
     ax.scatter(xy[touch, 0], xy[touch, 1], s=6, c="C1", zorder=3, label="touches domain")
     ax.autoscale()
     ax.set_aspect("equal" if layout == "interior" else "auto")
+    if pos is not None and layout == "interior" and G.number_of_nodes() and all(
+            G.nodes[i].get("interior_point") is not None for i in G.nodes()):
+        ax.set_xlabel("x1 (region interior points)")
+        ax.set_ylabel("x2")
+    else:
+        ax.set_axis_off()  # a spring layout has no meaningful axes
     s = G.graph.get("summary")
     ax.set_title(title or (f"{s.regions} regions, {s.edges} edges, avg degree "
                            f"{s.avg_degree:.2f}" if s is not None else "region graph"))

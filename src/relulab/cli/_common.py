@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,63 @@ from rich.console import Console
 from ..errors import RelulabError
 from ..results import to_jsonable
 
+
+def _natural_help_labels() -> None:
+    """Make ``--help`` read naturally under typer 0.2x.
+
+    typer labels every flag ``<bool>``, wraps types in angle brackets and writes
+    required arguments as ``{model}`` in the usage line. A flag takes no value, so it
+    gets no label; value types read ``FLOAT``, ``TEXT``, ``PATH`` (``... `` when the
+    option repeats); arguments read ``MODEL``. The hooks are looked up defensively: on
+    a typer without them the defaults stay.
+    """
+    from typer import core as tcore
+
+    names = {"str": "TEXT", "int": "INT", "float": "FLOAT", "bool": "BOOL", "Path": "PATH"}
+
+    def plain(label: str) -> str:
+        inner = label[1:-1] if label.startswith("<") and label.endswith(">") else label
+        if inner.startswith("list[") and inner.endswith("]"):
+            return plain(inner[5:-1]) + " ..."
+        return names.get(inner, inner.upper() if inner.isidentifier() else inner)
+
+    opt, arg = getattr(tcore, "TyperOption", None), getattr(tcore, "TyperArgument", None)
+    if opt is not None and hasattr(opt, "display_type_rich") and not hasattr(opt, "_relulab"):
+        base = opt.display_type_rich
+
+        def option_label(self, ctx):
+            if getattr(self, "is_flag", False):
+                return None
+            label = base(self, ctx)
+            return plain(label) if isinstance(label, str) else label
+
+        opt.display_type_rich, opt._relulab = option_label, True
+    if arg is not None and hasattr(arg, "_usage_display_name") and not hasattr(arg, "_relulab"):
+
+        def usage_name(self):
+            name = self.display_name_raw.upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        arg._usage_display_name = usage_name
+        arg.display_type_rich = lambda self, ctx: None   # the name says what it is
+        arg._relulab = True
+
+
+_natural_help_labels()
+
+#: Exit codes of every command (also listed in ``relulab --help``).
+EXIT_OK = 0
+EXIT_ERROR = 1        # bad input or a failed computation; one line on stderr
+EXIT_USAGE = 2        # unknown option or missing argument (typer's own code)
+EXIT_UNVERIFIED = 3   # a result was computed but its check ended unknown (see --allow-unverified)
+
 app = typer.Typer(
     name="relulab",
     help="Exact answers about ReLU networks: regions, verification, constructions, "
-    "parameter-space quantities. Run `relulab tour` first.",
+    "parameter-space quantities. Run `relulab tour` first.\n\n"
+    "Exit codes: 0 success; 1 bad input or failure (one line on stderr); 2 usage error; "
+    "3 a result whose check ended unknown (reduce without --allow-unverified).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -25,14 +79,30 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False, "input_shape": None}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        sys.stdout.write(f"relulab {__version__}\n")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+    version: bool = typer.Option(False, "--version", help="Print relulab's version and exit.",
+                                 callback=_print_version, is_eager=True),
+    input_shape: str = typer.Option(
+        None, "--input-shape",
+        help="C,H,W of a torch (.pt) model's input, for every command that loads one (needed "
+        "when the file holds a bare convolutional module; a file saved as "
+        "{'model': m, 'input_shape': (C, H, W)} carries its own)."),
 ) -> None:
     _state["debug"] = debug
+    _state["input_shape"] = None if input_shape is None else parse_shape(input_shape)
 
 
 # The topic modules in `relulab --help` and tour order; set by relulab.cli (a topic module
@@ -88,9 +158,72 @@ def parse_box(spec: str | None, dim: int) -> Any:
     return Box([p[0] for p in pairs], [p[1] for p in pairs])
 
 
-def load_model_arg(path: str):
+def read_text_arg(path: str | Path, what: str = "a text file") -> str:
+    """The text of a file argument (``example:NAME`` allowed), with one-line errors for a
+    missing, unreadable or binary file."""
+    from ..errors import FormatError
+
+    p = Path(resolve_path(str(path)))
+    if not p.is_file():
+        raise FormatError(f"{path}: no such file")
+    try:
+        return p.read_text()
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{path}: not {what} (byte {e.start} is not UTF-8 text)") from None
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def box_text(box: Any) -> str:
+    """A box as a person writes it: ``[-1, 1]^2`` or ``[0, 1] x [-2, 3]``."""
+    lo, hi = np.asarray(box.lo, dtype=float), np.asarray(box.hi, dtype=float)
+    if np.all(lo == lo[0]) and np.all(hi == hi[0]):
+        return f"[{lo[0]:g}, {hi[0]:g}]^{lo.size}"
+    return " x ".join(f"[{a:g}, {b:g}]" for a, b in zip(lo, hi, strict=True))
+
+
+def resolve_path(path: str) -> str:
+    """A file argument: ``example:NAME`` names a file shipped with relulab."""
+    from ..examples import resolve
+
+    return str(resolve(path))
+
+
+def global_input_shape() -> tuple[int, ...] | None:
+    """The shape given by the global ``--input-shape`` option, if any."""
+    return _state.get("input_shape")
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """Parse "1,28,28" (or "1x28x28") into a shape tuple, with a clear error."""
+    try:
+        shape = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+    except ValueError:
+        shape = ()
+    if not shape or min(shape) <= 0:
+        raise RelulabError(f"--input-shape: cannot read {text!r}; write C,H,W (positive integers)")
+    return shape
+
+
+def load_model_arg(path: str, input_shape: tuple[int, ...] | None = None):
+    """Load a model argument (``example:NAME`` allowed). Torch files are read by the one
+    torch loader, with ``input_shape`` or the global ``--input-shape``."""
     from ..io import load_model
 
+    path = resolve_path(path)
+    if Path(path).suffix.lower() in (".pt", ".pth"):
+        from ..errors import FormatError
+        from ..io.torch import load_torch_file
+
+        shape = input_shape or _state.get("input_shape")
+        try:
+            return load_torch_file(path, shape)
+        except FormatError as e:
+            if shape is None and "input_shape" in str(e):
+                raise FormatError(f"{path}: the model's input size is not fixed by its first "
+                                  "layer; give relulab --input-shape C,H,W before the command, "
+                                  "or save {'model': m, 'input_shape': (C, H, W)}") from None
+            raise
     return load_model(path)
 
 
@@ -101,7 +234,8 @@ def run_app(argv: list[str]) -> None:
     argv = [a for a in argv if a != "--debug"]
     _state["debug"] = debug
     try:
-        app(args=argv, standalone_mode=False)
+        # without standalone mode, click returns the code of a typer.Exit instead of exiting
+        rc = app(args=argv, prog_name="relulab", standalone_mode=False)
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -123,4 +257,6 @@ def run_app(argv: list[str]) -> None:
         if not isinstance(e, (RelulabError, OSError)):
             msg = f"{type(e).__name__}: {msg}"
         err_console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
-        raise SystemExit(1) from None
+        raise SystemExit(EXIT_ERROR) from None
+    if isinstance(rc, int) and rc != EXIT_OK:
+        raise SystemExit(rc)

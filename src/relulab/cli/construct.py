@@ -13,14 +13,13 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..errors import FormatError, RelulabError
 from ..network import Network
-from ._common import JSON_OPT, console, print_json
+from ._common import JSON_OPT, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "KINDS", "build", "REGISTRY", "Construction", "Options"]
 
@@ -96,10 +95,7 @@ def _need(value: Any, opt: str, kind: str) -> Any:
 
 
 def _read(path: str) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise FormatError(f"{path}: no such file")
-    return p.read_text()
+    return read_text_arg(path)
 
 
 def _fractions(text: str, what: str) -> list:

@@ -16,7 +16,15 @@ from rich.table import Table
 
 from ..errors import RelulabError
 from ..network import Network
-from ._common import JSON_OPT, console, load_model_arg, parse_floats, print_json, topics
+from ._common import (
+    JSON_OPT,
+    console,
+    load_model_arg,
+    parse_floats,
+    print_json,
+    resolve_path,
+    topics,
+)
 
 __all__ = ["register", "tour", "describe"]
 
@@ -91,7 +99,7 @@ def eval_cmd(
     points = [parse_floats(s, "--x") for s in (x or [])]
     if csv is not None:
         try:
-            data = np.loadtxt(csv, delimiter=",", ndmin=2)
+            data = np.loadtxt(resolve_path(str(csv)), delimiter=",", ndmin=2)
         except (OSError, ValueError) as e:
             raise RelulabError(f"{csv}: cannot read a numeric CSV ({e})") from None
         points += list(data)
@@ -101,6 +109,9 @@ def eval_cmd(
                 f"input {i + 1} has {p.shape[0]} values; the model takes {net.input_dim}"
             )
     X = np.vstack(points)
+    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+    if bad.size:
+        raise RelulabError(f"input {int(bad[0]) + 1} contains NaN or inf; inputs must be finite")
     Y = net.float()(X)
     active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
     if json_out:
@@ -180,8 +191,50 @@ def tour(con) -> None:
     con.print(f"network algebra: |x| - |x| is a {s!r} that gives {float(s.float()([3.0])[0])} at 3")
 
 
+def examples_cmd(
+    action: str = typer.Argument("list", help="list (the default) or path."),
+    name: str = typer.Argument(None, help="With path: the example file, e.g. tiny_2d.onnx."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Example models, properties and data shipped with relulab.
+
+    Wherever a command takes a file, example:NAME names one of these.
+
+    Example: relulab examples; relulab examples path tiny_2d.onnx;
+    relulab verify example:tiny_2d.onnx example:tiny_2d_holds.vnnlib
+    """
+    from ..examples import DESCRIPTIONS, example_files, example_path
+
+    if action == "path":
+        if not name:
+            raise RelulabError("examples path: name the file, e.g. relulab examples path tiny_2d.onnx")
+        try:
+            p = example_path(name)
+        except FileNotFoundError as e:
+            raise RelulabError(str(e)) from None
+        if json_out:
+            print_json({"name": name, "path": str(p)})
+        else:
+            typer.echo(str(p))
+        return
+    if action != "list":
+        raise RelulabError(f"examples: unknown action {action!r}; use list or path")
+    files = example_files()
+    if json_out:
+        print_json([{"name": n, "use": f"example:{n}", "path": str(p), "what": DESCRIPTIONS[n]}
+                    for n, p in files.items()])
+        return
+    t = Table(title="shipped examples (use example:NAME wherever a file goes)")
+    t.add_column("name")
+    t.add_column("what")
+    for n in files:
+        t.add_row(f"example:{n}", DESCRIPTIONS[n])
+    console.print(t)
+
+
 def register(app: typer.Typer) -> None:
     app.command("info")(info)
     app.command("eval")(eval_cmd)
     app.command("convert")(convert)
     app.command("tour")(tour_cmd)
+    app.command("examples")(examples_cmd)

@@ -15,8 +15,17 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ..errors import FormatError, RelulabError, require
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ..errors import RelulabError
+from ._common import (
+    JSON_OPT,
+    console,
+    global_input_shape,
+    load_model_arg,
+    parse_box,
+    parse_shape,
+    print_json,
+    resolve_path,
+)
 
 __all__ = ["register", "tour"]
 
@@ -32,20 +41,12 @@ def _q_list(qs: list[str] | None, extra: list[str] | None) -> list[str]:
     return items or ["1", "2", "inf"]
 
 
-def _load_torch_module(path: str):
-    torch = require("torch", "torch")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as e:  # noqa: BLE001 - any unpickling failure is a format error here
-        raise FormatError(
-            f"{path}: cannot load a torch module ({str(e).splitlines()[0]})"
-        ) from None
-    if not isinstance(obj, torch.nn.Module):
-        raise FormatError(
-            f"{path}: holds a {type(obj).__name__}, not an nn.Module (save the whole model "
-            "with torch.save(model, path))"
-        )
-    return obj.eval()
+CONVENTIONS = {
+    "network": "the dense ReLU network relulab computes with (pooling and batch norm "
+               "lowered exactly; the same for every file format)",
+    "toolkit": "the path-norm toolkit's convention on the torch module (batch norm folded, "
+               "average pooling weight 1/k, max pooling as a sum over its window)",
+}
 
 
 def pathnorm_cmd(
@@ -61,37 +62,49 @@ def pathnorm_cmd(
         "--input-shape",
         help="C,H,W of a torch model's input (needed unless it starts with nn.Linear).",
     ),
+    convention: str = typer.Option(
+        "network", "--convention",
+        help="network: path-norms of the dense ReLU network relulab computes with (any "
+        "format; pooling lowered exactly). toolkit: the path-norm toolkit's convention on a "
+        "torch module (.pt/.pth only; max pooling as a sum over its window).",
+    ),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Path-norms (norms of the path-lifting) in one forward pass.
 
-    Torch files (.pt/.pth holding a whole nn.Sequential) are walked with the path-norm
-    toolkit's conventions: batch norm folded, average pooling weight 1/k, max pooling as a
-    sum over its window. Other formats become a relulab Network first.
+    By default every format (ONNX, NNet, .npz, .pt) becomes the dense ReLU network
+    relulab computes with, so a model and its exports give the same numbers. With
+    --convention toolkit a torch file is walked as the path-norm toolkit does (batch norm
+    folded, average pooling weight 1/k, max pooling as a sum over its window), which gives
+    different numbers on models with max pooling. The output names the convention.
+
+    Example: relulab pathnorm model.onnx --q 1 2 inf; relulab pathnorm cnn.pt --convention toolkit --input-shape 1,8,8
     """
     from ..params import path_norm
     from ..params.pathlift import n_paths, parse_q
 
+    if convention not in CONVENTIONS:
+        raise RelulabError(f"--convention: unknown {convention!r}; use network or toolkit")
     orders = _q_list(q, extra_q)
     qf = [parse_q(v) for v in orders]
     keys = ["inf" if math.isinf(v) else (str(int(v)) if v.is_integer() else str(v)) for v in qf]
-    result: dict = {"model": model}
-    if Path(model).suffix.lower() in (".pt", ".pth"):
-        module = _load_torch_module(model)
-        shape = None
-        if input_shape:
-            try:
-                shape = tuple(int(v) for v in input_shape.replace("x", ",").split(",") if v.strip())
-            except ValueError:
-                raise RelulabError(
-                    f"--input-shape: cannot read {input_shape!r}; write C,H,W"
-                ) from None
-        result["kind"] = "torch module (path-norm toolkit conventions)"
+    shape = parse_shape(input_shape) if input_shape else None
+    path = resolve_path(model)
+    result: dict = {"model": model, "convention": convention,
+                    "convention_text": CONVENTIONS[convention]}
+    if convention == "toolkit":
+        if Path(path).suffix.lower() not in (".pt", ".pth"):
+            raise RelulabError(f"{model}: --convention toolkit needs a torch file (.pt/.pth); "
+                               "other formats keep no pooling structure")
+        from ..io.torch import load_torch_module
+
+        module, shape = load_torch_module(path, shape or global_input_shape())
+        result["kind"] = f"torch module {type(module).__name__}"
         result["path_norms"] = {
             k: path_norm(module, v, input_shape=shape) for k, v in zip(keys, qf, strict=True)
         }
     else:
-        net = load_model_arg(model)
+        net = load_model_arg(model, shape)
         result["kind"] = repr(net)
         result["n_paths"] = n_paths(net)
         result["path_norms"] = {k: path_norm(net, v) for k, v in zip(keys, qf, strict=True)}
@@ -104,6 +117,7 @@ def pathnorm_cmd(
     for k, v in result["path_norms"].items():
         t.add_row(k, str(v) if isinstance(v, int) else f"{float(v):.10g}")
     console.print(t)
+    console.print(f"convention: {convention}, {CONVENTIONS[convention]}", highlight=False)
     if "n_paths" in result:
         console.print(f"{result['kind']}: {result['n_paths']} paths (inputs and biases to outputs)")
 
@@ -154,7 +168,17 @@ def fdim_cmd(
     rng = np.random.default_rng(seed)
     lo, hi = np.asarray(dom.lo, float), np.asarray(dom.hi, float)
     X = lo + (hi - lo) * rng.random((points, net.input_dim))
-    fd = functional_dimension(net, X, exact=exact)
+    if exact and not json_out and console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(TextColumn("[bold]exact rank"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("columns"), console=console, transient=True) as bar:
+            task = bar.add_task("", total=None)
+            fd = functional_dimension(
+                net, X, exact=True,
+                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    else:
+        fd = functional_dimension(net, X, exact=exact)
     d = fd.to_dict()
     d["model"] = model
     d["note"] = note

@@ -35,19 +35,32 @@ def regions_cmd(
     from .. import regions as R
     from ..domain import Polytope
 
+    if max_regions is not None and max_regions < 1:
+        raise RelulabError(f"--max-regions must be at least 1, got {max_regions}")
     net = load_model_arg(model)
     d = net.input_dim
+    if plot and d > 2 and not graph:
+        # refuse before any enumeration work, not after it
+        raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "
+                           f"takes {d} inputs")
     dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
     progress = not json_out
     out: dict = {"model": model, "input_dim": d, "hidden_widths": list(net.widths),
                  "domain": "R^d" if whole_space else dom.to_dict()}
     if count and not (graph or plot):
-        n = R.count(net, dom, progress=progress)
+        if max_regions is None:
+            n, partial = R.count(net, dom, progress=progress), False
+        else:
+            # counting keeps no region data, but only enumeration stops at a limit
+            rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
+            n, partial = len(rs), bool(rs.partial)
         out["regions"] = n
+        out["partial"] = partial
         if json_out:
             print_json(out)
         else:
-            console.print(f"{n} linear regions")
+            console.print(f"{n} linear regions" + (f" (partial: stopped at --max-regions "
+                                                   f"{max_regions})" if partial else ""))
         return
     rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
     out.update(rs.to_dict(regions=list_regions and json_out))

@@ -12,7 +12,15 @@ import numpy as np
 import typer
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ._common import (
+    EXIT_UNVERIFIED,
+    JSON_OPT,
+    console,
+    err_console,
+    load_model_arg,
+    parse_box,
+    print_json,
+)
 
 __all__ = ["register", "tour"]
 
@@ -85,20 +93,50 @@ def reduce_cmd(
     box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Default -1:1."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the verifier."),
     no_skip: bool = typer.Option(False, "--no-skip", help="Never add an input-to-output skip."),
+    allow_unverified: bool = typer.Option(
+        False, "--allow-unverified",
+        help="Write the reduced network even when the equivalence check ends unknown."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """A smaller network computing the same function on the box, checked by the verifier."""
+    """A smaller network computing the same function on the box, checked by the verifier.
+
+    The reduced network is written only when the verifier proved it equal to the input
+    on the box. When the check ends unknown (time limit, numerical trouble) nothing is
+    written and the exit code is 3, unless --allow-unverified is given (then the file is
+    written, the output says "UNVERIFIED", and the exit code is still 3).
+
+    Example: relulab reduce model.onnx -o small.npz --box 0:1 --timeout 60
+    """
     from ..io import save_model
     from ..symmetry import reduce
 
     net = load_model_arg(model)
     dom = parse_box(box, net.input_dim)
     r = reduce(net, dom, timeout=timeout, allow_skip=not no_skip)
-    save_model(r.network, out)
-    d = {"file": model, "out": out, **r.to_dict()}
+    status = "unchecked" if r.check is None else r.check.status
+    if status == "different":
+        # reduce() only makes function-preserving edits; a witness here is a bug, never output
+        raise RelulabError(f"reduce: the reduced network differs from {model} on the box "
+                           f"({r.check.message}); nothing written")
+    verified = status == "equal"
+    written = verified or allow_unverified
+    if written:
+        save_model(r.network, out)
+    d = {"file": model, "out": out if written else None, "verified": verified, **r.to_dict()}
     if json_out:
         print_json(d)
+        if not verified:
+            raise typer.Exit(EXIT_UNVERIFIED)
         return
+    if not verified:
+        err_console.print(
+            f"[bold red]UNVERIFIED[/bold red]: the equivalence check ended {status}"
+            + (f" ({r.check.message})" if r.check is not None else "")
+            + (f"; the reduced network was written to {out} anyway (--allow-unverified)"
+               if written else "; nothing written (use --allow-unverified to write it anyway)"),
+            highlight=False, soft_wrap=True)
+        if not written:
+            raise typer.Exit(EXIT_UNVERIFIED)
     console.print(f"reduced network written to {out}: hidden widths {list(r.widths_before)} -> "
                   f"{list(r.widths_after)} ({sum(r.widths_before)} -> {sum(r.widths_after)} neurons)")
     for line in r.log:
@@ -106,6 +144,8 @@ def reduce_cmd(
     if r.check is not None:
         console.print(f"check: {r.check.status} ({r.check.method}); largest difference on "
                       f"{10_000} random points {r.sample_max_deviation:.3g}")
+    if not verified:
+        raise typer.Exit(EXIT_UNVERIFIED)
 
 
 def tour(con) -> None:

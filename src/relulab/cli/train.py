@@ -7,25 +7,22 @@ Example:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, print_json
+from ._common import JSON_OPT, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "read_csv"]
 
 
 def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Read a numeric CSV (optional header line): all columns but the last are inputs, the
-    last is the target.  Errors name the file, line and column."""
-    p = Path(path)
-    if not p.is_file():
-        raise FormatError(f"{path}: no such file")
+    last is the target.  Errors name the file, line and column; ``example:NAME`` names a
+    shipped data file."""
+    text = read_text_arg(path, "a CSV text file")
     rows = []
-    for ln, line in enumerate(p.read_text().splitlines(), start=1):
+    for ln, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
@@ -119,6 +116,8 @@ def _plot_minnorm(r, path: str) -> None:
     for t in r.kinks:
         ax.axvline(t, color="grey", lw=0.5, ls=":")
     ax.set_title(f"cost {r.cost:.4g}, {r.kinks.size} kinks")
+    ax.set_xlabel("x")
+    ax.set_ylabel("f(x)")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -140,13 +139,18 @@ def fit_convex_cmd(
     save: str = typer.Option(None, "--save", help="Save the network (ReLU variant)."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Globally optimal two-layer ReLU network (convex reformulation) with a certificate.
+    """Two-layer ReLU network by the convex reformulation, with a duality certificate.
 
-    Objective: (1/2)||f(X) - y||^2 + (lam/2)||theta||^2, over the sampled patterns.
+    Objective: (1/2)||f(X) - y||^2 + (lam/2)||theta||^2 over the activation patterns used.
 
-    For 1-D inputs every activation pattern is used, so the optimum is global.
+    When every activation pattern of the data is enumerated (always for 1-D inputs, and
+    for small data in general position) the result is a global optimum of the
+    non-convex training problem and the output says so. Otherwise the patterns are
+    sampled (--max-patterns) and the result is optimal over the sampled patterns only:
+    the true optimum may be lower than the printed lower bound.
 
-    The duality gap is certified by exact cone projections, whatever the solver.
+    The duality gap of the convex program solved is certified by exact cone
+    projections, whatever the solver.
 
     Example: relulab fit-convex data.csv --lam 0.01 --save net.npz
     """
@@ -163,10 +167,20 @@ def fit_convex_cmd(
     if json_out:
         print_json({"data": data, "variant": "gated" if gated else "relu", **r.to_dict()})
         return
+    complete = bool(getattr(r, "all_patterns", False))
+    units = "gates" if gated else "activation patterns"
+    if complete:
+        scope = f"GLOBAL optimum (all {r.n_patterns} {units} of the data enumerated)"
+        bound = "certified lower bound on the training problem"
+    else:
+        scope = (f"optimal over {r.n_patterns} sampled {units} only (not a global "
+                 f"certificate: the true optimum may be lower)")
+        bound = "lower bound of the sampled-pattern program"
     console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "
-                  f"{r.objective:.10g}, dual bound {r.dual_value:.10g}, gap {r.gap:.2e} "
+                  f"{r.objective:.10g}, {bound} {r.dual_value:.10g}, gap {r.gap:.2e} "
                   f"({'certified' if r.converged else 'NOT converged'}), "
                   f"{r.iterations} iterations, {r.seconds:.2f} s")
+    console.print(scope)
 
 
 def register(app: typer.Typer) -> None:

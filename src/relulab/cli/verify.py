@@ -9,16 +9,30 @@ Example:
 from __future__ import annotations
 
 import csv
+import io
+import json
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import typer
+from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ..results import to_jsonable
+from ._common import (
+    JSON_OPT,
+    box_text,
+    console,
+    load_model_arg,
+    parse_box,
+    print_json,
+    read_text_arg,
+    resolve_path,
+)
 
 __all__ = ["register", "tour", "vnncomp_text", "read_instances", "run_instance"]
 
@@ -45,30 +59,32 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
     """Rows ``onnx,vnnlib,timeout`` of a benchmark CSV, paths made absolute relative to
     the CSV's folder."""
     p = Path(csv_path)
-    if not p.is_file():
-        raise FormatError(f"{csv_path}: no such file")
     base = p.parent
     out = []
-    with open(p, newline="") as fh:
-        for lineno, row in enumerate(csv.reader(fh), start=1):
-            if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
-                continue
-            if len(row) < 2:
-                raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout]")
-            if lineno == 1 and row[0].strip().lower() in ("onnx", "model", "network"):
-                continue  # a header
-            try:
-                t = float(row[2]) if len(row) > 2 and row[2].strip() else 60.0
-            except ValueError:
-                raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} is not a number") from None
-            out.append((str(base / row[0].strip()), str(base / row[1].strip()), t))
+    text = read_text_arg(p, "a CSV text file")
+    for lineno, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) < 2:
+            raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout]")
+        if lineno == 1 and row[0].strip().lower() in ("onnx", "model", "network"):
+            continue  # a header
+        try:
+            t = float(row[2]) if len(row) > 2 and row[2].strip() else 60.0
+        except ValueError:
+            raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} is not a number") from None
+        out.append((str(base / row[0].strip()), str(base / row[1].strip()), t))
     return out
 
 
 def run_instance(args: tuple[str, str, float]) -> dict:
     """Verify one (model, property, timeout) triple; a dict for tables and JSON (runs in a
     worker process in ``verify-batch``)."""
-    model, prop_path, timeout = args
+    model, prop_path, timeout = args[:3]
+    memory_gb = args[3] if len(args) > 3 else None
+    if memory_gb is not None:
+        # the budget that relulab.limits enforces inside this worker (one instance at a time)
+        os.environ["RELULAB_MEMORY_GB"] = str(memory_gb)
     t0 = time.time()
     c0 = time.process_time()
     try:
@@ -114,7 +130,8 @@ def _summary(rows: list[dict]) -> list[dict]:
             "solved": len(solved),
             "holds": sum(r["status"] == "holds" for r in rs),
             "violated": sum(r["status"] == "violated" for r in rs),
-            "unknown": sum(r["status"] in ("unknown", "error") for r in rs),
+            "unknown": sum(r["status"] == "unknown" for r in rs),
+            "errors": sum(r["status"] == "error" for r in rs),
             "total_time": float(times.sum()),
             "median_time": float(np.median(times)),
             "max_time": float(times.max()),
@@ -126,53 +143,107 @@ def _summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _print_reasons(rows: list[dict], max_names: int = 6) -> None:
+    """Why instances were not decided: every error with its reason, unknowns grouped by
+    reason (the full list is in --json and --details)."""
+    for r in rows:
+        if r["status"] == "error":
+            console.print(f"error: {_model_name(r['model'])} {_prop_name(r['property'])}: "
+                          f"{r.get('reason') or 'no reason given'}", highlight=False, soft_wrap=True)
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["status"] == "unknown":
+            groups.setdefault(r.get("reason") or "no reason given", []).append(r)
+    for why, rs in groups.items():
+        names = [f"{_model_name(r['model'])}/{_prop_name(r['property'])}" for r in rs[:max_names]]
+        more = f" and {len(rs) - max_names} more" if len(rs) > max_names else ""
+        console.print(f"unknown ({why}): {len(rs)} instance(s): {', '.join(names)}{more}",
+                      highlight=False, soft_wrap=True)
+
+
 def _read_expected(path: str) -> dict[tuple[str, str], str]:
     exp = {}
     base = Path(path).parent
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
+    try:
+        fh = open(path, newline="")
+    except OSError as e:
+        raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        missing = {"onnx", "vnnlib", "expected"} - set(reader.fieldnames or ())
+        if missing:
+            raise FormatError(f"{path}:1: the header must name onnx,vnnlib,expected "
+                              f"(missing {', '.join(sorted(missing))})")
+        for row in reader:
             key = (str(base / row["onnx"].strip()), str(base / row["vnnlib"].strip()))
             exp[key] = row["expected"].strip()
     return exp
 
 
 def run_batch(
-    instances: list[tuple[str, str, float]],
+    instances: list[tuple],
     workers: int = 2,
     show_progress: bool = True,
     on_result=None,
     console=console,
-) -> list[dict]:
-    """Run instances over ``workers`` processes (results in input order)."""
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
+    backend: str = "local",
+    address: str | None = None,
+) -> tuple[list[dict], bool]:
+    """Run instances over ``workers`` (local processes or Ray); returns the rows in input
+    order and whether the batch was cut short (Ctrl-C). Longest time limits start first.
+    ``on_result(row)`` sees each row as it finishes (to append it to a results file)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ..parallel import pmap
+
+    order = sorted(range(len(instances)), key=lambda i: -float(instances[i][2]))
     results: list[dict | None] = [None] * len(instances)
     progress = Progress(
         TextColumn("[bold]verify"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), console=console, disable=not show_progress, transient=False,
+        TextColumn("{task.description}"), console=console,
+        # piped or redirected output gets no bar (it would only leave partial lines)
+        disable=not (show_progress and console.is_terminal), transient=False,
     )
+
+    def dead(inst, reason):
+        return {"status": "error", "result": "error", "reason": reason, "time": 0.0,
+                "model": inst[0], "property": inst[1], "wall": 0.0, "cpu": 0.0}
+
+    interrupted = False
     with progress:
         task = progress.add_task("", total=len(instances))
-        if workers <= 1:
-            for i, inst in enumerate(instances):
-                results[i] = run_instance(inst)
+        try:
+            for k, row in pmap(run_instance, [instances[i] for i in order], backend=backend,
+                               workers=workers, address=address, on_error=dead):
+                results[order[k]] = row
                 if on_result:
-                    on_result(results[i])
-                progress.update(task, advance=1, description=_line(results[i]))
-        else:
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-                futs = {ex.submit(run_instance, inst): i for i, inst in enumerate(instances)}
-                for f in cf.as_completed(futs):
-                    i = futs[f]
-                    results[i] = f.result()
-                    if on_result:
-                        on_result(results[i])
-                    progress.update(task, advance=1, description=_line(results[i]))
-    return [r for r in results if r is not None]
+                    on_result(row)
+                progress.update(task, advance=1, description=_line(row))
+        except KeyboardInterrupt:
+            interrupted = True
+    done = [r for r in results if r is not None]
+    return done, interrupted or len(done) < len(instances)
+
+
+def _instance_key(model: str, prop: str) -> str:
+    return f"{Path(model).resolve()}|{Path(prop).resolve()}"
+
+
+def read_results(path: str) -> dict[str, dict]:
+    """Rows of a results file written by ``verify-batch --results`` (JSON lines), by
+    instance; a torn last line (the driver stopped while writing) is ignored."""
+    rows: dict[str, dict] = {}
+    p = Path(path)
+    if not p.is_file():
+        return rows
+    for line in p.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(r, dict) and "model" in r and "property" in r:
+            rows[_instance_key(r["model"], r["property"])] = r
+    return rows
 
 
 def _line(r: dict) -> str:
@@ -196,7 +267,7 @@ def register(app: typer.Typer) -> None:
         if timeout <= 0:
             raise RelulabError(f"--timeout must be positive, got {timeout}")
         net = load_model_arg(model)
-        p = load_vnnlib(prop, n_inputs=net.input_dim, n_outputs=net.output_dim)
+        p = load_vnnlib(resolve_path(prop), n_inputs=net.input_dim, n_outputs=net.output_dim)
         r = verify(net, p, timeout=timeout)
         if out:
             _write_atomic(out, vnncomp_text(r))
@@ -215,19 +286,72 @@ def register(app: typer.Typer) -> None:
     @app.command("verify-batch")
     def verify_batch_cmd(
         instances: str = typer.Argument(..., help="CSV with rows onnx,vnnlib,timeout."),
-        workers: int = typer.Option(2, "--workers", help="Worker processes."),
+        workers: int = typer.Option(2, "--workers", help="Worker processes (local), or Ray workers."),
         timeout: float = typer.Option(None, "--timeout", help="Cap every instance's timeout (s)."),
+        memory: float = typer.Option(
+            None, "--memory", help="Memory budget of each instance in GB (default: half of "
+            "the memory available to its worker)."),
+        ray: str = typer.Option(
+            None, "--ray", help="Run on Ray: local (start Ray on this machine for the run), "
+            "auto or HOST:PORT (join a cluster). Default: local processes, or the cluster in "
+            "RAY_ADDRESS when set."),
+        results: str = typer.Option(
+            None, "--results", help="Append each instance's answer to this JSON-lines file "
+            "as it finishes (nothing finished is lost if the run stops)."),
+        resume: bool = typer.Option(
+            False, "--resume", help="With --results: skip instances already answered there."),
         expected: str = typer.Option(None, "--expected", help="CSV onnx,vnnlib,expected to score against."),
         details: bool = typer.Option(False, "--details", help="Also list every instance."),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Run a whole benchmark: progress bar, then solved / time per property."""
+        """Run a whole benchmark: progress bar, then solved / time per property.
+
+        Instances run longest time limit first, on local worker processes or on Ray; each
+        answer can be appended to a results file as it finishes, and --resume answers only
+        the instances missing from it. Ctrl-C stops the run and reports what finished
+        (marked partial). Instances that end unknown (time limit) and instances that fail
+        with an error (unreadable model or property, unsupported operator, a worker that
+        died twice) are counted separately, and the reason of each is printed.
+
+        Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --results out.jsonl --resume
+        """
+        from ..parallel import resolve_backend
+
         insts = read_instances(instances)
         if not insts:
             raise RelulabError(f"{instances}: no instances")
+        if workers < 1:
+            raise RelulabError(f"--workers must be at least 1, got {workers}")
+        if memory is not None and not memory > 0:
+            raise RelulabError(f"--memory must be positive, got {memory}")
+        if resume and not results:
+            raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         if timeout is not None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
-        rows = run_batch(insts, workers=max(1, workers), show_progress=not json_out)
+        insts = [(a, b, t, memory) for a, b, t in insts]
+        backend, address = resolve_backend(ray)
+        previous = read_results(results) if (results and resume) else {}
+        todo = [i for i in insts if _instance_key(i[0], i[1]) not in previous]
+        sink = None
+        if results:
+            Path(results).parent.mkdir(parents=True, exist_ok=True)
+            sink = open(results, "a")  # noqa: SIM115 - closed below, also on Ctrl-C
+            if sink.tell() and not Path(results).read_bytes().endswith(b"\n"):
+                sink.write("\n")  # a torn last line (a stopped run) stays on a line of its own
+
+        def keep(row):
+            if sink is not None:
+                sink.write(json.dumps(to_jsonable(row)) + "\n")
+                sink.flush()
+
+        try:
+            new_rows, partial = run_batch(todo, workers=workers, show_progress=not json_out,
+                                          on_result=keep, backend=backend, address=address)
+        finally:
+            if sink is not None:
+                sink.close()
+        by_key = {**previous, **{_instance_key(r["model"], r["property"]): r for r in new_rows}}
+        rows = [by_key[k] for k in (_instance_key(a, b) for a, b, *_ in insts) if k in by_key]
         if expected:
             exp = _read_expected(expected)
             for r in rows:
@@ -237,51 +361,95 @@ def register(app: typer.Typer) -> None:
                     if r["status"] in ("holds", "violated"):
                         r["correct"] = r["status"] == e
         summ = _summary(rows)
+        run_info = {"backend": backend if backend == "local" else f"ray ({address or 'local'})",
+                    "workers": workers, "resumed": len(insts) - len(todo), "partial": partial}
         if json_out:
-            print_json({"summary": summ, "instances": rows})
+            print_json({"summary": summ, "instances": rows, "run": run_info})
             return
         if details:
             t = Table(title="instances")
-            for col in ("model", "property", "status", "time (s)"):
+            for col in ("model", "property", "status", "time (s)", "reason"):
                 t.add_column(col)
             for r in rows:
-                t.add_row(_model_name(r["model"]), _prop_name(r["property"]), r["status"], f"{r['wall']:.2f}")
+                t.add_row(_model_name(r["model"]), _prop_name(r["property"]), r["status"],
+                          f"{r['wall']:.2f}", r.get("reason", ""))
             console.print(t)
-        t = Table(title=f"verify-batch: {len(rows)} instances, {workers} workers")
-        cols = ["property", "instances", "solved", "holds", "violated", "unknown"]
+        # short headers and a light frame keep the table inside 80 columns
+        where = "local processes" if backend == "local" else f"Ray ({address or 'local'})"
+        t = Table(title=f"verify-batch: {len(rows)} of {len(insts)} instances, {workers} "
+                        f"workers, {where}" + (" (PARTIAL: interrupted)" if partial else ""),
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+        # (solved = holds + viol., right = solved - wrong and the median time are in --json)
+        cols = [("property", "property"), ("instances", "n"), ("holds", "holds"),
+                ("violated", "viol."), ("unknown", "unkn."), ("errors", "err.")]
         if expected:
-            cols += ["correct", "wrong"]
-        cols += ["total_time", "median_time", "max_time"]
-        for c in cols:
-            t.add_column(c.replace("_", " "), justify="right")
-        for s in summ:
-            t.add_row(*(f"{s[c]:.2f}" if isinstance(s[c], float) else str(s[c]) for c in cols))
+            cols += [("wrong", "wrong")]
+        cols += [("total_time", "total s"), ("max_time", "max s")]
+        for c, head in cols:
+            t.add_column(head, justify="left" if c == "property" else "right", no_wrap=True)
+        for s_ in summ:
+            t.add_row(*(f"{s_.get(c, 0):.1f}" if isinstance(s_.get(c), float) else str(s_.get(c, 0))
+                        for c, _ in cols))
         console.print(t)
+        _print_reasons(rows)
+        if run_info["resumed"]:
+            console.print(f"{run_info['resumed']} instance(s) taken from {results} (--resume)")
 
     @app.command("range")
     def range_cmd(
         model: str = typer.Argument(..., help="Model file."),
         box: str = typer.Option(None, "--box", help='Input box "lo:hi" or "lo1:hi1,lo2:hi2,..." (default -1:1).'),
-        time_limit: float = typer.Option(None, "--time-limit", help="Seconds for all MILPs together."),
+        time_limit: float = typer.Option(
+            60.0, "--time-limit", help="Seconds for all MILPs together; then the proven "
+            "bracket found so far is reported (status time_limit)."),
         tighten: bool = typer.Option(False, "--tighten", help="LP bound tightening before the MILPs."),
         json_out: bool = JSON_OPT,
     ) -> None:
-        """Exact range of every output over a box (two MILPs per output)."""
+        """Range of every output over a box: exact when every MILP is solved, else a bracket.
+
+        For each output the table shows the smallest and largest values found (attained
+        at the argmin/argmax inputs) and the proven bounds: the true minimum lies between
+        "min proven" and "min found", the true maximum between "max found" and "max
+        proven". Status "optimal" means they coincide (exact range); "time_limit" means a
+        bracket.
+
+        Example: relulab range model.onnx --box 0:1 --time-limit 30
+        """
         from ..verify import output_range
 
+        if time_limit is not None and time_limit <= 0:
+            raise RelulabError(f"--time-limit must be positive, got {time_limit}")
         net = load_model_arg(model)
         B = parse_box(box, net.input_dim)
-        r = output_range(net, B, time_limit=time_limit, tighten=tighten)
+        show = not json_out and console.is_terminal
+        with console.status(f"solving {2 * net.output_dim} MILPs...") if show else nullcontext():
+            r = output_range(net, B, time_limit=time_limit, tighten=tighten)
         if json_out:
-            print_json(r)
+            print_json({**r.to_dict(), "exact": r.status == "optimal"})
             return
-        t = Table(title=f"exact output range over {B!r} ({r.status}, {r.time:.2f} s)")
-        for c in ("output", "min", "max", "argmin", "argmax"):
+        exact = r.status == "optimal"
+        kind = "exact output range" if exact else f"output range BRACKET ({r.status}: not proven exact)"
+        t = Table(title=f"{kind} over {box_text(B)}, {r.time:.2f} s")
+        cols = (("output", "min", "max", "argmin", "argmax") if exact else
+                ("output", "min proven", "min found", "max found", "max proven"))
+        for c in cols:
             t.add_column(c, justify="right")
         for i in range(net.output_dim):
-            t.add_row(str(i), f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
-                      np.array2string(r.argmin[i], precision=4), np.array2string(r.argmax[i], precision=4))
+            if exact:
+                t.add_row(str(i), f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}", _vec_text(r.argmin[i]),
+                          _vec_text(r.argmax[i]))
+            else:
+                t.add_row(str(i), f"{r.lo_bound[i]:.9g}", f"{r.lo[i]:.9g}", f"{r.hi[i]:.9g}",
+                          f"{r.hi_bound[i]:.9g}")
         console.print(t)
+        if not exact:
+            console.print("the true minimum lies between 'min proven' and 'min found', the true "
+                          "maximum between 'max found' and 'max proven' (inputs in --json); raise "
+                          "--time-limit to close the bracket")
+
+
+def _vec_text(v: np.ndarray) -> str:
+    return "(" + ", ".join(f"{float(a):.4g}" for a in v) + ")"
 
 
 def tour(console) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
+from ..limits import check_bytes
 from ..network import Network, NetworkError
 
 __all__ = ["AffineTracer", "conv2d_sparse", "avgpool2d_sparse", "pool_windows"]
@@ -64,6 +65,7 @@ def conv2d_sparse(
     dilation: Sequence[int] = (1, 1),
     groups: int = 1,
     padding_mode: str = "zeros",
+    dense_over: int | None = None,
 ) -> tuple[Any, tuple[int, int, int]]:
     """The linear part of a 2-D convolution as a sparse matrix (no bias).
 
@@ -71,6 +73,9 @@ def conv2d_sparse(
         weight: kernel of shape ``(O, C / groups, KH, KW)`` (torch and ONNX layout).
         input_shape: ``(C, H, W)``.
         pads: ``(top, left, bottom, right)``.
+        dense_over: when the output will become a dense layer over this many variables
+            (the tracer's hidden vector), refuse at once if that layer would not fit the
+            memory budget, before building a matrix that could only be thrown away.
 
     Returns:
         ``(M, (O, OH, OW))`` with ``M`` a ``scipy.sparse`` CSR matrix of shape
@@ -94,6 +99,15 @@ def conv2d_sparse(
     pt, pl, pb, pr = (int(p) for p in pads)
     OH = _conv_out(H, KH, sh, pt, pb, dh)
     OW = _conv_out(W, KW, sw, pl, pr, dw)
+    if dense_over is not None:
+        # relulab's Network stores every hidden layer densely: the ReLU that follows a
+        # convolution turns its output into an (O*OH*OW) x dense_over matrix
+        check_bytes(8.0 * O * OH * OW * dense_over,
+                    f"the dense layer after a convolution to {O}x{OH}x{OW} over {dense_over} "
+                    "variables")
+    # rows, columns and values of every kernel tap, before the CSR copy
+    check_bytes(40.0 * O * OH * OW * Cg * KH * KW,
+                f"the sparse matrix of a convolution from {C}x{H}x{W} to {O}x{OH}x{OW}")
     mh = _pad_index_map(H, pt, pb, padding_mode)
     mw = _pad_index_map(W, pl, pr, padding_mode)
     o = np.arange(O)[:, None, None, None]
@@ -224,6 +238,8 @@ class _Aff:
     @property
     def A(self) -> np.ndarray:
         if self._A is None:
+            check_bytes(8.0 * self.As.shape[0] * self.As.shape[1],
+                        f"the dense form of a {self.As.shape[0]} x {self.As.shape[1]} layer")
             self._A = self.As.toarray().reshape((self.As.shape[0], *self.c.shape))
         return self._A
 

@@ -108,10 +108,12 @@ def load(path: str | os.PathLike) -> Network:
             raise FormatError(f"{p}: not a .npz archive (it holds a single .npy array)")
         with z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError,
+            KeyError, IndexError) as e:
+        # NotImplementedError: zipfile meets a damaged compression method or version field
         if isinstance(e, FormatError):
             raise
-        raise FormatError(f"{p}: not a readable .npz archive ({e})") from None
+        raise FormatError(f"{p}: not a readable .npz archive ({type(e).__name__}: {e})") from None
     if str(data.get("format", "")) != _MAGIC:
         raise FormatError(f"{p}: not a relulab network archive (no format tag '{_MAGIC}')")
     version = _int(data, "version", -1, p)

@@ -445,12 +445,12 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
     Ws, bs = [], []
     for k in range(1, L + 1):
         n_in, n_out = sizes[k - 1], sizes[k]
-        W = np.empty((n_out, n_in))
-        for r in range(n_out):
-            W[r] = lines.numbers(f"layer {k} weight row {r + 1} of {n_out}, {n_in} numbers", n_in)
-        b = np.empty(n_out)
-        for r in range(n_out):
-            b[r] = lines.numbers(f"layer {k} bias {r + 1} of {n_out}", 1)[0]
+        # rows are collected as read (not preallocated from the header's sizes), so a file
+        # that declares more than it holds fails at its last line, not in the allocator
+        W = np.array([lines.numbers(f"layer {k} weight row {r + 1} of {n_out}, {n_in} numbers", n_in)
+                      for r in range(n_out)], dtype=np.float64).reshape(n_out, n_in)
+        b = np.array([lines.numbers(f"layer {k} bias {r + 1} of {n_out}", 1)[0]
+                      for r in range(n_out)], dtype=np.float64)
         Ws.append(W)
         bs.append(b)
     if lines.pos < len(lines.items):

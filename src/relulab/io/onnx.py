@@ -297,6 +297,8 @@ def _h_unsqueeze(cx: _Cx, ins: list, at: dict) -> list:
         raise FormatError(f"{cx.where}: Unsqueeze without axes")
     rank = len(S) + len(axes)
     add = sorted(_norm_axis(a, rank) for a in axes)
+    if len(set(add)) != len(add):
+        raise FormatError(f"{cx.where}: Unsqueeze axes {list(axes)} repeat an axis")
     new, it = [], iter(S)
     for i in range(rank):
         new.append(1 if i in add else next(it))
@@ -432,7 +434,8 @@ def _h_conv(cx: _Cx, ins: list, at: dict) -> list:
         w = w[:, :, None, :]
     k, st, dil = _geom(at, one_d, w.shape[2:])
     pads = _pads2d(at, chw, k, st, dil, one_d)
-    M, (O, OH, OW) = conv2d_sparse(w, chw, st, pads, dil, int(at.get("group", 1)))
+    M, (O, OH, OW) = conv2d_sparse(w, chw, st, pads, dil, int(at.get("group", 1)),
+                                   dense_over=ins[0].n if cx.tr.is_aff(ins[0]) else None)
     bias = None
     if len(ins) > 2 and ins[2] is not None:
         bias = np.repeat(cx.const(ins[2], "the Conv bias").astype(np.float64), OH * OW)
@@ -682,9 +685,10 @@ def onnx_to_network(model: Any) -> Network:
                 )
         except FormatError:
             raise
-        except (ValueError, IndexError, TypeError, KeyError) as e:
+        except (ValueError, IndexError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
+            # malformed attributes and shapes surface as these deep inside the handlers
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)
-            raise FormatError(f"{where}: {msg}") from None
+            raise FormatError(f"{where}: {(msg.strip().splitlines() or [type(e).__name__])[0]}") from None
         finally:
             tr.carry = []
         for name, v in zip(node.output, outs, strict=False):

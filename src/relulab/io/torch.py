@@ -59,6 +59,7 @@ __all__ = [
     "from_torch",
     "to_torch",
     "load_torch_file",
+    "load_torch_module",
     "save_torch_file",
     "conv2d_to_dense",
     "avgpool2d_to_dense",
@@ -370,7 +371,8 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
             chw = S
             st, dil = m.stride, m.dilation
             pads = _conv_pads(m)
-        M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode)
+        M, out = conv2d_sparse(w, chw, st, pads, dil, m.groups, m.padding_mode,
+                               dense_over=v.n if tr.is_aff(v) else None)
         bias = None if m.bias is None else np.repeat(_np(m.bias), out[1] * out[2])
         out_shape = (out[0], out[2]) if one_d else out
         return tr.sparse(v, M, out_shape, bias, where)
@@ -486,26 +488,28 @@ def save_torch_file(net: Network, path: str | os.PathLike) -> None:
         torch.save(module, tmp)
 
 
-def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
-    """Read a ``.pt``/``.pth`` file holding a pickled ``nn.Sequential`` (or a dict with
-    keys ``"model"`` and optionally ``"input_shape"``) and convert it with :func:`from_torch`.
+def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None = None):
+    """Unpickle a ``.pt``/``.pth`` file into ``(module, input_shape)``.
 
-    The file is unpickled (``torch.load(weights_only=False)``): only load files you
-    trust.  A bare ``state_dict`` cannot be read (it holds no architecture).
+    Accepted forms (the same for every command): a whole ``nn.Module`` saved with
+    ``torch.save(model, path)``, or a dict ``{"model": module, "input_shape": (C, H, W)}``
+    (the dict's shape wins over ``input_shape``).  The file is unpickled
+    (``torch.load(weights_only=False)``): only load files you trust.  A bare
+    ``state_dict`` holds no architecture and is refused.
 
     Example:
-        >>> import os, tempfile
-        >>> from relulab.examples import xor_net
-        >>> path = os.path.join(tempfile.mkdtemp(), "xor.pt")
-        >>> save_torch_file(xor_net(), path)
-        >>> load_torch_file(path)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
-        [1.0, 0.0]
+        >>> import os, tempfile, torch
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.pt")
+        >>> torch.save({"model": torch.nn.Linear(2, 1), "input_shape": (2,)}, path)
+        >>> module, shape = load_torch_module(path); type(module).__name__, shape
+        ('Linear', (2,))
     """
     torch = require("torch", "torch")
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=False)
     except Exception as e:  # torch raises many kinds on corrupt files
-        raise FormatError(f"{path}: cannot read a torch file ({type(e).__name__}: {e})") from None
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise FormatError(f"{path}: cannot read a torch file ({type(e).__name__}: {first})") from None
     if isinstance(obj, dict) and isinstance(obj.get("model"), torch.nn.Module):
         input_shape = obj.get("input_shape", input_shape)
         obj = obj["model"]
@@ -515,8 +519,32 @@ def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None =
             f"{path}: holds {what}, not a model; save the whole nn.Sequential with "
             "torch.save(model, path)"
         )
+    if input_shape is not None:
+        try:
+            input_shape = tuple(int(v) for v in input_shape)
+        except (TypeError, ValueError):
+            raise FormatError(f"{path}: input_shape {input_shape!r} is not a tuple of integers") from None
+    return obj.eval(), input_shape
+
+
+def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
+    """Read a ``.pt``/``.pth`` file (see :func:`load_torch_module` for the accepted forms)
+    and convert it with :func:`from_torch`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab.examples import xor_net
+        >>> path = os.path.join(tempfile.mkdtemp(), "xor.pt")
+        >>> save_torch_file(xor_net(), path)
+        >>> load_torch_file(path)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
+        [1.0, 0.0]
+    """
+    module, input_shape = load_torch_module(path, input_shape)
     try:
-        return from_torch(obj, input_shape)
+        return from_torch(module, input_shape)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
-
+    except (AttributeError, TypeError, KeyError, IndexError, RuntimeError) as e:
+        # an unpickled module can lack what its class promises (a damaged or hand-edited file)
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise FormatError(f"{path}: the saved module is malformed ({type(e).__name__}: {first})") from None

@@ -112,10 +112,11 @@ def _row_to_ints(row) -> list[int]:
     return [int(v * den) for v in fr]
 
 
-def exact_rank(M) -> int:
+def exact_rank(M, progress=None) -> int:
     """The exact rank over the rationals of a matrix of Fractions, ints or floats.
 
-    Floats count as the exact binary rationals they store.
+    Floats count as the exact binary rationals they store. ``progress(done, total)``, when
+    given, is called after each column of the elimination (for a progress bar).
 
     Example:
         >>> from fractions import Fraction as F
@@ -132,6 +133,8 @@ def exact_rank(M) -> int:
     n_cols = A.shape[1]
     rank = 0
     for c in range(n_cols):
+        if progress is not None:
+            progress(c, n_cols)
         piv = next((i for i in range(rank, len(rows)) if rows[i][c] != 0), None)
         if piv is None:
             continue

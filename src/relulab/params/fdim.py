@@ -251,7 +251,7 @@ def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
 
 
 def functional_dimension(
-    net: Network, X, *, exact: bool = False, tol: float | None = None
+    net: Network, X, *, exact: bool = False, tol: float | None = None, progress=None
 ) -> FunctionalDimension:
     """The batch functional dimension of ``net`` on the points ``X``.
 
@@ -262,6 +262,7 @@ def functional_dimension(
         exact: also compute the rank exactly in rational arithmetic (small networks:
             the cost is cubic in the number of parameters, on big integers).
         tol: singular-value cutoff for the numerical rank (default numpy's rule).
+        progress: ``progress(done, total)`` is called as the exact elimination advances.
 
     Example:
         >>> import numpy as np
@@ -279,7 +280,7 @@ def functional_dimension(
     if exact:
         Xe = _as_batch(net, X, True)
         J_e = realization_jacobian(net.exact(), Xe)
-        er = exact_rank(J_e)
+        er = exact_rank(J_e, progress=progress)
         pats = net.exact().preactivations(Xe)  # dead / boundary judged exactly too
     else:
         pats = netf.preactivations(Xf)

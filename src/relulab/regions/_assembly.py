@@ -142,8 +142,12 @@ class Progress:
 
     def __enter__(self):
         if self.enabled:
+            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+            console = Console(stderr=True)
+            if not console.is_terminal:
+                return self  # piped or redirected: a bar would only leave blank lines
             self._p = Progress(
                 TextColumn("[bold]linear regions"),
                 BarColumn(),
@@ -151,6 +155,7 @@ class Progress:
                 TextColumn("{task.fields[found]} found"),
                 TimeElapsedColumn(),
                 transient=True,
+                console=console,
             )
             self._p.__enter__()
             self._task = self._p.add_task("enum", total=1.0, found=0)

@@ -194,6 +194,8 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
             H = np.maximum(ib.pre_hi[k], 0.0)
     if Ff.skip is not None:
         D = D + np.abs(Ff.skip[0] - Gf.skip[0]) @ xabs + np.abs(Ff.skip[1] - Gf.skip[1])
+    if not D.any():
+        return 0.0  # every weight difference is exactly zero: nothing to round
     # Slack for the rounding of this very computation.
     return float(np.max(D)) * (1 + ROUNDOFF) + TINY
 
@@ -271,7 +273,8 @@ def equivalent(
         pb = _perturbation_bound(cf, cg, box)
         if pb is not None and pb <= tol_v:
             return done("equal", "canonical", upper_bound=pb,
-                        message=f"normal forms agree; |f - g| <= {pb:.3g} on the domain")
+                        message="identical normal forms (float weights)" if pb == 0.0
+                        else f"normal forms agree; |f - g| <= {pb:.3g} on the domain")
         # Sampling attack: any point with a gap above tol is a witness.
         gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1)
         i = int(np.argmax(gaps))
@@ -337,6 +340,8 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
     c = np.asarray(D.biases[0], dtype=float)
     if D.skip is not None:
         A, c = A + D.skip[0], c + D.skip[1]
+    if not A.any() and not c.any():
+        return done("equal", "verifier", upper_bound=0.0, message="identical affine maps")
     best_x, best_v, ub = None, -np.inf, -np.inf
     for row, off in [(A[j] * s, c[j] * s) for j in range(A.shape[0]) for s in (1.0, -1.0)]:
         if isinstance(dom, Box):

@@ -82,8 +82,17 @@ class ReduceResult:
     def n_removed(self) -> int:
         return int(sum(self.widths_before) - sum(self.widths_after))
 
+    @property
+    def status(self) -> str:
+        """"verified" (the check proved equality), "unverified" (it ended unknown or found
+        a difference) or "unchecked" (no check was asked for)."""
+        if self.check is None:
+            return "unchecked"
+        return "verified" if self.check.status == "equal" else "unverified"
+
     def to_dict(self) -> dict:
         return {
+            "status": self.status,
             "widths_before": list(self.widths_before),
             "widths_after": list(self.widths_after),
             "neurons_before": int(sum(self.widths_before)),

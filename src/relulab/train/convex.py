@@ -244,7 +244,8 @@ class ConvexFit:
 
 @dataclass(frozen=True)
 class GatedFit:
-    """A globally optimal gated-ReLU network ``x -> sum_i 1[g_i . x~ >= 0] (w_i . x~)``.
+    """The optimal gated-ReLU network ``x -> sum_i 1[g_i . x~ >= 0] (w_i . x~)`` for the given
+    (sampled) gates ``g_i``: optimal among networks with these gates, certified by ``gap``.
 
     Example:
         >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])

@@ -1,0 +1,85 @@
+"""The memory budget: how much one allocation or one computation may take.
+
+relulab stops a computation that would exceed the budget with a
+:class:`ResourceLimitError` (a :class:`~relulab.errors.RelulabError`, so the command line
+prints one line and exits 1) instead of letting the operating system kill the process.
+Long computations that can stop early (region enumeration) check the budget as they go
+and return what they have, marked partial.
+
+The budget is ``RELULAB_MEMORY_GB`` gigabytes when that variable is set, else half of
+the memory available when relulab first asks (``MemAvailable`` on Linux; half of the
+physical memory elsewhere).
+
+Example:
+    >>> check_bytes(1024, "a small array")      # fine: returns the number of bytes
+    1024
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import RelulabError
+
+__all__ = ["ResourceLimitError", "memory_budget", "check_bytes", "available_memory"]
+
+
+class ResourceLimitError(RelulabError):
+    """A computation would exceed relulab's memory budget."""
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (Linux: MemAvailable; else the physical memory).
+
+    Example:
+        >>> available_memory() > 2**20
+        True
+    """
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def memory_budget() -> int:
+    """The budget in bytes (``RELULAB_MEMORY_GB``, else half the available memory).
+
+    Example:
+        >>> memory_budget() > 0
+        True
+    """
+    env = os.environ.get("RELULAB_MEMORY_GB")
+    if env:
+        try:
+            gb = float(env)
+        except ValueError:
+            raise RelulabError(f"RELULAB_MEMORY_GB={env!r} is not a number") from None
+        if not gb > 0:
+            raise RelulabError(f"RELULAB_MEMORY_GB={env!r} must be positive")
+        return int(gb * 2**30)
+    return available_memory() // 2
+
+
+def check_bytes(n_bytes: float, what: str) -> int:
+    """Raise :class:`ResourceLimitError` naming ``what`` if ``n_bytes`` exceeds the budget.
+
+    Example:
+        >>> check_bytes(10**18, "the dense form of layer 3")
+        Traceback (most recent call last):
+        ...
+        relulab.limits.ResourceLimitError: the dense form of layer 3 needs 9.31e+08 GB; ...
+    """
+    budget = memory_budget()
+    if n_bytes > budget:
+        raise ResourceLimitError(
+            f"{what} needs {n_bytes / 2**30:.3g} GB; the memory budget is {budget / 2**30:.3g} GB "
+            "(set RELULAB_MEMORY_GB to change it)"
+        )
+    return int(n_bytes)

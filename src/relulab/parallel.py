@@ -1,0 +1,300 @@
+"""One map over work items: a local process pool (default) or a Ray cluster.
+
+:func:`pmap` runs ``fn(item)`` for every item and yields ``(index, result)`` as results
+finish, whichever backend runs them:
+
+* ``backend="local"``: a pool of ``workers`` processes on this machine (no extra
+  dependency). A worker process that dies (killed, out of memory) costs only the item it
+  was running: the pool is rebuilt and that item retried, up to ``retries`` times; after
+  that the item's result is ``on_error(item, reason)``.
+* ``backend="ray"``: Ray tasks (``pip install 'relulab[ray]'``). ``address=None`` joins the
+  cluster named by ``RAY_ADDRESS`` if set, else starts a Ray instance on this machine for
+  the run; ``"auto"`` or ``"HOST:PORT"`` joins an existing cluster. Ray retries the tasks
+  of a dead worker (``max_retries``) on any node.
+
+Ctrl-C (KeyboardInterrupt) cancels everything still running and ends the iteration
+quietly; the caller keeps what it received (and marks its answer partial). Results
+arrive in completion order; callers that need input order sort by index.
+
+:func:`sweep` runs a function over a parameter grid and appends one JSON line per run.
+
+Example:
+    >>> sorted(pmap(abs, [-2, 3, -1], workers=1))
+    [(0, 2), (1, 3), (2, 1)]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import RelulabError, require
+
+__all__ = ["pmap", "sweep", "resolve_backend", "BACKENDS"]
+
+BACKENDS = ("local", "ray")
+
+
+def resolve_backend(ray: str | None) -> tuple[str, str | None]:
+    """The backend and Ray address for a ``--ray`` option value.
+
+    ``None`` -> local (unless ``RAY_ADDRESS`` is set: then Ray at that address);
+    ``"local"`` -> Ray started on this machine; ``"auto"`` or ``"HOST:PORT"`` -> that cluster.
+
+    Example:
+        >>> resolve_backend("local"), resolve_backend("10.0.0.5:6379")
+        (('ray', None), ('ray', '10.0.0.5:6379'))
+    """
+    if ray is None:
+        env = os.environ.get("RAY_ADDRESS")
+        return ("ray", env) if env else ("local", None)
+    if ray == "local":
+        return "ray", None
+    return "ray", ray
+
+
+def _error_result(item: Any, reason: str) -> dict:
+    return {"status": "error", "reason": reason}
+
+
+def pmap(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    retries: int = 2,
+    on_error: Callable[[Any, str], Any] = _error_result,
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, fn(item))`` for every item, as results finish.
+
+    ``fn`` and the items must pickle (a module-level function). ``workers`` defaults to
+    the machine's CPU count (local) or the cluster's (Ray).
+
+    Example:
+        >>> dict(pmap(len, ["ab", "c"], workers=2))
+        {0: 2, 1: 1}
+    """
+    items = list(items)
+    if backend not in BACKENDS:
+        raise RelulabError(f"pmap: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if workers is not None and workers < 1:
+        raise RelulabError(f"pmap: workers must be at least 1, got {workers}")
+    if not items:
+        return
+    if backend == "ray":
+        yield from _ray_map(fn, items, workers, address, retries, on_error)
+    elif workers == 1:
+        for i, item in enumerate(items):
+            try:
+                res = fn(item)
+            except KeyboardInterrupt:
+                return                      # Ctrl-C: the caller keeps what finished
+            yield i, res
+    else:
+        yield from _local_map(fn, items, workers or os.cpu_count() or 1, retries, on_error)
+
+
+def _worker_loop(fn, conn) -> None:
+    """A local worker: run items until told to stop; exceptions go back to the driver."""
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        i, item = msg
+        try:
+            conn.send((i, True, fn(item)))
+        except BaseException as e:  # noqa: BLE001 - every failure is reported to the driver
+            try:
+                conn.send((i, False, e))
+            except Exception:  # noqa: BLE001 - an unpicklable exception: send its text
+                conn.send((i, False, RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any]]:
+    """Own worker processes (not a ProcessPoolExecutor): the driver knows which item each
+    worker runs, so a worker that dies costs exactly that item one attempt."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
+    attempts = [0] * len(items)
+    running: dict[Any, tuple[Any, int | None]] = {}  # conn -> (process, item index)
+
+    def start():
+        here, there = ctx.Pipe()
+        p = ctx.Process(target=_worker_loop, args=(fn, there), daemon=True)
+        p.start()
+        there.close()
+        running[here] = (p, None)
+
+    def feed(conn):
+        p, _ = running[conn]
+        if queue:
+            i = queue.pop()
+            conn.send((i, items[i]))
+            running[conn] = (p, i)
+        else:
+            conn.send(None)
+            p.join(timeout=5)
+            del running[conn]
+
+    try:
+        for _ in range(min(workers, len(items))):
+            start()
+        for conn in list(running):
+            feed(conn)
+        while running:
+            sentinels = {running[c][0].sentinel: c for c in running}
+            ready = wait(list(running) + list(sentinels))
+            for r in ready:
+                conn = sentinels.get(r, r)
+                if conn not in running:
+                    continue
+                p, i = running[conn]
+                if r is conn and conn.poll():
+                    try:
+                        j, ok, res = conn.recv()
+                    except (EOFError, OSError):
+                        continue                    # died while sending: the sentinel follows
+                    running[conn] = (p, None)
+                    if not ok:
+                        raise res
+                    yield j, res
+                    feed(conn)
+                elif not p.is_alive():
+                    del running[conn]
+                    conn.close()
+                    if i is not None:
+                        attempts[i] += 1
+                        if attempts[i] > retries:
+                            yield i, on_error(items[i], f"worker process died {attempts[i]} times")
+                        else:
+                            queue.append(i)         # retried next, by a fresh worker
+                    if queue:
+                        start()
+                        feed(list(running)[-1])
+    except (KeyboardInterrupt, GeneratorExit) as e:
+        _stop(running)
+        if isinstance(e, GeneratorExit):
+            raise
+        return
+    except BaseException:
+        _stop(running)
+        raise
+
+
+def _stop(running: dict) -> None:
+    for conn, (p, _) in list(running.items()):
+        p.kill()
+        p.join(timeout=5)
+        conn.close()
+    running.clear()
+
+
+def _apply(fn: Callable[[Any], Any], item: Any) -> Any:
+    return fn(item)
+
+
+def _ray_map(fn, items, workers, address, retries, on_error) -> Iterator[tuple[int, Any]]:
+    ray = require("ray", "ray")
+    started = False
+    if not ray.is_initialized():
+        kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+        if address is None and not os.environ.get("RAY_ADDRESS"):
+            kw["num_cpus"] = workers or os.cpu_count() or 1
+        else:
+            kw["address"] = address or os.environ.get("RAY_ADDRESS")
+        ray.init(**kw)
+        started = True
+    try:
+        task = ray.remote(max_retries=retries, retry_exceptions=False)(_apply)
+        fn_ref = ray.put(fn)   # the function (and what it holds, e.g. a model) is sent once
+        # a cap on tasks in flight keeps the driver's memory flat on huge item lists
+        limit = max(2 * (workers or int(ray.cluster_resources().get("CPU", 1))), 1)
+        pending: dict[Any, int] = {}
+        it = iter(enumerate(items))
+        try:
+            for i, item in itertools.islice(it, limit):
+                pending[task.remote(fn_ref, item)] = i
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                ref = ready[0]
+                i = pending.pop(ref)
+                try:
+                    res = ray.get(ref)
+                except ray.exceptions.WorkerCrashedError as e:
+                    res = on_error(items[i], f"worker died after {retries} retries ({type(e).__name__})")
+                except ray.exceptions.RayTaskError as e:
+                    raise e.as_instanceof_cause() from None
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending[task.remote(fn_ref, nxt[1])] = nxt[0]
+                yield i, res
+        except (KeyboardInterrupt, GeneratorExit) as e:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if isinstance(e, GeneratorExit):
+                raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def sweep(
+    fn: Callable[..., Any],
+    grid: dict[str, Iterable[Any]],
+    out: str | os.PathLike,
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    resume: bool = True,
+) -> list[dict]:
+    """Run ``fn(**params)`` for every combination of ``grid`` and append one JSON line per
+    run (``{"params": ..., "result": ...}``) to ``out`` as runs finish.
+
+    With ``resume`` (the default), parameter sets already in ``out`` are not run again;
+    the returned list holds every line of the file afterwards.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+        >>> rows = sweep(pow, {"base": [2, 3], "exp": [2]}, path, workers=1)
+        >>> sorted(r["result"] for r in rows)
+        [4, 9]
+    """
+    from .results import to_jsonable
+
+    keys = list(grid)
+    combos = [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*grid.values())]
+    path = Path(out)
+    done = []
+    if resume and path.is_file():
+        done = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
+    todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        for i, res in pmap(_Call(fn), todo, backend=backend, workers=workers, address=address):
+            row = {"params": to_jsonable(todo[i]), "result": to_jsonable(res)}
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            done.append(row)
+    return done
+
+
+class _Call:
+    """``fn(**params)`` as a picklable one-argument callable."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, params: dict) -> Any:
+        return self.fn(**params)

@@ -1,0 +1,185 @@
+"""relulab.parallel: the local pool and Ray give the same answers; a dead worker costs only
+its item (retried, answered once); Ctrl-C ends the map quietly; sweeps and verify-batch
+write results as they finish and --resume runs only what is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+from conftest import run_cli as run
+
+from relulab.examples import example_path
+from relulab.parallel import pmap, resolve_backend, sweep
+
+
+def square(x):
+    time.sleep(0.01)
+    return x * x
+
+
+class DieOnce:
+    """Kills its worker process the first time it sees ``victim`` (a marker file remembers)."""
+
+    def __init__(self, folder, victim):
+        self.folder, self.victim = str(folder), victim
+
+    def __call__(self, x):
+        marker = os.path.join(self.folder, f"died-{x}")
+        if x == self.victim and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return x * 10
+
+
+def always_dies(x):
+    if x == 1:
+        os._exit(1)
+    return x
+
+
+def interrupt_at_3(x):
+    if x == 3:
+        raise KeyboardInterrupt
+    time.sleep(0.01)
+    return x
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_local_map_equals_serial_map(workers):
+    out = dict(pmap(square, range(9), workers=workers))
+    assert out == {i: i * i for i in range(9)}
+
+
+def test_dead_worker_costs_only_its_item(tmp_path):
+    got = list(pmap(DieOnce(tmp_path, victim=4), range(8), workers=2))
+    assert sorted(i for i, _ in got) == list(range(8))          # every item answered once
+    assert dict(got) == {i: 10 * i for i in range(8)}
+    assert (tmp_path / "died-4").exists()                         # the worker really died
+
+
+def test_item_that_always_kills_its_worker_is_reported_not_retried_forever():
+    got = dict(pmap(always_dies, range(4), workers=2, retries=1))
+    assert got[0] == 0 and got[2] == 2 and got[3] == 3
+    assert got[1]["status"] == "error" and "died 2 times" in got[1]["reason"]
+
+
+def test_interrupt_ends_the_map_with_what_finished():
+    got = dict(pmap(interrupt_at_3, range(6), workers=1))
+    assert got == {0: 0, 1: 1, 2: 2}
+    got = dict(pmap(interrupt_at_3, range(40), workers=2))
+    assert 3 not in got and all(v == k for k, v in got.items())
+
+
+def test_errors_in_fn_propagate():
+    with pytest.raises(ZeroDivisionError):
+        list(pmap(lambda x: 1 / x, [1, 0], workers=1))
+
+
+def test_bad_arguments():
+    from relulab.errors import RelulabError
+
+    with pytest.raises(RelulabError, match="backend"):
+        list(pmap(abs, [1], backend="spark"))
+    with pytest.raises(RelulabError, match="workers"):
+        list(pmap(abs, [1], workers=0))
+
+
+def test_resolve_backend(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert resolve_backend(None) == ("local", None)
+    monkeypatch.setenv("RAY_ADDRESS", "h:1")
+    assert resolve_backend(None) == ("ray", "h:1")
+    assert resolve_backend("auto") == ("ray", "auto")
+
+
+def test_sweep_writes_one_line_per_run_and_resumes(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    rows = sweep(pow, {"base": [2, 3], "exp": [1, 2]}, path, workers=2)
+    assert sorted(r["result"] for r in rows) == [2, 3, 4, 9]
+    assert len(path.read_text().splitlines()) == 4
+    rows = sweep(pow, {"base": [2, 3, 5], "exp": [1, 2]}, path, workers=2)   # two new runs
+    lines = [json.loads(s) for s in path.read_text().splitlines()]
+    assert len(lines) == 6 and len(rows) == 6
+    assert sorted(r["result"] for r in lines) == [2, 3, 4, 5, 9, 25]
+
+
+# ------------------------------------------------------------------ verify-batch
+def _instances(tmp_path, n_copies=2):
+    from relulab.io import load_model, save_model
+
+    net = load_model(example_path("tiny_2d.onnx"))
+    lines = []
+    for k in range(n_copies):
+        save_model(net * (1.0 + k), tmp_path / f"net{k}.npz")
+        for prop in ("holds", "violated"):
+            (tmp_path / f"p_{prop}.vnnlib").write_bytes(example_path(f"tiny_2d_{prop}.vnnlib").read_bytes())
+            lines.append(f"net{k}.npz,p_{prop}.vnnlib,20")
+    (tmp_path / "inst.csv").write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def test_verify_batch_resume_answers_only_missing_instances(tmp_path, capsys):
+    n = _instances(tmp_path)
+    res = tmp_path / "res.jsonl"
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
+                       "--results", res)
+    full = json.loads(out)
+    assert code == 0 and len(res.read_text().splitlines()) == n
+    # an interrupted run: only the first two answers made it to the file (plus a torn line)
+    kept = res.read_text().splitlines()[:2]
+    res.write_text("\n".join(kept) + "\n{\"status\": \"hol")
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
+                       "--results", res, "--resume")
+    d = json.loads(out)
+    assert code == 0 and d["run"]["resumed"] == 2
+    answered = [json.loads(s) for s in res.read_text().splitlines()[3:]]
+    assert len(answered) == n - 2                     # only the missing ones ran
+    assert [r["status"] for r in d["instances"]] == [r["status"] for r in full["instances"]]
+    code, _, err = run(capsys, "verify-batch", tmp_path / "inst.csv", "--resume")
+    assert code == 1 and "--results" in err
+
+
+# ------------------------------------------------------------------ Ray
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'relulab[ray]')")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import sys
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Ray workers cannot import this test module: ship its functions by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_map_equals_local_map(ray_local):
+    assert dict(pmap(square, range(12), backend="ray", workers=2)) == dict(pmap(square, range(12), workers=2))
+
+
+def test_ray_retries_a_dead_worker(ray_local, tmp_path):
+    got = list(pmap(DieOnce(tmp_path, victim=2), range(5), backend="ray", workers=2))
+    assert sorted(i for i, _ in got) == list(range(5)) and dict(got) == {i: 10 * i for i in range(5)}
+    assert (tmp_path / "died-2").exists()
+
+
+def test_verify_batch_ray_and_local_tables_agree(ray_local, tmp_path, capsys):
+    _instances(tmp_path)
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json")
+    local = json.loads(out)
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
+                       "--ray", "auto")
+    ray_rows = json.loads(out)
+    assert code == 0 and ray_rows["run"]["backend"].startswith("ray")
+    strip = lambda rows: [(r["model"], r["property"], r["status"]) for r in rows]  # noqa: E731
+    assert strip(ray_rows["instances"]) == strip(local["instances"])
+    for r in ray_rows["instances"]:
+        if r["status"] == "violated":
+            from relulab.io import load_model
+
+            y = load_model(r["model"])(np.array(r["counterexample"]))
+            assert np.allclose(y, r["output"])
