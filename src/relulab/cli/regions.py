@@ -49,21 +49,24 @@ def regions_cmd(
                  "domain": "R^d" if whole_space else dom.to_dict()}
     if count and not (graph or plot):
         if max_regions is None:
-            n, partial = R.count(net, dom, progress=progress), False
+            n, partial, stopped = R.count(net, dom, progress=progress), False, None
         else:
             # counting keeps no region data, but only enumeration stops at a limit
             rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
             n, partial = len(rs), bool(rs.partial)
+            stopped = rs.info.get("stopped")
         out["regions"] = n
         out["partial"] = partial
+        out["stopped"] = stopped
         if json_out:
             print_json(out)
         else:
-            console.print(f"{n} linear regions" + (f" (partial: stopped at --max-regions "
-                                                   f"{max_regions})" if partial else ""))
+            why = stopped or f"stopped at --max-regions {max_regions}"
+            console.print(f"{n} linear regions" + (f" (partial: {why})" if partial else ""))
         return
     rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
     out.update(rs.to_dict(regions=list_regions and json_out))
+    out["stopped"] = rs.info.get("stopped")
     if graph:
         G = R.graph(rs, net)
         out["graph"] = G.graph["summary"].to_dict()
@@ -87,6 +90,8 @@ def regions_cmd(
         return
     t = Table(title=f"linear regions of {model}", show_header=False)
     t.add_row("regions", f"{len(rs)}" + (" (partial)" if rs.partial else ""))
+    if rs.info.get("stopped"):
+        t.add_row("stopped", rs.info["stopped"])
     t.add_row("bounded", str(int(rs.bounded.sum())))
     t.add_row("touching the domain boundary", str(int(rs.touches_domain.sum())))
     t.add_row("time", f"{rs.seconds:.3f} s")
