@@ -12,6 +12,7 @@ import pytest
 from conftest import random_network
 
 from relulab import Box, Network, Polytope, regions
+from relulab.errors import RelulabError
 from relulab.tolerance import MIN_RADIUS, STRICT_TOL
 
 
@@ -392,3 +393,44 @@ def test_region_set_typed_fields_and_lazy_vertices():
     assert E_skel == E_cells
     X = box.sample(200, 3)
     assert np.array_equal(full.locate(X), lazy.locate(X))
+
+
+def test_memory_budget_stops_enumeration_with_an_exact_partial_answer(monkeypatch):
+    """With a tiny budget the skeleton engine hands over to the streaming engine, which
+    stops with what it has (marked partial, with the reason); what it has is exact."""
+    rng = np.random.default_rng(5)
+    net = Network([rng.normal(size=(12, 2)), rng.normal(size=(12, 12)), rng.normal(size=(1, 12))],
+                  [rng.normal(size=12) * 0.3, rng.normal(size=12) * 0.3, np.zeros(1)])
+    box = Box([-1, -1], [1, 1])
+    full = regions.enumerate(net, box)
+    n_full = regions.count(net, box)
+    assert len(full) == n_full and not full.partial
+    monkeypatch.setenv("RELULAB_MEMORY_GB", str(40e3 / 2**30))       # 40 kB
+    rs = regions.enumerate(net, box)
+    assert rs.partial and "memory budget" in rs.info["stopped"]
+    assert rs.info.get("fallback", "").startswith("memory")
+    assert 0 < len(rs) < len(full)
+    have = {r.pattern.tobytes() for r in full}
+    assert all(r.pattern.tobytes() in have for r in rs)           # a subset of the true regions
+    X = np.array([r.interior_point for r in rs])
+    assert np.array_equal(net.pattern_vector(X).astype(bool), np.array([r.pattern for r in rs]))
+    # counting streams: the budget changes the engine, not the answer
+    assert regions.count(net, box) == n_full
+    with pytest.raises(RelulabError, match="memory budget"):
+        regions.enumerate(net, box, engine="skeleton")
+
+
+def test_count_agrees_with_enumeration_on_degenerate_input():
+    """tiny_2d (a shipped example) has a vertex where the skeleton engine cannot tell the
+    regions apart; counting must then fall back like enumeration does (it used to give
+    55 instead of 56)."""
+    from relulab.examples import load_example
+
+    net = load_example("tiny_2d")
+    box = Box([-1, -1], [1, 1])
+    n_bfs = len(regions.enumerate(net, box, method="bfs"))
+    g = np.linspace(-1, 1, 801)
+    X = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    n_grid = len({p.tobytes() for p in net.pattern_vector(X).astype(np.uint8)})
+    assert regions.count(net, box) == len(regions.enumerate(net, box)) == n_bfs
+    assert n_grid <= n_bfs

@@ -29,9 +29,21 @@ def regions_cmd(
     max_regions: int = typer.Option(None, "--max-regions", help="Stop after this many."),
     list_regions: bool = typer.Option(False, "--list", help="With --json: every region "
                                       "(H-representation, vertices, affine map)."),
+    workers: int = typer.Option(None, "--workers", help="Split the box into cells and "
+                                "enumerate them on this many worker processes (stitched "
+                                "exactly: the same regions and graph)."),
+    ray: str = typer.Option(None, "--ray", help="Enumerate the cells on Ray: local, auto "
+                            "or HOST:PORT."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Enumerate the linear regions of a model exactly (count, graph, picture)."""
+    """Enumerate the linear regions of a model exactly (count, graph, picture).
+
+    With --workers or --ray the box is cut into cells balanced by estimated region count,
+    the cells are enumerated in parallel and the pieces stitched exactly.
+
+    Example: relulab regions model.onnx --box -1:1 --graph --plot regions.png;
+    relulab regions model.onnx --count --workers 2
+    """
     from .. import regions as R
     from ..domain import Polytope
 
@@ -45,25 +57,40 @@ def regions_cmd(
                            f"takes {d} inputs")
     dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
     progress = not json_out
+    par: dict = {}
+    if workers is not None or ray is not None:
+        from ..parallel import resolve_backend
+
+        if whole_space:
+            raise RelulabError("--workers/--ray split a box: not with --whole-space")
+        if max_regions is not None:
+            raise RelulabError("--workers/--ray enumerate to the end: not with --max-regions")
+        if workers is not None and workers < 1:
+            raise RelulabError(f"--workers must be at least 1, got {workers}")
+        backend, address = resolve_backend(ray) if ray is not None else ("local", None)
+        par = {"parallel": backend, "workers": workers, "address": address}
     out: dict = {"model": model, "input_dim": d, "hidden_widths": list(net.widths),
                  "domain": "R^d" if whole_space else dom.to_dict()}
     if count and not (graph or plot):
         if max_regions is None:
-            n, partial = R.count(net, dom, progress=progress), False
+            n, partial, stopped = R.count(net, dom, progress=progress, **par), False, None
         else:
             # counting keeps no region data, but only enumeration stops at a limit
             rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
             n, partial = len(rs), bool(rs.partial)
+            stopped = rs.info.get("stopped")
         out["regions"] = n
         out["partial"] = partial
+        out["stopped"] = stopped
         if json_out:
             print_json(out)
         else:
-            console.print(f"{n} linear regions" + (f" (partial: stopped at --max-regions "
-                                                   f"{max_regions})" if partial else ""))
+            why = stopped or f"stopped at --max-regions {max_regions}"
+            console.print(f"{n} linear regions" + (f" (partial: {why})" if partial else ""))
         return
-    rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
+    rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions, **par)
     out.update(rs.to_dict(regions=list_regions and json_out))
+    out["stopped"] = rs.info.get("stopped")
     if graph:
         G = R.graph(rs, net)
         out["graph"] = G.graph["summary"].to_dict()
@@ -87,6 +114,8 @@ def regions_cmd(
         return
     t = Table(title=f"linear regions of {model}", show_header=False)
     t.add_row("regions", f"{len(rs)}" + (" (partial)" if rs.partial else ""))
+    if rs.info.get("stopped"):
+        t.add_row("stopped", rs.info["stopped"])
     t.add_row("bounded", str(int(rs.bounded.sum())))
     t.add_row("touching the domain boundary", str(int(rs.touches_domain.sum())))
     t.add_row("time", f"{rs.seconds:.3f} s")

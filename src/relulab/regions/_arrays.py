@@ -46,6 +46,11 @@ class RegionArrays:
     def n(self) -> int:
         return int(self.interior.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays."""
+        return int(sum(getattr(self, f.name).nbytes for f in fields(self)))
+
     def as_fields(self) -> dict[str, np.ndarray]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
@@ -142,6 +147,7 @@ class EngineRun:
     partial: bool = False
     interrupted: bool = False
     fallback: str | None = None
+    stopped: str | None = None   # why a partial run stopped early (other than max_regions)
     table: PatternTable | None = None
     edges: np.ndarray | None = None
     skeleton: Skeleton | None = None
@@ -154,4 +160,6 @@ class EngineRun:
         out["engine"] = self.engine
         if self.interrupted:
             out["interrupted"] = True
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
         return out

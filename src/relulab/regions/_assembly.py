@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError
+from ..limits import ResourceLimitError, memory_budget
 from ..tolerance import RANK_TOL
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
@@ -131,6 +132,11 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> RegionArrays:
     return arrays
 
 
+# The region arrays kept by the streaming engine are copied once more when assembled
+# into one set: stop while twice what is kept still fits the budget.
+ASSEMBLY_HEADROOM = 2.0
+
+
 # ------------------------------------------------------------------ progress
 class Progress:
     """A rich progress bar over the finished share of the domain (or nothing)."""
@@ -178,11 +184,27 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     interrupted on Ctrl-C) on an early stop."""
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     found = 0
+    kept = 0
+    budget = memory_budget()
     with Progress(progress) as bar:
         it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found))
         try:
             for ch in it:
                 arrays = finalize(pb, ch)
+                # the regions kept so far, and their assembly into one set at the end
+                if ASSEMBLY_HEADROOM * (kept + arrays.nbytes) > budget:
+                    room = budget / ASSEMBLY_HEADROOM - kept
+                    k = int(arrays.n * max(room, 0.0) / max(arrays.nbytes, 1))
+                    if max_regions is not None:
+                        k = min(k, max_regions - found)
+                    if k > 0:
+                        found += k
+                        yield arrays.head(k)
+                    run.partial = True
+                    run.stopped = (f"memory budget ({budget / 2**30:.3g} GB) reached after "
+                                   f"{found} regions")
+                    return
+                kept += arrays.nbytes
                 n = arrays.n
                 if max_regions is not None and found + n > max_regions:
                     arrays = arrays.head(max_regions - found)
@@ -224,7 +246,7 @@ def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: 
     _check_engine(engine)
     fallback = None
     if engine in ("auto", "skeleton") and max_regions is None:
-        from ._skeleton import Degenerate, skeleton_regions
+        from ._skeleton import Degenerate, TooBig, skeleton_regions
 
         try:
             with Progress(progress) as bar:
@@ -234,6 +256,10 @@ def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: 
             if engine == "skeleton":
                 raise RelulabError(f"the skeleton engine needs general position: {e}") from None
             fallback = str(e)
+        except TooBig as e:
+            if engine == "skeleton":
+                raise ResourceLimitError(f"the skeleton engine: {e}") from None
+            fallback = f"memory: {e}"
         except KeyboardInterrupt:
             return EngineRun(engine="skeleton", partial=True, interrupted=True)
     run = EngineRun(engine="cells", fallback=fallback)
@@ -246,7 +272,7 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
     input is in general position and ``engine`` allows it)."""
     _check_engine(engine)
     if engine != "cells":
-        from ._skeleton import Degenerate, skeleton_count
+        from ._skeleton import Degenerate, TooBig, skeleton_count
 
         try:
             with Progress(progress) as bar:
@@ -254,8 +280,10 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
         except Degenerate as e:
             if engine == "skeleton":
                 raise RelulabError(f"the skeleton engine needs general position: {e}") from None
-        except KeyboardInterrupt:
-            return 0
+        except TooBig as e:
+            if engine == "skeleton":
+                raise ResourceLimitError(f"the skeleton engine: {e}") from None
+            # the per-region engine below streams: its memory stays bounded
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     total = [0]
     with Progress(progress) as bar:

@@ -94,6 +94,10 @@ def enumerate_regions(
     big: float | None = None,
     engine: str = "auto",
     vertices: bool | str = "auto",
+    parallel: str | None = None,
+    workers: int | None = None,
+    cells: int | None = None,
+    address: str | None = None,
 ) -> RegionSet:
     """Every full-dimensional linear region of ``net`` inside ``domain``.
 
@@ -114,6 +118,10 @@ def enumerate_regions(
             ``"skeleton"`` or ``"cells"``.  The result is the same.
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
+        parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
+            ``cells`` (default 4 per worker) balanced by estimated region count, enumerate
+            them on ``workers`` and stitch the pieces exactly (the same regions and graph;
+            every region keeps its vertex list). ``address``: the Ray cluster.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -126,6 +134,13 @@ def enumerate_regions(
         (4, [0, 1, 1, 2])
     """
     t0 = time.perf_counter()
+    if parallel is not None:
+        from ._stitch import enumerate_stitched
+
+        _check_parallel(parallel, method, max_regions)
+        return enumerate_stitched(net, default_domain(net, domain), enumerate_regions,
+                                  parallel=parallel,
+                                  workers=workers, cells=cells, address=address)
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":
@@ -171,8 +186,14 @@ def count_regions(
     *,
     progress: bool = False,
     engine: str = "auto",
+    parallel: str | None = None,
+    workers: int | None = None,
+    cells: int | None = None,
+    address: str | None = None,
 ) -> int:
-    """The number of linear regions (no region data kept).
+    """The number of linear regions (no region data kept). ``parallel``, ``workers``,
+    ``cells``, ``address``: count over cells of the box in parallel, as for
+    :func:`enumerate` (only each cell's patterns travel back).
 
     Example:
         >>> import numpy as np
@@ -181,7 +202,22 @@ def count_regions(
         >>> regions.count(net)
         4
     """
+    if parallel is not None:
+        from ._stitch import count_stitched
+
+        _check_parallel(parallel, "subdivision", None)
+        return count_stitched(net, default_domain(net, domain), enumerate_regions,
+                              parallel=parallel,
+                              workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
         return len(enumerate_regions(net, dom, progress=progress, engine=engine))
     return count_cells(pb, progress, engine)
+
+
+def _check_parallel(parallel: str, method: str, max_regions: int | None) -> None:
+    if parallel not in ("local", "ray"):
+        raise RelulabError(f"parallel must be 'local' or 'ray', not {parallel!r}")
+    if method != "subdivision" or max_regions is not None:
+        raise RelulabError("parallel enumeration runs the subdivision method to the end "
+                           "(no method='bfs', no max_regions)")

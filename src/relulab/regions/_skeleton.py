@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..limits import memory_budget
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
 from ._hashing import PatternTable, as_words, group_rows
@@ -41,6 +42,24 @@ __all__ = ["Degenerate", "skeleton_regions", "skeleton_count"]
 
 class Degenerate(Exception):
     """The input is not in general position (use the per-region engine)."""
+
+
+class TooBig(Exception):
+    """The skeleton would outgrow the memory budget (use the streaming per-region engine)."""
+
+
+# The skeleton's arrays at most double with the next neuron, and extracting the regions
+# at the end needs a few times the skeleton again: stop while that still fits.
+SKELETON_HEADROOM = 4.0
+
+
+def _check_memory(pool: _Pool, edges: _Pool, j: int, N: int) -> None:
+    used = sum(b.nbytes for b in pool.a.values()) + sum(b.nbytes for b in edges.a.values())
+    budget = memory_budget()
+    if SKELETON_HEADROOM * used > budget:
+        raise TooBig(f"after {j + 1} of {N} neurons the vertex skeleton holds "
+                     f"{used / 2**30:.2f} GB; with room to grow and to extract the regions "
+                     f"it would pass the memory budget of {budget / 2**30:.2f} GB")
 
 
 def _bytes_bit(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,6 +185,7 @@ def _build(pb: E.Problem, progress=None) -> tuple[_Pool, _Pool, int]:
         for jj in range(W.shape[0]):
             j = int(pb.offsets[k] + jj)
             _add_neuron(pool, edges, j, jj, d, N, nb8)
+            _check_memory(pool, edges, j, N)
             if progress is not None:
                 progress((j + 1) / max(N, 1))
     return pool, edges, nb8
@@ -185,8 +205,12 @@ def skeleton_count(pb: E.Problem, progress=None) -> int:
     """The number of regions (general position; raises :class:`Degenerate`)."""
     pool, edges, _ = _build(pb, progress)
     lv = _LowestVertex(pb, pool, edges)
-    v, _sides = lv.choices(list(range(pb.d)))
-    return int(v.size)
+    packed, _ = _regions(lv)
+    # the consistency check of a full extraction: every facet must find its region, else
+    # the input is degenerate and only the per-region engine counts right (without it the
+    # count could be one short where regions meet in a degenerate vertex)
+    _facets(lv, PatternTable(packed), pb.n_ids)
+    return int(packed.shape[0])
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
