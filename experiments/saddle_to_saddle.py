@@ -66,7 +66,6 @@ def main() -> None:
                 optimizer="flow")
         ev = saddle_events(t)
         on_plateau = sum(p.end - p.start + 1 for p in ev.plateaus) / t.loss.size
-        one_each = [len(j.new_neurons) == 1 for j in ev.jumps]
         stair.append({"scale": s, "plateaus": len(ev.plateaus), "jumps": len(ev.jumps),
                       "new_neurons_per_jump": [len(j.new_neurons) for j in ev.jumps],
                       "plateau_losses": [p.loss for p in ev.plateaus],
