@@ -284,3 +284,12 @@ def test_dynamics_plots(tmp_path):
                     (plot.alignment_heatmap, "c")):
         f(t, path=str(tmp_path / f"{name}.png"))
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
+
+
+def test_divergence_and_time_limit_are_partial():
+    X = np.random.default_rng(0).normal(size=(10, 2)) * 10
+    t = train(mlp([2, 4, 1], seed=0), X, X[:, 0] ** 2, lr=10.0, steps=2000, every=5, record=[])
+    assert t.status == "diverged" and t.partial and t.steps < 2000
+    t = train(mlp([2, 4, 1], seed=0), X, X[:, 0], lr=1e-4, steps=10**7, time_limit=0.2,
+              record=["norms"])
+    assert t.status == "time_limit" and t.partial and t.record_steps[-1] == t.steps

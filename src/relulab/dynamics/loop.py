@@ -132,7 +132,9 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             :mod:`relulab.dynamics.recorders`), measured at step 0, every ``every``
             steps and at the end.
         stop: ``stop(ctx, loss) -> bool`` checked at recorded steps; ``loss_tol`` stops
-            once the loss is at most that; ``time_limit`` (seconds) stops early, partial.
+            at the first recorded step whose loss is at most that; ``time_limit``
+            (seconds) stops early, partial.  A non-finite loss is caught at the next
+            recorded step (status ``"diverged"``): losses stay on the device in between.
         device: ``"auto"`` (a GPU when torch sees one), ``"cpu"``, ``"cuda"``...
 
     Returns:
@@ -191,12 +193,12 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             val = val + 0.5 * weight_decay * sum(torch.sum(p * p) for p in decayed)
         return val
 
-    losses: list[float] = []
+    # losses stay on the device until a record or the end: no host sync per step on a GPU
+    losses: list[Any] = []
     rec_steps: list[int] = []
     rec_loss: list[float] = []
     values: dict[str, list[Any]] = {r.name: [] for r in recs}
-    flow_err: list[float] = []
-    pending_flow: tuple[float, float] | None = None  # (loss at t, predicted decrease)
+    flow_pred: list[tuple[int, float]] = []  # (step, predicted decrease lr ||grad||^2)
     perm = torch.randperm(n, generator=gen)
     pos = 0
     status = "completed"
@@ -224,17 +226,12 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                 xb, yb = Xt[idx], yt[idx]
             opt.zero_grad(set_to_none=True)
             val = objective(xb, yb)
-            lv = float(val.detach())
-            losses.append(lv)
-            if pending_flow is not None:
-                l0, pred = pending_flow
-                if pred > FLOW_RESOLUTION * max(abs(l0), 1e-300):
-                    flow_err.append(abs((l0 - lv) - pred) / pred)
-                pending_flow = None
-            if not np.isfinite(lv):
-                status = "diverged"
-                break
+            losses.append(val.detach())
             if recording:
+                lv = float(losses[-1])
+                if not np.isfinite(lv):
+                    status = "diverged"
+                    break
                 if full:
                     fl = lv
                 else:
@@ -245,20 +242,18 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                     break
             if step == steps:
                 break
-            if loss_tol is not None and lv <= loss_tol:
-                if not recording:
-                    do_record(step, lv)
+            if recording and loss_tol is not None and lv <= loss_tol:
                 status = "stopped"
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 if not recording:
-                    do_record(step, lv)
+                    do_record(step, float(losses[-1]))
                 status = "time_limit"
                 break
             val.backward()
             if opt_name == "flow" and recording:
                 g2 = float(sum(torch.sum(p.grad * p.grad) for p in params if p.grad is not None))
-                pending_flow = (lv, lr * g2)
+                flow_pred.append((step, lr * g2))
             opt.step()
             if noise_std > 0:
                 with torch.no_grad():
@@ -268,9 +263,13 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             step += 1
     except KeyboardInterrupt:
         status = "interrupted"
+    loss_arr = (torch.stack(losses).cpu().numpy().astype(np.float64) if losses
+                else np.zeros(0))
     flow = None
     if opt_name == "flow":
-        e = np.asarray(flow_err)
+        e = np.asarray([abs((loss_arr[k] - loss_arr[k + 1]) - pred) / pred
+                        for k, pred in flow_pred if k + 1 < loss_arr.size
+                        and pred > FLOW_RESOLUTION * max(abs(loss_arr[k]), 1e-300)])
         flow = FlowCheck(checked=int(e.size), max_rel_error=float(e.max()) if e.size else 0.0,
                          median_rel_error=float(np.median(e)) if e.size else 0.0,
                          tol=float(flow_tol), ok=bool(e.size and e.max() <= flow_tol))
@@ -281,11 +280,12 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
         except ValueError:  # shapes differ between steps
             records[name] = np.array(vals, dtype=object)
     net = None
-    if relu_parts(model) is not None:
-        model.to("cpu")
+    model.to("cpu")
+    finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    if finite and relu_parts(model) is not None:  # a diverged run has no network
         net = to_network(model)
-    return Trajectory(loss=np.asarray(losses), record_steps=np.asarray(rec_steps, dtype=int),
+    return Trajectory(loss=loss_arr, record_steps=np.asarray(rec_steps, dtype=int),
                       recorded_loss=np.asarray(rec_loss), records=records,
-                      optimizer=opt_name, lr=float(lr), batch_size=bs, steps=len(losses) - 1,
+                      optimizer=opt_name, lr=float(lr), batch_size=bs, steps=int(loss_arr.size) - 1,
                       seed=int(seed), device=str(dev), status=status,
                       seconds=time.perf_counter() - t0, flow=flow, network=net, _model=model)
