@@ -293,3 +293,15 @@ def test_divergence_and_time_limit_are_partial():
     t = train(mlp([2, 4, 1], seed=0), X, X[:, 0], lr=1e-4, steps=10**7, time_limit=0.2,
               record=["norms"])
     assert t.status == "time_limit" and t.partial and t.record_steps[-1] == t.steps
+
+
+def test_results_serialise_to_json():
+    import json
+
+    t = train(mlp([2, 3, 1], skip=True), np.eye(2), [1.0, 2.0], optimizer="flow", steps=30,
+              record=["norms", "patterns"])
+    d = json.loads(json.dumps(t.to_dict()))
+    assert d["status"] == "completed" and len(d["loss"]) == 31 and d["flow"]["checked"] >= 1
+    assert np.allclose(np.array(d["network"]["weights"][0]), t.network.weights[0])
+    ev = json.loads(json.dumps(saddle_events(t).to_dict()))
+    assert "activation_order" in ev and "plateaus" in ev

@@ -120,4 +120,8 @@ class Trajectory(Result):
         d["partial"] = self.partial
         d["final_loss"] = self.final_loss
         d["records"] = {k: to_jsonable(v) for k, v in self.records.items()}
+        net = self.network
+        d["network"] = None if net is None else {
+            "weights": to_jsonable(list(net.weights)), "biases": to_jsonable(list(net.biases)),
+            "skip": None if net.skip is None else to_jsonable(list(net.skip))}
         return d
