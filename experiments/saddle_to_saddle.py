@@ -93,8 +93,8 @@ def main() -> None:
     # neuron starts active on x_i (necessary, not sufficient: the sign the neuron's output
     # weight ends with is decided by its whole active set).  "covered" records that event.
     ns = [8, 16, 32] if not a.quick else [8, 16]
-    widths = [4, 6, 8, 10, 12, 16, 20, 24] if not a.quick else [6, 10, 14]
-    seeds = 8 if not a.quick else 2
+    widths = [4, 6, 8, 12, 16, 24] if not a.quick else [6, 10, 14]
+    seeds = 6 if not a.quick else 2
     interp = []
     agree = total = 0
     for n in ns:
@@ -106,7 +106,7 @@ def main() -> None:
                            init_scale=1e-3, seed=sd)
                 W = init.body[0].weight.detach().numpy()
                 covered = all(np.any(W[:, i] > 0) for i in range(n))
-                t = run(n, m, 1e-3, yb, seed=sd, steps=3000 if not a.quick else 800, lr=0.05,
+                t = run(n, m, 1e-3, yb, seed=sd, steps=2000 if not a.quick else 800, lr=0.05,
                         record=())
                 fit = t.final_loss <= 1e-4 * 0.5 * float(yb @ yb)
                 ok += fit
