@@ -130,8 +130,8 @@ def certified(X, y, bias):
 def main() -> None:
     a = args(__doc__)
     rng = np.random.default_rng(0)
-    starts = 10 if not a.quick else 1
-    steps = 30000 if not a.quick else 5000
+    starts = 6 if not a.quick else 1
+    steps = 12000 if not a.quick else 5000
     res: dict = {"lam": LAM, "claims": []}
 
     # (1) univariate data, wide, large init

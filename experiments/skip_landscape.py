@@ -205,9 +205,9 @@ def train_start(x, y, m, skip, seed, steps, loss="squared_hinge", lam=LAM):
 def part_a(a, res):
     rows = []
     n_data = 3 if not a.quick else 1
-    starts = 8 if not a.quick else 3
+    starts = 5 if not a.quick else 3
     m = 12
-    steps = 20000 if not a.quick else 3000
+    steps = 8000 if not a.quick else 3000
     for k in range(n_data):
         x, y = dataset(np.random.default_rng(50 + k))
         for skip in (False, True):
@@ -261,8 +261,8 @@ def part_b(a, res):
     lams = [1e-3, 1e-4, 1e-5] if not a.quick else [1e-3, 1e-4]
     rows = []
     for lam in lams:
-        for sd in range(3 if not a.quick else 1):
-            t = train_start(x, y, 12, False, sd, 40000 if not a.quick else 5000,
+        for sd in range(2 if not a.quick else 1):
+            t = train_start(x, y, 12, False, sd, 20000 if not a.quick else 5000,
                             loss=sum_logistic, lam=lam)
             net = t.network
             marg = float(np.min(y * net(x[:, None])[:, 0]))
@@ -300,7 +300,7 @@ def part_c(a, res):
     lam = 1e-2
     base = 4000 if not a.quick else 800
     rows = []
-    data = [2, 3] if not a.quick else [3]
+    data = [3]
     opts = ("sgd", "adamw") if not a.quick else ("sgd",)
     biases = ("free", "penalized") if not a.quick else ("penalized",)
     for k in data:
