@@ -80,7 +80,7 @@ def run(d: int, n: int, m: int, steps: int, seed: int):
 def main() -> None:
     a = args(__doc__)
     m = 400 if not a.quick else 100
-    steps = 30000 if not a.quick else 2500
+    steps = 10000 if not a.quick else 2500
     cases = [(1, 5), (2, 4)]
     seeds = [0, 1, 2] if not a.quick else [0]
     rows, trajs = [], []
