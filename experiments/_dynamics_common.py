@@ -15,6 +15,7 @@ def args(doc: str) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--quick", action="store_true", help="a short run (< 1 minute)")
+    ap.add_argument("--only", default=None, help="re-run one part (scripts that have parts)")
     a = ap.parse_args()
     a.out = Path(a.out)
     a.out.mkdir(parents=True, exist_ok=True)

@@ -29,16 +29,17 @@ suboptimal when its cost exceeds the exact optimum (relulab.train.minnorm_classi
 more than 1e-4 relatively.  (B) lam in {1e-3, 1e-4, 1e-5}: GD on the summed logistic loss +
 (lam/2)(||w||^2 + ||a||^2), margin-normalised cost / optimum, and the limit's kinks
 against the zones where the optimal set allows a kink.  (C) minnorm_univariate's own
-`train` (same data generator, width, optimisers, lam) at its step count and at 10x, with
-penalised and free biases; each trained network is also refined (SLSQP) to a KKT point of
-the constrained problem of its own bias setting, to see whether it sat in the global
-optimum's basin.
+`train` on its own data sets (same generator and seed, 1, 3, 5 switches), SGD, penalised
+and free biases, at its step count and at 5x; each trained network is also refined
+(SLSQP) to a KKT point of the constrained problem of its own bias setting, to see whether
+it sat in the global optimum's basin.  `--only C` re-runs part C into an existing result.
 
 Run:  python experiments/skip_landscape.py [--quick] [--out DIR]
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -294,42 +295,45 @@ def part_b(a, res):
 
 
 def part_c(a, res):
+    """minnorm_univariate's own training on its own data sets (same generator and seed:
+    default_rng(1), switch counts 1, 3, 5 drawn in order), SGD with momentum (where it
+    reported the largest skip penalty), at its step count and at 5x; every trained network
+    is also refined to a KKT point of its constrained problem."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import minnorm_univariate as mu
 
     lam = 1e-2
     base = 4000 if not a.quick else 800
     rows = []
-    data = [3]
-    opts = ("sgd", "adamw") if not a.quick else ("sgd",)
-    biases = ("free", "penalized") if not a.quick else ("penalized",)
-    for k in data:
-        x, lab = mu.dataset(np.random.default_rng(900 + k), 10, k)
-        for bias in biases:
+    rng2 = np.random.default_rng(1)
+    for k in (1, 3, 5):
+        x, lab = mu.dataset(rng2, 10, k)  # drawn in the script's order either way
+        if a.quick and k != 3:
+            continue
+        for bias in ("free", "penalized"):
             for skip in (False, True):
                 oc = minnorm_classifier(x, lab, bias=bias, skip=skip, describe=False).cost
-                for opt in opts:
-                    for steps in (base, 10 * base):
-                        net = mu.train(x, lab, 20, opt, bias, skip, 0, steps, lam)
-                        marg = float(np.min(lab * net(x[:, None])[:, 0]))
-                        nc = function_cost(net, bias, skip) / marg if marg > 0 else np.inf
-                        ratio = nc / oc if oc > 1e-9 else 1.0 + nc
-                        # refine the trained network to a KKT point of the constrained
-                        # problem: optimal there = it was in the global optimum's basin
-                        th0 = normalise(net, x, lab, 20, skip)
-                        ref = None
-                        if th0 is not None:
-                            th = refine(th0, x, lab, 20, skip, bias)
-                            r1, viol = kkt_residual(th, x, lab, 20, skip, bias)
-                            cost = 0.5 * float(np.sum(pen_mask(20, skip, bias) * th * th))
-                            if r1 <= RES_TOL and viol <= 1e-9:
-                                ref = (cost - oc) / oc if oc > 1e-9 else cost
-                        rows.append({"switches": k, "bias": bias, "skip": skip, "opt": opt,
-                                     "steps": steps, "ratio": ratio,
-                                     "refined_kkt_excess": ref})
+                for steps in (base, 5 * base):
+                    net = mu.train(x, lab, 20, "sgd", bias, skip, 0, steps, lam)
+                    marg = float(np.min(lab * net(x[:, None])[:, 0]))
+                    nc = function_cost(net, bias, skip) / marg if marg > 0 else np.inf
+                    ratio = nc / oc if oc > 1e-9 else 1.0 + nc
+                    # refine to a KKT point of the constrained problem: optimal there = the
+                    # run sat in the global optimum's basin
+                    th0 = normalise(net, x, lab, 20, skip)
+                    ref = None
+                    if th0 is not None and oc > 1e-9:
+                        th = refine(th0, x, lab, 20, skip, bias)
+                        r1, viol = kkt_residual(th, x, lab, 20, skip, bias)
+                        cost = 0.5 * float(np.sum(pen_mask(20, skip, bias) * th * th))
+                        if r1 <= RES_TOL and viol <= 1e-9:
+                            ref = (cost - oc) / oc
+                    rows.append({"switches": k, "bias": bias, "skip": skip, "opt": "sgd",
+                                 "steps": steps, "ratio": ratio, "optimum": oc,
+                                 "refined_kkt_excess": ref})
     res["minnorm_univariate_rerun"] = rows
     summary = {}
-    for steps in (base, 10 * base):
+    for steps in (base, 5 * base):
         for skip in (False, True):
             v = [r["ratio"] for r in rows if r["steps"] == steps and r["skip"] == skip]
             summary[f"steps={steps},skip={skip}"] = float(np.median(v))
@@ -338,36 +342,43 @@ def part_c(a, res):
     basin = {}
     for skip in (False, True):
         v = [r["refined_kkt_excess"] for r in rows if r["skip"] == skip]
-        basin[skip] = (sum(e is not None and e <= SUBOPT for e in v), len(v))
+        conv = [e for e in v if e is not None]
+        basin[skip] = (sum(e <= SUBOPT for e in conv), len(conv), len(v))
     res["refined_to_optimum"] = {str(k): v for k, v in basin.items()}
-    print(f"(C) trained runs whose KKT refinement is the global optimum: without skip "
-          f"{basin[False][0]}/{basin[False][1]}, with skip {basin[True][0]}/{basin[True][1]}")
-    worse_short = summary[f"steps={base},skip=True"] > summary[f"steps={base},skip=False"]
-    worse_long = summary[f"steps={10 * base},skip=True"] > summary[f"steps={10 * base},skip=False"]
-    gain_skip = summary[f"steps={base},skip=True"] - summary[f"steps={10 * base},skip=True"]
-    gain_noskip = summary[f"steps={base},skip=False"] - summary[f"steps={10 * base},skip=False"]
-    word = ("training: with 10x the steps the skip runs close the gap"
-            if worse_short and not worse_long else
-            "persists with 10x the steps" if worse_long else "not reproduced here")
+    print(f"(C) refined to KKT points (optimal / refinements that converged / runs): without "
+          f"skip {basin[False]}, with skip {basin[True]}")
+    s_short, s_long = summary[f"steps={base},skip=True"], summary[f"steps={5 * base},skip=True"]
+    n_short, n_long = summary[f"steps={base},skip=False"], summary[f"steps={5 * base},skip=False"]
+    # a median difference under 1 % is no difference at this sample size
+    if s_short > n_short + 0.01 and s_long <= n_long + 0.01:
+        word = "training: with 5x the steps the skip runs close the gap"
+    elif s_short > n_short + 0.01:
+        word = "persists with 5x the steps"
+    else:
+        word = "not reproduced: the skip runs are not further from the optimum here"
     res["claims"].append(verdict(
         "(C) minnorm_univariate's skip-worse result", None,
-        f"{word} (median ratio with skip {summary[f'steps={base},skip=True']:.3f} -> "
-        f"{summary[f'steps={10 * base},skip=True']:.3f}, without "
-        f"{summary[f'steps={base},skip=False']:.3f} -> "
-        f"{summary[f'steps={10 * base},skip=False']:.3f}; improvement {gain_skip:.3f} vs "
-        f"{gain_noskip:.3f}); refined to KKT points, the trained runs reach the global "
-        f"optimum without skip {basin[False][0]}/{basin[False][1]}, with skip "
-        f"{basin[True][0]}/{basin[True][1]}.  That script measures weakly regularised "
-        f"training at a fixed step count, not KKT points"))
+        f"{word} (median ratio with skip {s_short:.3f} -> {s_long:.3f}, without "
+        f"{n_short:.3f} -> {n_long:.3f}); refined to KKT points, optimal/converged: without "
+        f"skip {basin[False][0]}/{basin[False][1]}, with skip {basin[True][0]}/"
+        f"{basin[True][1]}"))
     res["minnorm_univariate_verdict"] = word
 
 
 def main() -> None:
     a = args(__doc__)
     res: dict = {"claims": []}
-    rows = part_a(a, res)
-    part_b(a, res)
-    part_c(a, res)
+    if a.only == "C":  # re-run part C alone into an existing full-mode result
+        old = json.loads((a.out / "skip_landscape.json").read_text())
+        res = {k: v for k, v in old.items() if k not in ("seconds", "figure")}
+        res["claims"] = [c for c in old["claims"] if not c["claim"].startswith("(C)")]
+        res["part_c_rerun_alone"] = True
+        part_c(a, res)
+        rows = res["kkt_runs"]
+    else:
+        rows = part_a(a, res)
+        part_b(a, res)
+        part_c(a, res)
     fig, ax = figure(1, 2, (11, 3.8))
     for skip, mk in ((False, "o"), (True, "x")):
         rs = [r for r in rows if r["skip"] == skip and r.get("kkt")]
