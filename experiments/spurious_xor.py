@@ -56,7 +56,7 @@ def run(lam: float, d: int, m: int, steps: int, batch: int, seed: int, lr: float
 
     model = mlp([d, m, 1], init_scale=INIT, init="plain", seed=seed)
     t = train(model, X, y, loss="logistic", optimizer="sgd", batch_size=batch, lr=lr,
-              steps=steps, every=5, record=[("test", spur)], seed=seed)
+              steps=steps, every=5, record=[("test", spur)], seed=seed, full_loss=False)
     S, acc = t.records["test"][:, 0], t.records["test"][:, 1]
     rs = t.record_steps
     smax = float(S.max())

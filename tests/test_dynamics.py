@@ -206,6 +206,10 @@ def test_sgd_adamw_noise_and_stop_rules():
         t = train(mlp([2, 8, 1], seed=0), X, y, optimizer=opt, lr=0.01, steps=100,
                   batch_size=10, weight_decay=1e-3, record=[])
         assert t.status == "completed" and t.loss.size == 101
+        # with minibatches the recorded loss is the full-data objective, unless asked not
+        full = train(mlp([2, 8, 1], seed=0), X, y, optimizer=opt, lr=0.01, steps=20,
+                     batch_size=10, record=[], full_loss=False)
+        assert np.array_equal(full.recorded_loss, full.loss[full.record_steps])
     t = train(mlp([2, 8, 1], seed=0), X, y, lr=0.05, steps=5000, loss_tol=1e-2, record=[])
     assert t.status == "stopped" and t.final_loss <= 1e-2 and t.steps < 5000
     t = train(mlp([2, 8, 1], seed=0), X, y, lr=0.05, steps=500, every=5, record=[],

@@ -107,7 +107,8 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
           no_decay: Sequence[str] = (), noise: float = 0.0, record: Sequence[Any] = ("norms",),
           every: int = 10, seed: int = 0, stop: Callable[[Context, float], bool] | None = None,
           loss_tol: float | None = None, time_limit: float | None = None,
-          flow_tol: float = FLOW_TOL, device: str = "auto", copy: bool = True) -> Trajectory:
+          flow_tol: float = FLOW_TOL, device: str = "auto", copy: bool = True,
+          full_loss: bool = True) -> Trajectory:
     """Train a network with torch and record what happens.
 
     Args:
@@ -136,6 +137,9 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             (seconds) stops early, partial.  A non-finite loss is caught at the next
             recorded step (status ``"diverged"``): losses stay on the device in between.
         device: ``"auto"`` (a GPU when torch sees one), ``"cpu"``, ``"cuda"``...
+        full_loss: with minibatches, evaluate the full-data objective at every record
+            (``recorded_loss``); False records the minibatch loss instead (online SGD
+            over a large pool of fresh samples, where a full pass per record dominates).
 
     Returns:
         A :class:`Trajectory`.
@@ -204,13 +208,13 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     status = "completed"
     t0 = time.perf_counter()
 
-    def do_record(step: int, full_loss: float) -> bool:
+    def do_record(step: int, value: float) -> bool:
         ctx = Context(model=model, X=X, step=step)
         rec_steps.append(step)
-        rec_loss.append(full_loss)
+        rec_loss.append(value)
         for r in recs:
             values[r.name].append(r.record(ctx))
-        return stop is not None and bool(stop(ctx, full_loss))
+        return stop is not None and bool(stop(ctx, value))
 
     try:
         step = 0
@@ -232,7 +236,7 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                 if not np.isfinite(lv):
                     status = "diverged"
                     break
-                if full:
+                if full or not full_loss:
                     fl = lv
                 else:
                     with torch.no_grad():
