@@ -96,9 +96,12 @@ def _device(device: str) -> Any:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except RuntimeError as e:
         raise DynamicsError(f"device '{device}': {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise DynamicsError(f"device '{device}': torch sees no CUDA device (use 'auto' or 'cpu')")
+    return dev
 
 
 def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
