@@ -238,3 +238,97 @@ def region_graph(
     ax.legend(loc="best", fontsize=7)
     _save(fig, path)
     return fig
+
+
+# ------------------------------------------------------------------ training dynamics
+__all__ += ["loss_plateaus", "neuron_norms", "alignment_heatmap"]
+
+
+def loss_plateaus(
+    traj: Any,
+    events: Any = None,
+    *,
+    log: bool = True,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """The loss of a :class:`relulab.dynamics.Trajectory` per step, with the plateaus of
+    ``events`` (default: ``saddle_events(traj)``) shaded and labelled by the neurons
+    that activate at the following jump.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([1, 3, 1]), [[1.0], [2.0]], [1.0, 0.0], steps=50)
+        >>> fig = loss_plateaus(t)               # doctest: +SKIP
+    """
+    from .dynamics import saddle_events
+
+    ev = saddle_events(traj) if events is None else events
+    fig, ax = _figure(ax, (6.5, 3.5))
+    L = np.asarray(traj.loss, dtype=float)
+    ax.plot(np.arange(L.size), L, color="C0", lw=1.2)
+    for k, p in enumerate(ev.plateaus):
+        ax.axvspan(p.start, p.end, color="C1", alpha=0.15, lw=0)
+        nxt = ev.jumps[k].new_neurons if k < len(ev.jumps) else ()
+        if nxt:
+            ax.annotate("+" + ",".join(str(j) for j in nxt), ((p.end + p.start) / 2, p.loss),
+                        fontsize=7, ha="center", va="bottom")
+    if log and np.all(L > 0):
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title or f"{len(ev.plateaus)} plateaus, {len(ev.jumps)} jumps")
+    _save(fig, path)
+    return fig
+
+
+def neuron_norms(
+    traj: Any,
+    *,
+    which: str = "product",
+    log: bool = True,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """Each neuron's norm over the recorded steps (``"norms"`` recorder):
+    ``which="product"`` (incoming times outgoing: the neuron's contribution),
+    ``"in"`` or ``"out"``."""
+    N = np.asarray(traj.series("norms"), dtype=float)
+    val = {"product": N[:, 0] * N[:, 1], "in": N[:, 0], "out": N[:, 1]}.get(which)
+    if val is None:
+        raise RelulabError(f"neuron_norms which='{which}': use 'product', 'in' or 'out'")
+    fig, ax = _figure(ax, (6.5, 3.5))
+    ax.plot(traj.record_steps, val, lw=0.9)
+    if log and np.all(val > 0):
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel({"product": "|w_i| |a_i|", "in": "|(w_i, b_i)|", "out": "|a_i|"}[which])
+    ax.set_title(title or f"{val.shape[1]} neurons")
+    _save(fig, path)
+    return fig
+
+
+def alignment_heatmap(
+    traj: Any,
+    target: int = 0,
+    *,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """Cosine of every neuron with target direction ``target`` over the recorded steps
+    (``"alignment"`` recorder): neurons on the vertical axis, steps on the horizontal."""
+    A = np.asarray(traj.series("alignment"), dtype=float)[:, :, target]
+    fig, ax = _figure(ax, (6.5, 3.5))
+    steps = traj.record_steps
+    im = ax.imshow(A.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest",
+                   extent=(float(steps[0]), float(steps[-1]), A.shape[1] - 0.5, -0.5))
+    fig.colorbar(im, ax=ax, label="cosine")
+    ax.set_xlabel("step")
+    ax.set_ylabel("neuron")
+    ax.set_title(title or f"alignment with direction {target}")
+    _save(fig, path)
+    return fig

@@ -1,0 +1,75 @@
+"""Training dynamics: an instrumented torch training loop whose measurements are exact
+where the piecewise-linear structure allows, and saddle-to-saddle analysis.
+
+* :func:`train`: GD / gradient-flow mode (with a step-size check) / SGD / Adam / AdamW on
+  a relulab Network or a torch module, returning a :class:`Trajectory`.
+* recorders (:mod:`relulab.dynamics.recorders`): neuron norms, directions, alignment,
+  activation patterns on the data, effective width, region counts, distance to a
+  reference network, parameters, outputs, or any function of the model.
+* :func:`saddle_events`: loss plateaus and the neurons that start growing at each jump.
+* :func:`linear_dichotomies`: the exact number of affine dichotomies of a point set.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab.dynamics import mlp, train
+    >>> X = np.eye(3); y = np.array([1.0, 2.0, 3.0])
+    >>> t = train(mlp([3, 8, 1], seed=0), X, y, optimizer="flow", lr=0.01, steps=100)
+    >>> t.flow.ok, t.records["norms"].shape
+    (True, (11, 2, 8))
+"""
+
+from ._model import DynamicsError, as_module, mlp, to_network
+from .dichotomies import linear_dichotomies, ternary_patterns
+from .loop import LOSSES, OPTIMIZERS, train
+from .recorders import (
+    RECORDER_NAMES,
+    ActivationPatterns,
+    Alignment,
+    Directions,
+    DistanceTo,
+    EffectiveWidth,
+    FunctionRecorder,
+    NeuronNorms,
+    Outputs,
+    Params,
+    Recorder,
+    RegionCount,
+    direction_clusters,
+    effective_width,
+)
+from .saddles import Jump, Plateau, SaddleEvents, plateaus, saddle_events
+from .trajectory import FlowCheck, PatternChanges, Trajectory
+
+__all__ = [
+    "train",
+    "Trajectory",
+    "FlowCheck",
+    "PatternChanges",
+    "DynamicsError",
+    "mlp",
+    "as_module",
+    "to_network",
+    "LOSSES",
+    "OPTIMIZERS",
+    "RECORDER_NAMES",
+    "Recorder",
+    "NeuronNorms",
+    "Directions",
+    "Alignment",
+    "ActivationPatterns",
+    "EffectiveWidth",
+    "RegionCount",
+    "DistanceTo",
+    "Params",
+    "Outputs",
+    "FunctionRecorder",
+    "effective_width",
+    "direction_clusters",
+    "saddle_events",
+    "plateaus",
+    "SaddleEvents",
+    "Plateau",
+    "Jump",
+    "linear_dichotomies",
+    "ternary_patterns",
+]

@@ -1,0 +1,75 @@
+"""The combinatorics of the training inputs that bounds what noisy SGD learns: the
+number of linear dichotomies, and the ternary activation pattern of a direction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box
+from ..network import Network
+from ._model import DynamicsError
+
+__all__ = ["linear_dichotomies", "ternary_patterns", "cover_count"]
+
+
+def _augment(X: Any, bias: bool) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    X = X[:, None] if X.ndim == 1 else X
+    if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
+        raise DynamicsError(f"need a finite (n, d) point set, got shape {X.shape}")
+    return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
+
+
+def linear_dichotomies(X: Any, bias: bool = True) -> int:
+    """The number ``P`` of dichotomies of the points ``X`` realisable by a hyperplane
+    (``sign(w . x + b)`` with every point strictly on one side; ``bias=False``:
+    hyperplanes through the origin), counted exactly as the number of cells of the central
+    arrangement ``{(w, b): w . x_i + b = 0}`` in parameter space, enumerated by
+    :func:`relulab.regions.count` on the box ``[-1, 1]^(d+1)`` (every cell is a cone
+    through the origin, so it meets the box).
+
+    Example:
+        >>> linear_dichotomies([[0.0], [1.0], [2.0]])   # 2 * (1 + 2) on a line
+        6
+    """
+    from .. import regions
+
+    Xa = _augment(X, bias)
+    n, D = Xa.shape
+    if np.any(np.linalg.norm(Xa, axis=1) == 0):
+        raise DynamicsError("a zero point lies on every hyperplane through the origin: "
+                            "use bias=True or drop it")
+    net = Network([Xa, np.ones((1, n))], [np.zeros(n), np.zeros(1)])
+    return int(regions.count(net, Box(-np.ones(D), np.ones(D))))
+
+
+def cover_count(n: int, dim: int) -> int:
+    """Cover's count ``2 sum_{k < dim} C(n - 1, k)`` of the linear dichotomies of ``n``
+    points in general position in ``R^dim`` (hyperplanes through the origin).
+
+    Example:
+        >>> cover_count(3, 2)
+        6
+    """
+    from math import comb
+
+    return 2 * sum(comb(n - 1, k) for k in range(dim))
+
+
+def ternary_patterns(V: Any, X: Any, tol: float = 1e-6) -> np.ndarray:
+    """For each direction ``v = (w, b)`` (rows of ``V``), its ternary pattern on the data:
+    ``sign(w . x_i + b)`` in {-1, 0, 1}, 0 where ``|w . x_i + b| <= tol * ||v|| * ||(x_i, 1)||``.
+
+    Example:
+        >>> ternary_patterns([[1.0, 0.0]], [[1.0], [0.0], [-1.0]]).tolist()
+        [[1, 0, -1]]
+    """
+    Xa = _augment(X, True)
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    if V.shape[1] != Xa.shape[1]:
+        raise DynamicsError(f"directions have {V.shape[1]} entries; (x, 1) has {Xa.shape[1]}")
+    Z = V @ Xa.T
+    scale = np.linalg.norm(V, axis=1)[:, None] * np.linalg.norm(Xa, axis=1)[None, :]
+    return np.where(np.abs(Z) <= tol * scale, 0, np.sign(Z)).astype(int)

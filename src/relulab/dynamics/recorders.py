@@ -1,0 +1,358 @@
+"""Recorders: what :func:`relulab.dynamics.train` measures at each recorded step.
+
+A recorder has a ``name`` and a ``record(ctx)`` method returning a numpy array (or a
+number); the trajectory stacks its values over the recorded steps.  Pass recorders by
+name (``"norms"``, ``"directions"``, ``"patterns"``, ``"effective_width"``,
+``"params"``, ``"outputs"``) or as objects (:class:`Alignment`, :class:`RegionCount`,
+:class:`DistanceTo` need arguments), or as ``(name, function_of_model)`` pairs.
+
+Per-neuron recorders see hidden layer ``layer`` (default 0) of a ReLU network.  The
+activation-pattern and region recorders use the :class:`~relulab.Network` of the
+current parameters (built once per recorded step by :func:`to_network`), so they are
+exactly what relulab's forward pass says.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab.dynamics import mlp, train
+    >>> X = np.eye(2); y = np.array([1.0, 2.0])
+    >>> t = train(mlp([2, 4, 1], seed=0), X, y, steps=3, record=["norms", "patterns"])
+    >>> t.records["norms"].shape, t.records["patterns"].shape
+    ((2, 2, 4), (2, 2, 4))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..network import Network
+from ._model import DynamicsError, hidden_layer, require_relu, to_network
+
+__all__ = [
+    "Recorder",
+    "NeuronNorms",
+    "Directions",
+    "Alignment",
+    "ActivationPatterns",
+    "EffectiveWidth",
+    "RegionCount",
+    "DistanceTo",
+    "Params",
+    "Outputs",
+    "FunctionRecorder",
+    "effective_width",
+    "resolve",
+    "RECORDER_NAMES",
+]
+
+# Directions whose unit vectors (weights and bias) lie within this Euclidean distance are
+# one direction: 1e-2 is about 0.6 degrees, well above float noise, well below the angle
+# between the distinct directions the experiments plant or learn.
+DIRECTION_TOL = 1e-2
+
+
+@dataclass
+class Context:
+    """What a recorder sees: the torch model, the training data and the step."""
+
+    model: Any
+    X: np.ndarray
+    step: int
+    _net: Network | None = field(default=None, repr=False)
+
+    @property
+    def network(self) -> Network:
+        """The current parameters as a relulab Network (built once per step)."""
+        if self._net is None:
+            self._net = to_network(self.model)
+        return self._net
+
+
+class Recorder:
+    """Base class: ``name`` and ``record(ctx)``; ``needs_relu`` if it reads neurons."""
+
+    name = "recorder"
+    needs_relu = True
+
+    def check(self, model: Any, X: np.ndarray) -> None:
+        """Raise a one-line error before training if the recorder cannot work."""
+        if self.needs_relu:
+            require_relu(model, f"recorder '{self.name}'")
+
+    def record(self, ctx: Context) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass
+class NeuronNorms(Recorder):
+    """Per neuron of hidden layer ``layer``: ``[incoming norm, outgoing norm]``, shape
+    (2, width); the incoming norm includes the bias."""
+
+    layer: int = 0
+    name: str = "norms"
+
+    def record(self, ctx: Context) -> np.ndarray:
+        W, b, A = hidden_layer(ctx.model, self.layer)
+        inc = np.sqrt(np.sum(W * W, axis=1) + b * b)
+        return np.stack([inc, np.linalg.norm(A, axis=0)])
+
+
+@dataclass
+class Directions(Recorder):
+    """Unit vector of each neuron's ``(w, b)`` (or ``w`` with ``include_bias=False``),
+    shape (width, d + 1); a zero neuron gives a zero row."""
+
+    layer: int = 0
+    include_bias: bool = True
+    name: str = "directions"
+
+    def record(self, ctx: Context) -> np.ndarray:
+        W, b, _ = hidden_layer(ctx.model, self.layer)
+        V = np.hstack([W, b[:, None]]) if self.include_bias else W
+        return unit_rows(V)
+
+
+@dataclass
+class Alignment(Recorder):
+    """Cosine between each neuron's input weight (``include_bias`` appends the bias) and
+    each of the given directions: shape (width, k)."""
+
+    targets: Any = None
+    layer: int = 0
+    include_bias: bool = False
+    name: str = "alignment"
+
+    def __post_init__(self) -> None:
+        T = np.atleast_2d(np.asarray(self.targets, dtype=np.float64))
+        if self.targets is None or T.size == 0 or not np.all(np.isfinite(T)):
+            raise DynamicsError("Alignment(targets=...): need finite target directions (k, d)")
+        self.targets = unit_rows(T)
+
+    def check(self, model: Any, X: np.ndarray) -> None:
+        super().check(model, X)
+        W, _, _ = hidden_layer(model, self.layer)
+        d = W.shape[1] + (1 if self.include_bias else 0)
+        if self.targets.shape[1] != d:
+            raise DynamicsError(f"Alignment targets have {self.targets.shape[1]} entries; "
+                                f"neuron vectors have {d}")
+
+    def record(self, ctx: Context) -> np.ndarray:
+        W, b, _ = hidden_layer(ctx.model, self.layer)
+        V = np.hstack([W, b[:, None]]) if self.include_bias else W
+        return unit_rows(V) @ self.targets.T
+
+
+@dataclass
+class ActivationPatterns(Recorder):
+    """The activation pattern (pre-activation > 0) of every hidden neuron on every
+    training point, shape (n, n_neurons), from relulab's forward pass."""
+
+    name: str = "patterns"
+
+    def record(self, ctx: Context) -> np.ndarray:
+        return ctx.network.pattern_vector(ctx.X)
+
+
+@dataclass
+class EffectiveWidth(Recorder):
+    """The number of distinct input-weight directions of hidden layer ``layer`` up to
+    ``tol`` (see :func:`effective_width`)."""
+
+    layer: int = 0
+    tol: float = DIRECTION_TOL
+    min_share: float = 0.0
+    name: str = "effective_width"
+
+    def record(self, ctx: Context) -> int:
+        W, b, A = hidden_layer(ctx.model, self.layer)
+        return effective_width(np.hstack([W, b[:, None]]), outgoing=A, tol=self.tol,
+                               min_share=self.min_share)
+
+
+@dataclass
+class RegionCount(Recorder):
+    """The number of linear regions on a box (``relulab.regions.count``) or, with
+    ``segment=(a, b)``, the number of pieces on that segment
+    (``relulab.regions.along_segment``)."""
+
+    box: Any = None
+    segment: Any = None
+    name: str = "regions"
+
+    def __post_init__(self) -> None:
+        if (self.box is None) == (self.segment is None):
+            raise DynamicsError("RegionCount: give exactly one of box=Box(...) or segment=(a, b)")
+
+    def record(self, ctx: Context) -> int:
+        from .. import regions
+
+        if self.segment is not None:
+            a, b = self.segment
+            return regions.along_segment(ctx.network, a, b).n_pieces
+        return regions.count(ctx.network, self.box)
+
+
+@dataclass
+class DistanceTo(Recorder):
+    """Distance of the current function to a reference :class:`Network` on ``points``
+    (default: the training inputs): ``norm="max"`` (largest absolute difference) or
+    ``"rms"``."""
+
+    reference: Network | None = None
+    points: Any = None
+    norm: str = "max"
+    name: str = "distance"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reference, Network):
+            raise DynamicsError("DistanceTo(reference=...): the reference must be a relulab Network")
+        if self.norm not in ("max", "rms"):
+            raise DynamicsError(f"DistanceTo norm '{self.norm}': use 'max' or 'rms'")
+
+    def check(self, model: Any, X: np.ndarray) -> None:
+        super().check(model, X)
+        P = X if self.points is None else np.atleast_2d(np.asarray(self.points, float))
+        if P.shape[1] != self.reference.input_dim:
+            raise DynamicsError(f"DistanceTo: the reference takes {self.reference.input_dim} "
+                                f"inputs, the points have {P.shape[1]}")
+        self._ref = self.reference(P)
+        self._P = P
+
+    def record(self, ctx: Context) -> float:
+        diff = ctx.network(self._P) - self._ref
+        if self.norm == "max":
+            return float(np.max(np.abs(diff)))
+        return float(np.sqrt(np.mean(diff * diff)))
+
+
+@dataclass
+class Params(Recorder):
+    """All parameters flattened in ``model.parameters()`` order."""
+
+    name: str = "params"
+    needs_relu: bool = False
+
+    def record(self, ctx: Context) -> np.ndarray:
+        return np.concatenate([p.detach().cpu().numpy().astype(np.float64).ravel()
+                               for p in ctx.model.parameters()])
+
+
+@dataclass
+class Outputs(Recorder):
+    """The model's outputs on the training inputs, shape (n, outputs)."""
+
+    name: str = "outputs"
+    needs_relu: bool = False
+
+    def record(self, ctx: Context) -> np.ndarray:
+        import torch
+
+        p = next(ctx.model.parameters())
+        with torch.no_grad():
+            out = ctx.model(torch.as_tensor(ctx.X, dtype=p.dtype, device=p.device))
+        return out.detach().cpu().numpy().astype(np.float64).reshape(ctx.X.shape[0], -1)
+
+
+@dataclass
+class FunctionRecorder(Recorder):
+    """Any function of the torch model: ``FunctionRecorder("w00", lambda m: ...)``."""
+
+    name: str = "function"
+    fn: Callable[[Any], Any] | None = None
+    needs_relu: bool = False
+
+    def record(self, ctx: Context) -> Any:
+        return self.fn(ctx.model)
+
+
+RECORDER_NAMES: dict[str, Callable[[], Recorder]] = {
+    "norms": NeuronNorms,
+    "directions": Directions,
+    "patterns": ActivationPatterns,
+    "effective_width": EffectiveWidth,
+    "params": Params,
+    "outputs": Outputs,
+}
+
+
+def resolve(record: Sequence[Any]) -> list[Recorder]:
+    """Recorder objects from names, objects and ``(name, function)`` pairs; one error
+    for an unknown name or a repeated one."""
+    if isinstance(record, (str, Recorder)):
+        record = [record]
+    out: list[Recorder] = []
+    for r in record:
+        if isinstance(r, str):
+            if r not in RECORDER_NAMES:
+                raise DynamicsError(f"unknown recorder '{r}'; known: {', '.join(RECORDER_NAMES)} "
+                                    "(Alignment, RegionCount, DistanceTo take arguments)")
+            out.append(RECORDER_NAMES[r]())
+        elif isinstance(r, Recorder):
+            out.append(r)
+        elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) and callable(r[1]):
+            out.append(FunctionRecorder(name=r[0], fn=r[1]))
+        else:
+            raise DynamicsError(f"record entry {r!r}: give a recorder name, a Recorder or a "
+                                "(name, function) pair")
+    names = [r.name for r in out]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup or "loss" in names:
+        raise DynamicsError(f"recorder names must be unique and not 'loss': {sorted(dup | ({'loss'} & set(names)))}")
+    return out
+
+
+# ------------------------------------------------------------------ geometry helpers
+def unit_rows(V: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    V = np.asarray(V, dtype=np.float64)
+    n = np.linalg.norm(V, axis=1, keepdims=True)
+    return np.divide(V, n, out=np.zeros_like(V), where=n > 0)
+
+
+def direction_clusters(V: Any, tol: float = DIRECTION_TOL) -> np.ndarray:
+    """Cluster labels of the rows of ``V`` by direction: rows whose unit vectors lie
+    within ``tol`` (Euclidean) are joined, and clusters are the connected components
+    (single linkage).  Zero rows get label -1."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    U = unit_rows(V)
+    live = np.linalg.norm(np.asarray(V, float), axis=1) > 0
+    labels = -np.ones(U.shape[0], dtype=int)
+    idx = np.nonzero(live)[0]
+    if idx.size == 0:
+        return labels
+    Ul = U[idx]
+    # squared distances from Gram matrix; clipped against tiny negative round-off
+    G = Ul @ Ul.T
+    D2 = np.maximum(2.0 - 2.0 * G, 0.0)
+    adj = csr_matrix(D2 <= tol * tol)
+    _, lab = connected_components(adj, directed=False)
+    labels[idx] = lab
+    return labels
+
+
+def effective_width(V: Any, outgoing: Any = None, tol: float = DIRECTION_TOL,
+                    min_share: float = 0.0) -> int:
+    """The number of distinct directions among the rows of ``V`` (neurons' ``(w, b)``),
+    rows within ``tol`` of each other (unit vectors, single linkage) counting once.
+
+    Neurons whose contribution ``||v_i|| * ||a_i||`` (``a_i`` the outgoing weights, when
+    given) is at most ``min_share`` times the largest are left out; exact zeros always.
+
+    Example:
+        >>> effective_width([[1, 0], [2, 0], [0, 1], [0, 0]])
+        2
+    """
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    size = np.linalg.norm(V, axis=1)
+    if outgoing is not None:
+        A = np.asarray(outgoing, dtype=np.float64).reshape(-1, V.shape[0])
+        size = size * np.linalg.norm(A, axis=0)
+    keep = size > (min_share * size.max() if size.size else 0.0)
+    keep &= size > 0
+    lab = direction_clusters(V[keep], tol)
+    return int(np.unique(lab[lab >= 0]).size)
