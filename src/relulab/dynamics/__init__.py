@@ -15,6 +15,17 @@ from .kernels import (
     ntk,
     random_ntk_network,
 )
+from .paths import (
+    LOSSES,
+    PATHS,
+    BezierSearch,
+    PathError,
+    PathResult,
+    align,
+    bezier_search,
+    path_losses,
+    path_point,
+)
 
 __all__ = [
     "KernelError",
@@ -26,4 +37,13 @@ __all__ = [
     "nngp",
     "ntk",
     "random_ntk_network",
+    "LOSSES",
+    "PATHS",
+    "BezierSearch",
+    "PathError",
+    "PathResult",
+    "align",
+    "bezier_search",
+    "path_losses",
+    "path_point",
 ]
