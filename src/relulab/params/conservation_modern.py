@@ -559,11 +559,13 @@ def gd_law_drift(
     return drift
 
 
-def lie_rank_bound(arch: ModernArchitecture, seed: int = 0, n_inputs: int = 6, depth: int = 2,
-                   n_brackets: int = 60) -> dict:
+def lie_rank_bound(arch: ModernArchitecture, seed: int = 0, n_inputs: int | None = None,
+                   depth: int = 2, n_brackets: int = 60, input_scale: float = 3.0) -> dict:
     """An upper bound on the number of independent conservation laws near a random point:
     ``D - rank`` of the vector fields ``theta -> grad_theta f_j(theta; x)`` (every output
-    ``j``, ``n_inputs`` random inputs) together with random Lie brackets of them up to
+    ``j``, ``n_inputs`` random inputs, by default enough for ``3 D`` fields, drawn ``input_scale`` times wider
+    than usual so that piecewise models show all their pieces) together with random Lie
+    brackets of them up to
     ``depth`` (brackets by forward-over-reverse differentiation), all at one random
     ``theta``.  Conserved functions are orthogonal to all of these, so at most ``D - rank``
     exist near that point (Marcotte, Gribonval and Peyre 2023).
@@ -577,8 +579,9 @@ def lie_rank_bound(arch: ModernArchitecture, seed: int = 0, n_inputs: int = 6, d
 
     rng = np.random.default_rng(seed)
     theta = torch.tensor(arch.random_theta(rng))
-    xs = [torch.tensor(x) for x in arch.random_inputs(rng, n_inputs)]
-    out_dim = int(arch.forward(theta, xs[0]).numel())
+    out_dim = int(arch.forward(theta, torch.tensor(arch.random_inputs(rng, 1)[0])).numel())
+    n_inputs = math.ceil(3 * arch.n_params / out_dim) + 2 if n_inputs is None else n_inputs
+    xs = [torch.tensor(input_scale * x) for x in arch.random_inputs(rng, n_inputs)]
     fields: list[Callable[[Any], Any]] = []
     for x in xs:
         for j in range(out_dim):
