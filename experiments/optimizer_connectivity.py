@@ -106,9 +106,9 @@ def main() -> None:
     a = ap.parse_args()
     t0 = time.time()
     if a.quick:
-        widths, seeds, steps, bsteps = [4, 128], {4: 3, 128: 2}, 1000, 100
+        widths, seeds, steps, bsteps = [4, 128], {4: 2, 128: 2}, 1000, 60
     else:
-        widths, seeds, steps, bsteps = [4, 512], {4: 8, 512: 3}, 3000, 400
+        widths, seeds, steps, bsteps = [4, 512], {4: 5, 512: 3}, 3000, 300
     wd = 1e-3
     result: dict = {"claim": "same-optimizer solutions connected at large width; AdamW and Muon "
                     "solutions separated by a barrier at small width",
