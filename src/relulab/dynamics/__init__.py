@@ -8,6 +8,10 @@ where the piecewise-linear structure allows, and saddle-to-saddle analysis.
   reference network, parameters, outputs, or any function of the model.
 * :func:`saddle_events`: loss plateaus and the neurons that start growing at each jump.
 * :func:`linear_dichotomies`: the exact number of affine dichotomies of a point set.
+* kernels (:mod:`relulab.dynamics.kernels`): the empirical NTK of a network (exact,
+  through activation patterns), the infinite-width NTK and NNGP, kernel ridge regression.
+* paths (:mod:`relulab.dynamics.paths`): loss along linear, polyline and Bezier paths
+  between two networks after aligning their symmetries, barriers, a Bezier search.
 
 Example:
     >>> import numpy as np
@@ -20,7 +24,29 @@ Example:
 
 from ._model import DynamicsError, as_module, mlp, to_network
 from .dichotomies import linear_dichotomies, ternary_patterns
+from .kernels import (
+    KernelError,
+    KernelRidge,
+    empirical_ntk,
+    kappa0,
+    kappa1,
+    kernel_ridge,
+    nngp,
+    ntk,
+    random_ntk_network,
+)
 from .loop import LOSSES, OPTIMIZERS, train
+from .paths import LOSSES as PATH_LOSSES
+from .paths import (
+    PATHS,
+    BezierSearch,
+    PathError,
+    PathResult,
+    align,
+    bezier_search,
+    path_losses,
+    path_point,
+)
 from .recorders import (
     RECORDER_NAMES,
     ActivationPatterns,
@@ -72,4 +98,22 @@ __all__ = [
     "Jump",
     "linear_dichotomies",
     "ternary_patterns",
+    "KernelError",
+    "KernelRidge",
+    "empirical_ntk",
+    "kappa0",
+    "kappa1",
+    "kernel_ridge",
+    "nngp",
+    "ntk",
+    "random_ntk_network",
+    "PATH_LOSSES",
+    "PATHS",
+    "BezierSearch",
+    "PathError",
+    "PathResult",
+    "align",
+    "bezier_search",
+    "path_losses",
+    "path_point",
 ]

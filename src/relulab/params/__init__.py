@@ -11,6 +11,8 @@ dimension, conservation laws.
   numerically (singular-value gap) and exactly (rational arithmetic).
 * :func:`conserved_quantities` / :func:`gd_conservation` -- the per-neuron balances that
   gradient flow conserves, and their drift under gradient descent.
+* :func:`find_conservation_laws` -- conservation laws beyond ReLU (GELU, SiLU, SwiGLU,
+  attention, mixtures of experts), found numerically (``conservation_modern``).
 
 Example:
     >>> import numpy as np
@@ -23,6 +25,17 @@ Example:
 
 from ._rank import RankInfo, exact_rank, numerical_rank
 from .conservation import ConservationRun, conserved_quantities, gd_conservation, mse_loss_and_grad
+from .conservation_modern import (
+    MODERN_ARCHITECTURES,
+    ConservationLaws,
+    ModernArchitecture,
+    find_conservation_laws,
+    gd_law_drift,
+    gradient_flow_drift,
+    law_values,
+    lie_rank_bound,
+    modern_architecture,
+)
 from .fdim import (
     FunctionalDimension,
     functional_dimension,
@@ -60,6 +73,15 @@ __all__ = [
     "gd_conservation",
     "mse_loss_and_grad",
     "ConservationRun",
+    "ModernArchitecture",
+    "MODERN_ARCHITECTURES",
+    "modern_architecture",
+    "ConservationLaws",
+    "find_conservation_laws",
+    "law_values",
+    "gradient_flow_drift",
+    "gd_law_drift",
+    "lie_rank_bound",
     "RankInfo",
     "numerical_rank",
     "exact_rank",

@@ -1,0 +1,214 @@
+"""NTK regression against trained ReLU networks: Fourier against architectural complexity.
+
+Claim checked (the abstract on Fourier vs architectural complexity, seeds file): on the unit
+circle, (a) for the depth-L iterated sawtooth, NTK regression needs Omega(4^L) samples while
+depth-L ReLU networks need far fewer (polynomial in L); (b) on bandlimited smooth targets
+the NTK is competitive or better; (c) on the hypercube sparse-parity model a standard
+two-layer network beats the NTK by four to six orders of magnitude in test error.
+
+Setup (ours; the abstract fixes no sizes):
+(a) inputs ``x = (cos t, sin t)``, target ``T^L(t / 2 pi)`` with the tent map
+    ``T(u) = 1 - |2u - 1|`` (2^L linear pieces, periodic); NTK ridge regression
+    (``relulab.dynamics.KernelRidge``, depth L+1 hidden layers, bias variance 1, ridge 1e-8)
+    against a ReLU network with L+1 hidden layers of width 32 trained by Adam on the MSE
+    (full batch, cosine schedule; 1200 steps in the full mode);
+    for each L the smallest training size n (on a doubling grid) at which the test MSE
+    falls below 1% of the target's variance ("samples needed"), and its growth per level;
+(b) target ``sum_{k<=3} a_k cos(k t) + b_k sin(k t)``: test MSE of both at several n;
+(c) ``x`` uniform on ``{-1, 1}^d``, ``y = x_1 x_2 x_3`` (k = 3): NTK (depth 1) against a
+    two-layer width-256 network (Adam, lr 2e-2, 10000 steps), test MSE and their ratio.
+
+Writes ntk_vs_network.{json,png}.  Run: python experiments/ntk_vs_network.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from relulab.dynamics import KernelRidge
+from relulab.results import to_jsonable
+
+THRESH = 0.01  # "learned": test MSE below 1% of the target variance
+
+
+def sawtooth(t: np.ndarray, L: int) -> np.ndarray:
+    u = (t / (2 * np.pi)) % 1.0
+    for _ in range(L):
+        u = 1.0 - np.abs(2.0 * u - 1.0)
+    return u
+
+
+def circle(t: np.ndarray) -> np.ndarray:
+    return np.c_[np.cos(t), np.sin(t)]
+
+
+def train_net(X, y, hidden: list[int], steps: int, lr: float, seed: int = 0):
+    import torch
+
+    torch.manual_seed(seed)
+    layers, prev = [], X.shape[1]
+    for w in hidden:
+        layers += [torch.nn.Linear(prev, w), torch.nn.ReLU()]
+        prev = w
+    layers.append(torch.nn.Linear(prev, 1))
+    m = torch.nn.Sequential(*layers)
+    Xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)[:, None]
+    opt = torch.optim.Adam(m.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((m(Xt) - yt) ** 2).mean()
+        loss.backward()
+        opt.step()
+        sched.step()
+
+    def predict(Z):
+        with torch.no_grad():
+            return m(torch.tensor(Z, dtype=torch.float32))[:, 0].double().numpy()
+
+    return predict
+
+
+def mse(a, b) -> float:
+    return float(np.mean((a - b) ** 2))
+
+
+def part_sawtooth(levels, ns, steps, rng) -> dict:
+    t_test = rng.uniform(0, 2 * np.pi, 2000)
+    rows = []
+    for L in levels:
+        y_test = sawtooth(t_test, L)
+        var = float(np.var(y_test))
+        for n in ns:
+            t = rng.uniform(0, 2 * np.pi, n)
+            X, y = circle(t), sawtooth(t, L)
+            k = KernelRidge("ntk", depth=L + 1, bias_var=1.0, ridge=1e-8).fit(X, y)
+            e_ntk = mse(k.predict(circle(t_test)), y_test) / var
+            net = train_net(X, y, [32] * (L + 1), steps, 3e-3, seed=n + L)
+            e_net = mse(net(circle(t_test)), y_test) / var
+            rows.append({"L": L, "n": n, "ntk_rel_mse": e_ntk, "net_rel_mse": e_net})
+            print(f"  sawtooth L={L} n={n:5d}: NTK rel. MSE {e_ntk:.3e}  net {e_net:.3e}", flush=True)
+    need = {}
+    for L in levels:
+        r = [x for x in rows if x["L"] == L]
+        need[L] = {
+            "ntk": next((x["n"] for x in r if x["ntk_rel_mse"] < THRESH), None),
+            "net": next((x["n"] for x in r if x["net_rel_mse"] < THRESH), None),
+        }
+    growth = []
+    for a, b in zip(levels, levels[1:], strict=False):
+        if need[a]["ntk"] and need[b]["ntk"]:
+            growth.append(need[b]["ntk"] / need[a]["ntk"])
+    return {"rows": rows, "samples_needed": need, "ntk_growth_per_level": growth,
+            "threshold_rel_mse": THRESH, "grid": ns}
+
+
+def part_smooth(ns, steps, rng) -> dict:
+    a, b = rng.normal(size=4), rng.normal(size=4)
+
+    def f(t):
+        return sum(a[k] * np.cos(k * t) + b[k] * np.sin(k * t) for k in range(4))
+
+    t_test = rng.uniform(0, 2 * np.pi, 2000)
+    y_test = f(t_test)
+    var = float(np.var(y_test))
+    rows = []
+    for n in ns:
+        t = rng.uniform(0, 2 * np.pi, n)
+        X, y = circle(t), f(t)
+        k = KernelRidge("ntk", depth=2, bias_var=1.0, ridge=1e-8).fit(X, y)
+        e_ntk = mse(k.predict(circle(t_test)), y_test) / var
+        e_net = mse(train_net(X, y, [32, 32], steps, 3e-3, seed=n)(circle(t_test)), y_test) / var
+        rows.append({"n": n, "ntk_rel_mse": e_ntk, "net_rel_mse": e_net})
+        print(f"  bandlimited n={n:4d}: NTK rel. MSE {e_ntk:.3e}  net {e_net:.3e}", flush=True)
+    return {"rows": rows, "ntk_better_or_equal_at": [r["n"] for r in rows if r["ntk_rel_mse"] <= r["net_rel_mse"]]}
+
+
+def part_parity(d, n, steps, rng) -> dict:
+    X = rng.choice([-1.0, 1.0], size=(n, d))
+    Xt = rng.choice([-1.0, 1.0], size=(2000, d))
+    y, yt = X[:, 0] * X[:, 1] * X[:, 2], Xt[:, 0] * Xt[:, 1] * Xt[:, 2]
+    k = KernelRidge("ntk", depth=1, bias_var=1.0, ridge=1e-6).fit(X, y)
+    e_ntk = mse(k.predict(Xt), yt)
+    e_net = mse(train_net(X, y, [256], steps, 2e-2, seed=1)(Xt), yt)
+    ratio = e_ntk / max(e_net, 1e-300)
+    print(f"  parity d={d} k=3 n={n}: NTK test MSE {e_ntk:.3e}  net {e_net:.3e}  ratio {ratio:.2e}", flush=True)
+    return {"d": d, "k": 3, "n": n, "ntk_test_mse": e_ntk, "net_test_mse": e_net, "ratio": ratio,
+            "orders_of_magnitude": float(np.log10(ratio)) if ratio > 0 else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    a = ap.parse_args()
+    t0 = time.time()
+    rng = np.random.default_rng(0)
+    if a.quick:
+        saw = part_sawtooth([1, 2, 3], [16, 64, 256], 400, rng)
+        smooth = part_smooth([16, 64], 400, rng)
+        par = part_parity(12, 600, 400, rng)
+    else:
+        saw = part_sawtooth([1, 2, 3, 4], [16, 32, 64, 128, 256, 512, 1024, 2048], 1200, rng)
+        smooth = part_smooth([16, 32, 64, 128], 1200, rng)
+        par = part_parity(16, 2000, 10000, rng)
+    result = {
+        "claim": {"sawtooth": "NTK needs Omega(4^L) samples, depth-L networks polynomially many",
+                  "bandlimited": "NTK competitive or better",
+                  "parity": "two-layer network beats the NTK by 4-6 orders of magnitude in test error"},
+        "sawtooth": saw, "bandlimited": smooth, "parity": par,
+        "observed": {
+            "ntk_growth_per_level": saw["ntk_growth_per_level"],
+            "claim_growth_per_level": 4.0,
+            "samples_needed": saw["samples_needed"],
+            "ntk_competitive_on_bandlimited": len(smooth["ntk_better_or_equal_at"]) > 0,
+            "parity_orders_of_magnitude": par["orders_of_magnitude"],
+            "claim_parity_orders": [4, 6],
+        },
+        "status": "sampled (one training run per setting)",
+        "quick": a.quick,
+        "seconds": time.time() - t0,
+    }
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ntk_vs_network.json").write_text(json.dumps(to_jsonable(result), indent=2))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+        for L in sorted({r["L"] for r in saw["rows"]}):
+            r = [x for x in saw["rows"] if x["L"] == L]
+            ax[0].loglog([x["n"] for x in r], [x["ntk_rel_mse"] for x in r], "o-", color=f"C{L}", label=f"NTK L={L}")
+            ax[0].loglog([x["n"] for x in r], [x["net_rel_mse"] for x in r], "s--", color=f"C{L}", label=f"net L={L}")
+        ax[0].axhline(THRESH, color="k", ls=":")
+        ax[0].set_title("iterated sawtooth on the circle")
+        ax[0].set_xlabel("training points")
+        ax[0].set_ylabel("test MSE / variance")
+        ax[0].legend(fontsize=6)
+        r = smooth["rows"]
+        ax[1].loglog([x["n"] for x in r], [x["ntk_rel_mse"] for x in r], "o-", label="NTK")
+        ax[1].loglog([x["n"] for x in r], [x["net_rel_mse"] for x in r], "s--", label="network")
+        ax[1].set_title("bandlimited (frequencies <= 3)")
+        ax[1].set_xlabel("training points")
+        ax[1].legend(fontsize=8)
+        ax[2].bar(["NTK", "2-layer net"], [par["ntk_test_mse"], par["net_test_mse"]])
+        ax[2].set_yscale("log")
+        ax[2].set_title(f"sparse parity d={par['d']}, k=3, n={par['n']}")
+        fig.tight_layout()
+        fig.savefig(out / "ntk_vs_network.png", dpi=120)
+    except ImportError:
+        print("matplotlib missing: no figure")
+    print("observed:", json.dumps(to_jsonable(result["observed"])))
+    print(f"wrote {out / 'ntk_vs_network.json'} ({result['seconds']:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,436 @@
+"""Neural tangent and Gaussian-process kernels of ReLU networks, finite and infinite width.
+
+* :func:`empirical_ntk` -- the NTK ``<d f(x)/d theta, d f(z)/d theta>`` of a given network.
+  For a layered ReLU network the Jacobian of the output with respect to layer ``k``'s
+  weights is an outer product ``G_k(x) H_{k-1}(x)^T`` of a backward vector (the output's
+  derivative with respect to the pre-activations of layer ``k``, read off the activation
+  pattern) and the forward activation, so the kernel is the closed sum
+
+      ``sum_k (G_k(x) . G_k(z)) * (H_{k-1}(x) . H_{k-1}(z) + 1)``
+
+  (the ``+ 1`` is the bias), computed as a few Gram matrices for the whole batch: no
+  per-sample autograd.  Any other torch module goes through ``torch.func`` (vmap of jacrev).
+* :func:`nngp` / :func:`ntk` -- the infinite-width limits of fully connected ReLU networks
+  (the arc-cosine recursions); :func:`random_ntk_network` draws a finite network in the
+  same parameterisation, whose :func:`empirical_ntk` converges to :func:`ntk`.
+* :func:`kernel_ridge` / :class:`KernelRidge` -- kernel ridge regression on them.
+
+Parameterisation of :func:`nngp` and :func:`ntk` (NTK parameterisation, He variance 2),
+for an input ``x`` in ``R^d``, ``depth`` hidden layers of width ``n``, all raw parameters
+i.i.d. ``N(0, 1)`` and ``beta = bias_var``::
+
+    g_1(x) = W_1 x / sqrt(d)            + sqrt(beta) b_1      (input layer: variance 1/d)
+    g_l(x) = sqrt(2/n) W_l relu(g_{l-1}) + sqrt(beta) b_l      l = 2 .. depth
+    f(x)   = sqrt(2/n) W_out relu(g_depth) + sqrt(beta) b_out   (readout: variance 2/n)
+
+so every layer fed by ReLU features has weight variance 2 (over fan-in) and the readout
+is treated like the hidden layers.  With ``beta = 0`` and ``|x|^2 = |z|^2 = d`` all
+diagonals equal 1 and, with ``u = x.z/d``, depth 1 gives ``nngp = kappa1(u)`` and
+``ntk = u kappa0(u) + kappa1(u)``, where ``kappa0(u) = 1 - arccos(u)/pi`` and
+``kappa1(u) = (u (pi - arccos u) + sqrt(1 - u^2)) / pi``.  The NTK is the derivative
+kernel with respect to the *raw* parameters (weights and biases alike).
+
+Example:
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]) * np.sqrt(2)
+    >>> np.round(ntk(X, depth=1), 4).tolist()         # kappa1(0) = 1/pi, kappa0(0) = 1/2
+    [[2.0, 0.3183], [0.3183, 2.0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError, require
+from ..network import Network
+
+__all__ = [
+    "KernelError",
+    "kappa0",
+    "kappa1",
+    "nngp",
+    "ntk",
+    "empirical_ntk",
+    "random_ntk_network",
+    "kernel_ridge",
+    "KernelRidge",
+]
+
+
+class KernelError(RelulabError):
+    """A kernel was asked for with inconsistent inputs or settings."""
+
+
+def kappa0(u: Any) -> np.ndarray:
+    """The degree-0 arc-cosine function ``1 - arccos(u)/pi`` = ``2 E[step(a) step(b)]`` for
+    standard Gaussians ``a, b`` with correlation ``u`` (``u`` clipped to [-1, 1]).
+
+    Example:
+        >>> float(kappa0(0.0)), float(kappa0(1.0))
+        (0.5, 1.0)
+    """
+    u = np.clip(np.asarray(u, dtype=float), -1.0, 1.0)
+    return 1.0 - np.arccos(u) / np.pi
+
+
+def kappa1(u: Any) -> np.ndarray:
+    """The degree-1 arc-cosine function ``(u (pi - arccos u) + sqrt(1 - u^2)) / pi`` =
+    ``2 E[relu(a) relu(b)]`` for standard Gaussians with correlation ``u``.
+
+    Example:
+        >>> round(float(kappa1(0.0)), 6), float(kappa1(1.0))
+        (0.31831, 1.0)
+    """
+    u = np.clip(np.asarray(u, dtype=float), -1.0, 1.0)
+    return (u * (np.pi - np.arccos(u)) + np.sqrt(np.maximum(1.0 - u * u, 0.0))) / np.pi
+
+
+def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
+    try:
+        A = np.asarray(X, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise KernelError(f"{what}: entries are not numbers ({e})") from None
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
+        raise KernelError(f"{what}: expected a non-empty (n, d) array, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise KernelError(f"{what}: contains NaN or infinite entries")
+    if d is not None and A.shape[1] != d:
+        raise KernelError(f"{what}: points have dimension {A.shape[1]}, expected {d}")
+    return A
+
+
+def _check_settings(depth: int, bias_var: float) -> None:
+    if not isinstance(depth, (int, np.integer)) or isinstance(depth, bool) or depth < 1:
+        raise KernelError(f"depth: expected an integer >= 1 hidden layers, got {depth!r}")
+    if not np.isfinite(bias_var) or bias_var < 0:
+        raise KernelError(f"bias_var: expected a finite number >= 0, got {bias_var!r}")
+
+
+def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray, np.ndarray]:
+    """(NNGP, NTK) of the output between the rows of X and of Z (see the module docstring)."""
+    _check_settings(depth, bias_var)
+    X = _points(X, "X")
+    Z = X if Z is None else _points(Z, "Z", X.shape[1])
+    d = X.shape[1]
+    S = X @ Z.T / d + bias_var  # layer-1 pre-activation covariance
+    sx = np.einsum("ij,ij->i", X, X) / d + bias_var
+    sz = np.einsum("ij,ij->i", Z, Z) / d + bias_var
+    T = S.copy()
+    for _ in range(depth):  # one ReLU layer + the next affine layer per step
+        norm = np.sqrt(np.outer(sx, sz))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.where(norm > 0, S / np.where(norm > 0, norm, 1.0), 0.0)
+        S_new = norm * kappa1(rho) + bias_var
+        T = T * kappa0(rho) + S_new
+        S = S_new
+        # the diagonals: sqrt(s s) kappa1(1) + bias_var
+        sx, sz = sx + bias_var, sz + bias_var
+    return S, T
+
+
+
+def nngp(X: Any, Z: Any = None, depth: int = 1, bias_var: float = 0.0) -> np.ndarray:
+    """The infinite-width NNGP kernel ``E[f(x) f(z)]`` of the output of a fully connected
+    ReLU network with ``depth`` hidden layers, between the rows of ``X`` and of ``Z``
+    (``Z = X`` when omitted).  Parameterisation: see the module docstring (input layer
+    variance ``1/d``, every later layer variance ``2/fan_in``, bias variance ``bias_var``).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0]]) * np.sqrt(2)
+        >>> np.round(nngp(X, depth=1), 4).tolist()
+        [[1.0, 0.3183], [0.3183, 1.0]]
+    """
+    return _recursions(X, Z, depth, bias_var)[0]
+
+
+def ntk(X: Any, Z: Any = None, depth: int = 1, bias_var: float = 0.0) -> np.ndarray:
+    """The infinite-width neural tangent kernel of a fully connected ReLU network with
+    ``depth`` hidden layers, between the rows of ``X`` and of ``Z`` (``Z = X`` when
+    omitted), with respect to all raw parameters in the NTK parameterisation of the module
+    docstring: ``Theta_1 = Sigma_1``, ``Theta_{l+1} = Theta_l kappa0(rho_l) + Sigma_{l+1}``.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.array([[3.0, 4.0]])
+        >>> float(ntk(x, depth=2)[0, 0]) == 3 * float(x[0] @ x[0] / 2)   # (L+1) |x|^2/d
+        True
+    """
+    return _recursions(X, Z, depth, bias_var)[1]
+
+
+def random_ntk_network(
+    d: int,
+    width: int,
+    depth: int = 1,
+    bias_var: float = 0.0,
+    out_dim: int = 1,
+    rng: np.random.Generator | int | None = None,
+) -> tuple[Network, list[tuple[float, float]]]:
+    """A random network in the parameterisation of :func:`ntk` and its layer scales.
+
+    Returns ``(net, scales)``: ``net`` holds the *effective* weights ``scale * raw`` (raw
+    entries i.i.d. N(0, 1)), ``scales[k] = (weight scale, bias scale)`` of layer ``k``.
+    ``empirical_ntk(net, X, scales=scales)`` is the NTK with respect to the raw
+    parameters, which tends to ``ntk(X, depth=depth, bias_var=bias_var)`` as ``width``
+    grows.
+
+    Example:
+        >>> net, scales = random_ntk_network(3, 8, depth=2, rng=0)
+        >>> net, [round(w * w, 3) for w, _ in scales]
+        (Network(3-8-8-1, float64), [0.333, 0.25, 0.25])
+    """
+    _check_settings(depth, bias_var)
+    if width < 1 or d < 1 or out_dim < 1:
+        raise KernelError(f"random_ntk_network: d, width, out_dim must be >= 1 (got {d}, {width}, {out_dim})")
+    rng = np.random.default_rng(rng)
+    dims = [d] + [width] * depth + [out_dim]
+    Ws, bs, scales = [], [], []
+    bsc = float(np.sqrt(bias_var))
+    for k in range(depth + 1):
+        wsc = float(np.sqrt((1.0 if k == 0 else 2.0) / dims[k]))
+        Ws.append(wsc * rng.standard_normal((dims[k + 1], dims[k])))
+        bs.append(bsc * rng.standard_normal(dims[k + 1]))
+        scales.append((wsc, bsc))
+    return Network(Ws, bs), scales
+
+
+def _network_ntk(
+    net: Network, X: np.ndarray, Z: np.ndarray | None, scales: list[tuple[float, float]] | None
+) -> np.ndarray:
+    net = net.float()
+    if scales is None:
+        scales = [(1.0, 1.0)] * net.depth
+    if len(scales) != net.depth:
+        raise KernelError(f"scales: {len(scales)} pairs for a network with {net.depth} layers")
+
+    def passes(A: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        Hs, Gs = [A], []
+        masks = []
+        H = A
+        for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+            P = H @ W.T + b
+            masks.append(P > 0)  # relu'(0) = 0, as everywhere in relulab
+            H = np.where(masks[-1], P, 0.0)
+            Hs.append(H)
+        o = net.output_dim
+        G = np.broadcast_to(np.eye(o), (A.shape[0], o, o))  # d f / d (output pre-activation)
+        Gs = [G]
+        for k in range(net.depth - 1, 0, -1):
+            G = (G @ net.weights[k]) * masks[k - 1][:, None, :]
+            Gs.append(G)
+        return Hs, Gs[::-1]
+
+    Hx, Gx = passes(X)
+    Hz, Gz = (Hx, Gx) if Z is None else passes(Z)
+    Zp = X if Z is None else Z
+    o = net.output_dim
+    K = np.zeros((X.shape[0], o, Zp.shape[0], o))
+    for k in range(net.depth):
+        wsc, bsc = scales[k]
+        HH = wsc * wsc * (Hx[k] @ Hz[k].T) + bsc * bsc
+        if o == 1:
+            GG = Gx[k][:, 0, :] @ Gz[k][:, 0, :].T
+            K[:, 0, :, 0] += GG * HH
+        else:
+            GG = np.einsum("nip,mjp->nimj", Gx[k], Gz[k], optimize=True)
+            K += GG * HH[:, None, :, None]
+    if net.skip is not None:  # the skip (S, s) is a parameter too: d f_i / d S = e_i x^T
+        K += np.eye(o)[None, :, None, :] * (X @ Zp.T + 1.0)[:, None, :, None]
+    if o == 1:
+        return K[:, 0, :, 0]
+    return K.transpose(0, 2, 1, 3)
+
+
+def _torch_mlp_as_network(module: Any) -> Network | None:
+    """The module as a Network when it is a plain Sequential of Linear and ReLU layers
+    (then its parameters are exactly the Network's), else None."""
+    torch = require("torch", "torch")
+    nn = torch.nn
+    if not isinstance(module, nn.Sequential):
+        return None
+    kinds = [type(m) for m in module]
+    if not kinds or any(k not in (nn.Linear, nn.ReLU, nn.Identity) for k in kinds):
+        return None
+    seq = [k for k in kinds if k is not nn.Identity]
+    if seq[-1] is not nn.Linear or any(
+        a is nn.ReLU and b is nn.ReLU for a, b in zip(seq, seq[1:], strict=False)
+    ):
+        return None
+    if any(a is nn.Linear and b is nn.Linear for a, b in zip(seq, seq[1:], strict=False)):
+        return None
+    if any(isinstance(m, nn.Linear) and m.bias is None for m in module):
+        return None
+    from ..io.torch import from_torch
+
+    return from_torch(module)
+
+
+def _torch_ntk(module: Any, X: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
+    """Generic path: Jacobians of all samples at once by ``torch.func.vmap(jacrev)``."""
+    torch = require("torch", "torch")
+    from torch.func import functional_call, jacrev, vmap
+
+    params = {k: v.detach() for k, v in module.named_parameters()}
+    if not params:
+        raise KernelError("empirical_ntk: the torch module has no parameters")
+    dtype = next(iter(params.values())).dtype
+
+    def f(p: dict, x: Any) -> Any:
+        return functional_call(module, p, (x[None],)).reshape(-1)
+
+    def jac(A: np.ndarray) -> list[Any]:
+        J = vmap(jacrev(f), (None, 0))(params, torch.as_tensor(A, dtype=dtype))
+        return [j.reshape(j.shape[0], j.shape[1], -1) for j in J.values()]
+
+    with torch.no_grad():
+        Jx = jac(X)
+        Jz = Jx if Z is None else jac(Z)
+        K = sum(torch.einsum("nip,mjp->nmij", a, b) for a, b in zip(Jx, Jz, strict=True))
+    K = K.double().numpy()
+    return K[:, :, 0, 0] if K.shape[2] == 1 else K
+
+
+def empirical_ntk(
+    net: Any, X: Any, Z: Any = None, scales: list[tuple[float, float]] | None = None
+) -> np.ndarray:
+    """The empirical NTK ``sum_p d f(x)/d theta_p * d f(z)/d theta_p`` over all parameters.
+
+    Args:
+        net: a :class:`~relulab.Network` (its skip ``(S, s)``, if any, counts as
+            parameters) or a torch module.  A torch ``nn.Sequential`` of ``Linear`` and
+            ``ReLU`` goes through the exact activation-pattern formula in float64;
+            any other module through ``torch.func`` (``vmap`` of ``jacrev``) in its dtype.
+        X, Z: points, shape ``(n, d)`` and ``(m, d)``; ``Z = X`` when omitted.
+        scales: for a Network only, per layer ``(weight scale, bias scale)`` when its
+            weights are ``scale * raw`` parameters (NTK parameterisation, see
+            :func:`random_ntk_network`); the kernel is then with respect to the raw ones.
+
+    Returns:
+        ``(n, m)`` for a scalar output, ``(n, m, o, o)`` for ``o`` outputs.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 3.0]]], [[0.0, 0.0], [0.0]])
+        >>> # x = 1: only neuron 0 active; dW1 = 2*x, db1 = 2, dW2 = relu = 1, db2 = 1
+        >>> empirical_ntk(net, [[1.0]]).tolist()
+        [[10.0]]
+    """
+    if isinstance(net, Network):
+        X = _points(X, "X", net.input_dim)
+        Z = None if Z is None else _points(Z, "Z", net.input_dim)
+        return _network_ntk(net, X, Z, scales)
+    torch = require("torch", "torch")
+    if not isinstance(net, torch.nn.Module):
+        raise KernelError(f"empirical_ntk: expected a relulab Network or a torch module, got {type(net).__name__}")
+    if scales is not None:
+        raise KernelError("empirical_ntk: scales apply to a relulab Network only")
+    X = _points(X, "X")
+    Z = None if Z is None else _points(Z, "Z", X.shape[1])
+    as_net = _torch_mlp_as_network(net)
+    if as_net is not None:
+        if as_net.input_dim != X.shape[1]:
+            raise KernelError(f"X: points have dimension {X.shape[1]}, the module takes {as_net.input_dim}")
+        return _network_ntk(as_net, X, Z, None)
+    return _torch_ntk(net, X, Z)
+
+
+def _dual(K: np.ndarray, Y: np.ndarray, ridge: float) -> np.ndarray:
+    """``(K + ridge I)^{-1} Y`` by Cholesky; least squares when that fails (ridge 0)."""
+    import scipy.linalg
+
+    A = K + ridge * np.eye(K.shape[0])
+    try:
+        return scipy.linalg.solve(A, Y, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return np.linalg.lstsq(A, Y, rcond=None)[0]
+
+
+def kernel_ridge(K_train: Any, y: Any, K_test: Any, ridge: float = 0.0) -> np.ndarray:
+    """Kernel ridge regression: ``K_test (K_train + ridge I)^{-1} y``.
+
+    ``K_train`` is ``(n, n)``, ``y`` is ``(n,)`` or ``(n, k)``, ``K_test`` is ``(m, n)``
+    (kernel between test and training points).  ``ridge = 0`` interpolates (least
+    squares when ``K_train`` is singular).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+        >>> y = np.array([1.0, -1.0, 0.5])
+        >>> np.allclose(kernel_ridge(ntk(X), y, ntk(X)), y)   # interpolates the data
+        True
+    """
+    K = np.asarray(K_train, dtype=float)
+    Kt = np.asarray(K_test, dtype=float)
+    Y = np.asarray(y, dtype=float)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        raise KernelError(f"K_train: expected a square non-empty matrix, got shape {K.shape}")
+    if Y.shape[0] != K.shape[0] or Y.ndim > 2:
+        raise KernelError(f"y: expected {K.shape[0]} targets, got shape {Y.shape}")
+    if Kt.ndim != 2 or Kt.shape[1] != K.shape[0]:
+        raise KernelError(f"K_test: expected shape (m, {K.shape[0]}), got {Kt.shape}")
+    if not (np.isfinite(ridge) and ridge >= 0):
+        raise KernelError(f"ridge: expected a finite number >= 0, got {ridge!r}")
+    for name, A in (("K_train", K), ("y", Y), ("K_test", Kt)):
+        if not np.all(np.isfinite(A)):
+            raise KernelError(f"{name}: contains NaN or infinite entries")
+    alpha = _dual(K, Y, ridge)
+    return Kt @ alpha
+
+
+@dataclass
+class KernelRidge:
+    """Sklearn-style kernel ridge regression with the infinite-width ReLU kernels.
+
+    Args:
+        kernel: ``"ntk"``, ``"nngp"`` or a callable ``(X, Z) -> (n, m)`` matrix.
+        depth, bias_var: passed to :func:`ntk` / :func:`nngp`.
+        ridge: the ridge ``lambda >= 0`` added to the training kernel's diagonal.
+
+    Example:
+        >>> import numpy as np
+        >>> t = np.linspace(0, 2 * np.pi, 40, endpoint=False)
+        >>> X = np.c_[np.cos(t), np.sin(t)]; y = np.cos(t)
+        >>> model = KernelRidge("ntk", depth=2, ridge=1e-8).fit(X[::2], y[::2])
+        >>> bool(np.max(np.abs(model.predict(X[1::2]) - y[1::2])) < 0.05)
+        True
+    """
+
+    kernel: Any = "ntk"
+    depth: int = 1
+    bias_var: float = 0.0
+    ridge: float = 0.0
+
+    def _k(self, A: np.ndarray, B: np.ndarray | None) -> np.ndarray:
+        if callable(self.kernel):
+            return np.asarray(self.kernel(A, A if B is None else B), dtype=float)
+        if self.kernel == "ntk":
+            return ntk(A, B, self.depth, self.bias_var)
+        if self.kernel == "nngp":
+            return nngp(A, B, self.depth, self.bias_var)
+        raise KernelError(f"kernel: unknown name {self.kernel!r} (expected 'ntk', 'nngp' or a callable)")
+
+    def fit(self, X: Any, y: Any) -> KernelRidge:
+        """Store the training points and solve for the dual coefficients."""
+        self.X_ = _points(X, "X")
+        K = self._k(self.X_, None)
+        Y = np.asarray(y, dtype=float)
+        if Y.shape[0] != K.shape[0] or not np.all(np.isfinite(Y)):
+            raise KernelError(f"y: expected {K.shape[0]} finite targets, got shape {Y.shape}")
+        if not (np.isfinite(self.ridge) and self.ridge >= 0):
+            raise KernelError(f"ridge: expected a finite number >= 0, got {self.ridge!r}")
+        self.alpha_ = _dual(K, Y, self.ridge)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions ``K(X, X_train) alpha``."""
+        if getattr(self, "alpha_", None) is None:
+            raise KernelError("KernelRidge.predict: call fit first")
+        Xt = _points(X, "X", self.X_.shape[1])
+        return self._k(Xt, self.X_) @ self.alpha_

@@ -1,0 +1,61 @@
+"""Each experiment of the kernels / paths / perturbation / conservation work runs in its
+--quick mode and writes the JSON fields its report promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("torch")
+
+
+def run(script: str, tmp_path: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-W", "ignore", str(ROOT / "experiments" / script), "--quick",
+                    "--out", str(tmp_path)], check=True, env=env, capture_output=True, timeout=900)
+    return json.loads((tmp_path / script.replace(".py", ".json")).read_text())
+
+
+def test_sign_flip_energy_quick(tmp_path):
+    r = run("sign_flip_energy.py", tmp_path)
+    assert r["quick"] is True and r["status"].startswith("sampled")
+    rows = r["sweep"][-1]["rows"]
+    assert all(lo <= x["ratio"] <= hi for x in rows for lo, hi in [x["ci95"]])
+    # the alignment constant is sharp even in the quick run
+    assert abs(r["quantisation"]["cos2_sign_w"]["mean"] - r["claim"]["cos2_sign_alignment"]) < 0.01
+    assert set(r["held"]) == {"ratio_at_smallest_p", "cos2", "post_relu_radial"}
+
+
+@pytest.mark.slow
+def test_conservation_modern_quick(tmp_path):
+    r = run("conservation_modern.py", tmp_path)
+    assert len(r["rows"]) == 11
+    assert r["all_match_expected"] is True
+    assert r["max_flow_drift"] < 1e-8
+    for row in r["rows"]:
+        assert row["lie_bound"] >= row["count"]
+
+
+@pytest.mark.slow
+def test_optimizer_connectivity_quick(tmp_path):
+    r = run("optimizer_connectivity.py", tmp_path)
+    assert set(r["widths"]) == {"4", "128"}
+    for w in r["widths"].values():
+        for p in w["pairs"]:
+            assert p["barrier_bezier"] >= 0 and p["barrier_linear"] >= 0
+    assert "same_optimizer_connected_at_large_width" in r["observed"]
+
+
+@pytest.mark.slow
+def test_ntk_vs_network_quick(tmp_path):
+    r = run("ntk_vs_network.py", tmp_path)
+    assert {"sawtooth", "bandlimited", "parity", "observed"} <= set(r)
+    assert r["parity"]["ratio"] > 0
+    assert len(r["sawtooth"]["rows"]) == 9
