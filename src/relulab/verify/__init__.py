@@ -16,6 +16,7 @@ Example:
     2.0
 """
 
+from ..lipschitz.decide import is_positive, surjective, zonotope_contains
 from .bab import decide_term
 from .milp import encode, maximize, milp_term, minimize, output_range, tighten_bounds
 from .result import OptimumResult, RangeResult, VerificationResult
@@ -33,4 +34,7 @@ __all__ = [
     "OptimumResult",
     "RangeResult",
     "VerificationResult",
+    "is_positive",
+    "surjective",
+    "zonotope_contains",
 ]
