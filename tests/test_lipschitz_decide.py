@@ -115,7 +115,7 @@ def test_surjective_against_region_lps(seed):
 
 def lp_contains(Z1, Z2):
     """Independent test: every vertex c1 + G1 s of Z1 lies in Z2 (one LP each)."""
-    k1, k2 = Z1.generators.shape[1], Z2.generators.shape[1]
+    k1 = Z1.generators.shape[1]
     for s in itertools.product((-1.0, 1.0), repeat=k1):
         z = Z1.center + Z1.generators @ np.array(s)
         if not lp_member(z, Z2):

@@ -21,7 +21,14 @@ Example:
 """
 
 from .core import LIP_REL_TOL, METHODS, LipschitzError, lipschitz
-from .decide import Zonotope, is_positive, offset_bound, positivity_network, surjective, zonotope_contains
+from .decide import (
+    Zonotope,
+    is_positive,
+    offset_bound,
+    positivity_network,
+    surjective,
+    zonotope_contains,
+)
 from .enumeration import by_enumeration
 from .jacobians import bias_free, homogenize, jacobians, pattern_jacobian
 from .lower import sampled_lower

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from ..errors import RelulabError
 from ..lp import chebyshev_center
 from ..network import Network
 from ..tolerance import MIN_RADIUS
+from .bab import by_bab
 from .enumeration import by_enumeration
 from .lower import sampled_lower
 from .milp import by_milp, milp_supported
@@ -32,12 +32,18 @@ from .upper import SDP_MAX_SIZE, interval_jacobian_bound, product_bound, sdp_bou
 
 __all__ = ["lipschitz", "METHODS", "LIP_REL_TOL"]
 
-METHODS = ("auto", "enumerate", "milp", "bounds")
+METHODS = ("auto", "enumerate", "milp", "bab", "bounds")
 
 # lower and upper "meet" within this relative gap: HiGHS proves MILP bounds up to its
 # primal feasibility tolerance (1e-7 of big-M sized quantities), so a tighter test
 # would call agreeing routes "bounded" at random.
 LIP_REL_TOL = 1e-6
+
+
+# input splitting only pays off in low dimension
+BAB_MAX_DIM = 8
+# without a time limit the branch and bound stops after this long with its bracket
+BAB_DEFAULT_SECONDS = 60.0
 
 
 class LipschitzError(RelulabError):
@@ -100,8 +106,9 @@ def lipschitz(
         p: the input norm (any ``p >= 1``, ``inf`` included).
         q: the output norm; required when the network has more than one output.
         method: "auto" (enumeration when the region count is small, else the MILP for
-            ``p in {1, inf}``, else the bounds), "enumerate", "milp" or "bounds"
-            (upper bounds and a sampled lower bound only).
+            ``p in {1, inf}``, else input-splitting branch and bound on boxes in low
+            dimension, else the bounds), "enumerate", "milp", "bab" or "bounds" (upper
+            bounds and a sampled lower bound only).
         time_limit: seconds; when it runs out the bracket found so far is returned
             (``partial`` True, ``status`` "bounded" unless it had already closed).
         sdp: compute the LipSDP bound (p = q = 2); default: when the bracket is still
@@ -189,6 +196,12 @@ def lipschitz(
             route = "enumeration"
         elif milp_supported(p, q, m):
             route = "milp"
+        elif isinstance(work_dom, Box) and net.input_dim <= BAB_MAX_DIM:
+            route = "bab"
+    elif method == "bab":
+        if not isinstance(work_dom, Box):
+            raise LipschitzError("lipschitz: method='bab' splits boxes; give a Box domain")
+        route = "bab"
     elif method == "enumerate":
         route = "enumeration"
     elif method == "milp":
@@ -227,6 +240,18 @@ def lipschitz(
                 uppers["milp"] = r.upper
             if not r.complete:
                 partial = True
+    elif route == "bab":
+        if left() is not None and left() <= 0:
+            partial = True
+        else:
+            bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
+            info["boxes"] = bb.n_boxes
+            take(bb.witness)
+            if bb.witness is not None:
+                lowers["bab"] = bb.lower
+            uppers["bab"] = bb.upper
+            if not bb.complete:
+                partial = True
     want_sdp = sdp
     sdp_ok = p == 2 and (q is None or q == 2) and not unbounded
     if want_sdp is None:
@@ -247,14 +272,10 @@ def lipschitz(
     upper_name = min(uppers, key=uppers.get)
     upper = max(uppers[upper_name], lower)
     exact = upper - lower <= LIP_REL_TOL * (1.0 + lower) and witness is not None
-    if route in ("enumeration", "milp") and exact:
-        final = route
-    else:
-        final = route if route != "bounds" else "bounds"
     info["upper_from"] = upper_name
     return LipschitzResult(
         lower=float(lower), upper=float(upper), status="exact" if exact else "bounded",
-        method=final, p=p, q=q,
+        method=route, p=p, q=q,
         domain="R^d" if global_ else dom.to_dict(),
         witness=witness, uppers=uppers, lowers=lowers, time=time.time() - t0,
         partial=bool(partial), info=info,

@@ -116,7 +116,7 @@ def operator_norm(A: np.ndarray, p: float, q: float | None = None) -> NormBracke
     p = check_p(p)
     q = p if q is None else check_p(q, "q")
     m, n = A.shape
-    pd, qd = dual_exponent(p), dual_exponent(q)
+    pd = dual_exponent(p)
     if m == 1 or n == 0:
         v = float(vector_norm(A[0], pd)) if m == 1 else 0.0
         return NormBracket(v, v, True)
