@@ -259,3 +259,19 @@ def test_bad_input_errors():
         by_milp(net, box, 2.0, None)
     with pytest.raises(RelulabError, match="method='milp' needs"):
         lipschitz(net, box, p=2, method="milp")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_branch_and_bound_closes_on_small_networks(seed):
+    from relulab.lipschitz.bab import by_bab
+
+    rng = np.random.default_rng(700 + seed)
+    net = rand_net(rng, [2, 6, 4, 1 + seed % 2])
+    box = rand_box(rng, 2)
+    for p, q in [(1.0, INF), (2.0, 2.0), (INF, 1.0)]:
+        qq = None if net.output_dim == 1 else q
+        e = by_enumeration(net, box, p, qq)
+        b = by_bab(net, box, p, qq, max_boxes=20000)
+        assert b.upper >= e.lower * (1 - 1e-9) and b.lower <= e.lower * (1 + 1e-9)
+        if b.complete:  # closed to the branch and bound's drop tolerance
+            assert b.upper <= e.lower * (1 + 1e-5) + 1e-5

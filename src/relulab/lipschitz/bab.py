@@ -37,6 +37,10 @@ from .result import LipschitzWitness
 
 __all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds"]
 
+# a box whose bound is within the exactness tolerance of the best value cannot change
+# the status: drop it (interval bounds never close exactly on region boundaries)
+DROP_TOL = 1e-6
+
 
 @dataclass(frozen=True)
 class BaBOutcome:
@@ -117,9 +121,9 @@ def by_bab(net: Network, box: Box, p: float, q: float | None, deadline: float | 
             w = certify_point(net, C[i], p, q, "bab", box)
             if w is not None and w.norm > best:
                 best, best_w = w.norm, w
-                alive = OU > best * (1 + 1e-12)
+                alive = OU > best + DROP_TOL * (1 + best)
                 OL, OH, OU = OL[alive], OH[alive], OU[alive]
-        keep = ub > best * (1 + 1e-12)
+        keep = ub > best + DROP_TOL * (1 + best)
         lo, hi, ub = lo[keep], hi[keep], ub[keep]
         if len(ub) == 0:
             continue
@@ -133,5 +137,5 @@ def by_bab(net: Network, box: Box, p: float, q: float | None, deadline: float | 
         OL = np.concatenate([OL, lo, lo2])
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
-    upper = float(np.max(OU)) if len(OU) else best
+    upper = float(np.max(OU)) if len(OU) else best * (1 + DROP_TOL) + DROP_TOL
     return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0)
