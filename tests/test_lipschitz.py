@@ -275,3 +275,8 @@ def test_branch_and_bound_closes_on_small_networks(seed):
         assert b.upper >= e.lower * (1 - 1e-9) and b.lower <= e.lower * (1 + 1e-9)
         if b.complete:  # closed to the branch and bound's drop tolerance
             assert b.upper <= e.lower * (1 + 1e-5) + 1e-5
+    # over R^d: the faces of the homogenised box
+    g = by_enumeration(net, None, 2.0, None if net.output_dim == 1 else 2.0)
+    bg = by_bab(net, None, 2.0, None if net.output_dim == 1 else 2.0, max_boxes=3000)
+    assert bg.upper >= g.lower * (1 - 1e-9) and bg.lower <= g.lower * (1 + 1e-9)
+    assert bg.witness is not None and np.allclose(net.jacobian(bg.witness.x), bg.witness.jacobian)

@@ -90,13 +90,37 @@ def _norm_upper(M: np.ndarray, p: float, q: float | None) -> np.ndarray:
     return np.array([operator_norm(Mi, p, qq).upper for Mi in M])
 
 
-def by_bab(net: Network, box: Box, p: float, q: float | None, deadline: float | None = None,
+def _faces(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The outer faces ``x_i = +-1`` and ``t = 1`` of ``[-1, 1]^d x [0, 1]``."""
+    lo = np.tile(np.r_[-np.ones(d), 0.0], (2 * d + 1, 1))
+    hi = np.tile(np.ones(d + 1), (2 * d + 1, 1))
+    for i in range(d):
+        hi[2 * i, i] = -1.0
+        lo[2 * i + 1, i] = 1.0
+    lo[2 * d, d] = 1.0
+    return lo, hi
+
+
+def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
            *, batch: int = 256, max_boxes: int | None = None) -> BaBOutcome:
-    """Input-splitting branch and bound for the Lipschitz constant over a box."""
+    """Input-splitting branch and bound for the Lipschitz constant over a box, or over
+    R^d (``box`` None): then over the outer faces of ``[-1, 1]^d x [0, 1]`` for the
+    homogenised network (every cone of it meets them away from the apex, see
+    :mod:`relulab.lipschitz.jacobians`), with the Jacobian in ``x`` only."""
+    from .milp import homogeneous_problem
+
     t0 = time.perf_counter()
-    Ws, bs, sk = float_layers(net)
-    width0 = box.hi - box.lo
-    OL, OH, OU = box.lo[None].copy(), box.hi[None].copy(), np.array([np.inf])
+    d = net.input_dim
+    if box is None:
+        H, ext = homogeneous_problem(net)
+        Ws, bs, sk = float_layers(H)
+        OL, OH = _faces(d)
+        width0 = ext.hi - ext.lo
+    else:
+        Ws, bs, sk = float_layers(net)
+        OL, OH = box.lo[None].copy(), box.hi[None].copy()
+        width0 = box.hi - box.lo
+    OU = np.full(len(OL), np.inf)
     best_w: LipschitzWitness | None = None
     best = 0.0
     seen = 0
@@ -112,10 +136,13 @@ def by_bab(net: Network, box: Box, p: float, q: float | None, deadline: float | 
         lo, hi, parent = OL[idx], OH[idx], OU[idx]
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
-        ub = np.minimum(_norm_upper(box_jacobian_bounds(Ws, bs, sk, lo, hi), p, q), parent)
+        ub = np.minimum(_norm_upper(box_jacobian_bounds(Ws, bs, sk, lo, hi)[:, :, :d], p, q), parent)
         C = (lo + hi) / 2
+        if box is None:  # a point (x, t) of the cone stands for x / t
+            C = C[C[:, d] > 0]
+            C = C[:, :d] / C[:, d:]
         J, mg = jacobians(net, C)
-        vals = np.where(certified_mask(mg), batch_norms(J, p, q), -np.inf)
+        vals = np.where(certified_mask(mg), batch_norms(J, p, q), -np.inf) if len(C) else np.array([-np.inf])
         i = int(np.argmax(vals))
         if vals[i] > best:
             w = certify_point(net, C[i], p, q, "bab", box)
@@ -127,7 +154,7 @@ def by_bab(net: Network, box: Box, p: float, q: float | None, deadline: float | 
         lo, hi, ub = lo[keep], hi[keep], ub[keep]
         if len(ub) == 0:
             continue
-        rel = (hi - lo) / np.where(width0 > 0, width0, 1.0)
+        rel = (hi - lo) / width0
         dim = np.argmax(rel, axis=1)
         rows = np.arange(len(lo))
         mid = (lo[rows, dim] + hi[rows, dim]) / 2

@@ -196,11 +196,11 @@ def lipschitz(
             route = "enumeration"
         elif milp_supported(p, q, m):
             route = "milp"
-        elif isinstance(work_dom, Box) and net.input_dim <= BAB_MAX_DIM:
+        elif (work_dom is None or isinstance(work_dom, Box)) and net.input_dim <= BAB_MAX_DIM:
             route = "bab"
     elif method == "bab":
-        if not isinstance(work_dom, Box):
-            raise LipschitzError("lipschitz: method='bab' splits boxes; give a Box domain")
+        if not (work_dom is None or isinstance(work_dom, Box)):
+            raise LipschitzError("lipschitz: method='bab' splits boxes; give a Box domain or None")
         route = "bab"
     elif method == "enumerate":
         route = "enumeration"

@@ -77,16 +77,19 @@ def _best_certified(net, pts, norms_lo, p, q, source, domain):
 
 
 def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
-                   deadline: float | None = None) -> EnumerationOutcome:
+                   deadline: float | None = None, *, region_set=None) -> EnumerationOutcome:
     """Enumerate the regions (all of R^d when ``domain`` is None) and take the largest
     Jacobian norm; a deadline stops the stream (bounded domains) and marks it incomplete.
+    ``region_set``: the regions of ``net`` over ``domain`` already enumerated (several norms
+    from one enumeration).
     """
     from .. import regions
 
     t0 = time.perf_counter()
     complete = True
-    if domain is None:
-        rs = regions.enumerate(net, Polytope.whole_space(net.input_dim))
+    if domain is None or region_set is not None:
+        rs = region_set if region_set is not None else regions.enumerate(
+            net, Polytope.whole_space(net.input_dim))
         d = net.input_dim
         Cs = rs.affine[:, :, :d]
         pts = rs.interior
