@@ -39,7 +39,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from relulab import Network, regions  # noqa: E402
+from relulab import Box, Network, regions  # noqa: E402
 from relulab.domain import Polytope  # noqa: E402
 from relulab.lipschitz import (  # noqa: E402
     LIP_REL_TOL,
@@ -76,13 +76,16 @@ def measure_all(net: Network, d: int, time_limit: float, enum_dim: int) -> list[
     the regions are few (exact); beyond, ``method="auto"`` takes the MILP (p in {1, inf})
     or the branch-and-bound / SDP bracket."""
     out = []
-    if d <= enum_dim:
+    bias_free = not any(np.any(b) for b in net.biases)
+    if d <= enum_dim or (bias_free and d <= enum_dim + 1):
         t = time.time()
-        rs = regions.enumerate(net, Polytope.whole_space(d))
+        # a bias-free network's regions are cones from 0: [-1, 1]^d meets them all
+        dom = Box(-np.ones(d), np.ones(d)) if bias_free else Polytope.whole_space(d)
+        rs = regions.enumerate(net, dom)
         t_enum = time.time() - t
         for p in PS:
             t = time.time()
-            e = by_enumeration(net, None, p, None, region_set=rs)
+            e = by_enumeration(net, dom if bias_free else None, p, None, region_set=rs)
             exact = e.complete and e.upper - e.lower <= LIP_REL_TOL * (1 + e.lower)
             out.append({"lower": e.lower, "upper": e.upper, "status": "exact" if exact else "bounded",
                         "method": "enumeration", "time": time.time() - t + t_enum, "regions": len(rs)})

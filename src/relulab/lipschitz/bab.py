@@ -54,7 +54,7 @@ class BaBOutcome:
 
 def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Entrywise bounds of ``|J|`` on each box (``lo``, ``hi`` of shape (B, d)) -> (B, m, d)."""
-    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="crown")
+    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
     B = lo.shape[0]
     m = Ws[-1].shape[0]
     Gc = np.broadcast_to(Ws[-1], (B, *Ws[-1].shape)).copy()
@@ -102,7 +102,7 @@ def _faces(d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
-           *, batch: int = 256, max_boxes: int | None = None) -> BaBOutcome:
+           *, batch: int = 1024, max_boxes: int | None = None) -> BaBOutcome:
     """Input-splitting branch and bound for the Lipschitz constant over a box, or over
     R^d (``box`` None): then over the outer faces of ``[-1, 1]^d x [0, 1]`` for the
     homogenised network (every cone of it meets them away from the apex, see
@@ -121,6 +121,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH = box.lo[None].copy(), box.hi[None].copy()
         width0 = box.hi - box.lo
     OU = np.full(len(OL), np.inf)
+    influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0
     best_w: LipschitzWitness | None = None
     best = 0.0
     seen = 0
@@ -154,7 +155,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, ub = lo[keep], hi[keep], ub[keep]
         if len(ub) == 0:
             continue
-        rel = (hi - lo) / width0
+        # split where the first layer's pre-activations move most across the box
+        rel = (hi - lo) * influence
         dim = np.argmax(rel, axis=1)
         rows = np.arange(len(lo))
         mid = (lo[rows, dim] + hi[rows, dim]) / 2
