@@ -280,3 +280,14 @@ def test_branch_and_bound_closes_on_small_networks(seed):
     bg = by_bab(net, None, 2.0, None if net.output_dim == 1 else 2.0, max_boxes=3000)
     assert bg.upper >= g.lower * (1 - 1e-9) and bg.lower <= g.lower * (1 + 1e-9)
     assert bg.witness is not None and np.allclose(net.jacobian(bg.witness.x), bg.witness.jacobian)
+
+
+def test_affine_network_every_route():
+    rng = np.random.default_rng(10)
+    aff = Network([rng.standard_normal((2, 3))], [np.zeros(2)])
+    box = Box(-np.ones(3), np.ones(3))
+    want = operator_norm(aff.weights[0], INF, 1).lower
+    for method in ("auto", "enumerate", "milp", "bab", "bounds"):
+        r = lipschitz(aff, box, p=INF, q=1, method=method)
+        assert r.status == "exact" and close(r.lower, want)
+    assert close(lipschitz(aff, None, p=INF, q=1, method="milp").lower, want)

@@ -170,3 +170,21 @@ def test_decision_bad_input():
         Zonotope([0, 0], np.eye(3))
     with pytest.raises(RelulabError, match="unbounded"):
         is_positive(rand_net(rng, [2, 3, 1]), Polytope([[1.0, 0.0]], [1.0]))
+
+
+def test_affine_and_constant_networks():
+    from relulab import verify
+
+    rng = np.random.default_rng(2)
+    lin = Network([rng.standard_normal((1, 3))], [np.zeros(1)])
+    const = Network([np.zeros((1, 3))], [-np.ones(1)])
+    assert verify.is_positive is is_positive  # re-exported
+    assert is_positive(lin).positive and surjective(lin).surjective
+    r = is_positive(const)
+    assert r.positive is False and r.witness is None
+    s = surjective(const)
+    assert s.surjective is False and s.missed is not None and s.missed != -1.0
+    # a dead hidden layer (all pre-activations identically 0) is not an infeasible MILP
+    dead = Network([np.zeros((2, 2)), np.ones((1, 2))], [np.zeros(2), np.array([0.5])])
+    assert is_positive(dead, Box([-1, -1], [1, 1])).positive
+    assert surjective(dead).surjective is False

@@ -88,6 +88,43 @@ def _rd_witness(net: Network, xt: np.ndarray) -> np.ndarray | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Max:
+    status: str
+    value: float
+    x: np.ndarray
+    bound: float
+
+
+def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _Max:
+    """max f over a bounded domain by the big-M MILP of :func:`relulab.verify.encode`, with
+    the pre-activation bounds of :func:`relulab.lipschitz.milp.preactivation_bounds`
+    (which mark neurons that are identically 0 as inactive)."""
+    from ..lp import LPModel
+    from ..verify import encode
+    from .milp import preactivation_bounds
+
+    if net.n_hidden_layers == 0:
+        net = net.deepen(1)  # the encoding needs a hidden layer; an equivalent network has one
+    enc = encode(net, dom, preactivation_bounds(net, dom))
+    obj = np.asarray(enc.out_A[0].toarray()).reshape(-1)
+    const = float(enc.out_c[0])
+    model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
+                    maximize=True, time_limit=time_limit)
+    model.h.setOptionValue("mip_rel_gap", 1e-9)
+    model.h.setOptionValue("mip_abs_gap", 1e-12)
+    res = model.solve()
+    if res.status not in ("optimal", "time_limit"):
+        raise RelulabError(f"is_positive: the MILP ended with status {res.status}")
+    box = dom if isinstance(dom, Box) else dom.bounding_box()
+    x = box.center if res.x is None else np.clip(res.x[: enc.d], box.lo, box.hi)
+    value = float(net(x[None])[0, 0])
+    bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else np.inf
+    if res.status == "optimal" and res.objective is not None:
+        bound = max(bound, float(res.objective) + const)
+    return _Max(res.status, value, x, max(bound, value))
+
+
 def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
                 time_limit: float | None = None) -> PositivityResult:
     """Does the scalar network take a positive value on ``domain`` (R^d when None)?
@@ -98,8 +135,6 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
         >>> is_positive(net, Box([-1], [1])).positive, is_positive(net).positive
         (False, True)
     """
-    from ..verify import maximize
-
     t0 = time.time()
     net = _scalar(net, "is_positive")
     if domain is None:
@@ -113,7 +148,7 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
             raise RelulabError("is_positive: the polytope is unbounded; give a bounded one or None for R^d")
         prob_net, method = net, "milp"
     box = prob_dom if isinstance(prob_dom, Box) else prob_dom.bounding_box()
-    r = maximize(prob_net, prob_dom, time_limit=time_limit)
+    r = _maximize(prob_net, prob_dom, time_limit)
     scale = _scale(prob_net, box)
     wit = None
     if r.value > 0:
@@ -125,7 +160,7 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
         val = float(net(wit[None])[0, 0])
         return PositivityResult(True, "positive", wit, val, float(r.value), float(r.bound),
                                 method, time.time() - t0)
-    if r.optimal and r.bound <= POS_TOL * (1.0 + scale):
+    if r.status == "optimal" and r.bound <= POS_TOL * (1.0 + scale):
         return PositivityResult(False, "nonpositive", None, None, float(r.value), float(r.bound),
                                 method, time.time() - t0)
     return PositivityResult(None, "unknown", None, None, float(r.value), float(r.bound), method,

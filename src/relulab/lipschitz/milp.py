@@ -334,6 +334,11 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
             f"lipschitz: the MILP route handles p in {{1, inf}} with a scalar output or q in "
             f"{{1, inf}}; got p={p}, q={q} (use method='enumerate' or 'bounds')"
         )
+    if net.n_hidden_layers == 0:  # an affine map: one Jacobian everywhere
+        x0 = np.zeros(d) if domain is None else (
+            domain.center if isinstance(domain, Box) else domain.chebyshev_center()[0])
+        wit = certify_point(net, x0, p, q, "milp", domain)
+        return MILPOutcome(wit.norm, wit.norm, wit, True, 0, time.perf_counter() - t0)
     if domain is None:
         H, dom = homogeneous_problem(net)
     else:
