@@ -25,6 +25,7 @@ from relulab.lipschitz import (
     sdp_bound,
     vector_norm,
 )
+from relulab.lipschitz.bab import by_bab
 
 INF = math.inf
 
@@ -64,10 +65,12 @@ def test_enumeration_and_milp_agree_and_bounds_bracket(seed, d, depth, m, which)
     exact = e.lower
     assert close(e.upper, exact) and close(r.lower, exact), (e.lower, e.upper, r.lower, r.upper)
     assert r.upper >= exact * (1 - 1e-9)
-    for ub in (product_bound(net, p, q), interval_jacobian_bound(net, box, p, q)):
+    bab = by_bab(net, box, p, q, max_boxes=64, batch=16)
+    for ub in (product_bound(net, p, q), interval_jacobian_bound(net, box, p, q), bab.upper):
         assert ub >= exact * (1 - 1e-9)
     w = sampled_lower(net, box, p, q, n=200, rounds=5)
     assert w is None or w.norm <= exact * (1 + 1e-9)
+    assert bab.lower <= exact * (1 + 1e-9)
     # witnesses are inside the box and their Jacobian is the network's there
     for wit in (e.witness, r.witness):
         assert box.contains(wit.x)
@@ -263,21 +266,19 @@ def test_bad_input_errors():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_branch_and_bound_closes_on_small_networks(seed):
-    from relulab.lipschitz.bab import by_bab
-
     rng = np.random.default_rng(700 + seed)
     net = rand_net(rng, [2, 6, 4, 1 + seed % 2])
     box = rand_box(rng, 2)
     for p, q in [(1.0, INF), (2.0, 2.0), (INF, 1.0)]:
         qq = None if net.output_dim == 1 else q
         e = by_enumeration(net, box, p, qq)
-        b = by_bab(net, box, p, qq, max_boxes=20000)
+        b = by_bab(net, box, p, qq, max_boxes=3000, batch=256)
         assert b.upper >= e.lower * (1 - 1e-9) and b.lower <= e.lower * (1 + 1e-9)
         if b.complete:  # closed to the branch and bound's drop tolerance
             assert b.upper <= e.lower * (1 + 1e-5) + 1e-5
     # over R^d: the faces of the homogenised box
     g = by_enumeration(net, None, 2.0, None if net.output_dim == 1 else 2.0)
-    bg = by_bab(net, None, 2.0, None if net.output_dim == 1 else 2.0, max_boxes=3000)
+    bg = by_bab(net, None, 2.0, None if net.output_dim == 1 else 2.0, max_boxes=1000, batch=256)
     assert bg.upper >= g.lower * (1 - 1e-9) and bg.lower <= g.lower * (1 + 1e-9)
     assert bg.witness is not None and np.allclose(net.jacobian(bg.witness.x), bg.witness.jacobian)
 

@@ -35,7 +35,7 @@ from .lower import batch_norms
 from .norms import dual_exponent, vector_norm
 from .result import LipschitzWitness
 
-__all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds"]
+__all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds", "interval_norm_bound"]
 
 # a box whose bound is within the exactness tolerance of the best value cannot change
 # the status: drop it (interval bounds never close exactly on region boundaries)
@@ -52,11 +52,11 @@ class BaBOutcome:
     seconds: float
 
 
-def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Entrywise bounds of ``|J|`` on each box (``lo``, ``hi`` of shape (B, d)) -> (B, m, d)."""
+def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre and radius ``(Gc, Gr)``, each (B, m, d), of interval bounds of the Jacobian
+    on each box (``lo``, ``hi`` of shape (B, d)): ``|J - Gc| <= Gr`` entrywise."""
     pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
     B = lo.shape[0]
-    m = Ws[-1].shape[0]
     Gc = np.broadcast_to(Ws[-1], (B, *Ws[-1].shape)).copy()
     Gr = np.zeros_like(Gc)
     for k in range(len(Ws) - 2, -1, -1):
@@ -68,15 +68,13 @@ def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> np.ndar
         hu = np.where(act, gu, np.where(ina, 0.0, np.maximum(gu, 0.0)))
         Hc, Hr = (hl + hu) / 2, (hu - hl) / 2
         Gc, Gr = Hc @ Ws[k], Hr @ np.abs(Ws[k])
-    out = np.abs(Gc) + Gr
     if skip is not None:
-        out = np.maximum(np.abs(Gc + skip[0] - Gr), np.abs(Gc + skip[0] + Gr))
-    assert out.shape[1] == m
-    return out
+        Gc = Gc + skip[0]
+    return Gc, Gr
 
 
-def _norm_upper(M: np.ndarray, p: float, q: float | None) -> np.ndarray:
-    """Upper bounds of ``||M_i||_{p->q}`` for nonnegative stacks (B, m, d)."""
+def _norms(M: np.ndarray, p: float, q: float | None, upper: bool = True) -> np.ndarray:
+    """``||M_i||_{p->q}`` (upper ends of the brackets) for a stack (B, m, d)."""
     B, m, d = M.shape
     if m == 1:
         return vector_norm(M[:, 0, :], dual_exponent(p), axis=1)
@@ -85,9 +83,20 @@ def _norm_upper(M: np.ndarray, p: float, q: float | None) -> np.ndarray:
         return np.max(vector_norm(M, qq, axis=1), axis=1)
     if math.isinf(qq):
         return np.max(vector_norm(M, dual_exponent(p), axis=2), axis=1)
+    if p == 2 and qq == 2:
+        return np.linalg.norm(M, 2, axis=(1, 2))
     from .norms import operator_norm
 
     return np.array([operator_norm(Mi, p, qq).upper for Mi in M])
+
+
+def interval_norm_bound(Gc: np.ndarray, Gr: np.ndarray, p: float, q: float | None) -> np.ndarray:
+    """Upper bound of ``||J||_{p->q}`` over ``|J - Gc| <= Gr``: the smaller of the norm of the
+    entrywise magnitudes (lp norms are monotone) and ``||Gc|| + ||Gr||`` (exact when the
+    interval is a point)."""
+    a = _norms(np.abs(Gc) + Gr, p, q)
+    b = _norms(Gc, p, q) + np.where(np.any(Gr > 0, axis=(1, 2)), _norms(Gr, p, q), 0.0)
+    return np.minimum(a, b)
 
 
 def _faces(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -137,7 +146,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, parent = OL[idx], OH[idx], OU[idx]
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
-        ub = np.minimum(_norm_upper(box_jacobian_bounds(Ws, bs, sk, lo, hi)[:, :, :d], p, q), parent)
+        Gc, Gr = box_jacobian_bounds(Ws, bs, sk, lo, hi)
+        ub = np.minimum(interval_norm_bound(Gc[:, :, :d], Gr[:, :, :d], p, q), parent)
         C = (lo + hi) / 2
         if box is None:  # a point (x, t) of the cone stands for x / t
             C = C[C[:, d] > 0]

@@ -58,8 +58,8 @@ def product_bound(net: Network, p: float, q: float | None) -> float:
     return float(val)
 
 
-def _jacobian_magnitudes(net: Network, domain: Box | Polytope | None) -> np.ndarray:
-    """Entrywise upper bounds of ``|J|`` over the domain (R^d when None)."""
+def _jacobian_interval(net: Network, domain: Box | Polytope | None) -> tuple[np.ndarray, np.ndarray]:
+    """Centre and radius of interval bounds of the Jacobian over the domain (R^d when None)."""
     from .milp import backward_intervals, homogeneous_problem, preactivation_bounds
 
     d = net.input_dim
@@ -70,12 +70,12 @@ def _jacobian_magnitudes(net: Network, domain: Box | Polytope | None) -> np.ndar
     Ws, _, sk = float_layers(H)
     pre = preactivation_bounds(H, dom)
     m = net.output_dim
-    out = np.empty((m, d))
+    lo, hi = np.empty((m, d)), np.empty((m, d))
     for i in range(m):
         e = np.eye(m)[i]
         _, _, (wl, wu) = backward_intervals(Ws, pre, e, e, sk)
-        out[i] = np.maximum(np.abs(wl), np.abs(wu))[:d]
-    return out
+        lo[i], hi[i] = wl[:d], wu[:d]
+    return (lo + hi) / 2, (hi - lo) / 2
 
 
 def interval_jacobian_bound(net: Network, domain: Box | Polytope | None, p: float,
@@ -89,7 +89,10 @@ def interval_jacobian_bound(net: Network, domain: Box | Polytope | None, p: floa
         >>> interval_jacobian_bound(net, Box([-1], [1]), 1, None)   # only one neuron is on
         1.0
     """
-    return float(operator_norm(_jacobian_magnitudes(net, domain), p, q).upper)
+    from .bab import interval_norm_bound
+
+    c, r = _jacobian_interval(net, domain)
+    return float(interval_norm_bound(c[None], r[None], p, q)[0])
 
 
 def _sectors(net: Network, domain: Box | Polytope | None) -> tuple[np.ndarray, np.ndarray]:
