@@ -364,6 +364,8 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         model.h.setOptionValue("mip_abs_gap", 1e-12)
         bound_i = np.inf
         for _cut in range(MAX_NOGOOD_CUTS + 1):
+            if deadline is not None:
+                model.set_time_limit(max(deadline - time.time(), 1e-3))
             res = model.solve()
             nodes += res.info.get("nodes", 0)
             if res.status not in ("optimal", "time_limit"):
