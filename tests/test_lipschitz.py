@@ -292,3 +292,18 @@ def test_affine_network_every_route():
         r = lipschitz(aff, box, p=INF, q=1, method=method)
         assert r.status == "exact" and close(r.lower, want)
     assert close(lipschitz(aff, None, p=INF, q=1, method="milp").lower, want)
+
+
+def test_polytope_domains():
+    rng = np.random.default_rng(11)
+    net = rand_net(rng, [2, 5, 4, 1])
+    tri = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0])
+    for p in (1.0, INF):
+        e = lipschitz(net, tri, p=p, method="enumerate")
+        m = lipschitz(net, tri, p=p, method="milp")
+        assert e.status == m.status == "exact" and close(e.lower, m.lower)
+        assert tri.contains(e.witness.x) and tri.contains(m.witness.x)
+    half = Polytope([[1.0, 0.0]], [1.0])  # unbounded: enumeration only
+    r = lipschitz(net, half, p=2, method="enumerate")
+    g = lipschitz(net, None, p=2, method="enumerate")
+    assert r.status == "exact" and r.lower <= g.lower * (1 + 1e-12)

@@ -194,8 +194,8 @@ def lipschitz(
     uppers["product"] = product_bound(net, p, q)
     if not unbounded:
         uppers["interval_jacobian"] = interval_jacobian_bound(net, work_dom, p, q)
-    w = sampled_lower(net, work_dom, p, q, n=samples,
-                      deadline=None if deadline is None else t0 + 0.1 * time_limit)
+    w = None if unbounded else sampled_lower(
+        net, work_dom, p, q, n=samples, deadline=None if deadline is None else t0 + 0.1 * time_limit)
     if w is not None:
         lowers["sampling"] = w.norm
         take(w)

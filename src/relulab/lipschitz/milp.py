@@ -164,17 +164,16 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
     Aub = np.vstack(rows) if rows else np.zeros((0, d))
     bub = np.concatenate(rhs) if rhs else np.zeros(0)
     lb = ub = None
-    if domain is not None:
-        box = domain if isinstance(domain, Box) else domain.bounding_box()
-        lb, ub = box.lo, box.hi
-        if isinstance(domain, Polytope):
-            Aub, bub = np.vstack([Aub, domain.A]), np.concatenate([bub, domain.b])
+    if isinstance(domain, Box):
+        lb, ub = domain.lo, domain.hi
+    elif isinstance(domain, Polytope):
+        Aub, bub = np.vstack([Aub, domain.A]), np.concatenate([bub, domain.b])
     keep = np.linalg.norm(Aub, axis=1) > 0
     if np.any(bub[~keep] < 0):
         return None
     Aub, bub = Aub[keep], bub[keep]
     if Aub.shape[0] == 0:
-        x = box.center if domain is not None else np.zeros(d)
+        x = domain.center if isinstance(domain, Box) else np.zeros(d)
     else:
         x, rad = chebyshev_center(Aub, bub, lb, ub)
         if x is None or rad <= MIN_RADIUS:
