@@ -16,6 +16,7 @@ Example:
     2.0
 """
 
+from ..lipschitz.decide import is_positive, surjective, zonotope_contains
 from .milp import MILPEncoding, encode, maximize, minimize, output_range
 from .result import OptimumResult, RangeResult, VerificationResult
 from .verifier import verify
@@ -33,4 +34,7 @@ __all__ = [
     "OptimumResult",
     "RangeResult",
     "VerificationResult",
+    "is_positive",
+    "surjective",
+    "zonotope_contains",
 ]

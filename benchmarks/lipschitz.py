@@ -1,0 +1,199 @@
+"""Lipschitz constants: relulab's exact routes against each other, and every bound
+against the exact value, on random networks; brackets on the ACAS Xu networks.
+
+Part 1 (random networks, box [-1, 1]^d, Gaussian weights / sqrt(fan-in), biases 0.3 N(0, 1)):
+for p in {1, inf} region enumeration and the LipMIP program must agree (they are two
+independent exact algorithms); for p = 2 enumeration is the exact value.  For each
+upper bound (layer-norm product, interval Jacobian, LipSDP for p = 2, the branch and
+bound's bracket after a short run) the table gives the median and worst ratio
+upper / exact, and the time of each route.
+
+Part 2 (ACAS Xu, property 1's input box, 5 inputs, 6 x 50 neurons, 5 outputs, q = p):
+``lipschitz(..., method="auto", time_limit=T)`` for p = 1 and inf; lower, upper,
+upper / lower, status.  The exact routes do not close there in 60 s (see
+docs/lipschitz.md), so the bracket is what is reported.
+
+Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this machine
+(checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
+so the routes are compared with each other.
+
+Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from relulab import Box, Network  # noqa: E402
+from relulab.lipschitz import (  # noqa: E402
+    by_enumeration,
+    by_milp,
+    interval_jacobian_bound,
+    lipschitz,
+    product_bound,
+    sdp_bound,
+)
+from relulab.lipschitz.bab import by_bab  # noqa: E402
+
+INF = float("inf")
+SIZES = [(2, [8, 8]), (2, [16, 16]), (3, [10, 10]), (3, [16, 16]), (4, [8, 8]), (4, [12, 12])]
+
+
+def rand_net(rng, d, widths):
+    dims = [d, *widths, 1]
+    Ws = [rng.standard_normal((dims[i + 1], dims[i])) / np.sqrt(dims[i]) for i in range(len(dims) - 1)]
+    bs = [rng.standard_normal(dims[i + 1]) * 0.3 for i in range(len(dims) - 1)]
+    return Network(Ws, bs)
+
+
+def timed(fn, *a, **k):
+    t = time.perf_counter()
+    out = fn(*a, **k)
+    return out, time.perf_counter() - t
+
+
+def gurobi_available() -> str:
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return "gurobipy not installed (pip index has it, but no licence for these sizes); LipMIP-on-Gurobi not run"
+    return "gurobipy importable"
+
+
+def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
+    rows = []
+    for d, widths in sizes:
+        for s in range(seeds):
+            rng = np.random.default_rng(1000 * d + 10 * sum(widths) + s)
+            net = rand_net(rng, d, widths)
+            box = Box(-np.ones(d), np.ones(d))
+            row = {"d": d, "widths": widths, "seed": s}
+            for p in (1.0, 2.0, INF):
+                key = {1.0: "1", 2.0: "2", INF: "inf"}[p]
+                e, te = timed(by_enumeration, net, box, p, None)
+                row[f"exact_{key}"] = e.lower
+                row["regions"] = e.n_regions
+                row[f"t_enum_{key}"] = te
+                if p != 2.0:
+                    m, tm = timed(by_milp, net, box, p, None)
+                    row[f"milp_{key}"] = m.lower
+                    row[f"milp_ok_{key}"] = m.complete
+                    row[f"agree_{key}"] = abs(m.lower - e.lower) / max(e.lower, 1e-300)
+                    row[f"t_milp_{key}"] = tm
+                pb, tp = timed(product_bound, net, p, None)
+                ib, ti = timed(interval_jacobian_bound, net, box, p, None)
+                bb, tb = timed(by_bab, net, box, p, None, time.time() + bab_seconds)
+                row[f"product_{key}"] = pb / e.lower
+                row[f"interval_{key}"] = ib / e.lower
+                row[f"bab_{key}"] = bb.upper / e.lower
+                row[f"t_interval_{key}"] = ti + tp
+                row[f"t_bab_{key}"] = tb
+                if p == 2.0:
+                    sb, ts = timed(sdp_bound, net, box)
+                    row["sdp_2"] = sb / e.lower
+                    row["t_sdp_2"] = ts
+            rows.append(row)
+            print(f"  d={d} widths={widths} seed={s}: regions {row['regions']}, "
+                  f"L1 {row['exact_1']:.6g} (milp agrees to {row['agree_1']:.1e}), "
+                  f"Linf {row['exact_inf']:.6g} (agrees to {row['agree_inf']:.1e}), L2 {row['exact_2']:.6g}",
+                  flush=True)
+    return {"rows": rows}
+
+
+def summarise(rows) -> list[tuple]:
+    out = []
+    for key in ("1", "2", "inf"):
+        for b in ("product", "interval", "bab", "sdp"):
+            col = f"{b}_{key}"
+            vals = [r[col] for r in rows if col in r]
+            if vals:
+                t = {"product": "t_interval", "interval": "t_interval", "bab": "t_bab", "sdp": "t_sdp"}[b]
+                ts = [r.get(f"{t}_{key}", np.nan) for r in rows]
+                out.append((key, b, float(np.median(vals)), float(np.max(vals)), float(np.min(vals)),
+                            float(np.median(ts))))
+    return out
+
+
+def part_acas(n_nets: int, seconds: float) -> list[dict]:
+    from relulab.io import load_model
+    from relulab.io.vnnlib import load_vnnlib
+
+    repo = Path(__file__).resolve().parents[1]
+    cands = [Path(os.environ["RELULAB_DATA"])] if os.environ.get("RELULAB_DATA") else []
+    cands += [repo.parent / "shared" / "data", repo.parent.parent / "shared" / "data"]
+    root = next((c for c in cands if (c / "acasxu" / "onnx").is_dir()), cands[-1])
+    onnx = sorted((root / "acasxu" / "onnx").glob("*.onnx"))
+    if not onnx:
+        print(f"  ACAS Xu data not found under {root}; part 2 skipped")
+        return []
+    step = max(1, len(onnx) // max(n_nets, 1))
+    chosen = onnx[::step][:n_nets]
+    prop = load_vnnlib(root / "acasxu" / "vnnlib" / "prop_1.vnnlib", n_inputs=5, n_outputs=5)
+    box = prop.cases[0].input_box
+    rows = []
+    for f in chosen:
+        net = load_model(str(f))
+        for p in (1.0, INF):
+            r = lipschitz(net, box, p=p, q=p, time_limit=seconds)
+            ratio = r.upper / r.lower if r.lower > 0 else INF
+            rows.append({"net": f.stem, "p": p, "lower": r.lower, "upper": r.upper, "ratio": ratio,
+                         "status": r.status, "method": r.method, "upper_from": r.info.get("upper_from"),
+                         "uppers": r.uppers, "time": r.time})
+            print(f"  {f.stem} p={p:g}: [{r.lower:.6g}, {r.upper:.6g}] ratio {ratio:.3g} "
+                  f"{r.status} ({r.method}, best upper {r.info.get('upper_from')}) {r.time:.1f} s", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="two sizes, one seed, one ACAS net, 20 s")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--acas", type=int, default=9, help="number of ACAS Xu networks (spread over the 45)")
+    ap.add_argument("--acas-time", type=float, default=60.0)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
+    a = ap.parse_args()
+    sizes = SIZES[:2] if a.quick else SIZES
+    seeds = 1 if a.quick else a.seeds
+    print("alternative tools:", gurobi_available(), "; LipSDP (MATLAB + MOSEK) not installable here")
+    print("Part 1: random networks on [-1, 1]^d")
+    rand = part_random(seeds, sizes, 2.0 if a.quick else 5.0)
+    rows = rand["rows"]
+    worst_agree = max(max(r["agree_1"], r["agree_inf"]) for r in rows)
+    print(f"\nexact routes: enumeration vs LipMIP, worst relative difference over {len(rows)} networks "
+          f"x 2 norms: {worst_agree:.2e}")
+    print(f"{'p':>4} {'bound':>9} {'median upper/exact':>19} {'worst':>10} {'best':>8} {'median s':>9}")
+    summ = summarise(rows)
+    for key, b, med, worst, best, t in summ:
+        print(f"{key:>4} {b:>9} {med:>19.3f} {worst:>10.3f} {best:>8.3f} {t:>9.3f}")
+    print(f"\n{'route':>12} {'median s (p=1)':>15} {'median s (p=inf)':>17} {'median s (p=2)':>15}")
+    for route in ("enum", "milp"):
+        vals = [float(np.median([r.get(f"t_{route}_{k}", np.nan) for r in rows])) for k in ("1", "inf", "2")]
+        print(f"{route:>12} {vals[0]:>15.3f} {vals[1]:>17.3f} {vals[2]:>15.3f}")
+    print("\nPart 2: ACAS Xu, property 1 box")
+    acas = part_acas(1 if a.quick else a.acas, 20.0 if a.quick else a.acas_time)
+    if acas:
+        for p in (1.0, INF):
+            rs = [r["ratio"] for r in acas if r["p"] == p]
+            print(f"  p={p:g}: bracket upper/lower median {np.median(rs):.3g}, worst {np.max(rs):.3g}, "
+                  f"exact {sum(r['status'] == 'exact' for r in acas if r['p'] == p)}/{len(rs)}")
+    out = {"random": rows, "summary": [dict(zip(("p", "bound", "median", "worst", "best", "median_s"), s, strict=True))
+                                         for s in summ],
+           "worst_route_disagreement": worst_agree, "acas": acas, "gurobi": gurobi_available(),
+           "quick": a.quick}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=1, default=str))
+    print(f"\nwrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

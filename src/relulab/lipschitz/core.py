@@ -1,0 +1,302 @@
+"""The front door: :func:`lipschitz` picks routes, runs them within a time limit and
+returns the bracket ``lower <= L <= upper`` with the route that closed it.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network, Box
+    >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> r = lipschitz(net, Box([-1], [1]), p=1)
+    >>> r.status, r.lower, r.method
+    ('exact', 2.0, 'enumeration')
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope, as_domain
+from ..errors import RelulabError
+from ..lp import chebyshev_center
+from ..network import Network
+from ..tolerance import MIN_RADIUS
+from .bab import by_bab
+from .enumeration import by_enumeration
+from .lower import sampled_lower
+from .milp import by_milp, milp_supported
+from .norms import check_p
+from .result import LipschitzResult
+from .upper import SDP_MAX_SIZE, interval_jacobian_bound, product_bound, sdp_bound
+
+__all__ = ["lipschitz", "METHODS", "LIP_REL_TOL"]
+
+METHODS = ("auto", "enumerate", "milp", "bab", "bounds")
+
+# lower and upper "meet" within this relative gap: HiGHS proves MILP bounds up to its
+# primal feasibility tolerance (1e-7 of big-M sized quantities), so a tighter test
+# would call agreeing routes "bounded" at random.
+LIP_REL_TOL = 1e-6
+
+
+# beyond this many unstable neurons HiGHS rarely closes the LipMIP program in a minute
+# (ACAS Xu: ~250), while input splitting still tightens the bracket in low dimension
+MILP_MAX_UNSTABLE = 64
+# input splitting only pays off in low dimension
+BAB_MAX_DIM = 8
+# without a time limit the branch and bound stops after this long with its bracket
+BAB_DEFAULT_SECONDS = 60.0
+
+
+class LipschitzError(RelulabError):
+    """Bad input to :func:`lipschitz` (norm, domain, method, output dimension)."""
+
+
+def _check_domain(net: Network, domain: Any) -> Box | Polytope | None:
+    if domain is None:
+        return None
+    dom = as_domain(domain, net.input_dim)
+    if isinstance(dom, Box):
+        flat = np.nonzero(dom.hi - dom.lo <= 0)[0]
+        if flat.size:
+            raise LipschitzError(
+                f"lipschitz: the box has zero width in coordinate {int(flat[0])}; a Lipschitz "
+                "constant over a domain needs a full-dimensional box")
+        return dom
+    if dom.n_constraints and dom.is_bounded:
+        _, rad = chebyshev_center(dom.A, dom.b)
+        if rad <= MIN_RADIUS:
+            raise LipschitzError("lipschitz: the polytope has no interior (it is flat or a point)")
+    return dom
+
+
+def _is_bias_free(net: Network) -> bool:
+    from ..bounds import float_layers
+
+    _, bs, sk = float_layers(net)
+    return all(not np.any(b) for b in bs) and (sk is None or not np.any(sk[1]))
+
+
+def _n_unstable(net: Network, dom: Box | None) -> int:
+    from .milp import homogeneous_problem, preactivation_bounds
+
+    if dom is None:
+        H, ext = homogeneous_problem(net)
+        pre = preactivation_bounds(H, ext)
+    else:
+        pre = preactivation_bounds(net, dom)
+    return int(sum(int(np.sum((lo < 0) & (hi > 0))) for lo, hi in pre))
+
+
+def _enumeration_small(net: Network, global_: bool) -> bool:
+    """Whether the region count is small enough to enumerate (a rough guess from the
+    hyperplane-arrangement count of the first layer and the depth)."""
+    d, N = net.input_dim, net.n_neurons
+    limits = {1: 2000, 2: 300, 3: 80, 4: 40, 5: 20}
+    lim = limits.get(d, 0)
+    if global_:
+        lim = lim // 2
+    return N <= lim
+
+
+def lipschitz(
+    net: Network,
+    domain: Box | Polytope | tuple | None = None,
+    p: float = 2,
+    q: float | None = None,
+    method: str = "auto",
+    time_limit: float | None = None,
+    *,
+    sdp: bool | None = None,
+    samples: int = 2000,
+) -> LipschitzResult:
+    """The Lipschitz constant ``sup ||f(x) - f(y)||_q / ||x - y||_p`` of ``net`` over
+    ``domain`` (a Box, a Polytope or a ``(lo, hi)`` pair; all of R^d when None).
+
+    Args:
+        net: the network.
+        domain: the input domain; None for the global constant over R^d.
+        p: the input norm (any ``p >= 1``, ``inf`` included).
+        q: the output norm; required when the network has more than one output.
+        method: "auto" (enumeration when the region count is small, else the MILP for
+            ``p in {1, inf}``, else input-splitting branch and bound on boxes in low
+            dimension, else the bounds), "enumerate", "milp", "bab" or "bounds" (upper
+            bounds and a sampled lower bound only).
+        time_limit: seconds; when it runs out the bracket found so far is returned
+            (``partial`` True, ``status`` "bounded" unless it had already closed).
+        sdp: compute the LipSDP bound (p = q = 2); default: when the bracket is still
+            open and the SDP is small enough.
+        samples: points sampled for the lower bound.
+
+    Returns:
+        a :class:`LipschitzResult`; ``status`` is "exact" only when the certified lower
+        bound and the proven upper bound agree to ``LIP_REL_TOL``.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, 2.0]], [[3.0]]], [[0.0], [0.0]])   # 3 relu(x + 2 y)
+        >>> r = lipschitz(net, p=float("inf"))
+        >>> r.status, r.lower
+        ('exact', 9.0)
+    """
+    t0 = time.time()
+    if not isinstance(net, Network):
+        raise LipschitzError(f"lipschitz: expected a relulab Network, got {type(net).__name__}")
+    if method not in METHODS:
+        raise LipschitzError(f"lipschitz: unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    p = check_p(p, "lipschitz: p")
+    m = net.output_dim
+    if q is not None:
+        q = check_p(q, "lipschitz: q")
+    elif m > 1:
+        raise LipschitzError(
+            f"lipschitz: the network has {m} outputs; give the output norm q (e.g. q=p)")
+    if m == 1:
+        q = None  # a scalar output: the constant is the dual norm of the gradient
+    if time_limit is not None and not (time_limit > 0):
+        raise LipschitzError(f"lipschitz: time_limit must be positive, got {time_limit!r}")
+    net = net.float() if net.is_exact else net
+    dom = _check_domain(net, domain)
+    unbounded = isinstance(dom, Polytope) and (dom.n_constraints == 0 or not dom.is_bounded)
+    if unbounded and method != "enumerate":
+        if dom.n_constraints == 0:
+            dom = None  # the whole space: the global constant
+        else:
+            raise LipschitzError(
+                "lipschitz: the polytope is unbounded; give a bounded domain, domain=None for "
+                "all of R^d, or method='enumerate'")
+    global_ = dom is None
+    work_dom = dom
+    note = {}
+    if global_ and _is_bias_free(net):
+        # regions of a positively homogeneous network are cones from the origin: every
+        # one meets [-1, 1]^d, so the global constant is the local one there
+        work_dom = Box(-np.ones(net.input_dim), np.ones(net.input_dim))
+        note["reduced"] = "bias-free network: global constant = constant on [-1, 1]^d"
+    elif global_:
+        note["reduced"] = "global: regions enumerated on R^d, or bounds/MILP on the homogenised network over [-1,1]^d x [0,1]"
+    deadline = None if time_limit is None else t0 + time_limit
+    uppers: dict[str, float] = {}
+    lowers: dict[str, float] = {}
+    witness = None
+    partial = False
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.time()
+
+    def take(w):
+        nonlocal witness
+        if w is not None and (witness is None or w.norm > witness.norm):
+            witness = w
+
+    # cheap bounds first: they give a bracket even when nothing else finishes
+    uppers["product"] = product_bound(net, p, q)
+    if not unbounded:
+        uppers["interval_jacobian"] = interval_jacobian_bound(net, work_dom, p, q)
+    w = None if unbounded else sampled_lower(
+        net, work_dom, p, q, n=samples, deadline=None if deadline is None else t0 + 0.1 * time_limit)
+    if w is not None:
+        lowers["sampling"] = w.norm
+        take(w)
+
+    def closed() -> bool:
+        lo = max(lowers.values(), default=0.0)
+        return min(uppers.values()) - lo <= LIP_REL_TOL * (1.0 + lo)
+
+    route = "bounds"
+    if method == "auto":
+        if _enumeration_small(net, global_ and work_dom is None):
+            route = "enumeration"
+        else:
+            bab_ok = (work_dom is None or isinstance(work_dom, Box)) and net.input_dim <= BAB_MAX_DIM
+            if milp_supported(p, q, m) and (not bab_ok or _n_unstable(net, work_dom) <= MILP_MAX_UNSTABLE):
+                route = "milp"
+            elif bab_ok:
+                route = "bab"
+            elif milp_supported(p, q, m):
+                route = "milp"
+    elif method == "bab":
+        if not (work_dom is None or isinstance(work_dom, Box)):
+            raise LipschitzError("lipschitz: method='bab' splits boxes; give a Box domain or None")
+        route = "bab"
+    elif method == "enumerate":
+        route = "enumeration"
+    elif method == "milp":
+        route = "milp"
+        if not milp_supported(p, q, m):
+            raise LipschitzError(
+                f"lipschitz: method='milp' needs p in {{1, inf}} and a scalar output or q in "
+                f"{{1, inf}} (got p={p:g}, q={q}); use method='enumerate' or 'bounds'")
+    info: dict[str, Any] = dict(note)
+    if route == "enumeration":
+        if left() is not None and left() <= 0:
+            partial = True
+        else:
+            e = by_enumeration(net, work_dom, p, q, deadline)
+            info["regions"] = e.n_regions
+            info["enumeration_seconds"] = e.seconds
+            take(e.witness)
+            if e.witness is not None:
+                lowers["enumeration"] = e.lower
+            if e.complete:
+                uppers["enumeration"] = e.upper
+            else:
+                partial = True
+    elif route == "milp":
+        if left() is not None and left() <= 0:
+            partial = True
+        else:
+            r = by_milp(net, work_dom, p, q, deadline)
+            info["binaries"] = r.n_binaries
+            info["milp_seconds"] = r.seconds
+            info.update({f"milp_{k}": v for k, v in r.info.items()})
+            take(r.witness)
+            if r.witness is not None:
+                lowers["milp"] = r.lower
+            if np.isfinite(r.upper):
+                uppers["milp"] = r.upper
+            if not r.complete:
+                partial = True
+    elif route == "bab":
+        if left() is not None and left() <= 0:
+            partial = True
+        else:
+            bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
+            info["boxes"] = bb.n_boxes
+            take(bb.witness)
+            if bb.witness is not None:
+                lowers["bab"] = bb.lower
+            uppers["bab"] = bb.upper
+            if not bb.complete:
+                partial = True
+    want_sdp = sdp
+    sdp_ok = p == 2 and (q is None or q == 2) and not unbounded
+    if want_sdp is None:
+        want_sdp = sdp_ok and not closed() and (
+            net.input_dim + net.n_neurons + m <= SDP_MAX_SIZE)
+    if want_sdp:
+        if not sdp_ok:
+            raise LipschitzError("lipschitz: the SDP bound is for p = q = 2 only")
+        tl = left()
+        if tl is None or tl > 0:
+            try:
+                uppers["sdp"] = sdp_bound(net, work_dom, time_limit=tl)
+            except RelulabError as e:
+                info["sdp_error"] = str(e)
+        else:
+            partial = True
+    lower = max(lowers.values(), default=0.0)
+    upper_name = min(uppers, key=uppers.get)
+    upper = max(uppers[upper_name], lower)
+    exact = upper - lower <= LIP_REL_TOL * (1.0 + lower) and witness is not None
+    info["upper_from"] = upper_name
+    return LipschitzResult(
+        lower=float(lower), upper=float(upper), status="exact" if exact else "bounded",
+        method=route, p=p, q=q,
+        domain="R^d" if global_ else dom.to_dict(),
+        witness=witness, uppers=uppers, lowers=lowers, time=time.time() - t0,
+        partial=bool(partial), info=info,
+    )
+
+

@@ -1,0 +1,408 @@
+"""Exact route (b): the LipMIP mixed-integer program (Jordan and Dimakis 2020) on HiGHS,
+for the input norms ``p = 1`` and ``p = inf`` (and ``q in {1, inf}`` for vector outputs).
+
+The program holds the network's big-M encoding (:func:`relulab.verify.encode`: one
+binary ``a_j`` per unstable neuron, ``a_j = 1`` forcing ``z_j >= 0`` and ``a_j = 0``
+forcing ``z_j <= 0``) and, coupled to it through the same binaries, a backward pass
+``hh_k = a_k * (W_{k+1}^T hh_{k+1})`` that yields a row ``w = v^T J`` of the Jacobian of
+the activation pattern ``a``.  Products of a binary and a bounded continuous quantity
+are linearised exactly with interval bounds of the backward pass (the Fast-Lip bounds
+of :mod:`relulab.lipschitz.upper`).  The objective is ``||w||_r``:
+
+* ``r = inf`` (``p = 1``): one-hot binaries choose a coordinate and a sign;
+* ``r = 1`` (``p = inf``): one sign binary per coordinate.
+
+``v`` is a fixed output unit vector (one program per output: ``q = inf`` or a scalar
+output), or free signs ``v in {-1, 1}^m`` (``q = 1``), which covers
+``||J||_{p->q}`` for ``p, q in {1, inf}``.
+
+A pattern allowed by the program may be degenerate (``z_j = 0`` lets ``a_j`` take
+either value), so every optimal pattern is re-checked: the region must contain a ball
+(Chebyshev centre), and its Jacobian is recomputed at the centre by a forward pass.  A
+degenerate pattern is cut off (no-good cut) and the program re-solved.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network, Box
+    >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    >>> r = by_milp(net, Box([-1], [1]), 1.0, None)
+    >>> round(r.upper, 9), r.witness.norm
+    (2.0, 2.0)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..bounds import float_layers
+from ..domain import Box, Polytope
+from ..errors import RelulabError
+from ..lp import LPModel, chebyshev_center
+from ..network import Network
+from ..tolerance import MIN_RADIUS
+from .enumeration import certify_point
+from .jacobians import homogenize
+from .result import LipschitzWitness
+
+__all__ = ["by_milp", "MILPOutcome", "milp_supported", "region_witness", "backward_intervals",
+           "preactivation_bounds", "homogeneous_problem"]
+
+# HiGHS proves MILP optima to this relative gap (default feasibility tolerances ~1e-7).
+MIP_REL_GAP = 1e-9
+# Degenerate optimal patterns cut off before giving up on a witness from the MILP.
+MAX_NOGOOD_CUTS = 8
+
+
+@dataclass(frozen=True)
+class MILPOutcome:
+    lower: float
+    upper: float
+    witness: LipschitzWitness | None
+    complete: bool
+    n_binaries: int
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+
+def milp_supported(p: float, q: float | None, m: int) -> bool:
+    """The program handles ``p in {1, inf}`` with a scalar output or ``q in {1, inf}``.
+
+    Example:
+        >>> milp_supported(1, None, 1), milp_supported(2, None, 1), milp_supported(1, 2, 3)
+        (True, False, False)
+    """
+    if not (p == 1 or math.isinf(p)):
+        return False
+    return m == 1 or (q is not None and (q == 1 or math.isinf(q)))
+
+
+def homogeneous_problem(net: Network) -> tuple[Network, Box]:
+    """The homogenised network and the bounded box ``[-1, 1]^d x [0, 1]`` whose regions
+    (in ``t > 0``) are the cones over the regions of ``net`` on R^d.
+
+    Example:
+        >>> H, B = homogeneous_problem(Network([[[1.0]], [[1.0]]], [[1.0], [0.0]]))
+        >>> B.lo.tolist(), B.hi.tolist()
+        ([-1.0, 0.0], [1.0, 1.0])
+    """
+    d = net.input_dim
+    return homogenize(net), Box(np.r_[-np.ones(d), 0.0], np.ones(d + 1))
+
+
+def preactivation_bounds(net: Network, domain: Box | Polytope, tighten: bool = False,
+                         time_limit: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pre-activation bounds per hidden layer (CROWN, optionally LP-tightened); a neuron
+    whose bounds collapse to ``[0, 0]`` is marked stably inactive (its value is 0)."""
+    from ..bounds import symbolic_bounds
+    from ..verify.milp import tighten_bounds
+
+    b = symbolic_bounds(net, domain)
+    pre = [(lo.copy(), hi.copy()) for lo, hi in zip(b.pre_lo, b.pre_hi, strict=True)]
+    if tighten and net.n_hidden_layers > 1:
+        pre = tighten_bounds(net, domain, pre, time_limit=time_limit)
+    out = []
+    for lo, hi in pre:
+        lo, hi = np.minimum(lo, hi).copy(), hi.copy()
+        both = (lo >= 0) & (hi <= 0)
+        lo[both] = -1.0  # z == 0 on the domain: treat as inactive (relu = 0, slope 0)
+        out.append((lo, hi))
+    return out
+
+
+def backward_intervals(Ws, pre, v_lo, v_hi, skip=None):
+    """Interval bounds of the backward pass for ``v in [v_lo, v_hi]``: per hidden layer the
+    bounds ``(gl, gu)`` of ``g_k = W_{k+1}^T hh_{k+1}`` and ``(hl, hu)`` of
+    ``hh_k = a_k g_k``, and the bounds of the Jacobian row ``w = v^T J``."""
+    L = len(Ws)
+    g_int, h_int = [None] * (L - 1), [None] * (L - 1)
+    hl, hu = np.asarray(v_lo, float), np.asarray(v_hi, float)
+    for k in range(L - 2, -1, -1):
+        W = Ws[k + 1]
+        c, r = (hl + hu) / 2, (hu - hl) / 2
+        gc, gr = W.T @ c, np.abs(W).T @ r
+        gl, gu = gc - gr, gc + gr
+        lo, hi = pre[k]
+        act = lo >= 0
+        ina = hi <= 0
+        hl = np.where(act, gl, np.where(ina, 0.0, np.minimum(gl, 0.0)))
+        hu = np.where(act, gu, np.where(ina, 0.0, np.maximum(gu, 0.0)))
+        g_int[k], h_int[k] = (gl, gu), (hl, hu)
+    c, r = (hl + hu) / 2, (hu - hl) / 2
+    wc, wr = Ws[0].T @ c, np.abs(Ws[0]).T @ r
+    if skip is not None:
+        vc, vr = (np.asarray(v_lo) + np.asarray(v_hi)) / 2, (np.asarray(v_hi) - np.asarray(v_lo)) / 2
+        wc, wr = wc + skip[0].T @ vc, wr + np.abs(skip[0]).T @ vr
+    return g_int, h_int, (wc - wr, wc + wr)
+
+
+def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | None, p: float,
+                   q: float | None, source: str, global_: bool = False) -> LipschitzWitness | None:
+    """A certified witness inside the region of ``pattern`` (flat, all hidden layers),
+    from the Chebyshev centre of the region (intersected with ``domain``); None when the
+    region is not full-dimensional."""
+    Ws, bs, _ = float_layers(net)
+    d = net.input_dim
+    A = np.zeros((0, d))
+    c = np.zeros(0)
+    rows, rhs = [], []
+    off = 0
+    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+        n = W.shape[0]
+        Z = W @ A if A.shape[0] else W
+        z0 = (W @ c if c.shape[0] else 0) + b
+        mk = np.asarray(pattern[off: off + n], dtype=bool)
+        off += n
+        sg = np.where(mk, -1.0, 1.0)  # active: -z <= 0, inactive: z <= 0
+        rows.append(sg[:, None] * Z)
+        rhs.append(-sg * z0)
+        A, c = Z * mk[:, None], z0 * mk
+    Aub = np.vstack(rows) if rows else np.zeros((0, d))
+    bub = np.concatenate(rhs) if rhs else np.zeros(0)
+    lb = ub = None
+    if isinstance(domain, Box):
+        lb, ub = domain.lo, domain.hi
+    elif isinstance(domain, Polytope):
+        Aub, bub = np.vstack([Aub, domain.A]), np.concatenate([bub, domain.b])
+    keep = np.linalg.norm(Aub, axis=1) > 0
+    if np.any(bub[~keep] < 0):
+        return None
+    Aub, bub = Aub[keep], bub[keep]
+    if Aub.shape[0] == 0:
+        x = domain.center if isinstance(domain, Box) else np.zeros(d)
+    else:
+        x, rad = chebyshev_center(Aub, bub, lb, ub)
+        if x is None or rad <= MIN_RADIUS:
+            return None
+    return certify_point(net, x, p, q, source, domain)
+
+
+def _lift_witness(net, wit_h, p, q):
+    """Map a witness ``(x, t)`` of the homogenised network to ``x / t`` for ``net``."""
+    if wit_h is None:
+        return None
+    x, t = wit_h.x[:-1], wit_h.x[-1]
+    if t <= 0:
+        return None
+    return certify_point(net, x / t, p, q, wit_h.source, None)
+
+
+class _Builder:
+    """Rows ``A v <= b`` / ``A v == b`` over a growing set of columns."""
+
+    def __init__(self, n0: int):
+        self.n = n0
+        self.rows, self.rhs, self.eq_rows, self.eq_rhs = [], [], [], []
+        self.lb, self.ub, self.integer = [], [], []
+
+    def add_vars(self, k: int, lb, ub, integer=False) -> np.ndarray:
+        idx = np.arange(self.n, self.n + k)
+        self.n += k
+        self.lb.append(np.broadcast_to(np.asarray(lb, float), (k,)).copy())
+        self.ub.append(np.broadcast_to(np.asarray(ub, float), (k,)).copy())
+        self.integer.append(np.full(k, bool(integer)))
+        return idx
+
+    def row(self, cols, vals, rhs, eq=False):
+        (self.eq_rows if eq else self.rows).append((np.asarray(cols), np.asarray(vals, float)))
+        (self.eq_rhs if eq else self.rhs).append(float(rhs))
+
+    def matrix(self, which) -> sp.csr_matrix:
+        rows = self.eq_rows if which == "eq" else self.rows
+        if not rows:
+            return sp.csr_matrix((0, self.n))
+        r = np.concatenate([np.full(len(c), i) for i, (c, _) in enumerate(rows)])
+        c = np.concatenate([c for c, _ in rows])
+        v = np.concatenate([v for _, v in rows])
+        return sp.csr_matrix((v, (r, c)), shape=(len(rows), self.n))
+
+
+def _expr_row(G: np.ndarray, j: int):
+    """Columns and values of row ``j`` of a dense expression matrix."""
+    nz = np.flatnonzero(G[j])
+    return nz, G[j, nz]
+
+
+def _build(enc, Ws, pre, skip, d, p, mode, out_index, m, faces=False):
+    """The program for one ``v`` (a unit vector ``out_index`` or free signs).  ``faces``
+    (the homogenised problem) keeps the input on the outer faces of the box
+    ``[-1, 1]^d x [0, 1]`` (``|x_i| = 1`` or ``t = 1``): every cone still meets them, and
+    the apex, where every pattern is allowed, is excluded."""
+    B = _Builder(enc.n_vars)
+    if faces:
+        fs = B.add_vars(2 * d + 1, 0.0, 1.0, integer=True)
+        for i in range(d):
+            B.row([i, fs[2 * i]], [-1.0, 2.0], 1.0)        # x_i >= -1 + 2 s
+            B.row([i, fs[2 * i + 1]], [1.0, 2.0], 1.0)     # x_i <= 1 - 2 s
+        B.row([d, fs[2 * d]], [-1.0, 1.0], 0.0)            # t >= s
+        B.row(fs, np.ones(2 * d + 1), 1.0, eq=True)
+    if mode == "signs":
+        beta = B.add_vars(m, 0.0, 1.0, integer=True)
+        v_lo, v_hi = -np.ones(m), np.ones(m)
+    else:
+        beta = None
+        v_lo = v_hi = np.eye(m)[out_index]
+    g_int, h_int, (wl, wu) = backward_intervals(Ws, pre, v_lo, v_hi, skip)
+    L = len(Ws)
+    # expressions are kept dense over the final column count, so allocate columns first
+    hh = [None] * (L - 1)
+    for k in range(L - 2, -1, -1):
+        hl, hu = h_int[k]
+        hh[k] = B.add_vars(len(hl), hl, hu)
+    r_inf = p == 1
+    if r_inf:
+        sel = B.add_vars(2 * d, 0.0, 1.0, integer=True)
+        T = float(np.max(np.maximum(np.abs(wl[:d]), np.abs(wu[:d])), initial=0.0))
+        tcol = B.add_vars(1, 0.0, T)
+    else:
+        sel = B.add_vars(d, 0.0, 1.0, integer=True)
+        wabs = np.maximum(np.abs(wl[:d]), np.abs(wu[:d]))
+        tcol = B.add_vars(d, 0.0, wabs)
+    N = B.n
+
+    def v_expr():
+        if beta is None:
+            return np.zeros((m, N)), v_lo.copy()
+        G = np.zeros((m, N))
+        G[np.arange(m), beta] = 2.0
+        return G, -np.ones(m)
+
+    Gv, gv0 = v_expr()
+    Gprev, gprev0 = Gv, gv0  # expression of the vector entering layer L-1 backwards
+    for k in range(L - 2, -1, -1):
+        W = Ws[k + 1]
+        G = W.T @ Gprev
+        g0 = W.T @ gprev0
+        gl, gu = g_int[k]
+        acols = enc.a_cols[k]
+        for j in range(len(gl)):
+            h, a = hh[k][j], acols[j]
+            cols, vals = _expr_row(G, j)
+            B.row([h, a], [1.0, -gu[j]], 0.0)
+            B.row([h, a], [-1.0, gl[j]], 0.0)
+            B.row(np.r_[h, a, cols], np.r_[1.0, -gl[j], -vals], -gl[j] + g0[j])
+            B.row(np.r_[h, a, cols], np.r_[-1.0, gu[j], vals], gu[j] - g0[j])
+        Gprev = np.zeros((len(gl), N))
+        Gprev[np.arange(len(gl)), hh[k]] = 1.0
+        gprev0 = np.zeros(len(gl))
+    Wx = Ws[0].T @ Gprev
+    w0 = Ws[0].T @ gprev0
+    if skip is not None:
+        Wx = Wx + skip[0].T @ Gv
+        w0 = w0 + skip[0].T @ gv0
+    if r_inf:
+        T = float(B.ub[-1][0])
+        for j in range(d):
+            cols, vals = _expr_row(Wx, j)
+            M = T + max(abs(wl[j]), abs(wu[j]))
+            for s, sc in ((1.0, sel[2 * j]), (-1.0, sel[2 * j + 1])):
+                # t <= s w_j + M (1 - sel)
+                B.row(np.r_[tcol[0], sc, cols], np.r_[1.0, M, -s * vals], s * w0[j] + M)
+        B.row(sel, np.ones(2 * d), 1.0, eq=True)
+    else:
+        for j in range(d):
+            cols, vals = _expr_row(Wx, j)
+            M = 2.0 * wabs[j]
+            B.row(np.r_[tcol[j], sel[j], cols], np.r_[1.0, M, -vals], w0[j] + M)
+            B.row(np.r_[tcol[j], sel[j], cols], np.r_[1.0, -M, vals], -w0[j])
+    A_ub = sp.vstack([sp.hstack([enc.A_ub, sp.csr_matrix((enc.A_ub.shape[0], N - enc.n_vars))]),
+                      B.matrix("ub")]).tocsr()
+    b_ub = np.concatenate([enc.b_ub, np.array(B.rhs)])
+    lb = np.concatenate([enc.lb, *B.lb])
+    ub = np.concatenate([enc.ub, *B.ub])
+    integer = np.concatenate([enc.integer, *B.integer])
+    obj = np.zeros(N)
+    obj[tcol] = 1.0
+    return obj, A_ub, b_ub, B.matrix("eq"), np.array(B.eq_rhs), lb, ub, integer
+
+
+def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
+            deadline: float | None = None, tighten: bool | None = None) -> MILPOutcome:
+    """The LipMIP program(s) for ``||J||_{p->q}`` over ``domain`` (R^d when None, through
+    the homogenised network on a bounded box)."""
+    from ..verify.milp import encode
+
+    t0 = time.perf_counter()
+    m, d = net.output_dim, net.input_dim
+    if not milp_supported(p, q, m):
+        raise RelulabError(
+            f"lipschitz: the MILP route handles p in {{1, inf}} with a scalar output or q in "
+            f"{{1, inf}}; got p={p}, q={q} (use method='enumerate' or 'bounds')"
+        )
+    if net.n_hidden_layers == 0:  # an affine map: one Jacobian everywhere
+        x0 = np.zeros(d) if domain is None else (
+            domain.center if isinstance(domain, Box) else domain.chebyshev_center()[0])
+        wit = certify_point(net, x0, p, q, "milp", domain)
+        return MILPOutcome(wit.norm, wit.norm, wit, True, 0, time.perf_counter() - t0)
+    if domain is None:
+        H, dom = homogeneous_problem(net)
+    else:
+        H, dom = net, domain
+    Ws, _, skip = float_layers(H)
+    if tighten is None:
+        tighten = H.n_hidden_layers > 1 and H.n_neurons >= 40
+    left = None if deadline is None else max(deadline - time.time(), 1e-3)
+    pre = preactivation_bounds(H, dom, tighten, None if left is None else left / 4)
+    enc = encode(H, dom, pre)
+    mode = "signs" if (m > 1 and q == 1) else "unit"
+    outs = [None] if mode == "signs" else list(range(m))
+    best_wit, upper, complete = None, 0.0, True
+    nodes = 0
+    for n_done, i in enumerate(outs):
+        obj, A_ub, b_ub, A_eq, b_eq, lb, ub, integer = _build(enc, Ws, pre, skip, d, p, mode, i or 0, m,
+                                                               faces=domain is None)
+        tl = None if deadline is None else max((deadline - time.time()) / (len(outs) - n_done), 1e-3)
+        model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq if A_eq.shape[0] else None,
+                        b_eq=b_eq if A_eq.shape[0] else None, lb=lb, ub=ub, integer=integer,
+                        maximize=True, time_limit=tl)
+        model.h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
+        model.h.setOptionValue("mip_abs_gap", 1e-12)
+        bound_i = np.inf
+        for _cut in range(MAX_NOGOOD_CUTS + 1):
+            if deadline is not None:
+                model.set_time_limit(max(deadline - time.time(), 1e-3))
+            res = model.solve()
+            nodes += res.info.get("nodes", 0)
+            if res.status not in ("optimal", "time_limit"):
+                if res.status == "infeasible" and _cut > 0:
+                    bound_i = 0.0  # every remaining pattern was cut off as degenerate
+                    break
+                raise RelulabError(f"lipschitz: the MILP ended with status {res.status}")
+            bound_i = float(res.bound) if res.bound is not None and np.isfinite(res.bound) else np.inf
+            if res.status == "optimal" and res.objective is not None:
+                bound_i = max(bound_i, float(res.objective))
+            if res.x is None:
+                break
+            pat = np.concatenate([res.x[a] > 0.5 for a in enc.a_cols]) if enc.a_cols else np.zeros(0, bool)
+            wit = region_witness(H, pat, dom, p, q, "milp")
+            if domain is None:
+                wit = _lift_witness(net, wit, p, q)
+            if wit is not None:
+                if best_wit is None or wit.norm > best_wit.norm:
+                    best_wit = wit
+                break
+            if res.status != "optimal":
+                break
+            # degenerate pattern: exclude it and solve again
+            unst = [a for a, (lo, hi) in zip(enc.a_cols, pre, strict=True)]
+            cols = np.concatenate(unst)
+            on = res.x[cols] > 0.5
+            lo_all = np.concatenate([lo for lo, _ in pre])
+            hi_all = np.concatenate([hi for _, hi in pre])
+            free = (lo_all < 0) & (hi_all > 0)
+            cols, on = cols[free], on[free]
+            if cols.size == 0:
+                break
+            row = sp.csr_matrix((np.where(on, 1.0, -1.0), (np.zeros(cols.size, int), cols)),
+                                shape=(1, model.n))
+            model.add_rows(row, [-np.inf], [float(on.sum()) - 1.0])
+        if res.status != "optimal":
+            complete = False
+        upper = max(upper, bound_i)
+    lower = best_wit.norm if best_wit is not None else 0.0
+    return MILPOutcome(lower, max(upper, lower), best_wit, complete, enc.n_binaries,
+                       time.perf_counter() - t0, {"nodes": nodes, "tightened": bool(tighten)})

@@ -1,0 +1,134 @@
+"""Result records of :mod:`relulab.lipschitz`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..results import Result
+
+__all__ = ["LipschitzWitness", "LipschitzResult", "PositivityResult", "SurjectivityResult",
+           "ContainmentResult"]
+
+
+@dataclass(frozen=True)
+class LipschitzWitness(Result):
+    """A point strictly inside a linear region of the domain, the region's Jacobian and
+    its operator norm (a certified lower bound on the Lipschitz constant).
+
+    ``x`` was re-checked: every hidden pre-activation at ``x`` is away from zero (so the
+    Jacobian is the region's), ``x`` lies in the domain, and ``jacobian`` is the
+    forward-mode Jacobian at ``x``.  ``source`` names the route that found it.
+    """
+
+    x: np.ndarray
+    jacobian: np.ndarray
+    norm: float
+    source: str
+    pattern: str = ""
+
+
+@dataclass(frozen=True)
+class LipschitzResult(Result):
+    """The Lipschitz constant of a network over a domain: ``lower <= L <= upper``.
+
+    ``status`` is "exact" when ``upper - lower <= LIP_REL_TOL * (1 + lower)`` (then
+    ``value`` is ``lower``), otherwise "bounded".  ``method`` names the route that gave
+    the final bracket; ``uppers``/``lowers`` hold every bound computed (name -> value);
+    ``partial`` is True when a time limit stopped a route early.
+    """
+
+    lower: float
+    upper: float
+    status: str
+    method: str
+    p: float
+    q: float | None
+    domain: Any
+    witness: LipschitzWitness | None
+    uppers: dict[str, float]
+    lowers: dict[str, float]
+    time: float
+    partial: bool = False
+    info: dict = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        return self.status == "exact"
+
+    @property
+    def value(self) -> float | None:
+        """The constant when exact, else None."""
+        return self.lower if self.exact else None
+
+    @property
+    def ratio(self) -> float:
+        """``upper / lower`` (inf when the lower bound is 0)."""
+        if self.lower <= 0:
+            return float("inf") if self.upper > 0 else 1.0
+        return self.upper / self.lower
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["value"] = self.value
+        d["ratio"] = self.ratio
+        return d
+
+
+@dataclass(frozen=True)
+class PositivityResult(Result):
+    """Does ``f`` take a positive value on the domain (all of R^d when ``domain`` is None)?
+
+    ``positive`` is True with a ``witness`` where ``f(witness) > 0`` was re-checked by a
+    forward pass in exact rational arithmetic; False when the maximum was proved
+    ``<= tolerance``; None ("unknown") when a time limit stopped the search.
+    ``maximum``/``bound`` are the best value found and the proven upper bound of the
+    maximum over the (bounded) problem actually solved: for R^d that is the
+    homogenised network on ``[-1, 1]^d x [0, 1]``, whose sign, not size, is the answer.
+    """
+
+    positive: bool | None
+    status: str
+    witness: np.ndarray | None
+    value: float | None
+    maximum: float
+    bound: float
+    method: str
+    time: float
+
+
+@dataclass(frozen=True)
+class SurjectivityResult(Result):
+    """Is a scalar network onto R?  ``up``/``down``: directions ``r`` with ``g(r) > 0`` /
+    ``g(r) < 0`` for the recession function ``g`` (so ``f(s r) -> +inf`` / ``-inf``).
+    When not surjective, ``missed`` is a value that ``f`` provably never takes
+    (``|f(x) - g(x)| <= offset_bound`` everywhere and ``g`` has no positive / negative
+    value).
+    """
+
+    surjective: bool | None
+    status: str
+    up: np.ndarray | None
+    down: np.ndarray | None
+    missed: float | None
+    offset_bound: float
+    time: float
+
+
+@dataclass(frozen=True)
+class ContainmentResult(Result):
+    """Is zonotope Z1 inside zonotope Z2?  When not, ``point`` is a point of Z1 (a
+    generator-sign vertex) outside Z2 and ``direction`` a ``u`` with
+    ``u . point > h_Z2(u)`` (re-checked), so ``u`` separates ``point`` from Z2.
+    ``excess`` is the largest ``h_Z1(u) - h_Z2(u)`` over ``||u||_inf <= 1`` (proved
+    ``<= tolerance`` when contained)."""
+
+    contained: bool | None
+    status: str
+    point: np.ndarray | None
+    direction: np.ndarray | None
+    excess: float
+    bound: float
+    time: float

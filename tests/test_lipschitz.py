@@ -1,0 +1,309 @@
+"""Lipschitz constants: the exact routes against each other and against brute force,
+every bound on the right side of the exact value, the reductions (linear pieces,
+homogeneous networks, R^d), and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relulab import Box, Network, regions
+from relulab.domain import DomainError, Polytope
+from relulab.errors import RelulabError
+from relulab.lipschitz import (
+    by_enumeration,
+    by_milp,
+    interval_jacobian_bound,
+    lipschitz,
+    operator_norm,
+    product_bound,
+    sampled_lower,
+    sdp_bound,
+    vector_norm,
+)
+from relulab.lipschitz.bab import by_bab
+
+INF = math.inf
+
+
+def rand_net(rng, dims, bias=0.5, skip=False):
+    Ws = [rng.standard_normal((dims[i + 1], dims[i])) for i in range(len(dims) - 1)]
+    bs = [rng.standard_normal(dims[i + 1]) * bias for i in range(len(dims) - 1)]
+    sk = (rng.standard_normal((dims[-1], dims[0])), rng.standard_normal(dims[-1])) if skip else None
+    return Network(Ws, bs, sk)
+
+
+def rand_box(rng, d):
+    c = rng.uniform(-1, 1, d)
+    w = rng.uniform(0.3, 1.5, d)
+    return Box(c - w, c + w)
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+# ------------------------------------------------------------------ routes agree
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(2, 4), depth=st.integers(1, 2),
+       m=st.integers(1, 2), which=st.integers(0, 3))
+def test_enumeration_and_milp_agree_and_bounds_bracket(seed, d, depth, m, which):
+    rng = np.random.default_rng(seed)
+    widths = [int(rng.integers(2, 5)) for _ in range(depth)]
+    net = rand_net(rng, [d, *widths, m], skip=bool(seed % 5 == 0))
+    box = rand_box(rng, d)
+    p = (1.0, INF)[which % 2]
+    q = None if m == 1 else (1.0, INF)[which // 2]
+    e = by_enumeration(net, box, p, q)
+    r = by_milp(net, box, p, q)
+    assert e.complete and r.complete
+    assert e.witness is not None and r.witness is not None
+    exact = e.lower
+    assert close(e.upper, exact) and close(r.lower, exact), (e.lower, e.upper, r.lower, r.upper)
+    assert r.upper >= exact * (1 - 1e-9)
+    bab = by_bab(net, box, p, q, max_boxes=64, batch=16)
+    for ub in (product_bound(net, p, q), interval_jacobian_bound(net, box, p, q), bab.upper):
+        assert ub >= exact * (1 - 1e-9)
+    w = sampled_lower(net, box, p, q, n=200, rounds=5)
+    assert w is None or w.norm <= exact * (1 + 1e-9)
+    assert bab.lower <= exact * (1 + 1e-9)
+    # witnesses are inside the box and their Jacobian is the network's there
+    for wit in (e.witness, r.witness):
+        assert box.contains(wit.x)
+        assert np.allclose(net.jacobian(wit.x), wit.jacobian)
+        assert close(operator_norm(wit.jacobian, p, q).lower, wit.norm)
+
+
+def test_front_door_reports_exact_and_witness(rng):
+    net = rand_net(rng, [3, 6, 5, 1])
+    box = Box(-np.ones(3), np.ones(3))
+    for p in (1.0, 2.0, INF, 1.5, 3.0):
+        r = lipschitz(net, box, p=p)
+        assert r.status == "exact" and r.method == "enumeration"
+        assert r.value == r.lower
+        e = by_enumeration(net, box, p, None)
+        assert close(r.lower, e.lower)
+        assert all(u >= r.lower * (1 - 1e-9) for u in r.uppers.values())
+        assert all(lo <= r.upper * (1 + 1e-9) for lo in r.lowers.values())
+        d = r.to_dict()
+        assert d["status"] == "exact" and d["witness"]["source"] in ("enumeration", "sampling")
+    rm = lipschitz(net, box, p=1, method="milp")
+    assert rm.status == "exact" and rm.method == "milp" and close(rm.lower, lipschitz(net, box, p=1).lower)
+    rb = lipschitz(net, box, p=2, method="bounds")
+    assert rb.status in ("bounded", "exact") and rb.lower <= rb.upper
+
+
+# ------------------------------------------------------------------ brute force
+def _bfs_max(net, box, p, q=None):
+    rs = regions.enumerate(net, box, method="bfs")
+    d = net.input_dim
+    return max(operator_norm(rs.affine[i, :, :d], p, q).upper for i in range(len(rs))), rs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dims", [[1, 8, 1], [1, 5, 4, 1], [1, 6, 3, 2]])
+def test_one_dimensional_against_grid_and_region_list(seed, dims):
+    rng = np.random.default_rng(100 + seed)
+    net = rand_net(rng, dims)
+    box = Box([-2.0], [2.0])
+    x = np.linspace(-2, 2, 40001)
+    y = net(x[:, None])
+    slopes = np.abs(np.diff(y, axis=0)) / (x[1] - x[0])  # (n, m)
+    q = None if dims[-1] == 1 else INF
+    r = lipschitz(net, box, p=1, q=q)
+    assert r.status == "exact"
+    grid = float(np.max(slopes))
+    brute, _ = _bfs_max(net, box, 1, q)
+    assert close(r.lower, brute)
+    assert grid <= r.lower * (1 + 1e-9)
+    assert grid >= r.lower * (1 - 1e-3)  # the grid is far finer than the regions here
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dims", [[2, 8, 1], [2, 5, 4, 1]])
+def test_two_dimensional_against_grid_and_region_list(seed, dims):
+    rng = np.random.default_rng(200 + seed)
+    net = rand_net(rng, dims)
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    g = np.linspace(-1, 1, 201)
+    X, Y = np.meshgrid(g, g)
+    P = np.stack([X.ravel(), Y.ravel()], 1)
+    h = 1e-7
+    F0 = net(P)[:, 0]
+    grads = np.stack([(net(P + [h, 0])[:, 0] - F0) / h, (net(P + [0, h])[:, 0] - F0) / h], 1)
+    for p in (1.0, 2.0, INF):
+        r = lipschitz(net, box, p=p)
+        assert r.status == "exact"
+        brute, _ = _bfs_max(net, box, p)
+        assert close(r.lower, brute)
+        gmax = float(np.max(vector_norm(grads, {1.0: INF, 2.0: 2.0, INF: 1.0}[p], axis=1)))
+        assert gmax <= r.lower * (1 + 1e-5)
+        assert gmax >= r.lower * (1 - 1e-3)
+
+
+# ------------------------------------------------------------------ reductions
+@pytest.mark.parametrize("seed", range(3))
+def test_linear_network_has_its_affine_constant(seed):
+    rng = np.random.default_rng(300 + seed)
+    W1 = rng.standard_normal((5, 3)) * 0.1
+    b1 = np.full(5, 2.0)  # every neuron stays active on the box
+    W2 = rng.standard_normal((2, 5))
+    net = Network([W1, W2], [b1, np.zeros(2)])
+    box = Box(-np.ones(3), np.ones(3))
+    A = W2 @ W1
+    for p, q in [(1, 1), (INF, INF), (2, 2), (1, 2), (INF, 1), (3, INF)]:
+        r = lipschitz(net, box, p=p, q=q)
+        want = operator_norm(A, p, q)
+        assert want.exact and r.status == "exact"
+        assert close(r.lower, want.lower)
+    scalar = Network([W1, W2[:1]], [b1, np.zeros(1)])
+    for p in (1, 1.5, 2, 4, INF):
+        r = lipschitz(scalar, box, p=p)
+        assert r.status == "exact" and close(r.lower, float(vector_norm((W2[:1] @ W1)[0], 1 / (1 - 1 / p) if p not in (1, INF) else (INF if p == 1 else 1))))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_homogeneous_global_equals_local_around_origin(seed):
+    rng = np.random.default_rng(400 + seed)
+    net = rand_net(rng, [2, 6, 5, 1], bias=0.0)
+    box = Box([-0.2, -3.0], [0.7, 0.1])  # contains the origin in its interior
+    for p in (1.0, 2.0, INF):
+        g = lipschitz(net, None, p=p)
+        loc = lipschitz(net, box, p=p)
+        assert g.status == loc.status == "exact" and close(g.lower, loc.lower)
+        whole = by_enumeration(net, None, p, None)  # regions of all of R^2
+        assert close(whole.lower, g.lower)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_global_milp_by_homogenisation_matches_whole_space_regions(seed):
+    rng = np.random.default_rng(500 + seed)
+    net = rand_net(rng, [2, 5, 4, 1 + seed % 2], bias=1.0)
+    q = None if net.output_dim == 1 else INF
+    for p in (1.0, INF):
+        e = by_enumeration(net, None, p, q)
+        r = by_milp(net, None, p, q)
+        assert r.complete and close(e.lower, r.lower) and close(e.upper, r.lower)
+        # the global constant is at least every local one
+        assert r.lower >= by_enumeration(net, Box([-1, -1], [1, 1]), p, q).lower * (1 - 1e-12)
+        res = lipschitz(net, None, p=p, q=q)
+        assert res.status == "exact" and close(res.lower, e.lower)
+        assert res.witness is not None and np.allclose(net.jacobian(res.witness.x), res.witness.jacobian)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sdp_between_exact_and_spectral_product(seed):
+    rng = np.random.default_rng(600 + seed)
+    net = rand_net(rng, [2, 6, 5, 1])
+    box = Box([-1, -1], [1, 1])
+    prod = product_bound(net, 2, None)
+    spectral = np.prod([np.linalg.norm(W, 2) for W in net.weights])
+    assert close(prod, spectral)
+    for dom in (box, None):
+        exact = by_enumeration(net, dom, 2, None).lower
+        s = sdp_bound(net, dom)
+        assert s >= exact * (1 - 1e-9)
+        assert s <= spectral * (1 + 1e-6)
+
+
+def test_time_limit_returns_a_bracket():
+    rng = np.random.default_rng(7)
+    net = rand_net(rng, [6, 30, 30, 1])
+    r = lipschitz(net, Box(-np.ones(6), np.ones(6)), p=INF, time_limit=1.0)
+    assert r.lower <= r.upper
+    assert r.status in ("exact", "bounded")
+    if r.status == "bounded":
+        assert r.to_dict()["value"] is None
+
+
+# ------------------------------------------------------------------ norms
+@pytest.mark.parametrize("p,q", [(1, 1), (1, 3), (INF, INF), (2, INF), (2, 2), (INF, 1), (INF, 2), (3, 1), (1.5, 3)])
+def test_operator_norm_against_sampling(p, q):
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((3, 4))
+    b = operator_norm(A, p, q)
+    U = rng.standard_normal((20000, 4))
+    U = np.vstack([U, np.sign(U[:2000]), np.eye(4), -np.eye(4)])
+    vals = vector_norm(U @ A.T, q, axis=1) / vector_norm(U, p, axis=1)
+    assert b.lower <= b.upper
+    assert vals.max() <= b.upper * (1 + 1e-9)
+    assert b.lower <= vals.max() * (1 + 1e-9) or b.exact
+    if b.exact:
+        assert vals.max() >= b.upper * 0.9
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_errors():
+    rng = np.random.default_rng(9)
+    net = rand_net(rng, [2, 3, 1])
+    vec = rand_net(rng, [2, 3, 2])
+    box = Box([-1, -1], [1, 1])
+    with pytest.raises(RelulabError, match="p >= 1"):
+        lipschitz(net, box, p=0.5)
+    with pytest.raises(RelulabError, match="not a number"):
+        lipschitz(net, box, p="two")
+    with pytest.raises(DomainError, match="empty box"):
+        lipschitz(net, ([1, 1], [0, 0]))
+    with pytest.raises(DomainError, match="finite"):
+        lipschitz(net, ([-np.inf, 0], [1, 1]))
+    with pytest.raises(RelulabError, match="zero width"):
+        lipschitz(net, ([0, 0], [0, 1]))
+    with pytest.raises(RelulabError, match="unbounded"):
+        lipschitz(net, Polytope([[1.0, 0.0]], [1.0]), p=1, method="milp")
+    with pytest.raises(RelulabError, match="2 outputs; give the output norm q"):
+        lipschitz(vec, box, p=1)
+    with pytest.raises(RelulabError, match="unknown method"):
+        lipschitz(net, box, method="magic")
+    with pytest.raises(RelulabError, match="MILP"):
+        by_milp(net, box, 2.0, None)
+    with pytest.raises(RelulabError, match="method='milp' needs"):
+        lipschitz(net, box, p=2, method="milp")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_branch_and_bound_closes_on_small_networks(seed):
+    rng = np.random.default_rng(700 + seed)
+    net = rand_net(rng, [2, 6, 4, 1 + seed % 2])
+    box = rand_box(rng, 2)
+    for p, q in [(1.0, INF), (2.0, 2.0), (INF, 1.0)]:
+        qq = None if net.output_dim == 1 else q
+        e = by_enumeration(net, box, p, qq)
+        b = by_bab(net, box, p, qq, max_boxes=3000, batch=256)
+        assert b.upper >= e.lower * (1 - 1e-9) and b.lower <= e.lower * (1 + 1e-9)
+        if b.complete:  # closed to the branch and bound's drop tolerance
+            assert b.upper <= e.lower * (1 + 1e-5) + 1e-5
+    # over R^d: the faces of the homogenised box
+    g = by_enumeration(net, None, 2.0, None if net.output_dim == 1 else 2.0)
+    bg = by_bab(net, None, 2.0, None if net.output_dim == 1 else 2.0, max_boxes=1000, batch=256)
+    assert bg.upper >= g.lower * (1 - 1e-9) and bg.lower <= g.lower * (1 + 1e-9)
+    assert bg.witness is not None and np.allclose(net.jacobian(bg.witness.x), bg.witness.jacobian)
+
+
+def test_affine_network_every_route():
+    rng = np.random.default_rng(10)
+    aff = Network([rng.standard_normal((2, 3))], [np.zeros(2)])
+    box = Box(-np.ones(3), np.ones(3))
+    want = operator_norm(aff.weights[0], INF, 1).lower
+    for method in ("auto", "enumerate", "milp", "bab", "bounds"):
+        r = lipschitz(aff, box, p=INF, q=1, method=method)
+        assert r.status == "exact" and close(r.lower, want)
+    assert close(lipschitz(aff, None, p=INF, q=1, method="milp").lower, want)
+
+
+def test_polytope_domains():
+    rng = np.random.default_rng(11)
+    net = rand_net(rng, [2, 5, 4, 1])
+    tri = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0])
+    for p in (1.0, INF):
+        e = lipschitz(net, tri, p=p, method="enumerate")
+        m = lipschitz(net, tri, p=p, method="milp")
+        assert e.status == m.status == "exact" and close(e.lower, m.lower)
+        assert tri.contains(e.witness.x) and tri.contains(m.witness.x)
+    half = Polytope([[1.0, 0.0]], [1.0])  # unbounded: enumeration only
+    r = lipschitz(net, half, p=2, method="enumerate")
+    g = lipschitz(net, None, p=2, method="enumerate")
+    assert r.status == "exact" and r.lower <= g.lower * (1 + 1e-12)
