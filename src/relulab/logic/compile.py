@@ -4,14 +4,17 @@ Every value is kept as an affine expression in the inputs and in ReLU neurons; o
 non-affine MV operations create neurons, each a ReLU of an affine expression:
 
 * ``a ⊕ b = σ(a + b)``, ``a ⊙ b = σ(a + b - 1)``, ``a → b = σ(1 - a + b)`` with
-  ``σ(e) = relu(e) - relu(e - 1)`` (fewer neurons where interval bounds allow);
+  ``σ(e) = relu(e) - relu(e - 1)`` (fewer neurons where interval bounds allow); a chain
+  ``a_1 ⊕ ... ⊕ a_k`` is one ``σ(a_1 + ... + a_k)`` and ``a_1 ⊙ ... ⊙ a_k`` one
+  ``σ(a_1 + ... + a_k - (k - 1))``;
 * ``a ∨ b = a + relu(b - a)``, ``a ∧ b = a - relu(a - b)``;
 * ``¬a``, ``δ_n a`` and ``r · a`` are affine, so they cost nothing;
 * a graph node known to be ``σ(w·y + b)`` is compiled directly as such.
 
 A neuron's layer is one more than the deepest neuron it reads; values needed further
 up are carried through identity neurons ``relu(v) = v`` (all values are >= 0 on the unit
-cube).  Equal neurons are built once.
+cube); the inputs reach the output through the network's affine skip connection.
+Equal neurons are built once.
 
 Example:
     >>> from fractions import Fraction as F
@@ -84,11 +87,11 @@ class _Builder:
     def expr_depth(self, e: Expr) -> int:
         return max((self.depth[k[1]] for k in e[0] if k[0] == "n"), default=0)
 
-    def relu(self, e: Expr) -> Expr:
+    def relu(self, e: Expr, keep: bool = False) -> Expr:
         lo, hi = self.bounds(e)
         if hi <= 0:
             return self.const(0)
-        if lo >= 0:
+        if lo >= 0 and not keep:
             return e
         key = (tuple(sorted(e[0].items(), key=lambda kv: (kv[0][0], kv[0][1]))), e[1])
         nid = self.index.get(key)
@@ -100,13 +103,15 @@ class _Builder:
             self.hi.append(hi)
         return ({("n", nid): Fraction(1)}, Fraction(0))
 
-    def sigma(self, e: Expr) -> Expr:
+    def sigma(self, e: Expr, keep: bool = False) -> Expr:
         lo, hi = self.bounds(e)
         if hi <= 0:
             return self.const(0)
         if lo >= 1:
             return self.const(1)
-        r1 = self.relu(e)
+        if hi <= 1 and lo >= 0 and not keep:
+            return e
+        r1 = self.relu(e, keep and hi <= 1)
         if hi <= 1:
             return r1
         return self.comb((1, r1), (-1, self.relu(self.comb((1, e), c=-1))))
@@ -114,9 +119,27 @@ class _Builder:
     # ------------------------------------------------------------- formulas
     def formula(self, phi: Formula, env: list[Expr]) -> Expr:
         vals: dict[int, Expr] = {}
+        # Untruncated sums of ⊕ / ⊙ chains: min(1, min(1, a + b) + c) = min(1, a + b + c)
+        # and max(0, max(0, a + b - 1) + c - 1) = max(0, a + b + c - 2) for values in
+        # [0, 1], so a whole chain costs one truncation instead of one per operation.
+        pre: dict[int, Expr] = {}
+
+        def chain(op: str, x: Formula) -> Expr:
+            return pre[id(x)] if x.op == op and id(x) in pre else vals[id(x)]
+
         for node in postorder(phi):
             op = node.op
             a = [vals[id(x)] for x in node.args]
+            if op == "oplus":
+                s = self.comb((1, chain(op, node.args[0])), (1, chain(op, node.args[1])))
+                pre[id(node)] = s
+                vals[id(node)] = self.sigma(s)
+                continue
+            if op == "odot":
+                s = self.comb((1, chain(op, node.args[0])), (1, chain(op, node.args[1])), c=-1)
+                pre[id(node)] = s
+                vals[id(node)] = self.sigma(s)
+                continue
             if op == "var":
                 v = env[node.param - 1]
             elif op == "const":
@@ -186,7 +209,8 @@ class _Builder:
         stack: list[tuple[tuple, int]] = []
         for e in outputs:
             for key in e[0]:
-                need(key, D)
+                if key[0] != "x":  # inputs reach the output through the skip connection
+                    need(key, D)
         # Walk down: each slot needs its own inputs one layer below.
         while stack:
             slot, k = stack.pop()
@@ -216,20 +240,28 @@ class _Builder:
                 slots[k].append(("c", ("dummy",)))
             Ws.append(W)
             bs.append(b)
-        WL, bL = [], []
+        WL, bL, S, s = [], [], [], []
         for lin, c in outputs:
             row = [zero] * len(slots[D])
             for key, v in lin.items():
-                row[where[D][key]] += v
+                if key[0] != "x":
+                    row[where[D][key]] += v
+            srow, sc = input_row({k: v for k, v in lin.items() if k[0] == "x"}, zero)
             WL.append(row)
             bL.append(c)
+            S.append(srow)
+            s.append(sc)
         Ws.append(WL)
         bs.append(bL)
+        skip = None
+        if any(v != 0 for r in S for v in r) or any(v != 0 for v in s):
+            skip = (np.array(S, dtype=object), np.array(s, dtype=object))
         return Network([np.array(W, dtype=object) for W in Ws],
-                       [np.array(b, dtype=object) for b in bs], exact=True)
+                       [np.array(b, dtype=object) for b in bs], skip, exact=True)
 
 
-def to_network(obj: Formula | SubstitutionGraph, n_inputs: int | None = None) -> Network:
+def to_network(obj: Formula | SubstitutionGraph, n_inputs: int | None = None, *,
+               keep_layers: bool = False) -> Network:
     """An exact :class:`~relulab.Network` computing ``obj``.
 
     Args:
@@ -238,6 +270,10 @@ def to_network(obj: Formula | SubstitutionGraph, n_inputs: int | None = None) ->
             the graph's outputs ``C y + c``; with a domain box, on the raw inputs of the box).
         n_inputs: number of inputs for a formula (default: its largest variable index;
             at least 1).  A variable beyond ``n_inputs`` is an error.
+        keep_layers: for a graph, give every hidden-layer node (not the last layer) its
+            own neuron even where it is affine on the cube (a node proved always active),
+            so a graph extracted with ``method="rescale"`` comes back as a rescaled copy of
+            the network (same hidden widths, less its dead neurons).
 
     The network's size is ``net.n_neurons`` / ``net.widths``.
 
@@ -249,12 +285,13 @@ def to_network(obj: Formula | SubstitutionGraph, n_inputs: int | None = None) ->
     if isinstance(obj, SubstitutionGraph):
         b = _Builder(obj.n_inputs)
         env = [b.inp(i) for i in range(obj.n_inputs)]
-        for layer in obj.layers:
+        for k, layer in enumerate(obj.layers):
             new = []
+            keep = keep_layers and k < len(obj.layers) - 1
             for node in layer:
                 if node.affine is not None:
                     w, c = node.affine
-                    new.append(b.sigma(b.comb(*[(wi, y) for wi, y in zip(w, env, strict=True)], c=c)))
+                    new.append(b.sigma(b.comb(*[(wi, y) for wi, y in zip(w, env, strict=True)], c=c), keep))
                 else:
                     new.append(b.formula(node.formula, env))
             env = new

@@ -133,7 +133,7 @@ def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
         return g, None
     return new, Step("readout", len(g.layers) - 1, None,
                      "equal last-layer nodes merged, constants moved to the offset, nodes sorted "
-                     "(the same outputs C y + c)", _data=(new.layers[-1], new.readout, new.offset))
+                     "(the same outputs C y + c)", _data=(new.layers[-1:], new.readout, new.offset))
 
 
 def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> NormalFormResult:
@@ -149,7 +149,8 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
         return new
 
     sweeps = 0
-    for sweeps in range(1, max_sweeps + 1):
+    while sweeps < max_sweeps:
+        sweeps += 1
         start = g
         for k in range(len(g.layers)):
             # 1. canonical formula of every node of layer k

@@ -20,7 +20,7 @@ Example:
     >>> h.widths, step.op
     ((2,), 'collapse')
     >>> str(h.layers[0][1].formula)
-    'x1 ⊙ ¬x2 ⊙ (x1 ⊙ x2)'
+    'x1 ⊙ x2 ⊙ (x1 ⊙ ¬x2)'
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Example:
     >>> from fractions import Fraction as F
     >>> from relulab.logic import evaluate, to_text
     >>> to_text(truncated_affine([1, 1], -1))      # max(0, x1 + x2 - 1)
-    'x2 ⊙ x1'
+    'x1 ⊙ x2'
     >>> phi = truncated_affine([F(1, 2), -2], F(1, 3))
     >>> evaluate(phi, [F(1), F(1, 10)]) == min(1, max(0, F(1, 2) - F(2, 10) + F(1, 3)))
     True
