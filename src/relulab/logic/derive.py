@@ -168,7 +168,12 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
     if GA.readout != GB.readout or GA.offset != GB.offset or GA.widths[-1] != GB.widths[-1]:
         nodes = []
         alg_real = "Riesz" in GA.algebra or "Riesz" in GB.algebra
-        for i, s in cols:
+        for col in cols:
+            if col is None:  # a last-layer node nothing reads (a constant output's placeholder)
+                zero = Fraction(0)
+                nodes.append(Node(truncated_affine([], 0), (tuple([zero] * GA.widths[-1]), zero)))
+                continue
+            i, s = col
             w = tuple(Fraction(v) / s for v in GA.readout[i])
             bb = (GA.offset[i] - GB.offset[i]) / s
             nodes.append(Node(truncated_affine(w, bb, weights_algebra([*w, bb], alg_real)), (w, bb)))
@@ -210,15 +215,16 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
                 "flat formulas proved equal" if ok else "replay did not reach the target", ok)
 
 
-def _single_node_outputs(g: SubstitutionGraph) -> list[tuple[int, Fraction]] | None:
+def _single_node_outputs(g: SubstitutionGraph) -> list[tuple[int, Fraction] | None] | None:
     """For each last-layer node, the one output that reads it and the coefficient, when
-    every output reads at most one node and every node feeds exactly one output."""
+    every output reads at most one node and every node feeds at most one output (None
+    for a node nothing reads)."""
     cols = []
     for j in range(g.widths[-1]):
         nz = [(i, row[j]) for i, row in enumerate(g.readout) if row[j] != 0]
-        if len(nz) != 1:
+        if len(nz) > 1:
             return None
-        cols.append(nz[0])
+        cols.append(nz[0] if nz else None)
     for row in g.readout:
         if sum(1 for v in row if v != 0) > 1:
             return None

@@ -51,7 +51,7 @@ __all__ = ["to_formula", "ExtractionError", "METHODS"]
 METHODS = ("auto", "rescale", "staircase")
 
 # "auto" uses the staircase (pure MV) only while the graph stays this small.
-STAIRCASE_MAX_NODES = 512
+STAIRCASE_MAX_NODES = 64
 
 
 class ExtractionError(FormulaError):
