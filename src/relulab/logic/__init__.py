@@ -29,6 +29,7 @@ from .compile import to_network
 from .derive import DerivationResult, derive, invert, replay
 from .equality import EqualityResult, equal_on_cube
 from .extract import METHODS, ExtractionError, to_formula
+from .fibres import FibreDescription, FibreTest, fibre, fibre_equivalent, fibre_normal_form
 from .formula import (
     ALGEBRAS,
     ONE,
@@ -54,6 +55,7 @@ from .formula import (
     variables,
 )
 from .graph import GraphError, Node, SubstitutionGraph
+from .identifiability import IdentifiabilityReport, identifiability
 from .normal_form import NormalFormResult, normal_form
 from .parse import FormulaSyntaxError, parse
 from .printing import to_text
@@ -76,5 +78,6 @@ __all__ = [
     "truncated_affine", "SubstitutionGraph", "Node", "GraphError", "to_formula", "ExtractionError",
     "METHODS", "to_network", "equal_on_cube", "EqualityResult", "node_rewrite", "collapse_layer",
     "expand_layer", "apply_step", "formulas_equal", "Step", "RewriteError", "normal_form",
-    "NormalFormResult", "derive", "DerivationResult", "replay", "invert",
+    "NormalFormResult", "derive", "DerivationResult", "replay", "invert", "fibre", "fibre_equivalent",
+    "fibre_normal_form", "FibreDescription", "FibreTest", "identifiability", "IdentifiabilityReport",
 ]
