@@ -73,6 +73,10 @@ def test_evaluate_checks_its_input():
         evaluate(x, [F(3, 2)])
     with pytest.raises(FormulaError, match="x3"):
         evaluate(oplus(x, z), [F(1, 2), F(1, 2)])
+    with pytest.raises(FormulaError, match="non-rational"):
+        evaluate(x, [float("nan")])
+    with pytest.raises(FormulaError, match="Riesz scalar"):
+        scal(float("nan"), x)
 
 
 @pytest.mark.parametrize(

@@ -220,7 +220,10 @@ def div(n: int, a: Formula) -> Formula:
 def scal(r: Any, a: Formula) -> Formula:
     """r · a for a scalar ``r`` in [0, 1] (Riesz MV-algebras); ``r`` is kept exactly."""
     _check(a)
-    r = Fraction(r)
+    try:
+        r = Fraction(r)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise FormulaError(f"a Riesz scalar must be a finite number in [0, 1] ({e})") from None
     if not 0 <= r <= 1:
         raise FormulaError(f"a Riesz scalar must lie in [0, 1], got {r}")
     return Formula("scal", (a,), r)
@@ -274,7 +277,10 @@ def evaluate(phi: Formula, point: Sequence[Any]) -> Fraction:
         Fraction(1, 4)
     """
     _check(phi)
-    pt = [Fraction(v) for v in point]
+    try:
+        pt = [Fraction(v) for v in point]
+    except (TypeError, ValueError, OverflowError) as e:
+        raise FormulaError(f"evaluate: the point has a non-rational coordinate ({e})") from None
     for i, v in enumerate(pt, start=1):
         if not 0 <= v <= 1:
             raise FormulaError(f"evaluate: coordinate x{i} = {v} is outside [0, 1]")
