@@ -1,0 +1,231 @@
+"""Derivations between equivalent networks: sequences of local operations turning one
+substitution graph into the other.
+
+Two strategies, cheapest first:
+
+1. **normal forms**: both graphs are brought to their normal form
+   (:func:`relulab.logic.normal_form`); when the normal forms are identical, the
+   derivation is the first graph's steps followed by the second graph's steps reversed
+   (the inverse of a collapse is an expansion and vice versa; a rewrite is undone by the
+   reverse rewrite).  Rescaled, permuted and padded copies end here, with short,
+   purely local derivations.
+2. **flattening**: after an exact proof that the two networks are equal on the cube
+   (:func:`relulab.logic.equal_on_cube`), the outputs of the first graph are re-read in the
+   second's readout (one ``readout`` step), both graphs are collapsed to one layer, each
+   flat formula is rewritten into the other's (node rewrites, each proved exactly; by the
+   completeness theorem an axiomatic derivation exists), and the second graph's collapses
+   are undone by expansions.
+
+The answer is ``found`` (the steps, replayed from the first graph, give exactly the
+second), ``not equivalent`` (only with an exact witness input where the networks differ)
+or ``not found within budget`` (steps or time ran out, or an exact check stayed
+undecided).  It never answers "not derivable" without a witness.
+
+Example:
+    >>> from relulab import Network
+    >>> from relulab.symmetry import random_symmetry
+    >>> net = Network([[[1, -2], [3, 1]], [[1, -1]]], [[1, 0], [0]]).exact()
+    >>> r = derive(net, random_symmetry(net, 1))
+    >>> r.status, r.strategy, r.verified
+    ('found', 'normal forms', True)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..network import Network
+from ..results import Result
+from .equality import equal_on_cube
+from .extract import to_formula
+from .graph import Node, SubstitutionGraph
+from .normal_form import NormalFormResult, normal_form
+from .rewrites import Step, apply_step, collapse_layer, expand_layer, formulas_equal, node_rewrite
+from .truncated import truncated_affine, weights_algebra
+
+__all__ = ["derive", "DerivationResult", "replay", "invert"]
+
+
+@dataclass(frozen=True, eq=False)
+class DerivationResult(Result):
+    """``status``: ``"found"``, ``"not equivalent"`` or ``"not found within budget"``;
+    ``steps``: the local operations; ``length``: their number; ``counts``: per kind;
+    ``strategy``; ``verified``: replaying the steps from the first graph gave exactly the
+    second; ``witness``: an exact input where the networks differ (``not equivalent``)."""
+
+    status: str
+    strategy: str
+    steps: tuple[Step, ...]
+    length: int
+    counts: dict
+    verified: bool
+    message: str
+    witness: tuple | None = None
+    time: float = 0.0
+
+
+def _graph(obj: Any, domain: Any) -> SubstitutionGraph:
+    if isinstance(obj, SubstitutionGraph):
+        return obj
+    return to_formula(obj, domain, method="rescale")
+
+
+def replay(g: SubstitutionGraph, steps: tuple[Step, ...] | list[Step]) -> SubstitutionGraph:
+    """Apply ``steps`` to ``g`` one after the other (checks run again)."""
+    for st in steps:
+        if st.op == "readout":
+            layers, C, c = st._data
+            nl = len(g.layers) - 1
+            new_layers = [*g.layers[:nl], *layers] if st.index is None else [*g.layers, *layers]
+            g = g.replace(new_layers, C, c)
+        else:
+            g = apply_step(g, st)
+    return g
+
+
+def invert(graphs: tuple[SubstitutionGraph, ...], steps: tuple[Step, ...]) -> list[Step]:
+    """The steps that lead back from ``graphs[-1]`` to ``graphs[0]`` (``graphs[i + 1]`` is
+    ``steps[i]`` applied to ``graphs[i]``)."""
+    out: list[Step] = []
+    for i in range(len(steps) - 1, -1, -1):
+        before, after, st = graphs[i], graphs[i + 1], steps[i]
+        if st.op == "rewrite":
+            old = before.layers[st.layer][st.index].formula
+            out.append(node_rewrite(after, st.layer, st.index, old, check="trusted",
+                                    justification="reverse of: " + st.justification)[1])
+        elif st.op == "collapse":
+            k = st.layer
+            out.append(expand_layer(after, k, before.layers[k], before.layers[k + 1])[1])
+        elif st.op == "expand":
+            out.append(collapse_layer(after, st.layer)[1])
+        elif st.op == "readout":
+            out.append(Step("readout", st.layer, None, "reverse of: " + st.justification,
+                            _data=(before.layers[-1:], before.readout, before.offset)))
+        else:
+            raise ValueError(f"cannot invert a {st.op!r} step")
+    return out
+
+
+def _counts(steps: list[Step]) -> dict:
+    c: dict[str, int] = {}
+    for s in steps:
+        c[s.op] = c.get(s.op, 0) + 1
+    return c
+
+
+def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, domain: Any = None,
+           max_steps: int = 10_000, timeout: float = 60.0) -> DerivationResult:
+    """Search a derivation turning the graph of ``a`` into the graph of ``b``.
+
+    Args:
+        a, b: networks (extracted with ``method="rescale"`` on ``domain``) or graphs.
+        max_steps: the largest derivation accepted.
+        timeout: seconds for the exact checks.
+    """
+    t0 = time.monotonic()
+    A, B = _graph(a, domain), _graph(b, domain)
+
+    def done(status: str, strategy: str, steps: list[Step], msg: str, verified: bool = False,
+             witness: tuple | None = None) -> DerivationResult:
+        return DerivationResult(status, strategy, tuple(steps), len(steps), _counts(steps), verified,
+                                msg, witness, time.monotonic() - t0)
+
+    if A.n_inputs != B.n_inputs or A.n_outputs != B.n_outputs:
+        return done("not equivalent", "shapes", [], "different numbers of inputs or outputs")
+    na, nb = normal_form(A), normal_form(B)
+    if na.graph.same(nb.graph):
+        steps = [*na.steps, *invert(nb._graphs, nb.steps)]
+        if len(steps) > max_steps:
+            return done("not found within budget", "normal forms", [],
+                        f"a derivation of {len(steps)} steps exceeds max_steps={max_steps}")
+        ok = replay(A, steps).same(B)
+        return done("found" if ok else "not found within budget", "normal forms", steps,
+                    "identical normal forms" if ok else "replay did not reach the target", ok)
+    return _by_flattening(A, B, na, nb, a, b, max_steps, timeout, t0, done)
+
+
+def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_steps, timeout, t0, done):
+    from .compile import to_network
+
+    fa = a if isinstance(a, Network) else to_network(A)
+    fb = b if isinstance(b, Network) else to_network(B)
+    box = None if A.domain is None else A.domain
+    eq = equal_on_cube(fa, fb, box, timeout=timeout)
+    if eq.status == "different":
+        return done("not equivalent", "flattening", [], eq.message, witness=eq.witness)
+    if eq.status != "equal":
+        return done("not found within budget", "flattening", [], "equality not decided: " + eq.message)
+    GA, GB = na.graph, nb.graph
+    steps = list(na.steps)
+    # Re-read A's outputs in B's readout: one node per B last-layer node.
+    cols = _single_node_outputs(GB)
+    if cols is None:
+        return done("not found within budget", "flattening", [],
+                    "the target's readout does not have one node per output (use method='rescale')")
+    if GA.readout != GB.readout or GA.offset != GB.offset or GA.widths[-1] != GB.widths[-1]:
+        nodes = []
+        alg_real = "Riesz" in GA.algebra or "Riesz" in GB.algebra
+        for col in cols:
+            if col is None:  # a last-layer node nothing reads (a constant output's placeholder)
+                zero = Fraction(0)
+                nodes.append(Node(truncated_affine([], 0), (tuple([zero] * GA.widths[-1]), zero)))
+                continue
+            i, s = col
+            w = tuple(Fraction(v) / s for v in GA.readout[i])
+            bb = (GA.offset[i] - GB.offset[i]) / s
+            nodes.append(Node(truncated_affine(w, bb, weights_algebra([*w, bb], alg_real)), (w, bb)))
+        st = Step("readout", len(GA.layers), -1,
+                  "outputs re-read in the target's readout (the networks are proved equal, so every "
+                  "new node stays in [0, 1] and no truncation happens)",
+                  _data=((tuple(nodes),), GB.readout, GB.offset))
+        GA = replay(GA, [st])
+        steps.append(st)
+    # Collapse both to one layer.
+    ga_steps, gb_graphs, gb_steps = [], [GB], []
+    while len(GA.layers) > 1:
+        GA, st = collapse_layer(GA, 0)
+        ga_steps.append(st)
+    G = GB
+    while len(G.layers) > 1:
+        G, st = collapse_layer(G, 0)
+        gb_steps.append(st)
+        gb_graphs.append(G)
+    steps += ga_steps
+    if len(steps) + len(gb_steps) * 2 + len(G.layers[0]) > max_steps:
+        return done("not found within budget", "flattening", [], f"more than max_steps={max_steps} steps")
+    for j, (x, y) in enumerate(zip(GA.layers[0], G.layers[0], strict=True)):
+        if x.formula is y.formula:
+            continue
+        if time.monotonic() - t0 > timeout:
+            return done("not found within budget", "flattening", [], "time budget spent")
+        if not formulas_equal(x.formula, y.formula, GA.n_inputs):
+            return done("not found within budget", "flattening", [],
+                        f"output node {j}: the flat formulas were not proved equal")
+        GA, st = node_rewrite(GA, 0, j, y.formula, check="trusted",
+                              justification="truth functions proved equal (exact check); the completeness "
+                                            "theorem gives an axiomatic derivation")
+        steps.append(st)
+    steps += invert(tuple(gb_graphs), tuple(gb_steps))
+    steps += invert(nb._graphs, nb.steps)
+    ok = replay(A, steps).same(B)
+    return done("found" if ok else "not found within budget", "flattening", steps,
+                "flat formulas proved equal" if ok else "replay did not reach the target", ok)
+
+
+def _single_node_outputs(g: SubstitutionGraph) -> list[tuple[int, Fraction] | None] | None:
+    """For each last-layer node, the one output that reads it and the coefficient, when
+    every output reads at most one node and every node feeds at most one output (None
+    for a node nothing reads)."""
+    cols = []
+    for j in range(g.widths[-1]):
+        nz = [(i, row[j]) for i, row in enumerate(g.readout) if row[j] != 0]
+        if len(nz) > 1:
+            return None
+        cols.append(nz[0] if nz else None)
+    for row in g.readout:
+        if sum(1 for v in row if v != 0) > 1:
+            return None
+    return cols

@@ -1,0 +1,238 @@
+"""The extraction algorithm: a ReLU network on [0, 1]^n -> a substitution graph.
+
+Every hidden neuron ``relu(z)``, ``z = w·y + b`` with ``y`` the previous layer's node
+values in [0, 1], is turned into node(s) with values in [0, 1] using the exact interval
+bounds ``lo <= z <= hi`` of ``z`` over the unit cube of ``y``:
+
+* ``"rescale"``: one node ``σ(z / hi) = relu(z) / hi`` (``z <= hi`` so the truncation at 1
+  never bites); the next layer reads ``relu(z) = hi · node``.  A neuron with ``hi <= 0``
+  is dead and gets no node.  Weights become rational (divisible MV) or real (Riesz MV).
+* ``"staircase"`` (integer networks): ``relu(z) = sum_{t=0}^{hi-1} σ(z - t)`` for integer
+  ``hi``: ``hi`` nodes with integer weights, so the whole graph stays in MV proper.
+  Nodes that are constantly 1 (``lo - t >= 1``) fold into the next layer's constant.
+
+The outputs ``f_i`` with bounds ``[L_i, U_i]`` become the last layer: ``σ((f_i - L_i) /
+(U_i - L_i))`` with readout ``f_i = L_i + (U_i - L_i) · node`` ("rescale"), or
+``U_i - L_i`` unit steps with readout ``f_i = L_i + sum nodes`` ("staircase").
+
+Each node formula is the MV term of its truncated affine map
+(:func:`relulab.logic.truncated.truncated_affine`).
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> net = Network([[[1, 1], [1, -1]], [[1, 1]]], [[-1, 0], [0]]).exact()
+    >>> g = to_formula(net)
+    >>> g.method, g.algebra, g.widths
+    ('staircase', 'MV', (2, 2))
+    >>> print(g.to_text())
+    L0.1 = x1 ⊙ x2
+    L0.2 = x1 ⊙ ¬x2
+    L1.1 = L0.2 ⊕ L0.1
+    L1.2 = L0.1 ⊙ L0.2
+    f1 = 1*L1.1 + 1*L1.2
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope, as_domain
+from ..network import Network
+from .formula import ZERO, FormulaError
+from .graph import Node, SubstitutionGraph
+from .truncated import truncated_affine, weights_algebra
+
+__all__ = ["to_formula", "ExtractionError", "METHODS"]
+
+METHODS = ("auto", "rescale", "staircase")
+
+# "auto" uses the staircase (pure MV) only while the graph stays this small.
+STAIRCASE_MAX_NODES = 64
+
+
+class ExtractionError(FormulaError):
+    """The network cannot be turned into a substitution graph as asked."""
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _unit_or_error(net: Any, domain: Any) -> tuple[Network, Any]:
+    """The Network, and its input box: the stated ``domain`` or the unit cube.  A model
+    that states its own input ranges (an NNet model's ``input_min``/``input_max``) must
+    lie on [0, 1]^n unless a domain is given."""
+    if isinstance(net, Network):
+        return net, domain
+    lo = getattr(net, "input_min", None)
+    hi = getattr(net, "input_max", None)
+    if lo is None or not hasattr(net, "to_network"):
+        raise ExtractionError(f"to_formula: expected a Network, got {type(net).__name__}")
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    base = net.to_network()
+    if domain is None and not (np.all(lo == 0) and np.all(hi == 1)):
+        raise ExtractionError(
+            f"to_formula: the model's inputs range over [{lo.min():g}, {hi.max():g}], not [0, 1]^n; "
+            "pass domain=Box(lo, hi) to rescale them onto the unit cube"
+        )
+    return base, domain
+
+
+def _box_of(domain: Any, d: int) -> tuple[list[Fraction], list[Fraction]] | None:
+    if domain is None:
+        return None
+    dom = as_domain(domain, d)
+    if isinstance(dom, Polytope) and not isinstance(dom, Box):
+        raise ExtractionError("to_formula: the domain must be a box (it is mapped affinely onto [0, 1]^n)")
+    lo = [Fraction(float(v)) for v in dom.lo]
+    hi = [Fraction(float(v)) for v in dom.hi]
+    return lo, hi
+
+
+def _bounds(w: list[Fraction], b: Fraction) -> tuple[Fraction, Fraction]:
+    lo = b + sum((v for v in w if v < 0), Fraction(0))
+    hi = b + sum((v for v in w if v > 0), Fraction(0))
+    return lo, hi
+
+
+def _matvec(W: list[list[Fraction]], M: list[list[Fraction]], e0: list[Fraction],
+            b: list[Fraction]) -> tuple[list[list[Fraction]], list[Fraction]]:
+    """``W @ M`` and ``W @ e0 + b`` on lists of Fractions (M may have zero columns)."""
+    n_cols = len(M[0]) if M else 0
+    out_W, out_b = [], []
+    for row, bi in zip(W, b, strict=True):
+        acc = [Fraction(0)] * n_cols
+        c = bi
+        for wij, Mj, ej in zip(row, M, e0, strict=True):
+            if wij == 0:
+                continue
+            for t, v in enumerate(Mj):
+                if v != 0:
+                    acc[t] += wij * v
+            c += wij * ej
+        out_W.append(acc)
+        out_b.append(c)
+    return out_W, out_b
+
+
+def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> SubstitutionGraph:
+    """The substitution graph of ``net`` on the unit cube (or on ``domain``, a box mapped
+    affinely onto [0, 1]^n).
+
+    Args:
+        net: a :class:`~relulab.Network` (skip connections are folded first), taken to
+            act on [0, 1]^n; a model that states other input ranges needs ``domain``.
+        domain: None (the unit cube), a :class:`~relulab.Box` or ``(lo, hi)``.
+        method: ``"auto"`` (staircase for small integer networks, else rescale),
+            ``"rescale"`` or ``"staircase"`` (integer weights only).
+
+    The returned graph's ``algebra`` says which algebra its formulas need: ``"MV"``
+    (integer weights), ``"divisible MV"`` (rational weights of an exact network) or
+    ``"Riesz MV"`` (real weights: a float network's weights are the scalars).
+    """
+    if method not in METHODS:
+        raise ExtractionError(f"to_formula: unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    net, domain = _unit_or_error(net, domain)
+    real = not net.is_exact
+    exact = net.without_skip().exact()
+    d = exact.input_dim
+    box = _box_of(domain, d)
+    Ws = [[list(r) for r in W] for W in exact.weights]
+    bs = [list(b) for b in exact.biases]
+    if box is not None:
+        lo, hi = box
+        W1 = Ws[0]
+        bs[0] = [bi + sum((w * l for w, l in zip(row, lo, strict=True)), Fraction(0))
+                 for row, bi in zip(W1, bs[0], strict=True)]
+        Ws[0] = [[w * (h - l) for w, l, h in zip(row, lo, hi, strict=True)] for row in W1]
+    integer = weights_algebra([v for W in Ws for r in W for v in r] + [v for b in bs for v in b]) == "MV"
+    if method == "staircase" and not integer:
+        raise ExtractionError("to_formula: the staircase method needs integer weights and biases "
+                              "(after mapping the domain onto [0, 1]^n); use method='rescale'")
+    alg = "MV" if integer else ("Riesz MV" if real else "divisible MV")
+    if method == "auto" and integer:
+        try:
+            layers, C, c = _extract(Ws, bs, d, "staircase", alg, STAIRCASE_MAX_NODES)
+            method_used = "staircase"
+        except _TooBig:
+            layers, C, c = _extract(Ws, bs, d, "rescale", "divisible MV", None)
+            method_used = "rescale"
+    else:
+        method_used = "rescale" if method == "auto" else method
+        layers, C, c = _extract(Ws, bs, d, method_used, alg if method_used == "staircase" or not integer
+                                else "divisible MV", None)
+    dom = None if box is None else (tuple(box[0]), tuple(box[1]))
+    return SubstitutionGraph(d, layers, C, c, method_used, dom)
+
+
+def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int | None):
+    one, zero = Fraction(1), Fraction(0)
+    # Each unit of the previous layer (input or neuron) as an affine map of the nodes.
+    M = [[one if i == j else zero for j in range(d)] for i in range(d)]
+    e0 = [zero] * d
+    layers: list[tuple[Node, ...]] = []
+    n_total = 0
+    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+        Weff, beff = _matvec(W, M, e0, b)
+        nodes: list[Node] = []
+        cols: list[tuple[int, Fraction]] = []  # (neuron, coefficient) per node
+        new_e0 = [zero] * len(W)
+        for j, (w, bb) in enumerate(zip(Weff, beff, strict=True)):
+            lo, hi = _bounds(w, bb)
+            if hi <= 0:
+                continue  # dead: relu(z) = 0 on the cube
+            if method == "rescale":
+                ww = tuple(v / hi for v in w)
+                nodes.append(Node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
+                cols.append((j, hi))
+                continue
+            for t in range(int(hi)):
+                if lo - t >= 1:
+                    new_e0[j] += 1  # this step is 1 on the whole cube
+                    continue
+                ww = tuple(w)
+                nodes.append(Node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
+                cols.append((j, one))
+            n_total += len(nodes)
+            if max_nodes is not None and n_total > max_nodes:
+                raise _TooBig
+        if not nodes:  # every neuron dead or constant: keep one constant-0 node
+            nodes.append(Node(ZERO, (tuple([zero] * len(Weff[0]) if Weff else []), zero)))
+            cols.append((0, zero))
+        layers.append(tuple(nodes))
+        M = [[zero] * len(nodes) for _ in range(len(W))]
+        for t, (j, coef) in enumerate(cols):
+            M[j][t] = coef
+        e0 = new_e0
+    Weff, beff = _matvec(Ws[-1], M, e0, bs[-1])
+    nodes, C_cols, offset = [], [], []
+    for i, (w, bb) in enumerate(zip(Weff, beff, strict=True)):
+        lo, hi = _bounds(w, bb)
+        offset.append(lo)
+        if hi == lo:
+            continue  # a constant output
+        if method == "rescale":
+            span = hi - lo
+            ww = tuple(v / span for v in w)
+            nodes.append(Node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
+            C_cols.append((i, span))
+        else:
+            for t in range(int(hi - lo)):
+                ww = tuple(w)
+                nodes.append(Node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))
+                C_cols.append((i, one))
+            if max_nodes is not None and n_total + len(nodes) > max_nodes:
+                raise _TooBig
+    if not nodes:
+        nodes.append(Node(ZERO, (tuple([zero] * len(Weff[0])), zero)))
+        C_cols.append((0, zero))
+    C = [[zero] * len(nodes) for _ in range(len(Weff))]
+    for t, (i, coef) in enumerate(C_cols):
+        C[i][t] = coef
+    layers.append(tuple(nodes))
+    return tuple(layers), C, offset

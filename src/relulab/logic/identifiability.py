@@ -1,0 +1,104 @@
+"""Identifiability from the weighted polyhedral complex of a network.
+
+The linear regions of ``f`` on a box (:func:`relulab.regions.enumerate`) with their affine
+maps form a polyhedral complex; every facet between two regions carries a *weight*, the
+jump of the gradient of ``f`` across it, and lies on the (bent) hyperplane of one hidden
+neuron (:func:`relulab.regions.adjacency`).  A neuron none of whose facets carries a
+nonzero weight is invisible in ``f``: its parameters can move without changing ``f`` (a
+hidden redundancy beyond scaling and permutation).
+
+:func:`identifiability` reports, for a network on a box:
+
+* the neurons whose bent hyperplane is visible (some facet with nonzero weight) and the
+  invisible ones (hidden redundancies);
+* the functional dimension (rank of the realisation map's Jacobian on sample points,
+  :func:`relulab.params.functional_dimension`) against the bound ``n_params - n_hidden``
+  that scaling alone allows;
+* ``status``: ``"locally identifiable"`` when every hidden neuron is visible and the
+  rank reaches the bound (near this parameter, the function determines it up to scaling
+  and permutation: the fibre is the scaling orbit), ``"not identifiable"`` when some
+  neuron is invisible or the rank falls short (the redundancies are listed), and
+  ``"unknown"`` when the region enumeration was partial.  The rank is numerical (a
+  singular-value gap), the weights are exact differences of the float affine maps
+  compared with a relative tolerance; the verdict is about the box.
+
+Example:
+    >>> from relulab import Network
+    >>> net = Network([[[1.0, -1.0], [1.0, 1.0]], [[1.0, -1.0]]], [[0.0, -1.0], [0.0]])
+    >>> r = identifiability(net)
+    >>> r.status, r.invisible
+    ('locally identifiable', ())
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box
+from ..network import Network
+from ..results import Result
+
+__all__ = ["identifiability", "IdentifiabilityReport"]
+
+# Relative size under which a gradient jump counts as zero (float affine maps).
+JUMP_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class IdentifiabilityReport(Result):
+    """See the module docstring.  ``visible`` / ``invisible``: ``(layer, neuron)`` pairs;
+    ``facet_weights``: the largest gradient jump per neuron."""
+
+    status: str
+    n_regions: int
+    visible: tuple
+    invisible: tuple
+    rank: int
+    bound: int
+    n_params: int
+    facet_weights: tuple
+    message: str
+
+
+def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: int = 0) -> IdentifiabilityReport:
+    """Decide local identifiability of ``net``'s parameter from its function on ``box``
+    (default [0, 1]^d); see the module docstring."""
+    from .. import params, regions
+    from ..regions import neuron_label
+
+    netf = net.float().without_skip()
+    d = netf.input_dim
+    B = Box(np.zeros(d), np.ones(d)) if box is None else (box if isinstance(box, Box) else Box(*box))
+    rs = regions.enumerate(netf, B)
+    if rs.partial:
+        return IdentifiabilityReport("unknown", len(rs), (), (), 0, 0, netf.n_params, (), "partial enumeration")
+    E = regions.adjacency(rs, netf)
+    N = netf.n_neurons
+    best = np.zeros(N)
+    scale = max(1.0, float(np.max(np.abs(rs.affine)))) if len(rs) else 1.0
+    for i, j, k in E:
+        jump = float(np.max(np.abs(rs.affine[i][:, :d] - rs.affine[j][:, :d])))
+        best[k] = max(best[k], jump)
+    vis = best > JUMP_RTOL * scale
+    labels = [neuron_label(netf.widths, k) for k in range(N)]
+    visible = tuple(lab for lab, v in zip(labels, vis, strict=True) if v)
+    invisible = tuple(lab for lab, v in zip(labels, vis, strict=True) if not v)
+    # Points for the rank: the region centres (every region met) plus random points.
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rs.interior, B.sample(max(n_points, 4 * netf.n_params), rng)])
+    fd = params.functional_dimension(netf, X)
+    if not invisible and fd.rank == fd.bound:
+        status, msg = "locally identifiable", "every neuron bends visibly and the rank reaches n_params - n_hidden"
+    else:
+        status = "not identifiable"
+        parts = []
+        if invisible:
+            parts.append(f"{len(invisible)} neuron(s) invisible in the function")
+        if fd.rank < fd.bound:
+            parts.append(f"functional dimension {fd.rank} < {fd.bound}: {fd.bound - fd.rank} hidden direction(s)")
+        msg = "; ".join(parts)
+    return IdentifiabilityReport(status, len(rs), visible, invisible, int(fd.rank), int(fd.bound),
+                                 int(netf.n_params), tuple(float(v) for v in best), msg)

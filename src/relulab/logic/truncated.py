@@ -1,0 +1,143 @@
+"""Truncated affine functions ``σ(w·x + b) = min(1, max(0, w·x + b))`` as MV terms.
+
+The construction (McNaughton / Mundici style):
+
+1. a negative coefficient becomes a positive one on the negated variable,
+   ``w x = |w| ¬x - |w|``;
+2. each coefficient ``a = ⌊a⌋ + f`` gives ``⌊a⌋`` copies of its literal plus one atom
+   ``f·literal`` (``f = p/q``: ``δ_q`` summed ``p`` times by ⊕ in a divisible algebra, the
+   Riesz scalar ``f ·`` otherwise); the fractional part of the constant becomes the atom
+   ``f·1``; every atom takes values in [0, 1];
+3. with atoms ``t_1 .. t_m`` and an integer ``k``, ``T(i, k) = σ(t_i + ... + t_m + k)``
+   obeys ``T(i, k) = (T(i+1, k) ⊕ t_i) ⊙ T(i+1, k+1)`` (check the four cases ``A <= -1``,
+   ``-1 <= A <= 0``, ``0 <= A <= 1``, ``A >= 1`` for ``A = t_{i+1} + ... + k``), with
+   ``T(i, k) = 1`` for ``k >= 1`` and ``0`` for ``k + (m - i + 1) <= 0``.  Shared
+   sub-terms keep the DAG at O(m^2) nodes.
+
+Integer weights need only ⊕, ⊙, ¬ (the MV axioms); rational ones δ_n (divisible MV);
+real ones the scalars (Riesz MV).
+
+Example:
+    >>> from fractions import Fraction as F
+    >>> from relulab.logic import evaluate, to_text
+    >>> to_text(truncated_affine([1, 1], -1))      # max(0, x1 + x2 - 1)
+    'x1 ⊙ x2'
+    >>> phi = truncated_affine([F(1, 2), -2], F(1, 3))
+    >>> evaluate(phi, [F(1), F(1, 10)]) == min(1, max(0, F(1, 2) - F(2, 10) + F(1, 3)))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from .formula import ONE, ZERO, Formula, FormulaError, div, neg, odot, oplus, scal, var
+
+__all__ = ["truncated_affine", "weights_algebra", "sigma"]
+
+
+def sigma(t: Fraction) -> Fraction:
+    """min(1, max(0, t))."""
+    return min(Fraction(1), max(Fraction(0), t))
+
+
+def weights_algebra(values: Sequence[Any], real: bool = False) -> str:
+    """``"MV"`` for integers, ``"divisible MV"`` for rationals, ``"Riesz MV"`` when
+    ``real`` (the numbers stand for real numbers, e.g. floats) and some is not an integer."""
+    if all(Fraction(v).denominator == 1 for v in values):
+        return "MV"
+    return "Riesz MV" if real else "divisible MV"
+
+
+def _sum_copies(a: Formula, p: int) -> Formula:
+    """⊕ of ``p >= 1`` copies of ``a`` (by doubling: O(log p) shared nodes).  Used only
+    where the sum stays <= 1, so no truncation happens."""
+    result = None
+    power = a
+    while p:
+        if p & 1:
+            result = power if result is None else oplus(result, power)
+        p >>= 1
+        if p:
+            power = oplus(power, power)
+    assert result is not None
+    return result
+
+
+def _fraction_atom(f: Fraction, lit: Formula, algebra: str) -> Formula:
+    """An atom with value ``f · lit`` for ``0 < f < 1``."""
+    if algebra == "Riesz MV":
+        return scal(f, lit)
+    if algebra != "divisible MV":
+        raise FormulaError(f"the weight {f} is not an integer: the MV algebra needs integer weights")
+    return _sum_copies(div(f.denominator, lit), f.numerator)
+
+
+def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = None) -> Formula:
+    """An MV term whose truth function is ``min(1, max(0, sum_i w_i x_i + b))``.
+
+    Args:
+        weights: ``w_1 .. w_m`` (Fractions, ints or floats, taken exactly); variable
+            ``x_i`` goes with ``w_i``.
+        bias: ``b``.
+        algebra: ``"MV"``, ``"divisible MV"`` or ``"Riesz MV"``; default: the weakest
+            one the numbers need (integers: MV, otherwise divisible MV).
+    """
+    ws = [Fraction(w) for w in weights]
+    b = Fraction(bias)
+    if algebra is None:
+        algebra = weights_algebra([*ws, b])
+    atoms: list[Formula] = []
+    const = b
+    for i, w in enumerate(ws, start=1):
+        if w == 0:
+            continue
+        lit = var(i)
+        if w < 0:
+            lit = neg(lit)
+            const += w  # w x = |w| (1 - x) - |w|
+            w = -w
+        whole = math.floor(w)
+        atoms.extend([lit] * whole)
+        if w != whole:
+            atoms.append(_fraction_atom(w - whole, lit, algebra))
+    k = math.floor(const)
+    if const != k:
+        atoms.append(_fraction_atom(const - k, ONE, algebra))
+    return _staircase(atoms, k)
+
+
+def _staircase(atoms: list[Formula], k0: int) -> Formula:
+    """σ(t_1 + ... + t_m + k0) for atoms with values in [0, 1], by the recursion above,
+    computed bottom-up (no Python recursion)."""
+    m = len(atoms)
+
+    def known(i: int, k: int) -> Formula | None:
+        if k >= 1:
+            return ONE
+        if k + (m - i) <= 0:
+            return ZERO
+        return None
+
+    # level[k] = T(i, k) for the k needed at level i (k0 .. k0 + i).
+    nxt: dict[int, Formula] = {}
+    for i in range(m, -1, -1):
+        cur: dict[int, Formula] = {}
+        for k in range(k0, k0 + i + 1):
+            t = known(i, k)
+            if t is None:  # then i < m
+                A = nxt[k]
+                B = nxt[k + 1]
+                t_i = atoms[i]
+                if B is ONE:
+                    t = t_i if A is ZERO else oplus(A, t_i)
+                elif A is ZERO:
+                    t = odot(t_i, B)
+                else:
+                    t = odot(oplus(A, t_i), B)
+            cur[k] = t
+        nxt = cur
+    return nxt[k0]

@@ -1,0 +1,63 @@
+"""`relulab formula` and `relulab from-formula`: output, JSON, round trip, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction as F
+
+import numpy as np
+from typer.testing import CliRunner
+
+from relulab import Network
+from relulab.cli import app
+from relulab.io import load_model, save_model
+from relulab.logic import evaluate, parse
+
+runner = CliRunner()
+
+
+def test_formula_command_prints_the_graph_and_json(tmp_path):
+    p = tmp_path / "n.npz"
+    save_model(Network([[[1, 1], [1, -1]], [[1, 1]]], [[-1, 0], [0]]), p)
+    res = runner.invoke(app, ["formula", str(p), "--simplify"])
+    assert res.exit_code == 0, res.output
+    assert "L0.1 = x1 ⊙ x2" in res.stdout and "algebra MV" in res.stdout
+    res = runner.invoke(app, ["formula", str(p), "--json", "--flat"])
+    d = json.loads(res.stdout)
+    assert d["algebra"] == "MV" and d["widths"] == [2, 2]
+    # the flat formulas, read back, give the network's output exactly
+    net = load_model(p).exact()
+    phis = [parse(t) for t in d["flat"]]
+    for a in range(4):
+        for b in range(4):
+            x = [F(a, 3), F(b, 3)]
+            y = sum(F(c) * evaluate(phi, x) for c, phi in zip(d["readout"][0], phis, strict=False)) + F(d["offset"][0])
+            assert y == net(np.array(x, dtype=object))[0]
+
+
+def test_from_formula_writes_the_network(tmp_path):
+    out = tmp_path / "f.npz"
+    res = runner.invoke(app, ["from-formula", "x1 -> x2", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["n_neurons"] == 1
+    net = load_model(out).exact()
+    for a in range(5):
+        for b in range(5):
+            x = [F(a, 4), F(b, 4)]
+            assert net(np.array(x, dtype=object))[0] == min(F(1), 1 - x[0] + x[1])
+
+
+def test_bad_formulas_are_one_line_errors(tmp_path):
+    from relulab.cli import main
+
+    out = str(tmp_path / "f.npz")
+    for args, needle in [(["from-formula", "x1 -> (x2", "-o", out], "column 10"),
+                         (["from-formula", "x1 + x3", "--inputs", "2", "-o", out], "x3")]:
+        res = runner.invoke(app, args)
+        assert res.exit_code != 0
+        try:
+            main(args)
+        except SystemExit as e:
+            assert e.code == 1
+        assert needle in str(res.exception)

@@ -1,0 +1,93 @@
+"""Bottleneck fibres and identifiability, against relulab's general equivalence check,
+the exact region comparison and the numerical functional dimension."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+
+from relulab import Network
+from relulab.logic import equal_on_cube
+from relulab.logic.fibres import fibre, fibre_equivalent, fibre_normal_form
+from relulab.logic.identifiability import identifiability
+from relulab.params import functional_dimension
+from relulab.symmetry import random_symmetry
+
+
+def bottleneck(rng, d=2, n1=4, n2=3, crossing=True) -> Network:
+    """Random d -> n1 -> n2 -> 1 network with small rational weights; with ``crossing``
+    the first-layer hyperplanes pass through the unit cube."""
+    def q(shape):
+        return np.array([[F(int(v), 4) for v in row] for row in rng.integers(-8, 9, shape)], dtype=object)
+
+    W1, W2, W3 = q((n1, d)), q((n2, n1)), q((1, n2))
+    if crossing:
+        c = [[F(int(v), 8) for v in rng.integers(2, 7, d)] for _ in range(n1)]
+        b1 = np.array([-sum(w * ci for w, ci in zip(W1[i], c[i], strict=False)) for i in range(n1)], dtype=object)
+    else:
+        b1 = q((1, n1))[0]
+    b2 = q((1, n2))[0] / 4
+    return Network([W1, W2, W3], [b1, b2, np.array([F(1, 2)], dtype=object)], exact=True)
+
+
+def test_fibre_test_agrees_with_the_general_checks():
+    rng = np.random.default_rng(0)
+    for t in range(6):
+        f = bottleneck(rng)
+        g = random_symmetry(f, t)
+        r = fibre_equivalent(f, g)
+        assert r.status == "equal"
+        assert equal_on_cube(f, g).status == "equal"
+        h = bottleneck(rng)
+        r = fibre_equivalent(f, h)
+        if r.status == "different":
+            x = np.array(r.witness, dtype=object)
+            assert f(x)[0] != h(x)[0]
+        assert r.status != "equal" or equal_on_cube(f, h).status == "equal"
+
+
+def test_stably_active_second_layer_trades_bias_with_the_output():
+    # neuron 2 of layer 2 is always active on the cube: moving its bias into the output
+    # bias (keeping it active) gives a different parameter with the same function.
+    W1 = [[1, -1], [1, 1]]
+    b1 = [0, -1]
+    W2 = [[1, -1], [1, 1]]
+    f = Network([W1, W2, [[1, 2]]], [b1, [0, 3], [0]]).exact()
+    g = Network([W1, W2, [[1, 2]]], [b1, [0, 4], [-2]]).exact()
+    assert fibre(f).stable == (1,)
+    assert fibre_normal_form(f) == fibre_normal_form(g)
+    assert fibre_equivalent(f, g).status == "equal"
+    assert equal_on_cube(f, g).status == "equal"
+    # the normal form must not merge a genuinely different bias
+    h = Network([W1, W2, [[1, 2]]], [b1, [F(-1, 2), 3], [0]]).exact()
+    assert fibre_equivalent(f, h).status == "different"
+
+
+def test_fibre_dimension_is_a_lower_bound_of_the_measured_one():
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        f = bottleneck(rng)
+        fd = functional_dimension(f.float(), rng.uniform(0, 1, size=(500, 2)))
+        assert fibre(f).dimension <= f.n_params - fd.rank
+
+
+def test_identifiability_open_set_and_hidden_redundancy():
+    rng = np.random.default_rng(2)
+    ok = 0
+    for _ in range(6):
+        W1 = rng.normal(size=(3, 2))
+        b1 = -(W1 * rng.uniform(0.2, 0.8, size=(3, 2))).sum(1)
+        W2 = rng.normal(size=(2, 3))
+        H = np.maximum(rng.uniform(0, 1, (200, 2)) @ W1.T + b1, 0)
+        net = Network([W1, W2, rng.normal(size=(1, 2))], [b1, -(H @ W2.T).mean(0), [0.0]])
+        r = identifiability(net)
+        ok += r.status == "locally identifiable"
+        assert r.status in ("locally identifiable", "not identifiable")
+        if r.status == "locally identifiable":
+            assert r.rank == r.bound and not r.invisible
+    assert ok >= 1  # widths >= 2: identifiable parameters exist (an open set)
+    # a neuron that never bends inside the cube is an invisible, hidden redundancy
+    net = Network([[[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]], [[1.0, 1.0, 1.0]]], [[-0.5, 0.0, 5.0], [0.0]])
+    r = identifiability(net)
+    assert r.status == "not identifiable" and (0, 2) in r.invisible

@@ -1,0 +1,204 @@
+"""Substitution graphs: extraction, construction, the local operations, normal forms and
+derivations, checked exactly (rational forward passes, region-by-region comparison and
+relulab.symmetry's equivalence check)."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network
+from relulab.io.nnet import NNetModel
+from relulab.logic import (
+    ExtractionError,
+    GraphError,
+    RewriteError,
+    collapse_layer,
+    derive,
+    equal_on_cube,
+    evaluate,
+    expand_layer,
+    node_rewrite,
+    normal_form,
+    parse,
+    replay,
+    simplify,
+    to_formula,
+    to_network,
+)
+from relulab.symmetry import equivalent, random_symmetry
+
+
+def random_net(rng: np.random.Generator, kind: str, d: int, widths: list[int]) -> Network:
+    dims = [d, *widths, 1]
+    Ws, bs = [], []
+    for a, b in zip(dims[:-1], dims[1:], strict=False):
+        if kind == "int":
+            Ws.append(rng.integers(-2, 3, (b, a)))
+            bs.append(rng.integers(-1, 2, b))
+        elif kind == "rat":
+            Ws.append(np.array([[F(int(rng.integers(-6, 7)), int(rng.integers(1, 5))) for _ in range(a)]
+                                for _ in range(b)], dtype=object))
+            bs.append(np.array([F(int(rng.integers(-3, 4)), int(rng.integers(1, 5))) for _ in range(b)],
+                               dtype=object))
+        else:
+            Ws.append(rng.normal(size=(b, a)))
+            bs.append(rng.normal(size=b) * 0.5)
+    return Network(Ws, bs, exact=kind != "real")
+
+
+def rational_points(rng: np.random.Generator, d: int, n: int) -> list[list[F]]:
+    return [[F(int(v), 9) for v in rng.integers(0, 10, d)] for _ in range(n)]
+
+
+@pytest.mark.parametrize("kind", ["int", "rat", "real"])
+def test_round_trip_is_exactly_the_same_function(kind):
+    rng = np.random.default_rng({"int": 1, "rat": 2, "real": 3}[kind])
+    for _ in range(12):
+        d = int(rng.integers(1, 4))
+        widths = [int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 3)))]
+        net = random_net(rng, kind, d, widths)
+        g = to_formula(net)
+        assert g.algebra == {"int": "MV", "rat": "divisible MV", "real": "Riesz MV"}[kind] or g.n_nodes <= 2
+        back = to_network(g)
+        ex = net.exact()
+        # exact forward passes: network, graph and rebuilt network agree
+        for p in rational_points(rng, d, 6):
+            v = ex(np.array(p, dtype=object))[0]
+            assert g.evaluate(p)[0] == v == back(np.array(p, dtype=object))[0]
+            if g.widths[-1] == 1:
+                scale, off = g.readout[0][0], g.offset[0]
+                assert off + scale * evaluate(g.formula(0), p) == v
+        r = equal_on_cube(ex, back)
+        assert r.status == "equal" and r.exact
+
+
+def test_round_trip_checked_by_the_symmetry_equivalence():
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        net = random_net(rng, "rat", 2, [3, 2])
+        back = to_network(to_formula(net, method="rescale"), keep_layers=True)
+        r = equivalent(net, back, Box([0, 0], [1, 1]), timeout=60)
+        # the rescale construction gives back a rescaled copy: identical exact normal forms
+        assert r.status == "equal" and r.method == "canonical" and r.exact
+
+
+def test_integer_networks_stay_in_mv_with_the_staircase():
+    net = Network([[[2, -1], [1, 1]], [[1, -2]]], [[0, -1], [1]]).exact()
+    g = to_formula(net, method="staircase")
+    assert g.algebra == "MV" and g.method == "staircase"
+    assert all(v.denominator == 1 for row in g.readout for v in row)
+    assert equal_on_cube(to_network(g), net).status == "equal"
+    with pytest.raises(ExtractionError, match="integer"):
+        to_formula(Network([[[0.5]], [[1.0]]], [[0.0], [0.0]]), method="staircase")
+
+
+def test_a_stated_domain_is_mapped_onto_the_cube():
+    net = Network([[[1.0, -2.0], [0.5, 1.0]], [[1.0, 1.0]]], [[0.0, 1.0], [0.0]])
+    box = Box([-1, 0], [1, 2])
+    g = to_formula(net, domain=box)
+    back = to_network(g)
+    assert equal_on_cube(net.exact(), back, box).status == "equal"
+
+
+def test_inputs_off_the_unit_cube_need_a_domain():
+    base = Network([[[1.0, 1.0]], [[1.0]]], [[0.0], [0.0]])
+    model = NNetModel.from_network(base, input_min=[-1, -1], input_max=[1, 1])
+    with pytest.raises(ExtractionError, match="not \\[0, 1\\]\\^n; pass domain"):
+        to_formula(model)
+    g = to_formula(model, domain=Box([-1, -1], [1, 1]))
+    assert g.n_inputs == 2
+    with pytest.raises(ExtractionError, match="box"):
+        from relulab.domain import Polytope
+
+        to_formula(base, domain=Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0]))
+
+
+def test_graph_rejects_a_variable_beyond_the_layer_below():
+    g = to_formula(Network([[[1, 1]], [[1]]], [[0], [0]]).exact())
+    with pytest.raises(RewriteError, match="x3"):
+        node_rewrite(g, 0, 0, parse("x1 + x3"))
+    with pytest.raises(GraphError):
+        g.evaluate([F(1, 2)])
+
+
+def _check_same_function(g, net, rng):
+    back = to_network(g)
+    for p in rational_points(rng, net.input_dim, 5):
+        assert g.evaluate(p) == list(net.exact()(np.array(p, dtype=object)))
+    assert equal_on_cube(back, net).status == "equal"
+
+
+def test_each_local_operation_keeps_the_truth_function():
+    rng = np.random.default_rng(7)
+    for kind in ("int", "rat"):
+        for _ in range(3):
+            net = random_net(rng, kind, 2, [3, 3])
+            g = to_formula(net, method="rescale")
+            h, st = collapse_layer(g, 0)
+            assert st.op == "collapse" and len(h.layers) == len(g.layers) - 1
+            _check_same_function(h, net, rng)
+            e, st = expand_layer(g, 1)  # identity padding layer
+            assert len(e.layers) == len(g.layers) + 1
+            _check_same_function(e, net, rng)
+            back, _ = expand_layer(h, 0, g.layers[0], g.layers[1])  # undo the collapse
+            assert back.same(g)
+            r, st = node_rewrite(h, 0, 0, simplify, check="exact")
+            _check_same_function(r, net, rng)
+    # a wrong expansion or rewrite is refused
+    g = to_formula(Network([[[1, -1], [1, 1]], [[1, 1]]], [[0, -1], [0]]).exact())
+    with pytest.raises(RewriteError):
+        expand_layer(g, 0, [parse("x1")], [parse("x1"), parse("x1")])
+    with pytest.raises(RewriteError, match="different truth function"):
+        node_rewrite(g, 0, 0, parse("x1"))
+
+
+def _padded_copy(net: Network, seed: int) -> Network:
+    """Rescaled, permuted, one dead neuron, one neuron with zero outgoing weights and the
+    first neuron split into two equal halves."""
+    g = random_symmetry(net, seed)
+    Ws = [np.array(W) for W in g.weights]
+    bs = [np.array(b) for b in g.biases]
+    d = net.input_dim
+    dead = np.array([[F(-1)] * d], dtype=object)
+    Ws[0] = np.vstack([Ws[0], Ws[0][:1], dead, np.array([[F(3)] * d], dtype=object)])
+    bs[0] = np.concatenate([bs[0], bs[0][:1], [F(-1)], [F(1)]])
+    out = Ws[1].shape[0]
+    half = Ws[1][:, 0] / 2
+    extra = np.full((out, 3), F(0), dtype=object)
+    extra[:, 0] = half
+    extra[:, 1] = F(7)  # reads the dead neuron: no effect
+    W1 = np.hstack([Ws[1], extra])
+    W1[:, 0] = half
+    Ws[1] = W1
+    return Network(Ws, bs, exact=True)
+
+
+def test_permuted_rescaled_padded_copy_derivation_and_normal_forms():
+    rng = np.random.default_rng(11)
+    for t in range(4):
+        net = random_net(rng, "int", 2, [4, 3]).exact()
+        other = _padded_copy(net, t)
+        assert equal_on_cube(net, other).status == "equal"
+        na = normal_form(to_formula(net, method="rescale")).graph
+        nb = normal_form(to_formula(other, method="rescale")).graph
+        assert na.same(nb)
+        r = derive(net, other)
+        assert r.status == "found" and r.verified and r.length == len(r.steps)
+        end = replay(to_formula(net, method="rescale"), r.steps)
+        assert end.same(to_formula(other, method="rescale"))
+
+
+def test_derivation_between_different_depths_and_a_non_equivalent_pair():
+    net = Network([[[1, -2], [3, 1]], [[1, -1]]], [[1, 0], [0]]).exact()
+    r = derive(net, net.deepen(2))
+    assert r.status == "found" and r.verified and r.strategy == "flattening"
+    bad = Network([[[1, -2], [3, 1]], [[1, -1]]], [[1, 0], [F(1, 2)]]).exact()
+    r = derive(net, bad)
+    assert r.status == "not equivalent"
+    w = np.array(r.witness, dtype=object)
+    assert net(w)[0] != bad(w)[0]
+    r = derive(net, net.deepen(2), max_steps=2)
+    assert r.status == "not found within budget"
