@@ -1,0 +1,167 @@
+"""Building, training and exporting the torch networks behind the estimators.
+
+One multilayer perceptron (Linear layers with one activation between them, float64) is
+trained by minibatch Adam on standardised inputs and responses.  Everything random (the
+initial weights, the minibatch order) comes from one integer seed, so a fit is
+reproducible.  Export folds the standardisation into the first and last layers and
+returns a :class:`~relulab.Network` that computes the fitted function of the raw input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import require
+from ..network import Network
+
+ACTIVATIONS = ("relu", "softplus", "gelu", "silu")
+
+
+def torch_module() -> Any:
+    return require("torch", "torch")
+
+
+@contextlib.contextmanager
+def one_thread(torch: Any) -> Iterator[None]:
+    """Train on one thread: the networks are small, so threads only add contention."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activation: str, seed: int) -> Any:
+    """``nn.Sequential`` Linear-act-...-Linear in float64, initialised from ``seed``."""
+    nn = torch.nn
+    act = {"relu": nn.ReLU, "softplus": nn.Softplus, "gelu": nn.GELU, "silu": nn.SiLU}[activation]
+    layers: list[Any] = []
+    sizes = [d_in, *hidden]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+            layers += [nn.Linear(a, b, dtype=torch.float64), act()]
+        layers.append(nn.Linear(sizes[-1], d_out, dtype=torch.float64))
+    return nn.Sequential(*layers)
+
+
+@dataclass
+class TrainLog:
+    """What a training run did: mean training loss per epoch and whether it stopped early."""
+
+    loss_curve: list[float]
+    n_epochs: int
+    converged: bool
+
+
+def train(
+    torch: Any,
+    model: Any,
+    objective: Callable[[Any, Any, Any], Any],
+    X: np.ndarray,
+    Y: np.ndarray,
+    weights: np.ndarray | None,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    tol: float,
+    n_iter_no_change: int,
+    seed: int,
+) -> TrainLog:
+    """Minibatch Adam on ``mean_i w_i * objective(model(X_i), Y_i)`` (weights of mean 1).
+
+    ``objective(out, y, idx)`` returns one loss per row.  Training stops when the epoch's
+    mean loss has not improved by ``tol`` for ``n_iter_no_change`` epochs in a row
+    (scikit-learn's MLP rule); ``tol <= 0`` trains all ``epochs``.
+    """
+    n = X.shape[0]
+    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
+    Yt = torch.from_numpy(np.ascontiguousarray(Y, dtype=np.float64))
+    Wt = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        Wt = torch.from_numpy(w * (n / w.sum()))
+    bs = max(1, min(int(batch_size), n))
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    rng = np.random.default_rng(seed)
+    curve: list[float] = []
+    best, stall, converged = np.inf, 0, False
+    model.train()
+    for _ in range(int(epochs)):
+        perm = torch.from_numpy(rng.permutation(n))
+        total = 0.0
+        for start in range(0, n, bs):
+            idx = perm[start : start + bs]
+            per_row = objective(model(Xt[idx]), Yt[idx], idx)
+            loss = (per_row * Wt[idx]).mean() if Wt is not None else per_row.mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        curve.append(total / n)
+        if tol > 0:
+            if curve[-1] > best - tol:
+                stall += 1
+            else:
+                stall = 0
+            best = min(best, curve[-1])
+            if stall >= n_iter_no_change:
+                converged = True
+                break
+    model.eval()
+    return TrainLog(curve, len(curve), converged)
+
+
+def predict_raw(torch: Any, model: Any, X: np.ndarray) -> np.ndarray:
+    """The model's outputs on standardised inputs, as a float64 array (n, out)."""
+    with torch.no_grad():
+        return model(torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))).numpy()
+
+
+def linear_layers(model: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(W, b)`` of every Linear layer of ``model`` in order, as float64 arrays."""
+    out = []
+    for m in model:
+        if hasattr(m, "weight") and m.weight.ndim == 2:
+            out.append((m.weight.detach().numpy().astype(np.float64), m.bias.detach().numpy().astype(np.float64)))
+    return out
+
+
+def export_network(
+    layers: list[tuple[np.ndarray, np.ndarray]],
+    x_mean: np.ndarray,
+    x_scale: np.ndarray,
+    out_map: tuple[np.ndarray, np.ndarray] | None,
+    extra_relu_head: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Network:
+    """A ReLU :class:`Network` computing the fitted function of the raw input.
+
+    ``x -> (x - x_mean) / x_scale`` is folded into the first layer.  ``extra_relu_head``
+    ``(A, a, C)`` appends the layer ``z -> C relu(A z + a)`` after the trained network's
+    output ``z`` (the non-crossing quantile head); ``out_map`` ``(M, m)`` then maps the
+    output affinely (``y_mean + y_scale * q``).
+    """
+    Ws = [W.copy() for W, _ in layers]
+    bs = [b.copy() for _, b in layers]
+    bs[0] = bs[0] - Ws[0] @ (x_mean / x_scale)
+    Ws[0] = Ws[0] / x_scale[None, :]
+    if extra_relu_head is not None:
+        A, a, C = extra_relu_head
+        # the head's affine map A z + a composes with the last trained layer: no new ReLU
+        # between them, so the head's ReLU layer *is* the next hidden layer.
+        W_last, b_last = Ws[-1], bs[-1]
+        Ws[-1], bs[-1] = A @ W_last, A @ b_last + a
+        Ws.append(C)
+        bs.append(np.zeros(C.shape[0]))
+    if out_map is not None:
+        M, m = out_map
+        Ws[-1], bs[-1] = M @ Ws[-1], M @ bs[-1] + m
+    return Network(Ws, bs)
