@@ -171,3 +171,23 @@ def test_bad_input_one_clear_error(family, change, match):
         g = np.zeros_like(g)
     with pytest.raises(RelulabError, match=match):
         MarginalNetRegressor(family=family, hidden=(2,), n_estimators=2, epochs=1).fit(X, y, groups=g)
+
+
+def test_joint_ensemble_training_equals_training_members_alone():
+    from relulab.estimators import _torch
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    y = rng.normal(size=50)
+    w = rng.integers(0, 3, size=(3, 50)).astype(float)
+    kw = dict(epochs=3, batch_size=16, lr=1e-2, weight_decay=0.0, tol=0.0, n_iter_no_change=5, seed=4)
+
+    def obj(out, yb, idx):
+        return 0.5 * (out[..., 0] - yb) ** 2
+
+    both = _torch.build_ensemble(torch, 3, 2, (5,), 1, seed=1)
+    alone = [p[1:2].detach().clone().requires_grad_() for p in both]
+    _torch.train(torch, both, lambda Z: _torch.ensemble_forward(torch, both, Z), obj, X, y, w, **kw)
+    _torch.train(torch, alone, lambda Z: _torch.ensemble_forward(torch, alone, Z), obj, X, y, w[1:2], **kw)
+    for p, q in zip(both, alone, strict=True):
+        assert torch.allclose(p[1:2], q, rtol=1e-12, atol=1e-14)

@@ -118,9 +118,10 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
             with torch.no_grad():
                 model[-1].bias.copy_(torch.from_numpy(np.asarray(out_bias, dtype=np.float64)))
         log = _torch.train(
-            torch, model, objective, Xs, Ys, weights,
+            torch, model.parameters(), model, objective, Xs, Ys, weights,
             epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
             weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             seed=seed + 1,
         )
+        model.eval()
         return model, log

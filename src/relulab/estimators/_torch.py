@@ -60,9 +60,39 @@ class TrainLog:
     converged: bool
 
 
+def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: int, seed: int) -> list[Any]:
+    """Parameters ``[W_1, b_1, ...]`` of ``B`` ReLU MLPs stacked on a leading axis.
+
+    ``W_l`` has shape ``(B, out, in)``; each member is initialised like ``nn.Linear``
+    (uniform on ``+-1/sqrt(fan_in)``), all from one generator seeded by ``seed``.
+    """
+    g = torch.Generator().manual_seed(int(seed))
+    sizes = [d_in, *hidden, d_out]
+    params = []
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        bound = 1.0 / np.sqrt(a)
+        W = (torch.rand(B, b, a, generator=g, dtype=torch.float64) * 2 - 1) * bound
+        c = (torch.rand(B, b, generator=g, dtype=torch.float64) * 2 - 1) * bound
+        params += [W.requires_grad_(), c.requires_grad_()]
+    return params
+
+
+def ensemble_forward(torch: Any, params: list[Any], X: Any) -> Any:
+    """All members on the same rows: ``(batch, d)`` -> ``(B, batch, out)``."""
+    H = X.unsqueeze(0).expand(params[0].shape[0], -1, -1)
+    n_layers = len(params) // 2
+    for k in range(n_layers):
+        W, c = params[2 * k], params[2 * k + 1]
+        H = torch.baddbmm(c.unsqueeze(1), H, W.transpose(1, 2))
+        if k < n_layers - 1:
+            H = torch.relu(H)
+    return H
+
+
 def train(
     torch: Any,
-    model: Any,
+    params: Any,
+    forward: Callable[[Any], Any],
     objective: Callable[[Any, Any, Any], Any],
     X: np.ndarray,
     Y: np.ndarray,
@@ -76,11 +106,15 @@ def train(
     n_iter_no_change: int,
     seed: int,
 ) -> TrainLog:
-    """Minibatch Adam on ``mean_i w_i * objective(model(X_i), Y_i)`` (weights of mean 1).
+    """Minibatch Adam on ``sum_b mean_i w_bi * objective(forward(X_i), Y_i)``.
 
-    ``objective(out, y, idx)`` returns one loss per row.  Training stops when the epoch's
-    mean loss has not improved by ``tol`` for ``n_iter_no_change`` epochs in a row
-    (scikit-learn's MLP rule); ``tol <= 0`` trains all ``epochs``.
+    ``objective(out, y, idx)`` returns one loss per row, shape ``(batch,)``, or per member
+    and row, ``(B, batch)`` for an ensemble trained in one go.  ``weights`` is ``None``,
+    ``(n,)`` or ``(B, n)``; each row of weights is rescaled to mean 1.  Adam acts
+    elementwise, so the members of an ensemble train exactly as if trained one by one on
+    the same minibatches.  Training stops when the epoch's mean loss has not improved by
+    ``tol`` for ``n_iter_no_change`` epochs in a row (scikit-learn's MLP rule); ``tol <= 0``
+    trains all ``epochs``.
     """
     n = X.shape[0]
     Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))
@@ -88,25 +122,28 @@ def train(
     Wt = None
     if weights is not None:
         w = np.asarray(weights, dtype=np.float64)
-        Wt = torch.from_numpy(w * (n / w.sum()))
+        Wt = torch.from_numpy(w * (n / w.sum(axis=-1, keepdims=True)))
     bs = max(1, min(int(batch_size), n))
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    params = list(params)
+    opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     curve: list[float] = []
     best, stall, converged = np.inf, 0, False
-    model.train()
     for _ in range(int(epochs)):
         perm = torch.from_numpy(rng.permutation(n))
         total = 0.0
         for start in range(0, n, bs):
             idx = perm[start : start + bs]
-            per_row = objective(model(Xt[idx]), Yt[idx], idx)
-            loss = (per_row * Wt[idx]).mean() if Wt is not None else per_row.mean()
+            per_row = objective(forward(Xt[idx]), Yt[idx], idx)
+            if Wt is not None:
+                per_row = per_row * Wt[..., idx]
+            loss = per_row.mean(dim=-1).sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += float(loss.detach()) * len(idx)
-        curve.append(total / n)
+        members = 1 if per_row.ndim == 1 else per_row.shape[0]
+        curve.append(total / n / members)
         if tol > 0:
             if curve[-1] > best - tol:
                 stall += 1
@@ -116,7 +153,6 @@ def train(
             if stall >= n_iter_no_change:
                 converged = True
                 break
-    model.eval()
     return TrainLog(curve, len(curve), converged)
 
 

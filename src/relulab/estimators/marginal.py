@@ -17,7 +17,9 @@ logistic or Poisson loss) in which every measurement of unit ``i`` has weight ``
 The estimate is an ensemble: ``n_estimators`` networks, each fitted on a bootstrap
 sample of units (``resample="bootstrap"``) or on a subsample of
 ``subsample_fraction * n`` units without replacement (``"subsample"``); a unit drawn
-``N`` times gets ``N`` times its weight.  Resampling units, not rows, keeps the
+``N`` times gets ``N`` times its weight.  The members train in one run (stacked
+weights, batched matrix products, shared minibatches), which is the same as training
+them one by one because Adam acts elementwise.  Resampling units, not rows, keeps the
 dependence within units intact.  ``predict_interval`` uses the infinitesimal-jackknife
 variance over the ensemble with the Wager-Hastie-Efron bias correction
 (:func:`.ij_variance`), on the linear-predictor scale, mapped through the inverse link.
@@ -203,26 +205,33 @@ class MarginalNetRegressor(NetEstimatorBase):
         seed = seed_of(self.random_state)
         rng = np.random.default_rng(seed)
         self.counts_, self._subsample_size = self._draw_counts(rng, n_units)
-        member_seeds = rng.integers(0, 2**31 - 1, size=self.n_estimators)
         torch = _torch.torch_module()
+        B = self.n_estimators
+        # one training run for the whole ensemble: member b sees every row with weight
+        # (count of its unit in resample b) x (cluster weight); zero-weight rows are out
+        row_w = self.counts_[:, unit_of_row] * self.unit_weights_[unit_of_row][None, :]
 
         def objective(out: Any, yb: Any, idx: Any) -> Any:
-            return _losses.glm_loss(torch, out[:, 0], yb, family)
+            return _losses.glm_loss(torch, out[..., 0], yb[None, :], family)
 
-        out_map = (np.array([[self.y_scale_]]), np.array([self.y_mean_]))
-        self.networks_: list[Network] = []
-        self.n_iter_ = []
+        params = _torch.build_ensemble(torch, B, Xs.shape[1], self.hidden_, 1, int(rng.integers(2**31 - 1)))
+        with torch.no_grad():
+            params[-1].fill_(start)
         with _torch.one_thread(torch):
-            for b in range(self.n_estimators):
-                row_w = self.counts_[b, unit_of_row] * self.unit_weights_[unit_of_row]
-                rows = np.flatnonzero(row_w > 0)
-                model, log = self._train(
-                    torch, Xs[rows], Ys[rows], objective, 1, "relu", int(member_seeds[b]),
-                    weights=row_w[rows], out_bias=np.array([start]),
-                )
-                layers = _torch.linear_layers(model)
-                self.networks_.append(_torch.export_network(layers, self.x_mean_, self.x_scale_, out_map))
-                self.n_iter_.append(log.n_epochs)
+            log = _torch.train(
+                torch, params, lambda Z: _torch.ensemble_forward(torch, params, Z), objective, Xs, Ys, row_w,
+                epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
+                weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
+                seed=int(rng.integers(2**31 - 1)),
+            )
+        self.loss_curve_ = log.loss_curve
+        self.n_iter_ = log.n_epochs
+        out_map = (np.array([[self.y_scale_]]), np.array([self.y_mean_]))
+        arrays = [p.detach().numpy() for p in params]
+        self.networks_: list[Network] = []
+        for b in range(B):
+            layers = [(arrays[2 * k][b], arrays[2 * k + 1][b]) for k in range(len(arrays) // 2)]
+            self.networks_.append(_torch.export_network(layers, self.x_mean_, self.x_scale_, out_map))
         return self
 
     # -------------------------------------------------------------- predict
