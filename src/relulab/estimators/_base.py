@@ -116,12 +116,13 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         model = _torch.build_mlp(torch, Xs.shape[1], self.hidden_, d_out, activation, seed)
         if out_bias is not None:
             with torch.no_grad():
-                model[-1].bias.copy_(torch.from_numpy(np.asarray(out_bias, dtype=np.float64)))
+                model[-1].bias.copy_(torch.as_tensor(np.asarray(out_bias), dtype=model[-1].bias.dtype))
         log = _torch.train(
             torch, model.parameters(), model, objective, Xs, Ys, weights,
             epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
             weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             seed=seed + 1,
         )
-        model.eval()
+        # predict and network_ both compute in float64 with the trained (float32) numbers
+        model.double().eval()
         return model, log

@@ -30,14 +30,61 @@ def kernel_integral(torch: Any, t: Any, kernel: str) -> Any:
     return torch.where(t >= 1, t, torch.where(t <= -1, torch.zeros_like(t), mid))
 
 
+def kernel_cdf(torch: Any, t: Any, kernel: str) -> Any:
+    """torch version of the kernel's distribution function ``F`` (``G' = F``)."""
+    if kernel == "gaussian":
+        return torch.special.ndtr(t)
+    if kernel == "logistic":
+        return torch.sigmoid(t)
+    s = torch.clamp(t, -1.0, 1.0)
+    if kernel == "uniform":
+        return (s + 1) / 2
+    if kernel == "epanechnikov":
+        return 0.5 + 0.75 * s - 0.25 * s**3
+    return torch.where(s <= 0, (1 + s) ** 2 / 2, 1 - (1 - s) ** 2 / 2)
+
+
+_FUNCTIONS: dict[int, Any] = {}
+
+
+def _smoothed_check_function(torch: Any) -> Any:
+    """An autograd Function with the closed-form derivative ``tau - F(-u / h)``.
+
+    Fewer tensor operations per step than differentiating the loss formula (the
+    training loop's cost is mostly per-operation overhead at these sizes).
+    """
+    key = id(torch)
+    if key not in _FUNCTIONS:
+
+        class SmoothedCheck(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, u: Any, tau: Any, h: Any, kernel: str) -> Any:
+                t = -u / h
+                ctx.save_for_backward(tau - kernel_cdf(torch, t, kernel))
+                return tau * u + h * kernel_integral(torch, t, kernel)
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                (d,) = ctx.saved_tensors
+                return grad * d, None, None, None
+
+        _FUNCTIONS[key] = SmoothedCheck
+    return _FUNCTIONS[key]
+
+
 def check_loss(torch: Any, u: Any, tau: Any) -> Any:
     """Pinball loss ``tau u + max(-u, 0)`` (``tau`` broadcasts over the last axis)."""
     return tau * u + torch.relu(-u)
 
 
 def smoothed_check_loss(torch: Any, u: Any, tau: Any, h: Any, kernel: str) -> Any:
-    """Convolution-smoothed check loss ``tau u + h G(-u / h)``."""
-    return tau * u + h * kernel_integral(torch, -u / h, kernel)
+    """Convolution-smoothed check loss ``tau u + h G(-u / h)`` (derivative in ``u`` in closed form).
+
+    ``tau`` and ``h`` are constants (floats or tensors that broadcast against ``u``).
+    """
+    tau = torch.as_tensor(tau, dtype=u.dtype)
+    h = torch.as_tensor(h, dtype=u.dtype)
+    return _smoothed_check_function(torch).apply(u, tau, h, kernel)
 
 
 def glm_loss(torch: Any, eta: Any, y: Any, family: str) -> Any:

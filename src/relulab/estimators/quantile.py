@@ -173,8 +173,8 @@ class QuantileNetRegressor(NetEstimatorBase):
             start = np.concatenate([start[:1], np.maximum(np.diff(start), _MIN_INIT_GAP)])
 
         torch = _torch.torch_module()
-        tau_t = torch.from_numpy(taus)[None, :]
-        h_t = torch.from_numpy(np.where(h > 0, h, 1.0))[None, :]
+        tau_t = torch.tensor(taus, dtype=_torch.TRAIN_DTYPE(torch))[None, :]
+        h_t = torch.tensor(np.where(h > 0, h, 1.0), dtype=_torch.TRAIN_DTYPE(torch))[None, :]
         smooth, kernel = self.loss == "conquer", self.kernel
 
         def objective(out: Any, yb: Any, idx: Any) -> Any:
