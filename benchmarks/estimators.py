@@ -132,13 +132,25 @@ def run(args) -> dict:
     q, t = timed(forest)
     rows["quantile-forest (100 trees)"] = {**metrics(q, yt, truth), "time_s": t, "ref": "relulab ConquerNet 2x64"}
 
-    target = None
-    if not args.quick:
-        Xb, yb, _ = simulate(10_000, args.d, 2)
-        _, t = timed(lambda: QuantileNetRegressor(hidden=(64, 64), epochs=200, random_state=0).fit(Xb, yb))
-        target = {"rows": 10_000, "hidden": [64, 64], "epochs": 200, "time_s": t, "under_60s": t < 60}
+    target = performance_target(args.d) if not args.quick else None
     return {"n": args.n, "n_test": args.n_test, "d": args.d, "epochs": args.epochs, "taus": TAUS,
             "bandwidth": bw.tolist(), "rows": rows, "performance_target": target}
+
+
+def performance_target(d: int) -> dict:
+    """The issue's target: 10,000 rows, 2x64, 200 epochs, minibatch Adam.
+
+    Wall time depends on how many other processes share the two cores; the process's
+    CPU time (one thread) is what the fit costs on a quiet machine, so both are reported.
+    """
+    Xb, yb, _ = simulate(10_000, d, 2)
+    QuantileNetRegressor(hidden=(4,), epochs=1, random_state=0).fit(Xb[:50], yb[:50])
+    c0 = time.process_time()
+    _, t = timed(lambda: QuantileNetRegressor(hidden=(64, 64), epochs=200, random_state=0).fit(Xb, yb))
+    cpu = time.process_time() - c0
+    return {"rows": 10_000, "hidden": [64, 64], "epochs": 200, "batch_size": 256, "time_s": t,
+            "cpu_s": cpu, "load_avg_1min": os.getloadavg()[0], "under_60s_wall": t < 60,
+            "under_60s_cpu": cpu < 60}
 
 
 def table(res: dict) -> str:
@@ -157,7 +169,8 @@ def table(res: dict) -> str:
     lines.append("ratio = tool time / relulab time for the same model class (linear or 2x64 network)")
     if res["performance_target"]:
         p = res["performance_target"]
-        lines.append(f"target: 10,000 rows, 2x64, 200 epochs: {p['time_s']:.1f} s (under 60 s: {p['under_60s']})")
+        lines.append(f"target: 10,000 rows, 2x64, 200 epochs: wall {p['time_s']:.1f} s, CPU {p['cpu_s']:.1f} s "
+                     f"(load average {p['load_avg_1min']:.1f} on this 2-core machine)")
     return "\n".join(lines)
 
 
@@ -165,11 +178,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--target-only", action="store_true", help="only time the 10,000-row target fit")
     args = ap.parse_args()
     args.n, args.n_test, args.d = (1000, 2000, 3) if args.quick else (5000, 10000, 5)
     args.epochs = 20 if args.quick else 100
     args.lin_epochs = 300 if args.quick else 1500
     os.makedirs(args.out, exist_ok=True)
+    if args.target_only:
+        import torch
+
+        torch.set_num_threads(1)
+        p = performance_target(5)
+        print(json.dumps(p, indent=1))
+        Path(args.out, "estimators_target.json").write_text(json.dumps(p, indent=1))
+        return
     res = run(args)
     print(table(res))
     name = "estimators_quick.json" if args.quick else "estimators.json"

@@ -158,6 +158,8 @@ def figure(cells: list[dict], fit: dict, cov: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    if not cells:
+        axes[0].set_visible(False)
     ms = sorted({c["m"] for c in cells})
     for k, m in enumerate(ms):
         sel = [c for c in cells if c["m"] == m]
@@ -165,10 +167,11 @@ def figure(cells: list[dict], fit: dict, cov: dict, path: Path) -> None:
         axes[0].loglog(ns, [c["imse"] for c in sel], "o-", color=f"C{k}", label=f"m={m}")
         axes[0].loglog(ns, [fit["c1_over_n"] / n + fit["c2_nm"] * (n * m) ** -fit["fitted_r"] for n in ns],
                        ":", color=f"C{k}")
-    axes[0].set_xlabel("units n")
-    axes[0].set_ylabel("IMSE")
-    axes[0].set_title(f"IMSE; dotted: c1/n + c2 (nm)^-r, r={fit['fitted_r']:.2f}")
-    axes[0].legend()
+    if cells:
+        axes[0].set_xlabel("units n")
+        axes[0].set_ylabel("IMSE")
+        axes[0].set_title(f"IMSE; dotted: c1/n + c2 (nm)^-r, r={fit['fitted_r']:.2f}")
+        axes[0].legend()
     x = np.arange(len(cov["x0"]))
     for k, (key, lab) in enumerate([("nominal_0.90", "90%"), ("nominal_0.95", "95%")]):
         axes[1].plot(x, cov[key]["coverage_f0"], "o-", color=f"C{k}", label=f"{lab}: covers f0(x)")
@@ -179,7 +182,7 @@ def figure(cells: list[dict], fit: dict, cov: dict, path: Path) -> None:
     axes[1].set_xlabel("x0")
     axes[1].set_ylabel("coverage")
     axes[1].set_ylim(0, 1.02)
-    axes[1].set_title(f"IJ interval coverage over {cov['replications']} replications"
+    axes[1].set_title(f"IJ coverage, {cov['replications']} replications, B={cov['B']}"
                       + (" (partial)" if cov["partial"] else ""))
     axes[1].legend(fontsize=8)
     fig.tight_layout()
@@ -193,6 +196,10 @@ def main() -> None:
     ap.add_argument("--out", default="experiments/results")
     ap.add_argument("--budget-s", type=float, default=3000.0,
                     help="wall-clock budget of the coverage study; stops early and marks it partial")
+    ap.add_argument("--coverage-only", action="store_true",
+                    help="only the coverage study (writes repeated_measures_coverage.json/.png)")
+    ap.add_argument("--cov-B", type=int, default=None, help="ensemble size of the coverage study")
+    ap.add_argument("--cov-steps", type=int, default=None, help="Adam steps per coverage fit")
     args = ap.parse_args()
     if args.quick:
         args.ns, args.ms, args.reps, args.steps, args.B_imse = [25, 50, 100], [2, 8], 1, 300, 4
@@ -200,12 +207,29 @@ def main() -> None:
     else:
         args.ns, args.ms, args.reps, args.steps, args.B_imse = [25, 50, 100, 200], [2, 5, 10, 20], 3, 1000, 5
         args.cov_reps, args.cov_n, args.cov_m, args.B_cov, args.cov_steps = 200, 50, 10, 200, 600
+    if args.cov_B:
+        args.B_cov = args.cov_B
+    if args.cov_steps:
+        args.cov_steps = args.cov_steps
     import torch
 
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    if args.coverage_only:
+        cov = coverage(args)
+        name = "repeated_measures_coverage" + ("_quick" if args.quick else "")
+        (out / f"{name}.json").write_text(json.dumps({"settings": {k: v for k, v in vars(args).items() if k != "out"},
+                                                      "coverage": cov, "wall_s": time.perf_counter() - t0}, indent=1))
+        figure([], {}, cov, out / f"{name}.png")
+        for key in ("nominal_0.90", "nominal_0.95"):
+            c = cov[key]
+            print(f"{key}: coverage of f0 {c['coverage_f0_mean']:.3f}, of the estimator's mean "
+                  f"{c['coverage_estimator_mean_avg']:.3f}, mean width {c['mean_width']:.3f}")
+        print(f"bias {np.round(cov['bias'], 3).tolist()}, empirical sd {np.round(cov['empirical_sd'], 3).tolist()}, "
+              f"mean IJ sd {np.round(cov['mean_ij_sd'], 3).tolist()}; {cov['replications']} replications")
+        return
     cells = imse_grid(args)
     fit = rate_fit(cells)
     cov = coverage(args)
