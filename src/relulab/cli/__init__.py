@@ -12,13 +12,24 @@ from __future__ import annotations
 
 import sys
 
-from . import construct, core, lipschitz, logic, params, regions, symmetry, train, verify
+from . import (
+    construct,
+    core,
+    estimators,
+    lipschitz,
+    logic,
+    params,
+    regions,
+    symmetry,
+    train,
+    verify,
+)
 from ._common import app, run_app, set_topics
 
 __all__ = ["app", "main", "TOPICS"]
 
 # The order here is the order of `relulab --help` and of the tour.
-TOPICS = (core, verify, lipschitz, regions, construct, params, symmetry, train, logic)
+TOPICS = (core, verify, lipschitz, regions, construct, params, symmetry, train, estimators, logic)
 
 for _topic in TOPICS:
     _topic.register(app)

@@ -1,0 +1,215 @@
+"""Building, training and exporting the torch networks behind the estimators.
+
+One multilayer perceptron (Linear layers with one activation between them, float64) is
+trained by minibatch Adam on standardised inputs and responses.  Everything random (the
+initial weights, the minibatch order) comes from one integer seed, so a fit is
+reproducible.  Export folds the standardisation into the first and last layers and
+returns a :class:`~relulab.Network` that computes the fitted function of the raw input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import require
+from ..network import Network
+
+ACTIVATIONS = ("relu", "softplus", "gelu", "silu")
+
+
+def TRAIN_DTYPE(torch: Any) -> Any:  # noqa: N802  (a constant that needs the lazy torch)
+    """Training runs in float32: about a third faster per step than float64 on CPU, and
+    minibatch Adam's noise is far above float32 rounding.  Fitted weights are then used in
+    float64 (predict and ``network_`` compute with the same float64 numbers)."""
+    return torch.float32
+
+
+def torch_module() -> Any:
+    return require("torch", "torch")
+
+
+@contextlib.contextmanager
+def one_thread(torch: Any) -> Iterator[None]:
+    """Train on one thread: the networks are small, so threads only add contention."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activation: str, seed: int) -> Any:
+    """``nn.Sequential`` Linear-act-...-Linear in float32 (the training precision),
+    initialised from ``seed``; callers convert it to float64 after training."""
+    nn = torch.nn
+    act = {"relu": nn.ReLU, "softplus": nn.Softplus, "gelu": nn.GELU, "silu": nn.SiLU}[activation]
+    layers: list[Any] = []
+    sizes = [d_in, *hidden]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+            layers += [nn.Linear(a, b, dtype=TRAIN_DTYPE(torch)), act()]
+        layers.append(nn.Linear(sizes[-1], d_out, dtype=TRAIN_DTYPE(torch)))
+    return nn.Sequential(*layers)
+
+
+@dataclass
+class TrainLog:
+    """What a training run did: mean training loss per epoch and whether it stopped early."""
+
+    loss_curve: list[float]
+    n_epochs: int
+    converged: bool
+
+
+def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: int, seed: int) -> list[Any]:
+    """Parameters ``[W_1, b_1, ...]`` of ``B`` ReLU MLPs stacked on a leading axis.
+
+    ``W_l`` has shape ``(B, out, in)``; each member is initialised like ``nn.Linear``
+    (uniform on ``+-1/sqrt(fan_in)``), all from one generator seeded by ``seed``.
+    """
+    g = torch.Generator().manual_seed(int(seed))
+    sizes = [d_in, *hidden, d_out]
+    params = []
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        bound = 1.0 / np.sqrt(a)
+        W = (torch.rand(B, b, a, generator=g, dtype=TRAIN_DTYPE(torch)) * 2 - 1) * bound
+        c = (torch.rand(B, b, generator=g, dtype=TRAIN_DTYPE(torch)) * 2 - 1) * bound
+        params += [W.requires_grad_(), c.requires_grad_()]
+    return params
+
+
+def ensemble_forward(torch: Any, params: list[Any], X: Any) -> Any:
+    """All members on the same rows: ``(batch, d)`` -> ``(B, batch, out)``."""
+    H = X.unsqueeze(0).expand(params[0].shape[0], -1, -1)
+    n_layers = len(params) // 2
+    for k in range(n_layers):
+        W, c = params[2 * k], params[2 * k + 1]
+        H = torch.baddbmm(c.unsqueeze(1), H, W.transpose(1, 2))
+        if k < n_layers - 1:
+            H = torch.relu(H)
+    return H
+
+
+def train(
+    torch: Any,
+    params: Any,
+    forward: Callable[[Any], Any],
+    objective: Callable[[Any, Any, Any], Any],
+    X: np.ndarray,
+    Y: np.ndarray,
+    weights: np.ndarray | None,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float,
+    tol: float,
+    n_iter_no_change: int,
+    seed: int,
+) -> TrainLog:
+    """Minibatch Adam on ``sum_b mean_i w_bi * objective(forward(X_i), Y_i)``.
+
+    ``objective(out, y, idx)`` returns one loss per row, shape ``(batch,)``, or per member
+    and row, ``(B, batch)`` for an ensemble trained in one go.  ``weights`` is ``None``,
+    ``(n,)`` or ``(B, n)``; each row of weights is rescaled to mean 1.  Adam acts
+    elementwise, so the members of an ensemble train exactly as if trained one by one on
+    the same minibatches.  Training stops when the epoch's mean loss has not improved by
+    ``tol`` for ``n_iter_no_change`` epochs in a row (scikit-learn's MLP rule); ``tol <= 0``
+    trains all ``epochs``.
+    """
+    n = X.shape[0]
+    dt = np.float32 if TRAIN_DTYPE(torch) == torch.float32 else np.float64
+    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=dt))
+    Yt = torch.from_numpy(np.ascontiguousarray(Y, dtype=dt))
+    Wt = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        Wt = torch.from_numpy((w * (n / w.sum(axis=-1, keepdims=True))).astype(dt))
+    bs = max(1, min(int(batch_size), n))
+    params = list(params)
+    try:   # the fused CPU kernel does one pass over all parameters per step
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    rng = np.random.default_rng(seed)
+    curve: list[float] = []
+    best, stall, converged = np.inf, 0, False
+    for _ in range(int(epochs)):
+        perm = torch.from_numpy(rng.permutation(n))
+        total = 0.0
+        for start in range(0, n, bs):
+            idx = perm[start : start + bs]
+            per_row = objective(forward(Xt[idx]), Yt[idx], idx)
+            if Wt is not None:
+                per_row = per_row * Wt[..., idx]
+            loss = per_row.mean(dim=-1).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        members = 1 if per_row.ndim == 1 else per_row.shape[0]
+        curve.append(total / n / members)
+        if tol > 0:
+            if curve[-1] > best - tol:
+                stall += 1
+            else:
+                stall = 0
+            best = min(best, curve[-1])
+            if stall >= n_iter_no_change:
+                converged = True
+                break
+    return TrainLog(curve, len(curve), converged)
+
+
+def predict_raw(torch: Any, model: Any, X: np.ndarray) -> np.ndarray:
+    """The model's outputs on standardised inputs, as a float64 array (n, out)."""
+    with torch.no_grad():
+        return model(torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64))).numpy()
+
+
+def linear_layers(model: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(W, b)`` of every Linear layer of ``model`` in order, as float64 arrays."""
+    out = []
+    for m in model:
+        if hasattr(m, "weight") and m.weight.ndim == 2:
+            out.append((m.weight.detach().numpy().astype(np.float64), m.bias.detach().numpy().astype(np.float64)))
+    return out
+
+
+def export_network(
+    layers: list[tuple[np.ndarray, np.ndarray]],
+    x_mean: np.ndarray,
+    x_scale: np.ndarray,
+    out_map: tuple[np.ndarray, np.ndarray] | None,
+    extra_relu_head: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Network:
+    """A ReLU :class:`Network` computing the fitted function of the raw input.
+
+    ``x -> (x - x_mean) / x_scale`` is folded into the first layer.  ``extra_relu_head``
+    ``(A, a, C)`` appends the layer ``z -> C relu(A z + a)`` after the trained network's
+    output ``z`` (the non-crossing quantile head); ``out_map`` ``(M, m)`` then maps the
+    output affinely (``y_mean + y_scale * q``).
+    """
+    Ws = [W.copy() for W, _ in layers]
+    bs = [b.copy() for _, b in layers]
+    bs[0] = bs[0] - Ws[0] @ (x_mean / x_scale)
+    Ws[0] = Ws[0] / x_scale[None, :]
+    if extra_relu_head is not None:
+        A, a, C = extra_relu_head
+        # the head's affine map A z + a composes with the last trained layer: no new ReLU
+        # between them, so the head's ReLU layer *is* the next hidden layer.
+        W_last, b_last = Ws[-1], bs[-1]
+        Ws[-1], bs[-1] = A @ W_last, A @ b_last + a
+        Ws.append(C)
+        bs.append(np.zeros(C.shape[0]))
+    if out_map is not None:
+        M, m = out_map
+        Ws[-1], bs[-1] = M @ Ws[-1], M @ bs[-1] + m
+    return Network(Ws, bs)

@@ -1,0 +1,243 @@
+"""ConquerNet: quantile regression with one ReLU network and (smoothed) check losses.
+
+:class:`QuantileNetRegressor` fits one network with one output per quantile level by
+minimising the mean over levels of the check loss (``loss="pinball"``) or of its
+convolution-smoothed version (``loss="conquer"``, see :mod:`.kernels`).
+
+Non-crossing (``noncrossing=True``, several levels): the network's outputs ``z`` are
+read as a base and increments, ``q_1 = z_1`` and ``q_k = q_{k-1} + relu(z_k)``.  The
+quantile curves therefore never cross, anywhere in input space (guaranteed by
+construction, not a penalty), and the head is ReLU + affine, so ``network_`` is an exact
+ReLU network: one more hidden layer of ``K + 1`` neurons ``relu(z_1), relu(-z_1),
+relu(z_2), ..., relu(z_K)`` and an output layer of partial sums.  An increment whose
+pre-activation is negative over the data gets no gradient (the two levels then coincide);
+the increments start at the gaps between the response's empirical quantiles so this does
+not happen at initialisation.
+
+Inputs and response are standardised before training; the data-driven bandwidth is
+applied on the standardised response, and ``bandwidth_`` reports it in response units.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..network import Network
+from . import _losses, _torch
+from ._base import (
+    EstimatorInputError,
+    NetEstimatorBase,
+    check_choice,
+    check_hidden,
+    check_X,
+    check_Xy,
+    seed_of,
+    standardiser,
+)
+from .kernels import KERNELS, check_loss, conquer_bandwidth
+
+__all__ = ["QuantileNetRegressor"]
+
+# smallest starting increment between neighbouring quantile outputs (standardised
+# response units): keeps every ReLU increment active at initialisation.
+_MIN_INIT_GAP = 1e-2
+
+
+def check_quantiles(quantiles: Any, where: str) -> tuple[np.ndarray, bool]:
+    """The levels as a sorted float array and whether a single scalar was given."""
+    scalar = isinstance(quantiles, numbers.Real)
+    try:
+        q = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise EstimatorInputError(f"{where}: quantiles must be numbers in (0, 1), got {quantiles!r}") from None
+    if q.ndim != 1 or q.size == 0:
+        raise EstimatorInputError(f"{where}: quantiles must be a number or a 1-D sequence, got {quantiles!r}")
+    if not np.all((q > 0) & (q < 1)):
+        raise EstimatorInputError(f"{where}: quantiles must lie strictly between 0 and 1, got {q.tolist()}")
+    if np.any(np.diff(q) <= 0):
+        raise EstimatorInputError(f"{where}: quantiles must be strictly increasing, got {q.tolist()}")
+    return q, scalar
+
+
+def _noncrossing_head_np(z: np.ndarray) -> np.ndarray:
+    return np.cumsum(np.concatenate([z[:, :1], np.maximum(z[:, 1:], 0.0)], axis=1), axis=1)
+
+
+class QuantileNetRegressor(NetEstimatorBase):
+    """Quantile regression by a ReLU network (ConquerNet when ``loss="conquer"``).
+
+    Args:
+        quantiles: one level or an increasing sequence of levels in (0, 1).  A single
+            number makes ``predict`` return a vector, a sequence an ``(n, K)`` array.
+        hidden: hidden-layer widths; ``()`` gives a linear quantile model.
+        loss: ``"conquer"`` (convolution-smoothed check loss) or ``"pinball"``.
+        kernel: smoothing kernel (``"gaussian"``, ``"logistic"``, ``"uniform"``,
+            ``"epanechnikov"``, ``"triangular"``).
+        bandwidth: ``"auto"`` for the conquer rule (per level, on the standardised
+            response, with ``p`` = number of inputs + 1) or a positive number in
+            response units.
+        noncrossing: enforce ``q_1 <= ... <= q_K`` by ReLU increments (see module doc).
+        epochs, batch_size, learning_rate, weight_decay: minibatch Adam settings.
+        tol, n_iter_no_change: stop when the epoch loss has not improved by ``tol`` for
+            ``n_iter_no_change`` epochs (``tol=0`` trains all epochs).
+        random_state: seed for initial weights and minibatch order.
+
+    Attributes:
+        quantiles_, bandwidth_ (response units, one per level; 0 for pinball),
+        network_ (a relulab :class:`~relulab.Network` that reproduces ``predict``),
+        loss_curve_, n_iter_ (epochs run), n_features_in_.
+
+    ``score`` is the *negative* mean check loss (greater is better, as scikit-learn's
+    model selection expects).
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1, 1, size=(200, 1)); y = X[:, 0] + 0.1 * rng.normal(size=200)
+        >>> m = QuantileNetRegressor(quantiles=(0.1, 0.9), hidden=(8,), epochs=5,
+        ...                          random_state=0).fit(X, y)
+        >>> q = m.predict(X); q.shape, bool(np.all(q[:, 0] <= q[:, 1]))
+        ((200, 2), True)
+        >>> bool(np.allclose(m.network_(X), q, rtol=1e-9, atol=1e-12))
+        True
+    """
+
+    def __init__(
+        self,
+        quantiles: Any = (0.1, 0.5, 0.9),
+        hidden: Any = (64, 64),
+        loss: str = "conquer",
+        kernel: str = "gaussian",
+        bandwidth: Any = "auto",
+        noncrossing: bool = True,
+        epochs: int = 200,
+        batch_size: int = 256,
+        learning_rate: float = 1e-3,
+        weight_decay: float = 0.0,
+        tol: float = 0.0,
+        n_iter_no_change: int = 10,
+        random_state: Any = None,
+    ) -> None:
+        self.quantiles = quantiles
+        self.hidden = hidden
+        self.loss = loss
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.noncrossing = noncrossing
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def _bandwidths(self, taus: np.ndarray, n: int, d: int, y_scale: float) -> np.ndarray:
+        """Bandwidths on the standardised response scale, one per level."""
+        if self.loss == "pinball":
+            return np.zeros_like(taus)
+        if isinstance(self.bandwidth, str) and self.bandwidth == "auto":
+            return np.array([conquer_bandwidth(t, n, d + 1) for t in taus])
+        b = self.bandwidth
+        if not (isinstance(b, numbers.Real) and np.isfinite(b) and b > 0):
+            raise EstimatorInputError(
+                f"QuantileNetRegressor.fit: bandwidth must be 'auto' or a positive number, got {b!r}"
+            )
+        return np.full_like(taus, float(b) / y_scale)
+
+    def fit(self, X: Any, y: Any) -> QuantileNetRegressor:
+        """Fit the quantile network on ``X`` (n, d) and ``y`` (n,)."""
+        taus, self._scalar = check_quantiles(self.quantiles, "QuantileNetRegressor.fit")
+        check_choice(self, "loss", self.loss, ("conquer", "pinball"))
+        check_choice(self, "kernel", self.kernel, KERNELS)
+        self.hidden_ = check_hidden(self, self.hidden)
+        self._check_training_params()
+        X, y = check_Xy(self, X, y)
+        n, d = X.shape
+        self.x_mean_, self.x_scale_ = standardiser(X)
+        ym, ys = standardiser(y[:, None])
+        self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
+        Xs = (X - self.x_mean_) / self.x_scale_
+        Ys = (y - self.y_mean_) / self.y_scale_
+        h = self._bandwidths(taus, n, d, self.y_scale_)
+        self.quantiles_ = taus
+        self.bandwidth_ = h * self.y_scale_
+        K = taus.size
+        head = bool(self.noncrossing) and K > 1
+        start = np.quantile(Ys, taus)
+        if head:
+            start = np.concatenate([start[:1], np.maximum(np.diff(start), _MIN_INIT_GAP)])
+
+        torch = _torch.torch_module()
+        tau_t = torch.tensor(taus, dtype=_torch.TRAIN_DTYPE(torch))[None, :]
+        h_t = torch.tensor(np.where(h > 0, h, 1.0), dtype=_torch.TRAIN_DTYPE(torch))[None, :]
+        smooth, kernel = self.loss == "conquer", self.kernel
+
+        def objective(out: Any, yb: Any, idx: Any) -> Any:
+            q = self._head_torch(torch, out) if head else out
+            u = yb[:, None] - q
+            if smooth:
+                per = _losses.smoothed_check_loss(torch, u, tau_t, h_t, kernel)
+            else:
+                per = _losses.check_loss(torch, u, tau_t)
+            return per.mean(dim=1)
+
+        seed = seed_of(self.random_state)
+        with _torch.one_thread(torch):
+            self._model, log = self._train(torch, Xs, Ys, objective, K, "relu", seed, out_bias=start)
+        self._head = head
+        self.loss_curve_ = log.loss_curve
+        self.n_iter_ = log.n_epochs
+        self.converged_ = log.converged
+        self.network_ = self._export()
+        return self
+
+    @staticmethod
+    def _head_torch(torch: Any, z: Any) -> Any:
+        return torch.cumsum(torch.cat([z[:, :1], torch.relu(z[:, 1:])], dim=1), dim=1)
+
+    def _export(self) -> Network:
+        K = self.quantiles_.size
+        layers = _torch.linear_layers(self._model)
+        head = None
+        if self._head:
+            A = np.zeros((K + 1, K))
+            A[0, 0], A[1, 0] = 1.0, -1.0
+            A[2:, 1:] = np.eye(K - 1)
+            C = np.zeros((K, K + 1))
+            C[:, 0], C[:, 1] = 1.0, -1.0
+            for k in range(1, K):
+                C[k, 2 : k + 2] = 1.0
+            head = (A, np.zeros(K + 1), C)
+        out_map = (self.y_scale_ * np.eye(K), np.full(K, self.y_mean_))
+        return _torch.export_network(layers, self.x_mean_, self.x_scale_, out_map, head)
+
+    # -------------------------------------------------------------- predict
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted quantiles: ``(n,)`` for a single level, else ``(n, K)``."""
+        X = check_X(self, X)
+        torch = _torch.torch_module()
+        z = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)
+        q = _noncrossing_head_np(z) if self._head else z
+        q = self.y_mean_ + self.y_scale_ * q
+        return q[:, 0] if self._scalar else q
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Negative mean check loss over rows and levels (greater is better)."""
+        q = self.predict(X)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if y.shape[0] != q.shape[0] or not np.all(np.isfinite(y)):
+            raise EstimatorInputError("QuantileNetRegressor.score: y must be finite with one value per row of X")
+        q = q.reshape(q.shape[0], -1)
+        losses = np.column_stack([check_loss(y - q[:, k], t) for k, t in enumerate(self.quantiles_)])
+        return -float(np.average(losses.mean(axis=1), weights=sample_weight))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # score is a negative check loss, not R^2: the "score > 0.5" check does not apply
+        tags.regressor_tags.poor_score = True
+        return tags
