@@ -28,6 +28,7 @@ from .decision import (
 )
 from .features import read_names
 from .rule import Rule, rules_markdown, rules_table
+from .rules import DecisionRules, decision_rules
 from .why import WhyResult, why
 from .why_not import NORMS, WhyNotResult, why_not
 
@@ -37,6 +38,8 @@ __all__ = [
     "why_not",
     "WhyNotResult",
     "NORMS",
+    "decision_rules",
+    "DecisionRules",
     "Rule",
     "rules_markdown",
     "rules_table",

@@ -13,6 +13,9 @@ from ..tolerance import FEAS_TOL, MIN_RADIUS
 # Relative volume mismatch under which conv(P u Q) counts as equal to P u Q: far below
 # any region a float enumeration resolves (region volumes are >= ~1e-12 of the box).
 HULL_REL_TOL = 1e-9
+# Hull edges shorter than this fraction of the polygon's extent are rounding artefacts
+# (two copies of one vertex computed in two regions); their end points are merged.
+SHORT_EDGE = 1e-9
 
 
 def preact_maps(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -145,17 +148,25 @@ def _hull2d(P: np.ndarray) -> np.ndarray:
     P = np.unique(P, axis=0)
     if len(P) <= 2:
         return P
+    pts = [(float(a), float(b)) for a, b in P]
 
     def half(points):
-        out = []
-        for p in points:
-            while len(out) >= 2 and np.cross(out[-1] - out[-2], p - out[-2]) <= 0:
+        out: list = []
+        for px, py in points:
+            while len(out) >= 2:
+                (ax, ay), (bx, by) = out[-2], out[-1]
+                if (bx - ax) * (py - ay) - (by - ay) * (px - ax) > 0:
+                    break
                 out.pop()
-            out.append(p)
+            out.append((px, py))
         return out
 
-    lower, upper = half(P), half(P[::-1])
-    return np.array(lower[:-1] + upper[:-1])
+    lower, upper = half(pts), half(pts[::-1])
+    H = np.array(lower[:-1] + upper[:-1])
+    # vertices a rounding error apart would give an edge with a meaningless normal
+    diam = float(np.max(np.ptp(H, axis=0))) if len(H) else 0.0
+    keep = np.linalg.norm(H - np.roll(H, -1, axis=0), axis=1) > SHORT_EDGE * max(diam, 1e-300)
+    return H[keep] if keep.sum() >= 3 else H
 
 
 def _polygon_area(V: np.ndarray) -> float:
