@@ -14,6 +14,11 @@ from ..network import Network
 from ..verify import encode
 
 
+# HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
+# swallow the 1e-9 margins that tell a violation from a tie on a rule's boundary).
+FEAS_TOL_SOLVER = 1e-10
+
+
 class ExplainMILP:
     """Columns: the encoding's (the input ``x`` first), then the ones added here."""
 
@@ -79,10 +84,11 @@ class ExplainMILP:
         full[:, : self.d] = A
         self._add(full, b)
 
-    def violation(self, C: np.ndarray, d: np.ndarray) -> None:
-        """At least one row with ``C_j f(x) >= d_j`` (one binary per row; big-M from the
-        symbolic lower bounds of ``C f - d`` over the domain)."""
+    def violation(self, C: np.ndarray, d: np.ndarray, margin: float = 0.0) -> None:
+        """At least one row with ``C_j f(x) >= d_j + margin`` (one binary per row; big-M
+        from the symbolic lower bounds of ``C f - d`` over the domain)."""
         C = np.atleast_2d(C)
+        d = np.asarray(d, float) + margin
         if C.shape[0] == 1:
             self._add(-C @ self.out_A, C @ self.out_c - d)
             return
@@ -143,7 +149,11 @@ class ExplainMILP:
         model = LPModel(c, A_ub=A, b_ub=np.concatenate(self.rhs), lb=np.array(self.lb),
                         ub=np.array(self.ub), integer=np.array(self.integer), maximize=maximize,
                         time_limit=time_limit)
+        # explanations separate "holds" from "breaks by a hair" (see BREAK_MARGIN in
+        # why.py): the solver must not round a 1e-8 violation away
+        model.h.setOptionValue("primal_feasibility_tolerance", FEAS_TOL_SOLVER)
         if model.is_mip:
+            model.h.setOptionValue("mip_feasibility_tolerance", FEAS_TOL_SOLVER)
             model.h.setOptionValue("mip_rel_gap", float(gap))
             model.h.setOptionValue("mip_abs_gap", 1e-10)
         return model.solve()

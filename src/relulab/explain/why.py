@@ -38,6 +38,12 @@ from .rule import Rule
 
 __all__ = ["why", "WhyResult"]
 
+# An input breaks the decision when a decision row exceeds its bound by this much
+# (relative to 1 + max|f(x)|): ties on a rule's boundary do not count.  The k-th side
+# pushed uses (k + 2) times it, so the faces already placed (where the decision is
+# broken by at most the previous margin) never count as breaking it.
+BREAK_MARGIN = 1e-9
+
 
 @dataclass(frozen=True, eq=False)
 class WhyResult(Result):
@@ -136,10 +142,11 @@ def _box_slab(domain, lo, hi) -> Box | Polytope:
     return restrict(domain, np.vstack([np.eye(len(lo)), -np.eye(len(lo))]), np.concatenate([hi, -lo]))
 
 
-def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, time_limit) -> tuple[str, float | None]:
-    """min c.x over the inputs of ``region`` that break the decision (closed form)."""
+def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
+                   time_limit) -> tuple[str, float | None]:
+    """min c.x over the inputs of ``region`` that break the decision by ``margin``."""
     m = ExplainMILP(fnet, region)
-    m.violation(dec.C, dec.d)
+    m.violation(dec.C, dec.d, margin)
     r = m.solve(np.concatenate([c, np.zeros(m.n - len(c))]), time_limit=time_limit)
     if r.status == "infeasible":
         return "infeasible", None
@@ -150,11 +157,11 @@ def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, time_limit) -> tu
     raise ExplainError(f"why: the MILP ended with status {r.status}")
 
 
-def _cube_radius(fnet, domain, x, dec, time_limit) -> float:
+def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
     """Proven lower bound of the linf distance from x to the closest input of the
-    domain that breaks the decision (inf when none does)."""
+    domain that breaks the decision by ``margin`` (inf when none does)."""
     m = ExplainMILP(fnet, domain)
-    m.violation(dec.C, dec.d)
+    m.violation(dec.C, dec.d, margin)
     c = m.distance(x, "linf")
     r = m.solve(c, time_limit=time_limit)
     if r.status == "infeasible":
@@ -163,21 +170,24 @@ def _cube_radius(fnet, domain, x, dec, time_limit) -> float:
     return max(float(b), 0.0)
 
 
-def _witness(fnet, domain, lo, hi, dec: Decision, time_limit) -> np.ndarray | None:
-    """A point of the box (with the domain) breaking the decision strictly, re-checked."""
+def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
+    """The input of the slab ``[lo, hi]`` (within the domain) that breaks the decision
+    most, if it breaks it by more than ``margin`` (re-checked by a forward pass)."""
     region = _box_slab(domain, lo, hi)
     for Ci, di in zip(dec.C, dec.d, strict=True):
         _, xw, _ = max_output(fnet, region, Ci, time_limit)
         y = fnet(xw[None])[0]
-        if Ci @ y - di > FEAS_TOL * (1 + abs(di)) and not dec.holds(y[None])[0] \
-                and bool(domain.contains(xw)):
+        if Ci @ y - di > margin and not dec.holds(y[None])[0] and bool(domain.contains(xw)):
             return xw
     return None
 
 
 def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit) -> tuple[Rule | None, float]:
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
-    r = _cube_radius(fnet, domain, x, dec, time_limit)
+    # a tie on the rule's own boundary is no violation: a point breaks the decision
+    # when some row exceeds its bound by this output margin (far below RULE_TOL)
+    mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
+    r = _cube_radius(fnet, domain, x, dec, mg, time_limit)
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
@@ -187,6 +197,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
     d = len(x)
+    step_no = 0
     # push each side outwards as far as the decision holds: min x_i (or max) over the
     # inputs of the slab beyond the side that break the decision; none: drop the side
     for i in range(d):
@@ -201,16 +212,19 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                 slo[i], shi[i] = bb.lo[i], lo[i]
             c = np.zeros(d)
             c[i] = 1.0 if up else -1.0
-            st, v = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c, time_limit)
+            step_no += 1
+            st, v = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c, mg * (step_no + 1),
+                                   time_limit)
+            step = FEAS_TOL * (1.0 + abs(x[i]))  # smaller moves are the margin, not room
             if st == "infeasible":
                 if up:
                     hi[i] = bb.hi[i]
                 else:
                     lo[i] = bb.lo[i]
-            elif up:
-                hi[i] = min(max(hi[i], v), bb.hi[i])
-            else:
-                lo[i] = max(min(lo[i], -v), bb.lo[i])
+            elif up and v > hi[i] + step:
+                hi[i] = min(v, bb.hi[i])
+            elif not up and -v < lo[i] - step:
+                lo[i] = max(-v, bb.lo[i])
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
         if lo[i] > bb.lo[i]:
@@ -229,12 +243,15 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
     b = np.array(rows_b)
     wit = []
     for i, up in sides:
+        # the slab just beyond the side: a point there breaking the decision shows the
+        # side cannot be dropped
         wlo, whi = lo.copy(), hi.copy()
         if up:
-            whi[i] = bb.hi[i]
+            wlo[i], whi[i] = hi[i], bb.hi[i]
         else:
-            wlo[i] = bb.lo[i]
-        wit.append(_witness(fnet, domain, wlo, whi, dec, time_limit))
+            wlo[i], whi[i] = bb.lo[i], lo[i]
+        w = _witness(fnet, domain, wlo, whi, dec, mg * (step_no + 1), time_limit)
+        wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
     cert, worst = certify(fnet, domain, A, b, dec, time_limit) if do_certify else (False, None)
     return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit)), r
 
