@@ -68,6 +68,7 @@ class DecisionRules(Result):
     partial: bool
     certified: bool | None
     features: tuple
+    method: str
     times: dict
     info: dict = field(default_factory=dict)
 
@@ -135,16 +136,49 @@ def _region_data(rs, i: int):
     return rs.facet_A[f0:f1], rs.facet_b[f0:f1], V, aff[:, :d], aff[:, d]
 
 
+def _ordered_polygons(rs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """2-D regions: vertices sorted counter-clockwise within each region, the region of
+    each vertex, and every region's area (shoelace), all vectorised."""
+    n = len(rs)
+    ptr = rs.vertex_ptr
+    reg = np.repeat(np.arange(n), np.diff(ptr))
+    V = rs.vertices
+    cnt = np.diff(ptr)
+    cen = np.add.reduceat(V, ptr[:-1], axis=0) / cnt[:, None]
+    ang = np.arctan2(V[:, 1] - cen[reg, 1], V[:, 0] - cen[reg, 0])
+    order = np.lexsort((ang, reg))
+    V = V[order]
+    nxt = np.arange(len(V)) + 1
+    last = ptr[1:] - 1
+    nxt[last] = ptr[:-1]
+    cross = V[:, 0] * V[nxt, 1] - V[:, 1] * V[nxt, 0]
+    areas = 0.5 * np.abs(np.add.reduceat(cross, ptr[:-1]))
+    return V, reg, areas
+
+
 def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], int]:
     """Per decision, per region: the piece of the region with that decision (or None)."""
     n, d = len(rs), rs.dim
     out: list[list[_Piece | None]] = [[None] * n for _ in decisions]
     count = 0
+    fast = d == 2 and len(rs.vertices) == rs.vertex_ptr[-1] and np.all(np.diff(rs.vertex_ptr) >= 3)
+    if fast:
+        Vall, reg, areas = _ordered_polygons(rs)
+        aff = rs.affine
+        Yall = np.einsum("vmd,vd->vm", aff[reg, :, :d], Vall) + aff[reg, :, d]
     for i in range(n):
-        A, b, V, C, c = _region_data(rs, i)
-        if d == 2:
-            V = _order2d(V)
-        Y = V @ C.T + c
+        if fast:
+            v0, v1 = rs.vertex_ptr[i], rs.vertex_ptr[i + 1]
+            V, Y = Vall[v0:v1], Yall[v0:v1]
+            C, c = rs.affine[i][:, :d], rs.affine[i][:, d]
+            A = b = None
+            vol_region = float(areas[i])
+        else:
+            A, b, V, C, c = _region_data(rs, i)
+            if d == 2:
+                V = _order2d(V)
+            Y = V @ C.T + c
+            vol_region = None
         scale = 1.0 + float(np.max(np.abs(Y)))
         for k, dec in enumerate(decisions):
             S = Y @ dec.C.T - dec.d  # (n_vertices, rows): <= 0 inside the decision set
@@ -155,7 +189,7 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
             if np.any(dec.strict & flat & (S.max(0) >= -tol)):
                 continue
             if np.all(S <= tol):
-                out[k][i] = _Piece(V, G.volume(V))
+                out[k][i] = _Piece(V, vol_region if vol_region is not None else G.volume(V))
                 count += 1
                 continue
             if np.any(np.all(S >= -tol, axis=0)):
@@ -174,7 +208,8 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
                 ctr, rad = G.interior(An, bn)
                 W = G.vertices(An, bn, ctr) if ctr is not None and rad > MIN_RADIUS else np.zeros((0, d))
             vol = G.volume(W) if len(W) > d else 0.0
-            if vol > 0 and vol > 1e-12 * G.volume(V):
+            vr = vol_region if vol_region is not None else G.volume(V)
+            if vol > 0 and vol > 1e-12 * vr:
                 out[k][i] = _Piece(W, vol)
                 count += 1
     return out, count
@@ -224,6 +259,39 @@ def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool) -> list[
     return [(cl.V[r], cl.vol[r]) for r in roots]
 
 
+def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: bool):
+    """Per decision: the pure BSP cells, then greedily merged where convex."""
+    from . import _bsp
+
+    polys, labels = [], []
+    for k, pcs in enumerate(pieces):
+        for p in pcs:
+            if p is not None:
+                polys.append(p.V)
+                labels.append(k)
+    labels = np.array(labels)
+    seg = _bsp.boundary_segments(fnet, decs, polys, labels, dom.lo, dom.hi)
+    cells = _bsp.bsp(polys, labels, seg, dom.lo, dom.hi)
+    out = []
+    for k in range(len(decs)):
+        mine = [_Piece(c, _bsp.area(c)) for c, lab in cells if lab == k]
+        out.append(_merge_touching(mine) if merge else [(p.V, p.vol) for p in mine])
+    return out
+
+
+def _merge_touching(pcs: list[_Piece]) -> list[tuple[np.ndarray, float]]:
+    """Greedy convex merging of cells whose bounding boxes touch."""
+    if not pcs:
+        return []
+    lo = np.array([p.V.min(0) for p in pcs])
+    hi = np.array([p.V.max(0) for p in pcs])
+    eps = 1e-9 * float(np.max(hi.max(0) - lo.min(0)))
+    touch = np.all((lo[:, None, :] <= hi[None, :, :] + eps) & (lo[None, :, :] <= hi[:, None, :] + eps), axis=2)
+    i, j = np.nonzero(np.triu(touch, 1))
+    E = np.stack([i, j, np.zeros_like(i)], axis=1)
+    return _merge(pcs, E, True)
+
+
 def _domain_rows(domain: Box | Polytope) -> tuple[np.ndarray, np.ndarray]:
     P = domain.to_polytope()
     return G.normalize_rows(P.A, P.b)
@@ -254,6 +322,7 @@ def decision_rules(
     features: Any = None,
     class_names: Any = None,
     merge: bool = True,
+    method: str = "auto",
     certify_rules: bool = False,
     max_regions: int | None = None,
     progress: bool = False,
@@ -266,7 +335,10 @@ def decision_rules(
         decision: one decision ("positive"/"negative", a class, a predicate ``(C, d)``),
             or None for every decision (both signs, or every class).
         features, class_names: names used in the rules.
-        merge: merge adjacent same-decision pieces while the union stays convex.
+        merge: merge adjacent same-decision cells while the union stays convex.
+        method: "bsp" (2-D inputs: cut the box along the lines of the decision
+            boundary's edges, then merge), "merge" (merge whole region pieces; any
+            dimension) or "auto" (bsp in 2-D, else merge).
         certify_rules: prove every rule with relulab.verify's exact MILP.
         max_regions: stop the enumeration early (the result is marked partial).
         progress: a progress bar for the enumeration.
@@ -291,13 +363,22 @@ def decision_rules(
     t1 = time.perf_counter()
     pieces, n_pieces = _pieces(rs, decs)
     t2 = time.perf_counter()
-    edges = R.adjacency(rs, fnet) if merge else np.zeros((0, 3), dtype=np.int64)
+    if method == "auto":
+        method = "bsp" if fnet.input_dim == 2 and isinstance(dom, Box) and merge else "merge"
+    if method not in ("bsp", "merge"):
+        raise ExplainError(f"unknown method {method!r}: use 'auto', 'bsp' or 'merge'")
+    if method == "bsp" and (fnet.input_dim != 2 or not isinstance(dom, Box)):
+        raise ExplainError("method 'bsp' needs 2 inputs and a Box domain")
     dvol = _domain_volume(dom)
     DA, Db = _domain_rows(dom)
     rules: list[Rule] = []
     summary: dict = {}
-    for dec, pcs in zip(decs, pieces, strict=True):
-        merged = _merge(pcs, edges, merge)
+    if method == "bsp":
+        cells_by = _bsp_cells(fnet, decs, pieces, dom, merge)
+    else:
+        edges = R.adjacency(rs, fnet) if merge else np.zeros((0, 3), dtype=np.int64)
+        cells_by = [_merge(pcs, edges, merge) for pcs in pieces]
+    for dec, pcs, merged in zip(decs, pieces, cells_by, strict=True):
         vol_dec = 0.0
         for V, vol in merged:
             A, b, H = G.hull(V)
@@ -323,7 +404,7 @@ def decision_rules(
     return DecisionRules(
         rules=tuple(rules), decisions=summary, n_regions=len(rs), n_pieces=n_pieces,
         n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial), certified=certified,
-        features=names,
+        features=names, method=method,
         times={"enumerate": t1 - t0, "cut": t2 - t1, "merge": t3 - t2, "certify": t4 - t3,
                "total": t4 - t0},
     )
