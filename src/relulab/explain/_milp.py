@@ -13,7 +13,6 @@ from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..verify import encode
 
-
 # HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
 # swallow the 1e-9 margins that tell a violation from a tie on a rule's boundary).
 FEAS_TOL_SOLVER = 1e-10

@@ -70,6 +70,9 @@ def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digi
         else:
             out.append(f"{nm} {ge} {_num(lo[i], digits)}")
     for a, c, nz in general:
+        rel = le
+        if a[nz[0]] < 0:  # read "x + y >= c" rather than "-x - y <= -c"
+            a, c, rel = -a, -c, ge
         terms = []
         for k, i in enumerate(nz):
             coef = a[i]
@@ -77,7 +80,7 @@ def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digi
             mag = "" if abs(abs(coef) - 1) < 1e-12 else _num(abs(coef), digits) + "*"
             sign = ("-" if coef < 0 else "") if k == 0 else (" - " if coef < 0 else " + ")
             terms.append(f"{sign}{mag}{nm}")
-        out.append("".join(terms) + f" {le} {_num(c, digits)}")
+        out.append("".join(terms) + f" {rel} {_num(c, digits)}")
     return out
 
 

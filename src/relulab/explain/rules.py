@@ -9,7 +9,7 @@ hull of their vertices and equals it exactly when the volumes agree), so no two
 adjacent rules of one decision can be merged further (the fewest rules overall is a
 hard covering problem; greedy merging is not claimed to reach it).  Rules partition
 the box: their volumes add up to its volume, and every rule is exact (100% fidelity)
-by construction; ``certify=True`` also proves each rule with relulab.verify's MILP.
+by construction; ``certify_rules=True`` also proves each rule with relulab.verify's MILP.
 
 Example:
     >>> from relulab import Network, Box
@@ -380,6 +380,8 @@ def decision_rules(
         cells_by = [_merge(pcs, edges, merge) for pcs in pieces]
     for dec, pcs, merged in zip(decs, pieces, cells_by, strict=True):
         vol_dec = 0.0
+        # a stable, readable order: by the cells' centres, coordinate by coordinate
+        merged = sorted(merged, key=lambda cv: tuple(np.round(cv[0].mean(0), 9)))
         for V, vol in merged:
             A, b, H = G.hull(V)
             keep = _own_rows(A, b, DA, Db)

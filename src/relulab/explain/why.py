@@ -13,7 +13,7 @@ Example:
     >>> net = Network([[[1.0, 1.0]]], [[-1.0]])          # f = x0 + x1 - 1
     >>> r = why(net, [1.0, 0.5], Box([0, 0], [1, 1]))
     >>> r.decision, r.region_rule.text(3)
-    ('positive', '-0.7071*x0 - 0.7071*x1 <= -0.7071 -> positive')
+    ('positive', 'x0 + x1 >= 1 -> positive')
 """
 
 from __future__ import annotations
@@ -143,18 +143,30 @@ def _box_slab(domain, lo, hi) -> Box | Polytope:
 
 
 def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
-                   time_limit) -> tuple[str, float | None]:
-    """min c.x over the inputs of ``region`` that break the decision by ``margin``."""
+                   time_limit) -> tuple[str, float | None, float | None]:
+    """min c.x over the inputs of ``region`` that break the decision by ``margin``:
+    (status, proven bound, the optimum moved back to where the decision row is exactly
+    tied, along the axis of ``c``, inside the linear region of the optimum)."""
     m = ExplainMILP(fnet, region)
     m.violation(dec.C, dec.d, margin)
     r = m.solve(np.concatenate([c, np.zeros(m.n - len(c))]), time_limit=time_limit)
     if r.status == "infeasible":
-        return "infeasible", None
-    if r.status == "optimal":
-        return "optimal", float(r.bound if r.bound is not None and np.isfinite(r.bound) else r.objective)
-    if r.bound is not None and np.isfinite(r.bound):
-        return "time_limit", float(r.bound)
-    raise ExplainError(f"why: the MILP ended with status {r.status}")
+        return "infeasible", None, None
+    if r.bound is None or not np.isfinite(r.bound):
+        if r.status != "optimal":
+            raise ExplainError(f"why: the MILP ended with status {r.status}")
+    bound = float(r.bound if r.bound is not None and np.isfinite(r.bound) else r.objective)
+    tied = None
+    if r.x is not None:
+        xs = r.x[: m.d]
+        i = int(np.flatnonzero(c)[0])
+        A, c0 = fnet.local_affine(xs)
+        viol = dec.C @ (A @ xs + c0) - dec.d
+        j = int(np.argmax(viol))
+        g = (dec.C[j] @ A)[i]
+        if abs(g) > 1e-12:
+            tied = float(c[i] * (xs[i] - viol[j] / g))
+    return ("optimal" if r.status == "optimal" else "time_limit"), bound, tied
 
 
 def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
@@ -213,18 +225,24 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
             c = np.zeros(d)
             c[i] = 1.0 if up else -1.0
             step_no += 1
-            st, v = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c, mg * (step_no + 1),
-                                   time_limit)
+            st, v, tied = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c,
+                                         mg * (step_no + 1), time_limit)
             step = FEAS_TOL * (1.0 + abs(x[i]))  # smaller moves are the margin, not room
             if st == "infeasible":
                 if up:
                     hi[i] = bb.hi[i]
                 else:
                     lo[i] = bb.lo[i]
-            elif up and v > hi[i] + step:
-                hi[i] = min(v, bb.hi[i])
-            elif not up and -v < lo[i] - step:
-                lo[i] = max(-v, bb.lo[i])
+                continue
+            # the side goes where the decision is tied (the margins overshoot it by
+            # ~1e-9); a side that cannot move is only snapped onto that tie
+            cur = hi[i] if up else -lo[i]
+            new = tied if tied is not None and tied <= v + 10 * step else v
+            if new > cur + step or abs(new - cur) <= 10 * step:
+                if up:
+                    hi[i] = min(new, bb.hi[i])
+                else:
+                    lo[i] = max(-new, bb.lo[i])
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
         if lo[i] > bb.lo[i]:
