@@ -15,6 +15,7 @@ Example:
     'x0 >= 0 -> positive'
 """
 
+from . import features
 from .decision import (
     CF_MARGIN,
     Decision,
@@ -52,5 +53,6 @@ __all__ = [
     "class_decision",
     "predicate_decision",
     "read_names",
+    "features",
     "CF_MARGIN",
 ]

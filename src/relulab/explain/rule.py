@@ -158,12 +158,13 @@ class Rule(Result):
 
 def rules_markdown(rules: list[Rule], title: str = "Rules", digits: int = 4) -> str:
     """A Markdown table of rules (condition, decision, volume share, certified)."""
-    lines = [f"### {title}", "", "| # | if | then | share of domain | certified |",
+    lines = [f"### {title}", "", "| # | if | then | share of domain | MILP-checked |",
              "|---|---|---|---|---|"]
     for i, r in enumerate(rules):
         cond = " and ".join(r.conditions(digits, md=True)) or "always"
         vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
-        lines.append(f"| {i} | {cond} | {r.decision} | {vf} | {'yes' if r.certified else 'no'} |")
+        chk = "yes" if r.certified else ("-" if r.max_violation is None else "no")
+        lines.append(f"| {i} | {cond} | {r.decision} | {vf} | {chk} |")
     return "\n".join(lines) + "\n"
 
 
@@ -173,12 +174,13 @@ def rules_table(rules: list[Rule], title: str = "rules", digits: int = 4, limit:
 
     t = Table(title=title)
     for col, j in (("#", "right"), ("if", "left"), ("then", "left"), ("share", "right"),
-                   ("certified", "center")):
+                   ("MILP-checked", "center")):
         t.add_column(col, justify=j)
     for i, r in enumerate(rules[:limit] if limit else rules):
         vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
         t.add_row(str(i), " and ".join(r.conditions(digits)) or "always", r.decision, vf,
-                  "[green]yes[/green]" if r.certified else "[yellow]no[/yellow]")
+                  "[green]yes[/green]" if r.certified else
+                  ("-" if r.max_violation is None else "[red]no[/red]"))
     if limit and len(rules) > limit:
         t.caption = f"... and {len(rules) - limit} more"
     return t

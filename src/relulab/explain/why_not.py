@@ -102,9 +102,10 @@ class WhyNotResult(Result):
         ch = ", ".join(f"{c['feature']}: {c['from']:.{digits}g} -> {c['to']:.{digits}g}"
                        for c in self.changed) or "(none)"
         head = "nearest" if self.optimal else f"a (gap {self.gap:.3g})"
+        n = self.path.get("regions", "?")
         return (f"{head} counterfactual ({self.norm} distance {self.distance:.{digits}g}) gets "
                 f"{self.target} instead of {self.decision}: change {ch}; the straight path "
-                f"crosses {self.path.get('regions', '?')} linear regions")
+                f"crosses {n} linear region{'' if n == 1 else 's'}")
 
 
 def _target(fnet: Network, target: Any, current: Decision, class_names) -> Decision:
