@@ -39,6 +39,7 @@ from . import _geometry as G
 from ._common import check_domain, check_point, float_net
 from ._l2search import l2_search
 from ._milp import ExplainMILP
+from ._milpsearch import bounds_exclude, milp_search, sample_target
 from ._space import Space, build_space
 from .decision import Decision, ExplainError, as_decision, decision_at, margins
 from .features import feature_bounds, feature_names, mutable_mask
@@ -157,6 +158,8 @@ def _no_target_certificate(fnet, space: Space, dec: Decision, margin: float, tim
         return {"reason": "the search space is empty", "method": "MILP infeasible (HiGHS)"}
     bound = r.bound if r.bound is not None and np.isfinite(r.bound) else r.objective
     out = {"method": "exact MILP (relulab.verify encoding, HiGHS)",
+           "proof": "HiGHS proved the MILP {x in the search space, f(x) in the target with "
+                    "the required margin} infeasible",
            "max_target_margin_upper_bound": float(bound),
            "required_margin": margin, "milp_status": r.status}
     if r.x is not None:
@@ -169,17 +172,11 @@ def _no_target_certificate(fnet, space: Space, dec: Decision, margin: float, tim
 
 
 def _milp_cf(fnet, x, dec, space, norm, mgs, time_limit):
-    m = ExplainMILP(fnet, space.region)
-    m.output_rows(dec.C, dec.d, margin=mgs[0])
-    c = m.distance(x, norm)
-    r = m.solve(c, time_limit=time_limit)
-    info = {"milp_status": r.status, "binaries": m.n_binaries, "nodes": r.info.get("nodes", 0)}
-    if r.status == "infeasible":
+    st, r, m, lower, info = milp_search(fnet, x, dec, space, norm, mgs[0], time_limit)
+    if st == "infeasible":
         return None, None, info, "infeasible"
-    bound = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
-    info["milp_bound"] = float(bound)
     z = None
-    if r.x is not None:
+    if r is not None and r.x is not None:
         v = r.x[: m.d]
         # polish inside the region the MILP chose (its binaries), then inside the
         # region of the point itself; the MILP point as the last resort
@@ -194,8 +191,13 @@ def _milp_cf(fnet, x, dec, space, norm, mgs, time_limit):
         if z is None and _checked(fnet, v, dec, space):
             z = v
         info["milp_objective"] = float(r.objective)
-    status = "optimal" if r.status == "optimal" else "time_limit"
-    return z, max(float(bound), 0.0), info, status
+    if st == "time_limit":
+        # the best of the MILP's point and the bracketing / sampled incumbents
+        cands = [z, info.get("incumbent"), sample_target(fnet, x, dec, space, norm)]
+        ok = [c for c in cands if c is not None and _checked(fnet, c, dec, space)]
+        z = min(ok, key=lambda c: _dist(c - x, norm)) if ok else None
+    info.pop("incumbent", None)
+    return z, max(float(lower), 0.0), info, ("optimal" if st == "optimal" else "time_limit")
 
 
 def _changed(x, z, names) -> tuple:
@@ -276,10 +278,13 @@ def why_not(
                             certificate={"reason": space.why_empty}, method="search space",
                             time=time.perf_counter() - t0, **common)
     if norm == "l2":
-        res = l2_search(fnet, x, dec, space, mgs, time_limit=time_limit, max_regions=max_regions)
+        proved, worst = bounds_exclude(fnet, space, dec, mgs[0])
+        res = {"status": "infeasible", "regions": 0} if proved else l2_search(
+            fnet, x, dec, space, mgs, time_limit=time_limit, max_regions=max_regions)
         z, st = res.get("z"), res["status"]
+        info = {"crown_excludes": worst} if proved else {}
         lower = float(res.get("lower_bound", INF))
-        info = {k: res[k] for k in ("regions", "seen") if k in res}
+        info.update({k: res[k] for k in ("regions", "seen") if k in res})
         method = "best-first region search, one QP per region (clarabel)"
         cert = {"method": method, "regions_expanded": res.get("regions", 0)}
         if st == "optimal":
@@ -287,12 +292,27 @@ def why_not(
                               "counterfactual (region distances are QP optima)")
     else:
         z, lower, info, st = _milp_cf(fnet, x, dec, space, norm, mgs, time_limit)
-        method = "MILP (relulab.verify big-M encoding, HiGHS) + LP polish in the chosen region"
+        method = ("MILPs over growing balls around x (relulab.verify big-M encoding, HiGHS) "
+                  "+ LP polish in the chosen region")
         cert = {"method": method, **info}
         if st == "optimal":
-            cert["reason"] = "HiGHS proved the MILP optimum (relative gap <= 1e-9)"
+            cert["reason"] = ("HiGHS proved the MILP optimum (relative gap <= 1e-9) inside a ball "
+                              "around x that holds every closer input")
     if st == "infeasible":
-        cert = _no_target_certificate(fnet, space, dec, mgs[0], time_limit)
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
+        if info.get("verify_holds"):
+            cert = {"method": "relulab.verify (complete verifier: attack, input splitting, MILP)",
+                    "reason": "the verifier proved that no input of the search space reaches "
+                              "the target with the required margin (holds)",
+                    "required_margin": mgs[0]}
+        elif "crown_excludes" in info:
+            ub = -(info["crown_excludes"] - mgs[0])
+            cert = {"method": "symbolic (CROWN) bounds over the search space",
+                    "max_target_margin_upper_bound": ub, "required_margin": mgs[0],
+                    "reason": f"the target margin min_i (d_i - C_i f(x)) is at most {ub:.3g} on "
+                              "the whole search space (a CROWN lower bound of one target row)"}
+        else:
+            cert = _no_target_certificate(fnet, space, dec, mgs[0], left)
         return WhyNotResult(status="infeasible", exists=False, counterfactual=None, output=None,
                             distance=None, lower_bound=INF, gap=None, changed=(), path={},
                             certificate=cert, method=method, time=time.perf_counter() - t0,
