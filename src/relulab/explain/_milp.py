@@ -21,13 +21,13 @@ FEAS_TOL_SOLVER = 1e-10
 class ExplainMILP:
     """Columns: the encoding's (the input ``x`` first), then the ones added here."""
 
-    def __init__(self, net: Network, domain: Box | Polytope) -> None:
+    def __init__(self, net: Network, domain: Box | Polytope, pre: list | None = None) -> None:
         self.net = net.float() if net.is_exact else net
         self.domain = domain
         if self.net.n_hidden_layers == 0:
             self._affine_only()
             return
-        enc = encode(self.net, domain)
+        enc = encode(self.net, domain, pre)
         self.a_cols = enc.a_cols
         self.d = enc.d
         self.n = enc.n_vars

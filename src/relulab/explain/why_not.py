@@ -191,6 +191,10 @@ def _milp_cf(fnet, x, dec, space, norm, mgs, time_limit):
         if z is None and _checked(fnet, v, dec, space):
             z = v
         info["milp_objective"] = float(r.objective)
+    if st == "optimal_bracket":
+        z = info.pop("incumbent")
+        return (z if _checked(fnet, z, dec, space) else None), float(lower), info, (
+            "optimal" if _checked(fnet, z, dec, space) else "time_limit")
     if st == "time_limit":
         # the best of the MILP's point and the bracketing / sampled incumbents
         cands = [z, info.get("incumbent"), sample_target(fnet, x, dec, space, norm)]
@@ -295,7 +299,10 @@ def why_not(
         method = ("MILPs over growing balls around x (relulab.verify big-M encoding, HiGHS) "
                   "+ LP polish in the chosen region")
         cert = {"method": method, **info}
-        if st == "optimal":
+        if st == "optimal" and not info.get("balls"):
+            cert["reason"] = ("relulab.verify proved no counterfactual within the lower bound "
+                              "(holds) and re-checked one at the distance (relative gap <= 1e-9)")
+        elif st == "optimal":
             cert["reason"] = ("HiGHS proved the MILP optimum (relative gap <= 1e-9) inside a ball "
                               "around x that holds every closer input")
     if st == "infeasible":
