@@ -182,7 +182,7 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=60.0, help="seconds per why_not on ACAS Xu")
     ap.add_argument("--skip-acas", action="store_true")
     args = ap.parse_args()
-    con = Console()
+    con = Console(width=200)
     out = {"rules": part_rules(args.quick, con)}
     if not args.skip_acas:
         out["acas_why_not"] = part_acas(args.quick, con, args.limit)

@@ -165,7 +165,7 @@ def test_immutable_features_never_change(norm):
     net = _net(5, d=3, h=6)
     box = Box([-1, -1, -1], [1, 1, 1])
     rng = np.random.default_rng(1)
-    for x in box.sample(4, rng):
+    for x in box.sample(3, rng):
         cur = int(np.argmax(net(x[None])[0]))
         target = (cur + 1) % 3
         r = why_not(net, x, target, box, norm=norm, mutable=["x0", 2],

@@ -32,6 +32,9 @@ GROWTH = 2.0
 # A verifier bracket [holds radius, distance of a re-checked counterfactual] this narrow
 # (relative) proves the distance optimal, as HiGHS's relative MIP gap (1e-9) does.
 BRACKET_REL = 1e-9
+# Above this many binaries a ball's MILP is not tried under a time limit (HiGHS rarely
+# proves such big-M MILPs in a minute; the verifier's bracket keeps the time instead).
+MILP_MAX_BINARIES = 120
 # Above this many binaries the ball's MILP first tightens its pre-activation bounds by LPs.
 TIGHTEN_ABOVE = 40
 
@@ -104,7 +107,8 @@ def _closer(net, x, z, dec):
 
 
 def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float,
-                   z0: np.ndarray | None, deadline: float | None, info: dict):
+                   z0: np.ndarray | None, deadline: float | None, info: dict,
+                   lo_init: float = 0.0):
     """Bracket the distance with relulab.verify's complete verifier on linf balls (Box
     spaces): "holds" on the ball of radius r proves every counterfactual farther than r;
     "violated" gives one (re-checked), moved towards x.  Returns (lower, best point or
@@ -114,7 +118,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
 
     unsafe = [OutputConstraint(dec.C, dec.d - margin)]
     reach = float(np.max(np.maximum(np.maximum(space.lo - x, x - space.hi), 0.0)))
-    lo, best = reach, z0
+    lo, best = max(reach, lo_init), z0
     hi = _dist(z0 - x, norm) if z0 is not None else None
     calls = info.setdefault("verify_calls", [])
 
@@ -225,6 +229,17 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
         info["incumbent"] = zb
         if zb is not None:
             r = _dist(zb - x, norm)
+            if r - lo_v > BRACKET_REL * (1 + r) and time_limit is not None:
+                region, _ = ball(space, x, r * (1 + 1e-9))
+                if ExplainMILP(net, region).n_binaries > MILP_MAX_BINARIES:
+                    # a MILP this size will not finish: the verifier gets all the time left
+                    lo_v, zb, _ = verify_bracket(net, x, dec, space, norm, margin, zb,
+                                                 t0 + time_limit, info, lo_init=lo_v)
+                    r = _dist(zb - x, norm)
+                    info["bracket"] = [lo_v, r]
+                    info["incumbent"] = zb
+                    if r - lo_v > BRACKET_REL * (1 + r):
+                        return "time_limit", None, None, lo_v, info
             if r - lo_v <= BRACKET_REL * (1 + r):
                 # the verifier's bracket is closed: holds at lo_v, a re-checked point at r
                 return "optimal_bracket", None, None, lo_v, info

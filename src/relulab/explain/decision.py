@@ -177,6 +177,8 @@ def as_decision(net: Network, decision: Any, class_names: Any = None) -> Decisio
         dec = sign_decision(decision.lower().startswith("pos"))
     elif isinstance(decision, str) and names is not None and decision in names:
         dec = class_decision(names.index(decision), m, decision)
+    elif isinstance(decision, str) and decision.strip().isdigit() and m > 1:
+        return as_decision(net, int(decision), class_names)
     elif isinstance(decision, (int, np.integer)) and not isinstance(decision, bool):
         if m == 1:
             raise ExplainError("a one-output network decides by the sign of its output: "
