@@ -29,7 +29,8 @@ def area(P: np.ndarray) -> float:
     if len(P) < 3:
         return 0.0
     x, y = P[:, 0], P[:, 1]
-    return float(0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+    s = x[:-1] @ y[1:] - y[:-1] @ x[1:] + x[-1] * y[0] - y[-1] * x[0]
+    return float(0.5 * abs(s))
 
 
 def clip(P: np.ndarray, a: np.ndarray, b: float, tol: float) -> np.ndarray:
@@ -60,7 +61,7 @@ def boundary_segments(net: Network, decisions: list[Decision], polys: list[np.nd
     P, Q, own = [], [], []
     for poly, lab in zip(polys, labels, strict=True):
         P.append(poly)
-        Q.append(np.roll(poly, -1, axis=0))
+        Q.append(np.concatenate([poly[1:], poly[:1]]))
         own.append(np.full(len(poly), lab))
     P, Q, own = np.vstack(P), np.vstack(Q), np.concatenate(own)
     E = Q - P

@@ -145,7 +145,9 @@ def volume(V: np.ndarray) -> float:
 
 def _hull2d(P: np.ndarray) -> np.ndarray:
     """Convex hull (counter-clockwise) of 2-D points by the monotone chain."""
-    P = np.unique(P, axis=0)
+    P = P[np.lexsort((P[:, 1], P[:, 0]))]
+    if len(P) > 1:
+        P = P[np.concatenate([[True], np.any(P[1:] != P[:-1], axis=1)])]
     if len(P) <= 2:
         return P
     pts = [(float(a), float(b)) for a, b in P]
@@ -164,8 +166,9 @@ def _hull2d(P: np.ndarray) -> np.ndarray:
     lower, upper = half(pts), half(pts[::-1])
     H = np.array(lower[:-1] + upper[:-1])
     # vertices a rounding error apart would give an edge with a meaningless normal
-    diam = float(np.max(np.ptp(H, axis=0))) if len(H) else 0.0
-    keep = np.linalg.norm(H - np.roll(H, -1, axis=0), axis=1) > SHORT_EDGE * max(diam, 1e-300)
+    diam = float(np.max(H.max(0) - H.min(0))) if len(H) else 0.0
+    nxt = np.concatenate([H[1:], H[:1]])
+    keep = np.sqrt(np.sum((H - nxt) ** 2, axis=1)) > SHORT_EDGE * max(diam, 1e-300)
     return H[keep] if keep.sum() >= 3 else H
 
 
@@ -174,7 +177,7 @@ def _polygon_area(V: np.ndarray) -> float:
     if len(H) < 3:
         return 0.0
     x, y = H[:, 0], H[:, 1]
-    return float(0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+    return float(0.5 * abs(x[:-1] @ y[1:] - y[:-1] @ x[1:] + x[-1] * y[0] - y[-1] * x[0]))
 
 
 def hull(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,7 +188,7 @@ def hull(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.array([[1.0], [-1.0]]), np.array([hi, -lo]), np.array([[lo], [hi]])
     if d == 2:
         H = _hull2d(V)
-        E = np.roll(H, -1, axis=0) - H
+        E = np.concatenate([H[1:], H[:1]]) - H
         N = np.stack([E[:, 1], -E[:, 0]], axis=1)  # outward normals of a CCW polygon
         N /= np.linalg.norm(N, axis=1, keepdims=True)
         return N, np.einsum("ij,ij->i", N, H), H

@@ -162,11 +162,30 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
     out: list[list[_Piece | None]] = [[None] * n for _ in decisions]
     count = 0
     fast = d == 2 and len(rs.vertices) == rs.vertex_ptr[-1] and np.all(np.diff(rs.vertex_ptr) >= 3)
+    todo = range(n)
     if fast:
         Vall, reg, areas = _ordered_polygons(rs)
         aff = rs.affine
         Yall = np.einsum("vmd,vd->vm", aff[reg, :, :d], Vall) + aff[reg, :, d]
-    for i in range(n):
+        # regions entirely inside one decision (most of them), all at once; the loop
+        # below only cuts the others
+        starts = rs.vertex_ptr[:-1]
+        scale = 1.0 + np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
+        rest = np.zeros(n, dtype=bool)
+        for k, dec in enumerate(decisions):
+            S = Yall @ dec.C.T - dec.d
+            tol = FEAS_TOL * scale[reg]
+            inside = np.logical_and.reduceat(np.all(S <= tol[:, None], axis=1), starts)
+            flat = (np.maximum.reduceat(S, starts) - np.minimum.reduceat(S, starts)) <= FEAS_TOL * scale[:, None]
+            tie = np.any(dec.strict[None, :] & flat & (np.maximum.reduceat(S, starts) >= -FEAS_TOL * scale[:, None]), axis=1)
+            outside = np.any(np.logical_and.reduceat(S >= -tol[:, None], starts, axis=0), axis=1)
+            whole = inside & ~tie
+            for i in np.flatnonzero(whole):
+                out[k][i] = _Piece(Vall[rs.vertex_ptr[i]:rs.vertex_ptr[i + 1]], float(areas[i]))
+            count += int(whole.sum())
+            rest |= ~inside & ~outside & ~tie
+        todo = np.flatnonzero(rest)
+    for i in todo:
         if fast:
             v0, v1 = rs.vertex_ptr[i], rs.vertex_ptr[i + 1]
             V, Y = Vall[v0:v1], Yall[v0:v1]
@@ -181,6 +200,8 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
             vol_region = None
         scale = 1.0 + float(np.max(np.abs(Y)))
         for k, dec in enumerate(decisions):
+            if out[k][i] is not None:
+                continue
             S = Y @ dec.C.T - dec.d  # (n_vertices, rows): <= 0 inside the decision set
             tol = FEAS_TOL * scale
             # a strict row that is a tie on the whole region (e.g. every output equal on
