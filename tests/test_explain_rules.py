@@ -121,3 +121,16 @@ def test_single_decision_and_markdown():
     md = dr.markdown()
     assert md.startswith("### Decision rules") and ("`speed`" in md or "`gap`" in md or "always" in md)
     assert dr.to_dict()["n_rules"] == dr.n_rules
+
+
+def test_decision_rule_map_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from relulab import plot
+
+    net = _net(1, m=2)
+    dr = decision_rules(net, Box([-1, -1], [1, 1]))
+    p = tmp_path / "rules.png"
+    fig = plot.decision_rules2d(dr, labels=("a", "b"), trajectory=[[0, 0], [0.5, 0.2]],
+                                arrows=[([0, 0], [0.1, 0.1])], path=str(p))
+    assert p.stat().st_size > 0
+    assert len(fig.axes[0].collections[0].get_paths()) == dr.n_rules
