@@ -108,7 +108,7 @@ def _closer(net, x, z, dec):
 
 def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float,
                    z0: np.ndarray | None, deadline: float | None, info: dict,
-                   lo_init: float = 0.0):
+                   lo_init: float = 0.0, cap: float | None = 10.0):
     """Bracket the distance with relulab.verify's complete verifier on linf balls (Box
     spaces): "holds" on the ball of radius r proves every counterfactual farther than r;
     "violated" gives one (re-checked), moved towards x.  Returns (lower, best point or
@@ -122,9 +122,15 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
     hi = _dist(z0 - x, norm) if z0 is not None else None
     calls = info.setdefault("verify_calls", [])
 
+    def budget() -> float:
+        if deadline is None:
+            return cap or 60.0
+        left = (deadline - time.perf_counter()) / (3 if cap else 2)
+        return min(cap, left) if cap else left
+
     def ask(r):
         region, whole = ball(space, x, r)
-        left = 10.0 if deadline is None else min(10.0, (deadline - time.perf_counter()) / 3)
+        left = budget()
         if left <= 0.05:
             return "unknown", None, whole
         v = verify(net, Specification(region, unsafe), timeout=left)
@@ -156,7 +162,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
                         None)
             if np.any(sub.lo > sub.hi):
                 continue
-            left = 10.0 if deadline is None else min(10.0, (deadline - time.perf_counter()) / 3)
+            left = budget()
             if left <= 0.05:
                 return "unknown", found
             v = verify(net, Specification(Box(sub.lo, sub.hi), unsafe), timeout=left)
@@ -234,7 +240,7 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
                 if ExplainMILP(net, region).n_binaries > MILP_MAX_BINARIES:
                     # a MILP this size will not finish: the verifier gets all the time left
                     lo_v, zb, _ = verify_bracket(net, x, dec, space, norm, margin, zb,
-                                                 t0 + time_limit, info, lo_init=lo_v)
+                                                 t0 + time_limit, info, lo_init=lo_v, cap=None)
                     r = _dist(zb - x, norm)
                     info["bracket"] = [lo_v, r]
                     info["incumbent"] = zb
