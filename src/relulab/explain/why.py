@@ -172,6 +172,8 @@ def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
 def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
     """Proven lower bound of the linf distance from x to the closest input of the
     domain that breaks the decision by ``margin`` (inf when none does)."""
+    if isinstance(domain, Box) and fnet.n_hidden_layers > 0:
+        return _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
     m = ExplainMILP(fnet, domain)
     m.violation(dec.C, dec.d, margin)
     c = m.distance(x, "linf")
@@ -180,6 +182,44 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
         return np.inf
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
     return max(float(b), 0.0)
+
+
+def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> float:
+    """The same radius by bisection with relulab.verify on cubes around x (fast on small
+    cubes, where the MILP of the whole box may not finish): "holds" on a cube proves the
+    decision there; "violated" gives a re-checked input that breaks it."""
+    from ..spec import OutputConstraint, Specification
+    from ..verify import verify
+
+    unsafe = [OutputConstraint(-Ci[None, :], np.array([-(di + margin)]))
+              for Ci, di in zip(dec.C, dec.d, strict=True)]
+    t0 = time.perf_counter()
+
+    def ask(r):
+        left = 30.0 if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0) / 2
+        if left <= 0.05:
+            return "unknown", None
+        B = Box(np.maximum(domain.lo, x - r), np.minimum(domain.hi, x + r))
+        v = verify(fnet, Specification(B, unsafe), timeout=left)
+        return v.status, (None if v.counterexample is None else np.asarray(v.counterexample, float))
+
+    span = float(np.max(np.maximum(domain.hi - x, x - domain.lo)))
+    st, z = ask(span)
+    if st == "holds":
+        return np.inf
+    lo, hi = 0.0, (float(np.max(np.abs(z - x))) if st == "violated" and z is not None else span)
+    for _ in range(60):
+        if hi - lo <= 1e-9 * (1 + hi):
+            break
+        r = (lo + hi) / 2
+        st, z = ask(r)
+        if st == "holds":
+            lo = r
+        elif st == "violated" and z is not None:
+            hi = min(r, float(np.max(np.abs(z - x))))
+        else:
+            break
+    return lo
 
 
 def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
