@@ -248,6 +248,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
         return None, r
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
+    lo0, hi0 = lo.copy(), hi.copy()
     d = len(x)
     step_no = 0
     # push each side outwards as far as the decision holds: min x_i (or max) over the
@@ -274,6 +275,8 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                 else:
                     lo[i] = bb.lo[i]
                 continue
+            if st != "optimal":
+                continue   # a MILP stopped by its time limit moves no side
             # the side goes where the decision is tied (the margins overshoot it by
             # ~1e-9); a side that cannot move is only snapped onto that tie
             cur = hi[i] if up else -lo[i]
@@ -283,6 +286,16 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                     hi[i] = min(new, bb.hi[i])
                 else:
                     lo[i] = max(-new, bb.lo[i])
+    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, time_limit)
+    if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
+        # never hand out a rule that failed its proof: fall back to the proven cube
+        rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
+                         time_limit)
+    return rule, r
+
+
+def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
+    d = len(lo)
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
         if lo[i] > bb.lo[i]:
@@ -308,10 +321,10 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
             wlo[i], whi[i] = hi[i], bb.hi[i]
         else:
             wlo[i], whi[i] = bb.lo[i], lo[i]
-        w = _witness(fnet, domain, wlo, whi, dec, mg * (step_no + 1), time_limit)
+        w = _witness(fnet, domain, wlo, whi, dec, wmargin, time_limit)
         wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
     cert, worst = certify(fnet, domain, A, b, dec, time_limit) if do_certify else (False, None)
-    return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit)), r
+    return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit))
 
 
 def why(
