@@ -14,8 +14,9 @@ from ..network import Network
 from ..verify import encode
 
 # HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
-# swallow the 1e-9 margins that tell a violation from a tie on a rule's boundary).
-FEAS_TOL_SOLVER = 1e-10
+# swallow the 1e-8 margins that tell a violation from a tie on a rule's boundary; at 1e-10
+# HiGHS was seen to return a wrong "optimal" on a 4-32-32-2 policy).
+FEAS_TOL_SOLVER = 1e-9
 
 
 class ExplainMILP:

@@ -42,7 +42,7 @@ __all__ = ["why", "WhyResult"]
 # (relative to 1 + max|f(x)|): ties on a rule's boundary do not count.  The k-th side
 # pushed uses (k + 2) times it, so the faces already placed (where the decision is
 # broken by at most the previous margin) never count as breaking it.
-BREAK_MARGIN = 1e-9
+BREAK_MARGIN = 1e-8
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,7 +281,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
             # ~1e-9); a side that cannot move is only snapped onto that tie
             cur = hi[i] if up else -lo[i]
             new = tied if tied is not None and tied <= v + 10 * step else v
-            if new > cur + step or abs(new - cur) <= 10 * step:
+            if new > cur + step or abs(new - cur) <= 100 * step:
                 if up:
                     hi[i] = min(new, bb.hi[i])
                 else:
