@@ -332,3 +332,68 @@ def alignment_heatmap(
     ax.set_title(title or f"alignment with direction {target}")
     _save(fig, path)
     return fig
+
+
+# ------------------------------------------------------------------ explanations
+__all__ += ["decision_rules2d"]
+def decision_rules2d(
+    rules: Any,
+    *,
+    window: tuple[float, float, float, float] | None = None,
+    labels: tuple[str, str] = ("x0", "x1"),
+    trajectory: Any = None,
+    points: Any = None,
+    arrows: Any = None,
+    ax: Any = None,
+    path: str | None = None,
+    title: str | None = None,
+):
+    """The decision-rule map of a 2-D input: every rule of
+    :func:`relulab.explain.decision_rules` as a polygon coloured by its decision, with
+    the rule boundaries drawn; optionally a ``trajectory`` (n, 2) drawn on top, marked
+    ``points`` (n, 2) and ``arrows`` (pairs of points: e.g. an input and its
+    counterfactual).
+
+    Example:
+        >>> from relulab import Network, Box, explain, plot
+        >>> net = Network([[[1.0, 1.0]]], [[-0.5]])
+        >>> fig = plot.decision_rules2d(explain.decision_rules(net, Box([0, 0], [1, 1])))  # doctest: +SKIP
+    """
+    fig, ax = _figure(ax)
+    from matplotlib import colormaps
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    rs = list(getattr(rules, "rules", rules))
+    if not rs or any(r.vertices is None or r.vertices.shape[1] != 2 for r in rs):
+        raise RelulabError("decision_rules2d: needs the rules of a 2-input decision_rules result")
+    decisions = list(dict.fromkeys(r.decision for r in rs))
+    cmap = colormaps["Set2"]
+    color = {d: cmap(i % 8) for i, d in enumerate(decisions)}
+    polys = []
+    for r in rs:
+        V = r.vertices
+        c = V.mean(0)
+        polys.append(V[np.argsort(np.arctan2(V[:, 1] - c[1], V[:, 0] - c[0]))])
+    ax.add_collection(PolyCollection(polys, facecolors=[color[r.decision] for r in rs],
+                                     edgecolors="k", linewidths=0.4))
+    if trajectory is not None:
+        T = np.asarray(trajectory, float)
+        ax.plot(T[:, 0], T[:, 1], "-", color="navy", lw=1.0, label="trajectory")
+    if points is not None:
+        P = np.atleast_2d(np.asarray(points, float))
+        ax.plot(P[:, 0], P[:, 1], "o", color="navy", ms=4)
+    for a, b in arrows or []:
+        ax.annotate("", xy=tuple(np.asarray(b, float)), xytext=tuple(np.asarray(a, float)),
+                    arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 1.2})
+    allv = np.vstack(polys)
+    x0, x1, y0, y1 = window or (allv[:, 0].min(), allv[:, 0].max(), allv[:, 1].min(), allv[:, 1].max())
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.legend(handles=[Patch(color=color[d], label=d) for d in decisions], loc="upper right",
+              fontsize=8)
+    ax.set_title(title or f"{len(rs)} decision rules")
+    _save(fig, path)
+    return fig

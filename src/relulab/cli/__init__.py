@@ -16,6 +16,7 @@ from . import (
     construct,
     core,
     estimators,
+    explain,
     lipschitz,
     logic,
     params,
@@ -29,7 +30,8 @@ from ._common import app, run_app, set_topics
 __all__ = ["app", "main", "TOPICS"]
 
 # The order here is the order of `relulab --help` and of the tour.
-TOPICS = (core, verify, lipschitz, regions, construct, params, symmetry, train, estimators, logic)
+TOPICS = (core, verify, lipschitz, regions, construct, params, symmetry, train, estimators,
+          logic, explain)
 
 for _topic in TOPICS:
     _topic.register(app)

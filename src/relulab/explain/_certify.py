@@ -1,0 +1,67 @@
+"""Certification of rules with relulab.verify's exact MILP, and domain intersections."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..network import Network
+from ..verify import maximize
+from .decision import Decision
+
+# A rule may touch the decision boundary (a tie there is allowed), where the MILP's
+# proven bound of C_i f - d_i is 0 up to its tolerances (~1e-9 relative); this is the
+# largest bound accepted as "the decision holds on the rule".
+RULE_TOL = 1e-7
+
+
+def restrict(domain: Box | Polytope, A: np.ndarray, b: np.ndarray) -> Box | Polytope:
+    """``domain ∩ {A x <= b}`` as a Box when everything is axis-aligned, else a Polytope
+    (which must be non-empty)."""
+    A = np.atleast_2d(np.asarray(A, float)).reshape(-1, domain.dim)
+    b = np.asarray(b, float).reshape(-1)
+    if isinstance(domain, Box):
+        nz = np.abs(A) > 0
+        if np.all(nz.sum(1) == 1):
+            lo, hi = domain.lo.copy(), domain.hi.copy()
+            for a, c in zip(A, b, strict=True):
+                i = int(np.flatnonzero(a)[0])
+                if a[i] > 0:
+                    hi[i] = min(hi[i], c / a[i])
+                else:
+                    lo[i] = max(lo[i], c / a[i])
+            return Box(lo, np.maximum(hi, lo))
+    P = domain.to_polytope()
+    return Polytope(np.vstack([P.A, A]), np.concatenate([P.b, b]))
+
+
+def max_output(net: Network, region: Box | Polytope, c: np.ndarray,
+               time_limit: float | None = None) -> tuple[float, np.ndarray, bool]:
+    """``(proven upper bound, argmax x, optimal)`` of ``c . f(x)`` over ``region``:
+    relulab.verify.maximize, or one LP for a network without hidden layers."""
+    if net.n_hidden_layers > 0:
+        r = maximize(net, region, c, time_limit=time_limit)
+        return float(r.bound), np.asarray(r.x, float), r.optimal
+    from ._milp import ExplainMILP
+
+    m = ExplainMILP(net, region)
+    obj = np.asarray(c, float) @ m.out_A
+    r = m.solve(obj, maximize=True)
+    if not r.ok:
+        raise RuntimeError(f"LP over the rule ended with status {r.status}")
+    x = r.x[: m.d]
+    return float(r.objective + c @ m.out_c), x, True
+
+
+def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
+            decision: Decision, time_limit: float | None = None) -> tuple[bool, float]:
+    """Prove that every input of ``domain ∩ {A x <= b}`` gets ``decision`` (closed form:
+    ``C f(x) <= d``) by one exact MILP per decision row.  Returns ``(certified, bound)``
+    with ``bound`` the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the set."""
+    dom = restrict(domain, A, b)
+    worst = -np.inf
+    for Ci, di in zip(decision.C, decision.d, strict=True):
+        # the bound is proven also when the MILP stops at its time limit
+        bound, _, _ = max_output(net, dom, Ci, time_limit)
+        worst = max(worst, bound - float(di))
+    return worst <= RULE_TOL * (1.0 + abs(float(np.max(np.abs(decision.d))))), worst

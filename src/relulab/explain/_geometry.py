@@ -1,0 +1,211 @@
+"""Polyhedral helpers: a region's H-representation from its activation pattern,
+redundancy removal, vertices, volumes and the convex-union test used by merging."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bounds import float_layers
+from ..lp import INF, LPModel, chebyshev_center
+from ..network import Network
+from ..tolerance import FEAS_TOL, MIN_RADIUS
+
+# Relative volume mismatch under which conv(P u Q) counts as equal to P u Q: far below
+# any region a float enumeration resolves (region volumes are >= ~1e-12 of the box).
+HULL_REL_TOL = 1e-9
+# Hull edges shorter than this fraction of the polygon's extent are rounding artefacts
+# (two copies of one vertex computed in two regions); their end points are merged.
+SHORT_EDGE = 1e-9
+
+
+def preact_maps(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every hidden pre-activation as an affine function ``M x + m`` of the input on the
+    region of ``pattern`` (rows in layer order)."""
+    Ws, bs, _ = float_layers(net)
+    d = Ws[0].shape[1]
+    A, c = np.eye(d), np.zeros(d)
+    Ms, ms = [], []
+    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
+        Z, z = W @ A, W @ c + b
+        Ms.append(Z)
+        ms.append(z)
+        p = np.asarray(pattern[k], dtype=bool)
+        A = np.where(p[:, None], Z, 0.0)
+        c = np.where(p, z, 0.0)
+    if not Ms:
+        return np.zeros((0, d)), np.zeros(0)
+    return np.vstack(Ms), np.concatenate(ms)
+
+
+def split_pattern(net: Network, flat: np.ndarray) -> list[np.ndarray]:
+    """A flat pattern (all neurons) as one boolean vector per hidden layer."""
+    out, off = [], 0
+    for w in net.widths:
+        out.append(np.asarray(flat[off:off + w], dtype=bool))
+        off += w
+    return out
+
+
+def pattern_hrep(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(G, h)``: the region ``G x <= h`` of ``pattern``, one row per hidden neuron
+    (active: ``z >= 0``; inactive: ``z <= 0``), rows scaled to unit norm (a neuron
+    constant on the input gets a zero row, ``0 <= h``)."""
+    M, m = preact_maps(net, pattern)
+    s = np.where(np.concatenate([np.asarray(p, bool) for p in pattern]) if len(pattern) else
+                 np.zeros(0, bool), -1.0, 1.0)
+    G, h = s[:, None] * M, -s * m
+    nrm = np.linalg.norm(G, axis=1)
+    ok = nrm > 0
+    G[ok] /= nrm[ok, None]
+    h[ok] /= nrm[ok]
+    return G, h
+
+
+def normalize_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to unit norm; zero rows dropped when satisfied (``0 <= b``)."""
+    A = np.atleast_2d(np.asarray(A, float))
+    b = np.asarray(b, float).reshape(-1)
+    nrm = np.linalg.norm(A, axis=1)
+    keep = nrm > 1e-14
+    A, b, nrm = A[keep], b[keep], nrm[keep]
+    return A / nrm[:, None], b / nrm
+
+
+def interior(A: np.ndarray, b: np.ndarray, lo=None, hi=None) -> tuple[np.ndarray | None, float]:
+    """Chebyshev centre and radius of ``{A x <= b, lo <= x <= hi}`` (None when empty)."""
+    if lo is not None:
+        d = A.shape[1]
+        eye = np.eye(d)
+        fin_hi, fin_lo = np.isfinite(hi), np.isfinite(lo)
+        A = np.vstack([A, eye[fin_hi], -eye[fin_lo]])
+        b = np.concatenate([b, hi[fin_hi], -lo[fin_lo]])
+    return chebyshev_center(A, b)
+
+
+def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0) -> np.ndarray:
+    """Indices of the rows of ``A x <= b`` (a full-dimensional, bounded set) that are
+    facets.  Row ``i`` is redundant when ``max a_i x`` over the other rows (row ``i``
+    relaxed by 1) stays within ``b_i``; duplicates keep their first copy."""
+    A, b = np.asarray(A, float), np.asarray(b, float)
+    n = A.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    # exact duplicates first (same unit row, same offset): keep one
+    key = np.round(np.hstack([A, b[:, None]]), 12)
+    _, first = np.unique(key, axis=0, return_index=True)
+    cand = np.sort(first)
+    A2, b2 = A[cand], b[cand]
+    model = LPModel(np.zeros(A.shape[1]), A_ub=A2, b_ub=b2 + 0.0)
+    out = []
+    for r in range(len(cand)):
+        model.h.changeRowBounds(r, -INF, float(b2[r] + 1.0))
+        model.set_objective(A2[r], maximize=True)
+        res = model.solve()
+        model.h.changeRowBounds(r, -INF, float(b2[r]))
+        if res.status != "optimal" or res.objective > b2[r] + FEAS_TOL * (1 + abs(b2[r])):
+            out.append(int(cand[r]))
+    return np.array(out, dtype=np.int64)
+
+
+def vertices(A: np.ndarray, b: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
+    """Vertices of the bounded, full-dimensional polytope ``A x <= b``."""
+    d = A.shape[1]
+    if center is None:
+        center, r = chebyshev_center(A, b)
+        if center is None or r <= MIN_RADIUS:
+            return np.zeros((0, d))
+    if d == 1:
+        a = A[:, 0]
+        up = b[a > 0] / a[a > 0]
+        dn = b[a < 0] / a[a < 0]
+        return np.array([[dn.max()], [up.min()]])
+    from scipy.spatial import HalfspaceIntersection
+
+    hs = HalfspaceIntersection(np.hstack([A, -b[:, None]]), np.asarray(center, float))
+    V = hs.intersections
+    return V[np.all(np.isfinite(V), axis=1)]
+
+
+def volume(V: np.ndarray) -> float:
+    """Volume of the convex hull of the points ``V`` (0 for degenerate sets)."""
+    n, d = V.shape
+    if n <= d:
+        return 0.0
+    if d == 1:
+        return float(V.max() - V.min())
+    if d == 2:
+        return _polygon_area(V)
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return float(ConvexHull(V).volume)
+    except QhullError:
+        return 0.0
+
+
+def _hull2d(P: np.ndarray) -> np.ndarray:
+    """Convex hull (counter-clockwise) of 2-D points by the monotone chain."""
+    P = P[np.lexsort((P[:, 1], P[:, 0]))]
+    if len(P) > 1:
+        P = P[np.concatenate([[True], np.any(P[1:] != P[:-1], axis=1)])]
+    if len(P) <= 2:
+        return P
+    pts = [(float(a), float(b)) for a, b in P]
+
+    def half(points):
+        out: list = []
+        for px, py in points:
+            while len(out) >= 2:
+                (ax, ay), (bx, by) = out[-2], out[-1]
+                if (bx - ax) * (py - ay) - (by - ay) * (px - ax) > 0:
+                    break
+                out.pop()
+            out.append((px, py))
+        return out
+
+    lower, upper = half(pts), half(pts[::-1])
+    H = np.array(lower[:-1] + upper[:-1])
+    # vertices a rounding error apart would give an edge with a meaningless normal
+    diam = float(np.max(H.max(0) - H.min(0))) if len(H) else 0.0
+    nxt = np.concatenate([H[1:], H[:1]])
+    keep = np.sqrt(np.sum((H - nxt) ** 2, axis=1)) > SHORT_EDGE * max(diam, 1e-300)
+    return H[keep] if keep.sum() >= 3 else H
+
+
+def _polygon_area(V: np.ndarray) -> float:
+    H = _hull2d(V)
+    if len(H) < 3:
+        return 0.0
+    x, y = H[:, 0], H[:, 1]
+    return float(0.5 * abs(x[:-1] @ y[1:] - y[:-1] @ x[1:] + x[-1] * y[0] - y[-1] * x[0]))
+
+
+def hull(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A, b, vertices)`` of the convex hull of ``V``, rows of unit norm."""
+    d = V.shape[1]
+    if d == 1:
+        lo, hi = float(V.min()), float(V.max())
+        return np.array([[1.0], [-1.0]]), np.array([hi, -lo]), np.array([[lo], [hi]])
+    if d == 2:
+        H = _hull2d(V)
+        E = np.concatenate([H[1:], H[:1]]) - H
+        N = np.stack([E[:, 1], -E[:, 0]], axis=1)  # outward normals of a CCW polygon
+        N /= np.linalg.norm(N, axis=1, keepdims=True)
+        return N, np.einsum("ij,ij->i", N, H), H
+    from scipy.spatial import ConvexHull
+
+    ch = ConvexHull(V)
+    A, b = ch.equations[:, :d], -ch.equations[:, d]
+    key = np.round(np.hstack([A, b[:, None]]), 10)
+    _, first = np.unique(key, axis=0, return_index=True)
+    first = np.sort(first)
+    return A[first], b[first], V[ch.vertices]
+
+
+def union_is_convex(VP: np.ndarray, volP: float, VQ: np.ndarray, volQ: float,
+                    scale: float) -> bool:
+    """Whether the union of two convex polytopes with disjoint interiors (vertex sets
+    ``VP``, ``VQ``) is convex: it always lies inside the hull of its vertices, and
+    equals it exactly when the volumes agree (to :data:`HULL_REL_TOL` of ``scale``)."""
+    vh = volume(np.vstack([VP, VQ]))
+    return vh <= volP + volQ + HULL_REL_TOL * scale

@@ -1,0 +1,111 @@
+"""Exact l2 counterfactual: a best-first search over the linear regions, from the
+region of x outwards through region adjacency.
+
+A region's priority is its Euclidean distance to x (a convex QP), a lower bound for
+every counterfactual inside it.  Regions are expanded in increasing priority; each
+expansion solves the target QP on the region (the region cut by the target decision,
+which is affine there) and pushes the neighbours across its facets.  The ball around x
+of any radius meets a set of regions connected through facets, so when the smallest
+open priority reaches the best distance found, that distance is optimal; under a time
+limit the smallest open priority is a certified lower bound.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+
+import numpy as np
+
+from ..network import Network
+from . import _geometry as G
+from ._qp import project
+from ._space import Space
+from .decision import Decision
+
+# Stop when the next region is no closer than the best counterfactual up to this
+# relative slack (the QPs are polished to ~1e-12 but may be left at ~1e-8).
+STOP_REL = 1e-9
+
+
+def _rows(net: Network, pattern: list[np.ndarray], space: Space):
+    Gm, h = G.pattern_hrep(net, pattern)
+    return Gm, h, np.vstack([Gm, space.A]), np.concatenate([h, space.b])
+
+
+def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins: tuple, *,
+              time_limit: float | None, max_regions: int | None) -> dict:
+    t0 = time.perf_counter()
+    start, _ = project(space.A, space.b, space.lo, space.hi, x)
+    if start is None:
+        return {"status": "infeasible", "regions": 0}
+    N = net.n_neurons
+    heap: list = []
+    seen: set[bytes] = set()
+    tie = 0
+
+    def push(flat: np.ndarray) -> None:
+        nonlocal tie
+        key = np.packbits(flat).tobytes()
+        if key in seen:
+            return
+        seen.add(key)
+        pat = G.split_pattern(net, flat)
+        _, _, A, b = _rows(net, pat, space)
+        z, dist = project(A, b, space.lo, space.hi, x)
+        if z is None:
+            return
+        tie += 1
+        heapq.heappush(heap, (dist, tie, flat))
+
+    push(net.pattern_vector(start[None])[0] if N else np.zeros(0, dtype=bool))
+    best, best_z, best_y = np.inf, None, None
+    expanded = 0
+    status = "optimal"
+    while heap:
+        dist, _, flat = heap[0]
+        if dist >= best - STOP_REL * (1 + best):
+            break
+        if (time_limit is not None and time.perf_counter() - t0 > time_limit) or \
+                (max_regions is not None and expanded >= max_regions):
+            status = "time_limit"
+            break
+        heapq.heappop(heap)
+        expanded += 1
+        pat = G.split_pattern(net, flat)
+        Gm, h, A, b = _rows(net, pat, space)
+        Cr, cr = net.affine_for_pattern(pat)
+        T = dec.C @ Cr
+        for mg in margins:
+            tv = dec.d - mg - dec.C @ cr
+            z, dz = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
+            if z is None or dz >= best:
+                break
+            y = net(z[None])[0]
+            if dec.holds(y[None])[0] and space.contains(z):
+                best, best_z, best_y = dz, z, y
+                break
+        # neighbours across the region's facets that lie on neuron hyperplanes
+        box_rows = _box_rows(space)
+        allA = np.vstack([A, box_rows[0]])
+        allb = np.concatenate([b, box_rows[1]])
+        nz = np.linalg.norm(Gm, axis=1) > 0
+        cand = np.flatnonzero(nz)
+        if cand.size:
+            facets = G.irredundant(allA, allb)
+            for j in facets[facets < N]:
+                nb = flat.copy()
+                nb[j] = ~nb[j]
+                push(nb)
+    lower = min(best, heap[0][0]) if heap else best
+    if status == "optimal" and best_z is None:
+        status = "infeasible"
+    return {"status": status, "z": best_z, "y": best_y, "distance": best, "lower_bound": lower,
+            "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0}
+
+
+def _box_rows(space: Space) -> tuple[np.ndarray, np.ndarray]:
+    d = space.lo.shape[0]
+    eye = np.eye(d)
+    fh, fl = np.isfinite(space.hi), np.isfinite(space.lo)
+    return np.vstack([eye[fh], -eye[fl]]), np.concatenate([space.hi[fh], -space.lo[fl]])

@@ -1,0 +1,231 @@
+"""What a "decision" of a network is: the sign of its one output, the argmax class of
+several outputs, or a user predicate (a conjunction of linear output constraints).
+
+Every decision is stored in one closed form ``C y <= d`` on the outputs ``y``: the
+decision holds at ``x`` (up to ties on its boundary) exactly when ``C f(x) <= d``.
+Rows marked ``strict`` are strict in the exact semantics (``f < 0`` for "negative";
+for class ``k`` a tie with an earlier class goes to that class, as ``numpy.argmax``
+does), so a point that must *have* the decision by a forward pass keeps a margin
+on them (see :data:`CF_MARGIN`).
+
+Example:
+    >>> import numpy as np
+    >>> dec = class_decision(1, 3)
+    >>> dec.C.tolist(), dec.d.tolist()
+    ([[1.0, -1.0, 0.0], [0.0, -1.0, 1.0]], [0.0, 0.0])
+    >>> dec.holds(np.array([[0.0, 2.0, 1.0], [3.0, 2.0, 1.0]])).tolist()
+    [True, False]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..network import Network
+
+__all__ = [
+    "Decision",
+    "ExplainError",
+    "sign_decision",
+    "class_decision",
+    "predicate_decision",
+    "as_decision",
+    "decision_at",
+    "all_decisions",
+    "CF_MARGIN",
+    "margins",
+]
+
+# A counterfactual must have the target decision by a plain forward pass, also on the
+# strict side of a tie: every target row is required with this output margin, relative
+# to 1 + max|f(x)|; if LP rounding still leaves the point on the wrong side, the margin
+# is raised 100-fold (twice at most) for that point (see margins()).
+CF_MARGIN = 1e-9
+
+
+def margins(y0: np.ndarray) -> tuple[float, ...]:
+    """The output margins tried in turn for a counterfactual of an input with outputs y0."""
+    m = CF_MARGIN * (1.0 + float(np.max(np.abs(y0))))
+    return (m, 100 * m, 1e4 * m)
+
+
+class ExplainError(RelulabError):
+    """Bad input to an explanation (a point outside the domain, an unknown feature or
+    class, a target equal to the current decision...)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Decision:
+    """A decision as ``C y <= d`` on the outputs (see the module docstring).
+
+    ``kind`` is "sign", "class" or "predicate"; ``value`` is "positive"/"negative",
+    the class index, or None; ``label`` is how rules print it.
+    """
+
+    kind: str
+    value: Any
+    C: np.ndarray
+    d: np.ndarray
+    strict: np.ndarray
+    label: str
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.C.shape[1])
+
+    def holds(self, Y: Any, tol: float = 0.0) -> np.ndarray:
+        """Exact truth of the decision for each output row of ``Y`` (n, m).
+
+        With ``tol = 0`` this is the exact semantics: ``f >= 0`` / ``f < 0`` for a sign,
+        ``argmax == k`` for a class (ties to the first index), ``C y <= d`` for a
+        predicate; ``tol > 0`` relaxes every row by ``tol`` (closed form).
+        """
+        Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+        if tol == 0.0 and self.kind == "class":
+            return np.argmax(Y, axis=1) == self.value
+        V = Y @ self.C.T - self.d
+        if tol == 0.0:
+            ok = np.where(self.strict[None, :], V < 0, V <= 0)
+        else:
+            ok = V <= tol
+        return np.all(ok, axis=1)
+
+    def margin(self, Y: Any) -> np.ndarray:
+        """``max_i (C_i y - d_i)`` per row: <= 0 inside the (closed) decision set."""
+        Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+        return np.max(Y @ self.C.T - self.d, axis=1)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "value": self.value, "label": self.label}
+
+
+def sign_decision(positive: bool, label: str | None = None) -> Decision:
+    """``f >= 0`` ("positive") or ``f < 0`` ("negative") for a one-output network.
+
+    Example:
+        >>> sign_decision(False).holds([[0.0], [-1.0]]).tolist()
+        [False, True]
+    """
+    s = -1.0 if positive else 1.0
+    name = "positive" if positive else "negative"
+    return Decision("sign", name, np.array([[s]]), np.zeros(1), np.array([not positive]),
+                    label or name)
+
+
+def class_decision(k: int, m: int, label: str | None = None) -> Decision:
+    """``argmax f = k`` among ``m`` outputs: ``y_j - y_k <= 0`` for every ``j != k``.
+
+    Example:
+        >>> class_decision(0, 2).C.tolist()
+        [[-1.0, 1.0]]
+    """
+    if not 0 <= k < m:
+        raise ExplainError(f"class {k} out of range: the network has {m} outputs (0..{m - 1})")
+    rows = [j for j in range(m) if j != k]
+    C = np.zeros((m - 1, m))
+    C[np.arange(m - 1), rows] = 1.0
+    C[:, k] = -1.0
+    return Decision("class", int(k), C, np.zeros(m - 1), np.array([j < k for j in rows]),
+                    label or f"class {k}")
+
+
+def predicate_decision(C: Any, d: Any, label: str | None = None) -> Decision:
+    """The conjunction ``C y <= d`` (closed; ``C`` of shape (k, m)).
+
+    Example:
+        >>> predicate_decision([[1.0, 0.0]], [0.5]).holds([[0.2, 9.0]]).tolist()
+        [True]
+    """
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    d = np.asarray(d, dtype=np.float64).reshape(-1)
+    if C.shape[0] != d.shape[0] or C.shape[0] == 0:
+        raise ExplainError(f"predicate: C has shape {C.shape} but d has {d.shape[0]} entries")
+    if not (np.all(np.isfinite(C)) and np.all(np.isfinite(d))):
+        raise ExplainError("predicate: C and d must be finite")
+    text = " and ".join(
+        " + ".join(f"{v:g}*y{j}" for j, v in enumerate(row) if v != 0) + f" <= {di:g}"
+        for row, di in zip(C, d, strict=True)
+    )
+    return Decision("predicate", None, C, d, np.zeros(C.shape[0], dtype=bool), label or text)
+
+
+def as_decision(net: Network, decision: Any, class_names: Any = None) -> Decision:
+    """Turn a user's decision into a :class:`Decision` for ``net``.
+
+    Accepts "positive"/"negative" (one output), a class index or class name (several
+    outputs), a :class:`~relulab.spec.OutputConstraint`, a pair ``(C, d)``, or a
+    :class:`Decision`.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, 0.0], [0.0, 1.0]]], [[0.0, 0.0]])
+        >>> as_decision(net, 1).label
+        'class 1'
+    """
+    m = net.output_dim
+    names = list(class_names) if class_names is not None else None
+    if isinstance(decision, Decision):
+        dec = decision
+    elif isinstance(decision, str) and decision.lower() in ("positive", "negative", "pos", "neg"):
+        if m != 1:
+            raise ExplainError(f"decision {decision!r} is a sign: the network has {m} outputs; "
+                               "give a class index")
+        dec = sign_decision(decision.lower().startswith("pos"))
+    elif isinstance(decision, str) and names is not None and decision in names:
+        dec = class_decision(names.index(decision), m, decision)
+    elif isinstance(decision, str) and decision.strip().isdigit() and m > 1:
+        return as_decision(net, int(decision), class_names)
+    elif isinstance(decision, (int, np.integer)) and not isinstance(decision, bool):
+        if m == 1:
+            raise ExplainError("a one-output network decides by the sign of its output: "
+                               "give 'positive' or 'negative', not a class index")
+        lab = names[int(decision)] if names is not None and 0 <= int(decision) < len(names) else None
+        dec = class_decision(int(decision), m, lab)
+    elif hasattr(decision, "C") and hasattr(decision, "d"):
+        dec = predicate_decision(decision.C, decision.d)
+    elif isinstance(decision, tuple) and len(decision) == 2:
+        dec = predicate_decision(*decision)
+    else:
+        raise ExplainError(
+            f"unknown decision {decision!r}: give 'positive'/'negative' (one output), a class "
+            "index or name, or a predicate (C, d)"
+        )
+    if dec.n_outputs != m:
+        raise ExplainError(f"decision reads {dec.n_outputs} outputs; the network has {m}")
+    return dec
+
+
+def decision_at(net: Network, x: Any, class_names: Any = None) -> Decision:
+    """The decision the network takes at ``x``: its sign (one output) or argmax class.
+
+    Example:
+        >>> from relulab import Network
+        >>> decision_at(Network([[[1.0]]], [[-1.0]]), [0.5]).label
+        'negative'
+    """
+    fnet = net.float() if net.is_exact else net
+    y = fnet(np.asarray(x, dtype=np.float64).reshape(1, -1))[0]
+    if net.output_dim == 1:
+        return sign_decision(bool(y[0] >= 0))
+    k = int(np.argmax(y))
+    names = list(class_names) if class_names is not None else None
+    return class_decision(k, net.output_dim, names[k] if names is not None and k < len(names) else None)
+
+
+def all_decisions(net: Network, class_names: Any = None) -> list[Decision]:
+    """Every decision of the network: both signs, or every class.
+
+    Example:
+        >>> from relulab import Network
+        >>> [d.label for d in all_decisions(Network([[[1.0]]], [[0.0]]))]
+        ['positive', 'negative']
+    """
+    if net.output_dim == 1:
+        return [sign_decision(True), sign_decision(False)]
+    names = list(class_names) if class_names is not None else None
+    return [class_decision(k, net.output_dim, names[k] if names is not None and k < len(names) else None)
+            for k in range(net.output_dim)]

@@ -1,0 +1,186 @@
+"""A rule: a convex set of inputs ``{x in domain : A x <= b}`` that gets one decision,
+and its rendering as readable inequalities with feature names.
+
+Example:
+    >>> import numpy as np
+    >>> r = Rule(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -2.0]]), np.array([12.3, 0.0, -80.2]),
+    ...          "brake", ("speed", "distance"))
+    >>> r.text()
+    '0 <= speed <= 12.3 and distance >= 40.1 -> brake'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..results import Result
+
+__all__ = ["Rule", "render_conditions", "rules_markdown", "rules_table"]
+
+# A coefficient this much smaller than a row's largest one is printed as absent: the
+# rows come from unit-normalised float data, and 1e-12 relative is rounding noise.
+AXIS_REL_TOL = 1e-12
+
+
+def _num(v: float, digits: int) -> str:
+    s = f"{v:.{digits}g}"
+    return "0" if s in ("-0", "0") else s
+
+
+def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digits: int = 4,
+                      md: bool = False) -> list[str]:
+    """One readable condition per feature bound (lower and upper merged) and per general
+    half-space, in feature order.
+
+    Example:
+        >>> render_conditions(np.array([[1.0, 1.0]]), np.array([2.0]), ("a", "b"))
+        ['a + b <= 2']
+    """
+    A = np.atleast_2d(np.asarray(A, float))
+    b = np.asarray(b, float).reshape(-1)
+    le = "≤" if md else "<="
+    ge = "≥" if md else ">="
+    lo: dict[int, float] = {}
+    hi: dict[int, float] = {}
+    general = []
+    for a, c in zip(A, b, strict=True):
+        big = np.max(np.abs(a)) if a.size else 0.0
+        if big == 0:
+            continue
+        nz = np.flatnonzero(np.abs(a) > AXIS_REL_TOL * big)
+        if nz.size == 1:
+            i = int(nz[0])
+            v = c / a[i]
+            if a[i] > 0:
+                hi[i] = min(hi.get(i, np.inf), v)
+            else:
+                lo[i] = max(lo.get(i, -np.inf), v)
+        else:
+            general.append((a / big, c / big, nz))
+    out = []
+    for i in sorted(set(lo) | set(hi)):
+        nm = f"`{names[i]}`" if md else names[i]
+        if i in lo and i in hi:
+            out.append(f"{_num(lo[i], digits)} {le} {nm} {le} {_num(hi[i], digits)}")
+        elif i in hi:
+            out.append(f"{nm} {le} {_num(hi[i], digits)}")
+        else:
+            out.append(f"{nm} {ge} {_num(lo[i], digits)}")
+    for a, c, nz in general:
+        rel = le
+        if a[nz[0]] < 0:  # read "x + y >= c" rather than "-x - y <= -c"
+            a, c, rel = -a, -c, ge
+        terms = []
+        for k, i in enumerate(nz):
+            coef = a[i]
+            nm = f"`{names[i]}`" if md else names[i]
+            mag = "" if abs(abs(coef) - 1) < 1e-12 else _num(abs(coef), digits) + "*"
+            sign = ("-" if coef < 0 else "") if k == 0 else (" - " if coef < 0 else " + ")
+            terms.append(f"{sign}{mag}{nm}")
+        out.append("".join(terms) + f" {rel} {_num(c, digits)}")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Rule(Result):
+    """``{x in domain : A x <= b} -> decision``.
+
+    Fields:
+        A, b: the rule's own constraints (the domain's are implicit).
+        decision: the decision's label.
+        features: feature names.
+        kind: "region" (a linear region cut by the decision), "interval" (axis-aligned
+            bounds), "halfspace" (general) or "merged" (from :func:`decision_rules`).
+        certified: the decision was proved on the whole rule (MILP or by construction).
+        max_violation: the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the rule
+            (<= a tolerance when certified), or None when not checked.
+        volume_fraction: share of the domain's volume (when computed).
+        witnesses: per constraint, an input that satisfies every other constraint but
+            does not get the decision (forward-pass checked): proof the constraint is
+            needed (a minimal rule has one for each).
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    decision: str
+    features: tuple[str, ...]
+    kind: str = "halfspace"
+    certified: bool = False
+    max_violation: float | None = None
+    volume_fraction: float | None = None
+    witnesses: tuple = field(default=())
+    vertices: np.ndarray | None = None
+
+    @property
+    def n_constraints(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def axis_aligned(self) -> bool:
+        big = np.max(np.abs(self.A), axis=1, keepdims=True) if self.A.size else np.ones((0, 1))
+        return bool(np.all(np.sum(np.abs(self.A) > AXIS_REL_TOL * big, axis=1) <= 1))
+
+    @property
+    def minimal(self) -> bool:
+        """Every constraint has a witness that it cannot be dropped."""
+        return len(self.witnesses) == self.n_constraints and all(w is not None for w in self.witnesses)
+
+    def contains(self, X: Any, tol: float = 1e-9) -> np.ndarray | bool:
+        """Whether points satisfy the rule's constraints (the domain is not checked)."""
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        ok = np.all(np.atleast_2d(X) @ self.A.T <= self.b + tol, axis=1)
+        return bool(ok[0]) if single else ok
+
+    def conditions(self, digits: int = 4, md: bool = False) -> list[str]:
+        return render_conditions(self.A, self.b, self.features, digits, md)
+
+    def text(self, digits: int = 4) -> str:
+        """``"speed <= 12.3 and distance >= 40.1 -> brake"`` (numbers rounded for display)."""
+        cond = self.conditions(digits)
+        return (" and ".join(cond) if cond else "always (anywhere in the domain)") + f" -> {self.decision}"
+
+    def markdown(self, digits: int = 4) -> str:
+        cond = self.conditions(digits, md=True)
+        body = " **and** ".join(cond) if cond else "*always (anywhere in the domain)*"
+        return f"{body} → **{self.decision}**"
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["text"] = self.text()
+        d["axis_aligned"] = self.axis_aligned
+        d["minimal"] = self.minimal
+        return d
+
+
+def rules_markdown(rules: list[Rule], title: str = "Rules", digits: int = 4) -> str:
+    """A Markdown table of rules (condition, decision, volume share, certified)."""
+    lines = [f"### {title}", "", "| # | if | then | share of domain | MILP-checked |",
+             "|---|---|---|---|---|"]
+    for i, r in enumerate(rules):
+        cond = " and ".join(r.conditions(digits, md=True)) or "always"
+        vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
+        chk = "yes" if r.certified else ("-" if r.max_violation is None else "no")
+        lines.append(f"| {i} | {cond} | {r.decision} | {vf} | {chk} |")
+    return "\n".join(lines) + "\n"
+
+
+def rules_table(rules: list[Rule], title: str = "rules", digits: int = 4, limit: int | None = 40):
+    """A rich Table of rules (the first ``limit``)."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col, j in (("#", "right"), ("if", "left"), ("then", "left"), ("share", "right"),
+                   ("MILP-checked", "center")):
+        t.add_column(col, justify=j)
+    for i, r in enumerate(rules[:limit] if limit else rules):
+        vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
+        t.add_row(str(i), " and ".join(r.conditions(digits)) or "always", r.decision, vf,
+                  "[green]yes[/green]" if r.certified else
+                  ("-" if r.max_violation is None else "[red]no[/red]"))
+    if limit and len(rules) > limit:
+        t.caption = f"... and {len(rules) - limit} more"
+    return t

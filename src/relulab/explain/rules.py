@@ -1,0 +1,433 @@
+"""``decision_rules``: the exact set of inputs with each decision inside a box, as a
+union of convex rules.
+
+The linear regions (relulab.regions.enumerate) are cut by the decision's boundary,
+which is affine inside each region: a region gives at most one convex *piece* per
+decision.  Same-decision pieces of adjacent regions are then merged greedily while
+their union stays convex (the union of two convex polytopes lies inside the convex
+hull of their vertices and equals it exactly when the volumes agree), so no two
+adjacent rules of one decision can be merged further (the fewest rules overall is a
+hard covering problem; greedy merging is not claimed to reach it).  Rules partition
+the box: their volumes add up to its volume, and every rule is exact (100% fidelity)
+by construction; ``certify_rules=True`` also proves each rule with relulab.verify's MILP.
+
+Example:
+    >>> from relulab import Network, Box
+    >>> net = Network([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, 1.0]]], [[0.0, 0.0], [-0.5]])   # |x0| - 0.5
+    >>> dr = decision_rules(net, Box([-1, -1], [1, 1]))
+    >>> [r.text() for r in dr.rules]
+    ['x0 <= -0.5 -> positive', 'x0 >= 0.5 -> positive', '-0.5 <= x0 <= 0.5 -> negative']
+    >>> [round(r.volume_fraction, 6) for r in dr.rules]
+    [0.25, 0.25, 0.5]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..network import Network
+from ..results import Result
+from ..tolerance import FEAS_TOL, MIN_RADIUS
+from . import _geometry as G
+from ._certify import certify
+from ._common import check_domain, float_net
+from .decision import Decision, ExplainError, all_decisions, as_decision
+from .features import feature_names
+from .rule import Rule
+
+__all__ = ["decision_rules", "DecisionRules"]
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionRules(Result):
+    """The decision rules of a network over a domain.
+
+    Fields:
+        rules: the merged convex rules (each with ``volume_fraction`` and vertices).
+        decisions: per decision label: number of rules, of pieces, and its volume share.
+        n_regions: linear regions enumerated; n_pieces: region pieces (one per region
+            and decision present in it); n_rules: rules after merging.
+        covered_fraction: total volume share of the rules (1 up to rounding for a
+            complete enumeration).
+        partial: the enumeration stopped early (``max_regions``): rules cover only part.
+        certified: every rule proved with the MILP (None when not asked).
+        times: seconds for enumeration, cutting, merging, certification.
+    """
+
+    rules: tuple
+    decisions: dict
+    n_regions: int
+    n_pieces: int
+    n_rules: int
+    covered_fraction: float
+    partial: bool
+    certified: bool | None
+    features: tuple
+    method: str
+    times: dict
+    info: dict = field(default_factory=dict)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The decision label of the first rule containing each point ("" if none)."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        out = np.full(X.shape[0], "", dtype=object)
+        todo = np.ones(X.shape[0], dtype=bool)
+        for r in self.rules:
+            hit = todo & r.contains(X, tol=1e-9)
+            out[hit] = r.decision
+            todo &= ~hit
+        return out
+
+    def text(self, digits: int = 4) -> str:
+        return "\n".join(f"{100 * (r.volume_fraction or 0):6.2f}%  {r.text(digits)}" for r in self.rules)
+
+    def markdown(self, digits: int = 4) -> str:
+        from .rule import rules_markdown
+
+        return rules_markdown(list(self.rules), "Decision rules", digits)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        for r in d["rules"]:
+            r.pop("witnesses", None)
+        return d
+
+
+def _order2d(V: np.ndarray) -> np.ndarray:
+    c = V.mean(0)
+    return V[np.argsort(np.arctan2(V[:, 1] - c[1], V[:, 0] - c[0]))]
+
+
+def _clip2d(P: np.ndarray, a: np.ndarray, b: float) -> np.ndarray:
+    """Sutherland-Hodgman: the convex polygon ``P`` (ordered) cut by ``a x <= b``."""
+    if len(P) == 0:
+        return P
+    s = P @ a - b
+    out = []
+    n = len(P)
+    for k in range(n):
+        p, q = P[k], P[(k + 1) % n]
+        sp_, sq = s[k], s[(k + 1) % n]
+        if sp_ <= 0:
+            out.append(p)
+        if (sp_ < 0 < sq) or (sq < 0 < sp_):
+            t = sp_ / (sp_ - sq)
+            out.append(p + t * (q - p))
+    return np.array(out).reshape(-1, 2)
+
+
+@dataclass
+class _Piece:
+    V: np.ndarray
+    vol: float
+
+
+def _region_data(rs, i: int):
+    d = rs.dim
+    f0, f1 = rs.facet_ptr[i], rs.facet_ptr[i + 1]
+    v0, v1 = rs.vertex_ptr[i], rs.vertex_ptr[i + 1]
+    V = rs.vertices[v0:v1] if v1 > v0 else rs[i].vertices
+    aff = rs.affine[i]
+    return rs.facet_A[f0:f1], rs.facet_b[f0:f1], V, aff[:, :d], aff[:, d]
+
+
+def _ordered_polygons(rs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """2-D regions: vertices sorted counter-clockwise within each region, the region of
+    each vertex, and every region's area (shoelace), all vectorised."""
+    n = len(rs)
+    ptr = rs.vertex_ptr
+    reg = np.repeat(np.arange(n), np.diff(ptr))
+    V = rs.vertices
+    cnt = np.diff(ptr)
+    cen = np.add.reduceat(V, ptr[:-1], axis=0) / cnt[:, None]
+    ang = np.arctan2(V[:, 1] - cen[reg, 1], V[:, 0] - cen[reg, 0])
+    order = np.lexsort((ang, reg))
+    V = V[order]
+    nxt = np.arange(len(V)) + 1
+    last = ptr[1:] - 1
+    nxt[last] = ptr[:-1]
+    cross = V[:, 0] * V[nxt, 1] - V[:, 1] * V[nxt, 0]
+    areas = 0.5 * np.abs(np.add.reduceat(cross, ptr[:-1]))
+    return V, reg, areas
+
+
+def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], int]:
+    """Per decision, per region: the piece of the region with that decision (or None)."""
+    n, d = len(rs), rs.dim
+    out: list[list[_Piece | None]] = [[None] * n for _ in decisions]
+    count = 0
+    fast = d == 2 and len(rs.vertices) == rs.vertex_ptr[-1] and np.all(np.diff(rs.vertex_ptr) >= 3)
+    todo = range(n)
+    if fast:
+        Vall, reg, areas = _ordered_polygons(rs)
+        aff = rs.affine
+        Yall = np.einsum("vmd,vd->vm", aff[reg, :, :d], Vall) + aff[reg, :, d]
+        # regions entirely inside one decision (most of them), all at once; the loop
+        # below only cuts the others
+        starts = rs.vertex_ptr[:-1]
+        scale = 1.0 + np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
+        rest = np.zeros(n, dtype=bool)
+        for k, dec in enumerate(decisions):
+            S = Yall @ dec.C.T - dec.d
+            tol = FEAS_TOL * scale[reg]
+            inside = np.logical_and.reduceat(np.all(S <= tol[:, None], axis=1), starts)
+            flat = (np.maximum.reduceat(S, starts) - np.minimum.reduceat(S, starts)) <= FEAS_TOL * scale[:, None]
+            tie = np.any(dec.strict[None, :] & flat & (np.maximum.reduceat(S, starts) >= -FEAS_TOL * scale[:, None]), axis=1)
+            outside = np.any(np.logical_and.reduceat(S >= -tol[:, None], starts, axis=0), axis=1)
+            whole = inside & ~tie
+            for i in np.flatnonzero(whole):
+                out[k][i] = _Piece(Vall[rs.vertex_ptr[i]:rs.vertex_ptr[i + 1]], float(areas[i]))
+            count += int(whole.sum())
+            rest |= ~inside & ~outside & ~tie
+        todo = np.flatnonzero(rest)
+    for i in todo:
+        if fast:
+            v0, v1 = rs.vertex_ptr[i], rs.vertex_ptr[i + 1]
+            V, Y = Vall[v0:v1], Yall[v0:v1]
+            C, c = rs.affine[i][:, :d], rs.affine[i][:, d]
+            A = b = None
+            vol_region = float(areas[i])
+        else:
+            A, b, V, C, c = _region_data(rs, i)
+            if d == 2:
+                V = _order2d(V)
+            Y = V @ C.T + c
+            vol_region = None
+        scale = 1.0 + float(np.max(np.abs(Y)))
+        for k, dec in enumerate(decisions):
+            if out[k][i] is not None:
+                continue
+            S = Y @ dec.C.T - dec.d  # (n_vertices, rows): <= 0 inside the decision set
+            tol = FEAS_TOL * scale
+            # a strict row that is a tie on the whole region (e.g. every output equal on
+            # a dead region) fails everywhere: the tie goes to the other decision
+            flat = np.ptp(S, axis=0) <= tol
+            if np.any(dec.strict & flat & (S.max(0) >= -tol)):
+                continue
+            if np.all(S <= tol):
+                out[k][i] = _Piece(V, vol_region if vol_region is not None else G.volume(V))
+                count += 1
+                continue
+            if np.any(np.all(S >= -tol, axis=0)):
+                continue  # some row is violated on the whole region (up to its boundary)
+            T = dec.C @ C
+            t = dec.d - dec.C @ c
+            if d == 2:
+                P = V
+                for a_row, b_row in zip(T, t, strict=True):
+                    P = _clip2d(P, a_row, b_row)
+                    if len(P) < 3:
+                        break
+                W = P
+            else:
+                An, bn = G.normalize_rows(np.vstack([A, T]), np.concatenate([b, t]))
+                ctr, rad = G.interior(An, bn)
+                W = G.vertices(An, bn, ctr) if ctr is not None and rad > MIN_RADIUS else np.zeros((0, d))
+            vol = G.volume(W) if len(W) > d else 0.0
+            vr = vol_region if vol_region is not None else G.volume(V)
+            if vol > 0 and vol > 1e-12 * vr:
+                out[k][i] = _Piece(W, vol)
+                count += 1
+    return out, count
+
+
+class _Clusters:
+    """Union-find over pieces; each root keeps the hull vertices and the volume."""
+
+    def __init__(self, pieces: list[_Piece | None]) -> None:
+        self.parent = list(range(len(pieces)))
+        self.V = [p.V if p is not None else None for p in pieces]
+        self.vol = [p.vol if p is not None else 0.0 for p in pieces]
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def try_merge(self, i: int, j: int) -> bool:
+        a, b = self.find(i), self.find(j)
+        if a == b:
+            return False
+        tot = self.vol[a] + self.vol[b]
+        VV = np.vstack([self.V[a], self.V[b]])
+        if not G.union_is_convex(self.V[a], self.vol[a], self.V[b], self.vol[b], tot):
+            return False
+        self.parent[b] = a
+        self.V[a] = G.hull(VV)[2]
+        self.vol[a] = tot
+        self.V[b] = None
+        return True
+
+
+def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool) -> list[tuple[np.ndarray, float]]:
+    cl = _Clusters(pieces)
+    if merge and len(edges):
+        have = np.array([p is not None for p in pieces])
+        E = edges[have[edges[:, 0]] & have[edges[:, 1]]]
+        changed = True
+        while changed:
+            changed = False
+            for i, j in E[:, :2].tolist():
+                if cl.try_merge(i, j):
+                    changed = True
+    roots = sorted({cl.find(i) for i, p in enumerate(pieces) if p is not None})
+    return [(cl.V[r], cl.vol[r]) for r in roots]
+
+
+def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: bool):
+    """Per decision: the pure BSP cells, then greedily merged where convex."""
+    from . import _bsp
+
+    polys, labels = [], []
+    for k, pcs in enumerate(pieces):
+        for p in pcs:
+            if p is not None:
+                polys.append(p.V)
+                labels.append(k)
+    labels = np.array(labels)
+    seg = _bsp.boundary_segments(fnet, decs, polys, labels, dom.lo, dom.hi)
+    cells = _bsp.bsp(polys, labels, seg, dom.lo, dom.hi)
+    out = []
+    for k in range(len(decs)):
+        mine = [_Piece(c, _bsp.area(c)) for c, lab in cells if lab == k]
+        out.append(_merge_touching(mine) if merge else [(p.V, p.vol) for p in mine])
+    return out
+
+
+def _merge_touching(pcs: list[_Piece]) -> list[tuple[np.ndarray, float]]:
+    """Greedy convex merging of cells whose bounding boxes touch."""
+    if not pcs:
+        return []
+    lo = np.array([p.V.min(0) for p in pcs])
+    hi = np.array([p.V.max(0) for p in pcs])
+    eps = 1e-9 * float(np.max(hi.max(0) - lo.min(0)))
+    touch = np.all((lo[:, None, :] <= hi[None, :, :] + eps) & (lo[None, :, :] <= hi[:, None, :] + eps), axis=2)
+    i, j = np.nonzero(np.triu(touch, 1))
+    E = np.stack([i, j, np.zeros_like(i)], axis=1)
+    return _merge(pcs, E, True)
+
+
+def _domain_rows(domain: Box | Polytope) -> tuple[np.ndarray, np.ndarray]:
+    P = domain.to_polytope()
+    return G.normalize_rows(P.A, P.b)
+
+
+def _own_rows(A: np.ndarray, b: np.ndarray, DA: np.ndarray, Db: np.ndarray) -> np.ndarray:
+    """Rows of a rule's hull that are not on the domain's boundary (those are implicit)."""
+    keep = np.ones(A.shape[0], dtype=bool)
+    for r in range(A.shape[0]):
+        same = np.all(np.abs(DA - A[r]) <= 1e-9, axis=1) & (np.abs(Db - b[r]) <= 1e-9 * (1 + np.abs(Db)))
+        keep[r] = not same.any()
+    return keep
+
+
+def _domain_volume(domain: Box | Polytope) -> float:
+    if isinstance(domain, Box):
+        return float(np.prod(domain.widths))
+    P = domain
+    c, _ = P.chebyshev_center()
+    return G.volume(G.vertices(*G.normalize_rows(P.A, P.b), c))
+
+
+def decision_rules(
+    net: Network,
+    domain: Any,
+    decision: Any = None,
+    *,
+    features: Any = None,
+    class_names: Any = None,
+    merge: bool = True,
+    method: str = "auto",
+    certify_rules: bool = False,
+    max_regions: int | None = None,
+    progress: bool = False,
+) -> DecisionRules:
+    """The decision rules of ``net`` inside ``domain`` (see the module docstring).
+
+    Args:
+        net: the network.
+        domain: a Box (or a bounded Polytope).
+        decision: one decision ("positive"/"negative", a class, a predicate ``(C, d)``),
+            or None for every decision (both signs, or every class).
+        features, class_names: names used in the rules.
+        merge: merge adjacent same-decision cells while the union stays convex.
+        method: "bsp" (2-D inputs: cut the box along the lines of the decision
+            boundary's edges, then merge), "merge" (merge whole region pieces; any
+            dimension) or "auto" (bsp in 2-D, else merge).
+        certify_rules: prove every rule with relulab.verify's exact MILP.
+        max_regions: stop the enumeration early (the result is marked partial).
+        progress: a progress bar for the enumeration.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0, 1.0]]], [[-1.0]])
+        >>> dr = decision_rules(net, Box([0, 0], [1, 1]), "positive")
+        >>> dr.rules[0].text(3), round(dr.rules[0].volume_fraction, 9)
+        ('x0 + x1 >= 1 -> positive', 0.5)
+    """
+    from .. import regions as R
+
+    t0 = time.perf_counter()
+    fnet = float_net(net)
+    dom = check_domain(fnet, domain)
+    names = feature_names(features, fnet.input_dim)
+    decs = all_decisions(fnet, class_names) if decision is None else [as_decision(fnet, decision, class_names)]
+    rs = R.enumerate(fnet, dom, max_regions=max_regions, progress=progress, vertices=True)
+    if len(rs) == 0:
+        raise ExplainError("the domain holds no full-dimensional linear region")
+    t1 = time.perf_counter()
+    pieces, n_pieces = _pieces(rs, decs)
+    t2 = time.perf_counter()
+    if method == "auto":
+        method = "bsp" if fnet.input_dim == 2 and isinstance(dom, Box) and merge else "merge"
+    if method not in ("bsp", "merge"):
+        raise ExplainError(f"unknown method {method!r}: use 'auto', 'bsp' or 'merge'")
+    if method == "bsp" and (fnet.input_dim != 2 or not isinstance(dom, Box)):
+        raise ExplainError("method 'bsp' needs 2 inputs and a Box domain")
+    dvol = _domain_volume(dom)
+    DA, Db = _domain_rows(dom)
+    rules: list[Rule] = []
+    summary: dict = {}
+    if method == "bsp":
+        cells_by = _bsp_cells(fnet, decs, pieces, dom, merge)
+    else:
+        edges = R.adjacency(rs, fnet) if merge else np.zeros((0, 3), dtype=np.int64)
+        cells_by = [_merge(pcs, edges, merge) for pcs in pieces]
+    for dec, pcs, merged in zip(decs, pieces, cells_by, strict=True):
+        vol_dec = 0.0
+        # a stable, readable order: by the cells' centres, coordinate by coordinate
+        merged = sorted(merged, key=lambda cv: tuple(np.round(cv[0].mean(0), 9)))
+        for V, vol in merged:
+            A, b, H = G.hull(V)
+            keep = _own_rows(A, b, DA, Db)
+            rules.append(Rule(A[keep], b[keep], dec.label, names, kind="merged" if merge else "region",
+                              certified=False, volume_fraction=vol / dvol, vertices=H))
+            vol_dec += vol
+        summary[dec.label] = {"rules": len(merged), "pieces": sum(p is not None for p in pcs),
+                              "volume_fraction": vol_dec / dvol}
+    t3 = time.perf_counter()
+    certified = None
+    if certify_rules:
+        out = []
+        by_label = {d.label: d for d in decs}
+        for r in rules:
+            ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision])
+            out.append(Rule(r.A, r.b, r.decision, names, r.kind, ok, worst, r.volume_fraction,
+                            vertices=r.vertices))
+        rules = out
+        certified = all(r.certified for r in rules)
+    t4 = time.perf_counter()
+    cov = float(sum(r.volume_fraction for r in rules))
+    return DecisionRules(
+        rules=tuple(rules), decisions=summary, n_regions=len(rs), n_pieces=n_pieces,
+        n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial), certified=certified,
+        features=names, method=method,
+        times={"enumerate": t1 - t0, "cut": t2 - t1, "merge": t3 - t2, "certify": t4 - t3,
+               "total": t4 - t0},
+    )

@@ -1,0 +1,378 @@
+"""``why``: the reasons for the decision a network takes at one input, read off its
+linear regions, each certified with relulab.verify's exact MILP.
+
+* the *region rule*: the linear region of ``x`` (its binding facets) cut by the
+  decision's own boundary inside it, where the network is one affine map;
+* the *decision rule*: a minimal set of axis-aligned intervals around ``x`` (grown
+  side by side as far as the decision holds, each side pushed by one MILP) that may
+  span many regions; every kept bound carries a witness that it cannot be dropped.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network, Box
+    >>> net = Network([[[1.0, 1.0]]], [[-1.0]])          # f = x0 + x1 - 1
+    >>> r = why(net, [1.0, 0.5], Box([0, 0], [1, 1]))
+    >>> r.decision, r.region_rule.text(3)
+    ('positive', 'x0 + x1 >= 1 -> positive')
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..network import Network
+from ..results import Result
+from ..tolerance import FEAS_TOL, MIN_RADIUS
+from . import _geometry as G
+from ._certify import certify, max_output, restrict
+from ._common import check_domain, check_point, float_net
+from ._milp import ExplainMILP
+from .decision import Decision, ExplainError, as_decision, decision_at
+from .features import feature_names
+from .rule import Rule
+
+__all__ = ["why", "WhyResult"]
+
+# An input breaks the decision when a decision row exceeds its bound by this much
+# (relative to 1 + max|f(x)|): ties on a rule's boundary do not count.  The k-th side
+# pushed uses (k + 2) times it, so the faces already placed (where the decision is
+# broken by at most the previous margin) never count as breaking it.
+BREAK_MARGIN = 1e-8
+
+
+@dataclass(frozen=True, eq=False)
+class WhyResult(Result):
+    """Why ``net`` takes ``decision`` at ``x``.
+
+    Fields:
+        x, output: the input and ``f(x)``.
+        decision: the decision's label.
+        pattern: the activation pattern of x's region ("1" active, "0" inactive).
+        affine: ``(C, c)`` with ``f(y) = C y + c`` on the region.
+        region_rule: the region of x cut by the decision boundary (binding facets only).
+        region_facets: what carries each constraint of the region rule:
+            ``"neuron L.i"`` (layer L, index i, from 1) or ``"decision row j"``.
+        rule: the minimal decision-preserving interval rule (None when x lies on the
+            decision boundary, where no box around it keeps the decision).
+        radius: the largest ``r`` such that the cube of half-width ``r`` around x keeps
+            the decision (proven lower bound from the MILP; inf if the decision never
+            changes in the domain).
+        time: seconds.
+    """
+
+    x: np.ndarray
+    output: np.ndarray
+    decision: str
+    pattern: str
+    affine: tuple
+    region_rule: Rule
+    region_facets: tuple
+    rule: Rule | None
+    radius: float
+    time: float
+    info: dict = field(default_factory=dict)
+
+    def text(self, digits: int = 4) -> str:
+        lines = [f"f(x) = {np.array2string(self.output, precision=digits)} -> {self.decision}",
+                 f"in its linear region ({len(self.region_rule.b)} binding facets, "
+                 f"{'certified' if self.region_rule.certified else 'NOT certified'}):",
+                 "  " + self.region_rule.text(digits)]
+        if self.rule is not None:
+            lines += [f"decision rule ({self.rule.n_constraints} bounds, "
+                      f"{'minimal' if self.rule.minimal else 'not shown minimal'}, "
+                      f"{'certified' if self.rule.certified else 'NOT certified'}):",
+                      "  " + self.rule.text(digits)]
+        else:
+            lines.append("x lies on the decision boundary: no box around it keeps the decision")
+        return "\n".join(lines)
+
+
+def _facet_label(net: Network, j: int) -> str:
+    off = 0
+    for k, w in enumerate(net.widths):
+        if j < off + w:
+            return f"neuron {k + 1}.{j - off + 1}"
+        off += w
+    return f"decision row {j - off}"
+
+
+def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_certify: bool,
+                 time_limit) -> tuple[Rule, tuple, str, tuple]:
+    pattern = fnet.activation_pattern(x)
+    Gm, h = G.pattern_hrep(fnet, pattern)
+    Cr, cr = fnet.affine_for_pattern(pattern)
+    Dm, dv = dec.C @ Cr, dec.d - dec.C @ cr
+    Dm, dv = Dm.copy(), dv.copy()
+    nrm = np.linalg.norm(Dm, axis=1)
+    ok = nrm > 1e-14
+    # a decision row constant on the region holds there already (x has the decision)
+    Dm, dv, drow = Dm[ok] / nrm[ok, None], dv[ok] / nrm[ok], np.flatnonzero(ok)
+    Gnz = np.linalg.norm(Gm, axis=1) > 0
+    rows_A = np.vstack([Gm[Gnz], Dm])
+    rows_b = np.concatenate([h[Gnz], dv])
+    labels = [_facet_label(fnet, int(j)) for j in np.flatnonzero(Gnz)] + \
+             [f"decision row {int(j)}" for j in drow]
+    P = domain.to_polytope()
+    allA = np.vstack([rows_A, P.A])
+    allb = np.concatenate([rows_b, P.b])
+    c, rad = G.interior(allA, allb)
+    if c is None or rad <= MIN_RADIUS:
+        keep = np.arange(rows_A.shape[0])  # lower-dimensional: keep every row
+    else:
+        keep = G.irredundant(allA, allb)
+        keep = keep[keep < rows_A.shape[0]]
+    A, b = rows_A[keep], rows_b[keep]
+    cert, worst = (False, None)
+    if do_certify:
+        cert, worst = certify(fnet, domain, A, b, dec, time_limit)
+    rule = Rule(A, b, dec.label, names, kind="region", certified=cert, max_violation=worst)
+    pat = "".join("1" if v else "0" for p in pattern for v in p)
+    return rule, tuple(labels[i] for i in keep), pat, (Cr, cr)
+
+
+def _box_slab(domain, lo, hi) -> Box | Polytope:
+    B = Box(lo, hi)
+    if isinstance(domain, Box):
+        return B
+    return restrict(domain, np.vstack([np.eye(len(lo)), -np.eye(len(lo))]), np.concatenate([hi, -lo]))
+
+
+def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
+                   time_limit) -> tuple[str, float | None, float | None]:
+    """min c.x over the inputs of ``region`` that break the decision by ``margin``:
+    (status, proven bound, the optimum moved back to where the decision row is exactly
+    tied, along the axis of ``c``, inside the linear region of the optimum)."""
+    m = ExplainMILP(fnet, region)
+    m.violation(dec.C, dec.d, margin)
+    r = m.solve(np.concatenate([c, np.zeros(m.n - len(c))]), time_limit=time_limit)
+    if r.status == "infeasible":
+        return "infeasible", None, None
+    if r.bound is None or not np.isfinite(r.bound):
+        if r.status != "optimal":
+            raise ExplainError(f"why: the MILP ended with status {r.status}")
+    bound = float(r.bound if r.bound is not None and np.isfinite(r.bound) else r.objective)
+    tied = None
+    if r.x is not None:
+        xs = r.x[: m.d]
+        i = int(np.flatnonzero(c)[0])
+        A, c0 = fnet.local_affine(xs)
+        viol = dec.C @ (A @ xs + c0) - dec.d
+        j = int(np.argmax(viol))
+        g = (dec.C[j] @ A)[i]
+        if abs(g) > 1e-12:
+            tied = float(c[i] * (xs[i] - viol[j] / g))
+    return ("optimal" if r.status == "optimal" else "time_limit"), bound, tied
+
+
+def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
+    """Proven lower bound of the linf distance from x to the closest input of the
+    domain that breaks the decision by ``margin`` (inf when none does)."""
+    if isinstance(domain, Box) and fnet.n_hidden_layers > 0:
+        return _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
+    m = ExplainMILP(fnet, domain)
+    m.violation(dec.C, dec.d, margin)
+    c = m.distance(x, "linf")
+    r = m.solve(c, time_limit=time_limit)
+    if r.status == "infeasible":
+        return np.inf
+    b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
+    return max(float(b), 0.0)
+
+
+def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> float:
+    """The same radius by bisection with relulab.verify on cubes around x (fast on small
+    cubes, where the MILP of the whole box may not finish): "holds" on a cube proves the
+    decision there; "violated" gives a re-checked input that breaks it."""
+    from ..spec import OutputConstraint, Specification
+    from ..verify import verify
+
+    unsafe = [OutputConstraint(-Ci[None, :], np.array([-(di + margin)]))
+              for Ci, di in zip(dec.C, dec.d, strict=True)]
+    t0 = time.perf_counter()
+
+    def ask(r):
+        left = 30.0 if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0) / 2
+        if left <= 0.05:
+            return "unknown", None
+        B = Box(np.maximum(domain.lo, x - r), np.minimum(domain.hi, x + r))
+        v = verify(fnet, Specification(B, unsafe), timeout=left)
+        return v.status, (None if v.counterexample is None else np.asarray(v.counterexample, float))
+
+    span = float(np.max(np.maximum(domain.hi - x, x - domain.lo)))
+    st, z = ask(span)
+    if st == "holds":
+        return np.inf
+    lo, hi = 0.0, (float(np.max(np.abs(z - x))) if st == "violated" and z is not None else span)
+    for _ in range(60):
+        if hi - lo <= 1e-9 * (1 + hi):
+            break
+        r = (lo + hi) / 2
+        st, z = ask(r)
+        if st == "holds":
+            lo = r
+        elif st == "violated" and z is not None:
+            hi = min(r, float(np.max(np.abs(z - x))))
+        else:
+            break
+    return lo
+
+
+def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
+    """The input of the slab ``[lo, hi]`` (within the domain) that breaks the decision
+    most, if it breaks it by more than ``margin`` (re-checked by a forward pass)."""
+    region = _box_slab(domain, lo, hi)
+    for Ci, di in zip(dec.C, dec.d, strict=True):
+        _, xw, _ = max_output(fnet, region, Ci, time_limit)
+        y = fnet(xw[None])[0]
+        if Ci @ y - di > margin and not dec.holds(y[None])[0] and bool(domain.contains(xw)):
+            return xw
+    return None
+
+
+def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit) -> tuple[Rule | None, float]:
+    bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
+    # a tie on the rule's own boundary is no violation: a point breaks the decision
+    # when some row exceeds its bound by this output margin (far below RULE_TOL)
+    mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
+    r = _cube_radius(fnet, domain, x, dec, mg, time_limit)
+    if not np.isfinite(r):
+        rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
+        cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
+        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r
+    if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
+        return None, r
+    lo = np.maximum(x - r, bb.lo)
+    hi = np.minimum(x + r, bb.hi)
+    lo0, hi0 = lo.copy(), hi.copy()
+    d = len(x)
+    step_no = 0
+    # push each side outwards as far as the decision holds: min x_i (or max) over the
+    # inputs of the slab beyond the side that break the decision; none: drop the side
+    for i in range(d):
+        for up in (True, False):
+            at_edge = hi[i] >= bb.hi[i] if up else lo[i] <= bb.lo[i]
+            if at_edge:
+                continue
+            slo, shi = lo.copy(), hi.copy()
+            if up:
+                slo[i], shi[i] = hi[i], bb.hi[i]
+            else:
+                slo[i], shi[i] = bb.lo[i], lo[i]
+            c = np.zeros(d)
+            c[i] = 1.0 if up else -1.0
+            step_no += 1
+            st, v, tied = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c,
+                                         mg * (step_no + 1), time_limit)
+            step = FEAS_TOL * (1.0 + abs(x[i]))  # smaller moves are the margin, not room
+            if st == "infeasible":
+                if up:
+                    hi[i] = bb.hi[i]
+                else:
+                    lo[i] = bb.lo[i]
+                continue
+            if st != "optimal":
+                continue   # a MILP stopped by its time limit moves no side
+            # the side goes where the decision is tied (the margins overshoot it by
+            # ~1e-9); a side that cannot move is only snapped onto that tie
+            cur = hi[i] if up else -lo[i]
+            new = tied if tied is not None and tied <= v + 10 * step else v
+            if new > cur + step or abs(new - cur) <= 100 * step:
+                if up:
+                    hi[i] = min(new, bb.hi[i])
+                else:
+                    lo[i] = max(-new, bb.lo[i])
+    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, time_limit)
+    if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
+        # never hand out a rule that failed its proof: fall back to the proven cube
+        rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
+                         time_limit)
+    return rule, r
+
+
+def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
+    d = len(lo)
+    rows_A, rows_b, sides = [], [], []
+    for i in range(d):
+        if lo[i] > bb.lo[i]:
+            a = np.zeros(d)
+            a[i] = -1.0
+            rows_A.append(a)
+            rows_b.append(-lo[i])
+            sides.append((i, False))
+        if hi[i] < bb.hi[i]:
+            a = np.zeros(d)
+            a[i] = 1.0
+            rows_A.append(a)
+            rows_b.append(hi[i])
+            sides.append((i, True))
+    A = np.array(rows_A).reshape(-1, d)
+    b = np.array(rows_b)
+    wit = []
+    for i, up in sides:
+        # the slab just beyond the side: a point there breaking the decision shows the
+        # side cannot be dropped
+        wlo, whi = lo.copy(), hi.copy()
+        if up:
+            wlo[i], whi[i] = hi[i], bb.hi[i]
+        else:
+            wlo[i], whi[i] = bb.lo[i], lo[i]
+        w = _witness(fnet, domain, wlo, whi, dec, wmargin, time_limit)
+        wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
+    cert, worst = certify(fnet, domain, A, b, dec, time_limit) if do_certify else (False, None)
+    return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit))
+
+
+def why(
+    net: Network,
+    x: Any,
+    domain: Any,
+    decision: Any = None,
+    *,
+    features: Any = None,
+    class_names: Any = None,
+    certify_rules: bool = True,
+    time_limit: float | None = None,
+) -> WhyResult:
+    """Why the network takes its decision at ``x`` (see the module docstring).
+
+    Args:
+        net: the network.
+        x: the input (inside ``domain``).
+        domain: a Box or bounded Polytope (or a ``(lo, hi)`` pair).
+        decision: None (the decision at x: its sign for one output, its argmax class
+            otherwise), "positive"/"negative", a class index or name, or a predicate
+            ``(C, d)`` meaning ``C f(x) <= d``; x must satisfy it.
+        features: feature names for the rules (default x0, x1, ...).
+        class_names: names of the classes (outputs).
+        certify_rules: prove each rule with relulab.verify's MILP (default True).
+        time_limit: seconds per MILP (None: none).
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0, 0.0]]], [[0.0]])      # f = x0
+        >>> r = why(net, [0.5, 0.0], Box([-1, -1], [1, 1]), features=["speed", "gap"])
+        >>> r.rule.text(), r.rule.certified, r.rule.minimal
+        ('speed >= 0 -> positive', True, True)
+    """
+    t0 = time.perf_counter()
+    fnet = float_net(net)
+    dom = check_domain(fnet, domain)
+    x = check_point(x, dom)
+    names = feature_names(features, fnet.input_dim)
+    y = fnet(x[None])[0]
+    if decision is None:
+        dec = decision_at(fnet, x, class_names)
+    else:
+        dec = as_decision(fnet, decision, class_names)
+        if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
+            raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
+    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, time_limit)
+    rule, rad = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
+    return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
+                     region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
+                     time=time.perf_counter() - t0, info={"decision": dec.to_dict()})

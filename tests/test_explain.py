@@ -1,0 +1,239 @@
+"""relulab.explain: why and why_not against half-spaces, brute force over the enumerated
+regions (per-region LP / QP solved by scipy and cvxpy, not relulab), sampling inside
+every rule, and the bad-input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from relulab import Box, Network, regions
+from relulab.explain import ExplainError, decision_at, why, why_not
+from relulab.explain.decision import as_decision, margins
+
+
+def _net(seed: int, d: int = 2, h: int = 6, m: int = 3) -> Network:
+    rng = np.random.default_rng(seed)
+    return Network([rng.normal(size=(h, d)), rng.normal(size=(h, h)) / np.sqrt(h),
+                    rng.normal(size=(m, h))],
+                   [rng.normal(size=h) * 0.3, rng.normal(size=h) * 0.3, rng.normal(size=m) * 0.1])
+
+
+def _sample_in(A, b, box: Box, n: int, rng) -> np.ndarray:
+    """n uniform points of box ∩ {A x <= b} by rejection (the rules here are not tiny)."""
+    out, got = [], 0
+    for _ in range(200):
+        X = box.sample(4 * n, rng)
+        X = X[np.all(X @ A.T <= b, axis=1)] if A.shape[0] else X
+        out.append(X)
+        got += len(X)
+        if got >= n:
+            break
+    return np.concatenate(out)[:n]
+
+
+def _violations(net, dec, X) -> int:
+    """Points whose outputs break the decision by more than a rounding tie."""
+    Y = net(X)
+    return int(np.sum(dec.margin(Y) > 1e-9 * (1 + np.abs(Y).max())))
+
+
+# ------------------------------------------------------------------ one neuron
+W1 = np.array([[1.5, -2.0]])
+B1 = np.array([0.3])
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_one_neuron_rule_is_its_halfspace_and_l2_cf_the_projection(hidden):
+    # f = w.x + b (no hidden layer), or relu(w.x + b) - 0.25 (one hidden neuron):
+    # the decision set {f >= 0} is the half-space w.x + b >= t in both
+    t = 0.25 if hidden else 0.0
+    net = (Network([W1, [[1.0]]], [B1, [-t]]) if hidden else Network([W1], [B1]))
+    box = Box([-2, -2], [2, 2])
+    w, b = W1[0], B1[0]
+    x = np.array([1.0, -0.5])            # w.x + b = 2.8 > t: positive
+    r = why(net, x, box)
+    assert r.decision == "positive"
+    A, c = r.region_rule.A, r.region_rule.b
+    assert A.shape[0] == 1
+    n = -w / np.linalg.norm(w)
+    np.testing.assert_allclose(A[0], n, atol=1e-12)
+    np.testing.assert_allclose(c[0], (b - t) / np.linalg.norm(w), atol=1e-12)
+    assert r.region_rule.certified
+    # the l2 counterfactual of a negative point is its orthogonal projection on the plane
+    x2 = np.array([-1.0, 0.5])           # w.x + b = -2.2
+    cf = why_not(net, x2, "positive", box, norm="l2")
+    proj = x2 - (w @ x2 + b - t) / (w @ w) * w
+    assert cf.status == "optimal"
+    np.testing.assert_allclose(cf.counterfactual, proj, atol=1e-7)
+    assert cf.distance == pytest.approx(abs(w @ x2 + b - t) / np.linalg.norm(w), abs=1e-7)
+    assert net(cf.counterfactual[None])[0, 0] >= 0
+
+
+# ------------------------------------------------------------------ why
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_why_rules_hold_on_samples_and_are_minimal(seed):
+    net = _net(seed)
+    box = Box([-1, -1], [1, 1])
+    rng = np.random.default_rng(seed + 10)
+    x = box.sample(1, rng)[0]
+    r = why(net, x, box)
+    dec = decision_at(net, x)
+    assert r.decision == dec.label
+    for rule in (r.region_rule, r.rule):
+        assert rule.certified
+        assert rule.contains(x)
+        X = _sample_in(rule.A, rule.b, box, 100_000, rng)
+        assert len(X) == 100_000
+        assert _violations(net, dec, X) == 0
+    # the interval rule is axis-aligned and minimal: each bound has a witness that
+    # satisfies every other bound and gets another decision
+    assert r.rule.axis_aligned and r.rule.minimal
+    for i, wpt in enumerate(r.rule.witnesses):
+        others = np.delete(np.arange(r.rule.n_constraints), i)
+        assert np.all(r.rule.A[others] @ wpt <= r.rule.b[others] + 1e-9)
+        assert r.rule.A[i] @ wpt > r.rule.b[i]
+        assert not dec.holds(net(wpt[None]))[0]
+        assert box.contains(wpt)
+
+
+def test_why_rule_text_uses_feature_names():
+    net = Network([[[1.0, 0.0]]], [[-0.5]])     # f = speed - 0.5
+    r = why(net, [0.8, 0.0], Box([0, 0], [1, 1]), features=["speed", "gap"])
+    assert r.rule.text() == "speed >= 0.5 -> positive"
+    assert "`speed`" in r.rule.markdown()
+
+
+# ------------------------------------------------------------------ why_not: brute force
+def _brute_force(net, x, dec, box, norm, mutable=None):
+    """min over the enumerated regions of the distance from x to region ∩ target
+    (l1 / linf: scipy linprog; l2: cvxpy), with the target margin why_not uses."""
+    import cvxpy as cp
+
+    mg = margins(net(x[None])[0])[0]
+    rs = regions.enumerate(net, box)
+    d = len(x)
+    fixed = np.zeros(d, bool) if mutable is None else ~np.isin(np.arange(d), mutable)
+    best = np.inf
+    for R in rs:
+        C, c = R.affine
+        A = np.vstack([R.A, dec.C @ C])
+        b = np.concatenate([R.b, dec.d - mg - dec.C @ c])
+        if norm == "l2":
+            z = cp.Variable(d)
+            cons = [A @ z <= b] + [z[i] == x[i] for i in np.flatnonzero(fixed)]
+            p = cp.Problem(cp.Minimize(cp.sum_squares(z - x)), cons)
+            p.solve(solver=cp.CLARABEL)
+            if p.status == "optimal":
+                best = min(best, float(np.sqrt(max(p.value, 0.0))))
+            continue
+        k = d if norm == "l1" else 1
+        tcols = np.eye(d) if norm == "l1" else np.ones((d, 1))
+        M = np.vstack([np.hstack([A, np.zeros((A.shape[0], k))]),
+                       np.hstack([np.eye(d), -tcols]), np.hstack([-np.eye(d), -tcols])])
+        rhs = np.concatenate([b, x, -x])
+        bounds = [(x[i], x[i]) if fixed[i] else (None, None) for i in range(d)] + [(0, None)] * k
+        res = linprog(np.concatenate([np.zeros(d), np.ones(k)]), A_ub=M, b_ub=rhs, bounds=bounds,
+                      method="highs")
+        if res.status == 0:
+            best = min(best, float(res.fun))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_why_not_distance_equals_brute_force(seed, norm):
+    net = _net(seed, h=5)
+    box = Box([-1, -1], [1, 1])
+    x = box.sample(1, np.random.default_rng(seed))[0]
+    cur = int(np.argmax(net(x[None])[0]))
+    for target in [k for k in range(3) if k != cur]:
+        r = why_not(net, x, target, box, norm=norm)
+        bf = _brute_force(net, x, as_decision(net, target), box, norm)
+        if not np.isfinite(bf):
+            assert r.status == "infeasible" and r.exists is False
+            continue
+        assert r.status == "optimal"
+        assert r.distance == pytest.approx(bf, rel=1e-6, abs=1e-8)
+        assert int(np.argmax(net(r.counterfactual[None])[0])) == target
+        assert box.contains(r.counterfactual)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_immutable_features_never_change(norm):
+    net = _net(5, d=3, h=6)
+    box = Box([-1, -1, -1], [1, 1, 1])
+    rng = np.random.default_rng(1)
+    for x in box.sample(3, rng):
+        cur = int(np.argmax(net(x[None])[0]))
+        target = (cur + 1) % 3
+        r = why_not(net, x, target, box, norm=norm, mutable=["x0", 2],
+                    bounds={"x2": (-0.5, None)})
+        if r.exists:
+            assert r.counterfactual[1] == x[1]
+            assert r.counterfactual[2] >= -0.5 - 1e-12
+            assert "x1" not in [c["feature"] for c in r.changed]
+        # the search space is the box cut by x2 >= -0.5 (x itself may lie outside it)
+        bf = _brute_force(net, x, as_decision(net, target), Box([-1, -1, -0.5], [1, 1, 1]), norm,
+                          mutable=[0, 2])
+        if r.exists:
+            assert r.distance == pytest.approx(bf, rel=1e-6, abs=1e-8)
+        else:
+            assert r.status == "infeasible" and not np.isfinite(bf)
+
+
+def test_infeasible_target_has_a_certificate():
+    # f = x0 + x1 + 3 > 0 on the whole box: "negative" is unreachable
+    net = Network([[[1.0, 1.0]], [[1.0]]], [[3.0], [0.0]])
+    box = Box([-1, -1], [1, 1])
+    for norm in ("l1", "l2", "linf"):
+        r = why_not(net, [0.0, 0.0], "negative", box, norm=norm)
+        assert r.status == "infeasible" and r.exists is False and r.counterfactual is None
+        # the proven best margin of "f < 0" is -min f = -1 (min f = 1 at (-1, -1))
+        assert r.certificate["max_target_margin_upper_bound"] == pytest.approx(-1.0, abs=1e-7)
+        assert "no counterfactual" in r.text()
+    # unreachable only because x1 is immutable: f = x0 + 2 x1 with x1 = 1 fixed
+    net2 = Network([[[1.0, 2.0]]], [[0.0]])
+    r = why_not(net2, [0.5, 1.0], "negative", box, norm="l1", mutable=["x0"])
+    assert r.status == "infeasible"
+    assert r.certificate["max_target_margin_upper_bound"] == pytest.approx(-1.0, abs=1e-7)
+
+
+def test_counterfactual_path_counts_regions():
+    net = _net(3)
+    box = Box([-1, -1], [1, 1])
+    x = np.array([0.3, -0.2])
+    cur = int(np.argmax(net(x[None])[0]))
+    r = why_not(net, x, (cur + 1) % 3, box, norm="linf")
+    if r.exists:
+        seg = regions.along_segment(net, x, r.counterfactual)
+        assert r.path["regions"] == seg.n_pieces >= 1
+        d = r.to_dict()
+        assert d["status"] == r.status and len(d["counterfactual"]) == 2
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_errors():
+    net = _net(0)
+    box = Box([-1, -1], [1, 1])
+    x = np.array([0.1, 0.2])
+    cur = int(np.argmax(net(x[None])[0]))
+    with pytest.raises(ExplainError, match="outside the domain"):
+        why(net, [3.0, 0.0], box)
+    with pytest.raises(ExplainError, match="outside the domain"):
+        why_not(net, [3.0, 0.0], 0, box)
+    with pytest.raises(ExplainError, match="already the decision"):
+        why_not(net, x, cur, box)
+    with pytest.raises(ExplainError, match="unknown feature name 'speed'"):
+        why_not(net, x, (cur + 1) % 3, box, mutable=["speed"])
+    with pytest.raises(ExplainError, match="unknown feature name"):
+        why_not(net, x, (cur + 1) % 3, box, bounds={"nope": (0, 1)})
+    with pytest.raises(ExplainError, match="NaN"):
+        why(net, [np.nan, 0.0], box)
+    with pytest.raises(ExplainError, match="unknown norm"):
+        why_not(net, x, (cur + 1) % 3, box, norm="l3")
+    with pytest.raises(ExplainError, match="out of range"):
+        why_not(net, x, 7, box)
+    with pytest.raises(ExplainError, match="3 names given"):
+        why(net, x, box, features=["a", "b", "c"])

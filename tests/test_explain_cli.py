@@ -1,0 +1,75 @@
+"""The `relulab explain` command: why, why not, rules; JSON against the library; errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network
+from relulab.cli import main
+from relulab.explain import decision_rules, why_not
+from relulab.io import save_model
+
+
+def _run(capsys, args):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    return code, capsys.readouterr()
+
+
+@pytest.fixture()
+def model(tmp_path):
+    rng = np.random.default_rng(1)
+    net = Network([rng.normal(size=(8, 2)), rng.normal(size=(8, 8)) / 3, rng.normal(size=(3, 8))],
+                  [rng.normal(size=8) * 0.3, rng.normal(size=8) * 0.3, np.zeros(3)])
+    p = tmp_path / "m.npz"
+    save_model(net, p)
+    names = tmp_path / "names.txt"
+    names.write_text("speed\ngap\n")
+    return net, str(p), str(names)
+
+
+def test_why_not_json_matches_library(model, capsys):
+    net, p, names = model
+    code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--why-not", "0", "--norm", "l2",
+                              "--features", names, "--json"])
+    assert code == 0
+    d = json.loads(out.out)
+    r = why_not(net, [0.2, -0.4], 0, Box([-1, -1], [1, 1]), norm="l2")
+    assert d["status"] == r.status == "optimal"
+    assert d["distance"] == pytest.approx(r.distance, rel=1e-9)
+    assert {c["feature"] for c in d["changed"]} <= {"speed", "gap"}
+
+
+def test_why_text_and_rules_json(model, capsys):
+    net, p, names = model
+    code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--features", names])
+    assert code == 0 and "decision rule" in out.out and "speed" in out.out
+    code, out = _run(capsys, ["explain", p, "--rules", "--box", "-1:1", "--json"])
+    assert code == 0
+    d = json.loads(out.out)
+    assert d["n_rules"] == decision_rules(net, Box([-1, -1], [1, 1])).n_rules
+    code, out = _run(capsys, ["explain", p, "--rules", "--markdown"])
+    assert code == 0 and out.out.startswith("### Decision rules")
+
+
+def test_immutable_feature_and_errors(model, capsys):
+    net, p, names = model
+    code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--why-not", "1", "--features", names,
+                              "--immutable", "gap", "--json"])
+    assert code == 0
+    d = json.loads(out.out)
+    if d["counterfactual"] is not None:
+        assert d["counterfactual"][1] == -0.4
+    for args, msg in ((["--x", "3,0"], "outside the domain"),
+                      (["--x", "0.2,-0.4", "--why-not", "1", "--immutable", "speedy"], "unknown feature"),
+                      (["--x", "0.2,-0.4", "--why-not", "2"], "already the decision"),
+                      (["--x", "0.2,-0.4", "--why-not", "1", "--norm", "l7"], "unknown norm"),
+                      ([], "give --x")):
+        code, out = _run(capsys, ["explain", p, *args])
+        assert code == 1 and msg in out.err and len(out.err.strip().splitlines()) == 1

@@ -1,0 +1,136 @@
+"""decision_rules: the rules tile the box exactly (areas add up), agree with a dense
+grid, are convex (each rule's H-representation has exactly the rule's area), and hold
+on 10^5 samples inside each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull, HalfspaceIntersection
+
+from relulab import Box, Network
+from relulab.explain import all_decisions, decision_rules
+from relulab.explain.decision import sign_decision
+
+
+def _net(seed: int, d: int = 2, h: int = 8, m: int = 3) -> Network:
+    rng = np.random.default_rng(seed)
+    return Network([rng.normal(size=(h, d)), rng.normal(size=(h, h)) / np.sqrt(h),
+                    rng.normal(size=(m, h))],
+                   [rng.normal(size=h) * 0.3, rng.normal(size=h) * 0.3, rng.normal(size=m) * 0.1])
+
+
+def _labels(net, X):
+    decs = all_decisions(net)
+    Y = net(X)
+    out = np.full(len(X), "", dtype=object)
+    for dec in decs:
+        out[dec.holds(Y)] = dec.label
+    return out
+
+
+def _near_tie(net, X, tol=1e-7):
+    Y = net(X)
+    if Y.shape[1] == 1:
+        return np.abs(Y[:, 0]) < tol
+    S = np.sort(Y, axis=1)
+    return S[:, -1] - S[:, -2] < tol
+
+
+def _hrep_area(rule, box: Box) -> float:
+    """Area of {box, A x <= b}, computed by qhull (independent of relulab)."""
+    A = np.vstack([rule.A, np.eye(2), -np.eye(2)])
+    b = np.concatenate([rule.b, box.hi, -box.lo])
+    c = rule.vertices.mean(0)
+    hs = HalfspaceIntersection(np.hstack([A, -b[:, None]]), c)
+    return float(ConvexHull(hs.intersections).volume)
+
+
+@pytest.mark.parametrize("seed,m", [(0, 1), (1, 2), (2, 3), (3, 3), (4, 1)])
+@pytest.mark.parametrize("method", ["bsp", "merge"])
+def test_rules_tile_the_box_agree_with_a_grid_and_are_convex(seed, m, method):
+    net = _net(seed, m=m)
+    box = Box([-1, -1.5], [2, 1])
+    dr = decision_rules(net, box, method=method)
+    area = float(np.prod(box.widths))
+    assert dr.covered_fraction == pytest.approx(1.0, abs=1e-9)
+    assert sum(v["volume_fraction"] for v in dr.decisions.values()) == pytest.approx(1.0, abs=1e-9)
+    g = np.linspace(0, 1, 301)
+    G = np.stack(np.meshgrid(box.lo[0] + g * box.widths[0], box.lo[1] + g * box.widths[1]),
+                 -1).reshape(-1, 2)
+    ok = ~_near_tie(net, G)
+    pred = dr.predict(G)
+    assert np.all(pred[ok] == _labels(net, G)[ok])
+    for r in dr.rules:
+        # convex and exactly the rule: the polygon A x <= b (inside the box) has the
+        # rule's own area, so it is the union of the pieces merged into it
+        assert _hrep_area(r, box) == pytest.approx(r.volume_fraction * area, rel=1e-7, abs=1e-12)
+    assert dr.n_rules <= dr.n_pieces
+
+
+def test_every_rule_holds_on_samples_and_is_certified():
+    net = _net(7, h=6, m=3)
+    box = Box([-1, -1], [1, 1])
+    dr = decision_rules(net, box, certify_rules=True)
+    assert dr.certified is True
+    decs = {d.label: d for d in all_decisions(net)}
+    rng = np.random.default_rng(0)
+    for r in dr.rules:
+        lo, hi = r.vertices.min(0), r.vertices.max(0)
+        X = np.empty((0, 2))
+        while len(X) < 100_000:
+            Z = lo + rng.random((200_000, 2)) * (hi - lo)
+            X = np.vstack([X, Z[r.contains(Z, tol=0.0) & box.contains(Z)]])
+        Y = net(X[:100_000])
+        assert np.sum(decs[r.decision].margin(Y) > 1e-9 * (1 + np.abs(Y).max())) == 0
+
+
+def test_one_neuron_rule_is_its_halfspace():
+    net = Network([[[2.0, -1.0]]], [[0.5]])
+    dr = decision_rules(net, Box([-1, -1], [1, 1]), "positive")
+    assert dr.n_rules == 1
+    r = dr.rules[0]
+    assert r.A.shape == (1, 2)
+    n = -np.array([2.0, -1.0]) / np.sqrt(5)
+    np.testing.assert_allclose(r.A[0], n, atol=1e-9)
+    np.testing.assert_allclose(r.b[0], 0.5 / np.sqrt(5), atol=1e-9)
+    # x1 <= 2 x0 + 0.5 inside [-1, 1]^2: the integral of clip(2 x0 + 0.5, -1, 1) + 1 over
+    # x0 is 0 + 1 + 1.5 = 2.5 of the square's 4
+    assert r.volume_fraction == pytest.approx(0.625, abs=1e-12)
+
+
+def test_three_inputs_merge_tiles_the_box():
+    net = _net(11, d=3, h=5, m=2)
+    box = Box([-1, -1, -1], [1, 1, 1])
+    dr = decision_rules(net, box)
+    assert dr.method == "merge"
+    assert dr.covered_fraction == pytest.approx(1.0, abs=1e-8)
+    X = box.sample(20_000, 3)
+    ok = ~_near_tie(net, X)
+    assert np.all(dr.predict(X)[ok] == _labels(net, X)[ok])
+
+
+def test_single_decision_and_markdown():
+    net = _net(2, m=1)
+    box = Box([-1, -1], [1, 1])
+    dr = decision_rules(net, box, sign_decision(False), features=["speed", "gap"])
+    assert all(r.decision == "negative" for r in dr.rules)
+    full = decision_rules(net, box)
+    assert dr.decisions["negative"]["volume_fraction"] == pytest.approx(
+        full.decisions["negative"]["volume_fraction"], abs=1e-9)
+    md = dr.markdown()
+    assert md.startswith("### Decision rules") and ("`speed`" in md or "`gap`" in md or "always" in md)
+    assert dr.to_dict()["n_rules"] == dr.n_rules
+
+
+def test_decision_rule_map_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from relulab import plot
+
+    net = _net(1, m=2)
+    dr = decision_rules(net, Box([-1, -1], [1, 1]))
+    p = tmp_path / "rules.png"
+    fig = plot.decision_rules2d(dr, labels=("a", "b"), trajectory=[[0, 0], [0.5, 0.2]],
+                                arrows=[([0, 0], [0.1, 0.1])], path=str(p))
+    assert p.stat().st_size > 0
+    assert len(fig.axes[0].collections[0].get_paths()) == dr.n_rules
