@@ -19,7 +19,15 @@ import numpy as np
 from .errors import RelulabError, require
 from .network import Network
 
-__all__ = ["regions2d", "function1d", "region_graph"]
+__all__ = [
+    "regions2d",
+    "function1d",
+    "region_graph",
+    "loss_plateaus",
+    "neuron_norms",
+    "alignment_heatmap",
+    "decision_rules2d",
+]
 
 
 def _figure(ax: Any, size: tuple[float, float] = (6.0, 5.0)):
@@ -241,8 +249,6 @@ def region_graph(
 
 
 # ------------------------------------------------------------------ training dynamics
-__all__ += ["loss_plateaus", "neuron_norms", "alignment_heatmap"]
-
 
 def loss_plateaus(
     traj: Any,
@@ -335,7 +341,8 @@ def alignment_heatmap(
 
 
 # ------------------------------------------------------------------ explanations
-__all__ += ["decision_rules2d"]
+
+
 def decision_rules2d(
     rules: Any,
     *,
