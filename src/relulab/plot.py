@@ -249,7 +249,6 @@ def region_graph(
 
 
 # ------------------------------------------------------------------ training dynamics
-
 def loss_plateaus(
     traj: Any,
     events: Any = None,
@@ -341,8 +340,6 @@ def alignment_heatmap(
 
 
 # ------------------------------------------------------------------ explanations
-
-
 def decision_rules2d(
     rules: Any,
     *,
