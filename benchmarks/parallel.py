@@ -3,6 +3,10 @@
 Measures, in one run:
 * verify-batch over the ACAS Xu instances (../shared/data or RELULAB_DATA) with 1 local
   worker, 2 local workers and 2 Ray workers: wall time and the speed-up ratios;
+* region counting of a random 5-D network with widths (W, W) (W = 30: about a million
+  regions) in one process, and stitched over cells with 2 local workers and 2 Ray
+  workers (counting streams: each cell sends back only its patterns); and enumeration with
+  the stitched regions checked against one process on a smaller 5-D network;
 * the overhead per task of each backend (a no-op over many items), from which
   docs/parallel.md extrapolates to 64 and 1,000 cores.
 
@@ -38,6 +42,50 @@ def timed_batch(insts, workers, backend) -> tuple[float, list[dict]]:
     return time.time() - t0, rows
 
 
+def region_net(d: int, w: int, seed: int = 0):
+    import numpy as np
+
+    from relulab import Network
+
+    rng = np.random.default_rng(seed)
+    dims = [d, w, w, 1]
+    return Network([rng.normal(size=(dims[i + 1], dims[i])) * np.sqrt(2 / dims[i]) for i in range(3)],
+                   [rng.normal(size=dims[i + 1]) * 0.5 for i in range(3)])
+
+
+def bench_regions(width: int, no_ray: bool) -> dict:
+    import numpy as np
+
+    from relulab import Box, regions
+
+    out: dict = {}
+    box = Box(-np.ones(5), np.ones(5))
+    net = region_net(5, width)
+    t0 = time.time()
+    n1 = regions.count(net, box)
+    out["count one process"] = {"regions": n1, "wall": time.time() - t0}
+    for label, backend in [("count stitched local x2", "local")] + ([] if no_ray else [("count stitched ray x2", "ray")]):
+        t0 = time.time()
+        n = regions.count(net, box, parallel=backend, workers=2, cells=16)
+        out[label] = {"regions": n, "wall": time.time() - t0}
+        assert n == n1, f"{label}: {n} regions, one process {n1}"
+    for k, v in out.items():
+        print(f"5-D {width}x2 regions, {k:24s}: {v['regions']} regions in {v['wall']:7.1f} s", flush=True)
+    small = region_net(5, 16, seed=1)
+    t0 = time.time()
+    one = regions.enumerate(small, box, vertices=True)
+    t_one = time.time() - t0
+    t0 = time.time()
+    st = regions.enumerate(small, box, parallel="local", workers=2, cells=8)
+    t_st = time.time() - t0
+    same = {r.pattern.tobytes() for r in one} == {r.pattern.tobytes() for r in st}
+    print(f"5-D 16x2 enumeration: one process {len(one)} regions {t_one:.1f} s, stitched local x2 "
+          f"{len(st)} regions {t_st:.1f} s, same patterns: {same}")
+    out["enumerate 5-D 16x2"] = {"regions": len(one), "one process": t_one, "stitched local x2": t_st,
+                                 "same": same}
+    return out
+
+
 def overhead(backend: str, n: int, workers: int) -> float:
     t0 = time.time()
     out = dict(pmap(noop, range(n), backend=backend, workers=workers))
@@ -50,10 +98,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--every", type=int, default=1, help="every K-th instance")
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--region-width", type=int, default=30, help="W of the 5-D W x W network")
+    ap.add_argument("--skip-verify", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
     a = ap.parse_args()
     result: dict = {"cpus": os.cpu_count()}
-    root = data_dir()
+    root = None if a.skip_verify else data_dir()
     if root is None:
         print("ACAS Xu data not found (../shared/data or RELULAB_DATA): verify-batch part skipped")
     else:
@@ -80,6 +130,7 @@ def main() -> None:
                   f"Ray overhead against the local pool: "
                   f"{runs['ray x2']['wall'] / runs['local x2']['wall'] - 1:+.1%}")
         result["verify_batch"] = {"instances": len(insts), "timeout": a.timeout, **runs}
+    result["regions"] = bench_regions(a.region_width, a.no_ray)
     per_task = {"local x2": overhead("local", 400, 2)}
     if not a.no_ray:
         import ray

@@ -119,7 +119,7 @@ def enumerate_regions(
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
-            ``cells`` (default 4 per worker) balanced by estimated region count, enumerate
+            ``cells`` (default 2 per worker) balanced by estimated region count, enumerate
             them on ``workers`` and stitch the pieces exactly (the same regions and graph;
             every region keeps its vertex list). ``address``: the Ray cluster.
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..domain import Box
 from ..errors import RelulabError
 from ..network import Network
-from ..tolerance import FEAS_TOL, RANK_TOL
+from ..tolerance import RANK_TOL, ROUNDOFF
 from ._types import RegionSet
 
 __all__ = ["split_cells", "enumerate_stitched", "count_stitched"]
@@ -39,8 +39,9 @@ __all__ = ["split_cells", "enumerate_stitched", "count_stitched"]
 ESTIMATE_SAMPLES = 512
 # a vertex found by two cells is one point when the coordinates agree to this (relative),
 # and a facet is tight at a vertex within it: the cells compute the same intersection in
-# different arithmetic order, so they differ by rounding only
-VERTEX_TOL = 1e3 * FEAS_TOL
+# different arithmetic order, so they differ by rounding only (distinct vertices of a
+# nearly degenerate region can lie 1e-7 apart: the tolerance must stay far below that)
+VERTEX_TOL = 100 * ROUNDOFF
 
 
 def _estimate(net: Network, box: Box, rng: np.random.Generator) -> int:
@@ -98,7 +99,8 @@ def _run_cells(net: Network, box: Box, cells: int | None, parallel: str, workers
 
     if not isinstance(box, Box):
         raise RelulabError("parallel enumeration splits a Box domain; give a Box")
-    n = cells if cells is not None else 4 * (workers or 2)
+    # two cells per worker: enough to balance, and every cut adds stitching work
+    n = cells if cells is not None else 2 * (workers or 2)
     if n < 1:
         raise RelulabError(f"cells must be at least 1, got {n}")
     boxes = split_cells(net, box, n)
@@ -167,7 +169,7 @@ def _stitch(net: Network, box: Box, boxes: list[Box], parts: list[RegionSet]) ->
     # facet ids of the cells' own box rows: kept (as the outer box's row) on the outer
     # boundary, dropped on a cut between cells
     f_ids, f_A, f_b, f_owner = [], [], [], []
-    v_pts, v_owner = [], []
+    v_pts, v_owner, v_on_cut = [], [], []
     aff = np.concatenate([p.affine for p in parts], axis=0)
     base = 0
     for c, p in zip(boxes, parts, strict=True):
@@ -185,6 +187,13 @@ def _stitch(net: Network, box: Box, boxes: list[Box], parts: list[RegionSet]) ->
         f_owner.append(fr[keep])
         v_pts.append(p.vertices)
         v_owner.append(np.repeat(np.arange(len(p)), np.diff(p.vertex_ptr)) + base)
+        # a piece's vertex off every cut between cells is a vertex of the whole region;
+        # only the ones on a cut need the extremality test below
+        lo_cut = (c.lo != box.lo)[None, :] & (np.abs(p.vertices - c.lo[None, :])
+                                              <= VERTEX_TOL * (1.0 + np.abs(c.lo[None, :])))
+        hi_cut = (c.hi != box.hi)[None, :] & (np.abs(p.vertices - c.hi[None, :])
+                                              <= VERTEX_TOL * (1.0 + np.abs(c.hi[None, :])))
+        v_on_cut.append(np.any(lo_cut | hi_cut, axis=1))
         base += len(p)
     f_ids = np.concatenate(f_ids)
     f_A = np.concatenate(f_A)
@@ -192,6 +201,7 @@ def _stitch(net: Network, box: Box, boxes: list[Box], parts: list[RegionSet]) ->
     f_owner = np.concatenate(f_owner)
     v_pts = np.concatenate(v_pts)
     v_owner = np.concatenate(v_owner)
+    v_on_cut = np.concatenate(v_on_cut)
     # one region per pattern
     _, first, group = np.unique(packed, axis=0, return_index=True, return_inverse=True)
     group = group.reshape(-1)
@@ -208,27 +218,47 @@ def _stitch(net: Network, box: Box, boxes: list[Box], parts: list[RegionSet]) ->
     fptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(fr, minlength=n), out=fptr[1:])
     # vertices: a region found whole in one cell keeps its vertex list; a region cut by
-    # the cells gets its pieces' vertices, merged where two cells found the same point and
-    # kept where the region's tight facets have rank d
+    # the cells keeps its pieces' vertices off the cuts, and those on a cut merged where two
+    # cells found the same point and kept where the region's tight facets have rank d
     vr = reg_of_piece[v_owner]
     counts = np.bincount(reg_of_piece, minlength=n)
     is_merged = counts > 1
-    keep_v = ~is_merged[vr]
-    extra_r, extra_v = [], []
-    for r in np.flatnonzero(is_merged):
-        cand = v_pts[vr == r]
-        A, b = f_A[fptr[r]:fptr[r + 1]], f_b[fptr[r]:fptr[r + 1]]
-        tight = np.abs(b[None, :] - cand @ A.T) <= VERTEX_TOL * (1.0 + np.abs(b[None, :]))
-        ok = [t.sum() >= d and np.linalg.matrix_rank(A[t], tol=RANK_TOL) == d for t in tight]
-        cand = cand[np.array(ok, dtype=bool)]
-        uniq: list[np.ndarray] = []
-        for x in cand:                       # a handful of points per region
-            if not any(np.max(np.abs(x - y)) <= VERTEX_TOL * (1.0 + np.max(np.abs(y))) for y in uniq):
-                uniq.append(x)
-        extra_r += [r] * len(uniq)
-        extra_v += uniq
-    vr = np.concatenate([vr[keep_v], np.array(extra_r, dtype=np.int64)])
-    V = np.concatenate([v_pts[keep_v], np.array(extra_v, dtype=float).reshape(-1, d)])
+    keep_v = ~(is_merged[vr] & v_on_cut)
+    cand = np.flatnonzero(~keep_v)
+    ok = np.zeros(cand.size, dtype=bool)
+    if cand.size:
+        # every (candidate vertex, facet of its region) pair at once
+        cr = vr[cand]
+        nf = np.diff(fptr)[cr]
+        pair_c = np.repeat(np.arange(cand.size), nf)
+        starts = np.repeat(fptr[cr], nf)
+        pair_f = starts + (np.arange(pair_c.size) - np.repeat(np.cumsum(nf) - nf, nf))
+        slack = np.abs(f_b[pair_f] - np.einsum("pd,pd->p", f_A[pair_f], v_pts[cand][pair_c]))
+        tight = slack <= VERTEX_TOL * (1.0 + np.abs(f_b[pair_f]))
+        n_tight = np.bincount(pair_c[tight], minlength=cand.size)
+        # a vertex of the region has d tight facets of full rank (a point on a cut between
+        # cells has d - 1 of the region's own); simple vertices by one batched determinant
+        simple = np.flatnonzero(n_tight == d)
+        if simple.size:
+            rows = pair_f[tight][np.isin(pair_c[tight], simple)]
+            M = f_A[rows].reshape(simple.size, d, d)
+            ok[simple] = np.abs(np.linalg.det(M)) > RANK_TOL
+        offs = np.concatenate([[0], np.cumsum(nf)])     # the pairs of a candidate are contiguous
+        for q in np.flatnonzero(n_tight > d):          # degenerate vertices
+            sl = slice(offs[q], offs[q + 1])
+            ok[q] = np.linalg.matrix_rank(f_A[pair_f[sl][tight[sl]]], tol=RANK_TOL) == d
+    cand = cand[ok]
+    # one point per vertex found by several cells: sort, then merge neighbours that agree
+    if cand.size:
+        P = v_pts[cand]
+        o = np.lexsort((*P.T[::-1], vr[cand]))
+        cand, P = cand[o], P[o]
+        same = np.zeros(cand.size, dtype=bool)
+        same[1:] = (vr[cand][1:] == vr[cand][:-1]) & np.all(
+            np.abs(P[1:] - P[:-1]) <= VERTEX_TOL * (1.0 + np.abs(P[:-1])), axis=1)
+        cand = cand[~same]
+    vr = np.concatenate([vr[keep_v], vr[cand]])
+    V = np.concatenate([v_pts[keep_v], v_pts[cand]])
     vo = np.argsort(vr, kind="stable")
     vr, V = vr[vo], V[vo]
     vptr = np.zeros(n + 1, dtype=np.int64)
