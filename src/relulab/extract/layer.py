@@ -1,0 +1,266 @@
+"""Find the neurons of one layer: critical points on random lines, hyperplanes from
+gradient jumps, clustering by hyperplane, a global test, and least-squares refinement.
+
+Work happens in a :class:`~relulab.extract.space.Space` ``y`` where every earlier layer is
+active, so the layer acts as ``relu(U y + beta)`` and its neurons switch on true
+hyperplanes; deeper neurons switch on bent ones.  For each kink ``y*`` found on a line:
+
+* if it lies on a hyperplane already known, it is one more point of that neuron;
+* else the gradient is measured by finite differences on the two pieces beside it (exact
+  on linear pieces): the jump is ``a u^T`` (rank one) and gives the normal ``u`` up to
+  scale, and ``beta = -u . y*``;
+* the candidate must be a *global* hyperplane: kinks are looked for at points of the
+  hyperplane far from ``y*``; a deeper neuron's bent hyperplane fails this;
+* finally every neuron's hyperplane is fitted by least squares (the null vector of
+  ``[Y 1]``) through ``dim + 1`` or more critical points found on it, each located
+  exactly by intersecting two linear pieces (precision refinement).
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.extract.oracle import QueryOracle
+    >>> from relulab.extract.space import Space
+    >>> net = Network([[[1.0, 0.0], [1.0, 1.0]], [[1.0, -2.0]]], [[0.5, -0.5], [0.0]])
+    >>> found = find_layer(QueryOracle(net), Space.input(2), np.random.default_rng(0))
+    >>> sorted(np.round(np.abs(n.u / n.u[np.argmax(np.abs(n.u))]), 9).tolist() for n in found.neurons)
+    [[1.0, 0.0], [1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .lines import DETECT_RTOL, LineSearch
+from .oracle import QueryOracle
+from .space import Space
+
+__all__ = ["Neuron", "LayerFound", "find_layer", "PLANE_RTOL"]
+
+# A critical point belongs to a known hyperplane when it is this close to it (relative to
+# the size of the space): gradient-estimated normals are good to ~1e-9, refined ones to ~1e-14.
+PLANE_RTOL = 1e-6
+
+
+@dataclass
+class Neuron:
+    """A hyperplane ``u . y + beta = 0`` (``|u| = 1``) and the critical points on it."""
+
+    u: np.ndarray
+    beta: float
+    points: list[np.ndarray] = field(default_factory=list)
+    refined: bool = False
+
+    def dist(self, Y: np.ndarray) -> np.ndarray:
+        return np.atleast_2d(Y) @ self.u + self.beta
+
+
+@dataclass
+class LayerFound:
+    neurons: list[Neuron]
+    lines: int
+    critical_points: list[np.ndarray]
+    rejected: int
+    unresolved: int
+
+
+class _Probe:
+    """Queries in ``y`` coordinates through the oracle, with a fixed output projection."""
+
+    def __init__(self, oracle: QueryOracle, space: Space, rho: np.ndarray, atol: float) -> None:
+        self.oracle, self.space, self.rho, self.atol = oracle, space, rho, atol
+
+    def f(self, Y: np.ndarray) -> np.ndarray:
+        return self.oracle(self.space.to_x(np.atleast_2d(Y)))
+
+    def g_line(self, y0: np.ndarray, r: np.ndarray):
+        return lambda t: self.f(y0[None, :] + np.asarray(t)[:, None] * r[None, :]) @ self.rho
+
+    def search(self, y0: np.ndarray, r: np.ndarray) -> LineSearch:
+        return LineSearch(self.g_line(y0, r), DETECT_RTOL, self.atol * float(np.abs(self.rho).sum()))
+
+    def gradient(self, y: np.ndarray, h: float) -> np.ndarray:
+        """Forward differences along the coordinate axes: exact on a linear piece (m x n)."""
+        n = y.shape[0]
+        Y = np.vstack([y, y + h * np.eye(n)])
+        F = self.f(Y)
+        return ((F[1:] - F[0]) / h).T
+
+
+def _random_direction(n: int, rng: np.random.Generator) -> np.ndarray:
+    r = rng.normal(size=n)
+    return r / np.linalg.norm(r)
+
+
+def _in_plane_direction(u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=u.shape[0])
+    v -= (v @ u) * u
+    nv = np.linalg.norm(v)
+    return v / nv if nv > 0 else v
+
+
+def _locate_on_plane(probe: _Probe, nrn: Neuron, q: np.ndarray, rho: float) -> np.ndarray | None:
+    """The critical point of ``nrn`` on the line through ``q`` along its normal (``q`` on the
+    estimated hyperplane), found exactly from two linear pieces; None if not seen there."""
+    q = q - nrn.dist(q)[0] * nrn.u
+    sp = probe.space
+    lo, hi = sp.t_range(q, nrn.u, np.inf, 0.0)
+    rho = min(rho, -lo / 2.5, hi / 2.5) if np.isfinite(lo) or np.isfinite(hi) else rho
+    if rho <= 0:
+        return None
+    t = probe.search(q, nrn.u).single(rho)
+    return None if t is None else q + t * nrn.u
+
+
+def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, float] | None:
+    """Normal of the kink at ``y0 + t r`` from the gradient jump between the middles of the
+    pieces beside it; None when the jump is not rank one (more than one neuron switched)."""
+    half = 0.5 * min(t - t_left, t_right - t)
+    if half <= 0:
+        return None
+    pl, pr = y0 + (t - half) * r, y0 + (t + half) * r
+    h = 0.05 * half
+    Gl = probe.gradient(pl, h)
+    Gr = probe.gradient(pr, h)
+    J = Gr - Gl
+    U_, s, Vt = np.linalg.svd(J, full_matrices=False)
+    if s[0] == 0 or (s.shape[0] > 1 and s[1] > 1e-6 * s[0]):
+        return None
+    u = Vt[0]
+    return u, float(-(u @ (y0 + t * r)))
+
+
+def _is_global(probe: _Probe, nrn: Neuron, rng: np.random.Generator, far: float) -> list[np.ndarray]:
+    """Critical points of ``nrn`` at two places of its hyperplane far from its first point;
+    an empty list when the hyperplane is bent (a deeper neuron) or not seen there."""
+    y = nrn.points[0]
+    got: list[np.ndarray] = []
+    # Another neuron's kink may sit near a test point: only two hits on the plane count,
+    # and misses only mean "not shown here".
+    for _ in range(6):
+        v = _in_plane_direction(nrn.u, rng)
+        lo, hi = probe.space.t_range(y, v, far, 0.0)
+        if hi <= 0.05 * far and -lo <= 0.05 * far:
+            continue
+        s = rng.uniform(0.3, 0.8) * (hi if hi > -lo else lo)
+        p = _locate_on_plane(probe, nrn, y + s * v, 1e-3 * abs(s))
+        if p is None or abs(nrn.dist(p)[0]) > PLANE_RTOL * (abs(s) + np.linalg.norm(y)):
+            continue
+        got.append(p)
+        if len(got) == 2:
+            return got
+    return []
+
+
+def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: float) -> None:
+    """Refit ``nrn``'s hyperplane by least squares through ``dim + 2`` exact critical points."""
+    n = nrn.u.shape[0]
+    pts = list(nrn.points)
+    tries = 0
+    while len(pts) < n + 2 and tries < 3 * (n + 2):
+        tries += 1
+        base = pts[int(rng.integers(len(nrn.points)))] if nrn.points else -nrn.beta * nrn.u
+        v = _in_plane_direction(nrn.u, rng)
+        lo, hi = probe.space.t_range(base, v, spread, 0.0)
+        if hi - lo <= 0:
+            continue
+        s = rng.uniform(0.2 * lo, 0.8 * hi) if lo < 0 else rng.uniform(0.2 * hi, 0.8 * hi)
+        p = _locate_on_plane(probe, nrn, base + s * v, 1e-3 * spread)
+        if p is not None and abs(nrn.dist(p)[0]) <= PLANE_RTOL * (spread + np.linalg.norm(base)):
+            pts.append(p)
+    if len(pts) < n + 1:
+        return
+    Y = np.asarray(pts)
+    shift = Y.mean(axis=0)
+    A = np.hstack([Y - shift, np.ones((Y.shape[0], 1))])
+    scale = np.linalg.norm(Y - shift, axis=0).max() + 1e-300
+    A[:, :-1] /= scale
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    w = Vt[-1]
+    u = w[:-1] / scale
+    nu = np.linalg.norm(u)
+    if nu == 0 or (s.shape[0] > 1 and s[-2] <= 1e-8 * s[0]):
+        return  # points not in general position
+    u, b = u / nu, w[-1] / nu
+    if u @ nrn.u < 0:
+        u, b = -u, -b
+    beta = b - u @ shift
+    # Keep the refit only when it agrees with the first estimate (no stray point used).
+    if np.linalg.norm(u - nrn.u) < 1e-5:
+        nrn.u, nrn.beta, nrn.points, nrn.refined = u, float(beta), pts, True
+
+
+def find_layer(
+    oracle: QueryOracle,
+    space: Space,
+    rng: np.random.Generator,
+    *,
+    width: int | None = None,
+    patience: int = 3,
+    max_lines: int = 200,
+    atol: float = 0.0,
+    refine: bool = True,
+    found: LayerFound | None = None,
+) -> LayerFound:
+    """The neurons of the layer acting on ``space`` (see the module docstring).
+
+    Lines are drawn until ``width`` neurons are found, or (width unknown or some neurons
+    never seen) until ``patience`` lines in a row bring nothing new.  ``found`` carries the
+    progress (it is updated in place, so a budget stop leaves what was found).
+    """
+    n = space.dim
+    m = oracle.output_dim or 1
+    if oracle.output_dim is None:
+        m = oracle(space.to_x(space.center[None]))[0].shape[0]
+    rho = rng.normal(size=m)
+    probe = _Probe(oracle, space, rho, atol)
+    st = found if found is not None else LayerFound([], 0, [], 0, 0)
+    bent: list[Neuron] = []
+    quiet = 0
+    radius = 3.0 * space.scale * np.sqrt(n)
+    while st.lines < max_lines and (width is None or len(st.neurons) < width):
+        if quiet >= (patience if width is None else 3 * patience):
+            break
+        st.lines += 1
+        y0 = space.center + space.scale * rng.normal(size=n) / np.sqrt(max(n, 1)) * 0.5
+        if not space.valid(y0[None], 0.0)[0]:
+            y0 = space.center
+        r = _random_direction(n, rng)
+        lo, hi = space.t_range(y0, r, radius, 1e-9 * space.scale)
+        if hi - lo <= 1e-9 * space.scale:
+            quiet += 1
+            continue
+        ls = probe.search(y0, r)
+        ts = ls.kinks(lo, hi)
+        st.unresolved += ls.unresolved
+        new = False
+        tb = [lo, *ts.tolist(), hi]
+        for j, t in enumerate(ts):
+            y = y0 + t * r
+            st.critical_points.append(y)
+            tol = PLANE_RTOL * (space.scale + np.linalg.norm(y))
+            hit = [nr for nr in st.neurons if abs(nr.dist(y)[0]) <= tol]
+            if hit:
+                hit[0].points.append(y)
+                continue
+            if any(abs(b.dist(y)[0]) <= tol for b in bent):
+                continue  # a deeper neuron seen before on the same local plane
+            est = _jump_normal(probe, y0, r, t, tb[j], tb[j + 2])
+            if est is None:
+                st.rejected += 1
+                continue
+            cand = Neuron(est[0], est[1], [y])
+            far = _is_global(probe, cand, rng, radius)
+            if not far:
+                bent.append(cand)
+                st.rejected += 1
+                continue
+            cand.points += far
+            st.neurons.append(cand)
+            new = True
+        quiet = 0 if new else quiet + 1
+    if refine:
+        for nrn in st.neurons:
+            refine_neuron(probe, nrn, rng, space.scale * np.sqrt(n))
+    return st
