@@ -132,35 +132,57 @@ def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, 
 
 
 def _is_global(probe: _Probe, nrn: Neuron, rng: np.random.Generator, far: float) -> list[np.ndarray]:
-    """Critical points of ``nrn`` at two places of its hyperplane far from its first point;
-    an empty list when the hyperplane is bent (a deeper neuron) or not seen there."""
+    """Critical points of ``nrn`` at ``y* + s v`` and ``y* - s v`` (``v`` in the hyperplane,
+    ``s`` large): every other hyperplane of the layer that meets this segment separates the
+    two ends, so a deeper neuron's bent hyperplane cannot pass through both.  An empty list
+    when no pair was confirmed (bent, or hidden by other kinks at every try)."""
     y = nrn.points[0]
-    got: list[np.ndarray] = []
-    # Another neuron's kink may sit near a test point: only two hits on the plane count,
-    # and misses only mean "not shown here".
-    for _ in range(6):
+    for _ in range(4):
         v = _in_plane_direction(nrn.u, rng)
         lo, hi = probe.space.t_range(y, v, far, 0.0)
-        if hi <= 0.05 * far and -lo <= 0.05 * far:
+        s_lo, s_hi = 0.9 * lo, 0.9 * hi
+        if min(-s_lo, s_hi) <= 1e-3 * far:
             continue
-        s = rng.uniform(0.3, 0.8) * (hi if hi > -lo else lo)
-        p = _locate_on_plane(probe, nrn, y + s * v, 1e-3 * abs(s))
-        if p is None or abs(nrn.dist(p)[0]) > PLANE_RTOL * (abs(s) + np.linalg.norm(y)):
-            continue
-        got.append(p)
+        got = []
+        for s in (s_lo, s_hi):
+            p = _locate_on_plane(probe, nrn, y + s * v, 1e-3 * abs(s))
+            if p is None or abs(nrn.dist(p)[0]) > PLANE_RTOL * (abs(s) + np.linalg.norm(y)):
+                break
+            got.append(p)
         if len(got) == 2:
             return got
     return []
 
 
+def _plane_fit(Y: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """The hyperplane ``u . y + b = 0`` (``|u| = 1``) closest to the points (least squares:
+    the smallest right singular vector of the centred, scaled ``[Y 1]``)."""
+    shift = Y.mean(axis=0)
+    Z = Y - shift
+    scale = float(np.abs(Z).max()) + 1e-300
+    A = np.hstack([Z / scale, np.ones((Y.shape[0], 1))])
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    if s.shape[0] < 2 or s[-2] <= 1e-8 * s[0]:
+        return None  # points not in general position
+    w = Vt[-1]
+    u = w[:-1] / scale
+    nu = float(np.linalg.norm(u))
+    if nu == 0:
+        return None
+    u, b = u / nu, w[-1] / nu
+    return u, float(b - u @ shift)
+
+
 def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: float) -> None:
-    """Refit ``nrn``'s hyperplane by least squares through ``dim + 2`` exact critical points."""
+    """Refit ``nrn``'s hyperplane by least squares through about ``1.25 dim + 4`` exact
+    critical points, dropping outliers (a kink of another neuron close by can shift one)."""
     n = nrn.u.shape[0]
+    want = n + 4 + n // 4
     pts = list(nrn.points)
     tries = 0
-    while len(pts) < n + 2 and tries < 3 * (n + 2):
+    while len(pts) < want and tries < 3 * want:
         tries += 1
-        base = pts[int(rng.integers(len(nrn.points)))] if nrn.points else -nrn.beta * nrn.u
+        base = nrn.points[0]
         v = _in_plane_direction(nrn.u, rng)
         lo, hi = probe.space.t_range(base, v, spread, 0.0)
         if hi - lo <= 0:
@@ -169,26 +191,27 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
         p = _locate_on_plane(probe, nrn, base + s * v, 1e-3 * spread)
         if p is not None and abs(nrn.dist(p)[0]) <= PLANE_RTOL * (spread + np.linalg.norm(base)):
             pts.append(p)
-    if len(pts) < n + 1:
-        return
     Y = np.asarray(pts)
-    shift = Y.mean(axis=0)
-    A = np.hstack([Y - shift, np.ones((Y.shape[0], 1))])
-    scale = np.linalg.norm(Y - shift, axis=0).max() + 1e-300
-    A[:, :-1] /= scale
-    _, s, Vt = np.linalg.svd(A, full_matrices=False)
-    w = Vt[-1]
-    u = w[:-1] / scale
-    nu = np.linalg.norm(u)
-    if nu == 0 or (s.shape[0] > 1 and s[-2] <= 1e-8 * s[0]):
-        return  # points not in general position
-    u, b = u / nu, w[-1] / nu
+    for _ in range(3):
+        if Y.shape[0] < n + 1:
+            return
+        fit = _plane_fit(Y)
+        if fit is None:
+            return
+        u, b = fit
+        r = np.abs(Y @ u + b)
+        floor = 1e-13 * (1.0 + float(np.abs(Y).max()))
+        keep = r <= 100.0 * max(float(np.median(r)), floor)
+        if keep.all():
+            break
+        Y = Y[keep]
+    else:
+        return
     if u @ nrn.u < 0:
         u, b = -u, -b
-    beta = b - u @ shift
     # Keep the refit only when it agrees with the first estimate (no stray point used).
-    if np.linalg.norm(u - nrn.u) < 1e-5:
-        nrn.u, nrn.beta, nrn.points, nrn.refined = u, float(beta), pts, True
+    if np.linalg.norm(u - nrn.u) < 1e-4:
+        nrn.u, nrn.beta, nrn.points, nrn.refined = u, float(b), list(Y), True
 
 
 def find_layer(
@@ -222,11 +245,17 @@ def find_layer(
     while st.lines < max_lines and (width is None or len(st.neurons) < width):
         if quiet >= (patience if width is None else 3 * patience):
             break
+        if width is not None and quiet >= patience:
+            radius *= 2.0  # neurons still missing: their hyperplanes may lie further out
         st.lines += 1
-        y0 = space.center + space.scale * rng.normal(size=n) / np.sqrt(max(n, 1)) * 0.5
-        if not space.valid(y0[None], 0.0)[0]:
-            y0 = space.center
+        y0 = space.sample(rng)
         r = _random_direction(n, rng)
+        if space.C.shape[0] and st.lines % 2 == 0:
+            # In a peeled space (an orthant) a random line soon leaves through a face; a
+            # direction into the orthant runs on to ``radius`` and crosses more hyperplanes.
+            r = np.abs(r)
+        elif space.C.shape[0]:
+            r = np.where(y0 < 1e-2 * space.scale, np.abs(r), r)  # do not leave at once
         lo, hi = space.t_range(y0, r, radius, 1e-9 * space.scale)
         if hi - lo <= 1e-9 * space.scale:
             quiet += 1
@@ -251,16 +280,31 @@ def find_layer(
                 st.rejected += 1
                 continue
             cand = Neuron(est[0], est[1], [y])
-            far = _is_global(probe, cand, rng, radius)
+            far = _is_global(probe, cand, rng, 4.0 * radius)
             if not far:
                 bent.append(cand)
                 st.rejected += 1
                 continue
-            cand.points += far
             st.neurons.append(cand)
             new = True
         quiet = 0 if new else quiet + 1
     if refine:
         for nrn in st.neurons:
             refine_neuron(probe, nrn, rng, space.scale * np.sqrt(n))
+    st.neurons = _dedup(st.neurons, space.scale)
     return st
+
+
+def _dedup(neurons: list[Neuron], scale: float) -> list[Neuron]:
+    """One neuron per hyperplane: an early, rough normal can make a second point of a known
+    neuron look new; after refinement both describe the same hyperplane (up to sign)."""
+    out: list[Neuron] = []
+    for nr in neurons:
+        same = [o for o in out if min(np.abs(o.u - nr.u).max() + abs(o.beta - nr.beta) / (1 + scale),
+                                      np.abs(o.u + nr.u).max() + abs(o.beta + nr.beta) / (1 + scale)) < 1e-6]
+        if same:
+            if nr.refined and not same[0].refined:
+                out[out.index(same[0])] = nr
+            continue
+        out.append(nr)
+    return out

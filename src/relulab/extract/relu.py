@@ -40,10 +40,32 @@ from ..domain import Box
 from ..network import Network
 from ..results import Result
 from .fidelity import Fidelity, fidelity
+from .deep import DeepLayer, PartialRow, find_deep_layer
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .signs import one_sided, subset_signs
 from .space import Space
+
+
+def _rows_to_layer(rows: list[PartialRow], n_prev: int) -> tuple[np.ndarray, np.ndarray, str, int]:
+    """Stack merged rows into ``(U, b)`` (unit rows, oriented by the majority of one-sided
+    votes); unknown weights become 0.  Returns also the orientation status and how many
+    rows were incomplete."""
+    U = np.zeros((len(rows), n_prev))
+    b = np.zeros(len(rows))
+    decided = True
+    incomplete = 0
+    for i, r in enumerate(rows):
+        w = np.where(r.known, r.w, 0.0)
+        incomplete += int(not r.complete)
+        nw = np.linalg.norm(w)
+        sgn = 1.0
+        if r.votes and sum(r.votes) != 0:
+            sgn = 1.0 if sum(r.votes) > 0 else -1.0
+        else:
+            decided = False
+        U[i], b[i] = sgn * w / nw, sgn * r.b / nw
+    return U, b, ("one-sided" if decided else "open"), incomplete
 
 __all__ = ["ExtractionResult", "extract_relu"]
 
@@ -104,6 +126,9 @@ class _State:
     found: list[LayerFound] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     current: LayerFound | None = None
+    deep: DeepLayer | None = None
+    deep_lines: int = 0
+    deep_cps: int = 0
 
 
 def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
@@ -113,21 +138,23 @@ def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.nd
     return H
 
 
-def _fit_points(oracle: QueryOracle, layers, spaces, rng, d: int, scale: float) -> np.ndarray:
-    """Inputs for the output fit: random ones, and for every last-layer neuron a point
-    just on its active side (so no column of features is all zero)."""
-    n_last = layers[-1][0].shape[0] if layers else 0
+def _fit_points(st: "_State", rng, d: int, scale: float) -> np.ndarray:
+    """Inputs for the output fit, chosen without queries: random candidates at a few
+    scales, and for every last-layer neuron three candidates where the recovered network
+    says it is active (so that no feature column is all zero)."""
+    n_last = st.layers[-1][0].shape[0] if st.layers else 0
     k = 2 * (n_last + d + 1) + 10
     X = scale * rng.normal(size=(k, d))
-    if layers:
-        U, b = layers[-1]
-        sp = spaces[-1]
+    if st.layers:
+        C = scale * rng.normal(size=(4000, d)) * rng.choice([0.5, 1.0, 2.0, 4.0], size=(4000, 1))
+        H = _hidden(st.layers, C)
         extra = []
-        for i in range(U.shape[0]):
-            y = sp.center + 0.1 * sp.scale * rng.normal(size=U.shape[1])
-            y = y - (U[i] @ y + b[i] - 0.1 * sp.scale) * U[i]
-            extra.append(sp.to_x(y[None])[0])
-        X = np.vstack([X, np.asarray(extra)])
+        for j in range(H.shape[1]):
+            on = np.nonzero(H[:, j] > 0)[0]
+            if on.size:
+                extra.append(C[rng.choice(on, size=min(3, on.size), replace=False)])
+        if extra:
+            X = np.vstack([X, *extra])
     return X
 
 
@@ -136,10 +163,10 @@ def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _output_layer(oracle, st: _State, spaces, rng, d, scale, orient_last: str):
+def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
     """Fit ``f = V h + c`` (and, when the last layer's orientation is open, find it from
     the affine part).  Returns (network, relative residual on fresh points, orientation)."""
-    X = _fit_points(oracle, st.layers, spaces, rng, d, scale)
+    X = _fit_points(st, rng, d, scale)
     Y = oracle(X)
     H = _hidden(st.layers, X)
     ones = np.ones((X.shape[0], 1))
@@ -172,7 +199,7 @@ def _output_layer(oracle, st: _State, spaces, rng, d, scale, orient_last: str):
     else:
         c = coef[-1]
     # Check on fresh points.
-    Xv = scale * rng.normal(size=(max(20, d), d))
+    Xv = _fit_points(st, rng, d, scale)
     Yv = oracle(Xv)
     Hv = _hidden(st.layers, Xv)
     P = Hv @ V.T + c + (Xv @ S.T if skip else 0.0)
@@ -240,60 +267,68 @@ def extract_relu(
     rng = np.random.default_rng(seed)
     atol = 0.0 if precision is None else float(precision)
     st = _State()
-    spaces: list[Space] = []
     net, res, status = None, None, "complete"
     n_layers = len(widths) if widths is not None else max_layers
     try:
-        space: Space | None = Space.input(d, scale)
-        orient_last = "one-sided"
+        space = Space.input(d, scale)
         for k in range(n_layers):
-            st.current = LayerFound([], 0, [], 0, 0)
-            fl = find_layer(o, space, rng, width=None if widths is None else widths[k],
-                            patience=patience, atol=atol, refine=refine, found=st.current)
-            st.found.append(fl)
-            if not fl.neurons:
+            wk = None if widths is None else widths[k]
+            if k == 0:
+                st.current = LayerFound([], 0, [], 0, 0)
+                fl = find_layer(o, space, rng, width=wk, patience=patience, atol=atol,
+                                refine=refine, found=st.current)
+                st.found.append(fl)
+                U = np.array([nr.u for nr in fl.neurons]).reshape(-1, d)
+                b = np.array([nr.beta for nr in fl.neurons])
+                orient = "none"
+                if U.shape[0] and np.linalg.matrix_rank(U) == U.shape[0]:
+                    flip = one_sided(o, U, [nr.points[0] for nr in fl.neurons], 0.05 * scale)
+                    for i, f in enumerate(flip):
+                        if f:
+                            U[i], b[i] = -U[i], -b[i]
+                    orient = "one-sided" if all(f is not None for f in flip) else "open"
+                elif U.shape[0]:
+                    orient = "open"
+            else:
+                st.deep = DeepLayer([], 0, 0, 0, 0)
+                dl = find_deep_layer(o, st.layers, d, rng, width=wk, scale=scale,
+                                     patience=patience, atol=atol, rows=st.deep.rows)
+                st.deep = dl
+                st.deep_lines += dl.lines
+                st.deep_cps += dl.critical_points
+                U, b, orient, incomplete = _rows_to_layer(dl.rows, st.layers[-1][0].shape[0])
+                if incomplete:
+                    st.notes.append(f"layer {k + 1}: {incomplete} neuron(s) with weights from "
+                                    "earlier neurons never seen active where they switch (set to 0)")
+                    status = "partial"
+            if U.shape[0] == 0:
                 if widths is not None:
                     st.notes.append(f"layer {k + 1}: no neuron switches on the explored region "
                                     "(dead or always active): not identifiable")
                     status = "partial"
                 break
-            U = np.array([nr.u for nr in fl.neurons])
-            b = np.array([nr.beta for nr in fl.neurons])
-            if widths is not None and len(fl.neurons) < widths[k]:
+            if wk is not None and U.shape[0] < wk:
                 st.notes.append(
-                    f"layer {k + 1}: {widths[k] - len(fl.neurons)} of {widths[k]} neurons never seen: "
-                    "dead or always active on the explored region, zero outgoing weight, or "
-                    "parallel to another neuron (merged into it)")
-            spaces.append(space)
-            if np.linalg.matrix_rank(U) == U.shape[0]:
-                flip = one_sided(lambda Y, sp=space: o(sp.to_x(Y)), U,
-                                 [nr.points[0] for nr in fl.neurons], 0.05 * space.scale,
-                                 valid=lambda Y, sp=space: sp.valid(Y))
-                undecided = [i for i, f in enumerate(flip) if f is None]
-                for i, f in enumerate(flip):
-                    if f:
-                        U[i], b[i] = -U[i], -b[i]
-                orient = "one-sided" if not undecided else "open"
-            else:
-                orient = "open"
+                    f"layer {k + 1}: {wk - U.shape[0]} of {wk} neurons never seen: dead or always "
+                    "active on the explored region, zero outgoing weight, or parallel to another "
+                    "neuron (merged into it)")
+                status = "partial"
             st.layers.append((U, b))
             st.orient.append(orient)
             last = widths is not None and k == len(widths) - 1
             if orient == "open":
-                orient_last = "open"
                 if not last:
-                    st.notes.append(f"layer {k + 1} is expansive ({U.shape[0]} neurons in "
-                                    f"{U.shape[1]} dimensions): its orientation only comes from the "
-                                    "output fit, so no deeper layer is peeled")
+                    st.notes.append(f"layer {k + 1}: orientation not decided by one-sided tests "
+                                    f"({U.shape[0]} neurons, {U.shape[1]} inputs); only the output "
+                                    "fit can decide it, so no deeper layer is recovered")
+                    if widths is not None:
+                        status = "partial"
                 break
             if last:
                 break
-            space = space.peel(U, b, rng)
-            if space is None:
-                break
         orient_last = st.orient[-1] if st.orient and st.orient[-1] != "open" else (
             "open" if st.orient else "none")
-        net, res, o_last = _output_layer(o, st, spaces, rng, d, scale, orient_last)
+        net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
         if st.orient:
             st.orient[-1] = o_last
         if widths is not None and len(st.layers) < len(widths):
@@ -314,8 +349,8 @@ def extract_relu(
         fid = fidelity(reference, net, domain if domain is not None else
                        Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
         st.notes += _diagnose(reference)
-    lines = sum(f.lines for f in st.found)
-    cps = sum(len(f.critical_points) for f in st.found)
+    lines = sum(f.lines for f in st.found) + st.deep_lines
+    cps = sum(len(f.critical_points) for f in st.found) + st.deep_cps
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
     msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
            f"(2^{math.log2(max(o.queries, 1)):.1f})")

@@ -1,11 +1,12 @@
 """The coordinates a layer is extracted in.
 
-The first hidden layer is found in input coordinates.  Once it is known, the region
-where all its neurons are active is mapped affinely onto the positive orthant of its
-outputs ``h``; there the next layer acts on ``h`` exactly as a first layer acts on ``x``
-(layer peeling).  A :class:`Space` is such a coordinate system: an affine map to the
-input ``x = P y + p``, the open region where it is valid (``C y + c > 0``: every earlier
-neuron active) and the typical size of its points.
+The first hidden layer is found in input coordinates.  Once the layers before layer
+``k`` are known, each linear region of theirs (a fixed activation pattern) is mapped
+affinely onto the outputs ``h`` of their active last-layer neurons; there layer ``k``
+acts on ``h`` exactly as a first layer acts on ``x`` (layer peeling, one region at a
+time).  A :class:`Space` is such a coordinate system: an affine map to the input
+``x = P y + p``, the open region where it is valid (``C y + c > 0``: the pattern holds)
+and the typical size of its points.
 
 Example:
     >>> import numpy as np
@@ -33,6 +34,7 @@ class Space:
     c: np.ndarray
     scale: float
     center: np.ndarray
+    bounded_walk: bool = False  # sample by a random walk inside the region
 
     @staticmethod
     def input(d: int, scale: float = 1.0, center: np.ndarray | None = None) -> Space:
@@ -52,6 +54,23 @@ class Space:
             return np.ones(Y.shape[0], dtype=bool)
         return np.all(Y @ self.C.T + self.c > margin, axis=1)
 
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """A random valid point: near the centre in input coordinates; in peeled ones a
+        point of the positive orthant with exponential coordinates (some near a face,
+        some deep inside), re-drawn until every earlier neuron is active."""
+        n = self.dim
+        if self.C.shape[0] == 0:
+            return self.center + 0.5 * self.scale * rng.normal(size=n) / np.sqrt(max(n, 1))
+        # A few steps of hit-and-run from the centre: uniform-ish over the region.
+        y = self.center.copy()
+        for _ in range(4):
+            r = rng.normal(size=n)
+            r /= np.linalg.norm(r)
+            lo, hi = self.t_range(y, r, 3.0 * self.scale * np.sqrt(n), 1e-6 * self.scale)
+            if hi > lo:
+                y = y + rng.uniform(lo, hi) * r
+        return y
+
     def t_range(self, y0: np.ndarray, r: np.ndarray, radius: float, margin: float) -> tuple[float, float]:
         """The ``t`` interval of the line ``y0 + t r`` inside the region (shrunk by ``margin``)
         and within ``radius``."""
@@ -65,35 +84,3 @@ class Space:
             hi = min(hi, float(np.min(lim[a < 0], initial=np.inf)))
         return lo, hi
 
-    def peel(self, U: np.ndarray, beta: np.ndarray, rng: np.random.Generator) -> Space | None:
-        """The coordinates ``y' = U y + beta`` of the next layer (all of ``U``'s neurons
-        active), or None when ``U`` does not have full row rank (an expansive layer: not
-        every ``y'`` has a preimage)."""
-        n = U.shape[0]
-        if n == 0 or np.linalg.matrix_rank(U) < n:
-            return None
-        Upinv = np.linalg.pinv(U)
-        # A base point where every neuron of this layer (and every earlier one) is active,
-        # near the centre of the region.
-        base = self._active_point(U, beta, Upinv, rng)
-        if base is None:
-            return None
-        # y = base + U^+ (y' - (U base + beta))
-        y_of = Upinv
-        y_off = base - Upinv @ (U @ base + beta)
-        P = self.P @ y_of
-        p = self.P @ y_off + self.p
-        C = np.vstack([self.C @ y_of, np.eye(n)])
-        c = np.concatenate([self.C @ y_off + self.c, np.zeros(n)])
-        z = U @ base + beta
-        return Space(P, p, C, c, float(np.median(np.abs(z)) + 1e-300) * 2.0, z)
-
-    def _active_point(self, U, beta, Upinv, rng) -> np.ndarray | None:
-        target = np.abs(U @ self.center + beta)
-        for _ in range(50):
-            z = np.maximum(target, 1e-3 * self.scale) * rng.uniform(0.5, 1.5, size=U.shape[0])
-            y = self.center + Upinv @ (z - (U @ self.center + beta))
-            if self.valid(y[None])[0]:
-                return y
-            target = target * 0.5
-        return None
