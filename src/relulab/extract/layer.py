@@ -241,11 +241,11 @@ def find_layer(
     st = found if found is not None else LayerFound([], 0, [], 0, 0)
     bent: list[Neuron] = []
     quiet = 0
-    radius = 3.0 * space.scale * np.sqrt(n)
+    radius = r0 = 3.0 * space.scale * np.sqrt(n)
     while st.lines < max_lines and (width is None or len(st.neurons) < width):
         if quiet >= (patience if width is None else 3 * patience):
             break
-        if width is not None and quiet >= patience:
+        if width is not None and quiet >= patience and radius < 64 * r0:
             radius *= 2.0  # neurons still missing: their hyperplanes may lie further out
         st.lines += 1
         y0 = space.sample(rng)
@@ -280,7 +280,9 @@ def find_layer(
                 st.rejected += 1
                 continue
             cand = Neuron(est[0], est[1], [y])
-            far = _is_global(probe, cand, rng, 4.0 * radius)
+            # In one dimension a hyperplane is a point: nothing to test away from it (and a
+            # deeper neuron's kink cannot be told from a first-layer one).
+            far = _is_global(probe, cand, rng, 4.0 * radius) if n > 1 else [y]
             if not far:
                 bent.append(cand)
                 st.rejected += 1
@@ -288,7 +290,7 @@ def find_layer(
             st.neurons.append(cand)
             new = True
         quiet = 0 if new else quiet + 1
-    if refine:
+    if refine and n > 1:
         for nrn in st.neurons:
             refine_neuron(probe, nrn, rng, space.scale * np.sqrt(n))
     st.neurons = _dedup(st.neurons, space.scale)
