@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import sys
 
-from . import construct, core, params, regions, symmetry, train, verify
+from . import construct, core, extract, params, regions, symmetry, train, verify
 from ._common import app, run_app
 
 __all__ = ["app", "main", "TOPICS"]
 
 # The order here is the order of `relulab --help` and of the tour.
-TOPICS = (core, verify, regions, construct, params, symmetry, train)
+TOPICS = (core, verify, regions, construct, params, symmetry, train, extract)
 
 for _topic in TOPICS:
     _topic.register(app)

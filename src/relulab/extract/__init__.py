@@ -19,6 +19,7 @@ Example:
 """
 
 from .fidelity import Fidelity, fidelity
+from .glu import GLUBlock, GLUResult, extract_glu, random_glu
 from .lines import LineSearch
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .relu import ExtractionResult, extract_relu
@@ -32,4 +33,8 @@ __all__ = [
     "fidelity",
     "Fidelity",
     "LineSearch",
+    "extract_glu",
+    "GLUBlock",
+    "GLUResult",
+    "random_glu",
 ]
