@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
@@ -127,7 +126,6 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(to_jsonable({"relu": relu, "defence": defence, "glu": glu,
                                                    "quick": a.quick, "total_s": total}), indent=1))
-    del math
 
 
 if __name__ == "__main__":

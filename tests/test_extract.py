@@ -88,7 +88,7 @@ def test_opposite_parallel_neurons_need_a_skip_and_stay_exact():
     # affine term; the extraction keeps the function exact.
     net = Network([[[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], [[1.0, 1.0, 2.0]]],
                   [[0.5, -0.5, 0.0], [0.0]])
-    r = extract_relu(net, 2, widths=[3])
+    r = extract_relu(net, 2)
     assert equivalent_one_hidden_layer(net, r.network).status == "equal"
     assert r.status == "partial" or r.network.skip is not None or r.network.widths == (3,)
 

@@ -29,8 +29,6 @@ def extract_cmd(
 
     Example: relulab extract model.onnx --budget 200000 -o stolen.npz
     """
-    import numpy as np
-
     from ..errors import RelulabError
     from ..extract import extract_relu
     from ..io import save_model
@@ -60,13 +58,13 @@ def extract_cmd(
                           f"(2^-{f.bits_abs:.1f}); relative {f.max_rel_error:.3g}")
         else:
             console.print("parameters not comparable: " + f.message)
-        console.print(f"equivalence on {f.domain}: {f.equivalence} ({f.equivalence_method}); largest "
+        console.print(f"equivalence on the box [{f.domain['lo'][0]:g}, {f.domain['hi'][0]:g}]^d: "
+                      f"{f.equivalence} ({f.equivalence_method}); largest "
                       f"output difference on {f.n_samples} random points {f.max_output_error:.3g}")
     for u in r.unidentified:
         console.print(f"  note: {u}")
     if out is not None and r.network is not None:
         console.print(f"recovered network written to {out}")
-    del np
 
 
 def tour(con) -> None:

@@ -39,8 +39,8 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
-from .fidelity import Fidelity, fidelity
 from .deep import DeepLayer, PartialRow, find_deep_layer
+from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .signs import one_sided, subset_signs
@@ -138,7 +138,7 @@ def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.nd
     return H
 
 
-def _fit_points(st: "_State", rng, d: int, scale: float) -> np.ndarray:
+def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
     """Inputs for the output fit, chosen without queries: random candidates at a few
     scales, and for every last-layer neuron three candidates where the recovered network
     says it is active (so that no feature column is all zero)."""
