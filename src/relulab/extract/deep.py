@@ -18,11 +18,10 @@ Example:
     >>> import numpy as np
     >>> from relulab import Network
     >>> from relulab.extract.oracle import QueryOracle
-    >>> net = Network([np.eye(2), [[1.0, -1.0]], [[1.0]]], [[0.0, 0.0], [0.5], [0.0]])
-    >>> lay = [(np.eye(2), np.zeros(2))]
-    >>> rows = find_deep_layer(QueryOracle(net), lay, 2, np.random.default_rng(0)).rows
-    >>> [np.round(r.w / abs(r.w).max(), 9).tolist() for r in rows]
-    [[1.0, -1.0]]
+    >>> lay = [(np.eye(2), np.zeros(2))]            # first layer: relu(x1), relu(x2)
+    >>> space, P = region_space(lay, np.array([1.0, -1.0]))
+    >>> P.tolist(), space.dim                       # only neuron 0 is active there
+    ([0], 1)
 """
 
 from __future__ import annotations

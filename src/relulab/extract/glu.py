@@ -20,10 +20,10 @@ implemented; the fit is what is measured.
 
 Example:
     >>> import numpy as np
-    >>> blk = random_glu(4, 2, act="silu", seed=0)
-    >>> r = extract_glu(blk, 4, hidden=2, act="silu", seed=0)
-    >>> r.median_rel_error < 1e-3
-    True
+    >>> blk = random_glu(6, 2, act="silu", seed=3)
+    >>> r = extract_glu(blk, 6, act="silu", time_limit=20)
+    >>> r.hidden, r.hidden_inferred, r.median_rel_error < 1e-3
+    (2, True, True)
 """
 
 from __future__ import annotations
