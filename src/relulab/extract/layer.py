@@ -192,21 +192,25 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
         if p is not None and abs(nrn.dist(p)[0]) <= PLANE_RTOL * (spread + np.linalg.norm(base)):
             pts.append(p)
     Y = np.asarray(pts)
-    for _ in range(3):
-        if Y.shape[0] < n + 1:
-            return
-        fit = _plane_fit(Y)
-        if fit is None:
-            return
+    if Y.shape[0] < n + 1:
+        return
+    fit = _plane_fit(Y)
+    if fit is None:
+        return
+    floor = 1e-12 * (1.0 + float(np.abs(Y).max()))
+    for _ in range(4):
+        # A stray point spreads its error over the fit; dropping the worst point must make
+        # the rest fit far better, else it was not a stray.
         u, b = fit
         r = np.abs(Y @ u + b)
-        floor = 1e-13 * (1.0 + float(np.abs(Y).max()))
-        keep = r <= 100.0 * max(float(np.median(r)), floor)
-        if keep.all():
+        if r.max() <= floor or Y.shape[0] <= n + 1:
             break
-        Y = Y[keep]
-    else:
-        return
+        Y2 = np.delete(Y, int(np.argmax(r)), axis=0)
+        fit2 = _plane_fit(Y2)
+        if fit2 is None or np.abs(Y2 @ fit2[0] + fit2[1]).max() > 0.1 * r.max():
+            break
+        Y, fit = Y2, fit2
+    u, b = fit
     if u @ nrn.u < 0:
         u, b = -u, -b
     # Keep the refit only when it agrees with the first estimate (no stray point used).
@@ -292,7 +296,11 @@ def find_layer(
         quiet = 0 if new else quiet + 1
     if refine and n > 1:
         for nrn in st.neurons:
-            refine_neuron(probe, nrn, rng, space.scale * np.sqrt(n))
+            # Closer to the first point when far points keep meeting other kinks.
+            for spread in (1.0, 0.25, 0.05):
+                refine_neuron(probe, nrn, rng, spread * space.scale * np.sqrt(n))
+                if nrn.refined:
+                    break
     st.neurons = _dedup(st.neurons, space.scale)
     return st
 
