@@ -60,7 +60,9 @@ class LineSearch:
         return np.asarray(self.g(np.asarray(ts, dtype=np.float64)), dtype=np.float64).reshape(-1)
 
     def _tol(self, *scale: float) -> float:
-        return self.rtol * (1.0 + max(abs(s) for s in scale)) + 4.0 * self.atol
+        # Lines through two values a sixteenth of an interval apart, extrapolated over
+        # it, carry up to ~32 times the output resolution: below that nothing bends.
+        return self.rtol * (1.0 + max(abs(s) for s in scale)) + 40.0 * self.atol
 
     # ----------------------------------------------------------------- explore
     def _explore(self, a: float, b: float, ga: float, gb: float, min_len: float,
