@@ -113,6 +113,42 @@ def _locate_on_plane(probe: _Probe, nrn: Neuron, q: np.ndarray, rho: float) -> n
     return None if t is None else q + t * nrn.u
 
 
+def _locate_batch(probe: _Probe, nrn: Neuron, Q: np.ndarray, rho: float) -> np.ndarray:
+    """:func:`_locate_on_plane` for many points in two oracle calls (four points on each
+    normal line, then one check at each intersection); rows not confirmed are NaN."""
+    u = nrn.u
+    Q = Q - np.outer(nrn.dist(Q), u)
+    sp = probe.space
+    rhos = np.full(Q.shape[0], rho)
+    if sp.C.shape[0]:
+        for i, q in enumerate(Q):
+            lo, hi = sp.t_range(q, u, np.inf, 0.0)
+            rhos[i] = min(rho, -lo / 2.5, hi / 2.5)
+    out = np.full_like(Q, np.nan)
+    use = rhos > 0
+    if not use.any():
+        return out
+    Qu, R = Q[use], rhos[use]
+    T = np.stack([-2 * R, -0.5 * R, 0.5 * R, 2 * R], axis=1)  # (k, 4)
+    X = Qu[:, None, :] + T[:, :, None] * u[None, None, :]
+    v = (probe.f(X.reshape(-1, Qu.shape[1])) @ probe.rho).reshape(-1, 4)
+    s1 = (v[:, 1] - v[:, 0]) / (1.5 * R)
+    s2 = (v[:, 3] - v[:, 2]) / (1.5 * R)
+    tol = DETECT_RTOL * (1 + np.maximum(np.abs(v).max(axis=1), np.maximum(np.abs(s1), np.abs(s2)) * R))
+    tol = tol + 40.0 * probe.atol * float(np.abs(probe.rho).sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (v[:, 2] - v[:, 1] - 0.5 * R * (s1 + s2)) / (s1 - s2)
+    good = (np.abs(s1 - s2) * R > tol) & (np.abs(t) < R)
+    if not good.any():
+        return out
+    P = Qu[good] + t[good, None] * u
+    gt = probe.f(P) @ probe.rho
+    conf = np.abs(gt - (v[good, 1] + s1[good] * (t[good] + 0.5 * R[good]))) <= tol[good]
+    idx = np.nonzero(use)[0][np.nonzero(good)[0][conf]]
+    out[idx] = P[conf]
+    return out
+
+
 def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, float] | None:
     """Normal of the kink at ``y0 + t r`` from the gradient jump between the middles of the
     pieces beside it; None when the jump is not rank one (more than one neuron switched)."""
@@ -179,18 +215,17 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
     n = nrn.u.shape[0]
     want = n + 4 + n // 4
     pts = list(nrn.points)
-    tries = 0
-    while len(pts) < want and tries < 3 * want:
-        tries += 1
-        base = nrn.points[0]
+    base = nrn.points[0]
+    Q = []
+    for _ in range(int(1.5 * want) + 4):
         v = _in_plane_direction(nrn.u, rng)
         lo, hi = probe.space.t_range(base, v, spread, 0.0)
-        if hi - lo <= 0:
-            continue
-        s = rng.uniform(0.2 * lo, 0.8 * hi) if lo < 0 else rng.uniform(0.2 * hi, 0.8 * hi)
-        p = _locate_on_plane(probe, nrn, base + s * v, 1e-3 * spread)
-        if p is not None and abs(nrn.dist(p)[0]) <= PLANE_RTOL * (spread + np.linalg.norm(base)):
-            pts.append(p)
+        if hi - lo > 0:
+            Q.append(base + rng.uniform(0.8 * lo, 0.8 * hi) * v)
+    if Q:
+        found = _locate_batch(probe, nrn, np.asarray(Q), 1e-3 * spread)
+        ok = np.abs(nrn.dist(found)) <= PLANE_RTOL * (spread + np.linalg.norm(base))
+        pts += list(found[ok])
     Y = np.asarray(pts)
     if Y.shape[0] < n + 1:
         return
