@@ -246,6 +246,8 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
             break
         Y, fit = Y2, fit2
     u, b = fit
+    if np.abs(Y @ u + b).max() > 1e-10 * (1.0 + float(np.abs(Y).max())):
+        return  # the points do not lie on one hyperplane: keep the gradient estimate
     if u @ nrn.u < 0:
         u, b = -u, -b
     # Keep the refit only when it agrees with the first estimate (no stray point used).
