@@ -110,15 +110,15 @@ def main() -> None:
         ratio = "-" if pq is None else f"2^{r['log2_queries'] - pq:+.1f}"
         print(f"{r['arch']:>16} {r['params']:>7} {r['status']:>9} {r['log2_queries']:>7} "
               f"{str(r['bits']):>6} {str(r['equivalence']):>10} {str(pq):>10} {str(pb):>8} {ratio:>8}")
-    defence = [relu_row([10, 8, 1], 0, precision=0.5 * 10.0**-k, decimals=k)
-               for k in ([12, 10, 8, 6, 4] if not a.quick else [10, 8, 6])]
+    defence = [relu_row([10, 8, 1], 0, precision=None if k is None else 0.5 * 10.0**-k, decimals=k)
+               for k in ([None, 12, 10, 8, 6, 4] if not a.quick else [None, 10, 8, 6])]
     print("\nDefence: outputs rounded to k decimals (10-8-1 network)")
     print(f"{'k':>4} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} {'max out err':>12}")
     for r in defence:
         print(f"{r['decimals']:>4} {r['status']:>9} {r['log2_queries']:>7} {str(r['bits']):>6} "
               f"{str(r['equivalence']):>10} {r['max_output_error'] if r['max_output_error'] is not None else '-':>12}")
     sizes = [(8, 4), (16, 8)] if a.quick else [(8, 4), (16, 8), (32, 16), (64, 32)]
-    glu = [glu_row(d, h, "silu", kind, 0, 20.0 if a.quick else 60.0)
+    glu = [glu_row(d, h, "silu", kind, 0, 20.0 if a.quick else 30.0)
            for d, h in sizes for kind in ("float64", "float32", "bfloat16")]
     print("\nGLU blocks (SiLU): relative validation error (abstract: sub-percent median, float64)")
     print(f"{'d x hidden':>11} {'oracle':>9} {'queries':>8} {'median':>10} {'worst':>10} {'time s':>7}")
