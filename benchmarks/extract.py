@@ -115,7 +115,7 @@ def main() -> None:
     print("\nDefence: outputs rounded to k decimals (10-8-1 network)")
     print(f"{'k':>4} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} {'max out err':>12}")
     for r in defence:
-        print(f"{r['decimals']:>4} {r['status']:>9} {r['log2_queries']:>7} {str(r['bits']):>6} "
+        print(f"{str(r['decimals']):>4} {r['status']:>9} {r['log2_queries']:>7} {str(r['bits']):>6} "
               f"{str(r['equivalence']):>10} {r['max_output_error'] if r['max_output_error'] is not None else '-':>12}")
     sizes = [(8, 4), (16, 8)] if a.quick else [(8, 4), (16, 8), (32, 16), (64, 32)]
     glu = [glu_row(d, h, "silu", kind, 0, 20.0 if a.quick else 30.0)
