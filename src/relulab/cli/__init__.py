@@ -17,6 +17,7 @@ from . import (
     core,
     estimators,
     explain,
+    extract,
     lipschitz,
     logic,
     params,
@@ -31,7 +32,7 @@ __all__ = ["app", "main", "TOPICS"]
 
 # The order here is the order of `relulab --help` and of the tour.
 TOPICS = (core, verify, lipschitz, regions, construct, params, symmetry, train, estimators,
-          logic, explain)
+          logic, explain, extract)
 
 for _topic in TOPICS:
     _topic.register(app)

@@ -1,0 +1,136 @@
+"""Parameter extraction: queries and precision against the published attack's numbers.
+
+Carlini, Jagielski and Mironov (CRYPTO 2020, "Cryptanalytic extraction of neural network
+models") report, for the sizes below, the queries and the worst-case parameter error
+after alignment; their code (JAX) is not run here, so the comparison is against the
+numbers they publish (marked "published").  Rows:
+
+* ReLU networks (random weights, N(0, 1/fan_in), biases 0.5 N(0, 1)): queries (log2),
+  worst parameter error after aligning permutation and scaling (bits = -log2), and the
+  exact equivalence verdict of relulab.symmetry on [-1, 1]^d;
+* the defence: outputs rounded to k decimals (the attack told the resolution) - queries
+  and precision as k shrinks;
+* bias-free GLU blocks: median / worst relative validation error with float64,
+  float32 and bfloat16-rounded oracles (the abstract reports sub-percent medians).
+
+    python benchmarks/extract.py [--quick] [--out benchmarks/results/extract.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from relulab import Network
+from relulab.extract import extract_glu, extract_relu, random_glu
+from relulab.results import to_jsonable
+
+# (architecture, published log2 queries, published worst error bits) from Carlini et al.
+# 2020, Table 1; None where the paper gives no number for that size.
+PUBLISHED = {
+    "10-20-20-1": (None, None),
+    "40-20-10-10-1": (None, None),
+    "784-128-1": (21.5, 25.0),     # "100,000-parameter MNIST network": 2^21.5 queries, 2^-25
+    "4000-params": (18.5, 40.4),   # a 4,000-parameter network: 2^18.5 queries, 2^-40.4
+}
+
+
+def random_net(arch: list[int], seed: int) -> Network:
+    rng = np.random.default_rng(seed)
+    Ws = [rng.normal(size=(b, a)) / np.sqrt(a) for a, b in zip(arch[:-1], arch[1:], strict=True)]
+    bs = [0.5 * rng.normal(size=b) for b in arch[1:]]
+    return Network(Ws, bs)
+
+
+def relu_row(arch: list[int], seed: int, precision: float | None = None, decimals: int | None = None,
+             refine: bool = True):
+    net = random_net(arch, seed)
+    oracle = (lambda X: net(X)) if decimals is None else (lambda X: np.round(net(X), decimals))
+    t = time.monotonic()
+    r = extract_relu(oracle, arch[0], arch[1:-1], precision=precision, seed=seed, reference=net,
+                     refine=refine, equivalence_timeout=60)
+    f = r.fidelity
+    return {
+        "arch": "-".join(map(str, arch)), "params": net.n_params, "seed": seed, "refine": refine,
+        "decimals": decimals, "status": r.status, "widths": list(r.widths),
+        "queries": r.queries, "log2_queries": round(r.log2_queries, 2),
+        "max_abs_error": None if f is None else f.max_abs_error,
+        "bits": None if f is None or f.bits_abs is None else round(f.bits_abs, 1),
+        "equivalence": None if f is None else f.equivalence,
+        "max_output_error": None if f is None else f.max_output_error,
+        "time": round(time.monotonic() - t, 1), "notes": list(r.unidentified),
+    }
+
+
+def _bf16(Y: np.ndarray) -> np.ndarray:
+    """Round float64 to bfloat16 (8 bits of mantissa), round-to-nearest-even."""
+    a = np.asarray(Y, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    a = ((a + 0x7FFF + ((a >> 16) & 1)) >> 16) << 16
+    return a.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def glu_row(d: int, h: int, act: str, kind: str, seed: int, time_limit: float):
+    blk = random_glu(d, h, act=act, seed=seed)
+    if kind == "float64":
+        oracle = blk
+    elif kind == "float32":
+        def oracle(X):
+            return blk(np.asarray(X, np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
+    else:
+        def oracle(X):
+            return _bf16(blk(X))
+    r = extract_glu(oracle, d, h, act, seed=seed, time_limit=time_limit)
+    return {"d": d, "hidden": h, "act": act, "oracle": kind, "queries": r.queries,
+            "median_rel_error": r.median_rel_error, "worst_rel_error": r.worst_rel_error,
+            "time": round(r.time, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
+    ap.add_argument("--out", default="benchmarks/results/extract.json")
+    a = ap.parse_args()
+    t0 = time.monotonic()
+    archs = [[10, 20, 20, 1], [40, 20, 10, 10, 1]] + ([] if a.quick else [[784, 128, 1]])
+    if a.quick:
+        archs = [[10, 20, 1], [10, 8, 4, 1]]
+    # 784 inputs: least-squares refinement (about 1,000 exact critical points per neuron)
+    # would take most of the time budget on this machine; gradient jumps alone are used.
+    relu = [relu_row(arch, s, refine=arch[0] < 500) for arch in archs
+            for s in range(1 if not a.quick else 2)]
+    print("ReLU extraction (ours) vs the published attack (Carlini et al. 2020)")
+    print(f"{'arch':>16} {'params':>7} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} "
+          f"{'pub log2 q':>10} {'pub bits':>8} {'q ratio':>8}")
+    for r in relu:
+        pq, pb = PUBLISHED.get(r["arch"], (None, None))
+        ratio = "-" if pq is None else f"2^{r['log2_queries'] - pq:+.1f}"
+        print(f"{r['arch']:>16} {r['params']:>7} {r['status']:>9} {r['log2_queries']:>7} "
+              f"{str(r['bits']):>6} {str(r['equivalence']):>10} {str(pq):>10} {str(pb):>8} {ratio:>8}")
+    defence = [relu_row([10, 8, 1], 0, precision=None if k is None else 0.5 * 10.0**-k, decimals=k)
+               for k in ([None, 12, 10, 8, 6, 4] if not a.quick else [None, 10, 8, 6])]
+    print("\nDefence: outputs rounded to k decimals (10-8-1 network)")
+    print(f"{'k':>4} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} {'max out err':>12}")
+    for r in defence:
+        print(f"{str(r['decimals']):>4} {r['status']:>9} {r['log2_queries']:>7} {str(r['bits']):>6} "
+              f"{str(r['equivalence']):>10} {r['max_output_error'] if r['max_output_error'] is not None else '-':>12}")
+    sizes = [(8, 4), (16, 8)] if a.quick else [(8, 4), (16, 8), (32, 16), (64, 32)]
+    glu = [glu_row(d, h, "silu", kind, 0, 20.0 if a.quick else 30.0)
+           for d, h in sizes for kind in ("float64", "float32", "bfloat16")]
+    print("\nGLU blocks (SiLU): relative validation error (abstract: sub-percent median, float64)")
+    print(f"{'d x hidden':>11} {'oracle':>9} {'queries':>8} {'median':>10} {'worst':>10} {'time s':>7}")
+    for r in glu:
+        print(f"{r['d']:>5} x {r['hidden']:<4} {r['oracle']:>9} {r['queries']:>8} "
+              f"{r['median_rel_error']:>10.3g} {r['worst_rel_error']:>10.3g} {r['time']:>7}")
+    total = time.monotonic() - t0
+    print(f"\ntotal {total:.0f} s")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(to_jsonable({"relu": relu, "defence": defence, "glu": glu,
+                                                   "quick": a.quick, "total_s": total}), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Kinks of a piecewise-linear function of one variable, located exactly.
+
+On a line ``x(t) = x0 + t r`` a ReLU network is continuous and piecewise linear in ``t``.
+Between two kinks it is a straight line, so two queries inside a piece give that piece
+exactly (up to the rounding of the oracle), and two adjacent pieces intersect exactly at
+the kink between them: no bisection down to machine precision is needed.
+
+:class:`LineSearch` does this in two passes:
+
+1. *explore*: on an interval, the lines through the two ends (two queries each) are
+   intersected; one more query at the intersection confirms a single kink (the value
+   lies on both lines); otherwise the interval is halved and each half explored;
+2. *refine*: the pieces between the kinks found are measured again away from their ends
+   (at 1/4, 1/2 and 3/4: the middle one checks that the piece really is linear, else it
+   is explored again) and adjacent pieces are intersected: the kinks to rounding error.
+
+Example:
+    >>> import numpy as np
+    >>> g = lambda t: np.abs(t - 0.3) + 2 * np.maximum(t + 0.1, 0.0)
+    >>> LineSearch(g).kinks(-1.0, 1.0).round(12).tolist()
+    [-0.1, 0.3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["LineSearch", "DETECT_RTOL"]
+
+# A piece counts as linear when four of its values lie on one line to this relative
+# tolerance: far above float64 rounding (1e-16) so that rounding never looks like a kink,
+# far below the jump of any kink worth finding.
+DETECT_RTOL = 1e-9
+# Where a kink is confirmed: this fraction of the interval to each side of it.  Small, so
+# that two kinks closer than this to each other are the only ones that can pass as one.
+_EPS_FRAC = 1e-4
+
+
+class LineSearch:
+    """Exact kink location for a scalar function ``g(t)`` of one variable (vectorised:
+    ``g`` takes an array of ``t`` and returns an array of values).
+
+    Args:
+        g: the function; every call is a batch of queries.
+        rtol: relative tolerance of the linearity checks (``DETECT_RTOL``).
+        atol: absolute tolerance added to it (the oracle's output resolution, e.g.
+            ``10**-k`` when outputs are rounded to ``k`` decimals).
+    """
+
+    def __init__(self, g: Callable[[np.ndarray], np.ndarray], rtol: float = DETECT_RTOL,
+                 atol: float = 0.0) -> None:
+        self.g = g
+        self.rtol = rtol
+        self.atol = atol
+        self.unresolved = 0  # intervals shorter than the resolution that still bend
+
+    def _vals(self, ts: list[float]) -> np.ndarray:
+        return np.asarray(self.g(np.asarray(ts, dtype=np.float64)), dtype=np.float64).reshape(-1)
+
+    def _tol(self, *scale: float) -> float:
+        # Lines through two values a sixteenth of an interval apart, extrapolated over
+        # it, carry up to ~32 times the output resolution: below that nothing bends.
+        return self.rtol * (1.0 + max(abs(s) for s in scale)) + 40.0 * self.atol
+
+    # ----------------------------------------------------------------- explore
+    def _explore(self, a: float, b: float, ga: float, gb: float, min_len: float,
+                 out: list[float], depth: int = 0) -> None:
+        L = b - a
+        if L <= min_len or depth > 60:
+            self.unresolved += 1
+            out.append(0.5 * (a + b))
+            return
+        dl = L / 16.0
+        ga2, gb2, gm = self._vals([a + dl, b - dl, a + 0.5 * L])
+        sa = (ga2 - ga) / dl
+        sb = (gb - gb2) / dl
+        tol = self._tol(ga, gb, sa * L, sb * L)
+        if (abs(ga + sa * L - gb) <= tol and abs(ga + sa * (L - dl) - gb2) <= tol
+                and abs(ga + sa * 0.5 * L - gm) <= tol):
+            return  # four points and the middle on one line: a linear piece
+        if abs(sa - sb) * L > tol:
+            t = a + (gb - ga - sb * L) / (sa - sb)
+            if a + dl < t < b - dl:
+                # Just left of t the function must follow line A, just right line B:
+                # the value at t alone would also agree when two kinks hide on one side.
+                e = _EPS_FRAC * L
+                gl, gr = self._vals([t - e, t + e])
+                if (abs(gl - (ga + sa * (t - e - a))) <= tol and abs(gr - (gb + sb * (t + e - b))) <= tol
+                        and abs(gm - self._two_lines(a, ga, sa, b, gb, sb, t, a + 0.5 * L)) <= tol):
+                    out.append(t)
+                    return
+        m = a + 0.5 * L
+        self._explore(a, m, ga, gm, min_len, out, depth + 1)
+        self._explore(m, b, gm, gb, min_len, out, depth + 1)
+
+    @staticmethod
+    def _two_lines(a, ga, sa, b, gb, sb, t, x) -> float:
+        """The value at ``x`` of the function made of line A up to ``t`` and line B after."""
+        return ga + sa * (x - a) if x <= t else gb + sb * (x - b)
+
+    # ------------------------------------------------------------------ refine
+    def _refine(self, a: float, b: float, approx: list[float], min_len: float) -> list[float]:
+        for _ in range(8):
+            bounds = [a, *approx, b]
+            ts = []
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                ts += [lo + 0.25 * (hi - lo), lo + 0.5 * (hi - lo), lo + 0.75 * (hi - lo)]
+            v = self._vals(ts).reshape(-1, 3)
+            lines = []
+            redo: list[tuple[int, list[float]]] = []
+            for j, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+                t1, t2 = lo + 0.25 * (hi - lo), lo + 0.75 * (hi - lo)
+                s = (v[j, 2] - v[j, 0]) / (t2 - t1)
+                lines.append((t1, v[j, 0], s))
+                tol = self._tol(v[j, 0], v[j, 2], s * (hi - lo))
+                if abs(0.5 * (v[j, 0] + v[j, 2]) - v[j, 1]) > tol:
+                    more: list[float] = []
+                    g_lo, g_hi = self._vals([lo + 0.125 * (hi - lo), hi - 0.125 * (hi - lo)])
+                    self._explore(lo + 0.125 * (hi - lo), hi - 0.125 * (hi - lo), g_lo, g_hi,
+                                  min_len, more)
+                    redo.append((j, more))
+            if redo:
+                new = list(approx)
+                for _, more in redo:
+                    new += more
+                approx = sorted(new)
+                continue
+            exact = []
+            for j, t0 in enumerate(approx):
+                (p1, v1, s1), (p2, v2, s2) = lines[j], lines[j + 1]
+                t = t0
+                if s1 != s2:
+                    # v1 + s1 (t - p1) = v2 + s2 (t - p2)
+                    t = (v2 - v1 + s1 * p1 - s2 * p2) / (s1 - s2)
+                exact.append(t)
+            # A kink is confirmed when the function there lies on both adjacent lines;
+            # a second kink hidden in an outer quarter of a piece breaks this.
+            ok_range = [lines[j][0] < t < lines[j + 1][0] for j, t in enumerate(exact)]
+            pts = [t if ok else t0 for t, t0, ok in zip(exact, approx, ok_range, strict=True)]
+            eps = [_EPS_FRAC * min(t - lines[j][0], lines[j + 1][0] - t) if ok_range[j] else 0.0
+                   for j, t in enumerate(pts)]
+            tv = self._vals([p + s * e for p, e in zip(pts, eps, strict=True) for s in (-1.0, 1.0)])
+            tv = tv.reshape(-1, 2)
+            bad = []
+            for j, t in enumerate(pts):
+                p1, v1, s1 = lines[j]
+                p2, v2, s2 = lines[j + 1]
+                tol = self._tol(v1, v2, s1 * (t - p1), s2 * (t - p2))
+                if (not ok_range[j] or abs(v1 + s1 * (t - eps[j] - p1) - tv[j, 0]) > tol
+                        or abs(v2 + s2 * (t + eps[j] - p2) - tv[j, 1]) > tol):
+                    bad.append(j)
+            if not bad:
+                return exact
+            new = [t for j, t in enumerate(exact) if j not in set(bad)]
+            for j in bad:
+                lo, hi = lines[j][0], lines[j + 1][0]
+                g_lo, g_hi = self._vals([lo, hi])
+                more: list[float] = []
+                self._explore(lo, hi, g_lo, g_hi, min_len, more)
+                new += more if more else [approx[j]]
+            approx = sorted(set(new))
+        return approx
+
+    # ------------------------------------------------------------------ public
+    def kinks(self, a: float, b: float, n_init: int = 4) -> np.ndarray:
+        """All kinks of ``g`` in ``(a, b)`` (those whose jump exceeds the tolerance), sorted."""
+        grid = np.linspace(a, b, n_init + 1)
+        gv = self._vals(list(grid))
+        min_len = 1e-12 * (abs(a) + abs(b) + (b - a))
+        approx: list[float] = []
+        for i in range(n_init):
+            self._explore(float(grid[i]), float(grid[i + 1]), float(gv[i]), float(gv[i + 1]),
+                          min_len, approx)
+        approx = sorted(approx)
+        # A kink exactly on a grid point is seen from both sides: keep one.
+        dedup: list[float] = []
+        for t in approx:
+            if not dedup or t - dedup[-1] > 1e-9 * (b - a):
+                dedup.append(t)
+        if not dedup:
+            return np.zeros(0)
+        return np.asarray(sorted(self._refine(a, b, dedup, min_len)))
+
+    def single(self, rho: float) -> float | None:
+        """The kink in ``(-rho, rho)`` when ``g`` is linear on ``[-2 rho, -rho / 2]`` and on
+        ``[rho / 2, 2 rho]`` with one kink between (checked by a fifth query); else None."""
+        v = self._vals([-2 * rho, -0.5 * rho, 0.5 * rho, 2 * rho])
+        s1 = (v[1] - v[0]) / (1.5 * rho)
+        s2 = (v[3] - v[2]) / (1.5 * rho)
+        tol = self._tol(*v, s1 * rho, s2 * rho)
+        if abs(s1 - s2) * rho <= tol:
+            return None
+        t = (v[2] - v[1] + s1 * (-0.5 * rho) - s2 * (0.5 * rho)) / (s1 - s2)
+        if not -rho < t < rho:
+            return None
+        (gt,) = self._vals([t])
+        if abs(gt - (v[1] + s1 * (t + 0.5 * rho))) > tol:
+            return None
+        return float(t)

@@ -1,0 +1,138 @@
+"""The black box: a query-counting wrapper around whatever computes the outputs.
+
+:class:`QueryOracle` accepts a relulab :class:`~relulab.Network`, a torch module, an
+onnxruntime ``InferenceSession`` or any batched callable ``X -> Y`` and counts every row
+it is asked about.  With a ``budget`` a batch that would go past it is refused with
+:class:`BudgetExhausted` (nothing of it is evaluated or counted), so an attack can stop
+and return what it has.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> net = Network([[[1.0, -1.0]], [[2.0]]], [[0.0], [1.0]])
+    >>> o = QueryOracle(net, budget=5)
+    >>> o(np.zeros((3, 2))).shape, o.queries
+    ((3, 1), 3)
+    >>> try:
+    ...     o(np.zeros((3, 2)))
+    ... except BudgetExhausted:
+    ...     print("refused", o.queries)
+    refused 3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError
+from ..network import Network
+
+__all__ = ["QueryOracle", "BudgetExhausted", "ExtractError"]
+
+
+class ExtractError(RelulabError):
+    """Bad input to an extraction (oracle, dimensions, options)."""
+
+
+class BudgetExhausted(RelulabError):
+    """The query budget would be exceeded by the next batch."""
+
+
+def _torch_fn(module: Any) -> Callable[[np.ndarray], np.ndarray]:
+    import torch
+
+    params = list(module.parameters())
+    dtype = params[0].dtype if params else torch.float64
+
+    def fn(X: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            y = module(torch.as_tensor(X, dtype=dtype))
+        return y.detach().to(torch.float64).cpu().numpy()
+
+    return fn
+
+
+def _onnx_fn(sess: Any) -> Callable[[np.ndarray], np.ndarray]:
+    inp = sess.get_inputs()[0]
+    dtype = np.float64 if "double" in str(inp.type) else np.float32
+
+    def fn(X: np.ndarray) -> np.ndarray:
+        shape = list(inp.shape)
+        Xc = X.astype(dtype)
+        if len(shape) > 2:  # e.g. (n, 1, 1, d): the model flattens what we give it
+            Xc = Xc.reshape([X.shape[0], *[s if isinstance(s, int) else 1 for s in shape[1:-1]], X.shape[1]])
+        return np.asarray(sess.run(None, {inp.name: Xc})[0], dtype=np.float64)
+
+    return fn
+
+
+def _as_function(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], int | None]:
+    if isinstance(model, Network):
+        f = model.float()
+        return f.forward, f.input_dim
+    if hasattr(model, "get_inputs") and hasattr(model, "run"):
+        shape = model.get_inputs()[0].shape
+        last = shape[-1] if shape and isinstance(shape[-1], int) else None
+        return _onnx_fn(model), last
+    if hasattr(model, "parameters") and hasattr(model, "forward") and callable(model):
+        return _torch_fn(model), None
+    if callable(model):
+        return model, None
+    raise ExtractError(f"oracle: {type(model).__name__} is not callable (give a Network, a torch "
+                       "module, an onnxruntime session or a function X -> Y)")
+
+
+class QueryOracle:
+    """Counts the rows queried from ``model`` (see the module docstring).
+
+    Args:
+        model: a Network, torch module, onnxruntime session, batched callable, or another
+            QueryOracle (its function is reused, the count starts at 0).
+        input_dim: the input size (taken from the model when it says).
+        budget: the most rows that may be queried (None: unlimited).
+
+    Attributes:
+        queries: rows answered so far; calls: batches answered.
+    """
+
+    def __init__(self, model: Any, input_dim: int | None = None, budget: int | None = None) -> None:
+        if isinstance(model, QueryOracle):
+            self._fn, dim = model._fn, model.input_dim
+        else:
+            self._fn, dim = _as_function(model)
+        if input_dim is not None and dim is not None and int(input_dim) != dim:
+            raise ExtractError(f"oracle: input_dim {input_dim} but the model takes {dim} inputs")
+        self.input_dim = int(input_dim) if input_dim is not None else dim
+        if budget is not None and int(budget) < 0:
+            raise ExtractError(f"budget must be >= 0, got {budget}")
+        self.budget = None if budget is None else int(budget)
+        self.queries = 0
+        self.calls = 0
+        self.output_dim: int | None = None
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self.budget is None else self.budget - self.queries
+
+    def __call__(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        if X.ndim != 2 or (self.input_dim is not None and X.shape[1] != self.input_dim):
+            raise ExtractError(f"oracle: queries of shape {X.shape}, expected (n, {self.input_dim})")
+        if not np.all(np.isfinite(X)):
+            raise ExtractError("oracle: a query contains NaN or infinite entries")
+        n = X.shape[0]
+        if self.budget is not None and self.queries + n > self.budget:
+            raise BudgetExhausted(f"query budget {self.budget} reached ({self.queries} used, {n} asked)")
+        Y = np.asarray(self._fn(X), dtype=np.float64)
+        Y = Y.reshape(n, -1)
+        if not np.all(np.isfinite(Y)):
+            raise ExtractError("oracle: the model returned NaN or infinite outputs")
+        self.queries += n
+        self.calls += 1
+        self.output_dim = Y.shape[1]
+        return Y

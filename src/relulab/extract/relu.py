@@ -1,0 +1,379 @@
+"""Recover a fully connected ReLU network from forward queries alone.
+
+:func:`extract_relu` runs the attack layer by layer (see :mod:`.layer` for one layer,
+:mod:`.signs` for orientations, :mod:`.space` for peeling):
+
+1. find the first layer's hyperplanes from critical points on random lines, cluster the
+   critical points by hyperplane, infer the width when it is not given, refine each
+   hyperplane by least squares through exact critical points;
+2. orient each neuron (one-sided test when the normals are independent);
+3. peel: in the region where the layer is all active, its outputs are affine coordinates
+   in which the next layer looks like a first layer; repeat while layers are contractive
+   (full row rank) and kinks remain;
+4. fit the output layer by least squares on the recovered features; for the last hidden
+   layer an expansive layer's orientations come from the affine part of that fit.
+
+What cannot be identified from queries is reported, not invented: a neuron that never
+switches (dead or always active on what was explored), one with zero outgoing weight, and
+parallel neurons (one hyperplane: they merge into one neuron).
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> net = Network([[[1.0, 0.5], [-1.0, 2.0], [0.3, -1.0]], [[1.0, -2.0, 0.5]]],
+    ...               [[0.1, -0.2, 0.3], [0.0]])
+    >>> r = extract_relu(net, 2)
+    >>> r.status, r.network.widths, r.fidelity.equivalence
+    ('complete', (3,), 'equal')
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box
+from ..network import Network
+from ..results import Result
+from .deep import DeepLayer, PartialRow, find_deep_layer
+from .fidelity import Fidelity, fidelity
+from .layer import LayerFound, find_layer
+from .oracle import BudgetExhausted, ExtractError, QueryOracle
+from .signs import one_sided, subset_signs
+from .space import Space
+
+
+def _rows_to_layer(rows: list[PartialRow], n_prev: int) -> tuple[np.ndarray, np.ndarray, str, int]:
+    """Stack merged rows into ``(U, b)`` (unit rows, oriented by the majority of one-sided
+    votes); unknown weights become 0.  Returns also the orientation status and how many
+    rows were incomplete."""
+    U = np.zeros((len(rows), n_prev))
+    b = np.zeros(len(rows))
+    decided = True
+    incomplete = 0
+    for i, r in enumerate(rows):
+        w = np.where(r.known, r.w, 0.0)
+        incomplete += int(not r.complete)
+        nw = np.linalg.norm(w)
+        sgn = 1.0
+        if r.votes and sum(r.votes) != 0:
+            sgn = 1.0 if sum(r.votes) > 0 else -1.0
+        else:
+            decided = False
+        U[i], b[i] = sgn * w / nw, sgn * r.b / nw
+    return U, b, ("one-sided" if decided else "open"), incomplete
+
+__all__ = ["ExtractionResult", "extract_relu"]
+
+# The output fit is exact on recovered features when every neuron was found; a larger
+# relative residual on fresh points means something was missed.
+FIT_RTOL = 1e-7
+
+
+@dataclass(frozen=True)
+class ExtractionResult(Result):
+    """What :func:`extract_relu` recovered.
+
+    Attributes:
+        network: the recovered network (None when the attack stopped before the output
+            layer could be fitted).
+        status: ``complete`` or ``partial`` (budget reached, a layer not recovered).
+        queries: rows queried from the oracle; time: seconds.
+        widths: hidden widths recovered; widths_expected: the ones given (or None).
+        orientation: per layer, how neuron orientations were decided
+            (``one-sided``, ``affine-fit``, ``skip``: left to an affine skip term).
+        unidentified: what cannot be identified from queries (one line each).
+        fit_residual: relative output error of the final fit on fresh points.
+        fidelity: comparison with the reference network, when one is known.
+        lines, critical_points: work done.
+    """
+
+    network: Network | None
+    status: str
+    queries: int
+    time: float
+    widths: tuple[int, ...]
+    widths_expected: tuple[int, ...] | None
+    orientation: tuple[str, ...]
+    unidentified: tuple[str, ...]
+    fit_residual: float | None
+    fidelity: Fidelity | None
+    lines: int
+    critical_points: int
+    message: str
+    layers: list = field(default_factory=list, repr=False)
+
+    @property
+    def log2_queries(self) -> float:
+        return math.log2(self.queries) if self.queries > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.pop("layers", None)
+        d["network"] = None if self.network is None else repr(self.network)
+        d["log2_queries"] = self.log2_queries
+        return d
+
+
+@dataclass
+class _State:
+    layers: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    orient: list[str] = field(default_factory=list)
+    found: list[LayerFound] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    current: LayerFound | None = None
+    deep: DeepLayer | None = None
+    deep_lines: int = 0
+    deep_cps: int = 0
+
+
+def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
+    H = X
+    for U, b in layers:
+        H = np.maximum(H @ U.T + b, 0.0)
+    return H
+
+
+def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
+    """Inputs for the output fit, chosen without queries: random candidates at a few
+    scales, and for every last-layer neuron three candidates where the recovered network
+    says it is active (so that no feature column is all zero)."""
+    n_last = st.layers[-1][0].shape[0] if st.layers else 0
+    k = 2 * (n_last + d + 1) + 10
+    X = scale * rng.normal(size=(k, d))
+    if st.layers:
+        C = scale * rng.normal(size=(4000, d)) * rng.choice([0.5, 1.0, 2.0, 4.0], size=(4000, 1))
+        H = _hidden(st.layers, C)
+        extra = []
+        for j in range(H.shape[1]):
+            on = np.nonzero(H[:, j] > 0)[0]
+            if on.size:
+                extra.append(C[rng.choice(on, size=min(3, on.size), replace=False)])
+        if extra:
+            X = np.vstack([X, *extra])
+    return X
+
+
+def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    coef, *_ = np.linalg.lstsq(F, Y, rcond=None)
+    return coef
+
+
+def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
+    """Fit ``f = V h + c`` (and, when the last layer's orientation is open, find it from
+    the affine part).  Returns (network, relative residual on fresh points, orientation)."""
+    X = _fit_points(st, rng, d, scale)
+    Y = oracle(X)
+    H = _hidden(st.layers, X)
+    ones = np.ones((X.shape[0], 1))
+    skip = None
+    if st.layers and orient_last == "open":
+        # f = sum a_i relu(z_i) + M z_prev + c with z_prev the previous layer's output.
+        U, b = st.layers[-1]
+        Hp = _hidden(st.layers[:-1], X)
+        coef = _lstsq(np.hstack([H, Hp, ones]), Y)
+        n = H.shape[1]
+        A, M = coef[:n], coef[n:-1].T
+        flip = subset_signs(A, U, M)
+        if flip is not None:
+            U = np.where(flip[:, None], -U, U)
+            b = np.where(flip, -b, b)
+            st.layers[-1] = (U, b)
+            orient_last = "affine-fit"
+            H = _hidden(st.layers, X)
+        elif len(st.layers) == 1:
+            orient_last = "skip"
+            skip = True
+        else:
+            orient_last = "unresolved"
+    feats = np.hstack([H, X, ones]) if skip else np.hstack([H, ones])
+    coef = _lstsq(feats, Y)
+    n = H.shape[1]
+    V = coef[:n].T
+    if skip:
+        S, c = coef[n:-1].T, coef[-1]
+    else:
+        c = coef[-1]
+    # Check on fresh points.
+    Xv = _fit_points(st, rng, d, scale)
+    Yv = oracle(Xv)
+    Hv = _hidden(st.layers, Xv)
+    P = Hv @ V.T + c + (Xv @ S.T if skip else 0.0)
+    res = float(np.max(np.abs(P - Yv)) / (1.0 + np.max(np.abs(Yv))))
+    if st.layers:
+        Ws = [U for U, _ in st.layers] + [V]
+        bs = [b for _, b in st.layers] + [c]
+    else:
+        Ws, bs = [V if V.size else np.zeros((Y.shape[1], d))], [c]
+    net = Network(Ws, bs, skip=(S, c * 0.0) if skip else None)
+    return net, res, orient_last
+
+
+def extract_relu(
+    oracle: Any,
+    d: int | None = None,
+    widths: tuple[int, ...] | list[int] | None = None,
+    *,
+    budget: int | None = None,
+    precision: float | None = None,
+    scale: float = 1.0,
+    seed: int = 0,
+    refine: bool = True,
+    reference: Network | None = None,
+    domain: Box | None = None,
+    patience: int = 3,
+    max_layers: int = 8,
+    equivalence_timeout: float | None = 30.0,
+) -> ExtractionResult:
+    """Recover a ReLU network from its forward queries (see the module docstring).
+
+    Args:
+        oracle: a Network, torch module, onnxruntime session, batched callable ``X -> Y``
+            or a :class:`QueryOracle`.  Only its forward outputs are used.
+        d: the input size (taken from the oracle when it says).
+        widths: the hidden widths if known (stops the search per layer once found and
+            fixes the depth); None infers widths and depth.
+        budget: the most rows that may be queried; reaching it returns a partial result.
+        precision: the absolute resolution of the oracle's outputs (None: full float64);
+            e.g. ``0.5 * 10**-k`` for outputs rounded to ``k`` decimals.
+        scale: the size of the input region explored (lines through points of about this
+            norm per coordinate).
+        reference: the original network, only to report fidelity (a Network oracle is
+            its own reference); the attack never reads it.
+        domain: the box of the fidelity check (default ``[-scale, scale]^d``).
+
+    Returns:
+        An :class:`ExtractionResult`.
+    """
+    t0 = time.monotonic()
+    o = oracle if isinstance(oracle, QueryOracle) and budget is None else QueryOracle(oracle, d, budget)
+    d = o.input_dim if d is None else int(d)
+    if d is None or d <= 0:
+        raise ExtractError("extract_relu: give the input size d (the oracle does not say)")
+    if o.input_dim is None:
+        o.input_dim = d
+    if widths is not None:
+        widths = tuple(int(w) for w in widths)
+        if any(w <= 0 for w in widths):
+            raise ExtractError(f"extract_relu: widths must be positive, got {list(widths)}")
+    if precision is not None and not (precision >= 0 and math.isfinite(precision)):
+        raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
+    if reference is None and isinstance(oracle, Network):
+        reference = oracle
+    rng = np.random.default_rng(seed)
+    atol = 0.0 if precision is None else float(precision)
+    st = _State()
+    net, res, status = None, None, "complete"
+    n_layers = len(widths) if widths is not None else max_layers
+    try:
+        space = Space.input(d, scale)
+        for k in range(n_layers):
+            wk = None if widths is None else widths[k]
+            if k == 0:
+                st.current = LayerFound([], 0, [], 0, 0)
+                fl = find_layer(o, space, rng, width=wk, patience=patience, atol=atol,
+                                refine=refine, found=st.current)
+                st.found.append(fl)
+                U = np.array([nr.u for nr in fl.neurons]).reshape(-1, d)
+                b = np.array([nr.beta for nr in fl.neurons])
+                orient = "none"
+                if U.shape[0] and np.linalg.matrix_rank(U) == U.shape[0]:
+                    flip = one_sided(o, U, [nr.points[0] for nr in fl.neurons], 0.05 * scale)
+                    for i, f in enumerate(flip):
+                        if f:
+                            U[i], b[i] = -U[i], -b[i]
+                    orient = "one-sided" if all(f is not None for f in flip) else "open"
+                elif U.shape[0]:
+                    orient = "open"
+            else:
+                st.deep = DeepLayer([], 0, 0, 0, 0)
+                dl = find_deep_layer(o, st.layers, d, rng, width=wk, scale=scale,
+                                     patience=patience, atol=atol, rows=st.deep.rows)
+                st.deep = dl
+                st.deep_lines += dl.lines
+                st.deep_cps += dl.critical_points
+                U, b, orient, incomplete = _rows_to_layer(dl.rows, st.layers[-1][0].shape[0])
+                if incomplete:
+                    st.notes.append(f"layer {k + 1}: {incomplete} neuron(s) with weights from "
+                                    "earlier neurons never seen active where they switch (set to 0)")
+                    status = "partial"
+            if U.shape[0] == 0:
+                if widths is not None:
+                    st.notes.append(f"layer {k + 1}: no neuron switches on the explored region "
+                                    "(dead or always active): not identifiable")
+                    status = "partial"
+                break
+            if wk is not None and U.shape[0] < wk:
+                st.notes.append(
+                    f"layer {k + 1}: {wk - U.shape[0]} of {wk} neurons never seen: dead or always "
+                    "active on the explored region, zero outgoing weight, or parallel to another "
+                    "neuron (merged into it)")
+                status = "partial"
+            st.layers.append((U, b))
+            st.orient.append(orient)
+            last = widths is not None and k == len(widths) - 1
+            if orient == "open":
+                if not last:
+                    st.notes.append(f"layer {k + 1}: orientation not decided by one-sided tests "
+                                    f"({U.shape[0]} neurons, {U.shape[1]} inputs); only the output "
+                                    "fit can decide it, so no deeper layer is recovered")
+                    if widths is not None:
+                        status = "partial"
+                break
+            if last:
+                break
+        orient_last = st.orient[-1] if st.orient and st.orient[-1] != "open" else (
+            "open" if st.orient else "none")
+        net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
+        if st.orient:
+            st.orient[-1] = o_last
+        if widths is not None and len(st.layers) < len(widths):
+            status = "partial"
+        if res > FIT_RTOL:
+            st.notes.append(f"the output fit leaves a relative error of {res:.3g}: some neuron or "
+                            "layer was not recovered")
+            status = "partial"
+    except BudgetExhausted as e:
+        status = "partial"
+        st.notes.append(f"stopped: {e}")
+        if st.current is not None and st.current.neurons and (not st.found or st.found[-1] is not st.current):
+            st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
+                            "before the budget ran out")
+    elapsed = time.monotonic() - t0
+    fid = None
+    if reference is not None and net is not None:
+        fid = fidelity(reference, net, domain if domain is not None else
+                       Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
+        st.notes += _diagnose(reference)
+    lines = sum(f.lines for f in st.found) + st.deep_lines
+    cps = sum(len(f.critical_points) for f in st.found) + st.deep_cps
+    widths_found = tuple(U.shape[0] for U, _ in st.layers)
+    msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
+           f"(2^{math.log2(max(o.queries, 1)):.1f})")
+    return ExtractionResult(
+        network=net, status=status, queries=o.queries, time=elapsed, widths=widths_found,
+        widths_expected=widths, orientation=tuple(st.orient), unidentified=tuple(st.notes),
+        fit_residual=res, fidelity=fid, lines=lines, critical_points=cps, message=msg,
+        layers=[(U.copy(), b.copy()) for U, b in st.layers],
+    )
+
+
+def _diagnose(reference: Network) -> list[str]:
+    """What the reference network has that no query can show (from its normal form)."""
+    from ..symmetry import canonical
+
+    _, rep = canonical(reference.float())
+    out = []
+    for k, i in rep.constant:
+        out.append(f"reference neuron {i} of layer {k + 1} has no incoming weight (dead or "
+                   "constant): not observable")
+    for k, i in rep.zero_outgoing:
+        out.append(f"reference neuron {i} of layer {k + 1} has zero outgoing weight: not observable")
+    for k, grp in rep.merged:
+        out.append(f"reference neurons {list(grp)} of layer {k + 1} are parallel (same hyperplane "
+                   "and orientation): they merge into one")
+    return out

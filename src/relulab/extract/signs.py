@@ -1,0 +1,104 @@
+"""Which side of its hyperplane a neuron is active on.
+
+A hyperplane ``u . y + beta = 0`` found from a gradient jump says nothing about the
+orientation: ``a relu(z)`` and ``a relu(-z)`` have the same jump (their difference is the
+affine ``a z``).  Two exact ways to decide:
+
+* :func:`one_sided` (the layer's normals are linearly independent): move from a critical
+  point of neuron ``i`` along ``delta`` with ``U delta = e_i``, which changes neuron ``i``
+  alone.  On the inactive side nothing downstream changes, so the output is constant
+  there; on the active side it moves.  Three queries per neuron.
+* :func:`subset_signs` (the last hidden layer, any width): fit the output as
+  ``sum_i a_i relu(z_i) + M y + c``; the neurons that are really ``relu(-z_i)`` leave the
+  linear part ``M = -sum_{i flipped} a_i u_i^T``, a subset-sum in ``R^(m x n)`` solved by
+  least squares when the ``a_i u_i^T`` are independent, else as a small MILP (HiGHS).
+
+Example:
+    >>> import numpy as np
+    >>> U = np.eye(2); A = np.array([[1.0], [2.0]])
+    >>> M = -np.outer(A[1], U[1])                 # neuron 1 is really relu(-z)
+    >>> subset_signs(A, U, M).tolist()
+    [False, True]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["one_sided", "subset_signs", "SIDE_RATIO"]
+
+# The active side must move the output this many times more than the inactive side
+# (which moves by rounding only) for the orientation to count as decided.
+SIDE_RATIO = 1e4
+
+
+def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list[np.ndarray],
+              eps: float, valid: Callable[[np.ndarray], np.ndarray] | None = None) -> list[bool | None]:
+    """For each neuron ``i`` (row of ``U``, critical point ``points[i]``): True when it is
+    active on the side ``u_i . y + beta_i < 0`` (its orientation must be flipped), False
+    when active on the positive side, None when undecided."""
+    D = np.linalg.pinv(U)  # column i moves neuron i alone
+    out: list[bool | None] = []
+    rows = []
+    for i, y in enumerate(points):
+        d = D[:, i] / np.linalg.norm(D[:, i])
+        e = eps
+        pts = np.array([y - e * d, y, y + e * d])
+        if valid is not None:
+            for _ in range(30):
+                if valid(pts).all():
+                    break
+                e *= 0.5
+                pts = np.array([y - e * d, y, y + e * d])
+        rows.append(pts)
+    F = f(np.vstack(rows)).reshape(len(points), 3, -1)
+    for i in range(len(points)):
+        minus = float(np.max(np.abs(F[i, 0] - F[i, 1])))
+        plus = float(np.max(np.abs(F[i, 2] - F[i, 1])))
+        if plus > SIDE_RATIO * minus:
+            out.append(False)
+        elif minus > SIDE_RATIO * plus:
+            out.append(True)
+        else:
+            out.append(None)
+    return out
+
+
+def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float = 1e-7,
+                 time_limit: float = 20.0) -> np.ndarray | None:
+    """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
+    output coefficients, ``U``: n x dim normals, ``M``: m x dim), or None when no subset fits
+    to ``rtol`` (relative to the largest term)."""
+    n = A.shape[0]
+    B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
+    target = -M.ravel()
+    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), 1e-300)
+    tol = rtol * scale
+    if n == 0:
+        return np.zeros(0, dtype=bool) if np.abs(target).max(initial=0.0) <= tol else None
+    if np.linalg.matrix_rank(B, tol=1e-9 * scale) == n:
+        t, *_ = np.linalg.lstsq(B, target, rcond=None)
+        tb = np.round(t).clip(0, 1)
+        if np.abs(B @ tb - target).max() <= tol and np.abs(t - tb).max() < 1e-4:
+            return tb.astype(bool)
+        return None
+    from ..lp import solve
+
+    k = B.shape[0]
+    # minimise sum s subject to -s <= B t - target <= s, t binary
+    c = np.concatenate([np.zeros(n), np.ones(k)])
+    I = np.eye(k)
+    A_ub = np.block([[B, -I], [-B, -I]])
+    b_ub = np.concatenate([target, -target])
+    lb = np.zeros(n + k)
+    ub = np.concatenate([np.ones(n), np.full(k, np.inf)])
+    r = solve(c, A_ub=A_ub, b_ub=b_ub, lb=lb, ub=ub,
+              integer=np.concatenate([np.ones(n, bool), np.zeros(k, bool)]), time_limit=time_limit)
+    if r.x is None:
+        return None
+    tb = np.round(r.x[:n]).clip(0, 1)
+    if np.abs(B @ tb - target).max() > tol:
+        return None
+    return tb.astype(bool)
