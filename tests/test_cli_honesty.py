@@ -231,3 +231,8 @@ def test_every_plot_has_axis_labels(tmp_path, capsys):
         plt.close(fig)
     code, _, _ = run(capsys, "fit-minnorm", "example:data_1d.csv", "--plot", tmp_path / "f.png")
     assert code == 0 and (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_messages_show_values_not_numpy_reprs(capsys):
+    code, _, err = run(capsys, "range", "example:tiny_2d.onnx", "--box", "1:0")
+    assert code == 1 and "np.float64" not in err and "lower bound 1 > upper bound 0" in err

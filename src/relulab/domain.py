@@ -58,7 +58,7 @@ class Box:
         if bad.size:
             i = int(bad[0])
             raise DomainError(
-                f"empty box: coordinate {i} has lower bound {lo_v[i]!r} > upper bound {hi_v[i]!r}"
+                f"empty box: coordinate {i} has lower bound {float(lo_v[i]):g} > upper bound {float(hi_v[i]):g}"
             )
         lo_v.setflags(write=False)
         hi_v.setflags(write=False)

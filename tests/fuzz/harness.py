@@ -187,7 +187,8 @@ def mutate_onnx(data: bytes, rng: random.Random) -> bytes:
             arr = numpy_helper.to_array(t).copy()
             choice = rng.randrange(4)
             if choice == 0 and arr.size:
-                arr.reshape(-1)[rng.randrange(arr.size)] = rng.choice([np.nan, np.inf, -np.inf, 1e38])
+                bad = [np.nan, np.inf, -np.inf, 1e38] if arr.dtype.kind == "f" else [-1, 0, 2**31 - 1]
+                arr.reshape(-1)[rng.randrange(arr.size)] = rng.choice(bad)
             elif choice == 1:
                 arr = arr.reshape(-1)[: max(0, arr.size - rng.randint(1, 3))]
             elif choice == 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,8 @@ def run_app(argv: list[str]) -> None:
         if type(e).__name__ == "Abort":
             raise SystemExit(1) from None
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        # a numpy scalar inside a message prints as np.float64(1.0): show the value
+        msg = re.sub(r"np\.[a-z_]+\d*\(([^()]*)\)", r"\1", msg)
         if not isinstance(e, (RelulabError, OSError)):
             msg = f"{type(e).__name__}: {msg}"
         err_console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)

@@ -46,6 +46,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -688,7 +689,10 @@ def onnx_to_network(model: Any) -> Network:
         except (ValueError, IndexError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
             # malformed attributes and shapes surface as these deep inside the handlers
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)
-            raise FormatError(f"{where}: {(msg.strip().splitlines() or [type(e).__name__])[0]}") from None
+            msg = (msg.strip().splitlines() or [type(e).__name__])[0]
+            # numpy scalars in a library's message print as np.str_('x'): show the value
+            msg = re.sub(r"np\.[a-z_]+\d*\(([^()]*)\)", r"\1", msg)
+            raise FormatError(f"{where}: {msg}") from None
         finally:
             tr.carry = []
         for name, v in zip(node.output, outs, strict=False):

@@ -524,7 +524,12 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
             input_shape = tuple(int(v) for v in input_shape)
         except (TypeError, ValueError):
             raise FormatError(f"{path}: input_shape {input_shape!r} is not a tuple of integers") from None
-    return obj.eval(), input_shape
+    try:
+        obj = obj.eval()
+    except Exception as e:  # noqa: BLE001 - an unpickled module can lack its own internals
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise FormatError(f"{path}: the saved module is malformed ({type(e).__name__}: {first})") from None
+    return obj, input_shape
 
 
 def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None = None) -> Network:
