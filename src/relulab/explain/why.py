@@ -72,9 +72,10 @@ class WhyResult(Result):
             changes in the domain).
         time: seconds.
         status (property, in the JSON): "complete" when the radius search and every
-            side push of the interval rule ran to their end, "time_limit" when the time
-            limit stopped one (the radius is then a proven but possibly loose lower bound,
-            a side may not be pushed out as far as it could go).
+            side push of the interval rule ran to their end, "partial" when one stopped
+            early (a time limit, or the verifier answered unknown; ``info["stopped"]``
+            says which): the radius is then a proven but possibly loose lower bound, and
+            a side may not be pushed out as far as it could go.
     """
 
     x: np.ndarray
@@ -91,7 +92,7 @@ class WhyResult(Result):
 
     @property
     def status(self) -> str:
-        return "time_limit" if self.info.get("stopped_by_time_limit") else "complete"
+        return "partial" if self.info.get("stopped") else "complete"
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -111,8 +112,8 @@ class WhyResult(Result):
         else:
             lines.append("x lies on the decision boundary: no box around it keeps the decision")
         if self.status != "complete":
-            lines.append("partial: the time limit stopped the radius search or a side push "
-                         "(the radius is a proven lower bound, the rule may not be widest)")
+            lines.append(f"partial: {self.info.get('stopped')} (the radius is a proven lower "
+                         "bound, the rule may not be the widest)")
         return "\n".join(lines)
 
 
@@ -193,10 +194,10 @@ def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
     return ("optimal" if r.status == "optimal" else "time_limit"), bound, tied
 
 
-def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, bool]:
+def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str | None]:
     """Proven lower bound of the linf distance from x to the closest input of the
     domain that breaks the decision by ``margin`` (inf when none does), and whether the
-    search ran to its end (False: a time limit stopped it)."""
+    search ran to its end (None) or what stopped it."""
     if isinstance(domain, Box) and fnet.n_hidden_layers > 0:
         return _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
     m = ExplainMILP(fnet, domain)
@@ -204,12 +205,12 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, bool]
     c = m.distance(x, "linf")
     r = m.solve(c, time_limit=time_limit)
     if r.status == "infeasible":
-        return np.inf, True
+        return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
-    return max(float(b), 0.0), r.status == "optimal"
+    return max(float(b), 0.0), (None if r.status == "optimal" else f"the radius MILP ended {r.status}")
 
 
-def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> tuple[float, bool]:
+def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> tuple[float, str | None]:
     """The same radius by bisection with relulab.verify on cubes around x (fast on small
     cubes, where the MILP of the whole box may not finish): "holds" on a cube proves the
     decision there; "violated" gives a re-checked input that breaks it."""
@@ -231,7 +232,7 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
     span = float(np.max(np.maximum(domain.hi - x, x - domain.lo)))
     st, z = ask(span)
     if st == "holds":
-        return np.inf, True
+        return np.inf, None
     lo, hi = 0.0, (float(np.max(np.abs(z - x))) if st == "violated" and z is not None else span)
     for _ in range(60):
         if hi - lo <= BISECT_REL * (1 + hi):
@@ -243,8 +244,8 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
         elif st == "violated" and z is not None:
             hi = min(r, float(np.max(np.abs(z - x))))
         else:
-            return lo, False
-    return lo, True
+            return lo, f"the verifier answered {st} in the radius bisection"
+    return lo, None
 
 
 def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
@@ -261,18 +262,18 @@ def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> 
 
 def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                    ) -> tuple[Rule | None, float, bool]:
-    """The interval rule around x, the cube radius and whether every step ran to its end."""
+    """The interval rule around x, the cube radius and what stopped a step early (or None)."""
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
-    r, ended = _cube_radius(fnet, domain, x, dec, mg, time_limit)
+    r, stopped = _cube_radius(fnet, domain, x, dec, mg, time_limit)
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
-        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, ended
+        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
-        return None, r, ended
+        return None, r, stopped
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
     lo0, hi0 = lo.copy(), hi.copy()
@@ -303,7 +304,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                     lo[i] = bb.lo[i]
                 continue
             if st != "optimal":
-                ended = False
+                stopped = stopped or f"a side push MILP ended {st}"
                 continue   # a MILP stopped by its time limit moves no side
             # the side goes where the decision is tied (the margins overshoot it by
             # ~1e-9); a side that cannot move is only snapped onto that tie
@@ -319,7 +320,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          time_limit)
-    return rule, r, ended
+    return rule, r, stopped
 
 
 def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
@@ -400,7 +401,7 @@ def why(
         if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, time_limit)
-    rule, rad, ended = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
+    rule, rad, stopped = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
-                     time=time.perf_counter() - t0, info={"decision": dec.to_dict(), "stopped_by_time_limit": not ended})
+                     time=time.perf_counter() - t0, info={"decision": dec.to_dict(), "stopped": stopped})
