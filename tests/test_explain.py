@@ -105,6 +105,15 @@ def test_why_rule_text_uses_feature_names():
     assert "`speed`" in r.rule.markdown()
 
 
+def test_why_says_how_it_ended():
+    # no time limit: every step of a one-neuron explanation ends, and says so in its JSON;
+    # the radius of f = speed - 0.5 at speed = 0.8 is the distance 0.3 to the boundary
+    net = Network([[[1.0, 0.0]]], [[-0.5]])
+    r = why(net, [0.8, 0.0], Box([0, 0], [1, 1]))
+    assert r.status == "complete" and r.to_dict()["status"] == "complete"
+    assert r.info["stopped"] is None and abs(r.radius - 0.3) < 1e-6
+
+
 # ------------------------------------------------------------------ why_not: brute force
 def _brute_force(net, x, dec, box, norm, mutable=None):
     """min over the enumerated regions of the distance from x to region ∩ target

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from ..errors import RelulabError
+from ..tolerance import MATCH_RTOL
 from ._common import JSON_OPT, console, load_model_arg, parse_box, parse_floats, print_json
 
 __all__ = ["register", "tour"]
@@ -114,7 +115,7 @@ def explain_cmd(
             for i, n in enumerate(names):
                 dv = r.counterfactual[i] - r.x[i]
                 t.add_row(n, f"{r.x[i]:.6g}", f"{r.counterfactual[i]:.6g}",
-                          "" if abs(dv) <= 1e-9 * (1 + abs(r.x[i])) else f"{dv:+.6g}")
+                          "" if abs(dv) <= MATCH_RTOL * (1 + abs(r.x[i])) else f"{dv:+.6g}")
             console.print(t)
             console.print(f"distance {r.distance:.9g}, proven lower bound {r.lower_bound:.9g}")
         return

@@ -13,16 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..network import Network
+from ..tolerance import MATCH_RTOL, PROBE_STEP
 from .decision import Decision
 
 # Pieces (or cell parts) with less than this fraction of the box's area after a cut are
 # the rounding noise of cutting along a line through their edge.
-AREA_TOL = 1e-12
+AREA_TOL = 1e-12  # tol: area fraction left by cutting along an edge's own line
 # A cell is filled by one decision's pieces when their areas add up to its own but for
 # this relative rounding error of the cuts.
-FILL_REL = 1e-11
+FILL_REL = 1e-11  # tol: relative rounding of the areas of cut pieces
 # A point is on a line when its signed distance is below this (times the box size).
-LINE_TOL = 1e-10
+LINE_TOL = 1e-10  # tol: a point this close (x box size) lies on the line
 
 
 def area(P: np.ndarray) -> float:
@@ -70,7 +71,7 @@ def boundary_segments(net: Network, decisions: list[Decision], polys: list[np.nd
     ok = L > LINE_TOL * scale
     P, Q, E, L, own = P[ok], Q[ok], E[ok], L[ok], own[ok]
     N = np.stack([E[:, 1], -E[:, 0]], axis=1) / L[:, None]  # outward for counter-clockwise
-    probe = (P + Q) / 2 + 1e-7 * scale * N
+    probe = (P + Q) / 2 + PROBE_STEP * scale * N
     inside = np.all((probe > lo) & (probe < hi), axis=1)
     P, Q, own, probe = P[inside], Q[inside], own[inside], probe[inside]
     Y = net(probe)
@@ -82,7 +83,7 @@ def boundary_segments(net: Network, decisions: list[Decision], polys: list[np.nd
     # each edge is seen from both sides: keep one copy (end points in lexicographic order)
     swap = (P[:, 0] > Q[:, 0]) | ((P[:, 0] == Q[:, 0]) & (P[:, 1] > Q[:, 1]))
     P2, Q2 = np.where(swap[:, None], Q, P), np.where(swap[:, None], P, Q)
-    key = np.round(np.hstack([P2, Q2]) / (scale * 1e-9))
+    key = np.round(np.hstack([P2, Q2]) / (scale * MATCH_RTOL))
     _, first = np.unique(key, axis=0, return_index=True)
     first = np.sort(first)
     return np.stack([P2[first], Q2[first]], axis=1)

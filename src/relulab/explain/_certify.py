@@ -12,7 +12,7 @@ from .decision import Decision
 # A rule may touch the decision boundary (a tie there is allowed), where the MILP's
 # proven bound of C_i f - d_i is 0 up to its tolerances (~1e-9 relative); this is the
 # largest bound accepted as "the decision holds on the rule".
-RULE_TOL = 1e-7
+RULE_TOL = 1e-7  # tol: a proven bound this small is a tie on the rule's boundary
 
 
 def restrict(domain: Box | Polytope, A: np.ndarray, b: np.ndarray) -> Box | Polytope:

@@ -8,14 +8,16 @@ import numpy as np
 from ..bounds import float_layers
 from ..lp import INF, LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import FEAS_TOL, MIN_RADIUS
+from ..tolerance import FEAS_TOL, MIN_RADIUS, TINY
 
 # Relative volume mismatch under which conv(P u Q) counts as equal to P u Q: far below
 # any region a float enumeration resolves (region volumes are >= ~1e-12 of the box).
-HULL_REL_TOL = 1e-9
+HULL_REL_TOL = 1e-9  # tol: relative volume mismatch of a hull and a union
 # Hull edges shorter than this fraction of the polygon's extent are rounding artefacts
 # (two copies of one vertex computed in two regions); their end points are merged.
-SHORT_EDGE = 1e-9
+SHORT_EDGE = 1e-9  # tol: shorter hull edges are two copies of one vertex
+# A constraint row with a smaller norm is a zero row (rounding of cancelled weights).
+ZERO_ROW = 1e-14  # tol: norm of a row that is zero but for float rounding
 
 
 def preact_maps(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +68,7 @@ def normalize_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray
     A = np.atleast_2d(np.asarray(A, float))
     b = np.asarray(b, float).reshape(-1)
     nrm = np.linalg.norm(A, axis=1)
-    keep = nrm > 1e-14
+    keep = nrm > ZERO_ROW  # a zero row says nothing about the direction
     A, b, nrm = A[keep], b[keep], nrm[keep]
     return A / nrm[:, None], b / nrm
 
@@ -98,10 +100,10 @@ def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0) -> np.ndarray
     model = LPModel(np.zeros(A.shape[1]), A_ub=A2, b_ub=b2 + 0.0)
     out = []
     for r in range(len(cand)):
-        model.h.changeRowBounds(r, -INF, float(b2[r] + 1.0))
+        model.set_row_bounds(r, -INF, float(b2[r] + 1.0))
         model.set_objective(A2[r], maximize=True)
         res = model.solve()
-        model.h.changeRowBounds(r, -INF, float(b2[r]))
+        model.set_row_bounds(r, -INF, float(b2[r]))
         if res.status != "optimal" or res.objective > b2[r] + FEAS_TOL * (1 + abs(b2[r])):
             out.append(int(cand[r]))
     return np.array(out, dtype=np.int64)
@@ -168,7 +170,7 @@ def _hull2d(P: np.ndarray) -> np.ndarray:
     # vertices a rounding error apart would give an edge with a meaningless normal
     diam = float(np.max(H.max(0) - H.min(0))) if len(H) else 0.0
     nxt = np.concatenate([H[1:], H[:1]])
-    keep = np.sqrt(np.sum((H - nxt) ** 2, axis=1)) > SHORT_EDGE * max(diam, 1e-300)
+    keep = np.sqrt(np.sum((H - nxt) ** 2, axis=1)) > SHORT_EDGE * max(diam, TINY)
     return H[keep] if keep.sum() >= 3 else H
 
 

@@ -25,7 +25,7 @@ from .decision import Decision
 
 # Stop when the next region is no closer than the best counterfactual up to this
 # relative slack (the QPs are polished to ~1e-12 but may be left at ~1e-8).
-STOP_REL = 1e-9
+STOP_REL = 1e-9  # tol: relative slack of a polished QP distance
 
 
 def _rows(net: Network, pattern: list[np.ndarray], space: Space):

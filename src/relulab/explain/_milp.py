@@ -11,12 +11,16 @@ from ..bounds import linear_bounds
 from ..domain import Box, Polytope
 from ..lp import INF, LPModel, LPResult
 from ..network import Network
+from ..tolerance import MIP_GAP
 from ..verify import encode
 
 # HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
 # swallow the 1e-8 margins that tell a violation from a tie on a rule's boundary; at 1e-10
 # HiGHS was seen to return a wrong "optimal" on a 4-32-32-2 policy).
-FEAS_TOL_SOLVER = 1e-9
+FEAS_TOL_SOLVER = 1e-9  # tol: HiGHS feasibility, below the 1e-8 break margin
+# Absolute MIP gap of the explanation MILPs: near zero, so that the relative gap decides
+# also for objectives at or near 0 (a distance or a margin of a tie).
+MIP_ABS_GAP = 1e-10  # tol: absolute MIP gap, below every margin that is compared
 
 
 class ExplainMILP:
@@ -141,7 +145,7 @@ class ExplainMILP:
         return int(s[0])
 
     def solve(self, c: np.ndarray, *, maximize: bool = False, time_limit: float | None = None,
-              gap: float = 1e-9) -> LPResult:
+              gap: float = MIP_GAP) -> LPResult:
         c = np.concatenate([c, np.zeros(self.n - len(c))])
         cols = [r if r.shape[1] == self.n else sp.hstack([r, sp.csr_matrix((r.shape[0], self.n - r.shape[1]))])
                 for r in self.rows]
@@ -151,11 +155,10 @@ class ExplainMILP:
                         time_limit=time_limit)
         # explanations separate "holds" from "breaks by a hair" (see BREAK_MARGIN in
         # why.py): the solver must not round a 1e-8 violation away
-        model.h.setOptionValue("primal_feasibility_tolerance", FEAS_TOL_SOLVER)
+        model.set_feasibility_tol(primal=FEAS_TOL_SOLVER)
         if model.is_mip:
-            model.h.setOptionValue("mip_feasibility_tolerance", FEAS_TOL_SOLVER)
-            model.h.setOptionValue("mip_rel_gap", float(gap))
-            model.h.setOptionValue("mip_abs_gap", 1e-10)
+            model.set_feasibility_tol(mip=FEAS_TOL_SOLVER)
+            model.set_mip_gap(rel=float(gap), abs=MIP_ABS_GAP)
         return model.solve()
 
     def pattern_of(self, v: np.ndarray) -> list[np.ndarray]:

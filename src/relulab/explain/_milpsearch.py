@@ -23,6 +23,7 @@ import numpy as np
 
 from ..bounds import linear_bounds
 from ..domain import Box, DomainError, Polytope
+from ..tolerance import ROUNDOFF
 from ._milp import ExplainMILP
 from ._space import Space
 from .decision import Decision
@@ -31,7 +32,9 @@ from .decision import Decision
 GROWTH = 2.0
 # A verifier bracket [holds radius, distance of a re-checked counterfactual] this narrow
 # (relative) proves the distance optimal, as HiGHS's relative MIP gap (1e-9) does.
-BRACKET_REL = 1e-9
+BRACKET_REL = 1e-9  # tol: a bracket this narrow is the MILP's own optimality gap
+# A ball's radius is grown by this (relative) so that the point on its sphere is inside.
+BALL_SLACK = 1e-9  # tol: relative rounding of a distance computed in float
 # Above this many binaries a ball's MILP is not tried under a time limit (HiGHS rarely
 # proves such big-M MILPs in a minute; the verifier's bracket keeps the time instead).
 MILP_MAX_BINARIES = 120
@@ -54,7 +57,7 @@ def sample_target(net, x: np.ndarray, dec: Decision, space: Space, norm: str, n:
     R = x + t * (U - x)
     X = np.vstack([U, R])
     if space.A.shape[0]:
-        X = X[np.all(X @ space.A.T <= space.b + 1e-12, axis=1)]
+        X = X[np.all(X @ space.A.T <= space.b + ROUNDOFF, axis=1)]
     if len(X) == 0:
         return None
     ok = dec.holds(net(X))
@@ -181,7 +184,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
     # bisect the linf distance: [lo, top] brackets it; for l1 it is a lower bound
     top = float(np.max(np.abs(best - x)))
     for _ in range(60):
-        if top - lo <= 1e-9 * (1 + top) or (norm == "linf" and hi - lo <= 1e-9 * (1 + hi)):
+        if top - lo <= BRACKET_REL * (1 + top) or (norm == "linf" and hi - lo <= BRACKET_REL * (1 + hi)):
             break
         r = (lo + top) / 2
         st, z, _ = ask(r)
@@ -197,7 +200,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
     if norm == "l1" and space.A.shape[0] == 0:
         # then bisect the l1 distance itself with the box cover of the l1 ball
         for _ in range(40):
-            if hi - lo <= 1e-9 * (1 + hi):
+            if hi - lo <= BRACKET_REL * (1 + hi):
                 break
             rho = (lo + hi) / 2
             st, z = ask_l1(rho)
@@ -236,7 +239,7 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
         if zb is not None:
             r = _dist(zb - x, norm)
             if r - lo_v > BRACKET_REL * (1 + r) and time_limit is not None:
-                region, _ = ball(space, x, r * (1 + 1e-9))
+                region, _ = ball(space, x, r * (1 + BALL_SLACK))
                 if ExplainMILP(net, region).n_binaries > MILP_MAX_BINARIES:
                     # a MILP this size will not finish: the verifier gets all the time left
                     lo_v, zb, _ = verify_bracket(net, x, dec, space, norm, margin, zb,
@@ -251,7 +254,7 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
                 return "optimal_bracket", None, None, lo_v, info
     # x may lie outside the space (feature bounds): no ball smaller than its distance
     reach = float(np.max(np.maximum(np.maximum(space.lo - x, x - space.hi), 0.0)))
-    r = max(r * (1 + 1e-9), reach * (1 + 1e-9) + 1e-12, 1e-12)
+    r = max(r * (1 + BALL_SLACK), reach * (1 + BALL_SLACK) + ROUNDOFF, ROUNDOFF)
     lower = max(reach, lower0)
     while True:
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -289,7 +292,7 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
             if res.objective <= r or whole:
                 return "optimal", res, m, float(bound), info
             lower = max(lower, min(float(bound), r))
-            r = float(res.objective) * (1 + 1e-9)   # the ball that holds every better point
+            r = float(res.objective) * (1 + BALL_SLACK)   # the ball that holds every better point
             continue
         # time limit: the ball's bound holds globally up to its radius
         glob = float(bound) if whole else min(float(bound), r)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..tolerance import FEAS_TOL, IPM_TOL, MATCH_RTOL, ROUNDOFF
+
 # Rows whose slack at the interior-point solution is below this (relative) count as
 # active for the polish; clarabel stops at ~1e-8 relative accuracy.
-ACTIVE_TOL = 1e-6
+ACTIVE_TOL = 1e-6  # tol: slack of an active row at clarabel's accuracy
 
 
 def project(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray
@@ -27,7 +29,7 @@ def project(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np
     Af = A[:, free]
     k = free.size
     if k == 0:
-        if np.all(bb >= -1e-9 * (1 + np.abs(b))):
+        if np.all(bb >= -FEAS_TOL * (1 + np.abs(b))):
             return z, float(np.linalg.norm(z - x0))
         return None, np.inf
     lf, hf = lo[free], hi[free]
@@ -37,15 +39,15 @@ def project(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np
     r = np.concatenate([bb, hf[fin_h], -lf[fin_l]])
     # drop rows with no variable left: they are constants, checked here
     nz = np.any(M != 0, axis=1)
-    if np.any(r[~nz] < -1e-9 * (1 + np.abs(r[~nz]))):
+    if np.any(r[~nz] < -FEAS_TOL * (1 + np.abs(r[~nz]))):
         return None, np.inf
     M, r = M[nz], r[nz]
     P = sp.identity(k, format="csc")
     q = -x0[free]
     s = clarabel.DefaultSettings()
     s.verbose = False
-    s.tol_gap_abs = s.tol_gap_rel = 1e-10
-    s.tol_feas = 1e-10
+    s.tol_gap_abs = s.tol_gap_rel = IPM_TOL
+    s.tol_feas = IPM_TOL
     sol = clarabel.DefaultSolver(P, q, sp.csc_matrix(M), r, [clarabel.NonnegativeConeT(M.shape[0])],
                                  s).solve()
     st = str(sol.status)
@@ -65,11 +67,11 @@ def _polish(M: np.ndarray, r: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.nd
     slack = r - M @ u
     act = slack <= ACTIVE_TOL * (1 + np.abs(r))
     if not act.any():
-        return y.copy() if np.all(M @ y <= r + 1e-12 * (1 + np.abs(r))) else u
+        return y.copy() if np.all(M @ y <= r + ROUNDOFF * (1 + np.abs(r))) else u
     Ma, ra = M[act], r[act]
     lam, *_ = np.linalg.lstsq(Ma @ Ma.T, Ma @ y - ra, rcond=None)
     v = y - Ma.T @ lam
-    if np.all(M @ v <= r + 1e-12 * (1 + np.abs(r))) and np.all(lam >= -1e-9) and \
-            np.linalg.norm(v - y) <= np.linalg.norm(u - y) + 1e-9 * (1 + np.linalg.norm(u - y)):
+    if np.all(M @ v <= r + ROUNDOFF * (1 + np.abs(r))) and np.all(lam >= -FEAS_TOL) and \
+            np.linalg.norm(v - y) <= np.linalg.norm(u - y) + MATCH_RTOL * (1 + np.linalg.norm(u - y)):
         return v
     return u

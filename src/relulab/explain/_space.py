@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
+from ..tolerance import FEAS_TOL
 
 
 @dataclass(frozen=True, eq=False)
@@ -22,7 +23,7 @@ class Space:
     region: Box | Polytope | None
     why_empty: str = ""
 
-    def contains(self, z: np.ndarray, tol: float = 1e-9) -> bool:
+    def contains(self, z: np.ndarray, tol: float = FEAS_TOL) -> bool:
         ok = np.all(z >= self.lo - tol * (1 + np.abs(self.lo))) and np.all(
             z <= self.hi + tol * (1 + np.abs(self.hi)))
         if self.A.shape[0]:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..network import Network
+from ..tolerance import or_default
 
 __all__ = [
     "Decision",
@@ -44,11 +45,16 @@ __all__ = [
 # strict side of a tie: every target row is required with this output margin, relative
 # to 1 + max|f(x)|; if LP rounding still leaves the point on the wrong side, the margin
 # is raised 100-fold (twice at most) for that point (see margins()).
-CF_MARGIN = 1e-9
+CF_MARGIN = 1e-9  # tol: output margin of a counterfactual's strict side
 
 
 def margins(y0: np.ndarray) -> tuple[float, ...]:
-    """The output margins tried in turn for a counterfactual of an input with outputs y0."""
+    """The output margins tried in turn for a counterfactual of an input with outputs y0.
+
+    Example:
+        >>> [float(f"{m:.3g}") for m in margins(np.array([1.0, -3.0]))]
+        [4e-09, 4e-07, 4e-05]
+    """
     m = CF_MARGIN * (1.0 + float(np.max(np.abs(y0))))
     return (m, 100 * m, 1e4 * m)
 
@@ -64,6 +70,12 @@ class Decision:
 
     ``kind`` is "sign", "class" or "predicate"; ``value`` is "positive"/"negative",
     the class index, or None; ``label`` is how rules print it.
+
+    Example:
+        >>> from relulab import Network
+        >>> dec = as_decision(Network([[[1.0]]], [[0.0]]), "positive")   # f >= 0
+        >>> dec.kind, dec.label, dec.holds([[0.5], [0.0], [-0.5]]).tolist()
+        ('sign', 'positive', [True, True, False])
     """
 
     kind: str
@@ -77,13 +89,14 @@ class Decision:
     def n_outputs(self) -> int:
         return int(self.C.shape[1])
 
-    def holds(self, Y: Any, tol: float = 0.0) -> np.ndarray:
+    def holds(self, Y: Any, tol: float | None = None) -> np.ndarray:
         """Exact truth of the decision for each output row of ``Y`` (n, m).
 
-        With ``tol = 0`` this is the exact semantics: ``f >= 0`` / ``f < 0`` for a sign,
-        ``argmax == k`` for a class (ties to the first index), ``C y <= d`` for a
-        predicate; ``tol > 0`` relaxes every row by ``tol`` (closed form).
+        With ``tol = 0`` (the default, ``None``) this is the exact semantics: ``f >= 0`` /
+        ``f < 0`` for a sign, ``argmax == k`` for a class (ties to the first index),
+        ``C y <= d`` for a predicate; ``tol > 0`` relaxes every row by ``tol`` (closed form).
         """
+        tol = or_default(tol, 0.0)
         Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
         if tol == 0.0 and self.kind == "class":
             return np.argmax(Y, axis=1) == self.value

@@ -119,7 +119,15 @@ def feature_bounds(bounds: Any, names: tuple[str, ...]) -> tuple[np.ndarray, np.
 
 def read_names(path: str) -> tuple[str, ...]:
     """Feature names from a text file: one a line, or comma separated (blank lines and
-    lines starting with # skipped)."""
+    lines starting with # skipped).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "names.txt")
+        >>> _ = open(path, "w").write(chr(10).join(["# inputs", "speed, gap"]))
+        >>> read_names(path)
+        ('speed', 'gap')
+    """
     from ..errors import FormatError
 
     try:

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..results import Result
+from ..tolerance import FEAS_TOL, ROUNDOFF, or_default
 
 __all__ = ["Rule", "render_conditions", "rules_markdown", "rules_table"]
 
 # A coefficient this much smaller than a row's largest one is printed as absent: the
 # rows come from unit-normalised float data, and 1e-12 relative is rounding noise.
-AXIS_REL_TOL = 1e-12
+AXIS_REL_TOL = 1e-12  # tol: relative rounding of unit-normalised rows
 
 
 def _num(v: float, digits: int) -> str:
@@ -77,7 +78,7 @@ def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digi
         for k, i in enumerate(nz):
             coef = a[i]
             nm = f"`{names[i]}`" if md else names[i]
-            mag = "" if abs(abs(coef) - 1) < 1e-12 else _num(abs(coef), digits) + "*"
+            mag = "" if abs(abs(coef) - 1) < ROUNDOFF else _num(abs(coef), digits) + "*"
             sign = ("-" if coef < 0 else "") if k == 0 else (" - " if coef < 0 else " + ")
             terms.append(f"{sign}{mag}{nm}")
         out.append("".join(terms) + f" {rel} {_num(c, digits)}")
@@ -87,6 +88,11 @@ def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digi
 @dataclass(frozen=True, eq=False)
 class Rule(Result):
     """``{x in domain : A x <= b} -> decision``.
+
+    Example:
+        >>> r = Rule(np.array([[1.0, 0.0]]), np.array([2.0]), "brake", ("speed", "gap"))
+        >>> r.text(), bool(r.contains([1.0, 5.0])), bool(r.contains([3.0, 0.0]))
+        ('speed <= 2 -> brake', True, False)
 
     Fields:
         A, b: the rule's own constraints (the domain's are implicit).
@@ -128,8 +134,10 @@ class Rule(Result):
         """Every constraint has a witness that it cannot be dropped."""
         return len(self.witnesses) == self.n_constraints and all(w is not None for w in self.witnesses)
 
-    def contains(self, X: Any, tol: float = 1e-9) -> np.ndarray | bool:
-        """Whether points satisfy the rule's constraints (the domain is not checked)."""
+    def contains(self, X: Any, tol: float | None = None) -> np.ndarray | bool:
+        """Whether points satisfy the rule's constraints (the domain is not checked);
+        ``tol`` (default FEAS_TOL) relaxes every row."""
+        tol = or_default(tol, FEAS_TOL)
         X = np.asarray(X, dtype=np.float64)
         single = X.ndim == 1
         ok = np.all(np.atleast_2d(X) @ self.A.T <= self.b + tol, axis=1)
@@ -157,7 +165,13 @@ class Rule(Result):
 
 
 def rules_markdown(rules: list[Rule], title: str = "Rules", digits: int = 4) -> str:
-    """A Markdown table of rules (condition, decision, volume share, certified)."""
+    """A Markdown table of rules (condition, decision, volume share, certified).
+
+    Example:
+        >>> r = Rule(np.array([[1.0, 0.0]]), np.array([2.0]), "brake", ("speed", "gap"))
+        >>> print(rules_markdown([r]).splitlines()[-1])
+        | 0 | `speed` ≤ 2 | brake |  | - |
+    """
     lines = [f"### {title}", "", "| # | if | then | share of domain | MILP-checked |",
              "|---|---|---|---|---|"]
     for i, r in enumerate(rules):
@@ -169,7 +183,14 @@ def rules_markdown(rules: list[Rule], title: str = "Rules", digits: int = 4) -> 
 
 
 def rules_table(rules: list[Rule], title: str = "rules", digits: int = 4, limit: int | None = 40):
-    """A rich Table of rules (the first ``limit``)."""
+    """A rich Table of rules (the first ``limit``).
+
+    Example:
+        >>> r = Rule(np.array([[1.0, 0.0]]), np.array([2.0]), "brake", ("speed", "gap"))
+        >>> t = rules_table([r, r], limit=1)
+        >>> t.title, t.row_count
+        ('rules', 1)
+    """
     from rich.table import Table
 
     t = Table(title=title)

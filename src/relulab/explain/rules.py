@@ -32,7 +32,7 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..network import Network
 from ..results import Result
-from ..tolerance import FEAS_TOL, MIN_RADIUS
+from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify
 from ._common import check_domain, float_net
@@ -46,6 +46,12 @@ __all__ = ["decision_rules", "DecisionRules"]
 @dataclass(frozen=True, eq=False)
 class DecisionRules(Result):
     """The decision rules of a network over a domain.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> r = decision_rules(Network([[[1.0, 0.0]]], [[0.0]]), Box([-1, -1], [1, 1]))
+        >>> [rule.text() for rule in r.rules], r.partial, r.predict([[0.5, 0.0]]).tolist()
+        (['x0 >= 0 -> positive', 'x0 <= 0 -> negative'], False, ['positive'])
 
     Fields:
         rules: the merged convex rules (each with ``volume_fraction`` and vertices).
@@ -78,7 +84,7 @@ class DecisionRules(Result):
         out = np.full(X.shape[0], "", dtype=object)
         todo = np.ones(X.shape[0], dtype=bool)
         for r in self.rules:
-            hit = todo & r.contains(X, tol=1e-9)
+            hit = todo & r.contains(X, tol=FEAS_TOL)
             out[hit] = r.decision
             todo &= ~hit
         return out
@@ -230,7 +236,7 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
                 W = G.vertices(An, bn, ctr) if ctr is not None and rad > MIN_RADIUS else np.zeros((0, d))
             vol = G.volume(W) if len(W) > d else 0.0
             vr = vol_region if vol_region is not None else G.volume(V)
-            if vol > 0 and vol > 1e-12 * vr:
+            if vol > 0 and vol > ROUNDOFF * vr:
                 out[k][i] = _Piece(W, vol)
                 count += 1
     return out, count
@@ -306,7 +312,7 @@ def _merge_touching(pcs: list[_Piece]) -> list[tuple[np.ndarray, float]]:
         return []
     lo = np.array([p.V.min(0) for p in pcs])
     hi = np.array([p.V.max(0) for p in pcs])
-    eps = 1e-9 * float(np.max(hi.max(0) - lo.min(0)))
+    eps = MATCH_RTOL * float(np.max(hi.max(0) - lo.min(0)))
     touch = np.all((lo[:, None, :] <= hi[None, :, :] + eps) & (lo[None, :, :] <= hi[:, None, :] + eps), axis=2)
     i, j = np.nonzero(np.triu(touch, 1))
     E = np.stack([i, j, np.zeros_like(i)], axis=1)
@@ -322,7 +328,7 @@ def _own_rows(A: np.ndarray, b: np.ndarray, DA: np.ndarray, Db: np.ndarray) -> n
     """Rows of a rule's hull that are not on the domain's boundary (those are implicit)."""
     keep = np.ones(A.shape[0], dtype=bool)
     for r in range(A.shape[0]):
-        same = np.all(np.abs(DA - A[r]) <= 1e-9, axis=1) & (np.abs(Db - b[r]) <= 1e-9 * (1 + np.abs(Db)))
+        same = np.all(np.abs(DA - A[r]) <= MATCH_RTOL, axis=1) & (np.abs(Db - b[r]) <= MATCH_RTOL * (1 + np.abs(Db)))
         keep[r] = not same.any()
     return keep
 

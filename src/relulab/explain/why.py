@@ -27,7 +27,7 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..network import Network
 from ..results import Result
-from ..tolerance import FEAS_TOL, MIN_RADIUS
+from ..tolerance import FEAS_TOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify, max_output, restrict
 from ._common import check_domain, check_point, float_net
@@ -42,12 +42,20 @@ __all__ = ["why", "WhyResult"]
 # (relative to 1 + max|f(x)|): ties on a rule's boundary do not count.  The k-th side
 # pushed uses (k + 2) times it, so the faces already placed (where the decision is
 # broken by at most the previous margin) never count as breaking it.
-BREAK_MARGIN = 1e-8
+BREAK_MARGIN = 1e-8  # tol: a decision row above its bound by this is broken
+# The bisection of the distance to the decision boundary stops at this relative width.
+BISECT_REL = 1e-9  # tol: as narrow as the MILP's relative gap
 
 
 @dataclass(frozen=True, eq=False)
 class WhyResult(Result):
     """Why ``net`` takes ``decision`` at ``x``.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> r = why(Network([[[1.0, 0.0]]], [[0.0]]), [0.5, 0.0], Box([-1, -1], [1, 1]))
+        >>> r.decision, r.status, r.rule.text(), r.to_dict()["status"]
+        ('positive', 'complete', 'x0 >= 0 -> positive', 'complete')
 
     Fields:
         x, output: the input and ``f(x)``.
@@ -63,6 +71,11 @@ class WhyResult(Result):
             the decision (proven lower bound from the MILP; inf if the decision never
             changes in the domain).
         time: seconds.
+        status (property, in the JSON): "complete" when the radius search and every
+            side push of the interval rule ran to their end, "partial" when one stopped
+            early (a time limit, or the verifier answered unknown; ``info["stopped"]``
+            says which): the radius is then a proven but possibly loose lower bound, and
+            a side may not be pushed out as far as it could go.
     """
 
     x: np.ndarray
@@ -77,6 +90,15 @@ class WhyResult(Result):
     time: float
     info: dict = field(default_factory=dict)
 
+    @property
+    def status(self) -> str:
+        return "partial" if self.info.get("stopped") else "complete"
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["status"] = self.status
+        return d
+
     def text(self, digits: int = 4) -> str:
         lines = [f"f(x) = {np.array2string(self.output, precision=digits)} -> {self.decision}",
                  f"in its linear region ({len(self.region_rule.b)} binding facets, "
@@ -89,6 +111,9 @@ class WhyResult(Result):
                       "  " + self.rule.text(digits)]
         else:
             lines.append("x lies on the decision boundary: no box around it keeps the decision")
+        if self.status != "complete":
+            lines.append(f"partial: {self.info.get('stopped')} (the radius is a proven lower "
+                         "bound, the rule may not be the widest)")
         return "\n".join(lines)
 
 
@@ -109,7 +134,7 @@ def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_
     Dm, dv = dec.C @ Cr, dec.d - dec.C @ cr
     Dm, dv = Dm.copy(), dv.copy()
     nrm = np.linalg.norm(Dm, axis=1)
-    ok = nrm > 1e-14
+    ok = nrm > G.ZERO_ROW
     # a decision row constant on the region holds there already (x has the decision)
     Dm, dv, drow = Dm[ok] / nrm[ok, None], dv[ok] / nrm[ok], np.flatnonzero(ok)
     Gnz = np.linalg.norm(Gm, axis=1) > 0
@@ -164,14 +189,15 @@ def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
         viol = dec.C @ (A @ xs + c0) - dec.d
         j = int(np.argmax(viol))
         g = (dec.C[j] @ A)[i]
-        if abs(g) > 1e-12:
+        if abs(g) > ROUNDOFF:
             tied = float(c[i] * (xs[i] - viol[j] / g))
     return ("optimal" if r.status == "optimal" else "time_limit"), bound, tied
 
 
-def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
+def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str | None]:
     """Proven lower bound of the linf distance from x to the closest input of the
-    domain that breaks the decision by ``margin`` (inf when none does)."""
+    domain that breaks the decision by ``margin`` (inf when none does), and whether the
+    search ran to its end (None) or what stopped it."""
     if isinstance(domain, Box) and fnet.n_hidden_layers > 0:
         return _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
     m = ExplainMILP(fnet, domain)
@@ -179,12 +205,12 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> float:
     c = m.distance(x, "linf")
     r = m.solve(c, time_limit=time_limit)
     if r.status == "infeasible":
-        return np.inf
+        return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
-    return max(float(b), 0.0)
+    return max(float(b), 0.0), (None if r.status == "optimal" else f"the radius MILP ended {r.status}")
 
 
-def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> float:
+def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> tuple[float, str | None]:
     """The same radius by bisection with relulab.verify on cubes around x (fast on small
     cubes, where the MILP of the whole box may not finish): "holds" on a cube proves the
     decision there; "violated" gives a re-checked input that breaks it."""
@@ -206,10 +232,10 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
     span = float(np.max(np.maximum(domain.hi - x, x - domain.lo)))
     st, z = ask(span)
     if st == "holds":
-        return np.inf
+        return np.inf, None
     lo, hi = 0.0, (float(np.max(np.abs(z - x))) if st == "violated" and z is not None else span)
     for _ in range(60):
-        if hi - lo <= 1e-9 * (1 + hi):
+        if hi - lo <= BISECT_REL * (1 + hi):
             break
         r = (lo + hi) / 2
         st, z = ask(r)
@@ -218,8 +244,8 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
         elif st == "violated" and z is not None:
             hi = min(r, float(np.max(np.abs(z - x))))
         else:
-            break
-    return lo
+            return lo, f"the verifier answered {st} in the radius bisection"
+    return lo, None
 
 
 def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
@@ -234,18 +260,20 @@ def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> 
     return None
 
 
-def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit) -> tuple[Rule | None, float]:
+def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
+                   ) -> tuple[Rule | None, float, bool]:
+    """The interval rule around x, the cube radius and what stopped a step early (or None)."""
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
-    r = _cube_radius(fnet, domain, x, dec, mg, time_limit)
+    r, stopped = _cube_radius(fnet, domain, x, dec, mg, time_limit)
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
-        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r
+        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
-        return None, r
+        return None, r, stopped
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
     lo0, hi0 = lo.copy(), hi.copy()
@@ -276,6 +304,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                     lo[i] = bb.lo[i]
                 continue
             if st != "optimal":
+                stopped = stopped or f"a side push MILP ended {st}"
                 continue   # a MILP stopped by its time limit moves no side
             # the side goes where the decision is tied (the margins overshoot it by
             # ~1e-9); a side that cannot move is only snapped onto that tie
@@ -291,7 +320,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          time_limit)
-    return rule, r
+    return rule, r, stopped
 
 
 def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
@@ -372,7 +401,7 @@ def why(
         if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, time_limit)
-    rule, rad = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
+    rule, rad, stopped = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
-                     time=time.perf_counter() - t0, info={"decision": dec.to_dict()})
+                     time=time.perf_counter() - t0, info={"decision": dec.to_dict(), "stopped": stopped})

@@ -53,6 +53,13 @@ NORMS = ("l1", "l2", "linf")
 class WhyNotResult(Result):
     """The nearest counterfactual (see the module docstring).
 
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0, 0.0]]], [[0.0]])                  # f = x0
+        >>> r = why_not(net, [0.5, 0.0], "negative", Box([-1, -1], [1, 1]))
+        >>> r.status, r.exists, round(r.distance, 6), r.to_dict()["status"]
+        ('optimal', True, 0.5, 'optimal')
+
     Fields:
         status: "optimal" (distance proven minimal), "feasible" (a counterfactual, with
             a proven ``lower_bound``: stopped at the time limit), "infeasible" (no
