@@ -257,6 +257,17 @@ class BezierSearch(Result):
         curved: the optimised path.
         steps: optimisation steps taken.
         control: the optimised control point (parameter vector).
+        status: always ``"sampled"``: the search runs a fixed number of steps with no
+            convergence test, and each barrier is the largest loss at ``n_points``
+            sampled positions; nothing here is proved minimal.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> X = [[-1.0], [0.0], [1.0]]; Y = [[1.0], [0.0], [1.0]]
+        >>> r = bezier_search(a, a, X, Y, steps=2, n_points=5)
+        >>> r.status, r.steps, float(r.linear.barrier)
+        ('sampled', 2, 0.0)
     """
 
     linear: PathResult
@@ -264,8 +275,14 @@ class BezierSearch(Result):
     steps: int
     control: np.ndarray
 
+    @property
+    def status(self) -> str:
+        """``"sampled"``: a fixed-budget local search evaluated at sampled positions."""
+        return "sampled"
+
     def to_dict(self) -> dict:
         return {
+            "status": self.status,
             "linear": self.linear.to_dict(),
             "curved": self.curved.to_dict(),
             "steps": self.steps,
