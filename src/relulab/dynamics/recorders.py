@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
+from ..tolerance import or_default
 from ._model import DynamicsError, hidden_layer, require_relu, to_network
 
 __all__ = [
@@ -312,10 +313,16 @@ def unit_rows(V: np.ndarray) -> np.ndarray:
     return np.divide(V, n, out=np.zeros_like(V), where=n > 0)
 
 
-def direction_clusters(V: Any, tol: float = DIRECTION_TOL) -> np.ndarray:
+def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
     """Cluster labels of the rows of ``V`` by direction: rows whose unit vectors lie
-    within ``tol`` (Euclidean) are joined, and clusters are the connected components
-    (single linkage).  Zero rows get label -1."""
+    within ``tol`` (Euclidean; None: ``DIRECTION_TOL``) are joined, and clusters are the
+    connected components (single linkage).  Zero rows get label -1.
+
+    Example:
+        >>> direction_clusters([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 0.0]]).tolist()
+        [0, 0, 1, -1]
+    """
+    tol = or_default(tol, DIRECTION_TOL)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -335,10 +342,11 @@ def direction_clusters(V: Any, tol: float = DIRECTION_TOL) -> np.ndarray:
     return labels
 
 
-def effective_width(V: Any, outgoing: Any = None, tol: float = DIRECTION_TOL,
+def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
                     min_share: float = 0.0) -> int:
     """The number of distinct directions among the rows of ``V`` (neurons' ``(w, b)``),
-    rows within ``tol`` of each other (unit vectors, single linkage) counting once.
+    rows within ``tol`` of each other (unit vectors, single linkage; None: ``DIRECTION_TOL``)
+    counting once.
 
     Neurons whose contribution ``||v_i|| * ||a_i||`` (``a_i`` the outgoing weights, when
     given) is at most ``min_share`` times the largest are left out; exact zeros always.

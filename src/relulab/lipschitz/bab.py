@@ -29,17 +29,17 @@ import numpy as np
 from ..bounds import crown_batch, float_layers
 from ..domain import Box
 from ..network import Network
-from .enumeration import certify_point
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
 from .norms import dual_exponent, vector_norm
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds", "interval_norm_bound"]
 
 # a box whose bound is within the exactness tolerance of the best value cannot change
 # the status: drop it (interval bounds never close exactly on region boundaries)
-DROP_TOL = 5e-7  # half of the front door's LIP_REL_TOL: a finished search reads "exact"
+DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search reads "exact"
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH = box.lo[None].copy(), box.hi[None].copy()
         width0 = box.hi - box.lo
     OU = np.full(len(OL), np.inf)
-    influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0
+    influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
     best_w: LipschitzWitness | None = None
     best = 0.0
     seen = 0

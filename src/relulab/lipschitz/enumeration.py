@@ -25,9 +25,10 @@ import numpy as np
 
 from ..domain import Box, Polytope
 from ..network import Network
-from .jacobians import certified_mask, jacobians
+from ..tolerance import ROUNDOFF
 from .norms import operator_norm
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["by_enumeration", "EnumerationOutcome", "certify_point"]
 
@@ -40,31 +41,6 @@ class EnumerationOutcome:
     complete: bool
     n_regions: int
     seconds: float
-
-
-def certify_point(net: Network, x: np.ndarray, p: float, q: float | None, source: str,
-                  domain: Box | Polytope | None = None) -> LipschitzWitness | None:
-    """A witness at ``x`` when ``x`` lies strictly inside its region (and in ``domain``),
-    else None.  The norm is the certified lower end of the operator-norm bracket.
-
-    Example:
-        >>> from relulab import Network
-        >>> net = Network([[[1.0]], [[3.0]]], [[0.0], [0.0]])
-        >>> certify_point(net, np.array([0.5]), 2, None, "demo").norm
-        3.0
-    """
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(x)):
-        return None
-    if domain is not None and not bool(domain.contains(x)):
-        return None
-    J, margin = jacobians(net, x[None])
-    if not certified_mask(margin)[0]:
-        return None
-    pats = net.pattern_vector(x[None])[0]
-    nb = operator_norm(J[0], p, q)
-    return LipschitzWitness(x, J[0], float(nb.lower), source,
-                            "".join("1" if v else "0" for v in pats))
 
 
 def _best_certified(net, pts, norms_lo, p, q, source, domain):
@@ -112,7 +88,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     if len(Cs) == 0:
         return EnumerationOutcome(0.0, np.inf, None, False, 0, time.perf_counter() - t0)
     wit = _best_certified(net, pts, lo, p, q, "enumeration", domain)
-    if wit is None or wit.norm < lo.max() * (1 - 1e-12):
+    if wit is None or wit.norm < lo.max() * (1 - ROUNDOFF):
         # the best region's stored interior point sits too close to a facet: its
         # Chebyshev centre is deeper inside
         i = int(np.argmax(lo))

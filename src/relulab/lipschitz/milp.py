@@ -44,16 +44,18 @@ from ..domain import Box, Polytope
 from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS
-from .enumeration import certify_point
+from ..tolerance import MIN_RADIUS, MIP_GAP, ROUNDOFF
 from .jacobians import homogenize
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["by_milp", "MILPOutcome", "milp_supported", "region_witness", "backward_intervals",
            "preactivation_bounds", "homogeneous_problem"]
 
 # HiGHS proves MILP optima to this relative gap (default feasibility tolerances ~1e-7).
-MIP_REL_GAP = 1e-9
+MIP_REL_GAP = MIP_GAP
+# Absolute gap for optima near zero: the round-off of the objective's few operations.
+MIP_ABS_GAP = ROUNDOFF
 # Degenerate optimal patterns cut off before giving up on a witness from the MILP.
 MAX_NOGOOD_CUTS = 8
 
@@ -359,8 +361,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq if A_eq.shape[0] else None,
                         b_eq=b_eq if A_eq.shape[0] else None, lb=lb, ub=ub, integer=integer,
                         maximize=True, time_limit=tl)
-        model.h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
-        model.h.setOptionValue("mip_abs_gap", 1e-12)
+        model.set_mip_gap(rel=MIP_REL_GAP, abs=MIP_ABS_GAP)
         bound_i = np.inf
         for _cut in range(MAX_NOGOOD_CUTS + 1):
             if deadline is not None:

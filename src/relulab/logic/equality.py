@@ -34,7 +34,7 @@ from ..results import Result
 __all__ = ["EqualityResult", "equal_on_cube"]
 
 # Relative slack of the volume-coverage check (the region vertices are floats).
-COVER_RTOL = 1e-7
+COVER_RTOL = 1e-7  # tol: the region vertices are floats
 
 
 @dataclass(frozen=True)

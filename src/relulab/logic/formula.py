@@ -26,11 +26,13 @@ Example:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 from ..errors import RelulabError
+from .printing import to_text
+from .traverse import postorder
 
 __all__ = [
     "Formula",
@@ -134,8 +136,6 @@ class Formula:
         return impl(self, other)
 
     def __str__(self) -> str:
-        from .printing import to_text
-
         return to_text(self)
 
     def __repr__(self) -> str:
@@ -230,24 +230,6 @@ def scal(r: Any, a: Formula) -> Formula:
 
 
 # ------------------------------------------------------------------ traversal
-def postorder(phi: Formula) -> Iterator[Formula]:
-    """Every distinct node of ``phi`` once, children before parents (no recursion)."""
-    seen: set[int] = set()
-    stack: list[tuple[Formula, bool]] = [(phi, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for a in reversed(node.args):
-            if id(a) not in seen:
-                stack.append((a, False))
-
-
 def _apply(op: str, param: Any, vals: Sequence[Fraction]) -> Fraction:
     if op == "neg":
         return 1 - vals[0]

@@ -44,7 +44,7 @@ from ..results import Result
 __all__ = ["identifiability", "IdentifiabilityReport"]
 
 # Relative size under which a gradient jump counts as zero (float affine maps).
-JUMP_RTOL = 1e-9
+JUMP_RTOL = 1e-9  # tol: float affine maps' noise
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,11 @@ Example:
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
-from .formula import Formula, postorder
+from .traverse import postorder
+
+Formula = Any  # a relulab.logic.Formula (not imported: the formulas print through here)
 
 __all__ = ["to_text", "SYMBOLS", "ASCII_SYMBOLS", "LEVEL"]
 
