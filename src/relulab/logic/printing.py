@@ -85,6 +85,12 @@ def to_text(phi: Formula, ascii: bool = False, shared: bool | None = None) -> st
         ascii: use ``+ * ~ | & -> d @`` instead of Unicode symbols.
         shared: name the shared sub-terms (``t1 := ...`` lines); default: only when the
             tree would be longer than a few thousand characters.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> phi = parse("x1 ⊕ ¬x2")
+        >>> to_text(phi), to_text(phi, ascii=True)
+        ('x1 ⊕ ¬x2', 'x1 + ~x2')
     """
     sym = ASCII_SYMBOLS if ascii else SYMBOLS
     if shared is None:
