@@ -35,6 +35,16 @@ __all__ = ["by_enumeration", "EnumerationOutcome", "certify_point"]
 
 @dataclass(frozen=True)
 class EnumerationOutcome:
+    """What the region enumeration reached: ``lower <= L <= upper``, the best witness,
+    ``complete`` (every region seen), the number of regions and seconds.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_enumeration(net, Box([-1], [1]), 2, None)
+        >>> o.lower, o.upper, o.complete, o.n_regions
+        (2.0, 2.0, True, 2)
+    """
     lower: float
     upper: float
     witness: LipschitzWitness | None
@@ -58,6 +68,13 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     Jacobian norm; a deadline stops the stream (bounded domains) and marks it incomplete.
     ``region_set``: the regions of ``net`` over ``domain`` already enumerated (several norms
     from one enumeration).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_enumeration(net, None, 2, None)   # over all of R
+        >>> o.upper, o.witness.norm, o.complete
+        (2.0, 2.0, True)
     """
     from .. import regions
 

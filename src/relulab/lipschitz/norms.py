@@ -42,7 +42,14 @@ MAX_SIGN_DIM = 16
 
 @dataclass(frozen=True)
 class NormBracket:
-    """``lower <= ||A||_{p->q} <= upper``; ``exact`` when the two are the same formula."""
+    """``lower <= ||A||_{p->q} <= upper``; ``exact`` when the two are the same formula.
+
+    Example:
+        >>> import numpy as np
+        >>> b = operator_norm(np.array([[3.0, 4.0]]), 2, 2)
+        >>> b.lower, b.upper, b.exact
+        (5.0, 5.0, True)
+    """
 
     lower: float
     upper: float
