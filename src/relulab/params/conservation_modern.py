@@ -81,6 +81,14 @@ class ModernArchitecture:
         reason: where that number comes from.
         blocks: ``(name, start, shape)`` of every parameter block in ``theta``.
         forward: ``(theta, x) -> output vector`` (torch tensors).
+
+    Example:
+        >>> import torch
+        >>> a = modern_architecture("ffn-relu", d=2, h=3, o=1)
+        >>> a.n_params, [b[0] for b in a.blocks], a.expected
+        (13, ['W1', 'b1', 'W2', 'b2'], 3)
+        >>> a.forward(torch.zeros(a.n_params, dtype=torch.float64), torch.ones(2, dtype=torch.float64)).tolist()
+        [0.0]
     """
 
     name: str
@@ -337,6 +345,11 @@ class ConservationLaws:
         smallest_kept, largest_null: those two singular values (relative to the largest).
         equations: rows of the linear system (``sum over samples of outputs``).
         status: ``"numerical"``.
+
+    Example:
+        >>> laws = find_conservation_laws(modern_architecture("ffn-relu", d=2, h=2, o=1), seed=0)
+        >>> laws.count == laws.expected, laws.S.shape, laws.status
+        (True, (2, 9, 9), 'numerical')
     """
 
     architecture: str
