@@ -31,6 +31,9 @@ ALLOWED = {
     "milp_term": "returns (status, x, info)",
     "decide_term": "returns (status, x, info)",
     "attack": "None or a re-checked counterexample: either is exact",
+    "preactivation_bounds": "bounds are sound at any time limit (looser when cut short)",
+    "sdp_bound": "an upper bound re-verified by eigenvalues at any time limit, or an error",
+    "sampled_lower": "a sample by definition: None or a certified witness (a lower bound)",
 }
 
 

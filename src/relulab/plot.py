@@ -300,7 +300,16 @@ def neuron_norms(
 ):
     """Each neuron's norm over the recorded steps (``"norms"`` recorder):
     ``which="product"`` (incoming times outgoing: the neuron's contribution),
-    ``"in"`` or ``"out"``."""
+    ``"in"`` or ``"out"``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=4, every=2)
+        >>> fig = neuron_norms(t, title="norms")
+        >>> fig.axes[0].get_title(), len(fig.axes[0].lines)
+        ('norms', 3)
+    """
     N = np.asarray(traj.series("norms"), dtype=float)
     val = {"product": N[:, 0] * N[:, 1], "in": N[:, 0], "out": N[:, 1]}.get(which)
     if val is None:
@@ -325,7 +334,16 @@ def alignment_heatmap(
     title: str | None = None,
 ):
     """Cosine of every neuron with target direction ``target`` over the recorded steps
-    (``"alignment"`` recorder): neurons on the vertical axis, steps on the horizontal."""
+    (``"alignment"`` recorder): neurons on the vertical axis, steps on the horizontal.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import Alignment, mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=4, every=2, record=[Alignment(targets=[[1.0, 0.0]])])
+        >>> fig = alignment_heatmap(t)
+        >>> fig.axes[0].get_title()
+        'alignment with direction 0'
+    """
     A = np.asarray(traj.series("alignment"), dtype=float)[:, :, target]
     fig, ax = _figure(ax, (6.5, 3.5))
     steps = traj.record_steps

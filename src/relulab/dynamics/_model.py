@@ -105,7 +105,14 @@ def mlp(widths: Sequence[int], *, init_scale: float = 1.0, bias: bool = True,
 
 def as_module(net_or_module: Any) -> Any:
     """A trainable torch module: a :class:`Network` becomes ``to_torch(net)`` (a float64
-    ``nn.Sequential``; a skip is kept as a trainable ``Linear``), a module is used as is."""
+    ``nn.Sequential``; a skip is kept as a trainable ``Linear``), a module is used as is.
+
+    Example:
+        >>> from relulab import Network
+        >>> m = as_module(Network([[[1.0, 2.0]], [[3.0]]], [[0.0], [1.0]]))
+        >>> type(m).__name__, sum(p.numel() for p in m.parameters())
+        ('ReluMLP', 5)
+    """
     if isinstance(net_or_module, Network):
         from ..io.torch import to_torch
 

@@ -9,7 +9,12 @@ import numpy as np
 
 from ..domain import Box
 from ..network import Network
+from ..tolerance import or_default
 from ._model import DynamicsError
+
+# |w . x + b| at most this x ||(w, b)|| x ||(x, 1)|| counts as 0 in a ternary pattern:
+# directions from training are floats, and points on a hyperplane land within ~1e-15.
+TERNARY_TOL = 1e-6  # tol: a data point on a neuron's hyperplane (float directions)
 
 __all__ = ["linear_dichotomies", "ternary_patterns", "cover_count"]
 
@@ -58,14 +63,16 @@ def cover_count(n: int, dim: int) -> int:
     return 2 * sum(comb(n - 1, k) for k in range(dim))
 
 
-def ternary_patterns(V: Any, X: Any, tol: float = 1e-6) -> np.ndarray:
+def ternary_patterns(V: Any, X: Any, tol: float | None = None) -> np.ndarray:
     """For each direction ``v = (w, b)`` (rows of ``V``), its ternary pattern on the data:
-    ``sign(w . x_i + b)`` in {-1, 0, 1}, 0 where ``|w . x_i + b| <= tol * ||v|| * ||(x_i, 1)||``.
+    ``sign(w . x_i + b)`` in {-1, 0, 1}, 0 where ``|w . x_i + b| <= tol * ||v|| * ||(x_i, 1)||``
+    (``tol`` None: ``TERNARY_TOL``).
 
     Example:
         >>> ternary_patterns([[1.0, 0.0]], [[1.0], [0.0], [-1.0]]).tolist()
         [[1, 0, -1]]
     """
+    tol = or_default(tol, TERNARY_TOL)
     Xa = _augment(X, True)
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
     if V.shape[1] != Xa.shape[1]:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
+from ..tolerance import TINY
 from ._model import DynamicsError, as_module, relu_parts, to_network
 from .recorders import Context, resolve
 from .trajectory import FlowCheck, Trajectory
@@ -23,7 +24,7 @@ OPTIMIZERS = ("gd", "flow", "sgd", "adam", "adamw")
 FLOW_TOL = 0.1
 # Predicted decreases below this fraction of the loss are below float64 resolution of the
 # difference L(t) - L(t+1) and cannot be checked.
-FLOW_RESOLUTION = 1e-11
+FLOW_RESOLUTION = 1e-11  # tol: float64 resolution of a loss difference (see above)
 
 
 def _prepare_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +277,7 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     if opt_name == "flow":
         e = np.asarray([abs((loss_arr[k] - loss_arr[k + 1]) - pred) / pred
                         for k, pred in flow_pred if k + 1 < loss_arr.size
-                        and pred > FLOW_RESOLUTION * max(abs(loss_arr[k]), 1e-300)])
+                        and pred > FLOW_RESOLUTION * max(abs(loss_arr[k]), TINY)])
         flow = FlowCheck(checked=int(e.size), max_rel_error=float(e.max()) if e.size else 0.0,
                          median_rel_error=float(np.median(e)) if e.size else 0.0,
                          tol=float(flow_tol), ok=bool(e.size and e.max() <= flow_tol))

@@ -184,6 +184,14 @@ class PathResult(Result):
         aligned: whether ``net_b`` was aligned to ``net_a`` first.
         distance: ``||theta_b - theta_a||`` after alignment (if any).
         status: ``"sampled"``: the maximum is over the grid, not certified.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])    # |x|
+        >>> X, Y = [[-1.0], [0.0], [1.0]], [[1.0], [0.0], [1.0]]
+        >>> r = path_losses(a, a, X, Y, n_points=3)
+        >>> r.kind, r.ts.tolist(), r.losses.tolist(), r.barrier, r.status
+        ('linear', [0.0, 0.5, 1.0], [0.0, 0.0, 0.0], 0.0, 'sampled')
     """
 
     kind: str
@@ -224,6 +232,15 @@ def path_losses(
     ``control`` (for ``polyline`` / ``bezier``) is a parameter vector in the layout of
     :func:`relulab.params.parameter_vector`; without it the midpoint of the linear path is
     used, which makes both curves the straight line.  See the module docstring.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])    # |x|
+        >>> b = Network([[[-1.0], [1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])    # |x|, neurons swapped
+        >>> X, Y = [[-1.0], [0.0], [1.0]], [[1.0], [0.0], [1.0]]
+        >>> raw = path_losses(a, b, X, Y, n_points=3, align_first=False)
+        >>> raw.losses.tolist(), path_losses(a, b, X, Y, n_points=3).barrier   # aligning removes the barrier
+        ([0.0, 0.3333333333333333, 0.0], 0.0)
     """
     _check_pair(net_a, net_b)
     if loss not in LOSSES:
@@ -257,6 +274,17 @@ class BezierSearch(Result):
         curved: the optimised path.
         steps: optimisation steps taken.
         control: the optimised control point (parameter vector).
+        status: always ``"sampled"``: the search runs a fixed number of steps with no
+            convergence test, and each barrier is the largest loss at ``n_points``
+            sampled positions; nothing here is proved minimal.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> X = [[-1.0], [0.0], [1.0]]; Y = [[1.0], [0.0], [1.0]]
+        >>> r = bezier_search(a, a, X, Y, steps=2, n_points=5)
+        >>> r.status, r.steps, float(r.linear.barrier)
+        ('sampled', 2, 0.0)
     """
 
     linear: PathResult
@@ -264,8 +292,14 @@ class BezierSearch(Result):
     steps: int
     control: np.ndarray
 
+    @property
+    def status(self) -> str:
+        """``"sampled"``: a fixed-budget local search evaluated at sampled positions."""
+        return "sampled"
+
     def to_dict(self) -> dict:
         return {
+            "status": self.status,
             "linear": self.linear.to_dict(),
             "curved": self.curved.to_dict(),
             "steps": self.steps,

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
+from ..tolerance import or_default
 from ._model import DynamicsError, hidden_layer, require_relu, to_network
 
 __all__ = [
@@ -72,7 +73,19 @@ class Context:
 
 
 class Recorder:
-    """Base class: ``name`` and ``record(ctx)``; ``needs_relu`` if it reads neurons."""
+    """Base class: ``name`` and ``record(ctx)``; ``needs_relu`` if it reads neurons.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> class Width(Recorder):
+        ...     name = "width"
+        ...     def record(self, ctx):
+        ...         return ctx.network.widths[0]
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[Width()])
+        >>> t.records["width"].tolist()
+        [3, 3, 3]
+    """
 
     name = "recorder"
     needs_relu = True
@@ -89,7 +102,15 @@ class Recorder:
 @dataclass
 class NeuronNorms(Recorder):
     """Per neuron of hidden layer ``layer``: ``[incoming norm, outgoing norm]``, shape
-    (2, width); the incoming norm includes the bias."""
+    (2, width); the incoming norm includes the bias.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[NeuronNorms()])
+        >>> t.records["norms"].shape   # (records, [in, out], neurons)
+        (3, 2, 3)
+    """
 
     layer: int = 0
     name: str = "norms"
@@ -103,7 +124,16 @@ class NeuronNorms(Recorder):
 @dataclass
 class Directions(Recorder):
     """Unit vector of each neuron's ``(w, b)`` (or ``w`` with ``include_bias=False``),
-    shape (width, d + 1); a zero neuron gives a zero row."""
+    shape (width, d + 1); a zero neuron gives a zero row.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[Directions()])
+        >>> D = t.records["directions"]
+        >>> D.shape, np.allclose(np.linalg.norm(D, axis=2), 1.0)
+        ((3, 3, 3), True)
+    """
 
     layer: int = 0
     include_bias: bool = True
@@ -118,7 +148,17 @@ class Directions(Recorder):
 @dataclass
 class Alignment(Recorder):
     """Cosine between each neuron's input weight (``include_bias`` appends the bias) and
-    each of the given directions: shape (width, k)."""
+    each of the given directions: shape (width, k).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> rec = Alignment(targets=[[1.0, 0.0]])
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[rec])
+        >>> A = t.records["alignment"]
+        >>> A.shape, bool(np.all(np.abs(A) <= 1))
+        ((3, 3, 1), True)
+    """
 
     targets: Any = None
     layer: int = 0
@@ -148,7 +188,15 @@ class Alignment(Recorder):
 @dataclass
 class ActivationPatterns(Recorder):
     """The activation pattern (pre-activation > 0) of every hidden neuron on every
-    training point, shape (n, n_neurons), from relulab's forward pass."""
+    training point, shape (n, n_neurons), from relulab's forward pass.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[ActivationPatterns()])
+        >>> t.records["patterns"].shape   # (records, points, neurons)
+        (3, 2, 3)
+    """
 
     name: str = "patterns"
 
@@ -159,7 +207,15 @@ class ActivationPatterns(Recorder):
 @dataclass
 class EffectiveWidth(Recorder):
     """The number of distinct input-weight directions of hidden layer ``layer`` up to
-    ``tol`` (see :func:`effective_width`)."""
+    ``tol`` (see :func:`effective_width`).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[EffectiveWidth()])
+        >>> t.records["effective_width"].tolist()
+        [3, 3, 3]
+    """
 
     layer: int = 0
     tol: float = DIRECTION_TOL
@@ -176,7 +232,16 @@ class EffectiveWidth(Recorder):
 class RegionCount(Recorder):
     """The number of linear regions on a box (``relulab.regions.count``) or, with
     ``segment=(a, b)``, the number of pieces on that segment
-    (``relulab.regions.along_segment``)."""
+    (``relulab.regions.along_segment``).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> rec = RegionCount(segment=([-1.0, -1.0], [1.0, 1.0]))
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[rec])
+        >>> t.records["regions"].tolist()
+        [2, 4, 4]
+    """
 
     box: Any = None
     segment: Any = None
@@ -199,7 +264,18 @@ class RegionCount(Recorder):
 class DistanceTo(Recorder):
     """Distance of the current function to a reference :class:`Network` on ``points``
     (default: the training inputs): ``norm="max"`` (largest absolute difference) or
-    ``"rms"``."""
+    ``"rms"``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train, to_network
+        >>> m = mlp([2, 3, 1], seed=0)
+        >>> start = to_network(m)
+        >>> t = train(m, np.eye(2), np.ones(2), steps=2, every=1, record=[DistanceTo(start, np.eye(2))])
+        >>> d = t.records["distance"]
+        >>> float(d[0]), bool(d[-1] > 0)
+        (0.0, True)
+    """
 
     reference: Network | None = None
     points: Any = None
@@ -230,7 +306,15 @@ class DistanceTo(Recorder):
 
 @dataclass
 class Params(Recorder):
-    """All parameters flattened in ``model.parameters()`` order."""
+    """All parameters flattened in ``model.parameters()`` order.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[Params()])
+        >>> t.records["params"].shape   # 2*3 + 3 + 3*1 + 1 parameters
+        (3, 13)
+    """
 
     name: str = "params"
     needs_relu: bool = False
@@ -242,7 +326,15 @@ class Params(Recorder):
 
 @dataclass
 class Outputs(Recorder):
-    """The model's outputs on the training inputs, shape (n, outputs)."""
+    """The model's outputs on the training inputs, shape (n, outputs).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[Outputs()])
+        >>> t.records["outputs"].shape
+        (3, 2, 1)
+    """
 
     name: str = "outputs"
     needs_relu: bool = False
@@ -258,7 +350,16 @@ class Outputs(Recorder):
 
 @dataclass
 class FunctionRecorder(Recorder):
-    """Any function of the torch model: ``FunctionRecorder("w00", lambda m: ...)``."""
+    """Any function of the torch model: ``FunctionRecorder("w00", lambda m: ...)``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> rec = FunctionRecorder("bias0", lambda m: float(m.body[0].bias.detach()[0]))
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=2, every=1, record=[rec])
+        >>> t.records["bias0"].shape
+        (3,)
+    """
 
     name: str = "function"
     fn: Callable[[Any], Any] | None = None
@@ -280,7 +381,12 @@ RECORDER_NAMES: dict[str, Callable[[], Recorder]] = {
 
 def resolve(record: Sequence[Any]) -> list[Recorder]:
     """Recorder objects from names, objects and ``(name, function)`` pairs; one error
-    for an unknown name or a repeated one."""
+    for an unknown name or a repeated one.
+
+    Example:
+        >>> [r.name for r in resolve(["norms", Params(), ("w", lambda m: 0.0)])]
+        ['norms', 'params', 'w']
+    """
     if isinstance(record, (str, Recorder)):
         record = [record]
     out: list[Recorder] = []
@@ -312,10 +418,16 @@ def unit_rows(V: np.ndarray) -> np.ndarray:
     return np.divide(V, n, out=np.zeros_like(V), where=n > 0)
 
 
-def direction_clusters(V: Any, tol: float = DIRECTION_TOL) -> np.ndarray:
+def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
     """Cluster labels of the rows of ``V`` by direction: rows whose unit vectors lie
-    within ``tol`` (Euclidean) are joined, and clusters are the connected components
-    (single linkage).  Zero rows get label -1."""
+    within ``tol`` (Euclidean; None: ``DIRECTION_TOL``) are joined, and clusters are the
+    connected components (single linkage).  Zero rows get label -1.
+
+    Example:
+        >>> direction_clusters([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 0.0]]).tolist()
+        [0, 0, 1, -1]
+    """
+    tol = or_default(tol, DIRECTION_TOL)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -335,10 +447,11 @@ def direction_clusters(V: Any, tol: float = DIRECTION_TOL) -> np.ndarray:
     return labels
 
 
-def effective_width(V: Any, outgoing: Any = None, tol: float = DIRECTION_TOL,
+def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
                     min_share: float = 0.0) -> int:
     """The number of distinct directions among the rows of ``V`` (neurons' ``(w, b)``),
-    rows within ``tol`` of each other (unit vectors, single linkage) counting once.
+    rows within ``tol`` of each other (unit vectors, single linkage; None: ``DIRECTION_TOL``)
+    counting once.
 
     Neurons whose contribution ``||v_i|| * ||a_i||`` (``a_i`` the outgoing weights, when
     given) is at most ``min_share`` times the largest are left out; exact zeros always.

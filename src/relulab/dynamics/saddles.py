@@ -22,7 +22,13 @@ FLAT_TOL = 1e-3
 @dataclass(frozen=True)
 class Plateau(Result):
     """Steps ``start..end`` (inclusive) where the loss stays flat, at value ``loss``
-    (the median over the plateau)."""
+    (the median over the plateau).
+
+    Example:
+        >>> p = Plateau(start=0, end=40, loss=1.0)
+        >>> p.to_dict()
+        {'start': 0, 'end': 40, 'loss': 1.0}
+    """
 
     start: int
     end: int
@@ -35,7 +41,13 @@ class Jump(Result):
     loss before and after, ``new_neurons``: neurons whose contribution
     ``||(w_i, b_i)|| * ||a_i||`` crosses ``active_share`` of the largest during the jump
     (in order of size afterwards), ``growing``: neurons whose contribution grows by at
-    least the ``growth`` factor."""
+    least the ``growth`` factor.
+
+    Example:
+        >>> j = Jump(start=41, end=60, loss_before=1.0, loss_after=0.5, new_neurons=(1,), growing=(1,))
+        >>> j.loss_before - j.loss_after, j.new_neurons
+        (0.5, (1,))
+    """
 
     start: int
     end: int
@@ -48,7 +60,15 @@ class Jump(Result):
 @dataclass(frozen=True)
 class SaddleEvents(Result):
     """Plateaus and jumps of a trajectory; ``activation_order`` lists neurons in the order
-    they became active (from ``new_neurons`` of successive jumps)."""
+    they became active (from ``new_neurons`` of successive jumps).
+
+    Example:
+        >>> ev = SaddleEvents(plateaus=(Plateau(0, 40, 1.0), Plateau(61, 99, 0.5)),
+        ...                   jumps=(Jump(41, 60, 1.0, 0.5, (1,), (1,)), Jump(100, 120, 0.5, 0.0, (0,), (0,))),
+        ...                   window=5, flat_tol=0.01)
+        >>> ev.activation_order, ev.to_dict()["activation_order"]
+        ((1, 0), [1, 0])
+    """
 
     plateaus: tuple[Plateau, ...]
     jumps: tuple[Jump, ...]

@@ -20,7 +20,15 @@ class FlowCheck(Result):
     decrease ``L(t) - L(t+1)`` is compared with the first-order prediction
     ``lr * ||grad||^2``; ``max_rel_error`` is the largest relative difference over the
     ``checked`` steps (steps whose predicted decrease is below float resolution are
-    skipped) and ``ok`` says it stayed within ``tol``."""
+    skipped) and ``ok`` says it stayed within ``tol``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([3, 8, 1], seed=0), np.eye(3), np.array([1.0, 2.0, 3.0]), optimizer="flow", lr=0.01, steps=20)
+        >>> t.flow.ok, t.flow.checked > 0, t.flow.tol
+        (True, True, 0.1)
+    """
 
     checked: int
     max_rel_error: float
@@ -34,7 +42,16 @@ class PatternChanges(Result):
     """Where activation patterns on the training data change: ``steps`` the recorded
     steps at which some neuron's pattern differs from the previous record,
     ``per_neuron[j]`` those steps for neuron ``j``, ``flips[j]`` its number of flipped
-    (point, neuron) entries in total."""
+    (point, neuron) entries in total.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([1, 2, 1], seed=0), np.array([[-1.0], [1.0]]), np.array([1.0, 1.0]), steps=3, every=1, record=["patterns"])
+        >>> pc = t.pattern_changes()
+        >>> type(pc).__name__, pc.flips.shape
+        ('PatternChanges', (2,))
+    """
 
     steps: np.ndarray
     per_neuron: tuple[tuple[int, ...], ...]
@@ -53,6 +70,13 @@ class Trajectory(Result):
     ``status`` is ``"completed"`` (all steps), ``"stopped"`` (the stop rule fired),
     ``"time_limit"``, ``"diverged"`` (non-finite loss) or ``"interrupted"``; the last
     three mark the run ``partial``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab.dynamics import mlp, train
+        >>> t = train(mlp([2, 3, 1], seed=0), np.eye(2), np.ones(2), steps=4, every=2)
+        >>> t.status, t.partial, t.loss.shape, t.record_steps.tolist(), sorted(t.records)
+        ('completed', False, (5,), [0, 2, 4], ['norms'])
     """
 
     loss: np.ndarray

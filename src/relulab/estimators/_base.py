@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import RelulabError
+from ..tolerance import ROUNDOFF
 from . import _torch
 
 
@@ -84,7 +85,7 @@ def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Column means and scales (a constant column gets scale 1, so nothing divides by 0)."""
     mean = A.mean(axis=0)
     scale = A.std(axis=0)
-    scale = np.where(scale > 1e-12 * (1 + np.abs(mean)), scale, 1.0)
+    scale = np.where(scale > ROUNDOFF * (1 + np.abs(mean)), scale, 1.0)
     return mean, scale
 
 

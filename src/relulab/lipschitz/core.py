@@ -37,7 +37,7 @@ METHODS = ("auto", "enumerate", "milp", "bab", "bounds")
 # lower and upper "meet" within this relative gap: HiGHS proves MILP bounds up to its
 # primal feasibility tolerance (1e-7 of big-M sized quantities), so a tighter test
 # would call agreeing routes "bounded" at random.
-LIP_REL_TOL = 1e-6
+LIP_REL_TOL = 1e-6  # tol: HiGHS's big-M feasibility accuracy (see above)
 
 
 # beyond this many unstable neurons HiGHS rarely closes the LipMIP program in a minute

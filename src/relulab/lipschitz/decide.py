@@ -44,8 +44,9 @@ from ..bounds import float_layers, interval_bounds
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
 from ..network import Network
+from ..tolerance import MIP_GAP
 from .jacobians import bias_free
-from .milp import homogeneous_problem
+from .milp import MIP_ABS_GAP, homogeneous_problem
 from .result import ContainmentResult, PositivityResult, SurjectivityResult
 
 __all__ = ["is_positive", "surjective", "zonotope_contains", "Zonotope", "offset_bound",
@@ -53,7 +54,7 @@ __all__ = ["is_positive", "surjective", "zonotope_contains", "Zonotope", "offset
 
 # A maximum proved <= POS_TOL * (1 + output scale) counts as "not positive": HiGHS's
 # bounds are exact only up to its feasibility tolerances (~1e-7 of big-M quantities).
-POS_TOL = 1e-7
+POS_TOL = 1e-7  # tol: HiGHS's big-M feasibility accuracy (see above)
 
 
 def _exact_value(net: Network, x: np.ndarray) -> Fraction:
@@ -111,8 +112,7 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     const = float(enc.out_c[0])
     model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
                     maximize=True, time_limit=time_limit)
-    model.h.setOptionValue("mip_rel_gap", 1e-9)
-    model.h.setOptionValue("mip_abs_gap", 1e-12)
+    model.set_mip_gap(rel=MIP_GAP, abs=MIP_ABS_GAP)
     res = model.solve()
     if res.status not in ("optimal", "time_limit"):
         raise RelulabError(f"is_positive: the MILP ended with status {res.status}")

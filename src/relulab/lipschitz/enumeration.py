@@ -25,46 +25,32 @@ import numpy as np
 
 from ..domain import Box, Polytope
 from ..network import Network
-from .jacobians import certified_mask, jacobians
+from ..tolerance import ROUNDOFF
 from .norms import operator_norm
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["by_enumeration", "EnumerationOutcome", "certify_point"]
 
 
 @dataclass(frozen=True)
 class EnumerationOutcome:
+    """What the region enumeration reached: ``lower <= L <= upper``, the best witness,
+    ``complete`` (every region seen), the number of regions and seconds.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_enumeration(net, Box([-1], [1]), 2, None)
+        >>> o.lower, o.upper, o.complete, o.n_regions
+        (2.0, 2.0, True, 2)
+    """
     lower: float
     upper: float
     witness: LipschitzWitness | None
     complete: bool
     n_regions: int
     seconds: float
-
-
-def certify_point(net: Network, x: np.ndarray, p: float, q: float | None, source: str,
-                  domain: Box | Polytope | None = None) -> LipschitzWitness | None:
-    """A witness at ``x`` when ``x`` lies strictly inside its region (and in ``domain``),
-    else None.  The norm is the certified lower end of the operator-norm bracket.
-
-    Example:
-        >>> from relulab import Network
-        >>> net = Network([[[1.0]], [[3.0]]], [[0.0], [0.0]])
-        >>> certify_point(net, np.array([0.5]), 2, None, "demo").norm
-        3.0
-    """
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
-    if not np.all(np.isfinite(x)):
-        return None
-    if domain is not None and not bool(domain.contains(x)):
-        return None
-    J, margin = jacobians(net, x[None])
-    if not certified_mask(margin)[0]:
-        return None
-    pats = net.pattern_vector(x[None])[0]
-    nb = operator_norm(J[0], p, q)
-    return LipschitzWitness(x, J[0], float(nb.lower), source,
-                            "".join("1" if v else "0" for v in pats))
 
 
 def _best_certified(net, pts, norms_lo, p, q, source, domain):
@@ -82,6 +68,13 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     Jacobian norm; a deadline stops the stream (bounded domains) and marks it incomplete.
     ``region_set``: the regions of ``net`` over ``domain`` already enumerated (several norms
     from one enumeration).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_enumeration(net, None, 2, None)   # over all of R
+        >>> o.upper, o.witness.norm, o.complete
+        (2.0, 2.0, True)
     """
     from .. import regions
 
@@ -112,7 +105,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     if len(Cs) == 0:
         return EnumerationOutcome(0.0, np.inf, None, False, 0, time.perf_counter() - t0)
     wit = _best_certified(net, pts, lo, p, q, "enumeration", domain)
-    if wit is None or wit.norm < lo.max() * (1 - 1e-12):
+    if wit is None or wit.norm < lo.max() * (1 - ROUNDOFF):
         # the best region's stored interior point sits too close to a facet: its
         # Chebyshev centre is deeper inside
         i = int(np.argmax(lo))

@@ -25,17 +25,24 @@ import numpy as np
 from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..network import Network
-from .enumeration import certify_point
 from .jacobians import certified_mask, jacobians
 from .norms import dual_exponent, operator_norm, vector_norm
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["sampled_lower", "batch_norms"]
 
 
 def batch_norms(J: np.ndarray, p: float, q: float | None) -> np.ndarray:
     """Lower ends of ``||J_i||_{p->q}`` for a stack ``(n, m, d)`` (exact in the cases of
-    :func:`operator_norm`; vectorised for the common ones)."""
+    :func:`operator_norm`; vectorised for the common ones).
+
+    Example:
+        >>> import numpy as np
+        >>> J = np.array([[[3.0, 4.0]], [[1.0, -1.0]]])   # two 1 x 2 Jacobians
+        >>> batch_norms(J, 2, None).tolist(), batch_norms(J, 1, None).tolist()
+        ([5.0, 1.4142135623730951], [4.0, 1.0])
+    """
     n, m, d = J.shape
     if m == 1:
         return vector_norm(J[:, 0, :], dual_exponent(p), axis=1)
@@ -80,7 +87,15 @@ def _project(net: Network, domain: Box | Polytope | None, X: np.ndarray) -> np.n
 def sampled_lower(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
                   *, n: int = 2000, rounds: int = 30, seed: int = 0,
                   deadline: float | None = None) -> LipschitzWitness | None:
-    """The best certified Jacobian norm over ``n`` samples plus a local search."""
+    """The best certified Jacobian norm over ``n`` samples plus a local search.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> w = sampled_lower(net, Box([-1], [1]), 2, None, n=50, rounds=2)
+        >>> w.norm, w.source
+        (2.0, 'sampling')
+    """
     rng = np.random.default_rng(seed)
     X = _samples(net, domain, n, rng)
     J, mg = jacobians(net, X)

@@ -44,22 +44,34 @@ from ..domain import Box, Polytope
 from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS
-from .enumeration import certify_point
+from ..tolerance import MIN_RADIUS, MIP_GAP, ROUNDOFF
 from .jacobians import homogenize
 from .result import LipschitzWitness
+from .witness import certify_point
 
 __all__ = ["by_milp", "MILPOutcome", "milp_supported", "region_witness", "backward_intervals",
            "preactivation_bounds", "homogeneous_problem"]
 
 # HiGHS proves MILP optima to this relative gap (default feasibility tolerances ~1e-7).
-MIP_REL_GAP = 1e-9
+MIP_REL_GAP = MIP_GAP
+# Absolute gap for optima near zero: the round-off of the objective's few operations.
+MIP_ABS_GAP = ROUNDOFF
 # Degenerate optimal patterns cut off before giving up on a witness from the MILP.
 MAX_NOGOOD_CUTS = 8
 
 
 @dataclass(frozen=True)
 class MILPOutcome:
+    """What the LipMIP program(s) reached: ``lower <= L <= upper``, the best witness,
+    ``complete`` (every program solved to optimality), binaries, seconds and solver info.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_milp(net, Box([-1], [1]), 1, None)
+        >>> o.lower, o.upper, o.complete
+        (2.0, 2.0, True)
+    """
     lower: float
     upper: float
     witness: LipschitzWitness | None
@@ -97,7 +109,14 @@ def homogeneous_problem(net: Network) -> tuple[Network, Box]:
 def preactivation_bounds(net: Network, domain: Box | Polytope, tighten: bool = False,
                          time_limit: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Pre-activation bounds per hidden layer (CROWN, optionally LP-tightened); a neuron
-    whose bounds collapse to ``[0, 0]`` is marked stably inactive (its value is 0)."""
+    whose bounds collapse to ``[0, 0]`` is marked stably inactive (its value is 0).
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 2.0], [0.0]])
+        >>> [(lo.tolist(), hi.tolist()) for lo, hi in preactivation_bounds(net, Box([-1], [1]))]
+        [([-1.0, 1.0], [1.0, 3.0])]
+    """
     from ..bounds import symbolic_bounds
     from ..verify.milp import tighten_bounds
 
@@ -117,7 +136,18 @@ def preactivation_bounds(net: Network, domain: Box | Polytope, tighten: bool = F
 def backward_intervals(Ws, pre, v_lo, v_hi, skip=None):
     """Interval bounds of the backward pass for ``v in [v_lo, v_hi]``: per hidden layer the
     bounds ``(gl, gu)`` of ``g_k = W_{k+1}^T hh_{k+1}`` and ``(hl, hu)`` of
-    ``hh_k = a_k g_k``, and the bounds of the Jacobian row ``w = v^T J``."""
+    ``hh_k = a_k g_k``, and the bounds of the Jacobian row ``w = v^T J``.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box
+        >>> from relulab.bounds import float_layers
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> Ws, bs, skip = float_layers(net)
+        >>> g, h, (w_lo, w_hi) = backward_intervals(Ws, preactivation_bounds(net, Box([-1], [1])), [1.0], [1.0])
+        >>> w_lo.tolist(), w_hi.tolist()   # the derivative lies in [-1, 2]
+        ([-1.0], [2.0])
+    """
     L = len(Ws)
     g_int, h_int = [None] * (L - 1), [None] * (L - 1)
     hl, hu = np.asarray(v_lo, float), np.asarray(v_hi, float)
@@ -144,7 +174,16 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
                    q: float | None, source: str, global_: bool = False) -> LipschitzWitness | None:
     """A certified witness inside the region of ``pattern`` (flat, all hidden layers),
     from the Chebyshev centre of the region (intersected with ``domain``); None when the
-    region is not full-dimensional."""
+    region is not full-dimensional.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> w = region_witness(net, np.array([1, 0]), Box([-1], [1]), 2, None, "demo")
+        >>> w.norm, w.pattern, bool(w.x[0] > 0)
+        (2.0, '10', True)
+    """
     Ws, bs, _ = float_layers(net)
     d = net.input_dim
     A = np.zeros((0, d))
@@ -323,7 +362,15 @@ def _build(enc, Ws, pre, skip, d, p, mode, out_index, m, faces=False):
 def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
             deadline: float | None = None, tighten: bool | None = None) -> MILPOutcome:
     """The LipMIP program(s) for ``||J||_{p->q}`` over ``domain`` (R^d when None, through
-    the homogenised network on a bounded box)."""
+    the homogenised network on a bounded box).
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0, 1.0], [1.0, -1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> o = by_milp(net, Box([-1, -1], [1, 1]), float("inf"), None)   # l_inf -> |.|: the l1 norm of the gradient
+        >>> o.upper, o.witness.norm, o.complete
+        (2.0, 2.0, True)
+    """
     from ..verify.milp import encode
 
     t0 = time.perf_counter()
@@ -359,8 +406,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq if A_eq.shape[0] else None,
                         b_eq=b_eq if A_eq.shape[0] else None, lb=lb, ub=ub, integer=integer,
                         maximize=True, time_limit=tl)
-        model.h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
-        model.h.setOptionValue("mip_abs_gap", 1e-12)
+        model.set_mip_gap(rel=MIP_REL_GAP, abs=MIP_ABS_GAP)
         bound_i = np.inf
         for _cut in range(MAX_NOGOOD_CUTS + 1):
             if deadline is not None:

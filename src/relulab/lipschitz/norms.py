@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import RelulabError
+from ..tolerance import ROUNDOFF
 
 __all__ = ["NormBracket", "check_p", "dual_exponent", "vector_norm", "operator_norm", "MAX_SIGN_DIM"]
 
@@ -41,7 +42,14 @@ MAX_SIGN_DIM = 16
 
 @dataclass(frozen=True)
 class NormBracket:
-    """``lower <= ||A||_{p->q} <= upper``; ``exact`` when the two are the same formula."""
+    """``lower <= ||A||_{p->q} <= upper``; ``exact`` when the two are the same formula.
+
+    Example:
+        >>> import numpy as np
+        >>> b = operator_norm(np.array([[3.0, 4.0]]), 2, 2)
+        >>> b.lower, b.upper, b.exact
+        (5.0, 5.0, True)
+    """
 
     lower: float
     upper: float
@@ -163,4 +171,4 @@ def operator_norm(A: np.ndarray, p: float, q: float | None = None) -> NormBracke
             nr = float(np.max(vector_norm(A, 1, axis=1)))
         ups.append(nr * in_fac * out_fac)
     upper = max(min(ups), lower)
-    return NormBracket(lower, upper, bool(upper <= lower * (1 + 1e-12)))
+    return NormBracket(lower, upper, bool(upper <= lower * (1 + ROUNDOFF)))

@@ -21,6 +21,14 @@ class LipschitzWitness(Result):
     ``x`` was re-checked: every hidden pre-activation at ``x`` is away from zero (so the
     Jacobian is the region's), ``x`` lies in the domain, and ``jacobian`` is the
     forward-mode Jacobian at ``x``.  ``source`` names the route that found it.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> from relulab.lipschitz import lipschitz
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])   # 2 relu(x) + relu(-x)
+        >>> w = lipschitz(net, Box([-1], [1])).witness
+        >>> w.norm, w.jacobian.tolist(), bool(w.x[0] > 0)
+        (2.0, [[2.0]], True)
     """
 
     x: np.ndarray
@@ -38,6 +46,14 @@ class LipschitzResult(Result):
     ``value`` is ``lower``), otherwise "bounded".  ``method`` names the route that gave
     the final bracket; ``uppers``/``lowers`` hold every bound computed (name -> value);
     ``partial`` is True when a time limit stopped a route early.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> from relulab.lipschitz import lipschitz
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> r = lipschitz(net, Box([-1], [1]), p=1)
+        >>> r.status, r.value, r.ratio, r.partial
+        ('exact', 2.0, 1.0, False)
     """
 
     lower: float
@@ -87,6 +103,13 @@ class PositivityResult(Result):
     ``maximum``/``bound`` are the best value found and the proven upper bound of the
     maximum over the (bounded) problem actually solved: for R^d that is the
     homogenised network on ``[-1, 1]^d x [0, 1]``, whose sign, not size, is the answer.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> from relulab.lipschitz import is_positive
+        >>> r = is_positive(Network([[[1.0]], [[1.0]]], [[-0.5], [0.0]]), Box([-1], [1]))   # relu(x - 1/2)
+        >>> r.positive, r.status, bool(r.witness[0] > 0.5)
+        (True, 'positive', True)
     """
 
     positive: bool | None
@@ -106,6 +129,13 @@ class SurjectivityResult(Result):
     When not surjective, ``missed`` is a value that ``f`` provably never takes
     (``|f(x) - g(x)| <= offset_bound`` everywhere and ``g`` has no positive / negative
     value).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.lipschitz import surjective
+        >>> r = surjective(Network([[[1.0], [-1.0]], [[1.0, -2.0]]], [[0.0, 0.0], [0.0]]))   # relu(x) - 2 relu(-x)
+        >>> r.surjective, r.status, r.up.tolist(), r.down.tolist()
+        (True, 'surjective', [1.0], [-1.0])
     """
 
     surjective: bool | None
@@ -123,7 +153,14 @@ class ContainmentResult(Result):
     generator-sign vertex) outside Z2 and ``direction`` a ``u`` with
     ``u . point > h_Z2(u)`` (re-checked), so ``u`` separates ``point`` from Z2.
     ``excess`` is the largest ``h_Z1(u) - h_Z2(u)`` over ``||u||_inf <= 1`` (proved
-    ``<= tolerance`` when contained)."""
+    ``<= tolerance`` when contained).
+
+    Example:
+        >>> from relulab.lipschitz import Zonotope, zonotope_contains
+        >>> r = zonotope_contains(Zonotope([0, 0], [[2, 0], [0, 1]]), Zonotope([0, 0], [[1, 0], [0, 1]]))
+        >>> r.contained, r.status, r.point.tolist()
+        (False, 'not contained', [-2.0, 0.0])
+    """
 
     contained: bool | None
     status: str

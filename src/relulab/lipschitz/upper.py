@@ -141,13 +141,13 @@ def _min_rho(t, a, b, R, E, O, d):
     if Kpp.shape[0]:
         ev, V = np.linalg.eigh(Kpp)
         scale = max(1.0, float(np.max(np.abs(ev))))
-        if ev[0] <= 1e-10 * scale:
+        if ev[0] <= 1e-10 * scale:  # tol: Schur complement needs a safely positive block
             return np.inf
         Sch = Kxx - (Kxp @ V) @ np.diag(1.0 / ev) @ (Kxp @ V).T
     else:
         Sch = Kxx
     lam = float(np.linalg.eigvalsh(-(Sch + Sch.T) / 2)[-1])
-    return max(lam, 0.0) * (1 + 1e-9) + 1e-12
+    return max(lam, 0.0) * (1 + 1e-9) + 1e-12  # tol: round rho up: the bound stays sound
 
 
 def sdp_bound(net: Network, domain: Box | Polytope | None = None, *, solver: str | None = None,
@@ -195,7 +195,7 @@ def sdp_bound(net: Network, domain: Box | Polytope | None = None, *, solver: str
         r = _min_rho(tv, a, b, R, E, O, d)
         if not np.isfinite(r):
             # multipliers on the boundary of the cone: a touch more weight on -dphi^2
-            r = _min_rho(tv * (1 + 1e-6) + 1e-9 * (1 + tv.max(initial=0.0)), a, b, R, E, O, d)
+            r = _min_rho(tv * (1 + 1e-6) + 1e-9 * (1 + tv.max(initial=0.0)), a, b, R, E, O, d)  # tol: nudge into the cone
         if np.isfinite(r):
             return float(np.sqrt(r))
     raise RelulabError(f"lipschitz: the SDP solver did not return a usable solution ({last})")

@@ -54,7 +54,15 @@ class DerivationResult(Result):
     """``status``: ``"found"``, ``"not equivalent"`` or ``"not found within budget"``;
     ``steps``: the local operations; ``length``: their number; ``counts``: per kind;
     ``strategy``; ``verified``: replaying the steps from the first graph gave exactly the
-    second; ``witness``: an exact input where the networks differ (``not equivalent``)."""
+    second; ``witness``: an exact input where the networks differ (``not equivalent``).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1, 1]], [[1]]], [[-1], [0]]).exact()
+        >>> r = derive(net, net)
+        >>> r.status, r.verified
+        ('found', True)
+    """
 
     status: str
     strategy: str
@@ -74,7 +82,16 @@ def _graph(obj: Any, domain: Any) -> SubstitutionGraph:
 
 
 def replay(g: SubstitutionGraph, steps: tuple[Step, ...] | list[Step]) -> SubstitutionGraph:
-    """Apply ``steps`` to ``g`` one after the other (checks run again)."""
+    """Apply ``steps`` to ``g`` one after the other (checks run again).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.logic import to_formula, expand_layer
+        >>> g = to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())
+        >>> g2, step = expand_layer(g, 0)
+        >>> len(replay(g, [step]).layers)
+        3
+    """
     for st in steps:
         if st.op == "readout":
             layers, C, c = st._data
@@ -88,7 +105,17 @@ def replay(g: SubstitutionGraph, steps: tuple[Step, ...] | list[Step]) -> Substi
 
 def invert(graphs: tuple[SubstitutionGraph, ...], steps: tuple[Step, ...]) -> list[Step]:
     """The steps that lead back from ``graphs[-1]`` to ``graphs[0]`` (``graphs[i + 1]`` is
-    ``steps[i]`` applied to ``graphs[i]``)."""
+    ``steps[i]`` applied to ``graphs[i]``).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.logic import to_formula, expand_layer
+        >>> g = to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())
+        >>> g2, step = expand_layer(g, 0)
+        >>> back = invert((g, g2), (step,))
+        >>> [s.op for s in back], len(replay(g2, back).layers)
+        (['collapse'], 2)
+    """
     out: list[Step] = []
     for i in range(len(steps) - 1, -1, -1):
         before, after, st = graphs[i], graphs[i + 1], steps[i]
@@ -124,6 +151,14 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
         a, b: networks (extracted with ``method="rescale"`` on ``domain``) or graphs.
         max_steps: the largest derivation accepted.
         timeout: seconds for the exact checks.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1, 1], [1, 1]], [[1, 0]]], [[-1, -1], [0]]).exact()
+        >>> b = Network([[[1, 1]], [[1]]], [[-1], [0]]).exact()
+        >>> r = derive(a, b)
+        >>> r.status, r.verified
+        ('found', True)
     """
     t0 = time.monotonic()
     A, B = _graph(a, domain), _graph(b, domain)

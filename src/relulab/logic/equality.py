@@ -34,14 +34,22 @@ from ..results import Result
 __all__ = ["EqualityResult", "equal_on_cube"]
 
 # Relative slack of the volume-coverage check (the region vertices are floats).
-COVER_RTOL = 1e-7
+COVER_RTOL = 1e-7  # tol: the region vertices are floats
 
 
 @dataclass(frozen=True)
 class EqualityResult(Result):
     """``status``: ``"equal"``, ``"different"`` or ``"unknown"``; ``method``:
     ``"canonical"``, ``"verifier"``, ``"regions"``, ``"sampling"``; ``witness`` (exact)
-    with both values for ``different``; ``exact``: decided in rational arithmetic."""
+    with both values for ``different``; ``exact``: decided in rational arithmetic.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+        >>> r = equal_on_cube(net, net)
+        >>> r.status, r.equal, r.exact
+        ('equal', True, True)
+    """
 
     status: str
     method: str
@@ -72,6 +80,14 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     Order: identical exact normal forms (:func:`relulab.symmetry.canonical`), then the
     exact region-by-region comparison, then (when that is undecided and
     ``use_verifier``) :func:`relulab.symmetry.equivalent` with ``timeout``.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])          # relu(x) = x on [0, 1]
+        >>> g = Network([[[2.0]], [[0.5]]], [[0.0], [0.0]])
+        >>> h = Network([[[1.0]], [[1.0]]], [[-0.5], [0.0]])
+        >>> equal_on_cube(f, g).status, equal_on_cube(f, h).status
+        ('equal', 'different')
     """
     from ..symmetry import canonical, equivalent
 

@@ -134,6 +134,13 @@ def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> Substit
     The returned graph's ``algebra`` says which algebra its formulas need: ``"MV"``
     (integer weights), ``"divisible MV"`` (rational weights of an exact network) or
     ``"Riesz MV"`` (real weights: a float network's weights are the scalars).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1, 1]], [[1]]], [[-1], [0]]).exact()
+        >>> g = to_formula(net)
+        >>> str(g.layers[0][0].formula), g.algebra, g.method
+        ('x1 ⊙ x2', 'MV', 'staircase')
     """
     if method not in METHODS:
         raise ExtractionError(f"to_formula: unknown method {method!r}; choose one of {', '.join(METHODS)}")

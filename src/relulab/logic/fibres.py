@@ -64,6 +64,13 @@ class FibreDescription(Result):
         dead: ``(layer, neuron)`` of neurons never active on the box.
         stable: second-layer neurons always active on the box.
         predicted_functional_dimension: ``n_params - dimension``.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> r = fibre(f)
+        >>> r.architecture, r.dimension, r.discrete_order
+        ((2, 2, 2, 1), 8, 2)
     """
 
     architecture: tuple[int, ...]
@@ -110,7 +117,14 @@ def _status(net: Network, box) -> tuple[list[str], list[str]]:
 
 def fibre(net: Network, box: Any = None) -> FibreDescription:
     """The generic fibre of ``net``'s parameter on ``box`` (default [0, 1]^d); see the
-    module docstring for what is counted."""
+    module docstring for what is counted.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> fibre(f).predicted_functional_dimension
+        7
+    """
     net = _check(net)
     d, (n1, n2) = net.input_dim, net.widths
     s1, s2 = _status(net, box)
@@ -145,7 +159,15 @@ def _normalise(row: list[Fraction]) -> tuple[Fraction, list[Fraction]]:
 
 
 def fibre_normal_form(net: Network, box: Any = None) -> tuple:
-    """A hashable normal form: equal for parameters in the same generic fibre."""
+    """A hashable normal form: equal for parameters in the same generic fibre.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> g = Network([[[2, -2], [2, 1]], [[0.5, 1], [-0.5, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> fibre_normal_form(f) == fibre_normal_form(g)   # neuron 1 of layer 1 rescaled by 2
+        True
+    """
     net = _check(net)
     s1, s2 = _status(net, box)
     W1, b1, W2, b2, W3, b3 = (net.weights[0], net.biases[0], net.weights[1], net.biases[1],
@@ -192,7 +214,15 @@ def fibre_normal_form(net: Network, box: Any = None) -> tuple:
 @dataclass(frozen=True)
 class FibreTest(Result):
     """``status``: ``equal`` (same normal form: exact), ``different`` (exact witness) or
-    ``unknown``; ``time`` in seconds."""
+    ``unknown``; ``time`` in seconds.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> r = fibre_equivalent(f, f)
+        >>> r.status, r.method, r.witness
+        ('equal', 'fibre normal form', None)
+    """
 
     status: str
     method: str
@@ -204,7 +234,17 @@ def fibre_equivalent(f: Network, g: Network, box: Any = None, *, n_samples: int 
                      seed: int = 0) -> FibreTest:
     """Polynomial-time functional equivalence of two bottleneck parameters (see the
     module docstring): normal forms, then an exact witness search on ``n_samples``
-    rational points of the box."""
+    rational points of the box.
+
+    Example:
+        >>> from relulab import Network
+        >>> f = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -2]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> g = Network([[[1, -1], [2, 1]], [[1, 1], [-1, 2]], [[1, -3]]], [[0, 1], [1, -1], [0]]).exact()
+        >>> r = fibre_equivalent(f, g)
+        >>> x = [list(r.witness)]
+        >>> r.status, r.method, bool(f(x)[0, 0] != g(x)[0, 0])
+        ('different', 'exact witness', True)
+    """
     t0 = time.perf_counter()
     if fibre_normal_form(f, box) == fibre_normal_form(g, box):
         return FibreTest("equal", "fibre normal form", None, time.perf_counter() - t0)

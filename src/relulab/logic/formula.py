@@ -26,11 +26,13 @@ Example:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 from ..errors import RelulabError
+from .printing import to_text
+from .traverse import postorder
 
 __all__ = [
     "Formula",
@@ -134,8 +136,6 @@ class Formula:
         return impl(self, other)
 
     def __str__(self) -> str:
-        from .printing import to_text
-
         return to_text(self)
 
     def __repr__(self) -> str:
@@ -156,7 +156,12 @@ def var(i: int) -> Formula:
 
 
 def const(c: int | Fraction) -> Formula:
-    """The constant 0 or 1 (other constants are δ_n 1 or r · 1)."""
+    """The constant 0 or 1 (other constants are δ_n 1 or r · 1).
+
+    Example:
+        >>> str(const(1)), const(0) is ZERO
+        ('1', True)
+    """
     c = Fraction(c)
     if c not in (0, 1):
         raise FormulaError(f"MV constants are 0 and 1, got {c}; write δ_n(1) or r·1 for others")
@@ -174,43 +179,85 @@ def _check(*fs: Any) -> None:
 
 
 def neg(a: Formula) -> Formula:
-    """¬a = 1 - a."""
+    """¬a = 1 - a.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(neg(var(1)), [Fraction(1, 4)])
+        Fraction(3, 4)
+    """
     _check(a)
     return Formula("neg", (a,))
 
 
 def oplus(a: Formula, b: Formula) -> Formula:
-    """a ⊕ b = min(1, a + b)."""
+    """a ⊕ b = min(1, a + b).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(oplus(var(1), var(2)), [Fraction(3, 4), Fraction(1, 2)])
+        Fraction(1, 1)
+    """
     _check(a, b)
     return Formula("oplus", (a, b))
 
 
 def odot(a: Formula, b: Formula) -> Formula:
-    """a ⊙ b = max(0, a + b - 1) = ¬(¬a ⊕ ¬b)."""
+    """a ⊙ b = max(0, a + b - 1) = ¬(¬a ⊕ ¬b).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(odot(var(1), var(2)), [Fraction(3, 4), Fraction(1, 2)])
+        Fraction(1, 4)
+    """
     _check(a, b)
     return Formula("odot", (a, b))
 
 
 def join(a: Formula, b: Formula) -> Formula:
-    """a ∨ b = max(a, b) = (a ⊙ ¬b) ⊕ b."""
+    """a ∨ b = max(a, b) = (a ⊙ ¬b) ⊕ b.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(join(var(1), var(2)), [Fraction(3, 4), Fraction(1, 2)])
+        Fraction(3, 4)
+    """
     _check(a, b)
     return Formula("join", (a, b))
 
 
 def meet(a: Formula, b: Formula) -> Formula:
-    """a ∧ b = min(a, b) = ¬(¬a ∨ ¬b)."""
+    """a ∧ b = min(a, b) = ¬(¬a ∨ ¬b).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(meet(var(1), var(2)), [Fraction(3, 4), Fraction(1, 2)])
+        Fraction(1, 2)
+    """
     _check(a, b)
     return Formula("meet", (a, b))
 
 
 def impl(a: Formula, b: Formula) -> Formula:
-    """a → b = min(1, 1 - a + b) = ¬a ⊕ b."""
+    """a → b = min(1, 1 - a + b) = ¬a ⊕ b.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(impl(var(1), var(2)), [Fraction(3, 4), Fraction(1, 2)])
+        Fraction(3, 4)
+    """
     _check(a, b)
     return Formula("impl", (a, b))
 
 
 def div(n: int, a: Formula) -> Formula:
-    """δ_n a = a / n (divisible MV-algebras), ``n`` a positive integer."""
+    """δ_n a = a / n (divisible MV-algebras), ``n`` a positive integer.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(div(3, var(1)), [Fraction(3, 4)])
+        Fraction(1, 4)
+    """
     _check(a)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise FormulaError(f"δ_n needs an integer n >= 1, got {n!r}")
@@ -218,7 +265,13 @@ def div(n: int, a: Formula) -> Formula:
 
 
 def scal(r: Any, a: Formula) -> Formula:
-    """r · a for a scalar ``r`` in [0, 1] (Riesz MV-algebras); ``r`` is kept exactly."""
+    """r · a for a scalar ``r`` in [0, 1] (Riesz MV-algebras); ``r`` is kept exactly.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> evaluate(scal(0.5, var(1)), [Fraction(3, 4)])
+        Fraction(3, 8)
+    """
     _check(a)
     try:
         r = Fraction(r)
@@ -230,24 +283,6 @@ def scal(r: Any, a: Formula) -> Formula:
 
 
 # ------------------------------------------------------------------ traversal
-def postorder(phi: Formula) -> Iterator[Formula]:
-    """Every distinct node of ``phi`` once, children before parents (no recursion)."""
-    seen: set[int] = set()
-    stack: list[tuple[Formula, bool]] = [(phi, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for a in reversed(node.args):
-            if id(a) not in seen:
-                stack.append((a, False))
-
-
 def _apply(op: str, param: Any, vals: Sequence[Fraction]) -> Fraction:
     if op == "neg":
         return 1 - vals[0]
@@ -333,7 +368,12 @@ def evaluate_float(phi: Formula, X: Any) -> Any:
 
 
 def variables(phi: Formula) -> list[int]:
-    """The sorted indices of the variables ``phi`` uses."""
+    """The sorted indices of the variables ``phi`` uses.
+
+    Example:
+        >>> variables(oplus(var(3), neg(var(1))))
+        [1, 3]
+    """
     return sorted({n.param for n in postorder(phi) if n.op == "var"})
 
 
@@ -349,12 +389,23 @@ def n_vars(phi: Formula) -> int:
 
 
 def size(phi: Formula) -> int:
-    """Number of distinct nodes (the size of the shared DAG)."""
+    """Number of distinct nodes (the size of the shared DAG).
+
+    Example:
+        >>> x = var(1)
+        >>> size(oplus(neg(x), neg(x)))
+        3
+    """
     return sum(1 for _ in postorder(phi))
 
 
 def depth(phi: Formula) -> int:
-    """Length of the longest root-to-leaf path (a variable or constant has depth 0)."""
+    """Length of the longest root-to-leaf path (a variable or constant has depth 0).
+
+    Example:
+        >>> depth(var(1)), depth(oplus(var(1), neg(var(2))))
+        (0, 2)
+    """
     d: dict[int, int] = {}
     for node in postorder(phi):
         d[id(node)] = 1 + max((d[id(a)] for a in node.args), default=-1)
@@ -391,7 +442,12 @@ def substitute(phi: Formula, images: Sequence[Formula]) -> Formula:
 
 def algebra_of(phi: Formula) -> str:
     """The weakest algebra the formula lives in: ``"MV"`` (no δ_n and no scalars),
-    ``"divisible MV"`` (δ_n) or ``"Riesz MV"`` (real scalars)."""
+    ``"divisible MV"`` (δ_n) or ``"Riesz MV"`` (real scalars).
+
+    Example:
+        >>> algebra_of(oplus(var(1), var(2))), algebra_of(div(2, var(1))), algebra_of(scal(0.3, var(1)))
+        ('MV', 'divisible MV', 'Riesz MV')
+    """
     ops = {n.op for n in postorder(phi)}
     if "scal" in ops:
         return "Riesz MV"

@@ -54,6 +54,12 @@ class Node:
     Attributes:
         formula: an MV term in the variables of the previous layer.
         affine: ``(w, b)`` (tuples of Fractions) with truth function ``σ(w·y + b)``, or None.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> n = Node(parse("x1 ⊙ x2"))
+        >>> str(n.formula), n.affine, n.same(Node(parse("x1 ⊙ x2")))
+        ('x1 ⊙ x2', None, True)
     """
 
     formula: Formula
@@ -77,6 +83,12 @@ class SubstitutionGraph(Result):
             ``"divisible MV"``, ``"Riesz MV"``), computed.
         method: how it was obtained (``"rescale"``, ``"staircase"``, ``"formula"``, ...).
         domain: the input box ``(lo, hi)`` the unit cube stands for (None: [0, 1]^n).
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> g = SubstitutionGraph(2, [[Node(parse("x1 ⊙ x2"))]], [[1]], [0])
+        >>> g.algebra, len(g.layers), g.readout
+        ('MV', 1, ((Fraction(1, 1),),))
     """
 
     n_inputs: int

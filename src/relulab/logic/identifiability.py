@@ -44,13 +44,21 @@ from ..results import Result
 __all__ = ["identifiability", "IdentifiabilityReport"]
 
 # Relative size under which a gradient jump counts as zero (float affine maps).
-JUMP_RTOL = 1e-9
+JUMP_RTOL = 1e-9  # tol: float affine maps' noise
 
 
 @dataclass(frozen=True)
 class IdentifiabilityReport(Result):
     """See the module docstring.  ``visible`` / ``invisible``: ``(layer, neuron)`` pairs;
-    ``facet_weights``: the largest gradient jump per neuron."""
+    ``facet_weights``: the largest gradient jump per neuron.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, -1.0], [1.0, 1.0]], [[1.0, 0.0]]], [[0.0, -1.0], [0.0]])
+        >>> r = identifiability(net)
+        >>> r.status, r.invisible
+        ('not identifiable', ((0, 1),))
+    """
 
     status: str
     n_regions: int
@@ -65,7 +73,15 @@ class IdentifiabilityReport(Result):
 
 def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: int = 0) -> IdentifiabilityReport:
     """Decide local identifiability of ``net``'s parameter from its function on ``box``
-    (default [0, 1]^d); see the module docstring."""
+    (default [0, 1]^d); see the module docstring.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, -1.0], [1.0, 1.0]], [[1.0, -1.0]]], [[0.0, -1.0], [0.0]])
+        >>> r = identifiability(net)
+        >>> r.status, r.n_regions, r.rank, r.bound
+        ('locally identifiable', 4, 7, 7)
+    """
     from .. import params, regions
     from ..regions import neuron_label
 

@@ -52,7 +52,15 @@ _MAX_SWEEPS = 10
 @dataclass(frozen=True, eq=False)
 class NormalFormResult(Result):
     """``graph``: the normal form; ``steps``: the local operations that reach it from the
-    input graph; ``sweeps``: how many sweeps it took."""
+    input graph; ``sweeps``: how many sweeps it took.
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.logic import to_formula
+        >>> r = normal_form(to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact()))
+        >>> r.sweeps >= 1, len(r.graph.layers)
+        (True, 2)
+    """
 
     graph: SubstitutionGraph
     steps: tuple[Step, ...]
@@ -103,7 +111,16 @@ def _renamed_node(node: Node, images: list[Formula], pos: list[int | None],
 
 def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
     """Merge equal last-layer nodes, move constant ones into the offset, drop unread ones
-    and sort the rest (the readout is adjusted so the outputs are unchanged)."""
+    and sort the rest (the readout is adjusted so the outputs are unchanged).
+
+    Example:
+        >>> from relulab.logic import SubstitutionGraph, Node, parse
+        >>> phi = parse("x1 ⊙ x2")
+        >>> g = SubstitutionGraph(2, [[Node(phi), Node(phi)]], [[1, 1]], [0])
+        >>> h, step = relabel_last(g)
+        >>> len(h.layers[-1]), h.readout, step.op
+        (1, ((Fraction(2, 1),),), 'readout')
+    """
     last = g.layers[-1]
     consts = [_canonical_node(n)[1] if n.formula in (ZERO, ONE) or n.affine is not None else None
               for n in last]
@@ -137,7 +154,16 @@ def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
 
 
 def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> NormalFormResult:
-    """The normal form of ``g`` and the derivation reaching it (see the module docstring)."""
+    """The normal form of ``g`` and the derivation reaching it (see the module docstring).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.logic import to_formula
+        >>> a = to_formula(Network([[[1, 1], [1, 1]], [[1, 0]]], [[-1, -1], [0]]).exact())
+        >>> b = to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())
+        >>> normal_form(a).graph.to_dict() == normal_form(b).graph.to_dict()
+        True
+    """
     steps: list[Step] = []
     graphs: list[SubstitutionGraph] = [g]
 

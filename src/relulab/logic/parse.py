@@ -187,6 +187,11 @@ def parse(text: str, n_vars: int | None = None) -> Formula:
     Raises:
         FormulaSyntaxError: with the column of the first offending token.
         FormulaError: a variable index beyond ``n_vars``.
+
+    Example:
+        >>> phi = parse("x1 -> x2")
+        >>> str(phi), phi is impl(var(1), var(2))
+        ('x1 → x2', True)
     """
     if not isinstance(text, str):
         raise FormulaError(f"parse: expected a string, got {type(text).__name__}")

@@ -17,8 +17,11 @@ Example:
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
-from .formula import Formula, postorder
+from .traverse import postorder
+
+Formula = Any  # a relulab.logic.Formula (not imported: the formulas print through here)
 
 __all__ = ["to_text", "SYMBOLS", "ASCII_SYMBOLS", "LEVEL"]
 
@@ -82,6 +85,12 @@ def to_text(phi: Formula, ascii: bool = False, shared: bool | None = None) -> st
         ascii: use ``+ * ~ | & -> d @`` instead of Unicode symbols.
         shared: name the shared sub-terms (``t1 := ...`` lines); default: only when the
             tree would be longer than a few thousand characters.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> phi = parse("x1 ⊕ ¬x2")
+        >>> to_text(phi), to_text(phi, ascii=True)
+        ('x1 ⊕ ¬x2', 'x1 + ~x2')
     """
     sym = ASCII_SYMBOLS if ascii else SYMBOLS
     if shared is None:

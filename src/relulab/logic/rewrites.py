@@ -47,7 +47,16 @@ class RewriteError(GraphError):
 class Step(Result):
     """One local operation: ``op`` is ``"rewrite"``, ``"collapse"`` or ``"expand"``;
     ``layer`` (and ``index`` for a rewrite); ``justification`` says why the truth
-    function is unchanged; ``_data`` holds what :func:`apply_step` needs."""
+    function is unchanged; ``_data`` holds what :func:`apply_step` needs.
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.logic import to_formula
+        >>> g = to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())
+        >>> step = expand_layer(g, 0)[1]
+        >>> step.op, step.layer
+        ('expand', 0)
+    """
 
     op: str
     layer: int
@@ -60,7 +69,13 @@ class Step(Result):
 
 def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
     """Exact decision of ``a == b`` as truth functions on [0, 1]^n (compiled to networks
-    and compared by :func:`relulab.logic.equal_on_cube`; "unknown" counts as not proved)."""
+    and compared by :func:`relulab.logic.equal_on_cube`; "unknown" counts as not proved).
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> formulas_equal(parse("x1 -> x2"), parse("¬x1 ⊕ x2"), 2), formulas_equal(parse("x1"), parse("x2"), 2)
+        (True, False)
+    """
     from .compile import to_network
     from .equality import equal_on_cube
 
@@ -93,6 +108,13 @@ def node_rewrite(g: SubstitutionGraph, layer: int, index: int,
             :func:`formulas_equal`) and raises :class:`RewriteError` otherwise;
             ``"trusted"`` skips the proof (for rules that rewrite by the axioms or
             formulas built to equal the old one; ``justification`` then says why).
+
+    Example:
+        >>> from relulab.logic import SubstitutionGraph, Node, parse
+        >>> g = SubstitutionGraph(2, [[Node(parse("¬¬x1 ⊕ x2"))]], [[1]], [0])
+        >>> g2, step = node_rewrite(g, 0, 0, parse("x1 ⊕ x2"))
+        >>> str(g2.layers[0][0].formula), step.justification
+        ('x1 ⊕ x2', 'truth functions proved equal (exact check)')
     """
     _check_index(g, layer, index)
     old = g.layers[layer][index]
@@ -117,7 +139,15 @@ def node_rewrite(g: SubstitutionGraph, layer: int, index: int,
 
 
 def collapse_layer(g: SubstitutionGraph, layer: int) -> tuple[SubstitutionGraph, Step]:
-    """Substitute layer ``layer`` into layer ``layer + 1``; the graph loses one layer."""
+    """Substitute layer ``layer`` into layer ``layer + 1``; the graph loses one layer.
+
+    Example:
+        >>> from relulab.logic import SubstitutionGraph, Node, parse
+        >>> g = SubstitutionGraph(2, [[Node(parse("x1 ⊙ x2"))], [Node(parse("¬x1"))]], [[1]], [0])
+        >>> g2, step = collapse_layer(g, 0)
+        >>> len(g2.layers), str(g2.layers[0][0].formula)
+        (1, '¬(x1 ⊙ x2)')
+    """
     _check_index(g, layer)
     if layer + 1 >= len(g.layers):
         raise GraphError(f"collapse_layer: layer {layer} is the last layer; nothing to collapse into")
@@ -134,7 +164,15 @@ def expand_layer(g: SubstitutionGraph, layer: int, inner: Sequence[Formula | Nod
     """Split layer ``layer`` into ``inner`` (in the variables of the layer below) and
     ``outer`` (in the variables of ``inner``), requiring that substituting ``inner`` into
     ``outer[j]`` gives exactly the old formula of node ``j``.  Without arguments the
-    inner layer is the identity (``x_1 .. x_w``), which adds one layer."""
+    inner layer is the identity (``x_1 .. x_w``), which adds one layer.
+
+    Example:
+        >>> from relulab.logic import SubstitutionGraph, Node, parse
+        >>> g = SubstitutionGraph(2, [[Node(parse("x1 ⊙ x2"))]], [[1]], [0])
+        >>> g2, step = expand_layer(g, 0)
+        >>> len(g2.layers), [str(n.formula) for n in g2.layers[0]]
+        (2, ['x1', 'x2'])
+    """
     _check_index(g, layer)
     old = g.layers[layer]
     w = _width_before(g, layer)
@@ -168,7 +206,15 @@ def expand_layer(g: SubstitutionGraph, layer: int, inner: Sequence[Formula | Nod
 
 
 def apply_step(g: SubstitutionGraph, step: Step) -> SubstitutionGraph:
-    """Replay ``step`` on ``g`` (the checks run again, except for trusted rewrites)."""
+    """Replay ``step`` on ``g`` (the checks run again, except for trusted rewrites).
+
+    Example:
+        >>> from relulab.logic import SubstitutionGraph, Node, parse
+        >>> g = SubstitutionGraph(2, [[Node(parse("x1 ⊙ x2"))]], [[1]], [0])
+        >>> g2, step = expand_layer(g, 0)
+        >>> len(apply_step(g, step).layers) == len(g2.layers)
+        True
+    """
     if step.op == "rewrite":
         return node_rewrite(g, step.layer, step.index, step._data, check="trusted",
                             justification=step.justification)[0]

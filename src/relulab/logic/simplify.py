@@ -37,7 +37,15 @@ _MAX_ROUNDS = 20
 
 
 def fingerprint(phi: Formula, memo: dict[int, str] | None = None) -> str:
-    """A structural hash of ``phi`` (stable across runs; equal formulas, equal hash)."""
+    """A structural hash of ``phi`` (stable across runs; equal formulas, equal hash).
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> fingerprint(parse("x1 ⊕ x2")) == fingerprint(parse("x1 + x2"))   # same structure
+        True
+        >>> fingerprint(parse("x1 ⊕ x2")) == fingerprint(parse("x2 ⊕ x1"))   # structural, not semantic
+        False
+    """
     memo = {} if memo is None else memo
     for node in postorder(phi):
         if id(node) in memo:
@@ -146,7 +154,13 @@ def _step(node: Formula, args: list[Formula], fp: dict[int, str]) -> Formula:
 
 
 def simplify(phi: Formula) -> Formula:
-    """``phi`` rewritten by the rules of the module docstring until nothing changes."""
+    """``phi`` rewritten by the rules of the module docstring until nothing changes.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> str(simplify(parse("¬¬x1 ⊕ 0")))
+        'x1'
+    """
     fp: dict[int, str] = {}
     for _ in range(_MAX_ROUNDS):
         out: dict[int, Formula] = {}

@@ -40,13 +40,24 @@ __all__ = ["truncated_affine", "weights_algebra", "sigma"]
 
 
 def sigma(t: Fraction) -> Fraction:
-    """min(1, max(0, t))."""
+    """min(1, max(0, t)).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> sigma(Fraction(3, 2)), sigma(Fraction(-1)), sigma(Fraction(1, 3))
+        (Fraction(1, 1), Fraction(0, 1), Fraction(1, 3))
+    """
     return min(Fraction(1), max(Fraction(0), t))
 
 
 def weights_algebra(values: Sequence[Any], real: bool = False) -> str:
     """``"MV"`` for integers, ``"divisible MV"`` for rationals, ``"Riesz MV"`` when
-    ``real`` (the numbers stand for real numbers, e.g. floats) and some is not an integer."""
+    ``real`` (the numbers stand for real numbers, e.g. floats) and some is not an integer.
+
+    Example:
+        >>> weights_algebra([1, -2, 0]), weights_algebra([0.5, 1]), weights_algebra([0.1], real=True)
+        ('MV', 'divisible MV', 'Riesz MV')
+    """
     if all(Fraction(v).denominator == 1 for v in values):
         return "MV"
     return "Riesz MV" if real else "divisible MV"
@@ -85,6 +96,10 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
         bias: ``b``.
         algebra: ``"MV"``, ``"divisible MV"`` or ``"Riesz MV"``; default: the weakest
             one the numbers need (integers: MV, otherwise divisible MV).
+
+    Example:
+        >>> str(truncated_affine([1, 1], -1))
+        'x1 ⊙ x2'
     """
     ws = [Fraction(w) for w in weights]
     b = Fraction(bias)

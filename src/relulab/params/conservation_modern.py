@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, require
+from ..tolerance import TINY, or_default
 
 __all__ = [
     "ModernArchitecture",
@@ -65,7 +66,7 @@ __all__ = [
 
 # Relative singular-value threshold for the null space (float64 Jacobians: rounding is
 # ~1e-15 relative, true non-null directions sit many orders above it).
-NULL_TOL = 1e-9
+NULL_TOL = 1e-9  # tol: null space of float64 Jacobians (see above)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,14 @@ class ModernArchitecture:
         reason: where that number comes from.
         blocks: ``(name, start, shape)`` of every parameter block in ``theta``.
         forward: ``(theta, x) -> output vector`` (torch tensors).
+
+    Example:
+        >>> import torch
+        >>> a = modern_architecture("ffn-relu", d=2, h=3, o=1)
+        >>> a.n_params, [b[0] for b in a.blocks], a.expected
+        (13, ['W1', 'b1', 'W2', 'b2'], 3)
+        >>> a.forward(torch.zeros(a.n_params, dtype=torch.float64), torch.ones(2, dtype=torch.float64)).tolist()
+        [0.0]
     """
 
     name: str
@@ -336,6 +345,11 @@ class ConservationLaws:
         smallest_kept, largest_null: those two singular values (relative to the largest).
         equations: rows of the linear system (``sum over samples of outputs``).
         status: ``"numerical"``.
+
+    Example:
+        >>> laws = find_conservation_laws(modern_architecture("ffn-relu", d=2, h=2, o=1), seed=0)
+        >>> laws.count == laws.expected, laws.S.shape, laws.status
+        (True, (2, 9, 9), 'numerical')
     """
 
     architecture: str
@@ -371,7 +385,7 @@ def find_conservation_laws(
     arch: ModernArchitecture,
     seed: int = 0,
     oversample: float = 1.5,
-    tol: float = NULL_TOL,
+    tol: float | None = None,
 ) -> ConservationLaws:
     """All ``h = 1/2 theta^T S theta + v^T theta`` with ``J(theta; x) (S theta + v) = 0`` at
     random ``(theta, x)``, by the null space of the stacked linear system.
@@ -406,7 +420,8 @@ def find_conservation_laws(
         theta = arch.random_theta(rng)
         J = _jacobians(arch, theta, arch.random_inputs(rng, per_theta)).reshape(-1, D)
         _, sj, Vj = np.linalg.svd(J, full_matrices=False)
-        B = Vj[sj > 1e-10 * sj[0]] if sj[0] > 0 else np.zeros((0, D))
+        # the row space of this theta's Jacobians
+        B = Vj[sj > 1e-10 * sj[0]] if sj[0] > 0 else np.zeros((0, D))  # tol: relative rank cut
         # coefficient of s_pq (p <= q) in B (S theta): B_p theta_q + B_q theta_p (p < q), B_p theta_p
         Cs = B[:, iu[0]] * theta[iu[1]] + off * (B[:, iu[1]] * theta[iu[0]])
         rows.append(np.hstack([Cs, B]))
@@ -417,7 +432,7 @@ def find_conservation_laws(
     _, s, Vt = scipy.linalg.svd(M, full_matrices=False, lapack_driver="gesdd")
     s_rel = np.zeros(n_unknown)
     s_rel[: s.size] = s / s[0]
-    null = s_rel < tol
+    null = s_rel < or_default(tol, NULL_TOL)
     dim = int(null.sum())
     kept = s_rel[~null]
     smallest_kept = float(kept.min()) if kept.size else 0.0
@@ -434,7 +449,7 @@ def find_conservation_laws(
         G = np.einsum("ipq,q->ip", S, th) + v
         if dim:
             sg = np.linalg.svd(G, compute_uv=False)
-            count = max(count, int(np.sum(sg > 1e-8 * sg[0])))
+            count = max(count, int(np.sum(sg > 1e-8 * sg[0])))  # tol: numerical rank
     return ConservationLaws(
         architecture=arch.name, n_params=D, count=count, dimension=dim, expected=arch.expected,
         S=S, v=v, gap=smallest_kept / largest_null if dim and largest_null > 0 else float("inf"),
@@ -511,8 +526,9 @@ def gradient_flow_drift(
 
     theta0, X, Y = _task(arch, n_data, seed)
     g = _mse_grad(arch, X, Y)
-    sol = solve_ivp(lambda _t, th: -g(th), (0.0, t_end), theta0, method="DOP853", rtol=1e-10,
-                    atol=1e-12, dense_output=False, t_eval=np.linspace(0, t_end, 21))
+    sol = solve_ivp(lambda _t, th: -g(th), (0.0, t_end), theta0, method="DOP853",
+                    rtol=1e-10, atol=1e-12,  # tol: the flow must be far more accurate than the drift
+                    dense_output=False, t_eval=np.linspace(0, t_end, 21))
     if not sol.success:
         raise RelulabError(f"{arch.name}: the ODE solver failed ({sol.message})")
     H = np.array([law_values(laws, th) for th in sol.y.T])
@@ -602,7 +618,7 @@ def lie_rank_bound(arch: ModernArchitecture, seed: int = 0, n_inputs: int | None
         allv += [B(theta).detach().numpy() for B in new]
         level = new
     V = np.array(allv)
-    s = np.linalg.svd(V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-300), compute_uv=False)
-    rank = int(np.sum(s > 1e-8 * s[0]))
+    s = np.linalg.svd(V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), TINY), compute_uv=False)
+    rank = int(np.sum(s > 1e-8 * s[0]))  # tol: numerical rank
     return {"architecture": arch.name, "n_params": arch.n_params, "rank": rank,
             "bound": arch.n_params - rank, "depth": depth, "vectors": int(V.shape[0])}
