@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..tolerance import ROUNDOFF
 from .layer import PLANE_RTOL, _Probe, _random_direction, find_layer
 from .lines import DETECT_RTOL
 from .oracle import QueryOracle
@@ -40,7 +41,7 @@ __all__ = ["PartialRow", "DeepLayer", "find_deep_layer", "region_space"]
 
 # Two partial rows are the same neuron when their common part (weights and bias),
 # normalised, agrees to this: exact rows agree to ~1e-12, distinct neurons by O(1).
-MATCH_TOL = 1e-6
+MATCH_TOL = 1e-6  # tol: one neuron's rows agree to ~1e-12, distinct neurons by O(1)
 
 
 @dataclass
@@ -108,8 +109,8 @@ def region_space(layers, x: np.ndarray) -> tuple[Space, np.ndarray] | None:
     p = x - pinv @ ystar
     C = Cx @ Pm
     c = Cx @ p + cx
-    keep = np.linalg.norm(C, axis=1) > 1e-12 * (1 + np.abs(c))  # rows constant on the region
-    scale = float(np.median(np.abs(ystar))) + 1e-12
+    keep = np.linalg.norm(C, axis=1) > ROUNDOFF * (1 + np.abs(c))  # rows constant on the region
+    scale = float(np.median(np.abs(ystar))) + ROUNDOFF
     return Space(Pm, p, C[keep], c[keep], scale, ystar, bounded_walk=True), P
 
 
@@ -405,7 +406,7 @@ def _beyond_crossing(layers, row: PartialRow, rng: np.random.Generator) -> np.nd
     k = int(rng.choice(cand))
     g = ZA[k]
     v = g - (g @ normal) / (normal @ normal) * normal
-    if g @ v <= 1e-12 * np.linalg.norm(g) ** 2:
+    if g @ v <= ROUNDOFF * np.linalg.norm(g) ** 2:
         return None
     t = -z[k] / (g @ v)
     return x + 1.02 * t * v

@@ -29,6 +29,7 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
+from ..tolerance import TINY
 
 __all__ = ["Fidelity", "fidelity"]
 
@@ -98,7 +99,7 @@ def _align(F: Network, G: Network) -> tuple[float, float] | None:
         diffs += [np.abs(np.asarray(fs[0], float) - np.asarray(gs[0], float)).max(),
                   np.abs(np.asarray(fs[1], float) - np.asarray(gs[1], float)).max()]
     err = float(max(diffs))
-    return err, err / max(scale, 1e-300)
+    return err, err / max(scale, TINY)
 
 
 def fidelity(reference: Network, recovered: Network, domain: Box | None = None, *,

@@ -71,7 +71,7 @@ __all__ = ["ExtractionResult", "extract_relu"]
 
 # The output fit is exact on recovered features when every neuron was found; a larger
 # relative residual on fresh points means something was missed.
-FIT_RTOL = 1e-7
+FIT_RTOL = 1e-7  # tol: see the comment above
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ import numpy as np
 
 __all__ = ["Space"]
 
+HIT_RUN_RTOL = 1e-6  # tol: hit-and-run keeps this x the scale away from the region's facets
+
 
 @dataclass(frozen=True)
 class Space:
@@ -66,7 +68,7 @@ class Space:
         for _ in range(4):
             r = rng.normal(size=n)
             r /= np.linalg.norm(r)
-            lo, hi = self.t_range(y, r, 3.0 * self.scale * np.sqrt(n), 1e-6 * self.scale)
+            lo, hi = self.t_range(y, r, 3.0 * self.scale * np.sqrt(n), HIT_RUN_RTOL * self.scale)
             if hi > lo:
                 y = y + rng.uniform(lo, hi) * r
         return y
