@@ -31,6 +31,7 @@ ALLOWED = {
     "milp_term": "returns (status, x, info)",
     "decide_term": "returns (status, x, info)",
     "attack": "None or a re-checked counterexample: either is exact",
+    "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
 }
 
 

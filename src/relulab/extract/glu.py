@@ -131,6 +131,11 @@ class GLUResult(Result):
             validation inputs (median and maximum).
         even_rel_error, odd_rel_error: the same for the two halves of the paired split.
         message: one line.
+
+    Example:
+        >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
+        >>> r.status, r.block is None, r.to_dict()["status"]
+        ('partial', True, 'partial')
     """
 
     block: GLUBlock | None
@@ -232,6 +237,11 @@ def extract_glu(
         budget: most rows queried.  n_pairs: training pairs (default: 3 parameters' worth).
         steps, time_limit, restarts: L-BFGS iterations per fit, seconds in all, fits
             from fresh random starts (the best is kept).
+
+    Example (the module docstring shows a full fit; here the budget stops it at once):
+        >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
+        >>> r.status, r.queries <= 10
+        ('partial', True)
     """
     t0 = time.monotonic()
     if act not in ACTIVATIONS:

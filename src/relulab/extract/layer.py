@@ -51,7 +51,12 @@ SAME_PLANE_TOL = 1e-6  # tol: two refined neurons with (u, beta) this close (up 
 
 @dataclass
 class Neuron:
-    """A hyperplane ``u . y + beta = 0`` (``|u| = 1``) and the critical points on it."""
+    """A hyperplane ``u . y + beta = 0`` (``|u| = 1``) and the critical points on it.
+
+    Example:
+        >>> Neuron(np.array([1.0, 0.0]), -0.5).dist(np.array([[2.0, 3.0]])).tolist()
+        [1.5]
+    """
 
     u: np.ndarray
     beta: float
@@ -64,6 +69,19 @@ class Neuron:
 
 @dataclass
 class LayerFound:
+    """The neurons of a layer found so far by :func:`find_layer`, and the work done (lines
+    searched, critical points seen, candidates rejected as bent, kinks left unresolved).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> from relulab.extract.space import Space
+        >>> net = Network([[[1.0, 0.0], [1.0, 1.0]], [[1.0, -2.0]]], [[0.5, -0.5], [0.0]])
+        >>> st = find_layer(QueryOracle(net), Space.input(2), np.random.default_rng(0))
+        >>> len(st.neurons), st.lines > 0, len(st.critical_points) >= 2
+        (2, True, True)
+    """
+
     neurons: list[Neuron]
     lines: int
     critical_points: list[np.ndarray]
@@ -278,6 +296,15 @@ def find_layer(
     Lines are drawn until ``width`` neurons are found, or (width unknown or some neurons
     never seen) until ``patience`` lines in a row bring nothing new.  ``found`` carries the
     progress (it is updated in place, so a budget stop leaves what was found).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> from relulab.extract.space import Space
+        >>> net = Network([[[1.0, 0.0], [1.0, 1.0]], [[1.0, -2.0]]], [[0.5, -0.5], [0.0]])
+        >>> found = find_layer(QueryOracle(net), Space.input(2), np.random.default_rng(0))
+        >>> sorted(np.round(np.abs(n.u / n.u[np.argmax(np.abs(n.u))]), 9).tolist() for n in found.neurons)
+        [[1.0, 0.0], [1.0, 1.0]]
     """
     n = space.dim
     m = oracle.output_dim or 1

@@ -51,6 +51,11 @@ class LineSearch:
         rtol: relative tolerance of the linearity checks (``DETECT_RTOL``).
         atol: absolute tolerance added to it (the oracle's output resolution, e.g.
             ``10**-k`` when outputs are rounded to ``k`` decimals).
+
+    Example:
+        >>> g = lambda t: np.maximum(t - 0.25, 0.0) - 3 * np.maximum(-t, 0.0)
+        >>> LineSearch(g).kinks(-1.0, 1.0).round(12).tolist()
+        [0.0, 0.25]
     """
 
     def __init__(self, g: Callable[[np.ndarray], np.ndarray], rtol: float = DETECT_RTOL,

@@ -42,7 +42,15 @@ def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list
               eps: float, valid: Callable[[np.ndarray], np.ndarray] | None = None) -> list[bool | None]:
     """For each neuron ``i`` (row of ``U``, critical point ``points[i]``): True when it is
     active on the side ``u_i . y + beta_i < 0`` (its orientation must be flipped), False
-    when active on the positive side, None when undecided."""
+    when active on the positive side, None when undecided.
+
+    Example:
+        >>> U, at0 = np.eye(1), [np.zeros(1)]
+        >>> one_sided(lambda Y: np.maximum(Y, 0.0), U, at0, 0.1)
+        [False]
+        >>> one_sided(lambda Y: np.maximum(-Y, 0.0), U, at0, 0.1)
+        [True]
+    """
     D = np.linalg.pinv(U)  # column i moves neuron i alone
     out: list[bool | None] = []
     rows = []
@@ -74,7 +82,15 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
                  time_limit: float = 20.0) -> np.ndarray | None:
     """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
     output coefficients, ``U``: n x dim normals, ``M``: m x dim), or None when no subset fits
-    to ``rtol`` (relative to the largest term; default ``SUBSET_RTOL``)."""
+    to ``rtol`` (relative to the largest term; default ``SUBSET_RTOL``).
+
+    Example:
+        >>> U = np.eye(2); A = np.array([[1.0], [2.0]])
+        >>> subset_signs(A, U, -np.outer(A[1], U[1])).tolist()    # neuron 1 is relu(-z)
+        [False, True]
+        >>> subset_signs(A, U, np.ones((1, 2))) is None             # no subset fits
+        True
+    """
     n = A.shape[0]
     B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
     target = -M.ravel()

@@ -28,7 +28,13 @@ HIT_RUN_RTOL = 1e-6  # tol: hit-and-run keeps this x the scale away from the reg
 
 @dataclass(frozen=True)
 class Space:
-    """Affine coordinates ``y`` with ``x = P y + p``, valid where ``C y + c > 0``."""
+    """Affine coordinates ``y`` with ``x = P y + p``, valid where ``C y + c > 0``.
+
+    Example:
+        >>> s = Space.input(2, scale=1.0)
+        >>> s.dim, s.to_x(np.array([[1.0, 2.0]])).tolist(), bool(s.valid(np.zeros((1, 2)))[0])
+        (2, [[1.0, 2.0]], True)
+    """
 
     P: np.ndarray
     p: np.ndarray
