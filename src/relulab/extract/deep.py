@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..tolerance import ROUNDOFF
 from .layer import PLANE_RTOL, _Probe, _random_direction, find_layer
 from .lines import DETECT_RTOL
 from .oracle import QueryOracle
@@ -40,13 +41,19 @@ __all__ = ["PartialRow", "DeepLayer", "find_deep_layer", "region_space"]
 
 # Two partial rows are the same neuron when their common part (weights and bias),
 # normalised, agrees to this: exact rows agree to ~1e-12, distinct neurons by O(1).
-MATCH_TOL = 1e-6
+MATCH_TOL = 1e-6  # tol: one neuron's rows agree to ~1e-12, distinct neurons by O(1)
 
 
 @dataclass
 class PartialRow:
     """A neuron of layer ``k``: weights on the coordinates known so far (NaN elsewhere),
-    bias, and orientation votes (+1: active on the positive side, as stored)."""
+    bias, and orientation votes (+1: active on the positive side, as stored).
+
+    Example:
+        >>> r = PartialRow(np.array([1.0, np.nan]), 0.5)
+        >>> r.known.tolist(), r.complete, r.status
+        ([True, False], False, 'new')
+    """
 
     w: np.ndarray
     b: float
@@ -66,6 +73,20 @@ class PartialRow:
 
 @dataclass
 class DeepLayer:
+    """The rows of a deeper layer found by :func:`find_deep_layer`, and the work done
+    (regions explored, input lines searched, regions skipped, critical points seen).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> net = Network([np.eye(2), [[1.0, -2.0], [1.0, 1.0]], [[1.0, 1.0]]],
+        ...               [[0.0, 0.0], [0.5, -0.25], [0.0]])
+        >>> dl = find_deep_layer(QueryOracle(net), [(np.eye(2), np.zeros(2))], 2,
+        ...                      np.random.default_rng(0), width=2)
+        >>> len(dl.rows), all(r.complete for r in dl.rows), dl.regions > 0
+        (2, True, True)
+    """
+
     rows: list[PartialRow]
     regions: int
     lines: int
@@ -94,7 +115,16 @@ def _forward_affine(layers, x: np.ndarray):
 def region_space(layers, x: np.ndarray) -> tuple[Space, np.ndarray] | None:
     """The coordinates of the linear region of ``layers`` containing ``x``: the active
     last-layer outputs, as a :class:`Space`; None when they are not independent (more
-    active neurons than the region has dimensions)."""
+    active neurons than the region has dimensions).
+
+    Example:
+        >>> lay = [(np.eye(2), np.zeros(2))]            # first layer: relu(x1), relu(x2)
+        >>> space, P = region_space(lay, np.array([1.0, 2.0]))
+        >>> P.tolist(), space.dim, space.center.tolist()
+        ([0, 1], 2, [1.0, 2.0])
+        >>> region_space(lay, np.array([-1.0, -1.0])) is None   # nothing active
+        True
+    """
     act, A, a, Cx, cx = _forward_affine(layers, x)
     P = np.nonzero(act)[0]
     if P.size == 0:
@@ -108,8 +138,8 @@ def region_space(layers, x: np.ndarray) -> tuple[Space, np.ndarray] | None:
     p = x - pinv @ ystar
     C = Cx @ Pm
     c = Cx @ p + cx
-    keep = np.linalg.norm(C, axis=1) > 1e-12 * (1 + np.abs(c))  # rows constant on the region
-    scale = float(np.median(np.abs(ystar))) + 1e-12
+    keep = np.linalg.norm(C, axis=1) > ROUNDOFF * (1 + np.abs(c))  # rows constant on the region
+    scale = float(np.median(np.abs(ystar))) + ROUNDOFF
     return Space(Pm, p, C[keep], c[keep], scale, ystar, bounded_walk=True), P
 
 
@@ -211,7 +241,20 @@ def find_deep_layer(
     atol: float = 0.0,
     rows: list[PartialRow] | None = None,
 ) -> DeepLayer:
-    """The next layer after ``layers`` (oriented), region by region (module docstring)."""
+    """The next layer after ``layers`` (oriented), region by region (module docstring).
+
+    Example (layer 2 is ``relu(h1 - 2 h2 + 0.5)``, ``relu(h1 + h2 - 0.25)``: each row comes
+    back up to a positive factor, oriented by its votes):
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> net = Network([np.eye(2), [[1.0, -2.0], [1.0, 1.0]], [[1.0, 1.0]]],
+        ...               [[0.0, 0.0], [0.5, -0.25], [0.0]])
+        >>> dl = find_deep_layer(QueryOracle(net), [(np.eye(2), np.zeros(2))], 2,
+        ...                      np.random.default_rng(0), width=2)
+        >>> rows = [np.sign(r.votes[0]) * np.append(r.w, r.b) for r in dl.rows]
+        >>> sorted((v / abs(v[0])).round(9).tolist() for v in rows)
+        [[1.0, -2.0, 0.5], [1.0, 1.0, -0.25]]
+    """
     n_prev = layers[-1][0].shape[0]
     rows = [] if rows is None else rows
     m = o.output_dim or o(np.zeros((1, d))).shape[1]
@@ -405,7 +448,7 @@ def _beyond_crossing(layers, row: PartialRow, rng: np.random.Generator) -> np.nd
     k = int(rng.choice(cand))
     g = ZA[k]
     v = g - (g @ normal) / (normal @ normal) * normal
-    if g @ v <= 1e-12 * np.linalg.norm(g) ** 2:
+    if g @ v <= ROUNDOFF * np.linalg.norm(g) ** 2:
         return None
     t = -z[k] / (g @ v)
     return x + 1.02 * t * v

@@ -29,6 +29,7 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
+from ..tolerance import TINY
 
 __all__ = ["Fidelity", "fidelity"]
 
@@ -46,6 +47,16 @@ class Fidelity(Result):
         equivalence_method, witness, witness_gap: how it was decided; a re-checked witness.
         max_output_error: largest ``|f - g|`` on ``n_samples`` random points of the box.
         widths_reference, widths_recovered: hidden widths of the two normal forms.
+        complete (property, in the JSON): the functional verdict was reached (``equal`` or
+            ``different``), not cut short by the timeout (``unknown``).  The sampled
+            ``max_output_error`` is a sample whatever this says.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0, -1.0]], [[2.0]]], [[0.0], [1.0]])
+        >>> f = fidelity(net, net, n_samples=100)
+        >>> f.equivalence, f.complete, f.max_output_error, f.to_dict()["complete"]
+        ('equal', True, 0.0, True)
     """
 
     aligned: bool
@@ -63,6 +74,13 @@ class Fidelity(Result):
     widths_recovered: tuple[int, ...]
     domain: dict
     message: str
+
+    @property
+    def complete(self) -> bool:
+        return self.equivalence != "unknown"
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "complete": self.complete}
 
 
 def _bits(e: float | None) -> float | None:
@@ -98,13 +116,22 @@ def _align(F: Network, G: Network) -> tuple[float, float] | None:
         diffs += [np.abs(np.asarray(fs[0], float) - np.asarray(gs[0], float)).max(),
                   np.abs(np.asarray(fs[1], float) - np.asarray(gs[1], float)).max()]
     err = float(max(diffs))
-    return err, err / max(scale, 1e-300)
+    return err, err / max(scale, TINY)
 
 
 def fidelity(reference: Network, recovered: Network, domain: Box | None = None, *,
              timeout: float | None = 30.0, n_samples: int = 20_000, seed: int = 0) -> Fidelity:
     """Compare ``recovered`` with ``reference`` (see the module docstring); the default
-    box is ``[-1, 1]^d``."""
+    box is ``[-1, 1]^d``; ``timeout`` bounds the functional check (``unknown`` past it).
+
+    Example (the second network has its two neurons swapped and scaled: same function):
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 2.0]]], [[0.0, 1.0], [0.0]])
+        >>> b = Network([[[-2.0], [1.0]], [[1.0, 1.0]]], [[2.0, 0.0], [0.0]])
+        >>> f = fidelity(a, b, n_samples=100)
+        >>> f.aligned, f.max_abs_error < 1e-12, f.equivalence, f.complete
+        (True, True, 'equal', True)
+    """
     from ..symmetry import canonical, equivalent
 
     d = reference.input_dim

@@ -36,11 +36,19 @@ from typing import Any
 import numpy as np
 
 from ..results import Result
+from ..tolerance import TINY
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
 __all__ = ["GLUBlock", "GLUResult", "extract_glu", "random_glu", "ACTIVATIONS"]
 
 ACTIVATIONS = ("silu", "gelu", "relu")
+
+HESS_RANK_RTOL = 1e-8  # tol: a singular value of the pairwise-query Hessian counts above this x the largest
+LBFGS_TOL_GRAD = 1e-15  # tol: let L-BFGS run to float64 precision; the time limit stops it
+LBFGS_TOL_CHANGE = 1e-18  # tol: the same for the change of the loss between steps
+LOSS_FLOOR = 1e-24  # tol: a squared relative loss this small is float64 rounding: stop
+STALL_RTOL = 1e-6  # tol: an outer round improving the loss by less than this fraction stalls
+GOOD_FIT = 1e-6  # tol: median relative output error of a fit that needs no more restarts
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
@@ -123,6 +131,11 @@ class GLUResult(Result):
             validation inputs (median and maximum).
         even_rel_error, odd_rel_error: the same for the two halves of the paired split.
         message: one line.
+
+    Example:
+        >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
+        >>> r.status, r.block is None, r.to_dict()["status"]
+        ('partial', True, 'partial')
     """
 
     block: GLUBlock | None
@@ -157,7 +170,7 @@ def _even_hessian_rank(o: QueryOracle, d: int, rng: np.random.Generator) -> int:
         else:
             H[i, j] = H[j, i] = ev[k] - single[i] - single[j]
     s = np.linalg.svd(H, compute_uv=False)
-    return int(np.sum(s > 1e-8 * max(s[0], 1e-300)))
+    return int(np.sum(s > HESS_RANK_RTOL * max(s[0], TINY)))
 
 
 def _fit(Xp: np.ndarray, Yp: np.ndarray, Yn: np.ndarray, hidden: int, act: str,
@@ -175,9 +188,9 @@ def _fit(Xp: np.ndarray, Yp: np.ndarray, Yn: np.ndarray, hidden: int, act: str,
     W = torch.nn.Parameter(torch.as_tensor(rng.normal(size=(m, hidden)) / math.sqrt(hidden)))
     f = {"silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
          "relu": torch.relu}[act]
-    scale = float((even.pow(2).mean() + odd.pow(2).mean()).sqrt()) + 1e-300
-    opt = torch.optim.LBFGS([G, U, W], lr=1, max_iter=50, tolerance_grad=1e-15,
-                            tolerance_change=1e-18, history_size=50, line_search_fn="strong_wolfe")
+    scale = float((even.pow(2).mean() + odd.pow(2).mean()).sqrt()) + TINY
+    opt = torch.optim.LBFGS([G, U, W], lr=1, max_iter=50, tolerance_grad=LBFGS_TOL_GRAD,
+                            tolerance_change=LBFGS_TOL_CHANGE, history_size=50, line_search_fn="strong_wolfe")
     t_end = time.monotonic() + time_limit
 
     def closure():
@@ -192,14 +205,14 @@ def _fit(Xp: np.ndarray, Yp: np.ndarray, Yn: np.ndarray, hidden: int, act: str,
     last = math.inf
     for _ in range(max(1, steps // 50)):  # chunks of 50 iterations: the time limit is checked
         loss = float(opt.step(closure).detach())
-        if time.monotonic() > t_end or loss < 1e-24 or loss >= last * (1 - 1e-6):
+        if time.monotonic() > t_end or loss < LOSS_FLOOR or loss >= last * (1 - STALL_RTOL):
             break
         last = loss
     return GLUBlock(G.detach().numpy(), U.detach().numpy(), W.detach().numpy(), act)
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(P - Y, axis=1) / np.maximum(np.linalg.norm(Y, axis=1), 1e-300)
+    return np.linalg.norm(P - Y, axis=1) / np.maximum(np.linalg.norm(Y, axis=1), TINY)
 
 
 def extract_glu(
@@ -224,6 +237,11 @@ def extract_glu(
         budget: most rows queried.  n_pairs: training pairs (default: 3 parameters' worth).
         steps, time_limit, restarts: L-BFGS iterations per fit, seconds in all, fits
             from fresh random starts (the best is kept).
+
+    Example (the module docstring shows a full fit; here the budget stops it at once):
+        >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
+        >>> r.status, r.queries <= 10
+        ('partial', True)
     """
     t0 = time.monotonic()
     if act not in ACTIVATIONS:
@@ -264,7 +282,7 @@ def extract_glu(
         err = float(np.median(_rel_errors(np.vstack([Yp, Yn]), cand(np.vstack([X, -X])))))
         if err < best_err:
             best, best_err = cand, err
-        if err < 1e-6:
+        if err < GOOD_FIT:
             break
     blk = best
     nv = Xv.shape[0]

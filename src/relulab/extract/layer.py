@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..tolerance import ROUNDOFF, TINY
 from .lines import DETECT_RTOL, LineSearch
 from .oracle import QueryOracle
 from .space import Space
@@ -40,12 +41,22 @@ __all__ = ["Neuron", "LayerFound", "find_layer", "PLANE_RTOL"]
 
 # A critical point belongs to a known hyperplane when it is this close to it (relative to
 # the size of the space): gradient-estimated normals are good to ~1e-9, refined ones to ~1e-14.
-PLANE_RTOL = 1e-6
+PLANE_RTOL = 1e-6  # tol: far above the normals' error, far below the distance of other planes
+JUMP_RANK_RTOL = 1e-6  # tol: a gradient jump is rank one when its 2nd singular value is below this x the 1st
+GENERAL_POS_RTOL = 1e-8  # tol: points span a hyperplane when the 2nd-smallest singular value exceeds this x the largest
+ON_PLANE_RTOL = 1e-10  # tol: refined points lie on one hyperplane to this (scaled) residual
+MOVE_RTOL = 1e-9  # tol: a step along a line shorter than this x the space's scale does not move
+SAME_PLANE_TOL = 1e-6  # tol: two refined neurons with (u, beta) this close (up to sign) are one
 
 
 @dataclass
 class Neuron:
-    """A hyperplane ``u . y + beta = 0`` (``|u| = 1``) and the critical points on it."""
+    """A hyperplane ``u . y + beta = 0`` (``|u| = 1``) and the critical points on it.
+
+    Example:
+        >>> Neuron(np.array([1.0, 0.0]), -0.5).dist(np.array([[2.0, 3.0]])).tolist()
+        [1.5]
+    """
 
     u: np.ndarray
     beta: float
@@ -58,6 +69,19 @@ class Neuron:
 
 @dataclass
 class LayerFound:
+    """The neurons of a layer found so far by :func:`find_layer`, and the work done (lines
+    searched, critical points seen, candidates rejected as bent, kinks left unresolved).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> from relulab.extract.space import Space
+        >>> net = Network([[[1.0, 0.0], [1.0, 1.0]], [[1.0, -2.0]]], [[0.5, -0.5], [0.0]])
+        >>> st = find_layer(QueryOracle(net), Space.input(2), np.random.default_rng(0))
+        >>> len(st.neurons), st.lines > 0, len(st.critical_points) >= 2
+        (2, True, True)
+    """
+
     neurons: list[Neuron]
     lines: int
     critical_points: list[np.ndarray]
@@ -161,7 +185,7 @@ def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, 
     Gr = probe.gradient(pr, h)
     J = Gr - Gl
     U_, s, Vt = np.linalg.svd(J, full_matrices=False)
-    if s[0] == 0 or (s.shape[0] > 1 and s[1] > 1e-6 * s[0]):
+    if s[0] == 0 or (s.shape[0] > 1 and s[1] > JUMP_RANK_RTOL * s[0]):
         return None
     u = Vt[0]
     return u, float(-(u @ (y0 + t * r)))
@@ -195,10 +219,10 @@ def _plane_fit(Y: np.ndarray) -> tuple[np.ndarray, float] | None:
     the smallest right singular vector of the centred, scaled ``[Y 1]``)."""
     shift = Y.mean(axis=0)
     Z = Y - shift
-    scale = float(np.abs(Z).max()) + 1e-300
+    scale = float(np.abs(Z).max()) + TINY
     A = np.hstack([Z / scale, np.ones((Y.shape[0], 1))])
     _, s, Vt = np.linalg.svd(A, full_matrices=False)
-    if s.shape[0] < 2 or s[-2] <= 1e-8 * s[0]:
+    if s.shape[0] < 2 or s[-2] <= GENERAL_POS_RTOL * s[0]:
         return None  # points not in general position
     w = Vt[-1]
     u = w[:-1] / scale
@@ -232,7 +256,7 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
     fit = _plane_fit(Y)
     if fit is None:
         return
-    floor = 1e-12 * (1.0 + float(np.abs(Y).max()))
+    floor = ROUNDOFF * (1.0 + float(np.abs(Y).max()))
     for _ in range(4):
         # A stray point spreads its error over the fit; dropping the worst point must make
         # the rest fit far better, else it was not a stray.
@@ -246,7 +270,7 @@ def refine_neuron(probe: _Probe, nrn: Neuron, rng: np.random.Generator, spread: 
             break
         Y, fit = Y2, fit2
     u, b = fit
-    if np.abs(Y @ u + b).max() > 1e-10 * (1.0 + float(np.abs(Y).max())):
+    if np.abs(Y @ u + b).max() > ON_PLANE_RTOL * (1.0 + float(np.abs(Y).max())):
         return  # the points do not lie on one hyperplane: keep the gradient estimate
     if u @ nrn.u < 0:
         u, b = -u, -b
@@ -272,6 +296,15 @@ def find_layer(
     Lines are drawn until ``width`` neurons are found, or (width unknown or some neurons
     never seen) until ``patience`` lines in a row bring nothing new.  ``found`` carries the
     progress (it is updated in place, so a budget stop leaves what was found).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.extract.oracle import QueryOracle
+        >>> from relulab.extract.space import Space
+        >>> net = Network([[[1.0, 0.0], [1.0, 1.0]], [[1.0, -2.0]]], [[0.5, -0.5], [0.0]])
+        >>> found = find_layer(QueryOracle(net), Space.input(2), np.random.default_rng(0))
+        >>> sorted(np.round(np.abs(n.u / n.u[np.argmax(np.abs(n.u))]), 9).tolist() for n in found.neurons)
+        [[1.0, 0.0], [1.0, 1.0]]
     """
     n = space.dim
     m = oracle.output_dim or 1
@@ -297,8 +330,8 @@ def find_layer(
             r = np.abs(r)
         elif space.C.shape[0]:
             r = np.where(y0 < 1e-2 * space.scale, np.abs(r), r)  # do not leave at once
-        lo, hi = space.t_range(y0, r, radius, 1e-9 * space.scale)
-        if hi - lo <= 1e-9 * space.scale:
+        lo, hi = space.t_range(y0, r, radius, MOVE_RTOL * space.scale)
+        if hi - lo <= MOVE_RTOL * space.scale:
             quiet += 1
             continue
         ls = probe.search(y0, r)
@@ -348,7 +381,7 @@ def _dedup(neurons: list[Neuron], scale: float) -> list[Neuron]:
     out: list[Neuron] = []
     for nr in neurons:
         same = [o for o in out if min(np.abs(o.u - nr.u).max() + abs(o.beta - nr.beta) / (1 + scale),
-                                      np.abs(o.u + nr.u).max() + abs(o.beta + nr.beta) / (1 + scale)) < 1e-6]
+                                      np.abs(o.u + nr.u).max() + abs(o.beta + nr.beta) / (1 + scale)) < SAME_PLANE_TOL]
         if same:
             if nr.refined and not same[0].refined:
                 out[out.index(same[0])] = nr

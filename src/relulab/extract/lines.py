@@ -27,15 +27,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..tolerance import ROUNDOFF
+
 __all__ = ["LineSearch", "DETECT_RTOL"]
 
 # A piece counts as linear when four of its values lie on one line to this relative
 # tolerance: far above float64 rounding (1e-16) so that rounding never looks like a kink,
 # far below the jump of any kink worth finding.
-DETECT_RTOL = 1e-9
+DETECT_RTOL = 1e-9  # tol: see the comment above
 # Where a kink is confirmed: this fraction of the interval to each side of it.  Small, so
 # that two kinks closer than this to each other are the only ones that can pass as one.
 _EPS_FRAC = 1e-4
+# Two kinks closer than this fraction of the interval are one (seen from both sides).
+DEDUP_RTOL = 1e-9  # tol: far below _EPS_FRAC, above the rounding of the located kinks
 
 
 class LineSearch:
@@ -47,6 +51,11 @@ class LineSearch:
         rtol: relative tolerance of the linearity checks (``DETECT_RTOL``).
         atol: absolute tolerance added to it (the oracle's output resolution, e.g.
             ``10**-k`` when outputs are rounded to ``k`` decimals).
+
+    Example:
+        >>> g = lambda t: np.maximum(t - 0.25, 0.0) - 3 * np.maximum(-t, 0.0)
+        >>> LineSearch(g).kinks(-1.0, 1.0).round(12).tolist()
+        [0.0, 0.25]
     """
 
     def __init__(self, g: Callable[[np.ndarray], np.ndarray], rtol: float = DETECT_RTOL,
@@ -168,7 +177,7 @@ class LineSearch:
         """All kinks of ``g`` in ``(a, b)`` (those whose jump exceeds the tolerance), sorted."""
         grid = np.linspace(a, b, n_init + 1)
         gv = self._vals(list(grid))
-        min_len = 1e-12 * (abs(a) + abs(b) + (b - a))
+        min_len = ROUNDOFF * (abs(a) + abs(b) + (b - a))
         approx: list[float] = []
         for i in range(n_init):
             self._explore(float(grid[i]), float(grid[i + 1]), float(gv[i]), float(gv[i + 1]),
@@ -177,7 +186,7 @@ class LineSearch:
         # A kink exactly on a grid point is seen from both sides: keep one.
         dedup: list[float] = []
         for t in approx:
-            if not dedup or t - dedup[-1] > 1e-9 * (b - a):
+            if not dedup or t - dedup[-1] > DEDUP_RTOL * (b - a):
                 dedup.append(t)
         if not dedup:
             return np.zeros(0)

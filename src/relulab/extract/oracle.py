@@ -96,6 +96,12 @@ class QueryOracle:
 
     Attributes:
         queries: rows answered so far; calls: batches answered.
+
+    Example:
+        >>> import numpy as np
+        >>> o = QueryOracle(lambda X: X.sum(axis=1, keepdims=True), input_dim=3, budget=10)
+        >>> o(np.ones((4, 3))).ravel().tolist(), o.queries, o.calls
+        ([3.0, 3.0, 3.0, 3.0], 4, 1)
     """
 
     def __init__(self, model: Any, input_dim: int | None = None, budget: int | None = None) -> None:

@@ -71,7 +71,7 @@ __all__ = ["ExtractionResult", "extract_relu"]
 
 # The output fit is exact on recovered features when every neuron was found; a larger
 # relative residual on fresh points means something was missed.
-FIT_RTOL = 1e-7
+FIT_RTOL = 1e-7  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,13 @@ class ExtractionResult(Result):
         fit_residual: relative output error of the final fit on fresh points.
         fidelity: comparison with the reference network, when one is known.
         lines, critical_points: work done.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-2.0]], [[1.0, 1.0]]], [[0.5, 1.0], [0.0]])
+        >>> r = extract_relu(net, 1)
+        >>> r.status, r.network.widths, r.fidelity.equivalence
+        ('complete', (2,), 'equal')
     """
 
     network: Network | None
@@ -248,6 +255,13 @@ def extract_relu(
 
     Returns:
         An :class:`ExtractionResult`.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[2.0, -1.0], [1.0, 1.0]], [[1.0, 3.0]]], [[0.5, -0.25], [1.0]])
+        >>> r = extract_relu(net, 2)
+        >>> r.status, r.fidelity.max_abs_error < 1e-9, r.fidelity.equivalence
+        ('complete', True, 'equal')
     """
     t0 = time.monotonic()
     o = oracle if isinstance(oracle, QueryOracle) and budget is None else QueryOracle(oracle, d, budget)

@@ -27,18 +27,30 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..tolerance import RANK_TOL, TINY, or_default
+
 __all__ = ["one_sided", "subset_signs", "SIDE_RATIO"]
 
 # The active side must move the output this many times more than the inactive side
 # (which moves by rounding only) for the orientation to count as decided.
 SIDE_RATIO = 1e4
+# Flip signs fit the output coefficients to this relative residual (of the largest term).
+SUBSET_RTOL = 1e-7  # tol: float normals and coefficients are good to ~1e-9 and better
 
 
 def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list[np.ndarray],
               eps: float, valid: Callable[[np.ndarray], np.ndarray] | None = None) -> list[bool | None]:
     """For each neuron ``i`` (row of ``U``, critical point ``points[i]``): True when it is
     active on the side ``u_i . y + beta_i < 0`` (its orientation must be flipped), False
-    when active on the positive side, None when undecided."""
+    when active on the positive side, None when undecided.
+
+    Example:
+        >>> U, at0 = np.eye(1), [np.zeros(1)]
+        >>> one_sided(lambda Y: np.maximum(Y, 0.0), U, at0, 0.1)
+        [False]
+        >>> one_sided(lambda Y: np.maximum(-Y, 0.0), U, at0, 0.1)
+        [True]
+    """
     D = np.linalg.pinv(U)  # column i moves neuron i alone
     out: list[bool | None] = []
     rows = []
@@ -66,19 +78,27 @@ def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list
     return out
 
 
-def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float = 1e-7,
+def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None = None,
                  time_limit: float = 20.0) -> np.ndarray | None:
     """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
     output coefficients, ``U``: n x dim normals, ``M``: m x dim), or None when no subset fits
-    to ``rtol`` (relative to the largest term)."""
+    to ``rtol`` (relative to the largest term; default ``SUBSET_RTOL``).
+
+    Example:
+        >>> U = np.eye(2); A = np.array([[1.0], [2.0]])
+        >>> subset_signs(A, U, -np.outer(A[1], U[1])).tolist()    # neuron 1 is relu(-z)
+        [False, True]
+        >>> subset_signs(A, U, np.ones((1, 2))) is None             # no subset fits
+        True
+    """
     n = A.shape[0]
     B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
     target = -M.ravel()
-    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), 1e-300)
-    tol = rtol * scale
+    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
+    tol = or_default(rtol, SUBSET_RTOL) * scale
     if n == 0:
         return np.zeros(0, dtype=bool) if np.abs(target).max(initial=0.0) <= tol else None
-    if np.linalg.matrix_rank(B, tol=1e-9 * scale) == n:
+    if np.linalg.matrix_rank(B, tol=RANK_TOL * scale) == n:
         t, *_ = np.linalg.lstsq(B, target, rcond=None)
         tb = np.round(t).clip(0, 1)
         if np.abs(B @ tb - target).max() <= tol and np.abs(t - tb).max() < 1e-4:

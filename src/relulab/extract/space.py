@@ -23,10 +23,18 @@ import numpy as np
 
 __all__ = ["Space"]
 
+HIT_RUN_RTOL = 1e-6  # tol: hit-and-run keeps this x the scale away from the region's facets
+
 
 @dataclass(frozen=True)
 class Space:
-    """Affine coordinates ``y`` with ``x = P y + p``, valid where ``C y + c > 0``."""
+    """Affine coordinates ``y`` with ``x = P y + p``, valid where ``C y + c > 0``.
+
+    Example:
+        >>> s = Space.input(2, scale=1.0)
+        >>> s.dim, s.to_x(np.array([[1.0, 2.0]])).tolist(), bool(s.valid(np.zeros((1, 2)))[0])
+        (2, [[1.0, 2.0]], True)
+    """
 
     P: np.ndarray
     p: np.ndarray
@@ -66,7 +74,7 @@ class Space:
         for _ in range(4):
             r = rng.normal(size=n)
             r /= np.linalg.norm(r)
-            lo, hi = self.t_range(y, r, 3.0 * self.scale * np.sqrt(n), 1e-6 * self.scale)
+            lo, hi = self.t_range(y, r, 3.0 * self.scale * np.sqrt(n), HIT_RUN_RTOL * self.scale)
             if hi > lo:
                 y = y + rng.uniform(lo, hi) * r
         return y
