@@ -292,6 +292,23 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
     return total[0]
 
 
+def cell_patterns(pb: E.Problem) -> np.ndarray:
+    """The packed activation patterns of every region, no region data: the skeleton's
+    when the input is in general position and fits the budget, else the streaming
+    per-region engine's."""
+    from ._skeleton import Degenerate, TooBig, skeleton_patterns
+
+    try:
+        return skeleton_patterns(pb)
+    except (Degenerate, TooBig):
+        pass
+    X0, F0, ptr0, _ = E.initial_polytope(pb)
+    nb = (pb.N + 7) // 8
+    out = [np.packbits(ch.pattern, axis=1) if pb.N else np.zeros((ch.batch.n, 0), np.uint8)
+           for ch in E.run(pb, X0, F0, ptr0)]
+    return np.concatenate(out, axis=0) if out else np.zeros((0, nb), np.uint8)
+
+
 # ------------------------------------------------------------------ assembly
 def assemble(pb: E.Problem, run: EngineRun, *, domain: Any, keep_graph: bool = True,
              info: dict | None = None) -> RegionSet:

@@ -12,7 +12,7 @@ from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
 from ..network import Network
 from . import _engine as E
-from ._assembly import EngineRun, assemble, count_cells, run_engines, stream_cells
+from ._assembly import EngineRun, assemble, cell_patterns, count_cells, run_engines, stream_cells
 from ._types import Region, RegionSet
 
 __all__ = ["enumerate_regions", "iter_regions", "count_regions", "default_domain"]
@@ -206,7 +206,7 @@ def count_regions(
         from ._stitch import count_stitched
 
         _check_parallel(parallel, "subdivision", None)
-        return count_stitched(net, default_domain(net, domain), enumerate_regions,
+        return count_stitched(net, default_domain(net, domain), region_patterns,
                               parallel=parallel,
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
@@ -221,3 +221,11 @@ def _check_parallel(parallel: str, method: str, max_regions: int | None) -> None
     if method != "subdivision" or max_regions is not None:
         raise RelulabError("parallel enumeration runs the subdivision method to the end "
                            "(no method='bfs', no max_regions)")
+
+
+def region_patterns(net: Network, domain: Box, vertices: bool = False) -> tuple[np.ndarray, bool]:
+    """The packed activation patterns of every region of ``net`` in the box ``domain``
+    (the cheapest form of a count that can be merged across cells) and ``False`` (never
+    partial: the streaming engine keeps only patterns)."""
+    pb, _ = _problem(net, domain, None)
+    return cell_patterns(pb), False

@@ -201,8 +201,9 @@ def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> Eng
     return _extract(pb, pool, edges, vertices)
 
 
-def skeleton_count(pb: E.Problem, progress=None) -> int:
-    """The number of regions (general position; raises :class:`Degenerate`)."""
+def skeleton_patterns(pb: E.Problem, progress=None) -> np.ndarray:
+    """The packed activation patterns of every region, nothing else (general position;
+    raises :class:`Degenerate`)."""
     pool, edges, _ = _build(pb, progress)
     lv = _LowestVertex(pb, pool, edges)
     packed, _ = _regions(lv)
@@ -210,7 +211,12 @@ def skeleton_count(pb: E.Problem, progress=None) -> int:
     # the input is degenerate and only the per-region engine counts right (without it the
     # count could be one short where regions meet in a degenerate vertex)
     _facets(lv, PatternTable(packed), pb.n_ids)
-    return int(packed.shape[0])
+    return packed
+
+
+def skeleton_count(pb: E.Problem, progress=None) -> int:
+    """The number of regions (general position; raises :class:`Degenerate`)."""
+    return int(skeleton_patterns(pb, progress).shape[0])
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:

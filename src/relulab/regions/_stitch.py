@@ -84,9 +84,10 @@ class _CellTask:
         self.net, self.enumerate_fn, self.patterns_only = net, enumerate_fn, patterns_only
 
     def __call__(self, cell: tuple[np.ndarray, np.ndarray]) -> Any:
-        rs = self.enumerate_fn(self.net, Box(*cell), vertices=True)
         if self.patterns_only:
-            return rs.packed_patterns, rs.partial
+            # counting: ``enumerate_fn`` gives the patterns only, (packed, partial)
+            return self.enumerate_fn(self.net, Box(*cell))
+        rs = self.enumerate_fn(self.net, Box(*cell), vertices=True)
         rs._table = rs._edges = rs._skeleton = None      # nothing the stitch needs
         rs.net = None
         return rs
@@ -116,7 +117,7 @@ def _run_cells(net: Network, box: Box, cells: int | None, parallel: str, workers
     return boxes, out
 
 
-def count_stitched(net: Network, box: Box, enumerate_fn: Any, *, parallel: str = "local",
+def count_stitched(net: Network, box: Box, patterns_fn: Any, *, parallel: str = "local",
                    workers: int | None = None, cells: int | None = None,
                    address: str | None = None) -> int:
     """The number of regions, counted over cells in parallel (distinct patterns).
@@ -125,11 +126,11 @@ def count_stitched(net: Network, box: Box, enumerate_fn: Any, *, parallel: str =
         >>> import numpy as np
         >>> from relulab import Network
         >>> net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
-        >>> from relulab.regions import enumerate as enumerate_regions
-        >>> count_stitched(net, Box([-1, -1], [1, 1]), enumerate_regions, workers=1, cells=3)
+        >>> from relulab.regions._enumerate import region_patterns
+        >>> count_stitched(net, Box([-1, -1], [1, 1]), region_patterns, workers=1, cells=3)
         4
     """
-    _, parts = _run_cells(net, box, cells, parallel, workers, address, True, enumerate_fn)
+    _, parts = _run_cells(net, box, cells, parallel, workers, address, True, patterns_fn)
     if any(partial for _, partial in parts):
         raise RelulabError("a cell stopped early (memory budget); the count would be partial")
     P = np.concatenate([p for p, _ in parts], axis=0)
