@@ -226,3 +226,25 @@ def test_affine_networks_on_box_and_polytope():
         r = equivalent(f, h, dom, fast=False)
         _assert_witness(f, h, r, dom)
         assert r.gap == pytest.approx(1e-3, rel=1e-6)
+
+
+def test_equivalence_through_a_dead_neuron_on_the_box():
+    """Regression: a neuron whose pre-activation is identically 0 on the box made the
+    verifier's MILP infeasible, so equivalent() raised instead of answering."""
+    from fractions import Fraction as F
+
+    import numpy as np
+
+    from relulab import Box, Network
+    from relulab.symmetry import equivalent
+
+    f = Network([[[1]], [[F(-1, 3)], [1], [0], [5]], [[F(-1, 2), F(-5, 2), -3, F(-3, 2)]]],
+                [[1], [F(1, 4), F(-5, 2), 0, F(3, 4)], [6]], exact=True)
+    g = Network([[[F(-15, 2)]]], [[F(-21, 8)]], exact=True)
+    X = [[F(k, 64)] for k in range(65)]
+    assert all(f(x) == g(x) for x in X)          # equal on the box, exactly
+    assert equivalent(f, g, Box([0], [1])).status == "equal"
+    h = Network([[[F(-15, 2)]]], [[F(-5, 2)]], exact=True)
+    r = equivalent(f, h, Box([0], [1]))
+    assert r.status == "different" and abs(float(f.float()(np.asarray(r.witness, float))[0]
+                                                 - h.float()(np.asarray(r.witness, float))[0])) > 0.1

@@ -366,3 +366,21 @@ def test_time_limited_maximize_brackets_the_optimum():
         m = minimize(net, B, time_limit=0.05)
         exact_min = minimize(net, B)
         assert m.value >= exact_min.value - 1e-9 and m.lower_bound <= exact_min.value + 1e-9
+
+
+def test_maximize_with_an_identically_zero_neuron_and_without_hidden_layers():
+    """Regressions: a neuron with pre-activation bounds [0, 0] fixed its binary to both 1
+    and 0 (MILP infeasible), and an affine network had no constraint rows to build."""
+    from relulab.verify import minimize
+
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    zero = Network([np.array([[0.0, 0.0], [1.0, -0.5]]), np.array([[3.0, 1.0]])],
+                   [np.array([0.0, 0.2]), np.array([0.1])])
+    affine = Network([np.array([[2.0, 1.0]])], [np.array([0.5])])
+    g = np.linspace(-1, 1, 201)
+    X = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    for net in (zero, affine):
+        hi, lo = maximize(net, box), minimize(net, box)
+        assert hi.status == lo.status == "optimal"
+        Y = net(X)[:, 0]
+        assert abs(hi.value - Y.max()) <= 1e-9 and abs(lo.value - Y.min()) <= 1e-9

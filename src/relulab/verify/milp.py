@@ -131,8 +131,10 @@ def encode(
         lo = np.minimum(lo, hi)
         lb[hc], ub[hc] = 0.0, np.maximum(hi, 0.0)
         integer[ac] = True
-        active = lo >= 0
         inactive = hi <= 0
+        # a neuron with lo = hi = 0 is both; it outputs 0, so it counts as inactive (fixing
+        # its binary to both 1 and 0 made the MILP infeasible)
+        active = (lo >= 0) & ~inactive
         lb[ac] = np.where(active, 1.0, 0.0)
         ub[ac] = np.where(inactive, 0.0, 1.0)
         n_bin += int(np.sum(~active & ~inactive))
@@ -160,9 +162,13 @@ def encode(
         h_cols.append(hc)
         a_cols.append(ac)
         prev_cols = hc
-    A_ub = sp.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n_vars)
-    )
+    if rows:
+        A_ub = sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(n_rows, n_vars),
+        )
+    else:  # an affine network over a box: no constraint rows at all
+        A_ub = sp.csr_matrix((0, n_vars))
     WL, bL = Ws[-1], bs[-1]
     m = WL.shape[0]
     out_A = sp.lil_matrix((m, n_vars))
@@ -172,7 +178,8 @@ def encode(
         out_A[:, np.arange(d)] = out_A[:, np.arange(d)].toarray() + sk[0]
         out_c = out_c + sk[1]
     return MILPEncoding(
-        n_vars, A_ub, np.concatenate(rhs), lb, ub, integer, out_A.tocsr(), out_c,
+        n_vars, A_ub, np.concatenate(rhs) if rhs else np.zeros(0), lb, ub, integer,
+        out_A.tocsr(), out_c,
         h_cols, a_cols, n_bin, d,
     )
 
