@@ -77,8 +77,8 @@ def pmap(
     the machine's CPU count (local) or the cluster's (Ray).
 
     Example:
-        >>> dict(pmap(len, ["ab", "c"], workers=2))
-        {0: 2, 1: 1}
+        >>> sorted(pmap(len, ["ab", "c"], workers=2))       # (index, result), as they finish
+        [(0, 2), (1, 1)]
     """
     items = list(items)
     if backend not in BACKENDS:
