@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -31,7 +30,6 @@ from ..domain import Box
 from ..network import Network
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
-from .norms import dual_exponent, vector_norm
 from .result import LipschitzWitness
 from .witness import certify_point
 
@@ -93,23 +91,6 @@ def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[n
     return Gc, Gr
 
 
-def _norms(M: np.ndarray, p: float, q: float | None, upper: bool = True) -> np.ndarray:
-    """``||M_i||_{p->q}`` (upper ends of the brackets) for a stack (B, m, d)."""
-    B, m, d = M.shape
-    if m == 1:
-        return vector_norm(M[:, 0, :], dual_exponent(p), axis=1)
-    qq = p if q is None else q
-    if p == 1:
-        return np.max(vector_norm(M, qq, axis=1), axis=1)
-    if math.isinf(qq):
-        return np.max(vector_norm(M, dual_exponent(p), axis=2), axis=1)
-    if p == 2 and qq == 2:
-        return np.linalg.norm(M, 2, axis=(1, 2))
-    from .norms import operator_norm
-
-    return np.array([operator_norm(Mi, p, qq).upper for Mi in M])
-
-
 def interval_norm_bound(Gc: np.ndarray, Gr: np.ndarray, p: float, q: float | None) -> np.ndarray:
     """Upper bound of ``||J||_{p->q}`` over ``|J - Gc| <= Gr``: the smaller of the norm of the
     entrywise magnitudes (lp norms are monotone) and ``||Gc|| + ||Gr||`` (exact when the
@@ -121,8 +102,9 @@ def interval_norm_bound(Gc: np.ndarray, Gr: np.ndarray, p: float, q: float | Non
         >>> interval_norm_bound(Gc, Gr, 2, None).tolist(), interval_norm_bound(Gc, 0 * Gr, 1, None).tolist()
         ([2.5], [2.0])
     """
-    a = _norms(np.abs(Gc) + Gr, p, q)
-    b = _norms(Gc, p, q) + np.where(np.any(Gr > 0, axis=(1, 2)), _norms(Gr, p, q), 0.0)
+    a = batch_norms(np.abs(Gc) + Gr, p, q, end="upper")
+    b = batch_norms(Gc, p, q, end="upper") + np.where(np.any(Gr > 0, axis=(1, 2)),
+                                                  batch_norms(Gr, p, q, end="upper"), 0.0)
     return np.minimum(a, b)
 
 

@@ -33,9 +33,10 @@ from .witness import certify_point
 __all__ = ["sampled_lower", "batch_norms"]
 
 
-def batch_norms(J: np.ndarray, p: float, q: float | None) -> np.ndarray:
-    """Lower ends of ``||J_i||_{p->q}`` for a stack ``(n, m, d)`` (exact in the cases of
-    :func:`operator_norm`; vectorised for the common ones).
+def batch_norms(J: np.ndarray, p: float, q: float | None, end: str = "lower") -> np.ndarray:
+    """``||J_i||_{p->q}`` for a stack ``(n, m, d)``: exact where :func:`operator_norm` has
+    a closed form (vectorised for the common ones), else the ``end`` ("lower" or "upper")
+    of its bracket.
 
     Example:
         >>> import numpy as np
@@ -53,7 +54,8 @@ def batch_norms(J: np.ndarray, p: float, q: float | None) -> np.ndarray:
         return np.max(vector_norm(J, dual_exponent(p), axis=2), axis=1)
     if p == 2 and qq == 2:
         return np.linalg.norm(J, 2, axis=(1, 2))
-    return np.array([operator_norm(Ji, p, qq).lower for Ji in J])
+    # no closed form: the bracket's lower end for a lower bound, its upper end for an upper
+    return np.array([getattr(operator_norm(Ji, p, qq), end) for Ji in J])
 
 
 def _samples(net: Network, domain: Box | Polytope | None, n: int, rng) -> np.ndarray:
