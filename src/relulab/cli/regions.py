@@ -34,6 +34,9 @@ def regions_cmd(
                                 "exactly: the same regions and graph)."),
     ray: str = typer.Option(None, "--ray", help="Enumerate the cells on Ray: local, auto "
                             "or HOST:PORT."),
+    out_file: str = typer.Option(None, "--out", "-o", help="Stream every region to this "
+                                 "file in chunks, memory bounded whatever the count: .parquet "
+                                 "(pip install 'relulab[parquet]') or .jsonl."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Enumerate the linear regions of a model exactly (count, graph, picture).
@@ -41,8 +44,12 @@ def regions_cmd(
     With --workers or --ray the box is cut into cells balanced by estimated region count,
     the cells are enumerated in parallel and the pieces stitched exactly.
 
+    With --out the regions are streamed to a Parquet or JSON-lines file in chunks (one
+    process; nothing is kept in memory), for counts that do not fit in memory.
+
     Example: relulab regions model.onnx --box -1:1 --graph --plot regions.png;
-    relulab regions model.onnx --count --workers 2
+    relulab regions model.onnx --count --workers 2;
+    relulab regions model.onnx --out regions.parquet
     """
     from .. import regions as R
     from ..domain import Polytope
@@ -71,6 +78,19 @@ def regions_cmd(
         par = {"parallel": backend, "workers": workers, "address": address}
     out: dict = {"model": model, "input_dim": d, "hidden_widths": list(net.widths),
                  "domain": "R^d" if whole_space else dom.to_dict()}
+    if out_file is not None:
+        if count or graph or plot or list_regions or par:
+            raise RelulabError("--out streams the regions to a file: not with --count, "
+                               "--graph, --plot, --list, --workers or --ray")
+        s = R.write_regions(net, out_file, dom, max_regions=max_regions, progress=progress)
+        out.update({"file": s.path, "format": s.format, "regions": s.regions,
+                    "chunks": s.chunks, "status": s.status})
+        if json_out:
+            print_json(out)
+        else:
+            console.print(f"{s.regions} linear regions written to {s.path} ({s.format}, "
+                          f"{s.chunks} chunk(s))" + (" (partial)" if s.status == "partial" else ""))
+        return
     if count and not (graph or plot):
         if max_regions is None:
             n, partial, stopped = R.count(net, dom, progress=progress, **par), False, None

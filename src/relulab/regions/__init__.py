@@ -16,6 +16,7 @@ from ._enumerate import enumerate_regions as enumerate  # noqa: A001 - the docum
 from ._enumerate import iter_regions
 from ._graph import GraphSummary, adjacency, graph, graph_summary
 from ._slices import Polygon, Segment, Slice2D, along_segment, slice2d
+from ._store import REGION_FORMATS, StoreSummary, read_regions, write_regions
 from ._types import Region, RegionSet, neuron_label
 
 __all__ = [
@@ -35,4 +36,8 @@ __all__ = [
     "Slice2D",
     "Polygon",
     "SIGN_TOL",
+    "write_regions",
+    "read_regions",
+    "StoreSummary",
+    "REGION_FORMATS",
 ]

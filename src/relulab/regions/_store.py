@@ -1,0 +1,250 @@
+"""Stream linear regions to disk in chunks, and read them back.
+
+Enumeration of a network with hundreds of millions of regions does not fit in memory;
+:func:`write_regions` streams :func:`iter_regions` into a file chunk by chunk, so memory
+stays at one chunk whatever the count.  Two formats, chosen by the suffix:
+
+* ``.parquet``: Apache Parquet through pyarrow (``pip install relulab[parquet]``), one
+  row group per chunk, one row per region; array fields are stored flat (``list<double>``)
+  with their shapes implied by ``d`` (input dimension), ``m`` (outputs) and the row
+  counts ``n_facets`` / ``n_vertices``.  Any Parquet reader (pandas, polars, DuckDB,
+  Spark) opens it.
+* ``.jsonl``: relulab's native format, one JSON object per region per line, no dependency.
+
+The file is written atomically: a stopped run (Ctrl-C, a limit) leaves the regions
+written so far in a complete file marked partial in the summary, never a torn file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..domain import Box, Polytope
+from ..errors import RelulabError, require
+from ..io import atomic_path
+from ..network import Network
+from ..results import Result
+from ._enumerate import iter_regions
+from ._types import Region
+
+__all__ = ["write_regions", "read_regions", "StoreSummary", "REGION_FORMATS"]
+
+#: File suffixes that :func:`write_regions` and :func:`read_regions` understand.
+REGION_FORMATS = (".parquet", ".jsonl")
+
+# Regions buffered before a chunk is flushed: about 10-50 MB for typical region sizes.
+DEFAULT_CHUNK = 50_000
+
+
+@dataclass(frozen=True)
+class StoreSummary(Result):
+    """What :func:`write_regions` wrote.
+
+    Attributes:
+        path: the file.
+        format: ``"parquet"`` or ``"jsonl"``.
+        regions: regions written.
+        chunks: chunks (Parquet row groups) written.
+        status: ``"complete"`` (every region of the domain) or ``"partial"`` (stopped at
+            ``max_regions`` or by Ctrl-C: the file holds the regions found so far).
+
+    Example:
+        >>> StoreSummary("r.jsonl", "jsonl", 4, 1, "complete").to_dict()["regions"]
+        4
+    """
+
+    path: str
+    format: str
+    regions: int
+    chunks: int
+    status: str
+
+
+def _format_of(path: str | os.PathLike) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in REGION_FORMATS:
+        raise RelulabError(f"{path}: region files end in {' or '.join(REGION_FORMATS)}, "
+                           f"not {suffix or 'no suffix'!r}")
+    return suffix[1:]
+
+
+def _row(r: Region) -> dict[str, Any]:
+    """One region as a flat record (arrays flattened; shapes follow from d, m, counts)."""
+    C, c = r.affine
+    return {
+        "index": int(r.index),
+        "pattern": np.asarray(r.pattern, bool).tolist(),
+        "d": int(r.vertices.shape[1]) if r.vertices.ndim == 2 else int(C.shape[1]),
+        "m": int(C.shape[0]),
+        "n_facets": int(r.A.shape[0]),
+        "A": np.asarray(r.A, float).ravel().tolist(),
+        "b": np.asarray(r.b, float).tolist(),
+        "facet_ids": np.asarray(r.facet_ids, np.int64).tolist(),
+        "n_vertices": int(r.vertices.shape[0]),
+        "vertices": np.asarray(r.vertices, float).ravel().tolist(),
+        "interior_point": np.asarray(r.interior_point, float).tolist(),
+        "radius": float(r.radius),
+        "C": np.asarray(C, float).ravel().tolist(),
+        "c": np.asarray(c, float).tolist(),
+        "bounded": bool(r.bounded),
+        "touches_domain": bool(r.touches_domain),
+    }
+
+
+def _region(row: dict[str, Any]) -> Region:
+    d, m = int(row["d"]), int(row["m"])
+    pattern = np.asarray(row["pattern"], bool)
+    return Region(
+        index=int(row["index"]),
+        pattern=pattern,
+        A=np.asarray(row["A"], float).reshape(int(row["n_facets"]), d),
+        b=np.asarray(row["b"], float),
+        facet_ids=np.asarray(row["facet_ids"], np.int64),
+        vertices=np.asarray(row["vertices"], float).reshape(int(row["n_vertices"]), d),
+        interior_point=np.asarray(row["interior_point"], float),
+        radius=float(row["radius"]),
+        affine=(np.asarray(row["C"], float).reshape(m, d), np.asarray(row["c"], float)),
+        bounded=bool(row["bounded"]),
+        touches_domain=bool(row["touches_domain"]),
+        n_neurons=len(pattern),
+    )
+
+
+def _chunks(regions: Iterable[Region], chunk: int, limit: int | None,
+            stopped: list[bool]) -> Iterator[list[dict]]:
+    """Group the stream into lists of rows, at most ``limit`` rows in all; Ctrl-C, or a
+    region beyond the limit, ends the stream and sets ``stopped[0]``."""
+    buf: list[dict] = []
+    n = 0
+    try:
+        for r in regions:
+            if limit is not None and n >= limit:
+                stopped[0] = True   # a region beyond the limit exists: the file is partial
+                break
+            buf.append(_row(r))
+            n += 1
+            if len(buf) >= chunk:
+                yield buf
+                buf = []
+    except KeyboardInterrupt:
+        stopped[0] = True
+    if buf:
+        yield buf
+
+
+def _write_parquet(tmp: str, chunks: Iterator[list[dict]]) -> tuple[int, int]:
+    pa = require("pyarrow", "parquet")
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("index", pa.int64()), ("pattern", pa.list_(pa.bool_())), ("d", pa.int32()),
+        ("m", pa.int32()), ("n_facets", pa.int32()), ("A", pa.list_(pa.float64())),
+        ("b", pa.list_(pa.float64())), ("facet_ids", pa.list_(pa.int64())),
+        ("n_vertices", pa.int32()), ("vertices", pa.list_(pa.float64())),
+        ("interior_point", pa.list_(pa.float64())), ("radius", pa.float64()),
+        ("C", pa.list_(pa.float64())), ("c", pa.list_(pa.float64())),
+        ("bounded", pa.bool_()), ("touches_domain", pa.bool_()),
+    ])
+    n = k = 0
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for rows in chunks:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+            n, k = n + len(rows), k + 1
+    return n, k
+
+
+def _write_jsonl(tmp: str, chunks: Iterator[list[dict]]) -> tuple[int, int]:
+    n = k = 0
+    with open(tmp, "w") as fh:
+        for rows in chunks:
+            fh.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
+            n, k = n + len(rows), k + 1
+    return n, k
+
+
+def write_regions(
+    net: Network,
+    path: str | os.PathLike,
+    domain: Box | Polytope | None = None,
+    *,
+    chunk: int = DEFAULT_CHUNK,
+    max_regions: int | None = None,
+    progress: bool = False,
+) -> StoreSummary:
+    """Enumerate the linear regions of ``net`` in ``domain`` straight into a file.
+
+    Memory stays at one chunk of ``chunk`` regions whatever the total; the format follows
+    the suffix (``.parquet`` or ``.jsonl``, see the module docstring).  The regions and
+    their order are those of :func:`relulab.regions.iter_regions`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab import Network, Box, regions
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> regions.write_regions(net, p, Box([-1], [1])).regions
+        2
+        >>> [r.pattern.tolist() for r in regions.read_regions(p)]
+        [[True, False], [False, True]]
+    """
+    fmt = _format_of(path)
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise RelulabError(f"write_regions: chunk must be a positive integer, got {chunk!r}")
+    if fmt == "parquet":
+        require("pyarrow", "parquet")  # fail before any enumeration work
+    stopped = [False]
+    if max_regions is not None and max_regions < 1:
+        raise RelulabError(f"write_regions: max_regions must be at least 1, got {max_regions}")
+    # one region more than asked tells a complete enumeration from a cut one
+    stream = iter_regions(net, domain, progress=progress,
+                          max_regions=None if max_regions is None else max_regions + 1)
+    with atomic_path(path) as tmp:
+        writer = _write_parquet if fmt == "parquet" else _write_jsonl
+        n, k = writer(tmp, _chunks(stream, chunk, max_regions, stopped))
+    return StoreSummary(str(path), fmt, n, k, "partial" if stopped[0] else "complete")
+
+
+def read_regions(path: str | os.PathLike) -> Iterator[Region]:
+    """Stream the regions of a file written by :func:`write_regions`, one chunk in memory.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab import Network, Box, regions
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> _ = regions.write_regions(net, p, Box([-1], [1]))
+        >>> sum(1 for _ in regions.read_regions(p))
+        2
+    """
+    fmt = _format_of(path)
+    if not Path(path).is_file():
+        raise RelulabError(f"{path}: no such region file")
+    if fmt == "parquet":
+        require("pyarrow", "parquet")
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several types for a bad file
+            raise RelulabError(f"{path}: not a Parquet region file ({exc})") from None
+        for g in range(pf.num_row_groups):
+            for row in pf.read_row_group(g).to_pylist():
+                yield _region(row)
+        return
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                region = _region(row)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise RelulabError(f"{path}:{lineno}: not a region record ({exc})") from None
+            yield region
