@@ -91,3 +91,37 @@ def test_identifiability_open_set_and_hidden_redundancy():
     net = Network([[[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]], [[1.0, 1.0, 1.0]]], [[-0.5, 0.0, 5.0], [0.0]])
     r = identifiability(net)
     assert r.status == "not identifiable" and (0, 2) in r.invisible
+
+
+def _split_neuron(net: Network, i: int, t: F) -> Network:
+    """The same function with first-layer neuron ``i`` split into two positively rescaled
+    copies: relu(z) = t relu(z) + (1 - t) relu(z) (``0 < t < 1``), the second copy's row
+    doubled and its outgoing weights halved."""
+    W1, W2, W3 = (np.array(w, dtype=object) for w in net.weights)
+    b1, b2, b3 = (np.array(b, dtype=object) for b in net.biases)
+    W1n = np.vstack([W1, 2 * W1[i:i + 1]])
+    b1n = np.concatenate([b1, 2 * b1[i:i + 1]])
+    W2n = np.hstack([W2, W2[:, i:i + 1] * (1 - t) / 2])
+    W2n[:, i] = W2[:, i] * t
+    return Network([W1n, W2n, W3], [b1n, b2, b3], exact=True)
+
+
+def test_wide_pairs_equal_up_to_symmetry_and_splitting_and_never_falsely_equal():
+    rng = np.random.default_rng(7)
+    for n1 in (16, 64):
+        f = bottleneck(rng, d=3, n1=n1, n2=n1 // 2)
+        g = random_symmetry(_split_neuron(f, int(rng.integers(n1)), F(1, 3)), 11)
+        assert fibre_equivalent(f, g).status == "equal"
+        # exact agreement on random rational points confirms the verdict
+        X = np.array([[F(int(v), 97) for v in rng.integers(0, 98, 3)] for _ in range(50)], dtype=object)
+        assert all(a == b for a, b in zip(f(X)[:, 0], g(X)[:, 0], strict=True))
+        # one changed weight of a live second-layer neuron: never "equal"
+        W2 = np.array(f.weights[1], dtype=object)
+        W2[0, 0] += F(1, 8)
+        h = Network([f.weights[0], W2, f.weights[2]], list(f.biases), exact=True)
+        r = fibre_equivalent(f, h)
+        assert r.status != "equal" or all(
+            a == b for a, b in zip(f(X)[:, 0], h(X)[:, 0], strict=True))
+        if r.status == "different":
+            x = np.array(r.witness, dtype=object)
+            assert f(x)[0] != h(x)[0]

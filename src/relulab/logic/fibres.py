@@ -16,13 +16,15 @@ it is described by the transformations that generate it near a parameter:
   distinct neurons).
 
 The normal form removes all of these: dead neurons dropped, stably active second-layer
-neurons folded into an affine read-out of the first layer, rows normalised (largest
-entry 1 in absolute value) and sorted.  Two networks with equal normal forms are equal
+neurons folded into an affine read-out of the first layer, every row replaced by the
+primitive integer vector on its ray (common denominator cleared, gcd divided out: the
+unique representative under positive rescaling) and sorted.  Two networks with equal normal forms are equal
 (each transformation keeps the function: an exact statement).  When the normal forms
 differ, :func:`fibre_equivalent` looks for an exact witness input; without one it
 answers ``unknown`` - the description is the generic one, and a non-generic parameter
-may have further symmetries.  Everything is exact (Fractions) and polynomial:
-``O(n1 n2 + n log n)`` arithmetic operations for the normal form.
+may have further symmetries.  Everything is exact and polynomial: ``O(n1 n2 + n log n)``
+arithmetic operations on Python integers (rows are brought to common denominators once, so
+no Fraction is normalised inside the loops: a width-64 pair takes a few milliseconds).
 
 Example:
     >>> from relulab import Network
@@ -37,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -153,9 +156,22 @@ def _fact(n: int) -> int:
     return out
 
 
-def _normalise(row: list[Fraction]) -> tuple[Fraction, list[Fraction]]:
-    top = max(abs(v) for v in row)
-    return top, [v / top for v in row]
+def _ints(values) -> tuple[int, list[int]]:
+    """``(L, ints)`` with ``values == [k / L for k in ints]`` (Fractions or ints in)."""
+    fr = [Fraction(v) for v in values]
+    return _common([v.numerator for v in fr], [v.denominator for v in fr])
+
+
+def _common(nums: list[int], dens: list[int]) -> tuple[int, list[int]]:
+    """``(L, ints)`` with ``nums[k] / dens[k] == ints[k] / L`` (dens positive)."""
+    L = math.lcm(*dens) if dens else 1
+    return L, [n * (L // d) for n, d in zip(nums, dens, strict=True)]
+
+
+def _primitive(ints: list[int]) -> tuple[int, tuple[int, ...]]:
+    """``(g, p)`` with ``ints == g * p``, ``g >= 0`` and ``p`` primitive (gcd 1)."""
+    g = math.gcd(*ints)
+    return g, (tuple(k // g for k in ints) if g else tuple(ints))
 
 
 def fibre_normal_form(net: Network, box: Any = None) -> tuple:
@@ -169,44 +185,65 @@ def fibre_normal_form(net: Network, box: Any = None) -> tuple:
         True
     """
     net = _check(net)
-    s1, s2 = _status(net, box)
     W1, b1, W2, b2, W3, b3 = (net.weights[0], net.biases[0], net.weights[1], net.biases[1],
                               net.weights[2], net.biases[2])
     n1, n2 = net.widths
-    # First layer: live neurons, normalised rows; the factor moves into W2.
-    rows1, scale1 = [], []
-    keep1 = [i for i in range(n1) if s1[i] != "dead"]
-    for i in keep1:
-        top, r = _normalise([*W1[i], b1[i]])
-        if top == 0:  # a constant neuron relu(b) = 0 (b <= 0, else it would be stable)
-            continue
-        rows1.append(tuple(r))
-        scale1.append((i, top))
-    # Merge equal normalised rows (same neuron up to scale): their outgoing weights add.
-    order1 = sorted(set(rows1))
-    pos1 = {r: t for t, r in enumerate(order1)}
-    V = [[Fraction(0)] * len(order1) for _ in range(n2)]
-    for (i, top), r in zip(scale1, rows1, strict=True):
-        for j in range(n2):
-            V[j][pos1[r]] += W2[j, i] * top
+    lo, hi = _box(net, box)
+    D, box_ints = _ints([*lo, *hi])
+    Lo, Hi = box_ints[:len(lo)], box_ints[len(lo):]
+    # First layer: row i = s_i * p_i with p_i primitive and s_i = g_i / L_i > 0; the
+    # neuron is relu(s_i p_i.(x, 1)), so s_i moves into W2 and p_i is its canonical form.
+    # Its exact interval on the box, times D / s_i, is [zl_i, zh_i] in integers.
+    prim1: list[tuple[int, ...] | None] = []
+    scale1: list[tuple[int, int]] = []
+    ul: list[int] = []
+    uh: list[int] = []
+    for i in range(n1):
+        L, ints = _ints([*W1[i], b1[i]])
+        g, p = _primitive(ints)
+        *w, b = p
+        zl = b * D + sum(wk * (lk if wk > 0 else hk) for wk, lk, hk in zip(w, Lo, Hi, strict=True))
+        zh = b * D + sum(wk * (hk if wk > 0 else lk) for wk, lk, hk in zip(w, Lo, Hi, strict=True))
+        dead = g == 0 or zh <= 0
+        prim1.append(None if dead else p)
+        scale1.append((g, L))
+        ul.append(max(zl, 0) if not dead else 0)
+        uh.append(max(zh, 0) if not dead else 0)
+    order1 = sorted({p for p in prim1 if p is not None})
+    pos1 = {p: t for t, p in enumerate(order1)}
+    live = [i for i in range(n1) if prim1[i] is not None]
+    # exact entries are Fractions or ints: both have .numerator / .denominator
+    W2q = [[W2[j, i] for i in live] for j in range(n2)]
     out_lin = [Fraction(0)] * len(order1)
-    out_c = b3[0]
-    terms2 = {}
+    out_c = Fraction(b3[0])
+    terms2: dict[tuple[int, ...], Fraction] = {}
     for j in range(n2):
         a = W3[0, j]
-        if s2[j] == "dead" or a == 0:
+        if a == 0:
             continue
-        if s2[j] == "stable":  # a relu(v h + c) = a (v h + c): an affine read-out of h
-            for t in range(len(order1)):
-                out_lin[t] += a * V[j][t]
-            out_c += a * b2[j]
+        # Row j in the canonical first-layer units: (W2[j, i] s_i for live i, b2[j]) = R / L2.
+        bj = b2[j]
+        L2, R = _common([w.numerator * scale1[i][0] for w, i in zip(W2q[j], live, strict=True)]
+                        + [bj.numerator],
+                        [w.denominator * scale1[i][1] for w, i in zip(W2q[j], live, strict=True)]
+                        + [bj.denominator])
+        Rb = R[-1]
+        lo2 = Rb * D + sum(r * (ul[i] if r > 0 else uh[i]) for r, i in zip(R[:-1], live, strict=True))
+        hi2 = Rb * D + sum(r * (uh[i] if r > 0 else ul[i]) for r, i in zip(R[:-1], live, strict=True))
+        if hi2 <= 0:  # dead on the box: it hides what feeds it
             continue
-        row = [*V[j], b2[j]]
-        top = max(abs(v) for v in row)
-        if top == 0:
+        V = [0] * len(order1)  # equal rows (same neuron up to scale) add their weights
+        for r, i in zip(R[:-1], live, strict=True):
+            V[pos1[prim1[i]]] += r
+        if lo2 >= 0:  # stable: a relu(v h + c) = a (v h + c), an affine read-out of h
+            for t, v in enumerate(V):
+                out_lin[t] += a * Fraction(v, L2)
+            out_c += a * Fraction(Rb, L2)
             continue
-        key = tuple(v / top for v in row)
-        terms2[key] = terms2.get(key, Fraction(0)) + a * top
+        g, key = _primitive([*V, Rb])
+        if g == 0:
+            continue
+        terms2[key] = terms2.get(key, Fraction(0)) + a * Fraction(g, L2)
     second = tuple(sorted((k, v) for k, v in terms2.items() if v != 0))
     return tuple(order1), second, tuple(out_lin), out_c
 
