@@ -17,6 +17,8 @@ computes and its size in its docstring.
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
 * refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
+* other activations: :func:`replace_relu`, :func:`approximate_relu_network` (a ReLU
+  network as a GELU/Sigmoid/... network, Zhang-Lu-Zhao), :func:`activation`
 
 Example:
     >>> from relulab.construct import max_n
@@ -25,6 +27,13 @@ Example:
 """
 
 from ._exact import ExactEvaluator
+from .actfuncs import ACTIVATION_NAMES, Activation, activation
+from .activations import (
+    ActivationNetwork,
+    ApproximationReport,
+    approximate_relu_network,
+    replace_relu,
+)
 from .circuits import (
     Circuit,
     CircuitCheck,
@@ -167,4 +176,11 @@ __all__ = [
     "unary_addition",
     "busy_beaver_2",
     "MACHINES",
+    "ACTIVATION_NAMES",
+    "Activation",
+    "activation",
+    "ActivationNetwork",
+    "ApproximationReport",
+    "replace_relu",
+    "approximate_relu_network",
 ]
