@@ -44,7 +44,7 @@ def test_sup_error_decreases_monotonically_to_small(name: str) -> None:
 def test_leaky_relu_is_exact_for_every_scale() -> None:
     net = _net(3)
     for t in (0.5, 1.0, 1000.0):
-        err, _, _ = sup_error(net, replace_relu(net, "leakyrelu", BOX, t), BOX, 2000)
+        err = sup_error(net, replace_relu(net, "leakyrelu", BOX, t), BOX, 2000).error
         assert err < 1e-12
 
 
@@ -71,11 +71,11 @@ def test_scale_gadget_error_matches_its_formula() -> None:
         a = activation(name)
         for t in (3.0, 30.0):
             expect = np.abs(1.25 / t * a(t * x / 1.25) - np.maximum(x, 0)).max()
-            err, _, _ = sup_error(net, replace_relu(net, name, box, t), box, 20001)
+            err = sup_error(net, replace_relu(net, name, box, t), box, 20001).error
             assert abs(err - expect) < 1e-12
     # softplus: the error is attained at x = 0 and equals M log 2 / t
-    err, xm, _ = sup_error(net, replace_relu(net, "softplus", box, 10.0), box, 20001)
-    assert abs(err - 1.25 * np.log(2) / 10) < 1e-12 and abs(xm[0]) < 1e-12
+    r = sup_error(net, replace_relu(net, "softplus", box, 10.0), box, 20001)
+    assert abs(r.error - 1.25 * np.log(2) / 10) < 1e-12 and abs(r.argmax[0]) < 1e-12
 
 
 def test_square_gadget_within_its_bound() -> None:
@@ -83,7 +83,7 @@ def test_square_gadget_within_its_bound() -> None:
     net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
     box = Box([-1.0], [1.0])
     for t in (1.0, 7.0, 100.0):
-        err, _, _ = sup_error(net, replace_relu(net, "relu2", box, t), box, 20001)
+        err = sup_error(net, replace_relu(net, "relu2", box, t), box, 20001).error
         assert err <= 1.25 / (8 * t) + 1e-12
         assert err >= 1.25 / (8 * t) - 1e-12   # attained at x = 0 (a grid point)
 

@@ -17,6 +17,8 @@ computes and its size in its docstring.
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
 * refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
+* integral representations of polynomials by two-layer ReLU networks:
+  :func:`integral_representation`, :func:`quadrature_network`, :func:`harmonic_extension`
 * other activations: :func:`replace_relu`, :func:`approximate_relu_network` (a ReLU
   network as a GELU/Sigmoid/... network, Zhang-Lu-Zhao), :func:`activation`
 
@@ -56,6 +58,14 @@ from .hardness import (
     round_half,
     sat_gadget,
 )
+from .integral import (
+    IntegralRepresentation,
+    QuadratureReport,
+    harmonic_extension,
+    integral_representation,
+    quadrature_network,
+    quadrature_report,
+)
 from .maxmin import (
     ConstructionError,
     LatticeSize,
@@ -78,6 +88,7 @@ from .maxsearch import (
     max_two_hidden_from_terms,
     search_max_two_hidden,
 )
+from .polynomial import Polynomial, parse_polynomial
 from .sawtooth import (
     ErrorReport,
     monomial,
@@ -183,4 +194,12 @@ __all__ = [
     "ApproximationReport",
     "replace_relu",
     "approximate_relu_network",
+    "Polynomial",
+    "parse_polynomial",
+    "IntegralRepresentation",
+    "integral_representation",
+    "harmonic_extension",
+    "quadrature_network",
+    "QuadratureReport",
+    "quadrature_report",
 ]

@@ -55,7 +55,7 @@ from ..results import Result
 from .actfuncs import ACTIVATION_NAMES, Activation, activation, onnx_nodes, uses_float32
 
 __all__ = ["ActivationNetwork", "ApproximationReport", "replace_relu", "approximate_relu_network",
-           "sup_error", "GADGET_CLASS", "activation"]
+           "sup_error", "SupError", "GADGET_CLASS", "activation"]
 
 GADGET_CLASS: dict[str, str] = {
     **{n: "scale" for n in ("elu", "celu", "selu", "softplus", "gelu", "silu", "swish", "mish")},
@@ -418,25 +418,41 @@ def _grid(box: Box, n_points: int, seed: int) -> np.ndarray:
     return np.vstack([corners[:n_points], pts])
 
 
+@dataclass(frozen=True)
+class SupError(Result):
+    """The largest error found on a grid: ``error`` at ``argmax`` among ``n_points``
+    points; ``status`` "sampled" (a lower bound of the sup over the box).
+
+    Example:
+        >>> SupError(0.5, (0.0,), 3, "sampled").to_dict()["status"]
+        'sampled'
+    """
+
+    error: float
+    argmax: tuple[float, ...]
+    n_points: int
+    status: str
+
+
 def sup_error(net: Network, rho_net: ActivationNetwork, domain: Any, n_points: int = 20001,
-              seed: int = 0) -> tuple[float, np.ndarray, int]:
+              seed: int = 0) -> SupError:
     """Max over a dense grid of the box (random points + corners when the grid would be
-    too large) of ``|net(x) - rho_net(x)|`` (max over outputs): (error, argmax, points).
-    A sampled value: a lower bound of the sup over the box.
+    too large) of ``|net(x) - rho_net(x)|`` (max over outputs).  A sampled value: a lower
+    bound of the sup over the box.
 
     Example:
         >>> from relulab import Box, Network
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
-        >>> err, x, n = sup_error(net, replace_relu(net, "leakyrelu", Box([-1], [1]), 1), Box([-1], [1]))
-        >>> err < 1e-12, n
-        (True, 20001)
+        >>> r = sup_error(net, replace_relu(net, "leakyrelu", Box([-1], [1]), 1), Box([-1], [1]))
+        >>> r.error < 1e-12, r.n_points, r.status
+        (True, 20001, 'sampled')
     """
     dom = as_domain(domain, net.input_dim)
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     X = _grid(box, n_points, seed)
     D = np.abs(net.float()(X) - rho_net(X)).max(axis=1)
     i = int(np.argmax(D))
-    return float(D[i]), X[i], int(len(X))
+    return SupError(float(D[i]), tuple(float(v) for v in X[i]), int(len(X)), "sampled")
 
 
 @dataclass(frozen=True)
@@ -490,13 +506,13 @@ def approximate_relu_network(net: Network, act: str | Activation, domain: Any, s
         [False, True]
     """
     rho = replace_relu(net, act, domain, scale)
-    err, x, npts = sup_error(net, rho, domain, n_points)
+    se = sup_error(net, rho, domain, n_points)
     kind = GADGET_CLASS[rho.act.name]
     wf, df = OUR_FACTORS[kind]
     pw, pd = PAPER_FACTORS[kind]
     return ApproximationReport(rho.act.name, dict(rho.act.params), kind, float(scale),
-                               tuple(net.widths), rho.widths, wf, df, pw, pd, err,
-                               tuple(float(v) for v in x), npts, "sampled", rho)
+                               tuple(net.widths), rho.widths, wf, df, pw, pd, se.error,
+                               se.argmax, se.n_points, se.status, rho)
 
 
 assert set(GADGET_CLASS) == set(ACTIVATION_NAMES)
