@@ -101,6 +101,23 @@ class ActivationNetwork:
         return len(self.weights) - 1
 
     @property
+    def n_neurons(self) -> int:
+        return int(sum(self.widths))
+
+    @property
+    def n_params(self) -> int:
+        extra = 0 if self.skip is None else self.skip[0].size + self.skip[1].size
+        return int(sum(W.size + b.size for W, b in zip(self.weights, self.biases, strict=True)) + extra)
+
+    @property
+    def is_exact(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        dims = "-".join(str(v) for v in (self.input_dim, *self.widths, self.output_dim))
+        return f"ActivationNetwork({dims}, {self.act.name})"
+
+    @property
     def input_dim(self) -> int:
         return int(self.weights[0].shape[1])
 
