@@ -494,4 +494,14 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     cfg = C.run_network(tm, tnet, "(()())")
     console_.print(f"  Turing machine as a recurrent ReLU net {tnet!r}: '(()())' -> "
                    f"{cfg.state} after {cfg.steps} forward passes")
+    from ..domain import Box
+
+    errs = [C.approximate_relu_network(net, "gelu", Box([-1] * 8, [1] * 8), t, n_points=2000).sup_error
+            for t in (10, 100, 1000)]
+    console_.print("  max_8 as a GELU network (same size): sampled sup error on [-1,1]^8 at "
+                   "scale 10/100/1000: " + " / ".join(f"{e:.1e}" for e in errs))
+    rep = C.integral_representation("x^3 - x/2", 1, "sharpened")
+    console_.print(f"  x^3 - x/2 as an integral over ReLU neurons: exact at x = 1/3 "
+                   f"({rep.exact_value([Fraction(1, 3)]) == Fraction(1, 27) - Fraction(1, 6)}); "
+                   f"64-neuron exact quadrature net {C.quadrature_network(rep, 64)!r}")
 
