@@ -165,3 +165,21 @@ def test_skip_connection_is_kept() -> None:
     assert r.sup_error < 0.01
     d = r.to_dict()
     assert d["status"] == "sampled" and d["network"]["skip"] is True
+
+
+@pytest.mark.parametrize("name", [n for n, k in GADGET_CLASS.items() if k != "sigmoidal"])
+def test_measured_error_within_a_priori_bound(name: str) -> None:
+    for seed in (0, 7):
+        net = _net(seed)
+        for t in (3.0, 50.0):
+            r = approximate_relu_network(net, name, BOX, t, n_points=1500)
+            assert r.a_priori_bound is not None
+            assert r.sup_error <= r.a_priori_bound + 1e-12
+    # the bound is gamma M / t propagated: it scales exactly like 1/t
+    b1 = approximate_relu_network(_net(), name, BOX, 10.0, n_points=100).a_priori_bound
+    b2 = approximate_relu_network(_net(), name, BOX, 100.0, n_points=100).a_priori_bound
+    assert abs(b2 * 10 - b1) <= 1e-12 * (1 + b1)
+
+
+def test_sigmoidal_has_no_a_priori_bound() -> None:
+    assert approximate_relu_network(_net(), "tanh", BOX, 10.0, n_points=100).a_priori_bound is None

@@ -55,7 +55,7 @@ from ..results import Result
 from .actfuncs import ACTIVATION_NAMES, Activation, activation, onnx_nodes, uses_float32
 
 __all__ = ["ActivationNetwork", "ApproximationReport", "replace_relu", "approximate_relu_network",
-           "sup_error", "SupError", "GADGET_CLASS", "activation"]
+           "sup_error", "SupError", "GADGET_CLASS", "a_priori_bound", "gadget_gamma", "activation"]
 
 GADGET_CLASS: dict[str, str] = {
     **{n: "scale" for n in ("elu", "celu", "selu", "softplus", "gelu", "silu", "swish", "mish")},
@@ -71,7 +71,7 @@ MIN_DERIVATIVE = 1e-3  # |rho'(x0)|, |rho''(x0)| below this: try the next base p
 MAX_STEP = 0.25  # h and e never exceed this (keeps x0 +- 2h away from softsign's kink at 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ActivationNetwork:
     """A feed-forward network with one activation in every hidden layer (float64).
 
@@ -422,6 +422,72 @@ def _gadget(kind: str, a: Activation, W: np.ndarray, b: np.ndarray, M: np.ndarra
     return [(W1, b1), (W2, b2)], (Gm, gm)
 
 
+# ------------------------------------------------------------------ a priori bound
+GAMMA_GRID = (-60.0, 60.0, 1_200_001)  # sup |rho/c - relu| searched on this grid (step 1e-4)
+GAMMA_SLACK = 1e-3  # added to the grid maximum: covers the grid step times rho's Lipschitz constant
+
+
+def gadget_gamma(act: str | Activation) -> float | None:
+    """``sup_y |rho(y)/c - relu(y)|`` for the scale class (c = lim rho(x)/x), 1/8 for
+    ReLU^2, 0 for LeakyReLU; None for the sigmoidal class (no global per-neuron bound).
+    Scale class: a float estimate (dense grid + slack, and the limit at -inf), not a proof.
+
+    Example:
+        >>> round(gadget_gamma("softplus"), 3), gadget_gamma("relu2"), gadget_gamma("tanh")
+        (0.694, 0.125, None)
+    """
+    a = act if isinstance(act, Activation) else activation(act)
+    kind = GADGET_CLASS[a.name]
+    if kind == "leaky":
+        return 0.0
+    if kind == "square":
+        return 0.125
+    if kind == "sigmoidal":
+        return None
+    key = (a.name, tuple(sorted(a.params.items())))
+    if key not in _GAMMA_CACHE:
+        y = np.linspace(*GAMMA_GRID)
+        g = float(np.max(np.abs(a(y) / a.slope - np.maximum(y, 0.0))))
+        _GAMMA_CACHE[key] = max(g, abs(a.lower) / a.slope) + GAMMA_SLACK
+    return _GAMMA_CACHE[key]
+
+
+_GAMMA_CACHE: dict[tuple, float] = {}
+
+
+def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: float) -> float | None:
+    """An upper bound of ``max |net(x) - replace_relu(net, act, domain, scale)(x)|`` over the
+    box for the scale, leaky and square classes (None for sigmoidal): every gadget is
+    within ``eps = gamma M / t`` of relu everywhere (:func:`gadget_gamma`), relu is
+    1-Lipschitz, so layer errors obey ``e_k <= |W_k| e_(k-1) + eps_k`` and the output error
+    is ``|W_out| e_L``.  Exact arithmetic is not used: a float bound (and gamma of the scale
+    class is a grid estimate).
+
+    Example:
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> a_priori_bound(net, "relu2", Box([-1], [1]), 10)       # 2 neurons x 1.25/80
+        0.03125
+    """
+    a = act if isinstance(act, Activation) else activation(act)
+    gamma = gadget_gamma(a)
+    if gamma is None:
+        return None
+    t = float(scale)
+    if not np.isfinite(t) or t <= 0:
+        raise RelulabError(f"a_priori_bound: scale must be finite and > 0, got {scale!r}")
+    dom = as_domain(domain, net.input_dim)
+    box = dom if isinstance(dom, Box) else dom.bounding_box()
+    f = net.float()
+    Ms = _ranges(f, box)
+    e = np.zeros(f.input_dim)
+    for k, (W, _) in enumerate(f.layers):
+        if k == f.depth - 1:
+            return float(np.max(np.abs(W) @ e))
+        e = np.abs(W) @ e + gamma * Ms[k] / t
+    return None
+
+
 # ------------------------------------------------------------------ measuring
 def _grid(box: Box, n_points: int, seed: int) -> np.ndarray:
     d = box.dim
@@ -479,7 +545,8 @@ class ApproximationReport(Result):
     ``sup_error`` is the max error on ``n_points`` grid points (``status`` "sampled": a
     lower bound of the sup over the box); ``paper_width_factor``/``paper_depth_factor``
     are the factors the paper guarantees for this activation, ``width_factor``/
-    ``depth_factor`` ours.
+    ``depth_factor`` ours; ``a_priori_bound`` the propagated gadget bound of
+    :func:`a_priori_bound` (None for the sigmoidal class).
 
     Example:
         >>> from relulab import Box, Network
@@ -503,6 +570,7 @@ class ApproximationReport(Result):
     argmax: tuple[float, ...]
     n_points: int
     status: str
+    a_priori_bound: float | None = None
     network: ActivationNetwork | None = None
 
     def to_dict(self) -> dict:
@@ -529,7 +597,8 @@ def approximate_relu_network(net: Network, act: str | Activation, domain: Any, s
     pw, pd = PAPER_FACTORS[kind]
     return ApproximationReport(rho.act.name, dict(rho.act.params), kind, float(scale),
                                tuple(net.widths), rho.widths, wf, df, pw, pd, se.error,
-                               se.argmax, se.n_points, se.status, rho)
+                               se.argmax, se.n_points, se.status,
+                               a_priori_bound(net, rho.act, domain, scale), rho)
 
 
 assert set(GADGET_CLASS) == set(ACTIVATION_NAMES)
