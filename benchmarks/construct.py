@@ -140,6 +140,7 @@ def rows_activations() -> list[dict]:
                      "max_width": max(r.widths), "paper_max_width": pw * max(net.widths),
                      "hidden_layers": len(r.widths), "paper_hidden_layers": pd * net.n_hidden_layers,
                      **{f"sup_error_t{t}": rep.sup_error for t, rep in reps.items()},
+                     "a_priori_bound_t1000": reps[1000].a_priori_bound,
                      "seconds": round(time.perf_counter() - t0, 2)})
     for text, d in (("x^2 + xy", 2), ("x1^3 - 2x1*x2*x3 + x3^2", 3)):
         X = I.sample_distribution("ball", 4000, d, 1.0, seed=3)
@@ -163,11 +164,12 @@ def rows_activations() -> list[dict]:
 def print_activations(rows: list[dict]) -> list[dict]:
     print("\nReLU net 2-8-8-1 as a rho-network on [-1,1]^2: sizes (ours / paper) and sup error")
     print(f"{'activation':10s} {'gadget':9s} {'width':>9s} {'ratio':>5s} {'layers':>7s} "
-          f"{'t=10':>9s} {'t=100':>9s} {'t=1000':>9s}")
+          f"{'t=10':>9s} {'t=100':>9s} {'t=1000':>9s} {'bound t=1000':>12s}")
     for r in (r for r in rows if r["part"] == "activation"):
         print(f"{r['activation']:10s} {r['gadget']:9s} {r['max_width']:4d}/{r['paper_max_width']:<4d} "
               f"{r['max_width'] / r['paper_max_width']:5.2f} {r['hidden_layers']:3d}/{r['paper_hidden_layers']:<3d} "
-              f"{r['sup_error_t10']:9.2e} {r['sup_error_t100']:9.2e} {r['sup_error_t1000']:9.2e}")
+              f"{r['sup_error_t10']:9.2e} {r['sup_error_t100']:9.2e} {r['sup_error_t1000']:9.2e} "
+              f"{'-' if r['a_priori_bound_t1000'] is None else format(r['a_priori_bound_t1000'], '.2e'):>12s}")
     print("\nintegral representation, Monte Carlo N = 1024 (20 seeds): RMS L2 error vs bound sqrt(V/N)")
     for r in (r for r in rows if r["part"] == "integral"):
         print(f"  {r['poly']:26s} {r['form']:9s} rms {r['rms_l2_error']:.3e}  bound {r['bound']:.3e}  "
