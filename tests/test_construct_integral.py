@@ -166,3 +166,5 @@ def test_bad_input() -> None:
         rep.exact_value([0, 0, 0])
     with pytest.raises(RelulabError, match="dim"):
         parse_polynomial("x*y*z", dim=2)
+    with pytest.raises(RelulabError, match="limit"):
+        integral_representation("x1^10", 1, dim=12)

@@ -64,6 +64,7 @@ __all__ = ["IntegralRepresentation", "integral_representation", "harmonic_extens
            "QuadratureReport", "quadrature_report"]
 
 FORMS = ("plain", "sharpened")
+MAX_EXACT_SYSTEM = 600  # monomials per exact Gauss-Jordan solve (cubic cost in Fractions)
 RULES = ("grid", "mc")
 DISTRIBUTIONS = ("ball", "sphere")
 
@@ -130,6 +131,9 @@ def harmonic_extension(poly: Polynomial | str, sphere_radius: Any = 1) -> Polyno
     if n < 2:
         return p
     basis = [m for k in range(n - 1) for m in monomials(d, k)]       # s has degree <= n - 2
+    if len(basis) > MAX_EXACT_SYSTEM:
+        raise RelulabError(f"harmonic_extension: degree {n} in {d} variables needs an exact solve "
+                           f"with {len(basis)} unknowns (limit {MAX_EXACT_SYSTEM})")
     rows = {m: i for i, m in enumerate(basis)}                       # Laplace(...) too
     quad: Poly = {tuple(2 if j == i else 0 for j in range(d)): Fraction(1) for i in range(d)}
     quad[(0,) * d] = -r * r
@@ -147,16 +151,29 @@ def harmonic_extension(poly: Polynomial | str, sphere_radius: Any = 1) -> Polyno
 
 
 def _ridge_density(pk: Poly, d: int, k: int) -> Poly:
-    """c_k (homogeneous of degree k) with E_w[c_k(w) <w, x>^k] = p_k(x), exactly."""
+    """c_k (homogeneous of degree k) with E_w[c_k(w) <w, x>^k] = p_k(x), exactly.  The
+    moment E[w^(b+g)] vanishes unless b and g have the same parity in every coordinate,
+    so the system splits into one block per parity pattern."""
     basis = list(monomials(d, k))
     fact = math.factorial(k)
-    A = []
-    for g in basis:
-        multinom = fact // math.prod(math.factorial(e) for e in g)
-        A.append([multinom * sphere_moment(tuple(a + b for a, b in zip(g, bb, strict=True)))
-                  for bb in basis])
-    rhs = [pk.get(g, Fraction(0)) for g in basis]
-    return {m: c for m, c in zip(basis, solve_exact(A, rhs), strict=True) if c != 0}
+    blocks: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for m in basis:
+        blocks.setdefault(tuple(e % 2 for e in m), []).append(m)
+    out: Poly = {}
+    for block in blocks.values():
+        rhs = [pk.get(g, Fraction(0)) for g in block]
+        if not any(rhs):
+            continue
+        if len(block) > MAX_EXACT_SYSTEM:
+            raise RelulabError(f"integral_representation: degree {k} in {d} variables needs an exact "
+                               f"solve with {len(block)} unknowns (limit {MAX_EXACT_SYSTEM})")
+        A = []
+        for g in block:
+            multinom = fact // math.prod(math.factorial(e) for e in g)
+            A.append([multinom * sphere_moment(tuple(a + b for a, b in zip(g, bb, strict=True)))
+                      for bb in block])
+        out.update({m: c for m, c in zip(block, solve_exact(A, rhs), strict=True) if c != 0})
+    return out
 
 
 # ------------------------------------------------------------------ the representation
