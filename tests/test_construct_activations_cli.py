@@ -39,6 +39,16 @@ def test_activation_cli_errors(capsys):
     assert code == 1 and "--act" in err
     code, out, err = run(capsys, "construct", "max", "--n", "3", "--act", "gelu")
     assert code == 1 and "does not apply" in err
+    code, out, err = run(capsys, "construct", "activation", "example:tiny_2d.onnx", "--act", "swish:beta")
+    assert code == 1 and "key=value" in err
+
+
+def test_activation_cli_parameters(capsys):
+    code, out, err = run(capsys, "construct", "activation", "example:tiny_2d.onnx", "--act",
+                         "leakyrelu:negative_slope=0.3", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["activation_params"] == {"negative_slope": 0.3} and d["sup_error"] < 1e-12
 
 
 def test_integral_cli(tmp_path, capsys):

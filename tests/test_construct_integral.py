@@ -143,6 +143,28 @@ def test_sharpened_variance_is_smaller() -> None:
         assert Vs < Vp
 
 
+@given(coefs=st.lists(small_q, min_size=1, max_size=6), d=st.integers(1, 4), seed=st.integers(0, 99))
+def test_polynomial_text_round_trip(coefs, d, seed) -> None:
+    rng = np.random.default_rng(seed)
+    p = Polynomial(d, {tuple(int(v) for v in rng.integers(0, 4, d)): c for c in coefs})
+    assert parse_polynomial(str(p), d) == p
+
+
+def test_exact_network_onnx_export_agrees() -> None:
+    ort = pytest.importorskip("onnxruntime")
+    from relulab.io.onnx import network_to_onnx
+
+    rep = integral_representation("x^3 - 2x^2 + x/2", Fraction(3, 2), "sharpened")
+    net = quadrature_network(rep, 64)
+    assert net.is_exact
+    sess = ort.InferenceSession(network_to_onnx(net).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    xs = [Fraction(k, 17) for k in range(-25, 26)]
+    exact = np.array([float(net([x])[0]) for x in xs])
+    got = sess.run(None, {"input": np.array([[float(x)] for x in xs])})[0][:, 0]
+    assert np.all(np.abs(got - exact) <= 1e-12 * np.maximum(1.0, np.abs(exact)))
+
+
 def test_bad_input() -> None:
     for text in ("", "x^", "x + + ", "2q", "x1 + y", "x^2.5", "x^-1"):
         with pytest.raises(RelulabError):

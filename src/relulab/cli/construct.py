@@ -340,13 +340,15 @@ def _subdivision(kind: str, o: Options) -> tuple[Network, dict]:
               ("model", "act", "scale", "box"))
 def _activation(kind: str, o: Options) -> tuple[Any, dict]:
     from .. import construct as C
+    from ..construct.actfuncs import parse_activation
     from ._common import box_text, load_model_arg, parse_box
 
     path = _need(o.model, "MODEL", kind)
     act = _need(o.act, "--act", kind)
     net = load_model_arg(path)
     box = parse_box(o.box, net.input_dim)
-    r = C.approximate_relu_network(net, act, box, o.scale if o.scale is not None else 100.0)
+    r = C.approximate_relu_network(net, parse_activation(act), box,
+                                   o.scale if o.scale is not None else 100.0)
     d = r.to_dict()
     rho = d.pop("network")
     d["activation_params"] = d.pop("params")    # "params" is the report's parameter count
@@ -418,7 +420,7 @@ def construct_cmd(
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
     steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
-    act: str | None = typer.Option(None, "--act", help="activation: gelu, sigmoid, tanh, ... (16)."),
+    act: str | None = typer.Option(None, "--act", help="activation: gelu, sigmoid, tanh, ... (16); swish:beta=2."),
     scale: float | None = typer.Option(None, "--scale",
                                        help="activation: construction parameter t (default 100)."),
     box: str | None = typer.Option(None, "--box", help="activation: input box lo:hi or lo1:hi1,..."),

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import RelulabError
 
-__all__ = ["Activation", "activation", "ACTIVATION_NAMES"]
+__all__ = ["Activation", "activation", "parse_activation", "ACTIVATION_NAMES"]
 
 # a formula is a nested tuple: ("x",), ("c", v), (op, arg...) with op in _UNARY or _BINARY
 Expr = tuple
@@ -185,6 +185,28 @@ def activation(name: str, **params: float) -> Activation:
     if key == "srs":
         hi = p["alpha"]
     return Activation(key, p, lo, hi, slope)
+
+
+def parse_activation(text: str) -> Activation:
+    """An activation from text: ``"gelu"``, or with parameters ``"swish:beta=2"``,
+    ``"srs:alpha=3,beta=2"`` (the command line's ``--act``).
+
+    Example:
+        >>> a = parse_activation("leakyrelu:negative_slope=0.2")
+        >>> a.name, a.params
+        ('leakyrelu', {'negative_slope': 0.2})
+    """
+    name, _, rest = str(text).partition(":")
+    params: dict[str, float] = {}
+    for item in (p for p in rest.split(",") if p.strip()):
+        key, eq, val = item.partition("=")
+        try:
+            if not eq:
+                raise ValueError
+            params[key.strip()] = float(val)
+        except ValueError:
+            raise RelulabError(f"activation {text!r}: write NAME or NAME:key=value,key=value") from None
+    return activation(name, **params)
 
 
 # ------------------------------------------------------------------ evaluation
