@@ -71,11 +71,24 @@ def test_scale_gadget_error_matches_its_formula() -> None:
         a = activation(name)
         for t in (3.0, 30.0):
             expect = np.abs(1.25 / t * a(t * x / 1.25) - np.maximum(x, 0)).max()
-            err = sup_error(net, replace_relu(net, name, box, t), box, 20001).error
+            err = sup_error(net, replace_relu(net, name, box, t), box, 20001, refine=False).error
             assert abs(err - expect) < 1e-12
     # softplus: the error is attained at x = 0 and equals M log 2 / t
-    r = sup_error(net, replace_relu(net, "softplus", box, 10.0), box, 20001)
+    r = sup_error(net, replace_relu(net, "softplus", box, 10.0), box, 20001, refine=False)
     assert abs(r.error - 1.25 * np.log(2) / 10) < 1e-12 and abs(r.argmax[0]) < 1e-12
+
+
+def test_refinement_finds_the_peak_between_grid_points() -> None:
+    # relu(x - 1/7) on [-1, 1]: the kink is off the grid; the softplus error peaks there at
+    # M log 2 / t (M = 1.25 * 8/7 from the bounds), which a coarse grid misses for large t
+    net = Network([[[1.0]], [[1.0]]], [[-1 / 7], [0.0]])
+    box = Box([-1.0], [1.0])
+    rho = replace_relu(net, "softplus", box, 1000.0)
+    peak = 1.25 * (8 / 7) * np.log(2) / 1000
+    coarse = sup_error(net, rho, box, 101, refine=False).error
+    fine = sup_error(net, rho, box, 101).error
+    assert coarse < 0.5 * peak
+    assert abs(fine - peak) < 1e-3 * peak
 
 
 def test_square_gadget_within_its_bound() -> None:
