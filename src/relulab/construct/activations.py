@@ -21,7 +21,7 @@ relulab :class:`~relulab.Network` and a box, with one parameter ``scale`` (t):
   ``A - B = rho(x0 + h(v+s)) - rho(x0 + h(v-s)) = 2 h rho'(x0) s + 2 h^2 rho''(x0) v s + O(h^3)``,
   and the linear term is cancelled with ``C = rho(x0 + h^2 s)`` (whose own derivative
   cancels it, so rho'(x0) is never needed there).  3 + 3 rho-neurons per ReLU: width
-  3N, depth 2L, the paper's factors.  e = h = 1/t; the error is O(M / t), and float64
+  3N, depth 2L, the paper's factors.  e = h = min(1/4, 1/t); the error is O(M / t), and float64
   round-off grows like 1e-16 t^3 (the t where it meets the truncation error, about
   10^3-10^4, is where the measured error stops falling).
 
@@ -29,7 +29,9 @@ The gadget derivation of the sigmoidal class is ours (the paper's proof text was
 available here); its size is the paper's (3N, 2L).  Every pre-activation range M comes
 from :func:`relulab.bounds.symbolic_bounds` over the box (x1.25 margin, since the
 approximating network's own pre-activations move a little).  The sup error over the box
-is *measured* on a dense grid (``status = "sampled"``): a lower bound of the true sup.
+is *measured* on a dense grid refined by local search (``status = "sampled"``: a lower
+bound of the true sup); for the scale, leaky and square classes :func:`a_priori_bound`
+gives an upper bound too.
 
 Example:
     >>> from relulab import Box, Network
