@@ -111,9 +111,72 @@ def main() -> None:
     print(f"\nhardness gadget: {net.n_neurons // 40} ReLUs per clause (anchor 4), fan-in "
           f"{max(sum(1 for v in row if v != 0) for row in net.weights[0])} (anchor <= 3)")
     out["gadget_relus_per_clause"] = net.n_neurons // 40
+    out["activations"] = print_activations(rows_activations())
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)
+
+
+def rows_activations() -> list[dict]:
+    """Other activations (Zhang-Lu-Zhao 2024): our rho-network sizes against the paper's
+    (3N, 2L) / (N, L) and the sup error (dense grid) as the scale t grows; integral
+    representations: Monte Carlo error against the bound sqrt(V/N) and the exact 1-D grid."""
+    from relulab import Box, Network
+    from relulab.construct import integral as I
+    from relulab.construct.activations import GADGET_CLASS, PAPER_FACTORS, approximate_relu_network
+
+    rng = np.random.default_rng(0)
+    dims = [2, 8, 8, 1]
+    net = Network([rng.normal(size=(dims[i + 1], dims[i])) / np.sqrt(dims[i]) for i in range(3)],
+                  [rng.normal(size=dims[i + 1]) * 0.5 for i in range(3)])
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    rows = []
+    for name in GADGET_CLASS:
+        t0 = time.perf_counter()
+        reps = {t: approximate_relu_network(net, name, box, t, n_points=4000) for t in (10, 100, 1000)}
+        r = reps[100]
+        pw, pd = PAPER_FACTORS[GADGET_CLASS[name]]
+        rows.append({"part": "activation", "activation": name, "gadget": r.gadget,
+                     "max_width": max(r.widths), "paper_max_width": pw * max(net.widths),
+                     "hidden_layers": len(r.widths), "paper_hidden_layers": pd * net.n_hidden_layers,
+                     **{f"sup_error_t{t}": rep.sup_error for t, rep in reps.items()},
+                     "a_priori_bound_t1000": reps[1000].a_priori_bound,
+                     "seconds": round(time.perf_counter() - t0, 2)})
+    for text, d in (("x^2 + xy", 2), ("x1^3 - 2x1*x2*x3 + x3^2", 3)):
+        X = I.sample_distribution("ball", 4000, d, 1.0, seed=3)
+        for form in ("plain", "sharpened"):
+            rep = I.integral_representation(text, 1, form, dim=d)
+            V = I.mc_variance(rep, X, n_wb=20000)
+            N = 1024
+            mse = float(np.mean([I.l2_error(I.quadrature_network(rep, N, "mc", s), rep.target, X) ** 2
+                                 for s in range(20)]))
+            rows.append({"part": "integral", "poly": text, "form": form, "width": N,
+                         "rms_l2_error": mse ** 0.5, "bound": (V / N) ** 0.5})
+    rep = I.integral_representation("x^3 - 2x^2 + x/2", 1, "sharpened")
+    X = I.sample_distribution("ball", 4000, 1, 1.0, seed=3)
+    for N in (16, 64, 256):
+        qn = I.quadrature_network(rep, N, "grid")
+        rows.append({"part": "integral-grid", "poly": "x^3 - 2x^2 + x/2", "width": N,
+                     "exact": qn.is_exact, "l2_error": I.l2_error(qn, rep.target, X)})
+    return rows
+
+
+def print_activations(rows: list[dict]) -> list[dict]:
+    print("\nReLU net 2-8-8-1 as a rho-network on [-1,1]^2: sizes (ours / paper) and sup error")
+    print(f"{'activation':10s} {'gadget':9s} {'width':>9s} {'ratio':>5s} {'layers':>7s} "
+          f"{'t=10':>9s} {'t=100':>9s} {'t=1000':>9s} {'bound t=1000':>12s}")
+    for r in (r for r in rows if r["part"] == "activation"):
+        print(f"{r['activation']:10s} {r['gadget']:9s} {r['max_width']:4d}/{r['paper_max_width']:<4d} "
+              f"{r['max_width'] / r['paper_max_width']:5.2f} {r['hidden_layers']:3d}/{r['paper_hidden_layers']:<3d} "
+              f"{r['sup_error_t10']:9.2e} {r['sup_error_t100']:9.2e} {r['sup_error_t1000']:9.2e} "
+              f"{'-' if r['a_priori_bound_t1000'] is None else format(r['a_priori_bound_t1000'], '.2e'):>12s}")
+    print("\nintegral representation, Monte Carlo N = 1024 (20 seeds): RMS L2 error vs bound sqrt(V/N)")
+    for r in (r for r in rows if r["part"] == "integral"):
+        print(f"  {r['poly']:26s} {r['form']:9s} rms {r['rms_l2_error']:.3e}  bound {r['bound']:.3e}  "
+              f"ratio {r['rms_l2_error'] / r['bound']:.2f}")
+    for r in (r for r in rows if r["part"] == "integral-grid"):
+        print(f"  grid (exact={r['exact']}) {r['poly']} N={r['width']}: L2 error {r['l2_error']:.3e}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Example:
     $ relulab construct sawtooth --depth 10 -o saw.npz --json
     $ relulab construct adder --bits 4 -o add4.npz
     $ relulab construct turing --machine balanced-parentheses -o tm.npz
+    $ relulab construct activation model.onnx --act gelu --scale 100 --box -1:1 -o gelu.onnx --json
+    $ relulab construct integral --poly "x^2+xy" --width 256 --form sharpened
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ class Options:
     mask: str | None = None
     steps: int | None = None
     word: str | None = None
+    model: str | None = None
+    act: str | None = None
+    scale: float | None = None
+    box: str | None = None
+    poly: str | None = None
+    width: int | None = None
+    rule: str = "grid"
+    form: str = "plain"
+    radius: str = "1"
+    dist: str = "ball"
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -59,7 +71,9 @@ FLAGS = {
     "file": "--file", "terms": "--terms", "n_vars": "--vars", "breakpoints": "--breakpoints",
     "values": "--values", "left_slope": "--left-slope", "right_slope": "--right-slope",
     "random": "--random", "machine": "--machine", "mask": "--mask", "steps": "--steps",
-    "word": "--input",
+    "word": "--input", "model": "MODEL", "act": "--act", "scale": "--scale", "box": "--box",
+    "poly": "--poly", "width": "--width", "rule": "--rule", "form": "--form", "radius": "--radius",
+    "dist": "--dist",
 }
 
 
@@ -321,6 +335,46 @@ def _subdivision(kind: str, o: Options) -> tuple[Network, dict]:
     return net, {"breakpoints": net.n_neurons - 1}
 
 
+@construction("activation",
+              "a ReLU network MODEL as a network of another activation (--act, --scale, --box)",
+              ("model", "act", "scale", "box"))
+def _activation(kind: str, o: Options) -> tuple[Any, dict]:
+    from .. import construct as C
+    from ..construct.actfuncs import parse_activation
+    from ._common import box_text, load_model_arg, parse_box
+
+    path = _need(o.model, "MODEL", kind)
+    act = _need(o.act, "--act", kind)
+    net = load_model_arg(path)
+    box = parse_box(o.box, net.input_dim)
+    r = C.approximate_relu_network(net, parse_activation(act), box,
+                                   o.scale if o.scale is not None else 100.0)
+    d = r.to_dict()
+    rho = d.pop("network")
+    d["activation_params"] = d.pop("params")    # "params" is the report's parameter count
+    return r.network, {**d, "formula": rho["formula"], "relu_hidden_layers": net.n_hidden_layers,
+                       "box": box_text(box), "onnx_float32_steps": r.network.onnx_float32_steps}
+
+
+@construction("integral",
+              "two-layer ReLU network from the integral representation of a polynomial "
+              "(--poly, --width, --rule grid|mc, --form plain|sharpened, --radius, --dist ball|sphere)",
+              ("poly", "width", "rule", "form", "radius", "dist"))
+def _integral(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    text = _need(o.poly, "--poly", kind)
+    width = _need(o.width, "--width", kind)
+    radius = _fractions(o.radius, "--radius")[0]
+    sphere = radius if (o.dist == "sphere" and o.form == "sharpened") else None
+    rep = C.integral_representation(text, radius, o.form, sphere)
+    net = C.quadrature_network(rep, width, o.rule)
+    r = C.quadrature_report(rep.target, width, o.rule, o.form, radius, o.dist)
+    d = r.to_dict()
+    return net, {k: d[k] for k in ("polynomial", "form", "rule", "width", "distribution", "l2_error",
+                                   "mc_bound", "n_samples", "status", "representation")}
+
+
 KINDS = {name: c.help for name, c in REGISTRY.items()}
 
 
@@ -345,6 +399,7 @@ def build(kind: str, **options: Any) -> tuple[Network, dict]:
 
 def construct_cmd(
     kind: str = typer.Argument(..., help="What to build: " + ", ".join(KINDS)),
+    model: str | None = typer.Argument(None, help="activation: the ReLU model file."),
     output: str | None = typer.Option(None, "-o", "--output", help="Save to .onnx/.npz/.nnet/.pt."),
     n: int | None = typer.Option(None, "--n", help="Number of inputs (max, min)."),
     depth: int | None = typer.Option(None, "--depth", help="Sawtooth depth L."),
@@ -365,17 +420,32 @@ def construct_cmd(
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
     steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
+    act: str | None = typer.Option(None, "--act", help="activation: gelu, sigmoid, tanh, ... (16); swish:beta=2."),
+    scale: float | None = typer.Option(None, "--scale",
+                                       help="activation: construction parameter t (default 100)."),
+    box: str | None = typer.Option(None, "--box", help="activation: input box lo:hi or lo1:hi1,..."),
+    poly: str | None = typer.Option(None, "--poly", help="integral: polynomial, e.g. 'x^2+xy'."),
+    width: int | None = typer.Option(None, "--width", help="integral: quadrature neurons."),
+    rule: str = typer.Option("grid", "--rule", help="integral: grid (d <= 2) or mc."),
+    form: str = typer.Option("plain", "--form", help="integral: plain or sharpened."),
+    radius: str = typer.Option("1", "--radius", help="integral: the ball |x| <= radius."),
+    dist: str = typer.Option("ball", "--dist", help="integral: D uniform on the ball or sphere."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,
-                       machine=machine, mask=mask, steps=steps, word=word)
+                       machine=machine, mask=mask, steps=steps, word=word, model=model, act=act,
+                       scale=scale, box=box, poly=poly, width=width, rule=rule, form=form,
+                       radius=radius, dist=dist)
     if output is not None:
         from ..io import save_model
 
-        save_model(net, output)
+        if isinstance(net, Network):
+            save_model(net, output)
+        else:   # a network of another activation (construct activation): .onnx or .pt
+            net.save(output)
     report = {
         "kind": kind,
         "input_dim": net.input_dim,
@@ -392,7 +462,8 @@ def construct_cmd(
         print_json(report)
         return
     console.print(f"[bold]{kind}[/bold]: {net!r}, {net.n_hidden_layers} hidden layers, "
-                  f"{net.n_neurons} neurons, {net.n_params} parameters (exact rationals)",
+                  f"{net.n_neurons} neurons, {net.n_params} parameters "
+                  f"({'exact rationals' if net.is_exact else 'float64'})",
                   soft_wrap=True)
     for key, v in extra.items():
         console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
@@ -425,4 +496,14 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     cfg = C.run_network(tm, tnet, "(()())")
     console_.print(f"  Turing machine as a recurrent ReLU net {tnet!r}: '(()())' -> "
                    f"{cfg.state} after {cfg.steps} forward passes")
+    from ..domain import Box
+
+    errs = [C.approximate_relu_network(net, "gelu", Box([-1] * 8, [1] * 8), t, n_points=2000).sup_error
+            for t in (10, 100, 1000)]
+    console_.print("  max_8 as a GELU network (same size): sampled sup error on [-1,1]^8 at "
+                   "scale 10/100/1000: " + " / ".join(f"{e:.1e}" for e in errs))
+    rep = C.integral_representation("x^3 - x/2", 1, "sharpened")
+    console_.print(f"  x^3 - x/2 as an integral over ReLU neurons: exact at x = 1/3 "
+                   f"({rep.exact_value([Fraction(1, 3)]) == Fraction(1, 27) - Fraction(1, 6)}); "
+                   f"64-neuron exact quadrature net {C.quadrature_network(rep, 64)!r}")
 

@@ -17,6 +17,10 @@ computes and its size in its docstring.
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
 * refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
+* integral representations of polynomials by two-layer ReLU networks:
+  :func:`integral_representation`, :func:`quadrature_network`, :func:`harmonic_extension`
+* other activations: :func:`replace_relu`, :func:`approximate_relu_network` (a ReLU
+  network as a GELU/Sigmoid/... network, Zhang-Lu-Zhao), :func:`activation`
 
 Example:
     >>> from relulab.construct import max_n
@@ -25,6 +29,13 @@ Example:
 """
 
 from ._exact import ExactEvaluator
+from .actfuncs import ACTIVATION_NAMES, Activation, activation
+from .activations import (
+    ActivationNetwork,
+    ApproximationReport,
+    approximate_relu_network,
+    replace_relu,
+)
 from .circuits import (
     Circuit,
     CircuitCheck,
@@ -46,6 +57,14 @@ from .hardness import (
     random_3cnf,
     round_half,
     sat_gadget,
+)
+from .integral import (
+    IntegralRepresentation,
+    QuadratureReport,
+    harmonic_extension,
+    integral_representation,
+    quadrature_network,
+    quadrature_report,
 )
 from .maxmin import (
     ConstructionError,
@@ -69,6 +88,7 @@ from .maxsearch import (
     max_two_hidden_from_terms,
     search_max_two_hidden,
 )
+from .polynomial import Polynomial, parse_polynomial
 from .sawtooth import (
     ErrorReport,
     monomial,
@@ -167,4 +187,19 @@ __all__ = [
     "unary_addition",
     "busy_beaver_2",
     "MACHINES",
+    "ACTIVATION_NAMES",
+    "Activation",
+    "activation",
+    "ActivationNetwork",
+    "ApproximationReport",
+    "replace_relu",
+    "approximate_relu_network",
+    "Polynomial",
+    "parse_polynomial",
+    "IntegralRepresentation",
+    "integral_representation",
+    "harmonic_extension",
+    "quadrature_network",
+    "QuadratureReport",
+    "quadrature_report",
 ]
