@@ -16,6 +16,8 @@ computes and its size in its docstring.
   :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
+* Turing machines as transformers (Wei-Chen-Ma): :func:`compile_transformer`,
+  :func:`run_transformer`, :func:`transformer_exact_length`
 * refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
 
 Example:
@@ -81,6 +83,14 @@ from .sawtooth import (
     yarotsky_square,
 )
 from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
+from .transformer import (
+    TransformerExactness,
+    TransformerRun,
+    TransformerTM,
+    compile_transformer,
+    run_transformer,
+    transformer_exact_length,
+)
 from .turing import (
     MACHINES,
     Config,
@@ -167,4 +177,10 @@ __all__ = [
     "unary_addition",
     "busy_beaver_2",
     "MACHINES",
+    "TransformerTM",
+    "compile_transformer",
+    "TransformerRun",
+    "run_transformer",
+    "TransformerExactness",
+    "transformer_exact_length",
 ]
