@@ -14,7 +14,8 @@ computes and its size in its docstring.
   :func:`monomial_error`
 * Boolean circuits: :class:`Circuit`, :func:`parse_circuit`, :func:`compile_circuit`,
   :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
-* hardness gadget: :func:`sat_gadget`
+* hardness gadget: :func:`sat_gadget`; smoothed-verification diagnostics
+  :func:`perturb`, :func:`smoothed_gap`, :func:`exact_max_bruteforce`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
 * Turing machines as transformers (Wei-Chen-Ma): :func:`compile_transformer`,
   :func:`run_transformer`, :func:`transformer_exact_length`
@@ -81,6 +82,15 @@ from .sawtooth import (
     square_error,
     tent,
     yarotsky_square,
+)
+from .smoothed import (
+    SIGMA_STAR,
+    SmoothedGap,
+    block_formula,
+    exact_max_bruteforce,
+    normalized_gadget,
+    perturb,
+    smoothed_gap,
 )
 from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
 from .transformer import (
@@ -183,4 +193,11 @@ __all__ = [
     "run_transformer",
     "TransformerExactness",
     "transformer_exact_length",
+    "normalized_gadget",
+    "perturb",
+    "block_formula",
+    "exact_max_bruteforce",
+    "SmoothedGap",
+    "smoothed_gap",
+    "SIGMA_STAR",
 ]
