@@ -52,7 +52,7 @@ def test_perturbation_reproducible_on_grid_and_clipped() -> None:
     Ws = np.asarray(perturb(net, 0.1, 12, 1, support="nonzero").weights[0], dtype=float)
     assert np.all(Ws[W0 == 0] == 0) and np.count_nonzero(Wd[W0 == 0]) > 0.9 * np.sum(W0 == 0)
     # huge noise: many entries clipped to exactly +-2, none beyond
-    big = [float(v) for v in _entries(perturb(net, 50.0, 4, 3))]
+    big = [float(v) for v in _entries(perturb(net, 50.0, 4, 3, support="all"))]
     assert max(big) == 2.0 and min(big) == -2.0 and sum(abs(v) == 2 for v in big) > len(big) / 2
     # no noise: only the rounding moves a coefficient, by at most half a grid step
     r = perturb(net, 0.0, bits=8, seed=0)
@@ -63,7 +63,7 @@ def test_perturbation_reproducible_on_grid_and_clipped() -> None:
 def test_noise_has_the_requested_scale() -> None:
     net = normalized_gadget(block_formula(4, 2), 12)
     base = np.array([float(v) for v in _entries(net)])
-    d = np.array([float(v) for v in _entries(perturb(net, 2**-5, bits=30, seed=2))]) - base
+    d = np.array([float(v) for v in _entries(perturb(net, 2**-5, bits=30, seed=2, support="all"))]) - base
     assert abs(d.std() / 2**-5 - 1) < 0.1 and abs(d.mean()) < 0.01
 
 
