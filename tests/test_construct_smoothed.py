@@ -85,8 +85,25 @@ def test_bruteforce_max_of_base_gadget_is_m_minus_unsat_over_3(seed: int) -> Non
     (random_3cnf(4, 3, 6), 4, "nonzero", 2**-11, 3),
 ])
 def test_measured_gap_agrees_with_bruteforce(clauses, n, support, sigma, seed) -> None:
-    r = smoothed_gap(clauses, n, sigma=sigma, bits=12, seed=seed, support=support, time_limit=60)
     truth, _ = exact_max_bruteforce(perturb(normalized_gadget(clauses, n), sigma, 12, seed, support))
+    for method in ("components", "whole"):
+        r = smoothed_gap(clauses, n, sigma=sigma, bits=12, seed=seed, support=support,
+                         time_limit=60, method=method)
+        _agrees(r, truth, clauses, n)
+
+
+def test_components_equal_whole_network_on_blocks() -> None:
+    """Two blocks with the base support split into two components: the sum of their maxima
+    is the maximum of the whole network (a second MILP over all of it)."""
+    cl = block_formula(2, 1)
+    a = smoothed_gap(cl, 6, sigma=2**-5, bits=14, seed=4, method="components")
+    b = smoothed_gap(cl, 6, sigma=2**-5, bits=14, seed=4, method="whole")
+    assert a.status == b.status == "optimal"
+    assert abs(float(a.perturbed_max - b.perturbed_max)) <= 1e-6
+    assert a.n_binaries <= b.n_binaries
+
+
+def _agrees(r, truth, clauses, n) -> None:
     assert r.status == "optimal"
     assert r.perturbed_max <= truth  # attained at a point of the box, evaluated exactly
     assert abs(float(r.perturbed_max - truth)) <= 1e-6 and r.perturbed_upper >= float(truth) - 1e-6
@@ -111,5 +128,7 @@ def test_block_formulas_and_bad_input() -> None:
         perturb(net, 0.1, 8, support="dense")
     with pytest.raises(ConstructionError, match="unsat_blocks"):
         block_formula(2, 3)
+    with pytest.raises(ConstructionError, match="method"):
+        smoothed_gap(block_formula(1, 1), 3, method="fast")
     with pytest.raises(ConstructionError, match="no clauses"):
         normalized_gadget([], 3)
