@@ -132,3 +132,27 @@ def test_block_formulas_and_bad_input() -> None:
         smoothed_gap(block_formula(1, 1), 3, method="fast")
     with pytest.raises(ConstructionError, match="no clauses"):
         normalized_gadget([], 3)
+
+
+def test_cli_smoothed_gadget(capsys, tmp_path) -> None:
+    import json
+
+    from conftest import run_cli
+
+    from relulab.io import load_model
+
+    out_file = tmp_path / "g.npz"
+    code, out, err = run_cli(capsys, "construct", "smoothed-gadget", "--random", "5,12,1",
+                             "--sigma", "0.01", "--grid-bits", "10", "--seed", "2", "-o", out_file,
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    net = perturb(normalized_gadget(random_3cnf(5, 12, 1), 5), 0.01, 10, 2)
+    assert d["measured"]["unsat"] == min_unsat(random_3cnf(5, 12, 1), 5)[0]
+    assert d["measured"]["status"] == "optimal"
+    saved = load_model(out_file)
+    X = np.random.default_rng(0).random((50, 5))
+    assert np.allclose(saved(X), net.float()(X), rtol=0, atol=1e-12)
+    code, _, err = run_cli(capsys, "construct", "smoothed-gadget", "--random", "5,12,1",
+                           "--sigma", "nan")
+    assert code == 1 and "sigma" in err

@@ -138,3 +138,24 @@ def test_bad_input() -> None:
         run_transformer(sim, ["2"])
     with pytest.raises(RelulabError, match="no input words"):
         run_transformer(sim, [])
+
+
+def test_cli_transformer_run(capsys) -> None:
+    import json
+
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsys, "construct", "turing", "--machine", "balanced-parentheses",
+                             "--arch", "transformer", "--input", "(()())", "--dtype", "float32",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    tm = MACHINES["balanced-parentheses"]()
+    ref = tm.run("(()())")
+    assert d["arch"] == "transformer" and d["exact_in_dtype"] is True
+    assert d["run"] == {"input": "(()())", "final_state": ref.state, "steps": ref.steps,
+                        "halted": True, "tape": tm.tape_string(ref), "agrees_with_simulator": True}
+    assert run_cli(capsys, "construct", "turing", "--machine", "busy-beaver-2", "--arch",
+                   "transformer", "-o", "x.npz")[0] == 1
+    code, _, err = run_cli(capsys, "construct", "turing", "--machine", "busy-beaver-2", "--arch", "rnn")
+    assert code == 1 and "--arch" in err and len(err.strip().splitlines()) == 1
