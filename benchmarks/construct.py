@@ -49,9 +49,129 @@ def turing_rows() -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------ turing2: the transformer
+ALPHABETS = {"binary-increment": "01", "balanced-parentheses": "()", "unary-addition": "1+",
+             "busy-beaver-2": "01"}
+
+
+def _recurrent_float32_exact_length(tm, gen, max_length: int, runs: int) -> int:
+    """The recurrent step network with float32 weights and states: the longest input length
+    whose every step equals the exact run (float32 holds the weights: powers of 1/2)."""
+    from fractions import Fraction
+
+    net = C.compile_turing_machine(tm)
+    layers = [(np.asarray(W, dtype=np.float32), np.asarray(b, dtype=np.float32)) for W, b in net.layers]
+    last = 0
+    for n in range(1, max_length + 1):
+        words = gen(n, runs)
+        ex, _ = C.run_batch(tm, net, words, 5000, "exact", keep=True)
+        X = np.asarray(ex[0], dtype=np.float32)
+        ok = True
+        for E in ex:
+            if not all(Fraction(float(f)) == e for f, e in zip(X.reshape(-1), E.reshape(-1), strict=True)):
+                ok = False
+                break
+            with np.errstate(all="ignore"):
+                for i, (W, b) in enumerate(layers):
+                    X = X @ W.T + b
+                    if i < len(layers) - 1:
+                        X = np.maximum(X, np.float32(0))
+        if not ok:
+            return last
+        last = n
+    return last
+
+
+def _float32_horizon(tm, max_input: int) -> int:
+    """The largest horizon for which the compiled transformer is exact in float32 by its
+    value bound (binary search over the horizon)."""
+    lo, hi = 1, 1 << 30
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if C.compile_transformer(tm, horizon=mid, max_input=max_input).exact_in("float32"):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 10) -> list[dict]:
+    """The transformer simulator (Wei-Chen-Ma) beside the recurrent network: every input up
+    to ``exhaustive_length`` checked step by step against the simulator (float32 and
+    float64), and the longest input length at which float32 / float64 stay exact."""
+    import itertools
+
+    from relulab.construct.transformer import same_config
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, mk in C.MACHINES.items():
+        tm = mk()
+        alpha = ALPHABETS[name]
+
+        def gen(n: int, k: int, alpha: str = alpha, name: str = name) -> list[str]:
+            out = ["(" * (n // 2) + ")" * (n - n // 2)] if name == "balanced-parentheses" else []
+            return out + ["".join(rng.choice(list(alpha), n)) for _ in range(k - len(out))]
+
+        t = time.perf_counter()
+        sim = C.compile_transformer(tm, horizon=400, max_input=exhaustive_length)
+        checked, agree = 0, True
+        for dtype in ("float64", "float32"):
+            for n in range(exhaustive_length + 1):
+                words = ["".join(w) for w in itertools.product(alpha, repeat=n)]
+                for run, w in zip(C.run_transformer(sim, words, dtype=dtype), words, strict=True):
+                    cfg = tm.initial(w)
+                    for step in range(run.steps + 1):
+                        agree &= same_config(tm, run.config(step), cfg)
+                        cfg = tm.step(cfg)
+                    agree &= run.halted and run.steps == tm.run(w).steps
+                    checked += 1
+        t_exh = time.perf_counter() - t
+        t = time.perf_counter()
+        tr = C.transformer_exact_length(tm, gen, max_length=max_length, runs_per_length=runs)
+        t_tr = time.perf_counter() - t
+        rec64 = C.float_exact_length(tm, gen, max_length=max_length, runs_per_length=runs)
+        rec32 = _recurrent_float32_exact_length(tm, gen, max_length, runs)
+        rows.append({
+            "machine": name,
+            "exhaustive_runs_checked": checked, "exhaustive_all_agree": bool(agree),
+            "exhaustive_seconds": round(t_exh, 1),
+            "transformer_float64": tr.max_exact_length["float64"],
+            "transformer_float32": tr.max_exact_length["float32"],
+            "transformer_first_failure": tr.first_failure_length,
+            "transformer_float32_horizon": _float32_horizon(tm, max_length),
+            "recurrent_float64": rec64.max_exact_length,
+            "recurrent_float32": rec32,
+            "max_length_tried": max_length,
+            "transformer_seconds": round(t_tr, 1),
+            "anchor": 8 if name == "balanced-parentheses" else None,
+        })
+    return rows
+
+
+def print_turing2(rows: list[dict]) -> None:
+    print("\nTuring machines as transformers (Wei-Chen-Ma) vs the recurrent network: longest "
+          "input length run exactly at every step (tried up to "
+          f"{rows[0]['max_length_tried']}; '>=' when no failure)")
+    print(f"{'machine':22s} {'exh. runs':>9s} {'tf f64':>7s} {'tf f32':>7s} {'rec f64':>7s} "
+          f"{'rec f32':>7s} {'anchor':>6s} {'ratio f32 tf/rec':>16s} {'f32 horizon':>11s}")
+    for r in rows:
+        ge = "" if r["transformer_first_failure"]["float32"] else ">="
+        ge64 = "" if r["transformer_first_failure"]["float64"] else ">="
+        ratio = r["transformer_float32"] / max(r["recurrent_float32"], 1)
+        print(f"{r['machine']:22s} {r['exhaustive_runs_checked']:>5d} {'ok' if r['exhaustive_all_agree'] else 'BAD':>3s} "
+              f"{ge64 + str(r['transformer_float64']):>7s} {ge + str(r['transformer_float32']):>7s} "
+              f"{r['recurrent_float64']:7d} {r['recurrent_float32']:7d} {r['anchor'] or '-':>6} "
+              f"{ge + format(ratio, '.1f'):>16s} {r['transformer_float32_horizon']:>11d}")
+    print("  tf: transformer (integer activations bounded by about 4 (T+1) w: exact in float32 "
+          "for every run up to the 'f32 horizon' steps); rec: Cantor-set stacks, 2-3 bits per "
+          "symbol of mantissa")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="shorter transformer rows")
     args = ap.parse_args()
     out: dict = {}
 
@@ -111,6 +231,9 @@ def main() -> None:
     print(f"\nhardness gadget: {net.n_neurons // 40} ReLUs per clause (anchor 4), fan-in "
           f"{max(sum(1 for v in row if v != 0) for row in net.weights[0])} (anchor <= 3)")
     out["gadget_relus_per_clause"] = net.n_neurons // 40
+    out["turing2"] = rows_turing2(max_length=12 if args.quick else 40, runs=2 if args.quick else 4,
+                                  exhaustive_length=6 if args.quick else 10)
+    print_turing2(out["turing2"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

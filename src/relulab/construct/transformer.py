@@ -717,9 +717,13 @@ def transformer_exact_length(tm: TuringMachine, words_for_length, max_length: in
         for d in dtypes:
             if fail[d] is not None:
                 continue
-            _, got = run_transformer(sim, words, dtype=d, keep_streams=True)
-            ok = sim_ok and got.shape == ref.shape and bool((got.to(ref.dtype) == ref).all()) \
-                and bool((got == ref.to(got.dtype)).all())
+            try:
+                _, got = run_transformer(sim, words, dtype=d, keep_streams=True)
+            except RelulabError:  # a float run that went wrong decodes to garbage
+                ok = False
+            else:
+                ok = sim_ok and got.shape == ref.shape and bool((got.to(ref.dtype) == ref).all()) \
+                    and bool((got == ref.to(got.dtype)).all())
             if ok:
                 best[d] = n
             else:
