@@ -156,3 +156,23 @@ def test_cli_smoothed_gadget(capsys, tmp_path) -> None:
     code, _, err = run_cli(capsys, "construct", "smoothed-gadget", "--random", "5,12,1",
                            "--sigma", "nan")
     assert code == 1 and "sigma" in err
+
+
+def test_perturbed_gadget_in_onnxruntime(tmp_path) -> None:
+    """An independent evaluator: the float64 ONNX export of a perturbed gadget."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from relulab.io import save_model
+
+    net = perturb(normalized_gadget(block_formula(2, 1), 6), 2**-6, 20, 5, support="all")
+    out = tmp_path / "g.onnx"
+    save_model(net, out)
+    sess = ort.InferenceSession(str(out))
+    if sess.get_inputs()[0].type != "tensor(double)":
+        pytest.skip("the ONNX export is float32 here")
+    X = np.random.default_rng(1).random((200, 6))
+    y = np.asarray(sess.run(None, {sess.get_inputs()[0].name: X})[0], dtype=float).ravel()
+    Xe = np.array([[Fraction(float(v)) for v in row] for row in X[:20]], dtype=object)
+    exact = np.array([float(v) for v in net(Xe)[:, 0]])
+    assert np.allclose(y[:20], exact, rtol=1e-12, atol=0)
+    assert np.allclose(y, net.float()(X).ravel(), rtol=1e-12, atol=0)
