@@ -11,8 +11,11 @@ would pick), and the ratio.  Everything "ours" is measured here, exactly.
 * Lattice CPWL networks: our neuron count against Chen-Garudadri-Rao Thm 2.
 * Yarotsky: the exact error of f_m against the theory 2^(-2m-2).
 * Hardness gadget: ReLUs per clause (anchor: four).
+* Turing machines as transformers (rows_turing2): every input up to length 10 checked
+  step by step, and the longest input length run exactly in float64 / float32 beside
+  the recurrent network's (anchor: about 8 for the PyTorch package).
 
-Run:  python benchmarks/construct.py [--json out.json]
+Run:  python benchmarks/construct.py [--json out.json] [--quick]
 """
 
 from __future__ import annotations
@@ -54,28 +57,31 @@ ALPHABETS = {"binary-increment": "01", "balanced-parentheses": "()", "unary-addi
              "busy-beaver-2": "01"}
 
 
-def _recurrent_float32_exact_length(tm, gen, max_length: int, runs: int) -> int:
-    """The recurrent step network with float32 weights and states: the longest input length
-    whose every step equals the exact run (float32 holds the weights: powers of 1/2)."""
+def _recurrent_float_exact_length(tm, gen, max_length: int, runs: int, dtype) -> int:
+    """The recurrent step network with weights and states in ``dtype``: the longest input
+    length whose every step equals the exact run (the weights, integers and powers of 1/2,
+    are exact in both float types).  A run that overflows to inf/nan counts as a failure
+    (``float_exact_length`` raises on those)."""
     from fractions import Fraction
 
     net = C.compile_turing_machine(tm)
-    layers = [(np.asarray(W, dtype=np.float32), np.asarray(b, dtype=np.float32)) for W, b in net.layers]
+    layers = [(np.asarray(W, dtype=dtype), np.asarray(b, dtype=dtype)) for W, b in net.layers]
     last = 0
     for n in range(1, max_length + 1):
         words = gen(n, runs)
         ex, _ = C.run_batch(tm, net, words, 5000, "exact", keep=True)
-        X = np.asarray(ex[0], dtype=np.float32)
+        X = np.asarray(ex[0], dtype=dtype)
         ok = True
         for E in ex:
-            if not all(Fraction(float(f)) == e for f, e in zip(X.reshape(-1), E.reshape(-1), strict=True)):
+            if not np.isfinite(X).all() or not all(
+                    Fraction(float(f)) == e for f, e in zip(X.reshape(-1), E.reshape(-1), strict=True)):
                 ok = False
                 break
             with np.errstate(all="ignore"):
                 for i, (W, b) in enumerate(layers):
                     X = X @ W.T + b
                     if i < len(layers) - 1:
-                        X = np.maximum(X, np.float32(0))
+                        X = np.maximum(X, dtype(0))
         if not ok:
             return last
         last = n
@@ -130,8 +136,8 @@ def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 1
         t = time.perf_counter()
         tr = C.transformer_exact_length(tm, gen, max_length=max_length, runs_per_length=runs)
         t_tr = time.perf_counter() - t
-        rec64 = C.float_exact_length(tm, gen, max_length=max_length, runs_per_length=runs)
-        rec32 = _recurrent_float32_exact_length(tm, gen, max_length, runs)
+        rec64 = _recurrent_float_exact_length(tm, gen, max_length, runs, np.float64)
+        rec32 = _recurrent_float_exact_length(tm, gen, max_length, runs, np.float32)
         rows.append({
             "machine": name,
             "exhaustive_runs_checked": checked, "exhaustive_all_agree": bool(agree),
@@ -140,7 +146,7 @@ def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 1
             "transformer_float32": tr.max_exact_length["float32"],
             "transformer_first_failure": tr.first_failure_length,
             "transformer_float32_horizon": _float32_horizon(tm, max_length),
-            "recurrent_float64": rec64.max_exact_length,
+            "recurrent_float64": rec64,
             "recurrent_float32": rec32,
             "max_length_tried": max_length,
             "transformer_seconds": round(t_tr, 1),
@@ -153,20 +159,24 @@ def print_turing2(rows: list[dict]) -> None:
     print("\nTuring machines as transformers (Wei-Chen-Ma) vs the recurrent network: longest "
           "input length run exactly at every step (tried up to "
           f"{rows[0]['max_length_tried']}; '>=' when no failure)")
-    print(f"{'machine':22s} {'exh. runs':>9s} {'tf f64':>7s} {'tf f32':>7s} {'rec f64':>7s} "
-          f"{'rec f32':>7s} {'anchor':>6s} {'ratio f32 tf/rec':>16s} {'f32 horizon':>11s}")
+    print(f"{'machine':22s} {'exh. runs':>10s} {'tf f64':>7s} {'rec f64':>7s} {'ratio':>6s} "
+          f"{'tf f32':>7s} {'rec f32':>7s} {'ratio':>6s} {'anchor':>6s} {'f32 horizon':>11s}")
     for r in rows:
-        ge = "" if r["transformer_first_failure"]["float32"] else ">="
+        ge32 = "" if r["transformer_first_failure"]["float32"] else ">="
         ge64 = "" if r["transformer_first_failure"]["float64"] else ">="
-        ratio = r["transformer_float32"] / max(r["recurrent_float32"], 1)
-        print(f"{r['machine']:22s} {r['exhaustive_runs_checked']:>5d} {'ok' if r['exhaustive_all_agree'] else 'BAD':>3s} "
-              f"{ge64 + str(r['transformer_float64']):>7s} {ge + str(r['transformer_float32']):>7s} "
-              f"{r['recurrent_float64']:7d} {r['recurrent_float32']:7d} {r['anchor'] or '-':>6} "
-              f"{ge + format(ratio, '.1f'):>16s} {r['transformer_float32_horizon']:>11d}")
-    print("  tf: transformer (integer activations bounded by about 4 (T+1) w: exact in float32 "
-          "for every run up to the 'f32 horizon' steps); rec: Cantor-set stacks, 2-3 bits per "
-          "symbol of mantissa")
-
+        r64 = r["transformer_float64"] / max(r["recurrent_float64"], 1)
+        r32 = r["transformer_float32"] / max(r["recurrent_float32"], 1)
+        exh = f"{r['exhaustive_runs_checked']} {'ok' if r['exhaustive_all_agree'] else 'BAD'}"
+        print(f"{r['machine']:22s} {exh:>10s} {ge64 + str(r['transformer_float64']):>7s} "
+              f"{r['recurrent_float64']:7d} {ge64 + format(r64, '.1f'):>6s} "
+              f"{ge32 + str(r['transformer_float32']):>7s} {r['recurrent_float32']:7d} "
+              f"{ge32 + format(r32, '.1f'):>6s} {r['anchor'] or '-':>6} "
+              f"{r['transformer_float32_horizon']:>11d}")
+    print("  exh. runs: every input up to length 10, float64 and float32, checked step by step "
+          "against the simulator. tf: transformer (integer activations bounded by about "
+          "4 (T+1) w: exact in float32 for every run of up to 'f32 horizon' steps); rec: the "
+          "recurrent network (stacks in the mantissa, 2-3 bits per symbol); anchor: the PyTorch "
+          "Siegelmann-Sontag package, float")
 
 def main() -> None:
     ap = argparse.ArgumentParser()
