@@ -101,6 +101,17 @@ def _float32_horizon(tm, max_input: int) -> int:
     return lo
 
 
+def _float32_failing_horizon(tm, gen) -> int | None:
+    """The smallest compiled horizon 2^k (k = 16..24) at which float32 runs of short
+    inputs (length <= 4) stop being exact: the scores scale with the horizon."""
+    for k in range(16, 25):
+        r = C.transformer_exact_length(tm, gen, max_length=4, runs_per_length=2, horizon=2**k,
+                                       dtypes=("float32",))
+        if r.first_failure_length["float32"] is not None:
+            return 2**k
+    return None
+
+
 def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 10) -> list[dict]:
     """The transformer simulator (Wei-Chen-Ma) beside the recurrent network: every input up
     to ``exhaustive_length`` checked step by step against the simulator (float32 and
@@ -146,6 +157,7 @@ def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 1
             "transformer_float32": tr.max_exact_length["float32"],
             "transformer_first_failure": tr.first_failure_length,
             "transformer_float32_horizon": _float32_horizon(tm, max_length),
+            "float32_fails_at_compiled_horizon": _float32_failing_horizon(tm, gen),
             "recurrent_float64": rec64,
             "recurrent_float32": rec32,
             "max_length_tried": max_length,
@@ -177,6 +189,10 @@ def print_turing2(rows: list[dict]) -> None:
           "4 (T+1) w: exact in float32 for every run of up to 'f32 horizon' steps); rec: the "
           "recurrent network (stacks in the mantissa, 2-3 bits per symbol); anchor: the PyTorch "
           "Siegelmann-Sontag package, float")
+    print("  float32 breaks with the compiled horizon, not the input: compiled for 2^k steps, "
+          "runs of inputs of length <= 4 first differ from int64 at k = "
+          + ", ".join(f"{r['machine']}: {'-' if r['float32_fails_at_compiled_horizon'] is None else int(np.log2(r['float32_fails_at_compiled_horizon']))}"
+                      for r in rows))
 
 def main() -> None:
     ap = argparse.ArgumentParser()

@@ -718,7 +718,9 @@ def transformer_exact_length(tm: TuringMachine, words_for_length, max_length: in
             if fail[d] is not None:
                 continue
             try:
-                _, got = run_transformer(sim, words, dtype=d, keep_streams=True)
+                # as many steps as the exact run took: a wrong float run may never halt
+                _, got = run_transformer(sim, words, max_steps=ref.shape[1] - 1, dtype=d,
+                                         keep_streams=True)
             except RelulabError:  # a float run that went wrong decodes to garbage
                 ok = False
             else:
