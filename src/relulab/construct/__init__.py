@@ -99,6 +99,8 @@ from .transformer import (
     TransformerTM,
     compile_transformer,
     run_transformer,
+    same_config,
+    teacher_forced_streams,
     transformer_exact_length,
 )
 from .turing import (
@@ -193,6 +195,8 @@ __all__ = [
     "run_transformer",
     "TransformerExactness",
     "transformer_exact_length",
+    "teacher_forced_streams",
+    "same_config",
     "normalized_gadget",
     "perturb",
     "block_formula",

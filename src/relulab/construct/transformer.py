@@ -65,6 +65,7 @@ __all__ = [
     "TransformerRun",
     "run_transformer",
     "teacher_forced_streams",
+    "same_config",
     "TransformerExactness",
     "transformer_exact_length",
     "DTYPES",
@@ -502,7 +503,17 @@ def _strip(tm: TuringMachine, cfg: Config) -> tuple:
 
 
 def same_config(tm: TuringMachine, a: Config, b: Config) -> bool:
-    """Equal configurations up to blank cells (the simulator keeps pushed blanks)."""
+    """Equal configurations up to blank cells (the simulator keeps pushed blanks); the
+    step counters are not compared.
+
+    Example:
+        >>> from relulab.construct import binary_increment
+        >>> tm = binary_increment()
+        >>> same_config(tm, Config("done", (0, 0), (2, 0)), Config("done", (), (2,)))
+        True
+        >>> same_config(tm, Config("done", (), (2, 1)), Config("done", (), (2,)))
+        False
+    """
     return _strip(tm, a) == _strip(tm, b)
 
 
