@@ -159,3 +159,18 @@ def test_cli_transformer_run(capsys) -> None:
                    "transformer", "-o", "x.npz")[0] == 1
     code, _, err = run_cli(capsys, "construct", "turing", "--machine", "busy-beaver-2", "--arch", "rnn")
     assert code == 1 and "--arch" in err and len(err.strip().splitlines()) == 1
+
+
+def test_recurrent_float_run_past_its_range_is_a_failure_not_an_error() -> None:
+    """The recurrent network's float64 run of '1' * 20 overflows to nan; float_exact_length
+    reports the length as the first failure (it used to raise on the nan input)."""
+    from relulab.construct import float_exact_length
+
+    tm = MACHINES["binary-increment"]()
+    r = float_exact_length(tm, lambda n, k: ["1" * n] * k, max_length=22, runs_per_length=1)
+    assert r.first_failure_length is not None and r.first_failure_length <= 20
+    assert r.max_exact_length == r.first_failure_length - 1 >= 12
+    # the transformer runs the same inputs exactly in float32
+    sim = compile_transformer(tm, horizon=200, max_input=22)
+    words = ["1" * n for n in range(1, 23)]
+    _check_runs(tm, run_transformer(sim, words, dtype="float32"), words, 200)
