@@ -161,6 +161,7 @@ def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 1
             "recurrent_float64": rec64,
             "recurrent_float32": rec32,
             "max_length_tried": max_length,
+            "exhaustive_length": exhaustive_length,
             "transformer_seconds": round(t_tr, 1),
             "anchor": 8 if name == "balanced-parentheses" else None,
         })
@@ -168,27 +169,31 @@ def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 1
 
 
 def print_turing2(rows: list[dict]) -> None:
+    top = rows[0]["max_length_tried"]
     print("\nTuring machines as transformers (Wei-Chen-Ma) vs the recurrent network: longest "
-          "input length run exactly at every step (tried up to "
-          f"{rows[0]['max_length_tried']}; '>=' when no failure)")
+          f"input length run exactly at every step (tried up to {top}; '>=' when no failure)")
     print(f"{'machine':22s} {'exh. runs':>10s} {'tf f64':>7s} {'rec f64':>7s} {'ratio':>6s} "
           f"{'tf f32':>7s} {'rec f32':>7s} {'ratio':>6s} {'anchor':>6s} {'f32 horizon':>11s}")
+
+    def ge(v: int) -> str:
+        return (">=" if v >= top else "") + str(v)
+
     for r in rows:
-        ge32 = "" if r["transformer_first_failure"]["float32"] else ">="
-        ge64 = "" if r["transformer_first_failure"]["float64"] else ">="
-        r64 = r["transformer_float64"] / max(r["recurrent_float64"], 1)
-        r32 = r["transformer_float32"] / max(r["recurrent_float32"], 1)
+        tf64, tf32 = r["transformer_float64"], r["transformer_float32"]
+        rec64, rec32 = r["recurrent_float64"], r["recurrent_float32"]
+        r64 = ("~" if tf64 >= top and rec64 >= top else ">=" if tf64 >= top else "") + \
+            format(tf64 / max(rec64, 1), ".1f")
+        r32 = ("~" if tf32 >= top and rec32 >= top else ">=" if tf32 >= top else "") + \
+            format(tf32 / max(rec32, 1), ".1f")
         exh = f"{r['exhaustive_runs_checked']} {'ok' if r['exhaustive_all_agree'] else 'BAD'}"
-        print(f"{r['machine']:22s} {exh:>10s} {ge64 + str(r['transformer_float64']):>7s} "
-              f"{r['recurrent_float64']:7d} {ge64 + format(r64, '.1f'):>6s} "
-              f"{ge32 + str(r['transformer_float32']):>7s} {r['recurrent_float32']:7d} "
-              f"{ge32 + format(r32, '.1f'):>6s} {r['anchor'] or '-':>6} "
+        print(f"{r['machine']:22s} {exh:>10s} {ge(tf64):>7s} {ge(rec64):>7s} {r64:>6s} "
+              f"{ge(tf32):>7s} {ge(rec32):>7s} {r32:>6s} {r['anchor'] or '-':>6} "
               f"{r['transformer_float32_horizon']:>11d}")
-    print("  exh. runs: every input up to length 10, float64 and float32, checked step by step "
-          "against the simulator. tf: transformer (integer activations bounded by about "
-          "4 (T+1) w: exact in float32 for every run of up to 'f32 horizon' steps); rec: the "
-          "recurrent network (stacks in the mantissa, 2-3 bits per symbol); anchor: the PyTorch "
-          "Siegelmann-Sontag package, float")
+    print(f"  exh. runs: every input up to length {rows[0].get('exhaustive_length', 10)}, float64 "
+          "and float32, checked step by step against the simulator. tf: transformer (integer "
+          "activations bounded by about 4 (T+1) w: exact in float32 for every run of up to "
+          "'f32 horizon' steps); rec: the recurrent network (stacks in the mantissa, 2-3 bits "
+          "per symbol); anchor: the PyTorch Siegelmann-Sontag package, float")
     print("  float32 breaks with the compiled horizon, not the input: compiled for 2^k steps, "
           "runs of inputs of length <= 4 first differ from int64 at k = "
           + ", ".join(f"{r['machine']}: {'-' if r['float32_fails_at_compiled_horizon'] is None else int(np.log2(r['float32_fails_at_compiled_horizon']))}"
