@@ -11,8 +11,11 @@ would pick), and the ratio.  Everything "ours" is measured here, exactly.
 * Lattice CPWL networks: our neuron count against Chen-Garudadri-Rao Thm 2.
 * Yarotsky: the exact error of f_m against the theory 2^(-2m-2).
 * Hardness gadget: ReLUs per clause (anchor: four).
+* Turing machines as transformers (rows_turing2): every input up to length 10 checked
+  step by step, and the longest input length run exactly in float64 / float32 beside
+  the recurrent network's (anchor: about 8 for the PyTorch package).
 
-Run:  python benchmarks/construct.py [--json out.json]
+Run:  python benchmarks/construct.py [--json out.json] [--quick]
 """
 
 from __future__ import annotations
@@ -49,9 +52,157 @@ def turing_rows() -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------ turing2: the transformer
+ALPHABETS = {"binary-increment": "01", "balanced-parentheses": "()", "unary-addition": "1+",
+             "busy-beaver-2": "01"}
+
+
+def _recurrent_float_exact_length(tm, gen, max_length: int, runs: int, dtype) -> int:
+    """The recurrent step network with weights and states in ``dtype``: the longest input
+    length whose every step equals the exact run (the weights, integers and powers of 1/2,
+    are exact in both float types).  A run that overflows to inf/nan counts as a failure
+    (``float_exact_length`` raises on those)."""
+    from fractions import Fraction
+
+    net = C.compile_turing_machine(tm)
+    layers = [(np.asarray(W, dtype=dtype), np.asarray(b, dtype=dtype)) for W, b in net.layers]
+    last = 0
+    for n in range(1, max_length + 1):
+        words = gen(n, runs)
+        ex, _ = C.run_batch(tm, net, words, 5000, "exact", keep=True)
+        X = np.asarray(ex[0], dtype=dtype)
+        ok = True
+        for E in ex:
+            if not np.isfinite(X).all() or not all(
+                    Fraction(float(f)) == e for f, e in zip(X.reshape(-1), E.reshape(-1), strict=True)):
+                ok = False
+                break
+            with np.errstate(all="ignore"):
+                for i, (W, b) in enumerate(layers):
+                    X = X @ W.T + b
+                    if i < len(layers) - 1:
+                        X = np.maximum(X, dtype(0))
+        if not ok:
+            return last
+        last = n
+    return last
+
+
+def _float32_horizon(tm, max_input: int) -> int:
+    """The largest horizon for which the compiled transformer is exact in float32 by its
+    value bound (binary search over the horizon)."""
+    lo, hi = 1, 1 << 30
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if C.compile_transformer(tm, horizon=mid, max_input=max_input).exact_in("float32"):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _float32_failing_horizon(tm, gen) -> int | None:
+    """The smallest compiled horizon 2^k (k = 16..24) at which float32 runs of short
+    inputs (length <= 4) stop being exact: the scores scale with the horizon."""
+    for k in range(16, 25):
+        r = C.transformer_exact_length(tm, gen, max_length=4, runs_per_length=2, horizon=2**k,
+                                       dtypes=("float32",))
+        if r.first_failure_length["float32"] is not None:
+            return 2**k
+    return None
+
+
+def rows_turing2(max_length: int = 40, runs: int = 4, exhaustive_length: int = 10) -> list[dict]:
+    """The transformer simulator (Wei-Chen-Ma) beside the recurrent network: every input up
+    to ``exhaustive_length`` checked step by step against the simulator (float32 and
+    float64), and the longest input length at which float32 / float64 stay exact."""
+    import itertools
+
+    from relulab.construct.transformer import same_config
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, mk in C.MACHINES.items():
+        tm = mk()
+        alpha = ALPHABETS[name]
+
+        def gen(n: int, k: int, alpha: str = alpha, name: str = name) -> list[str]:
+            out = ["(" * (n // 2) + ")" * (n - n // 2)] if name == "balanced-parentheses" else []
+            return out + ["".join(rng.choice(list(alpha), n)) for _ in range(k - len(out))]
+
+        t = time.perf_counter()
+        sim = C.compile_transformer(tm, horizon=400, max_input=exhaustive_length)
+        checked, agree = 0, True
+        for dtype in ("float64", "float32"):
+            for n in range(exhaustive_length + 1):
+                words = ["".join(w) for w in itertools.product(alpha, repeat=n)]
+                for run, w in zip(C.run_transformer(sim, words, dtype=dtype), words, strict=True):
+                    cfg = tm.initial(w)
+                    for step in range(run.steps + 1):
+                        agree &= same_config(tm, run.config(step), cfg)
+                        cfg = tm.step(cfg)
+                    agree &= run.halted and run.steps == tm.run(w).steps
+                    checked += 1
+        t_exh = time.perf_counter() - t
+        t = time.perf_counter()
+        tr = C.transformer_exact_length(tm, gen, max_length=max_length, runs_per_length=runs)
+        t_tr = time.perf_counter() - t
+        rec64 = _recurrent_float_exact_length(tm, gen, max_length, runs, np.float64)
+        rec32 = _recurrent_float_exact_length(tm, gen, max_length, runs, np.float32)
+        rows.append({
+            "machine": name,
+            "exhaustive_runs_checked": checked, "exhaustive_all_agree": bool(agree),
+            "exhaustive_seconds": round(t_exh, 1),
+            "transformer_float64": tr.max_exact_length["float64"],
+            "transformer_float32": tr.max_exact_length["float32"],
+            "transformer_first_failure": tr.first_failure_length,
+            "transformer_float32_horizon": _float32_horizon(tm, max_length),
+            "float32_fails_at_compiled_horizon": _float32_failing_horizon(tm, gen),
+            "recurrent_float64": rec64,
+            "recurrent_float32": rec32,
+            "max_length_tried": max_length,
+            "exhaustive_length": exhaustive_length,
+            "transformer_seconds": round(t_tr, 1),
+            "anchor": 8 if name == "balanced-parentheses" else None,
+        })
+    return rows
+
+
+def print_turing2(rows: list[dict]) -> None:
+    top = rows[0]["max_length_tried"]
+    print("\nTuring machines as transformers (Wei-Chen-Ma) vs the recurrent network: longest "
+          f"input length run exactly at every step (tried up to {top}; '>=' when no failure)")
+    print(f"{'machine':22s} {'exh. runs':>10s} {'tf f64':>7s} {'rec f64':>7s} {'ratio':>6s} "
+          f"{'tf f32':>7s} {'rec f32':>7s} {'ratio':>6s} {'anchor':>6s} {'f32 horizon':>11s}")
+
+    def ge(v: int) -> str:
+        return (">=" if v >= top else "") + str(v)
+
+    for r in rows:
+        tf64, tf32 = r["transformer_float64"], r["transformer_float32"]
+        rec64, rec32 = r["recurrent_float64"], r["recurrent_float32"]
+        r64 = ("~" if tf64 >= top and rec64 >= top else ">=" if tf64 >= top else "") + \
+            format(tf64 / max(rec64, 1), ".1f")
+        r32 = ("~" if tf32 >= top and rec32 >= top else ">=" if tf32 >= top else "") + \
+            format(tf32 / max(rec32, 1), ".1f")
+        exh = f"{r['exhaustive_runs_checked']} {'ok' if r['exhaustive_all_agree'] else 'BAD'}"
+        print(f"{r['machine']:22s} {exh:>10s} {ge(tf64):>7s} {ge(rec64):>7s} {r64:>6s} "
+              f"{ge(tf32):>7s} {ge(rec32):>7s} {r32:>6s} {r['anchor'] or '-':>6} "
+              f"{r['transformer_float32_horizon']:>11d}")
+    print(f"  exh. runs: every input up to length {rows[0].get('exhaustive_length', 10)}, float64 "
+          "and float32, checked step by step against the simulator. tf: transformer (integer "
+          "activations bounded by about 4 (T+1) w: exact in float32 for every run of up to "
+          "'f32 horizon' steps); rec: the recurrent network (stacks in the mantissa, 2-3 bits "
+          "per symbol); anchor: the PyTorch Siegelmann-Sontag package, float")
+    print("  float32 breaks with the compiled horizon, not the input: compiled for 2^k steps, "
+          "runs of inputs of length <= 4 first differ from int64 at k = "
+          + ", ".join(f"{r['machine']}: {'-' if r['float32_fails_at_compiled_horizon'] is None else int(np.log2(r['float32_fails_at_compiled_horizon']))}"
+                      for r in rows))
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="shorter transformer rows")
     args = ap.parse_args()
     out: dict = {}
 
@@ -112,6 +263,9 @@ def main() -> None:
           f"{max(sum(1 for v in row if v != 0) for row in net.weights[0])} (anchor <= 3)")
     out["gadget_relus_per_clause"] = net.n_neurons // 40
     out["activations"] = print_activations(rows_activations())
+    out["turing2"] = rows_turing2(max_length=12 if args.quick else 40, runs=2 if args.quick else 4,
+                                  exhaustive_length=6 if args.quick else 10)
+    print_turing2(out["turing2"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

@@ -77,7 +77,7 @@ def test_parquet_is_readable_by_pyarrow(tmp_path):
     assert f.metadata.num_rows == s.regions and f.num_row_groups == s.chunks
     t = f.read(columns=["d", "n_facets", "A"])
     assert all(len(a) == k * dd for a, k, dd in zip(t["A"].to_pylist(), t["n_facets"].to_pylist(),
-                                                    t["d"].to_pylist()))
+                                                    t["d"].to_pylist(), strict=True))
 
 
 def test_bad_input(tmp_path):

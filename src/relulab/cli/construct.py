@@ -7,6 +7,7 @@ Example:
     $ relulab construct turing --machine balanced-parentheses -o tm.npz
     $ relulab construct activation model.onnx --act gelu --scale 100 --box -1:1 -o gelu.onnx --json
     $ relulab construct integral --poly "x^2+xy" --width 256 --form sharpened
+    $ relulab construct turing --machine binary-increment --arch transformer --input 0110 --json
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class Options:
     form: str = "plain"
     radius: str = "1"
     dist: str = "ball"
+    arch: str = "recurrent"
+    dtype: str = "float64"
+    sigma: float | None = None
+    bits_grid: int = 16
+    seed: int = 0
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -73,7 +79,8 @@ FLAGS = {
     "random": "--random", "machine": "--machine", "mask": "--mask", "steps": "--steps",
     "word": "--input", "model": "MODEL", "act": "--act", "scale": "--scale", "box": "--box",
     "poly": "--poly", "width": "--width", "rule": "--rule", "form": "--form", "radius": "--radius",
-    "dist": "--dist",
+    "dist": "--dist", "arch": "--arch", "dtype": "--dtype", "sigma": "--sigma",
+    "bits_grid": "--grid-bits", "seed": "--seed",
 }
 
 
@@ -298,9 +305,10 @@ def _sat_gadget(kind: str, o: Options) -> tuple[Network, dict]:
 
 
 @construction("turing",
-              "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it)",
-              ("file", "machine", "word"))
-def _turing(kind: str, o: Options) -> tuple[Network, dict]:
+              "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it; "
+              "--arch recurrent|transformer, --dtype for the transformer run)",
+              ("file", "machine", "word", "arch", "dtype"))
+def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
     from .. import construct as C
 
     if o.file is not None:
@@ -311,6 +319,13 @@ def _turing(kind: str, o: Options) -> tuple[Network, dict]:
             raise RelulabError(f"--machine: unknown machine {name!r}; "
                                f"choose from {', '.join(sorted(C.MACHINES))}")
         tm = C.MACHINES[name]()
+    if o.arch not in ("recurrent", "transformer"):
+        raise RelulabError(f"--arch: expected recurrent or transformer, got {o.arch!r}")
+    if o.arch == "transformer":
+        return None, _turing_transformer(tm, o)
+    if o.dtype != "float64":
+        raise RelulabError("--dtype applies to --arch transformer (the recurrent network runs "
+                           "in exact integer arithmetic)")
     net = C.compile_turing_machine(tm)
     extra: dict[str, Any] = dict(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
                                  base=tm.base, layout="[one-hot state, q_left, q_right]")
@@ -322,6 +337,58 @@ def _turing(kind: str, o: Options) -> tuple[Network, dict]:
                         "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
                         == (sim.state, sim.left, sim.right, sim.steps)}
     return net, extra
+
+
+TRANSFORMER_HORIZON = 2000  # steps the CLI's transformer is compiled for
+
+
+def _turing_transformer(tm: Any, o: Options) -> dict:
+    from .. import construct as C
+    from ..construct.transformer import same_config
+
+    word = o.word or ""
+    sim = C.compile_transformer(tm, horizon=TRANSFORMER_HORIZON, max_input=max(len(word), 1))
+    extra: dict[str, Any] = {"arch": "transformer", "machine": tm.name,
+                             "states": list(tm.states), "symbols": list(tm.symbols),
+                             **sim.sizes(), "dtype": o.dtype,
+                             "exact_in_dtype": sim.exact_in(o.dtype)}
+    if o.word is not None:
+        run = C.run_transformer(sim, [word], dtype=o.dtype)[0]
+        ref = tm.run(word, max_steps=run.steps)
+        cfg = tm.initial(word)
+        agree = True
+        for t in range(run.steps + 1):  # every step, not only the end
+            agree &= same_config(tm, run.config(t), cfg)
+            cfg = tm.step(cfg)
+        extra["run"] = {"input": word, "final_state": run.final_state, "steps": run.steps,
+                        "halted": run.halted, "tape": tm.tape_string(run.config(run.steps)),
+                        "agrees_with_simulator": bool(agree and run.steps == ref.steps
+                                                      and run.halted == tm.halted(ref))}
+    return extra
+
+
+@construction("smoothed-gadget",
+              "hardness gadget perturbed as in smoothed verification, its max measured "
+              "(--file DIMACS or --random n,m,seed; --sigma, --grid-bits, --seed)",
+              ("file", "random", "sigma", "bits_grid", "seed"))
+def _smoothed(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    if o.file is not None:
+        clauses, nv = C.parse_dimacs(_read(o.file), o.file)
+    else:
+        r = _need(o.random, "--file or --random", kind)
+        try:
+            nv, mc, sd = (int(v) for v in r.split(","))
+        except ValueError:
+            raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
+        clauses = C.random_3cnf(nv, mc, sd)
+    if nv > 20:
+        raise RelulabError(f"construct {kind}: at most 20 variables (unsat is found by brute force)")
+    sigma = C.SIGMA_STAR if o.sigma is None else o.sigma
+    net = C.perturb(C.normalized_gadget(clauses, nv), sigma, o.bits_grid, o.seed)
+    gap = C.smoothed_gap(clauses, nv, sigma=sigma, bits=o.bits_grid, seed=o.seed)
+    return net, {"n_vars": nv, "n_clauses": len(clauses), "measured": gap.to_dict()}
 
 
 @construction("subdivision", "refinement iterate of the hat seed, wide network (--mask, --steps)",
@@ -378,7 +445,7 @@ def _integral(kind: str, o: Options) -> tuple[Network, dict]:
 KINDS = {name: c.help for name, c in REGISTRY.items()}
 
 
-def build(kind: str, **options: Any) -> tuple[Network, dict]:
+def build(kind: str, **options: Any) -> tuple[Network | None, dict]:
     """Build construction ``kind`` from its options (the keyword names of
     :class:`Options`); returns the network and extra facts for the report.  An unknown
     kind, and an option the construction does not take, are refused."""
@@ -430,6 +497,13 @@ def construct_cmd(
     form: str = typer.Option("plain", "--form", help="integral: plain or sharpened."),
     radius: str = typer.Option("1", "--radius", help="integral: the ball |x| <= radius."),
     dist: str = typer.Option("ball", "--dist", help="integral: D uniform on the ball or sphere."),
+    arch: str = typer.Option("recurrent", "--arch",
+                             help="Turing: recurrent (Siegelmann-Sontag) or transformer (Wei-Chen-Ma)."),
+    dtype: str = typer.Option("float64", "--dtype",
+                              help="Turing transformer run: float64, float32 or int64."),
+    sigma: float | None = typer.Option(None, "--sigma", help="smoothed-gadget noise (default 2^-11)."),
+    bits_grid: int = typer.Option(16, "--grid-bits", help="smoothed-gadget dyadic grid 2^-bits."),
+    seed: int = typer.Option(0, "--seed", help="smoothed-gadget noise seed."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
@@ -438,7 +512,20 @@ def construct_cmd(
                        left_slope=left_slope, right_slope=right_slope, random=random,
                        machine=machine, mask=mask, steps=steps, word=word, model=model, act=act,
                        scale=scale, box=box, poly=poly, width=width, rule=rule, form=form,
-                       radius=radius, dist=dist)
+                       radius=radius, dist=dist, arch=arch, dtype=dtype,
+                       sigma=sigma, bits_grid=bits_grid, seed=seed)
+    if net is None:  # not a single ReLU network (the transformer): report only
+        if output is not None:
+            raise RelulabError(f"construct {kind}: -o saves ReLU networks; this construction "
+                               "is a transformer (use --arch recurrent to save)")
+        report = {"kind": kind, "saved_to": None, **extra}
+        if json_out:
+            print_json(report)
+            return
+        console.print(f"[bold]{kind}[/bold] ({extra.get('arch', '')})", soft_wrap=True)
+        for key, v in extra.items():
+            console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
+        return
     if output is not None:
         from ..io import save_model
 

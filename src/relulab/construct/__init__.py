@@ -14,8 +14,11 @@ computes and its size in its docstring.
   :func:`monomial_error`
 * Boolean circuits: :class:`Circuit`, :func:`parse_circuit`, :func:`compile_circuit`,
   :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
-* hardness gadget: :func:`sat_gadget`
+* hardness gadget: :func:`sat_gadget`; smoothed-verification diagnostics
+  :func:`perturb`, :func:`smoothed_gap`, :func:`exact_max_bruteforce`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
+* Turing machines as transformers (Wei-Chen-Ma): :func:`compile_transformer`,
+  :func:`run_transformer`, :func:`transformer_exact_length`
 * refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
 * integral representations of polynomials by two-layer ReLU networks:
   :func:`integral_representation`, :func:`quadrature_network`, :func:`harmonic_extension`
@@ -100,7 +103,26 @@ from .sawtooth import (
     tent,
     yarotsky_square,
 )
+from .smoothed import (
+    SIGMA_STAR,
+    SmoothedGap,
+    block_formula,
+    exact_max_bruteforce,
+    normalized_gadget,
+    perturb,
+    smoothed_gap,
+)
 from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
+from .transformer import (
+    TransformerExactness,
+    TransformerRun,
+    TransformerTM,
+    compile_transformer,
+    run_transformer,
+    same_config,
+    teacher_forced_streams,
+    transformer_exact_length,
+)
 from .turing import (
     MACHINES,
     Config,
@@ -202,4 +224,19 @@ __all__ = [
     "quadrature_network",
     "QuadratureReport",
     "quadrature_report",
+    "TransformerTM",
+    "compile_transformer",
+    "TransformerRun",
+    "run_transformer",
+    "TransformerExactness",
+    "transformer_exact_length",
+    "teacher_forced_streams",
+    "same_config",
+    "normalized_gadget",
+    "perturb",
+    "block_formula",
+    "exact_max_bruteforce",
+    "SmoothedGap",
+    "smoothed_gap",
+    "SIGMA_STAR",
 ]
