@@ -47,6 +47,8 @@ class Options:
     mask: str | None = None
     steps: int | None = None
     word: str | None = None
+    seed: str | None = None
+    d: int | None = None
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -59,7 +61,7 @@ FLAGS = {
     "file": "--file", "terms": "--terms", "n_vars": "--vars", "breakpoints": "--breakpoints",
     "values": "--values", "left_slope": "--left-slope", "right_slope": "--right-slope",
     "random": "--random", "machine": "--machine", "mask": "--mask", "steps": "--steps",
-    "word": "--input",
+    "word": "--input", "seed": "--seed", "d": "--d",
 }
 
 
@@ -321,6 +323,71 @@ def _subdivision(kind: str, o: Options) -> tuple[Network, dict]:
     return net, {"breakpoints": net.n_neurons - 1}
 
 
+def _refine_mask(text: str) -> list:
+    from .. import construct as C
+
+    if text in C.MASKS:
+        return list(C.MASKS[text])
+    if text.replace("-", "").isalpha():
+        raise RelulabError(f"--mask: unknown mask {text!r}; give coefficients like '1/2,1,1/2' "
+                           f"or one of {', '.join(C.MASKS)}")
+    return _fractions(text, "--mask")
+
+
+# the exact check at every breakpoint is quick up to here; beyond, say it was skipped
+REFINE_CHECK_MAX_STEPS = 6
+
+
+@construction("refine", "refinement iterate at fixed width, depth 3k+3 (--mask, --steps, --seed "
+              "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
+def _refine(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    mk = _refine_mask(_need(o.mask, "--mask", kind))
+    st = _need(o.steps, "--steps", kind)
+    if o.breakpoints is not None or o.values is not None:
+        if o.seed is not None:
+            raise RelulabError("construct refine: give --seed or --breakpoints/--values, not both")
+        bp = _fractions(_need(o.breakpoints, "--breakpoints", kind), "--breakpoints")
+        vals = _fractions(_need(o.values, "--values", kind), "--values")
+    elif o.seed in (None, "hat"):
+        bp, vals = [0, 1, 2], [0, 1, 0]
+    else:
+        raise RelulabError(f"--seed: unknown seed {o.seed!r}; use 'hat' or --breakpoints/--values")
+    net = C.refinement_network(mk, st, bp, vals)
+    ibp, _ = C.subdivision_iterate(mk, bp, vals, st)
+    extra: dict = {"steps": st, "mask": [str(v) for v in C.parse_mask(mk)],
+                   "convergence": C.scheme_convergence(mk).status,
+                   "step_widths": list(C.refinement_sizes(net, st)),
+                   "iterate_pieces": len(ibp) - 1, "wide_network_neurons": len(ibp) + 1}
+    if st <= REFINE_CHECK_MAX_STEPS:
+        chk = C.check_refinement_network(mk, st, bp, vals)
+        extra["check"] = (f"exact at {chk.n_points} points (every breakpoint and midpoint)"
+                          if chk.ok else f"MISMATCH at x = {chk.first_mismatch[0]}")
+    else:
+        extra["check"] = (f"skipped (steps > {REFINE_CHECK_MAX_STEPS}; "
+                          "relulab.construct.check_refinement_network checks it)")
+    return net, extra
+
+
+@construction("hierarchy", "depth-hierarchy target F_(d,k): k hidden layers, width 3d (--d, --k)",
+              ("d", "k"))
+def _hierarchy(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    dd, kk = _need(o.d, "--d", kind), _need(o.k, "--k", kind)
+    net = C.hierarchy_network(dd, kk)
+    extra: dict = {"scale": C.hierarchy_scale(dd, kk), "offset": 2 ** dd,
+                   "shallow_width_bound": C.shallow_width_bound(dd, kk)}
+    if dd * 2 ** ((kk - 1) * dd) <= 4096:
+        r = C.hierarchy_report(dd, kk)
+        extra.update({"regions": r.regions, "max_gradient_norm": r.max_gradient_norm,
+                      "value_range": list(r.value_range)})
+    else:
+        extra["regions"] = "not counted (more than 4096 expected)"
+    return net, extra
+
+
 KINDS = {name: c.help for name, c in REGISTRY.items()}
 
 
@@ -365,13 +432,15 @@ def construct_cmd(
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
     steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
+    seed: str | None = typer.Option(None, "--seed", help="Refinement seed: 'hat' (default)."),
+    d: int | None = typer.Option(None, "--d", help="Input dimension (hierarchy)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,
-                       machine=machine, mask=mask, steps=steps, word=word)
+                       machine=machine, mask=mask, steps=steps, word=word, seed=seed, d=d)
     if output is not None:
         from ..io import save_model
 

@@ -16,7 +16,12 @@ computes and its size in its docstring.
   :func:`gate`, :func:`dnf`, :func:`ripple_carry_adder`, :func:`comparator`
 * hardness gadget: :func:`sat_gadget`
 * Turing machines: :class:`TuringMachine`, :func:`compile_turing_machine`, examples
-* refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide)
+* refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide);
+  at fixed width :func:`refinement_network` (depth linear in the steps), checked by
+  :func:`check_refinement_network` against :func:`subdivision_iterate`;
+  :func:`scheme_convergence`
+* depth hierarchy: :func:`hierarchy_network` (k hidden layers, width 3d),
+  :func:`hierarchy_report`
 
 Example:
     >>> from relulab.construct import max_n
@@ -79,6 +84,30 @@ from .sawtooth import (
     square_error,
     tent,
     yarotsky_square,
+)
+from .hierarchy import (
+    HierarchyReport,
+    hierarchy_network,
+    hierarchy_report,
+    hierarchy_scale,
+    hierarchy_value,
+    shallow_width_bound,
+)
+from .refine import (
+    MASKS,
+    RefinementCheck,
+    SparseExact,
+    check_refinement_network,
+    refinement_network,
+    refinement_sizes,
+)
+from .refine_scheme import (
+    ConvergenceCheck,
+    check_seed,
+    parse_mask,
+    scheme_convergence,
+    subdivision_coefficients,
+    subdivision_iterate,
 )
 from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
 from .turing import (
@@ -153,6 +182,24 @@ __all__ = [
     "subdivision_network",
     "cascade_value",
     "evaluate_cpwl",
+    "refinement_network",
+    "check_refinement_network",
+    "RefinementCheck",
+    "refinement_sizes",
+    "SparseExact",
+    "MASKS",
+    "parse_mask",
+    "check_seed",
+    "scheme_convergence",
+    "ConvergenceCheck",
+    "subdivision_coefficients",
+    "subdivision_iterate",
+    "hierarchy_network",
+    "hierarchy_value",
+    "hierarchy_scale",
+    "hierarchy_report",
+    "HierarchyReport",
+    "shallow_width_bound",
     "TuringMachine",
     "Config",
     "compile_turing_machine",
