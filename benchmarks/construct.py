@@ -11,8 +11,12 @@ would pick), and the ratio.  Everything "ours" is measured here, exactly.
 * Lattice CPWL networks: our neuron count against Chen-Garudadri-Rao Thm 2.
 * Yarotsky: the exact error of f_m against the theory 2^(-2m-2).
 * Hardness gadget: ReLUs per clause (anchor: four).
+* Refinement cascades (``rows_refine``): our fixed-width network of the k-th iterate
+  (width, depth, neurons, exact check at every breakpoint) against the wide
+  one-hidden-layer network of the same iterate (anchor for neurons: the published
+  theorem gives fixed width and depth O(k) without constants).
 
-Run:  python benchmarks/construct.py [--json out.json]
+Run:  python benchmarks/construct.py [--json out.json] [--only refine]
 """
 
 from __future__ import annotations
@@ -49,11 +53,53 @@ def turing_rows() -> list[dict]:
     return rows
 
 
+def rows_refine(max_steps: int = 10, check_up_to: int = 8) -> list[dict]:
+    """Fixed-width refinement networks for k = 1..max_steps: sizes, and the exact check
+    against the scheme's iterate (every breakpoint and piece midpoint) up to check_up_to."""
+    rows = []
+    for name in ("cubic-bspline", "four-point", "chaikin"):
+        for k in range(1, max_steps + 1):
+            t = time.perf_counter()
+            if k <= check_up_to:
+                chk = C.check_refinement_network(C.MASKS[name], k, n_random=0)
+                width, layers, neurons, ok = chk.width, chk.hidden_layers, chk.neurons, chk.ok
+                pieces, npts = chk.pieces, chk.n_points
+            else:
+                net = C.refinement_network(C.MASKS[name], k)
+                width, layers, neurons, ok = max(net.widths), net.n_hidden_layers, net.n_neurons, None
+                pieces, npts = len(C.subdivision_iterate(C.MASKS[name], [0, 1, 2], [0, 1, 0], k)[0]) - 1, 0
+            rows.append({"mask": name, "steps": k, "width": width, "hidden_layers": layers,
+                         "neurons": neurons, "iterate_pieces": pieces,
+                         "wide_neurons": pieces + 2, "exact_at_points": npts, "ok": ok,
+                         "seconds": round(time.perf_counter() - t, 2)})
+    return rows
+
+
+def print_refine(rows: list[dict]) -> None:
+    print("\nrefinement cascades, hat seed: fixed-width (ours) vs one hidden layer (wide)")
+    print(f"{'mask':14s} {'k':>3s} {'width':>5s} {'layers':>6s} {'neurons':>7s} {'pieces':>6s} "
+          f"{'wide':>6s} {'wide/ours':>9s} {'exact':>12s}")
+    for r in rows:
+        chk = "-" if r["ok"] is None else (f"{r['exact_at_points']} pts" if r["ok"] else "MISMATCH")
+        print(f"{r['mask']:14s} {r['steps']:3d} {r['width']:5d} {r['hidden_layers']:6d} "
+              f"{r['neurons']:7d} {r['iterate_pieces']:6d} {r['wide_neurons']:6d} "
+              f"{r['wide_neurons'] / r['neurons']:9.3f} {chk:>12s}")
+    print("  (published: width fixed in k, depth O(k), no constants given; ours: depth 3k + 3)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", choices=["refine"], default=None, help="run one table only")
     args = ap.parse_args()
     out: dict = {}
+    if args.only == "refine":
+        out["refine"] = rows_refine()
+        print_refine(out["refine"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2, default=str)
+        return
 
     print("Turing machines in float64 (longest input length run exactly, every step)")
     print(f"{'machine':24s} {'bits':>4s} {'ours':>5s} {'anchor':>6s} {'ratio':>6s}")
@@ -111,6 +157,8 @@ def main() -> None:
     print(f"\nhardness gadget: {net.n_neurons // 40} ReLUs per clause (anchor 4), fan-in "
           f"{max(sum(1 for v in row if v != 0) for row in net.weights[0])} (anchor <= 3)")
     out["gadget_relus_per_clause"] = net.n_neurons // 40
+    out["refine"] = rows_refine()
+    print_refine(out["refine"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

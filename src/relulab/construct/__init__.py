@@ -52,6 +52,14 @@ from .hardness import (
     round_half,
     sat_gadget,
 )
+from .hierarchy import (
+    HierarchyReport,
+    hierarchy_network,
+    hierarchy_report,
+    hierarchy_scale,
+    hierarchy_value,
+    shallow_width_bound,
+)
 from .maxmin import (
     ConstructionError,
     LatticeSize,
@@ -74,25 +82,6 @@ from .maxsearch import (
     max_two_hidden_from_terms,
     search_max_two_hidden,
 )
-from .sawtooth import (
-    ErrorReport,
-    monomial,
-    monomial_error,
-    product,
-    product_error,
-    sawtooth,
-    square_error,
-    tent,
-    yarotsky_square,
-)
-from .hierarchy import (
-    HierarchyReport,
-    hierarchy_network,
-    hierarchy_report,
-    hierarchy_scale,
-    hierarchy_value,
-    shallow_width_bound,
-)
 from .refine import (
     MASKS,
     RefinementCheck,
@@ -108,6 +97,17 @@ from .refine_scheme import (
     scheme_convergence,
     subdivision_coefficients,
     subdivision_iterate,
+)
+from .sawtooth import (
+    ErrorReport,
+    monomial,
+    monomial_error,
+    product,
+    product_error,
+    sawtooth,
+    square_error,
+    tent,
+    yarotsky_square,
 )
 from .subdivision import cascade_value, evaluate_cpwl, refinement_iterate, subdivision_network
 from .turing import (
