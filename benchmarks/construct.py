@@ -53,7 +53,7 @@ def turing_rows() -> list[dict]:
     return rows
 
 
-def rows_refine(max_steps: int = 10, check_up_to: int = 8) -> list[dict]:
+def rows_refine(max_steps: int = 10, check_up_to: int = 10) -> list[dict]:
     """Fixed-width refinement networks for k = 1..max_steps: sizes, and the exact check
     against the scheme's iterate (every breakpoint and piece midpoint) up to check_up_to."""
     rows = []

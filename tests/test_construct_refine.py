@@ -18,6 +18,7 @@ from relulab.construct import (
     SparseExact,
     cascade_value,
     check_refinement_network,
+    evaluate_cpwl,
     refinement_iterate,
     refinement_network,
     scheme_convergence,
@@ -150,3 +151,17 @@ def test_bad_steps_and_seeds() -> None:
         refinement_network(MASKS["hat"], 1, [0, 2, 1], [0, 1, 0])
     with pytest.raises(ConstructionError, match="non-finite"):
         refinement_network(MASKS["hat"], 1, [0, float("inf"), 3], [0, 1, 0])
+
+
+@pytest.mark.parametrize("name", ["cubic-bspline", "four-point"])
+def test_dense_grid_near_every_seam(name: str) -> None:
+    """Between the check points of the iterate the network could hide extra kinks (its
+    switches ramp near the seams of each level): compare on a grid 32 times finer than
+    the iterate's, and on the same grid shifted by a third of its step."""
+    k = 3
+    bp, vals = subdivision_iterate(MASKS[name], *HAT, k)
+    step = Fraction(1, 2 ** (k + 5))
+    n = int((bp[-1] - bp[0] + 2) / step)
+    pts = [bp[0] - 1 + i * step + off for i in range(n) for off in (0, step / 3)]
+    net = refinement_network(MASKS[name], k)
+    assert SparseExact(net)(pts) == [evaluate_cpwl(bp, vals, p) for p in pts]

@@ -494,4 +494,8 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     cfg = C.run_network(tm, tnet, "(()())")
     console_.print(f"  Turing machine as a recurrent ReLU net {tnet!r}: '(()())' -> "
                    f"{cfg.state} after {cfg.steps} forward passes")
+    rnet = C.refinement_network(C.MASKS["chaikin"], 5)
+    pieces = len(C.subdivision_iterate(C.MASKS["chaikin"], [0, 1, 2], [0, 1, 0], 5)[0]) - 1
+    console_.print(f"  Chaikin refinement f_5 ({pieces} pieces) at fixed width {max(rnet.widths)}: "
+                   f"{rnet.n_hidden_layers} hidden layers (3 per step)")
 
