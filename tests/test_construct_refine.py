@@ -33,7 +33,7 @@ MAIN = ["hat", "cubic-bspline", "four-point"]
 @pytest.mark.parametrize("name", MAIN)
 @pytest.mark.parametrize("k", [0, 1, 2, 4, 6])
 def test_network_equals_iterate_hat_seed(name: str, k: int) -> None:
-    chk = check_refinement_network(MASKS[name], k, *HAT, n_random=20, seed=k)
+    chk = check_refinement_network(MASKS[name], k, *HAT, n_random=20, rng_seed=k)
     assert chk.ok, chk.first_mismatch
     assert chk.hidden_layers == 3 * k + 3
     # the iterate checked against really has the pieces of the refinement

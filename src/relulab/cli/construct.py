@@ -338,7 +338,7 @@ def _refine_mask(text: str) -> list:
 REFINE_CHECK_MAX_STEPS = 6
 
 
-@construction("refine", "refinement iterate at fixed width, depth 3k+3 (--mask, --steps, --seed "
+@construction("refine", "refinement iterate at fixed width, 3k+3 hidden layers (--mask, --steps, --seed "
               "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
 def _refine(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C

@@ -1,5 +1,5 @@
 """Refinement cascades at fixed width: ``f_k = R^k f_0`` by a ReLU network whose width
-does not depend on k and whose depth is ``3k + 3``.
+does not depend on k, with ``3k + 3`` hidden layers.
 
 The cascade identity ``f_k(x) = sum_N c_k(N) f_0(2^k x - N)`` (``c_k = S^k delta_0``,
 see :mod:`relulab.construct.refine_scheme`) is followed one binary digit at a time.
@@ -438,11 +438,11 @@ def refinement_sizes(net: Network, steps: int) -> tuple[int, ...]:
 
 def check_refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | None = None,
                              seed_vals: Sequence[object] | None = None, n_random: int = 50,
-                             seed: int = 0) -> RefinementCheck:
+                             rng_seed: int = 0) -> RefinementCheck:
     """Build :func:`refinement_network` and compare it exactly with
     :func:`subdivision_iterate` (the cascade identity, computed independently) at every
     breakpoint of the iterate, every piece's midpoint, outside the support and at
-    ``n_random`` random rationals.
+    ``n_random`` random rationals (drawn with ``rng_seed``).
 
     Example:
         >>> check_refinement_network(MASKS["cubic-bspline"], 2).ok
@@ -455,7 +455,7 @@ def check_refinement_network(mask: object, steps: int, seed_bp: Sequence[object]
     bp, vals = subdivision_iterate(a, sbp, svals, steps)
     pts = list(bp) + [(bp[i] + bp[i + 1]) / 2 for i in range(len(bp) - 1)]
     pts += [bp[0] - 1, bp[-1] + Fraction(7, 3)]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(rng_seed)
     span = bp[-1] - bp[0] + 2
     pts += [bp[0] - 1 + span * Fraction(int(v), 10007) for v in rng.integers(0, 10007, n_random)]
     Y = SparseExact(net)(pts)
