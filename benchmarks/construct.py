@@ -84,7 +84,7 @@ def print_refine(rows: list[dict]) -> None:
         print(f"{r['mask']:14s} {r['steps']:3d} {r['width']:5d} {r['hidden_layers']:6d} "
               f"{r['neurons']:7d} {r['iterate_pieces']:6d} {r['wide_neurons']:6d} "
               f"{r['wide_neurons'] / r['neurons']:9.3f} {chk:>12s}")
-    print("  (published: width fixed in k, depth O(k), no constants given; ours: depth 3k + 3)")
+    print("  (published: width fixed in k, depth O(k), no constants given; ours: 3k + 3 hidden layers)")
 
 
 def main() -> None:
