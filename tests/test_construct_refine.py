@@ -19,6 +19,7 @@ from relulab.construct import (
     cascade_value,
     check_refinement_network,
     evaluate_cpwl,
+    prove_equal_1d,
     refinement_iterate,
     refinement_network,
     scheme_convergence,
@@ -165,3 +166,17 @@ def test_dense_grid_near_every_seam(name: str) -> None:
     pts = [bp[0] - 1 + i * step + off for i in range(n) for off in (0, step / 3)]
     net = refinement_network(MASKS[name], k)
     assert SparseExact(net)(pts) == [evaluate_cpwl(bp, vals, p) for p in pts]
+
+
+@pytest.mark.parametrize("name", MAIN + ["chaikin"])
+def test_equality_proved_on_all_of_r(name: str) -> None:
+    """prove_equal_1d decides equality on R (kinks of every layer found exactly); it
+    also refutes a target changed by 10^-6 at one breakpoint."""
+    for k in (0, 1, 2):
+        chk = check_refinement_network(MASKS[name], k, n_random=0, prove=True)
+        assert chk.proved, (name, k)
+    net = refinement_network(MASKS[name], 1)
+    bp, vals = subdivision_iterate(MASKS[name], *HAT, 1)
+    vals = list(vals)
+    vals[len(vals) // 2] += Fraction(1, 10 ** 6)
+    assert prove_equal_1d(net, bp, vals)[0] is False

@@ -87,6 +87,7 @@ from .refine import (
     RefinementCheck,
     SparseExact,
     check_refinement_network,
+    prove_equal_1d,
     refinement_network,
     refinement_sizes,
 )
@@ -187,6 +188,7 @@ __all__ = [
     "RefinementCheck",
     "refinement_sizes",
     "SparseExact",
+    "prove_equal_1d",
     "MASKS",
     "parse_mask",
     "check_seed",

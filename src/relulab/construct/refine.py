@@ -61,7 +61,8 @@ from .refine_scheme import check_seed, parse_mask, scheme_convergence, subdivisi
 from .subdivision import evaluate_cpwl
 
 __all__ = ["refinement_network", "RefinementCheck", "check_refinement_network", "MASKS",
-           "refinement_sizes", "SparseExact"]
+           "refinement_sizes", "SparseExact",
+           "prove_equal_1d"]
 
 HALF = Fraction(1, 2)
 # selector ramps: every ramp sits inside the 1/8-neighbourhood of a seam that the
@@ -372,31 +373,100 @@ class SparseExact:
             rows = [[(j, int(v * den)) for j, v in enumerate(row) if v != 0] for row in W]
             self.layers.append((rows, [int(v * den) for v in bias], den))
 
-    def __call__(self, xs: Sequence[object]) -> list[Fraction]:
-        """Exact outputs at the rational points ``xs``."""
-        xs = [F(v) for v in xs]
+    @staticmethod
+    def start(xs: Sequence[Fraction]) -> tuple[list[np.ndarray], int]:
+        """Inputs as integer numerators over one denominator."""
         den = 1
         for v in xs:
             den = den * v.denominator // math.gcd(den, v.denominator)
-        H = [np.array([int(v * den) for v in xs], dtype=object)]
-        for i, (rows, bias, wden) in enumerate(self.layers):
-            out = []
-            D = den * wden
-            for row, c in zip(rows, bias, strict=True):
-                acc = np.full(len(xs), c * den, dtype=object)
-                for j, w in row:
-                    acc = acc + H[j] * w
-                if i < len(self.layers) - 1:
-                    acc = np.where(acc > 0, acc, 0)
-                out.append(acc)
-            g = D
-            for a in out:
-                for v in a:
-                    if g == 1:
-                        break
-                    g = math.gcd(g, int(v))
-            H, den = [a // g for a in out], D // g
+        return [np.array([int(v * den) for v in xs], dtype=object)], den
+
+    def preact(self, i: int, H: list[np.ndarray], den: int) -> tuple[list[np.ndarray], int]:
+        """Pre-activations of layer i (numerators, one array per neuron, and denominator)."""
+        rows, bias, wden = self.layers[i]
+        n = len(H[0])
+        out = []
+        for row, c in zip(rows, bias, strict=True):
+            acc = np.full(n, c * den, dtype=object)
+            for j, w in row:
+                acc = acc + H[j] * w
+            out.append(acc)
+        D = den * wden
+        g = D
+        for a in out:
+            for v in a:
+                if g == 1:
+                    break
+                g = math.gcd(g, int(v))
+        return [a // g for a in out], D // g
+
+    def __call__(self, xs: Sequence[object]) -> list[Fraction]:
+        """Exact outputs at the rational points ``xs``."""
+        H, den = self.start([F(v) for v in xs])
+        for i in range(len(self.layers)):
+            H, den = self.preact(i, H, den)
+            if i < len(self.layers) - 1:
+                H = [np.where(a > 0, a, 0) for a in H]
         return [Fraction(int(v), den) for v in H[0]]
+
+
+def prove_equal_1d(net: Network, bp: Sequence[Fraction], vals: Sequence[Fraction]) -> tuple[bool, int]:
+    """Decide exactly whether the univariate network equals the compactly supported CPWL
+    function with breakpoints ``bp`` and values ``vals`` on all of R; also returns the
+    number of the network's kink candidates found.  Layer by layer, the pre-activations
+    are affine between consecutive known points (every kink of the earlier layers is
+    one), so a neuron kinks inside an interval exactly when its signs at the two ends
+    are opposite, at the interpolated root; after the last layer both functions are
+    affine between consecutive points, and equal values at all of them (and constancy
+    beyond the first layer's outermost kinks, where the network is constant) prove
+    equality.
+
+    Example:
+        >>> net = refinement_network(MASKS["chaikin"], 1)
+        >>> bp, vals = subdivision_iterate(MASKS["chaikin"], [0, 1, 2], [0, 1, 0], 1)
+        >>> prove_equal_1d(net, bp, vals)[0]
+        True
+    """
+    ev = SparseExact(net)
+    W0, b0 = net.exact().layers[0]
+    kinks0 = [-b0[j] / W0[j, 0] for j in range(len(b0)) if W0[j, 0] != 0]
+    lo = min([*kinks0, bp[0]]) - 1
+    hi = max([*kinks0, bp[-1]]) + 1
+    first = sorted({lo, hi, *bp, *(t for t in kinks0)})
+    H, den = ev.start(first)
+    batches = [[first, H, den]]          # points, current-layer values, denominator
+    n_layers = len(ev.layers)
+    for i in range(n_layers - 1):
+        pre = [ev.preact(i, H, d) for _, H, d in batches]
+        pts = [p for b in batches for p in b[0]]
+        order = np.array(sorted(range(len(pts)), key=pts.__getitem__))
+        mats = [np.stack(Z) for Z, _ in pre]                 # (width, points of the batch)
+        allz = np.concatenate(mats, axis=1)[:, order]
+        dens = np.concatenate([np.full(m.shape[1], d, dtype=object) for m, (_, d) in zip(mats, pre, strict=True)])[order]
+        sign = (allz > 0).astype(np.int8) - (allz < 0).astype(np.int8)
+        new = set()
+        for j, c in zip(*np.nonzero(sign[:, :-1] * sign[:, 1:] < 0), strict=True):
+            pa, pc = pts[order[c]], pts[order[c + 1]]
+            fa = Fraction(int(allz[j, c]), int(dens[c]))
+            fc = Fraction(int(allz[j, c + 1]), int(dens[c + 1]))
+            new.add(pa + (pc - pa) * fa / (fa - fc))
+        new -= set(pts)
+        for b, (Z, d) in zip(batches, pre, strict=True):
+            b[1], b[2] = [np.where(z > 0, z, 0) for z in Z], d
+        if new:
+            npts = sorted(new)
+            Hn, dn = ev.start(npts)
+            for t in range(i + 1):
+                Hn, dn = ev.preact(t, Hn, dn)
+                Hn = [np.where(z > 0, z, 0) for z in Hn]
+            batches.append([npts, Hn, dn])
+    pts, outs = [], []
+    for b in batches:
+        Z, d = ev.preact(n_layers - 1, b[1], b[2])
+        pts += b[0]
+        outs += [Fraction(int(v), d) for v in Z[0]]
+    ok = all(y == evaluate_cpwl(bp, vals, x) for x, y in zip(pts, outs, strict=True))
+    return ok, len(pts)
 
 
 @dataclass(frozen=True)
@@ -405,7 +475,9 @@ class RefinementCheck(Result):
 
     ``ok``: the network equals the iterate exactly at every breakpoint of the iterate,
     at the midpoint of every piece, at two points outside the support and at the
-    random rationals (``n_points`` points in all).  ``width`` is the widest hidden layer,
+    random rationals (``n_points`` points in all); ``proved`` (when asked for, else
+    None): equality on all of R decided exactly by :func:`prove_equal_1d`, which
+    looked at ``proof_points`` points (the network's kinks and the iterate's).  ``width`` is the widest hidden layer,
     ``step_widths`` the widths of one step's three layers (the same for every step).
 
     Example:
@@ -417,6 +489,8 @@ class RefinementCheck(Result):
     mask: tuple[Fraction, ...]
     steps: int
     ok: bool
+    proved: bool | None
+    proof_points: int | None
     n_points: int
     pieces: int
     width: int
@@ -438,15 +512,17 @@ def refinement_sizes(net: Network, steps: int) -> tuple[int, ...]:
 
 def check_refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | None = None,
                              seed_vals: Sequence[object] | None = None, n_random: int = 50,
-                             rng_seed: int = 0) -> RefinementCheck:
+                             rng_seed: int = 0, prove: bool = False) -> RefinementCheck:
     """Build :func:`refinement_network` and compare it exactly with
     :func:`subdivision_iterate` (the cascade identity, computed independently) at every
     breakpoint of the iterate, every piece's midpoint, outside the support and at
-    ``n_random`` random rationals (drawn with ``rng_seed``).
+    ``n_random`` random rationals (drawn with ``rng_seed``); ``prove=True`` also decides
+    equality on all of R (:func:`prove_equal_1d`; its cost grows like 2^k).
 
     Example:
-        >>> check_refinement_network(MASKS["cubic-bspline"], 2).ok
-        True
+        >>> chk = check_refinement_network(MASKS["cubic-bspline"], 1, prove=True)
+        >>> chk.ok, chk.proved
+        (True, True)
     """
     a = parse_mask(mask)
     sbp = [0, 1, 2] if seed_bp is None else seed_bp
@@ -465,6 +541,9 @@ def check_refinement_network(mask: object, steps: int, seed_bp: Sequence[object]
         if y != want:
             mismatch = (p, y, want)
             break
-    return RefinementCheck(tuple(a), int(steps), mismatch is None, len(pts), len(bp) - 1,
+    proved, npf = None, None
+    if prove:
+        proved, npf = prove_equal_1d(net, bp, vals)
+    return RefinementCheck(tuple(a), int(steps), mismatch is None, proved, npf, len(pts), len(bp) - 1,
                            max(net.widths), refinement_sizes(net, steps), net.n_hidden_layers,
                            net.n_neurons, mismatch)
