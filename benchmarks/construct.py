@@ -16,6 +16,12 @@ would pick), and the ratio.  Everything "ours" is measured here, exactly.
   the recurrent network's (anchor: about 8 for the PyTorch package).
 
 Run:  python benchmarks/construct.py [--json out.json] [--quick]
+* Refinement cascades (``rows_refine``): our fixed-width network of the k-th iterate
+  (width, depth, neurons, exact check at every breakpoint) against the wide
+  one-hidden-layer network of the same iterate (anchor for neurons: the published
+  theorem gives fixed width and depth O(k) without constants).
+
+Run:  python benchmarks/construct.py [--json out.json] [--only refine]
 """
 
 from __future__ import annotations
@@ -198,13 +204,59 @@ def print_turing2(rows: list[dict]) -> None:
           "runs of inputs of length <= 4 first differ from int64 at k = "
           + ", ".join(f"{r['machine']}: {'-' if r['float32_fails_at_compiled_horizon'] is None else int(np.log2(r['float32_fails_at_compiled_horizon']))}"
                       for r in rows))
+def rows_refine(max_steps: int = 10, check_up_to: int = 10, prove_up_to: int = 3) -> list[dict]:
+    """Fixed-width refinement networks for k = 1..max_steps: sizes, the exact check
+    against the scheme's iterate (every breakpoint and piece midpoint) up to check_up_to,
+    and equality on all of R decided exactly (prove_equal_1d) up to prove_up_to."""
+    rows = []
+    for name in ("cubic-bspline", "four-point", "chaikin"):
+        for k in range(1, max_steps + 1):
+            t = time.perf_counter()
+            if k <= check_up_to:
+                chk = C.check_refinement_network(C.MASKS[name], k, n_random=0, prove=k <= prove_up_to)
+                width, layers, neurons, ok = chk.width, chk.hidden_layers, chk.neurons, chk.ok
+                proved = chk.proved
+                pieces, npts = chk.pieces, chk.n_points
+            else:
+                net = C.refinement_network(C.MASKS[name], k)
+                width, layers, neurons, ok = max(net.widths), net.n_hidden_layers, net.n_neurons, None
+                proved = None
+                pieces, npts = len(C.subdivision_iterate(C.MASKS[name], [0, 1, 2], [0, 1, 0], k)[0]) - 1, 0
+            rows.append({"mask": name, "steps": k, "width": width, "hidden_layers": layers,
+                         "neurons": neurons, "iterate_pieces": pieces,
+                         "wide_neurons": pieces + 2, "exact_at_points": npts, "ok": ok,
+                         "proved_on_R": proved,
+                         "seconds": round(time.perf_counter() - t, 2)})
+    return rows
+
+
+def print_refine(rows: list[dict]) -> None:
+    print("\nrefinement cascades, hat seed: fixed-width (ours) vs one hidden layer (wide)")
+    print(f"{'mask':14s} {'k':>3s} {'width':>5s} {'layers':>6s} {'neurons':>7s} {'pieces':>6s} "
+          f"{'wide':>6s} {'wide/ours':>9s} {'exact':>12s} {'proved':>6s}")
+    for r in rows:
+        chk = "-" if r["ok"] is None else (f"{r['exact_at_points']} pts" if r["ok"] else "MISMATCH")
+        print(f"{r['mask']:14s} {r['steps']:3d} {r['width']:5d} {r['hidden_layers']:6d} "
+              f"{r['neurons']:7d} {r['iterate_pieces']:6d} {r['wide_neurons']:6d} "
+              f"{r['wide_neurons'] / r['neurons']:9.3f} {chk:>12s} "
+              f"{'-' if r['proved_on_R'] is None else ('yes' if r['proved_on_R'] else 'NO'):>6s}")
+    print("  (published: width fixed in k, depth O(k), no constants given; ours: 3k + 3 hidden layers)")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true", help="shorter transformer rows")
+    ap.add_argument("--only", choices=["refine"], default=None, help="run one table only")
     args = ap.parse_args()
     out: dict = {}
+    if args.only == "refine":
+        out["refine"] = rows_refine()
+        print_refine(out["refine"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2, default=str)
+        return
 
     print("Turing machines in float64 (longest input length run exactly, every step)")
     print(f"{'machine':24s} {'bits':>4s} {'ours':>5s} {'anchor':>6s} {'ratio':>6s}")
@@ -266,6 +318,8 @@ def main() -> None:
     out["turing2"] = rows_turing2(max_length=12 if args.quick else 40, runs=2 if args.quick else 4,
                                   exhaustive_length=6 if args.quick else 10)
     print_turing2(out["turing2"])
+    out["refine"] = rows_refine()
+    print_refine(out["refine"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

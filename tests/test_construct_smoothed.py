@@ -143,7 +143,7 @@ def test_cli_smoothed_gadget(capsys, tmp_path) -> None:
 
     out_file = tmp_path / "g.npz"
     code, out, err = run_cli(capsys, "construct", "smoothed-gadget", "--random", "5,12,1",
-                             "--sigma", "0.01", "--grid-bits", "10", "--seed", "2", "-o", out_file,
+                             "--sigma", "0.01", "--grid-bits", "10", "--noise-seed", "2", "-o", out_file,
                              "--json")
     assert code == 0, err
     d = json.loads(out)

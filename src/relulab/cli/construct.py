@@ -64,7 +64,9 @@ class Options:
     dtype: str = "float64"
     sigma: float | None = None
     bits_grid: int = 16
-    seed: int = 0
+    noise_seed: int = 0
+    seed: str | None = None
+    d: int | None = None
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -80,7 +82,7 @@ FLAGS = {
     "word": "--input", "model": "MODEL", "act": "--act", "scale": "--scale", "box": "--box",
     "poly": "--poly", "width": "--width", "rule": "--rule", "form": "--form", "radius": "--radius",
     "dist": "--dist", "arch": "--arch", "dtype": "--dtype", "sigma": "--sigma",
-    "bits_grid": "--grid-bits", "seed": "--seed",
+    "bits_grid": "--grid-bits", "noise_seed": "--noise-seed", "seed": "--seed", "d": "--d",
 }
 
 
@@ -369,8 +371,8 @@ def _turing_transformer(tm: Any, o: Options) -> dict:
 
 @construction("smoothed-gadget",
               "hardness gadget perturbed as in smoothed verification, its max measured "
-              "(--file DIMACS or --random n,m,seed; --sigma, --grid-bits, --seed)",
-              ("file", "random", "sigma", "bits_grid", "seed"))
+              "(--file DIMACS or --random n,m,seed; --sigma, --grid-bits, --noise-seed)",
+              ("file", "random", "sigma", "bits_grid", "noise_seed"))
 def _smoothed(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
@@ -386,8 +388,8 @@ def _smoothed(kind: str, o: Options) -> tuple[Network, dict]:
     if nv > 20:
         raise RelulabError(f"construct {kind}: at most 20 variables (unsat is found by brute force)")
     sigma = C.SIGMA_STAR if o.sigma is None else o.sigma
-    net = C.perturb(C.normalized_gadget(clauses, nv), sigma, o.bits_grid, o.seed)
-    gap = C.smoothed_gap(clauses, nv, sigma=sigma, bits=o.bits_grid, seed=o.seed)
+    net = C.perturb(C.normalized_gadget(clauses, nv), sigma, o.bits_grid, o.noise_seed)
+    gap = C.smoothed_gap(clauses, nv, sigma=sigma, bits=o.bits_grid, seed=o.noise_seed)
     return net, {"n_vars": nv, "n_clauses": len(clauses), "measured": gap.to_dict()}
 
 
@@ -440,6 +442,69 @@ def _integral(kind: str, o: Options) -> tuple[Network, dict]:
     d = r.to_dict()
     return net, {k: d[k] for k in ("polynomial", "form", "rule", "width", "distribution", "l2_error",
                                    "mc_bound", "n_samples", "status", "representation")}
+def _refine_mask(text: str) -> list:
+    from .. import construct as C
+
+    if text in C.MASKS:
+        return list(C.MASKS[text])
+    if text.replace("-", "").isalpha():
+        raise RelulabError(f"--mask: unknown mask {text!r}; give coefficients like '1/2,1,1/2' "
+                           f"or one of {', '.join(C.MASKS)}")
+    return _fractions(text, "--mask")
+
+
+# the exact check at every breakpoint is quick up to here; beyond, say it was skipped
+REFINE_CHECK_MAX_STEPS = 6
+
+
+@construction("refine", "refinement iterate at fixed width, 3k+3 hidden layers (--mask, --steps, --seed "
+              "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
+def _refine(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    mk = _refine_mask(_need(o.mask, "--mask", kind))
+    st = _need(o.steps, "--steps", kind)
+    if o.breakpoints is not None or o.values is not None:
+        if o.seed is not None:
+            raise RelulabError("construct refine: give --seed or --breakpoints/--values, not both")
+        bp = _fractions(_need(o.breakpoints, "--breakpoints", kind), "--breakpoints")
+        vals = _fractions(_need(o.values, "--values", kind), "--values")
+    elif o.seed in (None, "hat"):
+        bp, vals = [0, 1, 2], [0, 1, 0]
+    else:
+        raise RelulabError(f"--seed: unknown seed {o.seed!r}; use 'hat' or --breakpoints/--values")
+    net = C.refinement_network(mk, st, bp, vals)
+    ibp, _ = C.subdivision_iterate(mk, bp, vals, st)
+    extra: dict = {"steps": st, "mask": [str(v) for v in C.parse_mask(mk)],
+                   "convergence": C.scheme_convergence(mk).status,
+                   "step_widths": list(C.refinement_sizes(net, st)),
+                   "iterate_pieces": len(ibp) - 1, "wide_network_neurons": len(ibp) + 1}
+    if st <= REFINE_CHECK_MAX_STEPS:
+        chk = C.check_refinement_network(mk, st, bp, vals)
+        extra["check"] = (f"exact at {chk.n_points} points (every breakpoint and midpoint)"
+                          if chk.ok else f"MISMATCH at x = {chk.first_mismatch[0]}")
+    else:
+        extra["check"] = (f"skipped (steps > {REFINE_CHECK_MAX_STEPS}; "
+                          "relulab.construct.check_refinement_network checks it)")
+    return net, extra
+
+
+@construction("hierarchy", "depth-hierarchy target F_(d,k): k hidden layers, width 3d (--d, --k)",
+              ("d", "k"))
+def _hierarchy(kind: str, o: Options) -> tuple[Network, dict]:
+    from .. import construct as C
+
+    dd, kk = _need(o.d, "--d", kind), _need(o.k, "--k", kind)
+    net = C.hierarchy_network(dd, kk)
+    extra: dict = {"scale": C.hierarchy_scale(dd, kk), "offset": 2 ** dd,
+                   "shallow_width_bound": C.shallow_width_bound(dd, kk)}
+    if dd * 2 ** ((kk - 1) * dd) <= 4096:
+        r = C.hierarchy_report(dd, kk)
+        extra.update({"regions": r.regions, "max_gradient_norm": r.max_gradient_norm,
+                      "value_range": list(r.value_range)})
+    else:
+        extra["regions"] = "not counted (more than 4096 expected)"
+    return net, extra
 
 
 KINDS = {name: c.help for name, c in REGISTRY.items()}
@@ -503,7 +568,9 @@ def construct_cmd(
                               help="Turing transformer run: float64, float32 or int64."),
     sigma: float | None = typer.Option(None, "--sigma", help="smoothed-gadget noise (default 2^-11)."),
     bits_grid: int = typer.Option(16, "--grid-bits", help="smoothed-gadget dyadic grid 2^-bits."),
-    seed: int = typer.Option(0, "--seed", help="smoothed-gadget noise seed."),
+    noise_seed: int = typer.Option(0, "--noise-seed", help="smoothed-gadget noise seed."),
+    seed: str | None = typer.Option(None, "--seed", help="Refinement seed: 'hat' (default)."),
+    d: int | None = typer.Option(None, "--d", help="Input dimension (hierarchy)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
@@ -513,7 +580,7 @@ def construct_cmd(
                        machine=machine, mask=mask, steps=steps, word=word, model=model, act=act,
                        scale=scale, box=box, poly=poly, width=width, rule=rule, form=form,
                        radius=radius, dist=dist, arch=arch, dtype=dtype,
-                       sigma=sigma, bits_grid=bits_grid, seed=seed)
+                       sigma=sigma, bits_grid=bits_grid, noise_seed=noise_seed, seed=seed, d=d)
     if net is None:  # not a single ReLU network (the transformer): report only
         if output is not None:
             raise RelulabError(f"construct {kind}: -o saves ReLU networks; this construction "
@@ -593,4 +660,8 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     console_.print(f"  x^3 - x/2 as an integral over ReLU neurons: exact at x = 1/3 "
                    f"({rep.exact_value([Fraction(1, 3)]) == Fraction(1, 27) - Fraction(1, 6)}); "
                    f"64-neuron exact quadrature net {C.quadrature_network(rep, 64)!r}")
+    rnet = C.refinement_network(C.MASKS["chaikin"], 5)
+    pieces = len(C.subdivision_iterate(C.MASKS["chaikin"], [0, 1, 2], [0, 1, 0], 5)[0]) - 1
+    console_.print(f"  Chaikin refinement f_5 ({pieces} pieces) at fixed width {max(rnet.widths)}: "
+                   f"{rnet.n_hidden_layers} hidden layers (3 per step)")
 

@@ -24,6 +24,12 @@ computes and its size in its docstring.
   :func:`integral_representation`, :func:`quadrature_network`, :func:`harmonic_extension`
 * other activations: :func:`replace_relu`, :func:`approximate_relu_network` (a ReLU
   network as a GELU/Sigmoid/... network, Zhang-Lu-Zhao), :func:`activation`
+* refinement iterates: :func:`refinement_iterate`, :func:`subdivision_network` (wide);
+  at fixed width :func:`refinement_network` (depth linear in the steps), checked by
+  :func:`check_refinement_network` against :func:`subdivision_iterate`;
+  :func:`scheme_convergence`
+* depth hierarchy: :func:`hierarchy_network` (k hidden layers, width 3d),
+  :func:`hierarchy_report`
 
 Example:
     >>> from relulab.construct import max_n
@@ -68,6 +74,13 @@ from .integral import (
     integral_representation,
     quadrature_network,
     quadrature_report,
+from .hierarchy import (
+    HierarchyReport,
+    hierarchy_network,
+    hierarchy_report,
+    hierarchy_scale,
+    hierarchy_value,
+    shallow_width_bound,
 )
 from .maxmin import (
     ConstructionError,
@@ -92,6 +105,23 @@ from .maxsearch import (
     search_max_two_hidden,
 )
 from .polynomial import Polynomial, parse_polynomial
+from .refine import (
+    MASKS,
+    RefinementCheck,
+    SparseExact,
+    check_refinement_network,
+    prove_equal_1d,
+    refinement_network,
+    refinement_sizes,
+)
+from .refine_scheme import (
+    ConvergenceCheck,
+    check_seed,
+    parse_mask,
+    scheme_convergence,
+    subdivision_coefficients,
+    subdivision_iterate,
+)
 from .sawtooth import (
     ErrorReport,
     monomial,
@@ -195,6 +225,25 @@ __all__ = [
     "subdivision_network",
     "cascade_value",
     "evaluate_cpwl",
+    "refinement_network",
+    "check_refinement_network",
+    "RefinementCheck",
+    "refinement_sizes",
+    "SparseExact",
+    "prove_equal_1d",
+    "MASKS",
+    "parse_mask",
+    "check_seed",
+    "scheme_convergence",
+    "ConvergenceCheck",
+    "subdivision_coefficients",
+    "subdivision_iterate",
+    "hierarchy_network",
+    "hierarchy_value",
+    "hierarchy_scale",
+    "hierarchy_report",
+    "HierarchyReport",
+    "shallow_width_bound",
     "TuringMachine",
     "Config",
     "compile_turing_machine",
