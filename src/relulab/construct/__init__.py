@@ -67,13 +67,6 @@ from .hardness import (
     round_half,
     sat_gadget,
 )
-from .integral import (
-    IntegralRepresentation,
-    QuadratureReport,
-    harmonic_extension,
-    integral_representation,
-    quadrature_network,
-    quadrature_report,
 from .hierarchy import (
     HierarchyReport,
     hierarchy_network,
@@ -81,6 +74,14 @@ from .hierarchy import (
     hierarchy_scale,
     hierarchy_value,
     shallow_width_bound,
+)
+from .integral import (
+    IntegralRepresentation,
+    QuadratureReport,
+    harmonic_extension,
+    integral_representation,
+    quadrature_network,
+    quadrature_report,
 )
 from .maxmin import (
     ConstructionError,
