@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import time as _time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +41,49 @@ from ..bounds import FloatLayers, alpha_crown, concretise, crown_batch, float_la
 from ..domain import Box
 from ..network import Network
 from ..tolerance import FEAS_TOL, PROOF_MARGIN, ROUNDOFF, TINY
-from .attack import margin_grad, margins, recheck
+from .attack import attack, margin_grad, margins, recheck
 
-__all__ = ["decide_term"]
+__all__ = ["decide_term", "AttackSchedule"]
 
 LIN_WEIGHT = 1.0
+# The attack during the search: first after this many seconds, then each time the
+# elapsed time doubles, for this fraction of the elapsed time (at most ~20% overall,
+# ~10% typically; quick proofs never pay for it).
+ATTACK_FIRST = 0.3
+ATTACK_SHARE = 0.1
+ATTACK_STARTS = 64  # open sub-boxes (the most promising) whose centres seed it
+
+
+class AttackSchedule:
+    """When the attack during branch and bound runs and for how long: after ``first``
+    seconds from ``t0``, then each time the elapsed time doubles, for ``share`` of the
+    elapsed time.  One schedule can be shared by the branch and bounds of several
+    terms (the verifier does), so the overhead is bounded for the whole property.
+
+    Example:
+        >>> s = AttackSchedule(t0=0.0, first=1.0, share=0.1)
+        >>> s.due(0.5), s.due(1.5), round(s.budget(1.5), 3)
+        (False, True, 0.15)
+        >>> s.ran(1.7); s.due(2.0), s.due(3.5)
+        (False, True)
+    """
+
+    def __init__(self, t0: float | None = None, first: float = ATTACK_FIRST,
+                 share: float = ATTACK_SHARE) -> None:
+        self.t0 = _time.time() if t0 is None else t0
+        self.next = self.t0 + first
+        self.share = share
+        self.count = 0
+
+    def due(self, now: float) -> bool:
+        return now >= self.next
+
+    def budget(self, now: float) -> float:
+        return self.share * (now - self.t0)
+
+    def ran(self, now: float) -> None:
+        self.count += 1
+        self.next = now + (now - self.t0)
 
 
 def _choose_split(Ws, pre, C, low, lo, hi) -> np.ndarray:
@@ -136,6 +175,9 @@ def decide_term(
     local_steps: int = 8,
     stats: dict | None = None,
     check_net: Network | None = None,
+    search: Callable[[np.ndarray, float], np.ndarray | None] | None = None,
+    schedule: AttackSchedule | None = None,
+    seed: int = 0,
 ) -> tuple[str, np.ndarray | None, dict]:
     """Decide whether some ``x`` in ``box`` has ``C f(x) <= d``.
 
@@ -145,7 +187,15 @@ def decide_term(
 
     Each round: pop a batch of sub-boxes, bound them (:func:`_prove`), look for a
     counterexample in the ones left open (:func:`_search`), split those in two
-    (:func:`_split_dims`, :func:`_children`).
+    (:func:`_split_dims`, :func:`_children`).  After ``ATTACK_FIRST`` seconds and
+    then whenever the elapsed time doubles, a falsification attack runs for
+    ``ATTACK_SHARE`` of the elapsed time from the centres of the most promising open
+    sub-boxes: ``search(starts, seconds)`` when given (the verifier passes one that
+    attacks every term of the property, so a violated term is not hidden behind a hard
+    one that holds), else :func:`relulab.verify.attack.attack` on this term.  Its
+    counterexample must pass the re-check of the caller's choosing (``attack``
+    re-checks by a forward pass).  ``schedule`` (an :class:`AttackSchedule`, by default
+    a new one) says when.
 
     Example:
         >>> import numpy as np
@@ -178,10 +228,19 @@ def decide_term(
         (box.lo[None].copy(), box.hi[None].copy(), np.full((1, n_h), -np.inf), np.full((1, n_h), np.inf))
     ]
     n_stack = 1
+    sched = schedule if schedule is not None else AttackSchedule()
     while n_stack:
-        if deadline is not None and _time.time() > deadline:
+        now = _time.time()
+        if deadline is not None and now > deadline:
             st["reason"] = "timeout"
             return "unknown", None, st
+        if sched.due(now):
+            budget = sched.budget(now) if deadline is None else min(sched.budget(now), deadline - now)
+            x = _attack_open(t, stack, budget, search, seed + 1 + sched.count)
+            sched.ran(_time.time())
+            st["attacks"] = st.get("attacks", 0) + 1
+            if x is not None:
+                return "violated", x, st
         lo, hi, plo, phi = _pop_batch(stack, batch)
         n_stack -= len(lo)
         prev = [(plo[:, cuts[k]:cuts[k + 1]], phi[:, cuts[k]:cuts[k + 1]]) for k in range(len(widths))]
@@ -204,6 +263,19 @@ def decide_term(
         n_stack += 2 * len(lo)
         st["max_stack"] = max(st["max_stack"], n_stack)
     return "holds", None, st
+
+
+def _attack_open(t: _Term, stack: list, budget: float, search, seed: int) -> np.ndarray | None:
+    """Attack from the centres of the open sub-boxes with the lowest centre margins."""
+    Ws, bs, sk = t.layers
+    centres = np.concatenate([(blk[0] + blk[1]) / 2 for blk in stack]) if stack else t.box.center[None]
+    if len(centres) > ATTACK_STARTS:
+        m = margins(Ws, bs, sk, centres, t.C, t.d)
+        centres = centres[np.argsort(m)[:ATTACK_STARTS]]
+    if search is not None:
+        return search(centres, budget)
+    return attack(t.check_net, t.box, t.C, t.d, time_limit=budget, rng=seed, starts=centres,
+                  n_samples=256)
 
 
 def _pop_batch(stack: list[tuple[np.ndarray, ...]], batch: int) -> tuple[np.ndarray, ...]:

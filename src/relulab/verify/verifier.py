@@ -42,8 +42,8 @@ import numpy as np
 from ..network import Network
 from ..spec import Property, SpecError, Specification
 from ._threads import single_threaded_blas
-from .attack import attack, recheck
-from .bab import decide_term
+from .attack import attack_terms, recheck
+from .bab import AttackSchedule, decide_term
 from .milp import milp_term
 from .result import VerificationResult
 
@@ -139,9 +139,16 @@ def verify(
                 x = box.center
                 if recheck(net, x, box, C, dv):
                     return found(x, box, "attack")
-            x = attack(net, box, C, dv, time_limit=a_time, rng=seed)
-            if x is not None:
-                return found(x, box, "attack")
+        hit = attack_terms(net, terms, time_limit=a_time, rng=seed)
+        if hit is not None:
+            return found(hit[1], terms[hit[0]][0], "attack")
+
+        calls, sched = [seed], AttackSchedule(t0)
+
+        def search(starts, seconds):  # the attack during branch and bound: every term
+            calls[0] += 1
+            hit = attack_terms(net, terms, time_limit=seconds, rng=calls[0], starts=starts, n_samples=256)
+            return None if hit is None else hit[1]
         # 2. branch and bound, term by term
         unknown_reason = ""
         for box, C, dv in terms:
@@ -158,7 +165,7 @@ def verify(
             first = _time.time() + (0.25 * left if small else left)
             status, x, st = decide_term(
                 fnet, box, C, dv, deadline=first, batch=batch, intermediate=intermediate,
-                alpha_iters=alpha_iters, stats=st, check_net=net,
+                alpha_iters=alpha_iters, stats=st, check_net=net, search=search, schedule=sched,
             )
             if status == "unknown" and small and _time.time() < deadline:
                 status, x, mst = milp_term(fnet, box, C, dv, check_net=net,
@@ -168,7 +175,7 @@ def verify(
                     status, x, st = decide_term(
                         fnet, box, C, dv, deadline=deadline, batch=batch,
                         intermediate=intermediate, alpha_iters=alpha_iters, stats=st,
-                        check_net=net,
+                        check_net=net, search=search, schedule=sched,
                     )
                 if status == "unknown" and _time.time() >= deadline:
                     st["reason"] = "timeout"
