@@ -51,7 +51,7 @@ __all__ = ["attack", "attack_terms", "local_search", "margins", "margin_grad"]
 # beyond this many neurons x inputs it costs more than it brings.
 WALK_MAX_SIZE = 2_000_000
 # A neuron is tight at an LP vertex when |pre-activation| is below this x its scale.
-TIGHT_RTOL = 1e-9
+TIGHT_RTOL = 1e-9  # tol: LP vertices are accurate to ~1e-9 relative (HiGHS feasibility)
 # Step sizes (fraction of the box width) of the PGD restarts, cycled round by round.
 STEP_SIZES = (0.05, 0.15, 0.01)
 
