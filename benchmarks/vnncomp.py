@@ -179,8 +179,8 @@ def run_one(inst: dict, timeout: float, memory_gb: float, grace: float) -> dict:
         res = {"status": "memout", "reason": "out of memory (rlimit)"}
     else:
         res = {"status": "error", "reason": (stderr.strip().splitlines() or ["no output"])[-1][:300]}
-    if res["status"] == "error" and any(s in res.get("reason", "") for s in ("MemoryError", "Cannot allocate",
-                                                                              "bad_alloc")):
+    if res["status"] == "error" and any(s in res.get("reason", "") for s in (
+            "MemoryError", "Cannot allocate", "bad_alloc", "memory budget")):
         res["status"] = "memout"
     res.update(onnx=inst["onnx"], vnnlib=inst["vnnlib"], limit=timeout, wall=wall,
                exit=p.returncode)
