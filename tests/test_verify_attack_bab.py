@@ -3,6 +3,7 @@ MILP per term, and the attack schedule used during the search."""
 
 from __future__ import annotations
 
+import time
 from functools import cache
 
 import numpy as np
@@ -78,3 +79,26 @@ def test_attack_during_search_finds_a_counterexample_the_bounds_cannot_reach():
     st: dict = {}
     status, x, st = decide_term(net, box, C, d, stats=st, schedule=AttackSchedule(first=0.0))
     assert status == "violated" and float(net(x)[0]) >= float(y.max()) - FEAS_TOL
+
+
+def test_a_search_cut_by_its_deadline_resumes_where_it_stopped():
+    rng = np.random.default_rng(5)
+    net = random_network(rng, [3, 20, 20, 2])
+    box = Box(-np.ones(3), np.ones(3))
+    hi = float(net(box.sample(4000, rng))[:, 0].max())
+    terms = [(np.array([[-1.0, 0.0]]), np.array([-(hi + 0.3)]))]  # y0 >= sampled max + 0.3
+    off = AttackSchedule(first=1e9)
+    fresh: dict = {}
+    want = decide_terms(net, box, terms, stats=fresh, batch=4, schedule=off)[0]
+    assert want == "holds"
+    st: dict = {}
+    status, calls = "unknown", 0
+    while status == "unknown" and calls < 100_000:
+        # each call runs until a deadline a few milliseconds away, then leaves its open
+        # sub-boxes in st for the next call
+        status = decide_terms(net, box, terms, stats=st, batch=4, schedule=off,
+                              deadline=time.time() + 0.003)[0]
+        calls += 1
+    assert calls > 1  # it was cut at least once
+    assert status == want
+    assert st["boxes"] == fresh["boxes"]  # the same rounds in the same order

@@ -261,7 +261,9 @@ def decide_terms(
     one that holds), else :func:`relulab.verify.attack.attack_terms` on these terms.
     Its counterexample must pass the re-check of the caller's choosing
     (``attack_terms`` re-checks by a forward pass).  ``schedule`` (an
-    :class:`AttackSchedule`, by default a new one) says when.
+    :class:`AttackSchedule`, by default a new one) says when.  After a timeout the open
+    sub-boxes stay in ``stats["_resume"]``: calling again with the same ``stats``, box
+    and terms continues where the search stopped.
 
     Example:
         >>> import numpy as np
@@ -304,12 +306,20 @@ def decide_terms(
         (box.lo[None].copy(), box.hi[None].copy(), np.full((1, n_h), -np.inf), np.full((1, n_h), np.inf),
          np.ones((1, t.K), dtype=bool))
     ]
-    n_stack = 1
+    # a call that timed out left its open sub-boxes in the stats dict: a later call with
+    # the same stats, box and terms (the verifier's, after its MILP) resumes from them
+    key = (box.lo.tobytes(), box.hi.tobytes(), t.C.tobytes(), t.d.tobytes(), t.starts.tobytes())
+    saved = st.pop("_resume", None)
+    if saved is not None and saved[0] == key:
+        stack = saved[1]
+        st.pop("reason", None)
+    n_stack = sum(len(blk[0]) for blk in stack)
     sched = schedule if schedule is not None else AttackSchedule()
     while n_stack:
         now = _time.time()
         if deadline is not None and now > deadline:
             st["reason"] = "timeout"
+            st["_resume"] = (key, stack)
             return "unknown", None, st, None
         if sched.due(now):
             budget = sched.budget(now) if deadline is None else min(sched.budget(now), deadline - now)
