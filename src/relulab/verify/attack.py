@@ -243,7 +243,8 @@ def local_search(
             break
         R, r, Ay, cy, _, pat = _piece(Ws, bs, sk, x, pattern)
         A_ub = np.vstack([np.hstack([R, np.zeros((len(R), 1))]), np.hstack([C @ Ay, -np.ones((len(C), 1))])])
-        res = solve(cost, A_ub=A_ub, b_ub=np.concatenate([r, d - C @ cy]), lb=lb, ub=ub)
+        res = solve(cost, A_ub=A_ub, b_ub=np.concatenate([r, d - C @ cy]), lb=lb, ub=ub,
+                    time_limit=max(t_end - _time.time(), 0.01))
         xn = None if not res.ok else np.clip(res.x[:n], box.lo, box.hi)
         m = np.inf if xn is None else float(margins(Ws, bs, sk, xn[None], C, d)[0])
         if m < best - ROUNDOFF * (1.0 + abs(best)):
