@@ -42,8 +42,8 @@ import numpy as np
 from ..network import Network
 from ..spec import Property, SpecError, Specification
 from ._threads import single_threaded_blas
-from .attack import attack, recheck
-from .bab import decide_term
+from .attack import attack_terms, recheck
+from .bab import AttackSchedule, decide_terms
 from .milp import milp_term
 from .result import VerificationResult
 
@@ -139,12 +139,22 @@ def verify(
                 x = box.center
                 if recheck(net, x, box, C, dv):
                     return found(x, box, "attack")
-            x = attack(net, box, C, dv, time_limit=a_time, rng=seed)
-            if x is not None:
-                return found(x, box, "attack")
-        # 2. branch and bound, term by term
-        unknown_reason = ""
+        hit = attack_terms(net, terms, time_limit=a_time, rng=seed)
+        if hit is not None:
+            return found(hit[1], terms[hit[0]][0], "attack")
+
+        calls, sched = [seed], AttackSchedule(t0)
+
+        def search(starts, seconds):  # the attack during branch and bound: every term
+            calls[0] += 1
+            hit = attack_terms(net, terms, time_limit=seconds, rng=calls[0], starts=starts, n_samples=256)
+            return None if hit is None else hit[1]
+        # 2. branch and bound: one tree per input box for all of its terms
+        groups: dict = {}
         for box, C, dv in terms:
+            groups.setdefault(box, []).append((C, dv))
+        unknown_reason = ""
+        for box, group in groups.items():
             if _time.time() > deadline:
                 unknown_reason = "timeout"
                 break
@@ -156,20 +166,20 @@ def verify(
             small = _root_unstable(fnet, box) <= milp_max_binaries
             left = deadline - _time.time()
             first = _time.time() + (0.25 * left if small else left)
-            status, x, st = decide_term(
-                fnet, box, C, dv, deadline=first, batch=batch, intermediate=intermediate,
-                alpha_iters=alpha_iters, stats=st, check_net=net,
-            )
+            kw = dict(batch=batch, intermediate=intermediate, alpha_iters=alpha_iters, stats=st,
+                      check_net=net, search=search, schedule=sched)
+            status, x, st, _ = decide_terms(fnet, box, group, deadline=first, **kw)
             if status == "unknown" and small and _time.time() < deadline:
-                status, x, mst = milp_term(fnet, box, C, dv, check_net=net,
-                                           time_limit=0.5 * (deadline - _time.time()))
-                stats["milp"] = mst
+                res = []
+                for C, dv in group:  # the MILP decides the terms one by one
+                    res.append(milp_term(fnet, box, C, dv, check_net=net,
+                                         time_limit=0.5 * (deadline - _time.time())))
+                    stats["milp"] = res[-1][2]
+                    if res[-1][0] != "holds":
+                        break
+                status, x = res[-1][:2] if res[-1][0] != "holds" else ("holds", None)
                 if status == "unknown" and _time.time() < deadline:
-                    status, x, st = decide_term(
-                        fnet, box, C, dv, deadline=deadline, batch=batch,
-                        intermediate=intermediate, alpha_iters=alpha_iters, stats=st,
-                        check_net=net,
-                    )
+                    status, x, st, _ = decide_terms(fnet, box, group, deadline=deadline, **kw)
                 if status == "unknown" and _time.time() >= deadline:
                     st["reason"] = "timeout"
             stats["boxes"] += st.get("boxes", 0)

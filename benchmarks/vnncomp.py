@@ -1,0 +1,313 @@
+"""VNN-COMP 2022 benchmarks and ACAS Xu: relulab against the published tools' answers.
+
+Runs relulab (``relulab.verify.verify`` on the ONNX model and VNN-LIB property) on
+
+* collins_rul_cnn, rl_benchmarks, reach_prob_density, sri_resnet_a from
+  ``vnncomp2022/<benchmark>/instances.csv`` (onnx, vnnlib, time limit);
+* acasxu: the 180 instances of ``acasxu/instances.csv`` (properties 1-4) plus
+  properties 5-10 of ``benchmarks/acasxu_props`` (our files from Katz et al. 2017);
+
+each instance in its own subprocess with the instance's time limit x ``--timeout-scale``
+(capped by ``--timeout``), an address-space limit (``--memory`` GB, RLIMIT_AS) so a model
+that would not fit ends as ``memout`` instead of taking the machine down, and its peak
+resident memory (``getrusage`` of the child).  A child that overruns its limit by more
+than ``--grace`` seconds is killed and counts as ``timeout``.
+
+Per benchmark it prints: instances, solved, holds, violated, unknown (timeouts and
+memouts included), WRONG (an answer contradicting the published tools that agree with
+each other: holds vs their sat, violated vs their unsat; for ACAS Xu: vs expected.csv),
+relulab's summed wall time and peak memory, and each published tool's solved count on
+the same instances (``vnncomp2022/results/<tool>/<benchmark>.csv``; columns benchmark,
+onnx, vnnlib, prep_time, result, time), the best CPU tool and alpha_beta_crown (GPU) in
+bold.  The published counts come from the competition's machines (alpha_beta_crown on a
+GPU) with the full time limits: they are a reference, not a same-run measurement.
+Writes ``benchmarks/results/vnncomp.json``.
+
+Usage:
+    python benchmarks/vnncomp.py --benchmarks rl_benchmarks,reach_prob_density --every 3
+    python benchmarks/vnncomp.py --benchmarks acasxu --timeout 60
+    python benchmarks/vnncomp.py --quick          # every 10th instance, 10 s cap
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ["collins_rul_cnn", "rl_benchmarks", "reach_prob_density", "sri_resnet_a", "acasxu"]
+GPU_TOOLS = {"alpha_beta_crown"}  # the others ran on CPUs (VNN-COMP 2022 report)
+SAT, UNSAT = "sat", "unsat"
+
+
+def data_dir() -> Path:
+    env = os.environ.get("RELULAB_DATA")
+    cands = [Path(env)] if env else []
+    cands += [ROOT.parent / "shared" / "data", ROOT / "shared" / "data", Path("/work/shared/data")]
+    for c in cands:
+        if (c / "vnncomp2022").is_dir() or (c / "acasxu").is_dir():
+            return c
+    sys.exit("data not found: set RELULAB_DATA or place it at ../shared/data")
+
+
+def _key(onnx: str, vnnlib: str) -> tuple[str, str]:
+    return Path(onnx).name, Path(vnnlib).name
+
+
+def instances(data: Path, bench: str) -> list[dict]:
+    """``[{onnx, vnnlib, limit, expected}]`` of one benchmark (expected: sat/unsat/None)."""
+    rows = []
+    if bench == "acasxu":
+        base = data / "acasxu"
+        exp = {}
+        with open(base / "expected.csv", newline="") as fh:
+            for r in csv.DictReader(fh):
+                exp[_key(r["onnx"], r["vnnlib"])] = r["expected"]
+        with open(base / "instances.csv", newline="") as fh:
+            for r in csv.reader(fh):
+                if len(r) >= 2 and r[0].strip():
+                    e = exp.get(_key(r[0], r[1]))
+                    rows.append({"onnx": str(base / r[0].strip()), "vnnlib": str(base / r[1].strip()),
+                                 "limit": float(r[2]) if len(r) > 2 else 116.0,
+                                 "expected": {"holds": UNSAT, "violated": SAT}.get(e)})
+        props = ROOT / "benchmarks" / "acasxu_props"
+        with open(props / "expected.csv", newline="") as fh:
+            for r in csv.DictReader(fh):
+                rows.append({"onnx": str(base / "onnx" / r["onnx"]), "vnnlib": str(props / r["vnnlib"]),
+                             "limit": 116.0, "expected": {"holds": UNSAT, "violated": SAT}[r["expected"]]})
+        return rows
+    base = data / "vnncomp2022" / bench
+    with open(base / "instances.csv", newline="") as fh:
+        for r in csv.reader(fh):
+            if len(r) >= 2 and r[0].strip():
+                rows.append({"onnx": str(base / r[0].strip()), "vnnlib": str(base / r[1].strip()),
+                             "limit": float(r[2]) if len(r) > 2 else 60.0, "expected": None})
+    return rows
+
+
+def published(data: Path, bench: str) -> dict[str, dict[tuple[str, str], tuple[str, float]]]:
+    """tool -> {(onnx name, vnnlib name): (result, time)} from the results CSVs."""
+    out: dict[str, dict] = {}
+    res = data / "vnncomp2022" / "results"
+    if not res.is_dir():
+        return out
+    for tool_dir in sorted(res.iterdir()):
+        f = tool_dir / f"{bench}.csv"
+        if not f.is_file():
+            continue
+        table = {}
+        with open(f, newline="") as fh:
+            for r in csv.reader(fh):
+                if len(r) >= 6 and r[0] == bench:
+                    try:
+                        t = float(r[5])
+                    except ValueError:
+                        t = float("nan")
+                    table[_key(r[1], r[2])] = (r[4].strip(), t)
+        out[tool_dir.name] = table
+    return out
+
+
+def consensus(pub: dict, key: tuple[str, str]) -> str | None:
+    """sat / unsat when every published tool that answered agrees, else None."""
+    answers = {tbl[key][0] for tbl in pub.values() if key in tbl and tbl[key][0] in (SAT, UNSAT)}
+    return answers.pop() if len(answers) == 1 else None
+
+
+# ------------------------------------------------------------------------ the child
+def child(onnx: str, vnnlib: str, timeout: float) -> None:
+    """Verify one instance and print one JSON line (runs in the subprocess)."""
+    t0 = time.time()
+    out: dict = {}
+    try:
+        from relulab.io import load_model
+        from relulab.io.vnnlib import load_vnnlib
+        from relulab.verify import verify
+
+        net = load_model(onnx)
+        prop = load_vnnlib(vnnlib, n_inputs=net.input_dim, n_outputs=net.output_dim)
+        t_load = time.time() - t0
+        r = verify(net, prop, timeout=max(0.1, timeout - t_load))
+        out = {"status": r.status, "reason": getattr(r, "reason", "") or "", "method": r.method,
+               "verify_time": r.time, "load_time": t_load}
+    except MemoryError:
+        out = {"status": "memout", "reason": "MemoryError"}
+    except Exception as e:  # noqa: BLE001 - report, never crash the batch
+        out = {"status": "error", "reason": f"{type(e).__name__}: {str(e)[:300]}"}
+    out["wall_child"] = time.time() - t0
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def run_one(inst: dict, timeout: float, memory_gb: float, grace: float) -> dict:
+    """Run one instance in a subprocess under the limits; its row for the table."""
+    mem = int(memory_gb * 2**30)
+
+    def limit() -> None:  # in the child, before exec
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        os.nice(5)
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               RELULAB_MEMORY_GB=str(0.8 * memory_gb),
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    t0 = time.time()
+    p = subprocess.Popen([sys.executable, __file__, "--child", inst["onnx"], inst["vnnlib"], str(timeout)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit, env=env,
+                         text=True)
+    killed = False
+    try:
+        stdout, stderr = p.communicate(timeout=timeout + grace)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        stdout, stderr = p.communicate()
+        killed = True
+    wall = time.time() - t0
+    line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
+    if killed:
+        res = {"status": "unknown", "reason": "timeout (killed)"}
+    elif line:
+        res = json.loads(line[-1][len("RESULT "):])
+    elif "MemoryError" in stderr or "Cannot allocate" in stderr or "bad_alloc" in stderr:
+        res = {"status": "memout", "reason": "out of memory (rlimit)"}
+    else:
+        res = {"status": "error", "reason": (stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    if res["status"] == "error" and any(s in res.get("reason", "") for s in (
+            "MemoryError", "Cannot allocate", "bad_alloc", "memory budget")):
+        res["status"] = "memout"
+    res.update(onnx=inst["onnx"], vnnlib=inst["vnnlib"], limit=timeout, wall=wall,
+               exit=p.returncode)
+    return res
+
+
+def _run_measured(inst, timeout, memory_gb, grace) -> dict:
+    # a fresh process per instance for its own peak RSS: this wrapper runs inside a
+    # worker process, whose RUSAGE_CHILDREN then belongs to that one child only
+    r = run_one(inst, timeout, memory_gb, grace)
+    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return r
+
+
+# ------------------------------------------------------------------------ the table
+def summarise(bench: str, rows: list[dict], pub: dict) -> dict:
+    keys = [_key(r["onnx"], r["vnnlib"]) for r in rows]
+    s = {"benchmark": bench, "instances": len(rows)}
+    st = [r["status"] for r in rows]
+    s["holds"] = st.count("holds")
+    s["violated"] = st.count("violated")
+    s["solved"] = s["holds"] + s["violated"]
+    s["unknown"] = len(rows) - s["solved"]
+    s["memout"] = st.count("memout")
+    s["error"] = st.count("error")
+    wrong = []
+    for r, k in zip(rows, keys, strict=True):
+        ref = r.get("expected") or consensus(pub, k)
+        r["reference"] = ref
+        if (r["status"] == "holds" and ref == SAT) or (r["status"] == "violated" and ref == UNSAT):
+            wrong.append(f"{k[0]}/{k[1]}: {r['status']} vs {ref}")
+    s["wrong"] = len(wrong)
+    s["wrong_list"] = wrong
+    s["time"] = sum(r["wall"] for r in rows)
+    s["max_rss_mb"] = max((r.get("peak_rss_mb", 0.0) for r in rows), default=0.0)
+    s["tools"] = {t: sum(1 for k in keys if k in tbl and tbl[k][0] in (SAT, UNSAT)) for t, tbl in pub.items()}
+    cpu = {t: n for t, n in s["tools"].items() if t not in GPU_TOOLS}
+    s["best_cpu_tool"] = max(cpu, key=cpu.get) if cpu else None
+    return s
+
+
+def print_table(summaries: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    tools = sorted({t for s in summaries for t in s["tools"]})
+    t = Table(title="relulab on VNN-COMP 2022 benchmarks + ACAS Xu (published tools: solved on the same instances)")
+    for c in ("benchmark", "inst", "solved", "holds", "viol", "unknown", "WRONG", "time (s)", "peak MB", *tools):
+        t.add_column(c, justify="right")
+    for s in summaries:
+        cells = []
+        for tool in tools:
+            n = s["tools"].get(tool)
+            txt = "" if n is None else str(n)
+            if tool == s["best_cpu_tool"] or tool in GPU_TOOLS:
+                txt = f"[bold]{txt}[/bold]"
+            cells.append(txt)
+        t.add_row(s["benchmark"], str(s["instances"]), str(s["solved"]), str(s["holds"]), str(s["violated"]),
+                  f"{s['unknown']}" + (f" ({s['memout']} mem)" if s["memout"] else ""),
+                  f"[red]{s['wrong']}[/red]" if s["wrong"] else "0", f"{s['time']:.1f}", f"{s['max_rss_mb']:.0f}",
+                  *cells)
+    console.print(t)
+    console.print("bold: the best CPU tool of each benchmark and alpha_beta_crown (GPU); their counts are "
+                  "from the competition (full time limits, their machines), not measured here.")
+    for s in summaries:
+        for w in s["wrong_list"]:
+            console.print(f"[red]WRONG[/red] {s['benchmark']} {w}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated subset")
+    ap.add_argument("--every", type=int, default=1, help="keep every k-th instance of each benchmark")
+    ap.add_argument("--timeout-scale", type=float, default=1.0, help="x each instance's time limit")
+    ap.add_argument("--timeout", type=float, default=None, help="cap on each instance's time limit (s)")
+    ap.add_argument("--memory", type=float, default=6.0, help="address-space limit per instance (GB)")
+    ap.add_argument("--grace", type=float, default=30.0, help="seconds past the limit before a kill")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--filter", default=None, help="keep instances whose paths contain this")
+    ap.add_argument("--quick", action="store_true", help="every 10th instance, 10 s cap")
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "vnncomp.json"))
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child[0], a.child[1], float(a.child[2]))
+        return
+    if a.quick:
+        a.every, a.timeout = max(a.every, 10), min(a.timeout or 10.0, 10.0)
+    data = data_dir()
+    summaries, all_rows = [], {}
+    for bench in [b.strip() for b in a.benchmarks.split(",") if b.strip()]:
+        if bench not in BENCHMARKS:
+            sys.exit(f"--benchmarks: unknown benchmark {bench!r} (known: {', '.join(BENCHMARKS)})")
+        insts = instances(data, bench)
+        if a.filter:
+            insts = [i for i in insts if a.filter in i["onnx"] or a.filter in i["vnnlib"]]
+        insts = insts[:: max(1, a.every)]
+        if bench == "acasxu" and a.every > 1:  # keep all of properties 5-10 when sampling
+            extra = [i for i in instances(data, bench) if "acasxu_props" in i["vnnlib"] and i not in insts]
+            insts += extra
+        pub = published(data, bench)
+        print(f"{bench}: {len(insts)} instances, {a.workers} workers", flush=True)
+        rows: list[dict] = []
+        with cf.ProcessPoolExecutor(max_workers=a.workers, max_tasks_per_child=1) as ex:
+            futs = {}
+            for inst in insts:
+                lim = inst["limit"] * a.timeout_scale
+                if a.timeout is not None:
+                    lim = min(lim, a.timeout)
+                futs[ex.submit(_run_measured, inst, lim, a.memory, a.grace)] = inst
+            for f in cf.as_completed(futs):
+                r = f.result()
+                r["expected"] = futs[f]["expected"]
+                rows.append(r)
+                print(f"  {Path(r['onnx']).stem} {Path(r['vnnlib']).stem}: {r['status']} "
+                      f"{r['wall']:.1f}s {r.get('peak_rss_mb', 0):.0f}MB {r.get('reason', '')}", flush=True)
+        order = {(i["onnx"], i["vnnlib"]): n for n, i in enumerate(insts)}
+        rows.sort(key=lambda r: order[(r["onnx"], r["vnnlib"])])
+        s = summarise(bench, rows, pub)
+        summaries.append(s)
+        all_rows[bench] = rows
+    print_table(summaries)
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    with open(a.json, "w") as fh:
+        json.dump({"args": vars(a), "summaries": summaries, "rows": all_rows}, fh, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
