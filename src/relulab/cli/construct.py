@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -47,6 +48,7 @@ class Options:
     mask: str | None = None
     steps: int | None = None
     word: str | None = None
+    hidden_layers: int | None = None
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -59,7 +61,7 @@ FLAGS = {
     "file": "--file", "terms": "--terms", "n_vars": "--vars", "breakpoints": "--breakpoints",
     "values": "--values", "left_slope": "--left-slope", "right_slope": "--right-slope",
     "random": "--random", "machine": "--machine", "mask": "--mask", "steps": "--steps",
-    "word": "--input",
+    "word": "--input", "hidden_layers": "--hidden-layers",
 }
 
 
@@ -109,14 +111,60 @@ def _fractions(text: str, what: str) -> list:
 
 
 # ------------------------------------------------------------------ constructions
-@construction(("max", "min"), {"max": "max of n inputs (--n)", "min": "min of n inputs (--n)"},
-              ("n",))
+@construction(("max", "min"), {"max": "max of n inputs (--n; --hidden-layers H: two-hidden-layer "
+                                      "search or recursive substitution)",
+                               "min": "min of n inputs (--n)"},
+              ("n", "hidden_layers"))
 def _max_min(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
     nn = _need(o.n, "--n", kind)
-    net = C.max_n(nn) if kind == "max" else C.min_n(nn)
-    return net, {"formula_hidden_layers": 0 if nn <= 1 else math.ceil(math.log2(nn))}
+    if o.hidden_layers is None:
+        net = C.max_n(nn) if kind == "max" else C.min_n(nn)
+        return net, {"formula_hidden_layers": 0 if nn <= 1 else math.ceil(math.log2(nn))}
+    if kind != "max":
+        raise RelulabError("construct min: --hidden-layers applies to max only")
+    return _max_layers(nn, o.hidden_layers)
+
+
+def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
+    """max of nn inputs with hl hidden layers: the certified two-hidden-layer network when
+    hl = 2 and one is stored, else the recursive substitution (checked exactly at random
+    rational points of every tried ordering: 'sampled')."""
+    import numpy as np
+
+    from .. import construct as C
+
+    if nn < 2:
+        raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
+    if hl < 1:
+        raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
+    fewest = C.deep_layers(nn)
+    extra: dict[str, Any] = {
+        "fewest_hidden_layers_here": fewest,
+        "published_hidden_layers": C.log6_layers(nn),
+        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED}),
+    }
+    if hl < fewest:
+        raise RelulabError(
+            f"construct max: --hidden-layers {hl} is too few for --n {nn} here (needs {fewest}; "
+            f"two hidden layers are stored for n in {extra['stored_two_hidden_layer_n']})")
+    if hl == 2 and (nn == 2 or nn in C.MAXN_STORED):
+        net = C.max_n_two_hidden(nn)
+        extra["construction"] = "two-hidden-layer search (first layer relu(x_i - x_j))"
+        extra["certificate"] = C.certify_max_cones(net, nn).to_dict()
+        return net, extra
+    net = C.max_n_deep(nn, hidden_layers=hl)
+    rng = np.random.default_rng(0)
+    X = [[Fraction(int(a), int(b)) for a, b in zip(rng.integers(-999, 1000, nn),
+                                                   rng.integers(1, 30, nn), strict=True)]
+         for _ in range(8)]
+    Y = C.ExactEvaluator(net)(np.array(X, dtype=object))[:, 0]
+    ok = all(y == max(x) for x, y in zip(X, Y, strict=True))
+    extra["construction"] = "recursive substitution into the stored two-hidden-layer networks"
+    extra["certificate"] = {"status": "sampled" if ok else "failed", "points": len(X),
+                            "bases_certified": "by certify_max_cones (relulab.construct)"}
+    return net, extra
 
 
 @construction("max2h", "max of n <= 6 inputs with two hidden layers, certified (--n)", ("n",))
@@ -365,13 +413,18 @@ def construct_cmd(
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
     steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
+    hidden_layers: int | None = typer.Option(
+        None, "--hidden-layers",
+        help="max: this many hidden layers (2: the certified search network; more: recursive "
+             "substitution), e.g. construct max --n 6 --hidden-layers 2 -o max6.onnx"),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,
-                       machine=machine, mask=mask, steps=steps, word=word)
+                       machine=machine, mask=mask, steps=steps, word=word,
+                       hidden_layers=hidden_layers)
     if output is not None:
         from ..io import save_model
 
