@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import Any
 
 import typer

@@ -315,7 +315,8 @@ class MaxPairsSolution(Result):
 
     @property
     def widths(self) -> tuple[int, int]:
-        return (self.n * (self.n - 1) + 2, sum(t.orbit_size(self.n) for t, _ in self.terms) + 2)
+        extra = 3 if self.n == 2 else 2  # the carry of sum x (and |x0 - x1| / 2 for n = 2)
+        return (self.n * (self.n - 1) + 2, sum(t.orbit_size(self.n) for t, _ in self.terms) + extra)
 
     @property
     def n_neurons(self) -> int:
@@ -520,7 +521,7 @@ class MaxNCertificate(Result):
     """
 
     n: int
-    status: str  # "certified" | "failed" | "not applicable"
+    status: str  # "certified" | "failed" (proved different from max) | "not applicable"
     widths: tuple[int, ...]
     hidden_layers: int
     cones_checked: int
@@ -602,7 +603,7 @@ def certify_max_cones(net: Network, n: int, use_symmetry: bool | None = None) ->
                                reason="needs two hidden layers, no biases, no skip connection")
     sym = is_symmetric(net, n) if use_symmetry is not False else False
     if use_symmetry and not sym:
-        return MaxNCertificate(**base, status="failed", cones_checked=0, cones_covered=0,
+        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
                                by_symmetry=False, hyperplanes_checked=0,
                                reason="the network is not exactly symmetric")
     W1, W2, W3 = (np.asarray(W, dtype=object) for W in net.weights)
@@ -617,7 +618,10 @@ def certify_max_cones(net: Network, n: int, use_symmetry: bool | None = None) ->
             if not ok:
                 break
         if not ok:
-            return MaxNCertificate(**base, status="failed", cones_checked=k + 1, cones_covered=k,
+            # a first layer that is not sign-constant: the method does not apply (no verdict);
+            # a bend or a wrong linear form in a cone: the network is not max (a refutation)
+            status = "not applicable" if "changes sign" in (why or "") else "failed"
+            return MaxNCertificate(**base, status=status, cones_checked=k + 1, cones_covered=k,
                                    by_symmetry=sym, hyperplanes_checked=nh, reason=why)
     return MaxNCertificate(**base, status="certified", cones_checked=len(orders),
                            cones_covered=math.factorial(n), by_symmetry=sym,
