@@ -200,7 +200,7 @@ def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
 
     Example:
         >>> [str(t) for t in candidate_terms(1, 3)]
-        ['relu(x0 - x1)', 'relu(m01 - x2)']
+        ['relu(x0 - x1)', 'relu(x0 - m12)', 'relu(m01 - x2)', 'relu(m01 - m02)']
     """
     seen: set[tuple] = set()
     out = []
@@ -409,7 +409,7 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     Example:
         >>> s = search_max_pairs(5)
         >>> s.status, s.widths
-        ('found', (22, 197))
+        ('found', (22, 77))
     """
     from scipy import sparse
 
@@ -766,7 +766,7 @@ def max_n_deep(n: int, hidden_layers: int | None = None,
     carries).
 
     Example:
-        >>> net = max_n_deep(9, bases=[3])
+        >>> net = max_n_deep(9, bases=[5])
         >>> net.n_hidden_layers, net([4, -1, 9, 2, 0, 3, 8, 1, 5])[0]
         (3, Fraction(9, 1))
     """
