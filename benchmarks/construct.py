@@ -49,9 +49,34 @@ def turing_rows() -> list[dict]:
     return rows
 
 
+def rows_maxn(quick: bool = False) -> list[dict]:
+    """max_n: hidden layers and neurons of our structured two-hidden-layer networks (n <= 6,
+    certified) and of the recursive substitution, against the published depth
+    ceil(log_6(n/2)) + 1 (two hidden layers for n <= 12; the abstract gives no neuron counts)
+    and the binary tree ceil(log2 n)."""
+    rows = []
+    for n in (2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 24, 32, 64, 72, 256):
+        two = n in C.MAXN_STORED
+        t = time.perf_counter()
+        if two:
+            net = C.max_n_two_hidden(n)
+            cert = C.certify_max_cones(net, n).status
+            layers, widths = net.n_hidden_layers, list(net.widths)
+        else:
+            layers = C.deep_layers(n)
+            built = n <= (13 if quick else 16)
+            widths = list(C.max_n_deep(n).widths) if built else None
+            cert = "built, sampled in tests" if built else "layer count only"
+        rows.append({"n": n, "ours_hidden": layers, "ours_widths": widths, "status": cert,
+                     "published_hidden": C.log6_layers(n), "tree_hidden": math.ceil(math.log2(n)),
+                     "seconds": round(time.perf_counter() - t, 2)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="build fewer deep networks")
     args = ap.parse_args()
     out: dict = {}
 
@@ -111,6 +136,14 @@ def main() -> None:
     print(f"\nhardness gadget: {net.n_neurons // 40} ReLUs per clause (anchor 4), fan-in "
           f"{max(sum(1 for v in row if v != 0) for row in net.weights[0])} (anchor <= 3)")
     out["gadget_relus_per_clause"] = net.n_neurons // 40
+
+    print("\nmax_n, first layer relu(x_i - x_j) (construct.maxn): hidden layers, ours vs published")
+    print(f"{'n':>4s} {'ours':>5s} {'published':>9s} {'ratio':>6s} {'tree':>5s} {'widths':>28s}  status")
+    out["maxn"] = rows_maxn(args.quick)
+    for r in out["maxn"]:
+        w = "-" if r["ours_widths"] is None else ",".join(map(str, r["ours_widths"]))
+        print(f"{r['n']:4d} {r['ours_hidden']:5d} {r['published_hidden']:9d} "
+              f"{r['ours_hidden'] / r['published_hidden']:6.2f} {r['tree_hidden']:5d} {w:>28s}  {r['status']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)
