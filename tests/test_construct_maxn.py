@@ -219,3 +219,26 @@ def test_onnx_export_agrees_with_onnxruntime(tmp_path) -> None:
         ref = net.float()(X)[:, 0]
         assert np.allclose(got, ref, rtol=1e-12, atol=1e-12)
         assert np.allclose(ref, X.max(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_lattice_cpwl_with_the_recursive_max() -> None:
+    from relulab.construct import max_of_mins, max_of_mins_deep
+
+    rng = np.random.default_rng(7)
+    for k, q, d in [(3, 2, 1), (9, 9, 2), (6, 5, 3)]:
+        A = rng.integers(-5, 6, (k, d)).tolist()
+        c = rng.integers(-5, 6, k).tolist()
+        groups = [sorted(rng.choice(k, size=int(rng.integers(1, k + 1)), replace=False).tolist())
+                  for _ in range(q)]
+        tree, deep = max_of_mins(A, c, groups), max_of_mins_deep(A, c, groups)
+        smax = max(len(g) for g in groups)
+        assert deep.n_hidden_layers <= (deep_layers(smax) if smax > 1 else 0) + deep_layers(q)
+        assert deep.n_hidden_layers <= tree.n_hidden_layers
+        X = np.array([[Fraction(int(v), 7) for v in r] for r in rng.integers(-60, 60, (150, d))],
+                     dtype=object)
+        want = [max(min(sum(Fraction(A[j][i]) * x[i] for i in range(d)) + c[j] for j in g)
+                    for g in groups) for x in X]
+        assert list(ExactEvaluator(deep)(X)[:, 0]) == want
+        assert list(ExactEvaluator(tree)(X)[:, 0]) == want
+    with pytest.raises(ConstructionError, match="group 0 names component 5"):
+        max_of_mins_deep([[1], [2]], [0, 0], [[5]])

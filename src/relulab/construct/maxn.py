@@ -77,6 +77,7 @@ __all__ = [
     "deep_capacity",
     "deep_layers",
     "log6_layers",
+    "max_of_mins_deep",
     "MAXN_STORED",
 ]
 
@@ -873,3 +874,48 @@ def max_n_deep(n: int, hidden_layers: int | None = None,
                 value[(S, h)] = Expr(h, out)
         bld.close()
     return bld.build([value[(tuple(range(n)), H)]])
+
+
+def max_of_mins_deep(A: Sequence[Sequence[object]], c: Sequence[object],
+                     groups: Sequence[Sequence[int]], bases: Sequence[int] | None = None) -> Network:
+    """The lattice CPWL function ``f(x) = max_i min_{j in groups[i]} (A[j] . x + c[j])`` of
+    :func:`relulab.construct.max_of_mins`, with every min and the max computed by
+    :func:`max_n_deep` (``min(z) = -max(-z)``) instead of pairwise trees:
+    ``deep_layers(max |S_i|) + deep_layers(q)`` hidden layers (with the stored bases,
+    log base 3 instead of 2 at each level).
+
+    Example:
+        >>> net = max_of_mins_deep([[1], [-1], [0]], [0, 0, 1], [[0, 2], [1, 2]])   # min(|x|, 1)
+        >>> net([[-3], [Fraction(1, 2)]]).ravel().tolist()
+        [Fraction(1, 1), Fraction(1, 2)]
+    """
+    from ._builder import F
+
+    rows = [list(r) for r in A]
+    if not rows or any(len(r) != len(rows[0]) for r in rows) or not rows[0]:
+        raise ConstructionError("max_of_mins_deep: A must be a non-empty (k, d) matrix")
+    k = len(rows)
+    if len(c) != k:
+        raise ConstructionError(f"max_of_mins_deep: A has {k} rows but c has {len(c)} entries")
+    if not groups or any(len(g) == 0 for g in groups):
+        raise ConstructionError("max_of_mins_deep: every group needs at least one component")
+    for gi, g in enumerate(groups):
+        for j in g:
+            if not 0 <= j < k:
+                raise ConstructionError(f"max_of_mins_deep: group {gi} names component {j}; "
+                                        f"there are {k}")
+    Wf = np.array([[F(v) for v in r] for r in rows], dtype=object)
+    cf = np.array([F(v) for v in c], dtype=object)
+    mins = None
+    for g in groups:
+        g = list(g)
+        if len(g) == 1:  # an affine piece: no hidden layer (concat pads it with carries)
+            part = Network([Wf[g]], [cf[g]], exact=True)
+        else:
+            neg = Network([-Wf[g]], [-cf[g]], exact=True)  # -z for the group's pieces
+            part = (max_n_deep(len(g), bases=bases) * -1).compose(neg)  # min = -max(-z)
+        mins = part if mins is None else mins.concat(part)
+    assert mins is not None
+    if len(groups) == 1:
+        return mins
+    return max_n_deep(len(groups), bases=bases).compose(mins)
