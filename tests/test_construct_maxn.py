@@ -242,3 +242,42 @@ def test_lattice_cpwl_with_the_recursive_max() -> None:
         assert list(ExactEvaluator(tree)(X)[:, 0]) == want
     with pytest.raises(ConstructionError, match="group 0 names component 5"):
         max_of_mins_deep([[1], [2]], [0, 0], [[5]])
+
+
+def test_seven_inputs_stored_solution() -> None:
+    from relulab.construct import MAXN_LARGE
+
+    assert 7 in MAXN_LARGE
+    s = stored_max_pairs(7)  # every equation of the reduced system, exactly
+    assert s.status == "found" and s.widths == (44, 182_807)
+    with pytest.raises(ConstructionError, match="182807 second-layer neurons"):
+        max_n_two_hidden(7)
+    # the float64 network (the exact certificate, certify_max_pairs, takes about a minute:
+    # experiments/maxn.py --extended runs it)
+    net = max_pairs_network(7, s, exact=False)
+    X = np.random.default_rng(7).normal(size=(300, 7))
+    assert np.allclose(net(X)[:, 0], X.max(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_integer_symmetry_proof_agrees_with_the_structural_one() -> None:
+    from relulab.construct import is_symmetric
+    from relulab.construct.maxn_cert import int_layers, is_symmetric_int
+
+    nets = [(max_n_two_hidden(n), n) for n in (3, 4, 5)] + [(max_n(4), 4), (max_n(3), 3)]
+    s = stored_max_pairs(4)
+    (t0, c0), *rest = s.terms
+    nets.append((max_pairs_network(4, [(PairTerm(4, (("m", 0, 1),), (("x", 2),)), c0), *rest]), 4))
+    from relulab import Network
+    full = max_n_two_hidden(4)
+    W1, W2, W3 = full.weights
+    nets.append((Network([W1, W2[1:], W3[:, 1:]], [full.biases[0], full.biases[1][1:], full.biases[2]],
+                         exact=True), 4))  # one neuron of an orbit dropped: not symmetric
+    answers = []
+    for net, n in nets:
+        if net.n_hidden_layers != 2:
+            continue
+        W1, W2, W3 = net.weights
+        A1, _, A2, _, w = int_layers(W1, W2, W3[0])
+        answers.append(is_symmetric_int(A1, A2, w, n))
+        assert answers[-1] == is_symmetric(net, n)
+    assert True in answers and False in answers

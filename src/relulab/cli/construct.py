@@ -139,12 +139,18 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
     if hl < 1:
         raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
-    fewest = C.deep_layers(nn)
+    fewest = 2 if nn in C.MAXN_LARGE else C.deep_layers(nn)
     extra: dict[str, Any] = {
         "fewest_hidden_layers_here": fewest,
         "published_hidden_layers": C.log6_layers(nn),
-        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED}),
+        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE}),
     }
+    if hl == 2 and nn in C.MAXN_LARGE and nn not in C.MAXN_STORED:
+        sol = C.stored_max_pairs(nn)
+        extra["construction"] = ("two-hidden-layer search (first layer relu(x_i - x_j)); float64 "
+                                 "network, certificate from its integer arrays")
+        extra["certificate"] = C.certify_max_pairs(nn, sol).to_dict()
+        return C.max_pairs_network(nn, sol, exact=False), extra
     if hl < fewest:
         raise RelulabError(
             f"construct max: --hidden-layers {hl} is too few for --n {nn} here (needs {fewest}; "

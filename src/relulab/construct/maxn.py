@@ -27,7 +27,7 @@ vertex's support exactly in rationals; every equation is then checked exactly.
 cone every first-layer neuron must be sign-constant (checked on the cone's rays), so every
 second-layer pre-activation is an exact linear form; the bends of the output along each
 hyperplane must cancel exactly and the remaining linear form must be ``x_(top)``.  With
-an exact structural symmetry proof (:func:`relulab.construct.is_symmetric`) the one cone
+an exact structural symmetry proof (:func:`relulab.construct.maxn_cert.is_symmetric_int`) the one cone
 ``x_1 >= ... >= x_n`` covers all n! cones (f o sigma = f and max o sigma = max), and the
 n! cones cover R^n; without it every cone is checked.
 
@@ -60,7 +60,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxsearch import is_symmetric
+from .maxn_cert import cone_check_int, int_layers, is_symmetric_int
 
 __all__ = [
     "PairTerm",
@@ -71,6 +71,7 @@ __all__ = [
     "search_max_pairs",
     "max_pairs_network",
     "certify_max_cones",
+    "certify_max_pairs",
     "stored_max_pairs",
     "max_n_two_hidden",
     "max_n_deep",
@@ -79,6 +80,7 @@ __all__ = [
     "log6_layers",
     "max_of_mins_deep",
     "MAXN_STORED",
+    "MAXN_LARGE",
 ]
 
 Item = tuple  # ("x", i) or ("m", i, j) with i < j, on local coordinates
@@ -464,46 +466,66 @@ def _members(t: PairTerm, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return list(seen.values())
 
 
-def max_pairs_network(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
-                      ) -> Network:
+def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
+                  ) -> tuple[np.ndarray, np.ndarray, list[Fraction]]:
+    """(first layer A1 (integers), second layer numerators N2 over 2n, output weights) of
+    the network of a structured solution (see :func:`max_pairs_network`)."""
+    terms = solution.terms if isinstance(solution, MaxPairsSolution) else tuple(solution)
+    if not isinstance(n, (int, np.integer)) or n < 2:
+        raise ConstructionError(f"max_pairs_network: n must be an integer >= 2, got {n!r}")
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    F1 = len(pairs) + 2
+    A1 = np.zeros((F1, n), dtype=np.int64)
+    for r, (i, j) in enumerate(pairs):
+        A1[r, i], A1[r, j] = 1, -1
+    A1[-2, :] = 1
+    A1[-1, :] = -1
+    pi = np.array([i for i, _ in pairs], dtype=np.int64)
+    pj = np.array([j for _, j in pairs], dtype=np.int64)
+    nums, outs = [], []  # second-layer rows as integer numerators over 2n
+    for t, c in terms:
+        if t.k > n:
+            raise ConstructionError(f"max_pairs_network: term {t} needs {t.k} > n = {n} inputs")
+        for G, gv in _members(t, n):
+            nums.append(np.concatenate([n * G[pi, pj] + gv[pi] - gv[pj], [0, 0]]))
+            outs.append(Fraction(c))
+    if n == 2:  # max(x0, x1) = (x0 + x1)/2 + |x0 - x1|/2: no term, one neuron |x0 - x1|/2
+        nums.append(np.array([n, n, 0, 0]))
+        outs.append(Fraction(1))
+    carry = np.zeros((2, F1), dtype=np.int64)
+    carry[0, -2] = carry[1, -1] = 2 * n
+    N2 = np.concatenate([np.array(nums, dtype=np.int64).reshape(-1, F1), carry])
+    outs += [Fraction(1, n), Fraction(-1, n)]
+    return A1, N2, outs
+
+
+def max_pairs_network(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]],
+                      exact: bool = True) -> Network:
     """The exact network of a structured solution: first layer ``relu(x_i - x_j)`` for all
     ordered pairs and ``relu(+-sum x)``; second layer one neuron per orbit member
     (``g = sum_{i<j} C_ij |x_i - x_j| + v.x`` with ``v.x = (1/n) sum_{i,j} v_i (x_i - x_j)``)
     plus two carrying ``sum x``; output ``sum c_t (orbit sum) + (1/n) sum x``.  Permuting
-    the inputs permutes the neurons, so :func:`is_symmetric` holds.
+    the inputs permutes the neurons, so the symmetry proof applies.  ``exact=False`` builds
+    the float64 network directly (for solutions too large for Fraction arrays).
 
     Example:
         >>> net = max_pairs_network(3, [(PairTerm(3, (("m", 0, 1),), (("x", 2),)), Fraction(1, 3))])
         >>> net.widths, net([1, 5, 2])[0]
         ((8, 5), Fraction(5, 1))
     """
-    terms = solution.terms if isinstance(solution, MaxPairsSolution) else tuple(solution)
-    if not isinstance(n, (int, np.integer)) or n < 2:
-        raise ConstructionError(f"max_pairs_network: n must be an integer >= 2, got {n!r}")
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    F1 = len(pairs) + 2
-    W1 = np.full((F1, n), Fraction(0), dtype=object)
-    for r, (i, j) in enumerate(pairs):
-        W1[r, i], W1[r, j] = Fraction(1), Fraction(-1)
-    W1[-2, :] = Fraction(1)
-    W1[-1, :] = Fraction(-1)
-    rows, outs = [], []
-    for t, c in terms:
-        if t.k > n:
-            raise ConstructionError(f"max_pairs_network: term {t} needs {t.k} > n = {n} inputs")
-        for G, gv in _members(t, n):
-            row = [Fraction(int(G[i, j]), 2) + Fraction(int(gv[i] - gv[j]), 2 * n) for i, j in pairs]
-            rows.append(row + [Fraction(0), Fraction(0)])
-            outs.append(Fraction(c))
-    if n == 2:  # max(x0, x1) = (x0 + x1)/2 + |x0 - x1|/2: no term, one neuron |x0 - x1|/2
-        rows.append([Fraction(1, 2), Fraction(1, 2), Fraction(0), Fraction(0)])
-        outs.append(Fraction(1))
-    rows.append([Fraction(0)] * len(pairs) + [Fraction(1), Fraction(0)])
-    rows.append([Fraction(0)] * len(pairs) + [Fraction(0), Fraction(1)])
-    outs += [Fraction(1, n), Fraction(-1, n)]
-    W2 = np.array(rows, dtype=object)
+    A1, N2, outs = _pairs_arrays(n, solution)
+    F1 = A1.shape[0]
+    if not exact:
+        return Network([A1.astype(np.float64), N2 / (2 * n), np.array([[float(v) for v in outs]])],
+                       [np.zeros(F1), np.zeros(len(N2)), np.zeros(1)])
+    W1 = np.empty(A1.shape, dtype=object)
+    for idx, v in np.ndenumerate(A1):
+        W1[idx] = Fraction(int(v))
+    W2 = np.empty(N2.shape, dtype=object)
+    for idx, v in np.ndenumerate(N2):
+        W2[idx] = Fraction(int(v), 2 * n)
     W3 = np.array([outs], dtype=object)
-    zeros = [np.full(F1, Fraction(0), dtype=object), np.full(len(rows), Fraction(0), dtype=object),
+    zeros = [np.full(F1, Fraction(0), dtype=object), np.full(len(N2), Fraction(0), dtype=object),
              np.full(1, Fraction(0), dtype=object)]
     return Network([W1, W2, W3], zeros, exact=True)
 
@@ -544,50 +566,36 @@ def _subcones(order: Sequence[int], n: int) -> list[np.ndarray]:
     return [np.concatenate([one, P]), np.concatenate([-one, P])]
 
 
-def _prim(L: np.ndarray) -> tuple[tuple, Fraction, bool]:
-    """(L / first non-zero as a tuple, |first non-zero|, first non-zero < 0): L = +-lam K."""
-    first = next(v for v in L if v != 0)
-    return tuple(v / first for v in L), abs(first), first < 0
-
-
-def _cone_check(W1: np.ndarray, W2: np.ndarray, w3: np.ndarray, rays: np.ndarray,
-                top: int, where: str) -> tuple[bool, int, str | None]:
-    n = rays.shape[1]
-    Ro = rays.T.astype(object)
-    # first layer: each neuron one sign on the simplicial cone (its values on the rays)
-    Rv = W1.dot(Ro)
-    active = np.zeros(W1.shape[0], dtype=bool)
-    for j in range(W1.shape[0]):
-        if min(Rv[j]) < 0 < max(Rv[j]):
-            return False, 0, f"first-layer neuron {j} changes sign inside {where}"
-        active[j] = max(Rv[j]) > 0
-    L = W2.dot(W1 * active[:, None])  # second-layer pre-activations: linear forms here
-    Lr = L.dot(Ro)
-    bends: dict[tuple, Fraction] = {}
-    linear = np.full(n, Fraction(0), dtype=object)
-    for k in range(L.shape[0]):
-        if w3[k] == 0 or not any(v != 0 for v in L[k]):
-            continue
-        if min(Lr[k]) >= 0:
-            linear = linear + w3[k] * L[k]
-        elif max(Lr[k]) > 0:  # bends inside: collect its hyperplane's net coefficient
-            key, lam, negative = _prim(L[k])
-            bends[key] = bends.get(key, Fraction(0)) + w3[k] * lam
-            if negative:  # relu(-lam K) = lam relu(K) - lam K
-                linear = linear + w3[k] * L[k]
-    bad = [k for k, v in bends.items() if v != 0]
-    if bad:
-        return False, len(bends), f"the output bends along {[str(v) for v in bad[0]]} in {where}"
-    if not all(linear[i] == (1 if i == top else 0) for i in range(n)):
-        return False, len(bends), f"the output is {[str(v) for v in linear]} . x in {where}"
-    return True, len(bends), None
+def _certify(A1: np.ndarray, A2: np.ndarray, w: list[Fraction], scale: int, n: int,
+             widths: tuple[int, ...], use_symmetry: bool | None) -> MaxNCertificate:
+    base = dict(n=n, widths=widths, hidden_layers=2)
+    sym = is_symmetric_int(A1, A2, w, n) if use_symmetry is not False else False
+    if use_symmetry and not sym:
+        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
+                               by_symmetry=False, hyperplanes_checked=0,
+                               reason="the network is not exactly symmetric")
+    orders = [tuple(range(n))] if sym else itertools.permutations(range(n))
+    nh = 0
+    k = 0
+    for k, order in enumerate(orders):
+        for half, rays in zip(("sum x >= 0", "sum x <= 0"), _subcones(order, n), strict=True):
+            verdict, h, why = cone_check_int(A1, A2, w, scale, rays, order[0])
+            nh += h
+            if verdict != "ok":
+                where = f"the cone x_{list(order)} decreasing, {half}"
+                return MaxNCertificate(**base, status=verdict, cones_checked=k + 1, cones_covered=k,
+                                       by_symmetry=sym, hyperplanes_checked=nh,
+                                       reason=f"{why} in {where}")
+    return MaxNCertificate(**base, status="certified", cones_checked=k + 1,
+                           cones_covered=math.factorial(n), by_symmetry=sym,
+                           hyperplanes_checked=nh, reason=None)
 
 
 def certify_max_cones(net: Network, n: int, use_symmetry: bool | None = None) -> MaxNCertificate:
     """Certify exactly that a two-hidden-layer, bias-free network whose first-layer neurons
-    are sign-constant on ordering cones computes max of n inputs on R^n (module docstring).
-    ``use_symmetry`` None: use the one cone when :func:`is_symmetric` proves the symmetry,
-    else check all n! cones (only sensible for small n).
+    are sign-constant on ordering cones computes max of n inputs on R^n (module docstring),
+    in integer arithmetic (:mod:`relulab.construct.maxn_cert`).  ``use_symmetry`` None:
+    one cone when the exact symmetry proof succeeds, else all n! cones (small n only).
 
     Example:
         >>> certify_max_cones(max_n_two_hidden(3), 3, use_symmetry=False).cones_checked
@@ -596,62 +604,60 @@ def certify_max_cones(net: Network, n: int, use_symmetry: bool | None = None) ->
     if net.input_dim != n or net.output_dim != 1:
         raise ConstructionError(f"certify_max_cones: need a network R^{n} -> R, got {net!r}")
     net = net.exact()
-    base = dict(n=n, widths=tuple(net.widths), hidden_layers=net.n_hidden_layers)
     if net.n_hidden_layers != 2 or net.skip is not None or any(
             v != 0 for b in net.biases for v in b):
-        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
+        return MaxNCertificate(n=n, widths=tuple(net.widths), hidden_layers=net.n_hidden_layers,
+                               status="not applicable", cones_checked=0, cones_covered=0,
                                by_symmetry=False, hyperplanes_checked=0,
                                reason="needs two hidden layers, no biases, no skip connection")
-    sym = is_symmetric(net, n) if use_symmetry is not False else False
-    if use_symmetry and not sym:
-        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
-                               by_symmetry=False, hyperplanes_checked=0,
-                               reason="the network is not exactly symmetric")
-    W1, W2, W3 = (np.asarray(W, dtype=object) for W in net.weights)
-    orders = [tuple(range(n))] if sym else list(itertools.permutations(range(n)))
-    nh = 0
-    for k, order in enumerate(orders):
-        ok, why = True, None
-        for half, rays in zip(("sum x >= 0", "sum x <= 0"), _subcones(order, n), strict=True):
-            ok, h, why = _cone_check(W1, W2, W3[0], rays, order[0],
-                                     f"the cone x_{list(order)} decreasing, {half}")
-            nh += h
-            if not ok:
-                break
-        if not ok:
-            # a first layer that is not sign-constant: the method does not apply (no verdict);
-            # a bend or a wrong linear form in a cone: the network is not max (a refutation)
-            status = "not applicable" if "changes sign" in (why or "") else "failed"
-            return MaxNCertificate(**base, status=status, cones_checked=k + 1, cones_covered=k,
-                                   by_symmetry=sym, hyperplanes_checked=nh, reason=why)
-    return MaxNCertificate(**base, status="certified", cones_checked=len(orders),
-                           cones_covered=math.factorial(n), by_symmetry=sym,
-                           hyperplanes_checked=nh, reason=None)
+    W1, W2, W3 = net.weights
+    A1, d1, A2, d2, w = int_layers(W1, W2, W3[0])
+    return _certify(A1, A2, w, d1 * d2, n, tuple(net.widths), use_symmetry)
+
+
+def certify_max_pairs(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]],
+                      use_symmetry: bool | None = None) -> MaxNCertificate:
+    """:func:`certify_max_cones` for the network ``max_pairs_network(n, solution)`` without
+    building it as Fraction arrays: the same integer arrays the builder produces are
+    checked (for solutions with hundreds of thousands of neurons, e.g. n = 7).
+
+    Example:
+        >>> certify_max_pairs(5, stored_max_pairs(5)).status
+        'certified'
+    """
+    A1, N2, outs = _pairs_arrays(n, solution)
+    return _certify(A1, N2, outs, 2 * n, n, (A1.shape[0], N2.shape[0]), use_symmetry)
 
 
 # ------------------------------------------------------------------ stored solutions
-def _load() -> dict[int, list[tuple[PairTerm, Fraction]]]:
+def _load(section: str) -> dict[int, list[tuple[PairTerm, Fraction]]]:
     text = importlib.resources.files("relulab.construct").joinpath("data/maxn.json").read_text()
-    data = json.loads(text)
+    data = json.loads(text).get(section, {})
     return {int(k): [(PairTerm.from_dict(t), Fraction(t["coef"])) for t in v["terms"]]
-            for k, v in data["solutions"].items()}
+            for k, v in data.items()}
 
 
-MAXN_STORED: dict[int, list[tuple[PairTerm, Fraction]]] = _load()
+# solutions whose exact networks max_n_two_hidden builds; and larger ones (n = 7) whose
+# network is built in float64 and certified from its integer arrays (certify_max_pairs)
+MAXN_STORED: dict[int, list[tuple[PairTerm, Fraction]]] = _load("solutions")
+MAXN_LARGE: dict[int, list[tuple[PairTerm, Fraction]]] = _load("large")
 
 
 def stored_max_pairs(n: int) -> MaxPairsSolution:
     """The stored solution for n (found by :func:`search_max_pairs`; re-checked exactly
-    here, every equation of the system).
+    here, every equation of the system): :data:`MAXN_STORED` (networks built and certified
+    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 182,807 second-layer neurons;
+    its network is certified by :func:`certify_max_pairs` in about a minute).
 
     Example:
         >>> stored_max_pairs(6).status
         'found'
     """
-    if n not in MAXN_STORED and n != 2:
+    if n not in MAXN_STORED and n not in MAXN_LARGE and n != 2:
         raise ConstructionError(f"max_n_two_hidden: no stored two-hidden-layer solution for n = {n} "
-                                f"(stored: {sorted(MAXN_STORED)}); search_max_pairs(n) may find one")
-    terms = MAXN_STORED.get(n, [])
+                                f"(stored: {sorted({*MAXN_STORED, *MAXN_LARGE})}); "
+                                f"search_max_pairs(n) may find one")
+    terms = MAXN_STORED.get(n) or MAXN_LARGE.get(n, [])
     ok, nh, ne = _check(terms, n) if n > 2 else (True, 0, 1)
     return MaxPairsSolution(n, "found" if ok else "failed", tuple(terms), len(terms), nh, ne)
 
@@ -669,6 +675,12 @@ def max_n_two_hidden(n: int) -> Network:
     """
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
         raise ConstructionError(f"max_n_two_hidden: n must be an integer >= 2, got {n!r}")
+    if n in MAXN_LARGE and n not in MAXN_STORED:
+        raise ConstructionError(
+            f"max_n_two_hidden: the stored solution for n = {n} has {stored_max_pairs(n).widths[1]} "
+            f"second-layer neurons, too many for Fraction arrays; build it with "
+            f"max_pairs_network({n}, stored_max_pairs({n}), exact=False) and certify it with "
+            f"certify_max_pairs({n}, stored_max_pairs({n}))")
     sol = stored_max_pairs(int(n))
     if sol.status != "found":
         raise ConstructionError(f"max_n_two_hidden: the stored solution for n = {n} fails its check")
