@@ -281,3 +281,27 @@ def test_integer_symmetry_proof_agrees_with_the_structural_one() -> None:
         answers.append(is_symmetric_int(A1, A2, w, n))
         assert answers[-1] == is_symmetric(net, n)
     assert True in answers and False in answers
+
+
+def test_cli_max_hidden_layers(tmp_path, capsys) -> None:
+    import json
+
+    from conftest import run_cli
+
+    out = tmp_path / "max5.onnx"
+    code, text, err = run_cli(capsys, "construct", "max", "--n", "5", "--hidden-layers", "2",
+                              "-o", str(out), "--json")
+    assert code == 0, err
+    d = json.loads(text)
+    assert d["hidden_layers"] == 2 and d["hidden_widths"] == [22, 77] and out.exists()
+    assert d["certificate"]["status"] == "certified" and d["published_hidden_layers"] == 2
+    code, text, err = run_cli(capsys, "construct", "max", "--n", "12", "--hidden-layers", "3", "--json")
+    d = json.loads(text)
+    assert code == 0 and d["hidden_layers"] == 3 and d["certificate"]["status"] == "sampled"
+    for args, msg in [(["--n", "12", "--hidden-layers", "2"], "--hidden-layers 2 is too few for --n 12"),
+                      (["--n", "1", "--hidden-layers", "2"], "--n must be >= 2"),
+                      (["--n", "4", "--hidden-layers", "0"], "--hidden-layers must be >= 1")]:
+        code, _, err = run_cli(capsys, "construct", "max", *args)
+        assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(capsys, "construct", "min", "--n", "4", "--hidden-layers", "2")
+    assert code == 1 and "applies to max only" in err
