@@ -473,6 +473,9 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     net = C.max_n(8)
     console_.print(f"  max of 8 numbers: {net!r}; max_8(3,-1,7,2,0,5,1/2,6) = "
                    f"{net([3, -1, 7, 2, 0, 5, Fraction(1, 2), 6])[0]}")
+    m5 = C.max_n_two_hidden(5)
+    console_.print(f"  max of 5 with TWO hidden layers (first layer relu(x_i - x_j)): {m5!r}, "
+                   f"{C.certify_max_cones(m5, 5).status} on R^5 (the tree needs 3)")
     console_.print(f"  sawtooth depth 6: width 2, {C.count_pieces(C.sawtooth(6), 0, 1)} linear pieces")
     r = C.square_error(4)
     console_.print(f"  Yarotsky x^2, m=4: exact max error {r.max_abs_error} at x = {r.argmax[0]}")

@@ -34,7 +34,11 @@ n! cones cover R^n; without it every cone is checked.
 **Recursion** (:func:`max_n_deep`): a first layer of ``relu(y_a - y_b)`` lets one
 substitute group maxima: ``relu(y_a - y_b) = max(G_a u G_b) - max(G_b)`` is the output of
 a network of depth h for groups with ``|G_a u G_b| <= cap(h)``; so with a two-hidden-layer
-base for n0 inputs, ``cap(h + 1) = n0 * cap(h) / 2`` and ``cap(1) = 2``.
+base for n0 inputs, ``cap(h + 1) = ceil(cap(h)/2) + (n0 - 1) floor(cap(h)/2)`` and
+``cap(1) = 2`` (a 12-input base gives ``2 * 6^(h-1)``; the stored bases go up to 6).
+
+**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`) and n = 7 (182,807
+second-layer neurons: float64 build, :func:`certify_max_pairs` on its integer arrays).
 
 Example:
     >>> net = max_n_two_hidden(5)
