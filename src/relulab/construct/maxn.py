@@ -304,8 +304,10 @@ def _column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, in
 class MaxPairsSolution(Result):
     """A two-hidden-layer representation of max_n in the structured family: orbit
     coefficients (exact) of :class:`PairTerm` s; ``status`` is "found" (every equation
-    checked exactly), "infeasible" (the candidate family has no solution: a proof for
-    that family only) or "failed" (the LP's vertex did not survive exact re-solving).
+    checked exactly), "infeasible" (HiGHS finds no solution in this candidate family: a
+    float64 verdict about the family, not an exact proof), "unknown" (the time limit or a
+    solver failure stopped the LP) or "failed" (the LP's vertex did not survive exact
+    re-solving).
 
     Example:
         >>> s = search_max_pairs(4)
@@ -442,7 +444,7 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     if res.status == "infeasible":
         return MaxPairsSolution(n, "infeasible", (), m, R, R + n - 1)
     if res.status != "optimal" or res.x is None:
-        return MaxPairsSolution(n, "failed", (), m, R, 0)
+        return MaxPairsSolution(n, "unknown", (), m, R, 0)
     x = res.x[:m] - res.x[m:]
     support = [c for c in range(m) if abs(x[c]) > 1e-9 * max(1.0, float(np.abs(x).max()))]  # tol: LP zeros
     exact = _exact_solve(support, entries, lins, target, R)
