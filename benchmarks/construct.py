@@ -243,10 +243,39 @@ def print_refine(rows: list[dict]) -> None:
     print("  (published: width fixed in k, depth O(k), no constants given; ours: 3k + 3 hidden layers)")
 
 
+def rows_maxn(quick: bool = False) -> list[dict]:
+    """max_n: hidden layers and neurons of our structured two-hidden-layer networks (n <= 6,
+    certified) and of the recursive substitution, against the published depth
+    ceil(log_6(n/2)) + 1 (two hidden layers for n <= 12; the abstract gives no neuron counts)
+    and the binary tree ceil(log2 n)."""
+    rows = []
+    for n in (2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 24, 32, 64, 72, 256):
+        two = n in C.MAXN_STORED
+        t = time.perf_counter()
+        if n in C.MAXN_LARGE and not two:
+            sol = C.stored_max_pairs(n)
+            cert = "not run (--quick)" if quick else C.certify_max_pairs(n, sol).status
+            layers, widths = 2, list(sol.widths)
+        elif two:
+            net = C.max_n_two_hidden(n)
+            cert = C.certify_max_cones(net, n).status
+            layers, widths = net.n_hidden_layers, list(net.widths)
+        else:
+            layers = C.deep_layers(n)
+            built = n <= (13 if quick else 16)
+            widths = list(C.max_n_deep(n).widths) if built else None
+            cert = "built, sampled in tests" if built else "layer count only"
+        rows.append({"n": n, "ours_hidden": layers, "ours_widths": widths, "status": cert,
+                     "published_hidden": C.log6_layers(n), "tree_hidden": math.ceil(math.log2(n)),
+                     "seconds": round(time.perf_counter() - t, 2)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
-    ap.add_argument("--quick", action="store_true", help="shorter transformer rows")
+    ap.add_argument("--quick", action="store_true",
+                    help="shorter transformer rows, fewer deep max networks")
     ap.add_argument("--only", choices=["refine"], default=None, help="run one table only")
     args = ap.parse_args()
     out: dict = {}
@@ -320,6 +349,14 @@ def main() -> None:
     print_turing2(out["turing2"])
     out["refine"] = rows_refine()
     print_refine(out["refine"])
+
+    print("\nmax_n, first layer relu(x_i - x_j) (construct.maxn): hidden layers, ours vs published")
+    print(f"{'n':>4s} {'ours':>5s} {'published':>9s} {'ratio':>6s} {'tree':>5s} {'widths':>28s}  status")
+    out["maxn"] = rows_maxn(args.quick)
+    for r in out["maxn"]:
+        w = "-" if r["ours_widths"] is None else ",".join(map(str, r["ours_widths"]))
+        print(f"{r['n']:4d} {r['ours_hidden']:5d} {r['published_hidden']:9d} "
+              f"{r['ours_hidden'] / r['published_hidden']:6.2f} {r['tree_hidden']:5d} {w:>28s}  {r['status']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

@@ -81,7 +81,7 @@ def test_construct_reports_facts(tmp_path: Path) -> None:
         (["construct", "circuit", "--file", "/nonexistent.net"], "no such file"),
         (["construct", "cpwl1d", "--breakpoints", "0,a", "--values", "1,2"], "cannot read"),
         # an option the construction does not take is refused, naming what it takes
-        (["construct", "max", "--n", "3", "--bits", "4"], "--bits does not apply (it takes --n)"),
+        (["construct", "max", "--n", "3", "--bits", "4"], "--bits does not apply (it takes --n, --hidden-layers)"),
         (["construct", "tent", "--depth", "2"], "--depth does not apply (it takes no options)"),
         (["construct", "sawtooth", "--depth", "2", "--left-slope", "1"], "--left-slope does not"),
     ],

@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from typing import Any
 
 import typer
@@ -67,6 +68,7 @@ class Options:
     noise_seed: int = 0
     seed: str | None = None
     d: int | None = None
+    hidden_layers: int | None = None
 
     def given(self) -> list[str]:
         """The options set to something other than their default."""
@@ -83,6 +85,7 @@ FLAGS = {
     "poly": "--poly", "width": "--width", "rule": "--rule", "form": "--form", "radius": "--radius",
     "dist": "--dist", "arch": "--arch", "dtype": "--dtype", "sigma": "--sigma",
     "bits_grid": "--grid-bits", "noise_seed": "--noise-seed", "seed": "--seed", "d": "--d",
+    "hidden_layers": "--hidden-layers",
 }
 
 
@@ -132,14 +135,66 @@ def _fractions(text: str, what: str) -> list:
 
 
 # ------------------------------------------------------------------ constructions
-@construction(("max", "min"), {"max": "max of n inputs (--n)", "min": "min of n inputs (--n)"},
-              ("n",))
+@construction(("max", "min"), {"max": "max of n inputs (--n; --hidden-layers H: two-hidden-layer "
+                                      "search or recursive substitution)",
+                               "min": "min of n inputs (--n)"},
+              ("n", "hidden_layers"))
 def _max_min(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
     nn = _need(o.n, "--n", kind)
-    net = C.max_n(nn) if kind == "max" else C.min_n(nn)
-    return net, {"formula_hidden_layers": 0 if nn <= 1 else math.ceil(math.log2(nn))}
+    if o.hidden_layers is None:
+        net = C.max_n(nn) if kind == "max" else C.min_n(nn)
+        return net, {"formula_hidden_layers": 0 if nn <= 1 else math.ceil(math.log2(nn))}
+    if kind != "max":
+        raise RelulabError("construct min: --hidden-layers applies to max only")
+    return _max_layers(nn, o.hidden_layers)
+
+
+def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
+    """max of nn inputs with hl hidden layers: the certified two-hidden-layer network when
+    hl = 2 and one is stored, else the recursive substitution (checked exactly at random
+    rational points of every tried ordering: 'sampled')."""
+    import numpy as np
+
+    from .. import construct as C
+
+    if nn < 2:
+        raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
+    if hl < 1:
+        raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
+    fewest = 2 if nn in C.MAXN_LARGE else C.deep_layers(nn)
+    extra: dict[str, Any] = {
+        "fewest_hidden_layers_here": fewest,
+        "published_hidden_layers": C.log6_layers(nn),
+        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE}),
+    }
+    if hl == 2 and nn in C.MAXN_LARGE and nn not in C.MAXN_STORED:
+        sol = C.stored_max_pairs(nn)
+        extra["construction"] = ("two-hidden-layer search (first layer relu(x_i - x_j)); float64 "
+                                 "network, certificate from its integer arrays")
+        extra["certificate"] = C.certify_max_pairs(nn, sol).to_dict()
+        return C.max_pairs_network(nn, sol, exact=False), extra
+    if hl < fewest:
+        raise RelulabError(
+            f"construct max: --hidden-layers {hl} is too few for --n {nn} here (needs {fewest}; "
+            f"two hidden layers are stored for n in {extra['stored_two_hidden_layer_n']})")
+    if hl == 2 and (nn == 2 or nn in C.MAXN_STORED):
+        net = C.max_n_two_hidden(nn)
+        extra["construction"] = "two-hidden-layer search (first layer relu(x_i - x_j))"
+        extra["certificate"] = C.certify_max_cones(net, nn).to_dict()
+        return net, extra
+    net = C.max_n_deep(nn, hidden_layers=hl)
+    rng = np.random.default_rng(0)
+    X = [[Fraction(int(a), int(b)) for a, b in zip(rng.integers(-999, 1000, nn),
+                                                   rng.integers(1, 30, nn), strict=True)]
+         for _ in range(8)]
+    Y = C.ExactEvaluator(net)(np.array(X, dtype=object))[:, 0]
+    ok = all(y == max(x) for x, y in zip(X, Y, strict=True))
+    extra["construction"] = "recursive substitution into the stored two-hidden-layer networks"
+    extra["certificate"] = {"status": "sampled" if ok else "failed", "points": len(X),
+                            "bases_certified": "by certify_max_cones (relulab.construct)"}
+    return net, extra
 
 
 @construction("max2h", "max of n <= 6 inputs with two hidden layers, certified (--n)", ("n",))
@@ -571,6 +626,10 @@ def construct_cmd(
     noise_seed: int = typer.Option(0, "--noise-seed", help="smoothed-gadget noise seed."),
     seed: str | None = typer.Option(None, "--seed", help="Refinement seed: 'hat' (default)."),
     d: int | None = typer.Option(None, "--d", help="Input dimension (hierarchy)."),
+    hidden_layers: int | None = typer.Option(
+        None, "--hidden-layers",
+        help="max: this many hidden layers (2: the certified search network; more: recursive "
+             "substitution), e.g. construct max --n 6 --hidden-layers 2 -o max6.onnx"),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Build an exact construction (rational weights), report its size, optionally save it."""
@@ -580,7 +639,8 @@ def construct_cmd(
                        machine=machine, mask=mask, steps=steps, word=word, model=model, act=act,
                        scale=scale, box=box, poly=poly, width=width, rule=rule, form=form,
                        radius=radius, dist=dist, arch=arch, dtype=dtype,
-                       sigma=sigma, bits_grid=bits_grid, noise_seed=noise_seed, seed=seed, d=d)
+                       sigma=sigma, bits_grid=bits_grid, noise_seed=noise_seed, seed=seed, d=d,
+                       hidden_layers=hidden_layers)
     if net is None:  # not a single ReLU network (the transformer): report only
         if output is not None:
             raise RelulabError(f"construct {kind}: -o saves ReLU networks; this construction "
@@ -639,6 +699,9 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     net = C.max_n(8)
     console_.print(f"  max of 8 numbers: {net!r}; max_8(3,-1,7,2,0,5,1/2,6) = "
                    f"{net([3, -1, 7, 2, 0, 5, Fraction(1, 2), 6])[0]}")
+    m5 = C.max_n_two_hidden(5)
+    console_.print(f"  max of 5 with TWO hidden layers (first layer relu(x_i - x_j)): {m5!r}, "
+                   f"{C.certify_max_cones(m5, 5).status} on R^5 (the tree needs 3)")
     console_.print(f"  sawtooth depth 6: width 2, {C.count_pieces(C.sawtooth(6), 0, 1)} linear pieces")
     r = C.square_error(4)
     console_.print(f"  Yarotsky x^2, m=4: exact max error {r.max_abs_error} at x = {r.argmax[0]}")

@@ -7,7 +7,10 @@ computes and its size in its docstring.
 * max / min: :func:`max_n`, :func:`min_n`, lattice CPWL :func:`max_of_mins`;
   max of 5 and of 6 with two hidden layers :func:`max5_two_hidden`,
   :func:`max6_two_hidden` (exact search
-  :func:`search_max_two_hidden`, certificate :func:`certify_max`)
+  :func:`search_max_two_hidden`, certificate :func:`certify_max`); max_n with two
+  hidden layers and first layer ``relu(x_i - x_j)`` :func:`max_n_two_hidden` (search
+  :func:`search_max_pairs`, certificate :func:`certify_max_cones`) and the recursive
+  substitution :func:`max_n_deep`
 * univariate CPWL: :func:`cpwl_1d`, exact pieces :func:`univariate_pieces`
 * depth: :func:`tent`, :func:`sawtooth`, :func:`yarotsky_square`, :func:`product`,
   :func:`monomial` with exact errors :func:`square_error`, :func:`product_error`,
@@ -92,6 +95,26 @@ from .maxmin import (
     max_of_mins,
     min_n,
     tree_widths,
+)
+from .maxn import (
+    MAXN_LARGE,
+    MAXN_STORED,
+    MaxNCertificate,
+    MaxPairsSolution,
+    PairTerm,
+    candidate_terms,
+    certify_max_cones,
+    certify_max_pairs,
+    deep_capacity,
+    deep_layers,
+    log6_layers,
+    max_n_deep,
+    max_n_two_hidden,
+    max_of_mins_deep,
+    max_pairs_network,
+    random_terms,
+    search_max_pairs,
+    stored_max_pairs,
 )
 from .maxsearch import (
     MAX5_SOLUTION,
@@ -222,6 +245,24 @@ __all__ = [
     "MaxCertificate",
     "MaxSearchResult",
     "MAX5_SOLUTION",
+    "max_n_two_hidden",
+    "max_n_deep",
+    "deep_capacity",
+    "deep_layers",
+    "log6_layers",
+    "max_of_mins_deep",
+    "search_max_pairs",
+    "max_pairs_network",
+    "certify_max_cones",
+    "certify_max_pairs",
+    "stored_max_pairs",
+    "candidate_terms",
+    "random_terms",
+    "PairTerm",
+    "MaxPairsSolution",
+    "MaxNCertificate",
+    "MAXN_STORED",
+    "MAXN_LARGE",
     "refinement_iterate",
     "subdivision_network",
     "cascade_value",

@@ -1,0 +1,178 @@
+"""Integer core of the ordering-cone certificate of :mod:`relulab.construct.maxn`.
+
+A bias-free two-hidden-layer network ``f(x) = sum_k w_k relu(W2_k relu(W1 x))`` is written
+over integers, ``W1 = A1 / d1`` and ``W2 = A2 / d2`` (int64 when the bounds allow, else
+Python integers), so that the symmetry proof and the cone checks run vectorised and
+exactly even for hundreds of thousands of neurons; only the output weights stay Fractions
+(grouped by value).
+
+Example:
+    >>> import numpy as np
+    >>> A1, d1, A2, d2, w = int_layers(np.array([[1, -1], [-1, 1]]), np.array([[1, 1]]),
+    ...                                [Fraction(1, 2)])
+    >>> A1.tolist(), d1, A2.tolist(), d2, w
+    ([[1, -1], [-1, 1]], 1, [[1, 1]], 1, [Fraction(1, 2)])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["int_layers", "is_symmetric_int", "cone_check_int"]
+
+_INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
+
+
+def _to_int(W: np.ndarray) -> tuple[np.ndarray, int]:
+    flat = [Fraction(v) for v in np.asarray(W, dtype=object).ravel()]
+    d = math.lcm(*(v.denominator for v in flat)) if flat else 1
+    A = np.array([int(v * d) for v in flat], dtype=object).reshape(np.shape(W))
+    big = max((abs(int(v)) for v in A.ravel()), default=0)
+    return (A.astype(np.int64) if big < 2**31 else A), d
+
+
+def int_layers(W1: np.ndarray, W2: np.ndarray, w3: Sequence[object]
+               ) -> tuple[np.ndarray, int, np.ndarray, int, list[Fraction]]:
+    """``(A1, d1, A2, d2, w)`` with ``W1 = A1 / d1``, ``W2 = A2 / d2`` and the output weights
+    ``w`` as Fractions.
+
+    Example:
+        >>> int_layers(np.array([[Fraction(1, 2)]]), np.array([[3]]), [1])[:2]
+        (array([[1]]), 2)
+    """
+    A1, d1 = _to_int(W1)
+    A2, d2 = _to_int(W2)
+    return A1, d1, A2, d2, [Fraction(v) for v in w3]
+
+
+def _merge(A2: np.ndarray, w: Sequence[Fraction]) -> tuple[np.ndarray, list[Fraction]]:
+    """Identical second-layer neurons merged (their output weights summed, zeros dropped)."""
+    U, inv = np.unique(A2, axis=0, return_inverse=True)
+    tot = [Fraction(0)] * len(U)
+    for k, u in enumerate(inv.ravel().tolist()):
+        tot[u] += w[k]
+    keep = [u for u in range(len(U)) if tot[u] != 0]
+    return U[keep], [tot[u] for u in keep]
+
+
+def _canon(A2: np.ndarray, w: Sequence[Fraction]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted lexicographically with a weight id column: equal multisets of
+    (row, weight) pairs give equal arrays."""
+    ids = {v: i for i, v in enumerate(sorted(set(w)))}
+    M = np.concatenate([np.asarray(A2), np.array([[ids[v]] for v in w], dtype=A2.dtype)
+                        .reshape(-1, 1)], axis=1)
+    order = np.lexsort(M.T[::-1])
+    return M[order], np.array(sorted(ids, key=ids.get), dtype=object)
+
+
+def is_symmetric_int(A1: np.ndarray, A2: np.ndarray, w: Sequence[Fraction], n: int) -> bool:
+    """Exact proof that ``f(sigma x) = f(x)`` for every permutation sigma of the n inputs:
+    for a transposition and an n-cycle (they generate S_n) permuting the input columns of
+    A1 must permute its rows, and the induced relabelling of the first-layer features must
+    map the multiset of (second-layer neuron, output weight) onto itself.
+
+    Example:
+        >>> A1 = np.array([[1, -1], [-1, 1]]); A2 = np.array([[1, 1]])
+        >>> is_symmetric_int(A1, A2, [Fraction(1)], 2), is_symmetric_int(A1, np.array([[1, 0]]), [Fraction(1)], 2)
+        (True, False)
+    """
+    if n < 2:
+        return True
+    A2m, wm = _merge(A2, w)
+    base, base_w = _canon(A2m, wm)
+    index: dict[tuple, int] = {}
+    for r, row in enumerate(A1.tolist()):
+        if tuple(row) in index:
+            return False  # duplicate first-layer rows: merge them first
+        index[tuple(row)] = r
+    gens = [[1, 0, *range(2, n)], [*range(1, n), 0]]
+    for g in gens:
+        P = A1[:, g]
+        try:
+            pi = [index[tuple(row)] for row in P.tolist()]
+        except KeyError:
+            return False
+        if len(set(pi)) != len(pi):
+            return False
+        B = np.empty_like(A2m)
+        B[:, pi] = A2m  # B[:, pi(r)] = A2[:, r]
+        got, got_w = _canon(B, wm)
+        if got.shape != base.shape or not np.array_equal(got, base) or list(got_w) != list(base_w):
+            return False
+    return True
+
+
+def cone_check_int(A1: np.ndarray, A2: np.ndarray, w: Sequence[Fraction], scale: int,
+                   rays: np.ndarray, top: int) -> tuple[str, int, str | None]:
+    """Check ``f = x_top`` on the simplicial cone spanned by the rows of ``rays`` (integers),
+    where ``f(x) = sum_k w_k relu(A2_k relu(A1 x)) / scale``.  Returns (verdict, number of
+    bending hyperplanes, reason): "ok"; "not applicable" (a first-layer neuron changes sign
+    inside: no verdict); "failed" (the output bends inside, or its linear form is not
+    x_top: f is not max here).
+
+    Example:
+        >>> A1 = np.array([[1, -1], [-1, 1]]); A2 = np.array([[1, 1], [0, 0]])
+        >>> rays = np.array([[1, 1], [1, -1]])                 # the cone x_0 >= x_1, both signs of sum
+        >>> cone_check_int(A1, A2, [Fraction(1, 2), Fraction(0)], 1, rays, 0)[0]   # |x0 - x1|/2 != x0
+        'failed'
+    """
+    n = rays.shape[1]
+    obj = A1.dtype == object or A2.dtype == object
+    R = rays.astype(object) if obj else rays.astype(np.int64)
+    V1 = A1.dot(R.T)
+    mixed = (V1.min(axis=1) < 0) & (V1.max(axis=1) > 0)
+    if mixed.any():
+        return "not applicable", 0, f"first-layer neuron {int(np.nonzero(mixed)[0][0])} changes sign inside"
+    active = V1.max(axis=1) > 0
+    A1a = A1 * active[:, None]
+    if not obj:
+        bound = int(np.abs(A2).sum(axis=1).max(initial=0)) * int(np.abs(A1a).max(initial=0)) * n * n
+        if bound >= _INT64_SAFE:
+            A1a, A2, R = A1a.astype(object), A2.astype(object), R.astype(object)
+    L = A2.dot(A1a)  # second-layer pre-activations as integer linear forms on this cone
+    Lr = L.dot(R.T)
+    wid = {v: i for i, v in enumerate(sorted(set(w)))}
+    wk = np.array([wid[v] for v in w], dtype=np.int64)
+    wvals = sorted(wid, key=wid.get)
+    nonzero_w = np.array([v != 0 for v in wvals])[wk]
+    lo, hi = Lr.min(axis=1), Lr.max(axis=1)
+    lin_rows = (lo >= 0) & nonzero_w
+    bend_rows = (lo < 0) & (hi > 0) & nonzero_w
+    linear = [Fraction(0)] * n
+    if bend_rows.any():
+        Lb = L[bend_rows]
+        if obj:
+            g = np.array([math.gcd(*(int(v) for v in row)) for row in Lb], dtype=object)
+        else:
+            g = np.gcd.reduce(np.abs(Lb), axis=1)
+        first = Lb[np.arange(len(Lb)), (Lb != 0).argmax(axis=1)]
+        sgn = np.where(first < 0, -1, 1)
+        K = Lb // g[:, None] * sgn[:, None]
+        lam = g
+        U, inv = np.unique(K, axis=0, return_inverse=True)
+        wb = wk[bend_rows]
+        tot = [Fraction(0)] * len(U)
+        for u, wi, la in zip(inv.ravel().tolist(), wb.tolist(), lam.tolist(), strict=True):
+            tot[u] += wvals[wi] * int(la)
+        bad = [u for u in range(len(U)) if tot[u] != 0]
+        if bad:
+            return "failed", len(U), f"the output bends along {U[bad[0]].tolist()}"
+        neg = np.zeros(len(L), dtype=bool)
+        neg[np.nonzero(bend_rows)[0][first < 0]] = True  # relu(-lam K) = lam relu(K) - lam K
+        lin_rows = lin_rows | neg
+        nh = len(U)
+    else:
+        nh = 0
+    for i, v in enumerate(wvals):
+        sel = lin_rows & (wk == i)
+        if v != 0 and sel.any():
+            s = L[sel].sum(axis=0)
+            linear = [a + v * int(b) for a, b in zip(linear, s.tolist(), strict=True)]
+    want = [Fraction(scale) if i == top else Fraction(0) for i in range(n)]
+    if linear != want:
+        return "failed", nh, f"the output is {[str(v / scale) for v in linear]} . x"
+    return "ok", nh, None
