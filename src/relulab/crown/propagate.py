@@ -380,7 +380,7 @@ def bound(
         raise BoundError(f"warm: holds {warm.batch} sub-problems, the boxes are {B}")
 
     def tens(a: np.ndarray) -> Any:
-        return torch.as_tensor(np.ascontiguousarray(a), dtype=dt, device=device)
+        return torch.as_tensor(np.array(a), dtype=dt, device=device)
 
     def late() -> bool:
         return deadline is not None and time.monotonic() >= deadline
