@@ -23,91 +23,16 @@ from __future__ import annotations
 
 import io as _io
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import require
 from ..network import Network
-from .ops import Input, Linear, Op, Relu, numel
+from .builder import GraphBuilder, GraphError, Node
+from .ops import Linear, Relu, numel
 
-__all__ = ["BoundGraph", "Node", "GraphError"]
-
-
-class GraphError(RelulabError):
-    """A bound graph was built from, or asked for, something it cannot represent."""
-
-
-@dataclass(frozen=True)
-class Node:
-    """One operator application: ``name = op(*inputs)`` with per-sample output ``shape``.
-
-    Example:
-        >>> Node("x", Input(), (), (3,)).shape
-        (3,)
-    """
-
-    name: str
-    op: Op
-    inputs: tuple[str, ...]
-    shape: tuple[int, ...]
-
-
-class GraphBuilder:
-    """Adds nodes one at a time, inferring each output shape by running the operator on
-    zeros (cheap at build time, and it catches inconsistent shapes with the node's name).
-
-    Example:
-        >>> import torch
-        >>> gb = GraphBuilder((2,))
-        >>> y = gb.add("y", Linear(torch.ones(3, 2, dtype=torch.float64), None), [gb.input])
-        >>> gb.build(y).output_dim
-        3
-    """
-
-    def __init__(self, input_shape: tuple[int, ...], input_name: str = "input") -> None:
-        torch = require("torch", "torch")
-        self._torch = torch
-        self.input = input_name
-        self.nodes: dict[str, Node] = {input_name: Node(input_name, Input(), (), tuple(input_shape))}
-        self._n = 0
-
-    def fresh(self, base: str) -> str:
-        """A node name not used yet, derived from ``base``."""
-        name = base
-        while name in self.nodes:
-            self._n += 1
-            name = f"{base}_{self._n}"
-        return name
-
-    def add(self, name: str, op: Op, inputs: list[str], where: str | None = None) -> str:
-        """Append ``name = op(*inputs)``; returns the (possibly made unique) name."""
-        name = self.fresh(name)
-        ins = tuple(inputs)
-        zeros = [self._torch.zeros(1, *self.nodes[i].shape, dtype=self._torch.float64) for i in ins]
-        try:
-            with self._torch.no_grad():
-                y = op.forward(*zeros)
-        except (RuntimeError, ValueError, IndexError) as e:
-            msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise GraphError(f"{where or name}: shapes do not fit ({msg})") from None
-        self.nodes[name] = Node(name, op, ins, tuple(int(s) for s in y.shape[1:]))
-        return name
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self.nodes[name].shape
-
-    def build(self, output: str, source: Any = None) -> BoundGraph:
-        """The graph of the ancestors of ``output`` (dead branches dropped)."""
-        keep = {output}
-        for name in reversed(list(self.nodes)):
-            if name in keep:
-                keep.update(self.nodes[name].inputs)
-        if self.input not in keep:
-            raise GraphError(f"the output '{output}' does not depend on the input")
-        nodes = [n for k, n in self.nodes.items() if k in keep]
-        return BoundGraph(nodes, self.input, output, source)
+__all__ = ["BoundGraph", "Node", "GraphError", "GraphBuilder"]
 
 
 class BoundGraph:
@@ -183,7 +108,7 @@ class BoundGraph:
         Example:
             >>> from relulab import Network
             >>> bg = BoundGraph.from_network(Network([[[2.0]]], [[0.0]]))
-            >>> bg.converted("float32").by_name["linear0"].op.W.dtype
+            >>> bg.converted("float32").by_name["output"].op.W.dtype
             torch.float32
         """
         torch = require("torch", "torch")
@@ -280,7 +205,7 @@ class BoundGraph:
                 b.nodes[n.name] = Node(n.name, Reshape(n.shape), (d,), n.shape)
             else:
                 b.nodes[n.name] = n
-        return b.build(self.output_name)
+        return BoundGraph(b.finish(self.output_name), b.input, self.output_name)
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -314,7 +239,7 @@ class BoundGraph:
             sk = b.add("skip", Linear(torch.as_tensor(np.array(S), dtype=torch.float64),
                                       torch.as_tensor(np.array(s), dtype=torch.float64)), [b.input])
             cur = b.add("output_plus_skip", Add2(1.0), [cur, sk])
-        return b.build(cur, source=net)
+        return BoundGraph(b.finish(cur), b.input, cur, net)
 
     @classmethod
     def from_onnx(cls, model: str | os.PathLike | Any) -> BoundGraph:
@@ -325,15 +250,16 @@ class BoundGraph:
         Example:
             >>> import tempfile, os
             >>> from relulab import Network
-            >>> from relulab.io import save_onnx
+            >>> from relulab.io.onnx import save_onnx
             >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx")
             >>> save_onnx(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]), p)
             >>> BoundGraph.from_onnx(p).forward([[-2.0]]).tolist()
             [[2.0]]
         """
-        from .onnx_import import graph_from_onnx
+        from .onnx_import import read_onnx
 
-        return graph_from_onnx(model)
+        b, out, proto = read_onnx(model)
+        return BoundGraph(b.finish(out), b.input, out, proto)
 
     @classmethod
     def from_torch(cls, module: Any, input_shape: tuple[int, ...]) -> BoundGraph:

@@ -1,4 +1,4 @@
-"""Reading an ONNX model into a :class:`~relulab.crown.graph.BoundGraph`, structure kept.
+"""Reading an ONNX model for a :class:`~relulab.crown.graph.BoundGraph`, structure kept.
 
 Every tensor is either a constant (initializers, ``Constant`` nodes and what is computed
 from them alone, evaluated with ``onnx.reference``) or a node of the graph.  Graph
@@ -9,16 +9,17 @@ tensors or with a constant, Mul/Div by a constant, Neg, Conv (1-D/2-D, pads, aut
 strides, dilations, group), BatchNormalization, AveragePool, GlobalAveragePool,
 MaxPool (no padding), GlobalMaxPool, Pad (constant zero), Relu, Flatten, Reshape,
 Squeeze/Unsqueeze (not of the batch axis), Concat, Identity, Dropout, Cast, Shape.
-Anything else raises a :class:`~relulab.crown.graph.GraphError` naming the node.
+Anything else raises a :class:`~relulab.crown.builder.GraphError` naming the node.
 
 Example:
     >>> import numpy as np, tempfile, os
     >>> from relulab import Network
-    >>> from relulab.io import save_onnx
+    >>> from relulab.io.onnx import save_onnx
     >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx")
     >>> save_onnx(Network([np.ones((3, 2)), np.ones((1, 3))], [np.zeros(3), [0.5]]), p)
-    >>> graph_from_onnx(p).relus
-    [('relu0', (3,))]
+    >>> b, out, _ = read_onnx(p)
+    >>> [n.op.kind for n in b.finish(out)]
+    ['Input', 'Linear', 'Relu', 'Linear']
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
-from .graph import BoundGraph, GraphBuilder, GraphError
+from .builder import GraphBuilder, GraphError
 from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice
 
-__all__ = ["graph_from_onnx", "SUPPORTED"]
+__all__ = ["read_onnx", "SUPPORTED"]
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -403,14 +404,16 @@ def _eval_constant(node: Any, ins: list, opset: int, where: str) -> list:
             for o in outs]
 
 
-def graph_from_onnx(model: Any) -> BoundGraph:
-    """Read ``model`` (a path or ``onnx.ModelProto``) as a :class:`BoundGraph`.
+def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:
+    """Read ``model`` (a path or ``onnx.ModelProto``): the builder holding its nodes, the
+    output node's name and the ModelProto (``BoundGraph.from_onnx`` makes the graph).
 
     Example:
-        >>> from relulab.io import network_to_onnx
+        >>> from relulab.io.onnx import network_to_onnx
         >>> from relulab.examples import tiny_2d
-        >>> graph_from_onnx(network_to_onnx(tiny_2d())).input_shape
-        (2,)
+        >>> b, out, _ = read_onnx(network_to_onnx(tiny_2d()))
+        >>> b.shape(b.input), b.shape(out)
+        ((2,), (1,))
     """
     from onnx import numpy_helper
 
@@ -466,4 +469,4 @@ def graph_from_onnx(model: Any) -> BoundGraph:
     out = graph.output[0].name
     if out not in env or not isinstance(env[out], str):
         raise GraphError(f"from_onnx: the output '{out}' is not computed from the input")
-    return b.build(env[out], source=model)
+    return b, env[out], model

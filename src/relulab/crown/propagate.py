@@ -349,8 +349,11 @@ def bound(
         >>> bool(gb.lower[0, 0] <= 0.0 and gb.lower[0, 0] >= -1.0)
         True
         >>> s = {"relu0": np.array([[1, -1]], dtype=np.int8)}               # x >= 0
-        >>> bound(bg, [[-1.0]], [[2.0]], splits=s).lower.round(6).tolist()
-        [[0.0]]
+        >>> bound(bg, [[-1.0]], [[2.0]], splits=s).lower.round(6).tolist()   # CROWN: x >= -1
+        [[-1.0]]
+        >>> g = bound(bg, [[-1.0]], [[2.0]], splits=s, method="alpha")        # beta: x >= 0
+        >>> bool(-1e-3 < g.lower[0, 0] <= 0.0)
+        True
     """
     torch = require("torch", "torch")
     if method not in METHODS:
