@@ -184,10 +184,8 @@ class _GraphBounder:
                                                         strict=True)}
         LO = np.broadcast_to(lo, (N, lo.size))
         HI = np.broadcast_to(hi, (N, hi.size))
-        # the crown engine's deadline is in time.time() seconds
-        dl = None if deadline is None else time.time() + (deadline - time.monotonic())
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
-                              iters=self.iters, deadline=dl, return_coeffs=True, upper=False)
+                              iters=self.iters, deadline=deadline, return_coeffs=True, upper=False)
         low = np.asarray(gb.lower, dtype=np.float64) - self.d[None, :]
         pre = []
         big = np.zeros(N)
@@ -288,6 +286,7 @@ def relu_split(
     fsb_k: int = 4,
     alpha_iters: int | None = None,
     attack_every: int = 8,
+    attack_time: float = 0.05,
     check_net: Network | None = None,
     seed: int = 0,
 ) -> ReluSplitResult:
@@ -307,6 +306,7 @@ def relu_split(
         fsb_k: candidates evaluated by filtered smart branching (numpy engine).
         alpha_iters: slope optimisation steps (default: 5 numpy, 20 crown).
         attack_every: rounds between local attacks around the best minimiser (0: off).
+        attack_time: seconds of the attack on the whole box before the search (0: off).
         check_net: network used to re-check counterexamples (default: the model's).
 
     Returns a :class:`ReluSplitResult`: "holds", "violated" (re-checked counterexample) or
@@ -357,16 +357,20 @@ def relu_split(
             return x
         return None
 
-    def local_attack(x: np.ndarray) -> np.ndarray | None:
+    def local_attack(x: np.ndarray | None, seconds: float = 0.05) -> np.ndarray | None:
+        """The attack on a small box around ``x`` (the whole box when None)."""
         if dense is None or bud.left() <= 0:
             return None
         from .attack import attack
 
-        w = LOCAL_WIDTH * (hi - lo)
-        sub = Box(np.maximum(x - w, lo), np.minimum(x + w, hi))
+        if x is None:
+            sub = box
+        else:
+            w = LOCAL_WIDTH * (hi - lo)
+            sub = Box(np.maximum(x - w, lo), np.minimum(x + w, hi))
         stats["attacks"] += 1
         y = attack(dense, sub, C, d, n_samples=200, n_starts=32, steps=15, max_rounds=2,
-                   time_limit=min(0.05, 0.05 * max(bud.left(), 0.0)), rng=seed + stats["attacks"])
+                   time_limit=min(seconds, 0.05 * max(bud.left(), 0.0)), rng=seed + stats["attacks"])
         return None if y is None else recheck_points(y[None])
 
     # the stack holds blocks (S, warm, branch, lb) of open sub-domains; depth first
@@ -425,6 +429,10 @@ def relu_split(
         with _blas_single():
             S0 = np.zeros((1, n_tot), dtype=np.int8)
             bud.check_bytes(per_domain, "bounding the root")
+            if attack_time:
+                x = local_attack(None, attack_time)
+                if x is not None:
+                    return done("violated", x)
             b0 = bounder.bound(lo, hi, S0, bounder.root_warm(), bud.deadline)
             stats["domains"] += 1
             x = process(S0, b0)
@@ -437,7 +445,7 @@ def relu_split(
                 bud.check_growth("the branch and bound")
                 S, warm, br, lb = stack.pop()
                 want = bud.fit(2 * per_domain, batch)
-                if sec_each > 0:  # no batch may run past the deadline
+                if sec_each > 0 and np.isfinite(bud.left()):  # no batch may run past the deadline
                     want = max(1, min(want, int(0.8 * bud.left() / (2 * sec_each))))
                 if len(S) > want:
                     rest = np.arange(len(S) - want)
@@ -460,10 +468,11 @@ def relu_split(
                 if x is not None:
                     return done("violated", x)
                 rnd += 1
-                if attack_every and rnd % attack_every == 0 and stack and b.X is not None:
-                    # the open sub-domain with the lowest bound: attack around its minimiser
+                if attack_every and rnd % attack_every == 0 and stack:
+                    # the open sub-domain with the lowest bound: attack around the minimiser
+                    # of its bound (the whole box when the engine gives no minimiser)
                     j = np.argmin(b.low.max(axis=1))
-                    x = local_attack(b.X[j, int(np.argmin(b.low[j]))])
+                    x = local_attack(None if b.X is None else b.X[j, int(np.argmin(b.low[j]))])
                     if x is not None:
                         return done("violated", x)
                 queued = sum(len(s[0]) for s in stack)
@@ -492,7 +501,7 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
         raise RelulabError(f"relu_split: engine must be auto, crown or numpy, got {engine!r}")
     if isinstance(model, Network):
         fnet = model.float() if model.is_exact else model
-        if engine == "numpy" or (engine == "auto" and not _have_crown()):
+        if engine == "numpy" or (engine == "auto" and not crown_available()):
             return _DenseBounder(fnet, C, d, 5 if alpha_iters is None else alpha_iters), fnet
         from ..crown import BoundGraph
 
@@ -512,11 +521,24 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
 DENSE_MAX_NEURONS = 2000  # a structured model is lowered (leaf LPs, attacks) up to this size
 
 
-def _have_crown() -> bool:
+def crown_available() -> bool:
+    """Whether the torch engine (relulab.crown) can be used.  The first call imports torch
+    and runs one tiny optimised bound (torch initialises its autograd lazily: seconds on
+    a cold start), so that a verifier's clock, started after it, counts only the work."""
+    if _CROWN_READY:
+        return _CROWN_READY[0]
     try:
         import torch  # noqa: F401
 
-        from .. import crown  # noqa: F401
+        from .. import crown
     except ImportError:
+        _CROWN_READY.append(False)
         return False
-    return hasattr(crown, "bound")
+    tiny = crown.BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+    crown.bound(tiny, [[-1.0]], [[1.0]], method="alpha", iters=2, upper=False,
+                splits={"relu0": np.array([[1, 0]], dtype=np.int8)})
+    _CROWN_READY.append(True)
+    return True
+
+
+_CROWN_READY: list[bool] = []

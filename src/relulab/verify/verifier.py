@@ -187,11 +187,18 @@ def verify(
         raise RelulabError(f"verify: memory must be a positive number of bytes, got {memory}")
     if method not in METHODS:
         raise RelulabError(f"verify: method must be one of {', '.join(METHODS)}, got {method!r}")
+    n_in, n_out = _dims(net)
+    if method == "auto":
+        method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
+    if engine != "numpy" and method == "relu-split":
+        # importing torch (seconds on a cold start) counts as loading, before the clock starts
+        from .relu_bab import crown_available
+
+        crown_available()
     bud = Budget(timeout, memory)
     p = _as_property(prop)
     if not p.cases:
         raise SpecError(f"{p.source or 'property'}: has no input cases")
-    n_in, n_out = _dims(net)
     p.check_fits(n_in, n_out)
     terms = []
     for ci, case in enumerate(p.cases):
@@ -201,8 +208,6 @@ def verify(
             if not (np.all(np.isfinite(C)) and np.all(np.isfinite(dv))):
                 raise SpecError(f"{p.source or 'property'}: case {ci} term {ti} has non-finite entries")
             terms.append((case.input_box, C, dv))
-    if method == "auto":
-        method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
     stats: dict = {"terms": len(terms), "method_choice": method}
     with memory_limit(bud.memory), single_threaded_blas():
         try:
@@ -289,7 +294,8 @@ def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats, 
             return status, x, "timeout" if status == "unknown" and bud.left() <= 0 else reason
         sub = Budget(share * left, bud.memory)
         sub.rss0 = bud.rss0
-        r = relu_split(model, box, C, dv, budget=sub, engine=engine, check_net=dense, seed=seed)
+        r = relu_split(model, box, C, dv, budget=sub, engine=engine, check_net=dense, seed=seed,
+                       attack_time=0.0)
         rs = stats.setdefault("relu_split", {})
         for k, v in r.stats.items():
             rs[k] = rs.get(k, 0) + v if isinstance(v, (int, float)) and k != "engine" else v
