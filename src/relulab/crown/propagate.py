@@ -52,6 +52,7 @@ METHODS = ("ibp", "crown", "alpha")
 # also capped by a fraction of the memory budget): big enough to keep torch's convolution
 # kernels busy, small enough to leave room for several live chunks in residual graphs
 CHUNK_BYTES = 128 * 2**20
+ADAM_EPS = 1e-8   # tol: Adam's usual denominator guard (a step size detail, not a tolerance)
 # live coefficient tensors per chunk (pending branches of residual graphs, temporaries)
 LIVE_FACTOR = 4
 
@@ -478,6 +479,23 @@ def bound(
     )
 
 
+class _Adam:
+    """Plain Adam (torch.optim's first step costs seconds of lazy imports)."""
+
+    def __init__(self, params: list, lr: float, b1: float = 0.9, b2: float = 0.999) -> None:
+        self.params, self.lr, self.b1, self.b2, self.t = params, lr, b1, b2, 0
+        self.m = [p.detach().new_zeros(p.shape) for p in params]
+        self.v = [p.detach().new_zeros(p.shape) for p in params]
+
+    def step(self, grads: tuple) -> None:
+        self.t += 1
+        c1, c2 = 1 - self.b1**self.t, 1 - self.b2**self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
+            m.mul_(self.b1).add_(g, alpha=1 - self.b1)
+            v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            p.sub_(self.lr * (m / c1) / ((v / c2).sqrt() + ADAM_EPS))
+
+
 def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, iters, lr, late, m,
               return_coeffs):
     """alpha (and beta) optimisation of the final bound by projected Adam; returns the
@@ -514,7 +532,7 @@ def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, it
     best_coeffs = coeffs0
     if not params:
         return best, best_coeffs, alphas, betas, ""
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = _Adam(params, lr)
     sgn = {k: s.to(lam0.dtype).unsqueeze(1) for k, s in signs.items()}
     why = ""
     for it in range(iters + 1):
@@ -542,10 +560,10 @@ def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, it
                     best_coeffs[k] = torch.where(w, v[:, :m].detach(), best_coeffs[k])
         if it == iters:
             break
-        opt.zero_grad(set_to_none=True)
-        (-val.sum()).backward()
-        opt.step()
+        grads = torch.autograd.grad(-val.sum(), params, allow_unused=True)
+        grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True))
         with torch.no_grad():
+            opt.step(grads)
             for a in alphas.values():
                 a.clamp_(0.0, 1.0)
             for b in betas.values():
