@@ -32,7 +32,8 @@ import scipy.sparse as sp
 from ..bounds import crown_batch, float_layers
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..lp import INF, LPModel
+from ..limits import check_bytes
+from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import FEAS_TOL, MIP_GAP, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
 from .result import OptimumResult, RangeResult
@@ -346,6 +347,23 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     return max(best, open_ub), best_x, best
 
 
+def _root_upper(net: Network, box: Box, c: np.ndarray) -> float:
+    """A proven upper bound of ``c . f`` over the box from the verifier's bounds: the
+    optimised (alpha-CROWN) bound with torch, else CROWN; a rounding margin added."""
+    from .relu_bab import crown_available
+
+    if crown_available():
+        from ..crown import BoundGraph, bound
+
+        low = float(bound(BoundGraph.from_network(net), box.lo[None], box.hi[None], -c[None],
+                          method="alpha", upper=False).lower[0, 0])
+    else:
+        Ws, bs, sk = float_layers(net)
+        _, lw = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=-c[None], skip=sk)
+        low = float(lw[0, 0])
+    return -low + PROOF_MARGIN * (1.0 + abs(low))
+
+
 def _optimize(
     net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float | None
 ) -> OptimumResult:
@@ -359,13 +377,20 @@ def _optimize(
     pre = symbolic_pre(Ws, bs, box)
     if tighten:
         pre = tighten_bounds(fnet, domain, pre, time_limit=None if time_limit is None else time_limit / 3)
+    n_neurons = sum(W.shape[0] for W in Ws[:-1])
+    # the encoding (3 rows per neuron) and HiGHS's copies, search tree and factorisations
+    check_bytes(64.0 * 4 * (3 * sum(W.size for W in Ws) + 10 * n_neurons), f"the MILP of {sense}imize")
     enc = encode(fnet, domain, pre)
     obj = (s * cvec) @ enc.out_A
     obj = np.asarray(obj).reshape(-1)
     const = float(s * cvec @ enc.out_c)
     # LP relaxation first: its value is reported, and its input is a fallback point.
-    lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True)
+    lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
+    lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
+                       time_limit=lp_left)
     lp = lp_model.solve()
+    if lp.status != "optimal":
+        lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
     lp_value = s * (lp.objective + const) if lp.objective is not None else s * INF
     remaining = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     # With a time limit on a low-dimensional box, an input-splitting branch and bound
@@ -407,6 +432,8 @@ def _optimize(
             bound = min(bound, ub)
             if vb > value:
                 x, value = xb, vb
+        elif isinstance(domain, Box):
+            bound = min(bound, _root_upper(fnet, domain, s * cvec))
         bound = max(bound, value)
     else:
         raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}")

@@ -65,12 +65,58 @@ from .milp import milp_term
 from .relu_bab import relu_split
 from .result import VerificationResult
 
-__all__ = ["verify", "INPUT_SPLIT_MAX_DIM"]
+__all__ = ["verify", "load_for_verify", "INPUT_SPLIT_MAX_DIM"]
 
 INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splitting above
 METHODS = ("auto", "input-split", "relu-split", "milp")
 # bytes per sub-box of the input-splitting bounds, per (input + 1) x widest layer entry
 _BOX_BYTES = 8 * 8
+
+
+# ONNX operators whose dense lowering grows with the square of the activations
+STRUCTURED_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+                            "BatchNormalization"})
+
+
+def load_for_verify(path: str, structured: bool | None = None) -> Network | Any:
+    """Load a model for :func:`verify`: a dense :class:`~relulab.Network`, or, for an ONNX
+    model with convolutions, pooling or batch norms (whose dense lowering would be far
+    larger than the model) a structured ``relulab.crown.BoundGraph`` when torch is
+    installed.  ``structured`` forces the choice.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab import Network
+        >>> from relulab.io import save_model
+        >>> p = os.path.join(tempfile.mkdtemp(), "abs.npz")
+        >>> save_model(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]), p)
+        >>> type(load_for_verify(p)).__name__
+        'Network'
+    """
+    from pathlib import Path
+
+    from ..io import load_model
+
+    if structured is None:
+        structured = False
+        if Path(path).suffix.lower() == ".onnx" and Path(path).is_file():
+            try:
+                import onnx
+
+                ops = {n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node}
+                structured = bool(ops & STRUCTURED_OPS)
+            except ImportError:
+                structured = False
+            except Exception:  # noqa: BLE001 - an unreadable file: load_model names the problem
+                structured = False
+    if structured:
+        from .relu_bab import crown_available
+
+        if crown_available():
+            from ..crown import BoundGraph
+
+            return BoundGraph.from_onnx(str(path))
+    return load_model(path)
 
 
 def _root_unstable(net: Network, box) -> int:
