@@ -229,7 +229,8 @@ class Affine(Op):
     def backward(self, lam: Any, in_shapes: list[tuple[int, ...]]) -> tuple[list[Any], Any]:
         const = None
         if self.shift is not None:
-            const = (lam * self.shift).flatten(2).sum(-1)
+            vec = self.shift.expand(*lam.shape[2:]).reshape(-1)
+            const = lam.reshape(*lam.shape[:2], -1) @ vec
         back = lam if self.scale is None else lam * self.scale
         # a scale that broadcasts to a larger shape is not expected; keep shapes honest
         return [back.expand(*lam.shape[:2], *in_shapes[0])], const

@@ -245,10 +245,9 @@ def _backsub(g: BoundGraph, start: str, lam: Any, relax: dict, beta: dict | None
         if isinstance(node.op, Relu):
             if record is not None:
                 record[name] = lam
-            al, su, tu = relax[name]
-            lp, ln = lam.clamp(min=0), lam.clamp(max=0)
-            new = lp * al + ln * su.unsqueeze(1)
-            const = const + (ln * tu.unsqueeze(1)).flatten(2).sum(-1)
+            new, c = _relu_back(lam, relax[name])
+            if c is not None:
+                const = const + c
             if beta is not None and name in beta:
                 new = new - beta[name]
             outs = [new]
@@ -261,10 +260,39 @@ def _backsub(g: BoundGraph, start: str, lam: Any, relax: dict, beta: dict | None
     raise AssertionError("the input was not reached")
 
 
+def _relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
+    """Coefficients on a ReLU's input of the lower relaxation of ``lam . relu(z)`` and the
+    constant it adds.  Stable neurons (slope 0 or 1) take one multiplication; only the
+    columns unstable in some sub-problem (``uidx``) need the sign-dependent choice."""
+    al, su, tu, uidx = rx
+    N, R = lam.shape[:2]
+    flat = lam.reshape(N, R, -1)
+    n = flat.shape[2]
+    if uidx.numel() == 0:
+        return (flat * su.reshape(N, 1, -1)).view(lam.shape), None
+    if 2 * uidx.numel() > n:
+        # mostly unstable: the sign-dependent choice on every column is cheaper than gathers
+        alf = al.reshape(al.shape[0], al.shape[1], -1)
+        new = (flat * alf).where(flat > 0, flat * su.reshape(N, 1, -1))
+        const = (flat.clamp(max=0) @ tu.reshape(N, -1, 1)).squeeze(-1)
+        return new.view(lam.shape), const
+    new = flat * su.reshape(N, 1, -1)
+    lu = flat.index_select(2, uidx)
+    alu = al.reshape(al.shape[0], al.shape[1], -1).index_select(2, uidx)
+    suu = su.reshape(N, 1, -1).index_select(2, uidx)
+    tuu = tu.reshape(N, -1).index_select(1, uidx)
+    new = new.index_copy(2, uidx, (lu * alu).where(lu > 0, lu * suu))
+    const = (lu.clamp(max=0) @ tuu.unsqueeze(-1)).squeeze(-1)
+    return new.view(lam.shape), const
+
+
 def _concretise(lam_in: Any, const: Any, lo: Any, hi: Any) -> Any:
-    """min over the boxes of lam . x + const: (N, R)."""
-    lp, ln = lam_in.clamp(min=0).flatten(2), lam_in.clamp(max=0).flatten(2)
-    return const + (lp * lo.flatten(1).unsqueeze(1)).sum(-1) + (ln * hi.flatten(1).unsqueeze(1)).sum(-1)
+    """min over the boxes of lam . x + const: (N, R), as lam . centre - |lam| . radius."""
+    N = lo.shape[0]
+    c = ((lo + hi) / 2).reshape(N, -1, 1)
+    r = ((hi - lo) / 2).reshape(N, -1, 1)
+    flat = lam_in.reshape(N, lam_in.shape[1], -1)
+    return const + (flat @ c).squeeze(-1) - (flat.abs() @ r).squeeze(-1)
 
 
 def _chunk_rows(g: BoundGraph, start: str, N: int, itemsize: int) -> int:
@@ -428,7 +456,8 @@ def bound(
             phi = torch.maximum(phi, plo)  # rounding (or an empty split) can cross them
             pre[node.name] = (plo, phi)
             al, su, tu, un = relaxation(plo, phi)
-            relax[node.name] = (al.unsqueeze(1), su, tu)
+            uidx = torch.nonzero(un.reshape(B, -1).any(0)).flatten()
+            relax[node.name] = (al.unsqueeze(1), su, tu, uidx)
             unstable[node.name] = un
             iv[node.name] = (plo.clamp(min=0), phi.clamp(min=0))
 
@@ -509,7 +538,7 @@ def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, it
         return val0, coeffs0, {}, {}, (f"memory: alpha optimisation needs {need / 2**30:.3g} GB; "
                                        "CROWN bounds returned")
     params, alphas, betas = [], {}, {}
-    for name, (al, _, _) in relax.items():
+    for name, (al, _, _, _) in relax.items():
         un = unstable[name]
         if not bool(un.any()):
             continue
@@ -540,12 +569,12 @@ def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, it
             why = "deadline: alpha optimisation stopped early"
             break
         rel = {}
-        for name, (al, su, tu) in relax.items():
+        for name, (al, su, tu, uidx) in relax.items():
             if name in alphas:
                 a = torch.where(unstable[name].unsqueeze(1), alphas[name].clamp(0.0, 1.0), al)
-                rel[name] = (a, su, tu)
+                rel[name] = (a, su, tu, uidx)
             else:
-                rel[name] = (al, su, tu)
+                rel[name] = (al, su, tu, uidx)
         bt = {k: betas[k].clamp(min=0.0) * sgn[k] for k in betas}
         record: dict | None = {} if return_coeffs else None
         lam_in, const = _backsub(g, g.output_name, lam0, rel, bt, record)
