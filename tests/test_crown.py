@@ -269,3 +269,32 @@ def test_memory_budget_too_small_is_reported(graphs, monkeypatch):
     assert g.status == "partial" and g.reason.startswith("memory")
     Y = bg.forward(_samples(lo[0], hi[0], 2000))
     assert np.all(Y.min(0) >= g.lower[0] - SOUND) and np.all(Y.max(0) <= g.upper[0] + SOUND)
+
+
+def test_warm_start_reuses_parent_layers_and_stays_sound(graphs):
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(8, eps=0.25)
+    root = bound(bg, lo, hi)
+    names = [n for n, _ in bg.relus]
+    k = len(names) - 2                      # split a neuron of a late layer
+    plo, phi = root.pre[names[k]]
+    j = int(np.flatnonzero(((plo < 0) & (phi > 0)).reshape(-1))[0])
+    s = np.zeros((2, plo[0].size), np.int8)
+    s[0, j], s[1, j] = 1, -1
+    splits = {names[k]: s}
+    LO, HI = np.repeat(lo, 2, 0), np.repeat(hi, 2, 0)
+    fresh = bound(bg, LO, HI, splits=splits)
+    warm = bound(bg, LO, HI, splits=splits, warm=root.warm.take([0, 0]))
+    for name in names[:k]:                  # layers before the split: the parent's bounds
+        np.testing.assert_allclose(warm.pre[name][0], fresh.pre[name][0], atol=1e-12, rtol=0)
+        np.testing.assert_allclose(warm.pre[name][1], fresh.pre[name][1], atol=1e-12, rtol=0)
+    assert np.all(warm.lower >= fresh.lower - 1e-12) and np.all(warm.upper <= fresh.upper + 1e-12)
+    X = _samples(lo[0], hi[0], 10_000, 3)
+    z = _pre_signs(bg, X)[names[k]][:, j]
+    Y = bg.forward(X)
+    assert (z >= 0).any() or (z <= 0).any()
+    for b, side in ((0, z >= 0), (1, z <= 0)):
+        if not side.any():
+            continue
+        assert np.all(Y[side].min(0) >= warm.lower[b] - SOUND)
+        assert np.all(Y[side].max(0) <= warm.upper[b] + SOUND)

@@ -64,8 +64,11 @@ class BoundError(RelulabError):
 @dataclass
 class WarmStart:
     """Optimised state a child sub-problem can start from: alpha slopes and beta
-    multipliers per ReLU (``(B, R, *shape)`` tensors) and the pre-activation bounds
-    (intersected with the child's: pass it only to sub-problems inside the parent's domain).
+    multipliers per ReLU (``(B, R, *shape)`` tensors), the pre-activation bounds
+    (intersected with the child's: pass it only to sub-problems inside the parent's
+    domain), and the splits and boxes they were computed with: a child on the same box
+    whose splits agree with its parent's on every earlier ReLU layer reuses the parent's
+    bounds of a layer instead of recomputing them (they would come out the same).
 
     Example:
         >>> import torch
@@ -77,6 +80,8 @@ class WarmStart:
     alphas: dict[str, Any]
     betas: dict[str, Any]
     pre: dict[str, tuple[Any, Any]]
+    splits: dict[str, Any] = field(default_factory=dict)
+    box: tuple[Any, Any] | None = None
 
     @property
     def batch(self) -> int | None:
@@ -91,10 +96,16 @@ class WarmStart:
         repeating an index duplicates it, e.g. for both children of a split)."""
         torch = require("torch", "torch")
         ix = torch.as_tensor(np.asarray(index, dtype=np.int64))
+
+        def t(v: Any) -> Any:
+            return v[ix.to(v.device)]
+
         return WarmStart(
-            {k: v[ix.to(v.device)] for k, v in self.alphas.items()},
-            {k: v[ix.to(v.device)] for k, v in self.betas.items()},
-            {k: (a[ix.to(a.device)], b[ix.to(b.device)]) for k, (a, b) in self.pre.items()},
+            {k: t(v) for k, v in self.alphas.items()},
+            {k: t(v) for k, v in self.betas.items()},
+            {k: (t(a), t(b)) for k, (a, b) in self.pre.items()},
+            {k: t(v) for k, v in self.splits.items()},
+            None if self.box is None else (t(self.box[0]), t(self.box[1])),
         )
 
 
@@ -307,19 +318,23 @@ def _chunk_rows(g: BoundGraph, start: str, N: int, itemsize: int) -> int:
     return max(1, int(min(CHUNK_BYTES, budget // 8) // per_row))
 
 
-def _refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo: Any, hi: Any) -> None:
+def _refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo: Any, hi: Any,
+            late: Any = None) -> bool:
     """Tighten (in place) the bounds of pre-activation node ``p`` where ``mask`` (N, n
-    flat) by back-substitution, chunked over the neurons unstable in any sub-problem."""
+    flat) by back-substitution, chunked over the neurons unstable in any sub-problem.
+    Returns False when ``late()`` stopped it between chunks (the rest keep their bounds)."""
     torch = require("torch", "torch")
     N = plo.shape[0]
     S = g.by_name[p].shape
     flo, fhi = plo.view(N, -1), phi.view(N, -1)
     idx = torch.nonzero(mask.any(0)).flatten()
     if idx.numel() == 0:
-        return
+        return True
     rows = max(1, _chunk_rows(g, p, N, plo.element_size()) // 2)
     n = flo.shape[1]
     for s in range(0, idx.numel(), rows):
+        if s > 0 and late is not None and late():
+            return False
         ic = idx[s : s + rows]
         k = ic.numel()
         lam = plo.new_zeros(N, 2 * k, n)
@@ -332,6 +347,7 @@ def _refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, l
         olo, ohi = flo[:, ic], fhi[:, ic]
         flo[:, ic] = torch.where(m, torch.maximum(olo, val[:, :k]), olo)
         fhi[:, ic] = torch.where(m, torch.minimum(ohi, -val[:, k:]), ohi)
+    return True
 
 
 # --------------------------------------------------------------------------- driver
@@ -426,6 +442,12 @@ def bound(
         pre: dict[str, tuple[Any, Any]] = {}
         signs = {k: torch.as_tensor(v, device=device) for k, v in sp.items()}
         infeasible = torch.zeros(B, dtype=torch.bool, device=device)
+        # sub-problems whose box and splits so far equal the warm start's: their bounds of
+        # the next layer would come out as the parent's (plain CROWN ignores later splits)
+        same = torch.zeros(B, dtype=torch.bool, device=device)
+        if warm is not None and warm.box is not None and method != "ibp":
+            wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
+            same = (wlo == xlo.reshape(B, -1)).all(1) & (whi == xhi.reshape(B, -1)).all(1)
         for node in g.nodes[1:]:
             if not isinstance(node.op, Relu):
                 iv[node.name] = node.op.ibp(*[iv[i] for i in node.inputs])
@@ -437,17 +459,30 @@ def bound(
                 plo = torch.maximum(plo, wl.to(dtype=dt, device=device))
                 phi = torch.minimum(phi, wh.to(dtype=dt, device=device))
             s = signs.get(node.name)
+            s_flat = None if s is None else s.reshape(B, -1)
+            ws = None if warm is None else warm.splits.get(node.name)
+            ws = None if ws is None else ws.to(device).reshape(B, -1)
             if method != "ibp":
                 mask = ((plo < 0) & (phi > 0)).view(B, -1)
-                if s is not None:
-                    mask &= (s == 0).view(B, -1)
+                if s_flat is not None:
+                    mask &= s_flat == 0
+                if warm is not None and node.name in warm.pre and bool(same.any()):
+                    agree = same
+                    if ws is not None:
+                        agree = agree & ((ws == 0) | (ws == (s_flat if s_flat is not None else 0))).all(1)
+                    mask &= ~agree[:, None]
                 if late():
                     status, reason = "partial", "deadline: interval bounds for the later layers"
                 else:
                     try:
-                        _refine(g, p, plo, phi, mask, relax, xlo, xhi)
+                        if not _refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
+                            status, reason = "partial", "deadline: interval bounds for the later layers"
                     except ResourceLimitError as e:
                         status, reason = "partial", f"memory: {e}"
+                if ws is not None or s_flat is not None:
+                    a = ws if ws is not None else torch.zeros_like(s_flat)
+                    b = s_flat if s_flat is not None else torch.zeros_like(ws)
+                    same = same & (a == b).all(1)
             if s is not None:
                 bad = ((s > 0) & (phi < 0)) | ((s < 0) & (plo > 0))
                 infeasible |= bad.view(B, -1).any(1)
@@ -500,7 +535,7 @@ def bound(
         upper=up,
         pre={k: (a.double().cpu().numpy(), b.double().cpu().numpy()) for k, (a, b) in pre.items()},
         coeffs=None if coeffs is None else {k: v.double().cpu().numpy() for k, v in coeffs.items()},
-        warm=WarmStart(alphas, betas, pre),
+        warm=WarmStart(alphas, betas, pre, signs, (xlo, xhi)),
         infeasible=inf_np,
         method=method,
         status=status,
