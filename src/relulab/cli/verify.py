@@ -82,21 +82,21 @@ def run_instance(args: tuple[str, str, float]) -> dict:
     worker process in ``verify-batch``)."""
     model, prop_path, timeout = args[:3]
     memory_gb = args[3] if len(args) > 3 else None
-    if memory_gb is not None:
-        # the budget that relulab.limits enforces inside this worker (one instance at a time)
-        os.environ["RELULAB_MEMORY_GB"] = str(memory_gb)
+    mem = None if memory_gb is None else int(float(memory_gb) * 2**30)
     t0 = time.time()
     c0 = time.process_time()
     try:
         from ..io.vnnlib import load_vnnlib
+        from ..limits import memory_limit
         from ..verify import load_for_verify, verify
 
-        net = load_for_verify(model)
-        n_in, n_out = _model_dims(net)
-        prop = load_vnnlib(prop_path, n_inputs=n_in, n_outputs=n_out)
-        # the clock starts after loading (the timeout is the verification's)
-        r = verify(net, prop, timeout=timeout,
-                   memory=None if memory_gb is None else int(float(memory_gb) * 2**30))
+        # the budget that relulab.limits enforces while loading and verifying this instance
+        with memory_limit(mem):
+            net = load_for_verify(model)
+            n_in, n_out = _model_dims(net)
+            prop = load_vnnlib(prop_path, n_inputs=n_in, n_outputs=n_out)
+            # the clock starts after loading (the timeout is the verification's)
+            r = verify(net, prop, timeout=timeout, memory=mem)
         d = r.to_dict()
         d["result"] = r.vnncomp
     except RelulabError as e:
@@ -295,19 +295,21 @@ def register(app: typer.Typer) -> None:
         Example: relulab verify net.onnx prop.vnnlib --timeout 60 --memory 4 --out result.txt
         """
         from ..io.vnnlib import load_vnnlib
+        from ..limits import memory_limit
         from ..verify import load_for_verify, verify
 
         if timeout <= 0:
             raise RelulabError(f"--timeout must be positive, got {timeout}")
         mem = _memory_bytes(memory)
         path = resolve_path(model)
-        if Path(path).suffix.lower() in (".pt", ".pth"):
-            net = load_model_arg(model)
-        else:
-            net = load_for_verify(path)
-        n_in, n_out = _model_dims(net)
-        p = load_vnnlib(resolve_path(prop), n_inputs=n_in, n_outputs=n_out)
-        r = verify(net, p, timeout=timeout, memory=mem, method=method)
+        with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
+            if Path(path).suffix.lower() in (".pt", ".pth"):
+                net = load_model_arg(model)
+            else:
+                net = load_for_verify(path)
+            n_in, n_out = _model_dims(net)
+            p = load_vnnlib(resolve_path(prop), n_inputs=n_in, n_outputs=n_out)
+            r = verify(net, p, timeout=timeout, memory=mem, method=method)
         if out:
             _write_atomic(out, vnncomp_text(r))
         if json_out:

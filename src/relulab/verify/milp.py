@@ -349,18 +349,24 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
 
 def _root_upper(net: Network, box: Box, c: np.ndarray) -> float:
     """A proven upper bound of ``c . f`` over the box from the verifier's bounds: the
-    optimised (alpha-CROWN) bound with torch, else CROWN; a rounding margin added."""
-    from .relu_bab import crown_available
+    optimised (alpha-CROWN) bound when the torch engine is loaded, else CROWN with the
+    last layer's slopes optimised; a rounding margin added."""
+    from .relu_bab import crown_ready
 
-    if crown_available():
+    if crown_ready():  # (importing torch here would cost seconds of the time limit)
         from ..crown import BoundGraph, bound
 
         low = float(bound(BoundGraph.from_network(net), box.lo[None], box.hi[None], -c[None],
                           method="alpha", upper=False).lower[0, 0])
     else:
+        from ..bounds import alpha_crown, relax_relu
+
         Ws, bs, sk = float_layers(net)
-        _, lw = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=-c[None], skip=sk)
-        low = float(lw[0, 0])
+        pre, lw = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=-c[None], skip=sk)
+        la, _, _ = alpha_crown(-c[None, None], np.zeros((1, 1)), Ws, bs,
+                               [relax_relu(a, b) for a, b in pre], box.lo[None], box.hi[None],
+                               sk, 20)
+        low = max(float(lw[0, 0]), float(la[0, 0]))
     return -low + PROOF_MARGIN * (1.0 + abs(low))
 
 

@@ -542,3 +542,8 @@ def crown_available() -> bool:
 
 
 _CROWN_READY: list[bool] = []
+
+
+def crown_ready() -> bool:
+    """Whether the torch engine is already loaded and warm (no import cost now)."""
+    return bool(_CROWN_READY and _CROWN_READY[0])
