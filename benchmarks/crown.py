@@ -3,8 +3,9 @@
 For one instance of each VNN-COMP 2022 benchmark in ../shared/data/vnncomp2022 (and the
 largest collins_rul_cnn model), in separate processes so that each peak RSS is its own:
 
-* ours: ``BoundGraph.from_onnx`` (load), ``bound(method="crown")`` and
-  ``bound(method="alpha")`` on the instance's first input box and its output constraints;
+* ours: ``BoundGraph.from_onnx`` (load), ``bound(method="crown")`` (float64, and float32
+  in column f32) and ``bound(method="alpha")`` on the instance's first input box and its
+  output constraints;
 * dense: ``relulab.io.load_model`` (the exact dense Network: convolutions lowered to
   matrices) and ``relulab.bounds.crown_batch`` on the same box and constraints, when it
   finishes within the time limit (``--dense-timeout``).
@@ -91,6 +92,10 @@ def worker(engine: str, bench: str, model: str, spec: str, threads: int) -> dict
         out["crown_lower"] = (g.lower[0] + dd).tolist()
         out["rss_crown_mb"] = _rss_mb()
         t = time.perf_counter()
+        g32 = bound(bg, lo, hi, C, upper=False, dtype="float32")
+        out["crown32_s"] = time.perf_counter() - t
+        out["crown32_maxdiff"] = float(abs(g32.lower - g.lower).max())
+        t = time.perf_counter()
         g = bound(bg, lo, hi, C, method="alpha", iters=20, upper=False)
         out["alpha_s"] = time.perf_counter() - t
         out["alpha_lower"] = (g.lower[0] + dd).tolist()
@@ -155,14 +160,15 @@ _HEADER = False
 def _print_row(r: dict) -> None:
     global _HEADER
     if not _HEADER:
-        print(f"{'model':28s} {'ReLUs':>6s} | {'ours load':>9s} {'CROWN':>7s} {'alpha':>7s} {'RSS MB':>7s} | "
+        print(f"{'model':28s} {'ReLUs':>6s} | {'ours load':>9s} {'CROWN':>7s} {'f32':>6s} {'alpha':>7s} {'RSS MB':>7s} | "
               f"{'dense load':>10s} {'CROWN':>7s} {'RSS MB':>7s} | {'time x':>7s} {'RSS x':>6s} {'max|dLB|':>9s}")
         _HEADER = True
     o, d = r["ours"], r["dense"]
     if "error" in o:
         print(f"{r['model'][:28]:28s} ours failed: {o['error']}")
         return
-    line = (f"{r['model'][:28]:28s} {o['relus']:6d} | {o['load_s']:9.2f} {o['crown_s']:7.2f} {o['alpha_s']:7.2f} "
+    line = (f"{r['model'][:28]:28s} {o['relus']:6d} | {o['load_s']:9.2f} {o['crown_s']:7.2f} {o['crown32_s']:6.2f} "
+            f"{o['alpha_s']:7.2f} "
             f"{o['rss_mb']:7.0f} | ")
     if "error" in d:
         line += f"{d['error'][:36]:36s}"

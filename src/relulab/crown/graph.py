@@ -171,6 +171,12 @@ class BoundGraph:
             return self._source
         if self._source is not None:
             from ..io.onnx import onnx_to_network
+            from ..limits import check_bytes
+
+            # dense layers between consecutive ReLU layers (a lower estimate: skip
+            # connections add carried neurons)
+            sizes = [self.input_dim] + [numel(s) for _, s in self.relus] + [self.output_dim]
+            check_bytes(8.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True)), "the dense form of this graph")
 
             return onnx_to_network(self._source)
         raise GraphError("to_network: this graph was built by hand; build it with from_network, "
