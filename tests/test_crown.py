@@ -298,3 +298,46 @@ def test_warm_start_reuses_parent_layers_and_stays_sound(graphs):
             continue
         assert np.all(Y[side].min(0) >= warm.lower[b] - SOUND)
         assert np.all(Y[side].max(0) <= warm.upper[b] + SOUND)
+
+
+class OneD(torch.nn.Module):
+    """Normalisation, asymmetric Pad, Conv1d, Concat of two branches, MaxPool1d, global
+    average pooling: the other operators of the ONNX reader."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv1d(2, 3, 3)
+        self.b = torch.nn.Conv1d(2, 2, 1)
+        self.c = torch.nn.Conv1d(5, 4, 3, padding=1, dilation=1)
+        self.fc = torch.nn.Linear(4 + 4 * 4, 2)
+
+    def forward(self, x):
+        x = (x - 0.25) / 0.5
+        a = self.a(torch.nn.functional.pad(x, (2, 0)))
+        h = torch.relu(torch.cat([a, self.b(x)], 1))
+        h = torch.relu(self.c(h))
+        g = torch.nn.functional.adaptive_avg_pool1d(h, 1).flatten(1)
+        m = torch.nn.functional.max_pool1d(h, 2).flatten(1)
+        return self.fc(torch.cat([g, m], 1))
+
+
+def test_other_operators_match_torch_and_densified():
+    torch.manual_seed(2)
+    m = OneD().double().eval()
+    bg = BoundGraph.from_torch(m, (2, 8))
+    kinds = {n.op.kind for n in bg.nodes}
+    assert {"Pad", "Concat", "Conv", "Affine", "Slice"} <= kinds
+    X = np.random.default_rng(0).uniform(-1, 1, (16, 2, 8))
+    with torch.no_grad():
+        ref = m(torch.as_tensor(X)).numpy()
+    assert np.abs(bg.forward(X) - ref).max() < 1e-12
+    lo, hi = _box(5, B=2, eps=0.2, d=16)
+    gb = bound(bg, lo, hi)
+    gd = bound(bg.densified(), lo, hi)
+    np.testing.assert_allclose(gb.lower, gd.lower, atol=MATCH, rtol=0)
+    np.testing.assert_allclose(gb.upper, gd.upper, atol=MATCH, rtol=0)
+    ga = bound(bg, lo, hi, method="alpha", iters=10)
+    for b in range(2):
+        Y = bg.forward(_samples(lo[b], hi[b], 10_000, b))
+        assert np.all(Y.min(0) >= ga.lower[b] - SOUND) and np.all(Y.max(0) <= ga.upper[b] + SOUND)
+        assert np.all(Y.min(0) >= gb.lower[b] - SOUND) and np.all(Y.max(0) <= gb.upper[b] + SOUND)
