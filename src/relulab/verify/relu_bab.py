@@ -397,6 +397,8 @@ def relu_split(
         n_unst = sum(np.sum((a[keep] < 0) & (h[keep] > 0), axis=1) for a, h in b.pre)
         leaf = keep[n_unst == 0]
         for i in leaf:
+            if bud.expired():  # the main loop answers "timeout"; skipped leaves stay open
+                break
             stats["leaves"] += 1
             if dense is None:
                 unresolved += 1
@@ -433,11 +435,13 @@ def relu_split(
                 x = local_attack(None, attack_time)
                 if x is not None:
                     return done("violated", x)
+            tb = time.monotonic()
             b0 = bounder.bound(lo, hi, S0, bounder.root_warm(), bud.deadline)
             stats["domains"] += 1
             x = process(S0, b0)
             if x is not None:
                 return done("violated", x)
+            sec_each = time.monotonic() - tb  # an upper estimate: batches share the overhead
             rnd = 0
             while stack:
                 if bud.expired():
@@ -461,12 +465,12 @@ def relu_split(
                 w2 = None if warm is None else warm.take(idx)
                 tb = time.monotonic()
                 b = bounder.bound(lo, hi, S2, w2, bud.deadline)
-                sec_each = (time.monotonic() - tb) / (2 * n)
                 stats["domains"] += 2 * n
                 stats["rounds"] += 1
                 x = process(S2, b)
                 if x is not None:
                     return done("violated", x)
+                sec_each = (time.monotonic() - tb) / (2 * n)  # bounds, branching and leaf LPs
                 rnd += 1
                 if attack_every and rnd % attack_every == 0 and stack:
                     # the open sub-domain with the lowest bound: attack around the minimiser
