@@ -40,21 +40,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, require
-from ..limits import ResourceLimitError, memory_budget
+from ..limits import ResourceLimitError
 from ..results import Result
 from .graph import BoundGraph
+from .kernels import backsub, concretise, refine, relaxation
 from .ops import Relu, numel
+from .optimise import optimise
 
 __all__ = ["bound", "GraphBounds", "WarmStart", "METHODS"]
 
 METHODS = ("ibp", "crown", "alpha")
-# one back-substitution chunk may hold at most this many bytes of coefficients (it is
-# also capped by a fraction of the memory budget): big enough to keep torch's convolution
-# kernels busy, small enough to leave room for several live chunks in residual graphs
-CHUNK_BYTES = 128 * 2**20
-ADAM_EPS = 1e-8   # tol: Adam's usual denominator guard (a step size detail, not a tolerance)
-# live coefficient tensors per chunk (pending branches of residual graphs, temporaries)
-LIVE_FACTOR = 4
 
 
 class BoundError(RelulabError):
@@ -214,143 +209,6 @@ def _splits(splits: dict | None, bg: BoundGraph, B: int) -> dict[str, np.ndarray
 
 
 # --------------------------------------------------------------------------- kernels
-def relaxation(lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
-    """CROWN's ReLU relaxation from bounds (lo, hi) (torch tensors): (lower slope, upper
-    slope, upper intercept, unstable mask) with ``al*z <= relu(z) <= su*z + tu``.
-
-    Example:
-        >>> import torch
-        >>> al, su, tu, u = relaxation(torch.tensor([-1.0, 1.0]), torch.tensor([3.0, 2.0]))
-        >>> al.tolist(), su.tolist(), tu.tolist(), u.tolist()
-        ([1.0, 1.0], [0.75, 1.0], [0.75, 0.0], [True, False])
-    """
-    torch = require("torch", "torch")
-    active = lo >= 0
-    unstable = (lo < 0) & (hi > 0)
-    denom = torch.where(unstable, hi - lo, torch.ones_like(lo))
-    su = torch.where(active, torch.ones_like(lo), torch.where(unstable, hi / denom, torch.zeros_like(lo)))
-    tu = torch.where(unstable, -lo * hi / denom, torch.zeros_like(lo))
-    al = torch.where(active, torch.ones_like(lo), torch.where(unstable, (hi >= -lo).to(lo.dtype),
-                                                             torch.zeros_like(lo)))
-    return al, su, tu, unstable
-
-
-def _backsub(g: BoundGraph, start: str, lam: Any, relax: dict, beta: dict | None = None,
-             record: dict | None = None) -> tuple[Any, Any]:
-    """Lower-bound ``lam . start`` by a linear function of the input: returns the input
-    coefficients (N, R, *input_shape) and the constant (N, R).  ``relax``: per ReLU
-    (lower slope broadcastable to (N, R, *shape), upper slope, upper intercept), each
-    (N, *shape); ``beta``: per ReLU the term subtracted from the pre-activation's
-    coefficient (beta * split sign); ``record``: filled with the coefficient on each
-    ReLU's output."""
-    N, R = lam.shape[:2]
-    const = lam.new_zeros(N, R)
-    pending = {start: lam}
-    for name in reversed(g.ancestors(start)):
-        lam = pending.pop(name, None)
-        if lam is None:
-            continue
-        node = g.by_name[name]
-        if name == g.input_name:
-            return lam, const
-        if isinstance(node.op, Relu):
-            if record is not None:
-                record[name] = lam
-            new, c = _relu_back(lam, relax[name])
-            if c is not None:
-                const = const + c
-            if beta is not None and name in beta:
-                new = new - beta[name]
-            outs = [new]
-        else:
-            outs, c = node.op.backward(lam, [g.by_name[i].shape for i in node.inputs])
-            if c is not None:
-                const = const + c
-        for i, v in zip(node.inputs, outs, strict=True):
-            pending[i] = pending[i] + v if i in pending else v
-    raise AssertionError("the input was not reached")
-
-
-def _relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
-    """Coefficients on a ReLU's input of the lower relaxation of ``lam . relu(z)`` and the
-    constant it adds.  Stable neurons (slope 0 or 1) take one multiplication; only the
-    columns unstable in some sub-problem (``uidx``) need the sign-dependent choice."""
-    al, su, tu, uidx = rx
-    N, R = lam.shape[:2]
-    flat = lam.reshape(N, R, -1)
-    n = flat.shape[2]
-    if uidx.numel() == 0:
-        return (flat * su.reshape(N, 1, -1)).view(lam.shape), None
-    if 2 * uidx.numel() > n:
-        # mostly unstable: the sign-dependent choice on every column is cheaper than gathers
-        alf = al.reshape(al.shape[0], al.shape[1], -1)
-        new = (flat * alf).where(flat > 0, flat * su.reshape(N, 1, -1))
-        const = (flat.clamp(max=0) @ tu.reshape(N, -1, 1)).squeeze(-1)
-        return new.view(lam.shape), const
-    new = flat * su.reshape(N, 1, -1)
-    lu = flat.index_select(2, uidx)
-    alu = al.reshape(al.shape[0], al.shape[1], -1).index_select(2, uidx)
-    suu = su.reshape(N, 1, -1).index_select(2, uidx)
-    tuu = tu.reshape(N, -1).index_select(1, uidx)
-    new = new.index_copy(2, uidx, (lu * alu).where(lu > 0, lu * suu))
-    const = (lu.clamp(max=0) @ tuu.unsqueeze(-1)).squeeze(-1)
-    return new.view(lam.shape), const
-
-
-def _concretise(lam_in: Any, const: Any, lo: Any, hi: Any) -> Any:
-    """min over the boxes of lam . x + const: (N, R), as lam . centre - |lam| . radius."""
-    N = lo.shape[0]
-    c = ((lo + hi) / 2).reshape(N, -1, 1)
-    r = ((hi - lo) / 2).reshape(N, -1, 1)
-    flat = lam_in.reshape(N, lam_in.shape[1], -1)
-    return const + (flat @ c).squeeze(-1) - (flat.abs() @ r).squeeze(-1)
-
-
-def _chunk_rows(g: BoundGraph, start: str, N: int, itemsize: int) -> int:
-    """How many back-substitution rows per sample fit in one chunk."""
-    biggest = max(numel(g.by_name[n].shape) for n in g.ancestors(start))
-    per_row = N * biggest * itemsize * LIVE_FACTOR
-    budget = memory_budget()
-    if per_row > budget:
-        raise ResourceLimitError(
-            f"bounding '{start}' needs {per_row / 2**30:.3g} GB for a single row per sub-problem; "
-            f"the memory budget is {budget / 2**30:.3g} GB (fewer sub-problems, or set RELULAB_MEMORY_GB)")
-    return max(1, int(min(CHUNK_BYTES, budget // 8) // per_row))
-
-
-def _refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo: Any, hi: Any,
-            late: Any = None) -> bool:
-    """Tighten (in place) the bounds of pre-activation node ``p`` where ``mask`` (N, n
-    flat) by back-substitution, chunked over the neurons unstable in any sub-problem.
-    Returns False when ``late()`` stopped it between chunks (the rest keep their bounds)."""
-    torch = require("torch", "torch")
-    N = plo.shape[0]
-    S = g.by_name[p].shape
-    flo, fhi = plo.view(N, -1), phi.view(N, -1)
-    idx = torch.nonzero(mask.any(0)).flatten()
-    if idx.numel() == 0:
-        return True
-    rows = max(1, _chunk_rows(g, p, N, plo.element_size()) // 2)
-    n = flo.shape[1]
-    for s in range(0, idx.numel(), rows):
-        if s > 0 and late is not None and late():
-            return False
-        ic = idx[s : s + rows]
-        k = ic.numel()
-        lam = plo.new_zeros(N, 2 * k, n)
-        ar = torch.arange(k, device=plo.device)
-        lam[:, ar, ic] = 1.0
-        lam[:, k + ar, ic] = -1.0
-        lam_in, const = _backsub(g, p, lam.view(N, 2 * k, *S), relax)
-        val = _concretise(lam_in, const, lo, hi)
-        m = mask[:, ic]
-        olo, ohi = flo[:, ic], fhi[:, ic]
-        flo[:, ic] = torch.where(m, torch.maximum(olo, val[:, :k]), olo)
-        fhi[:, ic] = torch.where(m, torch.minimum(ohi, -val[:, k:]), ohi)
-    return True
-
-
-# --------------------------------------------------------------------------- driver
 def bound(
     bg: BoundGraph,
     lo: Any,
@@ -475,7 +333,7 @@ def bound(
                     status, reason = "partial", "deadline: interval bounds for the later layers"
                 else:
                     try:
-                        if not _refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
+                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
                             status, reason = "partial", "deadline: interval bounds for the later layers"
                     except ResourceLimitError as e:
                         status, reason = "partial", f"memory: {e}"
@@ -503,18 +361,18 @@ def bound(
         coeffs = None
         if method == "ibp":
             olo, ohi = iv[g.output_name]
-            val = _concretise(lam0, lam0.new_zeros(B, R), olo, ohi)
+            val = concretise(lam0, lam0.new_zeros(B, R), olo, ohi)
         else:
             record: dict | None = {} if return_coeffs else None
-            lam_in, const = _backsub(g, g.output_name, lam0, relax, record=record)
-            val = _concretise(lam_in, const, xlo, xhi)
+            lam_in, const = backsub(g, g.output_name, lam0, relax, record=record)
+            val = concretise(lam_in, const, xlo, xhi)
             if return_coeffs:
                 coeffs = {k: v[:, :m].clone() for k, v in record.items()}
 
     alphas: dict[str, Any] = {}
     betas: dict[str, Any] = {}
     if method == "alpha" and int(iters) > 0 and not late():
-        val, coeffs, alphas, betas, why = _optimise(
+        val, coeffs, alphas, betas, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
             late, m, return_coeffs)
         if why:
@@ -541,96 +399,3 @@ def bound(
         status=status,
         reason=reason,
     )
-
-
-class _Adam:
-    """Plain Adam (torch.optim's first step costs seconds of lazy imports)."""
-
-    def __init__(self, params: list, lr: float, b1: float = 0.9, b2: float = 0.999) -> None:
-        self.params, self.lr, self.b1, self.b2, self.t = params, lr, b1, b2, 0
-        self.m = [p.detach().new_zeros(p.shape) for p in params]
-        self.v = [p.detach().new_zeros(p.shape) for p in params]
-
-    def step(self, grads: tuple) -> None:
-        self.t += 1
-        c1, c2 = 1 - self.b1**self.t, 1 - self.b2**self.t
-        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
-            m.mul_(self.b1).add_(g, alpha=1 - self.b1)
-            v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
-            p.sub_(self.lr * (m / c1) / ((v / c2).sqrt() + ADAM_EPS))
-
-
-def _optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, iters, lr, late, m,
-              return_coeffs):
-    """alpha (and beta) optimisation of the final bound by projected Adam; returns the
-    best bound per row, its coefficients, the final slopes and multipliers, and a reason
-    when cut short."""
-    torch = require("torch", "torch")
-    B, R = lam0.shape[:2]
-    # the autograd graph keeps every coefficient tensor of one back-substitution
-    need = sum(numel(n.shape) for n in g.nodes) * B * R * lam0.element_size() * 3
-    if need > memory_budget():
-        return val0, coeffs0, {}, {}, (f"memory: alpha optimisation needs {need / 2**30:.3g} GB; "
-                                       "CROWN bounds returned")
-    params, alphas, betas = [], {}, {}
-    for name, (al, _, _, _) in relax.items():
-        un = unstable[name]
-        if not bool(un.any()):
-            continue
-        shp = (B, R, *un.shape[1:])
-        init = None
-        if warm is not None and name in warm.alphas and tuple(warm.alphas[name].shape) == shp:
-            init = warm.alphas[name].to(dtype=lam0.dtype, device=lam0.device)
-        a = (init if init is not None else al.expand(shp)).clone().requires_grad_(True)
-        alphas[name] = a
-        params.append(a)
-    for name, s in signs.items():
-        shp = (B, R, *s.shape[1:])
-        init = None
-        if warm is not None and name in warm.betas and tuple(warm.betas[name].shape) == shp:
-            init = warm.betas[name].to(dtype=lam0.dtype, device=lam0.device)
-        b = (init if init is not None else lam0.new_zeros(shp)).clone().requires_grad_(True)
-        betas[name] = b
-        params.append(b)
-    best = val0.clone()
-    best_coeffs = coeffs0
-    if not params:
-        return best, best_coeffs, alphas, betas, ""
-    opt = _Adam(params, lr)
-    sgn = {k: s.to(lam0.dtype).unsqueeze(1) for k, s in signs.items()}
-    why = ""
-    for it in range(iters + 1):
-        if late():
-            why = "deadline: alpha optimisation stopped early"
-            break
-        rel = {}
-        for name, (al, su, tu, uidx) in relax.items():
-            if name in alphas:
-                a = torch.where(unstable[name].unsqueeze(1), alphas[name].clamp(0.0, 1.0), al)
-                rel[name] = (a, su, tu, uidx)
-            else:
-                rel[name] = (al, su, tu, uidx)
-        bt = {k: betas[k].clamp(min=0.0) * sgn[k] for k in betas}
-        record: dict | None = {} if return_coeffs else None
-        lam_in, const = _backsub(g, g.output_name, lam0, rel, bt, record)
-        val = _concretise(lam_in, const, xlo, xhi)
-        with torch.no_grad():
-            better = val > best
-            best = torch.where(better, val, best)
-            if return_coeffs and best_coeffs is not None:
-                bm = better[:, :m]
-                for k, v in record.items():
-                    w = bm.reshape(*bm.shape, *([1] * (v.dim() - 2)))
-                    best_coeffs[k] = torch.where(w, v[:, :m].detach(), best_coeffs[k])
-        if it == iters:
-            break
-        grads = torch.autograd.grad(-val.sum(), params, allow_unused=True)
-        grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True))
-        with torch.no_grad():
-            opt.step(grads)
-            for a in alphas.values():
-                a.clamp_(0.0, 1.0)
-            for b in betas.values():
-                b.clamp_(min=0.0)
-    return (best, best_coeffs, {k: v.detach() for k, v in alphas.items()},
-            {k: v.detach() for k, v in betas.items()}, why)
