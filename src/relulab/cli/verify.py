@@ -526,4 +526,14 @@ def tour(console) -> None:
     for thr in (r.value + 1e-3, r.value - 1e-3):
         spec = Specification(B, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
         v = verify(net, spec, timeout=5)
-        console.print(f"  property 'f(x) < {thr:.6f}': {v.status} in {v.time:.3f} s")
+        console.print(f"  property 'f(x) < {thr:.6f}': {v.status} in {v.time:.3f} s by {v.method}")
+    # 40 inputs: input splitting would stall; branch and bound over ReLU splits decides it
+    g = Network([rng.normal(size=(10, 40)) / 6, rng.normal(size=(6, 10)) / 3, rng.normal(size=(1, 6)) / 2],
+                [rng.normal(size=10) * 0.3, rng.normal(size=6) * 0.3, np.zeros(1)])
+    B40 = Box(-0.5 * np.ones(40), 0.5 * np.ones(40))
+    m40 = maximize(g, B40).value
+    spec = Specification(B40, [OutputConstraint(np.array([[-1.0]]), np.array([-(m40 + 0.02)]))])
+    v = verify(g, spec, timeout=10)
+    console.print(f"  40 inputs, 'f(x) < {m40 + 0.02:.6f}' (exact max {m40:.6f}): {v.status} in "
+                  f"{v.time:.3f} s by {v.method} "
+                  f"({v.stats.get('relu_split', {}).get('domains', 0)} sub-domains)")
