@@ -211,3 +211,34 @@ def test_bad_arguments():
         verify(net, spec, memory=0)
     with pytest.raises(RelulabError, match="timeout"):
         verify(net, spec, timeout=-1)
+
+
+def test_convolutional_graph_agrees_with_the_milp_on_its_dense_form():
+    """A small conv net kept structured (relulab.crown) against the MILP of its dense form."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import torch
+
+    from relulab.crown import BoundGraph
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(2 * 4 * 4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
+    bg = BoundGraph.from_torch(m.double().eval(), (1, 6, 6))
+    dense = bg.to_network()
+    rng = np.random.default_rng(0)
+    x0 = rng.uniform(0, 1, 36)
+    box = Box(np.clip(x0 - 0.1, 0, 1), np.clip(x0 + 0.1, 0, 1))
+    X = box.sample(50, rng)
+    assert np.allclose(bg.forward(X), dense(X))
+    c = np.array([1.0, -1.0])
+    top = maximize(dense, box, c).value
+    for gap, want in ((0.01, "holds"), (-0.01, "violated")):
+        thr = top + gap * (1 + abs(top))
+        spec = Specification(box, [OutputConstraint(-c[None], np.array([-thr]))])
+        r = verify(bg, spec, timeout=30)
+        assert r.status == want, (gap, r.status, r.reason)
+        if want == "violated":
+            assert box.contains(r.counterexample) and float(c @ dense(r.counterexample)) >= thr - FEAS_TOL
+        else:
+            assert r.method == "relu-split"
