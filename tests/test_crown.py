@@ -157,7 +157,8 @@ def test_beta_crown_sound_on_split_subdomain(graphs, case):
     C = np.eye(3)
     gc = bound(bg, LO, HI, C, splits=splits)
     gb = bound(bg, LO, HI, C, splits=splits, method="alpha", iters=20, return_coeffs=True)
-    assert not gb.infeasible.any()
+    g2 = bound(bg, LO, HI, C, splits=splits, method="alpha", iters=8, intermediate="alpha")
+    assert not gb.infeasible.any() and not g2.infeasible.any()
     assert np.all(gb.lower >= gc.lower - 1e-12)
     assert np.all(gc.lower >= np.repeat(root.lower, B, 0) - 1e-9)   # splits never loosen
     assert set(gb.coeffs) == {n for n, _ in bg.relus}
@@ -169,8 +170,9 @@ def test_beta_crown_sound_on_split_subdomain(graphs, case):
             z = signs[name]
             inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
         assert inside[anchors[b]]
-        assert np.all(Y[inside].min(0) >= gb.lower[b] - SOUND)
-        assert np.all(Y[inside].max(0) <= gb.upper[b] + SOUND)
+        for g in (gb, g2):
+            assert np.all(Y[inside].min(0) >= g.lower[b] - SOUND)
+            assert np.all(Y[inside].max(0) <= g.upper[b] + SOUND)
 
 
 def test_dense_network_with_skip_matches_bounds_module():
@@ -341,3 +343,23 @@ def test_other_operators_match_torch_and_densified():
         Y = bg.forward(_samples(lo[b], hi[b], 10_000, b))
         assert np.all(Y.min(0) >= ga.lower[b] - SOUND) and np.all(Y.max(0) <= ga.upper[b] + SOUND)
         assert np.all(Y.min(0) >= gb.lower[b] - SOUND) and np.all(Y.max(0) <= gb.upper[b] + SOUND)
+
+
+@pytest.mark.parametrize("case", [("max", 1), ("none", 2)])
+def test_intermediate_alpha_sound_and_tighter_than_crown(graphs, case):
+    bg = graphs[case]
+    lo, hi = _box(11, B=2, eps=0.3)
+    gc = bound(bg, lo, hi)
+    gi = bound(bg, lo, hi, method="alpha", intermediate="alpha", iters=10)
+    assert gi.status == "complete"
+    assert np.all(gi.lower >= gc.lower - 1e-12) and np.all(gi.upper <= gc.upper + 1e-12)
+    X = [_samples(lo[b], hi[b], 5000, b) for b in range(2)]
+    for b in range(2):
+        Y = bg.forward(X[b])
+        assert np.all(Y.min(0) >= gi.lower[b] - SOUND) and np.all(Y.max(0) <= gi.upper[b] + SOUND)
+        vals = bg.converted().run(torch.as_tensor(X[b].reshape(-1, *bg.input_shape)), keep=True)
+        for name, _ in bg.relus:
+            z = vals[bg.by_name[name].inputs[0]].numpy()
+            plo, phi = gi.pre[name]
+            assert np.all(z >= plo[b] - SOUND) and np.all(z <= phi[b] + SOUND)
+            assert np.all(plo[b] >= gc.pre[name][0][b] - 1e-12)    # never looser than CROWN's

@@ -11,9 +11,11 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import require
 from ..limits import memory_budget
-from .kernels import backsub, concretise
+from .kernels import backsub, concretise, relaxation
 from .ops import numel
 
 __all__ = ["Adam", "ADAM_EPS"]
@@ -47,18 +49,43 @@ class Adam:
             p.sub_(self.lr * (m / c1) / ((v / c2).sqrt() + ADAM_EPS))
 
 
+def _one_hot_rows(ref: Any, B: int, n: int, idx: Any) -> Any:
+    """Rows e_i and -e_i (i in idx) of shape (B, 2K, n)."""
+    torch = require("torch", "torch")
+    K = idx.numel()
+    lam = ref.new_zeros(B, 2 * K, n)
+    ar = torch.arange(K, device=ref.device)
+    lam[:, ar, idx] = 1.0
+    lam[:, K + ar, idx] = -1.0
+    return lam
+
+
 def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, iters, lr, late, m,
-              return_coeffs):
-    """alpha (and beta) optimisation of the final bound by projected Adam; returns the
-    best bound per row, its coefficients, the final slopes and multipliers, and a reason
-    when cut short."""
+             return_coeffs, inter=None):
+    """alpha (and beta) optimisation of the final bound by projected Adam.
+
+    ``inter`` (optional): per ReLU whose unstable neurons are re-bounded at every step
+    (intermediate alpha-CROWN) ``(input node, fixed lo, fixed hi (B, n), columns idx,
+    mask (B, K), split signs (B, n) or None)``; each such layer gets its own slopes of
+    every earlier ReLU.  Returns the best bound per row, its coefficients, the final
+    slopes and multipliers, the tightest intermediate bounds seen ({name: (lo, hi)}), and
+    a reason when cut short."""
     torch = require("torch", "torch")
     B, R = lam0.shape[:2]
+    item = lam0.element_size()
+    size = {n.name: numel(n.shape) for n in g.nodes}
     # the autograd graph keeps every coefficient tensor of one back-substitution
-    need = sum(numel(n.shape) for n in g.nodes) * B * R * lam0.element_size() * 3
+    need = sum(size.values()) * B * R * item * 3
     if need > memory_budget():
-        return val0, coeffs0, {}, {}, (f"memory: alpha optimisation needs {need / 2**30:.3g} GB; "
-                                       "CROWN bounds returned")
+        return val0, coeffs0, {}, {}, {}, (f"memory: alpha optimisation needs {need / 2**30:.3g} GB; "
+                                           "CROWN bounds returned")
+    why = ""
+    if inter:
+        need_i = sum(sum(size[a] for a in g.ancestors(v[0])) * B * 2 * v[3].numel() * item * 4
+                     for v in inter.values())
+        if need + need_i > memory_budget():
+            inter, why = None, (f"memory: intermediate alpha needs {(need + need_i) / 2**30:.3g} GB; "
+                                "intermediate bounds kept from CROWN")
     params, alphas, betas = [], {}, {}
     for name, (al, _, _, _) in relax.items():
         un = unstable[name]
@@ -79,24 +106,59 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
         b = (init if init is not None else lam0.new_zeros(shp)).clone().requires_grad_(True)
         betas[name] = b
         params.append(b)
+    # intermediate slopes: target layer -> earlier ReLU -> (B, 2K, *shape)
+    ialphas: dict[str, dict[str, Any]] = {}
+    tight: dict[str, tuple[Any, Any]] = {}
+    for r, (p, _, _, idx, _, _) in (inter or {}).items():
+        anc = set(g.ancestors(p))
+        ialphas[r] = {}
+        for j, (al, _, _, _) in relax.items():
+            if j in anc and bool(unstable[j].any()):
+                a = al.expand(B, 2 * idx.numel(), *al.shape[2:]).clone().requires_grad_(True)
+                ialphas[r][j] = a
+                params.append(a)
     best = val0.clone()
     best_coeffs = coeffs0
     if not params:
-        return best, best_coeffs, alphas, betas, ""
+        return best, best_coeffs, alphas, betas, tight, why
     opt = Adam(params, lr)
     sgn = {k: s.to(lam0.dtype).unsqueeze(1) for k, s in signs.items()}
-    why = ""
     for it in range(iters + 1):
         if late():
             why = "deadline: alpha optimisation stopped early"
             break
-        rel = {}
+        rel, cur = {}, {}
         for name, (al, su, tu, uidx) in relax.items():
+            un = unstable[name]
+            al = al.squeeze(1)
+            if name in ialphas:
+                p, flo, fhi, idx, msk, sf = inter[name]
+                K = idx.numel()
+                shape = un.shape[1:]
+                relj = {}
+                for j, (al_j, su_j, tu_j, un_j) in cur.items():
+                    a = al_j.unsqueeze(1)
+                    if j in ialphas[name]:
+                        a = torch.where(un_j.unsqueeze(1), ialphas[name][j].clamp(0.0, 1.0), a)
+                    relj[j] = (a, su_j, tu_j, relax[j][3])
+                lam = _one_hot_rows(xlo, B, flo.shape[1], idx).view(B, 2 * K, *shape)
+                v = concretise(*backsub(g, p, lam, relj), xlo, xhi)
+                lo_i = torch.where(msk, torch.maximum(flo[:, idx], v[:, :K]), flo[:, idx])
+                hi_i = torch.where(msk, torch.minimum(fhi[:, idx], -v[:, K:]), fhi[:, idx])
+                lo, hi = flo.index_copy(1, idx, lo_i), fhi.index_copy(1, idx, hi_i)
+                if sf is not None:
+                    lo = torch.where(sf > 0, lo.clamp(min=0), lo)
+                    hi = torch.where(sf < 0, hi.clamp(max=0), hi)
+                hi = torch.maximum(hi, lo)
+                al, su, tu, un = relaxation(lo.view(B, *shape), hi.view(B, *shape))
+                with torch.no_grad():
+                    t_lo, t_hi = tight.get(name, (lo.detach(), hi.detach()))
+                    tight[name] = (torch.maximum(t_lo, lo.detach()), torch.minimum(t_hi, hi.detach()))
+            cur[name] = (al, su, tu, un)
+            a = al.unsqueeze(1)
             if name in alphas:
-                a = torch.where(unstable[name].unsqueeze(1), alphas[name].clamp(0.0, 1.0), al)
-                rel[name] = (a, su, tu, uidx)
-            else:
-                rel[name] = (al, su, tu, uidx)
+                a = torch.where(un.unsqueeze(1), alphas[name].clamp(0.0, 1.0), a)
+            rel[name] = (a, su, tu, uidx)
         bt = {k: betas[k].clamp(min=0.0) * sgn[k] for k in betas}
         record: dict | None = {} if return_coeffs else None
         lam_in, const = backsub(g, g.output_name, lam0, rel, bt, record)
@@ -112,12 +174,13 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
         if it == iters:
             break
         grads = torch.autograd.grad(-val.sum(), params, allow_unused=True)
-        grads = tuple(torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True))
+        grads = tuple(torch.zeros_like(q) if d is None else d for q, d in zip(params, grads, strict=True))
         with torch.no_grad():
             opt.step(grads)
-            for a in alphas.values():
-                a.clamp_(0.0, 1.0)
-            for b in betas.values():
-                b.clamp_(min=0.0)
+            for q in params:
+                if any(q is b for b in betas.values()):
+                    q.clamp_(min=0.0)
+                else:
+                    q.clamp_(0.0, 1.0)
     return (best, best_coeffs, {k: v.detach() for k, v in alphas.items()},
-            {k: v.detach() for k, v in betas.items()}, why)
+            {k: v.detach() for k, v in betas.items()}, tight, why)

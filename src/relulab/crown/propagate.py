@@ -223,6 +223,7 @@ def bound(
     deadline: float | None = None,
     return_coeffs: bool = False,
     upper: bool = True,
+    intermediate: str = "crown",
     dtype: str = "float64",
     device: str = "cpu",
 ) -> GraphBounds:
@@ -240,6 +241,10 @@ def bound(
             returns sound, looser bounds marked ``status="partial"``.
         return_coeffs: fill ``coeffs`` (coefficients of the lower bound on each ReLU output).
         upper: also bound ``-C f(x)`` (``upper``); False halves the work.
+        intermediate: "crown" (pre-activation bounds by CROWN, fixed during the alpha
+            optimisation) or "alpha" (with ``method="alpha"``: the unstable neurons of every
+            layer after the first are re-bounded at every step with their own optimised
+            slopes, and the final bound follows the tighter relaxations; slower).
         dtype: "float64" or "float32"; device: "cpu" or "cuda".
 
     Example:
@@ -267,6 +272,8 @@ def bound(
         raise BoundError(f"dtype: {dtype!r} is not float64 or float32")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise BoundError("device: cuda was asked for but torch sees no GPU")
+    if intermediate not in ("crown", "alpha"):
+        raise BoundError(f"intermediate: {intermediate!r} is not crown or alpha")
     if int(iters) < 0 or not lr > 0:
         raise BoundError(f"iters ({iters}) must be >= 0 and lr ({lr}) > 0")
     g = bg.converted(dtype, str(device))
@@ -300,6 +307,8 @@ def bound(
         pre: dict[str, tuple[Any, Any]] = {}
         signs = {k: torch.as_tensor(v, device=device) for k, v in sp.items()}
         infeasible = torch.zeros(B, dtype=torch.bool, device=device)
+        want_inter = method == "alpha" and intermediate == "alpha" and int(iters) > 0
+        inter: dict[str, tuple] = {}
         # sub-problems whose box and splits so far equal the warm start's: their bounds of
         # the next layer would come out as the parent's (plain CROWN ignores later splits)
         same = torch.zeros(B, dtype=torch.bool, device=device)
@@ -341,6 +350,14 @@ def bound(
                     a = ws if ws is not None else torch.zeros_like(s_flat)
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
+            if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
+                om = ((plo < 0) & (phi > 0)).view(B, -1)
+                if s_flat is not None:
+                    om &= s_flat == 0
+                idx = torch.nonzero(om.any(0)).flatten()
+                if idx.numel():
+                    inter[node.name] = (p, plo.reshape(B, -1).clone(), phi.reshape(B, -1).clone(), idx,
+                                        om[:, idx], s_flat)
             if s is not None:
                 bad = ((s > 0) & (phi < 0)) | ((s < 0) & (plo > 0))
                 infeasible |= bad.view(B, -1).any(1)
@@ -372,11 +389,15 @@ def bound(
     alphas: dict[str, Any] = {}
     betas: dict[str, Any] = {}
     if method == "alpha" and int(iters) > 0 and not late():
-        val, coeffs, alphas, betas, why = optimise(
+        val, coeffs, alphas, betas, tight, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
-            late, m, return_coeffs)
-        if why:
+            late, m, return_coeffs, inter or None)
+        for name, (a, b) in tight.items():
+            pre[name] = (a.view(pre[name][0].shape), b.view(pre[name][1].shape))
+        if why.startswith("deadline") or why.startswith("memory: alpha"):
             status, reason = "partial", why
+        elif why:
+            reason = why
     elif method == "alpha" and int(iters) > 0:
         status, reason = "partial", "deadline: no alpha iterations"
 
