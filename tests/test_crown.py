@@ -303,8 +303,8 @@ def test_warm_start_reuses_parent_layers_and_stays_sound(graphs):
 
 
 class OneD(torch.nn.Module):
-    """Normalisation, asymmetric Pad, Conv1d, Concat of two branches, MaxPool1d, global
-    average pooling: the other operators of the ONNX reader."""
+    """Normalisation, Transpose + MatMul, asymmetric Pad, Conv1d, Concat of two branches,
+    MaxPool1d, global average pooling: the other operators of the ONNX reader."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -312,9 +312,11 @@ class OneD(torch.nn.Module):
         self.b = torch.nn.Conv1d(2, 2, 1)
         self.c = torch.nn.Conv1d(5, 4, 3, padding=1, dilation=1)
         self.fc = torch.nn.Linear(4 + 4 * 4, 2)
+        self.mix = torch.nn.Linear(2, 2)
 
     def forward(self, x):
         x = (x - 0.25) / 0.5
+        x = self.mix(x.transpose(1, 2)).transpose(1, 2)      # Transpose, MatMul on the last axis
         a = self.a(torch.nn.functional.pad(x, (2, 0)))
         h = torch.relu(torch.cat([a, self.b(x)], 1))
         h = torch.relu(self.c(h))
@@ -328,7 +330,7 @@ def test_other_operators_match_torch_and_densified():
     m = OneD().double().eval()
     bg = BoundGraph.from_torch(m, (2, 8))
     kinds = {n.op.kind for n in bg.nodes}
-    assert {"Pad", "Concat", "Conv", "Affine", "Slice"} <= kinds
+    assert {"Pad", "Concat", "Conv", "Affine", "Slice", "Transpose"} <= kinds
     X = np.random.default_rng(0).uniform(-1, 1, (16, 2, 8))
     with torch.no_grad():
         ref = m(torch.as_tensor(X)).numpy()

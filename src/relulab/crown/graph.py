@@ -199,7 +199,7 @@ class BoundGraph:
         g = self.converted("float64")
         b = GraphBuilder(self.input_shape, self.input_name)
         for n in g.nodes[1:]:
-            if n.op.kind in ("Conv", "Slice", "Pad", "Affine") and len(n.inputs) == 1:
+            if n.op.kind in ("Conv", "Slice", "Pad", "Affine", "Transpose") and len(n.inputs) == 1:
                 S = g.by_name[n.inputs[0]].shape
                 k = numel(S)
                 with torch.no_grad():

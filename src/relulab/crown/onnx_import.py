@@ -8,7 +8,8 @@ Supported on graph tensors: Gemm, MatMul (by a constant on the right), Add/Sub o
 tensors or with a constant, Mul/Div by a constant, Neg, Conv (1-D/2-D, pads, auto_pad,
 strides, dilations, group), BatchNormalization, AveragePool, GlobalAveragePool,
 MaxPool (no padding), GlobalMaxPool, Pad (constant zero), Relu, Flatten, Reshape,
-Squeeze/Unsqueeze (not of the batch axis), Concat, Identity, Dropout, Cast, Shape.
+Squeeze/Unsqueeze and Transpose (not of the batch axis), Concat, Identity, Dropout, Cast,
+Shape.
 Anything else raises a :class:`~relulab.crown.builder.GraphError` naming the node.
 
 Example:
@@ -31,7 +32,7 @@ import numpy as np
 
 from ..errors import require
 from .builder import GraphBuilder, GraphError
-from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice
+from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice, Transpose
 
 __all__ = ["read_onnx", "SUPPORTED"]
 
@@ -203,6 +204,14 @@ class _Reader:
             raise GraphError(f"{self.where}: Concat along the batch axis")
         return [self.add(Concat(ax - 1, len(ins)), list(ins))]
 
+    def transpose(self, ins: list, at: dict) -> list:
+        a = ins[0]
+        rank = len(self.S(a)) + 1
+        perm = [int(p) for p in at.get("perm", list(reversed(range(rank))))]
+        if sorted(perm) != list(range(rank)) or perm[0] != 0:
+            raise GraphError(f"{self.where}: transposing the batch axis (perm {perm}) is not supported")
+        return [self.add(Transpose(tuple(p - 1 for p in perm[1:])), [a])]
+
     def shape(self, ins: list, at: dict) -> list:
         return [np.array((1, *self.S(ins[0])), dtype=np.int64)]
 
@@ -366,6 +375,7 @@ _HANDLERS = {
     "Squeeze": _Reader.squeeze,
     "Unsqueeze": lambda r, i, a: r.squeeze(i, a, un=True),
     "Concat": _Reader.concat,
+    "Transpose": _Reader.transpose,
     "Shape": _Reader.shape,
     "Conv": _Reader.conv,
     "BatchNormalization": _Reader.batchnorm,

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 __all__ = ["Op", "Input", "Linear", "Conv", "Affine", "Pad", "Slice", "Add2", "Relu", "Reshape",
-           "Concat", "LINEAR_OPS"]
+           "Concat", "Transpose", "LINEAR_OPS"]
 
 
 def _F():
@@ -405,7 +405,32 @@ class Concat(Op):
         return list(lam.split(sizes, dim=self.axis + 2)), None
 
 
-LINEAR_OPS = (Linear, Conv, Affine, Pad, Slice, Add2, Reshape, Concat)
+class Transpose(Op):
+    """Permute the per-sample axes (``perm`` indexes them, without the batch axis).
+
+    Example:
+        >>> import torch
+        >>> Transpose((1, 0)).forward(torch.zeros(4, 2, 3)).shape
+        torch.Size([4, 3, 2])
+    """
+
+    kind = "Transpose"
+
+    def __init__(self, perm: tuple[int, ...]) -> None:
+        self.perm = tuple(int(p) for p in perm)
+        self.inverse = tuple(self.perm.index(i) for i in range(len(self.perm)))
+
+    def forward(self, x: Any) -> Any:
+        return x.permute(0, *[p + 1 for p in self.perm])
+
+    def ibp(self, iv: tuple[Any, Any]) -> tuple[Any, Any]:
+        return self.forward(iv[0]), self.forward(iv[1])
+
+    def backward(self, lam: Any, in_shapes: list[tuple[int, ...]]) -> tuple[list[Any], Any]:
+        return [lam.permute(0, 1, *[p + 2 for p in self.inverse])], None
+
+
+LINEAR_OPS = (Linear, Conv, Affine, Pad, Slice, Add2, Reshape, Concat, Transpose)
 
 
 def numel(shape: tuple[int, ...]) -> int:
