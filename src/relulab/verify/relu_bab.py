@@ -491,6 +491,35 @@ def relu_split(
     return done("holds")
 
 
+def root_proven(model: Any, box: Box, terms: list[tuple[np.ndarray, np.ndarray]], *,
+                budget: Budget, engine: str = "auto") -> np.ndarray:
+    """Which unsafe terms ``C f(x) <= d`` over one box the root bound alone rules out: one
+    bound call for the rows of all terms together (a classification property's terms
+    mostly fall here).  Returns a boolean per term (False also when the time is up).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+        >>> terms = [(np.array([[-1.0]]), np.array([-1.5])), (np.array([[-1.0]]), np.array([-0.5]))]
+        >>> root_proven(net, Box([-1], [1]), terms, budget=Budget(10.0), engine="numpy").tolist()
+        [True, False]
+    """
+    C = np.concatenate([np.atleast_2d(c) for c, _ in terms]).astype(np.float64)
+    d = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1) for _, v in terms])
+    owner = np.concatenate([np.full(np.atleast_2d(c).shape[0], i) for i, (c, _) in enumerate(terms)])
+    bounder, _ = _make_bounder(model, C, d, engine, None)
+    lo, hi = box.lo.astype(np.float64), box.hi.astype(np.float64)
+    budget.check_bytes(bounder.bytes_per_domain(lo.size), "bounding the root")
+    with _blas_single():
+        b = bounder.bound(lo, hi, np.zeros((1, int(bounder.cuts[-1])), dtype=np.int8),
+                          bounder.root_warm(), budget.deadline)
+    row_ok = (b.low[0] > PROOF_MARGIN * b.scale[0]) | bool(b.infeasible[0])
+    out = np.zeros(len(terms), dtype=bool)
+    np.logical_or.at(out, owner, row_ok)  # (a bound cut short by the deadline is still sound)
+    return out
+
+
 def _blas_single():
     from ._threads import single_threaded_blas
 
