@@ -55,7 +55,6 @@ from ..errors import RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
 from ..spec import Property, SpecError, Specification
-from ..tolerance import FEAS_TOL
 from ._threads import single_threaded_blas
 from .attack import attack, recheck
 from .bab import decide_term
@@ -163,24 +162,21 @@ def _dense_of(model: Any) -> Network | None:
         return None
 
 
-def _sample_terms(model, terms, bud: Budget, rng, n: int = 64) -> np.ndarray | None:
-    """Random points and corners of each input box through the graph's forward pass (no
-    gradients), checked against every term on that box; stops at 2% of the time."""
-    stop = bud.left() * 0.98
+def _attack_graph(model, terms, bud: Budget, seconds: float, seed: int) -> np.ndarray | None:
+    """PGD through the structured graph (:func:`relulab.verify.graph_attack.pgd_graph`),
+    once per input box for all of its terms, ``seconds`` in all."""
+    from .graph_attack import pgd_graph
+
     boxes: dict[tuple, list] = {}
     for box, C, dv in terms:
         boxes.setdefault((box.lo.tobytes(), box.hi.tobytes()), [box, []])[1].append((C, dv))
-    for box, cds in boxes.values():
-        if bud.left() < stop:
+    for k, (box, cds) in enumerate(boxes.values()):
+        share = min(seconds / len(boxes), max(bud.left(), 0.0))
+        if share <= 0:
             break
-        X = np.concatenate([box.center[None], box.sample(n, rng)])
-        snap = rng.random(X.shape) < 0.5
-        X[snap] = np.where(rng.random(X.shape) < 0.5, box.lo, box.hi)[snap]
-        Y = np.asarray(model.forward(X), dtype=np.float64).reshape(len(X), -1)
-        for C, dv in cds:
-            hit = np.nonzero(np.all(Y @ C.T <= dv + FEAS_TOL, axis=1))[0]
-            if hit.size:
-                return X[hit[0]]
+        x = pgd_graph(model, box, cds, time_limit=share, rng=seed + k)
+        if x is not None:
+            return x
     return None
 
 
@@ -288,7 +284,6 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
     fnet = None if dense is None else (dense.float() if dense.is_exact else dense)
     timeout = bud.left()
     a_time = min(0.1, 0.01 * timeout) if attack_time is None else attack_time
-    rng = np.random.default_rng(seed)
 
     def found(x, how):
         y = np.asarray(fnet(x) if fnet is not None else model.forward(np.asarray(x)[None])[0],
@@ -301,7 +296,9 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
 
     if dense is None:
         # a structured graph: one batch of samples per input box serves all its terms
-        x = _sample_terms(model, terms, bud, rng)
+        # (a structured model is larger: its attack gets up to 5% of the time, at most 5 s)
+        g_time = max(a_time, min(0.05 * timeout, 5.0)) if attack_time is None else attack_time
+        x = _attack_graph(model, terms, bud, g_time, seed)
         if x is not None:
             return found(x, "attack")
     # 1. attack every term briefly (cheap; most violated properties fall here)
