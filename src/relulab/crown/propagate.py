@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import RelulabError, require
 from ..limits import ResourceLimitError
-from ..results import Result
+from ..results import Result, to_jsonable
 from .graph import BoundGraph
 from .kernels import backsub, concretise, refine, relaxation
 from .ops import Relu, numel
@@ -135,14 +135,14 @@ class GraphBounds(Result):
     reason: str = ""
 
     def to_dict(self) -> dict:
-        return {
-            "lower": self.lower.tolist(),
-            "upper": None if self.upper is None else self.upper.tolist(),
-            "infeasible": self.infeasible.tolist(),
+        return to_jsonable({
+            "lower": self.lower,
+            "upper": self.upper,
+            "infeasible": self.infeasible,
             "method": self.method,
             "status": self.status,
             "reason": self.reason,
-        }
+        })
 
 
 # --------------------------------------------------------------------------- inputs
