@@ -365,3 +365,33 @@ def test_intermediate_alpha_sound_and_tighter_than_crown(graphs, case):
             plo, phi = gi.pre[name]
             assert np.all(z >= plo[b] - SOUND) and np.all(z <= phi[b] + SOUND)
             assert np.all(plo[b] >= gc.pre[name][0][b] - 1e-12)    # never looser than CROWN's
+
+
+def test_warm_batch_mixing_reused_and_fresh_children():
+    rng = np.random.default_rng(4)
+    sizes = [4, 16, 16, 16, 2]
+    net = Network([rng.normal(size=(sizes[i + 1], sizes[i])) for i in range(4)],
+                  [rng.normal(size=sizes[i + 1]) * 0.3 for i in range(4)])
+    bg = BoundGraph.from_network(net)
+    lo, hi = -np.ones((1, 4)), np.ones((1, 4))
+    root = bound(bg, lo, hi)
+    s = {f"relu{k}": np.zeros((2, 16), np.int8) for k in range(3)}
+    u0 = np.flatnonzero((root.pre["relu0"][0] < 0) & (root.pre["relu0"][1] > 0))
+    u2 = np.flatnonzero((root.pre["relu2"][0] < 0) & (root.pre["relu2"][1] > 0))
+    s["relu2"][0, u2[0]] = 1          # child 0: split in the last layer (reuses layers 0-1)
+    s["relu0"][1, u0[0]] = -1         # child 1: split in the first layer (recomputes 1-2)
+    LO, HI = np.repeat(lo, 2, 0), np.repeat(hi, 2, 0)
+    fresh = bound(bg, LO, HI, splits=s)
+    warm = bound(bg, LO, HI, splits=s, warm=root.warm.take([0, 0]))
+    # child 0 reuses everything up to its split: as a fresh computation; child 1 intersects
+    # with its parent's bounds: at least as tight, and the same as when bounded alone
+    np.testing.assert_allclose(warm.lower[0], fresh.lower[0], atol=1e-9, rtol=0)
+    assert np.all(warm.lower[1] >= fresh.lower[1] - 1e-9)
+    alone = bound(bg, lo, hi, splits={k: v[1:] for k, v in s.items()}, warm=root.warm.take([0]))
+    np.testing.assert_allclose(warm.lower[1], alone.lower[0], atol=1e-9, rtol=0)
+    for k in range(3):
+        np.testing.assert_allclose(warm.pre[f"relu{k}"][0][1], alone.pre[f"relu{k}"][0][0], atol=1e-9, rtol=0)
+    X = rng.uniform(-1, 1, (20000, 4))
+    z0 = X @ net.weights[0].T + net.biases[0]
+    Y = net(X)[z0[:, u0[0]] <= 0]
+    assert np.all(Y.min(0) >= warm.lower[1] - SOUND)

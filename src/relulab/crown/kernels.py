@@ -152,6 +152,16 @@ def refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo
     idx = torch.nonzero(mask.any(0)).flatten()
     if idx.numel() == 0:
         return True
+    need = mask.any(1)
+    if not bool(need.all()):
+        # only the sub-problems with something to tighten (children reusing their parent's
+        # bounds have nothing here): back-substitute for those rows of the batch alone
+        sel = torch.nonzero(need).flatten()
+        sub = {k: (a[sel] if a.shape[0] == N else a, su[sel], tu[sel], u) for k, (a, su, tu, u) in relax.items()}
+        slo, shi = plo[sel].clone(), phi[sel].clone()
+        done = refine(g, p, slo, shi, mask[sel], sub, lo[sel], hi[sel], late)
+        plo[sel], phi[sel] = slo, shi
+        return done
     rows = max(1, chunk_rows(g, p, N, plo.element_size()) // 2)
     n = flo.shape[1]
     for s in range(0, idx.numel(), rows):
