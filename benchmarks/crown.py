@@ -18,6 +18,7 @@ Usage:
     python benchmarks/crown.py                 # all models, dense path with 300 s limit
     python benchmarks/crown.py --quick         # small models only, no ResNet dense path
     python benchmarks/crown.py --threads 2 --json benchmarks/results/crown.json
+    python benchmarks/crown.py --device cuda      # ours on a GPU (the dense path stays on CPU)
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _problem(model_dir: Path, spec: str, n_in: int):
     return lo, hi, C, d
 
 
-def worker(engine: str, bench: str, model: str, spec: str, threads: int) -> dict:
+def worker(engine: str, bench: str, model: str, spec: str, threads: int, device: str = "cpu") -> dict:
     t = time.perf_counter()
     import onnx  # noqa: F401  (imports are not part of either engine's time)
     import torch
@@ -87,21 +88,22 @@ def worker(engine: str, bench: str, model: str, spec: str, threads: int) -> dict
         out["relus"] = bg.n_neurons
         lo, hi, C, dd = _problem(d, spec, bg.input_dim)
         t = time.perf_counter()
-        g = bound(bg, lo, hi, C, upper=False)
+        g = bound(bg, lo, hi, C, upper=False, device=device)
         out["crown_s"] = time.perf_counter() - t
         out["crown_lower"] = (g.lower[0] + dd).tolist()
         out["rss_crown_mb"] = _rss_mb()
         t = time.perf_counter()
-        g32 = bound(bg, lo, hi, C, upper=False, dtype="float32")
+        g32 = bound(bg, lo, hi, C, upper=False, dtype="float32", device=device)
         out["crown32_s"] = time.perf_counter() - t
         out["crown32_maxdiff"] = float(abs(g32.lower - g.lower).max())
         t = time.perf_counter()
-        g = bound(bg, lo, hi, C, method="alpha", iters=20, upper=False)
+        g = bound(bg, lo, hi, C, method="alpha", iters=20, upper=False, device=device)
         out["alpha_s"] = time.perf_counter() - t
         out["alpha_lower"] = (g.lower[0] + dd).tolist()
         if bg.n_neurons <= 30_000 and not bench.startswith("sri"):
             t = time.perf_counter()
-            g = bound(bg, lo, hi, C, method="alpha", intermediate="alpha", iters=20, upper=False)
+            g = bound(bg, lo, hi, C, method="alpha", intermediate="alpha", iters=20, upper=False,
+                      device=device)
             out["alpha_int_s"] = time.perf_counter() - t
             out["alpha_int_lower"] = (g.lower[0] + dd).tolist()
     else:
@@ -121,8 +123,8 @@ def worker(engine: str, bench: str, model: str, spec: str, threads: int) -> dict
     return out
 
 
-def run(engine: str, inst: tuple, threads: int, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--worker", engine, *inst, "--threads", str(threads)]
+def run(engine: str, inst: tuple, threads: int, timeout: float, device: str = "cpu") -> dict:
+    cmd = [sys.executable, __file__, "--worker", engine, *inst, "--threads", str(threads), "--device", device]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     try:
@@ -142,15 +144,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small models; no dense ResNet")
     ap.add_argument("--dense-timeout", type=float, default=300.0)
     ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (ours only)")
     a = ap.parse_args()
     if a.worker:
-        print(json.dumps(worker(*a.worker, a.threads)))
+        print(json.dumps(worker(*a.worker, a.threads, a.device)))
         return
     rows = []
     for inst in INSTANCES:
         if a.quick and inst[1].startswith(("NN_rul_full", "resnet")):
             continue
-        ours = run("ours", inst, a.threads, 600)
+        ours = run("ours", inst, a.threads, 600, a.device)
         dense = run("dense", inst, a.threads, a.dense_timeout)
         rows.append({"benchmark": inst[0], "model": inst[1], "spec": inst[2], "ours": ours, "dense": dense})
         _print_row(rows[-1])
