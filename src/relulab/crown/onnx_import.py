@@ -7,7 +7,9 @@ tensors carry a batch axis of size 1 in ONNX; the graph works per sample, withou
 Supported on graph tensors: Gemm, MatMul (by a constant on the right), Add/Sub of two
 tensors or with a constant, Mul/Div by a constant, Neg, Conv (1-D/2-D, pads, auto_pad,
 strides, dilations, group), BatchNormalization, AveragePool, GlobalAveragePool,
-MaxPool (no padding), GlobalMaxPool, Pad (constant zero), Relu, Flatten, Reshape,
+MaxPool (no padding), GlobalMaxPool, Pad (constant zero), Relu, LeakyRelu / PRelu /
+Clip (rewritten exactly with ReLUs: ``a x + (1 - a) relu(x)``, ``lo + relu(x - lo) -
+relu(x - hi)``), Flatten, Reshape,
 Squeeze/Unsqueeze and Transpose (not of the batch axis), Concat, Identity, Dropout, Cast,
 Shape.
 Anything else raises a :class:`~relulab.crown.builder.GraphError` naming the node.
@@ -84,6 +86,49 @@ class _Reader:
     # -------------------------------------------------------------- operators
     def relu(self, ins: list, at: dict) -> list:
         return [self.add(Relu(), [ins[0]])]
+
+    def leaky(self, ins: list, at: dict, slope: Any = None) -> list:
+        """leaky(x) = a x + (1 - a) relu(x) (a of any sign or size: exact)."""
+        a = ins[0]
+        alpha = self.per_sample(np.asarray(at.get("alpha", 0.01) if slope is None else slope), a, "the slope")
+        r = self.add(Relu(), [a])
+        lin = self.add(Affine(self.t(alpha), None), [a], "_lin")
+        rel = self.add(Affine(self.t(1.0 - alpha), None), [r], "_rel")
+        return [self.add(Add2(1.0), [lin, rel], "_sum")]
+
+    def prelu(self, ins: list, at: dict) -> list:
+        return self.leaky(ins, at, self.const(ins[1], "the slope"))
+
+    def clip(self, ins: list, at: dict) -> list:
+        """clip(x) = lo + relu(x - lo) - relu(x - hi) exactly; max(x, lo) = lo + relu(x - lo);
+        min(x, hi) = hi - relu(hi - x)."""
+        a = ins[0]
+
+        def bound_of(i: int, key: str) -> float | None:
+            v = at.get(key) if len(ins) <= i or ins[i] is None else np.asarray(self.const(ins[i], key))
+            if v is None or not np.isfinite(float(v)) or abs(float(v)) >= np.finfo(np.float32).max:
+                return None
+            return float(v)
+
+        lo, hi = bound_of(1, "min"), bound_of(2, "max")
+        if lo is not None and hi is not None and lo > hi:
+            raise GraphError(f"{self.where}: Clip with min {lo} > max {hi}")
+
+        def shift(v: float) -> Any:
+            return self.t(np.array(v))
+
+        if lo is None and hi is None:
+            return [a]
+        if hi is None:
+            r = self.add(Relu(), [self.add(Affine(None, shift(-lo)), [a], "_dlo")])
+            return [self.add(Affine(None, shift(lo)), [r], "_up")]
+        if lo is None:
+            r = self.add(Relu(), [self.add(Affine(shift(-1.0), shift(hi)), [a], "_dhi")])
+            return [self.add(Affine(shift(-1.0), shift(hi)), [r], "_down")]
+        r1 = self.add(Relu(), [self.add(Affine(None, shift(-lo)), [a], "_dlo")])
+        r2 = self.add(Relu(), [self.add(Affine(None, shift(-hi)), [a], "_dhi")])
+        diff = self.add(Add2(-1.0), [r1, r2], "_diff")
+        return [self.add(Affine(None, shift(lo)), [diff], "_clip")]
 
     def passthrough(self, ins: list, at: dict) -> list:
         return [ins[0]]
@@ -360,6 +405,9 @@ class _Reader:
 
 _HANDLERS = {
     "Relu": _Reader.relu,
+    "LeakyRelu": _Reader.leaky,
+    "PRelu": _Reader.prelu,
+    "Clip": _Reader.clip,
     "Identity": _Reader.passthrough,
     "Dropout": _Reader.passthrough,
     "Cast": _Reader.passthrough,
@@ -467,7 +515,7 @@ def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:
             if h is None:
                 raise GraphError(f"{r.where}: unsupported operator {node.op_type}; "
                                  f"supported: {', '.join(SUPPORTED)}")
-            if node.op_type == "Relu":
+            if node.op_type in ("Relu", "LeakyRelu", "PRelu", "Clip"):
                 r.label = f"relu{n_relu}"
                 n_relu += 1
             else:
