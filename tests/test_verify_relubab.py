@@ -242,3 +242,24 @@ def test_convolutional_graph_agrees_with_the_milp_on_its_dense_form():
             assert box.contains(r.counterexample) and float(c @ dense(r.counterexample)) >= thr - FEAS_TOL
         else:
             assert r.method == "relu-split"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_skip_connections_and_affine_networks(engine):
+    """Networks with an affine input->output skip, and with no hidden layer at all."""
+    for s in range(6):
+        rng = np.random.default_rng(100 + s)
+        d = 15
+        net = Network([rng.normal(size=(6, d)) / 4, rng.normal(size=(1, 6)) / 2],
+                      [rng.normal(size=6) * 0.3, np.zeros(1)],
+                      (rng.normal(size=(1, d)) * 0.2, rng.normal(size=1)))
+        if s == 0:
+            net = Network([rng.normal(size=(1, d))], [np.zeros(1)])
+        box = Box(-np.ones(d), np.ones(d))
+        m = maximize(net, box).value
+        for gap, want in ((0.01, "holds"), (-0.01, "violated")):
+            r = relu_split(net, box, np.array([[-1.0]]), np.array([-(m + gap)]), engine=engine,
+                           attack_time=0.0, attack_every=0)
+            assert r.status == want, (s, gap, r.status, r.reason)
+            if want == "violated":
+                assert net(r.counterexample)[0] >= m + gap - FEAS_TOL

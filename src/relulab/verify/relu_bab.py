@@ -138,8 +138,8 @@ class _DenseBounder:
             scale[ub, rsel[better]] = 1.0 + np.abs(ca[better, 0]) + np.einsum(
                 "nd,nd->n", np.abs(Aa[better, 0]), mag[ub])
             X[ub, rsel[better]] = np.where(Aa[better, 0] > 0, LO[ub], HI[ub])
-        flo = np.concatenate([a for a, _ in pre], axis=1)
-        fhi = np.concatenate([b for _, b in pre], axis=1)
+        flo = np.concatenate([np.zeros((N, 0)), *[a for a, _ in pre]], axis=1)
+        fhi = np.concatenate([np.zeros((N, 0)), *[b for _, b in pre]], axis=1)
         return _Bounds(low, scale, pre, infeasible, X, _DenseWarm(flo, fhi), None)
 
     def branch(self, b: _Bounds, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -410,7 +410,9 @@ def relu_split(
         keep = np.nonzero(~proven)[0]
         if keep.size == 0:
             return None
-        n_unst = sum(np.sum((a[keep] < 0) & (h[keep] > 0), axis=1) for a, h in b.pre)
+        n_unst = np.zeros(keep.size, dtype=int)
+        for a, h in b.pre:
+            n_unst += np.sum((a[keep] < 0) & (h[keep] > 0), axis=1)
         leaf = keep[n_unst == 0]
         for i in leaf:
             if bud.expired():  # the main loop answers "timeout"; skipped leaves stay open
