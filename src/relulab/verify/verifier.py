@@ -46,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import time as _time
 from typing import Any
 
@@ -69,6 +70,8 @@ INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splittin
 # a phase that checks its clock only between rounds (input splitting, HiGHS) gets this share
 # of its time: its last round then ends before the deadline, not after it
 SLACK = 0.97
+# with torch not imported yet, runs shorter than this use the numpy engine (no start-up)
+TORCH_MIN_TIMEOUT = 10.0
 METHODS = ("auto", "input-split", "relu-split", "milp")
 # bytes per sub-box of the input-splitting bounds, per (input + 1) x widest layer entry
 _BOX_BYTES = 8 * 8
@@ -213,7 +216,9 @@ def verify(
             reason "memory: ...".
         method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs, ReLU
             splitting otherwise), "input-split", "relu-split" or "milp".
-        engine: bound engine of ReLU splitting: "auto", "crown" (torch) or "numpy".
+        engine: bound engine of ReLU splitting: "auto" (torch when installed, except for a
+            run shorter than ``TORCH_MIN_TIMEOUT`` seconds before torch was imported),
+            "crown" (torch) or "numpy".
         attack_time: seconds for the first attack on each term (default: 2% of the
             timeout, at most 0.1 s; the branch and bound keeps searching locally).
         batch: sub-boxes bounded together in one numpy pass (input splitting).
@@ -245,8 +250,11 @@ def verify(
     n_in, n_out = _dims(net)
     if method == "auto":
         method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
+    if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
+            "torch" not in sys.modules and timeout < TORCH_MIN_TIMEOUT):
+        engine = "numpy"  # a short run does not pay torch's start-up (seconds, cold)
     if engine != "numpy" and method == "relu-split":
-        # importing torch (seconds on a cold start) counts as loading, before the clock starts
+        # importing torch counts as loading: done before the clock starts
         from .relu_bab import crown_available
 
         crown_available()
