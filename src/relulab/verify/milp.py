@@ -347,6 +347,41 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     return max(best, open_ub), best_x, best
 
 
+def _relu_bracket(net: Network, box: Box, c: np.ndarray, seconds: float) -> tuple[float, np.ndarray, float]:
+    """(proven upper bound, best point, its value) of ``c . f`` over a box by ReLU-split
+    branch and bound (:func:`relulab.verify.relu_bab.relu_split`) deciding "c . f(x) >= t"
+    for thresholds t bisecting the bracket [best value, root bound] until ``seconds``
+    are spent: "holds" lowers the bound to t, "violated" raises the value (its
+    counterexample), "unknown" moves the next threshold towards the bound."""
+    from .budget import Budget
+    from .relu_bab import crown_ready, relu_split
+
+    end = _time.monotonic() + seconds
+    x = _pgd_best(net, box, c)
+    value = float(net(x) @ c)
+    upper = _root_upper(net, box, c)
+    engine = "auto" if crown_ready() else "numpy"
+    frac = 0.5
+    while _time.monotonic() < end and upper - value > scaled_tol(value, PROOF_MARGIN):
+        t = value + frac * (upper - value)
+        left = end - _time.monotonic()
+        r = relu_split(net, box, -c[None], np.array([-t]), budget=Budget(max(left / 3, 1e-3)),
+                       engine=engine, attack_time=0.0)
+        if r.status == "holds":
+            upper, frac = t, 0.5
+        elif r.status == "violated":
+            xv = np.asarray(r.counterexample, dtype=np.float64)
+            v = float(net(xv) @ c)
+            if v > value:
+                x, value = xv, v
+            frac = 0.5
+        elif r.reason.startswith("memory"):
+            break
+        else:
+            frac = (1.0 + frac) / 2  # too close to decide in time: a looser threshold
+    return max(upper, value), x, value
+
+
 def _root_upper(net: Network, box: Box, c: np.ndarray) -> float:
     """A proven upper bound of ``c . f`` over the box from the verifier's bounds: the
     optimised (alpha-CROWN) bound when the torch engine is loaded, else CROWN with the
@@ -402,9 +437,14 @@ def _optimize(
     # With a time limit on a low-dimensional box, an input-splitting branch and bound
     # runs first for 40% of the time: its incumbent and bound are used if the MILP does
     # not finish (on ACAS Xu-sized networks it is far tighter than the MILP's bound).
-    use_bab = remaining is not None and isinstance(domain, Box) and domain.dim <= 10
+    # Above 10 inputs the same share goes to ReLU-split branch and bound, bisecting on a
+    # threshold between the best value found and the root bound.
+    use_bab = remaining is not None and isinstance(domain, Box)
     if use_bab:
-        bab = _bab_max(fnet, domain, s * cvec, _time.time() + 0.4 * remaining)
+        if domain.dim <= 10:
+            bab = _bab_max(fnet, domain, s * cvec, _time.time() + 0.4 * remaining)
+        else:
+            bab = _relu_bracket(fnet, domain, s * cvec, 0.4 * remaining)
         remaining = max(time_limit - (_time.time() - t0), 1e-3)
     model = LPModel(
         obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
@@ -438,8 +478,6 @@ def _optimize(
             bound = min(bound, ub)
             if vb > value:
                 x, value = xb, vb
-        elif isinstance(domain, Box):
-            bound = min(bound, _root_upper(fnet, domain, s * cvec))
         bound = max(bound, value)
     else:
         raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}")
