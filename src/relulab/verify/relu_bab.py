@@ -55,6 +55,7 @@ from .result import ReluSplitResult
 
 __all__ = ["relu_split"]
 
+PROBE = 8  # open sub-domains per round whose bound minimisers are tried (torch engine)
 ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline is brought forward
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
@@ -389,6 +390,15 @@ def relu_split(
                    time_limit=min(seconds, 0.05 * max(bud.left(), 0.0)), rng=seed + stats["attacks"])
         return None if y is None else recheck_points(y[None])
 
+    # The torch engine gives no minimisers: numpy CROWN on the few most promising open
+    # sub-domains of each round supplies them (candidates only; it proves nothing here).
+    helper = (_DenseBounder(dense, C, d, 0) if isinstance(bounder, _GraphBounder)
+              and dense is not None else None)
+
+    def probe(S: np.ndarray) -> np.ndarray | None:
+        hb = helper.bound(lo, hi, S, helper.root_warm().take(np.zeros(len(S), dtype=int)), None)
+        return recheck_points(hb.X.reshape(-1, lo.size))
+
     # the stack holds blocks (S, warm, branch, lb) of open sub-domains; depth first
     stack: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray]] = []
     unresolved = 0
@@ -486,6 +496,8 @@ def relu_split(
                 stats["domains"] += 2 * n
                 stats["rounds"] += 1
                 x = process(S2, b)
+                if x is None and helper is not None and stack:
+                    x = probe(stack[-1][0][-PROBE:])
                 if x is not None:
                     return done("violated", x)
                 sec_each = (time.monotonic() - tb) / (2 * n)  # bounds, branching and leaf LPs
