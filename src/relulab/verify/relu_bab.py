@@ -401,7 +401,7 @@ def relu_split(
 
     # the stack holds blocks (S, warm, branch, lb) of open sub-domains; depth first
     stack: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray]] = []
-    unresolved = 0
+    unresolved = no_lp = 0
     per_domain = bounder.bytes_per_domain(lo.size)
     per_queued = 17.0 * n_tot + 64  # split signs and (numpy engine) the parent's bounds
     sec_each = 0.0
@@ -409,7 +409,7 @@ def relu_split(
     def process(S: np.ndarray, b: _Bounds) -> np.ndarray | None:
         """Prune, decide leaves, try counterexamples and push the open children; returns a
         counterexample if one was found."""
-        nonlocal unresolved
+        nonlocal unresolved, no_lp
         proven = np.any(b.low > PROOF_MARGIN * b.scale, axis=1) | b.infeasible
         if b.X is not None:
             cand = b.X[~proven].reshape(-1, lo.size)
@@ -429,7 +429,7 @@ def relu_split(
                 break
             stats["leaves"] += 1
             if dense is None:
-                unresolved += 1
+                no_lp += 1
                 continue
             kind, x = _leaf_lp(dense, lo, hi, S[i], [(a[i], h[i]) for a, h in b.pre], C, d)
             if kind == "candidate":
@@ -516,6 +516,9 @@ def relu_split(
         return done("unknown", reason=str(e) if str(e).startswith("memory") else f"memory: {e}")
     if bud.expired():
         return done("unknown", reason="timeout")
+    if no_lp:
+        return done("unknown", reason=f"incomplete: {no_lp} linear piece(s) of a structured model "
+                    "too large to lower to a dense network were left undecided")
     if unresolved:
         return done("unknown", reason=f"numerical: {unresolved} linear piece(s) left undecided")
     return done("holds")
