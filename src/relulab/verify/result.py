@@ -174,7 +174,7 @@ class ReluSplitResult(Result):
 
     ``status`` is "holds" (no input of the box is unsafe; proven), "violated"
     (``counterexample`` is unsafe by a plain forward pass) or "unknown" (``reason``:
-    "timeout", "memory: ..." or "numerical: ..."); ``stats`` counts sub-domains,
+    "timeout", "memory: ...", "numerical: ..." or "incomplete: ..."); ``stats`` counts sub-domains,
     rounds, leaves (linear pieces decided by LP) and attacks.
 
     Example:
