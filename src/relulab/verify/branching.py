@@ -12,7 +12,11 @@ per-domain arrays the bound computation already has:
   slack) so ties are broken towards neurons that matter at all.
 * :func:`choose_fsb`: filtered smart branching: the ``k`` best candidates by BaBSR are
   *evaluated*: a cheap bound (one back-substitution, intermediate bounds kept) of both
-  children of every candidate, and the candidate whose worse child is best wins.
+  children of every candidate, and the candidate whose worse child is best wins
+  (``k=1``: plain BaBSR).  Measured on 30 random "holds" instances (20-100 inputs,
+  numpy engine): k = 1, 2, 4, 8 needed 5026, 7648, 8184, 13219 sub-domains; the
+  one-back-substitution estimate misses how a split tightens the later layers' bounds,
+  so the branch and bound uses k = 1 by default.
 
 Both take and return plain numpy arrays; the hidden layers are concatenated into one
 flat neuron index (layer 0 first), the layout of the split assignments.
@@ -136,6 +140,9 @@ def choose_fsb(
     n_tot = scores.shape[1]
     if n_tot == 0:
         return np.full(N, -1)
+    if k <= 1:  # plain BaBSR: the best score
+        pick = np.argmax(scores, axis=1)
+        return np.where(np.isfinite(scores[np.arange(N), pick]), pick, -1)
     kk = min(k, n_tot)
     cand = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]  # (N, kk)
     cs = np.take_along_axis(scores, cand, 1)
