@@ -170,6 +170,9 @@ def _attack_graph(model, terms, bud: Budget, seconds: float, seed: int) -> np.nd
     once per input box for all of its terms, ``seconds`` in all."""
     from .graph_attack import pgd_graph
 
+    for box, C, _ in terms:
+        if C.shape[0] == 0:  # an empty conjunction: every output is unsafe
+            return box.center
     boxes: dict[tuple, list] = {}
     for box, C, dv in terms:
         boxes.setdefault((box.lo.tobytes(), box.hi.tobytes()), [box, []])[1].append((C, dv))
