@@ -205,6 +205,12 @@ def test_bad_arguments():
         relu_split(net, box, np.array([[1.0]]), np.array([0.0]), engine="gpu")
     with pytest.raises(RelulabError, match="rows"):
         relu_split(net, box, np.array([[1.0]]), np.array([0.0, 1.0]))
+    with pytest.raises(RelulabError, match="coordinates"):
+        relu_split(net, Box(-np.ones(3), np.ones(3)), np.array([[1.0]]), np.array([0.0]))
+    with pytest.raises(RelulabError, match="columns"):
+        relu_split(net, box, np.array([[1.0, 2.0]]), np.array([0.0]))
+    with pytest.raises(RelulabError, match="finite"):
+        relu_split(net, box, np.array([[np.nan]]), np.array([0.0]))
     with pytest.raises(RelulabError, match="method"):
         verify(net, spec, method="magic")
     with pytest.raises(RelulabError, match="memory"):

@@ -336,6 +336,15 @@ def relu_split(
     d = np.asarray(d, dtype=np.float64).reshape(-1)
     if C.shape[0] != d.shape[0]:
         raise RelulabError(f"relu_split: C has {C.shape[0]} rows but d has {d.shape[0]} entries")
+    if isinstance(model, Network):
+        n_in, n_out = model.input_dim, model.output_dim
+    else:
+        n_in, n_out = int(np.prod(model.input_shape)), int(model.output_dim)
+    if box.dim != n_in:
+        raise RelulabError(f"relu_split: the box has {box.dim} coordinates; the model takes {n_in} inputs")
+    if C.shape[1] != n_out or not (np.all(np.isfinite(C)) and np.all(np.isfinite(d))):
+        raise RelulabError(f"relu_split: C must be finite with {n_out} columns (the model's "
+                           f"outputs), got shape {C.shape}")
     bud = budget or Budget(timeout, memory)
     stats: dict[str, Any] = {"domains": 0, "rounds": 0, "max_queue": 0, "leaves": 0,
                              "attacks": 0}
