@@ -27,7 +27,9 @@ import numpy as np
 from ..domain import Box
 from ..tolerance import FEAS_TOL
 
-__all__ = ["pgd_graph"]
+# pgd_graph is the verifier's internal attack on structured graphs (like attack(), it
+# returns None or a re-checked counterexample), not exported
+__all__: list[str] = []
 
 
 def pgd_graph(
