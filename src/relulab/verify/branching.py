@@ -14,7 +14,8 @@ per-domain arrays the bound computation already has:
   *evaluated*: a cheap bound (one back-substitution, intermediate bounds kept) of both
   children of every candidate, and the candidate whose worse child is best wins
   (``k=1``: plain BaBSR).  Measured on 30 random "holds" instances (20-100 inputs,
-  thresholds 5% above the exact maximum, numpy engine): k = 1, 2, 4, 8 needed 5026, 7648, 8184, 13219 sub-domains; the
+  thresholds 5% above the exact maximum, numpy engine; ``benchmarks/relu_bab.py
+  --branching``): k = 1, 2, 4, 8 needed 32052, 47612, 49294, 42498 sub-domains; the
   one-back-substitution estimate misses how a split tightens the later layers' bounds,
   so the branch and bound uses k = 1 by default.
 
