@@ -17,11 +17,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 from .errors import RelulabError
 
-__all__ = ["ResourceLimitError", "memory_budget", "check_bytes", "available_memory"]
+__all__ = ["ResourceLimitError", "memory_budget", "check_bytes", "available_memory", "memory_limit"]
+
+_OVERRIDE: list[int] = []  # budgets set by memory_limit(), innermost last
 
 
 class ResourceLimitError(RelulabError):
@@ -49,12 +53,15 @@ def available_memory() -> int:
 
 
 def memory_budget() -> int:
-    """The budget in bytes (``RELULAB_MEMORY_GB``, else half the available memory).
+    """The budget in bytes (inside :func:`memory_limit`: its budget; else
+    ``RELULAB_MEMORY_GB``, else half the available memory).
 
     Example:
         >>> memory_budget() > 0
         True
     """
+    if _OVERRIDE:
+        return _OVERRIDE[-1]
     env = os.environ.get("RELULAB_MEMORY_GB")
     if env:
         try:
@@ -83,3 +90,23 @@ def check_bytes(n_bytes: float, what: str) -> int:
             "(set RELULAB_MEMORY_GB to change it)"
         )
     return int(n_bytes)
+
+
+@contextlib.contextmanager
+def memory_limit(n_bytes: int | None) -> Iterator[int]:
+    """Within the block, :func:`memory_budget` (and so every :func:`check_bytes`) uses
+    ``n_bytes`` (``None``: the default budget); yields the budget in force.
+
+    Example:
+        >>> with memory_limit(2048) as b:
+        ...     b, memory_budget()
+        (2048, 2048)
+    """
+    b = memory_budget() if n_bytes is None else int(n_bytes)
+    if b <= 0:
+        raise RelulabError(f"memory budget must be positive, got {n_bytes}")
+    _OVERRIDE.append(b)
+    try:
+        yield b
+    finally:
+        _OVERRIDE.pop()

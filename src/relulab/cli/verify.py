@@ -1,9 +1,9 @@
 """Verification commands: ``verify``, ``verify-batch`` and ``range``.
 
 Example:
-    $ relulab verify net.onnx prop.vnnlib --timeout 60 --out result.txt
+    $ relulab verify net.onnx prop.vnnlib --timeout 60 --memory 4 --out result.txt
     $ relulab verify-batch instances.csv --workers 2 --timeout 60
-    $ relulab range net.onnx --box -1:1 --json
+    $ relulab range net.onnx --box -1:1 --timeout 30 --json
 """
 
 from __future__ import annotations
@@ -82,19 +82,21 @@ def run_instance(args: tuple[str, str, float]) -> dict:
     worker process in ``verify-batch``)."""
     model, prop_path, timeout = args[:3]
     memory_gb = args[3] if len(args) > 3 else None
-    if memory_gb is not None:
-        # the budget that relulab.limits enforces inside this worker (one instance at a time)
-        os.environ["RELULAB_MEMORY_GB"] = str(memory_gb)
+    mem = None if memory_gb is None else int(float(memory_gb) * 2**30)
     t0 = time.time()
     c0 = time.process_time()
     try:
-        from ..io import load_model
         from ..io.vnnlib import load_vnnlib
-        from ..verify import verify
+        from ..limits import memory_limit
+        from ..verify import load_for_verify, verify
 
-        net = load_model(model)
-        prop = load_vnnlib(prop_path, n_inputs=net.input_dim, n_outputs=net.output_dim)
-        r = verify(net, prop, timeout=timeout)
+        # the budget that relulab.limits enforces while loading and verifying this instance
+        with memory_limit(mem):
+            net = load_for_verify(model)
+            n_in, n_out = _model_dims(net)
+            prop = load_vnnlib(prop_path, n_inputs=n_in, n_outputs=n_out)
+            # the clock starts after loading (the timeout is the verification's)
+            r = verify(net, prop, timeout=timeout, memory=mem)
         d = r.to_dict()
         d["result"] = r.vnncomp
     except RelulabError as e:
@@ -105,6 +107,21 @@ def run_instance(args: tuple[str, str, float]) -> dict:
     # cpu: this process's CPU seconds (less sensitive than wall time to a loaded machine)
     d.update(model=model, property=prop_path, wall=time.time() - t0, cpu=time.process_time() - c0)
     return d
+
+
+def _model_dims(model) -> tuple[int, int]:
+    """Inputs and outputs of a Network or of a structured relulab.crown.BoundGraph."""
+    if hasattr(model, "input_dim"):
+        return model.input_dim, model.output_dim
+    return int(np.prod(model.input_shape)), int(model.output_dim)
+
+
+def _memory_bytes(memory: float | None) -> int | None:
+    if memory is None:
+        return None
+    if not memory > 0:
+        raise RelulabError(f"--memory must be positive (GB), got {memory}")
+    return int(memory * 2**30)
 
 
 def _prop_name(path: str) -> str:
@@ -255,20 +272,44 @@ def register(app: typer.Typer) -> None:
     def verify_cmd(
         model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
         prop: str = typer.Argument(..., help="Property file (.vnnlib)."),
-        timeout: float = typer.Option(60.0, "--timeout", help="Seconds before answering timeout."),
+        timeout: float = typer.Option(
+            60.0, "--timeout", help="Seconds of verification (after loading) before answering "
+            "unknown (timeout); every phase stops in time."),
+        memory: float = typer.Option(
+            None, "--memory", help="Memory budget in GB (default: half of the available "
+            "memory); a phase that would exceed it ends unknown (memory: ...)."),
+        method: str = typer.Option(
+            "auto", "--method", help="auto (input splitting for at most 8 inputs, ReLU "
+            "splitting above), input-split, relu-split or milp."),
         out: str = typer.Option(None, "--out", help="Write the VNN-COMP result file here."),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Decide a VNN-LIB property: holds (unsat), violated (sat, with a re-checked
-        counterexample) or unknown (timeout)."""
+        counterexample) or unknown (timeout, memory).
+
+        An attack runs first; then branch and bound over input splits (at most 8 inputs)
+        or over ReLU splits (more inputs; ONNX models with convolutions, pooling or batch
+        norms stay structured when torch is installed). The answer says which method
+        decided it.
+
+        Example: relulab verify net.onnx prop.vnnlib --timeout 60 --memory 4 --out result.txt
+        """
         from ..io.vnnlib import load_vnnlib
-        from ..verify import verify
+        from ..limits import memory_limit
+        from ..verify import load_for_verify, verify
 
         if timeout <= 0:
             raise RelulabError(f"--timeout must be positive, got {timeout}")
-        net = load_model_arg(model)
-        p = load_vnnlib(resolve_path(prop), n_inputs=net.input_dim, n_outputs=net.output_dim)
-        r = verify(net, p, timeout=timeout)
+        mem = _memory_bytes(memory)
+        path = resolve_path(model)
+        with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
+            if Path(path).suffix.lower() in (".pt", ".pth"):
+                net = load_model_arg(model)
+            else:
+                net = load_for_verify(path)
+            n_in, n_out = _model_dims(net)
+            p = load_vnnlib(resolve_path(prop), n_inputs=n_in, n_outputs=n_out)
+            r = verify(net, p, timeout=timeout, memory=mem, method=method)
         if out:
             _write_atomic(out, vnncomp_text(r))
         if json_out:
@@ -400,8 +441,11 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Argument(..., help="Model file."),
         box: str = typer.Option(None, "--box", help='Input box "lo:hi" or "lo1:hi1,lo2:hi2,..." (default -1:1).'),
         time_limit: float = typer.Option(
-            60.0, "--time-limit", help="Seconds for all MILPs together; then the proven "
-            "bracket found so far is reported (status time_limit)."),
+            60.0, "--timeout", "--time-limit", help="Seconds for all MILPs together; then the "
+            "proven bracket found so far is reported (status time_limit)."),
+        memory: float = typer.Option(
+            None, "--memory", help="Memory budget in GB (default: half of the available "
+            "memory); an MILP that would exceed it stops with a one-line error."),
         tighten: bool = typer.Option(False, "--tighten", help="LP bound tightening before the MILPs."),
         json_out: bool = JSON_OPT,
     ) -> None:
@@ -413,16 +457,23 @@ def register(app: typer.Typer) -> None:
         proven". Status "optimal" means they coincide (exact range); "time_limit" means a
         bracket.
 
-        Example: relulab range model.onnx --box 0:1 --time-limit 30
+        Under a time limit the bracket comes from the same bounds as the verifier: the
+        MILP's incumbent and proven bound, tightened by input-splitting branch and bound
+        (at most 10 inputs) or by the optimised (alpha-CROWN) bound of the whole box.
+
+        Example: relulab range model.onnx --box 0:1 --timeout 30 --memory 2
         """
+        from ..limits import memory_limit
         from ..verify import output_range
 
         if time_limit is not None and time_limit <= 0:
-            raise RelulabError(f"--time-limit must be positive, got {time_limit}")
+            raise RelulabError(f"--timeout must be positive, got {time_limit}")
+        mem = _memory_bytes(memory)
         net = load_model_arg(model)
         B = parse_box(box, net.input_dim)
         show = not json_out and console.is_terminal
-        with console.status(f"solving {2 * net.output_dim} MILPs...") if show else nullcontext():
+        with memory_limit(mem), (console.status(f"solving {2 * net.output_dim} MILPs...")
+                                 if show else nullcontext()):
             r = output_range(net, B, time_limit=time_limit, tighten=tighten)
         if json_out:
             print_json({**r.to_dict(), "exact": r.status == "optimal"})
@@ -445,7 +496,7 @@ def register(app: typer.Typer) -> None:
         if not exact:
             console.print("the true minimum lies between 'min proven' and 'min found', the true "
                           "maximum between 'max found' and 'max proven' (inputs in --json); raise "
-                          "--time-limit to close the bracket")
+                          "--timeout to close the bracket")
 
 
 def _vec_text(v: np.ndarray) -> str:
@@ -475,4 +526,14 @@ def tour(console) -> None:
     for thr in (r.value + 1e-3, r.value - 1e-3):
         spec = Specification(B, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
         v = verify(net, spec, timeout=5)
-        console.print(f"  property 'f(x) < {thr:.6f}': {v.status} in {v.time:.3f} s")
+        console.print(f"  property 'f(x) < {thr:.6f}': {v.status} in {v.time:.3f} s by {v.method}")
+    # 40 inputs: input splitting would stall; branch and bound over ReLU splits decides it
+    g = Network([rng.normal(size=(10, 40)) / 6, rng.normal(size=(6, 10)) / 3, rng.normal(size=(1, 6)) / 2],
+                [rng.normal(size=10) * 0.3, rng.normal(size=6) * 0.3, np.zeros(1)])
+    B40 = Box(-0.5 * np.ones(40), 0.5 * np.ones(40))
+    m40 = maximize(g, B40).value
+    spec = Specification(B40, [OutputConstraint(np.array([[-1.0]]), np.array([-(m40 + 0.02)]))])
+    v = verify(g, spec, timeout=10)
+    console.print(f"  40 inputs, 'f(x) < {m40 + 0.02:.6f}' (exact max {m40:.6f}): {v.status} in "
+                  f"{v.time:.3f} s by {v.method} "
+                  f"({v.stats.get('relu_split', {}).get('domains', 0)} sub-domains)")

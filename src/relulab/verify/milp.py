@@ -32,7 +32,8 @@ import scipy.sparse as sp
 from ..bounds import crown_batch, float_layers
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..lp import INF, LPModel
+from ..limits import check_bytes
+from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import FEAS_TOL, MIP_GAP, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
 from .result import OptimumResult, RangeResult
@@ -346,6 +347,64 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     return max(best, open_ub), best_x, best
 
 
+def _relu_bracket(net: Network, box: Box, c: np.ndarray, seconds: float) -> tuple[float, np.ndarray, float]:
+    """(proven upper bound, best point, its value) of ``c . f`` over a box by ReLU-split
+    branch and bound (:func:`relulab.verify.relu_bab.relu_split`) deciding "c . f(x) >= t"
+    for thresholds t bisecting the bracket [best value, root bound] until ``seconds``
+    are spent: "holds" lowers the bound to t, "violated" raises the value (its
+    counterexample), "unknown" moves the next threshold towards the bound."""
+    from .budget import Budget
+    from .relu_bab import crown_ready, relu_split
+
+    end = _time.monotonic() + seconds
+    x = _pgd_best(net, box, c)
+    value = float(net(x) @ c)
+    upper = _root_upper(net, box, c)
+    engine = "auto" if crown_ready() else "numpy"
+    frac = 0.5
+    while _time.monotonic() < end and upper - value > scaled_tol(value, PROOF_MARGIN):
+        t = value + frac * (upper - value)
+        left = end - _time.monotonic()
+        r = relu_split(net, box, -c[None], np.array([-t]), budget=Budget(max(left / 3, 1e-3)),
+                       engine=engine, attack_time=0.0)
+        if r.status == "holds":
+            upper, frac = t, 0.5
+        elif r.status == "violated":
+            xv = np.asarray(r.counterexample, dtype=np.float64)
+            v = float(net(xv) @ c)
+            if v > value:
+                x, value = xv, v
+            frac = 0.5
+        elif r.reason.startswith("memory"):
+            break
+        else:
+            frac = (1.0 + frac) / 2  # too close to decide in time: a looser threshold
+    return max(upper, value), x, value
+
+
+def _root_upper(net: Network, box: Box, c: np.ndarray) -> float:
+    """A proven upper bound of ``c . f`` over the box from the verifier's bounds: the
+    optimised (alpha-CROWN) bound when the torch engine is loaded, else CROWN with the
+    last layer's slopes optimised; a rounding margin added."""
+    from .relu_bab import crown_ready
+
+    if crown_ready():  # (importing torch here would cost seconds of the time limit)
+        from ..crown import BoundGraph, bound
+
+        low = float(bound(BoundGraph.from_network(net), box.lo[None], box.hi[None], -c[None],
+                          method="alpha", upper=False).lower[0, 0])
+    else:
+        from ..bounds import alpha_crown, relax_relu
+
+        Ws, bs, sk = float_layers(net)
+        pre, lw = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=-c[None], skip=sk)
+        la, _, _ = alpha_crown(-c[None, None], np.zeros((1, 1)), Ws, bs,
+                               [relax_relu(a, b) for a, b in pre], box.lo[None], box.hi[None],
+                               sk, 20)
+        low = max(float(lw[0, 0]), float(la[0, 0]))
+    return -low + PROOF_MARGIN * (1.0 + abs(low))
+
+
 def _optimize(
     net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float | None
 ) -> OptimumResult:
@@ -359,21 +418,33 @@ def _optimize(
     pre = symbolic_pre(Ws, bs, box)
     if tighten:
         pre = tighten_bounds(fnet, domain, pre, time_limit=None if time_limit is None else time_limit / 3)
+    n_neurons = sum(W.shape[0] for W in Ws[:-1])
+    # the encoding (3 rows per neuron) and HiGHS's copies, search tree and factorisations
+    check_bytes(64.0 * 4 * (3 * sum(W.size for W in Ws) + 10 * n_neurons), f"the MILP of {sense}imize")
     enc = encode(fnet, domain, pre)
     obj = (s * cvec) @ enc.out_A
     obj = np.asarray(obj).reshape(-1)
     const = float(s * cvec @ enc.out_c)
     # LP relaxation first: its value is reported, and its input is a fallback point.
-    lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True)
+    lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
+    lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
+                       time_limit=lp_left)
     lp = lp_model.solve()
+    if lp.status != "optimal":
+        lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
     lp_value = s * (lp.objective + const) if lp.objective is not None else s * INF
     remaining = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     # With a time limit on a low-dimensional box, an input-splitting branch and bound
     # runs first for 40% of the time: its incumbent and bound are used if the MILP does
     # not finish (on ACAS Xu-sized networks it is far tighter than the MILP's bound).
-    use_bab = remaining is not None and isinstance(domain, Box) and domain.dim <= 10
+    # Above 10 inputs the same share goes to ReLU-split branch and bound, bisecting on a
+    # threshold between the best value found and the root bound.
+    use_bab = remaining is not None and isinstance(domain, Box)
     if use_bab:
-        bab = _bab_max(fnet, domain, s * cvec, _time.time() + 0.4 * remaining)
+        if domain.dim <= 10:
+            bab = _bab_max(fnet, domain, s * cvec, _time.time() + 0.4 * remaining)
+        else:
+            bab = _relu_bracket(fnet, domain, s * cvec, 0.4 * remaining)
         remaining = max(time_limit - (_time.time() - t0), 1e-3)
     model = LPModel(
         obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,

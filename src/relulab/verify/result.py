@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OptimumResult", "RangeResult", "VerificationResult"]
+from ..results import Result
+
+__all__ = ["OptimumResult", "RangeResult", "VerificationResult", "ReluSplitResult"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +166,24 @@ class VerificationResult:
         if self.stats:
             d["stats"] = self.stats
         return d
+
+
+@dataclass(frozen=True)
+class ReluSplitResult(Result):
+    """The answer of :func:`relulab.verify.relu_bab.relu_split` for one unsafe conjunction.
+
+    ``status`` is "holds" (no input of the box is unsafe; proven), "violated"
+    (``counterexample`` is unsafe by a plain forward pass) or "unknown" (``reason``:
+    "timeout", "memory: ...", "numerical: ..." or "incomplete: ..."); ``stats`` counts sub-domains,
+    rounds, leaves (linear pieces decided by LP) and attacks.
+
+    Example:
+        >>> r = ReluSplitResult("unknown", None, "timeout", {"domains": 7})
+        >>> r.to_dict()
+        {'status': 'unknown', 'counterexample': None, 'reason': 'timeout', 'stats': {'domains': 7}}
+    """
+
+    status: str
+    counterexample: np.ndarray | None = None
+    reason: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)

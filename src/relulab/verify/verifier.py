@@ -1,4 +1,4 @@
-"""The complete verifier: attack first, then branch and bound over input splits.
+"""The complete verifier: attack first, then branch and bound over input or ReLU splits.
 
 :func:`verify` decides a :class:`~relulab.spec.Property` (or one
 :class:`~relulab.spec.Specification`) for a network.  Every (case, unsafe term) pair
@@ -7,18 +7,29 @@ is decided on its own; the property holds when all of them do.
 1. A falsification attack (random sampling, then projected sign-gradient descent on
    the unsafe-set margin) runs on every term first: violated instances typically
    resolve in milliseconds.
-2. Branch and bound (:func:`relulab.verify.bab.decide_term`) splits the input box,
-   bounding each sub-box with batched symbolic bounds (forward symbolic bounds,
-   CROWN back-substitution of the still-unstable neurons, and optimised ReLU slopes
-   in the last back-substitution through the output specification).
-3. When few neurons are unstable on the whole box and input splitting has not
+2. Branch and bound, chosen by the input dimension (``method="auto"``):
+
+   * ``input-split`` (at most ``INPUT_SPLIT_MAX_DIM`` inputs, e.g. ACAS Xu):
+     :func:`relulab.verify.bab.decide_term` splits the input box, bounding each sub-box
+     with batched symbolic bounds;
+   * ``relu-split`` (more inputs, or a structured ``relulab.crown.BoundGraph``):
+     :func:`relulab.verify.relu_bab.relu_split` splits ReLU activations, bounding each
+     sub-domain with alpha/beta-CROWN (numpy CROWN without torch).
+3. When few neurons are unstable on the whole box and the branch and bound has not
    finished within a quarter of the time, one MILP (:func:`relulab.verify.milp.milp_term`,
-   HiGHS branching on ReLUs) gets half of what is left, then input splitting resumes.
+   HiGHS branching on ReLUs) gets half of what is left, then the branch and bound resumes.
+
+Limits: ``timeout`` holds in every phase (the attack's time limit, the bound
+computations' batches sized to the time left, HiGHS's time limit set to the time left)
+and ends ``unknown`` with the reason "timeout"; ``memory`` (bytes; default: the budget
+of :mod:`relulab.limits`) is checked before every large allocation (batches are made
+smaller to fit) and against the process's growth between rounds, and a phase that
+cannot fit ends ``unknown`` with the reason "memory: ...".
 
 Answers: ``holds`` only from the bounds (with the safety margin of
-:mod:`relulab.tolerance`); ``violated`` only with a counterexample re-checked by a
-forward pass (in the box within FEAS_TOL, in the unsafe set within FEAS_TOL);
-otherwise ``unknown``.
+:mod:`relulab.tolerance`) or an exact LP / MILP; ``violated`` only with a
+counterexample re-checked by a forward pass (in the box within FEAS_TOL, in the
+unsafe set within FEAS_TOL); otherwise ``unknown``.
 
 Example:
     >>> import numpy as np
@@ -35,19 +46,81 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import time as _time
+from typing import Any
 
 import numpy as np
 
+from ..errors import RelulabError
+from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
 from ..spec import Property, SpecError, Specification
 from ._threads import single_threaded_blas
 from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
+from .budget import Budget
 from .milp import milp_term
+from .relu_bab import relu_split, root_proven
 from .result import VerificationResult
 
-__all__ = ["verify"]
+__all__ = ["verify", "load_for_verify", "INPUT_SPLIT_MAX_DIM"]
+
+INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splitting above
+# a phase that checks its clock only between rounds (input splitting, HiGHS) gets this share
+# of its time: its last round then ends before the deadline, not after it
+SLACK = 0.97
+# with torch not imported yet, runs shorter than this use the numpy engine (no start-up)
+TORCH_MIN_TIMEOUT = 10.0
+METHODS = ("auto", "input-split", "relu-split", "milp")
+# bytes per sub-box of the input-splitting bounds, per (input + 1) x widest layer entry
+_BOX_BYTES = 8 * 8
+
+
+# ONNX operators whose dense lowering grows with the square of the activations
+STRUCTURED_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool",
+                            "BatchNormalization"})
+
+
+def load_for_verify(path: str, structured: bool | None = None) -> Network | Any:
+    """Load a model for :func:`verify`: a dense :class:`~relulab.Network`, or, for an ONNX
+    model with convolutions, pooling or batch norms (whose dense lowering would be far
+    larger than the model) a structured ``relulab.crown.BoundGraph`` when torch is
+    installed.  ``structured`` forces the choice.
+
+    Example:
+        >>> import os, tempfile
+        >>> from relulab import Network
+        >>> from relulab.io import save_model
+        >>> p = os.path.join(tempfile.mkdtemp(), "abs.npz")
+        >>> save_model(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]), p)
+        >>> type(load_for_verify(p)).__name__
+        'Network'
+    """
+    from pathlib import Path
+
+    from ..io import load_model
+
+    if structured is None:
+        structured = False
+        if Path(path).suffix.lower() == ".onnx" and Path(path).is_file():
+            try:
+                import onnx
+
+                ops = {n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node}
+                structured = bool(ops & STRUCTURED_OPS)
+            except ImportError:
+                structured = False
+            except Exception:  # noqa: BLE001 - an unreadable file: load_model names the problem
+                structured = False
+    if structured:
+        from .relu_bab import crown_available
+
+        if crown_available():
+            from ..crown import BoundGraph
+
+            return BoundGraph.from_onnx(str(path))
+    return load_model(path)
 
 
 def _root_unstable(net: Network, box) -> int:
@@ -66,11 +139,61 @@ def _as_property(prop: Property | Specification) -> Property:
     raise SpecError(f"verify: expected a Property or Specification, got {type(prop).__name__}")
 
 
+def _is_graph(model: Any) -> bool:
+    return not isinstance(model, Network) and hasattr(model, "relus") and hasattr(model, "forward")
+
+
+def _dims(model: Any) -> tuple[int, int]:
+    if isinstance(model, Network):
+        return model.input_dim, model.output_dim
+    if _is_graph(model):
+        return int(np.prod(model.input_shape)), int(model.output_dim)
+    raise RelulabError(f"verify: expected a Network or a relulab.crown.BoundGraph, got {type(model).__name__}")
+
+
+def _dense_of(model: Any) -> Network | None:
+    """The dense Network of the model (None for a structured graph too large to lower)."""
+    from .relu_bab import DENSE_MAX_NEURONS
+
+    if isinstance(model, Network):
+        return model
+    if getattr(model, "n_neurons", DENSE_MAX_NEURONS + 1) > DENSE_MAX_NEURONS:
+        return None
+    try:
+        return model.to_network()
+    except RelulabError:
+        return None
+
+
+def _attack_graph(model, terms, bud: Budget, seconds: float, seed: int) -> np.ndarray | None:
+    """PGD through the structured graph (:func:`relulab.verify.graph_attack.pgd_graph`),
+    once per input box for all of its terms, ``seconds`` in all."""
+    from .graph_attack import pgd_graph
+
+    for box, C, _ in terms:
+        if C.shape[0] == 0:  # an empty conjunction: every output is unsafe
+            return box.center
+    boxes: dict[tuple, list] = {}
+    for box, C, dv in terms:
+        boxes.setdefault((box.lo.tobytes(), box.hi.tobytes()), [box, []])[1].append((C, dv))
+    for k, (box, cds) in enumerate(boxes.values()):
+        share = min(seconds / len(boxes), max(bud.left(), 0.0))
+        if share <= 0:
+            break
+        x = pgd_graph(model, box, cds, time_limit=share, rng=seed + k)
+        if x is not None:
+            return x
+    return None
+
+
 def verify(
-    net: Network,
+    net: Network | Any,
     prop: Property | Specification,
     timeout: float = 60.0,
     *,
+    memory: int | None = None,
+    method: str = "auto",
+    engine: str = "auto",
     attack_time: float | None = None,
     batch: int = 1024,
     intermediate: str = "hybrid",
@@ -80,16 +203,28 @@ def verify(
 ) -> VerificationResult:
     """Decide whether ``net`` satisfies ``prop`` (no input of the input set is mapped into
     the unsafe output set).  Returns a :class:`VerificationResult` with status
-    ``holds``, ``violated`` (with a re-checked counterexample) or ``unknown``.
+    ``holds``, ``violated`` (with a re-checked counterexample) or ``unknown``, and
+    ``method`` the procedure that decided it: "attack", "input-split", "relu-split" or
+    "milp".
 
     Args:
-        net: the network (an exact network is bounded in float64 and its
-            counterexamples re-checked exactly).
+        net: the network: a :class:`~relulab.Network` (an exact network is bounded in
+            float64 and its counterexamples re-checked exactly) or a structured
+            ``relulab.crown.BoundGraph`` (convolutions kept as convolutions).
         prop: the property.
-        timeout: seconds for the whole property.
+        timeout: seconds for the whole property (every phase stops in time: then
+            ``unknown`` with reason "timeout").
+        memory: the memory budget in bytes (default: relulab.limits' budget, half the
+            available memory); a phase that would exceed it ends ``unknown`` with the
+            reason "memory: ...".
+        method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs, ReLU
+            splitting otherwise), "input-split", "relu-split" or "milp".
+        engine: bound engine of ReLU splitting: "auto" (torch when installed, except for a
+            run shorter than ``TORCH_MIN_TIMEOUT`` seconds before torch was imported),
+            "crown" (torch) or "numpy".
         attack_time: seconds for the first attack on each term (default: 2% of the
             timeout, at most 0.1 s; the branch and bound keeps searching locally).
-        batch: sub-boxes bounded together in one numpy pass.
+        batch: sub-boxes bounded together in one numpy pass (input splitting).
         intermediate: "hybrid" (default), "forward" or "crown" intermediate bounds.
         alpha_iters: optimisation steps of the last layer's ReLU slopes (0: off).
         milp_max_binaries: try a MILP (after a quarter of the time) when at most this
@@ -101,20 +236,36 @@ def verify(
         >>> from relulab.spec import OutputConstraint, Specification
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
         >>> below = OutputConstraint(np.array([[1.0]]), np.array([-0.5]))        # unsafe: y <= -0.5
-        >>> verify(net, Specification(Box([-1], [1]), [below]), timeout=10).status
-        'holds'
+        >>> r = verify(net, Specification(Box([-1], [1]), [below]), timeout=10)
+        >>> r.status, r.method
+        ('holds', 'input-split')
         >>> above = OutputConstraint(np.array([[-1.0]]), np.array([-0.9]))       # unsafe: y >= 0.9
         >>> r = verify(net, Specification(Box([-1], [1]), [above]), timeout=10)
         >>> r.status, bool(abs(r.counterexample[0]) >= 0.9 - 1e-9)
         ('violated', True)
     """
-    t0 = _time.time()
-    deadline = t0 + float(timeout)
+    if not timeout > 0:
+        raise RelulabError(f"verify: timeout must be positive, got {timeout}")
+    if memory is not None and not memory > 0:
+        raise RelulabError(f"verify: memory must be a positive number of bytes, got {memory}")
+    if method not in METHODS:
+        raise RelulabError(f"verify: method must be one of {', '.join(METHODS)}, got {method!r}")
+    n_in, n_out = _dims(net)
+    if method == "auto":
+        method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
+    if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
+            "torch" not in sys.modules and timeout < TORCH_MIN_TIMEOUT):
+        engine = "numpy"  # a short run does not pay torch's start-up (seconds, cold)
+    if engine != "numpy" and method == "relu-split":
+        # importing torch counts as loading: done before the clock starts
+        from .relu_bab import crown_available
+
+        crown_available()
+    bud = Budget(timeout, memory)
     p = _as_property(prop)
     if not p.cases:
         raise SpecError(f"{p.source or 'property'}: has no input cases")
-    p.check_fits(net.input_dim, net.output_dim)
-    fnet = net.float() if net.is_exact else net
+    p.check_fits(n_in, n_out)
     terms = []
     for ci, case in enumerate(p.cases):
         for ti, term in enumerate(case.unsafe):
@@ -123,74 +274,195 @@ def verify(
             if not (np.all(np.isfinite(C)) and np.all(np.isfinite(dv))):
                 raise SpecError(f"{p.source or 'property'}: case {ci} term {ti} has non-finite entries")
             terms.append((case.input_box, C, dv))
-    stats: dict = {"terms": len(terms), "boxes": 0}
+    stats: dict = {"terms": len(terms), "method_choice": method}
+    with memory_limit(bud.memory), single_threaded_blas():
+        try:
+            return _run(net, terms, bud, method, engine, stats, attack_time, batch, intermediate,
+                        alpha_iters, milp_max_binaries, seed)
+        except ResourceLimitError as e:
+            reason = str(e) if str(e).startswith("memory") else f"memory: {e}"
+            return VerificationResult("unknown", bud.elapsed(), method=method, reason=reason,
+                                      stats=stats)
+
+
+def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attack_time,
+         batch: int, intermediate: str, alpha_iters: int, milp_max_binaries: int,
+         seed: int) -> VerificationResult:
+    dense = _dense_of(model)
+    if method in ("input-split", "milp") and dense is None:
+        raise RelulabError(f"verify: method {method!r} needs the dense network; this structured "
+                           "model is too large to lower (use relu-split)")
+    fnet = None if dense is None else (dense.float() if dense.is_exact else dense)
+    timeout = bud.left()
     a_time = min(0.1, 0.01 * timeout) if attack_time is None else attack_time
 
-    def found(x, box, method):
-        y = np.asarray(fnet(x), dtype=np.float64)
-        return VerificationResult(
-            "violated", _time.time() - t0, np.asarray(x, float), y, method, stats=stats
-        )
+    def found(x, how):
+        y = np.asarray(fnet(x) if fnet is not None else model.forward(np.asarray(x)[None])[0],
+                       dtype=np.float64).reshape(-1)
+        return VerificationResult("violated", bud.elapsed(), np.asarray(x, float), y, how,
+                                  stats=stats)
 
-    with single_threaded_blas():
-        # 1. attack every term briefly (cheap; most violated properties fall here)
+    def unknown(reason, how):
+        return VerificationResult("unknown", bud.elapsed(), method=how, reason=reason, stats=stats)
+
+    if dense is None:
+        # a structured graph: one batch of samples per input box serves all its terms
+        # (a structured model is larger: its attack gets up to 5% of the time, at most 5 s)
+        g_time = max(a_time, min(0.05 * timeout, 5.0)) if attack_time is None else attack_time
+        x = _attack_graph(model, terms, bud, g_time, seed)
+        if x is not None:
+            return found(x, "attack")
+    # 1. attack every term briefly (cheap; most violated properties fall here): one
+    # space-filling design per input box, one targeted run per term
+    if dense is not None:
         for box, C, dv in terms:
-            if C.shape[0] == 0:  # an empty conjunction: every output is unsafe
-                x = box.center
-                if recheck(net, x, box, C, dv):
-                    return found(x, box, "attack")
-        hit = attack_terms(net, terms, time_limit=a_time, rng=seed)
+            if C.shape[0] == 0 and recheck(dense, box.center, box, C, dv):
+                return found(box.center, "attack")  # an empty conjunction: all is unsafe
+        if bud.expired():
+            return unknown("timeout", method)
+        hit = attack_terms(dense, terms, time_limit=min(a_time, max(bud.left(), 0.0)), rng=seed)
         if hit is not None:
-            return found(hit[1], terms[hit[0]][0], "attack")
-
-        calls, sched = [seed], AttackSchedule(t0)
-
-        def search(starts, seconds):  # the attack during branch and bound: every term
-            calls[0] += 1
-            hit = attack_terms(net, terms, time_limit=seconds, rng=calls[0], starts=starts, n_samples=256)
-            return None if hit is None else hit[1]
-        # 2. branch and bound: one tree per input box for all of its terms
-        groups: dict = {}
+            return found(hit[1], "attack")
+    if method == "relu-split" and len(terms) > 1:
+        # one root bound for all terms of a box: most terms of a classification property
+        # are ruled out by it before any branching
+        groups: dict[tuple, list[int]] = {}
+        for i, (box, _, _) in enumerate(terms):
+            groups.setdefault((box.lo.tobytes(), box.hi.tobytes()), []).append(i)
+        keep = []
+        for idx in groups.values():
+            if bud.expired():
+                return unknown("timeout", method)
+            ok = root_proven(model, terms[idx[0]][0], [terms[i][1:] for i in idx], budget=bud,
+                             engine=engine)
+            keep += [i for i, o in zip(idx, ok, strict=True) if not o]
+        stats["root_proven"] = len(terms) - len(keep)
+        terms = [terms[i] for i in sorted(keep)]
+    # 2. branch and bound: input splitting decides all terms of one input box in one tree
+    # (with the attack re-run during the search); ReLU splitting and the MILP term by term
+    if method == "input-split":
+        groups_by_box: dict[tuple, tuple] = {}
         for box, C, dv in terms:
-            groups.setdefault(box, []).append((C, dv))
-        unknown_reason = ""
-        for box, group in groups.items():
-            if _time.time() > deadline:
-                unknown_reason = "timeout"
+            groups_by_box.setdefault((box.lo.tobytes(), box.hi.tobytes()), (box, []))[1].append((C, dv))
+        jobs = [(box, group) for box, group in groups_by_box.values()]
+    else:
+        jobs = [(box, [(C, dv)]) for box, C, dv in terms]
+    calls, sched = [seed], AttackSchedule(_time.time() - bud.elapsed())
+
+    def search(starts, seconds):  # the attack during input splitting: every term
+        calls[0] += 1
+        hit = attack_terms(dense, terms, time_limit=min(seconds, max(bud.left(), 0.0)),
+                           rng=calls[0], starts=starts, n_samples=256)
+        return None if hit is None else hit[1]
+
+    decided_by = set()
+    for box, group in jobs:
+        if bud.expired():
+            return unknown("timeout", method)
+        if method == "input-split":
+            status, x, how, reason = _decide_input_split(
+                dense, fnet, box, group, bud, stats, batch, intermediate, alpha_iters,
+                milp_max_binaries, search, sched)
+        else:
+            (C, dv), = group
+            status, x, how, reason = _decide(model, dense, fnet, box, C, dv, bud, method, engine,
+                                             stats, batch, intermediate, alpha_iters,
+                                             milp_max_binaries, seed)
+        if status == "violated":
+            return found(x, how)
+        if status == "unknown":
+            return unknown(reason, how)
+        decided_by.add(how)
+    how = method if method in decided_by or not decided_by else decided_by.pop()
+    return VerificationResult("holds", bud.elapsed(), method=how, stats=stats)
+
+
+def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats, batch,
+            intermediate, alpha_iters, milp_max_binaries, seed):
+    """One term by ReLU splitting or the MILP: (status, x, method that decided, reason)."""
+
+    def run_bab(share: float):  # ReLU splitting (input splitting: _decide_input_split)
+        left = bud.left()
+        sub = Budget(share * left, bud.memory)
+        sub.rss0 = bud.rss0
+        r = relu_split(model, box, C, dv, budget=sub, engine=engine, check_net=dense, seed=seed,
+                       attack_time=0.0)
+        rs = stats.setdefault("relu_split", {})
+        for k, v in r.stats.items():
+            rs[k] = rs.get(k, 0) + v if isinstance(v, (int, float)) and k != "engine" else v
+        reason = r.reason
+        if r.status == "unknown" and reason == "timeout" and bud.left() > 0:
+            reason = "timeout"  # only the share ran out; the caller goes on
+        return r.status, r.counterexample, reason
+
+    if method == "milp":
+        status, x, how = _milp(fnet, dense, box, C, dv, bud, stats, 1.0)
+        return status, x, how, "timeout" if status == "unknown" else ""
+    small = fnet is not None and _root_unstable(fnet, box) <= milp_max_binaries
+    status, x, reason = run_bab(0.25 if small else 1.0)
+    if status != "unknown" or not small or reason.startswith("memory"):
+        return status, x, method, reason
+    if bud.left() > 0:
+        mstatus, mx, _ = _milp(fnet, dense, box, C, dv, bud, stats, 0.5)
+        if mstatus != "unknown":
+            return mstatus, mx, "milp", ""
+    if bud.left() > 0:
+        status, x, reason = run_bab(1.0)
+    if status == "unknown" and bud.left() <= 0:
+        reason = "timeout"
+    return status, x, method, reason
+
+
+def _decide_input_split(dense, fnet, box, group, bud: Budget, stats, batch, intermediate,
+                        alpha_iters, milp_max_binaries, search, sched):
+    """All terms of one input box in one input-splitting tree (:func:`bab.decide_terms`),
+    with the MILP portfolio: when few neurons are unstable on the box, input splitting
+    gets a quarter of the time, then the MILP decides the terms one by one on half of
+    what is left, then input splitting resumes where it stopped (its open sub-boxes are
+    kept in ``st``).  Returns (status, x, method that decided, reason)."""
+    n_max = max([W.shape[0] for W in fnet.weights], default=1)
+    rows = sum(C.shape[0] for C, _ in group)
+    per_box = _BOX_BYTES * (fnet.input_dim + 1) * n_max * (rows + 2)
+    st: dict = {}
+    kw = dict(batch=bud.fit(per_box, batch), intermediate=intermediate, alpha_iters=alpha_iters,
+              stats=st, check_net=dense, search=search, schedule=sched)
+
+    def run(share: float):
+        status, x, _, _ = decide_terms(fnet, box, group,
+                                       deadline=_time.time() + SLACK * share * bud.left(), **kw)
+        bud.check_growth("input splitting")
+        return status, x
+
+    small = _root_unstable(fnet, box) <= milp_max_binaries
+    status, x = run(0.25 if small else 1.0)
+    how = "input-split"
+    if status == "unknown" and small and bud.left() > 0 and not st.get("reason", "").startswith("memory"):
+        res = []
+        for C, dv in group:  # the MILP decides the terms one by one
+            res.append(_milp(fnet, dense, box, C, dv, bud, stats, 0.5))
+            if res[-1][0] != "holds":
                 break
-            st: dict = {}
-            # Portfolio: when few neurons are unstable on the whole box, a MILP (ReLU
-            # splitting by HiGHS) may beat input splitting (e.g. SAT-gadget networks):
-            # input splitting first for a quarter of the time, then the MILP, then
-            # input splitting again.
-            small = _root_unstable(fnet, box) <= milp_max_binaries
-            left = deadline - _time.time()
-            first = _time.time() + (0.25 * left if small else left)
-            kw = dict(batch=batch, intermediate=intermediate, alpha_iters=alpha_iters, stats=st,
-                      check_net=net, search=search, schedule=sched)
-            status, x, st, _ = decide_terms(fnet, box, group, deadline=first, **kw)
-            if status == "unknown" and small and _time.time() < deadline:
-                res = []
-                for C, dv in group:  # the MILP decides the terms one by one
-                    res.append(milp_term(fnet, box, C, dv, check_net=net,
-                                         time_limit=0.5 * (deadline - _time.time())))
-                    stats["milp"] = res[-1][2]
-                    if res[-1][0] != "holds":
-                        break
-                status, x = res[-1][:2] if res[-1][0] != "holds" else ("holds", None)
-                if status == "unknown" and _time.time() < deadline:
-                    status, x, st, _ = decide_terms(fnet, box, group, deadline=deadline, **kw)
-                if status == "unknown" and _time.time() >= deadline:
-                    st["reason"] = "timeout"
-            stats["boxes"] += st.get("boxes", 0)
-            if status == "violated":
-                return found(x, box, "branch-and-bound")
-            if status == "unknown":
-                unknown_reason = st.get("reason", "unknown")
-                break
-        if unknown_reason:
-            return VerificationResult(
-                "unknown", _time.time() - t0, method="branch-and-bound", reason=unknown_reason,
-                stats=stats,
-            )
-    return VerificationResult("holds", _time.time() - t0, method="branch-and-bound", stats=stats)
+        if res[-1][0] != "unknown":
+            status, x, how = res[-1] if res[-1][0] == "violated" else ("holds", None, "milp")
+        elif bud.left() > 0:
+            status, x = run(1.0)
+    in_split = stats.setdefault("input_split", {})
+    in_split["boxes"] = in_split.get("boxes", 0) + st.get("boxes", 0)
+    stats["boxes"] = in_split["boxes"]
+    reason = st.get("reason", "") if status == "unknown" else ""
+    if status == "unknown" and bud.left() <= 0:
+        reason = "timeout"
+    return status, x, how, reason
+
+
+def _milp(fnet, dense, box, C, dv, bud: Budget, stats, share: float):
+    """One MILP on ``share`` of the time left (HiGHS's own time limit)."""
+    n_neurons = sum(W.shape[0] for W in fnet.weights)
+    nnz = sum(W.size for W in fnet.weights)
+    # the encoding (3 rows per neuron) and HiGHS's copies, search tree and factorisations
+    bud.check_bytes(64.0 * (3 * nnz + 10 * n_neurons) * 4, "the MILP")
+    status, x, mst = milp_term(fnet, box, C, dv, check_net=dense,
+                               time_limit=max(SLACK * share * bud.left(), 1e-3))
+    bud.check_growth("the MILP")
+    stats["milp"] = mst
+    return status, x, "milp"

@@ -1,0 +1,422 @@
+"""Linear bound propagation on a :class:`~relulab.crown.graph.BoundGraph`, batched over
+sub-problems: interval (IBP), CROWN back-substitution, alpha-CROWN and beta-CROWN.
+
+``bound(bg, lo, hi, C)`` bounds ``C f(x)`` over the boxes ``[lo, hi]`` (one per
+sub-problem).  Each ReLU's pre-activation is bounded first by intervals, then, for the
+neurons the intervals leave unstable, by back-substitution to the input (chunked over
+neurons so that memory stays proportional to the activations); the output rows are
+bounded by one more back-substitution.  ReLU relaxation: the upper line through
+``(lo, 0)`` and ``(hi, hi)``; lower slope 1 when ``hi >= -lo`` else 0 (CROWN's choice,
+the same as :func:`relulab.bounds.relax_relu`) or, with ``method="alpha"``, an
+optimised slope in [0, 1] per neuron and output row (projected Adam, starting from
+CROWN's slopes; the best bound seen is kept, so it is never looser than CROWN).
+
+Splits (``{relu name: array of -1/0/+1}``) restrict a sub-problem to ``z <= 0`` (-1)
+or ``z >= 0`` (+1) for chosen neurons: their bounds are clamped (the neuron becomes
+stable) and, with ``method="alpha"``, the constraints also enter the back-substitution
+through Lagrange multipliers ``beta >= 0`` optimised with the slopes (beta-CROWN).
+A sub-problem whose splits contradict its bounds is empty: ``infeasible`` is True and
+its lower bounds are +inf.
+
+Every bound is sound for any slopes and multipliers; floating point rounding is not
+accounted for (float64 by default): callers that turn a bound into a proof keep a
+margin (:mod:`relulab.tolerance`).
+
+Example:
+    >>> from relulab import Network
+    >>> from relulab.crown import BoundGraph
+    >>> bg = BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+    >>> gb = bound(bg, [[-1.0]], [[2.0]])          # |x| on [-1, 2]
+    >>> gb.lower.round(6).tolist(), gb.upper.round(6).tolist(), gb.status
+    ([[-1.0]], [[2.0]], 'complete')
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import RelulabError, require
+from ..limits import ResourceLimitError
+from ..results import Result, to_jsonable
+from .graph import BoundGraph
+from .kernels import backsub, concretise, refine, relaxation
+from .ops import Relu, numel
+from .optimise import optimise
+
+__all__ = ["bound", "GraphBounds", "WarmStart", "METHODS"]
+
+METHODS = ("ibp", "crown", "alpha")
+
+
+class BoundError(RelulabError):
+    """Bad arguments to :func:`bound`."""
+
+
+@dataclass
+class WarmStart:
+    """Optimised state a child sub-problem can start from: alpha slopes and beta
+    multipliers per ReLU (``(B, R, *shape)`` tensors), the pre-activation bounds
+    (intersected with the child's: pass it only to sub-problems inside the parent's
+    domain), and the splits and boxes they were computed with: a child on the same box
+    whose splits agree with its parent's on every earlier ReLU layer reuses the parent's
+    bounds of a layer instead of recomputing them (they would come out the same).
+
+    Example:
+        >>> import torch
+        >>> w = WarmStart({}, {}, {"r": (torch.zeros(2, 3), torch.ones(2, 3))})
+        >>> w.take([1, 1, 0]).pre["r"][0].shape
+        torch.Size([3, 3])
+    """
+
+    alphas: dict[str, Any]
+    betas: dict[str, Any]
+    pre: dict[str, tuple[Any, Any]]
+    splits: dict[str, Any] = field(default_factory=dict)
+    box: tuple[Any, Any] | None = None
+
+    @property
+    def batch(self) -> int | None:
+        for v in self.pre.values():
+            return int(v[0].shape[0])
+        for v in list(self.alphas.values()) + list(self.betas.values()):
+            return int(v.shape[0])
+        return None
+
+    def take(self, index: Any) -> WarmStart:
+        """The state of the sub-problems ``index`` (a list/array of batch indices;
+        repeating an index duplicates it, e.g. for both children of a split)."""
+        torch = require("torch", "torch")
+        ix = torch.as_tensor(np.asarray(index, dtype=np.int64))
+
+        def t(v: Any) -> Any:
+            return v[ix.to(v.device)]
+
+        return WarmStart(
+            {k: t(v) for k, v in self.alphas.items()},
+            {k: t(v) for k, v in self.betas.items()},
+            {k: (t(a), t(b)) for k, (a, b) in self.pre.items()},
+            {k: t(v) for k, v in self.splits.items()},
+            None if self.box is None else (t(self.box[0]), t(self.box[1])),
+        )
+
+
+@dataclass(frozen=True)
+class GraphBounds(Result):
+    """Bounds of ``C f(x)`` per sub-problem (see the module docstring).
+
+    ``lower``/``upper`` (B, m) numpy (``upper`` None when not asked); ``pre``: per ReLU
+    its pre-activation bounds (lo, hi), numpy (B, *shape), after the splits' clamps;
+    ``coeffs``: per ReLU the coefficients (B, m, *shape) of the final lower bound on the
+    ReLU's output (for branching heuristics), or None; ``warm``: a :class:`WarmStart`;
+    ``infeasible`` (B,): the splits contradict the bounds (the sub-domain is empty);
+    ``status``: "complete", or "partial" when the deadline or the memory budget cut the
+    computation short (the bounds are sound but looser; ``reason`` says why).
+
+    Example:
+        >>> from relulab import Network
+        >>> from relulab.crown import BoundGraph
+        >>> gb = bound(BoundGraph.from_network(Network([[[2.0]]], [[1.0]])), [[0.0]], [[1.0]])
+        >>> gb.to_dict()["lower"], gb.method
+        ([[1.0]], 'crown')
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray | None
+    pre: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
+    coeffs: dict[str, np.ndarray] | None = field(repr=False)
+    warm: WarmStart | None = field(repr=False)
+    infeasible: np.ndarray
+    method: str
+    status: str
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return to_jsonable({
+            "lower": self.lower,
+            "upper": self.upper,
+            "infeasible": self.infeasible,
+            "method": self.method,
+            "status": self.status,
+            "reason": self.reason,
+        })
+
+
+# --------------------------------------------------------------------------- inputs
+def _as_batch(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    if hasattr(a, "detach"):
+        a = a.detach().cpu().numpy()
+    try:
+        A = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError(f"{what}: not an array of numbers") from None
+    n = numel(shape)
+    if A.shape == shape or (A.ndim == 1 and A.size == n):
+        A = A.reshape(1, *shape)
+    elif A.ndim >= 1 and (A.shape[1:] == shape or (A.ndim == 2 and A.shape[1] == n)) and A.shape[0] > 0:
+        A = A.reshape(A.shape[0], *shape)
+    else:
+        raise BoundError(f"{what}: shape {A.shape} does not fit the input shape {shape} "
+                         "(give (B, *input_shape) or (B, input_dim))")
+    if not np.all(np.isfinite(A)):
+        raise BoundError(f"{what}: contains NaN or infinite values")
+    return A
+
+
+def _spec(C: Any, B: int, n_out: int) -> np.ndarray:
+    if C is None:
+        return np.broadcast_to(np.eye(n_out), (B, n_out, n_out))
+    if hasattr(C, "detach"):
+        C = C.detach().cpu().numpy()
+    Cm = np.asarray(C, dtype=np.float64)
+    if Cm.ndim == 1:
+        Cm = Cm[None]
+    if Cm.ndim == 2 and Cm.shape[1] == n_out and Cm.shape[0] > 0:
+        Cm = np.broadcast_to(Cm, (B, *Cm.shape))
+    elif not (Cm.ndim == 3 and Cm.shape[0] == B and Cm.shape[2] == n_out and Cm.shape[1] > 0):
+        raise BoundError(f"C: shape {Cm.shape} is neither (m, {n_out}) nor ({B}, m, {n_out})")
+    if not np.all(np.isfinite(Cm)):
+        raise BoundError("C: contains NaN or infinite values")
+    return Cm
+
+
+def _splits(splits: dict | None, bg: BoundGraph, B: int) -> dict[str, np.ndarray]:
+    if not splits:
+        return {}
+    if not isinstance(splits, dict):
+        raise BoundError("splits: expected a dict relu name -> array of -1/0/+1")
+    shapes = dict(bg.relus)
+    out = {}
+    for name, s in splits.items():
+        if name not in shapes:
+            raise BoundError(f"splits: unknown ReLU '{name}' (known: {', '.join(list(shapes)[:8])}...)")
+        if hasattr(s, "detach"):
+            s = s.detach().cpu().numpy()
+        S = np.asarray(s)
+        sh = shapes[name]
+        if S.shape == sh and B == 1:
+            S = S[None]
+        if S.shape[:1] != (B,) or numel(S.shape[1:]) != numel(sh):
+            raise BoundError(f"splits['{name}']: shape {S.shape} does not fit ({B}, *{sh})")
+        if not np.all(np.isin(S, (-1, 0, 1))):
+            raise BoundError(f"splits['{name}']: values must be -1, 0 or +1")
+        if np.any(S):
+            out[name] = S.reshape(B, *sh).astype(np.int8)
+    return out
+
+
+# --------------------------------------------------------------------------- kernels
+def bound(
+    bg: BoundGraph,
+    lo: Any,
+    hi: Any,
+    C: Any = None,
+    *,
+    method: str = "crown",
+    splits: dict | None = None,
+    warm: WarmStart | None = None,
+    iters: int = 20,
+    lr: float = 0.1,
+    deadline: float | None = None,
+    return_coeffs: bool = False,
+    upper: bool = True,
+    intermediate: str = "crown",
+    dtype: str = "float64",
+    device: str = "cpu",
+) -> GraphBounds:
+    """Bounds of ``C f(x)`` over each box ``[lo[b], hi[b]]`` (see the module docstring).
+
+    Args:
+        bg: the graph.
+        lo, hi: (B, *input_shape) or (B, input_dim) (a single box may omit B).
+        C: (m, n_out) or (B, m, n_out); default the identity.
+        method: "ibp", "crown" or "alpha" (alpha-CROWN; with splits also beta-CROWN).
+        splits: {relu name: (B, *shape) array of -1 (z <= 0), 0 (free), +1 (z >= 0)}.
+        warm: a :class:`WarmStart` (e.g. ``parent.warm.take(idx)``) to start from.
+        iters, lr: alpha/beta optimisation steps and Adam step size.
+        deadline: a ``time.monotonic()`` value; past it the computation stops refining and
+            returns sound, looser bounds marked ``status="partial"``.
+        return_coeffs: fill ``coeffs`` (coefficients of the lower bound on each ReLU output).
+        upper: also bound ``-C f(x)`` (``upper``); False halves the work.
+        intermediate: "crown" (pre-activation bounds by CROWN, fixed during the alpha
+            optimisation) or "alpha" (with ``method="alpha"``: the unstable neurons of every
+            layer after the first are re-bounded at every step with their own optimised
+            slopes, and the final bound follows the tighter relaxations; slower).
+        dtype: "float64" or "float32"; device: "cpu" or "cuda".
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> from relulab.crown import BoundGraph
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])    # |x|
+        >>> bg = BoundGraph.from_network(net)
+        >>> gb = bound(bg, [[-1.0]], [[2.0]], method="alpha", iters=30)
+        >>> bool(gb.lower[0, 0] <= 0.0 and gb.lower[0, 0] >= -1.0)
+        True
+        >>> s = {"relu0": np.array([[1, -1]], dtype=np.int8)}               # x >= 0
+        >>> bound(bg, [[-1.0]], [[2.0]], splits=s).lower.round(6).tolist()   # CROWN: x >= -1
+        [[-1.0]]
+        >>> g = bound(bg, [[-1.0]], [[2.0]], splits=s, method="alpha")        # beta: x >= 0
+        >>> bool(-1e-3 < g.lower[0, 0] <= 0.0)
+        True
+    """
+    torch = require("torch", "torch")
+    if method not in METHODS:
+        raise BoundError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    if not isinstance(bg, BoundGraph):
+        raise BoundError(f"bg: expected a BoundGraph, got {type(bg).__name__}")
+    if dtype not in ("float64", "float32"):
+        raise BoundError(f"dtype: {dtype!r} is not float64 or float32")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise BoundError("device: cuda was asked for but torch sees no GPU")
+    if intermediate not in ("crown", "alpha"):
+        raise BoundError(f"intermediate: {intermediate!r} is not crown or alpha")
+    if int(iters) < 0 or not lr > 0:
+        raise BoundError(f"iters ({iters}) must be >= 0 and lr ({lr}) > 0")
+    g = bg.converted(dtype, str(device))
+    dt = g.torch_dtype()
+    shape = g.input_shape
+    Lo = _as_batch(lo, shape, "lo")
+    Hi = _as_batch(hi, shape, "hi")
+    if Lo.shape != Hi.shape:
+        raise BoundError(f"lo and hi: shapes {Lo.shape} and {Hi.shape} differ")
+    if np.any(Lo > Hi):
+        raise BoundError("lo, hi: an empty box (lo > hi somewhere)")
+    B = Lo.shape[0]
+    Cm = _spec(C, B, g.output_dim)
+    m = Cm.shape[1]
+    sp = _splits(splits, g, B)
+    if warm is not None and warm.batch not in (None, B):
+        raise BoundError(f"warm: holds {warm.batch} sub-problems, the boxes are {B}")
+
+    def tens(a: np.ndarray) -> Any:
+        return torch.as_tensor(np.array(a), dtype=dt, device=device)
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    status, reason = "complete", ""
+    with torch.no_grad():
+        xlo, xhi = tens(Lo), tens(Hi)
+        iv = {g.input_name: (xlo, xhi)}
+        relax: dict[str, tuple[Any, Any, Any]] = {}
+        unstable: dict[str, Any] = {}
+        pre: dict[str, tuple[Any, Any]] = {}
+        signs = {k: torch.as_tensor(v, device=device) for k, v in sp.items()}
+        infeasible = torch.zeros(B, dtype=torch.bool, device=device)
+        want_inter = method == "alpha" and intermediate == "alpha" and int(iters) > 0
+        inter: dict[str, tuple] = {}
+        # sub-problems whose box and splits so far equal the warm start's: their bounds of
+        # the next layer would come out as the parent's (plain CROWN ignores later splits)
+        same = torch.zeros(B, dtype=torch.bool, device=device)
+        if warm is not None and warm.box is not None and method != "ibp":
+            wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
+            same = (wlo == xlo.reshape(B, -1)).all(1) & (whi == xhi.reshape(B, -1)).all(1)
+        for node in g.nodes[1:]:
+            if not isinstance(node.op, Relu):
+                iv[node.name] = node.op.ibp(*[iv[i] for i in node.inputs])
+                continue
+            p = node.inputs[0]
+            plo, phi = (t.clone() for t in iv[p])
+            if warm is not None and node.name in warm.pre:
+                wl, wh = warm.pre[node.name]
+                plo = torch.maximum(plo, wl.to(dtype=dt, device=device))
+                phi = torch.minimum(phi, wh.to(dtype=dt, device=device))
+            s = signs.get(node.name)
+            s_flat = None if s is None else s.reshape(B, -1)
+            ws = None if warm is None else warm.splits.get(node.name)
+            ws = None if ws is None else ws.to(device).reshape(B, -1)
+            if method != "ibp":
+                mask = ((plo < 0) & (phi > 0)).view(B, -1)
+                if s_flat is not None:
+                    mask &= s_flat == 0
+                if warm is not None and node.name in warm.pre and bool(same.any()):
+                    agree = same
+                    if ws is not None:
+                        agree = agree & ((ws == 0) | (ws == (s_flat if s_flat is not None else 0))).all(1)
+                    mask &= ~agree[:, None]
+                if late():
+                    status, reason = "partial", "deadline: interval bounds for the later layers"
+                else:
+                    try:
+                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
+                            status, reason = "partial", "deadline: interval bounds for the later layers"
+                    except ResourceLimitError as e:
+                        status, reason = "partial", f"memory: {e}"
+                if ws is not None or s_flat is not None:
+                    a = ws if ws is not None else torch.zeros_like(s_flat)
+                    b = s_flat if s_flat is not None else torch.zeros_like(ws)
+                    same = same & (a == b).all(1)
+            if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
+                om = ((plo < 0) & (phi > 0)).view(B, -1)
+                if s_flat is not None:
+                    om &= s_flat == 0
+                idx = torch.nonzero(om.any(0)).flatten()
+                if idx.numel():
+                    inter[node.name] = (p, plo.reshape(B, -1).clone(), phi.reshape(B, -1).clone(), idx,
+                                        om[:, idx], s_flat)
+            if s is not None:
+                bad = ((s > 0) & (phi < 0)) | ((s < 0) & (plo > 0))
+                infeasible |= bad.view(B, -1).any(1)
+                plo = torch.where(s > 0, plo.clamp(min=0), plo)
+                phi = torch.where(s < 0, phi.clamp(max=0), phi)
+            phi = torch.maximum(phi, plo)  # rounding (or an empty split) can cross them
+            pre[node.name] = (plo, phi)
+            al, su, tu, un = relaxation(plo, phi)
+            uidx = torch.nonzero(un.reshape(B, -1).any(0)).flatten()
+            relax[node.name] = (al.unsqueeze(1), su, tu, uidx)
+            unstable[node.name] = un
+            iv[node.name] = (plo.clamp(min=0), phi.clamp(min=0))
+
+        out_shape = g.by_name[g.output_name].shape
+        rows = np.concatenate([Cm, -Cm], 1) if upper else Cm
+        R = rows.shape[1]
+        lam0 = tens(rows).reshape(B, R, *out_shape)
+        coeffs = None
+        if method == "ibp":
+            olo, ohi = iv[g.output_name]
+            val = concretise(lam0, lam0.new_zeros(B, R), olo, ohi)
+        else:
+            record: dict | None = {} if return_coeffs else None
+            lam_in, const = backsub(g, g.output_name, lam0, relax, record=record)
+            val = concretise(lam_in, const, xlo, xhi)
+            if return_coeffs:
+                coeffs = {k: v[:, :m].clone() for k, v in record.items()}
+
+    alphas: dict[str, Any] = {}
+    betas: dict[str, Any] = {}
+    if method == "alpha" and int(iters) > 0 and not late():
+        val, coeffs, alphas, betas, tight, why = optimise(
+            g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
+            late, m, return_coeffs, inter or None)
+        for name, (a, b) in tight.items():
+            pre[name] = (a.view(pre[name][0].shape), b.view(pre[name][1].shape))
+        if why.startswith("deadline") or why.startswith("memory: alpha"):
+            status, reason = "partial", why
+        elif why:
+            reason = why
+    elif method == "alpha" and int(iters) > 0:
+        status, reason = "partial", "deadline: no alpha iterations"
+
+    val = val.detach()
+    inf_np = infeasible.cpu().numpy()
+    vnp = val.double().cpu().numpy()
+    lower = vnp[:, :m].copy()
+    up = -vnp[:, m:].copy() if upper else None
+    lower[inf_np] = np.inf
+    if up is not None:
+        up[inf_np] = -np.inf
+    return GraphBounds(
+        lower=lower,
+        upper=up,
+        pre={k: (a.double().cpu().numpy(), b.double().cpu().numpy()) for k, (a, b) in pre.items()},
+        coeffs=None if coeffs is None else {k: v.double().cpu().numpy() for k, v in coeffs.items()},
+        warm=WarmStart(alphas, betas, pre, signs, (xlo, xhi)),
+        infeasible=inf_np,
+        method=method,
+        status=status,
+        reason=reason,
+    )

@@ -1,0 +1,107 @@
+"""Falsification on structured graphs (``relulab.crown.BoundGraph``) by PGD in torch.
+
+The dense attack (:mod:`relulab.verify.attack`) needs the dense network; a structured
+graph too large to lower is attacked here instead: projected sign-gradient descent
+(torch autograd through the graph's own forward pass) on the smallest unsafe margin
+``min_t max_i (C_ti f(x) - d_ti)`` over all terms on one input box, from the box's
+centre, random points and random corners, with restarts until the time is up.  A
+candidate counts only after a plain float64 forward pass (``bg.forward``) puts it in
+the unsafe set.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Box, Network
+    >>> from relulab.crown import BoundGraph
+    >>> bg = BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+    >>> x = pgd_graph(bg, Box([-1], [1]), [(np.array([[-1.0]]), np.array([-0.9]))], time_limit=1.0)
+    >>> bool(abs(x[0]) >= 0.9)
+    True
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..domain import Box
+from ..tolerance import FEAS_TOL
+
+# pgd_graph is the verifier's internal attack on structured graphs (like attack(), it
+# returns None or a re-checked counterexample), not exported
+__all__: list[str] = []
+
+
+def pgd_graph(
+    bg,
+    box: Box,
+    terms: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    time_limit: float = 1.0,
+    starts: int = 16,
+    steps: int = 20,
+    rng: int | np.random.Generator | None = 0,
+) -> np.ndarray | None:
+    """An input of ``box`` whose output satisfies some term ``C y <= d`` (re-checked by a
+    float64 forward pass), or None when none was found within ``time_limit`` seconds.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> from relulab.crown import BoundGraph
+        >>> bg = BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+        >>> pgd_graph(bg, Box([-1], [1]), [(np.array([[-1.0]]), np.array([-2.0]))], time_limit=0.2) is None
+        True
+    """
+    import torch
+
+    t_end = time.monotonic() + time_limit
+    rng = np.random.default_rng(rng)
+    g = bg.converted("float64")
+    shape = tuple(bg.input_shape)
+    lo = torch.tensor(np.array(box.lo, dtype=np.float64))
+    hi = torch.tensor(np.array(box.hi, dtype=np.float64))
+    width = hi - lo
+    Cs = [torch.tensor(np.array(np.atleast_2d(c), dtype=np.float64)) for c, _ in terms]
+    ds = [torch.tensor(np.array(v, dtype=np.float64).reshape(-1)) for _, v in terms]
+
+    def margin(X):
+        Y = g.run(X.reshape(-1, *shape)).reshape(X.shape[0], -1)
+        return torch.stack([(Y @ C.T - d).max(dim=1).values for C, d in zip(Cs, ds, strict=True)],
+                           dim=1).min(dim=1).values
+
+    def confirmed(X: np.ndarray) -> np.ndarray | None:
+        X = np.clip(X, box.lo, box.hi)
+        Y = np.asarray(bg.forward(X), dtype=np.float64)
+        for C, d in terms:
+            hit = np.nonzero(np.all(Y @ np.atleast_2d(C).T <= np.reshape(d, -1) + FEAS_TOL, axis=1))[0]
+            if hit.size:
+                return X[hit[0]]
+        return None
+
+    first = True
+    while time.monotonic() < t_end:
+        X0 = box.sample(starts, rng)
+        corner = rng.random(X0.shape) < 0.5
+        X0[corner] = np.where(rng.random(X0.shape) < 0.5, box.lo, box.hi)[corner]
+        if first:
+            X0[0] = box.center
+            first = False
+        X = torch.as_tensor(X0, dtype=torch.float64)
+        for k in range(steps):
+            X.requires_grad_(True)
+            m = margin(X)
+            (grad,) = torch.autograd.grad(m.sum(), X)
+            with torch.no_grad():
+                if bool((m <= 0).any()):
+                    x = confirmed(X[m <= 0].detach().numpy())
+                    if x is not None:
+                        return x
+                step = 0.25 * (1.0 - k / steps) + 0.01
+                X = torch.clamp(X - step * width * torch.sign(grad), lo, hi).detach()
+            if time.monotonic() >= t_end:
+                break
+        x = confirmed(X.numpy())
+        if x is not None:
+            return x
+    return None

@@ -1,0 +1,400 @@
+"""relulab.crown: structured CROWN / alpha / beta bounds.
+
+Checked against (a) the same engine on the densified graph (every Conv / pool / slice
+as its dense matrix: tests the transposed-convolution back-substitution), (b)
+relulab.bounds' dense CROWN on the Network that relulab.io lowers the model to (same
+relaxation: CROWN's adaptive lower slope), (c) 10^4 samples, (d) onnxruntime.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+
+from relulab import Network  # noqa: E402
+from relulab.bounds import crown_batch, float_layers  # noqa: E402
+from relulab.crown import BoundGraph, GraphError, WarmStart, bound  # noqa: E402
+from relulab.errors import RelulabError  # noqa: E402
+
+MATCH = 1e-9       # structured vs dense CROWN (the issue's target)
+SOUND = 1e-9       # slack for float rounding in sampled soundness checks
+
+
+class ResNet(torch.nn.Module):
+    """conv -> relu -> residual block (conv, relu, conv, BN, + input) -> relu -> BN -> conv
+    -> relu -> pool -> fc."""
+
+    def __init__(self, pool: str, stride: int = 1) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(1, 3, 3, padding=1)
+        self.c2a = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.b2 = torch.nn.BatchNorm2d(3)
+        self.b3 = torch.nn.BatchNorm2d(3)   # after a ReLU: the exporter cannot fold it
+        self.c3 = torch.nn.Conv2d(3, 4, 3, padding=1, stride=stride)
+        self.pool = {"avg": torch.nn.AvgPool2d(2), "max": torch.nn.MaxPool2d(2),
+                     "avgpad": torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+                     "none": torch.nn.Identity()}[pool]
+        with torch.no_grad():
+            n = self.features(torch.zeros(1, 1, 6, 6)).numel()
+        self.fc = torch.nn.Linear(n, 3)
+
+    def features(self, x):
+        h = torch.relu(self.c1(x))
+        h = torch.relu(h + self.b2(self.c2(torch.relu(self.c2a(h)))))
+        h = torch.relu(self.c3(self.b3(h)))
+        return self.pool(h).flatten(1)
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+
+def _model(pool: str, seed: int, stride: int = 1) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    m = ResNet(pool, stride).double()
+    for b in (m.b2, m.b3):
+        b.running_mean.uniform_(-0.5, 0.5)
+        b.running_var.uniform_(0.5, 2.0)
+        b.weight.data.uniform_(0.5, 1.5)
+        b.bias.data.uniform_(-0.3, 0.3)
+    return m.eval()
+
+
+def _box(seed: int, B: int = 1, eps: float = 0.15, d: int = 36):
+    c = np.random.default_rng(seed).uniform(0, 1, (B, d))
+    return c - eps, c + eps
+
+
+def _samples(lo, hi, n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(lo, hi, (n, lo.size))
+    X[: min(n, 64)] = np.where(rng.random((min(n, 64), lo.size)) < 0.5, lo, hi)   # corners
+    return X
+
+
+CASES = [("avg", 1), ("max", 1), ("avgpad", 1), ("none", 2)]
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    return {(p, s): BoundGraph.from_torch(_model(p, 7 + i, s), (1, 6, 6)) for i, (p, s) in enumerate(CASES)}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_structured_equals_densified_and_dense_crown(graphs, case):
+    bg = graphs[case]
+    kinds = {n.op.kind for n in bg.nodes}
+    assert "Conv" in kinds and "Add" in kinds and "Affine" in kinds   # BN kept as an affine map
+    lo, hi = _box(1, B=3)
+    gb = bound(bg, lo, hi)
+    gd = bound(bg.densified(), lo, hi)
+    assert "Conv" not in {n.op.kind for n in bg.densified().nodes}
+    np.testing.assert_allclose(gb.lower, gd.lower, atol=MATCH, rtol=0)
+    np.testing.assert_allclose(gb.upper, gd.upper, atol=MATCH, rtol=0)
+    for name, _ in bg.relus:
+        np.testing.assert_allclose(gb.pre[name][0], gd.pre[name][0], atol=MATCH, rtol=0)
+    if case[0] == "avgpad":
+        return   # the lowered network composes the pool with the next layer: other intervals
+    net = bg.to_network()
+    Ws, bs, skip = float_layers(net)
+    for b in range(3):
+        _, low = crown_batch(Ws, bs, lo[b : b + 1], hi[b : b + 1], skip=skip)
+        np.testing.assert_allclose(gb.lower[b], low[0, :3], atol=MATCH, rtol=0)
+        np.testing.assert_allclose(gb.upper[b], -low[0, 3:], atol=MATCH, rtol=0)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_crown_and_alpha_sound_alpha_never_looser(graphs, case):
+    bg = graphs[case]
+    lo, hi = _box(2, B=2)
+    C = np.random.default_rng(3).normal(size=(4, 3))
+    gc = bound(bg, lo, hi, C)
+    ga = bound(bg, lo, hi, C, method="alpha", iters=15)
+    gi = bound(bg, lo, hi, C, method="ibp")
+    assert np.all(ga.lower >= gc.lower - 1e-12) and np.all(ga.upper <= gc.upper + 1e-12)
+    assert np.all(gc.lower >= gi.lower - 1e-9)   # CROWN is not looser than intervals here
+    assert np.any(ga.lower > gc.lower + 1e-6)   # and the optimisation does something
+    for b in range(2):
+        Y = bg.forward(_samples(lo[b], hi[b], 10_000, b)) @ C.T
+        for g in (gc, ga, gi):
+            assert np.all(Y.min(0) >= g.lower[b] - SOUND)
+            assert np.all(Y.max(0) <= g.upper[b] + SOUND)
+
+
+def _pre_signs(bg, X):
+    vals = bg.converted().run(torch.as_tensor(X.reshape(-1, *bg.input_shape)), keep=True)
+    node = bg.by_name
+    return {name: np.sign(vals[node[name].inputs[0]].numpy()).reshape(len(X), -1) for name, _ in bg.relus}
+
+
+@pytest.mark.parametrize("case", CASES[:2])
+def test_beta_crown_sound_on_split_subdomain(graphs, case):
+    bg = graphs[case]
+    rng = np.random.default_rng(5)
+    lo, hi = _box(4, B=1, eps=0.25)
+    root = bound(bg, lo, hi)
+    X = _samples(lo[0], hi[0], 10_000, 9)
+    signs = _pre_signs(bg, X)
+    B = 6
+    splits = {}
+    anchors = rng.choice(len(X), B, replace=False)   # each sub-domain contains its anchor
+    for name, shape in bg.relus:
+        plo, phi = root.pre[name]
+        un = np.flatnonzero(((plo < 0) & (phi > 0)).reshape(-1))
+        if un.size == 0:
+            continue
+        s = np.zeros((B, plo[0].size), np.int8)
+        for b, a in enumerate(anchors):
+            pick = rng.choice(un, min(2, un.size), replace=False)
+            s[b, pick] = np.where(signs[name][a, pick] >= 0, 1, -1)
+        splits[name] = s.reshape(B, *shape)
+    LO, HI = np.repeat(lo, B, 0), np.repeat(hi, B, 0)
+    C = np.eye(3)
+    gc = bound(bg, LO, HI, C, splits=splits)
+    gb = bound(bg, LO, HI, C, splits=splits, method="alpha", iters=20, return_coeffs=True)
+    g2 = bound(bg, LO, HI, C, splits=splits, method="alpha", iters=8, intermediate="alpha")
+    assert not gb.infeasible.any() and not g2.infeasible.any()
+    assert np.all(gb.lower >= gc.lower - 1e-12)
+    assert np.all(gc.lower >= np.repeat(root.lower, B, 0) - 1e-9)   # splits never loosen
+    assert set(gb.coeffs) == {n for n, _ in bg.relus}
+    Y = bg.forward(X)
+    for b in range(B):
+        inside = np.ones(len(X), bool)
+        for name in splits:
+            s = splits[name][b].reshape(-1)
+            z = signs[name]
+            inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
+        assert inside[anchors[b]]
+        for g in (gb, g2):
+            assert np.all(Y[inside].min(0) >= g.lower[b] - SOUND)
+            assert np.all(Y[inside].max(0) <= g.upper[b] + SOUND)
+
+
+def test_dense_network_with_skip_matches_bounds_module():
+    rng = np.random.default_rng(0)
+    sizes = [5, 12, 12, 3]
+    net = Network([rng.normal(size=(sizes[i + 1], sizes[i])) for i in range(3)],
+                  [rng.normal(size=sizes[i + 1]) * 0.3 for i in range(3)],
+                  skip=(rng.normal(size=(3, 5)), rng.normal(size=3)))
+    bg = BoundGraph.from_network(net)
+    assert [n for n, _ in bg.relus] == ["relu0", "relu1"]
+    lo, hi = _box(3, B=4, eps=0.5, d=5)
+    gb = bound(bg, lo, hi)
+    Ws, bs, skip = float_layers(net)
+    for b in range(4):
+        pre, low = crown_batch(Ws, bs, lo[b : b + 1], hi[b : b + 1], skip=skip)
+        np.testing.assert_allclose(gb.lower[b], low[0, :3], atol=MATCH, rtol=0)
+        np.testing.assert_allclose(gb.pre["relu1"][1][b], pre[1][1][0], atol=MATCH, rtol=0)
+    assert np.abs(bg.forward(lo) - net(lo)).max() < 1e-12
+
+
+def test_splits_empty_subdomain_and_warm_start():
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    bg = BoundGraph.from_network(net)
+    lo, hi = np.array([[0.5], [0.5]]), np.array([[1.0], [1.0]])
+    # x >= 0.5 so relu0[0]'s pre-activation x is > 0: the split x <= 0 is empty
+    s = {"relu0": np.array([[-1, 0], [1, 0]], np.int8)}
+    g = bound(bg, lo, hi, splits=s, method="alpha", iters=5)
+    assert g.infeasible.tolist() == [True, False]
+    assert g.lower[0, 0] == np.inf and g.lower[1, 0] == pytest.approx(0.5)
+    w = g.warm.take([1, 1, 1])
+    assert isinstance(w, WarmStart) and w.batch == 3
+    g3 = bound(bg, np.repeat(lo[1:], 3, 0), np.repeat(hi[1:], 3, 0), warm=w)
+    assert np.allclose(g3.lower, 0.5)
+
+
+def test_onnx_forward_matches_onnxruntime_and_errors(tmp_path, graphs):
+    ort = pytest.importorskip("onnxruntime")
+    m = _model("max", 3).float()
+    p = tmp_path / "m.onnx"
+    torch.onnx.export(m, (torch.zeros(1, 1, 6, 6),), str(p), dynamo=False, opset_version=13)
+    bg = BoundGraph.from_onnx(p)
+    X = np.random.default_rng(0).uniform(-1, 1, (8, 1, 6, 6)).astype(np.float32)
+    sess = ort.InferenceSession(str(p))
+    ref = np.concatenate([sess.run(None, {sess.get_inputs()[0].name: X[i : i + 1]})[0] for i in range(8)])
+    assert np.abs(bg.forward(X) - ref).max() < 1e-5 * max(1.0, np.abs(ref).max())
+    # an unsupported operator names the node
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["y"], name="sig")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])])
+    with pytest.raises(GraphError, match="node 'sig' \\(Sigmoid\\)"):
+        BoundGraph.from_onnx(helper.make_model(g))
+    with pytest.raises(GraphError, match="no such file"):
+        BoundGraph.from_onnx(tmp_path / "missing.onnx")
+
+
+def test_bad_inputs(graphs):
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(0)
+    bad = [
+        dict(lo=np.full_like(lo, np.nan), hi=hi),
+        dict(lo=hi, hi=lo),
+        dict(lo=lo[:, :5], hi=hi[:, :5]),
+        dict(lo=lo, hi=hi, C=np.ones((2, 4))),
+        dict(lo=lo, hi=hi, method="deeppoly"),
+        dict(lo=lo, hi=hi, splits={"nope": np.zeros((1, 3, 6, 6))}),
+        dict(lo=lo, hi=hi, splits={"relu0": np.full((1, 3, 6, 6), 2)}),
+        dict(lo=lo, hi=hi, splits={"relu0": np.zeros((2, 3, 6, 6))}),
+        dict(lo=lo, hi=hi, iters=-1),
+    ]
+    for kw in bad:
+        with pytest.raises(RelulabError):
+            bound(bg, **kw)
+    with pytest.raises(RelulabError):
+        bg.forward(np.zeros((2, 35)))
+    with pytest.raises(RelulabError):
+        BoundGraph.from_network("not a network")
+
+
+def test_deadline_returns_partial_sound_bounds(graphs):
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(6, eps=0.3)
+    g = bound(bg, lo, hi, method="alpha", deadline=time.monotonic() - 1.0)
+    assert g.status == "partial" and g.reason.startswith("deadline")
+    assert g.to_dict()["status"] == "partial"
+    Y = bg.forward(_samples(lo[0], hi[0], 2000))
+    assert np.all(Y.min(0) >= g.lower[0] - SOUND) and np.all(Y.max(0) <= g.upper[0] + SOUND)
+
+
+def test_memory_budget_too_small_is_reported(graphs, monkeypatch):
+    monkeypatch.setenv("RELULAB_MEMORY_GB", "1e-7")     # ~100 bytes
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(6)
+    g = bound(bg, lo, hi, method="alpha")
+    assert g.status == "partial" and g.reason.startswith("memory")
+    Y = bg.forward(_samples(lo[0], hi[0], 2000))
+    assert np.all(Y.min(0) >= g.lower[0] - SOUND) and np.all(Y.max(0) <= g.upper[0] + SOUND)
+
+
+def test_warm_start_reuses_parent_layers_and_stays_sound(graphs):
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(8, eps=0.25)
+    root = bound(bg, lo, hi)
+    names = [n for n, _ in bg.relus]
+    k = len(names) - 2                      # split a neuron of a late layer
+    plo, phi = root.pre[names[k]]
+    j = int(np.flatnonzero(((plo < 0) & (phi > 0)).reshape(-1))[0])
+    s = np.zeros((2, plo[0].size), np.int8)
+    s[0, j], s[1, j] = 1, -1
+    splits = {names[k]: s}
+    LO, HI = np.repeat(lo, 2, 0), np.repeat(hi, 2, 0)
+    fresh = bound(bg, LO, HI, splits=splits)
+    warm = bound(bg, LO, HI, splits=splits, warm=root.warm.take([0, 0]))
+    for name in names[:k]:                  # layers before the split: the parent's bounds
+        np.testing.assert_allclose(warm.pre[name][0], fresh.pre[name][0], atol=1e-12, rtol=0)
+        np.testing.assert_allclose(warm.pre[name][1], fresh.pre[name][1], atol=1e-12, rtol=0)
+    assert np.all(warm.lower >= fresh.lower - 1e-12) and np.all(warm.upper <= fresh.upper + 1e-12)
+    X = _samples(lo[0], hi[0], 10_000, 3)
+    z = _pre_signs(bg, X)[names[k]][:, j]
+    Y = bg.forward(X)
+    assert (z >= 0).any() or (z <= 0).any()
+    for b, side in ((0, z >= 0), (1, z <= 0)):
+        if not side.any():
+            continue
+        assert np.all(Y[side].min(0) >= warm.lower[b] - SOUND)
+        assert np.all(Y[side].max(0) <= warm.upper[b] + SOUND)
+
+
+class OneD(torch.nn.Module):
+    """Normalisation, Transpose + MatMul, asymmetric Pad, Conv1d, Concat of two branches,
+    Clip, LeakyRelu, PRelu, MaxPool1d, global average pooling: the other operators of the reader."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv1d(2, 3, 3)
+        self.b = torch.nn.Conv1d(2, 2, 1)
+        self.c = torch.nn.Conv1d(5, 4, 3, padding=1, dilation=1)
+        self.fc = torch.nn.Linear(4 + 4 * 4, 2)
+        self.mix = torch.nn.Linear(2, 2)
+        self.pr = torch.nn.PReLU(4, 0.2)
+
+    def forward(self, x):
+        x = (x - 0.25) / 0.5
+        x = self.mix(x.transpose(1, 2)).transpose(1, 2)      # Transpose, MatMul on the last axis
+        a = self.a(torch.nn.functional.pad(x, (2, 0)))
+        h = torch.relu(torch.cat([a, self.b(x)], 1))
+        h = torch.clamp(self.c(h), -0.5, 0.7)                   # Clip
+        h = self.pr(torch.nn.functional.leaky_relu(h, 0.1))    # LeakyRelu, PRelu
+        g = torch.nn.functional.adaptive_avg_pool1d(h, 1).flatten(1)
+        m = torch.nn.functional.max_pool1d(h, 2).flatten(1)
+        return self.fc(torch.cat([g, m], 1))
+
+
+def test_other_operators_match_torch_and_densified():
+    torch.manual_seed(2)
+    m = OneD().double().eval()
+    bg = BoundGraph.from_torch(m, (2, 8))
+    kinds = {n.op.kind for n in bg.nodes}
+    assert {"Pad", "Concat", "Conv", "Affine", "Slice", "Transpose"} <= kinds
+    X = np.random.default_rng(0).uniform(-1, 1, (16, 2, 8))
+    with torch.no_grad():
+        ref = m(torch.as_tensor(X)).numpy()
+    # the exporter writes Clip's bounds as float32 constants: agreement to ~1e-9, not 1e-15
+    assert np.abs(bg.forward(X) - ref).max() < 1e-8
+    lo, hi = _box(5, B=2, eps=0.2, d=16)
+    gb = bound(bg, lo, hi)
+    gd = bound(bg.densified(), lo, hi)
+    np.testing.assert_allclose(gb.lower, gd.lower, atol=MATCH, rtol=0)
+    np.testing.assert_allclose(gb.upper, gd.upper, atol=MATCH, rtol=0)
+    ga = bound(bg, lo, hi, method="alpha", iters=10)
+    for b in range(2):
+        Y = bg.forward(_samples(lo[b], hi[b], 10_000, b))
+        assert np.all(Y.min(0) >= ga.lower[b] - SOUND) and np.all(Y.max(0) <= ga.upper[b] + SOUND)
+        assert np.all(Y.min(0) >= gb.lower[b] - SOUND) and np.all(Y.max(0) <= gb.upper[b] + SOUND)
+
+
+@pytest.mark.parametrize("case", [("max", 1), ("none", 2)])
+def test_intermediate_alpha_sound_and_tighter_than_crown(graphs, case):
+    bg = graphs[case]
+    lo, hi = _box(11, B=2, eps=0.3)
+    gc = bound(bg, lo, hi)
+    gi = bound(bg, lo, hi, method="alpha", intermediate="alpha", iters=10)
+    assert gi.status == "complete"
+    assert np.all(gi.lower >= gc.lower - 1e-12) and np.all(gi.upper <= gc.upper + 1e-12)
+    X = [_samples(lo[b], hi[b], 5000, b) for b in range(2)]
+    for b in range(2):
+        Y = bg.forward(X[b])
+        assert np.all(Y.min(0) >= gi.lower[b] - SOUND) and np.all(Y.max(0) <= gi.upper[b] + SOUND)
+        vals = bg.converted().run(torch.as_tensor(X[b].reshape(-1, *bg.input_shape)), keep=True)
+        for name, _ in bg.relus:
+            z = vals[bg.by_name[name].inputs[0]].numpy()
+            plo, phi = gi.pre[name]
+            assert np.all(z >= plo[b] - SOUND) and np.all(z <= phi[b] + SOUND)
+            assert np.all(plo[b] >= gc.pre[name][0][b] - 1e-12)    # never looser than CROWN's
+
+
+def test_warm_batch_mixing_reused_and_fresh_children():
+    rng = np.random.default_rng(4)
+    sizes = [4, 16, 16, 16, 2]
+    net = Network([rng.normal(size=(sizes[i + 1], sizes[i])) for i in range(4)],
+                  [rng.normal(size=sizes[i + 1]) * 0.3 for i in range(4)])
+    bg = BoundGraph.from_network(net)
+    lo, hi = -np.ones((1, 4)), np.ones((1, 4))
+    root = bound(bg, lo, hi)
+    s = {f"relu{k}": np.zeros((2, 16), np.int8) for k in range(3)}
+    u0 = np.flatnonzero((root.pre["relu0"][0] < 0) & (root.pre["relu0"][1] > 0))
+    u2 = np.flatnonzero((root.pre["relu2"][0] < 0) & (root.pre["relu2"][1] > 0))
+    s["relu2"][0, u2[0]] = 1          # child 0: split in the last layer (reuses layers 0-1)
+    s["relu0"][1, u0[0]] = -1         # child 1: split in the first layer (recomputes 1-2)
+    LO, HI = np.repeat(lo, 2, 0), np.repeat(hi, 2, 0)
+    fresh = bound(bg, LO, HI, splits=s)
+    warm = bound(bg, LO, HI, splits=s, warm=root.warm.take([0, 0]))
+    # child 0 reuses everything up to its split: as a fresh computation; child 1 intersects
+    # with its parent's bounds: at least as tight, and the same as when bounded alone
+    np.testing.assert_allclose(warm.lower[0], fresh.lower[0], atol=1e-9, rtol=0)
+    assert np.all(warm.lower[1] >= fresh.lower[1] - 1e-9)
+    alone = bound(bg, lo, hi, splits={k: v[1:] for k, v in s.items()}, warm=root.warm.take([0]))
+    np.testing.assert_allclose(warm.lower[1], alone.lower[0], atol=1e-9, rtol=0)
+    for k in range(3):
+        np.testing.assert_allclose(warm.pre[f"relu{k}"][0][1], alone.pre[f"relu{k}"][0][0], atol=1e-9, rtol=0)
+    X = rng.uniform(-1, 1, (20000, 4))
+    z0 = X @ net.weights[0].T + net.biases[0]
+    Y = net(X)[z0[:, u0[0]] <= 0]
+    assert np.all(Y.min(0) >= warm.lower[1] - SOUND)

@@ -1,0 +1,109 @@
+"""Time and memory limits of the verifier and of `range`, in every phase.
+
+Time is asserted only by the one timed test of test_verify_relubab.py; here every phase
+(input splitting, MILP, ReLU splitting) cut short by its timeout must answer ``unknown``
+with the reason "timeout" (never a guess), a tiny memory budget must end ``unknown``
+with a "memory: ..." reason through the library and the command line (the process goes
+on), and a time-limited range must still bracket the exact maximum.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from relulab import Box, Network
+from relulab.bounds import crown_batch, float_layers
+from relulab.io import save_model
+from relulab.io.vnnlib import format_vnnlib
+from relulab.limits import ResourceLimitError, check_bytes, memory_budget, memory_limit
+from relulab.spec import OutputConstraint, Property, Specification
+from relulab.verify import maximize, output_range, verify
+
+
+def _net(rng, dims, bscale=0.3):
+    Ws = [rng.normal(size=(dims[k + 1], dims[k])) / np.sqrt(dims[k]) for k in range(len(dims) - 1)]
+    bs = [rng.normal(size=dims[k + 1]) * bscale for k in range(len(dims) - 1)]
+    return Network(Ws, bs)
+
+
+def _hard(dim: int, seed: int = 3):
+    """A property far from decided in a second: the threshold sits 5% of the way from the
+    sampled maximum to the CROWN bound (too high for the attack, too low for the bounds)."""
+    rng = np.random.default_rng(seed)
+    net = _net(rng, [dim, 60, 60, 60, 1], 0.1)
+    box = Box(-np.ones(dim), np.ones(dim))
+    smax = float(net(box.sample(20000, rng)).max())
+    Ws, bs, _ = float_layers(net)
+    _, low = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=np.array([[-1.0]]))
+    thr = smax + 0.05 * (-low[0, 0] - smax)
+    return net, Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
+
+
+@pytest.mark.parametrize("method", ["input-split", "milp", "relu-split"])
+def test_every_phase_ends_unknown_timeout(method):
+    net, spec = _hard(8)
+    r = verify(net, spec, timeout=1.0, method=method, engine="numpy")
+    assert (r.status, r.reason) == ("unknown", "timeout")
+    assert r.method == method and r.to_dict()["reason"] == "timeout"
+
+
+def test_memory_budget_context_and_errors():
+    with memory_limit(4096):
+        assert memory_budget() == 4096
+        with pytest.raises(ResourceLimitError, match="budget"):
+            check_bytes(10**6, "an array")
+    assert memory_budget() != 4096
+    with pytest.raises(Exception, match="positive"):
+        with memory_limit(0):
+            pass
+
+
+def _files(tmp_path, net, spec):
+    save_model(net, tmp_path / "net.npz")
+    (tmp_path / "p.vnnlib").write_text(format_vnnlib(Property([spec])))
+    (tmp_path / "inst.csv").write_text("net.npz,p.vnnlib,20\n")
+
+
+def test_cli_verify_and_batch_with_a_tiny_memory_budget(tmp_path, capsys):
+    net, spec = _hard(12)
+    _files(tmp_path, net, spec)
+    code, out, err = run_cli(capsys, "verify", str(tmp_path / "net.npz"), str(tmp_path / "p.vnnlib"),
+                             "--memory", "1e-6", "--timeout", "20", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["status"] == "unknown" and d["reason"].startswith("memory:") and d["result"] == "unknown"
+    code, out, err = run_cli(capsys, "verify-batch", str(tmp_path / "inst.csv"), "--workers", "1",
+                             "--memory", "1e-6", "--json")
+    assert code == 0, err
+    row = json.loads(out)["instances"][0]
+    assert row["status"] == "unknown" and row["reason"].startswith("memory:")
+    # the budget was the instance's: nothing leaks into this process
+    assert memory_budget() > 2**20
+    code, out, err = run_cli(capsys, "verify", str(tmp_path / "net.npz"), str(tmp_path / "p.vnnlib"),
+                             "--memory", "-1")
+    assert code == 1 and "--memory" in err
+
+
+def test_range_with_a_time_limit_brackets_the_exact_maximum(capsys, tmp_path):
+    rng = np.random.default_rng(8)
+    net = _net(rng, [20, 12, 10, 2])
+    box = Box(-np.ones(20), np.ones(20))
+    exact = output_range(net, box)
+    assert exact.status == "optimal"
+    quick = maximize(net, box, np.array([1.0, 0.0]), time_limit=0.01)
+    assert quick.value <= exact.hi[0] + 1e-9 and quick.upper_bound >= exact.hi[0] - 1e-9
+    r = output_range(net, box, time_limit=0.05)
+    assert np.all(r.hi_bound >= exact.hi - 1e-9) and np.all(r.hi <= exact.hi + 1e-9)
+    assert np.all(r.lo_bound <= exact.lo + 1e-9) and np.all(r.lo >= exact.lo - 1e-9)
+    save_model(net, tmp_path / "n.npz")
+    code, out, err = run_cli(capsys, "range", str(tmp_path / "n.npz"), "--box", "-1:1",
+                             "--timeout", "30", "--json")
+    assert code == 0, err
+    assert np.allclose(json.loads(out)["hi"], exact.hi, atol=1e-6)
+    code, out, err = run_cli(capsys, "range", str(tmp_path / "n.npz"), "--box", "-1:1",
+                             "--memory", "1e-9")
+    assert code == 1 and "memory budget" in err and len(err.strip().splitlines()) == 1

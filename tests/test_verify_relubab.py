@@ -1,0 +1,271 @@
+"""Branch and bound over ReLU splits (relulab.verify.relu_bab) against the exact MILP.
+
+Random small networks with 20-100 inputs: every answer of the branch and bound must
+agree with the MILP's (``maximize`` for one row, ``milp_term`` for a conjunction), both
+answers occur, and every counterexample is re-checked here by a forward pass.  Both
+bound engines run (numpy CROWN with clamped splits; torch alpha/beta-CROWN when torch is
+installed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network
+from relulab.errors import RelulabError
+from relulab.spec import OutputConstraint, Specification
+from relulab.tolerance import FEAS_TOL
+from relulab.verify import maximize, verify
+from relulab.verify.branching import babsr_scores, backward_coeffs, choose_fsb
+from relulab.verify.milp import milp_term
+from relulab.verify.relu_bab import crown_available, relu_split
+
+ENGINES = ["numpy", "crown"] if crown_available() else ["numpy"]
+
+
+def _net(rng: np.random.Generator, dims: list[int]) -> Network:
+    Ws = [rng.normal(size=(dims[k + 1], dims[k])) / np.sqrt(dims[k]) for k in range(len(dims) - 1)]
+    bs = [rng.normal(size=dims[k + 1]) * 0.3 for k in range(len(dims) - 1)]
+    return Network(Ws, bs)
+
+
+def _instance(seed: int):
+    """A random network with 20-100 inputs, a box and one unsafe term with its MILP answer
+    (None when too close to call)."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(20, 101))
+    conj = seed % 3 == 2
+    dims = [d, int(rng.integers(3, 9)), int(rng.integers(2, 7)), 3 if conj else 1]
+    net = _net(rng, dims)
+    r = rng.uniform(0.1, 0.5)
+    box = Box(-r * np.ones(d), r * np.ones(d))
+    if not conj:
+        m = maximize(net, box)
+        gap = (1 + abs(m.value)) * rng.choice([-0.03, -0.01, 0.01, 0.03])
+        thr = m.value + gap
+        C, dv = np.array([[-1.0]]), np.array([-thr])  # unsafe: f(x) >= thr
+        truth = "violated" if m.value >= thr else "holds"
+        return net, box, C, dv, truth
+    # unsafe: y0 >= y1 + t1 and y0 >= y2 + t2 (a conjunction, as in classification specs)
+    C = np.array([[-1.0, 1.0, 0.0], [-1.0, 0.0, 1.0]])
+    y = net(box.sample(200, rng)) @ C.T
+    dv = np.quantile(y, 0.02, axis=0) * rng.uniform(0.5, 1.5)
+    status, _, _ = milp_term(net, box, C, dv)
+    return net, box, C, dv, (status if status != "unknown" else None)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_relu_bab_agrees_with_milp(chunk):
+    """100 instances in all (25 per chunk); holds and violated both occur."""
+    seen = {"holds": 0, "violated": 0}
+    for seed in range(25 * chunk, 25 * chunk + 25):
+        net, box, C, dv, truth = _instance(seed)
+        if truth is None:
+            continue
+        engine = ENGINES[seed % len(ENGINES)]
+        r = relu_split(net, box, C, dv, timeout=60, engine=engine)
+        assert r.status == truth, (seed, engine, r.status, truth, r.reason)
+        seen[truth] += 1
+        if r.status == "violated":
+            x = r.counterexample
+            assert box.contains(x)
+            assert np.all(C @ net(x) <= dv + FEAS_TOL)
+    assert seen["holds"] >= 3 and seen["violated"] >= 3, seen
+
+
+def test_verify_uses_relu_split_above_eight_inputs_and_agrees():
+    rng = np.random.default_rng(42)
+    net = _net(rng, [30, 8, 6, 1])
+    box = Box(-0.4 * np.ones(30), 0.4 * np.ones(30))
+    m = maximize(net, box)
+    hold = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-(m.value + 0.01)]))])
+    viol = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-(m.value - 0.01)]))])
+    r = verify(net, hold, timeout=30)
+    assert (r.status, r.method) == ("holds", "relu-split")
+    r = verify(net, viol, timeout=30, attack_time=0.0)
+    assert r.status == "violated" and r.method in ("relu-split", "attack", "milp")
+    assert box.contains(r.counterexample) and net(r.counterexample)[0] >= m.value - 0.01 - FEAS_TOL
+    # forcing input splitting on the same property gives the same answer
+    assert verify(net, hold, timeout=30, method="input-split").status == "holds"
+    assert verify(net, hold, timeout=30, method="milp").status == "holds"
+
+
+def test_structured_graph_input_agrees_with_the_network():
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from relulab.crown import BoundGraph
+
+    rng = np.random.default_rng(5)
+    net = _net(rng, [24, 8, 6, 2])
+    box = Box(-0.3 * np.ones(24), 0.3 * np.ones(24))
+    c = np.array([1.0, -1.0])
+    m = maximize(net, box, c)
+    for gap, want in ((0.02, "holds"), (-0.02, "violated")):
+        spec = Specification(box, [OutputConstraint(-c[None], np.array([-(m.value + gap)]))])
+        r = verify(BoundGraph.from_network(net), spec, timeout=30)
+        assert r.status == want and r.method != "input-split"
+        if want == "violated":
+            assert float(c @ net(r.counterexample)) >= m.value + gap - FEAS_TOL
+
+
+def _hard_case():
+    """60 inputs, three layers of 80: the threshold sits 5% of the way from the sampled
+    maximum to the CROWN bound (not decided in 30 s by the numpy engine)."""
+    from relulab.bounds import crown_batch, float_layers
+
+    rng = np.random.default_rng(7)
+    dims = [60, 80, 80, 80, 1]
+    Ws = [rng.normal(size=(dims[k + 1], dims[k])) / np.sqrt(dims[k]) for k in range(4)]
+    bs = [rng.normal(size=dims[k + 1]) * 0.1 for k in range(4)]
+    net = Network(Ws, bs)
+    box = Box(-np.ones(60), np.ones(60))
+    smax = float(net(box.sample(20000, rng)).max())
+    Wf, bf, _ = float_layers(net)
+    _, low = crown_batch(Wf, bf, box.lo[None], box.hi[None], C=np.array([[-1.0]]))
+    thr = smax + 0.05 * (-low[0, 0] - smax)
+    return net, Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
+
+
+def test_two_second_timeout_returns_unknown_in_under_three_seconds():
+    import time
+
+    net, spec = _hard_case()
+    # warm the engine first (importing torch is loading time, not verification time)
+    verify(_net(np.random.default_rng(0), [12, 3, 1]), Specification(
+        Box(-np.ones(12), np.ones(12)), [OutputConstraint(np.array([[1.0]]), np.array([-100.0]))]))
+    t0 = time.monotonic()
+    r = verify(net, spec, timeout=2.0)
+    wall = time.monotonic() - t0
+    assert (r.status, r.reason) == ("unknown", "timeout")
+    assert wall < 3.0, wall
+    assert r.vnncomp == "timeout"
+
+
+def test_tiny_memory_budget_returns_unknown_with_the_reason():
+    net, spec = _hard_case()
+    for engine in ENGINES:
+        r = verify(net, spec, timeout=20, memory=100_000, engine=engine)
+        assert r.status == "unknown" and r.reason.startswith("memory:"), r.reason
+    r = relu_split(net, spec.input_box, spec.unsafe[0].C, spec.unsafe[0].d, memory=50_000)
+    assert r.status == "unknown" and r.reason.startswith("memory:")
+    # and the input-splitting path on a small-input network
+    small = _net(np.random.default_rng(1), [3, 30, 30, 1])
+    s3 = Specification(Box(-np.ones(3), np.ones(3)), [OutputConstraint(np.array([[-1.0]]), np.array([-50.0]))])
+    r = verify(small, s3, timeout=20, memory=10_000, method="input-split")
+    assert r.status == "unknown" and r.reason.startswith("memory:")
+
+
+def test_leaves_are_decided_by_lp_when_bounds_cannot_prune():
+    """A network whose maximum sits exactly at the threshold's side of a kink: with the
+    numpy engine, splitting every neuron reaches linear pieces the LP decides."""
+    rng = np.random.default_rng(11)
+    net = _net(rng, [20, 5, 4, 1])
+    box = Box(-np.ones(20), np.ones(20))
+    m = maximize(net, box)
+    for gap in (1e-4, -1e-4):
+        r = relu_split(net, box, np.array([[-1.0]]), np.array([-(m.value + gap)]), engine="numpy",
+                       attack_time=0.0, attack_every=0)
+        assert r.status == ("holds" if gap > 0 else "violated")
+        if gap > 0:  # the proof needed linear pieces decided by LP
+            assert r.stats["leaves"] > 0
+        else:
+            assert net(r.counterexample)[0] >= m.value + gap - FEAS_TOL
+
+
+def test_branching_scores_and_fsb():
+    rng = np.random.default_rng(3)
+    net = _net(rng, [4, 6, 5, 1])
+    Ws = [np.asarray(W) for W in net.weights]
+    # all neurons active: the backward coefficients are the products of the weights
+    lo = [np.ones((1, 6)), np.ones((1, 5))]
+    from relulab.bounds import relax_relu
+
+    relax = [relax_relu(a, a + 1.0) for a in lo]
+    lam = backward_coeffs(Ws, relax, np.array([[1.0]]))
+    assert np.allclose(lam[1], Ws[2]) and np.allclose(lam[0], Ws[2] @ Ws[1])
+    # stable neurons can never be chosen; unstable ones score >= 0
+    s = babsr_scores(np.array([[-1.0, 0.5, -2.0]]), np.array([[1.0, 2.0, -1.0]]), np.array([[-1.0, -1.0, 5.0]]))
+    assert s[0, 0] >= 0 and s[0, 1] == -np.inf and s[0, 2] == -np.inf
+    # FSB picks an unstable neuron, or -1 when there is none
+    pre = [(np.array([[-1.0] * 6]), np.array([[1.0] * 6])), (np.array([[-1.0] * 5]), np.array([[1.0] * 5]))]
+    pick = choose_fsb(Ws, [np.asarray(b) for b in net.biases], pre, np.array([[1.0]]), np.zeros(1),
+                      -np.ones((1, 4)), np.ones((1, 4)))
+    assert 0 <= pick[0] < 11
+    stable = [(np.ones((1, 6)), 2 * np.ones((1, 6))), (np.ones((1, 5)), 2 * np.ones((1, 5)))]
+    assert choose_fsb(Ws, [np.asarray(b) for b in net.biases], stable, np.array([[1.0]]), np.zeros(1),
+                      -np.ones((1, 4)), np.ones((1, 4))).tolist() == [-1]
+
+
+def test_bad_arguments():
+    net = _net(np.random.default_rng(0), [10, 3, 1])
+    box = Box(-np.ones(10), np.ones(10))
+    spec = Specification(box, [OutputConstraint(np.array([[1.0]]), np.array([0.0]))])
+    with pytest.raises(RelulabError, match="engine"):
+        relu_split(net, box, np.array([[1.0]]), np.array([0.0]), engine="gpu")
+    with pytest.raises(RelulabError, match="rows"):
+        relu_split(net, box, np.array([[1.0]]), np.array([0.0, 1.0]))
+    with pytest.raises(RelulabError, match="coordinates"):
+        relu_split(net, Box(-np.ones(3), np.ones(3)), np.array([[1.0]]), np.array([0.0]))
+    with pytest.raises(RelulabError, match="columns"):
+        relu_split(net, box, np.array([[1.0, 2.0]]), np.array([0.0]))
+    with pytest.raises(RelulabError, match="finite"):
+        relu_split(net, box, np.array([[np.nan]]), np.array([0.0]))
+    with pytest.raises(RelulabError, match="method"):
+        verify(net, spec, method="magic")
+    with pytest.raises(RelulabError, match="memory"):
+        verify(net, spec, memory=0)
+    with pytest.raises(RelulabError, match="timeout"):
+        verify(net, spec, timeout=-1)
+
+
+def test_convolutional_graph_agrees_with_the_milp_on_its_dense_form():
+    """A small conv net kept structured (relulab.crown) against the MILP of its dense form."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import torch
+
+    from relulab.crown import BoundGraph
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(2 * 4 * 4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
+    bg = BoundGraph.from_torch(m.double().eval(), (1, 6, 6))
+    dense = bg.to_network()
+    rng = np.random.default_rng(0)
+    x0 = rng.uniform(0, 1, 36)
+    box = Box(np.clip(x0 - 0.1, 0, 1), np.clip(x0 + 0.1, 0, 1))
+    X = box.sample(50, rng)
+    assert np.allclose(bg.forward(X), dense(X))
+    c = np.array([1.0, -1.0])
+    top = maximize(dense, box, c).value
+    for gap, want in ((0.01, "holds"), (-0.01, "violated")):
+        thr = top + gap * (1 + abs(top))
+        spec = Specification(box, [OutputConstraint(-c[None], np.array([-thr]))])
+        r = verify(bg, spec, timeout=30)
+        assert r.status == want, (gap, r.status, r.reason)
+        if want == "violated":
+            assert box.contains(r.counterexample) and float(c @ dense(r.counterexample)) >= thr - FEAS_TOL
+        else:
+            assert r.method == "relu-split"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_skip_connections_and_affine_networks(engine):
+    """Networks with an affine input->output skip, and with no hidden layer at all."""
+    for s in range(6):
+        rng = np.random.default_rng(100 + s)
+        d = 15
+        net = Network([rng.normal(size=(6, d)) / 4, rng.normal(size=(1, 6)) / 2],
+                      [rng.normal(size=6) * 0.3, np.zeros(1)],
+                      (rng.normal(size=(1, d)) * 0.2, rng.normal(size=1)))
+        if s == 0:
+            net = Network([rng.normal(size=(1, d))], [np.zeros(1)])
+        box = Box(-np.ones(d), np.ones(d))
+        m = maximize(net, box).value
+        for gap, want in ((0.01, "holds"), (-0.01, "violated")):
+            r = relu_split(net, box, np.array([[-1.0]]), np.array([-(m + gap)]), engine=engine,
+                           attack_time=0.0, attack_every=0)
+            assert r.status == want, (s, gap, r.status, r.reason)
+            if want == "violated":
+                assert net(r.counterexample)[0] >= m + gap - FEAS_TOL
