@@ -44,6 +44,7 @@ from relulab.lipschitz import (  # noqa: E402
     sdp_bound,
 )
 from relulab.lipschitz.bab import by_bab  # noqa: E402
+from relulab.lipschitz.sdp import sdp_bab  # noqa: E402
 
 INF = float("inf")
 SIZES = [(2, [8, 8]), (2, [16, 16]), (3, [10, 10]), (3, [16, 16]), (4, [8, 8]), (4, [12, 12])]
@@ -102,6 +103,9 @@ def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
                     sb, ts = timed(sdp_bound, net, box)
                     row["sdp_2"] = sb / e.lower
                     row["t_sdp_2"] = ts
+                    sbb, tsb = timed(sdp_bab, net, box, time_limit=bab_seconds)
+                    row["sdpbab_2"] = sbb.upper / e.lower
+                    row["t_sdpbab_2"] = tsb
             rows.append(row)
             print(f"  d={d} widths={widths} seed={s}: regions {row['regions']}, "
                   f"L1 {row['exact_1']:.6g} (milp agrees to {row['agree_1']:.1e}), "
@@ -113,15 +117,49 @@ def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
 def summarise(rows) -> list[tuple]:
     out = []
     for key in ("1", "2", "inf"):
-        for b in ("product", "interval", "bab", "sdp"):
+        for b in ("product", "interval", "bab", "sdp", "sdpbab"):
             col = f"{b}_{key}"
             vals = [r[col] for r in rows if col in r]
             if vals:
-                t = {"product": "t_interval", "interval": "t_interval", "bab": "t_bab", "sdp": "t_sdp"}[b]
+                t = {"product": "t_interval", "interval": "t_interval", "bab": "t_bab", "sdp": "t_sdp",
+                     "sdpbab": "t_sdpbab"}[b]
                 ts = [r.get(f"{t}_{key}", np.nan) for r in rows]
                 out.append((key, b, float(np.median(vals)), float(np.max(vals)), float(np.min(vals)),
                             float(np.median(ts))))
     return out
+
+
+L2_SIZES = [[8, 8], [16, 16], [32, 32], [10, 10, 10], [16, 16, 16]]
+
+
+def part_l2_2d(seeds: int, budgets) -> list[dict]:
+    """The l2 target: on 2-input networks (enumeration gives the exact value) the
+    whole-box local LipSDP and the SDP branch and bound after each budget (seconds),
+    as ratios upper / exact, and the time the branch and bound takes to close."""
+    rows = []
+    for widths in L2_SIZES:
+        for s in range(seeds):
+            rng = np.random.default_rng(7000 + 10 * sum(widths) + s)
+            net = rand_net(rng, 2, widths)
+            box = Box(-np.ones(2), np.ones(2))
+            e, te = timed(by_enumeration, net, box, 2.0, None)
+            row = {"widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions, "t_enum": te}
+            sb, ts = timed(sdp_bound, net, box)
+            row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
+            row["product"] = product_bound(net, 2.0, None) / e.lower
+            for T in budgets:
+                o = sdp_bab(net, box, time_limit=T)
+                row[f"sdpbab_{T:g}s"] = o.upper / e.lower
+            o, tc = timed(sdp_bab, net, box, time_limit=120.0)
+            row["sdpbab_closed"] = o.complete
+            row["t_sdpbab_close"] = tc
+            row["sdpbab_final"] = o.upper / e.lower
+            row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
+            rows.append(row)
+            print(f"  widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
+                  + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
+                  + f", closed {o.complete} in {tc:.2f} s", flush=True)
+    return rows
 
 
 def part_acas(n_nets: int, seconds: float) -> list[dict]:
@@ -160,8 +198,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--acas", type=int, default=9, help="number of ACAS Xu networks (spread over the 45)")
     ap.add_argument("--acas-time", type=float, default=60.0)
+    ap.add_argument("--acas-only", action="store_true", help="only part 2 (written to lipschitz_acas.json)")
+    ap.add_argument("--no-acas", action="store_true", help="skip part 2")
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
     a = ap.parse_args()
+    acas_file = Path(a.out).with_name("lipschitz_acas.json")
+    if a.acas_only:
+        acas = run_acas(a)
+        acas_file.write_text(json.dumps({"acas": acas, "quick": a.quick}, indent=1, default=str))
+        print(f"\nwrote {acas_file}")
+        return
     sizes = SIZES[:2] if a.quick else SIZES
     seeds = 1 if a.quick else a.seeds
     print("alternative tools:", gurobi_available(), "; LipSDP (MATLAB + MOSEK) not installable here")
@@ -179,21 +225,47 @@ def main() -> None:
     for route in ("enum", "milp"):
         vals = [float(np.median([r.get(f"t_{route}_{k}", np.nan) for r in rows])) for k in ("1", "inf", "2")]
         print(f"{route:>12} {vals[0]:>15.3f} {vals[1]:>17.3f} {vals[2]:>15.3f}")
-    print("\nPart 2: ACAS Xu, property 1 box")
-    acas = part_acas(1 if a.quick else a.acas, 20.0 if a.quick else a.acas_time)
-    if acas:
-        for p in (1.0, INF):
-            rs = [r["ratio"] for r in acas if r["p"] == p]
-            print(f"  p={p:g}: bracket upper/lower median {np.median(rs):.3g}, worst {np.max(rs):.3g}, "
-                  f"exact {sum(r['status'] == 'exact' for r in acas if r['p'] == p)}/{len(rs)}")
+    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
+    budgets = (0.5, 2.0)
+    l2 = part_l2_2d(2 if a.quick else 4, budgets)
+    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
+    l2_summary = []
+    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in budgets], "sdpbab_final"):
+        v = np.array([r[col] for r in l2])
+        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
+                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
+        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
+    tc = [r["t_sdpbab_close"] for r in l2]
+    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
+          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s")
+    if a.no_acas:
+        acas = json.loads(acas_file.read_text())["acas"] if acas_file.exists() else []
+        print(f"\nPart 2 not run: {len(acas)} ACAS rows taken from {acas_file.name}")
+        report_acas(acas)
+    else:
+        acas = run_acas(a)
     out = {"random": rows, "summary": [dict(zip(("p", "bound", "median", "worst", "best", "median_s"), s, strict=True))
                                          for s in summ],
-           "worst_route_disagreement": worst_agree, "acas": acas, "gurobi": gurobi_available(),
-           "quick": a.quick}
+           "worst_route_disagreement": worst_agree, "acas": acas, "l2_2d": l2, "l2_summary": l2_summary,
+           "gurobi": gurobi_available(), "quick": a.quick}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     print(f"\nwrote {a.out}")
 
+
+def report_acas(acas: list[dict]) -> None:
+    for p in (1.0, INF):
+        rs = [r["ratio"] for r in acas if r["p"] == p]
+        if rs:
+            print(f"  p={p:g}: bracket upper/lower median {np.median(rs):.3g}, worst {np.max(rs):.3g}, "
+                  f"exact {sum(r['status'] == 'exact' for r in acas if r['p'] == p)}/{len(rs)}")
+
+
+def run_acas(a) -> list[dict]:
+    print("\nPart 2: ACAS Xu, property 1 box")
+    acas = part_acas(1 if a.quick else a.acas, 20.0 if a.quick else a.acas_time)
+    report_acas(acas)
+    return acas
 
 if __name__ == "__main__":
     main()

@@ -124,6 +124,13 @@ def forward_norm_bound(Ws, pre, skip, dirs: np.ndarray, q: float, d: int | None 
     """
     from .norms import vector_norm
 
+    yc, yr = _forward(Ws, pre, skip, dirs, d)
+    mag = np.abs(yc) + yr
+    return np.max(vector_norm(mag, q, axis=2), axis=1)
+
+
+def _forward(Ws, pre, skip, dirs, d):
+    """Centre and radius (B, S, m) of interval bounds of ``J s`` for the rows ``s`` of ``dirs``."""
     B = pre[0][0].shape[0] if pre else 1
     dirs = np.asarray(dirs, dtype=np.float64)
     n_in = Ws[0].shape[1]
@@ -144,16 +151,16 @@ def forward_norm_bound(Ws, pre, skip, dirs: np.ndarray, q: float, d: int | None 
     yc, yr = uc @ Ws[-1].T, ur @ np.abs(Ws[-1]).T
     if skip is not None:
         yc = yc + np.broadcast_to(dirs, (B, *dirs.shape)) @ skip[0].T
-    mag = np.abs(yc) + yr
-    return np.max(vector_norm(mag, q, axis=2), axis=1)
+    return yc, yr
 
 
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
                     d: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
-    smaller of the backward interval bound (:func:`interval_norm_bound`) and, for
-    ``p in {1, inf}``, the forward bound (:func:`forward_norm_bound`); also the backward
-    centre and radius.  ``d``: Jacobian in the first ``d`` inputs only (default all).
+    norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
+    backward pass intersected with those of the forward pass along each unit vector,
+    and for ``p = inf`` also the forward bound over the cube's vertices
+    (:func:`forward_norm_bound`); also the backward centre and radius.  ``d``: Jacobian in the first ``d`` inputs only (default all).
 
     Example:
         >>> import numpy as np
@@ -168,8 +175,15 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     n_in = lo.shape[1]
     d = n_in if d is None else d
     Gc, Gr = _backward(Ws, pre, skip, lo.shape[0])
-    ub = interval_norm_bound(Gc[:, :, :d], Gr[:, :, :d], p, q)
-    dirs = forward_directions(d, p)
+    # the forward pass along each unit vector bounds each Jacobian column: intersect the
+    # two entrywise intervals (both hold, so their intersection does)
+    fc, fr = _forward(Ws, pre, skip, np.eye(d), d)
+    fc, fr = fc.transpose(0, 2, 1), fr.transpose(0, 2, 1)
+    jl = np.maximum(Gc[:, :, :d] - Gr[:, :, :d], fc - fr)
+    ju = np.minimum(Gc[:, :, :d] + Gr[:, :, :d], fc + fr)
+    ju = np.maximum(ju, jl)  # rounding can cross them by an ulp where both are tight
+    ub = interval_norm_bound((jl + ju) / 2, (ju - jl) / 2, p, q)
+    dirs = forward_directions(d, p) if np.isinf(p) else None
     if dirs is not None:
         qq = 1.0 if Ws[-1].shape[0] == 1 else (p if q is None else q)  # one output: |J s|
         ub = np.minimum(ub, forward_norm_bound(Ws, pre, skip, dirs, qq, d))
