@@ -61,8 +61,9 @@ from ..results import Result
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["ReducedLift", "reduced_lift", "verified_psd", "local_sdp_bound", "sdp_bab",
-           "SDPBaBOutcome", "EIG_SAFETY"]
+# local_sdp_bound is reached through upper.sdp_bound (exported: a verified bound at any
+# time limit, or an error), so it is not exported twice
+__all__ = ["ReducedLift", "reduced_lift", "verified_psd", "sdp_bab", "SDPBaBOutcome", "EIG_SAFETY"]
 
 # the computed smallest eigenvalue of a symmetric n x n matrix is within about
 # n * eps * ||M||_F of the true one (backward-stable eigensolver + Weyl); this factor
@@ -189,10 +190,11 @@ def _certified_rho(lift: ReducedLift, t: np.ndarray) -> float:
     rho = max(float(np.linalg.eigvalsh((Sch + Sch.T) / 2)[-1]), 0.0)
     Px = np.zeros_like(K)
     Px[np.arange(d), np.arange(d)] = 1.0
-    scale = max(1.0, float(np.linalg.norm(K)))
-    step = RHO_GROWTH * scale
+    # start the search just above rho (relative), with a floor far below the matrix's
+    # scale so that a zero rho can grow too
+    step = RHO_GROWTH * max(rho, 1e-6 * float(np.linalg.norm(K)), np.finfo(float).tiny)  # tol: floor relative to ||K||
     for _ in range(60):
-        rho_try = rho * (1 + RHO_GROWTH) + step
+        rho_try = rho + step
         if verified_psd(rho_try * Px - K):
             return rho_try
         step *= 4.0
