@@ -50,6 +50,9 @@ from relulab.lipschitz import (  # noqa: E402
 )
 
 PS = (1.0, 1.5, 2.0, 3.0, float("inf"))
+# route beyond enumeration ("auto", or "bab": the branch and bound, which for bias-free
+# networks runs on the faces of [-1, 1]^d, with local LipSDP for p = 2); set by --method
+METHOD = "auto"
 RESULTS = Path(__file__).with_name("results")
 
 
@@ -91,7 +94,7 @@ def measure_all(net: Network, d: int, time_limit: float, enum_dim: int) -> list[
                         "method": "enumeration", "time": time.time() - t + t_enum, "regions": len(rs)})
         return out
     for p in PS:
-        r = lipschitz(net, None, p=p, method="auto", time_limit=time_limit)
+        r = lipschitz(net, None, p=p, method=METHOD, time_limit=time_limit)
         out.append({"lower": r.lower, "upper": r.upper, "status": r.status, "method": r.method,
                     "time": r.time, "upper_from": r.info.get("upper_from")})
     return out
@@ -118,7 +121,10 @@ def main() -> None:
                     help="bias standard deviations to run now (default: 0 and --bias-sd)")
     ap.add_argument("--keep-from", help="an earlier JSON whose runs are kept for the (bias, d) pairs "
                     "not run now (to extend a long run by a few dimensions)")
+    ap.add_argument("--method", default="auto", help="route beyond enumeration: auto or bab")
     a = ap.parse_args()
+    global METHOD
+    METHOD = a.method
     if a.from_json:
         old = json.loads(Path(a.from_json).read_text())
         norms = {int(k): v for k, v in old["gaussian_norms"].items()}

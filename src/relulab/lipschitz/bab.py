@@ -34,13 +34,17 @@ from .result import LipschitzWitness
 from .witness import certify_point
 
 __all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds", "interval_norm_bound", "box_norm_bounds",
-           "forward_norm_bound", "forward_directions"]
+           "forward_norm_bound", "forward_directions", "start_boxes", "pattern_bounds"]
 
 # a box whose bound is within the exactness tolerance of the best value cannot change
 # the status: drop it (interval bounds never close exactly on region boundaries)
 DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search reads "exact"
 
 
+# boxes with at most this many unstable neurons get every pattern's Jacobian (2^k of
+# them), for at most PATTERN_BOXES of the worst boxes per batch
+PATTERN_MAX_UNSTABLE = 10
+PATTERN_BOXES = 16
 # random points probed in each of the boxes with the largest bounds, per batch
 PROBE_BOXES = 64
 PROBE_POINTS = 8
@@ -155,12 +159,15 @@ def _forward(Ws, pre, skip, dirs, d):
 
 
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
-                    d: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    d: int | None = None, pattern_max: int = 0,
+                    pattern_boxes: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
     norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
     backward pass intersected with those of the forward pass along each unit vector,
     and for ``p = inf`` also the forward bound over the cube's vertices
-    (:func:`forward_norm_bound`); also the backward centre and radius.  ``d``: Jacobian in the first ``d`` inputs only (default all).
+    (:func:`forward_norm_bound`); also the backward centre and radius.  With
+    ``pattern_max``, the ``pattern_boxes`` worst boxes with at most that many unstable
+    neurons also get :func:`pattern_bounds`.  ``d``: Jacobian in the first ``d`` inputs only (default all).
 
     Example:
         >>> import numpy as np
@@ -187,7 +194,53 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     if dirs is not None:
         qq = 1.0 if Ws[-1].shape[0] == 1 else (p if q is None else q)  # one output: |J s|
         ub = np.minimum(ub, forward_norm_bound(Ws, pre, skip, dirs, qq, d))
+    if pattern_max:
+        ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes))
     return ub, Gc, Gr
+
+
+def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: int,
+                   max_unstable: int = PATTERN_MAX_UNSTABLE, max_boxes: int = PATTERN_BOXES) -> np.ndarray:
+    """Per box, the largest ``||J||`` over every activation pattern of its unstable
+    neurons (stable ones fixed), for the ``max_boxes`` boxes with the largest ``ub`` that
+    have at most ``max_unstable`` unstable neurons; ``inf`` for the others.  Every
+    full-dimensional region in the box has one of these patterns, so the maximum is an
+    upper bound (tight when the patterns are realised).  Interval bounds lose the
+    cancellations inside products of large weights; this does not, which is what closes
+    the small boxes left around points where several neurons switch.
+
+    Example:
+        >>> import numpy as np
+        >>> Ws = [np.array([[1.0], [-1.0]]), np.array([[2.0, 1.0]])]
+        >>> pre = [(np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]]))]
+        >>> pattern_bounds(Ws, pre, None, np.array([3.0]), 1.0, None, 1).tolist()   # 2 relu(x) + relu(-x)
+        [2.0]
+    """
+    from .lower import batch_norms
+
+    B = len(ub)
+    out = np.full(B, np.inf)
+    unst = np.concatenate([(lo < 0) & (hi > 0) for lo, hi in pre], axis=1)
+    act = np.concatenate([lo >= 0 for lo, _hi in pre], axis=1) & ~unst
+    n_u = unst.sum(axis=1)
+    cand = np.flatnonzero(n_u <= max_unstable)
+    cand = cand[np.argsort(-ub[cand])][:max_boxes]
+    sizes = [W.shape[0] for W in Ws[:-1]]
+    for b in cand:
+        iu = np.flatnonzero(unst[b])
+        P = 1 << len(iu)
+        masks = np.broadcast_to(act[b], (P, act.shape[1])).astype(float)
+        bits = (np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1
+        masks[:, iu] = bits
+        G = np.broadcast_to(Ws[-1], (P, *Ws[-1].shape))
+        off = sum(sizes)
+        for k in range(len(Ws) - 2, -1, -1):
+            off -= sizes[k]
+            G = (G * masks[:, None, off: off + sizes[k]]) @ Ws[k]
+        if skip is not None:
+            G = G + skip[0]
+        out[b] = float(np.max(batch_norms(G[:, :, :d], p, q, end="upper")))
+    return out
 
 
 def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -235,6 +288,35 @@ def _faces(d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def start_boxes(Ws, bs, skip, box: Box) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes the search starts from: ``box`` itself, or, for a bias-free network and
+    a box with the origin inside, its ``2 d`` faces.  A bias-free network's regions are
+    cones from the origin, and every box around the origin hits all of them, so splitting
+    never makes the neurons near the origin stable; but every open cone also meets the
+    box's boundary in a relatively open set, and bounds on the (closed) faces cover the
+    Jacobians of all regions touching them.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box
+        >>> from relulab.bounds import float_layers
+        >>> Ws, bs, skip = float_layers(Network([[[1.0, -1.0]], [[1.0]]], [[0.0], [0.0]]))
+        >>> lo, hi = start_boxes(Ws, bs, skip, Box([-1, -2], [1, 2]))
+        >>> len(lo), lo[0].tolist(), hi[0].tolist()
+        (4, [-1.0, -2.0], [-1.0, 2.0])
+    """
+    lo, hi = box.lo, box.hi
+    bias_free = all(not np.any(b) for b in bs) and (skip is None or not np.any(skip[1]))
+    if not (bias_free and np.all(lo < 0) and np.all(hi > 0)):
+        return lo[None].copy(), hi[None].copy()
+    d = len(lo)
+    L, H = np.tile(lo, (2 * d, 1)), np.tile(hi, (2 * d, 1))
+    for i in range(d):
+        H[2 * i, i] = lo[i]
+        L[2 * i + 1, i] = hi[i]
+    return L, H
+
+
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
            *, batch: int = 1024, max_boxes: int | None = None, seed: int = 0,
            clock=None) -> BaBOutcome:
@@ -268,7 +350,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         width0 = ext.hi - ext.lo
     else:
         Ws, bs, sk = float_layers(net)
-        OL, OH = box.lo[None].copy(), box.hi[None].copy()
+        OL, OH = start_boxes(Ws, bs, sk, box)
         width0 = box.hi - box.lo
     OU = np.full(len(OL), np.inf)
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
@@ -288,7 +370,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, parent = OL[idx], OH[idx], OU[idx]
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
-        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d)
+        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES)
         ub = np.minimum(ub, parent)
         C = (lo + hi) / 2
         # the boxes with the largest bounds are where a larger norm may hide: a few

@@ -347,12 +347,18 @@ def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
                            deadline=None if deadline is None else time.time() + 0.1 * time_limit)
     best = best_w.norm if best_w is not None else 0.0
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * (box.hi - box.lo)  # tol: tie-break so untouched inputs still split
-    n_boxes, n_sdps = 1, 0
-    ub0, U0, used = _box_bound(net, Ws, bs, sk, box.lo, box.hi, np.inf, best, None)
-    n_sdps += used
-    heap = [(-ub0, 0, box.lo.copy(), box.hi.copy())]
-    counter = 1
-    root = ub0
+    from .bab import start_boxes
+
+    n_boxes, n_sdps = 0, 0
+    heap, root, U0 = [], 0.0, 0
+    for lo0, hi0 in zip(*start_boxes(Ws, bs, sk, box), strict=True):   # the box, or its faces
+        ub0, u0, used = _box_bound(net, Ws, bs, sk, lo0, hi0, np.inf, best, None)
+        n_sdps += used
+        n_boxes += 1
+        heap.append((-ub0, n_boxes, lo0, hi0))
+        root, U0 = max(root, ub0), max(U0, u0)
+    heapq.heapify(heap)
+    counter = n_boxes + 1
     while heap:
         if -heap[0][0] <= best * (1 + SDP_DROP_TOL):
             heap = []
