@@ -116,3 +116,35 @@ def test_sdp_bab_bad_input():
     net = rand_net(np.random.default_rng(0), [2, 3, 1])
     with pytest.raises(RelulabError):
         sdp_bab(net, Box([-1], [1]))
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, INF])
+def test_bias_free_bab_starts_from_faces_and_closes(p):
+    # boxes around the origin never make a bias-free network's neurons stable; the faces do
+    from relulab.lipschitz.bab import by_bab, start_boxes
+
+    rng = np.random.default_rng(21)
+    net = rand_net(rng, [3, 6, 6, 1], bias=0.0)
+    box = Box(-np.ones(3), np.ones(3))
+    lo, hi = start_boxes(*float_layers(net), box)
+    assert len(lo) == 6 and np.all(np.sum(hi - lo == 0, axis=1) == 1)
+    exact = by_enumeration(net, box, p, None).lower
+    o = by_bab(net, box, p, None, max_boxes=200_000)
+    assert o.complete and abs(o.lower - exact) <= 1e-9 * exact and o.upper <= exact * (1 + 1e-6)
+    if p == 2.0:
+        s = sdp_bab(net, box, time_limit=None, max_boxes=3000)
+        assert s.lower <= exact * (1 + 1e-9) <= s.upper * (1 + 2e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pattern_bounds_dominate_the_exact_constant(seed):
+    from relulab.lipschitz.bab import pattern_bounds
+
+    rng = np.random.default_rng(70 + seed)
+    net = rand_net(rng, [2, 4, 3, 2])
+    box = rand_box(rng, 2)
+    Ws, bs, sk = float_layers(net)
+    pre = [(lo[None], hi[None]) for lo, hi in preactivation_bounds(net, box)]
+    for p in (1.0, 2.0, INF):
+        pb = float(pattern_bounds(Ws, pre, sk, np.array([np.inf]), p, p, 2, max_unstable=7)[0])
+        assert pb >= by_enumeration(net, box, p, p).lower * (1 - 1e-9)

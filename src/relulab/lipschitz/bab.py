@@ -220,6 +220,8 @@ def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: 
 
     B = len(ub)
     out = np.full(B, np.inf)
+    if not pre:  # an affine map: the other bounds are exact already
+        return out
     unst = np.concatenate([(lo < 0) & (hi > 0) for lo, hi in pre], axis=1)
     act = np.concatenate([lo >= 0 for lo, _hi in pre], axis=1) & ~unst
     n_u = unst.sum(axis=1)
