@@ -268,11 +268,21 @@ def lipschitz(
             partial = True
         else:
             if _l2(p, q) and isinstance(work_dom, Box):
-                # l2: split with local LipSDP bounds on the pieces (tighter than intervals)
+                # l2: the batched interval search for half the time, then the split with
+                # local LipSDP bounds on the pieces; both brackets hold, keep the best ends
                 tl = left() if deadline is not None else BAB_DEFAULT_SECONDS
-                bb = sdp_bab(net, work_dom, time_limit=tl, samples=samples)
-                info["bab_bound"] = "local_sdp"
-                info["sdps"] = bb.n_sdps
+                ib = by_bab(net, work_dom, p, q, time.time() + tl / 2)
+                if ib.complete:
+                    bb = ib
+                else:
+                    bb = sdp_bab(net, work_dom, time_limit=max(tl / 2, 1e-3), samples=samples)
+                    info["sdps"] = bb.n_sdps
+                    take(ib.witness)
+                    if ib.witness is not None:
+                        lowers["bab_interval"] = ib.lower
+                    uppers["bab_interval"] = ib.upper
+                    partial = partial or not (bb.complete or ib.upper <= bb.lower * (1 + LIP_REL_TOL))
+                info["bab_bound"] = "interval+local_sdp"
             else:
                 bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
             info["boxes"] = bb.n_boxes
