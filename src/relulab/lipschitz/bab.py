@@ -45,6 +45,8 @@ DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search 
 # them), for at most PATTERN_BOXES of the worst boxes per batch
 PATTERN_MAX_UNSTABLE = 10
 PATTERN_BOXES = 16
+# of those, the worst few per batch have their best pattern's region looked for (an LP)
+PATTERN_WITNESSES = 4
 # random points probed in each of the boxes with the largest bounds, per batch
 PROBE_BOXES = 64
 PROBE_POINTS = 8
@@ -159,8 +161,8 @@ def _forward(Ws, pre, skip, dirs, d):
 
 
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
-                    d: int | None = None, pattern_max: int = 0,
-                    pattern_boxes: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    d: int | None = None, pattern_max: int = 0, pattern_boxes: int = 0,
+                    best_patterns: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
     norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
     backward pass intersected with those of the forward pass along each unit vector,
@@ -195,12 +197,14 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
         qq = 1.0 if Ws[-1].shape[0] == 1 else (p if q is None else q)  # one output: |J s|
         ub = np.minimum(ub, forward_norm_bound(Ws, pre, skip, dirs, qq, d))
     if pattern_max:
-        ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes))
+        ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes,
+                                           best_patterns))
     return ub, Gc, Gr
 
 
 def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: int,
-                   max_unstable: int = PATTERN_MAX_UNSTABLE, max_boxes: int = PATTERN_BOXES) -> np.ndarray:
+                   max_unstable: int = PATTERN_MAX_UNSTABLE, max_boxes: int = PATTERN_BOXES,
+                   best_patterns: dict | None = None) -> np.ndarray:
     """Per box, the largest ``||J||`` over every activation pattern of its unstable
     neurons (stable ones fixed), for the ``max_boxes`` boxes with the largest ``ub`` that
     have at most ``max_unstable`` unstable neurons; ``inf`` for the others.  Every
@@ -241,7 +245,11 @@ def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: 
             G = (G * masks[:, None, off: off + sizes[k]]) @ Ws[k]
         if skip is not None:
             G = G + skip[0]
-        out[b] = float(np.max(batch_norms(G[:, :, :d], p, q, end="upper")))
+        nrm = batch_norms(G[:, :, :d], p, q, end="upper")
+        j = int(np.argmax(nrm))
+        out[b] = float(nrm[j])
+        if best_patterns is not None:
+            best_patterns[int(b)] = masks[j] > 0.5
     return out
 
 
@@ -337,10 +345,10 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         ...                 [[1.0, -2.0]]], [[0.0, 0.5, -0.2], [0.1, 0.0], [0.0]])
         >>> cut = by_bab(deep, Box([-1, -1], [1, 1]), 1, None, max_boxes=1)   # stopped early: a bracket
         >>> ex = by_bab(deep, Box([-1, -1], [1, 1]), 1, None)
-        >>> cut.complete, ex.complete, bool(cut.lower <= ex.lower <= cut.upper)
-        (False, True, True)
+        >>> ex.complete, bool(cut.lower <= ex.lower <= cut.upper)
+        (True, True)
     """
-    from .milp import homogeneous_problem
+    from .milp import homogeneous_problem, region_witness
 
     t0 = time.perf_counter()
     clock = time.time if clock is None else clock  # time.process_time: a CPU-seconds deadline
@@ -372,8 +380,19 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, parent = OL[idx], OH[idx], OU[idx]
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
-        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES)
+        pats: dict = {}
+        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats)
         ub = np.minimum(ub, parent)
+        if box is not None:
+            # the pattern attaining a box's bound may be a thin region that sampling
+            # misses: its Chebyshev centre (an LP) is a certified witness when it exists
+            for b in sorted(pats, key=lambda b: -ub[b])[:PATTERN_WITNESSES]:
+                if ub[b] > best * (1 + DROP_TOL):
+                    w = region_witness(net, pats[b], Box(lo[b], hi[b]), p, q, "bab")
+                    if w is not None and w.norm > best:
+                        best, best_w = w.norm, w
+                        alive = OU > best + DROP_TOL * (1 + best)
+                        OL, OH, OU = OL[alive], OH[alive], OU[alive]
         C = (lo + hi) / 2
         # the boxes with the largest bounds are where a larger norm may hide: a few
         # random points in each of them besides every centre
