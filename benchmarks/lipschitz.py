@@ -10,14 +10,22 @@ upper / exact, and the time of each route.
 
 Part 2 (ACAS Xu, property 1's input box, 5 inputs, 6 x 50 neurons, 5 outputs, q = p):
 ``lipschitz(..., method="auto", time_limit=T)`` for p = 1 and inf; lower, upper,
-upper / lower, status.  The exact routes do not close there in 60 s (see
-docs/lipschitz.md), so the bracket is what is reported.
+upper / lower, status, and the CPU seconds the call got.  The exact routes do not close
+there in 60 s (see docs/lipschitz.md), so the bracket is what is reported.
 
 Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this machine
 (checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
 so the routes are compared with each other.
 
-Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60]
+Part 1b (the l2 target): on 2-input networks (exact by enumeration), the whole-box local
+LipSDP and the local-SDP branch and bound after 0.5 s, 2 s and until it closes (120 s cap).
+
+Part 2b (``--acas-cpu 1_1,3_3``): the same ACAS brackets with a budget of CPU seconds
+(sampling + ``by_bab(..., clock=time.process_time)``), because on a shared machine a
+wall-clock minute can be a few CPU seconds.
+
+Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas]
+      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60
 """
 
 from __future__ import annotations
