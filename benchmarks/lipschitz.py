@@ -10,14 +10,22 @@ upper / exact, and the time of each route.
 
 Part 2 (ACAS Xu, property 1's input box, 5 inputs, 6 x 50 neurons, 5 outputs, q = p):
 ``lipschitz(..., method="auto", time_limit=T)`` for p = 1 and inf; lower, upper,
-upper / lower, status.  The exact routes do not close there in 60 s (see
-docs/lipschitz.md), so the bracket is what is reported.
+upper / lower, status, and the CPU seconds the call got.  The exact routes do not close
+there in 60 s (see docs/lipschitz.md), so the bracket is what is reported.
 
 Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this machine
 (checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
 so the routes are compared with each other.
 
-Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60]
+Part 1b (the l2 target): on 2-input networks (exact by enumeration), the whole-box local
+LipSDP and the local-SDP branch and bound after 0.5 s, 2 s and until it closes (120 s cap).
+
+Part 2b (``--acas-cpu 1_1,3_3``): the same ACAS brackets with a budget of CPU seconds
+(sampling + ``by_bab(..., clock=time.process_time)``), because on a shared machine a
+wall-clock minute can be a few CPU seconds.
+
+Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas]
+      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from relulab.lipschitz import (  # noqa: E402
     sdp_bound,
 )
 from relulab.lipschitz.bab import by_bab  # noqa: E402
+from relulab.lipschitz.sdp import sdp_bab  # noqa: E402
 
 INF = float("inf")
 SIZES = [(2, [8, 8]), (2, [16, 16]), (3, [10, 10]), (3, [16, 16]), (4, [8, 8]), (4, [12, 12])]
@@ -102,6 +111,9 @@ def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
                     sb, ts = timed(sdp_bound, net, box)
                     row["sdp_2"] = sb / e.lower
                     row["t_sdp_2"] = ts
+                    sbb, tsb = timed(sdp_bab, net, box, time_limit=bab_seconds)
+                    row["sdpbab_2"] = sbb.upper / e.lower
+                    row["t_sdpbab_2"] = tsb
             rows.append(row)
             print(f"  d={d} widths={widths} seed={s}: regions {row['regions']}, "
                   f"L1 {row['exact_1']:.6g} (milp agrees to {row['agree_1']:.1e}), "
@@ -113,15 +125,49 @@ def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
 def summarise(rows) -> list[tuple]:
     out = []
     for key in ("1", "2", "inf"):
-        for b in ("product", "interval", "bab", "sdp"):
+        for b in ("product", "interval", "bab", "sdp", "sdpbab"):
             col = f"{b}_{key}"
             vals = [r[col] for r in rows if col in r]
             if vals:
-                t = {"product": "t_interval", "interval": "t_interval", "bab": "t_bab", "sdp": "t_sdp"}[b]
+                t = {"product": "t_interval", "interval": "t_interval", "bab": "t_bab", "sdp": "t_sdp",
+                     "sdpbab": "t_sdpbab"}[b]
                 ts = [r.get(f"{t}_{key}", np.nan) for r in rows]
                 out.append((key, b, float(np.median(vals)), float(np.max(vals)), float(np.min(vals)),
                             float(np.median(ts))))
     return out
+
+
+L2_SIZES = [[8, 8], [16, 16], [32, 32], [10, 10, 10], [16, 16, 16]]
+
+
+def part_l2_2d(seeds: int, budgets) -> list[dict]:
+    """The l2 target: on 2-input networks (enumeration gives the exact value) the
+    whole-box local LipSDP and the SDP branch and bound after each budget (seconds),
+    as ratios upper / exact, and the time the branch and bound takes to close."""
+    rows = []
+    for widths in L2_SIZES:
+        for s in range(seeds):
+            rng = np.random.default_rng(7000 + 10 * sum(widths) + s)
+            net = rand_net(rng, 2, widths)
+            box = Box(-np.ones(2), np.ones(2))
+            e, te = timed(by_enumeration, net, box, 2.0, None)
+            row = {"widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions, "t_enum": te}
+            sb, ts = timed(sdp_bound, net, box)
+            row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
+            row["product"] = product_bound(net, 2.0, None) / e.lower
+            for T in budgets:
+                o = sdp_bab(net, box, time_limit=T)
+                row[f"sdpbab_{T:g}s"] = o.upper / e.lower
+            o, tc = timed(sdp_bab, net, box, time_limit=120.0)
+            row["sdpbab_closed"] = o.complete
+            row["t_sdpbab_close"] = tc
+            row["sdpbab_final"] = o.upper / e.lower
+            row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
+            rows.append(row)
+            print(f"  widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
+                  + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
+                  + f", closed {o.complete} in {tc:.2f} s", flush=True)
+    return rows
 
 
 def part_acas(n_nets: int, seconds: float) -> list[dict]:
@@ -144,14 +190,53 @@ def part_acas(n_nets: int, seconds: float) -> list[dict]:
     for f in chosen:
         net = load_model(str(f))
         for p in (1.0, INF):
+            cpu0 = time.process_time()
             r = lipschitz(net, box, p=p, q=p, time_limit=seconds)
+            cpu = time.process_time() - cpu0
             ratio = r.upper / r.lower if r.lower > 0 else INF
             rows.append({"net": f.stem, "p": p, "lower": r.lower, "upper": r.upper, "ratio": ratio,
                          "status": r.status, "method": r.method, "upper_from": r.info.get("upper_from"),
-                         "uppers": r.uppers, "time": r.time})
+                         "uppers": r.uppers, "time": r.time, "cpu_seconds": cpu,
+                         "boxes": r.info.get("boxes")})
             print(f"  {f.stem} p={p:g}: [{r.lower:.6g}, {r.upper:.6g}] ratio {ratio:.3g} "
-                  f"{r.status} ({r.method}, best upper {r.info.get('upper_from')}) {r.time:.1f} s", flush=True)
+                  f"{r.status} ({r.method}, best upper {r.info.get('upper_from')}) {r.time:.1f} s wall, "
+                  f"{cpu:.1f} s CPU (the machine is shared)", flush=True)
     return rows
+
+
+def part_acas_cpu(names: list[str], cpu_seconds: float) -> list[dict]:
+    """The same brackets with a CPU-time budget (the machine is shared by other jobs, so
+    a wall-clock minute can be a few CPU seconds): sampling plus the interval branch and
+    bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent."""
+    from relulab.io import load_model
+    from relulab.io.vnnlib import load_vnnlib
+    from relulab.lipschitz import sampled_lower
+
+    root = _acas_root()
+    prop = load_vnnlib(root / "acasxu" / "vnnlib" / "prop_1.vnnlib", n_inputs=5, n_outputs=5)
+    box = prop.cases[0].input_box
+    rows = []
+    for name in names:
+        f = root / "acasxu" / "onnx" / f"ACASXU_run2a_{name}_batch_2000.onnx"
+        net = load_model(str(f))
+        for p in (1.0, INF):
+            c0, w0 = time.process_time(), time.time()
+            w = sampled_lower(net, box, p, p, n=2000)
+            o = by_bab(net, box, p, p, c0 + cpu_seconds, clock=time.process_time)
+            lower = max(o.lower, w.norm if w is not None else 0.0)
+            cpu, wall = time.process_time() - c0, time.time() - w0
+            rows.append({"net": f.stem, "p": p, "lower": lower, "upper": o.upper, "ratio": o.upper / lower,
+                         "complete": o.complete, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
+            print(f"  {name} p={p:g}: [{lower:.6g}, {o.upper:.6g}] ratio {o.upper / lower:.3g} "
+                  f"({o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)", flush=True)
+    return rows
+
+
+def _acas_root() -> Path:
+    repo = Path(__file__).resolve().parents[1]
+    cands = [Path(os.environ["RELULAB_DATA"])] if os.environ.get("RELULAB_DATA") else []
+    cands += [repo.parent / "shared" / "data", repo.parent.parent / "shared" / "data"]
+    return next((c for c in cands if (c / "acasxu" / "onnx").is_dir()), cands[-1])
 
 
 def main() -> None:
@@ -160,8 +245,33 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--acas", type=int, default=9, help="number of ACAS Xu networks (spread over the 45)")
     ap.add_argument("--acas-time", type=float, default=60.0)
+    ap.add_argument("--acas-only", action="store_true", help="only part 2 (written to lipschitz_acas.json)")
+    ap.add_argument("--no-acas", action="store_true", help="skip part 2")
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
+    ap.add_argument("--acas-cpu", type=str, default=None,
+                    help="comma-separated ACAS networks (e.g. 1_1,3_3) for the CPU-time-budget run only")
     a = ap.parse_args()
+    acas_file = Path(a.out).with_name("lipschitz_acas.json")
+    if a.acas_cpu:
+        print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
+        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time)
+        cpu_file = Path(a.out).with_name("lipschitz_acas_cpu.json")
+        cpu_file.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": a.acas_time}, indent=1, default=str))
+        for p in (1.0, INF):
+            rs = [r["ratio"] for r in rows if r["p"] == p]
+            print(f"  p={p:g}: ratio median {np.median(rs):.3g}, worst {np.max(rs):.3g}")
+        print(f"wrote {cpu_file}")
+        return
+    if a.acas_only:
+        acas = run_acas(a)
+        acas_file.write_text(json.dumps({"acas": acas, "quick": a.quick}, indent=1, default=str))
+        print(f"\nwrote {acas_file}")
+        if Path(a.out).exists():  # keep the full JSON's ACAS part current
+            full = json.loads(Path(a.out).read_text())
+            full["acas"] = acas
+            Path(a.out).write_text(json.dumps(full, indent=1, default=str))
+            print(f"updated the ACAS part of {a.out}")
+        return
     sizes = SIZES[:2] if a.quick else SIZES
     seeds = 1 if a.quick else a.seeds
     print("alternative tools:", gurobi_available(), "; LipSDP (MATLAB + MOSEK) not installable here")
@@ -179,21 +289,47 @@ def main() -> None:
     for route in ("enum", "milp"):
         vals = [float(np.median([r.get(f"t_{route}_{k}", np.nan) for r in rows])) for k in ("1", "inf", "2")]
         print(f"{route:>12} {vals[0]:>15.3f} {vals[1]:>17.3f} {vals[2]:>15.3f}")
-    print("\nPart 2: ACAS Xu, property 1 box")
-    acas = part_acas(1 if a.quick else a.acas, 20.0 if a.quick else a.acas_time)
-    if acas:
-        for p in (1.0, INF):
-            rs = [r["ratio"] for r in acas if r["p"] == p]
-            print(f"  p={p:g}: bracket upper/lower median {np.median(rs):.3g}, worst {np.max(rs):.3g}, "
-                  f"exact {sum(r['status'] == 'exact' for r in acas if r['p'] == p)}/{len(rs)}")
+    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
+    budgets = (0.5, 2.0)
+    l2 = part_l2_2d(2 if a.quick else 4, budgets)
+    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
+    l2_summary = []
+    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in budgets], "sdpbab_final"):
+        v = np.array([r[col] for r in l2])
+        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
+                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
+        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
+    tc = [r["t_sdpbab_close"] for r in l2]
+    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
+          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s")
+    if a.no_acas:
+        acas = json.loads(acas_file.read_text())["acas"] if acas_file.exists() else []
+        print(f"\nPart 2 not run: {len(acas)} ACAS rows taken from {acas_file.name}")
+        report_acas(acas)
+    else:
+        acas = run_acas(a)
     out = {"random": rows, "summary": [dict(zip(("p", "bound", "median", "worst", "best", "median_s"), s, strict=True))
                                          for s in summ],
-           "worst_route_disagreement": worst_agree, "acas": acas, "gurobi": gurobi_available(),
-           "quick": a.quick}
+           "worst_route_disagreement": worst_agree, "acas": acas, "l2_2d": l2, "l2_summary": l2_summary,
+           "gurobi": gurobi_available(), "quick": a.quick}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     print(f"\nwrote {a.out}")
 
+
+def report_acas(acas: list[dict]) -> None:
+    for p in (1.0, INF):
+        rs = [r["ratio"] for r in acas if r["p"] == p]
+        if rs:
+            print(f"  p={p:g}: bracket upper/lower median {np.median(rs):.3g}, worst {np.max(rs):.3g}, "
+                  f"exact {sum(r['status'] == 'exact' for r in acas if r['p'] == p)}/{len(rs)}")
+
+
+def run_acas(a) -> list[dict]:
+    print("\nPart 2: ACAS Xu, property 1 box")
+    acas = part_acas(1 if a.quick else a.acas, 20.0 if a.quick else a.acas_time)
+    report_acas(acas)
+    return acas
 
 if __name__ == "__main__":
     main()

@@ -50,6 +50,9 @@ from relulab.lipschitz import (  # noqa: E402
 )
 
 PS = (1.0, 1.5, 2.0, 3.0, float("inf"))
+# route beyond enumeration ("auto", or "bab": the branch and bound, which for bias-free
+# networks runs on the faces of [-1, 1]^d, with local LipSDP for p = 2); set by --method
+METHOD = "auto"
 RESULTS = Path(__file__).with_name("results")
 
 
@@ -91,7 +94,7 @@ def measure_all(net: Network, d: int, time_limit: float, enum_dim: int) -> list[
                         "method": "enumeration", "time": time.time() - t + t_enum, "regions": len(rs)})
         return out
     for p in PS:
-        r = lipschitz(net, None, p=p, method="auto", time_limit=time_limit)
+        r = lipschitz(net, None, p=p, method=METHOD, time_limit=time_limit)
         out.append({"lower": r.lower, "upper": r.upper, "status": r.status, "method": r.method,
                     "time": r.time, "upper_from": r.info.get("upper_from")})
     return out
@@ -114,7 +117,14 @@ def main() -> None:
     ap.add_argument("--enum-dim", type=int, default=3, help="enumerate R^d exactly up to this d")
     ap.add_argument("--out", default=str(RESULTS / "random_lipschitz"))
     ap.add_argument("--from-json", help="re-summarise and re-plot the runs of an earlier JSON")
+    ap.add_argument("--biases", type=str, default=None,
+                    help="bias standard deviations to run now (default: 0 and --bias-sd)")
+    ap.add_argument("--keep-from", help="an earlier JSON whose runs are kept for the (bias, d) pairs "
+                    "not run now (to extend a long run by a few dimensions)")
+    ap.add_argument("--method", default="auto", help="route beyond enumeration: auto or bab")
     a = ap.parse_args()
+    global METHOD
+    METHOD = a.method
     if a.from_json:
         old = json.loads(Path(a.from_json).read_text())
         norms = {int(k): v for k, v in old["gaussian_norms"].items()}
@@ -127,10 +137,17 @@ def main() -> None:
         dims, seeds, width, tl = [2, 3, 4], 2, 12, 5.0
     else:
         dims, seeds, width, tl = [int(v) for v in a.dims.split(",")], a.seeds, a.width, a.time_limit
-    norms = {d: gaussian_norms(d) for d in dims}
+    run_biases = (0.0, a.bias_sd) if a.biases is None else tuple(float(v) for v in a.biases.split(","))
     runs = []
+    if a.keep_from:
+        old = json.loads(Path(a.keep_from).read_text())
+        runs = [r for r in old["runs"] if not (r["bias_sd"] in run_biases and r["d"] in dims)]
+        dims_all = sorted(set(dims) | {r["d"] for r in runs})
+    else:
+        dims_all = dims
+    norms = {d: gaussian_norms(d) for d in dims_all}
     t0 = time.time()
-    for bias in (0.0, a.bias_sd):
+    for bias in run_biases:
         for d in dims:
             for s in range(seeds):
                 net = he_network(np.random.default_rng(7919 * d + s), d, width, a.depth, bias)
@@ -141,7 +158,7 @@ def main() -> None:
                           f"{m['status']} ({m['method']}, {m['time']:.1f} s)", flush=True)
     biases = (0.0, a.bias_sd)
     summary = summarise(runs, norms, biases)
-    out = {"claim": __doc__.split("\n\n")[1], "dims": dims, "seeds": seeds, "width": width,
+    out = {"claim": __doc__.split("\n\n")[1], "dims": dims_all, "seeds": seeds, "width": width,
            "depth": a.depth, "bias_sd": a.bias_sd, "time_limit": tl, "gaussian_norms": norms,
            "runs": runs, "summary": summary, "seconds": time.time() - t0, "quick": a.quick}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

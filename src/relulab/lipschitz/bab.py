@@ -33,11 +33,23 @@ from .lower import batch_norms
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds", "interval_norm_bound"]
+__all__ = ["by_bab", "BaBOutcome", "box_jacobian_bounds", "interval_norm_bound", "box_norm_bounds",
+           "forward_norm_bound", "forward_directions", "start_boxes", "pattern_bounds"]
 
 # a box whose bound is within the exactness tolerance of the best value cannot change
 # the status: drop it (interval bounds never close exactly on region boundaries)
 DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search reads "exact"
+
+
+# boxes with at most this many unstable neurons get every pattern's Jacobian (2^k of
+# them), for at most PATTERN_BOXES of the worst boxes per batch
+PATTERN_MAX_UNSTABLE = 10
+PATTERN_BOXES = 16
+# of those, the worst few per batch have their best pattern's region looked for (an LP)
+PATTERN_WITNESSES = 4
+# random points probed in each of the boxes with the largest bounds, per batch
+PROBE_BOXES = 64
+PROBE_POINTS = 8
 
 
 @dataclass(frozen=True)
@@ -60,21 +72,7 @@ class BaBOutcome:
     seconds: float
 
 
-def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and radius ``(Gc, Gr)``, each (B, m, d), of interval bounds of the Jacobian
-    on each box (``lo``, ``hi`` of shape (B, d)): ``|J - Gc| <= Gr`` entrywise.
-
-    Example:
-        >>> import numpy as np
-        >>> from relulab import Network
-        >>> from relulab.bounds import float_layers
-        >>> Ws, bs, skip = float_layers(Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]]))
-        >>> Gc, Gr = box_jacobian_bounds(Ws, bs, skip, np.array([[0.5], [-1.0]]), np.array([[1.0], [1.0]]))
-        >>> (Gc - Gr).ravel().tolist(), (Gc + Gr).ravel().tolist()   # x > 0: slope 2; [-1, 1]: slope in [-1, 2]
-        ([2.0, -1.0], [2.0, 2.0])
-    """
-    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
-    B = lo.shape[0]
+def _backward(Ws, pre, skip, B):
     Gc = np.broadcast_to(Ws[-1], (B, *Ws[-1].shape)).copy()
     Gr = np.zeros_like(Gc)
     for k in range(len(Ws) - 2, -1, -1):
@@ -89,6 +87,187 @@ def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[n
     if skip is not None:
         Gc = Gc + skip[0]
     return Gc, Gr
+
+
+def forward_directions(d: int, p: float) -> np.ndarray | None:
+    """Input directions whose images bound ``||J||_{p->q}`` (rows, each of unit p-norm):
+    the unit vectors for ``p = 1`` (vertices of the l1 ball), the sign vectors up to a
+    global sign for ``p = inf`` (vertices of the cube, ``d <= MAX_SIGN_DIM``); None for
+    other ``p`` (no finite vertex set).
+
+    Example:
+        >>> forward_directions(2, 1).tolist(), forward_directions(2, float("inf")).tolist()
+        ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [1.0, -1.0]])
+    """
+    from .norms import MAX_SIGN_DIM
+
+    if p == 1:
+        return np.eye(d)
+    if np.isinf(p) and d <= MAX_SIGN_DIM:
+        rest = np.array(np.meshgrid(*[[1.0, -1.0]] * (d - 1), indexing="ij")).reshape(d - 1, -1).T
+        return np.hstack([np.ones((rest.shape[0], 1)), rest])
+    return None
+
+
+def forward_norm_bound(Ws, pre, skip, dirs: np.ndarray, q: float, d: int | None = None) -> np.ndarray:
+    """Forward-mode (Jacobian-vector product) interval bound per box: for every direction
+    ``s`` (rows of ``dirs``), interval bounds of ``J s`` through ``u_k = D_k W_k u_{k-1}``
+    with ``D_k`` fixed on stable neurons and ``[0, 1]`` on unstable ones, then the largest
+    ``q``-norm of the entrywise magnitudes.  With the vertex directions of
+    :func:`forward_directions` this bounds ``||J||_{p->q}`` (a convex function of ``s`` is
+    maximal at a vertex of the unit ball).  The first layer is exact, so this is often
+    much tighter than the backward pass when the input dimension is small.  ``d``: only
+    the first ``d`` inputs vary (the homogenised problem); default all.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> from relulab.bounds import float_layers
+        >>> Ws, bs, skip = float_layers(Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+        >>> pre = [(np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]]))]   # one box: both unstable
+        >>> forward_norm_bound(Ws, pre, skip, np.eye(1), 1.0).tolist()    # |2 a - b| <= 2
+        [2.0]
+    """
+    from .norms import vector_norm
+
+    yc, yr = _forward(Ws, pre, skip, dirs, d)
+    mag = np.abs(yc) + yr
+    return np.max(vector_norm(mag, q, axis=2), axis=1)
+
+
+def _forward(Ws, pre, skip, dirs, d):
+    """Centre and radius (B, S, m) of interval bounds of ``J s`` for the rows ``s`` of ``dirs``."""
+    B = pre[0][0].shape[0] if pre else 1
+    dirs = np.asarray(dirs, dtype=np.float64)
+    n_in = Ws[0].shape[1]
+    if d is not None and d < n_in:
+        dirs = np.hstack([dirs, np.zeros((dirs.shape[0], n_in - d))])
+    uc = np.broadcast_to(dirs, (B, *dirs.shape))          # (B, S, n_in)
+    ur = np.zeros_like(uc)
+    for k in range(len(Ws) - 1):
+        W = Ws[k]
+        yc, yr = uc @ W.T, ur @ np.abs(W).T
+        yl, yu = yc - yr, yc + yr
+        zl, zu = pre[k]
+        act = (zl >= 0)[:, None, :]
+        ina = (zu <= 0)[:, None, :]
+        ul = np.where(act, yl, np.where(ina, 0.0, np.minimum(yl, 0.0)))
+        uu = np.where(act, yu, np.where(ina, 0.0, np.maximum(yu, 0.0)))
+        uc, ur = (ul + uu) / 2, (uu - ul) / 2
+    yc, yr = uc @ Ws[-1].T, ur @ np.abs(Ws[-1]).T
+    if skip is not None:
+        yc = yc + np.broadcast_to(dirs, (B, *dirs.shape)) @ skip[0].T
+    return yc, yr
+
+
+def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
+                    d: int | None = None, pattern_max: int = 0, pattern_boxes: int = 0,
+                    best_patterns: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
+    norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
+    backward pass intersected with those of the forward pass along each unit vector,
+    and for ``p = inf`` also the forward bound over the cube's vertices
+    (:func:`forward_norm_bound`); also the backward centre and radius.  With
+    ``pattern_max``, the ``pattern_boxes`` worst boxes with at most that many unstable
+    neurons also get :func:`pattern_bounds`.  ``d``: Jacobian in the first ``d`` inputs only (default all).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> from relulab.bounds import float_layers
+        >>> Ws, bs, skip = float_layers(Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+        >>> ub, _, _ = box_norm_bounds(Ws, bs, skip, np.array([[0.5], [-1.0]]), np.array([[1.0], [1.0]]), 1, None)
+        >>> ub.tolist()
+        [2.0, 2.0]
+    """
+    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+    n_in = lo.shape[1]
+    d = n_in if d is None else d
+    Gc, Gr = _backward(Ws, pre, skip, lo.shape[0])
+    # the forward pass along each unit vector bounds each Jacobian column: intersect the
+    # two entrywise intervals (both hold, so their intersection does)
+    fc, fr = _forward(Ws, pre, skip, np.eye(d), d)
+    fc, fr = fc.transpose(0, 2, 1), fr.transpose(0, 2, 1)
+    jl = np.maximum(Gc[:, :, :d] - Gr[:, :, :d], fc - fr)
+    ju = np.minimum(Gc[:, :, :d] + Gr[:, :, :d], fc + fr)
+    ju = np.maximum(ju, jl)  # rounding can cross them by an ulp where both are tight
+    ub = interval_norm_bound((jl + ju) / 2, (ju - jl) / 2, p, q)
+    dirs = forward_directions(d, p) if np.isinf(p) else None
+    if dirs is not None:
+        qq = 1.0 if Ws[-1].shape[0] == 1 else (p if q is None else q)  # one output: |J s|
+        ub = np.minimum(ub, forward_norm_bound(Ws, pre, skip, dirs, qq, d))
+    if pattern_max:
+        ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes,
+                                           best_patterns))
+    return ub, Gc, Gr
+
+
+def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: int,
+                   max_unstable: int = PATTERN_MAX_UNSTABLE, max_boxes: int = PATTERN_BOXES,
+                   best_patterns: dict | None = None) -> np.ndarray:
+    """Per box, the largest ``||J||`` over every activation pattern of its unstable
+    neurons (stable ones fixed), for the ``max_boxes`` boxes with the largest ``ub`` that
+    have at most ``max_unstable`` unstable neurons; ``inf`` for the others.  Every
+    full-dimensional region in the box has one of these patterns, so the maximum is an
+    upper bound (tight when the patterns are realised).  Interval bounds lose the
+    cancellations inside products of large weights; this does not, which is what closes
+    the small boxes left around points where several neurons switch.
+
+    Example:
+        >>> import numpy as np
+        >>> Ws = [np.array([[1.0], [-1.0]]), np.array([[2.0, 1.0]])]
+        >>> pre = [(np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]]))]
+        >>> pattern_bounds(Ws, pre, None, np.array([3.0]), 1.0, None, 1).tolist()   # 2 relu(x) + relu(-x)
+        [2.0]
+    """
+    from .lower import batch_norms
+
+    B = len(ub)
+    out = np.full(B, np.inf)
+    if not pre:  # an affine map: the other bounds are exact already
+        return out
+    unst = np.concatenate([(lo < 0) & (hi > 0) for lo, hi in pre], axis=1)
+    act = np.concatenate([lo >= 0 for lo, _hi in pre], axis=1) & ~unst
+    n_u = unst.sum(axis=1)
+    cand = np.flatnonzero(n_u <= max_unstable)
+    cand = cand[np.argsort(-ub[cand])][:max_boxes]
+    sizes = [W.shape[0] for W in Ws[:-1]]
+    for b in cand:
+        iu = np.flatnonzero(unst[b])
+        P = 1 << len(iu)
+        masks = np.broadcast_to(act[b], (P, act.shape[1])).astype(float)
+        bits = (np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1
+        masks[:, iu] = bits
+        G = np.broadcast_to(Ws[-1], (P, *Ws[-1].shape))
+        off = sum(sizes)
+        for k in range(len(Ws) - 2, -1, -1):
+            off -= sizes[k]
+            G = (G * masks[:, None, off: off + sizes[k]]) @ Ws[k]
+        if skip is not None:
+            G = G + skip[0]
+        nrm = batch_norms(G[:, :, :d], p, q, end="upper")
+        j = int(np.argmax(nrm))
+        out[b] = float(nrm[j])
+        if best_patterns is not None:
+            best_patterns[int(b)] = masks[j] > 0.5
+    return out
+
+
+def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre and radius ``(Gc, Gr)``, each (B, m, d), of interval bounds of the Jacobian
+    on each box (``lo``, ``hi`` of shape (B, d)): ``|J - Gc| <= Gr`` entrywise.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> from relulab.bounds import float_layers
+        >>> Ws, bs, skip = float_layers(Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+        >>> Gc, Gr = box_jacobian_bounds(Ws, bs, skip, np.array([[0.5], [-1.0]]), np.array([[1.0], [1.0]]))
+        >>> (Gc - Gr).ravel().tolist(), (Gc + Gr).ravel().tolist()   # x > 0: slope 2; [-1, 1]: slope in [-1, 2]
+        ([2.0, -1.0], [2.0, 2.0])
+    """
+    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+    return _backward(Ws, pre, skip, lo.shape[0])
 
 
 def interval_norm_bound(Gc: np.ndarray, Gr: np.ndarray, p: float, q: float | None) -> np.ndarray:
@@ -119,8 +298,38 @@ def _faces(d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def start_boxes(Ws, bs, skip, box: Box) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes the search starts from: ``box`` itself, or, for a bias-free network and
+    a box with the origin inside, its ``2 d`` faces.  A bias-free network's regions are
+    cones from the origin, and every box around the origin hits all of them, so splitting
+    never makes the neurons near the origin stable; but every open cone also meets the
+    box's boundary in a relatively open set, and bounds on the (closed) faces cover the
+    Jacobians of all regions touching them.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box
+        >>> from relulab.bounds import float_layers
+        >>> Ws, bs, skip = float_layers(Network([[[1.0, -1.0]], [[1.0]]], [[0.0], [0.0]]))
+        >>> lo, hi = start_boxes(Ws, bs, skip, Box([-1, -2], [1, 2]))
+        >>> len(lo), lo[0].tolist(), hi[0].tolist()
+        (4, [-1.0, -2.0], [-1.0, 2.0])
+    """
+    lo, hi = box.lo, box.hi
+    bias_free = all(not np.any(b) for b in bs) and (skip is None or not np.any(skip[1]))
+    if not (bias_free and np.all(lo < 0) and np.all(hi > 0)):
+        return lo[None].copy(), hi[None].copy()
+    d = len(lo)
+    L, H = np.tile(lo, (2 * d, 1)), np.tile(hi, (2 * d, 1))
+    for i in range(d):
+        H[2 * i, i] = lo[i]
+        L[2 * i + 1, i] = hi[i]
+    return L, H
+
+
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
-           *, batch: int = 1024, max_boxes: int | None = None) -> BaBOutcome:
+           *, batch: int = 1024, max_boxes: int | None = None, seed: int = 0,
+           clock=None) -> BaBOutcome:
     """Input-splitting branch and bound for the Lipschitz constant over a box, or over
     R^d (``box`` None): then over the outer faces of ``[-1, 1]^d x [0, 1]`` for the
     homogenised network (every cone of it meets them away from the apex, see
@@ -132,13 +341,17 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         >>> o = by_bab(net, Box([-1], [1]), 1, None)
         >>> o.lower, o.complete, bool(o.upper <= 3 * (1 + 1e-6))
         (3.0, True, True)
-        >>> cut = by_bab(net, Box([-1], [1]), 1, None, max_boxes=1)   # stopped early: a bracket
-        >>> cut.complete, bool(cut.lower <= 3.0 <= cut.upper)
-        (False, True)
+        >>> deep = Network([[[1.0, 2.0], [-1.0, 1.0], [0.5, -1.0]], [[1.0, -2.0, 1.0], [-1.0, 1.0, 2.0]],
+        ...                 [[1.0, -2.0]]], [[0.0, 0.5, -0.2], [0.1, 0.0], [0.0]])
+        >>> cut = by_bab(deep, Box([-1, -1], [1, 1]), 1, None, max_boxes=1)   # stopped early: a bracket
+        >>> ex = by_bab(deep, Box([-1, -1], [1, 1]), 1, None)
+        >>> ex.complete, bool(cut.lower <= ex.lower <= cut.upper)
+        (True, True)
     """
-    from .milp import homogeneous_problem
+    from .milp import homogeneous_problem, region_witness
 
     t0 = time.perf_counter()
+    clock = time.time if clock is None else clock  # time.process_time: a CPU-seconds deadline
     d = net.input_dim
     if box is None:
         H, ext = homogeneous_problem(net)
@@ -147,15 +360,16 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         width0 = ext.hi - ext.lo
     else:
         Ws, bs, sk = float_layers(net)
-        OL, OH = box.lo[None].copy(), box.hi[None].copy()
+        OL, OH = start_boxes(Ws, bs, sk, box)
         width0 = box.hi - box.lo
     OU = np.full(len(OL), np.inf)
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
     best_w: LipschitzWitness | None = None
     best = 0.0
+    rng = np.random.default_rng(seed)
     seen = 0
     while len(OU):
-        if deadline is not None and time.time() > deadline:
+        if deadline is not None and clock() > deadline:
             break
         if max_boxes is not None and seen >= max_boxes:
             break
@@ -166,9 +380,25 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, parent = OL[idx], OH[idx], OU[idx]
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
-        Gc, Gr = box_jacobian_bounds(Ws, bs, sk, lo, hi)
-        ub = np.minimum(interval_norm_bound(Gc[:, :, :d], Gr[:, :, :d], p, q), parent)
+        pats: dict = {}
+        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats)
+        ub = np.minimum(ub, parent)
+        if box is not None:
+            # the pattern attaining a box's bound may be a thin region that sampling
+            # misses: its Chebyshev centre (an LP) is a certified witness when it exists
+            for b in sorted(pats, key=lambda b: -ub[b])[:PATTERN_WITNESSES]:
+                if ub[b] > best * (1 + DROP_TOL):
+                    w = region_witness(net, pats[b], Box(lo[b], hi[b]), p, q, "bab")
+                    if w is not None and w.norm > best:
+                        best, best_w = w.norm, w
+                        alive = OU > best + DROP_TOL * (1 + best)
+                        OL, OH, OU = OL[alive], OH[alive], OU[alive]
         C = (lo + hi) / 2
+        # the boxes with the largest bounds are where a larger norm may hide: a few
+        # random points in each of them besides every centre
+        top = np.argsort(-ub)[:PROBE_BOXES]
+        R = lo[top, None, :] + (hi - lo)[top, None, :] * rng.random((len(top), PROBE_POINTS, lo.shape[1]))
+        C = np.vstack([C, R.reshape(-1, lo.shape[1])])
         if box is None:  # a point (x, t) of the cone stands for x / t
             C = C[C[:, d] > 0]
             C = C[:, :d] / C[:, d:]
@@ -185,8 +415,13 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         lo, hi, ub = lo[keep], hi[keep], ub[keep]
         if len(ub) == 0:
             continue
-        # split where the first layer's pre-activations move most across the box
-        rel = (hi - lo) * influence
+        # split where the Jacobian bound says the function moves most across the box
+        # (width times the bound of |dJ/dx_j| summed over outputs: "smear"); the first
+        # layer's weights break ties where the Jacobian bound is zero
+        sens = (np.abs(Gc) + Gr).sum(axis=1)[keep][:, : lo.shape[1]]
+        if sens.shape[1] < lo.shape[1]:  # the homogenised problem: t gets the first layer's weight
+            sens = np.hstack([sens, np.zeros((len(sens), lo.shape[1] - sens.shape[1]))])
+        rel = (hi - lo) * (sens + 1e-9 * influence)  # tol: tie-break only
         dim = np.argmax(rel, axis=1)
         rows = np.arange(len(lo))
         mid = (lo[rows, dim] + hi[rows, dim]) / 2

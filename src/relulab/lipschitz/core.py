@@ -28,6 +28,7 @@ from .lower import sampled_lower
 from .milp import by_milp, milp_supported
 from .norms import check_p
 from .result import LipschitzResult
+from .sdp import sdp_bab
 from .upper import SDP_MAX_SIZE, interval_jacobian_bound, product_bound, sdp_bound
 
 __all__ = ["lipschitz", "METHODS", "LIP_REL_TOL"]
@@ -87,6 +88,10 @@ def _n_unstable(net: Network, dom: Box | None) -> int:
     else:
         pre = preactivation_bounds(net, dom)
     return int(sum(int(np.sum((lo < 0) & (hi > 0))) for lo, hi in pre))
+
+
+def _l2(p: float, q: float | None) -> bool:
+    return p == 2 and (q is None or q == 2)
 
 
 def _enumeration_small(net: Network, global_: bool) -> bool:
@@ -262,7 +267,24 @@ def lipschitz(
         if left() is not None and left() <= 0:
             partial = True
         else:
-            bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
+            if _l2(p, q) and isinstance(work_dom, Box):
+                # l2: the batched interval search for half the time, then the split with
+                # local LipSDP bounds on the pieces; both brackets hold, keep the best ends
+                tl = left() if deadline is not None else BAB_DEFAULT_SECONDS
+                ib = by_bab(net, work_dom, p, q, time.time() + tl / 2)
+                if ib.complete:
+                    bb = ib
+                else:
+                    bb = sdp_bab(net, work_dom, time_limit=max(tl / 2, 1e-3), samples=samples)
+                    info["sdps"] = bb.n_sdps
+                    take(ib.witness)
+                    if ib.witness is not None:
+                        lowers["bab_interval"] = ib.lower
+                    uppers["bab_interval"] = ib.upper
+                    partial = partial or not (bb.complete or ib.upper <= bb.lower * (1 + LIP_REL_TOL))
+                info["bab_bound"] = "interval+local_sdp"
+            else:
+                bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
             info["boxes"] = bb.n_boxes
             take(bb.witness)
             if bb.witness is not None:

@@ -155,12 +155,21 @@ def sdp_bound(net: Network, domain: Box | Polytope | None = None, *, solver: str
     """LipSDP-neuron upper bound of the l2 Lipschitz constant (``p = q = 2``) over
     ``domain`` (stable neurons get exact slopes) or all of R^d (None).
 
+    The default (``solver`` None or "CLARABEL") is the reduced local SDP of
+    :func:`relulab.lipschitz.sdp.local_sdp_bound` (stable neurons eliminated, Clarabel
+    called directly); any other cvxpy solver name ("SCS", ...) builds the full-size
+    program through cvxpy, an independent formulation of the same bound.
+
     Example:
         >>> from relulab import Network
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
         >>> round(sdp_bound(net), 4)
         1.0
     """
+    if solver is None or solver.upper() == "CLARABEL":
+        from .sdp import local_sdp_bound
+
+        return local_sdp_bound(net, domain, time_limit=time_limit)
     cp = require("cvxpy", "sdp")
     d, N, m = net.input_dim, net.n_neurons, net.output_dim
     a, b = _sectors(net, domain)
