@@ -129,12 +129,15 @@ def child(onnx: str, vnnlib: str, timeout: float) -> None:
     t0 = time.time()
     out: dict = {}
     try:
-        from relulab.io import load_model
-        from relulab.io.vnnlib import load_vnnlib
-        from relulab.verify import verify
+        import numpy as np
 
-        net = load_model(onnx)
-        prop = load_vnnlib(vnnlib, n_inputs=net.input_dim, n_outputs=net.output_dim)
+        from relulab.io.vnnlib import load_vnnlib
+        from relulab.verify import load_for_verify, verify
+
+        # a dense Network, or a structured BoundGraph for conv / pooling / batch-norm models
+        net = load_for_verify(onnx)
+        n_in = net.input_dim if hasattr(net, "input_dim") else int(np.prod(net.input_shape))
+        prop = load_vnnlib(vnnlib, n_inputs=n_in, n_outputs=net.output_dim)
         t_load = time.time() - t0
         r = verify(net, prop, timeout=max(0.1, timeout - t_load))
         out = {"status": r.status, "reason": getattr(r, "reason", "") or "", "method": r.method,
