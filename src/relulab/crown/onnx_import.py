@@ -451,15 +451,13 @@ def _load(model: Any) -> Any:
 
 
 def _eval_constant(node: Any, ins: list, opset: int, where: str) -> list:
-    from onnx.reference import ReferenceEvaluator
+    from ..errors import FormatError
+    from ..io.onnx import eval_constant_node
 
-    feeds = {n: np.asarray(v) for n, v in zip(node.input, ins, strict=True) if n}
     try:
-        outs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
-    except Exception as e:
-        raise GraphError(f"{where}: cannot evaluate this constant node ({type(e).__name__})") from None
-    return [np.asarray(o).astype(np.float64) if np.asarray(o).dtype.kind == "f" else np.asarray(o)
-            for o in outs]
+        return eval_constant_node(node, ins, opset, where)
+    except FormatError as e:
+        raise GraphError(str(e)) from None
 
 
 def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:

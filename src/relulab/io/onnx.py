@@ -573,8 +573,10 @@ def _to_carry(
     return keep
 
 
-def _eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
-    """Evaluate a node of an unhandled type whose inputs are all constants."""
+def eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
+    """Evaluate a node of an unhandled type whose inputs are all constants (onnx's
+    reference evaluator; float outputs as float64).  Also used by ``relulab.crown``'s
+    importer.  Raises :class:`FormatError` naming ``where``."""
     from onnx.reference import ReferenceEvaluator
 
     feeds = {name: np.asarray(v) for name, v in zip(node.input, ins, strict=True) if name}
@@ -677,7 +679,7 @@ def onnx_to_network(model: Any) -> Network:
             if handler is not None:
                 outs = handler(cx, ins, _attrs(node))
             elif not any(tr.is_aff(v) for v in ins):
-                outs = _eval_constant_node(node, ins, opset, where)
+                outs = eval_constant_node(node, ins, opset, where)
             else:
                 dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
                 raise FormatError(
