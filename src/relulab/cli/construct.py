@@ -339,20 +339,26 @@ def _comparator(kind: str, o: Options) -> tuple[Network, dict]:
     return _circuit_network(C.comparator(_need(o.bits, "--bits", kind)))
 
 
+def _clauses(kind: str, o: Options) -> tuple[list, int]:
+    """The 3-CNF of --file DIMACS or --random n,m,seed: (clauses, number of variables)."""
+    from .. import construct as C
+
+    if o.file is not None:
+        return C.parse_dimacs(_read(o.file), o.file)
+    r = _need(o.random, "--file or --random", kind)
+    try:
+        nv, mc, seed = (int(v) for v in r.split(","))
+    except ValueError:
+        raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
+    return C.random_3cnf(nv, mc, seed), nv
+
+
 @construction("sat-gadget", "3-CNF hardness gadget (--file DIMACS or --random n,m,seed)",
               ("file", "random"))
 def _sat_gadget(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
-    if o.file is not None:
-        clauses, nv = C.parse_dimacs(_read(o.file), o.file)
-    else:
-        r = _need(o.random, "--file or --random", kind)
-        try:
-            nv, mc, seed = (int(v) for v in r.split(","))
-        except ValueError:
-            raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
-        clauses = C.random_3cnf(nv, mc, seed)
+    clauses, nv = _clauses(kind, o)
     net = C.sat_gadget(clauses, nv)
     extra: dict[str, Any] = {"n_vars": nv, "n_clauses": len(clauses)}
     if nv <= 16:
@@ -431,15 +437,7 @@ def _turing_transformer(tm: Any, o: Options) -> dict:
 def _smoothed(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
-    if o.file is not None:
-        clauses, nv = C.parse_dimacs(_read(o.file), o.file)
-    else:
-        r = _need(o.random, "--file or --random", kind)
-        try:
-            nv, mc, sd = (int(v) for v in r.split(","))
-        except ValueError:
-            raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
-        clauses = C.random_3cnf(nv, mc, sd)
+    clauses, nv = _clauses(kind, o)
     if nv > 20:
         raise RelulabError(f"construct {kind}: at most 20 variables (unsat is found by brute force)")
     sigma = C.SIGMA_STAR if o.sigma is None else o.sigma
