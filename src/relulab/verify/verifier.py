@@ -366,8 +366,7 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
         else:
             (C, dv), = group
             status, x, how, reason = _decide(model, dense, fnet, box, C, dv, bud, method, engine,
-                                             stats, batch, intermediate, alpha_iters,
-                                             milp_max_binaries, seed)
+                                             stats, milp_max_binaries, seed)
         if status == "violated":
             return found(x, how)
         if status == "unknown":
@@ -377,8 +376,8 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
     return VerificationResult("holds", bud.elapsed(), method=how, stats=stats)
 
 
-def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats, batch,
-            intermediate, alpha_iters, milp_max_binaries, seed):
+def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,
+            milp_max_binaries, seed):
     """One term by ReLU splitting or the MILP: (status, x, method that decided, reason)."""
 
     def run_bab(share: float):  # ReLU splitting (input splitting: _decide_input_split)
