@@ -95,3 +95,98 @@ def test_stitched_on_ray_equals_one_process():
     finally:
         if started:
             ray.shutdown()
+
+
+# ------------------------------------------------------------------ ownership (count)
+@pytest.mark.parametrize("d,widths,seed,cells", [(2, [10, 10], 11, 23), (2, [14, 6], 12, 40),
+                                                 (3, [8, 8], 13, 17), (3, [6, 6, 6], 14, 30)])
+def test_each_region_is_owned_by_exactly_one_cell(d, widths, seed, cells):
+    """Every cell decides alone which regions it owns (lowest vertex off the cuts): the
+    owned counts add up to the one-process count, and a brute-force check by patterns
+    says the same region is never owned twice nor missed."""
+    from relulab.regions._stitch import _CountTask, split_cells
+
+    net = _net(d, widths, seed)
+    box = Box(-np.ones(d), np.ones(d))
+    boxes = split_cells(net, box, cells)
+    task = _CountTask(net, box)
+    answers = [task((c.lo, c.hi, "own")) for c in boxes]
+    assert all(kind == "own" for kind, _ in answers)          # general position: no fallback
+    owned = sum(k for _, k in answers)
+    pieces = [regions.enumerate(net, c) for c in boxes]
+    assert sum(len(p) for p in pieces) > owned                 # the cells really cut regions
+    one = regions.enumerate(net, box)
+    assert owned == len(one)
+    assert regions.count(net, box, parallel="local", workers=2, cells=cells) == len(one)
+
+
+def test_owner_is_the_cell_of_the_lowest_vertex():
+    """The owner found by each cell is the cell holding the region's lowest vertex
+    (computed from the one-process region's vertex list with the same direction)."""
+    from relulab.regions._engine import Problem
+    from relulab.regions._skeleton import skeleton_owned_count
+    from relulab.regions._stitch import _foreign_ids, split_cells
+
+    net = _net(2, [8, 8], 21)
+    box = Box([-1, -1], [1, 1])
+    one = regions.enumerate(net, box, vertices=True)
+    g = np.random.default_rng(7).normal(size=2)            # the skeleton's direction
+    lowest = np.array([r.vertices[np.argmin(r.vertices @ g)] for r in one])
+    boxes = split_cells(net, box, 13)
+    for c in boxes:
+        pb = Problem(net, c)
+        owned, _ = skeleton_owned_count(pb, _foreign_ids(c, box, pb.N, pb.n_ids))
+        # strictly inside across the cuts; the outer box's faces belong to their cell
+        lo_ok = np.where(c.lo == box.lo, lowest >= c.lo - 1e-12, lowest > c.lo)
+        hi_ok = np.where(c.hi == box.hi, lowest <= c.hi + 1e-12, lowest < c.hi)
+        inside = np.all(lo_ok & hi_ok, axis=1)
+        assert owned == int(inside.sum())
+
+
+def test_degenerate_cells_fall_back_to_patterns():
+    """Hyperplanes through one point (not general position): the cell holding it cannot
+    decide ownership, and the count falls back to distinct patterns over every cell."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -2.0]])
+    net = Network([W1, np.ones((3, 4)), np.ones((1, 3))],
+                  [np.zeros(4), np.array([0.1, -0.2, 0.3]), np.zeros(1)])
+    box = Box([-1, -1], [1, 1])
+    one = regions.enumerate(net, box)
+    for cells in (2, 5, 9):
+        assert regions.count(net, box, parallel="local", workers=2, cells=cells) == len(one)
+        st = regions.enumerate(net, box, parallel="local", workers=2, cells=cells)
+        assert_same_regions(one, st, net)
+
+
+def test_degenerate_and_general_cells_mix_in_3d():
+    """In 3-D (no vertex lists by default) some cells keep a skeleton and others fall
+    back to the per-region engine: the general cells are redone with vertex lists and
+    everything is merged, equal to one process."""
+    from relulab.regions._stitch import _CellTask, split_cells
+
+    W1 = np.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [1.0, 1.0, 1.0], [1.0, -2.0, 0.5]])
+    net = Network([W1, np.random.default_rng(0).normal(size=(4, 5)), np.ones((1, 4))],
+                  [np.zeros(5), np.array([0.1, -0.2, 0.3, 0.2]), np.zeros(1)])
+    box = Box(-np.ones(3), np.ones(3))
+    boxes = split_cells(net, box, 6)
+    kinds = {_CellTask(net, box, regions.enumerate)((c.lo, c.hi, False)).general for c in boxes}
+    assert kinds == {True, False}                               # really a mix
+    one = regions.enumerate(net, box, vertices=True)
+    st = regions.enumerate(net, box, parallel="local", workers=2, cells=6)
+    assert_same_regions(one, st, net)
+    assert regions.count(net, box, parallel="local", workers=2, cells=6) == len(one)
+
+
+def test_stitched_skeleton_gives_the_vertices_and_graph_in_3d():
+    """Without vertex lists (the 3-D default) the stitched set keeps the cells'
+    skeletons off the cuts: every region's vertices come back as one process finds them,
+    and the graph comes from the cells' graphs."""
+    net = _net(3, [9, 9], 31)
+    box = Box(-np.ones(3), np.ones(3))
+    st = regions.enumerate(net, box, parallel="local", workers=2, cells=7)
+    assert st._skeleton is not None and st.vertex_ptr[-1] == 0 and st._edges is not None
+    assert_same_regions(regions.enumerate(net, box, vertices=True), st, net)
+    # the graph from the cells equals the graph rebuilt from the facets
+    E_cells = st._edges
+    st._edges = None
+    E_facets = regions.adjacency(st)
+    assert {tuple(e) for e in E_cells.tolist()} == {tuple(e) for e in E_facets.tolist()}

@@ -12,7 +12,7 @@ from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
 from ..network import Network
 from . import _engine as E
-from ._assembly import EngineRun, assemble, cell_patterns, count_cells, run_engines, stream_cells
+from ._assembly import EngineRun, assemble, count_cells, run_engines, stream_cells
 from ._types import Region, RegionSet
 
 __all__ = ["enumerate_regions", "iter_regions", "count_regions", "default_domain"]
@@ -120,8 +120,8 @@ def enumerate_regions(
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
             ``cells`` (default 2 per worker) balanced by estimated region count, enumerate
-            them on ``workers`` and stitch the pieces exactly (the same regions and graph;
-            every region keeps its vertex list). ``address``: the Ray cluster.
+            them on ``workers`` and stitch the pieces exactly (the same regions, vertices
+            and graph). ``address``: the Ray cluster.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -139,8 +139,10 @@ def enumerate_regions(
 
         _check_parallel(parallel, method, max_regions)
         return enumerate_stitched(net, default_domain(net, domain), enumerate_regions,
-                                  parallel=parallel,
-                                  workers=workers, cells=cells, address=address)
+                                  parallel=parallel, workers=workers, cells=cells,
+                                  address=address,
+                                  vertices=bool(net.input_dim <= 2 if vertices == "auto"
+                                                else vertices))
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":
@@ -193,7 +195,8 @@ def count_regions(
 ) -> int:
     """The number of linear regions (no region data kept). ``parallel``, ``workers``,
     ``cells``, ``address``: count over cells of the box in parallel, as for
-    :func:`enumerate` (only each cell's patterns travel back).
+    :func:`enumerate` (each cell counts the regions whose lowest vertex it holds and
+    sends back one number).
 
     Example:
         >>> import numpy as np
@@ -206,8 +209,7 @@ def count_regions(
         from ._stitch import count_stitched
 
         _check_parallel(parallel, "subdivision", None)
-        return count_stitched(net, default_domain(net, domain), region_patterns,
-                              parallel=parallel,
+        return count_stitched(net, default_domain(net, domain), parallel=parallel,
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
@@ -222,10 +224,3 @@ def _check_parallel(parallel: str, method: str, max_regions: int | None) -> None
         raise RelulabError("parallel enumeration runs the subdivision method to the end "
                            "(no method='bfs', no max_regions)")
 
-
-def region_patterns(net: Network, domain: Box, vertices: bool = False) -> tuple[np.ndarray, bool]:
-    """The packed activation patterns of every region of ``net`` in the box ``domain``
-    (the cheapest form of a count that can be merged across cells) and ``False`` (never
-    partial: the streaming engine keeps only patterns)."""
-    pb, _ = _problem(net, domain, None)
-    return cell_patterns(pb), False

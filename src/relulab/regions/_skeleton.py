@@ -37,7 +37,7 @@ from ._arrays import EngineRun, RegionArrays
 from ._hashing import PatternTable, as_words, group_rows
 from ._types import Skeleton
 
-__all__ = ["Degenerate", "skeleton_regions", "skeleton_count"]
+__all__ = ["Degenerate", "skeleton_regions", "skeleton_count", "skeleton_owned_count"]
 
 
 class Degenerate(Exception):
@@ -217,6 +217,30 @@ def skeleton_patterns(pb: E.Problem, progress=None) -> np.ndarray:
 def skeleton_count(pb: E.Problem, progress=None) -> int:
     """The number of regions (general position; raises :class:`Degenerate`)."""
     return int(skeleton_patterns(pb, progress).shape[0])
+
+
+def skeleton_owned_count(pb: E.Problem, foreign: np.ndarray) -> tuple[int, int]:
+    """Regions of this domain (a cell of a larger box) that the cell *owns*, and all of
+    its regions (general position; raises :class:`Degenerate`).
+
+    ``foreign`` (bool, one per hyperplane id) marks the cell's facets that are cuts
+    inside the larger box.  A region of the larger box is owned by the one cell holding
+    its lowest vertex (for the skeleton's fixed generic direction): a piece's lowest
+    vertex is a vertex of the whole region exactly when no cut passes through it (in
+    general position a cut never passes through a vertex of the complex), and a vertex
+    that is lowest on a piece is then lowest on the whole convex region.  So every
+    region is counted by exactly one cell, decided inside the cell, with no patterns
+    exchanged.
+    """
+    pool, edges, _ = _build(pb)
+    lv = _LowestVertex(pb, pool, edges)
+    allc = list(range(lv.d))
+    v, sides = lv.choices(allc)
+    packed = lv.with_bits(v, sides, allc)
+    # the consistency check of a full extraction (see skeleton_patterns)
+    _facets(lv, PatternTable(np.ascontiguousarray(packed)), pb.n_ids)
+    owned = ~foreign[lv.Id[v]].any(axis=1)
+    return int(owned.sum()), int(v.size)
 
 
 def _add_neuron(pool: _Pool, edges: _Pool, j: int, jj: int, d: int, N: int, nb8: int) -> None:
