@@ -4,14 +4,18 @@ Measures, in one run:
 * verify-batch over the ACAS Xu instances (../shared/data or RELULAB_DATA) with 1 local
   worker, 2 local workers and 2 Ray workers: wall time and the speed-up ratios;
 * region counting of a random 5-D network with widths (W, W) (W = 30: about a million
-  regions) in one process, and stitched over cells with 2 local workers and 2 Ray
-  workers (counting streams: each cell sends back only its patterns); and enumeration with
-  the stitched regions checked against one process on a smaller 5-D network;
+  regions) in one process, and over cells with 2 local workers and 2 Ray workers (each
+  cell counts the regions it owns and sends back one number); and enumeration stitched
+  over cells, regions and graph checked against one process, on a smaller 5-D network;
+* CPU time next to wall time: the one process's CPU seconds against the driver's plus
+  the local workers' (the work the split adds, which a loaded machine does not hide the
+  way it hides wall-clock speed-ups);
 * the overhead per task of each backend (a no-op over many items), from which
   docs/parallel.md extrapolates to 64 and 1,000 cores.
 
     python benchmarks/parallel.py                  # all 180 instances, 60 s cap each
     python benchmarks/parallel.py --every 6 --timeout 20   # a sample
+    python benchmarks/parallel.py --quick          # every 12th instance, a 5-D 20x20 count
 """
 
 from __future__ import annotations
@@ -53,7 +57,26 @@ def region_net(d: int, w: int, seed: int = 0):
                    [rng.normal(size=dims[i + 1]) * 0.5 for i in range(3)])
 
 
-def bench_regions(width: int, no_ray: bool) -> dict:
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process and of its finished (waited-for) child processes: the
+    local pool's workers are children, so their CPU time shows up in the second."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime, b.ru_utime + b.ru_stime
+
+
+def timed(fn):
+    """``fn()`` with its wall time and CPU time (driver + local workers)."""
+    s0, c0 = cpu_seconds()
+    t0 = time.time()
+    out = fn()
+    wall = time.time() - t0
+    s1, c1 = cpu_seconds()
+    return out, wall, (s1 - s0) + (c1 - c0)
+
+
+def bench_regions(width: int, no_ray: bool, cells: int | None) -> dict:
     import numpy as np
 
     from relulab import Box, regions
@@ -61,34 +84,53 @@ def bench_regions(width: int, no_ray: bool) -> dict:
     out: dict = {}
     box = Box(-np.ones(5), np.ones(5))
     net = region_net(5, width)
-    t0 = time.time()
-    n1 = regions.count(net, box)
-    out["count one process"] = {"regions": n1, "wall": time.time() - t0}
-    for label, backend in [("count stitched local x2", "local")] + ([] if no_ray else [("count stitched ray x2", "ray")]):
-        t0 = time.time()
-        n = regions.count(net, box, parallel=backend, workers=2, cells=16)
-        out[label] = {"regions": n, "wall": time.time() - t0}
+    n1, wall, cpu = timed(lambda: regions.count(net, box))
+    out["count one process"] = {"regions": n1, "wall": wall, "cpu": cpu}
+    runs = [("count cells local x2", "local")] + ([] if no_ray else [("count cells ray x2", "ray")])
+    for label, backend in runs:
+        n, wall, cpu = timed(lambda b=backend: regions.count(net, box, parallel=b, workers=2,
+                                                               cells=cells))
+        # Ray's workers are not children of this process: their CPU time is not counted
+        out[label] = {"regions": n, "wall": wall, "cpu": cpu if backend == "local" else None}
         assert n == n1, f"{label}: {n} regions, one process {n1}"
+    print(f"\ncount the regions of a random 5-D {width}x{width} network ({n1} regions)")
+    print(f"{'run':24s} {'wall s':>8s} {'speed-up':>9s} {'CPU s':>8s} {'CPU vs one':>11s}")
+    one = out["count one process"]
     for k, v in out.items():
-        print(f"5-D {width}x2 regions, {k:24s}: {v['regions']} regions in {v['wall']:7.1f} s", flush=True)
+        cpu_txt = f"{v['cpu']:8.1f} {v['cpu'] / one['cpu'] - 1:+10.1%}" if v["cpu"] is not None \
+            else f"{'-':>8s} {'-':>11s}"
+        print(f"{k:24s} {v['wall']:8.1f} {one['wall'] / v['wall']:8.2f}x {cpu_txt}", flush=True)
+    # enumeration: regions, facets, vertices and graph stitched against one process
     small = region_net(5, 16, seed=1)
-    t0 = time.time()
-    one = regions.enumerate(small, box, vertices=True)
-    t_one = time.time() - t0
-    t0 = time.time()
-    st = regions.enumerate(small, box, parallel="local", workers=2, cells=8)
-    t_st = time.time() - t0
-    same = {r.pattern.tobytes() for r in one} == {r.pattern.tobytes() for r in st}
-    print(f"5-D 16x2 enumeration: one process {len(one)} regions {t_one:.1f} s, stitched local x2 "
-          f"{len(st)} regions {t_st:.1f} s, same patterns: {same}")
-    out["enumerate 5-D 16x2"] = {"regions": len(one), "one process": t_one, "stitched local x2": t_st,
-                                 "same": same}
+    enum: dict = {}
+    for vertices in (False, True):
+        one_rs, w1, c1 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v))
+        st, w2, c2 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v,
+                                                                parallel="local", workers=2))
+        same = ({r.pattern.tobytes() for r in one_rs} == {r.pattern.tobytes() for r in st})
+        ga = {frozenset((one_rs[i].pattern.tobytes(), one_rs[j].pattern.tobytes()))
+              for i, j, _ in regions.adjacency(one_rs)}
+        gb = {frozenset((st[i].pattern.tobytes(), st[j].pattern.tobytes()))
+              for i, j, _ in regions.adjacency(st)}
+        key = "with vertex lists" if vertices else "skeleton (default in 5-D)"
+        enum[key] = {"regions": len(one_rs), "one process": {"wall": w1, "cpu": c1},
+                     "stitched local x2": {"wall": w2, "cpu": c2, "cells": st.info["cells"]},
+                     "same regions": same, "same graph": ga == gb}
+    print(f"\nenumerate a random 5-D 16x16 network ({len(one_rs)} regions), stitched over "
+          f"{st.info['cells']} cells")
+    print(f"{'vertices':26s} {'one s':>7s} {'x2 s':>7s} {'speed-up':>9s} {'CPU one':>8s} "
+          f"{'CPU x2':>7s} {'same':>5s}")
+    for k, v in enum.items():
+        a, b = v["one process"], v["stitched local x2"]
+        print(f"{k:26s} {a['wall']:7.2f} {b['wall']:7.2f} {a['wall'] / b['wall']:8.2f}x "
+              f"{a['cpu']:8.2f} {b['cpu']:7.2f} {str(v['same regions'] and v['same graph']):>5s}")
+    out["enumerate 5-D 16x2"] = enum
     return out
 
 
-def overhead(backend: str, n: int, workers: int) -> float:
+def overhead(backend: str, n: int, workers: int, chunksize: int = 1) -> float:
     t0 = time.time()
-    out = dict(pmap(noop, range(n), backend=backend, workers=workers))
+    out = dict(pmap(noop, range(n), backend=backend, workers=workers, chunksize=chunksize))
     assert len(out) == n
     return (time.time() - t0) / n
 
@@ -98,10 +140,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--every", type=int, default=1, help="every K-th instance")
     ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="every 12th instance, 20 s cap, W = 20")
     ap.add_argument("--region-width", type=int, default=30, help="W of the 5-D W x W network")
+    ap.add_argument("--cells", type=int, default=None,
+                    help="cells of the region count (default: relulab's, 4 per worker)")
     ap.add_argument("--skip-verify", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
     a = ap.parse_args()
+    if a.quick:
+        a.every, a.timeout, a.region_width = max(a.every, 12), min(a.timeout, 20.0), 20
     result: dict = {"cpus": os.cpu_count()}
     root = None if a.skip_verify else data_dir()
     if root is None:
@@ -122,16 +169,18 @@ def main() -> None:
             solved = sum(r["status"] in ("holds", "violated") for r in rows)
             runs[label] = {"wall": wall, "solved": solved, "cpu": sum(r["cpu"] for r in rows)}
             print(f"verify-batch {len(insts)} ACAS Xu instances, {label:9s}: {wall:8.1f} s, "
-                  f"{solved} solved", flush=True)
+                  f"{solved} solved, instance CPU {runs[label]['cpu']:.1f} s", flush=True)
         x1 = runs["local x1"]["wall"]
-        print(f"speed-up local x2 / x1: {x1 / runs['local x2']['wall']:.2f}")
+        print(f"speed-up local x2 / x1: {x1 / runs['local x2']['wall']:.2f}; instance CPU x2 "
+              f"against x1: {runs['local x2']['cpu'] / runs['local x1']['cpu'] - 1:+.1%}")
         if "ray x2" in runs:
             print(f"speed-up ray x2 / local x1: {x1 / runs['ray x2']['wall']:.2f}; "
                   f"Ray overhead against the local pool: "
                   f"{runs['ray x2']['wall'] / runs['local x2']['wall'] - 1:+.1%}")
         result["verify_batch"] = {"instances": len(insts), "timeout": a.timeout, **runs}
-    result["regions"] = bench_regions(a.region_width, a.no_ray)
-    per_task = {"local x2": overhead("local", 400, 2)}
+    result["regions"] = bench_regions(a.region_width, a.no_ray, a.cells)
+    per_task = {"local x2": overhead("local", 400, 2),
+                "local x2, chunks of 50": overhead("local", 4000, 2, chunksize=50)}
     if not a.no_ray:
         import ray
 
@@ -141,6 +190,7 @@ def main() -> None:
             result["ray start (s)"] = time.time() - t0
         overhead("ray", 20, 2)                      # warm the workers
         per_task["ray x2"] = overhead("ray", 400, 2)
+        per_task["ray x2, chunks of 50"] = overhead("ray", 4000, 2, chunksize=50)
     for k, v in per_task.items():
         print(f"overhead per task, {k}: {v * 1000:.2f} ms")
     result["overhead_per_task_s"] = per_task

@@ -161,6 +161,11 @@ def test_ray_map_equals_local_map(ray_local):
     assert dict(pmap(square, range(12), backend="ray", workers=2)) == dict(pmap(square, range(12), workers=2))
 
 
+def test_ray_chunks_equal_local_map(ray_local):
+    assert dict(pmap(square, range(13), backend="ray", workers=2, chunksize=4)) == \
+        dict(pmap(square, range(13), workers=2))
+
+
 def test_ray_retries_a_dead_worker(ray_local, tmp_path):
     got = list(pmap(DieOnce(tmp_path, victim=2), range(5), backend="ray", workers=2))
     assert sorted(i for i, _ in got) == list(range(5)) and dict(got) == {i: 10 * i for i in range(5)}
@@ -183,3 +188,17 @@ def test_verify_batch_ray_and_local_tables_agree(ray_local, tmp_path, capsys):
 
             y = load_model(r["model"])(np.array(r["counterexample"]))
             assert np.allclose(y, r["output"])
+
+
+@pytest.mark.parametrize("workers,chunksize", [(1, 3), (2, 4), (3, 20)])
+def test_chunks_give_the_same_map(workers, chunksize):
+    assert dict(pmap(square, range(11), workers=workers, chunksize=chunksize)) == {i: i * i for i in range(11)}
+
+
+def test_a_dead_worker_costs_its_chunk_one_attempt(tmp_path):
+    got = list(pmap(DieOnce(tmp_path, victim=5), range(9), workers=2, chunksize=3))
+    assert sorted(i for i, _ in got) == list(range(9)) and dict(got) == {i: 10 * i for i in range(9)}
+    assert (tmp_path / "died-5").exists()
+    got = dict(pmap(always_dies, range(6), workers=2, retries=0, chunksize=2))
+    assert got[0]["status"] == "error" and got[1]["status"] == "error"   # the chunk of item 1
+    assert {k: v for k, v in got.items() if k > 1} == {2: 2, 3: 3, 4: 4, 5: 5}

@@ -70,22 +70,33 @@ def pmap(
     address: str | None = None,
     retries: int = 2,
     on_error: Callable[[Any, str], Any] = _error_result,
+    chunksize: int = 1,
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, fn(item))`` for every item, as results finish.
 
     ``fn`` and the items must pickle (a module-level function). ``workers`` defaults to
-    the machine's CPU count (local) or the cluster's (Ray).
+    the machine's CPU count (local) or the cluster's (Ray). ``chunksize``: items sent to a
+    worker at once (one task each chunk: for many short items, where the backend's cost
+    per task would dominate; a dead worker then costs its whole chunk one attempt).
 
     Example:
         >>> sorted(pmap(len, ["ab", "c"], workers=2))       # (index, result), as they finish
         [(0, 2), (1, 1)]
+        >>> sorted(pmap(abs, [-1, -2, -3], workers=2, chunksize=2))
+        [(0, 1), (1, 2), (2, 3)]
     """
     items = list(items)
     if backend not in BACKENDS:
         raise RelulabError(f"pmap: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     if workers is not None and workers < 1:
         raise RelulabError(f"pmap: workers must be at least 1, got {workers}")
+    if chunksize < 1:
+        raise RelulabError(f"pmap: chunksize must be at least 1, got {chunksize}")
     if not items:
+        return
+    if chunksize > 1:
+        yield from _chunked(fn, items, chunksize, backend=backend, workers=workers,
+                            address=address, retries=retries, on_error=on_error)
         return
     if backend == "ray":
         yield from _ray_map(fn, items, workers, address, retries, on_error)
@@ -98,6 +109,28 @@ def pmap(
             yield i, res
     else:
         yield from _local_map(fn, items, workers or os.cpu_count() or 1, retries, on_error)
+
+
+class _Chunk:
+    """``fn`` over a list of items, as one task."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, items: list) -> list:
+        return [self.fn(x) for x in items]
+
+
+def _chunked(fn, items, chunksize, *, on_error, **kw) -> Iterator[tuple[int, Any]]:
+    starts = range(0, len(items), chunksize)
+    chunks = [items[s : s + chunksize] for s in starts]
+
+    def chunk_error(chunk: list, reason: str) -> list:
+        return [on_error(x, reason) for x in chunk]
+
+    for c, res in pmap(_Chunk(fn), chunks, on_error=chunk_error, **kw):
+        for k, r in enumerate(res):
+            yield starts[c] + k, r
 
 
 def _worker_loop(fn, conn) -> None:
