@@ -107,11 +107,10 @@ def bench_regions(width: int, no_ray: bool, cells: int | None) -> dict:
         one_rs, w1, c1 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v))
         st, w2, c2 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v,
                                                                 parallel="local", workers=2))
-        same = ({r.pattern.tobytes() for r in one_rs} == {r.pattern.tobytes() for r in st})
-        ga = {frozenset((one_rs[i].pattern.tobytes(), one_rs[j].pattern.tobytes()))
-              for i, j, _ in regions.adjacency(one_rs)}
-        gb = {frozenset((st[i].pattern.tobytes(), st[j].pattern.tobytes()))
-              for i, j, _ in regions.adjacency(st)}
+        pa, pb = one_rs.packed_patterns, st.packed_patterns
+        same = {p.tobytes() for p in pa} == {p.tobytes() for p in pb}
+        ga = {frozenset((pa[i].tobytes(), pa[j].tobytes())) for i, j, _ in regions.adjacency(one_rs)}
+        gb = {frozenset((pb[i].tobytes(), pb[j].tobytes())) for i, j, _ in regions.adjacency(st)}
         key = "with vertex lists" if vertices else "skeleton (default in 5-D)"
         enum[key] = {"regions": len(one_rs), "one process": {"wall": w1, "cpu": c1},
                      "stitched local x2": {"wall": w2, "cpu": c2, "cells": st.info["cells"]},
@@ -152,7 +151,8 @@ def main() -> None:
     result: dict = {"cpus": os.cpu_count()}
     root = None if a.skip_verify else data_dir()
     if root is None:
-        print("ACAS Xu data not found (../shared/data or RELULAB_DATA): verify-batch part skipped")
+        print("verify-batch part skipped: " + ("--skip-verify" if a.skip_verify else
+                                                "ACAS Xu data not found (../shared/data or RELULAB_DATA)"))
     else:
         insts = read_instances(str(root / "acasxu" / "instances.csv"))[:: a.every]
         insts = [(m, p, min(t, a.timeout)) for m, p, t in insts]

@@ -231,7 +231,21 @@ def _stop(running: dict) -> None:
     running.clear()
 
 
-def _apply(fn: Callable[[Any], Any], item: Any) -> Any:
+# the mapped function of the current map, deserialised once per Ray worker process (a
+# task argument that is an object reference would be fetched and unpickled every task)
+_FN_CACHE: dict[str, Any] = {}
+
+
+def _apply(boxed_ref: list, item: Any) -> Any:
+    ref = boxed_ref[0]                    # inside a list: Ray leaves it unresolved
+    key = ref.hex()
+    fn = _FN_CACHE.get(key)
+    if fn is None:
+        import ray
+
+        fn = ray.get(ref)
+        _FN_CACHE.clear()                 # one map at a time per worker: keep only its fn
+        _FN_CACHE[key] = fn
     return fn(item)
 
 
@@ -248,7 +262,9 @@ def _ray_map(fn, items, workers, address, retries, on_error) -> Iterator[tuple[i
         started = True
     try:
         task = ray.remote(max_retries=retries, retry_exceptions=False)(_apply)
-        fn_ref = ray.put(fn)   # the function (and what it holds, e.g. a model) is sent once
+        # the function (and what it holds, e.g. a model) is sent once, and unpickled
+        # once per worker process
+        fn_ref = [ray.put(fn)]
         # a cap on tasks in flight keeps the driver's memory flat on huge item lists
         limit = max(2 * (workers or int(ray.cluster_resources().get("CPU", 1))), 1)
         pending: dict[Any, int] = {}
