@@ -26,6 +26,8 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from relulab.cli.verify import read_instances, run_batch
 from relulab.parallel import pmap
 
@@ -127,6 +129,55 @@ def bench_regions(width: int, no_ray: bool, cells: int | None) -> dict:
     return out
 
 
+def facet_keys(rs) -> set:
+    """(pattern, sorted facet ids) of every region: its H-representation by hyperplane."""
+    P, ids, ptr = rs.packed_patterns, rs.facet_ids, rs.facet_ptr
+    return {(P[i].tobytes(), np.sort(ids[ptr[i]:ptr[i + 1]]).tobytes()) for i in range(len(rs))}
+
+
+def check_standard_networks(cells: list[int]) -> list[dict]:
+    """Stitched enumeration against one process on the nine networks of
+    benchmarks/regions.py: the same regions (patterns), facets (by hyperplane), graph and
+    count, with 2 local workers and each number of cells."""
+    import importlib.util
+
+    from relulab import Box, regions
+    from relulab.io.torch import from_torch
+
+    spec = importlib.util.spec_from_file_location("bench_regions", Path(__file__).parent / "regions.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = []
+    print(f"\n{'network':9s} {'regions':>8s} {'cells':>5s} {'same regions':>12s} {'facets':>7s} "
+          f"{'graph':>6s} {'count':>6s} {'one s':>6s} {'x2 s':>6s}")
+    for name, d, widths, expected, *_ in mod.NETWORKS:
+        net = from_torch(mod.torch_model(d, widths))
+        box = Box(-np.ones(d), np.ones(d))
+        t0 = time.time()
+        one = regions.enumerate(net, box)
+        t_one = time.time() - t0
+        ga = {frozenset((one.packed_patterns[i].tobytes(), one.packed_patterns[j].tobytes()))
+              for i, j, _ in regions.adjacency(one)}
+        fa = facet_keys(one)
+        for c in cells:
+            t0 = time.time()
+            st = regions.enumerate(net, box, parallel="local", workers=2, cells=c)
+            t_st = time.time() - t0
+            gb = {frozenset((st.packed_patterns[i].tobytes(), st.packed_patterns[j].tobytes()))
+                  for i, j, _ in regions.adjacency(st)}
+            same = {p.tobytes() for p in one.packed_patterns} == {p.tobytes() for p in st.packed_patterns}
+            n_count = regions.count(net, box, parallel="local", workers=2, cells=c)
+            row = {"network": name, "regions": len(one), "expected": expected, "cells": c,
+                   "same regions": same and len(st) == len(one), "same facets": fa == facet_keys(st),
+                   "same graph": ga == gb, "same count": n_count == len(one),
+                   "one process s": t_one, "stitched x2 s": t_st}
+            rows.append(row)
+            print(f"{name:9s} {len(one):8d} {c:5d} {str(row['same regions']):>12s} "
+                  f"{str(row['same facets']):>7s} {str(row['same graph']):>6s} "
+                  f"{str(row['same count']):>6s} {t_one:6.2f} {t_st:6.2f}", flush=True)
+    return rows
+
+
 def overhead(backend: str, n: int, workers: int, chunksize: int = 1) -> float:
     t0 = time.time()
     out = dict(pmap(noop, range(n), backend=backend, workers=workers, chunksize=chunksize))
@@ -144,11 +195,20 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=None,
                     help="cells of the region count (default: relulab's, 4 per worker)")
     ap.add_argument("--skip-verify", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="only check stitched = one process on the networks of benchmarks/regions.py")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
     a = ap.parse_args()
     if a.quick:
         a.every, a.timeout, a.region_width = max(a.every, 12), min(a.timeout, 20.0), 20
     result: dict = {"cpus": os.cpu_count()}
+    if a.check:
+        rows = check_standard_networks([2, 8, 32])
+        out = Path(a.out).with_name("parallel_check.json")
+        out.write_text(json.dumps(rows, indent=2))
+        ok = all(r[k] for r in rows for k in ("same regions", "same facets", "same graph", "same count"))
+        print(f"all identical: {ok}; written to {out}")
+        return
     root = None if a.skip_verify else data_dir()
     if root is None:
         print("verify-batch part skipped: " + ("--skip-verify" if a.skip_verify else

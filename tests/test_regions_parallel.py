@@ -190,3 +190,39 @@ def test_stitched_skeleton_gives_the_vertices_and_graph_in_3d():
     st._edges = None
     E_facets = regions.adjacency(st)
     assert {tuple(e) for e in E_cells.tolist()} == {tuple(e) for e in E_facets.tolist()}
+
+
+# ------------------------------------------------------------------ property test
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=12, deadline=None)
+@given(d=st.integers(1, 3), w1=st.integers(1, 9), w2=st.integers(0, 6),
+       seed=st.integers(0, 10**6), cells=st.integers(1, 24))
+def test_ownership_count_and_stitch_equal_one_process(d, w1, w2, seed, cells):
+    """Random small networks of depth 1-2 in 1-3 dimensions and any number of cells, in
+    one process (workers=1 runs the cells inline: the same code as in a worker)."""
+    net = _net(d, [w1] + ([w2] if w2 else []), seed)
+    box = Box(-np.ones(d), np.ones(d))
+    one = regions.enumerate(net, box, vertices=True)
+    assert regions.count(net, box, parallel="local", workers=1, cells=cells) == len(one)
+    st_ = regions.enumerate(net, box, parallel="local", workers=1, cells=cells)
+    assert_same_regions(one, st_, net)
+
+
+@settings(max_examples=10, deadline=None)
+@given(d=st.integers(2, 3), w=st.integers(2, 6), seed=st.integers(0, 10**6),
+       cells=st.integers(2, 12))
+def test_degenerate_integer_networks_stitch_like_one_process(d, w, seed, cells):
+    """Small integer weights and biases put many hyperplanes through common points and
+    along cuts-to-be: cells fall back to patterns / vertex lists, still exact."""
+    rng = np.random.default_rng(seed)
+    net = Network([rng.integers(-2, 3, size=(w, d)).astype(float),
+                   rng.integers(-2, 3, size=(1, w)).astype(float)],
+                  [rng.integers(-1, 2, size=w) * 0.5, np.zeros(1)])
+    box = Box(-np.ones(d), np.ones(d))
+    one = regions.enumerate(net, box, vertices=True)
+    assert regions.count(net, box, parallel="local", workers=1, cells=cells) == len(one)
+    assert_same_regions(one, regions.enumerate(net, box, parallel="local", workers=1,
+                                               cells=cells), net)
