@@ -226,3 +226,22 @@ def test_degenerate_integer_networks_stitch_like_one_process(d, w, seed, cells):
     assert regions.count(net, box, parallel="local", workers=1, cells=cells) == len(one)
     assert_same_regions(one, regions.enumerate(net, box, parallel="local", workers=1,
                                                cells=cells), net)
+
+
+def test_a_cell_too_big_for_the_skeleton_is_counted_in_halves():
+    """Under a memory budget the whole box's skeleton does not fit: the cell is cut in
+    halves (ownership stays relative to the outer box) and the count is still exact,
+    without falling back to exchanging patterns."""
+    from relulab.limits import memory_limit
+    from relulab.regions._engine import Problem
+    from relulab.regions._skeleton import TooBig, skeleton_count
+    from relulab.regions._stitch import _CountTask
+
+    net = _net(2, [12, 12], 5)
+    box = Box([-1, -1], [1, 1])
+    n = len(regions.enumerate(net, box))
+    with memory_limit(100_000):
+        with pytest.raises(TooBig):
+            skeleton_count(Problem(net, box))
+        assert _CountTask(net, box)((box.lo, box.hi, "own")) == ("own", n)
+        assert regions.count(net, box, parallel="local", workers=1, cells=3) == n

@@ -74,6 +74,16 @@ def _estimate(net: Network, box: Box, rng: np.random.Generator) -> int:
     return len({row.tobytes() for row in np.packbits(P, axis=1)}) if P.shape[1] else 1
 
 
+# a cell whose skeleton would not fit the memory budget is cut in two (and so on, at
+# most this many times): ownership is relative to the outer box, so the halves' counts add
+MAX_CELL_SPLITS = 12
+
+
+def _cut(cell: Box) -> tuple[Box, Box]:
+    axis = int(np.argmax(cell.hi - cell.lo))
+    return cell.split(axis, cell.lo[axis] + (0.5 + CUT_OFFSET) * (cell.hi[axis] - cell.lo[axis]))
+
+
 def split_cells(net: Network, box: Box, n_cells: int, seed: int = 0) -> list[Box]:
     """Cut ``box`` into ``n_cells`` boxes: repeatedly cut the cell with the largest
     estimated region count across its longest side (near its middle).
@@ -91,9 +101,7 @@ def split_cells(net: Network, box: Box, n_cells: int, seed: int = 0) -> list[Box
     while len(cells) < n_cells:
         k = max(range(len(cells)), key=lambda i: cells[i][0])
         _, c = cells.pop(k)
-        axis = int(np.argmax(c.hi - c.lo))
-        at = c.lo[axis] + (0.5 + CUT_OFFSET) * (c.hi[axis] - c.lo[axis])
-        for half in c.split(axis, at):
+        for half in _cut(c):
             cells.append((_estimate(net, half, rng), half))
     cells.sort(key=lambda t: -t[0])           # heaviest first: the last worker is not alone
     return [c for _, c in cells]
@@ -132,15 +140,25 @@ class _CountTask:
     def __call__(self, item: tuple[np.ndarray, np.ndarray, str]) -> tuple[str, Any]:
         lo, hi, mode = item
         cell = Box(lo, hi)
+        if mode == "own":
+            try:
+                return "own", self.owned(cell, 0)
+            except (Degenerate, TooBig):
+                pass
+        return "patterns", _engine_patterns(E.Problem(self.net, cell)) if mode == "own" \
+            else cell_patterns(E.Problem(self.net, cell))
+
+    def owned(self, cell: Box, depth: int) -> int:
+        """Regions owned by ``cell``; a cell too big for the skeleton engine is counted
+        in halves (raises :class:`Degenerate`, or :class:`TooBig` past the last split)."""
         pb = E.Problem(self.net, cell)
-        if mode == "patterns":
-            return "patterns", cell_patterns(pb)
         try:
-            owned, _ = skeleton_owned_count(pb, _foreign_ids(cell, Box(self.lo, self.hi),
-                                                             pb.N, pb.n_ids))
-            return "own", owned
-        except (Degenerate, TooBig):
-            return "patterns", _engine_patterns(pb)
+            return skeleton_owned_count(pb, _foreign_ids(cell, Box(self.lo, self.hi),
+                                                         pb.N, pb.n_ids))[0]
+        except TooBig:
+            if depth >= MAX_CELL_SPLITS:
+                raise
+        return sum(self.owned(half, depth + 1) for half in _cut(cell))
 
 
 # default cells per worker.  Counting: ownership makes a cut cost only the boundary
