@@ -91,7 +91,9 @@ def test_stitched_on_ray_equals_one_process():
         net = _net(2, [12, 12], 7)
         box = Box([-1, -1], [1, 1])
         st = regions.enumerate(net, box, parallel="ray", workers=2, cells=5)
-        assert_same_regions(regions.enumerate(net, box, vertices=True), st, net)
+        one = regions.enumerate(net, box, vertices=True)
+        assert_same_regions(one, st, net)
+        assert regions.count(net, box, parallel="ray", workers=2, cells=9) == len(one)
     finally:
         if started:
             ray.shutdown()
