@@ -119,9 +119,9 @@ def enumerate_regions(
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
-            ``cells`` (default 2 per worker) balanced by estimated region count, enumerate
-            them on ``workers`` and stitch the pieces exactly (the same regions, vertices
-            and graph). ``address``: the Ray cluster.
+            ``cells`` (default one per worker; 4 per worker for ``count``) balanced by
+            estimated region count, enumerate them on ``workers`` and stitch the pieces
+            exactly (the same regions, vertices and graph). ``address``: the Ray cluster.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
