@@ -156,6 +156,7 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
     from multiprocessing.connection import wait
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    _release_free_memory()
     queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
     attempts = [0] * len(items)
     running: dict[Any, tuple[Any, int | None]] = {}  # conn -> (process, item index)
@@ -221,6 +222,19 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
     except BaseException:
         _stop(running)
         raise
+
+
+def _release_free_memory() -> None:
+    """Hand the driver's freed heap back to the system before forking workers (glibc
+    only; elsewhere nothing). A forked worker that reuses memory the driver freed but
+    kept copies each page on first write; after a large computation in the driver that
+    cost the workers of a region count 4x the page faults and about 8% more CPU time."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)   # already loaded: no search, no subprocess
+    except (OSError, AttributeError):
+        pass
 
 
 def _stop(running: dict) -> None:
