@@ -16,7 +16,7 @@ Enumeration stitches the pieces exactly:
 
 * The set of inputs with a given activation pattern is convex, so all the pieces that
   carry one pattern are parts of one region, and the region is their union.  A piece
-  with no facet on a cut is a whole region and is kept as it is.
+  whose pattern no other cell found is a whole region and is kept as it is.
 * A facet of the union lies on a neuron's hyperplane or on the outer box: the union's
   facets are the pieces' facets without the cuts between cells (one row per hyperplane).
 * A vertex of the union is a vertex of the piece that holds it.  In a cell that the
