@@ -247,3 +247,18 @@ def test_a_cell_too_big_for_the_skeleton_is_counted_in_halves():
             skeleton_count(Problem(net, box))
         assert _CountTask(net, box)((box.lo, box.hi, "own")) == ("own", n)
         assert regions.count(net, box, parallel="local", workers=1, cells=3) == n
+
+
+def test_cuts_avoid_hyperplanes_through_round_coordinates():
+    """Zero biases put every first-layer hyperplane through the centre of the box; the
+    cuts are placed off the middle, so the cells stay in general position and count by
+    ownership (a cut through the centre would make every cell fall back)."""
+    from relulab.regions._stitch import _CountTask, split_cells
+
+    rng = np.random.default_rng(8)
+    net = Network([rng.normal(size=(2, 2)), rng.normal(size=(1, 2))], [np.zeros(2), np.zeros(1)])
+    box = Box([-1, -1], [1, 1])
+    boxes = split_cells(net, box, 6)
+    answers = [_CountTask(net, box)((c.lo, c.hi, "own")) for c in boxes]
+    assert all(kind == "own" for kind, _ in answers)
+    assert sum(k for _, k in answers) == len(regions.enumerate(net, box)) == 4
