@@ -244,7 +244,12 @@ def bound(
         intermediate: "crown" (pre-activation bounds by CROWN, fixed during the alpha
             optimisation) or "alpha" (with ``method="alpha"``: the unstable neurons of every
             layer after the first are re-bounded at every step with their own optimised
-            slopes, and the final bound follows the tighter relaxations; slower).
+            slopes, and the final bound follows the tighter relaxations; slower), or
+            "reuse": the pre-activation bounds of ``warm`` (a parent's, valid on the
+            child's sub-domain) are kept as they are, clamped by the splits, and only
+            layers the warm start lacks are bounded by CROWN; branch and bound on large
+            graphs, where re-bounding every layer after a split costs far more than the
+            final bound (the splits still enter the final bound through beta).
         dtype: "float64" or "float32"; device: "cpu" or "cuda".
 
     Example:
@@ -272,8 +277,8 @@ def bound(
         raise BoundError(f"dtype: {dtype!r} is not float64 or float32")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise BoundError("device: cuda was asked for but torch sees no GPU")
-    if intermediate not in ("crown", "alpha"):
-        raise BoundError(f"intermediate: {intermediate!r} is not crown or alpha")
+    if intermediate not in ("crown", "alpha", "reuse"):
+        raise BoundError(f"intermediate: {intermediate!r} is not crown, alpha or reuse")
     if int(iters) < 0 or not lr > 0:
         raise BoundError(f"iters ({iters}) must be >= 0 and lr ({lr}) > 0")
     g = bg.converted(dtype, str(device))
@@ -333,6 +338,8 @@ def bound(
                 mask = ((plo < 0) & (phi > 0)).view(B, -1)
                 if s_flat is not None:
                     mask &= s_flat == 0
+                if intermediate == "reuse" and warm is not None and node.name in warm.pre:
+                    mask &= False  # the parent's bounds (intersected above) are kept
                 if warm is not None and node.name in warm.pre and bool(same.any()):
                     agree = same
                     if ws is not None:
