@@ -430,7 +430,7 @@ def test_reused_intermediate_bounds_sound_on_split_subdomains(graphs, dtype):
     slack = SOUND if dtype == "float64" else 1e-4 * (1 + np.abs(bg.forward(X)).max())
     assert np.all(g.lower >= np.repeat(root.lower, B, 0) - slack)
     Y = bg.forward(X)
-    for name, shape in bg.relus:  # the parent's bounds clamped by the splits (or IBP: tighter)
+    for name, _ in bg.relus:  # the parent's bounds clamped by the splits (or IBP: tighter)
         s = splits[name].reshape(B, -1)
         plo = np.repeat(root.pre[name][0].reshape(1, -1), B, 0)
         phi = np.repeat(root.pre[name][1].reshape(1, -1), B, 0)
