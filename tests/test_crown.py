@@ -444,3 +444,17 @@ def test_reused_intermediate_bounds_sound_on_split_subdomains(graphs, dtype):
             inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
         assert inside[anchors[b]]
         assert np.all(Y[inside].min(0) >= g.lower[b] - slack)
+
+
+def test_opt_deadline_stops_only_the_optimisation(graphs):
+    """opt_deadline in the past: every intermediate bound is still computed by CROWN
+    (status complete), and the bound is CROWN's or better, never looser."""
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(3, eps=0.2)
+    crown = bound(bg, lo, hi)
+    g = bound(bg, lo, hi, method="alpha", iters=50, intermediate="alpha",
+              opt_deadline=time.monotonic() - 1.0)
+    assert g.status == "complete" and g.reason.startswith("opt_deadline")
+    assert np.all(g.lower >= crown.lower - 1e-12) and np.all(g.upper <= crown.upper + 1e-12)
+    for name, _ in bg.relus:
+        np.testing.assert_allclose(g.pre[name][0], crown.pre[name][0], atol=1e-12, rtol=0)

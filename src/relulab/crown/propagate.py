@@ -221,6 +221,7 @@ def bound(
     iters: int = 20,
     lr: float = 0.1,
     deadline: float | None = None,
+    opt_deadline: float | None = None,
     return_coeffs: bool = False,
     upper: bool = True,
     intermediate: str = "crown",
@@ -239,6 +240,9 @@ def bound(
         iters, lr: alpha/beta optimisation steps and Adam step size.
         deadline: a ``time.monotonic()`` value; past it the computation stops refining and
             returns sound, looser bounds marked ``status="partial"``.
+        opt_deadline: a ``time.monotonic()`` value at which the alpha/beta optimisation
+            alone stops (keeping the best bounds so far; status stays "complete"), e.g.
+            to cap the time spent optimising intermediate bounds.
         return_coeffs: fill ``coeffs`` (coefficients of the lower bound on each ReLU output).
         upper: also bound ``-C f(x)`` (``upper``); False halves the work.
         intermediate: "crown" (pre-activation bounds by CROWN, fixed during the alpha
@@ -395,10 +399,15 @@ def bound(
 
     alphas: dict[str, Any] = {}
     betas: dict[str, Any] = {}
+    def opt_late() -> bool:
+        return late() or (opt_deadline is not None and time.monotonic() >= opt_deadline)
+
     if method == "alpha" and int(iters) > 0 and not late():
         val, coeffs, alphas, betas, tight, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
-            late, m, return_coeffs, inter or None)
+            opt_late, m, return_coeffs, inter or None)
+        if why.startswith("deadline") and not late():
+            why = "opt_deadline: alpha optimisation stopped early"  # as asked: not partial
         for name, (a, b) in tight.items():
             pre[name] = (a.view(pre[name][0].shape), b.view(pre[name][1].shape))
         if why.startswith("deadline") or why.startswith("memory: alpha"):

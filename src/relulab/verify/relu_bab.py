@@ -70,6 +70,7 @@ F32_MARGIN = 1e-4
 # slope optimisation steps of such a graph's root with intermediate alpha-CROWN (every
 # layer's bounds optimised; 5 steps tighten a CIFAR ResNet's root bound ~0.2-0.3)
 ROOT_ITERS = 10
+ROOT_SHARE = 0.3  # the root's optimisation stops after this share of the time left
 ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline is brought forward
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
@@ -214,12 +215,14 @@ class _GraphBounder:
             dl = deadline - max(seen, ENGINE_SLACK * max(deadline - time.monotonic(), 0.0))
         # children of a large graph keep their parent's intermediate bounds (REUSE_NEURONS);
         # its root, whose intermediate bounds then serve the whole tree, optimises them
-        inter, iters = "crown", self.iters
+        inter, iters, odl = "crown", self.iters, None
         if self.reuse:
             inter, iters = ("reuse", iters) if warm is not None else ("alpha", ROOT_ITERS)
+            if warm is None and dl is not None:  # at most ROOT_SHARE of the time optimising
+                odl = time.monotonic() + ROOT_SHARE * max(dl - time.monotonic(), 0.0)
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
-                              iters=iters, deadline=dl, return_coeffs=True, upper=False,
-                              intermediate=inter, dtype=self.dtype)
+                              iters=iters, deadline=dl, opt_deadline=odl, return_coeffs=True,
+                              upper=False, intermediate=inter, dtype=self.dtype)
         if dl is not None:
             _OVERRUN[id(self.bg)] = max(_OVERRUN.get(id(self.bg), 0.0), time.monotonic() - dl)
         low = np.asarray(gb.lower, dtype=np.float64) - self.d[None, :]
