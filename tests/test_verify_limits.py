@@ -129,7 +129,7 @@ def _assert_brackets(d, exact, net, box):
 
 def test_output_range_over_budget_is_unknown_with_a_sound_bracket():
     rng = np.random.default_rng(11)
-    net = _net(rng, [6, 16, 16, 3])
+    net = _net(rng, [6, 10, 8, 2])
     box = Box(-np.ones(6), np.ones(6))
     exact = output_range(net, box)
     with memory_limit(64):  # 64 bytes: no MILP fits
