@@ -353,7 +353,8 @@ def bound(
                     status, reason = "partial", "deadline: interval bounds for the later layers"
                 else:
                     try:
-                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
+                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi,
+                                      late if deadline is not None else None):
                             status, reason = "partial", "deadline: interval bounds for the later layers"
                     except ResourceLimitError as e:
                         status, reason = "partial", f"memory: {e}"

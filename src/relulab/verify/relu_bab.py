@@ -71,6 +71,7 @@ F32_MARGIN = 1e-4
 # layer's bounds optimised; 5 steps tighten a CIFAR ResNet's root bound ~0.2-0.3)
 ROOT_ITERS = 10
 ROOT_SHARE = 0.3  # the root's optimisation stops after this share of the time left
+ROOT_MIN_TIME = 30.0  # seconds left below which the root keeps CROWN's intermediate bounds
 ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline is brought forward
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
@@ -216,9 +217,13 @@ class _GraphBounder:
         # children of a large graph keep their parent's intermediate bounds (REUSE_NEURONS);
         # its root, whose intermediate bounds then serve the whole tree, optimises them
         inter, iters, odl = "crown", self.iters, None
-        if self.reuse:
-            inter, iters = ("reuse", iters) if warm is not None else ("alpha", ROOT_ITERS)
-            if warm is None and dl is not None:  # at most ROOT_SHARE of the time optimising
+        if self.reuse and warm is not None:
+            inter = "reuse"
+        elif self.reuse and (dl is None or dl - time.monotonic() >= ROOT_MIN_TIME):
+            # at most ROOT_SHARE of the time optimising (one step re-bounds every layer: a
+            # step started just before that point still ends well before the deadline)
+            inter, iters = "alpha", ROOT_ITERS
+            if dl is not None:
                 odl = time.monotonic() + ROOT_SHARE * max(dl - time.monotonic(), 0.0)
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
                               iters=iters, deadline=dl, opt_deadline=odl, return_coeffs=True,
