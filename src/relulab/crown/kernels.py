@@ -108,7 +108,7 @@ def relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
     alu = al.reshape(al.shape[0], al.shape[1], -1).index_select(2, uidx)
     suu = su.reshape(N, 1, -1).index_select(2, uidx)
     tuu = tu.reshape(N, -1).index_select(1, uidx)
-    new = new.index_copy(2, uidx, (lu * alu).where(lu > 0, lu * suu))
+    new.index_copy_(2, uidx, (lu * alu).where(lu > 0, lu * suu))  # new is a fresh tensor
     const = (lu.clamp(max=0) @ tuu.unsqueeze(-1)).squeeze(-1)
     return new.view(lam.shape), const
 
