@@ -194,7 +194,11 @@ def _run_measured(inst, timeout, memory_gb, grace) -> dict:
     # a fresh process per instance for its own peak RSS: this wrapper runs inside a
     # worker process, whose RUSAGE_CHILDREN then belongs to that one child only
     r = run_one(inst, timeout, memory_gb, grace)
-    r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r["peak_rss_mb"] = ru.ru_maxrss / 1024
+    # CPU seconds of the child (loading included): on a machine shared with other jobs the
+    # wall time says more about the load than about the verifier
+    r["cpu"] = ru.ru_utime + ru.ru_stime
     return r
 
 
@@ -218,6 +222,7 @@ def summarise(bench: str, rows: list[dict], pub: dict) -> dict:
     s["wrong"] = len(wrong)
     s["wrong_list"] = wrong
     s["time"] = sum(r["wall"] for r in rows)
+    s["cpu"] = sum(r.get("cpu", 0.0) for r in rows)
     s["max_rss_mb"] = max((r.get("peak_rss_mb", 0.0) for r in rows), default=0.0)
     s["tools"] = {t: sum(1 for k in keys if k in tbl and tbl[k][0] in (SAT, UNSAT)) for t, tbl in pub.items()}
     cpu = {t: n for t, n in s["tools"].items() if t not in GPU_TOOLS}
@@ -300,7 +305,7 @@ def main() -> None:
                 r["expected"] = futs[f]["expected"]
                 rows.append(r)
                 print(f"  {Path(r['onnx']).stem} {Path(r['vnnlib']).stem}: {r['status']} "
-                      f"{r['wall']:.1f}s {r.get('peak_rss_mb', 0):.0f}MB {r.get('reason', '')}", flush=True)
+                      f"{r['wall']:.1f}s (cpu {r.get('cpu', 0):.1f}s) {r.get('peak_rss_mb', 0):.0f}MB {r.get('reason', '')}", flush=True)
         order = {(i["onnx"], i["vnnlib"]): n for n, i in enumerate(insts)}
         rows.sort(key=lambda r: order[(r["onnx"], r["vnnlib"])])
         s = summarise(bench, rows, pub)

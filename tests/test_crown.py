@@ -398,3 +398,63 @@ def test_warm_batch_mixing_reused_and_fresh_children():
     z0 = X @ net.weights[0].T + net.biases[0]
     Y = net(X)[z0[:, u0[0]] <= 0]
     assert np.all(Y.min(0) >= warm.lower[1] - SOUND)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_reused_intermediate_bounds_sound_on_split_subdomains(graphs, dtype):
+    """intermediate="reuse" (children keep the parent's intermediate bounds, clamped by the
+    splits; the splits enter the final bound through beta): never below the parent's
+    bound, its pre-activation bounds are the parent's, and sound on each split
+    sub-domain by sampling (float32: up to float32 rounding of the numbers' size)."""
+    bg = graphs[("max", 1)]
+    rng = np.random.default_rng(12)
+    lo, hi = _box(6, eps=0.25)
+    C = np.eye(3)
+    root = bound(bg, lo, hi, C, method="alpha", iters=10, dtype=dtype)
+    X = _samples(lo[0], hi[0], 10_000, 4)
+    signs = _pre_signs(bg, X)
+    B = 6
+    anchors = rng.choice(len(X), B, replace=False)
+    splits = {}
+    for name, shape in bg.relus:
+        plo, phi = root.pre[name]
+        un = np.flatnonzero(((plo < 0) & (phi > 0)).reshape(-1))
+        s = np.zeros((B, plo[0].size), np.int8)
+        for b, a in enumerate(anchors):
+            pick = rng.choice(un, min(2, un.size), replace=False) if un.size else []
+            s[b, pick] = np.where(signs[name][a, pick] >= 0, 1, -1)
+        splits[name] = s.reshape(B, *shape)
+    LO, HI = np.repeat(lo, B, 0), np.repeat(hi, B, 0)
+    g = bound(bg, LO, HI, C, splits=splits, method="alpha", iters=15, dtype=dtype,
+              warm=root.warm.take(np.zeros(B, int)), intermediate="reuse")
+    slack = SOUND if dtype == "float64" else 1e-4 * (1 + np.abs(bg.forward(X)).max())
+    assert np.all(g.lower >= np.repeat(root.lower, B, 0) - slack)
+    Y = bg.forward(X)
+    for name, _ in bg.relus:  # the parent's bounds clamped by the splits (or IBP: tighter)
+        s = splits[name].reshape(B, -1)
+        plo = np.repeat(root.pre[name][0].reshape(1, -1), B, 0)
+        phi = np.repeat(root.pre[name][1].reshape(1, -1), B, 0)
+        assert np.all(g.pre[name][0].reshape(B, -1) >= np.where(s > 0, np.maximum(plo, 0), plo) - slack)
+        assert np.all(g.pre[name][1].reshape(B, -1) <= np.where(s < 0, np.minimum(phi, 0), phi) + slack)
+    for b in range(B):
+        inside = np.ones(len(X), bool)
+        for name in splits:
+            s = splits[name][b].reshape(-1)
+            z = signs[name]
+            inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
+        assert inside[anchors[b]]
+        assert np.all(Y[inside].min(0) >= g.lower[b] - slack)
+
+
+def test_opt_deadline_stops_only_the_optimisation(graphs):
+    """opt_deadline in the past: every intermediate bound is still computed by CROWN
+    (status complete), and the bound is CROWN's or better, never looser."""
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(3, eps=0.2)
+    crown = bound(bg, lo, hi)
+    g = bound(bg, lo, hi, method="alpha", iters=50, intermediate="alpha",
+              opt_deadline=time.monotonic() - 1.0)
+    assert g.status == "complete" and g.reason.startswith("opt_deadline")
+    assert np.all(g.lower >= crown.lower - 1e-12) and np.all(g.upper <= crown.upper + 1e-12)
+    for name, _ in bg.relus:
+        np.testing.assert_allclose(g.pre[name][0], crown.pre[name][0], atol=1e-12, rtol=0)

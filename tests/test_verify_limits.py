@@ -104,6 +104,59 @@ def test_range_with_a_time_limit_brackets_the_exact_maximum(capsys, tmp_path):
                              "--timeout", "30", "--json")
     assert code == 0, err
     assert np.allclose(json.loads(out)["hi"], exact.hi, atol=1e-6)
+    # a budget no MILP fits in: unknown with the memory reason (exit 0), and the bracket
+    # from the bounds and a local search still contains the exact range
+    code, out, err = run_cli(capsys, "range", str(tmp_path / "n.npz"), "--box", "-1:1",
+                             "--memory", "1e-9", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["status"] == "unknown" and d["reason"].startswith("memory:") and d["exact"] is False
+    _assert_brackets(d, exact, net, box)
     code, out, err = run_cli(capsys, "range", str(tmp_path / "n.npz"), "--box", "-1:1",
                              "--memory", "1e-9")
-    assert code == 1 and "memory budget" in err and len(err.strip().splitlines()) == 1
+    assert code == 0 and "BRACKET" in out and "memory" in out
+
+
+def _assert_brackets(d, exact, net, box):
+    lo, hi = np.array(d["lo"]), np.array(d["hi"])
+    assert np.all(np.array(d["lo_bound"]) <= exact.lo + 1e-9) and np.all(lo >= exact.lo - 1e-9)
+    assert np.all(np.array(d["hi_bound"]) >= exact.hi - 1e-9) and np.all(hi <= exact.hi + 1e-9)
+    # the values found are attained at the reported inputs (inside the box)
+    amin, amax = np.array(d["argmin"]), np.array(d["argmax"])
+    assert np.all(box.contains(amin)) and np.all(box.contains(amax))
+    assert np.allclose(np.diag(net(amin)), lo) and np.allclose(np.diag(net(amax)), hi)
+
+
+def test_output_range_over_budget_is_unknown_with_a_sound_bracket():
+    rng = np.random.default_rng(11)
+    net = _net(rng, [6, 10, 8, 2])
+    box = Box(-np.ones(6), np.ones(6))
+    exact = output_range(net, box)
+    with memory_limit(64):  # 64 bytes: no MILP fits
+        r = output_range(net, box, time_limit=5.0)
+    assert r.status == "unknown" and r.reason.startswith("memory:")
+    _assert_brackets(r.to_dict(), exact, net, box)
+
+
+def test_cli_verify_when_the_model_itself_exceeds_the_budget(tmp_path, capsys, monkeypatch):
+    """Loading that would exceed --memory (a dense lowering) ends unknown, exit 0."""
+    import relulab.verify as rv
+
+    net, spec = _hard(12)
+    _files(tmp_path, net, spec)
+
+    def too_big(path, structured=None):
+        check_bytes(10.0**15, "the dense form of this model")
+
+    monkeypatch.setattr(rv, "load_for_verify", too_big)
+    code, out, err = run_cli(capsys, "verify", str(tmp_path / "net.npz"), str(tmp_path / "p.vnnlib"),
+                             "--memory", "1", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert (d["status"], d["result"], d["method"]) == ("unknown", "unknown", "load")
+    assert d["reason"].startswith("memory:")
+    code, out, err = run_cli(capsys, "verify-batch", str(tmp_path / "inst.csv"), "--workers", "1",
+                             "--memory", "1", "--json")
+    assert code == 0, err
+    row = json.loads(out)["instances"][0]
+    assert row["status"] == "unknown" and row["reason"].startswith("memory:")

@@ -269,3 +269,59 @@ def test_skip_connections_and_affine_networks(engine):
             assert r.status == want, (s, gap, r.status, r.reason)
             if want == "violated":
                 assert net(r.counterexample)[0] >= m + gap - FEAS_TOL
+
+
+def test_float32_engine_with_reused_intermediate_bounds_agrees_with_milp(monkeypatch):
+    """The large-graph settings (float32 bounds with F32_MARGIN, children keeping their
+    parent's intermediate bounds) forced on small networks: the same answers as the MILP."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import relulab.verify.relu_bab as rb
+
+    monkeypatch.setattr(rb, "REUSE_NEURONS", 0)
+    monkeypatch.setattr(rb, "F32_NEURONS", 0)
+    seen = {"holds": 0, "violated": 0}
+    for seed in range(200, 222):
+        net, box, C, dv, truth = _instance(seed)
+        if truth is None:
+            continue
+        r = relu_split(net, box, C, dv, timeout=60, engine="crown")
+        assert r.status == truth, (seed, r.status, truth, r.reason)
+        seen[truth] += 1
+        if r.status == "violated":
+            assert box.contains(r.counterexample)
+            assert np.all(C @ net(r.counterexample) <= dv + FEAS_TOL)
+    assert seen["holds"] >= 3 and seen["violated"] >= 3, seen
+
+
+def test_terms_of_one_box_share_the_root_bounds_and_agree_with_milp():
+    """A property with several unsafe terms on one box (a classification property): the
+    root bound is computed once (root_proven) and reused by each term's search."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from relulab.spec import Property
+
+    for seed in range(5):
+        rng = np.random.default_rng(300 + seed)
+        net = _net(rng, [24, 10, 8, 4])
+        box = Box(-0.3 * np.ones(24), 0.3 * np.ones(24))
+        y0 = net(box.center)
+        k = int(np.argmax(y0))
+        terms, truths = [], []
+        for j in range(4):
+            if j == k:
+                continue
+            c = np.zeros(4)
+            c[k], c[j] = -1.0, 1.0           # unsafe: y_j >= y_k + t
+            t = float(-maximize(net, box, -c).value) * rng.uniform(0.6, 1.4) if seed % 2 else 0.0
+            terms.append(OutputConstraint(c[None], np.array([-t])))
+            truths.append(milp_term(net, box, c[None], np.array([-t]))[0])
+        if "unknown" in truths:
+            continue
+        want = "violated" if "violated" in truths else "holds"
+        r = verify(net, Property([Specification(box, terms)]), timeout=60, engine="crown",
+                   method="relu-split")
+        assert r.status == want, (seed, r.status, want, r.reason)
+        if want == "violated":
+            x = r.counterexample
+            assert box.contains(x) and any(np.all(u.C @ net(x) <= u.d + FEAS_TOL) for u in terms)

@@ -22,6 +22,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
+from ..limits import ResourceLimitError
 from ..results import to_jsonable
 from ._common import (
     JSON_OPT,
@@ -99,6 +100,10 @@ def run_instance(args: tuple[str, str, float]) -> dict:
             r = verify(net, prop, timeout=timeout, memory=mem)
         d = r.to_dict()
         d["result"] = r.vnncomp
+    except ResourceLimitError as e:  # loading exceeded the budget: unknown, like verify's phases
+        r = _memory_unknown(e, time.time() - t0)
+        d = r.to_dict()
+        d["result"] = r.vnncomp
     except RelulabError as e:
         d = {"status": "error", "result": "error", "reason": str(e), "time": time.time() - t0}
     except Exception as e:  # noqa: BLE001 - one failing instance must not stop a batch
@@ -107,6 +112,16 @@ def run_instance(args: tuple[str, str, float]) -> dict:
     # cpu: this process's CPU seconds (less sensitive than wall time to a loaded machine)
     d.update(model=model, property=prop_path, wall=time.time() - t0, cpu=time.process_time() - c0)
     return d
+
+
+def _memory_unknown(err: Exception, seconds: float):
+    """The answer when loading the model exceeded the memory budget: unknown, with the
+    reason "memory: ..." (as when a verification phase stops on the budget)."""
+    from ..verify import VerificationResult
+
+    msg = str(err)
+    return VerificationResult("unknown", seconds, method="load",
+                              reason=msg if msg.startswith("memory") else f"memory: {msg}")
 
 
 def _model_dims(model) -> tuple[int, int]:
@@ -302,14 +317,18 @@ def register(app: typer.Typer) -> None:
             raise RelulabError(f"--timeout must be positive, got {timeout}")
         mem = _memory_bytes(memory)
         path = resolve_path(model)
-        with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
-            if Path(path).suffix.lower() in (".pt", ".pth"):
-                net = load_model_arg(model)
-            else:
-                net = load_for_verify(path)
-            n_in, n_out = _model_dims(net)
-            p = load_vnnlib(resolve_path(prop), n_inputs=n_in, n_outputs=n_out)
-            r = verify(net, p, timeout=timeout, memory=mem, method=method)
+        t0 = time.time()
+        try:
+            with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
+                if Path(path).suffix.lower() in (".pt", ".pth"):
+                    net = load_model_arg(model)
+                else:
+                    net = load_for_verify(path)
+                n_in, n_out = _model_dims(net)
+                p = load_vnnlib(resolve_path(prop), n_inputs=n_in, n_outputs=n_out)
+                r = verify(net, p, timeout=timeout, memory=mem, method=method)
+        except ResourceLimitError as e:  # the model itself does not fit: unknown, not a crash
+            r = _memory_unknown(e, time.time() - t0)
         if out:
             _write_atomic(out, vnncomp_text(r))
         if json_out:
@@ -445,7 +464,8 @@ def register(app: typer.Typer) -> None:
             "proven bracket found so far is reported (status time_limit)."),
         memory: float = typer.Option(
             None, "--memory", help="Memory budget in GB (default: half of the available "
-            "memory); an MILP that would exceed it stops with a one-line error."),
+            "memory); an MILP that would exceed it is skipped and the answer is the bracket "
+            "of the symbolic bounds (status unknown, reason memory: ...)."),
         tighten: bool = typer.Option(False, "--tighten", help="LP bound tightening before the MILPs."),
         json_out: bool = JSON_OPT,
     ) -> None:
@@ -455,7 +475,8 @@ def register(app: typer.Typer) -> None:
         at the argmin/argmax inputs) and the proven bounds: the true minimum lies between
         "min proven" and "min found", the true maximum between "max found" and "max
         proven". Status "optimal" means they coincide (exact range); "time_limit" means a
-        bracket.
+        bracket; "unknown" (reason "memory: ...") means a MILP would not fit in --memory
+        and the bracket comes from the symbolic bounds and a local search.
 
         Under a time limit the bracket comes from the same bounds as the verifier: the
         MILP's incumbent and proven bound, tightened by input-splitting branch and bound
@@ -479,7 +500,8 @@ def register(app: typer.Typer) -> None:
             print_json({**r.to_dict(), "exact": r.status == "optimal"})
             return
         exact = r.status == "optimal"
-        kind = "exact output range" if exact else f"output range BRACKET ({r.status}: not proven exact)"
+        why = f"{r.status}; {r.reason}" if r.reason else r.status
+        kind = "exact output range" if exact else f"output range BRACKET ({why}: not proven exact)"
         t = Table(title=f"{kind} over {box_text(B)}, {r.time:.2f} s")
         cols = (("output", "min", "max", "argmin", "argmax") if exact else
                 ("output", "min proven", "min found", "max found", "max proven"))

@@ -24,6 +24,8 @@ __all__ = ["relaxation", "concretise", "CHUNK_BYTES"]
 # also capped by a fraction of the memory budget): big enough to keep torch's convolution
 # kernels busy, small enough to leave room for several live chunks in residual graphs
 CHUNK_BYTES = 128 * 2**20
+# neurons of a layer's first chunk under a deadline (then doubling up to the memory cap)
+FIRST_ROWS = 16
 # live coefficient tensors per chunk (pending branches of residual graphs, temporaries)
 LIVE_FACTOR = 4
 
@@ -106,7 +108,7 @@ def relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
     alu = al.reshape(al.shape[0], al.shape[1], -1).index_select(2, uidx)
     suu = su.reshape(N, 1, -1).index_select(2, uidx)
     tuu = tu.reshape(N, -1).index_select(1, uidx)
-    new = new.index_copy(2, uidx, (lu * alu).where(lu > 0, lu * suu))
+    new.index_copy_(2, uidx, (lu * alu).where(lu > 0, lu * suu))  # new is a fresh tensor
     const = (lu.clamp(max=0) @ tuu.unsqueeze(-1)).squeeze(-1)
     return new.view(lam.shape), const
 
@@ -164,10 +166,16 @@ def refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo
         return done
     rows = max(1, chunk_rows(g, p, N, plo.element_size()) // 2)
     n = flo.shape[1]
-    for s in range(0, idx.numel(), rows):
+    # under a deadline the chunks start small and double (the deadline is checked between
+    # chunks: a first full-size chunk could run seconds past it on a large graph)
+    cur = rows if late is None else min(rows, FIRST_ROWS)
+    s = 0
+    while s < idx.numel():
         if s > 0 and late is not None and late():
             return False
-        ic = idx[s : s + rows]
+        ic = idx[s : s + cur]
+        s += cur
+        cur = min(rows, 2 * cur)
         k = ic.numel()
         lam = plo.new_zeros(N, 2 * k, n)
         ar = torch.arange(k, device=plo.device)

@@ -221,6 +221,7 @@ def bound(
     iters: int = 20,
     lr: float = 0.1,
     deadline: float | None = None,
+    opt_deadline: float | None = None,
     return_coeffs: bool = False,
     upper: bool = True,
     intermediate: str = "crown",
@@ -239,12 +240,20 @@ def bound(
         iters, lr: alpha/beta optimisation steps and Adam step size.
         deadline: a ``time.monotonic()`` value; past it the computation stops refining and
             returns sound, looser bounds marked ``status="partial"``.
+        opt_deadline: a ``time.monotonic()`` value at which the alpha/beta optimisation
+            alone stops (keeping the best bounds so far; status stays "complete"), e.g.
+            to cap the time spent optimising intermediate bounds.
         return_coeffs: fill ``coeffs`` (coefficients of the lower bound on each ReLU output).
         upper: also bound ``-C f(x)`` (``upper``); False halves the work.
         intermediate: "crown" (pre-activation bounds by CROWN, fixed during the alpha
             optimisation) or "alpha" (with ``method="alpha"``: the unstable neurons of every
             layer after the first are re-bounded at every step with their own optimised
-            slopes, and the final bound follows the tighter relaxations; slower).
+            slopes, and the final bound follows the tighter relaxations; slower), or
+            "reuse": the pre-activation bounds of ``warm`` (a parent's, valid on the
+            child's sub-domain) are kept as they are, clamped by the splits, and only
+            layers the warm start lacks are bounded by CROWN; branch and bound on large
+            graphs, where re-bounding every layer after a split costs far more than the
+            final bound (the splits still enter the final bound through beta).
         dtype: "float64" or "float32"; device: "cpu" or "cuda".
 
     Example:
@@ -272,8 +281,8 @@ def bound(
         raise BoundError(f"dtype: {dtype!r} is not float64 or float32")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise BoundError("device: cuda was asked for but torch sees no GPU")
-    if intermediate not in ("crown", "alpha"):
-        raise BoundError(f"intermediate: {intermediate!r} is not crown or alpha")
+    if intermediate not in ("crown", "alpha", "reuse"):
+        raise BoundError(f"intermediate: {intermediate!r} is not crown, alpha or reuse")
     if int(iters) < 0 or not lr > 0:
         raise BoundError(f"iters ({iters}) must be >= 0 and lr ({lr}) > 0")
     g = bg.converted(dtype, str(device))
@@ -333,6 +342,8 @@ def bound(
                 mask = ((plo < 0) & (phi > 0)).view(B, -1)
                 if s_flat is not None:
                     mask &= s_flat == 0
+                if intermediate == "reuse" and warm is not None and node.name in warm.pre:
+                    mask &= False  # the parent's bounds (intersected above) are kept
                 if warm is not None and node.name in warm.pre and bool(same.any()):
                     agree = same
                     if ws is not None:
@@ -342,7 +353,8 @@ def bound(
                     status, reason = "partial", "deadline: interval bounds for the later layers"
                 else:
                     try:
-                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi, late):
+                        if not refine(g, p, plo, phi, mask, relax, xlo, xhi,
+                                      late if deadline is not None else None):
                             status, reason = "partial", "deadline: interval bounds for the later layers"
                     except ResourceLimitError as e:
                         status, reason = "partial", f"memory: {e}"
@@ -388,10 +400,15 @@ def bound(
 
     alphas: dict[str, Any] = {}
     betas: dict[str, Any] = {}
+    def opt_late() -> bool:
+        return late() or (opt_deadline is not None and time.monotonic() >= opt_deadline)
+
     if method == "alpha" and int(iters) > 0 and not late():
         val, coeffs, alphas, betas, tight, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
-            late, m, return_coeffs, inter or None)
+            opt_late, m, return_coeffs, inter or None)
+        if why.startswith("deadline") and not late():
+            why = "opt_deadline: alpha optimisation stopped early"  # as asked: not partial
         for name, (a, b) in tight.items():
             pre[name] = (a.view(pre[name][0].shape), b.view(pre[name][1].shape))
         if why.startswith("deadline") or why.startswith("memory: alpha"):

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from ..bounds import crown_batch, float_layers
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..limits import check_bytes
+from ..limits import ResourceLimitError, check_bytes
 from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import FEAS_TOL, MIP_GAP, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
@@ -549,25 +549,71 @@ def output_range(
         ([0.0, -1.0], [2.0, 2.0])
     """
     t0 = _time.time()
+    domain = as_domain(domain, net.input_dim)
     m = net.output_dim
     lo, hi = np.empty(m), np.empty(m)
     lob, hib = np.empty(m), np.empty(m)
     amin, amax = [], []
-    status = "optimal"
+    status, reason = "optimal", ""
+    cheap: list = []  # the symbolic bounds, computed once if the memory budget stops a MILP
+
+    def solve(opt, c, left):
+        nonlocal reason
+        try:
+            r = opt(net, domain, c, time_limit=left, tighten=tighten)
+            return r.value, r.x, r.bound, r.optimal
+        except ResourceLimitError as e:
+            # the MILP would not fit: a sound bracket from the bounds and a local search
+            reason = reason or (str(e) if str(e).startswith("memory") else f"memory: {e}")
+            value, x, bound = _bracket_without_milp(net, domain, c, opt is maximize, cheap)
+            return value, x, bound, False
+
     for i in range(m):
         c = np.zeros(m)
         c[i] = 1.0
         left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3) / (2 * (m - i))
-        rmin = minimize(net, domain, c, time_limit=left, tighten=tighten)
+        vmin, xmin, bmin, okmin = solve(minimize, c, left)
         left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3) / (2 * (m - i) - 1)
-        rmax = maximize(net, domain, c, time_limit=left, tighten=tighten)
-        lo[i], hi[i] = rmin.value + 0.0, rmax.value + 0.0
-        lob[i], hib[i] = rmin.bound, rmax.bound
-        amin.append(rmin.x)
-        amax.append(rmax.x)
-        if not (rmin.optimal and rmax.optimal):
+        vmax, xmax, bmax, okmax = solve(maximize, c, left)
+        lo[i], hi[i] = vmin + 0.0, vmax + 0.0
+        lob[i], hib[i] = bmin, bmax
+        amin.append(xmin)
+        amax.append(xmax)
+        if not (okmin and okmax):
             status = "time_limit"
-    return RangeResult(lo, hi, np.array(amin), np.array(amax), lob, hib, status, _time.time() - t0)
+    if reason:
+        status = "unknown"
+    return RangeResult(lo, hi, np.array(amin), np.array(amax), lob, hib, status, _time.time() - t0,
+                       reason)
+
+
+def _bracket_without_milp(net: Network, domain: Box | Polytope, c: np.ndarray, upper: bool,
+                          cheap: list) -> tuple[float, np.ndarray, float]:
+    """(value found, its input, proven bound) of ``c . f`` (max when ``upper``, else min)
+    without a MILP: the bound from :func:`relulab.bounds.symbolic_bounds` (interval
+    bounds where even those exceed the memory budget), the value at the best of the
+    domain's centre and a local search (boxes).  ``cheap`` caches the bounds."""
+    from ..bounds import interval_bounds, symbolic_bounds
+
+    fnet = net.float() if net.is_exact else net
+    if not cheap:
+        try:
+            cheap.append(symbolic_bounds(fnet, domain))
+        except ResourceLimitError:
+            cheap.append(interval_bounds(fnet, domain))
+    nb = cheap[0]
+    s = 1.0 if upper else -1.0
+    box, _, _ = _domain_parts(domain)
+    cands = [_pgd_best(fnet, box, s * c, n=256, steps=20)] if isinstance(domain, Box) else []
+    P = _fallback_points(domain, box, cands)
+    vals = fnet(P) @ (s * c)
+    k = int(np.argmax(vals))
+    # c is a unit vector: the bound of output i, widened by a rounding margin
+    i = int(np.argmax(np.abs(c)))
+    bnd = float(nb.out_hi[i]) if upper else -float(nb.out_lo[i])
+    bnd += PROOF_MARGIN * (1.0 + abs(bnd))
+    bnd = max(bnd, float(vals[k]))
+    return s * float(vals[k]) + 0.0, np.asarray(P[k], dtype=np.float64), s * bnd + 0.0
 
 
 def milp_term(

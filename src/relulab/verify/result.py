@@ -88,7 +88,10 @@ class RangeResult:
     """Exact range of every output over a domain (from :func:`output_range`).
 
     ``lo[i]``/``hi[i]`` are attained at ``argmin[i]``/``argmax[i]``; ``status`` is
-    "optimal" when every one of the 2 m MILPs was solved to optimality.
+    "optimal" when every one of the 2 m MILPs was solved to optimality, "time_limit" when
+    the time ran out (``lo_bound``/``hi_bound`` then bracket the range), "unknown" when
+    the memory budget stopped a MILP (``reason`` "memory: ...": the bracket then comes
+    from the symbolic bounds and a local search).
 
     Example:
         >>> from relulab import Box, Network
@@ -107,10 +110,12 @@ class RangeResult:
     hi_bound: np.ndarray
     status: str
     time: float
+    reason: str = ""
 
     def to_dict(self) -> dict:
         return {
             "status": self.status,
+            "reason": self.reason,
             "lo": self.lo.tolist(),
             "hi": self.hi.tolist(),
             "lo_bound": self.lo_bound.tolist(),

@@ -323,6 +323,7 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
         hit = attack_terms(dense, terms, time_limit=min(a_time, max(bud.left(), 0.0)), rng=seed)
         if hit is not None:
             return found(hit[1], "attack")
+    roots: dict[tuple, dict] = {}  # per box: the root's bounds, reused by every term's search
     if method == "relu-split" and len(terms) > 1:
         # one root bound for all terms of a box: most terms of a classification property
         # are ruled out by it before any branching
@@ -330,11 +331,12 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
         for i, (box, _, _) in enumerate(terms):
             groups.setdefault((box.lo.tobytes(), box.hi.tobytes()), []).append(i)
         keep = []
-        for idx in groups.values():
+        for key, idx in groups.items():
             if bud.expired():
                 return unknown("timeout", method)
+            roots[key] = {}
             ok = root_proven(model, terms[idx[0]][0], [terms[i][1:] for i in idx], budget=bud,
-                             engine=engine)
+                             engine=engine, keep=roots[key])
             keep += [i for i, o in zip(idx, ok, strict=True) if not o]
         stats["root_proven"] = len(terms) - len(keep)
         terms = [terms[i] for i in sorted(keep)]
@@ -365,8 +367,9 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
                 milp_max_binaries, search, sched)
         else:
             (C, dv), = group
+            root = roots.get((box.lo.tobytes(), box.hi.tobytes()), {}).get("root")
             status, x, how, reason = _decide(model, dense, fnet, box, C, dv, bud, method, engine,
-                                             stats, milp_max_binaries, seed)
+                                             stats, milp_max_binaries, seed, root)
         if status == "violated":
             return found(x, how)
         if status == "unknown":
@@ -377,7 +380,7 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
 
 
 def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,
-            milp_max_binaries, seed):
+            milp_max_binaries, seed, root=None):
     """One term by ReLU splitting or the MILP: (status, x, method that decided, reason)."""
 
     def run_bab(share: float):  # ReLU splitting (input splitting: _decide_input_split)
@@ -385,7 +388,7 @@ def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,
         sub = Budget(share * left, bud.memory)
         sub.rss0 = bud.rss0
         r = relu_split(model, box, C, dv, budget=sub, engine=engine, check_net=dense, seed=seed,
-                       attack_time=0.0)
+                       attack_time=0.0, root=root)
         rs = stats.setdefault("relu_split", {})
         for k, v in r.stats.items():
             rs[k] = rs.get(k, 0) + v if isinstance(v, (int, float)) and k != "engine" else v
