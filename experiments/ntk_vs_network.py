@@ -186,7 +186,7 @@ def part_sawtooth(levels, ns_ntk, ns_net, net_cfg, rng) -> dict:
             X = circle(rng.uniform(0, 2 * np.pi, n))
             y = sawtooth(X, L)
             row = {"L": L, "n": n, "ntk_rel_mse": None, "net_rel_mse": None, "net_train_mse": None,
-                   "oracle_init_rel_mse": None}
+                   "oracle_init_rel_mse": None, "oracle_start_rel_mse": None}
             if n in ns_ntk:
                 k = KernelRidge("ntk", depth=L, bias_var=1.0, ridge=1e-8).fit(X, y)
                 row["ntk_rel_mse"] = mse(k.predict(X_test), y_test) / var
@@ -199,6 +199,9 @@ def part_sawtooth(levels, ns_ntk, ns_net, net_cfg, rng) -> dict:
                 _, pred = train_restarts(X, y, L, 2, 1, net_cfg["steps"], net_cfg["lr"] / 3, seed=n + L,
                                          init=exact, init_noise=net_cfg["oracle_noise"])
                 row["oracle_init_rel_mse"] = mse(pred(X_test), y_test) / var
+                _, start = train_restarts(X, y, L, 2, 1, 0, 1e-3, seed=n + L, init=exact,
+                                          init_noise=net_cfg["oracle_noise"])
+                row["oracle_start_rel_mse"] = mse(start(X_test), y_test) / var  # before training
             rows.append(row)
             fmt = lambda v: "-" if v is None else f"{v:.2e}"  # noqa: E731
             print(f"  sawtooth L={L} n={n:5d}: NTK {fmt(row['ntk_rel_mse'])}  net {fmt(row['net_rel_mse'])} "
@@ -287,6 +290,7 @@ def main() -> None:
         "status": "sampled (one training run per setting)",
         "quick": a.quick,
         "seconds": time.time() - t0,
+        "cpu_seconds": time.process_time(),
     }
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -200,6 +200,33 @@ def summarise(rows: list[dict]) -> dict:
 TOL = 1e-3  # a barrier below this (MSE units, targets in [0, 1]) counts as none
 
 
+def components(rows: list[dict]) -> list[dict]:
+    """Group the compared solutions into components: joined when the best path found
+    between them has barrier < TOL (union-find over the pairs).  For each component, how
+    many AdamW and Muon solutions it holds; a component holding both is a place where the
+    two optimizers' solutions are connected."""
+    parent: dict = {}
+
+    def find(k):
+        parent.setdefault(k, k)
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for r in rows:
+        a, b = tuple(r["a"]), tuple(r["b"])
+        find(a), find(b)
+        if r["barrier_best"] < TOL:
+            parent[find(a)] = find(b)
+    groups: dict = {}
+    for k in parent:
+        groups.setdefault(find(k), []).append(k)
+    return sorted(({"adamw": sum(k[0] == "adamw" for k in g), "muon": sum(k[0] == "muon" for k in g),
+                    "members": [f"{k[0]}/{k[1]}" for k in sorted(g)]} for g in groups.values()),
+                  key=lambda c: -(c["adamw"] + c["muon"]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -230,8 +257,11 @@ def main() -> None:
         zero = {o: sum(losses[f"{o}/{s}"] < ZERO_LOSS for s in range(seeds)) for o in ("adamw", "muon")}
         rows = pair_barriers(nets, bsteps)
         summ = summarise(rows)
-        result["widths"][str(w)] = {"final_losses": losses, "zero_loss_runs": zero, "pairs": rows, "summary": summ}
-        print(f"width {w}: zero-loss runs {zero} of {seeds} each; compared {len(nets)}", flush=True)
+        comps = components(rows)
+        result["widths"][str(w)] = {"final_losses": losses, "zero_loss_runs": zero, "pairs": rows, "summary": summ,
+                                    "components": comps}
+        print(f"width {w}: zero-loss runs {zero} of {seeds} each; compared {len(nets)}; components "
+              + ", ".join(f"{c['adamw']}A+{c['muon']}M" for c in comps), flush=True)
         for g, st in summ.items():
             print(f"  {g:12s} pairs {st['pairs']:2d}  barrier median: straight {st['barrier_linear_median']:.2e} "
                   f"Bezier {st['barrier_bezier_median']:.2e} polyline {st['barrier_polyline_median']:.2e} | "
@@ -250,6 +280,8 @@ def main() -> None:
         # the small-width claim: every cross pair separated while same-optimizer pairs connect
         fr["cross_optimizer_separated"] = bool(fr["adamw-muon"] == 1.0
                                                and max(fr["adamw-adamw"], fr["muon-muon"]) < 1.0)
+        fr["mixed_components"] = sum(c["adamw"] > 0 and c["muon"] > 0
+                                     for c in result["widths"][str(w)]["components"])
         small[str(w)] = fr
     result["observed"] = {
         "same_optimizer_connected_at_large_width": bool(same_large < TOL),
@@ -260,6 +292,7 @@ def main() -> None:
         "status": "sampled",
     }
     result["seconds"] = time.time() - t0
+    result["cpu_seconds"] = time.process_time()
     result["quick"] = a.quick
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
