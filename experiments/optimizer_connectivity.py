@@ -22,7 +22,10 @@ along an optimised Bezier curve (``bezier_search``) and along an optimised 4-ben
 Muon-Muon and AdamW-Muon.  The barriers are *sampled* on the path: a path found with no
 barrier is evidence of connectivity, a positive barrier after the searches is evidence
 (not proof) of disconnection.  The paper's own small-width example is not given in the
-abstract; this task is our stand-in.
+abstract; this task is our stand-in.  The solutions are then grouped into components
+(joined when the best path found between them has no barrier above ``TOL``) and each
+component's AdamW/Muon membership is reported.  ``--wd`` sets the weight decay (default
+1e-3; another value writes ``optimizer_connectivity_wd<value>.{json,png}``).
 
 Writes optimizer_connectivity.{json,png}.  Run: python experiments/optimizer_connectivity.py [--quick]
 """
