@@ -176,9 +176,10 @@ def pair_barriers(nets: dict, bezier_steps: int, bends: int = 4, lr: float = 1e-
                      "barrier_best": min(res.linear.barrier, res.curved.barrier, poly.barrier),
                      "loss_a": res.linear.loss_a, "loss_b": res.linear.loss_b,
                      "distance": res.linear.distance,
-                     "curve_linear": res.linear.losses.tolist(),
-                     "curve_bezier": res.curved.losses.tolist(),
-                     "curve_polyline": poly.losses.tolist()})
+                     # curves for the figure, to 4 significant digits (keeps the JSON small)
+                     "curve_linear": [float(f"{v:.4g}") for v in res.linear.losses],
+                     "curve_bezier": [float(f"{v:.4g}") for v in res.curved.losses],
+                     "curve_polyline": [float(f"{v:.4g}") for v in poly.losses]})
     return rows
 
 
