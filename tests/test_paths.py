@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relulab import Network
-from relulab.dynamics import PathError, align, bezier_search, path_losses, path_point
+from relulab.dynamics import (
+    PathError,
+    align,
+    bezier_search,
+    path_losses,
+    path_point,
+    polyline_search,
+)
 from relulab.params import parameter_vector
 from relulab.symmetry import permute, random_symmetry, rescale
 
@@ -107,3 +114,21 @@ def test_bad_inputs():
         path_losses(a, a, X, np.full(5, np.nan))
     with pytest.raises(PathError, match="t must lie"):
         path_point(np.zeros(1), np.ones(1), 1.5)
+
+
+def test_polyline_search_starts_on_the_line_and_never_ends_worse():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(25, 2))
+    Y = np.abs(X[:, :1]) - 0.3
+    a, b = _net(rng, [2, 5, 1]), _net(rng, [2, 5, 1])
+    still = polyline_search(a, b, X, Y, bends=3, steps=0, points_per_segment=5)
+    # zero steps: the bends lie on the straight line, so the losses are the linear path's
+    assert np.allclose(still.losses, still.linear.losses, rtol=1e-10, atol=1e-12)
+    assert still.barrier == pytest.approx(still.linear.barrier)
+    moved = polyline_search(a, b, X, Y, bends=3, steps=150, lr=0.02, points_per_segment=5)
+    assert moved.barrier <= moved.linear.barrier + 1e-9
+    assert moved.bends.shape == (3, still.bends.shape[1]) and moved.to_dict()["status"] == "sampled"
+    copy = random_symmetry(a, rng=5)
+    assert polyline_search(a, copy, X, Y, bends=2, steps=20).barrier < 1e-12
+    with pytest.raises(PathError, match="bends"):
+        polyline_search(a, b, X, Y, bends=0)

@@ -42,10 +42,12 @@ from .paths import (
     BezierSearch,
     PathError,
     PathResult,
+    PolylineSearch,
     align,
     bezier_search,
     path_losses,
     path_point,
+    polyline_search,
 )
 from .recorders import (
     RECORDER_NAMES,
@@ -114,6 +116,8 @@ __all__ = [
     "PathResult",
     "align",
     "bezier_search",
+    "PolylineSearch",
+    "polyline_search",
     "path_losses",
     "path_point",
 ]

@@ -30,7 +30,8 @@ Barrier convention: ``barrier = max_t L(theta(t)) - max(L(theta_a), L(theta_b))`
 evaluated grid (endpoints included), so it is >= 0 and is 0 exactly when no point of the
 path is worse than the worse endpoint.  :func:`bezier_search` lowers it by optimising the
 control point ``theta_c`` (Adam on the loss averaged over random ``t``; the curve-finding
-method of Garipov et al. 2018).
+method of Garipov et al. 2018); :func:`polyline_search` optimises several bends of a
+piecewise-linear path the same way (a stronger search for barriers between solutions).
 
 Losses: ``"mse"`` = ``1/(2n) sum ||f(x_i) - y_i||^2`` (as :func:`relulab.params.mse_loss_and_grad`)
 and ``"logistic"`` = ``mean log(1 + exp(-y f(x)))`` for labels ``y`` in {-1, +1}.
@@ -71,6 +72,8 @@ __all__ = [
     "path_point",
     "path_losses",
     "bezier_search",
+    "PolylineSearch",
+    "polyline_search",
     "LOSSES",
     "PATHS",
 ]
@@ -402,3 +405,129 @@ def _mark(res: PathResult, aligned: bool) -> PathResult:
     from dataclasses import replace
 
     return replace(res, aligned=aligned)
+
+
+@dataclass(frozen=True)
+class PolylineSearch(Result):
+    """A piecewise-linear path with several optimised bends (a stronger search than one
+    Bezier control point).
+
+    Attributes:
+        linear: the straight path (after alignment), for comparison.
+        ts: positions where the polyline's loss was evaluated (bends at ``j/(bends+1)``).
+        losses: the loss there.
+        loss_a, loss_b: the endpoints' losses.
+        barrier: ``max(losses) - max(loss_a, loss_b)`` (>= 0) on the evaluated positions.
+        bends: the optimised bend points, shape ``(bends, parameters)``.
+        steps: optimisation steps taken.
+        status: always ``"sampled"``: a fixed-budget local search evaluated at sampled
+            positions; a positive barrier is evidence, not proof, of disconnection.
+
+    Example:
+        >>> from relulab import Network
+        >>> a = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> r = polyline_search(a, a, [[-1.0], [1.0]], [[1.0], [1.0]], bends=2, steps=2)
+        >>> r.status, r.bends.shape[0], float(r.barrier)
+        ('sampled', 2, 0.0)
+    """
+
+    linear: PathResult
+    ts: np.ndarray
+    losses: np.ndarray
+    loss_a: float
+    loss_b: float
+    barrier: float
+    bends: np.ndarray
+    steps: int
+
+    @property
+    def status(self) -> str:
+        """``"sampled"``: a fixed-budget local search evaluated at sampled positions."""
+        return "sampled"
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "barrier_linear": self.linear.barrier, "barrier": self.barrier,
+                "ts": self.ts, "losses": self.losses, "loss_a": self.loss_a, "loss_b": self.loss_b,
+                "steps": self.steps, "n_bends": int(self.bends.shape[0])}
+
+
+def _polyline_theta(nodes: Any, t: Any) -> Any:
+    """The point at ``t`` of the polyline through ``nodes`` (equally spaced in ``t``)."""
+    k = nodes.shape[0] - 1
+    s = min(max(float(t) * k, 0.0), k - 1e-12)  # tol: keep t = 1 inside the last segment
+    j = int(s)
+    u = s - j
+    return (1 - u) * nodes[j] + u * nodes[j + 1]
+
+
+def polyline_search(
+    net_a: Network,
+    net_b: Network,
+    X: Any,
+    Y: Any,
+    *,
+    bends: int = 4,
+    steps: int = 500,
+    lr: float = 1e-2,
+    batch_t: int = 8,
+    points_per_segment: int = 20,
+    loss: str = "mse",
+    align_first: bool = True,
+    seed: int = 0,
+) -> PolylineSearch:
+    """Optimise ``bends`` interior points of a piecewise-linear path from ``net_a`` to
+    (aligned) ``net_b``: Adam on the loss averaged over ``batch_t`` uniform random ``t``
+    per step, the bends starting on the straight line (so ``steps = 0`` is the straight
+    path).  The result is evaluated at ``points_per_segment`` positions per segment.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> rng = np.random.default_rng(1)
+        >>> X = rng.normal(size=(30, 2)); Y = np.abs(X[:, :1])
+        >>> def net(s):
+        ...     r = np.random.default_rng(s)
+        ...     return Network([r.normal(size=(6, 2)), r.normal(size=(1, 6))], [r.normal(size=6), r.normal(size=1)])
+        >>> res = polyline_search(net(2), net(3), X, Y, bends=3, steps=100)
+        >>> bool(res.barrier <= res.linear.barrier + 1e-9)
+        True
+    """
+    torch = require("torch", "torch")
+    if bends < 1 or steps < 0 or lr <= 0 or batch_t < 1 or points_per_segment < 1:
+        raise PathError(f"polyline_search: need bends >= 1, steps >= 0, lr > 0, batch_t >= 1, "
+                        f"points_per_segment >= 1 (got {bends}, {steps}, {lr}, {batch_t}, {points_per_segment})")
+    _check_pair(net_a, net_b)
+    if loss not in LOSSES:
+        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
+    X, Y = _data(net_a, X, Y)
+    b = align(net_a, net_b) if align_first else net_b.float()
+    lay = parameter_layout(net_a)
+    ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
+    tb = torch.tensor(parameter_vector(b).astype(float))
+    fr = torch.linspace(0, 1, bends + 2, dtype=torch.float64)[1:-1, None]
+    inner = ((1 - fr) * ta + fr * tb).clone().requires_grad_(True)
+    Xt, Yt = torch.tensor(X), torch.tensor(Y)
+    opt = torch.optim.Adam([inner], lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+
+    def path_loss(nodes: Any, t: Any) -> Any:
+        out = _torch_forward(lay, _polyline_theta(nodes, t), Xt, torch)
+        if loss == "mse":
+            return 0.5 * ((out - Yt) ** 2).sum() / out.shape[0]
+        return torch.nn.functional.softplus(-Yt * out).mean()
+
+    for _ in range(steps):
+        nodes = torch.cat([ta[None], inner, tb[None]])
+        total = sum(path_loss(nodes, t) for t in torch.rand(batch_t, generator=gen, dtype=torch.float64))
+        opt.zero_grad()
+        (total / batch_t).backward()
+        opt.step()
+    nodes = torch.cat([ta[None], inner, tb[None]]).detach()
+    ts = np.linspace(0.0, 1.0, (bends + 1) * points_per_segment + 1)
+    with torch.no_grad():
+        losses = np.array([float(path_loss(nodes, t)) for t in ts])
+    la, lb = float(losses[0]), float(losses[-1])
+    lin = path_losses(net_a, b, X, Y, kind="linear", n_points=len(ts), loss=loss, align_first=False)
+    return PolylineSearch(linear=_mark(lin, align_first), ts=ts, losses=losses, loss_a=la, loss_b=lb,
+                          barrier=float(max(losses.max() - max(la, lb), 0.0)),
+                          bends=nodes[1:-1].numpy().copy(), steps=int(steps))
