@@ -39,12 +39,13 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
-from .deep import DeepLayer, PartialRow, find_deep_layer
+from .deep import PartialRow
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .signs import one_sided, subset_signs
 from .space import Space
+from .trace import trace_layer
 
 
 def _rows_to_layer(rows: list[PartialRow], n_prev: int) -> tuple[np.ndarray, np.ndarray, str, int]:
@@ -133,9 +134,7 @@ class _State:
     found: list[LayerFound] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     current: LayerFound | None = None
-    deep: DeepLayer | None = None
-    deep_lines: int = 0
-    deep_cps: int = 0
+    traced: list = field(default_factory=list)
 
 
 def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
@@ -168,6 +167,31 @@ def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
 def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     coef, *_ = np.linalg.lstsq(F, Y, rcond=None)
     return coef
+
+
+def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine):
+    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``."""
+    U_prev, b_prev = st.layers[-1]
+    tl = trace_layer(o, st.layers[:-1], U_prev, b_prev, d, rng, width=wk, scale=scale,
+                     patience=patience, atol=atol, refine=refine)
+    st.traced.append(tl)
+    st.notes.extend(f"layer {k + 1}: {n}" for n in tl.notes)
+    if tl.flip is not None and tl.W.shape[0]:
+        f = tl.flip
+        st.layers[-1] = (np.where(f[:, None], -U_prev, U_prev), np.where(f, -b_prev, b_prev))
+        if st.orient[-1] in ("open", "none"):
+            st.orient[-1] = "traced"
+        elif f.any():
+            st.orient[-1] = "traced (corrected)"
+    elif tl.W.shape[0] and st.orient[-1] == "open":
+        st.notes.append(f"layer {k}: orientation not decided (no subset of flips explains the "
+                        f"traced surfaces of layer {k + 1})")
+    bad = [i for i, n in enumerate(tl.neurons) if n.unknown]
+    if bad:
+        st.notes.append(f"layer {k + 1}: neuron(s) {bad} unidentified weights from layer {k} "
+                        f"neurons {sorted({j for i in bad for j in tl.neurons[i].unknown})} (those "
+                        "never switch on the traced surface; set to 0)")
+    return tl.W, tl.b, "open"
 
 
 def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
@@ -304,16 +328,8 @@ def extract_relu(
                 elif U.shape[0]:
                     orient = "open"
             else:
-                st.deep = DeepLayer([], 0, 0, 0, 0)
-                dl = find_deep_layer(o, st.layers, d, rng, width=wk, scale=scale,
-                                     patience=patience, atol=atol, rows=st.deep.rows)
-                st.deep = dl
-                st.deep_lines += dl.lines
-                st.deep_cps += dl.critical_points
-                U, b, orient, incomplete = _rows_to_layer(dl.rows, st.layers[-1][0].shape[0])
-                if incomplete:
-                    st.notes.append(f"layer {k + 1}: {incomplete} neuron(s) with weights from "
-                                    "earlier neurons never seen active where they switch (set to 0)")
+                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine)
+                if any(n.startswith(f"layer {k + 1}:") and "unidentified" in n for n in st.notes):
                     status = "partial"
             if U.shape[0] == 0:
                 if widths is not None:
@@ -330,14 +346,6 @@ def extract_relu(
             st.layers.append((U, b))
             st.orient.append(orient)
             last = widths is not None and k == len(widths) - 1
-            if orient == "open":
-                if not last:
-                    st.notes.append(f"layer {k + 1}: orientation not decided by one-sided tests "
-                                    f"({U.shape[0]} neurons, {U.shape[1]} inputs); only the output "
-                                    "fit can decide it, so no deeper layer is recovered")
-                    if widths is not None:
-                        status = "partial"
-                break
             if last:
                 break
         orient_last = st.orient[-1] if st.orient and st.orient[-1] != "open" else (
@@ -363,8 +371,8 @@ def extract_relu(
         fid = fidelity(reference, net, domain if domain is not None else
                        Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
         st.notes += _diagnose(reference)
-    lines = sum(f.lines for f in st.found) + st.deep_lines
-    cps = sum(len(f.critical_points) for f in st.found) + st.deep_cps
+    lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
+    cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
     msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
            f"(2^{math.log2(max(o.queries, 1)):.1f})")
