@@ -27,17 +27,20 @@ unknowns enter linearly, so they follow from the kink surface ``p_q = 0`` of the
   value equations ``phi(x) . theta = 0`` alone, over many points and cells, refit ``theta``
   by least squares once the gradient equations have found it.
 
-Example (layer 2 of ``relu(h1 - 2 h2 + 0.5)``, ``relu(h1 + h2 - 0.25)`` with
-``h = relu(x)`` and layer 1 stored with neuron 1 the wrong way round):
+Example (a 4-6-3-1 network whose first layer is stored with neurons 1 and 4 the wrong
+way round; the traced rows of layer 2 say which):
     >>> import numpy as np
     >>> from relulab import Network
     >>> from relulab.extract.oracle import QueryOracle
-    >>> net = Network([np.eye(2), [[1.0, -2.0], [1.0, 1.0]], [[1.0, 1.0]]],
-    ...               [[0.0, 0.0], [0.5, -0.25], [0.0]])
-    >>> tl = trace_layer(QueryOracle(net), [], np.array([[1.0, 0.0], [0.0, -1.0]]),
-    ...                  np.zeros(2), 2, np.random.default_rng(0), width=2)
-    >>> tl.flip.tolist(), len(tl.rows)
-    ([False, True], 2)
+    >>> rng = np.random.default_rng(4)
+    >>> W1, b1 = rng.normal(size=(6, 4)) / 2, 0.5 * rng.normal(size=6)
+    >>> W2, b2 = rng.normal(size=(3, 6)) / 6 ** 0.5, 0.5 * rng.normal(size=3)
+    >>> net = Network([W1, W2, rng.normal(size=(1, 3))], [b1, b2, [0.0]])
+    >>> s = np.array([1.0, -1, 1, 1, -1, 1])
+    >>> tl = trace_layer(QueryOracle(net), [], W1 * s[:, None], b1 * s, 4,
+    ...                  np.random.default_rng(4), width=3)
+    >>> tl.flip.tolist()
+    [False, True, False, False, True, False]
 """
 
 from __future__ import annotations
@@ -475,16 +478,17 @@ def trace_layer(
     ``z = U g + b`` with unknown orientations (module docstring).  ``width``: stop when that
     many neurons are found; else until ``patience`` lines bring nothing new.
 
-    Example:
+    Example (the rows come back up to scale and sign; here the true first layer is given):
         >>> from relulab import Network
-        >>> net = Network([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, -1.0, 1.0]], [[1.0]]],
-        ...               [[0.0, 0.0, -0.5], [0.25], [0.0]])
-        >>> U = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]); b = np.array([0.0, 0.0, 0.5])
-        >>> tl = trace_layer(QueryOracle(net), [], U, b, 2, np.random.default_rng(1), width=1)
-        >>> tl.flip.tolist()                     # neuron 2 was stored the wrong way round
-        [False, False, True]
-        >>> w = np.append(tl.W[0], tl.b[0]); (w / w[0]).round(9).tolist()
-        [1.0, -1.0, 1.0, 0.25]
+        >>> rng = np.random.default_rng(4)
+        >>> W1, b1 = rng.normal(size=(6, 4)) / 2, 0.5 * rng.normal(size=6)
+        >>> W2, b2 = rng.normal(size=(3, 6)) / 6 ** 0.5, 0.5 * rng.normal(size=3)
+        >>> net = Network([W1, W2, rng.normal(size=(1, 3))], [b1, b2, [0.0]])
+        >>> tl = trace_layer(QueryOracle(net), [], W1, b1, 4, np.random.default_rng(4), width=3)
+        >>> r = np.append(tl.W[0], tl.b[0]); t = np.append(W2, b2[:, None], axis=1)
+        >>> c = t @ r / np.linalg.norm(t, axis=1) / np.linalg.norm(r)
+        >>> bool(np.abs(np.abs(c).max() - 1.0) < 1e-12), bool(tl.flip.any())
+        (True, False)
     """
     known = _Known(layers, U, b)
     n_prev = known.U.shape[0]
