@@ -1,17 +1,18 @@
 """Recover a fully connected ReLU network from forward queries alone.
 
 :func:`extract_relu` runs the attack layer by layer (see :mod:`.layer` for one layer,
-:mod:`.signs` for orientations, :mod:`.space` for peeling):
+:mod:`.signs` for orientations, :mod:`.trace` for deeper layers):
 
 1. find the first layer's hyperplanes from critical points on random lines, cluster the
    critical points by hyperplane, infer the width when it is not given, refine each
    hyperplane by least squares through exact critical points;
-2. orient each neuron (one-sided test when the normals are independent);
-3. peel: in the region where the layer is all active, its outputs are affine coordinates
-   in which the next layer looks like a first layer; repeat while layers are contractive
-   (full row rank) and kinks remain;
-4. fit the output layer by least squares on the recovered features; for the last hidden
-   layer an expansive layer's orientations come from the affine part of that fit.
+2. orient each neuron (one-sided test when the normals are independent; otherwise the
+   orientation is left open for step 3 or 4 to decide);
+3. deeper layers: trace each neuron's kink surface across the cells of the known layers
+   and solve for its row; the same rows say which neurons of the layer before are stored
+   the wrong way round (a subset sum: polynomial when its terms are independent);
+4. fit the output layer by least squares on the recovered features; the last hidden
+   layer's orientations come from the affine part of that fit.
 
 What cannot be identified from queries is reported, not invented: a neuron that never
 switches (dead or always active on what was explored), one with zero outgoing weight, and
@@ -39,34 +40,12 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
-from .deep import PartialRow
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .signs import one_sided, subset_signs
 from .space import Space
 from .trace import trace_layer
-
-
-def _rows_to_layer(rows: list[PartialRow], n_prev: int) -> tuple[np.ndarray, np.ndarray, str, int]:
-    """Stack merged rows into ``(U, b)`` (unit rows, oriented by the majority of one-sided
-    votes); unknown weights become 0.  Returns also the orientation status and how many
-    rows were incomplete."""
-    U = np.zeros((len(rows), n_prev))
-    b = np.zeros(len(rows))
-    decided = True
-    incomplete = 0
-    for i, r in enumerate(rows):
-        w = np.where(r.known, r.w, 0.0)
-        incomplete += int(not r.complete)
-        nw = np.linalg.norm(w)
-        sgn = 1.0
-        if r.votes and sum(r.votes) != 0:
-            sgn = 1.0 if sum(r.votes) > 0 else -1.0
-        else:
-            decided = False
-        U[i], b[i] = sgn * w / nw, sgn * r.b / nw
-    return U, b, ("one-sided" if decided else "open"), incomplete
 
 __all__ = ["ExtractionResult", "extract_relu"]
 

@@ -184,23 +184,20 @@ class _Known:
             A, a = ZA * on[:, None], Za * on
         return np.vstack(out)
 
-    def next_boundary(self, x: np.ndarray, v: np.ndarray, tmax: float, n: int = 64) -> float | None:
-        """The first ``t`` in ``(0, tmax]`` where the cell changes along ``x + t v``."""
-        k0 = self.key(x[None])[0]
-        ts = np.linspace(0.0, tmax, n + 1)[1:]
-        K = self.key(x + ts[:, None] * v)
-        diff = np.nonzero((K != k0).any(axis=1))[0]
-        if diff.size == 0:
+    def next_boundary(self, x: np.ndarray, v: np.ndarray, tmax: float) -> float | None:
+        """The first ``t`` in ``(0, tmax]`` where the cell changes along ``x + t v``: inside
+        the cell of ``x`` every known pre-activation is affine, so it is where the first of
+        them reaches 0 (exact, no queries)."""
+        G = self.pre_jac(x)
+        z = np.concatenate([Z[0] for Z, _ in self.pre(x[None])])
+        rate = G @ v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = -z / rate
+        ok = (t > 0) & np.isfinite(t) & (np.abs(rate) > 0)
+        if not ok.any():
             return None
-        hi = float(ts[diff[0]])
-        lo = float(ts[diff[0] - 1]) if diff[0] > 0 else 0.0
-        for _ in range(60):  # bisection on the known layers: no queries
-            m = 0.5 * (lo + hi)
-            if (self.key((x + m * v)[None])[0] != k0).any():
-                hi = m
-            else:
-                lo = m
-        return 0.5 * (lo + hi)
+        t_hit = float(t[ok].min())
+        return t_hit if t_hit <= tmax else None
 
 
 # ---------------------------------------------------------------- equations
