@@ -126,8 +126,12 @@ def main() -> None:
     if a.quick:
         relu = [relu_row(arch, s) for arch in ([10, 20, 1], [10, 8, 4, 1]) for s in range(2)]
     else:
-        relu = [relu_row(arch, s) for arch in ([10, 20, 20, 1], [40, 20, 10, 10, 1], [784, 128, 1])
-                for s in range(a.seeds)]
+        relu = []
+        for arch in ([10, 20, 20, 1], [40, 20, 10, 10, 1], [784, 128, 1]):
+            for s in range(a.seeds):
+                relu.append(relu_row(arch, s))
+                print(json.dumps({k: relu[-1][k] for k in ("arch", "status", "log2_queries", "bits",
+                                                           "equivalence", "time")}), flush=True)
         relu.append(relu_row([784, 128, 1], 0, net=digits_net(0), name="digits-trained"))
     print("ReLU extraction (ours) vs the published attack (Carlini et al. 2020)")
     print(f"{'arch':>16} {'net':>15} {'params':>7} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} "

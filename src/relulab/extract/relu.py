@@ -332,6 +332,11 @@ def extract_relu(
         net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
         if st.orient:
             st.orient[-1] = o_last
+        if o_last == "unresolved":
+            st.notes.append(f"layer {len(st.layers)}: orientation not decided by the output fit (no "
+                            "subset of flips explains its affine part); the fit may still match "
+                            "the function where it was measured")
+            status = "partial"
         if widths is not None and len(st.layers) < len(widths):
             status = "partial"
         if res > FIT_RTOL:

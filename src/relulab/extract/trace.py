@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tolerance import ROUNDOFF
+from ..tolerance import MATCH_RTOL, ROUNDOFF
 from .layer import _jump_normal, _Probe, _random_direction
 from .oracle import QueryOracle
 from .signs import subset_signs
@@ -564,6 +564,37 @@ def _same(neurons: list[TracedNeuron], tn: TracedNeuron, n_prev: int) -> int | N
     return None
 
 
+def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.ndarray,
+                 known: _Known, flip: np.ndarray) -> None:
+    """Weights of ``t`` from neurons of layer ``k-1`` that are *active* all along its traced
+    surface (never switching there): on the surface ``V_ql relu(z_l)`` is affine and was
+    folded into ``M_q`` (and ``c_q``); with the orientations known, what ``M_q`` holds beyond
+    ``-sum_F V_qi U_i`` is exactly those terms.  Fills ``V[q]`` (and cleans ``M[q]``,
+    ``c[q]``) in place, removes them from ``t.unknown``; neurons *inactive* all along stay
+    unknown (the surface cannot show their weight)."""
+    Z = known.g(np.asarray(t.points)) @ known.U.T + known.b
+    known_rows = [i for i in np.nonzero(flip)[0] if i not in t.unknown]
+    R = M[q] + V[q, known_rows] @ known.U[known_rows]
+    act = []  # (l, s_l): R = sum_l s_l V_ql U_l over the active ones
+    for lidx in t.unknown:
+        if (Z[:, lidx] > 0).all() and not flip[lidx]:
+            act.append((lidx, 1.0))
+        elif (Z[:, lidx] < 0).all() and flip[lidx]:
+            act.append((lidx, -1.0))
+    if not act:
+        return
+    B = np.array([s * known.U[lidx] for lidx, s in act]).T
+    v, *_ = np.linalg.lstsq(B, R, rcond=None)
+    if np.abs(B @ v - R).max() > MATCH_RTOL * (np.abs(R).max() + np.abs(V[q]).max()):
+        return  # not explained by the active neurons alone: leave them unknown
+    for (lidx, s), val in zip(act, v, strict=True):
+        V[q, lidx] = val
+        if s > 0:  # folded as V_ql (U_l g + b_l): take it out of M and c
+            M[q] -= val * known.U[lidx]
+            c[q] -= val * known.b[lidx]
+        t.unknown.remove(lidx)
+
+
 def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: int, lines: int,
               notes: list[str]) -> TracedLayer:
     n_prev = known.U.shape[0]
@@ -582,6 +613,10 @@ def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: 
                      "surfaces (left as stored)")
         W, bb = V, c
     else:
+        V, M, c = V.copy(), M.copy(), c.copy()
+        for q, t in enumerate(neurons):
+            if t.unknown:
+                _fill_active(t, q, V, M, c, known, flip)
         W = V
         bb = c + V[:, flip] @ known.b[flip]
     nrm = np.linalg.norm(W, axis=1)
