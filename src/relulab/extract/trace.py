@@ -619,6 +619,19 @@ def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: 
                 _fill_active(t, q, V, M, c, known, flip)
         W = V
         bb = c + V[:, flip] @ known.b[flip]
+        # Every complete row must be explained by the same flips (its own residual).
+        res = np.abs(M + V[:, flip] @ known.U[flip]).max(axis=1) / (np.abs(V).max(axis=1) + 1e-300)  # tol: floor only
+        bad = [q for q in range(K) if full[q] and res[q] > 1e-6]  # tol: rows are good to ~1e-9
+        if bad:
+            notes.append(f"rows {bad} are not explained by the orientations the other rows give "
+                         "(kept; the output check decides)")
+    # One neuron traced twice (a trace that did not recognise the other): keep one row.
+    Wn = W / (np.linalg.norm(W, axis=1, keepdims=True) + 1e-300)  # tol: floor only
+    dup = [q for q in range(K) if any(abs(Wn[q] @ Wn[p]) > 1.0 - 1e-9 for p in range(q))]  # tol: same row
+    if dup:
+        keep = [q for q in range(K) if q not in dup]
+        notes.append(f"rows {dup} repeat other rows (one neuron traced twice): dropped")
+        neurons, W, bb = [neurons[q] for q in keep], W[keep], bb[keep]
     nrm = np.linalg.norm(W, axis=1)
     nrm[nrm == 0] = 1.0
     return TracedLayer(neurons, flip, W / nrm[:, None], bb / nrm, seeds, rejected, lines, notes)
