@@ -137,19 +137,15 @@ def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
         traced = st.traced[-1].neurons if st.traced and len(st.traced) == len(st.layers) - 1 else None
         for j in range(H.shape[1]):
             on = np.nonzero(H[:, j] > 0)[0]
-            if on.size >= 3 or traced is None or j >= len(traced):
-                if on.size:
-                    extra.append(C[rng.choice(on, size=min(3, on.size), replace=False)])
-                continue
-            # Rarely active: step off its traced surface to the side where it is active.
-            P = np.asarray(traced[j].points)
-            N = np.asarray(traced[j].normals)
-            idx = rng.choice(P.shape[0], size=min(6, P.shape[0]), replace=False)
-            cand = np.vstack([P[idx] + 1e-3 * scale * N[idx], P[idx] - 1e-3 * scale * N[idx]])
-            Hc = _hidden(st.layers, cand)
-            extra.append(cand[Hc[:, j] > 0][:3])
             if on.size:
-                extra.append(C[on])
+                extra.append(C[rng.choice(on, size=min(3, on.size), replace=False)])
+            if traced is not None and j < len(traced):
+                # Both sides of its traced surface: a rarely active (or rarely inactive)
+                # neuron's output weight and orientation show only there.
+                P = np.asarray(traced[j].points)
+                N = np.asarray(traced[j].normals)
+                idx = rng.choice(P.shape[0], size=min(3, P.shape[0]), replace=False)
+                extra.append(np.vstack([P[idx] + 0.1 * scale * N[idx], P[idx] - 0.1 * scale * N[idx]]))
         if extra:
             X = np.vstack([X, *extra])
     return X
