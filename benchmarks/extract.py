@@ -120,19 +120,26 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/results/extract.json")
     ap.add_argument("--skip-glu", action="store_true",
                     help="ReLU rows only (the GLU rows of an existing --out file are kept)")
-    ap.add_argument("--seeds", type=int, default=1, help="random networks per size")
+    ap.add_argument("--seeds", type=int, default=1, help="random networks of 10-20-20-1")
+    ap.add_argument("--archs", default="10-20-20-1,40-20-10-10-1,784-128-1,digits",
+                    help="which ReLU rows (comma-separated; 'digits': the trained 784-128-1)")
+    ap.add_argument("--no-defence", action="store_true", help="skip the rounding rows")
     a = ap.parse_args()
     t0 = time.monotonic()
     if a.quick:
         relu = [relu_row(arch, s) for arch in ([10, 20, 1], [10, 8, 4, 1]) for s in range(2)]
     else:
         relu = []
-        for arch in ([10, 20, 20, 1], [40, 20, 10, 10, 1], [784, 128, 1]):
+        want = a.archs.split(",")
+        for arch in [[10, 20, 20, 1], [40, 20, 10, 10, 1], [784, 128, 1]]:
+            if "-".join(map(str, arch)) not in want:
+                continue
             for s in range(a.seeds if arch[0] == 10 else 1):
                 relu.append(relu_row(arch, s))
                 print(json.dumps({k: relu[-1][k] for k in ("arch", "status", "log2_queries", "bits",
                                                            "equivalence", "time")}), flush=True)
-        relu.append(relu_row([784, 128, 1], 0, net=digits_net(0), name="digits-trained"))
+        if "digits" in want:
+            relu.append(relu_row([784, 128, 1], 0, net=digits_net(0), name="digits-trained"))
     print("ReLU extraction (ours) vs the published attack (Carlini et al. 2020)")
     print(f"{'arch':>16} {'net':>15} {'params':>7} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} "
           f"{'max |f-g| 1e5':>13} {'wall s':>7} {'pub log2 q':>10} {'pub bits':>8} {'q ratio':>8}")
@@ -143,7 +150,7 @@ def main() -> None:
         print(f"{r['arch']:>16} {r['net']:>15} {r['params']:>7} {r['status']:>9} {r['log2_queries']:>7} "
               f"{str(r['bits']):>6} {str(r['equivalence']):>10} {samp:>13} {r['time']:>7} {str(pq):>10} "
               f"{str(pb):>8} {ratio:>8}")
-    defence = [relu_row([10, 8, 1], 0, precision=None if k is None else 0.5 * 10.0**-k, decimals=k)
+    defence = [] if a.no_defence else [relu_row([10, 8, 1], 0, precision=None if k is None else 0.5 * 10.0**-k, decimals=k)
                for k in ([None, 12, 10, 8, 6, 4] if not a.quick else [None, 10, 8, 6])]
     print("\nDefence: outputs rounded to k decimals (10-8-1 network)")
     print(f"{'k':>4} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} {'max out err':>12}")
