@@ -507,9 +507,7 @@ def trace_layer(
         lines += 1
         x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
         r = _random_direction(d, rng)
-        # Neurons still missing after quiet lines may switch only further out.
-        reach = radius * (2.0 ** min(3, quiet // patience) if width is not None else 1.0)
-        ts = probe.search(x0, r).kinks(-reach, reach)
+        ts = probe.search(x0, r).kinks(-radius, radius)
         new = False
         for j in rng.permutation(len(ts)):
             x = x0 + ts[j] * r
@@ -520,7 +518,7 @@ def trace_layer(
                 continue
             if any(abs(nb @ (x - xb)) <= SURFACE_RTOL * (scale + np.linalg.norm(x - xb)) for xb, nb in bent):
                 continue
-            n0 = _kink_normal(probe, x0, r, ts, int(j), -reach, reach)
+            n0 = _kink_normal(probe, x0, r, ts, int(j), -radius, radius)
             if n0 is None:
                 continue
             seeds += 1
