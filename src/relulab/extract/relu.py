@@ -1,17 +1,18 @@
 """Recover a fully connected ReLU network from forward queries alone.
 
 :func:`extract_relu` runs the attack layer by layer (see :mod:`.layer` for one layer,
-:mod:`.signs` for orientations, :mod:`.space` for peeling):
+:mod:`.signs` for orientations, :mod:`.trace` for deeper layers):
 
 1. find the first layer's hyperplanes from critical points on random lines, cluster the
    critical points by hyperplane, infer the width when it is not given, refine each
    hyperplane by least squares through exact critical points;
-2. orient each neuron (one-sided test when the normals are independent);
-3. peel: in the region where the layer is all active, its outputs are affine coordinates
-   in which the next layer looks like a first layer; repeat while layers are contractive
-   (full row rank) and kinks remain;
-4. fit the output layer by least squares on the recovered features; for the last hidden
-   layer an expansive layer's orientations come from the affine part of that fit.
+2. orient each neuron (one-sided test when the normals are independent; otherwise the
+   orientation is left open for step 3 or 4 to decide);
+3. deeper layers: trace each neuron's kink surface across the cells of the known layers
+   and solve for its row; the same rows say which neurons of the layer before are stored
+   the wrong way round (a subset sum: polynomial when its terms are independent);
+4. fit the output layer by least squares on the recovered features; the last hidden
+   layer's orientations come from the affine part of that fit.
 
 What cannot be identified from queries is reported, not invented: a neuron that never
 switches (dead or always active on what was explored), one with zero outgoing weight, and
@@ -39,33 +40,12 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
-from .deep import DeepLayer, PartialRow, find_deep_layer
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .signs import one_sided, subset_signs
 from .space import Space
-
-
-def _rows_to_layer(rows: list[PartialRow], n_prev: int) -> tuple[np.ndarray, np.ndarray, str, int]:
-    """Stack merged rows into ``(U, b)`` (unit rows, oriented by the majority of one-sided
-    votes); unknown weights become 0.  Returns also the orientation status and how many
-    rows were incomplete."""
-    U = np.zeros((len(rows), n_prev))
-    b = np.zeros(len(rows))
-    decided = True
-    incomplete = 0
-    for i, r in enumerate(rows):
-        w = np.where(r.known, r.w, 0.0)
-        incomplete += int(not r.complete)
-        nw = np.linalg.norm(w)
-        sgn = 1.0
-        if r.votes and sum(r.votes) != 0:
-            sgn = 1.0 if sum(r.votes) > 0 else -1.0
-        else:
-            decided = False
-        U[i], b[i] = sgn * w / nw, sgn * r.b / nw
-    return U, b, ("one-sided" if decided else "open"), incomplete
+from .trace import trace_layer
 
 __all__ = ["ExtractionResult", "extract_relu"]
 
@@ -133,9 +113,7 @@ class _State:
     found: list[LayerFound] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     current: LayerFound | None = None
-    deep: DeepLayer | None = None
-    deep_lines: int = 0
-    deep_cps: int = 0
+    traced: list = field(default_factory=list)
 
 
 def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
@@ -156,10 +134,18 @@ def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
         C = scale * rng.normal(size=(4000, d)) * rng.choice([0.5, 1.0, 2.0, 4.0], size=(4000, 1))
         H = _hidden(st.layers, C)
         extra = []
+        traced = st.traced[-1].neurons if st.traced and len(st.traced) == len(st.layers) - 1 else None
         for j in range(H.shape[1]):
             on = np.nonzero(H[:, j] > 0)[0]
             if on.size:
                 extra.append(C[rng.choice(on, size=min(3, on.size), replace=False)])
+            if traced is not None and j < len(traced):
+                # Both sides of its traced surface: a rarely active (or rarely inactive)
+                # neuron's output weight and orientation show only there.
+                P = np.asarray(traced[j].points)
+                N = np.asarray(traced[j].normals)
+                idx = rng.choice(P.shape[0], size=min(3, P.shape[0]), replace=False)
+                extra.append(np.vstack([P[idx] + 0.1 * scale * N[idx], P[idx] - 0.1 * scale * N[idx]]))
         if extra:
             X = np.vstack([X, *extra])
     return X
@@ -168,6 +154,31 @@ def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
 def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     coef, *_ = np.linalg.lstsq(F, Y, rcond=None)
     return coef
+
+
+def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine):
+    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``."""
+    U_prev, b_prev = st.layers[-1]
+    tl = trace_layer(o, st.layers[:-1], U_prev, b_prev, d, rng, width=wk, scale=scale,
+                     patience=patience, atol=atol, refine=refine)
+    st.traced.append(tl)
+    st.notes.extend(f"layer {k + 1}: {n}" for n in tl.notes)
+    if tl.flip is not None and tl.W.shape[0]:
+        f = tl.flip
+        st.layers[-1] = (np.where(f[:, None], -U_prev, U_prev), np.where(f, -b_prev, b_prev))
+        if st.orient[-1] in ("open", "none"):
+            st.orient[-1] = "traced"
+        elif f.any():
+            st.orient[-1] = "traced (corrected)"
+    elif tl.W.shape[0] and st.orient[-1] == "open":
+        st.notes.append(f"layer {k}: orientation not decided (no subset of flips explains the "
+                        f"traced surfaces of layer {k + 1})")
+    bad = [i for i, n in enumerate(tl.neurons) if n.unknown]
+    if bad:
+        st.notes.append(f"layer {k + 1}: neuron(s) {bad} unidentified weights from layer {k} "
+                        f"neurons {sorted({j for i in bad for j in tl.neurons[i].unknown})} (those "
+                        "never switch on the traced surface; set to 0)")
+    return tl.W, tl.b, "open"
 
 
 def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
@@ -304,16 +315,8 @@ def extract_relu(
                 elif U.shape[0]:
                     orient = "open"
             else:
-                st.deep = DeepLayer([], 0, 0, 0, 0)
-                dl = find_deep_layer(o, st.layers, d, rng, width=wk, scale=scale,
-                                     patience=patience, atol=atol, rows=st.deep.rows)
-                st.deep = dl
-                st.deep_lines += dl.lines
-                st.deep_cps += dl.critical_points
-                U, b, orient, incomplete = _rows_to_layer(dl.rows, st.layers[-1][0].shape[0])
-                if incomplete:
-                    st.notes.append(f"layer {k + 1}: {incomplete} neuron(s) with weights from "
-                                    "earlier neurons never seen active where they switch (set to 0)")
+                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine)
+                if any(n.startswith(f"layer {k + 1}:") and "unidentified" in n for n in st.notes):
                     status = "partial"
             if U.shape[0] == 0:
                 if widths is not None:
@@ -330,14 +333,6 @@ def extract_relu(
             st.layers.append((U, b))
             st.orient.append(orient)
             last = widths is not None and k == len(widths) - 1
-            if orient == "open":
-                if not last:
-                    st.notes.append(f"layer {k + 1}: orientation not decided by one-sided tests "
-                                    f"({U.shape[0]} neurons, {U.shape[1]} inputs); only the output "
-                                    "fit can decide it, so no deeper layer is recovered")
-                    if widths is not None:
-                        status = "partial"
-                break
             if last:
                 break
         orient_last = st.orient[-1] if st.orient and st.orient[-1] != "open" else (
@@ -345,6 +340,11 @@ def extract_relu(
         net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
         if st.orient:
             st.orient[-1] = o_last
+        if o_last == "unresolved":
+            st.notes.append(f"layer {len(st.layers)}: orientation not decided by the output fit (no "
+                            "subset of flips explains its affine part); the fit may still match "
+                            "the function where it was measured")
+            status = "partial"
         if widths is not None and len(st.layers) < len(widths):
             status = "partial"
         if res > FIT_RTOL:
@@ -363,8 +363,8 @@ def extract_relu(
         fid = fidelity(reference, net, domain if domain is not None else
                        Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
         st.notes += _diagnose(reference)
-    lines = sum(f.lines for f in st.found) + st.deep_lines
-    cps = sum(len(f.critical_points) for f in st.found) + st.deep_cps
+    lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
+    cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
     msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
            f"(2^{math.log2(max(o.queries, 1)):.1f})")

@@ -54,6 +54,9 @@ class Space:
         return int(self.P.shape[1])
 
     def to_x(self, Y: np.ndarray) -> np.ndarray:
+        if self.C.shape[0] == 0 and self.P.shape[0] == self.P.shape[1] and not self.p.any() \
+                and np.array_equal(self.P, np.eye(self.P.shape[0])):
+            return np.atleast_2d(Y).astype(float, copy=True)  # input coordinates: no product
         return np.atleast_2d(Y) @ self.P.T + self.p
 
     def valid(self, Y: np.ndarray, margin: float = 0.0) -> np.ndarray:

@@ -1,0 +1,637 @@
+"""Deeper layers by tracing kink surfaces, with the previous layer's orientation unknown.
+
+Once layers ``1 .. k-2`` are known (oriented) and layer ``k-1`` is known up to the
+orientation of each neuron (``z = U g + b``, ``g`` the outputs of layer ``k-2``, or ``x``),
+every neuron ``q`` of layer ``k`` has the pre-activation
+
+    p_q(x) = sum_l V_ql relu(z_l(x)) + M_q . g(x) + c_q
+
+for some ``(V_q, M_q, c_q)``: a neuron of layer ``k-1`` stored with the wrong orientation,
+``relu(-z) = relu(z) - z``, only adds an affine term in ``g``, which ``M_q`` absorbs.  The
+unknowns enter linearly, so they follow from the kink surface ``p_q = 0`` of the neuron:
+
+* the surface is a hyperplane inside each cell of the known layers (the cells do not
+  depend on orientations) and bends at their boundaries; it is *traced*: from a critical
+  point, walk inside the local hyperplane to the next cell boundary, and find the
+  continuation in the next cell (a hyperplane through the crossing point: checked);
+* at every critical point ``x`` (with local normal ``n`` from a gradient jump),
+  ``phi(x) . theta = 0`` and the gradient ``J_phi(x)^T theta`` is parallel to ``n``, with
+  ``phi = [relu(z), g, 1]`` and ``theta = (V_q, M_q, c_q)``: linear, homogeneous equations;
+  ``theta`` is their null vector (a deeper neuron's surface, bent where no known
+  boundary is, leaves no null vector and is rejected);
+* the orientations of layer ``k-1`` then come from all rows at once: the neurons stored
+  the wrong way round are the subset ``F`` with ``M = -sum_{l in F} V_l U_l``
+  (:func:`~relulab.extract.signs.subset_signs`), a polynomial least-squares problem when
+  the terms are independent (the usual case: ``K x dim(g)`` equations, ``n`` unknowns);
+* precision: every critical point is exact (two linear pieces intersected), so the
+  value equations ``phi(x) . theta = 0`` alone, over many points and cells, refit ``theta``
+  by least squares once the gradient equations have found it.
+
+Example (a 4-6-3-1 network whose first layer is stored with neurons 1 and 4 the wrong
+way round; the traced rows of layer 2 say which):
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.extract.oracle import QueryOracle
+    >>> rng = np.random.default_rng(4)
+    >>> W1, b1 = rng.normal(size=(6, 4)) / 2, 0.5 * rng.normal(size=6)
+    >>> W2, b2 = rng.normal(size=(3, 6)) / 6 ** 0.5, 0.5 * rng.normal(size=3)
+    >>> net = Network([W1, W2, rng.normal(size=(1, 3))], [b1, b2, [0.0]])
+    >>> s = np.array([1.0, -1, 1, 1, -1, 1])
+    >>> tl = trace_layer(QueryOracle(net), [], W1 * s[:, None], b1 * s, 4,
+    ...                  np.random.default_rng(4), width=3)
+    >>> tl.flip.tolist()
+    [False, True, False, False, True, False]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..tolerance import MATCH_RTOL, ROUNDOFF
+from .layer import _jump_normal, _Probe, _random_direction
+from .oracle import QueryOracle
+from .signs import subset_signs
+from .space import Space
+
+__all__ = ["TracedNeuron", "TracedLayer", "trace_layer"]
+
+# A point lies on a known neuron's boundary when its pre-activation is this small
+# (relative to the size of the terms): located kinks are good to ~1e-12.
+ON_KNOWN_RTOL = 1e-7  # tol: see the comment above
+# The continuation of a surface in the next cell must pass through the crossing point:
+# normals from gradient jumps are good to ~1e-9, so this allows their error over the step.
+CONTINUE_RTOL = 1e-7  # tol: see the comment above
+# The equations of a neuron have a null vector when the smallest singular value is below
+# this x the largest; the next one must be above GAP x it (one vector, not a family).
+NULL_RTOL = 1e-6  # tol: gradient-jump normals are good to ~1e-9
+GAP = 1e3
+# Critical points are exact: on the neuron's surface their value equation holds to this
+# (relative) once theta is good to ~1e-9; a point off by more is another surface's.
+VALUE_RTOL = 1e-7  # tol: see the comment above
+# A surface point explains a kink when |p(x)| is below this x the size of its terms.
+SURFACE_RTOL = 1e-6  # tol: refined rows are good to ~1e-10, other neurons are O(1) away
+
+
+@dataclass
+class TracedNeuron:
+    """A neuron of layer ``k``: ``theta = (V, M, c)`` (unit norm, up to sign), the critical
+    points traced on its surface, and the coordinates of ``V`` that could not be identified
+    (the neuron of layer ``k-1`` never switched along the traced surface).
+
+    Example:
+        >>> t = TracedNeuron(np.array([1.0, 0.0, 0.5]), [np.zeros(1)], [np.ones(1)], [])
+        >>> t.theta.tolist(), t.identified
+        ([1.0, 0.0, 0.5], True)
+    """
+
+    theta: np.ndarray
+    points: list[np.ndarray]
+    normals: list[np.ndarray]
+    unknown: list[int]
+    cells: int = 0
+
+    @property
+    def identified(self) -> bool:
+        return not self.unknown
+
+
+@dataclass
+class TracedLayer:
+    """What :func:`trace_layer` found: the neurons of layer ``k`` (rows of ``(W, b)`` acting
+    on the *oriented* outputs of layer ``k-1``, up to their own orientation), which neurons
+    of layer ``k-1`` are stored the wrong way round (``flip``; None when the subset problem
+    had no solution), and the work done.
+
+    Example:
+        >>> tl = TracedLayer([], np.zeros(0, bool), np.zeros((0, 2)), np.zeros(0), 0, 0, 0)
+        >>> tl.W.shape, tl.seeds
+        ((0, 2), 0)
+    """
+
+    neurons: list[TracedNeuron]
+    flip: np.ndarray | None
+    W: np.ndarray
+    b: np.ndarray
+    seeds: int
+    rejected: int
+    lines: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[TracedNeuron]:
+        return self.neurons
+
+
+# ---------------------------------------------------------------- the known layers
+class _Known:
+    """The oriented layers ``1..k-2`` and the unoriented layer ``k-1`` (``U, b``)."""
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], U: np.ndarray, b: np.ndarray) -> None:
+        self.layers, self.U, self.b = layers, np.asarray(U, float), np.asarray(b, float)
+
+    def g(self, X: np.ndarray) -> np.ndarray:
+        H = np.atleast_2d(X)
+        for W, c in self.layers:
+            H = np.maximum(H @ W.T + c, 0.0)
+        return H
+
+    def phi(self, X: np.ndarray) -> np.ndarray:
+        G = self.g(X)
+        Z = G @ self.U.T + self.b
+        return np.hstack([np.maximum(Z, 0.0), G, np.ones((G.shape[0], 1))])
+
+    def pre(self, X: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each known layer's pre-activations and their scale (for zero tests)."""
+        H = np.atleast_2d(X)
+        out = []
+        for W, c in [*self.layers, (self.U, self.b)]:
+            Z = H @ W.T + c
+            out.append((Z, np.abs(H) @ np.abs(W).T + np.abs(c) + 1e-300))  # tol: floor only
+            H = np.maximum(Z, 0.0)
+        return out
+
+    def key(self, X: np.ndarray) -> np.ndarray:
+        """Cell labels (sign patterns of every known pre-activation), one row per point."""
+        return np.hstack([Z > 0 for Z, _ in self.pre(X)])
+
+    def on_known(self, x: np.ndarray, rtol: float = ON_KNOWN_RTOL) -> bool:
+        return any(bool(np.any(np.abs(Z[0]) <= rtol * S[0])) for Z, S in self.pre(x[None]))
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        """``J_phi(x)``: (n + dim g + 1) x d, the derivative of ``phi`` in the cell of ``x``."""
+        d = x.shape[0]
+        A, a = np.eye(d), np.zeros(d)
+        for W, c in self.layers:
+            ZA, Za = W @ A, W @ a + c
+            on = (ZA @ x + Za) > 0
+            A, a = ZA * on[:, None], Za * on
+        ZA = self.U @ A
+        on = (ZA @ x + self.U @ a + self.b) > 0
+        return np.vstack([ZA * on[:, None], A, np.zeros((1, d))])
+
+    def pre_jac(self, x: np.ndarray) -> np.ndarray:
+        """The gradients in ``x`` of every known pre-activation (rows, in :meth:`key` order)
+        in the cell of ``x``."""
+        d = x.shape[0]
+        A, a = np.eye(d), np.zeros(d)
+        out = []
+        for W, c in [*self.layers, (self.U, self.b)]:
+            ZA, Za = W @ A, W @ a + c
+            out.append(ZA)
+            on = (ZA @ x + Za) > 0
+            A, a = ZA * on[:, None], Za * on
+        return np.vstack(out)
+
+    def next_boundary(self, x: np.ndarray, v: np.ndarray, tmax: float) -> float | None:
+        """The first ``t`` in ``(0, tmax]`` where the cell changes along ``x + t v``: inside
+        the cell of ``x`` every known pre-activation is affine, so it is where the first of
+        them reaches 0 (exact, no queries)."""
+        G = self.pre_jac(x)
+        z = np.concatenate([Z[0] for Z, _ in self.pre(x[None])])
+        rate = G @ v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = -z / rate
+        ok = (t > 0) & np.isfinite(t) & (np.abs(rate) > 0)
+        if not ok.any():
+            return None
+        t_hit = float(t[ok].min())
+        return t_hit if t_hit <= tmax else None
+
+
+# ---------------------------------------------------------------- equations
+def _equations(known: _Known, pts: list[np.ndarray], normals: list[np.ndarray], scale: float) -> np.ndarray:
+    rows = []
+    for x, n in zip(pts, normals, strict=True):
+        J = known.jac(x)  # (N, d)
+        P = np.eye(x.shape[0]) - np.outer(n, n)
+        rows.append(scale * (P @ J.T))
+        rows.append(known.phi(x[None]))
+    return np.vstack(rows)
+
+
+def _null(E: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """The null vector of ``E`` (unit), the dimension of its numerical null space, and the
+    relative size of the smallest singular value."""
+    colscale = np.abs(E).max(axis=0) + 1.0
+    _, s, Vt = np.linalg.svd(E / colscale, full_matrices=True)
+    N = E.shape[1]
+    s_full = np.concatenate([s, np.zeros(max(0, N - s.shape[0]))])
+    smax = float(s_full[0]) if s_full.size else 0.0
+    nullity = int(np.sum(s_full <= NULL_RTOL * smax))
+    th = Vt[-1] / colscale
+    return th / np.linalg.norm(th), nullity, float(s_full[-1] / max(smax, 1e-300))  # tol: floor only
+
+
+def _refit(known: _Known, pts: list[np.ndarray], theta: np.ndarray, unknown: list[int]) -> np.ndarray:
+    """Least squares on the value equations alone (exact critical points), near ``theta``
+    (the unidentified coordinates stay 0)."""
+    keep = np.setdiff1d(np.arange(theta.shape[0]), unknown)
+    F = known.phi(np.asarray(pts))[:, keep]
+    r0 = np.abs(F @ theta[keep]) / (np.abs(F) @ np.abs(theta[keep]) + 1e-300)  # tol: floor only
+    F = F[r0 <= VALUE_RTOL]  # points of other surfaces out
+    th = theta
+    for _ in range(3):
+        colscale = np.abs(F).max(axis=0) + 1.0
+        _, s, Vt = np.linalg.svd(F / colscale, full_matrices=False)
+        if F.shape[0] < F.shape[1] + 2 or s.shape[0] < F.shape[1] or s[-2] <= 1e-8 * s[0]:  # tol: general position
+            break
+        th = np.zeros_like(theta)
+        th[keep] = Vt[-1] / colscale
+        th /= np.linalg.norm(th)
+        if th @ theta < 0:
+            th = -th
+        r = np.abs(F @ th[keep]) / (np.abs(F) @ np.abs(th[keep]) + 1e-300)  # tol: floor only
+        good = r <= max(1e-3 * VALUE_RTOL, 10.0 * np.median(r))
+        if good.all():
+            break
+        F = F[good]  # a stray point (another neuron's kink close by): fit again without it
+    return th if np.linalg.norm(th - theta) < 1e-4 else theta  # tol: agrees with the gradient fit
+
+
+def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
+           eq_scale: float) -> tuple[np.ndarray, list[int]] | None:
+    """``theta`` from the traced points, and the coordinates of ``V`` left unidentified
+    (layer ``k-1`` neurons that never switch on the traced surface: set to 0).  None when
+    the equations have no null vector (a deeper neuron's surface) or too few of them to
+    tell (fewer than the unknowns plus a margin), or a family of them."""
+    d = pts[0].shape[0]
+
+    def fit(P, Nn):
+        Z = known.g(np.asarray(P)) @ known.U.T + known.b
+        unknown = [int(i) for i in np.nonzero(~((Z > 0).any(axis=0) & (Z < 0).any(axis=0)))[0]]
+        E = _equations(known, P, Nn, eq_scale)
+        keep = np.setdiff1d(np.arange(E.shape[1]), unknown)
+        th, nullity, smin = _null(E[:, keep])
+        F = known.phi(np.asarray(P))[:, keep]
+        r = np.abs(F @ th) / (np.abs(F) @ np.abs(th) + 1e-300)  # tol: floor only
+        return th, nullity, smin, r, unknown, keep
+
+    th, nullity, smin, r, unknown, keep = fit(pts, nrm)
+    for _ in range(len(pts) // 4):
+        if nullity == 1 and smin <= NULL_RTOL and r.max() <= VALUE_RTOL:
+            break
+        # A point of another surface (taken for the continuation) spoils the system: drop
+        # the point whose value equation the current null vector fits worst, while that helps.
+        i = int(np.argmax(r))
+        pts2, nrm2 = pts[:i] + pts[i + 1:], nrm[:i] + nrm[i + 1:]
+        got = fit(pts2, nrm2)
+        if got[2] >= 0.5 * smin and got[3].max() >= 0.5 * r.max():
+            break
+        pts[:], nrm[:] = pts2, nrm2
+        th, nullity, smin, r, unknown, keep = got
+    if len(pts) * d < keep.shape[0] + d:
+        return None  # too few equations to tell a neuron of this layer from a deeper one
+    if not (nullity == 1 and smin <= NULL_RTOL and r.max() <= VALUE_RTOL):
+        return None
+    theta = np.zeros(known.U.shape[0] + known.g(pts[0][None]).shape[1] + 1)
+    theta[keep] = th
+    return theta, unknown
+
+
+# ---------------------------------------------------------------- tracing
+def _kink_normal(probe: _Probe, x0: np.ndarray, r: np.ndarray, ts: np.ndarray, j: int,
+                 lo: float, hi: float) -> np.ndarray | None:
+    tb = [lo, *ts.tolist(), hi]
+    est = _jump_normal(probe, x0, r, float(ts[j]), tb[j], tb[j + 2])
+    return None if est is None else est[0]
+
+
+def _cell_interval(known: _Known, y: np.ndarray, w: np.ndarray, radius: float) -> tuple[float, float]:
+    hi = known.next_boundary(y, w, radius)
+    lo = known.next_boundary(y, -w, radius)
+    return (-(lo if lo is not None else radius), hi if hi is not None else radius)
+
+
+def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
+          radius: float, scale: float, toward: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """From ``x`` on the surface (normal ``n``), a critical point of the same surface in the
+    next cell along a random in-plane direction (or about ``toward``), with its normal;
+    None if not found."""
+    v = rng.normal(size=x.shape[0])
+    if toward is not None:
+        v = 0.2 * v / np.sqrt(x.shape[0]) + toward / np.linalg.norm(toward)
+    elif np.linalg.norm(x) > radius:  # stay near the explored region
+        v = v - 2.0 * x / np.linalg.norm(x) * np.sqrt(x.shape[0])
+    v -= (v @ n) * n
+    nv = np.linalg.norm(v)
+    if nv == 0:
+        return None
+    v /= nv
+    t1 = known.next_boundary(x, v, radius)
+    if t1 is None:
+        return None
+    xc = x + t1 * v
+    t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
+    t2 = radius if t2 is None else t2
+    for frac in (0.3, 0.05):
+        y = xc + frac * t2 * v
+        lo, hi = _cell_interval(known, y, n, radius)
+        lo, hi = 0.999 * lo, 0.999 * hi
+        if hi - lo <= ROUNDOFF * scale:
+            continue
+        ls = probe.search(y, n)
+        ts = ls.kinks(lo, hi)
+        order = np.argsort(np.abs(ts))
+        for j in order:
+            xp = y + ts[j] * n
+            if known.on_known(xp):
+                continue
+            m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
+            if m is None:
+                continue
+            if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
+                return xp, m
+    return None
+
+
+def _trace(probe: _Probe, known: _Known, x0: np.ndarray, n0: np.ndarray, rng: np.random.Generator,
+           radius: float, scale: float, max_points: int, eq_scale: float):
+    pts, nrm = [x0], [n0]
+    keys = {known.key(x0[None])[0].tobytes()}
+    x, n = x0, n0
+    fails = 0
+    N = known.U.shape[0] + known.g(x0[None]).shape[1] + 1
+    while len(pts) < max_points and fails < 12:
+        got = _step(probe, known, x, n, rng, radius, scale)
+        if got is None:
+            fails += 1
+            # restart from a random traced point: a dead end is not the end of the surface
+            i = int(rng.integers(len(pts)))
+            x, n = pts[i], nrm[i]
+            continue
+        x, n = got
+        if min(np.linalg.norm(x - p) for p in pts) <= 1e-9 * (scale + np.linalg.norm(x)):  # tol: seen
+            fails += 1
+            continue
+        k = known.key(x[None])[0].tobytes()
+        if k not in keys:
+            keys.add(k)
+        pts.append(x)
+        nrm.append(n)
+        if len(pts) >= 4 and len(pts) % 4 == 0 and len(keys) * (x0.shape[0]) >= N + x0.shape[0]:
+            Z = known.g(np.asarray(pts)) @ known.U.T + known.b
+            both = ((Z > 0).any(axis=0) & (Z < 0).any(axis=0))
+            if both.all():
+                _, nullity, _ = _null(_equations(known, pts, nrm, eq_scale))
+                if nullity <= 1:
+                    break
+    _reach(probe, known, pts, nrm, keys, rng, radius, scale, max_points)
+    return pts, nrm, len(keys)
+
+
+def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Generator,
+           radius: float, scale: float, max_points: int) -> None:
+    """Walk the surface toward the hyperplanes of layer ``k-1`` it was never seen to cross
+    (their weights in this neuron are unknown until it does)."""
+    budget = 3 * max_points
+    for rnd in range(6):
+        Z = known.g(np.asarray(pts)) @ known.U.T + known.b
+        miss = np.nonzero(~((Z > 0).any(axis=0) & (Z < 0).any(axis=0)))[0]
+        if miss.size == 0 or budget <= 0:
+            return
+        for lidx in rng.permutation(miss):
+            Z = known.g(np.asarray(pts)) @ known.U.T + known.b
+            if (Z[:, lidx] > 0).any() and (Z[:, lidx] < 0).any():
+                continue
+            # start near the hyperplane (a random one of the nearest points: a walk from
+            # the nearest may be stuck where the surface turns away)
+            near = np.argsort(np.abs(Z[:, lidx]))[:4]
+            i = int(near[0] if rnd == 0 else rng.choice(near))
+            x, n = pts[i], nrm[i]
+            block: list[np.ndarray] = []  # boundaries the walk bounced on: slide along them
+            last = None
+            for _ in range(60):
+                if budget <= 0:
+                    return
+                # the gradient of z_l in x's cell, pointing toward z_l = 0, in the local plane
+                J = known.U[lidx] @ known.jac(x)[known.U.shape[0]:-1]
+                zl = float(known.g(x[None])[0] @ known.U[lidx] + known.b[lidx])
+                t = -np.sign(zl) * J
+                Q, _ = np.linalg.qr(np.array([n, *block[-(x.shape[0] - 2):]]).T)
+                t = t - Q @ (Q.T @ t)
+                stuck = np.linalg.norm(t) <= 1e-6 * np.linalg.norm(J)  # tol: no way toward it here
+                got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t)
+                budget -= 1
+                if got is None:
+                    break
+                k_old = known.key(x[None])[0]
+                G = known.pre_jac(x)
+                x, n = got
+                changed = np.nonzero(known.key(x[None])[0] != k_old)[0]
+                if changed.size == 1:
+                    if last is not None and int(changed[0]) == last:
+                        block.append(G[last] / (np.linalg.norm(G[last]) + 1e-300))  # tol: floor only
+                    last = int(changed[0])
+                pts.append(x)
+                nrm.append(n)
+                keys.add(known.key(x[None])[0].tobytes())
+                if np.sign(float(known.g(x[None])[0] @ known.U[lidx] + known.b[lidx])) != np.sign(zl):
+                    break
+
+
+def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> list[np.ndarray]:
+    """More exact critical points near the traced ones (on each local hyperplane), for the
+    least-squares refit."""
+    from .layer import Neuron, _locate_batch
+
+    out = []
+    for x, n in zip(pts, nrm, strict=True):
+        # stay inside the cell: small in-plane offsets
+        Q = []
+        for _ in range(2):
+            v = rng.normal(size=x.shape[0])
+            v -= (v @ n) * n
+            v /= np.linalg.norm(v)
+            t = known.next_boundary(x, v, scale)
+            s = 0.3 * (t if t is not None else scale)
+            Q.append(x + s * v)
+        nr = Neuron(n, float(-(n @ x)), [x])
+        found = _locate_batch(probe, nr, np.asarray(Q), 1e-3 * scale)
+        for p in found:
+            if np.all(np.isfinite(p)) and not known.on_known(p) and \
+                    (known.key(p[None])[0] == known.key(x[None])[0]).all():
+                out.append(p)
+    return out
+
+
+def trace_layer(
+    o: QueryOracle,
+    layers: list[tuple[np.ndarray, np.ndarray]],
+    U: np.ndarray,
+    b: np.ndarray,
+    d: int,
+    rng: np.random.Generator,
+    *,
+    width: int | None = None,
+    scale: float = 1.0,
+    patience: int = 3,
+    atol: float = 0.0,
+    max_lines: int = 200,
+    refine: bool = True,
+) -> TracedLayer:
+    """Layer ``k`` given the oriented layers ``1..k-2`` (``layers``) and layer ``k-1`` as
+    ``z = U g + b`` with unknown orientations (module docstring).  ``width``: stop when that
+    many neurons are found; else until ``patience`` lines bring nothing new.
+
+    Example (the rows come back up to scale and sign; here the true first layer is given):
+        >>> from relulab import Network
+        >>> rng = np.random.default_rng(4)
+        >>> W1, b1 = rng.normal(size=(6, 4)) / 2, 0.5 * rng.normal(size=6)
+        >>> W2, b2 = rng.normal(size=(3, 6)) / 6 ** 0.5, 0.5 * rng.normal(size=3)
+        >>> net = Network([W1, W2, rng.normal(size=(1, 3))], [b1, b2, [0.0]])
+        >>> tl = trace_layer(QueryOracle(net), [], W1, b1, 4, np.random.default_rng(4), width=3)
+        >>> r = np.append(tl.W[0], tl.b[0]); t = np.append(W2, b2[:, None], axis=1)
+        >>> c = t @ r / np.linalg.norm(t, axis=1) / np.linalg.norm(r)
+        >>> bool(np.abs(np.abs(c).max() - 1.0) < 1e-12), bool(tl.flip.any())
+        (True, False)
+    """
+    known = _Known(layers, U, b)
+    n_prev = known.U.shape[0]
+    space = Space.input(d, scale)
+    m = o.output_dim or o(np.zeros((1, d))).shape[1]
+    probe = _Probe(o, space, rng.normal(size=m), atol)
+    radius = 3.0 * scale * np.sqrt(d)
+    n_g = known.g(np.zeros((1, d))).shape[1]
+    N = n_prev + n_g + 1
+    max_points = 8 * (N // max(d - 1, 1) + 2) + 2 * n_prev
+    eq_scale = scale
+    neurons: list[TracedNeuron] = []
+    bent: list[tuple[np.ndarray, np.ndarray]] = []
+    seeds = rejected = lines = quiet = 0
+    notes: list[str] = []
+    while lines < max_lines and quiet < (patience if width is None else 3 * patience):
+        if width is not None and len(neurons) >= width:
+            break
+        lines += 1
+        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
+        r = _random_direction(d, rng)
+        ts = probe.search(x0, r).kinks(-radius, radius)
+        new = False
+        for j in rng.permutation(len(ts)):
+            x = x0 + ts[j] * r
+            if known.on_known(x):
+                continue
+            phi = known.phi(x[None])[0]
+            if any(abs(phi @ t.theta) <= SURFACE_RTOL * (np.abs(phi) @ np.abs(t.theta)) for t in neurons):
+                continue
+            if any(abs(nb @ (x - xb)) <= SURFACE_RTOL * (scale + np.linalg.norm(x - xb)) for xb, nb in bent):
+                continue
+            n0 = _kink_normal(probe, x0, r, ts, int(j), -radius, radius)
+            if n0 is None:
+                continue
+            seeds += 1
+            pts, nrm, cells = _trace(probe, known, x, n0, rng, radius, scale, max_points, eq_scale)
+            got = _solve(known, pts, nrm, eq_scale)
+            if got is None:
+                rejected += 1
+                bent.extend(zip(pts, nrm, strict=True))
+                continue
+            theta, unknown = got
+            if refine:
+                extra = _locate_extra(probe, known, pts, nrm, rng, scale)
+                theta = _refit(known, pts + extra, theta, unknown)
+            tn = TracedNeuron(theta, pts, nrm, unknown, cells)
+            twin = _same(neurons, tn, n_prev)
+            if twin is not None:
+                # the same neuron traced twice: keep the better identified trace
+                if len(tn.unknown) < len(neurons[twin].unknown):
+                    neurons[twin] = tn
+                continue
+            neurons.append(tn)
+            new = True
+            if width is not None and len(neurons) >= width:
+                break
+        quiet = 0 if new else quiet + 1
+    return _assemble(neurons, known, seeds, rejected, lines, notes)
+
+
+def _same(neurons: list[TracedNeuron], tn: TracedNeuron, n_prev: int) -> int | None:
+    """The index of a neuron with the same weights (on the coordinates both identified, and
+    the bias; up to sign and scale) as ``tn``, or None."""
+    for i, t in enumerate(neurons):
+        ok = np.ones(t.theta.shape[0], bool)
+        ok[t.unknown] = False
+        ok[tn.unknown] = False
+        ok[n_prev:] = False  # M (and c) absorb what is unidentified: compare V only
+        a, b = t.theta[ok], tn.theta[ok]
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        if na == 0 or nb == 0:
+            continue
+        if 1.0 - abs(a @ b) / (na * nb) <= SURFACE_RTOL:
+            return i
+    return None
+
+
+def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.ndarray,
+                 known: _Known, flip: np.ndarray) -> None:
+    """Weights of ``t`` from neurons of layer ``k-1`` that are *active* all along its traced
+    surface (never switching there): on the surface ``V_ql relu(z_l)`` is affine and was
+    folded into ``M_q`` (and ``c_q``); with the orientations known, what ``M_q`` holds beyond
+    ``-sum_F V_qi U_i`` is exactly those terms.  Fills ``V[q]`` (and cleans ``M[q]``,
+    ``c[q]``) in place, removes them from ``t.unknown``; neurons *inactive* all along stay
+    unknown (the surface cannot show their weight)."""
+    Z = known.g(np.asarray(t.points)) @ known.U.T + known.b
+    known_rows = [i for i in np.nonzero(flip)[0] if i not in t.unknown]
+    R = M[q] + V[q, known_rows] @ known.U[known_rows]
+    act = []  # (l, s_l): R = sum_l s_l V_ql U_l over the active ones
+    for lidx in t.unknown:
+        if (Z[:, lidx] > 0).all() and not flip[lidx]:
+            act.append((lidx, 1.0))
+        elif (Z[:, lidx] < 0).all() and flip[lidx]:
+            act.append((lidx, -1.0))
+    if not act:
+        return
+    B = np.array([s * known.U[lidx] for lidx, s in act]).T
+    v, *_ = np.linalg.lstsq(B, R, rcond=None)
+    if np.abs(B @ v - R).max() > MATCH_RTOL * (np.abs(R).max() + np.abs(V[q]).max()):
+        return  # not explained by the active neurons alone: leave them unknown
+    for (lidx, s), val in zip(act, v, strict=True):
+        V[q, lidx] = val
+        if s > 0:  # folded as V_ql (U_l g + b_l): take it out of M and c
+            M[q] -= val * known.U[lidx]
+            c[q] -= val * known.b[lidx]
+        t.unknown.remove(lidx)
+
+
+def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: int, lines: int,
+              notes: list[str]) -> TracedLayer:
+    n_prev = known.U.shape[0]
+    K = len(neurons)
+    if K == 0:
+        return TracedLayer([], np.zeros(n_prev, bool), np.zeros((0, n_prev)), np.zeros(0), seeds,
+                           rejected, lines, notes)
+    Th = np.array([t.theta for t in neurons])
+    V, M, c = Th[:, :n_prev], Th[:, n_prev:-1], Th[:, -1]
+    # The flipped neurons of layer k-1 leave M = -sum_F V_l U_l in every row; rows with an
+    # unidentified coordinate have it folded into M, so only complete rows take part.
+    full = np.array([t.identified for t in neurons])
+    flip = subset_signs(V[full].T, known.U, M[full]) if full.any() else None
+    if flip is None:
+        notes.append("orientation of the previous layer: no subset of flips explains the traced "
+                     "surfaces (left as stored)")
+        W, bb = V, c
+    else:
+        V, M, c = V.copy(), M.copy(), c.copy()
+        for q, t in enumerate(neurons):
+            if t.unknown:
+                _fill_active(t, q, V, M, c, known, flip)
+        W = V
+        bb = c + V[:, flip] @ known.b[flip]
+        # Every complete row must be explained by the same flips (its own residual).
+        res = np.abs(M + V[:, flip] @ known.U[flip]).max(axis=1) / (np.abs(V).max(axis=1) + 1e-300)  # tol: floor only
+        bad = [q for q in range(K) if full[q] and res[q] > 1e-6]  # tol: rows are good to ~1e-9
+        if bad:
+            notes.append(f"rows {bad} are not explained by the orientations the other rows give "
+                         "(kept; the output check decides)")
+    # One neuron traced twice (a trace that did not recognise the other): keep one row.
+    Wn = W / (np.linalg.norm(W, axis=1, keepdims=True) + 1e-300)  # tol: floor only
+    dup = [q for q in range(K) if any(abs(Wn[q] @ Wn[p]) > 1.0 - 1e-9 for p in range(q))]  # tol: same row
+    if dup:
+        keep = [q for q in range(K) if q not in dup]
+        notes.append(f"rows {dup} repeat other rows (one neuron traced twice): dropped")
+        neurons, W, bb = [neurons[q] for q in keep], W[keep], bb[keep]
+    nrm = np.linalg.norm(W, axis=1)
+    nrm[nrm == 0] = 1.0
+    return TracedLayer(neurons, flip, W / nrm[:, None], bb / nrm, seeds, rejected, lines, notes)
