@@ -162,7 +162,8 @@ def _forward(Ws, pre, skip, dirs, d):
 
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
                     d: int | None = None, pattern_max: int = 0, pattern_boxes: int = 0,
-                    best_patterns: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    best_patterns: dict | None = None,
+                    pre: list | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
     norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
     backward pass intersected with those of the forward pass along each unit vector,
@@ -170,6 +171,7 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     (:func:`forward_norm_bound`); also the backward centre and radius.  With
     ``pattern_max``, the ``pattern_boxes`` worst boxes with at most that many unstable
     neurons also get :func:`pattern_bounds`.  ``d``: Jacobian in the first ``d`` inputs only (default all).
+    ``pre``: the boxes' pre-activation bounds when already computed (``crown_batch``).
 
     Example:
         >>> import numpy as np
@@ -180,7 +182,8 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
         >>> ub.tolist()
         [2.0, 2.0]
     """
-    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+    if pre is None:
+        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
     n_in = lo.shape[1]
     d = n_in if d is None else d
     Gc, Gr = _backward(Ws, pre, skip, lo.shape[0])
