@@ -140,33 +140,46 @@ def summarise(rows) -> list[tuple]:
 L2_SIZES = [[8, 8], [16, 16], [32, 32], [10, 10, 10], [16, 16, 16]]
 
 
-def part_l2_2d(seeds: int, budgets) -> list[dict]:
-    """The l2 target: on 2-input networks (enumeration gives the exact value) the
-    whole-box local LipSDP and the SDP branch and bound after each budget (seconds),
-    as ratios upper / exact, and the time the branch and bound takes to close."""
-    rows = []
+def l2_networks(seeds: int, part1_seeds: int = 3):
+    """The 2-input networks of the l2 target: ``seeds`` per size of :data:`L2_SIZES`, then
+    the 2-input networks of part 1 (``part1_seeds`` per size, same seeds as part 1)."""
     for widths in L2_SIZES:
         for s in range(seeds):
-            rng = np.random.default_rng(7000 + 10 * sum(widths) + s)
-            net = rand_net(rng, 2, widths)
-            box = Box(-np.ones(2), np.ones(2))
-            e, te = timed(by_enumeration, net, box, 2.0, None)
-            row = {"widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions, "t_enum": te}
-            sb, ts = timed(sdp_bound, net, box)
-            row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
-            row["product"] = product_bound(net, 2.0, None) / e.lower
-            for T in budgets:
-                o = sdp_bab(net, box, time_limit=T)
-                row[f"sdpbab_{T:g}s"] = o.upper / e.lower
-            o, tc = timed(sdp_bab, net, box, time_limit=120.0)
-            row["sdpbab_closed"] = o.complete
-            row["t_sdpbab_close"] = tc
-            row["sdpbab_final"] = o.upper / e.lower
-            row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
-            rows.append(row)
-            print(f"  widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
-                  + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
-                  + f", closed {o.complete} in {tc:.2f} s", flush=True)
+            yield "l2", widths, s, rand_net(np.random.default_rng(7000 + 10 * sum(widths) + s), 2, widths)
+    for d, widths in SIZES:
+        if d == 2:
+            for s in range(part1_seeds):
+                yield "part1", widths, s, rand_net(np.random.default_rng(1000 * d + 10 * sum(widths) + s), d, widths)
+
+
+def part_l2_2d(seeds: int, budgets, part1_seeds: int = 3, close_cap: float = 120.0) -> list[dict]:
+    """The l2 target: on 2-input networks (enumeration gives the exact value) the
+    product of spectral norms, the whole-box local LipSDP and the SDP branch and bound
+    (split to exact pieces) after each budget (seconds), as ratios upper / exact, and the
+    time the branch and bound takes to close."""
+    rows = []
+    for group, widths, s, net in l2_networks(seeds, part1_seeds):
+        box = Box(-np.ones(2), np.ones(2))
+        e, te = timed(by_enumeration, net, box, 2.0, None)
+        row = {"group": group, "widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions,
+               "t_enum": te}
+        sb, ts = timed(sdp_bound, net, box)
+        row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
+        row["product"] = product_bound(net, 2.0, None) / e.lower
+        for T in budgets:
+            o = sdp_bab(net, box, time_limit=T)
+            row[f"sdpbab_{T:g}s"] = o.upper / e.lower
+        o, tc = timed(sdp_bab, net, box, time_limit=close_cap)
+        row["sdpbab_closed"] = o.complete
+        row["t_sdpbab_close"] = tc
+        row["sdpbab_final"] = o.upper / e.lower
+        row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
+        row["sdpbab_upper_ok"] = bool(o.upper >= e.lower * (1 - 1e-9))
+        row["sdpbab_info"] = {"boxes": o.n_boxes, "sdps": o.n_sdps, **o.info}
+        rows.append(row)
+        print(f"  {group} widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
+              + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
+              + f", closed {o.complete} in {tc:.2f} s", flush=True)
     return rows
 
 
@@ -250,8 +263,15 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
     ap.add_argument("--acas-cpu", type=str, default=None,
                     help="comma-separated ACAS networks (e.g. 1_1,3_3) for the CPU-time-budget run only")
+    ap.add_argument("--l2-only", action="store_true", help="only part 1b (written to lipschitz_l2.json)")
     a = ap.parse_args()
     acas_file = Path(a.out).with_name("lipschitz_acas.json")
+    if a.l2_only:
+        l2, l2_summary = run_l2(a)
+        l2_file = Path(a.out).with_name("lipschitz_l2.json")
+        l2_file.write_text(json.dumps({"l2_2d": l2, "l2_summary": l2_summary, "quick": a.quick}, indent=1, default=str))
+        print(f"wrote {l2_file}")
+        return
     if a.acas_cpu:
         print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
         rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time)
@@ -289,19 +309,7 @@ def main() -> None:
     for route in ("enum", "milp"):
         vals = [float(np.median([r.get(f"t_{route}_{k}", np.nan) for r in rows])) for k in ("1", "inf", "2")]
         print(f"{route:>12} {vals[0]:>15.3f} {vals[1]:>17.3f} {vals[2]:>15.3f}")
-    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
-    budgets = (0.5, 2.0)
-    l2 = part_l2_2d(2 if a.quick else 4, budgets)
-    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
-    l2_summary = []
-    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in budgets], "sdpbab_final"):
-        v = np.array([r[col] for r in l2])
-        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
-                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
-        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
-    tc = [r["t_sdpbab_close"] for r in l2]
-    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
-          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s")
+    l2, l2_summary = run_l2(a)
     if a.no_acas:
         acas = json.loads(acas_file.read_text())["acas"] if acas_file.exists() else []
         print(f"\nPart 2 not run: {len(acas)} ACAS rows taken from {acas_file.name}")
@@ -315,6 +323,29 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     print(f"\nwrote {a.out}")
+
+
+L2_BUDGETS = (0.5, 2.0)
+
+
+def run_l2(a) -> tuple[list[dict], list[dict]]:
+    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
+    l2 = part_l2_2d(2 if a.quick else 4, L2_BUDGETS, 1 if a.quick else 3)
+    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
+    l2_summary = []
+    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in L2_BUDGETS], "sdpbab_final"):
+        v = np.array([r[col] for r in l2])
+        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
+                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
+        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
+    tc = [r["t_sdpbab_close"] for r in l2]
+    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
+          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s; "
+          f"bracket around the exact value on {sum(r['sdpbab_lower_ok'] and r['sdpbab_upper_ok'] for r in l2)}/{len(l2)}")
+    nl = sum(r["local_sdp"] <= r["product"] * (1 + 1e-9) for r in l2)
+    print(f"  whole-box local SDP no looser than the product of spectral norms on {nl}/{len(l2)}; "
+          f"product / SDP-B&B-final median {np.median([r['product'] / r['sdpbab_final'] for r in l2]):.2f}")
+    return l2, l2_summary
 
 
 def report_acas(acas: list[dict]) -> None:

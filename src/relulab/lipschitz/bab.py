@@ -28,6 +28,7 @@ import numpy as np
 from ..bounds import crown_batch, float_layers
 from ..domain import Box
 from ..network import Network
+from .exact_box import box_max
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
 from .result import LipschitzWitness
@@ -50,12 +51,19 @@ PATTERN_WITNESSES = 4
 # random points probed in each of the boxes with the largest bounds, per batch
 PROBE_BOXES = 64
 PROBE_POINTS = 8
+# boxes per batch given their exact maximum (exact_box.box_max) when at most
+# BAB_EXACT_UNSTABLE neurons are unstable, with at most BAB_EXACT_LPS LPs each: ranking
+# 2^U patterns of a deep network costs O(2^U) Jacobians, so this stays below exact_box's
+# own limit (a batch of the search must stay cheap next to the interval bounds)
+EXACT_BOXES = 16
+BAB_EXACT_UNSTABLE = 10
+BAB_EXACT_LPS = 16
 
 
 @dataclass(frozen=True)
 class BaBOutcome:
     """What the branch and bound reached: ``lower <= L <= upper``, the best witness,
-    ``complete`` (every box closed), boxes examined and seconds.
+    ``complete`` (every box closed), boxes examined, seconds and boxes given the exact route.
 
     Example:
         >>> from relulab import Network, Box
@@ -70,6 +78,7 @@ class BaBOutcome:
     complete: bool
     n_boxes: int
     seconds: float
+    n_exact: int = 0
 
 
 def _backward(Ws, pre, skip, B):
@@ -332,11 +341,13 @@ def start_boxes(Ws, bs, skip, box: Box) -> tuple[np.ndarray, np.ndarray]:
 
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
            *, batch: int = 1024, max_boxes: int | None = None, seed: int = 0,
-           clock=None) -> BaBOutcome:
+           clock=None, exact_boxes: int = EXACT_BOXES) -> BaBOutcome:
     """Input-splitting branch and bound for the Lipschitz constant over a box, or over
     R^d (``box`` None): then over the outer faces of ``[-1, 1]^d x [0, 1]`` for the
     homogenised network (every cone of it meets them away from the apex, see
-    :mod:`relulab.lipschitz.jacobians`), with the Jacobian in ``x`` only.
+    :mod:`relulab.lipschitz.jacobians`), with the Jacobian in ``x`` only.  Over a box, the
+    ``exact_boxes`` worst boxes per batch with at most ``BAB_EXACT_UNSTABLE`` unstable
+    neurons get their exact maximum (:func:`relulab.lipschitz.exact_box.box_max`).
 
     Example:
         >>> from relulab import Network, Box
@@ -369,6 +380,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
     best_w: LipschitzWitness | None = None
     best = 0.0
+    closed_upper = 0.0   # the largest bound of a box closed by its exact maximum
+    n_exact = 0
     rng = np.random.default_rng(seed)
     seen = 0
     while len(OU):
@@ -384,8 +397,28 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
         pats: dict = {}
-        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats)
+        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats,
+                                     pre=pre)
         ub = np.minimum(ub, parent)
+        if box is not None and exact_boxes:
+            # the worst boxes with few unstable neurons: their exact maximum (patterns
+            # ranked by norm, unrealised ones refuted by LP) closes them or lowers their bound
+            U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(k, int)
+            cand = np.flatnonzero((U <= BAB_EXACT_UNSTABLE) & (ub > best * (1 + DROP_TOL)))
+            for b in cand[np.argsort(-ub[cand])][:exact_boxes]:
+                m = box_max(net, lo[b], hi[b], [(a[b], c[b]) for a, c in pre], p, q, best,
+                            rel_tol=DROP_TOL, source="bab", max_lps=BAB_EXACT_LPS)
+                n_exact += 1
+                if m.witness is not None and m.witness.norm > best:
+                    best, best_w = m.witness.norm, m.witness
+                    alive = OU > best + DROP_TOL * (1 + best)
+                    OL, OH, OU = OL[alive], OH[alive], OU[alive]
+                if m.closed:
+                    closed_upper = max(closed_upper, min(float(ub[b]), m.upper))
+                    ub[b] = -np.inf   # closed: never split
+                else:
+                    ub[b] = min(ub[b], m.upper)
         if box is not None:
             # the pattern attaining a box's bound may be a thin region that sampling
             # misses: its Chebyshev centre (an LP) is a certified witness when it exists
@@ -435,4 +468,5 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
     upper = float(np.max(OU)) if len(OU) else best + DROP_TOL * (1 + best)
-    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0)
+    upper = max(upper, closed_upper)
+    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0, n_exact)
