@@ -44,8 +44,10 @@ DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search 
 
 # boxes with at most this many unstable neurons get every pattern's Jacobian (2^k of
 # them), for at most PATTERN_BOXES of the worst boxes per batch
-PATTERN_MAX_UNSTABLE = 10
-PATTERN_BOXES = 16
+PATTERN_MAX_UNSTABLE = 8
+PATTERN_BOXES = 256
+# and at most this many patterns (Jacobians) in all per batch
+PATTERN_BUDGET = 16384
 # of those, the worst few per batch have their best pattern's region looked for (an LP)
 PATTERN_WITNESSES = 4
 # random points probed in each of the boxes with the largest bounds, per batch
@@ -55,15 +57,16 @@ PROBE_POINTS = 8
 # BAB_EXACT_UNSTABLE neurons are unstable, with at most BAB_EXACT_LPS LPs each: ranking
 # 2^U patterns of a deep network costs O(2^U) Jacobians, so this stays below exact_box's
 # own limit (a batch of the search must stay cheap next to the interval bounds)
-EXACT_BOXES = 16
-BAB_EXACT_UNSTABLE = 10
+EXACT_BOXES = 160
+BAB_EXACT_UNSTABLE = 8
 BAB_EXACT_LPS = 16
 
 
 @dataclass(frozen=True)
 class BaBOutcome:
     """What the branch and bound reached: ``lower <= L <= upper``, the best witness,
-    ``complete`` (every box closed), boxes examined, seconds and boxes given the exact route.
+    ``complete`` (every box closed), boxes examined, seconds, boxes given the exact route
+    and ``open_boxes``: ``(lo, hi, bound)`` arrays of the boxes left open, largest bound first.
 
     Example:
         >>> from relulab import Network, Box
@@ -79,6 +82,7 @@ class BaBOutcome:
     n_boxes: int
     seconds: float
     n_exact: int = 0
+    open_boxes: tuple | None = None
 
 
 def _backward(Ws, pre, skip, B):
@@ -243,6 +247,8 @@ def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: 
     n_u = unst.sum(axis=1)
     cand = np.flatnonzero(n_u <= max_unstable)
     cand = cand[np.argsort(-ub[cand])][:max_boxes]
+    # at most PATTERN_BUDGET patterns per call: the worst boxes first
+    cand = cand[np.cumsum(2.0 ** n_u[cand]) <= PATTERN_BUDGET]
     sizes = [W.shape[0] for W in Ws[:-1]]
     for b in cand:
         iu = np.flatnonzero(unst[b])
@@ -469,4 +475,6 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OU = np.concatenate([OU, ub, ub])
     upper = float(np.max(OU)) if len(OU) else best + DROP_TOL * (1 + best)
     upper = max(upper, closed_upper)
-    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0, n_exact)
+    order = np.argsort(-OU)
+    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0, n_exact,
+                      (OL[order], OH[order], OU[order]))
