@@ -217,7 +217,7 @@ def part_acas(n_nets: int, seconds: float) -> list[dict]:
     return rows
 
 
-def part_acas_cpu(names: list[str], cpu_seconds: float) -> list[dict]:
+def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None) -> list[dict]:
     """The same brackets with a CPU-time budget (the machine is shared by other jobs, so
     a wall-clock minute can be a few CPU seconds): sampling plus the interval branch and
     bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent."""
@@ -239,9 +239,12 @@ def part_acas_cpu(names: list[str], cpu_seconds: float) -> list[dict]:
             lower = max(o.lower, w.norm if w is not None else 0.0)
             cpu, wall = time.process_time() - c0, time.time() - w0
             rows.append({"net": f.stem, "p": p, "lower": lower, "upper": o.upper, "ratio": o.upper / lower,
-                         "complete": o.complete, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
+                         "complete": o.complete, "exact_boxes": o.n_exact, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
             print(f"  {name} p={p:g}: [{lower:.6g}, {o.upper:.6g}] ratio {o.upper / lower:.3g} "
-                  f"({o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)", flush=True)
+                  f"({'exact' if o.complete else 'bounded'}, {o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)",
+                  flush=True)
+            if out is not None:  # after every constant: a long run interrupted keeps what it did
+                out.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": cpu_seconds}, indent=1, default=str))
     return rows
 
 
@@ -263,6 +266,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
     ap.add_argument("--acas-cpu", type=str, default=None,
                     help="comma-separated ACAS networks (e.g. 1_1,3_3) for the CPU-time-budget run only")
+    ap.add_argument("--acas-cpu-file", default="lipschitz_acas_cpu.json",
+                    help="results file name (under benchmarks/results) of the --acas-cpu run")
     ap.add_argument("--l2-only", action="store_true", help="only part 1b (written to lipschitz_l2.json)")
     a = ap.parse_args()
     acas_file = Path(a.out).with_name("lipschitz_acas.json")
@@ -274,8 +279,8 @@ def main() -> None:
         return
     if a.acas_cpu:
         print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
-        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time)
-        cpu_file = Path(a.out).with_name("lipschitz_acas_cpu.json")
+        cpu_file = Path(a.out).with_name(a.acas_cpu_file)
+        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time, cpu_file)
         cpu_file.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": a.acas_time}, indent=1, default=str))
         for p in (1.0, INF):
             rs = [r["ratio"] for r in rows if r["p"] == p]

@@ -97,3 +97,24 @@ def test_sdp_bab_closes_on_2_input_networks(seed, width, depth, m, bias):
     assert abs(o.lower - exact) <= 1e-9 * max(1.0, exact)
     assert exact * (1 - 1e-9) <= o.upper <= exact * (1 + 1e-6)
     assert box.contains(o.witness.x) and np.allclose(net.jacobian(o.witness.x), o.witness.jacobian)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(2, 3), depth=st.integers(1, 3), m=st.integers(1, 3),
+       p=st.sampled_from([1.0, INF]))
+def test_bab_with_exact_pieces_brackets_and_closes(seed, d, depth, m, p):
+    # the interval branch and bound with exact pieces, p in {1, inf}: every bracket holds,
+    # and the closed search equals region enumeration
+    from relulab.lipschitz.bab import by_bab
+
+    rng = np.random.default_rng(seed)
+    net = rand_net(rng, [d, *[int(rng.integers(3, 8)) for _ in range(depth)], m])
+    box = rand_box(rng, d, scale=1.5)
+    q = None if m == 1 else p
+    exact = by_enumeration(net, box, p, q).upper
+    for kw in ({"max_boxes": 8, "batch": 4}, {"max_boxes": 50_000, "batch": 64}):
+        o = by_bab(net, box, p, q, **kw)
+        assert o.lower <= exact * (1 + 1e-9) and o.upper >= exact * (1 - 1e-9)
+        if o.complete:
+            assert abs(o.lower - exact) <= 1e-9 * max(1.0, exact) and o.upper - exact <= 1e-6 * (1 + exact)
+    assert o.complete
