@@ -37,7 +37,7 @@ import numpy as np
 from ..bounds import float_layers
 from ..lp import chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS
+from ..tolerance import MIN_RADIUS, or_default
 from .lower import batch_norms
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -153,11 +153,11 @@ def _region_point(Ws, bs, pattern, lo, hi) -> tuple[np.ndarray | None, float]:
 
 def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.ndarray, np.ndarray]],
             p: float, q: float | None, floor: float = 0.0, *, max_lps: int = MAX_LPS,
-            rel_tol: float = 0.0, source: str = "box_max") -> BoxMax:
+            rel_tol: float | None = None, source: str = "box_max") -> BoxMax:
     """The largest ``||J||_{p->q}`` over the full-dimensional regions inside the box
     ``[lo, hi]`` (module docstring); ``pre``: sound pre-activation bounds on the box (one
     ``(lo, hi)`` pair per hidden layer).  Patterns with norm at most ``floor * (1 +
-    rel_tol)`` are not tested.
+    rel_tol)`` are not tested (``rel_tol`` default 0: only patterns at or below the floor).
 
     Example:
         >>> import numpy as np
@@ -168,6 +168,7 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
         >>> m.upper, m.closed, m.witness.norm, m.n_lps
         (1.0, True, 1.0, 1)
     """
+    rel_tol = or_default(rel_tol, 0.0)
     Ws, bs, sk = float_layers(net)
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     masks, nrm = pattern_norms(Ws, pre, sk, net.input_dim, p, q)
