@@ -5,7 +5,9 @@ over many boxes), then interval bounds of every Jacobian entry by the backward p
 :mod:`relulab.lipschitz.upper`; the operator norm of the entrywise magnitudes bounds the
 constant on the box.  The box with the largest bound is split along its widest side
 (relative to the domain); boxes whose bound is below the best certified lower bound
-(Jacobians at box centres) are dropped.  The constant over the domain is at most the
+(Jacobians at box centres) are dropped; the worst boxes with few unstable neurons get
+their exact maximum (:mod:`relulab.lipschitz.exact_box`) and are closed when it is
+attained or below the best value.  The constant over the domain is at most the
 largest open bound: a valid upper bound whenever the search stops, exact in the limit
 (small boxes make every neuron stable).  For low input dimensions only.
 
