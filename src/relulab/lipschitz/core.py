@@ -280,6 +280,7 @@ def lipschitz(
                 info["bab_bound"] = "interval+exact_pieces+local_sdp"
             else:
                 bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
+                info["exact_boxes"] = bb.n_exact
             info["boxes"] = bb.n_boxes
             take(bb.witness)
             if bb.witness is not None:
