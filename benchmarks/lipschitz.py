@@ -17,15 +17,17 @@ Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this ma
 (checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
 so the routes are compared with each other.
 
-Part 1b (the l2 target): on 2-input networks (exact by enumeration), the whole-box local
-LipSDP and the local-SDP branch and bound after 0.5 s, 2 s and until it closes (120 s cap).
+Part 1b (the l2 target): on 26 2-input networks (20 of L2_SIZES plus the 6 of part 1; exact
+by enumeration), the product of spectral norms, the whole-box local LipSDP and the SDP
+branch and bound (split to exact pieces) after 0.5 s, 2 s and until it closes (120 s cap);
+``--l2-only`` runs just this part (benchmarks/results/lipschitz_l2.json).
 
 Part 2b (``--acas-cpu 1_1,3_3``): the same ACAS brackets with a budget of CPU seconds
 (sampling + ``by_bab(..., clock=time.process_time)``), because on a shared machine a
 wall-clock minute can be a few CPU seconds.
 
-Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas]
-      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60
+Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas | --l2-only]
+      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60 [--acas-cpu-file NAME.json]
 """
 
 from __future__ import annotations
