@@ -17,15 +17,17 @@ Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this ma
 (checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
 so the routes are compared with each other.
 
-Part 1b (the l2 target): on 2-input networks (exact by enumeration), the whole-box local
-LipSDP and the local-SDP branch and bound after 0.5 s, 2 s and until it closes (120 s cap).
+Part 1b (the l2 target): on 26 2-input networks (20 of L2_SIZES plus the 6 of part 1; exact
+by enumeration), the product of spectral norms, the whole-box local LipSDP and the SDP
+branch and bound (split to exact pieces) after 0.5 s, 2 s and until it closes (120 s cap);
+``--l2-only`` runs just this part (benchmarks/results/lipschitz_l2.json).
 
 Part 2b (``--acas-cpu 1_1,3_3``): the same ACAS brackets with a budget of CPU seconds
 (sampling + ``by_bab(..., clock=time.process_time)``), because on a shared machine a
 wall-clock minute can be a few CPU seconds.
 
-Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas]
-      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60
+Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas | --l2-only]
+      python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60 [--acas-cpu-file NAME.json]
 """
 
 from __future__ import annotations
@@ -140,33 +142,46 @@ def summarise(rows) -> list[tuple]:
 L2_SIZES = [[8, 8], [16, 16], [32, 32], [10, 10, 10], [16, 16, 16]]
 
 
-def part_l2_2d(seeds: int, budgets) -> list[dict]:
-    """The l2 target: on 2-input networks (enumeration gives the exact value) the
-    whole-box local LipSDP and the SDP branch and bound after each budget (seconds),
-    as ratios upper / exact, and the time the branch and bound takes to close."""
-    rows = []
+def l2_networks(seeds: int, part1_seeds: int = 3):
+    """The 2-input networks of the l2 target: ``seeds`` per size of :data:`L2_SIZES`, then
+    the 2-input networks of part 1 (``part1_seeds`` per size, same seeds as part 1)."""
     for widths in L2_SIZES:
         for s in range(seeds):
-            rng = np.random.default_rng(7000 + 10 * sum(widths) + s)
-            net = rand_net(rng, 2, widths)
-            box = Box(-np.ones(2), np.ones(2))
-            e, te = timed(by_enumeration, net, box, 2.0, None)
-            row = {"widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions, "t_enum": te}
-            sb, ts = timed(sdp_bound, net, box)
-            row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
-            row["product"] = product_bound(net, 2.0, None) / e.lower
-            for T in budgets:
-                o = sdp_bab(net, box, time_limit=T)
-                row[f"sdpbab_{T:g}s"] = o.upper / e.lower
-            o, tc = timed(sdp_bab, net, box, time_limit=120.0)
-            row["sdpbab_closed"] = o.complete
-            row["t_sdpbab_close"] = tc
-            row["sdpbab_final"] = o.upper / e.lower
-            row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
-            rows.append(row)
-            print(f"  widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
-                  + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
-                  + f", closed {o.complete} in {tc:.2f} s", flush=True)
+            yield "l2", widths, s, rand_net(np.random.default_rng(7000 + 10 * sum(widths) + s), 2, widths)
+    for d, widths in SIZES:
+        if d == 2:
+            for s in range(part1_seeds):
+                yield "part1", widths, s, rand_net(np.random.default_rng(1000 * d + 10 * sum(widths) + s), d, widths)
+
+
+def part_l2_2d(seeds: int, budgets, part1_seeds: int = 3, close_cap: float = 120.0) -> list[dict]:
+    """The l2 target: on 2-input networks (enumeration gives the exact value) the
+    product of spectral norms, the whole-box local LipSDP and the SDP branch and bound
+    (split to exact pieces) after each budget (seconds), as ratios upper / exact, and the
+    time the branch and bound takes to close."""
+    rows = []
+    for group, widths, s, net in l2_networks(seeds, part1_seeds):
+        box = Box(-np.ones(2), np.ones(2))
+        e, te = timed(by_enumeration, net, box, 2.0, None)
+        row = {"group": group, "widths": widths, "seed": s, "exact": e.lower, "regions": e.n_regions,
+               "t_enum": te}
+        sb, ts = timed(sdp_bound, net, box)
+        row["local_sdp"], row["t_local_sdp"] = sb / e.lower, ts
+        row["product"] = product_bound(net, 2.0, None) / e.lower
+        for T in budgets:
+            o = sdp_bab(net, box, time_limit=T)
+            row[f"sdpbab_{T:g}s"] = o.upper / e.lower
+        o, tc = timed(sdp_bab, net, box, time_limit=close_cap)
+        row["sdpbab_closed"] = o.complete
+        row["t_sdpbab_close"] = tc
+        row["sdpbab_final"] = o.upper / e.lower
+        row["sdpbab_lower_ok"] = bool(o.lower <= e.lower * (1 + 1e-9))
+        row["sdpbab_upper_ok"] = bool(o.upper >= e.lower * (1 - 1e-9))
+        row["sdpbab_info"] = {"boxes": o.n_boxes, "sdps": o.n_sdps, **o.info}
+        rows.append(row)
+        print(f"  {group} widths={widths} seed={s}: regions {e.n_regions}, local SDP {row['local_sdp']:.3f}x, "
+              + ", ".join(f"bab {T:g}s {row[f'sdpbab_{T:g}s']:.3f}x" for T in budgets)
+              + f", closed {o.complete} in {tc:.2f} s", flush=True)
     return rows
 
 
@@ -204,7 +219,7 @@ def part_acas(n_nets: int, seconds: float) -> list[dict]:
     return rows
 
 
-def part_acas_cpu(names: list[str], cpu_seconds: float) -> list[dict]:
+def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None) -> list[dict]:
     """The same brackets with a CPU-time budget (the machine is shared by other jobs, so
     a wall-clock minute can be a few CPU seconds): sampling plus the interval branch and
     bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent."""
@@ -226,9 +241,12 @@ def part_acas_cpu(names: list[str], cpu_seconds: float) -> list[dict]:
             lower = max(o.lower, w.norm if w is not None else 0.0)
             cpu, wall = time.process_time() - c0, time.time() - w0
             rows.append({"net": f.stem, "p": p, "lower": lower, "upper": o.upper, "ratio": o.upper / lower,
-                         "complete": o.complete, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
+                         "complete": o.complete, "exact_boxes": o.n_exact, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
             print(f"  {name} p={p:g}: [{lower:.6g}, {o.upper:.6g}] ratio {o.upper / lower:.3g} "
-                  f"({o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)", flush=True)
+                  f"({'exact' if o.complete else 'bounded'}, {o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)",
+                  flush=True)
+            if out is not None:  # after every constant: a long run interrupted keeps what it did
+                out.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": cpu_seconds}, indent=1, default=str))
     return rows
 
 
@@ -250,12 +268,21 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
     ap.add_argument("--acas-cpu", type=str, default=None,
                     help="comma-separated ACAS networks (e.g. 1_1,3_3) for the CPU-time-budget run only")
+    ap.add_argument("--acas-cpu-file", default="lipschitz_acas_cpu.json",
+                    help="results file name (under benchmarks/results) of the --acas-cpu run")
+    ap.add_argument("--l2-only", action="store_true", help="only part 1b (written to lipschitz_l2.json)")
     a = ap.parse_args()
     acas_file = Path(a.out).with_name("lipschitz_acas.json")
+    if a.l2_only:
+        l2, l2_summary = run_l2(a)
+        l2_file = Path(a.out).with_name("lipschitz_l2.json")
+        l2_file.write_text(json.dumps({"l2_2d": l2, "l2_summary": l2_summary, "quick": a.quick}, indent=1, default=str))
+        print(f"wrote {l2_file}")
+        return
     if a.acas_cpu:
         print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
-        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time)
-        cpu_file = Path(a.out).with_name("lipschitz_acas_cpu.json")
+        cpu_file = Path(a.out).with_name(a.acas_cpu_file)
+        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time, cpu_file)
         cpu_file.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": a.acas_time}, indent=1, default=str))
         for p in (1.0, INF):
             rs = [r["ratio"] for r in rows if r["p"] == p]
@@ -289,19 +316,7 @@ def main() -> None:
     for route in ("enum", "milp"):
         vals = [float(np.median([r.get(f"t_{route}_{k}", np.nan) for r in rows])) for k in ("1", "inf", "2")]
         print(f"{route:>12} {vals[0]:>15.3f} {vals[1]:>17.3f} {vals[2]:>15.3f}")
-    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
-    budgets = (0.5, 2.0)
-    l2 = part_l2_2d(2 if a.quick else 4, budgets)
-    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
-    l2_summary = []
-    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in budgets], "sdpbab_final"):
-        v = np.array([r[col] for r in l2])
-        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
-                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
-        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
-    tc = [r["t_sdpbab_close"] for r in l2]
-    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
-          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s")
+    l2, l2_summary = run_l2(a)
     if a.no_acas:
         acas = json.loads(acas_file.read_text())["acas"] if acas_file.exists() else []
         print(f"\nPart 2 not run: {len(acas)} ACAS rows taken from {acas_file.name}")
@@ -315,6 +330,29 @@ def main() -> None:
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1, default=str))
     print(f"\nwrote {a.out}")
+
+
+L2_BUDGETS = (0.5, 2.0)
+
+
+def run_l2(a) -> tuple[list[dict], list[dict]]:
+    print("\nPart 1b: l2 on 2-input networks (the 1.5x target)")
+    l2 = part_l2_2d(2 if a.quick else 4, L2_BUDGETS, 1 if a.quick else 3)
+    print(f"{'l2 bound':>22} {'median /exact':>14} {'worst':>8} {'within 1.5x':>12}")
+    l2_summary = []
+    for col in ("product", "local_sdp", *[f"sdpbab_{T:g}s" for T in L2_BUDGETS], "sdpbab_final"):
+        v = np.array([r[col] for r in l2])
+        l2_summary.append({"bound": col, "median": float(np.median(v)), "worst": float(v.max()),
+                           "within_1.5": int(np.sum(v <= 1.5)), "n": len(v)})
+        print(f"{col:>22} {np.median(v):>14.3f} {v.max():>8.3f} {int(np.sum(v <= 1.5)):>6}/{len(v)}")
+    tc = [r["t_sdpbab_close"] for r in l2]
+    print(f"  SDP branch and bound closed on {sum(r['sdpbab_closed'] for r in l2)}/{len(l2)} networks; "
+          f"time to close median {np.median(tc):.2f} s, worst {np.max(tc):.2f} s; "
+          f"bracket around the exact value on {sum(r['sdpbab_lower_ok'] and r['sdpbab_upper_ok'] for r in l2)}/{len(l2)}")
+    nl = sum(r["local_sdp"] <= r["product"] * (1 + 1e-9) for r in l2)
+    print(f"  whole-box local SDP no looser than the product of spectral norms on {nl}/{len(l2)}; "
+          f"product / SDP-B&B-final median {np.median([r['product'] / r['sdpbab_final'] for r in l2]):.2f}")
+    return l2, l2_summary
 
 
 def report_acas(acas: list[dict]) -> None:

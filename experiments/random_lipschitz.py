@@ -129,6 +129,7 @@ def main() -> None:
         old = json.loads(Path(a.from_json).read_text())
         norms = {int(k): v for k, v in old["gaussian_norms"].items()}
         old["summary"] = summarise(old["runs"], norms, (0.0, old["bias_sd"]))
+        old["slope_tests"] = slope_tests(old["runs"], norms, (0.0, old["bias_sd"]))
         Path(a.out + ".json").write_text(json.dumps(old, indent=1, default=str))
         plot(old["summary"], a.out + ".png")
         print(f"wrote {a.out}.json and {a.out}.png")
@@ -158,7 +159,8 @@ def main() -> None:
                           f"{m['status']} ({m['method']}, {m['time']:.1f} s)", flush=True)
     biases = (0.0, a.bias_sd)
     summary = summarise(runs, norms, biases)
-    out = {"claim": __doc__.split("\n\n")[1], "dims": dims_all, "seeds": seeds, "width": width,
+    tests = slope_tests(runs, norms, biases)
+    out = {"slope_tests": tests, "claim": __doc__.split("\n\n")[1], "dims": dims_all, "seeds": seeds, "width": width,
            "depth": a.depth, "bias_sd": a.bias_sd, "time_limit": tl, "gaussian_norms": norms,
            "runs": runs, "summary": summary, "seconds": time.time() - t0, "quick": a.quick}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
@@ -210,6 +212,56 @@ def summarise(runs: list[dict], norms: dict, biases) -> list[dict]:
             print(f"{bias:>5g} {p:>4g} {','.join(map(str, ds)):>12} {s_dual:>12.3f} {s_two:>11.3f} "
                   f"{predicted:>10} {flatter:>8} {max(widest.values()):>8.2f} {verdict}")
     return summary
+
+
+def slope_tests(runs: list[dict], norms: dict, biases) -> list[dict]:
+    """Per (bias, p != 2): a statistical test of which normalisation fits.  The ratio
+    L / E||g||_r is flat in d exactly when log L grows with log d at the slope of
+    log E||g||_r; so the least-squares slope of log L (every network separately, bracket
+    midpoints, only dimensions where every bracket is within TIGHT) is compared with the
+    two predicted slopes (of E||g||_{p'} and of E||g||_2 over the same d).  The verdict
+    is decided only when the 95 % confidence interval of the slope (t distribution,
+    n - 2 degrees of freedom) lies entirely on one side of the midpoint between the two
+    predictions; a constant factor (the claim's log-depth factor) does not change a slope."""
+    from scipy import stats
+
+    out = []
+    print(f"\n{'bias':>5} {'p':>4} {'n':>3} {'slope log L':>12} {'95% CI':>18} {'pred p_':>8} {'pred 2':>7} verdict")
+    for bias in biases:
+        for p in PS:
+            if p == 2:
+                continue
+            rs = [r for r in runs if r["p"] == p and r["bias_sd"] == bias and r["lower"] > 0]
+            ds_all = sorted({r["d"] for r in rs})
+            ds = [d for d in ds_all if max(r["upper"] / r["lower"] for r in rs if r["d"] == d) <= TIGHT]
+            use = [r for r in rs if r["d"] in ds]
+            if len(ds) < 3 or len(use) < 4:
+                out.append({"bias_sd": bias, "p": p, "dims": ds, "verdict": "too few tight dimensions"})
+                continue
+            x = np.log([r["d"] for r in use])
+            y = np.array([0.5 * np.log(r["lower"] * r["upper"]) for r in use])
+            fit = stats.linregress(x, y)
+            half = float(stats.t.ppf(0.975, len(use) - 2) * fit.stderr)
+            lo_ci, hi_ci = fit.slope - half, fit.slope + half
+            key = f"{p:g}'"
+            s_dual = slope(ds, [norms[d][key] for d in ds])
+            s_two = slope(ds, [norms[d]["2"] for d in ds])
+            mid = 0.5 * (s_dual + s_two)
+            sign = 1.0 if s_dual > s_two else -1.0     # the p' side of the midpoint
+            if sign * (lo_ci - mid) > 0 and sign * (hi_ci - mid) > 0:
+                verdict = "fits E||g||_{p'}"
+            elif sign * (lo_ci - mid) < 0 and sign * (hi_ci - mid) < 0:
+                verdict = "fits E||g||_2"
+            else:
+                verdict = "undecided: the interval straddles the midpoint"
+            claim = "E||g||_{p'}" if p >= 2 else "E||g||_2"
+            agrees = None if verdict.startswith("undecided") else verdict.endswith(claim)
+            out.append({"bias_sd": bias, "p": p, "dims": ds, "n": len(use), "slope": float(fit.slope),
+                        "ci95": [float(lo_ci), float(hi_ci)], "pred_dual": s_dual, "pred_2": s_two,
+                        "verdict": verdict, "claim": claim, "agrees_with_claim": agrees})
+            print(f"{bias:>5g} {p:>4g} {len(use):>3} {fit.slope:>12.3f} [{lo_ci:>7.3f}, {hi_ci:>7.3f}] "
+                  f"{s_dual:>8.3f} {s_two:>7.3f} {verdict}")
+    return out
 
 
 def plot(summary, path: str) -> None:

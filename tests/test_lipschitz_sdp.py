@@ -95,7 +95,7 @@ def test_front_door_l2_bab_is_exact_on_small_2d_nets():
         box = Box([-1, -1], [1, 1])
         exact = by_enumeration(net, box, 2.0, None).lower
         r = lipschitz(net, box, p=2, method="bab", time_limit=30)
-        assert r.info.get("bab_bound") == "interval+local_sdp"
+        assert r.info.get("bab_bound") == "interval+exact_pieces+local_sdp"
         assert r.status == "exact" and abs(r.lower - exact) <= 1e-9 * exact
 
 

@@ -5,7 +5,9 @@ over many boxes), then interval bounds of every Jacobian entry by the backward p
 :mod:`relulab.lipschitz.upper`; the operator norm of the entrywise magnitudes bounds the
 constant on the box.  The box with the largest bound is split along its widest side
 (relative to the domain); boxes whose bound is below the best certified lower bound
-(Jacobians at box centres) are dropped.  The constant over the domain is at most the
+(Jacobians at box centres) are dropped; the worst boxes with few unstable neurons get
+their exact maximum (:mod:`relulab.lipschitz.exact_box`) and are closed when it is
+attained or below the best value.  The constant over the domain is at most the
 largest open bound: a valid upper bound whenever the search stops, exact in the limit
 (small boxes make every neuron stable).  For low input dimensions only.
 
@@ -28,6 +30,7 @@ import numpy as np
 from ..bounds import crown_batch, float_layers
 from ..domain import Box
 from ..network import Network
+from .exact_box import box_max
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
 from .result import LipschitzWitness
@@ -43,19 +46,29 @@ DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search 
 
 # boxes with at most this many unstable neurons get every pattern's Jacobian (2^k of
 # them), for at most PATTERN_BOXES of the worst boxes per batch
-PATTERN_MAX_UNSTABLE = 10
-PATTERN_BOXES = 16
+PATTERN_MAX_UNSTABLE = 8
+PATTERN_BOXES = 256
+# and at most this many patterns (Jacobians) in all per batch
+PATTERN_BUDGET = 16384
 # of those, the worst few per batch have their best pattern's region looked for (an LP)
 PATTERN_WITNESSES = 4
 # random points probed in each of the boxes with the largest bounds, per batch
 PROBE_BOXES = 64
 PROBE_POINTS = 8
+# boxes per batch given their exact maximum (exact_box.box_max) when at most
+# BAB_EXACT_UNSTABLE neurons are unstable, with at most BAB_EXACT_LPS LPs each: ranking
+# 2^U patterns of a deep network costs O(2^U) Jacobians, so this stays below exact_box's
+# own limit (a batch of the search must stay cheap next to the interval bounds)
+EXACT_BOXES = 160
+BAB_EXACT_UNSTABLE = 8
+BAB_EXACT_LPS = 16
 
 
 @dataclass(frozen=True)
 class BaBOutcome:
     """What the branch and bound reached: ``lower <= L <= upper``, the best witness,
-    ``complete`` (every box closed), boxes examined and seconds.
+    ``complete`` (every box closed), boxes examined, seconds, boxes given the exact route
+    and ``open_boxes``: ``(lo, hi, bound)`` arrays of the boxes left open, largest bound first.
 
     Example:
         >>> from relulab import Network, Box
@@ -70,6 +83,8 @@ class BaBOutcome:
     complete: bool
     n_boxes: int
     seconds: float
+    n_exact: int = 0
+    open_boxes: tuple | None = None
 
 
 def _backward(Ws, pre, skip, B):
@@ -162,7 +177,8 @@ def _forward(Ws, pre, skip, dirs, d):
 
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
                     d: int | None = None, pattern_max: int = 0, pattern_boxes: int = 0,
-                    best_patterns: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    best_patterns: dict | None = None,
+                    pre: list | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
     norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
     backward pass intersected with those of the forward pass along each unit vector,
@@ -170,6 +186,7 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     (:func:`forward_norm_bound`); also the backward centre and radius.  With
     ``pattern_max``, the ``pattern_boxes`` worst boxes with at most that many unstable
     neurons also get :func:`pattern_bounds`.  ``d``: Jacobian in the first ``d`` inputs only (default all).
+    ``pre``: the boxes' pre-activation bounds when already computed (``crown_batch``).
 
     Example:
         >>> import numpy as np
@@ -180,7 +197,8 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
         >>> ub.tolist()
         [2.0, 2.0]
     """
-    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+    if pre is None:
+        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
     n_in = lo.shape[1]
     d = n_in if d is None else d
     Gc, Gr = _backward(Ws, pre, skip, lo.shape[0])
@@ -231,6 +249,8 @@ def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: 
     n_u = unst.sum(axis=1)
     cand = np.flatnonzero(n_u <= max_unstable)
     cand = cand[np.argsort(-ub[cand])][:max_boxes]
+    # at most PATTERN_BUDGET patterns per call: the worst boxes first
+    cand = cand[np.cumsum(2.0 ** n_u[cand]) <= PATTERN_BUDGET]
     sizes = [W.shape[0] for W in Ws[:-1]]
     for b in cand:
         iu = np.flatnonzero(unst[b])
@@ -329,11 +349,13 @@ def start_boxes(Ws, bs, skip, box: Box) -> tuple[np.ndarray, np.ndarray]:
 
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
            *, batch: int = 1024, max_boxes: int | None = None, seed: int = 0,
-           clock=None) -> BaBOutcome:
+           clock=None, exact_boxes: int = EXACT_BOXES) -> BaBOutcome:
     """Input-splitting branch and bound for the Lipschitz constant over a box, or over
     R^d (``box`` None): then over the outer faces of ``[-1, 1]^d x [0, 1]`` for the
     homogenised network (every cone of it meets them away from the apex, see
-    :mod:`relulab.lipschitz.jacobians`), with the Jacobian in ``x`` only.
+    :mod:`relulab.lipschitz.jacobians`), with the Jacobian in ``x`` only.  Over a box, the
+    ``exact_boxes`` worst boxes per batch with at most ``BAB_EXACT_UNSTABLE`` unstable
+    neurons get their exact maximum (:func:`relulab.lipschitz.exact_box.box_max`).
 
     Example:
         >>> from relulab import Network, Box
@@ -366,6 +388,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
     best_w: LipschitzWitness | None = None
     best = 0.0
+    closed_upper = 0.0   # the largest bound of a box closed by its exact maximum
+    n_exact = 0
     rng = np.random.default_rng(seed)
     seen = 0
     while len(OU):
@@ -381,8 +405,28 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
         pats: dict = {}
-        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats)
+        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+        ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats,
+                                     pre=pre)
         ub = np.minimum(ub, parent)
+        if box is not None and exact_boxes:
+            # the worst boxes with few unstable neurons: their exact maximum (patterns
+            # ranked by norm, unrealised ones refuted by LP) closes them or lowers their bound
+            U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(k, int)
+            cand = np.flatnonzero((U <= BAB_EXACT_UNSTABLE) & (ub > best * (1 + DROP_TOL)))
+            for b in cand[np.argsort(-ub[cand])][:exact_boxes]:
+                m = box_max(net, lo[b], hi[b], [(a[b], c[b]) for a, c in pre], p, q, best,
+                            rel_tol=DROP_TOL, source="bab", max_lps=BAB_EXACT_LPS)
+                n_exact += 1
+                if m.witness is not None and m.witness.norm > best:
+                    best, best_w = m.witness.norm, m.witness
+                    alive = OU > best + DROP_TOL * (1 + best)
+                    OL, OH, OU = OL[alive], OH[alive], OU[alive]
+                if m.closed:
+                    closed_upper = max(closed_upper, min(float(ub[b]), m.upper))
+                    ub[b] = -np.inf   # closed: never split
+                else:
+                    ub[b] = min(ub[b], m.upper)
         if box is not None:
             # the pattern attaining a box's bound may be a thin region that sampling
             # misses: its Chebyshev centre (an LP) is a certified witness when it exists
@@ -432,4 +476,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
     upper = float(np.max(OU)) if len(OU) else best + DROP_TOL * (1 + best)
-    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0)
+    upper = max(upper, closed_upper)
+    order = np.argsort(-OU)
+    return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0, n_exact,
+                      (OL[order], OH[order], OU[order]))

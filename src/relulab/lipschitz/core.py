@@ -268,23 +268,19 @@ def lipschitz(
             partial = True
         else:
             if _l2(p, q) and isinstance(work_dom, Box):
-                # l2: the batched interval search for half the time, then the split with
-                # local LipSDP bounds on the pieces; both brackets hold, keep the best ends
+                # l2: split the box down to pieces whose exact maximum is found from their
+                # activation patterns (exact_box); the local LipSDP bounds the whole box
+                # when the split does not close in time
                 tl = left() if deadline is not None else BAB_DEFAULT_SECONDS
-                ib = by_bab(net, work_dom, p, q, time.time() + tl / 2)
-                if ib.complete:
-                    bb = ib
-                else:
-                    bb = sdp_bab(net, work_dom, time_limit=max(tl / 2, 1e-3), samples=samples)
-                    info["sdps"] = bb.n_sdps
-                    take(ib.witness)
-                    if ib.witness is not None:
-                        lowers["bab_interval"] = ib.lower
-                    uppers["bab_interval"] = ib.upper
-                    partial = partial or not (bb.complete or ib.upper <= bb.lower * (1 + LIP_REL_TOL))
-                info["bab_bound"] = "interval+local_sdp"
+                bb = sdp_bab(net, work_dom, time_limit=max(tl, 1e-3), samples=samples)
+                info["sdps"] = bb.n_sdps
+                info["exact_boxes"] = bb.info.get("exact_boxes")
+                if bb.info.get("root_sdp") is not None:
+                    uppers["sdp"] = bb.info["root_sdp"]
+                info["bab_bound"] = "interval+exact_pieces+local_sdp"
             else:
                 bb = by_bab(net, work_dom, p, q, deadline if deadline is not None else time.time() + BAB_DEFAULT_SECONDS)
+                info["exact_boxes"] = bb.n_exact
             info["boxes"] = bb.n_boxes
             take(bb.witness)
             if bb.witness is not None:
@@ -295,7 +291,7 @@ def lipschitz(
     want_sdp = sdp
     sdp_ok = p == 2 and (q is None or q == 2) and not unbounded
     if want_sdp is None:
-        want_sdp = sdp_ok and not closed() and (
+        want_sdp = sdp_ok and not closed() and "sdp" not in uppers and (
             net.input_dim + net.n_neurons + m <= SDP_MAX_SIZE)
     if want_sdp:
         if not sdp_ok:

@@ -30,10 +30,14 @@ the bound looser, never too small.
 Splitting (:func:`sdp_bab`).  The constant over a box is the largest constant over the
 pieces of any partition (it is the largest Jacobian norm over full-dimensional
 regions, and each region meets some piece in a full-dimensional set), so the largest
-local SDP bound over the leaves of a split is an upper bound.  Small boxes make most
-neurons stable, where the SDP is small and tight (a box with no unstable neuron has one
-Jacobian, whose spectral norm is the exact constant there).  Best-first splitting of
-the box with the largest bound gives a bracket that closes in the limit.
+local bound over the leaves of a split is an upper bound.  Small boxes make most
+neurons stable; once a piece has at most ``EXACT_MAX_UNSTABLE`` unstable neurons its
+exact maximum is found by ranking the ``2^U`` activation patterns by Jacobian norm and
+testing them, largest first, for a full-dimensional region in the piece (one LP each,
+:mod:`relulab.lipschitz.exact_box`), so the piece closes after finitely many steps.
+Pieces whose bound is below the best witness are dropped.  The SDP bounds the start box
+(an early bound if the search is stopped); on the pieces, where it costs seconds per
+solve and rarely drops one, splitting to the exact route is faster.
 
 Example:
     >>> from relulab import Network, Box
@@ -76,6 +80,13 @@ NUDGES = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)  # tol: nudges into the PSD
 # a box whose bound is within this relative gap of the best witness cannot change the
 # bracket beyond the front door's exactness tolerance (LIP_REL_TOL = 1e-6): drop it
 SDP_DROP_TOL = 5e-7  # tol: half of LIP_REL_TOL, as in bab.DROP_TOL
+# split pieces get an SDP only with at least this many unstable neurons (default: never,
+# only the start boxes get one): on 2-input networks with up to 3 x 16 or 2 x 32 neurons,
+# splitting down to the exact route (exact_box) closes in a few seconds, while each SDP
+# solve on a piece with 20-60 unstable neurons costs 1-3 s and rarely drops the piece
+SDP_MIN_UNSTABLE = 10**9
+# the share of sdp_bab's time limit kept for the start box's SDP when the split stops open
+SDP_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -297,34 +308,41 @@ class SDPBaBOutcome(Result):
     info: dict = field(default_factory=dict)
 
 
-def _box_bound(net, Ws, bs, sk, lo, hi, parent, best, tl):
-    """(bound, n_unstable, used_sdp) of one box: interval Jacobian first, the SDP only
-    when the interval bound cannot drop the box."""
-    from .bab import box_jacobian_bounds, interval_norm_bound
-    from .milp import preactivation_bounds
+def _children(Ws, bs, sk, lo, hi, influence):
+    """Both halves of the box along every side it can be split, with their CROWN bounds:
+    ``(dims, L, H, pre, n_unstable)``; the halves of side ``dims[k]`` are rows ``2k, 2k+1``."""
+    from ..bounds import crown_batch
 
-    Gc, Gr = box_jacobian_bounds(Ws, bs, sk, lo[None], hi[None])
-    ub = min(float(interval_norm_bound(Gc, Gr, 2.0, 2.0)[0]), parent)
-    pre = preactivation_bounds(net, Box(lo, hi))
-    U = int(sum(int(np.sum((a < 0) & (b > 0))) for a, b in pre))
-    if U == 0:  # one affine piece: its spectral norm
-        return min(ub, local_sdp_bound(net, Box(lo, hi), pre=pre)), 0, False
-    if ub <= best * (1 + SDP_DROP_TOL):
-        return ub, U, False
-    try:
-        s = local_sdp_bound(net, Box(lo, hi), pre=pre, time_limit=tl)
-    except RelulabError:
-        return ub, U, True
-    return min(ub, s), U, True
+    dims = np.flatnonzero((hi - lo) * influence > 0)
+    if dims.size == 0:
+        dims = np.array([int(np.argmax(hi - lo))])
+    mid = (lo[dims] + hi[dims]) / 2
+    L = np.repeat(lo[None], 2 * len(dims), axis=0)
+    H = np.repeat(hi[None], 2 * len(dims), axis=0)
+    r = np.arange(len(dims))
+    H[2 * r, dims] = mid
+    L[2 * r + 1, dims] = mid
+    pre, _ = crown_batch(Ws, bs, L, H, intermediate="hybrid")
+    U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(len(L), int)
+    return dims, L, H, pre, np.asarray(U)
 
 
 def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
-            max_boxes: int | None = None, samples: int = 2000) -> SDPBaBOutcome:
-    """Branch and bound for the l2 constant over ``box`` with local LipSDP bounds on the
-    pieces: best-first splitting of the piece with the largest bound (widest side,
-    weighted by the first layer), witnesses from sampling and piece centres.  Stops
-    when the bracket closes, at ``time_limit`` seconds or after ``max_boxes`` pieces;
-    the upper bound is valid whenever it stops (module docstring).
+            max_boxes: int | None = None, samples: int = 2000,
+            exact_max_unstable: int | None = None, sdp_min_unstable: int | None = None,
+            sdp_root: bool = True) -> SDPBaBOutcome:
+    """Branch and bound for the l2 constant over ``box``: best-first splitting of the
+    piece with the largest bound.  Each piece gets the interval/forward Jacobian bound;
+    a piece with at most ``exact_max_unstable`` unstable neurons gets its exact maximum
+    (:func:`relulab.lipschitz.exact_box.box_max`: patterns ranked by norm, realised ones
+    found by LP) and is closed (when the LP budget suffices).  When the split stops open
+    (time or ``max_boxes``), the start box gets the local LipSDP bound (``sdp_root``,
+    in the last ``SDP_SHARE`` of the time); split pieces get it only with at least
+    ``sdp_min_unstable`` unstable neurons (default :data:`SDP_MIN_UNSTABLE`).
+    A piece is split along the side whose halves leave the fewest unstable neurons.
+    Witnesses come from sampling, piece centres and the exact pieces.
+    Stops when the bracket closes, at ``time_limit`` seconds or after ``max_boxes``
+    pieces; the upper bound is valid whenever it stops (module docstring).
 
     Example:
         >>> from relulab import Network, Box
@@ -333,6 +351,9 @@ def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
         >>> bool(o.lower <= 3.0 <= o.upper)
         True
     """
+    from ..bounds import crown_batch
+    from .bab import box_norm_bounds, start_boxes
+    from .exact_box import EXACT_MAX_UNSTABLE, box_max
     from .lower import sampled_lower
 
     t0 = time.perf_counter()
@@ -340,47 +361,113 @@ def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
         raise RelulabError("lipschitz: sdp_bab splits boxes; give a Box")
     if net.input_dim != box.dim:
         raise RelulabError(f"lipschitz: the box has dimension {box.dim}, the network {net.input_dim} inputs")
+    kmax = EXACT_MAX_UNSTABLE if exact_max_unstable is None else int(exact_max_unstable)
+    smin = SDP_MIN_UNSTABLE if sdp_min_unstable is None else int(sdp_min_unstable)
     deadline = None if time_limit is None else time.time() + time_limit
+    # the split runs first (it closes small networks in seconds); the start boxes' SDP,
+    # needed only when it does not close, gets the last SDP_SHARE of the time
+    split_deadline = None if time_limit is None else time.time() + (1 - SDP_SHARE) * time_limit
     Ws, bs, sk = float_layers(net)
     q = None if net.output_dim == 1 else 2.0
     best_w = sampled_lower(net, box, 2.0, q, n=samples,
                            deadline=None if deadline is None else time.time() + 0.1 * time_limit)
     best = best_w.norm if best_w is not None else 0.0
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * (box.hi - box.lo)  # tol: tie-break so untouched inputs still split
-    from .bab import start_boxes
+    stats = {"n_boxes": 0, "n_sdps": 0, "n_exact": 0, "n_lps": 0}
+    closed_upper = 0.0   # the largest bound of a piece closed above the drop threshold
 
-    n_boxes, n_sdps = 0, 0
-    heap, root, U0 = [], 0.0, 0
-    for lo0, hi0 in zip(*start_boxes(Ws, bs, sk, box), strict=True):   # the box, or its faces
-        ub0, u0, used = _box_bound(net, Ws, bs, sk, lo0, hi0, np.inf, best, None)
-        n_sdps += used
-        n_boxes += 1
-        heap.append((-ub0, n_boxes, lo0, hi0))
-        root, U0 = max(root, ub0), max(U0, u0)
-    heapq.heapify(heap)
-    counter = n_boxes + 1
-    while heap:
-        if -heap[0][0] <= best * (1 + SDP_DROP_TOL):
-            heap = []
-            break
-        if deadline is not None and time.time() > deadline:
-            break
-        if max_boxes is not None and n_boxes >= max_boxes:
-            break
-        nub, _, lo, hi = heapq.heappop(heap)
-        dim = int(np.argmax((hi - lo) * influence))
-        mid = (lo[dim] + hi[dim]) / 2
-        for clo, chi in ((lo, np.r_[hi[:dim], mid, hi[dim + 1:]]), (np.r_[lo[:dim], mid, lo[dim + 1:]], hi)):
-            w = certify_point(net, (clo + chi) / 2, 2.0, q, "sdp_bab", box)
+    def drop(ub: float) -> bool:
+        return ub <= best * (1 + SDP_DROP_TOL)
+
+    def evaluate(L, H, pre, parents, smin):
+        """Bounds of the pieces (rows of L, H): the heap entries of those left open; an
+        SDP on pieces with at least ``smin`` unstable neurons (and more than ``kmax``)."""
+        nonlocal best, best_w, closed_upper
+        ub, _, _ = box_norm_bounds(Ws, bs, sk, L, H, 2.0, q, pre=pre)
+        ub = np.minimum(ub, parents)
+        out = []
+        for j in range(len(L)):
+            stats["n_boxes"] += 1
+            lo, hi = L[j], H[j]
+            w = certify_point(net, (lo + hi) / 2, 2.0, q, "sdp_bab", box)
             if w is not None and w.norm > best:
                 best, best_w = w.norm, w
-            tl = None if deadline is None else max(deadline - time.time(), 1e-3)
-            ub, _U, used = _box_bound(net, Ws, bs, sk, clo, chi, -nub, best, tl)
-            n_boxes += 1
-            n_sdps += used
-            if ub > best * (1 + SDP_DROP_TOL):
-                heapq.heappush(heap, (-ub, counter, clo, chi))
-                counter += 1
-    upper = max(-heap[0][0], best) if heap else best * (1 + SDP_DROP_TOL)
-    return SDPBaBOutcome(float(best), float(max(upper, best)), best_w, not heap, n_boxes, n_sdps,
-                         time.perf_counter() - t0, {"root_bound": float(root), "root_unstable": U0})
+            u = float(ub[j])
+            if drop(u):
+                continue
+            pj = [(a[j], b[j]) for a, b in pre]
+            U = int(sum(int(np.sum((a < 0) & (b > 0))) for a, b in pj))
+            if U <= kmax:
+                m = box_max(net, lo, hi, pj, 2.0, q, best, rel_tol=SDP_DROP_TOL, source="sdp_bab")
+                stats["n_exact"] += 1
+                stats["n_lps"] += m.n_lps
+                if m.witness is not None and m.witness.norm > best:
+                    best, best_w = m.witness.norm, m.witness
+                u = min(u, m.upper)
+                if m.closed:
+                    closed_upper = max(closed_upper, u)
+                    continue
+            elif U >= smin:
+                tl = None if deadline is None else max(deadline - time.time(), 1e-3)
+                stats["n_sdps"] += 1
+                try:
+                    u = min(u, local_sdp_bound(net, Box(lo, hi), pre=pj, time_limit=tl))
+                except RelulabError:
+                    pass
+            if not drop(u):
+                out.append((u, lo, hi))
+        return out
+
+    SL, SH = start_boxes(Ws, bs, sk, box)       # the box, or its faces (bias-free networks)
+    pre0, _ = crown_batch(Ws, bs, SL, SH, intermediate="hybrid")
+    heap = []
+    counter = 0
+    for u, lo, hi in evaluate(SL, SH, pre0, np.full(len(SL), np.inf), smin):
+        heap.append((-u, counter, lo, hi))
+        counter += 1
+    heapq.heapify(heap)
+    root = max([-h[0] for h in heap], default=best)
+    U0 = int(max((sum(int(np.sum((a[j] < 0) & (b[j] > 0))) for a, b in pre0) for j in range(len(SL))),
+                 default=0))
+    while heap:
+        if drop(-heap[0][0]):
+            heap = []
+            break
+        if split_deadline is not None and time.time() > split_deadline:
+            break
+        if max_boxes is not None and stats["n_boxes"] >= max_boxes:
+            break
+        nub, _, lo, hi = heapq.heappop(heap)
+        dims, L, H, pre, U = _children(Ws, bs, sk, lo, hi, influence)
+        # the side whose halves leave the fewest unstable neurons (ties: the widest)
+        score = U[0::2] + U[1::2] - 1e-9 * ((hi - lo) * influence)[dims]  # tol: tie-break only
+        k = int(np.argmin(score))
+        rows = [2 * k, 2 * k + 1]
+        for u, clo, chi in evaluate(L[rows], H[rows], [(a[rows], b[rows]) for a, b in pre],
+                                    np.full(2, -nub), smin):
+            heapq.heappush(heap, (-u, counter, clo, chi))
+            counter += 1
+    open_upper = -heap[0][0] if heap else best * (1 + SDP_DROP_TOL)
+    upper = max(open_upper, closed_upper, best)
+    root_sdp = None
+    if heap and sdp_root:
+        # the split stopped open: the local LipSDP over the start boxes bounds everything
+        root_sdp = 0.0
+        for j in range(len(SL)):
+            tl = None if deadline is None else deadline - time.time()
+            if tl is not None and tl <= 0:
+                root_sdp = None
+                break
+            stats["n_sdps"] += 1
+            try:
+                pj = [(a[j], b[j]) for a, b in pre0]
+                root_sdp = max(root_sdp, local_sdp_bound(net, Box(SL[j], SH[j]), pre=pj, time_limit=tl))
+            except RelulabError:
+                root_sdp = None
+                break
+        if root_sdp is not None:
+            upper = max(best, min(upper, root_sdp))
+    return SDPBaBOutcome(float(best), float(upper), best_w, not heap, stats["n_boxes"], stats["n_sdps"],
+                         time.perf_counter() - t0,
+                         {"root_bound": float(root), "root_unstable": U0, "exact_boxes": stats["n_exact"],
+                          "lps": stats["n_lps"], "root_sdp": root_sdp})

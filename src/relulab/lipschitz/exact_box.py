@@ -1,0 +1,193 @@
+"""The exact Lipschitz constant over a small box: the largest Jacobian norm over the
+activation patterns of the box's unstable neurons that are realised by a
+full-dimensional region inside the box.
+
+Over a box, pre-activation bounds fix every stable neuron, so every linear region that
+meets the box has one of the ``2^U`` patterns of its ``U`` unstable neurons.  The
+patterns are sorted by the norm of their Jacobian (largest first) and tested in that
+order with one LP each (the Chebyshev centre of the pattern's region, centre in the
+box): the first pattern whose region is full-dimensional gives the exact maximum over
+the box, and its centre is a witness re-checked by a forward pass.  Patterns whose norm
+is below a floor (the best lower bound known elsewhere) are never tested: the box
+cannot raise the constant.  The search is capped (``max_lps``); a box that hits the cap
+keeps the norm of the first untested pattern as a valid upper bound.
+
+A box that is flat in some coordinates (the faces the search starts from for a
+bias-free network) is handled in its free coordinates: a point of a face strictly
+inside a region certifies that region as full-dimensional.
+
+Example:
+    >>> import numpy as np
+    >>> from relulab import Network
+    >>> from relulab.lipschitz.milp import preactivation_bounds
+    >>> from relulab import Box
+    >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])   # 2 relu(x) + relu(-x)
+    >>> pre = preactivation_bounds(net, Box([-1], [1]))
+    >>> m = box_max(net, np.array([-1.0]), np.array([1.0]), pre, 2.0, None)
+    >>> m.upper, m.closed, m.witness.norm
+    (2.0, True, 2.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..bounds import float_layers
+from ..lp import chebyshev_center
+from ..network import Network
+from ..tolerance import MIN_RADIUS, or_default
+from .lower import batch_norms
+from .result import LipschitzWitness
+from .witness import certify_point
+
+__all__ = ["BoxMax", "box_max", "pattern_norms", "region_inequalities", "EXACT_MAX_UNSTABLE"]
+
+# 2^12 patterns per box are cheap to rank (one batched product); more are rarely needed
+# once a box is small enough for its maximum to matter
+EXACT_MAX_UNSTABLE = 16
+# LPs per box before the search gives up and lets the box be split instead
+MAX_LPS = 48
+
+
+@dataclass(frozen=True)
+class BoxMax:
+    """The outcome of :func:`box_max`: ``upper`` bounds the constant over the box;
+    ``closed`` when nothing in the box exceeds ``upper`` *and* ``upper`` is either
+    attained (``witness``) or below the floor; ``n_lps`` LPs solved.
+
+    Example:
+        >>> BoxMax(1.0, True, None, 0).closed
+        True
+    """
+    upper: float
+    closed: bool
+    witness: LipschitzWitness | None
+    n_lps: int
+
+
+def pattern_norms(Ws: list[np.ndarray], pre: list[tuple[np.ndarray, np.ndarray]], skip, d: int,
+                  p: float, q: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Every activation pattern of the unstable neurons (stable ones fixed by ``pre``, one
+    ``(lo, hi)`` pair of vectors per hidden layer) as boolean rows ``(P, N)`` over all
+    hidden neurons, and the upper end of each pattern's Jacobian norm ``(P,)``
+    (Jacobian in the first ``d`` inputs).
+
+    Example:
+        >>> import numpy as np
+        >>> Ws = [np.array([[1.0], [-1.0]]), np.array([[2.0, 1.0]])]
+        >>> masks, nrm = pattern_norms(Ws, [(np.array([-1.0, -1.0]), np.array([1.0, 1.0]))], None, 1, 2.0, None)
+        >>> masks.astype(int).tolist(), nrm.tolist()
+        ([[0, 0], [1, 0], [0, 1], [1, 1]], [0.0, 2.0, 1.0, 1.0])
+    """
+    unst = np.concatenate([(lo < 0) & (hi > 0) for lo, hi in pre]) if pre else np.zeros(0, bool)
+    act = np.concatenate([lo >= 0 for lo, _hi in pre]) & ~unst if pre else np.zeros(0, bool)
+    iu = np.flatnonzero(unst)
+    P = 1 << len(iu)
+    masks = np.broadcast_to(act, (P, act.size)).copy()
+    masks[:, iu] = ((np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1).astype(bool)
+    G = np.broadcast_to(Ws[-1], (P, *Ws[-1].shape))
+    off = int(act.size)
+    for k in range(len(Ws) - 2, -1, -1):
+        n = Ws[k].shape[0]
+        off -= n
+        G = (G * masks[:, None, off: off + n]) @ Ws[k]
+    if skip is not None:
+        G = G + skip[0]
+    return masks, batch_norms(np.ascontiguousarray(G[:, :, :d]), p, q, end="upper")
+
+
+def region_inequalities(Ws: list[np.ndarray], bs: list[np.ndarray],
+                        pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, b)`` with the closure of the region of ``pattern`` (flat over all hidden
+    neurons) equal to ``{x : A x <= b}``: ``z_j(x) >= 0`` for active neurons and
+    ``z_j(x) <= 0`` for inactive ones, each ``z_j`` affine under the pattern.
+
+    Example:
+        >>> import numpy as np
+        >>> A, b = region_inequalities([np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])],
+        ...                            [np.zeros(2), np.zeros(1)], np.array([True, False]))
+        >>> A.tolist(), (b + 0.0).tolist()     # x >= 0 and -x <= 0
+        ([[-1.0], [-1.0]], [0.0, 0.0])
+    """
+    d = Ws[0].shape[1]
+    A = np.eye(d)
+    c = np.zeros(d)
+    rows, rhs = [], []
+    off = 0
+    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+        n = W.shape[0]
+        Z, z0 = W @ A, W @ c + b
+        mk = np.asarray(pattern[off: off + n], dtype=bool)
+        off += n
+        sg = np.where(mk, -1.0, 1.0)  # active: -z <= 0, inactive: z <= 0
+        rows.append(sg[:, None] * Z)
+        rhs.append(-sg * z0)
+        A, c = Z * mk[:, None], z0 * mk
+    if not rows:
+        return np.zeros((0, d)), np.zeros(0)
+    return np.vstack(rows), np.concatenate(rhs)
+
+
+def _region_point(Ws, bs, pattern, lo, hi) -> tuple[np.ndarray | None, float]:
+    """Chebyshev centre (in the box, free coordinates only) and radius of the region."""
+    A, b = region_inequalities(Ws, bs, pattern)
+    free = hi > lo
+    b = b - A[:, ~free] @ lo[~free]
+    A = A[:, free]
+    nz = np.linalg.norm(A, axis=1) > 0
+    if np.any(b[~nz] < 0):
+        return None, -np.inf
+    A, b = A[nz], b[nz]
+    x = lo.astype(np.float64).copy()
+    if A.shape[0] == 0:
+        x[free] = (lo[free] + hi[free]) / 2
+        return x, np.inf
+    xf, rad = chebyshev_center(A, b, lo[free], hi[free])
+    if xf is None:
+        return None, -np.inf
+    x[free] = xf
+    return x, rad
+
+
+def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.ndarray, np.ndarray]],
+            p: float, q: float | None, floor: float = 0.0, *, max_lps: int = MAX_LPS,
+            rel_tol: float | None = None, source: str = "box_max") -> BoxMax:
+    """The largest ``||J||_{p->q}`` over the full-dimensional regions inside the box
+    ``[lo, hi]`` (module docstring); ``pre``: sound pre-activation bounds on the box (one
+    ``(lo, hi)`` pair per hidden layer).  Patterns with norm at most ``floor * (1 +
+    rel_tol)`` are not tested (``rel_tol`` default 0: only patterns at or below the floor).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 3.0]]], [[0.0, 0.0], [0.0]])   # relu(x) + 3 relu(-x)
+        >>> pre = [(np.array([0.5, -1.5]), np.array([1.0, -0.5]))]   # the box [0.5, 1]: x > 0
+        >>> m = box_max(net, np.array([0.5]), np.array([1.0]), pre, 1.0, None)
+        >>> m.upper, m.closed, m.witness.norm, m.n_lps
+        (1.0, True, 1.0, 1)
+    """
+    rel_tol = or_default(rel_tol, 0.0)
+    Ws, bs, sk = float_layers(net)
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    masks, nrm = pattern_norms(Ws, pre, sk, net.input_dim, p, q)
+    order = np.argsort(-nrm, kind="stable")
+    n_lps = 0
+    for i in order:
+        if nrm[i] <= floor * (1 + rel_tol):
+            return BoxMax(float(nrm[i]), True, None, n_lps)
+        if n_lps >= max_lps:
+            return BoxMax(float(nrm[i]), False, None, n_lps)
+        n_lps += 1
+        x, rad = _region_point(Ws, bs, masks[i], lo, hi)
+        if x is None or rad <= MIN_RADIUS:
+            continue  # no full-dimensional region with this pattern in the box
+        w = certify_point(net, x, p, q, source)
+        if w is None:
+            # the region exists but its centre is not certifiably interior: keep its
+            # norm as the bound and let the caller split
+            return BoxMax(float(nrm[i]), False, None, n_lps)
+        return BoxMax(float(nrm[i]), True, w, n_lps)
+    # no pattern is realised: only possible through rounding; claim nothing
+    return BoxMax(float(nrm[order[0]]) if len(order) else 0.0, False, None, n_lps)
