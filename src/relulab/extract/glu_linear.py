@@ -1,0 +1,186 @@
+"""The value branch, orientation and magnitude of a GLU block once its gate directions
+``g_k`` (unit rows of ``G``) and output directions ``w_k`` (unit columns of ``W``) are
+known (stages 3 to 5 of :func:`relulab.extract.extract_glu`).
+
+With ``act(z) - act(-z) = z`` the paired parts of a unit
+``(w_k / c_k) act(s_k c_k g_k . x)(s_k v_k . x)`` (orientation ``s_k``, gate magnitude
+``c_k``) are
+
+* even: ``(f(x) + f(-x)) / 2 = sum_k w_k (g_k . x)(v_k . x) / 2`` - linear in ``V``,
+  free of ``s`` and ``c``: :func:`value_rows` solves it (preconditioned conjugate
+  gradients on the normal equations, matrix-free);
+* odd: ``(f(x) - f(-x)) / 2 = sum_k s_k w_k psi(c_k g_k . x) / c_k (v_k . x) / 2`` with
+  ``psi(z) = act(z) + act(-z)``; far out ``psi(c z) / c -> |z|``, so at a large scale it
+  is linear in ``s`` (:func:`orientations`), and at scale one it fixes ``c``
+  (:func:`magnitudes`, Gauss-Newton over the ``hidden`` scalars).
+
+All normal matrices of the per-unit scalars have the form ``(W^T W) * (F^T F)``
+(Hadamard), ``hidden x hidden``, whatever the number of queries.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> G = np.linalg.qr(rng.normal(size=(4, 2)))[0].T
+    >>> W = np.linalg.qr(rng.normal(size=(3, 2)))[0]
+    >>> V = rng.normal(size=(2, 4))
+    >>> X = rng.normal(size=(40, 4))
+    >>> E = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
+    >>> V2, rel, it = value_rows(X, E, G, W)
+    >>> bool(np.allclose(V2, V, atol=1e-8))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..tolerance import TINY
+
+__all__ = ["value_rows", "orientations", "magnitudes", "psi_ratio"]
+
+CG_RTOL = 1e-14  # tol: conjugate gradients stop at float64 precision of the normal equations
+GN_RTOL = 1e-12  # tol: Gauss-Newton on the magnitudes stops when the residual stalls to this
+LM_DAMP = 1e-6  # tol: initial Levenberg damping of the magnitude steps (relative to the diagonal)
+
+
+def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
+               max_iter: int = 2000, time_limit: float = math.inf,
+               V0: np.ndarray | None = None) -> tuple[np.ndarray, float, int]:
+    """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring).
+
+    Returns ``(V, relative residual of the normal equations, iterations)``.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.eye(2)
+        >>> V, res, it = value_rows(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+        ...                         np.array([[1.0], [0.0], [1.5]]), np.array([[1.0, 0.0]]), np.ones((1, 1)))
+        >>> np.round(V, 6).tolist()
+        [[2.0, 1.0]]
+    """
+    A = X @ G.T                                    # (n, h) gate pre-activations
+    WtW_diag = np.einsum("ij,ij->j", W, W)
+
+    def normal(V: np.ndarray) -> np.ndarray:
+        P = 0.5 * (A * (X @ V.T)) @ W.T
+        return (0.5 * ((P @ W) * A)).T @ X
+
+    rhs = (0.5 * ((E @ W) * A)).T @ X
+    Dg = 0.25 * WtW_diag[:, None] * ((A * A).T @ (X * X))  # Jacobi preconditioner
+    Dg = np.maximum(Dg, TINY)
+    V = np.zeros_like(rhs) if V0 is None else V0.copy()
+    R = rhs - normal(V)
+    Z = R / Dg
+    Pd = Z.copy()
+    rz = float(np.sum(R * Z))
+    bn = max(float(np.linalg.norm(rhs)), TINY)
+    t_end = time.monotonic() + time_limit
+    it = 0
+    for it in range(1, max_iter + 1):
+        Q = normal(Pd)
+        alpha = rz / max(float(np.sum(Pd * Q)), TINY)
+        V += alpha * Pd
+        R -= alpha * Q
+        if np.linalg.norm(R) <= CG_RTOL * bn or time.monotonic() > t_end:
+            break
+        Z = R / Dg
+        rz_new = float(np.sum(R * Z))
+        Pd = Z + (rz_new / rz) * Pd
+        rz = rz_new
+    return V, float(np.linalg.norm(R) / bn), it
+
+
+def _solve_hadamard(W: np.ndarray, F: np.ndarray, Y: np.ndarray, damp: float = 0.0) -> np.ndarray:
+    """Least squares ``y_n = W diag(F_n) a`` over all n: ``((W^T W) * (F^T F)) a = sum_n F_n * (W^T y_n)``."""
+    M = (W.T @ W) * (F.T @ F)
+    b = np.sum(F * (Y @ W), axis=0)
+    if damp:
+        M = M + damp * np.diag(np.diag(M))
+    return np.linalg.lstsq(M, b, rcond=None)[0]
+
+
+def orientations(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray,
+                 V: np.ndarray) -> np.ndarray:
+    """Per-unit coefficients ``s`` of the large-scale odd part
+    ``O = sum_k s_k w_k |g_k . x| (v_k . x) / 2`` (about +1 or -1 each).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(20, 2))
+        >>> G, W, V = np.array([[1.0, 0.0]]), np.ones((1, 1)), np.array([[0.0, 1.0]])
+        >>> O = -0.5 * np.abs(X[:, :1]) * X[:, 1:]
+        >>> np.round(orientations(X, O, G, W, V), 9).tolist()
+        [-1.0]
+    """
+    F = 0.5 * np.abs(X @ G.T) * (X @ V.T)
+    return _solve_hadamard(W, F, O)
+
+
+def psi_ratio(z: np.ndarray, c: np.ndarray, act: str, deriv: bool = False) -> np.ndarray:
+    """``psi(c z) / c`` with ``psi(z) = act(z) + act(-z)`` (or its derivative in ``c``):
+    ``z tanh(c z / 2)`` for SiLU, ``z erf(c z / sqrt 2)`` for GELU, ``|z|`` for ReLU.
+
+    Example:
+        >>> import numpy as np
+        >>> float(psi_ratio(np.array(2.0), np.array(1.0), "silu"))  # silu(2) + silu(-2)
+        1.5231883119115297
+    """
+    if act == "relu":
+        return np.zeros_like(z) if deriv else np.abs(z)
+    u = c * z
+    if act == "silu":
+        th = np.tanh(0.5 * u)
+        return 0.5 * z * z * (1.0 - th * th) if deriv else z * th
+    from scipy.special import erf
+
+    if deriv:
+        return z * z * math.sqrt(2.0 / math.pi) * np.exp(-0.5 * u * u)
+    return z * erf(u / math.sqrt(2.0))
+
+
+def magnitudes(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray, V: np.ndarray,
+               s: np.ndarray, act: str, iters: int = 60) -> tuple[np.ndarray, float]:
+    """Gate magnitudes ``c`` (positive) of the odd part at scale one,
+    ``O = sum_k s_k w_k psi(c_k g_k . x) / c_k (v_k . x) / 2``, by a common scale on a
+    log grid, then damped Gauss-Newton in ``log c``.  Returns ``(c, relative residual)``.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(50, 2))
+        >>> G, W, V = np.array([[1.0, 0.0]]), np.ones((1, 1)), np.array([[0.0, 1.0]])
+        >>> O = 0.5 * psi_ratio(X[:, :1], np.array([1.7]), "silu") * X[:, 1:]
+        >>> c, res = magnitudes(X, O, G, W, V, np.ones(1), "silu")
+        >>> round(float(c[0]), 9)
+        1.7
+    """
+    A, B = X @ G.T, X @ V.T
+    on = max(float(np.linalg.norm(O)), TINY)
+
+    def resid(c: np.ndarray) -> np.ndarray:
+        return O - (0.5 * s * psi_ratio(A, c, act) * B) @ W.T
+
+    grid = np.exp(np.linspace(math.log(0.05), math.log(20.0), 25))
+    errs = [np.linalg.norm(resid(np.full(G.shape[0], g))) for g in grid]
+    c = np.full(G.shape[0], grid[int(np.argmin(errs))])
+    R = resid(c)
+    err = float(np.linalg.norm(R))
+    damp = LM_DAMP
+    for _ in range(iters):
+        J = 0.5 * s * psi_ratio(A, c, act, deriv=True) * B * c  # d/d(log c)
+        step = _solve_hadamard(W, J, R, damp)
+        c_new = c * np.exp(np.clip(step, -2.0, 2.0))
+        R_new = resid(c_new)
+        e_new = float(np.linalg.norm(R_new))
+        if e_new < err:
+            done = e_new > err * (1 - GN_RTOL)
+            c, R, err, damp = c_new, R_new, e_new, damp / 3
+            if done or err <= GN_RTOL * on:
+                break
+        else:
+            damp *= 10
+            if damp > 1e6:
+                break
+    return c, err / on
