@@ -59,10 +59,13 @@ EPS64 = 2.2e-16  # tol: float64 rounding, the least output noise assumed
 FAR_SCALE = 1e8  # inputs this far out put SiLU / GELU gates of norm ~1 deep in their ReLU limit
 FD_STEP = 1e-6  # relative finite-difference step of the gradient jumps (curvature term corrected)
 SAME_DIR = 1e-6  # tol: two unit directions are the same unit when 1 - |cos| is below this
+NOISY_DIR = 1e4  # ... or below this x the relative output noise
+NOISY_W = 1e4  # ... or below this / snr^2 of the crossing (extrapolated differences amplify the noise ~30x)
 ORTHO_MAX = 1e-3  # tol: |g . x*| / |g| of a measured gate row above this: a false crossing
 DEAD_UNIT = 1e-4  # a value row this small x the largest one carries no unit: a false crossing
 WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measure the unit again
 UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
+NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 GOOD_FIT = 1e-10  # tol: a training error this small needs no least-squares polish
 
@@ -71,7 +74,9 @@ def _act_np(z: np.ndarray, act: str) -> np.ndarray:
     if act == "relu":
         return np.maximum(z, 0.0)
     if act == "silu":
-        return z / (1.0 + np.exp(-np.clip(z, -700, 700)))
+        from scipy.special import expit
+
+        return z * expit(z)
     from scipy.special import erf
 
     return 0.5 * z * (1.0 + erf(z / math.sqrt(2.0)))
@@ -225,11 +230,12 @@ def param_error(block: GLUBlock, ref: GLUBlock) -> dict:
 
 
 def _measure_noise(o: QueryOracle, d: int, m: int, rng: np.random.Generator) -> float:
-    """Relative output precision from the even part's exact homogeneity E(2x) = 4 E(x)."""
+    """Relative output precision from the even part's exact homogeneity E(3x) = 9 E(x)
+    (not 2: doubling is exact in binary floating point and would hide the rounding)."""
     X = rng.normal(size=(8, d))
-    Y = o(np.vstack([X, -X, 2 * X, -2 * X]))
-    e1, e2 = Y[:8] + Y[8:16], Y[16:24] + Y[24:]
-    dev = np.linalg.norm(e2 - 4 * e1, axis=1) / np.maximum(
+    Y = o(np.vstack([X, -X, 3 * X, -3 * X]))
+    e1, e3 = Y[:8] + Y[8:16], Y[16:24] + Y[24:]
+    dev = np.linalg.norm(e3 - 9 * e1, axis=1) / np.maximum(
         np.linalg.norm(Y[16:24], axis=1) + np.linalg.norm(Y[24:], axis=1), TINY)
     return max(float(np.median(dev)) / 4.0, EPS64)
 
@@ -237,13 +243,15 @@ def _measure_noise(o: QueryOracle, d: int, m: int, rng: np.random.Generator) -> 
 class _Units:
     """Units found so far: output and gate directions, deduplicated."""
 
-    def __init__(self, m: int) -> None:
+    def __init__(self, m: int, noise: float = EPS64) -> None:
         self.m = m
+        self.same = max(SAME_DIR, NOISY_DIR * noise)  # noisy outputs blur the directions
         self.W: list[np.ndarray] = []
         self.G: list[np.ndarray] = []
         self.raw: list[np.ndarray] = []
         self.x: list[np.ndarray] = []
         self.spare: list[list[Crossing]] = []
+        self.step: list[float] = []
 
     def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
         if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
@@ -251,13 +259,14 @@ class _Units:
         out: list[Crossing] = []
         known = np.array(self.W) if self.W else np.zeros((0, self.m))
         for k in sorted(ks, key=lambda k: -k.strength):
+            same = max(self.same, NOISY_W / k.snr**2)  # w_hat is good to about 1 / snr
             if known.shape[0]:
                 cos = np.abs(known @ k.w_hat)
                 j = int(np.argmax(cos))
-                if cos[j] > 1 - SAME_DIR:
+                if cos[j] > 1 - same:
                     self.spare[j].append(k)  # another crossing of a known unit: a spare
                     continue
-            if any(abs(float(k.w_hat @ c.w_hat)) > 1 - SAME_DIR for c in out):
+            if any(abs(float(k.w_hat @ c.w_hat)) > 1 - same for c in out):
                 continue
             out.append(k)
         return out
@@ -268,7 +277,7 @@ class _Units:
         keep = size > DEAD_UNIT * max(float(np.max(size)), TINY)
         if keep.all():
             return False
-        for name in ("W", "G", "raw", "x", "spare"):
+        for name in ("W", "G", "raw", "x", "spare", "step"):
             setattr(self, name, [v for v, k in zip(getattr(self, name), keep) if k])
         return True
 
@@ -284,23 +293,24 @@ class _Units:
                     redo.append(int(j))
                     picks.append(best)
         if picks:
-            raw, _ = gate_rows(o, picks, r, step)
-            for j, k, g in zip(redo, picks, raw):
-                self.raw[j], self.x[j] = g, k.x_hat
+            raw, _, steps = gate_rows(o, picks, r, step)
+            for j, k, g, st in zip(redo, picks, raw, steps):
+                self.raw[j], self.x[j], self.step[j] = g, k.x_hat, float(st)
                 self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
         return len(picks)
 
-    def add(self, ks: list[Crossing], G: np.ndarray) -> int:
+    def add(self, ks: list[Crossing], G: np.ndarray, steps: np.ndarray) -> int:
         added = 0
-        for k, raw in zip(ks, G):
+        for k, raw, st in zip(ks, G, steps):
             g = raw / max(float(np.linalg.norm(raw)), TINY)
-            dup = any(abs(float(g @ g2)) > 1 - SAME_DIR and abs(float(k.w_hat @ w2)) > 1 - SAME_DIR
+            dup = any(abs(float(g @ g2)) > 1 - self.same and abs(float(k.w_hat @ w2)) > 1 - self.same
                       for g2, w2 in zip(self.G, self.W))
             if not dup:
                 self.W.append(k.w_hat)
                 self.G.append(g)
                 self.raw.append(raw)
                 self.x.append(k.x_hat)
+                self.step.append(float(st))
                 self.spare.append([])
                 added += 1
         return added
@@ -381,16 +391,17 @@ def extract_glu(
     try:
         Y0 = o(rng.normal(size=(1, d)))
         m = Y0.shape[1]
-        units = _Units(m)
         if noise is None:
             state["noise"] = _measure_noise(o, d, m, rng)
         nz = float(state["noise"])
+        units = _Units(m, nz)
         stage("setup")
         # 1-2: crossings on half-circles, gate rows from gradient jumps, until no new unit
         n_grid = int(grid) if grid is not None else (max(256, 32 * int(hidden)) if hidden else 256)
         step = FD_STEP * max(1.0, math.sqrt(nz / EPS64))
         X = np.zeros((0, d))
         Yp = Yn = np.zeros((0, m))
+        refinements = 0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
             while state["planes"] < max_planes:
@@ -401,15 +412,16 @@ def extract_glu(
                 state["planes"] += 1
                 state["grid"] = n_grid
                 new = units.new_by_w(ks)
-                G, _ = gate_rows(o, new, r_far, step)
+                G, _, steps = gate_rows(o, new, r_far, step)
                 if new:  # a true gate row is orthogonal to its crossing point
                     ok = np.abs(np.sum(G * np.array([k.x_hat for k in new]), axis=1)) <= \
                         ORTHO_MAX * max(1.0, math.sqrt(nz / EPS64)) * np.linalg.norm(G, axis=1)
-                    new, G = [k for k, f in zip(new, ok) if f], G[ok]
-                added = units.add(new, G) if new else 0
+                    new, G, steps = [k for k, f in zip(new, ok) if f], G[ok], steps[ok]
+                added = units.add(new, G, steps) if new else 0
                 quiet = quiet + 1 if added == 0 else 0
-                if added == 0 and grid is None and n_grid < 2**18:
+                if added == 0 and grid is None and n_grid < 2**18 and refinements < 2:
                     n_grid *= 2  # crossings too close for this grid may part on a finer one
+                    refinements += 1
                 if hidden is not None and len(units.G) >= hidden:
                     break
                 if hidden is None and quiet >= 2:
@@ -437,12 +449,12 @@ def extract_glu(
                 V, cg_res, _ = value_rows(X, E, np.array(units.G), W, time_limit=0.2 * left, V0=V)
             # the gate rows' curvature term needs the value rows: correct, solve again
             for _ in range(CORRECTIONS):
-                G = correct_rows(np.array(units.raw), np.array(units.x), V, step)
+                G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
                 V, cg_res, _ = value_rows(X, E, G, W, time_limit=0.2 * left, V0=V)
             stage("value")
             fit = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
             even_err = float(np.median(_rel_errors(E, fit)))
-            if even_err <= max(UNEXPLAINED, 1e4 * nz) or state["planes"] >= max_planes \
+            if even_err <= max(UNEXPLAINED, NOISY_FIT * nz) or state["planes"] >= max_planes \
                     or (hidden is not None and h >= hidden):
                 break
         # 4: orientation from the odd part far out (psi -> |z|)

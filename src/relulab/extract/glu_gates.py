@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,8 @@ from .oracle import QueryOracle
 __all__ = ["Crossing", "scan_plane", "gate_rows", "correct_rows", "query_scaled"]
 
 RANK1_SLACK = 1e3  # a crossing's difference vectors are parallel when s2 / s1 < this x the noise
-SIGNAL = 1e4  # a crossing's difference must exceed this x the noise (else rounding made it)
+SIGNAL = 1e3  # a crossing's difference must exceed this x the noise (else rounding made it)
+STEP_CAP = 0.05  # a difference step stays below this x the distance to the crossing
 CHUNK = 8192  # rows per oracle call: memory of one batch stays below ~20 MB at d = 256
 
 
@@ -57,9 +59,10 @@ class Crossing:
         gap_left, gap_right: angles from the crossing to the ends of the pieces known
             to be free of other crossings.
         strength: ``|d/dt|`` of the difference at the root (larger: better conditioned).
+        snr: size of the difference over the output noise (``w_hat`` is good to ~1/snr).
 
     Example:
-        >>> Crossing(np.ones(2), np.ones(2), np.ones(1), 0.1, 0.1, 1.0).gap_left
+        >>> Crossing(np.ones(2), np.ones(2), np.ones(1), 0.1, 0.1, 1.0, 1e6).gap_left
         0.1
     """
 
@@ -69,6 +72,7 @@ class Crossing:
     gap_left: float
     gap_right: float
     strength: float
+    snr: float = math.inf
 
 
 def query_scaled(o: QueryOracle, X: np.ndarray, r: float) -> np.ndarray:
@@ -142,15 +146,18 @@ def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generato
         x_hat = math.cos(tg) * v1 + math.sin(tg) * v2
         t_hat = -math.sin(tg) * v1 + math.cos(tg) * v2
         slope = abs(q[2] - q[1]) / h
-        out.append(Crossing(x_hat, t_hat, Wt[0], tg - th[i - 3], th[i + 4] - tg, float(slope)))
+        snr = float(s[0] / max(noise * scale[i], TINY))
+        out.append(Crossing(x_hat, t_hat, Wt[0], tg - th[i - 3], th[i + 4] - tg, float(slope), snr))
     return out, float(np.mean(clean))
 
 
 def gate_rows(o: QueryOracle, crossings: list[Crossing], r: float, step: float,
               batch: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Gate rows (sign and scale arbitrary) and a rank-one residual per crossing, from
+    """Gate rows (sign and scale arbitrary), a rank-one residual and the step used per
+    crossing, from
     the gradient jump at each crossing point (module docstring).  ``step`` is the
-    finite-difference step relative to ``r``; ``4 d + 4`` queries per crossing.
+    finite-difference step relative to ``r`` (capped inside the crossing's pieces);
+    ``4 d + 4`` queries per crossing.
 
     A row is ``c (g . e_j) ((u . x*) + step (u . e_j))``: the second term is the
     one-sided differences' curvature; :func:`correct_rows` removes it once the value
@@ -161,40 +168,43 @@ def gate_rows(o: QueryOracle, crossings: list[Crossing], r: float, step: float,
         >>> blk = random_glu(4, 1, act="relu", seed=2)
         >>> o = QueryOracle(blk, 4)
         >>> ks, _ = scan_plane(o, 4, 1.0, 256, np.random.default_rng(0), 1e-9)
-        >>> G, res = gate_rows(o, ks[:1], 1.0, 1e-7)
+        >>> G, res, steps = gate_rows(o, ks[:1], 1.0, 1e-7)
         >>> g = blk.W_gate[0] / np.linalg.norm(blk.W_gate[0])
         >>> bool(abs(abs(G[0] @ g) / np.linalg.norm(G[0]) - 1) < 1e-9)
         True
     """
     if not crossings:
-        return np.zeros((0, 0)), np.zeros(0)
+        return np.zeros((0, 0)), np.zeros(0), np.zeros(0)
     d = crossings[0].x_hat.size
     E = np.eye(d)
-    rows, resid = [], []
+    rows, resid, steps = [], [], []
     for b0 in range(0, len(crossings), batch):
         chunk = crossings[b0:b0 + batch]
         pts = []
         for k in chunk:
             eR = math.tan(0.45 * k.gap_right)   # x* + 2 eta t stays inside the clean piece
             eL = math.tan(0.45 * k.gap_left)
+            st = min(step, STEP_CAP * min(eR, eL))  # coarse outputs want long steps: not past the piece
             bases = [k.x_hat + eR * k.t_hat, k.x_hat + 2 * eR * k.t_hat,
                      k.x_hat - eL * k.t_hat, k.x_hat - 2 * eL * k.t_hat]
-            pts.append(np.vstack([np.vstack([b, b + step * E]) for b in bases]))
+            pts.append(np.vstack([np.vstack([b, b + st * E]) for b in bases]))
+            steps.append(st)
         Y = query_scaled(o, np.vstack(pts), r)
         per = 4 * (d + 1)
         for j, k in enumerate(chunk):
             Z = Y[j * per:(j + 1) * per].reshape(4, d + 1, -1)
-            grad = (Z[:, 1:, :] - Z[:, :1, :]) / step          # (4, d, m): one-sided slopes
+            grad = (Z[:, 1:, :] - Z[:, :1, :]) / steps[b0 + j]         # (4, d, m): one-sided slopes
             jump = (2 * grad[0] - grad[1]) - (2 * grad[2] - grad[3])  # extrapolated to x*
             g = jump @ k.w_hat
             rows.append(g)
             resid.append(float(np.linalg.norm(jump - np.outer(g, k.w_hat)) / max(np.linalg.norm(jump), TINY)))
-    return np.array(rows), np.array(resid)
+    return np.array(rows), np.array(resid), np.array(steps)
 
 
-def correct_rows(raw: np.ndarray, x_hat: np.ndarray, V: np.ndarray, step: float) -> np.ndarray:
+def correct_rows(raw: np.ndarray, x_hat: np.ndarray, V: np.ndarray, step: Any) -> np.ndarray:
     """Unit gate rows from :func:`gate_rows`' raw rows with the curvature term removed:
-    ``g_j ~ raw_j / ((v . x*) + step v_j)`` for the value rows ``V`` (any scale).
+    ``g_j ~ raw_j / ((v . x*) + step v_j)`` for the value rows ``V`` (any scale) and the
+    steps (one, or one per row).
 
     Example:
         >>> g, u, x = np.array([[0.6, 0.8]]), np.array([[1.0, 2.0]]), np.array([[0.8, -0.6]])
@@ -202,7 +212,7 @@ def correct_rows(raw: np.ndarray, x_hat: np.ndarray, V: np.ndarray, step: float)
         >>> np.round(correct_rows(raw, x, u, 0.1), 12).tolist()
         [[0.6, 0.8]]
     """
-    den = np.sum(V * x_hat, axis=1, keepdims=True) + step * V
+    den = np.sum(V * x_hat, axis=1, keepdims=True) + np.reshape(step, (-1, 1)) * V
     den = np.where(np.abs(den) > TINY, den, TINY)
     G = raw / den
     G /= np.maximum(np.linalg.norm(G, axis=1, keepdims=True), TINY)
