@@ -66,6 +66,7 @@ DEAD_UNIT = 1e-4  # a value row this small x the largest one carries no unit: a 
 WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measure the unit again
 UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
+EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 GOOD_FIT = 1e-10  # tol: a training error this small needs no least-squares polish
 
@@ -259,7 +260,7 @@ class _Units:
         out: list[Crossing] = []
         known = np.array(self.W) if self.W else np.zeros((0, self.m))
         for k in sorted(ks, key=lambda k: -k.strength):
-            same = max(self.same, NOISY_W / k.snr**2)  # w_hat is good to about 1 / snr
+            same = max(self.same, NOISY_W / k.snr / k.snr)  # w_hat is good to about 1 / snr
             if known.shape[0]:
                 cos = np.abs(known @ k.w_hat)
                 j = int(np.argmax(cos))
@@ -399,8 +400,8 @@ def extract_glu(
         # 1-2: crossings on half-circles, gate rows from gradient jumps, until no new unit
         n_grid = int(grid) if grid is not None else (max(256, 32 * int(hidden)) if hidden else 256)
         step = FD_STEP * max(1.0, math.sqrt(nz / EPS64))
-        X = np.zeros((0, d))
-        Yp = Yn = np.zeros((0, m))
+        X, Xo = np.zeros((0, d)), np.zeros((0, d))
+        Yp = Yn = Oo = np.zeros((0, m))
         refinements = 0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
@@ -441,30 +442,49 @@ def extract_glu(
                 Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
             E = 0.5 * (Yp + Yn)
             left = max(5.0, time_limit - (time.monotonic() - t0))
-            V, cg_res, _ = value_rows(X, E, np.array(units.G), W, time_limit=0.3 * left)
+            # the even part fixes V when it has more equations than V unknowns; else the
+            # odd part far out fixes s * V and the even part the signs s
+            by_odd = h * d > EVEN_SHARE * m * d * (d + 1) / 2
+            if by_odd and n_e > Xo.shape[0]:
+                Xa = rng.normal(size=(n_e - Xo.shape[0], d))
+                Xo = np.vstack([Xo, Xa])
+                Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
+
+            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, frac: float) -> tuple:
+                if not by_odd:
+                    V, res, _ = value_rows(X, E, G, W, time_limit=frac * left, V0=V0)
+                    return V, res
+                Q, res, _ = value_rows(Xo, Oo, G, W, time_limit=frac * left, V0=V0, odd=True)
+                return Q, res
+
+            V, cg_res = solve(np.array(units.G), W, None, 0.3)
             if units.prune(V):  # false crossings get (almost) no value row: not units
                 W, h = np.array(units.W).T, len(units.G)
-                V, cg_res, _ = value_rows(X, E, np.array(units.G), W, time_limit=0.2 * left)
+                V, cg_res = solve(np.array(units.G), W, None, 0.2)
             if units.remeasure(o, V, r_far, step):
-                V, cg_res, _ = value_rows(X, E, np.array(units.G), W, time_limit=0.2 * left, V0=V)
+                V, cg_res = solve(np.array(units.G), W, V, 0.2)
             # the gate rows' curvature term needs the value rows: correct, solve again
             for _ in range(CORRECTIONS):
                 G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
-                V, cg_res, _ = value_rows(X, E, G, W, time_limit=0.2 * left, V0=V)
+                V, cg_res = solve(G, W, V, 0.2)
             stage("value")
+            # 4: orientation from the other part (odd far out, or even)
+            if by_odd:
+                s = np.where(orientations(X, E, G, W, V, odd=False) >= 0, 1.0, -1.0)
+                V = s[:, None] * V
+            else:
+                n_o = int(math.ceil(3.0 * h / m)) + 32
+                if n_o > Xo.shape[0]:
+                    Xa = rng.normal(size=(n_o - Xo.shape[0], d))
+                    Xo = np.vstack([Xo, Xa])
+                    Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
+                s = np.where(orientations(Xo, Oo, G, W, V) >= 0, 1.0, -1.0)
+            stage("orientation")
             fit = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
             even_err = float(np.median(_rel_errors(E, fit)))
             if even_err <= max(UNEXPLAINED, NOISY_FIT * nz) or state["planes"] >= max_planes \
                     or (hidden is not None and h >= hidden):
                 break
-        # 4: orientation from the odd part far out (psi -> |z|)
-        n_o = int(math.ceil(3.0 * h / m)) + 32
-        Xo = rng.normal(size=(n_o, d))
-        Op = query_scaled(o, Xo, r_far)
-        On = query_scaled(o, -Xo, r_far)
-        sig = orientations(Xo, 0.5 * (Op - On), G, W, V)
-        s = np.where(sig >= 0, 1.0, -1.0)
-        stage("orientation")
         # 5: magnitude from the odd part at scale one (psi bends there)
         c = np.ones(h)
         if act != "relu":

@@ -44,6 +44,8 @@ from .oracle import QueryOracle
 __all__ = ["Crossing", "scan_plane", "gate_rows", "correct_rows", "query_scaled"]
 
 RANK1_SLACK = 1e3  # a crossing's difference vectors are parallel when s2 / s1 < this x the noise
+FLOOR_SHARE = 0.1  # the output scale of a point is at least this x the mean over its circle
+CLEAN_SLACK = 300.0  # a four-point window is on one piece when its third difference is below this x the noise
 SIGNAL = 1e3  # a crossing's difference must exceed this x the noise (else rounding made it)
 STEP_CAP = 0.05  # a difference step stays below this x the distance to the crossing
 CHUNK = 8192  # rows per oracle call: memory of one batch stays below ~20 MB at d = 256
@@ -123,7 +125,10 @@ def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generato
     c = 1.0 + 2.0 * math.cos(2.0 * h)
     res = Y[3:] - c * (Y[2:-1] - Y[1:-2]) - Y[:-3]  # res[j]: points j..j+3 on one piece?
     scale = np.linalg.norm(Y, axis=1)
-    floor = noise * np.maximum(np.maximum(scale[3:], scale[:-3]), TINY) * 40.0
+    # rounding is relative to the terms that cancel, not to |f|: floor the scale at a
+    # fraction of the circle's mean output
+    scale = np.maximum(scale, FLOOR_SHARE * float(np.mean(scale)) + TINY)
+    floor = noise * np.maximum(scale[3:], scale[:-3]) * CLEAN_SLACK
     clean = np.linalg.norm(res, axis=1) <= floor
     out: list[Crossing] = []
     for i in range(3, n - 5):

@@ -48,8 +48,10 @@ LM_DAMP = 1e-6  # tol: initial Levenberg damping of the magnitude steps (relativ
 
 def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
                max_iter: int = 2000, time_limit: float = math.inf,
-               V0: np.ndarray | None = None) -> tuple[np.ndarray, float, int]:
-    """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring).
+               V0: np.ndarray | None = None, odd: bool = False) -> tuple[np.ndarray, float, int]:
+    """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring), or
+    with ``odd`` of ``E = (|X G^T| * (X V^T)) W^T / 2`` (the odd part far out, whose
+    rows are the value rows times the orientations).
 
     Returns ``(V, relative residual of the normal equations, iterations)``.
 
@@ -62,6 +64,8 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
         [[2.0, 1.0]]
     """
     A = X @ G.T                                    # (n, h) gate pre-activations
+    if odd:
+        A = np.abs(A)
     WtW_diag = np.einsum("ij,ij->j", W, W)
 
     def normal(V: np.ndarray) -> np.ndarray:
@@ -103,9 +107,10 @@ def _solve_hadamard(W: np.ndarray, F: np.ndarray, Y: np.ndarray, damp: float = 0
 
 
 def orientations(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray,
-                 V: np.ndarray) -> np.ndarray:
+                 V: np.ndarray, odd: bool = True) -> np.ndarray:
     """Per-unit coefficients ``s`` of the large-scale odd part
-    ``O = sum_k s_k w_k |g_k . x| (v_k . x) / 2`` (about +1 or -1 each).
+    ``O = sum_k s_k w_k |g_k . x| (v_k . x) / 2`` (about +1 or -1 each); with ``odd``
+    False of the even part ``sum_k s_k w_k (g_k . x)(v_k . x) / 2`` instead.
 
     Example:
         >>> import numpy as np
@@ -115,7 +120,8 @@ def orientations(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray,
         >>> np.round(orientations(X, O, G, W, V), 9).tolist()
         [-1.0]
     """
-    F = 0.5 * np.abs(X @ G.T) * (X @ V.T)
+    A = X @ G.T
+    F = 0.5 * (np.abs(A) if odd else A) * (X @ V.T)
     return _solve_hadamard(W, F, O)
 
 
