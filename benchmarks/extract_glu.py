@@ -78,7 +78,7 @@ def baseline(blk: GLUBlock, kind: str, n_queries: int, seconds: float, seed: int
     Yp, Yn = o(X), o(-X)
     start = random_glu(blk.input_dim, blk.hidden, blk.W_out.shape[0], act=blk.act, seed=seed + 7)
     t = time.monotonic()
-    fit = refine(start, X, Yp, Yn, time_limit=seconds, steps=10**6)
+    fit = refine(start, X, Yp, Yn, time_limit=seconds, steps=10**6).block
     Xv = np.random.default_rng(seed + 2).normal(size=(512, blk.input_dim))
     med, worst = rel_err(fit, blk, Xv)
     return {"baseline_median": med, "baseline_worst": worst, "baseline_time": round(time.monotonic() - t, 1)}

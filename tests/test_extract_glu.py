@@ -42,7 +42,7 @@ def test_crossings_lie_on_gate_hyperplanes(act, scale):
     gn = blk.W_gate / np.linalg.norm(blk.W_gate, axis=1, keepdims=True)
     wn = blk.W_out / np.linalg.norm(blk.W_out, axis=0)
     raw, _, _ = gate_rows(o, ks, scale, 1e-6)
-    for k, g in zip(ks, raw):
+    for k, g in zip(ks, raw, strict=True):
         j = int(np.argmax(np.abs(wn.T @ k.w_hat)))
         assert abs(abs(wn[:, j] @ k.w_hat) - 1) < 1e-10      # the unit's output column
         assert abs(gn[j] @ k.x_hat) < 1e-12                   # the crossing is on its hyperplane

@@ -214,8 +214,8 @@ def correct_rows(raw: np.ndarray, x_hat: np.ndarray, V: np.ndarray, step: Any) -
     Example:
         >>> g, u, x = np.array([[0.6, 0.8]]), np.array([[1.0, 2.0]]), np.array([[0.8, -0.6]])
         >>> raw = g * ((u @ x.T) + 0.1 * u)
-        >>> np.round(correct_rows(raw, x, u, 0.1), 12).tolist()
-        [[0.6, 0.8]]
+        >>> np.round(correct_rows(raw, x, u, 0.1), 12).tolist()  # the sign of raw is kept
+        [[-0.6, -0.8]]
     """
     den = np.sum(V * x_hat, axis=1, keepdims=True) + np.reshape(step, (-1, 1)) * V
     den = np.where(np.abs(den) > TINY, den, TINY)

@@ -25,8 +25,7 @@ Example:
     >>> V = rng.normal(size=(2, 4))
     >>> X = rng.normal(size=(40, 4))
     >>> E = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
-    >>> V2, rel, it = value_rows(X, E, G, W)
-    >>> bool(np.allclose(V2, V, atol=1e-8))
+    >>> bool(np.allclose(value_rows(X, E, G, W).V, V, atol=1e-8))
     True
 """
 
@@ -34,34 +33,56 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..results import Result
 from ..tolerance import TINY
 
-__all__ = ["value_rows", "orientations", "magnitudes", "psi_ratio"]
+__all__ = ["ValueSolve", "value_rows", "orientations", "magnitudes", "psi_ratio"]
 
 CG_RTOL = 1e-14  # tol: conjugate gradients stop at float64 precision of the normal equations
 GN_RTOL = 1e-12  # tol: Gauss-Newton on the magnitudes stops when the residual stalls to this
 LM_DAMP = 1e-6  # tol: initial Levenberg damping of the magnitude steps (relative to the diagonal)
 
 
+@dataclass(frozen=True)
+class ValueSolve(Result):
+    """The value rows of :func:`value_rows` and how the solve ended.
+
+    Attributes:
+        V: the rows (hidden, d).  residual: relative residual of the normal equations.
+        iterations: conjugate-gradient steps.  converged: the residual reached
+            ``CG_RTOL`` (False: stopped by ``max_iter`` or ``time_limit``).
+
+    Example:
+        >>> ValueSolve(np.zeros((1, 2)), 0.0, 3, True).to_dict()["converged"]
+        True
+    """
+
+    V: np.ndarray
+    residual: float
+    iterations: int
+    converged: bool
+
+
 def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
                max_iter: int = 2000, time_limit: float = math.inf,
-               V0: np.ndarray | None = None, odd: bool = False) -> tuple[np.ndarray, float, int]:
+               V0: np.ndarray | None = None, odd: bool = False) -> ValueSolve:
     """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring), or
     with ``odd`` of ``E = (|X G^T| * (X V^T)) W^T / 2`` (the odd part far out, whose
     rows are the value rows times the orientations).
 
-    Returns ``(V, relative residual of the normal equations, iterations)``.
+    Returns a :class:`ValueSolve` (rows, residual, iterations, converged).
 
     Example:
         >>> import numpy as np
         >>> X = np.eye(2)
-        >>> V, res, it = value_rows(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
-        ...                         np.array([[1.0], [0.0], [1.5]]), np.array([[1.0, 0.0]]), np.ones((1, 1)))
-        >>> np.round(V, 6).tolist()
-        [[2.0, 1.0]]
+        >>> r = value_rows(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+        ...                np.array([[1.0], [0.0], [1.5]]), np.array([[1.0, 0.0]]), np.ones((1, 1)))
+        >>> np.round(r.V, 6).tolist(), r.converged
+        ([[2.0, 1.0]], True)
     """
     A = X @ G.T                                    # (n, h) gate pre-activations
     if odd:
@@ -83,7 +104,8 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
     bn = max(float(np.linalg.norm(rhs)), TINY)
     t_end = time.monotonic() + time_limit
     it = 0
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        it += 1
         Q = normal(Pd)
         alpha = rz / max(float(np.sum(Pd * Q)), TINY)
         V += alpha * Pd
@@ -94,7 +116,8 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
         rz_new = float(np.sum(R * Z))
         Pd = Z + (rz_new / rz) * Pd
         rz = rz_new
-    return V, float(np.linalg.norm(R) / bn), it
+    res = float(np.linalg.norm(R) / bn)
+    return ValueSolve(V, res, it, res <= CG_RTOL)
 
 
 def _solve_hadamard(W: np.ndarray, F: np.ndarray, Y: np.ndarray, damp: float = 0.0) -> np.ndarray:
