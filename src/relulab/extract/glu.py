@@ -68,7 +68,7 @@ UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) mi
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
-GOOD_FIT = 1e-7  # a training error this small (median relative) needs no least-squares polish
+GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
