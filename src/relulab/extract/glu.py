@@ -1,29 +1,37 @@
-"""Bias-free gated linear unit (GLU) blocks from forward queries.
+"""Bias-free gated linear unit (GLU) blocks recovered from forward queries.
 
 A block computes ``y = W_out (act(W_gate x) * (W_up x))`` with ``act`` one of SiLU,
-GELU, ReLU.  All three satisfy ``act(z) - act(-z) = z``, which makes paired queries at
-``x`` and ``-x`` split the block exactly (the idea of the GLU extraction abstract):
+GELU, ReLU.  :func:`extract_glu` recovers it constructively, stage by stage (the
+multi-stage forward-query primitive of the GLU extraction abstract):
 
-* the even part ``(f(x) + f(-x)) / 2 = sum_k w_k (g_k . x)(u_k . x)`` is a quadratic form,
-  blind to the activation: it couples each gate direction ``g_k`` with its value
-  direction ``u_k`` and output column ``w_k``;
-* the odd part ``(f(x) - f(-x)) / 2 = sum_k w_k psi(g_k . x)(u_k . x) / 2`` with the even
-  ``psi(z) = act(z) + act(-z)`` (``|z|`` for ReLU, ``z tanh(z / 2)`` for SiLU) does not
-  depend on the gate's orientation but does on its magnitude (for SiLU, GELU).
+1. **gate candidates from curvature** - far from the origin SiLU and GELU act like ReLU
+   and the block is a piecewise quadratic form; third finite differences along random
+   great half-circles mark the gate crossings, each with its exact angle and the unit's
+   output direction ``w_k`` (:mod:`relulab.extract.glu_gates`); distinct output
+   directions count the units, so the width is inferred when not given;
+2. **gate rows** from the gradient jump at each crossing point (``4 d + 4`` queries a
+   unit), up to sign and magnitude;
+3. **value branch** - all three activations satisfy ``act(z) - act(-z) = z``, so the
+   even part of paired queries ``(f(x) + f(-x)) / 2 = sum_k w_k (g_k . x)(v_k . x) / 2``
+   is free of orientation and magnitude and linear in the value rows: one linear solve
+   (:mod:`relulab.extract.glu_linear`);
+4. **orientation** from the odd part ``(f(x) - f(-x)) / 2`` far out (where
+   ``psi(z) = act(z) + act(-z)`` is ``|z|``): one small linear solve for the signs;
+5. **magnitude** (SiLU, GELU) from the odd part at scale one, where ``psi`` bends:
+   Gauss-Newton over one scalar per unit;
+6. a short least-squares polish from that estimate (:mod:`relulab.extract.glu_refine`),
+   kept only when it lowers the training error.
 
-:func:`extract_glu` queries pairs, infers the width when it can (the even part's
-Hessian, measured exactly by finite differences of a quadratic, has rank ``2 hidden``
-when ``2 hidden < d``), and fits a block to both parts by least squares (L-BFGS in
-float64), then reports the relative output error on fresh validation pairs.  This is a
-functional extraction: the constructive per-neuron recovery of the abstract is not
-implemented; the fit is what is measured.
+The recovered block is checked on fresh validation pairs (sampled: median and worst
+relative output error) and, when the truth is known, by its parameters after aligning
+permutation, orientation and the scalings the block allows.
 
 Example:
     >>> import numpy as np
-    >>> blk = random_glu(6, 2, act="silu", seed=3)
-    >>> r = extract_glu(blk, 6, act="silu", time_limit=20)
-    >>> r.hidden, r.hidden_inferred, r.median_rel_error < 1e-3
-    (2, True, True)
+    >>> blk = random_glu(6, 4, act="silu", seed=3)
+    >>> r = extract_glu(blk, 6)
+    >>> r.status, r.hidden, r.hidden_inferred, r.median_rel_error < 1e-7
+    ('recovered', 4, True, True)
 """
 
 from __future__ import annotations
@@ -37,25 +45,39 @@ import numpy as np
 
 from ..results import Result
 from ..tolerance import TINY
+from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
+from .glu_linear import magnitudes, orientations, value_rows
+from .glu_refine import refine as refine_block
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
 __all__ = ["GLUBlock", "GLUResult", "extract_glu", "random_glu", "ACTIVATIONS"]
 
 ACTIVATIONS = ("silu", "gelu", "relu")
 
-HESS_RANK_RTOL = 1e-8  # tol: a singular value of the pairwise-query Hessian counts above this x the largest
-LBFGS_TOL_GRAD = 1e-15  # tol: let L-BFGS run to float64 precision; the time limit stops it
-LBFGS_TOL_CHANGE = 1e-18  # tol: the same for the change of the loss between steps
-LOSS_FLOOR = 1e-24  # tol: a squared relative loss this small is float64 rounding: stop
-STALL_RTOL = 1e-6  # tol: an outer round improving the loss by less than this fraction stalls
-GOOD_FIT = 1e-6  # tol: median relative output error of a fit that needs no more restarts
+REL_FLOOR = 1e-3  # relative errors divide by at least this x the mean output norm
+EPS64 = 2.2e-16  # tol: float64 rounding, the least output noise assumed
+FAR_SCALE = 1e8  # inputs this far out put SiLU / GELU gates of norm ~1 deep in their ReLU limit
+FD_STEP = 1e-6  # tol: relative finite-difference step of the gradient jumps (curvature term corrected)
+SAME_DIR = 1e-6  # tol: two unit directions are the same unit when 1 - |cos| is below this
+NOISY_DIR = 1e4  # ... or below this x the relative output noise
+NOISY_W = 1e4  # ... or below this / snr^2 of the crossing (extrapolated differences amplify the noise ~30x)
+ORTHO_MAX = 1e-3  # tol: |g . x*| / |g| of a measured gate row above this: a false crossing
+DEAD_UNIT = 1e-4  # a value row this small x the largest one carries no unit: a false crossing
+WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measure the unit again
+UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
+NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
+EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
+CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
+GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
     if act == "relu":
         return np.maximum(z, 0.0)
     if act == "silu":
-        return z / (1.0 + np.exp(-np.clip(z, -700, 700)))
+        from scipy.special import expit
+
+        return z * expit(z)
     from scipy.special import erf
 
     return 0.5 * z * (1.0 + erf(z / math.sqrt(2.0)))
@@ -118,18 +140,28 @@ def random_glu(d: int, hidden: int, m: int | None = None, act: str = "silu",
                     rng.normal(size=(m, hidden)) / math.sqrt(hidden), act)
 
 
+
 @dataclass(frozen=True)
 class GLUResult(Result):
     """What :func:`extract_glu` recovered.
 
     Attributes:
-        block: the fitted block (None when stopped before fitting).
-        status: ``fitted`` or ``partial`` (budget reached).
-        hidden: the width used; hidden_inferred: whether it came from the Hessian rank.
-        queries, time: cost.
-        median_rel_error, worst_rel_error: ``|f(x) - g(x)| / |f(x)|`` over fresh
-            validation inputs (median and maximum).
-        even_rel_error, odd_rel_error: the same for the two halves of the paired split.
+        block: the recovered block (None when stopped before the value branch).
+        status: ``recovered`` (every stage ran and as many units were found as given) or
+            ``partial`` (the query budget ran out, or units are missing).
+        hidden: the width used; hidden_inferred: whether it was counted from the crossings.
+        queries, time: cost; stage_queries: queries per stage.
+        planes, grid: half-circles scanned and grid points on each.
+        noise: the relative output precision assumed (measured by ``f(2x) = 4 f(x)`` of the
+            even part when not given).
+        refined: whether the final least-squares polish was kept.
+        median_rel_error, worst_rel_error: ``|f(x) - g(x)| / |f(x)|`` on fresh validation
+            pairs (sampled, not a bound); even_rel_error, odd_rel_error: the same for the
+            two parts of the paired split.
+        param_error: with a reference block, the largest and median relative errors of
+            the gate rows and of the per-unit products ``w_k u_k^T`` after aligning units
+            (permutation), and for ReLU the gate scale (moved into the product); None
+            without a reference.
         message: one line.
 
     Example:
@@ -144,75 +176,145 @@ class GLUResult(Result):
     hidden_inferred: bool
     queries: int
     time: float
+    stage_queries: dict
+    planes: int
+    grid: int
+    noise: float
+    refined: bool
     median_rel_error: float | None
     worst_rel_error: float | None
     even_rel_error: float | None
     odd_rel_error: float | None
+    param_error: dict | None
     message: str
 
 
-def _even_hessian_rank(o: QueryOracle, d: int, rng: np.random.Generator) -> int:
-    """Rank of the Hessian of ``rho . even part``: exact second differences of a quadratic
-    (``e(a + b) - e(a) - e(b) + e(0)`` with ``e(0) = 0`` gives ``2 a^T A b``)."""
-    m = o.output_dim or o(np.zeros((1, d))).shape[1]
-    rho = rng.normal(size=m)
-    E = np.eye(d)
-    pairs = [(i, j) for i in range(d) for j in range(i, d)]
-    X = np.array([E[i] + E[j] for i, j in pairs] + [E[i] for i in range(d)])
-    F = o(np.vstack([X, -X])) @ rho
-    n = X.shape[0]
-    ev = 0.5 * (F[:n] + F[n:])
-    single = ev[len(pairs):]
-    H = np.zeros((d, d))
-    for k, (i, j) in enumerate(pairs):
-        if i == j:
-            H[i, i] = 2.0 * single[i]  # e(2 e_i) = 4 e(e_i): use e(e_i) = A_ii
-        else:
-            H[i, j] = H[j, i] = ev[k] - single[i] - single[j]
-    s = np.linalg.svd(H, compute_uv=False)
-    return int(np.sum(s > HESS_RANK_RTOL * max(s[0], TINY)))
-
-
-def _fit(Xp: np.ndarray, Yp: np.ndarray, Yn: np.ndarray, hidden: int, act: str,
-         rng: np.random.Generator, steps: int, time_limit: float) -> GLUBlock:
-    """Least squares on the even and odd parts with L-BFGS (float64, torch)."""
-    import torch
-
-    torch.manual_seed(int(rng.integers(2**31)))
-    X = torch.as_tensor(Xp)
-    even = torch.as_tensor(0.5 * (Yp + Yn))
-    odd = torch.as_tensor(0.5 * (Yp - Yn))
-    d, m = X.shape[1], even.shape[1]
-    G = torch.nn.Parameter(torch.as_tensor(rng.normal(size=(hidden, d)) / math.sqrt(d)))
-    U = torch.nn.Parameter(torch.as_tensor(rng.normal(size=(hidden, d)) / math.sqrt(d)))
-    W = torch.nn.Parameter(torch.as_tensor(rng.normal(size=(m, hidden)) / math.sqrt(hidden)))
-    f = {"silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu,
-         "relu": torch.relu}[act]
-    scale = float((even.pow(2).mean() + odd.pow(2).mean()).sqrt()) + TINY
-    opt = torch.optim.LBFGS([G, U, W], lr=1, max_iter=50, tolerance_grad=LBFGS_TOL_GRAD,
-                            tolerance_change=LBFGS_TOL_CHANGE, history_size=50, line_search_fn="strong_wolfe")
-    t_end = time.monotonic() + time_limit
-
-    def closure():
-        opt.zero_grad()
-        zg, zu = X @ G.T, X @ U.T
-        pe = 0.5 * (zg * zu) @ W.T  # act(z) - act(-z) = z: the even part
-        po = 0.5 * ((f(zg) + f(-zg)) * zu) @ W.T
-        loss = ((pe - even).pow(2).mean() + (po - odd).pow(2).mean()) / scale**2
-        loss.backward()
-        return loss
-
-    last = math.inf
-    for _ in range(max(1, steps // 50)):  # chunks of 50 iterations: the time limit is checked
-        loss = float(opt.step(closure).detach())
-        if time.monotonic() > t_end or loss < LOSS_FLOOR or loss >= last * (1 - STALL_RTOL):
-            break
-        last = loss
-    return GLUBlock(G.detach().numpy(), U.detach().numpy(), W.detach().numpy(), act)
-
-
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(P - Y, axis=1) / np.maximum(np.linalg.norm(Y, axis=1), TINY)
+    """``|P - Y| / |Y|`` per row, ``|Y|`` floored at ``REL_FLOOR`` x its mean (a ReLU
+    block is exactly 0 on whole regions, where a ratio would mean nothing)."""
+    ny = np.linalg.norm(Y, axis=1)
+    return np.linalg.norm(P - Y, axis=1) / np.maximum(ny, max(REL_FLOOR * float(np.mean(ny)), TINY))
+
+
+def param_error(block: GLUBlock, ref: GLUBlock) -> dict:
+    """Parameter error of ``block`` against ``ref`` after matching units (Hungarian on the
+    gate directions): relative errors of the gate rows (ReLU: of their directions, the
+    scale moving into the product) and of each unit's ``w_k u_k^T``.
+
+    Example:
+        >>> b = random_glu(3, 2, act="relu", seed=1)
+        >>> p = param_error(GLUBlock(2 * b.W_gate[::-1], b.W_up[::-1], b.W_out[:, ::-1] / 2, "relu"), b)
+        >>> p["gate_max"] < 1e-12, p["product_max"] < 1e-12, p["matched"]
+        (True, True, 2)
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    def units(b: GLUBlock) -> tuple[np.ndarray, np.ndarray]:
+        g = b.W_gate.copy()
+        nrm = np.linalg.norm(g, axis=1)
+        P = np.einsum("ik,kj->kij", b.W_out, b.W_up)  # (h, m, d): w_k u_k^T
+        if b.act == "relu":
+            g = g / np.maximum(nrm, TINY)[:, None]
+            P = P * nrm[:, None, None]
+        return g, P
+
+    g1, P1 = units(block)
+    g0, P0 = units(ref)
+    n0 = np.linalg.norm(g0, axis=1)
+    cos = (g1 / np.maximum(np.linalg.norm(g1, axis=1), TINY)[:, None]) @ (g0 / np.maximum(n0, TINY)[:, None]).T
+    rows, cols = linear_sum_assignment(-cos)
+    ge = np.linalg.norm(g1[rows] - g0[cols], axis=1) / np.maximum(n0[cols], TINY)
+    pn = np.linalg.norm(P0[cols], axis=(1, 2))
+    pe = np.linalg.norm(P1[rows] - P0[cols], axis=(1, 2)) / np.maximum(pn, TINY)
+    return {"matched": int(len(rows)), "gate_max": float(ge.max()), "gate_median": float(np.median(ge)),
+            "product_max": float(pe.max()), "product_median": float(np.median(pe))}
+
+
+def _measure_noise(o: QueryOracle, d: int, m: int, rng: np.random.Generator) -> float:
+    """Relative output precision from the even part's exact homogeneity E(3x) = 9 E(x)
+    (not 2: doubling is exact in binary floating point and would hide the rounding)."""
+    X = rng.normal(size=(8, d))
+    Y = o(np.vstack([X, -X, 3 * X, -3 * X]))
+    e1, e3 = Y[:8] + Y[8:16], Y[16:24] + Y[24:]
+    dev = np.linalg.norm(e3 - 9 * e1, axis=1) / np.maximum(
+        np.linalg.norm(Y[16:24], axis=1) + np.linalg.norm(Y[24:], axis=1), TINY)
+    return max(float(np.median(dev)) / 4.0, EPS64)
+
+
+class _Units:
+    """Units found so far: output and gate directions, deduplicated."""
+
+    def __init__(self, m: int, noise: float = EPS64) -> None:
+        self.m = m
+        self.same = max(SAME_DIR, NOISY_DIR * noise)  # noisy outputs blur the directions
+        self.W: list[np.ndarray] = []
+        self.G: list[np.ndarray] = []
+        self.raw: list[np.ndarray] = []
+        self.x: list[np.ndarray] = []
+        self.spare: list[list[Crossing]] = []
+        self.step: list[float] = []
+
+    def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
+        if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
+            return ks
+        out: list[Crossing] = []
+        known = np.array(self.W) if self.W else np.zeros((0, self.m))
+        for k in sorted(ks, key=lambda k: -k.strength):
+            same = max(self.same, NOISY_W / k.snr / k.snr)  # w_hat is good to about 1 / snr
+            if known.shape[0]:
+                cos = np.abs(known @ k.w_hat)
+                j = int(np.argmax(cos))
+                if cos[j] > 1 - same:
+                    self.spare[j].append(k)  # another crossing of a known unit: a spare
+                    continue
+            if any(abs(float(k.w_hat @ c.w_hat)) > 1 - same for c in out):
+                continue
+            out.append(k)
+        return out
+
+    def prune(self, V: np.ndarray) -> bool:
+        """Drop units whose value row is negligible (false crossings); True if any."""
+        size = np.linalg.norm(V, axis=1)
+        keep = size > DEAD_UNIT * max(float(np.max(size)), TINY)
+        if keep.all():
+            return False
+        for name in ("W", "G", "raw", "x", "spare", "step"):
+            setattr(self, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
+        return True
+
+    def remeasure(self, o: QueryOracle, V: np.ndarray, r: float, step: float) -> int:
+        """Units whose crossing point is nearly orthogonal to their value row have a weak
+        gradient jump: measure them again at their spare crossing best placed for ``V``."""
+        rho = np.abs(np.sum(V * np.array(self.x), axis=1)) / np.maximum(np.linalg.norm(V, axis=1), TINY)
+        redo, picks = [], []
+        for j in np.flatnonzero(rho * math.sqrt(V.shape[1]) < WEAK_JUMP):
+            if self.spare[j]:
+                best = max(self.spare[j], key=lambda k: abs(float(k.x_hat @ V[j])))
+                if abs(float(best.x_hat @ V[j])) > 2 * abs(float(self.x[j] @ V[j])):
+                    redo.append(int(j))
+                    picks.append(best)
+        if picks:
+            raw, _, steps = gate_rows(o, picks, r, step)
+            for j, k, g, st in zip(redo, picks, raw, steps, strict=True):
+                self.raw[j], self.x[j], self.step[j] = g, k.x_hat, float(st)
+                self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
+        return len(picks)
+
+    def add(self, ks: list[Crossing], G: np.ndarray, steps: np.ndarray) -> int:
+        added = 0
+        for k, raw, st in zip(ks, G, steps, strict=True):
+            g = raw / max(float(np.linalg.norm(raw)), TINY)
+            dup = any(abs(float(g @ g2)) > 1 - self.same and abs(float(k.w_hat @ w2)) > 1 - self.same
+                      for g2, w2 in zip(self.G, self.W, strict=True))
+            if not dup:
+                self.W.append(k.w_hat)
+                self.G.append(g)
+                self.raw.append(raw)
+                self.x.append(k.x_hat)
+                self.step.append(float(st))
+                self.spare.append([])
+                added += 1
+        return added
 
 
 def extract_glu(
@@ -222,23 +324,32 @@ def extract_glu(
     act: str = "silu",
     *,
     budget: int | None = None,
-    n_pairs: int | None = None,
-    steps: int = 2000,
+    noise: float | None = None,
+    scale: float | None = None,
+    grid: int | None = None,
+    max_planes: int = 16,
+    refine: bool = True,
     time_limit: float = 120.0,
-    restarts: int = 4,
+    reference: GLUBlock | None = None,
     seed: int = 0,
 ) -> GLUResult:
-    """Recover a bias-free GLU block from paired forward queries (module docstring).
+    """Recover a bias-free GLU block from forward queries (module docstring: six stages).
 
     Args:
-        oracle: the block as any batched callable (a :class:`GLUBlock`, torch module, ...).
-        d: input size.  hidden: the width (None: inferred from the even part's Hessian
-            rank, which needs ``2 hidden < d``).  act: ``silu``, ``gelu`` or ``relu``.
-        budget: most rows queried.  n_pairs: training pairs (default: 3 parameters' worth).
-        steps, time_limit, restarts: L-BFGS iterations per fit, seconds in all, fits
-            from fresh random starts (the best is kept).
+        oracle: the block as any batched callable (a :class:`GLUBlock`, a torch module,
+            a function ``X -> Y``); only its outputs are used.
+        d: input size.  hidden: the width (None: counted from the gate crossings).
+        act: ``silu``, ``gelu`` or ``relu`` (the activation is assumed known).
+        budget: most rows queried (stops with ``partial``).
+        noise: relative precision of the outputs (None: measured).
+        scale: how far out the ReLU-limit stages query (None: 1 for ReLU, 1e8 otherwise).
+        grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
+            resolved).  max_planes: most half-circles scanned.
+        refine, time_limit: the final least-squares polish and its seconds.
+        reference: the true block, for ``param_error`` only (default: the oracle itself
+            when it is a :class:`GLUBlock`).
 
-    Example (the module docstring shows a full fit; here the budget stops it at once):
+    Example (the module docstring shows a full recovery; here the budget stops it):
         >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
         >>> r.status, r.queries <= 10
         ('partial', True)
@@ -251,49 +362,162 @@ def extract_glu(
     d = int(d)
     if hidden is not None and int(hidden) <= 0:
         raise ExtractError(f"extract_glu: hidden must be positive, got {hidden}")
+    if grid is not None and int(grid) < 16:
+        raise ExtractError(f"extract_glu: grid must be at least 16 points, got {grid}")
+    if reference is None and isinstance(oracle, GLUBlock):
+        reference = oracle
+    if reference is not None and (reference.input_dim != d or reference.act != act):
+        raise ExtractError(f"extract_glu: reference is a {reference.input_dim}-input {reference.act} "
+                           f"block, expected {d} inputs and {act}")
     o = QueryOracle(oracle, d, budget)
     rng = np.random.default_rng(seed)
-    inferred = False
+    r_far = float(scale) if scale is not None else (1.0 if act == "relu" else FAR_SCALE)
+    stages: dict[str, int] = {}
+    state: dict[str, Any] = {"planes": 0, "grid": 0, "noise": noise if noise is not None else EPS64,
+                             "block": None, "refined": False}
+    mark = [0]
+
+    def stage(name: str) -> None:
+        stages[name] = stages.get(name, 0) + o.queries - mark[0]
+        mark[0] = o.queries
+
+    def result(status: str, msg: str, val: tuple | None = None, perr: dict | None = None) -> GLUResult:
+        med, worst, ev, od = val if val is not None else (None, None, None, None)
+        h = hidden if hidden is not None else (len(units.G) if units.G else None)
+        return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
+                         time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
+                         float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg)
+
+    units = _Units(0)
     try:
-        m = o(np.zeros((1, d))).shape[1]
-        if hidden is None:
-            r = _even_hessian_rank(o, d, rng)
-            if r >= d:
-                raise ExtractError(f"extract_glu: the even part has full rank {d}: the width is "
-                                   "not identifiable this way (2 hidden >= d); give hidden")
-            hidden, inferred = max(1, (r + 1) // 2), True
-        n_params = hidden * (2 * d + m)
-        n = n_pairs if n_pairs is not None else max(200, int(3 * n_params / max(m, 1)) + 50)
-        X = rng.normal(size=(n, d))
-        Y = o(np.vstack([X, -X]))
-        Yp, Yn = Y[:n], Y[n:]
-        Xv = rng.normal(size=(max(200, n // 4), d))
+        Y0 = o(rng.normal(size=(1, d)))
+        m = Y0.shape[1]
+        if noise is None:
+            state["noise"] = _measure_noise(o, d, m, rng)
+        nz = float(state["noise"])
+        units = _Units(m, nz)
+        stage("setup")
+        # 1-2: crossings on half-circles, gate rows from gradient jumps, until no new unit
+        n_grid = int(grid) if grid is not None else (max(256, 32 * int(hidden)) if hidden else 256)
+        step = FD_STEP * max(1.0, math.sqrt(nz / EPS64))
+        X, Xo = np.zeros((0, d)), np.zeros((0, d))
+        Yp = Yn = Oo = np.zeros((0, m))
+        refinements = 0
+        for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
+            quiet = 0
+            while state["planes"] < max_planes:
+                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
+                if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:
+                    n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
+                    continue
+                state["planes"] += 1
+                state["grid"] = n_grid
+                new = units.new_by_w(ks)
+                G, _, steps = gate_rows(o, new, r_far, step)
+                if new:  # a true gate row is orthogonal to its crossing point
+                    ok = np.abs(np.sum(G * np.array([k.x_hat for k in new]), axis=1)) <= \
+                        ORTHO_MAX * max(1.0, math.sqrt(nz / EPS64)) * np.linalg.norm(G, axis=1)
+                    new, G, steps = [k for k, f in zip(new, ok, strict=True) if f], G[ok], steps[ok]
+                added = units.add(new, G, steps) if new else 0
+                quiet = quiet + 1 if added == 0 else 0
+                if added == 0 and grid is None and n_grid < 2**18 and refinements < 2:
+                    n_grid *= 2  # crossings too close for this grid may part on a finer one
+                    refinements += 1
+                if hidden is not None and len(units.G) >= hidden:
+                    break
+                if hidden is None and quiet >= 2:
+                    break
+            stage("gates")
+            h = len(units.G)
+            if h == 0:
+                return result("partial", f"no gate crossing found on {state['planes']} half-circles "
+                              f"(outputs too coarse? noise {nz:.1e})")
+            W = np.array(units.W).T
+            # 3: value rows from the even part (linear, free of orientation and magnitude)
+            n_e = int(math.ceil(2.0 * h * d / m)) + 64
+            if n_e > X.shape[0]:
+                Xa = rng.normal(size=(n_e - X.shape[0], d))
+                X = np.vstack([X, Xa])
+                Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+            E = 0.5 * (Yp + Yn)
+            # the even part fixes V when it has more equations than V unknowns; else the
+            # odd part far out fixes s * V and the even part the signs s
+            by_odd = h * d > EVEN_SHARE * m * d * (d + 1) / 2
+            if by_odd and n_e > Xo.shape[0]:
+                Xa = rng.normal(size=(n_e - Xo.shape[0], d))
+                Xo = np.vstack([Xo, Xa])
+                Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
+
+            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, frac: float,
+                      by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo)) -> tuple:
+                # no wall-clock limit here: the value rows are the method, not a polish
+                Xs, Ys = (data[2], data[3]) if by_odd else (data[0], data[1])
+                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd)
+                return sol.V, sol.residual
+
+            V, cg_res = solve(np.array(units.G), W, None, 0.3)
+            if units.prune(V):  # false crossings get (almost) no value row: not units
+                W, h = np.array(units.W).T, len(units.G)
+                V, cg_res = solve(np.array(units.G), W, None, 0.2)
+            if units.remeasure(o, V, r_far, step):
+                V, cg_res = solve(np.array(units.G), W, V, 0.2)
+            # the gate rows' curvature term needs the value rows: correct, solve again
+            for _ in range(CORRECTIONS):
+                G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
+                V, cg_res = solve(G, W, V, 0.2)
+            stage("value")
+            # 4: orientation from the other part (odd far out, or even)
+            if by_odd:
+                s = np.where(orientations(X, E, G, W, V, odd=False) >= 0, 1.0, -1.0)
+                V = s[:, None] * V
+            else:
+                n_o = int(math.ceil(3.0 * h / m)) + 32
+                if n_o > Xo.shape[0]:
+                    Xa = rng.normal(size=(n_o - Xo.shape[0], d))
+                    Xo = np.vstack([Xo, Xa])
+                    Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
+                s = np.where(orientations(Xo, Oo, G, W, V) >= 0, 1.0, -1.0)
+            stage("orientation")
+            fit = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
+            even_err = float(np.median(_rel_errors(E, fit)))
+            if even_err <= max(UNEXPLAINED, NOISY_FIT * nz) or state["planes"] >= max_planes \
+                    or (hidden is not None and h >= hidden) or cg_res > UNEXPLAINED:
+                break
+        # 5: magnitude from the odd part at scale one (psi bends there)
+        c = np.ones(h)
+        if act != "relu":
+            c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
+            stage("magnitude")
+        blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+        state["block"] = blk
+        # 6: polish, only when the training pairs say it is needed
+        train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
+        if refine and train > max(GOOD_FIT, 10 * nz):
+            left = max(1.0, time_limit - (time.monotonic() - t0))
+            pol = refine_block(blk, X, Yp, Yn, time_limit=left)
+            if pol.status != "unchanged":
+                state["block"], state["refined"] = pol.block, True
+        blk = state["block"]
+        # validation on fresh pairs
+        Xv = rng.normal(size=(256, d))
         Yv = o(np.vstack([Xv, -Xv]))
+        stage("validation")
     except BudgetExhausted as e:
-        return GLUResult(None, "partial", hidden, inferred, o.queries, time.monotonic() - t0,
-                         None, None, None, None, f"stopped: {e}")
-    # Non-convex: a few restarts, the best on the training pairs kept.
-    best, best_err = None, math.inf
-    for k in range(restarts):
-        left = time_limit - (time.monotonic() - t0)
-        if k and left <= 0:
-            break
-        cand = _fit(X, Yp, Yn, hidden, act, rng, steps, max(left / (restarts - k), 1.0))
-        err = float(np.median(_rel_errors(np.vstack([Yp, Yn]), cand(np.vstack([X, -X])))))
-        if err < best_err:
-            best, best_err = cand, err
-        if err < GOOD_FIT:
-            break
-    blk = best
-    nv = Xv.shape[0]
+        return result("partial", f"stopped: {e}")
     P = blk(np.vstack([Xv, -Xv]))
+    nv = Xv.shape[0]
     rel = _rel_errors(Yv, P)
-    ev, pv = 0.5 * (Yv[:nv] + Yv[nv:]), 0.5 * (P[:nv] + P[nv:])
-    od, po = 0.5 * (Yv[:nv] - Yv[nv:]), 0.5 * (P[:nv] - P[nv:])
-    med, worst = float(np.median(rel)), float(np.max(rel))
-    return GLUResult(
-        blk, "fitted", hidden, inferred, o.queries, time.monotonic() - t0, med, worst,
-        float(np.median(_rel_errors(ev, pv))), float(np.median(_rel_errors(od, po))),
-        f"GLU {d}x{hidden} ({act}) fitted to {o.queries} queries: median relative validation "
-        f"error {med:.3g}, worst {worst:.3g}",
-    )
+    ev = _rel_errors(0.5 * (Yv[:nv] + Yv[nv:]), 0.5 * (P[:nv] + P[nv:]))
+    od = _rel_errors(0.5 * (Yv[:nv] - Yv[nv:]), 0.5 * (P[:nv] - P[nv:]))
+    val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
+    perr = param_error(blk, reference) if reference is not None else None
+    missing = hidden is not None and h < hidden
+    status = "partial" if missing else "recovered"
+    msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
+           f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
+    if missing:
+        msg += f"; only {h} of {hidden} units found"
+    if cg_res > UNEXPLAINED:
+        msg += f"; value solve residual {cg_res:.1e}"
+    return result(status, msg, val, perr)
