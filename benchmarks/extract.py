@@ -10,8 +10,7 @@ numbers they publish (marked "published").  Rows:
   exact equivalence verdict of relulab.symmetry on [-1, 1]^d;
 * the defence: outputs rounded to k decimals (the attack told the resolution) - queries
   and precision as k shrinks;
-* bias-free GLU blocks: median / worst relative validation error with float64,
-  float32 and bfloat16-rounded oracles (the abstract reports sub-percent medians).
+* bias-free GLU blocks are measured by benchmarks/extract_glu.py (its own JSON).
 
     python benchmarks/extract.py [--quick] [--out benchmarks/results/extract.json]
 """
@@ -26,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from relulab import Network
-from relulab.extract import extract_glu, extract_relu, random_glu
+from relulab.extract import extract_relu
 from relulab.results import to_jsonable
 
 # (architecture, published log2 queries, published worst error bits) from Carlini et al.
@@ -91,35 +90,10 @@ def relu_row(arch: list[int], seed: int, precision: float | None = None, decimal
     }
 
 
-def _bf16(Y: np.ndarray) -> np.ndarray:
-    """Round float64 to bfloat16 (8 bits of mantissa), round-to-nearest-even."""
-    a = np.asarray(Y, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    a = ((a + 0x7FFF + ((a >> 16) & 1)) >> 16) << 16
-    return a.astype(np.uint32).view(np.float32).astype(np.float64)
-
-
-def glu_row(d: int, h: int, act: str, kind: str, seed: int, time_limit: float):
-    blk = random_glu(d, h, act=act, seed=seed)
-    if kind == "float64":
-        oracle = blk
-    elif kind == "float32":
-        def oracle(X):
-            return blk(np.asarray(X, np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
-    else:
-        def oracle(X):
-            return _bf16(blk(X))
-    r = extract_glu(oracle, d, h, act, seed=seed, time_limit=time_limit)
-    return {"d": d, "hidden": h, "act": act, "oracle": kind, "queries": r.queries,
-            "median_rel_error": r.median_rel_error, "worst_rel_error": r.worst_rel_error,
-            "time": round(r.time, 1)}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     ap.add_argument("--out", default="benchmarks/results/extract.json")
-    ap.add_argument("--skip-glu", action="store_true",
-                    help="ReLU rows only (the GLU rows of an existing --out file are kept)")
     ap.add_argument("--seeds", type=int, default=1, help="random networks of 10-20-20-1")
     ap.add_argument("--archs", default="10-20-20-1,40-20-10-10-1,784-128-1,digits",
                     help="which ReLU rows (comma-separated; 'digits': the trained 784-128-1)")
@@ -157,22 +131,10 @@ def main() -> None:
     for r in defence:
         print(f"{str(r['decimals']):>4} {r['status']:>9} {r['log2_queries']:>7} {str(r['bits']):>6} "
               f"{str(r['equivalence']):>10} {r['max_output_error'] if r['max_output_error'] is not None else '-':>12}")
-    if a.skip_glu:
-        old = Path(a.out)
-        glu = json.loads(old.read_text()).get("glu", []) if old.exists() else []
-    else:
-        sizes = [(8, 4), (16, 8)] if a.quick else [(8, 4), (16, 8), (32, 16), (64, 32)]
-        glu = [glu_row(d, h, "silu", kind, 0, 20.0 if a.quick else 30.0)
-               for d, h in sizes for kind in ("float64", "float32", "bfloat16")]
-        print("\nGLU blocks (SiLU): relative validation error (abstract: sub-percent median, float64)")
-        print(f"{'d x hidden':>11} {'oracle':>9} {'queries':>8} {'median':>10} {'worst':>10} {'time s':>7}")
-        for r in glu:
-            print(f"{r['d']:>5} x {r['hidden']:<4} {r['oracle']:>9} {r['queries']:>8} "
-                  f"{r['median_rel_error']:>10.3g} {r['worst_rel_error']:>10.3g} {r['time']:>7}")
     total = time.monotonic() - t0
     print(f"\ntotal {total:.0f} s")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(to_jsonable({"relu": relu, "defence": defence, "glu": glu,
+    Path(a.out).write_text(json.dumps(to_jsonable({"relu": relu, "defence": defence,
                                                    "quick": a.quick, "total_s": total}), indent=1))
 
 
