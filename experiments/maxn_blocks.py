@@ -34,17 +34,24 @@ def main() -> None:
     ap.add_argument("--max-blocks", type=int, default=3)
     ap.add_argument("--kappa-max", type=int, default=1)
     ap.add_argument("--v-max", type=int, default=2)
+    ap.add_argument("--kappa-terms", type=int, default=None)
+    ap.add_argument("--sizes", type=str, default=None,
+                    help="block sizes to use, e.g. '4,2,1;3,2,1,1' (default: all with <= max-blocks)")
     ap.add_argument("--time-limit", type=float, default=None)
     args = ap.parse_args()
     ns = args.n or ([3, 4, 5] if args.quick else [3, 4, 5, 6, 7])
     rows, store = [], {}
     for n in ns:
         t0 = time.perf_counter()
+        sizes = ([tuple(int(v) for v in part.split(",")) for part in args.sizes.split(";")]
+                 if args.sizes else None)
         cands = block_candidates(n, max_blocks=args.max_blocks, kappa_max=args.kappa_max,
-                                 v_max=args.v_max)
+                                 v_max=args.v_max, sizes=sizes, kappa_terms=args.kappa_terms)
         s = search_max_blocks(n, cands, time_limit=args.time_limit)
         row = {"n": n, "family": f"blocks r<={args.max_blocks}, kappa<={args.kappa_max}, "
-                                  f"v<={args.v_max}",
+                                  f"v<={args.v_max}"
+                                  + (f", <={args.kappa_terms} kappa terms" if args.kappa_terms else "")
+                                  + (f", sizes {args.sizes}" if args.sizes else ""),
                "status": s.status, "candidates": s.n_candidates, "hyperplanes": s.n_hyperplanes,
                "search_seconds": round(time.perf_counter() - t0, 1)}
         if s.status == "found":

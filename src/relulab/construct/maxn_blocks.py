@@ -217,19 +217,28 @@ def _coefs(t: BlockTerm) -> np.ndarray:
                      for nm in _names(t.sizes)], dtype=np.int64)
 
 
-def _coef_grid(sizes: tuple[int, ...], kappa_max: int, v_max: int) -> np.ndarray:
+def _coef_grid(sizes: tuple[int, ...], kappa_max: int, v_max: int,
+               kappa_terms: int | None = None) -> np.ndarray:
     """All primitive integer coefficient vectors, one of each +-pair (relu(-g) =
     relu(g) - g: the same orbit up to a linear term), with sum a_b v_b = 0, on the grid
     where (in units of 1/2) cross-block kappa is at most kappa_max, in-block kappa an even
     number at most 2 kappa_max and |v| <= 2 v_max (so half-integer cross terms like
-    ``max(x_i, x_j) = (x_i + x_j + |x_i - x_j|) / 2`` are in the family)."""
+    ``max(x_i, x_j) = (x_i + x_j + |x_i - x_j|) / 2`` are in the family); at most
+    ``kappa_terms`` non-zero kappa entries when given."""
     names = _names(sizes)
-    rng = [range(-2 * kappa_max, 2 * kappa_max + 1, 2) if nm[0] == "k" and nm[1] == nm[2]
-           else range(-kappa_max, kappa_max + 1) if nm[0] == "k"
-           else range(-2 * v_max, 2 * v_max + 1) for nm in names]
-    Q = np.array(list(itertools.product(*rng)), dtype=np.int64).reshape(-1, len(names))
+    ki = [i for i, nm in enumerate(names) if nm[0] == "k"]
     vi = [i for i, nm in enumerate(names) if nm[0] == "v"]
-    Q = Q[Q[:, vi] @ np.array([sizes[names[i][1]] for i in vi]) == 0]
+    krng = [range(-2 * kappa_max, 2 * kappa_max + 1, 2) if names[i][1] == names[i][2]
+            else range(-kappa_max, kappa_max + 1) for i in ki]
+    Kg = np.array(list(itertools.product(*krng)), dtype=np.int64).reshape(-1, len(ki))
+    if kappa_terms is not None:
+        Kg = Kg[(Kg != 0).sum(axis=1) <= kappa_terms]
+    Vg = np.array(list(itertools.product(range(-2 * v_max, 2 * v_max + 1), repeat=len(vi))),
+                  dtype=np.int64).reshape(-1, len(vi))
+    Vg = Vg[Vg @ np.array([sizes[names[i][1]] for i in vi]) == 0]
+    Q = np.zeros((len(Kg) * len(Vg), len(names)), dtype=np.int64)
+    Q[:, ki] = np.repeat(Kg, len(Vg), axis=0)
+    Q[:, vi] = np.tile(Vg, (len(Kg), 1))
     Q = Q[(Q != 0).any(axis=1)]
     Q = Q[np.gcd.reduce(np.abs(Q), axis=1) == 1]
     first = Q[np.arange(len(Q)), (Q != 0).argmax(axis=1)]
@@ -237,15 +246,17 @@ def _coef_grid(sizes: tuple[int, ...], kappa_max: int, v_max: int) -> np.ndarray
 
 
 def block_candidates(n: int, max_blocks: int = 3, kappa_max: int = 1, v_max: int = 2,
-                     sizes: Sequence[Sequence[int]] | None = None) -> list[BlockTerm]:
+                     sizes: Sequence[Sequence[int]] | None = None,
+                     kappa_terms: int | None = None) -> list[BlockTerm]:
     """Every :class:`BlockTerm` for n inputs with at most ``max_blocks`` blocks (or the
     given block ``sizes``) on the coefficient grid of ``kappa_max`` and ``v_max`` (in-block
     kappa and v in steps of 1, cross-block kappa in steps of 1/2, after scaling by 2) that
-    bends somewhere inside the ordering cone (others are linear there: useless).
+    bends somewhere inside the ordering cone (others are linear there: useless); at most
+    ``kappa_terms`` non-zero kappa entries when given.
 
     Example:
         >>> [str(t) for t in block_candidates(3, kappa_max=1, v_max=1)][:2]
-        ['blocks(2, 1)[k00=+1 k01=-1]', 'blocks(2, 1)[k01=+1]']
+        ['blocks(2, 1)[v0=+1 v1=-2]', 'blocks(2, 1)[k00=+2 k01=-1]']
     """
     if not isinstance(n, (int, np.integer)) or n < 3:
         raise ConstructionError(f"block_candidates: n must be an integer >= 3, got {n!r}")
@@ -256,7 +267,7 @@ def block_candidates(n: int, max_blocks: int = 3, kappa_max: int = 1, v_max: int
         if sum(a) != n:
             raise ConstructionError(f"block_candidates: block sizes {a} do not sum to n = {n}")
         F = _features(a)
-        Q = _coef_grid(a, kappa_max, v_max)
+        Q = _coef_grid(a, kappa_max, v_max, kappa_terms)
         for s in range(0, len(Q), 4096):
             B = np.einsum("pmf,qf->qpm", F, Q[s:s + 4096])
             mixed = ((B > 0).any(axis=2) & (B < 0).any(axis=2)).any(axis=1)
@@ -296,7 +307,7 @@ class MaxBlocksSolution(Result):
     Example:
         >>> s = stored_max_blocks(4)
         >>> s.status, s.widths
-        ('found', (14, 14))
+        ('found', (14, 32))
     """
 
     n: int
