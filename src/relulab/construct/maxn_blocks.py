@@ -83,7 +83,7 @@ class BlockTerm:
     Example:
         >>> t = BlockTerm((2, 1), ((0, 0, 1), (0, 1, -1)), (1, -2))
         >>> t.n, t.splits(), t.q([1, 0]), t.q([2, 1])
-        (3, 3, 0, 0)
+        (3, 3, 1, 0)
     """
 
     sizes: tuple[int, ...]
