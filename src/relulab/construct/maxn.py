@@ -661,15 +661,22 @@ def two_hidden_available() -> list[int]:
         >>> two_hidden_available()[:5]
         [2, 3, 4, 5, 6]
     """
+    return list(_available())
+
+
+@functools.lru_cache(maxsize=1)
+def _available() -> tuple[int, ...]:
     blocks = [n for n in MAXN_BLOCKS if stored_max_blocks(n).widths[1] <= _MAX_EXACT_NEURONS]
-    return sorted({2, *MAXN_STORED, *blocks})
+    return tuple(sorted({2, *MAXN_STORED, *blocks}))
 
 
 # ------------------------------------------------------------------ recursion
 def _bases(bases: Sequence[int] | None) -> list[int]:
-    avail = two_hidden_available()
+    """The requested bases (any n of :func:`two_hidden_available`); by default the item
+    solutions (small networks, fast to substitute) and 2."""
     if bases is None:
-        return avail
+        return sorted({2, *MAXN_STORED})
+    avail = two_hidden_available()
     bad = [b for b in bases if b not in avail]
     if bad:
         raise ConstructionError(f"max_n_deep: no two-hidden-layer base for n = {bad} (stored: {avail})")

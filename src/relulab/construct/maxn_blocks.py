@@ -317,7 +317,7 @@ class MaxBlocksSolution(Result):
     n_hyperplanes: int
     n_equations_checked: int
 
-    @property
+    @functools.cached_property
     def widths(self) -> tuple[int, int]:
         """(first, second) hidden-layer widths of :func:`max_blocks_network` (distinct
         neurons after merging equal ones; the two carries of sum x included)."""
