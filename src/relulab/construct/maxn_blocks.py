@@ -71,6 +71,8 @@ __all__ = [
     "MAXN_BLOCKS",
 ]
 
+_FLOAT_EXACT = 2**52  # integers below this add and multiply exactly in float64
+_INT64_SAFE = 2**62  # int64 sums below this cannot overflow
 _LP_ZERO = 1e-9  # relative size below which an LP coefficient is read as zero  # tol: LP zeros
 
 
@@ -592,15 +594,18 @@ def eval_max_blocks(n: int, solution: MaxBlocksSolution | Sequence[tuple[BlockTe
     Xi = np.array([[int(v * den) for v in r] for r in rows], dtype=object).reshape(-1, n)
     big = max((abs(int(v)) for v in Xi.ravel()), default=0)
     bound = big * int(np.abs(A1).sum(axis=1).max()) * int(np.abs(N2).sum(axis=1).max())
-    dt = np.int64 if bound * max(1, len(N2)) < 2**62 else object
-    H1 = np.maximum(Xi.astype(dt) @ A1.T.astype(dt), 0)
-    H2 = np.maximum(H1 @ N2.T.astype(dt), 0)
-    res = [Fraction(0)] * len(rows)
-    w = np.array(outs, dtype=object)
-    for val in set(outs):
-        s = H2[:, np.nonzero(w == val)[0]].sum(axis=1)
-        res = [r + val * int(x) for r, x in zip(res, s.tolist(), strict=True)]
-    return [r / (n * den) for r in res]
+    D = math.lcm(*(v.denominator for v in outs))
+    wi = [int(v * D) for v in outs]
+    if bound < _FLOAT_EXACT and bound * sum(abs(w) for w in wi) < _INT64_SAFE:
+        # every partial sum is an integer below 2^52 (float64 exact), the output below 2^62
+        H1 = np.maximum(Xi.astype(np.float64) @ A1.T.astype(np.float64), 0)
+        H2 = np.rint(np.maximum(H1 @ N2.T.astype(np.float64), 0)).astype(np.int64)
+        tot = H2 @ np.array(wi, dtype=np.int64)
+    else:
+        H1 = np.maximum(Xi @ A1.T.astype(object), 0)
+        H2 = np.maximum(H1 @ N2.T.astype(object), 0)
+        tot = H2.dot(np.array(wi, dtype=object))
+    return [Fraction(int(t), n * den * D) for t in tot.tolist()]
 
 
 def certify_max_blocks(n: int, solution: MaxBlocksSolution | Sequence[tuple[BlockTerm, Fraction]],
