@@ -481,7 +481,8 @@ def search_max_blocks(n: int, terms: Sequence[BlockTerm] | None = None,
     w = np.array([t.splits() for t in cands], dtype=np.float64)
     res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
                 lb=np.zeros(2 * m), time_limit=time_limit)
-    if res.status == "infeasible":
+    # the objective is >= 0 on lb = 0, so HiGHS's "infeasible or unbounded" means infeasible
+    if res.status in ("infeasible", "infeasible_or_unbounded"):
         return MaxBlocksSolution(n, "infeasible", (), m, R, R + n - 1)
     if res.status != "optimal" or res.x is None:
         return MaxBlocksSolution(n, "unknown", (), m, R, 0)
