@@ -440,7 +440,11 @@ def _sparse_system(cands: Sequence[BlockTerm], n: int):
         dead = np.unique(Mc[single].tocoo().col)
         alive[np.nonzero(alive)[0][dead]] = False
     M = M.multiply(alive[None, :]).tocsr()
+    M.eliminate_zeros()
     M = M[np.diff(M.indptr) > 0]
+    # each hyperplane row says "= 0": scale it to max |entry| 1 (HiGHS stalls with an
+    # "error" status on the raw integer rows for n = 7)
+    M = sparse.diags(1.0 / np.abs(M).max(axis=1).toarray().ravel()) @ M
     if not alive.any():
         return None, len(uh)
     L = sparse.csr_matrix((lin * alive[:, None]).T.astype(np.float64))
@@ -479,6 +483,7 @@ def search_max_blocks(n: int, terms: Sequence[BlockTerm] | None = None,
         return MaxBlocksSolution(n, "infeasible", (), m, R, R + n - 1)
     b = np.concatenate([np.zeros(A.shape[0] - (n - 1)), [1 - (k + 1) / n for k in range(n - 1)]])
     w = np.array([t.splits() for t in cands], dtype=np.float64)
+    w /= w.max()
     res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
                 lb=np.zeros(2 * m), time_limit=time_limit)
     # the objective is >= 0 on lb = 0, so HiGHS's "infeasible or unbounded" means infeasible
