@@ -163,12 +163,19 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
     if hl < 1:
         raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
-    fewest = 2 if nn in C.MAXN_LARGE else C.deep_layers(nn)
+    fewest = 2 if nn in C.MAXN_LARGE or nn in C.MAXN_BLOCKS else C.deep_layers(nn)
     extra: dict[str, Any] = {
         "fewest_hidden_layers_here": fewest,
         "published_hidden_layers": C.log6_layers(nn),
-        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE}),
+        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE, *C.MAXN_BLOCKS}),
     }
+    if hl == 2 and nn in C.MAXN_BLOCKS and nn not in C.MAXN_STORED:
+        sol = C.stored_max_blocks(nn)
+        extra["construction"] = ("two-hidden-layer search over block-symmetric orbits (first layer "
+                                 "relu(x_i - x_j)); certificate from its integer arrays")
+        extra["certificate"] = C.certify_max_blocks(nn, sol).to_dict()
+        exact = nn in C.two_hidden_available()
+        return C.max_blocks_network(nn, sol, exact=exact), extra
     if hl == 2 and nn in C.MAXN_LARGE and nn not in C.MAXN_STORED:
         sol = C.stored_max_pairs(nn)
         extra["construction"] = ("two-hidden-layer search (first layer relu(x_i - x_j)); float64 "

@@ -64,7 +64,8 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn_cert import cone_check_int, int_layers, is_symmetric_int
+from .maxn_blocks import MAXN_BLOCKS, max_blocks_network, stored_max_blocks
+from .maxn_cert import MaxNCertificate, _certify, certify_arrays, int_layers
 
 __all__ = [
     "PairTerm",
@@ -76,6 +77,7 @@ __all__ = [
     "max_pairs_network",
     "certify_max_cones",
     "certify_max_pairs",
+    "certify_arrays",
     "stored_max_pairs",
     "max_n_two_hidden",
     "max_n_deep",
@@ -85,6 +87,7 @@ __all__ = [
     "max_of_mins_deep",
     "MAXN_STORED",
     "MAXN_LARGE",
+    "two_hidden_available",
 ]
 
 Item = tuple  # ("x", i) or ("m", i, j) with i < j, on local coordinates
@@ -441,7 +444,8 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     w = np.array([t.orbit_size(n) for t in cands], dtype=np.float64)
     res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
                 lb=np.zeros(2 * m), time_limit=time_limit)
-    if res.status == "infeasible":
+    # the objective is >= 0 on lb = 0, so HiGHS's "infeasible or unbounded" means infeasible
+    if res.status in ("infeasible", "infeasible_or_unbounded"):
         return MaxPairsSolution(n, "infeasible", (), m, R, R + n - 1)
     if res.status != "optimal" or res.x is None:
         return MaxPairsSolution(n, "unknown", (), m, R, 0)
@@ -537,66 +541,6 @@ def max_pairs_network(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTe
 
 
 # ------------------------------------------------------------------ the certificate
-@dataclass(frozen=True)
-class MaxNCertificate(Result):
-    """Exact proof (or refutation) that a network equals max of n inputs on R^n
-    (:func:`certify_max_cones`).  ``cones_checked`` ordering cones were checked exactly;
-    ``cones_covered`` = n! when the symmetry proof (or the full check) covers R^n.
-
-    Example:
-        >>> c = certify_max_cones(max_n_two_hidden(4), 4)
-        >>> c.status, c.cones_checked, c.cones_covered, c.by_symmetry
-        ('certified', 1, 24, True)
-    """
-
-    n: int
-    status: str  # "certified" | "failed" (proved different from max) | "not applicable"
-    widths: tuple[int, ...]
-    hidden_layers: int
-    cones_checked: int
-    cones_covered: int
-    by_symmetry: bool
-    hyperplanes_checked: int
-    reason: str | None
-
-
-def _subcones(order: Sequence[int], n: int) -> list[np.ndarray]:
-    """The ordering cone ``x_o0 >= ... >= x_o(n-1)`` as two simplicial cones (split by the
-    sign of sum x, which the carrying neurons need): rays ``+-1`` and
-    ``p_m = r_m - (m/n) 1`` with ``r_m`` the indicator of the m largest (integers: scaled by n)."""
-    P = np.zeros((n - 1, n), dtype=np.int64)
-    for m in range(n - 1):
-        P[m, :] = -(m + 1)
-        P[m, list(order[: m + 1])] += n
-    one = np.ones((1, n), dtype=np.int64)
-    return [np.concatenate([one, P]), np.concatenate([-one, P])]
-
-
-def _certify(A1: np.ndarray, A2: np.ndarray, w: list[Fraction], scale: int, n: int,
-             widths: tuple[int, ...], use_symmetry: bool | None) -> MaxNCertificate:
-    base = dict(n=n, widths=widths, hidden_layers=2)
-    sym = is_symmetric_int(A1, A2, w, n) if use_symmetry is not False else False
-    if use_symmetry and not sym:
-        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
-                               by_symmetry=False, hyperplanes_checked=0,
-                               reason="the network is not exactly symmetric")
-    orders = [tuple(range(n))] if sym else itertools.permutations(range(n))
-    nh = 0
-    k = 0
-    for k, order in enumerate(orders):
-        for half, rays in zip(("sum x >= 0", "sum x <= 0"), _subcones(order, n), strict=True):
-            verdict, h, why = cone_check_int(A1, A2, w, scale, rays, order[0])
-            nh += h
-            if verdict != "ok":
-                where = f"the cone x_{list(order)} decreasing, {half}"
-                return MaxNCertificate(**base, status=verdict, cones_checked=k + 1, cones_covered=k,
-                                       by_symmetry=sym, hyperplanes_checked=nh,
-                                       reason=f"{why} in {where}")
-    return MaxNCertificate(**base, status="certified", cones_checked=k + 1,
-                           cones_covered=math.factorial(n), by_symmetry=sym,
-                           hyperplanes_checked=nh, reason=None)
-
-
 def certify_max_cones(net: Network, n: int, use_symmetry: bool | None = None) -> MaxNCertificate:
     """Certify exactly that a two-hidden-layer, bias-free network whose first-layer neurons
     are sign-constant on ordering cones computes max of n inputs on R^n (module docstring),
@@ -668,11 +612,17 @@ def stored_max_pairs(n: int) -> MaxPairsSolution:
     return MaxPairsSolution(n, "found" if ok else "failed", tuple(terms), len(terms), nh, ne)
 
 
+# the largest block solution max_n_two_hidden builds as Fraction arrays (second-layer neurons)
+_MAX_EXACT_NEURONS = 60000
+
+
 @functools.lru_cache(maxsize=16)
 def max_n_two_hidden(n: int) -> Network:
     """An exact network with **two** hidden layers computing ``max(x_1..x_n)`` on R^n
-    whose first layer is ``relu(x_i - x_j)`` (all ordered pairs) and ``relu(+-sum x)``,
-    from the stored solution of :func:`search_max_pairs` (:data:`MAXN_STORED`).
+    whose first layer is ``relu(x_i - x_j)`` (all ordered pairs) and ``relu(+-sum x)``:
+    from the stored item solution of :func:`search_max_pairs` (:data:`MAXN_STORED`,
+    n <= 6) or else the stored block solution of
+    :func:`relulab.construct.search_max_blocks` (:data:`relulab.construct.MAXN_BLOCKS`).
     Certify it with :func:`certify_max_cones`.
 
     Example:
@@ -681,23 +631,53 @@ def max_n_two_hidden(n: int) -> Network:
     """
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
         raise ConstructionError(f"max_n_two_hidden: n must be an integer >= 2, got {n!r}")
+    n = int(n)
+    if n not in MAXN_STORED and n != 2 and n in MAXN_BLOCKS:
+        sol = stored_max_blocks(n)
+        if sol.status != "found":
+            raise ConstructionError(f"max_n_two_hidden: the stored block solution for n = {n} fails its check")
+        if sol.widths[1] > _MAX_EXACT_NEURONS:
+            raise ConstructionError(
+                f"max_n_two_hidden: the stored block solution for n = {n} has {sol.widths[1]} "
+                f"second-layer neurons, too many for Fraction arrays; use "
+                f"max_blocks_network({n}, stored_max_blocks({n}), exact=False), eval_max_blocks "
+                f"and certify_max_blocks")
+        return max_blocks_network(n, sol)
     if n in MAXN_LARGE and n not in MAXN_STORED:
         raise ConstructionError(
             f"max_n_two_hidden: the stored solution for n = {n} has {stored_max_pairs(n).widths[1]} "
             f"second-layer neurons, too many for Fraction arrays; build it with "
             f"max_pairs_network({n}, stored_max_pairs({n}), exact=False) and certify it with "
             f"certify_max_pairs({n}, stored_max_pairs({n}))")
-    sol = stored_max_pairs(int(n))
+    sol = stored_max_pairs(n)
     if sol.status != "found":
         raise ConstructionError(f"max_n_two_hidden: the stored solution for n = {n} fails its check")
-    return max_pairs_network(int(n), sol)
+    return max_pairs_network(n, sol)
+
+
+def two_hidden_available() -> list[int]:
+    """Every n for which :func:`max_n_two_hidden` builds an exact network.
+
+    Example:
+        >>> two_hidden_available()[:5]
+        [2, 3, 4, 5, 6]
+    """
+    return list(_available())
+
+
+@functools.lru_cache(maxsize=1)
+def _available() -> tuple[int, ...]:
+    blocks = [n for n in MAXN_BLOCKS if stored_max_blocks(n).widths[1] <= _MAX_EXACT_NEURONS]
+    return tuple(sorted({2, *MAXN_STORED, *blocks}))
 
 
 # ------------------------------------------------------------------ recursion
 def _bases(bases: Sequence[int] | None) -> list[int]:
-    avail = sorted({2, *MAXN_STORED})
+    """The requested bases (any n of :func:`two_hidden_available`); by default the item
+    solutions (small networks, fast to substitute) and 2."""
     if bases is None:
-        return avail
+        return sorted({2, *MAXN_STORED})
+    avail = two_hidden_available()
     bad = [b for b in bases if b not in avail]
     if bad:
         raise ConstructionError(f"max_n_deep: no two-hidden-layer base for n = {bad} (stored: {avail})")

@@ -8,6 +8,8 @@ exactly even for hundreds of thousands of neurons; only the output weights stay 
 
 Example:
     >>> import numpy as np
+
+from ..results import Result
     >>> A1, d1, A2, d2, w = int_layers(np.array([[1, -1], [-1, 1]]), np.array([[1, 1]]),
     ...                                [Fraction(1, 2)])
     >>> A1.tolist(), d1, A2.tolist(), d2, w
@@ -16,13 +18,17 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["int_layers", "is_symmetric_int", "cone_check_int"]
+from ..results import Result
+
+__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays"]
 
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
@@ -176,3 +182,81 @@ def cone_check_int(A1: np.ndarray, A2: np.ndarray, w: Sequence[Fraction], scale:
     if linear != want:
         return "failed", nh, f"the output is {[str(v / scale) for v in linear]} . x"
     return "ok", nh, None
+
+
+@dataclass(frozen=True)
+class MaxNCertificate(Result):
+    """Exact proof (or refutation) that a network equals max of n inputs on R^n
+    (:func:`certify_max_cones`).  ``cones_checked`` ordering cones were checked exactly;
+    ``cones_covered`` = n! when the symmetry proof (or the full check) covers R^n.
+
+    Example:
+        >>> A1 = np.array([[1, -1], [-1, 1], [1, 1], [-1, -1]])
+        >>> A2 = np.array([[1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+        >>> c = certify_arrays(A1, A2, [Fraction(1, 2)] * 2 + [Fraction(-1, 2)], 1, 2)
+        >>> c.status, c.cones_checked, c.cones_covered, c.by_symmetry
+        ('certified', 1, 2, True)
+    """
+
+    n: int
+    status: str  # "certified" | "failed" (proved different from max) | "not applicable"
+    widths: tuple[int, ...]
+    hidden_layers: int
+    cones_checked: int
+    cones_covered: int
+    by_symmetry: bool
+    hyperplanes_checked: int
+    reason: str | None
+
+
+def _subcones(order: Sequence[int], n: int) -> list[np.ndarray]:
+    """The ordering cone ``x_o0 >= ... >= x_o(n-1)`` as two simplicial cones (split by the
+    sign of sum x, which the carrying neurons need): rays ``+-1`` and
+    ``p_m = r_m - (m/n) 1`` with ``r_m`` the indicator of the m largest (integers: scaled by n)."""
+    P = np.zeros((n - 1, n), dtype=np.int64)
+    for m in range(n - 1):
+        P[m, :] = -(m + 1)
+        P[m, list(order[: m + 1])] += n
+    one = np.ones((1, n), dtype=np.int64)
+    return [np.concatenate([one, P]), np.concatenate([-one, P])]
+
+
+def _certify(A1: np.ndarray, A2: np.ndarray, w: list[Fraction], scale: int, n: int,
+             widths: tuple[int, ...], use_symmetry: bool | None) -> MaxNCertificate:
+    base = dict(n=n, widths=widths, hidden_layers=2)
+    sym = is_symmetric_int(A1, A2, w, n) if use_symmetry is not False else False
+    if use_symmetry and not sym:
+        return MaxNCertificate(**base, status="not applicable", cones_checked=0, cones_covered=0,
+                               by_symmetry=False, hyperplanes_checked=0,
+                               reason="the network is not exactly symmetric")
+    orders = [tuple(range(n))] if sym else itertools.permutations(range(n))
+    nh = 0
+    k = 0
+    for k, order in enumerate(orders):
+        for half, rays in zip(("sum x >= 0", "sum x <= 0"), _subcones(order, n), strict=True):
+            verdict, h, why = cone_check_int(A1, A2, w, scale, rays, order[0])
+            nh += h
+            if verdict != "ok":
+                where = f"the cone x_{list(order)} decreasing, {half}"
+                return MaxNCertificate(**base, status=verdict, cones_checked=k + 1, cones_covered=k,
+                                       by_symmetry=sym, hyperplanes_checked=nh,
+                                       reason=f"{why} in {where}")
+    return MaxNCertificate(**base, status="certified", cones_checked=k + 1,
+                           cones_covered=math.factorial(n), by_symmetry=sym,
+                           hyperplanes_checked=nh, reason=None)
+
+
+def certify_arrays(A1: np.ndarray, A2: np.ndarray, w: Sequence[object], scale: int, n: int,
+                   use_symmetry: bool | None = None) -> MaxNCertificate:
+    """:func:`relulab.construct.certify_max_cones` for the bias-free network ``f(x) = sum_k w_k
+    relu(A2_k relu(A1 x)) / scale`` given by integer arrays (first layer A1, second layer
+    numerators A2, output weights w): for networks too large for Fraction arrays.
+
+    Example:
+        >>> A1 = np.array([[1, -1], [-1, 1], [1, 1], [-1, -1]])
+        >>> A2 = np.array([[1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+        >>> certify_arrays(A1, A2, [Fraction(1, 2)] * 2 + [Fraction(-1, 2)], 1, 2).status
+        'certified'
+    """
+    w = [Fraction(v) for v in w]
+    return _certify(A1, A2, w, scale, n, (A1.shape[0], A2.shape[0]), use_symmetry)
