@@ -65,7 +65,7 @@ from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
 from .maxn_blocks import MAXN_BLOCKS, max_blocks_network, stored_max_blocks
-from .maxn_cert import MaxNCertificate, _certify, certify_arrays, int_layers
+from .maxn_cert import MaxNCertificate, _certify, certify_arrays, int_layers, min_weight_support
 
 __all__ = [
     "PairTerm",
@@ -425,7 +425,6 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     """
     from scipy import sparse
 
-    from ..lp import solve
 
     if not isinstance(n, (int, np.integer)) or n < 2:
         raise ConstructionError(f"search_max_pairs: n must be an integer >= 2, got {n!r}")
@@ -442,15 +441,11 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     A = sparse.csr_matrix((V, (I, J)), shape=(R + n - 1, m))
     b = np.concatenate([np.zeros(R), np.array([float(v) for v in target])])
     w = np.array([t.orbit_size(n) for t in cands], dtype=np.float64)
-    res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
-                lb=np.zeros(2 * m), time_limit=time_limit)
-    # the objective is >= 0 on lb = 0, so HiGHS's "infeasible or unbounded" means infeasible
-    if res.status in ("infeasible", "infeasible_or_unbounded"):
+    status, support = min_weight_support(w, A, b, time_limit)
+    if status == "infeasible":
         return MaxPairsSolution(n, "infeasible", (), m, R, R + n - 1)
-    if res.status != "optimal" or res.x is None:
+    if status != "optimal":
         return MaxPairsSolution(n, "unknown", (), m, R, 0)
-    x = res.x[:m] - res.x[m:]
-    support = [c for c in range(m) if abs(x[c]) > 1e-9 * max(1.0, float(np.abs(x).max()))]  # tol: LP zeros
     exact = _exact_solve(support, entries, lins, target, R)
     if exact is None:
         return MaxPairsSolution(n, "failed", (), m, R, 0)

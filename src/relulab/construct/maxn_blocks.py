@@ -56,7 +56,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn_cert import MaxNCertificate, certify_arrays
+from .maxn_cert import MaxNCertificate, certify_arrays, min_weight_support
 
 __all__ = [
     "BlockTerm",
@@ -464,9 +464,7 @@ def search_max_blocks(n: int, terms: Sequence[BlockTerm] | None = None,
         >>> s.status, certify_max_blocks(5, s).status
         ('found', 'certified')
     """
-    from scipy import sparse
 
-    from ..lp import solve
 
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 3:
         raise ConstructionError(f"search_max_blocks: n must be an integer >= 3, got {n!r}")
@@ -484,15 +482,11 @@ def search_max_blocks(n: int, terms: Sequence[BlockTerm] | None = None,
     b = np.concatenate([np.zeros(A.shape[0] - (n - 1)), [1 - (k + 1) / n for k in range(n - 1)]])
     w = np.array([t.splits() for t in cands], dtype=np.float64)
     w /= w.max()
-    res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
-                lb=np.zeros(2 * m), time_limit=time_limit)
-    # the objective is >= 0 on lb = 0, so HiGHS's "infeasible or unbounded" means infeasible
-    if res.status in ("infeasible", "infeasible_or_unbounded"):
+    status, support = min_weight_support(w, A, b, time_limit, zero=_LP_ZERO)
+    if status == "infeasible":
         return MaxBlocksSolution(n, "infeasible", (), m, R, R + n - 1)
-    if res.status != "optimal" or res.x is None:
+    if status != "optimal":
         return MaxBlocksSolution(n, "unknown", (), m, R, 0)
-    x = res.x[:m] - res.x[m:]
-    support = [j for j in range(m) if abs(x[j]) > _LP_ZERO * max(1.0, float(np.abs(x).max()))]
     exact = _exact_solve([_column(cands[j]) for j in support], n)
     if exact is None:
         return MaxBlocksSolution(n, "failed", (), m, R, 0)

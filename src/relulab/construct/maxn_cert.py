@@ -28,7 +28,8 @@ import numpy as np
 
 from ..results import Result
 
-__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays"]
+__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays",
+           "min_weight_support"]
 
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
@@ -260,3 +261,33 @@ def certify_arrays(A1: np.ndarray, A2: np.ndarray, w: Sequence[object], scale: i
     """
     w = [Fraction(v) for v in w]
     return _certify(A1, A2, w, scale, n, (A1.shape[0], A2.shape[0]), use_symmetry)
+
+
+def min_weight_support(w: np.ndarray, A, b: np.ndarray, time_limit: float | None,
+                       zero: float = 1e-9) -> tuple[str, list[int]]:  # tol: LP zeros
+    """A vertex of ``A x = b`` minimising ``sum w_j |x_j|`` (HiGHS, x split as x+ - x-),
+    returned as its status and its support: the columns whose value is not an LP zero
+    (relative to the largest). Status "infeasible" (HiGHS's "infeasible or unbounded" is
+    read as infeasible: the objective is >= 0 on x+, x- >= 0), "unknown" (time limit or a
+    solver failure) or "optimal". The support is re-solved exactly by the callers.
+
+    Example:
+        >>> from scipy import sparse
+        >>> A = sparse.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]))
+        >>> min_weight_support(np.array([1.0, 1.0, 1.0]), A, np.array([1.0, 1.0]), None)
+        ('optimal', [1])
+    """
+    from scipy import sparse
+
+    from ..lp import solve
+
+    m = A.shape[1]
+    res = solve(np.concatenate([w, w]), A_eq=sparse.hstack([A, -A]).tocsr(), b_eq=b,
+                lb=np.zeros(2 * m), time_limit=time_limit)
+    if res.status in ("infeasible", "infeasible_or_unbounded"):
+        return "infeasible", []
+    if res.status != "optimal" or res.x is None:
+        return "unknown", []
+    x = res.x[:m] - res.x[m:]
+    top = max(1.0, float(np.abs(x).max()))
+    return "optimal", [j for j in range(m) if abs(x[j]) > zero * top]
