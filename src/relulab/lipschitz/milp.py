@@ -45,6 +45,7 @@ from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
 from ..tolerance import MIN_RADIUS, MIP_GAP, ROUNDOFF
+from .exact_box import region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -186,22 +187,7 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
     """
     Ws, bs, _ = float_layers(net)
     d = net.input_dim
-    A = np.zeros((0, d))
-    c = np.zeros(0)
-    rows, rhs = [], []
-    off = 0
-    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
-        n = W.shape[0]
-        Z = W @ A if A.shape[0] else W
-        z0 = (W @ c if c.shape[0] else 0) + b
-        mk = np.asarray(pattern[off: off + n], dtype=bool)
-        off += n
-        sg = np.where(mk, -1.0, 1.0)  # active: -z <= 0, inactive: z <= 0
-        rows.append(sg[:, None] * Z)
-        rhs.append(-sg * z0)
-        A, c = Z * mk[:, None], z0 * mk
-    Aub = np.vstack(rows) if rows else np.zeros((0, d))
-    bub = np.concatenate(rhs) if rhs else np.zeros(0)
+    Aub, bub = region_inequalities(Ws, bs, np.asarray(pattern))
     lb = ub = None
     if isinstance(domain, Box):
         lb, ub = domain.lo, domain.hi
