@@ -28,8 +28,9 @@ import numpy as np
 
 from ..results import Result
 
-__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays",
-           "min_weight_support"]
+# min_weight_support is shared by the two max_n searches, not exported: its status string
+# is read by them, which wrap it in their own result types
+__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays"]
 
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
