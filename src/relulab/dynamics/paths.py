@@ -327,6 +327,29 @@ def _torch_forward(lay: Any, theta: Any, X: Any, torch: Any) -> Any:
     return h
 
 
+
+def _torch_loss(out: Any, Yt: Any, loss: str, torch: Any) -> Any:
+    """The data loss of ``out`` against ``Yt`` in torch (mean squared error halved, or the
+    logistic loss), as :func:`path_losses` measures it."""
+    if loss == "mse":
+        return 0.5 * ((out - Yt) ** 2).sum() / out.shape[0]
+    return torch.nn.functional.softplus(-Yt * out).mean()
+
+
+def _search_setup(net_a: Network, net_b: Network, X: Any, Y: Any, loss: str, align_first: bool,
+                  torch: Any) -> tuple:
+    """What both path searches start from: the checked data, ``net_b`` aligned to
+    ``net_a`` (or as given), the parameter layout, both endpoints' parameter vectors and
+    the data as torch tensors."""
+    _check_pair(net_a, net_b)
+    if loss not in LOSSES:
+        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
+    X, Y = _data(net_a, X, Y)
+    b = align(net_a, net_b) if align_first else net_b.float()
+    ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
+    tb = torch.tensor(parameter_vector(b).astype(float))
+    return X, Y, b, parameter_layout(net_a), ta, tb, torch.tensor(X), torch.tensor(Y)
+
 def bezier_search(
     net_a: Network,
     net_b: Network,
@@ -364,16 +387,8 @@ def bezier_search(
         raise PathError(f"bezier_search: kind must be 'bezier' or 'polyline', got {kind!r}")
     if steps < 0 or lr <= 0 or batch_t < 1:
         raise PathError(f"bezier_search: need steps >= 0, lr > 0, batch_t >= 1 (got {steps}, {lr}, {batch_t})")
-    _check_pair(net_a, net_b)
-    if loss not in LOSSES:
-        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    X, Y = _data(net_a, X, Y)
-    b = align(net_a, net_b) if align_first else net_b.float()
-    lay = parameter_layout(net_a)
-    ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
-    tb = torch.tensor(parameter_vector(b).astype(float))
+    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
     c = (0.5 * (ta + tb)).clone().requires_grad_(True)
-    Xt, Yt = torch.tensor(X), torch.tensor(Y)
     opt = torch.optim.Adam([c], lr=lr)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(steps):
@@ -385,11 +400,7 @@ def bezier_search(
                 th = (1 - 2 * t) * ta + 2 * t * c
             else:
                 th = (2 - 2 * t) * c + (2 * t - 1) * tb
-            out = _torch_forward(lay, th, Xt, torch)
-            if loss == "mse":
-                total = total + 0.5 * ((out - Yt) ** 2).sum() / out.shape[0]
-            else:
-                total = total + torch.nn.functional.softplus(-Yt * out).mean()
+            total = total + _torch_loss(_torch_forward(lay, th, Xt, torch), Yt, loss, torch)
         opt.zero_grad()
         (total / batch_t).backward()
         opt.step()
@@ -496,25 +507,14 @@ def polyline_search(
     if bends < 1 or steps < 0 or lr <= 0 or batch_t < 1 or points_per_segment < 1:
         raise PathError(f"polyline_search: need bends >= 1, steps >= 0, lr > 0, batch_t >= 1, "
                         f"points_per_segment >= 1 (got {bends}, {steps}, {lr}, {batch_t}, {points_per_segment})")
-    _check_pair(net_a, net_b)
-    if loss not in LOSSES:
-        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    X, Y = _data(net_a, X, Y)
-    b = align(net_a, net_b) if align_first else net_b.float()
-    lay = parameter_layout(net_a)
-    ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
-    tb = torch.tensor(parameter_vector(b).astype(float))
+    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
     fr = torch.linspace(0, 1, bends + 2, dtype=torch.float64)[1:-1, None]
     inner = ((1 - fr) * ta + fr * tb).clone().requires_grad_(True)
-    Xt, Yt = torch.tensor(X), torch.tensor(Y)
     opt = torch.optim.Adam([inner], lr=lr)
     gen = torch.Generator().manual_seed(seed)
 
     def path_loss(nodes: Any, t: Any) -> Any:
-        out = _torch_forward(lay, _polyline_theta(nodes, t), Xt, torch)
-        if loss == "mse":
-            return 0.5 * ((out - Yt) ** 2).sum() / out.shape[0]
-        return torch.nn.functional.softplus(-Yt * out).mean()
+        return _torch_loss(_torch_forward(lay, _polyline_theta(nodes, t), Xt, torch), Yt, loss, torch)
 
     for _ in range(steps):
         nodes = torch.cat([ta[None], inner, tb[None]])
