@@ -65,7 +65,14 @@ from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
 from .maxn_blocks import MAXN_BLOCKS, max_blocks_network, stored_max_blocks
-from .maxn_cert import MaxNCertificate, _certify, certify_arrays, int_layers, min_weight_support
+from .maxn_cert import (
+    MaxNCertificate,
+    _certify,
+    certify_arrays,
+    int_layers,
+    min_weight_support,
+    pair_first_layer,
+)
 
 __all__ = [
     "PairTerm",
@@ -204,6 +211,19 @@ def _orbit_key(A: np.ndarray) -> tuple:
     return tuple(sorted(map(tuple, A.tolist())))
 
 
+def _is_new_orbit(t: PairTerm, seen: set[tuple]) -> bool:
+    """True (and the orbit recorded in ``seen``) when ``t`` is useful and its orbit is not
+    in ``seen`` yet: the de-duplication of the listed and the sampled term families."""
+    A = _useful(t)
+    if A is None:
+        return False
+    key = (t.k, _orbit_key(A))
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
     """All terms with ``mass`` items on each side on at most ``kmax`` coordinates, one per
     orbit function (terms whose orbit sums agree on the sorted cone are merged).
@@ -222,12 +242,7 @@ def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
                 if len(used) != k:
                     continue
                 t = PairTerm(k, P, N)
-                A = _useful(t)
-                if A is None:
-                    continue
-                key = (k, _orbit_key(A))
-                if key not in seen:
-                    seen.add(key)
+                if _is_new_orbit(t, seen):
                     out.append(t)
     return out
 
@@ -254,12 +269,7 @@ def random_terms(mass: int, kmax: int, count: int, seed: int = 0,
         if len({c for it in P + N for c in it[1:]}) != k:
             continue
         t = PairTerm(k, P, N)
-        A = _useful(t)
-        if A is None:
-            continue
-        key = (k, _orbit_key(A))
-        if key not in seen:
-            seen.add(key)
+        if _is_new_orbit(t, seen):
             out.append(t)
     return out
 
@@ -478,15 +488,8 @@ def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, 
     terms = solution.terms if isinstance(solution, MaxPairsSolution) else tuple(solution)
     if not isinstance(n, (int, np.integer)) or n < 2:
         raise ConstructionError(f"max_pairs_network: n must be an integer >= 2, got {n!r}")
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    F1 = len(pairs) + 2
-    A1 = np.zeros((F1, n), dtype=np.int64)
-    for r, (i, j) in enumerate(pairs):
-        A1[r, i], A1[r, j] = 1, -1
-    A1[-2, :] = 1
-    A1[-1, :] = -1
-    pi = np.array([i for i, _ in pairs], dtype=np.int64)
-    pj = np.array([j for _, j in pairs], dtype=np.int64)
+    A1, pi, pj = pair_first_layer(n)
+    F1 = A1.shape[0]
     nums, outs = [], []  # second-layer rows as integer numerators over 2n
     for t, c in terms:
         if t.k > n:

@@ -56,7 +56,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn_cert import MaxNCertificate, certify_arrays, min_weight_support
+from .maxn_cert import MaxNCertificate, certify_arrays, min_weight_support, pair_first_layer
 
 __all__ = [
     "BlockTerm",
@@ -519,14 +519,8 @@ def max_blocks_arrays(n: int, solution: MaxBlocksSolution | Sequence[tuple[Block
     terms = solution.terms if isinstance(solution, MaxBlocksSolution) else tuple(solution)
     if not isinstance(n, (int, np.integer)) or n < 3:
         raise ConstructionError(f"max_blocks_network: n must be an integer >= 3, got {n!r}")
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    F1 = len(pairs) + 2
-    A1 = np.zeros((F1, n), dtype=np.int64)
-    for r, (i, j) in enumerate(pairs):
-        A1[r, i], A1[r, j] = 1, -1
-    A1[-2, :], A1[-1, :] = 1, -1
-    pi = np.array([i for i, _ in pairs])
-    pj = np.array([j for _, j in pairs])
+    A1, pi, pj = pair_first_layer(n)
+    F1 = A1.shape[0]
     rows, outs = [], []
     for t, c in terms:
         if t.n != n:

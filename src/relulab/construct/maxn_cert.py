@@ -30,7 +30,8 @@ from ..results import Result
 
 # min_weight_support is shared by the two max_n searches, not exported: its status string
 # is read by them, which wrap it in their own result types
-__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays"]
+__all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays",
+           "pair_first_layer"]
 
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
@@ -292,3 +293,23 @@ def min_weight_support(w: np.ndarray, A, b: np.ndarray, time_limit: float | None
     x = res.x[:m] - res.x[m:]
     top = max(1.0, float(np.abs(x).max()))
     return "optimal", [j for j in range(m) if abs(x[j]) > zero * top]
+
+
+def pair_first_layer(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The structured first layer both max_n two-hidden-layer families share: integer rows
+    ``relu(x_i - x_j)`` for every ordered pair ``i != j`` (in row-major order), then
+    ``relu(sum x)`` and ``relu(-sum x)``; returned with the pairs' ``i`` and ``j`` indices.
+
+    Example:
+        >>> A1, pi, pj = pair_first_layer(3)
+        >>> A1.shape, A1[0].tolist(), A1[-1].tolist(), (int(pi[0]), int(pj[0]))
+        ((8, 3), [1, -1, 0], [-1, -1, -1], (0, 1))
+    """
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    A1 = np.zeros((len(pairs) + 2, n), dtype=np.int64)
+    for r, (i, j) in enumerate(pairs):
+        A1[r, i], A1[r, j] = 1, -1
+    A1[-2, :], A1[-1, :] = 1, -1
+    pi = np.array([i for i, _ in pairs], dtype=np.int64)
+    pj = np.array([j for _, j in pairs], dtype=np.int64)
+    return A1, pi, pj
