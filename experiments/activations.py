@@ -21,12 +21,11 @@ Run:  python experiments/activations.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
+from _common import args
 
 from relulab import Box, Network
 from relulab.construct.activations import GADGET_CLASS, approximate_relu_network
@@ -39,12 +38,8 @@ def random_net(dims: list[int], seed: int) -> Network:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    a = args(__doc__, parts=False)  # --quick, --out (created)
+    out = a.out
     t0 = time.time()
     scales = [1, 3, 10, 30, 100, 300, 1000, 3000, 10000]
     nets = {"2-16-16-1": random_net([2, 16, 16, 1], 0)}

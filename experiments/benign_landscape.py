@@ -35,7 +35,7 @@ Run:  python experiments/benign_landscape.py [--quick] [--out DIR]
 from __future__ import annotations
 
 import numpy as np
-from _dynamics_common import args, figure, verdict, write
+from _common import args, figure, verdict, write
 
 from relulab import Network
 from relulab.dynamics import mlp, train

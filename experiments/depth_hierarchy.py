@@ -27,12 +27,11 @@ Writes experiments/results/depth_hierarchy.{json,png}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
+from _common import args
 
 from relulab.construct import hierarchy_network, hierarchy_report, shallow_width_bound
 from relulab.results import to_jsonable
@@ -110,15 +109,11 @@ def _random_features(d: int, k: int, width: int, Ztr, ytr, Zte, yte,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short run (about a minute)")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    a = ap.parse_args()
+    a = args(__doc__, parts=False)  # --quick, --out (created)
     import torch
 
     torch.set_num_threads(1)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = a.out
     t0 = time.time()
     dims = [4, 6, 8] if a.quick else [4, 6, 8, 10]
     ks = [2, 3]

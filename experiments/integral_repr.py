@@ -24,13 +24,12 @@ Run:  python experiments/integral_repr.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
-from pathlib import Path
 
 import numpy as np
+from _common import args
 
 from relulab.construct.integral import (
     integral_representation,
@@ -49,12 +48,8 @@ CASES = [  # (polynomial, dimension, distribution)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    a = args(__doc__, parts=False)  # --quick, --out (created)
+    out = a.out
     t0 = time.time()
     widths = [16, 64, 256, 1024] if a.quick else [16, 64, 256, 1024, 4096]
     seeds = 10 if a.quick else 40

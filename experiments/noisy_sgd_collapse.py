@@ -29,7 +29,7 @@ Run:  python experiments/noisy_sgd_collapse.py [--quick] [--out DIR]
 from __future__ import annotations
 
 import numpy as np
-from _dynamics_common import args, figure, verdict, write
+from _common import args, figure, verdict, write
 
 from relulab.dynamics import (
     direction_clusters,

@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _dynamics_common import args, figure, verdict, write
+from _common import args, figure, verdict, write
 
 from relulab import Network
 from relulab.dynamics import mlp, train

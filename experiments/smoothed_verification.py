@@ -24,13 +24,13 @@ Writes experiments/results/smoothed_verification.{json,png}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from _common import args
 
 from relulab import Box
 from relulab.construct import (
@@ -163,12 +163,8 @@ def plot(summary: dict, sigmas, path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    a = args(__doc__, parts=False)  # --quick, --out (created)
+    out = a.out
     t0 = time.time()
     sigmas = [SIGMA_STAR, 2.0**-6, 2.0**-4]
     ks = [1, 2, 4] if a.quick else [1, 2, 4, 8, 16, 32]

@@ -25,7 +25,7 @@ Run:  python experiments/spurious_xor.py [--quick] [--out DIR]
 from __future__ import annotations
 
 import numpy as np
-from _dynamics_common import args, figure, verdict, write
+from _common import args, figure, verdict, write
 
 from relulab.dynamics import mlp, train
 

@@ -1,4 +1,4 @@
-"""Shared plumbing of the training-dynamics experiments: arguments, output, verdicts."""
+"""Shared plumbing of the experiment scripts: arguments, output folder, verdicts, writing."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from typing import Any
 from relulab.results import to_jsonable
 
 
-def args(doc: str) -> argparse.Namespace:
+def args(doc: str, parts: bool = True) -> argparse.Namespace:
+    """The command line every experiment takes: ``--out`` (created; a Path), ``--quick``
+    and, with ``parts``, ``--only``; ``a.t0`` is the start time."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     ap.add_argument("--quick", action="store_true", help="a short run (< 1 minute)")
-    ap.add_argument("--only", default=None, help="re-run one part (scripts that have parts)")
+    if parts:
+        ap.add_argument("--only", default=None, help="re-run one part (scripts that have parts)")
     a = ap.parse_args()
     a.out = Path(a.out)
     a.out.mkdir(parents=True, exist_ok=True)
