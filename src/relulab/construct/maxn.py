@@ -72,6 +72,7 @@ from .maxn_cert import (
     int_layers,
     min_weight_support,
     pair_first_layer,
+    solve_rational,
 )
 
 __all__ = [
@@ -379,33 +380,7 @@ def _exact_solve(cols: list[int], entries, lins, target, n_rows: int) -> list[Fr
     M = list(eqs.values())
     for m in range(len(target)):
         M.append([lins[c][m] for c in cols] + [target[m]])
-    piv_rows: list[list[Fraction]] = []
-    piv_cols: list[int] = []
-    for row in M:
-        row = row[:]
-        for pr, pc in zip(piv_rows, piv_cols, strict=True):
-            if row[pc] != 0:
-                f = row[pc]
-                row = [a - f * b for a, b in zip(row, pr, strict=True)]
-        lead = next((j for j in range(k) if row[j] != 0), None)
-        if lead is None:
-            if row[k] != 0:
-                return None  # inconsistent
-            continue
-        pv = row[lead]
-        row = [a / pv for a in row]
-        for i, pr in enumerate(piv_rows):
-            if pr[lead] != 0:
-                f = pr[lead]
-                piv_rows[i] = [a - f * b for a, b in zip(pr, row, strict=True)]
-        piv_rows.append(row)
-        piv_cols.append(lead)
-    if len(piv_cols) < k:
-        return None
-    x = [Fraction(0)] * k
-    for pr, pc in zip(piv_rows, piv_cols, strict=True):
-        x[pc] = pr[k]
-    return x
+    return solve_rational(M, k)
 
 
 def _check(terms: Sequence[tuple[PairTerm, Fraction]], n: int) -> tuple[bool, int, int]:

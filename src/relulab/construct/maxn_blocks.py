@@ -56,7 +56,13 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn_cert import MaxNCertificate, certify_arrays, min_weight_support, pair_first_layer
+from .maxn_cert import (
+    MaxNCertificate,
+    certify_arrays,
+    min_weight_support,
+    pair_first_layer,
+    solve_rational,
+)
 
 __all__ = [
     "BlockTerm",
@@ -364,27 +370,7 @@ def _exact_solve(cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) 
     M = list(rows.values())
     for m in range(n - 1):
         M.append([Fraction(int(c[2][m])) for c in cols] + [1 - Fraction(m + 1, n)])
-    piv: list[tuple[int, list[Fraction]]] = []
-    for row in M:
-        for pc, pr in piv:
-            if row[pc] != 0:
-                f = row[pc]
-                row = [a - f * b for a, b in zip(row, pr, strict=True)]
-        lead = next((j for j in range(k) if row[j] != 0), None)
-        if lead is None:
-            if row[k] != 0:
-                return None
-            continue
-        row = [a / row[lead] for a in row]
-        piv = [(pc, [a - pr[lead] * b for a, b in zip(pr, row, strict=True)] if pr[lead] else pr)
-               for pc, pr in piv]
-        piv.append((lead, row))
-    if len(piv) < k:
-        return None
-    x = [Fraction(0)] * k
-    for pc, pr in piv:
-        x[pc] = pr[k]
-    return x
+    return solve_rational(M, k)
 
 
 def _sparse_system(cands: Sequence[BlockTerm], n: int):

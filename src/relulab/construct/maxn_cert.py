@@ -31,7 +31,7 @@ from ..results import Result
 # min_weight_support is shared by the two max_n searches, not exported: its status string
 # is read by them, which wrap it in their own result types
 __all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays",
-           "pair_first_layer"]
+           "pair_first_layer", "solve_rational"]
 
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
@@ -313,3 +313,39 @@ def pair_first_layer(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pi = np.array([i for i, _ in pairs], dtype=np.int64)
     pj = np.array([j for _, j in pairs], dtype=np.int64)
     return A1, pi, pj
+
+
+def solve_rational(M: list[list[Fraction]], k: int) -> list[Fraction] | None:
+    """The unique solution of the augmented rational system ``M`` (rows ``[a_1..a_k, b]``)
+    by Gauss-Jordan elimination over Q, or None when it is inconsistent or not uniquely
+    solvable: the exact re-solve both max_n searches apply to an LP vertex's support.
+
+    Example:
+        >>> F = Fraction
+        >>> solve_rational([[F(1), F(1), F(3)], [F(1), F(-1), F(1)], [F(2), F(0), F(4)]], 2)
+        [Fraction(2, 1), Fraction(1, 1)]
+        >>> solve_rational([[F(1), F(1), F(3)]], 2) is None      # not unique
+        True
+    """
+    piv: list[tuple[int, list[Fraction]]] = []
+    for row in M:
+        for pc, pr in piv:
+            if row[pc] != 0:
+                f = row[pc]
+                row = [a - f * b for a, b in zip(row, pr, strict=True)]
+        lead = next((j for j in range(k) if row[j] != 0), None)
+        if lead is None:
+            if row[k] != 0:
+                return None  # inconsistent
+            continue
+        pv = row[lead]
+        row = [a / pv for a in row]
+        piv = [(pc, [a - pr[lead] * b for a, b in zip(pr, row, strict=True)] if pr[lead] else pr)
+               for pc, pr in piv]
+        piv.append((lead, row))
+    if len(piv) < k:
+        return None
+    x = [Fraction(0)] * k
+    for pc, pr in piv:
+        x[pc] = pr[k]
+    return x
