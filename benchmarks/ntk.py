@@ -16,8 +16,13 @@ own seed and streams it (forward and backward regenerate the same block): the sa
 formula as ``empirical_ntk``, checked against it at width 2^10 (relative difference
 printed).  Raw weights are drawn in float32 (kernel arithmetic in float64).
 
-neural-tangents (the JAX reference) is not installed here and is not installed by this
-script (it pulls in JAX and TensorFlow); no side-by-side comparison with it is made.
+Part 3 (reference): neural-tangents (the JAX reference) runs in its own environment
+(benchmarks/ntk_reference.py, see its docstring; it pulls in JAX and TensorFlow, never
+installed into the project's venv) and leaves its values and timings in
+benchmarks/results/ntk_reference.json.  When that file is present this script recomputes
+relulab's ``ntk`` / ``nngp`` (same points, the parameterisation mapped as documented there)
+and ``empirical_ntk`` of the same 2-64-64-1 network, and prints the max relative difference
+and the time ratio side by side.
 
 Usage: python benchmarks/ntk.py [--quick] [--out benchmarks/results/ntk.json]
 """
@@ -205,10 +210,152 @@ def accuracy(quick: bool, progress=None) -> dict:
             if widths[-1] == 2**14 else "not measured in --quick"}
 
 
+def kernels_mp(X: np.ndarray, depth: int, bias_var: float, digits: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """(NNGP, NTK) by the same recursions in ``digits``-digit arithmetic (mpmath), rounded
+    to float64 at the end: the arbiter when relulab and neural-tangents differ."""
+    import mpmath as mp
+
+    mp.mp.dps = digits
+    n, d = X.shape
+    Xm = [[mp.mpf(float(v)) for v in row] for row in X]
+    beta = mp.mpf(repr(float(bias_var)))
+    S = [[mp.fsum(a * b for a, b in zip(Xm[i], Xm[j], strict=True)) / d + beta for j in range(n)] for i in range(n)]
+    T = [row[:] for row in S]
+    for _ in range(depth):
+        Sn = [[mp.mpf(0)] * n for _ in range(n)]
+        Tn = [[mp.mpf(0)] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(n):
+                nr = mp.sqrt(S[i][i] * S[j][j])
+                th = mp.acos(min(max(S[i][j] / nr, mp.mpf(-1)), mp.mpf(1)))
+                Sn[i][j] = nr * (mp.sin(th) + (mp.pi - th) * mp.cos(th)) / mp.pi + beta
+                Tn[i][j] = T[i][j] * (1 - th / mp.pi) + Sn[i][j]
+        S, T = Sn, Tn
+    return (np.array([[float(v) for v in r] for r in S]), np.array([[float(v) for v in r] for r in T]))
+
+
+def reference(path: Path) -> dict | None:
+    """relulab against neural-tangents' stored values (benchmarks/ntk_reference.py)."""
+    if not path.exists():
+        print(f"neural-tangents: {path} absent (run benchmarks/ntk_reference.py in its own venv); not compared")
+        return None
+    from relulab.dynamics import nngp
+
+    ref = json.loads(path.read_text())
+    X = np.asarray(ref["points"])
+    iu = np.triu_indices(X.shape[0])
+    rows = []
+    print(f"neural-tangents {ref['versions']['neural-tangents']} (jax {ref['versions']['jax']}) "
+          f"vs relulab, {X.shape[0]} points in R^{X.shape[1]}, float64")
+    print("  max relative differences; off-diagonal / diagonal entries apart; 'vs exact': against the same")
+    print("  recursions in 40-digit arithmetic (mpmath); ratio = nt seconds / relulab seconds")
+    print(f"  {'configuration':16s} {'depth':>5s} {'NNGP':>8s} {'NTK off':>8s} {'NTK diag':>8s} "
+          f"{'relulab vs exact':>16s} {'nt vs exact':>12s} "
+          f"{'relulab ms':>10s} {'nt ms':>8s} {'nt jit ms':>9s} {'ratio':>7s} {'ratio jit':>9s}")
+    for r in ref["infinite_width"].values():
+        beta = 0.0 if r["b_std"] is None else r["b_std"] ** 2
+        Xr = X * r["W_std_first"]  # the input layer sees x only through W_std^2 x.z / d
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            S, T = nngp(Xr, depth=r["depth"], bias_var=beta), ntk(Xr, depth=r["depth"], bias_var=beta)
+            times.append(time.perf_counter() - t0)
+        ours = min(times)
+        diag = iu[0] == iu[1]
+        Sx, Tx = kernels_mp(Xr, r["depth"], beta)
+
+        def rel(A, B, where):
+            return float(np.max(np.abs(A[where] - B[where]) / np.abs(B[where])))
+
+        Rs, Rt = np.asarray(r["nngp_triu"]), np.asarray(r["ntk_triu"])
+        allm = np.ones_like(diag)
+        diffs = {"nngp": rel(S[iu], Rs, allm), "ntk": rel(T[iu], Rt, allm),
+                 "ntk_offdiag": rel(T[iu], Rt, ~diag), "ntk_diag": rel(T[iu], Rt, diag)}
+        exact = {"relulab": max(rel(S[iu], Sx[iu], allm), rel(T[iu], Tx[iu], allm)),
+                 "nt": max(rel(Rs, Sx[iu], allm), rel(Rt, Tx[iu], allm)),
+                 "nt_ntk_diag": rel(Rt, Tx[iu], diag)}
+        rows.append({"config": r["config"], "depth": r["depth"], "bias_var": beta, "input_scale": r["W_std_first"],
+                     "max_rel_diff_nngp": diffs["nngp"], "max_rel_diff_ntk": diffs["ntk"],
+                     "max_rel_diff_ntk_offdiag": diffs["ntk_offdiag"], "max_rel_diff_ntk_diag": diffs["ntk_diag"],
+                     "relulab_vs_40_digits": exact["relulab"], "nt_vs_40_digits": exact["nt"],
+                     "relulab_s": ours, "nt_s": r["seconds_best"], "nt_jit_s": r.get("seconds_best_jit"),
+                     "ratio_nt_over_relulab": r["seconds_best"] / ours,
+                     "ratio_nt_jit_over_relulab": (r["seconds_best_jit"] / ours) if r.get("seconds_best_jit") else None})
+        jit = r.get("seconds_best_jit")
+        print(f"  {r['config']:16s} {r['depth']:5d} {diffs['nngp']:8.1e} {diffs['ntk_offdiag']:8.1e} "
+              f"{diffs['ntk_diag']:8.1e} {exact['relulab']:16.1e} {exact['nt']:12.1e} {ours * 1e3:10.3f} "
+              f"{r['seconds_best'] * 1e3:8.2f} {(jit or float('nan')) * 1e3:9.3f} {r['seconds_best'] / ours:7.1f} "
+              f"{(jit or float('nan')) / ours:9.1f}")
+    big = None
+    if "large" in ref:
+        g = ref["large"]
+        Xb = np.random.default_rng(3).normal(size=(2000, 16))
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            Kb = ntk(Xb, depth=g["depth"])
+            times.append(time.perf_counter() - t0)
+        pk = np.asarray(g["picks"])
+        bdiff = max(abs(np.trace(Kb) - g["trace"]) / abs(g["trace"]), abs(Kb.sum() - g["sum"]) / abs(g["sum"]),
+                    float(np.max(np.abs(Kb[pk[:, 0], pk[:, 1]] - g["entries"]) / np.abs(g["entries"]))))
+        big = {"points": 2000, "depth": g["depth"], "same_points": bool(abs(Xb.sum() - g["points_sum"]) < 1e-9),
+               "max_rel_diff": float(bdiff), "relulab_s": min(times), "nt_jit_s": g["seconds_best_jit"],
+               "ratio_nt_jit_over_relulab": g["seconds_best_jit"] / min(times)}
+        print(f"  ntk, 2000 points in R^16, depth 4: relulab {min(times):.3f} s, nt jit {g['seconds_best_jit']:.3f} s, "
+              f"ratio {big['ratio_nt_jit_over_relulab']:.2f}; max rel diff (trace, sum, 64 entries) {bdiff:.1e}")
+    e = ref["empirical"]
+    net, _ = random_ntk_network(2, 64, depth=2, rng=0)
+    Xs = np.random.default_rng(1).normal(size=(1000, 2))
+    same_draw = bool(np.allclose([W.sum() for W in net.weights], e["weights_sum"], rtol=1e-12, atol=1e-12)
+                     and np.allclose([(W * W).sum() for W in net.weights], e["weights_sq_sum"], rtol=1e-12)
+                     and abs(Xs.sum() - e["points_sum"]) < 1e-9)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        K = empirical_ntk(net, Xs)
+        times.append(time.perf_counter() - t0)
+    picks = np.asarray(e["picks"])
+    stats = {"trace": float(np.trace(K)), "frobenius": float(np.linalg.norm(K)), "sum": float(K.sum())}
+    emp_diff = max(max(abs(stats[k] - e[k]) / abs(e[k]) for k in stats),
+                   float(np.max(np.abs(K[picks[:, 0], picks[:, 1]] - e["entries"]) / np.abs(e["entries"]))))
+    impls = {k: v for k, v in e["implementations"].items() if "seconds_best" in v}
+    best_name = min(impls, key=lambda k: impls[k]["seconds_best"])
+    print(f"  empirical NTK 2-64-64-1, 1000 points: same weights and points as neural-tangents: {same_draw}; "
+          f"max rel diff (trace, norm, sum, 64 entries) {emp_diff:.1e}")
+    for k, v in e["implementations"].items():
+        if "seconds_best" in v:
+            print(f"    nt.empirical_ntk_fn {k:24s} {v['seconds_best']:8.4f} s  ratio {v['seconds_best'] / min(times):7.1f}")
+        else:
+            print(f"    nt.empirical_ntk_fn {k:24s} failed: {v['failed']}")
+    print(f"    relulab empirical_ntk              {min(times):8.4f} s  ratio     1.0")
+    inf_max = max(max(r["max_rel_diff_nngp"], r["max_rel_diff_ntk"]) for r in rows)
+    off_max = max(max(r["max_rel_diff_nngp"], r["max_rel_diff_ntk_offdiag"]) for r in rows)
+    print(f"  infinite width: max rel diff {inf_max:.1e} overall, {off_max:.1e} without the NTK diagonal; "
+          f"relulab vs 40 digits {max(r['relulab_vs_40_digits'] for r in rows):.1e}, "
+          f"nt vs 40 digits {max(r['nt_vs_40_digits'] for r in rows):.1e}")
+    return {"produced_by": ref["produced_by"], "versions": ref["versions"], "infinite_width": rows,
+            "infinite_width_max_rel_diff": inf_max,
+            "infinite_width_max_rel_diff_without_ntk_diagonal": off_max, "large": big,
+            "ntk_diagonal_note": ("neural-tangents takes the angle as arctan2(sqrt(prod - nngp^2), nngp): on the "
+                                  "diagonal prod - nngp^2 is a rounding residue, whose square root puts ~1e-8 into "
+                                  "kappa0; relulab sets rho = 1 for identical inputs (exact there), see the "
+                                  "'vs 40 digits' columns"),
+            "empirical": {"same_weights_and_points": same_draw, "max_rel_diff": emp_diff,
+                          "relulab_s": min(times),
+                          "nt_s": {k: v.get("seconds_best") for k, v in e["implementations"].items()},
+                          "nt_failed": {k: v["failed"] for k, v in e["implementations"].items() if "failed" in v},
+                          "nt_best": best_name,
+                          "ratio_nt_best_over_relulab": impls[best_name]["seconds_best"] / min(times)},
+            "threads": {"relulab": "OMP/MKL/OPENBLAS threads as set in the environment",
+                        "nt": ref["threads"]}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="benchmarks/results/ntk.json")
+    ap.add_argument("--reference", default="benchmarks/results/ntk_reference.json",
+                    help="neural-tangents' values (written by benchmarks/ntk_reference.py)")
     a = ap.parse_args()
     s = speed()
     print("empirical NTK, 2-64-64-1, 1000 points (float64)")
@@ -217,7 +364,7 @@ def main() -> None:
     print(f"  {'torch.func per-sample loop':32s} {s['torch_func_loop_s']:9.4f} {s['ratio_loop']:8.1f}")
     print(f"  {'torch.func vmap(jacrev)':32s} {s['torch_func_vmap_s']:9.4f} {s['ratio_vmap']:8.1f}")
     print(f"  max |diff| vs loop {s['max_abs_diff_loop']:.2e}, vs vmap {s['max_abs_diff_vmap']:.2e}")
-    print("  neural-tangents: not installed (JAX + TensorFlow); no comparison")
+    ref = reference(Path(a.reference))
     print("infinite-width NTK vs empirical NTK of random networks")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
 
@@ -227,7 +374,7 @@ def main() -> None:
 
     acc = accuracy(a.quick, progress)
     print(f"  streamed vs empirical_ntk: rel. diff {acc['stream_vs_empirical_ntk_rel_diff']:.1e}")
-    out = {"speed": s, "accuracy": acc, "neural_tangents": "not installed; not compared",
+    out = {"speed": s, "accuracy": acc, "neural_tangents": ref if ref is not None else "reference JSON absent; not compared",
            "status": "complete", "quick": a.quick}
     Path(a.out).write_text(json.dumps(to_jsonable(out), indent=2))
     print(f"wrote {a.out}")

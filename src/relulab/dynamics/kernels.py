@@ -111,23 +111,50 @@ def _check_settings(depth: int, bias_var: float) -> None:
         raise KernelError(f"bias_var: expected a finite number >= 0, got {bias_var!r}")
 
 
+def _identical_rows(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Boolean (n, m): row i of X equals row j of Z exactly (by sorting, not pairwise)."""
+    _, ids = np.unique(np.vstack([X, Z]), axis=0, return_inverse=True)
+    ids = ids.reshape(-1)
+    return ids[: X.shape[0], None] == ids[None, X.shape[0]:]
+
+
 def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray, np.ndarray]:
     """(NNGP, NTK) of the output between the rows of X and of Z (see the module docstring)."""
     _check_settings(depth, bias_var)
     X = _points(X, "X")
     Z = X if Z is None else _points(Z, "Z", X.shape[1])
     d = X.shape[1]
+    same = np.nonzero(_identical_rows(X, Z))
     S = X @ Z.T / d + bias_var  # layer-1 pre-activation covariance
     sx = np.einsum("ij,ij->i", X, X) / d + bias_var
     sz = np.einsum("ij,ij->i", Z, Z) / d + bias_var
     T = S.copy()
     for _ in range(depth):  # one ReLU layer + the next affine layer per step
-        norm = np.sqrt(np.outer(sx, sz))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rho = np.where(norm > 0, S / np.where(norm > 0, norm, 1.0), 0.0)
-        S_new = norm * kappa1(rho) + bias_var
-        T = T * kappa0(rho) + S_new
-        S = S_new
+        rx, rz = np.sqrt(sx), np.sqrt(sz)
+        with np.errstate(divide="ignore"):
+            ix, iz = np.where(rx > 0, 1.0 / rx, 0.0), np.where(rz > 0, 1.0 / rz, 0.0)
+        rho = S * ix[:, None]  # correlation; 0 against a zero-variance point
+        rho *= iz[None, :]
+        np.clip(rho, -1.0, 1.0, out=rho)
+        # identical inputs have rho = 1 exactly; the rounded quotient would put an error of
+        # sqrt(machine eps) ~ 1e-8 into arccos(rho) (its slope is infinite at 1)
+        nz = (rx[same[0]] > 0) & (rz[same[1]] > 0)
+        rho[same[0][nz], same[1][nz]] = 1.0
+        # kappa0 = (pi - theta)/pi, kappa1 = (sin theta + (pi - theta) cos theta)/pi, theta = arccos rho
+        k0 = np.arccos(rho)
+        np.subtract(np.pi, k0, out=k0)
+        S = np.multiply(rho, rho)
+        np.subtract(1.0, S, out=S)
+        np.maximum(S, 0.0, out=S)
+        np.sqrt(S, out=S)
+        rho *= k0
+        S += rho  # pi * kappa1
+        S *= np.outer(rx / np.pi, rz)
+        if bias_var:
+            S += bias_var  # the next layer's pre-activation covariance
+        k0 *= 1.0 / np.pi
+        T *= k0
+        T += S
         # the diagonals: sqrt(s s) kappa1(1) + bias_var
         sx, sz = sx + bias_var, sz + bias_var
     return S, T
