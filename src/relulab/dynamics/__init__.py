@@ -27,12 +27,14 @@ from .dichotomies import linear_dichotomies, ternary_patterns
 from .kernels import (
     KernelError,
     KernelRidge,
+    arccos_moment2,
     empirical_ntk,
     kappa0,
     kappa1,
     kernel_ridge,
     nngp,
     ntk,
+    ntk_fluctuation,
     random_ntk_network,
 )
 from .loop import LOSSES, OPTIMIZERS, train
@@ -108,6 +110,8 @@ __all__ = [
     "kernel_ridge",
     "nngp",
     "ntk",
+    "ntk_fluctuation",
+    "arccos_moment2",
     "random_ntk_network",
     "PATH_LOSSES",
     "PATHS",

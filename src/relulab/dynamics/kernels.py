@@ -51,6 +51,8 @@ __all__ = [
     "KernelError",
     "kappa0",
     "kappa1",
+    "arccos_moment2",
+    "ntk_fluctuation",
     "nngp",
     "ntk",
     "empirical_ntk",
@@ -86,6 +88,68 @@ def kappa1(u: Any) -> np.ndarray:
     """
     u = np.clip(np.asarray(u, dtype=float), -1.0, 1.0)
     return (u * (np.pi - np.arccos(u)) + np.sqrt(np.maximum(1.0 - u * u, 0.0))) / np.pi
+
+
+def arccos_moment2(u: Any) -> np.ndarray:
+    """``E[relu(a)^2 relu(b)^2]`` for standard Gaussians ``a, b`` with correlation ``u``:
+    ``J_2(theta) / (2 pi)`` with ``theta = arccos u`` and the degree-2 arc-cosine function
+    ``J_2 = 3 sin(theta) cos(theta) + (pi - theta)(1 + 2 cos(theta)^2)`` (Cho and Saul
+    2009).  The fourth-order moment behind :func:`ntk_fluctuation`.
+
+    Example:
+        >>> float(arccos_moment2(1.0)), round(float(arccos_moment2(0.0)), 6)   # 3/2, (1/2)^2
+        (1.5, 0.25)
+    """
+    u = np.clip(np.asarray(u, dtype=float), -1.0, 1.0)
+    th = np.arccos(u)
+    return (3.0 * np.sqrt(np.maximum(1.0 - u * u, 0.0)) * u + (np.pi - th) * (1.0 + 2.0 * u * u)) / (2.0 * np.pi)
+
+
+def ntk_fluctuation(X: Any, Z: Any = None, bias_var: float = 0.0) -> np.ndarray:
+    """Per-entry variance of one hidden neuron's share of the depth-1 empirical NTK.
+
+    A depth-1 network of width ``n`` in the parameterisation of :func:`ntk` has the
+    empirical NTK ``K_n = beta + (1/n) sum_i c_i`` with i.i.d. neuron terms
+    ``c_i(x, z) = 2 relu(g_i(x)) relu(g_i(z)) + 2 v_i^2 step(g_i(x)) step(g_i(z)) Sigma_1(x, z)``
+    (readout weight ``v_i``; ``g_i = w_i . x / sqrt(d) + sqrt(beta) b_i``;
+    ``Sigma_1 = x.z/d + beta``), so ``E[c] = ntk(X, Z, 1, beta) - beta`` and, at *every*
+    width ``n`` (not only asymptotically),
+
+        ``E[(K_n - K_inf)(x, z)^2] = V(x, z) / n``,   ``E ||K_n - K_inf||_F^2 = sum V / n``.
+
+    ``V = E[c^2] - E[c]^2`` in closed form from ``E v^2 = 1``, ``E v^4 = 3`` and the
+    arc-cosine moments of degrees 0, 1, 2 (:func:`kappa0`, :func:`kappa1`,
+    :func:`arccos_moment2`): ``E c^2 = 4 E[R^2 R^2] + 8 Sigma_1 E[R R] + 12 Sigma_1^2 E[S S]``.
+    Depth 1 only (deeper networks have no such closed form; their variance grows roughly
+    with the number of layers, Hanin and Nica 2019).
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(8, 4))
+        >>> V, K = ntk_fluctuation(X), ntk(X, depth=1)
+        >>> n = V.sum() / (0.02 * np.linalg.norm(K)) ** 2   # width for an RMS error of 2%
+        >>> bool(1_000 < n < 100_000)
+        True
+    """
+    _check_settings(1, bias_var)
+    X = _points(X, "X")
+    Z = X if Z is None else _points(Z, "Z", X.shape[1])
+    d = X.shape[1]
+    same = np.nonzero(_identical_rows(X, Z))
+    s1 = X @ Z.T / d + bias_var
+    sx = np.einsum("ij,ij->i", X, X) / d + bias_var
+    sz = np.einsum("ij,ij->i", Z, Z) / d + bias_var
+    rx, rz = np.sqrt(sx), np.sqrt(sz)
+    live = np.outer(rx > 0, rz > 0)  # a zero-variance point has g = 0: relu and step vanish
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(live, s1 / np.outer(np.where(rx > 0, rx, 1.0), np.where(rz > 0, rz, 1.0)), 0.0)
+    rho[same] = 1.0  # exact for identical inputs (see _recursions)
+    ss = np.where(live, kappa0(rho) / 2, 0.0)  # E[step step]
+    rr = np.outer(rx, rz) * kappa1(rho) / 2  # E[relu relu]
+    r2r2 = np.outer(sx, sz) * arccos_moment2(rho)  # E[relu^2 relu^2]
+    mean = 2 * rr + 2 * s1 * ss
+    second = 4 * r2r2 + 8 * s1 * rr + 12 * s1 * s1 * ss
+    return np.maximum(second - mean * mean, 0.0)
 
 
 def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
