@@ -18,6 +18,10 @@ Setup (ours; the abstract fixes no sizes):
     way (its starting error is recorded); for each L the smallest training size n (on a
     doubling grid) at which the test MSE falls below 1% of the target's variance
     ("samples needed"), and the NTK's growth per level;
+(a') ERM over the class: the width-2 depth-L class (which contains the target) trained
+    by multi-start Adam (128 restarts, random He start and a fold-structured random start),
+    the lowest training loss kept; "ERM reached" only when that loss is ~0 (``part_erm``;
+    ``--part erm`` reruns just this arm into an existing JSON);
 (b) target ``sum_{k<=3} a_k cos(k t) + b_k sin(k t)``: test MSE of both at several n;
 (c) ``x`` uniform on ``{-1, 1}^d``, ``y = x_1 x_2 x_3`` (k = 3): NTK (depth 1) against a
     two-layer width-256 network (Adam, lr 2e-2, 10000 steps), test MSE and their ratio.
@@ -42,6 +46,10 @@ THRESH = 0.01  # "learned": test MSE below 1% of the target variance
 # training MSE; the oracle-initialised width-2 run starts at the exact network + noise
 FULL_NET = {"width": 32, "restarts": 4, "steps": 3000, "lr": 3e-3, "oracle_noise": 0.01}
 QUICK_NET = {"width": 16, "restarts": 2, "steps": 300, "lr": 3e-3, "oracle_noise": 0.01}
+# the ERM arm: multi-start training of the width-2 class itself; "ERM reached" when the best
+# training MSE is under erm_train_tol of the target variance (the class minimum is 0)
+FULL_ERM = {"levels": [2, 3, 4], "ns": [64, 256], "restarts": 128, "steps": 1500, "lr": 1e-2, "erm_train_tol": 1e-4}
+QUICK_ERM = {"levels": [2], "ns": [32], "restarts": 8, "steps": 200, "lr": 1e-2, "erm_train_tol": 1e-4}
 
 
 def tent(u: np.ndarray, L: int) -> np.ndarray:
@@ -126,12 +134,14 @@ def train_restarts(X, y, L: int, width: int, restarts: int, steps: int, lr: floa
     with torch.no_grad():
         H = Xt
         for k in range(L + 1):
-            if init is None:
+            if init is None or init == "fold":
                 W = torch.randn(R, dims[k + 1], dims[k], generator=g, dtype=torch.float64) * np.sqrt(2.0 / dims[k])
+                if init == "fold" and k < L:  # every unit of a layer reads the same direction
+                    W = W[:, :1, :].expand(-1, dims[k + 1], -1).clone()
                 P = W @ H
                 j = torch.randint(0, X.shape[0], (R, dims[k + 1]), generator=g)
                 b = -torch.gather(P, 2, j[:, :, None]) if k < L else torch.zeros(R, dims[k + 1], 1, dtype=torch.float64)
-            else:
+            else:  # a Network: its weights plus noise
                 W = torch.tensor(init.weights[k])[None].repeat(R, 1, 1)
                 b = torch.tensor(init.biases[k])[None, :, None].repeat(R, 1, 1)
                 W += init_noise * torch.randn(W.shape, generator=g, dtype=torch.float64)
@@ -228,6 +238,42 @@ def part_sawtooth(levels, ns_ntk, ns_net, net_cfg, rng) -> dict:
             "exact_network_max_error": max(x.get("exact_network_max_error", 0.0) for x in rows)}
 
 
+def part_erm(levels, ns, cfg, rng) -> dict:
+    """ERM over the architecture class itself (L hidden layers of width 2, the class that
+    contains the target exactly), approximated by multi-start gradient training: ``restarts``
+    runs from (i) He weights with data-dependent biases and (ii) a fold-structured random
+    start (every unit of a layer reads the same random direction, as the target's folds do;
+    slopes and breakpoints random), the run with the lowest *training* MSE kept.  The
+    estimator is ERM only if the selected run reaches the class's minimal training loss,
+    which is 0 (the exact network interpolates); the best training MSE is recorded so
+    that "ERM reached" is checked, not assumed."""
+    X_test = circle(rng.uniform(0, 2 * np.pi, 2000))
+    rows = []
+    for L in levels:
+        y_test = sawtooth(X_test, L)
+        var = float(np.var(y_test))
+        for n in ns:
+            X = circle(rng.uniform(0, 2 * np.pi, n))
+            y = sawtooth(X, L)
+            row = {"L": L, "n": n}
+            for arm, init in (("random", None), ("fold", "fold")):
+                tr, pred = train_restarts(X, y, L, 2, cfg["restarts"], cfg["steps"], cfg["lr"],
+                                          seed=7000 + 100 * L + n, init=init)
+                row[f"{arm}_rel_mse"] = mse(pred(X_test), y_test) / var
+                row[f"{arm}_best_train_rel_mse"] = float(tr.min()) / var
+                row[f"{arm}_erm_reached"] = bool(tr.min() / var < cfg["erm_train_tol"])
+            rows.append(row)
+            print(f"  ERM arm L={L} n={n:4d}: random-start test {row['random_rel_mse']:.2e} "
+                  f"(best train {row['random_best_train_rel_mse']:.1e}), fold-start test {row['fold_rel_mse']:.2e} "
+                  f"(best train {row['fold_best_train_rel_mse']:.1e})", flush=True)
+    need = {L: {arm: next((r["n"] for r in rows if r["L"] == L and r[f"{arm}_rel_mse"] < THRESH), None)
+                for arm in ("random", "fold")} for L in levels}
+    return {"what": "multi-start training of the width-2 depth-L class, best training loss kept",
+            "config": cfg, "rows": rows, "samples_needed": need,
+            "erm_reached_anywhere": any(r["random_erm_reached"] or r["fold_erm_reached"] for r in rows),
+            "status": "sampled; an ERM value only where erm_reached (training MSE/variance < erm_train_tol)"}
+
+
 def part_smooth(ns, steps, rng) -> dict:
     a, b = rng.normal(size=4), rng.normal(size=4)
 
@@ -266,23 +312,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--part", choices=["all", "erm"], default="all",
+                    help="erm: run only the ERM arm and replace its section in an existing JSON")
     a = ap.parse_args()
+    if a.part == "erm":
+        path = Path(a.out) / "ntk_vs_network.json"
+        old = json.loads(path.read_text()) if path.exists() else {}
+        cfg = dict(QUICK_ERM if a.quick else FULL_ERM)
+        t0 = time.time()
+        old["sawtooth_erm"] = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
+        old["sawtooth_erm"]["seconds"] = time.time() - t0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(to_jsonable(old), indent=2))
+        print(f"wrote the sawtooth_erm section of {path}")
+        return
     t0 = time.time()
     rng = np.random.default_rng(0)
     if a.quick:
         saw = part_sawtooth([1, 2, 3], [16, 64, 256], [16, 64], dict(QUICK_NET), rng)
         smooth = part_smooth([16, 64], 400, rng)
+        cfg = dict(QUICK_ERM)
+        erm = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
         par = part_parity(12, 600, 400, rng)
     else:
         saw = part_sawtooth([1, 2, 3, 4, 5], [2**p for p in range(4, 13)], [2**p for p in range(4, 10)],
                             dict(FULL_NET), rng)
         smooth = part_smooth([16, 32, 64, 128], 1200, rng)
+        cfg = dict(FULL_ERM)
+        erm = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
         par = part_parity(16, 2000, 10000, rng)
     result = {
         "claim": {"sawtooth": "NTK needs Omega(4^L) samples, depth-L networks polynomially many",
                   "bandlimited": "NTK competitive or better",
                   "parity": "two-layer network beats the NTK by 4-6 orders of magnitude in test error"},
-        "sawtooth": saw, "bandlimited": smooth, "parity": par,
+        "sawtooth": saw, "sawtooth_erm": erm, "bandlimited": smooth, "parity": par,
         "observed": {
             "ntk_growth_per_level": saw["ntk_growth_per_level"],
             "claim_growth_per_level": 4.0,

@@ -66,3 +66,8 @@ def test_ntk_vs_network_quick(tmp_path):
     assert r["sawtooth"]["exact_network_max_error"] < 1e-12
     assert set(r["sawtooth"]["samples_needed"]["1"]) == {"ntk", "net", "oracle_init"}
     assert len(r["sawtooth"]["rows"]) == 9
+    # the ERM arm says whether ERM was reached, from the training loss it reports
+    erm = r["sawtooth_erm"]
+    for row in erm["rows"]:
+        for arm in ("random", "fold"):
+            assert row[f"{arm}_erm_reached"] == (row[f"{arm}_best_train_rel_mse"] < erm["config"]["erm_train_tol"])
