@@ -322,6 +322,7 @@ def main() -> None:
         t0 = time.time()
         old["sawtooth_erm"] = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
         old["sawtooth_erm"]["seconds"] = time.time() - t0
+        old["sawtooth_erm"]["run"] = "alone (--part erm); the other sections are from the last full run"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(to_jsonable(old), indent=2))
         print(f"wrote the sawtooth_erm section of {path}")
