@@ -56,8 +56,13 @@ def test_ntk_diagonal_is_exact():
     for depth in (1, 3, 5):
         K = ntk(X, depth=depth)
         np.testing.assert_allclose(np.diag(K), (depth + 1) * q, rtol=4e-16 * (depth + 1), atol=0)
-        Kz = ntk(X, X[[3, 0]], depth=depth)
-        assert Kz[3, 0] == K[3, 3] and Kz[0, 1] == K[0, 0]
+        Kz = ntk(X, X[[3, 0, 3]], depth=depth)
+        assert Kz[3, 0] == K[3, 3] == Kz[3, 2] and Kz[0, 1] == K[0, 0]
+        # -0.0 and 0.0 are the same input
+        Y = X[:2].copy()
+        Y[:, 1] = 0.0
+        Kneg = ntk(Y, np.c_[Y[:, :1], np.full(2, -0.0), Y[:, 2:]], depth=depth)
+        np.testing.assert_array_equal(np.diag(Kneg), np.diag(ntk(Y, depth=depth)))
         # bias: Sigma_l(x, x) = q + l beta, Theta = sum_l Sigma_l
         beta = 0.3
         Kb = ntk(X, depth=depth, bias_var=beta)

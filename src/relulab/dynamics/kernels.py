@@ -135,7 +135,7 @@ def ntk_fluctuation(X: Any, Z: Any = None, bias_var: float = 0.0) -> np.ndarray:
     X = _points(X, "X")
     Z = X if Z is None else _points(Z, "Z", X.shape[1])
     d = X.shape[1]
-    same = np.nonzero(_identical_rows(X, Z))
+    same = _identical_rows(X, Z)
     s1 = X @ Z.T / d + bias_var
     sx = np.einsum("ij,ij->i", X, X) / d + bias_var
     sz = np.einsum("ij,ij->i", Z, Z) / d + bias_var
@@ -175,11 +175,19 @@ def _check_settings(depth: int, bias_var: float) -> None:
         raise KernelError(f"bias_var: expected a finite number >= 0, got {bias_var!r}")
 
 
-def _identical_rows(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    """Boolean (n, m): row i of X equals row j of Z exactly (by sorting, not pairwise)."""
-    _, ids = np.unique(np.vstack([X, Z]), axis=0, return_inverse=True)
+def _identical_rows(X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``(i, j)`` with row ``i`` of X equal to row ``j`` of Z, by sorting (no
+    n-by-m comparison).  ``+ 0.0`` turns -0.0 into 0.0, which the row comparison (on bytes)
+    would otherwise tell apart."""
+    _, ids = np.unique(np.vstack([X, Z]) + 0.0, axis=0, return_inverse=True)
     ids = ids.reshape(-1)
-    return ids[: X.shape[0], None] == ids[None, X.shape[0]:]
+    ix, iz = ids[: X.shape[0]], ids[X.shape[0]:]
+    order = np.argsort(iz, kind="stable")
+    lo = np.searchsorted(iz[order], ix, "left")
+    counts = np.searchsorted(iz[order], ix, "right") - lo
+    rows = np.repeat(np.arange(X.shape[0]), counts)
+    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return rows, order[np.arange(rows.size) + starts]
 
 
 def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray, np.ndarray]:
@@ -188,7 +196,7 @@ def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray
     X = _points(X, "X")
     Z = X if Z is None else _points(Z, "Z", X.shape[1])
     d = X.shape[1]
-    same = np.nonzero(_identical_rows(X, Z))
+    same = _identical_rows(X, Z)
     S = X @ Z.T / d + bias_var  # layer-1 pre-activation covariance
     sx = np.einsum("ij,ij->i", X, X) / d + bias_var
     sz = np.einsum("ij,ij->i", Z, Z) / d + bias_var
