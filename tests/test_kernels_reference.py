@@ -44,6 +44,16 @@ def test_infinite_width_kernels_match_neural_tangents(ref):
         np.testing.assert_allclose(S, Rs, rtol=OFF_DIAG_RTOL, atol=0)
         np.testing.assert_allclose(T[~diag], Rt[~diag], rtol=OFF_DIAG_RTOL, atol=0)
         np.testing.assert_allclose(T[diag], Rt[diag], rtol=NT_DIAG_RTOL, atol=0)
+        # the cross-kernel path (Z given; rows 8, 9 in both sets) against the same stored values
+        full = np.zeros((X.shape[0], X.shape[0]))
+        full[iu] = Rt
+        full = full + np.triu(full, 1).T
+        C = ntk(Xr[:10], Xr[8:], depth=r["depth"], bias_var=beta)
+        off = np.ones_like(C, dtype=bool)
+        off[8, 0] = off[9, 1] = False  # the two identical pairs: neural-tangents' diagonal
+        np.testing.assert_allclose(C[off], full[:10, 8:][off], rtol=OFF_DIAG_RTOL, atol=0)
+        np.testing.assert_allclose(C[~off], full[:10, 8:][~off], rtol=NT_DIAG_RTOL, atol=0)
+        assert C[8, 0] == ntk(Xr, depth=r["depth"], bias_var=beta)[8, 8]
 
 
 def test_ntk_diagonal_is_exact():
