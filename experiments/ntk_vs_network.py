@@ -377,6 +377,9 @@ def main() -> None:
                 pts = [(x["n"], x[key]) for x in r if x[key] is not None]
                 if pts:
                     ax[0].loglog(*zip(*pts, strict=True), style, color=f"C{L}", label=f"{lab} L={L}")
+        for L in sorted({r["L"] for r in erm["rows"]}):  # the ERM arm: best of the restarts, fold start
+            pts = [(x["n"], x["fold_rel_mse"]) for x in erm["rows"] if x["L"] == L]
+            ax[0].loglog(*zip(*pts, strict=True), "^", color=f"C{L}", mfc="none", label=f"ERM arm L={L}")
         ax[0].axhline(THRESH, color="k", ls=":")
         ax[0].set_title("iterated sawtooth on the circle")
         ax[0].set_xlabel("training points")
