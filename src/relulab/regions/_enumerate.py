@@ -135,14 +135,16 @@ def enumerate_regions(
     """
     t0 = time.perf_counter()
     if parallel is not None:
-        from ._stitch import enumerate_stitched
+        from ._neuron_cells import enumerate_neuron_cells
 
         _check_parallel(parallel, method, max_regions)
-        return enumerate_stitched(net, default_domain(net, domain), enumerate_regions,
-                                  parallel=parallel, workers=workers, cells=cells,
-                                  address=address,
-                                  vertices=bool(net.input_dim <= 2 if vertices == "auto"
-                                                else vertices))
+        dom = default_domain(net, domain)
+        if not isinstance(dom, Box):
+            raise RelulabError("parallel enumeration splits a Box domain; give a Box")
+        return enumerate_neuron_cells(net, dom, parallel=parallel, workers=workers,
+                                      cells=cells, address=address,
+                                      vertices=bool(net.input_dim <= 2 if vertices == "auto"
+                                                    else vertices))
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":
