@@ -133,7 +133,87 @@ def _chunked(fn, items, chunksize, *, on_error, **kw) -> Iterator[tuple[int, Any
             yield starts[c] + k, r
 
 
-def _worker_loop(fn, conn) -> None:
+# results whose arrays (out-of-band pickle buffers) hold at least this many bytes travel
+# through a shared-memory file instead of the pipe
+SHM_MIN_BYTES = 1 << 20
+# offsets of the arrays in that file are aligned to this (numpy's preferred alignment)
+_ALIGN = 64
+
+
+class _Shared:
+    """A result whose large arrays wait in a shared-memory file: the pickle stream, the
+    file and each out-of-band buffer's (offset, length)."""
+
+    def __init__(self, data: bytes, path: str, spans: list[tuple[int, int]]) -> None:
+        self.data, self.path, self.spans = data, path, spans
+
+
+def _pack(res: Any, folder: str | None) -> Any:
+    """``res`` as it is, or as a :class:`_Shared` when its arrays are large: written once
+    into a file under ``folder`` (tmpfs), which the driver maps instead of reading the
+    bytes through the pipe and unpickling them into new arrays (pickle protocol 5)."""
+    import pickle
+    import tempfile
+
+    if folder is None:
+        return res
+    bufs: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(res, protocol=5, buffer_callback=bufs.append)
+    views = [b.raw() for b in bufs]
+    if sum(v.nbytes for v in views) < SHM_MIN_BYTES:
+        return res
+    fd, path = tempfile.mkstemp(dir=folder, suffix=".buf")
+    spans, pos = [], 0
+    with os.fdopen(fd, "wb", buffering=0) as fh:
+        for v in views:
+            pad = -pos % _ALIGN
+            if pad:
+                fh.write(b"\0" * pad)
+                pos += pad
+            spans.append((pos, v.nbytes))
+            done = 0
+            while done < v.nbytes:                 # a raw write may be partial
+                done += fh.write(v[done:])
+            pos += v.nbytes
+    return _Shared(data, path, spans)
+
+
+def _unpack(res: Any) -> Any:
+    """The result a worker sent: a :class:`_Shared` one is mapped (its arrays are views
+    of the file's pages, writable, private to the driver) and the file unlinked at once:
+    the pages live as long as the arrays."""
+    if not isinstance(res, _Shared):
+        return res
+    import mmap
+    import pickle
+
+    try:
+        with open(res.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # private (copy on write) and populated at once: the arrays are read next
+            flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)
+            mm = mmap.mmap(fh.fileno(), size, flags=flags,
+                           prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    finally:
+        os.unlink(res.path)
+    view = memoryview(mm) if mm is not None else memoryview(bytearray())
+    return pickle.loads(res.data, buffers=[view[o : o + n] for o, n in res.spans])
+
+
+def _shm_folder() -> str | None:
+    """A fresh folder on a memory file system for results in shared memory (None: none
+    writable, results go through the pipe)."""
+    import tempfile
+
+    for root in ("/dev/shm", None):
+        try:
+            return tempfile.mkdtemp(prefix="relulab-", dir=root)
+        except OSError:
+            continue
+    return None
+
+
+def _worker_loop(fn, conn, folder=None) -> None:
     """A local worker: run items until told to stop; exceptions go back to the driver."""
     while True:
         msg = conn.recv()
@@ -141,7 +221,7 @@ def _worker_loop(fn, conn) -> None:
             return
         i, item = msg
         try:
-            conn.send((i, True, fn(item)))
+            conn.send((i, True, _pack(fn(item), folder)))
         except BaseException as e:  # noqa: BLE001 - every failure is reported to the driver
             try:
                 conn.send((i, False, e))
@@ -153,17 +233,29 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
     """Own worker processes (not a ProcessPoolExecutor): the driver knows which item each
     worker runs, so a worker that dies costs exactly that item one attempt."""
     import multiprocessing as mp
+    import shutil
     from multiprocessing.connection import wait
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     _release_free_memory()
+    folder = _shm_folder()
+    try:
+        yield from _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)   # files of results never received
+
+
+def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
+    """The driver's loop of :func:`_local_map` (``folder``: where workers leave large
+    results, see :func:`_pack`)."""
     queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
     attempts = [0] * len(items)
     running: dict[Any, tuple[Any, int | None]] = {}  # conn -> (process, item index)
 
     def start():
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_worker_loop, args=(fn, there), daemon=True)
+        p = ctx.Process(target=_worker_loop, args=(fn, there, folder), daemon=True)
         p.start()
         there.close()
         running[here] = (p, None)
@@ -200,7 +292,7 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
                     running[conn] = (p, None)
                     if not ok:
                         raise res
-                    yield j, res
+                    yield j, _unpack(res)
                     feed(conn)
                 elif not p.is_alive():
                     del running[conn]

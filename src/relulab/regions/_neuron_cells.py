@@ -282,7 +282,7 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
         redo = run_cells(task, [(signs[i], True) for i in again], parallel, workers, address)
         for i, p in zip(again, redo, strict=True):
             parts[i] = p
-    rs = _concat(box, net, parts, neurons, signs)
+    rs = _concat(box, net, parts, neurons)
     rs.seconds = time.perf_counter() - t0
     rs.info.update(engine="stitched", split="first-layer hyperplanes", split_neurons=neurons,
                    cells=len(signs), parallel=parallel,
@@ -308,8 +308,9 @@ def run_cells(task: Any, items: list, parallel: str, workers: int | None,
     return out
 
 
-def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int],
-            signs: list[tuple[bool, ...]]) -> RegionSet:
+def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int]) -> RegionSet:
+    """One region set from the cells' parts (cell after cell), with the dual graph when
+    every cell has one, completed across the cutting hyperplanes."""
     d = box.dim
     widths = tuple(int(w) for w in net.widths)
     N = int(sum(widths))
@@ -322,29 +323,33 @@ def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int],
         rs._skeleton = Skeleton(*(np.concatenate([p.skeleton[i] for p in parts])
                                   for i in range(3)))
     if all(p.edges is not None for p in parts) and not rs.partial:
-        offs = np.cumsum([0] + [p.arrays.n for p in parts])
-        inner = [p.edges[:, :2] + offs[c] for c, p in enumerate(parts)]
-        E_ = np.concatenate([np.concatenate(inner), np.concatenate([p.edges[:, 2:] for p in parts])],
-                            axis=1) if parts else np.zeros((0, 3), np.int64)
-        cross = _cross_edges(rs, neurons, offs, signs)
+        cross = _cross_edges(rs, neurons)
         if cross is not None:
-            rs._edges = np.concatenate([E_, cross]).astype(np.int64)
+            # the cells' edges with their regions renumbered, then the crossing ones
+            sizes = [p.edges.shape[0] for p in parts] + [cross.shape[0]]
+            E_ = np.empty((sum(sizes), 3), dtype=np.int64)
+            e0 = r0 = 0
+            for p in parts:
+                e1 = e0 + p.edges.shape[0]
+                np.add(p.edges[:, :2], r0, out=E_[e0:e1, :2])
+                E_[e0:e1, 2] = p.edges[:, 2]
+                e0, r0 = e1, r0 + p.arrays.n
+            E_[e0:] = cross
+            rs._edges = E_
     return rs
 
 
-def _cross_edges(rs: RegionSet, neurons: list[int], offs: np.ndarray,
-                 signs: list[tuple[bool, ...]]) -> np.ndarray | None:
+def _cross_edges(rs: RegionSet, neurons: list[int]) -> np.ndarray | None:
     """Edges across the cutting hyperplanes: a region on the active side of neuron
     ``j`` with a facet on it, and the region with the same pattern but bit ``j`` off
     (None when some such region is missing: not in general position)."""
     n = len(rs)
     if not neurons or n == 0:
         return np.zeros((0, 3), np.int64)
-    fr = np.repeat(np.arange(n), np.diff(rs.facet_ptr))
     table = rs.pattern_table()
     out = []
     for j in neurons:
-        r = fr[rs.facet_ids == j]
+        r = np.searchsorted(rs.facet_ptr, np.flatnonzero(rs.facet_ids == j), side="right") - 1
         r = r[(rs.packed_patterns[r, j >> 3] & np.uint8(128 >> (j & 7))) != 0]
         Q = rs.packed_patterns[r].copy()
         Q[:, j >> 3] &= np.uint8(~(128 >> (j & 7)) & 0xFF)
