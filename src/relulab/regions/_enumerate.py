@@ -139,12 +139,15 @@ def enumerate_regions(
 
         _check_parallel(parallel, method, max_regions)
         dom = default_domain(net, domain)
-        if not isinstance(dom, Box):
-            raise RelulabError("parallel enumeration splits a Box domain; give a Box")
-        return enumerate_neuron_cells(net, dom, parallel=parallel, workers=workers,
-                                      cells=cells, address=address,
-                                      vertices=bool(net.input_dim <= 2 if vertices == "auto"
-                                                    else vertices))
+        small = _small_for_parallel(net, dom, cells)
+        if small is None:
+            return enumerate_neuron_cells(net, dom, parallel=parallel, workers=workers,
+                                          cells=cells, address=address,
+                                          vertices=bool(net.input_dim <= 2
+                                                        if vertices == "auto" else vertices))
+        rs = enumerate_regions(net, dom, progress=progress, centers=centers, vertices=vertices)
+        rs.info.update(parallel=small)
+        return rs
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":
@@ -211,12 +214,31 @@ def count_regions(
         from ._stitch import count_stitched
 
         _check_parallel(parallel, "subdivision", None)
+        if _small_for_parallel(net, default_domain(net, domain), cells) is not None:
+            return count_regions(net, domain, progress=progress, engine=engine)
         return count_stitched(net, default_domain(net, domain), parallel=parallel,
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
         return len(enumerate_regions(net, dom, progress=progress, engine=engine))
     return count_cells(pb, progress, engine)
+
+
+def _small_for_parallel(net: Network, dom: Any, cells: int | None) -> str | None:
+    """Why a parallel run goes to one process (None: it does not): no ``cells`` asked
+    for and an estimated region count below ``ONE_PROCESS_REGIONS``, where starting
+    workers and moving regions would cost more than the work."""
+    from ._neuron_cells import ONE_PROCESS_REGIONS, estimate_regions
+
+    if not isinstance(dom, Box):
+        raise RelulabError("parallel enumeration splits a Box domain; give a Box")
+    if cells is not None:
+        return None
+    est = estimate_regions(net, dom)
+    if est >= ONE_PROCESS_REGIONS:
+        return None
+    return (f"one process: about {est} regions estimated, below {ONE_PROCESS_REGIONS}, "
+            "where workers would cost more than the work")
 
 
 def _check_parallel(parallel: str, method: str, max_regions: int | None) -> None:

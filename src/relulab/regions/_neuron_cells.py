@@ -42,12 +42,17 @@ from ._assembly import stream_cells
 from ._skeleton import Degenerate, TooBig, skeleton_regions
 from ._types import RegionSet, Skeleton
 
-__all__ = ["choose_split_neurons", "neuron_cells", "enumerate_neuron_cells", "run_cells"]
+__all__ = ["estimate_regions", "choose_split_neurons", "neuron_cells", "enumerate_neuron_cells",
+           "run_cells", "ONE_PROCESS_REGIONS"]
 
 # sample points of the box for the estimate that balances the cells
 SPLIT_SAMPLES = 4096
 # "near" for the density estimate: this fraction of the box's mean side
 NEAR_FRACTION = 0.1
+# below this estimated number of regions (and with no ``cells`` asked for) a parallel
+# enumeration or count runs in one process: starting workers and moving regions between
+# processes would cost more than the work (5-D, 48,067 regions: 0.45 s in one process)
+ONE_PROCESS_REGIONS = 100_000
 # largest number of cutting neurons (2^k cells)
 MAX_SPLIT_NEURONS = 10
 # cells per worker by default: a second cell per worker lets the heaviest-first order
@@ -81,7 +86,48 @@ def _local_weights(net: Network, X: np.ndarray, box: Box) -> tuple[np.ndarray, n
     return Z1, w[counts]
 
 
-def choose_split_neurons(net: Network, box: Box, k: int, seed: int = 0) -> list[int]:
+def _sample(net: Network, box: Box) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sample points of the estimates (fixed seed), their first-layer
+    pre-activations and their weights."""
+    X = np.random.default_rng(0).uniform(box.lo, box.hi, size=(SPLIT_SAMPLES, box.dim))
+    if not net.widths:
+        return X, np.zeros((X.shape[0], 0)), np.ones(X.shape[0])
+    Z1, w = _local_weights(net, X, box)
+    return X, Z1, w
+
+
+# regions per unit of the mean weight, per dimension: regions ~ C1 * C2^d * mean weight
+# * vol(box) / near^d, fitted on random networks of benchmarks/parallel.py's kind in 2-D
+# to 5-D (within a factor 1.5 there); an estimate, used only to plan the work
+_FIT_C1, _FIT_C2 = 1.58, 0.313
+
+
+def estimate_regions(net: Network, box: Box) -> int:
+    """A rough estimate of the number of regions of ``net`` in ``box`` (from the
+    hyperplanes passing near sample points; within a factor of about 2 on random
+    networks), used to plan parallel work, never as an answer.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> rng = np.random.default_rng(0)
+        >>> net = Network([rng.normal(size=(12, 2)), rng.normal(size=(1, 12))],
+        ...               [rng.normal(size=12), np.zeros(1)])
+        >>> from relulab import regions
+        >>> n, est = regions.count(net), estimate_regions(net, Box([-1, -1], [1, 1]))
+        >>> bool(n / 3 < est < 3 * n)
+        True
+    """
+    if not net.widths:
+        return 1
+    _, _, w = _sample(net, box)
+    d = box.dim
+    near = NEAR_FRACTION * float(np.mean(box.hi - box.lo))
+    vol = float(np.prod(box.hi - box.lo))
+    return max(1, int(round(_FIT_C1 * _FIT_C2**d * float(w.mean()) * vol / near**d)))
+
+
+def choose_split_neurons(net: Network, box: Box, k: int) -> list[int]:
     """Up to ``k`` first-layer neurons whose hyperplanes cut ``box`` into cells of
     balanced estimated region counts (greedy: each next neuron makes the heaviest cell
     lightest); fewer when fewer hyperplanes cross the box.
@@ -95,9 +141,7 @@ def choose_split_neurons(net: Network, box: Box, k: int, seed: int = 0) -> list[
     """
     if not net.widths:
         return []
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(box.lo, box.hi, size=(SPLIT_SAMPLES, box.dim))
-    Z1, w = _local_weights(net, X, box)
+    _, Z1, w = _sample(net, box)
     W0 = np.asarray(net.weights[0], dtype=np.float64)
     b0 = np.asarray(net.biases[0], dtype=np.float64)
     # a hyperplane crosses the box when the box's extreme values have both signs
@@ -107,7 +151,7 @@ def choose_split_neurons(net: Network, box: Box, k: int, seed: int = 0) -> list[
     cand = [j for j in range(W0.shape[0]) if np.any(W0[j]) and abs(c[j]) < r[j]]
     if w.sum() <= 0:
         w = np.ones_like(w)
-    cell = np.zeros(X.shape[0], dtype=np.int64)
+    cell = np.zeros(Z1.shape[0], dtype=np.int64)
     chosen: list[int] = []
     pos = Z1 > 0
     for _ in range(min(k, MAX_SPLIT_NEURONS)):
@@ -156,10 +200,8 @@ def neuron_cells(net: Network, box: Box, neurons: list[int]) -> list[tuple[bool,
     from ..lp import chebyshev_center
 
     k = len(neurons)
-    rng = np.random.default_rng(1)
-    X = rng.uniform(box.lo, box.hi, size=(SPLIT_SAMPLES, box.dim))
-    Z1, w = _local_weights(net, X, box) if net.widths else (np.zeros((X.shape[0], 0)), None)
-    code = np.zeros(X.shape[0], dtype=np.int64)
+    _, Z1, w = _sample(net, box)
+    code = np.zeros(Z1.shape[0], dtype=np.int64)
     for j in neurons:
         code = 2 * code + (Z1[:, j] > 0)
     est = np.bincount(code, weights=w, minlength=2**k)
