@@ -102,12 +102,19 @@ def start_ray(address: str | None = None, workers: int | None = None,
     (0.0) when Ray is already initialised in this process.
 
     Example:
-        >>> start_ray.__name__   # doctest: +SKIP (starts Ray)
-        >>> start_ray(workers=2, preload=("relulab.verify",))   # doctest: +SKIP
+        >>> start_ray(workers=0)
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: start_ray: workers must be at least 1, got 0
+        >>> import ray                                            # doctest: +SKIP
+        >>> start_ray(workers=2, preload=("relulab.verify",))     # doctest: +SKIP
         3.1
+        >>> ray.shutdown()                                        # doctest: +SKIP
     """
     import time
 
+    if workers is not None and workers < 1:
+        raise RelulabError(f"start_ray: workers must be at least 1, got {workers}")
     ray = require("ray", "ray")
     if ray.is_initialized():
         return 0.0
