@@ -119,9 +119,12 @@ def enumerate_regions(
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
-            ``cells`` (default one per worker; 4 per worker for ``count``) balanced by
-            estimated region count, enumerate them on ``workers`` and stitch the pieces
-            exactly (the same regions, vertices and graph). ``address``: the Ray cluster.
+            ``cells`` (default 4 per worker) along first-layer hyperplanes, balanced by
+            estimated region count, so that every region lies whole in one cell;
+            enumerate them on ``workers`` and join them exactly (the same regions,
+            vertices and graph). Without ``cells`` and under 100,000 estimated regions
+            it runs in one process (``rs.info["parallel"]`` says so). ``address``: the
+            Ray cluster.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 

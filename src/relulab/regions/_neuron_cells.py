@@ -55,9 +55,11 @@ NEAR_FRACTION = 0.1
 ONE_PROCESS_REGIONS = 100_000
 # largest number of cutting neurons (2^k cells)
 MAX_SPLIT_NEURONS = 10
-# cells per worker by default: a second cell per worker lets the heaviest-first order
-# even out the estimate's errors
-CELLS_PER_WORKER = 2
+# cells per worker by default: several cells per worker let the heaviest-first order
+# even out the estimate's errors, and smaller cells cost less per region (5-D, 1.26M
+# regions, CPU seconds of the two workers together: 25.8 with 4 cells, 21.9 with 8,
+# 21.5 with 16; one process 25.6)
+CELLS_PER_WORKER = 4
 
 
 def _local_weights(net: Network, X: np.ndarray, box: Box) -> tuple[np.ndarray, np.ndarray]:
