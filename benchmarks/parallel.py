@@ -239,6 +239,7 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=None,
                     help="cells of the region count (default: relulab's, 4 per worker)")
     ap.add_argument("--skip-verify", action="store_true")
+    ap.add_argument("--skip-regions", action="store_true", help="no region counting or enumeration")
     ap.add_argument("--check", action="store_true",
                     help="only check stitched = one process on the networks of benchmarks/regions.py")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
@@ -289,9 +290,10 @@ def main() -> None:
         result["verify_batch"] = {"instances": len(insts), "timeout": a.timeout, **runs}
     if not a.no_ray:
         result["ray start (s)"] = start_ray(workers=2)   # 0 when the batch above started it
-    result["regions"] = bench_regions(a.region_width, a.no_ray, a.cells)
-    result["enumerate"] = bench_enumeration([(16, 1), (20, 0)] if a.quick else
-                                            [(16, 1), (24, 0), (a.region_width, 0)])
+    if not a.skip_regions:
+        result["regions"] = bench_regions(a.region_width, a.no_ray, a.cells)
+        result["enumerate"] = bench_enumeration([(16, 1), (20, 0)] if a.quick else
+                                                [(16, 1), (24, 0), (a.region_width, 0)])
     per_task = {"local x2": overhead("local", 400, 2),
                 "local x2, chunks of 50": overhead("local", 4000, 2, chunksize=50)}
     if not a.no_ray:

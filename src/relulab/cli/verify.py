@@ -81,7 +81,7 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
 # what run_instance imports when it runs: imported before a batch starts (by the driver
 # before it forks local workers; by each Ray worker when it starts), not inside items
 BATCH_MODULES = ("relulab.cli.verify", "relulab.io.vnnlib", "relulab.limits", "relulab.verify",
-                 "relulab.io", "onnx")
+                 "relulab.io", "relulab.io.onnx", "onnx", "highspy")
 
 
 def run_instance(args: tuple[str, str, float]) -> dict:
