@@ -170,6 +170,15 @@ def test_large_results_travel_through_shared_memory_and_leave_nothing(tmp_path, 
     assert not folder.exists()
 
 
+def test_a_full_memory_file_system_falls_back_to_the_pipe(tmp_path, monkeypatch):
+    import relulab.parallel as P
+
+    missing = tmp_path / "no-such-folder"                     # every write fails
+    monkeypatch.setattr(P, "_shm_folder", lambda: str(missing))
+    got = dict(pmap(big_result, [300_000, 5], workers=2))
+    assert np.array_equal(got[0]["x"], big_result(300_000)["x"]) and got[1]["name"] == "item 5"
+
+
 # ------------------------------------------------------------------ Ray
 def has_module(name):
     import sys

@@ -243,19 +243,29 @@ def _pack(res: Any, folder: str | None) -> Any:
     views = [b.raw() for b in bufs]
     if sum(v.nbytes for v in views) < SHM_MIN_BYTES:
         return res
-    fd, path = tempfile.mkstemp(dir=folder, suffix=".buf")
-    spans, pos = [], 0
-    with os.fdopen(fd, "wb", buffering=0) as fh:
-        for v in views:
-            pad = -pos % _ALIGN
-            if pad:
-                fh.write(b"\0" * pad)
-                pos += pad
-            spans.append((pos, v.nbytes))
-            done = 0
-            while done < v.nbytes:                 # a raw write may be partial
-                done += fh.write(v[done:])
-            pos += v.nbytes
+    path = None
+    try:
+        fd, path = tempfile.mkstemp(dir=folder, suffix=".buf")
+        spans, pos = [], 0
+        with os.fdopen(fd, "wb", buffering=0) as fh:
+            for v in views:
+                pad = -pos % _ALIGN
+                if pad:
+                    fh.write(b"\0" * pad)
+                    pos += pad
+                spans.append((pos, v.nbytes))
+                done = 0
+                while done < v.nbytes:                 # a raw write may be partial
+                    done += fh.write(v[done:])
+                pos += v.nbytes
+    except OSError:
+        # the memory file system is full (a container's small /dev/shm): use the pipe
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return res
     return _Shared(data, path, spans)
 
 
