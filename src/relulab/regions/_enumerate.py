@@ -122,7 +122,7 @@ def enumerate_regions(
             ``cells`` (default 4 per worker) along first-layer hyperplanes, balanced by
             estimated region count, so that every region lies whole in one cell;
             enumerate them on ``workers`` and join them exactly (the same regions,
-            vertices and graph). Without ``cells`` and under 100,000 estimated regions
+            vertices and graph). Without ``cells`` and under 50,000 estimated regions
             it runs in one process (``rs.info["parallel"]`` says so). ``address``: the
             Ray cluster.
 

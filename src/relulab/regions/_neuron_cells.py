@@ -51,8 +51,10 @@ SPLIT_SAMPLES = 4096
 NEAR_FRACTION = 0.1
 # below this estimated number of regions (and with no ``cells`` asked for) a parallel
 # enumeration or count runs in one process: starting workers and moving regions between
-# processes would cost more than the work (5-D, 48,067 regions: 0.45 s in one process)
-ONE_PROCESS_REGIONS = 100_000
+# processes would cost about as much as the work (5-D, 48,067 regions: 0.45 s in one
+# process, about break-even on 2 workers; 4-D, 80,487 regions: 11 s in one process,
+# 5.5 s on 2 workers with 8 cells)
+ONE_PROCESS_REGIONS = 50_000
 # largest number of cutting neurons (2^k cells)
 MAX_SPLIT_NEURONS = 10
 # cells per worker by default: several cells per worker let the heaviest-first order
