@@ -5,8 +5,12 @@ Measures, in one run:
   worker, 2 local workers and 2 Ray workers: wall time and the speed-up ratios;
 * region counting of a random 5-D network with widths (W, W) (W = 30: about a million
   regions) in one process, and over cells with 2 local workers and 2 Ray workers (each
-  cell counts the regions it owns and sends back one number); and enumeration stitched
-  over cells, regions and graph checked against one process, on a smaller 5-D network;
+  cell counts the regions it owns and sends back one number);
+* full enumeration (every region's data kept) in one process against 2 local workers
+  (cells cut along first-layer hyperplanes) of random 5-D networks of 48,067, 374,497
+  and 1,263,360 regions (W = 16, 24, 30), regions, facets and graph checked identical;
+* Ray's start-up (workers that import relulab as they start) apart from the batch run
+  on its fresh workers, and the same batch again on the started workers;
 * CPU time next to wall time: the one process's CPU seconds against the driver's plus
   the local workers' (the work the split adds, which a loaded machine does not hide the
   way it hides wall-clock speed-ups);
@@ -28,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from relulab.cli.verify import read_instances, run_batch
-from relulab.parallel import pmap
+from relulab.cli.verify import BATCH_MODULES, read_instances, run_batch
+from relulab.parallel import pmap, start_ray
 
 
 def noop(x):
@@ -102,30 +106,70 @@ def bench_regions(width: int, no_ray: bool, cells: int | None) -> dict:
         cpu_txt = f"{v['cpu']:8.1f} {v['cpu'] / one['cpu'] - 1:+10.1%}" if v["cpu"] is not None \
             else f"{'-':>8s} {'-':>11s}"
         print(f"{k:24s} {v['wall']:8.1f} {one['wall'] / v['wall']:8.2f}x {cpu_txt}", flush=True)
-    # enumeration: regions, facets, vertices and graph stitched against one process
-    small = region_net(5, 16, seed=1)
-    enum: dict = {}
-    for vertices in (False, True):
-        one_rs, w1, c1 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v))
-        st, w2, c2 = timed(lambda v=vertices: regions.enumerate(small, box, vertices=v,
-                                                                parallel="local", workers=2))
-        pa, pb = one_rs.packed_patterns, st.packed_patterns
-        same = {p.tobytes() for p in pa} == {p.tobytes() for p in pb}
-        ga = {frozenset((pa[i].tobytes(), pa[j].tobytes())) for i, j, _ in regions.adjacency(one_rs)}
-        gb = {frozenset((pb[i].tobytes(), pb[j].tobytes())) for i, j, _ in regions.adjacency(st)}
-        key = "with vertex lists" if vertices else "skeleton (default in 5-D)"
-        enum[key] = {"regions": len(one_rs), "one process": {"wall": w1, "cpu": c1},
-                     "stitched local x2": {"wall": w2, "cpu": c2, "cells": st.info["cells"]},
-                     "same regions": same, "same graph": ga == gb}
-    print(f"\nenumerate a random 5-D 16x16 network ({len(one_rs)} regions), stitched over "
-          f"{st.info['cells']} cells")
-    print(f"{'vertices':26s} {'one s':>7s} {'x2 s':>7s} {'speed-up':>9s} {'CPU one':>8s} "
-          f"{'CPU x2':>7s} {'same':>5s}")
-    for k, v in enum.items():
-        a, b = v["one process"], v["stitched local x2"]
-        print(f"{k:26s} {a['wall']:7.2f} {b['wall']:7.2f} {a['wall'] / b['wall']:8.2f}x "
-              f"{a['cpu']:8.2f} {b['cpu']:7.2f} {str(v['same regions'] and v['same graph']):>5s}")
-    out["enumerate 5-D 16x2"] = enum
+    return out
+
+
+def regions_in_order(one, st) -> np.ndarray:
+    """For each region of ``one``, the index of the region of ``st`` with its pattern
+    (asserts that both sets hold the same patterns, each once)."""
+    assert len(one) == len(st), f"{len(st)} regions against {len(one)}"
+    idx = st.pattern_table().find(one.packed_patterns)
+    assert np.all(idx >= 0) and np.unique(idx).size == idx.size, "patterns differ"
+    return idx
+
+
+def same_facets_and_graph(one, st, idx: np.ndarray) -> tuple[bool, bool]:
+    """Facets (hyperplane ids, per region) and dual graph of ``st`` against ``one``,
+    vectorised (the regions matched by pattern through ``idx``)."""
+    from relulab import regions
+
+    n1 = np.diff(one.facet_ptr)
+    n2 = np.diff(st.facet_ptr)[idx]
+    same_f = bool(np.array_equal(n1, n2))
+    if same_f:
+        # st's facet rows gathered in one's region order (ids are sorted within a region)
+        starts = np.repeat(st.facet_ptr[idx], n2)
+        offs = np.arange(n2.sum()) - np.repeat(np.cumsum(n2) - n2, n2)
+        same_f = bool(np.array_equal(one.facet_ids, st.facet_ids[starts + offs]))
+    inv = np.empty(len(st), dtype=np.int64)
+    inv[idx] = np.arange(len(one))
+
+    def canon(E, m=None):
+        a, b = (E[:, 0], E[:, 1]) if m is None else (m[E[:, 0]], m[E[:, 1]])
+        key = np.minimum(a, b) * len(one) + np.maximum(a, b)
+        return np.sort(key)
+
+    ga, gb = canon(regions.adjacency(one)), canon(regions.adjacency(st), inv)
+    return same_f, bool(np.array_equal(ga, gb))
+
+
+def bench_enumeration(sizes: list[tuple[int, int]]) -> dict:
+    """Full enumeration (every region's data kept) in one process against 2 local
+    workers (cells cut along first-layer hyperplanes), on random 5-D networks; the
+    regions, facets and graph checked identical."""
+    from relulab import Box, regions
+
+    box = Box(-np.ones(5), np.ones(5))
+    out: dict = {}
+    print("\nenumerate random 5-D W x W networks, all region data kept")
+    print(f"{'network':>8s} {'regions':>9s} {'one s':>7s} {'x2 s':>7s} {'speed-up':>9s} "
+          f"{'CPU one':>8s} {'CPU x2':>7s} {'cells':>5s} {'same':>5s}  how")
+    for w, seed in sizes:
+        net = region_net(5, w, seed)
+        one, w1, c1 = timed(lambda n=net: regions.enumerate(n, box))
+        st, w2, c2 = timed(lambda n=net: regions.enumerate(n, box, parallel="local", workers=2))
+        idx = regions_in_order(one, st)
+        same_f, same_g = same_facets_and_graph(one, st, idx)
+        how = st.info.get("parallel", "")
+        row = {"regions": len(one), "one process": {"wall": w1, "cpu": c1},
+               "local x2": {"wall": w2, "cpu": c2, "cells": st.info.get("cells", 1), "how": how},
+               "same regions": True, "same facets": same_f, "same graph": same_g,
+               "speed-up": w1 / w2}
+        out[f"5-D {w}x{w} seed {seed}"] = row
+        print(f"{w:>4d}x{w:<3d} {len(one):9d} {w1:7.2f} {w2:7.2f} {w1 / w2:8.2f}x {c1:8.1f} "
+              f"{c2:7.1f} {row['local x2']['cells']:5d} {str(same_f and same_g):>5s}  {how}",
+              flush=True)
+        del one, st, idx
     return out
 
 
@@ -195,6 +239,7 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=None,
                     help="cells of the region count (default: relulab's, 4 per worker)")
     ap.add_argument("--skip-verify", action="store_true")
+    ap.add_argument("--skip-regions", action="store_true", help="no region counting or enumeration")
     ap.add_argument("--check", action="store_true",
                     help="only check stitched = one process on the networks of benchmarks/regions.py")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
@@ -217,17 +262,15 @@ def main() -> None:
         insts = read_instances(str(root / "acasxu" / "instances.csv"))[:: a.every]
         insts = [(m, p, min(t, a.timeout)) for m, p, t in insts]
         runs = {}
-        # "ray x2" starts from fresh Ray workers (each imports relulab inside the timed run);
-        # "ray x2 warm" repeats the batch on the same, already started workers, which is what
-        # a long batch or a second batch on a running cluster sees. Both are reported.
+        # Ray's start-up (ray.init and its worker processes, which import relulab and what
+        # run_instance imports as they start: relulab.parallel.start_ray) is timed apart;
+        # "ray x2" is the batch on those fresh workers (never used before), "ray x2 warm" the
+        # same batch again on the same workers (a second batch on a running cluster).
         for label, workers, backend in [("local x1", 1, "local"), ("local x2", 2, "local")] + (
                 [] if a.no_ray else [("ray x2", 2, "ray"), ("ray x2 warm", 2, "ray")]):
             if label == "ray x2":
-                import ray
-
-                t0 = time.time()
-                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-                runs["ray start (s)"] = time.time() - t0
+                runs["ray start (s)"] = start_ray(workers=2, preload=BATCH_MODULES)
+                print(f"Ray start-up, 2 workers with relulab imported: {runs['ray start (s)']:.1f} s")
             wall, rows = timed_batch(insts, workers, backend)
             solved = sum(r["status"] in ("holds", "violated") for r in rows)
             runs[label] = {"wall": wall, "solved": solved, "cpu": sum(r["cpu"] for r in rows)}
@@ -241,17 +284,23 @@ def main() -> None:
                 print(f"speed-up {lab} / local x1: {x1 / runs[lab]['wall']:.2f}; "
                       f"Ray overhead against the local pool ({lab}): "
                       f"{runs[lab]['wall'] / runs['local x2']['wall'] - 1:+.1%}")
+            both = runs["ray start (s)"] + runs["ray x2"]["wall"]
+            print(f"Ray start-up + batch on its fresh workers: {both:.1f} s "
+                  f"({both / runs['local x2']['wall'] - 1:+.1%} against the local pool)")
         result["verify_batch"] = {"instances": len(insts), "timeout": a.timeout, **runs}
-    result["regions"] = bench_regions(a.region_width, a.no_ray, a.cells)
+    if not a.no_ray:
+        result["ray start (s)"] = start_ray(workers=2)   # 0 when the batch above started it
+    if not a.skip_regions:
+        result["regions"] = bench_regions(a.region_width, a.no_ray, a.cells)
+        result["enumerate"] = bench_enumeration([(16, 1), (20, 0)] if a.quick else
+                                                [(16, 1), (24, 0), (a.region_width, 0)])
     per_task = {"local x2": overhead("local", 400, 2),
                 "local x2, chunks of 50": overhead("local", 4000, 2, chunksize=50)}
     if not a.no_ray:
         import ray
 
         if not ray.is_initialized():
-            t0 = time.time()
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            result["ray start (s)"] = time.time() - t0
+            result["ray start (s)"] = start_ray(workers=2)
         overhead("ray", 20, 2)                      # warm the workers
         per_task["ray x2"] = overhead("ray", 400, 2)
         per_task["ray x2, chunks of 50"] = overhead("ray", 4000, 2, chunksize=50)

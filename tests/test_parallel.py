@@ -143,18 +143,71 @@ def test_verify_batch_resume_answers_only_missing_instances(tmp_path, capsys):
     assert code == 1 and "--results" in err
 
 
+def big_result(n):
+    return {"x": np.arange(n, dtype=np.float64) * 0.5, "ids": np.arange(n, dtype=np.int64)[::-1].copy(),
+            "name": f"item {n}"}
+
+
+def test_large_results_travel_through_shared_memory_and_leave_nothing(tmp_path, monkeypatch):
+    """Results whose arrays pass SHM_MIN_BYTES are written to a file the driver maps:
+    equal to the serial results, writable, and the folder is gone afterwards."""
+    import relulab.parallel as P
+
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    monkeypatch.setattr(P, "_shm_folder", lambda: str(folder))
+    seen = []
+    real = P._unpack
+    monkeypatch.setattr(P, "_unpack", lambda r: seen.append(isinstance(r, P._Shared)) or real(r))
+    sizes = [10, 300_000, 7, 200_000]
+    got = dict(pmap(big_result, sizes, workers=2))
+    for i, n in enumerate(sizes):
+        want = big_result(n)
+        assert got[i]["name"] == want["name"]
+        assert np.array_equal(got[i]["x"], want["x"]) and np.array_equal(got[i]["ids"], want["ids"])
+        got[i]["x"][:1] = -1.0                                   # writable, private copy
+    assert sorted(seen) == [False, False, True, True]           # only the large ones
+    assert not folder.exists()
+
+
+def test_a_full_memory_file_system_falls_back_to_the_pipe(tmp_path, monkeypatch):
+    import relulab.parallel as P
+
+    missing = tmp_path / "no-such-folder"                     # every write fails
+    monkeypatch.setattr(P, "_shm_folder", lambda: str(missing))
+    got = dict(pmap(big_result, [300_000, 5], workers=2))
+    assert np.array_equal(got[0]["x"], big_result(300_000)["x"]) and got[1]["name"] == "item 5"
+
+
 # ------------------------------------------------------------------ Ray
+def has_module(name):
+    import sys
+
+    return name in sys.modules
+
+
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'relulab[ray]')")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import sys
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    from relulab.parallel import start_ray
+
+    # workers that import relulab and a module of the work as they start
+    assert start_ray(workers=2, preload=("relulab.cli.verify",)) > 0
     # Ray workers cannot import this test module: ship its functions by value
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
     ray.shutdown()
+
+
+def test_ray_workers_start_with_the_preloaded_modules(ray_local):
+    from relulab.parallel import start_ray
+
+    assert start_ray(workers=2) == 0.0                      # already started: nothing to do
+    got = dict(pmap(has_module, ["relulab.cli.verify"] * 4, backend="ray", workers=2))
+    assert got == {i: True for i in range(4)}
 
 
 def test_ray_map_equals_local_map(ray_local):

@@ -34,7 +34,7 @@ from typing import Any
 
 from .errors import RelulabError, require
 
-__all__ = ["pmap", "sweep", "resolve_backend", "BACKENDS"]
+__all__ = ["pmap", "sweep", "resolve_backend", "start_ray", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
 
@@ -57,6 +57,80 @@ def resolve_backend(ray: str | None) -> tuple[str, str | None]:
     return "ray", ray
 
 
+def _import_all(modules: tuple[str, ...]) -> None:
+    """Import the modules (a Ray worker's set-up hook, and the local driver before it
+    forks its workers); one that is not installed is skipped (the work that needs it
+    reports the missing dependency itself)."""
+    import importlib
+
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            pass
+
+
+# the modules a Ray worker imports when it starts (comma-separated; set by start_ray
+# through the cluster's runtime environment)
+PRELOAD_ENV = "RELULAB_PRELOAD"
+
+
+def _ray_worker_setup() -> None:
+    """Ray's ``worker_process_setup_hook``: import the modules named in ``PRELOAD_ENV``."""
+    _import_all(tuple(m for m in os.environ.get(PRELOAD_ENV, "").split(",") if m))
+
+
+def _ready(seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+# start-up waits for this many seconds per worker-filling task: tasks that overlap in time
+# run in distinct worker processes, so every worker has started (and run its set-up hook)
+_READY_PAUSE = 0.05
+
+
+def start_ray(address: str | None = None, workers: int | None = None,
+              preload: tuple[str, ...] = ()) -> float:
+    """Start (``address=None`` and no ``RAY_ADDRESS``: on this machine, with ``workers``
+    CPUs) or join a Ray cluster whose worker processes import ``relulab`` and the
+    ``preload`` modules when they start (Ray's ``worker_process_setup_hook``), and wait
+    until ``workers`` of them (default: the cluster's CPUs) are up. Returns the seconds
+    it took: the backend's start-up, paid once per cluster, not per batch. Does nothing
+    (0.0) when Ray is already initialised in this process.
+
+    Example:
+        >>> start_ray(workers=0)
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: start_ray: workers must be at least 1, got 0
+        >>> import ray                                            # doctest: +SKIP
+        >>> start_ray(workers=2, preload=("relulab.verify",))     # doctest: +SKIP
+        3.1
+        >>> ray.shutdown()                                        # doctest: +SKIP
+    """
+    import time
+
+    if workers is not None and workers < 1:
+        raise RelulabError(f"start_ray: workers must be at least 1, got {workers}")
+    ray = require("ray", "ray")
+    if ray.is_initialized():
+        return 0.0
+    t0 = time.perf_counter()
+    kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        kw["num_cpus"] = workers or os.cpu_count() or 1
+    else:
+        kw["address"] = address or os.environ.get("RAY_ADDRESS")
+    ray.init(runtime_env={"worker_process_setup_hook": f"{__name__}._ray_worker_setup",
+                          "env_vars": {PRELOAD_ENV: ",".join(("relulab", *preload))}}, **kw)
+    n = workers or max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    ray.get([ray.remote(_ready).remote(_READY_PAUSE) for _ in range(n)])
+    return time.perf_counter() - t0
+
+
 def _error_result(item: Any, reason: str) -> dict:
     return {"status": "error", "reason": reason}
 
@@ -71,6 +145,7 @@ def pmap(
     retries: int = 2,
     on_error: Callable[[Any, str], Any] = _error_result,
     chunksize: int = 1,
+    preload: tuple[str, ...] = (),
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, fn(item))`` for every item, as results finish.
 
@@ -78,6 +153,9 @@ def pmap(
     the machine's CPU count (local) or the cluster's (Ray). ``chunksize``: items sent to a
     worker at once (one task each chunk: for many short items, where the backend's cost
     per task would dominate; a dead worker then costs its whole chunk one attempt).
+    ``preload``: modules ``fn`` imports when it runs, imported before the work starts
+    (by the driver before it forks local workers; by each Ray worker when it starts,
+    see :func:`start_ray`), so that no item pays for them.
 
     Example:
         >>> sorted(pmap(len, ["ab", "c"], workers=2))       # (index, result), as they finish
@@ -96,11 +174,14 @@ def pmap(
         return
     if chunksize > 1:
         yield from _chunked(fn, items, chunksize, backend=backend, workers=workers,
-                            address=address, retries=retries, on_error=on_error)
+                            address=address, retries=retries, on_error=on_error,
+                            preload=preload)
         return
     if backend == "ray":
-        yield from _ray_map(fn, items, workers, address, retries, on_error)
-    elif workers == 1:
+        yield from _ray_map(fn, items, workers, address, retries, on_error, preload)
+        return
+    _import_all(preload)
+    if workers == 1:
         for i, item in enumerate(items):
             try:
                 res = fn(item)
@@ -133,7 +214,97 @@ def _chunked(fn, items, chunksize, *, on_error, **kw) -> Iterator[tuple[int, Any
             yield starts[c] + k, r
 
 
-def _worker_loop(fn, conn) -> None:
+# results whose arrays (out-of-band pickle buffers) hold at least this many bytes travel
+# through a shared-memory file instead of the pipe
+SHM_MIN_BYTES = 1 << 20
+# offsets of the arrays in that file are aligned to this (numpy's preferred alignment)
+_ALIGN = 64
+
+
+class _Shared:
+    """A result whose large arrays wait in a shared-memory file: the pickle stream, the
+    file and each out-of-band buffer's (offset, length)."""
+
+    def __init__(self, data: bytes, path: str, spans: list[tuple[int, int]]) -> None:
+        self.data, self.path, self.spans = data, path, spans
+
+
+def _pack(res: Any, folder: str | None) -> Any:
+    """``res`` as it is, or as a :class:`_Shared` when its arrays are large: written once
+    into a file under ``folder`` (tmpfs), which the driver maps instead of reading the
+    bytes through the pipe and unpickling them into new arrays (pickle protocol 5)."""
+    import pickle
+    import tempfile
+
+    if folder is None:
+        return res
+    bufs: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(res, protocol=5, buffer_callback=bufs.append)
+    views = [b.raw() for b in bufs]
+    if sum(v.nbytes for v in views) < SHM_MIN_BYTES:
+        return res
+    path = None
+    try:
+        fd, path = tempfile.mkstemp(dir=folder, suffix=".buf")
+        spans, pos = [], 0
+        with os.fdopen(fd, "wb", buffering=0) as fh:
+            for v in views:
+                pad = -pos % _ALIGN
+                if pad:
+                    fh.write(b"\0" * pad)
+                    pos += pad
+                spans.append((pos, v.nbytes))
+                done = 0
+                while done < v.nbytes:                 # a raw write may be partial
+                    done += fh.write(v[done:])
+                pos += v.nbytes
+    except OSError:
+        # the memory file system is full (a container's small /dev/shm): use the pipe
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return res
+    return _Shared(data, path, spans)
+
+
+def _unpack(res: Any) -> Any:
+    """The result a worker sent: a :class:`_Shared` one is mapped (its arrays are views
+    of the file's pages, writable, private to the driver) and the file unlinked at once:
+    the pages live as long as the arrays."""
+    if not isinstance(res, _Shared):
+        return res
+    import mmap
+    import pickle
+
+    try:
+        with open(res.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # private (copy on write) and populated at once: the arrays are read next
+            flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)
+            mm = mmap.mmap(fh.fileno(), size, flags=flags,
+                           prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    finally:
+        os.unlink(res.path)
+    view = memoryview(mm) if mm is not None else memoryview(bytearray())
+    return pickle.loads(res.data, buffers=[view[o : o + n] for o, n in res.spans])
+
+
+def _shm_folder() -> str | None:
+    """A fresh folder on a memory file system for results in shared memory (None: none
+    writable, results go through the pipe)."""
+    import tempfile
+
+    for root in ("/dev/shm", None):
+        try:
+            return tempfile.mkdtemp(prefix="relulab-", dir=root)
+        except OSError:
+            continue
+    return None
+
+
+def _worker_loop(fn, conn, folder=None) -> None:
     """A local worker: run items until told to stop; exceptions go back to the driver."""
     while True:
         msg = conn.recv()
@@ -141,7 +312,7 @@ def _worker_loop(fn, conn) -> None:
             return
         i, item = msg
         try:
-            conn.send((i, True, fn(item)))
+            conn.send((i, True, _pack(fn(item), folder)))
         except BaseException as e:  # noqa: BLE001 - every failure is reported to the driver
             try:
                 conn.send((i, False, e))
@@ -153,17 +324,29 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
     """Own worker processes (not a ProcessPoolExecutor): the driver knows which item each
     worker runs, so a worker that dies costs exactly that item one attempt."""
     import multiprocessing as mp
+    import shutil
     from multiprocessing.connection import wait
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     _release_free_memory()
+    folder = _shm_folder()
+    try:
+        yield from _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)   # files of results never received
+
+
+def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
+    """The driver's loop of :func:`_local_map` (``folder``: where workers leave large
+    results, see :func:`_pack`)."""
     queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
     attempts = [0] * len(items)
     running: dict[Any, tuple[Any, int | None]] = {}  # conn -> (process, item index)
 
     def start():
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_worker_loop, args=(fn, there), daemon=True)
+        p = ctx.Process(target=_worker_loop, args=(fn, there, folder), daemon=True)
         p.start()
         there.close()
         running[here] = (p, None)
@@ -200,7 +383,7 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
                     running[conn] = (p, None)
                     if not ok:
                         raise res
-                    yield j, res
+                    yield j, _unpack(res)
                     feed(conn)
                 elif not p.is_alive():
                     del running[conn]
@@ -249,16 +432,11 @@ def _apply(fn: Callable[[Any], Any], item: Any) -> Any:
     return fn(item)
 
 
-def _ray_map(fn, items, workers, address, retries, on_error) -> Iterator[tuple[int, Any]]:
+def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterator[tuple[int, Any]]:
     ray = require("ray", "ray")
     started = False
     if not ray.is_initialized():
-        kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
-        if address is None and not os.environ.get("RAY_ADDRESS"):
-            kw["num_cpus"] = workers or os.cpu_count() or 1
-        else:
-            kw["address"] = address or os.environ.get("RAY_ADDRESS")
-        ray.init(**kw)
+        start_ray(address, workers, preload)
         started = True
     try:
         task = ray.remote(max_retries=retries, retry_exceptions=False)(_apply)

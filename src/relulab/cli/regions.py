@@ -41,8 +41,9 @@ def regions_cmd(
 ) -> None:
     """Enumerate the linear regions of a model exactly (count, graph, picture).
 
-    With --workers or --ray the box is cut into cells balanced by estimated region count,
-    the cells are enumerated in parallel and the pieces stitched exactly.
+    With --workers or --ray the box is cut into cells balanced by estimated region count
+    (along first-layer hyperplanes, so that every region lies whole in one cell), the
+    cells are enumerated in parallel and joined exactly; small inputs run in one process.
 
     With --out the regions are streamed to a Parquet or JSON-lines file in chunks (one
     process; nothing is kept in memory), for counts that do not fit in memory.

@@ -78,6 +78,12 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
     return out
 
 
+# what run_instance imports when it runs: imported before a batch starts (by the driver
+# before it forks local workers; by each Ray worker when it starts), not inside items
+BATCH_MODULES = ("relulab.cli.verify", "relulab.io.vnnlib", "relulab.limits", "relulab.verify",
+                 "relulab.io", "relulab.io.onnx", "onnx", "highspy")
+
+
 def run_instance(args: tuple[str, str, float]) -> dict:
     """Verify one (model, property, timeout) triple; a dict for tables and JSON (runs in a
     worker process in ``verify-batch``)."""
@@ -246,7 +252,8 @@ def run_batch(
         task = progress.add_task("", total=len(instances))
         try:
             for k, row in pmap(run_instance, [instances[i] for i in order], backend=backend,
-                               workers=workers, address=address, on_error=dead):
+                               workers=workers, address=address, on_error=dead,
+                               preload=BATCH_MODULES):
                 results[order[k]] = row
                 if on_result:
                     on_result(row)

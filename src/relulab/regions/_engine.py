@@ -88,6 +88,10 @@ class Problem:
         self.n_ids = self.art0 + 2 * self.d
         self.big = big
         self.xscale = 0.0  # set from the initial polytope's vertices
+        # a Box whose 2 d rows (Box.to_polytope() order) open a polytope domain: the
+        # engine starts from the box's exact corners and cuts by the remaining rows only
+        # (a cell of a box cut by hyperplanes: see _neuron_cells)
+        self.start_box: Box | None = None
 
     def is_neuron(self, ids: np.ndarray) -> np.ndarray:
         return ids < self.N
@@ -375,14 +379,17 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     dom = pb.domain
     if d > 16:
         raise DomainError(f"region enumeration in dimension {d} is not supported (at most 16)")
-    if isinstance(dom, Box):
-        if np.any(dom.hi <= dom.lo):
+    box = dom if isinstance(dom, Box) else pb.start_box
+    if box is not None:
+        if np.any(box.hi <= box.lo):
             raise DomainError("region enumeration needs a full-dimensional box (lo < hi everywhere)")
         ids_hi = pb.N + np.arange(d)
         ids_lo = pb.N + d + np.arange(d)
-        X, F, ptr = _box_start(dom.lo, dom.hi, ids_hi, ids_lo)
+        X, F, ptr = _box_start(box.lo, box.hi, ids_hi, ids_lo)
         pb.xscale = float(np.abs(X).max())
-        return X, F, ptr, True
+        if isinstance(dom, Box):
+            return X, F, ptr, True
+        return (*_cut_by_rows(pb, X, F, ptr, range(2 * d, pb.m_dom)), True)
     # a polytope: start from a box strictly containing it (or a big box) and cut
     bounded = dom.n_constraints > 0 and dom.is_bounded
     if bounded:
@@ -399,7 +406,13 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     ids_lo = pb.art0 + d + np.arange(d)
     X, F, ptr = _box_start(lo, hi, ids_hi, ids_lo)
     pb.xscale = float(np.abs(X).max())
-    for i in range(pb.m_dom):
+    return (*_cut_by_rows(pb, X, F, ptr, range(pb.m_dom)), bounded)
+
+
+def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, rows: range):
+    """The polytope (X, F, ptr) cut by the given domain rows (their negative side)."""
+    d = pb.d
+    for i in rows:
         a, b = pb.A_dom[i], pb.b_dom[i]
         if not np.any(a):
             continue
@@ -414,7 +427,7 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
         X, F, ptr = X2[sl], _compact(F2[sl]), np.array([0, ptr2[2] - ptr2[1]], dtype=np.int64)
     if X.shape[0] < d + 1:
         raise DomainError("region enumeration needs a full-dimensional domain")
-    return X, F, ptr, bounded
+    return X, F, ptr
 
 
 # ------------------------------------------------------------------- layer entry

@@ -119,9 +119,12 @@ def enumerate_regions(
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
-            ``cells`` (default one per worker; 4 per worker for ``count``) balanced by
-            estimated region count, enumerate them on ``workers`` and stitch the pieces
-            exactly (the same regions, vertices and graph). ``address``: the Ray cluster.
+            ``cells`` (default 4 per worker) along first-layer hyperplanes, balanced by
+            estimated region count, so that every region lies whole in one cell;
+            enumerate them on ``workers`` and join them exactly (the same regions,
+            vertices and graph). Without ``cells`` and under 50,000 estimated regions
+            it runs in one process (``rs.info["parallel"]`` says so). ``address``: the
+            Ray cluster.
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -135,14 +138,19 @@ def enumerate_regions(
     """
     t0 = time.perf_counter()
     if parallel is not None:
-        from ._stitch import enumerate_stitched
+        from ._neuron_cells import enumerate_neuron_cells
 
         _check_parallel(parallel, method, max_regions)
-        return enumerate_stitched(net, default_domain(net, domain), enumerate_regions,
-                                  parallel=parallel, workers=workers, cells=cells,
-                                  address=address,
-                                  vertices=bool(net.input_dim <= 2 if vertices == "auto"
-                                                else vertices))
+        dom = default_domain(net, domain)
+        small = _small_for_parallel(net, dom, cells)
+        if small is None:
+            return enumerate_neuron_cells(net, dom, parallel=parallel, workers=workers,
+                                          cells=cells, address=address,
+                                          vertices=bool(net.input_dim <= 2
+                                                        if vertices == "auto" else vertices))
+        rs = enumerate_regions(net, dom, progress=progress, centers=centers, vertices=vertices)
+        rs.info.update(parallel=small)
+        return rs
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":
@@ -209,12 +217,31 @@ def count_regions(
         from ._stitch import count_stitched
 
         _check_parallel(parallel, "subdivision", None)
+        if _small_for_parallel(net, default_domain(net, domain), cells) is not None:
+            return count_regions(net, domain, progress=progress, engine=engine)
         return count_stitched(net, default_domain(net, domain), parallel=parallel,
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
         return len(enumerate_regions(net, dom, progress=progress, engine=engine))
     return count_cells(pb, progress, engine)
+
+
+def _small_for_parallel(net: Network, dom: Any, cells: int | None) -> str | None:
+    """Why a parallel run goes to one process (None: it does not): no ``cells`` asked
+    for and an estimated region count below ``ONE_PROCESS_REGIONS``, where starting
+    workers and moving regions would cost more than the work."""
+    from ._neuron_cells import ONE_PROCESS_REGIONS, estimate_regions
+
+    if not isinstance(dom, Box):
+        raise RelulabError("parallel enumeration splits a Box domain; give a Box")
+    if cells is not None:
+        return None
+    est = estimate_regions(net, dom)
+    if est >= ONE_PROCESS_REGIONS:
+        return None
+    return (f"one process: about {est} regions estimated, below {ONE_PROCESS_REGIONS}, "
+            "where workers would cost more than the work")
 
 
 def _check_parallel(parallel: str, method: str, max_regions: int | None) -> None:

@@ -153,11 +153,16 @@ def _initial(pb: E.Problem):
     return X, Zid, a, b
 
 
-def _build(pb: E.Problem, progress=None) -> tuple[_Pool, _Pool, int]:
+def _build(pb: E.Problem, progress=None, fixed: dict[int, bool] | None = None
+           ) -> tuple[_Pool, _Pool, int]:
     """The vertex-edge skeleton of the whole complex, neuron by neuron.
 
-    ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
+    ``progress(frac)`` is called after each neuron.  ``fixed``: first-layer neurons
+    whose sign is the same on the whole domain (neuron id -> active), as in a cell of a
+    box cut along their hyperplanes: their bit is set and their hyperplane, a facet of
+    the domain, is not added again.  Raises :class:`Degenerate`.
     """
+    fixed = fixed or {}
     d = pb.d
     N = pb.N
     nb8 = 8 * max(1, (N + 63) // 64)  # bytes of a sign vector, padded to whole words
@@ -184,20 +189,27 @@ def _build(pb: E.Problem, progress=None) -> tuple[_Pool, _Pool, int]:
         pool.replace("T", Tk)
         for jj in range(W.shape[0]):
             j = int(pb.offsets[k] + jj)
-            _add_neuron(pool, edges, j, jj, d, N, nb8)
+            if j in fixed:
+                if fixed[j]:
+                    byte, bit = _bytes_bit(np.array([j]))
+                    pool["S"][:, byte[0]] |= bit[0]
+            else:
+                _add_neuron(pool, edges, j, jj, d, N, nb8)
             _check_memory(pool, edges, j, N)
             if progress is not None:
                 progress((j + 1) / max(N, 1))
     return pool, edges, nb8
 
 
-def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True) -> EngineRun:
+def skeleton_regions(pb: E.Problem, progress=None, vertices: bool = True,
+                     fixed: dict[int, bool] | None = None) -> EngineRun:
     """All regions (general position), with the skeleton's by-products (pattern table,
     dual-graph edges, and the skeleton itself when vertex lists are not stored).
 
-    ``progress(frac)`` is called after each neuron.  Raises :class:`Degenerate`.
+    ``progress(frac)`` is called after each neuron; ``fixed`` as for :func:`_build`.
+    Raises :class:`Degenerate`.
     """
-    pool, edges, _ = _build(pb, progress)
+    pool, edges, _ = _build(pb, progress, fixed)
     return _extract(pb, pool, edges, vertices)
 
 

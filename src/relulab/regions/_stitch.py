@@ -48,6 +48,7 @@ from ..tolerance import RANK_TOL, ROUNDOFF
 from . import _engine as E
 from ._assembly import cell_patterns
 from ._hashing import as_words, group_rows
+from ._neuron_cells import run_cells
 from ._skeleton import Degenerate, TooBig, skeleton_owned_count
 from ._types import RegionSet, Skeleton
 
@@ -178,22 +179,6 @@ def _n_cells(cells: int | None, workers: int | None, per_worker: int) -> int:
     return n
 
 
-def _map(task: Any, items: list, parallel: str, workers: int | None,
-         address: str | None) -> list[Any]:
-    """Every item's result, in item order (an interrupted map raises KeyboardInterrupt)."""
-    from ..parallel import pmap
-
-    out: list[Any] = [None] * len(items)
-    for i, res in pmap(task, items, backend="ray" if parallel == "ray" else "local",
-                       workers=workers, address=address):
-        if isinstance(res, dict) and res.get("status") == "error":
-            raise RelulabError(f"cell {i} of the parallel enumeration failed: {res['reason']}")
-        out[i] = res
-    if any(r is None for r in out):
-        raise KeyboardInterrupt
-    return out
-
-
 def _check_box(box: Any) -> None:
     if not isinstance(box, Box):
         raise RelulabError("parallel enumeration splits a Box domain; give a Box")
@@ -215,12 +200,12 @@ def count_stitched(net: Network, box: Box, *, parallel: str = "local",
     _check_box(box)
     boxes = split_cells(net, box, _n_cells(cells, workers, COUNT_CELLS_PER_WORKER))
     task = _CountTask(net, box)
-    res = _map(task, [(b.lo, b.hi, "own") for b in boxes], parallel, workers, address)
+    res = run_cells(task, [(b.lo, b.hi, "own") for b in boxes], parallel, workers, address)
     if all(kind == "own" for kind, _ in res):
         return int(sum(n for _, n in res))
     # some cell could not decide ownership: distinct patterns over every cell instead
     again = [i for i, (kind, _) in enumerate(res) if kind == "own"]
-    redo = _map(task, [(boxes[i].lo, boxes[i].hi, "patterns") for i in again], parallel,
+    redo = run_cells(task, [(boxes[i].lo, boxes[i].hi, "patterns") for i in again], parallel,
                 workers, address)
     for i, r in zip(again, redo, strict=True):
         res[i] = r
@@ -321,11 +306,11 @@ def enumerate_stitched(net: Network, box: Box, enumerate_fn: Any, *, parallel: s
     _check_box(box)
     boxes = split_cells(net, box, _n_cells(cells, workers, ENUMERATE_CELLS_PER_WORKER))
     task = _CellTask(net, box, enumerate_fn)
-    parts = _map(task, [(b.lo, b.hi, vertices) for b in boxes], parallel, workers, address)
+    parts = run_cells(task, [(b.lo, b.hi, vertices) for b in boxes], parallel, workers, address)
     if not vertices and not all(p.skeleton is not None for p in parts):
         # a cell fell back to vertex lists: vertex lists everywhere, to merge them
         again = [i for i, p in enumerate(parts) if not p.has_vertices]
-        redo = _map(task, [(boxes[i].lo, boxes[i].hi, True) for i in again], parallel,
+        redo = run_cells(task, [(boxes[i].lo, boxes[i].hi, True) for i in again], parallel,
                     workers, address)
         for i, p in zip(again, redo, strict=True):
             parts[i] = p
