@@ -445,20 +445,32 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
 
 
 # ------------------------------------------------------------------ the network
-def _members(t: PairTerm, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Distinct global canonical forms (2C (n x n), 2v) of the orbit of t."""
+def _member_rows(t: PairTerm, n: int, pi: np.ndarray, pj: np.ndarray) -> np.ndarray:
+    """The distinct second-layer rows (integer numerators over 2n on the pair features
+    ``relu(x_i - x_j)``, in the order of ``pi, pj``) of the orbit of t, one per distinct
+    placement of its k coordinates among the n inputs, in the order of first occurrence
+    along the lexicographic placements (vectorised: no Python loop over placements)."""
     C, v = t.canonical()
-    seen: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
-    for place in itertools.permutations(range(n), t.k):
-        G = np.zeros((n, n), dtype=np.int64)
-        gv = np.zeros(n, dtype=np.int64)
-        pl = list(place)
-        G[np.ix_(pl, pl)] = C
-        gv[pl] = v
-        key = G.tobytes() + gv.tobytes()
-        if key not in seen:
-            seen[key] = (G, gv)
-    return list(seen.values())
+    k = t.k
+    inv = _inverse_placements(n, k)
+    Cp = np.zeros((k + 1, k + 1), dtype=np.int64)
+    Cp[:k, :k] = C
+    vp = np.concatenate([v, [0]]).astype(np.int64)
+    a, b = inv[:, pi], inv[:, pj]
+    rows = np.ascontiguousarray(n * Cp[a, b] + vp[a] - vp[b])
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first = np.unique(keys, return_index=True)  # byte-wise: equal rows, equal keys
+    return rows[np.sort(first)]
+
+
+@functools.lru_cache(maxsize=32)
+def _inverse_placements(n: int, k: int) -> np.ndarray:
+    """inv[p, input] = the local coordinate placed at ``input`` by the p-th injective map
+    of k coordinates into n inputs (lexicographic), or k where none is."""
+    P = np.array(list(itertools.permutations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    inv = np.full((len(P), n), k, dtype=np.int64)
+    np.put_along_axis(inv, P, np.broadcast_to(np.arange(k, dtype=np.int64), P.shape), axis=1)
+    return inv
 
 
 def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
@@ -474,15 +486,15 @@ def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, 
     for t, c in terms:
         if t.k > n:
             raise ConstructionError(f"max_pairs_network: term {t} needs {t.k} > n = {n} inputs")
-        for G, gv in _members(t, n):
-            nums.append(np.concatenate([n * G[pi, pj] + gv[pi] - gv[pj], [0, 0]]))
-            outs.append(Fraction(c))
+        rows = _member_rows(t, n, pi, pj)
+        nums.append(np.concatenate([rows, np.zeros((len(rows), 2), dtype=np.int64)], axis=1))
+        outs += [Fraction(c)] * len(rows)
     if n == 2:  # max(x0, x1) = (x0 + x1)/2 + |x0 - x1|/2: no term, one neuron |x0 - x1|/2
         nums.append(np.array([n, n, 0, 0]))
         outs.append(Fraction(1))
     carry = np.zeros((2, F1), dtype=np.int64)
     carry[0, -2] = carry[1, -1] = 2 * n
-    N2 = np.concatenate([np.array(nums, dtype=np.int64).reshape(-1, F1), carry])
+    N2 = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1, F1) for r in nums] + [carry])
     outs += [Fraction(1, n), Fraction(-1, n)]
     return A1, N2, outs
 
