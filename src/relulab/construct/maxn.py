@@ -427,13 +427,14 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     V = [float(v) for _, _, v in entries] + [float(lins[c][i]) for i in range(n - 1) for c in range(m)]
     A = sparse.csr_matrix((V, (I, J)), shape=(R + n - 1, m))
     b = np.concatenate([np.zeros(R), np.array([float(v) for v in target])])
-    # rows scaled to max |entry| 1: on the raw rows of the n = 8 system (s = 3 items)
-    # HiGHS stops with an "error" status (the exact re-solve below is on the raw system)
-    scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # tol: zero rows
-    A = sparse.diags(scale) @ A
-    b = b * scale
     w = np.array([t.orbit_size(n) for t in cands], dtype=np.float64)
     status, support = min_weight_support(w, A, b, time_limit)
+    if status == "unknown":
+        # on the raw rows of the n = 8 system (s = 3 items) HiGHS stops with an "error"
+        # status; rows scaled to max |entry| 1 solve (same feasible set; the exact
+        # re-solve below is on the raw system)
+        scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # tol: zero rows
+        status, support = min_weight_support(w, sparse.diags(scale) @ A, b * scale, time_limit)
     if status == "infeasible":
         return MaxPairsSolution(n, "infeasible", (), m, R, R + n - 1)
     if status != "optimal":
