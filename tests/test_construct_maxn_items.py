@@ -127,3 +127,15 @@ def test_eight_inputs_stored_solution() -> None:
     assert math.factorial(8) % s.terms[0][0].orbit_size(8) == 0
     with pytest.raises(ConstructionError, match="306252 second-layer neurons"):
         max_n_two_hidden(8)
+
+
+@pytest.mark.slow
+def test_eight_inputs_certified_on_every_cone() -> None:
+    """The exact certificate of the stored n = 8 network's integer arrays: the symmetry
+    proof (a transposition and an 8-cycle permute its 306,252 neurons) and the one cone
+    x_1 >= ... >= x_8 cover all 40,320 ordering cones (about a minute)."""
+    from relulab.construct import certify_max_pairs
+
+    c = certify_max_pairs(8, stored_max_pairs(8))
+    assert c.status == "certified" and c.by_symmetry and c.cones_covered == math.factorial(8)
+    assert c.widths == (58, 306_252) and c.hyperplanes_checked > 0
