@@ -8,7 +8,7 @@ n = 7.  Here the s-item terms are listed **exhaustively, one per S_k-orbit**
 (:func:`item_orbits`): the first side P runs over orbit representatives of s-multisets
 of items, the second side N over every s-multiset, and a term is kept when it uses all k
 coordinates and its invariant (below) is new.  For s = 3 and n = 8 this is 6,309 orbits
-(s = 2 and 3, k <= 8) on 1,435 hyperplanes, and HiGHS finds the system feasible; the
+(s = 2 and 3, k <= 8) on 1,428 hyperplanes, and HiGHS finds the system feasible; the
 neuron-minimising vertex has 36 orbits (306,252 second-layer neurons), which survive the
 exact re-solve and the exact cone certificate (see docs/construct.md).
 
