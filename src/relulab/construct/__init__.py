@@ -130,6 +130,7 @@ from .maxn_blocks import (
     search_max_blocks,
     stored_max_blocks,
 )
+from .maxn_items import eval_max_pairs, item_family, item_orbits
 from .maxsearch import (
     MAX5_SOLUTION,
     MAX6_SOLUTION,
@@ -279,6 +280,9 @@ __all__ = [
     "MAXN_LARGE",
     "certify_arrays",
     "two_hidden_available",
+    "item_orbits",
+    "item_family",
+    "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",
     "block_candidates",

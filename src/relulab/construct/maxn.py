@@ -37,8 +37,10 @@ a network of depth h for groups with ``|G_a u G_b| <= cap(h)``; so with a two-hi
 base for n0 inputs, ``cap(h + 1) = ceil(cap(h)/2) + (n0 - 1) floor(cap(h)/2)`` and
 ``cap(1) = 2`` (a 12-input base gives ``2 * 6^(h-1)``; the stored bases go up to 6).
 
-**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`) and n = 7 (182,807
-second-layer neurons: float64 build, :func:`certify_max_pairs` on its integer arrays).
+**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (182,807
+second-layer neurons) and n = 8 (306,252, from every orbit with s <= 3 items:
+:func:`relulab.construct.item_family`): float64 build, :func:`certify_max_pairs` on their
+integer arrays, exact evaluation by :func:`relulab.construct.eval_max_pairs`.
 
 Example:
     >>> net = max_n_two_hidden(5)
@@ -427,6 +429,12 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     b = np.concatenate([np.zeros(R), np.array([float(v) for v in target])])
     w = np.array([t.orbit_size(n) for t in cands], dtype=np.float64)
     status, support = min_weight_support(w, A, b, time_limit)
+    if status == "unknown":
+        # on the raw rows of the n = 8 system (s = 3 items) HiGHS stops with an "error"
+        # status; rows scaled to max |entry| 1 solve (same feasible set; the exact
+        # re-solve below is on the raw system)
+        scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # tol: zero rows
+        status, support = min_weight_support(w, sparse.diags(scale) @ A, b * scale, time_limit)
     if status == "infeasible":
         return MaxPairsSolution(n, "infeasible", (), m, R, R + n - 1)
     if status != "optimal":
@@ -440,20 +448,32 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
 
 
 # ------------------------------------------------------------------ the network
-def _members(t: PairTerm, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Distinct global canonical forms (2C (n x n), 2v) of the orbit of t."""
+def _member_rows(t: PairTerm, n: int, pi: np.ndarray, pj: np.ndarray) -> np.ndarray:
+    """The distinct second-layer rows (integer numerators over 2n on the pair features
+    ``relu(x_i - x_j)``, in the order of ``pi, pj``) of the orbit of t, one per distinct
+    placement of its k coordinates among the n inputs, in the order of first occurrence
+    along the lexicographic placements (vectorised: no Python loop over placements)."""
     C, v = t.canonical()
-    seen: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
-    for place in itertools.permutations(range(n), t.k):
-        G = np.zeros((n, n), dtype=np.int64)
-        gv = np.zeros(n, dtype=np.int64)
-        pl = list(place)
-        G[np.ix_(pl, pl)] = C
-        gv[pl] = v
-        key = G.tobytes() + gv.tobytes()
-        if key not in seen:
-            seen[key] = (G, gv)
-    return list(seen.values())
+    k = t.k
+    inv = _inverse_placements(n, k)
+    Cp = np.zeros((k + 1, k + 1), dtype=np.int64)
+    Cp[:k, :k] = C
+    vp = np.concatenate([v, [0]]).astype(np.int64)
+    a, b = inv[:, pi], inv[:, pj]
+    rows = np.ascontiguousarray(n * Cp[a, b] + vp[a] - vp[b])
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first = np.unique(keys, return_index=True)  # byte-wise: equal rows, equal keys
+    return rows[np.sort(first)]
+
+
+@functools.lru_cache(maxsize=32)
+def _inverse_placements(n: int, k: int) -> np.ndarray:
+    """inv[p, input] = the local coordinate placed at ``input`` by the p-th injective map
+    of k coordinates into n inputs (lexicographic), or k where none is."""
+    P = np.array(list(itertools.permutations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    inv = np.full((len(P), n), k, dtype=np.int64)
+    np.put_along_axis(inv, P, np.broadcast_to(np.arange(k, dtype=np.int64), P.shape), axis=1)
+    return inv
 
 
 def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
@@ -469,15 +489,15 @@ def _pairs_arrays(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, 
     for t, c in terms:
         if t.k > n:
             raise ConstructionError(f"max_pairs_network: term {t} needs {t.k} > n = {n} inputs")
-        for G, gv in _members(t, n):
-            nums.append(np.concatenate([n * G[pi, pj] + gv[pi] - gv[pj], [0, 0]]))
-            outs.append(Fraction(c))
+        rows = _member_rows(t, n, pi, pj)
+        nums.append(np.concatenate([rows, np.zeros((len(rows), 2), dtype=np.int64)], axis=1))
+        outs += [Fraction(c)] * len(rows)
     if n == 2:  # max(x0, x1) = (x0 + x1)/2 + |x0 - x1|/2: no term, one neuron |x0 - x1|/2
         nums.append(np.array([n, n, 0, 0]))
         outs.append(Fraction(1))
     carry = np.zeros((2, F1), dtype=np.int64)
     carry[0, -2] = carry[1, -1] = 2 * n
-    N2 = np.concatenate([np.array(nums, dtype=np.int64).reshape(-1, F1), carry])
+    N2 = np.concatenate([np.asarray(r, dtype=np.int64).reshape(-1, F1) for r in nums] + [carry])
     outs += [Fraction(1, n), Fraction(-1, n)]
     return A1, N2, outs
 
@@ -569,8 +589,9 @@ MAXN_LARGE: dict[int, list[tuple[PairTerm, Fraction]]] = _load("large")
 def stored_max_pairs(n: int) -> MaxPairsSolution:
     """The stored solution for n (found by :func:`search_max_pairs`; re-checked exactly
     here, every equation of the system): :data:`MAXN_STORED` (networks built and certified
-    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 182,807 second-layer neurons;
-    its network is certified by :func:`certify_max_pairs` in about a minute).
+    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 182,807 and n = 8: 306,252
+    second-layer neurons; their networks are certified by :func:`certify_max_pairs` in
+    about one and two minutes).
 
     Example:
         >>> stored_max_pairs(6).status
