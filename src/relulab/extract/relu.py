@@ -156,11 +156,14 @@ def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine):
-    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``."""
+def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine,
+                  last: bool = False):
+    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``.  ``last``:
+    it is the last hidden layer (known architecture), so points the output is not spanned
+    on witness missing neurons."""
     U_prev, b_prev = st.layers[-1]
     tl = trace_layer(o, st.layers[:-1], U_prev, b_prev, d, rng, width=wk, scale=scale,
-                     patience=patience, atol=atol, refine=refine)
+                     patience=patience, atol=atol, refine=refine, last=last)
     st.traced.append(tl)
     st.notes.extend(f"layer {k + 1}: {n}" for n in tl.notes)
     if tl.flip is not None and tl.W.shape[0]:
@@ -315,7 +318,8 @@ def extract_relu(
                 elif U.shape[0]:
                     orient = "open"
             else:
-                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine)
+                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine,
+                                             last=widths is not None and k == len(widths) - 1)
                 if any(n.startswith(f"layer {k + 1}:") and "unidentified" in n for n in st.notes):
                     status = "partial"
             if U.shape[0] == 0:
