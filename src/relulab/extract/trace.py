@@ -617,6 +617,8 @@ def _witnesses(o: QueryOracle, known: _Known, neurons: list[TracedNeuron], rng: 
     bad = res > thr
     if bad.mean() > 0.5 or (~bad).sum() < n_feat + 10:
         return X[:0], X[:0]  # no exact fit on a majority: not the last layer, or too little found
+    if not bad.any():
+        return X[:0], X
     order = np.argsort(-res[bad])  # the largest misfits first: a missing neuron's O(1) term
     return X[bad][order], X[~bad]
 
@@ -634,6 +636,11 @@ def _hunt(o: QueryOracle, probe: _Probe, known: _Known, neurons: list[TracedNeur
             break
         wit, good = _witnesses(o, known, neurons, rng, d, scale, atol)
         if wit.shape[0] == 0:
+            if width is not None and len(neurons) < width and good.shape[0]:
+                notes.append(f"{width - len(neurons)} neuron(s) not identifiable: the output is "
+                             f"fitted exactly without them on {good.shape[0]} random inputs (norms up to "
+                             f"{np.linalg.norm(good, axis=1).max():.3g}), so they never switch there "
+                             "(dead or always active)")
             break
         new = False
         for w in wit[:HUNT_LINES]:
