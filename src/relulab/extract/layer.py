@@ -200,7 +200,12 @@ def _is_global(probe: _Probe, nrn: Neuron, rng: np.random.Generator, far: float)
     two ends, so a deeper neuron's bent hyperplane cannot pass through both.  An empty list
     when no pair was confirmed (bent, or hidden by other kinks at every try)."""
     y = nrn.points[0]
-    for _ in range(4):
+    n = nrn.u.shape[0]
+    # The window along the normal: another neuron's kink inside it hides this one.  Far out
+    # in many dimensions many hyperplanes pass close by, so the window shrinks there (the
+    # located kink's precision does not depend on it).
+    frac = 1e-3 if n <= FAST_FIT_DIM else 1e-5
+    for _ in range(4 if n <= FAST_FIT_DIM else 8):
         v = _in_plane_direction(nrn.u, rng)
         lo, hi = probe.space.t_range(y, v, far, 0.0)
         s_lo, s_hi = 0.9 * lo, 0.9 * hi
@@ -208,7 +213,7 @@ def _is_global(probe: _Probe, nrn: Neuron, rng: np.random.Generator, far: float)
             continue
         got = []
         for s in (s_lo, s_hi):
-            p = _locate_on_plane(probe, nrn, y + s * v, 1e-3 * abs(s))
+            p = _locate_on_plane(probe, nrn, y + s * v, frac * abs(s))
             if p is None or abs(nrn.dist(p)[0]) > PLANE_RTOL * (abs(s) + np.linalg.norm(y)):
                 break
             got.append(p)

@@ -78,7 +78,7 @@ SURFACE_RTOL = 1e-6  # tol: refined rows are good to ~1e-10, other neurons are O
 HUNT_RTOL = 1e-8  # tol: see the comment above
 HUNT_POINTS = 2000  # random inputs per witness search
 HUNT_ROUNDS = 8  # witness searches (each one after a new neuron)
-HUNT_LINES = 6  # lines from witnesses per search
+HUNT_LINES = 10  # lines from witnesses per search
 # Tracing walks toward a previous-layer hyperplane until this many traced points lie on
 # each side of it (a weight seen at one point is fitted from few equations).
 REACH_MIN = 3
@@ -600,6 +600,18 @@ def _witnesses(o: QueryOracle, known: _Known, neurons: list[TracedNeuron], rng: 
     n_feat = _features(known, neurons, np.zeros((1, d))).shape[1]
     k = max(HUNT_POINTS, 20 * n_feat)
     X = scale * rng.normal(size=(k, d)) * rng.choice([0.5, 1.0, 2.0, 4.0, 8.0], size=(k, 1))
+    # A neuron's feature is right only where each previous-layer neuron whose weight in it
+    # is unknown is on the side it kept all along the traced surface: other points out.
+    Zx = known.g(X) @ known.U.T + known.b
+    covered = np.ones(k, bool)
+    for t in neurons:
+        if t.unknown:
+            side = (known.g(np.asarray(t.points[:1])) @ known.U.T + known.b)[0, t.unknown] > 0
+            covered &= np.all((Zx[:, t.unknown] > 0) == side, axis=1)
+    X = X[covered]
+    k = X.shape[0]
+    if k < 2 * n_feat + 10:
+        return X[:0], X[:0]
     Y = o(X)
     F = _features(known, neurons, X)
     colscale = np.abs(F).max(axis=0) + 1.0
