@@ -82,6 +82,9 @@ HUNT_LINES = 10  # lines from witnesses per search
 # Tracing walks toward a previous-layer hyperplane until this many traced points lie on
 # each side of it (a weight seen at one point is fitted from few equations).
 REACH_MIN = 3
+REACH_BUDGET = 3  # steps of all those walks, per trace, in units of its point budget
+REACH_STEPS = 60  # steps of one walk toward one hyperplane
+REACH_RETRIES = 4  # failed steps in a row (each more random) before a walk gives up
 
 
 @dataclass
@@ -315,13 +318,14 @@ def _cell_interval(known: _Known, y: np.ndarray, w: np.ndarray, radius: float) -
 
 
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
-          radius: float, scale: float, toward: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+          radius: float, scale: float, toward: np.ndarray | None = None,
+          jitter: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
     """From ``x`` on the surface (normal ``n``), a critical point of the same surface in the
-    next cell along a random in-plane direction (or about ``toward``), with its normal;
-    None if not found."""
+    next cell along a random in-plane direction (or about ``toward``, with a random part of
+    relative size ``jitter``), with its normal; None if not found."""
     v = rng.normal(size=x.shape[0])
     if toward is not None:
-        v = 0.2 * v / np.sqrt(x.shape[0]) + toward / np.linalg.norm(toward)
+        v = jitter * v / np.sqrt(x.shape[0]) + toward / np.linalg.norm(toward)
     elif np.linalg.norm(x) > radius:  # stay near the explored region
         v = v - 2.0 * x / np.linalg.norm(x) * np.sqrt(x.shape[0])
     v -= (v @ n) * n
@@ -335,7 +339,7 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     xc = x + t1 * v
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
-    for frac in (0.3, 0.05):
+    for frac in (0.3, 0.05, 0.01):
         y = xc + frac * t2 * v
         lo, hi = _cell_interval(known, y, n, radius)
         lo, hi = 0.999 * lo, 0.999 * hi
@@ -395,7 +399,7 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
            radius: float, scale: float, max_points: int) -> None:
     """Walk the surface toward the hyperplanes of layer ``k-1`` it was never seen to cross
     (their weights in this neuron are unknown until it does)."""
-    budget = 3 * max_points
+    budget = REACH_BUDGET * max_points
     for rnd in range(6):
         Z = known.g(np.asarray(pts)) @ known.U.T + known.b
         miss = np.nonzero(np.minimum((Z > 0).sum(axis=0), (Z < 0).sum(axis=0)) < REACH_MIN)[0]
@@ -412,7 +416,8 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
             x, n = pts[i], nrm[i]
             block: list[np.ndarray] = []  # boundaries the walk bounced on: slide along them
             last = None
-            for _ in range(60):
+            fails = 0
+            for _ in range(REACH_STEPS):
                 if budget <= 0:
                     return
                 # the gradient of z_l in x's cell, pointing toward z_l = 0, in the local plane
@@ -422,10 +427,17 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                 Q, _ = np.linalg.qr(np.array([n, *block[-(x.shape[0] - 2):]]).T)
                 t = t - Q @ (Q.T @ t)
                 stuck = np.linalg.norm(t) <= 1e-6 * np.linalg.norm(J)  # tol: no way toward it here
-                got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t)
+                got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t,
+                            jitter=0.2 * 2.0 ** fails)
                 budget -= 1
                 if got is None:
-                    break
+                    # the continuation was not found past that boundary: try again off the
+                    # straight way (more random), a few times
+                    fails += 1
+                    if fails > REACH_RETRIES:
+                        break
+                    continue
+                fails = 0
                 k_old = known.key(x[None])[0]
                 G = known.pre_jac(x)
                 x, n = got
