@@ -49,7 +49,10 @@ MOVE_RTOL = 1e-9  # tol: a step along a line shorter than this x the space's sca
 # Above this many dimensions a hyperplane is refitted as a correction of its estimate
 # (normal equations) rather than by an SVD of all its points.
 FAST_FIT_DIM = 64
-SAME_PLANE_TOL = 1e-6  # tol: two refined neurons with (u, beta) this close (up to sign) are one
+# Two neurons with (u, beta) this close (up to sign) are one: refined ones agree to ~1e-13,
+# an unrefined second estimate of the same hyperplane (a gradient spoilt by a nearby kink,
+# still passing the global test) to ~1e-5; distinct neurons differ by O(1).
+SAME_PLANE_TOL = 1e-4  # tol: see the comment above
 
 
 @dataclass

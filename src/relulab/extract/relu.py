@@ -40,6 +40,7 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
+from ..tolerance import TINY
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
@@ -52,6 +53,9 @@ __all__ = ["ExtractionResult", "extract_relu"]
 # The output fit is exact on recovered features when every neuron was found; a larger
 # relative residual on fresh points means something was missed.
 FIT_RTOL = 1e-7  # tol: see the comment above
+# A last-layer neuron whose fitted output term is below this x the largest term is not
+# used by the output (true output weights of trained networks are 1e-3 of the largest).
+ZERO_OUT_RTOL = 1e-8  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,21 @@ def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
     coef = _lstsq(feats, Y)
     n = H.shape[1]
     V = coef[:n].T
+    if st.layers and n > 1:
+        # A hyperplane taken for a neuron that the output does not use (a second, spoilt
+        # estimate of a neuron's plane) gets a zero output weight: drop it and fit again.
+        size = np.abs(V).max(axis=0) * (np.abs(H).max(axis=0) + TINY)
+        zero = size <= ZERO_OUT_RTOL * float(size.max())
+        if zero.any() and not zero.all():
+            U, b = st.layers[-1]
+            st.layers[-1] = (U[~zero], b[~zero])
+            st.notes.append(f"layer {len(st.layers)}: {int(zero.sum())} hyperplane(s) with no output "
+                            "weight (not a neuron of the function): dropped")
+            H = H[:, ~zero]
+            feats = np.hstack([H, X, ones]) if skip else np.hstack([H, ones])
+            coef = _lstsq(feats, Y)
+            n = H.shape[1]
+            V = coef[:n].T
     if skip:
         S, c = coef[n:-1].T, coef[-1]
     else:
