@@ -86,6 +86,11 @@ def relu_row(arch: list[int], seed: int, precision: float | None = None, decimal
         "equivalence": None if f is None else f.equivalence,
         "max_output_error": None if f is None else f.max_output_error,
         "max_output_error_1e5": sampled,
+        # how a functional match was established: the exact check on the box, else 10^5
+        # random points of the box below 1e-9, else none
+        "verified": ("exact" if f is not None and f.equivalence == "equal" else
+                     "sampled-1e5" if sampled is not None and sampled < 1e-9 else "no"),
+        "dead_on_box": [] if f is None else [list(x) for x in f.dead_on_domain],
         "time": round(wall, 1), "notes": list(r.unidentified),
     }
 
@@ -108,20 +113,20 @@ def main() -> None:
         for arch in [[10, 20, 20, 1], [40, 20, 10, 10, 1], [784, 128, 1]]:
             if "-".join(map(str, arch)) not in want:
                 continue
-            for s in range(a.seeds if arch[0] == 10 else 1):
+            for s in range(a.seeds if arch[0] == 10 else 1):  # --seeds: 10-20-20-1 seeds 0..N-1
                 relu.append(relu_row(arch, s))
                 print(json.dumps({k: relu[-1][k] for k in ("arch", "status", "log2_queries", "bits",
                                                            "equivalence", "time")}), flush=True)
         if "digits" in want:
             relu.append(relu_row([784, 128, 1], 0, net=digits_net(0), name="digits-trained"))
     print("ReLU extraction (ours) vs the published attack (Carlini et al. 2020)")
-    print(f"{'arch':>16} {'net':>15} {'params':>7} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} "
+    print(f"{'arch':>16} {'net':>15} {'seed':>4} {'params':>7} {'status':>9} {'log2 q':>7} {'bits':>6} {'equiv':>10} "
           f"{'max |f-g| 1e5':>13} {'wall s':>7} {'pub log2 q':>10} {'pub bits':>8} {'q ratio':>8}")
     for r in relu:
         pq, pb = PUBLISHED.get(r["arch"], (None, None))
         ratio = "-" if pq is None else f"2^{r['log2_queries'] - pq:+.1f}"
         samp = "-" if r["max_output_error_1e5"] is None else f"{r['max_output_error_1e5']:.1e}"
-        print(f"{r['arch']:>16} {r['net']:>15} {r['params']:>7} {r['status']:>9} {r['log2_queries']:>7} "
+        print(f"{r['arch']:>16} {r['net']:>15} {r['seed']:>4} {r['params']:>7} {r['status']:>9} {r['log2_queries']:>7} "
               f"{str(r['bits']):>6} {str(r['equivalence']):>10} {samp:>13} {r['time']:>7} {str(pq):>10} "
               f"{str(pb):>8} {ratio:>8}")
     defence = [] if a.no_defence else [relu_row([10, 8, 1], 0, precision=None if k is None else 0.5 * 10.0**-k, decimals=k)

@@ -78,3 +78,60 @@ def test_random_two_hidden_exact_or_says_why(d, n1, n2, seed):
         assert np.max(np.abs(net(X) - r.network(X))) <= 1e-7 * (1 + np.max(np.abs(net(X))))
     else:
         assert r.unidentified  # what was not recovered is said
+
+
+def _rare(d: int, n1: int, n2: int, seed: int, frac: float = 0.01) -> Network:
+    """A random two-hidden-layer network whose layer-2 neuron 0 is active on about ``frac``
+    of inputs of size ~3 per coordinate (its kink surface lies far out: random lines
+    through the middle seldom cross it)."""
+    rng = np.random.default_rng(seed)
+    W1, b1 = rng.normal(size=(n1, d)) / np.sqrt(d), 0.5 * rng.normal(size=n1)
+    W2, b2 = rng.normal(size=(n2, n1)) / np.sqrt(n1), 0.5 * rng.normal(size=n2)
+    X = 3.0 * rng.normal(size=(20000, d))
+    b2[0] = -np.quantile(np.maximum(X @ W1.T + b1, 0.0) @ W2[0], 1.0 - frac)
+    return Network([W1, W2, rng.normal(size=(1, n2))], [b1, b2, [0.0]])
+
+
+def test_rarely_active_last_layer_neuron_found_from_witnesses():
+    for seed, (d, n1, n2) in ((0, (4, 6, 3)), (1, (5, 7, 4))):
+        net = _rare(d, n1, n2, seed)
+        X = np.random.default_rng(0).normal(size=(4000, d))
+        assert (net.preactivations(X)[1][:, 0] > 0).mean() < 0.01  # rare where lines run
+        r = extract_relu(net, d, widths=[n1, n2], seed=seed, equivalence_timeout=20)
+        assert r.status == "complete", r.unidentified
+        assert r.widths == (n1, n2)
+        assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-9
+        # equal far out too, where the rare neuron is active
+        Xf = 6.0 * np.random.default_rng(1).normal(size=(4000, d))
+        assert (net.preactivations(Xf)[1][:, 0] > 0).any()
+        assert np.max(np.abs(net(Xf) - r.network(Xf))) <= 1e-8 * (1 + np.max(np.abs(net(Xf))))
+
+
+@settings(max_examples=4, deadline=None)
+@given(d=st.integers(4, 6), n1=st.integers(5, 8), n2=st.integers(3, 5), seed=st.integers(0, 10_000))
+def test_random_rare_neuron_exact_or_says_why(d, n1, n2, seed):
+    net = _rare(d, n1, n2, seed)
+    r = extract_relu(net, d, widths=[n1, n2], seed=seed, equivalence_timeout=10)
+    if r.status == "complete":
+        assert r.fidelity.equivalence == "equal"
+        Xf = 6.0 * np.random.default_rng(seed).normal(size=(2000, d))
+        assert np.max(np.abs(net(Xf) - r.network(Xf))) <= 1e-7 * (1 + np.max(np.abs(net(Xf))))
+    else:
+        assert r.unidentified
+
+
+def test_fidelity_leaves_out_a_neuron_dead_on_the_box():
+    from relulab.extract import fidelity
+
+    # layer-2 neuron 1 needs relu outputs summing past 10: dead on [-1, 1]^2, alive far out
+    ref = Network([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, -1.0, 0.5], [1.0, 1.0, 1.0]],
+                   [[1.0, 2.0]]], [[0.0, 0.1, -0.2], [0.3, -10.0], [0.0]])
+    rec = Network([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, -1.0, 0.5]], [[1.0]]],
+                  [[0.0, 0.1, -0.2], [0.3], [0.0]])
+    box = Box(-np.ones(2), np.ones(2))
+    f = fidelity(ref, rec, box)
+    assert f.dead_on_domain == ((1, 1),)
+    assert f.aligned and f.max_abs_error <= 1e-12 and f.equivalence == "equal"
+    far = np.array([[20.0, 20.0]])
+    assert abs(float(ref(far)[0, 0] - rec(far)[0, 0])) > 1.0  # not equal off the box
+    assert fidelity(ref, rec, Box(-20 * np.ones(2), 20 * np.ones(2))).equivalence == "different"

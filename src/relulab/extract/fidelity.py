@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,10 @@ from ..results import Result
 from ..tolerance import TINY
 
 __all__ = ["Fidelity", "fidelity"]
+
+# Share of the time limit spent proving reference neurons dead on the box (when the normal
+# forms differ in architecture); the rest goes to the functional check.
+DEAD_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,10 @@ class Fidelity(Result):
         equivalence_method, witness, witness_gap: how it was decided; a re-checked witness.
         max_output_error: largest ``|f - g|`` on ``n_samples`` random points of the box.
         widths_reference, widths_recovered: hidden widths of the two normal forms.
+        dead_on_domain: reference neurons ``(layer, index)``, 0-based, proved never active
+            on the box (bounds or the exact verifier) and so left out of the reference
+            before the comparison: no query on the box can show them (only computed when
+            the normal forms differ in architecture).
         complete (property, in the JSON): the functional verdict was reached (``equal`` or
             ``different``), not cut short by the timeout (``unknown``).  The sampled
             ``max_output_error`` is a sample whatever this says.
@@ -74,6 +83,7 @@ class Fidelity(Result):
     widths_recovered: tuple[int, ...]
     domain: dict
     message: str
+    dead_on_domain: tuple[tuple[int, int], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -136,13 +146,27 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
 
     d = reference.input_dim
     box = domain if domain is not None else Box(-np.ones(d), np.ones(d))
-    F, _ = canonical(reference.float())
+    t0 = time.monotonic()
+    ref = reference.float()
+    F, _ = canonical(ref)
     G, _ = canonical(recovered.float())
     al = _align(F, G)
+    dead: tuple[tuple[int, int], ...] = ()
+    if al is None and ref.n_hidden_layers:
+        # Neurons dead on the box compute nothing there: the reference without them is the
+        # same function on the box, and what an attack confined to the box can recover.
+        ref, dead = _without_dead(ref, box, None if timeout is None else DEAD_SHARE * timeout)
+        if dead:
+            F, _ = canonical(ref)
+            al = _align(F, G)
     X = box.sample(n_samples, np.random.default_rng(seed))
     out_err = float(np.max(np.abs(reference.float()(X) - recovered.float()(X))))
-    eq = equivalent(reference.float(), recovered.float(), box, timeout=timeout)
+    left = None if timeout is None else max(timeout - (time.monotonic() - t0), 0.1 * timeout)
+    eq = equivalent(ref, recovered.float(), box, timeout=left)
     msg = eq.message
+    if dead:
+        msg = (f"reference neurons {list(dead)} (layer, index) are dead on the box: left out; "
+               + msg)
     if al is None:
         msg = (f"normal forms differ in architecture ({list(F.widths)} vs {list(G.widths)}); "
                + msg)
@@ -162,4 +186,20 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         widths_recovered=G.widths,
         domain=box.to_dict(),
         message=msg,
+        dead_on_domain=dead,
     )
+
+
+def _without_dead(net: Network, box: Box, time_limit: float | None) -> tuple[Network, tuple]:
+    """``net`` with the outgoing weights of its neurons proved dead on ``box`` set to 0
+    (the same function on the box), and those neurons."""
+    from ..symmetry import neuron_status
+
+    ns = neuron_status(net, box, use_verifier=True, time_limit=time_limit)
+    dead = tuple((k, int(i)) for k, st in enumerate(ns.status) for i in np.nonzero(st == -1)[0])
+    if not dead:
+        return net, ()
+    Ws = [np.asarray(W, float).copy() for W in net.weights]
+    for k, i in dead:
+        Ws[k + 1][:, i] = 0.0
+    return Network(Ws, [np.asarray(b, float) for b in net.biases], skip=net.skip), dead

@@ -40,6 +40,7 @@ import numpy as np
 from ..domain import Box
 from ..network import Network
 from ..results import Result
+from ..tolerance import TINY
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
@@ -52,6 +53,9 @@ __all__ = ["ExtractionResult", "extract_relu"]
 # The output fit is exact on recovered features when every neuron was found; a larger
 # relative residual on fresh points means something was missed.
 FIT_RTOL = 1e-7  # tol: see the comment above
+# A last-layer neuron whose fitted output term is below this x the largest term is not
+# used by the output (true output weights of trained networks are 1e-3 of the largest).
+ZERO_OUT_RTOL = 1e-8  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -156,11 +160,14 @@ def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine):
-    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``."""
+def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol, refine,
+                  last: bool = False):
+    """Layer ``k + 1`` by tracing (:mod:`.trace`); it also orients layer ``k``.  ``last``:
+    it is the last hidden layer (known architecture), so points the output is not spanned
+    on witness missing neurons."""
     U_prev, b_prev = st.layers[-1]
     tl = trace_layer(o, st.layers[:-1], U_prev, b_prev, d, rng, width=wk, scale=scale,
-                     patience=patience, atol=atol, refine=refine)
+                     patience=patience, atol=atol, refine=refine, last=last)
     st.traced.append(tl)
     st.notes.extend(f"layer {k + 1}: {n}" for n in tl.notes)
     if tl.flip is not None and tl.W.shape[0]:
@@ -212,6 +219,21 @@ def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
     coef = _lstsq(feats, Y)
     n = H.shape[1]
     V = coef[:n].T
+    if st.layers and n > 1:
+        # A hyperplane taken for a neuron that the output does not use (a second, spoilt
+        # estimate of a neuron's plane) gets a zero output weight: drop it and fit again.
+        size = np.abs(V).max(axis=0) * (np.abs(H).max(axis=0) + TINY)
+        zero = size <= ZERO_OUT_RTOL * float(size.max())
+        if zero.any() and not zero.all():
+            U, b = st.layers[-1]
+            st.layers[-1] = (U[~zero], b[~zero])
+            st.notes.append(f"layer {len(st.layers)}: {int(zero.sum())} hyperplane(s) with no output "
+                            "weight (not a neuron of the function): dropped")
+            H = H[:, ~zero]
+            feats = np.hstack([H, X, ones]) if skip else np.hstack([H, ones])
+            coef = _lstsq(feats, Y)
+            n = H.shape[1]
+            V = coef[:n].T
     if skip:
         S, c = coef[n:-1].T, coef[-1]
     else:
@@ -315,7 +337,8 @@ def extract_relu(
                 elif U.shape[0]:
                     orient = "open"
             else:
-                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine)
+                U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine,
+                                             last=widths is not None and k == len(widths) - 1)
                 if any(n.startswith(f"layer {k + 1}:") and "unidentified" in n for n in st.notes):
                     status = "partial"
             if U.shape[0] == 0:
@@ -351,6 +374,11 @@ def extract_relu(
             st.notes.append(f"the output fit leaves a relative error of {res:.3g}: some neuron or "
                             "layer was not recovered")
             status = "partial"
+        elif widths is not None and any(U.shape[0] < w for (U, _), w in zip(st.layers, widths, strict=False)):
+            st.notes.append(f"the output is fitted exactly without the neurons never seen (relative "
+                            f"error {res:.3g} on fresh inputs): they are not identifiable from queries "
+                            "on the explored region (dead or always active there, or merged with a "
+                            "parallel neuron); the recovered network is the function there")
     except BudgetExhausted as e:
         status = "partial"
         st.notes.append(f"stopped: {e}")

@@ -72,6 +72,19 @@ GAP = 1e3
 VALUE_RTOL = 1e-7  # tol: see the comment above
 # A surface point explains a kink when |p(x)| is below this x the size of its terms.
 SURFACE_RTOL = 1e-6  # tol: refined rows are good to ~1e-10, other neurons are O(1) away
+# Witness hunt (last hidden layer): random inputs fitted by the features of the neurons
+# found; a point off the fit by more than this (relative to the outputs' size) witnesses
+# a missing neuron.  Exact fits leave ~1e-12; a missing neuron leaves its O(1) term.
+HUNT_RTOL = 1e-8  # tol: see the comment above
+HUNT_POINTS = 2000  # random inputs per witness search
+HUNT_ROUNDS = 8  # witness searches (each one after a new neuron)
+HUNT_LINES = 10  # lines from witnesses per search
+# Tracing walks toward a previous-layer hyperplane until this many traced points lie on
+# each side of it (a weight seen at one point is fitted from few equations).
+REACH_MIN = 3
+REACH_BUDGET = 3  # steps of all those walks, per trace, in units of its point budget
+REACH_STEPS = 60  # steps of one walk toward one hyperplane
+REACH_RETRIES = 4  # failed steps in a row (each more random) before a walk gives up
 
 
 @dataclass
@@ -305,13 +318,14 @@ def _cell_interval(known: _Known, y: np.ndarray, w: np.ndarray, radius: float) -
 
 
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
-          radius: float, scale: float, toward: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+          radius: float, scale: float, toward: np.ndarray | None = None,
+          jitter: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
     """From ``x`` on the surface (normal ``n``), a critical point of the same surface in the
-    next cell along a random in-plane direction (or about ``toward``), with its normal;
-    None if not found."""
+    next cell along a random in-plane direction (or about ``toward``, with a random part of
+    relative size ``jitter``), with its normal; None if not found."""
     v = rng.normal(size=x.shape[0])
     if toward is not None:
-        v = 0.2 * v / np.sqrt(x.shape[0]) + toward / np.linalg.norm(toward)
+        v = jitter * v / np.sqrt(x.shape[0]) + toward / np.linalg.norm(toward)
     elif np.linalg.norm(x) > radius:  # stay near the explored region
         v = v - 2.0 * x / np.linalg.norm(x) * np.sqrt(x.shape[0])
     v -= (v @ n) * n
@@ -325,7 +339,7 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     xc = x + t1 * v
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
-    for frac in (0.3, 0.05):
+    for frac in (0.3, 0.05, 0.01):
         y = xc + frac * t2 * v
         lo, hi = _cell_interval(known, y, n, radius)
         lo, hi = 0.999 * lo, 0.999 * hi
@@ -385,15 +399,15 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
            radius: float, scale: float, max_points: int) -> None:
     """Walk the surface toward the hyperplanes of layer ``k-1`` it was never seen to cross
     (their weights in this neuron are unknown until it does)."""
-    budget = 3 * max_points
+    budget = REACH_BUDGET * max_points
     for rnd in range(6):
         Z = known.g(np.asarray(pts)) @ known.U.T + known.b
-        miss = np.nonzero(~((Z > 0).any(axis=0) & (Z < 0).any(axis=0)))[0]
+        miss = np.nonzero(np.minimum((Z > 0).sum(axis=0), (Z < 0).sum(axis=0)) < REACH_MIN)[0]
         if miss.size == 0 or budget <= 0:
             return
         for lidx in rng.permutation(miss):
             Z = known.g(np.asarray(pts)) @ known.U.T + known.b
-            if (Z[:, lidx] > 0).any() and (Z[:, lidx] < 0).any():
+            if min((Z[:, lidx] > 0).sum(), (Z[:, lidx] < 0).sum()) >= REACH_MIN:
                 continue
             # start near the hyperplane (a random one of the nearest points: a walk from
             # the nearest may be stuck where the surface turns away)
@@ -402,7 +416,8 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
             x, n = pts[i], nrm[i]
             block: list[np.ndarray] = []  # boundaries the walk bounced on: slide along them
             last = None
-            for _ in range(60):
+            fails = 0
+            for _ in range(REACH_STEPS):
                 if budget <= 0:
                     return
                 # the gradient of z_l in x's cell, pointing toward z_l = 0, in the local plane
@@ -412,10 +427,17 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                 Q, _ = np.linalg.qr(np.array([n, *block[-(x.shape[0] - 2):]]).T)
                 t = t - Q @ (Q.T @ t)
                 stuck = np.linalg.norm(t) <= 1e-6 * np.linalg.norm(J)  # tol: no way toward it here
-                got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t)
+                got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t,
+                            jitter=0.2 * 2.0 ** fails)
                 budget -= 1
                 if got is None:
-                    break
+                    # the continuation was not found past that boundary: try again off the
+                    # straight way (more random), a few times
+                    fails += 1
+                    if fails > REACH_RETRIES:
+                        break
+                    continue
+                fails = 0
                 k_old = known.key(x[None])[0]
                 G = known.pre_jac(x)
                 x, n = got
@@ -433,14 +455,24 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
 
 def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> list[np.ndarray]:
     """More exact critical points near the traced ones (on each local hyperplane), for the
-    least-squares refit."""
+    least-squares refit: two per traced point, and enough to span the local hyperplane
+    where a neuron of layer ``k-1`` is on its rarer side (few traced points show its
+    weight: a weight seen at one point only is fitted from a handful of equations)."""
     from .layer import Neuron, _locate_batch
 
+    d = pts[0].shape[0]
+    Z = known.g(np.asarray(pts)) @ known.U.T + known.b
+    pos = (Z > 0).sum(axis=0)
+    rare = np.minimum(pos, Z.shape[0] - pos) < d  # sides seen at fewer than d points
     out = []
-    for x, n in zip(pts, nrm, strict=True):
+    for i, (x, n) in enumerate(zip(pts, nrm, strict=True)):
+        side = Z[i] > 0
+        k = 2
+        if np.any(rare & np.where(side, pos < Z.shape[0] - pos, pos > Z.shape[0] - pos)):
+            k = d + 2  # this point is on a rare side of some neuron
         # stay inside the cell: small in-plane offsets
         Q = []
-        for _ in range(2):
+        for _ in range(k):
             v = rng.normal(size=x.shape[0])
             v -= (v @ n) * n
             v /= np.linalg.norm(v)
@@ -470,10 +502,13 @@ def trace_layer(
     atol: float = 0.0,
     max_lines: int = 200,
     refine: bool = True,
+    last: bool = False,
 ) -> TracedLayer:
     """Layer ``k`` given the oriented layers ``1..k-2`` (``layers``) and layer ``k-1`` as
     ``z = U g + b`` with unknown orientations (module docstring).  ``width``: stop when that
-    many neurons are found; else until ``patience`` lines bring nothing new.
+    many neurons are found; else until ``patience`` lines bring nothing new.  ``last``: the
+    layer is the last hidden one, so the output is spanned by its neurons' features; inputs
+    where it is not witness missing neurons, and lines from them find their surfaces.
 
     Example (the rows come back up to scale and sign; here the true first layer is given):
         >>> from relulab import Network
@@ -499,15 +534,12 @@ def trace_layer(
     eq_scale = scale
     neurons: list[TracedNeuron] = []
     bent: list[tuple[np.ndarray, np.ndarray]] = []
-    seeds = rejected = lines = quiet = 0
+    count = {"seeds": 0, "rejected": 0}
     notes: list[str] = []
-    while lines < max_lines and quiet < (patience if width is None else 3 * patience):
-        if width is not None and len(neurons) >= width:
-            break
-        lines += 1
-        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
-        r = _random_direction(d, rng)
-        ts = probe.search(x0, r).kinks(-radius, radius)
+
+    def take(x0: np.ndarray, r: np.ndarray, ts: np.ndarray, lo: float, hi: float) -> bool:
+        """Trace every kink on the line ``x0 + t r`` that no known surface explains; True
+        when a new neuron came out of it."""
         new = False
         for j in rng.permutation(len(ts)):
             x = x0 + ts[j] * r
@@ -518,14 +550,14 @@ def trace_layer(
                 continue
             if any(abs(nb @ (x - xb)) <= SURFACE_RTOL * (scale + np.linalg.norm(x - xb)) for xb, nb in bent):
                 continue
-            n0 = _kink_normal(probe, x0, r, ts, int(j), -radius, radius)
+            n0 = _kink_normal(probe, x0, r, ts, int(j), lo, hi)
             if n0 is None:
                 continue
-            seeds += 1
+            count["seeds"] += 1
             pts, nrm, cells = _trace(probe, known, x, n0, rng, radius, scale, max_points, eq_scale)
             got = _solve(known, pts, nrm, eq_scale)
             if got is None:
-                rejected += 1
+                count["rejected"] += 1
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
             theta, unknown = got
@@ -543,8 +575,115 @@ def trace_layer(
             new = True
             if width is not None and len(neurons) >= width:
                 break
-        quiet = 0 if new else quiet + 1
-    return _assemble(neurons, known, seeds, rejected, lines, notes)
+        return new
+
+    lines = quiet = 0
+    while lines < max_lines and quiet < (patience if width is None else 3 * patience):
+        if width is not None and len(neurons) >= width:
+            break
+        lines += 1
+        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
+        r = _random_direction(d, rng)
+        ts = probe.search(x0, r).kinks(-radius, radius)
+        quiet = 0 if take(x0, r, ts, -radius, radius) else quiet + 1
+    if last:
+        lines += _hunt(o, probe, known, neurons, take, rng, d, scale, atol, width, notes)
+    return _assemble(neurons, known, count["seeds"], count["rejected"], lines, notes)
+
+
+def _features(known: _Known, neurons: list[TracedNeuron], X: np.ndarray) -> np.ndarray:
+    """Features that span the output when ``neurons`` are all of the last hidden layer:
+    ``relu(p_q)`` for each traced neuron and ``phi`` (a neuron stored the wrong way round
+    differs by ``p_q``, affine in ``phi``)."""
+    Phi = known.phi(X)
+    if not neurons:
+        return Phi
+    S = Phi @ np.array([t.theta for t in neurons]).T
+    return np.hstack([np.maximum(S, 0.0), Phi])
+
+
+def _witnesses(o: QueryOracle, known: _Known, neurons: list[TracedNeuron], rng: np.random.Generator,
+               d: int, scale: float, atol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Points where the output is *not* spanned by the features of the neurons found (a
+    missing neuron of the last hidden layer is in its rarer state there), and points where
+    it is.  Random inputs at several scales are fitted by trimmed least squares: on the
+    region where every missing neuron keeps its usual state the fit is exact (to rounding),
+    so the points it leaves out witness the missing ones."""
+    n_feat = _features(known, neurons, np.zeros((1, d))).shape[1]
+    k = max(HUNT_POINTS, 20 * n_feat)
+    X = scale * rng.normal(size=(k, d)) * rng.choice([0.5, 1.0, 2.0, 4.0, 8.0], size=(k, 1))
+    # A neuron's feature is right only where each previous-layer neuron whose weight in it
+    # is unknown is on the side it kept all along the traced surface: other points out.
+    Zx = known.g(X) @ known.U.T + known.b
+    covered = np.ones(k, bool)
+    for t in neurons:
+        if t.unknown:
+            side = (known.g(np.asarray(t.points[:1])) @ known.U.T + known.b)[0, t.unknown] > 0
+            covered &= np.all((Zx[:, t.unknown] > 0) == side, axis=1)
+    X = X[covered]
+    k = X.shape[0]
+    if k < 2 * n_feat + 10:
+        return X[:0], X[:0]
+    Y = o(X)
+    F = _features(known, neurons, X)
+    colscale = np.abs(F).max(axis=0) + 1.0
+    F = F / colscale
+    ysize = 1.0 + float(np.abs(Y).max())
+    thr = HUNT_RTOL * ysize + 100.0 * atol
+    keep = np.ones(k, bool)
+    for _ in range(30):
+        coef, *_ = np.linalg.lstsq(F[keep], Y[keep], rcond=None)
+        res = np.abs(F @ coef - Y).max(axis=1)
+        nxt = res <= max(thr, 10.0 * float(np.median(res[keep])))
+        if nxt.sum() < n_feat + 10 or np.array_equal(nxt, keep):
+            break
+        keep = nxt
+    bad = res > thr
+    if bad.mean() > 0.5 or (~bad).sum() < n_feat + 10:
+        return X[:0], X[:0]  # no exact fit on a majority: not the last layer, or too little found
+    if not bad.any():
+        return X[:0], X
+    order = np.argsort(-res[bad])  # the largest misfits first: a missing neuron's O(1) term
+    return X[bad][order], X[~bad]
+
+
+def _hunt(o: QueryOracle, probe: _Probe, known: _Known, neurons: list[TracedNeuron], take,
+          rng: np.random.Generator, d: int, scale: float, atol: float, width: int | None,
+          notes: list[str]) -> int:
+    """For the last hidden layer: search lines from witnesses of missing neurons
+    (:func:`_witnesses`) toward points where the fit is exact; each such segment crosses a
+    missing neuron's kink surface, which :func:`trace_layer` then traces.  Returns the
+    lines searched."""
+    lines = 0
+    for _ in range(HUNT_ROUNDS):
+        if width is not None and len(neurons) >= width:
+            break
+        wit, good = _witnesses(o, known, neurons, rng, d, scale, atol)
+        if wit.shape[0] == 0:
+            if width is not None and len(neurons) < width and good.shape[0]:
+                notes.append(f"{width - len(neurons)} neuron(s) not identifiable: the output is "
+                             f"fitted exactly without them on {good.shape[0]} random inputs (norms up to "
+                             f"{np.linalg.norm(good, axis=1).max():.3g}), so they never switch there "
+                             "(dead or always active)")
+            break
+        new = False
+        for w in wit[:HUNT_LINES]:
+            u = good[int(rng.integers(good.shape[0]))]
+            r = u - w
+            L = float(np.linalg.norm(r))
+            if L == 0:
+                continue
+            r /= L
+            lines += 1
+            ts = probe.search(w, r).kinks(0.0, L)
+            if take(w, r, ts, 0.0, L):
+                new = True
+                break  # fresh features: look for witnesses again
+        if not new:
+            notes.append(f"{wit.shape[0]} witness point(s) of a missing neuron, but no new "
+                         "surface traced from them")
+            break
+    return lines
 
 
 def _same(neurons: list[TracedNeuron], tn: TracedNeuron, n_prev: int) -> int | None:
@@ -595,6 +734,33 @@ def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.nd
         t.unknown.remove(lidx)
 
 
+def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
+                  notes: list[str]) -> np.ndarray | None:
+    """:func:`subset_signs` over the complete rows; when no subset fits them all, the row
+    the rounded least-squares flips fit worst (one imprecise row spoils the whole system)
+    is left out and the rest tried again, while at least three quarters remain."""
+    rows = [int(q) for q in np.nonzero(full)[0]]
+    dropped: list[int] = []
+    while rows:
+        flip = subset_signs(V[rows].T, U, M[rows])
+        if flip is not None:
+            if dropped:
+                notes.append(f"rows {sorted(dropped)} left out of the orientation fit (they fit "
+                             "no subset with the others)")
+            return flip
+        if len(rows) - 1 < max(2, (3 * int(full.sum())) // 4):
+            return None
+        B = np.stack([np.outer(V[rows, i], U[i]).ravel() for i in range(U.shape[0])], axis=1)
+        t, *_ = np.linalg.lstsq(B, -M[rows].ravel(), rcond=None)
+        tb = np.round(t).clip(0, 1)
+        res = np.abs(B @ tb + M[rows].ravel()).reshape(len(rows), -1).max(axis=1)
+        res /= np.abs(V[rows]).max(axis=1) + 1e-300  # tol: floor only
+        worst = rows[int(np.argmax(res))]
+        rows.remove(worst)
+        dropped.append(worst)
+    return None
+
+
 def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: int, lines: int,
               notes: list[str]) -> TracedLayer:
     n_prev = known.U.shape[0]
@@ -607,7 +773,7 @@ def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: 
     # The flipped neurons of layer k-1 leave M = -sum_F V_l U_l in every row; rows with an
     # unidentified coordinate have it folded into M, so only complete rows take part.
     full = np.array([t.identified for t in neurons])
-    flip = subset_signs(V[full].T, known.U, M[full]) if full.any() else None
+    flip = _robust_flips(V, known.U, M, full, notes) if full.any() else None
     if flip is None:
         notes.append("orientation of the previous layer: no subset of flips explains the traced "
                      "surfaces (left as stored)")
