@@ -458,3 +458,26 @@ def test_opt_deadline_stops_only_the_optimisation(graphs):
     assert np.all(g.lower >= crown.lower - 1e-12) and np.all(g.upper <= crown.upper + 1e-12)
     for name, _ in bg.relus:
         np.testing.assert_allclose(g.pre[name][0], crown.pre[name][0], atol=1e-12, rtol=0)
+
+
+def test_stop_at_ends_the_optimisation_early_and_stays_sound(graphs):
+    """stop_at below every CROWN bound: no step is needed (the CROWN bound comes back);
+    above every reachable bound: the optimisation stalls after STALL_MIN + STALL_ITERS
+    steps with a bound between CROWN's and the full optimisation's, sound on samples."""
+    bg = graphs[("max", 1)]
+    lo, hi = _box(5, B=3)
+    C = np.random.default_rng(6).normal(size=(2, 3))
+    crown = bound(bg, lo, hi, C, upper=False)
+    full = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False)
+    low = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False, stop_at=crown.lower - 1.0)
+    np.testing.assert_allclose(low.lower, crown.lower, atol=1e-12, rtol=0)
+    high = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False, stop_at=full.lower.max() + 100.0)
+    assert high.status == "complete"
+    assert np.all(high.lower >= crown.lower - 1e-12) and np.all(high.lower <= full.lower + 1e-9)
+    assert np.any(high.lower > crown.lower + 1e-9)    # some steps were taken
+    assert np.any(high.lower < full.lower - 1e-9)     # and fewer than the 40 of the full run
+    for b in range(3):
+        Y = bg.forward(_samples(lo[b], hi[b], 10_000, b)) @ C.T
+        assert np.all(Y.min(0) >= high.lower[b] - SOUND)
+    with pytest.raises(RelulabError):
+        bound(bg, lo, hi, C, method="alpha", stop_at=np.zeros(5))
