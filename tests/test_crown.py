@@ -481,3 +481,27 @@ def test_stop_at_ends_the_optimisation_early_and_stays_sound(graphs):
         assert np.all(Y.min(0) >= high.lower[b] - SOUND)
     with pytest.raises(RelulabError):
         bound(bg, lo, hi, C, method="alpha", stop_at=np.zeros(5))
+
+
+def test_minimisers_attain_the_bound_on_a_linear_piece(graphs):
+    """On an affine network CROWN is exact and the returned corner attains each row's
+    lower bound (checked by a forward pass); on a ReLU graph the minimisers are corners
+    of each sub-problem's box."""
+    rng = np.random.default_rng(8)
+    W, b = rng.normal(size=(3, 5)), rng.normal(size=3)
+    bg = BoundGraph.from_network(Network([W], [b]))
+    lo = rng.uniform(-1, 0, (2, 5))
+    hi = lo + rng.uniform(0.1, 1, (2, 5))
+    C = rng.normal(size=(4, 3))
+    for method in ("crown", "alpha"):
+        g = bound(bg, lo, hi, C, method=method, upper=False, return_minimisers=True)
+        assert g.minimisers.shape == (2, 4, 5)
+        for k in range(2):
+            val = (g.minimisers[k] @ W.T + b) @ C.T   # (rows, rows): row r at its minimiser
+            np.testing.assert_allclose(np.diag(val), g.lower[k], atol=1e-9, rtol=0)
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(9, B=2)
+    g = bound(bg, lo, hi, method="alpha", iters=5, upper=False, return_minimisers=True)
+    X = g.minimisers.reshape(2, -1, lo.shape[1])
+    assert np.all((X == lo[:, None, :]) | (X == hi[:, None, :]))
+    assert bound(bg, lo, hi).minimisers is None

@@ -120,7 +120,10 @@ class GraphBounds(Result):
     ReLU's output (for branching heuristics), or None; ``warm``: a :class:`WarmStart`;
     ``infeasible`` (B,): the splits contradict the bounds (the sub-domain is empty);
     ``status``: "complete", or "partial" when the deadline or the memory budget cut the
-    computation short (the bounds are sound but looser; ``reason`` says why).
+    computation short (the bounds are sound but looser; ``reason`` says why);
+    ``minimisers`` (with ``return_minimisers``): (B, m, input_dim) the box corner that
+    minimises each row's final linear lower bound (candidate counterexamples for a
+    branch and bound; nothing is claimed about them).
 
     Example:
         >>> from relulab import Network
@@ -139,6 +142,7 @@ class GraphBounds(Result):
     method: str
     status: str
     reason: str = ""
+    minimisers: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         return to_jsonable({
@@ -248,6 +252,7 @@ def bound(
     dtype: str = "float64",
     device: str = "cpu",
     stop_at: Any = None,
+    return_minimisers: bool = False,
 ) -> GraphBounds:
     """Bounds of ``C f(x)`` over each box ``[lo[b], hi[b]]`` (see the module docstring).
 
@@ -281,6 +286,7 @@ def bound(
             has a row above its target, or when the number of such sub-problems has not
             grown for ``STALL_ITERS`` steps (after ``STALL_MIN``).  The bounds stay sound
             (the best seen); only their polish below the targets is skipped.
+        return_minimisers: fill ``minimisers`` (see :class:`GraphBounds`).
 
     Example:
         >>> import numpy as np
@@ -421,6 +427,7 @@ def bound(
             record: dict | None = {} if return_coeffs else None
             lam_in, const = backsub(g, g.output_name, lam0, relax, record=record)
             val = concretise(lam_in, const, xlo, xhi)
+            last = {"lam_in": lam_in}
             if return_coeffs:
                 coeffs = {k: v[:, :m].clone() for k, v in record.items()}
 
@@ -439,7 +446,7 @@ def bound(
     if method == "alpha" and int(iters) > 0 and not late():
         val, coeffs, alphas, betas, tight, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
-            opt_late, m, return_coeffs, inter or None, stop)
+            opt_late, m, return_coeffs, inter or None, stop, last)
         if why.startswith("deadline") and not late():
             why = "opt_deadline: alpha optimisation stopped early"  # as asked: not partial
         for name, (a, b) in tight.items():
@@ -452,6 +459,10 @@ def bound(
         status, reason = "partial", "deadline: no alpha iterations"
 
     val = val.detach()
+    mins = None
+    if return_minimisers and method != "ibp":
+        li = last["lam_in"][:, :m].reshape(B, m, -1)
+        mins = torch.where(li > 0, xlo.reshape(B, 1, -1), xhi.reshape(B, 1, -1)).double().cpu().numpy()
     inf_np = infeasible.cpu().numpy()
     vnp = val.double().cpu().numpy()
     lower = vnp[:, :m].copy()
@@ -469,4 +480,5 @@ def bound(
         method=method,
         status=status,
         reason=reason,
+        minimisers=mins,
     )

@@ -79,6 +79,10 @@ ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline i
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
 LOCAL_WIDTH = 0.05
+# seconds of PGD through a structured graph during the search (at most 5% of the time left):
+# started from the bounds' minimisers it needs a few gradient steps, 0.05 s is not one on a
+# model of thousands of neurons
+GRAPH_ATTACK_TIME = 0.5
 
 
 # --------------------------------------------------------------------------- bounders
@@ -196,6 +200,9 @@ class _GraphBounder:
         self.dtype = "float32" if int(self.cuts[-1]) > F32_NEURONS else "float64"
         self.margin = F32_MARGIN if self.dtype == "float32" else PROOF_MARGIN
         self.big: float | None = None  # the largest activation bound at the root (for stop_at)
+        # the corners minimising the bounds' linear forms serve as candidate counterexamples
+        # when no dense network can supply them (a structured graph too large to lower)
+        self.minimisers = dense is None
 
     def root_warm(self) -> Any:
         return None
@@ -240,7 +247,8 @@ class _GraphBounder:
                 odl = time.monotonic() + ROOT_SHARE * max(dl - time.monotonic(), 0.0)
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
                               iters=iters, deadline=dl, opt_deadline=odl, return_coeffs=True,
-                              upper=False, intermediate=inter, dtype=self.dtype, stop_at=stop_at)
+                              upper=False, intermediate=inter, dtype=self.dtype, stop_at=stop_at,
+                              return_minimisers=self.minimisers)
         if dl is not None:
             _OVERRUN[id(self.bg)] = max(_OVERRUN.get(id(self.bg), 0.0), time.monotonic() - dl)
         low = np.asarray(gb.lower, dtype=np.float64) - self.d[None, :]
@@ -263,7 +271,8 @@ class _GraphBounder:
                       for name in self.names]
         infeasible = np.asarray(gb.infeasible, dtype=bool).reshape(N)
         low = np.where(infeasible[:, None], np.inf, low)
-        return _Bounds(low, scale, pre, infeasible, None, gb.warm, coeffs, gb.status == "complete")
+        return _Bounds(low, scale, pre, infeasible, gb.minimisers, gb.warm, coeffs,
+                       gb.status == "complete")
 
     def branch(self, b: _Bounds, rows: np.ndarray, lo, hi, k: int) -> np.ndarray:
         N = len(rows)
@@ -431,16 +440,19 @@ def relu_split(
             return x
         return None
 
-    def local_attack(x: np.ndarray | None, seconds: float = 0.05) -> np.ndarray | None:
+    def local_attack(x: np.ndarray | None, seconds: float = 0.05,
+                     init: np.ndarray | None = None) -> np.ndarray | None:
         """The attack on a small box around ``x`` (the whole box when None)."""
         if bud.left() <= 0:
             return None
-        if dense is None:  # a structured graph: PGD through it on the whole box
+        if dense is None:  # a structured graph: PGD through it on the whole box, starting
+            # from the minimisers of the most promising sub-domains' bounds when given
             from .graph_attack import pgd_graph
 
             stats["attacks"] += 1
-            return pgd_graph(model, box, [(C, d)], time_limit=min(seconds, 0.05 * bud.left()),
-                             rng=seed + stats["attacks"])
+            return pgd_graph(model, box, [(C, d)], time_limit=min(max(seconds, GRAPH_ATTACK_TIME),
+                                                                  0.05 * bud.left()),
+                             rng=seed + stats["attacks"], init=init)
         from .attack import attack
 
         if x is None:
@@ -571,7 +583,12 @@ def relu_split(
                     # the open sub-domain with the lowest bound: attack around the minimiser
                     # of its bound (the whole box when the engine gives no minimiser)
                     j = np.argmin(b.low.max(axis=1))
-                    x = local_attack(None if b.X is None else b.X[j, int(np.argmin(b.low[j]))])
+                    init = None
+                    if b.X is not None:
+                        top = np.argsort(b.low.max(axis=1), kind="stable")[:16]
+                        init = b.X[top, np.argmin(b.low[top], axis=1)]
+                    x = local_attack(None if b.X is None else b.X[j, int(np.argmin(b.low[j]))],
+                                     init=init)
                     if x is not None:
                         return done("violated", x)
                 queued = sum(len(s[0]) for s in stack)
