@@ -128,9 +128,18 @@ def published(data: Path, bench: str) -> dict[str, dict[tuple[str, str], tuple[s
 
 
 def consensus(pub: dict, key: tuple[str, str]) -> str | None:
-    """sat / unsat when every published tool that answered agrees, else None."""
-    answers = {tbl[key][0] for tbl in pub.values() if key in tbl and tbl[key][0] in (SAT, UNSAT)}
-    return answers.pop() if len(answers) == 1 else None
+    """sat / unsat when every published tool that answered agrees; when they disagree, the
+    answer of a majority of at least two tools (collins_rul_cnn's if_then instances: four
+    tools sat, cgdtest unsat); else None."""
+    answers = [tbl[key][0] for tbl in pub.values() if key in tbl and tbl[key][0] in (SAT, UNSAT)]
+    n_sat, n_unsat = answers.count(SAT), answers.count(UNSAT)
+    if n_sat and not n_unsat:
+        return SAT
+    if n_unsat and not n_sat:
+        return UNSAT
+    if max(n_sat, n_unsat) >= 2 and n_sat != n_unsat:
+        return SAT if n_sat > n_unsat else UNSAT
+    return None
 
 
 # ------------------------------------------------------------------------ the child
@@ -241,7 +250,13 @@ def summarise(bench: str, rows: list[dict], pub: dict) -> dict:
     s["max_cpu"] = max((r.get("cpu", 0.0) for r in rows), default=0.0)
     s["max_rss_mb"] = max((r.get("peak_rss_mb", 0.0) for r in rows), default=0.0)
     s["tools"] = {t: sum(1 for k in keys if k in tbl and tbl[k][0] in (SAT, UNSAT)) for t, tbl in pub.items()}
-    cpu = {t: n for t, n in s["tools"].items() if t not in GPU_TOOLS}
+    # published answers against the reference (expected.csv, or the tools' majority)
+    refs = [r.get("reference") for r in rows]
+    s["tools_contradicted"] = {
+        t: sum(1 for k, ref in zip(keys, refs, strict=True) if ref and k in tbl
+               and tbl[k][0] in (SAT, UNSAT) and tbl[k][0] != ref) for t, tbl in pub.items()}
+    # the best CPU tool by answers that no majority contradicts
+    cpu = {t: n - s["tools_contradicted"][t] for t, n in s["tools"].items() if t not in GPU_TOOLS}
     s["best_cpu_tool"] = max(cpu, key=cpu.get) if cpu else None
     return s
 
@@ -254,7 +269,15 @@ def _cells(s: dict, tools: list[str]) -> list[str]:
     unknown = f"{s['unknown']}" + (f" ({s['memout']} mem)" if s["memout"] else "")
     return [s["benchmark"], str(s["instances"]), solved, str(s["holds"]), str(s["violated"]), unknown,
             str(s["wrong"]), f"{s['time']:.0f}", f"{s.get('cpu', 0.0):.0f}", f"{s['max_rss_mb']:.0f}",
-            *["" if s["tools"].get(t) is None else str(s["tools"][t]) for t in tools]]
+            *[_tool_cell(s, t) for t in tools]]
+
+
+def _tool_cell(s: dict, tool: str) -> str:
+    n = s["tools"].get(tool)
+    if n is None:
+        return ""
+    bad = s.get("tools_contradicted", {}).get(tool, 0)
+    return f"{n} ({bad} vs majority)" if bad else str(n)
 
 
 HEADER = ("benchmark", "inst", "solved", "holds", "viol", "unknown", "WRONG", "wall (s)", "CPU (s)",
@@ -281,7 +304,9 @@ def print_table(summaries: list[dict]) -> None:
     console.print(t)
     console.print("solved: within each instance's wall limit (the competition's); '+k of n retried': "
                   "instances that timed out with little CPU time on the shared machine, re-run with "
-                  "a larger wall budget (--retry). bold: the best CPU tool of each benchmark and "
+                  "a larger wall budget (--retry). A tool's '(k vs majority)': k of its answers "
+                  "contradict the majority of the tools (counted as WRONG for relulab). bold: the "
+                  "best CPU tool of each benchmark and "
                   "alpha_beta_crown (GPU); their counts are from the competition (full time limits, "
                   "their machines), not measured here.")
     for s in summaries:
