@@ -445,6 +445,12 @@ def main() -> None:
                 rows.append(r)
                 print(f"  {Path(r['onnx']).stem} {Path(r['vnnlib']).stem}: {r['status']} "
                       f"{r['wall']:.1f}s (cpu {r.get('cpu', 0):.1f}s) {r.get('peak_rss_mb', 0):.0f}MB {r.get('reason', '')}", flush=True)
+                # the rows so far after each instance ("partial": a long run can be stopped
+                # and still summarised with --summary)
+                Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+                with open(a.json, "w") as fh:
+                    json.dump({"args": vars(a), "partial": True, "rows": {**all_rows, bench: rows}},
+                              fh, indent=1, default=str)
         order = {(i["onnx"], i["vnnlib"]): n for n, i in enumerate(insts)}
         rows.sort(key=lambda r: order[(r["onnx"], r["vnnlib"])])
         s = summarise(bench, rows, pub)
