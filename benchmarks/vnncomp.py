@@ -390,6 +390,9 @@ def main() -> None:
     ap.add_argument("--grace", type=float, default=30.0, help="seconds past the limit before a kill")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--filter", default=None, help="keep instances whose paths contain this")
+    ap.add_argument("--offset", type=int, default=0, help="with --every k: start at this instance")
+    ap.add_argument("--solved-by", default=None, metavar="TOOL",
+                    help="keep only instances this published tool solved (a biased subset: label it)")
     ap.add_argument("--quick", action="store_true", help="every 10th instance, 10 s cap")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "vnncomp.json"))
     ap.add_argument("--summary", nargs="+", metavar="JSON", default=None,
@@ -425,7 +428,10 @@ def main() -> None:
         insts = instances(data, bench)
         if a.filter:
             insts = [i for i in insts if a.filter in i["onnx"] or a.filter in i["vnnlib"]]
-        insts = insts[:: max(1, a.every)]
+        insts = insts[a.offset :: max(1, a.every)]
+        if a.solved_by:  # a chosen subset: say so when reporting its counts
+            tbl = published(data, bench).get(a.solved_by, {})
+            insts = [i for i in insts if tbl.get(_key(i["onnx"], i["vnnlib"]), ("",))[0] in (SAT, UNSAT)]
         if bench == "acasxu" and a.every > 1:  # keep all of properties 5-10 when sampling
             extra = [i for i in instances(data, bench) if "acasxu_props" in i["vnnlib"] and i not in insts]
             insts += extra
