@@ -27,6 +27,16 @@ Usage:
     python benchmarks/vnncomp.py --benchmarks rl_benchmarks,reach_prob_density --every 3
     python benchmarks/vnncomp.py --benchmarks acasxu --timeout 60
     python benchmarks/vnncomp.py --quick          # every 10th instance, 10 s cap
+    python benchmarks/vnncomp.py --retry benchmarks/results/vnncomp_collins_rul_cnn_full.json \\
+        --json benchmarks/results/vnncomp_collins_rul_cnn_full.json     # re-run starved timeouts
+    python benchmarks/vnncomp.py --summary benchmarks/results/vnncomp_*_full.json --markdown
+
+``--retry``: on a machine shared with other jobs a timeout can mean that the verifier got
+little CPU; instances that ended ``unknown`` (timeout) with CPU seconds below
+``--retry-cpu-share`` of their limit are re-run with ``--retry-scale`` x the wall limit.
+The table then shows both: solved within the wall limit, and ``+k of n retried``.
+``--summary``: the table (and with ``--markdown`` a pasteable one) of saved runs,
+recomputed from their rows with the published tools' counts on the same instances.
 """
 
 from __future__ import annotations
@@ -118,9 +128,18 @@ def published(data: Path, bench: str) -> dict[str, dict[tuple[str, str], tuple[s
 
 
 def consensus(pub: dict, key: tuple[str, str]) -> str | None:
-    """sat / unsat when every published tool that answered agrees, else None."""
-    answers = {tbl[key][0] for tbl in pub.values() if key in tbl and tbl[key][0] in (SAT, UNSAT)}
-    return answers.pop() if len(answers) == 1 else None
+    """sat / unsat when every published tool that answered agrees; when they disagree, the
+    answer of a majority of at least two tools (collins_rul_cnn's if_then instances: four
+    tools sat, cgdtest unsat); else None."""
+    answers = [tbl[key][0] for tbl in pub.values() if key in tbl and tbl[key][0] in (SAT, UNSAT)]
+    n_sat, n_unsat = answers.count(SAT), answers.count(UNSAT)
+    if n_sat and not n_unsat:
+        return SAT
+    if n_unsat and not n_sat:
+        return UNSAT
+    if max(n_sat, n_unsat) >= 2 and n_sat != n_unsat:
+        return SAT if n_sat > n_unsat else UNSAT
+    return None
 
 
 # ------------------------------------------------------------------------ the child
@@ -211,6 +230,11 @@ def summarise(bench: str, rows: list[dict], pub: dict) -> dict:
     s["violated"] = st.count("violated")
     s["solved"] = s["holds"] + s["violated"]
     s["unknown"] = len(rows) - s["solved"]
+    # instances re-run with a larger wall budget (--retry): the answer at the competition's
+    # wall limit is kept in "first"; "solved_at_limit" counts those answers
+    first = [r.get("first", r)["status"] for r in rows]
+    s["retried"] = sum(1 for r in rows if "first" in r)
+    s["solved_at_limit"] = sum(1 for x in first if x in ("holds", "violated"))
     s["memout"] = st.count("memout")
     s["error"] = st.count("error")
     wrong = []
@@ -223,40 +247,137 @@ def summarise(bench: str, rows: list[dict], pub: dict) -> dict:
     s["wrong_list"] = wrong
     s["time"] = sum(r["wall"] for r in rows)
     s["cpu"] = sum(r.get("cpu", 0.0) for r in rows)
+    s["max_cpu"] = max((r.get("cpu", 0.0) for r in rows), default=0.0)
     s["max_rss_mb"] = max((r.get("peak_rss_mb", 0.0) for r in rows), default=0.0)
     s["tools"] = {t: sum(1 for k in keys if k in tbl and tbl[k][0] in (SAT, UNSAT)) for t, tbl in pub.items()}
-    cpu = {t: n for t, n in s["tools"].items() if t not in GPU_TOOLS}
+    # published answers against the reference (expected.csv, or the tools' majority)
+    refs = [r.get("reference") for r in rows]
+    s["tools_contradicted"] = {
+        t: sum(1 for k, ref in zip(keys, refs, strict=True) if ref and k in tbl
+               and tbl[k][0] in (SAT, UNSAT) and tbl[k][0] != ref) for t, tbl in pub.items()}
+    # the best CPU tool by answers that no majority contradicts
+    cpu = {t: n - s["tools_contradicted"][t] for t, n in s["tools"].items() if t not in GPU_TOOLS}
     s["best_cpu_tool"] = max(cpu, key=cpu.get) if cpu else None
     return s
+
+
+def _cells(s: dict, tools: list[str]) -> list[str]:
+    """One benchmark's row: relulab's counts, then each published tool's solved count."""
+    solved = str(s.get("solved_at_limit", s["solved"]))
+    if s.get("retried"):
+        solved += f" (+{s['solved'] - s.get('solved_at_limit', s['solved'])} of {s['retried']} retried)"
+    unknown = f"{s['unknown']}" + (f" ({s['memout']} mem)" if s["memout"] else "")
+    return [s["benchmark"], str(s["instances"]), solved, str(s["holds"]), str(s["violated"]), unknown,
+            str(s["wrong"]), f"{s['time']:.0f}", f"{s.get('cpu', 0.0):.0f}", f"{s['max_rss_mb']:.0f}",
+            *[_tool_cell(s, t) for t in tools]]
+
+
+def _tool_cell(s: dict, tool: str) -> str:
+    n = s["tools"].get(tool)
+    if n is None:
+        return ""
+    bad = s.get("tools_contradicted", {}).get(tool, 0)
+    return f"{n} ({bad} vs majority)" if bad else str(n)
+
+
+HEADER = ("benchmark", "inst", "solved", "holds", "viol", "unknown", "WRONG", "wall (s)", "CPU (s)",
+          "peak MB")
 
 
 def print_table(summaries: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=200)
+    console = Console(width=220)
     tools = sorted({t for s in summaries for t in s["tools"]})
     t = Table(title="relulab on VNN-COMP 2022 benchmarks + ACAS Xu (published tools: solved on the same instances)")
-    for c in ("benchmark", "inst", "solved", "holds", "viol", "unknown", "WRONG", "time (s)", "peak MB", *tools):
+    for c in (*HEADER, *tools):
         t.add_column(c, justify="right")
     for s in summaries:
-        cells = []
-        for tool in tools:
-            n = s["tools"].get(tool)
-            txt = "" if n is None else str(n)
+        cells = _cells(s, tools)
+        for i, tool in enumerate(tools):
             if tool == s["best_cpu_tool"] or tool in GPU_TOOLS:
-                txt = f"[bold]{txt}[/bold]"
-            cells.append(txt)
-        t.add_row(s["benchmark"], str(s["instances"]), str(s["solved"]), str(s["holds"]), str(s["violated"]),
-                  f"{s['unknown']}" + (f" ({s['memout']} mem)" if s["memout"] else ""),
-                  f"[red]{s['wrong']}[/red]" if s["wrong"] else "0", f"{s['time']:.1f}", f"{s['max_rss_mb']:.0f}",
-                  *cells)
+                cells[len(HEADER) + i] = f"[bold]{cells[len(HEADER) + i]}[/bold]"
+        if s["wrong"]:
+            cells[6] = f"[red]{cells[6]}[/red]"
+        t.add_row(*cells)
     console.print(t)
-    console.print("bold: the best CPU tool of each benchmark and alpha_beta_crown (GPU); their counts are "
-                  "from the competition (full time limits, their machines), not measured here.")
+    console.print("solved: within each instance's wall limit (the competition's); '+k of n retried': "
+                  "instances that timed out with little CPU time on the shared machine, re-run with "
+                  "a larger wall budget (--retry). A tool's '(k vs majority)': k of its answers "
+                  "contradict the majority of the tools (counted as WRONG for relulab). bold: the "
+                  "best CPU tool of each benchmark and "
+                  "alpha_beta_crown (GPU); their counts are from the competition (full time limits, "
+                  "their machines), not measured here.")
     for s in summaries:
         for w in s["wrong_list"]:
             console.print(f"[red]WRONG[/red] {s['benchmark']} {w}")
+
+
+def markdown_table(summaries: list[dict]) -> str:
+    """The summary as a markdown table (to paste into a note)."""
+    tools = sorted({t for s in summaries for t in s["tools"]})
+    head = [*HEADER, *[f"{t} (GPU)" if t in GPU_TOOLS else t for t in tools]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summaries:
+        cells = _cells(s, tools)
+        for i, tool in enumerate(tools):
+            if tool == s["best_cpu_tool"] and cells[len(HEADER) + i]:
+                cells[len(HEADER) + i] = f"**{cells[len(HEADER) + i]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load_rows(paths: list[str]) -> dict[str, list[dict]]:
+    """Rows per benchmark from saved JSONs; a later file's instance replaces an earlier
+    file's (so a retry file or a re-run overrides the first run)."""
+    out: dict[str, dict] = {}
+    for p in paths:
+        with open(p) as fh:
+            d = json.load(fh)
+        for bench, rows in d["rows"].items():
+            for r in rows:
+                out.setdefault(bench, {})[_key(r["onnx"], r["vnnlib"])] = r
+    return {b: list(v.values()) for b, v in out.items()}
+
+
+def summary_from_files(paths: list[str]) -> list[dict]:
+    """Summaries recomputed from saved rows (published counts on the same instances)."""
+    data = data_dir()
+    rows = load_rows(paths)
+    order = [b for b in BENCHMARKS if b in rows] + sorted(b for b in rows if b not in BENCHMARKS)
+    return [summarise(b, rows[b], published(data, b)) for b in order]
+
+
+def retry(path: str, out: str, scale: float, cpu_share: float, memory_gb: float, grace: float) -> None:
+    """Re-run the instances of a saved run that ended unknown by timeout while their CPU time
+    stayed below ``cpu_share`` of the limit (the shared machine, not the verifier, ran out
+    of time), with ``scale`` x the wall limit; the first answer is kept in ``first``."""
+    with open(path) as fh:
+        d = json.load(fh)
+    for bench, rows in d["rows"].items():
+        for r in rows:
+            if "first" in r or r["status"] in ("holds", "violated", "error", "memout"):
+                continue
+            if "timeout" not in r.get("reason", "") or r.get("cpu", 0.0) >= cpu_share * r["limit"]:
+                continue
+            first = {k: r[k] for k in ("status", "reason", "wall", "cpu", "limit", "peak_rss_mb") if k in r}
+            inst = {"onnx": r["onnx"], "vnnlib": r["vnnlib"]}
+            with cf.ProcessPoolExecutor(max_workers=1, max_tasks_per_child=1) as ex:
+                new = ex.submit(_run_measured, inst, r["limit"] * scale, memory_gb, grace).result()
+            print(f"  retry {bench} {Path(r['onnx']).stem} {Path(r['vnnlib']).stem}: {first['status']} "
+                  f"(wall {first['wall']:.0f}s cpu {first.get('cpu', 0):.0f}s) -> {new['status']} "
+                  f"(wall {new['wall']:.0f}s cpu {new.get('cpu', 0):.0f}s, limit {new['limit']:.0f}s)",
+                  flush=True)
+            r.update(new)
+            r["first"] = first
+            with open(out, "w") as fh:  # after each instance: a long retry can be stopped
+                json.dump(d, fh, indent=1, default=str)
+    pubs = {b: published(data_dir(), b) for b in d["rows"]}
+    d["summaries"] = [summarise(b, rows, pubs[b]) for b, rows in d["rows"].items()]
+    with open(out, "w") as fh:
+        json.dump(d, fh, indent=1, default=str)
+    print_table(d["summaries"])
 
 
 def main() -> None:
@@ -269,12 +390,33 @@ def main() -> None:
     ap.add_argument("--grace", type=float, default=30.0, help="seconds past the limit before a kill")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--filter", default=None, help="keep instances whose paths contain this")
+    ap.add_argument("--offset", type=int, default=0, help="with --every k: start at this instance")
+    ap.add_argument("--solved-by", default=None, metavar="TOOL",
+                    help="keep only instances this published tool solved (a biased subset: label it)")
     ap.add_argument("--quick", action="store_true", help="every 10th instance, 10 s cap")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "vnncomp.json"))
+    ap.add_argument("--summary", nargs="+", metavar="JSON", default=None,
+                    help="print the table of saved runs (a later file's instances replace an "
+                    "earlier file's) and run nothing")
+    ap.add_argument("--markdown", action="store_true", help="with --summary: also a markdown table")
+    ap.add_argument("--retry", metavar="JSON", default=None,
+                    help="re-run a saved run's timeouts that got little CPU time (writes --json)")
+    ap.add_argument("--retry-scale", type=float, default=4.0, help="x the wall limit of a retry")
+    ap.add_argument("--retry-cpu-share", type=float, default=0.5,
+                    help="retry a timeout only when its CPU seconds were below this share of the limit")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], float(a.child[2]))
+        return
+    if a.summary:
+        summaries = summary_from_files(a.summary)
+        print_table(summaries)
+        if a.markdown:
+            print(markdown_table(summaries))
+        return
+    if a.retry:
+        retry(a.retry, a.json, a.retry_scale, a.retry_cpu_share, a.memory, a.grace)
         return
     if a.quick:
         a.every, a.timeout = max(a.every, 10), min(a.timeout or 10.0, 10.0)
@@ -286,7 +428,10 @@ def main() -> None:
         insts = instances(data, bench)
         if a.filter:
             insts = [i for i in insts if a.filter in i["onnx"] or a.filter in i["vnnlib"]]
-        insts = insts[:: max(1, a.every)]
+        insts = insts[a.offset :: max(1, a.every)]
+        if a.solved_by:  # a chosen subset: say so when reporting its counts
+            tbl = published(data, bench).get(a.solved_by, {})
+            insts = [i for i in insts if tbl.get(_key(i["onnx"], i["vnnlib"]), ("",))[0] in (SAT, UNSAT)]
         if bench == "acasxu" and a.every > 1:  # keep all of properties 5-10 when sampling
             extra = [i for i in instances(data, bench) if "acasxu_props" in i["vnnlib"] and i not in insts]
             insts += extra
@@ -306,6 +451,12 @@ def main() -> None:
                 rows.append(r)
                 print(f"  {Path(r['onnx']).stem} {Path(r['vnnlib']).stem}: {r['status']} "
                       f"{r['wall']:.1f}s (cpu {r.get('cpu', 0):.1f}s) {r.get('peak_rss_mb', 0):.0f}MB {r.get('reason', '')}", flush=True)
+                # the rows so far after each instance ("partial": a long run can be stopped
+                # and still summarised with --summary)
+                Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+                with open(a.json, "w") as fh:
+                    json.dump({"args": vars(a), "partial": True, "rows": {**all_rows, bench: rows}},
+                              fh, indent=1, default=str)
         order = {(i["onnx"], i["vnnlib"]): n for n, i in enumerate(insts)}
         rows.sort(key=lambda r: order[(r["onnx"], r["vnnlib"])])
         s = summarise(bench, rows, pub)

@@ -458,3 +458,50 @@ def test_opt_deadline_stops_only_the_optimisation(graphs):
     assert np.all(g.lower >= crown.lower - 1e-12) and np.all(g.upper <= crown.upper + 1e-12)
     for name, _ in bg.relus:
         np.testing.assert_allclose(g.pre[name][0], crown.pre[name][0], atol=1e-12, rtol=0)
+
+
+def test_stop_at_ends_the_optimisation_early_and_stays_sound(graphs):
+    """stop_at below every CROWN bound: no step is needed (the CROWN bound comes back);
+    above every reachable bound: the optimisation stalls after STALL_MIN + STALL_ITERS
+    steps with a bound between CROWN's and the full optimisation's, sound on samples."""
+    bg = graphs[("max", 1)]
+    lo, hi = _box(5, B=3)
+    C = np.random.default_rng(6).normal(size=(2, 3))
+    crown = bound(bg, lo, hi, C, upper=False)
+    full = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False)
+    low = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False, stop_at=crown.lower - 1.0)
+    np.testing.assert_allclose(low.lower, crown.lower, atol=1e-12, rtol=0)
+    high = bound(bg, lo, hi, C, method="alpha", iters=40, upper=False, stop_at=full.lower.max() + 100.0)
+    assert high.status == "complete"
+    assert np.all(high.lower >= crown.lower - 1e-12) and np.all(high.lower <= full.lower + 1e-9)
+    assert np.any(high.lower > crown.lower + 1e-9)    # some steps were taken
+    assert np.any(high.lower < full.lower - 1e-9)     # and fewer than the 40 of the full run
+    for b in range(3):
+        Y = bg.forward(_samples(lo[b], hi[b], 10_000, b)) @ C.T
+        assert np.all(Y.min(0) >= high.lower[b] - SOUND)
+    with pytest.raises(RelulabError):
+        bound(bg, lo, hi, C, method="alpha", stop_at=np.zeros(5))
+
+
+def test_minimisers_attain_the_bound_on_a_linear_piece(graphs):
+    """On an affine network CROWN is exact and the returned corner attains each row's
+    lower bound (checked by a forward pass); on a ReLU graph the minimisers are corners
+    of each sub-problem's box."""
+    rng = np.random.default_rng(8)
+    W, b = rng.normal(size=(3, 5)), rng.normal(size=3)
+    bg = BoundGraph.from_network(Network([W], [b]))
+    lo = rng.uniform(-1, 0, (2, 5))
+    hi = lo + rng.uniform(0.1, 1, (2, 5))
+    C = rng.normal(size=(4, 3))
+    for method in ("crown", "alpha"):
+        g = bound(bg, lo, hi, C, method=method, upper=False, return_minimisers=True)
+        assert g.minimisers.shape == (2, 4, 5)
+        for k in range(2):
+            val = (g.minimisers[k] @ W.T + b) @ C.T   # (rows, rows): row r at its minimiser
+            np.testing.assert_allclose(np.diag(val), g.lower[k], atol=1e-9, rtol=0)
+    bg = graphs[("avg", 1)]
+    lo, hi = _box(9, B=2)
+    g = bound(bg, lo, hi, method="alpha", iters=5, upper=False, return_minimisers=True)
+    X = g.minimisers.reshape(2, -1, lo.shape[1])
+    assert np.all((X == lo[:, None, :]) | (X == hi[:, None, :]))
+    assert bound(bg, lo, hi).minimisers is None

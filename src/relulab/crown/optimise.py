@@ -61,7 +61,7 @@ def _one_hot_rows(ref: Any, B: int, n: int, idx: Any) -> Any:
 
 
 def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, iters, lr, late, m,
-             return_coeffs, inter=None):
+             return_coeffs, inter=None, stop=None, keep=None):
     """alpha (and beta) optimisation of the final bound by projected Adam.
 
     ``inter`` (optional): per ReLU whose unstable neurons are re-bounded at every step
@@ -69,7 +69,9 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
     mask (B, K), split signs (B, n) or None)``; each such layer gets its own slopes of
     every earlier ReLU.  Returns the best bound per row, its coefficients, the final
     slopes and multipliers, the tightest intermediate bounds seen ({name: (lo, hi)}), and
-    a reason when cut short."""
+    a reason when cut short.  ``stop`` (optional): called as ``stop(best, it)`` after each
+    step; True ends the optimisation early (the best bounds so far are kept).  ``keep``
+    (optional dict): receives ``keep["lam_in"]``, the input coefficients of the last step."""
     torch = require("torch", "torch")
     B, R = lam0.shape[:2]
     item = lam0.element_size()
@@ -163,6 +165,8 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
         record: dict | None = {} if return_coeffs else None
         lam_in, const = backsub(g, g.output_name, lam0, rel, bt, record)
         val = concretise(lam_in, const, xlo, xhi)
+        if keep is not None:
+            keep["lam_in"] = lam_in.detach()
         with torch.no_grad():
             better = val > best
             best = torch.where(better, val, best)
@@ -171,7 +175,7 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
                 for k, v in record.items():
                     w = bm.reshape(*bm.shape, *([1] * (v.dim() - 2)))
                     best_coeffs[k] = torch.where(w, v[:, :m].detach(), best_coeffs[k])
-        if it == iters:
+        if it == iters or (stop is not None and stop(best, it)):
             break
         grads = torch.autograd.grad(-val.sum(), params, allow_unused=True)
         grads = tuple(torch.zeros_like(q) if d is None else d for q, d in zip(params, grads, strict=True))

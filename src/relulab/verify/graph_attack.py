@@ -41,9 +41,12 @@ def pgd_graph(
     starts: int = 16,
     steps: int = 20,
     rng: int | np.random.Generator | None = 0,
+    init: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """An input of ``box`` whose output satisfies some term ``C y <= d`` (re-checked by a
     float64 forward pass), or None when none was found within ``time_limit`` seconds.
+    ``init`` (k, input_dim): the first round's starting points (e.g. the minimisers of a
+    branch and bound's linear bounds), topped up with random points and corners.
 
     Example:
         >>> import numpy as np
@@ -86,6 +89,10 @@ def pgd_graph(
         X0[corner] = np.where(rng.random(X0.shape) < 0.5, box.lo, box.hi)[corner]
         if first:
             X0[0] = box.center
+            if init is not None and len(init):
+                k0 = min(len(init), starts)
+                X0[:k0] = np.clip(np.asarray(init, dtype=np.float64).reshape(-1, box.dim)[:k0],
+                                  box.lo, box.hi)
             first = False
         X = torch.as_tensor(X0, dtype=torch.float64)
         for k in range(steps):

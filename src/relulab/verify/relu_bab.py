@@ -72,10 +72,17 @@ F32_MARGIN = 1e-4
 ROOT_ITERS = 10
 ROOT_SHARE = 0.3  # the root's optimisation stops after this share of the time left
 ROOT_MIN_TIME = 30.0  # seconds left below which the root keeps CROWN's intermediate bounds
+# children of a large graph (REUSE_NEURONS) end their alpha/beta optimisation once the share
+# of them proven stops growing (relulab.crown.bound's stop_at; see STALL_ITERS there)
+STALL_STOP = True
 ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline is brought forward
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
 LOCAL_WIDTH = 0.05
+# seconds of PGD through a structured graph during the search (at most 5% of the time left):
+# started from the bounds' minimisers it needs a few gradient steps, 0.05 s is not one on a
+# model of thousands of neurons
+GRAPH_ATTACK_TIME = 0.5
 
 
 # --------------------------------------------------------------------------- bounders
@@ -192,9 +199,21 @@ class _GraphBounder:
         self.reuse = int(self.cuts[-1]) > REUSE_NEURONS
         self.dtype = "float32" if int(self.cuts[-1]) > F32_NEURONS else "float64"
         self.margin = F32_MARGIN if self.dtype == "float32" else PROOF_MARGIN
+        self.big: float | None = None  # the largest activation bound at the root (for stop_at)
+        # the corners minimising the bounds' linear forms serve as candidate counterexamples
+        # when no dense network can supply them (a structured graph too large to lower)
+        self.minimisers = dense is None
 
     def root_warm(self) -> Any:
         return None
+
+    def targets(self) -> np.ndarray | None:
+        """The lower bounds of ``C f(x)`` that prove each row, with the rounding margin at
+        the root's scale (children's scales are smaller: a child above it is proven)."""
+        if self.big is None:
+            return None
+        scale = 1.0 + np.abs(self.d) + np.abs(self.C).sum(1) * (1.0 + self.big)
+        return self.d + self.margin * scale
 
     def bytes_per_domain(self, dim: int) -> float:
         n = int(self.cuts[-1])
@@ -216,9 +235,10 @@ class _GraphBounder:
             dl = deadline - max(seen, ENGINE_SLACK * max(deadline - time.monotonic(), 0.0))
         # children of a large graph keep their parent's intermediate bounds (REUSE_NEURONS);
         # its root, whose intermediate bounds then serve the whole tree, optimises them
-        inter, iters, odl = "crown", self.iters, None
+        inter, iters, odl, stop_at = "crown", self.iters, None, None
         if self.reuse and warm is not None:
             inter = "reuse"
+            stop_at = self.targets() if STALL_STOP else None
         elif self.reuse and (dl is None or dl - time.monotonic() >= ROOT_MIN_TIME):
             # at most ROOT_SHARE of the time optimising (one step re-bounds every layer: a
             # step started just before that point still ends well before the deadline)
@@ -227,7 +247,8 @@ class _GraphBounder:
                 odl = time.monotonic() + ROOT_SHARE * max(dl - time.monotonic(), 0.0)
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
                               iters=iters, deadline=dl, opt_deadline=odl, return_coeffs=True,
-                              upper=False, intermediate=inter, dtype=self.dtype)
+                              upper=False, intermediate=inter, dtype=self.dtype, stop_at=stop_at,
+                              return_minimisers=self.minimisers)
         if dl is not None:
             _OVERRUN[id(self.bg)] = max(_OVERRUN.get(id(self.bg), 0.0), time.monotonic() - dl)
         low = np.asarray(gb.lower, dtype=np.float64) - self.d[None, :]
@@ -240,6 +261,8 @@ class _GraphBounder:
             pre.append((a, b))
             if a.shape[1]:
                 big = np.maximum(big, np.max(np.maximum(np.abs(a), np.abs(b)), axis=1))
+        if self.big is None:
+            self.big = float(big.max()) if big.size else 0.0
         # size of the numbers: the output rows applied to the largest activation bound
         scale = 1.0 + np.abs(self.d)[None, :] + np.abs(self.C).sum(1)[None, :] * (1.0 + big[:, None])
         coeffs = None
@@ -248,7 +271,8 @@ class _GraphBounder:
                       for name in self.names]
         infeasible = np.asarray(gb.infeasible, dtype=bool).reshape(N)
         low = np.where(infeasible[:, None], np.inf, low)
-        return _Bounds(low, scale, pre, infeasible, None, gb.warm, coeffs, gb.status == "complete")
+        return _Bounds(low, scale, pre, infeasible, gb.minimisers, gb.warm, coeffs,
+                       gb.status == "complete")
 
     def branch(self, b: _Bounds, rows: np.ndarray, lo, hi, k: int) -> np.ndarray:
         N = len(rows)
@@ -416,16 +440,19 @@ def relu_split(
             return x
         return None
 
-    def local_attack(x: np.ndarray | None, seconds: float = 0.05) -> np.ndarray | None:
+    def local_attack(x: np.ndarray | None, seconds: float = 0.05,
+                     init: np.ndarray | None = None) -> np.ndarray | None:
         """The attack on a small box around ``x`` (the whole box when None)."""
         if bud.left() <= 0:
             return None
-        if dense is None:  # a structured graph: PGD through it on the whole box
+        if dense is None:  # a structured graph: PGD through it on the whole box, starting
+            # from the minimisers of the most promising sub-domains' bounds when given
             from .graph_attack import pgd_graph
 
             stats["attacks"] += 1
-            return pgd_graph(model, box, [(C, d)], time_limit=min(seconds, 0.05 * bud.left()),
-                             rng=seed + stats["attacks"])
+            return pgd_graph(model, box, [(C, d)], time_limit=min(max(seconds, GRAPH_ATTACK_TIME),
+                                                                  0.05 * bud.left()),
+                             rng=seed + stats["attacks"], init=init)
         from .attack import attack
 
         if x is None:
@@ -556,7 +583,12 @@ def relu_split(
                     # the open sub-domain with the lowest bound: attack around the minimiser
                     # of its bound (the whole box when the engine gives no minimiser)
                     j = np.argmin(b.low.max(axis=1))
-                    x = local_attack(None if b.X is None else b.X[j, int(np.argmin(b.low[j]))])
+                    init = None
+                    if b.X is not None:
+                        top = np.argsort(b.low.max(axis=1), kind="stable")[:16]
+                        init = b.X[top, np.argmin(b.low[top], axis=1)]
+                    x = local_attack(None if b.X is None else b.X[j, int(np.argmin(b.low[j]))],
+                                     init=init)
                     if x is not None:
                         return done("violated", x)
                 queued = sum(len(s[0]) for s in stack)
