@@ -30,7 +30,7 @@ import numpy as np
 from ..bounds import crown_batch, float_layers
 from ..domain import Box
 from ..network import Network
-from .exact_box import box_max
+from .exact_box import box_max, pattern_stack
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
 from .result import LipschitzWitness
@@ -251,25 +251,19 @@ def pattern_bounds(Ws, pre, skip, ub: np.ndarray, p: float, q: float | None, d: 
     cand = cand[np.argsort(-ub[cand])][:max_boxes]
     # at most PATTERN_BUDGET patterns per call: the worst boxes first
     cand = cand[np.cumsum(2.0 ** n_u[cand]) <= PATTERN_BUDGET]
-    sizes = [W.shape[0] for W in Ws[:-1]]
     for b in cand:
         iu = np.flatnonzero(unst[b])
         P = 1 << len(iu)
-        masks = np.broadcast_to(act[b], (P, act.shape[1])).astype(float)
-        bits = (np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1
-        masks[:, iu] = bits
-        G = np.broadcast_to(Ws[-1], (P, *Ws[-1].shape))
-        off = sum(sizes)
-        for k in range(len(Ws) - 2, -1, -1):
-            off -= sizes[k]
-            G = (G * masks[:, None, off: off + sizes[k]]) @ Ws[k]
+        masks = np.broadcast_to(act[b], (P, act.shape[1])).copy()
+        masks[:, iu] = (np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1
+        G = pattern_stack(Ws, act[b], unst[b])
         if skip is not None:
             G = G + skip[0]
         nrm = batch_norms(G[:, :, :d], p, q, end="upper")
         j = int(np.argmax(nrm))
         out[b] = float(nrm[j])
         if best_patterns is not None:
-            best_patterns[int(b)] = masks[j] > 0.5
+            best_patterns[int(b)] = masks[j].copy()
     return out
 
 
@@ -415,6 +409,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
             U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(k, int)
             cand = np.flatnonzero((U <= BAB_EXACT_UNSTABLE) & (ub > best * (1 + DROP_TOL)))
             for b in cand[np.argsort(-ub[cand])][:exact_boxes]:
+                if deadline is not None and clock() > deadline:
+                    break
                 m = box_max(net, lo[b], hi[b], [(a[b], c[b]) for a, c in pre], p, q, best,
                             rel_tol=DROP_TOL, source="bab", max_lps=BAB_EXACT_LPS)
                 n_exact += 1
