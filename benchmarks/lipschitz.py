@@ -28,6 +28,8 @@ wall-clock minute can be a few CPU seconds.
 
 Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas | --l2-only]
       python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60 [--acas-cpu-file NAME.json]
+      python benchmarks/lipschitz.py --acas-cpu all --shard 0/3 --acas-cpu-file lipschitz_acas45_0.json
+      python benchmarks/lipschitz.py --acas-merge lipschitz_acas45_0.json,... --acas-cpu-file lipschitz_acas45.json
 """
 
 from __future__ import annotations
@@ -219,10 +221,30 @@ def part_acas(n_nets: int, seconds: float) -> list[dict]:
     return rows
 
 
+ACAS_ALL = [f"{i}_{j}" for i in range(1, 6) for j in range(1, 10)]
+# the 9 networks of the earlier rounds (kept last so a partial run covers new ones first)
+ACAS_PREVIOUS = ["1_1", "2_2", "3_3", "4_4", "5_5", "1_6", "2_7", "3_8", "4_9"]
+
+
+def acas_names(spec: str, shard: str | None) -> list[str]:
+    """The networks of ``--acas-cpu``: a comma-separated list, or "all" (the 45, the 36
+    not measured before first); ``shard`` "i/n" keeps every n-th of them from the i-th."""
+    if spec == "all":
+        names = [n for n in ACAS_ALL if n not in ACAS_PREVIOUS] + ACAS_PREVIOUS
+    else:
+        names = spec.split(",")
+    if shard:
+        i, n = (int(v) for v in shard.split("/"))
+        names = names[i::n]
+    return names
+
+
 def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None) -> list[dict]:
     """The same brackets with a CPU-time budget (the machine is shared by other jobs, so
     a wall-clock minute can be a few CPU seconds): sampling plus the interval branch and
-    bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent."""
+    bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent.  Each
+    row also keeps the whole-box upper bounds (product of layer norms, interval Jacobian)
+    so that, where the bracket closes, their ratio to the exact value is known."""
     from relulab.io import load_model
     from relulab.io.vnnlib import load_vnnlib
     from relulab.lipschitz import sampled_lower
@@ -240,14 +262,52 @@ def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None)
             o = by_bab(net, box, p, p, c0 + cpu_seconds, clock=time.process_time)
             lower = max(o.lower, w.norm if w is not None else 0.0)
             cpu, wall = time.process_time() - c0, time.time() - w0
-            rows.append({"net": f.stem, "p": p, "lower": lower, "upper": o.upper, "ratio": o.upper / lower,
-                         "complete": o.complete, "exact_boxes": o.n_exact, "boxes": o.n_boxes, "cpu_seconds": cpu, "wall_seconds": wall})
+            exact = bool(o.complete and o.upper - lower <= 1e-6 * (1 + lower))
+            rows.append({"net": f.stem, "name": name, "p": p, "lower": lower, "upper": o.upper,
+                         "ratio": o.upper / lower, "complete": o.complete, "exact": exact,
+                         "exact_boxes": o.n_exact, "boxes": o.n_boxes, "cpu_seconds": cpu,
+                         "wall_seconds": wall, "product": product_bound(net, p, p),
+                         "interval_jacobian": interval_jacobian_bound(net, box, p, p)})
             print(f"  {name} p={p:g}: [{lower:.6g}, {o.upper:.6g}] ratio {o.upper / lower:.3g} "
-                  f"({'exact' if o.complete else 'bounded'}, {o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)",
+                  f"({'exact' if exact else 'bounded'}, {o.n_boxes} boxes, {cpu:.0f} s CPU, {wall:.0f} s wall)",
                   flush=True)
             if out is not None:  # after every constant: a long run interrupted keeps what it did
                 out.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": cpu_seconds}, indent=1, default=str))
     return rows
+
+
+def acas_cpu_table(files: list[Path]) -> dict:
+    """Merge ``--acas-cpu`` result files (later files win for a repeated constant) and
+    print the bracket table: per norm, exact count, median and worst ratio upper/lower,
+    and on the exact ones the ratio of each whole-box upper bound to the exact value."""
+    by_key: dict = {}
+    for f in files:
+        for r in json.loads(f.read_text())["acas_cpu"]:
+            by_key[(r["net"], float(r["p"]))] = r
+    rows = sorted(by_key.values(), key=lambda r: (r["p"], r["net"]))
+    summary = {}
+    print(f"{'p':>4} {'networks':>9} {'exact':>6} {'median up/low':>14} {'worst':>8} {'median CPU s':>13}")
+    for p in (1.0, INF):
+        rs = [r for r in rows if r["p"] == p]
+        if not rs:
+            continue
+        ratios = np.array([r["ratio"] for r in rs])
+        ex = [r for r in rs if r.get("exact", r.get("complete"))]
+        s = {"networks": len(rs), "exact": len(ex), "median_ratio": float(np.median(ratios)),
+             "worst_ratio": float(ratios.max()), "median_cpu": float(np.median([r["cpu_seconds"] for r in rs]))}
+        for b in ("product", "interval_jacobian"):
+            v = [r[b] / r["lower"] for r in ex if b in r]
+            if v:
+                s[f"{b}_over_exact_median"] = float(np.median(v))
+                s[f"{b}_over_exact_worst"] = float(np.max(v))
+        summary[f"{p:g}"] = s
+        print(f"{p:>4g} {len(rs):>9} {len(ex):>6} {s['median_ratio']:>14.3g} {s['worst_ratio']:>8.3g} "
+              f"{s['median_cpu']:>13.1f}")
+        for b in ("product", "interval_jacobian"):
+            if f"{b}_over_exact_median" in s:
+                print(f"       on the exact ones, {b} / exact: median {s[f'{b}_over_exact_median']:.3g}, "
+                      f"worst {s[f'{b}_over_exact_worst']:.3g}")
+    return {"rows": rows, "summary": summary}
 
 
 def _acas_root() -> Path:
@@ -267,9 +327,12 @@ def main() -> None:
     ap.add_argument("--no-acas", action="store_true", help="skip part 2")
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "lipschitz.json"))
     ap.add_argument("--acas-cpu", type=str, default=None,
-                    help="comma-separated ACAS networks (e.g. 1_1,3_3) for the CPU-time-budget run only")
+                    help='comma-separated ACAS networks (e.g. 1_1,3_3) or "all" for the CPU-time-budget run only')
     ap.add_argument("--acas-cpu-file", default="lipschitz_acas_cpu.json",
                     help="results file name (under benchmarks/results) of the --acas-cpu run")
+    ap.add_argument("--shard", default=None, help='with --acas-cpu: "i/n" runs every n-th network from the i-th')
+    ap.add_argument("--acas-merge", default=None,
+                    help="comma-separated --acas-cpu result files to merge into --acas-cpu-file with a summary")
     ap.add_argument("--l2-only", action="store_true", help="only part 1b (written to lipschitz_l2.json)")
     a = ap.parse_args()
     acas_file = Path(a.out).with_name("lipschitz_acas.json")
@@ -279,10 +342,16 @@ def main() -> None:
         l2_file.write_text(json.dumps({"l2_2d": l2, "l2_summary": l2_summary, "quick": a.quick}, indent=1, default=str))
         print(f"wrote {l2_file}")
         return
+    if a.acas_merge:
+        files = [Path(a.out).with_name(f) for f in a.acas_merge.split(",")]
+        merged = acas_cpu_table(files)
+        Path(a.out).with_name(a.acas_cpu_file).write_text(json.dumps(merged, indent=1, default=str))
+        print(f"wrote {Path(a.out).with_name(a.acas_cpu_file)}")
+        return
     if a.acas_cpu:
         print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
         cpu_file = Path(a.out).with_name(a.acas_cpu_file)
-        rows = part_acas_cpu(a.acas_cpu.split(","), a.acas_time, cpu_file)
+        rows = part_acas_cpu(acas_names(a.acas_cpu, a.shard), a.acas_time, cpu_file)
         cpu_file.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": a.acas_time}, indent=1, default=str))
         for p in (1.0, INF):
             rs = [r["ratio"] for r in rows if r["p"] == p]

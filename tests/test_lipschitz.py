@@ -218,6 +218,8 @@ def test_time_limit_returns_a_bracket():
     assert r.status in ("exact", "bounded")
     if r.status == "bounded":
         assert r.to_dict()["value"] is None
+    # the limit is wall-clock; the CPU seconds the call got are reported next to it
+    assert np.isfinite(r.info["cpu_seconds"]) and r.info["cpu_seconds"] >= 0
 
 
 # ------------------------------------------------------------------ norms

@@ -118,3 +118,65 @@ def test_bab_with_exact_pieces_brackets_and_closes(seed, d, depth, m, p):
         if o.complete:
             assert abs(o.lower - exact) <= 1e-9 * max(1.0, exact) and o.upper - exact <= 1e-6 * (1 + exact)
     assert o.complete
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), depth=st.integers(1, 4), m=st.integers(1, 3))
+def test_pattern_stack_equals_the_product_of_each_pattern(seed, depth, m):
+    # the shared backward product against the plain product W_L D_{L-1} ... D_1 W_1 per pattern
+    from relulab.lipschitz.exact_box import pattern_stack
+
+    rng = np.random.default_rng(seed)
+    dims = [int(rng.integers(1, 4)), *[int(rng.integers(1, 5)) for _ in range(depth)], m]
+    Ws = [rng.standard_normal((dims[i + 1], dims[i])) for i in range(len(dims) - 1)]
+    N = sum(dims[1:-1])
+    unst = rng.random(N) < 0.5
+    act = (rng.random(N) < 0.5) & ~unst
+    G = pattern_stack(Ws, act, unst)
+    iu = np.flatnonzero(unst)
+    assert G.shape == (1 << len(iu), m, dims[0])
+    for k in range(G.shape[0]):
+        mask = act.copy()
+        mask[iu] = (k >> np.arange(len(iu))) & 1
+        J, off = Ws[0], 0
+        for W, n in zip(Ws[1:], dims[1:-1], strict=True):
+            J = W @ (mask[off: off + n, None] * J)
+            off += n
+        assert np.allclose(G[k], J, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), depth=st.integers(2, 4), p=st.sampled_from([1.0, 2.0, INF]))
+def test_box_max_prefix_refutation_keeps_the_exact_value_in_deep_networks(seed, depth, p):
+    # deeper networks have many unrealised patterns, refuted in groups by their shortest
+    # infeasible prefix: the maximum must still equal region enumeration
+    rng = np.random.default_rng(seed)
+    net = rand_net(rng, [2, *[int(rng.integers(3, 6)) for _ in range(depth)], 1])
+    box = rand_box(rng, 2)
+    exact = by_enumeration(net, box, p, None).upper
+    res = box_max(net, box.lo, box.hi, preactivation_bounds(net, box), p, None, max_lps=10**6)
+    assert res.upper >= exact * (1 - 1e-9)
+    if res.closed and res.witness is not None:
+        assert abs(res.upper - exact) <= 1e-9 * max(1.0, exact)
+        assert box.contains(res.witness.x) and abs(res.witness.norm - exact) <= 1e-9 * max(1.0, exact)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 3), depth=st.integers(1, 3), m=st.integers(1, 3),
+       p=st.sampled_from([1.0, INF]), q=st.sampled_from([1.0, INF]))
+def test_meet_in_middle_bound_covers_every_pattern(seed, d, depth, m, p, q):
+    # the meet-in-the-middle bound is >= the norm of every pattern of the box's unstable
+    # neurons (hence of every Jacobian in the box), at every choice of meeting layers
+    from relulab.bounds import crown_batch, float_layers
+    from relulab.lipschitz.bab import forward_directions, meet_in_middle_bound, output_functionals
+
+    rng = np.random.default_rng(seed)
+    net = rand_net(rng, [d, *[int(rng.integers(2, 6)) for _ in range(depth)], m])
+    box = rand_box(rng, d)
+    Ws, bs, sk = float_layers(net)
+    pre, _ = crown_batch(Ws, bs, box.lo[None], box.hi[None], intermediate="hybrid")
+    V, C = forward_directions(d, p), output_functionals(m, q)
+    _, nrm = pattern_norms(Ws, [(a[0], c[0]) for a, c in pre], sk, d, p, None if m == 1 else q)
+    for layers in (None, [0], [depth - 1]):
+        b = meet_in_middle_bound(Ws, pre, sk, V, C, layers=layers)[0]
+        assert b >= nrm.max() * (1 - 1e-9) - 1e-12

@@ -42,7 +42,7 @@ from .lower import batch_norms
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["BoxMax", "box_max", "pattern_norms", "region_inequalities", "EXACT_MAX_UNSTABLE"]
+__all__ = ["BoxMax", "box_max", "pattern_norms", "pattern_stack", "region_inequalities", "EXACT_MAX_UNSTABLE"]
 
 # 2^12 patterns per box are cheap to rank (one batched product); more are rarely needed
 # once a box is small enough for its maximum to matter
@@ -87,15 +87,37 @@ def pattern_norms(Ws: list[np.ndarray], pre: list[tuple[np.ndarray, np.ndarray]]
     P = 1 << len(iu)
     masks = np.broadcast_to(act, (P, act.size)).copy()
     masks[:, iu] = ((np.arange(P)[:, None] >> np.arange(len(iu))[None, :]) & 1).astype(bool)
-    G = np.broadcast_to(Ws[-1], (P, *Ws[-1].shape))
+    G = pattern_stack(Ws, act, unst)
+    if skip is not None:
+        G = G + skip[0]
+    return masks, batch_norms(np.ascontiguousarray(G[:, :, :d]), p, q, end="upper")
+
+
+def pattern_stack(Ws: list[np.ndarray], act: np.ndarray, unst: np.ndarray) -> np.ndarray:
+    """The Jacobians ``(2^U, m, n)`` (no skip term) of every pattern of the ``U`` unstable
+    neurons (``unst``, flat over the hidden layers; the others active where ``act``), in
+    the order of :func:`pattern_norms` (bit ``j`` of the index: the ``j``-th unstable
+    neuron, layer by layer).  The product runs from the output back and branches on a
+    layer's unstable neurons only when it reaches that layer, so the wide matrix products
+    are shared by every pattern that differs in earlier layers only.
+
+    Example:
+        >>> import numpy as np
+        >>> Ws = [np.array([[1.0], [-1.0]]), np.array([[2.0, 1.0]])]
+        >>> pattern_stack(Ws, np.array([False, False]), np.array([True, True]))[:, 0, 0].tolist()
+        [0.0, 2.0, -1.0, 1.0]
+    """
+    G = np.asarray(Ws[-1], dtype=np.float64)[None]
     off = int(act.size)
     for k in range(len(Ws) - 2, -1, -1):
         n = Ws[k].shape[0]
         off -= n
-        G = (G * masks[:, None, off: off + n]) @ Ws[k]
-    if skip is not None:
-        G = G + skip[0]
-    return masks, batch_norms(np.ascontiguousarray(G[:, :, :d]), p, q, end="upper")
+        a, u = act[off: off + n], np.flatnonzero(unst[off: off + n])
+        M = np.broadcast_to(a, (1 << len(u), n)).astype(np.float64)
+        M[:, u] = (np.arange(1 << len(u))[:, None] >> np.arange(len(u))[None, :]) & 1
+        # index = (later layers' bits) * 2^u + this layer's bits
+        G = (G[:, None, :, :] * M[None, :, None, :]).reshape(-1, G.shape[1], n) @ Ws[k]
+    return G
 
 
 def region_inequalities(Ws: list[np.ndarray], bs: list[np.ndarray],
@@ -130,9 +152,8 @@ def region_inequalities(Ws: list[np.ndarray], bs: list[np.ndarray],
     return np.vstack(rows), np.concatenate(rhs)
 
 
-def _region_point(Ws, bs, pattern, lo, hi) -> tuple[np.ndarray | None, float]:
-    """Chebyshev centre (in the box, free coordinates only) and radius of the region."""
-    A, b = region_inequalities(Ws, bs, pattern)
+def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
+    """Chebyshev centre (in the box, free coordinates only) and radius of ``{A x <= b}``."""
     free = hi > lo
     b = b - A[:, ~free] @ lo[~free]
     A = A[:, free]
@@ -149,6 +170,31 @@ def _region_point(Ws, bs, pattern, lo, hi) -> tuple[np.ndarray | None, float]:
         return None, -np.inf
     x[free] = xf
     return x, rad
+
+
+def _region_point(Ws, bs, pattern, lo, hi, rows=None) -> tuple[np.ndarray | None, float]:
+    """Chebyshev centre (in the box, free coordinates only) and radius of the region;
+    ``rows``: only these neurons' sign constraints (the others hold on the whole box)."""
+    A, b = region_inequalities(Ws, bs, pattern)
+    if rows is not None:
+        A, b = A[rows], b[rows]
+    return _chebyshev_in_box(A, b, lo, hi)
+
+
+def _first_bad_prefix(A: np.ndarray, b: np.ndarray, lo, hi) -> tuple[int, int]:
+    """The smallest ``t`` such that the first ``t`` rows of ``A x <= b`` leave no ball of
+    radius above ``MIN_RADIUS`` in the box (all ``len(b)`` rows are known to), by
+    bisection, and the LPs it took.  More rows only shrink the set, so "bad" is monotone."""
+    good, bad, n = 0, len(b), 0
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        n += 1
+        x, rad = _chebyshev_in_box(A[:mid], b[:mid], lo, hi)
+        if x is None or rad <= MIN_RADIUS:
+            bad = mid
+        else:
+            good = mid
+    return bad, n
 
 
 def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.ndarray, np.ndarray]],
@@ -173,16 +219,31 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     masks, nrm = pattern_norms(Ws, pre, sk, net.input_dim, p, q)
     order = np.argsort(-nrm, kind="stable")
+    # the unstable neurons in layer order: the sign constraint of one of them depends only
+    # on the states of neurons in earlier layers, so the first t of them form a problem
+    # of their own; stable neurons' constraints hold on the whole box and are left out
+    iu = np.flatnonzero(np.concatenate([(a < 0) & (c > 0) for a, c in pre])) if pre else np.zeros(0, int)
+    alive = np.ones(len(nrm), dtype=bool)
     n_lps = 0
     for i in order:
+        if not alive[i]:
+            continue  # refuted with a prefix of an earlier pattern
         if nrm[i] <= floor * (1 + rel_tol):
             return BoxMax(float(nrm[i]), True, None, n_lps)
         if n_lps >= max_lps:
             return BoxMax(float(nrm[i]), False, None, n_lps)
         n_lps += 1
-        x, rad = _region_point(Ws, bs, masks[i], lo, hi)
+        A, b = region_inequalities(Ws, bs, masks[i])
+        A, b = A[iu], b[iu]
+        x, rad = _chebyshev_in_box(A, b, lo, hi)
         if x is None or rad <= MIN_RADIUS:
-            continue  # no full-dimensional region with this pattern in the box
+            # no full-dimensional region with this pattern in the box: find the shortest
+            # prefix of its unstable neurons that already has none and drop every pattern
+            # sharing that prefix (they all have a subset of its region)
+            t, k = _first_bad_prefix(A, b, lo, hi)
+            n_lps += k
+            alive &= ~np.all(masks[:, iu[:t]] == masks[i, iu[:t]], axis=1)
+            continue
         w = certify_point(net, x, p, q, source)
         if w is None:
             # the region exists but its centre is not certifiably interior: keep its
