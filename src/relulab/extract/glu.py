@@ -68,7 +68,13 @@ UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) mi
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
-GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
+POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
+GOOD_FIT = 1e-7
+NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
+NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
+MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
+UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
+MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)  # tol: a training error this small (median relative) needs no least-squares polish
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
@@ -253,6 +259,10 @@ class _Units:
         self.x: list[np.ndarray] = []
         self.spare: list[list[Crossing]] = []
         self.step: list[float] = []
+        self.first: list[Crossing] = []
+        self.born: list[int] = []
+        self.extra: list[list[tuple]] = []  # more (raw row, crossing point, step) per unit
+        self.plane = 0
 
     def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
         if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
@@ -278,9 +288,12 @@ class _Units:
         keep = size > DEAD_UNIT * max(float(np.max(size)), TINY)
         if keep.all():
             return False
-        for name in ("W", "G", "raw", "x", "spare", "step"):
-            setattr(self, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
+        self._keep(keep)
         return True
+
+    def _keep(self, keep: np.ndarray) -> None:
+        for name in ("W", "G", "raw", "x", "spare", "step", "first", "born", "extra"):
+            setattr(self, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
 
     def remeasure(self, o: QueryOracle, V: np.ndarray, r: float, step: float) -> int:
         """Units whose crossing point is nearly orthogonal to their value row have a weak
@@ -300,6 +313,59 @@ class _Units:
                 self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
         return len(picks)
 
+    def consolidate(self, tol: float) -> int:
+        """Noisy outputs: merge units whose gate rows and output directions both agree to
+        ``1 - |cos| < tol`` (one unit measured twice), then drop units no later
+        half-circle saw again (a true unit's hyperplane crosses every half-circle).
+        Returns the number of units removed."""
+        h = len(self.G)
+        if h == 0:
+            return 0
+        Gm, Wm = np.array(self.G), np.array(self.W)
+        near = (np.abs(Gm @ Gm.T) > 1 - tol) & (np.abs(Wm @ Wm.T) > 1 - tol)
+        keep = np.ones(h, dtype=bool)
+        for j in sorted(range(h), key=lambda j: -len(self.spare[j])):
+            if not keep[j]:
+                continue
+            for i in np.flatnonzero(near[j] & keep):
+                if i != j:
+                    keep[i] = False  # absorbed: its crossings are j's spares
+                    self.spare[j].extend([self.first[i], *self.spare[i]])
+        seen = np.array([len(sp) > 0 or self.plane - b < UNSEEN_PLANES for sp, b in zip(self.spare, self.born, strict=True)])
+        keep &= seen
+        self._keep(keep)
+        return int(h - keep.sum())
+
+    def measure_more(self, o: QueryOracle, r: float, step: float, k: int) -> int:
+        """Measure each unit's gate row again at up to ``k`` of its spare crossings (the
+        strongest) for a robust combination in :meth:`rows`.  Returns the count."""
+        picks, owner = [], []
+        for j, sp in enumerate(self.spare):
+            for c in sorted(sp, key=lambda c: -c.snr)[:k]:
+                picks.append(c)
+                owner.append(j)
+        if not picks:
+            return 0
+        raw, _, steps = gate_rows(o, picks, r, step)
+        for j, c, g, st in zip(owner, picks, raw, steps, strict=True):
+            self.extra[j].append((g, c.x_hat, float(st)))
+        return len(picks)
+
+    def rows(self, V: np.ndarray) -> np.ndarray:
+        """Unit gate rows with the curvature term removed (:func:`correct_rows`), each the
+        coordinate-wise median of its measurements (one bad difference, e.g. across
+        another unit's hyperplane, moves a median little)."""
+        G = correct_rows(np.array(self.raw), np.array(self.x), V, np.array(self.step))
+        for j, ex in enumerate(self.extra):
+            if not ex:
+                continue
+            R = correct_rows(np.array([e[0] for e in ex]), np.array([e[1] for e in ex]),
+                             np.repeat(V[j:j + 1], len(ex), axis=0), np.array([e[2] for e in ex]))
+            R *= np.where(R @ G[j] < 0, -1.0, 1.0)[:, None]
+            g = np.median(np.vstack([G[j:j + 1], R]), axis=0)
+            G[j] = g / max(float(np.linalg.norm(g)), TINY)
+        return G
+
     def add(self, ks: list[Crossing], G: np.ndarray, steps: np.ndarray) -> int:
         added = 0
         for k, raw, st in zip(ks, G, steps, strict=True):
@@ -313,6 +379,9 @@ class _Units:
                 self.x.append(k.x_hat)
                 self.step.append(float(st))
                 self.spare.append([])
+                self.first.append(k)
+                self.born.append(self.plane)
+                self.extra.append([])
                 added += 1
         return added
 
@@ -411,6 +480,7 @@ def extract_glu(
                     n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
                     continue
                 state["planes"] += 1
+                units.plane = state["planes"]
                 state["grid"] = n_grid
                 new = units.new_by_w(ks)
                 G, _, steps = gate_rows(o, new, r_far, step)
@@ -428,6 +498,10 @@ def extract_glu(
                 if hidden is None and quiet >= 2:
                     break
             stage("gates")
+            if nz > NOISY_ORACLE:
+                units.consolidate(min(MERGE_MAX, NOISY_DIR * NOISY_MERGE * nz))
+                units.measure_more(o, r_far, step, MORE_ROWS)
+                stage("gates")
             h = len(units.G)
             if h == 0:
                 return result("partial", f"no gate crossing found on {state['planes']} half-circles "
@@ -464,7 +538,7 @@ def extract_glu(
                 V, cg_res = solve(np.array(units.G), W, V, 0.2)
             # the gate rows' curvature term needs the value rows: correct, solve again
             for _ in range(CORRECTIONS):
-                G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
+                G = units.rows(V)
                 V, cg_res = solve(G, W, V, 0.2)
             stage("value")
             # 4: orientation from the other part (odd far out, or even)
@@ -494,8 +568,16 @@ def extract_glu(
         # 6: polish, only when the training pairs say it is needed
         train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         if refine and train > max(GOOD_FIT, 10 * nz):
+            # a noisy oracle: fit on enough pairs to average the rounding out
+            n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
+            if n_p > X.shape[0]:
+                Xa = rng.normal(size=(n_p - X.shape[0], d))
+                X = np.vstack([X, Xa])
+                Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            pol = refine_block(blk, X, Yp, Yn, time_limit=left)
+            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=10**6)
             if pol.status != "unchanged":
                 state["block"], state["refined"] = pol.block, True
         blk = state["block"]
