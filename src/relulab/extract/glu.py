@@ -169,6 +169,8 @@ class GLUResult(Result):
             (permutation), and for ReLU the gate scale (moved into the product); None
             without a reference.
         message: one line.
+        fallback: no unit was found (outputs too coarse) and the block is a least-squares
+            fit from random weights of the given width: ``partial``, nothing identified.
 
     Example:
         >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
@@ -193,6 +195,7 @@ class GLUResult(Result):
     odd_rel_error: float | None
     param_error: dict | None
     message: str
+    fallback: bool = False
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -443,7 +446,7 @@ def extract_glu(
     r_far = float(scale) if scale is not None else (1.0 if act == "relu" else FAR_SCALE)
     stages: dict[str, int] = {}
     state: dict[str, Any] = {"planes": 0, "grid": 0, "noise": noise if noise is not None else EPS64,
-                             "block": None, "refined": False}
+                             "block": None, "refined": False, "fallback": ""}
     mark = [0]
 
     def stage(name: str) -> None:
@@ -455,7 +458,8 @@ def extract_glu(
         h = hidden if hidden is not None else (len(units.G) if units.G else None)
         return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
                          time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
-                         float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg)
+                         float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg,
+                         bool(state["fallback"]))
 
     units = _Units(0)
     try:
@@ -472,6 +476,7 @@ def extract_glu(
         X, Xo = np.zeros((0, d)), np.zeros((0, d))
         Yp = Yn = Oo = np.zeros((0, m))
         refinements = 0
+        cg_res = 0.0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
             while state["planes"] < max_planes:
@@ -500,12 +505,20 @@ def extract_glu(
             stage("gates")
             if nz > NOISY_ORACLE:
                 units.consolidate(min(MERGE_MAX, NOISY_DIR * NOISY_MERGE * nz))
-                units.measure_more(o, r_far, step, MORE_ROWS)
+                per = (4 * d + 4) * max(len(units.G), 1)  # queries of one more row per unit
+                left = o.remaining
+                more = MORE_ROWS if left is None else min(MORE_ROWS, (left // 2) // per)
+                units.measure_more(o, r_far, step, more)
                 stage("gates")
             h = len(units.G)
             if h == 0:
-                return result("partial", f"no gate crossing found on {state['planes']} half-circles "
-                              f"(outputs too coarse? noise {nz:.1e})")
+                msg = (f"no gate crossing found on {state['planes']} half-circles (outputs too coarse? "
+                       f"noise {nz:.1e}): no gate row, value row, orientation or magnitude identified")
+                if hidden is None or not refine:
+                    return result("partial", msg + ("; give hidden= for a least-squares fallback"
+                                                    if hidden is None else ""))
+                state["fallback"] = msg
+                break  # the least-squares fallback below
             W = np.array(units.W).T
             # 3: value rows from the even part (linear, free of orientation and magnitude)
             n_e = int(math.ceil(2.0 * h * d / m)) + 64
@@ -558,15 +571,22 @@ def extract_glu(
             if even_err <= max(UNEXPLAINED, NOISY_FIT * nz) or state["planes"] >= max_planes \
                     or (hidden is not None and h >= hidden) or cg_res > UNEXPLAINED:
                 break
-        # 5: magnitude from the odd part at scale one (psi bends there)
-        c = np.ones(h)
-        if act != "relu":
-            c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
-            stage("magnitude")
-        blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+        if state["fallback"]:
+            # nothing constructive to start from: least squares from random weights of the
+            # given width (sampled quality only; no parameter is identified)
+            h = int(hidden)
+            blk = random_glu(d, h, m, act=act, seed=int(rng.integers(2**31)))  # not the caller's seed
+            train = math.inf
+        else:
+            # 5: magnitude from the odd part at scale one (psi bends there)
+            c = np.ones(h)
+            if act != "relu":
+                c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
+                stage("magnitude")
+            blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+            train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         state["block"] = blk
         # 6: polish, only when the training pairs say it is needed
-        train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         if refine and train > max(GOOD_FIT, 10 * nz):
             # a noisy oracle: fit on enough pairs to average the rounding out
             n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
@@ -595,9 +615,12 @@ def extract_glu(
     val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
     perr = param_error(blk, reference) if reference is not None else None
     missing = hidden is not None and h < hidden
-    status = "partial" if missing else "recovered"
+    status = "partial" if missing or state["fallback"] else "recovered"
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
+    if state["fallback"]:
+        msg = (f"{state['fallback']}; fallback: least-squares fit from random weights (width {h} given), "
+               f"median relative validation error {val[0]:.3g}, worst {val[1]:.3g} (sampled) from {o.queries} queries")
     if missing:
         msg += f"; only {h} of {hidden} units found"
     if cg_res > UNEXPLAINED:
