@@ -500,8 +500,8 @@ def extract_glu(
                     refinements += 1
                 if hidden is not None and len(units.G) >= hidden:
                     break
-                if hidden is None and quiet >= 2:
-                    break
+                if quiet >= 2 and (hidden is None or not units.G):
+                    break  # (no crossing at all on two half-circles: the outputs are too coarse)
             stage("gates")
             if nz > NOISY_ORACLE:
                 units.consolidate(min(MERGE_MAX, NOISY_DIR * NOISY_MERGE * nz))
