@@ -69,12 +69,12 @@ NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows li
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
-GOOD_FIT = 1e-7
+GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
 MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
-MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)  # tol: a training error this small (median relative) needs no least-squares polish
+MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
