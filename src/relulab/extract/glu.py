@@ -344,7 +344,9 @@ class _Units:
         strongest) for a robust combination in :meth:`rows`.  Returns the count."""
         picks, owner = [], []
         for j, sp in enumerate(self.spare):
-            for c in sorted(sp, key=lambda c: -c.snr)[:k]:
+            done = len(self.extra[j])  # spares are only appended: the strongest k of the rest
+            fresh = [c for c in sp if not any(c.x_hat is e[1] for e in self.extra[j])]
+            for c in sorted(fresh, key=lambda c: -c.snr)[:max(0, k - done)]:
                 picks.append(c)
                 owner.append(j)
         if not picks:
