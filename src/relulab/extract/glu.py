@@ -318,14 +318,18 @@ class _Units:
 
     def consolidate(self, tol: float) -> int:
         """Noisy outputs: merge units whose gate rows and output directions both agree to
-        ``1 - |cos| < tol`` (one unit measured twice), then drop units no later
+        ``1 - |cos| < tol`` and whose crossing points lie within ``2 tol`` of each other's
+        gate hyperplane (one unit measured twice), then drop units no later
         half-circle saw again (a true unit's hyperplane crosses every half-circle).
         Returns the number of units removed."""
         h = len(self.G)
         if h == 0:
             return 0
-        Gm, Wm = np.array(self.G), np.array(self.W)
-        near = (np.abs(Gm @ Gm.T) > 1 - tol) & (np.abs(Wm @ Wm.T) > 1 - tol)
+        Gm, Wm, Xm = np.array(self.G), np.array(self.W), np.array(self.x)
+        # ... and each one's crossing point lies on the other's gate hyperplane (two
+        # distinct units in few dimensions may agree in g and w by chance, rarely in this)
+        on = np.abs(Gm @ Xm.T) < 2 * tol
+        near = (np.abs(Gm @ Gm.T) > 1 - tol) & (np.abs(Wm @ Wm.T) > 1 - tol) & on & on.T
         keep = np.ones(h, dtype=bool)
         for j in sorted(range(h), key=lambda j: -len(self.spare[j])):
             if not keep[j]:
