@@ -69,6 +69,7 @@ NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows li
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
+FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
 GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
@@ -595,7 +596,8 @@ def extract_glu(
         # 6: polish, only when the training pairs say it is needed
         if refine and train > max(GOOD_FIT, 10 * nz):
             # a noisy oracle: fit on enough pairs to average the rounding out
-            n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
+            per = FALLBACK_PAIRS if state["fallback"] else POLISH_PAIRS
+            n_p = int(math.ceil(per * h * (2 * d + m) / (2 * m)))
             if n_p > X.shape[0]:
                 Xa = rng.normal(size=(n_p - X.shape[0], d))
                 X = np.vstack([X, Xa])
