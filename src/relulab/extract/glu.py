@@ -76,6 +76,7 @@ NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_
 MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
+NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
@@ -487,7 +488,7 @@ def extract_glu(
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
             while state["planes"] < max_planes:
-                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
+                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz, NOISY_REACH if nz > NOISY_ORACLE else 0)
                 if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:
                     n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
                     continue
