@@ -77,6 +77,7 @@ MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much furthe
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
+MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
@@ -592,6 +593,14 @@ def extract_glu(
                 c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
                 stage("magnitude")
             blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+            if nz > NOISY_ORACLE and act != "relu":
+                # a spurious unit's magnitude runs off (to 0 or 1e4 x the others) and stalls
+                # the polish: such units are dropped before it
+                mid = float(np.median(c))
+                ok = (c > mid / MAGNITUDE_SPREAD) & (c < mid * MAGNITUDE_SPREAD)
+                if not ok.all():
+                    blk = GLUBlock(blk.W_gate[ok], blk.W_up[ok], blk.W_out[:, ok], act)
+                    h = int(ok.sum())
             train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         state["block"] = blk
         # 6: polish, only when the training pairs say it is needed
