@@ -22,6 +22,13 @@ multi-stage forward-query primitive of the GLU extraction abstract):
 6. a short least-squares polish from that estimate (:mod:`relulab.extract.glu_refine`),
    kept only when it lowers the training error.
 
+Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
+a noise-aware path: units measured twice merge, units no later half-circle saw are
+dropped, each gate row is the median of up to five measurements, units whose magnitude
+runs off are dropped, and the polish fits on 4 equations per parameter.  When no
+crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
+least-squares fit from random weights is returned, flagged ``fallback``.
+
 The recovered block is checked on fresh validation pairs (sampled: median and worst
 relative output error) and, when the truth is known, by its parameters after aligning
 permutation, orientation and the scalings the block allows.
