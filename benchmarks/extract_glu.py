@@ -5,7 +5,9 @@ d x hidden (outputs m = d) and act in {SiLU, GELU, ReLU}, with three oracles:
 
 * float64 - the block in float64;
 * float32 - the block evaluated in float32 (inputs, weights, activation, products);
-* bf16    - float64 outputs rounded to torch.bfloat16 (8-bit mantissa).
+* bf16    - float64 outputs rounded to torch.bfloat16 (8-bit mantissa); these rows are
+  given the width, since no gate crossing shows and extract_glu then falls back to a
+  least-squares fit from random weights (``partial``, ``fallback``: nothing identified).
 
 Each row: queries, CPU and wall time (the machine is shared), units found, median / worst relative validation error on
 fresh inputs (sampled), gate-row error after alignment, and the abstract's claim beside
@@ -16,6 +18,7 @@ at least the same seconds, on the sizes where it finishes (``--baseline-max``).
 
     python benchmarks/extract_glu.py [--quick] [--sizes 16x64,256x1024] [--acts silu]
                                      [--precisions float64] [--out benchmarks/results/extract_glu.json]
+                                     [--merge]  # keep the other rows of --out
 """
 
 from __future__ import annotations
@@ -88,7 +91,9 @@ def row(d: int, h: int, act: str, kind: str, seed: int, budget: int | None, time
         with_baseline: bool) -> dict:
     blk = random_glu(d, h, act=act, seed=seed)
     t, c = time.monotonic(), time.process_time()
-    r = extract_glu(oracle_for(blk, kind), d, act=act, budget=budget, time_limit=time_limit,
+    # bf16: no crossing shows, so the width is given and the least-squares fallback runs
+    width = h if kind == "bf16" else None
+    r = extract_glu(oracle_for(blk, kind), d, hidden=width, act=act, budget=budget, time_limit=time_limit,
                     reference=blk, seed=seed)
     wall, cpu = time.monotonic() - t, time.process_time() - c  # cpu: the machine is shared
     Xv = np.random.default_rng(seed + 3).normal(size=(512, d))
@@ -100,6 +105,7 @@ def row(d: int, h: int, act: str, kind: str, seed: int, budget: int | None, time
            "median_rel_error": med, "worst_rel_error": worst,
            "gate_max_error": None if r.param_error is None else r.param_error["gate_max"],
            "product_max_error": None if r.param_error is None else r.param_error["product_max"],
+           "width_given": width is not None, "fallback": r.fallback,
            "abstract": ABSTRACT[kind], "message": r.message}
     if with_baseline:
         out.update(baseline(blk, kind, r.queries, max(wall, 5.0), seed))
@@ -121,14 +127,21 @@ def main() -> None:
     ap.add_argument("--baseline-max", type=int, default=256, help="largest hidden with the L-BFGS baseline")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of --out that this run does not redo (same size, act, oracle)")
     a = ap.parse_args()
     if a.sizes:
         sizes = [tuple(int(v) for v in s.split("x")) for s in a.sizes.split(",")]
     else:
-        sizes = [(16, 64), (32, 128)] if a.quick else [(16, 64), (64, 256), (128, 512), (256, 1024)]
+        sizes = [(16, 64), (32, 128)] if a.quick else [(16, 64), (64, 256), (256, 1024)]
     out = Path(a.out or ("benchmarks/results/extract_glu_quick.json" if a.quick
                          else "benchmarks/results/extract_glu.json"))
     rows: list[dict] = []
+    kept: list[dict] = []
+    if a.merge and out.exists():
+        redo = {(d, h, act, kind) for d, h in sizes for act in a.acts.split(",") for kind in a.precisions.split(",")}
+        kept = [r for r in json.loads(out.read_text())["rows"]
+                if (r["d"], r["hidden"], r["act"], r["oracle"]) not in redo]
     t0 = time.monotonic()
     print("GLU extraction (constructive, relulab) vs L-BFGS from random weights (same queries, same seconds)")
     print(f"{'d x h':>10} {'act':>5} {'oracle':>8} {'status':>10} {'units':>6} {'log2 q':>7} {'cpu s':>7} "
@@ -145,7 +158,9 @@ def main() -> None:
                       f"{fmt(r['worst_rel_error']):>8} {fmt(r['gate_max_error']):>8} | "
                       f"{fmt(r.get('baseline_median')):>8} {fmt(ratio, '.1e'):>8} | {r['abstract']}", flush=True)
                 out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(json.dumps(to_jsonable({"rows": rows, "quick": a.quick,
+                merged = sorted(kept + rows, key=lambda r: (r["d"], r["hidden"], ["silu", "gelu", "relu"].index(r["act"]),
+                                                            list(ABSTRACT).index(r["oracle"])))
+                out.write_text(json.dumps(to_jsonable({"rows": merged, "quick": a.quick,
                                                        "total_s": time.monotonic() - t0}), indent=1))
     print(f"\ntotal {time.monotonic() - t0:.0f} s -> {out}")
 

@@ -131,6 +131,59 @@ def test_float32_oracle_degrades_gracefully():
     assert np.median(_rel(r.block, blk, X)) < 1e-2
 
 
+def _rounded(blk: GLUBlock, kind: str):
+    """The block evaluated in float32, or its float64 outputs rounded to bfloat16 (8-bit
+    mantissa, by clearing the low 16 bits of the float32 pattern with rounding)."""
+    if kind == "float32":
+        g, u, w = (a.astype(np.float32) for a in (blk.W_gate, blk.W_up, blk.W_out))
+
+        def f(X):
+            X = np.asarray(X, np.float32)
+            z = X @ g.T
+            a = {"silu": lambda z: z / (np.float32(1) + np.exp(-np.clip(z, -80, 80))),
+                 "relu": lambda z: np.maximum(z, np.float32(0))}[blk.act](z)
+            return ((a * (X @ u.T)) @ w.T).astype(float)
+        return f
+
+    def b(X):
+        bits = blk(X).astype(np.float32).view(np.uint32)
+        bits = (bits + np.uint32(0x7FFF) + ((bits >> 16) & 1)) & np.uint32(0xFFFF0000)
+        return bits.view(np.float32).astype(float)
+    return b
+
+
+@pytest.mark.parametrize("act", ["silu", "relu"])
+def test_float32_noise_aware_path_counts_units_and_fits(act):
+    # rounding makes duplicate and spurious units; merging, dropping unseen units and
+    # median gate rows leave exactly the true width, and the polish fits to ~1e-5
+    blk = random_glu(8, 12, act=act, seed=0)
+    r = extract_glu(_rounded(blk, "float32"), 8, act=act, time_limit=20, reference=blk)
+    assert r.status == "recovered" and r.hidden == 12 and r.hidden_inferred
+    assert 1e-9 < r.noise < 1e-6 and not r.fallback  # float32 rounding, measured
+    X = np.random.default_rng(5).normal(size=(400, 8))
+    assert np.median(_rel(r.block, blk, X)) < 1e-3
+    assert r.param_error["gate_median"] < 1e-3
+
+
+def test_bf16_outputs_partial_with_named_fallback():
+    blk = random_glu(6, 5, act="silu", seed=2)
+    f = _rounded(blk, "bf16")
+    Y = f(np.random.default_rng(0).normal(size=(50, 6)))
+    assert 0 < np.max(np.abs(Y - blk(np.random.default_rng(0).normal(size=(50, 6))))) < 0.05
+    # width unknown: nothing to fit, nothing invented
+    r = extract_glu(f, 6, act="silu")
+    assert r.status == "partial" and r.block is None and not r.fallback
+    assert "no gate crossing" in r.message and "hidden=" in r.message
+    # width given: a least-squares fit from random weights, flagged and still partial
+    r2 = extract_glu(f, 6, hidden=5, act="silu", time_limit=5)
+    assert r2.status == "partial" and r2.fallback and r2.block is not None
+    assert "fallback" in r2.message and "no gate row" in r2.message
+    assert r2.to_dict()["fallback"] is True
+    # its validation numbers are measured on fresh pairs, against the rounded oracle
+    X = np.random.default_rng(7).normal(size=(200, 6))
+    assert np.isfinite(r2.median_rel_error) and r2.block(X).shape == (200, 6)
+
+
 def test_budget_stops_partial_and_queries_are_counted():
     blk = random_glu(6, 4, act="relu", seed=1)
     calls = []

@@ -22,6 +22,13 @@ multi-stage forward-query primitive of the GLU extraction abstract):
 6. a short least-squares polish from that estimate (:mod:`relulab.extract.glu_refine`),
    kept only when it lowers the training error.
 
+Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
+a noise-aware path: units measured twice merge, units no later half-circle saw are
+dropped, each gate row is the median of up to five measurements, units whose magnitude
+runs off are dropped, and the polish fits on 4 equations per parameter.  When no
+crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
+least-squares fit from random weights is returned, flagged ``fallback``.
+
 The recovered block is checked on fresh validation pairs (sampled: median and worst
 relative output error) and, when the truth is known, by its parameters after aligning
 permutation, orientation and the scalings the block allows.
@@ -68,7 +75,16 @@ UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) mi
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
+POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
+FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
 GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
+NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
+NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
+MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
+UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
+MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
+NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
+MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
 def _act_np(z: np.ndarray, act: str) -> np.ndarray:
@@ -163,6 +179,8 @@ class GLUResult(Result):
             (permutation), and for ReLU the gate scale (moved into the product); None
             without a reference.
         message: one line.
+        fallback: no unit was found (outputs too coarse) and the block is a least-squares
+            fit from random weights of the given width: ``partial``, nothing identified.
 
     Example:
         >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
@@ -187,6 +205,7 @@ class GLUResult(Result):
     odd_rel_error: float | None
     param_error: dict | None
     message: str
+    fallback: bool = False
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -253,6 +272,10 @@ class _Units:
         self.x: list[np.ndarray] = []
         self.spare: list[list[Crossing]] = []
         self.step: list[float] = []
+        self.first: list[Crossing] = []
+        self.born: list[int] = []
+        self.extra: list[list[tuple]] = []  # more (raw row, crossing point, step) per unit
+        self.plane = 0
 
     def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
         if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
@@ -278,9 +301,12 @@ class _Units:
         keep = size > DEAD_UNIT * max(float(np.max(size)), TINY)
         if keep.all():
             return False
-        for name in ("W", "G", "raw", "x", "spare", "step"):
-            setattr(self, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
+        self._keep(keep)
         return True
+
+    def _keep(self, keep: np.ndarray) -> None:
+        for name in ("W", "G", "raw", "x", "spare", "step", "first", "born", "extra"):
+            setattr(self, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
 
     def remeasure(self, o: QueryOracle, V: np.ndarray, r: float, step: float) -> int:
         """Units whose crossing point is nearly orthogonal to their value row have a weak
@@ -300,6 +326,65 @@ class _Units:
                 self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
         return len(picks)
 
+    def consolidate(self, tol: float) -> int:
+        """Noisy outputs: merge units whose gate rows and output directions both agree to
+        ``1 - |cos| < tol`` and whose crossing points lie within ``2 tol`` of each other's
+        gate hyperplane (one unit measured twice), then drop units no later
+        half-circle saw again (a true unit's hyperplane crosses every half-circle).
+        Returns the number of units removed."""
+        h = len(self.G)
+        if h == 0:
+            return 0
+        Gm, Wm, Xm = np.array(self.G), np.array(self.W), np.array(self.x)
+        # ... and each one's crossing point lies on the other's gate hyperplane (two
+        # distinct units in few dimensions may agree in g and w by chance, rarely in this)
+        on = np.abs(Gm @ Xm.T) < 2 * tol
+        near = (np.abs(Gm @ Gm.T) > 1 - tol) & (np.abs(Wm @ Wm.T) > 1 - tol) & on & on.T
+        keep = np.ones(h, dtype=bool)
+        for j in sorted(range(h), key=lambda j: -len(self.spare[j])):
+            if not keep[j]:
+                continue
+            for i in np.flatnonzero(near[j] & keep):
+                if i != j:
+                    keep[i] = False  # absorbed: its crossings are j's spares
+                    self.spare[j].extend([self.first[i], *self.spare[i]])
+        seen = np.array([len(sp) > 0 or self.plane - b < UNSEEN_PLANES for sp, b in zip(self.spare, self.born, strict=True)])
+        keep &= seen
+        self._keep(keep)
+        return int(h - keep.sum())
+
+    def measure_more(self, o: QueryOracle, r: float, step: float, k: int) -> int:
+        """Measure each unit's gate row again at up to ``k`` of its spare crossings (the
+        strongest) for a robust combination in :meth:`rows`.  Returns the count."""
+        picks, owner = [], []
+        for j, sp in enumerate(self.spare):
+            done = len(self.extra[j])  # spares are only appended: the strongest k of the rest
+            fresh = [c for c in sp if not any(c.x_hat is e[1] for e in self.extra[j])]
+            for c in sorted(fresh, key=lambda c: -c.snr)[:max(0, k - done)]:
+                picks.append(c)
+                owner.append(j)
+        if not picks:
+            return 0
+        raw, _, steps = gate_rows(o, picks, r, step)
+        for j, c, g, st in zip(owner, picks, raw, steps, strict=True):
+            self.extra[j].append((g, c.x_hat, float(st)))
+        return len(picks)
+
+    def rows(self, V: np.ndarray) -> np.ndarray:
+        """Unit gate rows with the curvature term removed (:func:`correct_rows`), each the
+        coordinate-wise median of its measurements (one bad difference, e.g. across
+        another unit's hyperplane, moves a median little)."""
+        G = correct_rows(np.array(self.raw), np.array(self.x), V, np.array(self.step))
+        for j, ex in enumerate(self.extra):
+            if not ex:
+                continue
+            R = correct_rows(np.array([e[0] for e in ex]), np.array([e[1] for e in ex]),
+                             np.repeat(V[j:j + 1], len(ex), axis=0), np.array([e[2] for e in ex]))
+            R *= np.where(R @ G[j] < 0, -1.0, 1.0)[:, None]
+            g = np.median(np.vstack([G[j:j + 1], R]), axis=0)
+            G[j] = g / max(float(np.linalg.norm(g)), TINY)
+        return G
+
     def add(self, ks: list[Crossing], G: np.ndarray, steps: np.ndarray) -> int:
         added = 0
         for k, raw, st in zip(ks, G, steps, strict=True):
@@ -313,6 +398,9 @@ class _Units:
                 self.x.append(k.x_hat)
                 self.step.append(float(st))
                 self.spare.append([])
+                self.first.append(k)
+                self.born.append(self.plane)
+                self.extra.append([])
                 added += 1
         return added
 
@@ -374,7 +462,7 @@ def extract_glu(
     r_far = float(scale) if scale is not None else (1.0 if act == "relu" else FAR_SCALE)
     stages: dict[str, int] = {}
     state: dict[str, Any] = {"planes": 0, "grid": 0, "noise": noise if noise is not None else EPS64,
-                             "block": None, "refined": False}
+                             "block": None, "refined": False, "fallback": ""}
     mark = [0]
 
     def stage(name: str) -> None:
@@ -386,7 +474,8 @@ def extract_glu(
         h = hidden if hidden is not None else (len(units.G) if units.G else None)
         return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
                          time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
-                         float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg)
+                         float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg,
+                         bool(state["fallback"]))
 
     units = _Units(0)
     try:
@@ -403,14 +492,16 @@ def extract_glu(
         X, Xo = np.zeros((0, d)), np.zeros((0, d))
         Yp = Yn = Oo = np.zeros((0, m))
         refinements = 0
+        cg_res = 0.0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
             while state["planes"] < max_planes:
-                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
+                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz, NOISY_REACH if nz > NOISY_ORACLE else 0)
                 if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:
                     n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
                     continue
                 state["planes"] += 1
+                units.plane = state["planes"]
                 state["grid"] = n_grid
                 new = units.new_by_w(ks)
                 G, _, steps = gate_rows(o, new, r_far, step)
@@ -425,13 +516,25 @@ def extract_glu(
                     refinements += 1
                 if hidden is not None and len(units.G) >= hidden:
                     break
-                if hidden is None and quiet >= 2:
-                    break
+                if quiet >= 2 and (hidden is None or not units.G):
+                    break  # (no crossing at all on two half-circles: the outputs are too coarse)
             stage("gates")
+            if nz > NOISY_ORACLE:
+                units.consolidate(min(MERGE_MAX, NOISY_DIR * NOISY_MERGE * nz))
+                per = (4 * d + 4) * max(len(units.G), 1)  # queries of one more row per unit
+                left = o.remaining
+                more = MORE_ROWS if left is None else min(MORE_ROWS, (left // 2) // per)
+                units.measure_more(o, r_far, step, more)
+                stage("gates")
             h = len(units.G)
             if h == 0:
-                return result("partial", f"no gate crossing found on {state['planes']} half-circles "
-                              f"(outputs too coarse? noise {nz:.1e})")
+                msg = (f"no gate crossing found on {state['planes']} half-circles (outputs too coarse? "
+                       f"noise {nz:.1e}): no gate row, value row, orientation or magnitude identified")
+                if hidden is None or not refine:
+                    return result("partial", msg + ("; give hidden= for a least-squares fallback"
+                                                    if hidden is None else ""))
+                state["fallback"] = msg
+                break  # the least-squares fallback below
             W = np.array(units.W).T
             # 3: value rows from the even part (linear, free of orientation and magnitude)
             n_e = int(math.ceil(2.0 * h * d / m)) + 64
@@ -464,7 +567,7 @@ def extract_glu(
                 V, cg_res = solve(np.array(units.G), W, V, 0.2)
             # the gate rows' curvature term needs the value rows: correct, solve again
             for _ in range(CORRECTIONS):
-                G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
+                G = units.rows(V)
                 V, cg_res = solve(G, W, V, 0.2)
             stage("value")
             # 4: orientation from the other part (odd far out, or even)
@@ -484,18 +587,42 @@ def extract_glu(
             if even_err <= max(UNEXPLAINED, NOISY_FIT * nz) or state["planes"] >= max_planes \
                     or (hidden is not None and h >= hidden) or cg_res > UNEXPLAINED:
                 break
-        # 5: magnitude from the odd part at scale one (psi bends there)
-        c = np.ones(h)
-        if act != "relu":
-            c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
-            stage("magnitude")
-        blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+        if state["fallback"]:
+            # nothing constructive to start from: least squares from random weights of the
+            # given width (sampled quality only; no parameter is identified)
+            h = int(hidden)
+            blk = random_glu(d, h, m, act=act, seed=int(rng.integers(2**31)))  # not the caller's seed
+            train = math.inf
+        else:
+            # 5: magnitude from the odd part at scale one (psi bends there)
+            c = np.ones(h)
+            if act != "relu":
+                c, _ = magnitudes(X, 0.5 * (Yp - Yn), G, W, V, s, act)
+                stage("magnitude")
+            blk = GLUBlock((s * c)[:, None] * G, s[:, None] * V, W / c, act)
+            if nz > NOISY_ORACLE and act != "relu":
+                # a spurious unit's magnitude runs off (to 0 or 1e4 x the others) and stalls
+                # the polish: such units are dropped before it
+                mid = float(np.median(c))
+                ok = (c > mid / MAGNITUDE_SPREAD) & (c < mid * MAGNITUDE_SPREAD)
+                if not ok.all():
+                    blk = GLUBlock(blk.W_gate[ok], blk.W_up[ok], blk.W_out[:, ok], act)
+                    h = int(ok.sum())
+            train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         state["block"] = blk
         # 6: polish, only when the training pairs say it is needed
-        train = float(np.median(_rel_errors(np.vstack([Yp, Yn]), blk(np.vstack([X, -X])))))
         if refine and train > max(GOOD_FIT, 10 * nz):
+            # a noisy oracle: fit on enough pairs to average the rounding out
+            per = FALLBACK_PAIRS if state["fallback"] else POLISH_PAIRS
+            n_p = int(math.ceil(per * h * (2 * d + m) / (2 * m)))
+            if n_p > X.shape[0]:
+                Xa = rng.normal(size=(n_p - X.shape[0], d))
+                X = np.vstack([X, Xa])
+                Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            pol = refine_block(blk, X, Yp, Yn, time_limit=left)
+            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=10**6)
             if pol.status != "unchanged":
                 state["block"], state["refined"] = pol.block, True
         blk = state["block"]
@@ -513,9 +640,12 @@ def extract_glu(
     val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
     perr = param_error(blk, reference) if reference is not None else None
     missing = hidden is not None and h < hidden
-    status = "partial" if missing else "recovered"
+    status = "partial" if missing or state["fallback"] else "recovered"
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
+    if state["fallback"]:
+        msg = (f"{state['fallback']}; fallback: least-squares fit from random weights (width {h} given), "
+               f"median relative validation error {val[0]:.3g}, worst {val[1]:.3g} (sampled) from {o.queries} queries")
     if missing:
         msg += f"; only {h} of {hidden} units found"
     if cg_res > UNEXPLAINED:

@@ -102,11 +102,12 @@ def _trig_root(q: np.ndarray, ang: np.ndarray, lo: float, hi: float) -> float | 
 
 
 def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generator,
-               noise: float) -> tuple[list[Crossing], float]:
+               noise: float, reach: int = 0) -> tuple[list[Crossing], float]:
     """Gate crossings on the half-circle ``r (cos t v1 + sin t v2)``, ``t`` in ``[0, pi)``
     on ``n`` grid angles, of a random plane (see the module docstring).  ``noise`` is the
     relative precision of the outputs; crossings closer than four grid steps to another
-    one are skipped (another plane finds them).  Returns the crossings and the fraction of
+    one are skipped (another plane finds them); ``reach`` lets a crossing's pieces extend
+    up to that many more clean grid steps.  Returns the crossings and the fraction of
     four-point windows free of crossings (low: the grid is too coarse for the width).
 
     Example:
@@ -152,7 +153,14 @@ def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generato
         t_hat = -math.sin(tg) * v1 + math.cos(tg) * v2
         slope = abs(q[2] - q[1]) / h
         snr = float(s[0] / max(noise * scale[i], TINY))
-        out.append(Crossing(x_hat, t_hat, Wt[0], tg - th[i - 3], th[i + 4] - tg, float(slope), snr))
+        # with ``reach`` the pieces extend as far as their windows stay clean, up to that
+        # many grid steps more (noisy outputs want long difference steps)
+        lo, hi = i - 3, i + 1
+        while reach and lo > 0 and clean[lo - 1] and i - lo < reach:
+            lo -= 1
+        while reach and hi + 1 < clean.size and clean[hi + 1] and hi - i < reach:
+            hi += 1
+        out.append(Crossing(x_hat, t_hat, Wt[0], tg - th[lo], th[min(hi + 3, n - 1)] - tg, float(slope), snr))
     return out, float(np.mean(clean))
 
 
