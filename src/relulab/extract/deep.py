@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..tolerance import ROUNDOFF
-from .layer import PLANE_RTOL, _Probe, _random_direction, find_layer
+from .layer import PLANE_RTOL, _Probe, _random_direction, _random_line_kinks, find_layer
 from .lines import DETECT_RTOL
 from .oracle import QueryOracle
 from .signs import SIDE_RATIO, one_sided
@@ -268,9 +268,7 @@ def find_deep_layer(
         if width is not None and len(done) >= width:
             break
         lines += 1
-        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
-        r = _random_direction(d, rng)
-        ts = probe.search(x0, r).kinks(-radius, radius)
+        x0, r, ts = _random_line_kinks(probe, rng, d, scale, radius)
         cps += len(ts)
         new = False
         for t in rng.permutation(ts):

@@ -123,6 +123,16 @@ def _random_direction(n: int, rng: np.random.Generator) -> np.ndarray:
     return r / np.linalg.norm(r)
 
 
+def _random_line_kinks(probe: _Probe, rng: np.random.Generator, d: int, scale: float,
+                       radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random line near the origin (start ``x0``, unit direction ``r``) and the kinks
+    ``ts`` the probe finds on it within ``[-radius, radius]``: the search step shared by
+    the first-layer-and-deeper line search and the tracer."""
+    x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
+    r = _random_direction(d, rng)
+    return x0, r, probe.search(x0, r).kinks(-radius, radius)
+
+
 def _in_plane_direction(u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     v = rng.normal(size=u.shape[0])
     v -= (v @ u) * u

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..tolerance import MATCH_RTOL, ROUNDOFF
-from .layer import _jump_normal, _Probe, _random_direction
+from .layer import _jump_normal, _Probe, _random_line_kinks
 from .oracle import QueryOracle
 from .signs import subset_signs
 from .space import Space
@@ -582,9 +582,7 @@ def trace_layer(
         if width is not None and len(neurons) >= width:
             break
         lines += 1
-        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
-        r = _random_direction(d, rng)
-        ts = probe.search(x0, r).kinks(-radius, radius)
+        x0, r, ts = _random_line_kinks(probe, rng, d, scale, radius)
         quiet = 0 if take(x0, r, ts, -radius, radius) else quiet + 1
     if last:
         lines += _hunt(o, probe, known, neurons, take, rng, d, scale, atol, width, notes)
