@@ -132,6 +132,17 @@ def _pre_signs(bg, X):
     return {name: np.sign(vals[node[name].inputs[0]].numpy()).reshape(len(X), -1) for name, _ in bg.relus}
 
 
+def _in_split_subdomain(splits, signs, b):
+    """Which samples (pre-activation signs ``signs[name]``, one row per sample) satisfy
+    sub-problem ``b``'s splits: +1 needs z >= 0, -1 needs z <= 0, 0 is free."""
+    inside = np.ones(len(next(iter(signs.values()))), bool)
+    for name in splits:
+        s = splits[name][b].reshape(-1)
+        z = signs[name]
+        inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
+    return inside
+
+
 @pytest.mark.parametrize("case", CASES[:2])
 def test_beta_crown_sound_on_split_subdomain(graphs, case):
     bg = graphs[case]
@@ -164,11 +175,7 @@ def test_beta_crown_sound_on_split_subdomain(graphs, case):
     assert set(gb.coeffs) == {n for n, _ in bg.relus}
     Y = bg.forward(X)
     for b in range(B):
-        inside = np.ones(len(X), bool)
-        for name in splits:
-            s = splits[name][b].reshape(-1)
-            z = signs[name]
-            inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
+        inside = _in_split_subdomain(splits, signs, b)
         assert inside[anchors[b]]
         for g in (gb, g2):
             assert np.all(Y[inside].min(0) >= g.lower[b] - SOUND)
@@ -437,11 +444,7 @@ def test_reused_intermediate_bounds_sound_on_split_subdomains(graphs, dtype):
         assert np.all(g.pre[name][0].reshape(B, -1) >= np.where(s > 0, np.maximum(plo, 0), plo) - slack)
         assert np.all(g.pre[name][1].reshape(B, -1) <= np.where(s < 0, np.minimum(phi, 0), phi) + slack)
     for b in range(B):
-        inside = np.ones(len(X), bool)
-        for name in splits:
-            s = splits[name][b].reshape(-1)
-            z = signs[name]
-            inside &= np.all((s == 0) | ((s > 0) & (z >= 0)) | ((s < 0) & (z <= 0)), 1)
+        inside = _in_split_subdomain(splits, signs, b)
         assert inside[anchors[b]]
         assert np.all(Y[inside].min(0) >= g.lower[b] - slack)
 
