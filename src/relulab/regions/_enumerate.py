@@ -217,9 +217,10 @@ def count_regions(
         from ._stitch import count_stitched
 
         _check_parallel(parallel, "subdivision", None)
-        if _small_for_parallel(net, default_domain(net, domain), cells) is not None:
+        dom = default_domain(net, domain)
+        if _small_for_parallel(net, dom, cells) is not None:
             return count_regions(net, domain, progress=progress, engine=engine)
-        return count_stitched(net, default_domain(net, domain), parallel=parallel,
+        return count_stitched(net, dom, parallel=parallel,
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
