@@ -229,6 +229,109 @@ def overhead(backend: str, n: int, workers: int, chunksize: int = 1) -> float:
     return (time.time() - t0) / n
 
 
+# ------------------------------------------------------------------ where the CPU goes
+class CpuSampler:
+    """CPU seconds (user + system) of this process and every descendant (the local pool's
+    workers; with Ray started here: gcs_server, raylet, the dashboard, agents, monitors and
+    the worker processes), sampled every ``period`` s in a thread so that a process that
+    exits during the run keeps its last sample. ``stop()`` gives, per process, the CPU
+    seconds it used between ``start()`` and ``stop()`` (0 at start for a process that
+    appeared during the run). CPU seconds, unlike wall time, do not depend on what else
+    runs on the machine."""
+
+    def __init__(self, period: float = 0.2) -> None:
+        import importlib
+        import threading
+
+        import ray  # noqa: F401 - Ray ships psutil in its third-party folder (on sys.path)
+
+        psutil = importlib.import_module("psutil")
+
+        self.psutil, self.period = psutil, period
+        self.me = psutil.Process()
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.label: dict[int, str] = {}
+        self.busy: set[int] = set()             # pids that ran an instance (Ray workers)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _name(self, p) -> str:
+        if p.pid == self.me.pid:
+            return "driver"
+        name = p.name()
+        if name.startswith("ray::") and "Agent" not in name:
+            return "ray worker"                  # a Ray worker renames itself after its task
+        if name.startswith("python"):
+            scripts = [Path(c).name for c in p.cmdline() if c.endswith(".py")]
+            return scripts[0] if scripts else ("local worker" if p.ppid() == self.me.pid
+                                               else "python")
+        return name
+
+    def _sample(self, initial: bool) -> None:
+        ps = [self.me] + self.me.children(recursive=True)
+        for p in ps:
+            try:
+                t = p.cpu_times()
+                cpu = t.user + t.system
+                if p.pid not in self.label:
+                    self.label[p.pid] = self._name(p)
+                    self.first[p.pid] = cpu if initial else 0.0
+                self.last[p.pid] = cpu
+            except self.psutil.Error:
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self._sample(False)
+
+    def start(self) -> CpuSampler:
+        self._sample(True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds per process ("label pid") during the run."""
+        self._stop.set()
+        self._thread.join()
+        self._sample(False)
+        return {f"{self.label[p]} {p}": self.last[p] - self.first[p] for p in self.label}
+
+
+def ray_profile(insts, out: dict) -> None:
+    """Where Ray's CPU goes during verify-batch, against the local pool: CPU seconds of
+    every process of the run (sampled, see :class:`CpuSampler`) next to the CPU seconds
+    the instances themselves measured inside their workers."""
+    import ray
+
+    rows_out: dict = {}
+    for label in ("local x2", "ray start", "ray x2", "ray x2 warm", "ray idle 10 s"):
+        if label == "ray start":
+            s = CpuSampler().start()
+            t0 = time.time()
+            start_ray(workers=2, preload=BATCH_MODULES)
+            wall, inst_cpu = time.time() - t0, 0.0
+        elif label == "ray idle 10 s":
+            s = CpuSampler().start()
+            time.sleep(10)
+            wall, inst_cpu = 10.0, 0.0
+        else:
+            s = CpuSampler().start()
+            wall, rows = timed_batch(insts, 2, "ray" if label.startswith("ray") else "local")
+            inst_cpu = sum(r["cpu"] for r in rows)
+        per = s.stop()
+        rows_out[label] = {"wall": wall, "instances cpu": inst_cpu, "processes": per}
+        total = sum(per.values())
+        print(f"\n{label}: wall {wall:.1f} s, CPU of all processes {total:.1f} s "
+              f"({total / wall:.2f} cores), inside instances {inst_cpu:.1f} s")
+        print(f"  {'process':40s} {'CPU s':>7s}")
+        for k, v in sorted(per.items(), key=lambda kv: -kv[1]):
+            if v >= 0.01:
+                print(f"  {k:40s} {v:7.2f}")
+    ray.shutdown()
+    out["ray_profile"] = rows_out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=60.0)
@@ -242,6 +345,9 @@ def main() -> None:
     ap.add_argument("--skip-regions", action="store_true", help="no region counting or enumeration")
     ap.add_argument("--check", action="store_true",
                     help="only check stitched = one process on the networks of benchmarks/regions.py")
+    ap.add_argument("--ray-profile", action="store_true",
+                    help="only: CPU seconds of every process (driver, local workers, Ray's "
+                         "daemons and workers) during verify-batch, local pool against Ray")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "parallel.json"))
     a = ap.parse_args()
     if a.quick:
@@ -253,6 +359,17 @@ def main() -> None:
         out.write_text(json.dumps(rows, indent=2))
         ok = all(r[k] for r in rows for k in ("same regions", "same facets", "same graph", "same count"))
         print(f"all identical: {ok}; written to {out}")
+        return
+    if a.ray_profile:
+        root = data_dir()
+        if root is None:
+            raise SystemExit("--ray-profile needs the ACAS Xu data (../shared/data or RELULAB_DATA)")
+        insts = read_instances(str(root / "acasxu" / "instances.csv"))[:: a.every]
+        insts = [(m, p, min(t, a.timeout)) for m, p, t in insts]
+        ray_profile(insts, result)
+        out = Path(a.out).with_name("parallel_ray_profile.json")
+        out.write_text(json.dumps(result, indent=2))
+        print(f"written to {out}")
         return
     root = None if a.skip_verify else data_dir()
     if root is None:

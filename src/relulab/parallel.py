@@ -70,36 +70,27 @@ def _import_all(modules: tuple[str, ...]) -> None:
             pass
 
 
-# the modules a Ray worker imports when it starts (comma-separated; set by start_ray
-# through the cluster's runtime environment)
-PRELOAD_ENV = "RELULAB_PRELOAD"
-
-
-def _ray_worker_setup() -> None:
-    """Ray's ``worker_process_setup_hook``: import the modules named in ``PRELOAD_ENV``."""
-    _import_all(tuple(m for m in os.environ.get(PRELOAD_ENV, "").split(",") if m))
-
-
-def _ready(seconds: float) -> int:
-    import time
-
-    time.sleep(seconds)
-    return os.getpid()
-
-
-# start-up waits for this many seconds per worker-filling task: tasks that overlap in time
-# run in distinct worker processes, so every worker has started (and run its set-up hook)
-_READY_PAUSE = 0.05
-
+# Ray's own activity that a run started here does not need: every core worker reports task
+# events to the GCS each second (for the dashboard's task list), metrics are collected
+# and exported, the raylet samples the machine's memory every 250 ms (relulab enforces its
+# own memory budgets, relulab.limits) and dumps debug state every 10 s. Measured with
+# `benchmarks/parallel.py --ray-profile`: see docs/parallel.md. Only for a Ray instance
+# started by start_ray (a cluster one joins keeps its own configuration).
+RAY_SYSTEM_CONFIG = {
+    "task_events_report_interval_ms": 0,
+    "enable_metrics_collection": False,
+    "memory_monitor_refresh_ms": 0,
+    "debug_dump_period_milliseconds": 0,
+}
 
 def start_ray(address: str | None = None, workers: int | None = None,
               preload: tuple[str, ...] = ()) -> float:
     """Start (``address=None`` and no ``RAY_ADDRESS``: on this machine, with ``workers``
-    CPUs) or join a Ray cluster whose worker processes import ``relulab`` and the
-    ``preload`` modules when they start (Ray's ``worker_process_setup_hook``), and wait
-    until ``workers`` of them (default: the cluster's CPUs) are up. Returns the seconds
-    it took: the backend's start-up, paid once per cluster, not per batch. Does nothing
-    (0.0) when Ray is already initialised in this process.
+    CPUs) or join a Ray cluster, and start ``workers`` long-lived worker actors (default:
+    one per CPU of the cluster) that import ``relulab`` and the ``preload`` modules as
+    they start; returns when they are up, with the seconds it took: the backend's
+    start-up, paid once per cluster, not per batch. Does nothing (0.0) when Ray is
+    already initialised in this process (:func:`pmap` then starts the workers it needs).
 
     Example:
         >>> start_ray(workers=0)
@@ -122,13 +113,72 @@ def start_ray(address: str | None = None, workers: int | None = None,
     kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
     if address is None and not os.environ.get("RAY_ADDRESS"):
         kw["num_cpus"] = workers or os.cpu_count() or 1
+        kw["_system_config"] = RAY_SYSTEM_CONFIG
+        # no usage report (a thread in Ray's dashboard process) for a run started here
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     else:
         kw["address"] = address or os.environ.get("RAY_ADDRESS")
-    ray.init(runtime_env={"worker_process_setup_hook": f"{__name__}._ray_worker_setup",
-                          "env_vars": {PRELOAD_ENV: ",".join(("relulab", *preload))}}, **kw)
-    n = workers or max(int(ray.cluster_resources().get("CPU", 1)), 1)
-    ray.get([ray.remote(_ready).remote(_READY_PAUSE) for _ in range(n)])
+    ray.init(**kw)
+    _ray_workers(ray, workers, ("relulab", *preload))
     return time.perf_counter() - t0
+
+
+class _RayWorker:
+    """The state of one Ray worker actor: the modules it imported, the functions it was
+    sent (by key, the last few: a function may hold a network)."""
+
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        _import_all(preload)
+        self.fns: dict[str, Any] = {}
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def set_fn(self, key: str, fn: Callable[[Any], Any], preload: tuple[str, ...]) -> None:
+        _import_all(preload)
+        self.fns[key] = fn
+        while len(self.fns) > _KEPT_FNS:
+            del self.fns[next(iter(self.fns))]
+
+    def run(self, key: str, item: Any) -> Any:
+        fn = self.fns.get(key)
+        if fn is None:              # restarted since set_fn (its process died): ask again
+            return _MissingFn()
+        return fn(item)
+
+
+class _MissingFn:
+    """What a worker actor answers for an item whose function it does not hold."""
+
+
+# functions a worker actor keeps (maps that interleave on the same workers)
+_KEPT_FNS = 4
+# the Ray actor class of _RayWorker (made once: Ray exports a class per ray.remote call)
+_ACTOR_CLASS: list = []
+# the worker actors of this driver's Ray session ("session", "handles"): Ray ends an
+# actor once the handle that created it is gone, so this keeps them alive between maps
+_WORKERS: dict[str, Any] = {}
+
+
+def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> list:
+    """``workers`` worker actors (default: one per CPU of the cluster, at most that many):
+    those this driver started before, more where missing, each holding one CPU, restarted
+    by Ray when its process dies; returns when they are up."""
+    cpus = max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    n = min(workers or cpus, cpus)
+    ctx = ray.get_runtime_context()
+    session = (ctx.get_job_id(), ctx.get_node_id())   # a new ray.init: new workers
+    if _WORKERS.get("session") != session:
+        _WORKERS.clear()
+        _WORKERS.update(session=session, handles=[])
+    if not _ACTOR_CLASS:
+        _ACTOR_CLASS.append(ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(_RayWorker))
+    handles = _WORKERS["handles"]
+    while len(handles) < n:
+        handles.append(_ACTOR_CLASS[0].remote(preload))
+    pool = handles[:n]
+    ray.get([a.ready.remote() for a in pool])
+    return pool
 
 
 def _error_result(item: Any, reason: str) -> dict:
@@ -428,47 +478,70 @@ def _stop(running: dict) -> None:
     running.clear()
 
 
-def _apply(fn: Callable[[Any], Any], item: Any) -> Any:
-    return fn(item)
-
-
 def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterator[tuple[int, Any]]:
+    """Items over Ray worker actors, one item in flight per worker as the local pool does
+    (no worker waits while another has a queue); the driver knows which item each worker
+    runs, so a worker whose process dies (Ray restarts it) costs exactly that item one
+    attempt."""
+    import uuid
+
     ray = require("ray", "ray")
     started = False
     if not ray.is_initialized():
         start_ray(address, workers, preload)
         started = True
     try:
-        task = ray.remote(max_retries=retries, retry_exceptions=False)(_apply)
-        # the function (and what it holds, e.g. a model) is sent once to the object store;
-        # caching it unpickled in each worker measured no faster (numpy arrays come out of
-        # the store without a copy, and a reference passed inside an argument costs Ray
-        # a borrower protocol per task)
-        fn_ref = ray.put(fn)
-        # a cap on tasks in flight keeps the driver's memory flat on huge item lists
-        limit = max(2 * (workers or int(ray.cluster_resources().get("CPU", 1))), 1)
-        pending: dict[Any, int] = {}
-        it = iter(enumerate(items))
+        pool = _ray_workers(ray, workers, ("relulab", *preload))
+        # the function (and what it holds, e.g. a model) goes to the object store once and
+        # to each worker once per map, not with every item
+        key, fn_ref = uuid.uuid4().hex, ray.put(fn)
+        queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
+        attempts = [0] * len(items)
+        running: dict[Any, tuple[Any, int]] = {}       # result ref -> (worker, item index)
+        sent: dict[int, Any] = {}                      # worker -> its last set_fn's ref
+
+        def feed(worker, send_fn=False):
+            if send_fn:                                    # runs before the item (in order)
+                sent[id(worker)] = worker.set_fn.remote(key, fn_ref, preload)
+            if queue:
+                i = queue.pop()
+                running[worker.run.remote(key, items[i])] = (worker, i)
+
+        for w in pool:
+            feed(w, send_fn=True)
         try:
-            for i, item in itertools.islice(it, limit):
-                pending[task.remote(fn_ref, item)] = i
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                ref = ready[0]
-                i = pending.pop(ref)
+            while running:
+                ready, _ = ray.wait(list(running), num_returns=1)
+                worker, i = running.pop(ready[0])
                 try:
-                    res = ray.get(ref)
-                except ray.exceptions.WorkerCrashedError as e:
-                    res = on_error(items[i], f"worker died after {retries} retries ({type(e).__name__})")
+                    res = ray.get(ready[0])
+                except ray.exceptions.RayActorError as e:     # its process died
+                    attempts[i] += 1
+                    if attempts[i] > retries:
+                        yield i, on_error(items[i], f"worker process died {attempts[i]} times "
+                                                    f"({type(e).__name__})")
+                    else:
+                        queue.append(i)                    # retried next
+                    feed(worker, send_fn=True)             # Ray restarts the worker
+                    continue
                 except ray.exceptions.RayTaskError as e:
                     raise e.as_instanceof_cause() from None
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending[task.remote(fn_ref, nxt[1])] = nxt[0]
+                if isinstance(res, _MissingFn):
+                    try:
+                        ray.get(sent[id(worker)])          # the function failed to arrive?
+                    except ray.exceptions.RayTaskError as e:
+                        raise e.as_instanceof_cause() from None
+                    except ray.exceptions.RayActorError:
+                        pass
+                    queue.append(i)                        # restarted while idle: not an attempt
+                    feed(worker, send_fn=True)
+                    continue
+                feed(worker)
                 yield i, res
         except (KeyboardInterrupt, GeneratorExit) as e:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            # stop what runs now: a restarted worker is idle (and imports its modules again)
+            for worker in {id(w): w for w, _ in running.values()}.values():
+                ray.kill(worker, no_restart=False)
             if isinstance(e, GeneratorExit):
                 raise
     finally:
