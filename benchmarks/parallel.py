@@ -253,6 +253,7 @@ class CpuSampler:
         self.last: dict[int, float] = {}
         self.label: dict[int, str] = {}
         self.busy: set[int] = set()             # pids that ran an instance (Ray workers)
+        self._tid = -1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -262,11 +263,13 @@ class CpuSampler:
         name = p.name()
         if name.startswith("ray::") and "Agent" not in name:
             return "ray worker"                  # a Ray worker renames itself after its task
-        if name.startswith("python"):
-            scripts = [Path(c).name for c in p.cmdline() if c.endswith(".py")]
-            return scripts[0] if scripts else ("local worker" if p.ppid() == self.me.pid
-                                               else "python")
-        return name
+        cmd = p.cmdline()
+        if p.ppid() == self.me.pid and cmd == self.me.cmdline():
+            return "local worker"                # forked by the local pool
+        scripts = [Path(c).name for c in cmd if c.endswith(".py")]
+        if scripts and scripts[0] in ("default_worker.py", "setup_worker.py"):
+            return "ray worker"
+        return scripts[0] if scripts else name
 
     def _sample(self, initial: bool) -> None:
         ps = [self.me] + self.me.children(recursive=True)
@@ -282,8 +285,18 @@ class CpuSampler:
                 continue
 
     def _run(self) -> None:
+        import threading
+
+        self._tid = threading.get_native_id()
         while not self._stop.wait(self.period):
             self._sample(False)
+
+    def _own_cpu(self) -> float:
+        """CPU seconds of the sampling thread (taken off the driver's)."""
+        for t in self.me.threads():
+            if t.id == self._tid:
+                return t.user_time + t.system_time
+        return 0.0
 
     def start(self) -> CpuSampler:
         self._sample(True)
@@ -292,18 +305,66 @@ class CpuSampler:
 
     def stop(self) -> dict[str, float]:
         """CPU seconds per process ("label pid") during the run."""
+        own = self._own_cpu()
         self._stop.set()
         self._thread.join()
         self._sample(False)
+        self.last[self.me.pid] -= own
         return {f"{self.label[p]} {p}": self.last[p] - self.first[p] for p in self.label}
+
+
+def stamped_instance(inst) -> dict:
+    """``run_instance`` with the worker's pid and the wall-clock times it held the item."""
+    from relulab.cli.verify import run_instance
+
+    t0 = time.time()
+    row = run_instance(inst)
+    row.update(pid=os.getpid(), t0=t0, t1=time.time())
+    return row
+
+
+def stamped_batch(insts, backend: str) -> tuple[float, list[dict]]:
+    """The verify-batch run (2 workers, longest time limit first, as ``run_batch``) with
+    each instance stamped by :func:`stamped_instance`."""
+    order = sorted(insts, key=lambda t: -float(t[2]))
+    t0 = time.time()
+    rows = [r for _, r in pmap(stamped_instance, order, backend=backend, workers=2,
+                               preload=BATCH_MODULES)]
+    wall = time.time() - t0
+    for r in rows:
+        r["t0"], r["t1"] = r["t0"] - t0, r["t1"] - t0
+    return wall, rows
+
+
+def worker_idle(rows: list[dict], wall: float) -> dict:
+    """Seconds each worker held no item during the batch: before its first item, between
+    items (the backend's hand-over) and after its last (the tail), summed over workers.
+    Unlike CPU seconds, held time counts the time a worker was descheduled, so what is
+    left is the time the backend kept it without work: robust to a loaded machine."""
+    by: dict[int, list] = {}
+    for r in rows:
+        by.setdefault(r["pid"], []).append((r["t0"], r["t1"]))
+    out = {"first": 0.0, "between": 0.0, "tail": 0.0}
+    for spans in by.values():
+        spans.sort()
+        out["first"] += spans[0][0]
+        out["between"] += sum(max(b[0] - a[1], 0.0) for a, b in zip(spans, spans[1:], strict=False))
+        out["tail"] += wall - spans[-1][1]
+    out["workers"] = len(by)
+    out["items"] = len(rows)
+    return out
 
 
 def ray_profile(insts, out: dict) -> None:
     """Where Ray's CPU goes during verify-batch, against the local pool: CPU seconds of
     every process of the run (sampled, see :class:`CpuSampler`) next to the CPU seconds
     the instances themselves measured inside their workers."""
+    import importlib
+
     import ray
 
+    for m in BATCH_MODULES:            # imported before the runs, as the local pool's fork needs
+        importlib.import_module(m)
     rows_out: dict = {}
     for label in ("local x2", "ray start", "ray x2", "ray x2 warm", "ray idle 10 s"):
         if label == "ray start":
@@ -317,13 +378,24 @@ def ray_profile(insts, out: dict) -> None:
             wall, inst_cpu = 10.0, 0.0
         else:
             s = CpuSampler().start()
-            wall, rows = timed_batch(insts, 2, "ray" if label.startswith("ray") else "local")
+            wall, rows = stamped_batch(insts, "ray" if label.startswith("ray") else "local")
             inst_cpu = sum(r["cpu"] for r in rows)
+            idle = worker_idle(rows, wall)
         per = s.stop()
-        rows_out[label] = {"wall": wall, "instances cpu": inst_cpu, "processes": per}
         total = sum(per.values())
-        print(f"\n{label}: wall {wall:.1f} s, CPU of all processes {total:.1f} s "
-              f"({total / wall:.2f} cores), inside instances {inst_cpu:.1f} s")
+        workers = sum(v for k, v in per.items() if k.startswith(("local worker", "ray worker")))
+        driver = sum(v for k, v in per.items() if k.startswith("driver"))
+        parts = {"instances": inst_cpu, "workers outside instances": workers - inst_cpu,
+                 "driver": driver, "other processes (Ray's daemons)": total - workers - driver}
+        rows_out[label] = {"wall": wall, "instances cpu": inst_cpu, "parts": parts,
+                           "processes": per}
+        print(f"\n{label}: wall {wall:.1f} s, CPU of all processes {total:.2f} s "
+              f"({total / wall:.2f} cores): " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
+        if "x2" in label:
+            rows_out[label]["worker idle s"] = idle
+            print(f"  workers without an item: before the first {idle['first']:.2f} s, between "
+                  f"items {idle['between']:.2f} s ({idle['between'] / idle['items'] * 1000:.1f} ms "
+                  f"per item), after the last {idle['tail']:.2f} s")
         print(f"  {'process':40s} {'CPU s':>7s}")
         for k, v in sorted(per.items(), key=lambda kv: -kv[1]):
             if v >= 0.01:
@@ -368,6 +440,7 @@ def main() -> None:
         insts = [(m, p, min(t, a.timeout)) for m, p, t in insts]
         ray_profile(insts, result)
         out = Path(a.out).with_name("parallel_ray_profile.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2))
         print(f"written to {out}")
         return

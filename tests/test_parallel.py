@@ -255,3 +255,74 @@ def test_a_dead_worker_costs_its_chunk_one_attempt(tmp_path):
     got = dict(pmap(always_dies, range(6), workers=2, retries=0, chunksize=2))
     assert got[0]["status"] == "error" and got[1]["status"] == "error"   # the chunk of item 1
     assert {k: v for k, v in got.items() if k > 1} == {2: 2, 3: 3, 4: 4, 5: 5}
+
+
+# ------------------------------------------------------------------ Ray worker actors
+def worker_pid(x):
+    return os.getpid()
+
+
+class CountsUnpickling:
+    """A function that leaves a file in ``folder`` each time it is unpickled (a stand-in for
+    a model sent to the workers)."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        open(os.path.join(self.folder, f"unpickled-{os.getpid()}-{time.time_ns()}"), "w").close()
+
+    def __call__(self, x):
+        return x + 1
+
+
+def test_ray_runs_on_the_same_long_lived_workers(ray_local):
+    first = set(dict(pmap(worker_pid, range(20), backend="ray", workers=2)).values())
+    second = set(dict(pmap(worker_pid, range(20), backend="ray", workers=2)).values())
+    assert len(first) == 2 and first == second              # exactly two processes, kept
+    assert os.getpid() not in first
+
+
+def test_ray_sends_the_function_once_per_worker_per_map(ray_local, tmp_path):
+    got = dict(pmap(CountsUnpickling(tmp_path), range(30), backend="ray", workers=2))
+    assert got == {i: i + 1 for i in range(30)}
+    assert 1 <= len(list(tmp_path.iterdir())) <= 2           # not once per item
+
+
+def test_ray_item_that_always_kills_its_worker_is_reported_and_the_rest_complete(ray_local):
+    got = dict(pmap(always_dies, range(6), backend="ray", workers=2, retries=1))
+    assert {k: v for k, v in got.items() if k != 1} == {0: 0, 2: 2, 3: 3, 4: 4, 5: 5}
+    assert got[1]["status"] == "error" and "died 2 times" in got[1]["reason"]
+    # the workers were restarted: the next map runs normally on two processes
+    assert len(set(dict(pmap(worker_pid, range(8), backend="ray", workers=2)).values())) == 2
+
+
+def test_ray_interrupt_ends_the_map_with_what_finished(ray_local):
+    got = dict(pmap(interrupt_at_3, range(40), backend="ray", workers=2))
+    assert 3 not in got and all(v == k for k, v in got.items())
+    assert dict(pmap(square, range(5), backend="ray", workers=2)) == {i: i * i for i in range(5)}
+
+
+def slow_identity(x):
+    time.sleep(0.2)
+    return x
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_ctrl_c_in_the_driver_stops_the_map_and_keeps_what_finished(backend, request):
+    """SIGINT to the driver while items run (as Ctrl-C): the map ends early and quietly
+    with correct results for what finished; the next map runs normally."""
+    import signal
+    import threading
+
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        got = dict(pmap(slow_identity, range(60), backend=backend, workers=2))
+    finally:
+        timer.cancel()
+    assert len(got) < 60 and all(v == k for k, v in got.items())
+    assert dict(pmap(square, range(4), backend=backend, workers=2)) == {i: i * i for i in range(4)}

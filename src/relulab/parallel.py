@@ -177,8 +177,13 @@ def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> list:
     while len(handles) < n:
         handles.append(_ACTOR_CLASS[0].remote(preload))
     pool = handles[:n]
-    ray.get([a.ready.remote() for a in pool])
+    ray.get([_probe(a) for a in pool])
     return pool
+
+
+def _probe(worker):
+    """A call that returns once the worker actor is up (retried by Ray while it restarts)."""
+    return worker.ready.options(max_task_retries=-1).remote()
 
 
 def _error_result(item: Any, reason: str) -> dict:
@@ -497,7 +502,8 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
         key, fn_ref = uuid.uuid4().hex, ray.put(fn)
         queue = list(range(len(items)))[::-1]          # pop() takes the next item in order
         attempts = [0] * len(items)
-        running: dict[Any, tuple[Any, int]] = {}       # result ref -> (worker, item index)
+        # result ref -> (worker, item index); index None: a probe of a restarting worker
+        running: dict[Any, tuple[Any, int | None]] = {}
         sent: dict[int, Any] = {}                      # worker -> its last set_fn's ref
 
         def feed(worker, send_fn=False):
@@ -506,6 +512,11 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
             if queue:
                 i = queue.pop()
                 running[worker.run.remote(key, items[i])] = (worker, i)
+
+        def revive(worker):
+            # Ray restarts a worker whose process died; calls made meanwhile fail at once,
+            # so the worker gets items again only after this probe (retried by Ray) returns
+            running[_probe(worker)] = (worker, None)
 
         for w in pool:
             feed(w, send_fn=True)
@@ -516,16 +527,28 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
                 try:
                     res = ray.get(ready[0])
                 except ray.exceptions.RayActorError as e:     # its process died
+                    if i is None:                          # gone for good: its items go elsewhere
+                        if not running:
+                            for j in reversed(queue):
+                                yield j, on_error(items[j], f"no Ray worker left ({type(e).__name__})")
+                            return
+                        continue
                     attempts[i] += 1
                     if attempts[i] > retries:
                         yield i, on_error(items[i], f"worker process died {attempts[i]} times "
                                                     f"({type(e).__name__})")
                     else:
                         queue.append(i)                    # retried next
-                    feed(worker, send_fn=True)             # Ray restarts the worker
+                    revive(worker)
                     continue
                 except ray.exceptions.RayTaskError as e:
-                    raise e.as_instanceof_cause() from None
+                    cause = e.as_instanceof_cause()
+                    if isinstance(cause, ray.exceptions.TaskCancelledError):
+                        raise KeyboardInterrupt from None      # Ctrl-C inside the worker
+                    raise cause from None
+                if i is None:                              # restarted: without the function
+                    feed(worker, send_fn=True)
+                    continue
                 if isinstance(res, _MissingFn):
                     try:
                         ray.get(sent[id(worker)])          # the function failed to arrive?
