@@ -326,3 +326,16 @@ def test_ctrl_c_in_the_driver_stops_the_map_and_keeps_what_finished(backend, req
         timer.cancel()
     assert len(got) < 60 and all(v == k for k, v in got.items())
     assert dict(pmap(square, range(4), backend=backend, workers=2)) == {i: i * i for i in range(4)}
+
+
+def test_stop_ray_workers_frees_their_cpus(ray_local):
+    from relulab.parallel import stop_ray_workers
+
+    dict(pmap(square, range(3), backend="ray", workers=2))
+    assert ray_local.available_resources().get("CPU", 0) == 0       # held between maps
+    assert stop_ray_workers() == 2
+    deadline = time.time() + 30
+    while ray_local.available_resources().get("CPU", 0) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    assert ray_local.available_resources().get("CPU", 0) == 2
+    assert dict(pmap(square, range(4), backend="ray", workers=2)) == {i: i * i for i in range(4)}
