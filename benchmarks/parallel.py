@@ -20,6 +20,15 @@ Measures, in one run:
     python benchmarks/parallel.py                  # all 180 instances, 60 s cap each
     python benchmarks/parallel.py --every 6 --timeout 20   # a sample
     python benchmarks/parallel.py --quick          # every 12th instance, a 5-D 20x20 count
+    python benchmarks/parallel.py --ray-profile --every 3   # only: where Ray's CPU goes
+
+``--ray-profile`` runs the verify-batch instances on the local pool and on Ray (fresh and
+started workers) and reports the CPU seconds of every process of the run (the driver,
+the local workers, Ray's daemons and workers, sampled with psutil), the CPU seconds the
+instances measured inside their workers, and the time workers held no item (before the
+first, between items, after the last); also Ray's start-up and 10 s of Ray idle. CPU
+seconds and held time are comparable on a loaded machine, where wall times are not.
+Written to benchmarks/results/parallel_ray_profile.json.
 """
 
 from __future__ import annotations
@@ -324,8 +333,9 @@ def stamped_instance(inst) -> dict:
 
 
 def stamped_batch(insts, backend: str) -> tuple[float, list[dict]]:
-    """The verify-batch run (2 workers, longest time limit first, as ``run_batch``) with
-    each instance stamped by :func:`stamped_instance`."""
+    """The verify-batch run (2 workers, longest time limit first, the same map of
+    ``run_instance`` as ``run_batch`` without its progress bar) with each instance stamped
+    by :func:`stamped_instance`."""
     order = sorted(insts, key=lambda t: -float(t[2]))
     t0 = time.time()
     rows = [r for _, r in pmap(stamped_instance, order, backend=backend, workers=2,
@@ -352,6 +362,20 @@ def worker_idle(rows: list[dict], wall: float) -> dict:
         out["tail"] += wall - spans[-1][1]
     out["workers"] = len(by)
     out["items"] = len(rows)
+    return out
+
+
+def thread_settings(_) -> dict:
+    """What decides how many threads the work of one item uses in this worker process:
+    OMP_NUM_THREADS (Ray sets it to the worker's CPUs; forked local workers inherit the
+    driver's) and the BLAS thread pools that numpy loaded."""
+    out: dict = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+    try:
+        from threadpoolctl import threadpool_info
+
+        out["blas threads"] = {d["internal_api"]: d["num_threads"] for d in threadpool_info()}
+    except ImportError:
+        pass
     return out
 
 
@@ -400,6 +424,10 @@ def ray_profile(insts, out: dict) -> None:
         for k, v in sorted(per.items(), key=lambda kv: -kv[1]):
             if v >= 0.01:
                 print(f"  {k:40s} {v:7.2f}")
+    for backend in ("local", "ray"):
+        rows_out[f"threads in a {backend} worker"] = t = dict(pmap(thread_settings, [0], workers=2,
+                                                                   backend=backend))[0]
+        print(f"threads in a {backend} worker: {t}")
     ray.shutdown()
     out["ray_profile"] = rows_out
 
@@ -461,19 +489,31 @@ def main() -> None:
             if label == "ray x2":
                 runs["ray start (s)"] = start_ray(workers=2, preload=BATCH_MODULES)
                 print(f"Ray start-up, 2 workers with relulab imported: {runs['ray start (s)']:.1f} s")
-            wall, rows = timed_batch(insts, workers, backend)
+            if workers == 1:
+                wall, rows = timed_batch(insts, workers, backend)
+            else:       # the same map as verify-batch, each item stamped with its worker
+                wall, rows = stamped_batch(insts, backend)
             solved = sum(r["status"] in ("holds", "violated") for r in rows)
             runs[label] = {"wall": wall, "solved": solved, "cpu": sum(r["cpu"] for r in rows)}
-            print(f"verify-batch {len(insts)} ACAS Xu instances, {label:9s}: {wall:8.1f} s, "
+            print(f"verify-batch {len(insts)} ACAS Xu instances, {label:11s}: {wall:8.1f} s, "
                   f"{solved} solved, instance CPU {runs[label]['cpu']:.1f} s", flush=True)
+            if workers == 2:
+                idle = runs[label]["worker idle s"] = worker_idle(rows, wall)
+                print(f"  workers without an item: between items {idle['between']:.2f} s, "
+                      f"after the last {idle['tail']:.2f} s (the tail: one worker done, the "
+                      f"other on its last item)")
         x1 = runs["local x1"]["wall"]
         print(f"speed-up local x2 / x1: {x1 / runs['local x2']['wall']:.2f}; instance CPU x2 "
               f"against x1: {runs['local x2']['cpu'] / runs['local x1']['cpu'] - 1:+.1%}")
         if "ray x2" in runs:
+            def balanced(lab):   # the wall time had both workers finished together
+                return runs[lab]["wall"] - runs[lab]["worker idle s"]["tail"] / 2
+
             for lab in ("ray x2", "ray x2 warm"):
                 print(f"speed-up {lab} / local x1: {x1 / runs[lab]['wall']:.2f}; "
                       f"Ray overhead against the local pool ({lab}): "
-                      f"{runs[lab]['wall'] / runs['local x2']['wall'] - 1:+.1%}")
+                      f"{runs[lab]['wall'] / runs['local x2']['wall'] - 1:+.1%} "
+                      f"(without the tails: {balanced(lab) / balanced('local x2') - 1:+.1%})")
             both = runs["ray start (s)"] + runs["ray x2"]["wall"]
             print(f"Ray start-up + batch on its fresh workers: {both:.1f} s "
                   f"({both / runs['local x2']['wall'] - 1:+.1%} against the local pool)")
