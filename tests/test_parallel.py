@@ -339,3 +339,13 @@ def test_stop_ray_workers_frees_their_cpus(ray_local):
         time.sleep(0.2)
     assert ray_local.available_resources().get("CPU", 0) == 2
     assert dict(pmap(square, range(4), backend="ray", workers=2)) == {i: i * i for i in range(4)}
+
+
+def niceness(_):
+    return os.nice(0)
+
+
+def test_ray_workers_run_at_the_drivers_priority(ray_local):
+    """Ray would start its workers 15 steps nicer than the driver; the local pool's run at
+    the driver's priority, and so do relulab's Ray workers (a Ray started by start_ray)."""
+    assert set(dict(pmap(niceness, range(4), backend="ray", workers=2)).values()) == {os.nice(0)}

@@ -74,13 +74,17 @@ def _import_all(modules: tuple[str, ...]) -> None:
 # events to the GCS each second (for the dashboard's task list), metrics are collected
 # and exported, the raylet samples the machine's memory every 250 ms (relulab enforces its
 # own memory budgets, relulab.limits) and dumps debug state every 10 s. Measured with
-# `benchmarks/parallel.py --ray-profile`: see docs/parallel.md. Only for a Ray instance
-# started by start_ray (a cluster one joins keeps its own configuration).
+# `benchmarks/parallel.py --ray-profile`: see docs/parallel.md. And Ray starts its
+# workers 15 steps nicer than the driver (to keep its daemons responsive), so that on a
+# machine doing anything else they get a fraction of the CPU the local pool's workers
+# get: relulab's workers run at the driver's priority. Only for a Ray instance started
+# by start_ray (a cluster one joins keeps its own configuration).
 RAY_SYSTEM_CONFIG = {
     "task_events_report_interval_ms": 0,
     "enable_metrics_collection": False,
     "memory_monitor_refresh_ms": 0,
     "debug_dump_period_milliseconds": 0,
+    "worker_niceness": 0,
 }
 
 def start_ray(address: str | None = None, workers: int | None = None,
