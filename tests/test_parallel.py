@@ -349,3 +349,30 @@ def test_ray_workers_run_at_the_drivers_priority(ray_local):
     """Ray would start its workers 15 steps nicer than the driver; the local pool's run at
     the driver's priority, and so do relulab's Ray workers (a Ray started by start_ray)."""
     assert set(dict(pmap(niceness, range(4), backend="ray", workers=2)).values()) == {os.nice(0)}
+
+
+class HoldsACpu:
+    def ping(self):
+        return os.getpid()
+
+
+def test_ray_map_runs_on_the_workers_that_could_start(ray_local, monkeypatch):
+    """Another job holds one of the two CPUs: the map does not wait for the second worker
+    (which would start only when the CPU frees) but runs everything on the first."""
+    import relulab.parallel as P
+
+    P.stop_ray_workers()
+    deadline = time.time() + 30
+    while ray_local.available_resources().get("CPU", 0) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    blocker = ray_local.remote(num_cpus=1)(HoldsACpu).remote()
+    ray_local.get(blocker.ping.remote())
+    monkeypatch.setattr(P, "_WORKERS_WAIT_S", 1.0)
+    try:
+        got = dict(pmap(worker_pid, range(10), backend="ray", workers=2))
+        assert len(got) == 10 and len(set(got.values())) == 1
+    finally:
+        ray_local.kill(blocker)
+    # the second worker starts once the CPU is free, and the next map uses both
+    monkeypatch.setattr(P, "_WORKERS_WAIT_S", 60.0)
+    assert len(set(dict(pmap(worker_pid, range(20), backend="ray", workers=2)).values())) == 2

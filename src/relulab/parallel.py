@@ -123,7 +123,7 @@ def start_ray(address: str | None = None, workers: int | None = None,
     else:
         kw["address"] = address or os.environ.get("RAY_ADDRESS")
     ray.init(**kw)
-    _ray_workers(ray, workers, ("relulab", *preload))
+    _ray_workers(ray, workers, ("relulab", *preload))     # up (or joining when CPUs free)
     return time.perf_counter() - t0
 
 
@@ -164,10 +164,17 @@ _ACTOR_CLASS: list = []
 _WORKERS: dict[str, Any] = {}
 
 
-def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> list:
+# seconds to wait for all worker actors to be up before a map starts on those that are
+# (the others, waiting for CPUs other jobs of the cluster hold, join when they start)
+_WORKERS_WAIT_S = 60.0
+
+
+def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> tuple[list, list]:
     """``workers`` worker actors (default: one per CPU of the cluster, at most that many):
     those this driver started before, more where missing, each holding one CPU, restarted
-    by Ray when its process dies; returns when they are up."""
+    by Ray when its process dies. Returns the workers that are up and (worker, probe)
+    pairs of those not up yet, once all are up, or ``_WORKERS_WAIT_S`` passed and at
+    least one is."""
     cpus = max(int(ray.cluster_resources().get("CPU", 1)), 1)
     n = min(workers or cpus, cpus)
     ctx = ray.get_runtime_context()
@@ -180,9 +187,12 @@ def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> list:
     handles = _WORKERS["handles"]
     while len(handles) < n:
         handles.append(_ACTOR_CLASS[0].remote(preload))
-    pool = handles[:n]
-    ray.get([_probe(a) for a in pool])
-    return pool
+    probes = {_probe(a): a for a in handles[:n]}
+    up, waiting = ray.wait(list(probes), num_returns=n, timeout=_WORKERS_WAIT_S)
+    if not up:
+        up, waiting = ray.wait(waiting, num_returns=1)
+    ray.get(up)                                       # a worker that cannot start: its error
+    return [probes[r] for r in up], [(probes[r], r) for r in waiting]
 
 
 def stop_ray_workers() -> int:
@@ -524,7 +534,7 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
         start_ray(address, workers, preload)
         started = True
     try:
-        pool = _ray_workers(ray, workers, ("relulab", *preload))
+        pool, later = _ray_workers(ray, workers, ("relulab", *preload))
         # the function (and what it holds, e.g. a model) goes to the object store once and
         # to each worker once per map, not with every item
         key, fn_ref = uuid.uuid4().hex, ray.put(fn)
@@ -548,18 +558,20 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
 
         for w in pool:
             feed(w, send_fn=True)
+        for w, probe in later:                             # fed when they are up
+            running[probe] = (w, None)
         try:
-            while running:
+            while queue or any(i is not None for _, i in running.values()):
+                if not running:                            # every worker is gone
+                    for j in reversed(queue):
+                        yield j, on_error(items[j], "no Ray worker left")
+                    return
                 ready, _ = ray.wait(list(running), num_returns=1)
                 worker, i = running.pop(ready[0])
                 try:
                     res = ray.get(ready[0])
                 except ray.exceptions.RayActorError as e:     # its process died
                     if i is None:                          # gone for good: its items go elsewhere
-                        if not running:
-                            for j in reversed(queue):
-                                yield j, on_error(items[j], f"no Ray worker left ({type(e).__name__})")
-                            return
                         continue
                     attempts[i] += 1
                     if attempts[i] > retries:
@@ -591,7 +603,7 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
                 yield i, res
         except (KeyboardInterrupt, GeneratorExit) as e:
             # stop what runs now: a restarted worker is idle (and imports its modules again)
-            for worker in {id(w): w for w, _ in running.values()}.values():
+            for worker in {id(w): w for w, i in running.values() if i is not None}.values():
                 ray.kill(worker, no_restart=False)
             if isinstance(e, GeneratorExit):
                 raise
