@@ -7,10 +7,12 @@ finish, whichever backend runs them:
   dependency). A worker process that dies (killed, out of memory) costs only the item it
   was running: the pool is rebuilt and that item retried, up to ``retries`` times; after
   that the item's result is ``on_error(item, reason)``.
-* ``backend="ray"``: Ray tasks (``pip install 'relulab[ray]'``). ``address=None`` joins the
-  cluster named by ``RAY_ADDRESS`` if set, else starts a Ray instance on this machine for
-  the run; ``"auto"`` or ``"HOST:PORT"`` joins an existing cluster. Ray retries the tasks
-  of a dead worker (``max_retries``) on any node.
+* ``backend="ray"``: long-lived Ray worker actors, one per CPU (``pip install
+  'relulab[ray]'``). ``address=None`` joins the cluster named by ``RAY_ADDRESS`` if set,
+  else starts a Ray instance on this machine for the run; ``"auto"`` or ``"HOST:PORT"``
+  joins an existing cluster. Each worker has one item at a time, as in the local pool; a
+  worker whose process dies is restarted by Ray and its item retried, up to ``retries``
+  times. The workers stay between maps (:func:`stop_ray_workers` ends them).
 
 Ctrl-C (KeyboardInterrupt) cancels everything still running and ends the iteration
 quietly; the caller keeps what it received (and marks its answer partial). Results
@@ -58,7 +60,7 @@ def resolve_backend(ray: str | None) -> tuple[str, str | None]:
 
 
 def _import_all(modules: tuple[str, ...]) -> None:
-    """Import the modules (a Ray worker's set-up hook, and the local driver before it
+    """Import the modules (a Ray worker as it starts, and the local driver before it
     forks its workers); one that is not installed is skipped (the work that needs it
     reports the missing dependency itself)."""
     import importlib
@@ -243,7 +245,8 @@ def pmap(
     """Yield ``(index, fn(item))`` for every item, as results finish.
 
     ``fn`` and the items must pickle (a module-level function). ``workers`` defaults to
-    the machine's CPU count (local) or the cluster's (Ray). ``chunksize``: items sent to a
+    the machine's CPU count (local) or the cluster's (Ray: at most that, one CPU each).
+    ``chunksize``: items sent to a
     worker at once (one task each chunk: for many short items, where the backend's cost
     per task would dominate; a dead worker then costs its whole chunk one attempt).
     ``preload``: modules ``fn`` imports when it runs, imported before the work starts
