@@ -246,9 +246,9 @@ def pmap(
 
     ``fn`` and the items must pickle (a module-level function). ``workers`` defaults to
     the machine's CPU count (local) or the cluster's (Ray: at most that, one CPU each).
-    ``chunksize``: items sent to a
-    worker at once (one task each chunk: for many short items, where the backend's cost
-    per task would dominate; a dead worker then costs its whole chunk one attempt).
+    ``chunksize``: items sent to a worker at once (one task each chunk: for many short
+    items, where the backend's cost per task would dominate; a dead worker then costs its
+    whole chunk one attempt).
     ``preload``: modules ``fn`` imports when it runs, imported before the work starts
     (by the driver before it forks local workers; by each Ray worker when it starts,
     see :func:`start_ray`), so that no item pays for them.
