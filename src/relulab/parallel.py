@@ -211,12 +211,18 @@ def stop_ray_workers() -> int:
 
     handles = _WORKERS.get("handles") or []
     ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        for h in handles:
-            try:
-                ray.kill(h)
-            except Exception:  # noqa: BLE001 - already gone (its cluster stopped)
-                pass
+    live = ray is not None and ray.is_initialized()
+    if live:
+        ctx = ray.get_runtime_context()
+        live = _WORKERS.get("session") == (ctx.get_job_id(), ctx.get_node_id())
+    if not live:                        # none, or those of a Ray session that has ended
+        _WORKERS.clear()
+        return 0
+    for h in handles:
+        try:
+            ray.kill(h)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
     _WORKERS.clear()
     return len(handles)
 
