@@ -146,6 +146,9 @@ class _RayWorker:
         while len(self.fns) > _KEPT_FNS:
             del self.fns[next(iter(self.fns))]
 
+    def drop_fn(self, key: str) -> None:
+        self.fns.pop(key, None)
+
     def run(self, key: str, item: Any) -> Any:
         fn = self.fns.get(key)
         if fn is None:              # restarted since set_fn (its process died): ask again
@@ -610,6 +613,8 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
                     continue
                 feed(worker)
                 yield i, res
+            for w in [*pool, *(w for w, _ in later)]:
+                w.drop_fn.remote(key)                  # what the function holds is freed
         except (KeyboardInterrupt, GeneratorExit) as e:
             # stop what runs now: a restarted worker is idle (and imports its modules again)
             for worker in {id(w): w for w, i in running.values() if i is not None}.values():
