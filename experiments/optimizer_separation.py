@@ -63,6 +63,8 @@ BALL_SLACK = 0.02  # runs count as inside a ball up to 2% over its nominal radiu
 #                    bfloat16 Newton-Schulz singular value varies by ~1% between steps)
 ZERO_LOSS = 1e-6  # a run counts as interpolating below this training loss (the clipped
 #                   other-mechanism KKT points sit near 1e-3)
+GAP1, GAP2 = (6.0, 39.0), (51.0, 354.0)  # angles of w strictly between the D window [40, 50]
+#                                          and the E window [-5, 5], both ways round
 TOL = 1e-4  # a sampled barrier below this counts as none (100x ZERO_LOSS)
 BETAS = (0.9, 0.95)  # AdamW betas: beta2 = 0.95 (as in LLM pretraining) makes AdamW
 #                      sign-descent like; with 0.999 it stalls inside the box (tried)
@@ -306,10 +308,73 @@ def certify_intersection(r_box: float, r_spec: float, max_boxes: int, rel_gap: f
             "status": "certified (float64 interval arithmetic, no directed rounding)"}
 
 
+# ---- (c') any path at all: the direction of w must rotate through a gap ----
+
+def inf_loss_direction(angle_deg: float) -> float:
+    """Exact ``inf`` of the loss over all width-1 networks whose w points at ``angle_deg``
+    (``rho > 0``, ``b``, ``a``, ``c`` free).  Then ``f_i = c + alpha relu(s_i - beta)`` with
+    ``s = X u``, ``alpha = a rho``, ``beta = -b / rho`` free; for each active set (the top
+    k of the sorted ``s``, ``beta`` in the closed interval that gives it) the least-squares
+    residual is ``|y_c|^2 - (y_c . v_c)^2 / |v_c|^2`` with ``v = (s - beta) 1_A`` centred, a
+    ratio of quadratics in ``beta`` whose maximum lies at an end of the interval or at the
+    one stationary point (solved in closed form)."""
+    u = np.array([math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))])
+    sv = X_SEP @ u
+    order = np.argsort(sv)
+    ss, y = sv[order], Y_SEP[order, 0]
+    n = len(y)
+    yc = y - y.mean()
+    total = float(yc @ yc)
+    best = total  # no active point: the constant fit
+    for k in range(1, n + 1):
+        e = np.zeros(n)
+        e[n - k:] = 1.0
+        uvec = ss * e
+        uc, ec = uvec - uvec.mean(), e - e.mean()
+        p0, p1 = float(yc @ uc), float(yc @ ec)
+        A0, A1, A2 = float(uc @ uc), float(uc @ ec), float(ec @ ec)
+        lo = ss[n - k - 1] if k < n else -math.inf
+        hi = ss[n - k]
+        cands = [x for x in (lo, hi) if math.isfinite(x)]
+        den = p1 * A1 - p0 * A2
+        if den != 0:
+            b_star = (p1 * A0 - p0 * A1) / den
+            if lo <= b_star <= hi:
+                cands.append(b_star)
+        if k == n:  # all active: v_c = u_c whatever beta is
+            cands = [hi]
+        for b in cands:
+            D = A0 - 2 * b * A1 + b * b * A2
+            q = (p0 - b * p1) ** 2 / D if D > 0 else 0.0
+            best = min(best, total - q)
+    return 0.5 * max(best, 0.0) / n
+
+
+def global_bound(gap1: tuple, gap2: tuple, points: int) -> dict:
+    """Lower bound on the barrier of ANY continuous path from a solution with w at angle in
+    [45 - 5, 45 + 5] degrees to one with w in [-5, 5]: if w never vanishes, its angle passes
+    through every angle of one of the two arcs between them, so the path's largest loss is
+    at least ``min(m(w = 0), max over gap1 of m, max over gap2 of m)`` with ``m`` the exact
+    direction-wise infimum (:func:`inf_loss_direction`); the maximum over a grid is a valid
+    bound (each grid angle is crossed)."""
+    g1 = np.linspace(*gap1, points)
+    g2 = np.linspace(*gap2, points)
+    m1 = np.array([inf_loss_direction(t) for t in g1])
+    m2 = np.array([inf_loss_direction(t) for t in g2])
+    m0 = 0.5 * float(np.var(Y_SEP[:, 0]))  # w = 0 (or a = 0): the best constant
+    bound = min(m0, float(m1.max()), float(m2.max()))
+    return {"bound": bound, "constant_fit_loss": m0, "gap1_deg": list(gap1), "gap2_deg": list(gap2),
+            "gap1_best": float(m1.max()), "gap1_best_angle": float(g1[m1.argmax()]),
+            "gap2_best": float(m2.max()), "gap2_best_angle": float(g2[m2.argmax()]),
+            "curve_deg": np.r_[g1, g2].tolist(), "curve_inf_loss": np.r_[m1, m2].tolist(),
+            "status": "certified for endpoints whose w angles lie in [40, 50] and [-5, 5] degrees "
+                      "(float rounding aside)"}
+
+
 def main() -> None:
     a = args(__doc__, parts=False)
     t0 = time.time()
-    seeds, steps, lr, bsteps, boxes = (16, 2000, 2e-2, 40, 60000) if a.quick else (64, 6000, 2e-2, 300, 1000000)
+    seeds, steps, lr, bsteps, boxes = (16, 2000, 2e-2, 40, 60000) if a.quick else (64, 6000, 2e-2, 150, 1000000)
     mech = mechanisms()
     sigma = newton_schulz_sigma()
     wd_muon = sigma / R_M
@@ -338,7 +403,7 @@ def main() -> None:
     from relulab import Network
     from relulab.dynamics import bezier_search, polyline_search
 
-    keep = 2 if a.quick else 5
+    keep = 2 if a.quick else 4
     phases = {"train": time.time() - t0}
     nets = {}
     for name, rs in runs.items():
@@ -352,11 +417,14 @@ def main() -> None:
         pl = polyline_search(nets[ka], nets[kb], X_SEP, Y_SEP, bends=4, steps=bsteps, lr=1e-2, batch_t=4,
                              points_per_segment=10)
         group = f"{ka[0]}-{kb[0]}" if ka[0] == kb[0] else "adamw-muon"
+        curves = {"linear": bz.linear.losses, "bezier": bz.curved.losses, "polyline": pl.losses}
+        found = {"linear": bz.linear.barrier, "bezier": bz.curved.barrier, "polyline": pl.barrier}
+        best_kind = min(found, key=found.get)
         pairs.append({"a": list(ka), "b": list(kb), "group": group, "barrier_linear": bz.linear.barrier,
                       "barrier_bezier": bz.curved.barrier, "barrier_polyline": pl.barrier,
                       "barrier_best": min(bz.linear.barrier, bz.curved.barrier, pl.barrier),
-                      "curve_linear": [float(f"{v:.4g}") for v in bz.linear.losses],
-                      "curve_polyline": [float(f"{v:.4g}") for v in pl.losses]})
+                      "best_path": best_kind,
+                      "curve_best": [float(f"{v:.4g}") for v in curves[best_kind]]})
     phases["paths"] = time.time() - t0 - phases["train"]
     groups = {}
     for g in ("adamw-adamw", "muon-muon", "adamw-muon"):
@@ -370,6 +438,9 @@ def main() -> None:
     phases["certificate"] = time.time() - t0 - phases["train"] - phases["paths"]
     print(f"certificate: min loss over box-ball intersection in [{cert['lower']:.3e}, {cert['upper']:.3e}] "
           f"({cert['splits']} splits)", flush=True)
+    glob = global_bound(GAP1, GAP2, 400)
+    print(f"any path: loss >= {glob['bound']:.4f} somewhere (crossing angle {glob['gap1_best_angle']:.1f} or "
+          f"{glob['gap2_best_angle']:.1f} degrees, or w = 0)", flush=True)
     zero_a = [r for r in runs["adamw"] if r["zero_loss"]]
     zero_m = [r for r in runs["muon"] if r["zero_loss"]]
     sols = max([r["loss"] for r in zero_a + zero_m], default=math.nan)
@@ -380,6 +451,8 @@ def main() -> None:
                   and all(groups[g]["frac_above_tol"] == 0.0 for g in ("adamw-adamw", "muon-muon")
                           if groups[g]["pairs"]))
     held_c = bool(cert["lower"] > sols) if zero_a and zero_m else None
+    in_windows = (all(abs(r["angle_deg"] - 45) <= 5 for r in zero_a) and all(abs(r["angle_deg"]) <= 5 for r in zero_m))
+    held_g = bool(in_windows and glob["bound"] > sols) if zero_a and zero_m else None
     verdicts = [
         verdict("(a) zero-loss AdamW runs in the box (mechanism D), Muon runs in the spectral ball (E)", held_a,
                 f"AdamW {table['adamw']['zero_loss']}/{seeds} zero-loss, Muon {table['muon']['zero_loss']}/{seeds}"),
@@ -390,6 +463,8 @@ def main() -> None:
         verdict("(c) proved barrier within the union of the balls", held_c,
                 f"any path inside the union has loss >= {cert['lower']:.3e} somewhere; "
                 f"endpoint losses <= {sols:.1e}"),
+        verdict("(c') proved barrier for any path between the AdamW and the Muon solutions", held_g,
+                f"loss >= {glob['bound']:.3f} somewhere on every path; solution angles in the windows: {in_windows}"),
     ]
     result = {"claim": "small width: AdamW and Muon converge to disconnected zero-loss components separated "
                        "by a provable loss barrier",
@@ -399,7 +474,8 @@ def main() -> None:
               "training": {"seeds": seeds, "steps": steps, "lr": lr, "adamw_betas": BETAS, "schedule": "cosine"},
               "batched_vs_torch_optim_max_param_diff": check, "zero_loss_threshold": ZERO_LOSS, "tol": TOL,
               "table": table, "runs": runs, "pairs": pairs, "groups": groups, "certificate": cert,
-              "verdicts": verdicts, "status": "(a), (b) sampled; (c) certified up to float rounding",
+              "global_certificate": glob,
+              "verdicts": verdicts, "status": "(a), (b) sampled; (c), (c') certified up to float rounding",
               "cpu_seconds": time.process_time(), "phase_seconds": phases, "wall_seconds": time.time() - t0}
     fig = None
     try:
@@ -408,7 +484,7 @@ def main() -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+        fig, axes = plt.subplots(1, 4, figsize=(20, 4.3))
         ax = axes[0]
         ax.scatter(*X_SEP[:2].T, c="C2", marker="+", s=90, label="target +h")
         ax.scatter(*X_SEP[2:].T, c="C4", marker="_", s=90, label="target -h")
@@ -439,16 +515,26 @@ def main() -> None:
         colors = {"adamw-adamw": "C0", "muon-muon": "C1", "adamw-muon": "C3"}
         seen = set()
         for p in pairs:
-            t = np.linspace(0, 1, len(p["curve_polyline"]))
-            ax.plot(t, p["curve_polyline"], color=colors[p["group"]], alpha=0.7,
+            t = np.linspace(0, 1, len(p["curve_best"]))
+            ax.plot(t, p["curve_best"], color=colors[p["group"]], alpha=0.7,
                     label=p["group"] if p["group"] not in seen else None)
             seen.add(p["group"])
         ax.axhline(cert["lower"], color="k", ls="--", label="certified bound inside the union of balls")
         ax.set_yscale("symlog", linthresh=1e-6)
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("t")
         ax.set_ylabel("train loss")
-        ax.set_title("loss along the best 4-bend polyline found")
+        ax.axhline(glob["bound"], color="k", ls=":", label="certified bound for any path")
+        ax.set_title("loss along the best path found (sampled)")
         ax.legend(fontsize=7)
+        ax = axes[3]
+        ang = np.array(glob["curve_deg"])
+        ax.plot(ang, glob["curve_inf_loss"], ".", ms=2, color="k")
+        for lo, hi, col in ((40, 50, "C0"), (-5, 5, "C1")):
+            ax.axvspan(lo, hi, color=col, alpha=0.2)
+        ax.set_xlabel("angle of w (degrees)")
+        ax.set_ylabel("exact inf of the loss at that angle")
+        ax.set_title("any path crosses a gap between D (blue), E (orange)")
         fig.tight_layout()
     except ImportError:
         print("matplotlib missing: no figure")
