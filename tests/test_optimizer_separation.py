@@ -125,3 +125,33 @@ def test_optimizer_separation_quick(tmp_path):
             assert math.isclose(0.5 * float(np.mean((out - sep.Y_SEP) ** 2)), run["loss"], rel_tol=1e-6,
                                 abs_tol=1e-15)
     assert [v["claim"][:3] for v in r["verdicts"]] == ["(a)", "(b)", "(c)"]
+
+
+def test_direction_infimum_against_random_points_and_local_search():
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(1)
+    assert sep.inf_loss_direction(45.0) < 1e-25 and sep.inf_loss_direction(0.0) < 1e-25  # tol: D and E
+    for ang in (12.0, 25.0, 120.0, 230.0):
+        u = np.array([math.cos(math.radians(ang)), math.sin(math.radians(ang))])
+        m = sep.inf_loss_direction(ang)
+
+        def f(p, u=u):
+            return _loss(np.r_[math.exp(p[0]) * u, p[1], p[2], p[3]])
+
+        # an infimum: no network with w at this angle does better
+        pts = rng.normal(scale=2.0, size=(3000, 4))
+        W = np.exp(pts[:, :1]) * u[None, :]
+        out = pts[:, 3:4] + pts[:, 2:3] * np.maximum(W @ sep.X_SEP.T + pts[:, 1:2], 0)
+        assert (0.5 * np.mean((out - sep.Y_SEP[:, 0]) ** 2, axis=1)).min() >= m - 1e-12  # tol: rounding
+        # and it is attained (or approached) by a local search from several starts
+        found = min(minimize(f, p, method="Nelder-Mead", options={"maxiter": 3000, "xatol": 1e-10,
+                                                                   "fatol": 1e-13}).fun for p in pts[:15])
+        assert m - 1e-12 <= found <= m + 1e-6  # tol: Nelder-Mead's accuracy
+
+
+def test_global_bound_is_the_minimum_of_its_parts():
+    g = sep.global_bound(sep.GAP1, sep.GAP2, 50)
+    assert g["bound"] == min(g["constant_fit_loss"], g["gap1_best"], g["gap2_best"])
+    assert g["gap1_best"] == sep.inf_loss_direction(g["gap1_best_angle"])
+    assert g["bound"] > 0
