@@ -366,7 +366,9 @@ def global_bound(gap1: tuple, gap2: tuple, points: int) -> dict:
     return {"bound": bound, "constant_fit_loss": m0, "gap1_deg": list(gap1), "gap2_deg": list(gap2),
             "gap1_best": float(m1.max()), "gap1_best_angle": float(g1[m1.argmax()]),
             "gap2_best": float(m2.max()), "gap2_best_angle": float(g2[m2.argmax()]),
-            "curve_deg": np.r_[g1, g2].tolist(), "curve_inf_loss": np.r_[m1, m2].tolist(),
+            # the curve for the figure, to 4 significant digits (keeps the JSON small)
+            "curve_deg": [round(float(t), 2) for t in np.r_[g1, g2]],
+            "curve_inf_loss": [float(f"{v:.4g}") for v in np.r_[m1, m2]],
             "status": "certified for endpoints whose w angles lie in [40, 50] and [-5, 5] degrees "
                       "(float rounding aside)"}
 
