@@ -474,6 +474,12 @@ def main() -> None:
         for L in sorted({r["L"] for r in erm["rows"]}):  # the ERM arm: best of the restarts, fold start
             pts = [(x["n"], x["fold_rel_mse"]) for x in erm["rows"] if x["L"] == L]
             ax[0].loglog(*zip(*pts, strict=True), "^", color=f"C{L}", mfc="none", label=f"ERM arm L={L}")
+        for key, marker in (("sawtooth_recipe", "v"), ("sawtooth_recipe_w16", "D")):  # the recipe arms
+            rec = recipes[key]
+            for L in sorted({r["L"] for r in rec["rows"]}):
+                pts = [(x["n"], x["test_rel_mse"]) for x in rec["rows"] if x["L"] == L]
+                ax[0].loglog(*zip(*pts, strict=True), marker, color=f"C{L}", mfc="none", ms=4,
+                             label=f"recipe width {rec['config']['width']} L={L}")
         ax[0].axhline(THRESH, color="k", ls=":")
         ax[0].set_title("iterated sawtooth on the circle")
         ax[0].set_xlabel("training points")
