@@ -38,8 +38,12 @@ spectral ball only.  Hence
   so its largest loss is at least ``min`` of the loss over the box-ball intersection.  A
   branch-and-bound over the parameters with interval arithmetic (the output bias c
   eliminated exactly) gives a certified lower bound ``L*`` on that minimum (float64,
-  without directed rounding: rounding is the only unproved part).  Paths that leave both
-  balls are not covered by (c); for them only the sampled barrier of (b) is reported.
+  without directed rounding: rounding is the only unproved part).
+* (c') proved for any path at all: along a path from a D solution to an E solution, w
+  either vanishes (loss >= the best constant fit) or its angle sweeps one of the two arcs
+  between the D and E windows; the exact infimum of the loss with w at a fixed angle
+  (closed form per active set, :func:`inf_loss_direction`) bounds the loss on each arc
+  from below, so the barrier is at least the smaller of the two arcs' maxima.
 
 Writes optimizer_separation.{json,png}.  Run: python experiments/optimizer_separation.py [--quick]
 """
