@@ -50,6 +50,16 @@ QUICK_NET = {"width": 16, "restarts": 2, "steps": 300, "lr": 3e-3, "oracle_noise
 # training MSE is under erm_train_tol of the target variance (the class minimum is 0)
 FULL_ERM = {"levels": [2, 3, 4], "ns": [64, 256], "restarts": 128, "steps": 1500, "lr": 1e-2, "erm_train_tol": 1e-4}
 QUICK_ERM = {"levels": [2], "ns": [32], "restarts": 8, "steps": 200, "lr": 1e-2, "erm_train_tol": 1e-4}
+# the recipe arm: width a bit above the minimal 2, many restarts kept by validation, warmup + cosine
+FULL_RECIPE = {"levels": [2, 3, 4, 5], "ns": [2**p for p in range(4, 10)], "width": 4, "restarts": 32,
+               "steps": 2000, "lr": 1e-2, "warmup": 0.05}
+QUICK_RECIPE = {"levels": [2], "ns": [32, 64], "width": 4, "restarts": 8, "steps": 300, "lr": 1e-2, "warmup": 0.05}
+# a wider variant (a probe at L = 3, n = 128 gave test 0.02 at width 16 against 0.4 at width 4)
+FULL_RECIPE_W16 = {"levels": [2, 3, 4], "ns": [2**p for p in range(4, 10)], "width": 16, "restarts": 16,
+                   "steps": 3000, "lr": 1e-2, "warmup": 0.05}
+QUICK_RECIPE_W16 = {"levels": [2], "ns": [32], "width": 16, "restarts": 4, "steps": 200, "lr": 1e-2, "warmup": 0.05}
+RECIPES = {"recipe": ("sawtooth_recipe", FULL_RECIPE, QUICK_RECIPE),
+           "recipe16": ("sawtooth_recipe_w16", FULL_RECIPE_W16, QUICK_RECIPE_W16)}
 
 
 def tent(u: np.ndarray, L: int) -> np.ndarray:
@@ -115,14 +125,16 @@ def train_net(X, y, hidden: list[int], steps: int, lr: float, seed: int = 0):
 
 
 def train_restarts(X, y, L: int, width: int, restarts: int, steps: int, lr: float, seed: int,
-                   init=None, init_noise: float = 0.0):
+                   init=None, init_noise: float = 0.0, val=None, warmup: float = 0.0):
     """``restarts`` ReLU networks (L hidden layers of ``width``) trained at once as one
     batched ensemble (independent parameters, Adam is per-coordinate, so this is exactly
     ``restarts`` separate runs), full batch, MSE, cosine schedule.  Initialisation: He
     weights with data-dependent biases (each unit's kink at a random training point, so no
     unit starts dead), or, when ``init`` (a Network of that shape) is given, ``init`` plus
     N(0, init_noise^2) on every parameter.  Returns (train MSE per restart, predictor of
-    the restart with the lowest training MSE: empirical risk minimisation over restarts)."""
+    the restart with the lowest training MSE: empirical risk minimisation over restarts).
+    With ``val = (X_val, y_val)`` the restart with the lowest validation MSE is kept instead;
+    ``warmup`` (a fraction of ``steps``) ramps the learning rate up linearly before the cosine."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
@@ -160,7 +172,12 @@ def train_restarts(X, y, L: int, width: int, restarts: int, steps: int, lr: floa
         return H[:, 0, :]
 
     opt = torch.optim.Adam(Ws + bs, lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    ramp = int(warmup * steps)
+    if ramp == 0:
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    else:
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda i: (i + 1) / ramp if i < ramp else 0.5 * (1 + np.cos(np.pi * (i - ramp) / (steps - ramp))))
     for _ in range(steps):
         opt.zero_grad()
         ((fwd(Xt) - yt) ** 2).mean(dim=1).sum().backward()
@@ -168,7 +185,11 @@ def train_restarts(X, y, L: int, width: int, restarts: int, steps: int, lr: floa
         sched.step()
     with torch.no_grad():
         train = ((fwd(Xt) - yt) ** 2).mean(dim=1).numpy()
-    best = int(np.argmin(train))
+        if val is None:
+            best = int(np.argmin(train))
+        else:
+            Xv = torch.tensor(val[0].T)[None].expand(R, -1, -1)
+            best = int(np.argmin(((fwd(Xv) - torch.tensor(val[1])[None]) ** 2).mean(dim=1).numpy()))
 
     def predict(Z):
         with torch.no_grad():
@@ -274,6 +295,54 @@ def part_erm(levels, ns, cfg, rng) -> dict:
             "status": "sampled; an ERM value only where erm_reached (training MSE/variance < erm_train_tol)"}
 
 
+def part_recipe(levels, ns, cfg, ntk_needed: dict, rng) -> dict:
+    """A better training recipe for depth-L networks on the sawtooth: width ``cfg['width']``
+    (a bit above the minimal class, width 2), ``cfg['restarts']`` restarts (half He with
+    data-dependent biases, half fold-structured), linear warmup then cosine, and the restart
+    kept by its MSE on a held-out quarter of the n training points (all n count as samples).
+    For each L the smallest n on the grid with test MSE / variance < THRESH, beside the
+    NTK's (from the sawtooth part) and the claim's 4^L growth."""
+    X_test = circle(rng.uniform(0, 2 * np.pi, 2000))
+    rows, need = [], {}
+    for L in levels:
+        y_test = sawtooth(X_test, L)
+        var = float(np.var(y_test))
+        need[L] = None
+        for n in ns:
+            X = circle(rng.uniform(0, 2 * np.pi, n))
+            y = sawtooth(X, L)
+            n_val = max(n // 4, 2)
+            Xtr, ytr, val = X[n_val:], y[n_val:], (X[:n_val], y[:n_val])
+            best = None
+            for init in (None, "fold"):
+                _, pred = train_restarts(Xtr, ytr, L, cfg["width"], cfg["restarts"] // 2, cfg["steps"], cfg["lr"],
+                                         seed=9000 + 100 * L + n + (init is None), init=init, val=val,
+                                         warmup=cfg["warmup"])
+                v = mse(pred(val[0]), val[1])
+                if best is None or v < best[0]:
+                    best = (v, pred)
+            row = {"L": L, "n": n, "val_rel_mse": best[0] / var, "test_rel_mse": mse(best[1](X_test), y_test) / var}
+            rows.append(row)
+            print(f"  recipe L={L} n={n:4d}: validation {row['val_rel_mse']:.2e}  test {row['test_rel_mse']:.2e}",
+                  flush=True)
+            if row["test_rel_mse"] < THRESH:
+                need[L] = n
+                break
+    known = {int(k): v for k, v in ntk_needed.items()}  # JSON keys are strings
+    base = next((known[L]["ntk"] for L in levels if known.get(L, {}).get("ntk")), None)
+    table = [{"L": L, "ntk_measured": known.get(L, {}).get("ntk"),
+              # the claim's Omega(4^L): the first level's measured NTK count times 4 per level
+              "claim_ntk_4^L_scaled": None if base is None else base * 4 ** (L - levels[0]),
+              "net_recipe_measured": need[L], "net_width32_measured": known.get(L, {}).get("net")}
+             for L in levels]
+    beats = [r["L"] for r in table if r["net_recipe_measured"] and r["ntk_measured"]
+             and r["net_recipe_measured"] < r["ntk_measured"]]
+    return {"what": "depth-L width-w networks, many restarts selected by validation, warmup + cosine",
+            "config": cfg, "rows": rows, "samples_needed": need, "claim_vs_measured": table,
+            "levels_where_net_needs_fewer_samples_than_ntk": beats,
+            "status": "sampled (one data set per (L, n); samples needed on a doubling grid)"}
+
+
 def part_smooth(ns, steps, rng) -> dict:
     a, b = rng.normal(size=4), rng.normal(size=4)
 
@@ -312,9 +381,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
-    ap.add_argument("--part", choices=["all", "erm"], default="all",
-                    help="erm: run only the ERM arm and replace its section in an existing JSON")
+    ap.add_argument("--part", choices=["all", "erm", *RECIPES], default="all",
+                    help="erm / recipe / recipe16: run only that arm and replace its section in an existing JSON")
     a = ap.parse_args()
+    if a.part in RECIPES:
+        key, full, quick = RECIPES[a.part]
+        path = Path(a.out) / "ntk_vs_network.json"
+        old = json.loads(path.read_text()) if path.exists() else {}
+        cfg = dict(quick if a.quick else full)
+        t0 = time.time()
+        need = old.get("sawtooth", {}).get("samples_needed", {})
+        old[key] = part_recipe(cfg.pop("levels"), cfg.pop("ns"), cfg, need, np.random.default_rng(2))
+        old[key]["seconds"] = time.time() - t0
+        old[key]["cpu_seconds"] = time.process_time()
+        old[key]["run"] = f"alone (--part {a.part}); the other sections are from the last full run"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(to_jsonable(old), indent=2))
+        print(f"wrote the {key} section of {path}")
+        return
     if a.part == "erm":
         path = Path(a.out) / "ntk_vs_network.json"
         old = json.loads(path.read_text()) if path.exists() else {}
@@ -334,6 +418,11 @@ def main() -> None:
         smooth = part_smooth([16, 64], 400, rng)
         cfg = dict(QUICK_ERM)
         erm = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
+        recipes = {}
+        for key, _, quick in RECIPES.values():
+            cfg = dict(quick)
+            recipes[key] = part_recipe(cfg.pop("levels"), cfg.pop("ns"), cfg, saw["samples_needed"],
+                                       np.random.default_rng(2))
         par = part_parity(12, 600, 400, rng)
     else:
         saw = part_sawtooth([1, 2, 3, 4, 5], [2**p for p in range(4, 13)], [2**p for p in range(4, 10)],
@@ -341,12 +430,17 @@ def main() -> None:
         smooth = part_smooth([16, 32, 64, 128], 1200, rng)
         cfg = dict(FULL_ERM)
         erm = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
+        recipes = {}
+        for key, full, _ in RECIPES.values():
+            cfg = dict(full)
+            recipes[key] = part_recipe(cfg.pop("levels"), cfg.pop("ns"), cfg, saw["samples_needed"],
+                                       np.random.default_rng(2))
         par = part_parity(16, 2000, 10000, rng)
     result = {
         "claim": {"sawtooth": "NTK needs Omega(4^L) samples, depth-L networks polynomially many",
                   "bandlimited": "NTK competitive or better",
                   "parity": "two-layer network beats the NTK by 4-6 orders of magnitude in test error"},
-        "sawtooth": saw, "sawtooth_erm": erm, "bandlimited": smooth, "parity": par,
+        "sawtooth": saw, "sawtooth_erm": erm, **recipes, "bandlimited": smooth, "parity": par,
         "observed": {
             "ntk_growth_per_level": saw["ntk_growth_per_level"],
             "claim_growth_per_level": 4.0,
@@ -380,6 +474,12 @@ def main() -> None:
         for L in sorted({r["L"] for r in erm["rows"]}):  # the ERM arm: best of the restarts, fold start
             pts = [(x["n"], x["fold_rel_mse"]) for x in erm["rows"] if x["L"] == L]
             ax[0].loglog(*zip(*pts, strict=True), "^", color=f"C{L}", mfc="none", label=f"ERM arm L={L}")
+        for key, marker in (("sawtooth_recipe", "v"), ("sawtooth_recipe_w16", "D")):  # the recipe arms
+            rec = recipes[key]
+            for L in sorted({r["L"] for r in rec["rows"]}):
+                pts = [(x["n"], x["test_rel_mse"]) for x in rec["rows"] if x["L"] == L]
+                ax[0].loglog(*zip(*pts, strict=True), marker, color=f"C{L}", mfc="none", ms=4,
+                             label=f"recipe width {rec['config']['width']} L={L}")
         ax[0].axhline(THRESH, color="k", ls=":")
         ax[0].set_title("iterated sawtooth on the circle")
         ax[0].set_xlabel("training points")

@@ -27,6 +27,10 @@ abstract; this task is our stand-in.  The solutions are then grouped into compon
 component's AdamW/Muon membership is reported.  ``--wd`` sets the weight decay (default
 1e-3; another value writes ``optimizer_connectivity_wd<value>.{json,png}``).
 
+The small-width separation is not reproduced on XOR; a designed example in which the two
+optimizers' norm balls select different zero-loss components, with certified barriers, is
+``optimizer_separation.py``.
+
 Writes optimizer_connectivity.{json,png}.  Run: python experiments/optimizer_connectivity.py [--quick]
 """
 

@@ -60,7 +60,11 @@ def test_optimizer_connectivity_quick(tmp_path):
 @pytest.mark.slow
 def test_ntk_vs_network_quick(tmp_path):
     r = run("ntk_vs_network.py", tmp_path)
-    assert {"sawtooth", "bandlimited", "parity", "observed"} <= set(r)
+    assert {"sawtooth", "bandlimited", "parity", "observed", "sawtooth_recipe"} <= set(r)
+    rec = r["sawtooth_recipe"]
+    for row in rec["claim_vs_measured"]:  # the claim's 4^L growth stated beside the measured counts
+        assert row["claim_ntk_4^L_scaled"] == row["ntk_measured"] or row["L"] != rec["claim_vs_measured"][0]["L"]
+    assert all(0 <= x["test_rel_mse"] for x in rec["rows"])
     assert r["parity"]["ratio"] > 0
     # the sawtooth target is exactly the depth-L width-2 network the experiment builds
     assert r["sawtooth"]["exact_network_max_error"] < 1e-12

@@ -47,6 +47,7 @@ from .paths import (
     PolylineSearch,
     align,
     bezier_search,
+    layer_norms,
     path_losses,
     path_point,
     polyline_search,
@@ -122,6 +123,7 @@ __all__ = [
     "bezier_search",
     "PolylineSearch",
     "polyline_search",
+    "layer_norms",
     "path_losses",
     "path_point",
 ]

@@ -76,6 +76,7 @@ __all__ = [
     "polyline_search",
     "LOSSES",
     "PATHS",
+    "layer_norms",
 ]
 
 LOSSES = ("mse", "logistic")
@@ -531,3 +532,27 @@ def polyline_search(
     return PolylineSearch(linear=_mark(lin, align_first), ts=ts, losses=losses, loss_a=la, loss_b=lb,
                           barrier=float(max(losses.max() - max(la, lb), 0.0)),
                           bends=nodes[1:-1].numpy().copy(), steps=int(steps))
+
+
+def layer_norms(net: Network) -> dict[str, list[float]]:
+    """The norms that decoupled weight decay bounds for the Lion-K optimizers, per layer:
+    ``weights_max_abs`` (entrywise l_inf, the AdamW / Lion / sign-descent ball),
+    ``weights_spectral`` (largest singular value, the Muon ball, one per weight matrix),
+    ``biases_max_abs`` (biases train in an AdamW group under Muon too).  With weight decay
+    ``lambda`` and the optimizer's update norm ``u`` (1 for sign descent), the iterates
+    settle where the bounded norm is at most ``u / lambda``.
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[3.0, 4.0]], [[-2.0]]], [[0.5], [0.0]])
+        >>> layer_norms(net)
+        {'weights_max_abs': [4.0, 2.0], 'weights_spectral': [5.0, 2.0], 'biases_max_abs': [0.5, 0.0]}
+    """
+    if not isinstance(net, Network):
+        raise PathError("layer_norms: expected a relulab Network")
+    f = net.float()
+    return {
+        "weights_max_abs": [float(np.abs(W).max()) if W.size else 0.0 for W in f.weights],
+        "weights_spectral": [float(np.linalg.norm(W, 2)) if W.size else 0.0 for W in f.weights],
+        "biases_max_abs": [float(np.abs(b).max()) if b.size else 0.0 for b in f.biases],
+    }
