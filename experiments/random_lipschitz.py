@@ -23,6 +23,10 @@ Networks: hidden weights N(0, 2 / fan_in) (He), output weights N(0, 1 / fan_in);
 
 Run:  python experiments/random_lipschitz.py [--quick]
 Writes experiments/results/random_lipschitz.json and .png.
+
+The p < 2 half at larger d (``--wide [--quick]``, experiments/random_lipschitz_wide.py):
+certified lower bounds of L_p by smoothed gradient ascent for d up to 64, width 4d,
+depth 2 and 3, against the typical gradient norm; writes random_lipschitz_wide.{json,png}.
 """
 
 from __future__ import annotations
@@ -122,7 +126,15 @@ def main() -> None:
     ap.add_argument("--keep-from", help="an earlier JSON whose runs are kept for the (bias, d) pairs "
                     "not run now (to extend a long run by a few dimensions)")
     ap.add_argument("--method", default="auto", help="route beyond enumeration: auto or bab")
+    ap.add_argument("--wide", action="store_true",
+                    help="the p < 2 test: certified lower bounds of L_p at d up to 64, width 4d "
+                    "(writes random_lipschitz_wide.{json,png}; with --quick: d <= 16)")
     a = ap.parse_args()
+    if a.wide:
+        from random_lipschitz_wide import wide_main
+
+        wide_main(a.quick, RESULTS / ("random_lipschitz_wide" + ("_quick" if a.quick else "")))
+        return
     global METHOD
     METHOD = a.method
     if a.from_json:

@@ -1,0 +1,231 @@
+"""The p < 2 half of the l^p-Lipschitz dichotomy of random ReLU networks, at larger d.
+
+Claim (Geuchen, Heindl, Stoeger, Voigtlaender; Dirksen, Finke, Geuchen, Stoeger,
+Voigtlaender): for wide He-initialised networks R^d -> R, the l^p-Lipschitz constant
+L_p behaves like ||g||_{p'} for p >= 2 but like ||g||_2 for p in [1, 2) (g standard
+Gaussian in R^d, 1/p + 1/p' = 1); with symmetric random biases up to log-width and
+depth factors.
+
+Why a lower-bound test decides the p < 2 side: L_1 = sup_x ||grad f(x)||_inf.  At a
+typical point the gradient of a random network looks like s(d) g for a Gaussian g, so
+||grad f(x)||_inf / ||grad f(x)||_2 ~ E||g||_inf / E||g||_2 ~ sqrt(2 log d / d) -> 0.
+If L_p behaved like ||g||_{p'} (the p >= 2 rule carried over), then
+A_p(d) = L_p / (typical ||grad f||_2) would fall like E||g||_{p'} / E||g||_2 (slope
+about -0.4 in log-log for p = 1 over d = 4..64, -0.17 for p = 1.5); the claim says it
+stays bounded away from 0 (slope 0; the upper side is L_p <= L_2, and L_2 ~ ||g||_2 is
+the p = 2 case).  A certified LOWER bound of A_p that stays flat therefore rules out
+the ||g||_{p'} behaviour on what was measured; lower bounds alone can never contradict
+the claim (they could be loose), so the verdicts are "holds on what was measured" or
+"too wide to tell", never "contradicted" without an upper bound.
+
+Measured: d in {4, 8, 16, 32, 64}, width 4d, depth 2 and 3, zero biases and N(0, 0.5^2)
+biases, 3 seeds; for p in {1, 1.5, 2, inf} the global constant's certified lower bound
+(relulab.lipschitz.ascent_lower: smoothed gradient ascent on the Jacobian's norm, every
+value the exact operator norm of a region's Jacobian at a certified interior point,
+re-checked here by Network.jacobian); the typical ||grad f(x)||_r over 2000 Gaussian
+points; at d = 4 the exact constants (region enumeration / LipMIP through
+relulab.lipschitz.lipschitz) to show how tight the lower bounds are where they can be
+checked.  The test: least-squares slope of log A_p against log d (depth-centred, all
+networks), 95 % t-interval, against the two predicted slopes.
+
+Run:  python experiments/random_lipschitz.py --wide [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from relulab.lipschitz import ascent_lower, dual_exponent, lipschitz, vector_norm
+
+PS = (1.0, 1.5, 2.0, float("inf"))
+BIAS_SD = 0.5
+
+
+def he_network(rng, d: int, width: int, depth: int, bias_sd: float):
+    # the same initialisation as random_lipschitz.py (imported lazily there to keep
+    # this module importable on its own)
+    from random_lipschitz import he_network as make
+
+    return make(rng, d, width, depth, bias_sd)
+
+
+def gaussian_norms(d: int, n: int = 100_000, seed: int = 0) -> dict[str, float]:
+    G = np.random.default_rng(seed).standard_normal((n, d))
+    return {f"{r:g}": float(np.mean(vector_norm(G, r, axis=1))) for r in (1.0, 2.0, 3.0, float("inf"))}
+
+
+def typical(net, d: int, n: int = 2000, seed: int = 1) -> dict[str, float]:
+    """Mean ||grad f(x)||_r over Gaussian points (what random sampling sees)."""
+    X = np.random.default_rng(seed).standard_normal((n, d))
+    J = _grads(net, X)
+    return {f"{r:g}": float(np.mean(vector_norm(J, r, axis=1))) for r in (1.0, 2.0, 3.0, float("inf"))}
+
+
+def _grads(net, X: np.ndarray) -> np.ndarray:
+    from relulab.lipschitz import jacobians
+
+    return jacobians(net, X)[0][:, 0, :]
+
+
+def measure(net, d: int, quick: bool, exact: bool) -> dict:
+    out = {"typical": typical(net, d), "lower": {}, "exact": {}, "time": {}}
+    restarts, steps = (32, 100) if quick else (64, 200)
+    for p in PS:
+        t = time.time()
+        w = ascent_lower(net, None, p, None, restarts=restarts, steps=steps, seed=d)
+        out["time"][f"{p:g}"] = time.time() - t
+        # independent re-check of the witness: Network.jacobian at x, its dual norm
+        J = np.asarray(net.jacobian(w.x[None]), float).ravel()
+        v = float(vector_norm(J, dual_exponent(p)))
+        assert abs(v - w.norm) <= 1e-9 * max(1.0, v), (v, w.norm)
+        out["lower"][f"{p:g}"] = w.norm
+        out.setdefault("source", {})[f"{p:g}"] = w.source
+        if exact:
+            r = lipschitz(net, None, p=p, time_limit=20.0)
+            out["exact"][f"{p:g}"] = {"lower": r.lower, "upper": r.upper, "status": r.status,
+                                      "method": r.method}
+    return out
+
+
+def centred_slope(rows: list[dict], key) -> dict:
+    """OLS slope of log(key) on log d with one intercept per depth; 95 % t-interval."""
+    from scipy import stats
+
+    xs, ys = [], []
+    for depth in sorted({r["depth"] for r in rows}):
+        sub = [r for r in rows if r["depth"] == depth]
+        x = np.log([r["d"] for r in sub])
+        y = np.log([key(r) for r in sub])
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    b = float(x @ y / (x @ x))
+    dof = len(x) - 1 - len(xs)
+    se = math.sqrt(float(np.sum((y - b * x) ** 2)) / dof / float(x @ x))
+    h = float(stats.t.ppf(0.975, dof)) * se
+    return {"slope": b, "ci95": [b - h, b + h], "n": len(x)}
+
+
+def predicted_slope(dims, norms, num: str, den: str = "2") -> float:
+    x = np.log(np.asarray(dims, float))
+    y = np.log([norms[d][num] / norms[d][den] for d in dims])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def verdicts(runs: list[dict], norms: dict, dims) -> list[dict]:
+    out = []
+    print(f"\n{'bias':>5} {'p':>4} {'slope log A_p':>14} {'95% CI':>18} {'claim':>7} {'alt':>7} verdict")
+    for bias in (0.0, BIAS_SD):
+        for p in PS:
+            key = f"{p:g}"
+            rows = [r for r in runs if r["bias_sd"] == bias]
+            fit = centred_slope(rows, lambda r, k=key: r["lower"][k] / r["typical"]["2"])
+            dual = f"{dual_exponent(p):g}"
+            s_dual = predicted_slope(dims, norms, dual)
+            s_two = 0.0
+            claim, alt = (s_two, s_dual) if p < 2 else (s_dual, s_two)
+            lo_ci, hi_ci = fit["ci95"]
+            if p == 2:
+                verdict = "p' = 2: both predictions the same (slope 0)"
+            else:
+                mid = 0.5 * (claim + alt)
+                up = claim > alt      # the claim predicts the larger slope (true for every p != 2)
+                if up and lo_ci > mid:
+                    verdict = "holds on what was measured"
+                else:
+                    verdict = "too wide to tell (lower bounds only)"
+                if p > 2:
+                    verdict += " (lower side only: L_p >= typical ||grad||_{p'} is automatic)"
+            # the endpoint ratio: the certified lower bound's fall from the smallest to the
+            # largest d, against the fall the ||g||_{p'} rule predicts
+            d0, d1 = min(dims), max(dims)
+            g0 = np.exp(np.mean([np.log(r["lower"][key] / r["typical"]["2"]) for r in rows if r["d"] == d0]))
+            g1 = np.exp(np.mean([np.log(r["lower"][key] / r["typical"]["2"]) for r in rows if r["d"] == d1]))
+            pred_alt = (norms[d1][dual] / norms[d1]["2"]) / (norms[d0][dual] / norms[d0]["2"])
+            out.append({"bias_sd": bias, "p": p, **fit, "pred_claim": claim, "pred_alt": alt,
+                        "pred_dual_slope": s_dual, "A_first": float(g0), "A_last": float(g1),
+                        "A_change": float(g1 / g0), "alt_change": float(pred_alt), "verdict": verdict})
+            print(f"{bias:>5g} {p:>4g} {fit['slope']:>14.3f} [{lo_ci:>7.3f}, {hi_ci:>7.3f}] {claim:>7.3f} "
+                  f"{alt:>7.3f} {verdict}")
+    return out
+
+
+def tightness(runs: list[dict]) -> dict:
+    """Where exact values exist (d = 4): lower / exact per p."""
+    out = {}
+    for p in PS:
+        k = f"{p:g}"
+        v = [r["lower"][k] / r["exact"][k]["upper"] for r in runs if k in r.get("exact", {})
+             and r["exact"][k]["status"] == "exact"]
+        if v:
+            out[k] = {"n_exact": len(v), "min": float(min(v)), "median": float(np.median(v))}
+    return out
+
+
+def plot(runs, norms, dims, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), squeeze=False)
+    for ax, bias in zip(axes[0], (0.0, BIAS_SD), strict=True):
+        for p, c in zip(PS, ("C0", "C1", "C2", "C3"), strict=True):
+            k = f"{p:g}"
+            gm = [np.exp(np.mean([np.log(r["lower"][k] / r["typical"]["2"]) for r in runs
+                                  if r["d"] == d and r["bias_sd"] == bias])) for d in dims]
+            ax.plot(dims, gm, "-o", color=c, label=f"p={k}: certified lower L_p / typical ||grad||_2")
+            if p < 2:   # the ||g||_{p'} rule, anchored at the smallest d
+                dual = f"{dual_exponent(p):g}"
+                alt = [gm[0] * (norms[d][dual] / norms[d]["2"]) / (norms[dims[0]][dual] / norms[dims[0]]["2"])
+                       for d in dims]
+                ax.plot(dims, alt, ":", color=c, label=f"p={k}: if L_p ~ E||g||_{dual} (anchored at d={dims[0]})")
+        ty = [np.exp(np.mean([np.log(r["typical"]["inf"] / r["typical"]["2"]) for r in runs
+                              if r["d"] == d and r["bias_sd"] == bias])) for d in dims]
+        ax.plot(dims, ty, "--", color="grey", label="typical ||grad||_inf / ||grad||_2 (random points)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("input dimension d (width 4d, depth 2 and 3)")
+        ax.set_title(f"bias sd {bias:g}")
+        ax.legend(fontsize=6)
+    fig.suptitle("p < 2: the certified lower bound of L_1 stays flat where the ||g||_inf rule would fall", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def wide_main(quick: bool, out: Path) -> None:
+    dims = [4, 8, 16] if quick else [4, 8, 16, 32, 64]
+    depths = [2] if quick else [2, 3]
+    seeds = 2 if quick else 3
+    norms = {d: gaussian_norms(d) for d in dims}
+    runs = []
+    t0 = time.time()
+    for bias in (0.0, BIAS_SD):
+        for depth in depths:
+            for d in dims:
+                for s in range(seeds):
+                    net = he_network(np.random.default_rng(104729 * d + 31 * depth + s), d, 4 * d, depth, bias)
+                    m = measure(net, d, quick, exact=(not quick and d == dims[0]))
+                    m.update(d=d, depth=depth, seed=s, bias_sd=bias, width=4 * d)
+                    runs.append(m)
+                    print(f"bias {bias:g} depth {depth} d={d} seed={s}: lower "
+                          + ", ".join(f"L_{k} >= {v:.3f}" for k, v in m["lower"].items())
+                          + f"; typical ||grad||_2 {m['typical']['2']:.3f}, ||grad||_inf {m['typical']['inf']:.3f}"
+                          + f" ({sum(m['time'].values()):.1f} s)", flush=True)
+    tests = verdicts(runs, norms, dims)
+    tight = tightness(runs)
+    for k, v in tight.items():
+        print(f"  d = {dims[0]}: lower / exact for p = {k}: min {v['min']:.3f}, median {v['median']:.3f} "
+              f"over {v['n_exact']} exact constants")
+    res = {"claim": __doc__.split("\n\n")[1], "dims": dims, "depths": depths, "seeds": seeds,
+           "width": "4d", "bias_sd": BIAS_SD, "gaussian_norms": norms, "verdicts": tests,
+           "tightness_at_smallest_d": tight, "runs": runs, "seconds": time.time() - t0, "quick": quick}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    Path(str(out) + ".json").write_text(json.dumps(res, indent=1, default=str))
+    plot(runs, norms, dims, str(out) + ".png")
+    print(f"\nwrote {out}.json and {out}.png ({time.time() - t0:.0f} s)")
