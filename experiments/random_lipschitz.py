@@ -129,11 +129,14 @@ def main() -> None:
     ap.add_argument("--wide", action="store_true",
                     help="the p < 2 test: certified lower bounds of L_p at d up to 64, width 4d "
                     "(writes random_lipschitz_wide.{json,png}; with --quick: d <= 16)")
+    ap.add_argument("--wide-depths", default=None,
+                    help="with --wide: the depths to run now (e.g. 2), merged with the others in the JSON")
     a = ap.parse_args()
     if a.wide:
         from random_lipschitz_wide import wide_main
 
-        wide_main(a.quick, RESULTS / ("random_lipschitz_wide" + ("_quick" if a.quick else "")))
+        wide_main(a.quick, RESULTS / ("random_lipschitz_wide" + ("_quick" if a.quick else "")),
+                  [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None)
         return
     global METHOD
     METHOD = a.method
