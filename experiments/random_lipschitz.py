@@ -132,6 +132,11 @@ def main() -> None:
     ap.add_argument("--wide-depths", default=None,
                     help="with --wide: the depths to run now (e.g. 2), merged with the others in the JSON")
     a = ap.parse_args()
+    if a.wide and a.from_json:
+        from random_lipschitz_wide import resummarise
+
+        resummarise(Path(a.from_json).with_suffix(""))
+        return
     if a.wide:
         from random_lipschitz_wide import wide_main
 
