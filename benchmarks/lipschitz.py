@@ -29,6 +29,7 @@ wall-clock minute can be a few CPU seconds.
 Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas | --l2-only]
       python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60 [--acas-cpu-file NAME.json]
       python benchmarks/lipschitz.py --acas-cpu all --shard 0/3 --acas-cpu-file lipschitz_acas45_0.json
+      python benchmarks/lipschitz.py --acas-cpu 2_4,2_5,2_6 --norms inf --acas-cpu-file lipschitz_acas45_60.json
       python benchmarks/lipschitz.py --acas-merge lipschitz_acas45_0.json,... --acas-cpu-file lipschitz_acas45.json
 """
 
