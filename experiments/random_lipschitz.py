@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--wide", action="store_true",
                     help="the p < 2 test: certified lower bounds of L_p at d up to 64, width 4d "
                     "(writes random_lipschitz_wide.{json,png}; with --quick: d <= 16)")
+    ap.add_argument("--wide-width", type=int, default=4,
+                    help="with --wide: width = this times d (not 4: zero biases, 2 seeds, file suffix _wN)")
     ap.add_argument("--wide-depths", default=None,
                     help="with --wide: the depths to run now (e.g. 2), merged with the others in the JSON")
     a = ap.parse_args()
@@ -140,8 +142,9 @@ def main() -> None:
     if a.wide:
         from random_lipschitz_wide import wide_main
 
-        wide_main(a.quick, RESULTS / ("random_lipschitz_wide" + ("_quick" if a.quick else "")),
-                  [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None)
+        name = "random_lipschitz_wide" + ("_quick" if a.quick else "") + (f"_w{a.wide_width}" if a.wide_width != 4 else "")
+        wide_main(a.quick, RESULTS / name, [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None,
+                  a.wide_width, (0.0,) if a.wide_width != 4 else (0.0, a.bias_sd), 2 if a.wide_width != 4 else None)
         return
     global METHOD
     METHOD = a.method
