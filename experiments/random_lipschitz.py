@@ -131,6 +131,9 @@ def main() -> None:
                     "(writes random_lipschitz_wide.{json,png}; with --quick: d <= 16)")
     ap.add_argument("--wide-width", type=int, default=4,
                     help="with --wide: width = this times d (not 4: zero biases, 2 seeds, file suffix _wN)")
+    ap.add_argument("--wide-seeds", type=int, default=None, help="with --wide: networks per (d, depth, bias)")
+    ap.add_argument("--wide-seed-start", type=int, default=0,
+                    help="with --wide: first seed (later seeds are added to the JSON's runs)")
     ap.add_argument("--wide-depths", default=None,
                     help="with --wide: the depths to run now (e.g. 2), merged with the others in the JSON")
     a = ap.parse_args()
@@ -144,7 +147,8 @@ def main() -> None:
 
         name = "random_lipschitz_wide" + ("_quick" if a.quick else "") + (f"_w{a.wide_width}" if a.wide_width != 4 else "")
         wide_main(a.quick, RESULTS / name, [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None,
-                  a.wide_width, (0.0,) if a.wide_width != 4 else (0.0, a.bias_sd), 2 if a.wide_width != 4 else None)
+                  a.wide_width, (0.0,) if a.wide_width != 4 else (0.0, a.bias_sd),
+                  a.wide_seeds or (2 if a.wide_width != 4 else None), a.wide_seed_start)
         return
     global METHOD
     METHOD = a.method

@@ -224,7 +224,7 @@ def plot(runs, norms, dims, path: str) -> None:
 
 
 def wide_main(quick: bool, out: Path, depths: list[int] | None = None, width_factor: int = 4,
-              biases: tuple[float, ...] = (0.0, BIAS_SD), seeds: int | None = None) -> None:
+              biases: tuple[float, ...] = (0.0, BIAS_SD), seeds: int | None = None, seed_start: int = 0) -> None:
     """Run the networks of ``depths`` (default 2 and 3; quick: 2) and merge them with the
     other depths' runs already in ``out``.json, writing after every network (a run cut
     short keeps what it did), then the verdicts over all runs."""
@@ -235,12 +235,13 @@ def wide_main(quick: bool, out: Path, depths: list[int] | None = None, width_fac
     jf = Path(str(out) + ".json")
     runs = []
     if jf.exists() and not quick:
-        runs = [r for r in json.loads(jf.read_text())["runs"] if r["depth"] not in depths]
+        new = range(seed_start, seed_start + seeds)
+        runs = [r for r in json.loads(jf.read_text())["runs"] if not (r["depth"] in depths and r["seed"] in new)]
     t0 = time.time()
 
     def save(final: dict | None = None) -> None:
         res = {"claim": __doc__.split("\n\n")[1], "dims": dims, "depths": sorted({r["depth"] for r in runs}),
-               "seeds": seeds, "width": f"{width_factor}d", "bias_sd": BIAS_SD, "gaussian_norms": norms, "runs": runs,
+               "seeds": sorted({r["seed"] for r in runs}), "width": f"{width_factor}d", "bias_sd": BIAS_SD, "gaussian_norms": norms, "runs": runs,
                "quick": quick, "complete": final is not None, **(final or {})}
         jf.parent.mkdir(parents=True, exist_ok=True)
         jf.write_text(json.dumps(res, indent=1, default=str))
@@ -248,7 +249,7 @@ def wide_main(quick: bool, out: Path, depths: list[int] | None = None, width_fac
     for depth in depths:
         for d in dims:
             for bias in biases:
-                for s in range(seeds):
+                for s in range(seed_start, seed_start + seeds):
                     net = he_network(np.random.default_rng(104729 * d + 31 * depth + s), d, width_factor * d,
                                      depth, bias)
                     m = measure(net, d, quick, exact=(not quick and d == dims[0] and bias == 0.0
