@@ -25,7 +25,9 @@ value the exact operator norm of a region's Jacobian at a certified interior poi
 re-checked here by Network.jacobian; each p takes the best of the four norms' witnesses); the typical ||grad f(x)||_r over 2000 Gaussian
 points; at d = 4 the exact constants (region enumeration / LipMIP through
 relulab.lipschitz.lipschitz) to show how tight the lower bounds are where they can be
-checked.  The test: least-squares slope of log A_p against log d (depth-centred, all
+checked.  ``--wide-width 16`` (zero biases, 2 seeds unless ``--wide-seeds``; more seeds
+are added with ``--wide-seed-start``) writes random_lipschitz_wide_w16.*.  The test:
+least-squares slope of log A_p against log d (depth-centred, all
 networks), 95 % t-interval, against the two predicted slopes.
 
 Run:  python experiments/random_lipschitz.py --wide [--quick]
