@@ -147,7 +147,9 @@ def main() -> None:
 
         name = "random_lipschitz_wide" + ("_quick" if a.quick else "") + (f"_w{a.wide_width}" if a.wide_width != 4 else "")
         wide_main(a.quick, RESULTS / name, [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None,
-                  a.wide_width, (0.0,) if a.wide_width != 4 else (0.0, a.bias_sd),
+                  a.wide_width,
+                  tuple(float(v) for v in a.biases.split(",")) if a.biases
+                  else ((0.0,) if a.wide_width != 4 else (0.0, a.bias_sd)),
                   a.wide_seeds or (2 if a.wide_width != 4 else None), a.wide_seed_start)
         return
     global METHOD

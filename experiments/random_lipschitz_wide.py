@@ -238,7 +238,8 @@ def wide_main(quick: bool, out: Path, depths: list[int] | None = None, width_fac
     runs = []
     if jf.exists() and not quick:
         new = range(seed_start, seed_start + seeds)
-        runs = [r for r in json.loads(jf.read_text())["runs"] if not (r["depth"] in depths and r["seed"] in new)]
+        runs = [r for r in json.loads(jf.read_text())["runs"]
+                if not (r["depth"] in depths and r["seed"] in new and r["bias_sd"] in biases)]
     t0 = time.time()
 
     def save(final: dict | None = None) -> None:
