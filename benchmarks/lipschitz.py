@@ -29,6 +29,7 @@ wall-clock minute can be a few CPU seconds.
 Run:  python benchmarks/lipschitz.py [--quick] [--acas N] [--acas-time 60] [--acas-only | --no-acas | --l2-only]
       python benchmarks/lipschitz.py --acas-cpu 1_1,3_3 --acas-time 60 [--acas-cpu-file NAME.json]
       python benchmarks/lipschitz.py --acas-cpu all --shard 0/3 --acas-cpu-file lipschitz_acas45_0.json
+      python benchmarks/lipschitz.py --acas-cpu 2_4,2_5,2_6 --norms inf --acas-cpu-file lipschitz_acas45_60.json
       python benchmarks/lipschitz.py --acas-merge lipschitz_acas45_0.json,... --acas-cpu-file lipschitz_acas45.json
 """
 
@@ -239,7 +240,8 @@ def acas_names(spec: str, shard: str | None) -> list[str]:
     return names
 
 
-def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None) -> list[dict]:
+def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None,
+                  norms: tuple[float, ...] = (1.0, INF)) -> list[dict]:
     """The same brackets with a CPU-time budget (the machine is shared by other jobs, so
     a wall-clock minute can be a few CPU seconds): sampling plus the interval branch and
     bound (``by_bab``) until ``cpu_seconds`` of this process's CPU time are spent.  Each
@@ -256,7 +258,7 @@ def part_acas_cpu(names: list[str], cpu_seconds: float, out: Path | None = None)
     for name in names:
         f = root / "acasxu" / "onnx" / f"ACASXU_run2a_{name}_batch_2000.onnx"
         net = load_model(str(f))
-        for p in (1.0, INF):
+        for p in norms:
             c0, w0 = time.process_time(), time.time()
             w = sampled_lower(net, box, p, p, n=2000)
             o = by_bab(net, box, p, p, c0 + cpu_seconds, clock=time.process_time)
@@ -330,6 +332,8 @@ def main() -> None:
                     help='comma-separated ACAS networks (e.g. 1_1,3_3) or "all" for the CPU-time-budget run only')
     ap.add_argument("--acas-cpu-file", default="lipschitz_acas_cpu.json",
                     help="results file name (under benchmarks/results) of the --acas-cpu run")
+    ap.add_argument("--norms", default="1,inf",
+                    help='with --acas-cpu: the input norms to run, comma-separated (e.g. "inf" to fill gaps)')
     ap.add_argument("--shard", default=None, help='with --acas-cpu: "i/n" runs every n-th network from the i-th')
     ap.add_argument("--acas-merge", default=None,
                     help="comma-separated --acas-cpu result files to merge into --acas-cpu-file with a summary")
@@ -351,9 +355,10 @@ def main() -> None:
     if a.acas_cpu:
         print(f"ACAS Xu, property 1 box, {a.acas_time:g} s of CPU time per constant")
         cpu_file = Path(a.out).with_name(a.acas_cpu_file)
-        rows = part_acas_cpu(acas_names(a.acas_cpu, a.shard), a.acas_time, cpu_file)
+        norms = tuple(float(v) for v in a.norms.split(","))
+        rows = part_acas_cpu(acas_names(a.acas_cpu, a.shard), a.acas_time, cpu_file, norms)
         cpu_file.write_text(json.dumps({"acas_cpu": rows, "cpu_seconds": a.acas_time}, indent=1, default=str))
-        for p in (1.0, INF):
+        for p in norms:
             rs = [r["ratio"] for r in rows if r["p"] == p]
             print(f"  p={p:g}: ratio median {np.median(rs):.3g}, worst {np.max(rs):.3g}")
         print(f"wrote {cpu_file}")

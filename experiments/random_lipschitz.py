@@ -23,6 +23,10 @@ Networks: hidden weights N(0, 2 / fan_in) (He), output weights N(0, 1 / fan_in);
 
 Run:  python experiments/random_lipschitz.py [--quick]
 Writes experiments/results/random_lipschitz.json and .png.
+
+The p < 2 half at larger d (``--wide [--quick]``, experiments/random_lipschitz_wide.py):
+certified lower bounds of L_p by smoothed gradient ascent for d up to 64, width 4d,
+depth 2 and 3, against the typical gradient norm; writes random_lipschitz_wide.{json,png}.
 """
 
 from __future__ import annotations
@@ -122,7 +126,32 @@ def main() -> None:
     ap.add_argument("--keep-from", help="an earlier JSON whose runs are kept for the (bias, d) pairs "
                     "not run now (to extend a long run by a few dimensions)")
     ap.add_argument("--method", default="auto", help="route beyond enumeration: auto or bab")
+    ap.add_argument("--wide", action="store_true",
+                    help="the p < 2 test: certified lower bounds of L_p at d up to 64, width 4d "
+                    "(writes random_lipschitz_wide.{json,png}; with --quick: d <= 16)")
+    ap.add_argument("--wide-width", type=int, default=4,
+                    help="with --wide: width = this times d (not 4: zero biases, 2 seeds, file suffix _wN)")
+    ap.add_argument("--wide-seeds", type=int, default=None, help="with --wide: networks per (d, depth, bias)")
+    ap.add_argument("--wide-seed-start", type=int, default=0,
+                    help="with --wide: first seed (later seeds are added to the JSON's runs)")
+    ap.add_argument("--wide-depths", default=None,
+                    help="with --wide: the depths to run now (e.g. 2), merged with the others in the JSON")
     a = ap.parse_args()
+    if a.wide and a.from_json:
+        from random_lipschitz_wide import resummarise
+
+        resummarise(Path(a.from_json).with_suffix(""))
+        return
+    if a.wide:
+        from random_lipschitz_wide import wide_main
+
+        name = "random_lipschitz_wide" + ("_quick" if a.quick else "") + (f"_w{a.wide_width}" if a.wide_width != 4 else "")
+        wide_main(a.quick, RESULTS / name, [int(v) for v in a.wide_depths.split(",")] if a.wide_depths else None,
+                  a.wide_width,
+                  tuple(float(v) for v in a.biases.split(",")) if a.biases
+                  else ((0.0,) if a.wide_width != 4 else (0.0, a.bias_sd)),
+                  a.wide_seeds or (2 if a.wide_width != 4 else None), a.wide_seed_start)
+        return
     global METHOD
     METHOD = a.method
     if a.from_json:

@@ -37,6 +37,7 @@ ALLOWED = {
     "preactivation_bounds": "bounds are sound at any time limit (looser when cut short)",
     "sdp_bound": "an upper bound re-verified by eigenvalues at any time limit, or an error",
     "sampled_lower": "a sample by definition: None or a certified witness (a lower bound)",
+    "ascent_lower": "a heuristic search by definition: None or a certified witness (a lower bound)",
     "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
 }
 

@@ -5,7 +5,8 @@ around them (positivity, surjectivity, zonotope containment).
   input norm ``p >= 1`` and output norm ``q``; exact by region enumeration (any norm
   with a computable operator norm) or by the LipMIP program (``p in {1, inf}``), with
   upper bounds (layer-norm product, interval Jacobian, LipSDP for l2) and certified
-  lower bounds (sampling + local search).
+  lower bounds (sampling + local search; :func:`ascent_lower`, smoothed gradient
+  ascent on the Jacobian's norm, for high input dimensions).
 * :func:`operator_norm`: ``||A||_{p->q}``, exact where a formula exists.
 * :func:`is_positive`, :func:`surjective`, :func:`zonotope_contains`: exact answers with
   re-checked certificates (also exported from :mod:`relulab.verify`).
@@ -20,6 +21,7 @@ Example:
     ('exact', 2.0, 2.0)
 """
 
+from .ascent import ascent_lower
 from .core import LIP_REL_TOL, METHODS, LipschitzError, lipschitz
 from .decide import (
     Zonotope,
@@ -56,6 +58,7 @@ __all__ = [
     "interval_jacobian_bound",
     "sdp_bound",
     "sampled_lower",
+    "ascent_lower",
     "operator_norm",
     "NormBracket",
     "dual_exponent",
