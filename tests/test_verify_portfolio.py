@@ -12,8 +12,8 @@ from relulab.spec import OutputConstraint, Specification
 from relulab.tolerance import FEAS_TOL
 from relulab.verify import maximize, verify
 from relulab.verify import verifier as verifier_mod
-from relulab.verify.verifier import INPUT_SPLIT_MAX_DIM
 from relulab.verify.milp import milp_term
+from relulab.verify.verifier import INPUT_SPLIT_MAX_DIM
 
 
 def _net(rng: np.random.Generator, dims: list[int]) -> Network:
