@@ -398,7 +398,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch/OpenMP threads per instance (OpenBLAS stays at 1)")
-    ap.add_argument("--filter", default=None, help="keep instances whose paths contain this")
+    ap.add_argument("--filter", default=None, help="keep instances whose paths contain this (comma-separated: any of these)")
     ap.add_argument("--offset", type=int, default=0, help="with --every k: start at this instance")
     ap.add_argument("--solved-by", default=None, metavar="TOOL",
                     help="keep only instances this published tool solved (a biased subset: label it)")
@@ -437,7 +437,8 @@ def main() -> None:
             sys.exit(f"--benchmarks: unknown benchmark {bench!r} (known: {', '.join(BENCHMARKS)})")
         insts = instances(data, bench)
         if a.filter:
-            insts = [i for i in insts if a.filter in i["onnx"] or a.filter in i["vnnlib"]]
+            keys = [k for k in a.filter.split(",") if k]
+            insts = [i for i in insts if any(k in i["onnx"] or k in i["vnnlib"] for k in keys)]
         insts = insts[a.offset :: max(1, a.every)]
         if a.solved_by:  # a chosen subset: say so when reporting its counts
             tbl = published(data, bench).get(a.solved_by, {})
