@@ -81,3 +81,14 @@ def test_above_the_portfolio_range_relu_splitting_runs_alone():
     spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-(m.value + 0.05)]))])
     r = verify(net, spec, timeout=60, engine="numpy")
     assert r.status == "holds" and r.stats["method_choice"] == "relu-split"
+
+
+@pytest.mark.parametrize("engine", ["auto", "numpy"])
+def test_portfolio_ends_unknown_timeout(engine):
+    """Both phases cut short: ``unknown`` with the reason "timeout", never a guess."""
+    from test_verify_limits import _hard
+
+    net, spec = _hard(12)
+    r = verify(net, spec, timeout=1.0, engine=engine)
+    assert (r.status, r.reason) == ("unknown", "timeout")
+    assert r.stats["method_choice"] == "input-split, then relu-split"

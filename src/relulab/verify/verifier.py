@@ -77,6 +77,9 @@ INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splittin
 # splitting (and the MILP) needed minutes
 PORTFOLIO_MAX_DIM = 16
 INPUT_SPLIT_SHARE = 0.3
+# the portfolio imports torch for its ReLU splitting only with this many seconds left (a
+# cold import took 2-15 s on the loaded 2-core machine; the deadline must not pass during it)
+LAZY_TORCH_MIN_LEFT = 60.0
 # a phase that checks its clock only between rounds (input splitting, HiGHS) gets this share
 # of its time: its last round then ends before the deadline, not after it
 SLACK = 0.97
@@ -268,9 +271,10 @@ def verify(
     if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
             "torch" not in sys.modules and timeout < TORCH_MIN_TIMEOUT):
         engine = "numpy"  # a short run does not pay torch's start-up (seconds, cold)
-    if engine != "numpy" and method == "relu-split" and not portfolio:
+    if engine != "numpy" and method == "relu-split" and not (portfolio and engine == "auto"):
         # importing torch counts as loading: done before the clock starts (the portfolio
-        # imports it only when input splitting has not decided the property)
+        # imports it only when input splitting has not decided the property, and only with
+        # LAZY_TORCH_MIN_LEFT seconds left: else its ReLU splitting runs on numpy)
         from .relu_bab import crown_available
 
         crown_available()
@@ -298,6 +302,8 @@ def verify(
                          intermediate, alpha_iters, milp_max_binaries, seed)
                 if r.status != "unknown" or bud.expired():
                     return replace(r, time=bud.elapsed())
+                if engine == "auto" and "torch" not in sys.modules and bud.left() < LAZY_TORCH_MIN_LEFT:
+                    engine = "numpy"  # importing torch (seconds, more on a loaded machine) could overrun
             return _run(net, terms, bud, method, engine, stats, attack_time, batch, intermediate,
                         alpha_iters, milp_max_binaries, seed)
         except ResourceLimitError as e:
