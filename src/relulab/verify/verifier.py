@@ -230,8 +230,10 @@ def verify(
         memory: the memory budget in bytes (default: relulab.limits' budget, half the
             available memory); a phase that would exceed it ends ``unknown`` with the
             reason "memory: ...".
-        method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs, ReLU
-            splitting otherwise), "input-split", "relu-split" or "milp".
+        method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs; for a
+            dense network with up to ``PORTFOLIO_MAX_DIM`` inputs input splitting on
+            ``INPUT_SPLIT_SHARE`` of the time, then ReLU splitting; ReLU splitting
+            otherwise), "input-split", "relu-split" or "milp".
         engine: bound engine of ReLU splitting: "auto" (torch when installed, except for a
             run shorter than ``TORCH_MIN_TIMEOUT`` seconds before torch was imported),
             "crown" (torch) or "numpy".
