@@ -64,7 +64,7 @@ from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
 from .budget import Budget
 from .milp import milp_term
-from .relu_bab import relu_split, root_proven
+from .relu_bab import crown_ready, relu_split, root_proven
 from .result import VerificationResult
 
 __all__ = ["verify", "load_for_verify", "INPUT_SPLIT_MAX_DIM"]
@@ -304,7 +304,7 @@ def verify(
                          intermediate, alpha_iters, milp_max_binaries, seed)
                 if r.status != "unknown" or bud.expired():
                     return replace(r, time=bud.elapsed())
-                if engine == "auto" and "torch" not in sys.modules and bud.left() < LAZY_TORCH_MIN_LEFT:
+                if engine == "auto" and not crown_ready() and bud.left() < LAZY_TORCH_MIN_LEFT:
                     engine = "numpy"  # importing torch (seconds, more on a loaded machine) could overrun
             return _run(net, terms, bud, method, engine, stats, attack_time, batch, intermediate,
                         alpha_iters, milp_max_binaries, seed)
