@@ -169,6 +169,12 @@ def child(onnx: str, vnnlib: str, timeout: float) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
+# torch/OpenMP threads of each child (--threads, passed to the workers in this variable):
+# 1 keeps parallel workers from fighting over a small shared machine; with --workers 1 on
+# a quiet 2-core machine, 2 uses both cores for one instance
+THREADS_ENV = "RELULAB_BENCH_THREADS"
+
+
 def run_one(inst: dict, timeout: float, memory_gb: float, grace: float) -> dict:
     """Run one instance in a subprocess under the limits; its row for the table."""
     mem = int(memory_gb * 2**30)
@@ -177,7 +183,8 @@ def run_one(inst: dict, timeout: float, memory_gb: float, grace: float) -> dict:
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         os.nice(5)
 
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+    threads = os.environ.get(THREADS_ENV, "1")
+    env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS=threads,
                RELULAB_MEMORY_GB=str(0.8 * memory_gb),
                PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     t0 = time.time()
@@ -389,7 +396,9 @@ def main() -> None:
     ap.add_argument("--memory", type=float, default=6.0, help="address-space limit per instance (GB)")
     ap.add_argument("--grace", type=float, default=30.0, help="seconds past the limit before a kill")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--filter", default=None, help="keep instances whose paths contain this")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch/OpenMP threads per instance (OpenBLAS stays at 1)")
+    ap.add_argument("--filter", default=None, help="keep instances whose paths contain this (comma-separated: any of these)")
     ap.add_argument("--offset", type=int, default=0, help="with --every k: start at this instance")
     ap.add_argument("--solved-by", default=None, metavar="TOOL",
                     help="keep only instances this published tool solved (a biased subset: label it)")
@@ -406,6 +415,7 @@ def main() -> None:
                     help="retry a timeout only when its CPU seconds were below this share of the limit")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    os.environ[THREADS_ENV] = str(max(1, a.threads))
     if a.child:
         child(a.child[0], a.child[1], float(a.child[2]))
         return
@@ -427,7 +437,8 @@ def main() -> None:
             sys.exit(f"--benchmarks: unknown benchmark {bench!r} (known: {', '.join(BENCHMARKS)})")
         insts = instances(data, bench)
         if a.filter:
-            insts = [i for i in insts if a.filter in i["onnx"] or a.filter in i["vnnlib"]]
+            keys = [k for k in a.filter.split(",") if k]
+            insts = [i for i in insts if any(k in i["onnx"] or k in i["vnnlib"] for k in keys)]
         insts = insts[a.offset :: max(1, a.every)]
         if a.solved_by:  # a chosen subset: say so when reporting its counts
             tbl = published(data, bench).get(a.solved_by, {})

@@ -301,16 +301,18 @@ def register(app: typer.Typer) -> None:
             None, "--memory", help="Memory budget in GB (default: half of the available "
             "memory); a phase that would exceed it ends unknown (memory: ...)."),
         method: str = typer.Option(
-            "auto", "--method", help="auto (input splitting for at most 8 inputs, ReLU "
-            "splitting above), input-split, relu-split or milp."),
+            "auto", "--method", help="auto (input splitting for at most 8 inputs; 9-16 "
+            "inputs: input splitting first, then ReLU splitting; ReLU splitting above), "
+            "input-split, relu-split or milp."),
         out: str = typer.Option(None, "--out", help="Write the VNN-COMP result file here."),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Decide a VNN-LIB property: holds (unsat), violated (sat, with a re-checked
         counterexample) or unknown (timeout, memory).
 
-        An attack runs first; then branch and bound over input splits (at most 8 inputs)
-        or over ReLU splits (more inputs; ONNX models with convolutions, pooling or batch
+        An attack runs first; then branch and bound over input splits (at most 8 inputs;
+        with 9-16 inputs on 30% of the time, then ReLU splits) or over ReLU splits (more
+        inputs; ONNX models with convolutions, pooling or batch
         norms stay structured when torch is installed). The answer says which method
         decided it.
 

@@ -14,7 +14,9 @@ is decided on its own; the property holds when all of them do.
      with batched symbolic bounds;
    * ``relu-split`` (more inputs, or a structured ``relulab.crown.BoundGraph``):
      :func:`relulab.verify.relu_bab.relu_split` splits ReLU activations, bounding each
-     sub-domain with alpha/beta-CROWN (numpy CROWN without torch).
+     sub-domain with alpha/beta-CROWN (numpy CROWN without torch);
+   * both (a dense network with ``INPUT_SPLIT_MAX_DIM`` to ``PORTFOLIO_MAX_DIM`` inputs):
+     input splitting on ``INPUT_SPLIT_SHARE`` of the time, then ReLU splitting.
 3. When few neurons are unstable on the whole box and the branch and bound has not
    finished within a quarter of the time, one MILP (:func:`relulab.verify.milp.milp_term`,
    HiGHS branching on ReLUs) gets half of what is left, then the branch and bound resumes.
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import sys
 import time as _time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -61,12 +64,22 @@ from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
 from .budget import Budget
 from .milp import milp_term
-from .relu_bab import relu_split, root_proven
+from .relu_bab import crown_ready, relu_split, root_proven
 from .result import VerificationResult
 
 __all__ = ["verify", "load_for_verify", "INPUT_SPLIT_MAX_DIM"]
 
 INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splitting above
+# between INPUT_SPLIT_MAX_DIM and this many inputs (a dense network), "auto" runs input
+# splitting first on INPUT_SPLIT_SHARE of the time, then ReLU splitting on the rest: on the
+# 14-input gcas network of VNN-COMP 2022's reach_prob_density, whose 64 ReLUs are all
+# unstable on the box, input splitting decides every instance in < 0.2 CPU s where ReLU
+# splitting (and the MILP) needed minutes
+PORTFOLIO_MAX_DIM = 16
+INPUT_SPLIT_SHARE = 0.3
+# the portfolio imports torch for its ReLU splitting only with this many seconds left (a
+# cold import took 2-15 s on the loaded 2-core machine; the deadline must not pass during it)
+LAZY_TORCH_MIN_LEFT = 60.0
 # a phase that checks its clock only between rounds (input splitting, HiGHS) gets this share
 # of its time: its last round then ends before the deadline, not after it
 SLACK = 0.97
@@ -217,8 +230,10 @@ def verify(
         memory: the memory budget in bytes (default: relulab.limits' budget, half the
             available memory); a phase that would exceed it ends ``unknown`` with the
             reason "memory: ...".
-        method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs, ReLU
-            splitting otherwise), "input-split", "relu-split" or "milp".
+        method: "auto" (input splitting for at most ``INPUT_SPLIT_MAX_DIM`` inputs; for a
+            dense network with up to ``PORTFOLIO_MAX_DIM`` inputs input splitting on
+            ``INPUT_SPLIT_SHARE`` of the time, then ReLU splitting; ReLU splitting
+            otherwise), "input-split", "relu-split" or "milp".
         engine: bound engine of ReLU splitting: "auto" (torch when installed, except for a
             run shorter than ``TORCH_MIN_TIMEOUT`` seconds before torch was imported),
             "crown" (torch) or "numpy".
@@ -251,13 +266,17 @@ def verify(
     if method not in METHODS:
         raise RelulabError(f"verify: method must be one of {', '.join(METHODS)}, got {method!r}")
     n_in, n_out = _dims(net)
+    portfolio = False
     if method == "auto":
         method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
+        portfolio = method == "relu-split" and n_in <= PORTFOLIO_MAX_DIM and _dense_of(net) is not None
     if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
             "torch" not in sys.modules and timeout < TORCH_MIN_TIMEOUT):
         engine = "numpy"  # a short run does not pay torch's start-up (seconds, cold)
-    if engine != "numpy" and method == "relu-split":
-        # importing torch counts as loading: done before the clock starts
+    if engine != "numpy" and method == "relu-split" and not (portfolio and engine == "auto"):
+        # importing torch counts as loading: done before the clock starts (the portfolio
+        # imports it only when input splitting has not decided the property, and only with
+        # LAZY_TORCH_MIN_LEFT seconds left: else its ReLU splitting runs on numpy)
         from .relu_bab import crown_available
 
         crown_available()
@@ -277,6 +296,16 @@ def verify(
     stats: dict = {"terms": len(terms), "method_choice": method}
     with memory_limit(bud.memory), single_threaded_blas():
         try:
+            if portfolio:
+                stats["method_choice"] = "input-split, then relu-split"
+                first = Budget(INPUT_SPLIT_SHARE * timeout, bud.memory)
+                first.rss0 = bud.rss0
+                r = _run(net, terms, first, "input-split", engine, stats, attack_time, batch,
+                         intermediate, alpha_iters, milp_max_binaries, seed)
+                if r.status != "unknown" or bud.expired():
+                    return replace(r, time=bud.elapsed())
+                if engine == "auto" and not crown_ready() and bud.left() < LAZY_TORCH_MIN_LEFT:
+                    engine = "numpy"  # importing torch (seconds, more on a loaded machine) could overrun
             return _run(net, terms, bud, method, engine, stats, attack_time, batch, intermediate,
                         alpha_iters, milp_max_binaries, seed)
         except ResourceLimitError as e:
