@@ -13,9 +13,10 @@ Part 2 (ACAS Xu, property 1's input box, 5 inputs, 6 x 50 neurons, 5 outputs, q 
 upper / lower, status, and the CPU seconds the call got.  The exact routes do not close
 there in 60 s (see docs/lipschitz.md), so the bracket is what is reported.
 
-Alternative tools: LipMIP needs Gurobi; ``gurobipy`` is not installed on this machine
-(checked below, in the same run), and LipSDP needs MATLAB + MOSEK; neither can run here,
-so the routes are compared with each other.
+Alternative tools: LipMIP's reference code needs Gurobi and is not on PyPI;
+``benchmarks/lipmip_gurobi.py`` writes the LipMIP program afresh in ``gurobipy`` (its
+size-limited licence takes the networks of part 1, not ACAS Xu) and runs it side by side
+with relulab's exact routes.  LipSDP needs MATLAB + MOSEK and cannot run here.
 
 Part 1b (the l2 target): on 26 2-input networks (20 of L2_SIZES plus the 6 of part 1; exact
 by enumeration), the product of spectral norms, the whole-box local LipSDP and the SDP
@@ -80,8 +81,8 @@ def gurobi_available() -> str:
     try:
         import gurobipy  # noqa: F401
     except ImportError:
-        return "gurobipy not installed (pip index has it, but no licence for these sizes); LipMIP-on-Gurobi not run"
-    return "gurobipy importable"
+        return "gurobipy not installed (pip install gurobipy); LipMIP on Gurobi: benchmarks/lipmip_gurobi.py"
+    return "gurobipy importable; LipMIP on Gurobi: benchmarks/lipmip_gurobi.py"
 
 
 def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
