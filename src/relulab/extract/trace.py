@@ -838,15 +838,14 @@ def trace_layer(
                 count["not_global"] += 1
             neurons[:] = [t for i, t in enumerate(neurons) if i not in drop_local]
             checked.clear()
-        for i in _combinations(known, neurons):
-            fakes.append(neurons[i].theta)
-            count["not_global"] += 1
         drop = set(_combinations(known, neurons))
         while drop:
-            neurons[:] = [t for i, t in enumerate(neurons) if i not in drop]
-            drop = set(_combinations(known, neurons))
             for i in drop:
                 fakes.append(neurons[i].theta)
+                count["not_global"] += 1
+            neurons[:] = [t for i, t in enumerate(neurons) if i not in drop]
+            checked.clear()  # indices moved
+            drop = set(_combinations(known, neurons))
 
     lines = quiet = 0
     while lines < max_lines and quiet < (patience if width is None else 3 * patience):
