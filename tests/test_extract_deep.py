@@ -135,3 +135,28 @@ def test_fidelity_leaves_out_a_neuron_dead_on_the_box():
     far = np.array([[20.0, 20.0]])
     assert abs(float(ref(far)[0, 0] - rec(far)[0, 0])) > 1.0  # not equal off the box
     assert fidelity(ref, rec, Box(-20 * np.ones(2), 20 * np.ones(2))).equivalence == "different"
+
+
+def test_trace_keeps_only_rows_of_the_layer_in_a_three_hidden_layer_network():
+    # Layer 2 traced with the true layer 1: deeper neurons' surfaces, seen inside one
+    # activation pattern of layer 2, also fit a row there; they must be rejected, so every
+    # row returned is a true layer-2 row (to 1e-9) and all of them are found.
+    for arch, seed in (([8, 8, 6, 4, 1], 1), ([6, 8, 5, 4, 1], 3)):
+        net = _random(arch, seed)
+        W = [np.asarray(w, float) for w in net.weights]
+        b = [np.asarray(c, float) for c in net.biases]
+        tl = trace_layer(QueryOracle(net), [], W[0], b[0], arch[0], np.random.default_rng(seed),
+                         width=arch[2])
+        assert len(tl.neurons) == arch[2]
+        assert all(t.identified for t in tl.neurons)
+        assert _rows_match(np.hstack([tl.W, tl.b[:, None]]), np.hstack([W[1], b[1][:, None]]), 1e-9)
+
+
+def test_three_hidden_layers_equal():
+    net = _random([10, 8, 6, 5, 1], 2)
+    r = extract_relu(net, 10, widths=[8, 6, 5], seed=2, equivalence_timeout=20)
+    assert r.status == "complete", r.unidentified
+    assert r.widths == (8, 6, 5)
+    assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-8
+    X = np.random.default_rng(0).normal(size=(3000, 10)) * 2
+    assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8 * (1 + np.max(np.abs(net(X))))

@@ -85,6 +85,27 @@ REACH_MIN = 3
 REACH_BUDGET = 3  # steps of all those walks, per trace, in units of its point budget
 REACH_STEPS = 60  # steps of one walk toward one hyperplane
 REACH_RETRIES = 4  # failed steps in a row (each more random) before a walk gives up
+# Completion of a weight the walk never saw (:func:`_complete`): lines from this many
+# traced points nearest the previous-layer hyperplane (and as many random ones); two
+# candidates agree when they differ by this x the size of their terms (exact kinks give
+# ~1e-12, other surfaces' kinks O(1)).
+COMPLETE_STARTS = 6
+# Global test of a traced row (:func:`_surface_is_global`): random lines, a grid of this
+# many steps to find where the row predicts its surface, accepted after GLOBAL_HITS
+# kinks found there, rejected after GLOBAL_MISSES crossings without one (another kink
+# inside the window hides one now and then: ~2 % of crossings).
+GLOBAL_LINES = 12
+# A traced row is a combination of other rows when the residual is below this (relative):
+# rows are good to ~1e-9, independent rows differ by O(1).
+COMBO_RTOL = 1e-6  # tol: see the comment above
+# A complete row's affine part, once the previous layer is oriented, is zero to this
+# (relative to its weights): rows are good to ~1e-9; a deeper neuron's is O(1).
+ROW_AFFINE_RTOL = 1e-6  # tol: see the comment above
+GLOBAL_GRID = 4000
+GLOBAL_HITS = 3
+GLOBAL_MISSES = 2
+GLOBAL_RTOL = 1e-6  # tol: a predicted crossing is good to ~1e-9 of the line's length
+COMPLETE_RTOL = 1e-7  # tol: see the comment above
 
 
 @dataclass
@@ -488,6 +509,191 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
     return out
 
 
+
+# ---------------------------------------------------------------- completion
+def _unseen_feature(known: _Known, X: np.ndarray, lidx: int, side: float) -> np.ndarray:
+    """``relu(-side z_l)``: the part of neuron ``l`` of layer ``k-1`` the traced surface never
+    saw (``side``: the sign of ``z_l`` at every traced point)."""
+    z = known.g(X) @ known.U[lidx] + known.b[lidx]
+    return np.maximum(-side * z, 0.0)
+
+
+def _surface_is_global(probe: _Probe, known: _Known, theta: np.ndarray, unknown: list[int],
+                       rng: np.random.Generator, radius: float, scale: float,
+                       others: np.ndarray | None = None, pattern: np.ndarray | None = None,
+                       hits_needed: int | None = None) -> bool:
+    """Whether the oracle has a kink wherever the row ``theta`` predicts its surface
+    crosses random lines (the crossing computed from the known layers alone, no queries;
+    each checked by locating one kink there, five queries).  A neuron of a deeper layer,
+    traced inside one activation pattern of the layer in between, also gives a row with a
+    null vector there; outside that pattern its true surface bends away, so its predicted
+    crossings carry no kink.  Points where an unidentified weight could matter are left
+    out.  With ``others`` (rows of this layer) and ``pattern`` (their signs along the traced
+    surface), only crossings where that pattern does not hold count.  Undecided (no
+    crossing found): True."""
+    d = probe.space.dim
+    hits = misses = 0
+    for _ in range(GLOBAL_LINES):
+        x0 = 0.5 * scale * rng.normal(size=d) / np.sqrt(d)
+        r = rng.normal(size=d)
+        r /= np.linalg.norm(r)
+        t = np.linspace(-radius, radius, GLOBAL_GRID + 1)
+        X = x0 + t[:, None] * r
+        Phi = known.phi(X)
+        p = Phi @ theta
+        ok = np.ones(t.shape[0], bool)
+        if unknown:
+            Z = known.g(X) @ known.U[unknown].T + known.b[unknown]
+            ok = np.all(np.sign(Z) == np.sign(Z[np.argmin(np.abs(p))]), axis=1)
+        if others is not None:
+            ok &= ((Phi @ others.T > 0) != pattern).any(axis=1)
+        flip = np.nonzero((np.sign(p[:-1]) != np.sign(p[1:])) & ok[:-1] & ok[1:])[0]
+        if flip.size == 0:
+            continue
+        i = int(rng.choice(flip))
+        ta, tb = float(t[i]), float(t[i + 1])
+        for _ in range(60):  # bisection on the known layers: no queries
+            tm = 0.5 * (ta + tb)
+            if np.sign(known.phi((x0 + tm * r)[None])[0] @ theta) == np.sign(p[i]):
+                ta = tm
+            else:
+                tb = tm
+        tc = 0.5 * (ta + tb)
+        rho = 0.25 * (t[1] - t[0])
+        found = probe.search(x0 + tc * r, r).single(rho)
+        if found is not None and abs(found) <= GLOBAL_RTOL * (1.0 + radius):
+            hits += 1
+            if hits >= (GLOBAL_HITS if hits_needed is None else hits_needed):
+                return True
+        else:
+            misses += 1
+            if misses >= GLOBAL_MISSES:
+                return False
+    return True
+
+
+def _combinations(known: _Known, neurons: list[TracedNeuron]) -> list[int]:
+    """Rows that are a deeper neuron seen inside one activation pattern of this layer:
+    there ``p = sum_{q in A} a_q p_q + c`` (the neurons ``A`` active in the pattern), so
+    its row is a combination of rows of this layer plus a constant, and along its traced
+    surface none of the rows it combines changes sign (the pattern holds there).  A true
+    row is not such a combination, or its surface crosses theirs."""
+    K = len(neurons)
+    if K < 2:
+        return []
+    out = []
+    Th = np.array([t.theta for t in neurons])
+    ec = np.zeros(Th.shape[1])
+    ec[-1] = 1.0
+    for i, t in enumerate(neurons):
+        mask = np.ones(Th.shape[1], bool)
+        for j in range(K):
+            mask[neurons[j].unknown] = False
+        others = [j for j in range(K) if j != i]
+        B = np.vstack([Th[others], ec])[:, mask].T
+        a, *_ = np.linalg.lstsq(B, Th[i, mask], rcond=None)
+        if np.linalg.norm(B @ a - Th[i, mask]) > COMBO_RTOL * np.linalg.norm(Th[i, mask]):
+            continue
+        used = [others[j] for j in np.nonzero(np.abs(a[:-1]) > COMBO_RTOL)[0]]
+        if not used:
+            continue
+        P = known.phi(np.asarray(t.points)) @ Th[used].T
+        if np.all((P > 0).all(axis=0) | (P < 0).all(axis=0)):
+            out.append(i)
+    return out
+
+
+def _complete(probe: _Probe, known: _Known, tn: TracedNeuron, rng: np.random.Generator,
+              scale: float) -> int:
+    """Identify weights of ``tn`` left unknown because previous-layer neuron ``l`` kept one
+    side all along the traced surface (it never crossed ``l``'s hyperplane where the walk
+    went).  Past that hyperplane the pre-activation is ``phi . theta + a relu(-s z_l)``
+    (``s``: the side seen; a neuron that stayed active had its affine part folded into
+    ``M`` and ``c``): one unknown ``a``.  Lines along the local normal, through points of
+    the local plane continued just past ``l``'s hyperplane, cross the surface there; every
+    kink on them gives a candidate ``a = -(phi . theta) / relu(-s z_l)``, and the surface's
+    own kinks agree on one value (other surfaces give scattered ones).  Two agreeing
+    candidates from different lines fix ``a``; the theta is updated in place (then refitted
+    by the caller).  Returns the number of weights identified."""
+    n_prev = known.U.shape[0]
+    done = 0
+    for lidx in list(tn.unknown):
+        P = np.asarray(tn.points)
+        z = known.g(P) @ known.U[lidx] + known.b[lidx]
+        side = 1.0 if np.median(z) > 0 else -1.0
+        others = [j for j in tn.unknown if j != lidx]
+        sides = {j: (1.0 if np.median(known.g(P) @ known.U[j] + known.b[j]) > 0 else -1.0) for j in others}
+        cands: list[tuple[float, int, np.ndarray, float]] = []
+        a = None
+        order = np.argsort(np.abs(z))
+        starts = list(order[:COMPLETE_STARTS]) + list(rng.choice(len(P), size=min(COMPLETE_STARTS, len(P)),
+                                                                 replace=False))
+        for line_id, i in enumerate(starts):
+            x, n = P[i], tn.normals[i]
+            J = known.U[lidx] @ known.jac(x)[n_prev:-1]
+            v = -np.sign(z[i]) * (J - (J @ n) * n)
+            if np.linalg.norm(v) <= ROUNDOFF * (np.linalg.norm(J) + 1.0):
+                continue
+            v /= np.linalg.norm(v)
+            rate = abs(float(J @ v))
+            if rate == 0.0:
+                continue
+            tstar = abs(z[i]) / rate
+            f = (1.1, 1.5, 2.5, 5.0)[line_id % 4]
+            y = x + f * tstar * v
+            R = 0.5 * f * tstar + 0.05 * scale
+            ts = probe.search(y, n).kinks(-R, R)
+            for t in ts:
+                xp = y + t * n
+                if known.on_known(xp):
+                    continue
+                fl = float(_unseen_feature(known, xp[None], lidx, side)[0])
+                if fl <= 0.0:
+                    continue
+                if any(_unseen_feature(known, xp[None], j, sides[j])[0] > 0 for j in others):
+                    continue  # two unknowns at once: not one equation
+                phi = known.phi(xp[None])[0]
+                th = tn.theta.copy()
+                th[tn.unknown] = 0.0
+                val = float(phi @ th)
+                size = float(np.abs(phi) @ np.abs(th))
+                cands.append((-val / fl, line_id, xp, size / fl))
+            a = _agree(cands)
+            if a is not None:
+                break
+        if a is None:
+            continue
+        val, pts = a
+        th = tn.theta.copy()
+        th[lidx] = val
+        if side > 0:  # a relu(-z) = a relu(z) - a z: the affine part leaves M and c
+            th[n_prev:-1] -= val * known.U[lidx]
+            th[-1] -= val * known.b[lidx]
+        tn.theta = th
+        tn.unknown.remove(lidx)
+        for xp in pts:
+            nrm = known.jac(xp).T @ th
+            tn.points.append(xp)
+            tn.normals.append(nrm / (np.linalg.norm(nrm) + 1e-300))  # tol: floor only
+        done += 1
+    return done
+
+
+def _agree(cands) -> tuple[float, list[np.ndarray]] | None:
+    """A value two candidates from different lines agree on (relative ``COMPLETE_RTOL`` of
+    the size of their terms), with the points that give it; None if none."""
+    for i in range(len(cands)):
+        for j in range(i):
+            ai, li, xi, si = cands[i]
+            aj, lj, xj, sj = cands[j]
+            if li == lj:
+                continue
+            if abs(ai - aj) <= COMPLETE_RTOL * (max(si, sj) + abs(ai)):
+                pts = [c[2] for c in cands if abs(c[0] - ai) <= COMPLETE_RTOL * (c[3] + abs(ai))]
+                return 0.5 * (ai + aj), pts
+    return None
+
+
 def trace_layer(
     o: QueryOracle,
     layers: list[tuple[np.ndarray, np.ndarray]],
@@ -534,7 +740,9 @@ def trace_layer(
     eq_scale = scale
     neurons: list[TracedNeuron] = []
     bent: list[tuple[np.ndarray, np.ndarray]] = []
-    count = {"seeds": 0, "rejected": 0}
+    count = {"seeds": 0, "rejected": 0, "not_global": 0}
+    checked: set[int] = set()
+    fakes: list[np.ndarray] = []
     notes: list[str] = []
 
     def take(x0: np.ndarray, r: np.ndarray, ts: np.ndarray, lo: float, hi: float) -> bool:
@@ -550,6 +758,8 @@ def trace_layer(
                 continue
             if any(abs(nb @ (x - xb)) <= SURFACE_RTOL * (scale + np.linalg.norm(x - xb)) for xb, nb in bent):
                 continue
+            if any(abs(phi @ f) <= SURFACE_RTOL * (np.abs(phi) @ np.abs(f)) for f in fakes):
+                continue  # on a surface already found not global
             n0 = _kink_normal(probe, x0, r, ts, int(j), lo, hi)
             if n0 is None:
                 continue
@@ -561,10 +771,20 @@ def trace_layer(
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
             theta, unknown = got
+            if not _surface_is_global(probe, known, theta, unknown, rng, radius, scale):
+                # a deeper neuron's surface seen inside one pattern of the layer in between
+                # fits a row there, but has no kink where that row predicts one elsewhere
+                count["rejected"] += 1
+                count["not_global"] += 1
+                fakes.append(theta)
+                bent.extend(zip(pts, nrm, strict=True))
+                continue
             if refine:
                 extra = _locate_extra(probe, known, pts, nrm, rng, scale)
                 theta = _refit(known, pts + extra, theta, unknown)
             tn = TracedNeuron(theta, pts, nrm, unknown, cells)
+            if tn.unknown and _complete(probe, known, tn, rng, scale) and refine:
+                tn.theta = _refit(known, tn.points + extra, tn.theta, tn.unknown)
             twin = _same(neurons, tn, n_prev)
             if twin is not None:
                 # the same neuron traced twice: keep the better identified trace
@@ -577,13 +797,69 @@ def trace_layer(
                 break
         return new
 
+    def prune() -> None:
+        # a row whose traced surface kept one sign of every other row may be a deeper
+        # neuron seen inside one pattern: its surface must show kinks outside that pattern
+        drop_local = []
+        for i, t in enumerate(neurons):
+            if i in checked or len(neurons) < 2:
+                continue
+            oth = np.array([u.theta for j, u in enumerate(neurons) if j != i])
+            Pp = known.phi(np.asarray(t.points)) @ oth.T
+            if not np.all((Pp > 0).all(axis=0) | (Pp < 0).all(axis=0)):
+                continue
+            # with a weight still unidentified as well, the trace never left one pattern of
+            # this layer nor one side of some earlier neuron: nothing shows it is a row here
+            if (t.unknown and len(neurons) >= 4) or not _surface_is_global(
+                    probe, known, t.theta, t.unknown, rng, radius, scale, others=oth,
+                    pattern=Pp[0] > 0, hits_needed=2):
+                drop_local.append(i)
+            else:
+                checked.add(i)
+        # with the previous layer's orientation fixed by most rows, a complete row whose
+        # affine part is not explained by it is no row of this layer
+        full = np.array([t.identified for t in neurons])
+        if full.sum() >= 4:
+            Th = np.array([t.theta for t in neurons])
+            V, M = Th[:, :n_prev], Th[:, n_prev:-1]
+            fl = _robust_flips(V, known.U, M, full, [])
+            if fl is not None:
+                R = M + V[:, fl] @ known.U[fl]
+                for i, t in enumerate(neurons):
+                    r = R[i]
+                    if t.unknown:  # an always-active neuron's weight sits in M: project it out
+                        B = known.U[t.unknown].T
+                        r = r - B @ np.linalg.lstsq(B, r, rcond=None)[0]
+                    if np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and i not in drop_local:
+                        drop_local.append(i)
+        if drop_local:
+            for i in drop_local:
+                fakes.append(neurons[i].theta)
+                count["not_global"] += 1
+            neurons[:] = [t for i, t in enumerate(neurons) if i not in drop_local]
+            checked.clear()
+        drop = set(_combinations(known, neurons))
+        while drop:
+            for i in drop:
+                fakes.append(neurons[i].theta)
+                count["not_global"] += 1
+            neurons[:] = [t for i, t in enumerate(neurons) if i not in drop]
+            checked.clear()  # indices moved
+            drop = set(_combinations(known, neurons))
+
     lines = quiet = 0
     while lines < max_lines and quiet < (patience if width is None else 3 * patience):
         if width is not None and len(neurons) >= width:
-            break
+            prune()
+            if len(neurons) >= width:
+                break
         lines += 1
         x0, r, ts = _random_line_kinks(probe, rng, d, scale, radius)
         quiet = 0 if take(x0, r, ts, -radius, radius) else quiet + 1
+    prune()
+    if count["not_global"]:
+        notes.append(f"{count['not_global']} traced surface(s) of a deeper layer (seen inside one "
+                     "activation pattern of this layer) rejected")
     if last:
         lines += _hunt(o, probe, known, neurons, take, rng, d, scale, atol, width, notes)
     return _assemble(neurons, known, count["seeds"], count["rejected"], lines, notes)
