@@ -53,7 +53,7 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
-from .glu_linear import magnitudes, orientations, value_rows
+from .glu_linear import even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
@@ -84,6 +84,12 @@ MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much furthe
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
+EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
+EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
+EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
+SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
+POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
+POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
@@ -417,6 +423,7 @@ def extract_glu(
     grid: int | None = None,
     max_planes: int = 16,
     refine: bool = True,
+    polish_steps: int | None = None,
     time_limit: float = 120.0,
     reference: GLUBlock | None = None,
     seed: int = 0,
@@ -433,7 +440,9 @@ def extract_glu(
         scale: how far out the ReLU-limit stages query (None: 1 for ReLU, 1e8 otherwise).
         grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
             resolved).  max_planes: most half-circles scanned.
-        refine, time_limit: the final least-squares polish and its seconds.
+        refine, polish_steps, time_limit: the final least-squares polish, its most L-BFGS
+            iterations (None: ``POLISH_STEPS``, fewer on big blocks) and its seconds (the seconds are a wall-clock guard; the iterations
+            make the result the same on a busy machine).
         reference: the true block, for ``param_error`` only (default: the oracle itself
             when it is a :class:`GLUBlock`).
 
@@ -569,6 +578,26 @@ def extract_glu(
             for _ in range(CORRECTIONS):
                 G = units.rows(V)
                 V, cg_res = solve(G, W, V, 0.2)
+            if nz > NOISY_ORACLE and not by_odd and h * (2 * d + m) < EVEN_SHARE * m * d * (d + 1) / 2:
+                # rounded outputs: the finite-difference gate rows are good to a few %;
+                # Gauss-Newton on every even-part equation at once fits G, V and W to the
+                # rounding level (the polish's pairs, fetched now)
+                n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
+                if n_p > X.shape[0]:
+                    Xa = rng.normal(size=(n_p - X.shape[0], d))
+                    X = np.vstack([X, Xa])
+                    Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                    Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                    E = 0.5 * (Yp + Yn)
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=EVEN_FIT_STEPS // 2, cg_iter=EVEN_FIT_CG, cg_rtol=EVEN_FIT_RTOL)
+                # units measured twice or made by rounding keep a small share of the even
+                # part once the rest fits: dropped, and the fit continues without them
+                size = np.linalg.norm(V, axis=1)
+                keep = size > SPURIOUS_SHARE * float(np.median(size))
+                if not keep.all():
+                    units._keep(keep)
+                    G, V, W, h = G[keep], V[keep], W[:, keep], int(keep.sum())
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=EVEN_FIT_STEPS // 2, cg_iter=EVEN_FIT_CG, cg_rtol=EVEN_FIT_RTOL)
             stage("value")
             # 4: orientation from the other part (odd far out, or even)
             if by_odd:
@@ -622,7 +651,12 @@ def extract_glu(
                 Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
                 stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=10**6)
+            if polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
+                per_it = 12.0 * X.shape[0] * h * (d + m)
+                n_steps = int(min(POLISH_STEPS, max(25, POLISH_FLOPS / per_it)))
+            else:
+                n_steps = int(polish_steps)
+            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
             if pol.status != "unchanged":
                 state["block"], state["refined"] = pol.block, True
         blk = state["block"]
