@@ -86,6 +86,7 @@ MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (
 NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
 EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
 EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
+EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
 EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
@@ -589,7 +590,11 @@ def extract_glu(
                     Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
                     Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
                     E = 0.5 * (Yp + Yn)
-                G, V, W, _ = even_fit(X, E, G, V, W, steps=EVEN_FIT_STEPS // 2, cg_iter=EVEN_FIT_CG, cg_rtol=EVEN_FIT_RTOL)
+                # a conjugate-gradient step costs ~4 n h (d + m) flops: big blocks get fewer
+                total = EVEN_FIT_FLOPS / (4.0 * X.shape[0] * h * (d + m))
+                cg = int(min(EVEN_FIT_CG, max(10, total / EVEN_FIT_STEPS)))
+                gn = int(min(EVEN_FIT_STEPS, max(4, total / cg))) // 2
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=gn, cg_iter=cg, cg_rtol=EVEN_FIT_RTOL)
                 # units measured twice or made by rounding keep a small share of the even
                 # part once the rest fits: dropped, and the fit continues without them
                 size = np.linalg.norm(V, axis=1)
@@ -597,7 +602,7 @@ def extract_glu(
                 if not keep.all():
                     units._keep(keep)
                     G, V, W, h = G[keep], V[keep], W[:, keep], int(keep.sum())
-                G, V, W, _ = even_fit(X, E, G, V, W, steps=EVEN_FIT_STEPS // 2, cg_iter=EVEN_FIT_CG, cg_rtol=EVEN_FIT_RTOL)
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=gn, cg_iter=cg, cg_rtol=EVEN_FIT_RTOL)
             stage("value")
             # 4: orientation from the other part (odd far out, or even)
             if by_odd:
