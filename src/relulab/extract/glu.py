@@ -649,6 +649,8 @@ def extract_glu(
             # a noisy oracle: fit on enough pairs to average the rounding out
             per = FALLBACK_PAIRS if state["fallback"] else POLISH_PAIRS
             n_p = int(math.ceil(per * h * (2 * d + m) / (2 * m)))
+            if state["fallback"]:  # no better than its start anyway: big blocks get fewer pairs
+                n_p = min(n_p, max(X.shape[0], int(POLISH_FLOPS / (25 * 12.0 * h * (d + m)))))
             if n_p > X.shape[0]:
                 Xa = rng.normal(size=(n_p - X.shape[0], d))
                 X = np.vstack([X, Xa])
