@@ -45,6 +45,7 @@ __all__ = ["ValueSolve", "value_rows", "orientations", "magnitudes", "psi_ratio"
 CG_RTOL = 1e-14  # tol: conjugate gradients stop at float64 precision of the normal equations
 GN_RTOL = 1e-12  # tol: Gauss-Newton on the magnitudes stops when the residual stalls to this
 LM_DAMP = 1e-6  # tol: initial Levenberg damping of the magnitude steps (relative to the diagonal)
+FIT_CG_RTOL = 1e-11  # tol: even_fit's default inner solve: near float64 precision of its normal equations
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ def _gn_direction(X: np.ndarray, R: np.ndarray, G: np.ndarray, V: np.ndarray, W:
 
 
 def even_fit(X: np.ndarray, E: np.ndarray, G: np.ndarray, V: np.ndarray, W: np.ndarray,
-             steps: int = 8, cg_iter: int = 200, cg_rtol: float = 1e-11) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+             steps: int = 8, cg_iter: int = 200, cg_rtol: float = FIT_CG_RTOL) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Gauss-Newton on the even part ``E = ((X G^T) * (X V^T)) W^T / 2`` over ``G``,
     ``V`` and ``W`` together (each step a linear least-squares problem, solved by
     matrix-free conjugate gradients): noisy gate rows (finite differences) and output
