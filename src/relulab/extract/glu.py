@@ -442,7 +442,8 @@ def extract_glu(
         grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
             resolved).  max_planes: most half-circles scanned.
         refine, polish_steps, time_limit: the final least-squares polish, its most L-BFGS
-            iterations (None: ``POLISH_STEPS``, fewer on big blocks) and its seconds (the seconds are a wall-clock guard; the iterations
+            iterations (None: ``POLISH_STEPS``, fewer on big blocks, with rounded
+            outputs; unbounded with full-precision ones) and its seconds (the seconds are a wall-clock guard; the iterations
             make the result the same on a busy machine).
         reference: the true block, for ``param_error`` only (default: the oracle itself
             when it is a :class:`GLUBlock`).
@@ -658,7 +659,9 @@ def extract_glu(
                 Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
                 stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            if polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
+            if polish_steps is None and nz <= NOISY_ORACLE and not state["fallback"]:
+                n_steps = 10**6  # full-precision outputs: the time limit alone (as before)
+            elif polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
                 per_it = 12.0 * X.shape[0] * h * (d + m)
                 n_steps = int(min(POLISH_STEPS, max(25, POLISH_FLOPS / per_it)))
             else:
