@@ -24,8 +24,11 @@ multi-stage forward-query primitive of the GLU extraction abstract):
 
 Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
 a noise-aware path: units measured twice merge, units no later half-circle saw are
-dropped, each gate row is the median of up to five measurements, units whose magnitude
-runs off are dropped, and the polish fits on 4 equations per parameter.  When no
+dropped, each gate row is the median of up to five measurements; where the even part
+has enough equations, Gauss-Newton on it refits gate rows, value rows and output
+directions together (:func:`~relulab.extract.glu_linear.even_fit`) and units left with
+a small share are dropped; units whose magnitude runs off are dropped, and the polish
+(bounded by iterations) fits on 4 equations per parameter.  When no
 crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
 least-squares fit from random weights is returned, flagged ``fallback``.
 
