@@ -260,3 +260,12 @@ def test_float32_even_fit_path_recovers_width_and_gates():
     X = np.random.default_rng(6).normal(size=(400, 16))
     assert np.median(_rel(r.block, blk, X)) < 1e-5
     assert r.param_error["gate_median"] < 1e-5 and r.param_error["matched"] == 12
+
+
+def test_too_few_units_is_partial_not_recovered():
+    # one coarse half-circle sees 1 of 24 units: the block it returns does not compute f,
+    # and the result says so instead of "recovered"
+    blk = random_glu(8, 24, act="silu", seed=1)
+    r = extract_glu(blk, 8, act="silu", grid=64, max_planes=1, refine=False)
+    assert r.block is not None and r.hidden < 24
+    assert r.median_rel_error > 0.1 and r.status == "partial" and "not recovered" in r.message

@@ -92,6 +92,7 @@ EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough fo
 EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
 EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
+NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
@@ -173,8 +174,9 @@ class GLUResult(Result):
 
     Attributes:
         block: the recovered block (None when stopped before the value branch).
-        status: ``recovered`` (every stage ran and as many units were found as given) or
-            ``partial`` (the query budget ran out, or units are missing).
+        status: ``recovered`` (every stage ran, as many units were found as given and the
+            median validation error is at most ``NOT_RECOVERED``) or ``partial`` (the
+            query budget ran out, units are missing, or the validation error is larger).
         hidden: the width used; hidden_inferred: whether it was counted from the crossings.
         queries, time: cost; stage_queries: queries per stage.
         planes, grid: half-circles scanned and grid points on each.
@@ -687,7 +689,8 @@ def extract_glu(
     val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
     perr = param_error(blk, reference) if reference is not None else None
     missing = hidden is not None and h < hidden
-    status = "partial" if missing or state["fallback"] else "recovered"
+    off = val[0] > NOT_RECOVERED  # e.g. units missing: the block does not compute f
+    status = "partial" if missing or state["fallback"] or off else "recovered"
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
     if state["fallback"]:
@@ -695,6 +698,8 @@ def extract_glu(
                f"median relative validation error {val[0]:.3g}, worst {val[1]:.3g} (sampled) from {o.queries} queries")
     if missing:
         msg += f"; only {h} of {hidden} units found"
+    if off and not state["fallback"]:
+        msg += f"; not recovered: median validation error above {NOT_RECOVERED:g} (units missing or wrong)"
     if cg_res > UNEXPLAINED:
         msg += f"; value solve residual {cg_res:.1e}"
     return result(status, msg, val, perr)
