@@ -217,3 +217,55 @@ def test_glu_bad_input():
         extract_glu(random_glu(3, 1), 4)  # the block takes 3 inputs, not 4
     with pytest.raises(ExtractError, match="NaN"):
         extract_glu(lambda X: np.full((len(X), 1), np.nan), 3)
+
+
+def test_even_fit_recovers_perturbed_directions():
+    # Gauss-Newton on the even part from gate rows, value rows and output directions
+    # all off by ~2 %: back to the true directions (an exact even part has one
+    # decomposition up to scale and sign per unit)
+    from relulab.extract.glu_linear import even_fit
+
+    rng = np.random.default_rng(4)
+    d, h, m = 8, 5, 8
+    G = rng.normal(size=(h, d))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    W = rng.normal(size=(m, h))
+    W /= np.linalg.norm(W, axis=0)
+    V = rng.normal(size=(h, d))
+    X = rng.normal(size=(300, d))
+    E = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
+
+    def noisy(A):
+        return A + 0.02 * rng.normal(size=A.shape) * np.abs(A).mean()
+
+    G0, W0 = noisy(G), noisy(W)
+    G1, V1, W1, res = even_fit(X, E, G0 / np.linalg.norm(G0, axis=1, keepdims=True), noisy(V),
+                               W0 / np.linalg.norm(W0, axis=0), steps=12, cg_iter=200, cg_rtol=1e-12)
+    assert res < 1e-9
+    assert np.abs(np.abs(np.sum(G1 * G, axis=1)) - 1).max() < 1e-9
+    assert np.abs(np.abs(np.sum(W1 * W, axis=0)) - 1).max() < 1e-9
+    # fresh inputs: the fitted even part is the true one
+    Xf = rng.normal(size=(50, d))
+    Ef = 0.5 * ((Xf @ G1.T) * (Xf @ V1.T)) @ W1.T
+    assert np.abs(Ef - 0.5 * ((Xf @ G.T) * (Xf @ V.T)) @ W.T).max() < 1e-8 * np.abs(Ef).max()
+
+
+def test_float32_even_fit_path_recovers_width_and_gates():
+    # enough outputs for the even part to fix G, V and W jointly (h (2d + m) well below
+    # m d (d + 1) / 4): the noisy path refits the finite-difference gate rows there
+    # (without the refit, no polish: gate rows ~7e-4 off, outputs ~2e-3; with it ~1e-7)
+    blk = random_glu(16, 12, act="silu", seed=3)
+    r = extract_glu(_rounded(blk, "float32"), 16, act="silu", refine=False, reference=blk)
+    assert r.status == "recovered" and r.hidden == 12 and not r.fallback and not r.refined
+    X = np.random.default_rng(6).normal(size=(400, 16))
+    assert np.median(_rel(r.block, blk, X)) < 1e-5
+    assert r.param_error["gate_median"] < 1e-5 and r.param_error["matched"] == 12
+
+
+def test_too_few_units_is_partial_not_recovered():
+    # one coarse half-circle sees 1 of 24 units: the block it returns does not compute f,
+    # and the result says so instead of "recovered"
+    blk = random_glu(8, 24, act="silu", seed=1)
+    r = extract_glu(blk, 8, act="silu", grid=64, max_planes=1, refine=False)
+    assert r.block is not None and r.hidden < 24
+    assert r.median_rel_error > 0.1 and r.status == "partial" and "not recovered" in r.message

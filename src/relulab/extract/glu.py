@@ -24,8 +24,11 @@ multi-stage forward-query primitive of the GLU extraction abstract):
 
 Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
 a noise-aware path: units measured twice merge, units no later half-circle saw are
-dropped, each gate row is the median of up to five measurements, units whose magnitude
-runs off are dropped, and the polish fits on 4 equations per parameter.  When no
+dropped, each gate row is the median of up to five measurements; where the even part
+has enough equations, Gauss-Newton on it refits gate rows, value rows and output
+directions together (:func:`~relulab.extract.glu_linear.even_fit`) and units left with
+a small share are dropped; units whose magnitude runs off are dropped, and the polish
+(bounded by iterations) fits on 4 equations per parameter.  When no
 crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
 least-squares fit from random weights is returned, flagged ``fallback``.
 
@@ -53,7 +56,7 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
-from .glu_linear import magnitudes, orientations, value_rows
+from .glu_linear import even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
@@ -84,6 +87,14 @@ MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much furthe
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
+EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
+EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
+EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
+EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
+SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
+NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
+POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
+POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
@@ -163,8 +174,9 @@ class GLUResult(Result):
 
     Attributes:
         block: the recovered block (None when stopped before the value branch).
-        status: ``recovered`` (every stage ran and as many units were found as given) or
-            ``partial`` (the query budget ran out, or units are missing).
+        status: ``recovered`` (every stage ran, as many units were found as given and the
+            median validation error is at most ``NOT_RECOVERED``) or ``partial`` (the
+            query budget ran out, units are missing, or the validation error is larger).
         hidden: the width used; hidden_inferred: whether it was counted from the crossings.
         queries, time: cost; stage_queries: queries per stage.
         planes, grid: half-circles scanned and grid points on each.
@@ -417,6 +429,7 @@ def extract_glu(
     grid: int | None = None,
     max_planes: int = 16,
     refine: bool = True,
+    polish_steps: int | None = None,
     time_limit: float = 120.0,
     reference: GLUBlock | None = None,
     seed: int = 0,
@@ -433,7 +446,10 @@ def extract_glu(
         scale: how far out the ReLU-limit stages query (None: 1 for ReLU, 1e8 otherwise).
         grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
             resolved).  max_planes: most half-circles scanned.
-        refine, time_limit: the final least-squares polish and its seconds.
+        refine, polish_steps, time_limit: the final least-squares polish, its most L-BFGS
+            iterations (None: ``POLISH_STEPS``, fewer on big blocks, with rounded
+            outputs; unbounded with full-precision ones) and its seconds (the seconds are a wall-clock guard; the iterations
+            make the result the same on a busy machine).
         reference: the true block, for ``param_error`` only (default: the oracle itself
             when it is a :class:`GLUBlock`).
 
@@ -569,6 +585,30 @@ def extract_glu(
             for _ in range(CORRECTIONS):
                 G = units.rows(V)
                 V, cg_res = solve(G, W, V, 0.2)
+            if nz > NOISY_ORACLE and not by_odd and h * (2 * d + m) < EVEN_SHARE * m * d * (d + 1) / 2:
+                # rounded outputs: the finite-difference gate rows are good to a few %;
+                # Gauss-Newton on every even-part equation at once fits G, V and W to the
+                # rounding level (the polish's pairs, fetched now)
+                n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
+                if n_p > X.shape[0]:
+                    Xa = rng.normal(size=(n_p - X.shape[0], d))
+                    X = np.vstack([X, Xa])
+                    Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                    Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                    E = 0.5 * (Yp + Yn)
+                # a conjugate-gradient step costs ~4 n h (d + m) flops: big blocks get fewer
+                total = EVEN_FIT_FLOPS / (4.0 * X.shape[0] * h * (d + m))
+                cg = int(min(EVEN_FIT_CG, max(10, total / EVEN_FIT_STEPS)))
+                gn = int(min(EVEN_FIT_STEPS, max(4, total / cg))) // 2
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=gn, cg_iter=cg, cg_rtol=EVEN_FIT_RTOL)
+                # units measured twice or made by rounding keep a small share of the even
+                # part once the rest fits: dropped, and the fit continues without them
+                size = np.linalg.norm(V, axis=1)
+                keep = size > SPURIOUS_SHARE * float(np.median(size))
+                if not keep.all():
+                    units._keep(keep)
+                    G, V, W, h = G[keep], V[keep], W[:, keep], int(keep.sum())
+                G, V, W, _ = even_fit(X, E, G, V, W, steps=gn, cg_iter=cg, cg_rtol=EVEN_FIT_RTOL)
             stage("value")
             # 4: orientation from the other part (odd far out, or even)
             if by_odd:
@@ -615,6 +655,8 @@ def extract_glu(
             # a noisy oracle: fit on enough pairs to average the rounding out
             per = FALLBACK_PAIRS if state["fallback"] else POLISH_PAIRS
             n_p = int(math.ceil(per * h * (2 * d + m) / (2 * m)))
+            if state["fallback"]:  # no better than its start anyway: big blocks get fewer pairs
+                n_p = min(n_p, max(X.shape[0], int(POLISH_FLOPS / (25 * 12.0 * h * (d + m)))))
             if n_p > X.shape[0]:
                 Xa = rng.normal(size=(n_p - X.shape[0], d))
                 X = np.vstack([X, Xa])
@@ -622,7 +664,14 @@ def extract_glu(
                 Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
                 stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=10**6)
+            if polish_steps is None and nz <= NOISY_ORACLE and not state["fallback"]:
+                n_steps = 10**6  # full-precision outputs: the time limit alone (as before)
+            elif polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
+                per_it = 12.0 * X.shape[0] * h * (d + m)
+                n_steps = int(min(POLISH_STEPS, max(25, POLISH_FLOPS / per_it)))
+            else:
+                n_steps = int(polish_steps)
+            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
             if pol.status != "unchanged":
                 state["block"], state["refined"] = pol.block, True
         blk = state["block"]
@@ -640,7 +689,8 @@ def extract_glu(
     val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
     perr = param_error(blk, reference) if reference is not None else None
     missing = hidden is not None and h < hidden
-    status = "partial" if missing or state["fallback"] else "recovered"
+    off = val[0] > NOT_RECOVERED  # e.g. units missing: the block does not compute f
+    status = "partial" if missing or state["fallback"] or off else "recovered"
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
     if state["fallback"]:
@@ -648,6 +698,8 @@ def extract_glu(
                f"median relative validation error {val[0]:.3g}, worst {val[1]:.3g} (sampled) from {o.queries} queries")
     if missing:
         msg += f"; only {h} of {hidden} units found"
+    if off and not state["fallback"]:
+        msg += f"; not recovered: median validation error above {NOT_RECOVERED:g} (units missing or wrong)"
     if cg_res > UNEXPLAINED:
         msg += f"; value solve residual {cg_res:.1e}"
     return result(status, msg, val, perr)

@@ -40,11 +40,12 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 
-__all__ = ["ValueSolve", "value_rows", "orientations", "magnitudes", "psi_ratio"]
+__all__ = ["ValueSolve", "value_rows", "orientations", "magnitudes", "psi_ratio", "even_fit"]
 
 CG_RTOL = 1e-14  # tol: conjugate gradients stop at float64 precision of the normal equations
 GN_RTOL = 1e-12  # tol: Gauss-Newton on the magnitudes stops when the residual stalls to this
 LM_DAMP = 1e-6  # tol: initial Levenberg damping of the magnitude steps (relative to the diagonal)
+FIT_CG_RTOL = 1e-11  # tol: even_fit's default inner solve: near float64 precision of its normal equations
 
 
 @dataclass(frozen=True)
@@ -219,3 +220,112 @@ def magnitudes(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray, V: np
             if damp > 1e6:
                 break
     return c, err / on
+
+
+
+def _gn_direction(X: np.ndarray, R: np.ndarray, G: np.ndarray, V: np.ndarray, W: np.ndarray,
+                  cg_iter: int, cg_rtol: float) -> list:
+    """One Gauss-Newton direction ``[dG, dV, dW]`` of :func:`even_fit` for the residual ``R``."""
+    A, B = X @ G.T, X @ V.T
+    F = 0.5 * A * B
+
+    def jac(dG: np.ndarray, dV: np.ndarray, dW: np.ndarray) -> np.ndarray:
+        return 0.5 * ((X @ dG.T) * B + A * (X @ dV.T)) @ W.T + F @ dW.T
+
+    def jac_t(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        RW = R @ W
+        return (0.5 * (RW * B)).T @ X, (0.5 * (RW * A)).T @ X, R.T @ F
+
+    # preconditioned CG on the normal equations (the scale gauge makes them singular
+    # but consistent); per unit the Gaussian-input blocks of J^T J are
+    # c (|g|^2 I + 2 g g^T) for v, c (|v|^2 I + 2 v v^T) for g: analytic inverses
+    c = 0.25 * np.einsum("ij,ij->j", W, W) * X.shape[0] * float(np.mean(X * X))
+    gn2, vn2 = np.einsum("ij,ij->i", G, G), np.einsum("ij,ij->i", V, V)
+    Gh = G / np.sqrt(np.maximum(gn2, TINY))[:, None]
+    Vh = V / np.sqrt(np.maximum(vn2, TINY))[:, None]
+    dv = np.maximum(c * gn2, TINY)[:, None]
+    dg = np.maximum(c * vn2, TINY)[:, None]
+    dw = np.maximum(np.einsum("ij,ij->j", F, F), TINY)[None, :]
+
+    def prec(r: list) -> list:
+        rg, rv, rw = r
+        return [(rg - (2.0 / 3.0) * np.sum(rg * Vh, axis=1, keepdims=True) * Vh) / dg,
+                (rv - (2.0 / 3.0) * np.sum(rv * Gh, axis=1, keepdims=True) * Gh) / dv,
+                rw / dw]
+
+    def dot(a: list, b: list) -> float:
+        return sum(float(np.sum(u * w)) for u, w in zip(a, b, strict=True))
+
+    b = list(jac_t(R))
+    x = [np.zeros_like(t) for t in b]
+    r = [t.copy() for t in b]
+    z = prec(r)
+    p = [t.copy() for t in z]
+    rz = dot(r, z)
+    bn = math.sqrt(dot(b, b))
+    for _ in range(cg_iter):
+        Jp = jac(*p)
+        q = list(jac_t(Jp))
+        alpha = rz / max(float(np.sum(Jp * Jp)), TINY)
+        x = [a + alpha * u for a, u in zip(x, p, strict=True)]
+        r = [a - alpha * u for a, u in zip(r, q, strict=True)]
+        if math.sqrt(dot(r, r)) <= cg_rtol * bn:
+            break
+        z = prec(r)
+        rz_new = dot(r, z)
+        p = [a + (rz_new / rz) * u for a, u in zip(z, p, strict=True)]
+        rz = rz_new
+    return x
+
+
+def even_fit(X: np.ndarray, E: np.ndarray, G: np.ndarray, V: np.ndarray, W: np.ndarray,
+             steps: int = 8, cg_iter: int = 200, cg_rtol: float = FIT_CG_RTOL) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Gauss-Newton on the even part ``E = ((X G^T) * (X V^T)) W^T / 2`` over ``G``,
+    ``V`` and ``W`` together (each step a linear least-squares problem, solved by
+    matrix-free conjugate gradients): noisy gate rows (finite differences) and output
+    directions are re-fitted to every even-part equation at once.  Rows of ``G`` and
+    columns of ``W`` are returned unit (their scales moved into ``V``) with their signs
+    kept.  Returns ``(G, V, W, median relative residual)``.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> G = np.linalg.qr(rng.normal(size=(6, 3)))[0].T
+        >>> W = np.linalg.qr(rng.normal(size=(6, 3)))[0]
+        >>> V = rng.normal(size=(3, 6))
+        >>> X = rng.normal(size=(200, 6))
+        >>> E = 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
+        >>> G0 = G + 0.01 * rng.normal(size=G.shape)
+        >>> G1, V1, W1, res = even_fit(X, E, G0 / np.linalg.norm(G0, axis=1, keepdims=True), V, W)
+        >>> bool(np.abs(np.abs(np.sum(G1 * G, axis=1)) - 1).max() < 1e-9), res < 1e-9
+        (True, True)
+    """
+    en = np.maximum(np.linalg.norm(E, axis=1), TINY)
+    G, V, W = G.copy(), V.copy(), W.copy()
+
+    def model(G: np.ndarray, V: np.ndarray, W: np.ndarray) -> np.ndarray:
+        return 0.5 * ((X @ G.T) * (X @ V.T)) @ W.T
+
+    R = E - model(G, V, W)
+    err = float(np.sum(R * R))
+    for _ in range(steps):
+        x = _gn_direction(X, R, G, V, W, cg_iter, cg_rtol)
+        # step halving keeps every step a descent step
+        for t in (1.0, 0.5, 0.25, 0.125):
+            Gt, Vt, Wt = G + t * x[0], V + t * x[1], W + t * x[2]
+            Rt = E - model(Gt, Vt, Wt)
+            et = float(np.sum(Rt * Rt))
+            if et < err:
+                break
+        if not et < err:
+            break
+        done = et > err * (1 - GN_RTOL)
+        G, V, W, R, err = Gt, Vt, Wt, Rt, et
+        if done:
+            break
+    ng = np.maximum(np.linalg.norm(G, axis=1), TINY)
+    nw = np.maximum(np.linalg.norm(W, axis=0), TINY)
+    G, W, V = G / ng[:, None], W / nw, V * (ng * nw)[:, None]
+    res = float(np.median(np.linalg.norm(R, axis=1) / en))
+    return G, V, W, res
+
