@@ -249,8 +249,8 @@ def test_seven_inputs_stored_solution() -> None:
 
     assert 7 in MAXN_LARGE
     s = stored_max_pairs(7)  # every equation of the reduced system, exactly
-    assert s.status == "found" and s.widths == (44, 182_807)
-    with pytest.raises(ConstructionError, match="182807 second-layer neurons"):
+    assert s.status == "found" and s.widths == (44, 142_137)
+    with pytest.raises(ConstructionError, match="142137 second-layer neurons"):
         max_n_two_hidden(7)
     # building its float64 network and certify_max_pairs take about a minute each:
     # experiments/maxn.py --extended and `relulab construct max --n 7 --hidden-layers 2` run them

@@ -37,7 +37,7 @@ a network of depth h for groups with ``|G_a u G_b| <= cap(h)``; so with a two-hi
 base for n0 inputs, ``cap(h + 1) = ceil(cap(h)/2) + (n0 - 1) floor(cap(h)/2)`` and
 ``cap(1) = 2`` (a 12-input base gives ``2 * 6^(h-1)``; the stored bases go up to 6).
 
-**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (182,807
+**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (142,137
 second-layer neurons) and n = 8 (306,252, from every orbit with s <= 3 items:
 :func:`relulab.construct.item_family`): float64 build, :func:`certify_max_pairs` on their
 integer arrays, exact evaluation by :func:`relulab.construct.eval_max_pairs`.
@@ -589,7 +589,7 @@ MAXN_LARGE: dict[int, list[tuple[PairTerm, Fraction]]] = _load("large")
 def stored_max_pairs(n: int) -> MaxPairsSolution:
     """The stored solution for n (found by :func:`search_max_pairs`; re-checked exactly
     here, every equation of the system): :data:`MAXN_STORED` (networks built and certified
-    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 182,807 and n = 8: 306,252
+    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 142,137 and n = 8: 306,252
     second-layer neurons; their networks are certified by :func:`certify_max_pairs` in
     about one and two minutes).
 
