@@ -142,6 +142,7 @@ from .maxn_deep import (
     max_n_deep,
     max_of_mins_deep,
     sum_of_maxes_deep,
+    sum_of_maxes_network,
 )
 from .maxn_items import eval_max_pairs, item_family, item_orbits
 from .maxsearch import (
@@ -289,6 +290,7 @@ __all__ = [
     "DeepMax",
     "DeepMaxCertificate",
     "sum_of_maxes_deep",
+    "sum_of_maxes_network",
     "eval_sum_of_maxes",
     "search_max_pairs",
     "max_pairs_network",

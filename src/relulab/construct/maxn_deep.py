@@ -58,7 +58,8 @@ from .maxmin import ConstructionError
 
 __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep_depth",
            "max_deep", "eval_max_deep", "deep_max_network", "certify_max_deep", "max_n_deep",
-           "max_of_mins_deep", "sum_of_maxes_deep", "eval_sum_of_maxes"]
+           "max_of_mins_deep", "sum_of_maxes_deep", "eval_sum_of_maxes",
+           "sum_of_maxes_network"]
 
 _FLOAT_EXACT = 2**53  # integers below this add and multiply exactly in float64
 _CHUNK = 4 * 10**6  # entries of one (inputs x neurons) block in the evaluator (memory bound)
@@ -129,13 +130,15 @@ def certified_bases() -> list[int]:
     return sorted({n for n in (*MAXN_STORED, *MAXN_LARGE, *MAXN_BLOCKS) if n >= 3})
 
 
+@functools.lru_cache(maxsize=16)
 def _neurons(n0: int) -> int:
     """Second-layer neurons of base n0 (carries included), without building it."""
-    from .maxn import MAXN_LARGE, MAXN_STORED, stored_max_pairs
+    from .maxn import MAXN_LARGE, MAXN_STORED
     from .maxn_blocks import stored_max_blocks
 
-    if n0 in MAXN_STORED or n0 in MAXN_LARGE:
-        return stored_max_pairs(n0).widths[1]
+    terms = MAXN_STORED.get(n0) or MAXN_LARGE.get(n0)
+    if terms:
+        return sum(t.orbit_size(n0) for t, _ in terms) + 2
     return stored_max_blocks(n0).widths[1]
 
 
@@ -733,3 +736,34 @@ def eval_sum_of_maxes(terms: Sequence[tuple[int, Sequence[Sequence[object]], Seq
         vals = eval_max_deep(dm, Z)
         tot = [t + sign * v for t, v in zip(tot, vals, strict=True)]
     return tot
+
+
+def sum_of_maxes_network(terms: Sequence[tuple[int, Sequence[Sequence[object]], Sequence[object]]]
+                         ) -> Network:
+    """The exact dense :class:`relulab.Network` of :func:`sum_of_maxes_deep`: every term's
+    max network (:func:`deep_max_network`) after its affine maps, side by side, summed with
+    its sign; ``deep_depth(k)`` hidden layers for k affine maps per term (two for
+    k <= 8; terms with k >= 7 are too large for dense Fraction weights, so use
+    :func:`eval_sum_of_maxes` there).
+
+    Example:
+        >>> net = sum_of_maxes_network([(1, [[1], [-1], [0]], [0, 0, 1]), (-1, [[0]], [1])])
+        >>> net.n_hidden_layers, net([[-3], [0]]).ravel().tolist()
+        (2, [Fraction(2, 1), Fraction(0, 1)])
+    """
+    from ._builder import F
+
+    _, ts = _terms_arg(terms, "sum_of_maxes_network")
+    H, dms = sum_of_maxes_deep(terms)
+    total = None
+    for (sign, A, c), dm in zip(ts, dms, strict=True):
+        Wf = np.array([[F(v) for v in r] for r in A], dtype=object)
+        cf = np.array([F(v) for v in c], dtype=object)
+        if len(A) == 1:
+            Wf, cf = np.concatenate([Wf, Wf]), np.concatenate([cf, cf])
+        inner = Network([Wf], [cf], exact=True)
+        part = deep_max_network(dm).compose(inner) * sign
+        total = part if total is None else total + part
+    assert total is not None
+    return total
+
