@@ -294,7 +294,7 @@ def test_cli_max_hidden_layers(tmp_path, capsys) -> None:
     assert d["certificate"]["status"] == "certified" and d["published_hidden_layers"] == 2
     code, text, err = run_cli(capsys, "construct", "max", "--n", "8", "--hidden-layers", "4", "--json")
     d = json.loads(text)
-    assert code == 0 and d["hidden_layers"] == 4 and d["certificate"]["status"] == "sampled"
+    assert code == 0 and d["hidden_layers"] == 4 and d["certificate"]["status"] == "certified"
     for args, msg in [(["--n", "12", "--hidden-layers", "2"], "--hidden-layers 2 is too few for --n 12"),
                       (["--n", "1", "--hidden-layers", "2"], "--n must be >= 2"),
                       (["--n", "4", "--hidden-layers", "0"], "--hidden-layers must be >= 1")]:
