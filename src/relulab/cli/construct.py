@@ -723,6 +723,10 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     m5 = C.max_n_two_hidden(5)
     console_.print(f"  max of 5 with TWO hidden layers (first layer relu(x_i - x_j)): {m5!r}, "
                    f"{C.certify_max_cones(m5, 5).status} on R^5 (the tree needs 3)")
+    dm = C.max_deep(18, bases=[4, 5, 6])
+    console_.print(f"  max of 18 by substituting group maxima into those bases: {dm.hidden_layers} hidden "
+                   f"layers {list(dm.widths)}, {C.certify_max_deep(dm).status} by composition "
+                   f"(the tree needs 5; with the 8-input base: {C.deep_depth(32)} layers up to n = 32)")
     console_.print(f"  sawtooth depth 6: width 2, {C.count_pieces(C.sawtooth(6), 0, 1)} linear pieces")
     r = C.square_error(4)
     console_.print(f"  Yarotsky x^2, m=4: exact max error {r.max_abs_error} at x = {r.argmax[0]}")
