@@ -64,7 +64,7 @@ __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep
 _FLOAT_EXACT = 2**53  # integers below this add and multiply exactly in float64
 _CHUNK = 4 * 10**6  # entries of one (inputs x neurons) block in the evaluator (memory bound)
 _DENSE_LIMIT = 2 * 10**7  # largest dense float64 weight count deep_max_network expands
-_DENSE_EXACT_LIMIT = 2 * 10**6  # largest dense Fraction weight count (about 100 bytes each)
+_DENSE_EXACT_LIMIT = 10**7  # largest dense Fraction weight count (zeros share one object)
 
 
 # ------------------------------------------------------------------ the bases
@@ -438,7 +438,7 @@ def eval_max_deep(dm: DeepMax, X: Sequence[Sequence[object]]) -> list[Fraction]:
 def deep_max_network(dm: DeepMax, exact: bool = True) -> Network:
     """The :class:`relulab.Network` of ``dm`` (dense weights; bias-free): layer h's
     weights are every node's template times its children's output weights.  Refuses when
-    the dense weights would exceed 2e7 entries (bases 7 and 8 at an inner level).
+    the dense weights would exceed 1e7 Fractions (``exact``) or 2e7 floats (e.g. bases 7, 8 inside).
 
     Example:
         >>> net = deep_max_network(max_deep(9))
