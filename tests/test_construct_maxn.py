@@ -249,8 +249,8 @@ def test_seven_inputs_stored_solution() -> None:
 
     assert 7 in MAXN_LARGE
     s = stored_max_pairs(7)  # every equation of the reduced system, exactly
-    assert s.status == "found" and s.widths == (44, 182_807)
-    with pytest.raises(ConstructionError, match="182807 second-layer neurons"):
+    assert s.status == "found" and s.widths == (44, 142_137)
+    with pytest.raises(ConstructionError, match="142137 second-layer neurons"):
         max_n_two_hidden(7)
     # building its float64 network and certify_max_pairs take about a minute each:
     # experiments/maxn.py --extended and `relulab construct max --n 7 --hidden-layers 2` run them
@@ -294,7 +294,7 @@ def test_cli_max_hidden_layers(tmp_path, capsys) -> None:
     assert d["certificate"]["status"] == "certified" and d["published_hidden_layers"] == 2
     code, text, err = run_cli(capsys, "construct", "max", "--n", "8", "--hidden-layers", "4", "--json")
     d = json.loads(text)
-    assert code == 0 and d["hidden_layers"] == 4 and d["certificate"]["status"] == "sampled"
+    assert code == 0 and d["hidden_layers"] == 4 and d["certificate"]["status"] == "certified"
     for args, msg in [(["--n", "12", "--hidden-layers", "2"], "--hidden-layers 2 is too few for --n 12"),
                       (["--n", "1", "--hidden-layers", "2"], "--n must be >= 2"),
                       (["--n", "4", "--hidden-layers", "0"], "--hidden-layers must be >= 1")]:

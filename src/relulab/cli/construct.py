@@ -153,8 +153,8 @@ def _max_min(kind: str, o: Options) -> tuple[Network, dict]:
 
 def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
     """max of nn inputs with hl hidden layers: the certified two-hidden-layer network when
-    hl = 2 and one is stored, else the recursive substitution (checked exactly at random
-    rational points of every tried ordering: 'sampled')."""
+    hl = 2 and one is stored, else the recursive substitution into the certified bases
+    (construct.max_deep), proved by composition and re-checked exactly at random points."""
     import numpy as np
 
     from .. import construct as C
@@ -163,7 +163,7 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
     if hl < 1:
         raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
-    fewest = 2 if nn in C.MAXN_LARGE or nn in C.MAXN_BLOCKS else C.deep_layers(nn)
+    fewest = C.deep_depth(nn)
     extra: dict[str, Any] = {
         "fewest_hidden_layers_here": fewest,
         "published_hidden_layers": C.log6_layers(nn),
@@ -184,23 +184,39 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         return C.max_pairs_network(nn, sol, exact=False), extra
     if hl < fewest:
         raise RelulabError(
-            f"construct max: --hidden-layers {hl} is too few for --n {nn} here (needs {fewest}; "
-            f"two hidden layers are stored for n in {extra['stored_two_hidden_layer_n']})")
+            f"construct max: --hidden-layers {hl} is too few for --n {nn} here (needs {fewest} "
+            f"with the certified two-hidden-layer bases {C.certified_bases()}; the paper's "
+            f"12-input base would need {C.log6_layers(nn)})")
     if hl == 2 and (nn == 2 or nn in C.MAXN_STORED):
         net = C.max_n_two_hidden(nn)
         extra["construction"] = "two-hidden-layer search (first layer relu(x_i - x_j))"
         extra["certificate"] = C.certify_max_cones(net, nn).to_dict()
         return net, extra
-    net = C.max_n_deep(nn, hidden_layers=hl)
+    small = [b for b in C.certified_bases() if b <= 6]
+    dm = C.max_deep(nn, hl, small if C.deep_depth(nn, small) <= hl else None)
+    try:
+        net = C.deep_max_network(dm)
+    except RelulabError:
+        try:  # too large for Fractions: float64 weights
+            net = C.deep_max_network(dm, exact=False)
+        except RelulabError:
+            sizes = [nn, *dm.widths, 1]
+            dense = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+            raise RelulabError(
+                f"construct max: the network for --n {nn} with --hidden-layers {hl} (widths "
+                f"{list(dm.widths)}, bases {list(dm.bases_used)}) has {dense:,} dense weights, too "
+                f"many to build; relulab.construct.max_deep + eval_max_deep evaluate it exactly") from None
     rng = np.random.default_rng(0)
     X = [[Fraction(int(a), int(b)) for a, b in zip(rng.integers(-999, 1000, nn),
                                                    rng.integers(1, 30, nn), strict=True)]
          for _ in range(8)]
-    Y = C.ExactEvaluator(net)(np.array(X, dtype=object))[:, 0]
-    ok = all(y == max(x) for x, y in zip(X, Y, strict=True))
-    extra["construction"] = "recursive substitution into the stored two-hidden-layer networks"
-    extra["certificate"] = {"status": "sampled" if ok else "failed", "points": len(X),
-                            "bases_certified": "by certify_max_cones (relulab.construct)"}
+    ok = C.eval_max_deep(dm, X) == [max(x) for x in X]
+    cert = C.certify_max_deep(dm).to_dict()
+    if not ok:
+        cert.update(status="failed", reason="an exact evaluation at a random point differs from max")
+    extra["construction"] = (f"recursive substitution into the certified two-hidden-layer bases "
+                             f"{list(dm.bases_used)}")
+    extra["certificate"] = {**cert, "points_checked": len(X)}
     return net, extra
 
 
@@ -707,6 +723,10 @@ def tour(console_) -> None:  # noqa: ANN001 - a rich Console
     m5 = C.max_n_two_hidden(5)
     console_.print(f"  max of 5 with TWO hidden layers (first layer relu(x_i - x_j)): {m5!r}, "
                    f"{C.certify_max_cones(m5, 5).status} on R^5 (the tree needs 3)")
+    dm = C.max_deep(18, bases=[4, 5, 6])
+    console_.print(f"  max of 18 by substituting group maxima into those bases: {dm.hidden_layers} hidden "
+                   f"layers {list(dm.widths)}, {C.certify_max_deep(dm).status} by composition "
+                   f"(the tree needs 5; with the 8-input base: {C.deep_depth(32)} layers up to n = 32)")
     console_.print(f"  sawtooth depth 6: width 2, {C.count_pieces(C.sawtooth(6), 0, 1)} linear pieces")
     r = C.square_error(4)
     console_.print(f"  Yarotsky x^2, m=4: exact max error {r.max_abs_error} at x = {r.argmax[0]}")

@@ -37,7 +37,7 @@ a network of depth h for groups with ``|G_a u G_b| <= cap(h)``; so with a two-hi
 base for n0 inputs, ``cap(h + 1) = ceil(cap(h)/2) + (n0 - 1) floor(cap(h)/2)`` and
 ``cap(1) = 2`` (a 12-input base gives ``2 * 6^(h-1)``; the stored bases go up to 6).
 
-**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (182,807
+**Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (142,137
 second-layer neurons) and n = 8 (306,252, from every orbit with s <= 3 items:
 :func:`relulab.construct.item_family`): float64 build, :func:`certify_max_pairs` on their
 integer arrays, exact evaluation by :func:`relulab.construct.eval_max_pairs`.
@@ -90,11 +90,9 @@ __all__ = [
     "certify_arrays",
     "stored_max_pairs",
     "max_n_two_hidden",
-    "max_n_deep",
     "deep_capacity",
     "deep_layers",
     "log6_layers",
-    "max_of_mins_deep",
     "MAXN_STORED",
     "MAXN_LARGE",
     "two_hidden_available",
@@ -589,7 +587,7 @@ MAXN_LARGE: dict[int, list[tuple[PairTerm, Fraction]]] = _load("large")
 def stored_max_pairs(n: int) -> MaxPairsSolution:
     """The stored solution for n (found by :func:`search_max_pairs`; re-checked exactly
     here, every equation of the system): :data:`MAXN_STORED` (networks built and certified
-    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 182,807 and n = 8: 306,252
+    by :func:`max_n_two_hidden`) or :data:`MAXN_LARGE` (n = 7: 142,137 and n = 8: 306,252
     second-layer neurons; their networks are certified by :func:`certify_max_pairs` in
     about one and two minutes).
 
@@ -746,168 +744,3 @@ def deep_layers(n: int, bases: Sequence[int] | None = None) -> int:
     while deep_capacity(h, bases) < n:
         h += 1
     return h
-
-
-def max_n_deep(n: int, hidden_layers: int | None = None,
-               bases: Sequence[int] | None = None) -> Network:
-    """max of n inputs by recursive substitution into the structured two-hidden-layer
-    networks (module docstring): a set S at depth h >= 2 is split into n0 groups (n0 a
-    base in ``bases``, default every stored n and 2); the base's first-layer values
-    ``relu(y_a - y_b)`` become ``max(G_a u G_b) - max(G_b)``, networks of depth h - 1
-    (shared between the sets that use them), and its second layer becomes layer h.
-    ``hidden_layers`` defaults to :func:`deep_layers` (fewer is an error; more pads with
-    carries).
-
-    Example:
-        >>> net = max_n_deep(9, bases=[5])
-        >>> net.n_hidden_layers, net([4, -1, 9, 2, 0, 3, 8, 1, 5])[0]
-        (3, Fraction(9, 1))
-    """
-    from ._builder import Builder, Expr, esum
-
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
-        raise ConstructionError(f"max_n_deep: n must be an integer >= 2, got {n!r}")
-    bases_ = _bases(bases)
-    need = deep_layers(n, bases_)
-    H = need if hidden_layers is None else hidden_layers
-    if H < need:
-        raise ConstructionError(f"max_n_deep: {H} hidden layers cannot compute max of {n} inputs with "
-                                f"bases {bases_} (needs {need}; capacity {deep_capacity(H, bases_)})")
-    base_nets = {n0: max_n_two_hidden(n0) for n0 in bases_}
-
-    # plan: node (S, h) -> how it is computed
-    plan: dict[tuple[tuple[int, ...], int], tuple] = {}
-
-    def need_node(S: tuple[int, ...], h: int) -> None:
-        key = (S, h)
-        if key in plan:
-            return
-        if h == 1:
-            plan[key] = ("leaf",)
-            return
-        if len(S) <= deep_capacity(h - 1, bases_):
-            plan[key] = ("carry",)
-            need_node(S, h - 1)
-            return
-        cap = deep_capacity(h - 1, bases_)
-        options = [(base_nets[n0].n_neurons, n0, sz) for n0 in bases_ if n0 >= 3
-                   for sz in [_split(len(S), n0, cap)] if sz is not None]
-        _, n0, sizes = min(options)
-        groups, start = [], 0
-        for s in sizes:
-            groups.append(S[start:start + s])
-            start += s
-        while len(groups) < n0:  # fewer items than base inputs: repeat a group (max is unchanged)
-            groups.append(groups[-1])
-        plan[key] = ("base", n0, tuple(groups))
-        for a in range(n0):
-            need_node(groups[a], h - 1)
-            for b in range(a + 1, n0):
-                need_node(tuple(sorted(set(groups[a] + groups[b]))), h - 1)
-
-    need_node(tuple(range(n)), H)
-    bld = Builder(n)
-    x = bld.inputs()
-    value: dict[tuple[tuple[int, ...], int], Expr] = {}
-    cache: dict[tuple, Expr] = {}
-
-    def relu(e: Expr) -> Expr:
-        k = (tuple(sorted(e.coef.items())), e.const)
-        if k not in cache:
-            cache[k] = bld.relu(e)
-        return cache[k]
-
-    def acc(into: dict, e: Expr, scale: Fraction) -> None:
-        for key, v in e.coef.items():
-            into[key] = into.get(key, Fraction(0)) + v * scale
-
-    base_feats = {}
-    for n0, net in base_nets.items():
-        W1, W2, W3 = net.weights
-        pairs = []
-        for r in range(W1.shape[0] - 2):  # feature r is relu(x_i - x_j)
-            pairs.append((next(c for c in range(n0) if W1[r, c] == 1),
-                          next(c for c in range(n0) if W1[r, c] == -1)))
-        rows = [[(f, W2[k, f]) for f in range(len(pairs)) if W2[k, f] != 0]
-                for k in range(W2.shape[0] - 2)]
-        base_feats[n0] = (pairs, rows, [W3[0, k] for k in range(W2.shape[0] - 2)])
-
-    for h in range(1, H + 1):
-        cache.clear()
-        for (S, hh), how in plan.items():
-            if hh != h:
-                continue
-            if how[0] == "leaf":
-                if len(S) == 1:
-                    value[(S, h)] = relu(x[S[0]]) - relu(-x[S[0]])
-                else:
-                    i, j = S
-                    value[(S, h)] = relu(x[i] - x[j]) + relu(x[j]) - relu(-x[j])
-            elif how[0] == "carry":
-                v = value[(S, h - 1)]
-                value[(S, h)] = relu(v) - relu(-v)
-            else:
-                _, n0, groups = how
-                pairs, rows, outw = base_feats[n0]
-                y = [value[(g, h - 1)] for g in groups]
-                # feature (i, j): relu(y_i - y_j) = max(G_i u G_j) - max(G_j)
-                feats = [value[(tuple(sorted(set(groups[i] + groups[j]))), h - 1)] - y[j]
-                         for i, j in pairs]
-                out: dict[int, Fraction] = {}
-                for row, w in zip(rows, outw, strict=True):
-                    pre: dict[int, Fraction] = {}
-                    for f, wf in row:
-                        acc(pre, feats[f], wf)
-                    e = Expr(h - 1, {k: v for k, v in pre.items() if v != 0})
-                    acc(out, relu(e), w)
-                T = esum(y, h - 1) / n0
-                acc(out, relu(T), Fraction(1))
-                acc(out, relu(-T), Fraction(-1))
-                value[(S, h)] = Expr(h, out)
-        bld.close()
-    return bld.build([value[(tuple(range(n)), H)]])
-
-
-def max_of_mins_deep(A: Sequence[Sequence[object]], c: Sequence[object],
-                     groups: Sequence[Sequence[int]], bases: Sequence[int] | None = None) -> Network:
-    """The lattice CPWL function ``f(x) = max_i min_{j in groups[i]} (A[j] . x + c[j])`` of
-    :func:`relulab.construct.max_of_mins`, with every min and the max computed by
-    :func:`max_n_deep` (``min(z) = -max(-z)``) instead of pairwise trees:
-    ``deep_layers(max |S_i|) + deep_layers(q)`` hidden layers (with the stored bases,
-    log base 3 instead of 2 at each level).
-
-    Example:
-        >>> net = max_of_mins_deep([[1], [-1], [0]], [0, 0, 1], [[0, 2], [1, 2]])   # min(|x|, 1)
-        >>> net([[-3], [Fraction(1, 2)]]).ravel().tolist()
-        [Fraction(1, 1), Fraction(1, 2)]
-    """
-    from ._builder import F
-
-    rows = [list(r) for r in A]
-    if not rows or any(len(r) != len(rows[0]) for r in rows) or not rows[0]:
-        raise ConstructionError("max_of_mins_deep: A must be a non-empty (k, d) matrix")
-    k = len(rows)
-    if len(c) != k:
-        raise ConstructionError(f"max_of_mins_deep: A has {k} rows but c has {len(c)} entries")
-    if not groups or any(len(g) == 0 for g in groups):
-        raise ConstructionError("max_of_mins_deep: every group needs at least one component")
-    for gi, g in enumerate(groups):
-        for j in g:
-            if not 0 <= j < k:
-                raise ConstructionError(f"max_of_mins_deep: group {gi} names component {j}; "
-                                        f"there are {k}")
-    Wf = np.array([[F(v) for v in r] for r in rows], dtype=object)
-    cf = np.array([F(v) for v in c], dtype=object)
-    mins = None
-    for g in groups:
-        g = list(g)
-        if len(g) == 1:  # an affine piece: no hidden layer (concat pads it with carries)
-            part = Network([Wf[g]], [cf[g]], exact=True)
-        else:
-            neg = Network([-Wf[g]], [-cf[g]], exact=True)  # -z for the group's pieces
-            part = (max_n_deep(len(g), bases=bases) * -1).compose(neg)  # min = -max(-z)
-        mins = part if mins is None else mins.concat(part)
-    assert mins is not None
-    if len(groups) == 1:
-        return mins
-    return max_n_deep(len(groups), bases=bases).compose(mins)
