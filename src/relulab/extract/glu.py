@@ -261,6 +261,16 @@ def param_error(block: GLUBlock, ref: GLUBlock) -> dict:
             "product_max": float(pe.max()), "product_median": float(np.median(pe))}
 
 
+def _more_pairs(o: QueryOracle, rng: np.random.Generator, X: np.ndarray, Yp: np.ndarray,
+                Yn: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Grow the paired queries (x, -x) to ``n`` Gaussian inputs: X, o(X) and o(-X), each
+    asked in chunks of 4096 rows (every phase of the attack adds pairs this way)."""
+    Xa = rng.normal(size=(n - X.shape[0], X.shape[1]))
+    Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+    Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+    return np.vstack([X, Xa]), Yp, Yn
+
+
 def _measure_noise(o: QueryOracle, d: int, m: int, rng: np.random.Generator) -> float:
     """Relative output precision from the even part's exact homogeneity E(3x) = 9 E(x)
     (not 2: doubling is exact in binary floating point and would hide the rounding)."""
@@ -555,10 +565,7 @@ def extract_glu(
             # 3: value rows from the even part (linear, free of orientation and magnitude)
             n_e = int(math.ceil(2.0 * h * d / m)) + 64
             if n_e > X.shape[0]:
-                Xa = rng.normal(size=(n_e - X.shape[0], d))
-                X = np.vstack([X, Xa])
-                Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
-                Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                X, Yp, Yn = _more_pairs(o, rng, X, Yp, Yn, n_e)
             E = 0.5 * (Yp + Yn)
             # the even part fixes V when it has more equations than V unknowns; else the
             # odd part far out fixes s * V and the even part the signs s
@@ -591,10 +598,7 @@ def extract_glu(
                 # rounding level (the polish's pairs, fetched now)
                 n_p = int(math.ceil(POLISH_PAIRS * h * (2 * d + m) / (2 * m)))
                 if n_p > X.shape[0]:
-                    Xa = rng.normal(size=(n_p - X.shape[0], d))
-                    X = np.vstack([X, Xa])
-                    Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
-                    Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                    X, Yp, Yn = _more_pairs(o, rng, X, Yp, Yn, n_p)
                     E = 0.5 * (Yp + Yn)
                 # a conjugate-gradient step costs ~4 n h (d + m) flops: big blocks get fewer
                 total = EVEN_FIT_FLOPS / (4.0 * X.shape[0] * h * (d + m))
@@ -658,10 +662,7 @@ def extract_glu(
             if state["fallback"]:  # no better than its start anyway: big blocks get fewer pairs
                 n_p = min(n_p, max(X.shape[0], int(POLISH_FLOPS / (25 * 12.0 * h * (d + m)))))
             if n_p > X.shape[0]:
-                Xa = rng.normal(size=(n_p - X.shape[0], d))
-                X = np.vstack([X, Xa])
-                Yp = np.vstack([Yp] + [o(Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
-                Yn = np.vstack([Yn] + [o(-Xa[i:i + 4096]) for i in range(0, Xa.shape[0], 4096)])
+                X, Yp, Yn = _more_pairs(o, rng, X, Yp, Yn, n_p)
                 stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
             if polish_steps is None and nz <= NOISY_ORACLE and not state["fallback"]:
