@@ -44,9 +44,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from lipschitz import SIZES, rand_net  # noqa: E402  (the same networks as part 1)
+from lipschitz import SIZES, random_networks  # noqa: E402  (the same networks as part 1)
 
-from relulab import Box, Network  # noqa: E402
+from relulab import Network  # noqa: E402
 from relulab.lipschitz import by_enumeration, by_milp  # noqa: E402
 
 INF = float("inf")
@@ -169,35 +169,31 @@ def lipmip_gurobi(net: Network, lo, hi, p: float, time_limit: float = 600.0) -> 
 
 def run(seeds: int, sizes) -> list[dict]:
     rows = []
-    for d, widths in sizes:
-        for s in range(seeds):
-            rng = np.random.default_rng(1000 * d + 10 * sum(widths) + s)
-            net = rand_net(rng, d, widths)
-            box = Box(-np.ones(d), np.ones(d))
-            for p, key in ((1.0, "1"), (INF, "inf")):
-                t = time.perf_counter()
-                e = by_enumeration(net, box, p, None)
-                t_enum = time.perf_counter() - t
-                t = time.perf_counter()
-                h = by_milp(net, box, p, None)
-                t_highs = time.perf_counter() - t
-                gu = lipmip_gurobi(net, box.lo, box.hi, p)
-                exact = e.lower
-                row = {
-                    "d": d, "widths": widths, "seed": s, "p": key, "exact_enumeration": exact,
-                    "relulab_milp": h.lower, "relulab_milp_complete": bool(h.complete),
-                    "gurobi": gu["value"], "gurobi_optimal": gu["optimal"],
-                    "gurobi_vars": gu["vars"], "gurobi_constrs": gu["constrs"],
-                    "t_enumeration": t_enum, "t_relulab_milp": t_highs, "t_gurobi": gu["seconds"],
-                }
-                row["gurobi_rel_diff"] = (abs(gu["value"] - exact) / max(exact, 1e-300)
-                                          if gu["value"] is not None else None)
-                row["relulab_milp_rel_diff"] = abs(h.lower - exact) / max(exact, 1e-300)
-                rows.append(row)
-                print(f"  d={d} {widths} seed {s} p={key}: exact {exact:.9g} | relulab MILP "
-                      f"{h.lower:.9g} ({t_highs:.3f} s) | Gurobi LipMIP {gu['value']:.9g} "
-                      f"({gu['seconds']:.3f} s, {gu['vars']} vars) | enumeration {t_enum:.3f} s",
-                      flush=True)
+    for d, widths, s, net, box in random_networks(seeds, sizes):
+        for p, key in ((1.0, "1"), (INF, "inf")):
+            t = time.perf_counter()
+            e = by_enumeration(net, box, p, None)
+            t_enum = time.perf_counter() - t
+            t = time.perf_counter()
+            h = by_milp(net, box, p, None)
+            t_highs = time.perf_counter() - t
+            gu = lipmip_gurobi(net, box.lo, box.hi, p)
+            exact = e.lower
+            row = {
+                "d": d, "widths": widths, "seed": s, "p": key, "exact_enumeration": exact,
+                "relulab_milp": h.lower, "relulab_milp_complete": bool(h.complete),
+                "gurobi": gu["value"], "gurobi_optimal": gu["optimal"],
+                "gurobi_vars": gu["vars"], "gurobi_constrs": gu["constrs"],
+                "t_enumeration": t_enum, "t_relulab_milp": t_highs, "t_gurobi": gu["seconds"],
+            }
+            row["gurobi_rel_diff"] = (abs(gu["value"] - exact) / max(exact, 1e-300)
+                                      if gu["value"] is not None else None)
+            row["relulab_milp_rel_diff"] = abs(h.lower - exact) / max(exact, 1e-300)
+            rows.append(row)
+            print(f"  d={d} {widths} seed {s} p={key}: exact {exact:.9g} | relulab MILP "
+                  f"{h.lower:.9g} ({t_highs:.3f} s) | Gurobi LipMIP {gu['value']:.9g} "
+                  f"({gu['seconds']:.3f} s, {gu['vars']} vars) | enumeration {t_enum:.3f} s",
+                  flush=True)
     return rows
 
 

@@ -85,46 +85,51 @@ def gurobi_available() -> str:
     return "gurobipy importable; LipMIP on Gurobi: benchmarks/lipmip_gurobi.py"
 
 
-def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
-    rows = []
+def random_networks(seeds: int, sizes):
+    """The random networks of part 1 (also used by lipmip_gurobi.py): (d, widths, seed,
+    network, the box [-1, 1]^d)."""
     for d, widths in sizes:
         for s in range(seeds):
             rng = np.random.default_rng(1000 * d + 10 * sum(widths) + s)
-            net = rand_net(rng, d, widths)
-            box = Box(-np.ones(d), np.ones(d))
-            row = {"d": d, "widths": widths, "seed": s}
-            for p in (1.0, 2.0, INF):
-                key = {1.0: "1", 2.0: "2", INF: "inf"}[p]
-                e, te = timed(by_enumeration, net, box, p, None)
-                row[f"exact_{key}"] = e.lower
-                row["regions"] = e.n_regions
-                row[f"t_enum_{key}"] = te
-                if p != 2.0:
-                    m, tm = timed(by_milp, net, box, p, None)
-                    row[f"milp_{key}"] = m.lower
-                    row[f"milp_ok_{key}"] = m.complete
-                    row[f"agree_{key}"] = abs(m.lower - e.lower) / max(e.lower, 1e-300)
-                    row[f"t_milp_{key}"] = tm
-                pb, tp = timed(product_bound, net, p, None)
-                ib, ti = timed(interval_jacobian_bound, net, box, p, None)
-                bb, tb = timed(by_bab, net, box, p, None, time.time() + bab_seconds)
-                row[f"product_{key}"] = pb / e.lower
-                row[f"interval_{key}"] = ib / e.lower
-                row[f"bab_{key}"] = bb.upper / e.lower
-                row[f"t_interval_{key}"] = ti + tp
-                row[f"t_bab_{key}"] = tb
-                if p == 2.0:
-                    sb, ts = timed(sdp_bound, net, box)
-                    row["sdp_2"] = sb / e.lower
-                    row["t_sdp_2"] = ts
-                    sbb, tsb = timed(sdp_bab, net, box, time_limit=bab_seconds)
-                    row["sdpbab_2"] = sbb.upper / e.lower
-                    row["t_sdpbab_2"] = tsb
-            rows.append(row)
-            print(f"  d={d} widths={widths} seed={s}: regions {row['regions']}, "
-                  f"L1 {row['exact_1']:.6g} (milp agrees to {row['agree_1']:.1e}), "
-                  f"Linf {row['exact_inf']:.6g} (agrees to {row['agree_inf']:.1e}), L2 {row['exact_2']:.6g}",
-                  flush=True)
+            yield d, widths, s, rand_net(rng, d, widths), Box(-np.ones(d), np.ones(d))
+
+
+def part_random(seeds: int, sizes, bab_seconds: float) -> dict:
+    rows = []
+    for d, widths, s, net, box in random_networks(seeds, sizes):
+        row = {"d": d, "widths": widths, "seed": s}
+        for p in (1.0, 2.0, INF):
+            key = {1.0: "1", 2.0: "2", INF: "inf"}[p]
+            e, te = timed(by_enumeration, net, box, p, None)
+            row[f"exact_{key}"] = e.lower
+            row["regions"] = e.n_regions
+            row[f"t_enum_{key}"] = te
+            if p != 2.0:
+                m, tm = timed(by_milp, net, box, p, None)
+                row[f"milp_{key}"] = m.lower
+                row[f"milp_ok_{key}"] = m.complete
+                row[f"agree_{key}"] = abs(m.lower - e.lower) / max(e.lower, 1e-300)
+                row[f"t_milp_{key}"] = tm
+            pb, tp = timed(product_bound, net, p, None)
+            ib, ti = timed(interval_jacobian_bound, net, box, p, None)
+            bb, tb = timed(by_bab, net, box, p, None, time.time() + bab_seconds)
+            row[f"product_{key}"] = pb / e.lower
+            row[f"interval_{key}"] = ib / e.lower
+            row[f"bab_{key}"] = bb.upper / e.lower
+            row[f"t_interval_{key}"] = ti + tp
+            row[f"t_bab_{key}"] = tb
+            if p == 2.0:
+                sb, ts = timed(sdp_bound, net, box)
+                row["sdp_2"] = sb / e.lower
+                row["t_sdp_2"] = ts
+                sbb, tsb = timed(sdp_bab, net, box, time_limit=bab_seconds)
+                row["sdpbab_2"] = sbb.upper / e.lower
+                row["t_sdpbab_2"] = tsb
+        rows.append(row)
+        print(f"  d={d} widths={widths} seed={s}: regions {row['regions']}, "
+              f"L1 {row['exact_1']:.6g} (milp agrees to {row['agree_1']:.1e}), "
+              f"Linf {row['exact_inf']:.6g} (agrees to {row['agree_inf']:.1e}), L2 {row['exact_2']:.6g}",
+              flush=True)
     return {"rows": rows}
 
 
