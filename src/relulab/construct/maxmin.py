@@ -142,6 +142,21 @@ def chen_bound(k: int, q: int) -> tuple[int, int]:
     return (3 * 2**lk + 2 * lk - 3) * q + 3 * 2**lq - 2 * lk - 3, lk + lq
 
 
+def check_lattice_groups(where: str, k: int, c: Sequence, groups: Sequence[Sequence[int]]) -> None:
+    """The checks shared by the max-of-mins constructions: ``c`` has one entry per row of
+    ``A`` (``k``), and every group is non-empty and names rows that exist (one clear
+    error each, prefixed by ``where``)."""
+    if len(c) != k:
+        raise ConstructionError(f"{where}: A has {k} rows but c has {len(c)} entries")
+    if not groups or any(len(g) == 0 for g in groups):
+        raise ConstructionError(f"{where}: every group needs at least one component")
+    for gi, g in enumerate(groups):
+        for j in g:
+            if not 0 <= j < k:
+                raise ConstructionError(f"{where}: group {gi} names component {j}; "
+                                        f"there are {k}")
+
+
 def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
                 groups: Sequence[Sequence[int]]) -> Network:
     """The network of ``f(x) = max_i min_{j in groups[i]} (A[j] . x + c[j])`` (a lattice,
@@ -161,15 +176,7 @@ def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
     if A.ndim != 2 or A.shape[0] == 0:
         raise ConstructionError("max_of_mins: A must be a non-empty (k, d) matrix")
     k, d = A.shape
-    if len(c) != k:
-        raise ConstructionError(f"max_of_mins: A has {k} rows but c has {len(c)} entries")
-    if not groups or any(len(g) == 0 for g in groups):
-        raise ConstructionError("max_of_mins: every group needs at least one component")
-    for gi, g in enumerate(groups):
-        for j in g:
-            if not 0 <= j < k:
-                raise ConstructionError(f"max_of_mins: group {gi} names component {j}; "
-                                        f"there are {k}")
+    check_lattice_groups("max_of_mins", k, c, groups)
     b = Builder(d)
     x = b.inputs()
     pieces = []

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
-from .maxmin import ConstructionError
+from .maxmin import ConstructionError, check_lattice_groups
 
 __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep_depth",
            "max_deep", "eval_max_deep", "deep_max_network", "certify_max_deep", "max_n_deep",
@@ -639,16 +639,7 @@ def max_of_mins_deep(A: Sequence[Sequence[object]], c: Sequence[object],
     rows = [list(r) for r in A]
     if not rows or any(len(r) != len(rows[0]) for r in rows) or not rows[0]:
         raise ConstructionError("max_of_mins_deep: A must be a non-empty (k, d) matrix")
-    k = len(rows)
-    if len(c) != k:
-        raise ConstructionError(f"max_of_mins_deep: A has {k} rows but c has {len(c)} entries")
-    if not groups or any(len(g) == 0 for g in groups):
-        raise ConstructionError("max_of_mins_deep: every group needs at least one component")
-    for gi, g in enumerate(groups):
-        for j in g:
-            if not 0 <= j < k:
-                raise ConstructionError(f"max_of_mins_deep: group {gi} names component {j}; "
-                                        f"there are {k}")
+    check_lattice_groups("max_of_mins_deep", len(rows), c, groups)
     Wf = np.array([[F(v) for v in r] for r in rows], dtype=object)
     cf = np.array([F(v) for v in c], dtype=object)
     mins = None
