@@ -182,8 +182,7 @@ def _ray_workers(ray, workers: int | None, preload: tuple[str, ...]) -> tuple[li
     least one is."""
     cpus = max(int(ray.cluster_resources().get("CPU", 1)), 1)
     n = min(workers or cpus, cpus)
-    ctx = ray.get_runtime_context()
-    session = (ctx.get_job_id(), ctx.get_node_id())   # a new ray.init: new workers
+    session = _ray_session(ray)                       # a new ray.init: new workers
     if _WORKERS.get("session") != session:
         _WORKERS.clear()
         _WORKERS.update(session=session, handles=[])
@@ -216,8 +215,7 @@ def stop_ray_workers() -> int:
     ray = sys.modules.get("ray")
     live = ray is not None and ray.is_initialized()
     if live:
-        ctx = ray.get_runtime_context()
-        live = _WORKERS.get("session") == (ctx.get_job_id(), ctx.get_node_id())
+        live = _WORKERS.get("session") == _ray_session(ray)
     if not live:                        # none, or those of a Ray session that has ended
         _WORKERS.clear()
         return 0
@@ -228,6 +226,13 @@ def stop_ray_workers() -> int:
             pass
     _WORKERS.clear()
     return len(handles)
+
+
+def _ray_session(ray) -> tuple:
+    """Which Ray session this driver is in (job and node): the worker actors of another
+    session are not this one's."""
+    ctx = ray.get_runtime_context()
+    return ctx.get_job_id(), ctx.get_node_id()
 
 
 def _probe(worker):
