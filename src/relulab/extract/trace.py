@@ -585,10 +585,10 @@ def _combinations(known: _Known, neurons: list[TracedNeuron]) -> list[int]:
     Th = np.array([t.theta for t in neurons])
     ec = np.zeros(Th.shape[1])
     ec[-1] = 1.0
+    mask = np.ones(Th.shape[1], bool)  # weights every row knows
+    for t in neurons:
+        mask[t.unknown] = False
     for i, t in enumerate(neurons):
-        mask = np.ones(Th.shape[1], bool)
-        for j in range(K):
-            mask[neurons[j].unknown] = False
         others = [j for j in range(K) if j != i]
         B = np.vstack([Th[others], ec])[:, mask].T
         a, *_ = np.linalg.lstsq(B, Th[i, mask], rcond=None)
@@ -619,10 +619,11 @@ def _complete(probe: _Probe, known: _Known, tn: TracedNeuron, rng: np.random.Gen
     done = 0
     for lidx in list(tn.unknown):
         P = np.asarray(tn.points)
-        z = known.g(P) @ known.U[lidx] + known.b[lidx]
+        GP = known.g(P)  # the previous layer's inputs at the traced points, once
+        z = GP @ known.U[lidx] + known.b[lidx]
         side = 1.0 if np.median(z) > 0 else -1.0
         others = [j for j in tn.unknown if j != lidx]
-        sides = {j: (1.0 if np.median(known.g(P) @ known.U[j] + known.b[j]) > 0 else -1.0) for j in others}
+        sides = {j: (1.0 if np.median(GP @ known.U[j] + known.b[j]) > 0 else -1.0) for j in others}
         cands: list[tuple[float, int, np.ndarray, float]] = []
         a = None
         order = np.argsort(np.abs(z))
