@@ -33,8 +33,8 @@ def _check_runs(tm, runs, words, max_steps: int) -> None:
     read symbol is the one under the simulator's head, and halting agrees."""
     for run, w in zip(runs, words, strict=True):
         cfg = tm.initial(w)
-        for t in range(run.steps + 1):
-            assert same_config(tm, run.config(t), cfg), (tm.name, w, t)
+        for t, got in enumerate(run.configs()):
+            assert same_config(tm, got, cfg), (tm.name, w, t)
             assert run.reads[t] == (cfg.right[0] if cfg.right else 0), (tm.name, w, t)
             if t < run.steps:
                 assert not tm.halted(cfg)
@@ -174,3 +174,30 @@ def test_recurrent_float_run_past_its_range_is_a_failure_not_an_error() -> None:
     sim = compile_transformer(tm, horizon=200, max_input=22)
     words = ["1" * n for n in range(1, 23)]
     _check_runs(tm, run_transformer(sim, words, dtype="float32"), words, 200)
+
+
+def test_configs_equal_config_at_every_step() -> None:
+    """The incremental ``configs()`` equals ``config(t)`` (which replays every write)."""
+    tm = MACHINES["balanced-parentheses"]()
+    sim = compile_transformer(tm, horizon=200, max_input=8)
+    for run in run_transformer(sim, ["(()())((", "())(()", ""]):
+        assert list(run.configs()) == [run.config(t) for t in range(run.steps + 1)]
+
+
+def test_a_corrupted_stream_is_refused_at_its_token() -> None:
+    """Decoding names the first token whose state or write is not a clean one-hot code."""
+    from relulab.construct.transformer import _decode_run
+
+    tm = MACHINES["binary-increment"]()
+    sim = compile_transformer(tm, horizon=50, max_input=6)
+    runs, streams = run_transformer(sim, ["1011"], keep_streams=True)
+    S = streams[0].double().numpy().copy()
+    st = slice(*sim.layout["st"])
+    S[3, st] = 0.5
+    with pytest.raises(RelulabError, match="token 3: state"):
+        _decode_run(sim, runs[0].word, S, True, "float64")
+    S = streams[0].double().numpy().copy()
+    t = int(np.flatnonzero(S[:, sim.layout["hw"][0]] == 1)[-1])
+    S[t, slice(*sim.layout["wsym"])] = 0
+    with pytest.raises(RelulabError, match=f"token {t}: written symbol"):
+        _decode_run(sim, runs[0].word, S, True, "float64")

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -214,11 +214,6 @@ def _twos(p: int, w: int) -> list[int]:
     return [(u >> i) & 1 for i in range(w)]
 
 
-def _from_twos(bits: Sequence[int], w: int) -> int:
-    u = sum(int(b) << i for i, b in enumerate(bits))
-    return u - (1 << w) if u >= 1 << (w - 1) else u
-
-
 def compile_transformer(tm: TuringMachine, horizon: int = 1000, max_input: int = 64) -> TransformerTM:
     """Compile ``tm`` into a hard-attention encoder-decoder transformer that runs up to
     ``horizon`` steps on inputs of up to ``max_input`` symbols (these fix the position
@@ -364,18 +359,20 @@ def _classes() -> dict:
 
         def attend(self, q, K, V, mask=None):
             """q (B, Lq, dk), K (B, Lk, dk), V (B, Lk, dv), mask (B, Lq, Lk) of allowed keys."""
+            # The null key is scored and weighted apart from K and V (no concatenation: in
+            # step-by-step runs that copied the whole cache once per token).  Every term is
+            # an integer in the exact range, so the order of the sums changes nothing.
             scores = q @ K.transpose(1, 2)
             null = (q @ self.k0).unsqueeze(-1)
-            scores = torch.cat([scores, null], dim=-1)
             if mask is not None:
-                allow = torch.cat([mask, torch.ones_like(mask[..., :1])], dim=-1)
                 low = (torch.iinfo(scores.dtype).min if not scores.dtype.is_floating_point
                        else -math.inf)
-                scores = scores.masked_fill(~allow, low)
-            top = scores == scores.amax(dim=-1, keepdim=True)
-            Vn = torch.cat([V, self.v0.expand(V.shape[0], 1, -1)], dim=1)
-            count = top.sum(dim=-1, keepdim=True)
-            out = top.to(V.dtype) @ Vn
+                scores = scores.masked_fill(~mask, low)
+            best = null if K.shape[1] == 0 else torch.maximum(
+                scores.amax(dim=-1, keepdim=True), null)
+            top, top_null = scores == best, null == best
+            count = top.sum(dim=-1, keepdim=True) + top_null
+            out = top.to(V.dtype) @ V + top_null.to(V.dtype) * self.v0
             if V.dtype.is_floating_point:
                 return out / count.to(V.dtype)
             if bool((count != 1).any()):
@@ -428,18 +425,39 @@ def _classes() -> dict:
             ``cache`` (a dict, updated); returns its residual stream (B, D)."""
             x = x[:, None, :]
             mm = None if memory_mask is None else memory_mask[:, None, :]
-            x = x + self.cross(x, memory, mm)
+            if "memory" not in cache:  # the memory's keys and values are the same every step
+                cache["memory"] = self.cross.keys_values(memory)
+            q = x @ self.cross.Wq.T + self.cross.bq
+            x = x + self.cross.attend(q, *cache["memory"], mm)
             k, v = self.self_attn.keys_values(x)
-            cache["K"] = k if "K" not in cache else torch.cat([cache["K"], k], dim=1)
-            cache["V"] = v if "V" not in cache else torch.cat([cache["V"], v], dim=1)
+            K, V = _append_cached(cache, k, v)
             q = x @ self.self_attn.Wq.T + self.self_attn.bq
-            x = x + self.self_attn.attend(q, cache["K"], cache["V"])
+            x = x + self.self_attn.attend(q, K, V)
             for f in self.ffn:
                 x = x + f(x)
             return x[:, 0, :]
 
     return {"TuringTransformer": TuringTransformer, "HardAttention": HardAttention,
             "FeedForward": FeedForward}
+
+
+def _append_cached(cache: dict, k, v):
+    """Append one token's key and value (B, 1, d) to the cache and return views of all
+    keys and values so far.  The buffers double when full, so a run of T tokens copies
+    O(T) rows in all (concatenating per token copied O(T^2))."""
+    n = cache.get("n", 0)
+    if n == cache.get("capacity", 0):
+        cap = max(16, 2 * n)
+        for name, new in (("K", k), ("V", v)):
+            buf = new.new_zeros((new.shape[0], cap, new.shape[2]))
+            if n:
+                buf[:, :n] = cache[name][:, :n]
+            cache[name] = buf
+        cache["capacity"] = cap
+    cache["K"][:, n:n + 1] = k
+    cache["V"][:, n:n + 1] = v
+    cache["n"] = n + 1
+    return cache["K"][:, :n + 1], cache["V"][:, :n + 1]
 
 
 # ------------------------------------------------------------------ running
@@ -450,7 +468,7 @@ class TransformerRun(Result):
 
     ``config(t)`` rebuilds the machine configuration after t steps from what the
     network produced (input cells overwritten by the writes so far) as a
-    :class:`~relulab.construct.turing.Config`.
+    :class:`~relulab.construct.turing.Config`; ``configs()`` yields all of them in order.
 
     Example:
         >>> from relulab.construct import busy_beaver_2
@@ -488,7 +506,20 @@ class TransformerRun(Result):
         cells at the outer ends dropped)."""
         if not 0 <= t <= self.steps:
             raise RelulabError(f"step {t} is outside 0..{self.steps}")
-        cells, h = self.tape(t), self.heads[t]
+        return self._config_of(self.tape(t), t)
+
+    def configs(self) -> Iterator[Config]:
+        """``config(0), config(1), ..., config(steps)``, with the tape updated one write
+        at a time (``config(t)`` replays every write up to t: quadratic over a run)."""
+        cells = dict(enumerate(self.word))
+        for t in range(self.steps + 1):
+            if t and self.writes[t] is not None:
+                p, a = self.writes[t]
+                cells[p] = a
+            yield self._config_of({p: a for p, a in cells.items() if a != 0}, t)
+
+    def _config_of(self, cells: dict[int, int], t: int) -> Config:
+        h = self.heads[t]
         lo, hi = min([*cells, h]), max([*cells, h])
         left = tuple(cells.get(p, 0) for p in range(h - 1, lo - 1, -1))
         right = tuple(cells.get(p, 0) for p in range(h, hi + 1))
@@ -620,38 +651,52 @@ def run_transformer(sim: TransformerTM, words: Sequence[str | Sequence[str]],
     return runs
 
 
-def _onehot(v: np.ndarray, what: str, t: int) -> int:
-    idx = np.flatnonzero(v == 1)
-    if len(idx) != 1 or np.count_nonzero(v) != 1:
-        raise RelulabError(f"token {t}: {what} {v.tolist()} is not one-hot")
-    return int(idx[0])
+def _onehot_rows(block: np.ndarray, what: str, tokens: np.ndarray | None = None) -> np.ndarray:
+    """Index of the single 1 in every row of ``block`` (rows = tokens, default 0, 1, ...);
+    the first row that is not one-hot is refused with its token number."""
+    ok = ((block == 1).sum(axis=1) == 1) & (np.count_nonzero(block, axis=1) == 1)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        t = i if tokens is None else int(tokens[i])
+        raise RelulabError(f"token {t}: {what} {block[i].tolist()} is not one-hot")
+    return block.argmax(axis=1)
 
 
-def _bits(v: np.ndarray, what: str, t: int, w: int) -> int:
-    if not np.all((v == 0) | (v == 1)):
-        raise RelulabError(f"token {t}: {what} {v.tolist()} is not binary")
-    return _from_twos(v.astype(int).tolist(), w)
+def _twos_rows(block: np.ndarray, what: str, w: int,
+               tokens: np.ndarray | None = None) -> np.ndarray:
+    """Two's complement integers (bits least significant first) of every row of ``block``
+    (rows = tokens, default 0, 1, ...); the first row with a non-binary entry is refused
+    with its token number."""
+    ok = ((block == 0) | (block == 1)).all(axis=1)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        t = i if tokens is None else int(tokens[i])
+        raise RelulabError(f"token {t}: {what} {block[i].tolist()} is not binary")
+    u = block.astype(np.int64) @ (np.int64(1) << np.arange(w, dtype=np.int64))
+    return np.where(u >= 1 << (w - 1), u - (1 << w), u)
 
 
 def _decode_run(sim: TransformerTM, word: tuple[int, ...], S: np.ndarray, halted: bool,
                 dtype: str) -> TransformerRun:
+    # Decoded for all tokens at once: a per-token Python loop dominated the run time of
+    # long batches (every input up to length 10, hundreds of steps each).
     tm, L, w = sim.machine, sim.layout, sim.bits
 
-    def sl(name: str) -> slice:
-        return slice(*L[name])
+    def block(name: str) -> np.ndarray:
+        return S[:, slice(*L[name])]
 
-    states, heads, reads, writes = [], [], [], []
-    for t, row in enumerate(S):
-        states.append(tm.states[_onehot(row[sl("st")], "state", t)])
-        heads.append(_bits(row[sl("pos")], "head position", t, w))
-        reads.append(_onehot(row[sl("read")], "read symbol", t))
-        if row[L["hw"][0]] == 1:
-            writes.append((_bits(row[sl("wpos")], "write position", t, w),
-                           _onehot(row[sl("wsym")], "written symbol", t)))
-        else:
-            writes.append(None)
-    return TransformerRun(tm.name, word, len(S) - 1, bool(halted), tuple(states), tuple(heads),
-                          tuple(reads), tuple(writes), dtype, sim.exact_in(dtype))
+    states = _onehot_rows(block("st"), "state")
+    heads = _twos_rows(block("pos"), "head position", w)
+    reads = _onehot_rows(block("read"), "read symbol")
+    wrote = np.flatnonzero(S[:, L["hw"][0]] == 1)
+    wpos = _twos_rows(block("wpos")[wrote], "write position", w, wrote)
+    wsym = _onehot_rows(block("wsym")[wrote], "written symbol", wrote)
+    writes: list[tuple[int, int] | None] = [None] * len(S)
+    for t, p, a in zip(wrote.tolist(), wpos.tolist(), wsym.tolist(), strict=True):
+        writes[t] = (p, a)
+    return TransformerRun(tm.name, word, len(S) - 1, bool(halted),
+                          tuple(tm.states[i] for i in states.tolist()), tuple(heads.tolist()),
+                          tuple(reads.tolist()), tuple(writes), dtype, sim.exact_in(dtype))
 
 
 def teacher_forced_streams(sim: TransformerTM, words: Sequence[str], streams, dtype: str = "float64"):
