@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-import pytest
-from hypothesis import settings
+# One thread per process for torch and BLAS, set before either is imported: the tests
+# use small tensors, CI has 2 cores, and on a shared machine oversubscribed OpenMP
+# threads made single bound-computation tests over 100x slower than with one thread.
+# Subprocesses (CLI tests, worker pools) inherit it.  An explicit setting wins.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from relulab import Network
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from relulab import Network  # noqa: E402
 
 # CI must be reproducible: property tests draw the same examples on every run.
 # HYPOTHESIS_PROFILE=explore searches afresh (what a developer hunting bugs wants).
