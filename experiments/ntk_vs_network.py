@@ -63,9 +63,11 @@ QUICK_RECIPE_W16 = {"levels": [2], "ns": [32], "width": 16, "restarts": 4, "step
 # probe: `probe_restarts` starts per noise level at the exact width-2 network
 FULL_LM = {"levels": [2, 3, 4, 5], "widths": [2, 3, 4], "ns": [32, 64, 128, 256], "restarts": 128, "iters": 100,
            "time_limit": 60.0, "probe_levels": [2, 3, 4, 5, 6], "probe_ns": [2**p for p in range(3, 11)],
-           "probe_noise": [0.01, 0.03, 0.1], "probe_restarts": 32}
+           "probe_noise": [0.01, 0.03, 0.1], "probe_restarts": 32, "decoy_points": 64, "decoy_amp": 1.0,
+           "decoy_weight": 4}
 QUICK_LM = {"levels": [2], "widths": [2], "ns": [32], "restarts": 32, "iters": 60, "time_limit": 20.0,
-            "probe_levels": [2, 3], "probe_ns": [16, 32], "probe_noise": [0.03], "probe_restarts": 8}
+            "probe_levels": [2, 3], "probe_ns": [16, 32], "probe_noise": [0.03], "probe_restarts": 8,
+            "decoy_points": 16, "decoy_amp": 1.0, "decoy_weight": 4}
 FULL_NTK_DEEP = {"levels": [2, 3, 4, 5, 6], "ns": [2**p for p in range(4, 13)]}
 QUICK_NTK_DEEP = {"levels": [2, 3], "ns": [16, 64, 256]}
 RECIPES = {"recipe": ("sawtooth_recipe", FULL_RECIPE, QUICK_RECIPE),
@@ -458,15 +460,35 @@ def part_erm_lm(levels, widths, ns, cfg, ntk_need: dict, rng) -> dict:
                 if idx.size:
                     tests += list(((f.predict(X_test, idx) - y_test) ** 2).mean(axis=1) / var)
                     norms += [layer_norm_summary(net)["balanced_layer_fro"] for net in f.networks(idx)]
+            near = list(tests)
+            # adversarial minimisers: first pulled toward a decoy (the target +- decoy_amp x its
+            # std at random off-training points, the training points weighted decoy_weight x),
+            # then refitted to the training data alone from there
+            Z = circle(rng.uniform(0, 2 * np.pi, cfg["decoy_points"]))
+            decoy = sawtooth(Z, L) + cfg["decoy_amp"] * float(np.std(y)) * rng.choice([-1.0, 1.0], len(Z))
+            Xa = np.vstack([np.repeat(X, cfg["decoy_weight"], axis=0), Z])
+            ya = np.r_[np.repeat(y, cfg["decoy_weight"]), decoy]
+            R = cfg["probe_restarts"]
+            pulled = fit_multistart(Xa, ya, L, 2, restarts=R, max_iter=cfg["iters"], start=exact, noise=0.03,
+                                    seed=L * 1000 + n + 1)
+            f = fit_multistart(X, y, L, 2, restarts=R, max_iter=cfg["iters"], start=pulled.networks(range(R)))
+            idx = np.flatnonzero(f.train_mse / float(np.var(y)) <= 1e-10)  # tol: INTERP_TOL
+            adv = list(((f.predict(X_test, idx) - y_test) ** 2).mean(axis=1) / var) if idx.size else []
+            norms += [layer_norm_summary(net)["balanced_layer_fro"] for net in f.networks(idx)] if idx.size else []
+            tests = near + adv
             row = {"L": L, "n": n, "minimisers_found": len(tests),
-                   "starts": cfg["probe_restarts"] * len(cfg["probe_noise"]),
+                   "starts": R * (len(cfg["probe_noise"]) + 1),
+                   "near_minimisers": len(near), "adversarial_minimisers": len(adv),
+                   "near_worst_test_rel_mse": float(np.max(near)) if near else None,
+                   "adversarial_worst_test_rel_mse": float(np.max(adv)) if adv else None,
                    "median_test_rel_mse": float(np.median(tests)) if tests else None,
                    "worst_test_rel_mse": float(np.max(tests)) if tests else None,
                    "max_balanced_layer_fro": float(np.max(norms)) if norms else None}
             probe.append(row)
-            print(f"  minimiser probe L={L} n={n:4d}: {len(tests)} minimisers, test median "
-                  f"{row['median_test_rel_mse'] or float('nan'):.1e} worst {row['worst_test_rel_mse'] or float('nan'):.1e}",
-                  flush=True)
+            nan = float("nan")
+            print(f"  minimiser probe L={L} n={n:4d}: {len(near)} near / {len(adv)} adversarial minimisers, test median "
+                  f"{row['median_test_rel_mse'] or nan:.1e} worst near {row['near_worst_test_rel_mse'] or nan:.1e} "
+                  f"adversarial {row['adversarial_worst_test_rel_mse'] or nan:.1e}", flush=True)
             if tests and row["worst_test_rel_mse"] < THRESH:
                 probe_need[L] = n
                 break
@@ -556,7 +578,7 @@ def lm_verdict(deep: dict, lm: dict) -> str:
     g = deep["growth_per_level"]
     ntk_txt = f"NTK samples {fmt(ntk)} (growth per level {', '.join(f'{x:g}' for x in g) or 'n/a'}; claim 4)"
     erm_txt = (f"multi-start LM reached zero training loss (exact ERM) only at L in {reached or 'none'}")
-    probe_txt = f"every empirical risk minimiser found near the target has test MSE < 1% from n: {fmt(probe)}"
+    probe_txt = f"every empirical risk minimiser found by the probe has test MSE < 1% from n: {fmt(probe)}"
     both = [L for L in ntk if ntk[L] and probe.get(L)]
     if both and all(probe[L] < ntk[L] for L in both) and len(both) >= 2:
         ratio = [ntk[L] / probe[L] for L in both]

@@ -73,6 +73,16 @@ def test_the_exact_network_is_a_fixed_point_and_small_noise_is_repaired(L):
     assert np.max(np.abs(fit.network(X)[:, 0] - y)) < 1e-6
 
 
+def test_a_list_of_starts_gives_one_restart_each():
+    X = np.linspace(-1, 1, 7)[:, None]
+    y = np.maximum(X[:, 0], 0)
+    nets = [Network([[[1.0]], [[1.0]]], [[0.0], [0.0]]), Network([[[-1.0]], [[1.0]]], [[-2.0], [0.0]])]
+    fit = fit_multistart(X, y, depth=1, width=1, restarts=2, start=nets, max_iter=0)
+    # no iterations: the first start is the target itself, the second a dead unit (constant 0)
+    assert np.allclose(fit.train_mse, [0.0, np.mean(y**2)])
+    assert fit.best == 0 and fit.status == "interpolated"
+
+
 def test_a_hopeless_fit_is_partial_not_interpolated():
     # width 1, depth 1 cannot represent |x| on both sides of 0
     X = np.linspace(-1, 1, 21)[:, None]
@@ -108,6 +118,8 @@ def test_fold_starts_are_in_the_class_and_run():
     (dict(X=np.zeros((3, 1)), y=np.zeros(3), start=Network([[[1.0]], [[1.0]]], [[0.0], [0.0]]), width=2),
      "layer sizes"),
     (dict(X=np.zeros((3, 1)), y=np.zeros(3), noise=-1.0), "noise"),
+    (dict(X=np.zeros((3, 1)), y=np.zeros(3), start=[Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])], restarts=2),
+     "list of starts"),
     (dict(X=np.zeros((3, 1)), y=np.zeros(3), time_limit=0.0), "time_limit"),
 ])
 def test_bad_input_is_one_clear_error(kwargs, match):

@@ -17,8 +17,8 @@ status says ``interpolated``; otherwise it is only the best local solution found
 Starts: ``"he"`` (He weights, each hidden unit's kink at a random quantile, between 10% and
 90%, of its pre-activations on the training points, so no unit starts dead), ``"fold"`` (random compositions of one-dimensional piecewise-linear maps: every unit
 of a hidden layer reads the same random direction of the previous layer, rescaled to span
-[0, 1] on the training points, with kinks uniform in [0, 1]), or a given
-:class:`~relulab.Network` of the right shape plus ``N(0, noise^2)`` on every parameter.
+[0, 1] on the training points, with kinks uniform in [0, 1]), or given
+networks (:class:`~relulab.Network`) of the right shape plus ``N(0, noise^2)`` on every parameter.
 
 Example:
     >>> import numpy as np
@@ -46,7 +46,7 @@ __all__ = ["MultistartFit", "fit_multistart"]
 
 # a fit "interpolates" when its training MSE is below this x the targets' variance: float64
 # least squares on these sizes reaches ~1e-30, a wrong local minimum stays above ~1e-4
-INTERP_TOL = 1e-10
+INTERP_TOL = 1e-10  # tol: relative training MSE counted as zero (see above)
 STOP_FACTOR = 1e-10  # tol: a restart stops iterating at tol x this (float64 reaches it; 'zero' is tol)
 LAMBDA_START = 1e-2  # initial Levenberg-Marquardt damping (relative to the Gauss-Newton diagonal)
 LAMBDA_DOWN, LAMBDA_UP = 0.3, 4.0  # damping update after an accepted / rejected step
@@ -156,7 +156,8 @@ def fit_multistart(
         max_iter: Levenberg-Marquardt iterations per restart (each restart stops earlier
             when it interpolates or its damping exceeds ``LAMBDA_MAX``).
         seed: seed of the starts.
-        start: ``"he"``, ``"fold"`` (see the module docstring) or a Network of this shape.
+        start: ``"he"``, ``"fold"`` (see the module docstring), a Network of this shape, or
+            a list of ``restarts`` such Networks (one start each).
         noise: standard deviation added to every parameter of a Network start.
         tol: relative training MSE counted as zero (default ``INTERP_TOL``).
         time_limit: seconds; when reached the fit stops and returns the best so far with
@@ -216,11 +217,18 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator, start: Any, noise: float) -> np.ndarray:
     if isinstance(start, Network):
-        shape = tuple([start.weights[0].shape[1]] + [w.shape[0] for w in start.weights])
-        if shape != dims:
-            raise DynamicsError(f"fit_multistart: start network has layer sizes {shape}, expected {dims}")
-        th = np.concatenate([np.r_[w.ravel(), b] for w, b in zip(start.weights, start.biases, strict=True)])
-        return th[None] + noise * rng.standard_normal((R, th.size))
+        start = [start] * R
+    if isinstance(start, (list, tuple)):
+        if len(start) != R or not all(isinstance(net, Network) for net in start):
+            raise DynamicsError(f"fit_multistart: a list of starts must hold `restarts` = {R} Networks")
+        rows = []
+        for net in start:
+            shape = tuple([net.weights[0].shape[1]] + [w.shape[0] for w in net.weights])
+            if shape != dims:
+                raise DynamicsError(f"fit_multistart: start network has layer sizes {shape}, expected {dims}")
+            rows.append(np.concatenate([np.r_[w.ravel(), b] for w, b in zip(net.weights, net.biases, strict=True)]))
+        th = np.array(rows, dtype=float)
+        return th + noise * rng.standard_normal(th.shape)
     if start not in START_KINDS:
         raise DynamicsError(f"fit_multistart: start must be one of {START_KINDS} or a Network, got {start!r}")
     if start == "fold":
