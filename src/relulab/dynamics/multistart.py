@@ -42,7 +42,7 @@ from ..results import Result
 from ..tolerance import or_default
 from ._model import DynamicsError
 
-__all__ = ["MultistartFit", "fit_multistart"]
+__all__ = ["MultistartFit", "fit_multistart", "fit_basin_hopping"]
 
 # a fit "interpolates" when its training MSE is below this x the targets' variance: float64
 # least squares on these sizes reaches ~1e-30, a wrong local minimum stays above ~1e-4
@@ -55,6 +55,8 @@ LAMBDA_MAX = 1e10  # a restart whose damping exceeds this is stuck (no descent d
 DAMP_FLOOR = 1e-12  # tol: keeps the damped system regular where a unit is dead (zero column)
 BLOCK_ENTRIES = 4_000_000  # restarts per block: block * n * P Jacobian entries at most (memory)
 START_KINDS = ("he", "fold")
+HOP_SCALES = (0.03, 0.1, 0.3)  # relative perturbation sizes of a basin-hopping child (one drawn per child)
+HOP_SHIFT = 0.3  # additive part of a child's perturbation (moves parameters that are near 0)
 KINK_QUANTILES = (0.1, 0.9)  # a random start's kinks lie between these quantiles of the unit's inputs
 
 
@@ -185,22 +187,96 @@ def fit_multistart(
     rng = np.random.default_rng(seed)
     th = _starts(X, dims, int(restarts), rng, start, noise)
     scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
-    P = th.shape[1]
-    block = max(1, BLOCK_ENTRIES // (X.shape[0] * P))
-    losses, iters, stopped, completed = np.empty(len(th)), 0, False, len(th)
-    for a in range(0, len(th), block):
-        th[a:a + block], losses[a:a + block], it, stop = _lm(th[a:a + block], dims, X, y, max_iter,
-                                                            tol * scale * STOP_FACTOR, deadline)
-        iters = max(iters, it)
-        if stop:  # the time limit: later blocks are not run (training MSE inf)
-            stopped, completed = True, min(a + block, len(th))
-            losses[a + block:] = np.inf
-            break
+    th, losses, iters, stopped, completed = _run(th, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
     best = int(np.argmin(losses))
     inter = losses <= tol * scale
     status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
     return MultistartFit(status, losses, best, _to_network(th[best], dims), float(inter.mean()), int(depth),
                          int(width), int(restarts), completed, iters, time.monotonic() - t0, th, dims)
+
+
+def fit_basin_hopping(
+    X: Any,
+    y: Any,
+    depth: int,
+    width: int,
+    restarts: int = 1024,
+    chains: int = 32,
+    children: int = 8,
+    rounds: int = 20,
+    max_iter: int = 100,
+    seed: int = 0,
+    tol: float | None = None,
+    time_limit: float | None = None,
+) -> MultistartFit:
+    """Multi-start Levenberg-Marquardt followed by basin hopping: the ``chains`` restarts
+    with the lowest training MSE (of ``restarts`` He starts) each spawn ``children``
+    perturbed copies per round (every parameter ``p -> p (1 + s g) + HOP_SHIFT s g'``,
+    ``g, g'`` standard normal, ``s`` drawn from ``HOP_SCALES``), refitted by
+    Levenberg-Marquardt; a chain moves to its best child when that lowers the training
+    MSE.  Stops when the best chain interpolates (an exact empirical risk minimiser, as in
+    :func:`fit_multistart`), after ``rounds`` rounds, or at the time limit.  Only training
+    data are used.  The result describes the chains (``train_mse``, ``predict``,
+    ``networks`` index them); ``restarts`` counts every Levenberg-Marquardt run and
+    ``iterations`` the rounds.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.linspace(-1, 1, 9)[:, None]; y = np.abs(X[:, 0])
+        >>> fit = fit_basin_hopping(X, y, depth=2, width=2, restarts=16, chains=4, seed=0)
+        >>> fit.status
+        'interpolated'
+    """
+    X, y = _check_data(X, y)
+    for name, v in (("chains", chains), ("children", children), ("rounds", rounds)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if name == "rounds" else 1):
+            raise DynamicsError(f"fit_basin_hopping: {name} must be a positive integer, got {v!r}")
+    t0 = time.monotonic()
+    first = fit_multistart(X, y, depth, width, restarts=restarts, max_iter=max_iter, seed=seed, tol=tol,
+                           time_limit=time_limit)
+    tol = or_default(tol, INTERP_TOL)
+    dims = first._dims
+    keep = np.argsort(first.train_mse)[:chains]
+    pool, pl = first._params[keep].copy(), first.train_mse[keep].copy()
+    scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+    deadline = None if time_limit is None else t0 + time_limit
+    rng = np.random.default_rng([seed, 1])
+    runs, done, stopped = first.completed, 0, first.status == "time_limit"
+    while done < rounds and not stopped and pl.min() > tol * scale:
+        kids = np.repeat(pool, children, axis=0)
+        s = rng.choice(HOP_SCALES, size=(len(kids), 1))
+        kids = kids * (1 + s * rng.standard_normal(kids.shape)) + HOP_SHIFT * s * rng.standard_normal(kids.shape)
+        kids, kl, _, stopped, completed = _run(kids, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
+        runs += completed
+        kl = kl.reshape(len(pool), children)
+        j = np.argmin(kl, axis=1)
+        better = kl[np.arange(len(pool)), j] < pl
+        idx = np.flatnonzero(better)
+        pool[idx] = kids[idx * children + j[idx]]
+        pl[idx] = kl[idx, j[idx]]
+        done += 1
+    best = int(np.argmin(pl))
+    inter = pl <= tol * scale
+    status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
+    return MultistartFit(status, pl, best, _to_network(pool[best], dims), float(inter.mean()), int(depth),
+                         int(width), runs, runs, done, time.monotonic() - t0, pool, dims)
+
+
+def _run(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
+         deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
+    """Levenberg-Marquardt on all rows of ``th`` in memory-bounded blocks; rows of blocks not
+    reached before the deadline get training MSE inf.  Returns (params, MSE, iterations,
+    stopped by the deadline, rows run)."""
+    th = th.copy()
+    block = max(1, BLOCK_ENTRIES // (X.shape[0] * th.shape[1]))
+    losses, iters, stopped, completed = np.full(len(th), np.inf), 0, False, len(th)
+    for a in range(0, len(th), block):
+        th[a:a + block], losses[a:a + block], it, stop = _lm(th[a:a + block], dims, X, y, max_iter, zero, deadline)
+        iters = max(iters, it)
+        if stop:  # the time limit: later blocks are not run
+            stopped, completed = True, min(a + block, len(th))
+            break
+    return th, losses, iters, stopped, completed
 
 
 def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
