@@ -22,11 +22,17 @@ Setup (ours; the abstract fixes no sizes):
     by multi-start Adam (128 restarts, random He start and a fold-structured random start),
     the lowest training loss kept; "ERM reached" only when that loss is ~0 (``part_erm``;
     ``--part erm`` reruns just this arm into an existing JSON);
+(a'') ERM over the class by batched multi-start Levenberg-Marquardt
+    (``relulab.dynamics.fit_multistart``, widths 2-4) and by basin hopping from its best
+    restarts (``fit_basin_hopping``), the lowest *training* loss kept, ERM reached only where
+    that loss is 0; a probe of empirical risk minimisers started near the target (and
+    adversarially pulled away from it), and the NTK to L = 6 (``--part lm`` / ``--part hop``
+    rerun these into an existing JSON; figure ``ntk_vs_network_erm.png``);
 (b) target ``sum_{k<=3} a_k cos(k t) + b_k sin(k t)``: test MSE of both at several n;
 (c) ``x`` uniform on ``{-1, 1}^d``, ``y = x_1 x_2 x_3`` (k = 3): NTK (depth 1) against a
     two-layer width-256 network (Adam, lr 2e-2, 10000 steps), test MSE and their ratio.
 
-Writes ntk_vs_network.{json,png}.  Run: python experiments/ntk_vs_network.py [--quick]
+Writes ntk_vs_network.{json,png} and ntk_vs_network_erm.png.  Run: python experiments/ntk_vs_network.py [--quick]
 """
 
 from __future__ import annotations
