@@ -12,7 +12,8 @@ lowest *training* loss is the estimate (an approximation of ERM over the class; 
 never enter).  When that loss is zero up to ``tol`` times the targets' variance, the
 estimate is an exact empirical risk minimiser of the class (the loss is >= 0) and the
 status says ``interpolated``; otherwise it is only the best local solution found
-(``partial``).
+(``partial``).  :func:`fit_basin_hopping` continues from the best restarts: each round it
+refits perturbed copies of them and keeps a copy when it lowers the training loss.
 
 Starts: ``"he"`` (He weights, each hidden unit's kink at a random quantile, between 10% and
 90%, of its pre-activations on the training points, so no unit starts dead), ``"fold"`` (random compositions of one-dimensional piecewise-linear maps: every unit
