@@ -75,3 +75,18 @@ def test_ntk_vs_network_quick(tmp_path):
     for row in erm["rows"]:
         for arm in ("random", "fold"):
             assert row[f"{arm}_erm_reached"] == (row[f"{arm}_best_train_rel_mse"] < erm["config"]["erm_train_tol"])
+    # the Levenberg-Marquardt ERM arm: ERM claimed only where the training loss is ~0, the
+    # interpolating fraction consistent with it, the claim's numbers beside the measured ones
+    lm = r["sawtooth_erm_lm"]
+    for row in lm["rows"]:
+        assert row["erm_reached"] == (row["best_train_rel_mse"] <= 1e-10)
+        assert (row["interpolating_fraction"] > 0) >= row["erm_reached"]
+        assert row["restarts_completed"] <= row["restarts"]
+        assert row["norms"]["balanced_layer_fro"] <= row["norms"]["max_layer_fro"] + 1e-12
+    for row in lm["probe_rows"]:
+        assert 0 <= row["minimisers_found"] <= row["starts"]
+    L0 = lm["claim_vs_measured"][0]
+    assert L0["claim_ntk_4^L_scaled"] == L0["ntk_measured"]
+    assert isinstance(lm["verdict"], str) and "NTK" in lm["verdict"]
+    deep = r["sawtooth_ntk_deep"]
+    assert all(0 <= x["ntk_rel_mse"] for x in deep["rows"])

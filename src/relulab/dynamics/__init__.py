@@ -10,6 +10,10 @@ where the piecewise-linear structure allows, and saddle-to-saddle analysis.
 * :func:`linear_dichotomies`: the exact number of affine dichotomies of a point set.
 * kernels (:mod:`relulab.dynamics.kernels`): the empirical NTK of a network (exact,
   through activation patterns), the infinite-width NTK and NNGP, kernel ridge regression.
+* :func:`fit_multistart` (:mod:`relulab.dynamics.multistart`): least-squares fits of a
+  narrow depth-L ReLU class from many starts at once (batched Levenberg-Marquardt), the
+  lowest training loss kept: an ERM approximation that says when it is exact;
+  :func:`fit_basin_hopping` adds basin hopping from the best restarts.
 * paths (:mod:`relulab.dynamics.paths`): loss along linear, polyline and Bezier paths
   between two networks after aligning their symmetries, barriers, a Bezier search.
 
@@ -38,6 +42,7 @@ from .kernels import (
     random_ntk_network,
 )
 from .loop import LOSSES, OPTIMIZERS, train
+from .multistart import MultistartFit, fit_basin_hopping, fit_multistart
 from .paths import LOSSES as PATH_LOSSES
 from .paths import (
     PATHS,
@@ -126,4 +131,7 @@ __all__ = [
     "layer_norms",
     "path_losses",
     "path_point",
+    "fit_multistart",
+    "fit_basin_hopping",
+    "MultistartFit",
 ]

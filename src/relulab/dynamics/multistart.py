@@ -1,0 +1,426 @@
+"""Empirical risk minimisation over a narrow ReLU architecture by batched multi-start
+Levenberg-Marquardt.
+
+:func:`fit_multistart` fits ``restarts`` fully connected ReLU networks with ``depth``
+hidden layers of ``width`` units to ``(X, y)`` under the squared loss, all restarts as
+one batched array: for a layered ReLU network the Jacobian of the output with respect to
+layer ``k``'s weights is the outer product of a backward vector (read off the activation
+pattern) and the forward activation, so the per-sample Jacobian of every restart is a few
+batched products, and a Levenberg-Marquardt step is a small ``(P, P)`` solve per restart
+(``P`` parameters: 21 for depth 3, width 2, input dimension 2).  The restart with the
+lowest *training* loss is the estimate (an approximation of ERM over the class; test data
+never enter).  When that loss is zero up to ``tol`` times the targets' variance, the
+estimate is an exact empirical risk minimiser of the class (the loss is >= 0) and the
+status says ``interpolated``; otherwise it is only the best local solution found
+(``partial``).  :func:`fit_basin_hopping` continues from the best restarts: each round it
+refits perturbed copies of them and keeps a copy when it lowers the training loss.
+
+Starts: ``"he"`` (He weights, each hidden unit's kink at a random quantile, between 10% and
+90%, of its pre-activations on the training points, so no unit starts dead), ``"fold"`` (random compositions of one-dimensional piecewise-linear maps: every unit
+of a hidden layer reads the same random direction of the previous layer, rescaled to span
+[0, 1] on the training points, with kinks uniform in [0, 1]), or given
+networks (:class:`~relulab.Network`) of the right shape plus ``N(0, noise^2)`` on every parameter.
+
+Example:
+    >>> import numpy as np
+    >>> t = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    >>> X = np.c_[np.cos(t), np.sin(t)]; y = np.abs(X[:, 0])
+    >>> fit = fit_multistart(X, y, depth=1, width=2, restarts=16, seed=0)
+    >>> fit.status, bool(np.allclose(fit.network(X)[:, 0], y, atol=1e-6))
+    ('interpolated', True)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..network import Network
+from ..results import Result
+from ..tolerance import or_default
+from ._model import DynamicsError
+
+__all__ = ["MultistartFit", "fit_multistart", "fit_basin_hopping"]
+
+# a fit "interpolates" when its training MSE is below this x the targets' variance: float64
+# least squares on these sizes reaches ~1e-30, a wrong local minimum stays above ~1e-4
+INTERP_TOL = 1e-10  # tol: relative training MSE counted as zero (see above)
+STOP_FACTOR = 1e-10  # tol: a restart stops iterating at tol x this (float64 reaches it; 'zero' is tol)
+LAMBDA_START = 1e-2  # initial Levenberg-Marquardt damping (relative to the Gauss-Newton diagonal)
+LAMBDA_DOWN, LAMBDA_UP = 0.3, 4.0  # damping update after an accepted / rejected step
+LAMBDA_MIN = 1e-12  # tol: below this the damped step equals the Gauss-Newton step anyway
+LAMBDA_MAX = 1e10  # a restart whose damping exceeds this is stuck (no descent direction left)
+DAMP_FLOOR = 1e-12  # tol: keeps the damped system regular where a unit is dead (zero column)
+BLOCK_ENTRIES = 4_000_000  # restarts per block: block * n * P Jacobian entries at most (memory)
+START_KINDS = ("he", "fold")
+HOP_SCALES = (0.03, 0.1, 0.3)  # relative perturbation sizes of a basin-hopping child (one drawn per child)
+HOP_SHIFT = 0.3  # additive part of a child's perturbation (moves parameters that are near 0)
+KINK_QUANTILES = (0.1, 0.9)  # a random start's kinks lie between these quantiles of the unit's inputs
+
+
+@dataclass(frozen=True)
+class MultistartFit(Result):
+    """Outcome of :func:`fit_multistart`.
+
+    Attributes:
+        status: ``"interpolated"`` (the best restart's training MSE is <= ``tol`` x the
+            targets' variance: an empirical risk minimiser of the class, up to ``tol``),
+            ``"partial"`` (the best local solution found; not shown to minimise the risk),
+            or ``"time_limit"`` (stopped by the time limit; the best found so far).
+        train_mse: training MSE of every restart at the end (``inf`` for restarts not run
+            before the time limit).
+        best: index of the restart with the lowest training MSE.
+        network: that restart as a :class:`~relulab.Network`.
+        interpolating_fraction: fraction of restarts that interpolate (as for ``status``).
+        depth, width, restarts, iterations: the class, the number of starts, and the
+            Levenberg-Marquardt iterations run (the most any restart ran).
+        completed: restarts that ran (fewer than ``restarts`` only after a time limit).
+        seconds: wall-clock time.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[-1.0], [0.0], [1.0], [2.0]]); y = np.maximum(X[:, 0], 0)
+        >>> fit = fit_multistart(X, y, depth=1, width=1, restarts=8, seed=1)
+        >>> fit.status, fit.to_dict()["depth"]
+        ('interpolated', 1)
+    """
+
+    status: str
+    train_mse: np.ndarray
+    best: int
+    network: Network
+    interpolating_fraction: float
+    depth: int
+    width: int
+    restarts: int
+    completed: int
+    iterations: int
+    seconds: float
+    _params: Any = None  # (restarts, P) final parameters of every restart (not serialised)
+    _dims: tuple = ()
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["network"] = {"weights": [w.tolist() for w in self.network.weights],
+                        "biases": [b.tolist() for b in self.network.biases]}
+        return d
+
+    def predict(self, Z: Any, which: Any = None) -> np.ndarray:
+        """Outputs at the rows of ``Z`` of the restarts ``which`` (indices; all when None),
+        shape ``(len(which), m)``.
+
+        Example:
+            >>> import numpy as np
+            >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.maximum(X[:, 0], 0)
+            >>> fit = fit_multistart(X, y, depth=1, width=1, restarts=4, seed=0)
+            >>> fit.predict(X, [fit.best]).shape
+            (1, 3)
+        """
+        Z = np.asarray(Z, dtype=float)
+        th = self._params if which is None else self._params[np.atleast_1d(np.asarray(which, dtype=int))]
+        return _forward(th, self._dims, Z)[0]
+
+    def networks(self, which: Any) -> list[Network]:
+        """The restarts ``which`` (indices) as networks.
+
+        Example:
+            >>> import numpy as np
+            >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.maximum(X[:, 0], 0)
+            >>> fit = fit_multistart(X, y, depth=1, width=1, restarts=4, seed=0)
+            >>> len(fit.networks([0, 1]))
+            2
+        """
+        return [_to_network(self._params[int(i)], self._dims) for i in np.atleast_1d(which)]
+
+
+def fit_multistart(
+    X: Any,
+    y: Any,
+    depth: int,
+    width: int,
+    restarts: int = 64,
+    max_iter: int = 200,
+    seed: int = 0,
+    start: Any = "he",
+    noise: float = 0.0,
+    tol: float | None = None,
+    time_limit: float | None = None,
+) -> MultistartFit:
+    """Least-squares fit of ``restarts`` ReLU networks (``depth`` hidden layers of ``width``)
+    by batched Levenberg-Marquardt; the restart with the lowest training MSE is kept.
+
+    Args:
+        X, y: training inputs ``(n, d)`` and targets ``(n,)``, finite.
+        depth, width: the architecture class (``depth >= 1`` hidden layers).
+        restarts: number of independent starts.
+        max_iter: Levenberg-Marquardt iterations per restart (each restart stops earlier
+            when it interpolates or its damping exceeds ``LAMBDA_MAX``).
+        seed: seed of the starts.
+        start: ``"he"``, ``"fold"`` (see the module docstring), a Network of this shape, or
+            a list of ``restarts`` such Networks (one start each).
+        noise: standard deviation added to every parameter of a Network start.
+        tol: relative training MSE counted as zero (default ``INTERP_TOL``).
+        time_limit: seconds; when reached the fit stops and returns the best so far with
+            status ``"time_limit"``.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.linspace(-1, 1, 9)[:, None]; y = np.abs(X[:, 0])
+        >>> fit = fit_multistart(X, y, depth=2, width=2, restarts=32, seed=0)
+        >>> fit.status, fit.interpolating_fraction > 0
+        ('interpolated', True)
+    """
+    X, y = _check_data(X, y)
+    for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+            raise DynamicsError(f"fit_multistart: {name} must be an integer >= {lo}, got {v!r}")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
+    if time_limit is not None and not time_limit > 0:
+        raise DynamicsError(f"fit_multistart: time_limit must be > 0 seconds, got {time_limit!r}")
+    tol = or_default(tol, INTERP_TOL)
+    dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
+    t0 = time.monotonic()
+    deadline = None if time_limit is None else t0 + time_limit
+    rng = np.random.default_rng(seed)
+    th = _starts(X, dims, int(restarts), rng, start, noise)
+    scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+    th, losses, iters, stopped, completed = _run(th, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
+    best = int(np.argmin(losses))
+    inter = losses <= tol * scale
+    status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
+    return MultistartFit(status, losses, best, _to_network(th[best], dims), float(inter.mean()), int(depth),
+                         int(width), int(restarts), completed, iters, time.monotonic() - t0, th, dims)
+
+
+def fit_basin_hopping(
+    X: Any,
+    y: Any,
+    depth: int,
+    width: int,
+    restarts: int = 1024,
+    chains: int = 32,
+    children: int = 8,
+    rounds: int = 20,
+    max_iter: int = 100,
+    seed: int = 0,
+    tol: float | None = None,
+    time_limit: float | None = None,
+) -> MultistartFit:
+    """Multi-start Levenberg-Marquardt followed by basin hopping: the ``chains`` restarts
+    with the lowest training MSE (of ``restarts`` He starts) each spawn ``children``
+    perturbed copies per round (every parameter ``p -> p (1 + s g) + HOP_SHIFT s g'``,
+    ``g, g'`` standard normal, ``s`` drawn from ``HOP_SCALES``), refitted by
+    Levenberg-Marquardt; a chain moves to its best child when that lowers the training
+    MSE.  Stops when the best chain interpolates (an exact empirical risk minimiser, as in
+    :func:`fit_multistart`), after ``rounds`` rounds, or at the time limit.  Only training
+    data are used.  The result describes the chains (``train_mse``, ``predict``,
+    ``networks`` index them); ``restarts`` counts every Levenberg-Marquardt run and
+    ``iterations`` the rounds.
+
+    Example:
+        >>> import numpy as np
+        >>> X = np.linspace(-1, 1, 9)[:, None]; y = np.abs(X[:, 0])
+        >>> fit = fit_basin_hopping(X, y, depth=2, width=2, restarts=16, chains=4, seed=0)
+        >>> fit.status
+        'interpolated'
+    """
+    X, y = _check_data(X, y)
+    for name, v in (("chains", chains), ("children", children), ("rounds", rounds)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if name == "rounds" else 1):
+            raise DynamicsError(f"fit_basin_hopping: {name} must be a positive integer, got {v!r}")
+    t0 = time.monotonic()
+    first = fit_multistart(X, y, depth, width, restarts=restarts, max_iter=max_iter, seed=seed, tol=tol,
+                           time_limit=time_limit)
+    tol = or_default(tol, INTERP_TOL)
+    dims = first._dims
+    keep = np.argsort(first.train_mse)[:chains]
+    pool, pl = first._params[keep].copy(), first.train_mse[keep].copy()
+    scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+    deadline = None if time_limit is None else t0 + time_limit
+    rng = np.random.default_rng([seed, 1])
+    runs, done, stopped = first.completed, 0, first.status == "time_limit"
+    while done < rounds and not stopped and pl.min() > tol * scale:
+        kids = np.repeat(pool, children, axis=0)
+        s = rng.choice(HOP_SCALES, size=(len(kids), 1))
+        kids = kids * (1 + s * rng.standard_normal(kids.shape)) + HOP_SHIFT * s * rng.standard_normal(kids.shape)
+        kids, kl, _, stopped, completed = _run(kids, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
+        runs += completed
+        kl = kl.reshape(len(pool), children)
+        j = np.argmin(kl, axis=1)
+        better = kl[np.arange(len(pool)), j] < pl
+        idx = np.flatnonzero(better)
+        pool[idx] = kids[idx * children + j[idx]]
+        pl[idx] = kl[idx, j[idx]]
+        done += 1
+    best = int(np.argmin(pl))
+    inter = pl <= tol * scale
+    status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
+    return MultistartFit(status, pl, best, _to_network(pool[best], dims), float(inter.mean()), int(depth),
+                         int(width), runs, runs, done, time.monotonic() - t0, pool, dims)
+
+
+def _run(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
+         deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
+    """Levenberg-Marquardt on all rows of ``th`` in memory-bounded blocks; rows of blocks not
+    reached before the deadline get training MSE inf.  Returns (params, MSE, iterations,
+    stopped by the deadline, rows run)."""
+    th = th.copy()
+    block = max(1, BLOCK_ENTRIES // (X.shape[0] * th.shape[1]))
+    losses, iters, stopped, completed = np.full(len(th), np.inf), 0, False, len(th)
+    for a in range(0, len(th), block):
+        th[a:a + block], losses[a:a + block], it, stop = _lm(th[a:a + block], dims, X, y, max_iter, zero, deadline)
+        iters = max(iters, it)
+        if stop:  # the time limit: later blocks are not run
+            stopped, completed = True, min(a + block, len(th))
+            break
+    return th, losses, iters, stopped, completed
+
+
+def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise DynamicsError(f"fit_multistart: X must be a non-empty (n, d) array, got shape {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise DynamicsError(f"fit_multistart: y must have shape ({X.shape[0]},), got {y.shape}")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
+        raise DynamicsError("fit_multistart: X and y must be finite (found NaN or inf)")
+    return X, y
+
+
+def _starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator, start: Any, noise: float) -> np.ndarray:
+    if isinstance(start, Network):
+        start = [start] * R
+    if isinstance(start, (list, tuple)):
+        if len(start) != R or not all(isinstance(net, Network) for net in start):
+            raise DynamicsError(f"fit_multistart: a list of starts must hold `restarts` = {R} Networks")
+        rows = []
+        for net in start:
+            shape = tuple([net.weights[0].shape[1]] + [w.shape[0] for w in net.weights])
+            if shape != dims:
+                raise DynamicsError(f"fit_multistart: start network has layer sizes {shape}, expected {dims}")
+            rows.append(np.concatenate([np.r_[w.ravel(), b] for w, b in zip(net.weights, net.biases, strict=True)]))
+        th = np.array(rows, dtype=float)
+        return th + noise * rng.standard_normal(th.shape)
+    if start not in START_KINDS:
+        raise DynamicsError(f"fit_multistart: start must be one of {START_KINDS} or a Network, got {start!r}")
+    if start == "fold":
+        return _fold_starts(X, dims, R, rng)
+    H = np.broadcast_to(X, (R,) + X.shape)
+    parts = []
+    L = len(dims) - 2
+    for k in range(L + 1):
+        W = rng.standard_normal((R, dims[k + 1], dims[k])) * np.sqrt(2.0 / dims[k])
+        Z = H @ W.transpose(0, 2, 1)
+        if k < L:  # each unit's kink at a random quantile (10-90%) of its inputs: none starts dead
+            q = rng.uniform(KINK_QUANTILES[0], KINK_QUANTILES[1], (R, dims[k + 1])) * (X.shape[0] - 1)
+            Zs = np.sort(Z, axis=1)
+            lo = np.floor(q).astype(int)
+            hi = np.minimum(lo + 1, X.shape[0] - 1)
+            z_lo = np.take_along_axis(Zs, lo[:, None, :], axis=1)[:, 0, :]
+            z_hi = np.take_along_axis(Zs, hi[:, None, :], axis=1)[:, 0, :]
+            b = -(z_lo + (q - lo) * (z_hi - z_lo))
+        else:
+            b = np.zeros((R, 1))
+        parts += [W.reshape(R, -1), b]
+        H = np.maximum(Z + b[:, None, :], 0.0)
+    return np.concatenate(parts, axis=1)
+
+
+def _fold_starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator) -> np.ndarray:
+    """Random compositions of one-dimensional piecewise-linear maps: every unit of hidden
+    layer ``k`` reads the same scalar ``v_k`` (a random direction of the previous layer,
+    rescaled to span [0, 1] on the training points), with kinks uniform in [0, 1]; the
+    output layer is random (Levenberg-Marquardt fits a linear layer in one step)."""
+    H = np.broadcast_to(X, (R,) + X.shape)
+    parts = []
+    L = len(dims) - 2
+    for k in range(L + 1):
+        a = rng.standard_normal((R, dims[k]))
+        if k == L:
+            parts += [a, np.zeros((R, 1))]
+            break
+        v = np.einsum("rnd,rd->rn", H, a)
+        lo, span = v.min(axis=1), np.maximum(np.ptp(v, axis=1), 1e-12)  # tol: a constant direction
+        kinks = rng.uniform(0.0, 1.0, (R, dims[k + 1]))
+        W = np.repeat((a / span[:, None])[:, None, :], dims[k + 1], axis=1)
+        b = -(lo / span)[:, None] - kinks
+        parts += [W.reshape(R, -1), b]
+        H = np.maximum(np.einsum("rnd,rud->rnu", H, W) + b[:, None, :], 0.0)
+    return np.concatenate(parts, axis=1)
+
+
+def _unpack(th: np.ndarray, dims: tuple) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    Ws, bs, o = [], [], 0
+    for k in range(len(dims) - 1):
+        m = dims[k + 1] * dims[k]
+        Ws.append(th[:, o:o + m].reshape(-1, dims[k + 1], dims[k]))
+        o += m
+        bs.append(th[:, o:o + dims[k + 1]])
+        o += dims[k + 1]
+    return Ws, bs
+
+
+def _to_network(th: np.ndarray, dims: tuple) -> Network:
+    Ws, bs = _unpack(th[None], dims)
+    return Network([w[0].copy() for w in Ws], [b[0].copy() for b in bs])
+
+
+def _forward(th: np.ndarray, dims: tuple, X: np.ndarray, jac: bool = False) -> tuple[np.ndarray, Any]:
+    """Outputs ``(R, n)`` and, with ``jac``, the Jacobian ``(R, n, P)`` in the packing order."""
+    Ws, bs = _unpack(th, dims)
+    R, n = th.shape[0], X.shape[0]
+    Hs, Zs = [np.broadcast_to(X, (R,) + X.shape)], []
+    for k in range(len(Ws)):
+        Z = Hs[-1] @ Ws[k].transpose(0, 2, 1) + bs[k][:, None, :]
+        Zs.append(Z)
+        if k < len(Ws) - 1:
+            Hs.append(np.maximum(Z, 0.0))
+    f = Zs[-1][..., 0]
+    if not jac:
+        return f, None
+    blocks = []
+    G = np.ones((R, n, 1))  # d output / d pre-activations of layer k, per sample
+    for k in range(len(Ws) - 1, -1, -1):
+        dW = (G[..., :, None] * Hs[k][..., None, :]).reshape(R, n, -1)
+        blocks.append(np.concatenate([dW, G], axis=2))
+        if k > 0:
+            G = (G @ Ws[k]) * (Zs[k - 1] > 0)
+    return f, np.concatenate(blocks[::-1], axis=2)
+
+
+def _lm(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
+        deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """Levenberg-Marquardt on every row of ``th`` at once (Marquardt's diagonal scaling);
+    a row stops when its MSE is <= ``zero`` or its damping exceeds LAMBDA_MAX."""
+    th = th.copy()
+    f, J = _forward(th, dims, X, jac=True)
+    r = f - y
+    loss = np.mean(r**2, axis=1)
+    lam = np.full(len(th), LAMBDA_START)
+    eye = np.eye(th.shape[1])
+    it = 0
+    for it in range(1, max_iter + 1):
+        act = np.flatnonzero((loss > zero) & (lam < LAMBDA_MAX))
+        if act.size == 0 or (deadline is not None and time.monotonic() > deadline):
+            return th, loss, it - 1, act.size > 0
+        Ja, ra = J[act], r[act]
+        A = Ja.transpose(0, 2, 1) @ Ja
+        g = (Ja.transpose(0, 2, 1) @ ra[..., None])[..., 0]
+        diag = np.einsum("rpp->rp", A)
+        M = A + (lam[act, None] * diag + DAMP_FLOOR * (1.0 + diag.max(axis=1))[:, None])[:, :, None] * eye
+        step = np.linalg.solve(M, g[..., None])[..., 0]
+        new = th[act] - step
+        f2, J2 = _forward(new, dims, X, jac=True)
+        r2 = f2 - y
+        loss2 = np.mean(r2**2, axis=1)
+        ok = np.isfinite(loss2) & (loss2 < loss[act])
+        good = act[ok]
+        th[good], r[good], J[good], loss[good] = new[ok], r2[ok], J2[ok], loss2[ok]
+        lam[good] = np.maximum(lam[good] * LAMBDA_DOWN, LAMBDA_MIN)
+        lam[act[~ok]] *= LAMBDA_UP
+    return th, loss, it, False
