@@ -58,6 +58,7 @@ from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
 from .glu_linear import even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
+from .glu_scan import scan_plane_windows
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
 __all__ = ["GLUBlock", "GLUResult", "extract_glu", "random_glu", "ACTIVATIONS"]
@@ -82,11 +83,11 @@ POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
 FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
 GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
+COARSE_ORACLE = 1e-5  # ... and coarser than this no crossing is sought (12 significand bits: 2e-5, a few spurious units)
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
 MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
-NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
 EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
 EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
 EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
@@ -94,6 +95,7 @@ EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
 NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
+FALLBACK_STEPS = 75  # ... and of the fallback from random weights (it stalls near 15-20 % anyway)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
@@ -521,8 +523,11 @@ def extract_glu(
         cg_res = 0.0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
-            while state["planes"] < max_planes:
-                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz, NOISY_REACH if nz > NOISY_ORACLE else 0)
+            while state["planes"] < max_planes and nz <= COARSE_ORACLE:
+                if nz > NOISY_ORACLE:  # rounded outputs: window tests and piece fits
+                    ks, clean = scan_plane_windows(o, d, r_far, n_grid, rng)
+                else:
+                    ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
                 if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:
                     n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
                     continue
@@ -556,6 +561,10 @@ def extract_glu(
             if h == 0:
                 msg = (f"no gate crossing found on {state['planes']} half-circles (outputs too coarse? "
                        f"noise {nz:.1e}): no gate row, value row, orientation or magnitude identified")
+                if nz > COARSE_ORACLE:
+                    msg = (f"outputs too coarse (measured noise {nz:.1e} above {COARSE_ORACLE:g}, where gate kinks "
+                           f"drown in the rounding): no gate crossing sought; no gate row, value row, "
+                           f"orientation or magnitude identified")
                 if hidden is None or not refine:
                     return result("partial", msg + ("; give hidden= for a least-squares fallback"
                                                     if hidden is None else ""))
@@ -669,7 +678,8 @@ def extract_glu(
                 n_steps = 10**6  # full-precision outputs: the time limit alone (as before)
             elif polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
                 per_it = 12.0 * X.shape[0] * h * (d + m)
-                n_steps = int(min(POLISH_STEPS, max(25, POLISH_FLOPS / per_it)))
+                n_steps = int(min(FALLBACK_STEPS if state["fallback"] else POLISH_STEPS,
+                                  max(25, POLISH_FLOPS / per_it)))
             else:
                 n_steps = int(polish_steps)
             pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
