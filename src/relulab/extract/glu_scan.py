@@ -61,8 +61,8 @@ def trig_roots(coef: np.ndarray, lo: float, hi: float) -> list[float]:
     ``a cos^2 + b cos sin + c sin^2`` for ``coef = (a, b, c)``.
 
     Example:
-        >>> [round(t, 12) for t in trig_roots(np.array([0.0, 1.0, 0.0]), -0.5, 0.5)]  # cos sin
-        [0.0]
+        >>> [round(t, 12) for t in trig_roots(np.array([-1.0, 0.0, 3.0]), -1.0, 1.0)]  # 3 tan^2 = 1
+        [-0.523598775598, 0.523598775598]
     """
     a, b, c = (float(v) for v in coef)
     # a cos^2 + b cos sin + c sin^2 = 0  <=>  c t^2 + b t + a = 0 with t = tan(angle)
