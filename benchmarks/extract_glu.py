@@ -129,7 +129,7 @@ def main() -> None:
     ap.add_argument("--precisions", default="float64,float32,bf16")
     ap.add_argument("--budget", type=int, default=4_000_000, help="query budget per block")
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per block (stages 3-6)")
-    ap.add_argument("--baseline-max", type=int, default=256, help="largest hidden with the L-BFGS baseline")
+    ap.add_argument("--baseline-max", type=int, default=64, help="largest hidden with the L-BFGS baseline")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", action="store_true",

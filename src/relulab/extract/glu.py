@@ -525,7 +525,7 @@ def extract_glu(
             quiet = 0
             while state["planes"] < max_planes and nz <= COARSE_ORACLE:
                 if nz > NOISY_ORACLE:  # rounded outputs: window tests and piece fits
-                    ks, clean = scan_plane_windows(o, d, r_far, n_grid, rng)
+                    ks, clean = scan_plane_windows(o, d, r_far, n_grid, rng, nz)
                 else:
                     ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
                 if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:

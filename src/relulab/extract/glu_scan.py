@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from ..tolerance import TINY
-from .glu_gates import FLOOR_SHARE, Crossing, query_scaled
+from .glu_gates import FLOOR_SHARE, Crossing, query_scaled, scan_plane
 from .oracle import QueryOracle
 
 __all__ = ["scan_plane_windows", "trig_roots"]
@@ -110,12 +110,16 @@ def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
-def scan_plane_windows(o: QueryOracle, d: int, r: float, n: int,
-                       rng: np.random.Generator) -> tuple[list[Crossing], float]:
+def scan_plane_windows(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generator,
+                       noise: float | None = None) -> tuple[list[Crossing], float]:
     """Gate crossings on the half-circle ``r (cos t v1 + sin t v2)`` of a random plane on
     ``n`` grid angles, by window tests and piece fits (module docstring); the output
-    noise is measured on the circle itself.  Returns the crossings and the estimated
-    fraction of four-point windows free of crossings (low: the grid is too coarse).
+    noise is measured on the circle itself.  With ``noise`` (the relative output
+    precision) the four-point scan of :func:`~relulab.extract.glu_gates.scan_plane` also
+    runs on the same samples and adds the crossings the window test left (strong kinks
+    between crowded neighbours; few outputs make the window test weak).  Returns the
+    crossings and the estimated fraction of four-point windows free of crossings (low:
+    the grid is too coarse; the smaller of the two scans' estimates).
 
     Example:
         >>> from relulab.extract import random_glu
@@ -187,4 +191,14 @@ def scan_plane_windows(o: QueryOracle, d: int, r: float, n: int,
         t_hat = -math.sin(tg) * v1 + math.cos(tg) * v2
         out.append(Crossing(x_hat, t_hat, w_hat, max(tg - th[left[0]], h), max(th[right[-1]] - tg, h),
                             jn, snr * SNR_TO_W))
-    return out, max(0.0, 1.0 - 3.0 * cuts / n)
+    clean_w = max(0.0, 1.0 - 3.0 * cuts / n)
+    if noise is None:
+        return out, clean_w
+    ks4, clean4 = scan_plane(o, d, r, n, rng, noise, samples=(v1, v2, Y))
+    have = np.array([math.atan2(k.x_hat @ v2, k.x_hat @ v1) % math.pi for k in out])
+    for k in ks4:
+        t = math.atan2(k.x_hat @ v2, k.x_hat @ v1) % math.pi
+        dist = np.abs(have - t) if have.size else np.array([math.inf])
+        if np.min(np.minimum(dist, math.pi - dist)) > 2 * h:  # not found by the window test
+            out.append(k)
+    return out, min(clean_w, clean4)
