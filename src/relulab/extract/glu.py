@@ -23,14 +23,17 @@ multi-stage forward-query primitive of the GLU extraction abstract):
    kept only when it lowers the training error.
 
 Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
-a noise-aware path: units measured twice merge, units no later half-circle saw are
+a noise-aware path: the half-circles are scanned by window tests and least-squares
+piece fits (:mod:`relulab.extract.glu_scan`; a four-point difference drowns in the
+rounding on the fine grids wide blocks need), units measured twice merge, units no later half-circle saw are
 dropped, each gate row is the median of up to five measurements; where the even part
 has enough equations, Gauss-Newton on it refits gate rows, value rows and output
 directions together (:func:`~relulab.extract.glu_linear.even_fit`) and units left with
 a small share are dropped; units whose magnitude runs off are dropped, and the polish
-(bounded by iterations) fits on 4 equations per parameter.  When no
-crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
-least-squares fit from random weights is returned, flagged ``fallback``.
+(bounded by iterations) fits on 4 equations per parameter.  Outputs coarser than
+``COARSE_ORACLE`` (bfloat16) hide the kinks: no crossing is sought and the result is
+``partial``; with ``hidden`` given, a least-squares fit from random weights is returned,
+flagged ``fallback``.
 
 The recovered block is checked on fresh validation pairs (sampled: median and worst
 relative output error) and, when the truth is known, by its parameters after aligning
@@ -83,7 +86,7 @@ POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
 FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
 GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
-COARSE_ORACLE = 1e-5  # ... and coarser than this no crossing is sought (12 significand bits: 2e-5, a few spurious units)
+COARSE_ORACLE = 1e-4  # ... and coarser than this no crossing is sought (bfloat16: 3e-4; 12 significand bits: 2e-5 still tried)
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
 MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
