@@ -59,7 +59,7 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
-from .glu_linear import even_fit, magnitudes, orientations, value_rows
+from .glu_linear import CG_RTOL, even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
 from .glu_scan import scan_plane_windows
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
@@ -81,6 +81,7 @@ WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measur
 UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
+ROUGH_RTOL = 1e-9  # tol: value solves that only steer the next step stop at this relative residual
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
 FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
@@ -587,23 +588,25 @@ def extract_glu(
                 Xo = np.vstack([Xo, Xa])
                 Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
 
-            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, frac: float,
+            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, rough: bool = True,
                       by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo)) -> tuple:
-                # no wall-clock limit here: the value rows are the method, not a polish
+                # no wall-clock limit here: the value rows are the method, not a polish;
+                # solves whose V only steers the next step (pruning, re-measuring, the
+                # curvature correction) stop early, the last one runs to float64 precision
                 Xs, Ys = (data[2], data[3]) if by_odd else (data[0], data[1])
-                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd)
+                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else CG_RTOL)
                 return sol.V, sol.residual
 
-            V, cg_res = solve(np.array(units.G), W, None, 0.3)
+            V, cg_res = solve(np.array(units.G), W, None)
             if units.prune(V):  # false crossings get (almost) no value row: not units
                 W, h = np.array(units.W).T, len(units.G)
-                V, cg_res = solve(np.array(units.G), W, None, 0.2)
+                V, cg_res = solve(np.array(units.G), W, None)
             if units.remeasure(o, V, r_far, step):
-                V, cg_res = solve(np.array(units.G), W, V, 0.2)
+                V, cg_res = solve(np.array(units.G), W, V)
             # the gate rows' curvature term needs the value rows: correct, solve again
-            for _ in range(CORRECTIONS):
+            for i in range(CORRECTIONS):
                 G = units.rows(V)
-                V, cg_res = solve(G, W, V, 0.2)
+                V, cg_res = solve(G, W, V, rough=i < CORRECTIONS - 1)
             if nz > NOISY_ORACLE and not by_odd and h * (2 * d + m) < EVEN_SHARE * m * d * (d + 1) / 2:
                 # rounded outputs: the finite-difference gate rows are good to a few %;
                 # Gauss-Newton on every even-part equation at once fits G, V and W to the

@@ -70,7 +70,7 @@ class ValueSolve(Result):
 
 def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
                max_iter: int = 3000, time_limit: float = math.inf,
-               V0: np.ndarray | None = None, odd: bool = False) -> ValueSolve:
+               V0: np.ndarray | None = None, odd: bool = False, rtol: float = CG_RTOL) -> ValueSolve:
     """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring), or
     with ``odd`` of ``E = (|X G^T| * (X V^T)) W^T / 2`` (the odd part far out, whose
     rows are the value rows times the orientations).
@@ -117,14 +117,14 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
         alpha = rz / max(float(np.sum(Pd * Q)), TINY)
         V += alpha * Pd
         R -= alpha * Q
-        if np.linalg.norm(R) <= CG_RTOL * bn or time.monotonic() > t_end:
+        if np.linalg.norm(R) <= rtol * bn or time.monotonic() > t_end:
             break
         Z = precond(R)
         rz_new = float(np.sum(R * Z))
         Pd = Z + (rz_new / rz) * Pd
         rz = rz_new
     res = float(np.linalg.norm(R) / bn)
-    return ValueSolve(V, res, it, res <= CG_RTOL)
+    return ValueSolve(V, res, it, res <= rtol)
 
 
 def _solve_hadamard(W: np.ndarray, F: np.ndarray, Y: np.ndarray, damp: float = 0.0) -> np.ndarray:
