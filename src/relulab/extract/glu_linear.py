@@ -133,7 +133,14 @@ def _solve_hadamard(W: np.ndarray, F: np.ndarray, Y: np.ndarray, damp: float = 0
     b = np.sum(F * (Y @ W), axis=0)
     if damp:
         M = M + damp * np.diag(np.diag(M))
-    return np.linalg.lstsq(M, b, rcond=None)[0]
+    # M is a Hadamard product of Gram matrices (positive semidefinite): Cholesky, ~10x
+    # cheaper than the SVD of lstsq at hidden = 1024; lstsq only when M is singular
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    try:
+        return cho_solve(cho_factor(M), b)
+    except LinAlgError:
+        return np.linalg.lstsq(M, b, rcond=None)[0]
 
 
 def orientations(X: np.ndarray, O: np.ndarray, G: np.ndarray, W: np.ndarray,
