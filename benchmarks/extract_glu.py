@@ -6,15 +6,16 @@ d x hidden (outputs m = d) and act in {SiLU, GELU, ReLU}, with three oracles:
 * float64 - the block in float64;
 * float32 - the block evaluated in float32 (inputs, weights, activation, products);
 * bf16    - float64 outputs rounded to torch.bfloat16 (8-bit mantissa); these rows are
-  given the width, since no gate crossing shows and extract_glu then falls back to a
-  least-squares fit from random weights (``partial``, ``fallback``: nothing identified).
+  given the width, since at that noise (3e-4, above 1e-4) extract_glu seeks no gate
+  crossing and falls back to a least-squares fit from random weights (75 L-BFGS
+  iterations; ``partial``, ``fallback``: nothing identified).
 
 Each row: queries, CPU and wall time (the machine is shared), units found, median / worst relative validation error on
 fresh inputs (sampled), gate-row error after alignment, and the abstract's claim beside
 it (sub-percent median validation error for high-precision targets, below 5 % for finite
 precision).  The alternative on the same input in the same run is plain least squares
 (L-BFGS from random weights, the method relulab used before) given the same queries and
-as many seconds as the extraction took in CPU time (at least 5), on the sizes where it finishes (``--baseline-max``).
+as many seconds as the extraction took in CPU time (at least 5), on 16 x 64 (``--baseline-max``).
 
     python benchmarks/extract_glu.py [--quick | --full] [--sizes 16x64,256x1024] [--acts silu]
                                      [--precisions float64] [--out benchmarks/results/extract_glu.json]
