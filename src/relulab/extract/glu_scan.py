@@ -194,7 +194,7 @@ def scan_plane_windows(o: QueryOracle, d: int, r: float, n: int, rng: np.random.
     clean_w = max(0.0, 1.0 - 3.0 * cuts / n)
     if noise is None:
         return out, clean_w
-    ks4, clean4 = scan_plane(o, d, r, n, rng, noise, samples=(v1, v2, Y))
+    ks4, clean4 = scan_plane(o, d, r, n, rng, noise, plane=(v1, v2, Y))
     have = np.array([math.atan2(k.x_hat @ v2, k.x_hat @ v1) % math.pi for k in out])
     for k in ks4:
         t = math.atan2(k.x_hat @ v2, k.x_hat @ v1) % math.pi
