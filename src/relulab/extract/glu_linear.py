@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..results import Result
-from ..tolerance import TINY
+from ..tolerance import TINY, or_default
 
 __all__ = ["ValueSolve", "value_rows", "orientations", "magnitudes", "psi_ratio", "even_fit"]
 
@@ -70,10 +70,11 @@ class ValueSolve(Result):
 
 def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
                max_iter: int = 3000, time_limit: float = math.inf,
-               V0: np.ndarray | None = None, odd: bool = False, rtol: float = CG_RTOL) -> ValueSolve:
+               V0: np.ndarray | None = None, odd: bool = False, rtol: float | None = None) -> ValueSolve:
     """Least-squares ``V`` of ``E = ((X G^T) * (X V^T)) W^T / 2`` (module docstring), or
     with ``odd`` of ``E = (|X G^T| * (X V^T)) W^T / 2`` (the odd part far out, whose
-    rows are the value rows times the orientations).
+    rows are the value rows times the orientations).  ``rtol``: the relative residual of
+    the normal equations to stop at (None: ``CG_RTOL``, float64 precision).
 
     Returns a :class:`ValueSolve` (rows, residual, iterations, converged).
 
@@ -85,6 +86,7 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
         >>> np.round(r.V, 6).tolist(), r.converged
         ([[2.0, 1.0]], True)
     """
+    rtol = or_default(rtol, CG_RTOL)  # stop at this relative residual of the normal equations
     A = X @ G.T                                    # (n, h) gate pre-activations
     if odd:
         A = np.abs(A)
