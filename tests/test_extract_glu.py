@@ -269,3 +269,49 @@ def test_too_few_units_is_partial_not_recovered():
     r = extract_glu(blk, 8, act="silu", grid=64, max_planes=1, refine=False)
     assert r.block is not None and r.hidden < 24
     assert r.median_rel_error > 0.1 and r.status == "partial" and "not recovered" in r.message
+
+
+@pytest.mark.parametrize("act,scale", [("relu", 1.0), ("silu", 1e8)])
+def test_window_scan_on_float32_outputs_finds_true_crossings(act, scale):
+    # float32 outputs: every crossing the window scan reports lies on a true gate
+    # hyperplane at the true crossing angle of that unit on the half-circle (brute
+    # force from the weights), with the unit's output column, and most isolated true
+    # crossings are found
+    from relulab.extract.glu_scan import SNR_TO_W, scan_plane_windows
+
+    d, h = 12, 16
+    blk = random_glu(d, h, act=act, seed=11)
+    ks, clean = scan_plane_windows(QueryOracle(_rounded(blk, "float32"), d), d, scale, 2048,
+                                   np.random.default_rng(3))
+    assert clean > 0.9 and len(ks) >= 8
+    # the same plane (same generator draws) and the true crossing angles on it
+    V = np.linalg.qr(np.random.default_rng(3).normal(size=(d, 2)))[0]
+    ang = np.arctan2(-(blk.W_gate @ V[:, 0]), blk.W_gate @ V[:, 1]) % np.pi
+    gn = blk.W_gate / np.linalg.norm(blk.W_gate, axis=1, keepdims=True)
+    wn = blk.W_out / np.linalg.norm(blk.W_out, axis=0)
+    for k in ks:
+        snr = k.snr / SNR_TO_W  # the kink over its fit noise: placement and direction scale with it
+        j = int(np.argmin(np.abs(gn @ k.x_hat)))
+        assert abs(gn[j] @ k.x_hat) < max(1e-6, 3e-2 / snr)  # float32 inputs: ~1e-7 at best
+        t = np.arctan2(k.x_hat @ V[:, 1], k.x_hat @ V[:, 0]) % np.pi
+        assert abs(t - ang[j]) < np.pi / 2048  # within its grid step
+        assert 1 - abs(wn[:, j] @ k.w_hat) < max(1e-8, (10 / snr) ** 2)
+    # crossings with no other one within 16 grid steps (each window test needs room)
+    s = np.sort(ang)
+    gaps = np.diff(np.concatenate([[s[-1] - np.pi], s, [s[0] + np.pi]])) / (np.pi / 2048)
+    isolated = int(np.sum((gaps[:-1] > 16) & (gaps[1:] > 16)))
+    assert len(ks) >= 0.8 * isolated
+
+
+def test_trig_roots_against_brute_force():
+    from relulab.extract.glu_scan import trig_roots
+
+    rng = np.random.default_rng(0)
+    t = np.linspace(-1.5, 1.5, 300001)
+    for _ in range(20):
+        a, b, c = rng.normal(size=3)
+        q = a * np.cos(t) ** 2 + b * np.cos(t) * np.sin(t) + c * np.sin(t) ** 2
+        brute = t[:-1][np.sign(q[:-1]) != np.sign(q[1:])]
+        got = trig_roots(np.array([a, b, c]), -1.5, 1.5)
+        assert len(got) == len(brute)
+        assert np.allclose(sorted(got), brute, atol=2e-5)

@@ -23,14 +23,17 @@ multi-stage forward-query primitive of the GLU extraction abstract):
    kept only when it lowers the training error.
 
 Rounded outputs (measured precision coarser than ``1e-12``, e.g. a float32 model) take
-a noise-aware path: units measured twice merge, units no later half-circle saw are
+a noise-aware path: the half-circles are scanned by window tests and least-squares
+piece fits (:mod:`relulab.extract.glu_scan`; a four-point difference drowns in the
+rounding on the fine grids wide blocks need), units measured twice merge, units no later half-circle saw are
 dropped, each gate row is the median of up to five measurements; where the even part
 has enough equations, Gauss-Newton on it refits gate rows, value rows and output
 directions together (:func:`~relulab.extract.glu_linear.even_fit`) and units left with
 a small share are dropped; units whose magnitude runs off are dropped, and the polish
-(bounded by iterations) fits on 4 equations per parameter.  When no
-crossing shows at all (bfloat16) the result is ``partial``; with ``hidden`` given, a
-least-squares fit from random weights is returned, flagged ``fallback``.
+(bounded by iterations) fits on 4 equations per parameter.  Outputs coarser than
+``COARSE_ORACLE`` (bfloat16) hide the kinks: no crossing is sought and the result is
+``partial``; with ``hidden`` given, a least-squares fit from random weights is returned,
+flagged ``fallback``.
 
 The recovered block is checked on fresh validation pairs (sampled: median and worst
 relative output error) and, when the truth is known, by its parameters after aligning
@@ -56,8 +59,9 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
-from .glu_linear import even_fit, magnitudes, orientations, value_rows
+from .glu_linear import CG_RTOL, even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
+from .glu_scan import scan_plane_windows
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 
 __all__ = ["GLUBlock", "GLUResult", "extract_glu", "random_glu", "ACTIVATIONS"]
@@ -77,16 +81,17 @@ WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measur
 UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
+ROUGH_RTOL = 1e-9  # tol: value solves that only steer the next step stop at this relative residual
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
 FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
 GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
+COARSE_ORACLE = 1e-4  # ... and coarser than this no crossing is sought (bfloat16: 3e-4; 12 significand bits: 2e-5 still tried)
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
 MERGE_MAX = 0.1  # ... but never looser (random units in d >= 16 are much further apart)
 UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again is dropped
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
-NOISY_REACH = 4  # ... with difference steps from pieces up to this many grid steps longer
 EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
 EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
 EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
@@ -94,6 +99,7 @@ EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
 NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
+FALLBACK_STEPS = 75  # ... and of the fallback from random weights (it stalls near 15-20 % anyway)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
@@ -521,8 +527,11 @@ def extract_glu(
         cg_res = 0.0
         for _ in range(max_planes):  # rounds: more planes while the even part is unexplained
             quiet = 0
-            while state["planes"] < max_planes:
-                ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz, NOISY_REACH if nz > NOISY_ORACLE else 0)
+            while state["planes"] < max_planes and nz <= COARSE_ORACLE:
+                if nz > NOISY_ORACLE:  # rounded outputs: window tests and piece fits
+                    ks, clean = scan_plane_windows(o, d, r_far, n_grid, rng, nz)
+                else:
+                    ks, clean = scan_plane(o, d, r_far, n_grid, rng, nz)
                 if grid is None and hidden is None and clean < 0.9 and n_grid < 2**18:
                     n_grid *= 2  # crossings too dense for this grid: a finer one, same plane count
                     continue
@@ -556,6 +565,10 @@ def extract_glu(
             if h == 0:
                 msg = (f"no gate crossing found on {state['planes']} half-circles (outputs too coarse? "
                        f"noise {nz:.1e}): no gate row, value row, orientation or magnitude identified")
+                if nz > COARSE_ORACLE:
+                    msg = (f"outputs too coarse (measured noise {nz:.1e} above {COARSE_ORACLE:g}, where gate kinks "
+                           f"drown in the rounding): no gate crossing sought; no gate row, value row, "
+                           f"orientation or magnitude identified")
                 if hidden is None or not refine:
                     return result("partial", msg + ("; give hidden= for a least-squares fallback"
                                                     if hidden is None else ""))
@@ -575,23 +588,25 @@ def extract_glu(
                 Xo = np.vstack([Xo, Xa])
                 Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
 
-            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, frac: float,
+            def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, rough: bool = True,
                       by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo)) -> tuple:
-                # no wall-clock limit here: the value rows are the method, not a polish
+                # no wall-clock limit here: the value rows are the method, not a polish;
+                # solves whose V only steers the next step (pruning, re-measuring, the
+                # curvature correction) stop early, the last one runs to float64 precision
                 Xs, Ys = (data[2], data[3]) if by_odd else (data[0], data[1])
-                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd)
+                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else CG_RTOL)
                 return sol.V, sol.residual
 
-            V, cg_res = solve(np.array(units.G), W, None, 0.3)
+            V, cg_res = solve(np.array(units.G), W, None)
             if units.prune(V):  # false crossings get (almost) no value row: not units
                 W, h = np.array(units.W).T, len(units.G)
-                V, cg_res = solve(np.array(units.G), W, None, 0.2)
+                V, cg_res = solve(np.array(units.G), W, None)
             if units.remeasure(o, V, r_far, step):
-                V, cg_res = solve(np.array(units.G), W, V, 0.2)
+                V, cg_res = solve(np.array(units.G), W, V)
             # the gate rows' curvature term needs the value rows: correct, solve again
-            for _ in range(CORRECTIONS):
+            for i in range(CORRECTIONS):
                 G = units.rows(V)
-                V, cg_res = solve(G, W, V, 0.2)
+                V, cg_res = solve(G, W, V, rough=i < CORRECTIONS - 1)
             if nz > NOISY_ORACLE and not by_odd and h * (2 * d + m) < EVEN_SHARE * m * d * (d + 1) / 2:
                 # rounded outputs: the finite-difference gate rows are good to a few %;
                 # Gauss-Newton on every even-part equation at once fits G, V and W to the
@@ -669,7 +684,8 @@ def extract_glu(
                 n_steps = 10**6  # full-precision outputs: the time limit alone (as before)
             elif polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
                 per_it = 12.0 * X.shape[0] * h * (d + m)
-                n_steps = int(min(POLISH_STEPS, max(25, POLISH_FLOPS / per_it)))
+                n_steps = int(min(FALLBACK_STEPS if state["fallback"] else POLISH_STEPS,
+                                  max(25, POLISH_FLOPS / per_it)))
             else:
                 n_steps = int(polish_steps)
             pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)

@@ -102,12 +102,13 @@ def _trig_root(q: np.ndarray, ang: np.ndarray, lo: float, hi: float) -> float | 
 
 
 def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generator,
-               noise: float, reach: int = 0) -> tuple[list[Crossing], float]:
+               noise: float, reach: int = 0, plane: tuple | None = None) -> tuple[list[Crossing], float]:
     """Gate crossings on the half-circle ``r (cos t v1 + sin t v2)``, ``t`` in ``[0, pi)``
     on ``n`` grid angles, of a random plane (see the module docstring).  ``noise`` is the
     relative precision of the outputs; crossings closer than four grid steps to another
     one are skipped (another plane finds them); ``reach`` lets a crossing's pieces extend
-    up to that many more clean grid steps.  Returns the crossings and the fraction of
+    up to that many more clean grid steps; ``plane`` = ``(v1, v2, Y)`` reuses a half-circle
+    already queried (no query).  Returns the crossings and the fraction of
     four-point windows free of crossings (low: the grid is too coarse for the width).
 
     Example:
@@ -117,12 +118,15 @@ def scan_plane(o: QueryOracle, d: int, r: float, n: int, rng: np.random.Generato
         >>> len(ks) <= 2, clean > 0.9
         (True, True)
     """
-    V = np.linalg.qr(rng.normal(size=(d, 2)))[0]
-    v1, v2 = V[:, 0], V[:, 1]
     h = math.pi / n
     th = h * np.arange(n)
-    P = np.cos(th)[:, None] * v1 + np.sin(th)[:, None] * v2
-    Y = query_scaled(o, P, r)
+    if plane is None:
+        V = np.linalg.qr(rng.normal(size=(d, 2)))[0]
+        v1, v2 = V[:, 0], V[:, 1]
+        P = np.cos(th)[:, None] * v1 + np.sin(th)[:, None] * v2
+        Y = query_scaled(o, P, r)
+    else:
+        v1, v2, Y = plane
     c = 1.0 + 2.0 * math.cos(2.0 * h)
     res = Y[3:] - c * (Y[2:-1] - Y[1:-2]) - Y[:-3]  # res[j]: points j..j+3 on one piece?
     scale = np.linalg.norm(Y, axis=1)
