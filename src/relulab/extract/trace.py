@@ -811,7 +811,9 @@ def trace_layer(
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
             theta, unknown, dead = got
-            if not _surface_is_global(probe, known, theta, unknown, rng, radius, scale, dead=dead):
+            # (the last hidden layer has no deeper neuron: every kink is one of its own)
+            if not last and not _surface_is_global(probe, known, theta, unknown, rng, radius, scale,
+                                                   dead=dead):
                 # a deeper neuron's surface seen inside one pattern of the layer in between
                 # fits a row there, but has no kink where that row predicts one elsewhere
                 count["rejected"] += 1
@@ -842,7 +844,7 @@ def trace_layer(
         # neuron seen inside one pattern: its surface must show kinks outside that pattern
         drop_local = []
         for i, t in enumerate(neurons):
-            if i in checked or len(neurons) < 2:
+            if last or i in checked or len(neurons) < 2:
                 continue
             oth = np.array([u.theta for j, u in enumerate(neurons) if j != i])
             Pp = known.phi(np.asarray(t.points)) @ oth.T
@@ -858,8 +860,10 @@ def trace_layer(
                 checked.add(i)
         # with the previous layer's orientation fixed by most rows, a complete row whose
         # affine part is not explained by it is no row of this layer
-        full = np.array([t.identified for t in neurons])
-        if full.sum() >= 4:
+        full = np.array([t.identified for t in neurons], bool)
+        # (in the last hidden layer nothing is dropped: one complete row fixes the flips
+        # that fill the others' dead inputs)
+        if full.sum() >= (1 if last else 4):
             Th = np.array([t.theta for t in neurons])
             V, M = Th[:, :n_prev], Th[:, n_prev:-1]
             km = _known_m(neurons, M.shape[1])
@@ -871,7 +875,8 @@ def trace_layer(
                     if t.unknown:  # an always-active neuron's weight sits in M: project it out
                         B = known.U[t.unknown].T * km[i][:, None]
                         r = r - B @ np.linalg.lstsq(B, r, rcond=None)[0]
-                    if np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and i not in drop_local:
+                    if not last and np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and \
+                            i not in drop_local:
                         drop_local.append(i)
                 # a complete row's M is -sum_F V_l U_l: that fills it at its dead inputs too,
                 # so the row is the pre-activation everywhere (not only where they are 0)
@@ -886,7 +891,7 @@ def trace_layer(
                 count["not_global"] += 1
             neurons[:] = [t for i, t in enumerate(neurons) if i not in drop_local]
             checked.clear()
-        drop = set(_combinations(known, neurons))
+        drop = set() if last else set(_combinations(known, neurons))
         while drop:
             for i in drop:
                 fakes.append(neurons[i].theta)
