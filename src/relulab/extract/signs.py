@@ -91,6 +91,12 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
         [False, True]
         >>> subset_signs(A, U, np.ones((1, 2))) is None             # no subset fits
         True
+        >>> U3 = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+        >>> M = -np.outer(A[1], U3[1]); M[0, 2] = 5.0               # entry (0, 2) not known
+        >>> subset_signs(A, U3, M, mask=np.array([[True, True, False]])).tolist()
+        [False, True]
+        >>> subset_signs(A, U3, M) is None                           # taken as known: no fit
+        True
     """
     n = A.shape[0]
     B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
