@@ -160,3 +160,30 @@ def test_three_hidden_layers_equal():
     assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-8
     X = np.random.default_rng(0).normal(size=(3000, 10)) * 2
     assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8 * (1 + np.max(np.abs(net(X))))
+
+
+def test_trace_third_layer_holds_out_inputs_dead_along_a_surface():
+    # Layer 3 traced from the true layers 1 and 2: a first-layer neuron inactive all along
+    # a layer-3 surface zeroes a column of its equations (one more null direction); held
+    # out, every layer-3 row comes back (the 94 %-active one too) to 1e-9.
+    net = _random([8, 8, 6, 4, 1], 0)
+    W = [np.asarray(w, float) for w in net.weights]
+    b = [np.asarray(c, float) for c in net.biases]
+    tl = trace_layer(QueryOracle(net), [(W[0], b[0])], W[1], b[1], 8, np.random.default_rng(0),
+                     width=4, last=True)
+    assert tl.flip is not None and not tl.flip.any()  # layer 2 given in its true orientation
+    assert len(tl.neurons) == 4 and all(t.identified for t in tl.neurons)
+    R = np.hstack([tl.W, tl.b[:, None]])
+    assert _rows_match(R, np.hstack([W[2], b[2][:, None]]), 1e-9)
+    Rn = R / np.linalg.norm(R, axis=1, keepdims=True)
+    assert len({int(i) for i in np.abs(Rn @ (np.hstack([W[2], b[2][:, None]]).T)).argmax(axis=1)}) == 4
+
+
+def test_three_hidden_layers_small_equal():
+    net = _random([6, 8, 6, 4, 1], 3)
+    r = extract_relu(net, 6, widths=[8, 6, 4], seed=3, equivalence_timeout=20)
+    assert r.status == "complete", r.unidentified
+    assert r.widths == (8, 6, 4)
+    assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-8
+    X = np.random.default_rng(0).normal(size=(3000, 6)) * 2
+    assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8 * (1 + np.max(np.abs(net(X))))

@@ -188,11 +188,65 @@ def _traced_layer(o, st: _State, k: int, d: int, rng, wk, scale, patience, atol,
     return tl.W, tl.b, "open"
 
 
+def _unknown_last(st: _State) -> list[tuple[int, int]]:
+    """(row, previous-layer neuron) of the last hidden layer's weights its traces left
+    unidentified (set to 0)."""
+    if not st.traced or len(st.traced) != len(st.layers) - 1:
+        return []
+    rows = st.traced[-1].neurons
+    if len(rows) != st.layers[-1][0].shape[0]:
+        return []
+    return [(q, lidx) for q, t in enumerate(rows) for lidx in t.unknown]
+
+
+def _complete_from_output(st: _State, X: np.ndarray, Y: np.ndarray) -> list[tuple[int, int]]:
+    """Weights of the last hidden layer that its kink surfaces cannot show (the surface of
+    neuron ``q`` never reaches neuron ``l``'s hyperplane: a neuron active almost everywhere
+    whose rare inactive region lies on one side of ``l``) still shape the output wherever
+    ``q`` is active: there ``f`` holds ``a_q (p_q + delta h_l)``.  So the output is fitted
+    with the extra features ``[p_q > 0] h_l`` (the activity from the current row); their
+    coefficient is ``a_q delta`` (whatever the stored orientation of ``q``, since
+    ``relu(-p) = relu(p) - p`` and ``h`` is among the features), the row is updated and the
+    fit repeated until the activity stops changing.  Returns the weights fixed (the caller
+    checks the final fit on fresh inputs)."""
+    unk = _unknown_last(st)
+    if not unk:
+        return []
+    U, b = st.layers[-1]
+    U = U.copy()
+    ones = np.ones((X.shape[0], 1))
+    Hp = _hidden(st.layers[:-1], X)
+    n = U.shape[0]
+    for _ in range(12):
+        P = Hp @ U.T + b
+        H = np.maximum(P, 0.0)
+        E = np.stack([(P[:, q] > 0) * Hp[:, lidx] for q, lidx in unk], axis=1)
+        coef = _lstsq(np.hstack([H, E, Hp, ones]), Y)
+        A, e = coef[:n], coef[n:n + len(unk)]
+        step = 0.0
+        for j, (q, lidx) in enumerate(unk):
+            aa = float(A[q] @ A[q])
+            if aa <= TINY:
+                continue
+            delta = float(A[q] @ e[j]) / aa
+            U[q, lidx] += delta
+            step = max(step, abs(delta) / (np.abs(U[q]).max() + TINY))
+        if step <= 1e-15:  # tol: converged to rounding
+            break
+    st.layers[-1] = (U, b)
+    return unk
+
+
 def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
     """Fit ``f = V h + c`` (and, when the last layer's orientation is open, find it from
     the affine part).  Returns (network, relative residual on fresh points, orientation)."""
     X = _fit_points(st, rng, d, scale)
     Y = oracle(X)
+    filled = _complete_from_output(st, X, Y)
+    if filled:
+        st.notes.append(f"layer {len(st.layers)}: weights (row, neuron of layer {len(st.layers) - 1}) "
+                        f"{filled} fitted from the output (the rows' kink surfaces never cross those "
+                        "neurons' hyperplanes; the output fit below checks them)")
     H = _hidden(st.layers, X)
     ones = np.ones((X.shape[0], 1))
     skip = None
@@ -315,6 +369,7 @@ def extract_relu(
     atol = 0.0 if precision is None else float(precision)
     st = _State()
     net, res, status = None, None, "complete"
+    unid_layers: set[int] = set()  # layers whose traces left weights unidentified
     n_layers = len(widths) if widths is not None else max_layers
     try:
         space = Space.input(d, scale)
@@ -340,7 +395,7 @@ def extract_relu(
                 U, b, orient = _traced_layer(o, st, k, d, rng, wk, scale, patience, atol, refine,
                                              last=widths is not None and k == len(widths) - 1)
                 if any(n.startswith(f"layer {k + 1}:") and "unidentified" in n for n in st.notes):
-                    status = "partial"
+                    unid_layers.add(k + 1)
             if U.shape[0] == 0:
                 if widths is not None:
                     st.notes.append(f"layer {k + 1}: no neuron switches on the explored region "
@@ -361,6 +416,11 @@ def extract_relu(
         orient_last = st.orient[-1] if st.orient and st.orient[-1] != "open" else (
             "open" if st.orient else "none")
         net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
+        if any(n.startswith(f"layer {len(st.layers)}: weights") and "fitted from the output" in n
+               for n in st.notes) and res <= FIT_RTOL:
+            unid_layers.discard(len(st.layers))  # the output fit identified them (checked)
+        if unid_layers:
+            status = "partial"
         if st.orient:
             st.orient[-1] = o_last
         if o_last == "unresolved":

@@ -79,10 +79,11 @@ def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list
 
 
 def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None = None,
-                 time_limit: float = 20.0) -> np.ndarray | None:
+                 time_limit: float = 20.0, mask: np.ndarray | None = None) -> np.ndarray | None:
     """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
     output coefficients, ``U``: n x dim normals, ``M``: m x dim), or None when no subset fits
-    to ``rtol`` (relative to the largest term; default ``SUBSET_RTOL``).
+    to ``rtol`` (relative to the largest term; default ``SUBSET_RTOL``).  ``mask`` (the
+    shape of ``M``, boolean): the entries of ``M`` that are known (the others take no part).
 
     Example:
         >>> U = np.eye(2); A = np.array([[1.0], [2.0]])
@@ -90,10 +91,19 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
         [False, True]
         >>> subset_signs(A, U, np.ones((1, 2))) is None             # no subset fits
         True
+        >>> U3 = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+        >>> M = -np.outer(A[1], U3[1]); M[0, 2] = 5.0               # entry (0, 2) not known
+        >>> subset_signs(A, U3, M, mask=np.array([[True, True, False]])).tolist()
+        [False, True]
+        >>> subset_signs(A, U3, M) is None                           # taken as known: no fit
+        True
     """
     n = A.shape[0]
     B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
     target = -M.ravel()
+    if mask is not None:
+        sel = np.asarray(mask, bool).ravel()
+        B, target = B[sel], target[sel]
     scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
     tol = or_default(rtol, SUBSET_RTOL) * scale
     if n == 0:

@@ -111,8 +111,12 @@ COMPLETE_RTOL = 1e-7  # tol: see the comment above
 @dataclass
 class TracedNeuron:
     """A neuron of layer ``k``: ``theta = (V, M, c)`` (unit norm, up to sign), the critical
-    points traced on its surface, and the coordinates of ``V`` that could not be identified
-    (the neuron of layer ``k-1`` never switched along the traced surface).
+    points traced on its surface, the coordinates of ``V`` that could not be identified
+    (the neuron of layer ``k-1`` never switched along the traced surface), and ``dead``: the
+    inputs ``g_j`` of layer ``k-1`` that are 0 at every traced point (a neuron of layer
+    ``k-2`` inactive all along the surface), whose coordinate of ``M`` the surface cannot
+    show.  ``M`` serves only to orient layer ``k-1`` (the final row is ``V`` and a bias), so
+    a dead input leaves the row complete; ``theta`` is the pre-activation where ``g_j = 0``.
 
     Example:
         >>> t = TracedNeuron(np.array([1.0, 0.0, 0.5]), [np.zeros(1)], [np.ones(1)], [])
@@ -125,6 +129,12 @@ class TracedNeuron:
     normals: list[np.ndarray]
     unknown: list[int]
     cells: int = 0
+    dead: list[int] = field(default_factory=list)
+
+    def held(self, n_prev: int) -> list[int]:
+        """Coordinates of ``theta`` the traced points cannot fix (kept at 0 in fits): the
+        unidentified weights in ``V`` and ``M`` at the dead inputs."""
+        return [*self.unknown, *(n_prev + j for j in self.dead)]
 
     @property
     def identified(self) -> bool:
@@ -234,6 +244,31 @@ class _Known:
         return t_hit if t_hit <= tmax else None
 
 
+def _dead_inputs(known: _Known, P: np.ndarray) -> list[int]:
+    """Inputs ``g_j`` of layer ``k-1`` that are 0 at every point of ``P`` (a neuron of layer
+    ``k-2`` inactive there): their columns of ``phi`` and of its Jacobian vanish, so each
+    adds one null direction to a neuron's equations unless it is held out.  (For layer 2,
+    ``g = x``: none.)"""
+    if not known.layers:
+        return []
+    G = known.g(np.atleast_2d(P))
+    return [int(j) for j in np.nonzero(~(G > 0).any(axis=0))[0]]
+
+
+def _columns(known: _Known, P: np.ndarray) -> tuple[list[int], list[int], np.ndarray]:
+    """For the points ``P`` of one surface: the unidentified ``V`` coordinates (neurons of
+    layer ``k-1`` that never switch there), the dead inputs, and the ``theta`` coordinates
+    the points can fix."""
+    P = np.atleast_2d(P)
+    Z = known.g(P) @ known.U.T + known.b
+    unknown = [int(i) for i in np.nonzero(~((Z > 0).any(axis=0) & (Z < 0).any(axis=0)))[0]]
+    dead = _dead_inputs(known, P)
+    n_prev = known.U.shape[0]
+    N = n_prev + known.g(P[:1]).shape[1] + 1
+    keep = np.setdiff1d(np.arange(N), [*unknown, *(n_prev + j for j in dead)])
+    return unknown, dead, keep
+
+
 # ---------------------------------------------------------------- equations
 def _equations(known: _Known, pts: list[np.ndarray], normals: list[np.ndarray], scale: float) -> np.ndarray:
     rows = []
@@ -285,24 +320,23 @@ def _refit(known: _Known, pts: list[np.ndarray], theta: np.ndarray, unknown: lis
 
 
 def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
-           eq_scale: float) -> tuple[np.ndarray, list[int]] | None:
-    """``theta`` from the traced points, and the coordinates of ``V`` left unidentified
-    (layer ``k-1`` neurons that never switch on the traced surface: set to 0).  None when
+           eq_scale: float) -> tuple[np.ndarray, list[int], list[int]] | None:
+    """``theta`` from the traced points, the coordinates of ``V`` left unidentified
+    (layer ``k-1`` neurons that never switch on the traced surface: set to 0), and the dead
+    inputs (:func:`_dead_inputs`: their ``M`` coordinates set to 0).  None when
     the equations have no null vector (a deeper neuron's surface) or too few of them to
     tell (fewer than the unknowns plus a margin), or a family of them."""
     d = pts[0].shape[0]
 
     def fit(P, Nn):
-        Z = known.g(np.asarray(P)) @ known.U.T + known.b
-        unknown = [int(i) for i in np.nonzero(~((Z > 0).any(axis=0) & (Z < 0).any(axis=0)))[0]]
+        unknown, dead, keep = _columns(known, np.asarray(P))
         E = _equations(known, P, Nn, eq_scale)
-        keep = np.setdiff1d(np.arange(E.shape[1]), unknown)
         th, nullity, smin = _null(E[:, keep])
         F = known.phi(np.asarray(P))[:, keep]
         r = np.abs(F @ th) / (np.abs(F) @ np.abs(th) + 1e-300)  # tol: floor only
-        return th, nullity, smin, r, unknown, keep
+        return th, nullity, smin, r, unknown, keep, dead
 
-    th, nullity, smin, r, unknown, keep = fit(pts, nrm)
+    th, nullity, smin, r, unknown, keep, dead = fit(pts, nrm)
     for _ in range(len(pts) // 4):
         if nullity == 1 and smin <= NULL_RTOL and r.max() <= VALUE_RTOL:
             break
@@ -314,14 +348,14 @@ def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
         if got[2] >= 0.5 * smin and got[3].max() >= 0.5 * r.max():
             break
         pts[:], nrm[:] = pts2, nrm2
-        th, nullity, smin, r, unknown, keep = got
+        th, nullity, smin, r, unknown, keep, dead = got
     if len(pts) * d < keep.shape[0] + d:
         return None  # too few equations to tell a neuron of this layer from a deeper one
     if not (nullity == 1 and smin <= NULL_RTOL and r.max() <= VALUE_RTOL):
         return None
     theta = np.zeros(known.U.shape[0] + known.g(pts[0][None]).shape[1] + 1)
     theta[keep] = th
-    return theta, unknown
+    return theta, unknown, dead
 
 
 # ---------------------------------------------------------------- tracing
@@ -406,10 +440,9 @@ def _trace(probe: _Probe, known: _Known, x0: np.ndarray, n0: np.ndarray, rng: np
         pts.append(x)
         nrm.append(n)
         if len(pts) >= 4 and len(pts) % 4 == 0 and len(keys) * (x0.shape[0]) >= N + x0.shape[0]:
-            Z = known.g(np.asarray(pts)) @ known.U.T + known.b
-            both = ((Z > 0).any(axis=0) & (Z < 0).any(axis=0))
-            if both.all():
-                _, nullity, _ = _null(_equations(known, pts, nrm, eq_scale))
+            unknown, _, keep = _columns(known, np.asarray(pts))
+            if not unknown:
+                _, nullity, _ = _null(_equations(known, pts, nrm, eq_scale)[:, keep])
                 if nullity <= 1:
                     break
     _reach(probe, known, pts, nrm, keys, rng, radius, scale, max_points)
@@ -521,14 +554,14 @@ def _unseen_feature(known: _Known, X: np.ndarray, lidx: int, side: float) -> np.
 def _surface_is_global(probe: _Probe, known: _Known, theta: np.ndarray, unknown: list[int],
                        rng: np.random.Generator, radius: float, scale: float,
                        others: np.ndarray | None = None, pattern: np.ndarray | None = None,
-                       hits_needed: int | None = None) -> bool:
+                       hits_needed: int | None = None, dead: list[int] | None = None) -> bool:
     """Whether the oracle has a kink wherever the row ``theta`` predicts its surface
     crosses random lines (the crossing computed from the known layers alone, no queries;
     each checked by locating one kink there, five queries).  A neuron of a deeper layer,
     traced inside one activation pattern of the layer in between, also gives a row with a
     null vector there; outside that pattern its true surface bends away, so its predicted
     crossings carry no kink.  Points where an unidentified weight could matter are left
-    out.  With ``others`` (rows of this layer) and ``pattern`` (their signs along the traced
+    out, and so are points where a dead input (``dead``) is not 0.  With ``others`` (rows of this layer) and ``pattern`` (their signs along the traced
     surface), only crossings where that pattern does not hold count.  Undecided (no
     crossing found): True."""
     d = probe.space.dim
@@ -545,6 +578,8 @@ def _surface_is_global(probe: _Probe, known: _Known, theta: np.ndarray, unknown:
         if unknown:
             Z = known.g(X) @ known.U[unknown].T + known.b[unknown]
             ok = np.all(np.sign(Z) == np.sign(Z[np.argmin(np.abs(p))]), axis=1)
+        if dead:
+            ok &= ~(known.g(X)[:, dead] > 0).any(axis=1)
         if others is not None:
             ok &= ((Phi @ others.T > 0) != pattern).any(axis=1)
         flip = np.nonzero((np.sign(p[:-1]) != np.sign(p[1:])) & ok[:-1] & ok[1:])[0]
@@ -585,9 +620,11 @@ def _combinations(known: _Known, neurons: list[TracedNeuron]) -> list[int]:
     Th = np.array([t.theta for t in neurons])
     ec = np.zeros(Th.shape[1])
     ec[-1] = 1.0
-    mask = np.ones(Th.shape[1], bool)  # weights every row knows
+    mask = np.ones(Th.shape[1], bool)  # weights every row knows (dead inputs' M out too)
     for t in neurons:
-        mask[t.unknown] = False
+        mask[t.held(known.U.shape[0])] = False
+    if mask.sum() < K + 3:
+        return []  # too few shared coordinates to tell a combination from chance
     for i, t in enumerate(neurons):
         others = [j for j in range(K) if j != i]
         B = np.vstack([Th[others], ec])[:, mask].T
@@ -653,6 +690,8 @@ def _complete(probe: _Probe, known: _Known, tn: TracedNeuron, rng: np.random.Gen
                     continue
                 if any(_unseen_feature(known, xp[None], j, sides[j])[0] > 0 for j in others):
                     continue  # two unknowns at once: not one equation
+                if tn.dead and (known.g(xp[None])[0, tn.dead] > 0).any():
+                    continue  # an input whose M coordinate is unknown is on there
                 phi = known.phi(xp[None])[0]
                 th = tn.theta.copy()
                 th[tn.unknown] = 0.0
@@ -771,8 +810,10 @@ def trace_layer(
                 count["rejected"] += 1
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
-            theta, unknown = got
-            if not _surface_is_global(probe, known, theta, unknown, rng, radius, scale):
+            theta, unknown, dead = got
+            # (the last hidden layer has no deeper neuron: every kink is one of its own)
+            if not last and not _surface_is_global(probe, known, theta, unknown, rng, radius, scale,
+                                                   dead=dead):
                 # a deeper neuron's surface seen inside one pattern of the layer in between
                 # fits a row there, but has no kink where that row predicts one elsewhere
                 count["rejected"] += 1
@@ -782,10 +823,10 @@ def trace_layer(
                 continue
             if refine:
                 extra = _locate_extra(probe, known, pts, nrm, rng, scale)
-                theta = _refit(known, pts + extra, theta, unknown)
-            tn = TracedNeuron(theta, pts, nrm, unknown, cells)
+                theta = _refit(known, pts + extra, theta, [*unknown, *(n_prev + j for j in dead)])
+            tn = TracedNeuron(theta, pts, nrm, unknown, cells, dead)
             if tn.unknown and _complete(probe, known, tn, rng, scale) and refine:
-                tn.theta = _refit(known, tn.points + extra, tn.theta, tn.unknown)
+                tn.theta = _refit(known, tn.points + extra, tn.theta, tn.held(n_prev))
             twin = _same(neurons, tn, n_prev)
             if twin is not None:
                 # the same neuron traced twice: keep the better identified trace
@@ -803,7 +844,7 @@ def trace_layer(
         # neuron seen inside one pattern: its surface must show kinks outside that pattern
         drop_local = []
         for i, t in enumerate(neurons):
-            if i in checked or len(neurons) < 2:
+            if last or i in checked or len(neurons) < 2:
                 continue
             oth = np.array([u.theta for j, u in enumerate(neurons) if j != i])
             Pp = known.phi(np.asarray(t.points)) @ oth.T
@@ -813,33 +854,44 @@ def trace_layer(
             # this layer nor one side of some earlier neuron: nothing shows it is a row here
             if (t.unknown and len(neurons) >= 4) or not _surface_is_global(
                     probe, known, t.theta, t.unknown, rng, radius, scale, others=oth,
-                    pattern=Pp[0] > 0, hits_needed=2):
+                    pattern=Pp[0] > 0, hits_needed=2, dead=t.dead):
                 drop_local.append(i)
             else:
                 checked.add(i)
         # with the previous layer's orientation fixed by most rows, a complete row whose
         # affine part is not explained by it is no row of this layer
-        full = np.array([t.identified for t in neurons])
-        if full.sum() >= 4:
+        full = np.array([t.identified for t in neurons], bool)
+        # (in the last hidden layer nothing is dropped: one complete row fixes the flips
+        # that fill the others' dead inputs)
+        if full.sum() >= (1 if last else 4):
             Th = np.array([t.theta for t in neurons])
             V, M = Th[:, :n_prev], Th[:, n_prev:-1]
-            fl = _robust_flips(V, known.U, M, full, [])
+            km = _known_m(neurons, M.shape[1])
+            fl = _robust_flips(V, known.U, M, full, [], km)
             if fl is not None:
-                R = M + V[:, fl] @ known.U[fl]
+                R = (M + V[:, fl] @ known.U[fl]) * km
                 for i, t in enumerate(neurons):
                     r = R[i]
                     if t.unknown:  # an always-active neuron's weight sits in M: project it out
-                        B = known.U[t.unknown].T
+                        B = known.U[t.unknown].T * km[i][:, None]
                         r = r - B @ np.linalg.lstsq(B, r, rcond=None)[0]
-                    if np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and i not in drop_local:
+                    if not last and np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and \
+                            i not in drop_local:
                         drop_local.append(i)
+                # a complete row's M is -sum_F V_l U_l: that fills it at its dead inputs too,
+                # so the row is the pre-activation everywhere (not only where they are 0)
+                for i, t in enumerate(neurons):
+                    if t.dead and t.identified and i not in drop_local:
+                        t.theta = t.theta.copy()
+                        t.theta[n_prev + np.asarray(t.dead)] = -(V[i, fl] @ known.U[fl])[t.dead]
+                        t.dead = []
         if drop_local:
             for i in drop_local:
                 fakes.append(neurons[i].theta)
                 count["not_global"] += 1
             neurons[:] = [t for i, t in enumerate(neurons) if i not in drop_local]
             checked.clear()
-        drop = set(_combinations(known, neurons))
+        drop = set() if last else set(_combinations(known, neurons))
         while drop:
             for i in drop:
                 fakes.append(neurons[i].theta)
@@ -862,7 +914,7 @@ def trace_layer(
         notes.append(f"{count['not_global']} traced surface(s) of a deeper layer (seen inside one "
                      "activation pattern of this layer) rejected")
     if last:
-        lines += _hunt(o, probe, known, neurons, take, rng, d, scale, atol, width, notes)
+        lines += _hunt(o, probe, known, neurons, take, rng, d, scale, atol, width, notes, prune)
     return _assemble(neurons, known, count["seeds"], count["rejected"], lines, notes)
 
 
@@ -884,17 +936,29 @@ def _witnesses(o: QueryOracle, known: _Known, neurons: list[TracedNeuron], rng: 
     it is.  Random inputs at several scales are fitted by trimmed least squares: on the
     region where every missing neuron keeps its usual state the fit is exact (to rounding),
     so the points it leaves out witness the missing ones."""
-    n_feat = _features(known, neurons, np.zeros((1, d))).shape[1]
-    k = max(HUNT_POINTS, 20 * n_feat)
+    k = max(HUNT_POINTS, 20 * (len(neurons) + known.phi(np.zeros((1, d))).shape[1]))
     X = scale * rng.normal(size=(k, d)) * rng.choice([0.5, 1.0, 2.0, 4.0, 8.0], size=(k, 1))
     # A neuron's feature is right only where each previous-layer neuron whose weight in it
-    # is unknown is on the side it kept all along the traced surface: other points out.
+    # is unknown is on the side it kept all along the traced surface, and where its dead
+    # inputs are 0: other points out.  A row right on less than half the inputs is left
+    # out of the features instead (its neuron then shows as a missing one, in its rarer
+    # state: a neuron active almost everywhere is nearly affine in phi).
     Zx = known.g(X) @ known.U.T + known.b
+    Gx = known.g(X)
     covered = np.ones(k, bool)
+    used = []
     for t in neurons:
+        cov = np.ones(k, bool)
         if t.unknown:
             side = (known.g(np.asarray(t.points[:1])) @ known.U.T + known.b)[0, t.unknown] > 0
-            covered &= np.all((Zx[:, t.unknown] > 0) == side, axis=1)
+            cov &= np.all((Zx[:, t.unknown] > 0) == side, axis=1)
+        if t.dead:
+            cov &= ~(Gx[:, t.dead] > 0).any(axis=1)
+        if (covered & cov).mean() >= 0.5:
+            covered &= cov
+            used.append(t)
+    neurons = used
+    n_feat = _features(known, neurons, np.zeros((1, d))).shape[1]
     X = X[covered]
     k = X.shape[0]
     if k < 2 * n_feat + 10:
@@ -924,13 +988,15 @@ def _witnesses(o: QueryOracle, known: _Known, neurons: list[TracedNeuron], rng: 
 
 def _hunt(o: QueryOracle, probe: _Probe, known: _Known, neurons: list[TracedNeuron], take,
           rng: np.random.Generator, d: int, scale: float, atol: float, width: int | None,
-          notes: list[str]) -> int:
+          notes: list[str], prune=None) -> int:
     """For the last hidden layer: search lines from witnesses of missing neurons
     (:func:`_witnesses`) toward points where the fit is exact; each such segment crosses a
     missing neuron's kink surface, which :func:`trace_layer` then traces.  Returns the
     lines searched."""
     lines = 0
     for _ in range(HUNT_ROUNDS):
+        if prune is not None:
+            prune()  # rows found in the last round: checked, their dead inputs filled
         if width is not None and len(neurons) >= width:
             break
         wit, good = _witnesses(o, known, neurons, rng, d, scale, atol)
@@ -988,7 +1054,9 @@ def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.nd
     unknown (the surface cannot show their weight)."""
     Z = known.g(np.asarray(t.points)) @ known.U.T + known.b
     known_rows = [i for i in np.nonzero(flip)[0] if i not in t.unknown]
-    R = M[q] + V[q, known_rows] @ known.U[known_rows]
+    live = np.ones(M.shape[1], bool)
+    live[t.dead] = False  # M at a dead input is unknown: those entries take no part
+    R = (M[q] + V[q, known_rows] @ known.U[known_rows])[live]
     act = []  # (l, s_l): R = sum_l s_l V_ql U_l over the active ones
     for lidx in t.unknown:
         if (Z[:, lidx] > 0).all() and not flip[lidx]:
@@ -997,7 +1065,7 @@ def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.nd
             act.append((lidx, -1.0))
     if not act:
         return
-    B = np.array([s * known.U[lidx] for lidx, s in act]).T
+    B = np.array([s * known.U[lidx] for lidx, s in act]).T[live]
     v, *_ = np.linalg.lstsq(B, R, rcond=None)
     if np.abs(B @ v - R).max() > MATCH_RTOL * (np.abs(R).max() + np.abs(V[q]).max()):
         return  # not explained by the active neurons alone: leave them unknown
@@ -1009,15 +1077,24 @@ def _fill_active(t: TracedNeuron, q: int, V: np.ndarray, M: np.ndarray, c: np.nd
         t.unknown.remove(lidx)
 
 
+def _known_m(neurons: list[TracedNeuron], n_g: int) -> np.ndarray:
+    """Which entries of the rows' ``M`` the traces fixed (not those at dead inputs)."""
+    K = np.ones((len(neurons), n_g), bool)
+    for q, t in enumerate(neurons):
+        K[q, t.dead] = False
+    return K
+
+
 def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
-                  notes: list[str]) -> np.ndarray | None:
+                  notes: list[str], known_m: np.ndarray | None = None) -> np.ndarray | None:
     """:func:`subset_signs` over the complete rows; when no subset fits them all, the row
     the rounded least-squares flips fit worst (one imprecise row spoils the whole system)
-    is left out and the rest tried again, while at least three quarters remain."""
+    is left out and the rest tried again, while at least three quarters remain.  ``known_m``
+    (the shape of ``M``): the entries of ``M`` the traces fixed (dead inputs' are not)."""
     rows = [int(q) for q in np.nonzero(full)[0]]
     dropped: list[int] = []
     while rows:
-        flip = subset_signs(V[rows].T, U, M[rows])
+        flip = subset_signs(V[rows].T, U, M[rows], mask=None if known_m is None else known_m[rows])
         if flip is not None:
             if dropped:
                 notes.append(f"rows {sorted(dropped)} left out of the orientation fit (they fit "
@@ -1026,9 +1103,13 @@ def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
         if len(rows) - 1 < max(2, (3 * int(full.sum())) // 4):
             return None
         B = np.stack([np.outer(V[rows, i], U[i]).ravel() for i in range(U.shape[0])], axis=1)
-        t, *_ = np.linalg.lstsq(B, -M[rows].ravel(), rcond=None)
+        sel = np.ones(B.shape[0], bool) if known_m is None else known_m[rows].ravel()
+        t, *_ = np.linalg.lstsq(B[sel], -M[rows].ravel()[sel], rcond=None)
         tb = np.round(t).clip(0, 1)
-        res = np.abs(B @ tb + M[rows].ravel()).reshape(len(rows), -1).max(axis=1)
+        err = np.abs(B @ tb + M[rows].ravel()).reshape(len(rows), -1)
+        if known_m is not None:
+            err = err * known_m[rows]
+        res = err.max(axis=1)
         res /= np.abs(V[rows]).max(axis=1) + 1e-300  # tol: floor only
         worst = rows[int(np.argmax(res))]
         rows.remove(worst)
@@ -1048,7 +1129,8 @@ def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: 
     # The flipped neurons of layer k-1 leave M = -sum_F V_l U_l in every row; rows with an
     # unidentified coordinate have it folded into M, so only complete rows take part.
     full = np.array([t.identified for t in neurons])
-    flip = _robust_flips(V, known.U, M, full, notes) if full.any() else None
+    km = _known_m(neurons, M.shape[1])
+    flip = _robust_flips(V, known.U, M, full, notes, km) if full.any() else None
     if flip is None:
         notes.append("orientation of the previous layer: no subset of flips explains the traced "
                      "surfaces (left as stored)")
@@ -1061,7 +1143,7 @@ def _assemble(neurons: list[TracedNeuron], known: _Known, seeds: int, rejected: 
         W = V
         bb = c + V[:, flip] @ known.b[flip]
         # Every complete row must be explained by the same flips (its own residual).
-        res = np.abs(M + V[:, flip] @ known.U[flip]).max(axis=1) / (np.abs(V).max(axis=1) + 1e-300)  # tol: floor only
+        res = np.abs((M + V[:, flip] @ known.U[flip]) * km).max(axis=1) / (np.abs(V).max(axis=1) + 1e-300)  # tol: floor only
         bad = [q for q in range(K) if full[q] and res[q] > 1e-6]  # tol: rows are good to ~1e-9
         if bad:
             notes.append(f"rows {bad} are not explained by the orientations the other rows give "
