@@ -144,6 +144,7 @@ from .maxn_deep import (
     sum_of_maxes_deep,
     sum_of_maxes_network,
 )
+from .maxn_colgen import ColGenResult, colgen_max_pairs, orbit_column, random_item_terms
 from .maxn_items import eval_max_pairs, item_family, item_orbits
 from .maxsearch import (
     MAX5_SOLUTION,
@@ -308,6 +309,10 @@ __all__ = [
     "two_hidden_available",
     "item_orbits",
     "item_family",
+    "colgen_max_pairs",
+    "ColGenResult",
+    "orbit_column",
+    "random_item_terms",
     "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",

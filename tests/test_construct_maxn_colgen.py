@@ -1,0 +1,116 @@
+"""Column generation for the two-hidden-layer max_n system (construct.maxn_colgen).
+
+Independent checks: the chain-of-subsets column against the placement column of
+construct.maxn (exact, on every term of a family); every solution column generation
+finds is re-checked by the exact equation check of construct.maxn and evaluated exactly
+against max on random rationals (eval_max_pairs) and, for small n, certified on the cone
+with the exact symmetry proof (certify_max_pairs); a family known to contain no solution
+(s = 1 items for n = 5: the plain search calls it infeasible) must not give one.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from relulab.construct import (
+    ConstructionError,
+    PairTerm,
+    certify_max_pairs,
+    eval_max_pairs,
+    item_family,
+    search_max_pairs,
+)
+from relulab.construct.maxn import _check, _column
+from relulab.construct.maxn_colgen import (
+    _full_column,
+    colgen_max_pairs,
+    decode,
+    encode,
+    orbit_column,
+    random_item_terms,
+)
+
+
+def _as_fractions(K, coef, lin, div, n: int, encoded: bool) -> tuple[dict, list]:
+    rows = decode(K, n) if encoded else K
+    hyp = {tuple(r): Fraction(int(c), div) for r, c in zip(rows.tolist(), coef.tolist(), strict=True) if c}
+    return hyp, [Fraction(int(v), div) for v in lin]
+
+
+@pytest.mark.parametrize("n", [4, 5, 6, 7])
+def test_chain_column_equals_placement_column(n: int) -> None:
+    terms = [t for t in item_family(n, (2, 3)) if t.k == n][:25]
+    terms += list(random_item_terms(n, n, 4, 5, seed=n))
+    assert terms
+    for t in terms:
+        got = _as_fractions(*_full_column(t, n), n, encoded=True)
+        want = _as_fractions(*_column(t, n), n, encoded=False)
+        assert got == want, str(t)
+
+
+def test_key_encoding_round_trip_and_limits() -> None:
+    rng = np.random.default_rng(3)
+    for n in (3, 9, 12):
+        half = 1 << (62 // (n - 1) - 1)
+        K = rng.integers(-half + 1, half, (50, n - 1))
+        assert np.array_equal(decode(encode(K, n), n), K)
+        with pytest.raises(ConstructionError, match="too large"):
+            encode(np.full((1, n - 1), half), n)
+
+
+def test_orbit_column_of_a_small_term_by_hand() -> None:
+    # relu(max(x0, x1) - x2) on 3 inputs: the column's value on the sorted cone must be
+    # the sum of the orbit's three neurons, evaluated from their definition
+    t = PairTerm(3, (("m", 0, 1),), (("x", 2),))
+    keys, coef, lin, div = orbit_column(t, 3)
+    s = np.array([[Fraction(7), Fraction(3), Fraction(2)], [Fraction(5), Fraction(4), Fraction(-1)]])
+    for x in s:
+        t1, t2 = x[0] - x[1], x[1] - x[2]
+        members = [max(max(x[a], x[b]) - x[c], 0) for a, b, c in ((0, 1, 2), (0, 2, 1), (1, 2, 0))]
+        K = decode(keys, 3)
+        val = sum(int(c) * max(int(k[0]) * t1 + int(k[1]) * t2, 0) for k, c in zip(K, coef, strict=True))
+        val = (val + int(lin[0]) * t1 + int(lin[1]) * t2) / div
+        assert val == sum(members)
+
+
+def test_orbit_column_bad_input() -> None:
+    with pytest.raises(ConstructionError, match="more than n"):
+        orbit_column(PairTerm(5, (("m", 0, 1), ("m", 2, 3)), (("x", 4), ("x", 0))), 4)
+    with pytest.raises(ConstructionError, match="colgen_max_pairs: n"):
+        colgen_max_pairs(2, [], [])
+    with pytest.raises(ConstructionError, match="random_item_terms"):
+        next(iter(random_item_terms(5, 9, 2, 1)))
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_column_generation_finds_exact_certified_solutions(n: int) -> None:
+    res = colgen_max_pairs(n, item_family(n, (1,)), item_family(n, (2,)), time_limit=120)
+    assert res.status == "found"
+    sol = res.solution
+    ok, nh, ne = _check(list(sol.terms), n)  # the plain search's exact equation check
+    assert ok and ne > 0
+    rng = np.random.default_rng(n)
+    X = [[Fraction(int(a), int(b)) for a, b in zip(rng.integers(-99, 99, n), rng.integers(1, 9, n),
+                                                   strict=True)] for _ in range(300)]
+    X += [[Fraction(3)] * 2 + [Fraction(-1)] * (n - 2)]
+    assert eval_max_pairs(n, sol, X) == [max(x) for x in X]
+    cert = certify_max_pairs(n, sol)
+    assert cert.status == "certified"
+
+
+def test_column_generation_does_not_invent_a_solution() -> None:
+    # s = 1 items a side on <= 4 coordinates has no max_5 (the full LP says infeasible);
+    # column generation over the same family must end without a solution
+    fam = item_family(5, (1,))
+    assert search_max_pairs(5, fam).status == "infeasible"
+    res = colgen_max_pairs(5, fam[:2], fam[2:], time_limit=60)
+    assert res.status == "stalled" and res.solution is None and res.residual > 0
+
+
+def test_column_generation_honours_its_time_limit() -> None:
+    res = colgen_max_pairs(7, item_family(7, (1,)), item_family(7, (2, 3)), time_limit=0.5)
+    assert res.status in ("partial", "found")
+    assert res.status != "found" or res.solution is not None
