@@ -50,8 +50,8 @@ import numpy as np
 
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn import MaxPairsSolution, PairTerm, _column, _items
-from .maxn_cert import solve_rational
+from .maxn import MaxPairsSolution, PairTerm, _column, _items, _perms
+from .maxn_cert import min_weight_support, solve_rational
 
 __all__ = ["orbit_column", "random_item_terms", "ColGenResult", "colgen_max_pairs"]
 
@@ -114,8 +114,10 @@ def decode(keys: np.ndarray, n: int) -> np.ndarray:
     return K
 
 
-def _full_column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """orbit_column for a term on all n coordinates: the cut table along all n! chains."""
+def _full_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """orbit_column for a term on all n coordinates: the cut table along all n! chains
+    (``divisor=False``: 0 in place of the divisor, whose stabiliser count costs more than
+    the column; the pricing does not need it)."""
     B = _cut_table(t, n)[_chains(n)]
     lin = np.zeros(n - 1, dtype=np.int64)
     nonneg = (B >= 0).all(axis=1)
@@ -131,10 +133,22 @@ def _full_column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     keys, inv = np.unique(encode(K, n), return_inverse=True)
     coef = np.bincount(inv.ravel(), weights=g, minlength=len(keys)).astype(np.int64)
     # the chains count every neuron |Stab_n| times and the form is doubled
-    return keys, coef, lin, 2 * t.stabilizer_size() * math.factorial(n - t.k)
+    return keys, coef, lin, 2 * _stabilizer_size(t) * math.factorial(n - t.k) if divisor else 0
 
 
-def orbit_column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _stabilizer_size(t: PairTerm) -> int:
+    """PairTerm.stabilizer_size, vectorised over the permutations in blocks."""
+    C, v = t.canonical()
+    perms = _perms(t.k)
+    cand = perms[(v[perms] == v).all(axis=1)]
+    tot = 0
+    for a in range(0, len(cand), 20000):
+        p = cand[a:a + 20000]
+        tot += int((C[p[:, :, None], p[:, None, :]] == C).all(axis=(1, 2)).sum())
+    return tot
+
+
+def orbit_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The orbit sum of ``t`` on the sorted cone as (sorted int64 hyperplane keys,
     integer coefficients, integer linear part, divisor): orbit sum =
     ``(sum coef relu(K t) + lin . t) / divisor`` with K the decoded keys (primitive
@@ -149,7 +163,7 @@ def orbit_column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     if t.k > n:
         raise ConstructionError(f"orbit_column: the term has {t.k} coordinates, more than n = {n}")
     if t.k == n and n >= 7:
-        return _full_column(t, n)
+        return _full_column(t, n, divisor)
     K, coef, lin, div = _column(t, n)
     keep = coef != 0
     keys = encode(K[keep], n)
@@ -234,15 +248,16 @@ class _Pool:
         self.terms.append(t)
         self.cols.append(col)
 
-    def solve(self, target: np.ndarray, time_limit: float | None):
+    def matrix(self, target: np.ndarray):
+        """The working system, every column scaled to max |entry| 1: (A, b, scales)."""
         from scipy import sparse
-
-        from ..lp import solve
 
         R, n1, m = len(self.rows), self.n - 1, len(self.cols)
         I, J, V = [], [], []
+        scales = np.ones(m)
         for j, (keys, coef, lin, _) in enumerate(self.cols):
             sc = 1.0 / max(1, int(np.abs(coef).max(initial=0)), int(np.abs(lin).max(initial=0)))
+            scales[j] = sc
             I.extend(self.rows[k] for k in keys.tolist())
             J.extend([j] * len(keys))
             V.extend((coef * sc).tolist())
@@ -251,13 +266,35 @@ class _Pool:
             J.extend([j] * len(nz))
             V.extend((lin[nz] * sc).tolist())
         A = sparse.csr_matrix((V, (I, J)), shape=(R + n1, m))
-        b = np.concatenate([np.zeros(R), target])
-        eye = sparse.identity(R + n1, format="csr")
+        return A, np.concatenate([np.zeros(R), target]), scales
+
+    def solve(self, target: np.ndarray, time_limit: float | None):
+        """min ||A u - b||_1 on the working set (HiGHS)."""
+        from scipy import sparse
+
+        from ..lp import solve
+
+        A, b, _ = self.matrix(target)
+        R1, m = A.shape
+        eye = sparse.identity(R1, format="csr")
         M = sparse.hstack([A, eye, -eye]).tocsr()
-        c = np.concatenate([np.zeros(m), np.ones(2 * (R + n1))])
-        lb = np.concatenate([np.full(m, -np.inf), np.zeros(2 * (R + n1))])
-        res = solve(c, A_eq=M, b_eq=b, lb=lb, time_limit=time_limit)
-        return res
+        c = np.concatenate([np.zeros(m), np.ones(2 * R1)])
+        lb = np.concatenate([np.full(m, -np.inf), np.zeros(2 * R1)])
+        return solve(c, A_eq=M, b_eq=b, lb=lb, time_limit=time_limit)
+
+    def sparse_support(self, target: np.ndarray, time_limit: float | None) -> list[int] | None:
+        """A vertex of the working system minimising ``sum orbit size * |output weight|``
+        (the neuron count's L1 surrogate), as its support; None when HiGHS gives none."""
+        A, b, scales = self.matrix(target)
+        w = np.array([_orbit_size(t, self.n) for t in self.terms], dtype=np.float64)
+        divs = np.array([c[3] if c[3] else orbit_column(t, self.n)[3]
+                         for t, c in zip(self.terms, self.cols, strict=True)], dtype=np.float64)
+        status, support = min_weight_support(w * scales * divs, A, b, time_limit)
+        return support if status == "optimal" else None
+
+
+def _orbit_size(t: PairTerm, n: int) -> int:
+    return math.factorial(n) // math.factorial(n - t.k) // _stabilizer_size(t)
 
 
 def _empty(col) -> bool:
@@ -276,7 +313,7 @@ def _price(col, rows: dict[int, int], y: np.ndarray, ylin: np.ndarray) -> float:
 
 def _exact(pool: _Pool, support: list[int], n: int) -> MaxPairsSolution | None:
     """Re-solve the support over Q and check every equation it touches exactly."""
-    sub = [pool.cols[j] for j in support]
+    sub = [pool.cols[j] if pool.cols[j][3] else orbit_column(pool.terms[j], n) for j in support]
     rows: dict[int, int] = {}
     for keys, *_ in sub:
         for k in keys.tolist():
@@ -302,7 +339,7 @@ def _exact(pool: _Pool, support: list[int], n: int) -> MaxPairsSolution | None:
 def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[PairTerm],
                      time_limit: float | None = None, batch: int = 200, chunk: int = 2000,
                      lp_time_limit: float | None = None, reserve_size: int = 3000,
-                     log=None) -> ColGenResult:
+                     minimise: bool = True, log=None) -> ColGenResult:
     """Column generation (module docstring) for max_n with two hidden layers: start
     from the orbits ``initial``, price ``candidates`` (any iterable, consumed lazily in
     chunks of ``chunk``) by the restricted problem's duals, add the ``batch`` best that
@@ -326,7 +363,7 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     for t in initial:
         if t.k > n:
             continue
-        col = orbit_column(t, n)
+        col = orbit_column(t, n, divisor=False)
         sig = pool.signature(col)
         if _empty(col) or sig in pool.seen:
             continue
@@ -359,7 +396,13 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
             u = res.x[:m]
             top = max(1e-300, float(np.abs(u).max(initial=0)))  # tol: empty guard
             support = [j for j in range(m) if abs(u[j]) > _SUPPORT_ZERO * top]
-            sol = _exact(pool, support, n)
+            sol = None
+            if minimise:
+                lean = pool.sparse_support(target, max(1.0, left()) if time_limit else None)
+                if lean:
+                    sol = _exact(pool, lean, n)
+            if sol is None:
+                sol = _exact(pool, support, n)
             status = "found" if sol is not None else "failed"
             break
         R = len(pool.rows)
@@ -379,7 +422,7 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
                 break
             if t.k > n:
                 continue
-            col = orbit_column(t, n)
+            col = orbit_column(t, n, divisor=False)
             sig = pool.signature(col)
             if _empty(col) or sig in pool.seen:
                 continue
