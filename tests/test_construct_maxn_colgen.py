@@ -19,7 +19,10 @@ from relulab.construct import (
     ConstructionError,
     PairTerm,
     certify_max_pairs,
+    check_certificate,
+    decide_family,
     eval_max_pairs,
+    family_system,
     item_family,
     search_max_pairs,
 )
@@ -114,3 +117,35 @@ def test_column_generation_honours_its_time_limit() -> None:
     res = colgen_max_pairs(7, item_family(7, (1,)), item_family(7, (2, 3)), time_limit=0.5)
     assert res.status in ("partial", "found")
     assert res.status != "found" or res.solution is not None
+
+
+# ------------------------------------------------------------------ exact decision
+def _weights(n: int, terms, sol: dict) -> list:
+    """decide_family's basis solution as (term, output weight): weight = x_j * divisor."""
+    return [(terms[j], x * orbit_column(terms[j], n)[3]) for j, x in sol.items() if x != 0]
+
+
+@pytest.mark.parametrize(("n", "masses"), [(4, (1,)), (5, (1,)), (5, (1, 2)), (6, (2,)), (7, (2,))])
+def test_decide_family_agrees_with_highs_and_checks_exactly(n: int, masses: tuple) -> None:
+    fam = item_family(n, masses)
+    d = decide_family(n, fam)
+    lp = search_max_pairs(n, fam).status  # HiGHS's float verdict on the same family
+    assert d.status == ("found" if lp == "found" else "infeasible")
+    if d.status == "found":
+        ok, _, _ = _check(_weights(n, fam, d.solution), n)  # the placement columns, exactly
+        assert ok
+    else:
+        A, b, _ = family_system(n, fam)
+        assert check_certificate(A, b, d.certificate)
+        r, v = next(iter(d.certificate.items()))
+        assert not check_certificate(A, b, {**d.certificate, r: v + 1})
+
+
+def test_check_certificate_refuses_non_certificates() -> None:
+    A = np.array([[1, 0], [0, 1], [1, 1]])
+    b = np.array([1, 1, 3])
+    assert check_certificate(A, b, {0: 1, 1: 1, 2: -1})
+    assert not check_certificate(A, b, {0: 1, 1: 1})  # y^T A != 0
+    assert not check_certificate(np.array([[1], [1]]), np.array([2, 2]), {0: 1, 1: -1})  # y^T b = 0
+    with pytest.raises(ConstructionError, match="decide_family: n"):
+        decide_family(2, [])

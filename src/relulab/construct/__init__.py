@@ -128,6 +128,8 @@ from .maxn_blocks import (
     search_max_blocks,
     stored_max_blocks,
 )
+from .maxn_colgen import ColGenResult, colgen_max_pairs, orbit_column, random_item_terms
+from .maxn_decide import FamilyDecision, check_certificate, decide_family, family_system
 from .maxn_deep import (
     DeepMax,
     DeepMaxCertificate,
@@ -144,7 +146,6 @@ from .maxn_deep import (
     sum_of_maxes_deep,
     sum_of_maxes_network,
 )
-from .maxn_colgen import ColGenResult, colgen_max_pairs, orbit_column, random_item_terms
 from .maxn_items import eval_max_pairs, item_family, item_orbits
 from .maxsearch import (
     MAX5_SOLUTION,
@@ -313,6 +314,10 @@ __all__ = [
     "ColGenResult",
     "orbit_column",
     "random_item_terms",
+    "FamilyDecision",
+    "check_certificate",
+    "decide_family",
+    "family_system",
     "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",
