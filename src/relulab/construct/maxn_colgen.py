@@ -6,11 +6,11 @@ S_n-orbit of second-layer neurons ``relu(g)``, ``g`` a :class:`PairTerm`; one eq
 hyperplane of the gap space plus the n - 1 linear rows).  Its unknowns are free, so the
 question "does the family contain max_n" is ``b in span(A)``.  Here the restricted
 problem is ``min ||A_W u - b||_1`` over a working set W of orbits (HiGHS through
-:mod:`relulab.lp`); its dual ``y`` (``A_W^T y = 0``, ``|y| <= 1``) prices every other
-candidate: a column ``a`` can lower the residual only if
-``|y . a_old| > sum |a_new|`` (``a_old``: its entries on rows already present,
-``a_new``: on hyperplanes no working column bends along, where y may still be chosen
-in [-1, 1]).  The best-scoring candidates join W and the loop repeats until the residual
+:mod:`relulab.lp`); its dual ``y`` (``A_W^T y = 0``, ``|y| <= 1``, and 0 on hyperplanes
+no working column bends along: their residual is 0, so 0 is an optimal dual there)
+prices every other candidate: a column ``a`` with ``y . a != 0`` has a negative reduced
+cost (for ``+u`` or ``-u``) in the full problem.  The best-scoring candidates (``|y . a|``,
+column scaled to max |entry| 1) join W and the loop repeats until the residual
 is zero (then the support is re-solved over Q and every equation checked exactly:
 status ``found``), no candidate prices out (``stalled``: a float verdict about the
 priced candidates, not a proof) or the time budget ends (``partial``).
@@ -378,6 +378,7 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     sol = None
     rounds = 0
     exhausted = False
+    dropped = False
     reserve: list[tuple[PairTerm, tuple]] = []
     while left() > 0:
         rounds += 1
@@ -434,9 +435,13 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
         good = [z for z in scored if z[0] > _PRICE_MARGIN]
         for _, t, col in good[:batch]:
             pool.add(t, col)
-        reserve = [(t, col) for _, t, col in scored[len(good[:batch]):][:reserve_size]]
+        rest = scored[len(good[:batch]):]
+        dropped = dropped or len(rest) > reserve_size
+        reserve = [(t, col) for _, t, col in rest[:reserve_size]]
         if not good and exhausted:
-            status = "stalled"
+            # every candidate was priced against these duals (unless some were dropped
+            # from a full reserve earlier: then no verdict about the whole stream)
+            status = "partial" if dropped else "stalled"
             break
     return ColGenResult(n, status, sol, len(pool.cols), priced, rounds,
                         residual if math.isfinite(residual) else float("nan"),
