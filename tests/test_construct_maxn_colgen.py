@@ -149,3 +149,37 @@ def test_check_certificate_refuses_non_certificates() -> None:
     assert not check_certificate(np.array([[1], [1]]), np.array([2, 2]), {0: 1, 1: -1})  # y^T b = 0
     with pytest.raises(ConstructionError, match="decide_family: n"):
         decide_family(2, [])
+
+
+def _stored_certificate(key: str) -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "maxn_decide.json"
+    data = json.loads(path.read_text())
+    if key not in data:
+        pytest.skip(f"{key} not in {path.name}")
+    return data[key]
+
+
+def _recheck(entry: dict, n: int, masses: tuple) -> None:
+    """Map the stored certificate (hyperplanes written as gap forms) onto the freshly built
+    system of the family and check y^T A = 0, y^T b != 0 in exact integers."""
+    A, b, keys = family_system(n, item_family(n, masses))
+    K = decode(np.array(keys, dtype=np.int64), n)
+    row = {"H " + " ".join(map(str, k)): i for i, k in enumerate(K.tolist())}
+    row.update({f"lin {m}": len(keys) + m for m in range(n - 1)})
+    y = {row[name]: int(v) for name, v in entry["certificate"].items()}
+    assert entry["status"] == "infeasible" and entry["columns"] == A.shape[1]
+    assert check_certificate(A, b, y)
+
+
+def test_stored_certificate_seven_inputs_two_items() -> None:
+    _recheck(_stored_certificate("7:2"), 7, (2,))
+
+
+@pytest.mark.slow
+def test_stored_certificate_nine_inputs_three_items() -> None:
+    """The n = 9 proof: no combination of the 6,431 orbits with <= 3 items a side is max_9
+    (building the system takes minutes)."""
+    _recheck(_stored_certificate("9:2,3"), 9, (2, 3))
