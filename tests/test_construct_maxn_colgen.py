@@ -183,3 +183,30 @@ def test_stored_certificate_nine_inputs_three_items() -> None:
     """The n = 9 proof: no combination of the 6,431 orbits with <= 3 items a side is max_9
     (building the system takes minutes)."""
     _recheck(_stored_certificate("9:2,3"), 9, (2, 3))
+
+
+def test_solve_exact_against_fraction_elimination() -> None:
+    from relulab.construct.maxn_cert import solve_rational
+    from relulab.construct.maxn_modular import solve_exact
+
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        rows, cols = int(rng.integers(2, 9)), int(rng.integers(1, 6))
+        A = rng.integers(-5, 6, (rows, cols))
+        x = [Fraction(int(p), int(q)) for p, q in zip(rng.integers(-9, 9, cols), rng.integers(1, 7, cols),
+                                                     strict=True)]
+        den = 1
+        for v in x:
+            den = den * v.denominator // np.gcd(den, v.denominator)
+        b = np.array([int(sum(int(a) * v for a, v in zip(r, x, strict=True)) * den) for r in A])
+        A2 = A * den
+        got = solve_exact(A2, b)
+        assert got is not None
+        assert all(sum(int(a) * v for a, v in zip(r, got, strict=True)) == int(bb)
+                   for r, bb in zip(A2, b, strict=True))
+        if trial % 3 == 0:  # make it inconsistent: a row repeated with another right-hand side
+            A3 = np.vstack([A2, A2[:1]])
+            b3 = np.concatenate([b, [b[0] + 1]])
+            assert solve_exact(A3, b3) is None
+            M = [[Fraction(int(v)) for v in r] + [Fraction(int(bb))] for r, bb in zip(A3, b3, strict=True)]
+            assert solve_rational(M, A3.shape[1]) is None

@@ -44,15 +44,15 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import MaxPairsSolution, PairTerm, _column, _items, _perms
-from .maxn_cert import min_weight_support, solve_rational
+from .maxn_cert import min_weight_support
 from .maxn_items import _invariant
+from .maxn_modular import solve_exact
 
 __all__ = ["orbit_column", "random_item_terms", "ColGenResult", "colgen_max_pairs"]
 
@@ -342,28 +342,31 @@ def _price(col, rows: dict[int, int], y: np.ndarray, ylin: np.ndarray) -> float:
 
 
 def _exact(pool: _Pool, support: list[int], n: int) -> MaxPairsSolution | None:
-    """Re-solve the support over Q and check every equation it touches exactly."""
-    sub = [pool.cols[j] if pool.cols[j][3] else orbit_column(pool.terms[j], n) for j in support]
+    """Re-solve the support over Q (modular elimination + rational reconstruction,
+    :func:`relulab.construct.maxn_modular.solve_exact`) and check every equation it
+    touches in exact integers; the output weight of term j is ``x_j * divisor_j``."""
+    sub = [pool.cols[j] for j in support]
     rows: dict[int, int] = {}
     for keys, *_ in sub:
         for k in keys.tolist():
             rows.setdefault(k, len(rows))
-    k = len(sub)
-    M = [[Fraction(0)] * (k + 1) for _ in range(len(rows) + n - 1)]
-    for j, (keys, coef, lin, div) in enumerate(sub):
-        for key, v in zip(keys.tolist(), coef.tolist(), strict=True):
-            M[rows[key]][j] += Fraction(int(v), div)
-        for m in range(n - 1):
-            M[len(rows) + m][j] += Fraction(int(lin[m]), div)
-    for m in range(n - 1):
-        M[len(rows) + m][k] = 1 - Fraction(m + 1, n)
-    x = solve_rational([r[:] for r in M], k)
+    R, k = len(rows), len(sub)
+    A = np.zeros((R + n - 1, k), dtype=np.int64)
+    for j, (keys, coef, lin, _) in enumerate(sub):
+        A[[rows[int(key)] for key in keys.tolist()], j] = coef
+        A[R:, j] = n * lin  # linear rows times n: integer right-hand side n - m - 1
+    b = np.zeros(R + n - 1, dtype=np.int64)
+    b[R:] = [n - m - 1 for m in range(n - 1)]
+    x = solve_exact(A, b)
     if x is None:
         return None
-    if any(sum((r[j] * x[j] for j in range(k) if r[j]), Fraction(0)) != r[k] for r in M):
-        return None
-    terms = tuple((pool.terms[support[j]], x[j]) for j in range(k) if x[j] != 0)
-    return MaxPairsSolution(n, "found", terms, len(pool.terms), len(rows), len(M))
+    terms = []
+    for j in range(k):
+        if x[j] != 0:
+            t = pool.terms[support[j]]
+            div = sub[j][3] or orbit_column(t, n)[3]
+            terms.append((t, x[j] * div))
+    return MaxPairsSolution(n, "found", tuple(terms), len(pool.terms), R, R + n - 1)
 
 
 def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[PairTerm],

@@ -38,12 +38,9 @@ from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import PairTerm
 from .maxn_colgen import orbit_column
+from .maxn_modular import _PRIMES, _solve_rational, basis_mod
 
 __all__ = ["FamilyDecision", "family_system", "decide_family", "check_certificate"]
-
-_PRIMES = (2147483629, 2147483587, 2147483579, 2147483563, 2147483549, 2147483543,
-           2147483497, 2147483489, 2147483477, 2147483423, 2147483399, 2147483353)
-
 
 @dataclass(frozen=True)
 class FamilyDecision(Result):
@@ -94,90 +91,6 @@ def family_system(n: int, terms: Sequence[PairTerm]) -> tuple[np.ndarray, np.nda
     return A, b, keys
 
 
-def _pivots_mod(M: np.ndarray, p: int) -> list[int]:
-    """Pivot columns of M modulo p (row reduction, in order)."""
-    A = np.mod(M, p).astype(np.int64)
-    piv: list[int] = []
-    r = 0
-    R, m = A.shape
-    for c in range(m):
-        if r == R:
-            break
-        nz = np.nonzero(A[r:, c])[0]
-        if nz.size == 0:
-            continue
-        i = r + int(nz[0])
-        if i != r:
-            A[[r, i]] = A[[i, r]]
-        inv = pow(int(A[r, c]), p - 2, p)
-        A[r] = (A[r] * inv) % p
-        below = r + 1 + np.nonzero(A[r + 1:, c])[0]
-        if below.size:
-            A[below] = (A[below] - (A[below, c:c + 1] * A[r]) % p) % p
-        piv.append(c)
-        r += 1
-    return piv
-
-
-def _solve_mod(S: np.ndarray, rhs: np.ndarray, p: int) -> np.ndarray | None:
-    """x with S x = rhs modulo p (S square), or None when singular mod p."""
-    k = S.shape[0]
-    A = np.concatenate([np.mod(S, p), np.mod(rhs, p)[:, None]], axis=1).astype(np.int64)
-    for c in range(k):
-        nz = np.nonzero(A[c:, c])[0]
-        if nz.size == 0:
-            return None
-        i = c + int(nz[0])
-        if i != c:
-            A[[c, i]] = A[[i, c]]
-        A[c] = (A[c] * pow(int(A[c, c]), p - 2, p)) % p
-        other = np.nonzero(A[:, c])[0]
-        other = other[other != c]
-        if other.size:
-            A[other] = (A[other] - (A[other, c:c + 1] * A[c]) % p) % p
-    return A[:, k]
-
-
-def _rational(a: int, m: int) -> Fraction | None:
-    """Rational reconstruction of a modulo m (|num|, den <= sqrt(m / 2))."""
-    bound = math.isqrt(m // 2)
-    r0, r1, s0, s1 = m, a % m, 0, 1
-    while r1 > bound:
-        q = r0 // r1
-        r0, r1, s0, s1 = r1, r0 - q * r1, s1, s0 - q * s1
-    if s1 == 0 or abs(s1) > bound or math.gcd(r1, abs(s1)) != 1:
-        return None
-    return Fraction(r1, s1)
-
-
-def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
-    """The exact solution of S x = rhs (S square, non-singular over Q) by CRT over
-    primes until the reconstruction is stable and satisfies the system exactly."""
-    Si = S.astype(object)
-    mod, res = 1, None
-    prev: list[Fraction] | None = None
-    for p in _PRIMES:
-        x = _solve_mod(S, rhs, p)
-        if x is None:
-            continue
-        xs = [int(v) for v in x]
-        if res is None:
-            res, mod = xs, p
-        else:
-            res = [r + mod * (((v - r) * pow(mod, -1, p)) % p) for r, v in zip(res, xs, strict=True)]
-            mod *= p
-        cand = [_rational(r, mod) for r in res]
-        if any(c is None for c in cand):
-            continue
-        if cand == prev:
-            den = math.lcm(*(c.denominator for c in cand))
-            xi = np.array([int(c * den) for c in cand], dtype=object)
-            if all(v == 0 for v in (Si.dot(xi) - np.array([int(v) * den for v in rhs], dtype=object))):
-                return cand
-        prev = cand
-    return None
-
-
 def check_certificate(A: np.ndarray, b: np.ndarray, y: dict[int, int]) -> bool:
     """True when the integer vector y (``{row: value}``) has ``y^T A = 0`` on every
     column and ``y^T b != 0``, in exact integers: no combination of A's columns is b.
@@ -212,8 +125,8 @@ def decide_family(n: int, terms: Sequence[PairTerm]) -> FamilyDecision:
     A, b, _ = family_system(n, terms)
     R, m = A.shape
     p = _PRIMES[0]
-    pc = _pivots_mod(A, p)
-    r0 = _pivots_mod(A[:, pc].T, p)
+    pc = basis_mod(A, p)
+    r0 = basis_mod(A[:, pc].T, p)
     r = len(pc)
 
     def verdict(status: str, cert=None, sol=None) -> FamilyDecision:
