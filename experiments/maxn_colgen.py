@@ -29,9 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def stream(n: int, mix: list[tuple[int, int]], seed: int, first_masses: tuple[int, ...]):
-    yield from item_family(n, first_masses)
-    gens = [iter(random_item_terms(n, k, s, 10**9, seed=seed + 7919 * i))
-            for i, (k, s) in enumerate(mix)]
+    if first_masses:
+        yield from item_family(n, first_masses)
+    gens = [iter(random_item_terms(n, k, s, 10**9, seed=seed + 7919 * i, disjoint=d))
+            for i, (k, s, d) in enumerate(mix)]
     for g in itertools.cycle(gens):
         yield next(g)
 
@@ -46,12 +47,14 @@ def main() -> None:
     ap.add_argument("--mix", default="9:4,8:4,9:5,7:4,9:3")
     ap.add_argument("--initial", default="2", help="masses of the initial working set")
     ap.add_argument("--first", default="3", help="masses streamed before the random terms")
+    ap.add_argument("--out", default="", help="suffix of the result file")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     if a.quick:
         a.n, a.time, a.mix = 7, 120.0, "7:3,6:3"
+    # k:s (random items) or k:s:d (each side on disjoint coordinates)
     mix = [tuple(int(v) for v in p.split(":")) for p in a.mix.split(",")]
-    mix = [(k, s) for k, s in mix if k <= a.n]
+    mix = [(m[0], m[1], len(m) > 2 and m[2] == 1) for m in mix if m[0] <= a.n]
     init = item_family(a.n, tuple(int(v) for v in a.initial.split(",")))
     first = tuple(int(v) for v in a.first.split(",")) if a.first else ()
     cands = stream(a.n, mix, a.seed, first) if first else stream(a.n, mix, a.seed, ())
@@ -67,7 +70,7 @@ def main() -> None:
         out["widths"] = list(sol.widths)
         out["terms"] = [{**t.to_dict(), "coef": str(c)} for t, c in sol.terms]
     print({k: v for k, v in out.items() if k not in ("terms", "history")}, flush=True)
-    dest = ROOT / "experiments" / "results" / f"maxn_colgen_{a.n}.json"
+    dest = ROOT / "experiments" / "results" / f"maxn_colgen_{a.n}{a.out}.json"
     dest.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", dest, file=sys.stderr)
 

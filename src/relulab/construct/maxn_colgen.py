@@ -173,10 +173,13 @@ def orbit_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray,
 
 
 # ------------------------------------------------------------------ candidates
-def random_item_terms(n: int, k: int, s: int, count: int, seed: int = 0) -> Iterable[PairTerm]:
+def random_item_terms(n: int, k: int, s: int, count: int, seed: int = 0,
+                      disjoint: bool = False) -> Iterable[PairTerm]:
     """Lazily yield ``count`` random terms with ``s`` items a side (inputs ``x_i`` and
     pair maxima ``m_ij``, multisets, no item on both sides) using all ``k`` coordinates.
     Duplicates (same orbit) are possible; the column generation drops them by column.
+    ``disjoint``: the items of each side use pairwise different coordinates (sums of
+    maxima over disjoint pairs, the structured end of the family).
 
     Example:
         >>> [t.k for t in random_item_terms(6, 4, 2, 3)]
@@ -195,6 +198,9 @@ def random_item_terms(n: int, k: int, s: int, count: int, seed: int = 0) -> Iter
         P = tuple(sorted(items[i] for i in rng.integers(0, len(items), s)))
         N = tuple(sorted(items[i] for i in rng.integers(0, len(items), s)))
         if set(P) & set(N) or len({c for it in P + N for c in it[1:]}) != k:
+            continue
+        if disjoint and any(len({c for it in side for c in it[1:]}) != sum(len(it) - 1 for it in side)
+                            for side in (P, N)):
             continue
         made += 1
         yield PairTerm(k, P, N)
