@@ -83,6 +83,10 @@ def test_orbit_column_of_a_small_term_by_hand() -> None:
 def test_orbit_column_bad_input() -> None:
     with pytest.raises(ConstructionError, match="more than n"):
         orbit_column(PairTerm(5, (("m", 0, 1), ("m", 2, 3)), (("x", 4), ("x", 0))), 4)
+    big = PairTerm(11, tuple(("m", 2 * i, 2 * i + 1) for i in range(5)) + (("x", 10),),
+                   tuple(("m", 2 * i + 1, 2 * i + 2) for i in range(5)) + (("x", 0),))
+    with pytest.raises(ConstructionError, match="11 coordinates"):
+        orbit_column(big, 11)
     with pytest.raises(ConstructionError, match="colgen_max_pairs: n"):
         colgen_max_pairs(2, [], [])
     with pytest.raises(ConstructionError, match="random_item_terms"):

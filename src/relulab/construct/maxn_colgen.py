@@ -58,6 +58,7 @@ __all__ = ["orbit_column", "random_item_terms", "ColGenResult", "colgen_max_pair
 
 _RESIDUAL_ZERO = 1e-7  # L1 residual below which the float LP counts as feasible  # tol: LP zero
 _SUPPORT_ZERO = 1e-9  # relative size below which an LP value is read as zero  # tol: LP zero
+_MAX_CHAIN_K = 10  # 10! = 3.6e6 chains (130 MB of masks); 11! would need 1.6 GB
 _PRICE_MARGIN = 1e-7  # a dual score must exceed this to count as pricing out  # tol: LP zero
 
 
@@ -163,6 +164,9 @@ def orbit_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray,
     """
     if t.k > n:
         raise ConstructionError(f"orbit_column: the term has {t.k} coordinates, more than n = {n}")
+    if t.k > _MAX_CHAIN_K:
+        raise ConstructionError(f"orbit_column: a term on {t.k} coordinates has {t.k}! orderings; "
+                                f"at most {_MAX_CHAIN_K} coordinates are supported")
     if t.k == n and n >= 7:
         return _full_column(t, n, divisor)
     K, coef, lin, div = _column(t, n)
