@@ -217,3 +217,13 @@ def test_solve_exact_against_fraction_elimination() -> None:
             assert solve_exact(A3, b3) is None
             M = [[Fraction(int(v)) for v in r] + [Fraction(int(bb))] for r, bb in zip(A3, b3, strict=True)]
             assert solve_rational(M, A3.shape[1]) is None
+
+
+def test_random_terms_structure() -> None:
+    ts = list(random_item_terms(9, 9, 4, 20, seed=4, disjoint=True))
+    assert len(ts) == 20
+    for t in ts:
+        assert len({c for it in t.pos + t.neg for c in it[1:]}) == 9 and not set(t.pos) & set(t.neg)
+        for side in (t.pos, t.neg):
+            cs = [c for it in side for c in it[1:]]
+            assert len(cs) == len(set(cs)) and len(side) == 4

@@ -59,6 +59,7 @@ __all__ = ["orbit_column", "random_item_terms", "ColGenResult", "colgen_max_pair
 _RESIDUAL_ZERO = 1e-7  # L1 residual below which the float LP counts as feasible  # tol: LP zero
 _SUPPORT_ZERO = 1e-9  # relative size below which an LP value is read as zero  # tol: LP zero
 _MAX_CHAIN_K = 10  # 10! = 3.6e6 chains (130 MB of masks); 11! would need 1.6 GB
+_MAX_MISSES = 100_000  # random draws without a valid term before random_item_terms gives up
 _PRICE_MARGIN = 1e-7  # a dual score must exceed this to count as pricing out  # tol: LP zero
 
 
@@ -196,9 +197,9 @@ def random_item_terms(n: int, k: int, s: int, count: int, seed: int = 0,
     rng = np.random.default_rng(seed)
     items = _items(k)
     made = 0
-    tries = 0
-    while made < count and tries < 1000 * max(count, 1):
-        tries += 1
+    misses = 0  # draws since the last term kept: an impossible (k, s, disjoint) ends the stream
+    while made < count and misses < _MAX_MISSES:
+        misses += 1
         P = tuple(sorted(items[i] for i in rng.integers(0, len(items), s)))
         N = tuple(sorted(items[i] for i in rng.integers(0, len(items), s)))
         if set(P) & set(N) or len({c for it in P + N for c in it[1:]}) != k:
@@ -207,6 +208,7 @@ def random_item_terms(n: int, k: int, s: int, count: int, seed: int = 0,
                             for side in (P, N)):
             continue
         made += 1
+        misses = 0
         yield PairTerm(k, P, N)
 
 
