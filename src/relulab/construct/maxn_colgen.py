@@ -249,6 +249,7 @@ class _Pool:
         self.terms: list[PairTerm] = []
         self.cols: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         self.seen: set[bytes] = set()
+        self.model = None  # the live LP of solve_warm
 
     def signature(self, col) -> bytes:
         keys, coef, lin, div = col
@@ -294,6 +295,70 @@ class _Pool:
         c = np.concatenate([np.zeros(m), np.ones(2 * R1)])
         lb = np.concatenate([np.full(m, -np.inf), np.zeros(2 * R1)])
         return solve(c, A_eq=M, b_eq=b, lb=lb, time_limit=time_limit)
+
+    def _scaled(self, j: int) -> tuple[np.ndarray, np.ndarray, float]:
+        keys, coef, lin, _ = self.cols[j]
+        sc = 1.0 / max(1, int(np.abs(coef).max(initial=0)), int(np.abs(lin).max(initial=0)))
+        return coef * sc, lin * sc, sc
+
+    def solve_warm(self, target: np.ndarray, time_limit: float | None):
+        """min ||A u - b||_1 on the working set, as one live HiGHS model that grows by
+        the new rows (hyperplanes), their slack pairs and the new columns every round, so
+        each re-solve starts from the last basis.  Returns (LPResult, duals on
+        ``self.rows`` order, duals of the linear rows, values of the working columns)."""
+        from scipy import sparse
+
+        from ..lp import INF, LPModel
+
+        n1 = self.n - 1
+        if self.model is None:
+            keys = list(self.rows)
+            self.mrow = {k: i for i, k in enumerate(keys)}
+            self.lin0 = len(keys)
+            R1 = len(keys) + n1
+            eye = sparse.identity(R1, format="csr")
+            b = np.concatenate([np.zeros(len(keys)), target])
+            self.model = LPModel(np.ones(2 * R1), A_eq=sparse.hstack([eye, -eye]).tocsr(), b_eq=b,
+                                 lb=np.zeros(2 * R1))
+            self.mcol: list[int] = []
+        m = self.model
+        new = range(len(self.mcol), len(self.cols))
+        fresh = [k for j in new for k in self.cols[j][0].tolist() if k not in self.mrow]
+        fresh = list(dict.fromkeys(fresh))
+        if fresh:
+            first = m.n_rows
+            m.add_rows(sparse.csr_matrix((len(fresh), m.n)), np.zeros(len(fresh)), np.zeros(len(fresh)))
+            for i, k in enumerate(fresh):
+                self.mrow[k] = first + i
+            r = np.arange(first, first + len(fresh))
+            S = sparse.csc_matrix((np.concatenate([np.ones(len(r)), -np.ones(len(r))]),
+                                   (np.concatenate([r, r]), np.arange(2 * len(r)))),
+                                  shape=(m.n_rows, 2 * len(r)))
+            m.add_cols(np.ones(2 * len(r)), np.zeros(2 * len(r)), np.full(2 * len(r), INF), S)
+        if len(new):
+            I, J, V = [], [], []
+            for c, j in enumerate(new):
+                coef, lin, _ = self._scaled(j)
+                I.extend(self.mrow[k] for k in self.cols[j][0].tolist())
+                J.extend([c] * len(coef))
+                V.extend(coef.tolist())
+                nz = np.nonzero(lin)[0]
+                I.extend((self.lin0 + nz).tolist())
+                J.extend([c] * len(nz))
+                V.extend(lin[nz].tolist())
+            first_col = m.n
+            m.add_cols(np.zeros(len(new)), np.full(len(new), -INF), np.full(len(new), INF),
+                       sparse.csc_matrix((V, (I, J)), shape=(m.n_rows, len(new))))
+            self.mcol.extend(range(first_col, first_col + len(new)))
+        m.set_time_limit(time_limit)
+        res = m.solve()
+        if res.status != "optimal" or res.duals is None or res.x is None:
+            return res, None, None, None
+        d = res.duals
+        y = np.zeros(len(self.rows))
+        for k, i in self.rows.items():
+            y[i] = d[self.mrow[k]]
+        return res, y, d[self.lin0:self.lin0 + n1], res.x[self.mcol]
 
     def sparse_support(self, target: np.ndarray, time_limit: float | None) -> list[int] | None:
         """A vertex of the working system minimising ``sum orbit size * |output weight|``
@@ -429,8 +494,8 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     while left() > 0:
         rounds += 1
         lp_limit = lp_time_limit if lp_time_limit is not None else max(1.0, left())
-        res = pool.solve(target, min(lp_limit, max(1.0, left())))
-        if res.status != "optimal" or res.duals is None:
+        res, y, ylin, u = pool.solve_warm(target, min(lp_limit, max(1.0, left())))
+        if y is None:
             status = "partial"
             break
         residual = float(res.objective)
@@ -440,7 +505,6 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
                 f"priced {priced}, {time.monotonic() - t0:.0f} s")
         if residual <= _RESIDUAL_ZERO:
             m = len(pool.cols)
-            u = res.x[:m]
             top = max(1e-300, float(np.abs(u).max(initial=0)))  # tol: empty guard
             support = [j for j in range(m) if abs(u[j]) > _SUPPORT_ZERO * top]
             sol = None
@@ -452,9 +516,6 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
                 sol = _exact(pool, support, n)
             status = "found" if sol is not None else "failed"
             break
-        R = len(pool.rows)
-        y = np.asarray(res.duals[:R], dtype=np.float64)
-        ylin = np.asarray(res.duals[R:R + n - 1], dtype=np.float64)
         # columns were scaled in the LP; the dual condition A^T y = 0 is scale-free.
         # Candidates priced earlier without pricing out wait in ``reserve`` (the duals
         # change every round) and are priced again with the fresh stream.
