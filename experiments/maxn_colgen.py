@@ -16,7 +16,6 @@ Run:  python experiments/maxn_colgen.py [--n 9] [--time 2400] [--quick (n = 7, 1
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
@@ -33,8 +32,13 @@ def stream(n: int, mix: list[tuple[int, int]], seed: int, first_masses: tuple[in
         yield from item_family(n, first_masses)
     gens = [iter(random_item_terms(n, k, s, 10**9, seed=seed + 7919 * i, disjoint=d))
             for i, (k, s, d) in enumerate(mix)]
-    for g in itertools.cycle(gens):
-        yield next(g)
+    while gens:  # round robin; a generator that gives up (impossible or too rare) drops out
+        for g in list(gens):
+            t = next(g, None)
+            if t is None:
+                gens.remove(g)
+            else:
+                yield t
 
 
 def main() -> None:
