@@ -275,6 +275,19 @@ class LPModel:
             A.data.astype(np.float64),
         )
 
+    def use_primal_simplex(self) -> None:
+        """Solve with HiGHS's primal simplex: after :meth:`add_cols` the old basis stays
+        primal feasible (new variables at a bound), so the primal simplex resumes where
+        the dual one would restart from a dual phase 1 (column generation).
+
+        Example:
+            >>> m = LPModel([1.0, 2.0], A_eq=[[1.0, 1.0]], b_eq=[1.0], lb=[0, 0])
+            >>> m.use_primal_simplex(); m.solve().objective
+            1.0
+        """
+        self._h.setOptionValue("solver", "simplex")
+        self._h.setOptionValue("simplex_strategy", 4)
+
     def add_cols(self, c: Any, lb: Any, ub: Any, A: Any) -> None:
         """Append variables with costs ``c``, bounds ``lb <= x <= ub`` and constraint
         columns ``A`` (shape: rows x new columns); keeps the basis, so the next

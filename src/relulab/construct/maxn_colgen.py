@@ -320,6 +320,7 @@ class _Pool:
             b = np.concatenate([np.zeros(len(keys)), target])
             self.model = LPModel(np.ones(2 * R1), A_eq=sparse.hstack([eye, -eye]).tocsr(), b_eq=b,
                                  lb=np.zeros(2 * R1))
+            self.model.use_primal_simplex()  # new columns keep the basis primal feasible
             self.mcol: list[int] = []
         m = self.model
         new = range(len(self.mcol), len(self.cols))
