@@ -275,6 +275,44 @@ class LPModel:
             A.data.astype(np.float64),
         )
 
+    def use_primal_simplex(self) -> None:
+        """Solve with HiGHS's primal simplex: after :meth:`add_cols` the old basis stays
+        primal feasible (new variables at a bound), so the primal simplex resumes where
+        the dual one would restart from a dual phase 1 (column generation).
+
+        Example:
+            >>> m = LPModel([1.0, 2.0], A_eq=[[1.0, 1.0]], b_eq=[1.0], lb=[0, 0])
+            >>> m.use_primal_simplex(); m.solve().objective
+            1.0
+        """
+        self._h.setOptionValue("solver", "simplex")
+        self._h.setOptionValue("simplex_strategy", 4)
+
+    def add_cols(self, c: Any, lb: Any, ub: Any, A: Any) -> None:
+        """Append variables with costs ``c``, bounds ``lb <= x <= ub`` and constraint
+        columns ``A`` (shape: rows x new columns); keeps the basis, so the next
+        :meth:`solve` warm-starts (column generation).
+
+        Example:
+            >>> m = LPModel([1.0], A_eq=[[1.0]], b_eq=[2.0], lb=[0.0])
+            >>> m.solve().objective
+            2.0
+            >>> m.add_cols([0.5], [0.0], [INF], [[1.0]]); m.solve().objective
+            1.0
+        """
+        import scipy.sparse as sp_
+
+        c = np.asarray(c, dtype=np.float64).reshape(-1)
+        M = sp_.csc_matrix(A if sp_.issparse(A) else np.asarray(A, dtype=np.float64).reshape(-1, c.shape[0]))
+        if M.shape != (self.n_rows, c.shape[0]):
+            raise ValueError(f"add_cols: A has shape {M.shape}, expected ({self.n_rows}, {c.shape[0]})")
+        self._h.addCols(
+            c.shape[0], c,
+            np.asarray(lb, float).reshape(-1), np.asarray(ub, float).reshape(-1),
+            M.nnz, M.indptr.astype(np.int32), M.indices.astype(np.int32), M.data.astype(np.float64),
+        )
+        self.n += c.shape[0]
+
     @property
     def n_rows(self) -> int:
         return int(self._h.getNumRow())

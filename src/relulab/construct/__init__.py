@@ -128,6 +128,8 @@ from .maxn_blocks import (
     search_max_blocks,
     stored_max_blocks,
 )
+from .maxn_colgen import ColGenResult, colgen_max_pairs, orbit_column, random_item_terms
+from .maxn_decide import FamilyDecision, check_certificate, decide_family, family_system
 from .maxn_deep import (
     DeepMax,
     DeepMaxCertificate,
@@ -308,6 +310,14 @@ __all__ = [
     "two_hidden_available",
     "item_orbits",
     "item_family",
+    "colgen_max_pairs",
+    "ColGenResult",
+    "orbit_column",
+    "random_item_terms",
+    "FamilyDecision",
+    "check_certificate",
+    "decide_family",
+    "family_system",
     "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",

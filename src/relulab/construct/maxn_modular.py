@@ -1,0 +1,145 @@
+"""Exact linear algebra over Q for integer systems, by arithmetic modulo primes below 2^31
+(numpy int64: products stay below 2^62), the Chinese remainder theorem and rational
+reconstruction; every result is checked in exact integers before it is returned, so an
+unlucky prime can only cost a "no answer", never a wrong one.
+
+Used by :mod:`relulab.construct.maxn_decide` (is b in the column span of A?) and
+:mod:`relulab.construct.maxn_colgen` (the exact re-solve of an LP support).
+
+Example:
+    >>> import numpy as np
+    >>> A = np.array([[2, 1], [1, 3], [3, 4]]); b = np.array([3, 5, 8])
+    >>> solve_exact(A, b)
+    [Fraction(4, 5), Fraction(7, 5)]
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["solve_exact", "basis_mod"]
+
+_PRIMES = (2147483629, 2147483587, 2147483579, 2147483563, 2147483549, 2147483543,
+           2147483497, 2147483489, 2147483477, 2147483423, 2147483399, 2147483353)
+
+
+def basis_mod(M: np.ndarray, p: int) -> list[int]:
+    """Pivot columns of M modulo p (row reduction, in order): a column basis of M over Q
+    when p is not unlucky.
+
+    Example:
+        >>> basis_mod(np.array([[1, 2, 3], [2, 4, 7]]), 2147483629)
+        [0, 2]
+    """
+    A = np.mod(M, p).astype(np.int64)
+    piv: list[int] = []
+    r = 0
+    R, m = A.shape
+    for c in range(m):
+        if r == R:
+            break
+        nz = np.nonzero(A[r:, c])[0]
+        if nz.size == 0:
+            continue
+        i = r + int(nz[0])
+        if i != r:
+            A[[r, i]] = A[[i, r]]
+        inv = pow(int(A[r, c]), p - 2, p)
+        A[r] = (A[r] * inv) % p
+        below = r + 1 + np.nonzero(A[r + 1:, c])[0]
+        if below.size:
+            A[below] = (A[below] - (A[below, c:c + 1] * A[r]) % p) % p
+        piv.append(c)
+        r += 1
+    return piv
+
+
+def _solve_mod(S: np.ndarray, rhs: np.ndarray, p: int) -> np.ndarray | None:
+    """x with S x = rhs modulo p (S square), or None when singular mod p."""
+    k = S.shape[0]
+    A = np.concatenate([np.mod(S, p), np.mod(rhs, p)[:, None]], axis=1).astype(np.int64)
+    for c in range(k):
+        nz = np.nonzero(A[c:, c])[0]
+        if nz.size == 0:
+            return None
+        i = c + int(nz[0])
+        if i != c:
+            A[[c, i]] = A[[i, c]]
+        A[c] = (A[c] * pow(int(A[c, c]), p - 2, p)) % p
+        other = np.nonzero(A[:, c])[0]
+        other = other[other != c]
+        if other.size:
+            A[other] = (A[other] - (A[other, c:c + 1] * A[c]) % p) % p
+    return A[:, k]
+
+
+def _rational(a: int, m: int) -> Fraction | None:
+    """Rational reconstruction of a modulo m (|num|, den <= sqrt(m / 2))."""
+    bound = math.isqrt(m // 2)
+    r0, r1, s0, s1 = m, a % m, 0, 1
+    while r1 > bound:
+        q = r0 // r1
+        r0, r1, s0, s1 = r1, r0 - q * r1, s1, s0 - q * s1
+    if s1 == 0 or abs(s1) > bound or math.gcd(r1, abs(s1)) != 1:
+        return None
+    return Fraction(r1, s1)
+
+
+def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
+    """The exact solution of S x = rhs (S square, non-singular over Q) by CRT over
+    primes until the reconstruction is stable and satisfies the system exactly."""
+    Si = S.astype(object)
+    mod, res = 1, None
+    prev: list[Fraction] | None = None
+    for p in _PRIMES:
+        x = _solve_mod(S, rhs, p)
+        if x is None:
+            continue
+        xs = [int(v) for v in x]
+        if res is None:
+            res, mod = xs, p
+        else:
+            res = [r + mod * (((v - r) * pow(mod, -1, p)) % p) for r, v in zip(res, xs, strict=True)]
+            mod *= p
+        cand = [_rational(r, mod) for r in res]
+        if any(c is None for c in cand):
+            continue
+        if cand == prev:
+            den = math.lcm(*(c.denominator for c in cand))
+            xi = np.array([int(c * den) for c in cand], dtype=object)
+            if all(v == 0 for v in (Si.dot(xi) - np.array([int(v) * den for v in rhs], dtype=object))):
+                return cand
+        prev = cand
+    return None
+
+
+def solve_exact(A: np.ndarray, b: np.ndarray) -> list[Fraction] | None:
+    """A rational x with ``A x = b`` exactly (integer A, b), or None when there is none
+    (or a prime was unlucky): basis columns and rows modulo a prime, the basis solution
+    by CRT and rational reconstruction (other columns 0), then ``A x = b`` checked on every
+    row in exact integers.
+
+    Example:
+        >>> solve_exact(np.array([[1, 1], [1, 1]]), np.array([1, 2])) is None
+        True
+    """
+    A = np.asarray(A, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    p = _PRIMES[0]
+    pc = basis_mod(A, p)
+    if not pc:
+        return [Fraction(0)] * A.shape[1] if not b.any() else None
+    r0 = basis_mod(A[:, pc].T, p)
+    x = _solve_rational(A[np.ix_(r0, pc)], b[r0])
+    if x is None:
+        return None
+    full = [Fraction(0)] * A.shape[1]
+    for j, v in zip(pc, x, strict=True):
+        full[j] = v
+    den = math.lcm(*(v.denominator for v in x))
+    xi = np.array([int(v * den) for v in x], dtype=object)
+    resid = A[:, pc].astype(object).dot(xi) - b.astype(object) * den
+    return full if all(v == 0 for v in resid) else None
