@@ -26,6 +26,10 @@ __all__ = ["relaxation", "concretise", "CHUNK_BYTES"]
 CHUNK_BYTES = 128 * 2**20
 # neurons of a layer's first chunk under a deadline (then doubling up to the memory cap)
 FIRST_ROWS = 16
+# concretise: up to this many rows per sub-problem, products and sums instead of bmm
+# (measured on 512 x 3072 inputs, float32, one thread: 10 ms against 17.5 ms at 1 row;
+# bmm wins from a few hundred rows: 13.5 ms against 38 ms at 8 x 256)
+FEW_ROWS = 4
 # live coefficient tensors per chunk (pending branches of residual graphs, temporaries)
 LIVE_FACTOR = 4
 
@@ -124,9 +128,15 @@ def concretise(lam_in: Any, const: Any, lo: Any, hi: Any) -> Any:
         [[-1.5]]
     """
     N = lo.shape[0]
+    flat = lam_in.reshape(N, lam_in.shape[1], -1)
+    if flat.shape[1] <= FEW_ROWS:
+        # few rows per sub-problem (branch and bound: one): bmm would run N tiny
+        # matrix-vector products, 1.7-2.2x slower (forward and backward) than this
+        c = ((lo + hi) / 2).reshape(N, 1, -1)
+        r = ((hi - lo) / 2).reshape(N, 1, -1)
+        return const + (flat * c).sum(-1) - (flat.abs() * r).sum(-1)
     c = ((lo + hi) / 2).reshape(N, -1, 1)
     r = ((hi - lo) / 2).reshape(N, -1, 1)
-    flat = lam_in.reshape(N, lam_in.shape[1], -1)
     return const + (flat @ c).squeeze(-1) - (flat.abs() @ r).squeeze(-1)
 
 

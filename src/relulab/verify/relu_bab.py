@@ -75,6 +75,11 @@ ROOT_MIN_TIME = 30.0  # seconds left below which the root keeps CROWN's intermed
 # children of a large graph (REUSE_NEURONS) end their alpha/beta optimisation once the share
 # of them proven stops growing (relulab.crown.bound's stop_at; see STALL_ITERS there)
 STALL_STOP = True
+# at most this many alpha/beta steps per child of such a graph (it starts from its parent's
+# slopes and multipliers, so the optimisation goes on down the tree).  Measured on the
+# hardest term of sri_resnet_a instance 3612 (benchmarks/results/sri_child_iters.json):
+# 20, 10 and 6 steps needed 7079, 7153 and 7073 sub-domains, in 85, 68 and 50 CPU s
+CHILD_ITERS = 6
 ENGINE_SLACK = 0.03  # share of the time left that the torch engine's deadline is brought forward
 _OVERRUN: dict[int, float] = {}  # per graph: the largest time past its deadline an engine call took
 # the local attack searches a box of this fraction of the input box's width around a minimiser
@@ -237,7 +242,8 @@ class _GraphBounder:
         # its root, whose intermediate bounds then serve the whole tree, optimises them
         inter, iters, odl, stop_at = "crown", self.iters, None, None
         if self.reuse and warm is not None:
-            inter = "reuse"
+            # (the root of a term, no split yet, is one sub-problem: it keeps every step)
+            inter, iters = "reuse", (min(self.iters, CHILD_ITERS) if S.any() else self.iters)
             stop_at = self.targets() if STALL_STOP else None
         elif self.reuse and (dl is None or dl - time.monotonic() >= ROOT_MIN_TIME):
             # at most ROOT_SHARE of the time optimising (one step re-bounds every layer: a
