@@ -256,6 +256,16 @@ class _Pool:
         g = math.gcd(*(int(c) for c in coef), *(int(v) for v in lin)) or 1
         return keys.tobytes() + (coef // g).tobytes() + (lin // g).tobytes()
 
+    def fresh_column(self, t: PairTerm):
+        """``t``'s orbit column, or None when it is empty or equal (up to scale) to one
+        already seen; a returned column counts as seen."""
+        col = orbit_column(t, self.n, divisor=False)
+        sig = self.signature(col)
+        if _empty(col) or sig in self.seen:
+            return None
+        self.seen.add(sig)
+        return col
+
     def add(self, t: PairTerm, col) -> None:
         for k in col[0].tolist():
             self.rows.setdefault(k, len(self.rows))
@@ -474,12 +484,9 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     for t in initial:
         if t.k > n:
             continue
-        col = orbit_column(t, n, divisor=False)
-        sig = pool.signature(col)
-        if _empty(col) or sig in pool.seen:
-            continue
-        pool.seen.add(sig)
-        pool.add(t, col)
+        col = pool.fresh_column(t)
+        if col is not None:
+            pool.add(t, col)
     target = np.array([1 - (m + 1) / n for m in range(n - 1)])
     it = iter(candidates)
     history: list[tuple[int, int, float]] = []
@@ -547,11 +554,9 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
                 if _quick_price(t, n, quick_keys, quick_y, ylin) <= _PRICE_MARGIN:
                     dropped = True
                     continue
-            col = orbit_column(t, n, divisor=False)
-            sig = pool.signature(col)
-            if _empty(col) or sig in pool.seen:
+            col = pool.fresh_column(t)
+            if col is None:
                 continue
-            pool.seen.add(sig)
             if not (t.k == n and n >= 7):
                 seen_chunk += 1
                 priced += 1
