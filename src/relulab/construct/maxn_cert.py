@@ -8,8 +8,6 @@ exactly even for hundreds of thousands of neurons; only the output weights stay 
 
 Example:
     >>> import numpy as np
-
-from ..results import Result
     >>> A1, d1, A2, d2, w = int_layers(np.array([[1, -1], [-1, 1]]), np.array([[1, 1]]),
     ...                                [Fraction(1, 2)])
     >>> A1.tolist(), d1, A2.tolist(), d2, w
