@@ -69,6 +69,7 @@ from .maxmin import ConstructionError
 from .maxn_blocks import MAXN_BLOCKS, max_blocks_network, stored_max_blocks
 from .maxn_cert import (
     MaxNCertificate,
+    _bend_rows,
     _certify,
     certify_arrays,
     int_layers,
@@ -296,22 +297,12 @@ def _column(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, in
     S = _placements(n, t.k)
     B = np.einsum("pmk,tk->tpm", S, uq)
     w = np.repeat(counts, S.shape[0])
-    B = B.reshape(-1, n - 1)
-    lin = np.zeros(n - 1, dtype=np.int64)
-    nonneg = (B >= 0).all(axis=1)
-    lin += (B[nonneg] * w[nonneg, None]).sum(axis=0)
-    mixed = ~nonneg & ~(B <= 0).all(axis=1)
-    B, w = B[mixed], w[mixed]
-    g = np.gcd.reduce(np.abs(B), axis=1)
-    K = B // g[:, None]
-    first = K[np.arange(len(K)), (K != 0).argmax(axis=1)]
-    neg = first < 0
-    lin += (B[neg] * w[neg, None]).sum(axis=0)  # relu(-lam K) = lam relu(K) - lam K
-    K[neg] = -K[neg]
+    K, mult, lin = _bend_rows(B.reshape(-1, n - 1), w)
     uK, inv = np.unique(K, axis=0, return_inverse=True)
     coef = np.zeros(len(uK), dtype=np.int64)
-    np.add.at(coef, inv.ravel(), g * w)
+    np.add.at(coef, inv.ravel(), mult)
     return uK, coef, lin, t.stabilizer_size()
+
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from ..results import Result
 from .maxmin import ConstructionError
 from .maxn_cert import (
     MaxNCertificate,
+    _bend_rows,
     certify_arrays,
     min_weight_support,
     pair_first_layer,
@@ -287,20 +288,10 @@ def block_candidates(n: int, max_blocks: int = 3, kappa_max: int = 1, v_max: int
 def _column(t: BlockTerm) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The orbit sum of t on the sorted cone: (hyperplane keys K (primitive, first
     non-zero entry positive), bend coefficients, linear part), all integers."""
-    B = _features(t.sizes) @ _coefs(t)
-    nonneg = (B >= 0).all(axis=1)
-    lin = B[nonneg].sum(axis=0)
-    mixed = ~nonneg & ~(B <= 0).all(axis=1)
-    Bm = B[mixed]
-    g = np.gcd.reduce(np.abs(Bm), axis=1)
-    K = Bm // g[:, None]
-    first = K[np.arange(len(K)), (K != 0).argmax(axis=1)]
-    neg = first < 0
-    lin = lin + Bm[neg].sum(axis=0)  # relu(-lam K) = lam relu(K) - lam K
-    K[neg] = -K[neg]
+    K, mult, lin = _bend_rows(_features(t.sizes) @ _coefs(t))
     uK, inv = np.unique(K, axis=0, return_inverse=True)
     coef = np.zeros(len(uK), dtype=np.int64)
-    np.add.at(coef, inv.ravel(), g)
+    np.add.at(coef, inv.ravel(), mult)
     return uK, coef, lin
 
 

@@ -31,6 +31,28 @@ from ..results import Result
 __all__ = ["int_layers", "is_symmetric_int", "cone_check_int", "MaxNCertificate", "certify_arrays",
            "pair_first_layer", "solve_rational"]
 
+
+def _bend_rows(B: np.ndarray, w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split a sum of neurons ``sum_r w_r relu(B_r . t)`` over the sorted cone (t >= 0)
+    into bends and a linear part: rows that are >= 0 (<= 0) everywhere are linear (zero);
+    a mixed row ``B_r = lam K`` with ``K`` primitive and its first non-zero entry positive
+    bends along ``K``, and a negatively oriented one uses ``relu(-lam K) = lam relu(K) -
+    lam K``.  Returns (K per mixed row, its multiplicity ``lam w``, the linear part), all
+    integers (``w`` defaults to 1)."""
+    w = np.ones(len(B), dtype=np.int64) if w is None else w
+    lin = np.zeros(B.shape[1], dtype=np.int64)
+    nonneg = (B >= 0).all(axis=1)
+    lin += (B[nonneg] * w[nonneg, None]).sum(axis=0)
+    mixed = ~nonneg & ~(B <= 0).all(axis=1)
+    B, w = B[mixed], w[mixed]
+    g = np.gcd.reduce(np.abs(B), axis=1)
+    K = B // g[:, None]
+    neg = K[np.arange(len(K)), (K != 0).argmax(axis=1)] < 0
+    lin += (B[neg] * w[neg, None]).sum(axis=0)
+    K[neg] = -K[neg]
+    return K, g * w, lin
+
+
 _INT64_SAFE = 2**62  # bound below which int64 sums and products cannot overflow
 
 

@@ -50,7 +50,7 @@ import numpy as np
 from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import MaxPairsSolution, PairTerm, _column, _items, _perms
-from .maxn_cert import min_weight_support
+from .maxn_cert import _bend_rows, min_weight_support
 from .maxn_items import _invariant
 from .maxn_modular import solve_exact
 
@@ -121,20 +121,9 @@ def _full_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray,
     """orbit_column for a term on all n coordinates: the cut table along all n! chains
     (``divisor=False``: 0 in place of the divisor, whose stabiliser count costs more than
     the column; the pricing does not need it)."""
-    B = _cut_table(t, n)[_chains(n)]
-    lin = np.zeros(n - 1, dtype=np.int64)
-    nonneg = (B >= 0).all(axis=1)
-    lin += B[nonneg].sum(axis=0)
-    mixed = ~nonneg & ~(B <= 0).all(axis=1)
-    B = B[mixed]
-    g = np.gcd.reduce(np.abs(B), axis=1)
-    K = B // g[:, None]
-    first = K[np.arange(len(K)), (K != 0).argmax(axis=1)]
-    neg = first < 0
-    lin += B[neg].sum(axis=0)  # relu(-lam K) = lam relu(K) - lam K
-    K[neg] = -K[neg]
+    K, mult, lin = _bend_rows(_cut_table(t, n)[_chains(n)])
     keys, inv = np.unique(encode(K, n), return_inverse=True)
-    coef = np.bincount(inv.ravel(), weights=g, minlength=len(keys)).astype(np.int64)
+    coef = np.bincount(inv.ravel(), weights=mult, minlength=len(keys)).astype(np.int64)
     # the chains count every neuron |Stab_n| times and the form is doubled
     return keys, coef, lin, 2 * _stabilizer_size(t) * math.factorial(n - t.k) if divisor else 0
 
