@@ -6,6 +6,7 @@ what the surfaces cannot show is reported instead of invented."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,13 +153,15 @@ def test_trace_keeps_only_rows_of_the_layer_in_a_three_hidden_layer_network():
         assert _rows_match(np.hstack([tl.W, tl.b[:, None]]), np.hstack([W[1], b[1][:, None]]), 1e-9)
 
 
-def test_three_hidden_layers_equal():
-    net = _random([10, 8, 6, 5, 1], 2)
-    r = extract_relu(net, 10, widths=[8, 6, 5], seed=2, equivalence_timeout=20)
+@pytest.mark.parametrize("arch, seed", [([10, 8, 6, 5, 1], 2), ([6, 8, 6, 4, 1], 3)])
+def test_three_hidden_layers_equal(arch, seed):
+    net = _random(arch, seed)
+    d, widths = arch[0], arch[1:-1]
+    r = extract_relu(net, d, widths=widths, seed=seed, equivalence_timeout=20)
     assert r.status == "complete", r.unidentified
-    assert r.widths == (8, 6, 5)
+    assert r.widths == tuple(widths)
     assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-8
-    X = np.random.default_rng(0).normal(size=(3000, 10)) * 2
+    X = np.random.default_rng(0).normal(size=(3000, d)) * 2
     assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8 * (1 + np.max(np.abs(net(X))))
 
 
@@ -178,12 +181,3 @@ def test_trace_third_layer_holds_out_inputs_dead_along_a_surface():
     Rn = R / np.linalg.norm(R, axis=1, keepdims=True)
     assert len({int(i) for i in np.abs(Rn @ (np.hstack([W[2], b[2][:, None]]).T)).argmax(axis=1)}) == 4
 
-
-def test_three_hidden_layers_small_equal():
-    net = _random([6, 8, 6, 4, 1], 3)
-    r = extract_relu(net, 6, widths=[8, 6, 4], seed=3, equivalence_timeout=20)
-    assert r.status == "complete", r.unidentified
-    assert r.widths == (8, 6, 4)
-    assert r.fidelity.equivalence == "equal" and r.fidelity.max_rel_error <= 1e-8
-    X = np.random.default_rng(0).normal(size=(3000, 6)) * 2
-    assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8 * (1 + np.max(np.abs(net(X))))
