@@ -9,7 +9,9 @@ where the piecewise-linear structure allows, and saddle-to-saddle analysis.
 * :func:`saddle_events`: loss plateaus and the neurons that start growing at each jump.
 * :func:`linear_dichotomies`: the exact number of affine dichotomies of a point set.
 * kernels (:mod:`relulab.dynamics.kernels`): the empirical NTK of a network (exact,
-  through activation patterns), the infinite-width NTK and NNGP, kernel ridge regression.
+  through activation patterns), the infinite-width NTK and NNGP, kernel ridge regression;
+  :func:`monte_carlo_ntk` (:mod:`relulab.dynamics.kernels_mc`): the mean empirical NTK of
+  independent wide random networks, streamed (memory independent of width^2).
 * :func:`fit_multistart` (:mod:`relulab.dynamics.multistart`): least-squares fits of a
   narrow depth-L ReLU class from many starts at once (batched Levenberg-Marquardt), the
   lowest training loss kept: an ERM approximation that says when it is exact;
@@ -41,6 +43,7 @@ from .kernels import (
     ntk_fluctuation,
     random_ntk_network,
 )
+from .kernels_mc import MonteCarloNTK, monte_carlo_ntk, seeded_ntk_network, streamed_ntk
 from .loop import LOSSES, OPTIMIZERS, train
 from .multistart import MultistartFit, fit_basin_hopping, fit_multistart
 from .paths import LOSSES as PATH_LOSSES
@@ -119,6 +122,10 @@ __all__ = [
     "ntk_fluctuation",
     "arccos_moment2",
     "random_ntk_network",
+    "monte_carlo_ntk",
+    "MonteCarloNTK",
+    "seeded_ntk_network",
+    "streamed_ntk",
     "PATH_LOSSES",
     "PATHS",
     "BezierSearch",
