@@ -109,6 +109,11 @@ def test_same_rng_same_networks_and_cross_kernel_shape():
     a = monte_carlo_ntk(X, Z, width=32, n_networks=3, rng=9)
     b = monte_carlo_ntk(X, Z, width=32, n_networks=3, rng=9)
     assert a.seeds == b.seeds and np.array_equal(a.kernel, b.kernel) and a.kernel.shape == (3, 2)
+    c = monte_carlo_ntk(X, Z, width=32, n_networks=3, rng=9, keep_kernels=True)
+    assert a.network_kernels is None and len(c.network_kernels) == 3
+    assert np.allclose(np.mean(c.network_kernels, axis=0), a.kernel, rtol=1e-14, atol=1e-14)
+    for s, K in zip(c.seeds, c.network_kernels, strict=True):
+        assert np.array_equal(K, streamed_ntk(X, Z, width=32, seed=s))
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -192,6 +192,7 @@ class MonteCarloNTK(Result):
     Against the closed form ``ntk`` (same points, depth, bias): ``rel_error`` =
     ``||kernel - ntk||_F / ||ntk||_F`` and ``network_rel_errors`` each network's own.
     ``estimate`` is always ``"sampled"``: a random estimate, not the limit kernel.
+    ``network_kernels``: each network's own kernel when asked for (``keep_kernels``).
 
     Example:
         >>> import numpy as np
@@ -211,6 +212,7 @@ class MonteCarloNTK(Result):
     rel_error: float
     network_rel_errors: tuple[float, ...]
     estimate: str = "sampled"
+    network_kernels: tuple[np.ndarray, ...] | None = None
 
 
 def monte_carlo_ntk(
@@ -222,6 +224,7 @@ def monte_carlo_ntk(
     n_networks: int = 1,
     bias_var: float = 0.0,
     rng: np.random.Generator | int | None = None,
+    keep_kernels: bool = False,
 ) -> MonteCarloNTK:
     """Mean empirical NTK of ``n_networks`` independent random networks of the given
     ``width`` in the parameterisation of :func:`~relulab.dynamics.ntk`, each streamed
@@ -236,6 +239,7 @@ def monte_carlo_ntk(
         width: hidden width (every hidden layer).
         n_networks: independent networks averaged (1: a single network's NTK).
         rng: seed or generator for the networks' seeds.
+        keep_kernels: also return every network's kernel (memory ``n_networks * n * m``).
 
     Example:
         >>> import numpy as np
@@ -258,9 +262,11 @@ def monte_carlo_ntk(
     nrm_inf = float(np.linalg.norm(Kinf))
     total = np.zeros_like(Kinf)
     total_sq = np.zeros_like(Kinf)
-    errs = []
+    errs, kept = [], []
     for s in seeds:
         K = _streamed(A, n, width, depth, s, float(bias_var))
+        if keep_kernels:
+            kept.append(K)
         errs.append(float(np.linalg.norm(K - Kinf)) / nrm_inf if nrm_inf > 0 else float("nan"))
         total += K
         total_sq += K * K
@@ -282,4 +288,5 @@ def monte_carlo_ntk(
         rel_std_error=spread / np.sqrt(n_networks),
         rel_error=float(np.linalg.norm(mean - Kinf)) / nrm_inf if nrm_inf > 0 else float("nan"),
         network_rel_errors=tuple(errs),
+        network_kernels=tuple(kept) if keep_kernels else None,
     )
