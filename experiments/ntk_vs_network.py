@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -74,9 +75,13 @@ FULL_LM = {"levels": [2, 3, 4, 5], "widths": [2, 3, 4], "ns": [32, 64, 128, 256]
 QUICK_LM = {"levels": [2], "widths": [2], "ns": [32], "restarts": 32, "iters": 60, "time_limit": 20.0,
             "probe_levels": [2, 3], "probe_ns": [16, 32], "probe_noise": [0.03], "probe_restarts": 8,
             "decoy_points": 16, "decoy_amp": 1.0, "decoy_weight": 4, "probe_min_found": 4}
-# basin hopping over the width-2 class (fit_basin_hopping), at most `time_limit` s per fit
+# basin hopping over the width-2 class (fit_basin_hopping), at most `time_limit` s per fit.  30 s
+# (was 80 s): the six L >= 4 fits all ran to the limit without approaching zero training loss
+# (best 0.27-0.59 of the variance at 80 s), so the budget decides their cost, not their outcome;
+# the 80-s rows stay in the JSON, carried over and labelled (sawtooth_erm_hop_80s)
 FULL_HOP = {"levels": [2, 3, 4, 5], "ns": [64, 128, 256], "width": 2, "restarts": 512, "chains": 48, "children": 8,
-            "rounds": 40, "iters": 100, "time_limit": 80.0}
+            "rounds": 40, "iters": 100, "time_limit": 30.0}
+HOP_80S_RUN = "9d61788"  # the commit whose --part hop run (80 s per fit) the full mode carries over
 QUICK_HOP = {"levels": [2], "ns": [64], "width": 2, "restarts": 64, "chains": 8, "children": 4, "rounds": 3,
              "iters": 60, "time_limit": 15.0}
 FULL_NTK_DEEP = {"levels": [2, 3, 4, 5, 6], "ns": [2**p for p in range(4, 13)]}
@@ -786,26 +791,35 @@ def main() -> None:
         path.write_text(json.dumps(to_jsonable(old), indent=2))
         print(f"wrote the sawtooth_erm section of {path}")
         return
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
+    cpu: dict[str, float] = {}
+
+    def timed(name, fn, *args):
+        c = time.process_time()
+        out = fn(*args)
+        cpu[name] = time.process_time() - c
+        return out
+
     rng = np.random.default_rng(0)
+    hop80 = None
     if a.quick:
-        saw = part_sawtooth([1, 2, 3], [16, 64, 256], [16, 64], dict(QUICK_NET), rng)
-        smooth = part_smooth([16, 64], 400, rng)
+        saw = timed("sawtooth", part_sawtooth, [1, 2, 3], [16, 64, 256], [16, 64], dict(QUICK_NET), rng)
+        smooth = timed("bandlimited", part_smooth, [16, 64], 400, rng)
         cfg = dict(QUICK_ERM)
-        erm = part_erm(cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
+        erm = timed("sawtooth_erm", part_erm, cfg.pop("levels"), cfg.pop("ns"), cfg, np.random.default_rng(1))
         recipes = {}
         for key, _, quick in RECIPES.values():
             cfg = dict(quick)
-            recipes[key] = part_recipe(cfg.pop("levels"), cfg.pop("ns"), cfg, saw["samples_needed"],
-                                       np.random.default_rng(2))
-        par = part_parity(12, 600, 400, rng)
-        deep, lm = run_lm_arms(True)
-        hop = run_hop_arm(True, deep["samples_needed"])
+            recipes[key] = timed(key, part_recipe, cfg.pop("levels"), cfg.pop("ns"), cfg, saw["samples_needed"],
+                                 np.random.default_rng(2))
+        par = timed("parity", part_parity, 12, 600, 400, rng)
+        deep, lm = timed("sawtooth_ntk_deep+sawtooth_erm_lm", run_lm_arms, True)
+        hop = timed("sawtooth_erm_hop", run_hop_arm, True, deep["samples_needed"])
         lm["verdict"] = lm_verdict(deep, lm, hop)
     else:
-        saw = part_sawtooth([1, 2, 3, 4, 5], [2**p for p in range(4, 13)], [2**p for p in range(4, 10)],
-                            dict(FULL_NET), rng)
-        smooth = part_smooth([16, 32, 64, 128], 1200, rng)
+        saw = timed("sawtooth", part_sawtooth, [1, 2, 3, 4, 5], [2**p for p in range(4, 13)],
+                    [2**p for p in range(4, 10)], dict(FULL_NET), rng)
+        smooth = timed("bandlimited", part_smooth, [16, 32, 64, 128], 1200, rng)
         # The multi-start Adam arms (erm, recipe, recipe16) are superseded by the
         # Levenberg-Marquardt ERM arm below and together took ~8 CPU minutes: the full mode
         # keeps it under the issue's 15 minutes by running them only on request
@@ -818,9 +832,16 @@ def main() -> None:
         for sec in (erm, *recipes.values()):
             if "run" not in sec or not str(sec["run"]).startswith("not run"):
                 sec["run"] = "carried over from an earlier run (the full mode does not rerun this arm)"
-        par = part_parity(16, 2000, 10000, rng)
-        deep, lm = run_lm_arms(False)
-        hop = run_hop_arm(False, deep["samples_needed"])
+        # the basin-hopping arm at the old 80-s budget per fit, kept beside the 30-s rerun
+        hop80 = last.get("sawtooth_erm_hop_80s")
+        if hop80 is None and last.get("sawtooth_erm_hop", {}).get("config", {}).get("time_limit") == 80.0:
+            hop80 = last["sawtooth_erm_hop"]
+        if hop80 is not None:
+            hop80["run"] = (f"carried over from run {HOP_80S_RUN} (--part hop, time_limit 80 s per fit); "
+                            "not rerun by the full mode, which uses 30 s per fit (sawtooth_erm_hop)")
+        par = timed("parity", part_parity, 16, 2000, 10000, rng)
+        deep, lm = timed("sawtooth_ntk_deep+sawtooth_erm_lm", run_lm_arms, False)
+        hop = timed("sawtooth_erm_hop", run_hop_arm, False, deep["samples_needed"])
         lm["verdict"] = lm_verdict(deep, lm, hop)
     result = {
         "claim": {"sawtooth": "NTK needs Omega(4^L) samples, depth-L networks polynomially many",
@@ -828,6 +849,7 @@ def main() -> None:
                   "parity": "two-layer network beats the NTK by 4-6 orders of magnitude in test error"},
         "sawtooth": saw, "sawtooth_erm": erm, **recipes, "bandlimited": smooth, "parity": par,
         "sawtooth_ntk_deep": deep, "sawtooth_erm_lm": lm, "sawtooth_erm_hop": hop,
+        **({"sawtooth_erm_hop_80s": hop80} if hop80 is not None else {}),
         "observed": {
             "ntk_growth_per_level": saw["ntk_growth_per_level"],
             "claim_growth_per_level": 4.0,
@@ -839,7 +861,10 @@ def main() -> None:
         "status": "sampled (one training run per setting)",
         "quick": a.quick,
         "seconds": time.time() - t0,
-        "cpu_seconds": time.process_time(),
+        "cpu_seconds": time.process_time() - c0,
+        "cpu_seconds_by_section": cpu,
+        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+        "time_target": "full mode <= ~10 CPU minutes (issue: under 15 minutes), quick mode under a minute",
     }
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
