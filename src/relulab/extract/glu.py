@@ -95,13 +95,15 @@ UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again 
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
 EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
-EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
+EVEN_FIT_FLOPS = 2e12  # ... and about this many flops in all (256 x 1024: 12 steps of 12; 3e12 before: 130 CPU s)
 EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
 NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
 FALLBACK_STEPS = 75  # ... and of the fallback from random weights (it stalls near 15-20 % anyway)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
+REPAIR_SPREAD = 100.0  # a gate row this many x the median misfit off its spare crossing points is wrong
+REPAIR_TRIES = 2  # ... and is measured again at this many of its spares (the strongest)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
@@ -201,6 +203,9 @@ class GLUResult(Result):
         message: one line.
         fallback: no unit was found (outputs too coarse) and the block is a least-squares
             fit from random weights of the given width: ``partial``, nothing identified.
+        repaired: units whose gate row was off their other crossing points (the last
+            round's check) and was measured again; suspect: those still off after it
+            (kept: their value rows absorb what they can; the validation error shows it).
 
     Example:
         >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
@@ -227,6 +232,8 @@ class GLUResult(Result):
     message: str
     fallback: bool = False
     stage_cpu: dict | None = None
+    repaired: int = 0
+    suspect: int = 0
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -307,6 +314,8 @@ class _Units:
         self.born: list[int] = []
         self.extra: list[list[tuple]] = []  # more (raw row, crossing point, step) per unit
         self.plane = 0
+        self.repaired = 0  # units whose gate row failed the spare-crossing check (re-measured)
+        self.suspect = 0  # ... and of those, still failing it after the new measurements
 
     def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
         if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
@@ -356,6 +365,43 @@ class _Units:
                 self.raw[j], self.x[j], self.step[j] = g, k.x_hat, float(st)
                 self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
         return len(picks)
+
+    def repair(self, o: QueryOracle, V: np.ndarray, r: float, step: float) -> int:
+        """Gate rows that are not orthogonal to their unit's other crossing points (the
+        spares; a true row is orthogonal to every point of its hyperplane) are wrong -
+        e.g. a difference that straddled another unit's hyperplane.  Such a unit
+        (``REPAIR_SPREAD`` x the median misfit) is measured again at up to
+        ``REPAIR_TRIES`` spares and keeps the row most orthogonal to all its crossing
+        points.  Returns the number of rows replaced."""
+        G = self.rows(V)
+        pts = [np.array([self.x[j], *(c.x_hat for c in sp)]) for j, sp in enumerate(self.spare)]
+        off = np.array([float(np.max(np.abs(P @ g))) for P, g in zip(pts, G, strict=True)])
+        has = np.array([len(sp) > 0 for sp in self.spare])
+        if not has.any():
+            return 0
+        bar = REPAIR_SPREAD * max(float(np.median(off[has])), EPS64)
+        redo = [int(j) for j in np.flatnonzero(has & (off > bar))]
+        picks, owner = [], []
+        for j in redo:
+            for c in sorted(self.spare[j], key=lambda c: -c.snr)[:REPAIR_TRIES]:
+                picks.append(c)
+                owner.append(j)
+        if not picks:
+            return 0
+        raw, _, steps = gate_rows(o, picks, r, step)
+        cand = correct_rows(raw, np.array([c.x_hat for c in picks]), V[owner], steps)
+        fixed = 0
+        for i, j in enumerate(owner):
+            score = float(np.max(np.abs(pts[j] @ cand[i])))
+            if score < off[j]:  # better than what the unit has: replace its measurement
+                off[j] = score
+                self.raw[j], self.x[j], self.step[j] = raw[i], picks[i].x_hat, float(steps[i])
+                self.G[j] = raw[i] / max(float(np.linalg.norm(raw[i])), TINY)
+                self.extra[j] = []  # the median partners were measured next to the bad row
+                fixed += 1
+        self.repaired = len(set(owner))
+        self.suspect = int(np.sum(has & (off > bar)))  # still off after the new measurements
+        return fixed
 
     def consolidate(self, tol: float) -> int:
         """Noisy outputs: merge units whose gate rows and output directions both agree to
@@ -515,7 +561,7 @@ def extract_glu(
         return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
                          time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
                          float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg,
-                         bool(state["fallback"]), dict(cpu))
+                         bool(state["fallback"]), dict(cpu), units.repaired, units.suspect)
 
     units = _Units(0)
     try:
@@ -596,13 +642,17 @@ def extract_glu(
                 Xo = np.vstack([Xo, Xa])
                 Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
 
+            # rounded outputs: V solved to their noise level (the even fit or the polish
+            # goes on from it); full precision: to VALUE_RTOL
+            final_rtol = min(ROUGH_RTOL, max(VALUE_RTOL, nz))
+
             def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, rough: bool = True,
-                      by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo)) -> tuple:
+                      by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo), final: float = final_rtol) -> tuple:
                 # no wall-clock limit here: the value rows are the method, not a polish;
                 # solves whose V only steers the next step (pruning, re-measuring, the
                 # curvature correction) stop early, the last one at VALUE_RTOL
                 Xs, Ys = (data[2], data[3]) if by_odd else (data[0], data[1])
-                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else VALUE_RTOL)
+                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else final)
                 return sol.V, sol.residual
 
             V, cg_res = solve(np.array(units.G), W, None)
@@ -611,6 +661,7 @@ def extract_glu(
                 V, cg_res = solve(np.array(units.G), W, None)
             if units.remeasure(o, V, r_far, step):
                 V, cg_res = solve(np.array(units.G), W, V)
+            units.repair(o, V, r_far, step)  # the corrections below re-solve V
             # the gate rows' curvature term needs the value rows: correct, solve again
             for i in range(CORRECTIONS):
                 G = units.rows(V)
@@ -726,6 +777,9 @@ def extract_glu(
         msg += f"; only {h} of {hidden} units found"
     if off and not state["fallback"]:
         msg += f"; not recovered: median validation error above {NOT_RECOVERED:g} (units missing or wrong)"
+    if units.repaired:
+        msg += (f"; {units.repaired} gate rows off their spare crossings measured again"
+                f" ({units.suspect} still off)")
     if cg_res > UNEXPLAINED:
         msg += f"; value solve residual {cg_res:.1e}"
     return result(status, msg, val, perr)
