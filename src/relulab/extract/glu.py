@@ -10,7 +10,8 @@ multi-stage forward-query primitive of the GLU extraction abstract):
    output direction ``w_k`` (:mod:`relulab.extract.glu_gates`); distinct output
    directions count the units, so the width is inferred when not given;
 2. **gate rows** from the gradient jump at each crossing point (``4 d + 4`` queries a
-   unit), up to sign and magnitude;
+   unit), up to sign and magnitude; a row off the unit's other crossing points (found
+   on later half-circles) is measured again there (:meth:`_Units.repair`);
 3. **value branch** - all three activations satisfy ``act(z) - act(-z) = z``, so the
    even part of paired queries ``(f(x) + f(-x)) / 2 = sum_k w_k (g_k . x)(v_k . x) / 2``
    is free of orientation and magnitude and linear in the value rows: one linear solve
@@ -256,23 +257,29 @@ def param_error(block: GLUBlock, ref: GLUBlock) -> dict:
     """
     from scipy.optimize import linear_sum_assignment
 
-    def units(b: GLUBlock) -> tuple[np.ndarray, np.ndarray]:
+    def units(b: GLUBlock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         g = b.W_gate.copy()
         nrm = np.linalg.norm(g, axis=1)
-        P = np.einsum("ik,kj->kij", b.W_out, b.W_up)  # (h, m, d): w_k u_k^T
+        w, u = b.W_out.T.copy(), b.W_up.copy()  # unit k's product is w_k u_k^T
         if b.act == "relu":
             g = g / np.maximum(nrm, TINY)[:, None]
-            P = P * nrm[:, None, None]
-        return g, P
+            w = w * nrm[:, None]
+        return g, w, u
 
-    g1, P1 = units(block)
-    g0, P0 = units(ref)
+    g1, w1, u1 = units(block)
+    g0, w0, u0 = units(ref)
     n0 = np.linalg.norm(g0, axis=1)
     cos = (g1 / np.maximum(np.linalg.norm(g1, axis=1), TINY)[:, None]) @ (g0 / np.maximum(n0, TINY)[:, None]).T
     rows, cols = linear_sum_assignment(-cos)
     ge = np.linalg.norm(g1[rows] - g0[cols], axis=1) / np.maximum(n0[cols], TINY)
-    pn = np.linalg.norm(P0[cols], axis=(1, 2))
-    pe = np.linalg.norm(P1[rows] - P0[cols], axis=(1, 2)) / np.maximum(pn, TINY)
+    # w1 u1^T - w0 u0^T = dw u1^T + w0 du^T: its squared Frobenius norm from the differences
+    # (no cancellation) without the (hidden, m, d) products (0.5 GB at 256 x 1024)
+    a1, b1, a0, b0 = w1[rows], u1[rows], w0[cols], u0[cols]
+    da, db = a1 - a0, b1 - b0
+    sq = (np.sum(da * da, 1) * np.sum(b1 * b1, 1) + np.sum(a0 * a0, 1) * np.sum(db * db, 1)
+          + 2 * np.sum(da * a0, 1) * np.sum(b1 * db, 1))
+    pn = np.sqrt(np.sum(a0 * a0, 1) * np.sum(b0 * b0, 1))
+    pe = np.sqrt(np.maximum(sq, 0.0)) / np.maximum(pn, TINY)
     return {"matched": int(len(rows)), "gate_max": float(ge.max()), "gate_median": float(np.median(ge)),
             "product_max": float(pe.max()), "product_median": float(np.median(pe))}
 
