@@ -70,6 +70,8 @@ def test_random_blocks_recovered(d, h, seed, act):
     X = np.random.default_rng(seed + 1).normal(size=(300, d))
     assert np.median(_rel(r.block, blk, X)) < 1e-6
     assert r.hidden == h
+    # CPU seconds are kept for every stage that asked queries, and only for stages
+    assert set(r.stage_queries) <= set(r.stage_cpu) and min(r.stage_cpu.values()) >= 0
 
 
 def test_given_width_and_symmetry_aligned_parameters():
