@@ -23,9 +23,11 @@ as many seconds as the extraction took in CPU time (at least 5), on 16 x 64 (``-
                                      [--precisions float64] [--out benchmarks/results/extract_glu.json]
                                      [--merge]  # keep the other rows of --out
 
-Default: every act and oracle at 16 x 64 and 64 x 256, and SiLU (all three oracles) at
-256 x 1024; ``--full`` adds GELU and ReLU at 256 x 1024 (about 27 rows in all).  Each
-row prints its CPU seconds (the oracle's included); the total is printed at the end.
+Default: every act and oracle at 16 x 64, 64 x 256 and 256 x 1024 (27 rows; ``--full``
+is the same, kept for old command lines).  Each row prints its CPU seconds (the
+oracle's included) and the JSON keeps them per stage (``stage_cpu``); the total is
+printed at the end and stored as ``total_cpu_s`` (the process, baselines included).
+The bf16 rows get no baseline: their fallback *is* that least-squares method.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def row(d: int, h: int, act: str, kind: str, seed: int, budget: int | None, time
            "median_rel_error": med, "worst_rel_error": worst,
            "gate_max_error": None if r.param_error is None else r.param_error["gate_max"],
            "product_max_error": None if r.param_error is None else r.param_error["product_max"],
-           "width_given": width is not None, "fallback": r.fallback,
+           "width_given": width is not None, "fallback": r.fallback, "stage_cpu": r.stage_cpu,
            "abstract": ABSTRACT[kind], "message": r.message}
     if with_baseline:
         # as many seconds as the extraction's CPU time (not its wall time: the machine is shared)
@@ -129,7 +131,7 @@ def fmt(v, spec: str = ".2g") -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="16x64 and 32x128 only (a few minutes)")
-    ap.add_argument("--full", action="store_true", help="every act and oracle at 256x1024 too")
+    ap.add_argument("--full", action="store_true", help="the default (kept for old command lines)")
     ap.add_argument("--sizes", default=None, help="comma-separated d x hidden, e.g. 16x64,256x1024")
     ap.add_argument("--acts", default="silu,gelu,relu")
     ap.add_argument("--precisions", default="float64,float32,bf16")
@@ -145,11 +147,7 @@ def main() -> None:
         sizes = [tuple(int(v) for v in s.split("x")) for s in a.sizes.split(",")]
     else:
         sizes = [(16, 64), (32, 128)] if a.quick else [(16, 64), (64, 256), (256, 1024)]
-    acts_at = {}  # size -> acts: by default the biggest blocks run SiLU only
-    for d, h in sizes:
-        acts_at[(d, h)] = a.acts.split(",")
-        if not (a.full or a.sizes or a.quick) and (d, h) == (256, 1024):
-            acts_at[(d, h)] = [x for x in acts_at[(d, h)] if x == "silu"]
+    acts_at = {(d, h): a.acts.split(",") for d, h in sizes}
     out = Path(a.out or ("benchmarks/results/extract_glu_quick.json" if a.quick
                          else "benchmarks/results/extract_glu.json"))
     rows: list[dict] = []
@@ -158,6 +156,10 @@ def main() -> None:
         redo = {(d, h, act, kind) for d, h in sizes for act in acts_at[(d, h)] for kind in a.precisions.split(",")}
         kept = [r for r in json.loads(out.read_text())["rows"]
                 if (r["d"], r["hidden"], r["act"], r["oracle"]) not in redo]
+    import torch
+
+    torch_threads = torch.get_num_threads()  # CPU seconds are comparable at 1 (OMP_NUM_THREADS=1)
+    n_rows = sum(len(acts_at[(d, h)]) for d, h in sizes) * len(a.precisions.split(","))
     t0 = time.monotonic()
     print("GLU extraction (constructive, relulab) vs L-BFGS from random weights (same queries, same seconds)")
     print(f"{'d x h':>10} {'act':>5} {'oracle':>8} {'status':>10} {'units':>6} {'log2 q':>7} {'cpu s':>7} "
@@ -165,7 +167,7 @@ def main() -> None:
     for d, h in sizes:
         for act in acts_at[(d, h)]:
             for kind in a.precisions.split(","):
-                r = row(d, h, act, kind, a.seed, a.budget, a.time_limit, h <= a.baseline_max)
+                r = row(d, h, act, kind, a.seed, a.budget, a.time_limit, h <= a.baseline_max and kind != "bf16")
                 rows.append(r)
                 ratio = (None if r.get("baseline_median") is None or not r["median_rel_error"]
                          else r["baseline_median"] / r["median_rel_error"])
@@ -178,7 +180,10 @@ def main() -> None:
                                                             list(ABSTRACT).index(r["oracle"])))
                 out.write_text(json.dumps(to_jsonable({"rows": merged, "quick": a.quick,
                                                        "total_s": time.monotonic() - t0,
-                                                       "total_cpu_s": time.process_time()}), indent=1))
+                                                       "total_cpu_s": time.process_time(),
+                                                       "rows_cpu_s": round(sum(r["cpu_s"] for r in rows), 1),
+                                                       "torch_threads": torch_threads,
+                                                       "finished": len(rows) == n_rows}), indent=1))
     cpu = sum(r["cpu_s"] for r in rows)
     print(f"\ntotal: {len(rows)} rows, {cpu:.0f} CPU s in the rows ({time.process_time():.0f} CPU s for the process, "
           f"baselines included), {time.monotonic() - t0:.0f} s wall -> {out}")

@@ -70,6 +70,8 @@ def test_random_blocks_recovered(d, h, seed, act):
     X = np.random.default_rng(seed + 1).normal(size=(300, d))
     assert np.median(_rel(r.block, blk, X)) < 1e-6
     assert r.hidden == h
+    # CPU seconds are kept for every stage that asked queries, and only for stages
+    assert set(r.stage_queries) <= set(r.stage_cpu) and min(r.stage_cpu.values()) >= 0
 
 
 def test_given_width_and_symmetry_aligned_parameters():
@@ -315,3 +317,41 @@ def test_trig_roots_against_brute_force():
         got = trig_roots(np.array([a, b, c]), -1.5, 1.5)
         assert len(got) == len(brute)
         assert np.allclose(sorted(got), brute, atol=2e-5)
+
+
+def test_wrong_gate_row_is_detected_by_its_spare_crossings_and_measured_again():
+    # a unit's gate row measured across another unit's hyperplane is wrong; its other
+    # crossing points (spares from later half-circles) expose it, and a new measurement
+    # at a spare replaces it - checked against the true gate rows
+    from relulab.extract.glu import EPS64, _Units
+    from relulab.extract.glu_gates import correct_rows
+
+    blk = random_glu(8, 6, act="relu", seed=4)
+    o = QueryOracle(blk, 8)
+    rng = np.random.default_rng(0)
+    units = _Units(8)
+    for _ in range(5):
+        ks, _ = scan_plane(o, 8, 1.0, 1024, rng, EPS64)
+        new = units.new_by_w(ks)
+        if new:
+            G, _, steps = gate_rows(o, new, 1.0, 1e-6)
+            units.add(new, G, steps)
+        units.plane += 1
+    true_g = blk.W_gate / np.linalg.norm(blk.W_gate, axis=1, keepdims=True)
+    match = np.argmax(np.abs(np.array(units.G) @ true_g.T), axis=1)
+    V = blk.W_up[match]
+
+    def row_errors():
+        G = correct_rows(np.array(units.raw), np.array(units.x), V, np.array(units.step))
+        return 1 - np.abs(np.sum(G * true_g[match], axis=1))
+
+    with_spares = [j for j, sp in enumerate(units.spare) if sp]
+    assert len(units.G) == 6 and with_spares and row_errors().max() < 1e-9
+    j = with_spares[0]
+    bad = units.raw[j] + 0.05 * np.linalg.norm(units.raw[j]) * rng.normal(size=8)
+    units.raw[j], units.G[j] = bad, bad / np.linalg.norm(bad)
+    assert row_errors()[j] > 1e-4  # the corruption is visible
+    q = o.queries
+    assert units.repair(o, V, 1.0, 1e-6) >= 1 and units.repaired >= 1 and units.suspect == 0
+    assert o.queries > q  # measured again, not guessed
+    assert row_errors().max() < 1e-9  # the wrong row is replaced by a right one

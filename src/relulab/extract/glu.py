@@ -10,7 +10,8 @@ multi-stage forward-query primitive of the GLU extraction abstract):
    output direction ``w_k`` (:mod:`relulab.extract.glu_gates`); distinct output
    directions count the units, so the width is inferred when not given;
 2. **gate rows** from the gradient jump at each crossing point (``4 d + 4`` queries a
-   unit), up to sign and magnitude;
+   unit), up to sign and magnitude; a row off the unit's other crossing points (found
+   on later half-circles) is measured again there (:meth:`_Units.repair`);
 3. **value branch** - all three activations satisfy ``act(z) - act(-z) = z``, so the
    even part of paired queries ``(f(x) + f(-x)) / 2 = sum_k w_k (g_k . x)(v_k . x) / 2``
    is free of orientation and magnitude and linear in the value rows: one linear solve
@@ -59,7 +60,7 @@ import numpy as np
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
-from .glu_linear import CG_RTOL, even_fit, magnitudes, orientations, value_rows
+from .glu_linear import even_fit, magnitudes, orientations, value_rows
 from .glu_refine import refine as refine_block
 from .glu_scan import scan_plane_windows
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
@@ -81,11 +82,12 @@ WEAK_JUMP = 0.1  # |v . x*| / |v| below this / sqrt(d) (a 1-in-12 event): measur
 UNEXPLAINED = 1e-6  # tol: an even-part fit worse than this (median relative) misses units: scan on
 NOISY_FIT = 1e5  # ... or worse than this x the output noise (noisy gate rows limit the fit)
 EVEN_SHARE = 0.5  # the even part solves V when V's unknowns are below this share of its equations
-ROUGH_RTOL = 1e-9  # tol: value solves that only steer the next step stop at this relative residual
+ROUGH_RTOL = 1e-6  # tol: value solves that only steer the next step stop at this relative residual (1e-9: same result, 1.5x the iterations)
+VALUE_RTOL = 1e-11  # tol: ... and the last one here: gate rows carry ~1e-8 at best, beyond that CG iterations buy nothing (1e-14 before)
 CORRECTIONS = 2  # rounds of gate-row correction and value re-solve (the second one settles)
 POLISH_PAIRS = 4.0  # a noisy polish fits this many equations per parameter
 FALLBACK_PAIRS = 16.0  # ... and a fit from random weights (no constructive start) this many
-GOOD_FIT = 1e-7  # tol: a training error this small (median relative) needs no least-squares polish
+GOOD_FIT = 1e-6  # tol: a training error this small (median relative; 1e4 x below the sub-percent target) needs no least-squares polish
 NOISY_ORACLE = 1e-12  # tol: outputs rounded coarser than this (relative) take the noise-aware path
 COARSE_ORACLE = 1e-4  # ... and coarser than this no crossing is sought (bfloat16: 3e-4; 12 significand bits: 2e-5 still tried)
 NOISY_MERGE = 100.0  # ... where two units merge when directions agree to NOISY_DIR x this x the noise
@@ -94,13 +96,15 @@ UNSEEN_PLANES = 3  # ... and a unit no later half-circle of this many saw again 
 MORE_ROWS = 4  # ... and each gate row is measured at this many more crossings (median)
 EVEN_FIT_STEPS = 12  # Gauss-Newton steps of the noisy even-part fit (half before, half after dropping spurious units)
 EVEN_FIT_CG = 50  # ... conjugate-gradient steps each (inexact Newton: enough for a descent step)
-EVEN_FIT_FLOPS = 3e12  # ... and about this many flops in all (256 x 1024: 12 steps of 19)
+EVEN_FIT_FLOPS = 2e12  # ... and about this many flops in all (256 x 1024: 12 steps of 12; 3e12 before: 130 CPU s)
 EVEN_FIT_RTOL = 1e-4  # ... stopped at this relative normal-equation residual
 SPURIOUS_SHARE = 0.3  # ... a unit left with less than this x the median value row after the even fit is not one
 NOT_RECOVERED = 0.1  # a median relative validation error above this is no recovery: partial
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
 FALLBACK_STEPS = 75  # ... and of the fallback from random weights (it stalls near 15-20 % anyway)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
+REPAIR_SPREAD = 100.0  # a gate row this many x the median misfit off its spare crossing points is wrong
+REPAIR_TRIES = 2  # ... and is measured again at this many of its spares (the strongest)
 MAGNITUDE_SPREAD = 10.0  # ... and a unit whose gate magnitude is this far from the median is dropped
 
 
@@ -184,7 +188,8 @@ class GLUResult(Result):
             median validation error is at most ``NOT_RECOVERED``) or ``partial`` (the
             query budget ran out, units are missing, or the validation error is larger).
         hidden: the width used; hidden_inferred: whether it was counted from the crossings.
-        queries, time: cost; stage_queries: queries per stage.
+        queries, time: cost; stage_queries: queries per stage; stage_cpu: process
+            CPU seconds per stage (the oracle's included; the polish is stage ``polish``).
         planes, grid: half-circles scanned and grid points on each.
         noise: the relative output precision assumed (measured by ``f(2x) = 4 f(x)`` of the
             even part when not given).
@@ -199,6 +204,9 @@ class GLUResult(Result):
         message: one line.
         fallback: no unit was found (outputs too coarse) and the block is a least-squares
             fit from random weights of the given width: ``partial``, nothing identified.
+        repaired: units whose gate row was off their other crossing points (the last
+            round's check) and was measured again; suspect: those still off after it
+            (kept: their value rows absorb what they can; the validation error shows it).
 
     Example:
         >>> r = extract_glu(random_glu(4, 1, act="relu"), 4, hidden=1, act="relu", budget=10)
@@ -224,6 +232,9 @@ class GLUResult(Result):
     param_error: dict | None
     message: str
     fallback: bool = False
+    stage_cpu: dict | None = None
+    repaired: int = 0
+    suspect: int = 0
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -246,23 +257,29 @@ def param_error(block: GLUBlock, ref: GLUBlock) -> dict:
     """
     from scipy.optimize import linear_sum_assignment
 
-    def units(b: GLUBlock) -> tuple[np.ndarray, np.ndarray]:
+    def units(b: GLUBlock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         g = b.W_gate.copy()
         nrm = np.linalg.norm(g, axis=1)
-        P = np.einsum("ik,kj->kij", b.W_out, b.W_up)  # (h, m, d): w_k u_k^T
+        w, u = b.W_out.T.copy(), b.W_up.copy()  # unit k's product is w_k u_k^T
         if b.act == "relu":
             g = g / np.maximum(nrm, TINY)[:, None]
-            P = P * nrm[:, None, None]
-        return g, P
+            w = w * nrm[:, None]
+        return g, w, u
 
-    g1, P1 = units(block)
-    g0, P0 = units(ref)
+    g1, w1, u1 = units(block)
+    g0, w0, u0 = units(ref)
     n0 = np.linalg.norm(g0, axis=1)
     cos = (g1 / np.maximum(np.linalg.norm(g1, axis=1), TINY)[:, None]) @ (g0 / np.maximum(n0, TINY)[:, None]).T
     rows, cols = linear_sum_assignment(-cos)
     ge = np.linalg.norm(g1[rows] - g0[cols], axis=1) / np.maximum(n0[cols], TINY)
-    pn = np.linalg.norm(P0[cols], axis=(1, 2))
-    pe = np.linalg.norm(P1[rows] - P0[cols], axis=(1, 2)) / np.maximum(pn, TINY)
+    # w1 u1^T - w0 u0^T = dw u1^T + w0 du^T: its squared Frobenius norm from the differences
+    # (no cancellation) without the (hidden, m, d) products (0.5 GB at 256 x 1024)
+    a1, b1, a0, b0 = w1[rows], u1[rows], w0[cols], u0[cols]
+    da, db = a1 - a0, b1 - b0
+    sq = (np.sum(da * da, 1) * np.sum(b1 * b1, 1) + np.sum(a0 * a0, 1) * np.sum(db * db, 1)
+          + 2 * np.sum(da * a0, 1) * np.sum(b1 * db, 1))
+    pn = np.sqrt(np.sum(a0 * a0, 1) * np.sum(b0 * b0, 1))
+    pe = np.sqrt(np.maximum(sq, 0.0)) / np.maximum(pn, TINY)
     return {"matched": int(len(rows)), "gate_max": float(ge.max()), "gate_median": float(np.median(ge)),
             "product_max": float(pe.max()), "product_median": float(np.median(pe))}
 
@@ -304,6 +321,8 @@ class _Units:
         self.born: list[int] = []
         self.extra: list[list[tuple]] = []  # more (raw row, crossing point, step) per unit
         self.plane = 0
+        self.repaired = 0  # units whose gate row failed the spare-crossing check (re-measured)
+        self.suspect = 0  # ... and of those, still failing it after the new measurements
 
     def new_by_w(self, ks: list[Crossing]) -> list[Crossing]:
         if self.m < 3:  # too few outputs to tell units apart by w: the gates decide
@@ -353,6 +372,43 @@ class _Units:
                 self.raw[j], self.x[j], self.step[j] = g, k.x_hat, float(st)
                 self.G[j] = g / max(float(np.linalg.norm(g)), TINY)
         return len(picks)
+
+    def repair(self, o: QueryOracle, V: np.ndarray, r: float, step: float) -> int:
+        """Gate rows that are not orthogonal to their unit's other crossing points (the
+        spares; a true row is orthogonal to every point of its hyperplane) are wrong -
+        e.g. a difference that straddled another unit's hyperplane.  Such a unit
+        (``REPAIR_SPREAD`` x the median misfit) is measured again at up to
+        ``REPAIR_TRIES`` spares and keeps the row most orthogonal to all its crossing
+        points.  Returns the number of rows replaced."""
+        G = self.rows(V)
+        pts = [np.array([self.x[j], *(c.x_hat for c in sp)]) for j, sp in enumerate(self.spare)]
+        off = np.array([float(np.max(np.abs(P @ g))) for P, g in zip(pts, G, strict=True)])
+        has = np.array([len(sp) > 0 for sp in self.spare])
+        if not has.any():
+            return 0
+        bar = REPAIR_SPREAD * max(float(np.median(off[has])), EPS64)
+        redo = [int(j) for j in np.flatnonzero(has & (off > bar))]
+        picks, owner = [], []
+        for j in redo:
+            for c in sorted(self.spare[j], key=lambda c: -c.snr)[:REPAIR_TRIES]:
+                picks.append(c)
+                owner.append(j)
+        if not picks:
+            return 0
+        raw, _, steps = gate_rows(o, picks, r, step)
+        cand = correct_rows(raw, np.array([c.x_hat for c in picks]), V[owner], steps)
+        fixed = 0
+        for i, j in enumerate(owner):
+            score = float(np.max(np.abs(pts[j] @ cand[i])))
+            if score < off[j]:  # better than what the unit has: replace its measurement
+                off[j] = score
+                self.raw[j], self.x[j], self.step[j] = raw[i], picks[i].x_hat, float(steps[i])
+                self.G[j] = raw[i] / max(float(np.linalg.norm(raw[i])), TINY)
+                self.extra[j] = []  # the median partners were measured next to the bad row
+                fixed += 1
+        self.repaired = len(set(owner))
+        self.suspect = int(np.sum(has & (off > bar)))  # still off after the new measurements
+        return fixed
 
     def consolidate(self, tol: float) -> int:
         """Noisy outputs: merge units whose gate rows and output directions both agree to
@@ -463,9 +519,9 @@ def extract_glu(
         grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
             resolved).  max_planes: most half-circles scanned.
         refine, polish_steps, time_limit: the final least-squares polish, its most L-BFGS
-            iterations (None: ``POLISH_STEPS``, fewer on big blocks, with rounded
-            outputs; unbounded with full-precision ones) and its seconds (the seconds are a wall-clock guard; the iterations
-            make the result the same on a busy machine).
+            iterations (None: ``POLISH_STEPS``, fewer on big blocks: about
+            ``POLISH_FLOPS`` in all) and its seconds (the seconds are a wall-clock guard;
+            the iterations make the result the same on a busy machine).
         reference: the true block, for ``param_error`` only (default: the oracle itself
             when it is a :class:`GLUBlock`).
 
@@ -496,10 +552,15 @@ def extract_glu(
     state: dict[str, Any] = {"planes": 0, "grid": 0, "noise": noise if noise is not None else EPS64,
                              "block": None, "refined": False, "fallback": ""}
     mark = [0]
+    cpu: dict[str, float] = {}
+    cpu_mark = [time.process_time()]
 
     def stage(name: str) -> None:
         stages[name] = stages.get(name, 0) + o.queries - mark[0]
         mark[0] = o.queries
+        now = time.process_time()
+        cpu[name] = round(cpu.get(name, 0.0) + now - cpu_mark[0], 3)
+        cpu_mark[0] = now
 
     def result(status: str, msg: str, val: tuple | None = None, perr: dict | None = None) -> GLUResult:
         med, worst, ev, od = val if val is not None else (None, None, None, None)
@@ -507,7 +568,7 @@ def extract_glu(
         return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
                          time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
                          float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg,
-                         bool(state["fallback"]))
+                         bool(state["fallback"]), dict(cpu), units.repaired, units.suspect)
 
     units = _Units(0)
     try:
@@ -588,13 +649,17 @@ def extract_glu(
                 Xo = np.vstack([Xo, Xa])
                 Oo = np.vstack([Oo, 0.5 * (query_scaled(o, Xa, r_far) - query_scaled(o, -Xa, r_far))])
 
+            # rounded outputs: V solved to their noise level (the even fit or the polish
+            # goes on from it); full precision: to VALUE_RTOL
+            final_rtol = min(ROUGH_RTOL, max(VALUE_RTOL, nz))
+
             def solve(G: np.ndarray, W: np.ndarray, V0: np.ndarray | None, rough: bool = True,
-                      by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo)) -> tuple:
+                      by_odd: bool = by_odd, data: tuple = (X, E, Xo, Oo), final: float = final_rtol) -> tuple:
                 # no wall-clock limit here: the value rows are the method, not a polish;
                 # solves whose V only steers the next step (pruning, re-measuring, the
-                # curvature correction) stop early, the last one runs to float64 precision
+                # curvature correction) stop early, the last one at VALUE_RTOL
                 Xs, Ys = (data[2], data[3]) if by_odd else (data[0], data[1])
-                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else CG_RTOL)
+                sol = value_rows(Xs, Ys, G, W, V0=V0, odd=by_odd, rtol=ROUGH_RTOL if rough else final)
                 return sol.V, sol.residual
 
             V, cg_res = solve(np.array(units.G), W, None)
@@ -603,6 +668,7 @@ def extract_glu(
                 V, cg_res = solve(np.array(units.G), W, None)
             if units.remeasure(o, V, r_far, step):
                 V, cg_res = solve(np.array(units.G), W, V)
+            units.repair(o, V, r_far, step)  # the corrections below re-solve V
             # the gate rows' curvature term needs the value rows: correct, solve again
             for i in range(CORRECTIONS):
                 G = units.rows(V)
@@ -680,9 +746,9 @@ def extract_glu(
                 X, Yp, Yn = _more_pairs(o, rng, X, Yp, Yn, n_p)
                 stage("polish")
             left = max(1.0, time_limit - (time.monotonic() - t0))
-            if polish_steps is None and nz <= NOISY_ORACLE and not state["fallback"]:
-                n_steps = 10**6  # full-precision outputs: the time limit alone (as before)
-            elif polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
+            if polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
+                # bounded by iterations, not by the clock, for every oracle: the result and
+                # its CPU time do not depend on the machine's load
                 per_it = 12.0 * X.shape[0] * h * (d + m)
                 n_steps = int(min(FALLBACK_STEPS if state["fallback"] else POLISH_STEPS,
                                   max(25, POLISH_FLOPS / per_it)))
@@ -691,6 +757,7 @@ def extract_glu(
             pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
             if pol.status != "unchanged":
                 state["block"], state["refined"] = pol.block, True
+            stage("polish")
         blk = state["block"]
         # validation on fresh pairs
         Xv = rng.normal(size=(256, d))
@@ -717,6 +784,9 @@ def extract_glu(
         msg += f"; only {h} of {hidden} units found"
     if off and not state["fallback"]:
         msg += f"; not recovered: median validation error above {NOT_RECOVERED:g} (units missing or wrong)"
+    if units.repaired:
+        msg += (f"; {units.repaired} gate rows off their spare crossings measured again"
+                f" ({units.suspect} still off)")
     if cg_res > UNEXPLAINED:
         msg += f"; value solve residual {cg_res:.1e}"
     return result(status, msg, val, perr)
