@@ -106,6 +106,15 @@ GLOBAL_HITS = 3
 GLOBAL_MISSES = 2
 GLOBAL_RTOL = 1e-6  # tol: a predicted crossing is good to ~1e-9 of the line's length
 COMPLETE_RTOL = 1e-7  # tol: see the comment above
+# Two cell boundaries met within this relative distance along a step count as met at once.
+TIE_RTOL = 1e-9  # tol: see the comment above
+# Continue a surface past a hyperplane of layer k-1 with the normal computed from the
+# crossing point (one number, :func:`_continued_normal`) instead of a measured gradient jump.
+CHEAP_CONTINUATION = True
+# A carried normal is kept when a second kink of the new cell lies on its hyperplane to
+# this (relative): as good as a measured gradient jump; errors carried from step to step
+# grow past it after a few steps, and the normal is then measured again.
+PROPAGATED_RTOL = 1e-9  # tol: see the comment above
 
 
 @dataclass
@@ -284,7 +293,10 @@ def _null(E: np.ndarray) -> tuple[np.ndarray, int, float]:
     """The null vector of ``E`` (unit), the dimension of its numerical null space, and the
     relative size of the smallest singular value."""
     colscale = np.abs(E).max(axis=0) + 1.0
-    _, s, Vt = np.linalg.svd(E / colscale, full_matrices=True)
+    # Thin SVD when there are more equations than unknowns (the full one would build a
+    # rows x rows factor); the full one only for a wide system, where Vt's last rows
+    # are the null space.
+    _, s, Vt = np.linalg.svd(E / colscale, full_matrices=E.shape[0] < E.shape[1])
     N = E.shape[1]
     s_full = np.concatenate([s, np.zeros(max(0, N - s.shape[0]))])
     smax = float(s_full[0]) if s_full.size else 0.0
@@ -372,6 +384,60 @@ def _cell_interval(known: _Known, y: np.ndarray, w: np.ndarray, radius: float) -
     return (-(lo if lo is not None else radius), hi if hi is not None else radius)
 
 
+def _crossed(known: _Known, x: np.ndarray, v: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The neuron of layer ``k-1`` whose hyperplane ``x + t v`` meets first (its index and
+    the gradient of its pre-activation in the cell), or None when that first boundary is an
+    earlier layer's, or two boundaries are met at once."""
+    G = known.pre_jac(x)
+    z = np.concatenate([Z[0] for Z, _ in known.pre(x[None])])
+    rate = G @ v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(np.abs(rate) > 0, -z / rate, np.inf)
+    t[~(t > 0)] = np.inf
+    order = np.argsort(t)
+    if not np.isfinite(t[order[0]]) or (t.shape[0] > 1 and t[order[1]] <= (1 + TIE_RTOL) * t[order[0]]):
+        return None
+    i = int(order[0])
+    first_u = G.shape[0] - known.U.shape[0]
+    return (i - first_u, G[i]) if i >= first_u else None
+
+
+def _continued_normal(n: np.ndarray, gl: np.ndarray, xc: np.ndarray, xp: np.ndarray) -> np.ndarray | None:
+    """The normal of the surface past the hyperplane of neuron ``l`` of layer ``k-1``
+    (gradient ``gl``), crossed at ``xc``, through the critical point ``xp`` found beyond it.
+    Only ``V_ql relu(z_l)`` changes there, so the normal is ``n + beta gl``, and the new
+    hyperplane passes through ``xc``: one unknown, fixed by ``xp`` (no gradient queries)."""
+    delta = xp - xc
+    den = float(gl @ delta)
+    if abs(den) <= CONTINUE_RTOL * np.linalg.norm(gl) * np.linalg.norm(delta):
+        return None  # xp on l's hyperplane through xc: does not fix beta
+    m = n - (float(n @ delta) / den) * gl
+    nm = float(np.linalg.norm(m))
+    return None if nm == 0 else m / nm
+
+
+def _confirm_plane(probe: _Probe, known: _Known, xp: np.ndarray, m: np.ndarray, rng: np.random.Generator,
+                   radius: float, scale: float) -> str:
+    """Whether the oracle has a kink on the hyperplane ``(xp, m)`` at a second point of the
+    same cell (five queries): ``"exact"`` when it lies on it to ``PROPAGATED_RTOL``,
+    ``"near"`` when a kink is close (the same surface, but the normal carried from step to
+    step has drifted: measure it), ``"no"`` otherwise (another surface's kink)."""
+    w = rng.normal(size=xp.shape[0])
+    w -= (w @ m) * m
+    w /= np.linalg.norm(w) + 1e-300  # tol: floor only
+    lo, hi = _cell_interval(known, xp, w, radius)
+    s = 0.3 * (hi if hi >= -lo else lo)
+    xq = xp + s * w
+    lo2, hi2 = _cell_interval(known, xq, m, radius)
+    rho = min(1e-3 * scale, -lo2 / 2.5, hi2 / 2.5)
+    if rho <= 0:
+        return "no"
+    t = probe.search(xq, m).single(rho)
+    if t is None:
+        return "no"
+    return "exact" if abs(t) <= PROPAGATED_RTOL * (abs(s) + scale) else "near"
+
+
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
           radius: float, scale: float, toward: np.ndarray | None = None,
           jitter: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
@@ -392,6 +458,9 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     if t1 is None:
         return None
     xc = x + t1 * v
+    # Past a hyperplane of layer k-1 the new normal is known up to one number (no gradient
+    # queries, :func:`_continued_normal`); past an earlier layer's, it is measured.
+    crossed = _crossed(known, x, v) if CHEAP_CONTINUATION else None
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
     for frac in (0.3, 0.05, 0.01):
@@ -407,6 +476,13 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
             xp = y + ts[j] * n
             if known.on_known(xp):
                 continue
+            if crossed is not None:
+                m = _continued_normal(n, crossed[1], xc, xp)
+                got = "no" if m is None else _confirm_plane(probe, known, xp, m, rng, radius, scale)
+                if got == "exact":
+                    return xp, m
+                if got == "no" and m is not None:
+                    continue
             m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
             if m is None:
                 continue
