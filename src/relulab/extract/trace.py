@@ -115,6 +115,13 @@ CHEAP_CONTINUATION = True
 # this (relative): as good as a measured gradient jump; errors carried from step to step
 # grow past it after a few steps, and the normal is then measured again.
 PROPAGATED_RTOL = 1e-9  # tol: see the comment above
+# Extra exact critical points located near each traced point for the final refit (value
+# equations): EXTRA_PER_POINT each, EXTRA_RARE (None: dim + 2, the whole local plane)
+# at points on a rarely seen side of a previous-layer neuron.
+EXTRA_PER_POINT = 2
+EXTRA_RARE: int | None = None
+# Look for a surface's continuation with one five-query window first (full search after).
+SINGLE_FIRST = True
 
 
 @dataclass
@@ -470,24 +477,43 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
         if hi - lo <= ROUNDOFF * scale:
             continue
         ls = probe.search(y, n)
-        ts = ls.kinks(lo, hi)
-        order = np.argsort(np.abs(ts))
-        for j in order:
-            xp = y + ts[j] * n
-            if known.on_known(xp):
-                continue
-            if crossed is not None:
-                m = _continued_normal(n, crossed[1], xc, xp)
-                got = "no" if m is None else _confirm_plane(probe, known, xp, m, rng, radius, scale)
-                if got == "exact":
-                    return xp, m
-                if got == "no" and m is not None:
-                    continue
-            m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
-            if m is None:
-                continue
-            if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
+        # Often the surface is the only kink on this segment of the cell: five queries
+        # (:meth:`LineSearch.single` over most of it) find it; else the full search.
+        rho0 = 0.4 * min(-lo, hi)
+        t0 = ls.single(rho0) if SINGLE_FIRST and rho0 > 0 else None
+        tries = [] if t0 is None else [(np.array([t0]), -2.0 * rho0, 2.0 * rho0)]
+        tries.append((None, lo, hi))
+        for ts, a, b in tries:
+            if ts is None:
+                ts = ls.kinks(lo, hi)
+            got = _continuation(probe, known, y, n, ts, a, b, xc, crossed, rng, radius, scale)
+            if got is not None:
+                return got
+    return None
+
+
+def _continuation(probe: _Probe, known: _Known, y: np.ndarray, n: np.ndarray, ts: np.ndarray,
+                  lo: float, hi: float, xc: np.ndarray, crossed, rng: np.random.Generator,
+                  radius: float, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Of the kinks ``y + t n`` (``t`` in ``ts``, nearest first; linear pieces between them
+    and ``lo``, ``hi``), the first that continues the surface crossed at ``xc``, with its
+    normal; None if none does."""
+    for j in np.argsort(np.abs(ts)):
+        xp = y + ts[j] * n
+        if known.on_known(xp):
+            continue
+        if crossed is not None:
+            m = _continued_normal(n, crossed[1], xc, xp)
+            got = "no" if m is None else _confirm_plane(probe, known, xp, m, rng, radius, scale)
+            if got == "exact":
                 return xp, m
+            if got == "no" and m is not None:
+                continue
+        m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
+        if m is None:
+            continue
+        if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
+            return xp, m
     return None
 
 
@@ -594,12 +620,13 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
     Z = known.g(np.asarray(pts)) @ known.U.T + known.b
     pos = (Z > 0).sum(axis=0)
     rare = np.minimum(pos, Z.shape[0] - pos) < d  # sides seen at fewer than d points
+    k_rare = d + 2 if EXTRA_RARE is None else min(d + 2, EXTRA_RARE)
     out = []
     for i, (x, n) in enumerate(zip(pts, nrm, strict=True)):
         side = Z[i] > 0
-        k = 2
+        k = EXTRA_PER_POINT
         if np.any(rare & np.where(side, pos < Z.shape[0] - pos, pos > Z.shape[0] - pos)):
-            k = d + 2  # this point is on a rare side of some neuron
+            k = k_rare  # this point is on a rare side of some neuron
         # stay inside the cell: small in-plane offsets
         Q = []
         for _ in range(k):
@@ -609,6 +636,8 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
             t = known.next_boundary(x, v, scale)
             s = 0.3 * (t if t is not None else scale)
             Q.append(x + s * v)
+        if not Q:
+            continue
         nr = Neuron(n, float(-(n @ x)), [x])
         found = _locate_batch(probe, nr, np.asarray(Q), 1e-3 * scale)
         for p in found:
