@@ -112,14 +112,20 @@ TIE_RTOL = 1e-9  # tol: see the comment above
 # crossing point (one number, :func:`_continued_normal`) instead of a measured gradient jump.
 CHEAP_CONTINUATION = True
 # A carried normal is kept when a second kink of the new cell lies on its hyperplane to
-# this (relative): as good as a measured gradient jump; errors carried from step to step
-# grow past it after a few steps, and the normal is then measured again.
+# this (relative): about as good as a measured gradient jump.  Errors carried from step
+# to step grow past it after some steps, and the normal is then measured again
+# (2 (d + 1) queries).  Looser (1e-7) was measured worse: the solve's value check
+# (VALUE_RTOL) then rejects true surfaces and they are traced again.
 PROPAGATED_RTOL = 1e-9  # tol: see the comment above
 # Extra exact critical points located near each traced point for the final refit (value
 # equations): EXTRA_PER_POINT each, EXTRA_RARE (None: dim + 2, the whole local plane)
-# at points on a rarely seen side of a previous-layer neuron.
-EXTRA_PER_POINT = 2
-EXTRA_RARE: int | None = None
+# at points on a rarely seen side of a previous-layer neuron (layer 2 only; deeper layers
+# keep 2 and dim + 2: with these, two rows of 40-20-10-10-1 seed 0's layer 3 came out
+# too imprecise to orient the layer before).  Measured (80-40-20-1 seeds
+# 0-2): 2 / dim + 2 cost 2^20.8 queries for 36 bits, 0 / 2 cost 2^18.2-2^18.5 for 33-35
+# bits; the traced points already pin every weight to well below 2^-30.
+EXTRA_PER_POINT = 0
+EXTRA_RARE: int | None = 2
 # Look for a surface's continuation with one five-query window first (full search after).
 SINGLE_FIRST = True
 
@@ -620,11 +626,14 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
     Z = known.g(np.asarray(pts)) @ known.U.T + known.b
     pos = (Z > 0).sum(axis=0)
     rare = np.minimum(pos, Z.shape[0] - pos) < d  # sides seen at fewer than d points
-    k_rare = d + 2 if EXTRA_RARE is None else min(d + 2, EXTRA_RARE)
+    # Layer 2 (inputs x) needs few; deeper layers (inputs relu(...), dead inputs) keep
+    # the whole local plane at rare points (fewer there broke 40-20-10-10-1's layer 3).
+    per, rare_k = (EXTRA_PER_POINT, EXTRA_RARE) if not known.layers else (2, None)
+    k_rare = d + 2 if rare_k is None else min(d + 2, rare_k)
     out = []
     for i, (x, n) in enumerate(zip(pts, nrm, strict=True)):
         side = Z[i] > 0
-        k = EXTRA_PER_POINT
+        k = per
         if np.any(rare & np.where(side, pos < Z.shape[0] - pos, pos > Z.shape[0] - pos)):
             k = k_rare  # this point is on a rare side of some neuron
         # stay inside the cell: small in-plane offsets
