@@ -119,9 +119,9 @@ CHEAP_CONTINUATION = True
 PROPAGATED_RTOL = 1e-9  # tol: see the comment above
 # Extra exact critical points located near each traced point for the final refit (value
 # equations): EXTRA_PER_POINT each, EXTRA_RARE (None: dim + 2, the whole local plane)
-# at points on a rarely seen side of a previous-layer neuron (layer 2 only; deeper layers
-# keep 2 and dim + 2: with these, two rows of 40-20-10-10-1 seed 0's layer 3 came out
-# too imprecise to orient the layer before).  Measured (80-40-20-1 seeds
+# at points on a rarely seen side of a previous-layer neuron (only for layer 2 as the last
+# hidden layer; otherwise 2 and dim + 2: with these, two rows of 40-20-10-10-1 seed 0's
+# layer 3 came out too imprecise to orient the layer before).  Measured (80-40-20-1 seeds
 # 0-2): 2 / dim + 2 cost 2^20.8 queries for 36 bits, 0 / 2 cost 2^18.2-2^18.5 for 33-35
 # bits; the traced points already pin every weight to well below 2^-30.
 EXTRA_PER_POINT = 0
@@ -196,6 +196,9 @@ class _Known:
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], U: np.ndarray, b: np.ndarray) -> None:
         self.layers, self.U, self.b = layers, np.asarray(U, float), np.asarray(b, float)
+        # the query-saving continuation (carried normals, one-window search, few extra
+        # refit points): set by trace_layer for layer 2 as the last hidden layer
+        self.cheap = False
 
     def g(self, X: np.ndarray) -> np.ndarray:
         H = np.atleast_2d(X)
@@ -473,7 +476,7 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     xc = x + t1 * v
     # Past a hyperplane of layer k-1 the new normal is known up to one number (no gradient
     # queries, :func:`_continued_normal`); past an earlier layer's, it is measured.
-    crossed = _crossed(known, x, v) if CHEAP_CONTINUATION else None
+    crossed = _crossed(known, x, v) if CHEAP_CONTINUATION and known.cheap else None
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
     for frac in (0.3, 0.05, 0.01):
@@ -486,7 +489,7 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
         # Often the surface is the only kink on this segment of the cell: five queries
         # (:meth:`LineSearch.single` over most of it) find it; else the full search.
         rho0 = 0.4 * min(-lo, hi)
-        t0 = ls.single(rho0) if SINGLE_FIRST and rho0 > 0 else None
+        t0 = ls.single(rho0) if SINGLE_FIRST and known.cheap and rho0 > 0 else None
         tries = [] if t0 is None else [(np.array([t0]), -2.0 * rho0, 2.0 * rho0)]
         tries.append((None, lo, hi))
         for ts, a, b in tries:
@@ -615,7 +618,8 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                     break
 
 
-def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> list[np.ndarray]:
+def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float,
+                  few: bool = False) -> list[np.ndarray]:
     """More exact critical points near the traced ones (on each local hyperplane), for the
     least-squares refit: two per traced point, and enough to span the local hyperplane
     where a neuron of layer ``k-1`` is on its rarer side (few traced points show its
@@ -626,9 +630,10 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
     Z = known.g(np.asarray(pts)) @ known.U.T + known.b
     pos = (Z > 0).sum(axis=0)
     rare = np.minimum(pos, Z.shape[0] - pos) < d  # sides seen at fewer than d points
-    # Layer 2 (inputs x) needs few; deeper layers (inputs relu(...), dead inputs) keep
-    # the whole local plane at rare points (fewer there broke 40-20-10-10-1's layer 3).
-    per, rare_k = (EXTRA_PER_POINT, EXTRA_RARE) if not known.layers else (2, None)
+    # ``few``: layer 2 as the last hidden layer (inputs x, no layer built on its rows)
+    # needs few; otherwise the whole local plane at rare points (fewer there broke
+    # 40-20-10-10-1's layer 3).
+    per, rare_k = (EXTRA_PER_POINT, EXTRA_RARE) if few else (2, None)
     k_rare = d + 2 if rare_k is None else min(d + 2, rare_k)
     out = []
     for i, (x, n) in enumerate(zip(pts, nrm, strict=True)):
@@ -883,6 +888,10 @@ def trace_layer(
         (True, False)
     """
     known = _Known(layers, U, b)
+    # The query savings are used where measured safe: layer 2 as the last hidden layer
+    # (two-hidden-layer networks).  In deeper networks they changed which surfaces the
+    # walks met and 40-20-10-10-1 seed 0 lost layer-2 neurons (`different`).
+    known.cheap = last and not layers
     n_prev = known.U.shape[0]
     space = Space.input(d, scale)
     m = o.output_dim or o(np.zeros((1, d))).shape[1]
@@ -936,7 +945,7 @@ def trace_layer(
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
             if refine:
-                extra = _locate_extra(probe, known, pts, nrm, rng, scale)
+                extra = _locate_extra(probe, known, pts, nrm, rng, scale, few=known.cheap)
                 theta = _refit(known, pts + extra, theta, [*unknown, *(n_prev + j for j in dead)])
             tn = TracedNeuron(theta, pts, nrm, unknown, cells, dead)
             if tn.unknown and _complete(probe, known, tn, rng, scale) and refine:
