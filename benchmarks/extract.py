@@ -106,13 +106,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3,
                     help="random networks of 10-20-20-1 and 80-40-20-1 (seeds 0..N-1)")
     ap.add_argument("--deep-seeds", type=int, default=1,
-                    help="random networks of 40-20-10-10-1 (seeds 0..N-1; about 2-4 CPU minutes each)")
+                    help="random networks of 40-20-10-10-1 (seeds 0..N-1; about 1-5 CPU minutes each)")
     ap.add_argument("--archs", default="10-20-20-1,80-40-20-1,40-20-10-10-1,784-128-1,digits",
                     help="which ReLU rows (comma-separated; 'digits': the trained 784-128-1)")
     ap.add_argument("--no-defence", action="store_true", help="skip the rounding rows")
     ap.add_argument("--deep-budget", type=int, default=2**24,
                     help="query budget of the three-hidden-layer rows (partial when reached; "
-                         "40-20-10-10-1 seed 0 needs 2^23.1 queries, about 280 CPU s; 0: no budget)")
+                         "40-20-10-10-1 seed 0 needs 2^23.1 queries, about 60 CPU s; 0: no budget)")
     a = ap.parse_args()
     t0 = time.monotonic()
     if a.quick:
