@@ -106,6 +106,28 @@ GLOBAL_HITS = 3
 GLOBAL_MISSES = 2
 GLOBAL_RTOL = 1e-6  # tol: a predicted crossing is good to ~1e-9 of the line's length
 COMPLETE_RTOL = 1e-7  # tol: see the comment above
+# Two cell boundaries met within this relative distance along a step count as met at once.
+TIE_RTOL = 1e-9  # tol: see the comment above
+# Continue a surface past a hyperplane of layer k-1 with the normal computed from the
+# crossing point (one number, :func:`_continued_normal`) instead of a measured gradient jump.
+CHEAP_CONTINUATION = True
+# A carried normal is kept when a second kink of the new cell lies on its hyperplane to
+# this (relative): about as good as a measured gradient jump.  Errors carried from step
+# to step grow past it after some steps, and the normal is then measured again
+# (2 (d + 1) queries).  Looser (1e-7) was measured worse: the solve's value check
+# (VALUE_RTOL) then rejects true surfaces and they are traced again.
+PROPAGATED_RTOL = 1e-9  # tol: see the comment above
+# Extra exact critical points located near each traced point for the final refit (value
+# equations): EXTRA_PER_POINT each, EXTRA_RARE (None: dim + 2, the whole local plane)
+# at points on a rarely seen side of a previous-layer neuron (only for layer 2 as the last
+# hidden layer; otherwise 2 and dim + 2: with these, two rows of 40-20-10-10-1 seed 0's
+# layer 3 came out too imprecise to orient the layer before).  Measured (80-40-20-1 seeds
+# 0-2): 2 / dim + 2 cost 2^20.8 queries for 36 bits, 0 / 2 cost 2^18.2-2^18.5 for 33-35
+# bits; the traced points already pin every weight to well below 2^-30.
+EXTRA_PER_POINT = 0
+EXTRA_RARE: int | None = 2
+# Look for a surface's continuation with one five-query window first (full search after).
+SINGLE_FIRST = True
 
 
 @dataclass
@@ -174,6 +196,9 @@ class _Known:
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], U: np.ndarray, b: np.ndarray) -> None:
         self.layers, self.U, self.b = layers, np.asarray(U, float), np.asarray(b, float)
+        # the query-saving continuation (carried normals, one-window search, few extra
+        # refit points): set by trace_layer for layer 2 as the last hidden layer
+        self.cheap = False
 
     def g(self, X: np.ndarray) -> np.ndarray:
         H = np.atleast_2d(X)
@@ -284,7 +309,10 @@ def _null(E: np.ndarray) -> tuple[np.ndarray, int, float]:
     """The null vector of ``E`` (unit), the dimension of its numerical null space, and the
     relative size of the smallest singular value."""
     colscale = np.abs(E).max(axis=0) + 1.0
-    _, s, Vt = np.linalg.svd(E / colscale, full_matrices=True)
+    # Thin SVD when there are more equations than unknowns (the full one would build a
+    # rows x rows factor); the full one only for a wide system, where Vt's last rows
+    # are the null space.
+    _, s, Vt = np.linalg.svd(E / colscale, full_matrices=E.shape[0] < E.shape[1])
     N = E.shape[1]
     s_full = np.concatenate([s, np.zeros(max(0, N - s.shape[0]))])
     smax = float(s_full[0]) if s_full.size else 0.0
@@ -372,6 +400,60 @@ def _cell_interval(known: _Known, y: np.ndarray, w: np.ndarray, radius: float) -
     return (-(lo if lo is not None else radius), hi if hi is not None else radius)
 
 
+def _crossed(known: _Known, x: np.ndarray, v: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """The neuron of layer ``k-1`` whose hyperplane ``x + t v`` meets first (its index and
+    the gradient of its pre-activation in the cell), or None when that first boundary is an
+    earlier layer's, or two boundaries are met at once."""
+    G = known.pre_jac(x)
+    z = np.concatenate([Z[0] for Z, _ in known.pre(x[None])])
+    rate = G @ v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(np.abs(rate) > 0, -z / rate, np.inf)
+    t[~(t > 0)] = np.inf
+    order = np.argsort(t)
+    if not np.isfinite(t[order[0]]) or (t.shape[0] > 1 and t[order[1]] <= (1 + TIE_RTOL) * t[order[0]]):
+        return None
+    i = int(order[0])
+    first_u = G.shape[0] - known.U.shape[0]
+    return (i - first_u, G[i]) if i >= first_u else None
+
+
+def _continued_normal(n: np.ndarray, gl: np.ndarray, xc: np.ndarray, xp: np.ndarray) -> np.ndarray | None:
+    """The normal of the surface past the hyperplane of neuron ``l`` of layer ``k-1``
+    (gradient ``gl``), crossed at ``xc``, through the critical point ``xp`` found beyond it.
+    Only ``V_ql relu(z_l)`` changes there, so the normal is ``n + beta gl``, and the new
+    hyperplane passes through ``xc``: one unknown, fixed by ``xp`` (no gradient queries)."""
+    delta = xp - xc
+    den = float(gl @ delta)
+    if abs(den) <= CONTINUE_RTOL * np.linalg.norm(gl) * np.linalg.norm(delta):
+        return None  # xp on l's hyperplane through xc: does not fix beta
+    m = n - (float(n @ delta) / den) * gl
+    nm = float(np.linalg.norm(m))
+    return None if nm == 0 else m / nm
+
+
+def _confirm_plane(probe: _Probe, known: _Known, xp: np.ndarray, m: np.ndarray, rng: np.random.Generator,
+                   radius: float, scale: float) -> str:
+    """Whether the oracle has a kink on the hyperplane ``(xp, m)`` at a second point of the
+    same cell (five queries): ``"exact"`` when it lies on it to ``PROPAGATED_RTOL``,
+    ``"near"`` when a kink is close (the same surface, but the normal carried from step to
+    step has drifted: measure it), ``"no"`` otherwise (another surface's kink)."""
+    w = rng.normal(size=xp.shape[0])
+    w -= (w @ m) * m
+    w /= np.linalg.norm(w) + 1e-300  # tol: floor only
+    lo, hi = _cell_interval(known, xp, w, radius)
+    s = 0.3 * (hi if hi >= -lo else lo)
+    xq = xp + s * w
+    lo2, hi2 = _cell_interval(known, xq, m, radius)
+    rho = min(1e-3 * scale, -lo2 / 2.5, hi2 / 2.5)
+    if rho <= 0:
+        return "no"
+    t = probe.search(xq, m).single(rho)
+    if t is None:
+        return "no"
+    return "exact" if abs(t) <= PROPAGATED_RTOL * (abs(s) + scale) else "near"
+
+
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
           radius: float, scale: float, toward: np.ndarray | None = None,
           jitter: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
@@ -392,6 +474,9 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     if t1 is None:
         return None
     xc = x + t1 * v
+    # Past a hyperplane of layer k-1 the new normal is known up to one number (no gradient
+    # queries, :func:`_continued_normal`); past an earlier layer's, it is measured.
+    crossed = _crossed(known, x, v) if CHEAP_CONTINUATION and known.cheap else None
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
     for frac in (0.3, 0.05, 0.01):
@@ -401,17 +486,43 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
         if hi - lo <= ROUNDOFF * scale:
             continue
         ls = probe.search(y, n)
-        ts = ls.kinks(lo, hi)
-        order = np.argsort(np.abs(ts))
-        for j in order:
-            xp = y + ts[j] * n
-            if known.on_known(xp):
-                continue
-            m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
-            if m is None:
-                continue
-            if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
+        # Often the surface is the only kink on this segment of the cell: five queries
+        # (:meth:`LineSearch.single` over most of it) find it; else the full search.
+        rho0 = 0.4 * min(-lo, hi)
+        t0 = ls.single(rho0) if SINGLE_FIRST and known.cheap and rho0 > 0 else None
+        tries = [] if t0 is None else [(np.array([t0]), -2.0 * rho0, 2.0 * rho0)]
+        tries.append((None, lo, hi))
+        for ts, a, b in tries:
+            if ts is None:
+                ts = ls.kinks(lo, hi)
+            got = _continuation(probe, known, y, n, ts, a, b, xc, crossed, rng, radius, scale)
+            if got is not None:
+                return got
+    return None
+
+
+def _continuation(probe: _Probe, known: _Known, y: np.ndarray, n: np.ndarray, ts: np.ndarray,
+                  lo: float, hi: float, xc: np.ndarray, crossed, rng: np.random.Generator,
+                  radius: float, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Of the kinks ``y + t n`` (``t`` in ``ts``, nearest first; linear pieces between them
+    and ``lo``, ``hi``), the first that continues the surface crossed at ``xc``, with its
+    normal; None if none does."""
+    for j in np.argsort(np.abs(ts)):
+        xp = y + ts[j] * n
+        if known.on_known(xp):
+            continue
+        if crossed is not None:
+            m = _continued_normal(n, crossed[1], xc, xp)
+            got = "no" if m is None else _confirm_plane(probe, known, xp, m, rng, radius, scale)
+            if got == "exact":
                 return xp, m
+            if got == "no" and m is not None:
+                continue
+        m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
+        if m is None:
+            continue
+        if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
+            return xp, m
     return None
 
 
@@ -507,7 +618,8 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                     break
 
 
-def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> list[np.ndarray]:
+def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float,
+                  few: bool = False) -> list[np.ndarray]:
     """More exact critical points near the traced ones (on each local hyperplane), for the
     least-squares refit: two per traced point, and enough to span the local hyperplane
     where a neuron of layer ``k-1`` is on its rarer side (few traced points show its
@@ -518,12 +630,17 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
     Z = known.g(np.asarray(pts)) @ known.U.T + known.b
     pos = (Z > 0).sum(axis=0)
     rare = np.minimum(pos, Z.shape[0] - pos) < d  # sides seen at fewer than d points
+    # ``few``: layer 2 as the last hidden layer (inputs x, no layer built on its rows)
+    # needs few; otherwise the whole local plane at rare points (fewer there broke
+    # 40-20-10-10-1's layer 3).
+    per, rare_k = (EXTRA_PER_POINT, EXTRA_RARE) if few else (2, None)
+    k_rare = d + 2 if rare_k is None else min(d + 2, rare_k)
     out = []
     for i, (x, n) in enumerate(zip(pts, nrm, strict=True)):
         side = Z[i] > 0
-        k = 2
+        k = per
         if np.any(rare & np.where(side, pos < Z.shape[0] - pos, pos > Z.shape[0] - pos)):
-            k = d + 2  # this point is on a rare side of some neuron
+            k = k_rare  # this point is on a rare side of some neuron
         # stay inside the cell: small in-plane offsets
         Q = []
         for _ in range(k):
@@ -533,6 +650,8 @@ def _locate_extra(probe: _Probe, known: _Known, pts, nrm, rng, scale: float) -> 
             t = known.next_boundary(x, v, scale)
             s = 0.3 * (t if t is not None else scale)
             Q.append(x + s * v)
+        if not Q:
+            continue
         nr = Neuron(n, float(-(n @ x)), [x])
         found = _locate_batch(probe, nr, np.asarray(Q), 1e-3 * scale)
         for p in found:
@@ -769,6 +888,10 @@ def trace_layer(
         (True, False)
     """
     known = _Known(layers, U, b)
+    # The query savings are used where measured safe: layer 2 as the last hidden layer
+    # (two-hidden-layer networks).  In deeper networks they changed which surfaces the
+    # walks met and 40-20-10-10-1 seed 0 lost layer-2 neurons (`different`).
+    known.cheap = last and not layers
     n_prev = known.U.shape[0]
     space = Space.input(d, scale)
     m = o.output_dim or o(np.zeros((1, d))).shape[1]
@@ -822,7 +945,7 @@ def trace_layer(
                 bent.extend(zip(pts, nrm, strict=True))
                 continue
             if refine:
-                extra = _locate_extra(probe, known, pts, nrm, rng, scale)
+                extra = _locate_extra(probe, known, pts, nrm, rng, scale, few=known.cheap)
                 theta = _refit(known, pts + extra, theta, [*unknown, *(n_prev + j for j in dead)])
             tn = TracedNeuron(theta, pts, nrm, unknown, cells, dead)
             if tn.unknown and _complete(probe, known, tn, rng, scale) and refine:
