@@ -30,16 +30,15 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from relulab.construct import block_candidates, item_family  # noqa: E402
 from relulab.construct.maxn_certgen import certgen_max  # noqa: E402
-from relulab.construct.maxn_mixed import _pair_column, block_column, price_columns  # noqa: E402
+from relulab.construct.maxn_mixed import block_column, pair_column, price_columns  # noqa: E402
 
 
 def item_columns(n: int, masses: tuple[int, ...], cache: str | None) -> list:
     if cache and Path(cache).exists():
-        z = np.load(cache)
-        ptr = z["ptr"]
-        return [(z["keys"][ptr[j]:ptr[j + 1]], z["coef"][ptr[j]:ptr[j + 1]], z["lin"][j])
-                for j in range(len(ptr) - 1)]
-    cols = [_pair_column(t, n) for t in item_family(n, masses)]
+        z = np.load(cache)  # read each array once: NpzFile re-reads on every access
+        ptr, keys, coef, lin = z["ptr"], z["keys"], z["coef"], z["lin"]
+        return [(keys[ptr[j]:ptr[j + 1]], coef[ptr[j]:ptr[j + 1]], lin[j]) for j in range(len(ptr) - 1)]
+    cols = [pair_column(t, n) for t in item_family(n, masses)]
     if cache:
         ptr = np.cumsum([0] + [len(c[0]) for c in cols])
         np.savez(cache, keys=np.concatenate([c[0] for c in cols]),

@@ -17,10 +17,10 @@ from relulab.construct.maxn_certgen import certgen_max
 from relulab.construct.maxn_colgen import decode
 from relulab.construct.maxn_decide import check_certificate, family_system
 from relulab.construct.maxn_mixed import (
-    _pair_column,
     block_column,
     columns_system,
     decide_mixed,
+    pair_column,
     price_columns,
 )
 
@@ -76,7 +76,7 @@ def test_block_column_equals_brute_force_orbit_sum(n: int) -> None:
 def test_columns_system_matches_family_system() -> None:
     for n, masses in [(4, (1, 2)), (5, (1,))]:
         terms = item_family(n, masses)
-        A, b, keys = columns_system(n, [_pair_column(t, n) for t in terms])
+        A, b, keys = columns_system(n, [pair_column(t, n) for t in terms])
         A2, b2, keys2 = family_system(n, terms)
         assert keys == keys2 and (A == A2).all() and (b == b2).all()
 
@@ -102,7 +102,7 @@ def test_mixed_infeasible_certificate_checks_and_prices_zero() -> None:
     blocks = block_candidates(n, max_blocks=2, kappa_max=1, v_max=1)
     d = decide_mixed(n, terms, blocks)
     assert d.status == "infeasible"
-    cols = [_pair_column(t, n) for t in terms] + [block_column(t, n) for t in blocks]
+    cols = [pair_column(t, n) for t in terms] + [block_column(t, n) for t in blocks]
     assert not any(price_columns(n, d.certificate_by_row, cols))
     # the named certificate, mapped back onto the rows, is a certificate of the system
     A, b, keys = columns_system(n, cols)
@@ -119,7 +119,7 @@ def test_certgen_agrees_with_deciding_the_whole_pool(n: int, masses: tuple, bloc
     fixed_terms = item_family(n, masses)
     pool_terms = block_candidates(n, max_blocks=blocks, kappa_max=1, v_max=1)
     pool_terms = random.Random(n).sample(pool_terms, min(len(pool_terms), 120))
-    fixed = [_pair_column(t, n) for t in fixed_terms]
+    fixed = [pair_column(t, n) for t in fixed_terms]
     pool = [block_column(t, n) for t in pool_terms]
     r = certgen_max(n, fixed, pool, per_round=5)
     whole = decide_mixed(n, fixed_terms, pool_terms, pair_columns=fixed)
@@ -132,7 +132,7 @@ def test_certgen_agrees_with_deciding_the_whole_pool(n: int, masses: tuple, bloc
 
 def test_certgen_honours_round_budget() -> None:
     n = 6
-    fixed = [_pair_column(t, n) for t in item_family(n, (1,))]
+    fixed = [pair_column(t, n) for t in item_family(n, (1,))]
     pool = [block_column(t, n) for t in block_candidates(n, max_blocks=2, kappa_max=1, v_max=1)]
     r = certgen_max(n, fixed, pool, per_round=1, max_rounds=1)
     assert r.status == "partial" and r.rounds == 1 and r.pool_used == 0

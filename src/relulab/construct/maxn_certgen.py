@@ -15,8 +15,8 @@ so a wrong basis can only give ``unknown``.
 
 Example:
     >>> from relulab.construct import item_family, block_candidates
-    >>> from relulab.construct.maxn_mixed import block_column, _pair_column
-    >>> fixed = [_pair_column(t, 5) for t in item_family(5, (1,))]
+    >>> from relulab.construct.maxn_mixed import block_column, pair_column
+    >>> fixed = [pair_column(t, 5) for t in item_family(5, (1,))]
     >>> pool = [block_column(t, 5) for t in block_candidates(5, kappa_max=1, v_max=1)]
     >>> r = certgen_max(5, fixed, pool)
     >>> r.status, r.rounds >= 1
@@ -60,9 +60,9 @@ class CertGenResult(Result):
     solution, so the certificate need not price them: it is still checked on them).
 
     Example:
-        >>> from relulab.construct.maxn_mixed import _pair_column
+        >>> from relulab.construct.maxn_mixed import pair_column
         >>> from relulab.construct import item_family
-        >>> r = certgen_max(5, [_pair_column(t, 5) for t in item_family(5, (1,))], [])
+        >>> r = certgen_max(5, [pair_column(t, 5) for t in item_family(5, (1,))], [])
         >>> r.status, r.pool_used
         ('infeasible', 0)
     """
@@ -94,10 +94,10 @@ def certgen_max(n: int, fixed: Sequence[Column], pool: Sequence[Column], per_rou
     price non-zero.  ``time_limit`` (seconds) is checked between rounds.
 
     Example:
-        >>> from relulab.construct.maxn_mixed import _pair_column
+        >>> from relulab.construct.maxn_mixed import pair_column
         >>> from relulab.construct import item_family
-        >>> fixed = [_pair_column(t, 5) for t in item_family(5, (1,))]
-        >>> pool = [_pair_column(t, 5) for t in item_family(5, (2,))]
+        >>> fixed = [pair_column(t, 5) for t in item_family(5, (1,))]
+        >>> pool = [pair_column(t, 5) for t in item_family(5, (2,))]
         >>> r = certgen_max(5, fixed, pool, per_round=3)
         >>> r.status, r.pool_used <= len(pool)
         ('found', True)

@@ -40,7 +40,7 @@ from .maxn_blocks import BlockTerm, _column
 from .maxn_colgen import decode, encode, orbit_column
 from .maxn_decide import FamilyDecision, decide_system
 
-__all__ = ["block_column", "columns_system", "MixedDecision", "decide_mixed", "price_columns",
+__all__ = ["block_column", "pair_column", "columns_system", "MixedDecision", "decide_mixed", "price_columns",
            "certificate_rows", "prune_columns", "pruning", "extend_certificate"]
 
 Column = tuple[np.ndarray, np.ndarray, np.ndarray]  # sorted int64 keys, integer coefs, linear part
@@ -65,7 +65,16 @@ def block_column(t: BlockTerm, n: int) -> Column:
     return keys[order], coef[keep][order], lin
 
 
-def _pair_column(t: PairTerm, n: int) -> Column:
+def pair_column(t: PairTerm, n: int) -> Column:
+    """The orbit column of an item term (``orbit_column`` without its divisor, as in
+    ``family_system``) as a keyed column (keys, coefs, linear part).
+
+    Example:
+        >>> t = PairTerm(3, (("x", 0), ("x", 0)), (("x", 1), ("x", 2)))   # relu(2 x0 - x1 - x2)
+        >>> keys, coef, lin = pair_column(t, 3)
+        >>> decode(keys, 3).tolist(), coef.tolist(), lin.tolist()
+        ([[1, -1]], [2], [2, 4])
+    """
     keys, coef, lin, _ = orbit_column(t, n, divisor=False)
     return keys, coef, lin
 
@@ -79,7 +88,7 @@ def columns_system(n: int, cols: Sequence[Column]) -> tuple[np.ndarray, np.ndarr
         >>> from relulab.construct import item_family
         >>> from relulab.construct.maxn_decide import family_system
         >>> terms = item_family(4, (1, 2))
-        >>> A, b, keys = columns_system(4, [_pair_column(t, 4) for t in terms])
+        >>> A, b, keys = columns_system(4, [pair_column(t, 4) for t in terms])
         >>> A2, b2, keys2 = family_system(4, terms)
         >>> bool((A == A2).all() and (b == b2).all() and keys == keys2)
         True
@@ -160,7 +169,7 @@ def decide_mixed(n: int, pair_terms: Sequence[PairTerm], block_terms: Sequence[B
     if any(t.k > n for t in pair_terms):
         raise ConstructionError(f"decide_mixed: a pair term has more than n = {n} coordinates")
     if pair_columns is None:
-        pair_columns = [_pair_column(t, n) for t in pair_terms]
+        pair_columns = [pair_column(t, n) for t in pair_terms]
     elif len(pair_columns) != len(pair_terms):
         raise ConstructionError("decide_mixed: pair_columns and pair_terms differ in length")
     cols = list(pair_columns) + [block_column(t, n) for t in block_terms]
@@ -181,7 +190,7 @@ def price_columns(n: int, certificate: dict[str, int], cols: Sequence[Column]) -
     Example:
         >>> from relulab.construct import item_family
         >>> d = decide_mixed(5, item_family(5, (1,)), [])
-        >>> price_columns(5, d.certificate_by_row, [_pair_column(t, 5) for t in item_family(5, (1,))])
+        >>> price_columns(5, d.certificate_by_row, [pair_column(t, 5) for t in item_family(5, (1,))])
         [0, 0, 0, 0, 0, 0, 0]
     """
     hk, hv = [], []
