@@ -5,6 +5,7 @@ neuron of a block orbit enumerated and evaluated in Fractions."""
 from __future__ import annotations
 
 import itertools
+import os
 import random
 from fractions import Fraction
 
@@ -151,3 +152,58 @@ def test_bad_input() -> None:
         price_columns(5, {"H 1 -1": 1}, [])
     with pytest.raises(ConstructionError):
         price_columns(5, {"bogus 1": 1}, [])
+
+
+_RUN_9 = "n=9 fixed=2,3 blocks<=3 kappa<=1 v<=1 kappa_terms=2"
+
+
+def _stored_run(key: str) -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "maxn_certgen.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if key not in data or data[key]["status"] != "infeasible":
+        pytest.skip(f"no infeasible run {key!r} in {path.name}")
+    return data[key]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("RELULAB_LONG_TESTS"),
+                    reason="builds the 6,431 item columns for n = 9 (minutes); set RELULAB_LONG_TESTS=1")
+def test_stored_certificate_nine_inputs_items_and_blocks() -> None:
+    """The n = 9 proof for items (s <= 3) plus 1,159 block orbits: y . a = 0 on every
+    column, y . b != 0, in exact integers, against freshly built columns."""
+    entry = _stored_run(_RUN_9)
+    y = {k: int(v) for k, v in entry["certificate"].items()}
+    n = 9
+    cols = [pair_column(t, n) for t in item_family(n, (2, 3))]
+    cols += [block_column(t, n) for t in block_candidates(n, max_blocks=3, kappa_max=1, v_max=1,
+                                                          kappa_terms=2)]
+    assert len(cols) == entry["fixed_orbits"] + entry["pool_size"]
+    assert not any(price_columns(n, y, cols))
+    assert sum(v * (n - int(k.split()[1]) - 1) for k, v in y.items() if k.startswith("lin")) != 0
+
+
+def test_stored_certificate_nine_inputs_on_the_block_pool() -> None:
+    """The fast half of the check above: the stored certificate prices every one of the
+    1,159 block orbits to zero (exact integers) and is non-zero on b."""
+    entry = _stored_run(_RUN_9)
+    y = {k: int(v) for k, v in entry["certificate"].items()}
+    n = 9
+    pool = [block_column(t, n) for t in block_candidates(n, max_blocks=3, kappa_max=1, v_max=1,
+                                                         kappa_terms=2)]
+    assert len(pool) == entry["pool_size"]
+    assert not any(price_columns(n, y, pool))
+    assert sum(v * (n - int(k.split()[1]) - 1) for k, v in y.items() if k.startswith("lin")) != 0
+    # and it is not vacuous: it is not the stored items-only certificate, which does not
+    # price all of them to zero
+    assert any(price_columns(n, {k: int(v) for k, v in _old_items_certificate().items()}, pool))
+
+
+def _old_items_certificate() -> dict:
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "results" / "maxn_decide.json"
+    return json.loads(path.read_text())["9:2,3"]["certificate"]
