@@ -81,7 +81,8 @@ def main() -> None:
     r = certgen_max(n, fixed, pool, per_round=a.per_round, max_rounds=a.rounds, time_limit=a.time)
     for h in r.history:
         print(h, flush=True)
-    print(f"status {r.status}: rounds {r.rounds}, pool used {r.pool_used} of {r.pool_size}, "
+    print(f"status {r.status}: rounds {r.rounds}, pool used {r.pool_used} of {r.pool_size} "
+          f"({r.pool_alive} left by the pruning), "
           f"fixed rank {r.fixed_rank}, rows {r.n_rows}, {r.seconds} s", flush=True)
     used = []
     if r.solution:
@@ -93,7 +94,8 @@ def main() -> None:
         name = (f"n={n} fixed={a.fixed or '-'} blocks<={a.blocks} kappa<={a.kappa} v<={a.v} "
                 f"kappa_terms={a.kappa_terms}")
         old[name] = {"status": r.status, "rounds": r.rounds, "pool_size": r.pool_size,
-                     "pool_used": r.pool_used, "fixed_orbits": len(fixed), "fixed_rank": r.fixed_rank,
+                     "pool_alive": r.pool_alive, "pool_used": r.pool_used, "fixed_orbits": len(fixed),
+                     "fixed_rank": r.fixed_rank,
                      "rows": r.n_rows, "seconds": r.seconds, "history": r.history,
                      "stored_certificate_prices_nonzero": (sum(1 for p in pr if p) if stored else None),
                      "solution_pool_terms": used,
