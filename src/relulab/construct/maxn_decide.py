@@ -40,7 +40,7 @@ from .maxn import PairTerm
 from .maxn_colgen import orbit_column
 from .maxn_modular import _PRIMES, _solve_rational, basis_mod
 
-__all__ = ["FamilyDecision", "family_system", "decide_family", "check_certificate"]
+__all__ = ["FamilyDecision", "family_system", "decide_family", "decide_system", "check_certificate"]
 
 @dataclass(frozen=True)
 class FamilyDecision(Result):
@@ -123,6 +123,22 @@ def decide_family(n: int, terms: Sequence[PairTerm]) -> FamilyDecision:
     if not terms:
         raise ConstructionError("decide_family: the family has no term on at most n coordinates")
     A, b, _ = family_system(n, terms)
+    return decide_system(n, A, b)
+
+
+def decide_system(n: int, A: np.ndarray, b: np.ndarray) -> FamilyDecision:
+    """Decide exactly whether ``A u = b`` has a rational solution, for an integer system
+    in the convention of :func:`family_system` (any columns: item orbits, block orbits,
+    or both); the verdict of :func:`decide_family`.
+
+    Example:
+        >>> A = np.array([[1, 1], [2, 2], [0, 1]]); b = np.array([0, 0, 3])
+        >>> d = decide_system(3, A, b)
+        >>> d.status, d.solution
+        ('found', {0: Fraction(-3, 1), 1: Fraction(3, 1)})
+        >>> decide_system(3, A, np.array([1, 0, 0])).status
+        'infeasible'
+    """
     R, m = A.shape
     p = _PRIMES[0]
     pc = basis_mod(A, p)
