@@ -40,7 +40,7 @@ from .maxn import PairTerm
 from .maxn_colgen import orbit_column
 from .maxn_modular import _PRIMES, _solve_rational, basis_mod
 
-__all__ = ["FamilyDecision", "family_system", "decide_family", "decide_system", "check_certificate"]
+__all__ = ["FamilyDecision", "columns_system", "family_system", "decide_family", "decide_system", "check_certificate"]
 
 @dataclass(frozen=True)
 class FamilyDecision(Result):
@@ -65,12 +65,40 @@ class FamilyDecision(Result):
     solution: dict[int, Fraction] | None
 
 
+def columns_system(n: int, cols: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                   ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The integer system (A, b, hyperplane keys) of keyed orbit columns ``(sorted
+    encoded hyperplane keys, integer bend coefficients, integer linear part)``: A's rows
+    the hyperplanes (sorted keys) then the n - 1 linear rows scaled by n; b is 0 on
+    hyperplanes and ``n - m - 1`` on linear row m.  Item orbits (:func:`family_system`)
+    and block orbits (``maxn_mixed``) share it.
+
+    Example:
+        >>> from relulab.construct import item_family
+        >>> from relulab.construct.maxn_colgen import orbit_column
+        >>> cols = [orbit_column(t, 4, divisor=False)[:3] for t in item_family(4, (1,))]
+        >>> A, b, keys = columns_system(4, cols)
+        >>> A.shape == (len(keys) + 3, len(cols)), b[-3:].tolist()
+        (True, [3, 2, 1])
+    """
+    keys = sorted({int(k) for c in cols for k in c[0].tolist()})
+    pos = {k: i for i, k in enumerate(keys)}
+    R = len(keys)
+    A = np.zeros((R + n - 1, len(cols)), dtype=np.int64)
+    for j, (kk, coef, lin) in enumerate(cols):
+        A[[pos[int(k)] for k in kk.tolist()], j] = coef
+        A[R:, j] = n * np.asarray(lin, dtype=np.int64)
+    b = np.zeros(R + n - 1, dtype=np.int64)
+    b[R:] = [n - m - 1 for m in range(n - 1)]
+    return A, b, keys
+
+
 def family_system(n: int, terms: Sequence[PairTerm]) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """The integer system of ``terms`` for n inputs: (A, b, hyperplane keys) with A's
     rows the hyperplanes (sorted keys) then the n - 1 linear rows scaled by n; column j is
     ``n * orbit_column`` (so its unknown is term j's output weight divided by its
     divisor, an invertible rescaling) and b is 0 on hyperplanes, ``n - m - 1`` on linear
-    row m.
+    row m (:func:`columns_system` of the terms' orbit columns).
 
     Example:
         >>> from relulab.construct import item_family
@@ -78,17 +106,7 @@ def family_system(n: int, terms: Sequence[PairTerm]) -> tuple[np.ndarray, np.nda
         >>> A.shape[0] == len(keys) + 3, b[-3:].tolist()
         (True, [3, 2, 1])
     """
-    cols = [orbit_column(t, n, divisor=False) for t in terms]
-    keys = sorted({int(k) for c in cols for k in c[0].tolist()})
-    pos = {k: i for i, k in enumerate(keys)}
-    R = len(keys)
-    A = np.zeros((R + n - 1, len(cols)), dtype=np.int64)
-    for j, (kk, coef, lin, _) in enumerate(cols):
-        A[[pos[int(k)] for k in kk.tolist()], j] = coef
-        A[R:, j] = n * lin
-    b = np.zeros(R + n - 1, dtype=np.int64)
-    b[R:] = [n - m - 1 for m in range(n - 1)]
-    return A, b, keys
+    return columns_system(n, [orbit_column(t, n, divisor=False)[:3] for t in terms])
 
 
 def check_certificate(A: np.ndarray, b: np.ndarray, y: dict[int, int]) -> bool:

@@ -38,7 +38,7 @@ from .maxmin import ConstructionError
 from .maxn import PairTerm
 from .maxn_blocks import BlockTerm, _column
 from .maxn_colgen import decode, encode, orbit_column
-from .maxn_decide import FamilyDecision, decide_system
+from .maxn_decide import FamilyDecision, columns_system, decide_system
 
 __all__ = ["block_column", "pair_column", "columns_system", "MixedDecision", "decide_mixed", "price_columns",
            "certificate_rows", "prune_columns", "pruning", "extend_certificate"]
@@ -77,32 +77,6 @@ def pair_column(t: PairTerm, n: int) -> Column:
     """
     keys, coef, lin, _ = orbit_column(t, n, divisor=False)
     return keys, coef, lin
-
-
-def columns_system(n: int, cols: Sequence[Column]) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """The integer system (A, b, hyperplane keys) of keyed orbit columns, in the
-    convention of ``family_system``: hyperplane rows (sorted keys), then n - 1 linear rows
-    scaled by n; b is 0 on hyperplanes and ``n - m - 1`` on linear row m.
-
-    Example:
-        >>> from relulab.construct import item_family
-        >>> from relulab.construct.maxn_decide import family_system
-        >>> terms = item_family(4, (1, 2))
-        >>> A, b, keys = columns_system(4, [pair_column(t, 4) for t in terms])
-        >>> A2, b2, keys2 = family_system(4, terms)
-        >>> bool((A == A2).all() and (b == b2).all() and keys == keys2)
-        True
-    """
-    keys = sorted({int(k) for c in cols for k in c[0].tolist()})
-    pos = {k: i for i, k in enumerate(keys)}
-    R = len(keys)
-    A = np.zeros((R + n - 1, len(cols)), dtype=np.int64)
-    for j, (kk, coef, lin) in enumerate(cols):
-        A[[pos[int(k)] for k in kk.tolist()], j] = coef
-        A[R:, j] = n * np.asarray(lin, dtype=np.int64)
-    b = np.zeros(R + n - 1, dtype=np.int64)
-    b[R:] = [n - m - 1 for m in range(n - 1)]
-    return A, b, keys
 
 
 @dataclass(frozen=True)
