@@ -289,14 +289,25 @@ def random_ntk_network(
         raise KernelError(f"random_ntk_network: d, width, out_dim must be >= 1 (got {d}, {width}, {out_dim})")
     rng = np.random.default_rng(rng)
     dims = [d] + [width] * depth + [out_dim]
-    Ws, bs, scales = [], [], []
-    bsc = float(np.sqrt(bias_var))
-    for k in range(depth + 1):
-        wsc = float(np.sqrt((1.0 if k == 0 else 2.0) / dims[k]))
+    scales = layer_scales(dims, bias_var)
+    Ws, bs = [], []
+    for k, (wsc, bsc) in enumerate(scales):
         Ws.append(wsc * rng.standard_normal((dims[k + 1], dims[k])))
         bs.append(bsc * rng.standard_normal(dims[k + 1]))
-        scales.append((wsc, bsc))
     return Network(Ws, bs), scales
+
+
+def layer_scales(dims: list[int], bias_var: float) -> list[tuple[float, float]]:
+    """Per layer ``(weight scale, bias scale)`` of the parameterisation of :func:`ntk` for
+    layer sizes ``dims`` (input first): ``sqrt(1/d)`` for the input layer, ``sqrt(2/fan_in)``
+    after it, ``sqrt(bias_var)`` for every bias.
+
+    Example:
+        >>> [(round(w * w, 3), b) for w, b in layer_scales([4, 8, 1], 0.0)]
+        [(0.25, 0.0), (0.25, 0.0)]
+    """
+    bsc = float(np.sqrt(bias_var))
+    return [(float(np.sqrt((1.0 if k == 0 else 2.0) / dims[k])), bsc) for k in range(len(dims) - 1)]
 
 
 def _network_ntk(

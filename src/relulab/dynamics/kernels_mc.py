@@ -44,7 +44,7 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
-from .kernels import KernelError, _check_settings, _points, ntk
+from .kernels import KernelError, _check_settings, _points, layer_scales, ntk
 
 __all__ = ["seeded_ntk_network", "streamed_ntk", "monte_carlo_ntk", "MonteCarloNTK"]
 
@@ -79,11 +79,6 @@ def _check_sizes(d: int, width: Any, seed: Any) -> int:
     return int(width)
 
 
-def _scales(dims: list[int], bias_var: float) -> list[tuple[float, float]]:
-    bsc = float(np.sqrt(bias_var))
-    return [(float(np.sqrt((1.0 if k == 0 else 2.0) / dims[k])), bsc) for k in range(len(dims) - 1)]
-
-
 def seeded_ntk_network(
     d: int, width: int, depth: int = 1, seed: int = 0, bias_var: float = 0.0
 ) -> tuple[Network, list[tuple[float, float]]]:
@@ -101,7 +96,7 @@ def seeded_ntk_network(
     _check_settings(depth, bias_var)
     width = _check_sizes(d, width, seed)
     dims = [d] + [width] * depth + [1]
-    scales = _scales(dims, bias_var)
+    scales = layer_scales(dims, bias_var)
     Ws, bs = [], []
     for k in range(depth + 1):
         raw = np.vstack([blk for _, blk in _blocks(seed, k, dims[k + 1], dims[k])]).astype(np.float64)
@@ -118,7 +113,7 @@ def _streamed(A: np.ndarray, n: int, width: int, depth: int, seed: int, bias_var
     N, d = A.shape
     rows, cols = (slice(0, N), slice(0, N)) if n == N else (slice(0, n), slice(n, N))
     dims = [d] + [width] * depth + [1]
-    scales = _scales(dims, bias_var)
+    scales = layer_scales(dims, bias_var)
 
     def gram(M: np.ndarray) -> np.ndarray:
         return M[rows] @ M[cols].T
