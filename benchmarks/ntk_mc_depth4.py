@@ -16,7 +16,7 @@ import argparse
 import json
 import time
 
-import numpy as np
+from ntk import sphere_points  # benchmarks/ntk.py (this script's folder is on sys.path)
 
 from relulab.dynamics import monte_carlo_ntk
 
@@ -28,8 +28,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--out", default="benchmarks/results/ntk_mc_depth4.json")
     a = ap.parse_args()
-    X = np.random.default_rng(0).normal(size=(32, 16))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)  # = benchmarks/ntk.py's sphere_points(32, 16)
+    X = sphere_points(32, 16)  # benchmarks/ntk.py's points
     rows, t = [], time.process_time()
     for g in range(a.groups):
         r = monte_carlo_ntk(X, depth=a.depth, width=2**14, n_networks=a.networks, rng=7000 + g)
