@@ -56,6 +56,11 @@ FIT_RTOL = 1e-7  # tol: see the comment above
 # A last-layer neuron whose fitted output term is below this x the largest term is not
 # used by the output (true output weights of trained networks are 1e-3 of the largest).
 ZERO_OUT_RTOL = 1e-8  # tol: see the comment above
+# A last-layer weight fitted from the output needs inputs where both of its neurons are
+# active; this many are sought for the fit and as many again for its check, and fewer
+# than MIN_SUPPORT rows with the pair active leave the weight unidentified.
+SUPPORT_ROWS = 8
+MIN_SUPPORT = 3
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ class _State:
     notes: list[str] = field(default_factory=list)
     current: LayerFound | None = None
     traced: list = field(default_factory=list)
+    unsupported: list = field(default_factory=list)  # last-layer weights the output fit cannot see
 
 
 def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
@@ -150,9 +156,31 @@ def _fit_points(st: _State, rng, d: int, scale: float) -> np.ndarray:
                 N = np.asarray(traced[j].normals)
                 idx = rng.choice(P.shape[0], size=min(3, P.shape[0]), replace=False)
                 extra.append(np.vstack([P[idx] + 0.1 * scale * N[idx], P[idx] - 0.1 * scale * N[idx]]))
+        # Weights of the last layer left to the output fit show only where both their
+        # neurons are active: look for such inputs (still without queries) out to 8x the
+        # scale, so that the fit and its check on fresh points both see them.
+        unk = _unknown_last(st)
+        if unk:
+            extra.append(_support_points(st, rng, d, scale, unk))
         if extra:
             X = np.vstack([X, *extra])
     return X
+
+
+def _support_points(st: _State, rng, d: int, scale: float, pairs) -> np.ndarray:
+    """Inputs (chosen without queries, out to 8x the scale) where the recovered network
+    has both neurons of each last-layer weight ``(q, l)`` in ``pairs`` active: a weight left
+    to the output fit shows only there, so the fit and its check on fresh points need them."""
+    U, b = st.layers[-1]
+    C = scale * rng.normal(size=(20000, d)) * rng.choice([1.0, 2.0, 4.0, 8.0], size=(20000, 1))
+    Hp = _hidden(st.layers[:-1], C)
+    P = Hp @ U.T + b
+    out = [np.zeros((0, d))]
+    for q, lidx in pairs:
+        on = np.nonzero((P[:, q] > 0) & (Hp[:, lidx] > 0))[0]
+        if on.size:
+            out.append(C[rng.choice(on, size=min(SUPPORT_ROWS, on.size), replace=False)])
+    return np.vstack(out)
 
 
 def _lstsq(F: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -217,7 +245,9 @@ def _complete_from_output(st: _State, X: np.ndarray, Y: np.ndarray) -> list[tupl
     ones = np.ones((X.shape[0], 1))
     Hp = _hidden(st.layers[:-1], X)
     n = U.shape[0]
-    for _ in range(12):
+    # Rows the current row puts on the wrong side bias each fit, and the error then halves
+    # per round (measured), so allow rounds enough to reach rounding.
+    for _ in range(80):
         P = Hp @ U.T + b
         H = np.maximum(P, 0.0)
         E = np.stack([(P[:, q] > 0) * Hp[:, lidx] for q, lidx in unk], axis=1)
@@ -234,7 +264,12 @@ def _complete_from_output(st: _State, X: np.ndarray, Y: np.ndarray) -> list[tupl
         if step <= 1e-15:  # tol: converged to rounding
             break
     st.layers[-1] = (U, b)
-    return unk
+    # A weight is shown by the output only on rows where both of its neurons are active;
+    # without enough of them the fit left it where it was (0), which no check can catch.
+    P = Hp @ U.T + b
+    st.unsupported = [(q, lidx) for q, lidx in unk
+                      if int(((P[:, q] > 0) & (Hp[:, lidx] > 0)).sum()) < MIN_SUPPORT]
+    return [w for w in unk if w not in st.unsupported]
 
 
 def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
@@ -243,10 +278,21 @@ def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
     X = _fit_points(st, rng, d, scale)
     Y = oracle(X)
     filled = _complete_from_output(st, X, Y)
+    for _ in range(3):
+        # The fit moved the weights, so where the pairs are active moved too: look again.
+        Xe = _support_points(st, rng, d, scale, st.unsupported) if st.unsupported else None
+        if Xe is None or not Xe.shape[0]:
+            break
+        X, Y = np.vstack([X, Xe]), np.vstack([Y, oracle(Xe)])
+        filled = _complete_from_output(st, X, Y)
     if filled:
         st.notes.append(f"layer {len(st.layers)}: weights (row, neuron of layer {len(st.layers) - 1}) "
                         f"{filled} fitted from the output (the rows' kink surfaces never cross those "
                         "neurons' hyperplanes; the output fit below checks them)")
+    if st.unsupported:
+        st.notes.append(f"layer {len(st.layers)}: weights (row, neuron of layer {len(st.layers) - 1}) "
+                        f"{st.unsupported} not identified: no input was found where both neurons "
+                        "are active, so neither the traces nor the output show them (left at 0)")
     H = _hidden(st.layers, X)
     ones = np.ones((X.shape[0], 1))
     skip = None
@@ -417,7 +463,7 @@ def extract_relu(
             "open" if st.orient else "none")
         net, res, o_last = _output_layer(o, st, rng, d, scale, orient_last)
         if any(n.startswith(f"layer {len(st.layers)}: weights") and "fitted from the output" in n
-               for n in st.notes) and res <= FIT_RTOL:
+               for n in st.notes) and res <= FIT_RTOL and not st.unsupported:
             unid_layers.discard(len(st.layers))  # the output fit identified them (checked)
         if unid_layers:
             status = "partial"
