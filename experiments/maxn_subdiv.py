@@ -32,10 +32,10 @@ import numpy as np
 
 from relulab.construct import certify_max_cones
 from relulab.construct.maxn_subdiv import (
+    as_cell,
     item_vertices,
     lattice_points,
     regular_subdivision,
-    as_cell,
     subdivision_terms,
     terms_network,
 )
@@ -57,7 +57,7 @@ def symmetric_heights(n: int, k: int, lo: int = -4, hi: int = 4):
     pts = lattice_points(n, k)
     types = sorted({tuple(sorted(p, reverse=True)) for p in pts})
     for hs in itertools.product(range(lo, hi + 1), repeat=len(types) - 1):
-        h = dict(zip(types, (0,) + hs))
+        h = dict(zip(types, (0,) + hs, strict=True))
         yield [h[tuple(sorted(p, reverse=True))] for p in pts]
 
 

@@ -111,7 +111,7 @@ def _rank(P: np.ndarray) -> int:
         for r in range(len(M)):
             if r != rank and M[r][c] != 0:
                 a, b = M[rank][c], M[r][c]
-                M[r] = [a * x - b * y for x, y in zip(M[r], M[rank])]
+                M[r] = [a * x - b * y for x, y in zip(M[r], M[rank], strict=True)]
         rank += 1
     return rank
 
@@ -137,8 +137,8 @@ def _facet_normal(P: np.ndarray, inside: np.ndarray) -> tuple[tuple[int, ...], i
     a = [int(x * den) for x in v]
     g = int(np.gcd.reduce([abs(x) for x in a if x != 0]))
     a = [x // g for x in a]
-    b = sum(x * int(y) for x, y in zip(a, P[0]))
-    if any(sum(x * int(y) for x, y in zip(a, q)) > b for q in inside):
+    b = sum(x * int(y) for x, y in zip(a, P[0], strict=True))
+    if any(sum(x * int(y) for x, y in zip(a, q, strict=True)) > b for q in inside):
         a, b = [-x for x in a], -b
     return tuple(a), b
 
@@ -174,7 +174,7 @@ def cell_faces(points: Sequence[tuple[int, ...]]) -> list[tuple[frozenset, int, 
                 continue
             seen.add((a, b))
             on = frozenset(tuple(pts[r]) for r in range(len(pts))
-                           if sum(x * int(y) for x, y in zip(a, proj[r])) == b)
+                           if sum(x * int(y) for x, y in zip(a, proj[r], strict=True)) == b)
             facets.append((a, on))
     verts = frozenset(v for _, on in facets for v in on)
     # faces = intersections of facets (closure), each with the set of facets containing it
@@ -247,7 +247,7 @@ def subdivision_terms(n: int, k: int, cells: Sequence[Cell]) -> list[tuple[int, 
 
 def _in_face(q: tuple[int, ...], F: frozenset, c: Sequence[Fraction]) -> bool:
     v = next(iter(F))
-    return sum(ci * qi for ci, qi in zip(c, q)) == sum(ci * vi for ci, vi in zip(c, v))
+    return sum(ci * qi for ci, qi in zip(c, q, strict=True)) == sum(ci * vi for ci, vi in zip(c, v, strict=True))
 
 
 def _h(z: Items, x: Sequence[Fraction]) -> Fraction:
@@ -386,7 +386,7 @@ def regular_subdivision(points: Sequence[tuple[int, ...]], heights: Sequence[int
             continue
         seen.add((a, b))
         on = frozenset(tuple(int(v) for v in pts[r]) for r in range(len(pts))
-                       if sum(x * int(y) for x, y in zip(a, lifted[r])) == b)
+                       if sum(x * int(y) for x, y in zip(a, lifted[r], strict=True)) == b)
         cells.append(on)
     return cells
 
