@@ -120,7 +120,7 @@ def _on_plane(P: np.ndarray, eq: np.ndarray) -> np.ndarray:
     """The integer points on Qhull's (float) facet plane; the exact plane is re-derived
     from them by :func:`_facet_normal` and the points re-selected exactly by the caller."""
     vals = P.astype(np.float64) @ eq[:-1] + eq[-1]
-    return P[np.abs(vals) <= 1e-7 * (1.0 + np.abs(P).max())]
+    return P[np.abs(vals) <= 1e-7 * (1.0 + np.abs(P).max())]  # tol: only a pre-filter, the plane is re-derived exactly
 
 
 def _facet_normal(P: np.ndarray, inside: np.ndarray) -> tuple[tuple[int, ...], int]:
@@ -379,7 +379,7 @@ def regular_subdivision(points: Sequence[tuple[int, ...]], heights: Sequence[int
     hull = ConvexHull(lifted.astype(np.float64))
     cells, seen = [], set()
     for eq in hull.equations:
-        if eq[-2] >= -1e-9:  # not a lower facet (normal's height component must be < 0)
+        if eq[-2] >= -1e-9:  # tol: Qhull float; a lower facet has a negative height component
             continue
         a, b = _facet_normal(_on_plane(lifted, eq), lifted)
         if a[-1] >= 0 or (a, b) in seen:
