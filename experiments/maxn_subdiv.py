@@ -81,8 +81,10 @@ def _perm_points(P, g, n):
     return frozenset(tuple(p[g.index(i)] for i in range(n)) for p in P)
 
 
-def exact_cover(n: int, k: int, group: str, samples: int, time_limit: float) -> dict:
-    """The exact-cover program over full-dimensional lattice cells (orbits under the group)."""
+def exact_cover(n: int, k: int, group: str, samples: int, time_limit: float, face_sums: bool = False) -> dict:
+    """The exact-cover program over full-dimensional lattice cells (orbits under the group);
+    ``face_sums`` (k = 2, trivial group) also offers the Minkowski sums F + G of two faces of
+    D with at most 4 vertices each (two-neuron support functions, not cells)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
     from scipy.spatial import ConvexHull
@@ -103,6 +105,15 @@ def exact_cover(n: int, k: int, group: str, samples: int, time_limit: float) -> 
             key = frozenset(map(tuple, P[ConvexHull(P[:, :-1].astype(float)).vertices]))
             can = min(tuple(sorted(_perm_points(key, g, n))) for g in G)
             orbits.setdefault(can, (z1, z2))
+    if face_sums:
+        E = np.eye(n, dtype=np.int64)
+        faces = [f for r in range(1, 5) for f in itertools.combinations(range(n), r)]
+        for F, H in itertools.combinations_with_replacement(faces, 2):
+            P = np.array(sorted({tuple(E[a] + E[b]) for a in F for b in H}))
+            if len(P) < n or np.linalg.matrix_rank((P[1:] - P[0]).astype(float)) < n - 1:
+                continue
+            key = frozenset(map(tuple, P[ConvexHull(P[:, :-1].astype(float)).vertices]))
+            orbits.setdefault(tuple(sorted(key)), ("sum", F, H))
     X = np.random.default_rng(0).dirichlet(np.ones(n), size=samples) * k
     rows, cols, vals = [], [], []
     for c, can in enumerate(orbits):
@@ -119,7 +130,8 @@ def exact_cover(n: int, k: int, group: str, samples: int, time_limit: float) -> 
                integrality=np.ones(len(orbits)), bounds=Bounds(0, 1),
                options={"time_limit": time_limit})
     verdict = {2: "infeasible (HiGHS)", 0: "feasible"}.get(res.status, f"no verdict ({res.message})")
-    return {"n": n, "k": k, "group": group, "cell_orbits": len(orbits), "sample_points": samples,
+    return {"n": n, "k": k, "group": group, "face_sums": face_sums, "cell_orbits": len(orbits),
+            "sample_points": samples,
             "verdict": verdict, "seconds": round(time.time() - t0, 1)}
 
 
@@ -180,7 +192,9 @@ def main() -> None:
     for n, k in ((3, 2), (3, 3), (4, 2), (4, 3)):
         t0 = time.time()
         out["regular_search"].append({**regular_search(n, k), "seconds": round(time.time() - t0, 1)})
+    out["exact_cover"].append(exact_cover(4, 2, "1", 2000, 60))  # control: 2D_3 has dissections
     out["exact_cover"].append(exact_cover(5, 2, "1", 3000, 200))
+    out["exact_cover"].append(exact_cover(5, 2, "1", 4000, 200, face_sums=True))
     out["exact_cover"].append(cone_cover())
     if a.full:
         out["exact_cover"].append(exact_cover(5, 3, "S", 3000, 200))
