@@ -11,7 +11,8 @@ Claims tested:
    Searched as an exact-cover integer program over every full-dimensional lattice cell
    (one variable per cell or per cell orbit, one row per random point of kD that must be
    covered exactly once): a dissection would satisfy every row, so "infeasible" (HiGHS,
-   float64) means there is none.  k = 2: all cells; k = 3 (``--full``): cells invariant
+   float64) means there is none.  Control: 2D_3 (n = 4) is feasible.  k = 2: all cells, and
+   all cells plus the Minkowski sums of two faces of D with <= 4 vertices; k = 3 (``--full``): cells invariant
    under S_5 or under the cyclic group Z_5 (the unrestricted k = 3 program, 90,005
    cells, did not finish in 400 s of HiGHS and is not run here); and kD_4 coned from its
    barycentre (k = 5): the facet tiled by lattice zonotopes and pyramids over them.
