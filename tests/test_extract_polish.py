@@ -100,15 +100,16 @@ def test_critical_points_are_matched_to_their_neuron():
 
 def test_extraction_then_polish_of_a_perturbed_result():
     # 6-8-6-4-1 seed 3 is recovered `equal` (test_extract_deep); the final polish runs on
-    # the rows the oracle kept (no new query) and does not make it worse; a perturbed copy
-    # of the result is polished back to the true network on the same rows.
+    # the rows the oracle kept (no new query): without it the worst parameter error is
+    # 2.1e-12 (measured), with it 1.5e-15. A perturbed copy of the result is polished
+    # back to the true network on the same rows.
     arch, seed = [6, 8, 6, 4, 1], 3
     net = _random(arch, seed)
     o = QueryOracle(net, keep=5000)
-    r = extract_relu(o, 6, widths=arch[1:-1], seed=seed, equivalence_timeout=20)
+    r = extract_relu(o, 6, widths=arch[1:-1], seed=seed, reference=net, equivalence_timeout=20)
     assert r.status == "complete" and r.fidelity.equivalence == "equal"
     assert any(n.startswith("final polish") for n in r.unidentified)
-    assert r.fidelity.max_abs_error < 1e-9
+    assert r.fidelity.max_abs_error < 1e-13
     q = o.queries
     off = _perturbed(r.network, 2, 1, 1e-7)
     X, Y = o.kept
