@@ -55,6 +55,9 @@ MARGIN_RTOL = 1e-6  # tol: see the comment above
 # Singular values below this x the largest are cut in the step: the scaling directions
 # (exactly 0 up to rounding) and nothing the data determines.
 RCOND = 1e-12  # tol: see the comment above
+# Critical points lie on their neuron's surface to this (distance over row norm): traced
+# points are located to ~1e-10 and better; another neuron's surface is far farther away.
+ON_SURFACE_RTOL = 1e-7  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -322,7 +325,7 @@ def polish(
                                                held_after, steps, msg)
 
 
-def assign_critical(net: Network, k: int, P: np.ndarray, rtol: float = 1e-7) -> int | None:
+def assign_critical(net: Network, k: int, P: np.ndarray, rtol: float = ON_SURFACE_RTOL) -> int | None:
     """The neuron of hidden layer ``k`` (0-based) whose kink surface the points ``P`` lie
     on: the one with the smallest median ``|z_kj| / |row_kj|``, if that is below ``rtol``
     (points of a surface the network does not hold give None).
