@@ -12,7 +12,10 @@
    and solve for its row; the same rows say which neurons of the layer before are stored
    the wrong way round (a subset sum: polynomial when its terms are independent);
 4. fit the output layer by least squares on the recovered features; the last hidden
-   layer's orientations come from the affine part of that fit.
+   layer's orientations come from the affine part of that fit;
+5. (three or more hidden layers, or ``polish=True``) polish all parameters jointly on
+   oracle rows already answered (:mod:`.polish`; no new query), kept only if the
+   largest output error on held-out rows does not grow.
 
 What cannot be identified from queries is reported, not invented: a neuron that never
 switches (dead or always active on what was explored), one with zero outgoing weight, and
