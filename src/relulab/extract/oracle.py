@@ -94,8 +94,12 @@ class QueryOracle:
         input_dim: the input size (taken from the model when it says).
         budget: the most rows that may be queried (None: unlimited).
 
+        keep: keep a uniform random sample (reservoir) of at most this many answered
+            rows ``(x, y)`` (0: none; memory ``keep x (d + m)`` floats); see :meth:`keep_rows`.
+
     Attributes:
         queries: rows answered so far; calls: batches answered.
+        kept: the rows kept so far, ``(X, Y)`` (see :meth:`keep_rows`).
 
     Example:
         >>> import numpy as np
@@ -104,7 +108,8 @@ class QueryOracle:
         ([3.0, 3.0, 3.0, 3.0], 4, 1)
     """
 
-    def __init__(self, model: Any, input_dim: int | None = None, budget: int | None = None) -> None:
+    def __init__(self, model: Any, input_dim: int | None = None, budget: int | None = None,
+                 keep: int = 0) -> None:
         if isinstance(model, QueryOracle):
             self._fn, dim = model._fn, model.input_dim
         else:
@@ -118,6 +123,66 @@ class QueryOracle:
         self.queries = 0
         self.calls = 0
         self.output_dim: int | None = None
+        self._keep = 0
+        self._seen = 0  # rows offered to the reservoir (answered since keeping started)
+        self._KX: np.ndarray | None = None
+        self._KY: np.ndarray | None = None
+        self._krng = np.random.default_rng(0)
+        if keep:
+            self.keep_rows(keep)
+
+    def keep_rows(self, n: int, seed: int = 0) -> None:
+        """From now on keep a uniform random sample of at most ``n`` of the answered rows
+        (reservoir sampling: row ``t`` replaces a random slot with probability ``n / t``),
+        so that later stages can reuse exact oracle values without new queries.  Rows
+        answered before this call are not in it.  Calling it again with another ``n``
+        starts over.
+
+        Example:
+            >>> import numpy as np
+            >>> o = QueryOracle(lambda X: X[:, :1] * 2.0, input_dim=2)
+            >>> o.keep_rows(3)
+            >>> _ = o(np.arange(20.0).reshape(10, 2))
+            >>> X, Y = o.kept
+            >>> X.shape, bool(np.all(Y[:, 0] == 2 * X[:, 0])), o.queries
+            ((3, 2), True, 10)
+        """
+        n = int(n)
+        if n < 0:
+            raise ExtractError(f"keep must be >= 0, got {n}")
+        self._keep, self._seen = n, 0
+        self._KX = self._KY = None
+        self._krng = np.random.default_rng(seed)
+
+    @property
+    def keeping(self) -> int:
+        """The reservoir size (0: no rows are kept)."""
+        return self._keep
+
+    @property
+    def kept(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kept rows ``(X, Y)`` (copies; empty arrays when nothing is kept)."""
+        if self._KX is None or self._KY is None:
+            return np.zeros((0, self.input_dim or 0)), np.zeros((0, self.output_dim or 0))
+        k = min(self._seen, self._keep)
+        return self._KX[:k].copy(), self._KY[:k].copy()
+
+    def _reservoir(self, X: np.ndarray, Y: np.ndarray) -> None:
+        n = self._keep
+        if self._KX is None or self._KY is None:
+            self._KX = np.empty((n, X.shape[1]))
+            self._KY = np.empty((n, Y.shape[1]))
+        t = self._seen + np.arange(X.shape[0])  # 0-based index of each row in the stream
+        fill = t < n
+        self._KX[t[fill]] = X[fill]
+        self._KY[t[fill]] = Y[fill]
+        rest = np.nonzero(~fill)[0]
+        if rest.size:
+            slot = self._krng.integers(0, t[rest] + 1)  # uniform in [0, t]
+            take = slot < n
+            self._KX[slot[take]] = X[rest[take]]
+            self._KY[slot[take]] = Y[rest[take]]
+        self._seen += X.shape[0]
 
     @property
     def remaining(self) -> int | None:
@@ -141,4 +206,6 @@ class QueryOracle:
         self.queries += n
         self.calls += 1
         self.output_dim = Y.shape[1]
+        if self._keep:
+            self._reservoir(X, Y)
         return Y

@@ -12,7 +12,10 @@
    and solve for its row; the same rows say which neurons of the layer before are stored
    the wrong way round (a subset sum: polynomial when its terms are independent);
 4. fit the output layer by least squares on the recovered features; the last hidden
-   layer's orientations come from the affine part of that fit.
+   layer's orientations come from the affine part of that fit;
+5. (three or more hidden layers, or ``polish=True``) polish all parameters jointly on
+   oracle rows already answered (:mod:`.polish`; no new query), kept only if the
+   largest output error on held-out rows does not grow.
 
 What cannot be identified from queries is reported, not invented: a neuron that never
 switches (dead or always active on what was explored), one with zero outgoing weight, and
@@ -44,6 +47,8 @@ from ..tolerance import TINY
 from .fidelity import Fidelity, fidelity
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
+from .polish import assign_critical
+from .polish import polish as polish_net
 from .signs import one_sided, subset_signs
 from .space import Space
 from .trace import trace_layer
@@ -61,6 +66,12 @@ ZERO_OUT_RTOL = 1e-8  # tol: see the comment above
 # than MIN_SUPPORT rows with the pair active leave the weight unidentified.
 SUPPORT_ROWS = 8
 MIN_SUPPORT = 3
+# Oracle rows kept for the final polish (reservoir), at most this many floats in all.
+KEEP_FLOATS = 1_000_000
+KEEP_ROWS = 20_000
+# Critical points per neuron given to the polish (a random subset of those traced).
+CRITICAL_PER_NEURON = 40
+POLISH_CRITICAL = False  # the critical-point equations in the polish (see docs/extract.md)
 
 
 @dataclass(frozen=True)
@@ -368,6 +379,7 @@ def extract_relu(
     patience: int = 3,
     max_layers: int = 8,
     equivalence_timeout: float | None = 30.0,
+    polish: bool | None = None,
 ) -> ExtractionResult:
     """Recover a ReLU network from its forward queries (see the module docstring).
 
@@ -385,6 +397,11 @@ def extract_relu(
         reference: the original network, only to report fidelity (a Network oracle is
             its own reference); the attack never reads it.
         domain: the box of the fidelity check (default ``[-scale, scale]^d``).
+        polish: refine all parameters jointly at the end (:mod:`.polish`) on oracle rows
+            kept while the attack ran (no new query); None: only for networks with three
+            or more hidden layers.  The oracle keeps a bounded sample of its rows for this
+            (:meth:`QueryOracle.keep_rows`) unless ``polish`` is False or the widths say
+            fewer than three hidden layers.
 
     Returns:
         An :class:`ExtractionResult`.
@@ -411,6 +428,8 @@ def extract_relu(
         raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
     if reference is None and isinstance(oracle, Network):
         reference = oracle
+    if polish is not False and (polish or widths is None or len(widths) >= 3) and not o.keeping:
+        o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
     atol = 0.0 if precision is None else float(precision)
     st = _State()
@@ -491,6 +510,9 @@ def extract_relu(
         if st.current is not None and st.current.neurons and (not st.found or st.found[-1] is not st.current):
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
+    if net is not None and res is not None and res <= FIT_RTOL and net.skip is None and (
+            polish or (polish is None and len(st.layers) >= 3)) and o.kept[0].shape[0]:
+        net = _polish_step(o, st, net, rng)
     elapsed = time.monotonic() - t0
     fid = None
     if reference is not None and net is not None:
@@ -508,6 +530,32 @@ def extract_relu(
         fit_residual=res, fidelity=fid, lines=lines, critical_points=cps, message=msg,
         layers=[(U.copy(), b.copy()) for U, b in st.layers],
     )
+
+
+def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:
+    """The critical points the attack located, as ``(layer, neuron, points)`` of ``net``
+    (each set matched to the neuron whose surface it lies on; unmatched sets dropped)."""
+    sets: list[tuple[int, list]] = [(0, nr.points) for f in st.found[:1] for nr in f.neurons]
+    sets += [(k + 1, t.points) for k, tl in enumerate(st.traced) for t in tl.neurons]
+    out = []
+    for k, pts in sets:
+        if not pts or k >= len(net.weights) - 1:
+            continue
+        P = np.asarray(pts, dtype=float)
+        if P.shape[0] > CRITICAL_PER_NEURON:
+            P = P[rng.choice(P.shape[0], size=CRITICAL_PER_NEURON, replace=False)]
+        j = assign_critical(net, k, P)
+        if j is not None:
+            out.append((k, j, P))
+    return out
+
+
+def _polish_step(o: QueryOracle, st: _State, net: Network, rng) -> Network:
+    """The final joint polish (:mod:`.polish`) on the rows the oracle kept: no new query."""
+    X, Y = o.kept
+    net2, rep = polish_net(net, X, Y, critical=_critical(st, net, rng) if POLISH_CRITICAL else None)
+    st.notes.append(f"final polish (no new query, rows the oracle already answered): {rep.message}")
+    return net2
 
 
 def _diagnose(reference: Network) -> list[str]:
