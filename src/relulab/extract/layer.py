@@ -110,10 +110,13 @@ class _Probe:
     def search(self, y0: np.ndarray, r: np.ndarray) -> LineSearch:
         return LineSearch(self.g_line(y0, r), DETECT_RTOL, self.atol * float(np.abs(self.rho).sum()))
 
-    def gradient(self, y: np.ndarray, h: float) -> np.ndarray:
-        """Forward differences along the coordinate axes: exact on a linear piece (m x n)."""
+    def gradient(self, y: np.ndarray, h: float, basis: np.ndarray | None = None) -> np.ndarray:
+        """Forward differences along the coordinate axes: exact on a linear piece (m x n).
+        With ``basis`` (n x k, orthonormal columns): the directional derivatives along its
+        columns (m x k, ``k + 1`` queries instead of ``n + 1``)."""
         n = y.shape[0]
-        Y = np.vstack([y, y + h * np.eye(n)])
+        D = np.eye(n) if basis is None else basis.T
+        Y = np.vstack([y, y + h * D])
         F = self.f(Y)
         return ((F[1:] - F[0]) / h).T
 
@@ -189,21 +192,33 @@ def _locate_batch(probe: _Probe, nrn: Neuron, Q: np.ndarray, rho: float) -> np.n
     return out
 
 
-def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, float] | None:
+def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right,
+                 basis=None) -> tuple[np.ndarray, float] | None:
     """Normal of the kink at ``y0 + t r`` from the gradient jump between the middles of the
-    pieces beside it; None when the jump is not rank one (more than one neuron switched)."""
+    pieces beside it; None when the jump is not rank one (more than one neuron switched).
+
+    ``basis``: None, or a callable ``(pl, pr) -> Q`` giving an orthonormal basis (n x k) of a
+    subspace that holds the gradients of both pieces beside the kink (None: the whole
+    space).  The jump is then measured along Q only (``2 (k + 1)`` queries instead of
+    ``2 (n + 1)``): with ``J = a u^T`` and ``u`` in span(Q), ``J Q = a (Q^T u)^T``, so
+    ``u = Q (Q^T u)`` exactly (a deeper neuron's normal lies in the span of the first-layer
+    rows active at the kink, whatever the deeper layers do)."""
     half = 0.5 * min(t - t_left, t_right - t)
     if half <= 0:
         return None
     pl, pr = y0 + (t - half) * r, y0 + (t + half) * r
     h = 0.05 * half
-    Gl = probe.gradient(pl, h)
-    Gr = probe.gradient(pr, h)
+    Q = None if basis is None else basis(pl, pr)
+    Gl = probe.gradient(pl, h, Q)
+    Gr = probe.gradient(pr, h, Q)
     J = Gr - Gl
     U_, s, Vt = np.linalg.svd(J, full_matrices=False)
     if s[0] == 0 or (s.shape[0] > 1 and s[1] > JUMP_RANK_RTOL * s[0]):
         return None
     u = Vt[0]
+    if Q is not None:
+        u = Q @ u
+        u = u / np.linalg.norm(u)  # unit already up to rounding
     return u, float(-(u @ (y0 + t * r)))
 
 

@@ -83,8 +83,13 @@ HUNT_LINES = 10  # lines from witnesses per search
 # each side of it (a weight seen at one point is fitted from few equations).
 REACH_MIN = 3
 REACH_BUDGET = 3  # steps of all those walks, per trace, in units of its point budget
+REACH_BUDGET_CHEAP = 1  # the same for layer 2 as the last hidden layer (see docs/extract.md)
 REACH_STEPS = 60  # steps of one walk toward one hyperplane
 REACH_RETRIES = 4  # failed steps in a row (each more random) before a walk gives up
+# Where a reach step looks for the continuation in the next cell (fractions of the way
+# across it).  Layer 2 as the last hidden layer: one place only; a failed step cost about
+# eight successful ones, and a walk retries with a more random direction anyway.
+REACH_FRACS: tuple[float, ...] = (0.3,)
 # Completion of a weight the walk never saw (:func:`_complete`): lines from this many
 # traced points nearest the previous-layer hyperplane (and as many random ones); two
 # candidates agree when they differ by this x the size of their terms (exact kinks give
@@ -128,6 +133,9 @@ EXTRA_PER_POINT = 0
 EXTRA_RARE: int | None = 2
 # Look for a surface's continuation with one five-query window first (full search after).
 SINGLE_FIRST = True
+# Measure a kink's gradient jump only along the span of the first-layer rows
+# (:meth:`_Known.basis`): 2 (k + 1) queries instead of 2 (d + 1) (k = 40, d = 80 at 80-40-20-1).
+SUBSPACE_NORMALS = True
 
 
 @dataclass
@@ -199,6 +207,30 @@ class _Known:
         # the query-saving continuation (carried normals, one-window search, few extra
         # refit points): set by trace_layer for layer 2 as the last hidden layer
         self.cheap = False
+        self._rowspace: np.ndarray | None = None
+        if not self.layers and self.U.shape[0]:
+            # layer 2: the first layer's orientations are not known yet, so any of its rows
+            # may be active; the span of all of them holds every gradient
+            self._rowspace = _orth_rows(self.U)
+
+    def basis(self, pl: np.ndarray, pr: np.ndarray) -> np.ndarray | None:
+        """An orthonormal basis (d x k) of a subspace holding the network's gradient on the
+        linear pieces at ``pl`` and ``pr`` (beside a kink), or None for the whole space.
+        The gradient is ``W1^T D1 (...)``: it lies in the span of the first-layer rows.  For
+        layer 2 (first layer not yet oriented: any row may be the active side) that is the
+        span of all rows of ``U``, used only for layer 2 as the last hidden layer (deeper
+        networks: measured to lose neurons, 10-8-6-5-1 seed 2 of the tests).
+
+        Example:
+            >>> k = _Known([], np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]), np.zeros(2))
+            >>> k.cheap = True
+            >>> Q = k.basis(np.ones(3), np.ones(3))
+            >>> Q.shape, bool(np.allclose(Q[2], 0.0))
+            ((3, 2), True)
+        """
+        if not SUBSPACE_NORMALS or not self.cheap or self.layers:
+            return None
+        return self._rowspace
 
     def g(self, X: np.ndarray) -> np.ndarray:
         H = np.atleast_2d(X)
@@ -267,6 +299,26 @@ class _Known:
             return None
         t_hit = float(t[ok].min())
         return t_hit if t_hit <= tmax else None
+
+
+def _orth_rows(A: np.ndarray) -> np.ndarray | None:
+    """An orthonormal basis (columns) of the span of the rows of ``A``; None when they span
+    the whole space (nothing to save) or there are none.
+
+    Example:
+        >>> _orth_rows(np.array([[2.0, 0.0, 0.0]])).ravel().tolist()
+        [1.0, 0.0, 0.0]
+    """
+    d = A.shape[1]
+    if A.shape[0] == 0 or A.shape[0] >= d:
+        return None
+    _, s, Vt = np.linalg.svd(A, full_matrices=False)
+    k = int(np.sum(s > ROUNDOFF * s[0] * d))
+    if k >= d or k == 0:
+        return None
+    Q = Vt[:k].T
+    # the sign of a basis vector does not matter; the first is kept positive for doctests
+    return Q * np.where(Q[np.argmax(np.abs(Q), axis=0), np.arange(k)] < 0, -1.0, 1.0)
 
 
 def _dead_inputs(known: _Known, P: np.ndarray) -> list[int]:
@@ -388,9 +440,11 @@ def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
 
 # ---------------------------------------------------------------- tracing
 def _kink_normal(probe: _Probe, x0: np.ndarray, r: np.ndarray, ts: np.ndarray, j: int,
-                 lo: float, hi: float) -> np.ndarray | None:
+                 lo: float, hi: float, basis=None) -> np.ndarray | None:
+    """The normal of the kink ``x0 + ts[j] r`` from the gradient jump across it (along
+    ``basis``'s subspace when given, :meth:`_Known.basis`); None when not rank one."""
     tb = [lo, *ts.tolist(), hi]
-    est = _jump_normal(probe, x0, r, float(ts[j]), tb[j], tb[j + 2])
+    est = _jump_normal(probe, x0, r, float(ts[j]), tb[j], tb[j + 2], basis)
     return None if est is None else est[0]
 
 
@@ -456,7 +510,8 @@ def _confirm_plane(probe: _Probe, known: _Known, xp: np.ndarray, m: np.ndarray, 
 
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
           radius: float, scale: float, toward: np.ndarray | None = None,
-          jitter: float = 0.2) -> tuple[np.ndarray, np.ndarray] | None:
+          jitter: float = 0.2,
+          fracs: tuple[float, ...] = (0.3, 0.05, 0.01)) -> tuple[np.ndarray, np.ndarray] | None:
     """From ``x`` on the surface (normal ``n``), a critical point of the same surface in the
     next cell along a random in-plane direction (or about ``toward``, with a random part of
     relative size ``jitter``), with its normal; None if not found."""
@@ -479,7 +534,7 @@ def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.ra
     crossed = _crossed(known, x, v) if CHEAP_CONTINUATION and known.cheap else None
     t2 = known.next_boundary(xc + 1e-9 * radius * v, v, radius)  # tol: just past the boundary
     t2 = radius if t2 is None else t2
-    for frac in (0.3, 0.05, 0.01):
+    for frac in fracs:
         y = xc + frac * t2 * v
         lo, hi = _cell_interval(known, y, n, radius)
         lo, hi = 0.999 * lo, 0.999 * hi
@@ -518,7 +573,7 @@ def _continuation(probe: _Probe, known: _Known, y: np.ndarray, n: np.ndarray, ts
                 return xp, m
             if got == "no" and m is not None:
                 continue
-        m = _kink_normal(probe, y, n, ts, int(j), lo, hi)
+        m = _kink_normal(probe, y, n, ts, int(j), lo, hi, known.basis)
         if m is None:
             continue
         if abs(m @ (xc - xp)) <= CONTINUE_RTOL * (np.linalg.norm(xc - xp) + scale):
@@ -564,7 +619,7 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
            radius: float, scale: float, max_points: int) -> None:
     """Walk the surface toward the hyperplanes of layer ``k-1`` it was never seen to cross
     (their weights in this neuron are unknown until it does)."""
-    budget = REACH_BUDGET * max_points
+    budget = (REACH_BUDGET_CHEAP if known.cheap else REACH_BUDGET) * max_points
     for rnd in range(6):
         Z = known.g(np.asarray(pts)) @ known.U.T + known.b
         miss = np.nonzero(np.minimum((Z > 0).sum(axis=0), (Z < 0).sum(axis=0)) < REACH_MIN)[0]
@@ -593,7 +648,7 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                 t = t - Q @ (Q.T @ t)
                 stuck = np.linalg.norm(t) <= 1e-6 * np.linalg.norm(J)  # tol: no way toward it here
                 got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t,
-                            jitter=0.2 * 2.0 ** fails)
+                            jitter=0.2 * 2.0 ** fails, fracs=REACH_FRACS if known.cheap else (0.3, 0.05, 0.01))
                 budget -= 1
                 if got is None:
                     # the continuation was not found past that boundary: try again off the
@@ -923,7 +978,7 @@ def trace_layer(
                 continue
             if any(abs(phi @ f) <= SURFACE_RTOL * (np.abs(phi) @ np.abs(f)) for f in fakes):
                 continue  # on a surface already found not global
-            n0 = _kink_normal(probe, x0, r, ts, int(j), lo, hi)
+            n0 = _kink_normal(probe, x0, r, ts, int(j), lo, hi, known.basis)
             if n0 is None:
                 continue
             count["seeds"] += 1
