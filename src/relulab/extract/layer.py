@@ -49,6 +49,9 @@ MOVE_RTOL = 1e-9  # tol: a step along a line shorter than this x the space's sca
 # Above this many dimensions a hyperplane is refitted as a correction of its estimate
 # (normal equations) rather than by an SVD of all its points.
 FAST_FIT_DIM = 64
+# Forward-difference step along a subspace basis direction (:func:`_jump_normal`), as a
+# fraction of the half-piece (the axis step is 0.05 of it).
+SUBSPACE_STEP = 0.005
 # Two neurons with (u, beta) this close (up to sign) are one: refined ones agree to ~1e-13,
 # an unrefined second estimate of the same hyperplane (a gradient spoilt by a nearby kink,
 # still passing the global test) to ~1e-5; distinct neurons differ by O(1).
@@ -110,12 +113,17 @@ class _Probe:
     def search(self, y0: np.ndarray, r: np.ndarray) -> LineSearch:
         return LineSearch(self.g_line(y0, r), DETECT_RTOL, self.atol * float(np.abs(self.rho).sum()))
 
-    def gradient(self, y: np.ndarray, h: float) -> np.ndarray:
-        """Forward differences along the coordinate axes: exact on a linear piece (m x n)."""
+    def gradient(self, y: np.ndarray, h, basis: np.ndarray | None = None) -> np.ndarray:
+        """Forward differences along the coordinate axes: exact on a linear piece (m x n).
+        With ``basis`` (n x k, orthonormal columns): the directional derivatives along its
+        columns (m x k, ``k + 1`` queries instead of ``n + 1``); ``h`` may then be one step
+        per column."""
         n = y.shape[0]
-        Y = np.vstack([y, y + h * np.eye(n)])
+        D = np.eye(n) if basis is None else basis.T
+        hh = np.broadcast_to(np.asarray(h, float), (D.shape[0],))[:, None]
+        Y = np.vstack([y, y + hh * D])
         F = self.f(Y)
-        return ((F[1:] - F[0]) / h).T
+        return ((F[1:] - F[0]) / hh).T
 
 
 def _random_direction(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -189,21 +197,36 @@ def _locate_batch(probe: _Probe, nrn: Neuron, Q: np.ndarray, rho: float) -> np.n
     return out
 
 
-def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right) -> tuple[np.ndarray, float] | None:
+def _jump_normal(probe: _Probe, y0, r, t, t_left, t_right,
+                 basis=None) -> tuple[np.ndarray, float] | None:
     """Normal of the kink at ``y0 + t r`` from the gradient jump between the middles of the
-    pieces beside it; None when the jump is not rank one (more than one neuron switched)."""
+    pieces beside it; None when the jump is not rank one (more than one neuron switched).
+
+    ``basis``: None, or a callable ``(pl, pr) -> (Q, cap)`` giving an orthonormal basis
+    (n x k) of a subspace that holds the gradients of both pieces beside the kink and the
+    largest safe step along each column (k,) (None: the whole space).  The jump is then measured along Q only (``2 (k + 1)`` queries instead of
+    ``2 (n + 1)``): with ``J = a u^T`` and ``u`` in span(Q), ``J Q = a (Q^T u)^T``, so
+    ``u = Q (Q^T u)`` exactly (a deeper neuron's normal lies in the span of the first-layer
+    rows active at the kink, whatever the deeper layers do)."""
     half = 0.5 * min(t - t_left, t_right - t)
     if half <= 0:
         return None
     pl, pr = y0 + (t - half) * r, y0 + (t + half) * r
     h = 0.05 * half
-    Gl = probe.gradient(pl, h)
-    Gr = probe.gradient(pr, h)
+    got = None if basis is None else basis(pl, pr)
+    # Along a basis direction (a combination of first-layer normals, and deeper normals lie
+    # in the same span) a step meets other kinks sooner than along an axis: shorter steps.
+    Q, hq = (None, h) if got is None else (got[0], np.minimum(SUBSPACE_STEP * half, got[1]))
+    Gl = probe.gradient(pl, hq, Q)
+    Gr = probe.gradient(pr, hq, Q)
     J = Gr - Gl
     U_, s, Vt = np.linalg.svd(J, full_matrices=False)
     if s[0] == 0 or (s.shape[0] > 1 and s[1] > JUMP_RANK_RTOL * s[0]):
         return None
     u = Vt[0]
+    if Q is not None:
+        u = Q @ u
+        u = u / np.linalg.norm(u)  # unit already up to rounding
     return u, float(-(u @ (y0 + t * r)))
 
 
