@@ -53,7 +53,7 @@ import numpy as np
 from ..network import Network
 from .maxmin import ConstructionError
 
-__all__ = ["Items", "Cell", "item_vertices", "cell_faces", "subdivision_terms", "eval_terms",
+__all__ = ["item_vertices", "cell_faces", "subdivision_terms", "eval_terms",
            "terms_network", "lattice_points", "regular_subdivision", "as_cell", "search_subdivision"]
 
 Items = tuple  # a lattice zonotope: a tuple of items ("x", i) / ("m", i, j)
