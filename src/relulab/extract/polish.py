@@ -58,6 +58,9 @@ RCOND = 1e-12  # tol: see the comment above
 # Critical points lie on their neuron's surface to this (distance over row norm): traced
 # points are located to ~1e-10 and better; another neuron's surface is far farther away.
 ON_SURFACE_RTOL = 1e-7  # tol: see the comment above
+# Ridge added to the unit-diagonal normal matrix (method "normal"): a direction whose
+# eigenvalue is below it is damped per step, not solved (raised x100 if the Cholesky fails).
+RIDGE = 1e-12  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,7 @@ def _normal_solver(Js: np.ndarray, gauge: np.ndarray):
         Q, R = np.linalg.qr(gauge)
         Q = Q[:, np.abs(np.diag(R)) > TINY * max(1.0, float(np.abs(np.diag(R)).max(initial=0.0)))]
         A += Q @ Q.T
-    lam = 1e-12
+    lam = RIDGE
     while True:
         try:
             c = sla.cho_factor(A + lam * np.eye(A.shape[0]), lower=False, check_finite=False)
