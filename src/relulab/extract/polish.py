@@ -124,17 +124,19 @@ def _backprop(Ws, acts, masks, delta: np.ndarray, top: int) -> np.ndarray:
     ``top = len(Ws) - 1`` the output) with respect to all parameters, in the order
     ``W_0, b_0, W_1, b_1, ...``.  ``delta`` has shape (rows, outputs, n_top)."""
     R = delta.shape[0] * delta.shape[1]
-    blocks: list[np.ndarray] = []
-    for k in range(len(Ws) - 1, -1, -1):
+    sizes = [p.size for W in Ws for p in (W, W[:, 0])]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    J = np.zeros((R, starts[-1]))  # filled in place: no stacking copy of a big matrix
+    for k in range(min(top, len(Ws) - 1), -1, -1):
         n_out, n_in = Ws[k].shape
-        if k > top:
-            blocks[:0] = [np.zeros((R, n_out * n_in)), np.zeros((R, n_out))]
-            continue
-        dW = delta[:, :, :, None] * acts[k][:, None, None, :]
-        blocks[:0] = [dW.reshape(R, -1), delta.reshape(R, -1)]
+        dW = J[:, starts[2 * k]:starts[2 * k + 1]].reshape(delta.shape[0], delta.shape[1], n_out, n_in)
+        np.multiply(delta[:, :, :, None], acts[k][:, None, None, :], out=dW)
+        if not np.shares_memory(dW, J):  # reshape had to copy (not expected): write back
+            J[:, starts[2 * k]:starts[2 * k + 1]] = dW.reshape(R, -1)
+        J[:, starts[2 * k + 1]:starts[2 * k + 2]] = delta.reshape(R, -1)
         if k > 0:
             delta = (delta @ Ws[k]) * masks[k - 1][:, None, :]
-    return np.hstack(blocks)
+    return J
 
 
 def _unflatten(Ws, bs, theta: np.ndarray):
@@ -358,6 +360,7 @@ def polish(
         i += W.size + b.size
     best = (fit_before, [W.copy() for W in Ws], [b.copy() for b in bs])
     steps, n_crit, worse = 0, 0, 0
+    G = _gauge(Ws, bs)
     solve = None  # the factorised step of the first Jacobian (method "normal")
     for _ in range(iterations):
         if solve is None or method == "lstsq":
@@ -376,8 +379,8 @@ def polish(
             sol, *_ = np.linalg.lstsq(Js, -r, rcond=RCOND)
             step[use] = sol / col[use]
         # Drop the step's scaling part (it is in the null space: the fit is unchanged), so
-        # parameters no row sees (a zero column) stay consistent with their neuron's scale.
-        G = _gauge(Ws, bs)
+        # parameters no row sees (a zero column) stay consistent with their neuron's scale
+        # (the directions of the start: the parameters move by ~1e-9 relative).
         step -= G @ (G.T @ step)
         Ws, bs = _unflatten(Ws, bs, _flatten(Ws, bs) + step)
         _regauge(Ws, bs, norms)
