@@ -14,10 +14,12 @@ neuron's incoming row), which pin a rarely active neuron that few value rows see
 
 The scaling symmetry (a hidden neuron's incoming row times ``s > 0``, its outgoing column
 divided by ``s``) leaves the output unchanged, so the least-squares problem is rank
-deficient along those directions: each step is the minimum-norm solution of the
-column-scaled linearised system (SVD cut-off), and after each step every hidden neuron's
-incoming row is rescaled to its norm before the polish (the factor pushed into the next
-layer: the same function).
+deficient along those directions: the step solves the column-scaled normal equations
+with those directions made definite (one Cholesky factor of the first Jacobian, reused
+for every step: a chord Gauss-Newton; ``method="lstsq"``: a fresh Jacobian and an SVD
+minimum-norm solve per step, the slower reference), the scaling part of each step is
+projected out, and every hidden neuron's incoming row is rescaled to its norm before the
+polish (the factor pushed into the next layer: the same function).
 
 The rows are split at random into a fitting part and a held-out part; the polished network
 is accepted only if its largest output error on the held-out rows does not grow (and the
