@@ -63,6 +63,9 @@ ON_SURFACE_RTOL = 1e-7  # tol: see the comment above
 # Ridge added to the unit-diagonal normal matrix (method "normal"): a direction whose
 # eigenvalue is below it is damped per step, not solved (raised x100 if the Cholesky fails).
 RIDGE = 1e-12  # tol: see the comment above
+# A neuron's scaling direction counts as unseen by the rows if |Js z| is below this x |z|
+# (exactly 0 up to rounding when its whole direction is free; O(1) when its row is held).
+GAUGE_NULL_RTOL = 1e-8  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,7 @@ def _normal_solver(Js: np.ndarray, gauge: np.ndarray):
     A = Js.T @ Js  # numpy uses the symmetric rank-k update for this product
     if gauge.size:
         # keep a neuron's direction only where the rows cannot see it (|Js z| ~ rounding)
-        null = np.linalg.norm(Js @ gauge, axis=0) <= 1e-8 * np.linalg.norm(gauge, axis=0)
+        null = np.linalg.norm(Js @ gauge, axis=0) <= GAUGE_NULL_RTOL * np.linalg.norm(gauge, axis=0)
         gauge = gauge[:, null]
     if gauge.size:
         Q, R = np.linalg.qr(gauge)
