@@ -14,10 +14,12 @@ neuron's incoming row), which pin a rarely active neuron that few value rows see
 
 The scaling symmetry (a hidden neuron's incoming row times ``s > 0``, its outgoing column
 divided by ``s``) leaves the output unchanged, so the least-squares problem is rank
-deficient along those directions: each step is the minimum-norm solution of the
-column-scaled linearised system (SVD cut-off), and after each step every hidden neuron's
-incoming row is rescaled to its norm before the polish (the factor pushed into the next
-layer: the same function).
+deficient along those directions: the step solves the column-scaled normal equations
+with those directions made definite (one Cholesky factor of the first Jacobian, reused
+for every step: a chord Gauss-Newton; ``method="lstsq"``: a fresh Jacobian and an SVD
+minimum-norm solve per step, the slower reference), the scaling part of each step is
+projected out, and every hidden neuron's incoming row is rescaled to its norm before the
+polish (the factor pushed into the next layer: the same function).
 
 The rows are split at random into a fitting part and a held-out part; the polished network
 is accepted only if its largest output error on the held-out rows does not grow (and the
@@ -58,6 +60,12 @@ RCOND = 1e-12  # tol: see the comment above
 # Critical points lie on their neuron's surface to this (distance over row norm): traced
 # points are located to ~1e-10 and better; another neuron's surface is far farther away.
 ON_SURFACE_RTOL = 1e-7  # tol: see the comment above
+# Ridge added to the unit-diagonal normal matrix (method "normal"): a direction whose
+# eigenvalue is below it is damped per step, not solved (raised x100 if the Cholesky fails).
+RIDGE = 1e-12  # tol: see the comment above
+# A neuron's scaling direction counts as unseen by the rows if |Js z| is below this x |z|
+# (exactly 0 up to rounding when its whole direction is free; O(1) when its row is held).
+GAUGE_NULL_RTOL = 1e-8  # tol: see the comment above
 
 
 @dataclass(frozen=True)
@@ -121,17 +129,19 @@ def _backprop(Ws, acts, masks, delta: np.ndarray, top: int) -> np.ndarray:
     ``top = len(Ws) - 1`` the output) with respect to all parameters, in the order
     ``W_0, b_0, W_1, b_1, ...``.  ``delta`` has shape (rows, outputs, n_top)."""
     R = delta.shape[0] * delta.shape[1]
-    blocks: list[np.ndarray] = []
-    for k in range(len(Ws) - 1, -1, -1):
+    sizes = [p.size for W in Ws for p in (W, W[:, 0])]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    J = np.zeros((R, starts[-1]))  # filled in place: no stacking copy of a big matrix
+    for k in range(min(top, len(Ws) - 1), -1, -1):
         n_out, n_in = Ws[k].shape
-        if k > top:
-            blocks[:0] = [np.zeros((R, n_out * n_in)), np.zeros((R, n_out))]
-            continue
-        dW = delta[:, :, :, None] * acts[k][:, None, None, :]
-        blocks[:0] = [dW.reshape(R, -1), delta.reshape(R, -1)]
+        dW = J[:, starts[2 * k]:starts[2 * k + 1]].reshape(delta.shape[0], delta.shape[1], n_out, n_in)
+        np.multiply(delta[:, :, :, None], acts[k][:, None, None, :], out=dW)
+        if not np.shares_memory(dW, J):  # reshape had to copy (not expected): write back
+            J[:, starts[2 * k]:starts[2 * k + 1]] = dW.reshape(R, -1)
+        J[:, starts[2 * k + 1]:starts[2 * k + 2]] = delta.reshape(R, -1)
         if k > 0:
             delta = (delta @ Ws[k]) * masks[k - 1][:, None, :]
-    return np.hstack(blocks)
+    return J
 
 
 def _unflatten(Ws, bs, theta: np.ndarray):
@@ -151,6 +161,15 @@ def _flatten(Ws, bs) -> np.ndarray:
 def _gauge(Ws, bs) -> np.ndarray:
     """An orthonormal basis of the scaling directions (one per hidden neuron: its incoming
     row and bias grow, its outgoing column shrinks), in the parameter order."""
+    cols = _gauge_raw(Ws, bs)
+    if not cols.shape[1]:
+        return cols
+    Q, R = np.linalg.qr(cols)
+    return Q[:, np.abs(np.diag(R)) > TINY]
+
+
+def _gauge_raw(Ws, bs) -> np.ndarray:
+    """The scaling direction of each hidden neuron, one column each (not normalised)."""
     sizes = [p.size for W, b in zip(Ws, bs, strict=True) for p in (W, b)]
     starts = np.concatenate([[0], np.cumsum(sizes)])
     cols = []
@@ -165,8 +184,7 @@ def _gauge(Ws, bs) -> np.ndarray:
             cols.append(g)
     if not cols:
         return np.zeros((starts[-1], 0))
-    Q, R = np.linalg.qr(np.stack(cols, axis=1))
-    return Q[:, np.abs(np.diag(R)) > TINY]
+    return np.stack(cols, axis=1)
 
 
 def _regauge(Ws, bs, norms) -> None:
@@ -202,6 +220,41 @@ def _critical_rows(Ws, bs, critical, weight: float):
     return np.concatenate(res), np.vstack(jac)
 
 
+def _normal_solver(Js: np.ndarray, gauge: np.ndarray):
+    """A solver ``g -> step`` of ``(Js^T Js + P + lam I) step = g`` by one Cholesky factor.
+
+    ``Js`` is the column-scaled Jacobian (unit columns), ``gauge`` the scaling directions
+    in those coordinates (rows of the used parameters, one column per neuron).  ``P`` is
+    the projector onto those that are null directions of ``Js`` (the fit cannot see them;
+    not so for a neuron whose incoming row is held), so adding ``P`` makes the matrix
+    definite without changing the step elsewhere.  ``lam`` (1e-12, raised
+    x100 while the factorisation fails) damps directions the rows determine less than
+    that; the repeated steps still move along them (each by the factor ``e / (e + lam)``
+    of its eigenvalue ``e``) and the acceptance check decides.  Normal equations square the
+    condition number, but each step only corrects a 1e-9 error, so a relative error of the
+    step far above rounding still converges over the steps (iterative refinement)."""
+    import scipy.linalg as sla
+
+    A = Js.T @ Js  # numpy uses the symmetric rank-k update for this product
+    if gauge.size:
+        # keep a neuron's direction only where the rows cannot see it (|Js z| ~ rounding)
+        null = np.linalg.norm(Js @ gauge, axis=0) <= GAUGE_NULL_RTOL * np.linalg.norm(gauge, axis=0)
+        gauge = gauge[:, null]
+    if gauge.size:
+        Q, R = np.linalg.qr(gauge)
+        Q = Q[:, np.abs(np.diag(R)) > TINY * max(1.0, float(np.abs(np.diag(R)).max(initial=0.0)))]
+        A += Q @ Q.T
+    lam = RIDGE
+    while True:
+        try:
+            c = sla.cho_factor(A + lam * np.eye(A.shape[0]), lower=False, check_finite=False)
+            return lambda g: sla.cho_solve(c, g, check_finite=False)
+        except np.linalg.LinAlgError:
+            if lam > 1e-4:
+                raise
+            lam *= 100.0
+
+
 def polish(
     net: Network,
     X: np.ndarray,
@@ -210,8 +263,10 @@ def polish(
     critical: list[tuple[int, int, np.ndarray]] | None = None,
     critical_weight: float = 1.0,
     holdout: float = 0.25,
-    iterations: int = 6,
+    iterations: int = 12,
     max_points: int = 12000,
+    max_params: int = 12000,
+    method: str = "normal",
     seed: int = 0,
 ) -> tuple[Network, PolishReport]:
     """Refine all parameters of ``net`` jointly on known oracle rows (module docstring).
@@ -226,6 +281,13 @@ def polish(
         holdout: share of the rows held out for the acceptance check.
         iterations: the most Gauss-Newton steps.
         max_points: the most value rows used in the fit (a random subset beyond).
+        max_params: networks with more parameters are returned unpolished (the dense
+            ``params x params`` normal matrix would not fit: 12,000 is 1.2 GB).
+        method: ``"normal"`` (default): the column-scaled normal equations of the first
+            Jacobian, Cholesky-factorised once, reused for every step (chord Gauss-Newton:
+            the parameters move by ~1e-9 relative, so the Jacobian hardly changes; each
+            further step is one residual and one ``J^T r``); ``"lstsq"``: a fresh Jacobian
+            and an SVD least-squares solve per step (the slower reference).
 
     Returns:
         ``(network, report)``: the polished network when accepted, else ``net``.
@@ -242,9 +304,11 @@ def polish(
     X = np.asarray(X, dtype=float)
     Y = np.asarray(Y, dtype=float).reshape(X.shape[0], -1)
     Ws, bs = _params(net)
-    if net.skip is not None or len(Ws) < 2 or X.shape[0] < 4:
+    if method not in ("normal", "lstsq"):
+        raise ValueError(f"polish: method must be 'normal' or 'lstsq', got {method!r}")
+    if net.skip is not None or len(Ws) < 2 or X.shape[0] < 4 or net.n_params > max_params:
         return net, PolishReport(False, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0,
-                                 "not polished (no hidden layer, a skip term, or too few rows)")
+                                 "not polished (no hidden layer, a skip term, too few rows or too many parameters)")
     rng = np.random.default_rng(seed)
     order = rng.permutation(X.shape[0])
     n_held = max(1, int(round(holdout * X.shape[0])))
@@ -277,6 +341,14 @@ def polish(
                 r, J = np.concatenate([r, cr[0]]), np.vstack([J, cr[1]])
         return r, J, n_crit
 
+    def residual(Ws, bs) -> np.ndarray:
+        r = (_forward(Ws, bs, Xf, masks)[2] - Yf).ravel()
+        if critical:
+            cr = _critical_rows(Ws, bs, critical, critical_weight)
+            if cr is not None:
+                r = np.concatenate([r, cr[0]])
+        return r
+
     def score(Ws, bs) -> float:
         return float(np.max(np.abs(_forward(Ws, bs, Xf, masks)[2] - Yf)))
 
@@ -292,26 +364,41 @@ def polish(
             frozen[i + W.size:i + W.size + b.size] = on
         i += W.size + b.size
     best = (fit_before, [W.copy() for W in Ws], [b.copy() for b in bs])
-    steps, n_crit = 0, 0
+    steps, n_crit, worse = 0, 0, 0
+    G = _gauge(Ws, bs)
+    solve = None  # the factorised step of the first Jacobian (method "normal")
     for _ in range(iterations):
-        r, J, n_crit = system(Ws, bs)
-        col = np.sqrt((J ** 2).sum(axis=0))
-        use = (col > TINY) & ~frozen  # parameters no row depends on (never active) stay
+        if solve is None or method == "lstsq":
+            r, J, n_crit = system(Ws, bs)
+            col = np.sqrt((J ** 2).sum(axis=0))
+            use = (col > TINY) & ~frozen  # parameters no row depends on (never active) stay
+            Js = J[:, use] / col[use]
+            if method == "normal":
+                solve = _normal_solver(Js, (_gauge_raw(Ws, bs) * col[:, None])[use])
+        else:
+            r = residual(Ws, bs)
         step = np.zeros(J.shape[1])
-        sol, *_ = np.linalg.lstsq(J[:, use] / col[use], -r, rcond=RCOND)
-        step[use] = sol / col[use]
+        if method == "normal":
+            step[use] = solve(Js.T @ -r) / col[use]
+        else:
+            sol, *_ = np.linalg.lstsq(Js, -r, rcond=RCOND)
+            step[use] = sol / col[use]
         # Drop the step's scaling part (it is in the null space: the fit is unchanged), so
-        # parameters no row sees (a zero column) stay consistent with their neuron's scale.
-        G = _gauge(Ws, bs)
+        # parameters no row sees (a zero column) stay consistent with their neuron's scale
+        # (the directions of the start: the parameters move by ~1e-9 relative).
         step -= G @ (G.T @ step)
         Ws, bs = _unflatten(Ws, bs, _flatten(Ws, bs) + step)
         _regauge(Ws, bs, norms)
         steps += 1
         s = score(Ws, bs)
         if s < best[0]:
-            best = (s, [W.copy() for W in Ws], [b.copy() for b in bs])
+            best, worse = (s, [W.copy() for W in Ws], [b.copy() for b in bs]), 0
         else:
-            break  # no progress: rounding reached (or the fixed pattern stopped holding)
+            # no progress: rounding reached (or the fixed pattern stopped holding); the
+            # chord steps of "normal" may stall a step on the max-norm score, so allow two
+            worse += 1
+            if method == "lstsq" or worse >= 2:
+                break
     fit_after, Ws, bs = best
     cand = Network(Ws, bs)
     held_after = float(np.max(np.abs(cand(X[held]) - Y[held])))

@@ -13,7 +13,7 @@
    the wrong way round (a subset sum: polynomial when its terms are independent);
 4. fit the output layer by least squares on the recovered features; the last hidden
    layer's orientations come from the affine part of that fit;
-5. (three or more hidden layers, or ``polish=True``) polish all parameters jointly on
+5. (two or more hidden layers, or ``polish=True``) polish all parameters jointly on
    oracle rows already answered (:mod:`.polish`; no new query), kept only if the
    largest output error on held-out rows does not grow.
 
@@ -72,6 +72,9 @@ KEEP_ROWS = 20_000
 # Critical points per neuron given to the polish (a random subset of those traced).
 CRITICAL_PER_NEURON = 40
 POLISH_CRITICAL = False  # the critical-point equations in the polish (see docs/extract.md)
+# The final polish runs by default from this many hidden layers (one hidden layer: not
+# measured with the polish; 784-128-1 has 100k parameters, beyond its dense normal matrix).
+POLISH_MIN_LAYERS = 2
 
 
 @dataclass(frozen=True)
@@ -398,10 +401,10 @@ def extract_relu(
             its own reference); the attack never reads it.
         domain: the box of the fidelity check (default ``[-scale, scale]^d``).
         polish: refine all parameters jointly at the end (:mod:`.polish`) on oracle rows
-            kept while the attack ran (no new query); None: only for networks with three
-            or more hidden layers.  The oracle keeps a bounded sample of its rows for this
-            (:meth:`QueryOracle.keep_rows`) unless ``polish`` is False or the widths say
-            fewer than three hidden layers.
+            kept while the attack ran (no new query); None: only for networks with
+            POLISH_MIN_LAYERS (two) or more hidden layers.  The oracle keeps a bounded
+            sample of its rows for this (:meth:`QueryOracle.keep_rows`) unless ``polish``
+            is False or the widths say fewer hidden layers.
 
     Returns:
         An :class:`ExtractionResult`.
@@ -428,7 +431,7 @@ def extract_relu(
         raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
     if reference is None and isinstance(oracle, Network):
         reference = oracle
-    if polish is not False and (polish or widths is None or len(widths) >= 3) and not o.keeping:
+    if polish is not False and (polish or widths is None or len(widths) >= POLISH_MIN_LAYERS) and not o.keeping:
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
     atol = 0.0 if precision is None else float(precision)
@@ -511,7 +514,7 @@ def extract_relu(
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
     if net is not None and res is not None and res <= FIT_RTOL and net.skip is None and (
-            polish or (polish is None and len(st.layers) >= 3)) and o.kept[0].shape[0]:
+            polish or (polish is None and len(st.layers) >= POLISH_MIN_LAYERS)) and o.kept[0].shape[0]:
         net = _polish_step(o, st, net, rng)
     elapsed = time.monotonic() - t0
     fid = None
