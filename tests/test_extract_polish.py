@@ -109,7 +109,8 @@ def test_extraction_then_polish_of_a_perturbed_result():
     r = extract_relu(o, 10, widths=arch[1:-1], seed=seed, reference=net, equivalence_timeout=20)
     assert o.keeping > 0 and o.kept[0].shape[0] == o.keeping  # the attack turned the reservoir on
     assert r.status == "complete" and r.fidelity.equivalence == "equal"
-    assert any(n.startswith("final polish") for n in r.unidentified)
+    assert r.polish is not None and r.polish.startswith("final polish")
+    assert not any(n.startswith("final polish") for n in r.unidentified)
     assert r.fidelity.max_abs_error < 1e-12
     q = o.queries
     off = _perturbed(r.network, 2, 1, 1e-7)

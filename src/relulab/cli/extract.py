@@ -63,6 +63,8 @@ def extract_cmd(
                       f"output difference on {f.n_samples} random points {f.max_output_error:.3g}")
     for u in r.unidentified:
         console.print(f"  note: {u}")
+    if r.polish is not None:
+        console.print(f"  {r.polish}")
     if out is not None and r.network is not None:
         console.print(f"recovered network written to {out}")
 

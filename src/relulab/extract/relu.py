@@ -89,7 +89,9 @@ class ExtractionResult(Result):
         widths: hidden widths recovered; widths_expected: the ones given (or None).
         orientation: per layer, how neuron orientations were decided
             (``one-sided``, ``affine-fit``, ``skip``: left to an affine skip term).
-        unidentified: what cannot be identified from queries (one line each).
+        unidentified: what cannot be identified from queries, and how weights the traces
+            missed were completed (one line each).
+        polish: what the final joint polish did (None when it did not run).
         fit_residual: relative output error of the final fit on fresh points.
         fidelity: comparison with the reference network, when one is known.
         lines, critical_points: work done.
@@ -115,6 +117,7 @@ class ExtractionResult(Result):
     lines: int
     critical_points: int
     message: str
+    polish: str | None = None
     layers: list = field(default_factory=list, repr=False)
 
     @property
@@ -138,6 +141,7 @@ class _State:
     current: LayerFound | None = None
     traced: list = field(default_factory=list)
     unsupported: list = field(default_factory=list)  # last-layer weights the output fit cannot see
+    polish: str | None = None  # what the final polish did
 
 
 def _hidden(layers: list[tuple[np.ndarray, np.ndarray]], X: np.ndarray) -> np.ndarray:
@@ -530,7 +534,7 @@ def extract_relu(
     return ExtractionResult(
         network=net, status=status, queries=o.queries, time=elapsed, widths=widths_found,
         widths_expected=widths, orientation=tuple(st.orient), unidentified=tuple(st.notes),
-        fit_residual=res, fidelity=fid, lines=lines, critical_points=cps, message=msg,
+        fit_residual=res, fidelity=fid, lines=lines, critical_points=cps, message=msg, polish=st.polish,
         layers=[(U.copy(), b.copy()) for U, b in st.layers],
     )
 
@@ -557,7 +561,7 @@ def _polish_step(o: QueryOracle, st: _State, net: Network, rng) -> Network:
     """The final joint polish (:mod:`.polish`) on the rows the oracle kept: no new query."""
     X, Y = o.kept
     net2, rep = polish_net(net, X, Y, critical=_critical(st, net, rng) if POLISH_CRITICAL else None)
-    st.notes.append(f"final polish (no new query, rows the oracle already answered): {rep.message}")
+    st.polish = f"final polish (no new query, rows the oracle already answered): {rep.message}"
     return net2
 
 
