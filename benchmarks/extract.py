@@ -103,7 +103,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     ap.add_argument("--out", default="benchmarks/results/extract.json")
-    ap.add_argument("--seeds", type=int, default=3,
+    ap.add_argument("--seeds", type=int, default=5,
                     help="random networks of 10-20-20-1 and 80-40-20-1 (seeds 0..N-1)")
     ap.add_argument("--deep-seeds", type=int, default=1,
                     help="random networks of 40-20-10-10-1 (seeds 0..N-1; about 1-5 CPU minutes each)")
