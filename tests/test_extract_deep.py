@@ -181,3 +181,20 @@ def test_trace_third_layer_holds_out_inputs_dead_along_a_surface():
     Rn = R / np.linalg.norm(R, axis=1, keepdims=True)
     assert len({int(i) for i in np.abs(Rn @ (np.hstack([W[2], b[2][:, None]]).T)).argmax(axis=1)}) == 4
 
+
+
+def test_orientation_from_the_rows_most_agree_with():
+    # Two mis-traced rows (their affine parts wrong) among eight: the flips come from the
+    # rows that agree, and the two are named as left out.
+    from relulab.extract.trace import _robust_flips
+
+    rng = np.random.default_rng(5)
+    U = rng.normal(size=(6, 9))
+    t = np.array([1, 0, 1, 1, 0, 0], bool)
+    V = rng.normal(size=(8, 6))
+    M = -(V[:, t] @ U[t])
+    M[[2, 6]] += rng.normal(size=(2, 9))
+    notes: list[str] = []
+    got = _robust_flips(V, U, M, np.ones(8, bool), notes)
+    assert got is not None and (got == t).all()
+    assert any("[2, 6]" in n for n in notes)

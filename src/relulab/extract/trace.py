@@ -52,7 +52,7 @@ import numpy as np
 from ..tolerance import MATCH_RTOL, ROUNDOFF
 from .layer import _jump_normal, _Probe, _random_line_kinks
 from .oracle import QueryOracle
-from .signs import subset_signs
+from .signs import SUBSET_RTOL, subset_signs
 from .space import Space
 
 __all__ = ["TracedNeuron", "TracedLayer", "trace_layer"]
@@ -1112,8 +1112,12 @@ def trace_layer(
         # with the previous layer's orientation fixed by most rows, a complete row whose
         # affine part is not explained by it is no row of this layer
         full = np.array([t.identified for t in neurons], bool)
-        # (in the last hidden layer nothing is dropped: one complete row fixes the flips
-        # that fill the others' dead inputs)
+        # (in the last hidden layer of a two-hidden-layer network nothing is dropped: one
+        # complete row fixes the flips that fill the others' dead inputs; deeper, a last
+        # layer's rows that most complete rows disagree with are dropped like any layer's
+        # - measured: a mis-traced row there took the place of a true neuron, which the
+        # witness hunt then finds)
+        deep_last = last and len(layers) >= 1 and int(full.sum()) >= 4
         if full.sum() >= (1 if last else 4):
             Th = np.array([t.theta for t in neurons])
             V, M = Th[:, :n_prev], Th[:, n_prev:-1]
@@ -1126,8 +1130,8 @@ def trace_layer(
                     if t.unknown:  # an always-active neuron's weight sits in M: project it out
                         B = known.U[t.unknown].T * km[i][:, None]
                         r = r - B @ np.linalg.lstsq(B, r, rcond=None)[0]
-                    if not last and np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and \
-                            i not in drop_local:
+                    if (not last or deep_last) and \
+                            np.abs(r).max() > ROW_AFFINE_RTOL * np.abs(V[i]).max() and i not in drop_local:
                         drop_local.append(i)
                 # a complete row's M is -sum_F V_l U_l: that fills it at its dead inputs too,
                 # so the row is the pre-activation everywhere (not only where they are 0)
@@ -1336,13 +1340,63 @@ def _known_m(neurons: list[TracedNeuron], n_g: int) -> np.ndarray:
     return K
 
 
+def _flip_residuals(V: np.ndarray, U: np.ndarray, M: np.ndarray, rows: list[int], flip: np.ndarray,
+                    known_m: np.ndarray | None) -> np.ndarray:
+    """Per row, ``max |sum_i flip_i V_qi U_i + M_q|`` over its known entries, relative to the
+    row's largest term (the measure :func:`subset_signs` accepts to ``SUBSET_RTOL``)."""
+    out = []
+    for q in rows:
+        terms = V[q][:, None] * U  # (n, dim)
+        r = np.abs(flip.astype(float) @ terms + M[q])
+        scale = max(float(np.abs(terms).max(initial=0.0)), float(np.abs(M[q]).max(initial=0.0)), 1e-300)
+        if known_m is not None:
+            r = r * known_m[q]
+        out.append(float(r.max(initial=0.0)) / scale)
+    return np.array(out)
+
+
+def _consensus_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, rows: list[int], need: int,
+                     known_m: np.ndarray | None) -> tuple[np.ndarray, list[int]] | None:
+    """Flips that most complete rows agree with: every row proposes the flips it fits alone
+    (one row already fixes the flips of every neuron it weighs), each proposal is scored by
+    the rows it fits, and the best-supported one is solved again on its supporters.  A
+    badly traced row then cannot steer the choice of which rows to drop.  None when no
+    proposal is fitted by ``need`` rows."""
+    props: list[np.ndarray] = []
+    for q in rows:
+        f = subset_signs(V[[q]].T, U, M[[q]], mask=None if known_m is None else known_m[[q]])
+        if f is not None and not any((f == g).all() for g in props):
+            props.append(f)
+    best: list[int] = []
+    for f in props:
+        ok = [q for q, r in zip(rows, _flip_residuals(V, U, M, rows, f, known_m), strict=True)
+              if r <= SUBSET_RTOL]
+        if len(ok) > len(best):
+            best = ok
+    if len(best) < need:
+        return None
+    flip = subset_signs(V[best].T, U, M[best], mask=None if known_m is None else known_m[best])
+    return None if flip is None else (flip, best)
+
+
 def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
                   notes: list[str], known_m: np.ndarray | None = None) -> np.ndarray | None:
-    """:func:`subset_signs` over the complete rows; when no subset fits them all, the row
-    the rounded least-squares flips fit worst (one imprecise row spoils the whole system)
-    is left out and the rest tried again, while at least three quarters remain.  ``known_m``
-    (the shape of ``M``): the entries of ``M`` the traces fixed (dead inputs' are not)."""
+    """:func:`subset_signs` over the complete rows; when no subset fits them all, the flips
+    most rows agree with (:func:`_consensus_flips`), fitted by at least three quarters of
+    them; failing that, the row the rounded least-squares flips fit worst (one imprecise row
+    spoils the whole system) is left out and the rest tried again, while at least three
+    quarters remain.  ``known_m`` (the shape of ``M``): the entries of ``M`` the traces
+    fixed (dead inputs' are not)."""
     rows = [int(q) for q in np.nonzero(full)[0]]
+    need = max(2, (3 * int(full.sum())) // 4)
+    if len(rows) > need and subset_signs(V[rows].T, U, M[rows],
+                                         mask=None if known_m is None else known_m[rows]) is None:
+        got = _consensus_flips(V, U, M, rows, need, known_m)
+        if got is not None:
+            left = sorted(set(rows) - set(got[1]))
+            notes.append(f"rows {left} left out of the orientation fit (the flips the other "
+                         f"{len(got[1])} rows agree on do not fit them)")
+            return got[0]
     dropped: list[int] = []
     while rows:
         flip = subset_signs(V[rows].T, U, M[rows], mask=None if known_m is None else known_m[rows])
