@@ -1348,7 +1348,8 @@ def _flip_residuals(V: np.ndarray, U: np.ndarray, M: np.ndarray, rows: list[int]
     for q in rows:
         terms = V[q][:, None] * U  # (n, dim)
         r = np.abs(flip.astype(float) @ terms + M[q])
-        scale = max(float(np.abs(terms).max(initial=0.0)), float(np.abs(M[q]).max(initial=0.0)), 1e-300)
+        scale = max(float(np.abs(terms).max(initial=0.0)), float(np.abs(M[q]).max(initial=0.0)),
+                    1e-300)  # tol: floor only
         if known_m is not None:
             r = r * known_m[q]
         out.append(float(r.max(initial=0.0)) / scale)
