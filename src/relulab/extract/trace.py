@@ -410,12 +410,18 @@ def _null(E: np.ndarray) -> tuple[np.ndarray, int, float]:
     return th / np.linalg.norm(th), nullity, float(s_full[-1] / max(smax, 1e-300))  # tol: floor only
 
 
+def _rel_values(F: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Per point (row of ``F = phi``), the value equation's residual relative to the size of
+    its terms: ``|F theta| / (|F| |theta|)`` (0 on the row's surface, O(1) off it)."""
+    return np.abs(F @ theta) / (np.abs(F) @ np.abs(theta) + 1e-300)  # tol: floor only
+
+
 def _refit(known: _Known, pts: list[np.ndarray], theta: np.ndarray, unknown: list[int]) -> np.ndarray:
     """Least squares on the value equations alone (exact critical points), near ``theta``
     (the unidentified coordinates stay 0)."""
     keep = np.setdiff1d(np.arange(theta.shape[0]), unknown)
     F = known.phi(np.asarray(pts))[:, keep]
-    r0 = np.abs(F @ theta[keep]) / (np.abs(F) @ np.abs(theta[keep]) + 1e-300)  # tol: floor only
+    r0 = _rel_values(F, theta[keep])
     F = F[r0 <= VALUE_RTOL]  # points of other surfaces out
     th = theta
     for _ in range(3):
@@ -428,7 +434,7 @@ def _refit(known: _Known, pts: list[np.ndarray], theta: np.ndarray, unknown: lis
         th /= np.linalg.norm(th)
         if th @ theta < 0:
             th = -th
-        r = np.abs(F @ th[keep]) / (np.abs(F) @ np.abs(th[keep]) + 1e-300)  # tol: floor only
+        r = _rel_values(F, th[keep])
         good = r <= max(1e-3 * VALUE_RTOL, 10.0 * np.median(r))
         if good.all():
             break
@@ -438,8 +444,7 @@ def _refit(known: _Known, pts: list[np.ndarray], theta: np.ndarray, unknown: lis
 
 def _value_residual(known: _Known, pts: list[np.ndarray], theta: np.ndarray) -> float:
     """The largest relative value residual ``|phi . theta| / (|phi| . |theta|)`` over ``pts``."""
-    F = known.phi(np.asarray(pts))
-    return float((np.abs(F @ theta) / (np.abs(F) @ np.abs(theta) + 1e-300)).max())  # tol: floor only
+    return float(_rel_values(known.phi(np.asarray(pts)), theta).max())
 
 
 def _refit_clean(known: _Known, pts: list[np.ndarray], extra: list[np.ndarray], theta: np.ndarray,
@@ -472,7 +477,7 @@ def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
         E = _equations(known, P, Nn, eq_scale)
         th, nullity, smin = _null(E[:, keep])
         F = known.phi(np.asarray(P))[:, keep]
-        r = np.abs(F @ th) / (np.abs(F) @ np.abs(th) + 1e-300)  # tol: floor only
+        r = _rel_values(F, th)
         return th, nullity, smin, r, unknown, keep, dead
 
     th, nullity, smin, r, unknown, keep, dead = fit(pts, nrm)
