@@ -1349,16 +1349,13 @@ def _flip_residuals(V: np.ndarray, U: np.ndarray, M: np.ndarray, rows: list[int]
                     known_m: np.ndarray | None) -> np.ndarray:
     """Per row, ``max |sum_i flip_i V_qi U_i + M_q|`` over its known entries, relative to the
     row's largest term (the measure :func:`subset_signs` accepts to ``SUBSET_RTOL``)."""
-    out = []
-    for q in rows:
-        terms = V[q][:, None] * U  # (n, dim)
-        r = np.abs(flip.astype(float) @ terms + M[q])
-        scale = max(float(np.abs(terms).max(initial=0.0)), float(np.abs(M[q]).max(initial=0.0)),
-                    1e-300)  # tol: floor only
-        if known_m is not None:
-            r = r * known_m[q]
-        out.append(float(r.max(initial=0.0)) / scale)
-    return np.array(out)
+    R = np.abs(M[rows] + V[rows][:, flip] @ U[flip])
+    if known_m is not None:
+        R = R * known_m[rows]
+    # the largest term |V_qi U_ij| of row q is max_i |V_qi| max_j |U_ij|
+    terms = (np.abs(V[rows]) * np.abs(U).max(axis=1)).max(axis=1)
+    scale = np.maximum(np.maximum(terms, np.abs(M[rows]).max(axis=1)), 1e-300)  # tol: floor only
+    return R.max(axis=1) / scale
 
 
 def _consensus_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, rows: list[int], need: int,
@@ -1395,14 +1392,6 @@ def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
     fixed (dead inputs' are not)."""
     rows = [int(q) for q in np.nonzero(full)[0]]
     need = max(2, (3 * int(full.sum())) // 4)
-    if len(rows) > need and subset_signs(V[rows].T, U, M[rows],
-                                         mask=None if known_m is None else known_m[rows]) is None:
-        got = _consensus_flips(V, U, M, rows, need, known_m)
-        if got is not None:
-            left = sorted(set(rows) - set(got[1]))
-            notes.append(f"rows {left} left out of the orientation fit (the flips the other "
-                         f"{len(got[1])} rows agree on do not fit them)")
-            return got[0]
     dropped: list[int] = []
     while rows:
         flip = subset_signs(V[rows].T, U, M[rows], mask=None if known_m is None else known_m[rows])
@@ -1411,7 +1400,14 @@ def _robust_flips(V: np.ndarray, U: np.ndarray, M: np.ndarray, full: np.ndarray,
                 notes.append(f"rows {sorted(dropped)} left out of the orientation fit (they fit "
                              "no subset with the others)")
             return flip
-        if len(rows) - 1 < max(2, (3 * int(full.sum())) // 4):
+        if not dropped and len(rows) > need:
+            got = _consensus_flips(V, U, M, rows, need, known_m)
+            if got is not None:
+                left = sorted(set(rows) - set(got[1]))
+                notes.append(f"rows {left} left out of the orientation fit (the flips the other "
+                             f"{len(got[1])} rows agree on do not fit them)")
+                return got[0]
+        if len(rows) - 1 < need:
             return None
         B = np.stack([np.outer(V[rows, i], U[i]).ravel() for i in range(U.shape[0])], axis=1)
         sel = np.ones(B.shape[0], bool) if known_m is None else known_m[rows].ravel()
