@@ -93,6 +93,8 @@ REACH_RETRIES = 4  # failed steps in a row (each more random) before a walk give
 # across it).  Layer 2 as the last hidden layer: one place only; a failed step cost about
 # eight successful ones, and a walk retries with a more random direction anyway.
 REACH_FRACS: tuple[float, ...] = (0.3,)
+# Everywhere else a step looks at these fractions in turn (:func:`_step`).
+STEP_FRACS: tuple[float, ...] = (0.3, 0.05, 0.01)
 # Completion of a weight the walk never saw (:func:`_complete`): lines from this many
 # traced points nearest the previous-layer hyperplane (and as many random ones); two
 # candidates agree when they differ by this x the size of their terms (exact kinks give
@@ -575,7 +577,7 @@ def _confirm_plane(probe: _Probe, known: _Known, xp: np.ndarray, m: np.ndarray, 
 def _step(probe: _Probe, known: _Known, x: np.ndarray, n: np.ndarray, rng: np.random.Generator,
           radius: float, scale: float, toward: np.ndarray | None = None,
           jitter: float = 0.2,
-          fracs: tuple[float, ...] = (0.3, 0.05, 0.01)) -> tuple[np.ndarray, np.ndarray] | None:
+          fracs: tuple[float, ...] = STEP_FRACS) -> tuple[np.ndarray, np.ndarray] | None:
     """From ``x`` on the surface (normal ``n``), a critical point of the same surface in the
     next cell along a random in-plane direction (or about ``toward``, with a random part of
     relative size ``jitter``), with its normal; None if not found."""
@@ -720,7 +722,7 @@ def _reach(probe: _Probe, known: _Known, pts, nrm, keys: set, rng: np.random.Gen
                 t = t - Q @ (Q.T @ t)
                 stuck = np.linalg.norm(t) <= 1e-6 * np.linalg.norm(J)  # tol: no way toward it here
                 got = _step(probe, known, x, n, rng, 10.0 * radius, scale, toward=None if stuck else t,
-                            jitter=0.2 * 2.0 ** fails, fracs=REACH_FRACS if known.narrow else (0.3, 0.05, 0.01))
+                            jitter=0.2 * 2.0 ** fails, fracs=REACH_FRACS if known.narrow else STEP_FRACS)
                 budget -= 1
                 if got is None:
                     # the continuation was not found past that boundary: try again off the
