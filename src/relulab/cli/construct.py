@@ -167,8 +167,23 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
     extra: dict[str, Any] = {
         "fewest_hidden_layers_here": fewest,
         "published_hidden_layers": C.log6_layers(nn),
-        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE, *C.MAXN_BLOCKS}),
+        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE, *C.MAXN_BLOCKS,
+                                             *C.MAXN_ORBIT_SIZES}),
     }
+    if hl == 2 and nn in C.MAXN_ORBIT_SIZES:
+        sol = C.stored_max_orbits(nn)
+        widths = C.orbit_widths(nn, sol)
+        extra.update(
+            construction=("two-hidden-layer search (first layer relu(x_i - x_j)), orbit-factorised: "
+                          "one output weight per S_n-orbit of second-layer neurons"),
+            hidden_layers=2, hidden_widths=list(widths), orbits=len(sol.terms),
+            certificate=C.certify_max_orbits(nn, sol).to_dict(),
+            fewest_hidden_layers_here=2,
+            not_saved_because=(f"this one has {widths[1]:,} second-layer neurons "
+                               f"({widths[1] * widths[0]:,} weights): "
+                               "relulab.construct.stored_max_orbits keeps it orbit-factorised and "
+                               "eval_max_orbits evaluates it exactly"))
+        return None, extra
     if hl == 2 and nn in C.MAXN_BLOCKS and nn not in C.MAXN_STORED:
         sol = C.stored_max_blocks(nn)
         extra["construction"] = ("two-hidden-layer search over block-symmetric orbits (first layer "
@@ -664,13 +679,15 @@ def construct_cmd(
                        hidden_layers=hidden_layers)
     if net is None:  # not a single ReLU network (the transformer): report only
         if output is not None:
-            raise RelulabError(f"construct {kind}: -o saves ReLU networks; this construction "
-                               "is a transformer (use --arch recurrent to save)")
+            why = extra.get("not_saved_because",
+                            "this construction is a transformer (use --arch recurrent to save)")
+            raise RelulabError(f"construct {kind}: -o saves ReLU networks as weight files; {why}")
         report = {"kind": kind, "saved_to": None, **extra}
         if json_out:
             print_json(report)
             return
-        console.print(f"[bold]{kind}[/bold] ({extra.get('arch', '')})", soft_wrap=True)
+        console.print(f"[bold]{kind}[/bold] ({extra.get('arch', extra.get('construction', ''))})",
+                      soft_wrap=True)
         for key, v in extra.items():
             console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
         return

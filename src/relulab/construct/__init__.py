@@ -146,7 +146,14 @@ from .maxn_deep import (
     sum_of_maxes_deep,
     sum_of_maxes_network,
 )
-from .maxn_items import eval_max_pairs, item_family, item_orbits
+from .maxn_items import eval_max_pairs, item_family, item_orbits, segment_orbits
+from .maxn_orbits import (
+    MAXN_ORBIT_SIZES,
+    certify_max_orbits,
+    eval_max_orbits,
+    orbit_widths,
+    stored_max_orbits,
+)
 from .maxsearch import (
     MAX5_SOLUTION,
     MAX6_SOLUTION,
@@ -310,6 +317,12 @@ __all__ = [
     "two_hidden_available",
     "item_orbits",
     "item_family",
+    "segment_orbits",
+    "MAXN_ORBIT_SIZES",
+    "stored_max_orbits",
+    "certify_max_orbits",
+    "eval_max_orbits",
+    "orbit_widths",
     "colgen_max_pairs",
     "ColGenResult",
     "orbit_column",

@@ -632,6 +632,13 @@ def max_n_two_hidden(n: int) -> Network:
             f"second-layer neurons, too many for Fraction arrays; build it with "
             f"max_pairs_network({n}, stored_max_pairs({n}), exact=False) and certify it with "
             f"certify_max_pairs({n}, stored_max_pairs({n}))")
+    from .maxn_orbits import MAXN_ORBIT_SIZES  # maxn_orbits builds on this module
+
+    if n in MAXN_ORBIT_SIZES and n not in MAXN_STORED and n not in MAXN_LARGE:
+        raise ConstructionError(
+            f"max_n_two_hidden: the stored solution for n = {n} has {MAXN_ORBIT_SIZES[n]} orbits, "
+            f"too many second-layer neurons for weight matrices (orbit_widths counts them); it is kept "
+            f"orbit-factorised: stored_max_orbits({n}), certify_max_orbits and eval_max_orbits")
     sol = stored_max_pairs(n)
     if sol.status != "found":
         raise ConstructionError(f"max_n_two_hidden: the stored solution for n = {n} fails its check")

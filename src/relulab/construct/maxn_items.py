@@ -42,7 +42,7 @@ import numpy as np
 from .maxmin import ConstructionError
 from .maxn import MaxPairsSolution, PairTerm, _items, _pairs_arrays
 
-__all__ = ["item_orbits", "item_family", "eval_max_pairs"]
+__all__ = ["item_orbits", "item_family", "segment_orbits", "eval_max_pairs"]
 
 _FLOAT_EXACT = 2**53  # integers of absolute value below this add and multiply exactly in float64
 _CHUNK = 2 * 10**7  # entries of one (inputs x neurons) block of the evaluation (memory bound)
@@ -83,6 +83,39 @@ def item_orbits(s: int, k: int) -> list[PairTerm]:
             key = _invariant(P, N, k)
             if key not in out:
                 out[key] = PairTerm(k, P, N)
+    return list(out.values())
+
+
+def segment_orbits(s: int, k: int) -> list[PairTerm]:
+    """Every term with ``s`` *distinct* pair maxima on each side and no input item
+    (``relu(m_a1b1 + ... - m_c1d1 - ...)``, no pair on both sides) using all ``k``
+    coordinates, one per invariant class of its S_k-orbit: a red and a blue simple graph
+    with s edges each, edge-disjoint, covering the k vertices.  With ``item_family(9,
+    (2, 3))`` the s = 4 orbits on 9 coordinates (3,584) contain max_9, where the s <= 3
+    items alone provably do not (``experiments/maxn_orbits.py``).
+
+    Example:
+        >>> [str(t) for t in segment_orbits(1, 4)]
+        ['relu(m01 - m23)']
+        >>> len(segment_orbits(2, 6))
+        8
+    """
+    if not isinstance(s, (int, np.integer)) or not isinstance(k, (int, np.integer)) or s < 1 or k < 2:
+        raise ConstructionError(f"segment_orbits: need integers s >= 1 and k >= 2, got s={s!r}, k={k!r}")
+    if k > 4 * s:
+        return []  # 2s segments cover at most 4s coordinates
+    edges = [("m", i, j) for i in range(k) for j in range(i + 1, k)]
+    reps: dict[tuple, tuple] = {}
+    for P in itertools.combinations(edges, s):
+        reps.setdefault(_invariant(P, (), k), P)
+    out: dict[tuple, PairTerm] = {}
+    for P in reps.values():
+        cov = {c for it in P for c in it[1:]}
+        taken = set(P)
+        for N in itertools.combinations(edges, s):
+            if taken.intersection(N) or len(cov.union(c for it in N for c in it[1:])) != k:
+                continue
+            out.setdefault(_invariant(P, N, k), PairTerm(k, P, N))
     return list(out.values())
 
 

@@ -1,0 +1,238 @@
+"""Two-hidden-layer max_n networks too large to write as weight matrices (n = 9, 10):
+orbit-factorised networks, their exact certificate and their exact evaluation.
+
+**The network.**  The same structured network as :func:`relulab.construct.max_pairs_network`:
+first layer ``relu(x_i - x_j)`` for all ordered pairs and ``relu(+-sum x)``; second layer
+every member of the S_n-orbit of each :class:`relulab.construct.PairTerm` ``t``
+(``relu(g_t o sigma)``, ``g_t = sum_{i<j} C_ij |x_i - x_j| + v . x``); output
+``sum_t c_t * (orbit sum of t) + (1/n) sum x``.  For n = 9 the stored solution has 430
+orbits and 24,593,726 second-layer neurons: its weight matrices would need about 14 GB
+(float64), so it is kept as (term, output weight) pairs, the orbit-factorised form.
+
+**Certificate** (:func:`certify_max_orbits`).  Permuting the inputs permutes the members
+of every orbit and each orbit has one output weight, so the network is symmetric *by
+construction* and the cone ``x_1 >= ... >= x_n`` stands for all n! ordering cones, which
+cover R^n.  On that cone every member is ``relu(K . t)`` with an integer form K in the gaps
+``t_m = x_(m) - x_(m+1) >= 0``, read off the term's cut function along the n! chains of
+subsets (:func:`relulab.construct.maxn_colgen.orbit_column`); the bends along every
+hyperplane must cancel exactly (Fractions over a common denominator, Python integers)
+and the linear part must be ``max - mean``.  A nonzero net bend or a wrong linear part is
+a refutation (``failed``).  Every term must be translation-invariant (as many items on
+each side), which is checked too.
+
+**Evaluation** (:func:`eval_max_orbits`), exact on rational inputs and independent of the
+certificate's code: every second-layer neuron is evaluated in x-space, ``g_t(x o sigma)``
+for all n! permutations sigma, as one integer-valued float64 matrix product per input
+(``[|x_si - x_sj|, x_s] @ coefficients``, all terms at once; bounds below 2**53 checked),
+and the sum over sigma counts each neuron ``|Stab_n(t)|`` times.
+
+Example:
+    >>> from relulab.construct import stored_max_pairs
+    >>> sol = stored_max_pairs(5)
+    >>> certify_max_orbits(5, sol).status
+    'certified'
+    >>> eval_max_orbits(5, sol, [[Fraction(1, 3), 2, -5, 2, 0]])
+    [Fraction(2, 1)]
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from .maxmin import ConstructionError
+from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm
+from .maxn_colgen import _MAX_CHAIN_K, decode, orbit_column
+from .maxn_items import _as_integers
+
+__all__ = ["MAXN_ORBIT_SIZES", "stored_max_orbits", "certify_max_orbits", "eval_max_orbits",
+           "orbit_widths"]
+
+_FLOAT_EXACT = 2**53  # integers below this add and multiply exactly in float64
+_ROW_CHUNK = 40_000  # permutations per block of the evaluation (memory: rows x terms floats)
+
+
+def _terms_of(solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
+              ) -> list[tuple[PairTerm, Fraction]]:
+    terms = solution.terms if isinstance(solution, MaxPairsSolution) else solution
+    return [(t, Fraction(c)) for t, c in terms]
+
+
+def _check_terms(n: int, terms: Sequence[tuple[PairTerm, Fraction]], who: str) -> None:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 3:
+        raise ConstructionError(f"{who}: n must be an integer >= 3, got {n!r}")
+    if n > _MAX_CHAIN_K:
+        raise ConstructionError(f"{who}: n = {n} has {n}! orderings; at most {_MAX_CHAIN_K} inputs "
+                                f"are supported")
+    for t, _ in terms:
+        if not isinstance(t, PairTerm) or t.k > n:
+            raise ConstructionError(f"{who}: {t!r} is not a PairTerm on at most n = {n} coordinates")
+
+
+def orbit_widths(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
+                 ) -> tuple[int, int]:
+    """Hidden widths of the orbit-factorised network: ``n (n - 1) + 2`` first-layer
+    neurons, and every orbit member plus the two neurons carrying ``sum x``.
+
+    Example:
+        >>> from relulab.construct import stored_max_pairs
+        >>> orbit_widths(5, stored_max_pairs(5))
+        (22, 77)
+    """
+    terms = _terms_of(solution)
+    return n * (n - 1) + 2, sum(t.orbit_size(n) for t, c in terms if c != 0) + 2
+
+
+def certify_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]]
+                       ) -> MaxNCertificate:
+    """Exact proof (``certified``) or refutation (``failed``) that the orbit-factorised
+    network of ``solution`` computes max of n inputs on R^n (module docstring): one cone,
+    symmetric by construction, every hyperplane's net bend checked in exact integers.
+
+    Example:
+        >>> from relulab.construct import stored_max_pairs
+        >>> terms = list(stored_max_pairs(4).terms)
+        >>> certify_max_orbits(4, terms).cones_covered
+        24
+        >>> bad = [(terms[0][0], terms[0][1] * 2)] + terms[1:]
+        >>> certify_max_orbits(4, bad).status
+        'failed'
+    """
+    terms = _terms_of(solution)
+    _check_terms(n, terms, "certify_max_orbits")
+    widths = orbit_widths(n, terms)
+    base = dict(n=n, widths=widths, hidden_layers=2, cones_checked=1, by_symmetry=True)
+    for t, _ in terms:
+        if len(t.pos) != len(t.neg):
+            return MaxNCertificate(**base, status="failed", cones_covered=0, hyperplanes_checked=0,
+                                   reason=f"the term {t} is not translation-invariant")
+    weights = []
+    cols = []
+    for t, c in terms:
+        if c == 0:
+            continue
+        keys, coef, lin, div = orbit_column(t, n)
+        weights.append(c / div)
+        cols.append((keys, coef, lin))
+    den = math.lcm(*(w.denominator for w in weights)) if weights else 1
+    ints = [int(w * den) for w in weights]
+    bends: dict[int, int] = {}
+    linear = [0] * (n - 1)
+    for a, (keys, coef, lin) in zip(ints, cols, strict=True):
+        for k, v in zip(keys.tolist(), coef.tolist(), strict=True):
+            bends[k] = bends.get(k, 0) + a * v
+        for m in range(n - 1):
+            linear[m] += a * int(lin[m])
+    nh = len(bends)
+    bad = [k for k, v in bends.items() if v != 0]
+    if bad:
+        K = decode(np.array(bad[:1], dtype=np.int64), n)[0].tolist()
+        return MaxNCertificate(**base, status="failed", cones_covered=0, hyperplanes_checked=nh,
+                               reason=f"{len(bad)} hyperplanes keep a net bend, e.g. {K} . t = 0 "
+                                      f"(t the gaps of the sorted inputs)")
+    want = [den * (n - m - 1) for m in range(n - 1)]  # (1 - (m+1)/n) * n, times den / n below
+    if [v * n for v in linear] != want:
+        got = [str(Fraction(v, den)) for v in linear]
+        return MaxNCertificate(**base, status="failed", cones_covered=0, hyperplanes_checked=nh,
+                               reason=f"the linear part in the gaps is {got}, not max - mean")
+    return MaxNCertificate(**base, status="certified", cones_covered=math.factorial(n),
+                           hyperplanes_checked=nh, reason=None)
+
+
+@functools.lru_cache(maxsize=2)
+def _all_perms(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
+
+
+def _coefficient_matrix(n: int, terms: Sequence[tuple[PairTerm, Fraction]]
+                        ) -> tuple[np.ndarray, list[int]]:
+    """(M, stab): column t of M holds the doubled integer form of g_t on n coordinates,
+    ``[2C_ij for i < j] + [2v_i]``; stab[t] = |Stab_n(g_t)| = |Stab_k(g_t)| (n - k)!."""
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    M = np.zeros((len(pairs) + n, len(terms)), dtype=np.int64)
+    stab = []
+    for c, (t, _) in enumerate(terms):
+        C, v = t.canonical()
+        for r, (i, j) in enumerate(pairs):
+            if i < t.k and j < t.k:
+                M[r, c] = C[i, j]
+        M[len(pairs):len(pairs) + t.k, c] = v
+        stab.append(t.stabilizer_size() * math.factorial(n - t.k))
+    return M, stab
+
+
+def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]],
+                    X: Sequence[Sequence[object]]) -> list[Fraction]:
+    """Exact outputs of the orbit-factorised network on the rows of X (rationals), every
+    second-layer neuron evaluated in x-space (module docstring); about one CPU-second per
+    input for the stored n = 9 network.
+
+    Example:
+        >>> from relulab.construct import stored_max_pairs
+        >>> eval_max_orbits(4, stored_max_pairs(4), [[1, 9, Fraction(-1, 2), 9]])
+        [Fraction(9, 1)]
+    """
+    terms = [(t, c) for t, c in _terms_of(solution) if c != 0]
+    _check_terms(n, terms, "eval_max_orbits")
+    rows = [_as_integers([r], n) for r in X] if len(X) else _as_integers(X, n)
+    M, stab = _coefficient_matrix(n, terms)
+    Mf = M.astype(np.float64)
+    colsum = int(np.abs(M).sum(axis=0).max(initial=0))
+    perms = _all_perms(n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    pi = np.array([p[0] for p in pairs])
+    pj = np.array([p[1] for p in pairs])
+    weights = [c / (2 * s) for (_, c), s in zip(terms, stab, strict=True)]  # doubled form
+    out = []
+    for xi, den in rows:  # one common denominator per row keeps the integers small
+        x = xi[0]
+        xmax = int(np.abs(x).max(initial=0))
+        if 2 * xmax * colsum * len(perms) >= _FLOAT_EXACT:
+            raise ConstructionError("eval_max_orbits: sums of second-layer values could exceed "
+                                    "2**53; scale the inputs down")
+        tot = np.zeros(len(terms), dtype=np.float64)
+        xf = x.astype(np.float64)
+        for a in range(0, len(perms), _ROW_CHUNK):
+            XP = xf[perms[a:a + _ROW_CHUNK]]
+            F = np.concatenate([np.abs(XP[:, pi] - XP[:, pj]), XP], axis=1)
+            tot += np.maximum(F @ Mf, 0.0).sum(axis=0)
+        val = sum((w * int(s) for w, s in zip(weights, tot.tolist(), strict=True)), Fraction(0))
+        out.append((val + Fraction(int(x.sum()), n)) / den)
+    return out
+
+
+def _load() -> dict[int, dict]:
+    text = importlib.resources.files("relulab.construct").joinpath("data/maxn_orbits.json").read_text()
+    return {int(k): v for k, v in json.loads(text)["solutions"].items()}
+
+
+# n -> number of stored orbits (the solutions themselves are read on demand)
+MAXN_ORBIT_SIZES: dict[int, int] = {n: len(v["terms"]) for n, v in _load().items()}
+
+
+@functools.lru_cache(maxsize=4)
+def stored_max_orbits(n: int) -> MaxPairsSolution:
+    """The stored orbit-factorised solution for n (n = 9: 430 orbits), exactly as found
+    by ``experiments/maxn_orbits.py`` (the status is ``found``: the search checked every
+    equation of its system exactly; :func:`certify_max_orbits` re-proves it from the terms).
+
+    Example:
+        >>> sol = stored_max_orbits(9)
+        >>> len(sol.terms), sol.widths[0]
+        (430, 74)
+    """
+    data = _load()
+    if n not in data:
+        raise ConstructionError(f"stored_max_orbits: no stored orbit-factorised solution for n = {n} "
+                                f"(stored: {sorted(data)})")
+    d = data[n]
+    terms = tuple((PairTerm.from_dict(t), Fraction(t["coef"])) for t in d["terms"])
+    return MaxPairsSolution(n, "found", terms, int(d["n_candidates"]), int(d["n_hyperplanes"]),
+                            int(d["n_hyperplanes"]) + n - 1)
