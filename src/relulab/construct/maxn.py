@@ -569,6 +569,14 @@ def _load(section: str) -> dict[int, list[tuple[PairTerm, Fraction]]]:
             for k, v in data.items()}
 
 
+@functools.lru_cache(maxsize=1)
+def _orbit_data() -> dict[int, dict]:
+    """The orbit-factorised solutions (data/maxn_orbits.json; read by
+    :mod:`relulab.construct.maxn_orbits`), keyed by n."""
+    text = importlib.resources.files("relulab.construct").joinpath("data/maxn_orbits.json").read_text()
+    return {int(k): v for k, v in json.loads(text)["solutions"].items()}
+
+
 # solutions whose exact networks max_n_two_hidden builds; and larger ones (n = 7) whose
 # network is built in float64 and certified from its integer arrays (certify_max_pairs)
 MAXN_STORED: dict[int, list[tuple[PairTerm, Fraction]]] = _load("solutions")
@@ -632,11 +640,9 @@ def max_n_two_hidden(n: int) -> Network:
             f"second-layer neurons, too many for Fraction arrays; build it with "
             f"max_pairs_network({n}, stored_max_pairs({n}), exact=False) and certify it with "
             f"certify_max_pairs({n}, stored_max_pairs({n}))")
-    from .maxn_orbits import MAXN_ORBIT_SIZES  # maxn_orbits builds on this module
-
-    if n in MAXN_ORBIT_SIZES and n not in MAXN_STORED and n not in MAXN_LARGE:
+    if n in _orbit_data() and n not in MAXN_STORED and n not in MAXN_LARGE:
         raise ConstructionError(
-            f"max_n_two_hidden: the stored solution for n = {n} has {MAXN_ORBIT_SIZES[n]} orbits, "
+            f"max_n_two_hidden: the stored solution for n = {n} has {len(_orbit_data()[n]['terms'])} orbits, "
             f"too many second-layer neurons for weight matrices (orbit_widths counts them); it is kept "
             f"orbit-factorised: stored_max_orbits({n}), certify_max_orbits and eval_max_orbits")
     sol = stored_max_pairs(n)

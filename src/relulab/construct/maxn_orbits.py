@@ -38,9 +38,7 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import itertools
-import json
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -48,7 +46,7 @@ from fractions import Fraction
 import numpy as np
 
 from .maxmin import ConstructionError
-from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm
+from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm, _orbit_data
 from .maxn_colgen import _MAX_CHAIN_K, decode, orbit_column
 from .maxn_items import _as_integers
 
@@ -208,13 +206,8 @@ def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm
     return out
 
 
-def _load() -> dict[int, dict]:
-    text = importlib.resources.files("relulab.construct").joinpath("data/maxn_orbits.json").read_text()
-    return {int(k): v for k, v in json.loads(text)["solutions"].items()}
-
-
 # n -> number of stored orbits (the solutions themselves are read on demand)
-MAXN_ORBIT_SIZES: dict[int, int] = {n: len(v["terms"]) for n, v in _load().items()}
+MAXN_ORBIT_SIZES: dict[int, int] = {n: len(v["terms"]) for n, v in _orbit_data().items()}
 
 
 @functools.lru_cache(maxsize=4)
@@ -228,7 +221,7 @@ def stored_max_orbits(n: int) -> MaxPairsSolution:
         >>> len(sol.terms), sol.widths[0]
         (430, 74)
     """
-    data = _load()
+    data = _orbit_data()
     if n not in data:
         raise ConstructionError(f"stored_max_orbits: no stored orbit-factorised solution for n = {n} "
                                 f"(stored: {sorted(data)})")
