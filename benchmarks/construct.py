@@ -249,7 +249,7 @@ def rows_maxn(quick: bool = False) -> list[dict]:
     ceil(log_6(n/2)) + 1 (two hidden layers for n <= 12; the abstract gives no neuron counts)
     and the binary tree ceil(log2 n)."""
     rows = []
-    for n in (2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 24, 32, 64, 72, 256):
+    for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 16, 24, 32, 64, 72, 256):
         two = n in C.MAXN_STORED
         t = time.perf_counter()
         if n in C.MAXN_LARGE and not two:
@@ -276,17 +276,30 @@ def rows_maxn(quick: bool = False) -> list[dict]:
     return rows
 
 
+def print_maxn(rows: list[dict]) -> None:
+    print("\nmax_n, first layer relu(x_i - x_j) (construct.maxn): hidden layers, ours vs published")
+    print(f"{'n':>4s} {'ours':>5s} {'3..6':>5s} {'published':>9s} {'ratio':>6s} {'tree':>5s} {'widths':>28s}  status")
+    for r in rows:
+        w = "-" if r["ours_widths"] is None else ",".join(map(str, r["ours_widths"]))
+        print(f"{r['n']:4d} {r['ours_hidden']:5d} {r['ours_hidden_bases_3_6']:5d} {r['published_hidden']:9d} "
+              f"{r['ours_hidden'] / r['published_hidden']:6.2f} {r['tree_hidden']:5d} {w:>28s}  {r['status']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true",
                     help="shorter transformer rows, fewer deep max networks")
-    ap.add_argument("--only", choices=["refine"], default=None, help="run one table only")
+    ap.add_argument("--only", choices=["refine", "maxn"], default=None, help="run one table only")
     args = ap.parse_args()
     out: dict = {}
-    if args.only == "refine":
-        out["refine"] = rows_refine()
-        print_refine(out["refine"])
+    if args.only is not None:
+        if args.only == "refine":
+            out["refine"] = rows_refine()
+            print_refine(out["refine"])
+        else:
+            out["maxn"] = rows_maxn(args.quick)
+            print_maxn(out["maxn"])
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=2, default=str)
@@ -355,13 +368,8 @@ def main() -> None:
     out["refine"] = rows_refine()
     print_refine(out["refine"])
 
-    print("\nmax_n, first layer relu(x_i - x_j) (construct.maxn): hidden layers, ours vs published")
-    print(f"{'n':>4s} {'ours':>5s} {'3..6':>5s} {'published':>9s} {'ratio':>6s} {'tree':>5s} {'widths':>28s}  status")
     out["maxn"] = rows_maxn(args.quick)
-    for r in out["maxn"]:
-        w = "-" if r["ours_widths"] is None else ",".join(map(str, r["ours_widths"]))
-        print(f"{r['n']:4d} {r['ours_hidden']:5d} {r['ours_hidden_bases_3_6']:5d} {r['published_hidden']:9d} "
-              f"{r['ours_hidden'] / r['published_hidden']:6.2f} {r['tree_hidden']:5d} {w:>28s}  {r['status']}")
+    print_maxn(out["maxn"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=str)

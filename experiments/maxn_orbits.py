@@ -9,9 +9,10 @@ solution, every equation checked in integers, or an integer certificate of
 infeasibility).  Columns are ordered by orbit size, so the basis solution prefers orbits
 with few neurons.  A solution is then re-proved from its terms alone
 (``certify_max_orbits``) and evaluated neuron by neuron on random rational inputs with
-ties (``eval_max_orbits``), compared with max exactly.
+ties (``eval_max_orbits``) and, on 10^4 more, through the gap forms
+(``method="chains"``), compared with max exactly.
 
-    python experiments/maxn_orbits.py [--n 9] [--eval 20] [--cache DIR] [--write]
+    python experiments/maxn_orbits.py [--n 9] [--eval 20] [--chains 10000] [--cache DIR] [--write]
 
 Results: experiments/results/maxn_orbits.json; ``--write`` stores the solution in
 src/relulab/construct/data/maxn_orbits.json (read by ``stored_max_orbits``).
@@ -75,6 +76,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=9)
     ap.add_argument("--eval", type=int, default=20, help="random inputs evaluated neuron by neuron")
+    ap.add_argument("--chains", type=int, default=10000,
+                    help="random inputs evaluated on the sorted gaps (eval_max_orbits method='chains')")
     ap.add_argument("--cache", default=None, help="folder for the column caches")
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
@@ -126,6 +129,14 @@ def main() -> None:
             rec["evaluation"] = {"inputs": len(X), "equal_to_max": ok,
                                  "seconds_per_input": round((time.monotonic() - t1) / len(X), 2)}
             print(f"neuron-by-neuron evaluation: {ok}/{len(X)} equal to max", flush=True)
+        if a.chains:
+            X = random_inputs(n, a.chains, seed=1000 + n)
+            t1 = time.monotonic()
+            got = eval_max_orbits(n, sol, X, method="chains")
+            ok = sum(g == max(x) for g, x in zip(got, X, strict=True))
+            rec["evaluation_chains"] = {"inputs": len(X), "equal_to_max": ok,
+                                        "seconds": round(time.monotonic() - t1, 1)}
+            print(f"gap-form evaluation: {ok}/{len(X)} equal to max", flush=True)
         if a.write and cert.status == "certified":
             data = json.loads(DATA.read_text()) if DATA.exists() else {
                 "about": "two-hidden-layer max_n solutions too large for weight matrices, "

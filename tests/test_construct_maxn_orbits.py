@@ -96,9 +96,11 @@ def test_evaluation_agrees_with_the_array_network_and_max(n):
     sol = stored_max_pairs(n)
     X = _rand(n, 12, seed=n)
     assert eval_max_orbits(n, sol, X) == eval_max_pairs(n, sol, X) == [max(x) for x in X]
+    assert eval_max_orbits(n, sol, X, method="chains") == [max(x) for x in X]
     t, c = sol.terms[0]
     bad = [(t, c + Fraction(1, 7))] + list(sol.terms[1:])
-    assert eval_max_orbits(n, bad, X) == eval_max_pairs(n, bad, X)
+    assert eval_max_orbits(n, bad, X) == eval_max_pairs(n, bad, X) == \
+        eval_max_orbits(n, bad, X, method="chains")
     assert eval_max_orbits(n, bad, X) != [max(x) for x in X]
 
 
@@ -110,6 +112,8 @@ def test_bad_input():
         certify_max_orbits(3, sol)
     with pytest.raises(ConstructionError, match="orderings"):
         eval_max_orbits(11, sol, [[0] * 11])
+    with pytest.raises(ConstructionError, match="method"):
+        eval_max_orbits(4, sol, [[0] * 4], method="fast")
     with pytest.raises(ConstructionError, match="no stored"):
         stored_max_orbits(12)
     with pytest.raises(ConstructionError, match="segment_orbits"):
@@ -129,3 +133,5 @@ def test_stored_n9_is_max():
     t, c = sol.terms[-1]
     bad = list(sol.terms[:-1]) + [(t, c * 2)]
     assert eval_max_orbits(9, bad, X[:1]) != [max(X[0])]
+    Y = _rand(9, 300, seed=90)  # the gap-form evaluation, many inputs
+    assert eval_max_orbits(9, sol, Y, method="chains") == [max(y) for y in Y]
