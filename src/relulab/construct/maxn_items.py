@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -71,18 +71,24 @@ def item_orbits(s: int, k: int) -> list[PairTerm]:
     if k > 2 * 2 * s:
         return []  # 2s items cover at most 4s coordinates
     items = _items(k)
+    return _two_sided_orbits(lambda: itertools.combinations_with_replacement(items, s), k)
+
+
+def _two_sided_orbits(sides: Callable[[], Iterable[tuple]], k: int) -> list[PairTerm]:
+    """Terms ``sum P - sum N`` with P and N from ``sides()`` (P up to the invariant of
+    its own S_k-orbit), no item on both sides, covering all k coordinates; one per
+    invariant class."""
     reps: dict[tuple, tuple] = {}
-    for P in itertools.combinations_with_replacement(items, s):
+    for P in sides():
         reps.setdefault(_invariant(P, (), k), P)
     out: dict[tuple, PairTerm] = {}
     for P in reps.values():
         cov = {c for it in P for c in it[1:]}
-        for N in itertools.combinations_with_replacement(items, s):
-            if set(P) & set(N) or len(cov | {c for it in N for c in it[1:]}) != k:
+        taken = set(P)
+        for N in sides():
+            if taken.intersection(N) or len(cov.union(c for it in N for c in it[1:])) != k:
                 continue
-            key = _invariant(P, N, k)
-            if key not in out:
-                out[key] = PairTerm(k, P, N)
+            out.setdefault(_invariant(P, N, k), PairTerm(k, P, N))
     return list(out.values())
 
 
@@ -105,18 +111,7 @@ def segment_orbits(s: int, k: int) -> list[PairTerm]:
     if k > 4 * s:
         return []  # 2s segments cover at most 4s coordinates
     edges = [("m", i, j) for i in range(k) for j in range(i + 1, k)]
-    reps: dict[tuple, tuple] = {}
-    for P in itertools.combinations(edges, s):
-        reps.setdefault(_invariant(P, (), k), P)
-    out: dict[tuple, PairTerm] = {}
-    for P in reps.values():
-        cov = {c for it in P for c in it[1:]}
-        taken = set(P)
-        for N in itertools.combinations(edges, s):
-            if taken.intersection(N) or len(cov.union(c for it in N for c in it[1:])) != k:
-                continue
-            out.setdefault(_invariant(P, N, k), PairTerm(k, P, N))
-    return list(out.values())
+    return _two_sided_orbits(lambda: itertools.combinations(edges, s), k)
 
 
 def item_family(n: int, masses: Sequence[int] = (2, 3)) -> list[PairTerm]:
