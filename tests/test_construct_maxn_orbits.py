@@ -9,6 +9,7 @@ max itself on random rationals with ties, and on broken solutions (refuted).
 from __future__ import annotations
 
 import itertools
+import os
 import random
 from fractions import Fraction
 
@@ -135,3 +136,26 @@ def test_stored_n9_is_max():
     assert eval_max_orbits(9, bad, X[:1]) != [max(X[0])]
     Y = _rand(9, 300, seed=90)  # the gap-form evaluation, many inputs
     assert eval_max_orbits(9, sol, Y, method="chains") == [max(y) for y in Y]
+
+
+def test_stored_n10_evaluates_to_max():
+    """n = 10: one random rational input with a tie, every one of the 275,875,517
+    second-layer neurons evaluated (about 25 s); the certificate is the long test below."""
+    assert 10 in MAXN_ORBIT_SIZES
+    sol = stored_max_orbits(10)
+    assert all(len(t.pos) == len(t.neg) for t, _ in sol.terms)
+    x = [Fraction(7, 2), -3, Fraction(7, 2), 0, Fraction(-5, 3), 2, 1, Fraction(1, 4), -8, 3]
+    assert eval_max_orbits(10, sol, [x]) == [Fraction(7, 2)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("RELULAB_LONG_TESTS"),
+                    reason="the n = 10 certificate reads 10! chains per orbit (about 8 CPU-minutes); "
+                           "set RELULAB_LONG_TESTS=1")
+def test_stored_n10_is_certified():
+    sol = stored_max_orbits(10)
+    cert = certify_max_orbits(10, sol)
+    assert cert.status == "certified" and cert.cones_covered == 3628800
+    assert cert.widths == orbit_widths(10, sol)
+    t, c = sol.terms[0]
+    assert certify_max_orbits(10, [(t, c * 2)] + list(sol.terms[1:])).status == "failed"
