@@ -40,9 +40,9 @@ base for n0 inputs, ``cap(h + 1) = ceil(cap(h)/2) + (n0 - 1) floor(cap(h)/2)`` a
 **Stored:** certified networks for n <= 6 (:func:`max_n_two_hidden`), n = 7 (142,137
 second-layer neurons) and n = 8 (306,252, from every orbit with s <= 3 items:
 :func:`relulab.construct.item_family`): float64 build, :func:`certify_max_pairs` on their
-integer arrays, exact evaluation by :func:`relulab.construct.eval_max_pairs`; n = 9
-(24,593,726 second-layer neurons, from the s <= 3 items and the s = 4 segment orbits of
-:func:`relulab.construct.segment_orbits`): orbit-factorised only
+integer arrays, exact evaluation by :func:`relulab.construct.eval_max_pairs`; n = 9 and
+10 (24,593,726 and 275,875,517 second-layer neurons, from the s <= 3 items and the s = 4
+segment orbits of :func:`relulab.construct.segment_orbits`): orbit-factorised only
 (:mod:`relulab.construct.maxn_orbits`).
 
 Example:
