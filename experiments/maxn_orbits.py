@@ -60,6 +60,21 @@ def columns(n: int, terms: list, cache: Path | None, tag: str) -> list:
     return cols
 
 
+def dump_solutions(data: dict) -> str:
+    """The data file with one term per line (readable diffs)."""
+    lines = ["{", f' "about": {json.dumps(data["about"])},', ' "solutions": {']
+    sols = list(data["solutions"].items())
+    for i, (n, v) in enumerate(sols):
+        lines.append(f'  {json.dumps(n)}: {{"n_candidates": {v["n_candidates"]}, "n_hyperplanes": '
+                     f'{v["n_hyperplanes"]}, "widths": {json.dumps(v["widths"])}, "terms": [')
+        lines += ["   " + json.dumps(t, separators=(",", ":")) + ("," if j < len(v["terms"]) - 1 else "")
+                  for j, t in enumerate(v["terms"])]
+        lines.append("  ]}" + ("," if i < len(sols) - 1 else ""))
+    text = "\n".join(lines + [" }", "}"]) + "\n"
+    assert json.loads(text) == data
+    return text
+
+
 def random_inputs(n: int, count: int, seed: int) -> list[list[Fraction]]:
     """Random rationals with small denominators, about a third of them with a tie at the top."""
     rng = random.Random(seed)
@@ -147,7 +162,7 @@ def main() -> None:
                 "n_candidates": len(terms), "n_hyperplanes": cert.hyperplanes_checked,
                 "widths": list(widths),
                 "terms": [{**t.to_dict(), "coef": str(c)} for t, c in sol]}
-            DATA.write_text(json.dumps(data, indent=0) + "\n")
+            DATA.write_text(dump_solutions(data))
             print(f"wrote {DATA}", flush=True)
     elif d.status == "infeasible":
         rec["certificate_rows"] = len(d.certificate or {})
