@@ -244,8 +244,8 @@ def print_refine(rows: list[dict]) -> None:
 
 
 def rows_maxn(quick: bool = False) -> list[dict]:
-    """max_n: hidden layers and neurons of our structured two-hidden-layer networks (n <= 9,
-    certified; n = 9 orbit-factorised) and of the recursive substitution, against the published depth
+    """max_n: hidden layers and neurons of our structured two-hidden-layer networks (n <= 10,
+    certified; n = 9, 10 orbit-factorised) and of the recursive substitution, against the published depth
     ceil(log_6(n/2)) + 1 (two hidden layers for n <= 12; the abstract gives no neuron counts)
     and the binary tree ceil(log2 n)."""
     rows = []
@@ -256,7 +256,7 @@ def rows_maxn(quick: bool = False) -> list[dict]:
             sol = C.stored_max_pairs(n)
             cert = "not run (--quick)" if quick else C.certify_max_pairs(n, sol).status
             layers, widths = 2, list(sol.widths)
-        elif n in C.MAXN_ORBIT_SIZES:  # orbit-factorised (n = 9): too large for weight matrices
+        elif n in C.MAXN_ORBIT_SIZES:  # orbit-factorised (n = 9, 10): too large for weight matrices
             sol = C.stored_max_orbits(n)
             cert = "not run (--quick)" if quick else C.certify_max_orbits(n, sol).status
             layers, widths = 2, list(C.orbit_widths(n, sol))

@@ -677,7 +677,7 @@ def construct_cmd(
                        radius=radius, dist=dist, arch=arch, dtype=dtype,
                        sigma=sigma, bits_grid=bits_grid, noise_seed=noise_seed, seed=seed, d=d,
                        hidden_layers=hidden_layers)
-    if net is None:  # not a single ReLU network (the transformer): report only
+    if net is None:  # no network to hand over (the transformer; orbit-factorised max): report only
         if output is not None:
             why = extra.get("not_saved_because",
                             "this construction is a transformer (use --arch recurrent to save)")

@@ -96,9 +96,9 @@ def segment_orbits(s: int, k: int) -> list[PairTerm]:
     """Every term with ``s`` *distinct* pair maxima on each side and no input item
     (``relu(m_a1b1 + ... - m_c1d1 - ...)``, no pair on both sides) using all ``k``
     coordinates, one per invariant class of its S_k-orbit: a red and a blue simple graph
-    with s edges each, edge-disjoint, covering the k vertices.  With ``item_family(9,
-    (2, 3))`` the s = 4 orbits on 9 coordinates (3,584) contain max_9, where the s <= 3
-    items alone provably do not (``experiments/maxn_orbits.py``).
+    with s edges each, edge-disjoint, covering the k vertices.  With ``item_family(n,
+    (2, 3))`` the s = 4 orbits on all n coordinates contain max_9 (3,584 orbits) and max_10
+    (1,929), where the s <= 3 items alone provably do not (``experiments/maxn_orbits.py``).
 
     Example:
         >>> [str(t) for t in segment_orbits(1, 4)]
