@@ -23,6 +23,7 @@ from relulab.construct.maxn_orbits import (
     MAXN_ORBIT_SIZES,
     certify_max_orbits,
     eval_max_orbits,
+    eval_sum_of_maxes_two_hidden,
     orbit_widths,
     stored_max_orbits,
 )
@@ -159,3 +160,36 @@ def test_stored_n10_is_certified():
     assert cert.widths == orbit_widths(10, sol)
     t, c = sol.terms[0]
     assert certify_max_orbits(10, [(t, c * 2)] + list(sol.terms[1:])).status == "failed"
+
+
+def _cpwl_terms(d: int, ks: list[int], seed: int) -> list:
+    rng = random.Random(seed)
+    return [((-1) ** i, [[Fraction(rng.randint(-9, 9), rng.randint(1, 3)) for _ in range(d)] for _ in range(k)],
+             [Fraction(rng.randint(-9, 9), 2) for _ in range(k)]) for i, k in enumerate(ks)]
+
+
+def _cpwl_value(terms: list, x: list) -> Fraction:
+    def affine(row: list, c: Fraction) -> Fraction:
+        return sum((a * v for a, v in zip(row, x, strict=True)), c)
+
+    return sum((s * max(affine(row, c) for row, c in zip(A, cs, strict=True)) for s, A, cs in terms),
+               Fraction(0))
+
+
+def test_cpwl_on_r8_with_two_hidden_layers():
+    """d = 8: a term with 9 affine maps goes through the orbit-factorised max_9."""
+    terms = _cpwl_terms(8, [9, 3, 1], seed=8)
+    X = _rand(8, 3, seed=81)
+    assert eval_sum_of_maxes_two_hidden(terms, X) == [_cpwl_value(terms, x) for x in X]
+    with pytest.raises(ConstructionError, match="11 affine maps"):
+        eval_sum_of_maxes_two_hidden(_cpwl_terms(10, [11], seed=1), _rand(10, 1, seed=1))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("RELULAB_LONG_TESTS"),
+                    reason="every neuron of the 10-input network at 2 points (about 1 CPU-minute); "
+                           "set RELULAB_LONG_TESTS=1")
+def test_cpwl_on_r9_with_two_hidden_layers():
+    terms = _cpwl_terms(9, [10, 4], seed=9)
+    X = _rand(9, 2, seed=91)
+    assert eval_sum_of_maxes_two_hidden(terms, X) == [_cpwl_value(terms, x) for x in X]

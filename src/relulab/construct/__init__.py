@@ -151,6 +151,7 @@ from .maxn_orbits import (
     MAXN_ORBIT_SIZES,
     certify_max_orbits,
     eval_max_orbits,
+    eval_sum_of_maxes_two_hidden,
     orbit_widths,
     stored_max_orbits,
 )
@@ -323,6 +324,7 @@ __all__ = [
     "certify_max_orbits",
     "eval_max_orbits",
     "orbit_widths",
+    "eval_sum_of_maxes_two_hidden",
     "colgen_max_pairs",
     "ColGenResult",
     "orbit_column",

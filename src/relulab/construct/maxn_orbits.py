@@ -48,10 +48,11 @@ import numpy as np
 from .maxmin import ConstructionError
 from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm, _orbit_data
 from .maxn_colgen import _MAX_CHAIN_K, _chains, _cut_table, decode, encode, orbit_column
+from .maxn_deep import _terms_arg, eval_max_deep, max_deep
 from .maxn_items import _as_integers
 
 __all__ = ["MAXN_ORBIT_SIZES", "stored_max_orbits", "certify_max_orbits", "eval_max_orbits",
-           "orbit_widths"]
+           "orbit_widths", "eval_sum_of_maxes_two_hidden"]
 
 _FLOAT_EXACT = 2**53  # integers below this add and multiply exactly in float64
 _ROW_CHUNK = 40_000  # permutations per block of the evaluation (memory: rows x terms floats)
@@ -275,3 +276,41 @@ def stored_max_orbits(n: int) -> MaxPairsSolution:
     terms = tuple((PairTerm.from_dict(t), Fraction(t["coef"])) for t in d["terms"])
     return MaxPairsSolution(n, "found", terms, int(d["n_candidates"]), int(d["n_hyperplanes"]),
                             int(d["n_hyperplanes"]) + n - 1)
+
+
+def eval_sum_of_maxes_two_hidden(terms: Sequence[tuple[int, Sequence[Sequence[object]], Sequence[object]]],
+                                 X: Sequence[Sequence[object]], method: str = "neurons") -> list[Fraction]:
+    """Exact values at the rows of X of the **two-hidden-layer** network of a CPWL function
+    ``f(x) = sum_t sign_t max_k (A_t[k] . x + c_t[k])`` (every CPWL function on R^d is such
+    a sum with at most d + 1 maps per term): each term's max of k <= 10 affine maps through a
+    certified two-hidden-layer max_k, after its affine maps (which fold into the first
+    layer): k <= 8 through ``max_deep(k, hidden_layers=2)``, k = 9, 10 through the
+    orbit-factorised :func:`stored_max_orbits` (``method`` as in :func:`eval_max_orbits`).
+    So two hidden layers hold for d + 1 <= 10; more maps per term raise an error.
+
+    Example:
+        >>> eval_sum_of_maxes_two_hidden([(1, [[1], [-1], [0]], [0, 0, 1])], [[-3], [0]])
+        [Fraction(3, 1), Fraction(1, 1)]
+    """
+    d, ts = _terms_arg(terms, "eval_sum_of_maxes_two_hidden")
+    rows = [[Fraction(v) for v in r] for r in X]
+    if not rows or any(len(r) != d for r in rows):
+        raise ConstructionError(f"eval_sum_of_maxes_two_hidden: X must be a non-empty list of rows "
+                                f"of {d} numbers")
+    tot = [Fraction(0)] * len(rows)
+    for t, (sign, A, c) in enumerate(ts):
+        k = len(A)
+        if k > 8 and k not in MAXN_ORBIT_SIZES:
+            raise ConstructionError(f"eval_sum_of_maxes_two_hidden: term {t} has {k} affine maps; "
+                                    f"two-hidden-layer max_k is certified here for k <= "
+                                    f"{max(8, *MAXN_ORBIT_SIZES)}")
+        Z = [[sum((a * x for a, x in zip(Ak, r, strict=True)), ck) for Ak, ck in zip(A, c, strict=True)]
+             for r in rows]
+        if k == 1:
+            Z = [[z[0], z[0]] for z in Z]  # a single map z: max(z, z)
+        if k <= 8:
+            vals = eval_max_deep(max_deep(max(k, 2), hidden_layers=2), Z)
+        else:
+            vals = eval_max_orbits(k, stored_max_orbits(k), Z, method)
+        tot = [a + sign * v for a, v in zip(tot, vals, strict=True)]
+    return tot
