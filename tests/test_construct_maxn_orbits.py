@@ -125,9 +125,7 @@ def test_bad_input():
 def test_stored_n9_is_max():
     assert 9 in MAXN_ORBIT_SIZES
     sol = stored_max_orbits(9)
-    assert sol.widths[0] == 74 and sol.widths[1] > 10**6
-    cert = certify_max_orbits(9, sol)
-    assert cert.status == "certified" and cert.cones_covered == 362880
+    assert sol.widths[0] == 74 and sol.widths[1] > 10**6  # certified through the CLI test below
     X = _rand(9, 2, seed=9)
     assert eval_max_orbits(9, sol, X) == [max(x) for x in X]
     # the evaluation sees a broken coefficient (its certificate would fail too: refuted in
@@ -193,3 +191,29 @@ def test_cpwl_on_r9_with_two_hidden_layers():
     terms = _cpwl_terms(9, [10, 4], seed=9)
     X = _rand(9, 2, seed=91)
     assert eval_sum_of_maxes_two_hidden(terms, X) == [_cpwl_value(terms, x) for x in X]
+
+
+def test_cli_reports_the_factorised_network_with_its_certificate(capsys):
+    import json
+
+    from conftest import run_cli
+
+    code, out, _ = run_cli(capsys, "construct", "max", "--n", "9", "--hidden-layers", "2", "--json")
+    rep = json.loads(out)
+    assert code == 0 and rep["hidden_widths"] == [74, 24593726] and rep["orbits"] == 430
+    assert rep["certificate"]["status"] == "certified" and rep["certificate"]["cones_covered"] == 362880
+    assert rep["saved_to"] is None and rep["fewest_hidden_layers_here"] == 2
+
+
+def test_cli_refuses_to_save_the_factorised_network(capsys, tmp_path, monkeypatch):
+    from conftest import run_cli
+
+    import relulab.construct as C
+
+    # the refusal is what is tested here; the certificate runs in the test above
+    monkeypatch.setattr(C, "certify_max_orbits", lambda n, sol: C.MaxNCertificate(
+        n, "certified", (0, 0), 2, 1, 1, True, 0, None))
+    target = tmp_path / "max9.onnx"
+    code, _, err = run_cli(capsys, "construct", "max", "--n", "9", "--hidden-layers", "2", "-o", target)
+    assert code == 1 and "24,593,726 second-layer neurons" in err and "stored_max_orbits" in err
+    assert len(err.strip().splitlines()) == 1 and not target.exists()
