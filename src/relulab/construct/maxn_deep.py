@@ -704,6 +704,15 @@ def sum_of_maxes_deep(terms: Sequence[tuple[int, Sequence[Sequence[object]], Seq
                for _, A, _ in ts]
 
 
+def term_inputs(A: list[list[Fraction]], c: list[Fraction], rows: list[list[Fraction]]
+                ) -> list[list[Fraction]]:
+    """The inputs of one term's max network at the rows: ``A x + c``, a single map z
+    doubled (``max(z, z)``: every max network here has at least 2 inputs)."""
+    Z = [[sum((a * x for a, x in zip(Ak, r, strict=True)), ck) for Ak, ck in zip(A, c, strict=True)]
+         for r in rows]
+    return [[z[0], z[0]] for z in Z] if len(A) == 1 else Z
+
+
 def eval_sum_of_maxes(terms: Sequence[tuple[int, Sequence[Sequence[object]], Sequence[object]]],
                       X: Sequence[Sequence[object]]) -> list[Fraction]:
     """Exact values of the network of :func:`sum_of_maxes_deep` at the rows of X: each
@@ -720,11 +729,7 @@ def eval_sum_of_maxes(terms: Sequence[tuple[int, Sequence[Sequence[object]], Seq
     _, nets = sum_of_maxes_deep(terms)
     tot = [Fraction(0)] * len(rows)
     for (sign, A, c), dm in zip(ts, nets, strict=True):
-        Z = [[sum((a * x for a, x in zip(Ak, r, strict=True)), ck) for Ak, ck in zip(A, c, strict=True)]
-             for r in rows]
-        if len(A) == 1:
-            Z = [[row[0], row[0]] for row in Z]  # a single map z: max(z, z)
-        vals = eval_max_deep(dm, Z)
+        vals = eval_max_deep(dm, term_inputs(A, c, rows))
         tot = [t + sign * v for t, v in zip(tot, vals, strict=True)]
     return tot
 

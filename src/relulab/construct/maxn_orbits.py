@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -46,9 +45,17 @@ from fractions import Fraction
 import numpy as np
 
 from .maxmin import ConstructionError
-from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm, _orbit_data
-from .maxn_colgen import _MAX_CHAIN_K, _chains, _cut_table, decode, encode, orbit_column
-from .maxn_deep import _terms_arg, eval_max_deep, max_deep
+from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm, _orbit_data, _perms
+from .maxn_colgen import (
+    _MAX_CHAIN_K,
+    _chains,
+    _cut_table,
+    _stabilizer_size,
+    decode,
+    encode,
+    orbit_column,
+)
+from .maxn_deep import _terms_arg, certified_bases, eval_max_deep, max_deep, term_inputs
 from .maxn_items import _as_integers
 
 __all__ = ["MAXN_ORBIT_SIZES", "stored_max_orbits", "certify_max_orbits", "eval_max_orbits",
@@ -145,26 +152,32 @@ def certify_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairT
                            hyperplanes_checked=nh, reason=None)
 
 
-@functools.lru_cache(maxsize=2)
-def _all_perms(n: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
-
-
-def _coefficient_matrix(n: int, terms: Sequence[tuple[PairTerm, Fraction]]
-                        ) -> tuple[np.ndarray, list[int]]:
-    """(M, stab): column t of M holds the doubled integer form of g_t on n coordinates,
-    ``[2C_ij for i < j] + [2v_i]``; stab[t] = |Stab_n(g_t)| = |Stab_k(g_t)| (n - k)!."""
+def _coefficient_matrix(n: int, terms: Sequence[tuple[PairTerm, Fraction]]) -> np.ndarray:
+    """Column t holds the doubled integer form of g_t on n coordinates,
+    ``[2C_ij for i < j] + [2v_i]``."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     M = np.zeros((len(pairs) + n, len(terms)), dtype=np.int64)
-    stab = []
     for c, (t, _) in enumerate(terms):
         C, v = t.canonical()
         for r, (i, j) in enumerate(pairs):
             if i < t.k and j < t.k:
                 M[r, c] = C[i, j]
         M[len(pairs):len(pairs) + t.k, c] = v
-        stab.append(t.stabilizer_size() * math.factorial(n - t.k))
-    return M, stab
+    return M
+
+
+def _outputs(n: int, terms: Sequence[tuple[PairTerm, Fraction]], sums: np.ndarray,
+             rows: Sequence[tuple[np.ndarray, int]]) -> list[Fraction]:
+    """Network outputs from ``sums[r, t]`` = the sum over all n! permutations sigma of the
+    doubled ``relu(g_t(x_r o sigma))``: each neuron counted |Stab_n(g_t)| =
+    |Stab_k(g_t)| (n - k)! times, then the carried ``(1/n) sum x``, over each row's
+    denominator."""
+    weights = [c / (2 * _stabilizer_size(t) * math.factorial(n - t.k)) for t, c in terms]
+    out = []
+    for r, (xi, den) in enumerate(rows):
+        val = sum((w * int(v) for w, v in zip(weights, sums[r].tolist(), strict=True)), Fraction(0))
+        out.append((val + Fraction(int(xi[0].sum()), n)) / den)
+    return out
 
 
 def _chain_rows(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,12 +188,11 @@ def _chain_rows(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray]:
     return decode(keys, n), cnt
 
 
-def _eval_chains(n: int, terms: Sequence[tuple[PairTerm, Fraction]], X: Sequence[Sequence[object]]
+def _eval_chains(n: int, terms: Sequence[tuple[PairTerm, Fraction]], rows: Sequence[tuple[np.ndarray, int]]
                  ) -> list[Fraction]:
     """Exact outputs on the sorted inputs' gaps: sum over all n! permutations sigma of
     ``relu(g_t(x o sigma)) = relu(K_sigma . t) / 2`` (doubled form), each distinct K once
     with its count; integer-valued float64 under a checked 2**53 bound."""
-    rows = [_as_integers([r], n) for r in X]
     T = np.array([-np.diff(np.sort(xi[0])[::-1]) for xi, _ in rows], dtype=np.int64)  # gaps >= 0
     tsum = int(T.sum(axis=1).max(initial=0))
     Tf = T.T.astype(np.float64)
@@ -193,13 +205,7 @@ def _eval_chains(n: int, terms: Sequence[tuple[PairTerm, Fraction]], X: Sequence
         Kf, cf = K.astype(np.float64), cnt.astype(np.float64)
         for a in range(0, len(K), _ROW_CHUNK):
             S[:, c] += np.maximum(Kf[a:a + _ROW_CHUNK] @ Tf, 0.0).T @ cf[a:a + _ROW_CHUNK]
-    _, stab = _coefficient_matrix(n, terms)
-    weights = [c / (2 * s) for (_, c), s in zip(terms, stab, strict=True)]
-    out = []
-    for r, (xi, den) in enumerate(rows):
-        val = sum((w * int(v) for w, v in zip(weights, S[r].tolist(), strict=True)), Fraction(0))
-        out.append((val + Fraction(int(xi[0].sum()), n)) / den)
-    return out
+    return _outputs(n, terms, S, rows)
 
 
 def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm, Fraction]],
@@ -224,33 +230,27 @@ def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm
     _check_terms(n, terms, "eval_max_orbits")
     if method not in ("neurons", "chains"):
         raise ConstructionError(f"eval_max_orbits: method must be 'neurons' or 'chains', got {method!r}")
-    if method == "chains":
-        return _eval_chains(n, terms, X) if len(X) else _as_integers(X, n)
+    # one common denominator per row keeps the integers small (an empty X raises here)
     rows = [_as_integers([r], n) for r in X] if len(X) else _as_integers(X, n)
-    M, stab = _coefficient_matrix(n, terms)
+    if method == "chains":
+        return _eval_chains(n, terms, rows)
+    M = _coefficient_matrix(n, terms)
     Mf = M.astype(np.float64)
     colsum = int(np.abs(M).sum(axis=0).max(initial=0))
-    perms = _all_perms(n)
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    pi = np.array([p[0] for p in pairs])
-    pj = np.array([p[1] for p in pairs])
-    weights = [c / (2 * s) for (_, c), s in zip(terms, stab, strict=True)]  # doubled form
-    out = []
-    for xi, den in rows:  # one common denominator per row keeps the integers small
+    perms = _perms(n)
+    pi, pj = np.triu_indices(n, 1)  # the pairs i < j, in the order of M's rows
+    S = np.zeros((len(rows), len(terms)), dtype=np.float64)
+    for r, (xi, _) in enumerate(rows):
         x = xi[0]
-        xmax = int(np.abs(x).max(initial=0))
-        if 2 * xmax * colsum * len(perms) >= _FLOAT_EXACT:
+        if 2 * int(np.abs(x).max(initial=0)) * colsum * len(perms) >= _FLOAT_EXACT:
             raise ConstructionError("eval_max_orbits: sums of second-layer values could exceed "
                                     "2**53; scale the inputs down")
-        tot = np.zeros(len(terms), dtype=np.float64)
         xf = x.astype(np.float64)
         for a in range(0, len(perms), _ROW_CHUNK):
             XP = xf[perms[a:a + _ROW_CHUNK]]
             F = np.concatenate([np.abs(XP[:, pi] - XP[:, pj]), XP], axis=1)
-            tot += np.maximum(F @ Mf, 0.0).sum(axis=0)
-        val = sum((w * int(s) for w, s in zip(weights, tot.tolist(), strict=True)), Fraction(0))
-        out.append((val + Fraction(int(x.sum()), n)) / den)
-    return out
+            S[r] += np.maximum(F @ Mf, 0.0).sum(axis=0)
+    return _outputs(n, terms, S, rows)
 
 
 # n -> number of stored orbits (the solutions themselves are read on demand)
@@ -297,18 +297,16 @@ def eval_sum_of_maxes_two_hidden(terms: Sequence[tuple[int, Sequence[Sequence[ob
     if not rows or any(len(r) != d for r in rows):
         raise ConstructionError(f"eval_sum_of_maxes_two_hidden: X must be a non-empty list of rows "
                                 f"of {d} numbers")
+    dense = max(certified_bases())  # the largest base max_deep substitutes (8)
     tot = [Fraction(0)] * len(rows)
     for t, (sign, A, c) in enumerate(ts):
         k = len(A)
-        if k > 8 and k not in MAXN_ORBIT_SIZES:
+        if k > dense and k not in MAXN_ORBIT_SIZES:
             raise ConstructionError(f"eval_sum_of_maxes_two_hidden: term {t} has {k} affine maps; "
                                     f"two-hidden-layer max_k is certified here for k <= "
-                                    f"{max(8, *MAXN_ORBIT_SIZES)}")
-        Z = [[sum((a * x for a, x in zip(Ak, r, strict=True)), ck) for Ak, ck in zip(A, c, strict=True)]
-             for r in rows]
-        if k == 1:
-            Z = [[z[0], z[0]] for z in Z]  # a single map z: max(z, z)
-        if k <= 8:
+                                    f"{max(dense, *MAXN_ORBIT_SIZES)}")
+        Z = term_inputs(A, c, rows)
+        if k <= dense:
             vals = eval_max_deep(max_deep(max(k, 2), hidden_layers=2), Z)
         else:
             vals = eval_max_orbits(k, stored_max_orbits(k), Z, method)
