@@ -33,17 +33,24 @@ from relulab.construct.maxn_certgen import certgen_max  # noqa: E402
 from relulab.construct.maxn_mixed import block_column, pair_column, price_columns  # noqa: E402
 
 
-def item_columns(n: int, masses: tuple[int, ...], cache: str | None) -> list:
+def cached_columns(n: int, terms: list, cache: str | Path | None) -> list:
+    """Keyed orbit columns (``pair_column``) of ``terms``, read from / written to one npz
+    file (a cache written for another family, of another length, is recomputed)."""
     if cache and Path(cache).exists():
         z = np.load(cache)  # read each array once: NpzFile re-reads on every access
         ptr, keys, coef, lin = z["ptr"], z["keys"], z["coef"], z["lin"]
-        return [(keys[ptr[j]:ptr[j + 1]], coef[ptr[j]:ptr[j + 1]], lin[j]) for j in range(len(ptr) - 1)]
-    cols = [pair_column(t, n) for t in item_family(n, masses)]
+        if len(ptr) - 1 == len(terms):
+            return [(keys[ptr[j]:ptr[j + 1]], coef[ptr[j]:ptr[j + 1]], lin[j]) for j in range(len(terms))]
+    cols = [pair_column(t, n) for t in terms]
     if cache:
         ptr = np.cumsum([0] + [len(c[0]) for c in cols])
         np.savez(cache, keys=np.concatenate([c[0] for c in cols]),
                  coef=np.concatenate([c[1] for c in cols]), ptr=ptr, lin=np.array([c[2] for c in cols]))
     return cols
+
+
+def item_columns(n: int, masses: tuple[int, ...], cache: str | None) -> list:
+    return cached_columns(n, item_family(n, masses), cache)
 
 
 def main() -> None:

@@ -36,12 +36,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from maxn_certgen import cached_columns  # noqa: E402  (the experiments' column cache)
 
 from relulab.construct import PairTerm, item_family  # noqa: E402
 from relulab.construct.maxn_colgen import orbit_column  # noqa: E402
 from relulab.construct.maxn_decide import columns_system, decide_system  # noqa: E402
 from relulab.construct.maxn_items import segment_orbits  # noqa: E402
-from relulab.construct.maxn_mixed import pair_column  # noqa: E402
 from relulab.construct.maxn_orbits import certify_max_orbits, eval_max_orbits, orbit_widths  # noqa: E402
 
 DATA = ROOT / "src" / "relulab" / "construct" / "data" / "maxn_orbits.json"
@@ -50,18 +52,7 @@ RESULTS = ROOT / "experiments" / "results" / "maxn_orbits.json"
 
 def columns(n: int, terms: list, cache: Path | None, tag: str) -> list:
     """Keyed orbit columns of ``terms`` (cached as one npz per family part)."""
-    f = cache / f"cols{n}_{tag}.npz" if cache else None
-    if f is not None and f.exists():
-        z = np.load(f)
-        ptr, keys, coef, lin = z["ptr"], z["keys"], z["coef"], z["lin"]
-        if len(ptr) - 1 == len(terms):
-            return [(keys[ptr[j]:ptr[j + 1]], coef[ptr[j]:ptr[j + 1]], lin[j]) for j in range(len(terms))]
-    cols = [pair_column(t, n) for t in terms]
-    if f is not None:
-        ptr = np.cumsum([0] + [len(c[0]) for c in cols])
-        np.savez(f, keys=np.concatenate([c[0] for c in cols]), coef=np.concatenate([c[1] for c in cols]),
-                 ptr=ptr, lin=np.array([c[2] for c in cols]))
-    return cols
+    return cached_columns(n, terms, cache / f"cols{n}_{tag}.npz" if cache else None)
 
 
 def dump_solutions(data: dict) -> str:
