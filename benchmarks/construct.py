@@ -22,6 +22,11 @@ Run:  python benchmarks/construct.py [--json out.json] [--quick]
   theorem gives fixed width and depth O(k) without constants).
 
 Run:  python benchmarks/construct.py [--json out.json] [--only refine]
+* max_n orbit columns (``rows_maxn_columns``): the subset-lattice DP against the n!
+  explicit chains it replaced, per term (n = 8..10, compared exactly; 11, 12 DP only),
+  and the orbit-factorised certificates of n = 9, 10.
+
+Run:  python benchmarks/construct.py --only maxn-columns [--json benchmarks/results/construct_maxn_columns.json]
 """
 
 from __future__ import annotations
@@ -276,6 +281,66 @@ def rows_maxn(quick: bool = False) -> list[dict]:
     return rows
 
 
+def rows_maxn_columns(per_n: int = 40) -> list[dict]:
+    """Orbit columns of the two-hidden-layer max_n system (the cost of every search and
+    certificate for n >= 9): the subset-lattice DP (``chain_histogram``) against the n!
+    explicit chains it replaced, on the terms of the stored solutions (n = 8: first
+    ``per_n`` of stored_max_pairs(8); 9, 10: of stored_max_orbits), each column compared
+    exactly; n = 11, 12 (random 5 + 5 segment terms) only by the DP: the explicit chains
+    would need 11! x 10 int32 masks (1.6 GB) and 12! x 11 (21 GB)."""
+    import random
+
+    from relulab.construct.maxn_colgen import _full_column
+
+    rows = []
+    for n in (8, 9, 10, 11, 12):
+        if n <= 10:
+            sol = C.stored_max_pairs(n) if n == 8 else C.stored_max_orbits(n)
+            terms = [t for t, _ in sol.terms][:per_n]
+        else:
+            rng = random.Random(n)
+            edges = [("m", i, j) for i in range(n) for j in range(i + 1, n)]
+            terms = []
+            while len(terms) < (5 if n == 11 else 3):
+                P, N = sorted(rng.sample(edges, 5)), sorted(rng.sample(edges, 5))
+                if not set(P) & set(N) and len({c for e in P + N for c in e[1:]}) == n:
+                    terms.append(C.PairTerm(n, tuple(P), tuple(N)))
+        t = time.perf_counter()
+        dp = [_full_column(t_, n, divisor=False) for t_ in terms]
+        t_dp = (time.perf_counter() - t) / len(terms)
+        row = {"n": n, "terms": len(terms), "dp_seconds_per_term": round(t_dp, 4),
+               "hyperplanes_per_term": round(float(np.mean([len(c[0]) for c in dp])), 1)}
+        if n <= 10:
+            t = time.perf_counter()
+            ex = [_full_column(t_, n, divisor=False, explicit=True) for t_ in terms]
+            t_ex = (time.perf_counter() - t) / len(terms)
+            same = all(all(np.array_equal(a, b) for a, b in zip(c1[:3], c2[:3], strict=True))
+                       for c1, c2 in zip(dp, ex, strict=True))
+            row.update(explicit_seconds_per_term=round(t_ex, 4), speedup=round(t_ex / t_dp, 1), equal=same)
+        rows.append(row)
+    for n in (9, 10):
+        t = time.perf_counter()
+        cert = C.certify_max_orbits(n, C.stored_max_orbits(n))
+        rows.append({"n": n, "certificate": cert.status, "certificate_seconds": round(time.perf_counter() - t, 1),
+                     "hyperplanes": cert.hyperplanes_checked})
+    return rows
+
+
+def print_maxn_columns(rows: list[dict]) -> None:
+    print("\nmax_n orbit columns: subset-lattice DP vs the n! explicit chains (seconds per term)")
+    print(f"{'n':>3s} {'terms':>5s} {'DP':>8s} {'explicit':>9s} {'speedup':>8s} {'equal':>6s} {'hyperplanes':>11s}")
+    for r in rows:
+        if "terms" in r:
+            ex = f"{r['explicit_seconds_per_term']:9.3f}" if "speedup" in r else f"{'-':>9s}"
+            sp = f"{r['speedup']:8.1f}" if "speedup" in r else f"{'-':>8s}"
+            eq = str(r.get("equal", "-"))
+            print(f"{r['n']:3d} {r['terms']:5d} {r['dp_seconds_per_term']:8.3f} {ex} {sp} {eq:>6s} "
+                  f"{r['hyperplanes_per_term']:11.0f}")
+        else:
+            print(f"  certify_max_orbits({r['n']}): {r['certificate']}, {r['hyperplanes']} hyperplanes, "
+                  f"{r['certificate_seconds']} s")
+
+
 def print_maxn(rows: list[dict]) -> None:
     print("\nmax_n, first layer relu(x_i - x_j) (construct.maxn): hidden layers, ours vs published")
     print(f"{'n':>4s} {'ours':>5s} {'3..6':>5s} {'published':>9s} {'ratio':>6s} {'tree':>5s} {'widths':>28s}  status")
@@ -290,13 +355,17 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true",
                     help="shorter transformer rows, fewer deep max networks")
-    ap.add_argument("--only", choices=["refine", "maxn"], default=None, help="run one table only")
+    ap.add_argument("--only", choices=["refine", "maxn", "maxn-columns"], default=None,
+                    help="run one table only")
     args = ap.parse_args()
     out: dict = {}
     if args.only is not None:
         if args.only == "refine":
             out["refine"] = rows_refine()
             print_refine(out["refine"])
+        elif args.only == "maxn-columns":
+            out["maxn_columns"] = rows_maxn_columns()
+            print_maxn_columns(out["maxn_columns"])
         else:
             out["maxn"] = rows_maxn(args.quick)
             print_maxn(out["maxn"])

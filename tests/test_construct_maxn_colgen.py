@@ -1,7 +1,9 @@
 """Column generation for the two-hidden-layer max_n system (construct.maxn_colgen).
 
 Independent checks: the chain-of-subsets column against the placement column of
-construct.maxn (exact, on every term of a family); every solution column generation
+construct.maxn (exact, on every term of a family), the subset-lattice DP
+(chain_histogram) against the n! explicit chains, the graph-automorphism stabiliser
+against the permutation count; every solution column generation
 finds is re-checked by the exact equation check of construct.maxn and evaluated exactly
 against max on random rationals (eval_max_pairs) and, for small n, certified on the cone
 with the exact symmetry proof (certify_max_pairs); a family known to contain no solution
@@ -27,9 +29,13 @@ from relulab.construct import (
     item_family,
     search_max_pairs,
 )
-from relulab.construct.maxn import _check, _column
+from relulab.construct.maxn import _automorphism_count, _check, _column
 from relulab.construct.maxn_colgen import (
+    _chain_matrix,
+    _cut_table,
     _full_column,
+    _stabilizer_size,
+    chain_histogram,
     colgen_max_pairs,
     decode,
     encode,
@@ -53,6 +59,61 @@ def test_chain_column_equals_placement_column(n: int) -> None:
         got = _as_fractions(*_full_column(t, n), n, encoded=True)
         want = _as_fractions(*_column(t, n), n, encoded=False)
         assert got == want, str(t)
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_chain_histogram_equals_the_explicit_chains(n: int) -> None:
+    # the subset-lattice DP against all n! listed chains, on terms of every size k <= n
+    # (embedded in n coordinates) and on a random set function
+    terms = [t for t in item_family(n, (2, 3)) if t.k in (n - 2, n)][:6]
+    terms += list(random_item_terms(n, n, 4, 3, seed=n))
+    for t in terms:
+        B, w = chain_histogram(_cut_table(t, n), n)
+        assert int(w.sum()) == int(np.prod(np.arange(1, n + 1)))
+        E, one = _chain_matrix(t, n)
+        rows, cnt = np.unique(E, axis=0, return_counts=True)
+        order = np.lexsort(B.T[::-1])
+        assert np.array_equal(B[order], rows) and np.array_equal(w[order], cnt), str(t)
+        got = _full_column(t, n)
+        want = _full_column(t, n, explicit=True)
+        assert all(np.array_equal(a, b) for a, b in zip(got[:3], want[:3], strict=True)) and got[3] == want[3]
+    table = np.random.default_rng(n).integers(-3, 4, 2**n)
+    B, w = chain_histogram(table, n)
+    E = table[_chains_of(n)]
+    rows, cnt = np.unique(E, axis=0, return_counts=True)
+    order = np.lexsort(B.T[::-1])
+    assert np.array_equal(B[order], rows) and np.array_equal(w[order], cnt)
+
+
+def _chains_of(n: int) -> np.ndarray:
+    from relulab.construct.maxn_colgen import _chains
+
+    return _chains(n)
+
+
+def test_placement_column_equals_dp_column_on_smaller_terms() -> None:
+    # n >= 7 reads every term (k < n too) off the chains; the placement method is independent
+    n = 7
+    for t in [t for t in item_family(n, (1, 2)) if t.k < n][::7]:
+        got = _as_fractions(*orbit_column(t, n), n, encoded=True)
+        want = _as_fractions(*_column(t, n), n, encoded=False)
+        assert got == want, str(t)
+
+
+def test_graph_automorphisms_equal_the_permutation_count() -> None:
+    # the VF2 count used for k > 8 against the k! permutation count, on terms with k <= 8
+    terms = [t for t in item_family(8, (2, 3)) if t.k >= 6][::40]
+    assert len(terms) > 10
+    for t in terms:
+        C, v = t.canonical()
+        assert _automorphism_count(C, v) == _stabilizer_size(t), str(t)
+    # a symmetric 12-coordinate term: six disjoint pairs on each side, cyclically shifted
+    ring = PairTerm(12, tuple(("m", 2 * i, 2 * i + 1) for i in range(6)),
+                    tuple(sorted(("m", min(2 * i + 1, (2 * i + 2) % 12), max(2 * i + 1, (2 * i + 2) % 12))
+                                 for i in range(6))))
+    # the rotations by an even step and the reflections keeping the colours: 12 of the
+    # 24 symmetries of the 12-cycle
+    assert ring.stabilizer_size() == 12
 
 
 def test_key_encoding_round_trip_and_limits() -> None:
@@ -83,10 +144,12 @@ def test_orbit_column_of_a_small_term_by_hand() -> None:
 def test_orbit_column_bad_input() -> None:
     with pytest.raises(ConstructionError, match="more than n"):
         orbit_column(PairTerm(5, (("m", 0, 1), ("m", 2, 3)), (("x", 4), ("x", 0))), 4)
-    big = PairTerm(11, tuple(("m", 2 * i, 2 * i + 1) for i in range(5)) + (("x", 10),),
-                   tuple(("m", 2 * i + 1, 2 * i + 2) for i in range(5)) + (("x", 0),))
-    with pytest.raises(ConstructionError, match="11 coordinates"):
-        orbit_column(big, 11)
+    big = PairTerm(13, tuple(("m", 2 * i, 2 * i + 1) for i in range(6)) + (("x", 12),),
+                   tuple(("m", 2 * i + 1, 2 * i + 2) for i in range(6)) + (("x", 0),))
+    with pytest.raises(ConstructionError, match="n = 13 inputs"):
+        orbit_column(big, 13)
+    with pytest.raises(ConstructionError, match="2\\*\\*3 entries"):
+        chain_histogram(np.zeros(7), 3)
     with pytest.raises(ConstructionError, match="colgen_max_pairs: n"):
         colgen_max_pairs(2, [], [])
     with pytest.raises(ConstructionError, match="random_item_terms"):

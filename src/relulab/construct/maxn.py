@@ -109,6 +109,25 @@ def _item_str(it: Item) -> str:
     return f"x{it[1]}" if it[0] == "x" else f"m{it[1]}{it[2]}" if max(it[1:]) < 10 else f"m{it[1]},{it[2]}"
 
 
+_PERM_STABILIZER_K = 8  # up to here the stabiliser is counted over all k! permutations
+
+
+def _automorphism_count(C: np.ndarray, v: np.ndarray) -> int:
+    """Number of permutations p with ``C[p][:, p] == C`` and ``v[p] == v``: the
+    automorphisms of the graph with vertex colours v and edge weights C (networkx's
+    VF2 matcher), without listing the k! permutations."""
+    import networkx as nx
+    from networkx.algorithms import isomorphism
+
+    G = nx.Graph()
+    G.add_nodes_from((i, {"v": int(v[i])}) for i in range(len(v)))
+    G.add_edges_from((i, j, {"w": int(C[i, j])}) for i in range(len(v)) for j in range(i + 1, len(v))
+                     if C[i, j] != 0)
+    gm = isomorphism.GraphMatcher(G, G, node_match=lambda a, b: a["v"] == b["v"],
+                                  edge_match=lambda a, b: a["w"] == b["w"])
+    return sum(1 for _ in gm.isomorphisms_iter())
+
+
 @dataclass(frozen=True)
 class PairTerm:
     """``g = sum(pos) - sum(neg)`` on k local coordinates; items are ``("x", i)`` (an
@@ -164,8 +183,11 @@ class PairTerm:
         return A
 
     def stabilizer_size(self) -> int:
-        """Number of permutations of the k coordinates that leave g unchanged."""
+        """Number of permutations of the k coordinates that leave g unchanged (for k > 8
+        the automorphisms of g's weighted graph, :func:`_automorphism_count`)."""
         C, v = self.canonical()
+        if self.k > _PERM_STABILIZER_K:
+            return _automorphism_count(C, v)
         perms = _perms(self.k)
         cand = perms[(v[perms] == v).all(axis=1)]
         return sum(1 for p in cand if np.array_equal(C[np.ix_(p, p)], C))

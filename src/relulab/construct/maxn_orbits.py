@@ -48,11 +48,11 @@ from .maxmin import ConstructionError
 from .maxn import MaxNCertificate, MaxPairsSolution, PairTerm, _orbit_data, _perms
 from .maxn_colgen import (
     _MAX_CHAIN_K,
-    _chains,
+    _MAX_EXPLICIT_CHAINS,
     _cut_table,
     _stabilizer_size,
+    chain_histogram,
     decode,
-    encode,
     orbit_column,
 )
 from .maxn_deep import _terms_arg, certified_bases, eval_max_deep, max_deep, term_inputs
@@ -75,8 +75,8 @@ def _check_terms(n: int, terms: Sequence[tuple[PairTerm, Fraction]], who: str) -
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 3:
         raise ConstructionError(f"{who}: n must be an integer >= 3, got {n!r}")
     if n > _MAX_CHAIN_K:
-        raise ConstructionError(f"{who}: n = {n} has {n}! orderings; at most {_MAX_CHAIN_K} inputs "
-                                f"are supported")
+        raise ConstructionError(f"{who}: n = {n} inputs; at most {_MAX_CHAIN_K} are supported (the "
+                                f"hyperplane keys pack n - 1 gap entries into one int64)")
     for t, _ in terms:
         if not isinstance(t, PairTerm) or t.k > n:
             raise ConstructionError(f"{who}: {t!r} is not a PairTerm on at most n = {n} coordinates")
@@ -183,9 +183,7 @@ def _outputs(n: int, terms: Sequence[tuple[PairTerm, Fraction]], sums: np.ndarra
 def _chain_rows(t: PairTerm, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct gap forms ``K = (f(S_1), ..., f(S_(n-1)))`` of the doubled cut function
     f of t along all n! chains of subsets, with their multiplicities (no normalisation)."""
-    K = _cut_table(t, n)[_chains(n)]
-    keys, cnt = np.unique(encode(K, n), return_counts=True)
-    return decode(keys, n), cnt
+    return chain_histogram(_cut_table(t, n), n)
 
 
 def _eval_chains(n: int, terms: Sequence[tuple[PairTerm, Fraction]], rows: Sequence[tuple[np.ndarray, int]]
@@ -234,6 +232,9 @@ def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm
     rows = [_as_integers([r], n) for r in X] if len(X) else _as_integers(X, n)
     if method == "chains":
         return _eval_chains(n, terms, rows)
+    if n > _MAX_EXPLICIT_CHAINS:
+        raise ConstructionError(f"eval_max_orbits: method 'neurons' permutes the inputs n! times; "
+                                f"n = {n} > {_MAX_EXPLICIT_CHAINS}: use method='chains'")
     M = _coefficient_matrix(n, terms)
     Mf = M.astype(np.float64)
     colsum = int(np.abs(M).sum(axis=0).max(initial=0))
