@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", required=True)
     ap.add_argument("--decide", action="store_true")
+    ap.add_argument("--sketch", type=int, default=4000, help="sketch rows of the first attempt")
     a = ap.parse_args()
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -84,25 +85,35 @@ def main() -> None:
         cols += cs
     if not a.decide:
         return
-    from relulab.construct.maxn_decide import columns_system, decide_system
     from relulab.construct.maxn_mixed import pruning
+    from relulab.construct.maxn_sketch import decide_sketched
 
     t0 = time.monotonic()
     alive, _ = pruning(cols)
     rows = len(np.unique(np.concatenate([cols[j][0] for j in alive]))) if alive else 0
     print(f"pruning: {len(alive)} of {len(cols)} columns left, {rows} hyperplanes, "
           f"{time.monotonic() - t0:.0f} s", flush=True)
-    size = np.array([terms[j].orbit_size(n) for j in alive], dtype=np.float64)
-    order = [alive[i] for i in np.argsort(size, kind="stable")]
-    A, b, keys = columns_system(n, [cols[j] for j in order])
-    print(f"system {A.shape}", flush=True)
-    d = decide_system(n, A, b)
-    print(f"decision: {d.status}, rank {d.rank}, {time.monotonic() - t0:.0f} s", flush=True)
-    rec = {"n": n, "parts": parts, "sample": a.sample, "seed": a.seed, "alive": len(alive),
-           "status": d.status, "rank": d.rank, "rows": d.n_rows}
-    if d.status == "found":
-        rec["solution"] = [{**terms[order[j]].to_dict(), "u": str(v)} for j, v in sorted(d.solution.items()) if v]
+    rec = {"n": n, "parts": parts, "sample": a.sample, "seed": a.seed, "columns": len(cols),
+           "alive": len(alive), "hyperplanes_alive": rows, "attempts": []}
+    if alive:
+        size = np.array([terms[j].orbit_size(n) for j in alive], dtype=np.float64)
+        order = [alive[i] for i in np.argsort(size, kind="stable")]  # the basis prefers small orbits
+        sketch = min(rows, a.sketch)
+        for attempt in range(3):
+            t1 = time.monotonic()
+            d = decide_sketched(n, [cols[j] for j in order], sketch_rows=sketch, seed=attempt)
+            rec["attempts"].append({"sketch_rows": d.sketch_rows, "rank": d.rank, "status": d.status,
+                                    "seconds": round(time.monotonic() - t1, 1)})
+            print(rec["attempts"][-1], flush=True)
+            if d.status != "unknown":
+                break
+            sketch = min(rows, 2 * sketch)
+        rec["status"] = d.status
+        if d.status == "found":
+            rec["solution"] = [{**terms[order[j]].to_dict(), "u": str(v)}
+                               for j, v in sorted(d.solution.items()) if v]
     (cache / f"decide{n}_{a.sample}_{a.seed}.json").write_text(json.dumps(rec, indent=1))
+    print(json.dumps({k: v for k, v in rec.items() if k != "solution"}), flush=True)
 
 
 if __name__ == "__main__":

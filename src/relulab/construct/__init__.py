@@ -155,6 +155,7 @@ from .maxn_orbits import (
     orbit_widths,
     stored_max_orbits,
 )
+from .maxn_sketch import SketchedDecision, decide_sketched
 from .maxsearch import (
     MAX5_SOLUTION,
     MAX6_SOLUTION,
@@ -333,6 +334,8 @@ __all__ = [
     "check_certificate",
     "decide_family",
     "family_system",
+    "SketchedDecision",
+    "decide_sketched",
     "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",

@@ -1,0 +1,111 @@
+"""Sketched exact decision for tall max_n systems (construct.maxn_sketch) and the FLINT
+fast path of the modular elimination (construct.maxn_modular).
+
+Independent checks: the sketched verdicts against the unsketched decide_family on the
+same families; a sketched solution re-checked on the full integer system (columns_system)
+and certified on the cone by certify_max_orbits; a sketched infeasibility certificate
+re-checked on the full system by maxn_decide.check_certificate; FLINT's pivots against
+the numpy elimination, and its modular solutions against the integer residual.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from relulab.construct import ConstructionError, decide_family, item_family
+from relulab.construct.maxn_colgen import orbit_column
+from relulab.construct.maxn_decide import check_certificate, columns_system
+from relulab.construct.maxn_mixed import pair_column
+from relulab.construct.maxn_modular import _PRIMES, _flint, _solve_mod, basis_mod
+from relulab.construct.maxn_orbits import certify_max_orbits
+from relulab.construct.maxn_sketch import check_solution_columns, decide_sketched
+
+needs_flint = pytest.mark.skipif(_flint() is None, reason="python-flint not installed (pip install python-flint)")
+
+
+def _low_rank(rng, R: int, m: int, rank: int) -> np.ndarray:
+    A = rng.integers(-3, 4, (R, rank)) @ rng.integers(-3, 4, (rank, m))
+    A[:, 1] = 0
+    A[:, 4] = A[:, 2] - A[:, 3]
+    return A
+
+
+@needs_flint
+def test_flint_pivots_equal_numpy_pivots() -> None:
+    rng = np.random.default_rng(0)
+    for R, m, rank in [(60, 90, 40), (120, 80, 80), (200, 300, 150)]:
+        A = _low_rank(rng, R, m, rank)
+        for p in _PRIMES[:2]:
+            assert basis_mod(A, p, "flint") == basis_mod(A, p, "numpy")
+
+
+@needs_flint
+def test_flint_modular_solve_satisfies_the_system() -> None:
+    rng = np.random.default_rng(1)
+    S = rng.integers(-20, 21, (500, 500))  # 250,000 entries: the FLINT path
+    rhs = rng.integers(-20, 21, 500)
+    p = _PRIMES[0]
+    x = _solve_mod(S, rhs, p)
+    assert x is not None
+    resid = (S.astype(object).dot(x.astype(object)) - rhs.astype(object)) % p
+    assert all(v == 0 for v in resid)
+    S[:, 7] = S[:, 3]  # singular: no solution claimed
+    assert _solve_mod(S, rhs, p) is None
+
+
+def test_basis_mod_rejects_an_unknown_backend() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        basis_mod(np.eye(3, dtype=np.int64), _PRIMES[0], "gpu")
+
+
+@pytest.mark.parametrize("n,masses,want", [(5, (1,), "infeasible"), (5, (1, 2), "found"),
+                                           (6, (1,), "infeasible"), (6, (1, 2), "found")])
+def test_sketched_verdicts_agree_with_the_full_decision(n: int, masses: tuple, want: str) -> None:
+    terms = item_family(n, masses)
+    cols = [pair_column(t, n) for t in terms]
+    assert decide_family(n, terms).status == want
+    A, b, keys = columns_system(n, cols)
+    seen = set()
+    for seed in range(6):
+        d = decide_sketched(n, cols, sketch_rows=max(2, int(0.8 * len(keys))), seed=seed)
+        assert d.status in (want, "unknown")  # never the wrong verdict
+        seen.add(d.status)
+        if d.status == "found":
+            u = np.zeros(len(cols), dtype=object)
+            den = math.lcm(*(v.denominator for v in d.solution.values()))
+            for j, v in d.solution.items():
+                u[j] = int(v * den)
+            assert all(int(r) == 0 for r in A.astype(object).dot(u) - b.astype(object) * den)
+            sol = [(terms[j], v * orbit_column(terms[j], n)[3]) for j, v in d.solution.items()]
+            assert certify_max_orbits(n, sol).status == "certified"
+        if d.status == "infeasible":
+            row = {k: i for i, k in enumerate(keys)}
+            y = {(row[int(k)] if not k.startswith("lin") else len(keys) + int(k.split()[1])): v
+                 for k, v in d.certificate.items()}
+            assert check_certificate(A, b, y)
+    assert want in seen
+
+
+def test_a_broken_solution_is_rejected_by_the_column_check() -> None:
+    n = 6
+    cols = [pair_column(t, n) for t in item_family(n, (1, 2))]
+    d = decide_sketched(n, cols)
+    assert d.status == "found" and check_solution_columns(n, cols, d.solution)
+    j = next(iter(d.solution))
+    broken = dict(d.solution)
+    broken[j] += Fraction(1, 5)
+    assert not check_solution_columns(n, cols, broken)
+
+
+def test_bad_input() -> None:
+    cols = [pair_column(t, 4) for t in item_family(4, (1,))]
+    with pytest.raises(ConstructionError, match="n must be"):
+        decide_sketched(2, cols)
+    with pytest.raises(ConstructionError, match="no columns"):
+        decide_sketched(4, [])
+    with pytest.raises(ConstructionError, match="sketch_rows"):
+        decide_sketched(4, cols, sketch_rows=0)
