@@ -155,7 +155,7 @@ from .maxn_orbits import (
     orbit_widths,
     stored_max_orbits,
 )
-from .maxn_sketch import SketchedDecision, decide_sketched
+from .maxn_rowgen import RowGenDecision, decide_rows
 from .maxsearch import (
     MAX5_SOLUTION,
     MAX6_SOLUTION,
@@ -334,8 +334,8 @@ __all__ = [
     "check_certificate",
     "decide_family",
     "family_system",
-    "SketchedDecision",
-    "decide_sketched",
+    "RowGenDecision",
+    "decide_rows",
     "eval_max_pairs",
     "BlockTerm",
     "MaxBlocksSolution",

@@ -127,8 +127,24 @@ def _rational(a: int, m: int) -> Fraction | None:
 
 def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
     """The exact solution of S x = rhs (S square, non-singular over Q) by CRT over
-    primes until the reconstruction is stable and satisfies the system exactly."""
+    primes until the reconstruction is stable and satisfies the system exactly; for large
+    S with python-flint installed, FLINT's exact rational solve instead (no bound on the
+    size of the solution's numerators and denominators), checked the same way."""
     Si = S.astype(object)
+    if S.size >= _FLINT_MIN_ENTRIES and _flint() is not None:
+        fl = _flint()
+        k = S.shape[0]
+        try:
+            X = fl.fmpz_mat(k, k, [int(v) for v in S.ravel().tolist()]).solve(
+                fl.fmpz_mat(k, 1, [int(v) for v in np.asarray(rhs).tolist()]))
+        except ZeroDivisionError:  # singular
+            return None
+        cand = [Fraction(int(e.p), int(e.q)) for e in X.entries()]
+        den = math.lcm(*(c.denominator for c in cand))
+        xi = np.array([int(c * den) for c in cand], dtype=object)
+        if all(v == 0 for v in (Si.dot(xi) - np.array([int(v) * den for v in rhs], dtype=object))):
+            return cand
+        return None
     mod, res = 1, None
     prev: list[Fraction] | None = None
     for p in _PRIMES:
