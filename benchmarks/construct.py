@@ -27,6 +27,10 @@ Run:  python benchmarks/construct.py [--json out.json] [--only refine]
   and the orbit-factorised certificates of n = 9, 10.
 
 Run:  python benchmarks/construct.py --only maxn-columns [--json benchmarks/results/construct_maxn_columns.json]
+* max_n family decision (``rows_maxn_decide``): the n = 9 family decided on all rows by
+  the numpy elimination against row generation with FLINT.
+
+Run:  python benchmarks/construct.py --only maxn-decide [--json benchmarks/results/construct_maxn_decide.json]
 """
 
 from __future__ import annotations
@@ -326,6 +330,53 @@ def rows_maxn_columns(per_n: int = 40) -> list[dict]:
     return rows
 
 
+def rows_maxn_decide(ns: tuple[int, ...] = (9,)) -> list[dict]:
+    """Exact decision of the family that contains max_n (``item_family(n, (2, 3)) +
+    segment_orbits(4, n)``): :func:`relulab.construct.decide_system` on every row with
+    the numpy elimination (the previous path) against row generation
+    (:func:`relulab.construct.decide_rows`) with FLINT, same columns, both exact."""
+    from relulab.construct import maxn_modular
+    from relulab.construct.maxn_decide import columns_system, decide_system
+    from relulab.construct.maxn_items import segment_orbits
+    from relulab.construct.maxn_mixed import pair_column
+
+    rows = []
+    for n in ns:
+        terms = [C.PairTerm(n, t.pos, t.neg) for t in C.item_family(n, (2, 3)) + segment_orbits(4, n)]
+        t = time.perf_counter()
+        cols = [pair_column(t_, n) for t_ in terms]
+        t_cols = time.perf_counter() - t
+        t = time.perf_counter()
+        fast = C.decide_rows(n, cols, initial_rows=2000)
+        t_fast = time.perf_counter() - t
+        flint = maxn_modular._flint
+        maxn_modular._flint = lambda: None  # the numpy elimination, as before FLINT
+        try:
+            t = time.perf_counter()
+            A, b, _ = columns_system(n, cols)
+            old = decide_system(n, A, b)
+            t_old = time.perf_counter() - t
+        finally:
+            maxn_modular._flint = flint
+        rows.append({"n": n, "columns": len(cols), "hyperplanes": fast.n_rows - n + 1,
+                     "columns_seconds": round(t_cols, 1),
+                     "all_rows_numpy": {"status": old.status, "rank": old.rank, "seconds": round(t_old, 1)},
+                     "row_generation_flint": {"status": fast.status, "rank": fast.rank,
+                                              "rows_used": fast.rows_used, "rounds": fast.rounds,
+                                              "seconds": round(t_fast, 1)},
+                     "speedup": round(t_old / t_fast, 1)})
+    return rows
+
+
+def print_maxn_decide(rows: list[dict]) -> None:
+    print("\nmax_n family decision: all rows, numpy elimination vs row generation with FLINT")
+    for r in rows:
+        o, f = r["all_rows_numpy"], r["row_generation_flint"]
+        print(f"  n = {r['n']}: {r['columns']} columns, {r['hyperplanes']} hyperplanes; numpy {o['status']} "
+              f"rank {o['rank']} {o['seconds']} s; row generation {f['status']} rank {f['rank']} "
+              f"({f['rows_used']} rows, {f['rounds']} rounds) {f['seconds']} s; speedup {r['speedup']}")
+
+
 def print_maxn_columns(rows: list[dict]) -> None:
     print("\nmax_n orbit columns: subset-lattice DP vs the n! explicit chains (seconds per term)")
     print(f"{'n':>3s} {'terms':>5s} {'DP':>8s} {'explicit':>9s} {'speedup':>8s} {'equal':>6s} {'hyperplanes':>11s}")
@@ -355,7 +406,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--quick", action="store_true",
                     help="shorter transformer rows, fewer deep max networks")
-    ap.add_argument("--only", choices=["refine", "maxn", "maxn-columns"], default=None,
+    ap.add_argument("--only", choices=["refine", "maxn", "maxn-columns", "maxn-decide"], default=None,
                     help="run one table only")
     args = ap.parse_args()
     out: dict = {}
@@ -363,6 +414,9 @@ def main() -> None:
         if args.only == "refine":
             out["refine"] = rows_refine()
             print_refine(out["refine"])
+        elif args.only == "maxn-decide":
+            out["maxn_decide"] = rows_maxn_decide()
+            print_maxn_decide(out["maxn_decide"])
         elif args.only == "maxn-columns":
             out["maxn_columns"] = rows_maxn_columns()
             print_maxn_columns(out["maxn_columns"])

@@ -4,8 +4,8 @@ segment orbits and a random sample of s = 5 segment orbits, pruned and decided e
 Stage ``columns`` computes and caches the keyed orbit columns of each family part (one
 npz per part in ``--cache``); stage ``decide`` loads them, drops every column that is
 the only one bending along some hyperplane (``maxn_mixed.pruning``: its weight is 0 in
-every solution), and decides the survivors exactly (``decide_system``), as
-experiments/maxn_orbits.py does for n = 9, 10.
+every solution), and decides the survivors exactly by row generation
+(``maxn_rowgen.decide_rows``).
 
     python experiments/maxn_s5.py --n 11 --part items|seg4|seg5 --sample 2000 --cache DIR
     python experiments/maxn_s5.py --n 11 --decide --sample 2000 --cache DIR
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from maxn_certgen import cached_columns  # noqa: E402
 
 from relulab.construct import PairTerm, item_family  # noqa: E402
+from relulab.construct.maxn_colgen import _orbit_size  # noqa: E402
 from relulab.construct.maxn_items import _invariant, segment_orbits  # noqa: E402
 
 
@@ -68,7 +69,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", required=True)
     ap.add_argument("--decide", action="store_true")
-    ap.add_argument("--sketch", type=int, default=4000, help="sketch rows of the first attempt")
+    ap.add_argument("--rows", type=int, default=6000, help="hyperplane rows of the first round")
     a = ap.parse_args()
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -77,8 +78,13 @@ def main() -> None:
     terms, cols = [], []
     for part in parts:
         t0 = time.monotonic()
-        ts = family(n, part, a.sample, a.seed)
         tag = f"{part}_{a.sample}_{a.seed}" if part == "seg5" else part
+        tfile = cache / f"terms{n}_{tag}.json"  # the term lists too: listing seg4 takes minutes
+        if tfile.exists():
+            ts = [PairTerm.from_dict(d) for d in json.loads(tfile.read_text())]
+        else:
+            ts = family(n, part, a.sample, a.seed)
+            tfile.write_text(json.dumps([t.to_dict() for t in ts]))
         cs = cached_columns(n, ts, cache / f"cols{n}_{tag}.npz")
         print(f"{part}: {len(ts)} orbits, {time.monotonic() - t0:.0f} s", flush=True)
         terms += ts
@@ -86,7 +92,7 @@ def main() -> None:
     if not a.decide:
         return
     from relulab.construct.maxn_mixed import pruning
-    from relulab.construct.maxn_sketch import decide_sketched
+    from relulab.construct.maxn_rowgen import decide_rows
 
     t0 = time.monotonic()
     alive, _ = pruning(cols)
@@ -94,21 +100,14 @@ def main() -> None:
     print(f"pruning: {len(alive)} of {len(cols)} columns left, {rows} hyperplanes, "
           f"{time.monotonic() - t0:.0f} s", flush=True)
     rec = {"n": n, "parts": parts, "sample": a.sample, "seed": a.seed, "columns": len(cols),
-           "alive": len(alive), "hyperplanes_alive": rows, "attempts": []}
+           "alive": len(alive), "hyperplanes_alive": rows}
     if alive:
-        size = np.array([terms[j].orbit_size(n) for j in alive], dtype=np.float64)
+        size = np.array([_orbit_size(terms[j], n) for j in alive], dtype=np.float64)
         order = [alive[i] for i in np.argsort(size, kind="stable")]  # the basis prefers small orbits
-        sketch = min(rows, a.sketch)
-        for attempt in range(3):
-            t1 = time.monotonic()
-            d = decide_sketched(n, [cols[j] for j in order], sketch_rows=sketch, seed=attempt)
-            rec["attempts"].append({"sketch_rows": d.sketch_rows, "rank": d.rank, "status": d.status,
-                                    "seconds": round(time.monotonic() - t1, 1)})
-            print(rec["attempts"][-1], flush=True)
-            if d.status != "unknown":
-                break
-            sketch = min(rows, 2 * sketch)
-        rec["status"] = d.status
+        d = decide_rows(n, [cols[j] for j in order], initial_rows=min(rows, a.rows),
+                        log=lambda s: print(s, flush=True))
+        rec.update(status=d.status, rank=d.rank, rows_used=d.rows_used, rounds=d.rounds,
+                   seconds=d.seconds)
         if d.status == "found":
             rec["solution"] = [{**terms[order[j]].to_dict(), "u": str(v)}
                                for j, v in sorted(d.solution.items()) if v]

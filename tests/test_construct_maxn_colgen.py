@@ -12,6 +12,7 @@ with the exact symmetry proof (certify_max_pairs); a family known to contain no 
 
 from __future__ import annotations
 
+import math
 import os
 from fractions import Fraction
 
@@ -107,6 +108,11 @@ def test_graph_automorphisms_equal_the_permutation_count() -> None:
     for t in terms:
         C, v = t.canonical()
         assert _automorphism_count(C, v) == _stabilizer_size(t), str(t)
+    # a term embedded in more coordinates: the unused ones permute freely
+    for t in terms[:8]:
+        e = PairTerm(11, t.pos, t.neg)
+        want = _stabilizer_size(t) * math.factorial(11 - t.k)
+        assert e.stabilizer_size() == _stabilizer_size(e) == want, str(t)
     # a symmetric 12-coordinate term: six disjoint pairs on each side, cyclically shifted
     ring = PairTerm(12, tuple(("m", 2 * i, 2 * i + 1) for i in range(6)),
                     tuple(sorted(("m", min(2 * i + 1, (2 * i + 2) % 12), max(2 * i + 1, (2 * i + 2) % 12))

@@ -18,7 +18,7 @@ import pytest
 from relulab.construct import ConstructionError, item_family, stored_max_pairs
 from relulab.construct.maxn import PairTerm, certify_max_pairs
 from relulab.construct.maxn_decide import decide_family
-from relulab.construct.maxn_items import eval_max_pairs, segment_orbits
+from relulab.construct.maxn_items import eval_max_pairs, matching_orbits, segment_orbits
 from relulab.construct.maxn_orbits import (
     MAXN_ORBIT_SIZES,
     certify_max_orbits,
@@ -61,6 +61,26 @@ def test_segment_orbits_one_per_isomorphism_class(s, k):
            for t in segment_orbits(s, k)]
     assert len(got) == len(set(got)) == len(classes)
     assert set(got) == classes
+
+
+@pytest.mark.parametrize("s,k", [(1, 4), (2, 4), (2, 5), (2, 6), (3, 6)])
+def test_matching_orbits_one_per_isomorphism_class(s, k):
+    # brute force: every pair of edge-disjoint matchings with s edges each covering the
+    # k vertices, up to relabelling (the same canonical form as the test above)
+    edges = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    matchings = [m for m in itertools.combinations(edges, s) if len({v for e in m for v in e}) == 2 * s]
+    classes = set()
+    for red in matchings:
+        for blue in matchings:
+            if set(red) & set(blue) or len({v for e in red + blue for v in e}) != k:
+                continue
+            classes.add(_canon(k, frozenset(red), frozenset(blue)))
+    got = [_canon(k, frozenset((a, b) for _, a, b in t.pos), frozenset((a, b) for _, a, b in t.neg))
+           for t in matching_orbits(s, k)]
+    assert len(got) == len(set(got)) == len(classes)
+    assert set(got) == classes
+    with pytest.raises(ConstructionError, match="matching_orbits"):
+        matching_orbits(0, 4)
 
 
 def test_segment_family_reaches_what_the_items_alone_cannot():

@@ -128,6 +128,14 @@ def _automorphism_count(C: np.ndarray, v: np.ndarray) -> int:
     return sum(1 for _ in gm.isomorphisms_iter())
 
 
+def _active_form(t: PairTerm) -> tuple[np.ndarray, np.ndarray, int]:
+    """The doubled form ``(2C, 2v)`` of t restricted to the coordinates it uses, and the
+    number of coordinates it does not use (a term embedded in more coordinates)."""
+    C, v = t.canonical()
+    active = np.nonzero((v != 0) | (C != 0).any(axis=1))[0]
+    return C[np.ix_(active, active)], v[active], t.k - len(active)
+
+
 @dataclass(frozen=True)
 class PairTerm:
     """``g = sum(pos) - sum(neg)`` on k local coordinates; items are ``("x", i)`` (an
@@ -183,14 +191,16 @@ class PairTerm:
         return A
 
     def stabilizer_size(self) -> int:
-        """Number of permutations of the k coordinates that leave g unchanged (for k > 8
-        the automorphisms of g's weighted graph, :func:`_automorphism_count`)."""
-        C, v = self.canonical()
-        if self.k > _PERM_STABILIZER_K:
-            return _automorphism_count(C, v)
-        perms = _perms(self.k)
+        """Number of permutations of the k coordinates that leave g unchanged: the
+        coordinates g does not use permute freely (a factorial), the others are counted
+        over all their permutations (up to 8 of them) or as the automorphisms of g's
+        weighted graph (:func:`_automorphism_count`)."""
+        C, v, inert = _active_form(self)
+        if len(v) > _PERM_STABILIZER_K:
+            return _automorphism_count(C, v) * math.factorial(inert)
+        perms = _perms(len(v))
         cand = perms[(v[perms] == v).all(axis=1)]
-        return sum(1 for p in cand if np.array_equal(C[np.ix_(p, p)], C))
+        return sum(1 for p in cand if np.array_equal(C[np.ix_(p, p)], C)) * math.factorial(inert)
 
     def orbit_size(self, n: int) -> int:
         """Number of distinct neurons ``relu(g o sigma)`` for n inputs."""

@@ -54,7 +54,15 @@ import numpy as np
 
 from ..results import Result
 from .maxmin import ConstructionError
-from .maxn import _PERM_STABILIZER_K, MaxPairsSolution, PairTerm, _column, _items, _perms
+from .maxn import (
+    _PERM_STABILIZER_K,
+    MaxPairsSolution,
+    PairTerm,
+    _active_form,
+    _column,
+    _items,
+    _perms,
+)
 from .maxn_cert import _bend_rows, min_weight_support
 from .maxn_items import _invariant
 from .maxn_modular import solve_exact
@@ -198,18 +206,18 @@ def _full_column(t: PairTerm, n: int, divisor: bool = True, explicit: bool = Fal
 
 
 def _stabilizer_size(t: PairTerm) -> int:
-    """PairTerm.stabilizer_size, vectorised over the permutations in blocks (for k > 8
-    the graph automorphism count, as PairTerm)."""
-    if t.k > _PERM_STABILIZER_K:
+    """PairTerm.stabilizer_size, vectorised over the permutations in blocks (unused
+    coordinates and more than 8 used ones as in PairTerm)."""
+    C, v, inert = _active_form(t)
+    if len(v) > _PERM_STABILIZER_K:
         return t.stabilizer_size()
-    C, v = t.canonical()
-    perms = _perms(t.k)
+    perms = _perms(len(v))
     cand = perms[(v[perms] == v).all(axis=1)]
     tot = 0
     for a in range(0, len(cand), 20000):
         p = cand[a:a + 20000]
         tot += int((C[p[:, :, None], p[:, None, :]] == C).all(axis=(1, 2)).sum())
-    return tot
+    return tot * math.factorial(inert)
 
 
 def orbit_column(t: PairTerm, n: int, divisor: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
