@@ -8,7 +8,10 @@ every solution), and decides the survivors exactly by row generation
 (``maxn_rowgen.decide_rows``).
 
     python experiments/maxn_s5.py --n 11 --part items|seg4|seg5 --sample 2000 --cache DIR
-    python experiments/maxn_s5.py --n 11 --decide --sample 2000 --cache DIR
+    python experiments/maxn_s5.py --n 11 --decide --sample 2000 --seed 0,1 --cache DIR
+
+Results: experiments/results/maxn_s5.json (the verdicts; a solution, if found, in the
+cache folder).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results" / "maxn_s5.json"
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "experiments"))
 
@@ -66,7 +70,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=11)
     ap.add_argument("--part", choices=["items", "seg4", "seg5"], default=None)
     ap.add_argument("--sample", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", default="0", help="seeds of the s = 5 samples (comma-separated)")
     ap.add_argument("--cache", required=True)
     ap.add_argument("--decide", action="store_true")
     ap.add_argument("--rows", type=int, default=6000, help="hyperplane rows of the first round")
@@ -74,16 +78,18 @@ def main() -> None:
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
     n = a.n
+    seeds = [int(v) for v in str(a.seed).split(",")]
     parts = [a.part] if a.part else ["items", "seg4", "seg5"]
+    parts = [(p, sd) for p in parts for sd in (seeds if p == "seg5" else [None])]
     terms, cols = [], []
-    for part in parts:
+    for part, seed in parts:
         t0 = time.monotonic()
-        tag = f"{part}_{a.sample}_{a.seed}" if part == "seg5" else part
+        tag = f"{part}_{a.sample}_{seed}" if part == "seg5" else part
         tfile = cache / f"terms{n}_{tag}.json"  # the term lists too: listing seg4 takes minutes
         if tfile.exists():
             ts = [PairTerm.from_dict(d) for d in json.loads(tfile.read_text())]
         else:
-            ts = family(n, part, a.sample, a.seed)
+            ts = family(n, part, a.sample, seed)
             tfile.write_text(json.dumps([t.to_dict() for t in ts]))
         cs = cached_columns(n, ts, cache / f"cols{n}_{tag}.npz")
         print(f"{part}: {len(ts)} orbits, {time.monotonic() - t0:.0f} s", flush=True)
@@ -99,7 +105,8 @@ def main() -> None:
     rows = len(np.unique(np.concatenate([cols[j][0] for j in alive]))) if alive else 0
     print(f"pruning: {len(alive)} of {len(cols)} columns left, {rows} hyperplanes, "
           f"{time.monotonic() - t0:.0f} s", flush=True)
-    rec = {"n": n, "parts": parts, "sample": a.sample, "seed": a.seed, "columns": len(cols),
+    rec = {"n": n, "parts": [p if sd is None else f"{p} seed {sd}" for p, sd in parts],
+           "sample": a.sample, "columns": len(cols),
            "alive": len(alive), "hyperplanes_alive": rows}
     if alive:
         size = np.array([_orbit_size(terms[j], n) for j in alive], dtype=np.float64)
@@ -111,7 +118,10 @@ def main() -> None:
         if d.status == "found":
             rec["solution"] = [{**terms[order[j]].to_dict(), "u": str(v)}
                                for j, v in sorted(d.solution.items()) if v]
-    (cache / f"decide{n}_{a.sample}_{a.seed}.json").write_text(json.dumps(rec, indent=1))
+    (cache / f"decide{n}_{a.sample}_{a.seed.replace(',', '-')}.json").write_text(json.dumps(rec, indent=1))
+    old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    old[f"n={n} s5 sample {a.sample} seeds {a.seed}"] = {k: v for k, v in rec.items() if k != "solution"}
+    RESULTS.write_text(json.dumps(old, indent=1) + "\n")
     print(json.dumps({k: v for k, v in rec.items() if k != "solution"}), flush=True)
 
 
