@@ -48,37 +48,33 @@ def _canon(k: int, red: frozenset, blue: frozenset) -> tuple:
     return min((relabel(red, p), relabel(blue, p)) for p in itertools.permutations(range(k)))
 
 
-@pytest.mark.parametrize("s,k", [(1, 4), (2, 4), (2, 5), (2, 6)])
-def test_segment_orbits_one_per_isomorphism_class(s, k):
-    edges = [(i, j) for i in range(k) for j in range(i + 1, k)]
+def _assert_one_per_class(k: int, sides: list, terms: list) -> None:
+    """The terms are one per S_k-class of the pairs (red, blue) of edge-disjoint sides
+    from ``sides`` covering the k vertices (brute force over all pairs and relabellings)."""
     classes = set()
-    for red in itertools.combinations(edges, s):
-        for blue in itertools.combinations(edges, s):
+    for red in sides:
+        for blue in sides:
             if set(red) & set(blue) or len({v for e in red + blue for v in e}) != k:
                 continue
             classes.add(_canon(k, frozenset(red), frozenset(blue)))
     got = [_canon(k, frozenset((a, b) for _, a, b in t.pos), frozenset((a, b) for _, a, b in t.neg))
-           for t in segment_orbits(s, k)]
+           for t in terms]
     assert len(got) == len(set(got)) == len(classes)
     assert set(got) == classes
+
+
+@pytest.mark.parametrize("s,k", [(1, 4), (2, 4), (2, 5), (2, 6)])
+def test_segment_orbits_one_per_isomorphism_class(s, k):
+    edges = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    _assert_one_per_class(k, list(itertools.combinations(edges, s)), segment_orbits(s, k))
 
 
 @pytest.mark.parametrize("s,k", [(1, 4), (2, 4), (2, 5), (2, 6), (3, 6)])
 def test_matching_orbits_one_per_isomorphism_class(s, k):
-    # brute force: every pair of edge-disjoint matchings with s edges each covering the
-    # k vertices, up to relabelling (the same canonical form as the test above)
+    # the sides are matchings: s pairwise disjoint edges
     edges = [(i, j) for i in range(k) for j in range(i + 1, k)]
     matchings = [m for m in itertools.combinations(edges, s) if len({v for e in m for v in e}) == 2 * s]
-    classes = set()
-    for red in matchings:
-        for blue in matchings:
-            if set(red) & set(blue) or len({v for e in red + blue for v in e}) != k:
-                continue
-            classes.add(_canon(k, frozenset(red), frozenset(blue)))
-    got = [_canon(k, frozenset((a, b) for _, a, b in t.pos), frozenset((a, b) for _, a, b in t.neg))
-           for t in matching_orbits(s, k)]
-    assert len(got) == len(set(got)) == len(classes)
-    assert set(got) == classes
+    _assert_one_per_class(k, matchings, matching_orbits(s, k))
     with pytest.raises(ConstructionError, match="matching_orbits"):
         matching_orbits(0, 4)
 
