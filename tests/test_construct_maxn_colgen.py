@@ -156,6 +156,8 @@ def test_orbit_column_bad_input() -> None:
         orbit_column(big, 13)
     with pytest.raises(ConstructionError, match="2\\*\\*3 entries"):
         chain_histogram(np.zeros(7), 3)
+    with pytest.raises(ConstructionError, match="n must be"):
+        chain_histogram(np.zeros(2), 1)
     with pytest.raises(ConstructionError, match="colgen_max_pairs: n"):
         colgen_max_pairs(2, [], [])
     with pytest.raises(ConstructionError, match="random_item_terms"):

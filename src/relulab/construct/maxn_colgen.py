@@ -122,6 +122,8 @@ def chain_histogram(table: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         >>> B.tolist(), c.tolist()
         ([[1]], [2])
     """
+    if not isinstance(n, (int, np.integer)) or n < 2:
+        raise ConstructionError(f"chain_histogram: n must be an integer >= 2, got {n!r}")
     table = np.asarray(table, dtype=np.int64)
     if table.shape != (2**n,):
         raise ConstructionError(f"chain_histogram: the table must have 2**{n} entries, got {table.shape}")
