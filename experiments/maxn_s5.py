@@ -74,6 +74,8 @@ def main() -> None:
     ap.add_argument("--cache", required=True)
     ap.add_argument("--decide", action="store_true")
     ap.add_argument("--rows", type=int, default=6000, help="hyperplane rows of the first round")
+    ap.add_argument("--batch", type=int, default=4000,
+                    help="violated rows added per round (bounds the dense subsystem's memory)")
     a = ap.parse_args()
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -111,7 +113,9 @@ def main() -> None:
     if alive:
         size = np.array([_orbit_size(terms[j], n) for j in alive], dtype=np.float64)
         order = [alive[i] for i in np.argsort(size, kind="stable")]  # the basis prefers small orbits
-        d = decide_rows(n, [cols[j] for j in order], initial_rows=min(rows, a.rows),
+        kept = [cols[j] for j in order]
+        del cols  # only the surviving columns stay in memory
+        d = decide_rows(n, kept, initial_rows=min(rows, a.rows), batch=a.batch,
                         log=lambda s: print(s, flush=True))
         rec.update(status=d.status, rank=d.rank, rows_used=d.rows_used, rounds=d.rounds,
                    seconds=d.seconds)

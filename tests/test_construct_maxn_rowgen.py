@@ -17,11 +17,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from relulab.construct import ConstructionError, decide_family, item_family
+from relulab.construct import ConstructionError, decide_family, item_family, maxn_modular
 from relulab.construct.maxn_colgen import orbit_column
 from relulab.construct.maxn_decide import check_certificate, columns_system
 from relulab.construct.maxn_mixed import pair_column
-from relulab.construct.maxn_modular import _PRIMES, _flint, _solve_mod, basis_mod
+from relulab.construct.maxn_modular import (
+    _PRIMES,
+    _flint,
+    _solve_mod,
+    _solve_rational,
+    basis_mod,
+    exact_matvec,
+)
 from relulab.construct.maxn_orbits import certify_max_orbits
 from relulab.construct.maxn_rowgen import check_solution_columns, decide_rows
 
@@ -56,6 +63,31 @@ def test_flint_modular_solve_satisfies_the_system() -> None:
     assert all(v == 0 for v in resid)
     S[:, 7] = S[:, 3]  # singular: no solution claimed
     assert _solve_mod(S, rhs, p) is None
+
+
+@pytest.mark.parametrize("backend", ["flint", "numpy"])
+def test_exact_matvec_in_blocks_equals_the_object_product(backend: str, monkeypatch) -> None:
+    """The block-wise exact product (FLINT or numpy objects) against one numpy object dot
+    with huge entries, blocks of a few rows so several blocks are stitched together; and
+    the solution _solve_rational accepts through it satisfies the system in Fractions."""
+    if backend == "flint" and _flint() is None:
+        pytest.skip("python-flint not installed (pip install python-flint)")
+    if backend == "numpy":
+        monkeypatch.setattr(maxn_modular, "_flint", lambda: None)
+    monkeypatch.setattr(maxn_modular, "_ROW_BLOCK_ENTRIES", 20)
+    rng = np.random.default_rng(3)
+    M = rng.integers(-300, 300, size=(37, 9))
+    x = [int(v) * 10**40 + int(w) for v, w in zip(rng.integers(-9, 9, 9), rng.integers(-9, 9, 9), strict=True)]
+    want = [int(v) for v in M.astype(object).dot(np.array(x, dtype=object))]
+    assert exact_matvec(M, x) == want
+    assert exact_matvec(np.zeros((0, 9), dtype=np.int64), x) == []
+    with pytest.raises(ValueError, match="9 columns"):
+        exact_matvec(M, x[:3])
+    S = rng.integers(-5, 6, size=(6, 6)) + 20 * np.eye(6, dtype=np.int64)
+    rhs = rng.integers(-5, 6, size=6)
+    sol = _solve_rational(S, rhs)
+    assert sol is not None
+    assert [sum(Fraction(int(a)) * v for a, v in zip(row, sol, strict=True)) for row in S] == [Fraction(int(v)) for v in rhs]
 
 
 def test_basis_mod_rejects_an_unknown_backend() -> None:

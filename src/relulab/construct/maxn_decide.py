@@ -38,7 +38,7 @@ from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import PairTerm
 from .maxn_colgen import orbit_column
-from .maxn_modular import _PRIMES, _solve_rational, basis_mod
+from .maxn_modular import _PRIMES, _solve_rational, basis_mod, exact_matvec
 
 __all__ = ["FamilyDecision", "columns_system", "family_system", "decide_family", "decide_system", "check_certificate"]
 
@@ -119,9 +119,10 @@ def check_certificate(A: np.ndarray, b: np.ndarray, y: dict[int, int]) -> bool:
         True
     """
     rows = sorted(y)
-    yv = np.array([int(y[r]) for r in rows], dtype=object)
-    lhs = yv.dot(A[rows].astype(object))
-    return bool(all(int(v) == 0 for v in np.atleast_1d(lhs)) and int(yv.dot(b[rows].astype(object))) != 0)
+    yv = [int(y[r]) for r in rows]
+    lhs = exact_matvec(np.asarray(A)[rows].T, yv)  # in blocks: no object copy of A
+    return bool(all(v == 0 for v in lhs) and sum(v * int(w) for v, w in zip(yv, np.asarray(b)[rows].tolist(),
+                                                                          strict=True)) != 0)
 
 
 def decide_family(n: int, terms: Sequence[PairTerm]) -> FamilyDecision:
@@ -171,9 +172,8 @@ def decide_system(n: int, A: np.ndarray, b: np.ndarray) -> FamilyDecision:
     if x is None:
         return verdict("unknown")
     den = math.lcm(*(v.denominator for v in x)) if x else 1
-    xi = np.array([int(v * den) for v in x], dtype=object)
-    resid = (A[:, pc].astype(object).dot(xi) if r else np.zeros(R, dtype=object)) - b.astype(object) * den
-    bad = [i for i in range(R) if resid[i] != 0]
+    lhs = exact_matvec(A[:, pc], [int(v * den) for v in x]) if r else [0] * R
+    bad = [i for i, (v, w) in enumerate(zip(lhs, b.tolist(), strict=True)) if v != int(w) * den]
     if not bad:
         return verdict("found", sol={int(pc[j]): x[j] for j in range(r)})
     i = bad[0]

@@ -178,7 +178,8 @@ def decide_rows(n: int, cols: Sequence[Column], initial_rows: int | None = None,
                                 f"{initial_rows!r}, {batch!r}")
     t0 = time.monotonic()
     keys = np.unique(np.concatenate([np.asarray(c[0], dtype=np.int64) for c in cols]))
-    rows_of = [np.searchsorted(keys, np.asarray(c[0], dtype=np.int64)) for c in cols]
+    # int32 row indices: the index arrays are as long as the columns (memory at n = 11)
+    rows_of = [np.searchsorted(keys, np.asarray(c[0], dtype=np.int64)).astype(np.int32) for c in cols]
     R, m = len(keys), len(cols)
     rng = np.random.default_rng(seed)
     first = min(R, initial_rows if initial_rows is not None else m)
