@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=6000, help="hyperplane rows of the first round")
     ap.add_argument("--batch", type=int, default=4000,
                     help="violated rows added per round (bounds the dense subsystem's memory)")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds; checked between rounds of row generation (then status partial)")
     a = ap.parse_args()
     cache = Path(a.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,7 @@ def main() -> None:
         kept = [cols[j] for j in order]
         del cols  # only the surviving columns stay in memory
         d = decide_rows(n, kept, initial_rows=min(rows, a.rows), batch=a.batch,
-                        log=lambda s: print(s, flush=True))
+                        log=lambda s: print(s, flush=True), time_limit=a.time_limit)
         rec.update(status=d.status, rank=d.rank, rows_used=d.rows_used, rounds=d.rounds,
                    seconds=d.seconds)
         if d.status == "found":

@@ -123,6 +123,20 @@ def test_row_subset_verdicts_agree_with_the_full_decision(n: int, masses: tuple,
     assert want == "infeasible" or max(seen) > 1  # a solution needed violated rows added
 
 
+def test_time_limit_returns_partial_after_a_round_and_no_verdict() -> None:
+    """A system that needs several rounds: with a zero time budget the first round's
+    violated rows are found and the run stops there, ``partial``, with no solution or
+    certificate; with no budget the same run ends ``found``."""
+    n = 6
+    cols = [pair_column(t, n) for t in item_family(n, (1, 2))]
+    full = decide_rows(n, cols, initial_rows=1, batch=1)
+    assert full.status == "found" and full.rounds > 1
+    d = decide_rows(n, cols, initial_rows=1, batch=1, time_limit=0)
+    assert (d.status, d.rounds, d.solution, d.certificate) == ("partial", 1, None, None)
+    with pytest.raises(ConstructionError, match="time_limit"):
+        decide_rows(n, cols, time_limit=-1)
+
+
 def test_a_broken_solution_is_rejected_by_the_column_check() -> None:
     n = 6
     cols = [pair_column(t, n) for t in item_family(n, (1, 2))]

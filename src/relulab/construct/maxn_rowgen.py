@@ -18,7 +18,8 @@ then settled on the *full* keyed columns:
   checked in exact integers (:func:`check_solution_columns`) and the result is ``found``.
 
 Every round adds rows that are independent of those taken, so the loop ends; a budget of
-rounds (``max_rounds``) gives ``unknown`` when hit.
+rounds (``max_rounds``) gives ``unknown`` when hit, a time budget (``time_limit``,
+checked between rounds: the elimination of a round is not interrupted) ``partial``.
 
 Example:
     >>> from relulab.construct import item_family
@@ -55,8 +56,9 @@ class RowGenDecision(Result):
     """Verdict of :func:`decide_rows`: ``found`` (``solution``: column index -> exact
     rational weight, ``A u = b`` checked on every row of the full system), ``infeasible``
     (``certificate``: hyperplane key (as a string) or ``"lin m"`` -> integer, ``y^T A = 0``
-    on every column and ``y^T b != 0``, checked) or ``unknown`` (a prime was unlucky or the
-    round budget ended: no verdict).  ``rows_used`` of ``n_rows`` rows were eliminated.
+    on every column and ``y^T b != 0``, checked), ``unknown`` (a prime was unlucky or the
+    round budget ended: no verdict) or ``partial`` (the time budget ended after ``rounds``
+    rounds: no verdict; ``rank`` is the last row subset's).  ``rows_used`` of ``n_rows`` rows were eliminated.
 
     Example:
         >>> from relulab.construct import item_family
@@ -153,12 +155,13 @@ def _subsystem(n: int, cols: Sequence[Column], rows_of: Sequence[np.ndarray], ta
 
 def decide_rows(n: int, cols: Sequence[Column], initial_rows: int | None = None,
                 batch: int | None = None, max_rounds: int = 60, seed: int = 0,
-                log=None) -> RowGenDecision:
+                log=None, time_limit: float | None = None) -> RowGenDecision:
     """Decide exactly whether the keyed orbit columns ``cols`` (``pair_column`` /
     ``block_column`` convention) contain max_n by row generation (module docstring):
     ``initial_rows`` random hyperplane rows to start (default: the number of columns, at
     most all of them), at most ``batch`` violated rows added per round (default: the
-    same number).
+    same number); ``time_limit`` seconds, checked before each new round (``partial``
+    when it has passed).
 
     Example:
         >>> from relulab.construct import item_family
@@ -171,6 +174,8 @@ def decide_rows(n: int, cols: Sequence[Column], initial_rows: int | None = None,
         raise ConstructionError(f"decide_rows: n must be an integer >= 3, got {n!r}")
     if not cols:
         raise ConstructionError("decide_rows: no columns")
+    if time_limit is not None and not time_limit >= 0:
+        raise ConstructionError(f"decide_rows: time_limit must be a number >= 0, got {time_limit!r}")
     if max_rounds < 1:
         raise ConstructionError(f"decide_rows: max_rounds must be >= 1, got {max_rounds!r}")
     if (initial_rows is not None and initial_rows < 1) or (batch is not None and batch < 1):
@@ -216,4 +221,6 @@ def decide_rows(n: int, cols: Sequence[Column], initial_rows: int | None = None,
         if len(bad) > step:
             bad = np.sort(rng.choice(bad, step, replace=False))
         take = np.union1d(take, bad)
+        if time_limit is not None and time.monotonic() - t0 > time_limit:
+            return verdict("partial")
     return verdict("unknown")
