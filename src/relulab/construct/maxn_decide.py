@@ -38,7 +38,7 @@ from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import PairTerm
 from .maxn_colgen import orbit_column
-from .maxn_modular import _PRIMES, _solve_rational, basis_mod, exact_matvec
+from .maxn_modular import _PRIMES, _solve_rational, _unsatisfied_rows, basis_mod, exact_matvec
 
 __all__ = ["FamilyDecision", "columns_system", "family_system", "decide_family", "decide_system", "check_certificate"]
 
@@ -171,9 +171,7 @@ def decide_system(n: int, A: np.ndarray, b: np.ndarray) -> FamilyDecision:
     x = _solve_rational(S, b[r0])
     if x is None:
         return verdict("unknown")
-    den = math.lcm(*(v.denominator for v in x)) if x else 1
-    lhs = exact_matvec(A[:, pc], [int(v * den) for v in x]) if r else [0] * R
-    bad = [i for i, (v, w) in enumerate(zip(lhs, b.tolist(), strict=True)) if v != int(w) * den]
+    bad = _unsatisfied_rows(A[:, pc], x, b)
     if not bad:
         return verdict("found", sol={int(pc[j]): x[j] for j in range(r)})
     i = bad[0]

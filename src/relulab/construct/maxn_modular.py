@@ -90,6 +90,14 @@ def exact_matvec(M: np.ndarray, x: Sequence[int]) -> list[int]:
     return out
 
 
+def _unsatisfied_rows(A: np.ndarray, x: Sequence[Fraction], rhs: np.ndarray) -> list[int]:
+    """The rows i with ``(A x)_i != rhs_i``, in exact integers (x over a common
+    denominator, the product by :func:`exact_matvec`)."""
+    den = math.lcm(*(v.denominator for v in x)) if len(x) else 1
+    lhs = exact_matvec(A, [int(v * den) for v in x])
+    return [i for i, (v, w) in enumerate(zip(lhs, np.asarray(rhs).tolist(), strict=True)) if v != int(w) * den]
+
+
 def basis_mod(M: np.ndarray, p: int, backend: str = "auto") -> list[int]:
     """Pivot columns of M modulo p (row reduction, in order): a column basis of M over Q
     when p is not unlucky.  ``backend``: ``"numpy"`` (int64 row operations), ``"flint"``
@@ -183,11 +191,6 @@ def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
     primes until the reconstruction is stable and satisfies the system exactly; for large
     S with python-flint installed, FLINT's exact rational solve instead (no bound on the
     size of the solution's numerators and denominators), checked the same way."""
-    def satisfies(cand: list[Fraction]) -> bool:
-        den = math.lcm(*(c.denominator for c in cand))
-        lhs = exact_matvec(S, [int(c * den) for c in cand])
-        return all(v == int(w) * den for v, w in zip(lhs, np.asarray(rhs).tolist(), strict=True))
-
     if S.size >= _FLINT_MIN_ENTRIES and _flint() is not None:
         fl = _flint()
         k = S.shape[0]
@@ -196,7 +199,7 @@ def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
         except ZeroDivisionError:  # singular
             return None
         cand = [Fraction(int(e.p), int(e.q)) for e in X.entries()]
-        return cand if satisfies(cand) else None
+        return None if _unsatisfied_rows(S, cand, rhs) else cand
     mod, res = 1, None
     prev: list[Fraction] | None = None
     for p in _PRIMES:
@@ -212,7 +215,7 @@ def _solve_rational(S: np.ndarray, rhs: np.ndarray) -> list[Fraction] | None:
         cand = [_rational(r, mod) for r in res]
         if any(c is None for c in cand):
             continue
-        if cand == prev and satisfies(cand):
+        if cand == prev and not _unsatisfied_rows(S, cand, rhs):
             return cand
         prev = cand
     return None
@@ -241,6 +244,4 @@ def solve_exact(A: np.ndarray, b: np.ndarray) -> list[Fraction] | None:
     full = [Fraction(0)] * A.shape[1]
     for j, v in zip(pc, x, strict=True):
         full[j] = v
-    den = math.lcm(*(v.denominator for v in x))
-    lhs = exact_matvec(A[:, pc], [int(v * den) for v in x])
-    return full if all(v == int(w) * den for v, w in zip(lhs, b.tolist(), strict=True)) else None
+    return None if _unsatisfied_rows(A[:, pc], x, b) else full
