@@ -158,3 +158,38 @@ def test_bad_input() -> None:
         decide_rows(4, cols, initial_rows=0)
     with pytest.raises(ConstructionError, match="max_rounds"):
         decide_rows(4, cols, max_rounds=0)
+
+
+def _forest_experiment():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "maxn_forest.py"
+    spec = importlib.util.spec_from_file_location("maxn_forest", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_forest_split_at_eight_inputs_matches_the_recorded_experiment() -> None:
+    """experiments/maxn_forest.py: union_is_forest against edges = vertices - components,
+    and its n = 8 verdicts recomputed (the forest orbits suffice, the others do not; the
+    latter's certificate is re-checked on every column) equal the recorded JSON."""
+    import json
+
+    import networkx as nx
+
+    from relulab.construct.maxn_items import segment_orbits
+
+    mod = _forest_experiment()
+    for t in segment_orbits(3, 8):
+        G = nx.Graph()
+        G.add_nodes_from(range(8))
+        G.add_edges_from((e[1], e[2]) for e in t.pos + t.neg)
+        assert mod.union_is_forest(t) == (6 == 8 - nx.number_connected_components(G))
+    rec = mod.run(8, None)
+    assert rec["forest"]["status"] == "found" and rec["not_forest"]["status"] == "infeasible"
+    recorded = json.loads(mod.RESULTS.read_text())["n=8"]
+    for part in ("all", "forest", "not_forest"):
+        assert {k: rec[part][k] for k in ("orbits", "status", "rank")} == \
+            {k: recorded[part][k] for k in ("orbits", "status", "rank")}
