@@ -53,12 +53,13 @@ def lower_masses(n: int) -> tuple[int, ...]:
 
 def run(n: int, cache: Path | None) -> dict:
     s = (n - 2) // 2
-    low = item_family(n, lower_masses(n))
+    masses = lower_masses(n)
+    low = item_family(n, masses)
     top = segment_orbits(s, n)
     low_cols = cached_columns(n, low, cache / f"cols{n}_items.npz" if cache and n > 8 else None)
     top_cols = cached_columns(n, top, None)
     forest = [union_is_forest(t) for t in top]
-    rec = {"n": n, "s": s, "item_masses": list(lower_masses(n)), "item_orbits": len(low),
+    rec = {"n": n, "s": s, "item_masses": list(masses), "item_orbits": len(low),
            "segment_orbits": len(top)}
     for name, keep in (("all", lambda f: True), ("forest", lambda f: f),
                        ("not_forest", lambda f: not f)):
