@@ -434,3 +434,52 @@ def test_count_agrees_with_enumeration_on_degenerate_input():
     n_grid = len({p.tobytes() for p in net.pattern_vector(X).astype(np.uint8)})
     assert regions.count(net, box) == len(regions.enumerate(net, box)) == n_bfs
     assert n_grid <= n_bfs
+
+
+# ------------------------------------------------------------------ degenerate corners (audit)
+def test_unbounded_certificate_sees_a_repeated_neuron_far_outside_the_first_box():
+    """Two neurons +-(y - eps x - 1) share one line, which meets the half-plane y <= 0
+    only at x <= -1/eps, far outside the first artificial box.  Relaxing one copy of a
+    repeated row leaves the other, so the facet test must run per distinct half-space,
+    else the one-region answer is wrongly certified complete."""
+    eps = 1e-3
+    W1 = np.array([[-eps, 1.0], [eps, -1.0]])
+    net = Network([W1, np.ones((1, 2))], [np.array([-1.0, 1.0]), np.zeros(1)])
+    H = Polytope([[0.0, 1.0]], [0.0])
+    rs = regions.enumerate(net, H)
+    # the independent count: one line cutting a half-plane gives two regions
+    single = Network([W1[:1], np.ones((1, 1))], [np.array([-1.0]), np.zeros(1)])
+    assert len(regions.enumerate(single, H, method="bfs")) == 2
+    assert len(rs) == 2 and rs.certified
+    assert regions.count(net, H) == 2
+    far = np.array([[-2000.0, -0.5], [0.0, -0.5]])
+    assert sorted(rs.locate(far).tolist()) == [0, 1]
+
+
+def test_a_neuron_identically_zero_on_a_region_counts_once_in_every_engine():
+    """relu(x + y) - relu(x) - relu(y) is exactly 0 on the positive quadrant: that region
+    has one pattern (the neuron inactive), though float evaluation may give +1e-17."""
+    net = Network([[[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0, -1.0]], [[1.0]]],
+                  [[0.0, 0.0, 0.0], [0.0], [0.0]])
+    box = Box([-1.0, -1.0], [0.2, 0.4])
+    counts = {m: len(regions.enumerate(net, box, method=m)) for m in ("subdivision", "bfs")}
+    counts["cells"] = len(regions.enumerate(net, box, engine="cells"))
+    # brute force: distinct (first-layer pattern) cells, the second neuron being 0 or
+    # negative (never positive: relu(x+y) <= relu(x) + relu(y))
+    g = np.linspace(-1, 0.2, 301)[1:-1] + 1e-7, np.linspace(-1, 0.4, 301)[1:-1] + 1e-7
+    X = np.stack(np.meshgrid(*g), -1).reshape(-1, 2)
+    first = {tuple(p) for p in (X @ np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]).T > 0)}
+    assert set(counts.values()) == {len(first)}
+    rs = regions.enumerate(net, box)
+    assert rs.locate([[0.1, 0.2]])[0] >= 0
+
+
+def test_float_segment_merges_breakpoints_a_few_ulps_apart():
+    """h = relu(x + 1); h - 1 and 3h - 3 both vanish at x = 0, computed a few ulps apart
+    in float: one breakpoint, as in the exact network."""
+    net = Network([[[1.0]], [[1.0], [3.0]], [[1.0, 1.0]]], [[1.0], [-1.0, -3.0], [0.0]])
+    a, b = -0.9041526867532810, 0.5276254947008465
+    seg = regions.along_segment(net, [a], [b])
+    exact = regions.along_segment(net.exact(), [a], [b])
+    assert seg.n_pieces == exact.n_pieces == 2
+    assert np.allclose(seg.points.ravel(), [float(v) for v in np.ravel(exact.points)])

@@ -15,7 +15,7 @@ from ..network import Network
 from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP
 from ._types import RegionSet
 
-__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet"]
+__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet", "distinct_halfspaces"]
 
 
 def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,6 +48,31 @@ def is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
     res = m.solve()
     m.set_row_bounds(q, -np.inf, b[q])
     return bool(res.ok and -res.objective > b[q] + FEAS_TOL)
+
+
+def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """One row per distinct half-space of the normalised rows ``{A x <= b}`` (row ids
+    ``idx``: neurons below ``n_neurons``, then domain rows).  Duplicates hide each
+    other's facet (relaxing one copy leaves the other), so facet tests must run on
+    these.  Returns (the kept rows, sorted; for every row, the position in ``keep`` of
+    its representative).  A domain row wins over a neuron row, then the lower id.
+
+    Example:
+        >>> A = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]); b = np.array([1.0, 1.0, 2.0])
+        >>> keep, rep = distinct_halfspaces(A, b, np.arange(3), 3)
+        >>> keep.tolist(), rep.tolist()
+        ([0, 2], [0, 0, 1])
+    """
+    order = np.lexsort((idx, (idx < n_neurons).astype(int)))
+    key = np.round(np.hstack([A, b[:, None]]), 12)
+    _, first, inv = np.unique(key[order], axis=0, return_index=True, return_inverse=True)
+    keep = np.sort(order[first])
+    # representative of row order[j] is the class inv[j]; map classes to positions in keep
+    cls_pos = np.searchsorted(keep, order[first])
+    rep = np.empty(len(idx), dtype=np.int64)
+    rep[order] = cls_pos[inv.ravel()]
+    return keep, rep
 
 
 def _hrep(net, pattern, A_dom, b_dom):
@@ -87,16 +112,15 @@ def enumerate_bfs(
         A, b = _hrep(net, pat, A_dom, b_dom)
         nrm = np.linalg.norm(A, axis=1)
         live = nrm > 0
-        A, b, idx = A[live] / nrm[live, None], b[live] / nrm[live], np.flatnonzero(live)
-        # one row per distinct half-space (duplicates would hide each other's facet);
-        # a domain row wins over a neuron row, then the lower id
-        order = np.lexsort((idx, (idx < N).astype(int)))
-        key = np.round(np.hstack([A, b[:, None]]), 12)
-        _, first = np.unique(key[order], axis=0, return_index=True)
-        keep = np.sort(order[first])
-        A, b, idx = A[keep], b[keep], idx[keep]
-        if np.any(~live & (np.concatenate([np.zeros(N), b_dom]) < 0)):
+        # a row with zero normal is a constant: infeasible when negative, and an active
+        # neuron needs a positive constant (z > 0; z identically 0 counts as inactive,
+        # as in the other engines)
+        active = np.concatenate([pat, np.zeros(len(b_dom), bool)])
+        if np.any(~live & ((b < 0) | (active & (b <= 0)))):
             continue
+        A, b, idx = A[live] / nrm[live, None], b[live] / nrm[live], np.flatnonzero(live)
+        keep, _ = distinct_halfspaces(A, b, idx, N)
+        A, b, idx = A[keep], b[keep], idx[keep]
         xc, r = chebyshev_center(A, b)
         if xc is None or r <= MIN_RADIUS:
             continue

@@ -150,7 +150,13 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
                         cuts.append(t)
                 elif l + tol * max(1.0, abs(width)) < t < h - tol * max(1.0, abs(width)):
                     cuts.append(t)
-            pts = [l, *sorted(set(cuts)), h]
+            cuts = sorted(set(cuts))
+            if not ex and len(cuts) > 1:
+                # several neurons vanishing at one point give zeros a few ulps apart:
+                # one breakpoint, not a sliver piece between them
+                sep = tol * max(1.0, abs(h - l))
+                cuts = [c for k, c in enumerate(cuts) if k == 0 or c - cuts[k - 1] > sep]
+            pts = [l, *cuts, h]
             for u, v in zip(pts[:-1], pts[1:], strict=True):
                 new_lo.append(u)
                 new_P.append(Zp[i])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,11 +257,30 @@ class RegionSet:
     # -------------------------------------------------------------- queries
     def locate(self, X: Any) -> np.ndarray:
         """Index of the region containing each point (by its activation pattern;
-        -1 for a point on a boundary or outside every region found)."""
+        -1 for a point outside every region found).  A point whose float pattern is no
+        region's (a neuron's pre-activation within round-off of 0, e.g. a neuron that is
+        identically 0 on a region) is matched by flipping those near-zero bits (at most
+        8 of them)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if self.net is None:
             raise RuntimeError("this region set does not keep its network")
-        return pattern_index(self, self.net.pattern_vector(X))
+        pats = self.net.pattern_vector(X)
+        idx = pattern_index(self, pats)
+        miss = np.flatnonzero(idx < 0)
+        if len(miss):
+            Z = np.concatenate([z.reshape(len(X), -1) for z in self.net.preactivations(X[miss])], axis=1)
+            near = np.abs(Z) <= 1e-9 * (1.0 + np.abs(X[miss]).max(axis=1, keepdims=True))
+            for r, i in enumerate(miss):
+                bits = np.flatnonzero(near[r])
+                if not 0 < len(bits) <= 8:
+                    continue
+                flips = np.array(list(itertools.product([False, True], repeat=len(bits))), dtype=bool)
+                cand = np.repeat(pats[i][None], len(flips), axis=0)
+                cand[:, bits] ^= flips
+                found = pattern_index(self, cand)
+                if np.any(found >= 0):
+                    idx[i] = found[found >= 0][0]
+        return idx
 
     def pattern_table(self) -> PatternTable:
         """The exact lookup table of the packed patterns (built once)."""

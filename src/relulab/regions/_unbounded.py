@@ -15,7 +15,7 @@ import numpy as np
 
 from ..lp import LPModel
 from ._assembly import assemble, run_engines
-from ._bfs import is_facet, pattern_constraints
+from ._bfs import distinct_halfspaces, is_facet, pattern_constraints
 from ._engine import Problem
 from ._types import RegionSet
 
@@ -33,10 +33,15 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
         nrm = np.linalg.norm(A, axis=1)
         live = np.flatnonzero(nrm > 0)
         A, b = A[live] / nrm[live, None], b[live] / nrm[live]
+        # test each distinct half-space once: a neuron repeated (or negated) hides its
+        # own facet when only one copy is relaxed
+        keep, rep = distinct_halfspaces(A, b, live, len(sg))
         have = set(rs.facet_ids[rs.facet_ptr[i] : rs.facet_ptr[i + 1]].tolist())
+        known = {int(rep[j]) for j, row in enumerate(live) if int(row) in have}
+        A, b = A[keep], b[keep]
         m = LPModel(np.zeros(A.shape[1]), A_ub=A, b_ub=b)
-        for q, row in enumerate(live):
-            if int(row) in have:
+        for q in range(len(keep)):
+            if q in known:
                 continue
             if is_facet(m, A, b, q):
                 return False
