@@ -26,6 +26,7 @@ from relulab.lipschitz import (
     vector_norm,
 )
 from relulab.lipschitz.bab import by_bab
+from relulab.lipschitz.witness import exact_local_jacobian
 
 INF = math.inf
 
@@ -309,3 +310,65 @@ def test_polytope_domains():
     r = lipschitz(net, half, p=2, method="enumerate")
     g = lipschitz(net, None, p=2, method="enumerate")
     assert r.status == "exact" and r.lower <= g.lower * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------ neurons identically 0 (audit)
+def _zero_neuron_net() -> Network:
+    """f(x) = 5 relu(relu(x) + relu(-x)) - relu(relu(x)) = 5|x| - relu(x): slopes -5 and
+    4.  The second-layer neuron relu(x) reads 0 for x < 0, so its pre-activation is
+    identically 0 on the steeper side."""
+    return Network([np.array([[1.0], [-1.0]]), np.array([[1.0, 0.0], [1.0, 1.0]]), np.array([[-1.0, 5.0]])],
+                   [np.zeros(2), np.zeros(2), np.zeros(1)])
+
+
+def _max_slope_1d(net: Network, lo: float, hi: float) -> float:
+    """Independent: the exact breakpoints on [lo, hi] and the largest |slope| between them."""
+    seg = regions.along_segment(net.exact(), [lo], [hi])
+    xs = [float(v) for v in np.ravel(seg.points)]
+    ys = [float(v) for v in net(np.array(xs)[:, None]).ravel()]
+    return max(abs(ys[i + 1] - ys[i]) / (xs[i + 1] - xs[i]) for i in range(len(xs) - 1))
+
+
+@pytest.mark.parametrize("method", ["auto", "enumerate", "milp", "bab"])
+@pytest.mark.parametrize("p", [1.0, math.inf])
+def test_a_neuron_identically_zero_on_the_steepest_region_is_not_lost(method, p):
+    net = _zero_neuron_net()
+    truth = _max_slope_1d(net, -1.0, 1.0)
+    assert truth == 5.0
+    r = lipschitz(net, Box([-1.0], [1.0]), p=p, method=method)
+    assert r.lower <= truth + 1e-9 and r.upper >= truth - 1e-9
+    assert r.status == "exact" and abs(r.upper - truth) < 1e-9
+
+
+def test_a_pruned_neuron_does_not_zero_the_milp_bound():
+    """A zero row with zero bias (pre-activation 0 everywhere) beside relu(x): L = 1."""
+    net = Network([np.array([[0.0], [1.0]]), np.array([[1.0, 1.0]])], [np.zeros(2), np.zeros(1)])
+    assert _max_slope_1d(net, -1.0, 1.0) == 1.0
+    for p in (1.0, 2.0, math.inf):
+        r = lipschitz(net, Box([-1.0], [1.0]), p=p)
+        assert r.status == "exact" and abs(r.lower - 1.0) < 1e-12 and abs(r.upper - 1.0) < 1e-12
+    assert lipschitz(net, Box([-1.0], [1.0]), p=1.0, method="milp").upper >= 1.0
+    # the sampled lower bound no longer discards every point for the pruned neuron
+    w = sampled_lower(net, Box([-1.0], [1.0]), 2, None, n=50, rounds=2)
+    assert w is not None and w.norm == 1.0
+
+
+def test_milp_keeps_its_bound_when_a_full_dimensional_region_has_no_witness(monkeypatch):
+    """Only regions without interior may be cut off: with every witness refused, the MILP
+    must still bound the true constant from above and claim nothing exact."""
+    from relulab.lipschitz import milp as lipmilp
+
+    monkeypatch.setattr(lipmilp, "certify_point", lambda *a, **k: None)
+    o = lipmilp.by_milp(_zero_neuron_net(), Box([-1.0], [1.0]), 1.0, None)
+    assert o.upper >= 5.0 - 1e-9 and o.witness is None
+
+
+def test_exact_local_jacobian_against_finite_differences():
+    rng = np.random.default_rng(7)
+    net = _zero_neuron_net()
+    for x in rng.uniform(-1, 1, size=20):
+        J = exact_local_jacobian(net, np.array([x]))
+        h = 1e-6 * abs(x)
+        fd = (net(np.array([[x + h]])) - net(np.array([[x - h]]))).item() / (2 * h)
+        assert J is not None and abs(J[0, 0] - fd) < 1e-6
+    assert exact_local_jacobian(net, np.array([0.0])) is None   # the kink of |x|

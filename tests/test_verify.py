@@ -384,3 +384,25 @@ def test_maximize_with_an_identically_zero_neuron_and_without_hidden_layers():
         assert hi.status == lo.status == "optimal"
         Y = net(X)[:, 0]
         assert abs(hi.value - Y.max()) <= 1e-9 and abs(lo.value - Y.min()) <= 1e-9
+
+
+# ------------------------------------------------------------------ malformed properties (audit)
+@pytest.mark.parametrize("C,d,msg", [
+    (np.ones((1, 1)), np.ones(2), "one entry per row"),      # used to broadcast into 'violated'
+    (np.ones((2, 1)), np.ones(1), "one entry per row"),      # used to broadcast into 'holds'
+    (np.ones(2), np.ones(1), "2-D"),
+    ([[float("nan")]], [0.0], "finite"),
+])
+def test_a_malformed_output_constraint_is_one_clear_error(C, d, msg):
+    with pytest.raises(SpecError, match=msg):
+        OutputConstraint(C, d)
+
+
+def test_a_specification_needs_a_box_and_consistent_terms():
+    with pytest.raises(SpecError, match="Box"):
+        Specification(([-1.0], [1.0]), [])
+    with pytest.raises(SpecError, match="different numbers of outputs"):
+        Specification(Box([-1.0], [1.0]), [OutputConstraint([[1.0]], [0.0]), OutputConstraint([[1.0, 2.0]], [0.0])])
+    # lists are accepted and stored as float arrays
+    c = OutputConstraint([[1.0, -1.0]], [0.0])
+    assert c.C.dtype == np.float64 and c.C.shape == (1, 2) and c.d.shape == (1,)

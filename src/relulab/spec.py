@@ -50,6 +50,22 @@ class OutputConstraint:
     C: np.ndarray
     d: np.ndarray
 
+    def __post_init__(self) -> None:
+        # arrays of the right shapes, finite: a wrong shape would broadcast silently
+        try:
+            C = np.asarray(self.C, dtype=np.float64)
+            d = np.asarray(self.d, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"output constraint: C and d must be numeric arrays ({e})") from None
+        if C.ndim != 2:
+            raise SpecError(f"output constraint: C must be a 2-D array (k constraints x m outputs), got shape {C.shape}")
+        if d.ndim != 1 or d.shape[0] != C.shape[0]:
+            raise SpecError(f"output constraint: d must have one entry per row of C ({C.shape[0]}), got shape {d.shape}")
+        if not (np.all(np.isfinite(C)) and np.all(np.isfinite(d))):
+            raise SpecError("output constraint: C and d must be finite (NaN or inf found)")
+        object.__setattr__(self, "C", C)
+        object.__setattr__(self, "d", d)
+
     def satisfied(self, Y: np.ndarray, tol: float | None = None) -> np.ndarray:
         """Row-wise truth for a batch ``Y`` of shape (n, m) (tolerance default ``FEAS_TOL``)."""
         tol = or_default(tol, FEAS_TOL)
@@ -79,6 +95,17 @@ class Specification:
 
     input_box: Box
     unsafe: list[OutputConstraint] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.input_box, Box):
+            raise SpecError(f"specification: the input set must be a relulab Box, got {type(self.input_box).__name__}")
+        terms = list(self.unsafe)
+        if any(not isinstance(t, OutputConstraint) for t in terms):
+            raise SpecError("specification: every unsafe term must be an OutputConstraint")
+        if len({t.C.shape[1] for t in terms}) > 1:
+            raise SpecError("specification: the unsafe terms refer to different numbers of outputs "
+                            f"({sorted({t.C.shape[1] for t in terms})})")
+        object.__setattr__(self, "unsafe", terms)
 
     @property
     def n_outputs(self) -> int:

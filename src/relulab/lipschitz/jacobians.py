@@ -49,7 +49,10 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for W, b in zip(Ws[:-1], bs[:-1], strict=True):
         z = h @ W.T + b
         scale = np.abs(h) @ np.abs(W).T + np.abs(b)
-        margin = np.minimum(margin, np.min(np.abs(z) / (1.0 + scale), axis=1))
+        # a neuron with a zero row and zero bias (pruned) is 0 everywhere: no boundary
+        live = np.any(W != 0, axis=1) | (b != 0)
+        if np.any(live):
+            margin = np.minimum(margin, np.min(np.abs(z[:, live]) / (1.0 + scale[:, live]), axis=1))
         masks.append(z > 0)
         h = np.maximum(z, 0.0)
     G = np.broadcast_to(Ws[-1], (n, *Ws[-1].shape))

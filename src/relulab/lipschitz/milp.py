@@ -50,7 +50,7 @@ from .jacobians import homogenize
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["by_milp", "MILPOutcome", "milp_supported", "region_witness", "backward_intervals",
+__all__ = ["by_milp", "MILPOutcome", "milp_supported", "region_witness", "region_center", "backward_intervals",
            "preactivation_bounds", "homogeneous_problem"]
 
 # HiGHS proves MILP optima to this relative gap (default feasibility tolerances ~1e-7).
@@ -185,6 +185,22 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
         >>> w.norm, w.pattern, bool(w.x[0] > 0)
         (2.0, '10', True)
     """
+    x = region_center(net, pattern, domain)
+    return None if x is None else certify_point(net, x, p, q, source, domain)
+
+
+def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | None) -> np.ndarray | None:
+    """The Chebyshev centre of the closed region of ``pattern`` within ``domain``, or
+    None when that region is not full-dimensional (radius at most ``MIN_RADIUS``).
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> x = region_center(net, np.array([1, 0]), Box([-1], [1]))   # the region x >= 0
+        >>> bool(0 < x[0] <= 1), region_center(net, np.array([1, 1]), Box([-1], [1]))
+        (True, None)
+    """
     Ws, bs, _ = float_layers(net)
     d = net.input_dim
     Aub, bub = region_inequalities(Ws, bs, np.asarray(pattern))
@@ -198,12 +214,9 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
         return None
     Aub, bub = Aub[keep], bub[keep]
     if Aub.shape[0] == 0:
-        x = domain.center if isinstance(domain, Box) else np.zeros(d)
-    else:
-        x, rad = chebyshev_center(Aub, bub, lb, ub)
-        if x is None or rad <= MIN_RADIUS:
-            return None
-    return certify_point(net, x, p, q, source, domain)
+        return domain.center if isinstance(domain, Box) else np.zeros(d)
+    x, rad = chebyshev_center(Aub, bub, lb, ub)
+    return None if x is None or rad <= MIN_RADIUS else x
 
 
 def _lift_witness(net, wit_h, p, q):
@@ -419,7 +432,11 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                 break
             if res.status != "optimal":
                 break
-            # degenerate pattern: exclude it and solve again
+            if region_center(H, pat, dom) is not None:
+                # a full-dimensional region without a certified witness: cutting it off
+                # could drop the true maximum, so the bound stands (no exact verdict)
+                break
+            # degenerate pattern (no interior): exclude it and solve again
             unst = [a for a, (lo, hi) in zip(enc.a_cols, pre, strict=True)]
             cols = np.concatenate(unst)
             on = res.x[cols] > 0.5
