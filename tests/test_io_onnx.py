@@ -599,3 +599,31 @@ def test_model_exported_by_torch(tmp_path: Path) -> None:
     assert _rel_err(net(X), ref(X)) <= 1e-5
     y = _session(onnx.load(str(p))).run(None, {"x": X.reshape(-1, 1, 6, 6).astype(np.float32)})[0]
     assert _rel_err(net(X.astype(np.float32).astype(np.float64)), y.astype(np.float64)) <= 1e-5
+
+
+# ------------------------------------------------------------------ node order (audit)
+def _graph_model(nodes):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("case", ["residual first", "dead branch"])
+def test_any_topological_node_order_reads_like_onnxruntime(case):
+    """relu(x) + x + relu(-x) with the residual Add listed before the second branch (a
+    valid ONNX order), and the same graph with an activation that never reaches the
+    output: both used to be refused as 'a skip into a hidden layer'."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Add", ["a", "x"], ["s"]),
+             helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["b"]),
+             helper.make_node("Add", ["s", "b"], ["y"])]
+    if case == "dead branch":
+        nodes.insert(2, helper.make_node("Relu", ["s"], ["unused"]))
+    m = _graph_model(nodes)
+    net = onnx_to_network(m)
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    sess = ort.InferenceSession(m.SerializeToString())
+    ref = np.vstack([sess.run(None, {"x": X[i:i + 1]})[0] for i in range(len(X))])
+    assert np.allclose(net(X), ref, rtol=1e-12, atol=1e-12)

@@ -483,3 +483,15 @@ def test_float_segment_merges_breakpoints_a_few_ulps_apart():
     exact = regions.along_segment(net.exact(), [a], [b])
     assert seg.n_pieces == exact.n_pieces == 2
     assert np.allclose(seg.points.ravel(), [float(v) for v in np.ravel(exact.points)])
+
+
+def test_count_refuses_an_uncertified_unbounded_enumeration():
+    """Lines y = 0 and y = 1e-7 x + 1 cross at x = -1e7, beyond every artificial box the
+    enumeration tries: the count is not certified, so count() says so instead of 3."""
+    net = Network([[[0.0, 1.0], [-1e-7, 1.0]], [[1.0, 1.0]]], [[0.0, -1.0], [0.0]])
+    R2 = Polytope.whole_space(2)
+    assert not regions.enumerate(net, R2).certified
+    with pytest.raises(RelulabError, match="could not be certified"):
+        regions.count(net, R2)
+    # two lines in general position: 4 regions, the count found with a big enough box
+    assert len(regions.enumerate(net, R2, big=1e8)) == 4

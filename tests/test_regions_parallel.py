@@ -262,3 +262,21 @@ def test_cuts_avoid_hyperplanes_through_round_coordinates():
     answers = [_CountTask(net, box)((c.lo, c.hi, "own")) for c in boxes]
     assert all(kind == "own" for kind, _ in answers)
     assert sum(k for _, k in answers) == len(regions.enumerate(net, box)) == 4
+
+
+def test_graph_of_a_parallel_run_with_a_repeated_neuron_in_3d():
+    """Neurons x0 and -x0 share a plane; crossing it needs the step-across probe, which
+    used to read the (empty) vertex array of a parallel run.  Same edges as one process."""
+    W1 = np.array([[1.0, 0, 0], [-1.0, 0, 0], [0, 1.0, 0]])
+    net = Network([W1, np.ones((1, 3))], [np.zeros(3), np.zeros(1)])
+    box = Box(-np.ones(3), np.ones(3))
+    one = regions.enumerate(net, box)
+    par = regions.enumerate(net, box, parallel="local", workers=2, cells=6)
+
+    def edges(rs):
+        E = regions.adjacency(rs)
+        pats = [bytes(p) for p in rs.packed_patterns]
+        return {frozenset((pats[int(a)], pats[int(b)])) for a, b in np.asarray(E)[:, :2]}
+
+    assert len(par) == len(one) == 4
+    assert edges(par) == edges(one) and len(edges(one)) == 4   # the 2 x 2 grid of quadrants

@@ -520,6 +520,70 @@ SUPPORTED_OPS = tuple(sorted(_HANDLERS))
 _ACTIVATIONS = frozenset({"Relu", "LeakyRelu", "PRelu", "Clip", "MaxPool", "GlobalMaxPool"})
 
 
+class _NodeList:
+    """The nodes of a graph in the order they are lowered (``.node``, like a GraphProto)."""
+
+    def __init__(self, nodes: list) -> None:
+        self.node = nodes
+
+
+def _lowering_order(graph: Any, known: set[str], out: str) -> tuple[list, list[int]]:
+    """The nodes that reach the output ``out``, in a topological order that lowers every
+    node reading values of activation depth k before any node reading depth k + 1 (the
+    depth of a value: the activations on its longest path from the input), with their
+    original indices.  ONNX only promises *some* topological order; with an arbitrary
+    one, a branch that starts at the input after another branch has closed a hidden
+    layer looked like a skip into a hidden layer.  Nodes whose inputs are never
+    defined keep their place at the end, so the reader names the missing input.
+
+    Example:
+        >>> from onnx import helper
+        >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Add", ["a", "x"], ["s"]),
+        ...     helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["b"]),
+        ...     helper.make_node("Add", ["s", "b"], ["y"]), helper.make_node("Relu", ["x"], ["dead"])], "g", [], [])
+        >>> _lowering_order(g, {"x"}, "y")[1]
+        [0, 2, 3, 1, 4]
+    """
+    import heapq
+
+    nodes = list(graph.node)
+    # backwards from the output: the nodes it needs
+    producer = {name: j for j, nd in enumerate(nodes) for name in nd.output if name}
+    needed, stack = set(), [out]
+    while stack:
+        j = producer.get(stack.pop())
+        if j is None or j in needed:
+            continue
+        needed.add(j)
+        stack.extend(n for n in nodes[j].input if n)
+    depth = dict.fromkeys(known, 0)
+    waiting = {j: {n for n in nodes[j].input if n and n not in known} for j in needed}
+    users: dict[str, list[int]] = {}
+    for j, missing in waiting.items():
+        for n in missing:
+            users.setdefault(n, []).append(j)
+    heap = [(0, j) for j, missing in waiting.items() if not missing]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, j = heapq.heappop(heap)
+        nd = nodes[j]
+        d_in = max((depth.get(n, 0) for n in nd.input if n), default=0)
+        d_out = d_in + (nd.op_type in _ACTIVATIONS)
+        order.append(j)
+        for name in nd.output:
+            if not name:
+                continue
+            depth[name] = d_out
+            for k in users.get(name, []):
+                waiting[k].discard(name)
+                if not waiting[k]:
+                    heapq.heappush(heap, (max(depth.get(n, 0) for n in nodes[k].input if n), k))
+    placed = set(order)
+    order += sorted(j for j in needed if j not in placed)
+    return [nodes[j] for j in order], order
+
+
 def _liveness(graph: Any) -> tuple[dict[str, list[int]], list[bool]]:
     """Consumers (node indices) of every tensor, and for every node whether a hidden
     layer (an activation) lies at or after it on some path."""
@@ -609,11 +673,27 @@ def _input_shape(vi: Any) -> tuple[int, ...]:
 def onnx_to_network(model: Any) -> Network:
     """Convert a loaded ``onnx.ModelProto`` (see :func:`load_onnx`).
 
+    The nodes are lowered in the file's order; when that order makes a branch from the
+    input look like a skip into a hidden layer, they are lowered again in activation-depth
+    order (:func:`_lowering_order`; nodes that do not reach the output are dropped).
+
     Example:
         >>> from relulab.examples import tiny_2d
         >>> onnx_to_network(network_to_onnx(tiny_2d())) == tiny_2d()
         True
     """
+    try:
+        return _onnx_to_network(model, reorder=False)
+    except FormatError as e:
+        if "skip into a hidden layer" not in str(e):
+            raise
+        try:
+            return _onnx_to_network(model, reorder=True)
+        except FormatError:
+            raise e from None
+
+
+def _onnx_to_network(model: Any, reorder: bool) -> Network:
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     inits = {t.name: t for t in graph.initializer}
@@ -631,8 +711,12 @@ def onnx_to_network(model: Any) -> Network:
         )
     tr = AffineTracer(_input_shape(inputs[0]))
     cx = _Cx(tr, opset)
-    consumers, leads = _liveness(graph)
     out = graph.output[0].name
+    if reorder:
+        nodes, original_index = _lowering_order(graph, {inputs[0].name, *inits}, out)
+    else:
+        nodes, original_index = list(graph.node), list(range(len(graph.node)))
+    consumers, leads = _liveness(_NodeList(nodes))
     env: dict[str, Any] = {inputs[0].name: tr.input()}
     # functions of the input alone that were carried into the hidden layers: their
     # original stays available for uses that only reach the output (the skip)
@@ -659,8 +743,8 @@ def onnx_to_network(model: Any) -> Network:
             "the output of an earlier node)"
         )
 
-    for i, node in enumerate(graph.node):
-        label = node.name or f"#{i}"
+    for i, node in enumerate(nodes):
+        label = node.name or f"#{original_index[i]}"
         where = f"node '{label}' ({node.op_type})"
         cx.where = where
         ins = [value(n, where, not leads[i]) for n in node.input]

@@ -224,7 +224,14 @@ def count_regions(
                               workers=workers, cells=cells, address=address)
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
-        return len(enumerate_regions(net, dom, progress=progress, engine=engine))
+        rs = enumerate_regions(net, dom, progress=progress, engine=engine)
+        if not rs.certified:
+            # a bare number must be the count: an uncertified one is refused, not returned
+            raise RelulabError(
+                f"regions.count: the regions of the unbounded domain could not be certified "
+                f"complete (artificial box grown to half-width {rs.info.get('box_halfwidth')}); "
+                f"{len(rs)} found. Use regions.enumerate(..., big=...) with a larger box, or a bounded domain")
+        return len(rs)
     return count_cells(pb, progress, engine)
 
 

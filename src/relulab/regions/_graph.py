@@ -10,6 +10,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from ..tolerance import PROBE_STEP, scaled_tol
+from ._bfs import _facet_center
 from ._types import RegionSet, neuron_label, pattern_index
 
 __all__ = ["adjacency", "graph", "graph_summary", "GraphSummary"]
@@ -84,10 +85,22 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
         r = int(fr[f])
         a, b = rs.facet_A[f], rs.facet_b[f]
         V = rs.vertices[rs.vertex_ptr[r] : rs.vertex_ptr[r + 1]]
-        on = np.abs(V @ a - b) <= scaled_tol(np.abs(V).max())
-        if not on.any():
-            continue
-        c = V[on].mean(0)
+        if len(V) == 0:
+            # no vertices kept (parallel runs keep them in the skeleton only): the
+            # centre of the facet from the region's facet rows, by one LP
+            lo, hi = rs.facet_ptr[r], rs.facet_ptr[r + 1]
+            A_r, b_r = rs.facet_A[lo:hi], rs.facet_b[lo:hi]
+            nr = np.linalg.norm(A_r, axis=1)
+            if np.any(nr == 0):
+                continue
+            c = _facet_center(A_r / nr[:, None], b_r / nr, int(f - lo))
+            if c is None:
+                continue
+        else:
+            on = np.abs(V @ a - b) <= scaled_tol(np.abs(V).max())
+            if not on.any():
+                continue
+            c = V[on].mean(0)
         eps = PROBE_STEP * (1 + float(np.abs(c).max()))
         p = c + eps * a
         if rs.domain is not None and not bool(rs.domain.contains(p, tol=0.0)):
