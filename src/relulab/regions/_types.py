@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
-from ..tolerance import FEAS_TOL
+from ..tolerance import FEAS_TOL, STRICT_TOL
 from ._hashing import PatternTable
 
 __all__ = ["Region", "RegionSet", "Skeleton", "neuron_label", "pattern_index"]
@@ -269,7 +269,7 @@ class RegionSet:
         miss = np.flatnonzero(idx < 0)
         if len(miss):
             Z = np.concatenate([z.reshape(len(X), -1) for z in self.net.preactivations(X[miss])], axis=1)
-            near = np.abs(Z) <= 1e-9 * (1.0 + np.abs(X[miss]).max(axis=1, keepdims=True))
+            near = np.abs(Z) <= STRICT_TOL * (1.0 + np.abs(X[miss]).max(axis=1, keepdims=True))
             for r, i in enumerate(miss):
                 bits = np.flatnonzero(near[r])
                 if not 0 < len(bits) <= 8:
