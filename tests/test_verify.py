@@ -406,3 +406,16 @@ def test_a_specification_needs_a_box_and_consistent_terms():
     # lists are accepted and stored as float arrays
     c = OutputConstraint([[1.0, -1.0]], [0.0])
     assert c.C.dtype == np.float64 and c.C.shape == (1, 2) and c.d.shape == (1,)
+
+
+def test_milp_unknown_inside_its_proof_margin_is_numerical_not_timeout():
+    """f(x) = x through neurons of size 1e5: the big-M margin (1e-6 x 1e5) swamps the
+    true gap 0.05 of 'y >= 1.05', so the MILP alone cannot prove it. It says why,
+    instead of 'timeout' after a tenth of a second; the portfolio proves it."""
+    net = Network([np.array([[1e5], [-1e5]]), np.array([[1e-5, -1e-5]])], [np.zeros(2), np.zeros(1)])
+    spec = Specification(Box([-1.0], [1.0]), [OutputConstraint(np.array([[-1.0]]), np.array([-1.05]))])
+    X = np.linspace(-1, 1, 201)[:, None]
+    assert net(X).max() == pytest.approx(1.0)     # the truth: y <= 1 < 1.05, so it holds
+    r = verify(net, spec, timeout=30, method="milp")
+    assert r.status == "unknown" and r.reason.startswith("numerical") and r.vnncomp == "unknown"
+    assert verify(net, spec, timeout=30).status == "holds"

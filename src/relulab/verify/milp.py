@@ -665,6 +665,13 @@ def milp_term(
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
-    if bound is not None and np.isfinite(bound) and bound > 1e-6 * scale:  # tol: well above HiGHS's feasibility tolerance
+    margin = 1e-6 * scale  # tol: well above HiGHS's feasibility tolerance
+    if bound is not None and np.isfinite(bound) and bound > margin:
         return "holds", None, st
+    if res.status == "optimal":
+        # solved, but the optimum is inside the proof margin (or its point failed the
+        # forward re-check): numerical, not a time limit
+        st["reason"] = (f"numerical: the MILP optimum {res.objective:.3g} is within its proof margin "
+                        f"{margin:.3g} (big-M scale {scale:.3g})" if res.objective is not None else
+                        "numerical: the MILP solution failed the forward re-check")
     return "unknown", None, st

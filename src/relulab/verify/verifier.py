@@ -428,7 +428,7 @@ def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,
 
     if method == "milp":
         status, x, how = _milp(fnet, dense, box, C, dv, bud, stats, 1.0)
-        return status, x, how, "timeout" if status == "unknown" else ""
+        return status, x, how, stats["milp"].get("reason", "timeout") if status == "unknown" else ""
     small = fnet is not None and _root_unstable(fnet, box) <= milp_max_binaries
     status, x, reason = run_bab(0.25 if small else 1.0)
     if status != "unknown" or not small or reason.startswith("memory"):
