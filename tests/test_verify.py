@@ -419,3 +419,14 @@ def test_milp_unknown_inside_its_proof_margin_is_numerical_not_timeout():
     r = verify(net, spec, timeout=30, method="milp")
     assert r.status == "unknown" and r.reason.startswith("numerical") and r.vnncomp == "unknown"
     assert verify(net, spec, timeout=30).status == "holds"
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(intermediate="foo"), "intermediate"), (dict(batch=0), "batch"),
+    (dict(alpha_iters=-1), "alpha_iters"), (dict(attack_time=-1.0), "attack_time"),
+])
+def test_verify_checks_its_tuning_arguments(kw, msg):
+    net = Network([np.eye(1)], [np.zeros(1)])
+    spec = Specification(Box([-1.0], [1.0]), [OutputConstraint([[1.0]], [-2.0])])
+    with pytest.raises(RelulabError, match=msg):
+        verify(net, spec, **kw)

@@ -265,6 +265,14 @@ def verify(
         raise RelulabError(f"verify: memory must be a positive number of bytes, got {memory}")
     if method not in METHODS:
         raise RelulabError(f"verify: method must be one of {', '.join(METHODS)}, got {method!r}")
+    if intermediate not in ("hybrid", "forward", "crown"):
+        raise RelulabError(f"verify: intermediate must be 'hybrid', 'forward' or 'crown', got {intermediate!r}")
+    if not (isinstance(batch, (int, np.integer)) and batch >= 1):
+        raise RelulabError(f"verify: batch must be a positive integer, got {batch!r}")
+    if not (isinstance(alpha_iters, (int, np.integer)) and alpha_iters >= 0):
+        raise RelulabError(f"verify: alpha_iters must be a non-negative integer, got {alpha_iters!r}")
+    if attack_time is not None and not attack_time >= 0:
+        raise RelulabError(f"verify: attack_time must be non-negative seconds, got {attack_time}")
     n_in, n_out = _dims(net)
     portfolio = False
     if method == "auto":
