@@ -163,3 +163,19 @@ def test_exact_network_accepted():
     a, b = symbolic_bounds(net, B), symbolic_bounds(net.exact(), B)
     np.testing.assert_allclose(a.out_lo, b.out_lo)
     np.testing.assert_allclose(a.out_hi, b.out_hi)
+
+
+@pytest.mark.parametrize("C,d,msg", [
+    ([[1.0, -1.0]], [0.0, 0.0], "one entry per row"),   # used to return 2 bounds for 1 row
+    ([[1.0, -1.0, 2.0]], None, "2 columns"),
+    ([[float("nan"), 1.0]], None, "finite"),             # used to return [nan]
+])
+def test_linear_bounds_checks_c_and_d(C, d, msg):
+    from relulab import Network
+    from relulab.errors import RelulabError
+
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0], [1.0, -1.0]]], [[0, 0], [0, 0]])
+    with pytest.raises(RelulabError, match=msg):
+        linear_bounds(net, Box([0.5], [1.0]), np.array(C), d)
+    # the well-formed call: f = (|x|, x) on [0.5, 1], so y0 - y1 + 0.5 = 0.5 exactly
+    assert linear_bounds(net, Box([0.5], [1.0]), np.array([[1.0, -1.0]]), [0.5])[0] == pytest.approx(0.5)

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .domain import Box, Polytope, as_domain
+from .errors import RelulabError
 from .network import Network
 from .tolerance import scaled_tol
 
@@ -540,6 +541,14 @@ def linear_bounds(
     box = _box_of(domain)
     Ws, bs, sk = float_layers(net)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    if C.ndim != 2 or C.shape[1] != net.output_dim:
+        raise RelulabError(f"linear_bounds: C must have {net.output_dim} columns (one per output), got shape {C.shape}")
+    if d is not None:
+        d = np.asarray(d, dtype=np.float64).reshape(-1)
+        if d.shape[0] != C.shape[0]:
+            raise RelulabError(f"linear_bounds: d must have one entry per row of C ({C.shape[0]}), got {d.shape[0]}")
+    if not (np.all(np.isfinite(C)) and (d is None or np.all(np.isfinite(d)))):
+        raise RelulabError("linear_bounds: C and d must be finite (NaN or inf found)")
     _, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, d=d, skip=sk, want_linear=True)
     if isinstance(domain, Polytope):
         return _poly_min(domain, A[0], c[0])

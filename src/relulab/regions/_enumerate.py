@@ -156,8 +156,13 @@ def enumerate_regions(
     if method == "bfs":
         from ._bfs import enumerate_bfs
 
-        rs = enumerate_bfs(net, default_domain(net, domain), max_regions=max_regions)
+        bdom = default_domain(net, domain)
+        rs = enumerate_bfs(net, bdom, max_regions=max_regions)
         rs.seconds = time.perf_counter() - t0
+        if isinstance(bdom, Polytope) and (bdom.n_constraints == 0 or not bdom.is_bounded):
+            # its float LPs over unbounded regions miss slivers far out (two lines crossing
+            # at x = -1e7): a cross-check there, not a certificate
+            rs.certified = False
     elif method == "subdivision":
         pb, dom = _problem(net, domain, big)
         if pb.big is not None:
