@@ -50,7 +50,7 @@ def certify_point(net: Network, x: np.ndarray, p: float, q: float | None, source
 
 
 # exact fallback only for networks where Fraction arithmetic stays cheap
-_EXACT_OPS = 2_000_000
+_EXACT_OPS = 500_000
 
 
 def exact_local_jacobian(net: Network, x: np.ndarray) -> np.ndarray | None:
