@@ -520,13 +520,6 @@ SUPPORTED_OPS = tuple(sorted(_HANDLERS))
 _ACTIVATIONS = frozenset({"Relu", "LeakyRelu", "PRelu", "Clip", "MaxPool", "GlobalMaxPool"})
 
 
-class _NodeList:
-    """The nodes of a graph in the order they are lowered (``.node``, like a GraphProto)."""
-
-    def __init__(self, nodes: list) -> None:
-        self.node = nodes
-
-
 def _lowering_order(graph: Any, known: set[str], out: str) -> tuple[list, list[int]]:
     """The nodes that reach the output ``out``, in a topological order that lowers every
     node reading values of activation depth k before any node reading depth k + 1 (the
@@ -566,9 +559,8 @@ def _lowering_order(graph: Any, known: set[str], out: str) -> tuple[list, list[i
     heapq.heapify(heap)
     order = []
     while heap:
-        _, j = heapq.heappop(heap)
+        d_in, j = heapq.heappop(heap)  # d_in: the largest depth among the node's inputs
         nd = nodes[j]
-        d_in = max((depth.get(n, 0) for n in nd.input if n), default=0)
         d_out = d_in + (nd.op_type in _ACTIVATIONS)
         order.append(j)
         for name in nd.output:
@@ -584,17 +576,17 @@ def _lowering_order(graph: Any, known: set[str], out: str) -> tuple[list, list[i
     return [nodes[j] for j in order], order
 
 
-def _liveness(graph: Any) -> tuple[dict[str, list[int]], list[bool]]:
+def _liveness(nodes: list) -> tuple[dict[str, list[int]], list[bool]]:
     """Consumers (node indices) of every tensor, and for every node whether a hidden
-    layer (an activation) lies at or after it on some path."""
+    layer (an activation) lies at or after it on some path (``nodes`` in lowering order)."""
     consumers: dict[str, list[int]] = {}
-    for j, node in enumerate(graph.node):
+    for j, node in enumerate(nodes):
         for name in node.input:
             if name:
                 consumers.setdefault(name, []).append(j)
-    leads = [False] * len(graph.node)
-    for j in range(len(graph.node) - 1, -1, -1):
-        node = graph.node[j]
+    leads = [False] * len(nodes)
+    for j in range(len(nodes) - 1, -1, -1):
+        node = nodes[j]
         leads[j] = node.op_type in _ACTIVATIONS or any(
             leads[k] for out in node.output for k in consumers.get(out, []) if k > j
         )
@@ -716,7 +708,7 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
         nodes, original_index = _lowering_order(graph, {inputs[0].name, *inits}, out)
     else:
         nodes, original_index = list(graph.node), list(range(len(graph.node)))
-    consumers, leads = _liveness(_NodeList(nodes))
+    consumers, leads = _liveness(nodes)
     env: dict[str, Any] = {inputs[0].name: tr.input()}
     # functions of the input alone that were carried into the hidden layers: their
     # original stays available for uses that only reach the output (the skip)

@@ -423,7 +423,8 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
             if res.x is None:
                 break
             pat = np.concatenate([res.x[a] > 0.5 for a in enc.a_cols]) if enc.a_cols else np.zeros(0, bool)
-            wit = region_witness(H, pat, dom, p, q, "milp")
+            centre = region_center(H, pat, dom)
+            wit = None if centre is None else certify_point(H, centre, p, q, "milp", dom)
             if domain is None:
                 wit = _lift_witness(net, wit, p, q)
             if wit is not None:
@@ -432,7 +433,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                 break
             if res.status != "optimal":
                 break
-            if region_center(H, pat, dom) is not None:
+            if centre is not None:
                 # a full-dimensional region without a certified witness: cutting it off
                 # could drop the true maximum, so the bound stands (no exact verdict)
                 break

@@ -76,9 +76,8 @@ def exact_local_jacobian(net: Network, x: np.ndarray) -> np.ndarray | None:
     if sum(a * b for a, b in zip(widths[:-1], widths[1:], strict=True)) * (d + 1) > _EXACT_OPS:
         return None
     ex = net if net.is_exact else net.exact()
-    Ws = [np.array([[Fraction(v) for v in row] for row in np.asarray(W, dtype=object)], dtype=object)
-          for W in ex.weights]
-    bs = [np.array([Fraction(v) for v in np.ravel(b)], dtype=object) for b in ex.biases]
+    Ws = [np.asarray(W, dtype=object) for W in ex.weights]
+    bs = [np.asarray(b, dtype=object).ravel() for b in ex.biases]
     h = np.array([Fraction(float(v)) for v in x], dtype=object)
     G = np.array([[Fraction(int(i == j)) for j in range(d)] for i in range(d)], dtype=object)  # dh/dx
     for W, b in zip(Ws[:-1], bs[:-1], strict=True):

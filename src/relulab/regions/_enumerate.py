@@ -42,12 +42,16 @@ def _big_box_size(pb: E.Problem) -> float:
 
 
 # ------------------------------------------------------------------ drivers
+def _is_unbounded(dom: Box | Polytope) -> bool:
+    return isinstance(dom, Polytope) and (dom.n_constraints == 0 or not dom.is_bounded)
+
+
 def _problem(net: Network, domain: Any, big: float | None) -> tuple[E.Problem, Any]:
     if not isinstance(net, Network):
         raise RelulabError(f"expected a relulab Network, got {type(net).__name__}")
     dom = default_domain(net, domain)
     pb = E.Problem(net, dom)
-    if isinstance(dom, Polytope) and (dom.n_constraints == 0 or not dom.is_bounded):
+    if _is_unbounded(dom):
         pb.big = float(big) if big is not None else _big_box_size(pb)
     return pb, dom
 
@@ -159,7 +163,7 @@ def enumerate_regions(
         bdom = default_domain(net, domain)
         rs = enumerate_bfs(net, bdom, max_regions=max_regions)
         rs.seconds = time.perf_counter() - t0
-        if isinstance(bdom, Polytope) and (bdom.n_constraints == 0 or not bdom.is_bounded):
+        if _is_unbounded(bdom):
             # its float LPs over unbounded regions miss slivers far out (two lines crossing
             # at x = -1e7): a cross-check there, not a certificate
             rs.certified = False
