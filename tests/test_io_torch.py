@@ -114,6 +114,8 @@ def test_maxpool_variants() -> None:
         nn.MaxPool2d(2, stride=2, dilation=2),
         nn.MaxPool2d((2, 3), stride=(1, 2), ceil_mode=True),
         nn.MaxPool2d(1),
+        # ceil mode with a dilated window longer than the 6-long axis: torch keeps one window
+        nn.MaxPool2d(4, stride=5, dilation=2, ceil_mode=True),
     ]:
         _check(nn.Sequential(pool, nn.Flatten()), (2, 6, 7))
         _check(nn.Sequential(nn.ReLU(), pool, nn.Flatten(), nn.Linear(int(np.prod(pool_out(pool))), 2)), (2, 6, 7))
@@ -342,6 +344,13 @@ def test_batchnorm_without_running_stats_and_nan_weights() -> None:
         lin.weight[0, 0] = float("nan")
     with pytest.raises(FormatError, match="NaN"):
         from_torch(nn.Sequential(lin))
+    # the error names the module that holds the NaN, not a layer of the lowered network
+    with pytest.raises(FormatError, match=re.escape("2 (Linear): weight contains NaN")):
+        from_torch(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), lin))
+    bn = nn.BatchNorm1d(2).eval()
+    bn.running_var[1] = float("inf")
+    with pytest.raises(FormatError, match=re.escape("1 (BatchNorm1d): running_var contains NaN")):
+        from_torch(nn.Sequential(nn.Linear(2, 2), bn))
 
 
 def test_bad_torch_files(tmp_path: Path) -> None:

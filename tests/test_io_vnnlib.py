@@ -217,6 +217,7 @@ def test_syntax_errors(text: str, match: str) -> None:
         ("(assert (<= X_0 Y_0))", r"6:9: unsupported: a constraint mixing inputs"),
         ("(assert (<= (+ X_0 X_1) 1))", r"6:9: unsupported: an input constraint involving several"),
         ("(assert (<= (abs Y_0) 1))", r"6:14: unsupported operator 'abs'"),
+        ("(assert (<= (ite true Y_0 X_0) 1))", r"6:14: unsupported operator 'ite'"),
         ("(push 1)", r"6:2: unsupported command 'push'"),
         ("(declare-const Z Real)", r"6:16: unsupported variable name 'Z'"),
         ("(declare-const X_3 Int)", r"6:20: unsupported sort"),

@@ -142,16 +142,20 @@ def _pool_axis(
     divisor: the window clipped to the padded axis)."""
     span = dil * (k - 1) + 1
     num = size + before + after - span
-    if num < 0:
-        raise ValueError(f"pooling window {k} does not fit an axis of size {size}")
+    # ceil mode admits a window longer than the padded axis (torch and ONNX agree)
     out = (-(-num // stride) if ceil_mode else num // stride) + 1
-    if ceil_mode and (out - 1) * stride >= size + before:
+    if ceil_mode and out > 1 and (out - 1) * stride >= size + before:
         out -= 1  # the last window would start in the padding only (torch's rule)
+    if out < 1:
+        raise ValueError(f"pooling window {k} does not fit an axis of size {size}")
     wins, counts = [], np.empty(out, dtype=np.int64)
     for i in range(out):
         start = i * stride - before
         pos = start + dil * np.arange(k)
-        wins.append(pos[(pos >= 0) & (pos < size)])
+        inside = pos[(pos >= 0) & (pos < size)]
+        if inside.size == 0:
+            raise ValueError(f"pooling window {i} along an axis of size {size} covers only padding")
+        wins.append(inside)
         counts[i] = int(np.sum(pos < size + after))  # taps inside the padded axis
     return wins, counts
 

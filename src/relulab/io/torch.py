@@ -404,6 +404,16 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
     raise FormatError(f"{where}: unsupported module (relulab reads {_SUPPORTED})")
 
 
+def _check_finite(m: Any, where: str) -> None:
+    """Refuse a module whose own parameters or buffers (BatchNorm's running statistics)
+    hold NaN or inf, naming the module: found later, the error could only name a layer
+    of the lowered network."""
+    tensors = list(m.named_parameters(recurse=False)) + list(m.named_buffers(recurse=False))
+    for name, t in tensors:
+        if t is not None and t.is_floating_point() and not bool(t.detach().isfinite().all()):
+            raise FormatError(f"{where}: {name} contains NaN or infinite entries")
+
+
 def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> Network:
     """Convert a torch ``nn.Sequential`` into an exactly equivalent :class:`Network`.
 
@@ -434,6 +444,7 @@ def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> N
     v: Value = tr.input()
     for path, m in mods:
         where = f"{path or '<root>'} ({type(m).__name__})"
+        _check_finite(m, where)
         try:
             v = _apply_module(tr, v, m, where)
         except FormatError:

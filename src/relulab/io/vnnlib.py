@@ -323,6 +323,12 @@ class _Parser:
                 return {key: 1.0}, 0.0
             raise self.err(node, f"expected a number or a variable X_i / Y_j, found {t!r}")
         head = self._head(node, "an operator (+, -, *, /)")
+        if head not in ("+", "-", "*", "/"):
+            # checked before the arguments, so `(ite c a b)` names `ite`, not its condition
+            raise self.err(
+                node.items[0],
+                f"unsupported operator '{head}' in a term (relulab reads +, -, *, / by a number)",
+            )
         args = [self._term(a) for a in node.items[1:]]
         if not args:
             raise self.err(node, f"'{head}' needs arguments")
@@ -347,18 +353,14 @@ class _Parser:
                 if not a[0]:
                     factor *= a[1]
             return _scale(var[0], factor) if var else ({}, factor)
-        if head == "/":
-            if len(args) != 2 or args[1][0]:
-                raise self.err(node, "unsupported: '/' must divide a term by a number")
-            if args[1][1] == 0:
-                raise self.err(node, "division by zero")
-            coefs, const = args[0]
-            q = args[1][1]
-            return {k: v / q for k, v in coefs.items()}, const / q
-        raise self.err(
-            node.items[0],
-            f"unsupported operator '{head}' in a term (relulab reads +, -, *, / by a number)",
-        )
+        # head == "/"
+        if len(args) != 2 or args[1][0]:
+            raise self.err(node, "unsupported: '/' must divide a term by a number")
+        if args[1][1] == 0:
+            raise self.err(node, "division by zero")
+        coefs, const = args[0]
+        q = args[1][1]
+        return {k: v / q for k, v in coefs.items()}, const / q
 
 
 def _add(a: _Lin, b: _Lin) -> _Lin:
