@@ -350,3 +350,71 @@ def test_structured_graph_finds_a_rare_counterexample_from_the_bound_minimisers(
     assert r.status == "violated", r
     assert box.contains(r.counterexample)
     assert np.all(C @ net(r.counterexample) <= dv + FEAS_TOL)
+
+
+def _residual_onnx(path, seed: int) -> None:
+    """Conv -> ReLU -> [Conv -> ReLU -> Conv] + skip -> ReLU -> Gemm -> ReLU -> Gemm, as
+    an ONNX file: its dense lowering carries the skip through extra neurons."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def w(name, *shape, scale=1.0):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    c, H, W = 2, 3, 3
+    nodes = [
+        helper.make_node("Conv", ["x", w("w1", c, 1, 1, 1), w("b1", c, scale=0.5)], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", w("w2", c, c, 3, 3, scale=0.7), w("b2", c, scale=0.3)], ["c2"], pads=[1] * 4),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", w("w3", c, c, 3, 3, scale=0.7), w("b3", c, scale=0.3)], ["c3"], pads=[1] * 4),
+        helper.make_node("Add", ["c3", "r1"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r3"]),
+        helper.make_node("Flatten", ["r3"], ["f"]),
+        helper.make_node("Gemm", ["f", w("w4", 4, c * H * W, scale=0.3), w("b4", 4, scale=0.3)], ["g"], transB=1),
+        helper.make_node("Relu", ["g"], ["r4"]),
+        helper.make_node("Gemm", ["r4", w("w5", 1, 4), w("b5", 1)], ["y"], transB=1),
+    ]
+    g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, H, W])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_residual_graph_agrees_with_the_milp_on_its_dense_form(tmp_path, seed):
+    """A residual block read as a structured graph: its dense lowering has more neurons
+    than the graph has ReLUs (the carried skip), so the graph's split vectors do not
+    index it.  The branch and bound once fed them to its leaf LPs and its candidate
+    probe (a crash); now such leaves stay open, and verify's portfolio still decides."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from relulab.io import load_model
+    from relulab.verify import load_for_verify
+
+    p = tmp_path / "res.onnx"
+    _residual_onnx(p, seed)
+    graph, dense = load_for_verify(str(p)), load_model(p)
+    assert type(graph).__name__ == "BoundGraph"
+    assert sum(dense.widths) > graph.n_neurons
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-1, 1, 9)
+    box = Box(x0 - 0.4, x0 + 0.4)
+    top = maximize(dense, box).value
+    C = np.array([[-1.0]])
+    for gap, want in ((1e-4, "holds"), (-1e-4, "violated")):
+        thr = top + gap * (1 + abs(top))
+        r = relu_split(graph, box, C, np.array([-thr]), engine="crown", check_net=dense,
+                       attack_time=0.0, attack_every=0, timeout=30)
+        assert r.status in (want, "unknown"), (seed, gap, r.status)
+        if r.status == "unknown":
+            assert r.reason.startswith(("incomplete", "timeout")), r.reason
+        r = verify(graph, Specification(box, [OutputConstraint(C, np.array([-thr]))]), timeout=60)
+        assert r.status == want, (seed, gap, r.status, r.reason)
+        if want == "violated":
+            assert box.contains(r.counterexample) and float(dense(r.counterexample)[0]) >= thr - FEAS_TOL

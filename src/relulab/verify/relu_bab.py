@@ -429,6 +429,11 @@ def relu_split(
     stats["engine"] = "crown" if isinstance(bounder, _GraphBounder) else "numpy"
     margin = bounder.margin
     checker = check_net or dense
+    # Split vectors index the bound engine's ReLUs, so leaf LPs and the probe need a dense
+    # network with the same neurons layer by layer.  The lowering of a residual block
+    # (carry neurons) or a max-pool (its comparison tree) has more; it still serves the
+    # attacks and the re-checks, and such leaves stay open ("incomplete").
+    lp_net = dense if dense is not None and _same_neurons(bounder, dense) else None
     lo, hi = box.lo.astype(np.float64), box.hi.astype(np.float64)
     n_tot = int(bounder.cuts[-1])
 
@@ -473,8 +478,8 @@ def relu_split(
 
     # The torch engine gives no minimisers: numpy CROWN on the few most promising open
     # sub-domains of each round supplies them (candidates only; it proves nothing here).
-    helper = (_DenseBounder(dense, C, d, 0) if isinstance(bounder, _GraphBounder)
-              and dense is not None else None)
+    helper = (_DenseBounder(lp_net, C, d, 0) if isinstance(bounder, _GraphBounder)
+              and lp_net is not None else None)
 
     def probe(S: np.ndarray) -> np.ndarray | None:
         hb = helper.bound(lo, hi, S, helper.root_warm().take(np.zeros(len(S), dtype=int)), None)
@@ -509,10 +514,10 @@ def relu_split(
             if bud.expired():  # the main loop answers "timeout"; skipped leaves stay open
                 break
             stats["leaves"] += 1
-            if dense is None:
+            if lp_net is None:
                 no_lp += 1
                 continue
-            kind, x = _leaf_lp(dense, lo, hi, S[i], [(a[i], h[i]) for a, h in b.pre], C, d)
+            kind, x = _leaf_lp(lp_net, lo, hi, S[i], [(a[i], h[i]) for a, h in b.pre], C, d)
             if kind == "candidate":
                 x = recheck_points(x[None])
                 if x is not None:
@@ -605,8 +610,10 @@ def relu_split(
     if bud.expired():
         return done("unknown", reason="timeout")
     if no_lp:
+        why = ("too large to lower to a dense network" if dense is None else
+               "whose dense lowering has other neurons (a residual skip or a max-pool)")
         return done("unknown", reason=f"incomplete: {no_lp} linear piece(s) of a structured model "
-                    "too large to lower to a dense network were left undecided")
+                    f"{why} were left undecided")
     if unresolved:
         return done("unknown", reason=f"numerical: {unresolved} linear piece(s) left undecided")
     return done("holds")
@@ -683,6 +690,12 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
         except RelulabError:
             dense = None
     return _GraphBounder(model, C, d, dense, 20 if alpha_iters is None else alpha_iters), dense
+
+
+def _same_neurons(bounder: Any, net: Network) -> bool:
+    """Whether ``net``'s hidden layers have the bound engine's ReLU layer sizes, so that a
+    split vector of the engine indexes ``net``'s neurons."""
+    return [W.shape[0] for W in net.weights[:-1]] == [int(s) for s in bounder.sizes]
 
 
 DENSE_MAX_NEURONS = 2000  # a structured model is lowered (leaf LPs, attacks) up to this size
