@@ -20,6 +20,7 @@ Example:
 from ._status import NeuronStatus, neuron_status
 from .canonical import CanonicalReport, canonical
 from .equivalence import (
+    EquivalenceError,
     EquivalenceResult,
     equivalent,
     equivalent_one_hidden_layer,
@@ -36,6 +37,7 @@ __all__ = [
     "equivalent",
     "equivalent_one_hidden_layer",
     "EquivalenceResult",
+    "EquivalenceError",
     "whole_space_box",
     "one_hidden_layer_normal_form",
     "reduce",

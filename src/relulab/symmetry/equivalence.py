@@ -47,19 +47,25 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope, as_domain
+from ..errors import RelulabError
 from ..layers import as_kind
 from ..network import Network, NetworkError
-from ..tolerance import EQUIV_TOL, MATCH_RTOL, ROUNDOFF, TINY, or_default, scaled_tol
+from ..tolerance import EQUIV_TOL, MATCH_RTOL, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
 from ._status import verifier_available
-from .canonical import canonical
+from .canonical import CanonicalReport, canonical
 
 __all__ = [
+    "EquivalenceError",
     "EquivalenceResult",
     "equivalent",
     "equivalent_one_hidden_layer",
     "whole_space_box",
     "one_hidden_layer_normal_form",
 ]
+
+
+class EquivalenceError(RelulabError):
+    """A bad argument of :func:`equivalent` (e.g. a negative or non-finite ``tol``)."""
 
 
 @dataclass(frozen=True)
@@ -171,9 +177,9 @@ def _recheck(
     return xf, fx, gx, float(np.max(np.abs(fx - gx))), False
 
 
-def _default_tol(f: Network, g: Network, X: np.ndarray) -> float:
-    scale = max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
-    return EQUIV_TOL * scale
+def _output_scale(f: Network, g: Network, X: np.ndarray) -> float:
+    """``max(1, largest |output| of f or g on X)``: the size of the numbers compared."""
+    return max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
 
 
 def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
@@ -198,6 +204,152 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
         return 0.0  # every weight difference is exactly zero: nothing to round
     # Slack for the rounding of this very computation.
     return float(np.max(D)) * (1 + ROUNDOFF) + TINY
+
+
+_EPS = float(np.finfo(np.float64).eps)  # unit of float64 rounding (2 x the unit roundoff)
+
+
+def _gamma(n: int) -> float:
+    """Relative error bound of a float64 dot product of length ``n`` (Higham's
+    ``gamma_n``, taken generously: a few extra operations per entry)."""
+    return (n + 4) * _EPS
+
+
+def _magnitudes(net: Network, xabs: np.ndarray) -> list[np.ndarray]:
+    """Sound bounds ``|h_k| <= H_k`` of every layer's activations (``H_0 = |x|``) by
+    propagating ``|W| H + |b|`` (cruder than interval bounds but outward-rounded: it
+    only weighs rounding-level terms)."""
+    H = [xabs]
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        W, b = np.asarray(W, float), np.asarray(b, float)
+        H.append((np.abs(W) @ H[-1] + np.abs(b)) * (1 + _gamma(W.shape[1])))
+    return H
+
+
+def _float_error(net: Network, box: Box) -> float:
+    """A sound bound of ``sup |net - net.float()|`` on ``box``: zero for a float network;
+    for an exact one, each float weight is its rational value rounded to nearest (relative
+    error below ``eps``), propagated through the layers (``relu`` is 1-Lipschitz)."""
+    if not net.is_exact:
+        return 0.0
+    nf = net.float()
+    xabs = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    H = _magnitudes(nf, xabs)
+    D = np.zeros_like(xabs)
+    for k, (W, b) in enumerate(zip(nf.weights, nf.biases, strict=True)):
+        aW, ab = np.abs(np.asarray(W, float)), np.abs(np.asarray(b, float))
+        D = (aW @ D + 2 * _EPS * (aW @ H[k] + ab)) * (1 + _gamma(aW.shape[1]))
+    if nf.skip is not None:
+        D = D + 2 * _EPS * (np.abs(nf.skip[0]) @ xabs + np.abs(nf.skip[1])) * (1 + _gamma(len(xabs)))
+    return float(np.max(D, initial=0.0))
+
+
+def _canonical_error(net: Network, can: Network, rep: CanonicalReport, box: Box) -> float | None:
+    """A sound bound of ``sup |net - can|`` on ``box`` for a float network and its normal
+    form ``can = canonical(net, domain)`` (``rep`` its report), or None when the normal form
+    lost a layer (``constant_from_layer``) and no layer-by-layer bound applies.
+
+    Normalising and merging rounds, and merging rows that agree only to ``merge_tol``
+    changes the function (by the row difference times the outgoing weights, which may be
+    huge), so the normal form is *not* the same function.  This bound compares the two
+    networks directly: each neuron ``j`` of ``net`` that the report maps to neuron ``p`` of
+    ``can`` is written as ``h_j = a_j h'_p + e_j`` (``a_j > 0``, estimated from the rows;
+    any positive value is sound, a good one is tight).  With ``A`` that matrix, the error
+    ``D_k >= |h_k - A_k h'_k|`` obeys, row by row,
+
+        ``z_j - a_j z'_p = W_j (h - A h') + (W A - a_j W')_p h' + (b_j - a_j b'_p)``,
+
+    and ``|relu(z) - a relu(z')| <= |z - a z'|``.  Neurons without a counterpart count
+    with their whole magnitude, except those proved dead on the domain (0) and constant
+    ones (zero incoming weights: their exact value moves into the next bias).  The float
+    rounding of this very computation is bounded by ``gamma_n`` terms."""
+    if rep.constant_from_layer is not None or can.n_hidden_layers != net.n_hidden_layers:
+        return None
+    N, C = net.float(), can.float()
+    xabs = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    HN, HC = _magnitudes(N, xabs), _magnitudes(C, xabs)
+    dead, const = set(rep.dead), set(rep.constant)
+    groups = {(k, m[0]): m for k, m in rep.merged}
+    L = N.n_hidden_layers
+    d = N.input_dim
+    pos = np.arange(d)            # counterpart in `can` of each neuron of the previous layer
+    a = np.ones(d)                # its factor a_j (0: no counterpart)
+    D = np.zeros(d)               # |h - A h'| on the previous layer
+    hconst = np.zeros(d)          # exact value of constant neurons of the previous layer
+    for k in range(L + 1):
+        WN, bN = np.asarray(N.weights[k], float), np.asarray(N.biases[k], float)
+        WC, bC = np.asarray(C.weights[k], float), np.asarray(C.biases[k], float)
+        P = np.zeros((WN.shape[1], WC.shape[1]))
+        live = a > 0
+        P[np.nonzero(live)[0], pos[live]] = a[live]
+        WP = WN @ P
+        bt = bN + WN @ hconst     # constant neurons of the previous layer, folded exactly
+        g = _gamma(WN.shape[1])
+        # Rounding of WP, bt and of the products with `a` below: gamma x magnitudes.
+        round_W = g * (np.abs(WN) @ (np.abs(P) @ HC[k]))
+        round_b = g * (np.abs(bN) + np.abs(WN) @ hconst)
+        if k < L:
+            order = rep.order[k]
+            tgt = np.full(WN.shape[0], -1)
+            for p, j in enumerate(order):
+                for i in groups.get((k, j), (j,)):
+                    tgt[i] = p
+        else:
+            tgt = np.arange(WN.shape[0])
+        n_out = WN.shape[0]
+        new_a = np.zeros(n_out)
+        E = np.zeros(n_out)
+        for j in range(n_out):
+            p = int(tgt[j])
+            if p < 0:
+                continue
+            rN = np.append(WP[j], bt[j])
+            rC = np.append(WC[p], bC[p])
+            q = int(np.argmax(np.abs(rC)))
+            aj = 1.0 if k == L else (rN[q] / rC[q] if rC[q] != 0 else 0.0)
+            if not (np.isfinite(aj) and aj > 0):
+                continue
+            new_a[j] = aj
+            M = np.abs(WP[j] - aj * WC[p]) @ HC[k]
+            slack = round_W[j] + round_b[j] + 2 * g * aj * (np.abs(WC[p]) @ HC[k] + abs(bC[p]))
+            E[j] = (np.abs(WN[j]) @ D + M + abs(bt[j] - aj * bC[p]) + slack) * (1 + g)
+        if k == L:
+            if N.skip is not None or C.skip is not None:
+                SN = np.zeros((n_out, d)) if N.skip is None else np.asarray(N.skip[0], float)
+                sN = np.zeros(n_out) if N.skip is None else np.asarray(N.skip[1], float)
+                SC = np.zeros((n_out, d)) if C.skip is None else np.asarray(C.skip[0], float)
+                sC = np.zeros(n_out) if C.skip is None else np.asarray(C.skip[1], float)
+                E = E + (np.abs(SN - SC) @ xabs + np.abs(sN - sC)) * (1 + _gamma(d)) + g * (
+                    (np.abs(SN) + np.abs(SC)) @ xabs + np.abs(sN) + np.abs(sC))
+            return float(np.max(E, initial=0.0))
+        hconst = np.zeros(n_out)
+        for j in range(n_out):
+            if new_a[j] > 0:
+                continue
+            if (k, j) in const and not WN[j].any():
+                hconst[j] = max(bN[j], 0.0)    # zero incoming weights: h_j = relu(b_j) exactly
+            elif (k, j) not in dead:
+                E[j] = HN[k + 1][j]            # no counterpart: the whole activation
+        pos, a, D = np.maximum(tgt, 0), new_a, E
+    raise AssertionError("unreachable")
+
+
+def _canonical_path_bound(f: Network, cf: Network, rf: CanonicalReport, g: Network, cg: Network,
+                          rg: CanonicalReport, box: Box) -> float | None:
+    """A sound bound of ``sup |f - g|`` on ``box`` through the normal forms:
+    ``|f - cf| + |cf - cg| + |cg - g|``.  The outer terms count what normalising and
+    merging changed (float networks: :func:`_canonical_error`; exact ones: their normal
+    form is the same function, only its float copy rounds, :func:`_float_error`)."""
+    if not f.is_exact and not g.is_exact and f == g:
+        return 0.0
+    mid = _perturbation_bound(cf, cg, box)
+    if mid is None:
+        return None
+    ef = _float_error(cf, box) if f.is_exact else _canonical_error(f, cf, rf, box)
+    eg = _float_error(cg, box) if g.is_exact else _canonical_error(g, cg, rg, box)
+    if ef is None or eg is None:
+        return None
+    return float((ef + mid + eg) * (1 + ROUNDOFF))
 
 
 def _domain_points(domain: Box | Polytope, n: int, seed: int) -> np.ndarray:
@@ -244,6 +396,7 @@ def equivalent(
     """
     t0 = time.monotonic()
     _check_shapes(f, g)
+    _check_tol(tol, "equivalent: tol")
     if domain is None or (isinstance(domain, Polytope) and domain.n_constraints == 0):
         if max(f.n_hidden_layers, g.n_hidden_layers) > 1:
             raise DomainError(
@@ -257,23 +410,24 @@ def equivalent(
     both_exact = f.is_exact and g.is_exact
 
     X = _domain_points(dom, n_samples, seed)
-    tol_v = _default_tol(f, g, X) if tol is None else float(tol)
+    out_scale = _output_scale(f, g, X)
+    tol_v = EQUIV_TOL * out_scale if tol is None else float(tol)
 
     def done(status: str, method: str, **kw: Any) -> EquivalenceResult:
         return EquivalenceResult(status=status, method=method, tol=tol_v,
                                  time=time.monotonic() - t0, **kw)
 
     if fast:
-        cf, _ = canonical(f, dom)
-        cg, _ = canonical(g, dom)
+        cf, rf = canonical(f, dom)
+        cg, rg = canonical(g, dom)
         if both_exact and cf == cg:
             return done("equal", "canonical", upper_bound=0.0, exact=True,
                         message="identical normal forms (exact)")
         box = dom if isinstance(dom, Box) else dom.bounding_box()
-        pb = _perturbation_bound(cf, cg, box)
+        pb = _canonical_path_bound(f, cf, rf, g, cg, rg, box)
         if pb is not None and pb <= tol_v:
             return done("equal", "canonical", upper_bound=pb,
-                        message="identical normal forms (float weights)" if pb == 0.0
+                        message="identical networks" if pb == 0.0
                         else f"normal forms agree; |f - g| <= {pb:.3g} on the domain")
         # Sampling attack: any point with a gap above tol is a witness.
         gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1)
@@ -287,10 +441,15 @@ def equivalent(
 
     if not verifier_available():
         return done("unknown", "verifier", message="the exact verifier (relulab.verify) is not available")
-    return _by_verifier(f, g, dom, tol_v, timeout, t0, done)
+    return _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale)
 
 
-def _by_verifier(f, g, dom, tol_v, timeout, t0, done) -> EquivalenceResult:
+def _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale: float = 1.0) -> EquivalenceResult:
+    """``max |f - g|`` by 2 m MILP maximisations of ``+-(f_j - g_j)``.  HiGHS solves the
+    MILP in floating point with feasibility tolerances: its "proved" bound can sit below
+    the true maximum by about 1e-8 of the problem's scale.  The reported ``upper_bound``
+    is therefore the solver's bound plus ``PROOF_MARGIN * max(1, |bound|, output scale)``,
+    and ``equal`` needs that widened bound within ``tol``."""
     from ..verify import maximize
 
     D = f.float() - g.float()
@@ -323,11 +482,15 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done) -> EquivalenceResult:
         x, fx, gx, gap, ex = best
         return done("different", "verifier", witness=x, f_value=fx, g_value=gx, gap=gap, exact=ex,
                     message=f"the verifier found an input where they differ by {gap:.6g}")
-    if len(ubs) == n_calls and max(ubs) <= tol_v:
-        return done("equal", "verifier", upper_bound=max(ubs),
-                    message=f"max |f - g| <= {max(ubs):.3g} on the domain (MILP bound)")
+    ub = None
+    if len(ubs) == n_calls:
+        raw = max(ubs)
+        ub = raw + PROOF_MARGIN * max(1.0, abs(raw), out_scale)
+    if ub is not None and ub <= tol_v:
+        return done("equal", "verifier", upper_bound=ub,
+                    message=f"max |f - g| <= {ub:.3g} on the domain (MILP bound plus its tolerance margin)")
     why = "time limit" if len(ubs) < n_calls or "time_limit" in statuses else "bound above tol"
-    return done("unknown", "verifier", upper_bound=max(ubs) if len(ubs) == n_calls else None,
+    return done("unknown", "verifier", upper_bound=ub,
                 message=f"undecided ({why})", details={"statuses": statuses})
 
 
@@ -370,9 +533,13 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
 
 
 # ------------------------------------------------------------- one hidden layer
-def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.ndarray, np.ndarray]:
+def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.ndarray, np.ndarray, tuple]:
     """The network as ``sum_h A_h relu(u_h . x + beta_h) + M x + c`` with each hyperplane
-    normalised so that its pivot entry (first of largest absolute value) is 1."""
+    normalised so that its pivot entry (first of largest absolute value) is 1.
+
+    Also returns ``(Mabs, cabs)``: the sums of the absolute values of everything added
+    into ``M`` and ``c`` (float networks: their rounding is at most ``gamma_n`` times
+    these; zeros for exact networks)."""
     if net.n_hidden_layers > 1:
         raise NetworkError(
             f"the algebraic decision needs at most one hidden layer; the network has {net.n_hidden_layers}"
@@ -381,13 +548,20 @@ def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.nda
     d, m = net.input_dim, net.output_dim
     M = as_kind(np.zeros((m, d)), exact)
     c = as_kind(net.biases[-1], exact)
+    Mabs, cabs = np.zeros((m, d)), np.zeros(m)
+    if not exact:
+        cabs = cabs + np.abs(c)
     if net.skip is not None:
         M = M + net.skip[0]
         c = c + net.skip[1]
+        if not exact:
+            Mabs, cabs = Mabs + np.abs(net.skip[0]), cabs + np.abs(net.skip[1])
     terms: list[tuple[np.ndarray, Any, np.ndarray]] = []
     if net.n_hidden_layers == 0:
         M = M + net.weights[0]
-        return terms, sign * M, sign * c
+        if not exact:
+            Mabs = Mabs + np.abs(net.weights[0])
+        return terms, sign * M, sign * c, (Mabs, cabs)
     W, b, V = net.weights[0], net.biases[0], net.weights[1]
     for i in range(W.shape[0]):
         w, bi, v = W[i], b[i], V[:, i]
@@ -397,6 +571,8 @@ def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.nda
         top = max(absw)
         if top == 0:
             c = c + v * (bi if bi > 0 else 0 * bi)
+            if not exact:
+                cabs = cabs + np.abs(v) * max(bi, 0.0)
             continue
         # First index of the largest |w| (with a relative tie tolerance for floats, so
         # that rescaled copies pick the same pivot).
@@ -411,11 +587,25 @@ def _one_layer_terms(net: Network, exact: bool, sign: int) -> tuple[list, np.nda
             # the affine part.
             M = M - np.outer(coef, u)
             c = c - coef * beta
+            if not exact:
+                Mabs = Mabs + np.abs(np.outer(coef, u))
+                cabs = cabs + np.abs(coef * beta)
         terms.append((u, beta, sign * coef))
-    return terms, sign * M, sign * c
+    return terms, sign * M, sign * c, (Mabs, cabs)
 
 
-def _group_hyperplanes(terms: list, exact: bool, key_tol: float) -> list[tuple[np.ndarray, Any, np.ndarray]]:
+def _group_hyperplanes(terms: list, exact: bool, key_tol: float, scale: float = 1.0) -> list[tuple]:
+    """Sum the coefficients of equal hyperplanes.
+
+    Exact networks: identical ``(u, beta)``.  Float networks: a term ``(u, beta, a)`` joins
+    the group of a representative ``(u0, beta0)`` when ``|u - u0| <= key_tol`` (entrywise)
+    and moving it there changes the function by little: ``|a| |u - u0|_1 <= key_tol *
+    scale`` and ``|a| |beta - beta0| <= key_tol * scale``.  (A test relative to ``|beta|``
+    alone would group far-apart parallel hyperplanes: ``relu(x + 1e6) - relu(x + 1e6 +
+    1e-4)`` is ``-1e-4``, not 0.)  Each float group is ``(u0, beta0, A, dev1, dev0)``
+    with ``A`` the summed coefficients and ``dev1 = sum |a| |u - u0|_1``, ``dev0 = sum |a|
+    |beta - beta0|`` (per output) what the grouping moved: the grouped function differs
+    from the sum of the terms by at most ``dev0 + dev1 |x|_inf``."""
     groups: list[list] = []
     if exact:
         idx: dict[tuple, int] = {}
@@ -427,24 +617,74 @@ def _group_hyperplanes(terms: list, exact: bool, key_tol: float) -> list[tuple[n
                 idx[key] = len(groups)
                 groups.append([u, beta, coef])
         return [tuple(gr) for gr in groups]
+    budget = key_tol * scale
     for u, beta, coef in terms:
+        u = np.asarray(u, dtype=float)
+        coef = np.asarray(coef, dtype=float)
+        ca = np.abs(coef)
+        top = float(np.max(ca))
         for gr in groups:
-            if np.max(np.abs(gr[0] - u)) <= key_tol and abs(gr[1] - beta) <= scaled_tol(beta, key_tol):
+            du = float(np.sum(np.abs(gr[0] - u)))
+            db = abs(gr[1] - float(beta))
+            if np.max(np.abs(gr[0] - u)) <= key_tol and top * du <= budget and top * db <= budget:
                 gr[2] = gr[2] + coef
+                gr[3] = gr[3] + ca * du
+                gr[4] = gr[4] + ca * db
                 break
         else:
-            groups.append([np.asarray(u, dtype=float), float(beta), np.asarray(coef, dtype=float)])
+            groups.append([u, float(beta), coef, np.zeros_like(ca), np.zeros_like(ca)])
     return [tuple(gr) for gr in groups]
+
+
+def _float_difference_bound(terms: list, groups: list, dM: np.ndarray, dc: np.ndarray,
+                            mags: tuple, d: int) -> tuple[float, float]:
+    """``(C0, C1)`` with ``|f(x) - g(x)| <= C0 + C1 |x|_inf`` for every ``x`` in R^d, from
+    the grouped float terms of ``f - g`` (a sound bound on the networks' exact values).
+
+    Each group contributes ``|A| relu(u0 . x + beta0) <= |A| (|u0|_1 |x|_inf +
+    max(beta0, 0))`` plus what grouping moved (``dev1``, ``dev0``); the affine parts
+    ``|dM|_1`` and ``|dc|``.  Rounding: normalising a neuron (``u = w / piv``, ``beta``,
+    ``a = v |piv|``) and summing coefficients and affine parts err by at most ``gamma_n``
+    times the magnitudes summed (``mags``: absolute sums of the affine parts)."""
+    Mabs, cabs = mags
+    g = _gamma(len(terms) + d)
+    C1 = np.sum(np.abs(dM), axis=1) + g * np.sum(Mabs, axis=1)
+    C0 = np.abs(dc) + g * cabs
+    for u, beta, coef in terms:
+        ca = np.abs(coef)
+        C1 = C1 + g * ca * float(np.sum(np.abs(u)))
+        C0 = C0 + g * ca * abs(float(beta))
+    for u0, beta0, A, dev1, dev0 in groups:
+        C1 = C1 + np.abs(A) * float(np.sum(np.abs(u0))) + dev1
+        C0 = C0 + np.abs(A) * max(float(beta0), 0.0) + dev0
+    return float(np.max(C0, initial=0.0)) * (1 + g), float(np.max(C1, initial=0.0)) * (1 + g)
+
+
+def _check_tol(tol: float | None, name: str) -> None:
+    """Reject a negative or non-finite tolerance (it would turn equal copies into
+    'different' or every answer into 'unknown')."""
+    if tol is None:
+        return
+    try:
+        t = float(tol)
+    except (TypeError, ValueError):
+        raise EquivalenceError(f"{name} must be a finite number >= 0, got {tol!r}") from None
+    if not np.isfinite(t) or t < 0:
+        raise EquivalenceError(f"{name} must be a finite number >= 0, got {tol!r}")
 
 
 def equivalent_one_hidden_layer(
     f: Network, g: Network, *, rtol: float | None = None, seed: int = 0
 ) -> EquivalenceResult:
     """Decide ``f == g`` on all of R^d for networks with at most one hidden layer, purely
-    algebraically (see the module docstring).  Exact networks are compared exactly; float
-    networks up to a relative tolerance ``rtol`` (default 1e-9) on the normalised
-    hyperplanes and coefficients.  ``different`` comes with a witness re-checked by
-    forward passes (exactly, on the exact binary values of the weights).
+    algebraically (see the module docstring).  Exact networks are compared exactly.
+    Float networks: ``equal`` means ``|f(x) - g(x)| <= tol (1 + |x|_inf)`` for every
+    ``x`` in R^d, with ``tol = rtol * scale`` (``rtol`` default 1e-9, ``scale`` the
+    largest of 1, the coefficients and the affine parts), proved by a sound bound
+    (``details``: ``bound_const``, ``bound_slope``) that counts what grouping near-equal
+    hyperplanes and rounding moved.  ``different`` comes with a witness re-checked by
+    exact forward passes (on the exact binary values of the weights) where the gap
+    exceeds ``tol (1 + |x|_inf)`` (any nonzero gap for exact networks).
 
     Example:
         >>> f = Network([[[1.0, 0.0]], [[1.0]]], [[0.0], [0.0]])           # relu(x1)
@@ -455,41 +695,59 @@ def equivalent_one_hidden_layer(
     """
     t0 = time.monotonic()
     _check_shapes(f, g)
+    _check_tol(rtol, "equivalent_one_hidden_layer: rtol")
     exact = f.is_exact and g.is_exact
     rt = or_default(rtol, MATCH_RTOL)
-    tf, Mf, cf = _one_layer_terms(f, exact, +1)
-    tg, Mg, cg = _one_layer_terms(g, exact, -1)
-    groups = _group_hyperplanes(tf + tg, exact, rt)
+    tf, Mf, cf, magf = _one_layer_terms(f, exact, +1)
+    tg, Mg, cg, magg = _one_layer_terms(g, exact, -1)
     dM, dc = Mf + Mg, cf + cg
+    details: dict[str, Any] = {}
     if exact:
-        scale = 0
+        groups = _group_hyperplanes(tf + tg, exact, rt)
+        tol_out = 0.0
         kink = [gr for gr in groups if any(v != 0 for v in gr[2])]
         affine_differs = any(v != 0 for v in dM.reshape(-1)) or any(v != 0 for v in dc)
+        is_equal = not kink and not affine_differs
     else:
         mags = [1.0, float(np.max(np.abs(Mf))), float(np.max(np.abs(cf)))]
         mags += [float(np.max(np.abs(t[2]))) for t in tf + tg]
         scale = max(mags)
-        kink = [gr for gr in groups if np.max(np.abs(gr[2])) > rt * scale]
-        affine_differs = bool(np.max(np.abs(dM)) > rt * scale or np.max(np.abs(dc)) > rt * scale)
-    tol_out = 0.0 if exact else rt * scale
-    details = {"hyperplanes": len(groups), "differing_hyperplanes": len(kink)}
-    if not kink and not affine_differs:
+        tol_out = rt * scale
+        groups = _group_hyperplanes(tf + tg, exact, rt, scale)
+        kink = [gr for gr in groups if np.max(np.abs(gr[2])) > tol_out]
+        C0, C1 = _float_difference_bound(tf + tg, groups, dM, dc,
+                                         (magf[0] + magg[0], magf[1] + magg[1]), f.input_dim)
+        details.update(bound_const=C0, bound_slope=C1)
+        # The bound, not the grouping, decides: it counts what grouping and rounding moved.
+        is_equal = C0 <= tol_out and C1 <= tol_out
+    details.update(hyperplanes=len(groups), differing_hyperplanes=len(kink))
+    if is_equal:
+        msg = f"same {len(groups)} hyperplanes with equal coefficients and equal affine parts"
+        if not exact:
+            msg += f"; |f - g| <= {details['bound_const']:.3g} + {details['bound_slope']:.3g} |x|_inf"
         return EquivalenceResult(
             "equal", "algebraic", tol_out, exact=exact, time=time.monotonic() - t0, details=details,
-            message=f"same {len(groups)} hyperplanes with equal coefficients and equal affine parts",
+            message=msg,
         )
-    cands = _kink_witnesses(kink, groups, exact, f.input_dim, seed) if kink else _affine_witnesses(
-        f.input_dim, exact)
+    cands = _kink_witnesses(kink, groups, exact, f.input_dim, seed) if kink else []
+    cands += _affine_witnesses(f.input_dim, exact)
+    if not exact:
+        cands += _hyperplane_points(tf + tg)
     fe, ge = f.exact(), g.exact()
-    best = None
+    best, best_excess = None, None
     for x in cands:
         chk = _recheck(fe, ge, as_kind(x, True), None)
-        if chk is not None and (best is None or chk[3] > best[3]):
-            best = chk
-    if best is None or best[3] == 0:
+        if chk is None:
+            continue
+        # A float 'different' must beat the tolerance of 'equal' at that point.
+        excess = chk[3] - tol_out * (1.0 + float(max((abs(float(v)) for v in chk[0]), default=0.0)))
+        if best is None or excess > best_excess:
+            best, best_excess = chk, excess
+    if best is None or best[3] == 0 or best_excess <= 0:
         return EquivalenceResult(
             "unknown", "algebraic", tol_out, time=time.monotonic() - t0, details=details,
-            message="coefficients differ but no witness was confirmed",
+            message="coefficients differ (or near-equal hyperplanes were grouped) but no "
+                    "witness beyond the tolerance was confirmed",
         )
     x, fx, gx, gap, _ = best
     if not exact:
@@ -497,11 +755,21 @@ def equivalent_one_hidden_layer(
         fx = np.asarray([float(v) for v in fx])
         gx = np.asarray([float(v) for v in gx])
     why = (f"{len(kink)} hyperplane(s) with different total coefficients" if kink
-           else "affine parts differ")
+           else "affine parts (or near-equal hyperplanes) differ")
     return EquivalenceResult(
         "different", "algebraic", tol_out, witness=x, f_value=fx, g_value=gx, gap=gap, exact=True,
         time=time.monotonic() - t0, details=details, message=why,
     )
+
+
+def _hyperplane_points(terms: list, limit: int = 50) -> list[np.ndarray]:
+    """The point of each hyperplane closest to the origin (up to ``limit`` of them): where
+    parallel hyperplanes that were grouped show their difference at small ``|x|``."""
+    pts = []
+    for u, beta, _ in terms[:limit]:
+        u = np.asarray(u, dtype=float)
+        pts.append(-(float(beta) / float(u @ u)) * u)
+    return pts
 
 
 def _affine_witnesses(d: int, exact: bool) -> list[np.ndarray]:
@@ -523,8 +791,8 @@ def _kink_witnesses(kink: list, groups: list, exact: bool, d: int, seed: int) ->
         h = kink[0]
     else:
         h = max(kink, key=lambda gr: float(np.max(np.abs(gr[2]))))
-    u, beta, _ = h
-    others = [gr for gr in groups if gr is not h]
+    u, beta = h[0], h[1]
+    others = [(gr[0], gr[1]) for gr in groups if gr is not h]
     for _ in range(50):
         if exact:
             p = np.array([Fraction(int(v), 97) for v in rng.integers(-300, 300, size=d)], dtype=object)
@@ -534,7 +802,7 @@ def _kink_witnesses(kink: list, groups: list, exact: bool, d: int, seed: int) ->
         x0 = p - ((u @ p + beta) / uu) * u
         ts = []
         ok = True
-        for uo, bo, _ in others:
+        for uo, bo in others:
             val = uo @ x0 + bo
             if val == 0 or (not exact and abs(val) < ROUNDOFF):
                 ok = False
@@ -567,14 +835,18 @@ def one_hidden_layer_normal_form(net: Network, *, rtol: float | None = None) -> 
         >>> nf = one_hidden_layer_normal_form(f); nf.n_hidden_layers, nf.weights[0].tolist()
         (0, [[Fraction(1, 1)]])
     """
+    _check_tol(rtol, "one_hidden_layer_normal_form: rtol")
     rtol = or_default(rtol, MATCH_RTOL)
     exact = net.is_exact
-    terms, M, c = _one_layer_terms(net, exact, +1)
-    groups = _group_hyperplanes(terms, exact, rtol)
+    terms, M, c, _ = _one_layer_terms(net, exact, +1)
     if exact:
+        groups = _group_hyperplanes(terms, exact, rtol)
         keep = [gr for gr in groups if any(v != 0 for v in gr[2])]
     else:
-        scale = max([1.0] + [float(np.max(np.abs(gr[2]))) for gr in groups])
+        scale = max([1.0] + [float(np.max(np.abs(t[2]))) for t in terms])
+        # Grouping moves the function by at most rtol * scale per term (see
+        # _group_hyperplanes): far-apart parallel hyperplanes stay apart.
+        groups = _group_hyperplanes(terms, exact, rtol, scale)
         keep = [gr for gr in groups if float(np.max(np.abs(gr[2]))) > rtol * scale]
     if not keep:
         return Network([M], [c], exact=exact)
