@@ -282,6 +282,17 @@ def test_path_norm_survives_overflow_and_underflow(w):
     assert path_norm(net, 0) == count
 
 
+@pytest.mark.parametrize("q", [1, 2, 3, "inf"])
+def test_path_norm_keeps_a_path_whose_partial_product_underflows(q):
+    """Two paths of product 1, one through 1e-110 * 1e-110 (below float64's range) before
+    1e110 * 1e110: the direct pass loses it although the final sum looks normal."""
+    Ws = [[[1e-110], [1.0]], [[1e-110, 0.0], [0.0, 1.0]], [[1e110, 0.0], [0.0, 1.0]], [[1e110, 1.0]]]
+    net = Network(Ws, [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0]])
+    want = path_lifting(net).norm(q if q != "inf" else math.inf)
+    assert path_norm(net, q) == pytest.approx(want, rel=1e-12)
+    assert path_norm(net, q) == pytest.approx(1.0 if q == "inf" else 2.0 ** (1 / q), rel=1e-12)
+
+
 def test_log_domain_pass_agrees_with_direct_pass(rng):
     from relulab.params.pathnorm import _net_pass_log
 

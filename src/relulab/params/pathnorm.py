@@ -159,8 +159,16 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
     q = parse_q(q)
     if not isinstance(model, Network):
         return path_norm_torch(model, input_shape, q)
-    with np.errstate(over="ignore", under="ignore"):
-        val = _net_pass(model, q)
+    try:
+        # any overflow or underflow on the way (a partial product of tiny weights can
+        # vanish while the final sum looks normal) sends the pass to the log domain
+        with np.errstate(over="raise", under="raise"):
+            val = _net_pass(model, q)
+    except FloatingPointError:
+        if q == 0:  # a path count: only its size can overflow; the exact count follows
+            return _exact_count(model)
+        lv = _net_pass_log(model, q)
+        return float(np.exp(lv if math.isinf(q) else lv / q))
     if q == 0:
         if not isinstance(val, Fraction) and not float(val) < 2.0**53:
             val = _exact_count(model)  # float sums of integers are exact only below 2^53
