@@ -173,3 +173,12 @@ def test_two_hidden_layers_recovered():
         assert np.max(np.abs(net(X) - r.network(X))) <= 1e-8
     else:  # what was not recovered must be said
         assert r.unidentified
+
+
+def test_scale_and_oracle_shape_errors():
+    net = Network([[[1.0, 0.5], [-1.0, 2.0]], [[1.0, -2.0]]], [[0.1, -0.2], [0.0]])
+    for scale in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ExtractError, match="scale must be a finite number > 0"):
+            extract_relu(net, 2, scale=scale)
+    with pytest.raises(ExtractError, match="expected one row per query"):
+        extract_relu(lambda X: np.zeros((1, 1)), 2)

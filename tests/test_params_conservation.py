@@ -83,3 +83,19 @@ def test_drift_bounded_and_shrinking_with_step_size():
     _, trained = gd_conservation(net, X, Y, 0.0125, int(T / 0.0125))
     moved = np.abs(parameter_vector(trained) - parameter_vector(net)).max()
     assert moved > 20 * drifts[-1]
+
+
+def test_bad_training_data_and_step_size_are_one_clear_error():
+    from relulab.errors import RelulabError
+
+    net = Network([[[1.0, 2.0], [3.0, -1.0]], [[1.0, -2.0]]], [[0.0, 1.0], [0.25]])
+    X = [[1.0, 2.0]]
+    with pytest.raises(RelulabError, match=r"Y has shape \(1, 3\)"):
+        gd_conservation(net, X, [[1.0, 2.0, 3.0]], lr=0.1, steps=2)
+    with pytest.raises(RelulabError, match="finite"):
+        gd_conservation(net, [[np.nan, 0.0]], [[1.0]], lr=0.1, steps=2)
+    for lr in (1e200, float("nan"), 0.0):
+        with pytest.raises(RelulabError, match="lr"):
+            gd_conservation(net, X, [[1.0]], lr=lr, steps=2)
+    with np.errstate(over="ignore", invalid="ignore"), pytest.raises(RelulabError, match="diverged"):
+        gd_conservation(net, X, [[1.0]], lr=1e40, steps=50)

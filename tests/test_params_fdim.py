@@ -193,3 +193,23 @@ def test_exact_rank_reports_progress_to_the_end():
     r = exact_rank(M, progress=lambda done, total: seen.append((done, total)))
     assert r == 2 and seen[0] == (0, 6) and all(t == 6 for _, t in seen)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_bad_points_are_one_clear_error():
+    from relulab.errors import RelulabError
+
+    net = Network([[[1.0, 2.0], [3.0, -1.0]], [[1.0, -2.0]]], [[0.0, 1.0], [0.25]])
+    for fn in (lambda X: functional_dimension(net, X), lambda X: functional_dimension(net, X, exact=True),
+               lambda X: realization_jacobian(net, X)):
+        for bad in ([[np.nan, 0.0]], [[1.0, 2.0], [np.inf, 0.0]]):
+            with pytest.raises(RelulabError, match="contains NaN or infinite"):
+                fn(bad)
+
+
+def test_rescaling_bound_of_an_affine_network_with_a_skip_is_its_rank():
+    """No hidden layer: the skip's weights duplicate the layer's, so the bound is the
+    dimension of the affine maps, which the Jacobian's rank reaches."""
+    rng = np.random.default_rng(0)
+    aff = Network([rng.normal(size=(2, 3))], [rng.normal(size=2)], skip=(rng.normal(size=(2, 3)), rng.normal(size=2)))
+    fd = functional_dimension(aff, rng.normal(size=(20, 3)))
+    assert rescaling_bound(aff) == fd.rank == 8

@@ -200,6 +200,9 @@ class QueryOracle:
         if self.budget is not None and self.queries + n > self.budget:
             raise BudgetExhausted(f"query budget {self.budget} reached ({self.queries} used, {n} asked)")
         Y = np.asarray(self._fn(X), dtype=np.float64)
+        if Y.ndim == 0 or Y.shape[0] != n or Y.size == 0:
+            raise ExtractError(f"oracle: {n} queries gave outputs of shape {Y.shape}; "
+                               f"expected one row per query")
         Y = Y.reshape(n, -1)
         if not np.all(np.isfinite(Y)):
             raise ExtractError("oracle: the model returned NaN or infinite outputs")

@@ -431,6 +431,8 @@ def extract_relu(
         widths = tuple(int(w) for w in widths)
         if any(w <= 0 for w in widths):
             raise ExtractError(f"extract_relu: widths must be positive, got {list(widths)}")
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ExtractError(f"extract_relu: scale must be a finite number > 0, got {scale!r}")
     if precision is not None and not (precision >= 0 and math.isfinite(precision)):
         raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
     if reference is None and isinstance(oracle, Network):

@@ -55,6 +55,26 @@ def conserved_quantities(net: Network) -> np.ndarray:
     return np.concatenate(out)
 
 
+_MAX_LR = 1e100  # lr**2 enters the conservation identity; above this it overflows
+
+
+def _training_data(net: Network, X, Y) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as an ``(n, d)`` and ``Y`` as an ``(n, m)`` float array, both finite, or one
+    clear error naming the mismatch."""
+    X = np.atleast_2d(np.asarray(X, dtype=float))
+    Y = np.asarray(Y, dtype=float)
+    if X.ndim != 2 or X.shape[1] != net.input_dim:
+        raise RelulabError(f"X has shape {X.shape}; the network takes {net.input_dim} inputs")
+    if Y.ndim == 1 and net.output_dim == 1:
+        Y = Y[:, None]
+    if Y.ndim != 2 or Y.shape != (X.shape[0], net.output_dim):
+        raise RelulabError(f"Y has shape {Y.shape}; expected ({X.shape[0]}, {net.output_dim}) "
+                           "(one row of outputs per row of X)")
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
+        raise RelulabError("X and Y must be finite (NaN or inf found)")
+    return X, Y
+
+
 def mse_loss_and_grad(net: Network, X, Y) -> tuple[float, list[np.ndarray], list[np.ndarray]]:
     """The loss ``1/(2n) sum_i ||f(x_i) - y_i||^2`` and its gradients ``(dW_k, db_k)``.
 
@@ -69,8 +89,7 @@ def mse_loss_and_grad(net: Network, X, Y) -> tuple[float, list[np.ndarray], list
         (0.5, [[2.0]], [[2.0]])
     """
     net = net.float()
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    Y = np.asarray(Y, dtype=float).reshape(X.shape[0], -1)
+    X, Y = _training_data(net, X, Y)
     n = X.shape[0]
     Hs = [X]
     masks = []
@@ -167,9 +186,10 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
         >>> run.drift <= run.bound * (1 + 1e-9) + 1e-12 and run.loss_end < run.loss_start
         True
     """
-    if lr <= 0 or steps < 0:
-        raise RelulabError(f"gradient descent needs lr > 0 and steps >= 0 (got {lr}, {steps})")
+    if not (np.isfinite(lr) and 0 < lr < _MAX_LR) or steps < 0:
+        raise RelulabError(f"gradient descent needs 0 < lr < {_MAX_LR:g} and steps >= 0 (got {lr}, {steps})")
     net = net.float()
+    X, Y = _training_data(net, X, Y)
     Ws = [np.array(W) for W in net.weights]
     bs = [np.array(b) for b in net.biases]
     skip = net.skip
@@ -180,7 +200,7 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
     acc = np.zeros_like(c0)
     ident = 0.0
     loss0 = None
-    for _ in range(steps):
+    for step in range(steps):
         loss, gW, gb = mse_loss_and_grad(cur, X, Y)
         if loss0 is None:
             loss0 = loss
@@ -198,6 +218,9 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
         for k in range(len(Ws)):
             Ws[k] = Ws[k] - lr * gW[k]
             bs[k] = bs[k] - lr * gb[k]
+        if not all(np.all(np.isfinite(a)) for a in (*Ws, *bs)):
+            raise RelulabError(f"gradient descent diverged at step {step + 1}: the weights are "
+                               f"no longer finite (lr = {lr} is too large for this data)")
         cur = Network(Ws, bs, skip)
         c = conserved_quantities(cur)
         if c.size:

@@ -120,6 +120,9 @@ def rescaling_bound(net: Network) -> int:
         >>> rescaling_bound(Network([[[1.0], [-2.0]], [[3.0, 4.0]]], [[0.5, 0.0], [1.0]]))   # 7 - 2
         5
     """
+    if net.n_hidden_layers == 0:
+        # an affine map: with a skip, its weights duplicate the layer's as well as its bias
+        return (net.input_dim + 1) * net.output_dim
     extra = net.output_dim if net.skip is not None else 0
     return net.n_params - net.n_neurons - extra
 
@@ -133,6 +136,10 @@ def _as_batch(net: Network, X, exact: bool) -> np.ndarray:
             f"points have shape {np.shape(X)}; the network takes {net.input_dim} inputs "
             "(an (n, d) batch)"
         )
+    finite = np.vectorize(lambda v: isinstance(v, Fraction) or np.isfinite(float(v)), otypes=[bool])
+    if X.size and not np.all(finite(X)):
+        row = int(np.nonzero(~np.all(finite(X), axis=1))[0][0])
+        raise RelulabError(f"points: row {row} contains NaN or infinite entries")
     if exact:
         X = np.vectorize(lambda v: v if isinstance(v, Fraction) else Fraction(v), otypes=[object])(
             X
