@@ -246,3 +246,101 @@ def test_bad_input_errors():
         why_not(net, x, 7, box)
     with pytest.raises(ExplainError, match="3 names given"):
         why(net, x, box, features=["a", "b", "c"])
+
+
+# ------------------------------------------------------------------ honest partial answers
+# relu(x0 + x1 - 1) - relu(x0 - x1): f(1, 0.9) = 0.8, far from the boundary
+_TL_NET = Network([[[1.0, 1.0], [1.0, -1.0]], [[1.0, -1.0]]], [[-1.0, 0.0], [0.0]])
+
+
+def test_why_stopped_by_time_limit_claims_no_boundary():
+    # a time limit too short for the radius search proves no box: the answer must say
+    # so, not that x lies on the decision boundary
+    r = why(_TL_NET, [1.0, 0.9], Box([0, 0], [1, 1]), time_limit=0.1)
+    assert r.rule is None and r.status == "partial"
+    assert "time limit" in r.info["stopped"]
+    text = r.text()
+    assert "lies on the decision boundary" not in text
+    assert "no certified rule" in text and "time limit" in text
+    info = r.to_dict()["info"]
+    assert "no certified rule" in info["no_rule"] and "time limit" in info["no_rule"]
+    # without a time limit the same point has a certified rule
+    full = why(_TL_NET, [1.0, 0.9], Box([0, 0], [1, 1]))
+    assert full.rule is not None and full.rule.certified and full.info["no_rule"] is None
+
+
+def test_why_boundary_claim_only_when_proven():
+    # f = 100 x0 at x0 = 0: inputs breaking "positive" lie 1e-10 away, so the completed
+    # radius search proves that no box around x keeps the decision
+    net = Network([[[100.0, 0.0], [-100.0, 0.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    r = why(net, [0.0, 0.3], Box([-1, -1], [1, 1]))
+    assert r.rule is None and r.status == "complete"
+    assert "lies on the decision boundary" in r.text()
+
+
+@pytest.mark.parametrize("bad", [-1, 0, float("nan"), "soon"])
+def test_why_rejects_bad_time_limit(bad):
+    with pytest.raises(ExplainError, match="time_limit must be"):
+        why(_TL_NET, [1.0, 0.9], Box([0, 0], [1, 1]), time_limit=bad)
+    with pytest.raises(ExplainError, match="time_limit must be"):
+        why_not(_TL_NET, [1.0, 0.9], "negative", Box([0, 0], [1, 1]), time_limit=bad)
+
+
+def test_why_checks_class_names():
+    net = _net(0)
+    box = Box([-1, -1], [1, 1])
+    x = [0.1, 0.2]
+    with pytest.raises(ExplainError, match="2 names given; the network has 3 outputs"):
+        why(net, x, box, class_names=["a", "b"])
+    with pytest.raises(ExplainError, match="4 names given; the network has 3 outputs"):
+        why(net, x, box, class_names=["a", "b", "c", "d"])
+    with pytest.raises(ExplainError, match="appears twice"):
+        why(net, x, box, class_names=["a", "b", "a"])
+    with pytest.raises(ExplainError, match="class_names"):
+        why(Network([[[1.0, 0.0]]], [[0.0]]), x, box, class_names=["no", "yes"])
+    r = why(net, x, box, class_names=["a", "b", "c"])
+    assert r.decision == ["a", "b", "c"][int(np.argmax(net(np.array([x]))[0]))]
+
+
+def test_why_not_bounds_excluding_an_immutable_value_are_an_error():
+    # x0 is immutable at 0, and its bounds (0.5, 1) exclude 0: the question is wrong
+    net = Network([[[1.0, 1.0]]], [[-1.0]])
+    with pytest.raises(ExplainError, match="bounds of 'x0'.*exclude its value 0.*immutable"):
+        why_not(net, [0.0, 0.0], "positive", Box([-2, -2], [2, 2]), mutable=["x1"],
+                bounds={"x0": (0.5, 1.0)})
+    # bounds that keep the immutable value are fine
+    r = why_not(net, [0.0, 0.0], "positive", Box([-2, -2], [2, 2]), mutable=["x1"],
+                bounds={"x0": (-0.5, 1.0)})
+    assert r.status == "optimal" and r.distance == pytest.approx(1.0, abs=1e-6)
+
+
+# 1 input, 5 neurons: the last ball MILP has every binary fixed and HiGHS ends it with a
+# "solve error" at the 1e-9 tolerances (the ball is empty by about that much)
+_ERR_NET = Network([np.array([[0.759], [0.138], [0.269], [0.873], [0.45]]),
+                    np.array([[1.269, 0.901, -0.534, -0.511, 0.175]])],
+                   [np.array([0.763, -0.58, 0.45, 0.046, 0.651]), np.array([-0.238])])
+
+
+def test_why_not_survives_a_solver_error_without_time_limit():
+    r = why_not(_ERR_NET, [-0.564], "negative", Box([-1], [1]), norm="l1")
+    assert r.status == "optimal"
+    # f is piecewise linear in 1-D: the nearest x with f(x) < 0, by its breakpoints
+    xs = np.linspace(-1, 1, 200_001)
+    f = _ERR_NET(xs[:, None])[:, 0]
+    assert r.distance == pytest.approx(np.min(np.abs(xs[f < 0] + 0.564)), abs=2e-5)
+    assert _ERR_NET(r.counterfactual[None])[0, 0] < 0
+
+
+def test_why_not_reports_a_persistent_solver_error_honestly(monkeypatch):
+    # every ball MILP fails: no time limit was given, so "feasible" must say why
+    from relulab.explain import _milp
+    from relulab.lp import LPResult
+
+    monkeypatch.setattr(_milp.ExplainMILP, "solve", lambda self, c, **kw: LPResult("error"))
+    net = Network([[[1.0, 1.0], [1.0, -1.0]], [[1.0, 1.0]]], [[-1.0, 0.0], [-0.5]])
+    dom = Box([-2, -2], [2, 2]).to_polytope()      # a Polytope: the ball MILP decides
+    r = why_not(net, [0.0, 0.0], "positive", dom, norm="l1")
+    assert r.status in ("feasible", "unknown") and r.status != "optimal"
+    assert r.certificate["reason"].startswith("numerical: solver error")
+    assert "solver failed numerically" in r.text()
+    assert r.info["balls"][-1]["status"] == "error"

@@ -9,7 +9,7 @@ import pytest
 from scipy.spatial import ConvexHull, HalfspaceIntersection
 
 from relulab import Box, Network
-from relulab.explain import all_decisions, decision_rules
+from relulab.explain import ExplainError, all_decisions, decision_rules
 from relulab.explain.decision import sign_decision
 
 
@@ -134,3 +134,43 @@ def test_decision_rule_map_plot(tmp_path):
                                 arrows=[([0, 0], [0.1, 0.1])], path=str(p))
     assert p.stat().st_size > 0
     assert len(fig.axes[0].collections[0].get_paths()) == dr.n_rules
+
+
+def test_certification_has_no_false_negative_from_solver_tolerances():
+    # an exact rule whose decision rows never exceed 0 (an independent LP per activation
+    # pattern gives 1e-16); relulab.verify.maximize, at HiGHS's default tolerances,
+    # bounds it by 1e-6 > RULE_TOL: the tight explanation MILP must decide
+    W1 = np.array([[-0.906, 2.087], [1.256, 0.724], [0.829, -1.021], [-0.512, 1.052],
+                   [-0.458, 0.289]])
+    b1 = np.array([0.666, 0.309, -1.067, -0.177, -0.411])
+    W2 = np.array([[-1.748, -1.553, -1.548, -0.475, 0.101], [-2.356, 0.097, 1.462, -0.986, -0.427],
+                   [0.21, 0.922, -0.413, -0.157, 1.763]])
+    net = Network([W1, W2], [b1, np.array([0.264, 0.545, 0.145])])
+    dr = decision_rules(net, Box([-0.19, -0.5], [0.86, 1.3]), method="merge", certify_rules=True)
+    assert dr.certified is True
+    assert all(r.max_violation <= 1e-7 for r in dr.rules)
+
+
+def test_certification_never_accepts_a_rule_broken_by_a_hair():
+    # f = relu(x0) - relu(-x0) = x0; the rule x0 >= -1e-6 -> positive is false by 1e-6
+    # (10 x RULE_TOL): within the recheck margin, so the tight MILP must confirm it
+    from relulab.explain._certify import certify
+
+    net = Network([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    ok, worst = certify(net, Box([-1, -1], [1, 1]), np.array([[-1.0, 0.0]]), np.array([1e-6]),
+                        sign_decision(True))
+    assert not ok and worst == pytest.approx(1e-6, rel=1e-3)
+    ok, _ = certify(net, Box([-1, -1], [1, 1]), np.array([[-1.0, 0.0]]), np.array([0.0]),
+                    sign_decision(True))
+    assert ok
+
+
+def test_predict_checks_its_input():
+    net = _net(3)
+    dr = decision_rules(net, Box([-1, -1], [1, 1]))
+    with pytest.raises(ExplainError, match=r"predict: X has shape \(1, 3\); give \(n, 2\)"):
+        dr.predict(np.zeros((1, 3)))
+    with pytest.raises(ExplainError, match="row 1 of X contains NaN"):
+        dr.predict([[0.0, 0.0], [np.nan, 0.0]])
+    assert dr.predict([0.0, 0.0]).shape == (1,)
+    assert dr.predict(np.zeros((0, 2))).shape == (0,)

@@ -13,6 +13,12 @@ from .decision import Decision
 # proven bound of C_i f - d_i is 0 up to its tolerances (~1e-9 relative); this is the
 # largest bound accepted as "the decision holds on the rule".
 RULE_TOL = 1e-7  # tol: a proven bound this small is a tie on the rule's boundary
+# relulab.verify.maximize runs HiGHS at its default feasibility tolerances (1e-7 primal,
+# 1e-6 MIP): its proven bound may exceed the true maximum by about that much times the
+# weights' scale (seen: 1e-6 on an exact rule whose true maximum is 1e-16).  A bound
+# above RULE_TOL but within this (relative) margin is decided again by the explanation
+# MILP at 1e-9 tolerances: both bounds are proven, so their minimum is too.
+RECHECK_TOL = 1e-4
 
 
 def restrict(domain: Box | Polytope, A: np.ndarray, b: np.ndarray) -> Box | Polytope:
@@ -59,9 +65,28 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
     ``C f(x) <= d``) by one exact MILP per decision row.  Returns ``(certified, bound)``
     with ``bound`` the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the set."""
     dom = restrict(domain, A, b)
+    scale = 1.0 + abs(float(np.max(np.abs(decision.d))))
     worst = -np.inf
     for Ci, di in zip(decision.C, decision.d, strict=True):
         # the bound is proven also when the MILP stops at its time limit
         bound, _, _ = max_output(net, dom, Ci, time_limit)
+        if RULE_TOL * scale < bound - float(di) <= RECHECK_TOL * scale and net.n_hidden_layers > 0:
+            bound = min(bound, _tight_max(net, dom, Ci, time_limit))
         worst = max(worst, bound - float(di))
-    return worst <= RULE_TOL * (1.0 + abs(float(np.max(np.abs(decision.d))))), worst
+    return worst <= RULE_TOL * scale, worst
+
+
+def _tight_max(net: Network, region: Box | Polytope, c: np.ndarray, time_limit: float | None) -> float:
+    """A proven upper bound of ``c . f(x)`` over ``region`` by the explanation MILP (HiGHS
+    at 1e-9 feasibility, 1e-10 absolute gap); inf when it proves nothing."""
+    from ._milp import ExplainMILP
+
+    m = ExplainMILP(net, region)
+    r = m.solve(np.asarray(c, float) @ m.out_A, maximize=True, time_limit=time_limit)
+    if r.status not in ("optimal", "time_limit"):
+        # "infeasible" here contradicts maximize's point in the rule (a set thinner than
+        # the tolerances): no proof either way, the first bound stands
+        return np.inf
+    bound = r.bound if r.bound is not None and np.isfinite(r.bound) else (
+        r.objective if r.ok else None)
+    return np.inf if bound is None else float(bound + c @ m.out_c)

@@ -33,6 +33,22 @@ def check_point(x: Any, domain: Box | Polytope, what: str = "x") -> np.ndarray:
     return v
 
 
+def check_time_limit(time_limit: Any) -> float | None:
+    """``time_limit`` as positive seconds, or None (one clear error otherwise).
+
+    A zero, negative or NaN limit would stop every search at once and make its
+    partial answer look like a result, so it is refused rather than clipped."""
+    if time_limit is None:
+        return None
+    try:
+        t = float(time_limit)
+    except (TypeError, ValueError):
+        raise ExplainError(f"time_limit must be a number of seconds, got {time_limit!r}") from None
+    if not t > 0:   # also catches NaN
+        raise ExplainError(f"time_limit must be positive, got {time_limit}")
+    return t
+
+
 def check_domain(net: Network, domain: Any) -> Box | Polytope:
     if domain is None:
         raise ExplainError("give a domain: a relulab.Box, a Polytope or a (lo, hi) pair")

@@ -4,6 +4,9 @@ variables (l1, linf) and an objective, solved on HiGHS through relulab.lp."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -21,6 +24,13 @@ FEAS_TOL_SOLVER = 1e-9  # tol: HiGHS feasibility, below the 1e-8 break margin
 # Absolute MIP gap of the explanation MILPs: near zero, so that the relative gap decides
 # also for objectives at or near 0 (a distance or a margin of a tie).
 MIP_ABS_GAP = 1e-10  # tol: absolute MIP gap, below every margin that is compared
+# After a HiGHS "solve error" (seen on ball MILPs whose binaries are all fixed, when the
+# 1e-9 tolerances meet a set that is empty by about that much), the model is solved
+# again with tolerances this much looser.  Looser feasibility only enlarges the set the
+# solver accepts, so the retry stays conservative: "infeasible" is still proven, a
+# minimum's bound is still a lower bound and a maximum's an upper bound; its points are
+# re-checked by forward passes as every other solution is.
+FEAS_TOL_RETRY = 1e-8  # tol: HiGHS feasibility of the retry after a solve error
 
 
 class ExplainMILP:
@@ -146,20 +156,45 @@ class ExplainMILP:
 
     def solve(self, c: np.ndarray, *, maximize: bool = False, time_limit: float | None = None,
               gap: float = MIP_GAP) -> LPResult:
+        """Solve with HiGHS.  A "solve error" is retried (see :data:`FEAS_TOL_RETRY`):
+        first as an LP when every binary is fixed by its bounds (the same set without
+        branch and bound), then with looser tolerances; ``info["solver_retry"]`` says
+        how the returned answer was obtained.  ``"error"`` is returned only when every
+        retry failed too (callers must not read it as a time limit)."""
+        t0 = time.perf_counter()
         c = np.concatenate([c, np.zeros(self.n - len(c))])
         cols = [r if r.shape[1] == self.n else sp.hstack([r, sp.csr_matrix((r.shape[0], self.n - r.shape[1]))])
                 for r in self.rows]
         A = sp.vstack(cols).tocsr()
-        model = LPModel(c, A_ub=A, b_ub=np.concatenate(self.rhs), lb=np.array(self.lb),
-                        ub=np.array(self.ub), integer=np.array(self.integer), maximize=maximize,
-                        time_limit=time_limit)
+        integer = np.array(self.integer, dtype=bool)
+        lb, ub = np.array(self.lb, float), np.array(self.ub, float)
         # explanations separate "holds" from "breaks by a hair" (see BREAK_MARGIN in
         # why.py): the solver must not round a 1e-8 violation away
-        model.set_feasibility_tol(primal=FEAS_TOL_SOLVER)
-        if model.is_mip:
-            model.set_feasibility_tol(mip=FEAS_TOL_SOLVER)
-            model.set_mip_gap(rel=float(gap), abs=MIP_ABS_GAP)
-        return model.solve()
+        attempts = [("", integer, FEAS_TOL_SOLVER)]
+        fixed = integer & (lb == ub)
+        if integer.any() and np.all(fixed[integer]):
+            attempts.append(("as an LP (every binary fixed)", np.zeros_like(integer), FEAS_TOL_SOLVER))
+        attempts.append((f"with feasibility tolerance {FEAS_TOL_RETRY:g}", integer, FEAS_TOL_RETRY))
+        res = None
+        for how, integ, tol in attempts:
+            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            if left is not None and left <= 0 and res is not None:
+                break
+            model = LPModel(c, A_ub=A, b_ub=np.concatenate(self.rhs), lb=lb, ub=ub, integer=integ,
+                            maximize=maximize, time_limit=left)
+            model.set_feasibility_tol(primal=tol)
+            if model.is_mip:
+                model.set_feasibility_tol(mip=tol)
+                model.set_mip_gap(rel=float(gap), abs=MIP_ABS_GAP)
+            res = model.solve()
+            if res.status != "error":
+                if how:
+                    res.info["solver_retry"] = f"HiGHS ended with a solve error; solved again {how}"
+                return res
+        # every attempt failed: no bound from it is trustworthy
+        res = replace(res, bound=None)
+        res.info["solver_retry"] = "HiGHS ended with a solve error; the retries failed or ran out of time"
+        return res
 
     def pattern_of(self, v: np.ndarray) -> list[np.ndarray]:
         """The activation pattern the solution ``v`` chose (its binaries, rounded)."""

@@ -215,7 +215,9 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
 
 def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, margin: float,
                 time_limit: float | None):
-    """Returns (status, MILP result or None, the ExplainMILP, certified lower bound, info)."""
+    """Returns (status, MILP result or None, the ExplainMILP, certified lower bound, info);
+    status is "optimal", "optimal_bracket", "infeasible", "time_limit" or "solver_error"
+    (HiGHS failed numerically on a ball even after retrying)."""
     t0 = time.perf_counter()
     info: dict = {"balls": []}
     proved, worst = bounds_exclude(net, space, dec, margin)
@@ -279,7 +281,14 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
         res = m.solve(c, time_limit=left)
         info["balls"].append({"radius": r, "binaries": m.n_binaries, "status": res.status,
                               "time": time.perf_counter() - t0})
+        if "solver_retry" in res.info:
+            info["balls"][-1]["solver_retry"] = res.info["solver_retry"]
         info["binaries"] = m.n_binaries
+        if res.status == "error":
+            # HiGHS failed numerically even after its retries (ExplainMILP.solve): its
+            # bound means nothing; what is proven is the lower bound so far, and this is
+            # no time limit (the caller says so)
+            return "solver_error", None, m, lower, info
         if res.status == "infeasible":
             if whole:
                 return "infeasible", None, m, np.inf, info

@@ -39,6 +39,7 @@ __all__ = [
     "all_decisions",
     "CF_MARGIN",
     "margins",
+    "check_class_names",
 ]
 
 # A counterfactual must have the target decision by a plain forward pass, also on the
@@ -166,6 +167,37 @@ def predicate_decision(C: Any, d: Any, label: str | None = None) -> Decision:
     return Decision("predicate", None, C, d, np.zeros(C.shape[0], dtype=bool), label or text)
 
 
+def check_class_names(class_names: Any, m: int) -> list[str] | None:
+    """The class names as a list of ``m`` distinct names, or None (one clear error when
+    they do not fit a network with ``m`` outputs).
+
+    Names are looked up by position (class ``k`` is ``class_names[k]``), so a list of
+    another length would silently name the wrong classes.  A one-output network decides
+    by its sign ("positive" / "negative") and takes no class names.
+
+    Example:
+        >>> check_class_names(("left", "right"), 2)
+        ['left', 'right']
+    """
+    if class_names is None:
+        return None
+    if isinstance(class_names, str):
+        raise ExplainError(f"class_names: give a list of names, not one string ({class_names!r})")
+    try:
+        names = [str(n) for n in class_names]
+    except TypeError:
+        raise ExplainError(f"class_names: give a list of names, got {class_names!r}") from None
+    if m == 1:
+        raise ExplainError(f"class_names: {len(names)} names given, but a one-output network "
+                           "decides by its sign ('positive' / 'negative') and has no classes")
+    if len(names) != m:
+        raise ExplainError(f"class_names: {len(names)} names given; the network has {m} outputs")
+    if len(set(names)) != m:
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ExplainError(f"class_names: the name {dup!r} appears twice")
+    return names
+
+
 def as_decision(net: Network, decision: Any, class_names: Any = None) -> Decision:
     """Turn a user's decision into a :class:`Decision` for ``net``.
 
@@ -180,7 +212,7 @@ def as_decision(net: Network, decision: Any, class_names: Any = None) -> Decisio
         'class 1'
     """
     m = net.output_dim
-    names = list(class_names) if class_names is not None else None
+    names = check_class_names(class_names, m)
     if isinstance(decision, Decision):
         dec = decision
     elif isinstance(decision, str) and decision.lower() in ("positive", "negative", "pos", "neg"):
@@ -225,8 +257,8 @@ def decision_at(net: Network, x: Any, class_names: Any = None) -> Decision:
     if net.output_dim == 1:
         return sign_decision(bool(y[0] >= 0))
     k = int(np.argmax(y))
-    names = list(class_names) if class_names is not None else None
-    return class_decision(k, net.output_dim, names[k] if names is not None and k < len(names) else None)
+    names = check_class_names(class_names, net.output_dim)
+    return class_decision(k, net.output_dim, names[k] if names is not None else None)
 
 
 def all_decisions(net: Network, class_names: Any = None) -> list[Decision]:
@@ -237,8 +269,8 @@ def all_decisions(net: Network, class_names: Any = None) -> list[Decision]:
         >>> [d.label for d in all_decisions(Network([[[1.0]]], [[0.0]]))]
         ['positive', 'negative']
     """
+    names = check_class_names(class_names, net.output_dim)
     if net.output_dim == 1:
         return [sign_decision(True), sign_decision(False)]
-    names = list(class_names) if class_names is not None else None
-    return [class_decision(k, net.output_dim, names[k] if names is not None and k < len(names) else None)
+    return [class_decision(k, net.output_dim, names[k] if names is not None else None)
             for k in range(net.output_dim)]

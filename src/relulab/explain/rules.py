@@ -79,8 +79,25 @@ class DecisionRules(Result):
     info: dict = field(default_factory=dict)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The decision label of the first rule containing each point ("" if none)."""
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        """The decision label of the first rule containing each point ("" if none: only
+        outside the rules, e.g. outside the domain or beyond a partial enumeration).
+
+        ``X`` is one point or an (n, d) array of finite numbers (one clear
+        :class:`ExplainError` otherwise: a NaN would fail every rule's test and read as
+        "outside every rule")."""
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ExplainError("predict: X is not an array of numbers") from None
+        d = len(self.features)
+        if X.ndim == 1 and X.shape[0] == d:
+            X = X[None, :]
+        if X.ndim != 2 or X.shape[1] != d:
+            raise ExplainError(f"predict: X has shape {X.shape}; give (n, {d}) points "
+                               f"(the rules read {d} features)")
+        if not np.all(np.isfinite(X)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+            raise ExplainError(f"predict: row {bad} of X contains NaN or infinite entries")
         out = np.full(X.shape[0], "", dtype=object)
         todo = np.ones(X.shape[0], dtype=bool)
         for r in self.rules:

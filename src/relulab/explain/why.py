@@ -30,9 +30,9 @@ from ..results import Result
 from ..tolerance import FEAS_TOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify, max_output, restrict
-from ._common import check_domain, check_point, float_net
+from ._common import check_domain, check_point, check_time_limit, float_net
 from ._milp import ExplainMILP
-from .decision import Decision, ExplainError, as_decision, decision_at
+from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
 from .features import feature_names
 from .rule import Rule
 
@@ -45,6 +45,9 @@ __all__ = ["why", "WhyResult"]
 BREAK_MARGIN = 1e-8  # tol: a decision row above its bound by this is broken
 # The bisection of the distance to the decision boundary stops at this relative width.
 BISECT_REL = 1e-9  # tol: as narrow as the MILP's relative gap
+# Seconds of one relulab.verify call in the radius bisection without a time limit, and of
+# the MILP that decides the radius when the verifier gives up.
+FALLBACK_SECONDS = 30.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,8 +68,10 @@ class WhyResult(Result):
         region_rule: the region of x cut by the decision boundary (binding facets only).
         region_facets: what carries each constraint of the region rule:
             ``"neuron L.i"`` (layer L, index i, from 1) or ``"decision row j"``.
-        rule: the minimal decision-preserving interval rule (None when x lies on the
-            decision boundary, where no box around it keeps the decision).
+        rule: the minimal decision-preserving interval rule, or None: when x lies on the
+            decision boundary (no box around it keeps the decision; proven by a radius
+            search that ran to its end), or when the radius search stopped early (a time
+            limit) before it proved any box; ``info["no_rule"]`` says which.
         radius: the largest ``r`` such that the cube of half-width ``r`` around x keeps
             the decision (proven lower bound from the MILP; inf if the decision never
             changes in the domain).
@@ -110,10 +115,12 @@ class WhyResult(Result):
                       f"{'certified' if self.rule.certified else 'NOT certified'}):",
                       "  " + self.rule.text(digits)]
         else:
-            lines.append("x lies on the decision boundary: no box around it keeps the decision")
-        if self.status != "complete":
+            lines.append(self.info.get("no_rule") or _no_rule(self.info.get("stopped")))
+        if self.status != "complete" and self.rule is not None:
             lines.append(f"partial: {self.info.get('stopped')} (the radius is a proven lower "
                          "bound, the rule may not be the widest)")
+        elif self.status != "complete":
+            lines.append(f"partial: {self.info.get('stopped')}")
         return "\n".join(lines)
 
 
@@ -177,6 +184,10 @@ def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
     r = m.solve(np.concatenate([c, np.zeros(m.n - len(c))]), time_limit=time_limit)
     if r.status == "infeasible":
         return "infeasible", None, None
+    if r.status == "error":
+        # a solver failure (after ExplainMILP.solve's retries) proves nothing: the
+        # caller leaves the side where it is and reports the step as stopped early
+        return "error", None, None
     if r.bound is None or not np.isfinite(r.bound):
         if r.status != "optimal":
             raise ExplainError(f"why: the MILP ended with status {r.status}")
@@ -199,7 +210,19 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str |
     domain that breaks the decision by ``margin`` (inf when none does), and whether the
     search ran to its end (None) or what stopped it."""
     if isinstance(domain, Box) and fnet.n_hidden_layers > 0:
-        return _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
+        lo, stopped = _cube_radius_verify(fnet, domain, x, dec, margin, time_limit)
+        if stopped is None or time_limit is not None:
+            return lo, stopped
+        # the verifier gave up without a time limit (e.g. "sub-box too small to split"
+        # where f stays within the margin of the threshold): the exact MILP of the whole
+        # domain decides, under the time a verifier call gets
+        r, st = _cube_radius_milp(fnet, domain, x, dec, margin, FALLBACK_SECONDS)
+        return (r, None) if st is None else (max(lo, r), stopped)
+    return _cube_radius_milp(fnet, domain, x, dec, margin, time_limit)
+
+
+def _cube_radius_milp(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str | None]:
+    """The radius of :func:`_cube_radius` by one MILP over the whole domain."""
     m = ExplainMILP(fnet, domain)
     m.violation(dec.C, dec.d, margin)
     c = m.distance(x, "linf")
@@ -207,7 +230,11 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str |
     if r.status == "infeasible":
         return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
-    return max(float(b), 0.0), (None if r.status == "optimal" else f"the radius MILP ended {r.status}")
+    if r.status == "optimal":
+        return max(float(b), 0.0), None
+    why = ("the radius MILP stopped at the time limit" if r.status == "time_limit"
+           else f"the radius MILP ended {r.status}")
+    return max(float(b), 0.0), why
 
 
 def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit) -> tuple[float, str | None]:
@@ -222,9 +249,10 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
     t0 = time.perf_counter()
 
     def ask(r):
-        left = 30.0 if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0) / 2
+        left = FALLBACK_SECONDS if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0) / 2
         if left <= 0.05:
-            return "unknown", None
+            # no time left for another verifier call: the search ends here, unfinished
+            return "time_limit", None
         B = Box(np.maximum(domain.lo, x - r), np.minimum(domain.hi, x + r))
         v = verify(fnet, Specification(B, unsafe), timeout=left)
         return v.status, (None if v.counterexample is None else np.asarray(v.counterexample, float))
@@ -233,6 +261,9 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
     st, z = ask(span)
     if st == "holds":
         return np.inf, None
+    if st == "time_limit":
+        # nothing proven about any cube yet: radius 0 is only the trivial lower bound
+        return 0.0, _radius_stop(st)
     lo, hi = 0.0, (float(np.max(np.abs(z - x))) if st == "violated" and z is not None else span)
     for _ in range(60):
         if hi - lo <= BISECT_REL * (1 + hi):
@@ -244,8 +275,15 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
         elif st == "violated" and z is not None:
             hi = min(r, float(np.max(np.abs(z - x))))
         else:
-            return lo, f"the verifier answered {st} in the radius bisection"
+            return lo, _radius_stop(st)
     return lo, None
+
+
+def _radius_stop(status: str) -> str:
+    """What stopped the radius bisection early, in words (``info["stopped"]``)."""
+    if status == "time_limit":
+        return "the radius search ended at the time limit"
+    return f"the verifier answered {status} in the radius bisection"
 
 
 def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> np.ndarray | None:
@@ -261,8 +299,9 @@ def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> 
 
 
 def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
-                   ) -> tuple[Rule | None, float, bool]:
-    """The interval rule around x, the cube radius and what stopped a step early (or None)."""
+                   ) -> tuple[Rule | None, float, str | None, str | None]:
+    """The interval rule around x, the cube radius, what stopped a step early (or None)
+    and, when there is no rule, why not (see :func:`_no_rule`)."""
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
@@ -271,9 +310,9 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
-        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped
+        return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped, None
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
-        return None, r, stopped
+        return None, r, stopped, _no_rule(stopped)
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
     lo0, hi0 = lo.copy(), hi.copy()
@@ -320,7 +359,22 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          time_limit)
-    return rule, r, stopped
+    return rule, r, stopped, None
+
+
+def _no_rule(stopped: str | None) -> str:
+    """Why there is no interval rule when the proven radius is 0.
+
+    Only a radius search that ran to its end proves that inputs breaking the decision
+    come arbitrarily close to x (x is on the decision boundary); a search stopped early
+    (time limit, a verifier's "unknown") proved nothing, and must not claim that."""
+    if stopped is None:
+        return "x lies on the decision boundary: no box around it keeps the decision"
+    if "time limit" in stopped:
+        return ("no certified rule: the radius search ended at the time limit before it proved "
+                "any box around x keeps the decision (x need not lie on the decision boundary)")
+    return (f"no certified rule: the radius search stopped early ({stopped}) before it proved "
+            "any box around x keeps the decision (x need not lie on the decision boundary)")
 
 
 def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
@@ -379,7 +433,7 @@ def why(
         features: feature names for the rules (default x0, x1, ...).
         class_names: names of the classes (outputs).
         certify_rules: prove each rule with relulab.verify's MILP (default True).
-        time_limit: seconds per MILP (None: none).
+        time_limit: seconds per MILP (None: none); must be positive.
 
     Example:
         >>> from relulab import Network, Box
@@ -392,7 +446,9 @@ def why(
     fnet = float_net(net)
     dom = check_domain(fnet, domain)
     x = check_point(x, dom)
+    time_limit = check_time_limit(time_limit)
     names = feature_names(features, fnet.input_dim)
+    check_class_names(class_names, fnet.output_dim)
     y = fnet(x[None])[0]
     if decision is None:
         dec = decision_at(fnet, x, class_names)
@@ -401,7 +457,8 @@ def why(
         if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, time_limit)
-    rule, rad, stopped = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
+    rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
-                     time=time.perf_counter() - t0, info={"decision": dec.to_dict(), "stopped": stopped})
+                     time=time.perf_counter() - t0,
+                     info={"decision": dec.to_dict(), "stopped": stopped, "no_rule": no_rule})

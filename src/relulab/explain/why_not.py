@@ -36,17 +36,22 @@ from ..network import Network
 from ..results import Result
 from ..tolerance import FEAS_TOL
 from . import _geometry as G
-from ._common import check_domain, check_point, float_net
+from ._common import check_domain, check_point, check_time_limit, float_net
 from ._l2search import l2_search
 from ._milp import ExplainMILP
 from ._milpsearch import bounds_exclude, milp_search, sample_target
 from ._space import Space, build_space
-from .decision import Decision, ExplainError, as_decision, decision_at, margins
+from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at, margins
 from .features import feature_bounds, feature_names, mutable_mask
 
 __all__ = ["why_not", "WhyNotResult", "NORMS"]
 
 NORMS = ("l1", "l2", "linf")
+
+# Why an answer without a time limit can still be "feasible" / "unknown" (rare).
+SOLVER_ERROR_REASON = ("numerical: solver error (HiGHS failed on a ball MILP, also when retried "
+                       "with other settings); the distance is not proven optimal, the lower "
+                       "bound still holds")
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,9 +67,11 @@ class WhyNotResult(Result):
 
     Fields:
         status: "optimal" (distance proven minimal), "feasible" (a counterfactual, with
-            a proven ``lower_bound``: stopped at the time limit), "infeasible" (no
-            counterfactual exists; see ``certificate``) or "unknown" (stopped before
-            finding one; ``lower_bound`` still holds).
+            a proven ``lower_bound``: stopped at the time limit, or, rarely, the MILP
+            solver failed numerically, ``certificate["reason"]`` then starting with
+            "numerical: solver error"), "infeasible" (no counterfactual exists; see
+            ``certificate``) or "unknown" (stopped before finding one, for the same two
+            reasons; ``lower_bound`` still holds).
         exists: True / False / None (unknown).
         x, decision: the input and its decision; target: the target's label.
         norm: "l1", "l2" or "linf".
@@ -104,12 +111,15 @@ class WhyNotResult(Result):
         if self.exists is False:
             return (f"no counterfactual with {self.target} exists in the search space "
                     f"({self.certificate.get('reason', '')})")
+        numerical = str(self.certificate.get("reason", "")).startswith("numerical")
         if self.counterfactual is None:
-            return (f"unknown: no counterfactual found in time; every one is at {self.norm} "
+            why = "the solver failed numerically" if numerical else "no counterfactual found in time"
+            return (f"unknown: {why}; every one is at {self.norm} "
                     f"distance >= {self.lower_bound:.{digits}g}")
         ch = ", ".join(f"{c['feature']}: {c['from']:.{digits}g} -> {c['to']:.{digits}g}"
                        for c in self.changed) or "(none)"
-        head = "nearest" if self.optimal else f"a (gap {self.gap:.3g})"
+        head = "nearest" if self.optimal else (
+            f"a (gap {self.gap:.3g}{', not proven: the solver failed numerically' if numerical else ''})")
         n = self.path.get("regions", "?")
         return (f"{head} counterfactual ({self.norm} distance {self.distance:.{digits}g}) gets "
                 f"{self.target} instead of {self.decision}: change {ch}; the straight path "
@@ -146,6 +156,19 @@ def _region_lp(fnet: Network, pattern, x: np.ndarray, dec: Decision, space: Spac
     return r.x[:d] if r.ok else None
 
 
+def _check_immutable_bounds(x: np.ndarray, mutable: np.ndarray, flo: np.ndarray, fhi: np.ndarray,
+                            names: tuple[str, ...]) -> None:
+    """An immutable feature keeps its value in x, so bounds that exclude that value
+    contradict the question itself: a user error (ExplainError), not a search space
+    proven empty ("infeasible")."""
+    for i in np.flatnonzero(~mutable):
+        tol = FEAS_TOL * (1.0 + abs(float(x[i])))
+        if x[i] < flo[i] - tol or x[i] > fhi[i] + tol:
+            raise ExplainError(f"bounds of {names[i]!r} ({flo[i]:g}, {fhi[i]:g}) exclude its value "
+                               f"{x[i]:g} in x, and it is immutable: make it mutable or widen "
+                               "its bounds")
+
+
 def _dist(u: np.ndarray, norm: str) -> float:
     return float({"l1": np.sum(np.abs(u)), "l2": np.linalg.norm(u), "linf": np.max(np.abs(u), initial=0.0)}[norm])
 
@@ -164,6 +187,15 @@ def _no_target_certificate(fnet, space: Space, dec: Decision, margin: float, tim
     if r.status == "infeasible":
         return {"reason": "the search space is empty", "method": "MILP infeasible (HiGHS)"}
     bound = r.bound if r.bound is not None and np.isfinite(r.bound) else r.objective
+    if bound is None:
+        # the solver failed on this extra MILP (see ExplainMILP.solve): the search that
+        # proved no counterfactual stands, only the best margin is not known
+        return {"method": "exact MILP (relulab.verify encoding, HiGHS)",
+                "proof": "HiGHS proved the MILP {x in the search space, f(x) in the target with "
+                         "the required margin} infeasible",
+                "required_margin": margin, "milp_status": r.status,
+                "reason": "no input of the search space reaches the target with the required "
+                          "margin (the MILP of its best margin ended with a solver error)"}
     out = {"method": "exact MILP (relulab.verify encoding, HiGHS)",
            "proof": "HiGHS proved the MILP {x in the search space, f(x) in the target with "
                     "the required margin} infeasible",
@@ -202,13 +234,13 @@ def _milp_cf(fnet, x, dec, space, norm, mgs, time_limit):
         z = info.pop("incumbent")
         return (z if _checked(fnet, z, dec, space) else None), float(lower), info, (
             "optimal" if _checked(fnet, z, dec, space) else "time_limit")
-    if st == "time_limit":
+    if st in ("time_limit", "solver_error"):
         # the best of the MILP's point and the bracketing / sampled incumbents
         cands = [z, info.get("incumbent"), sample_target(fnet, x, dec, space, norm)]
         ok = [c for c in cands if c is not None and _checked(fnet, c, dec, space)]
         z = min(ok, key=lambda c: _dist(c - x, norm)) if ok else None
     info.pop("incumbent", None)
-    return z, max(float(lower), 0.0), info, ("optimal" if st == "optimal" else "time_limit")
+    return z, max(float(lower), 0.0), info, (st if st in ("optimal", "solver_error") else "time_limit")
 
 
 def _changed(x, z, names) -> tuple:
@@ -270,9 +302,9 @@ def why_not(
     x = check_point(x, dom)
     if norm not in NORMS:
         raise ExplainError(f"unknown norm {norm!r}: use one of {', '.join(NORMS)}")
-    if time_limit is not None and not time_limit > 0:
-        raise ExplainError(f"time_limit must be positive, got {time_limit}")
+    time_limit = check_time_limit(time_limit)
     names = feature_names(features, fnet.input_dim)
+    check_class_names(class_names, fnet.output_dim)
     cur = decision_at(fnet, x, class_names)
     dec = _target(fnet, target, cur, class_names)
     y0 = fnet(x[None])
@@ -281,6 +313,7 @@ def why_not(
     mgs = margins(y0[0])
     mut = mutable_mask(mutable, names)
     flo, fhi = feature_bounds(bounds, names)
+    _check_immutable_bounds(x, mut, flo, fhi, names)
     space = build_space(dom, x, mut, flo, fhi, names)
     common = dict(x=x, decision=cur.label, target=dec.label, norm=norm)
     if space.region is None:
@@ -312,6 +345,9 @@ def why_not(
         elif st == "optimal":
             cert["reason"] = ("HiGHS proved the MILP optimum (relative gap <= 1e-9) inside a ball "
                               "around x that holds every closer input")
+        elif st == "solver_error":
+            # not a time limit: the answer must say why it is not proven optimal
+            cert["reason"] = SOLVER_ERROR_REASON
     if st == "infeasible":
         left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
         if info.get("verify_holds"):
