@@ -146,3 +146,25 @@ def test_predict_checks_features():
         m.predict(X[:, :1])
     with pytest.raises(RelulabError, match="NaN"):
         m.predict(np.full((2, 2), np.nan))
+
+
+def test_bad_settings_and_score_weights_are_one_clear_error():
+    from relulab.estimators import EstimatorInputError, MarginalNetRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    y = X[:, 0] + rng.normal(size=50)
+    T = dict(hidden=(4,), epochs=2, random_state=0)
+    with pytest.raises(EstimatorInputError, match="weight_decay must be a finite number"):
+        QuantileNetRegressor(weight_decay=float("inf"), **T).fit(X, y)
+    with pytest.raises(EstimatorInputError, match="hidden must be a tuple"):
+        QuantileNetRegressor(hidden="ab", epochs=2).fit(X, y)
+    with pytest.raises(EstimatorInputError, match="noncrossing must be True or False"):
+        QuantileNetRegressor(noncrossing="no", quantiles=(0.2, 0.8), **T).fit(X, y)
+    q = QuantileNetRegressor(quantiles=(0.2, 0.8), **T).fit(X, y)
+    for w in (np.ones(3), -np.ones(50), np.zeros(50), np.full(50, np.nan)):
+        with pytest.raises(EstimatorInputError, match="sample_weight"):
+            q.score(X, y, sample_weight=w)
+    groups = np.array([None] * 25 + ["a"] * 25, dtype=object)
+    with pytest.raises(EstimatorInputError, match="groups must be labels"):
+        MarginalNetRegressor(**T).fit(X, y, groups=groups)

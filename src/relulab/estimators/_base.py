@@ -49,9 +49,11 @@ def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
 def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:
     if isinstance(hidden, numbers.Integral):
         hidden = (int(hidden),)
+    if isinstance(hidden, (str, bytes)):
+        raise EstimatorInputError(f"{_where(est, 'fit')}: hidden must be a tuple of layer widths, got {hidden!r}")
     try:
         widths = tuple(int(h) for h in hidden)
-    except TypeError:
+    except (TypeError, ValueError):
         raise EstimatorInputError(f"{_where(est, 'fit')}: hidden must be a tuple of layer widths, got {hidden!r}") from None
     if any(h < 1 for h in widths) or any(int(h) != h for h in hidden):
         raise EstimatorInputError(f"{_where(est, 'fit')}: hidden widths must be positive integers, got {hidden!r}")
@@ -97,8 +99,10 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         check_positive(self, "batch_size", self.batch_size, integer=True)
         check_positive(self, "learning_rate", self.learning_rate)
         check_positive(self, "n_iter_no_change", self.n_iter_no_change, integer=True)
-        if not (isinstance(self.weight_decay, numbers.Real) and self.weight_decay >= 0):
-            raise EstimatorInputError(f"{_where(self, 'fit')}: weight_decay must be >= 0, got {self.weight_decay!r}")
+        if not (isinstance(self.weight_decay, numbers.Real) and np.isfinite(self.weight_decay)
+                and self.weight_decay >= 0):
+            raise EstimatorInputError(
+                f"{_where(self, 'fit')}: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if not (isinstance(self.tol, numbers.Real) and np.isfinite(self.tol)):
             raise EstimatorInputError(f"{_where(self, 'fit')}: tol must be a finite number, got {self.tol!r}")
 

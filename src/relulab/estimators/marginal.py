@@ -73,7 +73,12 @@ def _check_groups(groups: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
         )
     if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
         raise EstimatorInputError("MarginalNetRegressor.fit: groups contains NaN or infinite labels")
-    units, inverse = np.unique(g, return_inverse=True)
+    try:
+        units, inverse = np.unique(g, return_inverse=True)
+    except TypeError:
+        raise EstimatorInputError(
+            "MarginalNetRegressor.fit: groups must be labels of one sortable kind "
+            "(all numbers or all strings; no None)") from None
     return units, inverse.reshape(-1)
 
 

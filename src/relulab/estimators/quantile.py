@@ -167,6 +167,9 @@ class QuantileNetRegressor(NetEstimatorBase):
         self.quantiles_ = taus
         self.bandwidth_ = h * self.y_scale_
         K = taus.size
+        if not isinstance(self.noncrossing, (bool, np.bool_)):
+            raise EstimatorInputError(
+                f"QuantileNetRegressor.fit: noncrossing must be True or False, got {self.noncrossing!r}")
         head = bool(self.noncrossing) and K > 1
         start = np.quantile(Ys, taus)
         if head:
@@ -234,6 +237,13 @@ class QuantileNetRegressor(NetEstimatorBase):
             raise EstimatorInputError("QuantileNetRegressor.score: y must be finite with one value per row of X")
         q = q.reshape(q.shape[0], -1)
         losses = np.column_stack([check_loss(y - q[:, k], t) for k, t in enumerate(self.quantiles_)])
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+            if (sample_weight.shape[0] != q.shape[0] or not np.all(np.isfinite(sample_weight))
+                    or np.any(sample_weight < 0) or not sample_weight.sum() > 0):
+                raise EstimatorInputError(
+                    "QuantileNetRegressor.score: sample_weight must be finite and >= 0, not all "
+                    f"zero, with one value per row of X ({q.shape[0]})")
         return -float(np.average(losses.mean(axis=1), weights=sample_weight))
 
     def __sklearn_tags__(self) -> Any:
