@@ -180,3 +180,32 @@ def test_equality_proved_on_all_of_r(name: str) -> None:
     vals = list(vals)
     vals[len(vals) // 2] += Fraction(1, 10 ** 6)
     assert prove_equal_1d(net, bp, vals)[0] is False
+
+
+def test_equality_proof_sees_kinks_of_deeper_layers_far_outside() -> None:
+    """Beyond the first layer's outermost kink a deeper layer can still bend:
+    relu(relu(x) - c) is 0 on [0, 1] and near the first kink but not for x > c.  Against
+    exact evaluation far out: the proof must never say 'equal' to the zero function while
+    some point shows a nonzero value, and must say it for networks that are 0 on R."""
+    from relulab import Network
+
+    rng = np.random.default_rng(0)
+    far = [Fraction(int(v)) for v in rng.integers(-10**4, 10**4, 200)] + [Fraction(10**6), Fraction(-10**6)]
+    seen = {True: 0, False: 0}
+    for trial in range(40):
+        W1 = [[Fraction(int(v))] for v in rng.integers(-3, 4, 3)]
+        b1 = [Fraction(int(v)) for v in rng.integers(-3, 4, 3)]
+        W2 = [[Fraction(int(v)) for v in rng.integers(-3, 4, 3)] for _ in range(2)]
+        c = Fraction(int(rng.integers(0, 60)))
+        b2 = [-c, -c]
+        if trial % 4 == 0:
+            W2[1] = W2[0]            # two equal neurons with opposite outputs: 0 on R
+        out = [[Fraction(1), Fraction(-1)]] if trial % 4 == 0 else [[Fraction(int(v)) for v in rng.integers(-2, 3, 2)]]
+        net = Network([W1, W2, out], [b1, b2, [Fraction(0)]], exact=True)
+        nonzero = any(v != 0 for v in SparseExact(net)(far))
+        proved = prove_equal_1d(net, [Fraction(0), Fraction(1)], [Fraction(0), Fraction(0)])[0]
+        assert not (proved and nonzero), trial
+        if trial % 4 == 0:
+            assert proved, trial
+        seen[proved] += 1
+    assert seen[False] > 5

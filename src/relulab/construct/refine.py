@@ -416,10 +416,11 @@ def prove_equal_1d(net: Network, bp: Sequence[Fraction], vals: Sequence[Fraction
     number of the network's kink candidates found.  Layer by layer, the pre-activations
     are affine between consecutive known points (every kink of the earlier layers is
     one), so a neuron kinks inside an interval exactly when its signs at the two ends
-    are opposite, at the interpolated root; after the last layer both functions are
-    affine between consecutive points, and equal values at all of them (and constancy
-    beyond the first layer's outermost kinks, where the network is constant) prove
-    equality.
+    are opposite, at the interpolated root, and beyond the outermost points (where every
+    earlier layer is affine) where the line through the last two points crosses zero,
+    with one more point past that root; after the last layer both functions are affine
+    between consecutive points and on the two outer rays (each holds two points), so
+    equal values at all of them prove equality.
 
     Example:
         >>> net = refinement_network(MASKS["chaikin"], 1)
@@ -445,11 +446,27 @@ def prove_equal_1d(net: Network, bp: Sequence[Fraction], vals: Sequence[Fraction
         dens = np.concatenate([np.full(m.shape[1], d, dtype=object) for m, (_, d) in zip(mats, pre, strict=True)])[order]
         sign = (allz > 0).astype(np.int8) - (allz < 0).astype(np.int8)
         new = set()
+        srt = [pts[t] for t in order]
+
+        def root(j: int, a: int, c: int, srt=srt, allz=allz, dens=dens) -> Fraction | None:
+            """Zero of neuron j's pre-activation on the line through sorted points a, c."""
+            fa = Fraction(int(allz[j, a]), int(dens[a]))
+            fc = Fraction(int(allz[j, c]), int(dens[c]))
+            return None if fa == fc else srt[a] + (srt[c] - srt[a]) * fa / (fa - fc)
+
         for j, c in zip(*np.nonzero(sign[:, :-1] * sign[:, 1:] < 0), strict=True):
-            pa, pc = pts[order[c]], pts[order[c + 1]]
-            fa = Fraction(int(allz[j, c]), int(dens[c]))
-            fc = Fraction(int(allz[j, c + 1]), int(dens[c + 1]))
-            new.add(pa + (pc - pa) * fa / (fa - fc))
+            new.add(root(j, c, c + 1))
+        # Beyond the outermost points every earlier layer is affine (their kinks are all
+        # points, and the last two points lie past them), so this layer's pre-activations
+        # are affine there too and may still cross zero far out: extrapolate.
+        last = len(pts) - 1
+        for j in range(allz.shape[0]):
+            r = root(j, last - 1, last)
+            if r is not None and r > srt[last]:
+                new |= {r, r + 1}
+            r = root(j, 1, 0)
+            if r is not None and r < srt[0]:
+                new |= {r, r - 1}
         new -= set(pts)
         for b, (Z, d) in zip(batches, pre, strict=True):
             b[1], b[2] = [np.where(z > 0, z, 0) for z in Z], d
