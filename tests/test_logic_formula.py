@@ -181,3 +181,9 @@ def test_variable_beyond_n_is_one_clear_error():
         parse("x1 + x4", n_vars=2)
     with pytest.raises(FormulaError, match="x3 but the network has 2 input"):
         to_network(parse("x1 + x3"), n_inputs=2)
+
+
+@pytest.mark.parametrize("text, col", [("1/0@x1", 1), ("0/0·x1", 1), ("x1 + 3/00·x2", 6)])
+def test_a_zero_denominator_is_a_syntax_error(text, col):
+    with pytest.raises(FormulaSyntaxError, match=f"column {col}: the number .* has a zero denominator"):
+        parse(text)

@@ -202,3 +202,72 @@ def test_derivation_between_different_depths_and_a_non_equivalent_pair():
     assert net(w)[0] != bad(w)[0]
     r = derive(net, net.deepen(2), max_steps=2)
     assert r.status == "not found within budget"
+
+
+def _exact(Ws: list, bs: list) -> Network:
+    """An exact network from nested lists of ints / Fractions (no detour through floats)."""
+    obj = [np.array([[F(v) for v in row] for row in W], dtype=object) for W in Ws]
+    return Network(obj, [np.array([F(v) for v in b], dtype=object) for b in bs], exact=True)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5])
+@pytest.mark.parametrize("k", [11, 13, 30])
+def test_equal_on_cube_notices_a_sliver_region_the_float_enumeration_misses(d, k):
+    # f = relu(x1 + .. + xd - (d - eps)) is eps at the corner (1, .., 1) and 0 elsewhere
+    # on the cube; in floats its one kink sits on the corner, the enumeration finds one
+    # region and must not conclude f == 0.
+    eps = F(1, 10**k)
+    f = _exact([[[1] * d], [[1]]], [[-(d - eps)], [0]])
+    g = _exact([[[1] * d], [[0]]], [[0], [0]])
+    r = equal_on_cube(f, g)
+    assert r.status == "different" and r.exact
+    w = np.array(r.witness, dtype=object)
+    assert (f(w)[0], g(w)[0]) == (r.f_value[0], r.g_value[0]) == (eps, 0)
+
+
+def test_equal_on_cube_never_claims_an_equality_it_has_not_proved():
+    # A tent of height 1e-14 around 1/3: no box or region vertex sees it, so the regions
+    # cannot decide; the answer must not be an exact 'equal'.
+    a, eps = F(1, 3), F(1, 10**14)
+    f = _exact([[[1], [1], [1]], [[1, -2, 1]]], [[-a, -a - eps, -a - 2 * eps], [0]])
+    g = _exact([[[1]], [[0]]], [[0], [0]])
+    r = equal_on_cube(f, g, use_verifier=False)
+    assert r.status == "unknown" and not r.exact and "uncovered" in r.message
+    r = equal_on_cube(f, g)
+    assert r.status != "equal" or (not r.exact and "not exact" in r.message)
+    # equal networks in 4 inputs are still proved equal region by region (exact coverage)
+    net = random_net(np.random.default_rng(13), "int", 4, [3, 2]).exact()
+    r = equal_on_cube(net, to_network(to_formula(net)))
+    assert r.status == "equal" and r.exact and r.method == "regions" and "cover" in r.message
+
+
+def test_equal_on_cube_rejects_what_is_not_a_network():
+    from relulab.errors import RelulabError
+
+    with pytest.raises(RelulabError, match="^equal_on_cube: f must be a relulab Network, got str$"):
+        equal_on_cube("a", "b")
+    net = Network([[[1]], [[1]]], [[0], [0]]).exact()
+    with pytest.raises(RelulabError, match="g must be a relulab Network, got list"):
+        equal_on_cube(net, [[1]])
+
+
+def test_normal_form_of_a_dead_node_that_weighs_an_unread_node():
+    # Layer 1's node is dead on the cube (its formula is 0) but its affine data still
+    # weighs x1, which no formula of layer 1 reads any more.
+    rng = np.random.default_rng(3)
+    net = Network([[[2], [0]], [[-1, -1]], [[-1]]], [[0, 2], [1], [-2]]).exact()
+    other = Network([[[1, 2], [0, -1], [1, 1]], [[-1, -1, 0], [1, 0, 1]], [[-1, 2]]],
+                    [[0, 2, -1], [1, 0], [1]]).exact()
+    for n in (net, other):
+        pts = [[F(int(v)) for v in c] for c in np.ndindex(*([2] * n.input_dim))]
+        pts += rational_points(rng, n.input_dim, 20)
+        for method in ("rescale", "auto"):
+            g = to_formula(n, method=method)
+            r = normal_form(g)
+            back = to_network(r.graph)
+            for p in pts:
+                v = list(n(np.array(p, dtype=object)))
+                assert r.graph.evaluate(p) == v == list(back(np.array(p, dtype=object)))
+            assert replay(g, r.steps).same(r.graph)
+        d = derive(n, n)
+        assert d.status == "found" and d.verified

@@ -1,14 +1,20 @@
 """Exact functional equality of two networks on the unit cube (or a box).
 
-:func:`equal_on_cube` first asks :func:`relulab.symmetry.equivalent` (normal forms, then
-the MILP verifier).  When that is undecided or fails, it decides by the linear regions
-of the joint network ``x -> (f(x), g(x))`` (:func:`relulab.regions.enumerate`): at a
-rational point strictly inside each region (every pre-activation nonzero, checked in
-exact arithmetic) it compares the exact affine maps of ``f`` and ``g``.  Two continuous
-piecewise-linear functions with the same affine map on every full-dimensional region are
-equal.  In dimension <= 3 the regions' volumes are added up as a check that they cover the
-box (the enumeration itself is in floating point).  A difference always comes with an
-exact witness.
+:func:`equal_on_cube` first compares exact normal forms (:func:`relulab.symmetry.canonical`).
+When they differ it decides by the linear regions of the joint network
+``x -> (f(x), g(x))`` (:func:`relulab.regions.enumerate`): at a rational point strictly
+inside each region (every pre-activation nonzero, checked in exact arithmetic) it
+compares the exact affine maps of ``f`` and ``g``.  Two continuous piecewise-linear
+functions with the same affine map on every full-dimensional region are equal - provided
+no region was missed, and the enumeration is in floating point: a region thinner than its
+tolerances can be missed.  So ``equal`` is only answered when the regions found provably
+cover the box: each is re-described exactly (the polytope of its exact activation
+pattern, its vertices snapped to exact points) and the exact lower bounds of their
+volumes must add up to the box's volume (:mod:`relulab.logic._cover`).  Otherwise the
+networks are compared at the exact box and region vertices (a missed sliver usually
+touches one), and failing that the regions answer ``unknown`` and
+:func:`relulab.symmetry.equivalent` is asked (its MILP verifier works in floats: an
+``equal`` from it has ``exact=False``).  A difference always comes with an exact witness.
 
 Example:
     >>> from relulab import Network
@@ -20,6 +26,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -28,13 +37,11 @@ import numpy as np
 
 from ..domain import Box
 from ..errors import RelulabError
-from ..network import Network
+from ..network import Network, NetworkError
 from ..results import Result
+from ._cover import Row, box_rows, exact_cell, int_rows, snap_vertices, volume_lower_bound
 
 __all__ = ["EqualityResult", "equal_on_cube"]
-
-# Relative slack of the volume-coverage check (the region vertices are floats).
-COVER_RTOL = 1e-7  # tol: the region vertices are floats
 
 
 @dataclass(frozen=True)
@@ -78,8 +85,14 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     """Decide ``f == g`` on ``box`` (default [0, 1]^d).
 
     Order: identical exact normal forms (:func:`relulab.symmetry.canonical`), then the
-    exact region-by-region comparison, then (when that is undecided and
-    ``use_verifier``) :func:`relulab.symmetry.equivalent` with ``timeout``.
+    exact region-by-region comparison with its exact coverage check, then (when that is
+    undecided and ``use_verifier``) :func:`relulab.symmetry.equivalent` with ``timeout``.
+    ``exact=True`` only comes with a proof; an ``equal`` from the float verifier says
+    ``exact=False`` and why the regions did not decide.
+
+    Raises:
+        NetworkError: ``f`` or ``g`` is not a :class:`~relulab.Network`.
+        RelulabError: their input or output dimensions differ.
 
     Example:
         >>> from relulab import Network
@@ -91,6 +104,9 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     """
     from ..symmetry import canonical, equivalent
 
+    for name, net in (("f", f), ("g", g)):
+        if not isinstance(net, Network):
+            raise NetworkError(f"equal_on_cube: {name} must be a relulab Network, got {type(net).__name__}")
     if f.input_dim != g.input_dim or f.output_dim != g.output_dim:
         raise RelulabError(f"equal_on_cube: shapes differ ({f!r} vs {g!r})")
     B = _box(f.input_dim, box)
@@ -110,7 +126,8 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
         if fx != gx:
             return EqualityResult("different", r.method, True, r.message, w, fx, gx)
     if r.status == "equal":
-        return EqualityResult("equal", r.method, r.exact, r.message)
+        why = r.message if r.exact else f"{r.message} (not exact; regions: {r0.message})"
+        return EqualityResult("equal", r.method, r.exact, why)
     return EqualityResult("unknown", r.method, False, f"{r0.message}; verifier: {r.message}")
 
 
@@ -123,9 +140,11 @@ def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
 
     F, G = f.exact().without_skip(), g.exact().without_skip()
     H = F.concat(G) if (F.n_hidden_layers or G.n_hidden_layers) else None
+    lo = [Fraction(float(v)) for v in B.lo]
+    hi = [Fraction(float(v)) for v in B.hi]
+    corners = [tuple(p) for p in itertools.product(*zip(lo, hi, strict=True))]
     if H is None:  # both affine
-        pts = [tuple(Fraction(float(v)) for v in p) for p in B.vertices()]
-        for p in pts:
+        for p in corners:
             if _values(F, p) != _values(G, p):
                 return EqualityResult("different", "regions", True, "affine maps differ at a box vertex",
                                       p, _values(F, p), _values(G, p))
@@ -133,13 +152,19 @@ def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
     rs = regions.enumerate(H.float(), B)
     if rs.partial or len(rs) == 0:
         return EqualityResult("unknown", "regions", False, "region enumeration incomplete")
-    vol = 0.0
-    d = f.input_dim
+    # The enumeration is in floating point: each region is re-described exactly and its
+    # volume bounded from below exactly, so that a region it missed (thinner than its
+    # tolerances) shows up as volume the regions do not cover.
+    brows = box_rows(lo, hi)
+    covered = Fraction(0)
+    seen: set[tuple[bool, ...]] = set()
+    exact_points: list[tuple] = []
     for R in rs:
-        x = _strict_point(H, R)
-        if x is None:
+        found = _strict_point(H, R)
+        if found is None:
             return EqualityResult("unknown", "regions", False,
                                   f"no exact interior point found for region {R.index}")
+        x, signs, rows = found
         Af, cf = F.local_affine(np.array(x, dtype=object))
         Ag, cg = G.local_affine(np.array(x, dtype=object))
         if not (np.all(Af == Ag) and np.all(cf == cg)):
@@ -149,64 +174,55 @@ def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
                     return EqualityResult("different", "regions", True,
                                           "the affine maps differ on a linear region", p, fx, gx, len(rs))
             return EqualityResult("unknown", "regions", False, "affine maps differ but no witness found")
-        if d <= 3:
-            vol += _volume(R)
-    if d <= 3 and abs(vol - float(np.prod(B.hi - B.lo))) > COVER_RTOL * max(1.0, float(np.prod(B.hi - B.lo))):
-        return EqualityResult("unknown", "regions", False, f"regions cover volume {vol:.9g}, not the box's")
+        irows = int_rows(rows + brows)
+        pts = snap_vertices(R.vertices, irows)
+        exact_points += pts
+        if signs not in seen:  # distinct exact patterns: disjoint interiors
+            seen.add(signs)
+            covered += volume_lower_bound(pts, irows)
+    box_volume = math.prod((h - v for v, h in zip(lo, hi, strict=True)), start=Fraction(1))
+    if covered != box_volume:
+        # Some region was missed (or a vertex not recovered): look for a difference at
+        # exact points first - a missed sliver usually touches a box or region vertex.
+        for p in [*corners, *exact_points]:
+            fx, gx = _values(F, p), _values(G, p)
+            if fx != gx:
+                return EqualityResult("different", "regions", True,
+                                      "the networks differ at an exact vertex (the float region "
+                                      "enumeration missed a region)", p, fx, gx, len(rs))
+        return EqualityResult("unknown", "regions", False,
+                              f"the regions found leave volume {float(box_volume - covered):.3g} of the "
+                              "box uncovered (exact); a region may have been missed", n_regions=len(rs))
     return EqualityResult("equal", "regions", True,
-                          f"same exact affine map on all {len(rs)} linear regions", n_regions=len(rs))
+                          f"same exact affine map on all {len(rs)} linear regions, which cover the "
+                          "box (exact volumes)", n_regions=len(rs))
 
 
-def _strict_point(H: Network, R: Any) -> tuple | None:
+def _strict_point(H: Network, R: Any) -> tuple[tuple, tuple[bool, ...], list[Row]] | None:
     """A rational point inside region ``R`` at which the exact activation pattern of
     ``H`` is locally constant (every pre-activation is nonzero, or identically zero near
-    the point) and agrees with the region's pattern on the nonzero ones."""
-    cands = [R.interior_point]
-    try:
-        c, _ = R.chebyshev_center()
-        cands.append(c)
-    except Exception:  # noqa: BLE001 - only a second candidate
-        pass
+    the point) and agrees with the region's pattern on the nonzero ones; with that
+    pattern and the exact rows of its region (:func:`~relulab.logic._cover.exact_cell`)."""
     want = np.asarray(R.pattern, dtype=bool)
-    for c in cands:
+    for c in _candidates(R):
         x = tuple(Fraction(float(v)) for v in c)
-        pat = _stable_pattern(H, x)
-        if pat is None:
+        cell = exact_cell(H, x)
+        if cell is None:
             continue
-        signs, degenerate = pat
+        signs, degenerate, rows = cell
         if all(s == w for s, w, dg in zip(signs, want, degenerate, strict=True) if not dg):
-            return x
+            return x, tuple(signs), rows
     return None
 
 
-def _stable_pattern(H: Network, x: tuple) -> tuple[list[bool], list[bool]] | None:
-    """Signs of all pre-activations at ``x`` (exact), with a flag for the ones that are
-    identically zero near ``x``; None when ``x`` lies on a kink."""
-    d = len(x)
-    A = np.array([[Fraction(int(i == j)) for j in range(d)] for i in range(d)], dtype=object)
-    c = np.array([Fraction(0)] * d, dtype=object)
-    xv = np.array(x, dtype=object)
-    signs: list[bool] = []
-    degen: list[bool] = []
-    for W, b in zip(H.weights[:-1], H.biases[:-1], strict=True):
-        A, c = W @ A, W @ c + b
-        z = A @ xv + c
-        keep = []
-        for i, zi in enumerate(z):
-            if zi == 0:
-                if any(v != 0 for v in A[i]):
-                    return None  # on a kink
-                degen.append(True)
-                signs.append(False)
-                keep.append(False)
-            else:
-                degen.append(False)
-                signs.append(bool(zi > 0))
-                keep.append(bool(zi > 0))
-        mask = np.array(keep, dtype=bool)
-        A = np.where(mask[:, None], A, Fraction(0))
-        c = np.where(mask, c, Fraction(0))
-    return signs, degen
+def _candidates(R: Any) -> Iterator[np.ndarray]:
+    """The region's interior point, then (only when asked for: an LP) its Chebyshev centre."""
+    yield R.interior_point
+    try:
+        c, _ = R.chebyshev_center()
+    except Exception:  # noqa: BLE001 - only a second candidate
+        return
+    yield c
 
 
 def _probe_points(R: Any, x: tuple) -> list[tuple]:
@@ -214,13 +230,3 @@ def _probe_points(R: Any, x: tuple) -> list[tuple]:
     for v in np.asarray(R.vertices):
         pts.append(tuple(xi + (Fraction(float(vi)) - xi) / 2 for xi, vi in zip(x, v, strict=True)))
     return pts
-
-
-def _volume(R: Any) -> float:
-    V = np.asarray(R.vertices, dtype=float)
-    d = V.shape[1]
-    if d == 1:
-        return float(V.max() - V.min())
-    from scipy.spatial import ConvexHull
-
-    return float(ConvexHull(V).volume)

@@ -4,7 +4,8 @@ Sweeping the layers from the inputs up, for each layer ``k``:
 
 1. *node rewrite* of every node to its canonical formula: for a node known to be
    ``σ(w·y + b)``, the term :func:`~relulab.logic.truncated.truncated_affine` builds from
-   ``(w, b)``; otherwise its :func:`~relulab.logic.simplify` form;
+   ``(w, b)`` (the constant 0 or 1 when ``σ(w·y + b)`` is constant on the cube, e.g. a dead
+   neuron with nonzero weights); otherwise its :func:`~relulab.logic.simplify` form;
 2. *layer collapse* of ``k`` into ``k + 1`` and *layer expansion* back with the canonical
    inner layer: the distinct non-constant formulas of layer ``k`` that layer ``k + 1``
    still reads, sorted by a structural fingerprint (constant nodes are substituted into
@@ -68,13 +69,25 @@ class NormalFormResult(Result):
     _graphs: tuple[SubstitutionGraph, ...] = ()
 
 
+def _saturated(w: tuple[Fraction, ...], b: Fraction) -> Fraction | None:
+    """The value of ``σ(w·y + b)`` when it is the same (0 or 1) on all of [0, 1]^n."""
+    lo = b + sum((v for v in w if v < 0), Fraction(0))
+    hi = b + sum((v for v in w if v > 0), Fraction(0))
+    if hi <= 0:
+        return Fraction(0)
+    if lo >= 1:
+        return Fraction(1)
+    return None
+
+
 def _canonical_node(node: Node) -> tuple[Node, Fraction | None]:
     """The canonical node and, when its truth function is a constant, that constant."""
     if node.affine is not None:
         w, b = node.affine
-        if all(v == 0 for v in w):
-            c = sigma(b)
-            return Node(truncated_affine([], c, _alg(node, [c])), (w, b)), c
+        c = sigma(b) if all(v == 0 for v in w) else _saturated(w, b)
+        if c is not None:
+            # a dead (or saturated) node: the constant, also when some weights are nonzero
+            return Node(truncated_affine([], c, _alg(node, [c])), (tuple(Fraction(0) for _ in w), c)), c
         phi = truncated_affine(w, b, _alg(node, [*w, b]))
         return Node(phi, (w, b)), None
     phi = simplify(node.formula)
@@ -104,8 +117,14 @@ def _renamed_node(node: Node, images: list[Formula], pos: list[int | None],
             continue
         if pos[i] is not None:
             nw[pos[i]] += wi
-        else:
+        elif consts[i] is not None:
             nb += wi * consts[i]
+        else:
+            # The formula ignores a non-constant node that w weighs: then σ(w·y + b) never
+            # leaves 0 or 1 on the cube (else moving y_i would change it), i.e. the node is
+            # a constant; without that proof the affine data cannot be carried over.
+            c = _saturated(w, b)
+            return Node(phi) if c is None else Node(phi, (tuple([Fraction(0)] * width), c))
     return Node(phi, (tuple(nw), nb))
 
 

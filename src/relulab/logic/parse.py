@@ -162,6 +162,9 @@ class _Parser:
                 raise self.fail(close, f"expected ')' to close δ{n}(")
             return div(n, inner)
         if kind == "num":
+            if re.fullmatch(r"\d+/0+", val):
+                # Fraction("1/0") raises ZeroDivisionError: report it as a syntax error.
+                raise self.fail(tok, f"the number {val} has a zero denominator")
             r = Fraction(val)
             nxt = self.peek()
             if nxt[0] == "op" and nxt[1] in ("·", "@"):
