@@ -194,5 +194,19 @@ def test_measured_error_within_a_priori_bound(name: str) -> None:
     assert abs(b2 * 10 - b1) <= 1e-12 * (1 + b1)
 
 
+@pytest.mark.parametrize("beta", [0.01, 0.001])
+def test_a_priori_bound_holds_when_the_activation_peaks_far_out(beta: float) -> None:
+    """swish with a small beta deviates most from relu near |y| = 1.28 / beta, far outside
+    a fixed search grid: measured on a dense grid, the error stays within the bound."""
+    from relulab.construct import activation, replace_relu
+    from relulab.construct.activations import a_priori_bound
+
+    net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+    box = Box([-1.0], [1.0])
+    rho = replace_relu(net, activation("swish", beta=beta), box, 1000.0)
+    X = np.linspace(-1, 1, 200_001)[:, None]
+    assert np.abs(net(X) - rho(X)).max() <= a_priori_bound(net, rho.act, box, 1000.0)
+
+
 def test_sigmoidal_has_no_a_priori_bound() -> None:
     assert approximate_relu_network(_net(), "tanh", BOX, 10.0, n_points=100).a_priori_bound is None

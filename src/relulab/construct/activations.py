@@ -426,6 +426,9 @@ def _gadget(kind: str, a: Activation, W: np.ndarray, b: np.ndarray, M: np.ndarra
 
 # ------------------------------------------------------------------ a priori bound
 GAMMA_GRID = (-60.0, 60.0, 1_200_001)  # sup |rho/c - relu| searched on this grid (step 1e-4)
+# ... and on log-spaced |y| out to 1e12 (an activation's own scale, e.g. swish's 1/beta,
+# can put the peak far outside the linear grid), refined around the largest value
+GAMMA_LOG_RANGE = (-6.0, 12.0, 180_001)
 GAMMA_SLACK = 1e-3  # added to the grid maximum: covers the grid step times rho's Lipschitz constant
 
 
@@ -436,7 +439,7 @@ def gadget_gamma(act: str | Activation) -> float | None:
 
     Example:
         >>> round(gadget_gamma("softplus"), 3), gadget_gamma("relu2"), gadget_gamma("tanh")
-        (0.694, 0.125, None)
+        (0.695, 0.125, None)
     """
     a = act if isinstance(act, Activation) else activation(act)
     kind = GADGET_CLASS[a.name]
@@ -448,9 +451,22 @@ def gadget_gamma(act: str | Activation) -> float | None:
         return None
     key = (a.name, tuple(sorted(a.params.items())))
     if key not in _GAMMA_CACHE:
+        def dev(y: np.ndarray) -> np.ndarray:
+            with np.errstate(over="ignore", invalid="ignore"):
+                v = np.abs(a(y) / a.slope - np.maximum(y, 0.0))
+            return np.where(np.isfinite(v), v, 0.0)
+
         y = np.linspace(*GAMMA_GRID)
-        g = float(np.max(np.abs(a(y) / a.slope - np.maximum(y, 0.0))))
-        _GAMMA_CACHE[key] = max(g, abs(a.lower) / a.slope) + GAMMA_SLACK
+        g = float(np.max(dev(y)))
+        far = np.logspace(*GAMMA_LOG_RANGE)
+        far = np.concatenate([-far, far])
+        dv = dev(far)
+        i = int(np.argmax(dv))
+        # the log grid's neighbours bracket its peak: a fine linear grid between them
+        fine = np.linspace(far[max(i - 1, 0)], far[min(i + 1, far.size - 1)], 100_001)
+        g = max(g, float(dv[i]), float(np.max(dev(fine))))
+        # the grid step's share of the error, scaled with the peak's size
+        _GAMMA_CACHE[key] = max(g, abs(a.lower) / a.slope) * (1 + GAMMA_SLACK) + GAMMA_SLACK
     return _GAMMA_CACHE[key]
 
 
