@@ -161,3 +161,20 @@ def test_bad_machines_and_inputs() -> None:
         TuringMachine.make("bad", ("q", "h"), ("_",), {("q", "1"): ("h", "_", "R")}, ("h",))
     with pytest.raises(RelulabError, match="not in its alphabet"):
         MACHINES["binary-increment"]().initial("012")
+
+
+@pytest.mark.parametrize("mode", ["exact", "float"])
+def test_a_step_that_changes_nothing_is_an_endless_loop_not_a_halt(mode: str) -> None:
+    """(q, a) -> (q, a, S) with no halting state: the network's state vector stops
+    changing, but the machine never halts; the step count is max_steps, as the
+    simulator's, while a real halt on another input keeps its count."""
+
+    tm = TuringMachine.make("loop", ["q", "h"], ["_", "a", "b"],
+                            {("q", "a"): ("q", "a", "S"), ("q", "b"): ("h", "a", "R")}, ["h"])
+    net = compile_turing_machine(tm)
+    for word in ("a", "b", "ab", "ba"):
+        want = tm.run(word, max_steps=50)
+        got = run_network(tm, net, word, max_steps=50, mode=mode)
+        assert got == want, word
+        assert tm.halted(got) == tm.halted(want)
+    assert run_batch(tm, net, ["a", "b"], 50, mode=mode)[1] == [50, 1]

@@ -385,7 +385,9 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
 
     Returns ``(final states, steps taken)``, or with ``keep=True`` ``(list of the
     state arrays after each step, steps)`` (Fractions in exact mode, floats otherwise).
-    A run stops when a step leaves its state unchanged (a halted machine).
+    A run stops when a step leaves its state unchanged: a halted machine, or a machine
+    caught in a step that changes nothing (state, symbol and head kept), which never
+    halts and so counts ``max_steps`` steps, as the simulator does.
 
     Example:
         >>> tm = binary_increment()
@@ -423,15 +425,34 @@ def run_batch(tm: TuringMachine, net: Network, words: Sequence[str], max_steps: 
                 out[idx] = Fraction(v, d)
             return out
 
+        final = frac(Xn, d)
+        _count_endless_loops(tm, final, steps, max_steps)
         if keep:
             return [frac(a, dd) for a, dd in hist], steps.tolist()
-        return frac(Xn, d), steps.tolist()
+        return final, steps.tolist()
     if mode != "float":
         raise RelulabError(f"mode must be 'exact' or 'float', got {mode!r}")
     fnet = net.float()
     X = np.array(X0, dtype=np.float64)
     with _one_blas_thread():
-        return _run_float(fnet, X, n, steps, max_steps, keep)
+        out, _ = _run_float(fnet, X, n, steps, max_steps, keep)
+    _count_endless_loops(tm, out[-1] if keep else out, steps, max_steps)
+    return out, steps.tolist()
+
+
+def _count_endless_loops(tm: TuringMachine, finals: np.ndarray, steps: np.ndarray,
+                         max_steps: int) -> None:
+    """A run that stopped at a fixed point of a configuration that is not halted (a
+    transition that keeps state, symbol and head) would step forever: it counts
+    ``max_steps`` steps, like the simulator.  ``steps`` is changed in place."""
+    for i, v in enumerate(finals):
+        if steps[i] < max_steps:
+            try:
+                cfg = decode_config(tm, v, int(steps[i]))
+            except RelulabError:
+                continue  # not a configuration (a float run past its exact range)
+            if not tm.halted(cfg):
+                steps[i] = max_steps
 
 
 def _one_blas_thread():
