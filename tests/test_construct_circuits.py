@@ -136,3 +136,40 @@ def test_netlist_text_round_trip_and_float_copy() -> None:
 def test_netlist_errors(text: str, msg: str) -> None:
     with pytest.raises(FormatError, match=msg):
         parse_circuit(text, "x.net")
+
+
+def test_malformed_numbers_are_one_construction_error() -> None:
+    """NaN or inf where an exact number is needed, a float where an integer is, a float
+    literal, an unreadable polynomial coefficient: one RelulabError each, naming it."""
+    import re
+
+    from relulab.construct import (
+        comparator,
+        cpwl_1d,
+        dnf,
+        max_n,
+        max_of_mins,
+        parse_polynomial,
+        refinement_iterate,
+        ripple_carry_adder,
+        sat_gadget,
+    )
+    from relulab.errors import RelulabError
+
+    nan = float("nan")
+    cases = [
+        (lambda: cpwl_1d([0, nan], [0, 1]), "nan"),
+        (lambda: cpwl_1d([0, 1], [0, float("inf")]), "inf"),
+        (lambda: max_of_mins([[nan]], [0], [[0]]), "nan"),
+        (lambda: refinement_iterate([0.5, 1, 0.5], [0, nan, 2], [0, 1, 0], 1), "nan"),
+        (lambda: max_n(2.5), "max_n: n must be an integer"),
+        (lambda: ripple_carry_adder(2.5), "adder: n must be an integer"),
+        (lambda: comparator(1.5), "comparator: n must be an integer"),
+        (lambda: sat_gadget([(1.5, 2, 3)], 3), "literal 1.5"),
+        (lambda: dnf([[1.5]], 2), "literal 1.5"),
+        (lambda: parse_polynomial("1/0 x"), "column"),
+        (lambda: parse_polynomial("1.5/2 x"), "column"),
+    ]
+    for fn, what in cases:
+        with pytest.raises(RelulabError, match=re.escape(what)):
+            fn()

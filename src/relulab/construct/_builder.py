@@ -26,8 +26,16 @@ Num = int | Fraction
 
 
 def F(v: object) -> Fraction:
-    """Exact Fraction of an int, Fraction, str ("3/4") or float (its binary value)."""
-    return v if isinstance(v, Fraction) else Fraction(v)  # type: ignore[arg-type]
+    """Exact Fraction of an int, Fraction, str ("3/4") or float (its binary value); NaN,
+    inf or anything else is a one-line ConstructionError naming the value."""
+    if isinstance(v, Fraction):
+        return v
+    try:
+        return Fraction(v)  # type: ignore[arg-type]
+    except (ValueError, OverflowError, TypeError, ZeroDivisionError):
+        from .maxmin import ConstructionError  # maxmin imports this module
+
+        raise ConstructionError(f"expected a finite rational number, got {v!r}") from None
 
 
 class Expr:

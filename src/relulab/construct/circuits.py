@@ -49,7 +49,7 @@ from ..network import Network
 from ..results import Result
 from ._builder import Builder, Expr, esum
 from ._exact import ExactEvaluator
-from .maxmin import ConstructionError
+from .maxmin import ConstructionError, check_int
 
 __all__ = [
     "Gate",
@@ -357,6 +357,8 @@ def dnf(terms: Sequence[Sequence[int]], n: int) -> Circuit:
             raise ConstructionError(f"dnf: term {t + 1} is empty")
         args = []
         for lit in term:
+            if not isinstance(lit, (int, np.integer)) or isinstance(lit, bool):
+                raise ConstructionError(f"dnf: term {t + 1} has literal {lit!r}; literals are integers +-1..+-{n}")
             i = abs(int(lit))
             if lit == 0 or i > n:
                 raise ConstructionError(f"dnf: term {t + 1} has literal {lit}; use +-1..+-{n}")
@@ -384,8 +386,7 @@ def ripple_carry_adder(n: int) -> Circuit:
         >>> ripple_carry_adder(2).evaluate([1, 1, 1, 0])    # 3 + 1
         (0, 0, 1)
     """
-    if n < 1:
-        raise ConstructionError(f"adder: n must be >= 1, got {n}")
+    n = check_int(n, "adder: n", 1)
     a = [f"a{i}" for i in range(n)]
     bb = [f"b{i}" for i in range(n)]
     gates = [Gate("s0", "XOR", (a[0], bb[0])), Gate("c1", "AND", (a[0], bb[0]))]
@@ -406,8 +407,7 @@ def comparator(n: int) -> Circuit:
         >>> comparator(2).evaluate([0, 1, 1, 0])   # a = 2, b = 1
         (1, 0, 0)
     """
-    if n < 1:
-        raise ConstructionError(f"comparator: n must be >= 1, got {n}")
+    n = check_int(n, "comparator: n", 1)
     a = [f"a{i}" for i in range(n)]
     bb = [f"b{i}" for i in range(n)]
     gates = []

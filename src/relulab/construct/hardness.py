@@ -46,7 +46,7 @@ def _check_clauses(clauses: Sequence[Clause], n: int) -> None:
         if not 1 <= len(cl) <= 3:
             raise ConstructionError(f"sat gadget: clause {c} has {len(cl)} literals (1 to 3 allowed)")
         for lit in cl:
-            if lit == 0 or abs(int(lit)) > n:
+            if not isinstance(lit, (int, np.integer)) or isinstance(lit, bool) or lit == 0 or abs(int(lit)) > n:
                 raise ConstructionError(f"sat gadget: clause {c} has literal {lit}; use +-1..+-{n}")
 
 

@@ -40,6 +40,14 @@ class ConstructionError(RelulabError):
     """A construction was asked for with invalid parameters."""
 
 
+def check_int(v: object, what: str, lo: int) -> int:
+    """``v`` as an int if it is an integer (not a bool) ``>= lo``, else one
+    ConstructionError naming ``what``."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+        raise ConstructionError(f"{what} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
 def _levels(m: int) -> int:
     return 0 if m <= 1 else math.ceil(math.log2(m))
 
@@ -75,8 +83,7 @@ def tree_widths(n: int) -> tuple[int, ...]:
 
 
 def _tree(n: int, op: str) -> Network:
-    if n < 1:
-        raise ConstructionError(f"{op}_n: n must be >= 1, got {n}")
+    n = check_int(n, f"{op}_n: n", 1)
     b = Builder(n)
     items = b.inputs()
     while len(items) > 1:

@@ -99,6 +99,15 @@ class Polynomial:
         return s[2:] if s.startswith("+ ") else "-" + s[2:]
 
 
+def _nonzero(token: str) -> Fraction | None:
+    """The token's nonzero value, or None (zero, or not a number Fraction reads)."""
+    try:
+        v = Fraction(token)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return v if v != 0 else None
+
+
 def parse_polynomial(text: str, dim: int | None = None) -> Polynomial:
     """Read ``"x^2 + xy"``, ``"x1*x2 - 1/2 x3^4 + 2"``.  ``dim`` defaults to the largest
     variable used (``y`` means dim >= 2).  Bad text: one :class:`RelulabError` naming the
@@ -136,13 +145,17 @@ def parse_polynomial(text: str, dim: int | None = None) -> Polynomial:
                 i += 1
                 continue
             if kind == "num":
-                coef *= Fraction(val)
+                try:
+                    coef *= Fraction(val)
+                except (ValueError, ZeroDivisionError):
+                    raise RelulabError(f"polynomial {text!r}: cannot read the number {val!r} "
+                                       f"(column {col + 1})") from None
                 i += 1
             elif kind == "div":       # x/2: divide by a number
-                if i + 1 >= len(tokens) or tokens[i + 1][0] != "num" or Fraction(tokens[i + 1][1]) == 0:
+                if i + 1 >= len(tokens) or tokens[i + 1][0] != "num" or _nonzero(tokens[i + 1][1]) is None:
                     raise RelulabError(f"polynomial {text!r}: '/' must be followed by a nonzero number "
                                        f"(column {col + 1})")
-                coef /= Fraction(tokens[i + 1][1])
+                coef /= _nonzero(tokens[i + 1][1])
                 i += 2
             elif kind == "var":
                 if val[0] == "x" and len(val) > 1:
