@@ -4,6 +4,8 @@ regularisers and the training commands."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -238,3 +240,62 @@ def test_bad_input():
         convex_fit(np.zeros((3, 1)), np.zeros(3), -1.0)
     with pytest.raises(RelulabError, match="solver"):
         convex_fit(np.ones((3, 1)), np.ones(3), 0.1, solver="newton")
+
+
+def test_max_patterns_must_be_positive():
+    X, y = _data1d(n=5)
+    for bad in (0, -2, 2.5):
+        with pytest.raises(RelulabError, match="max_patterns"):
+            convex_fit(X, y, 0.1, max_patterns=bad)
+        with pytest.raises(RelulabError, match="max_patterns"):
+            gated_fit(X, y, 0.1, max_patterns=bad)
+    X3 = np.random.default_rng(0).normal(size=(6, 3))
+    with pytest.raises(RelulabError, match="max_patterns"):
+        collapse_threshold(X3, y[:5].tolist() + [0.0], max_patterns=0)
+
+
+def _run_isolated(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter: a crash (abort in native code) must fail the
+    test, not kill pytest."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_identical_points_fit_without_crashing():
+    # every row on one hyperplane: once this left the only pattern with no cone row, and
+    # nnls on the empty (2, 0) matrix aborted the interpreter (double free)
+    code = """
+import numpy as np
+from relulab.train import convex_fit
+for y, lam in (([0.0, 1.0], 0.1), ([-0.17028771, 1.16840703], 1.4256694239206224)):
+    fit = convex_fit(np.array([[1.0], [1.0]]), np.array(y), lam=lam)
+    print(fit.objective, fit.dual_value, fit.converged, fit.global_optimum)
+"""
+    r = _run_isolated(code)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.strip().splitlines()]
+    for (y0, y1), lam, row in zip(((0.0, 1.0), (-0.17028771, 1.16840703)),
+                                  (0.1, 1.4256694239206224), rows, strict=True):
+        # both points see the same x~ = (1, 1): the output is one value t, reached most
+        # cheaply by one neuron with penalty lam |t| / ||x~||
+        t = np.linspace(-2, 2, 400_001)
+        best = np.min(0.5 * ((t - y0) ** 2 + (t - y1) ** 2) + lam * np.abs(t) / np.sqrt(2))
+        obj, dual = float(row[0]), float(row[1])
+        assert obj == pytest.approx(best, abs=1e-8) and dual <= obj + 1e-12
+        assert row[2] == "True" and row[3] == "True"
+
+
+def test_projection_onto_a_cone_without_rows_is_the_identity():
+    # a cone given no facet row is the whole space: its projection must not reach nnls
+    code = """
+import numpy as np
+from relulab.train.convex import _Projector
+Xa = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+S = np.ones((3, 1))
+z = np.array([[-1.0, -2.0, 0.5]])          # violates the (dropped) rows
+out = _Projector(Xa, S, np.zeros((3, 1), dtype=bool)).project_entries(z, np.array([0]))
+print(*out[0])
+"""
+    r = _run_isolated(code)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [float(v) for v in r.stdout.split()] == [-1.0, -2.0, 0.5]

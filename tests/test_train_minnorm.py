@@ -210,3 +210,20 @@ def test_bad_input():
         minnorm_classifier([0, 1], [2, 3])
     with pytest.raises(RelulabError):
         minnorm_interpolant([0, 1], [1, 2], bias="sometimes")
+
+
+def test_wide_arrays_are_refused_not_flattened():
+    # a (2, 2) x used to be read as four scalar points: a different problem, silently
+    with pytest.raises(RelulabError, match=r"univariate.*\(2, 2\)"):
+        minnorm_interpolant([[0, 1], [1, 2]], [[0, 1], [1, 0]])
+    with pytest.raises(RelulabError, match="univariate"):
+        minnorm_interpolant([0.0, 1.0, 2.0], [[0.0, 1.0, 0.0]])   # y as a (1, 3) row
+    with pytest.raises(RelulabError, match="univariate"):
+        minnorm_classifier(np.zeros((3, 2)), [1, -1, 1])
+    with pytest.raises(RelulabError, match="univariate"):
+        minnorm_on_grid(np.zeros((2, 1, 1)), [0.0, 1.0], [0.0, 1.0])
+    # a single column is the same data as a flat array
+    x, y = _data(3)
+    flat = minnorm_interpolant(x, y, describe=False)
+    col = minnorm_interpolant(x[:, None], y[:, None], describe=False)
+    assert col.cost == pytest.approx(flat.cost, rel=1e-12)

@@ -129,3 +129,91 @@ def test_facet_reduced_cone_program_equals_the_full_one():
     assert reduced.objective == pytest.approx(full.objective, abs=1e-7)
     assert nonconvex_objective(reduced.network, X, y, 0.02) == pytest.approx(
         reduced.objective, rel=1e-9)
+
+
+def _facet_classes_by_lp(Xa, M, cls):
+    """Per pattern and hyperplane class: is the class a facet?  By LP: dropping every row
+    of the class lets its constraint go negative (the LP redundancy test)."""
+    S = 2.0 * M - 1.0
+    n, d = Xa.shape
+    out = np.zeros((cls.max() + 1, M.shape[1]), dtype=bool)
+    for i in range(M.shape[1]):
+        for c in range(cls.max() + 1):
+            j = int(np.nonzero(cls == c)[0][0])
+            others = np.nonzero(cls != c)[0]
+            A = -(S[others, i][:, None] * Xa[others])
+            r = solve(S[j, i] * Xa[j], A if others.size else None,
+                      np.zeros(others.size) if others.size else None,
+                      lb=-np.ones(d), ub=np.ones(d))
+            assert r.status == "optimal"
+            out[c, i] = r.objective < -1e-9
+    return out
+
+
+@pytest.mark.parametrize("X,bias", [
+    (np.array([[1.0], [1.0], [0.0]]), True),                      # the reported instance
+    (np.array([[0.5], [-1.0], [0.5], [2.0], [-1.0], [0.5]]), True),
+    (np.array([[1.0], [1.0]]), True),                             # one hyperplane only
+    (np.array([[1.0, 1.0], [2.0, 2.0], [-1.0, -1.0], [0.0, 1.0], [1.0, -2.0]]), False),
+])
+def test_facets_of_repeated_points_equal_lp_redundancy_test(X, bias):
+    from relulab.train.patterns import facet_rows
+
+    Xa = np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
+    M, _, complete = activation_patterns(Xa, 1000)
+    assert complete
+    # rows on one hyperplane (multiples of each other) form a class, numbered in data order
+    U = Xa / np.linalg.norm(Xa, axis=1, keepdims=True)
+    same = np.abs(np.abs(U @ U.T) - 1) < 1e-12
+    first_of = np.argmax(same, axis=1)
+    cls = np.unique(first_of, return_inverse=True)[1].reshape(-1)
+    F = facet_rows(M)
+    want = _facet_classes_by_lp(Xa, M, cls)
+    first = np.unique(first_of)
+    assert np.array_equal(F[first], want)          # the class's first row carries the facet
+    assert not F[np.setdiff1d(np.arange(len(cls)), first)].any()
+    assert F.any(axis=0).all()                     # every cone keeps at least one row
+
+
+def test_hyperplane_classes_group_multiples():
+    from relulab.train.patterns import hyperplane_classes
+
+    Xa = np.array([[1.0, 1.0], [2.0, 2.0], [-1.0, -1.0], [0.0, 1.0], [1.0, -2.0], [0.0, 3.0]])
+    M, _, complete = activation_patterns(Xa, 1000)
+    assert complete and hyperplane_classes(M).tolist() == [0, 0, 0, 1, 2, 1]
+
+
+def test_repeated_points_give_the_global_optimum():
+    # x = 1 twice: the facet test used to drop both rows' constraints, and convex_fit
+    # returned 0.550 unconverged where the optimum is 0.3967
+    X = np.array([[1.0], [1.0], [0.0]])
+    y = np.array([0.3, -0.8, 1.2])
+    lam = 0.05
+    fit = convex_fit(X, y, lam)
+    assert fit.converged and fit.all_patterns and fit.global_optimum and fit.gap < 1e-8
+    Xa = np.hstack([X, np.ones((3, 1))])
+    M, G, _ = activation_patterns(Xa, 1000)
+    every_row = convex_fit(X, y, lam, patterns=(M, G))     # all rows of every cone
+    jittered = convex_fit(X + np.array([[0.0], [1e-7], [0.0]]), y, lam)
+    assert fit.objective == pytest.approx(every_row.objective, abs=1e-9)
+    assert fit.objective == pytest.approx(jittered.objective, abs=1e-6)
+    assert fit.objective == pytest.approx(0.39672781374, abs=1e-9)
+    assert nonconvex_objective(fit.network, X, y, lam) == pytest.approx(fit.objective, rel=1e-9)
+    # the certificate is a lower bound for every network, here the all-rows optimum
+    assert fit.dual_value <= every_row.objective + 1e-12
+
+
+def test_univariate_data_without_bias_are_enumerated():
+    # one augmented dimension: the two half-lines (this used to raise an IndexError)
+    X = np.array([[1.0], [2.0], [-1.0], [2.0]])
+    y = np.array([1.0, 0.5, 0.3, -0.2])
+    M, G, complete = activation_patterns(X, 100)
+    assert complete and {tuple(c) for c in M.T} == {(True, True, False, True),
+                                                     (False, False, True, False)}
+    fit = convex_fit(X, y, 0.1, bias=False)
+    # f(x) = a relu(x) + b relu(-x): least squares with an l1 penalty on each side
+    # (1/2)((a-1)^2 + (2a-0.5)^2 + (2a+0.2)^2 + (b-0.3)^2) + 0.1 (|a| + |b|)
+    a, b = (1.0 + 1.0 - 0.4 - 0.1) / 9.0, 0.3 - 0.1
+    best = 0.5 * ((a - 1) ** 2 + (2 * a - 0.5) ** 2 + (2 * a + 0.2) ** 2 + (b - 0.3) ** 2) \
+        + 0.1 * (abs(a) + abs(b))
+    assert fit.global_optimum and fit.objective == pytest.approx(best, abs=1e-9)

@@ -30,7 +30,13 @@ from .minnorm import (
     minnorm_on_grid,
     parameter_cost,
 )
-from .patterns import activation_patterns, enumerate_patterns, facet_rows, region_count
+from .patterns import (
+    activation_patterns,
+    enumerate_patterns,
+    facet_rows,
+    hyperplane_classes,
+    region_count,
+)
 from .regularizers import (
     bigm_penalty,
     count_unstable,
@@ -48,6 +54,7 @@ __all__ = [
     "activation_patterns",
     "enumerate_patterns",
     "facet_rows",
+    "hyperplane_classes",
     "lp_gap_true_penalty",
     "lp_relaxation_gaps",
     "prune_on_data",

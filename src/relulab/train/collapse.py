@@ -15,7 +15,7 @@ then feasible for the dual of the convex reformulation (:mod:`relulab.train.conv
 whose value is a lower bound for every width.
 
 ``lam*`` is a maximum over activation patterns.  When every pattern is enumerated
-(univariate data with bias, 2-D data without, and data in general position with at most
+(univariate data, 2-D data without bias, and data in general position with at most
 ``max_patterns`` patterns; see :mod:`relulab.train.patterns`), ``lam*`` is exact.
 Otherwise the sampled patterns give a lower bound (with a witness direction) and a simple
 Cauchy-Schwarz bound gives an upper bound, so the threshold is bracketed.
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..results import Result
-from .convex import _augment, _correlate, _prep, _Projector
+from .convex import _augment, _check_max_patterns, _correlate, _prep, _Projector
 from .patterns import activation_patterns
 
 __all__ = ["CollapseThreshold", "collapse_threshold"]
@@ -70,6 +70,7 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
         True
     """
     X, y = _prep(X, y, 1.0)
+    max_patterns = _check_max_patterns(max_patterns)
     Xa = _augment(X, bias)
     n, d = Xa.shape
     # complete for univariate data, and for general-position data with at most

@@ -73,6 +73,15 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _check_max_patterns(max_patterns: Any) -> int:
+    """``max_patterns`` as an int, or a one-line error: at least one pattern is needed
+    (without any, the program has no variable and the certificate no constraint)."""
+    if isinstance(max_patterns, bool) or not isinstance(max_patterns, (int, np.integer)) \
+            or max_patterns < 1:
+        raise ConvexTrainingError(f"max_patterns must be a positive integer, got {max_patterns!r}")
+    return int(max_patterns)
+
+
 def _augment(X: np.ndarray, bias: bool) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
 
@@ -158,6 +167,11 @@ class _Projector:
 
         for m in todo:
             f = self.facets[:, iis[m]]
+            if not f.any():
+                # no cone row: the cone is the whole space and z is its own projection
+                # (never hand nnls an (d, 0) matrix: scipy aborts the process on it); z is
+                # also a sound bound, as no projection is longer than its vector
+                continue
             Gm = self.S[f, iis[m]:iis[m] + 1] * self.Xa[f]
             mu, _ = nnls(Gm.T, -z[m], maxiter=50 * Gm.shape[0])
             # any mu >= 0 gives ||z + Gm^T mu|| >= ||P_K(z)||: the norm is a sound bound
@@ -342,9 +356,10 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     Args:
         X, y: data ``(n, d)`` and ``(n,)``.
         lam: weight-decay strength (> 0).
-        max_patterns: the most activation patterns used.  When every pattern of the data
-            provably fits (univariate data; general-position data with few enough
-            patterns), all are used and ``global_optimum`` can be True; else a sample.
+        max_patterns: the most activation patterns used (a positive integer).  When every
+            pattern of the data provably fits (univariate data, repeated points included;
+            general-position data with few enough patterns), all are used and
+            ``global_optimum`` can be True; else a sample.
         bias: hidden biases (penalised) via an appended column of ones.
         gap_tol: stop when the certified duality gap is at most this.
         patterns: optional ``(masks (n, P), gates (P, d~))`` to use instead of sampling.
@@ -368,6 +383,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     gap_tol = or_default(gap_tol, GAP_TOL)
     X, y = _prep(X, y, lam)
     _check_solver(solver)
+    max_patterns = _check_max_patterns(max_patterns)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -892,6 +908,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     gap_tol = or_default(gap_tol, GAP_TOL)
     X, y = _prep(X, y, lam)
     _check_solver(solver)
+    max_patterns = _check_max_patterns(max_patterns)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape

@@ -85,9 +85,19 @@ def _check_bias(bias: str) -> str:
     return b
 
 
+def _as_column(v: Any, name: str) -> np.ndarray:
+    """``v`` as a 1-D array: ``(n,)`` or one column ``(n, 1)``.  Anything wider is refused
+    rather than flattened: the problems here are univariate, and reading an ``(n, k)``
+    array as ``n k`` scalar points would silently solve a different problem."""
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 1):
+        raise MinNormError(f"{name} must be univariate, shape (n,) or (n, 1); got shape {a.shape}")
+    return a.reshape(-1)
+
+
 def _prep(x: Any, y: Any, task: str) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    x = _as_column(x, "x")
+    y = _as_column(y, "labels" if task == "classification" else "y")
     if x.size == 0 or x.shape != y.shape:
         raise MinNormError(f"x and y must be non-empty and of equal length ({x.size} vs {y.size})")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
@@ -620,7 +630,8 @@ def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, 
     """The exact minimal-norm univariate two-layer ReLU network with ``f(x_i) = y_i``.
 
     Args:
-        x, y: the data (1-D arrays; repeated ``x`` must have equal ``y``).
+        x, y: the data, shape ``(n,)`` or ``(n, 1)`` (wider arrays are refused, not
+            flattened); repeated ``x`` must have equal ``y``.
         bias: ``"free"`` (biases not penalised) or ``"penalized"``.
         skip: include a free affine skip ``c x`` (the output bias is always free).
         describe: with free biases, also describe the whole optimal set (probe LPs).

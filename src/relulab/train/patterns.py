@@ -6,8 +6,9 @@ arrangement ``{w : x~_j . w = 0}`` in weight space.  The convex reformulation ov
 them is the global optimum of the non-convex two-layer problem, so knowing that a pattern
 list is complete turns "optimal for the sampled patterns" into "globally optimal".
 
-* Two augmented dimensions (univariate data with a bias): the regions are arcs of the circle
-  between consecutive critical angles, enumerated exactly.
+* One or two augmented dimensions (univariate data, with or without a bias; 2-D data
+  without): the regions are the two half-lines, or the arcs of the circle between
+  consecutive critical angles, enumerated exactly, repeated points included.
 * More dimensions, data in general position (every ``d - 1`` rows independent and no other
   row through their common null ray): every region is a pointed cone whose extreme rays are
   null rays of ``d - 1`` rows, and around such a ray the ``2^(d-1)`` sign choices of those
@@ -34,8 +35,8 @@ import numpy as np
 
 from ..tolerance import MATCH_RTOL, TINY, or_default
 
-__all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "region_count",
-           "sample_patterns"]
+__all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "hyperplane_classes",
+           "region_count", "sample_patterns"]
 
 
 def region_count(n: int, d: int) -> int:
@@ -104,6 +105,9 @@ def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
     """
     rel_tol = or_default(rel_tol, MATCH_RTOL)
     n, d = Xa.shape
+    if d == 1:  # a line: the two half-lines w > 0 and w < 0 are the only regions
+        G = np.array([[1.0], [-1.0]])
+        return _drop_all_off(*_unique_columns(Xa @ G.T >= 0, G))
     if d == 2:
         M, G = sample_patterns(Xa, 10**9)
         return M, G
@@ -164,15 +168,47 @@ def activation_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0
     return M, G, False
 
 
+def hyperplane_classes(M: np.ndarray) -> np.ndarray:
+    """For a *complete* pattern list: ``cls[j]`` numbers the hyperplane of data row ``j``.
+
+    Rows on one hyperplane through the origin (repeated points, or rows that are multiples
+    of each other) always change sign together: their bits are equal (same orientation) or
+    complementary (opposite) in every pattern.  Rows on different hyperplanes differ in
+    some region, and a complete list holds a region of each of their four sign quadrants
+    (at most one of them is the dropped all-off pattern), so reading the classes off ``M``
+    is exact.  Rows that are always on (zero rows, without a bias) form their own class.
+
+    Example:
+        >>> Xa = np.array([[1.0, 1.0], [1.0, 1.0], [0.0, 1.0]])   # x = 1 twice, and x = 0
+        >>> hyperplane_classes(activation_patterns(Xa, 100)[0]).tolist()
+        [0, 0, 1]
+    """
+    if M.shape[1] == 0:
+        return np.arange(M.shape[0])
+    # orient every row so that its bit in the first pattern is on: equal rows then share
+    # a hyperplane, whichever their orientation
+    canon = M ^ ~M[:, :1]
+    _, first, cls = np.unique(canon, axis=0, return_index=True, return_inverse=True)
+    # number the classes by their first row, so that the numbering follows the data order
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[np.asarray(cls).reshape(-1)]
+
+
 def facet_rows(M: np.ndarray, seed: int = 0) -> np.ndarray:
     """For a *complete* pattern list (all-off dropped, as returned above): ``F[j, i]`` is
-    True when data row ``j`` is a facet of pattern ``i``'s cone.
+    True when data row ``j`` is the first row of a hyperplane that is a facet of pattern
+    ``i``'s cone.
 
-    Row ``j`` is a facet exactly when flipping bit ``j`` gives another pattern: crossing a
-    facet flips one sign, and if ``j`` were redundant the flipped region would be empty.
-    The other rows are implied by the facets, so a cone program may drop them (in 2-D a
-    region has a handful of facets, against ``n`` rows).  Patterns are compared by random
-    64-bit hashes; a collision could only keep a redundant row, never drop a facet.
+    Crossing a hyperplane flips the bits of every row on it (:func:`hyperplane_classes`;
+    several rows when points repeat), and in an arrangement two regions that differ on
+    exactly one hyperplane are neighbours across it.  So a hyperplane is a facet of a
+    region exactly when flipping its rows' bits gives another pattern: if it were
+    redundant the flipped region would be empty.  Rows on one hyperplane give the same cone
+    constraint (``s_j x_j`` are positive multiples of each other), so only the first is
+    marked.  The other rows are implied by the facets, so a cone program may drop them (in
+    2-D a region has a handful of facets, against ``n`` rows).  Patterns are compared by
+    random 64-bit hashes; a collision could only keep a redundant row, never drop a facet.
     Must not be used on a sampled list: a missing neighbour would hide a facet.
 
     Example:
@@ -180,12 +216,22 @@ def facet_rows(M: np.ndarray, seed: int = 0) -> np.ndarray:
         >>> M, _, complete = activation_patterns(Xa, 100)
         >>> F = facet_rows(M); complete, bool(np.all(F.sum(axis=0) <= 2))
         (True, True)
+        >>> M, _, _ = activation_patterns(np.vstack([Xa, Xa[:1]]), 100)  # x = -1 twice
+        >>> facet_rows(M).sum(axis=0).tolist() == F.sum(axis=0).tolist()
+        True
     """
     n, P = M.shape
+    cls = hyperplane_classes(M)
     keys = np.random.default_rng(seed).integers(1, 2**63, size=n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         h = (M.T.astype(np.uint64) * keys[None, :]).sum(axis=1, dtype=np.uint64)  # (P,)
         signed = np.where(M, keys[:, None] * np.uint64(2**64 - 1), keys[:, None])
-        flipped = h[None, :] + signed  # (n, P): hash with bit j flipped (mod 2^64)
+        # the hash change of flipping every row of a class (mod 2^64)
+        delta = np.zeros((int(cls.max()) + 1 if n else 0, P), dtype=np.uint64)
+        np.add.at(delta, cls, signed)
+        flipped = h[None, :] + delta  # (classes, P): hash with the class's bits flipped
     known = np.concatenate([h, np.zeros(1, dtype=np.uint64)])  # the all-off pattern too
-    return np.isin(flipped, known)
+    is_facet = np.isin(flipped, known)
+    first = np.zeros(n, dtype=bool)
+    first[np.unique(cls, return_index=True)[1]] = True
+    return is_facet[cls] & first[:, None]
