@@ -391,7 +391,8 @@ def test_residual_graph_agrees_with_the_milp_on_its_dense_form(tmp_path, seed):
     """A residual block read as a structured graph: its dense lowering has more neurons
     than the graph has ReLUs (the carried skip), so the graph's split vectors do not
     index it.  The branch and bound once fed them to its leaf LPs and its candidate
-    probe (a crash); now such leaves stay open, and verify's portfolio still decides."""
+    probe (a crash); now such leaves stay open in relu_split on the graph, and verify
+    splits the lowering itself, which decides."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
     from relulab.io import load_model
@@ -414,7 +415,32 @@ def test_residual_graph_agrees_with_the_milp_on_its_dense_form(tmp_path, seed):
         assert r.status in (want, "unknown"), (seed, gap, r.status)
         if r.status == "unknown":
             assert r.reason.startswith(("incomplete", "timeout")), r.reason
-        r = verify(graph, Specification(box, [OutputConstraint(C, np.array([-thr]))]), timeout=60)
-        assert r.status == want, (seed, gap, r.status, r.reason)
-        if want == "violated":
-            assert box.contains(r.counterexample) and float(dense(r.counterexample)[0]) >= thr - FEAS_TOL
+        spec = Specification(box, [OutputConstraint(C, np.array([-thr]))])
+        for method in ("auto", "relu-split"):
+            # verify runs the ReLU splitting on the small lowering itself: complete again
+            r = verify(graph, spec, timeout=60, method=method, attack_time=0.0)
+            assert r.status == want, (seed, gap, method, r.status, r.reason)
+            if want == "violated":
+                assert box.contains(r.counterexample)
+                assert float(dense(r.counterexample)[0]) >= thr - FEAS_TOL
+
+
+def test_relu_split_of_a_residual_graph_is_complete_on_its_lowering(tmp_path):
+    """Within 1e-6 of the optimum, the bounds cannot prune every linear piece: each needs
+    its LP, which only the lowering's own neurons allow (on the graph: 'incomplete')."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from relulab.io import load_model
+    from relulab.verify import load_for_verify
+
+    p = tmp_path / "res.onnx"
+    _residual_onnx(p, 5)
+    graph, dense = load_for_verify(str(p)), load_model(p)
+    rng = np.random.default_rng(5)
+    x0 = rng.uniform(-1, 1, 9)
+    box = Box(x0 - 0.4, x0 + 0.4)
+    thr = maximize(dense, box).value
+    thr += 1e-6 * (1 + abs(thr))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
+    r = verify(graph, spec, timeout=120, method="relu-split", attack_time=0.0)
+    assert r.status == "holds", (r.status, r.reason)

@@ -692,10 +692,13 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
     return _GraphBounder(model, C, d, dense, 20 if alpha_iters is None else alpha_iters), dense
 
 
-def _same_neurons(bounder: Any, net: Network) -> bool:
-    """Whether ``net``'s hidden layers have the bound engine's ReLU layer sizes, so that a
-    split vector of the engine indexes ``net``'s neurons."""
-    return [W.shape[0] for W in net.weights[:-1]] == [int(s) for s in bounder.sizes]
+def _same_neurons(model: Any, net: Network) -> bool:
+    """Whether ``net``'s hidden layers have the ReLU layer sizes of ``model`` (a bound
+    engine, or a ``BoundGraph``), so that a split vector of the one indexes the other's
+    neurons."""
+    sizes = (model.sizes if hasattr(model, "sizes")
+             else [int(np.prod(shape)) for _, shape in model.relus])
+    return [W.shape[0] for W in net.weights[:-1]] == [int(s) for s in sizes]
 
 
 DENSE_MAX_NEURONS = 2000  # a structured model is lowered (leaf LPs, attacks) up to this size

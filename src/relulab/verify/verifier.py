@@ -64,7 +64,7 @@ from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
 from .budget import Budget
 from .milp import milp_term
-from .relu_bab import crown_ready, relu_split, root_proven
+from .relu_bab import _same_neurons, crown_ready, relu_split, root_proven
 from .result import VerificationResult
 
 __all__ = ["verify", "load_for_verify", "INPUT_SPLIT_MAX_DIM"]
@@ -326,6 +326,11 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
          batch: int, intermediate: str, alpha_iters: int, milp_max_binaries: int,
          seed: int) -> VerificationResult:
     dense = _dense_of(model)
+    if dense is not None and not isinstance(model, Network) and not _same_neurons(model, dense):
+        # a residual skip or a max-pool lowers to extra neurons, so the graph's split
+        # vectors cannot index the lowering's leaf LPs: the ReLU splitting then runs on
+        # the (small) lowering itself, where every leaf gets its LP
+        model = dense
     if method in ("input-split", "milp") and dense is None:
         raise RelulabError(f"verify: method {method!r} needs the dense network; this structured "
                            "model is too large to lower (use relu-split)")
