@@ -21,6 +21,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..network import Network
+from ._errors import ConstructionError
 
 Num = int | Fraction
 
@@ -33,8 +34,6 @@ def F(v: object) -> Fraction:
     try:
         return Fraction(v)  # type: ignore[arg-type]
     except (ValueError, OverflowError, TypeError, ZeroDivisionError):
-        from .maxmin import ConstructionError  # maxmin imports this module
-
         raise ConstructionError(f"expected a finite rational number, got {v!r}") from None
 
 

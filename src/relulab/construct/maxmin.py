@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import RelulabError
 from ..network import Network
 from ..results import Result
 from ._builder import Builder, Expr, F
+from ._errors import ConstructionError
 
 __all__ = [
     "max_n",
@@ -34,10 +34,6 @@ __all__ = [
     "lattice_size",
     "chen_bound",
 ]
-
-
-class ConstructionError(RelulabError):
-    """A construction was asked for with invalid parameters."""
 
 
 def check_int(v: object, what: str, lo: int) -> int:
