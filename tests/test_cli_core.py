@@ -65,3 +65,27 @@ def test_tour_runs(capsys):
     code, out, _ = run(capsys, "tour")
     assert code == 0
     assert "XOR" in out and "5/6" in out
+
+
+@pytest.mark.parametrize("argv, culprit", [
+    (["range", "example:tiny_2d.onnx", "--timeout", "nan"], "--timeout"),
+    (["equiv", "example:tiny_2d.onnx", "example:tiny_2d.nnet", "--timeout", "-1"], "--timeout"),
+    (["reduce", "example:tiny_2d.onnx", "-o", "{tmp}/r.npz", "--timeout", "-1"], "--timeout"),
+    (["fit-convex", "example:data_1d.csv", "--lam", "0.01", "--time-limit", "-1"], "--time-limit"),
+    (["lipschitz", "example:tiny_2d.onnx", "--time-limit", "0"], "--time-limit"),
+    (["regions", "example:tiny_2d.onnx", "--ray", "bogus"], "--ray"),
+    (["regions", "example:tiny_2d.onnx", "--whole-space", "--box", "0:0.5"], "--whole-space"),
+    (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--timeout", "-5"], "--timeout"),
+    (["verify-batch", "{tmp}/other.csv", "--workers", "1"], "other.csv:1"),
+])
+def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, argv, culprit):
+    """A negative or NaN time limit, an unknown --ray, --box with --whole-space, a CSV that
+    is not a benchmark list: exit 1 and one line naming the option, nothing written."""
+
+    (tmp_path / "ok.csv").write_text(
+        f"onnx,vnnlib,timeout\n{example_path('tiny_2d.onnx')},{example_path('tiny_2d_holds.vnnlib')},10\n")
+    (tmp_path / "other.csv").write_text("x,y\n1,2\nfoo,2\n")
+    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == 1, (argv, code, out, err)
+    assert len(err.strip().splitlines()) == 1 and culprit in err, err
+    assert not (tmp_path / "r.npz").exists()

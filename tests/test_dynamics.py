@@ -309,3 +309,33 @@ def test_results_serialise_to_json():
     assert np.allclose(np.array(d["network"]["weights"][0]), t.network.weights[0])
     ev = json.loads(json.dumps(saddle_events(t).to_dict()))
     assert "activation_order" in ev and "plateaus" in ev
+
+
+def test_bad_training_settings_are_one_error_not_an_endless_run():
+    """steps=2.5 never equals the loop's integer step (it ran until killed); negative
+    noise, weight decay or momentum and a NaN time limit had no effect silently."""
+    X, y = np.eye(3), np.ones(3)
+    bad = [dict(steps=2.5), dict(steps="5"), dict(every=0), dict(noise=-1.0), dict(weight_decay=-1.0),
+           dict(momentum=-1.0, optimizer="sgd"), dict(time_limit=float("nan")), dict(lr=float("inf"))]
+    for kw in bad:
+        with pytest.raises(DynamicsError):
+            train(mlp([3, 4, 1]), X, y, record=[], device="cpu", **kw)
+
+
+def test_a_time_limited_sgd_run_records_the_full_data_objective():
+    """The record made when the time limit stops an SGD run holds the full-data
+    objective like every other record (it held the last minibatch's loss)."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 3))
+    y = np.sin(X[:, 0])
+    t = train(mlp([3, 8, 1]), X, y, optimizer="sgd", lr=0.01, batch_size=4, steps=10**7, every=10**6,
+              time_limit=0.3, record=["params"], device="cpu")
+    assert t.status == "time_limit"
+    model = t.model
+    with torch.no_grad():
+        dt = next(model.parameters()).dtype
+        full = float(0.5 * ((model(torch.as_tensor(X, dtype=dt)).reshape(-1).double()
+                             - torch.as_tensor(y)) ** 2).mean())
+    assert t.recorded_loss[-1] == pytest.approx(full, rel=1e-5)

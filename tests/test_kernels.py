@@ -195,3 +195,24 @@ def test_bad_inputs():
         KernelRidge("rbf").fit(X, np.ones(3))
     with pytest.raises(KernelError, match="expected a relulab Network"):
         empirical_ntk("net", X)
+
+
+def test_empirical_ntk_of_a_sequential_starting_with_relu_uses_the_generic_path():
+    """Sequential(ReLU, Linear, ReLU, Linear) is not a plain MLP (the first ReLU acts on
+    the input): it goes through torch.func, against per-sample autograd here."""
+    import torch
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                            torch.nn.Linear(4, 1)).double()
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    K = empirical_ntk(m, X)
+    J = []
+    for x in X:
+        m.zero_grad()
+        m(torch.as_tensor(x[None])).sum().backward()
+        J.append(torch.cat([p.grad.reshape(-1) for p in m.parameters()]).numpy().copy())
+    J = np.array(J)
+    assert np.allclose(K, J @ J.T, rtol=1e-12, atol=1e-12)
+    with pytest.raises(KernelError, match="bias_var"):
+        ntk(X, bias_var=None)

@@ -376,3 +376,28 @@ def test_ray_map_runs_on_the_workers_that_could_start(ray_local, monkeypatch):
     # the second worker starts once the CPU is free, and the next map uses both
     monkeypatch.setattr(P, "_WORKERS_WAIT_S", 60.0)
     assert len(set(dict(pmap(worker_pid, range(20), backend="ray", workers=2)).values())) == 2
+
+
+def test_sweep_resumes_after_a_torn_last_line(tmp_path):
+    """A driver killed while writing leaves a last line without its newline: resuming
+    cuts it off and runs that parameter set again; a bad line elsewhere is an error."""
+    from relulab.errors import RelulabError
+
+    path = tmp_path / "runs.jsonl"
+    sweep(pow, {"base": [2, 3], "exp": [2]}, path, workers=1)
+    with open(path, "a") as fh:
+        fh.write('{"params": {"base": 4, "exp"')
+    rows = sweep(pow, {"base": [2, 3, 4], "exp": [2]}, path, workers=1)
+    assert sorted(r["result"] for r in rows) == [4, 9, 16]
+    assert [json.loads(line)["result"] for line in path.read_text().splitlines()] == [4, 9, 16]
+    path.write_text('{"params": {"base": 2, "exp": 2}, "result": 4}\nnot json\n')
+    with pytest.raises(RelulabError, match="line 2"):
+        sweep(pow, {"base": [2], "exp": [2]}, path, workers=1)
+
+
+def test_resolve_backend_refuses_an_unknown_ray_value():
+    from relulab.errors import RelulabError
+
+    assert resolve_backend("auto") == ("ray", "auto")
+    with pytest.raises(RelulabError, match="--ray must be"):
+        resolve_backend("bogus")

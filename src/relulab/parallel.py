@@ -56,6 +56,9 @@ def resolve_backend(ray: str | None) -> tuple[str, str | None]:
         return ("ray", env) if env else ("local", None)
     if ray == "local":
         return "ray", None
+    host, _, port = ray.rpartition(":")
+    if ray != "auto" and not (host and port.isdigit()):
+        raise RelulabError(f"--ray must be local, auto or HOST:PORT, got {ray!r}")
     return "ray", ray
 
 
@@ -631,6 +634,27 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
             ray.shutdown()
 
 
+def _read_runs(path: Path) -> list[dict]:
+    """The rows of a sweep's results file.  A torn last line (the driver killed while
+    writing it, so no newline ends it) is cut off the file, so its run is done again;
+    any other unreadable line is an error naming it."""
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1 and not line.endswith("\n"):
+                with open(path, "r+") as fh:
+                    fh.truncate(len("".join(lines[:i]).encode()))
+                break
+            raise RelulabError(f"{path}: line {i + 1} is not a JSON row of a sweep") from None
+    return rows
+
+
 def sweep(
     fn: Callable[..., Any],
     grid: dict[str, Iterable[Any]],
@@ -661,7 +685,7 @@ def sweep(
     path = Path(out)
     done = []
     if resume and path.is_file():
-        done = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        done = _read_runs(path)
     seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
     todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -130,6 +130,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
 
 
+def check_seconds(value: float | None, flag: str) -> float | None:
+    """A time limit from the command line: None, or a finite number of seconds > 0 (a
+    negative or NaN limit is one clear error, not an instant 'unknown')."""
+    if value is not None and not (np.isfinite(value) and value > 0):
+        raise RelulabError(f"{flag} must be a positive number of seconds, got {value}")
+    return value
+
+
 def parse_floats(text: str, what: str) -> np.ndarray:
     """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error."""
     parts = [p for p in text.replace(",", " ").split() if p]

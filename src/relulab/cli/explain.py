@@ -15,7 +15,15 @@ from rich.table import Table
 
 from ..errors import RelulabError
 from ..tolerance import MATCH_RTOL
-from ._common import JSON_OPT, console, load_model_arg, parse_box, parse_floats, print_json
+from ._common import (
+    JSON_OPT,
+    check_seconds,
+    console,
+    load_model_arg,
+    parse_box,
+    parse_floats,
+    print_json,
+)
 
 __all__ = ["register", "tour"]
 
@@ -99,7 +107,8 @@ def explain_cmd(
                      if f.strip()}
             mutable = [n for n in names if n not in fixed]
         r = E.why_not(net, xv, _target(why_not, net.output_dim, cls), dom, norm=norm,
-                      mutable=mutable, features=names, class_names=cls, time_limit=time_limit)
+                      mutable=mutable, features=names, class_names=cls,
+                      time_limit=check_seconds(time_limit, "--time-limit"))
         if json_out:
             print_json(r)
             return
@@ -119,7 +128,8 @@ def explain_cmd(
             console.print(t)
             console.print(f"distance {r.distance:.9g}, proven lower bound {r.lower_bound:.9g}")
         return
-    r = E.why(net, xv, dom, features=names, class_names=cls, time_limit=time_limit)
+    r = E.why(net, xv, dom, features=names, class_names=cls,
+              time_limit=check_seconds(time_limit, "--time-limit"))
     if json_out:
         print_json(r)
         return

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ._common import JSON_OPT, check_seconds, console, load_model_arg, parse_box, print_json
 
 __all__ = ["register", "tour", "parse_norms"]
 
@@ -64,7 +64,8 @@ def register(app: typer.Typer) -> None:
                 qv = check_p(q, "--q")
             else:
                 qv = pv if net.output_dim > 1 else None
-            results.append(lipschitz(net, dom, p=pv, q=qv, method=method, time_limit=time_limit))
+            results.append(lipschitz(net, dom, p=pv, q=qv, method=method,
+                                     time_limit=check_seconds(time_limit, "--time-limit")))
         if json_out:
             print_json({"model": model, "domain": "R^d" if dom is None else dom.to_dict(),
                         "results": results})

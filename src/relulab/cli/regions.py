@@ -63,6 +63,8 @@ def regions_cmd(
         # refuse before any enumeration work, not after it
         raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "
                            f"takes {d} inputs")
+    if whole_space and box is not None:
+        raise RelulabError("give --box or --whole-space, not both")
     dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
     progress = not json_out
     par: dict = {}

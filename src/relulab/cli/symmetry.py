@@ -15,6 +15,7 @@ from ..errors import RelulabError
 from ._common import (
     EXIT_UNVERIFIED,
     JSON_OPT,
+    check_seconds,
     console,
     err_console,
     load_model_arg,
@@ -74,7 +75,7 @@ def equiv_cmd(
     if whole_space and box is not None:
         raise RelulabError("give either --box or --whole-space, not both")
     dom = None if whole_space else parse_box(box, f.input_dim)
-    r = equivalent(f, g, dom, timeout=timeout, tol=tol)
+    r = equivalent(f, g, dom, timeout=check_seconds(timeout, "--timeout"), tol=tol)
     d = {"a": a, "b": b, "domain": "R^d" if dom is None else dom.to_dict(), **r.to_dict()}
     if json_out:
         print_json(d)
@@ -112,7 +113,7 @@ def reduce_cmd(
 
     net = load_model_arg(model)
     dom = parse_box(box, net.input_dim)
-    r = reduce(net, dom, timeout=timeout, allow_skip=not no_skip)
+    r = reduce(net, dom, timeout=check_seconds(timeout, "--timeout"), allow_skip=not no_skip)
     status = "unchecked" if r.check is None else r.check.status
     if status == "different":
         # reduce() only makes function-preserving edits; a witness here is a bug, never output

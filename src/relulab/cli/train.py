@@ -11,7 +11,7 @@ import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, console, print_json, read_text_arg
+from ._common import JSON_OPT, check_seconds, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "read_csv"]
 
@@ -159,7 +159,7 @@ def fit_convex_cmd(
     X, y = read_csv(data)
     fn = gated_fit if gated else convex_fit
     r = fn(X, y, lam, max_patterns, bias=not no_bias, seed=seed, solver=solver,
-           time_limit=time_limit)
+           time_limit=check_seconds(time_limit, "--time-limit"))
     if save and not gated:
         from ..io import save_model
 

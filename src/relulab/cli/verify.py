@@ -27,6 +27,7 @@ from ..results import to_jsonable
 from ._common import (
     JSON_OPT,
     box_text,
+    check_seconds,
     console,
     load_model_arg,
     parse_box,
@@ -70,11 +71,21 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
             raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout]")
         if lineno == 1 and row[0].strip().lower() in ("onnx", "model", "network"):
             continue  # a header
+        if not row[0].strip() or not row[1].strip():
+            raise FormatError(f"{csv_path}:{lineno}: expected onnx,vnnlib[,timeout] (a field is empty)")
         try:
             t = float(row[2]) if len(row) > 2 and row[2].strip() else 60.0
         except ValueError:
             raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} is not a number") from None
-        out.append((str(base / row[0].strip()), str(base / row[1].strip()), t))
+        if not (np.isfinite(t) and t > 0):
+            raise FormatError(f"{csv_path}:{lineno}: timeout {row[2]!r} must be a positive number of seconds")
+        a, b = base / row[0].strip(), base / row[1].strip()
+        if not out and not a.exists() and not b.exists():
+            # most likely an unknown header, or a CSV of something else: one error, not
+            # one failed instance per row
+            raise FormatError(f"{csv_path}:{lineno}: neither {row[0].strip()!r} nor {row[1].strip()!r} "
+                              "exists; expected rows onnx,vnnlib[,timeout] (header optional)")
+        out.append((str(a), str(b), t))
     return out
 
 
@@ -322,8 +333,7 @@ def register(app: typer.Typer) -> None:
         from ..limits import memory_limit
         from ..verify import load_for_verify, verify
 
-        if timeout <= 0:
-            raise RelulabError(f"--timeout must be positive, got {timeout}")
+        check_seconds(timeout, "--timeout")
         mem = _memory_bytes(memory)
         path = resolve_path(model)
         t0 = time.time()
@@ -395,6 +405,7 @@ def register(app: typer.Typer) -> None:
             raise RelulabError(f"--memory must be positive, got {memory}")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
+        check_seconds(timeout, "--timeout")
         if timeout is not None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
         insts = [(a, b, t, memory) for a, b, t in insts]
@@ -496,8 +507,7 @@ def register(app: typer.Typer) -> None:
         from ..limits import memory_limit
         from ..verify import output_range
 
-        if time_limit is not None and time_limit <= 0:
-            raise RelulabError(f"--timeout must be positive, got {time_limit}")
+        check_seconds(time_limit, "--timeout")
         mem = _memory_bytes(memory)
         net = load_model_arg(model)
         B = parse_box(box, net.input_dim)

@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,7 +172,8 @@ def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
 def _check_settings(depth: int, bias_var: float) -> None:
     if not isinstance(depth, (int, np.integer)) or isinstance(depth, bool) or depth < 1:
         raise KernelError(f"depth: expected an integer >= 1 hidden layers, got {depth!r}")
-    if not np.isfinite(bias_var) or bias_var < 0:
+    if (not isinstance(bias_var, numbers.Real) or isinstance(bias_var, bool)
+            or not np.isfinite(bias_var) or bias_var < 0):
         raise KernelError(f"bias_var: expected a finite number >= 0, got {bias_var!r}")
 
 
@@ -368,7 +370,8 @@ def _torch_mlp_as_network(module: Any) -> Network | None:
     if not kinds or any(k not in (nn.Linear, nn.ReLU, nn.Identity) for k in kinds):
         return None
     seq = [k for k in kinds if k is not nn.Identity]
-    if seq[-1] is not nn.Linear or any(
+    # a plain MLP starts with Linear (a leading ReLU acts on the input: torch.func path)
+    if not seq or seq[0] is not nn.Linear or seq[-1] is not nn.Linear or any(
         a is nn.ReLU and b is nn.ReLU for a, b in zip(seq, seq[1:], strict=False)
     ):
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -164,10 +165,18 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
 
         model = _copy.deepcopy(model)
     recs = resolve(record)
-    if int(steps) < 0 or int(every) < 1:
-        raise DynamicsError(f"steps={steps}, every={every}: need steps >= 0 and every >= 1")
-    if not lr > 0:
+    for name, v, lo in (("steps", steps, 0), ("every", every, 1)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+            # a float step count would never equal the loop's integer step: no end
+            raise DynamicsError(f"{name}={v!r}: need an integer >= {lo}")
+    steps, every = int(steps), int(every)
+    if not (isinstance(lr, numbers.Real) and np.isfinite(lr) and lr > 0):
         raise DynamicsError(f"lr={lr}: need a positive learning rate")
+    for name, v in (("noise", noise), ("weight_decay", weight_decay), ("momentum", momentum)):
+        if not (isinstance(v, numbers.Real) and np.isfinite(v) and v >= 0):
+            raise DynamicsError(f"{name}={v!r}: need a finite number >= 0")
+    if time_limit is not None and not (isinstance(time_limit, numbers.Real) and time_limit > 0):
+        raise DynamicsError(f"time_limit={time_limit!r}: need a positive number of seconds or None")
     for r in recs:
         r.check(model, X)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -255,7 +264,12 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 if not recording:
-                    do_record(step, float(losses[-1]))
+                    # the record holds the full-data objective, as every other record does
+                    if full or not full_loss:
+                        do_record(step, float(losses[-1]))
+                    else:
+                        with torch.no_grad():
+                            do_record(step, float(objective(Xt, yt)))
                 status = "time_limit"
                 break
             val.backward()

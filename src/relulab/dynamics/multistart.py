@@ -181,6 +181,8 @@ def fit_multistart(
         raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
     if time_limit is not None and not time_limit > 0:
         raise DynamicsError(f"fit_multistart: time_limit must be > 0 seconds, got {time_limit!r}")
+    if tol is not None and not (np.isfinite(tol) and tol > 0):
+        raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
     tol = or_default(tol, INTERP_TOL)
     dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
     t0 = time.monotonic()
@@ -235,6 +237,8 @@ def fit_basin_hopping(
     t0 = time.monotonic()
     first = fit_multistart(X, y, depth, width, restarts=restarts, max_iter=max_iter, seed=seed, tol=tol,
                            time_limit=time_limit)
+    if tol is not None and not (np.isfinite(tol) and tol > 0):
+        raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
     tol = or_default(tol, INTERP_TOL)
     dims = first._dims
     keep = np.argsort(first.train_mse)[:chains]
