@@ -61,3 +61,20 @@ def test_tour_section():
     tour(c)
     text = c.export_text()
     assert "regions" in text and "average degree" in text
+
+
+def test_a_partial_enumeration_is_not_certified(tmp_path, capsys):
+    """Cut short by --max-regions, the JSON says partial and not certified (the count is
+    a lower bound), while the complete run is certified."""
+    net = random_network(np.random.default_rng(3), [2, 7, 5, 1])
+    p = tmp_path / "m.npz"
+    save_model(net, p)
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--max-regions", "3", "--json"])
+    res = json.loads(out.out)
+    assert code == 0 and res["partial"] is True and res["certified"] is False
+    from relulab import Box
+
+    assert res["regions"] < regions.count(net, Box([-1, -1], [1, 1]))
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--json"])
+    res = json.loads(out.out)
+    assert res["partial"] is False and res["certified"] is True

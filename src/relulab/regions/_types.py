@@ -296,7 +296,8 @@ class RegionSet:
             "vertices_per_region": float(np.diff(self.vertex_ptr).mean()) if len(self) else 0.0,
             "facets_per_region": float(np.diff(self.facet_ptr).mean()) if len(self) else 0.0,
             "partial": self.partial,
-            "certified": self.certified,
+            # a partial enumeration certifies nothing, whatever its domain
+            "certified": self.certified and not self.partial,
             "method": self.method,
             "seconds": self.seconds,
         }
