@@ -36,7 +36,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from ._builder import Builder, F, esum
-from .maxmin import ConstructionError
+from .maxmin import check_int
 
 __all__ = ["hierarchy_network", "hierarchy_value", "hierarchy_scale", "HierarchyReport",
            "hierarchy_report", "shallow_width_bound"]
@@ -46,8 +46,7 @@ HALF = Fraction(1, 2)
 
 def _check(d: int, k: int) -> None:
     for name, v, lo in (("d", d, 1), ("k", k, 2)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
-            raise ConstructionError(f"depth hierarchy: {name} must be an integer >= {lo}, got {v!r}")
+        check_int(v, f"depth hierarchy: {name}", lo)
 
 
 def hierarchy_scale(d: int, k: int) -> int:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import require
 from ..tolerance import TINY
-from ._model import DynamicsError, as_module, relu_parts, to_network
+from ._model import DynamicsError, as_module, is_int_at_least, relu_parts, to_network
 from .recorders import Context, resolve
 from .trajectory import FlowCheck, Trajectory
 
@@ -166,7 +166,7 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
         model = _copy.deepcopy(model)
     recs = resolve(record)
     for name, v, lo in (("steps", steps, 0), ("every", every, 1)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+        if not is_int_at_least(v, lo):
             # a float step count would never equal the loop's integer step: no end
             raise DynamicsError(f"{name}={v!r}: need an integer >= {lo}")
     steps, every = int(steps), int(every)

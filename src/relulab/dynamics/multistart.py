@@ -41,7 +41,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from ..tolerance import or_default
-from ._model import DynamicsError
+from ._model import DynamicsError, is_int_at_least
 
 __all__ = ["MultistartFit", "fit_multistart", "fit_basin_hopping"]
 
@@ -175,7 +175,7 @@ def fit_multistart(
     """
     X, y = _check_data(X, y)
     for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+        if not is_int_at_least(v, lo):
             raise DynamicsError(f"fit_multistart: {name} must be an integer >= {lo}, got {v!r}")
     if not (np.isfinite(noise) and noise >= 0):
         raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
