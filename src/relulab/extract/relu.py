@@ -509,7 +509,7 @@ def extract_relu(
                             "layer was not recovered")
             status = "partial"
         elif widths is not None and any(U.shape[0] < w for (U, _), w in zip(st.layers, widths, strict=False)):
-            st.notes.append(f"the output is fitted exactly without the neurons never seen (relative "
+            st.notes.append(f"the output is fitted without the neurons never seen (relative "
                             f"error {res:.3g} on fresh inputs): they are not identifiable from queries "
                             "on the explored region (dead or always active there, or merged with a "
                             "parallel neuron); the recovered network is the function there")

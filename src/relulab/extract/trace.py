@@ -1264,10 +1264,13 @@ def _hunt(o: QueryOracle, probe: _Probe, known: _Known, neurons: list[TracedNeur
         wit, good = _witnesses(o, known, neurons, rng, d, scale, atol)
         if wit.shape[0] == 0:
             if width is not None and len(neurons) < width and good.shape[0]:
-                notes.append(f"{width - len(neurons)} neuron(s) not identifiable: the output is "
-                             f"fitted exactly without them on {good.shape[0]} random inputs (norms up to "
-                             f"{np.linalg.norm(good, axis=1).max():.3g}), so they never switch there "
-                             "(dead or always active)")
+                # A fit during tracing, not the final one: the final output fit (its
+                # residual is in the result) is what says whether the network was recovered.
+                notes.append(f"{width - len(neurons)} neuron(s) not identifiable: while tracing, the "
+                             f"neurons found fitted the output without them on {good.shape[0]} random "
+                             f"inputs (norms up to {np.linalg.norm(good, axis=1).max():.3g}), so they "
+                             "seem never to switch there (dead or always active); the final output "
+                             "fit decides")
             break
         new = False
         for w in wit[:HUNT_LINES]:
