@@ -136,9 +136,14 @@ def test_verify_batch_resume_answers_only_missing_instances(tmp_path, capsys):
                        "--results", res, "--resume")
     d = json.loads(out)
     assert code == 0 and d["run"]["resumed"] == 2
-    answered = [json.loads(s) for s in res.read_text().splitlines()[3:]]
-    assert len(answered) == n - 2                     # only the missing ones ran
+    rows = [json.loads(s) for s in res.read_text().splitlines()]  # the torn line was cut
+    assert rows[:2] == [json.loads(s) for s in kept]
+    assert len(rows) == n                             # only the missing ones ran
     assert [r["status"] for r in d["instances"]] == [r["status"] for r in full["instances"]]
+    # an unreadable line that is not the last one is an error naming it
+    res.write_text(kept[0] + "\nnot json\n" + kept[1] + "\n")
+    code, _, err = run(capsys, "verify-batch", tmp_path / "inst.csv", "--results", res, "--resume")
+    assert code == 1 and "line 2" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "verify-batch", tmp_path / "inst.csv", "--resume")
     assert code == 1 and "--results" in err
 

@@ -634,27 +634,6 @@ def _ray_map(fn, items, workers, address, retries, on_error, preload) -> Iterato
             ray.shutdown()
 
 
-def _read_runs(path: Path) -> list[dict]:
-    """The rows of a sweep's results file.  A torn last line (the driver killed while
-    writing it, so no newline ends it) is cut off the file, so its run is done again;
-    any other unreadable line is an error naming it."""
-    text = path.read_text()
-    lines = text.splitlines(keepends=True)
-    rows = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1 and not line.endswith("\n"):
-                with open(path, "r+") as fh:
-                    fh.truncate(len("".join(lines[:i]).encode()))
-                break
-            raise RelulabError(f"{path}: line {i + 1} is not a JSON row of a sweep") from None
-    return rows
-
-
 def sweep(
     fn: Callable[..., Any],
     grid: dict[str, Iterable[Any]],
@@ -678,14 +657,14 @@ def sweep(
         >>> sorted(r["result"] for r in rows)
         [4, 9]
     """
-    from .results import to_jsonable
+    from .results import read_json_lines, to_jsonable
 
     keys = list(grid)
     combos = [dict(zip(keys, vals, strict=True)) for vals in itertools.product(*grid.values())]
     path = Path(out)
     done = []
     if resume and path.is_file():
-        done = _read_runs(path)
+        done = read_json_lines(path, "a sweep")
     seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
     todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,13 +21,18 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Result", "to_jsonable"]
+from .errors import RelulabError
+
+__all__ = ["Result", "to_jsonable", "read_json_lines"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -83,3 +88,38 @@ class Result:
             for f in dataclasses.fields(self)  # type: ignore[arg-type]
             if not f.name.startswith("_")
         }
+
+
+def read_json_lines(path: str | os.PathLike, what: str) -> list[Any]:
+    """The rows of a JSON-lines file that relulab appends to as work finishes (a sweep's
+    runs, ``verify-batch --results``).  A torn last line (the writer stopped mid-line, so
+    no newline ends it) is cut off the file, so that the next append starts a line of its
+    own and the unfinished item is done again; any other unreadable line is an error
+    naming it.  A missing file has no rows.
+
+    Example:
+        >>> import os, tempfile
+        >>> p = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+        >>> _ = open(p, "w").write('{"a": 1}\\n{"a": 2}\\n{"a": ')
+        >>> read_json_lines(p, "a results file")
+        [{'a': 1}, {'a': 2}]
+        >>> open(p).read()
+        '{"a": 1}\\n{"a": 2}\\n'
+    """
+    p = Path(path)
+    if not p.is_file():
+        return []
+    lines = p.read_bytes().splitlines(keepends=True)
+    rows = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:  # not JSON, or not UTF-8
+            if i == len(lines) - 1 and not line.endswith((b"\n", b"\r")):
+                with open(p, "r+b") as fh:
+                    fh.truncate(sum(len(x) for x in lines[:i]))
+                break
+            raise RelulabError(f"{p}: line {i + 1} is not a JSON row of {what}") from None
+    return rows

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError
-from ..results import to_jsonable
+from ..results import read_json_lines, to_jsonable
 from ._common import (
     JSON_OPT,
     box_text,
@@ -281,18 +281,14 @@ def _instance_key(model: str, prop: str) -> str:
 
 def read_results(path: str) -> dict[str, dict]:
     """Rows of a results file written by ``verify-batch --results`` (JSON lines), by
-    instance; a torn last line (the driver stopped while writing) is ignored."""
+    instance; a torn last line (the driver stopped while writing) is cut off, so its
+    instance runs again; another unreadable line is an error naming it."""
     rows: dict[str, dict] = {}
-    p = Path(path)
-    if not p.is_file():
-        return rows
-    for line in p.read_text().splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(r, dict) and "model" in r and "property" in r:
-            rows[_instance_key(r["model"], r["property"])] = r
+    for r in read_json_lines(path, "verify-batch --results"):
+        if not (isinstance(r, dict) and "model" in r and "property" in r):
+            raise RelulabError(f"{path}: a row without 'model' and 'property' is no "
+                               "verify-batch result")
+        rows[_instance_key(r["model"], r["property"])] = r
     return rows
 
 
