@@ -312,3 +312,47 @@ def test_mutated_files_never_crash(tmp_path: Path) -> None:
         except FormatError:
             outcomes["refused"] += 1
     assert outcomes["refused"] > 0
+
+
+_SMALL = ["2,2,1,3,", "2,3,1,", "0,", "-1.0,-2.0,", "1.0,2.0,", "0.0,0.5,1.0,", "1.0,2.0,3.0,",
+          "1.0,2.0,", "3.0,4.0,", "5.0,6.0,", "0.1,", "0.2,", "0.3,", "1.0,-1.0,0.5,", "0.25,"]
+
+
+def test_byte_order_mark_and_latin1_comment_are_read(tmp_path: Path) -> None:
+    want = read_nnet(_write(tmp_path, _SMALL)).to_network()
+    p = tmp_path / "bom.nnet"
+    p.write_bytes(b"\xef\xbb\xbf" + "\n".join(_SMALL).encode() + b"\n")
+    assert read_nnet(p).to_network() == want
+    p = tmp_path / "latin1.nnet"
+    p.write_bytes("// r\xe9seau\n".encode("latin-1") + "\n".join(_SMALL).encode() + b"\n")
+    assert read_nnet(p).to_network() == want
+
+
+@pytest.mark.parametrize("token", ["1_0", "\u0661", "0x1p3", "1e"])
+def test_numbers_are_c_syntax_only(tmp_path: Path, token: str) -> None:
+    # Python's float() reads '1_0' as 10 and an Arabic-Indic one as 1; atof does not.
+    bad = list(_SMALL)
+    bad[11] = token + ","
+    with pytest.raises(FormatError, match=r":12: .* is not a number"):
+        read_nnet(_write(tmp_path, bad))
+
+
+def test_infinite_clip_bounds_are_refused_with_their_line(tmp_path: Path) -> None:
+    bad = list(_SMALL)
+    bad[3], bad[4] = "inf,-2.0,", "inf,2.0,"
+    with pytest.raises(FormatError, match=r":4: input 0 has minimum inf"):
+        read_nnet(_write(tmp_path, bad))
+    bad[3], bad[4] = "5.0,-2.0,", "1.0,2.0,"                  # min > max: the maximums' line
+    with pytest.raises(FormatError, match=r":5: input 0 has maximum 1.0 \(minimum 5.0\)"):
+        read_nnet(_write(tmp_path, bad))
+    with pytest.raises(FormatError, match="clips every input to infinity"):
+        NNetModel(Network([np.eye(1)], [np.zeros(1)]), [np.inf], [np.inf], [0.0], [1.0])
+
+
+def test_overflowing_denormalisation_names_the_file(tmp_path: Path) -> None:
+    bad = list(_SMALL)
+    bad[13] = "1.0,1e308,0.5,"                                   # weight 1e308 * output range 3
+    p = _write(tmp_path, bad)
+    read_nnet(p)                                                 # the file itself is valid
+    with pytest.raises(FormatError, match=rf"{p}: folding the \(de\)normalisation"):
+        load_nnet(p)

@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -123,6 +124,10 @@ class NNetModel:
         zero = np.nonzero(vals["input_range"] == 0)[0]
         if zero.size:
             raise FormatError(f"NNet input range of input {int(zero[0])} is 0 (cannot normalise)")
+        inf = np.nonzero((vals["input_min"] == np.inf) | (vals["input_max"] == -np.inf))[0]
+        if inf.size:
+            raise FormatError(f"NNet input {int(inf[0])}: a minimum of +inf or a maximum of -inf "
+                              "clips every input to infinity")
         bad = np.nonzero(vals["input_min"] > vals["input_max"])[0]
         if bad.size:
             i = int(bad[0])
@@ -342,6 +347,11 @@ class NNetModel:
 
 
 # --------------------------------------------------------------------- reading
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)",
+                    re.IGNORECASE)
+
+
 class _Lines:
     """The data lines of an NNet file (comments and blank lines skipped), with line numbers."""
 
@@ -378,12 +388,17 @@ class _Lines:
                 f"found {len(toks)}"
             )
         out = []
+        pattern = _INT if kind is int else _FLOAT
         for t in toks:
             try:
+                # Python's int()/float() also take '1_0' and non-ASCII digits; C's atof
+                # (the format's reference reader) does not, so neither does this one.
+                if not pattern.fullmatch(t):
+                    raise ValueError(t)
                 v = kind(t)
             except ValueError:
                 raise FormatError(
-                    f"{self.path}:{no}: '{t}' is not {'an integer' if kind is int else 'a number'} ({what})"
+                    f"{self.path}:{no}: {t!r} is not {'an integer' if kind is int else 'a number'} ({what})"
                 ) from None
             if kind is float and finite and not np.isfinite(v):
                 raise FormatError(f"{self.path}:{no}: '{t}' is not a finite number ({what})")
@@ -412,12 +427,15 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
     """
     p = str(path)
     try:
-        with open(p, encoding="utf-8") as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise FormatError(f"{p}: not an NNet text file (not UTF-8 text)") from None
+        with open(p, "rb") as fh:
+            raw = fh.read()
     except OSError as e:
         raise FormatError(f"{p}: cannot read ({e.strerror or e})") from None
+    if b"\0" in raw:
+        raise FormatError(f"{p}: not an NNet text file (it holds NUL bytes)")
+    # A byte-order mark is allowed; bytes that are not UTF-8 (e.g. Latin-1 in a '//'
+    # comment) are kept as escapes, so they only matter where a number is expected.
+    text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
     lines = _Lines(p, text)
     L, d, m, _max_size = lines.numbers(
         "number of layers, inputs, outputs, largest layer size", 4, int
@@ -434,12 +452,16 @@ def read_nnet(path: str | os.PathLike) -> NNetModel:
         )
     lines.next("the (unused) symmetry flag")
     lo = lines.numbers(f"the {d} input minimums", d, finite=False)
+    lo_line = lines.line
     hi = lines.numbers(f"the {d} input maximums", d, finite=False)
+    hi_line = lines.line
+    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        if np.isnan(a) or a == np.inf:
+            raise FormatError(f"{p}:{lo_line}: input {i} has minimum {a!r} (it must be a number below +inf)")
+        if np.isnan(b) or b == -np.inf or a > b:
+            raise FormatError(f"{p}:{hi_line}: input {i} has maximum {b!r} (minimum {a!r})")
     mean = lines.numbers(f"{d} input means and one output mean", d + 1)
     rng = lines.numbers(f"{d} input ranges and one output range", d + 1)
-    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
-        if np.isnan(a) or np.isnan(b) or a > b:
-            raise FormatError(f"{p}: input {i} has minimum {a!r} and maximum {b!r}")
     if any(r == 0 for r in rng[:d]):
         raise FormatError(f"{p}:{lines.line}: an input range is 0 (cannot normalise)")
     Ws, bs = [], []
@@ -486,7 +508,13 @@ def load_nnet(path: str | os.PathLike, normalize: bool = True, clip: bool = True
         [1.0, 0.0]
     """
     model = read_nnet(path)
-    return model.to_network(clip=clip) if normalize else model.network
+    if not normalize:
+        return model.network
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return model.to_network(clip=clip)
+    except NetworkError as e:  # e.g. the de-normalisation overflows float64
+        raise FormatError(f"{path}: folding the (de)normalisation into the network fails: {e}") from None
 
 
 def _fmt(values: Any) -> str:
