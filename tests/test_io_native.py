@@ -97,8 +97,11 @@ def _archive(path: Path, **arrays) -> Path:
         ({"W0": np.array([[np.nan, 0], [0, 1]])}, "layer 1: weight contains NaN"),
         ({"b0": np.zeros(3)}, "bias shape"),
         ({"skip_S": np.eye(2)}, "missing array 'skip_s'"),
-        ({"exact": np.array(1), "W0": np.array([["1/2", "x"], ["0", "1"]])}, "not fractions"),
-        ({"exact": np.array(1), "W0": np.array([["1/0", "0"], ["0", "1"]])}, "not fractions"),
+        ({"exact": np.array(1), "W0": np.array([["1/2", "x"], ["0", "1"]])}, "'x', not a fraction"),
+        ({"exact": np.array(1), "W0": np.array([["1/0", "0"], ["0", "1"]])}, "zero denominator"),
+        ({"exact": np.array(1), "W0": np.array([["1_000", "0"], ["0", "1"]])}, "'1_000', not a fraction"),
+        ({"exact": np.array(1), "W0": np.array([[True, False], [False, True]])}, "neither numbers"),
+        ({"W1": np.ones((1, 2)), "b1": np.zeros(1)}, "unexpected array 'W1' \\(n_layers is 1\\)"),
     ],
 )
 def test_bad_archives(arrays: dict, match: str, tmp_path: Path) -> None:
@@ -110,6 +113,11 @@ def test_bad_archives(arrays: dict, match: str, tmp_path: Path) -> None:
 
 def test_archive_helper_is_valid(tmp_path: Path) -> None:
     assert load(_archive(tmp_path / "ok.npz")) == Network([np.eye(2)], [np.zeros(2)])
+
+
+def test_exact_archive_with_float_arrays_keeps_each_floats_exact_value(tmp_path: Path) -> None:
+    net = load(_archive(tmp_path / "f.npz", exact=np.array(1), W0=np.array([[0.1, 0.0], [0.0, 1.0]])))
+    assert net.is_exact and net.weights[0][0, 0] == Fraction(0.1) != Fraction(1, 10)
 
 
 def test_corrupt_files(tmp_path: Path) -> None:

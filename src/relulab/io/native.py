@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 import zlib
 from fractions import Fraction
@@ -31,6 +32,7 @@ __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 _MAGIC = "relulab-network"
+_RATIONAL = re.compile(r"[+-]?[0-9]+(/[0-9]+)?")
 
 
 def _encode(a: np.ndarray, exact: bool) -> np.ndarray:
@@ -44,10 +46,24 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
         if a.dtype.kind not in "fiu":
             raise FormatError(f"{path}: array '{key}' is not numeric")
         return a.astype(np.float64)
-    try:
-        return np.array([Fraction(str(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
-    except (ValueError, ZeroDivisionError):
-        raise FormatError(f"{path}: array '{key}' holds entries that are not fractions") from None
+    if a.dtype.kind in "iu":
+        return np.array([Fraction(int(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
+    if a.dtype.kind == "f":  # the exact value of each float (Fraction(str(0.1)) would be 1/10)
+        if not np.all(np.isfinite(a)):
+            raise FormatError(f"{path}: array '{key}' holds NaN or infinite entries")
+        return np.array([Fraction(float(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
+    if a.dtype.kind != "U":
+        raise FormatError(f"{path}: array '{key}' is neither numbers nor 'p/q' strings")
+    out = []
+    for v in a.reshape(-1):
+        # str(Fraction) is 'p' or 'p/q'; Fraction() itself would also take '1_000', '0.1e1'
+        if not _RATIONAL.fullmatch(str(v)):
+            raise FormatError(f"{path}: array '{key}' holds {str(v)!r}, not a fraction 'p/q'")
+        try:
+            out.append(Fraction(str(v)))
+        except ZeroDivisionError:
+            raise FormatError(f"{path}: array '{key}' holds {str(v)!r}, a zero denominator") from None
+    return np.array(out, dtype=object).reshape(a.shape)
 
 
 def save(net: Network, path: str | os.PathLike) -> None:
@@ -121,6 +137,11 @@ def load(path: str | os.PathLike) -> Network:
         raise FormatError(f"{p}: format version {version} is not supported (this relulab reads {FORMAT_VERSION})")
     exact = bool(_int(data, "exact", 0, p))
     n = _int(data, "n_layers", None, p)
+    known = {"format", "version", "exact", "n_layers", "skip_S", "skip_s",
+             *(f"W{k}" for k in range(n)), *(f"b{k}" for k in range(n))}
+    stray = sorted(set(data) - known)
+    if stray:  # e.g. a layer beyond n_layers: loading without it would be another network
+        raise FormatError(f"{p}: unexpected array '{stray[0]}' (n_layers is {n})")
     try:
         Ws = [_decode(data[f"W{k}"], exact, p, f"W{k}") for k in range(n)]
         bs = [_decode(data[f"b{k}"], exact, p, f"b{k}") for k in range(n)]
