@@ -237,6 +237,30 @@ def test_onnx_forward_matches_onnxruntime_and_errors(tmp_path, graphs):
         BoundGraph.from_onnx(tmp_path / "missing.onnx")
 
 
+def test_inverted_clip_is_the_constant_max_as_in_onnxruntime():
+    # Clip-13: with min > max every output is max (it was refused)
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((rng.normal(size=(3, 2)), "W"), (rng.normal(size=3), "b"), (np.array(1.0), "lo"),
+              (np.array(-1.0), "hi"), (rng.normal(size=(2, 3)), "W2"), (rng.normal(size=2), "b2"))]
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "b"], ["z"], transB=1),
+                           helper.make_node("Clip", ["z", "lo", "hi"], ["c"]),
+                           helper.make_node("Gemm", ["c", "W2", "b2"], ["y"], transB=1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["N", 2])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    X = rng.normal(size=(5, 2))
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": X})[0]
+    bg = BoundGraph.from_onnx(m)
+    assert np.abs(bg.forward(X) - ref).max() < 1e-12
+    gb = bound(bg, [[-1.0, -1.0]], [[1.0, 1.0]])
+    assert np.all(gb.lower[0] <= ref[0] + 1e-12) and np.all(ref[0] <= gb.upper[0] + 1e-12)
+
+
 def test_bad_inputs(graphs):
     bg = graphs[("avg", 1)]
     lo, hi = _box(0)

@@ -289,7 +289,8 @@ def _arr(a, name, dtype=np.float32):
 @pytest.mark.parametrize(
     "case",
     ["leaky", "prelu", "clip", "clip_low", "pool_same", "pool_ceil", "avg_pad", "conv_same", "conv_dil",
-     "global", "transpose_slice", "squeeze_concat", "pad_const", "mul_neg_sum", "opset9"],
+     "global", "transpose_slice", "squeeze_concat", "pad_const", "mul_neg_sum", "opset9",
+     "clip_inf", "clip_inverted", "pad_crop"],
 )
 def test_more_operators_match_onnxruntime(case: str) -> None:
     rng = np.random.default_rng(abs(hash(case)) % 2**32)
@@ -307,6 +308,15 @@ def test_more_operators_match_onnxruntime(case: str) -> None:
     elif case == "clip_low":
         nodes = [helper.make_node("Clip", ["x", "lo"], ["y"])]
         inits = [_arr(-0.5, "lo")]
+    elif case == "clip_inf":  # an infinite bound is no bound
+        nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
+        inits = [_arr(-np.inf, "lo"), _arr(0.7, "hi")]
+    elif case == "clip_inverted":  # min > max: every output is max (Clip-13)
+        nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
+        inits = [_arr(0.5, "lo"), _arr(-0.25, "hi")]
+    elif case == "pad_crop":  # negative pads crop
+        nodes = [helper.make_node("Pad", ["x", "pads", "v"], ["y"], mode="constant")]
+        inits = [_arr([0, 0, -1, 2, 0, -1, 0, -2], "pads", np.int64), _arr(0.25, "v")]
     elif case == "pool_same":
         nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")]
         inits = []

@@ -111,11 +111,12 @@ class _Reader:
             return float(v)
 
         lo, hi = bound_of(1, "min"), bound_of(2, "max")
-        if lo is not None and hi is not None and lo > hi:
-            raise GraphError(f"{self.where}: Clip with min {lo} > max {hi}")
 
         def shift(v: float) -> Any:
             return self.t(np.array(v))
+
+        if lo is not None and hi is not None and lo > hi:  # Clip-13: every output is max
+            return [self.add(Affine(shift(0.0), shift(hi)), [a], "_const")]
 
         if lo is None and hi is None:
             return [a]

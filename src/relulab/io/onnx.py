@@ -182,9 +182,15 @@ def _h_clip(cx: _Cx, ins: list, at: dict) -> list:
     else:
         lo = None if len(ins) < 2 or ins[1] is None else float(cx.const(ins[1], "Clip min"))
         hi = None if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "Clip max"))
-    big = 3.0e38  # float32's +-max is ONNX's "no bound"
+    big = 3.0e38  # float32's +-max (or an infinity) is ONNX's "no bound"
     lo = None if lo is None or lo <= -big else float(lo)
     hi = None if hi is None or hi >= big else float(hi)
+    if lo is not None and hi is not None and lo > hi:
+        # the spec (Clip-13): with min > max every output is max
+        if not cx.tr.is_aff(ins[0]):
+            return [np.full(np.shape(ins[0]), hi)]
+        zero = cx.tr.lin(ins[0], lambda a, lead: a * 0.0, cx.where)
+        return [cx.tr.add(zero, np.full(cx.shape(ins[0]), hi), cx.where)]
     return [cx.tr.clip(ins[0], lo, hi, cx.where)]
 
 
@@ -368,16 +374,24 @@ def _h_pad(cx: _Cx, ins: list, at: dict) -> list:
         value = 0.0 if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "the pad value"))
         axes = list(range(len(S))) if len(ins) < 4 or ins[3] is None else [_norm_axis(a, len(S)) for a in _ints(cx.const(ins[3], "axes"))]
     k = len(axes)
-    if len(pads) != 2 * k or min(pads) < 0:
-        raise FormatError(f"{cx.where}: pads {pads} are not 2 x {k} nonnegative numbers")
+    if len(pads) != 2 * k:
+        raise FormatError(f"{cx.where}: pads {pads} are not 2 x {k} numbers")
+    # negative pads crop (the spec allows them): crop first, then pad with the rest
     widths = [(0, 0)] * len(S)
+    crop = [slice(None)] * len(S)
     for i, a in enumerate(axes):
-        widths[a] = (pads[i], pads[i + k])
+        lo, hi = pads[i], pads[i + k]
+        widths[a] = (max(lo, 0), max(hi, 0))
+        crop[a] = slice(max(-lo, 0), S[a] - max(-hi, 0))
+        if S[a] - max(-lo, 0) - max(-hi, 0) < 0:
+            raise FormatError(f"{cx.where}: pads {pads} crop axis {a} of length {S[a]} below 0")
+    crop = tuple(crop)
     if not cx.tr.is_aff(ins[0]):
-        return [np.pad(np.asarray(ins[0]), widths, constant_values=value)]
-    out = cx.tr.lin(ins[0], lambda a, lead: np.pad(a, [(0, 0)] * lead + widths), cx.where)
+        return [np.pad(np.asarray(ins[0])[crop], widths, constant_values=value)]
+    out = cx.tr.lin(ins[0], lambda a, lead: np.pad(a[(slice(None),) * lead + crop],
+                                                   [(0, 0)] * lead + widths), cx.where)
     if value != 0.0:
-        out = cx.tr.add(out, np.pad(np.zeros(S), widths, constant_values=value), cx.where)
+        out = cx.tr.add(out, np.pad(np.zeros(S)[crop], widths, constant_values=value), cx.where)
     return [out]
 
 
@@ -714,7 +728,7 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
     # original stays available for uses that only reach the output (the skip)
     original: dict[str, Any] = {}
 
-    def value(name: str, where: str, to_output_only: bool = False) -> Any:
+    def value(name: str, where: str, to_output_only: bool = False, infinite_ok: bool = False) -> Any:
         if not name:
             return None
         if to_output_only and name in original:
@@ -726,7 +740,7 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
                 a = _to_array(inits[name])
             except Exception as e:
                 raise FormatError(f"{where}: cannot read initializer '{name}' ({e})") from None
-            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a) | (infinite_ok & ~np.isnan(a))):
                 raise FormatError(f"{where}: initializer '{name}' contains NaN or infinite values")
             env[name] = a
             return a
@@ -739,7 +753,9 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
         label = node.name or f"#{original_index[i]}"
         where = f"node '{label}' ({node.op_type})"
         cx.where = where
-        ins = [value(n, where, not leads[i]) for n in node.input]
+        # an infinite Clip bound is no bound (the spec's and onnxruntime's reading)
+        ins = [value(n, where, not leads[i], infinite_ok=node.op_type == "Clip" and j > 0)
+               for j, n in enumerate(node.input)]
         handler = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
         try:
             if node.op_type in _ACTIVATIONS and any(tr.is_aff(v) for v in ins):
