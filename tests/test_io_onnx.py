@@ -455,6 +455,13 @@ def test_nan_weights(tmp_path: Path) -> None:
         load_onnx(p)
 
 
+def test_division_by_a_zero_constant_names_the_node(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Div", ["x", "s"], ["y"], name="scale")]
+    p = _save(_single_op_model(nodes, [_arr([1.0, 0.0, 2.0], "s")], [1, 3]), tmp_path / "div.onnx")
+    with pytest.raises(FormatError, match=r"div\.onnx: node 'scale' \(Div\): divides .* by a constant containing 0"):
+        load_onnx(p)
+
+
 def test_other_structural_errors(tmp_path: Path) -> None:
     # product of two input-dependent tensors
     nodes = [helper.make_node("Mul", ["x", "x"], ["y"], name="sq")]

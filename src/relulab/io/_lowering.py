@@ -406,6 +406,8 @@ class AffineTracer:
         k = np.asarray(v, dtype=np.float64) if isinstance(u, _Aff) else np.asarray(v)
         if not isinstance(u, _Aff):
             return np.asarray(u) / k if divide else np.asarray(u) * k
+        if divide and np.any(k == 0):
+            raise FormatError(f"{where}: divides an input-dependent value by a constant containing 0")
         u = self.fresh(u, where)
         S = np.broadcast_shapes(u.shape, k.shape)
 
