@@ -17,6 +17,7 @@ from conftest import random_network  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from relulab import FormatError, Network  # noqa: E402
+from relulab.errors import RelulabError  # noqa: E402
 from relulab.io import load_model, save_model  # noqa: E402
 from relulab.io.onnx import load_onnx, network_to_onnx, onnx_to_network, save_onnx  # noqa: E402
 
@@ -453,6 +454,29 @@ def test_nan_weights(tmp_path: Path) -> None:
     p = _save(_single_op_model(nodes, [_arr(W, "W")], [1, 4]), tmp_path / "nan.onnx")
     with pytest.raises(FormatError, match=r"nan\.onnx: node 'fc' \(Gemm\): initializer 'W' contains NaN"):
         load_onnx(p)
+
+
+@pytest.mark.parametrize("opset", [1, 6, 7, 13, 99, 7.5, True])
+def test_export_opset_is_one_onnxruntime_runs(opset, tmp_path: Path) -> None:
+    net = Network([[[1.0, -2.0], [0.5, 1.0]], [[1.0, 1.0]]], [[0.0, 1.0], [0.5]])
+    if opset in (7, 13) and not isinstance(opset, bool):
+        p = tmp_path / "n.onnx"
+        save_onnx(net, p, opset=opset)
+        X = np.random.default_rng(0).normal(size=(5, 2))
+        assert np.allclose(_session(onnx.load(str(p))).run(None, {"input": X})[0], net(X), rtol=1e-12)
+    else:
+        with pytest.raises(RelulabError, match="opset must be an integer from 7"):
+            save_onnx(net, tmp_path / "n.onnx", opset=opset)
+        assert not list(tmp_path.iterdir())
+
+
+def test_exporting_an_exact_entry_beyond_float64_is_one_clear_error(tmp_path: Path) -> None:
+    from fractions import Fraction
+
+    net = Network([[[Fraction(10) ** 400]]], [[Fraction(0)]])
+    with pytest.raises(RelulabError, match="layer 1: weight: an entry is too large for float64"):
+        save_onnx(net, tmp_path / "big.onnx")
+    assert not list(tmp_path.iterdir())
 
 
 def test_division_by_a_zero_constant_names_the_node(tmp_path: Path) -> None:

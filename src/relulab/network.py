@@ -259,11 +259,15 @@ class Network:
         if not self._exact:
             return self
 
-        def f(a: np.ndarray) -> np.ndarray:
-            return np.array([float(v) for v in a.reshape(-1)], dtype=np.float64).reshape(a.shape)
+        def f(a: np.ndarray, what: str) -> np.ndarray:
+            try:
+                return np.array([float(v) for v in a.reshape(-1)], dtype=np.float64).reshape(a.shape)
+            except OverflowError:
+                raise NetworkError(f"{what}: an entry is too large for float64 (above 1.8e308)") from None
 
-        skip = None if self._skip is None else (f(self._skip[0]), f(self._skip[1]))
-        return Network([f(W) for W in self._weights], [f(b) for b in self._biases], skip)
+        skip = None if self._skip is None else (f(self._skip[0], "skip weight"), f(self._skip[1], "skip bias"))
+        return Network([f(W, f"layer {k + 1}: weight") for k, W in enumerate(self._weights)],
+                       [f(b, f"layer {k + 1}: bias") for k, b in enumerate(self._biases)], skip)
 
     # --------------------------------------------------------------- forward
     def _prepare_input(self, X: ArrayLike, check_finite: bool = True) -> tuple[np.ndarray, bool]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from ..errors import RelulabError
 
 
 @contextlib.contextmanager
@@ -21,18 +24,35 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         >>> open(p).read()
         'hi'
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    # Through a symlink the file it points to is replaced (as open(path, "w") would).
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise RelulabError(f"cannot write {path}: it is a folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RelulabError(f"cannot write {path}: {_first_non_folder(target.parent)} is not a folder") from None
+    old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
     os.close(fd)
     try:
         yield tmp
-        # mkstemp creates the file 0600; give it the permissions a plain open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        if old_mode is None:
+            # mkstemp creates the file 0600; give it the permissions a plain open() would
+            umask = os.umask(0)
+            os.umask(umask)
+            old_mode = 0o666 & ~umask
+        os.chmod(tmp, old_mode)  # an overwritten file keeps its permissions
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _first_non_folder(path: Path) -> Path:
+    """The first ancestor of ``path`` (from the root) that exists and is not a folder."""
+    for p in (*reversed(path.parents), path):
+        if p.exists() and not p.is_dir():
+            return p
+    return path

@@ -1,0 +1,52 @@
+"""The atomic writer behind every save: what it replaces, keeps and refuses."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relulab import Network
+from relulab.errors import RelulabError
+from relulab.io import atomic_path, load_model, save_model
+
+NET2 = Network([np.eye(2)], [np.zeros(2)])
+NET3 = Network([np.eye(3)], [np.zeros(3)])
+
+
+def test_an_overwritten_file_keeps_its_permissions(tmp_path: Path) -> None:
+    p = tmp_path / "private.npz"
+    save_model(NET2, p)
+    os.chmod(p, 0o600)
+    save_model(NET3, p)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o600 and load_model(p) == NET3
+
+
+def test_a_symlink_is_written_through(tmp_path: Path) -> None:
+    real, link = tmp_path / "real.npz", tmp_path / "link.npz"
+    save_model(NET2, real)
+    os.symlink(real, link)
+    save_model(NET3, link)
+    assert link.is_symlink() and load_model(real) == NET3
+
+
+def test_a_folder_or_a_file_in_the_way_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "isdir.npz").mkdir()
+    with pytest.raises(RelulabError, match=r"isdir\.npz: it is a folder"):
+        save_model(NET2, tmp_path / "isdir.npz")
+    save_model(NET2, tmp_path / "file.npz")
+    with pytest.raises(RelulabError, match=r"file\.npz/sub/x\.npz: .*file\.npz is not a folder"):
+        save_model(NET2, tmp_path / "file.npz" / "sub" / "x.npz")
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["file.npz", "isdir.npz"]  # no temp files
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    p = tmp_path / "a.txt"
+    p.write_text("old")
+    with pytest.raises(ZeroDivisionError), atomic_path(p) as tmp:
+        Path(tmp).write_text("half")
+        1 / 0  # noqa: B018
+    assert p.read_text() == "old" and [q.name for q in tmp_path.iterdir()] == ["a.txt"]
