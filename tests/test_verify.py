@@ -430,3 +430,19 @@ def test_verify_checks_its_tuning_arguments(kw, msg):
     spec = Specification(Box([-1.0], [1.0]), [OutputConstraint([[1.0]], [-2.0])])
     with pytest.raises(RelulabError, match=msg):
         verify(net, spec, **kw)
+
+
+@pytest.mark.parametrize("method", ["auto", "input-split", "relu-split", "milp"])
+def test_a_network_without_hidden_layers_verifies(method):
+    # y = x0 + 0.5 x1 - x2 on [-1, 1]^3 ranges over [-2.5, 2.5] (the attack's piece had no rows)
+    from relulab.spec import OutputConstraint, Specification
+    from relulab.verify import verify
+
+    net = Network([[[1.0, 0.5, -1.0], [-2.0, 1.0, 0.0]]], [[0.0, 0.0]])
+    box = Box([-1.0] * 3, [1.0] * 3)
+    for t, want in ((-2.0, "violated"), (-2.5 - 1e-3, "holds")):
+        spec = Specification(box, [OutputConstraint(np.array([[1.0, 0.0]]), np.array([t]))])
+        r = verify(net, spec, timeout=20, method=method)
+        assert r.status == want
+        if want == "violated":
+            assert net(r.counterexample)[0] <= t + 1e-9

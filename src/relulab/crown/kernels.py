@@ -100,13 +100,13 @@ def relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
     flat = lam.reshape(N, R, -1)
     n = flat.shape[2]
     if uidx.numel() == 0:
-        return (flat * su.reshape(N, 1, -1)).view(lam.shape), None
+        return (flat * su.reshape(N, 1, -1)).reshape(lam.shape), None
     if 2 * uidx.numel() > n:
         # mostly unstable: the sign-dependent choice on every column is cheaper than gathers
         alf = al.reshape(al.shape[0], al.shape[1], -1)
         new = (flat * alf).where(flat > 0, flat * su.reshape(N, 1, -1))
         const = (flat.clamp(max=0) @ tu.reshape(N, -1, 1)).squeeze(-1)
-        return new.view(lam.shape), const
+        return new.reshape(lam.shape), const
     new = flat * su.reshape(N, 1, -1)
     lu = flat.index_select(2, uidx)
     alu = al.reshape(al.shape[0], al.shape[1], -1).index_select(2, uidx)
@@ -114,7 +114,7 @@ def relu_back(lam: Any, rx: tuple) -> tuple[Any, Any]:
     tuu = tu.reshape(N, -1).index_select(1, uidx)
     new.index_copy_(2, uidx, (lu * alu).where(lu > 0, lu * suu))  # new is a fresh tensor
     const = (lu.clamp(max=0) @ tuu.unsqueeze(-1)).squeeze(-1)
-    return new.view(lam.shape), const
+    return new.reshape(lam.shape), const
 
 
 def concretise(lam_in: Any, const: Any, lo: Any, hi: Any) -> Any:
@@ -160,7 +160,7 @@ def refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo
     torch = require("torch", "torch")
     N = plo.shape[0]
     S = g.by_name[p].shape
-    flo, fhi = plo.view(N, -1), phi.view(N, -1)
+    flo, fhi = plo.reshape(N, -1), phi.reshape(N, -1)
     idx = torch.nonzero(mask.any(0)).flatten()
     if idx.numel() == 0:
         return True
@@ -191,7 +191,7 @@ def refine(g: BoundGraph, p: str, plo: Any, phi: Any, mask: Any, relax: dict, lo
         ar = torch.arange(k, device=plo.device)
         lam[:, ar, ic] = 1.0
         lam[:, k + ar, ic] = -1.0
-        lam_in, const = backsub(g, p, lam.view(N, 2 * k, *S), relax)
+        lam_in, const = backsub(g, p, lam.reshape(N, 2 * k, *S), relax)
         val = concretise(lam_in, const, lo, hi)
         m = mask[:, ic]
         olo, ohi = flo[:, ic], fhi[:, ic]

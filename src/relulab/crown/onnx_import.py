@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
+from ..io.onnx import check_float_cast
 from .builder import GraphBuilder, GraphError
 from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice, Transpose
 
@@ -132,6 +133,14 @@ class _Reader:
         return [self.add(Affine(None, shift(lo)), [diff], "_clip")]
 
     def passthrough(self, ins: list, at: dict) -> list:
+        return [ins[0]]
+
+    def cast(self, ins: list, at: dict) -> list:
+        """A cast between float types of at least 32 bits is kept as the identity (bounds
+        are computed in float64); a cast to an integer, bool or 16-bit float type changes
+        the function, so it is refused."""
+        if isinstance(ins[0], str):
+            check_float_cast(int(at.get("to", 0)), self.where, GraphError)
         return [ins[0]]
 
     def add_sub(self, ins: list, at: dict, sign: float) -> list:
@@ -411,7 +420,7 @@ _HANDLERS = {
     "Clip": _Reader.clip,
     "Identity": _Reader.passthrough,
     "Dropout": _Reader.passthrough,
-    "Cast": _Reader.passthrough,
+    "Cast": _Reader.cast,
     "Add": lambda r, i, a: r.add_sub(i, a, 1.0),
     "Sub": lambda r, i, a: r.add_sub(i, a, -1.0),
     "Neg": _Reader.neg,

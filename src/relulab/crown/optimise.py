@@ -146,7 +146,7 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
                     if j in ialphas[name]:
                         a = torch.where(un_j.unsqueeze(1), ialphas[name][j].clamp(0.0, 1.0), a)
                     relj[j] = (a, su_j, tu_j, relax[j][3])
-                lam = _one_hot_rows(xlo, B, flo.shape[1], idx).view(B, 2 * K, *shape)
+                lam = _one_hot_rows(xlo, B, flo.shape[1], idx).reshape(B, 2 * K, *shape)
                 v = concretise(*backsub(g, p, lam, relj), xlo, xhi)
                 lo_i = torch.where(msk, torch.maximum(flo[:, idx], v[:, :K]), flo[:, idx])
                 hi_i = torch.where(msk, torch.minimum(fhi[:, idx], -v[:, K:]), fhi[:, idx])
@@ -155,7 +155,7 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
                     lo = torch.where(sf > 0, lo.clamp(min=0), lo)
                     hi = torch.where(sf < 0, hi.clamp(max=0), hi)
                 hi = torch.maximum(hi, lo)
-                al, su, tu, un = relaxation(lo.view(B, *shape), hi.view(B, *shape))
+                al, su, tu, un = relaxation(lo.reshape(B, *shape), hi.reshape(B, *shape))
                 with torch.no_grad():
                     t_lo, t_hi = tight.get(name, (lo.detach(), hi.detach()))
                     tight[name] = (torch.maximum(t_lo, lo.detach()), torch.minimum(t_hi, hi.detach()))

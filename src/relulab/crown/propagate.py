@@ -371,7 +371,7 @@ def bound(
             ws = None if warm is None else warm.splits.get(node.name)
             ws = None if ws is None else ws.to(device).reshape(B, -1)
             if method != "ibp":
-                mask = ((plo < 0) & (phi > 0)).view(B, -1)
+                mask = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
                     mask &= s_flat == 0
                 if intermediate == "reuse" and warm is not None and node.name in warm.pre:
@@ -395,7 +395,7 @@ def bound(
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
             if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
-                om = ((plo < 0) & (phi > 0)).view(B, -1)
+                om = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
                     om &= s_flat == 0
                 idx = torch.nonzero(om.any(0)).flatten()
@@ -404,7 +404,7 @@ def bound(
                                         om[:, idx], s_flat)
             if s is not None:
                 bad = ((s > 0) & (phi < 0)) | ((s < 0) & (plo > 0))
-                infeasible |= bad.view(B, -1).any(1)
+                infeasible |= bad.reshape(B, -1).any(1)
                 plo = torch.where(s > 0, plo.clamp(min=0), plo)
                 phi = torch.where(s < 0, phi.clamp(max=0), phi)
             phi = torch.maximum(phi, plo)  # rounding (or an empty split) can cross them
@@ -450,7 +450,7 @@ def bound(
         if why.startswith("deadline") and not late():
             why = "opt_deadline: alpha optimisation stopped early"  # as asked: not partial
         for name, (a, b) in tight.items():
-            pre[name] = (a.view(pre[name][0].shape), b.view(pre[name][1].shape))
+            pre[name] = (a.reshape(pre[name][0].shape), b.reshape(pre[name][1].shape))
         if why.startswith("deadline") or why.startswith("memory: alpha"):
             status, reason = "partial", why
         elif why:

@@ -133,14 +133,26 @@ def _h_identity(cx: _Cx, ins: list, at: dict) -> list:
     return [ins[0]]
 
 
+def check_float_cast(to: int, where: str, error: type[Exception] = FormatError) -> None:
+    """Refuse a Cast of an input-dependent tensor that changes its values: to an integer,
+    bool or 16-bit float type (float32 and float64 casts are read as the identity, since
+    relulab computes in float64)."""
+    from onnx import TensorProto
+
+    keep = {TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64"}
+    if to not in keep:
+        name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else str(to)
+        raise error(f"{where}: casts an input-dependent tensor to {name}, which changes its values "
+                    "(only casts to float32 or float64 are supported)")
+
+
 def _h_cast(cx: _Cx, ins: list, at: dict) -> list:
     from onnx import helper
 
-    dt = np.dtype(helper.tensor_dtype_to_np_dtype(int(at["to"])))
     if cx.tr.is_aff(ins[0]):
-        if dt.kind != "f":
-            raise FormatError(f"{cx.where}: casts an input-dependent tensor to {dt}")
+        check_float_cast(int(at["to"]), cx.where)
         return [ins[0]]  # precision casts are ignored: relulab computes in float64
+    dt = np.dtype(helper.tensor_dtype_to_np_dtype(int(at["to"])))
     a = np.asarray(ins[0]).astype(dt)
     return [a.astype(np.float64) if dt.kind == "f" else a]
 

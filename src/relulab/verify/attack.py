@@ -195,6 +195,8 @@ def _piece(Ws, bs, sk, x: np.ndarray, pattern: list[np.ndarray] | None):
     Ay, cy = Ws[-1] @ A, Ws[-1] @ c + bs[-1]
     if sk is not None:
         Ay, cy = Ay + sk[0], cy + sk[1]
+    if not rows:  # no hidden layer: one piece, the whole space
+        return np.zeros((0, n)), np.zeros(0), Ay, cy, Z, pat
     return np.vstack(rows), np.concatenate(rhs), Ay, cy, Z, pat
 
 
