@@ -135,6 +135,21 @@ def test_fit_convex_says_global_only_for_complete_pattern_lists(tmp_path, capsys
     assert "Globally optimal" not in out
 
 
+def test_fit_convex_with_every_pattern_but_unconverged_is_not_called_global(tmp_path, capsys,
+                                                                             monkeypatch):
+    import relulab.train as tr
+
+    x = np.sort(np.random.default_rng(0).uniform(-1, 1, 12))
+    (tmp_path / "d1.csv").write_text("\n".join(f"{a},{np.sin(3 * a)}" for a in x))
+    real = tr.convex_fit
+    monkeypatch.setattr(tr, "convex_fit", lambda *a, **k: replace(real(*a, **k), converged=False))
+    code, out, _ = run(capsys, "fit-convex", tmp_path / "d1.csv", "--lam", "0.01")
+    assert code == 0 and "GLOBAL" not in out and "NOT a certified optimum" in out
+    code, out, _ = run(capsys, "fit-convex", tmp_path / "d1.csv", "--lam", "0.01", "--json")
+    d = json.loads(out)
+    assert d["all_patterns"] is True and d["global_optimum"] is False
+
+
 # ------------------------------------------------------------------ verify-batch
 def test_verify_batch_counts_errors_apart_and_gives_reasons(tmp_path, capsys):
     from relulab.io.vnnlib import format_vnnlib

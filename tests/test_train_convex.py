@@ -299,3 +299,51 @@ print(*out[0])
     r = _run_isolated(code)
     assert r.returncode == 0, r.stderr[-2000:]
     assert [float(v) for v in r.stdout.split()] == [-1.0, -2.0, 0.5]
+
+
+def _sector_rays_brute(Xa, S, F):
+    """The extreme rays of each 2-D cone by brute force: the feasible unit normals of its
+    rows, and among them the pair at the widest angle."""
+    out = []
+    for i in range(S.shape[1]):
+        A = S[F[:, i], i:i + 1] * Xa[F[:, i]]
+        cand = np.vstack([np.column_stack([-A[:, 1], A[:, 0]]), np.column_stack([A[:, 1], -A[:, 0]])])
+        cand /= np.linalg.norm(cand, axis=1, keepdims=True)
+        ok = cand[np.all(A @ cand.T >= -1e-12 * np.linalg.norm(A, axis=1)[:, None], axis=0)]
+        G = ok @ ok.T
+        a, b = np.unravel_index(np.argmin(G), G.shape)
+        out.append(ok[[a, b]])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sector_rays_match_brute_force(seed):
+    from relulab.train.convex import _sector_rays
+    from relulab.train.patterns import activation_patterns
+
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, int(rng.integers(3, 30)))
+    if seed % 3 == 0:
+        x = np.round(x * 3) / 3                       # repeated points
+    Xa = np.column_stack([x, np.ones_like(x)])
+    M, _, complete = activation_patterns(Xa, 500, seed)
+    M = np.asarray(M, dtype=bool)
+    S = 2.0 * M - 1.0
+    F = np.ones(M.shape, dtype=bool)
+    rays = _sector_rays(Xa, S, F)
+    assert rays is not None
+    for got, want in zip(rays, _sector_rays_brute(Xa, S, F), strict=True):
+        assert np.allclose(got, want, atol=1e-9) or np.allclose(got, want[::-1], atol=1e-9)
+
+
+def test_a_time_limited_fit_keeps_a_sound_dual_bound():
+    # past the time limit the dual bound uses unprojected norms: looser, still below the optimum
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 4))
+    y = np.sin(X.sum(1))
+    best = convex_fit(X, y, 0.05, max_patterns=150, seed=1)
+    assert best.converged
+    for limit in (1e-4, 1e-2):
+        r = convex_fit(X, y, 0.05, max_patterns=150, seed=1, time_limit=limit)
+        assert r.dual_value <= best.objective + 1e-7
+        assert r.objective >= best.dual_value - 1e-7

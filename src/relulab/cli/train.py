@@ -169,12 +169,18 @@ def fit_convex_cmd(
         return
     complete = bool(getattr(r, "all_patterns", False))
     units = "gates" if gated else "activation patterns"
-    if complete:
+    if complete and r.converged:
         scope = f"GLOBAL optimum (all {r.n_patterns} {units} of the data enumerated)"
         bound = "certified lower bound on the training problem"
+    elif complete:
+        # every pattern is in the program, but the solver stopped before the gap closed
+        scope = (f"NOT a certified optimum: all {r.n_patterns} {units} of the data are in the "
+                 f"convex program, but it stopped before converging (gap {r.gap:.3g}); the "
+                 "global optimum lies between the two numbers above")
+        bound = "lower bound on the training problem"
     else:
-        scope = (f"optimal over {r.n_patterns} sampled {units} only (not a global "
-                 f"certificate: the true optimum may be lower)")
+        scope = (f"{'best' if r.converged else 'NOT converged: best found'} over {r.n_patterns} "
+                 f"sampled {units} only (not a global certificate: the true optimum may be lower)")
         bound = "lower bound of the sampled-pattern program"
     console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "
                   f"{r.objective:.10g}, {bound} {r.dual_value:.10g}, gap {r.gap:.2e} "

@@ -110,6 +110,40 @@ def _dual_projections(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray, proj: _Pr
     return Cp, np.where(short, nc, np.linalg.norm(Cp, axis=2))
 
 
+def _sector_rays(Xa: np.ndarray, S: np.ndarray, facets: np.ndarray) -> np.ndarray | None:
+    """The two extreme rays (unit vectors) of every 2-D cone ``{z : S[j, i] Xa[j] . z >= 0
+    for the facet rows j of cone i}``, shape (P, 2, 2); None when some cone is not a
+    pointed sector (a half-plane or more, a ray, or no row), so that the caller projects
+    by nnls instead.
+
+    The normals ``a_j = S[j, i] Xa[j]`` of a pointed sector lie in an arc shorter than pi:
+    the largest circular gap between their angles exceeds pi.  The sector's rays are the
+    normals at the two ends of that arc turned by 90 degrees towards the inside.  One cone
+    at a time, so the memory is O(n) (an all-cones-by-all-candidates array needed
+    P x n x 2n floats)."""
+    P = S.shape[1]
+    norms = np.linalg.norm(Xa, axis=1)
+    rays = np.zeros((P, 2, 2))
+    for i in range(P):
+        rows = np.nonzero(facets[:, i] & (norms > 0))[0]
+        if rows.size == 0:
+            return None
+        a = S[rows, i:i + 1] * Xa[rows] / norms[rows, None]
+        ang = np.arctan2(a[:, 1], a[:, 0])
+        order = np.argsort(ang)
+        sa = ang[order]
+        gaps = np.diff(np.concatenate([sa, sa[:1] + 2 * np.pi]))
+        k = int(np.argmax(gaps))
+        if gaps[k] <= np.pi * (1 + ROUNDOFF):  # a ray, a line or {0}: not a pointed sector
+            return None
+        end, start = a[order[k]], a[order[(k + 1) % rows.size]]  # the arc runs start -> end
+        # turned by -90 degrees, the arc's last normal bounds the sector on one side;
+        # turned by +90 degrees, its first normal bounds the other
+        rays[i, 0] = (end[1], -end[0])
+        rays[i, 1] = (-start[1], start[0])
+    return rays
+
+
 class _Projector:
     """Projection of many vectors onto the pattern cones ``K_i = {v : S_i * (Xa v) >= 0}``.
 
@@ -123,30 +157,10 @@ class _Projector:
         self.facets = np.ones(S.shape, dtype=bool) if facets is None else facets
         n, d = Xa.shape
         P = S.shape[1]
+        self.deadline: float | None = None  # see max_norm
         self.rays = None
         if d == 2:
-            perp = np.column_stack([-Xa[:, 1], Xa[:, 0]])
-            cand = np.vstack([perp, -perp])
-            cand = cand[np.linalg.norm(cand, axis=1) > 0]
-            cand /= np.linalg.norm(cand, axis=1, keepdims=True)
-            vals = S.T[:, :, None] * (Xa @ cand.T)[None, :, :]  # (P, n, C)
-            ok = np.all(vals >= -ROUNDOFF * np.linalg.norm(Xa, axis=1)[None, :, None], axis=1)
-            rays = np.zeros((P, 2, 2))
-            good = True
-            for i in range(P):
-                r = cand[ok[i]]
-                if r.shape[0] < 2:
-                    good = False
-                    break
-                # the two extreme rays are the pair with the widest angle
-                G = r @ r.T
-                a, b = np.unravel_index(np.argmin(G), G.shape)
-                if G[a, b] <= -1 + ROUNDOFF:  # a half-plane or more: not a pointed sector
-                    good = False
-                    break
-                rays[i] = r[[a, b]]
-            if good:
-                self.rays = rays
+            self.rays = _sector_rays(Xa, S, self.facets)
 
     def project_entries(self, z: np.ndarray, iis: np.ndarray) -> np.ndarray:
         """Project each row ``z[m]`` onto cone ``iis[m]``."""
@@ -193,7 +207,9 @@ class _Projector:
     def max_norm(self, Zs: np.ndarray, chunk: int = 64) -> float:
         """``max_{k,i} ||P_{K_i}(Zs[k, i])||``.  A projection is never longer than its
         vector, so vectors no longer than the best value so far are skipped: only the
-        longest few are projected."""
+        longest few are projected.  Past ``self.deadline`` (a ``time.perf_counter()``
+        value, None: no deadline) the rest are bounded by their own lengths: still an upper
+        bound, so a dual value built on it stays certified, only looser."""
         norms = np.linalg.norm(Zs, axis=2)
         order = np.argsort(-norms, axis=None)
         best = 0.0
@@ -201,6 +217,8 @@ class _Projector:
             sel = order[start:start + chunk]
             if norms.flat[sel[0]] <= best:
                 break
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                return max(best, float(norms.flat[sel[0]]))
             ks, iis = np.unravel_index(sel, norms.shape)
             proj = self.project_entries(Zs[ks, iis], iis)
             best = max(best, float(np.max(np.linalg.norm(proj, axis=1))))
@@ -414,6 +432,8 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         return pred_t(pred(Z) - y)
 
     proj = _Projector(Xa, S, F)
+    if time_limit is not None:
+        proj.deadline = t0 + time_limit
 
     def prox(Zs, step):
         thr = step * lam
@@ -506,14 +526,15 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
         act = np.sort(np.argsort(-_dual_violations(Xa, Mf, y, proj, lam))[:first])
     iterations = 0
     while True:
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+        # a floor of 0.1 s: Clarabel needs a few iterations for any usable point
+        left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
         Zs, info = solve_group_lasso(Xa, M[:, act], y, lam, cones=True, rows=F[:, act],
                                      tol=1e-12, time_limit=left)  # tol: the polish needs a tight solve
         iterations += info["iterations"]
         Zraw = np.zeros((2, P, d))
         Zraw[:, act] = Zs
         Zraw = proj.project(Zraw)
-        if act.size == P:
+        if act.size == P or (time_limit is not None and time.perf_counter() - t0 > time_limit):
             break
         rho = y - _predict(Xa, Mf, Zraw[0] - Zraw[1])
         viol = _dual_violations(Xa, Mf, rho, proj, lam)
@@ -528,8 +549,12 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     # at the solver's noise level dropped, then Newton on that face) are tried first
     Zclean = np.where((norms > 1e-6 * max(1.0, float(norms.max())))[:, :, None], Zraw, 0.0)  # tol: solver noise
 
+    deadline = None if time_limit is None else t0 + time_limit
+
     def polished():
-        Zp = _polish(Zclean, Xa, Mf, cones, y, lam, proj)
+        if deadline is not None and time.perf_counter() > deadline:
+            return None  # no time left to polish: the certificate of the other candidates stands
+        Zp = _polish(Zclean, Xa, Mf, cones, y, lam, proj, deadline=deadline)
         return None if Zp is None else proj.project(Zp)
 
     hist: list[tuple[float, float]] = []
@@ -576,7 +601,8 @@ def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | Non
 
 
 def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarray],
-            y: np.ndarray, lam: float, proj: _Projector, rounds: int = 100) -> np.ndarray | None:
+            y: np.ndarray, lam: float, proj: _Projector, rounds: int = 100,
+            deadline: float | None = None) -> np.ndarray | None:
     """Primal active-set method started from the FISTA iterate ``Z``.
 
     The working face is a set of nonzero groups, each with a set of cone rows held at zero;
@@ -584,7 +610,8 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
     stops at the first new cone row) solves it.  At a face optimum the KKT conditions are
     checked: a held row with a negative multiplier is released, and a zero group whose
     projected gradient exceeds ``lam`` (a violated dual constraint) enters.  Returns the
-    final point (its certificate is computed by the caller) or None on breakdown."""
+    final point (its certificate is computed by the caller) or None on breakdown.  Past
+    ``deadline`` (a ``time.perf_counter()`` value) it returns the point it has."""
     n, d = Xa.shape
     norms = np.linalg.norm(Z, axis=2)
     top = max(TINY, float(norms.max()))
@@ -604,8 +631,10 @@ def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarra
         return yh
 
     for _ in range(rounds):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         if groups:
-            status = _face_newton(groups, Xa, Mf, cones, y, lam)
+            status = _face_newton(groups, Xa, Mf, cones, y, lam, deadline=deadline)
             if status is None:
                 return None
             # "stalled": no step decreases F in floating point; treat it as the face optimum
@@ -775,7 +804,7 @@ def _newton_step(face: _Face, g: np.ndarray, H: np.ndarray) -> np.ndarray | None
     return step
 
 
-def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
+def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60, deadline: float | None = None):
     """Newton's method on the current face; edits ``groups`` in place.  Returns
     "converged", "blocked" (a new row was hit and is now held), "dropped" (a group
     vanished and left), "stalled", or None on breakdown."""
@@ -787,6 +816,8 @@ def _face_newton(groups, Xa, Mf, cones, y, lam, max_newton: int = 60):
     xi = face.start()
     f = face.F(xi)
     for _ in range(max_newton):
+        if deadline is not None and time.perf_counter() > deadline:
+            break  # stored below as "stalled": the caller stops too
         sys_ = face.newton_system(xi)
         if not isinstance(sys_, tuple):
             groups.pop(sys_)
