@@ -155,8 +155,7 @@ class _Projector:
         self.Xa, self.S = Xa, S
         # the rows that define each cone (all of them unless the facets are known)
         self.facets = np.ones(S.shape, dtype=bool) if facets is None else facets
-        n, d = Xa.shape
-        P = S.shape[1]
+        _, d = Xa.shape
         self.deadline: float | None = None  # see max_norm
         self.rays = None
         if d == 2:
