@@ -497,3 +497,53 @@ def test_count_refuses_an_uncertified_unbounded_enumeration():
     assert len(regions.enumerate(net, R2, big=1e8)) == 4
     # the float LP search misses the far sliver: it does not claim completeness there
     assert not regions.enumerate(net, R2, method="bfs").certified
+
+
+def test_locate_a_batch_where_some_points_need_the_near_zero_fallback():
+    # a neuron that vanishes on a whole region reads +-1e-16 in a batched forward pass; the
+    # fallback for those points reshaped with the batch size and crashed
+    rng = np.random.default_rng(9012)
+    d, L = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    widths = [int(rng.integers(2, {1: 7, 2: 5, 3: 3}[d] + 1)) for _ in range(L)]
+    dims = [d, *widths, 1]
+    Ws = [rng.integers(-1, 2, size=(dims[i + 1], dims[i])).astype(float) for i in range(len(dims) - 1)]
+    bs = [rng.integers(-1, 2, size=dims[i + 1]) / 2.0 for i in range(len(dims) - 1)]
+    net = Network(Ws, bs)
+    rs = regions.enumerate(net, Box([-1], [1]))
+    X = np.random.default_rng(1).uniform(-1, 1, size=(2000, 1))
+    idx = rs.locate(X)
+    assert np.array_equal(idx, np.concatenate([rs.locate(x[None]) for x in X]))
+    assert np.all(idx >= 0)
+    assert all(rs[i].contains(x, tol=1e-9) for i, x in zip(idx[:200], X[:200], strict=True))
+
+
+def test_locate_says_minus_one_outside_the_domain():
+    net = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+    X = np.array([[5.0, 5.0], [-100.0, 3.0], [0.5, 0.5]])
+    idx = rs.locate(X)
+    assert idx[0] == -1 and idx[1] == -1 and idx[2] >= 0 and rs[idx[2]].contains(X[2])
+
+
+def test_summary_counts_vertices_also_where_lists_are_not_stored():
+    rng = np.random.default_rng(5)
+    net = Network([rng.normal(size=(4, 3)), rng.normal(size=(1, 4))], [rng.normal(size=4) * .5, np.zeros(1)])
+    rs = regions.enumerate(net, Box(-np.ones(3), np.ones(3)))
+    assert rs.summary()["vertices_per_region"] == pytest.approx(np.mean([len(R.vertices) for R in rs]))
+
+
+def test_exact_segment_with_float_or_integer_endpoints_is_exact():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        net = Network([rng.integers(-3, 4, (3, 1)), rng.integers(-3, 4, (1, 3))],
+                      [rng.integers(-3, 4, 3), rng.integers(-3, 4, 1)]).exact()
+        seg = regions.along_segment(net, [-1], [2])                 # numpy ints: no overflow
+        assert seg.values[-1][0] == net([[Fraction(2)]])[0][0]
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]).exact()   # |x|
+    a, b = [-0.3], [0.7]                                           # b - a is inexact in float
+    seg = regions.along_segment(net, a, b)
+    assert seg.values[-1][0] == Fraction(0.7) and seg.values[0][0] == Fraction(0.3)
+    kink = seg.points[1][0]
+    assert kink == 0                                               # the kink of |x| exactly

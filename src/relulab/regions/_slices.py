@@ -17,13 +17,19 @@ from ..tolerance import ROUNDOFF, or_default
 __all__ = ["Segment", "along_segment", "Slice2D", "Polygon", "slice2d", "restrict_affine"]
 
 
+def _fraction(v: Any) -> Fraction:
+    """The exact value of a number as a Fraction of Python ints (a numpy int64 kept as the
+    numerator would overflow in later products)."""
+    return Fraction(v.item() if isinstance(v, np.generic) else v)
+
+
 def restrict_affine(net: Network, origin: Any, directions: Any) -> Network:
     """The network ``s -> net(origin + directions.T @ s)`` on a k-dimensional slice
     (``directions``: k vectors of length d).  Exact networks stay exact."""
     ex = net.is_exact
     dt = object if ex else np.float64
-    conv = (lambda a: np.array([[Fraction(v) for v in row] for row in np.atleast_2d(a)], dtype=object)
-            ) if ex else (lambda a: np.atleast_2d(np.asarray(a, dtype=np.float64)))
+    conv = (lambda a: np.array([[_fraction(v) for v in row] for row in np.atleast_2d(np.asarray(a, dtype=object))],
+                               dtype=object)) if ex else (lambda a: np.atleast_2d(np.asarray(a, dtype=np.float64)))
     D = conv(directions)  # (k, d)
     o = conv(origin).reshape(-1)
     if D.shape[1] != net.input_dim or o.shape[0] != net.input_dim:
@@ -118,12 +124,14 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
-    g = restrict_affine(net, a, [np.asarray(b, dtype=object if ex else float) -
-                                 np.asarray(a, dtype=object if ex else float)])
-    av = np.array([Fraction(v) for v in np.ravel(a)], dtype=object) if ex else np.asarray(
-        a, float).ravel()
-    bv = np.array([Fraction(v) for v in np.ravel(b)], dtype=object) if ex else np.asarray(
-        b, float).ravel()
+    # exact networks: b - a in rationals (in float it would be another segment)
+    av = np.array([_fraction(v) for v in np.ravel(np.asarray(a, dtype=object))], dtype=object) if ex \
+        else np.asarray(a, float).ravel()
+    bv = np.array([_fraction(v) for v in np.ravel(np.asarray(b, dtype=object))], dtype=object) if ex \
+        else np.asarray(b, float).ravel()
+    if av.shape != bv.shape:
+        raise RelulabError(f"along_segment: a has {av.size} entries and b has {bv.size}")
+    g = restrict_affine(net, av, [bv - av])
     # intervals [lo_i, hi_i] with, per interval, the affine map of the current layer's
     # input: h(t) = P_i t + q_i  (shape (n_int, width))
     lo = np.array([zero], dtype=object if ex else float)

@@ -257,10 +257,10 @@ class RegionSet:
     # -------------------------------------------------------------- queries
     def locate(self, X: Any) -> np.ndarray:
         """Index of the region containing each point (by its activation pattern;
-        -1 for a point outside every region found).  A point whose float pattern is no
-        region's (a neuron's pre-activation within round-off of 0, e.g. a neuron that is
-        identically 0 on a region) is matched by flipping those near-zero bits (at most
-        8 of them)."""
+        -1 for a point outside the domain or outside every region found).  A point whose
+        float pattern is no region's (a neuron's pre-activation within round-off of 0, e.g.
+        a neuron that is identically 0 on a region) is matched by flipping those near-zero
+        bits (at most 8 of them)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         if self.net is None:
             raise RuntimeError("this region set does not keep its network")
@@ -268,7 +268,7 @@ class RegionSet:
         idx = pattern_index(self, pats)
         miss = np.flatnonzero(idx < 0)
         if len(miss):
-            Z = np.concatenate([z.reshape(len(X), -1) for z in self.net.preactivations(X[miss])], axis=1)
+            Z = np.concatenate([z.reshape(len(miss), -1) for z in self.net.preactivations(X[miss])], axis=1)
             near = np.abs(Z) <= STRICT_TOL * (1.0 + np.abs(X[miss]).max(axis=1, keepdims=True))
             for r, i in enumerate(miss):
                 bits = np.flatnonzero(near[r])
@@ -280,6 +280,8 @@ class RegionSet:
                 found = pattern_index(self, cand)
                 if np.any(found >= 0):
                     idx[i] = found[found >= 0][0]
+        if hasattr(self.domain, "contains"):  # a pattern alone does not say "in the domain"
+            idx[~np.atleast_1d(self.domain.contains(X))] = -1
         return idx
 
     def pattern_table(self) -> PatternTable:
@@ -288,12 +290,26 @@ class RegionSet:
             self._table = PatternTable(self.packed_patterns)
         return self._table
 
+    def _mean_vertices(self) -> float | None:
+        """The mean vertex count; from the skeleton where the vertex lists are not stored
+        (3+ inputs), None where neither is kept (``vertices=False``)."""
+        if not len(self):
+            return 0.0
+        counts = np.diff(self.vertex_ptr)
+        if np.all(counts > 0):
+            return float(counts.mean())
+        if self._skeleton is None:
+            return None
+        N = self.n_neurons
+        return float(np.mean([len(self._skeleton.vertices_of(p, N)) if c == 0 else c
+                              for p, c in zip(self.packed_patterns, counts, strict=True)]))
+
     def summary(self) -> dict:
         return {
             "regions": len(self),
             "bounded": int(self.bounded.sum()),
             "touching_domain": int(self.touches_domain.sum()),
-            "vertices_per_region": float(np.diff(self.vertex_ptr).mean()) if len(self) else 0.0,
+            "vertices_per_region": self._mean_vertices(),
             "facets_per_region": float(np.diff(self.facet_ptr).mean()) if len(self) else 0.0,
             "partial": self.partial,
             # a partial enumeration certifies nothing, whatever its domain
