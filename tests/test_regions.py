@@ -547,3 +547,19 @@ def test_exact_segment_with_float_or_integer_endpoints_is_exact():
     assert seg.values[-1][0] == Fraction(0.7) and seg.values[0][0] == Fraction(0.3)
     kink = seg.points[1][0]
     assert kink == 0                                               # the kink of |x| exactly
+
+
+@pytest.mark.parametrize("far", [1e4, 1e7, 1e9, 1e11])
+def test_lines_crossing_far_away_are_found_or_not_certified(far):
+    # y = 0 and y = x / far - 1 cross at x = far: four regions of the plane.  HiGHS drops
+    # coefficients below 1e-9, so its facet test once missed the crossing at 1e9 and the
+    # enumeration said certified with 3 regions.
+    net = Network([[[0.0, 1.0], [-1.0 / far, 1.0]], [[1.0, 1.0]]], [[0.0, 1.0], [0.0]])
+    rs = regions.enumerate(net, Polytope.whole_space(2))
+    W = np.array([[0.0, 0.5], [0.0, -0.5], [2 * far, 0.5], [2 * far, -0.5]])
+    assert len({tuple(p) for p in net.pattern_vector(W).astype(int).tolist()}) == 4
+    if rs.certified:
+        assert len(rs) == 4
+    found = rs.locate(W)
+    for i, x in zip(found, W, strict=True):   # a point is located only in a region holding it
+        assert i == -1 or np.array_equal(rs[i].pattern, net.pattern_vector(x[None])[0])

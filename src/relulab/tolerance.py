@@ -55,6 +55,7 @@ BFS_STEP = 1e-6  # relative step of the LP search (BFS) across a facet: larger, 
 MIP_GAP = 1e-9  # relative and absolute MIP gap of exact optimisation (maximize / minimize)
 GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
+HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)
 
 # -- comparing floats computed along different routes
 EQUIV_TOL = 1e-6  # 'equal' functions: outputs differ by at most this x the output scale

@@ -268,8 +268,7 @@ class RegionSet:
         idx = pattern_index(self, pats)
         miss = np.flatnonzero(idx < 0)
         if len(miss):
-            Z = np.concatenate([z.reshape(len(miss), -1) for z in self.net.preactivations(X[miss])], axis=1)
-            near = np.abs(Z) <= STRICT_TOL * (1.0 + np.abs(X[miss]).max(axis=1, keepdims=True))
+            near = _near_zero_preactivations(self.net, X[miss])
             for r, i in enumerate(miss):
                 bits = np.flatnonzero(near[r])
                 if not 0 < len(bits) <= 8:
@@ -328,6 +327,19 @@ class RegionSet:
         if regions:
             out["region_list"] = [r.to_dict() for r in self]
         return out
+
+
+def _near_zero_preactivations(net: Any, X: np.ndarray) -> np.ndarray:
+    """Which pre-activations of each row of ``X`` are within round-off of 0: at most
+    ``STRICT_TOL`` times the size of the terms that make them (``|W| |h| + |b|``), so that
+    a neuron with small weights far from the origin is not taken for a vanishing one."""
+    fnet = net.float() if net.is_exact else net
+    h, out = X, []
+    for W, b in zip(fnet.weights[:-1], fnet.biases[:-1], strict=True):
+        z = h @ W.T + b
+        out.append(np.abs(z) <= STRICT_TOL * (np.abs(h) @ np.abs(W).T + np.abs(b)))
+        h = np.maximum(z, 0.0)
+    return np.concatenate(out, axis=1) if out else np.zeros((len(X), 0), dtype=bool)
 
 
 def pattern_index(rs: RegionSet, patterns: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lp import LPModel
+from ..tolerance import HIGHS_SMALL
 from ._assembly import assemble, run_engines
 from ._bfs import distinct_halfspaces, is_facet, pattern_constraints
 from ._engine import Problem
@@ -33,6 +34,11 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
         nrm = np.linalg.norm(A, axis=1)
         live = np.flatnonzero(nrm > 0)
         A, b = A[live] / nrm[live, None], b[live] / nrm[live]
+        tiny = (A != 0) & (np.abs(A) <= HIGHS_SMALL)
+        if tiny.any():
+            # HiGHS would drop these coefficients (lines crossing ~1e9 away): its facet
+            # test could miss a region, so the enumeration is not certified
+            return False
         # test each distinct half-space once: a neuron repeated (or negated) hides its
         # own facet when only one copy is relaxed
         keep, rep = distinct_halfspaces(A, b, live, len(sg))
