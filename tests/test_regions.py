@@ -563,3 +563,29 @@ def test_lines_crossing_far_away_are_found_or_not_certified(far):
     found = rs.locate(W)
     for i, x in zip(found, W, strict=True):   # a point is located only in a region holding it
         assert i == -1 or np.array_equal(rs[i].pattern, net.pattern_vector(x[None])[0])
+
+
+def test_a_bounded_region_sticking_out_of_the_artificial_box_is_enclosed():
+    # on the orthant x >= -0.5 one bounded region reaches y = 236, beyond the first box
+    # (half-width 16): it was flagged unbounded with vertices clipped to the box
+    from scipy.optimize import linprog
+
+    W = [[[-1.2384295102186706, 2.210466699081639, 0.40349011528578077],
+          [-0.3032052266978392, -0.006873660994607694, -1.912778646110806],
+          [-0.9459207820516016, -0.8415153476959655, -0.6638754669490003]],
+         [[0.4794846628648541, -0.09365036971144328, -0.02964491005060567],
+          [-0.12180272069514225, -0.5185262638110543, -0.35092979227132487]],
+         [[-2.0103107099384547, -0.7675977296930119]]]
+    B = [[0.016657470069895576, 0.5133213448583358, 0.12449056019706801],
+         [0.6188426509389885, -0.4719046550423135], [-0.03008387188450338]]
+    net = Network(W, B)
+    rs = regions.enumerate(net, Polytope(-np.eye(3), 0.5 * np.ones(3)))
+    assert rs.certified
+    for R in rs:
+        ext = []
+        for e in np.concatenate([np.eye(3), -np.eye(3)]):
+            r = linprog(-e, A_ub=R.A, b_ub=R.b, bounds=[(None, None)] * 3, method="highs")
+            ext.append(np.inf if r.status == 3 else -r.fun)
+        assert bool(np.all(np.isfinite(ext))) == R.bounded
+        if R.bounded:   # its vertices reach its true extent
+            assert np.allclose(np.concatenate([R.vertices.max(0), -R.vertices.min(0)]), ext, atol=1e-6)

@@ -23,6 +23,34 @@ from ._types import RegionSet
 __all__ = ["enumerate_unbounded"]
 
 
+def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> float:
+    """The largest coordinate (in absolute value) of a region that touches the artificial
+    box but is bounded (its own rows, without the box, enclose it), 0.0 when there is none.
+    Such a region sticks out of the box: its ``bounded`` flag and its vertices (clipped to
+    the box) are only right once the box contains it.  2 d LPs per region at the box."""
+    pats = rs.patterns
+    d = rs.dim
+    extent = 0.0
+    for i in np.flatnonzero(~rs.bounded):
+        Za, Zc = pattern_constraints(net, pats[i])
+        sg = np.where(pats[i], -1.0, 1.0)
+        A = np.concatenate([sg[:, None] * Za, A_dom])
+        b = np.concatenate([-sg * Zc, b_dom])
+        m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
+        far = 0.0
+        for k in range(2 * d):
+            c = np.zeros(d)
+            c[k % d] = -1.0 if k < d else 1.0
+            m.set_objective(c)
+            res = m.solve()
+            if res.status != "optimal":  # unbounded in this direction (or no answer)
+                break
+            far = max(far, abs(float(res.objective)))
+        else:
+            extent = max(extent, far)
+    return extent
+
+
 def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     """True when no unbounded region has a facet outside the artificial box."""
     pats = rs.patterns
@@ -69,8 +97,12 @@ def enumerate_unbounded(pb: Problem, dom, *, max_regions=None, progress=False, e
             rs.certified = False
             return rs
         if certify(rs, netf, pb.A_dom, pb.b_dom):
-            rs.certified = True
-            return rs
+            far = bounded_extent(rs, netf, pb.A_dom, pb.b_dom)
+            if far < M:  # every region touching the box is really unbounded
+                rs.certified = True
+                return rs
+            M = max(8.0 * M, 2.0 * far)  # a bounded region sticks out: enclose it
+            continue
         M *= 8.0
     rs.certified = False
     return rs
