@@ -589,3 +589,21 @@ def test_a_bounded_region_sticking_out_of_the_artificial_box_is_enclosed():
         assert bool(np.all(np.isfinite(ext))) == R.bounded
         if R.bounded:   # its vertices reach its true extent
             assert np.allclose(np.concatenate([R.vertices.max(0), -R.vertices.min(0)]), ext, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw, match", [({"max_regions": -1}, "max_regions must be a positive integer"),
+                                       ({"max_regions": 2.5}, "max_regions must be a positive integer"),
+                                       ({"vertices": "foo"}, "vertices must be True, False or 'auto'"),
+                                       ({"big": -1}, "big .* must be a positive number"),
+                                       ({"big": float("nan")}, "big .* must be a positive number")])
+def test_malformed_enumeration_options_are_one_clear_error(kw, match):
+    net = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    with pytest.raises(RelulabError, match=match):
+        regions.enumerate(net, Polytope.whole_space(2), **kw)
+
+
+def test_neuron_label_refuses_negative_ids():
+    from relulab.regions import neuron_label
+
+    with pytest.raises(IndexError):
+        neuron_label((3, 2), -1)

@@ -78,3 +78,26 @@ def test_a_partial_enumeration_is_not_certified(tmp_path, capsys):
     code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--json"])
     res = json.loads(out.out)
     assert res["partial"] is False and res["certified"] is True
+    # the stop is named, and --count says the same
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--max-regions", "3", "--json"])
+    assert json.loads(out.out)["stopped"] == "--max-regions 3"
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--max-regions", "3", "--count", "--json"])
+    res = json.loads(out.out)
+    assert res["partial"] is True and res["certified"] is False and res["stopped"] == "--max-regions 3"
+    code, out = _run(capsys, ["regions", str(p), "--box", "-1:1", "--count", "--json"])
+    res = json.loads(out.out)
+    assert res["partial"] is False and res["certified"] is True and res["stopped"] is None
+
+
+def test_list_needs_json_and_the_plot_says_what_it_shows(tmp_path, capsys):
+    net = random_network(np.random.default_rng(3), [2, 7, 5, 1])
+    p = tmp_path / "m.npz"
+    save_model(net, p)
+    code, out = _run(capsys, ["regions", str(p), "--list"])
+    assert code == 1 and "--json" in out.err
+    png = tmp_path / "w.png"
+    code, out = _run(capsys, ["regions", str(p), "--whole-space", "--plot", str(png), "--json"])
+    res = json.loads(out.out)
+    assert code == 0 and res["domain"] == "R^d" and "[-1, 1]" in res["plot_note"]
+    code, out = _run(capsys, ["regions", str(p), "--max-regions", "2", "--plot", str(png), "--json"])
+    assert "not only the --max-regions found" in json.loads(out.out)["plot_note"]

@@ -65,6 +65,8 @@ def regions_cmd(
                            f"takes {d} inputs")
     if whole_space and box is not None:
         raise RelulabError("give --box or --whole-space, not both")
+    if list_regions and not json_out:
+        raise RelulabError("--list puts every region in the --json output: add --json")
     dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
     progress = not json_out
     par: dict = {}
@@ -101,9 +103,11 @@ def regions_cmd(
             # counting keeps no region data, but only enumeration stops at a limit
             rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
             n, partial = len(rs), bool(rs.partial)
-            stopped = rs.info.get("stopped")
+            stopped = rs.info.get("stopped") or (f"--max-regions {max_regions}" if partial else None)
         out["regions"] = n
         out["partial"] = partial
+        # count() refuses an uncertified number; a cut enumeration certifies nothing
+        out["certified"] = not partial
         out["stopped"] = stopped
         if json_out:
             print_json(out)
@@ -113,7 +117,10 @@ def regions_cmd(
         return
     rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions, **par)
     out.update(rs.to_dict(regions=list_regions and json_out))
-    out["stopped"] = rs.info.get("stopped")
+    if whole_space:
+        out["domain"] = "R^d"
+    out["stopped"] = rs.info.get("stopped") or (f"--max-regions {max_regions}" if rs.partial and max_regions
+                                                 else None)
     if graph:
         G = R.graph(rs, net)
         out["graph"] = G.graph["summary"].to_dict()
@@ -127,18 +134,23 @@ def regions_cmd(
             lo, hi = _lohi(dom, 0) if not whole_space else (-1.0, 1.0)
             P.function1d(net, lo, hi, path=plot)
         elif graph:
+            out["plot_note"] = "the adjacency graph of the regions found"
             P.region_graph(G, path=plot, layout="spring")
         else:
             raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "
                                f"takes {d} inputs")
         out["plot"] = plot
+        if d <= 2:
+            out["plot_note"] = ("every region in " + ("the window [-1, 1]^d (the whole space has none)"
+                                                      if whole_space else "the box")
+                                + (", not only the --max-regions found" if rs.partial else ""))
     if json_out:
         print_json(out)
         return
     t = Table(title=f"linear regions of {model}", show_header=False)
     t.add_row("regions", f"{len(rs)}" + (" (partial)" if rs.partial else ""))
-    if rs.info.get("stopped"):
-        t.add_row("stopped", rs.info["stopped"])
+    if out["stopped"]:
+        t.add_row("stopped", out["stopped"])
     t.add_row("bounded", str(int(rs.bounded.sum())))
     t.add_row("touching the domain boundary", str(int(rs.touches_domain.sum())))
     t.add_row("time", f"{rs.seconds:.3f} s")
@@ -148,7 +160,7 @@ def regions_cmd(
         t.add_row("average / max degree", f"{s.avg_degree:.3f} / {s.max_degree}  (2d = {2 * d})")
         t.add_row("diameter", str(s.diameter))
     if plot:
-        t.add_row("picture", plot)
+        t.add_row("picture", plot + (f" ({out['plot_note']})" if "plot_note" in out else ""))
     console.print(t)
 
 

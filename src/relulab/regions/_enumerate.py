@@ -141,6 +141,7 @@ def enumerate_regions(
         (4, [0, 1, 1, 2])
     """
     t0 = time.perf_counter()
+    _check_options(max_regions, vertices, big)
     if parallel is not None:
         from ._neuron_cells import enumerate_neuron_cells
 
@@ -186,6 +187,17 @@ def enumerate_regions(
     elif centers != "centroid":
         raise RelulabError(f"unknown centers {centers!r}: use 'centroid' or 'chebyshev'")
     return rs
+
+
+def _check_options(max_regions: Any, vertices: Any, big: Any) -> None:
+    """One clear error for each malformed option (they failed deep inside, or passed)."""
+    if max_regions is not None and (isinstance(max_regions, bool) or not isinstance(max_regions, int | np.integer)
+                                    or max_regions < 1):
+        raise RelulabError(f"enumerate: max_regions must be a positive integer or None, got {max_regions!r}")
+    if not (isinstance(vertices, bool | np.bool_) or vertices == "auto"):
+        raise RelulabError(f"enumerate: vertices must be True, False or 'auto', got {vertices!r}")
+    if big is not None and not (isinstance(big, int | float | np.number) and np.isfinite(big) and big > 0):
+        raise RelulabError(f"enumerate: big (the artificial box half-width) must be a positive number, got {big!r}")
 
 
 def _chebyshev_all(rs: RegionSet) -> None:

@@ -20,7 +20,9 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
     """Edges ``(i, j, neuron)`` of the dual graph, ``i < j``, as an (E, 3) int array.
 
     Two regions are joined when they share a facet; the facet lies on the hyperplane
-    of ``neuron``, and the two activation patterns differ exactly in that neuron.  A
+    of ``neuron``, and the two activation patterns differ in that neuron (and only in
+    it, unless another neuron shares or bends along the same hyperplane: a duplicate, a
+    negated copy or a deeper neuron, which flips with it).  A
     facet whose pattern-flipped neighbour is missing (possible only at degenerate
     input, where a bent hyperplane runs along the facet) is resolved by stepping a
     little across the facet's centre and locating the region there.

@@ -23,6 +23,8 @@ def neuron_label(widths: tuple[int, ...], j: int) -> tuple[int, int]:
         ((0, 0), (1, 0), (1, 1))
     """
     off = 0
+    if j < 0:
+        raise IndexError(f"neuron {j} out of range (ids start at 0)")
     for k, w in zip(range(len(widths)), widths, strict=True):
         if j < off + w:
             return k, j - off
@@ -44,8 +46,10 @@ class Region:
             H-representation (``Box.to_polytope()`` order for a box).
         vertices: the region's vertices (of its part inside the artificial box for an
             unbounded region), shape (n_vertices, d).
-        interior_point: a point strictly inside (the centroid of the vertices, or the
-            Chebyshev centre when asked for), and ``radius``: the radius of the largest
+        interior_point: a point strictly inside: the centroid of some of its vertices
+            (of d + 1 affinely independent ones with the default engine, of all of them
+            with ``engine="cells"``; so it differs between engines), or the Chebyshev
+            centre with ``centers="chebyshev"``; and ``radius``: the radius of the largest
             ball around it inside the region.
         affine: ``(C, c)`` with ``net(x) = C x + c`` on the region.
         bounded: False for an unbounded region (domain = all of R^d or an unbounded
