@@ -607,3 +607,38 @@ def test_neuron_label_refuses_negative_ids():
 
     with pytest.raises(IndexError):
         neuron_label((3, 2), -1)
+
+
+def test_batch_size_follows_the_memory_budget_and_a_failed_allocation_is_partial(monkeypatch):
+    import relulab.regions._engine as E
+
+    rng = np.random.default_rng(2)
+    net = Network([rng.normal(size=(14, 4)), rng.normal(size=(1, 14))], [rng.normal(size=14) * .3, np.zeros(1)])
+    box = Box(-np.ones(4), np.ones(4))
+    pb = E.Problem(net, box)
+    assert E.slot_cap(pb, budget=2**40) == E.MAX_BATCH_SLOTS          # a large budget: unchanged
+    small = E.slot_cap(pb, budget=50 * 2**20)
+    assert 1_000 <= small < E.MAX_BATCH_SLOTS                          # 50 MB: smaller batches
+    # the same regions with tiny batches (every batch halved early)
+    full = regions.enumerate(net, box, engine="cells")
+    monkeypatch.setattr(E, "slot_cap", lambda pb, budget=None: 1_000)
+    tiny = regions.enumerate(net, box, engine="cells")
+    assert {r.pattern.tobytes() for r in tiny} == {r.pattern.tobytes() for r in full}
+    # an allocation that fails anyway ends the enumeration partial, with what it has
+    real = E._apply_neuron
+    calls = [0]
+
+    def failing(pb, b):
+        calls[0] += 1
+        if calls[0] > 20:
+            raise MemoryError("Unable to allocate 197 MiB")
+        return real(pb, b)
+
+    monkeypatch.setattr(E, "_apply_neuron", failing)
+    rs = regions.enumerate(net, box, engine="cells")
+    assert rs.partial and "memory: an allocation failed" in rs.info["stopped"]
+    have = {r.pattern.tobytes() for r in full}
+    assert all(r.pattern.tobytes() in have for r in rs)
+    calls[0] = 0
+    with pytest.raises(RelulabError, match="counting regions: an allocation failed"):
+        regions.count(net, box, engine="cells")

@@ -220,6 +220,10 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
             run.partial = True
             run.interrupted = True
             return
+        except MemoryError as e:  # the budget's estimate missed: keep what was found
+            run.partial = True
+            run.stopped = f"memory: an allocation failed after {found} regions ({e})"
+            return
 
 
 def _has_more(it) -> bool:
@@ -287,8 +291,13 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     total = [0]
     with Progress(progress) as bar:
-        for ch in E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, total[0])):
-            total[0] += ch.batch.n
+        try:
+            for ch in E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, total[0])):
+                total[0] += ch.batch.n
+        except MemoryError as e:
+            raise ResourceLimitError(f"counting regions: an allocation failed after {total[0]} "
+                                     f"regions ({e}); lower the memory use with a smaller box or "
+                                     "RELULAB_MEMORY_GB") from None
     return total[0]
 
 

@@ -54,6 +54,21 @@ __all__ = ["SIGN_TOL", "Problem", "Batch", "run", "FinalChunk"]
 # stays bounded and regions stream out early.
 MAX_BATCH_REGIONS = 60_000
 MAX_BATCH_SLOTS = 600_000
+# A vertex slot's working memory, in units of 8 bytes: its coordinates and constraint ids,
+# and the d (d - 1)-id edge keys one neuron's split builds for it, with their sort
+# temporaries (measured: an 8-input network peaked near this estimate).
+SLOT_WORDS_PER_D2 = 4
+
+
+def slot_cap(pb: Problem, budget: int | None = None) -> int:
+    """How many vertex slots a batch may hold before it is halved: MAX_BATCH_SLOTS, or
+    fewer where a neuron's split over that many would not fit a quarter of the memory
+    budget (``relulab.limits``)."""
+    from ..limits import memory_budget
+
+    budget = memory_budget() if budget is None else budget
+    per_slot = 8 * (2 * pb.d + 8 + SLOT_WORDS_PER_D2 * pb.d * pb.d)
+    return int(max(1_000, min(MAX_BATCH_SLOTS, budget // (4 * per_slot))))
 
 
 # --------------------------------------------------------------------- problem data
@@ -588,6 +603,7 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
     )
     stack = [root]
     done = 0.0
+    cap = slot_cap(pb)
     while stack:
         b = stack.pop()
         while b.stage < pb.N:
@@ -595,7 +611,7 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
             if k != b.layer:
                 _enter_layer(pb, b, k)
             b = _apply_neuron(pb, b)
-            if b.n > MAX_BATCH_REGIONS or b.used - b.dead > MAX_BATCH_SLOTS:
+            if b.n > MAX_BATCH_REGIONS or b.used - b.dead > cap:
                 b1, b2 = _halve(b)
                 stack.append(b2)
                 b = b1
