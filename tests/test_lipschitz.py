@@ -372,3 +372,41 @@ def test_exact_local_jacobian_against_finite_differences():
         fd = (net(np.array([[x + h]])) - net(np.array([[x - h]]))).item() / (2 * h)
         assert J is not None and abs(J[0, 0] - fd) < 1e-6
     assert exact_local_jacobian(net, np.array([0.0])) is None   # the kink of |x|
+
+
+def _wide_net(seed=1, w=(10, 80, 80, 1)):
+    rng = np.random.default_rng(seed)
+    return Network([rng.standard_normal((b, a)) / np.sqrt(a) for a, b in zip(w[:-1], w[1:], strict=True)],
+                   [rng.standard_normal(b) * 0.3 for b in w[1:]])
+
+
+def test_a_local_sdp_too_big_for_the_time_left_is_skipped_and_the_result_partial():
+    from relulab.limits import ResourceLimitError
+    from relulab.lipschitz.sdp import _check_sdp_size
+
+    _check_sdp_size(20, 1.0)                              # small: fine
+    with pytest.raises(ResourceLimitError, match="per iteration"):
+        _check_sdp_size(170, 0.3)                         # a 14,535-row KKT block
+    net, box = _wide_net(), Box([-1] * 10, [1] * 10)
+    r = lipschitz(net, box, p=2, method="auto", time_limit=0.3)
+    assert r.partial and r.status == "bounded" and r.upper >= r.lower
+    # the bound is still an upper bound: above the norm of any sampled Jacobian
+    X = np.random.default_rng(0).uniform(-1, 1, (200, 10))
+    assert max(np.linalg.norm(net.jacobian(x), 2) for x in X) <= r.upper * (1 + 1e-9)
+
+
+def test_enumeration_cut_by_the_deadline_inside_the_engine_claims_no_upper_bound():
+    import time
+
+    from relulab.lipschitz.enumeration import by_enumeration
+
+    net, box = _wide_net(), Box([-1] * 10, [1] * 10)
+    o = by_enumeration(net, box, 1.0, None, deadline=time.time() + 0.05)
+    assert not o.complete and o.upper == np.inf
+    report: dict = {}
+    got = list(regions.iter_regions(net, box, deadline=time.time() - 1, report=report))
+    assert report["partial"] and "time limit" in report["stopped"] and len(got) == 0
+    small = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    report = {}
+    assert len(list(regions.iter_regions(small, Box([-1], [1]), report=report))) == 2
+    assert report == {"partial": False, "stopped": None}

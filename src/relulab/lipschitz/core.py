@@ -19,6 +19,7 @@ import numpy as np
 
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
+from ..limits import ResourceLimitError
 from ..lp import chebyshev_center
 from ..network import Network
 from ..tolerance import MIN_RADIUS
@@ -301,6 +302,9 @@ def lipschitz(
         if tl is None or tl > 0:
             try:
                 uppers["sdp"] = sdp_bound(net, work_dom, time_limit=tl)
+            except ResourceLimitError as e:  # skipped for the time or memory it needs
+                info["sdp_error"] = str(e)
+                partial = True
             except RelulabError as e:
                 info["sdp_error"] = str(e)
         else:

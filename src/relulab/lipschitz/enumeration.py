@@ -89,12 +89,15 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         complete = not rs.partial
     else:
         Cl, Pl = [], []
-        for R in regions.iter_regions(net, domain):
+        report: dict = {}
+        for R in regions.iter_regions(net, domain, deadline=deadline, report=report):
             Cl.append(R.affine[0])
             Pl.append(R.interior_point)
             if deadline is not None and time.time() > deadline:
-                complete = False
                 break
+        # a stream cut anywhere (here, at the deadline inside the engine, or by the memory
+        # budget) leaves regions out: no upper bound from it
+        complete = not report.get("partial", True)
         Cs = np.array(Cl).reshape(len(Cl), net.output_dim, net.input_dim)
         pts = np.array(Pl).reshape(len(Pl), net.input_dim)
     lo = np.empty(len(Cs))

@@ -60,6 +60,7 @@ import numpy as np
 from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..errors import RelulabError
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network
 from ..results import Result
 from .result import LipschitzWitness
@@ -212,6 +213,26 @@ def _certified_rho(lift: ReducedLift, t: np.ndarray) -> float:
     return np.inf
 
 
+# Clarabel factors the PSD cone's block of its KKT system densely: m = n (n + 1) / 2 rows
+# for a cone of order n, so an iteration costs about m^3 / 3 flops.  Measured on one core
+# (n = 25 to 85): a whole solve runs at 0.1-0.7 GFLOP/s in that measure, over about 20
+# iterations.
+SDP_FLOPS_PER_S = 5e8
+SDP_ITERATIONS = 20
+
+
+def _check_sdp_size(n: int, time_limit: float | None) -> None:
+    """Refuse (``ResourceLimitError``, which the callers take as "no SDP bound") a local
+    SDP whose dense KKT block would not fit the memory budget, or one of whose iterations
+    would outlast ``time_limit``: Clarabel checks its time limit only between iterations."""
+    m = n * (n + 1) // 2
+    check_bytes(3 * 8.0 * m * m, f"the local SDP (a PSD cone of order {n}; its KKT block has {m} rows)")
+    one_iteration = m**3 / 3 / SDP_FLOPS_PER_S / SDP_ITERATIONS
+    if time_limit is not None and one_iteration > time_limit:
+        raise ResourceLimitError(f"the local SDP (a PSD cone of order {n}) needs about "
+                                 f"{one_iteration:.3g} s per iteration; {time_limit:.3g} s are left")
+
+
 def _solve_clarabel(lift: ReducedLift, time_limit: float | None) -> np.ndarray | None:
     """Multipliers ``t`` of ``min rho s.t. rho P_x - K(t) >= 0, t >= 0`` (Clarabel)."""
     import clarabel
@@ -219,6 +240,7 @@ def _solve_clarabel(lift: ReducedLift, time_limit: float | None) -> np.ndarray |
 
     d, U = lift.d, lift.n_unstable
     n = d + U
+    _check_sdp_size(n, time_limit)
     iu, ju = np.triu_indices(n)           # Clarabel: upper triangle, column-major
     order = np.lexsort((iu, ju))
     iu, ju = iu[order], ju[order]

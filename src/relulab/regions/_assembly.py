@@ -7,6 +7,7 @@ Bounded and unbounded domains (:mod:`._unbounded`) both go through
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -179,15 +180,23 @@ class Progress:
 
 # ------------------------------------------------------------------ engines
 def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
-                 run: EngineRun) -> Iterator[RegionArrays]:
+                 run: EngineRun, deadline: float | None = None) -> Iterator[RegionArrays]:
     """Finalized batches of the cell engine, depth first; marks ``run`` partial (and
-    interrupted on Ctrl-C) on an early stop."""
+    interrupted on Ctrl-C) on an early stop.  ``deadline``: a ``time.time()`` value at
+    which the stream ends, partial."""
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     found = 0
     kept = 0
     budget = memory_budget()
+    late = [False]
+
+    def past_deadline() -> bool:
+        late[0] = late[0] or time.time() > deadline
+        return late[0]
+
     with Progress(progress) as bar:
-        it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found))
+        it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found),
+                   stop=None if deadline is None else past_deadline)
         try:
             for ch in it:
                 arrays = finalize(pb, ch)
@@ -216,6 +225,9 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
                     # more regions exist unless this was the last batch
                     run.partial = run.partial or _has_more(it)
                     return
+            if late[0]:
+                run.partial = True
+                run.stopped = f"time limit reached after {found} regions"
         except KeyboardInterrupt:
             run.partial = True
             run.interrupted = True

@@ -586,10 +586,12 @@ class FinalChunk:
     pattern: np.ndarray  # (n, N) bool
 
 
-def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
+def run(pb: Problem, X0, F0, ptr0, *, progress=None, stop=None) -> Iterator[FinalChunk]:
     """Yield finished regions batch by batch (depth first).
 
     ``progress(frac)`` is called with the finished share of the domain (0..1].
+    ``stop()``, when given, is asked after every neuron: True ends the stream there (the
+    caller marks its result partial).
     """
     L = pb.n_layers
     root = Batch(
@@ -611,6 +613,8 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None) -> Iterator[FinalChunk]:
             if k != b.layer:
                 _enter_layer(pb, b, k)
             b = _apply_neuron(pb, b)
+            if stop is not None and stop():
+                return
             if b.n > MAX_BATCH_REGIONS or b.used - b.dead > cap:
                 b1, b2 = _halve(b)
                 stack.append(b2)

@@ -62,11 +62,16 @@ def iter_regions(
     *,
     max_regions: int | None = None,
     progress: bool = False,
+    deadline: float | None = None,
+    report: dict | None = None,
 ) -> Iterator[Region]:
     """Stream the linear regions of ``net`` inside ``domain`` (depth first).
 
     Same arguments as :func:`relulab.regions.enumerate`; Ctrl-C ends the stream
-    after the regions already produced (each of them exact).
+    after the regions already produced (each of them exact).  ``deadline`` (a
+    ``time.time()`` value) ends it there too, within one neuron's work.  ``report``, a
+    dict, receives ``partial`` (True when the stream was cut: by ``max_regions``, the
+    deadline, the memory budget or Ctrl-C) and ``stopped`` (why) when the stream ends.
 
     Example:
         >>> import numpy as np
@@ -76,15 +81,21 @@ def iter_regions(
         [[True, False], [False, True]]
     """
     pb, dom = _problem(net, domain, None)
+    report = {} if report is None else report
     if pb.big is not None:
         # unbounded domains need the certificate over the whole set first
-        yield from enumerate_regions(net, dom, max_regions=max_regions, progress=progress)
+        rs = enumerate_regions(net, dom, max_regions=max_regions, progress=progress)
+        report.update(partial=bool(rs.partial or not rs.certified), stopped=rs.info.get("stopped"))
+        yield from rs
         return
     off = 0
-    for arrays in stream_cells(pb, progress, max_regions, EngineRun()):
+    run = EngineRun()
+    report.update(partial=True, stopped="the stream was not read to its end")
+    for arrays in stream_cells(pb, progress, max_regions, run, deadline=deadline):
         for i in range(arrays.n):
             yield arrays.region(i, off + i, pb.N)
         off += arrays.n
+    report.update(partial=bool(run.partial), stopped=run.stopped)
 
 
 def enumerate_regions(

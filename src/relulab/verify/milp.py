@@ -221,6 +221,8 @@ def tighten_bounds(
         prev = enc.h_cols[k - 1]
         W, b = Ws[k], bs[k]
         for j in unst:
+            if time_limit is not None and _time.time() - t0 > time_limit:
+                break  # the neurons left keep their bounds (sound, looser)
             c = np.zeros(enc.n_vars)
             c[prev] = W[j]
             for sense in (False, True):
