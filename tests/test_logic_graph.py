@@ -271,3 +271,19 @@ def test_normal_form_of_a_dead_node_that_weighs_an_unread_node():
             assert replay(g, r.steps).same(r.graph)
         d = derive(n, n)
         assert d.status == "found" and d.verified
+
+
+def test_equal_on_cube_timeout_covers_the_region_comparison():
+    # f and g differ by 1e-7 everywhere: the regions would decide, but not within 0.2 s;
+    # the timeout used to reach only the verifier, after every region was enumerated
+    rng = np.random.default_rng(1)
+    w = [8, 60, 60, 1]
+    f = Network([rng.standard_normal((b, a)) / np.sqrt(a) for a, b in zip(w[:-1], w[1:], strict=True)],
+                [rng.standard_normal(b) * 0.3 for b in w[1:]])
+    g = Network(list(f.weights), [*f.biases[:-1], f.biases[-1] + 1e-7])
+    r = equal_on_cube(f, g, timeout=0.2)
+    assert r.status in ("unknown", "different")
+    if r.status == "different":      # only with an exact witness
+        assert r.exact and r.f_value != r.g_value
+    else:
+        assert not r.exact and ("time" in r.message or "stopped" in r.message)

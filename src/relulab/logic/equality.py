@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -110,14 +111,20 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     if f.input_dim != g.input_dim or f.output_dim != g.output_dim:
         raise RelulabError(f"equal_on_cube: shapes differ ({f!r} vs {g!r})")
     B = _box(f.input_dim, box)
+    if timeout is not None and not timeout >= 0:
+        raise RelulabError(f"equal_on_cube: timeout must be seconds (>= 0) or None, got {timeout!r}")
+    deadline = None if timeout is None else time.time() + timeout
     F, G = f.exact(), g.exact()
     if canonical(F, B)[0] == canonical(G, B)[0]:
         return EqualityResult("equal", "canonical", True, "identical exact normal forms")
-    r0 = _by_regions(F, G, B)
+    r0 = _by_regions(F, G, B, deadline)
     if r0.status != "unknown" or not use_verifier:
         return r0
+    left = None if deadline is None else deadline - time.time()
+    if left is not None and left <= 0:
+        return EqualityResult("unknown", "regions", False, f"{r0.message}; no time left for the verifier")
     try:
-        r = equivalent(F, G, B, timeout=timeout)
+        r = equivalent(F, G, B, timeout=left)
     except RelulabError as e:
         return EqualityResult("unknown", "verifier", False, f"{r0.message}; the verifier failed: {e}")
     if r.status == "different":
@@ -135,7 +142,9 @@ def _values(net: Network, x: tuple) -> tuple:
     return tuple(net.exact()(np.array(x, dtype=object)))
 
 
-def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
+def _by_regions(f: Network, g: Network, B: Box, deadline: float | None = None) -> EqualityResult:
+    """The exact region-by-region comparison; ``deadline`` (a ``time.time()`` value) ends
+    it "unknown"."""
     from .. import regions
 
     F, G = f.exact().without_skip(), g.exact().without_skip()
@@ -149,9 +158,11 @@ def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
                 return EqualityResult("different", "regions", True, "affine maps differ at a box vertex",
                                       p, _values(F, p), _values(G, p))
         return EqualityResult("equal", "regions", True, "equal affine maps (checked at the box vertices)")
-    rs = regions.enumerate(H.float(), B)
-    if rs.partial or len(rs) == 0:
-        return EqualityResult("unknown", "regions", False, "region enumeration incomplete")
+    report: dict = {}
+    rs = list(regions.iter_regions(H.float(), B, deadline=deadline, report=report))
+    if report.get("partial", True) or len(rs) == 0:
+        why = report.get("stopped") or "incomplete"
+        return EqualityResult("unknown", "regions", False, f"region enumeration stopped ({why})")
     # The enumeration is in floating point: each region is re-described exactly and its
     # volume bounded from below exactly, so that a region it missed (thinner than its
     # tolerances) shows up as volume the regions do not cover.
@@ -160,6 +171,9 @@ def _by_regions(f: Network, g: Network, B: Box) -> EqualityResult:
     seen: set[tuple[bool, ...]] = set()
     exact_points: list[tuple] = []
     for R in rs:
+        if deadline is not None and time.time() > deadline:
+            return EqualityResult("unknown", "regions", False,
+                                  f"the time limit ended the exact comparison of {len(rs)} regions")
         found = _strict_point(H, R)
         if found is None:
             return EqualityResult("unknown", "regions", False,
