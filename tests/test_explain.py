@@ -344,3 +344,34 @@ def test_why_not_reports_a_persistent_solver_error_honestly(monkeypatch):
     assert r.certificate["reason"].startswith("numerical: solver error")
     assert "solver failed numerically" in r.text()
     assert r.info["balls"][-1]["status"] == "error"
+
+
+def test_why_time_limit_bounds_the_whole_explanation(monkeypatch):
+    """Each MILP gets what the earlier ones left (each side push once got the whole
+    limit): with a clock that advances 0.1 s per MILP and a 0.25 s limit, the pushes get
+    less and less time and stop once it is spent."""
+    import importlib
+    import types
+
+    common = importlib.import_module("relulab.explain._common")
+    W = importlib.import_module("relulab.explain.why")
+    now = [0.0]
+    monkeypatch.setattr(common, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    given = []
+    real = W._violation_opt
+
+    def timed(*a):
+        given.append(a[-1])
+        now[0] += 0.1
+        return real(*a[:-1], None)
+
+    monkeypatch.setattr(W, "_violation_opt", timed)
+    monkeypatch.setattr(W, "_cube_radius", lambda *a: (0.05, None))   # a proven cube, at once
+    monkeypatch.setattr(W, "certify", lambda *a: (False, None))
+    monkeypatch.setattr(W, "_witness", lambda *a: None)
+    monkeypatch.setattr(W, "_region_rule", lambda *a: (None, (), np.zeros(2, bool), None))
+    r = why(_TL_NET, [0.5, 0.6], Box([0, 0], [1, 1]), time_limit=0.25)
+    assert given and all(t is not None and t <= 0.25 for t in given)
+    assert all(b < a for a, b in zip(given, given[1:], strict=False))     # what is left shrinks
+    assert len(given) < 4                                                 # 4 sides; time ran out
+    assert "time limit" in (r.info["stopped"] or "")

@@ -30,7 +30,7 @@ from ..results import Result
 from ..tolerance import FEAS_TOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify, max_output, restrict
-from ._common import check_domain, check_point, check_time_limit, float_net
+from ._common import check_domain, check_point, check_time_limit, float_net, time_left
 from ._milp import ExplainMILP
 from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
 from .features import feature_names
@@ -298,18 +298,19 @@ def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> 
     return None
 
 
-def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
+def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
                    ) -> tuple[Rule | None, float, str | None, str | None]:
     """The interval rule around x, the cube radius, what stopped a step early (or None)
-    and, when there is no rule, why not (see :func:`_no_rule`)."""
+    and, when there is no rule, why not (see :func:`_no_rule`).  ``left()``: the seconds
+    left (None: no limit), asked before every MILP."""
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
-    r, stopped = _cube_radius(fnet, domain, x, dec, mg, time_limit)
+    r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
-        cert, worst = certify(fnet, domain, rule.A, rule.b, dec, time_limit) if do_certify else (False, None)
+        cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left()) if do_certify else (False, None)
         return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped, None
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
         return None, r, stopped, _no_rule(stopped)
@@ -333,8 +334,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
             c = np.zeros(d)
             c[i] = 1.0 if up else -1.0
             step_no += 1
+            if left() is not None and left() <= 1e-3:
+                stopped = stopped or "the side pushes ended at the time limit"
+                continue
             st, v, tied = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c,
-                                         mg * (step_no + 1), time_limit)
+                                         mg * (step_no + 1), left())
             step = FEAS_TOL * (1.0 + abs(x[i]))  # smaller moves are the margin, not room
             if st == "infeasible":
                 if up:
@@ -354,11 +358,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, time_limit
                     hi[i] = min(new, bb.hi[i])
                 else:
                     lo[i] = max(-new, bb.lo[i])
-    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, time_limit)
+    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left)
     if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
-                         time_limit)
+                         left)
     return rule, r, stopped, None
 
 
@@ -377,7 +381,7 @@ def _no_rule(stopped: str | None) -> str:
             "any box around x keeps the decision (x need not lie on the decision boundary)")
 
 
-def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_limit) -> Rule:
+def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left) -> Rule:
     d = len(lo)
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
@@ -404,9 +408,11 @@ def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, time_li
             wlo[i], whi[i] = hi[i], bb.hi[i]
         else:
             wlo[i], whi[i] = bb.lo[i], lo[i]
-        w = _witness(fnet, domain, wlo, whi, dec, wmargin, time_limit)
+        # witnesses are illustrations: none once the time is up (the proof goes first)
+        w = None if left() is not None and left() <= 1e-3 else \
+            _witness(fnet, domain, wlo, whi, dec, wmargin, left())
         wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
-    cert, worst = certify(fnet, domain, A, b, dec, time_limit) if do_certify else (False, None)
+    cert, worst = certify(fnet, domain, A, b, dec, left()) if do_certify else (False, None)
     return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit))
 
 
@@ -433,7 +439,9 @@ def why(
         features: feature names for the rules (default x0, x1, ...).
         class_names: names of the classes (outputs).
         certify_rules: prove each rule with relulab.verify's MILP (default True).
-        time_limit: seconds per MILP (None: none); must be positive.
+        time_limit: seconds for the whole explanation (None: none; must be positive):
+            each MILP gets what the earlier ones left, so a rule may come back
+            uncertified or with fewer sides pushed (``info["stopped"]`` says so).
 
     Example:
         >>> from relulab import Network, Box
@@ -456,8 +464,9 @@ def why(
         dec = as_decision(fnet, decision, class_names)
         if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
-    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, time_limit)
-    rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, time_limit)
+    left = time_left(time_limit)
+    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, left())
+    rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, left)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
                      time=time.perf_counter() - t0,
