@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, require
+from ..limits import check_bytes
 from ..network import Network
 
 __all__ = [
@@ -198,6 +199,9 @@ def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray
     X = _points(X, "X")
     Z = X if Z is None else _points(Z, "Z", X.shape[1])
     d = X.shape[1]
+    # S, T, rho, k0 and a temporary: five n x m float arrays at a time
+    check_bytes(5 * 8.0 * X.shape[0] * Z.shape[0],
+                f"computing the {X.shape[0]} x {Z.shape[0]} kernel")
     same = _identical_rows(X, Z)
     S = X @ Z.T / d + bias_var  # layer-1 pre-activation covariance
     sx = np.einsum("ij,ij->i", X, X) / d + bias_var

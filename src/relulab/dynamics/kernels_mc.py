@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..network import Network
 from ..results import Result
 from .kernels import KernelError, _check_settings, _points, layer_scales, ntk
@@ -112,6 +113,9 @@ def _streamed(A: np.ndarray, n: int, width: int, depth: int, seed: int, bias_var
     ``sum_k (G_k G_k^T) * (s_w^2 H_{k-1} H_{k-1}^T + s_b^2)``."""
     N, d = A.shape
     rows, cols = (slice(0, N), slice(0, N)) if n == N else (slice(0, n), slice(n, N))
+    m = N if n == N else N - n
+    # one Gram per layer and the kernel (n x m), the activations, masks and gradients (N x width)
+    check_bytes(8.0 * ((depth + 3) * n * m + 4 * N * width), f"the streamed NTK of {N} points at width {width}")
     dims = [d] + [width] * depth + [1]
     scales = layer_scales(dims, bias_var)
 

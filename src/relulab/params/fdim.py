@@ -39,6 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import RelulabError
+from ..limits import check_bytes
 from ..network import Network
 from ._rank import RankInfo, exact_rank, numerical_rank
 from .vector import parameter_layout
@@ -178,6 +179,10 @@ def realization_jacobian(net: Network, X) -> np.ndarray:
         masks.append(mask)
         H = np.where(mask, Z, zero)
         Hs.append(H)
+    # object entries hold a pointer each (and a Fraction); floats 8 bytes; the layer
+    # products below take about as much again
+    check_bytes(2.0 * n * m * lay.size * (64 if exact else 8),
+                f"the Jacobian of the realization map ({n * m} rows x {lay.size} parameters)")
     J = np.empty((n, m, lay.size), dtype=dtype)
     J[...] = zero
     eye = np.full((m, m), zero, dtype=dtype)

@@ -33,6 +33,7 @@ from math import comb
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..tolerance import MATCH_RTOL, TINY, or_default
 
 __all__ = ["activation_patterns", "enumerate_patterns", "facet_rows", "hyperplane_classes",
@@ -85,6 +86,10 @@ def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
     else:
         tries = tries or max(2000, 50 * max_patterns)
         G = rng.standard_normal((tries, d))
+    # the n x tries products (float), their signs, and the copies np.unique(axis=1) sorts
+    check_bytes(12.0 * n * G.shape[0],
+                f"sampling activation patterns ({n} points x {G.shape[0]} directions; lower "
+                "max_patterns)")
     M, G = _drop_all_off(*_unique_columns(Xa @ G.T >= 0, G))
     if M.shape[1] > max_patterns:
         sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
