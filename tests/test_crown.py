@@ -570,3 +570,54 @@ def test_transposed_input_into_conv_bounds_soundly():
     for method in ("ibp", "crown", "alpha"):
         gb = bound(bg, -np.ones((1, 20)), np.ones((1, 20)), method=method)
         assert np.all(gb.lower[0] <= Y.min(0) + 1e-9) and np.all(Y.max(0) <= gb.upper[0] + 1e-9)
+
+
+def _bad_model(case):
+    from onnx import helper, numpy_helper
+
+    def init(a, name, dtype=np.float32):
+        return numpy_helper.from_array(np.asarray(a, dtype=dtype), name)
+
+    if case == "inf_weight":
+        W = np.ones((2, 3))
+        W[0, 1] = np.inf
+        return _onnx_model([helper.make_node("Gemm", ["x", "W"], ["y"], transB=1, name="n")], [1, 3], [1, 2],
+                           [init(W, "W")])
+    if case == "negative_variance":
+        c = np.ones(2)
+        return _onnx_model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="n")],
+                           [1, 2, 3, 3], [1, 2, 3, 3],
+                           [init(c, "s"), init(c * 0, "b"), init(c * 0, "m"), init(-c, "v")])
+    if case == "dropout_training":
+        return _onnx_model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="n")], [1, 3], [1, 3],
+                           [init(0.5, "r"), init(True, "t", np.bool_)])
+    if case == "kernel_shape":
+        return _onnx_model([helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[3, 3], name="n")],
+                           [1, 1, 4, 4], [1, 1, 3, 3], [init(np.ones((1, 1, 2, 2)), "W")])
+    if case == "unsqueeze_twice":
+        return _onnx_model([helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="n")], [1, 3], [1, 1, 1, 3],
+                           [init([1, 1], "a", np.int64)])
+    if case == "bias_length":
+        return _onnx_model([helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1, name="n")], [1, 3], [1, 4],
+                           [init(np.ones((4, 3)), "W"), init(np.ones(3), "b")])
+    if case == "clip_vector_min":
+        return _onnx_model([helper.make_node("Clip", ["x", "lo"], ["y"], name="n")], [1, 3], [1, 3],
+                           [init([0.0, 1.0], "lo")])
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["inf_weight", "negative_variance", "dropout_training", "kernel_shape",
+                                  "unsqueeze_twice", "bias_length", "clip_vector_min"])
+def test_malformed_or_non_function_graphs_are_refused_naming_the_node(case):
+    with pytest.raises(GraphError, match="node 'n' "):
+        BoundGraph.from_onnx(_bad_model(case))
+
+
+def test_bound_arguments_are_checked():
+    from relulab.crown import bound as crown_bound
+    from relulab.crown.propagate import BoundError
+
+    bg = BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+    for kw in ({"C": [["a"]]}, {"method": "alpha", "iters": 2.5}, {"method": "alpha", "lr": float("inf")}):
+        with pytest.raises(BoundError):
+            crown_bound(bg, [[-1.0]], [[1.0]], **kw)

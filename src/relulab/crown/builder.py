@@ -77,6 +77,11 @@ class GraphBuilder:
         except (RuntimeError, ValueError, IndexError) as e:
             msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise GraphError(f"{where or name}: shapes do not fit ({msg})") from None
+        if not bool(self._torch.isfinite(y).all()):
+            # finite operators map 0 to finite values: NaN or infinite constants (weights,
+            # a negative batch-norm variance, an average over no cells) would give NaN bounds
+            raise GraphError(f"{where or name}: its constants are NaN or infinite (its output at 0 "
+                             "is not finite)")
         self.nodes[name] = Node(name, op, ins, tuple(int(s) for s in y.shape[1:]))
         return name
 

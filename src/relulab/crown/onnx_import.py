@@ -135,6 +135,12 @@ class _Reader:
     def passthrough(self, ins: list, at: dict) -> list:
         return [ins[0]]
 
+    def dropout(self, ins: list, at: dict) -> list:
+        """Inference-mode dropout is the identity; training mode (a random mask) is refused."""
+        if len(ins) > 2 and ins[2] is not None and bool(np.asarray(self.const(ins[2], "training_mode")).any()):
+            raise GraphError(f"{self.where}: dropout in training mode is random, not a function")
+        return [ins[0]]
+
     def cast(self, ins: list, at: dict) -> list:
         """A cast between float types of at least 32 bits is kept as the identity (bounds
         are computed in float64); a cast to an integer, bool or 16-bit float type changes
@@ -238,6 +244,8 @@ class _Reader:
         full = (1, *self.S(a))
         z = np.zeros(full)
         if un:
+            if len({int(x) % (len(full) + len(axes)) for x in axes}) != len(axes):
+                raise GraphError(f"{self.where}: repeated axes {list(axes)}")
             for ax in sorted(int(x) % (len(full) + len(axes)) for x in axes):
                 z = np.expand_dims(z, ax)
             bad = 0 in [int(x) % (len(full) + len(axes)) for x in axes]
@@ -323,6 +331,9 @@ class _Reader:
         nd = self._spatial(a, "Conv")
         if W.ndim != nd + 2:
             raise GraphError(f"{self.where}: weight of shape {W.shape} for a {nd}-D convolution")
+        if "kernel_shape" in at and [int(x) for x in at["kernel_shape"]] != list(W.shape[2:]):
+            raise GraphError(f"{self.where}: kernel_shape {list(at['kernel_shape'])} does not match the "
+                             f"weight of shape {W.shape}")
         k, st, dil = self._geom(at, nd, list(W.shape[2:]))
         src, pad = self._padded(a, self._pads(at, a, k, st, dil))
         bias = self.t(self.const(ins[2], "the bias").ravel()) if len(ins) > 2 and ins[2] is not None else None
@@ -419,7 +430,7 @@ _HANDLERS = {
     "PRelu": _Reader.prelu,
     "Clip": _Reader.clip,
     "Identity": _Reader.passthrough,
-    "Dropout": _Reader.passthrough,
+    "Dropout": _Reader.dropout,
     "Cast": _Reader.cast,
     "Add": lambda r, i, a: r.add_sub(i, a, 1.0),
     "Sub": lambda r, i, a: r.add_sub(i, a, -1.0),
@@ -528,7 +539,13 @@ def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:
                 n_relu += 1
             else:
                 r.label = f"{node.op_type.lower()}{i}"
-            outs = h(r, ins, _attrs(node))
+            try:
+                outs = h(r, ins, _attrs(node))
+            except GraphError:
+                raise
+            except (ValueError, TypeError, IndexError) as e:  # malformed attributes or constants
+                msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise GraphError(f"{r.where}: {msg}") from None
         for name, v in zip(node.output, outs, strict=False):
             if name:
                 env[name] = v

@@ -181,7 +181,10 @@ def _spec(C: Any, B: int, n_out: int) -> np.ndarray:
         return np.broadcast_to(np.eye(n_out), (B, n_out, n_out))
     if hasattr(C, "detach"):
         C = C.detach().cpu().numpy()
-    Cm = np.asarray(C, dtype=np.float64)
+    try:
+        Cm = np.asarray(C, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError("C: not an array of numbers") from None
     if Cm.ndim == 1:
         Cm = Cm[None]
     if Cm.ndim == 2 and Cm.shape[1] == n_out and Cm.shape[0] > 0:
@@ -315,8 +318,9 @@ def bound(
         raise BoundError("device: cuda was asked for but torch sees no GPU")
     if intermediate not in ("crown", "alpha", "reuse"):
         raise BoundError(f"intermediate: {intermediate!r} is not crown, alpha or reuse")
-    if int(iters) < 0 or not lr > 0:
-        raise BoundError(f"iters ({iters}) must be >= 0 and lr ({lr}) > 0")
+    if isinstance(iters, bool) or not isinstance(iters, int | np.integer) or iters < 0 \
+            or not (isinstance(lr, int | float | np.number) and np.isfinite(lr) and lr > 0):
+        raise BoundError(f"iters ({iters!r}) must be an integer >= 0 and lr ({lr!r}) a finite number > 0")
     g = bg.converted(dtype, str(device))
     dt = g.torch_dtype()
     shape = g.input_shape
