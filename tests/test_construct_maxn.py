@@ -302,3 +302,15 @@ def test_cli_max_hidden_layers(tmp_path, capsys) -> None:
         assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(capsys, "construct", "min", "--n", "4", "--hidden-layers", "2")
     assert code == 1 and "applies to max only" in err
+
+
+def test_search_max_pairs_time_limit_covers_building_the_candidates(monkeypatch):
+    # building the n = 8 family takes seconds: a limit spent there answers "unknown" (it
+    # used to build the whole family first and answer "infeasible" after 5 s at 0.3 s)
+    import importlib
+
+    M = importlib.import_module("relulab.construct.maxn")
+    clock = iter(range(10**6))
+    monkeypatch.setattr(M, "time", type("T", (), {"perf_counter": staticmethod(lambda: next(clock) * 0.01)}))
+    s = M.search_max_pairs(8, time_limit=0.3)
+    assert s.status == "unknown" and s.terms == ()

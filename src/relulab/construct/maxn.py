@@ -60,6 +60,7 @@ import importlib.resources
 import itertools
 import json
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -261,9 +262,14 @@ def _is_new_orbit(t: PairTerm, seen: set[tuple]) -> bool:
     return True
 
 
-def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
+class _TimeUp(Exception):
+    """The time limit ran out while the candidate family was being built."""
+
+
+def candidate_terms(mass: int, kmax: int, *, deadline: float | None = None) -> list[PairTerm]:
     """All terms with ``mass`` items on each side on at most ``kmax`` coordinates, one per
     orbit function (terms whose orbit sums agree on the sorted cone are merged).
+    ``deadline``: a ``time.perf_counter()`` value past which it stops (``_TimeUp``).
 
     Example:
         >>> [str(t) for t in candidate_terms(1, 3)]
@@ -274,6 +280,8 @@ def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
     for k in range(2, kmax + 1):
         its = _items(k)
         for P in itertools.combinations_with_replacement(its, mass):
+            if deadline is not None and time.perf_counter() > deadline:
+                raise _TimeUp
             for N in itertools.combinations_with_replacement(its, mass):
                 used = {c for it in P + N for c in it[1:]}
                 if len(used) != k:
@@ -441,9 +449,18 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
         raise ConstructionError(f"search_max_pairs: n must be an integer >= 2, got {n!r}")
     if n == 2:
         return MaxPairsSolution(2, "found", (), 0, 0, 1)
-    cands = [t for t in (terms if terms is not None else candidate_terms(2, min(n, 6)))
-             if t.k <= n]
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    try:
+        cands = [t for t in (terms if terms is not None else candidate_terms(2, min(n, 6), deadline=deadline))
+                 if t.k <= n]
+    except _TimeUp:
+        return MaxPairsSolution(n, "unknown", (), 0, 0, 0)
     rows, entries, lins, target = _system(cands, n)
+    if deadline is not None:
+        time_limit = deadline - time.perf_counter()
+        if time_limit <= 0:
+            return MaxPairsSolution(n, "unknown", (), len(cands), len(rows), 0)
     m = len(cands)
     R = len(rows)
     I = [r for r, _, _ in entries] + [R + i for i in range(n - 1) for _ in range(m)]
