@@ -266,15 +266,20 @@ class _TimeUp(Exception):
     """The time limit ran out while the candidate family was being built."""
 
 
-def candidate_terms(mass: int, kmax: int, *, deadline: float | None = None) -> list[PairTerm]:
+def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
     """All terms with ``mass`` items on each side on at most ``kmax`` coordinates, one per
     orbit function (terms whose orbit sums agree on the sorted cone are merged).
-    ``deadline``: a ``time.perf_counter()`` value past which it stops (``_TimeUp``).
 
     Example:
         >>> [str(t) for t in candidate_terms(1, 3)]
         ['relu(x0 - x1)', 'relu(x0 - m12)', 'relu(m01 - x2)', 'relu(m01 - m02)']
     """
+    return _candidate_terms(mass, kmax, None)
+
+
+def _candidate_terms(mass: int, kmax: int, deadline: float | None) -> list[PairTerm]:
+    """:func:`candidate_terms`, stopping with ``_TimeUp`` past ``deadline`` (a
+    ``time.perf_counter()`` value; None: never)."""
     seen: set[tuple] = set()
     out = []
     for k in range(2, kmax + 1):
@@ -452,7 +457,7 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
     try:
-        cands = [t for t in (terms if terms is not None else candidate_terms(2, min(n, 6), deadline=deadline))
+        cands = [t for t in (terms if terms is not None else _candidate_terms(2, min(n, 6), deadline))
                  if t.k <= n]
     except _TimeUp:
         return MaxPairsSolution(n, "unknown", (), 0, 0, 0)
