@@ -61,3 +61,29 @@ def test_bad_formulas_are_one_line_errors(tmp_path):
         except SystemExit as e:
             assert e.code == 1
         assert needle in str(res.exception)
+
+
+def test_formula_simplify_is_time_limited_and_says_so(tmp_path, monkeypatch):
+    import importlib
+    import types
+
+    from relulab.logic import simplify
+    from relulab.logic.simplify import simplify_until
+
+    p = tmp_path / "n.npz"
+    save_model(Network([[[1, 1], [1, -1]], [[1, 1]]], [[-1, 0], [0]]), p)
+    full = json.loads(runner.invoke(app, ["formula", str(p), "--simplify", "--json"]).stdout)
+    assert full["simplified"] == "complete"
+    # a clock far past any deadline: the time limit is spent before the first round ends
+    monkeypatch.setattr(importlib.import_module("relulab.logic.simplify"), "time",
+                        types.SimpleNamespace(monotonic=lambda: 1e12))
+    cut = runner.invoke(app, ["formula", str(p), "--simplify", "--json", "--time-limit", "5"])
+    assert cut.exit_code == 0, cut.output
+    d = json.loads(cut.stdout)
+    assert d["simplified"] == "partial (time limit)"
+    plain = json.loads(runner.invoke(app, ["formula", str(p), "--json"]).stdout)
+    assert d["layers"] == plain["layers"]                     # nothing half-rewritten
+    phi = parse("¬¬x1 ⊕ 0")
+    assert simplify_until(phi, 0.0) == (phi, False)           # a deadline already past
+    assert simplify_until(phi, None)[0] == simplify(phi)
+    assert "simplification partial" in runner.invoke(app, ["formula", str(p), "--simplify"]).stdout

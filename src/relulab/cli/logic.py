@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ._common import JSON_OPT, check_seconds, console, load_model_arg, parse_box, print_json
 
 __all__ = ["register", "tour"]
 
@@ -23,22 +23,38 @@ def formula_cmd(
         None, "--box", help="Input box lo:hi (or lo1:hi1,...) mapped onto [0,1]^n; default: the unit cube."
     ),
     flat: bool = typer.Option(False, "--flat", help="Also print the flat formula of each output (substituted)."),
+    time_limit: float = typer.Option(
+        60.0, "--time-limit", help="Seconds for --simplify; past them the node formulas simplified so "
+        "far are kept (each equal to the original) and the output says the simplification is partial."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Print the substitution graph of a network on [0,1]^n: one MV formula per node.
 
     Example: relulab formula model.npz --simplify
     """
-    from ..logic import node_rewrite, simplify, to_formula, to_text
+    import time
 
+    from ..logic import node_rewrite, to_formula, to_text
+    from ..logic.simplify import simplify_until
+
+    check_seconds(time_limit, "--time-limit")
     net = load_model_arg(model)
     dom = None if box is None else parse_box(box, net.input_dim)
     g = to_formula(net, dom, method=method)
+    simplified = None
     if simplify_:
+        deadline = time.monotonic() + time_limit
+        simplified = "complete"
         for k, layer in enumerate(g.layers):
             for j in range(len(layer)):
-                g = node_rewrite(g, k, j, simplify, check="trusted")[0]
+                phi, done = simplify_until(layer[j].formula, deadline)
+                if not done:
+                    simplified = "partial (time limit)"
+                if phi is not layer[j].formula:
+                    g = node_rewrite(g, k, j, phi, check="trusted", justification="MV-axiom rewrites")[0]
     d = {"file": model, **g.to_dict()}
+    if simplified is not None:
+        d["simplified"] = simplified
     flats = [to_text(phi, ascii=True) for phi in g.formulas()] if flat else None
     if flat:
         d["flat"] = flats
@@ -46,7 +62,8 @@ def formula_cmd(
         print_json(d)
         return
     console.print(f"substitution graph of {model}: {g.n_inputs} inputs, layers {list(g.widths)}, "
-                  f"algebra {g.algebra} (method {g.method})", highlight=False)
+                  f"algebra {g.algebra} (method {g.method})"
+                  + (f"; simplification {simplified}" if simplified else ""), highlight=False)
     console.print(g.to_text(), highlight=False, markup=False)
     if flat:
         for j, t in enumerate(flats):

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import time
 
 from .formula import ONE, ZERO, Formula, div, neg, postorder, rebuild, scal
 
@@ -161,13 +162,29 @@ def simplify(phi: Formula) -> Formula:
         >>> str(simplify(parse("¬¬x1 ⊕ 0")))
         'x1'
     """
+    return simplify_until(phi, None)[0]
+
+
+def simplify_until(phi: Formula, deadline: float | None) -> tuple[Formula, bool]:
+    """:func:`simplify` that stops at ``deadline`` (a ``time.monotonic()`` value; None:
+    never), with the formula of the last finished round (every round rewrites by the
+    axioms, so it is equal to ``phi`` either way) and whether it ran to the fixed point.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> f, done = simplify_until(parse("¬¬x1 ⊕ 0"), None)
+        >>> str(f), done
+        ('x1', True)
+    """
     fp: dict[int, str] = {}
     for _ in range(_MAX_ROUNDS):
         out: dict[int, Formula] = {}
-        for node in postorder(phi):
+        for i, node in enumerate(postorder(phi)):
+            if deadline is not None and i % 256 == 0 and time.monotonic() > deadline:
+                return phi, False  # this round is unfinished: keep the last one's formula
             out[id(node)] = _step(node, [out[id(a)] for a in node.args], fp) if node.args else node
         new = out[id(phi)]
         if new is phi:
-            return phi
+            return phi, True
         phi = new
-    return phi
+    return phi, True
