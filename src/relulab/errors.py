@@ -9,6 +9,8 @@ Example:
     True
 """
 
+import numbers
+
 
 class RelulabError(ValueError):
     """Base class of relulab's input errors."""
@@ -23,6 +25,17 @@ class FormatError(RelulabError):
 
 class MissingDependency(RelulabError, ImportError):
     """An optional dependency (torch, onnx, matplotlib...) is needed but not installed."""
+
+
+def is_int_at_least(v: object, lo: int) -> bool:
+    """Whether ``v`` is an integer (a Python or numpy int, not a bool) ``>= lo``: the check
+    of counts, widths, depths and limits, whose callers word their own errors.
+
+    Example:
+        >>> is_int_at_least(3, 1), is_int_at_least(True, 0), is_int_at_least(2.0, 1)
+        (True, False, False)
+    """
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo
 
 
 def require(module: str, extra: str):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..network import Network
 from ..results import Result
 from ._builder import Builder, Expr, F
@@ -39,7 +40,7 @@ __all__ = [
 def check_int(v: object, what: str, lo: int) -> int:
     """``v`` as an int if it is an integer (not a bool) ``>= lo``, else one
     ConstructionError naming ``what``."""
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+    if not is_int_at_least(v, lo):
         raise ConstructionError(f"{what} must be an integer >= {lo}, got {v!r}")
     return int(v)
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..limits import ResourceLimitError
 from ..results import Result, to_jsonable
 from .graph import BoundGraph
@@ -318,7 +318,7 @@ def bound(
         raise BoundError("device: cuda was asked for but torch sees no GPU")
     if intermediate not in ("crown", "alpha", "reuse"):
         raise BoundError(f"intermediate: {intermediate!r} is not crown, alpha or reuse")
-    if isinstance(iters, bool) or not isinstance(iters, int | np.integer) or iters < 0 \
+    if not is_int_at_least(iters, 0) \
             or not (isinstance(lr, int | float | np.number) and np.isfinite(lr) and lr > 0):
         raise BoundError(f"iters ({iters!r}) must be an integer >= 0 and lr ({lr!r}) a finite number > 0")
     g = bg.converted(dtype, str(device))

@@ -19,12 +19,6 @@ class DynamicsError(RelulabError):
     """Bad input to the training laboratory (shapes, NaN data, names, modules)."""
 
 
-def is_int_at_least(v: Any, lo: int) -> bool:
-    """Whether ``v`` is an integer (not a bool) ``>= lo``: the check of step counts,
-    widths and depths, whose callers word their own errors."""
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= lo
-
-
 def _relu_mlp_class():
     torch = require("torch", "torch")
     nn = torch.nn

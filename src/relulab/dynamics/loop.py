@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
+from ..errors import is_int_at_least, require
 from ..tolerance import TINY
-from ._model import DynamicsError, as_module, is_int_at_least, relu_parts, to_network
+from ._model import DynamicsError, as_module, relu_parts, to_network
 from .recorders import Context, resolve
 from .trajectory import FlowCheck, Trajectory
 

@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..network import Network
 from ..results import Result
 from ..tolerance import or_default
-from ._model import DynamicsError, is_int_at_least
+from ._model import DynamicsError
 
 __all__ = ["MultistartFit", "fit_multistart", "fit_basin_hopping"]
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError, RelulabError, require
+from ..errors import FormatError, RelulabError, is_int_at_least, require
 from ..network import Network
 from ._atomic import atomic_path
 from ._lowering import AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
@@ -859,7 +859,7 @@ def network_to_onnx(net: Network, opset: int = OPSET) -> Any:
     from onnx import TensorProto, helper, numpy_helper
 
     newest = onnx.defs.onnx_opset_version()
-    if isinstance(opset, bool) or not isinstance(opset, int | np.integer) or not 7 <= opset <= newest:
+    if not is_int_at_least(opset, 7) or opset > newest:
         # before opset 7 Gemm needs a 'broadcast' attribute and onnxruntime has no kernel
         raise RelulabError(f"save_onnx: opset must be an integer from 7 to {newest}, got {opset!r}")
     net = net.float()

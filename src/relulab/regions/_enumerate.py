@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from . import _engine as E
 from ._assembly import EngineRun, assemble, count_cells, run_engines, stream_cells
@@ -202,8 +202,7 @@ def enumerate_regions(
 
 def _check_options(max_regions: Any, vertices: Any, big: Any) -> None:
     """One clear error for each malformed option (they failed deep inside, or passed)."""
-    if max_regions is not None and (isinstance(max_regions, bool) or not isinstance(max_regions, int | np.integer)
-                                    or max_regions < 1):
+    if max_regions is not None and not is_int_at_least(max_regions, 1):
         raise RelulabError(f"enumerate: max_regions must be a positive integer or None, got {max_regions!r}")
     if not (isinstance(vertices, bool | np.bool_) or vertices == "auto"):
         raise RelulabError(f"enumerate: vertices must be True, False or 'auto', got {vertices!r}")

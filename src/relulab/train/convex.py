@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
 from .patterns import activation_patterns, facet_rows, sample_patterns
@@ -76,8 +76,7 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
 def _check_max_patterns(max_patterns: Any) -> int:
     """``max_patterns`` as an int, or a one-line error: at least one pattern is needed
     (without any, the program has no variable and the certificate no constraint)."""
-    if isinstance(max_patterns, bool) or not isinstance(max_patterns, (int, np.integer)) \
-            or max_patterns < 1:
+    if not is_int_at_least(max_patterns, 1):
         raise ConvexTrainingError(f"max_patterns must be a positive integer, got {max_patterns!r}")
     return int(max_patterns)
 
