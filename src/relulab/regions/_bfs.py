@@ -75,7 +75,9 @@ def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons
     return keep, rep
 
 
-def _hrep(net, pattern, A_dom, b_dom):
+def pattern_hrep(net, pattern, A_dom, b_dom) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``A x <= b`` of the region of ``pattern``: one per neuron (active:
+    ``-z <= 0``, inactive: ``z <= 0``), then the domain's rows."""
     Za, Zc = pattern_constraints(net, pattern)
     sg = np.where(pattern, -1.0, 1.0)
     A = np.concatenate([sg[:, None] * Za, A_dom])
@@ -109,7 +111,7 @@ def enumerate_bfs(
     out = []
     while queue:
         pat = queue.popleft()
-        A, b = _hrep(net, pat, A_dom, b_dom)
+        A, b = pattern_hrep(net, pat, A_dom, b_dom)
         nrm = np.linalg.norm(A, axis=1)
         live = nrm > 0
         # a row with zero normal is a constant: infeasible when negative, and an active

@@ -16,7 +16,7 @@ import numpy as np
 from ..lp import LPModel
 from ..tolerance import HIGHS_SMALL
 from ._assembly import assemble, run_engines
-from ._bfs import distinct_halfspaces, is_facet, pattern_constraints
+from ._bfs import distinct_halfspaces, is_facet, pattern_hrep
 from ._engine import Problem
 from ._types import RegionSet
 
@@ -32,10 +32,7 @@ def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> float:
     d = rs.dim
     extent = 0.0
     for i in np.flatnonzero(~rs.bounded):
-        Za, Zc = pattern_constraints(net, pats[i])
-        sg = np.where(pats[i], -1.0, 1.0)
-        A = np.concatenate([sg[:, None] * Za, A_dom])
-        b = np.concatenate([-sg * Zc, b_dom])
+        A, b = pattern_hrep(net, pats[i], A_dom, b_dom)
         m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
         far = 0.0
         for k in range(2 * d):
@@ -55,10 +52,7 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
     """True when no unbounded region has a facet outside the artificial box."""
     pats = rs.patterns
     for i in np.flatnonzero(~rs.bounded):
-        Za, Zc = pattern_constraints(net, pats[i])
-        sg = np.where(pats[i], -1.0, 1.0)
-        A = np.concatenate([sg[:, None] * Za, A_dom])
-        b = np.concatenate([-sg * Zc, b_dom])
+        A, b = pattern_hrep(net, pats[i], A_dom, b_dom)
         nrm = np.linalg.norm(A, axis=1)
         live = np.flatnonzero(nrm > 0)
         A, b = A[live] / nrm[live, None], b[live] / nrm[live]
@@ -69,7 +63,7 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
             return False
         # test each distinct half-space once: a neuron repeated (or negated) hides its
         # own facet when only one copy is relaxed
-        keep, rep = distinct_halfspaces(A, b, live, len(sg))
+        keep, rep = distinct_halfspaces(A, b, live, len(pats[i]))
         have = set(rs.facet_ids[rs.facet_ptr[i] : rs.facet_ptr[i + 1]].tolist())
         known = {int(rep[j]) for j, row in enumerate(live) if int(row) in have}
         A, b = A[keep], b[keep]
