@@ -103,7 +103,7 @@ def regions_cmd(
             # counting keeps no region data, but only enumeration stops at a limit
             rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
             n, partial = len(rs), bool(rs.partial)
-            stopped = rs.info.get("stopped") or (f"--max-regions {max_regions}" if partial else None)
+            stopped = _stopped(rs, max_regions)
         out["regions"] = n
         out["partial"] = partial
         # count() refuses an uncertified number; a cut enumeration certifies nothing
@@ -119,8 +119,7 @@ def regions_cmd(
     out.update(rs.to_dict(regions=list_regions and json_out))
     if whole_space:
         out["domain"] = "R^d"
-    out["stopped"] = rs.info.get("stopped") or (f"--max-regions {max_regions}" if rs.partial and max_regions
-                                                 else None)
+    out["stopped"] = _stopped(rs, max_regions)
     if graph:
         G = R.graph(rs, net)
         out["graph"] = G.graph["summary"].to_dict()
@@ -162,6 +161,12 @@ def regions_cmd(
     if plot:
         t.add_row("picture", plot + (f" ({out['plot_note']})" if "plot_note" in out else ""))
     console.print(t)
+
+
+def _stopped(rs, max_regions: int | None) -> str | None:
+    """Why an enumeration ended early: the engine's reason (memory, Ctrl-C), else the
+    --max-regions cut; None when it ran to the end."""
+    return rs.info.get("stopped") or (f"--max-regions {max_regions}" if rs.partial and max_regions else None)
 
 
 def _lohi(dom, i: int) -> tuple[float, float]:
