@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
+from ..limits import memory_budget
 from ..network import Network
 from ..tolerance import SIGN_TOL
 
@@ -64,8 +65,6 @@ def slot_cap(pb: Problem, budget: int | None = None) -> int:
     """How many vertex slots a batch may hold before it is halved: MAX_BATCH_SLOTS, or
     fewer where a neuron's split over that many would not fit a quarter of the memory
     budget (``relulab.limits``)."""
-    from ..limits import memory_budget
-
     budget = memory_budget() if budget is None else budget
     per_slot = 8 * (2 * pb.d + 8 + SLOT_WORDS_PER_D2 * pb.d * pb.d)
     return int(max(1_000, min(MAX_BATCH_SLOTS, budget // (4 * per_slot))))
