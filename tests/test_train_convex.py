@@ -347,3 +347,50 @@ def test_a_time_limited_fit_keeps_a_sound_dual_bound():
         r = convex_fit(X, y, 0.05, max_patterns=150, seed=1, time_limit=limit)
         assert r.dual_value <= best.objective + 1e-7
         assert r.objective >= best.dual_value - 1e-7
+
+
+def test_no_time_left_means_no_cone_program_and_a_sound_answer(monkeypatch):
+    # with the limit spent before the solve, the interior point must not start (on large
+    # data its set-up alone took minutes): the zero network is the candidate, and the
+    # certified interval still holds the optimum
+    import relulab.train.convex_ipm as ipm
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    y = np.sin(X.sum(1))
+    best = convex_fit(X, y, 0.05, max_patterns=120, seed=1)
+    g_best = gated_fit(X, y, 0.05, max_patterns=120, seed=1)
+    assert best.converged and g_best.converged
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cone program was built with no time left")
+
+    monkeypatch.setattr(ipm, "solve_group_lasso", refuse)
+    for solver in ("ipm", "fista"):
+        r = convex_fit(X, y, 0.05, max_patterns=120, seed=1, solver=solver, time_limit=1e-9)
+        assert not r.converged
+        assert r.dual_value <= best.objective + 1e-7 <= r.objective + 2e-7
+        assert abs(nonconvex_objective(r.network, X, y, 0.05) - r.objective) < 1e-8
+    g = gated_fit(X, y, 0.05, max_patterns=120, seed=1, time_limit=1e-9)   # falls back to FISTA
+    assert not g.converged
+    assert g.dual_value <= g_best.objective + 1e-7 <= g.objective + 2e-7
+
+
+def test_a_proximal_step_cut_by_the_deadline_stays_feasible():
+    # past the deadline the projector zeroes what it has not projected: 0 is in every cone
+    from relulab.train.convex import _Projector
+
+    rng = np.random.default_rng(2)
+    Xa = np.hstack([rng.standard_normal((25, 3)), np.ones((25, 1))])
+    M = Xa @ rng.standard_normal((4, 90)) >= 0
+    S = 2.0 * M - 1.0
+    proj = _Projector(Xa, S)
+    Z = rng.standard_normal((2, 90, 4))
+    proj.deadline = 0.0                                  # long past
+    out = proj.project(Z, zero_when_late=True, chunk=8)
+    done = np.linalg.norm(out, axis=2) > 0
+    assert 0 < done.sum() <= 8                           # the first chunk only
+    full = _Projector(Xa, S).project(Z)
+    assert np.allclose(out[done], full[done])
+    for k, i in zip(*np.nonzero(done), strict=True):
+        assert np.all(S[:, i] * (Xa @ out[k, i]) >= -1e-9)

@@ -10,6 +10,8 @@ import pytest
 from relulab.lp import solve
 from relulab.train import convex_fit, nonconvex_objective
 from relulab.train.patterns import (
+    _SAMPLE_BLOCK,
+    _sample_until,
     activation_patterns,
     enumerate_patterns,
     region_count,
@@ -217,3 +219,40 @@ def test_univariate_data_without_bias_are_enumerated():
     best = 0.5 * ((a - 1) ** 2 + (2 * a - 0.5) ** 2 + (2 * a + 0.2) ** 2 + (b - 0.3) ** 2) \
         + 0.1 * (abs(a) + abs(b))
     assert fit.global_optimum and fit.objective == pytest.approx(best, abs=1e-9)
+
+
+def _unique_patterns_brute(Xa: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One global pass: distinct sign columns, each with its first direction."""
+    M = Xa @ G.T >= 0
+    _, idx = np.unique(M, axis=1, return_index=True)
+    M, G = M[:, idx], G[idx]
+    keep = M.any(axis=0)
+    return M[:, keep], G[keep]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blockwise_sampling_equals_one_global_pass(seed):
+    # the sampler deduplicates bit-packed blocks of directions; the result must be the
+    # patterns (and first generators) of one pass over all directions, in the same order
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(3, 40)), int(rng.integers(3, 6))
+    Xa = rng.standard_normal((n, d))
+    if seed % 2:
+        Xa = np.round(Xa)                          # degenerate rows, repeated patterns
+    tries = 3 * _SAMPLE_BLOCK + 17                 # several blocks and a short last one
+    G = np.random.default_rng(seed).standard_normal((tries, d))  # the sampler's own draw
+    want_M, want_G = _unique_patterns_brute(Xa, G)
+    M, Gs = sample_patterns(Xa, 10**9, seed=seed, tries=tries)
+    assert np.array_equal(M, want_M) and np.array_equal(Gs, want_G)
+
+
+def test_sampling_past_its_deadline_keeps_the_first_block_and_says_so():
+    rng = np.random.default_rng(3)
+    Xa = rng.standard_normal((30, 4))
+    tries = 3 * _SAMPLE_BLOCK
+    M, G, stopped = _sample_until(Xa, 10**9, 3, tries, deadline=0.0)   # already past
+    assert stopped
+    first = np.random.default_rng(3).standard_normal((tries, 4))[:_SAMPLE_BLOCK]
+    want_M, want_G = _unique_patterns_brute(Xa, first)
+    assert np.array_equal(M, want_M) and np.array_equal(G, want_G)
+    assert not _sample_until(Xa, 10**9, 3, tries, deadline=None)[2]

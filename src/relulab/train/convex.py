@@ -49,7 +49,7 @@ import numpy as np
 from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
-from .patterns import activation_patterns, facet_rows, sample_patterns
+from .patterns import _patterns_until, facet_rows, sample_patterns
 
 __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
            "nonconvex_objective"]
@@ -143,6 +143,23 @@ def _sector_rays(Xa: np.ndarray, S: np.ndarray, facets: np.ndarray) -> np.ndarra
     return rays
 
 
+class _ConeRows:
+    """``cones[i]``: the rows ``S[j, i] Xa[j]`` (facet rows ``j``) of pattern ``i``'s cone
+    ``{z : rows @ z >= 0}``, built on first use (the polish touches a few patterns; building
+    all of them up front took seconds on thousands of patterns)."""
+
+    def __init__(self, Xa: np.ndarray, S: np.ndarray, F: np.ndarray) -> None:
+        self.Xa, self.S, self.F = Xa, S, F
+        self._built: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        i = int(i)
+        if i not in self._built:
+            f = self.F[:, i]
+            self._built[i] = self.S[f, i:i + 1] * self.Xa[f]
+        return self._built[i]
+
+
 class _Projector:
     """Projection of many vectors onto the pattern cones ``K_i = {v : S_i * (Xa v) >= 0}``.
 
@@ -190,16 +207,27 @@ class _Projector:
             out[m] = z[m] + Gm.T @ mu
         return out
 
-    def project(self, Zs: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
-        """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0."""
+    def project(self, Zs: np.ndarray, skip: np.ndarray | None = None,
+                zero_when_late: bool = False, chunk: int = 32) -> np.ndarray:
+        """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0.
+
+        With ``zero_when_late``, the entries not yet projected at ``self.deadline`` are
+        returned as 0 too: 0 lies in every cone, so the result stays feasible (a step of
+        the proximal method that is cut short, not a projection)."""
         out = Zs.copy()
         if skip is not None:
             out[skip] = 0.0
             ks, iis = np.nonzero(~skip)
         else:
             ks, iis = np.indices(Zs.shape[:2]).reshape(2, -1)
-        if ks.size:
-            out[ks, iis] = self.project_entries(Zs[ks, iis], iis)
+        if not (zero_when_late and self.deadline is not None):
+            chunk = max(1, ks.size)
+        for start in range(0, ks.size, chunk):
+            k, i = ks[start:start + chunk], iis[start:start + chunk]
+            if start > 0 and time.perf_counter() > self.deadline:
+                out[ks[start:], iis[start:]] = 0.0
+                break
+            out[k, i] = self.project_entries(Zs[k, i], i)
         return out
 
     def max_norm(self, Zs: np.ndarray, chunk: int = 64) -> float:
@@ -311,12 +339,17 @@ class GatedFit:
                 "converged": self.converged}
 
 
-def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0) -> float:
+def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0,
+               deadline: float | None = None, frobenius_sq: float | None = None) -> float:
+    """``||A||^2`` by power iteration, for FISTA's step.  Cut short by ``deadline``, it
+    returns ``frobenius_sq`` (``||A||_F^2``, an upper bound: a short but safe step)."""
     rng = np.random.default_rng(seed)
     z = rng.standard_normal(shape)
     z /= np.linalg.norm(z)
     val = 1.0
     for _ in range(iters):
+        if deadline is not None and time.perf_counter() > deadline and frobenius_sq:
+            return frobenius_sq
         w = apply_t(apply(z))
         val = float(np.linalg.norm(w))
         if val == 0:
@@ -325,8 +358,10 @@ def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0) -> float:
     return val * 1.01 + ROUNDOFF
 
 
-def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check_every=10):
-    """Generic FISTA with function-value restart; stops on a certified gap."""
+def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check_every=10,
+           deadline: float | None = None):
+    """Generic FISTA with function-value restart; stops on a certified gap, or (not
+    converged) at ``deadline``, a ``time.perf_counter()`` value."""
     Z = Z0.copy()
     Yk = Z.copy()
     tk = 1.0
@@ -348,11 +383,14 @@ def _fista(objective, grad_pred, prox, dual_gap, Z0, L, max_iter, gap_tol, check
         t_next = 0.5 * (1 + np.sqrt(1 + 4 * tk * tk))
         Yk = Znew + ((tk - 1) / t_next) * (Znew - Z)
         Z, tk, f_prev = Znew, t_next, f_new
-        if it % check_every == 0 or it == max_iter:
+        late = deadline is not None and time.perf_counter() > deadline
+        if it % check_every == 0 or it == max_iter or late:
             p, dval = dual_gap(Z)
             hist.append((p, dval))
             if p - dval <= gap_tol:
                 converged = True
+                break
+            if late:
                 break
     return Z, it, converged, hist
 
@@ -385,7 +423,12 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
             accelerated proximal gradient with exact cone projections plus an active-set
             Newton step; no factorisation, so it scales further, but it can stall on
             weakly regularised or degenerate data (``converged`` is then False).
-        time_limit: seconds for the interior-point solve (None: no limit).
+        time_limit: seconds for the whole fit (None: no limit).  Pattern sampling stops
+            drawing directions at half of it, the interior-point solve gets what is left (its
+            working set sized to fit), and FISTA, the polish and the dual certificate stop
+            at it.  A fit stopped early is ``converged=False``; its ``dual_value`` is still
+            a certified lower bound (looser: vectors not projected in time are bounded by
+            their lengths).
 
     Whatever the solver, ``gap`` is certified independently: the residual is scaled into
     the dual feasible set, whose constraints are checked by exact cone projections.
@@ -403,17 +446,20 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
+    deadline = None if time_limit is None else t0 + time_limit
     if patterns is not None:
         M, complete = patterns[0], False
     else:
-        M, _, complete = activation_patterns(Xa, max_patterns, seed)
+        # sampling gets half the limit and keeps the patterns of the directions drawn by then
+        M, _, complete, _ = _patterns_until(
+            Xa, max_patterns, seed, None if time_limit is None else t0 + 0.5 * time_limit)
     M = np.asarray(M, dtype=bool)
     Mf = M.astype(np.float64)
     P = M.shape[1]
     S = 2.0 * Mf - 1.0  # signs of the cone constraints, (n, P)
     # with every pattern known, each cone is cut by its facets alone (a handful in 2-D)
     F = facet_rows(M) if complete else np.ones(M.shape, dtype=bool)
-    cones = [S[F[:, i], i:i + 1] * Xa[F[:, i]] for i in range(P)]
+    cones = _ConeRows(Xa, S, F)
 
     def pred(Z):  # Z: (2, P, d) with Z[0] = V, Z[1] = U
         return _predict(Xa, Mf, Z[0] - Z[1])
@@ -430,14 +476,13 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         return pred_t(pred(Z) - y)
 
     proj = _Projector(Xa, S, F)
-    if time_limit is not None:
-        proj.deadline = t0 + time_limit
+    proj.deadline = deadline
 
     def prox(Zs, step):
         thr = step * lam
         # ||P_K(z)|| <= ||z||: a group no longer than the threshold shrinks to zero anyway
         small = np.linalg.norm(Zs, axis=2) <= thr
-        V = proj.project(Zs, skip=small)
+        V = proj.project(Zs, skip=small, zero_when_late=True)
         nv = np.linalg.norm(V, axis=2, keepdims=True)
         return np.where(nv > thr, (1.0 - thr / np.maximum(nv, TINY)) * V, 0.0)
 
@@ -449,14 +494,15 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
 
     if solver == "ipm":
         Z, it, conv, hist = _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol,
-                                       time_limit)
+                                       deadline)
     else:
-        L = _opnorm_sq(pred, pred_t, (2, P, d), seed=seed)
+        L = _opnorm_sq(pred, pred_t, (2, P, d), seed=seed, deadline=deadline,
+                       frobenius_sq=2.0 * float(np.sum(Mf.T @ np.sum(Xa * Xa, axis=1))))
         Z, it, conv, hist = _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones,
-                                         y, lam, proj, (2, P, d), gap_tol, max_iter)
+                                         y, lam, proj, (2, P, d), gap_tol, max_iter, deadline)
     p, dval = dual_gap(Z)
     if np.count_nonzero(np.linalg.norm(Z, axis=2)) > n + 1:
-        Zs = _sparsify(Z, Xa, Mf)
+        Zs = _sparsify(Z, Xa, Mf, deadline)
         if Zs is not None:
             ps, ds = dual_gap(Zs)
             if ps - ds <= max(gap_tol, p - dval):
@@ -468,7 +514,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
 
 
 def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj, shape,
-                 gap_tol, max_iter):
+                 gap_tol, max_iter, deadline):
     """FISTA bursts; after each, an active-set Newton polish that is kept only when it
     certifies (a wrong face guess would otherwise pull FISTA back to the same face)."""
     Z = np.zeros(shape)
@@ -478,12 +524,12 @@ def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj
     burst = 100
     while it_total < max_iter:
         Z, it, conv, h = _fista(objective, grad, prox, dual_gap, Z, L, burst, gap_tol,
-                                check_every=burst)
+                                check_every=burst, deadline=deadline)
         it_total += it
         hist += h
-        if conv:
+        if conv or (deadline is not None and time.perf_counter() > deadline):
             break
-        Zp = _polish(Z, Xa, Mf, cones, y, lam, proj)
+        Zp = _polish(Z, Xa, Mf, cones, y, lam, proj, deadline=deadline)
         if Zp is not None:
             pz, dz = dual_gap(Zp)
             if pz - dz <= gap_tol:
@@ -495,14 +541,30 @@ def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj
 
 
 def _dual_violations(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray,
-                     proj: _Projector, lam: float) -> np.ndarray:
+                     proj: _Projector, lam: float, chunk: int = 32) -> np.ndarray:
     """Per pattern, an upper bound on ``max(||P_{K_i}(c_i)||, ||P_{K_i}(-c_i)||)`` with
-    ``c_i = X~^T D_i rho``, exact where it exceeds ``lam``: the dual constraint of pattern
-    ``i`` holds at ``rho`` when this is ``<= lam``."""
-    return np.max(_dual_projections(Xa, Mf, rho, proj, lam)[1], axis=0)
+    ``c_i = X~^T D_i rho``, exact where it exceeds ``lam`` until ``proj.deadline``: the
+    dual constraint of pattern ``i`` holds at ``rho`` when this is ``<= lam``.  Past the
+    deadline the vectors not yet projected are bounded by their own lengths (a projection
+    is never longer than its vector), so the bound stays sound, only looser."""
+    c = _correlate(Xa, Mf, rho)
+    C = np.stack([c, -c])
+    out = np.linalg.norm(C, axis=2)
+    ks, iis = np.nonzero(out > lam)
+    for start in range(0, ks.size, chunk):
+        if proj.deadline is not None and time.perf_counter() > proj.deadline:
+            break
+        k, i = ks[start:start + chunk], iis[start:start + chunk]
+        out[k, i] = np.linalg.norm(proj.project_entries(C[k, i], i), axis=1)
+    return np.max(out, axis=0)
 
 
-def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
+# Clarabel's set-up and solve handle about 650,000 constraint nonzeros per second on the
+# 2-core CI machine; under a time limit the working set is sized at half that rate
+_IPM_NONZEROS_PER_S = 3.0e5
+
+
+def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, deadline,
                direct_rows: int = 200_000, first: int = 100):
     """Interior point (Clarabel), then: project onto the cones (exact pattern feasibility),
     drop groups at the solver's noise level, and polish on the active face when the
@@ -512,42 +574,55 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     on a working set: the patterns whose dual constraints the current residual violates most
     are added (a few dozen per round) until none is violated.  The optimum uses at most
     n + 1 neurons, so the set stays far smaller than the pattern list, and the final
-    certificate is checked over every pattern anyway."""
+    certificate is checked over every pattern anyway.
+
+    Under a ``deadline`` (a ``time.perf_counter()`` value) the working set holds only the
+    patterns whose cone program fits the time left (none when none is left: the zero
+    network is then the candidate, with its certified gap)."""
     from .convex_ipm import solve_group_lasso
 
     n, d = Xa.shape
     P = M.shape[1]
-    t0 = time.perf_counter()
-    if 2 * int(np.count_nonzero(F)) <= direct_rows:
+    # constraint nonzeros that each pattern (its two groups) adds to the cone program
+    cost = 2 * d * (np.count_nonzero(F, axis=0) + np.count_nonzero(M, axis=0)) + 2 * (d + 1)
+
+    def affordable(order: np.ndarray, spent: float = 0.0) -> np.ndarray:
+        if deadline is None:
+            return order
+        budget = max(0.0, deadline - time.perf_counter()) * _IPM_NONZEROS_PER_S - spent
+        return order[:int(np.searchsorted(np.cumsum(cost[order]), budget, side="right"))]
+
+    if 2 * int(np.count_nonzero(F)) <= direct_rows and affordable(np.arange(P)).size == P:
         act = np.arange(P)
     else:  # the patterns that most want a neuron at the zero network (rho = y)
-        act = np.sort(np.argsort(-_dual_violations(Xa, Mf, y, proj, lam))[:first])
+        act = np.sort(affordable(np.argsort(-_dual_violations(Xa, Mf, y, proj, lam))[:first]))
     iterations = 0
-    while True:
+    Zraw = np.zeros((2, P, d))
+    while act.size:
         # a floor of 0.1 s: Clarabel needs a few iterations for any usable point
-        left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+        left = None if deadline is None else max(0.1, deadline - time.perf_counter())
         Zs, info = solve_group_lasso(Xa, M[:, act], y, lam, cones=True, rows=F[:, act],
                                      tol=1e-12, time_limit=left)  # tol: the polish needs a tight solve
         iterations += info["iterations"]
         Zraw = np.zeros((2, P, d))
         Zraw[:, act] = Zs
         Zraw = proj.project(Zraw)
-        if act.size == P or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+        if act.size == P or (deadline is not None and time.perf_counter() > deadline):
             break
         rho = y - _predict(Xa, Mf, Zraw[0] - Zraw[1])
         viol = _dual_violations(Xa, Mf, rho, proj, lam)
         viol[act] = 0.0
         out = np.nonzero(viol > lam * (1 + FEAS_TOL))[0]
-        if out.size == 0 or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+        if out.size == 0 or (deadline is not None and time.perf_counter() > deadline):
             break
-        add = out[np.argsort(-viol[out])[:max(25, n // 2)]]
+        add = affordable(out[np.argsort(-viol[out])[:max(25, n // 2)]], float(cost[act].sum()))
+        if add.size == 0:
+            break
         act = np.union1d(act, add)
     norms = np.linalg.norm(Zraw, axis=2)
     # an interior point leaves every group slightly nonzero: the sparse candidates (groups
     # at the solver's noise level dropped, then Newton on that face) are tried first
     Zclean = np.where((norms > 1e-6 * max(1.0, float(norms.max())))[:, :, None], Zraw, 0.0)  # tol: solver noise
-
-    deadline = None if time_limit is None else t0 + time_limit
 
     def polished():
         if deadline is not None and time.perf_counter() > deadline:
@@ -571,15 +646,21 @@ def _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol, time_limit,
     return Z, iterations, p - dv <= gap_tol, hist
 
 
-def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | None:
+def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray,
+              deadline: float | None = None) -> np.ndarray | None:
     """The same predictions and penalty with at most ``n + 1`` nonzero groups.
 
     With each group's direction fixed, predictions and penalty are linear in the group
     norms ``t >= 0``; a vertex of ``{t >= 0 : sum_k t_k a_k = f(X), sum_k t_k = T}`` (the
     simplex method returns one) has at most ``n + 1`` nonzeros (Caratheodory).  An
     interior-point optimum spreads over every equivalent group instead.  None when the LP
-    fails; the caller re-certifies the result."""
+    fails or does not finish by ``deadline`` (a ``time.perf_counter()`` value); the caller
+    re-certifies the result."""
     from ..lp import solve as lp_solve
+
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return None
 
     norms = np.linalg.norm(Z, axis=2)
     ss, iis = np.nonzero(norms > 0)
@@ -589,7 +670,7 @@ def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | Non
     t0 = norms[ss, iis]
     A_eq = np.vstack([A, np.ones((1, t0.size))])
     b_eq = A_eq @ t0
-    r = lp_solve(np.zeros(t0.size), A_eq=A_eq, b_eq=b_eq, lb=np.zeros(t0.size))
+    r = lp_solve(np.zeros(t0.size), A_eq=A_eq, b_eq=b_eq, lb=np.zeros(t0.size), time_limit=left)
     if r.status != "optimal" or r.x is None:
         return None
     t = np.where(r.x > ROUNDOFF * max(1.0, float(t0.max())), r.x, 0.0)
@@ -598,7 +679,7 @@ def _sparsify(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray) -> np.ndarray | Non
     return out
 
 
-def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: list[np.ndarray],
+def _polish(Z: np.ndarray, Xa: np.ndarray, Mf: np.ndarray, cones: _ConeRows,
             y: np.ndarray, lam: float, proj: _Projector, rounds: int = 100,
             deadline: float | None = None) -> np.ndarray | None:
     """Primal active-set method started from the FISTA iterate ``Z``.
@@ -927,7 +1008,10 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     ``(1/2)||f(X)-y||^2 + lam sum_i ||w_i||``, with a duality-gap certificate.
 
     ``solver`` is ``"ipm"`` (Clarabel's interior point; default) or ``"fista"``, as in
-    :func:`convex_fit`; the gap is certified independently of either.
+    :func:`convex_fit`; the gap is certified independently of either.  ``time_limit``
+    (seconds, None: none) covers the gate sampling and the solve (FISTA runs instead of
+    the interior point when its cone program would not fit in the time left); a fit
+    stopped by it is ``converged=False``, with its gap still certified.
 
     Example:
         >>> X = np.array([[-1.0], [0.0], [1.0]]); y = np.array([1.0, 0.0, 1.0])
@@ -941,7 +1025,9 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
-    M, Gt, _ = activation_patterns(Xa, max_patterns, seed)
+    deadline = None if time_limit is None else t0 + time_limit
+    M, Gt, _, _ = _patterns_until(Xa, max_patterns, seed,
+                                  None if time_limit is None else t0 + 0.5 * time_limit)
     Mf = M.astype(np.float64)
     P = M.shape[1]
 
@@ -965,11 +1051,18 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         q = float(np.max(np.linalg.norm(_correlate(Xa, Mf, rho), axis=1)))
         return p, _dual_value(rho, y, q / lam)
 
+    nonzeros = d * int(np.count_nonzero(M)) + (d + 1) * P  # of the cone program
+    if solver == "ipm" and deadline is not None and \
+            nonzeros > max(0.0, deadline - time.perf_counter()) * _IPM_NONZEROS_PER_S:
+        solver = "fista"
     if solver == "ipm":
         from .convex_ipm import solve_group_lasso
 
+        # the solve gets what the sampling left (a floor of 0.1 s: Clarabel needs a few
+        # iterations for any usable point)
+        left = None if deadline is None else max(0.1, deadline - time.perf_counter())
         Wraw, info = solve_group_lasso(Xa, M, y, lam, cones=False, tol=1e-12,  # tol: tight solve
-                                       time_limit=time_limit)
+                                       time_limit=left)
         it = info["iterations"]
         nr = np.linalg.norm(Wraw, axis=1)
         # groups at the interior point's noise level are dropped when that still certifies
@@ -979,9 +1072,11 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         p, dval = dual_gap(W)
         conv = p - dval <= gap_tol
     else:
-        L = _opnorm_sq(pred, lambda r: _correlate(Xa, Mf, r), (P, d), seed=seed)
+        L = _opnorm_sq(pred, lambda r: _correlate(Xa, Mf, r), (P, d), seed=seed,
+                       deadline=deadline,
+                       frobenius_sq=float(np.sum(Mf.T @ np.sum(Xa * Xa, axis=1))))
         W, it, conv, _ = _fista(objective, grad, prox, dual_gap, np.zeros((P, d)), L,
-                                max_iter, gap_tol)
+                                max_iter, gap_tol, deadline=deadline)
     p, dval = dual_gap(W)
     return GatedFit(gates=Gt, weights=W, bias=bias, objective=p, dual_value=dval,
                     lam=float(lam), iterations=it, seconds=time.perf_counter() - t0,

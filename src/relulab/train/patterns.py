@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from itertools import combinations, product
 from math import comb
 
@@ -73,6 +74,23 @@ def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
         >>> M, G = sample_patterns(Xa, 100); M.shape[0], M.shape[1] <= 6
         (3, True)
     """
+    M, G, _ = _sample_until(Xa, max_patterns, seed, tries, None)
+    return M, G
+
+
+# directions per block of the sampler: its sign matrix is n x block booleans
+_SAMPLE_BLOCK = 4096
+
+
+def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | None,
+                  deadline: float | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`sample_patterns` that stops drawing directions at ``deadline`` (a
+    ``time.perf_counter()`` value, None: none); the third value says it stopped early.
+
+    The directions are drawn at once and their patterns deduplicated block by block
+    (bit-packed), which yields exactly the distinct patterns of one global pass over the
+    directions, in the same order, with the same generators (each pattern's first
+    direction): the sample does not depend on the block size."""
     n, d = Xa.shape
     rng = np.random.default_rng(seed)
     if d == 2:
@@ -86,15 +104,30 @@ def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
     else:
         tries = tries or max(2000, 50 * max_patterns)
         G = rng.standard_normal((tries, d))
-    # the n x tries products (float), their signs, and the copies np.unique(axis=1) sorts
-    check_bytes(12.0 * n * G.shape[0],
+    # one block's products (float) and signs, and the packed patterns kept so far
+    check_bytes(9.0 * n * min(G.shape[0], _SAMPLE_BLOCK) + n / 8.0 * G.shape[0] + 8.0 * G.size,
                 f"sampling activation patterns ({n} points x {G.shape[0]} directions; lower "
                 "max_patterns)")
-    M, G = _drop_all_off(*_unique_columns(Xa @ G.T >= 0, G))
+    packed, first, stopped = [], [], False
+    for start in range(0, G.shape[0], _SAMPLE_BLOCK):
+        if deadline is not None and start > 0 and time.perf_counter() > deadline:
+            stopped = True
+            break
+        block = np.packbits(Xa @ G[start:start + _SAMPLE_BLOCK].T >= 0, axis=0)
+        _, idx = np.unique(block, axis=1, return_index=True)
+        packed.append(block[:, idx])
+        first.append(start + idx)
+    allp = np.concatenate(packed, axis=1)
+    # packbits is big-endian, so byte order sorts like the bit strings: the same order
+    # (and, by return_index, the same first directions) as a unique over the booleans
+    _, idx = np.unique(allp, axis=1, return_index=True)
+    sel_dirs = np.concatenate(first)[idx]
+    M = np.unpackbits(allp[:, idx], axis=0, count=n).astype(bool)
+    M, G = _drop_all_off(M, G[sel_dirs])
     if M.shape[1] > max_patterns:
         sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
         M, G = M[:, sel], G[sel]
-    return M, G
+    return M, G, stopped
 
 
 def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
@@ -163,14 +196,22 @@ def activation_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0
         >>> activation_patterns(Xa, 100)[2]
         True
     """
+    return _patterns_until(Xa, max_patterns, seed, None)[:3]
+
+
+def _patterns_until(Xa: np.ndarray, max_patterns: int, seed: int, deadline: float | None
+                   ) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """:func:`activation_patterns` whose sampling stops at ``deadline`` (a
+    ``time.perf_counter()`` value, None: none): ``(masks, gates, complete, stopped)``,
+    where ``stopped`` says the sample drew fewer directions than planned."""
     n, d = Xa.shape
     # a complete list can only fit when the region count does (general position bound)
     if d == 2 or region_count(n, d) - 1 <= max_patterns:
         full = enumerate_patterns(Xa)
         if full is not None and full[0].shape[1] <= max_patterns:
-            return full[0], full[1], True
-    M, G = sample_patterns(Xa, max_patterns, seed)
-    return M, G, False
+            return full[0], full[1], True, False
+    M, G, stopped = _sample_until(Xa, max_patterns, seed, None, deadline)
+    return M, G, False, stopped
 
 
 def hyperplane_classes(M: np.ndarray) -> np.ndarray:
