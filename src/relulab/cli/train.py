@@ -134,8 +134,9 @@ def fit_convex_cmd(
     seed: int = typer.Option(0, "--seed"),
     solver: str = typer.Option("ipm", "--solver", help="ipm (interior point, Clarabel; "
                                "robust) or fista (first order; for very large problems)."),
-    time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the "
-                                     "interior-point solve."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole "
+                                     "fit; a fit stopped by it is not converged, its "
+                                     "gap still certified."),
     save: str = typer.Option(None, "--save", help="Save the network (ReLU variant)."),
     json_out: bool = JSON_OPT,
 ) -> None:
