@@ -1,0 +1,69 @@
+"""Regression tests for the audit of relulab.extract: each checks a fact against an
+independent oracle (a function whose kinks are known by construction, a network evaluated
+directly, the arguments as given)."""
+
+import numpy as np
+import pytest
+
+from relulab import Network
+from relulab.extract import LineSearch
+
+
+def _pwl(c, amp, a0=1.0, a1=2.0):
+    c, amp = np.asarray(c, float), np.asarray(amp, float)
+    return lambda t: a0 + a1 * np.asarray(t) + np.sum(
+        amp * np.maximum(np.asarray(t)[:, None] - c, 0.0), axis=1)
+
+
+# ------------------------------------------------------------------ finding 2
+@pytest.mark.parametrize("c", [-0.5, 0.0, 0.5])
+def test_kinks_finds_a_lone_kink_on_a_grid_point(c):
+    got = LineSearch(lambda t: 10.0 * np.abs(t - c)).kinks(-1.0, 1.0)
+    assert got.shape == (1,) and abs(got[0] - c) < 1e-12
+
+
+def test_kinks_finds_a_hyperplane_on_its_own_normal_line():
+    net = Network([[[1.0, 2.0]], [[1.0]]], [[0.0], [0.0]])  # relu(x1 + 2 x2)
+    n = np.array([1.0, 2.0]) / np.sqrt(5.0)
+    got = LineSearch(lambda t: net(t[:, None] * n[None])[:, 0]).kinks(-3.0, 3.0)
+    assert got.shape == (1,) and abs(got[0]) < 1e-12
+
+
+def test_kinks_grid_point_kink_next_to_others():
+    c = [-0.5, -0.2, 0.0, 0.37]
+    got = LineSearch(_pwl(c, [1.0, -0.7, 2.0, 0.4])).kinks(-1.0, 1.0)
+    assert np.allclose(got, c, atol=1e-10)
+
+
+# ------------------------------------------------------------------ finding 3
+def test_kinks_reports_only_real_kinks_near_the_end():
+    c = np.array([-0.372377, 0.147909, 0.600056, 0.999994])
+    g = _pwl(c, [3.2758, 0.2356, 0.055, 0.0021])
+    got = LineSearch(g).kinks(-1.0, 1.0)
+    for t in got:
+        assert np.min(np.abs(c - t)) < 1e-9, t
+    assert all(np.min(np.abs(got - t)) < 1e-9 for t in c[:3])
+
+
+def test_kinks_random_functions_report_no_false_kink():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        k = int(rng.integers(1, 6))
+        c = np.sort(rng.uniform(-1.0, 1.0, k))
+        c[-1] = 1.0 - 10.0 ** rng.uniform(-7, -2) if rng.random() < 0.5 else c[-1]
+        amp = rng.choice([-1, 1], k) * 10.0 ** rng.uniform(-3, 0.5, k)
+        got = LineSearch(_pwl(c, amp)).kinks(-1.0, 1.0)
+        for t in got:
+            assert np.min(np.abs(c - t)) < 1e-8, (c, amp, t)
+
+
+# ------------------------------------------------------------------ finding 4
+def test_single_refuses_two_kinks_of_opposite_jump():
+    g = lambda t: 2.0 * np.maximum(np.asarray(t), 0) - np.maximum(np.asarray(t) - 0.1, 0)  # noqa: E731
+    t = LineSearch(g).single(1.0)
+    assert t is None or min(abs(t), abs(t - 0.1)) < 1e-12
+
+
+def test_single_still_finds_one_kink():
+    t = LineSearch(lambda t: 3.0 * np.abs(np.asarray(t) - 0.2)).single(1.0)
+    assert t is not None and abs(t - 0.2) < 1e-12
