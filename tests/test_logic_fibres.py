@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import numpy as np
+import pytest
 
 from relulab import Network
 from relulab.logic import equal_on_cube
@@ -125,3 +126,48 @@ def test_wide_pairs_equal_up_to_symmetry_and_splitting_and_never_falsely_equal()
         if r.status == "different":
             x = np.array(r.witness, dtype=object)
             assert f(x)[0] != h(x)[0]
+
+
+def test_fibre_dimension_stays_a_lower_bound_with_dead_neurons_in_both_layers():
+    # a weight from a dead first-layer neuron into a dead second-layer neuron is one free
+    # coordinate, not two: counted twice, the "lower bound" exceeded n_params - rank
+    rng = np.random.default_rng(7)
+    both = 0
+    for _ in range(120):
+        f = bottleneck(rng, d=3, n1=3, n2=3, crossing=False)
+        r = fibre(f)
+        if not ({layer for layer, _ in r.dead} == {0, 1}):
+            continue
+        both += 1
+        fd = functional_dimension(f, rng.uniform(0, 1, size=(400, 3)), exact=True)
+        assert r.dimension <= f.n_params - fd.rank
+        assert r.predicted_functional_dimension >= fd.rank
+    assert both >= 5
+
+
+def test_logic_arguments_get_one_error_naming_the_function():
+    from relulab.errors import RelulabError
+    from relulab.logic import normal_form, to_formula
+    from relulab.logic.truncated import truncated_affine
+
+    rng = np.random.default_rng(3)
+    f = bottleneck(rng)
+    g3 = bottleneck(rng, d=3)
+    cases = [
+        (lambda: identifiability("abc"), "identifiability"),
+        (lambda: fibre(f, ([0, 0, 0], [1, 1, 1])), "fibre"),
+        (lambda: fibre_equivalent(f, g3), "fibre_equivalent"),
+        (lambda: fibre_equivalent(f, f, n_samples=-1), "fibre_equivalent"),
+        (lambda: normal_form(f), "normal_form"),
+        (lambda: truncated_affine([float("nan")], 0), "truncated_affine"),
+        (lambda: truncated_affine([F(1, 2)], 0, algebra="foo"), "truncated_affine"),
+        (lambda: equal_on_cube(f, f, ([0, 0, 0], [1, 1, 1])), "equal_on_cube"),
+    ]
+    for call, where in cases:
+        with pytest.raises(RelulabError, match=where):
+            call()
+    # no samples: the normal forms decide alone, else "unknown" (never a crash)
+    h = Network([f.weights[0], f.weights[1], f.weights[2] * 2], f.biases, exact=True)
+    assert fibre_equivalent(f, h, n_samples=0).status == "unknown"
+    assert fibre_equivalent(f, f, n_samples=0).status == "equal"
+    assert normal_form(to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())).graph is not None

@@ -38,9 +38,10 @@ import numpy as np
 
 from ..domain import Box
 from ..errors import RelulabError
-from ..network import Network, NetworkError
+from ..network import Network
 from ..results import Result
 from ._cover import Row, box_rows, exact_cell, int_rows, snap_vertices, volume_lower_bound
+from ._inputs import cube_box, network_arg
 
 __all__ = ["EqualityResult", "equal_on_cube"]
 
@@ -73,14 +74,6 @@ class EqualityResult(Result):
         return self.status == "equal"
 
 
-def _box(d: int, box: Any) -> Box:
-    if box is None:
-        return Box(np.zeros(d), np.ones(d))
-    if isinstance(box, Box):
-        return box
-    return Box(*box)
-
-
 def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | None = 60.0,
                   use_verifier: bool = True) -> EqualityResult:
     """Decide ``f == g`` on ``box`` (default [0, 1]^d).
@@ -105,12 +98,11 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     """
     from ..symmetry import canonical, equivalent
 
-    for name, net in (("f", f), ("g", g)):
-        if not isinstance(net, Network):
-            raise NetworkError(f"equal_on_cube: {name} must be a relulab Network, got {type(net).__name__}")
+    network_arg(f, "equal_on_cube", "f")
+    network_arg(g, "equal_on_cube", "g")
     if f.input_dim != g.input_dim or f.output_dim != g.output_dim:
         raise RelulabError(f"equal_on_cube: shapes differ ({f!r} vs {g!r})")
-    B = _box(f.input_dim, box)
+    B = cube_box(f, box, "equal_on_cube")
     if timeout is not None and not timeout >= 0:
         raise RelulabError(f"equal_on_cube: timeout must be seconds (>= 0) or None, got {timeout!r}")
     deadline = None if timeout is None else time.time() + timeout

@@ -11,7 +11,7 @@ it is described by the transformations that generate it near a parameter:
   matter, which frees ``s (n1' + 2) + 1 - (n1' + 1)`` dimensions (``s >= 1`` such
   neurons); a dead neuron (never active on the box: it *hides* what feeds it) leaves its
   own parameters free (``n1 + 2`` for a second-layer neuron, ``d + 1 + n2`` for a
-  first-layer one);
+  first-layer one, less its weights into dead second-layer neurons, counted there);
 * discrete: permutations of equal-role neurons within a layer (``n1'! n2'!`` for live,
   distinct neurons).
 
@@ -47,9 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box
+from ..errors import is_int_at_least
 from ..network import Network
 from ..results import Result
+from ._inputs import cube_box, network_arg, same_inputs
 from .graph import GraphError
 
 __all__ = ["fibre", "FibreDescription", "fibre_normal_form", "fibre_equivalent", "FibreTest"]
@@ -85,17 +86,18 @@ class FibreDescription(Result):
     predicted_functional_dimension: int
 
 
-def _check(net: Network) -> Network:
+def _check(net: Network, where: str = "fibres") -> Network:
+    network_arg(net, where)
     if net.n_hidden_layers != 2 or net.output_dim != 1 or net.skip is not None:
         raise GraphError(f"fibres: expected a three-layer network d -> n1 -> n2 -> 1 without skip, got {net!r}")
     return net.exact()
 
 
-def _box(net: Network, box: Any) -> tuple[list[Fraction], list[Fraction]]:
+def _box(net: Network, box: Any, where: str = "fibres") -> tuple[list[Fraction], list[Fraction]]:
     d = net.input_dim
     if box is None:
         return [Fraction(0)] * d, [Fraction(1)] * d
-    B = box if isinstance(box, Box) else Box(*box)
+    B = cube_box(net, box, where)
     return [Fraction(float(v)) for v in B.lo], [Fraction(float(v)) for v in B.hi]
 
 
@@ -128,7 +130,8 @@ def fibre(net: Network, box: Any = None) -> FibreDescription:
         >>> fibre(f).predicted_functional_dimension
         7
     """
-    net = _check(net)
+    net = _check(net, "fibre")
+    _box(net, box, "fibre")
     d, (n1, n2) = net.input_dim, net.widths
     s1, s2 = _status(net, box)
     W3 = net.weights[2]
@@ -141,7 +144,9 @@ def fibre(net: Network, box: Any = None) -> FibreDescription:
         "rescale_layer2": len(live2),
         "stable_layer2_trade": (len(stable2) * (len(live1) + 2) + 1 - (len(live1) + 1)) if stable2 else 0,
         "dead_layer2": len(dead2) * (n1 + 2),
-        "dead_layer1": sum(1 for i in range(n1) if s1[i] == "dead") * (d + 1 + n2),
+        # a dead first-layer neuron frees its row, its bias and its outgoing weights, less
+        # those into dead second-layer neurons: dead_layer2 counts them already
+        "dead_layer1": sum(1 for i in range(n1) if s1[i] == "dead") * (d + 1 + n2 - len(dead2)),
     }
     dim = sum(cont.values())
     order = _fact(len(live1)) * _fact(len(live2))
@@ -283,8 +288,17 @@ def fibre_equivalent(f: Network, g: Network, box: Any = None, *, n_samples: int 
         ('different', 'exact witness', True)
     """
     t0 = time.perf_counter()
+    _check(f, "fibre_equivalent")
+    _check(g, "fibre_equivalent")
+    same_inputs(f, g, "fibre_equivalent")
+    _box(f, box, "fibre_equivalent")
+    if not is_int_at_least(n_samples, 0):
+        raise GraphError(f"fibre_equivalent: n_samples must be an integer >= 0, got {n_samples!r}")
     if fibre_normal_form(f, box) == fibre_normal_form(g, box):
         return FibreTest("equal", "fibre normal form", None, time.perf_counter() - t0)
+    if n_samples == 0:
+        return FibreTest("unknown", "normal forms differ; no witness search (n_samples=0)", None,
+                         time.perf_counter() - t0)
     lo, hi = _box(f, box)
     rng = np.random.default_rng(seed)
     F, G = f.exact(), g.exact()

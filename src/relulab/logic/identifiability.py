@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box
 from ..network import Network
 from ..results import Result
+from ._inputs import cube_box, network_arg
 
 __all__ = ["identifiability", "IdentifiabilityReport"]
 
@@ -85,9 +85,9 @@ def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: i
     from .. import params, regions
     from ..regions import neuron_label
 
-    netf = net.float().without_skip()
+    netf = network_arg(net, "identifiability").float().without_skip()
     d = netf.input_dim
-    B = Box(np.zeros(d), np.ones(d)) if box is None else (box if isinstance(box, Box) else Box(*box))
+    B = cube_box(netf, box, "identifiability")
     rs = regions.enumerate(netf, B)
     if rs.partial:
         return IdentifiabilityReport("unknown", len(rs), (), (), 0, 0, netf.n_params, (), "partial enumeration")

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..results import Result
-from .formula import ONE, ZERO, Formula, algebra_of, substitute, var
+from .formula import ONE, ZERO, Formula, FormulaError, algebra_of, substitute, var
 from .graph import Node, SubstitutionGraph
 from .rewrites import Step, collapse_layer, expand_layer, node_rewrite
 from .simplify import fingerprint, simplify
@@ -183,6 +183,9 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
         >>> normal_form(a).graph.to_dict() == normal_form(b).graph.to_dict()
         True
     """
+    if not isinstance(g, SubstitutionGraph):
+        raise FormulaError(f"normal_form: expected a SubstitutionGraph (the result of to_formula), "
+                           f"got {type(g).__name__}; pass to_formula(net)")
     steps: list[Step] = []
     graphs: list[SubstitutionGraph] = [g]
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from .formula import ONE, ZERO, Formula, FormulaError, div, neg, odot, oplus, scal, var
+from .formula import ALGEBRAS, ONE, ZERO, Formula, FormulaError, div, neg, odot, oplus, scal, var
 
 __all__ = ["truncated_affine", "weights_algebra", "sigma"]
 
@@ -101,8 +101,11 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
         >>> str(truncated_affine([1, 1], -1))
         'x1 ⊙ x2'
     """
-    ws = [Fraction(w) for w in weights]
-    b = Fraction(bias)
+    ws = [_exact_number(w, f"weight {i}") for i, w in enumerate(weights, start=1)]
+    b = _exact_number(bias, "bias")
+    if algebra is not None and algebra not in ALGEBRAS:
+        raise FormulaError(f"truncated_affine: algebra must be one of {', '.join(ALGEBRAS)} or None, "
+                           f"got {algebra!r}")
     if algebra is None:
         algebra = weights_algebra([*ws, b])
     atoms: list[Formula] = []
@@ -123,6 +126,14 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
     if const != k:
         atoms.append(_fraction_atom(const - k, ONE, algebra))
     return _staircase(atoms, k)
+
+
+def _exact_number(v: Any, what: str) -> Fraction:
+    """``v`` as an exact Fraction (floats taken at their exact value); one error otherwise."""
+    try:
+        return Fraction(v)
+    except (TypeError, ValueError, OverflowError):
+        raise FormulaError(f"truncated_affine: {what} must be a finite number, got {v!r}") from None
 
 
 def _staircase(atoms: list[Formula], k0: int) -> Formula:
