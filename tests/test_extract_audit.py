@@ -67,3 +67,48 @@ def test_single_refuses_two_kinks_of_opposite_jump():
 def test_single_still_finds_one_kink():
     t = LineSearch(lambda t: 3.0 * np.abs(np.asarray(t) - 0.2)).single(1.0)
     assert t is not None and abs(t - 0.2) < 1e-12
+
+
+# ------------------------------------------------------------------ finding 6
+def test_fidelity_records_the_tolerance_of_equal():
+    from relulab.extract import fidelity
+
+    ref = Network([[[2.0, -1.0], [1.0, 1.0]], [[1.0, 3.0]]], [[0.5, -0.25], [1.0]])
+    rec = Network(ref.weights, [ref.biases[0], ref.biases[1] + 9e-7])
+    f = fidelity(ref, rec, n_samples=200, timeout=5)
+    gap = float(np.max(np.abs(ref(np.zeros((1, 2))) - rec(np.zeros((1, 2))))))  # oracle: 9e-7
+    d = f.to_dict()
+    assert "equivalence_tol" in d and "equivalence_exact" in d
+    if f.equivalence == "equal":
+        assert not f.equivalence_exact and f.equivalence_tol >= gap
+        assert "not exact" in f.message
+    same = fidelity(ref, ref, n_samples=50, timeout=5)
+    assert same.equivalence == "equal" and same.equivalence_tol is not None
+
+
+# ------------------------------------------------------------------ finding 10
+def _net2():
+    return Network([[[1.0, -1.0], [1.0, 1.0]], [[1.0, -1.0]]], [[0.0, -1.0], [0.0]])
+
+
+def _net3():
+    return Network([[[1.0, 1.0, 1.0]], [[1.0]]], [[0.0], [0.0]])
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda: __import__("relulab.extract", fromlist=["x"]).fidelity(_net2(), _net2(), n_samples=0),
+     "n_samples"),
+    (lambda: __import__("relulab.extract", fromlist=["x"]).fidelity(_net2(), "x"), "recovered"),
+    (lambda: __import__("relulab.extract", fromlist=["x"]).fidelity(_net2(), _net3()), "recovered"),
+    (lambda: __import__("relulab.extract", fromlist=["x"]).extract_relu(_net2(), 2, reference=_net3()),
+     "reference"),
+    (lambda: __import__("relulab.extract", fromlist=["x"]).extract_relu(_net2(), 2, equivalence_timeout=-1),
+     "equivalence_timeout"),
+])
+def test_bad_input_gets_one_clear_error(call, word):
+    from relulab.errors import RelulabError
+
+    with pytest.raises(RelulabError) as e:
+        call()
+    msg = str(e.value)
+    assert word in msg and "\n" not in msg

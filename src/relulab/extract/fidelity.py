@@ -22,15 +22,18 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..domain import Box
+from ..errors import is_int_at_least
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
+from .oracle import ExtractError
 
 __all__ = ["Fidelity", "fidelity"]
 
@@ -56,6 +59,14 @@ class Fidelity(Result):
             on the box (bounds or the exact verifier) and so left out of the reference
             before the comparison: no query on the box can show them (only computed when
             the normal forms differ in architecture).
+        equivalence_tol: the tolerance of the verdict: ``equal`` means
+            ``max |f - g| <= equivalence_tol`` on the box (0 when it was decided exactly,
+            in rational arithmetic; else ``EQUIV_TOL`` times the output scale); a
+            ``different`` means a re-checked gap above it.
+        equivalence_exact: the verdict was reached in exact rational arithmetic; when
+            False an ``equal`` holds up to ``equivalence_tol`` only.
+        equivalence_bound: a proved upper bound of ``max |f - g|`` on the box, when the
+            check produced one.
         complete (property, in the JSON): the functional verdict was reached (``equal`` or
             ``different``), not cut short by the timeout (``unknown``).  The sampled
             ``max_output_error`` is a sample whatever this says.
@@ -84,6 +95,9 @@ class Fidelity(Result):
     domain: dict
     message: str
     dead_on_domain: tuple[tuple[int, int], ...] = ()
+    equivalence_tol: float | None = None
+    equivalence_exact: bool = False
+    equivalence_bound: float | None = None
 
     @property
     def complete(self) -> bool:
@@ -144,6 +158,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     """
     from ..symmetry import canonical, equivalent
 
+    _check_args(reference, recovered, domain, timeout, n_samples)
     d = reference.input_dim
     box = domain if domain is not None else Box(-np.ones(d), np.ones(d))
     t0 = time.monotonic()
@@ -163,7 +178,11 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     out_err = float(np.max(np.abs(reference.float()(X) - recovered.float()(X))))
     left = None if timeout is None else max(timeout - (time.monotonic() - t0), 0.1 * timeout)
     eq = equivalent(ref, recovered.float(), box, timeout=left)
+    exact = bool(eq.exact)
+    tol = 0.0 if exact and eq.status == "equal" else float(eq.tol)
     msg = eq.message
+    if eq.status == "equal" and not exact:
+        msg = f"equal up to {tol:.3g} (not exact): " + msg
     if dead:
         msg = (f"reference neurons {list(dead)} (layer, index) are dead on the box: left out; "
                + msg)
@@ -187,7 +206,30 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         domain=box.to_dict(),
         message=msg,
         dead_on_domain=dead,
+        equivalence_tol=tol,
+        equivalence_exact=exact,
+        equivalence_bound=None if eq.upper_bound is None else float(eq.upper_bound),
     )
+
+
+def _check_args(reference, recovered, domain, timeout, n_samples) -> None:
+    """One clear error naming the argument at fault."""
+    for name, net in (("reference", reference), ("recovered", recovered)):
+        if not isinstance(net, Network):
+            raise ExtractError(f"fidelity: {name} must be a relulab Network, got {type(net).__name__}")
+    if recovered.input_dim != reference.input_dim:
+        raise ExtractError(f"fidelity: recovered takes {recovered.input_dim} inputs, reference "
+                           f"{reference.input_dim}")
+    if recovered.output_dim != reference.output_dim:
+        raise ExtractError(f"fidelity: recovered has {recovered.output_dim} outputs, reference "
+                           f"{reference.output_dim}")
+    if domain is not None and (not isinstance(domain, Box) or domain.dim != reference.input_dim):
+        raise ExtractError(f"fidelity: domain must be a Box of dimension {reference.input_dim}, "
+                           f"got {domain!r}")
+    if timeout is not None and not (isinstance(timeout, numbers.Real) and timeout > 0):
+        raise ExtractError(f"fidelity: timeout must be a number > 0 or None, got {timeout!r}")
+    if not is_int_at_least(n_samples, 1):
+        raise ExtractError(f"fidelity: n_samples must be an integer >= 1, got {n_samples!r}")
 
 
 def _without_dead(net: Network, box: Box, time_limit: float | None) -> tuple[Network, tuple]:

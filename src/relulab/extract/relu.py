@@ -437,6 +437,16 @@ def extract_relu(
         raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
     if reference is None and isinstance(oracle, Network):
         reference = oracle
+    if reference is not None and not isinstance(reference, Network):
+        raise ExtractError(f"extract_relu: reference must be a relulab Network, got "
+                           f"{type(reference).__name__}")
+    if reference is not None and reference.input_dim != d:
+        raise ExtractError(f"extract_relu: reference takes {reference.input_dim} inputs, the "
+                           f"oracle {d} (d)")
+    if equivalence_timeout is not None and not (
+            isinstance(equivalence_timeout, (int, float)) and equivalence_timeout > 0):
+        raise ExtractError(f"extract_relu: equivalence_timeout must be a number > 0 or None, "
+                           f"got {equivalence_timeout!r}")
     if polish is not False and (polish or widths is None or len(widths) >= POLISH_MIN_LAYERS) and not o.keeping:
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
