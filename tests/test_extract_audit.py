@@ -112,3 +112,47 @@ def test_bad_input_gets_one_clear_error(call, word):
         call()
     msg = str(e.value)
     assert word in msg and "\n" not in msg
+
+
+# ------------------------------------------------------------------ findings 5, 8, 9 (GLU)
+def test_glu_width_given_too_small_is_not_recovered():
+    from relulab.extract import extract_glu, random_glu
+
+    b = random_glu(4, 3, 2, act="relu", seed=3)  # true width 3
+    r = extract_glu(b, 4, hidden=2, act="relu", seed=1)
+    assert r.block is not None and r.hidden == r.block.hidden
+    if r.block.hidden != 2:
+        assert r.status == "partial" and "hidden=2" in r.message
+
+
+@pytest.mark.parametrize("kw, word", [({"d": 1}, "d"), ({"max_planes": 0}, "max_planes"),
+                                      ({"time_limit": -1.0}, "time_limit")])
+def test_glu_bad_arguments_get_one_clear_error(kw, word):
+    from relulab.errors import RelulabError
+    from relulab.extract import extract_glu, random_glu
+
+    d = kw.pop("d", 4)
+    with pytest.raises(RelulabError) as e:
+        extract_glu(random_glu(d, 2, 1, act="relu", seed=0), d, act="relu", seed=1, **kw)
+    assert f"{word} " in str(e.value) and str(e.value).startswith("extract_glu:")
+
+
+def test_glu_time_limit_skips_the_polish_and_says_partial():
+    from relulab.extract import extract_glu, random_glu
+
+    b = random_glu(6, 8, 6, act="silu", seed=0)
+    f32 = lambda X: b(np.asarray(X, np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)  # noqa: E731
+    r = extract_glu(f32, 6, act="silu", seed=0, time_limit=1e-3)
+    assert r.stage_cpu.get("polish", 0.0) < 0.5  # no L-BFGS iteration ran (it takes seconds here)
+    assert not r.refined and r.time_limited and r.status == "partial" and "time limit" in r.message
+
+
+def test_glu_polish_reports_a_time_cut():
+    from relulab.extract import random_glu
+    from relulab.extract.glu_refine import refine
+
+    blk = random_glu(3, 2, 2, act="silu", seed=0)
+    start = random_glu(3, 2, 2, act="silu", seed=1)
+    X = np.random.default_rng(0).normal(size=(64, 3))
+    p = refine(start, X, blk(X), blk(-X), time_limit=1e-9)
+    assert p.timed_out and p.status != "converged"

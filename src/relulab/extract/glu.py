@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..results import Result
 from ..tolerance import TINY
 from .glu_gates import Crossing, correct_rows, gate_rows, query_scaled, scan_plane
@@ -184,10 +185,13 @@ class GLUResult(Result):
 
     Attributes:
         block: the recovered block (None when stopped before the value branch).
-        status: ``recovered`` (every stage ran, as many units were found as given and the
-            median validation error is at most ``NOT_RECOVERED``) or ``partial`` (the
-            query budget ran out, units are missing, or the validation error is larger).
-        hidden: the width used; hidden_inferred: whether it was counted from the crossings.
+        status: ``recovered`` (every stage ran, exactly as many units were found as given
+            when a width was given, the time limit did not cut the polish and the median
+            validation error is at most ``NOT_RECOVERED``) or ``partial`` (the query budget
+            ran out, units are missing or more than given, the time limit cut the polish,
+            or the validation error is larger).
+        hidden: the width of the block returned (before one, the width given or the units
+            found); hidden_inferred: whether no width was given (counted from the crossings).
         queries, time: cost; stage_queries: queries per stage; stage_cpu: process
             CPU seconds per stage (the oracle's included; the polish is stage ``polish``).
         planes, grid: half-circles scanned and grid points on each.
@@ -202,6 +206,7 @@ class GLUResult(Result):
             (permutation), and for ReLU the gate scale (moved into the product); None
             without a reference.
         message: one line.
+        time_limited: the time limit stopped the polish or left it no time (``partial``).
         fallback: no unit was found (outputs too coarse) and the block is a least-squares
             fit from random weights of the given width: ``partial``, nothing identified.
         repaired: units whose gate row was off their other crossing points (the last
@@ -235,6 +240,7 @@ class GLUResult(Result):
     stage_cpu: dict | None = None
     repaired: int = 0
     suspect: int = 0
+    time_limited: bool = False
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -517,11 +523,15 @@ def extract_glu(
         noise: relative precision of the outputs (None: measured).
         scale: how far out the ReLU-limit stages query (None: 1 for ReLU, 1e8 otherwise).
         grid: points per half-circle (None: 32 x hidden, or doubled until crossings are
-            resolved).  max_planes: most half-circles scanned.
+            resolved).
         refine, polish_steps, time_limit: the final least-squares polish, its most L-BFGS
             iterations (None: ``POLISH_STEPS``, fewer on big blocks: about
-            ``POLISH_FLOPS`` in all) and its seconds (the seconds are a wall-clock guard;
-            the iterations make the result the same on a busy machine).
+            ``POLISH_FLOPS`` in all) and the seconds from the start of the call after which
+            it does not start or stops (a wall-clock guard checked every 25 iterations: the
+            iterations make the result the same on a busy machine; the earlier stages are
+            not cut).  A polish the limit cut or skipped makes the result ``partial``
+            (``time_limited``).
+        max_planes: most half-circles scanned (an integer >= 1).
         reference: the true block, for ``param_error`` only (default: the oracle itself
             when it is a :class:`GLUBlock`).
 
@@ -538,6 +548,13 @@ def extract_glu(
     d = int(d)
     if hidden is not None and int(hidden) <= 0:
         raise ExtractError(f"extract_glu: hidden must be positive, got {hidden}")
+    if d < 2:
+        raise ExtractError("extract_glu: d must be at least 2 (gate crossings are sought on "
+                           f"half-circles of a plane of inputs), got {d}")
+    if not is_int_at_least(max_planes, 1):
+        raise ExtractError(f"extract_glu: max_planes must be an integer >= 1, got {max_planes!r}")
+    if not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise ExtractError(f"extract_glu: time_limit must be a number > 0, got {time_limit!r}")
     if grid is not None and int(grid) < 16:
         raise ExtractError(f"extract_glu: grid must be at least 16 points, got {grid}")
     if reference is None and isinstance(oracle, GLUBlock):
@@ -550,7 +567,7 @@ def extract_glu(
     r_far = float(scale) if scale is not None else (1.0 if act == "relu" else FAR_SCALE)
     stages: dict[str, int] = {}
     state: dict[str, Any] = {"planes": 0, "grid": 0, "noise": noise if noise is not None else EPS64,
-                             "block": None, "refined": False, "fallback": ""}
+                             "block": None, "refined": False, "fallback": "", "time_cut": ""}
     mark = [0]
     cpu: dict[str, float] = {}
     cpu_mark = [time.process_time()]
@@ -564,11 +581,15 @@ def extract_glu(
 
     def result(status: str, msg: str, val: tuple | None = None, perr: dict | None = None) -> GLUResult:
         med, worst, ev, od = val if val is not None else (None, None, None, None)
-        h = hidden if hidden is not None else (len(units.G) if units.G else None)
+        if state["block"] is not None:
+            h = state["block"].hidden  # the width of the block returned, whatever was given
+        else:
+            h = hidden if hidden is not None else (len(units.G) if units.G else None)
         return GLUResult(state["block"], status, h, hidden is None and h is not None, o.queries,
                          time.monotonic() - t0, dict(stages), state["planes"], state["grid"],
                          float(state["noise"]), state["refined"], med, worst, ev, od, perr, msg,
-                         bool(state["fallback"]), dict(cpu), units.repaired, units.suspect)
+                         bool(state["fallback"]), dict(cpu), units.repaired, units.suspect,
+                         bool(state["time_cut"]))
 
     units = _Units(0)
     try:
@@ -745,7 +766,7 @@ def extract_glu(
             if n_p > X.shape[0]:
                 X, Yp, Yn = _more_pairs(o, rng, X, Yp, Yn, n_p)
                 stage("polish")
-            left = max(1.0, time_limit - (time.monotonic() - t0))
+            left = time_limit - (time.monotonic() - t0)
             if polish_steps is None:  # an iteration costs ~12 n h (d + m) flops
                 # bounded by iterations, not by the clock, for every oracle: the result and
                 # its CPU time do not depend on the machine's load
@@ -754,9 +775,15 @@ def extract_glu(
                                   max(25, POLISH_FLOPS / per_it)))
             else:
                 n_steps = int(polish_steps)
-            pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
-            if pol.status != "unchanged":
-                state["block"], state["refined"] = pol.block, True
+            if left <= 0:
+                state["time_cut"] = (f"the time limit ({time_limit:g} s) was reached before the "
+                                     "polish: not polished")
+            else:
+                pol = refine_block(blk, X, Yp, Yn, time_limit=left, steps=n_steps)
+                if pol.status != "unchanged":
+                    state["block"], state["refined"] = pol.block, True
+                if pol.timed_out:
+                    state["time_cut"] = f"the time limit ({time_limit:g} s) cut the polish short"
             stage("polish")
         blk = state["block"]
         # validation on fresh pairs
@@ -772,9 +799,12 @@ def extract_glu(
     od = _rel_errors(0.5 * (Yv[:nv] - Yv[nv:]), 0.5 * (P[:nv] - P[nv:]))
     val = (float(np.median(rel)), float(np.max(rel)), float(np.median(ev)), float(np.median(od)))
     perr = param_error(blk, reference) if reference is not None else None
+    h = blk.hidden
     missing = hidden is not None and h < hidden
+    extra = hidden is not None and h > hidden
     off = val[0] > NOT_RECOVERED  # e.g. units missing: the block does not compute f
-    status = "partial" if missing or state["fallback"] or off else "recovered"
+    status = ("partial" if missing or extra or state["fallback"] or off or state["time_cut"]
+              else "recovered")
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
     if state["fallback"]:
@@ -782,6 +812,11 @@ def extract_glu(
                f"median relative validation error {val[0]:.3g}, worst {val[1]:.3g} (sampled) from {o.queries} queries")
     if missing:
         msg += f"; only {h} of {hidden} units found"
+    if extra:
+        msg += (f"; {h} units found where hidden={hidden} was given (the width given is wrong, "
+                "or a unit is spurious)")
+    if state["time_cut"]:
+        msg += f"; {state['time_cut']} (partial)"
     if off and not state["fallback"]:
         msg += f"; not recovered: median validation error above {NOT_RECOVERED:g} (units missing or wrong)"
     if units.repaired:

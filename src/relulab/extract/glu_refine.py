@@ -44,6 +44,8 @@ class Polish(Result):
         status: ``converged`` (the loss stalled or reached float64 rounding),
             ``stopped`` (time or step limit first) or ``unchanged`` (no improvement).
         loss_before, loss_after: mean squared error of the paired parts over their scale.
+        timed_out: the time limit stopped the polish (before convergence or the step
+            limit); a polish that was given no time left does not start.
 
     Example:
         >>> from relulab.extract import random_glu
@@ -55,6 +57,7 @@ class Polish(Result):
     status: str
     loss_before: float
     loss_after: float
+    timed_out: bool = False
 
 
 def refine(block: Any, X: np.ndarray, Yp: np.ndarray, Yn: np.ndarray,
@@ -107,7 +110,11 @@ def refine(block: Any, X: np.ndarray, Yp: np.ndarray, Yn: np.ndarray,
     t_end = time.monotonic() + time_limit
     last = start
     status = "stopped"
+    timed_out = False
     for _ in range(max(1, steps // 25)):  # chunks of 25 iterations: the time limit is checked
+        if time.monotonic() > t_end:
+            timed_out = True
+            break
         opt.step(closure)
         with torch.no_grad():
             loss = float(loss_fn())
@@ -117,12 +124,10 @@ def refine(block: Any, X: np.ndarray, Yp: np.ndarray, Yn: np.ndarray,
             status = "converged"
             break
         last = loss
-        if time.monotonic() > t_end:
-            break
     with torch.no_grad():
         final = float(loss_fn())
     if not (math.isfinite(final) and final < start):
-        return Polish(block, "unchanged", start, start)
+        return Polish(block, "unchanged", start, start, timed_out)
     out = type(block)(G.detach().numpy().copy(), U.detach().numpy().copy(),
                       W.detach().numpy().copy(), block.act)
-    return Polish(out, status, start, final)
+    return Polish(out, status, start, final, timed_out)
