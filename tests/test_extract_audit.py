@@ -156,3 +156,43 @@ def test_glu_polish_reports_a_time_cut():
     X = np.random.default_rng(0).normal(size=(64, 3))
     p = refine(start, X, blk(X), blk(-X), time_limit=1e-9)
     assert p.timed_out and p.status != "converged"
+
+
+# ------------------------------------------------------------------ finding 7
+def _preacts(net, X):
+    """Hidden pre-activations of ``net`` at ``X``, layer by layer (a direct forward pass)."""
+    out, h = [], X
+    for W, b in zip(net.float().weights[:-1], net.float().biases[:-1], strict=True):
+        z = h @ np.asarray(W, float).T + np.asarray(b, float)
+        out.append(z)
+        h = np.maximum(z, 0.0)
+    return out
+
+
+def test_extract_relu_names_reference_neurons_dead_on_the_box():
+    import re
+
+    from relulab.extract import extract_relu
+
+    rng = np.random.default_rng(0)
+    d = int(rng.integers(1, 4))
+    ws = [int(rng.integers(2, 4)) for _ in range(int(rng.integers(1, 4)))]
+    sizes = [d, *ws, 1]
+    net = Network([rng.normal(size=(b, a)) for a, b in zip(sizes[:-1], sizes[1:], strict=True)],
+                  [rng.normal(size=b) for b in sizes[1:]])
+    assert net.widths == (3, 2) and d == 3
+    r = extract_relu(net, d, seed=0, equivalence_timeout=5)
+    far = np.random.default_rng(1).uniform(-100, 100, size=(20000, d))
+    assert float(np.max(np.abs(net(far) - r.network(far)))) > 0.1  # differs off the box
+    box = np.random.default_rng(2).uniform(-1, 1, size=(20000, d))
+    z = _preacts(net, box)
+    named = set()
+    for note in r.unidentified:
+        m = re.match(r"reference neuron (\d+) of layer (\d+) is never active", note)
+        if m:
+            i, k = int(m.group(1)), int(m.group(2)) - 1
+            assert np.all(z[k][:, i] <= 0.0)  # really never active on the box samples
+            named.add((k, i))
+    assert named == {(1, 0), (1, 1)}  # the whole second layer
+    assert sum("only feeds neurons never active" in n for n in r.unidentified) == 3
+    assert "not observable" in r.message

@@ -59,6 +59,9 @@ class Fidelity(Result):
             on the box (bounds or the exact verifier) and so left out of the reference
             before the comparison: no query on the box can show them (only computed when
             the normal forms differ in architecture).
+        active_on_domain: reference neurons proved active everywhere on the box (linear
+            there: no query on it shows their hyperplane; computed with
+            ``dead_on_domain``).  They stay in the reference of the comparison.
         equivalence_tol: the tolerance of the verdict: ``equal`` means
             ``max |f - g| <= equivalence_tol`` on the box (0 when it was decided exactly,
             in rational arithmetic; else ``EQUIV_TOL`` times the output scale); a
@@ -95,6 +98,7 @@ class Fidelity(Result):
     domain: dict
     message: str
     dead_on_domain: tuple[tuple[int, int], ...] = ()
+    active_on_domain: tuple[tuple[int, int], ...] = ()
     equivalence_tol: float | None = None
     equivalence_exact: bool = False
     equivalence_bound: float | None = None
@@ -167,10 +171,12 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     G, _ = canonical(recovered.float())
     al = _align(F, G)
     dead: tuple[tuple[int, int], ...] = ()
+    active: tuple[tuple[int, int], ...] = ()
     if al is None and ref.n_hidden_layers:
         # Neurons dead on the box compute nothing there: the reference without them is the
         # same function on the box, and what an attack confined to the box can recover.
-        ref, dead = _without_dead(ref, box, None if timeout is None else DEAD_SHARE * timeout)
+        ref, dead, active = _without_dead(ref, box,
+                                          None if timeout is None else DEAD_SHARE * timeout)
         if dead:
             F, _ = canonical(ref)
             al = _align(F, G)
@@ -206,6 +212,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         domain=box.to_dict(),
         message=msg,
         dead_on_domain=dead,
+        active_on_domain=active,
         equivalence_tol=tol,
         equivalence_exact=exact,
         equivalence_bound=None if eq.upper_bound is None else float(eq.upper_bound),
@@ -232,16 +239,24 @@ def _check_args(reference, recovered, domain, timeout, n_samples) -> None:
         raise ExtractError(f"fidelity: n_samples must be an integer >= 1, got {n_samples!r}")
 
 
-def _without_dead(net: Network, box: Box, time_limit: float | None) -> tuple[Network, tuple]:
+def _without_dead(net: Network, box: Box, time_limit: float | None) -> tuple[Network, tuple, tuple]:
     """``net`` with the outgoing weights of its neurons proved dead on ``box`` set to 0
-    (the same function on the box), and those neurons."""
+    (the same function on the box), those neurons, and the neurons proved always active
+    on ``box``."""
     from ..symmetry import neuron_status
 
     ns = neuron_status(net, box, use_verifier=True, time_limit=time_limit)
     dead = tuple((k, int(i)) for k, st in enumerate(ns.status) for i in np.nonzero(st == -1)[0])
+    active = tuple((k, int(i)) for k, st in enumerate(ns.status) for i in np.nonzero(st == 1)[0])
     if not dead:
-        return net, ()
+        return net, (), active
+    return without_neurons(net, dead), dead, active
+
+
+def without_neurons(net: Network, neurons) -> Network:
+    """``net`` with the outgoing weights of ``neurons`` (``(layer, index)``, 0-based) set
+    to 0."""
     Ws = [np.asarray(W, float).copy() for W in net.weights]
-    for k, i in dead:
+    for k, i in neurons:
         Ws[k + 1][:, i] = 0.0
-    return Network(Ws, [np.asarray(b, float) for b in net.biases], skip=net.skip), dead
+    return Network(Ws, [np.asarray(b, float) for b in net.float().biases], skip=net.skip)

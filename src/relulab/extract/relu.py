@@ -44,7 +44,7 @@ from ..domain import Box
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
-from .fidelity import Fidelity, fidelity
+from .fidelity import Fidelity, fidelity, without_neurons
 from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .polish import assign_critical
@@ -84,13 +84,18 @@ class ExtractionResult(Result):
     Attributes:
         network: the recovered network (None when the attack stopped before the output
             layer could be fitted).
-        status: ``complete`` or ``partial`` (budget reached, a layer not recovered).
+        status: ``complete`` (the attack ran to its end and its output fit explains the
+            oracle on the explored region; what holds there only is named in
+            ``unidentified``, and away from the region the recovered network may differ)
+            or ``partial`` (budget reached, a layer not recovered).
         queries: rows queried from the oracle; time: seconds.
         widths: hidden widths recovered; widths_expected: the ones given (or None).
         orientation: per layer, how neuron orientations were decided
             (``one-sided``, ``affine-fit``, ``skip``: left to an affine skip term).
         unidentified: what cannot be identified from queries, and how weights the traces
-            missed were completed (one line each).
+            missed were completed (one line each); with a reference, also its neurons
+            that no query on the fidelity box can show (proved dead or always active
+            there, or feeding only neurons dead there).
         polish: what the final joint polish did (None when it did not run).
         fit_residual: relative output error of the final fit on fresh points.
         fidelity: comparison with the reference network, when one is known.
@@ -537,12 +542,16 @@ def extract_relu(
     if reference is not None and net is not None:
         fid = fidelity(reference, net, domain if domain is not None else
                        Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
-        st.notes += _diagnose(reference)
+        st.notes += _diagnose(reference, fid)
     lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
     cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
     msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
            f"(2^{math.log2(max(o.queries, 1)):.1f})")
+    hidden_ref = [n for n in st.notes if n.startswith("reference neuron") and " on the " in n]
+    if hidden_ref:
+        msg += (f"; {len(hidden_ref)} reference neurons are not observable on the fidelity box "
+                "(see unidentified): the recovered network is the function there only")
     return ExtractionResult(
         network=net, status=status, queries=o.queries, time=elapsed, widths=widths_found,
         widths_expected=widths, orientation=tuple(st.orient), unidentified=tuple(st.notes),
@@ -577,12 +586,35 @@ def _polish_step(o: QueryOracle, st: _State, net: Network, rng) -> Network:
     return net2
 
 
-def _diagnose(reference: Network) -> list[str]:
-    """What the reference network has that no query can show (from its normal form)."""
+def _diagnose(reference: Network, fid: Fidelity | None = None) -> list[str]:
+    """What the reference network has that no query can show (from its normal form), and
+    with ``fid``, what no query on its box can show: neurons proved dead or always active
+    there, and those whose output only reaches neurons dead there."""
     from ..symmetry import canonical
 
     _, rep = canonical(reference.float())
     out = []
+    if fid is not None and (fid.dead_on_domain or fid.active_on_domain):
+        lo, hi = fid.domain.get("lo"), fid.domain.get("hi")
+        where = "the fidelity box"
+        if lo and hi and len(set(lo)) == 1 and len(set(hi)) == 1:
+            where = f"the box [{lo[0]:g}, {hi[0]:g}]^{len(lo)}"
+        for k, i in fid.dead_on_domain:
+            out.append(f"reference neuron {i} of layer {k + 1} is never active on {where}: not "
+                       "observable there (the recovered network may differ outside it)")
+        for k, i in fid.active_on_domain:
+            out.append(f"reference neuron {i} of layer {k + 1} is active everywhere on {where} "
+                       "(linear there): its hyperplane is not observable there")
+        if fid.dead_on_domain:
+            _, rep2 = canonical(without_neurons(reference.float(), fid.dead_on_domain))
+            gone = set(rep2.zero_outgoing)
+            if rep2.constant_from_layer is not None:  # no neuron of that layer is left
+                gone |= {(k, i) for k in range(rep2.constant_from_layer)
+                         for i in range(reference.widths[k])}
+            for k, i in sorted(gone - set(rep.zero_outgoing) - set(rep.constant)
+                               - set(fid.dead_on_domain)):
+                out.append(f"reference neuron {i} of layer {k + 1} only feeds neurons never active "
+                           f"on {where}: not observable there")
     for k, i in rep.constant:
         out.append(f"reference neuron {i} of layer {k + 1} has no incoming weight (dead or "
                    "constant): not observable")
