@@ -59,7 +59,8 @@ def extract_cmd(
         else:
             console.print("parameters not comparable: " + f.message)
         console.print(f"equivalence on the box [{f.domain['lo'][0]:g}, {f.domain['hi'][0]:g}]^d: "
-                      f"{f.equivalence} ({f.equivalence_method}); largest "
+                      f"{f.equivalence} ({f.equivalence_method}, "
+                      f"{'exact' if f.equivalence_exact else f'tolerance {f.equivalence_tol:.2g}'}); largest "
                       f"output difference on {f.n_samples} random points {f.max_output_error:.3g}")
     for u in r.unidentified:
         console.print(f"  note: {u}")
