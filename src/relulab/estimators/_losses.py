@@ -59,9 +59,10 @@ def _smoothed_check_function(torch: Any) -> Any:
         class SmoothedCheck(torch.autograd.Function):
             @staticmethod
             def forward(ctx: Any, u: Any, tau: Any, h: Any, kernel: str) -> Any:
-                t = -u / h
-                ctx.save_for_backward(tau - kernel_cdf(torch, t, kernel))
-                return tau * u + h * kernel_integral(torch, t, kernel)
+                ctx.save_for_backward(tau - kernel_cdf(torch, -u / h, kernel))
+                # rho(u) + h G(-|u| / h): no overflow of |u| / h, no cancellation near tau = 1
+                t = -torch.clamp(torch.abs(u) / h, max=torch.finfo(u.dtype).max)
+                return check_loss(torch, u, tau) + h * kernel_integral(torch, t, kernel)
 
             @staticmethod
             def backward(ctx: Any, grad: Any) -> Any:
@@ -73,12 +74,13 @@ def _smoothed_check_function(torch: Any) -> Any:
 
 
 def check_loss(torch: Any, u: Any, tau: Any) -> Any:
-    """Pinball loss ``tau u + max(-u, 0)`` (``tau`` broadcasts over the last axis)."""
-    return tau * u + torch.relu(-u)
+    """Pinball loss ``u (tau - 1{u < 0})`` (``tau`` broadcasts over the last axis)."""
+    return u * (tau - (u < 0).to(u.dtype))
 
 
 def smoothed_check_loss(torch: Any, u: Any, tau: Any, h: Any, kernel: str) -> Any:
-    """Convolution-smoothed check loss ``tau u + h G(-u / h)`` (derivative in ``u`` in closed form).
+    """Convolution-smoothed check loss ``tau u + h G(-u / h)``, evaluated as
+    ``rho(u) + h G(-|u| / h)`` (derivative in ``u`` in closed form).
 
     ``tau`` and ``h`` are constants (floats or tensors that broadcast against ``u``).
     """

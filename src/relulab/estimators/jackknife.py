@@ -15,7 +15,10 @@ bias-corrected estimate subtracts its expectation,
 which for the bootstrap (``Var N_bi = 1 - 1/n``) is Wager-Hastie-Efron's correction
 ``n / B^2 sum_b (t_b - t)^2`` up to the factor ``1 - 1/n``.  For subsamples of size
 ``s`` drawn without replacement the variance is scaled by ``n (n - 1) / (n - s)^2``
-(Wager and Athey 2018), which makes it unbiased for the variance of a U-statistic.
+(Wager and Athey 2018).  With all ``C(n, s)`` subsets and a statistic linear in the
+units (the sample mean) the scaled ``V_IJ`` equals the unbiased variance estimate
+``S^2 / n`` exactly; for a nonlinear statistic (a general U-statistic, a fitted network)
+it is an approximation with a bias that does not vanish in general.
 
 Example:
     >>> import itertools, numpy as np
@@ -30,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -37,6 +41,17 @@ import numpy as np
 from ..errors import RelulabError
 
 __all__ = ["ij_variance"]
+
+
+def _subsample_size(s: Any, n: int) -> int | None:
+    """``None``, or the subsample size as an int, refused unless a whole number in (0, n)."""
+    if s is None:
+        return None
+    ok = (isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)) and np.isfinite(s)
+          and float(s) == int(s) and 0 < int(s) < n)
+    if not ok:
+        raise RelulabError(f"ij_variance: subsample_size must be an integer in (0, {n}), got {s!r}")
+    return int(s)
 
 
 def ij_variance(
@@ -77,8 +92,13 @@ def ij_variance(
     B, n = N.shape
     if B < 2:
         raise RelulabError(f"ij_variance: need at least 2 resamples, got {B}")
+    if n < 1:
+        raise RelulabError("ij_variance: counts has no columns; need at least one unit")
     if not (np.all(np.isfinite(N)) and np.all(np.isfinite(T))):
         raise RelulabError("ij_variance: counts and estimates must be finite")
+    if np.any(N < 0):
+        raise RelulabError("ij_variance: counts must be >= 0 (how often each unit is in each resample)")
+    s = _subsample_size(subsample_size, n)
     Nc = N - N.mean(axis=0)
     Tc = T - T.mean(axis=0)
     cov = Nc.T @ Tc / B                       # (n, m): Cov_b(N_bi, t_b(x_j))
@@ -86,9 +106,6 @@ def ij_variance(
     if bias_correction:
         count_var = np.sum(Nc**2) / B            # sum_i Var_b(N_bi)
         V = V - count_var * np.mean(Tc**2, axis=0) / B
-    if subsample_size is not None:
-        s = int(subsample_size)
-        if not (0 < s < n):
-            raise RelulabError(f"ij_variance: subsample_size must be in (0, {n}), got {s}")
+    if s is not None:
         V = V * n * (n - 1) / (n - s) ** 2
     return V[0] if vector else V

@@ -11,7 +11,13 @@ for a kernel density ``K`` symmetric about 0 and ``K_h(t) = K(t / h) / h``.  Bec
     l_h(u) = tau*u + h * G(-u / h),   G(t) = E max(t - Z, 0) = integral_{-inf}^t F(s) ds,
 
 with ``F`` the kernel's distribution function.  Symmetry gives ``G(t) - G(-t) = t``, so
-``l_h`` is the same whichever side of the hinge one writes it from.  ``G`` in closed form:
+``l_h`` is the same whichever side of the hinge one writes it from; the code evaluates
+
+    l_h(u) = rho(u) + h * G(-|u| / h),
+
+which never overflows (``G`` is only needed at arguments <= 0, where it is at most
+``G(0)``) and adds a term that is exactly 0 for the compact kernels when ``|u| >= h``.
+``G`` in closed form:
 
 * gaussian ``K = phi``:                 ``G(t) = t Phi(t) + phi(t)``
 * logistic ``K = e^-z / (1 + e^-z)^2``: ``G(t) = log(1 + e^t)`` (``F`` is the sigmoid)
@@ -45,6 +51,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -75,18 +82,31 @@ def _kernel(kernel: str) -> str:
     return kernel
 
 
-def _tau(tau: float) -> float:
-    tau = float(tau)
-    if not (0.0 < tau < 1.0):
-        raise RelulabError(f"tau: quantile level {tau} is not strictly between 0 and 1")
-    return tau
+def _real(x: Any) -> bool:
+    """Whether ``x`` is a real number (not a bool, not a string)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
-def _h(h: float) -> float:
-    h = float(h)
-    if not (h > 0.0 and math.isfinite(h)):
-        raise RelulabError(f"bandwidth: must be a positive finite number, got {h}")
-    return h
+def _tau(tau: Any) -> float:
+    """The quantile level as a float, refused unless a number strictly between 0 and 1."""
+    if not (_real(tau) and 0.0 < float(tau) < 1.0):
+        raise RelulabError(f"tau: quantile level must be a number strictly between 0 and 1, got {tau!r}")
+    return float(tau)
+
+
+def _h(h: Any) -> float:
+    """The bandwidth as a float, refused unless a positive finite number."""
+    if not (_real(h) and float(h) > 0.0 and math.isfinite(float(h))):
+        raise RelulabError(f"bandwidth: must be a positive finite number, got {h!r}")
+    return float(h)
+
+
+def _count(name: str, v: Any, least: int) -> int:
+    """A whole number ``>= least`` (an integral float such as 100.0 counts), else an error naming it."""
+    ok = _real(v) and math.isfinite(float(v)) and float(v) == int(v) and int(v) >= least
+    if not ok:
+        raise RelulabError(f"conquer_bandwidth: {name} must be an integer >= {least}, got {v!r}")
+    return int(v)
 
 
 def check_loss(u: Any, tau: float) -> np.ndarray:
@@ -163,6 +183,9 @@ def kernel_integral(t: Any, kernel: str) -> np.ndarray:
 def smoothed_check_loss(u: Any, tau: float, h: float, kernel: str = "gaussian") -> np.ndarray:
     """The convolution-smoothed check loss ``l_h(u) = tau u + h G(-u / h)`` elementwise.
 
+    Evaluated as ``rho(u) + h G(-|u| / h)`` (equal, by ``G(t) - G(-t) = t``), which neither
+    overflows for ``|u| / h`` beyond the float range nor cancels for ``tau`` near 0 or 1.
+
     Example:
         >>> import numpy as np
         >>> v = smoothed_check_loss([0.0], 0.5, 1.0, "logistic")   # h log 2
@@ -171,7 +194,9 @@ def smoothed_check_loss(u: Any, tau: float, h: float, kernel: str = "gaussian") 
     """
     u = np.asarray(u, dtype=np.float64)
     tau, h = _tau(tau), _h(h)
-    return tau * u + h * kernel_integral(-u / h, kernel)
+    with np.errstate(over="ignore"):
+        t = -np.minimum(np.abs(u) / h, np.finfo(np.float64).max)   # -inf would give G = nan
+    return check_loss(u, tau) + h * kernel_integral(t, kernel)
 
 
 def smoothed_check_grad(u: Any, tau: float, h: float, kernel: str = "gaussian") -> np.ndarray:
@@ -200,8 +225,6 @@ def conquer_bandwidth(tau: float, n: int, p: int) -> float:
         True
     """
     tau = _tau(tau)
-    n, p = int(n), int(p)
-    if n < 2 or p < 1:
-        raise RelulabError(f"conquer_bandwidth: need n >= 2 and p >= 1, got n={n}, p={p}")
+    n, p = _count("n", n, 2), _count("p", p, 1)
     ratio = min((p + math.log(n)) / n, 0.5)
     return max(MIN_BANDWIDTH, math.sqrt(tau * (1 - tau)) * ratio**0.4)
