@@ -30,11 +30,36 @@ def _where(est: Any, method: str) -> str:
 
 def check_Xy(est: Any, X: Any, y: Any, method: str = "fit") -> tuple[np.ndarray, np.ndarray]:
     """Validate a training set (finite, numeric, 2-D ``X``, 1-D ``y``) and set n_features_in_."""
+    if y is not None and np.asarray(y).dtype.kind in "USV":
+        raise EstimatorInputError(f"{_where(est, method)}: y must be numeric, got an array of dtype {np.asarray(y).dtype}")
     try:
         X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
-    except ValueError as e:
+        y = np.asarray(y, dtype=np.float64)
+    except ValueError as e:   # a TypeError (e.g. dicts in X) passes: scikit-learn's checks expect it
         raise EstimatorInputError(f"{_where(est, method)}: {e}") from None
-    return X, np.asarray(y, dtype=np.float64)
+    return X, y
+
+
+def check_scored_y(est: Any, y: Any, n: int, sample_weight: Any = None) -> None:
+    """Refuse a ``score`` target that is not finite, numeric, one value per row of ``X``;
+    the same for ``sample_weight`` (also >= 0, not all zero)."""
+    where = _where(est, "score")
+    try:
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise EstimatorInputError(f"{where}: y must be numeric") from None
+    if y.shape[0] != n:
+        raise EstimatorInputError(f"{where}: y needs one value per row of X ({n}), got {y.shape[0]}")
+    if not np.all(np.isfinite(y)):
+        raise EstimatorInputError(f"{where}: y contains NaN or infinite values")
+    if sample_weight is not None:
+        try:
+            w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise EstimatorInputError(f"{where}: sample_weight must be numeric") from None
+        if w.shape[0] != n or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise EstimatorInputError(
+                f"{where}: sample_weight must be finite and >= 0, not all zero, with one value per row of X ({n})")
 
 
 def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
@@ -69,7 +94,9 @@ def check_choice(est: Any, name: str, value: Any, choices: Sequence[str]) -> str
 
 
 def check_positive(est: Any, name: str, value: Any, integer: bool = False) -> Any:
-    ok = isinstance(value, numbers.Real) and np.isfinite(value) and value > 0
+    """``value`` itself if it is a positive finite number (an integer if asked; never a bool)."""
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+          and np.isfinite(value) and value > 0)
     if integer:
         ok = ok and isinstance(value, numbers.Integral)
     if not ok:
@@ -78,21 +105,60 @@ def check_positive(est: Any, name: str, value: Any, integer: bool = False) -> An
     return value
 
 
-def seed_of(random_state: Any) -> int:
+def seed_of(est: Any, random_state: Any) -> int:
     """An integer seed for torch and numpy drawn from a scikit-learn ``random_state``."""
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+    if isinstance(random_state, (bool, np.bool_)):
+        raise EstimatorInputError(f"{_where(est, 'fit')}: random_state must be None, an integer in [0, 2**32) "
+                                  f"or a numpy RandomState, got {random_state!r}")
+    try:
+        return int(check_random_state(random_state).randint(0, 2**31 - 1))
+    except (TypeError, ValueError):
+        raise EstimatorInputError(f"{_where(est, 'fit')}: random_state must be None, an integer in [0, 2**32) "
+                                  f"or a numpy RandomState, got {random_state!r}") from None
 
 
 def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and scales (a constant column gets scale 1, so nothing divides by 0)."""
-    mean = A.mean(axis=0)
-    scale = A.std(axis=0)
+    """Column means and scales (a constant column gets scale 1, so nothing divides by 0).
+
+    Each column is divided by its largest absolute value first, so the sum of squares
+    cannot overflow for any finite column (``A.std()`` overflows above about 1e154).
+    """
+    top = np.max(np.abs(A), axis=0)
+    top = np.where(top > 0, top, 1.0)
+    B = A / top
+    mean = B.mean(axis=0) * top
+    scale = B.std(axis=0) * top
     scale = np.where(scale > ROUNDOFF * (1 + np.abs(mean)), scale, 1.0)
     return mean, scale
 
 
+def standardise(est: Any, name: str, A: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(A - mean) / scale``, refused with an error naming ``name`` if it does not fit in
+    float32 (the training precision)."""
+    S = (A - mean) / scale
+    if not np.all(np.abs(S) <= np.finfo(np.float32).max):
+        raise EstimatorInputError(
+            f"{_where(est, 'fit')}: {name} is out of range for float32 training: after standardisation "
+            f"(none for a binomial or poisson response) |{name}| must be <= {float(np.finfo(np.float32).max):.3g}")
+    return S
+
+
+def check_trained(est: Any, log: _torch.TrainLog) -> None:
+    """Refuse a training run whose loss or weights stopped being finite."""
+    if log.diverged_at is not None:
+        raise EstimatorInputError(
+            f"{_where(est, 'fit')}: training diverged at epoch {log.diverged_at} (the loss or the weights "
+            "stopped being finite); lower learning_rate")
+
+
 class NetEstimatorBase(RegressorMixin, BaseEstimator):
     """Training settings shared by the network estimators (not used directly)."""
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R^2 of ``predict(X)`` against ``y`` (scikit-learn's default), after checking ``y``."""
+        X = check_X(self, X, "score")
+        check_scored_y(self, y, X.shape[0], sample_weight)
+        return super().score(X, y, sample_weight)
 
     def _check_training_params(self) -> None:
         check_positive(self, "epochs", self.epochs, integer=True)
@@ -117,17 +183,23 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         seed: int,
         weights: np.ndarray | None = None,
         out_bias: np.ndarray | None = None,
+        zero_rows: Sequence[int] | None = None,
     ) -> tuple[Any, _torch.TrainLog]:
+        """Build the MLP (output bias ``out_bias``, last-layer rows ``zero_rows`` set to 0),
+        train it, refuse a diverged run, and return the model in float64 with its log."""
         model = _torch.build_mlp(torch, Xs.shape[1], self.hidden_, d_out, activation, seed)
-        if out_bias is not None:
-            with torch.no_grad():
+        with torch.no_grad():
+            if out_bias is not None:
                 model[-1].bias.copy_(torch.as_tensor(np.asarray(out_bias), dtype=model[-1].bias.dtype))
+            if zero_rows is not None:
+                model[-1].weight[list(zero_rows)] = 0.0
         log = _torch.train(
             torch, model.parameters(), model, objective, Xs, Ys, weights,
             epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
             weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
             seed=seed + 1,
         )
+        check_trained(self, log)
         # predict and network_ both compute in float64 with the trained (float32) numbers
         model.double().eval()
         return model, log

@@ -61,11 +61,19 @@ def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activati
 
 @dataclass
 class TrainLog:
-    """What a training run did: mean training loss per epoch and whether it stopped early."""
+    """What a training run did: mean training loss per epoch, whether it stopped early, and
+    the epoch (from 1) at which the loss or the weights stopped being finite (``None``: never)."""
 
     loss_curve: list[float]
     n_epochs: int
     converged: bool
+    diverged_at: int | None = None
+
+
+def _all_finite(torch: Any, params: list[Any]) -> bool:
+    """Whether every parameter tensor is finite."""
+    with torch.no_grad():
+        return all(bool(torch.isfinite(p).all()) for p in params)
 
 
 def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: int, seed: int) -> list[Any]:
@@ -122,7 +130,8 @@ def train(
     elementwise, so the members of an ensemble train exactly as if trained one by one on
     the same minibatches.  Training stops when the epoch's mean loss has not improved by
     ``tol`` for ``n_iter_no_change`` epochs in a row (scikit-learn's MLP rule); ``tol <= 0``
-    trains all ``epochs``.
+    trains all ``epochs``.  Training stops at the first epoch whose mean loss or weights are
+    not finite (a diverged run) and records it in ``TrainLog.diverged_at``.
     """
     n = X.shape[0]
     dt = np.float32 if TRAIN_DTYPE(torch) == torch.float32 else np.float64
@@ -140,8 +149,8 @@ def train(
         opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     curve: list[float] = []
-    best, stall, converged = np.inf, 0, False
-    for _ in range(int(epochs)):
+    best, stall, converged, diverged = np.inf, 0, False, None
+    for epoch in range(1, int(epochs) + 1):
         perm = torch.from_numpy(rng.permutation(n))
         total = 0.0
         for start in range(0, n, bs):
@@ -156,6 +165,9 @@ def train(
             total += float(loss.detach()) * len(idx)
         members = 1 if per_row.ndim == 1 else per_row.shape[0]
         curve.append(total / n / members)
+        if not (np.isfinite(curve[-1]) and _all_finite(torch, params)):
+            diverged = epoch
+            break
         if tol > 0:
             if curve[-1] > best - tol:
                 stall += 1
@@ -165,7 +177,7 @@ def train(
             if stall >= n_iter_no_change:
                 converged = True
                 break
-    return TrainLog(curve, len(curve), converged)
+    return TrainLog(curve, len(curve), converged, diverged)
 
 
 def predict_raw(torch: Any, model: Any, X: np.ndarray) -> np.ndarray:

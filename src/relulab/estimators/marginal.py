@@ -42,9 +42,11 @@ from ._base import (
     check_choice,
     check_hidden,
     check_positive,
+    check_trained,
     check_X,
     check_Xy,
     seed_of,
+    standardise,
     standardiser,
 )
 from .jackknife import ij_variance
@@ -117,7 +119,8 @@ class MarginalNetRegressor(NetEstimatorBase):
     Attributes:
         units_ (unit labels), counts_ ``(B, n_units)`` resampling counts, networks_ (one
         relulab :class:`~relulab.Network` per member computing its linear predictor of
-        the raw input), unit_weights_, n_features_in_.
+        the raw input), unit_weights_, family_, loss_curve_, n_iter_, converged_,
+        n_features_in_.
 
     ``predict`` returns the marginal mean ``g^{-1}(mean_b f_b(x))``; ``score`` is R^2 of
     the mean (scikit-learn's default).
@@ -196,7 +199,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         self.unit_weights_ = 1.0 / sizes if self.cluster_weights == "unit" else np.ones(n_units)
 
         self.x_mean_, self.x_scale_ = standardiser(X)
-        Xs = (X - self.x_mean_) / self.x_scale_
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
         if family == "gaussian":
             ym, ys = standardiser(y[:, None])
             self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
@@ -205,9 +208,9 @@ class MarginalNetRegressor(NetEstimatorBase):
             self.y_mean_, self.y_scale_ = 0.0, 1.0
             mu = float(np.clip(y.mean(), 1e-3, 1 - 1e-3 if family == "binomial" else np.inf))
             start = float(np.log(mu / (1 - mu))) if family == "binomial" else float(np.log(mu))
-        Ys = (y - self.y_mean_) / self.y_scale_
+        Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
 
-        seed = seed_of(self.random_state)
+        seed = seed_of(self, self.random_state)
         rng = np.random.default_rng(seed)
         self.counts_, self._subsample_size = self._draw_counts(rng, n_units)
         torch = _torch.torch_module()
@@ -229,8 +232,11 @@ class MarginalNetRegressor(NetEstimatorBase):
                 weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
                 seed=int(rng.integers(2**31 - 1)),
             )
+        check_trained(self, log)
+        self.family_ = family
         self.loss_curve_ = log.loss_curve
         self.n_iter_ = log.n_epochs
+        self.converged_ = log.converged
         out_map = (np.array([[self.y_scale_]]), np.array([self.y_mean_]))
         arrays = [p.detach().numpy() for p in params]
         self.networks_: list[Network] = []
@@ -247,7 +253,7 @@ class MarginalNetRegressor(NetEstimatorBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """The marginal mean ``g^{-1}(mean_b f_b(x))``."""
-        return _inverse_link(self.member_predictions(X).mean(axis=0), self.family)
+        return _inverse_link(self.member_predictions(X).mean(axis=0), self.family_)
 
     def predict_variance(self, X: Any) -> np.ndarray:
         """Bias-corrected infinitesimal-jackknife variance of ``mean_b f_b(x)`` (link scale), clipped at 0."""
@@ -272,7 +278,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         z = float(norm.ppf(1 - alpha / 2))
         eta = E.mean(axis=0)
         half = z * np.sqrt(V)
-        return np.column_stack([_inverse_link(eta - half, self.family), _inverse_link(eta + half, self.family)])
+        return np.column_stack([_inverse_link(eta - half, self.family_), _inverse_link(eta + half, self.family_)])
 
     def ensemble_network(self) -> Network:
         """One relulab :class:`~relulab.Network` computing ``mean_b f_b`` (link scale).

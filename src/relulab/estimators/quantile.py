@@ -11,8 +11,9 @@ construction, not a penalty), and the head is ReLU + affine, so ``network_`` is 
 ReLU network: one more hidden layer of ``K + 1`` neurons ``relu(z_1), relu(-z_1),
 relu(z_2), ..., relu(z_K)`` and an output layer of partial sums.  An increment whose
 pre-activation is negative over the data gets no gradient (the two levels then coincide);
-the increments start at the gaps between the response's empirical quantiles so this does
-not happen at initialisation.
+at initialisation the increments' rows of the last layer are zero and their biases are the
+gaps between the response's empirical quantiles (at least 0.01 standardised units), so
+every increment starts positive, the same at every input.
 
 Inputs and response are standardised before training; the data-driven bandwidth is
 applied on the standardised response, and ``bandwidth_`` reports it in response units.
@@ -35,6 +36,7 @@ from ._base import (
     check_X,
     check_Xy,
     seed_of,
+    standardise,
     standardiser,
 )
 from .kernels import KERNELS, check_loss, conquer_bandwidth
@@ -47,12 +49,16 @@ _MIN_INIT_GAP = 1e-2
 
 
 def check_quantiles(quantiles: Any, where: str) -> tuple[np.ndarray, bool]:
-    """The levels as a sorted float array and whether a single scalar was given."""
-    scalar = isinstance(quantiles, numbers.Real)
+    """The levels as a sorted float array and whether a single number (or 0-d array) was given."""
     try:
-        q = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
+        raw = np.asarray(quantiles)
+        ok = raw.dtype.kind in "iuf" and not isinstance(quantiles, (str, bytes))
+        q = np.atleast_1d(raw.astype(np.float64)) if ok else None
     except (TypeError, ValueError):
-        raise EstimatorInputError(f"{where}: quantiles must be numbers in (0, 1), got {quantiles!r}") from None
+        ok = False
+    if not ok:
+        raise EstimatorInputError(f"{where}: quantiles must be numbers in (0, 1), got {quantiles!r}")
+    scalar = raw.ndim == 0
     if q.ndim != 1 or q.size == 0:
         raise EstimatorInputError(f"{where}: quantiles must be a number or a 1-D sequence, got {quantiles!r}")
     if not np.all((q > 0) & (q < 1)):
@@ -63,6 +69,7 @@ def check_quantiles(quantiles: Any, where: str) -> tuple[np.ndarray, bool]:
 
 
 def _noncrossing_head_np(z: np.ndarray) -> np.ndarray:
+    """The non-crossing head on raw outputs ``z`` (n, K): ``q_1 = z_1``, ``q_k = q_(k-1) + relu(z_k)``."""
     return np.cumsum(np.concatenate([z[:, :1], np.maximum(z[:, 1:], 0.0)], axis=1), axis=1)
 
 
@@ -87,7 +94,7 @@ class QuantileNetRegressor(NetEstimatorBase):
 
     Attributes:
         quantiles_, bandwidth_ (response units, one per level; 0 for pinball),
-        network_ (a relulab :class:`~relulab.Network` that reproduces ``predict``),
+        network_ (a relulab :class:`~relulab.Network`; ``predict`` evaluates it),
         loss_curve_, n_iter_ (epochs run), n_features_in_.
 
     ``score`` is the *negative* mean check loss (greater is better, as scikit-learn's
@@ -101,7 +108,7 @@ class QuantileNetRegressor(NetEstimatorBase):
         ...                          random_state=0).fit(X, y)
         >>> q = m.predict(X); q.shape, bool(np.all(q[:, 0] <= q[:, 1]))
         ((200, 2), True)
-        >>> bool(np.allclose(m.network_(X), q, rtol=1e-9, atol=1e-12))
+        >>> bool(np.array_equal(m.network_(X), q))
         True
     """
 
@@ -143,11 +150,16 @@ class QuantileNetRegressor(NetEstimatorBase):
         if isinstance(self.bandwidth, str) and self.bandwidth == "auto":
             return np.array([conquer_bandwidth(t, n, d + 1) for t in taus])
         b = self.bandwidth
-        if not (isinstance(b, numbers.Real) and np.isfinite(b) and b > 0):
+        if not (isinstance(b, numbers.Real) and not isinstance(b, (bool, np.bool_)) and np.isfinite(b) and b > 0):
             raise EstimatorInputError(
                 f"QuantileNetRegressor.fit: bandwidth must be 'auto' or a positive number, got {b!r}"
             )
-        return np.full_like(taus, float(b) / y_scale)
+        h = float(b) / y_scale
+        if not 0 < np.float32(h) < np.inf:
+            raise EstimatorInputError(
+                f"QuantileNetRegressor.fit: bandwidth={b!r} is {h:.3g} standardised response units, which "
+                "rounds to 0 or overflows in float32 (the training precision)")
+        return np.full_like(taus, h)
 
     def fit(self, X: Any, y: Any) -> QuantileNetRegressor:
         """Fit the quantile network on ``X`` (n, d) and ``y`` (n,)."""
@@ -161,8 +173,8 @@ class QuantileNetRegressor(NetEstimatorBase):
         self.x_mean_, self.x_scale_ = standardiser(X)
         ym, ys = standardiser(y[:, None])
         self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
-        Xs = (X - self.x_mean_) / self.x_scale_
-        Ys = (y - self.y_mean_) / self.y_scale_
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
+        Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
         h = self._bandwidths(taus, n, d, self.y_scale_)
         self.quantiles_ = taus
         self.bandwidth_ = h * self.y_scale_
@@ -189,9 +201,12 @@ class QuantileNetRegressor(NetEstimatorBase):
                 per = _losses.check_loss(torch, u, tau_t)
             return per.mean(dim=1)
 
-        seed = seed_of(self.random_state)
+        seed = seed_of(self, self.random_state)
+        # zero increment rows: each increment starts at its gap (> 0) at every input
+        zero_rows = range(1, K) if head else None
         with _torch.one_thread(torch):
-            self._model, log = self._train(torch, Xs, Ys, objective, K, "relu", seed, out_bias=start)
+            self._model, log = self._train(torch, Xs, Ys, objective, K, "relu", seed, out_bias=start,
+                                           zero_rows=zero_rows)
         self._head = head
         self.loss_curve_ = log.loss_curve
         self.n_iter_ = log.n_epochs
@@ -221,12 +236,12 @@ class QuantileNetRegressor(NetEstimatorBase):
 
     # -------------------------------------------------------------- predict
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted quantiles: ``(n,)`` for a single level, else ``(n, K)``."""
+        """Predicted quantiles: ``(n,)`` for a single level, else ``(n, K)``.
+
+        Computed by ``network_`` (the same float64 arithmetic, so the two are identical).
+        """
         X = check_X(self, X)
-        torch = _torch.torch_module()
-        z = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)
-        q = _noncrossing_head_np(z) if self._head else z
-        q = self.y_mean_ + self.y_scale_ * q
+        q = self.network_(X)
         return q[:, 0] if self._scalar else q
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:

@@ -26,6 +26,7 @@ from ._base import (
     check_X,
     check_Xy,
     seed_of,
+    standardise,
     standardiser,
 )
 
@@ -46,14 +47,15 @@ class SmoothNetRegressor(NetEstimatorBase):
         random_state: as for :class:`QuantileNetRegressor`.
 
     Attributes:
-        network_ (only for ``activation="relu"``), loss_curve_, n_iter_, n_features_in_.
+        network_ (only for ``activation="relu"``; ``predict`` then evaluates it), loss_,
+        loss_curve_, n_iter_, converged_, n_features_in_.
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> X = rng.uniform(-1, 1, size=(100, 2)); y = np.abs(X[:, 0]) + 0.05 * rng.normal(size=100)
         >>> m = SmoothNetRegressor(activation="relu", hidden=(8,), epochs=5, random_state=0).fit(X, y)
-        >>> bool(np.allclose(m.network_(X)[:, 0], m.predict(X), rtol=1e-9, atol=1e-12))
+        >>> bool(np.array_equal(m.network_(X)[:, 0], m.predict(X)))
         True
         >>> hasattr(SmoothNetRegressor(activation="gelu", hidden=(4,), epochs=1).fit(X, y), "network_")
         False
@@ -91,7 +93,8 @@ class SmoothNetRegressor(NetEstimatorBase):
         """Fit the network on ``X`` (n, d) and ``y`` (n,)."""
         act = check_choice(self, "activation", self.activation, _torch.ACTIVATIONS)
         loss = check_choice(self, "loss", self.loss, LOSSES)
-        if loss == "quantile" and not (isinstance(self.quantile, numbers.Real) and 0 < self.quantile < 1):
+        if loss == "quantile" and not (isinstance(self.quantile, numbers.Real)
+                                       and not isinstance(self.quantile, (bool, np.bool_)) and 0 < self.quantile < 1):
             raise EstimatorInputError(
                 f"SmoothNetRegressor.fit: quantile must lie strictly between 0 and 1, got {self.quantile!r}"
             )
@@ -104,7 +107,7 @@ class SmoothNetRegressor(NetEstimatorBase):
             i = int(np.flatnonzero((y < 0) | (y > 1))[0])
             raise EstimatorInputError(f"SmoothNetRegressor.fit: loss='logistic' needs y in [0, 1]; y[{i}] = {y[i]}")
         self.x_mean_, self.x_scale_ = standardiser(X)
-        Xs = (X - self.x_mean_) / self.x_scale_
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
         if loss == "logistic":
             self.y_mean_, self.y_scale_ = 0.0, 1.0
             p = float(np.clip(y.mean(), 1e-3, 1 - 1e-3))
@@ -113,7 +116,8 @@ class SmoothNetRegressor(NetEstimatorBase):
             ym, ys = standardiser(y[:, None])
             self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
             start = 0.0
-        Ys = (y - self.y_mean_) / self.y_scale_
+        Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
+        seed = seed_of(self, self.random_state)
 
         torch = _torch.torch_module()
         tau, delta = float(self.quantile), float(self.huber_delta)
@@ -130,8 +134,9 @@ class SmoothNetRegressor(NetEstimatorBase):
 
         with _torch.one_thread(torch):
             self._model, log = self._train(
-                torch, Xs, Ys, objective, 1, act, seed_of(self.random_state), out_bias=np.array([start])
+                torch, Xs, Ys, objective, 1, act, seed, out_bias=np.array([start])
             )
+        self.loss_ = loss
         self.loss_curve_ = log.loss_curve
         self.n_iter_ = log.n_epochs
         self.converged_ = log.converged
@@ -145,8 +150,14 @@ class SmoothNetRegressor(NetEstimatorBase):
         return self
 
     def predict_link(self, X: Any) -> np.ndarray:
-        """The fitted network's output: the fitted value, or the log-odds for ``logistic``."""
+        """The fitted network's output: the fitted value, or the log-odds for ``logistic``.
+
+        A ReLU fit is computed by ``network_`` (identical to it), a smooth one by the
+        float64 torch model.
+        """
         X = check_X(self, X, "predict_link")
+        if hasattr(self, "network_"):
+            return self.network_(X)[:, 0]
         torch = _torch.torch_module()
         f = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)[:, 0]
         return self.y_mean_ + self.y_scale_ * f
@@ -154,4 +165,4 @@ class SmoothNetRegressor(NetEstimatorBase):
     def predict(self, X: Any) -> np.ndarray:
         """Fitted values (probabilities for the logistic loss)."""
         f = self.predict_link(X)
-        return expit(f) if self.loss == "logistic" else f
+        return expit(f) if self.loss_ == "logistic" else f
