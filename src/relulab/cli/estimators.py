@@ -18,12 +18,40 @@ __all__ = ["register", "tour"]
 
 
 def _widths(text: str) -> tuple[int, ...]:
+    """``--hidden`` as positive layer widths (``linear``/``none``/empty: no hidden layer)."""
     if text.strip() in ("", "none", "linear"):
         return ()
     try:
-        return tuple(int(t) for t in text.split(","))
+        widths = tuple(int(t) for t in text.split(","))
     except ValueError:
         raise RelulabError(f"--hidden: expected comma-separated integers like 64,64, got {text!r}") from None
+    if any(w < 1 for w in widths):
+        raise RelulabError(f"--hidden: layer widths must be positive integers, got {text!r}")
+    return widths
+
+
+def _bandwidth(text: str) -> str | float:
+    """``--bandwidth`` as ``"auto"`` or one positive finite number (one bandwidth for all levels)."""
+    if text.strip() == "auto":
+        return "auto"
+    vals = parse_floats(text, "--bandwidth")
+    if vals.size != 1 or not (np.isfinite(vals[0]) and vals[0] > 0):
+        raise RelulabError(f"--bandwidth: expected 'auto' or one positive number (used for every level), got {text!r}")
+    return float(vals[0])
+
+
+def _check_options(loss: str, kernel: str, epochs: int, seed: int) -> None:
+    """Refuse bad ``--loss``, ``--kernel``, ``--epochs`` and ``--seed`` before anything is fitted."""
+    from ..estimators import KERNELS
+
+    if loss not in ("conquer", "pinball"):
+        raise RelulabError(f"--loss: expected conquer or pinball, got {loss!r}")
+    if kernel not in KERNELS:
+        raise RelulabError(f"--kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
+    if epochs < 1:
+        raise RelulabError(f"--epochs: must be a positive integer, got {epochs}")
+    if not 0 <= seed < 2**32:
+        raise RelulabError(f"--seed: must be an integer in [0, 2**32), got {seed}")
 
 
 def fit_quantile_cmd(
@@ -33,7 +61,7 @@ def fit_quantile_cmd(
     loss: str = typer.Option("conquer", "--loss", help="conquer (smoothed check loss) or pinball."),
     kernel: str = typer.Option("gaussian", "--kernel",
                                help="gaussian | logistic | uniform | epanechnikov | triangular."),
-    bandwidth: str = typer.Option("auto", "--bandwidth", help="'auto' (conquer rule) or a number "
+    bandwidth: str = typer.Option("auto", "--bandwidth", help="'auto' (conquer rule) or one number, for every level, "
                                   "in response units."),
     epochs: int = typer.Option(200, "--epochs"),
     seed: int = typer.Option(0, "--seed"),
@@ -43,18 +71,22 @@ def fit_quantile_cmd(
 ) -> None:
     """Quantile regression by one ReLU network, one output per level (ConquerNet).
 
-    The saved network computes the fitted quantiles exactly (non-crossing by construction),
-    so every relulab command applies to it.
+    The saved network is the fitted model: predict evaluates this same network, whose
+    quantiles cannot cross by construction, so every relulab command applies to it.
 
     Example: relulab fit-quantile data.csv --quantiles 0.05,0.95 --epochs 100 --save q.npz
     """
     from ..estimators import QuantileNetRegressor
+    from ..estimators.quantile import check_quantiles
     from .train import read_csv
 
+    taus = tuple(check_quantiles(parse_floats(quantiles, "--quantiles"), "--quantiles")[0].tolist())
+    widths, bw = _widths(hidden), _bandwidth(bandwidth)
+    _check_options(loss, kernel, epochs, seed)
     X, y = read_csv(data)
-    taus = tuple(parse_floats(quantiles, "--quantiles").tolist())
-    bw: str | float = bandwidth if bandwidth == "auto" else float(parse_floats(bandwidth, "--bandwidth")[0])
-    m = QuantileNetRegressor(quantiles=taus, hidden=_widths(hidden), loss=loss, kernel=kernel, bandwidth=bw,
+    if plot and X.shape[1] != 1:
+        raise RelulabError(f"--plot: needs one input column, the data has {X.shape[1]}")
+    m = QuantileNetRegressor(quantiles=taus, hidden=widths, loss=loss, kernel=kernel, bandwidth=bw,
                              epochs=epochs, random_state=seed).fit(X, y)
     q = m.predict(X)
     below = (y[:, None] <= q).mean(axis=0)
