@@ -1,0 +1,280 @@
+"""Regression tests for the estimators audit: every finding, checked against an independent oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+from relulab.errors import RelulabError  # noqa: E402
+from relulab.estimators import (  # noqa: E402
+    KERNELS,
+    EstimatorInputError,
+    MarginalNetRegressor,
+    QuantileNetRegressor,
+    SmoothNetRegressor,
+    check_loss,
+    conquer_bandwidth,
+    ij_variance,
+    smoothed_check_loss,
+)
+
+
+def _data(n=200, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X[:, 0] + 0.1 * rng.normal(size=n)
+
+
+# ---------------------------------------------------------------- 1: dead increments
+def test_noncrossing_increments_start_positive_everywhere():
+    import torch
+
+    from relulab.estimators import _torch
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 2))
+    y = X[:, 0] + 0.3 * rng.normal(size=500)
+    # learning rate 1e-30: one epoch leaves the float32 initial weights unchanged
+    m = QuantileNetRegressor(quantiles=(0.49, 0.5, 0.51), hidden=(2,), epochs=1, learning_rate=1e-30,
+                             random_state=11).fit(X, y)
+    z = _torch.predict_raw(torch, m._model, (X - m.x_mean_) / m.x_scale_)
+    assert np.all(z[:, 1:] > 0)
+    # the gap is the same at every input: zero weights, bias = the empirical-quantile gap
+    assert np.ptp(z[:, 1:], axis=0).max() == 0
+
+
+def test_noncrossing_close_levels_do_not_collapse():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(500, 2))
+    y = X[:, 0] + 0.3 * rng.normal(size=500)
+    m = QuantileNetRegressor(quantiles=(0.49, 0.5, 0.51), hidden=(2,), epochs=60, random_state=11).fit(X, y)
+    q = m.predict(X)
+    assert np.abs(q[:, 1] - q[:, 0]).max() > 1e-3
+
+
+# ---------------------------------------------------------------- 2: network_ vs predict
+def test_network_is_predict_with_timestamp_like_inputs():
+    import torch
+
+    from relulab.estimators import _torch
+    from relulab.estimators.quantile import _noncrossing_head_np
+
+    rng = np.random.default_rng(0)
+    t = 1.7e9 + rng.uniform(0, 100, size=300)
+    X = t[:, None]
+    y = np.sin(t / 15.0) + 0.1 * rng.normal(size=300)
+    m = QuantileNetRegressor(quantiles=(0.1, 0.5, 0.9), hidden=(16,), epochs=5, random_state=0).fit(X, y)
+    q = m.predict(X)
+    assert np.array_equal(m.network_(X), q)
+    s = SmoothNetRegressor(activation="relu", hidden=(16,), epochs=5, random_state=0).fit(X, y)
+    assert np.array_equal(s.network_(X)[:, 0], s.predict(X))
+    # oracle: the trained torch model on the standardised input; the folded first layer loses
+    # about eps * |x| / x_scale (~ 1e-8 here) relative, nothing more
+    z = _torch.predict_raw(torch, m._model, (X - m.x_mean_) / m.x_scale_)
+    ref = m.y_mean_ + m.y_scale_ * _noncrossing_head_np(z)
+    assert np.allclose(q, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+# ---------------------------------------------------------------- 3: divergence
+def test_diverged_smooth_fit_is_an_error():
+    X, y = _data()
+    with pytest.raises(EstimatorInputError, match="SmoothNetRegressor.fit: training diverged at epoch .*learning_rate"):
+        SmoothNetRegressor(activation="softplus", hidden=(16,), epochs=5, learning_rate=1e30, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: QuantileNetRegressor(hidden=(16,), epochs=5, learning_rate=1e30, random_state=0),
+    lambda: SmoothNetRegressor(activation="relu", hidden=(16,), epochs=5, learning_rate=1e12, random_state=0),
+])
+def test_diverged_relu_fit_is_an_error(make):
+    X, y = _data()
+    with pytest.raises(EstimatorInputError, match="training diverged"):
+        make().fit(X, y)
+
+
+def test_diverged_poisson_ensemble_is_an_error():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = rng.poisson(np.exp(1 + X[:, 0]))
+    with pytest.raises(EstimatorInputError, match="MarginalNetRegressor.fit: training diverged"):
+        MarginalNetRegressor(family="poisson", hidden=(32, 32), n_estimators=3, epochs=20, learning_rate=0.5,
+                             random_state=0).fit(X, y)
+
+
+def test_poisson_counts_beyond_float32_are_refused():
+    X, _ = _data(50)
+    y = np.round(np.exp(X[:, 0])) * 1e39
+    with pytest.raises(EstimatorInputError, match="y is out of range for float32"):
+        MarginalNetRegressor(family="poisson", hidden=(4,), n_estimators=2, epochs=1, random_state=0).fit(X, y)
+
+
+# ---------------------------------------------------------------- 4: standardiser overflow
+def test_huge_inputs_and_responses_are_standardised():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(100, 1))
+    y = 3 * X[:, 0] + 0.1 * rng.normal(size=100)
+    m = SmoothNetRegressor(activation="relu", hidden=(8,), epochs=20, learning_rate=0.02,
+                           random_state=0).fit(X * 1e160, y)
+    assert m.x_scale_[0] == pytest.approx(np.std(X[:, 0]) * 1e160, rel=1e-12)
+    assert np.ptp(m.predict(X * 1e160)) > 1.0      # the fit uses X (a constant would be 0)
+    q = QuantileNetRegressor(quantiles=0.5, hidden=(4,), epochs=2, random_state=0).fit(X, y * 1e160)
+    assert q.y_scale_ == pytest.approx(np.std(y) * 1e160, rel=1e-12)
+    assert np.all(np.isfinite(q.predict(X)))
+
+
+# ---------------------------------------------------------------- 5: smoothed loss overflow
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("u, h", [(1e300, 1e-10), (-1e300, 1e-10), (-1e308, 0.5)])
+def test_smoothed_loss_far_from_the_kink_is_the_check_loss(kernel, u, h):
+    v = float(smoothed_check_loss(u, 0.3, h, kernel))
+    r = float(check_loss(u, 0.3))     # 0 <= l_h - rho <= h G(0) < h, far below r's rounding
+    assert v == pytest.approx(r, rel=1e-15)
+
+
+@pytest.mark.parametrize("kernel", ["uniform", "epanechnikov", "triangular"])
+def test_smoothed_loss_exact_outside_the_band_near_tau_one(kernel):
+    tau = 1 - 1e-12
+    u = np.array([-20.0, -1e-3, 5.0])
+    assert np.array_equal(smoothed_check_loss(u, tau, 1e-3, kernel), u * (tau - (u < 0)))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_torch_smoothed_loss_does_not_overflow(kernel):
+    import torch
+
+    from relulab.estimators import _losses
+
+    u = torch.tensor([3e38, -3e38, -20.0], dtype=torch.float32)
+    v = _losses.smoothed_check_loss(torch, u, 0.3, 1e-30, kernel).numpy().astype(np.float64)
+    ref = check_loss(u.numpy().astype(np.float64), 0.3)
+    assert np.allclose(v, ref, rtol=1e-6, atol=0)
+
+
+def test_bandwidth_rounding_to_zero_in_float32_is_refused_and_tiny_is_finite():
+    X, y = _data(60)
+    with pytest.raises(EstimatorInputError, match="bandwidth=1e-46"):
+        QuantileNetRegressor(hidden=(4,), epochs=1, bandwidth=1e-46, random_state=0).fit(X, y)
+    m = QuantileNetRegressor(hidden=(4,), epochs=2, bandwidth=1e-39, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(m.loss_curve_))
+
+
+# ---------------------------------------------------------------- 6: jackknife wording
+def test_jackknife_doc_does_not_claim_unbiased_for_u_statistics():
+    from relulab.estimators import jackknife
+
+    doc = " ".join(jackknife.__doc__.split())
+    assert "unbiased for the variance of a U-statistic" not in doc
+    assert "linear in the units" in doc
+
+
+# ---------------------------------------------------------------- 7: fitted attributes
+def test_predict_does_not_read_parameters_changed_after_fit():
+    X, y = _data(60)
+    y = 5 + y
+    s = SmoothNetRegressor(activation="relu", hidden=(4,), epochs=3, random_state=0).fit(X, y)
+    before = s.predict(X[:3])
+    s.set_params(loss="logistic")
+    assert np.array_equal(s.predict(X[:3]), before) and s.loss_ == "squared"
+    m = MarginalNetRegressor(hidden=(4,), n_estimators=2, epochs=3, random_state=0).fit(X, y)
+    before = m.predict(X[:3])
+    m.set_params(family="poisson")
+    assert np.array_equal(m.predict(X[:3]), before) and m.family_ == "gaussian"
+    assert isinstance(m.converged_, bool)
+
+
+# ---------------------------------------------------------------- 8: CLI options
+@pytest.fixture
+def csv2(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (60, 2))
+    p = tmp_path / "d2.csv"
+    np.savetxt(p, np.c_[X, X[:, 0]], delimiter=",")
+    return p
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--bandwidth", "0.1,0.2"], "--bandwidth"),
+    (["--bandwidth", ""], "--bandwidth"),
+    (["--bandwidth", "-1"], "--bandwidth"),
+    (["--seed", "-1"], "--seed"),
+    (["--epochs", "0"], "--epochs"),
+    (["--loss", "l1"], "--loss"),
+    (["--hidden", "4,0"], "--hidden"),
+    (["--quantiles", "0.9,0.1"], "--quantiles"),
+])
+def test_fit_quantile_bad_options_name_the_flag(capsys, csv2, args, flag):
+    from conftest import run_cli
+
+    code, _, err = run_cli(capsys, "fit-quantile", csv2, "--epochs", "1", *args)
+    assert code == 1 and err.startswith("error: " + flag) and len(err.strip().splitlines()) == 1
+
+
+def test_fit_quantile_plot_checked_before_fit_and_save(capsys, csv2, tmp_path):
+    from conftest import run_cli
+
+    out = tmp_path / "q.npz"
+    code, _, err = run_cli(capsys, "fit-quantile", csv2, "--epochs", "1", "--plot", tmp_path / "p.png",
+                           "--save", out)
+    assert code == 1 and "--plot" in err and not out.exists()
+
+
+# ---------------------------------------------------------------- 9: estimator bad input
+@pytest.mark.parametrize("make, fit_y, msg", [
+    (lambda: QuantileNetRegressor(hidden=(4,), epochs=1), "strings", "QuantileNetRegressor.fit: y must be numeric"),
+    (lambda: QuantileNetRegressor(quantiles="0.5", hidden=(4,), epochs=1), None, "quantiles must be numbers"),
+    (lambda: QuantileNetRegressor(hidden=(4,), epochs=True), None, "epochs must be a positive integer"),
+    (lambda: SmoothNetRegressor(hidden=(4,), epochs=1, random_state=-1), None, "random_state"),
+    (lambda: MarginalNetRegressor(hidden=(4,), n_estimators=True, epochs=1), None, "n_estimators"),
+])
+def test_bad_estimator_input_is_one_clear_error(make, fit_y, msg):
+    X, y = _data(40)
+    if fit_y == "strings":
+        y = np.array(["a"] * 40)
+    with pytest.raises(EstimatorInputError, match=msg):
+        make().fit(X, y)
+
+
+def test_zero_dimensional_quantile_gives_a_vector():
+    X, y = _data(40)
+    m = QuantileNetRegressor(quantiles=np.array(0.5), hidden=(4,), epochs=1, random_state=0).fit(X, y)
+    assert m.predict(X).shape == (40,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MarginalNetRegressor(hidden=(4,), n_estimators=2, epochs=1, random_state=0),
+    lambda: SmoothNetRegressor(hidden=(4,), epochs=1, random_state=0),
+])
+@pytest.mark.parametrize("bad", ["inf", "short"])
+def test_r2_score_checks_y(make, bad):
+    X, y = _data(40)
+    m = make().fit(X, y)
+    yb = np.r_[y[:-1], np.inf] if bad == "inf" else y[:-1]
+    with pytest.raises(EstimatorInputError, match=f"{type(m).__name__}.score: y"):
+        m.score(X, yb)
+    assert m.score(X, y) == pytest.approx(1 - np.sum((y - m.predict(X)) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+# ---------------------------------------------------------------- 10: kernels / jackknife arguments
+@pytest.mark.parametrize("call, name", [
+    (lambda: conquer_bandwidth(0.5, 10.9, 1), "n must be an integer"),
+    (lambda: conquer_bandwidth(0.5, 100, 0.5), "p must be an integer >= 1, got 0.5"),
+    (lambda: conquer_bandwidth(0.5, float("nan"), 1), "n must be"),
+    (lambda: conquer_bandwidth(0.5, 100, float("inf")), "p must be"),
+    (lambda: check_loss(1.0, None), "tau"),
+    (lambda: check_loss(1.0, "0.5"), "tau"),
+    (lambda: smoothed_check_loss(0.0, 0.5, "a"), "bandwidth"),
+    (lambda: smoothed_check_loss(0.0, 0.5, None), "bandwidth"),
+    (lambda: ij_variance(np.eye(3)[[0, 1, 2, 0]], np.arange(4.0), subsample_size=1.5), "subsample_size"),
+    (lambda: ij_variance(-np.ones((3, 2)), np.arange(3.0)), "counts must be >= 0"),
+    (lambda: ij_variance(np.ones((3, 0)), np.arange(3.0)), "at least one unit"),
+])
+def test_bad_kernel_and_jackknife_arguments_are_named(call, name):
+    with pytest.raises(RelulabError, match=name):
+        call()
+
+
+def test_integral_float_counts_still_accepted():
+    assert conquer_bandwidth(0.5, 100.0, 2.0) == conquer_bandwidth(0.5, 100, 2)
