@@ -65,7 +65,16 @@ def test_network_reproduces_predict(hidden, noncrossing):
     assert isinstance(net, Network) and net.output_dim == 3 and net.input_dim == 3
     Z = np.random.default_rng(0).normal(size=(200, 3)) * 20     # far outside the data too
     q = m.predict(Z)
-    assert np.allclose(net(Z), q, rtol=1e-11, atol=1e-11 * np.max(np.abs(q)))
+    assert np.array_equal(net(Z), q)            # predict evaluates network_
+    # oracle: the trained float64 torch model on standardised inputs, head applied by numpy
+    import torch
+
+    from relulab.estimators import _torch
+    from relulab.estimators.quantile import _noncrossing_head_np
+
+    z = _torch.predict_raw(torch, m._model, (Z - m.x_mean_) / m.x_scale_)
+    ref = m.y_mean_ + m.y_scale_ * (_noncrossing_head_np(z) if noncrossing else z)
+    assert np.allclose(q, ref, rtol=1e-11, atol=1e-11 * np.max(np.abs(ref)))
     if noncrossing:
         # the head is exact ReLU arithmetic: one extra hidden layer of K + 1 neurons
         assert net.widths == (*hidden, 4)

@@ -26,7 +26,13 @@ def test_relu_network_reproduces_predict(loss):
     m = SmoothNetRegressor(activation="relu", loss=loss, hidden=(7, 5), epochs=5, random_state=0).fit(X, y)
     Z = np.random.default_rng(1).normal(size=(100, 2)) * 10
     f = m.predict_link(Z)
-    assert np.allclose(m.network_(Z)[:, 0], f, rtol=1e-11, atol=1e-11 * np.max(np.abs(f)))
+    assert np.array_equal(m.network_(Z)[:, 0], f)     # predict_link evaluates network_
+    import torch
+
+    from relulab.estimators import _torch
+
+    ref = m.y_mean_ + m.y_scale_ * _torch.predict_raw(torch, m._model, (Z - m.x_mean_) / m.x_scale_)[:, 0]
+    assert np.allclose(f, ref, rtol=1e-11, atol=1e-11 * np.max(np.abs(ref)))   # the trained torch model
     p = m.predict(Z)
     if loss == "logistic":
         assert np.all((p >= 0) & (p <= 1)) and np.allclose(p, 1 / (1 + np.exp(-f)))

@@ -2,7 +2,7 @@
 
 * :class:`QuantileNetRegressor`: quantile regression by one ReLU network with one output
   per level, under the check loss or its convolution-smoothed version (ConquerNet), with
-  guaranteed non-crossing quantiles; ``network_`` reproduces ``predict``.
+  guaranteed non-crossing quantiles; ``predict`` evaluates ``network_``.
 * :class:`MarginalNetRegressor`: marginal regression for clustered / repeated-measures
   data (gaussian, binomial, poisson) by an ensemble of ReLU networks on resampled units,
   with infinitesimal-jackknife intervals (:func:`ij_variance`).
