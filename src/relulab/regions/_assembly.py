@@ -195,8 +195,11 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
         return late[0]
 
     with Progress(progress) as bar:
+        # with a region cap, batches of about that size: the first ones stream out after
+        # a fraction of the work (one batch of up to 60,000 regions took minutes)
         it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found),
-                   stop=None if deadline is None else past_deadline)
+                   stop=None if deadline is None else past_deadline,
+                   max_batch=None if max_regions is None else max(64, min(2 * max_regions, 1024)))
         try:
             for ch in it:
                 arrays = finalize(pb, ch)

@@ -585,13 +585,17 @@ class FinalChunk:
     pattern: np.ndarray  # (n, N) bool
 
 
-def run(pb: Problem, X0, F0, ptr0, *, progress=None, stop=None) -> Iterator[FinalChunk]:
+def run(pb: Problem, X0, F0, ptr0, *, progress=None, stop=None,
+        max_batch: int | None = None) -> Iterator[FinalChunk]:
     """Yield finished regions batch by batch (depth first).
 
     ``progress(frac)`` is called with the finished share of the domain (0..1].
     ``stop()``, when given, is asked after every neuron: True ends the stream there (the
-    caller marks its result partial).
+    caller marks its result partial).  ``max_batch`` lowers the regions a batch may hold
+    before it is halved (MAX_BATCH_REGIONS), so that a caller that wants only a few
+    regions gets its first batch without splitting a whole domain's worth.
     """
+    lim = MAX_BATCH_REGIONS if max_batch is None else max(1, min(MAX_BATCH_REGIONS, max_batch))
     L = pb.n_layers
     root = Batch(
         start=ptr0[:-1].copy(),
@@ -614,7 +618,7 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None, stop=None) -> Iterator[Fina
             b = _apply_neuron(pb, b)
             if stop is not None and stop():
                 return
-            if b.n > MAX_BATCH_REGIONS or b.used - b.dead > cap:
+            if b.n > lim or b.used - b.dead > cap:
                 b1, b2 = _halve(b)
                 stack.append(b2)
                 b = b1
