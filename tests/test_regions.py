@@ -672,3 +672,36 @@ def test_a_region_cap_streams_small_batches_with_the_same_regions(monkeypatch):
     assert len(part) == 20 and part.partial and seen == [64]
     have = {r.pattern.tobytes() for r in full}
     assert all(r.pattern.tobytes() in have for r in part)
+
+
+def test_a_time_limit_returns_the_regions_found_so_far_marked_partial(tmp_path, capsys):
+    import json
+
+    from conftest import run_cli
+
+    from relulab.io import save_model
+
+    rng = np.random.default_rng(5)
+    net = Network([rng.normal(size=(14, 3)), rng.normal(size=(10, 14)) / 3, rng.normal(size=(1, 10))],
+                  [rng.normal(size=14) * .3, rng.normal(size=10) * .3, np.zeros(1)])
+    box = Box(-np.ones(3), np.ones(3))
+    full = {p.tobytes() for p in regions.enumerate(net, box).patterns}
+    cut = regions.enumerate(net, box, time_limit=1e-6)      # spent at the first neuron
+    assert cut.partial and "time limit" in cut.info["stopped"]
+    assert len(cut) < len(full) and all(p.tobytes() in full for p in cut.patterns)
+    assert not cut.to_dict()["certified"]
+    whole = regions.enumerate(net, Polytope.whole_space(3), time_limit=1e-6)
+    assert whole.partial and not whole.certified
+    for bad in (0, -1.0, float("nan"), "3"):
+        with pytest.raises(RelulabError, match="time_limit"):
+            regions.enumerate(net, box, time_limit=bad)
+    with pytest.raises(RelulabError, match="time_limit"):
+        regions.enumerate(net, box, time_limit=1.0, method="bfs")
+    path = tmp_path / "m.npz"
+    save_model(net, path)
+    for extra in ([], ["--count"]):
+        code, out, _ = run_cli(capsys, "regions", str(path), "--time-limit", "0.000001", "--json", *extra)
+        d = json.loads(out)
+        assert code == 0 and d["partial"] and not d["certified"] and "time limit" in d["stopped"]
+    code, _, err = run_cli(capsys, "regions", str(path), "--time-limit", "-2")
+    assert code != 0 and "--time-limit" in err

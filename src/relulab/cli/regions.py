@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, console, load_model_arg, parse_box, print_json
+from ._common import JSON_OPT, check_seconds, console, load_model_arg, parse_box, print_json
 
 __all__ = ["register", "tour"]
 
@@ -27,6 +27,8 @@ def regions_cmd(
     plot: str = typer.Option(None, "--plot", help="Write a picture (2-D inputs: the regions; "
                              "1-D: the function) to this PNG file."),
     max_regions: int = typer.Option(None, "--max-regions", help="Stop after this many."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds; at the limit the "
+                                     "regions found so far are reported, marked partial."),
     list_regions: bool = typer.Option(False, "--list", help="With --json: every region "
                                       "(H-representation, vertices, affine map)."),
     workers: int = typer.Option(None, "--workers", help="Split the box into cells and "
@@ -57,6 +59,7 @@ def regions_cmd(
 
     if max_regions is not None and max_regions < 1:
         raise RelulabError(f"--max-regions must be at least 1, got {max_regions}")
+    time_limit = check_seconds(time_limit, "--time-limit")
     net = load_model_arg(model)
     d = net.input_dim
     if plot and d > 2 and not graph:
@@ -75,8 +78,9 @@ def regions_cmd(
 
         if whole_space:
             raise RelulabError("--workers/--ray split a box: not with --whole-space")
-        if max_regions is not None:
-            raise RelulabError("--workers/--ray enumerate to the end: not with --max-regions")
+        if max_regions is not None or time_limit is not None:
+            raise RelulabError("--workers/--ray enumerate to the end: not with --max-regions "
+                               "or --time-limit")
         if workers is not None and workers < 1:
             raise RelulabError(f"--workers must be at least 1, got {workers}")
         backend, address = resolve_backend(ray) if ray is not None else ("local", None)
@@ -87,6 +91,9 @@ def regions_cmd(
         if count or graph or plot or list_regions or par:
             raise RelulabError("--out streams the regions to a file: not with --count, "
                                "--graph, --plot, --list, --workers or --ray")
+        if time_limit is not None:
+            raise RelulabError("--out streams to the end (stop it with --max-regions or Ctrl-C): "
+                               "not with --time-limit")
         s = R.write_regions(net, out_file, dom, max_regions=max_regions, progress=progress)
         out.update({"file": s.path, "format": s.format, "regions": s.regions,
                     "chunks": s.chunks, "status": s.status})
@@ -97,25 +104,31 @@ def regions_cmd(
                           f"{s.chunks} chunk(s))" + (" (partial)" if s.status == "partial" else ""))
         return
     if count and not (graph or plot):
-        if max_regions is None:
+        if max_regions is None and time_limit is None:
             n, partial, stopped = R.count(net, dom, progress=progress, **par), False, None
+            certified = True
         else:
             # counting keeps no region data, but only enumeration stops at a limit
-            rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions)
+            rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions,
+                             time_limit=time_limit, vertices=False)
             n, partial = len(rs), bool(rs.partial)
             stopped = _stopped(rs, max_regions)
+            certified = bool(rs.certified) and not partial
         out["regions"] = n
         out["partial"] = partial
         # count() refuses an uncertified number; a cut enumeration certifies nothing
-        out["certified"] = not partial
+        out["certified"] = certified
         out["stopped"] = stopped
         if json_out:
             print_json(out)
         else:
             why = stopped or f"stopped at --max-regions {max_regions}"
-            console.print(f"{n} linear regions" + (f" (partial: {why})" if partial else ""))
+            note = (f" (partial: {why})" if partial
+                    else "" if certified else " (not certified complete on R^d)")
+            console.print(f"{n} linear regions" + note)
         return
-    rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions, **par)
+    rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions,
+                     time_limit=time_limit, **par)
     out.update(rs.to_dict(regions=list_regions and json_out))
     if whole_space:
         out["domain"] = "R^d"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -113,6 +114,7 @@ def enumerate_regions(
     workers: int | None = None,
     cells: int | None = None,
     address: str | None = None,
+    time_limit: float | None = None,
 ) -> RegionSet:
     """Every full-dimensional linear region of ``net`` inside ``domain``.
 
@@ -140,6 +142,9 @@ def enumerate_regions(
             vertices and graph). Without ``cells`` and under 50,000 estimated regions
             it runs in one process (``rs.info["parallel"]`` says so). ``address``: the
             Ray cluster.
+        time_limit: seconds (None: none).  The streaming engine runs, and at the limit
+            the regions found so far come back marked ``partial``, with
+            ``rs.info["stopped"]`` saying so (the subdivision method, one process).
 
     Ctrl-C returns the regions found so far, marked ``partial``.
 
@@ -153,6 +158,7 @@ def enumerate_regions(
     """
     t0 = time.perf_counter()
     _check_options(max_regions, vertices, big)
+    deadline = _deadline(time_limit, method, parallel)
     if parallel is not None:
         from ._neuron_cells import enumerate_neuron_cells
 
@@ -185,9 +191,9 @@ def enumerate_regions(
             from ._unbounded import enumerate_unbounded  # LPs: scipy and HiGHS load lazily
 
             rs = enumerate_unbounded(pb, dom, max_regions=max_regions, progress=progress,
-                                     engine=engine, vertices=bool(vertices))
+                                     engine=engine, vertices=bool(vertices), deadline=deadline)
         else:
-            run = run_engines(pb, progress, max_regions, engine, bool(vertices))
+            run = run_engines(pb, progress, max_regions, engine, bool(vertices), deadline=deadline)
             rs = assemble(pb, run, domain=dom)
         rs.seconds = time.perf_counter() - t0
     else:
@@ -198,6 +204,20 @@ def enumerate_regions(
     elif centers != "centroid":
         raise RelulabError(f"unknown centers {centers!r}: use 'centroid' or 'chebyshev'")
     return rs
+
+
+def _deadline(time_limit: Any, method: str, parallel: str | None) -> float | None:
+    """The ``time.time()`` deadline of ``time_limit`` seconds (None: none), checked."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or \
+            not time_limit > 0 or not math.isfinite(time_limit):
+        raise RelulabError(f"enumerate: time_limit must be a positive number of seconds or None, "
+                           f"got {time_limit!r}")
+    if method != "subdivision" or parallel is not None:
+        raise RelulabError("enumerate: time_limit works with method='subdivision' in one process "
+                           "(not with method='bfs' or parallel=)")
+    return time.time() + float(time_limit)
 
 
 def _check_options(max_regions: Any, vertices: Any, big: Any) -> None:

@@ -11,6 +11,8 @@ eightfold and the enumeration is redone.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..lp import LPModel
@@ -77,15 +79,22 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
 
 
 def enumerate_unbounded(pb: Problem, dom, *, max_regions=None, progress=False, engine="auto",
-                        vertices=True) -> RegionSet:
+                        vertices=True, deadline: float | None = None) -> RegionSet:
     """The regions of ``pb`` (an unbounded domain, ``pb.big`` the first artificial box
-    half-width), certified complete when possible (``rs.certified``)."""
+    half-width), certified complete when possible (``rs.certified``).  At ``deadline``
+    (a ``time.time()`` value) it returns the last box's regions, partial."""
     netf = pb.net
     M = float(pb.big)
     rs = None
     for _ in range(6):
+        if rs is not None and deadline is not None and time.time() > deadline:
+            rs.partial = True
+            rs.certified = False
+            rs.info["stopped"] = (f"time limit reached before the box of half-width {M:g} "
+                                  "was enumerated")
+            return rs
         pb.big = M
-        run = run_engines(pb, progress, max_regions, engine, vertices)
+        run = run_engines(pb, progress, max_regions, engine, vertices, deadline=deadline)
         rs = assemble(pb, run, domain=dom, keep_graph=False, info={"box_halfwidth": M})
         if rs.partial:
             rs.certified = False
