@@ -91,12 +91,19 @@ def fit_minnorm_cmd(
                   f"{r.kinks.size} kinks, width {r.network.widths[0]}")
     for t, s in zip(r.kinks, r.jumps, strict=True):
         console.print(f"  kink at x = {t:.6g}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
-    if r.optimal_set is not None:
-        zs = [z for z in r.optimal_set.zones if z.convex or z.concave]
-        console.print(f"  optimum not unique: kinks of optimal functions may sit in "
-                      f"{len(zs)} zones (see --json optimal_set)")
+    if r.partial:
+        console.print(f"  status {r.status}: cost is an upper bound, the optimum lies in "
+                      f"[{r.lower_bound:.10g}, {r.cost:.10g}]")
+    if r.unique is True:
+        console.print("  the optimal function is unique (certified to the LP tolerance)")
+    elif r.unique is False:
+        console.print("  optimum not unique: other functions reach the same cost")
     else:
-        console.print("  the optimal function is unique")
+        console.print("  uniqueness of the optimal function not decided")
+    if r.optimal_set is not None and r.unique is not True:
+        zs = [z for z in r.optimal_set.zones if z.convex or z.concave]
+        console.print(f"  kinks of optimal functions may sit in {len(zs)} zones "
+                      f"(see --json optimal_set)")
 
 
 def _plot_minnorm(r, path: str) -> None:

@@ -34,7 +34,7 @@ optimality gap.  Same-sign kinks in one data interval are finally merged at thei
 
 References (abstracts in ``shared/seeds``): minimal-norm interpolation and l2-regularised
 classification by univariate two-layer ReLU networks (free biases: the optimal classifiers
-hug every label switch; penalised biases: the unique optimum has exactly one kink in every
+hug every label switch; penalised biases: the optimum has exactly one kink in every
 intermediate same-label segment; a free skip leaves the functions unchanged); Savarese et
 al. (2019) for the free-bias cost ``max(TV(f'), |f'(-inf) + f'(+inf)|)``.
 
@@ -55,7 +55,7 @@ import numpy as np
 from ..errors import RelulabError
 from ..lp import solve
 from ..network import Network
-from ..tolerance import FEAS_TOL, PROOF_MARGIN, ROUNDOFF, or_default
+from ..tolerance import EQUIV_TOL, FEAS_TOL, GAP_TOL, PROOF_MARGIN, ROUNDOFF, or_default
 
 __all__ = [
     "MinNormResult",
@@ -89,7 +89,10 @@ def _as_column(v: Any, name: str) -> np.ndarray:
     """``v`` as a 1-D array: ``(n,)`` or one column ``(n, 1)``.  Anything wider is refused
     rather than flattened: the problems here are univariate, and reading an ``(n, k)``
     array as ``n k`` scalar points would silently solve a different problem."""
-    a = np.asarray(v, dtype=np.float64)
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise MinNormError(f"{name} must be an array of numbers ({e})") from None
     if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 1):
         raise MinNormError(f"{name} must be univariate, shape (n,) or (n, 1); got shape {a.shape}")
     return a.reshape(-1)
@@ -305,13 +308,26 @@ class MinNormResult:
     ``cost`` is the optimal penalty ``min (1/2)||theta||^2`` (the representation cost of
     ``network``'s function), ``lower_bound`` a certified lower bound (equal up to the LP
     tolerance); ``kinks`` / ``jumps`` are the kink positions and slope changes of the
-    returned function; ``unique`` says whether the optimal function is unique
-    (penalised biases: always); ``optimal_set`` describes all optima (free biases).
+    returned function; ``optimal_set`` describes all optima (free biases).
+
+    ``unique`` is ``True`` only when certified (up to the LP tolerance): the certified dual
+    function confines the kinks of every optimal function to finitely many positions, and
+    probe LPs over those positions give every function whose cost is within the tolerance
+    of the optimum the same values (at every such position and beyond both ends).  It is
+    ``False`` when two such functions differ by more than ``1e-3`` (relative) somewhere,
+    and ``None`` when undecided (``describe=False``, a partial result, or an interval on
+    which kinks could sit anywhere).  Neither bias setting guarantees uniqueness.
+
+    ``status`` is ``"optimal"`` when the certified relative gap
+    ``(cost - lower_bound) / max(1, cost)`` is at most ``GAP_TOL``; otherwise
+    ``"time_limit"`` or ``"stalled"`` (column generation stopped improving, or hit its
+    iteration cap), and ``partial`` is True: ``cost`` is the cost of the returned network
+    (an upper bound) and ``lower_bound`` is still certified.
 
     Example:
         >>> r = minnorm_interpolant([0, 1, 2, 3], [0, 1, 1, 0], bias="penalized", skip=True)
-        >>> r.task, r.bias, r.unique, bool(abs(r.cost - r.lower_bound) <= 1e-6 * r.cost)
-        ('regression', 'penalized', True, True)
+        >>> r.task, r.bias, r.status, bool(abs(r.cost - r.lower_bound) <= 1e-6 * r.cost)
+        ('regression', 'penalized', 'optimal', True)
     """
 
     network: Network
@@ -324,14 +340,21 @@ class MinNormResult:
     y: np.ndarray
     kinks: np.ndarray
     jumps: np.ndarray
-    unique: bool
+    unique: bool | None
     optimal_set: OptimalSet | None = None
     iterations: int = 1
     info: dict[str, Any] = field(default_factory=dict)
+    status: str = "optimal"
 
     @property
     def gap(self) -> float:
         return float(self.cost - self.lower_bound)
+
+    @property
+    def partial(self) -> bool:
+        """True when the certified relative gap was not closed to ``GAP_TOL`` (time limit,
+        stalled or iteration cap): ``cost`` is then only an upper bound."""
+        return self.status != "optimal"
 
     def in_optimal_set(self, f: Network, tol: float | None = None) -> bool:
         """Whether the univariate one-hidden-layer network ``f`` computes an optimal function."""
@@ -351,6 +374,8 @@ class MinNormResult:
         }
         if self.optimal_set is not None:
             out["optimal_set"] = self.optimal_set.to_dict()
+        if self.partial:  # only then: the documented key set of `fit-minnorm --json` is stable
+            out["status"], out["partial"] = self.status, True
         return out
 
 
@@ -469,7 +494,11 @@ def parameter_cost(net: Network, bias: str = "free") -> float:
 
 # ------------------------------------------------------------------ solvers
 def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
-           describe: bool, max_iter: int = 200) -> MinNormResult:
+           describe: bool, max_iter: int = 200,
+           time_limit: float | None = None) -> MinNormResult:
+    import time
+
+    t_start = time.monotonic()
     orients = (1.0,) if skip else (1.0, -1.0)
     t = np.concatenate([x for _ in orients])
     o = np.concatenate([np.full(x.size, v) for v in orients])
@@ -478,6 +507,9 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         o = np.concatenate([o, np.array(orients)])
     it = 0
     ratio = np.inf
+    best_lower = -np.inf
+    gaps: list[float] = []
+    stop = "optimal"
     while True:
         it += 1
         out = _kink_lp(x, y, t, o, _weight(t, bias), task, skip)
@@ -486,7 +518,17 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
                 raise MinNormError(f"the {task} constraints cannot be met")
             raise MinNormError(f"minimal-norm LP ended with status {out.status}")
         ratio, adds = _max_violation(x, out.duals, bias, skip)
-        if not adds or it >= max_iter:
+        # every round's scaled dual is feasible: its value is a certified lower bound
+        best_lower = max(best_lower, out.value / max(1.0, ratio))
+        gap = (out.value - best_lower) / max(1.0, out.value)
+        gaps.append(gap)
+        if not adds or gap <= GAP_TOL:
+            break
+        if it >= max_iter or (len(gaps) > 5 and gap > 0.5 * gaps[-6]):
+            stop = "stalled"  # the certified gap no longer shrinks (LP accuracy reached)
+            break
+        if time_limit is not None and time.monotonic() - t_start >= time_limit:
+            stop = "time_limit"
             break
         new_t = np.array([a[0] for a in adds])
         new_o = np.array([float(a[1]) for a in adds])
@@ -499,7 +541,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         t = np.concatenate([t, new_t[fresh]])
         o = np.concatenate([o, new_o[fresh]])
     value = out.value
-    lower = value / max(1.0, ratio)
+    lower = best_lower
     coef = out.coef.copy()
     tk, ok, ck, shift = t, o, coef, 0.0
     dd, cc = out.d, out.c
@@ -520,15 +562,140 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     # merging never raises the cost; the LP value is the certified upper bound otherwise
     cost = min(cost, value)
     kt, ks, _, _ = kinks_of(net)
+    lower = min(lower, cost)
+    status = "optimal" if (cost - lower) <= GAP_TOL * max(1.0, cost) else stop
     opt_set = None
     if bias == "free" and describe:
         opt_set = _describe_free(x, y, skip, task, value)
+    unique = None
+    if describe and status == "optimal":
+        keep = ck != 0.0
+        unique = _uniqueness(x, y, bias, skip, task, out.duals / max(1.0, ratio), value,
+                             tk[keep], ok[keep])
     return MinNormResult(
-        network=net, cost=float(cost), lower_bound=float(min(lower, cost)), bias=bias,
-        skip=skip, task=task, x=x, y=y, kinks=kt, jumps=ks, unique=(bias == "penalized"),
+        network=net, cost=float(cost), lower_bound=float(lower), bias=bias,
+        skip=skip, task=task, x=x, y=y, kinks=kt, jumps=ks, unique=unique,
         optimal_set=opt_set, iterations=it, info={"max_dual_ratio": float(ratio),
                                                   "n_columns": int(t.size)},
+        status=status,
     )
+
+
+_CONTACT = 1e-6  # tol: a dual ratio this close to 1 may carry an optimal kink (LP accuracy)
+
+
+def _contacts(x: np.ndarray, g: np.ndarray, bias: str, skip: bool):
+    """Positions (and orientations) where the feasible dual function ``g`` (scaled so
+    that ``|g(t)| <= w(t)`` everywhere) comes within ``_CONTACT`` of the weight: by
+    complementary slackness only there can an optimal function have a kink.  ``None`` when
+    the near-contact set contains a whole interval or escapes to infinity."""
+    n = x.size
+    mx = g * x
+    suf_m = np.concatenate([np.cumsum(g[::-1])[::-1], [0.0]])
+    suf_mx = np.concatenate([np.cumsum(mx[::-1])[::-1], [0.0]])
+    pre_m = np.concatenate([[0.0], np.cumsum(g)])
+    pre_mx = np.concatenate([[0.0], np.cumsum(mx)])
+    ends = np.concatenate([[-np.inf], x, [np.inf]])
+    found: list[tuple[float, float]] = []
+    for o in ((1.0,) if skip else (1.0, -1.0)):
+        for j in range(n + 1):
+            a, b = ends[j], ends[j + 1]
+            if o == 1.0:
+                alpha, beta = suf_mx[j], -suf_m[j]
+            else:
+                alpha, beta = -pre_mx[j], pre_m[j]
+            bounded = np.isfinite(a) and np.isfinite(b)
+            if bias == "free":
+                va = abs(alpha + beta * a) if np.isfinite(a) else None
+                vb = abs(alpha + beta * b) if np.isfinite(b) else None
+                if not bounded:
+                    # g is constant up to rounding on a tail (the output bias is free)
+                    if abs(beta) > FEAS_TOL or abs(alpha) >= 1.0 - _CONTACT:
+                        return None
+                    continue
+                near = [va >= 1.0 - _CONTACT, vb >= 1.0 - _CONTACT]
+                if near[0] and near[1] and (alpha + beta * a) * (alpha + beta * b) > 0:
+                    return None  # |g| = 1 on the whole gap: kinks could sit anywhere in it
+                found += [(float(v), o) for v, nr in zip((a, b), near, strict=True) if nr]
+            else:
+                if not bounded and abs(beta) >= 1.0 - _CONTACT:
+                    return None  # the supremum is approached at infinity
+                cands = [v for v in (a, b) if np.isfinite(v)]
+                if alpha != 0.0 and a <= beta / alpha <= b:
+                    cands.append(beta / alpha)
+                for v in cands:
+                    if abs(alpha + beta * v) / np.sqrt(1.0 + v * v) >= 1.0 - _CONTACT:
+                        found.append((float(v), o))
+    return sorted(set(found))
+
+
+def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
+                g: np.ndarray | None, opt: float, sol_t: np.ndarray,
+                sol_o: np.ndarray) -> bool | None:
+    """Decide whether the optimal function is unique (see :class:`MinNormResult`).  The
+    candidate kinks are the near-contact points of the dual and the returned network's
+    own kinks (the dual is only accurate to the LP tolerance, so its tangent points are
+    approximate)."""
+    if g is None:
+        return None
+    cont = _contacts(x, g, bias, skip)
+    if cont is None:
+        return None
+    if skip:
+        sol_o = np.ones_like(sol_o)  # a left unit is a right unit plus an affine part
+    cont = sorted(set(cont) | {(float(a), float(b)) for a, b in zip(sol_t, sol_o, strict=True)})
+    t = np.array([c[0] for c in cont], dtype=np.float64)
+    o = np.array([c[1] for c in cont], dtype=np.float64)
+    w = _weight(t, bias)
+    base = _kink_lp(x, y, t, o, w, task, skip)
+    if base.status != "optimal" or base.value > opt + PROOF_MARGIN * max(1.0, opt):
+        return None  # the contact set does not reach the optimum: not decided here
+    c_opt = base.value
+    nfree = 2 if skip else 1
+    cost_row = np.concatenate([np.zeros(nfree), w, w])[None, :]
+    pts = np.unique(np.concatenate([t, x[[0, -1]]]))
+    pts = np.concatenate([[pts[0] - 1.0], pts, [pts[-1] + 1.0]])
+    rows = [np.concatenate([[1.0], [p] if skip else [], F, -F])
+            for p, F in zip(pts, _features(pts, t, o), strict=True)]
+    scale = max(1.0, float(np.max(np.abs(y))), float(np.max(np.abs(x))))
+
+    def widths(slack: float) -> np.ndarray | None:
+        """Spread of the values at ``pts`` over the functions of cost <= c_opt + slack."""
+        out = np.zeros(len(rows))
+        for i, row in enumerate(rows):
+            vals = []
+            for mx in (True, False):
+                r = _kink_lp(x, y, t, o, w, task, skip,
+                             extra_ub=(cost_row, np.array([c_opt + slack])),
+                             objective=row, maximize=mx)
+                if r.status == "unbounded":
+                    out[i] = np.inf
+                    break
+                if r.status != "optimal":
+                    return None
+                vals.append(r.value)
+            else:
+                out[i] = vals[0] - vals[1]
+        return out
+
+    s1 = FEAS_TOL * max(1.0, c_opt)
+    w1 = widths(s1)
+    if w1 is None:
+        return None
+    if np.max(w1) <= EQUIV_TOL * scale:
+        return True
+    # the spread is concave and nondecreasing in the slack (parametric LP), so the spread
+    # at slack 0 is at most (w2 - q w1) / (1 - q) with w2 the spread at slack q * s1
+    q = 0.01
+    w2 = widths(q * s1)
+    if w2 is None:
+        return None
+    if np.max(w2) > 1e3 * EQUIV_TOL * scale:
+        return False
+    w0 = np.where(np.isfinite(w1), (w2 - q * w1) / (1.0 - q), w2)
+    if np.max(w0) <= EQUIV_TOL * scale:
+        return True
+    return None
 
 
 def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
@@ -625,8 +792,17 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
     return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
 
 
+def _check_time_limit(time_limit: Any) -> float | None:
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)) \
+            or not time_limit > 0:
+        raise MinNormError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    return float(time_limit)
+
+
 def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, *,
-                        describe: bool = True) -> MinNormResult:
+                        describe: bool = True, time_limit: float | None = None) -> MinNormResult:
     """The exact minimal-norm univariate two-layer ReLU network with ``f(x_i) = y_i``.
 
     Args:
@@ -634,25 +810,34 @@ def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, 
             flattened); repeated ``x`` must have equal ``y``.
         bias: ``"free"`` (biases not penalised) or ``"penalized"``.
         skip: include a free affine skip ``c x`` (the output bias is always free).
-        describe: with free biases, also describe the whole optimal set (probe LPs).
+        describe: with free biases, also describe the whole optimal set (probe LPs); and
+            decide ``unique`` (probe LPs; ``None`` without them).
+        time_limit: seconds for column generation (penalised biases), checked between
+            rounds; when it runs out the result has ``status="time_limit"`` and
+            ``partial=True`` (``cost`` an upper bound, ``lower_bound`` certified).
 
     Returns:
-        A :class:`MinNormResult` (network, optimal cost, certified lower bound, kinks).
+        A :class:`MinNormResult` (network, optimal cost, certified lower bound, kinks,
+        ``status`` / ``partial``, ``unique``: True only when certified).
 
     Example:
         >>> r = minnorm_interpolant([0, 1, 2, 3], [0, 1, 1, 0], bias="penalized", skip=True)
-        >>> r.unique, r.gap <= 1e-6 * r.cost, r.kinks.tolist()
-        (True, True, [1.5])
+        >>> r.unique, r.status, r.gap <= 1e-6 * r.cost, r.kinks.tolist()
+        (True, 'optimal', True, [1.5])
     """
     bias = _check_bias(bias)
+    tl = _check_time_limit(time_limit)
     x, y = _prep(x, y, "regression")
-    return _solve(x, y, bias, bool(skip), "regression", describe)
+    return _solve(x, y, bias, bool(skip), "regression", describe, time_limit=tl)
 
 
 def minnorm_classifier(x: Any, labels: Any, bias: str = "free", skip: bool = False, *,
-                       describe: bool = True) -> MinNormResult:
+                       describe: bool = True, time_limit: float | None = None) -> MinNormResult:
     """The exact minimal-norm univariate two-layer ReLU classifier with margin:
-    ``labels_i f(x_i) >= 1`` (labels -1/+1, or 0/1).
+    ``labels_i f(x_i) >= 1`` (labels -1/+1, or 0/1).  ``describe`` and ``time_limit`` as
+    in :func:`minnorm_interpolant` (the result's ``status`` / ``partial`` say whether the
+    time limit cut column generation short).  Optimal classifiers are often not unique
+    (e.g. cost 0 with a skip: every separating line), and ``unique`` says so.
 
     Example:
         >>> r = minnorm_classifier([0, 1, 2, 3], [1, 1, -1, -1], bias="free", skip=True)
@@ -660,8 +845,9 @@ def minnorm_classifier(x: Any, labels: Any, bias: str = "free", skip: bool = Fal
         [1.0, -1.0]
     """
     bias = _check_bias(bias)
+    tl = _check_time_limit(time_limit)
     x, y = _prep(x, labels, "classification")
-    return _solve(x, y, bias, bool(skip), "classification", describe)
+    return _solve(x, y, bias, bool(skip), "classification", describe, time_limit=tl)
 
 
 def minnorm_on_grid(x: Any, y: Any, grid: Any, bias: str = "free", skip: bool = False,
@@ -679,7 +865,12 @@ def minnorm_on_grid(x: Any, y: Any, grid: Any, bias: str = "free", skip: bool = 
     if task not in ("regression", "classification"):
         raise MinNormError(f"task must be 'regression' or 'classification', got {task!r}")
     x, y = _prep(x, y, task)
-    g = np.asarray(grid, dtype=np.float64).reshape(-1)
+    try:
+        g = np.asarray(grid, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise MinNormError(f"grid must be an array of numbers ({e})") from None
+    if g.size == 0 or not np.all(np.isfinite(g)):
+        raise MinNormError("grid must be a non-empty array of finite numbers")
     orients = (1.0,) if skip else (1.0, -1.0)
     t = np.concatenate([g for _ in orients])
     o = np.concatenate([np.full(g.size, v) for v in orients])

@@ -442,6 +442,48 @@ def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Networ
     return Network(Ws, bs), {"deleted": deleted, "linearised": linearised}
 
 
+def _float_array(v: Any, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise RelulabError(f"train_surrogate: {name} must be numbers ({e})") from None
+    if not np.all(np.isfinite(a)):
+        raise RelulabError(f"train_surrogate: {name} contains NaN or infinite entries")
+    return a
+
+
+def _check_surrogate_args(X: Any, y: Any, widths: Any, lo: Any, hi: Any, epochs: Any,
+                          lr: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate ``train_surrogate``'s data, widths, box, epochs and lr (one clear error)."""
+    Xa = _float_array(X, "X")
+    if Xa.ndim != 2 or Xa.shape[0] == 0:
+        raise RelulabError(f"train_surrogate: X must be a non-empty 2-D array, got shape {Xa.shape}")
+    ya = _float_array(y, "y").reshape(-1)
+    if ya.size != Xa.shape[0]:
+        raise RelulabError(f"train_surrogate: y has {ya.size} values for {Xa.shape[0]} rows of X")
+    try:
+        ws = [int(w) for w in widths]
+    except (TypeError, ValueError):
+        raise RelulabError(f"train_surrogate: widths must be a list of integers, got {widths!r}") from None
+    if len(ws) < 2 or any(w < 1 or w != v for w, v in zip(ws, widths, strict=True)):
+        raise RelulabError(f"train_surrogate: widths must be >= 2 positive integers, got {widths!r}")
+    if ws[0] != Xa.shape[1]:
+        raise RelulabError(f"train_surrogate: widths[0] = {ws[0]} but X has {Xa.shape[1]} columns")
+    if ws[-1] != 1:
+        raise RelulabError(f"train_surrogate: widths[-1] must be 1 (one output), got {ws[-1]}")
+    loa, hia = _float_array(lo, "lo").reshape(-1), _float_array(hi, "hi").reshape(-1)
+    if loa.size != ws[0] or hia.size != ws[0]:
+        raise RelulabError(f"train_surrogate: lo and hi must have {ws[0]} entries (one per input), "
+                           f"got {loa.size} and {hia.size}")
+    if np.any(loa > hia):
+        raise RelulabError(f"train_surrogate: box has lo > hi at input {int(np.argmax(loa > hia))}")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        raise RelulabError(f"train_surrogate: epochs must be a non-negative integer, got {epochs!r}")
+    if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
+        raise RelulabError(f"train_surrogate: lr must be a positive finite number, got {lr!r}")
+    return Xa, ya, loa, hia
+
+
 def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi: Any, *,
                     bigm: float = 0.0, unstable: float = 0.0, lp_gap: float = 0.0,
                     epochs: int = 3000, lr: float = 3e-3, seed: int = 0,
@@ -476,6 +518,7 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
         raise RelulabError(f"train_surrogate: schedule must be constant or onecycle, got {schedule!r}")
     if not 0.0 <= warmup <= 1.0:
         raise RelulabError(f"train_surrogate: warmup must lie in [0, 1], got {warmup}")
+    Xa, ya, loa, hia = _check_surrogate_args(X, y, widths, lo, hi, epochs, lr)
     t0 = time.time()
     torch.manual_seed(seed)
     dt = torch.float64
@@ -490,10 +533,10 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
             for lin, W, b in zip(lins, f.weights, f.biases, strict=True):
                 lin.weight.copy_(torch.as_tensor(np.array(W, dtype=np.float64)))
                 lin.bias.copy_(torch.as_tensor(np.array(b, dtype=np.float64)))
-    Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), dtype=dt)
-    yt = torch.as_tensor(np.asarray(y, dtype=np.float64).reshape(-1, 1), dtype=dt)
-    lo_t = torch.as_tensor(np.asarray(lo, dtype=np.float64), dtype=dt)
-    hi_t = torch.as_tensor(np.asarray(hi, dtype=np.float64), dtype=dt)
+    Xt = torch.as_tensor(Xa, dtype=dt)
+    yt = torch.as_tensor(ya.reshape(-1, 1), dtype=dt)
+    lo_t = torch.as_tensor(loa, dtype=dt)
+    hi_t = torch.as_tensor(hia, dtype=dt)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(epochs, 1))
              if schedule == "onecycle" else None)
