@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import is_int_at_least
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network
 from ..results import Result
 from ..tolerance import or_default
@@ -56,6 +57,7 @@ LAMBDA_MIN = 1e-12  # tol: below this the damped step equals the Gauss-Newton st
 LAMBDA_MAX = 1e10  # a restart whose damping exceeds this is stuck (no descent direction left)
 DAMP_FLOOR = 1e-12  # tol: keeps the damped system regular where a unit is dead (zero column)
 BLOCK_ENTRIES = 4_000_000  # restarts per block: block * n * P Jacobian entries at most (memory)
+TIMED_BLOCK_ENTRIES = 500_000  # the same under a time limit (one iteration of a block is the clock's step)
 START_KINDS = ("he", "fold")
 HOP_SCALES = (0.03, 0.1, 0.3)  # relative perturbation sizes of a basin-hopping child (one drawn per child)
 HOP_SHIFT = 0.3  # additive part of a child's perturbation (moves parameters that are near 0)
@@ -72,13 +74,16 @@ class MultistartFit(Result):
             ``"partial"`` (the best local solution found; not shown to minimise the risk),
             or ``"time_limit"`` (stopped by the time limit; the best found so far).
         train_mse: training MSE of every restart at the end (``inf`` for restarts not run
-            before the time limit).
+            before the time limit: a restart counts as run once its block of restarts has
+            done a Levenberg-Marquardt iteration).
         best: index of the restart with the lowest training MSE.
         network: that restart as a :class:`~relulab.Network`.
         interpolating_fraction: fraction of restarts that interpolate (as for ``status``).
         depth, width, restarts, iterations: the class, the number of starts, and the
             Levenberg-Marquardt iterations run (the most any restart ran).
-        completed: restarts that ran (fewer than ``restarts`` only after a time limit).
+        completed: restarts that ran at least one iteration (or needed none); fewer than
+            ``restarts`` only after a time limit.  Starts are drawn block by block, so
+            restarts never reached have NaN parameters (``predict`` gives NaN for them).
         seconds: wall-clock time.
 
     Example:
@@ -100,7 +105,7 @@ class MultistartFit(Result):
     completed: int
     iterations: int
     seconds: float
-    _params: Any = None  # (restarts, P) final parameters of every restart (not serialised)
+    _params: Any = None  # (started restarts, P) final parameters of the restarts started (not serialised)
     _dims: tuple = ()
 
     def to_dict(self) -> dict:
@@ -110,8 +115,9 @@ class MultistartFit(Result):
         return d
 
     def predict(self, Z: Any, which: Any = None) -> np.ndarray:
-        """Outputs at the rows of ``Z`` of the restarts ``which`` (indices; all when None),
-        shape ``(len(which), m)``.
+        """Outputs at the rows of ``Z`` of the restarts ``which`` (indices; when None, all
+        restarts started: all of them unless a time limit stopped the fit), shape
+        ``(len(which), m)``.
 
         Example:
             >>> import numpy as np
@@ -121,7 +127,7 @@ class MultistartFit(Result):
             (1, 3)
         """
         Z = np.asarray(Z, dtype=float)
-        th = self._params if which is None else self._params[np.atleast_1d(np.asarray(which, dtype=int))]
+        th = self._params if which is None else self._params[self._rows(which)]
         return _forward(th, self._dims, Z)[0]
 
     def networks(self, which: Any) -> list[Network]:
@@ -134,7 +140,16 @@ class MultistartFit(Result):
             >>> len(fit.networks([0, 1]))
             2
         """
-        return [_to_network(self._params[int(i)], self._dims) for i in np.atleast_1d(which)]
+        return [_to_network(self._params[i], self._dims) for i in self._rows(which)]
+
+    def _rows(self, which: Any) -> np.ndarray:
+        idx = np.atleast_1d(np.asarray(which))
+        if idx.dtype.kind not in "iu" or np.any(idx < 0) or np.any(idx >= self.restarts):
+            raise DynamicsError(f"which: restart indices must be integers in [0, {self.restarts}), got {which!r}")
+        if np.any(idx >= len(self._params)):
+            raise DynamicsError(f"which: restarts from {len(self._params)} on were never started "
+                                "(the time limit stopped the fit first)")
+        return idx
 
 
 def fit_multistart(
@@ -175,10 +190,11 @@ def fit_multistart(
         ('interpolated', True)
     """
     X, y = _check_data(X, y)
-    for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0)):
+    for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0),
+                        ("seed", seed, 0)):
         if not is_int_at_least(v, lo):
             raise DynamicsError(f"fit_multistart: {name} must be an integer >= {lo}, got {v!r}")
-    if not (np.isfinite(noise) and noise >= 0):
+    if not (isinstance(noise, (int, float, np.integer, np.floating)) and np.isfinite(noise) and noise >= 0):
         raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
     if time_limit is not None and not time_limit > 0:
         raise DynamicsError(f"fit_multistart: time_limit must be > 0 seconds, got {time_limit!r}")
@@ -186,17 +202,26 @@ def fit_multistart(
         raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
     tol = or_default(tol, INTERP_TOL)
     dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
+    R = int(restarts)
+    P = sum(dims[k + 1] * (dims[k] + 1) for k in range(len(dims) - 1))
+    # every restart's parameters and loss are kept; one block's Jacobians and starts on top
+    check_bytes(8.0 * R * (P + 1) + 8.0 * 6 * BLOCK_ENTRIES,
+                f"fit_multistart: restarts={R} (the parameters of {R} networks with {P} parameters each)")
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
     rng = np.random.default_rng(seed)
-    th = _starts(X, dims, int(restarts), rng, start, noise)
+    given = _given_starts(dims, R, start)
+
+    def make(a: int, b: int) -> np.ndarray:  # the starts of restarts a..b-1, drawn when their block runs
+        return _starts(X, dims, b - a, rng, start if given is None else given[a:b], noise)
+
     scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
-    th, losses, iters, stopped, completed = _run(th, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
+    th, losses, iters, stopped, completed = _run(R, P, make, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
     best = int(np.argmin(losses))
     inter = losses <= tol * scale
     status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
     return MultistartFit(status, losses, best, _to_network(th[best], dims), float(inter.mean()), int(depth),
-                         int(width), int(restarts), completed, iters, time.monotonic() - t0, th, dims)
+                         int(width), R, completed, iters, time.monotonic() - t0, th, dims)
 
 
 def fit_basin_hopping(
@@ -243,6 +268,7 @@ def fit_basin_hopping(
     tol = or_default(tol, INTERP_TOL)
     dims = first._dims
     keep = np.argsort(first.train_mse)[:chains]
+    keep = keep[keep < len(first._params)]  # a time limit may leave restarts unstarted
     pool, pl = first._params[keep].copy(), first.train_mse[keep].copy()
     scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
     deadline = None if time_limit is None else t0 + time_limit
@@ -252,7 +278,8 @@ def fit_basin_hopping(
         kids = np.repeat(pool, children, axis=0)
         s = rng.choice(HOP_SCALES, size=(len(kids), 1))
         kids = kids * (1 + s * rng.standard_normal(kids.shape)) + HOP_SHIFT * s * rng.standard_normal(kids.shape)
-        kids, kl, _, stopped, completed = _run(kids, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
+        kids, kl, _, stopped, completed = _run(len(kids), kids.shape[1], lambda a, b, k=kids: k[a:b], dims, X, y,
+                                               max_iter, tol * scale * STOP_FACTOR, deadline)
         runs += completed
         kl = kl.reshape(len(pool), children)
         j = np.argmin(kl, axis=1)
@@ -268,21 +295,37 @@ def fit_basin_hopping(
                          int(width), runs, runs, done, time.monotonic() - t0, pool, dims)
 
 
-def _run(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
+def _run(R: int, P: int, make: Any, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
          deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
-    """Levenberg-Marquardt on all rows of ``th`` in memory-bounded blocks; rows of blocks not
-    reached before the deadline get training MSE inf.  Returns (params, MSE, iterations,
-    stopped by the deadline, rows run)."""
-    th = th.copy()
-    block = max(1, BLOCK_ENTRIES // (X.shape[0] * th.shape[1]))
-    losses, iters, stopped, completed = np.full(len(th), np.inf), 0, False, len(th)
-    for a in range(0, len(th), block):
-        th[a:a + block], losses[a:a + block], it, stop = _lm(th[a:a + block], dims, X, y, max_iter, zero, deadline)
-        iters = max(iters, it)
-        if stop:  # the time limit: later blocks are not run
-            stopped, completed = True, min(a + block, len(th))
+    """Levenberg-Marquardt on ``R`` rows in memory-bounded blocks; ``make(a, b)`` gives the
+    starts of rows ``a..b-1`` when their block comes up.  The deadline is checked before
+    every block (after the first) and before every iteration.  A row counts as run once its
+    block has done an iteration (or needed none); rows not run keep training MSE inf.
+    Returns (params of the rows drawn, MSE of all rows, iterations, stopped by the
+    deadline, rows run)."""
+    try:  # zeros: untouched pages cost nothing, so restarts never reached cost no time
+        th = np.zeros((R, P))
+        losses = np.full(R, np.inf)
+    except MemoryError:
+        raise ResourceLimitError(f"fit_multistart: {R} restarts of {P} parameters do not fit in memory") from None
+    # smaller blocks under a time limit: the clock is read once per iteration of a block
+    block = max(1, (BLOCK_ENTRIES if deadline is None else TIMED_BLOCK_ENTRIES) // (X.shape[0] * P))
+    iters, stopped, completed, drawn = 0, False, 0, 0
+    for a in range(0, R, block):
+        b = min(a + block, R)
+        if a > 0 and deadline is not None and time.monotonic() > deadline:
+            stopped = True
             break
-    return th, losses, iters, stopped, completed
+        th[a:b], lb, it, stop = _lm(make(a, b), dims, X, y, max_iter, zero, deadline)
+        drawn = b
+        iters = max(iters, it)
+        if it > 0 or not stop:  # every row of the block did an iteration, or needed none
+            losses[a:b] = lb
+            completed = b
+        if stop:  # the time limit: later blocks are not run
+            stopped = True
+            break
+    return th[:drawn], losses, iters, stopped, completed
 
 
 def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -297,11 +340,13 @@ def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator, start: Any, noise: float) -> np.ndarray:
-    if isinstance(start, Network):
-        start = [start] * R
+def _given_starts(dims: tuple, R: int, start: Any) -> np.ndarray | None:
+    """The parameter rows of Network starts (one per restart), or None for a random kind."""
+    one = isinstance(start, Network)
+    if one:
+        start = [start]
     if isinstance(start, (list, tuple)):
-        if len(start) != R or not all(isinstance(net, Network) for net in start):
+        if (not one and len(start) != R) or not all(isinstance(net, Network) for net in start):
             raise DynamicsError(f"fit_multistart: a list of starts must hold `restarts` = {R} Networks")
         rows = []
         for net in start:
@@ -310,7 +355,15 @@ def _starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator, start:
                 raise DynamicsError(f"fit_multistart: start network has layer sizes {shape}, expected {dims}")
             rows.append(np.concatenate([np.r_[w.ravel(), b] for w, b in zip(net.weights, net.biases, strict=True)]))
         th = np.array(rows, dtype=float)
-        return th + noise * rng.standard_normal(th.shape)
+        return np.broadcast_to(th, (R, th.shape[1])) if one else th
+    if isinstance(start, str) and start in START_KINDS:
+        return None
+    raise DynamicsError(f"fit_multistart: start must be one of {START_KINDS} or a Network, got {start!r}")
+
+
+def _starts(X: np.ndarray, dims: tuple, R: int, rng: np.random.Generator, start: Any, noise: float) -> np.ndarray:
+    if isinstance(start, np.ndarray):  # given starts (rows of parameters)
+        return start + noise * rng.standard_normal(start.shape)
     if start not in START_KINDS:
         raise DynamicsError(f"fit_multistart: start must be one of {START_KINDS} or a Network, got {start!r}")
     if start == "fold":

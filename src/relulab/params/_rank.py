@@ -7,16 +7,24 @@ entries so the numbers stay small.  No floating point is involved.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from ..errors import RelulabError
+from ..limits import check_bytes, memory_budget
 from ..results import Result
 from ..tolerance import TINY
 
-__all__ = ["RankInfo", "numerical_rank", "exact_rank", "rank_from_singular_values"]
+__all__ = ["RankInfo", "numerical_rank", "exact_rank", "rank_from_singular_values", "DENSE_SVD_ENTRIES"]
+
+
+# up to this many entries the rank always comes from a dense SVD; above it, from a dense SVD
+# when the memory budget allows one, else from the Gram matrix (see numerical_rank)
+DENSE_SVD_ENTRIES = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -27,7 +35,9 @@ class RankInfo(Result):
     ``max(shape) * eps * sigma_max``). ``gap`` is ``sigma_kept / sigma_dropped``, the
     ratio of the smallest kept to the largest dropped singular value (``inf`` when nothing
     was dropped or the dropped one is 0): a large gap (say > 1e6) means the rank is
-    unambiguous.
+    unambiguous.  ``lower_bound`` is True when ``rank`` is only a lower bound: the Gram
+    route (``method="gram"``) cannot resolve singular values below
+    ``sigma_max * sqrt(max(shape) * eps)``, so genuine ones there are not counted.
 
     Example:
         >>> info = numerical_rank(np.array([[1.0, 2.0], [2.0, 4.0], [0.0, 1.0]]))
@@ -43,12 +53,22 @@ class RankInfo(Result):
     sigma_dropped: float | None
     gap: float
     method: str
+    lower_bound: bool = False
+
+
+def _check_tol(tol, who: str = "numerical_rank") -> None:
+    if tol is None:
+        return
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(tol) and tol >= 0):
+        raise RelulabError(f"{who}: tol must be a finite number >= 0 (a singular-value cutoff), got {tol!r}")
 
 
 def rank_from_singular_values(
     s: np.ndarray, shape: tuple[int, int], method: str, tol: float | None = None
 ) -> RankInfo:
     """Decide the rank from singular values ``s`` (any order) of a matrix of ``shape``."""
+    _check_tol(tol, "rank_from_singular_values")
     s = np.sort(np.abs(np.asarray(s, dtype=float)))[::-1]
     smax = float(s[0]) if s.size else 0.0
     if tol is None:
@@ -66,10 +86,15 @@ def rank_from_singular_values(
 def numerical_rank(M, tol: float | None = None) -> RankInfo:
     """Numerical rank of a dense or scipy.sparse matrix.
 
-    Dense SVD when the matrix has at most 2e7 entries; otherwise the singular values
-    come from the eigenvalues of the Gram matrix of the column-normalised matrix
-    (columns scaled to unit norm first, which keeps the rank and tames the condition
-    number), reported as ``method="gram"``.
+    A dense SVD (``method="svd"``) whenever the matrix has at most ``DENSE_SVD_ENTRIES``
+    entries or its dense SVD fits the memory budget (:mod:`relulab.limits`).  Otherwise the
+    singular values come from the eigenvalues of the Gram matrix of the smaller side of the
+    column-normalised matrix (``method="gram"``).  The Gram matrix squares the condition
+    number, so it resolves singular values only down to
+    ``sigma_max * sqrt(max(shape) * eps)``: that is the cutoff there (or ``tol`` if
+    larger), and when something is cut ``lower_bound`` is True (smaller genuine singular
+    values cannot be told from rounding).  A matrix whose Gram matrix does not fit the
+    budget either raises :class:`~relulab.limits.ResourceLimitError`.
 
     Example:
         >>> numerical_rank(np.array([[1.0, 2.0], [2.0, 4.0]])).rank
@@ -77,31 +102,40 @@ def numerical_rank(M, tol: float | None = None) -> RankInfo:
     """
     import scipy.sparse as sp
 
+    _check_tol(tol)
     shape = M.shape
     if 0 in shape:
         return RankInfo(0, (int(shape[0]), int(shape[1])), 0.0, 0.0, None, None, math.inf, "empty")
-    if shape[0] * shape[1] <= 20_000_000:
-        A = M.toarray() if sp.issparse(M) else np.asarray(M, dtype=float)
+    m, n = int(shape[0]), int(shape[1])
+    k = min(m, n)
+    sparse = sp.issparse(M)
+    # the dense copy (for sparse input), the copy LAPACK overwrites, and its workspace
+    dense_bytes = 8.0 * m * n * (2 if sparse else 1) + 8.0 * (m * n + 4 * k * k + 10 * max(m, n))
+    if m * n <= DENSE_SVD_ENTRIES or dense_bytes <= memory_budget():
+        A = M.toarray() if sparse else np.asarray(M, dtype=float)
         s = np.linalg.svd(A, compute_uv=False)
         return rank_from_singular_values(s, shape, "svd", tol)
-    A = sp.csc_matrix(M) if sp.issparse(M) else np.asarray(M, dtype=float)
-    if sp.issparse(A):
+    check_bytes(8.0 * (3 * k * k + (0 if sparse else m * n)),
+                f"the {k} x {k} Gram matrix for the rank of a {m} x {n} matrix (too big for a dense SVD)")
+    A = sp.csc_matrix(M) if sparse else np.asarray(M, dtype=float)
+    if sparse:
         norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
     else:
         norms = np.linalg.norm(A, axis=0)
     norms[norms == 0] = 1.0
-    if sp.issparse(A):
+    if sparse:
         A = A @ sp.diags(1.0 / norms)
-        G = (A.T @ A).toarray()
+        G = (A.T @ A) if n <= m else (A @ A.T)
+        G = G.toarray()
     else:
         A = A / norms
-        G = A.T @ A
+        G = A.T @ A if n <= m else A @ A.T
     ev = np.linalg.eigvalsh(G)
     s = np.sqrt(np.clip(ev, 0.0, None))
     # The Gram matrix squares the condition number: the float floor is sqrt(eps), not eps.
-    if tol is None:
-        tol = max(s.max(), TINY) * np.sqrt(max(shape) * np.finfo(float).eps)
-    return rank_from_singular_values(s, shape, "gram", tol)
+    floor = max(float(s.max()), TINY) * np.sqrt(max(shape) * np.finfo(float).eps)
+    info = rank_from_singular_values(s, shape, "gram", floor if tol is None else max(float(tol), floor))
+    return dataclasses.replace(info, lower_bound=info.rank < k)
 
 
 def _row_to_ints(row) -> list[int]:

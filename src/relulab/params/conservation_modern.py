@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
+from ..limits import check_bytes
 from ..tolerance import TINY, or_default
 
 __all__ = [
@@ -405,9 +406,21 @@ def find_conservation_laws(
     """
     import scipy.linalg
 
+    if not is_int_at_least(seed, 0):
+        raise RelulabError(f"find_conservation_laws: seed must be an integer >= 0, got {seed!r}")
+    if isinstance(oversample, bool) or not isinstance(oversample, (int, float)) or not (
+            math.isfinite(oversample) and oversample >= 1):
+        raise RelulabError(f"find_conservation_laws: oversample must be a finite number >= 1, got {oversample!r}")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+                            or not (math.isfinite(tol) and tol > 0)):
+        raise RelulabError(f"find_conservation_laws: tol must be a finite number > 0, got {tol!r}")
     D = arch.n_params
+    n_unknown = D * (D + 1) // 2 + D
+    # the stacked system (about oversample x n_unknown rows), its copy inside the SVD and the
+    # right singular vectors (n_unknown x n_unknown)
+    check_bytes(8.0 * n_unknown**2 * (2 * oversample + 4),
+                f"find_conservation_laws on {arch.name} ({D} parameters: a linear system in {n_unknown} unknowns)")
     iu = np.triu_indices(D)
-    n_unknown = iu[0].size + D
     rng = np.random.default_rng(seed)
     probe = _jacobians(arch, arch.random_theta(rng), arch.random_inputs(rng, 1))
     outs = probe.shape[1]

@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import RelulabError
 from ..limits import check_bytes
 from ..network import Network
-from ._rank import RankInfo, exact_rank, numerical_rank
+from ._rank import RankInfo, _check_tol, exact_rank, numerical_rank
 from .vector import parameter_layout
 
 __all__ = [
@@ -273,7 +273,8 @@ def functional_dimension(
             bound, and the points should cross every neuron's boundary.
         exact: also compute the rank exactly in rational arithmetic (small networks:
             the cost is cubic in the number of parameters, on big integers).
-        tol: singular-value cutoff for the numerical rank (default numpy's rule).
+        tol: singular-value cutoff (a finite number >= 0) for the numerical rank (default
+            numpy's rule).
         progress: ``progress(done, total)`` is called as the exact elimination advances.
 
     Example:
@@ -284,6 +285,7 @@ def functional_dimension(
         >>> fd.dead_neurons, fd.rank, fd.bound   # neuron 0 never fires
         (1, 4, 7)
     """
+    _check_tol(tol, "functional_dimension")
     Xf = _as_batch(net.float(), X, False)
     netf = net.float()
     J = realization_jacobian(netf, Xf)

@@ -1,0 +1,71 @@
+"""Audit fixes in relulab.params: honest Gram-route ranks, memory checks, argument checks."""
+
+import numpy as np
+import pytest
+
+from relulab import Network
+from relulab.errors import RelulabError
+from relulab.limits import ResourceLimitError, memory_limit
+from relulab.params import _rank, functional_dimension
+from relulab.params._rank import numerical_rank
+
+
+def _known_rank(m, n, r, n_tiny, tiny, seed=0):
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.normal(size=(m, r)))
+    V, _ = np.linalg.qr(rng.normal(size=(n, r)))
+    s = np.r_[np.logspace(0, -2, r - n_tiny), np.full(n_tiny, tiny)]
+    return (U * s) @ V.T
+
+
+def test_rank_above_dense_threshold_uses_svd_when_memory_allows(monkeypatch):
+    monkeypatch.setattr(_rank, "DENSE_SVD_ENTRIES", 100, raising=False)
+    J = _known_rank(400, 60, 50, 5, 1e-9)
+    info = numerical_rank(J)
+    assert (info.rank, info.method, info.lower_bound) == (50, "svd", False)
+    assert info.gap > 1e5
+
+
+def test_rank_gram_route_is_marked_a_lower_bound(monkeypatch):
+    # the dense SVD does not fit the budget, the 60 x 60 Gram matrix does: singular values
+    # of 1e-9 (relative) are below what the Gram matrix resolves, so the rank is a bound
+    monkeypatch.setattr(_rank, "DENSE_SVD_ENTRIES", 100, raising=False)
+    for J in (_known_rank(400, 60, 50, 5, 1e-9), _known_rank(400, 60, 50, 5, 1e-9).T):
+        with memory_limit(400_000):
+            info = numerical_rank(J)
+        assert info.method == "gram"
+        assert info.rank == 45 and info.lower_bound
+        assert info.to_dict()["lower_bound"] is True
+
+
+def test_rank_gram_route_full_rank_is_not_a_bound(monkeypatch):
+    monkeypatch.setattr(_rank, "DENSE_SVD_ENTRIES", 100, raising=False)
+    J = _known_rank(400, 60, 60, 0, 1.0)
+    with memory_limit(400_000):
+        info = numerical_rank(J)
+    assert (info.rank, info.method, info.lower_bound) == (60, "gram", False)
+
+
+def test_rank_too_big_for_gram_is_a_resource_error(monkeypatch):
+    monkeypatch.setattr(_rank, "DENSE_SVD_ENTRIES", 100, raising=False)
+    J = _known_rank(400, 60, 50, 5, 1e-9)
+    with memory_limit(50_000), pytest.raises(ResourceLimitError, match="Gram"):
+        numerical_rank(J)
+
+
+def test_functional_dimension_refuses_negative_tol():
+    dead = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[-100.0, 0.5], [0.0]])
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(RelulabError, match="tol"):
+        functional_dimension(dead, X, tol=-1)
+    with pytest.raises(RelulabError, match="tol"):
+        numerical_rank(np.eye(3), tol=float("nan"))
+    assert functional_dimension(dead, X).rank == 4
+
+
+def test_find_conservation_laws_checks_memory_up_front():
+    from relulab.params.conservation_modern import find_conservation_laws, modern_architecture
+
+    a = modern_architecture("ffn-relu", d=30, h=30, o=5)
+    with memory_limit(2**30), pytest.raises(ResourceLimitError, match="590240 unknowns"):
+        find_conservation_laws(a)
