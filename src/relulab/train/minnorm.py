@@ -374,8 +374,7 @@ class MinNormResult:
         }
         if self.optimal_set is not None:
             out["optimal_set"] = self.optimal_set.to_dict()
-        if self.partial:  # only then: the documented key set of `fit-minnorm --json` is stable
-            out["status"], out["partial"] = self.status, True
+        out["status"], out["partial"] = self.status, bool(self.partial)
         return out
 
 
