@@ -44,3 +44,84 @@ def test_multistart_refuses_bad_seed(seed):
     X, y = _data()
     with pytest.raises(DynamicsError, match="seed"):
         fit_multistart(X, y, 1, 1, restarts=2, seed=seed)
+
+
+# --- bad input in train / mlp / paths ------------------------------------------------
+
+def _net():
+    from relulab import Network
+
+    return Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.5], [0.0]])
+
+
+X1 = np.array([[0.0], [1.0], [2.0]])
+Y1 = np.array([[0.0], [1.0], [0.0]])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"loss": "logistic", "steps": 2}, "y"),
+    ({"optimizer": "sgd", "batch_size": 1.5, "steps": 2}, "batch_size"),
+    ({"optimizer": "flow", "flow_tol": -1, "steps": 2}, "flow_tol"),
+])
+def test_train_refuses_bad_arguments(kwargs, name):
+    pytest.importorskip("torch")
+    from relulab.dynamics import train
+
+    with pytest.raises(DynamicsError, match=name):
+        train(_net(), X1, Y1[:, 0], record=[], **kwargs)
+
+
+def test_train_logistic_accepts_pm1_labels():
+    pytest.importorskip("torch")
+    from relulab.dynamics import train
+
+    assert train(_net(), X1, np.array([-1.0, 1.0, -1.0]), loss="logistic", steps=2, record=[]).status
+
+
+def test_mlp_refuses_nan_init_scale():
+    pytest.importorskip("torch")
+    from relulab.dynamics import mlp
+
+    with pytest.raises(DynamicsError, match="init_scale"):
+        mlp([2, 3, 1], init_scale=float("nan"))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda pl, bz, ps: pl(_net(), _net(), X1, np.ones(4)), "Y"),
+    (lambda pl, bz, ps: pl(_net(), _net(), X1, Y1, n_points="5"), "n_points"),
+    (lambda pl, bz, ps: pl(_net(), _net(), X1, Y1, n_points=2.5), "n_points"),
+    (lambda pl, bz, ps: pl(_net(), _net(), X1, Y1, loss="logistic"), "labels"),
+    (lambda pl, bz, ps: bz(_net(), _net(), X1, Y1, steps=2.5), "steps"),
+    (lambda pl, bz, ps: bz(_net(), _net(), X1, Y1, steps=2, lr=float("nan")), "lr"),
+    (lambda pl, bz, ps: ps(_net(), _net(), X1, Y1, bends=1.5, steps=1), "bends"),
+])
+def test_paths_refuse_bad_arguments(call, name):
+    pytest.importorskip("torch")
+    from relulab.dynamics.paths import PathError, bezier_search, path_losses, polyline_search
+
+    with pytest.raises(PathError, match=name):
+        call(path_losses, bezier_search, polyline_search)
+
+
+def test_polyline_to_dict_is_json():
+    pytest.importorskip("torch")
+    import json
+
+    from relulab.dynamics.paths import polyline_search
+
+    r = polyline_search(_net(), _net(), [[-1.0], [1.0]], [[1.0], [1.0]], bends=2, steps=2)
+    d = json.loads(json.dumps(r.to_dict()))
+    assert isinstance(d["ts"], list) and len(d["ts"]) == len(d["losses"])
+
+
+# --- plateaus / saddle_events window ---------------------------------------------------
+
+@pytest.mark.parametrize("window", [0, -1, 210, 10**6, 2.5])
+def test_plateaus_refuse_bad_window(window):
+    from relulab.dynamics.saddles import plateaus
+
+    L = np.r_[np.ones(100), np.linspace(1, 0.5, 10), 0.5 * np.ones(100)]
+    with pytest.raises(DynamicsError, match="window"):
+        plateaus(L, window=window)
+    assert plateaus(L, window=209)[1] == 209
+    assert plateaus(L, window=5)[0] == [(0, 100), (109, 209)]

@@ -69,3 +69,33 @@ def test_find_conservation_laws_checks_memory_up_front():
     a = modern_architecture("ffn-relu", d=30, h=30, o=5)
     with memory_limit(2**30), pytest.raises(ResourceLimitError, match="590240 unknowns"):
         find_conservation_laws(a)
+
+
+def test_conservation_argument_checks():
+    from relulab.params import conserved_quantities
+    from relulab.params.conservation import gd_conservation
+
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.5], [0.0]])
+    X1, Y1 = np.array([[0.0], [1.0], [2.0]]), np.array([[0.0], [1.0], [0.0]])
+    with pytest.raises(RelulabError, match="steps"):
+        gd_conservation(net, X1, Y1, 0.1, 2.5)
+    with pytest.raises(RelulabError, match="net"):
+        conserved_quantities("x")
+    assert gd_conservation(net, X1, Y1, 0.1, 2)[0].steps == 2
+
+
+@pytest.mark.parametrize("d, k, heads", [(2, 2, 1), (2, 2, 2), (2, 1, 3), (1, 1, 3)])
+def test_mha_one_token_expected_count(d, k, heads):
+    pytest.importorskip("torch")
+    from relulab.params.conservation_modern import (
+        find_conservation_laws,
+        lie_rank_bound,
+        modern_architecture,
+    )
+
+    a = modern_architecture("mha", d=d, k=k, heads=heads, T=1)
+    laws = find_conservation_laws(a, seed=0)
+    assert laws.count == a.expected and laws.to_dict()["matches_expected"]
+    if d > 1:  # (d = 1 is checked against the null space alone)
+        assert lie_rank_bound(a)["bound"] == a.expected
+    assert "T = 1" in a.reason

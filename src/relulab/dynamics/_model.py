@@ -78,6 +78,9 @@ def mlp(widths: Sequence[int], *, init_scale: float = 1.0, bias: bool = True,
     widths = [int(w) for w in widths]
     if len(widths) < 2 or min(widths) < 1:
         raise DynamicsError(f"mlp widths {widths}: need at least input and output sizes >= 1")
+    for name, v in (("init_scale", init_scale), ("out_scale", out_scale)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise DynamicsError(f"mlp {name}={v!r}: need a finite number")
     if init not in ("gaussian", "plain"):
         raise DynamicsError(f"mlp init '{init}': use 'gaussian' or 'plain'")
     dt = getattr(torch, dtype)

@@ -170,6 +170,14 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             # a float step count would never equal the loop's integer step: no end
             raise DynamicsError(f"{name}={v!r}: need an integer >= {lo}")
     steps, every = int(steps), int(every)
+    if batch_size is not None and not is_int_at_least(batch_size, 1):
+        raise DynamicsError(f"batch_size={batch_size!r}: need an integer >= 1 or None")
+    if isinstance(flow_tol, bool) or not (isinstance(flow_tol, numbers.Real) and np.isfinite(flow_tol)
+                                          and flow_tol > 0):
+        raise DynamicsError(f"flow_tol={flow_tol!r}: need a finite number > 0")
+    if isinstance(loss, str) and loss in ("logistic", "squared_hinge") and not np.all(np.abs(y) == 1.0):
+        bad = np.unique(y[np.abs(y) != 1.0])[:3].tolist()
+        raise DynamicsError(f"y: loss '{loss}' needs labels -1 or +1, got {bad} (for 0/1 labels pass 2 * y - 1)")
     if not (isinstance(lr, numbers.Real) and np.isfinite(lr) and lr > 0):
         raise DynamicsError(f"lr={lr}: need a positive learning rate")
     for name, v in (("noise", noise), ("weight_decay", weight_decay), ("momentum", momentum)):
@@ -199,8 +207,6 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     n = X.shape[0]
     full = opt_name in ("gd", "flow") or batch_size is None or int(batch_size) >= n
     bs = n if full else int(batch_size)
-    if bs < 1:
-        raise DynamicsError(f"batch_size={batch_size}: need at least 1")
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     noise_std = float(np.sqrt(2.0 * lr * noise)) if noise > 0 else 0.0
 

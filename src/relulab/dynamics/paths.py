@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..network import Network
 from ..params import network_from_parameters, parameter_layout, parameter_vector
 from ..results import Result
@@ -155,15 +155,36 @@ def path_point(theta_a: np.ndarray, theta_b: np.ndarray, t: float, kind: str = "
     return (1 - t) ** 2 * theta_a + 2 * t * (1 - t) * control + t**2 * theta_b
 
 
-def _data(net: Network, X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
+def _int_arg(name: str, v: Any, lo: int) -> int:
+    if not is_int_at_least(v, lo):
+        raise PathError(f"{name}: must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def _positive(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(v) and v > 0):
+        raise PathError(f"{name}: must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+def _data(net: Network, X: Any, Y: Any, loss: str = "mse") -> tuple[np.ndarray, np.ndarray]:
+    try:
+        X = np.asarray(X, dtype=float)
+        Y = np.asarray(Y, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise PathError(f"X, Y: must be arrays of numbers ({e})") from None
     if X.ndim != 2 or X.shape[1] != net.input_dim or X.shape[0] == 0:
         raise PathError(f"X: expected a non-empty (n, {net.input_dim}) array, got shape {X.shape}")
-    Y = np.asarray(Y, dtype=float).reshape(X.shape[0], -1)
-    if Y.shape[1] != net.output_dim:
-        raise PathError(f"Y: expected {net.output_dim} targets per point, got {Y.shape[1]}")
+    if Y.ndim == 0 or Y.shape[0] != X.shape[0] or Y.size != X.shape[0] * net.output_dim:
+        raise PathError(f"Y: expected {X.shape[0]} rows (one per point of X) of {net.output_dim} targets, "
+                        f"got shape {Y.shape}")
+    Y = Y.reshape(X.shape[0], -1)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
         raise PathError("X, Y: contain NaN or infinite entries")
+    if loss == "logistic" and not np.all(np.abs(Y) == 1.0):
+        bad = np.unique(Y[np.abs(Y) != 1.0])[:3].tolist()
+        raise PathError(f"Y: the logistic loss needs labels -1 or +1, got {bad} (for 0/1 labels pass 2 * Y - 1)")
     return X, Y
 
 
@@ -249,9 +270,8 @@ def path_losses(
     _check_pair(net_a, net_b)
     if loss not in LOSSES:
         raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    if n_points < 2:
-        raise PathError(f"n_points: need at least 2, got {n_points}")
-    X, Y = _data(net_a, X, Y)
+    n_points = _int_arg("n_points", n_points, 2)
+    X, Y = _data(net_a, X, Y, loss)
     b = align(net_a, net_b) if align_first else net_b.float()
     ta = parameter_vector(net_a.float()).astype(float)
     tb = parameter_vector(b).astype(float)
@@ -345,7 +365,9 @@ def _search_setup(net_a: Network, net_b: Network, X: Any, Y: Any, loss: str, ali
     _check_pair(net_a, net_b)
     if loss not in LOSSES:
         raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    X, Y = _data(net_a, X, Y)
+    if loss not in LOSSES:
+        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
+    X, Y = _data(net_a, X, Y, loss)
     b = align(net_a, net_b) if align_first else net_b.float()
     ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
     tb = torch.tensor(parameter_vector(b).astype(float))
@@ -386,8 +408,9 @@ def bezier_search(
     torch = require("torch", "torch")
     if kind not in ("bezier", "polyline"):
         raise PathError(f"bezier_search: kind must be 'bezier' or 'polyline', got {kind!r}")
-    if steps < 0 or lr <= 0 or batch_t < 1:
-        raise PathError(f"bezier_search: need steps >= 0, lr > 0, batch_t >= 1 (got {steps}, {lr}, {batch_t})")
+    steps, batch_t = _int_arg("steps", steps, 0), _int_arg("batch_t", batch_t, 1)
+    lr, seed = _positive("lr", lr), _int_arg("seed", seed, 0)
+    _int_arg("n_points", n_points, 2)
     X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
     c = (0.5 * (ta + tb)).clone().requires_grad_(True)
     opt = torch.optim.Adam([c], lr=lr)
@@ -459,7 +482,8 @@ class PolylineSearch(Result):
 
     def to_dict(self) -> dict:
         return {"status": self.status, "barrier_linear": self.linear.barrier, "barrier": self.barrier,
-                "ts": self.ts, "losses": self.losses, "loss_a": self.loss_a, "loss_b": self.loss_b,
+                "ts": np.asarray(self.ts).tolist(), "losses": np.asarray(self.losses).tolist(),
+                "loss_a": self.loss_a, "loss_b": self.loss_b,
                 "steps": self.steps, "n_bends": int(self.bends.shape[0])}
 
 
@@ -505,9 +529,9 @@ def polyline_search(
         True
     """
     torch = require("torch", "torch")
-    if bends < 1 or steps < 0 or lr <= 0 or batch_t < 1 or points_per_segment < 1:
-        raise PathError(f"polyline_search: need bends >= 1, steps >= 0, lr > 0, batch_t >= 1, "
-                        f"points_per_segment >= 1 (got {bends}, {steps}, {lr}, {batch_t}, {points_per_segment})")
+    bends, steps, batch_t = _int_arg("bends", bends, 1), _int_arg("steps", steps, 0), _int_arg("batch_t", batch_t, 1)
+    points_per_segment = _int_arg("points_per_segment", points_per_segment, 1)
+    lr, seed = _positive("lr", lr), _int_arg("seed", seed, 0)
     X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
     fr = torch.linspace(0, 1, bends + 2, dtype=torch.float64)[1:-1, None]
     inner = ((1 - fr) * ta + fr * tb).clone().requires_grad_(True)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..results import Result
 from ._model import DynamicsError
 from .trajectory import Trajectory
@@ -88,7 +89,8 @@ class SaddleEvents(Result):
 def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
              min_length: int | None = None) -> tuple[list[tuple[int, int]], int]:
     """Maximal runs of steps where the loss falls by less than ``flat_tol`` times its total
-    drop over ``window`` steps; runs shorter than ``min_length`` are dropped.
+    drop over ``window`` steps (an integer, ``1 <= window < len(loss)``; default
+    ``max(1, len(loss) // 200)``); runs shorter than ``min_length`` are dropped.
 
     Example:
         >>> L = np.r_[np.ones(100), np.linspace(1, 0.5, 10), 0.5 * np.ones(100)]
@@ -99,6 +101,10 @@ def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
     if L.ndim != 1 or L.size < 3 or not np.all(np.isfinite(L)):
         raise DynamicsError("saddle_events needs a finite loss curve of at least 3 steps")
     T = L.size
+    if window is not None and not (is_int_at_least(window, 1) and window < T):
+        raise DynamicsError(f"window={window!r}: need an integer with 1 <= window < {T} (the number of steps)")
+    if min_length is not None and not is_int_at_least(min_length, 1):
+        raise DynamicsError(f"min_length={min_length!r}: need an integer >= 1")
     w = max(1, T // 200) if window is None else int(window)
     min_len = 4 * w if min_length is None else int(min_length)
     drop = float(L.max() - L.min())

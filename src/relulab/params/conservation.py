@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 
 __all__ = ["conserved_quantities", "mse_loss_and_grad", "ConservationRun", "gd_conservation"]
@@ -46,6 +46,8 @@ def conserved_quantities(net: Network) -> np.ndarray:
         >>> conserved_quantities(net).tolist()
         [1.0, -3.0]
     """
+    if not isinstance(net, Network):
+        raise RelulabError(f"conserved_quantities: net must be a relulab Network, got {type(net).__name__}")
     out = []
     for k in range(net.depth - 1):
         W, b, Wn = net.weights[k], net.biases[k], net.weights[k + 1]
@@ -186,8 +188,12 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
         >>> run.drift <= run.bound * (1 + 1e-9) + 1e-12 and run.loss_end < run.loss_start
         True
     """
-    if not (np.isfinite(lr) and 0 < lr < _MAX_LR) or steps < 0:
-        raise RelulabError(f"gradient descent needs 0 < lr < {_MAX_LR:g} and steps >= 0 (got {lr}, {steps})")
+    if not is_int_at_least(steps, 0):
+        raise RelulabError(f"gd_conservation: steps must be an integer >= 0, got {steps!r}")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(lr) and 0 < lr < _MAX_LR):
+        raise RelulabError(f"gd_conservation: lr must lie in (0, {_MAX_LR:g}), got {lr!r}")
+    steps = int(steps)
     net = net.float()
     X, Y = _training_data(net, X, Y)
     Ws = [np.array(W) for W in net.weights]

@@ -230,8 +230,23 @@ def _mha(pos: str, d: int = 4, k: int = 2, heads: int = 2, T: int = 3) -> Modern
         qk = vo
         why = (f"per head: W_Q W_K^T and W_V W_O each invariant under GL(k) -> 2 k(k+1)/2 = "
                f"{2 * vo} (positions added to the input change nothing); times {heads} heads")
+    expected = heads * (qk + vo)
+    if T == 1:
+        # one token: softmax == 1, so the output X sum_h W_V^h W_O^h ignores W_Q, W_K (every
+        # entry conserved), and the heads' V/O blocks form one product through m = heads k
+        # units: its laws are the entries of the symmetric m x m matrix U^T U - V V^T
+        # (U = [W_V^1 .. W_V^H], V = [W_O^1; ..; W_O^H]), of rank <= 2 d
+        m = heads * k
+        r = max(m - 2 * d, 0)
+        vo_all = m * (m + 1) // 2 - r * (r + 1) // 2
+        expected = 2 * heads * d * k + vo_all
+        why = (f"one token (T = 1): softmax is 1, so W_Q and W_K get no gradient -> all "
+               f"2 heads d k = {2 * heads * d * k} of their entries are conserved; the heads' W_V W_O "
+               f"add up to one product through m = heads k = {m} units, whose laws are the entries of "
+               f"the symmetric m x m matrix U^T U - V V^T (U the stacked W_V, V the stacked W_O), of "
+               f"rank <= 2 d = {2 * d} -> m(m+1)/2 - r(r+1)/2 with r = max(m - 2d, 0) -> {vo_all}")
     name = "mha" if pos == "none" else f"mha-{pos}"
-    return ModernArchitecture(name, lay.size, (T * d,), heads * (qk + vo), why, tuple(lay.blocks), forward)
+    return ModernArchitecture(name, lay.size, (T * d,), expected, why, tuple(lay.blocks), forward)
 
 
 def _moe(gating: str, d: int = 3, h: int = 2, o: int = 2, experts: int = 3) -> ModernArchitecture:
