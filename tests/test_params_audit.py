@@ -99,3 +99,24 @@ def test_mha_one_token_expected_count(d, k, heads):
     if d > 1:  # (d = 1 is checked against the null space alone)
         assert lie_rank_bound(a)["bound"] == a.expected
     assert "T = 1" in a.reason
+
+
+def test_fdim_cli_says_when_the_rank_is_a_lower_bound(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from relulab.cli import app
+    from relulab.io import save_model
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(4, 3)), rng.normal(size=(2, 4))], [rng.normal(size=4), rng.normal(size=2)])
+    p = tmp_path / "net.npz"
+    save_model(net, p)
+    # a tiny dense-SVD threshold and a budget between the Jacobian and its dense SVD:
+    # the Gram route runs and the text output must say the rank is only a bound
+    monkeypatch.setattr(_rank, "DENSE_SVD_ENTRIES", 10, raising=False)
+    monkeypatch.setattr(_rank, "memory_budget", lambda: 1, raising=False)
+    res = CliRunner().invoke(app, ["fdim", str(p), "--points", "60", "--seed", "3"])
+    assert res.exit_code == 0, res.output
+    d = functional_dimension(net, rng.normal(size=(60, 3)))
+    assert d.numerical.method == "gram" and d.numerical.lower_bound  # rank <= 26 - 4 < 26 columns
+    assert "lower bound" in res.output

@@ -202,6 +202,12 @@ def fdim_cmd(
         f"first dropped {fd.numerical.sigma_dropped or 0:.3g} (gap "
         f"{'inf' if math.isinf(gap) else f'{gap:.3g}'})"
     )
+    if fd.numerical.lower_bound:
+        console.print(
+            f"[yellow]note:[/yellow] the rank {fd.rank} is a lower bound (the deficit an upper bound): "
+            f"the Jacobian was too big for a dense SVD and its Gram matrix cannot resolve singular "
+            f"values below {fd.numerical.tol:.3g}"
+        )
     if fd.dead_neurons:
         console.print(f"{fd.dead_neurons} neuron(s) inactive at every point")
     if note:
