@@ -70,6 +70,8 @@ __all__ = [
 NULL_TOL = 1e-9  # tol: null space of float64 Jacobians (see above)
 
 
+LIE_ZERO = 1e-10  # tol: a field or bracket this small relative to the largest is zero (rounding)
+
 @dataclass(frozen=True)
 class ModernArchitecture:
     """A tiny model as a function of a flat parameter vector (torch, float64).
@@ -646,7 +648,13 @@ def lie_rank_bound(arch: ModernArchitecture, seed: int = 0, n_inputs: int | None
         allv += [B(theta).detach().numpy() for B in new]
         level = new
     V = np.array(allv)
+    nrm = np.linalg.norm(V, axis=1)
+    # a field or bracket that vanishes up to rounding must not be normalised into a random
+    # direction (it would inflate the rank and make the bound too small)
+    V = V[nrm > LIE_ZERO * max(float(nrm.max()), TINY)]
+    if V.shape[0] == 0:
+        V = np.zeros((1, arch.n_params))
     s = np.linalg.svd(V / np.maximum(np.linalg.norm(V, axis=1, keepdims=True), TINY), compute_uv=False)
-    rank = int(np.sum(s > 1e-8 * s[0]))  # tol: numerical rank
+    rank = int(np.sum(s > 1e-8 * s[0])) if s[0] > 0 else 0  # tol: numerical rank
     return {"architecture": arch.name, "n_params": arch.n_params, "rank": rank,
             "bound": arch.n_params - rank, "depth": depth, "vectors": int(V.shape[0])}
