@@ -387,7 +387,7 @@ def test_a_proximal_step_cut_by_the_deadline_stays_feasible():
     proj = _Projector(Xa, S)
     Z = rng.standard_normal((2, 90, 4))
     proj.deadline = 0.0                                  # long past
-    out = proj.project(Z, zero_when_late=True, chunk=8)
+    out = proj.project(Z, when_late="zero", chunk=8)
     done = np.linalg.norm(out, axis=2) > 0
     assert 0 < done.sum() <= 8                           # the first chunk only
     full = _Projector(Xa, S).project(Z)

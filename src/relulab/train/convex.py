@@ -96,16 +96,18 @@ def _correlate(Xa: np.ndarray, Mf: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def _dual_projections(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray, proj: _Projector,
-                      lam: float) -> tuple[np.ndarray, np.ndarray]:
+                      lam: float, when_late: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(Cp, norms)``: ``Cp[s, i] = P_{K_i}(+-X~^T D_i rho)`` and upper bounds on its norms.
     The dual constraint of group ``(s, i)`` holds at ``rho`` when ``norms[s, i] <= lam``.
     A projection is never longer than its vector, so vectors of length at most ``lam``
-    cannot violate: they are not projected (``Cp`` is 0 there, ``norms`` their length)."""
+    cannot violate: they are not projected (``Cp`` is 0 there, ``norms`` their length).
+    ``when_late="keep"``: vectors not projected by ``proj.deadline`` stay as they are, so
+    their lengths bound the norms (see :meth:`_Projector.project`)."""
     c = _correlate(Xa, Mf, rho)
     C = np.stack([c, -c])
     nc = np.linalg.norm(C, axis=2)
     short = nc <= lam
-    Cp = proj.project(C, skip=short)
+    Cp = proj.project(C, skip=short, when_late=when_late)
     return Cp, np.where(short, nc, np.linalg.norm(Cp, axis=2))
 
 
@@ -208,24 +210,30 @@ class _Projector:
         return out
 
     def project(self, Zs: np.ndarray, skip: np.ndarray | None = None,
-                zero_when_late: bool = False, chunk: int = 32) -> np.ndarray:
+                when_late: str | None = None, chunk: int = 32) -> np.ndarray:
         """Project Zs[k, i] onto cone i; entries where ``skip`` is True are returned as 0.
 
-        With ``zero_when_late``, the entries not yet projected at ``self.deadline`` are
-        returned as 0 too: 0 lies in every cone, so the result stays feasible (a step of
-        the proximal method that is cut short, not a projection)."""
+        ``when_late`` says what happens to the entries not yet projected at
+        ``self.deadline`` (None: every entry is projected, whatever the time):
+
+        * ``"zero"``: they are returned as 0, which lies in every cone, so the result stays
+          feasible (a proximal step cut short, not a projection); the first chunk is always
+          projected, so that a late step still moves;
+        * ``"keep"``: they are returned unchanged, so their norms still bound the norms of
+          their projections (a projection is never longer than its vector)."""
         out = Zs.copy()
         if skip is not None:
             out[skip] = 0.0
             ks, iis = np.nonzero(~skip)
         else:
             ks, iis = np.indices(Zs.shape[:2]).reshape(2, -1)
-        if not (zero_when_late and self.deadline is not None):
+        if when_late is None or self.deadline is None:
             chunk = max(1, ks.size)
         for start in range(0, ks.size, chunk):
             k, i = ks[start:start + chunk], iis[start:start + chunk]
-            if start > 0 and time.perf_counter() > self.deadline:
-                out[ks[start:], iis[start:]] = 0.0
+            if (start > 0 or when_late == "keep") and time.perf_counter() > self.deadline:
+                if when_late == "zero":
+                    out[ks[start:], iis[start:]] = 0.0
                 break
             out[k, i] = self.project_entries(Zs[k, i], i)
         return out
@@ -482,7 +490,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         thr = step * lam
         # ||P_K(z)|| <= ||z||: a group no longer than the threshold shrinks to zero anyway
         small = np.linalg.norm(Zs, axis=2) <= thr
-        V = proj.project(Zs, skip=small, zero_when_late=True)
+        V = proj.project(Zs, skip=small, when_late="zero")
         nv = np.linalg.norm(V, axis=2, keepdims=True)
         return np.where(nv > thr, (1.0 - thr / np.maximum(nv, TINY)) * V, 0.0)
 
@@ -541,22 +549,13 @@ def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj
 
 
 def _dual_violations(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray,
-                     proj: _Projector, lam: float, chunk: int = 32) -> np.ndarray:
+                     proj: _Projector, lam: float) -> np.ndarray:
     """Per pattern, an upper bound on ``max(||P_{K_i}(c_i)||, ||P_{K_i}(-c_i)||)`` with
     ``c_i = X~^T D_i rho``, exact where it exceeds ``lam`` until ``proj.deadline``: the
     dual constraint of pattern ``i`` holds at ``rho`` when this is ``<= lam``.  Past the
     deadline the vectors not yet projected are bounded by their own lengths (a projection
     is never longer than its vector), so the bound stays sound, only looser."""
-    c = _correlate(Xa, Mf, rho)
-    C = np.stack([c, -c])
-    out = np.linalg.norm(C, axis=2)
-    ks, iis = np.nonzero(out > lam)
-    for start in range(0, ks.size, chunk):
-        if proj.deadline is not None and time.perf_counter() > proj.deadline:
-            break
-        k, i = ks[start:start + chunk], iis[start:start + chunk]
-        out[k, i] = np.linalg.norm(proj.project_entries(C[k, i], i), axis=1)
-    return np.max(out, axis=0)
+    return np.max(_dual_projections(Xa, Mf, rho, proj, lam, when_late="keep")[1], axis=0)
 
 
 # Clarabel's set-up and solve handle about 650,000 constraint nonzeros per second on the
