@@ -705,3 +705,21 @@ def test_a_time_limit_returns_the_regions_found_so_far_marked_partial(tmp_path, 
         assert code == 0 and d["partial"] and not d["certified"] and "time limit" in d["stopped"]
     code, _, err = run_cli(capsys, "regions", str(path), "--time-limit", "-2")
     assert code != 0 and "--time-limit" in err
+
+
+def test_iter_regions_honours_its_deadline_on_unbounded_domains_too():
+    # on R^d the stream goes through the certified enumeration first; it ignored the
+    # deadline there (lipschitz over R^d could overrun its limit)
+    import time
+
+    rng = np.random.default_rng(6)
+    net = Network([rng.normal(size=(14, 3)), rng.normal(size=(10, 14)) / 3, rng.normal(size=(1, 10))],
+                  [rng.normal(size=14) * .3, rng.normal(size=10) * .3, np.zeros(1)])
+    whole = Polytope.whole_space(3)
+    full = {p.tobytes() for p in regions.enumerate(net, whole).patterns}
+    report: dict = {}
+    got = [r.pattern.tobytes() for r in regions.iter_regions(net, whole, deadline=time.time(), report=report)]
+    assert report["partial"] and "time limit" in report["stopped"]
+    assert len(got) < len(full) and set(got) <= full
+    done: dict = {}
+    assert len(list(regions.iter_regions(net, whole, report=done))) == len(full) and not done["partial"]

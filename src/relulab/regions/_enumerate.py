@@ -12,6 +12,7 @@ import numpy as np
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError, is_int_at_least
 from ..network import Network
+from ..tolerance import TINY
 from . import _engine as E
 from ._assembly import EngineRun, assemble, count_cells, run_engines, stream_cells
 from ._types import Region, RegionSet
@@ -85,7 +86,9 @@ def iter_regions(
     report = {} if report is None else report
     if pb.big is not None:
         # unbounded domains need the certificate over the whole set first
-        rs = enumerate_regions(net, dom, max_regions=max_regions, progress=progress)
+        left = None if deadline is None else max(deadline - time.time(), TINY)
+        rs = enumerate_regions(net, dom, max_regions=max_regions, progress=progress,
+                               time_limit=left)
         report.update(partial=bool(rs.partial or not rs.certified), stopped=rs.info.get("stopped"))
         yield from rs
         return
