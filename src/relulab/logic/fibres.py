@@ -101,9 +101,9 @@ def _box(net: Network, box: Any, where: str = "fibres") -> tuple[list[Fraction],
     return [Fraction(float(v)) for v in B.lo], [Fraction(float(v)) for v in B.hi]
 
 
-def _status(net: Network, box) -> tuple[list[str], list[str]]:
+def _status(net: Network, box, where: str = "fibres") -> tuple[list[str], list[str]]:
     """Exact interval status of every hidden neuron: "dead", "stable" or "live"."""
-    lo, hi = _box(net, box)
+    lo, hi = _box(net, box, where)
     W1, b1, W2, b2 = net.weights[0], net.biases[0], net.weights[1], net.biases[1]
     s1, hlo, hhi = [], [], []
     for w, b in zip(W1, b1, strict=True):
@@ -131,9 +131,8 @@ def fibre(net: Network, box: Any = None) -> FibreDescription:
         7
     """
     net = _check(net, "fibre")
-    _box(net, box, "fibre")
     d, (n1, n2) = net.input_dim, net.widths
-    s1, s2 = _status(net, box)
+    s1, s2 = _status(net, box, "fibre")
     W3 = net.weights[2]
     live1 = [i for i in range(n1) if s1[i] != "dead"]
     live2 = [j for j in range(n2) if s2[j] == "live" and W3[0, j] != 0]
@@ -291,7 +290,7 @@ def fibre_equivalent(f: Network, g: Network, box: Any = None, *, n_samples: int 
     _check(f, "fibre_equivalent")
     _check(g, "fibre_equivalent")
     same_inputs(f, g, "fibre_equivalent")
-    _box(f, box, "fibre_equivalent")
+    lo, hi = _box(f, box, "fibre_equivalent")
     if not is_int_at_least(n_samples, 0):
         raise GraphError(f"fibre_equivalent: n_samples must be an integer >= 0, got {n_samples!r}")
     if fibre_normal_form(f, box) == fibre_normal_form(g, box):
@@ -299,7 +298,6 @@ def fibre_equivalent(f: Network, g: Network, box: Any = None, *, n_samples: int 
     if n_samples == 0:
         return FibreTest("unknown", "normal forms differ; no witness search (n_samples=0)", None,
                          time.perf_counter() - t0)
-    lo, hi = _box(f, box)
     rng = np.random.default_rng(seed)
     F, G = f.exact(), g.exact()
     # Dyadic points with 10 bits: exact and cheap.
