@@ -38,6 +38,17 @@ def is_int_at_least(v: object, lo: int) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= lo
 
 
+def is_positive_seconds(v: object) -> bool:
+    """Whether ``v`` is a real number (not a bool) ``> 0``: the check of time limits, whose
+    callers word their own errors (NaN fails; inf passes, as no limit).
+
+    Example:
+        >>> is_positive_seconds(0.5), is_positive_seconds(0), is_positive_seconds(float("nan"))
+        (True, False, False)
+    """
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and v > 0
+
+
 def require(module: str, extra: str):
     """Import an optional dependency or raise :class:`MissingDependency` with an install hint."""
     import importlib

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import is_int_at_least, require
+from ..errors import is_int_at_least, is_positive_seconds, require
 from ..tolerance import TINY
 from ._model import DynamicsError, as_module, relu_parts, to_network
 from .recorders import Context, resolve
@@ -183,7 +183,7 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     for name, v in (("noise", noise), ("weight_decay", weight_decay), ("momentum", momentum)):
         if not (isinstance(v, numbers.Real) and np.isfinite(v) and v >= 0):
             raise DynamicsError(f"{name}={v!r}: need a finite number >= 0")
-    if time_limit is not None and not (isinstance(time_limit, numbers.Real) and time_limit > 0):
+    if time_limit is not None and not is_positive_seconds(time_limit):
         raise DynamicsError(f"time_limit={time_limit!r}: need a positive number of seconds or None")
     for r in recs:
         r.check(model, X)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
-from ..errors import RelulabError, is_int_at_least
+from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..network import Network
 from ..tolerance import TINY
 from . import _engine as E
@@ -213,8 +213,7 @@ def _deadline(time_limit: Any, method: str, parallel: str | None) -> float | Non
     """The ``time.time()`` deadline of ``time_limit`` seconds (None: none), checked."""
     if time_limit is None:
         return None
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or \
-            not time_limit > 0 or not math.isfinite(time_limit):
+    if not (is_positive_seconds(time_limit) and math.isfinite(time_limit)):
         raise RelulabError(f"enumerate: time_limit must be a positive number of seconds or None, "
                            f"got {time_limit!r}")
     if method != "subdivision" or parallel is not None:

@@ -47,12 +47,13 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import RelulabError, is_positive_seconds
 from ..lp import solve
 from ..network import Network
 from ..tolerance import EQUIV_TOL, FEAS_TOL, GAP_TOL, PROOF_MARGIN, ROUNDOFF, or_default
@@ -495,8 +496,6 @@ def parameter_cost(net: Network, bias: str = "free") -> float:
 def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
            describe: bool, max_iter: int = 200,
            time_limit: float | None = None) -> MinNormResult:
-    import time
-
     t_start = time.monotonic()
     orients = (1.0,) if skip else (1.0, -1.0)
     t = np.concatenate([x for _ in orients])
@@ -794,8 +793,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
 def _check_time_limit(time_limit: Any) -> float | None:
     if time_limit is None:
         return None
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)) \
-            or not time_limit > 0:
+    if not is_positive_seconds(time_limit):
         raise MinNormError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
     return float(time_limit)
 
