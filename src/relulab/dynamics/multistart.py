@@ -83,7 +83,8 @@ class MultistartFit(Result):
             Levenberg-Marquardt iterations run (the most any restart ran).
         completed: restarts that ran at least one iteration (or needed none); fewer than
             ``restarts`` only after a time limit.  Starts are drawn block by block, so
-            restarts never reached have NaN parameters (``predict`` gives NaN for them).
+            restarts never reached have no parameters (``predict`` and ``networks`` refuse
+            them with a ``DynamicsError``).
         seconds: wall-clock time.
 
     Example:
