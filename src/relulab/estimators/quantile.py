@@ -33,6 +33,7 @@ from ._base import (
     NetEstimatorBase,
     check_choice,
     check_hidden,
+    check_scored_y,
     check_X,
     check_Xy,
     seed_of,
@@ -247,18 +248,12 @@ class QuantileNetRegressor(NetEstimatorBase):
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Negative mean check loss over rows and levels (greater is better)."""
         q = self.predict(X)
+        check_scored_y(self, y, q.shape[0], sample_weight)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if y.shape[0] != q.shape[0] or not np.all(np.isfinite(y)):
-            raise EstimatorInputError("QuantileNetRegressor.score: y must be finite with one value per row of X")
-        q = q.reshape(q.shape[0], -1)
-        losses = np.column_stack([check_loss(y - q[:, k], t) for k, t in enumerate(self.quantiles_)])
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-            if (sample_weight.shape[0] != q.shape[0] or not np.all(np.isfinite(sample_weight))
-                    or np.any(sample_weight < 0) or not sample_weight.sum() > 0):
-                raise EstimatorInputError(
-                    "QuantileNetRegressor.score: sample_weight must be finite and >= 0, not all "
-                    f"zero, with one value per row of X ({q.shape[0]})")
+        q = q.reshape(q.shape[0], -1)
+        losses = np.column_stack([check_loss(y - q[:, k], t) for k, t in enumerate(self.quantiles_)])
         return -float(np.average(losses.mean(axis=1), weights=sample_weight))
 
     def __sklearn_tags__(self) -> Any:
