@@ -22,14 +22,13 @@ Example:
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..domain import Box
-from ..errors import is_int_at_least
+from ..errors import is_int_at_least, is_positive_seconds
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
@@ -233,7 +232,7 @@ def _check_args(reference, recovered, domain, timeout, n_samples) -> None:
     if domain is not None and (not isinstance(domain, Box) or domain.dim != reference.input_dim):
         raise ExtractError(f"fidelity: domain must be a Box of dimension {reference.input_dim}, "
                            f"got {domain!r}")
-    if timeout is not None and not (isinstance(timeout, numbers.Real) and timeout > 0):
+    if timeout is not None and not is_positive_seconds(timeout):
         raise ExtractError(f"fidelity: timeout must be a number > 0 or None, got {timeout!r}")
     if not is_int_at_least(n_samples, 1):
         raise ExtractError(f"fidelity: n_samples must be an integer >= 1, got {n_samples!r}")

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box
+from ..errors import is_positive_seconds
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
@@ -448,8 +449,7 @@ def extract_relu(
     if reference is not None and reference.input_dim != d:
         raise ExtractError(f"extract_relu: reference takes {reference.input_dim} inputs, the "
                            f"oracle {d} (d)")
-    if equivalence_timeout is not None and not (
-            isinstance(equivalence_timeout, (int, float)) and equivalence_timeout > 0):
+    if equivalence_timeout is not None and not is_positive_seconds(equivalence_timeout):
         raise ExtractError(f"extract_relu: equivalence_timeout must be a number > 0 or None, "
                            f"got {equivalence_timeout!r}")
     if polish is not False and (polish or widths is None or len(widths) >= POLISH_MIN_LAYERS) and not o.keeping:
