@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..network import Network
 from ..tolerance import FEAS_TOL, ROUNDOFF
 
@@ -477,7 +477,7 @@ def _check_surrogate_args(X: Any, y: Any, widths: Any, lo: Any, hi: Any, epochs:
                            f"got {loa.size} and {hia.size}")
     if np.any(loa > hia):
         raise RelulabError(f"train_surrogate: box has lo > hi at input {int(np.argmax(loa > hia))}")
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+    if not is_int_at_least(epochs, 0):
         raise RelulabError(f"train_surrogate: epochs must be a non-negative integer, got {epochs!r}")
     if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
         raise RelulabError(f"train_surrogate: lr must be a positive finite number, got {lr!r}")
