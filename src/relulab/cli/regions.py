@@ -155,7 +155,7 @@ def regions_cmd(
         if d <= 2:
             out["plot_note"] = ("every region in " + ("the window [-1, 1]^d (the whole space has none)"
                                                       if whole_space else "the box")
-                                + (", not only the --max-regions found" if rs.partial else ""))
+                                + (_not_only(out["stopped"]) if rs.partial else ""))
     if json_out:
         print_json(out)
         return
@@ -174,6 +174,13 @@ def regions_cmd(
     if plot:
         t.add_row("picture", plot + (f" ({out['plot_note']})" if "plot_note" in out else ""))
     console.print(t)
+
+
+def _not_only(stopped: str | None) -> str:
+    """What the picture adds to a cut enumeration (it draws every region of the window)."""
+    if stopped and stopped.startswith("--max-regions"):
+        return ", not only the --max-regions found"
+    return f", not only the regions found before the stop ({stopped or 'partial'})"
 
 
 def _stopped(rs, max_regions: int | None) -> str | None:
