@@ -1,4 +1,8 @@
-"""The memory budget: how much one allocation or one computation may take.
+"""Time and memory limits: how long a computation may run, and how much one
+allocation or one computation may take.
+
+A time limit of ``time_limit`` seconds becomes a :class:`Deadline` when the work
+starts; every step then asks it how long it may still take.
 
 relulab stops a computation that would exceed the budget with a
 :class:`ResourceLimitError` (a :class:`~relulab.errors.RelulabError`, so the command line
@@ -6,7 +10,7 @@ prints one line and exits 1) instead of letting the operating system kill the pr
 Long computations that can stop early (region enumeration) check the budget as they go
 and return what they have, marked partial.
 
-The budget is ``RELULAB_MEMORY_GB`` gigabytes when that variable is set, else half of
+The memory budget is ``RELULAB_MEMORY_GB`` gigabytes when that variable is set, else half of
 the memory available when relulab first asks (``MemAvailable`` on Linux; half of the
 physical memory elsewhere).
 
@@ -19,13 +23,52 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 
 from .errors import RelulabError
 
-__all__ = ["ResourceLimitError", "memory_budget", "check_bytes", "available_memory", "memory_limit"]
+__all__ = ["Deadline", "ResourceLimitError", "memory_budget", "check_bytes", "available_memory", "memory_limit"]
 
 _OVERRIDE: list[int] = []  # budgets set by memory_limit(), innermost last
+
+
+class Deadline:
+    """The moment ``time_limit`` seconds from now (``None``: no limit) run out, on the
+    :func:`time.perf_counter` clock.
+
+    :meth:`left` gives the seconds left (``None`` without a limit), never less than
+    ``floor`` when one is given: a solver handed a zero or negative time limit would
+    refuse it or stop at once, so callers that pass the rest on to a solver ask for a
+    small positive floor.  :meth:`expired` says whether the moment has come (never
+    without a limit; the floor plays no part).  ``at`` is the moment itself
+    (``time.perf_counter()`` seconds, or ``None``), for code that compares it with the
+    clock directly.
+
+    Example:
+        >>> d = Deadline(5.0)
+        >>> 0 < d.left() <= 5.0, d.expired(), Deadline(None).left(), Deadline(None).expired()
+        (True, False, None, False)
+        >>> Deadline(0.0).expired(), Deadline(0.0, floor=1e-3).left()
+        (True, 0.001)
+    """
+
+    __slots__ = ("at", "floor")
+
+    def __init__(self, time_limit: float | None, *, floor: float | None = None) -> None:
+        self.at: float | None = None if time_limit is None else time.perf_counter() + time_limit
+        self.floor = floor
+
+    def left(self) -> float | None:
+        """Seconds left (``None`` without a limit; at least ``floor`` when given)."""
+        if self.at is None:
+            return None
+        left = self.at - time.perf_counter()
+        return left if self.floor is None else max(left, self.floor)
+
+    def expired(self) -> bool:
+        """Whether the deadline has come (a NaN limit counts as spent)."""
+        return self.at is not None and not time.perf_counter() < self.at
 
 
 class ResourceLimitError(RelulabError):

@@ -60,13 +60,13 @@ import importlib.resources
 import itertools
 import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from ..limits import Deadline
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError
@@ -274,18 +274,17 @@ def candidate_terms(mass: int, kmax: int) -> list[PairTerm]:
         >>> [str(t) for t in candidate_terms(1, 3)]
         ['relu(x0 - x1)', 'relu(x0 - m12)', 'relu(m01 - x2)', 'relu(m01 - m02)']
     """
-    return _candidate_terms(mass, kmax, None)
+    return _candidate_terms(mass, kmax, Deadline(None))
 
 
-def _candidate_terms(mass: int, kmax: int, deadline: float | None) -> list[PairTerm]:
-    """:func:`candidate_terms`, stopping with ``_TimeUp`` past ``deadline`` (a
-    ``time.perf_counter()`` value; None: never)."""
+def _candidate_terms(mass: int, kmax: int, deadline: Deadline) -> list[PairTerm]:
+    """:func:`candidate_terms`, stopping with ``_TimeUp`` once ``deadline`` has expired."""
     seen: set[tuple] = set()
     out = []
     for k in range(2, kmax + 1):
         its = _items(k)
         for P in itertools.combinations_with_replacement(its, mass):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline.expired():
                 raise _TimeUp
             for N in itertools.combinations_with_replacement(its, mass):
                 used = {c for it in P + N for c in it[1:]}
@@ -454,16 +453,15 @@ def search_max_pairs(n: int, terms: Sequence[PairTerm] | None = None,
         raise ConstructionError(f"search_max_pairs: n must be an integer >= 2, got {n!r}")
     if n == 2:
         return MaxPairsSolution(2, "found", (), 0, 0, 1)
-    t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
+    deadline = Deadline(time_limit)
     try:
         cands = [t for t in (terms if terms is not None else _candidate_terms(2, min(n, 6), deadline))
                  if t.k <= n]
     except _TimeUp:
         return MaxPairsSolution(n, "unknown", (), 0, 0, 0)
     rows, entries, lins, target = _system(cands, n)
-    if deadline is not None:
-        time_limit = deadline - time.perf_counter()
+    if deadline.at is not None:
+        time_limit = deadline.left()
         if time_limit <= 0:
             return MaxPairsSolution(n, "unknown", (), len(cands), len(rows), 0)
     m = len(cands)

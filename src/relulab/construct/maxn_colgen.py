@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..limits import Deadline
 from ..results import Result
 from .maxmin import ConstructionError
 from .maxn import (
@@ -537,9 +538,8 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     if not isinstance(n, (int, np.integer)) or n < 3:
         raise ConstructionError(f"colgen_max_pairs: n must be an integer >= 3, got {n!r}")
     t0 = time.monotonic()
-
-    def left() -> float:
-        return math.inf if time_limit is None else time_limit - (time.monotonic() - t0)
+    # every LP gets at least a second, even when less of the whole limit is left
+    deadline = Deadline(time_limit, floor=1.0)
 
     pool = _Pool(n)
     for t in initial:
@@ -560,10 +560,12 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
     dropped = False
     quick_seen: set[tuple] = set()
     reserve: list[tuple[PairTerm, tuple]] = []
-    while left() > 0:
+    while not deadline.expired():
         rounds += 1
-        lp_limit = lp_time_limit if lp_time_limit is not None else max(1.0, left())
-        res, y, ylin, u = pool.solve_warm(target, min(lp_limit, max(1.0, left())))
+        lp_limit = deadline.left()  # None: no limit
+        if lp_time_limit is not None:
+            lp_limit = lp_time_limit if lp_limit is None else min(lp_time_limit, lp_limit)
+        res, y, ylin, u = pool.solve_warm(target, lp_limit)
         if y is None:
             status = "partial"
             break
@@ -578,7 +580,7 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
             support = [j for j in range(m) if abs(u[j]) > _SUPPORT_ZERO * top]
             sol = None
             if minimise:
-                lean = pool.sparse_support(target, max(1.0, left()) if time_limit else None)
+                lean = pool.sparse_support(target, deadline.left())
                 if lean:
                     sol = _exact(pool, lean, n)
             if sol is None:
@@ -593,7 +595,7 @@ def colgen_max_pairs(n: int, initial: Sequence[PairTerm], candidates: Iterable[P
             scored.append((_price(col, pool.rows, y, ylin), t, col))
         seen_chunk = 0
         quick_keys = quick_y = None
-        while seen_chunk < chunk and left() > 0 and not exhausted:
+        while seen_chunk < chunk and not deadline.expired() and not exhausted:
             t = next(it, None)
             if t is None:
                 exhausted = True

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import is_int_at_least
-from ..limits import ResourceLimitError, check_bytes
+from ..limits import Deadline, ResourceLimitError, check_bytes
 from ..network import Network
 from ..results import Result
 from ..tolerance import or_default
@@ -209,7 +209,7 @@ def fit_multistart(
     check_bytes(8.0 * R * (P + 1) + 8.0 * 6 * BLOCK_ENTRIES,
                 f"fit_multistart: restarts={R} (the parameters of {R} networks with {P} parameters each)")
     t0 = time.monotonic()
-    deadline = None if time_limit is None else t0 + time_limit
+    deadline = Deadline(time_limit)
     rng = np.random.default_rng(seed)
     given = _given_starts(dims, R, start)
 
@@ -262,6 +262,7 @@ def fit_basin_hopping(
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if name == "rounds" else 1):
             raise DynamicsError(f"fit_basin_hopping: {name} must be a positive integer, got {v!r}")
     t0 = time.monotonic()
+    deadline = Deadline(time_limit)  # the whole search, the first multistart included
     first = fit_multistart(X, y, depth, width, restarts=restarts, max_iter=max_iter, seed=seed, tol=tol,
                            time_limit=time_limit)
     if tol is not None and not (np.isfinite(tol) and tol > 0):
@@ -272,7 +273,6 @@ def fit_basin_hopping(
     keep = keep[keep < len(first._params)]  # a time limit may leave restarts unstarted
     pool, pl = first._params[keep].copy(), first.train_mse[keep].copy()
     scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
-    deadline = None if time_limit is None else t0 + time_limit
     rng = np.random.default_rng([seed, 1])
     runs, done, stopped = first.completed, 0, first.status == "time_limit"
     while done < rounds and not stopped and pl.min() > tol * scale:
@@ -297,7 +297,7 @@ def fit_basin_hopping(
 
 
 def _run(R: int, P: int, make: Any, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
-         deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
+         deadline: Deadline) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
     """Levenberg-Marquardt on ``R`` rows in memory-bounded blocks; ``make(a, b)`` gives the
     starts of rows ``a..b-1`` when their block comes up.  The deadline is checked before
     every block (after the first) and before every iteration.  A row counts as run once its
@@ -310,11 +310,11 @@ def _run(R: int, P: int, make: Any, dims: tuple, X: np.ndarray, y: np.ndarray, m
     except MemoryError:
         raise ResourceLimitError(f"fit_multistart: {R} restarts of {P} parameters do not fit in memory") from None
     # smaller blocks under a time limit: the clock is read once per iteration of a block
-    block = max(1, (BLOCK_ENTRIES if deadline is None else TIMED_BLOCK_ENTRIES) // (X.shape[0] * P))
+    block = max(1, (BLOCK_ENTRIES if deadline.at is None else TIMED_BLOCK_ENTRIES) // (X.shape[0] * P))
     iters, stopped, completed, drawn = 0, False, 0, 0
     for a in range(0, R, block):
         b = min(a + block, R)
-        if a > 0 and deadline is not None and time.monotonic() > deadline:
+        if a > 0 and deadline.expired():
             stopped = True
             break
         th[a:b], lb, it, stop = _lm(make(a, b), dims, X, y, max_iter, zero, deadline)
@@ -453,7 +453,7 @@ def _forward(th: np.ndarray, dims: tuple, X: np.ndarray, jac: bool = False) -> t
 
 
 def _lm(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
-        deadline: float | None) -> tuple[np.ndarray, np.ndarray, int, bool]:
+        deadline: Deadline) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Levenberg-Marquardt on every row of ``th`` at once (Marquardt's diagonal scaling);
     a row stops when its MSE is <= ``zero`` or its damping exceeds LAMBDA_MAX."""
     th = th.copy()
@@ -465,7 +465,7 @@ def _lm(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int
     it = 0
     for it in range(1, max_iter + 1):
         act = np.flatnonzero((loss > zero) & (lam < LAMBDA_MAX))
-        if act.size == 0 or (deadline is not None and time.monotonic() > deadline):
+        if act.size == 0 or deadline.expired():
             return th, loss, it - 1, act.size > 0
         Ja, ra = J[act], r[act]
         A = Ja.transpose(0, 2, 1) @ Ja

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,21 +31,6 @@ def check_point(x: Any, domain: Box | Polytope, what: str = "x") -> np.ndarray:
     if not domain.contains(v, tol=FEAS_TOL):
         raise ExplainError(f"{what} = {v.tolist()} lies outside the domain {domain!r}")
     return v
-
-
-def time_left(time_limit: float | None) -> Callable[[], float | None]:
-    """A function giving the seconds left of ``time_limit`` (counted from now; None: no
-    limit), at least 1 ms, so that each solve of a multi-step search takes only what the
-    earlier steps left.
-
-    Example:
-        >>> time_left(None)() is None, 0 < time_left(5.0)() <= 5.0
-        (True, True)
-    """
-    if time_limit is None:
-        return lambda: None
-    deadline = time.perf_counter() + time_limit
-    return lambda: max(deadline - time.perf_counter(), 1e-3)
 
 
 def check_time_limit(time_limit: Any) -> float | None:

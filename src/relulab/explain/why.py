@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope
+from ..limits import Deadline
 from ..network import Network
 from ..results import Result
 from ..tolerance import FEAS_TOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify, max_output, restrict
-from ._common import check_domain, check_point, check_time_limit, float_net, time_left
+from ._common import check_domain, check_point, check_time_limit, float_net
 from ._milp import ExplainMILP
 from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
 from .features import feature_names
@@ -246,10 +247,10 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
 
     unsafe = [OutputConstraint(-Ci[None, :], np.array([-(di + margin)]))
               for Ci, di in zip(dec.C, dec.d, strict=True)]
-    t0 = time.perf_counter()
+    deadline = Deadline(time_limit, floor=0.0)
 
     def ask(r):
-        left = FALLBACK_SECONDS if time_limit is None else max(time_limit - (time.perf_counter() - t0), 0.0) / 2
+        left = FALLBACK_SECONDS if time_limit is None else deadline.left() / 2
         if left <= 0.05:
             # no time left for another verifier call: the search ends here, unfinished
             return "time_limit", None
@@ -464,7 +465,8 @@ def why(
         dec = as_decision(fnet, decision, class_names)
         if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
-    left = time_left(time_limit)
+    # at least 1 ms: each solve of the multi-step search takes only what the earlier left
+    left = Deadline(time_limit, floor=1e-3).left
     region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, left())
     rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, left)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,

@@ -32,11 +32,11 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..limits import Deadline
 from ..results import Result
 from ..tolerance import TINY, or_default
 
@@ -111,7 +111,7 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
     Pd = Z.copy()
     rz = float(np.sum(R * Z))
     bn = max(float(np.linalg.norm(rhs)), TINY)
-    t_end = time.monotonic() + time_limit
+    deadline = Deadline(time_limit)
     it = 0
     for _ in range(max_iter):
         it += 1
@@ -119,7 +119,7 @@ def value_rows(X: np.ndarray, E: np.ndarray, G: np.ndarray, W: np.ndarray,
         alpha = rz / max(float(np.sum(Pd * Q)), TINY)
         V += alpha * Pd
         R -= alpha * Q
-        if np.linalg.norm(R) <= rtol * bn or time.monotonic() > t_end:
+        if np.linalg.norm(R) <= rtol * bn or deadline.expired():
             break
         Z = precond(R)
         rz_new = float(np.sum(R * Z))

@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..limits import Deadline
 from ..results import Result
 from ..tolerance import TINY
 
@@ -107,12 +107,12 @@ def refine(block: Any, X: np.ndarray, Yp: np.ndarray, Yn: np.ndarray,
         loss.backward()
         return loss
 
-    t_end = time.monotonic() + time_limit
+    deadline = Deadline(time_limit)
     last = start
     status = "stopped"
     timed_out = False
     for _ in range(max(1, steps // 25)):  # chunks of 25 iterations: the time limit is checked
-        if time.monotonic() > t_end:
+        if deadline.expired():
             timed_out = True
             break
         opt.step(closure)

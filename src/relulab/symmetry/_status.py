@@ -16,7 +16,6 @@ not proved either way).  Status comes only from sound reasoning, never from samp
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from ..domain import Box, Polytope
 from ..layers import as_kind, bool_mask, prefix_network
+from ..limits import Deadline
 from ..network import Network
 from ..tolerance import PROOF_MARGIN, scaled_tol
 
@@ -188,7 +188,7 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
     if samples is None:
         samples = domain.sample(2000, np.random.default_rng(0))
     pre = net.float().preactivations(samples)
-    t_end = None if time_limit is None else time.monotonic() + time_limit
+    deadline = Deadline(time_limit)
     calls = 0
     # The first layer is affine in the input: the interval / LP bounds above are already
     # exact there, so the verifier starts at the second hidden layer.
@@ -203,7 +203,7 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
                 continue
             if calls >= max_calls:
                 return
-            left = None if t_end is None else t_end - time.monotonic()
+            left = deadline.left()
             if left is not None and left <= 0:
                 return
             sub = prefix_network(net.float(), k, int(i))

@@ -34,13 +34,13 @@ Example:
 
 from __future__ import annotations
 
-import time as _time
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..bounds import float_layers
 from ..domain import Box
+from ..limits import Deadline
 from ..lp import solve
 from ..network import Network
 from ..tolerance import FEAS_TOL, ROUNDOFF, TINY
@@ -153,7 +153,7 @@ def _design(box: Box, n: int, rng: np.random.Generator) -> np.ndarray:
     return X
 
 
-def _pgd(Ws, bs, sk, X, C, d, lo, hi, steps: int, step0: float, deadline: float,
+def _pgd(Ws, bs, sk, X, C, d, lo, hi, steps: int, step0: float, deadline: Deadline,
          momentum: float = 0.75):
     """Momentum sign-gradient descent of the margin from every row of ``X``; returns the
     best point and margin seen per start (early exit once one is <= 0)."""
@@ -166,7 +166,7 @@ def _pgd(Ws, bs, sk, X, C, d, lo, hi, steps: int, step0: float, deadline: float,
         better = m < best_m
         best_m[better] = m[better]
         best_X[better] = X[better]
-        if np.any(m <= 0) or _time.time() > deadline:
+        if np.any(m <= 0) or deadline.expired():
             break
         g = g * w  # the step is relative to the box width: precondition to match
         V = momentum * V + g / np.maximum(np.abs(g).sum(axis=1, keepdims=True), TINY)
@@ -227,7 +227,8 @@ def local_search(
         >>> x.tolist(), round(m, 9)          # walks to x = 2: margin 1.9 - 2
         ([2.0], -0.1)
     """
-    t_end = _time.time() + time_limit
+    # every LP gets at least 10 ms, even when less of the whole limit is left
+    deadline = Deadline(time_limit, floor=0.01)
     Ws, bs, sk = float_layers(net)
     C = np.atleast_2d(np.asarray(C, float))
     d = np.asarray(d, float).reshape(-1)
@@ -241,12 +242,12 @@ def local_search(
     pattern = None
     queue: list[list[np.ndarray]] = []  # single-flip patterns to try after a stall
     for _ in range(max_iters):
-        if _time.time() > t_end:
+        if deadline.expired():
             break
         R, r, Ay, cy, _, pat = _piece(Ws, bs, sk, x, pattern)
         A_ub = np.vstack([np.hstack([R, np.zeros((len(R), 1))]), np.hstack([C @ Ay, -np.ones((len(C), 1))])])
         res = solve(cost, A_ub=A_ub, b_ub=np.concatenate([r, d - C @ cy]), lb=lb, ub=ub,
-                    time_limit=max(t_end - _time.time(), 0.01))
+                    time_limit=deadline.left())
         xn = None if not res.ok else np.clip(res.x[:n], box.lo, box.hi)
         m = np.inf if xn is None else float(margins(Ws, bs, sk, xn[None], C, d)[0])
         if m < best - ROUNDOFF * (1.0 + abs(best)):
@@ -341,8 +342,7 @@ def attack_terms(
         >>> i, bool(abs(x[0]) >= 0.95)
         (1, True)
     """
-    t0 = _time.time()
-    deadline = t0 + time_limit
+    deadline = Deadline(time_limit)
     rng = np.random.default_rng(rng)
     Ws, bs, sk = float_layers(net)
     ts = [(box, np.atleast_2d(np.asarray(C, float)), np.asarray(d, float).reshape(-1)) for box, C, d in terms]
@@ -369,7 +369,7 @@ def attack_terms(
     # 2-3. PGD rounds per term (best points so far + fresh design points), then the walk
     for rnd in range(max_rounds):
         for i, (box, C, d) in enumerate(ts):
-            if _time.time() > deadline:
+            if deadline.expired():
                 return None
             if C.shape[0] == 0:
                 continue
@@ -383,9 +383,9 @@ def attack_terms(
             order = np.argsort(Mb)
             if use_walk:
                 for j in order[: 2 if rnd else 4]:
-                    if _time.time() > deadline:
+                    if deadline.expired():
                         break
-                    xw, mw = local_search(net, box, C, d, Xb[j], time_limit=deadline - _time.time())
+                    xw, mw = local_search(net, box, C, d, Xb[j], time_limit=deadline.left())
                     if mw <= FEAS_TOL and recheck(net, xw, box, C, d):
                         return i, xw
             pools[i] = Xb[order[: max(1, n_starts // 8)]]

@@ -20,11 +20,10 @@ Example:
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..domain import Box
+from ..limits import Deadline
 from ..tolerance import FEAS_TOL
 
 # pgd_graph is the verifier's internal attack on structured graphs (like attack(), it
@@ -58,7 +57,7 @@ def pgd_graph(
     """
     import torch
 
-    t_end = time.monotonic() + time_limit
+    deadline = Deadline(time_limit)
     rng = np.random.default_rng(rng)
     g = bg.converted("float64")
     shape = tuple(bg.input_shape)
@@ -83,7 +82,7 @@ def pgd_graph(
         return None
 
     first = True
-    while time.monotonic() < t_end:
+    while not deadline.expired():
         X0 = box.sample(starts, rng)
         corner = rng.random(X0.shape) < 0.5
         X0[corner] = np.where(rng.random(X0.shape) < 0.5, box.lo, box.hi)[corner]
@@ -106,7 +105,7 @@ def pgd_graph(
                         return x
                 step = 0.25 * (1.0 - k / steps) + 0.01
                 X = torch.clamp(X - step * width * torch.sign(grad), lo, hi).detach()
-            if time.monotonic() >= t_end:
+            if deadline.expired():
                 break
         x = confirmed(X.numpy())
         if x is not None:
