@@ -409,4 +409,4 @@ def test_enumeration_cut_by_the_deadline_inside_the_engine_claims_no_upper_bound
     small = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
     report = {}
     assert len(list(regions.iter_regions(small, Box([-1], [1]), report=report))) == 2
-    assert report == {"partial": False, "stopped": None}
+    assert report == {"partial": False, "stopped": None, "certified": True, "near_ties": 0}

@@ -101,12 +101,15 @@ def regions_cmd(
             print_json(out)
         else:
             console.print(f"{s.regions} linear regions written to {s.path} ({s.format}, "
-                          f"{s.chunks} chunk(s))" + (" (partial)" if s.status == "partial" else ""))
+                          f"{s.chunks} chunk(s))" + ("" if s.status == "complete"
+                                                     else f" ({s.status})"))
         return
     if count and not (graph or plot):
         if max_regions is None and time_limit is None:
+            # count() refuses a number it cannot certify (R^d, a near tie)
             n, partial, stopped = R.count(net, dom, progress=progress, **par), False, None
             certified = True
+            out["near_ties"] = 0
         else:
             # counting keeps no region data, but only enumeration stops at a limit
             rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions,
@@ -114,6 +117,7 @@ def regions_cmd(
             n, partial = len(rs), bool(rs.partial)
             stopped = _stopped(rs, max_regions)
             certified = bool(rs.certified) and not partial
+            out["near_ties"] = int(rs.info.get("near_ties", 0))
         out["regions"] = n
         out["partial"] = partial
         # count() refuses an uncertified number; a cut enumeration certifies nothing
@@ -124,7 +128,7 @@ def regions_cmd(
         else:
             why = stopped or f"stopped at --max-regions {max_regions}"
             note = (f" (partial: {why})" if partial
-                    else "" if certified else " (not certified complete on R^d)")
+                    else "" if certified else f" (not certified complete: {_uncertified(rs)})")
             console.print(f"{n} linear regions" + note)
         return
     rs = R.enumerate(net, dom, progress=progress, max_regions=max_regions,
@@ -163,6 +167,8 @@ def regions_cmd(
     t.add_row("regions", f"{len(rs)}" + (" (partial)" if rs.partial else ""))
     if out["stopped"]:
         t.add_row("stopped", out["stopped"])
+    t.add_row("certified complete", "no (partial)" if rs.partial
+              else "yes" if rs.certified else f"no: {_uncertified(rs)}")
     t.add_row("bounded", str(int(rs.bounded.sum())))
     t.add_row("touching the domain boundary", str(int(rs.touches_domain.sum())))
     t.add_row("time", f"{rs.seconds:.3f} s")
@@ -181,6 +187,15 @@ def _not_only(stopped: str | None) -> str:
     if stopped and stopped.startswith("--max-regions"):
         return ", not only the --max-regions found"
     return f", not only the regions found before the stop ({stopped or 'partial'})"
+
+
+def _uncertified(rs) -> str:
+    """Why a complete run is not certified: a near tie, or R^d past the artificial box."""
+    ties = int(rs.info.get("near_ties", 0))
+    if ties:
+        return (f"{ties} sign decision(s) too close to call at the float tolerance; a region "
+                "thinner than SIGN_TOL x the domain's scale may be merged into a neighbour")
+    return "the artificial box on R^d could not be certified to hold every region"
 
 
 def _stopped(rs, max_regions: int | None) -> str | None:

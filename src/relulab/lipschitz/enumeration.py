@@ -86,7 +86,8 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         d = net.input_dim
         Cs = rs.affine[:, :, :d]
         pts = rs.interior
-        complete = not rs.partial
+        # an uncertified set (R^d past the artificial box, or a near tie) may miss a region
+        complete = not rs.partial and rs.certified
     else:
         Cl, Pl = [], []
         report: dict = {}
@@ -96,8 +97,8 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
             if deadline is not None and time.time() > deadline:
                 break
         # a stream cut anywhere (here, at the deadline inside the engine, or by the memory
-        # budget) leaves regions out: no upper bound from it
-        complete = not report.get("partial", True)
+        # budget) leaves regions out, and a near tie may merge a thin one: no upper bound
+        complete = not report.get("partial", True) and report.get("certified", False)
         Cs = np.array(Cl).reshape(len(Cl), net.output_dim, net.input_dim)
         pts = np.array(Pl).reshape(len(Pl), net.input_dim)
     lo = np.empty(len(Cs))

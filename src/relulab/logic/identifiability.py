@@ -89,8 +89,9 @@ def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: i
     d = netf.input_dim
     B = cube_box(netf, box, "identifiability")
     rs = regions.enumerate(netf, B)
-    if rs.partial:
-        return IdentifiabilityReport("unknown", len(rs), (), (), 0, 0, netf.n_params, (), "partial enumeration")
+    if rs.partial or not rs.certified:
+        why = "partial enumeration" if rs.partial else "enumeration not certified (a near tie)"
+        return IdentifiabilityReport("unknown", len(rs), (), (), 0, 0, netf.n_params, (), why)
     E = regions.adjacency(rs, netf)
     N = netf.n_neurons
     best = np.zeros(N)

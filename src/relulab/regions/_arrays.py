@@ -148,6 +148,7 @@ class EngineRun:
     interrupted: bool = False
     fallback: str | None = None
     stopped: str | None = None   # why a partial run stopped early (other than max_regions)
+    near_ties: int = 0  # sign decisions too close to call (see _engine._count_ties)
     table: PatternTable | None = None
     edges: np.ndarray | None = None
     skeleton: Skeleton | None = None
@@ -162,4 +163,6 @@ class EngineRun:
             out["interrupted"] = True
         if self.stopped is not None:
             out["stopped"] = self.stopped
+        if self.near_ties:
+            out["near_ties"] = self.near_ties
         return out

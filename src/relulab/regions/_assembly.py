@@ -189,6 +189,7 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     kept = 0
     budget = memory_budget()
     late = [False]
+    ties0 = pb.near_ties
 
     def past_deadline() -> bool:
         late[0] = late[0] or time.time() > deadline
@@ -237,6 +238,8 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
             run.partial = True
             run.stopped = f"memory: an allocation failed after {found} regions ({e})"
             return
+        finally:
+            run.near_ties = pb.near_ties - ties0
 
 
 def _batch_for(max_regions: int | None, deadline: float | None) -> int | None:
@@ -327,6 +330,7 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
             raise ResourceLimitError(f"counting regions: an allocation failed after {total[0]} "
                                      f"regions ({e}); lower the memory use with a smaller box or "
                                      "RELULAB_MEMORY_GB") from None
+    E.refuse_near_ties(pb, "regions.count")
     return total[0]
 
 
@@ -344,6 +348,7 @@ def cell_patterns(pb: E.Problem) -> np.ndarray:
     nb = (pb.N + 7) // 8
     out = [np.packbits(ch.pattern, axis=1) if pb.N else np.zeros((ch.batch.n, 0), np.uint8)
            for ch in E.run(pb, X0, F0, ptr0)]
+    E.refuse_near_ties(pb, "region patterns")
     return np.concatenate(out, axis=0) if out else np.zeros((0, nb), np.uint8)
 
 
@@ -366,6 +371,9 @@ def assemble(pb: E.Problem, run: EngineRun, *, domain: Any, keep_graph: bool = T
     )
     rs.info.update(info or {})
     rs.info.update(run.info())
+    if run.near_ties:
+        # a region thinner than the sign tolerance may have been merged into a neighbour
+        rs.certified = False
     if keep_graph:
         rs._table = run.table
         rs._edges = run.edges

@@ -44,9 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
+from ..errors import RelulabError
 from ..limits import memory_budget
 from ..network import Network
-from ..tolerance import SIGN_TOL
+from ..tolerance import SIGN_TIE_SHARE, SIGN_TOL
 
 __all__ = ["SIGN_TOL", "Problem", "Batch", "run", "FinalChunk"]
 
@@ -102,6 +103,8 @@ class Problem:
         self.n_ids = self.art0 + 2 * self.d
         self.big = big
         self.xscale = 0.0  # set from the initial polytope's vertices
+        # sign decisions the float test could not make safely (see _note_near_ties)
+        self.near_ties = 0
         # a Box whose 2 d rows (Box.to_polytope() order) open a polytope domain: the
         # engine starts from the box's exact corners and cuts by the remaining rows only
         # (a cell of a box cut by hyperplanes: see _neuron_cells)
@@ -374,7 +377,7 @@ def _values(X, Zrow, xscale: float = 0.0):
     c = Zrow[:, d]
     s = np.einsum("sd,sd->s", X, a) + c
     tol = SIGN_TOL * (((np.abs(X) + xscale) * np.abs(a)).sum(1) + np.abs(c))
-    return s, s > tol, s < -tol
+    return s, tol, s > tol, s < -tol
 
 
 # -------------------------------------------------------------- initial polytopes
@@ -431,7 +434,7 @@ def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, row
         if not np.any(a):
             continue
         Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
-        s, p, q = _values(X, Zrow, pb.xscale)
+        s, _, p, q = _values(X, Zrow, pb.xscale)
         if not p.any():
             continue  # redundant (or touching) row
         if not q.any():
@@ -473,6 +476,10 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     POS = np.empty((S, w), dtype=bool)
     NEG = np.empty((S, w), dtype=bool)
     chunk = max(1, 4_000_000 // max(1, w * (d + 1)))
+    # the same values against SIGN_TIE_SHARE of the tolerance: a near tie (see
+    # _note_near_ties)
+    POSL = np.empty((S, w), dtype=bool)
+    NEGL = np.empty((S, w), dtype=bool)
     for s0 in range(0, S, chunk):
         xs = Xa[s0 : s0 + chunk]
         xa = Xabs[s0 : s0 + chunk]
@@ -485,12 +492,21 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
             T = SIGN_TOL * np.einsum("sk,sjk->sj", xa, absZ[pr])
         POS[s0 : s0 + chunk] = V > T
         NEG[s0 : s0 + chunk] = V < -T
+        POSL[s0 : s0 + chunk] = V > SIGN_TIE_SHARE * T
+        NEGL[s0 : s0 + chunk] = V < -SIGN_TIE_SHARE * T
     if k == 0:
         anyp = POS.any(0)[None]
         anyn = NEG.any(0)[None]
+        anypl = POSL.any(0)[None]
+        anynl = NEGL.any(0)[None]
     else:
-        anyp = np.logical_or.reduceat(POS, b.ptr[:-1], axis=0)
-        anyn = np.logical_or.reduceat(NEG, b.ptr[:-1], axis=0)
+        starts = b.ptr[:-1]
+        anyp = np.logical_or.reduceat(POS, starts, axis=0)
+        anyn = np.logical_or.reduceat(NEG, starts, axis=0)
+        anypl = np.logical_or.reduceat(POSL, starts, axis=0)
+        anynl = np.logical_or.reduceat(NEGL, starts, axis=0)
+    # decided here for good: the (region, neuron) pairs that no vertex puts on both sides
+    pb.near_ties += _count_ties(anyp, anyn, anypl, anynl, ~(anyp & anyn))
     b.Zs = [*b.Zs[:k], Z]
     b.Ppat = [*b.Ppat[:k], Ppat]
     b.par = b.par.copy()
@@ -499,6 +515,37 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     b.psign = anyp
     b.cur = np.zeros((n, w), dtype=bool)
     b.layer = k
+
+
+# --------------------------------------------------------------------- near ties
+def _count_ties(hp, hn, hpl, hnl, decided) -> int:
+    """How many decided (region, neuron) signs a near tie contradicts.
+
+    ``hp``/``hn``: some vertex is positive/negative beyond SIGN_TOL; ``hpl``/``hnl``: the
+    same beyond SIGN_TIE_SHARE of it.  A region with a positive vertex and no negative one
+    is decided positive, its vertices within the tolerance placed on the hyperplane; so a
+    vertex clearly (beyond the share) negative means a piece of the region on the
+    negative side was merged into it -- a region too thin for the float test, lost or
+    joined to its neighbour.  Likewise a region decided inactive (no positive vertex) with
+    a vertex clearly positive.  Rounding noise stays far below the share (it is about
+    1e-16 of the same scale), so a near tie is a real feature at the limit of the
+    tolerance: SIGN_TOL x the domain's scale.
+    """
+    ties = decided & ((hp & ~hn & hnl) | (~hp & hpl))
+    return int(np.count_nonzero(ties))
+
+
+def refuse_near_ties(pb: Problem, what: str) -> None:
+    """Raise when a run of ``pb`` made sign decisions too close to call: a bare count or
+    pattern list cannot say that it is not certified, so it is not returned."""
+    if pb.near_ties:
+        raise RelulabError(
+            f"{what}: {pb.near_ties} sign decision(s) were too close to call at the float "
+            f"tolerance (SIGN_TOL x the domain's scale = {SIGN_TOL * pb.xscale:.3g} here), so a "
+            "region thinner than that may be merged into a neighbour and the number is not "
+            "certified; regions.enumerate (the regions command without --count) returns the "
+            "regions marked certified=False "
+            "(info['near_ties']), or use a smaller domain")
 
 
 # -------------------------------------------------------------------- one neuron
@@ -518,9 +565,13 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     areg = _slot_region(aptr)
     Zrow = b.Zs[k][parent[act][areg], jj]  # (S_a, d + 1)
     Xs = b.X[slots]
-    s, pos, neg = _values(Xs, Zrow, pb.xscale)
+    s, tol, pos, neg = _values(Xs, Zrow, pb.xscale)
     hp = np.logical_or.reduceat(pos, aptr[:-1])
     hn = np.logical_or.reduceat(neg, aptr[:-1])
+    starts = aptr[:-1]
+    hpl = np.logical_or.reduceat(s > SIGN_TIE_SHARE * tol, starts)
+    hnl = np.logical_or.reduceat(s < -SIGN_TIE_SHARE * tol, starts)
+    pb.near_ties += _count_ties(hp, hn, hpl, hnl, ~(hp & hn))
     b.cur[act, jj] = hp
     spl = hp & hn
     if not spl.any():

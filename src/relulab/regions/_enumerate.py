@@ -73,7 +73,9 @@ def iter_regions(
     after the regions already produced (each of them exact).  ``deadline`` (a
     ``time.time()`` value) ends it there too, within one neuron's work.  ``report``, a
     dict, receives ``partial`` (True when the stream was cut: by ``max_regions``, the
-    deadline, the memory budget or Ctrl-C) and ``stopped`` (why) when the stream ends.
+    deadline, the memory budget or Ctrl-C), ``stopped`` (why), ``certified`` (False when
+    a sign decision was too close to call, so a region thinner than the float tolerance
+    may be merged into a neighbour) and ``near_ties`` (how many) when the stream ends.
 
     Example:
         >>> import numpy as np
@@ -89,7 +91,8 @@ def iter_regions(
         left = None if deadline is None else max(deadline - time.time(), TINY)
         rs = enumerate_regions(net, dom, max_regions=max_regions, progress=progress,
                                time_limit=left)
-        report.update(partial=bool(rs.partial or not rs.certified), stopped=rs.info.get("stopped"))
+        report.update(partial=bool(rs.partial or not rs.certified), stopped=rs.info.get("stopped"),
+                      certified=bool(rs.certified), near_ties=int(rs.info.get("near_ties", 0)))
         yield from rs
         return
     off = 0
@@ -99,7 +102,8 @@ def iter_regions(
         for i in range(arrays.n):
             yield arrays.region(i, off + i, pb.N)
         off += arrays.n
-    report.update(partial=bool(run.partial), stopped=run.stopped)
+    report.update(partial=bool(run.partial), stopped=run.stopped,
+                  certified=not run.near_ties, near_ties=run.near_ties)
 
 
 def enumerate_regions(
@@ -278,6 +282,11 @@ def count_regions(
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
         rs = enumerate_regions(net, dom, progress=progress, engine=engine)
+        if rs.info.get("near_ties"):
+            raise RelulabError(
+                f"regions.count: {rs.info['near_ties']} sign decision(s) were too close to call "
+                "at the float tolerance, so a thin region may be merged and the count is not "
+                f"certified; {len(rs)} found. Use regions.enumerate (certified=False) or a bounded domain")
         if not rs.certified:
             # a bare number must be the count: an uncertified one is refused, not returned
             raise RelulabError(

@@ -240,9 +240,9 @@ class _Part:
 
     def __init__(self, arrays: RegionArrays, edges: np.ndarray | None,
                  skeleton: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-                 partial: bool, engine: str) -> None:
+                 partial: bool, engine: str, near_ties: int = 0) -> None:
         self.arrays, self.edges, self.skeleton = arrays, edges, skeleton
-        self.partial, self.engine = partial, engine
+        self.partial, self.engine, self.near_ties = partial, engine, near_ties
 
 
 class _NeuronCellTask:
@@ -302,7 +302,7 @@ def _relabel(pb: E.Problem, a: RegionArrays, run: EngineRun, neurons: list[int],
             rows = np.flatnonzero(np.any(on[keep] & (t_on[keep] == t), axis=1))
             S[rows, j >> 3] &= np.uint8(~(128 >> (j & 7)) & 0xFF)
         skel = (sk.X[keep], sid[keep], S)
-    return _Part(a, run.edges, skel, run.partial, run.engine)
+    return _Part(a, run.edges, skel, run.partial, run.engine, run.near_ties)
 
 
 def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
@@ -375,6 +375,11 @@ def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int]) -> R
     arrays = RegionArrays.concat(nonempty) if nonempty else RegionArrays.empty(d, m, N)
     rs = RegionSet(dim=d, widths=widths, **arrays.as_fields(),
                    partial=any(p.partial for p in parts), domain=box, method="subdivision")
+    ties = sum(p.near_ties for p in parts)
+    if ties:
+        # a region thinner than the sign tolerance may be merged (see _engine._count_ties)
+        rs.certified = False
+        rs.info["near_ties"] = ties
     if all(p.skeleton is not None for p in parts):
         rs._skeleton = Skeleton(*(np.concatenate([p.skeleton[i] for p in parts])
                                   for i in range(3)))

@@ -52,8 +52,11 @@ class StoreSummary(Result):
         format: ``"parquet"`` or ``"jsonl"``.
         regions: regions written.
         chunks: chunks (Parquet row groups) written.
-        status: ``"complete"`` (every region of the domain) or ``"partial"`` (stopped at
-            ``max_regions`` or by Ctrl-C: the file holds the regions found so far).
+        status: ``"complete"`` (every region of the domain), ``"partial"`` (stopped at
+            ``max_regions``, by the memory budget or by Ctrl-C: the file holds the regions
+            found so far) or ``"uncertified"`` (the enumeration ran to its end but is not
+            certified complete: on R^d past the artificial box, or after a sign decision
+            too close to call, see ``RegionSet.certified``).
 
     Example:
         >>> StoreSummary("r.jsonl", "jsonl", 4, 1, "complete").to_dict()["regions"]
@@ -203,12 +206,19 @@ def write_regions(
     if max_regions is not None and max_regions < 1:
         raise RelulabError(f"write_regions: max_regions must be at least 1, got {max_regions}")
     # one region more than asked tells a complete enumeration from a cut one
-    stream = iter_regions(net, domain, progress=progress,
+    report: dict = {}
+    stream = iter_regions(net, domain, progress=progress, report=report,
                           max_regions=None if max_regions is None else max_regions + 1)
     with atomic_path(path) as tmp:
         writer = _write_parquet if fmt == "parquet" else _write_jsonl
         n, k = writer(tmp, _chunks(stream, chunk, max_regions, stopped))
-    return StoreSummary(str(path), fmt, n, k, "partial" if stopped[0] else "complete")
+    if stopped[0]:
+        status = "partial"
+    elif not report.get("certified", False):
+        status = "uncertified"
+    else:
+        status = "partial" if report.get("partial", True) else "complete"
+    return StoreSummary(str(path), fmt, n, k, status)
 
 
 def read_regions(path: str | os.PathLike) -> Iterator[Region]:

@@ -317,6 +317,8 @@ class RegionSet:
             "partial": self.partial,
             # a partial enumeration certifies nothing, whatever its domain
             "certified": self.certified and not self.partial,
+            # sign decisions too close to call: a thin region may be merged (not certified)
+            "near_ties": int(self.info.get("near_ties", 0)),
             "method": self.method,
             "seconds": self.seconds,
         }

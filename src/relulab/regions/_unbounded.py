@@ -102,7 +102,8 @@ def enumerate_unbounded(pb: Problem, dom, *, max_regions=None, progress=False, e
         if certify(rs, netf, pb.A_dom, pb.b_dom):
             far = bounded_extent(rs, netf, pb.A_dom, pb.b_dom)
             if far < M:  # every region touching the box is really unbounded
-                rs.certified = True
+                # (unless a sign decision was too close to call: see _engine._count_ties)
+                rs.certified = not run.near_ties
                 return rs
             M = max(8.0 * M, 2.0 * far)  # a bounded region sticks out: enclose it
             continue

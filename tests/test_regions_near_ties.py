@@ -1,0 +1,120 @@
+"""Near ties: a region thinner than the engine's sign tolerance (relative to the domain's
+scale) is not found, and the result must then not be certified.
+
+The truth is checked independently: the regions of the same network on a small box (where
+every feature is large against the tolerance) are regions of the big box too, since the
+big box contains the small one; and a run with a much finer tolerance finds the thin ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network, construct, lipschitz, regions
+from relulab.errors import RelulabError
+from relulab.regions import _engine
+
+# three lines x = 0, y = 0, x + y = 1/2: 7 regions in the plane, one a triangle of area 1/8
+W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+B1 = np.array([0.0, 0.0, -0.5])
+
+
+def triangle_net(out=(1.0, 1.0, 1.0)) -> Network:
+    return Network([W1, np.array([out])], [B1, np.zeros(1)])
+
+
+def big_box(s: float, d: int = 2) -> Box:
+    return Box(-s * np.ones(d), s * np.ones(d))
+
+
+def test_all_seven_regions_exist_in_the_big_box():
+    # the oracle: the 7 patterns on [-1, 1]^2 are all full-dimensional inside the big box
+    small = regions.enumerate(triangle_net(), big_box(1.0))
+    assert len(small) == 7 and small.certified
+    assert len({tuple(p) for p in small.patterns.tolist()}) == 7
+
+
+@pytest.mark.parametrize("engine", ["auto", "cells"])
+def test_huge_box_that_loses_the_triangle_is_not_certified(engine):
+    rs = regions.enumerate(triangle_net(), big_box(1e11), engine=engine)
+    if len(rs) < 7:
+        assert not rs.certified
+        assert rs.info["near_ties"] >= 1
+        assert rs.summary()["near_ties"] >= 1 and rs.summary()["certified"] is False
+    else:
+        assert len(rs) == 7
+
+
+def test_count_refuses_and_store_says_uncertified(tmp_path):
+    with pytest.raises(RelulabError, match="too close to call"):
+        regions.count(triangle_net(), big_box(1e11))
+    s = regions.write_regions(triangle_net(), tmp_path / "r.jsonl", big_box(1e11))
+    assert s.status == "uncertified" and s.regions == 6
+    report: dict = {}
+    got = list(regions.iter_regions(triangle_net(), big_box(1e11), report=report))
+    assert len(got) == 6 and report["certified"] is False and report["near_ties"] >= 1
+
+
+def test_moderate_box_is_still_certified_and_counted():
+    rs = regions.enumerate(triangle_net(), big_box(1e10))
+    assert len(rs) == 7 and rs.certified and rs.summary()["near_ties"] == 0
+    assert regions.count(triangle_net(), big_box(1e10)) == 7
+
+
+def test_lipschitz_does_not_call_a_set_with_a_lost_region_exact():
+    # f = 3 (relu(x + y - 1/2) - relu(x) - relu(y)): the gradient (-3, -3), norm 3 sqrt 2,
+    # only on the thin triangle; everywhere else the norm is at most 3
+    net = triangle_net((-3.0, -3.0, 3.0))
+    r = lipschitz.lipschitz(net, big_box(1e11), p=2, method="enumerate")
+    truth = 3.0 * np.sqrt(2.0)
+    assert r.upper >= truth * (1 - 1e-9)
+    assert r.status != "exact" or abs(r.lower - truth) <= 1e-9 * truth
+
+
+def _count_at(net: Network, box: Box, tol: float, monkeypatch) -> tuple[int, int]:
+    monkeypatch.setattr(_engine, "SIGN_TOL", tol)
+    pb = _engine.Problem(net, box)
+    X0, F0, ptr0, _ = _engine.initial_polytope(pb)
+    n = sum(ch.batch.n for ch in _engine.run(pb, X0, F0, ptr0))
+    return n, pb.near_ties
+
+
+def test_certified_counts_agree_with_a_finer_tolerance(monkeypatch):
+    # random networks on boxes up to 1e8: whenever no near tie is reported, the count
+    # equals the count at a 1000 times finer tolerance (which resolves thinner regions)
+    rng = np.random.default_rng(7)
+    seen_ties = 0
+    for _ in range(12):
+        dims = [2, int(rng.integers(6, 14)), int(rng.integers(6, 14)), 1]
+        Ws = [rng.standard_normal((dims[i + 1], dims[i])) for i in range(3)]
+        bs = [rng.standard_normal(dims[i + 1]) for i in range(3)]
+        net = Network(Ws, bs)
+        box = big_box(float(10.0 ** rng.integers(5, 9)))
+        n, ties = _count_at(net, box, 1e-11, monkeypatch)
+        fine, _ = _count_at(net, box, 1e-14, monkeypatch)
+        if ties == 0:
+            assert n == fine
+        else:
+            seen_ties += 1
+            assert n <= fine
+    assert seen_ties >= 1  # the seed gives boxes where near ties occur
+
+
+def test_degenerate_constructions_raise_no_near_tie():
+    # vertices exactly on hyperplanes (rounding noise only) are not near ties
+    saw = regions.enumerate(construct.sawtooth(8).float(), Box([0.0], [1.0]))
+    assert len(saw) == 256 and saw.certified
+    m = construct.max_n(5).float()
+    rs = regions.enumerate(m, big_box(1.0, 5), engine="cells")
+    assert rs.certified and "near_ties" not in rs.info
+    assert regions.count(m, big_box(1.0, 5)) == len(rs)
+
+
+def test_identifiability_does_not_decide_on_a_set_with_a_lost_region():
+    from relulab.logic import identifiability
+
+    net = triangle_net((-3.0, -3.0, 3.0))
+    assert identifiability(net, big_box(1.0)).status == "locally identifiable"
+    r = identifiability(net, big_box(1e11))
+    assert r.status == "unknown" or r.n_regions == 7
