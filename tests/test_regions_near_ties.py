@@ -118,3 +118,11 @@ def test_identifiability_does_not_decide_on_a_set_with_a_lost_region():
     assert identifiability(net, big_box(1.0)).status == "locally identifiable"
     r = identifiability(net, big_box(1e11))
     assert r.status == "unknown" or r.n_regions == 7
+
+
+def test_parallel_paths_report_the_near_tie_too():
+    box = big_box(1e11)
+    rs = regions.enumerate(triangle_net(), box, parallel="local", workers=2, cells=4)
+    assert len(rs) == 7 or (not rs.certified and rs.info["near_ties"] >= 1)
+    with pytest.raises(RelulabError, match="too close to call"):
+        regions.count(triangle_net(), box, parallel="local", workers=2, cells=4)

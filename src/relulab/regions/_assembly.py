@@ -348,7 +348,7 @@ def cell_patterns(pb: E.Problem) -> np.ndarray:
     nb = (pb.N + 7) // 8
     out = [np.packbits(ch.pattern, axis=1) if pb.N else np.zeros((ch.batch.n, 0), np.uint8)
            for ch in E.run(pb, X0, F0, ptr0)]
-    E.refuse_near_ties(pb, "region patterns")
+    E.refuse_near_ties(pb, "regions.count")
     return np.concatenate(out, axis=0) if out else np.zeros((0, nb), np.uint8)
 
 
