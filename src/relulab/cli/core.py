@@ -132,12 +132,24 @@ def _fmt(v: np.ndarray) -> str:
 
 def convert(
     src: str = typer.Argument(..., help="Input model file (.onnx, .nnet, .npz, .pt)."),
-    dst: str = typer.Argument(..., help="Output file; its suffix picks the format."),
+    dst: str = typer.Argument(..., help="Output file; its suffix picks the format. Not "
+                              "example:NAME (shipped examples are read-only sources)."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Convert a model between formats (ONNX, NNet, native .npz, torch .pt)."""
+    """Convert a model between formats (ONNX, NNet, native .npz, torch .pt).
+
+    SRC may be a shipped example (example:NAME); DST must be a file path.
+
+    Example: relulab convert example:tiny_2d.nnet tiny.onnx
+    """
+    from ..examples import PREFIX
     from ..io import save_model
 
+    if dst.startswith(PREFIX):
+        # else a file literally named "example:x.npz" is written, which every command
+        # then reads as the name of a shipped example, never as this file
+        raise RelulabError(f"DST {dst!r}: the {PREFIX!r} prefix names shipped examples, which "
+                           f"are read-only sources; give a file path to write to")
     net = load_model_arg(src)
     save_model(net, dst)
     # Re-read and compare so a conversion that loses information is reported, not hidden.

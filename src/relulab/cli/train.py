@@ -2,6 +2,7 @@
 
 Example:
     $ relulab fit-minnorm data.csv --bias penalized --plot fit.png
+    $ relulab fit-minnorm data.csv --bias penalized --time-limit 30 --json
     $ relulab fit-convex data.csv --lam 0.01 --json
 """
 
@@ -66,16 +67,30 @@ def fit_minnorm_cmd(
                                   "(labels_i f(x_i) >= 1) instead of interpolation."),
     plot: str = typer.Option(None, "--plot", help="Write a picture of the fit to this PNG."),
     save: str = typer.Option(None, "--save", help="Save the network (.npz/.onnx/...)."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the column "
+                                     "generation of --bias penalized, checked between its "
+                                     "rounds; a fit stopped by it is partial (status "
+                                     "time_limit): its cost is an upper bound, its lower "
+                                     "bound still certified. Free biases solve one LP and "
+                                     "are not cut short."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Exact minimal-norm univariate two-layer ReLU network through the data."""
+    """Exact minimal-norm univariate two-layer ReLU network through the data.
+
+    With penalised biases the fit is found by column generation, which --time-limit can
+    stop early: the result is then marked PARTIAL and the optimum lies between the
+    certified lower bound and the returned network's cost.
+
+    Example: relulab fit-minnorm data.csv --bias penalized --time-limit 30 --json
+    """
     from ..train import minnorm_classifier, minnorm_interpolant
 
+    time_limit = check_seconds(time_limit, "--time-limit")
     X, y = read_csv(data)
     if X.shape[1] != 1:
         raise RelulabError(f"{data}: fit-minnorm takes one input column, got {X.shape[1]}")
     fn = minnorm_classifier if classify else minnorm_interpolant
-    r = fn(X[:, 0], y, bias=bias, skip=skip)
+    r = fn(X[:, 0], y, bias=bias, skip=skip, time_limit=time_limit)
     if save:
         from ..io import save_model
 
@@ -83,17 +98,23 @@ def fit_minnorm_cmd(
     if plot:
         _plot_minnorm(r, plot)
     if json_out:
-        print_json({"data": data, **r.to_dict()})
+        print_json({"data": data, "time_limit": time_limit, **r.to_dict()})
         return
     kind = "classifier" if classify else "interpolant"
-    console.print(f"minimal-norm {kind} ({r.bias} biases{', skip' if r.skip else ''}): "
+    what = f"minimal-norm {kind}" if not r.partial else f"PARTIAL: best {kind} found"
+    console.print(f"{what} ({r.bias} biases{', skip' if r.skip else ''}): "
                   f"cost {r.cost:.10g} (certified >= {r.lower_bound:.10g}), "
                   f"{r.kinks.size} kinks, width {r.network.widths[0]}")
     for t, s in zip(r.kinks, r.jumps, strict=True):
         console.print(f"  kink at x = {t:.6g}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
     if r.partial:
-        console.print(f"  status {r.status}: cost is an upper bound, the optimum lies in "
-                      f"[{r.lower_bound:.10g}, {r.cost:.10g}]")
+        why = {"time_limit": f"stopped by --time-limit {time_limit:g}",
+               "stalled": "column generation stalled (no longer improving, or its round cap)",
+               }.get(r.status, f"status {r.status}")
+        rounds = f"{r.iterations} round{'s' if r.iterations != 1 else ''}"
+        console.print(f"  {why} after {rounds}: the cost is an upper bound, the "
+                      f"optimum lies in [{r.lower_bound:.10g}, {r.cost:.10g}] (lower bound "
+                      f"certified)")
     if r.unique is True:
         console.print("  the optimal function is unique (certified to the LP tolerance)")
     elif r.unique is False:
