@@ -59,6 +59,10 @@ BFS_STEP = 1e-6  # relative step of the LP search (BFS) across a facet: larger, 
 
 # -- optimisation
 MIP_GAP = 1e-9  # relative and absolute MIP gap of exact optimisation (maximize / minimize)
+# HiGHS's primal and integrality feasibility tolerances in the verifier's MILPs (its
+# defaults, 1e-7 and 1e-6, let a ReLU output drift by 1e-6 x its big-M constant, which
+# later weights amplify: a 1e-6 spike under an output weight of 1e6 was missed)
+MILP_FEAS_TOL = 1e-9
 GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)

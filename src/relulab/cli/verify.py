@@ -490,9 +490,12 @@ def register(app: typer.Typer) -> None:
         For each output the table shows the smallest and largest values found (attained
         at the argmin/argmax inputs) and the proven bounds: the true minimum lies between
         "min proven" and "min found", the true maximum between "max found" and "max
-        proven". Status "optimal" means they coincide (exact range); "time_limit" means a
-        bracket; "unknown" (reason "memory: ...") means a MILP would not fit in --memory
-        and the bracket comes from the symbolic bounds and a local search.
+        proven". "exact" (JSON) means every MILP was solved and they coincide to 1e-7
+        relative; status "optimal" with exact false means every MILP was solved but the
+        solver's tolerances, amplified by large later weights, leave a bracket;
+        "time_limit" means a bracket; "unknown" means a MILP would not fit in --memory
+        (reason "memory: ...": the bracket comes from the symbolic bounds and a local
+        search) or went wrong numerically (reason "numerical: ...").
 
         Under a time limit the bracket comes from the same bounds as the verifier: the
         MILP's incumbent and proven bound, tightened by input-splitting branch and bound
@@ -512,10 +515,11 @@ def register(app: typer.Typer) -> None:
                                  if show else nullcontext()):
             r = output_range(net, B, time_limit=time_limit, tighten=tighten)
         if json_out:
-            print_json({**r.to_dict(), "exact": r.status == "optimal"})
+            print_json(r.to_dict())
             return
-        exact = r.status == "optimal"
-        why = f"{r.status}; {r.reason}" if r.reason else r.status
+        exact = r.exact
+        why = (f"{r.status}; {r.reason}" if r.reason else r.status if r.status != "optimal"
+               else "solved, but the solver's tolerances leave a bracket")
         kind = "exact output range" if exact else f"output range BRACKET ({why}: not proven exact)"
         t = Table(title=f"{kind} over {box_text(B)}, {r.time:.2f} s")
         cols = (("output", "min", "max", "argmin", "argmax") if exact else

@@ -13,11 +13,13 @@ from .decision import Decision
 # proven bound of C_i f - d_i is 0 up to its tolerances (~1e-9 relative); this is the
 # largest bound accepted as "the decision holds on the rule".
 RULE_TOL = 1e-7  # tol: a proven bound this small is a tie on the rule's boundary
-# relulab.verify.maximize runs HiGHS at its default feasibility tolerances (1e-7 primal,
-# 1e-6 MIP): its proven bound may exceed the true maximum by about that much times the
-# weights' scale (seen: 1e-6 on an exact rule whose true maximum is 1e-16).  A bound
-# above RULE_TOL but within this (relative) margin is decided again by the explanation
-# MILP at 1e-9 tolerances: both bounds are proven, so their minimum is too.
+# relulab.verify.maximize widens HiGHS's bound by what its feasibility tolerances can
+# hide (verify.milp.tolerance_error, amplified by the later weights), so its proven bound
+# may exceed the true maximum by that much (seen before the widening: 1e-6 on an exact
+# rule whose true maximum is 1e-16).  A bound above RULE_TOL but within this (relative)
+# margin is decided again by the explanation MILP at 1e-9 tolerances; the smaller bound
+# is taken (both are the solver's bounds: the explanation's tie tolerance RULE_TOL
+# already accepts a bound at the solver's accuracy).
 RECHECK_TOL = 1e-4
 
 

@@ -35,7 +35,16 @@ from ..errors import RelulabError
 from ..limits import ResourceLimitError, check_bytes
 from ..lp import INF, LPModel, LPResult
 from ..network import Network
-from ..tolerance import FEAS_TOL, MIP_GAP, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
+from ..tolerance import (
+    FEAS_TOL,
+    MILP_FEAS_TOL,
+    MIP_GAP,
+    PROOF_MARGIN,
+    ROUNDOFF,
+    TINY,
+    or_default,
+    scaled_tol,
+)
 from .result import OptimumResult, RangeResult
 
 __all__ = ["MILPEncoding", "encode", "maximize", "minimize", "output_range", "tighten_bounds",
@@ -183,6 +192,44 @@ def encode(
         out_A.tocsr(), out_c,
         h_cols, a_cols, n_bin, d,
     )
+
+
+def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_FEAS_TOL) -> np.ndarray:
+    """How far ``C f(x)`` at a point the MILP accepts may be from ``C f`` at that point, per
+    row of ``C``, when HiGHS honours its feasibility tolerance ``tol`` (rows, bounds and
+    integrality).
+
+    Within the tolerances an input may leave the box by ``tol (1 + |x|)``, and a neuron's
+    output may differ from ``relu(z)`` by ``2 tol`` (a row and a bound), plus ``tol`` times
+    its big-M constant when it is unstable (a binary at ``tol`` instead of 0 opens
+    ``h <= hi a``; at ``1 - tol``, ``h >= z - lo (1 - a)``; a stable neuron's binary is
+    fixed by its bounds).  A ReLU is 1-Lipschitz, so an error ``e_k`` in layer ``k`` moves the
+    output by at most ``|C| |W_L| ... |W_(k+1)| e_k``; the sum over the layers is returned.
+    The MILP's optimum is sound only beyond this (plus the gap): a spike of height 1e-6
+    under an output weight of 1e6 is within the default tolerances.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1e6, 1e6]]], [[0.0, 0.0], [0.0]])
+        >>> Ws, bs, sk = float_layers(net)
+        >>> pre = symbolic_pre(Ws, bs, Box([-1], [1]))
+        >>> e = tolerance_error(Ws, bs, sk, pre, Box([-1], [1]), np.array([[1.0]]), tol=1e-9)
+        >>> round(float(e[0]), 9)   # 2 x 1e6 x 3e-9 (the neurons) + 2e6 x 2e-9 (the input)
+        0.01
+    """
+    C = np.abs(np.atleast_2d(np.asarray(C, dtype=np.float64)))
+    g = C @ np.abs(Ws[-1])  # sensitivity of each row to the last hidden layer
+    err = np.zeros(C.shape[0])
+    for k in range(len(Ws) - 2, -1, -1):
+        lo, hi = pre[k]
+        unstable = (lo < 0) & (hi > 0)
+        err += g @ (tol * (2.0 + unstable * np.maximum(-lo, hi)))
+        g = g @ np.abs(Ws[k])  # now the sensitivity to layer k's inputs
+    if sk is not None:
+        g = g + C @ np.abs(sk[0])
+    err += g @ (tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
+    return err
 
 
 def symbolic_pre(Ws, bs, box: Box) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -416,7 +463,7 @@ def _optimize(
     fnet = net.float() if net.is_exact else net
     s = 1.0 if sense == "max" else -1.0
     box, _, _ = _domain_parts(domain)
-    Ws, bs, _ = float_layers(fnet)
+    Ws, bs, sk = float_layers(fnet)
     pre = symbolic_pre(Ws, bs, box)
     if tighten:
         pre = tighten_bounds(fnet, domain, pre, time_limit=None if time_limit is None else time_limit / 3)
@@ -431,6 +478,7 @@ def _optimize(
     lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
                        time_limit=lp_left)
+    lp_model.set_feasibility_tol(primal=MILP_FEAS_TOL)
     lp = lp_model.solve()
     if lp.status != "optimal":
         lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
@@ -453,7 +501,10 @@ def _optimize(
         maximize=True, time_limit=remaining,
     )
     model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
+    model.set_feasibility_tol(primal=MILP_FEAS_TOL, mip=MILP_FEAS_TOL)
     res = model.solve()
+    # what the solver's tolerances may hide: the MILP's bound is sound only beyond this
+    err = float(tolerance_error(Ws, bs, sk, pre, box, (s * cvec)[None])[0])
     cands = []
     if isinstance(domain, Box) and res.status != "optimal":
         cands.append(_pgd_best(fnet, domain, s * cvec))
@@ -466,23 +517,31 @@ def _optimize(
     i = int(np.argmax(vals))
     x = P[i]
     value = float(vals[i])  # in "max" orientation
+    info: dict = {"nodes": res.info.get("nodes", 0), "tolerance_error": err}
     if res.status == "optimal":
         status = "optimal"
         bnd = res.bound if res.bound is not None else res.objective
-        bound = max(float(bnd) + const, value) if bnd is not None else value
+        bound = float(bnd) + const + err if bnd is not None else value
     elif res.status == "time_limit":
         status = "time_limit"
-        bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else (
-            s * lp_value if np.isfinite(lp_value) else INF
+        bound = float(res.bound) + const + err if res.bound is not None and np.isfinite(res.bound) else (
+            s * lp_value + err if np.isfinite(lp_value) else INF
         )
         if use_bab:
             ub, xb, vb = bab
             bound = min(bound, ub)
             if vb > value:
                 x, value = xb, vb
-        bound = max(bound, value)
     else:
         raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}")
+    if value > bound + scaled_tol(bound, ROUNDOFF):
+        # a forward pass beats the solver's bound by more than its tolerances can explain:
+        # the MILP went wrong numerically, so its bound is dropped for the verifier's own
+        status = "unknown"
+        info["reason"] = (f"numerical: the point found gives {s * value:.17g}, beyond the MILP's "
+                          f"bound {s * bound:.17g} and its tolerance error {err:.3g}; the bound is "
+                          "the verifier's (CROWN) bound instead")
+        bound = max(_root_upper(fnet, box, s * cvec), value)
     return OptimumResult(
         sense=sense,
         status=status,
@@ -493,7 +552,7 @@ def _optimize(
         gap=abs(lp_value - s * value),
         n_binaries=enc.n_binaries,
         time=_time.time() - t0,
-        info={"nodes": res.info.get("nodes", 0)},
+        info=info,
     )
 
 
@@ -509,7 +568,9 @@ def maximize(
     """The exact maximum of ``c . f(x)`` over ``domain`` (a Box or Polytope), by MILP.
 
     ``c`` may be omitted for a one-output network.  The returned ``value`` is the
-    forward-pass value at ``x``; ``bound`` (= ``upper_bound``) is HiGHS's proven bound.
+    forward-pass value at ``x``; ``bound`` (= ``upper_bound``) is HiGHS's proven bound
+    widened by what its feasibility tolerances can hide (``info["tolerance_error"]``,
+    :func:`tolerance_error`), so the maximum lies in ``[value, bound]``.
     ``tighten=True`` runs LP bound tightening first (fewer binaries, tighter big-M).
 
     Example:
@@ -534,8 +595,8 @@ def minimize(
 
     Example:
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
-        >>> r = minimize(net, Box([-3], [2])); round(r.value, 9), round(r.lower_bound, 9)
-        (0.0, 0.0)
+        >>> r = minimize(net, Box([-3], [2])); round(r.value, 9), 0 <= r.value - r.lower_bound < 1e-7
+        (0.0, True)
     """
     return _optimize(net, domain, c, "min", time_limit, tighten, mip_gap)
 
@@ -563,6 +624,8 @@ def output_range(
         nonlocal reason
         try:
             r = opt(net, domain, c, time_limit=left, tighten=tighten)
+            if r.status == "unknown":
+                reason = reason or r.info.get("reason", "numerical")
             return r.value, r.x, r.bound, r.optimal
         except ResourceLimitError as e:
             # the MILP would not fit: a sound bracket from the bounds and a local search
@@ -629,8 +692,10 @@ def milp_term(
 ) -> tuple[str, np.ndarray | None, dict]:
     """Decide one unsafe conjunction ``C f(x) <= d`` over ``box`` by one MILP:
     minimise ``t`` subject to ``C f(x) - d <= t``.  "holds" when HiGHS's proven lower
-    bound on ``t`` exceeds a margin well above its feasibility tolerances (1e-6);
-    "violated" when its solution passes the forward-pass re-check; else "unknown".
+    bound on ``t`` exceeds a margin well above its feasibility tolerances (1e-6 of the
+    encoding's scale) plus what those tolerances can hide once later layers amplify them
+    (:func:`tolerance_error`); "violated" when its solution passes the forward-pass
+    re-check; else "unknown".
 
     Example:
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
@@ -640,7 +705,7 @@ def milp_term(
     from .attack import recheck
 
     fnet = net.float() if net.is_exact else net
-    Ws, bs, _ = float_layers(fnet)
+    Ws, bs, sk = float_layers(fnet)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     d = np.asarray(d, dtype=np.float64).reshape(-1)
     pre = symbolic_pre(Ws, bs, box)
@@ -655,6 +720,7 @@ def milp_term(
     integer = np.concatenate([enc.integer, [False]])
     model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, lb=np.concatenate([enc.lb, [-INF]]),
                     ub=np.concatenate([enc.ub, [INF]]), integer=integer, time_limit=time_limit)
+    model.set_feasibility_tol(primal=MILP_FEAS_TOL, mip=MILP_FEAS_TOL)
     res = model.solve()
     st = {"n_binaries": enc.n_binaries, "status": res.status, "nodes": res.info.get("nodes", 0)}
     if res.x is not None and res.objective is not None and res.objective <= FEAS_TOL:
@@ -667,13 +733,16 @@ def milp_term(
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
-    margin = 1e-6 * scale  # tol: well above HiGHS's feasibility tolerance
+    err = float(tolerance_error(Ws, bs, sk, pre, box, C).max())
+    margin = 1e-6 * scale + err  # tol: well above HiGHS's feasibility tolerance
+    st["tolerance_error"] = err
     if bound is not None and np.isfinite(bound) and bound > margin:
         return "holds", None, st
     if res.status == "optimal":
         # solved, but the optimum is inside the proof margin (or its point failed the
         # forward re-check): numerical, not a time limit
         st["reason"] = (f"numerical: the MILP optimum {res.objective:.3g} is within its proof margin "
-                        f"{margin:.3g} (big-M scale {scale:.3g})" if res.objective is not None else
+                        f"{margin:.3g} (big-M scale {scale:.3g}, tolerance error {err:.3g})"
+                        if res.objective is not None else
                         "numerical: the MILP solution failed the forward re-check")
     return "unknown", None, st

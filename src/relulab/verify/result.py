@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..results import Result
+from ..tolerance import PROOF_MARGIN
 
 __all__ = ["OptimumResult", "RangeResult", "VerificationResult", "ReluSplitResult"]
 
@@ -18,11 +19,17 @@ class OptimumResult:
 
     Fields:
         sense: "max" or "min".
-        status: "optimal" (proven to the solver's tolerance) or "time_limit".
+        status: "optimal" (the MILP solved: the optimum lies between ``value`` and
+            ``bound``, which differ by the gap and the tolerance error), "time_limit", or
+            "unknown" (``info["reason"]`` "numerical: ...": a forward pass beat the
+            solver's bound by more than its tolerances explain, so that bound was
+            replaced by the verifier's CROWN bound).
         value: ``c . f(x)`` re-evaluated by a forward pass at ``x``.
         x: an input in the domain attaining ``value``.
         bound: the proven bound on the optimum: an upper bound for "max", a lower
-            bound for "min" (equal to ``value`` up to tolerance when optimal).
+            bound for "min": the solver's bound widened by ``info["tolerance_error"]``,
+            what HiGHS's feasibility tolerances (``MILP_FEAS_TOL``) can hide once later
+            layers' weights amplify them (:func:`relulab.verify.milp.tolerance_error`).
         lp_value: the optimum of the LP relaxation of the MILP.
         gap: ``|lp_value - value|``, the relaxation gap.
         n_binaries: binary variables in the encoding (unstable neurons).
@@ -91,7 +98,9 @@ class RangeResult:
     "optimal" when every one of the 2 m MILPs was solved to optimality, "time_limit" when
     the time ran out (``lo_bound``/``hi_bound`` then bracket the range), "unknown" when
     the memory budget stopped a MILP (``reason`` "memory: ...": the bracket then comes
-    from the symbolic bounds and a local search).
+    from the symbolic bounds and a local search) or a MILP went wrong numerically
+    (``reason`` "numerical: ...").  ``lo_bound``/``hi_bound`` always hold the proven
+    bracket; :attr:`exact` says whether it is closed (within ``PROOF_MARGIN``).
 
     Example:
         >>> from relulab import Box, Network
@@ -112,9 +121,21 @@ class RangeResult:
     time: float
     reason: str = ""
 
+    @property
+    def exact(self) -> bool:
+        """Every MILP solved and every proven bound within ``PROOF_MARGIN`` (relative) of
+        the value found: the range itself, not a bracket.  The solver's tolerances,
+        amplified by large later weights, can leave a bracket even when all are solved."""
+        if self.status != "optimal":
+            return False
+        gap = np.concatenate([self.hi_bound - self.hi, self.lo - self.lo_bound])
+        size = np.concatenate([np.abs(self.hi), np.abs(self.lo)])
+        return bool(np.all(gap <= PROOF_MARGIN * np.maximum(1.0, size)))
+
     def to_dict(self) -> dict:
         return {
             "status": self.status,
+            "exact": self.exact,
             "reason": self.reason,
             "lo": self.lo.tolist(),
             "hi": self.hi.tolist(),

@@ -1,0 +1,121 @@
+"""The verifier's MILPs at extreme scales: HiGHS's feasibility tolerances, amplified by
+large later weights, must not turn into a false "holds" or a bound on the wrong side of
+the optimum.  Truth comes from exact rational evaluation (the optimum of a 1-D network
+is at a box end or a kink), never from relulab.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network
+from relulab.bounds import float_layers
+from relulab.spec import OutputConstraint, Specification
+from relulab.verify import maximize, minimize, output_range, verify
+from relulab.verify.milp import symbolic_pre
+
+
+def exact_extremes_1d(W1, b1, W2, b2, lo, hi):
+    """(min, max) of a one-hidden-layer 1-D network over [lo, hi], exactly."""
+    def f(x):
+        return sum(F(a) * max(F(w[0]) * x + F(b), F(0))
+                   for a, w, b in zip(W2[0], W1, b1, strict=True)) + F(b2[0])
+    pts = {F(lo), F(hi)} | {-F(b) / F(w[0]) for w, b in zip(W1, b1, strict=True)
+                            if w[0] != 0 and F(lo) <= -F(b) / F(w[0]) <= F(hi)}
+    vals = [f(x) for x in pts]
+    return min(vals), max(vals)
+
+
+def spike(dim: int):
+    """f(x) = 1e6 relu(1e-6 - sum |x_i - c_i|) - 1/2: f(c) = 1/2 on a spike 1e-6 wide."""
+    c = np.random.default_rng(0).uniform(-0.5, 0.5, dim)
+    W1 = np.vstack([np.eye(dim), -np.eye(dim)])
+    b1 = np.concatenate([-c, c])
+    net = Network([W1, -np.ones((1, 2 * dim)), np.array([[1e6]])],
+                  [b1, np.array([1e-6]), np.array([-0.5])])
+    return net, c
+
+
+def exact_spike(net: Network, x) -> F:
+    h = [F(v) for v in x]
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        h = [max(sum(F(w) * v for w, v in zip(row, h, strict=True)) + F(bb), F(0))
+             for row, bb in zip(np.asarray(W), np.asarray(b), strict=True)]
+    W, b = np.asarray(net.weights[-1]), np.asarray(net.biases[-1])
+    return sum(F(w) * v for w, v in zip(W[0], h, strict=True)) + F(b[0])
+
+
+@pytest.mark.parametrize("dim", [2, 4])
+def test_a_spike_under_a_large_output_weight_is_not_proved_absent(dim):
+    net, c = spike(dim)
+    assert exact_spike(net, c) > F(1, 4)  # the unsafe set y >= 0 is reached at c
+    box = Box(-np.ones(dim), np.ones(dim))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([0.0]))])
+    r = verify(net, spec, timeout=20, method="milp")
+    assert r.status != "holds"
+    if r.status == "violated":
+        assert float(net(np.asarray(r.counterexample)[None])[0, 0]) >= 0
+
+
+def test_maximize_bound_is_above_the_exact_maximum_with_large_output_weights():
+    W1 = [[0.7579546637146332], [0.8469714121998347]]
+    b1 = [-62.5936351447401, -69.94484244665361]
+    W2 = [[162065.10857032432, -108309.46278820044]]
+    b2 = [-0.9131566562852219]
+    lo, hi = 82.58229415856054, 82.5822945701809
+    net = Network([W1, W2], [b1, b2])
+    tmin, tmax = exact_extremes_1d(W1, b1, W2, b2, lo, hi)
+    r = maximize(net, Box([lo], [hi]))
+    assert r.upper_bound >= float(tmax)
+    assert r.value <= float(tmax) + 1e-9
+    rr = output_range(net, Box([lo], [hi]))
+    assert rr.hi_bound[0] >= float(tmax) and rr.lo_bound[0] <= float(tmin)
+    # the bracket the tolerances leave is wide against this range: not called exact
+    assert not rr.exact or (rr.hi_bound[0] - rr.hi[0]) <= 1e-7 * max(1.0, abs(rr.hi[0]))
+
+
+def test_minimize_on_a_huge_box_does_not_claim_a_refuted_bound():
+    W1 = [[1.5617178164616063], [3.5089080311626417]]
+    b1 = [-9387988126.088326, 185973858.49829566]
+    W2 = [[0.9269833644348046, -0.7263132630260369]]
+    b2 = [-88979616.49341051]
+    lo, hi = -6573537164.968684, 6573537164.968684
+    net = Network([W1, W2], [b1, b2])
+    tmin, _ = exact_extremes_1d(W1, b1, W2, b2, lo, hi)
+    r = minimize(net, Box([lo], [hi]))
+    assert r.lower_bound <= float(tmin)
+    assert r.value >= float(tmin) - 1e-6 * abs(float(tmin))
+
+
+def test_tolerance_error_bounds_every_perturbation_within_the_tolerances():
+    # perturb each neuron's output by up to its allowed deviation (and the input by its
+    # bound tolerance): the output moves by at most tolerance_error
+    from relulab.verify.milp import tolerance_error
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        dims = [3, 6, 5, 2]
+        Ws = [rng.standard_normal((dims[i + 1], dims[i])) * 10.0 ** rng.integers(-2, 3)
+              for i in range(3)]
+        bs = [rng.standard_normal(dims[i + 1]) for i in range(3)]
+        net = Network(Ws, bs)
+        box = Box(-np.ones(3), np.ones(3))
+        W, b, sk = float_layers(net)
+        pre = symbolic_pre(W, b, box)
+        C = rng.standard_normal((1, 2))
+        tol = 1e-3  # large, so that the effect is far above rounding
+        err = tolerance_error(W, b, sk, pre, box, C, tol=tol)[0]
+        for _ in range(50):
+            x = box.sample(1, rng)[0]
+            h, hp = x, np.clip(x + rng.uniform(-1, 1, 3) * tol * (1 + np.abs(x)), -2, 2)
+            for k in range(2):
+                lo, hi = pre[k]
+                unstable = (lo < 0) & (hi > 0)
+                dev = tol * (2.0 + unstable * np.maximum(-lo, hi))
+                h = np.maximum(W[k] @ h + b[k], 0.0)
+                hp = np.maximum(W[k] @ hp + b[k], 0.0) + rng.uniform(-1, 1, h.shape) * dev
+            y, yp = C @ (W[2] @ h + b[2]), C @ (W[2] @ hp + b[2])
+            assert abs(float(yp[0] - y[0])) <= err * (1 + 1e-12)
