@@ -87,11 +87,15 @@ def relu_row(arch: list[int], seed: int, precision: float | None = None, decimal
         "max_abs_error": None if f is None else f.max_abs_error,
         "bits": None if f is None or f.bits_abs is None else round(f.bits_abs, 1),
         "equivalence": None if f is None else f.equivalence,
+        # an "equal" is exact (rational arithmetic) or holds up to equivalence_tol only
+        "equivalence_exact": None if f is None else f.equivalence_exact,
+        "equivalence_tol": None if f is None else f.equivalence_tol,
         "max_output_error": None if f is None else f.max_output_error,
         "max_output_error_1e5": sampled,
-        # how a functional match was established: the exact check on the box, else 10^5
-        # random points of the box below 1e-9, else none
-        "verified": ("exact" if f is not None and f.equivalence == "equal" else
+        # how a functional match was established: the exact check on the box, else the
+        # check within its tolerance, else 10^5 random points of the box below 1e-9, else none
+        "verified": ("exact" if f is not None and f.equivalence == "equal" and f.equivalence_exact else
+                     "tol" if f is not None and f.equivalence == "equal" else
                      "sampled-1e5" if sampled is not None and sampled < 1e-9 else "no"),
         "dead_on_box": [] if f is None else [list(x) for x in f.dead_on_domain],
         "time": round(wall, 1), "cpu_s": round(cpu, 1), "budget": budget,
@@ -127,7 +131,8 @@ def main() -> None:
             for s in range(n_seeds):  # --seeds / --deep-seeds: seeds 0..N-1
                 relu.append(relu_row(arch, s, budget=(a.deep_budget or None) if len(arch) > 4 else None))
                 print(json.dumps({k: relu[-1][k] for k in ("arch", "status", "log2_queries", "bits",
-                                                           "equivalence", "time", "cpu_s")}), flush=True)
+                                                           "equivalence", "equivalence_exact", "equivalence_tol",
+                                                           "time", "cpu_s")}), flush=True)
         if "digits" in want:
             relu.append(relu_row([784, 128, 1], 0, net=digits_net(0), name="digits-trained"))
     print("ReLU extraction (ours) vs the published attack (Carlini et al. 2020)")
