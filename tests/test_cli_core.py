@@ -89,3 +89,12 @@ def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, argv, cul
     assert code == 1, (argv, code, out, err)
     assert len(err.strip().splitlines()) == 1 and culprit in err, err
     assert not (tmp_path / "r.npz").exists()
+
+
+@pytest.mark.parametrize("name", ["[red]x:smile:.npz", "a[bold]b:new:.onnx"])
+def test_error_line_prints_the_file_name_as_given(tmp_path, capsys, name):
+    # the message is data: rich markup and emoji codes in it are printed as typed
+    path = str(tmp_path / name)
+    code, _, err = run(capsys, "info", path)
+    assert code == 1
+    assert err.count("\n") <= 1 and name in err

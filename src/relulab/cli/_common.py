@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import RelulabError
 from ..results import to_jsonable
@@ -267,7 +268,9 @@ def run_app(argv: list[str]) -> None:
         msg = re.sub(r"np\.[a-z_]+\d*\(([^()]*)\)", r"\1", msg)
         if not isinstance(e, (RelulabError, OSError)):
             msg = f"{type(e).__name__}: {msg}"
-        err_console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
+        # the message is data (a file name, an option's value): not rich markup or emoji codes
+        err_console.print(f"[red]error:[/red] {escape(msg)}", highlight=False, soft_wrap=True,
+                          emoji=False)
         raise SystemExit(EXIT_ERROR) from None
     if isinstance(rc, int) and rc != EXIT_OK:
         raise SystemExit(rc)
