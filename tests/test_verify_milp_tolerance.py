@@ -119,3 +119,63 @@ def test_tolerance_error_bounds_every_perturbation_within_the_tolerances():
                 hp = np.maximum(W[k] @ hp + b[k], 0.0) + rng.uniform(-1, 1, h.shape) * dev
             y, yp = C @ (W[2] @ h + b[2]), C @ (W[2] @ hp + b[2])
             assert abs(float(yp[0] - y[0])) <= err * (1 + 1e-12)
+
+
+HUGE_BOX_CASES = [
+    ("min",
+     [[[-1.8648091974232126], [-0.717097063291357], [0.38583025379124136], [-0.5884603706803517]],
+      [[-1.0935262062019875, 0.1319568266792784, -0.17192548694571705, -1.3700541010750942]]],
+     [[5614204824.03828, -37522537.849225655, -4232620202.2068725, 926485791.1547228],
+      [3663619047.1703696]],
+     2084763605.8895173),
+    ("max",
+     [[[1.0234056173143342], [-1.2867730648075586], [0.5710313457075091], [0.3192767192896368],
+       [-0.1422321595683954], [0.330515492778797]],
+      [[-0.32014268833883097, -1.9851601511740937, -0.06531146688982015, 1.8146616772378976,
+        -1.9937055536914028, 0.21709230197642237]]],
+     [[6607482.912830085, -15043347.261135157, -16245286.514035143, -1632798.8073014647,
+       -19526470.50410878, -9579705.473616622], [-9690431.953252258]],
+     22566890.365889538),
+]
+
+
+@pytest.mark.parametrize("sense, Ws, bs, h", HUGE_BOX_CASES)
+def test_huge_boxes_get_a_tolerance_float64_can_resolve(sense, Ws, bs, h):
+    # an absolute 1e-9 tolerance on rows with entries near 1e9 made HiGHS call the
+    # feasible piece at the box's end infeasible: bounds 59% and 6.6% off, 'optimal'
+    net = Network(Ws, bs)
+    tmin, tmax = exact_extremes_1d(Ws[0], bs[0], Ws[1], bs[1], -h, h)
+    if sense == "min":
+        r = minimize(net, Box([-h], [h]))
+        assert r.lower_bound <= float(tmin) * (1 - 1e-15 * np.sign(float(tmin)))
+    else:
+        r = maximize(net, Box([-h], [h]))
+        assert r.upper_bound >= float(tmax) - 1e-15 * abs(float(tmax))
+
+
+def test_is_positive_is_not_fooled_by_large_output_weights():
+    from relulab.lipschitz import is_positive
+
+    W1 = [[0.7579546637146332], [0.8469714121998347]]
+    b1 = [-62.5936351447401, -69.94484244665361]
+    W2 = [[162065.10857032432, -108309.46278820044]]
+    b2 = [-0.9131566562852219 + 0.911]
+    lo, hi = 82.58229415856054, 82.5822945701809
+    _, tmax = exact_extremes_1d(W1, b1, W2, b2, lo, hi)
+    assert tmax > 1e-3
+    r = is_positive(Network([W1, W2], [b1, b2]), Box([lo], [hi]))
+    assert r.positive is not False
+
+
+def test_is_positive_and_surjective_see_a_thin_spike():
+    from relulab.lipschitz import is_positive, surjective
+
+    # g = 1e8 relu(1e-7 x - |y|) - 5 |x|: g(1, 0) = 5, g(-1, 0) = -5, positively homogeneous
+    W1 = np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]])
+    W2 = np.array([[1e-7, -1e-7, -1, -1], [1, 0, 0, 0], [0, 1, 0, 0]])
+    W3 = np.array([[1e8, -5.0, -5.0]])
+    g = Network([W1, W2, W3], [np.zeros(4), np.zeros(3), np.zeros(1)])
+    assert float(g(np.array([[1.0, 0.0]]))[0, 0]) > 4
+    assert is_positive(g, Box([-1, -1], [1, 1])).positive is not False
+    assert is_positive(g).positive is not False
+    assert surjective(g).surjective is not False

@@ -63,6 +63,9 @@ MIP_GAP = 1e-9  # relative and absolute MIP gap of exact optimisation (maximize 
 # defaults, 1e-7 and 1e-6, let a ReLU output drift by 1e-6 x its big-M constant, which
 # later weights amplify: a 1e-6 spike under an output weight of 1e6 was missed)
 MILP_FEAS_TOL = 1e-9
+# ... but never below what float64 resolves on the encoding's rows: this x its largest
+# number (with entries near 1e9 an absolute 1e-9 made HiGHS call feasible pieces infeasible)
+MILP_FEAS_REL = 1e-15
 GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)

@@ -102,27 +102,39 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     the pre-activation bounds of :func:`relulab.lipschitz.milp.preactivation_bounds`
     (which mark neurons that are identically 0 as inactive)."""
     from ..lp import LPModel
-    from ..verify.milp import encode
+    from ..verify.milp import encode, feasibility_tol, tolerance_error
     from .milp import preactivation_bounds
 
     if net.n_hidden_layers == 0:
         net = net.deepen(1)  # the encoding needs a hidden layer; an equivalent network has one
-    enc = encode(net, dom, preactivation_bounds(net, dom))
+    pre = preactivation_bounds(net, dom)
+    enc = encode(net, dom, pre)
+    box = dom if isinstance(dom, Box) else dom.bounding_box()
+    # as in relulab.verify.maximize: tight feasibility, and the bound widened by what the
+    # tolerances can hide once later weights amplify them
+    ftol = feasibility_tol(pre, box)
+    Ws, bs, sk = float_layers(net)
+    err = float(tolerance_error(Ws, bs, sk, pre, box, np.ones((1, 1)), tol=ftol)[0])
     obj = np.asarray(enc.out_A[0].toarray()).reshape(-1)
     const = float(enc.out_c[0])
     model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
                     maximize=True, time_limit=time_limit)
     model.set_mip_gap(rel=MIP_GAP, abs=MIP_ABS_GAP)
+    model.set_feasibility_tol(primal=ftol, mip=ftol)
     res = model.solve()
     if res.status not in ("optimal", "time_limit"):
         raise RelulabError(f"is_positive: the MILP ended with status {res.status}")
-    box = dom if isinstance(dom, Box) else dom.bounding_box()
     x = box.center if res.x is None else np.clip(res.x[: enc.d], box.lo, box.hi)
     value = float(net(x[None])[0, 0])
     bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else np.inf
     if res.status == "optimal" and res.objective is not None:
         bound = max(bound, float(res.objective) + const)
-    return _Max(res.status, value, x, max(bound, value))
+    bound += err
+    status = res.status
+    if value > bound:
+        # a point beats the solver's bound beyond its tolerances: no proof from this MILP
+        status, bound = "unknown", np.inf
+    return _Max(status, value, x, max(bound, value))
 
 
 def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,

@@ -37,6 +37,7 @@ from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import (
     FEAS_TOL,
+    MILP_FEAS_REL,
     MILP_FEAS_TOL,
     MIP_GAP,
     PROOF_MARGIN,
@@ -192,6 +193,23 @@ def encode(
         out_A.tocsr(), out_c,
         h_cols, a_cols, n_bin, d,
     )
+
+
+def feasibility_tol(pre, box: Box) -> float:
+    """HiGHS's feasibility tolerance for the MILP with pre-activation bounds ``pre`` over
+    ``box``: ``MILP_FEAS_TOL`` (1e-9), or ``MILP_FEAS_REL`` (1e-15) times the largest number
+    in the encoding when that is more (float64 cannot resolve less on its rows).
+
+    Example:
+        >>> from relulab import Box
+        >>> feasibility_tol([(np.array([-1.0]), np.array([2.0]))], Box([-1], [1])) == MILP_FEAS_TOL
+        True
+        >>> feasibility_tol([(np.array([-1e10]), np.array([2.0]))], Box([-1], [1]))
+        1e-05
+    """
+    big = max([1.0, float(np.max(np.abs(box.lo))), float(np.max(np.abs(box.hi)))]
+              + [float(np.max(np.abs(np.concatenate(p)), initial=0.0)) for p in pre])
+    return max(MILP_FEAS_TOL, MILP_FEAS_REL * big)
 
 
 def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_FEAS_TOL) -> np.ndarray:
@@ -478,7 +496,8 @@ def _optimize(
     lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
                        time_limit=lp_left)
-    lp_model.set_feasibility_tol(primal=MILP_FEAS_TOL)
+    ftol = feasibility_tol(pre, box)
+    lp_model.set_feasibility_tol(primal=ftol)
     lp = lp_model.solve()
     if lp.status != "optimal":
         lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
@@ -501,10 +520,10 @@ def _optimize(
         maximize=True, time_limit=remaining,
     )
     model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
-    model.set_feasibility_tol(primal=MILP_FEAS_TOL, mip=MILP_FEAS_TOL)
+    model.set_feasibility_tol(primal=ftol, mip=ftol)
     res = model.solve()
     # what the solver's tolerances may hide: the MILP's bound is sound only beyond this
-    err = float(tolerance_error(Ws, bs, sk, pre, box, (s * cvec)[None])[0])
+    err = float(tolerance_error(Ws, bs, sk, pre, box, (s * cvec)[None], tol=ftol)[0])
     cands = []
     if isinstance(domain, Box) and res.status != "optimal":
         cands.append(_pgd_best(fnet, domain, s * cvec))
@@ -720,7 +739,8 @@ def milp_term(
     integer = np.concatenate([enc.integer, [False]])
     model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, lb=np.concatenate([enc.lb, [-INF]]),
                     ub=np.concatenate([enc.ub, [INF]]), integer=integer, time_limit=time_limit)
-    model.set_feasibility_tol(primal=MILP_FEAS_TOL, mip=MILP_FEAS_TOL)
+    ftol = feasibility_tol(pre, box)
+    model.set_feasibility_tol(primal=ftol, mip=ftol)
     res = model.solve()
     st = {"n_binaries": enc.n_binaries, "status": res.status, "nodes": res.info.get("nodes", 0)}
     if res.x is not None and res.objective is not None and res.objective <= FEAS_TOL:
@@ -733,7 +753,7 @@ def milp_term(
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
-    err = float(tolerance_error(Ws, bs, sk, pre, box, C).max())
+    err = float(tolerance_error(Ws, bs, sk, pre, box, C, tol=ftol).max())
     margin = 1e-6 * scale + err  # tol: well above HiGHS's feasibility tolerance
     st["tolerance_error"] = err
     if bound is not None and np.isfinite(bound) and bound > margin:
