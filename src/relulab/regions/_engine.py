@@ -103,7 +103,7 @@ class Problem:
         self.n_ids = self.art0 + 2 * self.d
         self.big = big
         self.xscale = 0.0  # set from the initial polytope's vertices
-        # sign decisions the float test could not make safely (see _note_near_ties)
+        # sign decisions the float test could not make safely (see _count_ties)
         self.near_ties = 0
         # a Box whose 2 d rows (Box.to_polytope() order) open a polytope domain: the
         # engine starts from the box's exact corners and cuts by the remaining rows only
@@ -476,8 +476,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     POS = np.empty((S, w), dtype=bool)
     NEG = np.empty((S, w), dtype=bool)
     chunk = max(1, 4_000_000 // max(1, w * (d + 1)))
-    # the same values against SIGN_TIE_SHARE of the tolerance: a near tie (see
-    # _note_near_ties)
+    # the same values against SIGN_TIE_SHARE of the tolerance: a near tie (see _count_ties)
     POSL = np.empty((S, w), dtype=bool)
     NEGL = np.empty((S, w), dtype=bool)
     for s0 in range(0, S, chunk):
@@ -544,8 +543,7 @@ def refuse_near_ties(pb: Problem, what: str) -> None:
             f"tolerance (SIGN_TOL x the domain's scale = {SIGN_TOL * pb.xscale:.3g} here), so a "
             "region thinner than that may be merged into a neighbour and the number is not "
             "certified; regions.enumerate (the regions command without --count) returns the "
-            "regions marked certified=False "
-            "(info['near_ties']), or use a smaller domain")
+            "regions marked certified=False (info['near_ties']), or use a smaller domain")
 
 
 # -------------------------------------------------------------------- one neuron
@@ -566,9 +564,9 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     Zrow = b.Zs[k][parent[act][areg], jj]  # (S_a, d + 1)
     Xs = b.X[slots]
     s, tol, pos, neg = _values(Xs, Zrow, pb.xscale)
-    hp = np.logical_or.reduceat(pos, aptr[:-1])
-    hn = np.logical_or.reduceat(neg, aptr[:-1])
     starts = aptr[:-1]
+    hp = np.logical_or.reduceat(pos, starts)
+    hn = np.logical_or.reduceat(neg, starts)
     hpl = np.logical_or.reduceat(s > SIGN_TIE_SHARE * tol, starts)
     hnl = np.logical_or.reduceat(s < -SIGN_TIE_SHARE * tol, starts)
     pb.near_ties += _count_ties(hp, hn, hpl, hnl, ~(hp & hn))

@@ -207,9 +207,13 @@ def feasibility_tol(pre, box: Box) -> float:
         >>> feasibility_tol([(np.array([-1e10]), np.array([2.0]))], Box([-1], [1]))
         1e-05
     """
-    big = max([1.0, float(np.max(np.abs(box.lo))), float(np.max(np.abs(box.hi)))]
-              + [float(np.max(np.abs(np.concatenate(p)), initial=0.0)) for p in pre])
+    big = max(_big_m(pre), float(np.max(np.abs(box.lo))), float(np.max(np.abs(box.hi))))
     return max(MILP_FEAS_TOL, MILP_FEAS_REL * big)
+
+
+def _big_m(pre) -> float:
+    """The largest big-M constant of the encoding (at least 1)."""
+    return max([1.0] + [float(np.max(np.abs(np.concatenate(p)), initial=0.0)) for p in pre])
 
 
 def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_FEAS_TOL) -> np.ndarray:
@@ -748,8 +752,7 @@ def milp_term(
         if recheck(check_net or net, x, box, C, d):
             return "violated", x, st
     # margin relative to the size of the numbers in the encoding (big-M constants)
-    big = max([1.0] + [float(np.max(np.abs(np.concatenate(p)))) for p in pre])
-    scale = 1.0 + float(np.max(np.abs(d), initial=0.0)) + float(np.max(np.abs(C))) * big
+    scale = 1.0 + float(np.max(np.abs(d), initial=0.0)) + float(np.max(np.abs(C))) * _big_m(pre)
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
