@@ -126,3 +126,22 @@ def test_parallel_paths_report_the_near_tie_too():
     assert len(rs) == 7 or (not rs.certified and rs.info["near_ties"] >= 1)
     with pytest.raises(RelulabError, match="too close to call"):
         regions.count(triangle_net(), box, parallel="local", workers=2, cells=4)
+
+
+@pytest.mark.parametrize("eps", [1e-10, 1e-9, 1e-7, 1e-5])
+def test_bfs_lists_a_thin_spike_or_does_not_certify(eps):
+    # relu(eps - |x - c|): four regions on [-1, 1], two of them eps wide.  The BFS's
+    # facet LPs work at 1e-9 and its step across a facet is 1e-6: a thinner region was
+    # skipped (or jumped over) while the set still said certified
+    c = 0.3
+    net = Network([[[1.0], [-1.0]], [[-1.0, -1.0]], [[1.0 / eps]]], [[-c, c], [eps], [0.0]])
+    truth = np.array([-0.5, c - eps / 2, c + eps / 2, 0.9])   # one point inside each region
+    want = {p.tobytes() for p in net.pattern_vector(truth[:, None])}
+    assert len(want) == 4
+    rs = regions.enumerate(net, Box([-1], [1]), method="bfs")
+    got = {p.tobytes() for p in rs.patterns}
+    assert got <= want
+    if rs.certified:
+        assert got == want
+    else:
+        assert rs.info["unresolved"] > 0

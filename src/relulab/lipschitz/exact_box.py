@@ -37,7 +37,7 @@ import numpy as np
 from ..bounds import float_layers
 from ..lp import chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS, or_default
+from ..tolerance import or_default
 from .lower import batch_norms
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -172,6 +172,22 @@ def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
     return x, rad
 
 
+def no_interior(x: np.ndarray | None, rad: float) -> bool:
+    """Whether a Chebyshev-centre LP's answer ``(x, rad)`` shows a region without interior
+    (infeasible, or no ball of positive radius).
+
+    Only these patterns may be dropped as degenerate.  A positive radius, however small,
+    is a region that may be real (a spike of width 1e-9 has a Jacobian of size 1e9): its
+    centre must be certified (then it is a witness) or the pattern stays undecided, so
+    no "exact" answer rests on presuming it away.
+
+    Example:
+        >>> no_interior(None, -np.inf), no_interior(np.zeros(1), 0.0), no_interior(np.zeros(1), 5e-10)
+        (True, True, False)
+    """
+    return x is None or not rad > 0.0
+
+
 def _region_point(Ws, bs, pattern, lo, hi, rows=None) -> tuple[np.ndarray | None, float]:
     """Chebyshev centre (in the box, free coordinates only) and radius of the region;
     ``rows``: only these neurons' sign constraints (the others hold on the whole box)."""
@@ -183,14 +199,14 @@ def _region_point(Ws, bs, pattern, lo, hi, rows=None) -> tuple[np.ndarray | None
 
 def _first_bad_prefix(A: np.ndarray, b: np.ndarray, lo, hi) -> tuple[int, int]:
     """The smallest ``t`` such that the first ``t`` rows of ``A x <= b`` leave no ball of
-    radius above ``MIN_RADIUS`` in the box (all ``len(b)`` rows are known to), by
+    positive radius in the box (all ``len(b)`` rows are known to), by
     bisection, and the LPs it took.  More rows only shrink the set, so "bad" is monotone."""
     good, bad, n = 0, len(b), 0
     while bad - good > 1:
         mid = (good + bad) // 2
         n += 1
         x, rad = _chebyshev_in_box(A[:mid], b[:mid], lo, hi)
-        if x is None or rad <= MIN_RADIUS:
+        if no_interior(x, rad):
             bad = mid
         else:
             good = mid
@@ -236,7 +252,7 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
         A, b = region_inequalities(Ws, bs, masks[i])
         A, b = A[iu], b[iu]
         x, rad = _chebyshev_in_box(A, b, lo, hi)
-        if x is None or rad <= MIN_RADIUS:
+        if no_interior(x, rad):
             # no full-dimensional region with this pattern in the box: find the shortest
             # prefix of its unstable neurons that already has none and drop every pattern
             # sharing that prefix (they all have a subset of its region)

@@ -19,7 +19,11 @@ output), or free signs ``v in {-1, 1}^m`` (``q = 1``), which covers
 A pattern allowed by the program may be degenerate (``z_j = 0`` lets ``a_j`` take
 either value), so every optimal pattern is re-checked: the region must contain a ball
 (Chebyshev centre), and its Jacobian is recomputed at the centre by a forward pass.  A
-degenerate pattern is cut off (no-good cut) and the program re-solved.
+pattern whose region has no interior (radius 0 or infeasible) is cut off (no-good cut)
+and the program re-solved; a region with a ball, however thin, is never cut: its
+centre is a witness or the answer stays bounded.  On R^d the region is tested in
+input units (the cone over a region of width ``w`` at distance ``c`` is only
+``~w / c^2`` wide where it meets the homogenised box).
 
 Example:
     >>> import numpy as np
@@ -44,8 +48,8 @@ from ..domain import Box, Polytope
 from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import MIN_RADIUS, MIP_GAP, ROUNDOFF
-from .exact_box import region_inequalities
+from ..tolerance import MIP_GAP, ROUNDOFF
+from .exact_box import no_interior, region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -191,7 +195,8 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
 
 def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | None) -> np.ndarray | None:
     """The Chebyshev centre of the closed region of ``pattern`` within ``domain``, or
-    None when that region is not full-dimensional (radius at most ``MIN_RADIUS``).
+    None when that region has no interior (:func:`no_interior`); a centre of a thin
+    region may still fail certification, and callers then claim no exact value.
 
     Example:
         >>> import numpy as np
@@ -216,17 +221,26 @@ def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | No
     if Aub.shape[0] == 0:
         return domain.center if isinstance(domain, Box) else np.zeros(d)
     x, rad = chebyshev_center(Aub, bub, lb, ub)
-    return None if x is None or rad <= MIN_RADIUS else x
+    return None if no_interior(x, rad) else x
 
 
-def _lift_witness(net, wit_h, p, q):
-    """Map a witness ``(x, t)`` of the homogenised network to ``x / t`` for ``net``."""
-    if wit_h is None:
+def _input_region_center(net: Network, H: Network, pattern_h: np.ndarray) -> np.ndarray | None:
+    """The Chebyshev centre in R^d of the region of ``net`` whose cone carries the
+    homogenised pattern ``pattern_h`` (one more neuron per hidden layer, the carrier of
+    ``t``, last in its layer); None when that region is not full-dimensional in R^d.
+
+    A pattern whose carrier is off lives on ``t = 0`` only (the recession directions),
+    which no region of ``net`` reaches.
+    """
+    widths = list(net.widths)
+    if not widths:
+        return np.zeros(net.input_dim)
+    starts = np.cumsum([0] + [w + 1 for w in widths])
+    pattern_h = np.asarray(pattern_h, bool)
+    if not all(pattern_h[s + w] for s, w in zip(starts[:-1], widths, strict=True)):
         return None
-    x, t = wit_h.x[:-1], wit_h.x[-1]
-    if t <= 0:
-        return None
-    return certify_point(net, x / t, p, q, wit_h.source, None)
+    pattern = np.concatenate([pattern_h[s:s + w] for s, w in zip(starts[:-1], widths, strict=True)])
+    return region_center(net, pattern, None)
 
 
 class _Builder:
@@ -423,10 +437,15 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
             if res.x is None:
                 break
             pat = np.concatenate([res.x[a] > 0.5 for a in enc.a_cols]) if enc.a_cols else np.zeros(0, bool)
-            centre = region_center(H, pat, dom)
-            wit = None if centre is None else certify_point(H, centre, p, q, "milp", dom)
             if domain is None:
-                wit = _lift_witness(net, wit, p, q)
+                # the pattern's region is tested in input units: the cone over a region of
+                # width w at distance c meets the outer faces in a sliver ~w / c^2 wide, so
+                # a Chebyshev radius in the homogenised box would call it degenerate
+                centre = _input_region_center(net, H, pat)
+                wit = None if centre is None else certify_point(net, centre, p, q, "milp", None)
+            else:
+                centre = region_center(H, pat, dom)
+                wit = None if centre is None else certify_point(H, centre, p, q, "milp", dom)
             if wit is not None:
                 if best_wit is None or wit.norm > best_wit.norm:
                     best_wit = wit

@@ -12,7 +12,7 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..lp import LPModel, chebyshev_center
 from ..network import Network
-from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP
+from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP, ROUNDOFF
 from ._types import RegionSet
 
 __all__ = ["enumerate_bfs", "pattern_constraints", "is_facet", "distinct_halfspaces"]
@@ -40,14 +40,20 @@ def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, 
     return np.concatenate(rows_a), np.concatenate(rows_c)
 
 
-def is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
-    """Whether row ``q`` of ``{A x <= b}`` (the LP ``m`` over those rows) is a facet:
-    relaxing it lets ``A[q] x`` exceed ``b[q]``."""
+def facet_excess(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> float:
+    """How far ``A[q] x`` exceeds ``b[q]`` over ``{A x <= b}`` with row ``q`` relaxed by
+    1 (the LP ``m`` over those rows); ``-inf`` when the LP has no answer."""
     m.set_row_bounds(q, -np.inf, b[q] + 1.0)
     m.set_objective(-A[q])
     res = m.solve()
     m.set_row_bounds(q, -np.inf, b[q])
-    return bool(res.ok and -res.objective > b[q] + FEAS_TOL)
+    return float(-res.objective - b[q]) if res.ok else -np.inf
+
+
+def is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
+    """Whether row ``q`` of ``{A x <= b}`` (the LP ``m`` over those rows) is a facet:
+    relaxing it lets ``A[q] x`` exceed ``b[q]`` (by more than the LP's accuracy)."""
+    return facet_excess(m, A, b, q) > FEAS_TOL
 
 
 def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons: int
@@ -108,6 +114,7 @@ def enumerate_bfs(
     start = net.pattern_vector(x0[None])[0] if N else np.zeros(0, bool)
     seen = {start.tobytes()}
     queue = deque([start])
+    unresolved = 0  # thin regions seen but not listed, steps that may have jumped one
     out = []
     while queue:
         pat = queue.popleft()
@@ -124,11 +131,20 @@ def enumerate_bfs(
         keep, _ = distinct_halfspaces(A, b, idx, N)
         A, b, idx = A[keep], b[keep], idx[keep]
         xc, r = chebyshev_center(A, b)
-        if xc is None or r <= MIN_RADIUS:
+        if xc is None or not r > 0.0:
+            continue
+        if r <= MIN_RADIUS:
+            # a real region (a ball fits) too thin for the facet LPs: not listed, so the
+            # set is not certified
+            unresolved += 1
             continue
         # non-redundant rows: maximise a_i x over the others with row i relaxed
         m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
-        facets = np.array([q for q in range(A.shape[0]) if is_facet(m, A, b, q)], dtype=np.int64)
+        excess = np.array([facet_excess(m, A, b, q) for q in range(A.shape[0])])
+        facets = np.flatnonzero(excess > FEAS_TOL)
+        # a row relaxed by less than the LP's accuracy but beyond round-off may be a facet
+        # of a thin region (a spike of width 1e-10): its neighbour may be missed
+        unresolved += int(np.count_nonzero((excess > ROUNDOFF * (1.0 + np.abs(b))) & (excess <= FEAS_TOL)))
         out.append((pat, A[facets], b[facets], idx[facets], xc, min(r, 1e300)))
         for q in facets:
             if idx[q] >= N:
@@ -138,11 +154,12 @@ def enumerate_bfs(
             fc = _facet_center(A, b, q)
             if fc is None:
                 continue
-            eps = BFS_STEP * (1.0 + float(np.abs(fc).max()))
-            y = fc + eps * A[q]
-            if A_dom.shape[0] and np.any(A_dom @ y > b_dom):
+            nb = _step_across(net, fc, A[q], A_dom, b_dom)
+            if nb is None:
                 continue
-            nb = net.pattern_vector(y[None])[0]
+            if nb is _JUMPED:
+                unresolved += 1
+                continue
             key = nb.tobytes()
             if key not in seen:
                 seen.add(key)
@@ -178,7 +195,39 @@ def enumerate_bfs(
         domain=domain,
         method="bfs",
     )
+    if unresolved:
+        rs.certified = False
+        rs.info["unresolved"] = unresolved
     return rs
+
+
+_JUMPED = np.zeros(0, bool)  # sentinel of _step_across: no step landed next to the facet
+MAX_STEP_HALVINGS = 40
+
+
+def _step_across(net: Network, fc: np.ndarray, a: np.ndarray, A_dom: np.ndarray,
+                 b_dom: np.ndarray) -> np.ndarray | None:
+    """The pattern of the region on the other side of the facet through ``fc`` with
+    outer normal ``a``; None when that side is outside the domain, ``_JUMPED`` when no
+    step short enough to land in a region whose closure holds ``fc`` was found.
+
+    A fixed step may jump over a region thinner than itself (a spike of width 1e-10
+    behind a facet), so the landing region must contain ``fc`` in its closure, checked
+    on its own rows at round-off; otherwise the step is halved.
+    """
+    step = BFS_STEP * (1.0 + float(np.abs(fc).max()))
+    for _ in range(MAX_STEP_HALVINGS):
+        y = fc + step * a
+        if A_dom.shape[0] and np.any(A_dom @ y > b_dom):
+            return None
+        nb = net.pattern_vector(y[None])[0]
+        A2, b2 = pattern_hrep(net, nb, A_dom, b_dom)
+        viol = A2 @ fc - b2
+        scale = 1.0 + np.abs(A2) @ np.abs(fc) + np.abs(b2)
+        if np.all(viol <= ROUNDOFF * scale):
+            return nb
+        step /= 2
+    return _JUMPED
 
 
 def _facet_center(A: np.ndarray, b: np.ndarray, q: int) -> np.ndarray | None:
@@ -198,7 +247,10 @@ def _facet_center(A: np.ndarray, b: np.ndarray, q: int) -> np.ndarray | None:
     r = m.solve()
     if not r.ok or r.x[-1] <= 0:
         return None
-    return r.x[:d]
+    # HiGHS meets the equality to its feasibility tolerance (1e-7): put the centre back on
+    # the facet (``a`` is a unit normal), or a step from it misses a thin neighbour
+    x = r.x[:d]
+    return x - (a @ x - b[q]) * a
 
 
 def _split(pat: np.ndarray, widths: tuple[int, ...]) -> list[np.ndarray]:
