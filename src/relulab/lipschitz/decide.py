@@ -102,7 +102,7 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     the pre-activation bounds of :func:`relulab.lipschitz.milp.preactivation_bounds`
     (which mark neurons that are identically 0 as inactive)."""
     from ..lp import LPModel
-    from ..verify.milp import encode, feasibility_tol, tolerance_error
+    from ..verify.milp import encode, sound_tolerances
     from .milp import preactivation_bounds
 
     if net.n_hidden_layers == 0:
@@ -112,15 +112,13 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     # as in relulab.verify.maximize: tight feasibility, and the bound widened by what the
     # tolerances can hide once later weights amplify them
-    ftol = feasibility_tol(pre, box)
     Ws, bs, sk = float_layers(net)
-    err = float(tolerance_error(Ws, bs, sk, pre, box, np.ones((1, 1)), tol=ftol)[0])
     obj = np.asarray(enc.out_A[0].toarray()).reshape(-1)
     const = float(enc.out_c[0])
     model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
                     maximize=True, time_limit=time_limit)
     model.set_mip_gap(rel=MIP_GAP, abs=MIP_ABS_GAP)
-    model.set_feasibility_tol(primal=ftol, mip=ftol)
+    err = sound_tolerances(model, Ws, bs, sk, pre, box, np.ones((1, 1)))
     res = model.solve()
     if res.status not in ("optimal", "time_limit"):
         raise RelulabError(f"is_positive: the MILP ended with status {res.status}")

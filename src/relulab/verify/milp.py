@@ -211,6 +211,29 @@ def feasibility_tol(pre, box: Box) -> float:
     return max(MILP_FEAS_TOL, MILP_FEAS_REL * big)
 
 
+def sound_tolerances(model: LPModel, Ws, bs, sk, pre, box: Box, C: np.ndarray) -> float:
+    """Set HiGHS's feasibility tolerances of ``model`` (a MILP of :func:`encode` with
+    pre-activation bounds ``pre`` over ``box``) to :func:`feasibility_tol`, and return what
+    they can hide in ``C f`` (:func:`tolerance_error`, the largest over the rows of ``C``):
+    the solver's bound of ``C f`` is proven only once widened by it.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box, Network
+        >>> net = Network([[[1.0], [-1.0]], [[1e6, 1e6]]], [[0.0, 0.0], [0.0]])
+        >>> Ws, bs, sk = float_layers(net)
+        >>> pre = symbolic_pre(Ws, bs, Box([-1], [1]))
+        >>> enc = encode(net, Box([-1], [1]), pre)
+        >>> m = LPModel(enc.out_A.toarray()[0], A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub,
+        ...             integer=enc.integer, maximize=True)
+        >>> round(sound_tolerances(m, Ws, bs, sk, pre, Box([-1], [1]), np.array([[1.0]])), 9)
+        0.01
+    """
+    ftol = feasibility_tol(pre, box)
+    model.set_feasibility_tol(primal=ftol, mip=ftol if model.is_mip else None)
+    return float(np.max(tolerance_error(Ws, bs, sk, pre, box, np.atleast_2d(C), tol=ftol)))
+
+
 def _big_m(pre) -> float:
     """The largest big-M constant of the encoding (at least 1)."""
     return max([1.0] + [float(np.max(np.abs(np.concatenate(p)), initial=0.0)) for p in pre])
@@ -500,8 +523,7 @@ def _optimize(
     lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
                        time_limit=lp_left)
-    ftol = feasibility_tol(pre, box)
-    lp_model.set_feasibility_tol(primal=ftol)
+    sound_tolerances(lp_model, Ws, bs, sk, pre, box, (s * cvec)[None])
     lp = lp_model.solve()
     if lp.status != "optimal":
         lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
@@ -524,10 +546,9 @@ def _optimize(
         maximize=True, time_limit=remaining,
     )
     model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
-    model.set_feasibility_tol(primal=ftol, mip=ftol)
-    res = model.solve()
     # what the solver's tolerances may hide: the MILP's bound is sound only beyond this
-    err = float(tolerance_error(Ws, bs, sk, pre, box, (s * cvec)[None], tol=ftol)[0])
+    err = sound_tolerances(model, Ws, bs, sk, pre, box, (s * cvec)[None])
+    res = model.solve()
     cands = []
     if isinstance(domain, Box) and res.status != "optimal":
         cands.append(_pgd_best(fnet, domain, s * cvec))
@@ -743,8 +764,7 @@ def milp_term(
     integer = np.concatenate([enc.integer, [False]])
     model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, lb=np.concatenate([enc.lb, [-INF]]),
                     ub=np.concatenate([enc.ub, [INF]]), integer=integer, time_limit=time_limit)
-    ftol = feasibility_tol(pre, box)
-    model.set_feasibility_tol(primal=ftol, mip=ftol)
+    err = sound_tolerances(model, Ws, bs, sk, pre, box, C)
     res = model.solve()
     st = {"n_binaries": enc.n_binaries, "status": res.status, "nodes": res.info.get("nodes", 0)}
     if res.x is not None and res.objective is not None and res.objective <= FEAS_TOL:
@@ -756,7 +776,6 @@ def milp_term(
     bound = res.bound if res.bound is not None else None
     if res.status == "optimal" and res.objective is not None and bound is None:
         bound = res.objective
-    err = float(tolerance_error(Ws, bs, sk, pre, box, C, tol=ftol).max())
     margin = 1e-6 * scale + err  # tol: well above HiGHS's feasibility tolerance
     st["tolerance_error"] = err
     if bound is not None and np.isfinite(bound) and bound > margin:
