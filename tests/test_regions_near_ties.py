@@ -145,3 +145,21 @@ def test_bfs_lists_a_thin_spike_or_does_not_certify(eps):
         assert got == want
     else:
         assert rs.info["unresolved"] > 0
+
+
+def test_training_recorder_records_nan_for_an_uncertified_count():
+    # RegionCount used to let regions.count's refusal end the training run
+    from relulab.dynamics import RegionCount, train
+    from relulab.errors import UncertifiedCount
+
+    with pytest.raises(UncertifiedCount):
+        regions.count(triangle_net(), big_box(1e11))
+    X = np.array([[0.1, 0.2], [0.3, -0.4]])
+    y = np.array([1.0, 0.0])
+    rec = [RegionCount(box=big_box(1e11)), RegionCount(box=big_box(1.0))]
+    rec[1].name = "regions_small"
+    with pytest.warns(UserWarning, match="no certified count at step 0"):
+        t = train(triangle_net(), X, y, lr=1e-12, steps=2, every=1, record=rec)
+    assert t.status != "error"
+    assert np.all(np.isnan(t.records["regions"]))        # a tiny step: the same tie each time
+    assert t.records["regions_small"].tolist() == [7, 7, 7]

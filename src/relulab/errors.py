@@ -23,6 +23,13 @@ class FormatError(RelulabError):
     """
 
 
+class UncertifiedCount(RelulabError):
+    """A bare number (a region count) was asked for, but the computation could not certify
+    it (a sign decision too close to call, or an unbounded domain left uncertified): it
+    is refused rather than returned.  ``regions.enumerate`` returns such sets marked
+    ``certified=False``."""
+
+
 class MissingDependency(RelulabError, ImportError):
     """An optional dependency (torch, onnx, matplotlib...) is needed but not installed."""
 

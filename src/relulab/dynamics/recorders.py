@@ -22,12 +22,14 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import UncertifiedCount
 from ..network import Network
 from ..tolerance import or_default
 from ._model import DynamicsError, hidden_layer, require_relu, to_network
@@ -232,7 +234,9 @@ class EffectiveWidth(Recorder):
 class RegionCount(Recorder):
     """The number of linear regions on a box (``relulab.regions.count``) or, with
     ``segment=(a, b)``, the number of pieces on that segment
-    (``relulab.regions.along_segment``).
+    (``relulab.regions.along_segment``).  A count that cannot be certified (a region
+    thinner than the float tolerance may be merged) is recorded as NaN with a warning,
+    and training goes on.
 
     Example:
         >>> import numpy as np
@@ -257,7 +261,13 @@ class RegionCount(Recorder):
         if self.segment is not None:
             a, b = self.segment
             return regions.along_segment(ctx.network, a, b).n_pieces
-        return regions.count(ctx.network, self.box)
+        try:
+            return regions.count(ctx.network, self.box)
+        except UncertifiedCount as e:
+            # a long run must not die on one uncertified snapshot; a wrong count is worse
+            # than none, so none is recorded
+            warnings.warn(f"RegionCount: no certified count at step {ctx.step}: {e}", stacklevel=2)
+            return float("nan")
 
 
 @dataclass

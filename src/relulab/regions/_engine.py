@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
-from ..errors import RelulabError
+from ..errors import UncertifiedCount
 from ..limits import memory_budget
 from ..network import Network
 from ..tolerance import SIGN_TIE_SHARE, SIGN_TOL
@@ -538,7 +538,7 @@ def refuse_near_ties(pb: Problem, what: str) -> None:
     """Raise when a run of ``pb`` made sign decisions too close to call: a bare count or
     pattern list cannot say that it is not certified, so it is not returned."""
     if pb.near_ties:
-        raise RelulabError(
+        raise UncertifiedCount(
             f"{what}: {pb.near_ties} sign decision(s) were too close to call at the float "
             f"tolerance (SIGN_TOL x the domain's scale = {SIGN_TOL * pb.xscale:.3g} here), so a "
             "region thinner than that may be merged into a neighbour and the number is not "

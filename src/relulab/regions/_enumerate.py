@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
-from ..errors import RelulabError, is_int_at_least, is_positive_seconds
+from ..errors import RelulabError, UncertifiedCount, is_int_at_least, is_positive_seconds
 from ..network import Network
 from ..tolerance import TINY
 from . import _engine as E
@@ -283,13 +283,13 @@ def count_regions(
     if pb.big is not None:
         rs = enumerate_regions(net, dom, progress=progress, engine=engine)
         if rs.info.get("near_ties"):
-            raise RelulabError(
+            raise UncertifiedCount(
                 f"regions.count: {rs.info['near_ties']} sign decision(s) were too close to call "
                 "at the float tolerance, so a thin region may be merged and the count is not "
                 f"certified; {len(rs)} found. Use regions.enumerate (certified=False) or a bounded domain")
         if not rs.certified:
             # a bare number must be the count: an uncertified one is refused, not returned
-            raise RelulabError(
+            raise UncertifiedCount(
                 f"regions.count: the regions of the unbounded domain could not be certified "
                 f"complete (artificial box grown to half-width {rs.info.get('box_halfwidth')}); "
                 f"{len(rs)} found. Use regions.enumerate(..., big=...) with a larger box, or a bounded domain")
