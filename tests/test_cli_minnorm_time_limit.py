@@ -104,3 +104,23 @@ def test_convert_still_reads_an_example_and_writes_a_path(capsys, tmp_path, monk
     code, out, err = run(capsys, "convert", "example:tiny_2d.nnet", "out.npz", "--json")
     assert code == 0, err
     assert json.loads(out)["max_abs_difference"] == 0.0 and (tmp_path / "out.npz").is_file()
+
+
+@pytest.mark.parametrize("argv", [
+    ["construct", "max", "--n", "3", "-o", "example:m.npz"],
+    ["canonical", "example:tiny_2d.onnx", "-o", "example:c.npz"],
+    ["reduce", "example:tiny_2d.onnx", "-o", "example:r.npz", "--box", "-1:1"],
+    ["regions", "example:tiny_2d.onnx", "--box", "-1:1", "--out", "example:r.jsonl"],
+    ["regions", "example:tiny_2d.onnx", "--box", "-1:1", "--plot", "example:r.png"],
+    ["fit-minnorm", DATA, "--save", "example:f.npz"],
+    ["fit-minnorm", DATA, "--plot", "example:f.png"],
+])
+def test_every_output_option_refuses_an_example_name(argv, capsys, tmp_path, monkeypatch):
+    # these options used to write a file literally named "example:...", which every
+    # command then reads as a shipped example's name, never as that file
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert "example:" in lines[0] and "read-only" in lines[0]
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith("example:")]

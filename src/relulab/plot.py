@@ -42,7 +42,10 @@ def _figure(ax: Any, size: tuple[float, float] = (6.0, 5.0)):
 
 def _save(fig, path: str | None) -> None:
     if path is not None:
-        fig.savefig(path, dpi=150)
+        from .io import atomic_path
+
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=150)
 
 
 def regions2d(

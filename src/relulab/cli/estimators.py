@@ -129,7 +129,10 @@ def _plot(m, X: np.ndarray, y: np.ndarray, path: str) -> None:
         ax.plot(g[:, 0], q[:, k], lw=1.5, label=f"q {t:g}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ..io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
 
 

@@ -148,7 +148,10 @@ def _plot_minnorm(r, path: str) -> None:
     ax.set_ylabel("f(x)")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ..io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
 
 

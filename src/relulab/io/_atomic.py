@@ -14,7 +14,8 @@ from ..errors import RelulabError
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path``.
+    """Yield a temporary path beside ``path``; on success it replaces ``path``.  A path
+    that names a shipped example (``example:NAME``) is refused.
 
     Example:
         >>> import tempfile, os
@@ -24,6 +25,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         >>> open(p).read()
         'hi'
     """
+    from ..examples import PREFIX  # lazily: the examples module reads through relulab.io
+
+    if str(path).startswith(PREFIX):
+        # else a file literally named "example:x.npz" is written, which every command then
+        # reads as the name of a shipped example, never as this file
+        raise RelulabError(f"cannot write {str(path)!r}: the {PREFIX!r} prefix names shipped "
+                           "examples, which are read-only sources; give a file path to write to")
     # Through a symlink the file it points to is replaced (as open(path, "w") would).
     target = Path(os.path.realpath(path))
     if target.is_dir():
