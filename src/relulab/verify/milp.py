@@ -220,14 +220,15 @@ def sound_tolerances(model: LPModel, Ws, bs, sk, pre, box: Box, C: np.ndarray) -
     Example:
         >>> import numpy as np
         >>> from relulab import Box, Network
-        >>> net = Network([[[1.0], [-1.0]], [[1e6, 1e6]]], [[0.0, 0.0], [0.0]])
-        >>> Ws, bs, sk = float_layers(net)
-        >>> pre = symbolic_pre(Ws, bs, Box([-1], [1]))
-        >>> enc = encode(net, Box([-1], [1]), pre)
+        >>> net, box = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]), Box([-1], [2])  # |x|
+        >>> layers = float_layers(net)
+        >>> pre = symbolic_pre(layers[0], layers[1], box)
+        >>> enc = encode(net, box, pre)
         >>> m = LPModel(enc.out_A.toarray()[0], A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub,
         ...             integer=enc.integer, maximize=True)
-        >>> round(sound_tolerances(m, Ws, bs, sk, pre, Box([-1], [1]), np.array([[1.0]])), 9)
-        0.01
+        >>> err = sound_tolerances(m, *layers, pre, box, np.array([[1.0]]))
+        >>> bool(0 < err < 1e-7), bool(m.solve().bound <= 2 + err)   # max |x| on [-1, 2] is 2
+        (True, True)
     """
     ftol = feasibility_tol(pre, box)
     model.set_feasibility_tol(primal=ftol, mip=ftol if model.is_mip else None)
