@@ -20,13 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import EXAMPLE_PREFIX
 from ..network import Network
 
 __all__ = ["abs_net", "xor_net", "tiny_2d", "load_example", "example_path", "example_files",
            "resolve", "EXAMPLES", "PREFIX"]
 
 EXAMPLES = ("tiny_2d", "xor")
-PREFIX = "example:"
+PREFIX = EXAMPLE_PREFIX  # "example:" (relulab.io refuses to write to such a path)
 
 # What each shipped file is (``relulab examples`` prints this).
 DESCRIPTIONS = {

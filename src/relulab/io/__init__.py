@@ -21,9 +21,9 @@ from pathlib import Path
 
 from ..errors import FormatError
 from ..network import Network
-from ._atomic import atomic_path
+from ._atomic import EXAMPLE_PREFIX, atomic_path
 
-__all__ = ["load_model", "save_model", "MODEL_SUFFIXES", "atomic_path"]
+__all__ = ["load_model", "save_model", "MODEL_SUFFIXES", "atomic_path", "EXAMPLE_PREFIX"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 

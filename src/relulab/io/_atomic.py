@@ -11,6 +11,10 @@ from pathlib import Path
 
 from ..errors import RelulabError
 
+# The prefix that names a shipped example (``relulab.examples.PREFIX``): read-only, never
+# a place to write.  Defined here because relulab.examples reads through relulab.io.
+EXAMPLE_PREFIX = "example:"
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
@@ -25,12 +29,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         >>> open(p).read()
         'hi'
     """
-    from ..examples import PREFIX  # lazily: the examples module reads through relulab.io
-
-    if str(path).startswith(PREFIX):
+    if str(path).startswith(EXAMPLE_PREFIX):
         # else a file literally named "example:x.npz" is written, which every command then
         # reads as the name of a shipped example, never as this file
-        raise RelulabError(f"cannot write {str(path)!r}: the {PREFIX!r} prefix names shipped "
+        raise RelulabError(f"cannot write {str(path)!r}: the {EXAMPLE_PREFIX!r} prefix names shipped "
                            "examples, which are read-only sources; give a file path to write to")
     # Through a symlink the file it points to is replaced (as open(path, "w") would).
     target = Path(os.path.realpath(path))
