@@ -13,6 +13,7 @@ import pytest
 
 from relulab import Box, Network
 from relulab.lipschitz import lipschitz
+from relulab.lipschitz.enumeration import vertex_mismatches
 from relulab.lipschitz.exact_box import no_interior
 
 
@@ -61,3 +62,24 @@ def test_no_interior_only_for_empty_or_flat_regions():
     assert no_interior(None, -np.inf)
     assert no_interior(np.zeros(2), 0.0)
     assert not no_interior(np.zeros(2), 1e-12)  # tol: a positive radius is a region
+
+
+@pytest.mark.parametrize("c,eps,box", [(1000.123, 1e-9, False), (0.3, 1e-12, False),
+                                       (1000.123, 1e-10, True), (1000.123, 1e-12, True)])
+def test_enumeration_does_not_call_a_merged_spike_exact(c, eps, box):
+    # the region engine merges these slivers (below 1e-13 x the domain's scale); f at
+    # the merged region's vertex x = c is the spike's height, not the region's map
+    truth = float(_exact_slope(c, eps))
+    dom = Box([c - 1], [c + 1]) if box else None
+    r = lipschitz(_spike(c, eps), dom, p=1, method="enumerate")
+    _check(r, truth)
+    assert r.status == "bounded" and r.info["vertex_mismatches"] >= 1
+
+
+def test_vertex_mismatches_against_an_exhaustive_oracle():
+    # relu(x) on [-1, 1]: the two maps at the three vertices, right and swapped
+    net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+    verts = [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])]
+    right = np.array([[[0.0, 0.0]], [[1.0, 0.0]]])
+    assert vertex_mismatches(net, right, verts) == 0
+    assert vertex_mismatches(net, right[::-1], verts) == 2   # x = 0 matches both maps

@@ -243,6 +243,8 @@ def lipschitz(
             e = by_enumeration(net, work_dom, p, q, deadline)
             info["regions"] = e.n_regions
             info["enumeration_seconds"] = e.seconds
+            if e.n_vertex_mismatches:
+                info["vertex_mismatches"] = e.n_vertex_mismatches
             take(e.witness)
             if e.witness is not None:
                 lowers["enumeration"] = e.lower

@@ -30,7 +30,7 @@ from .norms import operator_norm
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["by_enumeration", "EnumerationOutcome", "certify_point"]
+__all__ = ["by_enumeration", "EnumerationOutcome", "certify_point", "vertex_mismatches"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,51 @@ class EnumerationOutcome:
     complete: bool
     n_regions: int
     seconds: float
+    # vertices where f differs from its region's affine map (a merged sliver): see
+    # vertex_mismatches; any makes the outcome incomplete
+    n_vertex_mismatches: int = 0
+
+
+# f at a region's vertex must equal the region's affine map there, up to this share of
+# the values' scale (float vertices of exact ones: rounding ~1e-16 of it)
+VERTEX_MATCH_TOL = 1e-6  # tol: far above rounding, far below a merged spike's jump
+# vertex lists are kept by the region engine in dimensions up to this
+VERTEX_CHECK_MAX_DIM = 2
+
+
+def vertex_mismatches(net: Network, affine: np.ndarray, vertices: list[np.ndarray]) -> int:
+    """How many region vertices ``v`` have ``f(v)`` away from their region's affine map
+    ``C v + c`` (``affine[i] = [C | c]``, ``vertices[i]`` the vertices of region ``i``).
+
+    f is continuous, so at a vertex of a region it equals that region's map.  A region
+    merged with a sliver thinner than the engine's sign tolerance (a spike 1e-9 wide at
+    x = 1000) has the wrong map there: the spike's height shows at the vertex although
+    its width is below the float resolution of the domain.  The scale of the comparison
+    includes the largest slope found times the vertex's size, so that float vertices of
+    steep functions do not count.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Network
+        >>> net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])           # relu(x)
+        >>> aff = np.array([[[0.0, 0.0]], [[1.0, 0.0]]])               # x <= 0: 0, x >= 0: x
+        >>> vertex_mismatches(net, aff, [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])])
+        0
+        >>> vertex_mismatches(net, aff[::-1], [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])])
+        2
+    """
+    counts = [len(v) for v in vertices]
+    if not sum(counts):
+        return 0
+    d = affine.shape[2] - 1
+    V = np.concatenate([np.asarray(v, float).reshape(-1, d) for v in vertices])
+    idx = np.repeat(np.arange(len(vertices)), counts)
+    C, c = affine[idx, :, :d], affine[idx, :, d]
+    pred = np.einsum("kmd,kd->km", C, V) + c
+    f = np.asarray(net(V), float).reshape(pred.shape)
+    slope = float(np.max(np.abs(affine[:, :, :d]), initial=0.0))
+    scale = 1.0 + np.abs(f) + np.abs(pred) + slope * d * np.max(np.abs(V), axis=1, keepdims=True)
+    return int(np.count_nonzero(np.any(np.abs(f - pred) > VERTEX_MATCH_TOL * scale, axis=1)))
 
 
 def _best_certified(net, pts, norms_lo, p, q, source, domain):
@@ -88,12 +133,20 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         pts = rs.interior
         # an uncertified set (R^d past the artificial box, or a near tie) may miss a region
         complete = not rs.partial and rs.certified
+        n_bad = 0
+        if d <= VERTEX_CHECK_MAX_DIM and len(rs):
+            ptr = rs.vertex_ptr
+            n_bad = vertex_mismatches(net, rs.affine, [rs.vertices[ptr[i]:ptr[i + 1]] for i in range(len(rs))])
     else:
-        Cl, Pl = [], []
+        Cl, Pl, Vl, Al = [], [], [], []
         report: dict = {}
+        check = net.input_dim <= VERTEX_CHECK_MAX_DIM
         for R in regions.iter_regions(net, domain, deadline=deadline, report=report):
             Cl.append(R.affine[0])
             Pl.append(R.interior_point)
+            if check:
+                Vl.append(R.vertices)
+                Al.append(np.concatenate([R.affine[0], np.asarray(R.affine[1]).reshape(-1, 1)], axis=1))
             if deadline is not None and time.time() > deadline:
                 break
         # a stream cut anywhere (here, at the deadline inside the engine, or by the memory
@@ -101,6 +154,9 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         complete = not report.get("partial", True) and report.get("certified", False)
         Cs = np.array(Cl).reshape(len(Cl), net.output_dim, net.input_dim)
         pts = np.array(Pl).reshape(len(Pl), net.input_dim)
+        n_bad = vertex_mismatches(net, np.array(Al), Vl) if check and Al else 0
+    # a vertex where f leaves its region's map: a sliver was merged, its slope unseen
+    complete = complete and n_bad == 0
     lo = np.empty(len(Cs))
     up = np.empty(len(Cs))
     for i, C in enumerate(Cs):
@@ -119,7 +175,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     lower = wit.norm if wit is not None else 0.0
     upper = float(up.max()) if complete else np.inf
     return EnumerationOutcome(lower, max(upper, lower), wit, complete, len(Cs),
-                              time.perf_counter() - t0)
+                              time.perf_counter() - t0, n_bad)
 
 
 def _chebyshev_witness(net, C, x, p, q, domain):
