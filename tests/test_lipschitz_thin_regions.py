@@ -14,7 +14,7 @@ import pytest
 from relulab import Box, Network
 from relulab.lipschitz import lipschitz
 from relulab.lipschitz.enumeration import vertex_mismatches
-from relulab.lipschitz.exact_box import no_interior
+from relulab.lp import no_interior
 
 
 def _spike(c: float, eps: float) -> Network:
@@ -79,7 +79,7 @@ def test_enumeration_does_not_call_a_merged_spike_exact(c, eps, box):
 def test_vertex_mismatches_against_an_exhaustive_oracle():
     # relu(x) on [-1, 1]: the two maps at the three vertices, right and swapped
     net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
-    verts = [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])]
+    ptr, verts = np.array([0, 2, 4]), np.array([[-1.0], [0.0], [0.0], [1.0]])
     right = np.array([[[0.0, 0.0]], [[1.0, 0.0]]])
-    assert vertex_mismatches(net, right, verts) == 0
-    assert vertex_mismatches(net, right[::-1], verts) == 2   # x = 0 matches both maps
+    assert vertex_mismatches(net, right, ptr, verts) == 0
+    assert vertex_mismatches(net, right[::-1], ptr, verts) == 2   # x = 0 matches both maps

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from .tolerance import MATCH_RTOL
 
-__all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "INF"]
+__all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "no_interior", "INF"]
 
 INF = float("inf")
 
@@ -406,3 +406,18 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
         raise RuntimeError(f"Chebyshev-centre LP ended with status {r.status}")
     rad = float(r.x[-1])
     return r.x[:d], (INF if rad >= cap * (1 - MATCH_RTOL) else rad)
+
+
+def no_interior(x: np.ndarray | None, rad: float) -> bool:
+    """Whether a Chebyshev-centre LP's answer ``(x, rad)`` shows a region without interior
+    (infeasible, or no ball of positive radius).
+
+    Only such a set may be dropped as degenerate.  A positive radius, however small, is
+    a set that may be real (a linear region of a spike 1e-9 wide, whose slope is 1e9): a
+    caller must certify its centre or leave it undecided, never presume it away.
+
+    Example:
+        >>> no_interior(None, -np.inf), no_interior(np.zeros(1), 0.0), no_interior(np.zeros(1), 5e-10)
+        (True, True, False)
+    """
+    return x is None or not rad > 0.0

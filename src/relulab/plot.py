@@ -27,6 +27,7 @@ __all__ = [
     "neuron_norms",
     "alignment_heatmap",
     "decision_rules2d",
+    "save_figure",
 ]
 
 
@@ -40,12 +41,26 @@ def _figure(ax: Any, size: tuple[float, float] = (6.0, 5.0)):
     return fig, fig.add_subplot(1, 1, 1)
 
 
+def save_figure(fig: Any, path: str, dpi: int = 150) -> None:
+    """Write ``fig`` to ``path`` atomically (a failed write leaves no half-written file;
+    an ``example:`` name is refused), the format from the suffix.
+
+    Example:
+        >>> import os, tempfile
+        >>> from matplotlib.figure import Figure
+        >>> p = os.path.join(tempfile.mkdtemp(), "f.png")
+        >>> save_figure(Figure(), p); os.path.getsize(p) > 0
+        True
+    """
+    from .io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi)
+
+
 def _save(fig, path: str | None) -> None:
     if path is not None:
-        from .io import atomic_path
-
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=150)
+        save_figure(fig, path)
 
 
 def regions2d(

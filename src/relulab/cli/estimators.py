@@ -129,10 +129,9 @@ def _plot(m, X: np.ndarray, y: np.ndarray, path: str) -> None:
         ax.plot(g[:, 0], q[:, k], lw=1.5, label=f"q {t:g}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    from ..io import atomic_path
+    from ..plot import save_figure
 
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -148,10 +148,9 @@ def _plot_minnorm(r, path: str) -> None:
     ax.set_ylabel("f(x)")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    from ..io import atomic_path
+    from ..plot import save_figure
 
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -63,9 +63,10 @@ VERTEX_MATCH_TOL = 1e-6  # tol: far above rounding, far below a merged spike's j
 VERTEX_CHECK_MAX_DIM = 2
 
 
-def vertex_mismatches(net: Network, affine: np.ndarray, vertices: list[np.ndarray]) -> int:
+def vertex_mismatches(net: Network, affine: np.ndarray, vertex_ptr: np.ndarray, vertices: np.ndarray) -> int:
     """How many region vertices ``v`` have ``f(v)`` away from their region's affine map
-    ``C v + c`` (``affine[i] = [C | c]``, ``vertices[i]`` the vertices of region ``i``).
+    ``C v + c`` (``affine[i] = [C | c]``; region ``i``'s vertices are
+    ``vertices[vertex_ptr[i]:vertex_ptr[i + 1]]``, as a RegionSet keeps them).
 
     f is continuous, so at a vertex of a region it equals that region's map.  A region
     merged with a sliver thinner than the engine's sign tolerance (a spike 1e-9 wide at
@@ -79,17 +80,15 @@ def vertex_mismatches(net: Network, affine: np.ndarray, vertices: list[np.ndarra
         >>> from relulab import Network
         >>> net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])           # relu(x)
         >>> aff = np.array([[[0.0, 0.0]], [[1.0, 0.0]]])               # x <= 0: 0, x >= 0: x
-        >>> vertex_mismatches(net, aff, [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])])
-        0
-        >>> vertex_mismatches(net, aff[::-1], [np.array([[-1.0], [0.0]]), np.array([[0.0], [1.0]])])
-        2
+        >>> ptr, V = np.array([0, 2, 4]), np.array([[-1.0], [0.0], [0.0], [1.0]])
+        >>> vertex_mismatches(net, aff, ptr, V), vertex_mismatches(net, aff[::-1], ptr, V)
+        (0, 2)
     """
-    counts = [len(v) for v in vertices]
-    if not sum(counts):
+    V = np.asarray(vertices, float)
+    if not len(V):
         return 0
     d = affine.shape[2] - 1
-    V = np.concatenate([np.asarray(v, float).reshape(-1, d) for v in vertices])
-    idx = np.repeat(np.arange(len(vertices)), counts)
+    idx = np.repeat(np.arange(len(affine)), np.diff(vertex_ptr))
     C, c = affine[idx, :, :d], affine[idx, :, d]
     pred = np.einsum("kmd,kd->km", C, V) + c
     f = np.asarray(net(V), float).reshape(pred.shape)
@@ -135,8 +134,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         complete = not rs.partial and rs.certified
         n_bad = 0
         if d <= VERTEX_CHECK_MAX_DIM and len(rs):
-            ptr = rs.vertex_ptr
-            n_bad = vertex_mismatches(net, rs.affine, [rs.vertices[ptr[i]:ptr[i + 1]] for i in range(len(rs))])
+            n_bad = vertex_mismatches(net, rs.affine, rs.vertex_ptr, rs.vertices)
     else:
         Cl, Pl, Vl, Al = [], [], [], []
         report: dict = {}
@@ -154,7 +152,10 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         complete = not report.get("partial", True) and report.get("certified", False)
         Cs = np.array(Cl).reshape(len(Cl), net.output_dim, net.input_dim)
         pts = np.array(Pl).reshape(len(Pl), net.input_dim)
-        n_bad = vertex_mismatches(net, np.array(Al), Vl) if check and Al else 0
+        n_bad = 0
+        if check and Al:
+            ptr = np.cumsum([0] + [len(v) for v in Vl])
+            n_bad = vertex_mismatches(net, np.array(Al), ptr, np.concatenate(Vl).reshape(-1, net.input_dim))
     # a vertex where f leaves its region's map: a sliver was merged, its slope unseen
     complete = complete and n_bad == 0
     lo = np.empty(len(Cs))

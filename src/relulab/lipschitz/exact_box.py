@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bounds import float_layers
-from ..lp import chebyshev_center
+from ..lp import chebyshev_center, no_interior
 from ..network import Network
 from ..tolerance import or_default
 from .lower import batch_norms
@@ -170,22 +170,6 @@ def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
         return None, -np.inf
     x[free] = xf
     return x, rad
-
-
-def no_interior(x: np.ndarray | None, rad: float) -> bool:
-    """Whether a Chebyshev-centre LP's answer ``(x, rad)`` shows a region without interior
-    (infeasible, or no ball of positive radius).
-
-    Only these patterns may be dropped as degenerate.  A positive radius, however small,
-    is a region that may be real (a spike of width 1e-9 has a Jacobian of size 1e9): its
-    centre must be certified (then it is a witness) or the pattern stays undecided, so
-    no "exact" answer rests on presuming it away.
-
-    Example:
-        >>> no_interior(None, -np.inf), no_interior(np.zeros(1), 0.0), no_interior(np.zeros(1), 5e-10)
-        (True, True, False)
-    """
-    return x is None or not rad > 0.0
 
 
 def _region_point(Ws, bs, pattern, lo, hi, rows=None) -> tuple[np.ndarray | None, float]:

@@ -46,10 +46,10 @@ import scipy.sparse as sp
 from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..errors import RelulabError
-from ..lp import LPModel, chebyshev_center
+from ..lp import LPModel, chebyshev_center, no_interior
 from ..network import Network
 from ..tolerance import MIP_GAP, ROUNDOFF
-from .exact_box import no_interior, region_inequalities
+from .exact_box import region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -195,7 +195,7 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
 
 def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | None) -> np.ndarray | None:
     """The Chebyshev centre of the closed region of ``pattern`` within ``domain``, or
-    None when that region has no interior (:func:`no_interior`); a centre of a thin
+    None when that region has no interior (:func:`relulab.lp.no_interior`); a centre of a thin
     region may still fail certification, and callers then claim no exact value.
 
     Example:

@@ -10,7 +10,7 @@ from collections import deque
 import numpy as np
 
 from ..domain import Box, Polytope
-from ..lp import LPModel, chebyshev_center
+from ..lp import LPModel, chebyshev_center, no_interior
 from ..network import Network
 from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP, ROUNDOFF
 from ._types import RegionSet
@@ -131,7 +131,7 @@ def enumerate_bfs(
         keep, _ = distinct_halfspaces(A, b, idx, N)
         A, b, idx = A[keep], b[keep], idx[keep]
         xc, r = chebyshev_center(A, b)
-        if xc is None or not r > 0.0:
+        if no_interior(xc, r):
             continue
         if r <= MIN_RADIUS:
             # a real region (a ball fits) too thin for the facet LPs: not listed, so the
