@@ -159,7 +159,8 @@ def test_certification_never_accepts_a_rule_broken_by_a_hair():
     net = Network([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
     ok, worst = certify(net, Box([-1, -1], [1, 1]), np.array([[-1.0, 0.0]]), np.array([1e-6]),
                         sign_decision(True))
-    assert not ok and worst == pytest.approx(1e-6, rel=1e-3)
+    # the sound bound covers the true violation 1e-6, widened only by the tolerance error
+    assert not ok and 1e-6 <= worst <= 1.1e-6
     ok, _ = certify(net, Box([-1, -1], [1, 1]), np.array([[-1.0, 0.0]]), np.array([0.0]),
                     sign_decision(True))
     assert ok

@@ -65,22 +65,33 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
             decision: Decision, time_limit: float | None = None) -> tuple[bool, float]:
     """Prove that every input of ``domain ∩ {A x <= b}`` gets ``decision`` (closed form:
     ``C f(x) <= d``) by one exact MILP per decision row.  Returns ``(certified, bound)``
-    with ``bound`` the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the set."""
+    with ``bound`` the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the set.
+
+    ``certified`` asks the solver's bound to be at most ``RULE_TOL`` (relative): a rule
+    may touch the decision boundary, where the solver's bound of a true 0 is a few 1e-8.
+    ``bound`` is the sound one (widened by what the tolerances can hide), so it may exceed
+    ``RULE_TOL`` on a certified rule: it says how far beyond the tie the rule is proved.
+    """
     dom = restrict(domain, A, b)
     scale = 1.0 + abs(float(np.max(np.abs(decision.d))))
-    worst = -np.inf
+    solver_worst = proven_worst = -np.inf
     for Ci, di in zip(decision.C, decision.d, strict=True):
         # the bound is proven also when the MILP stops at its time limit
         bound, _, _ = max_output(net, dom, Ci, time_limit)
+        solver, proven = bound, bound  # maximize's bound is already widened
         if RULE_TOL * scale < bound - float(di) <= RECHECK_TOL * scale and net.n_hidden_layers > 0:
-            bound = min(bound, _tight_max(net, dom, Ci, time_limit))
-        worst = max(worst, bound - float(di))
-    return worst <= RULE_TOL * scale, worst
+            tight, error = _tight_max(net, dom, Ci, time_limit)
+            solver, proven = min(bound, tight), min(bound, tight + error)
+        solver_worst = max(solver_worst, solver - float(di))
+        proven_worst = max(proven_worst, proven - float(di))
+    return solver_worst <= RULE_TOL * scale, proven_worst
 
 
-def _tight_max(net: Network, region: Box | Polytope, c: np.ndarray, time_limit: float | None) -> float:
-    """A proven upper bound of ``c . f(x)`` over ``region`` by the explanation MILP (HiGHS
-    at 1e-9 feasibility, 1e-10 absolute gap); inf when it proves nothing."""
+def _tight_max(net: Network, region: Box | Polytope, c: np.ndarray,
+               time_limit: float | None) -> tuple[float, float]:
+    """``(bound, error)``: HiGHS's upper bound of ``c . f(x)`` over ``region`` by the
+    explanation MILP (1e-9 feasibility, 1e-10 absolute gap; inf when it proves nothing),
+    and what its feasibility tolerance can hide (``bound + error`` is proven)."""
     from ._milp import ExplainMILP
 
     m = ExplainMILP(net, region)
@@ -88,7 +99,9 @@ def _tight_max(net: Network, region: Box | Polytope, c: np.ndarray, time_limit: 
     if r.status not in ("optimal", "time_limit"):
         # "infeasible" here contradicts maximize's point in the rule (a set thinner than
         # the tolerances): no proof either way, the first bound stands
-        return np.inf
+        return np.inf, 0.0
     bound = r.bound if r.bound is not None and np.isfinite(r.bound) else (
         r.objective if r.ok else None)
-    return np.inf if bound is None else float(bound + c @ m.out_c)
+    if bound is None:
+        return np.inf, 0.0
+    return float(bound + c @ m.out_c), m.tolerance_error(c, r.info["feasibility_tol"])

@@ -16,6 +16,7 @@ from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import MIP_GAP
 from ..verify import encode
+from ..verify.milp import float_layers, symbolic_pre, tolerance_error
 
 # HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
 # swallow the 1e-8 margins that tell a violation from a tie on a rule's boundary; at 1e-10
@@ -42,7 +43,10 @@ class ExplainMILP:
         if self.net.n_hidden_layers == 0:
             self._affine_only()
             return
-        enc = encode(self.net, domain, pre)
+        self._layers = float_layers(self.net)
+        self._box = domain if isinstance(domain, Box) else domain.bounding_box()
+        self.pre = pre if pre is not None else symbolic_pre(*self._layers[:2], self._box)
+        enc = encode(self.net, domain, self.pre)
         self.a_cols = enc.a_cols
         self.d = enc.d
         self.n = enc.n_vars
@@ -187,6 +191,7 @@ class ExplainMILP:
                 model.set_feasibility_tol(mip=tol)
                 model.set_mip_gap(rel=float(gap), abs=MIP_ABS_GAP)
             res = model.solve()
+            res.info["feasibility_tol"] = tol
             if res.status != "error":
                 if how:
                     res.info["solver_retry"] = f"HiGHS ended with a solve error; solved again {how}"
@@ -195,6 +200,16 @@ class ExplainMILP:
         res = replace(res, bound=None)
         res.info["solver_retry"] = "HiGHS ended with a solve error; the retries failed or ran out of time"
         return res
+
+    def tolerance_error(self, c: np.ndarray, tol: float) -> float:
+        """What HiGHS's feasibility tolerance ``tol`` can hide in ``c . f`` (see
+        :func:`relulab.verify.milp.tolerance_error`): a solver bound of ``c . f`` over the
+        domain is proven once widened by it.  0 for a network without hidden layers
+        (its one LP has no big-M rows to relax)."""
+        if self.net.n_hidden_layers == 0:
+            return 0.0
+        C = np.atleast_2d(np.asarray(c, float))
+        return float(np.max(tolerance_error(*self._layers, self.pre, self._box, C, tol=tol)))
 
     def pattern_of(self, v: np.ndarray) -> list[np.ndarray]:
         """The activation pattern the solution ``v`` chose (its binaries, rounded)."""

@@ -102,7 +102,8 @@ class Rule(Result):
             bounds), "halfspace" (general) or "merged" (from :func:`decision_rules`).
         certified: the decision was proved on the whole rule (MILP or by construction).
         max_violation: the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the rule
-            (<= a tolerance when certified), or None when not checked.
+            (sound: widened by what the solver's tolerances can hide; on a certified rule
+            at most ``RULE_TOL`` relative plus that widening), or None when not checked.
         volume_fraction: share of the domain's volume (when computed).
         witnesses: per constraint, an input that satisfies every other constraint but
             does not get the decision (forward-pass checked): proof the constraint is
