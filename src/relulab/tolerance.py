@@ -74,6 +74,10 @@ HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small
 EQUIV_TOL = 1e-6  # 'equal' functions: outputs differ by at most this x the output scale
 MATCH_RTOL = 1e-9  # two weights/rows computed separately are the same up to this (relative)
 ROUNDOFF = 1e-12  # relative noise of a few float64 operations: below it numbers are equal
+# Two normalised constraint rows closer than this (relative) are one half-space: copies of a
+# neuron (rescaled, or composed along another route) differ by a few ulp.  Rows farther
+# apart but within the LPs' accuracy are 'near twins' that hide each other's facet.
+DUPLICATE_ROW_TOL = 1e-14
 TINY = 1e-300  # floor for denominators and scales: avoids 0/0, changes no nonzero value
 
 

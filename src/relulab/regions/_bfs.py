@@ -12,10 +12,11 @@ import numpy as np
 from ..domain import Box, Polytope
 from ..lp import LPModel, chebyshev_center, no_interior
 from ..network import Network
-from ..tolerance import BFS_STEP, FEAS_TOL, MIN_RADIUS, PROBE_STEP, ROUNDOFF
+from ..tolerance import BFS_STEP, DUPLICATE_ROW_TOL, FEAS_TOL, MIN_RADIUS, PROBE_STEP, ROUNDOFF
 from ._types import RegionSet
 
-__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet", "distinct_halfspaces"]
+__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet", "distinct_halfspaces", "near_twins",
+           "hidden_facet"]
 
 
 def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +57,67 @@ def is_facet(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> bool:
     return facet_excess(m, A, b, q) > FEAS_TOL
 
 
+def _clusters(A: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
+    """A label per row of ``{A x <= b}``: rows within ``tol`` of each other (normals, and
+    offsets relative to ``1 + |b|``) share one, transitively."""
+    n = A.shape[0]
+    parent = np.arange(n)
+    if n < 2:
+        return parent
+    # sort along a fixed direction: close rows are neighbours within a window of its spread
+    r = np.random.default_rng(0).uniform(0.5, 1.0, A.shape[1] + 1)
+    key = A @ r[:-1] + b * r[-1]
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    span = tol * (1.0 + np.abs(b[order])) * float(r.sum())
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a in range(n):
+        i = order[a]
+        c = a + 1
+        while c < n and ks[c] - ks[a] <= span[a] + span[c]:
+            j = order[c]
+            if (np.max(np.abs(A[i] - A[j])) <= tol
+                    and abs(b[i] - b[j]) <= tol * (1.0 + max(abs(b[i]), abs(b[j])))):
+                parent[root(i)] = root(j)
+            c += 1
+    return np.array([root(i) for i in range(n)])
+
+
+def near_twins(A: np.ndarray, b: np.ndarray, tol: float = FEAS_TOL) -> list[np.ndarray]:
+    """Groups (two rows or more) of distinct normalised rows ``{A x <= b}`` (see
+    :func:`distinct_halfspaces`) within ``tol`` of each other.  Such rows hide each
+    other's facet: relaxing either leaves the other, so the slab between them (a region
+    thinner than the LPs' accuracy, or nothing) and what lies beyond it go unseen.
+
+    Example:
+        >>> A = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]); b = np.array([0.3, 0.3 + 1e-11, 1.0])
+        >>> [g.tolist() for g in near_twins(A, b)]
+        [[0, 1]]
+    """
+    lab = _clusters(A, b, tol)
+    groups, counts = np.unique(lab, return_counts=True)
+    return [np.flatnonzero(lab == g) for g in groups[counts > 1]]
+
+
+def hidden_facet(m: LPModel, A: np.ndarray, b: np.ndarray, group: np.ndarray) -> bool:
+    """Whether the near twins ``group`` (see :func:`near_twins`), relaxed together, bound
+    the set: a facet that no single one of them shows."""
+    for q in group:
+        m.set_row_bounds(int(q), -np.inf, b[q] + 1.0)
+    q = int(group[0])
+    m.set_objective(-A[q])
+    res = m.solve()
+    for p in group:
+        m.set_row_bounds(int(p), -np.inf, b[p])
+    return bool(res.ok and -res.objective - b[q] > FEAS_TOL)
+
+
 def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons: int
                         ) -> tuple[np.ndarray, np.ndarray]:
     """One row per distinct half-space of the normalised rows ``{A x <= b}`` (row ids
@@ -71,8 +133,10 @@ def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons
         ([0, 2], [0, 0, 1])
     """
     order = np.lexsort((idx, (idx < n_neurons).astype(int)))
-    key = np.round(np.hstack([A, b[:, None]]), 12)
-    _, first, inv = np.unique(key[order], axis=0, return_index=True, return_inverse=True)
+    # the same half-space up to a few ulp (a tolerance, not a rounding of the digits:
+    # two copies 1e-17 apart may round to different 12th decimals)
+    lab = _clusters(A, b, DUPLICATE_ROW_TOL)
+    _, first, inv = np.unique(lab[order], return_index=True, return_inverse=True)
     keep = np.sort(order[first])
     # representative of row order[j] is the class inv[j]; map classes to positions in keep
     cls_pos = np.searchsorted(keep, order[first])
@@ -142,6 +206,10 @@ def enumerate_bfs(
         m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
         excess = np.array([facet_excess(m, A, b, q) for q in range(A.shape[0])])
         facets = np.flatnonzero(excess > FEAS_TOL)
+        # near twins (rows 1e-12 apart) hide each other's facet: the slab between them
+        # and the region beyond it would be missed
+        unresolved += sum(1 for g in near_twins(A, b)
+                          if not np.any(excess[g] > FEAS_TOL) and hidden_facet(m, A, b, g))
         # a row relaxed by less than the LP's accuracy but beyond round-off may be a facet
         # of a thin region (a spike of width 1e-10): its neighbour may be missed
         unresolved += int(np.count_nonzero((excess > ROUNDOFF * (1.0 + np.abs(b))) & (excess <= FEAS_TOL)))

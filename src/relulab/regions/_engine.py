@@ -28,7 +28,9 @@ beyond that tolerance, so both parts are full-dimensional; vertices counted as z
 are shared by both parts and recorded as lying on the new hyperplane.  A
 pre-activation that vanishes at every vertex vanishes on the region (it is affine),
 and the neuron counts as inactive there (ties are inactive, as in
-:meth:`Network.activation_pattern`).
+:meth:`Network.activation_pattern`).  Where the terms of a composed map cancel, the
+tolerance is never below SIGN_TOL times their size, and a value within their rounding
+error has an unknown sign (a near tie): see :func:`_term_scale`.
 
 Work is organised as a stack of *batches* (arrays of many regions at the same
 neuron); a batch that grows beyond a size limit is split in two.  Regions therefore
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -110,6 +113,17 @@ class Problem:
         # (a cell of a box cut by hyperplanes: see _neuron_cells)
         self.start_box: Box | None = None
 
+    def compose_noise(self, k: int) -> float:
+        """The relative rounding error of layer ``k``'s last composition against the size
+        of its terms (:func:`_term_scale`), as typically met: a sum of ``n = w_(k-1) + 1``
+        rounded products errs by about ``sqrt(n)`` ulp (random signs), taken 4 times.  Its
+        worst case, ``n`` ulp, is rarely approached and would put most pairs of a random
+        64-wide layer under suspicion.  0 for the first layer (its rows are the weights
+        themselves)."""
+        if k == 0:
+            return 0.0
+        return 4.0 * float(np.finfo(np.float64).eps) * float(np.sqrt(self.widths[k - 1] + 2))
+
     def is_neuron(self, ids: np.ndarray) -> np.ndarray:
         return ids < self.N
 
@@ -139,6 +153,10 @@ class Batch:
     cur: np.ndarray  # (n, w_k) bool: pattern of the current layer
     par: np.ndarray  # (n, n_layers) int64: index of the layer-k parent in Zs[k]
     Zs: list = field(default_factory=list)  # per entered layer: (P_k, w_k, d + 1)
+    # per entered layer (P_k, w_k): the size of the terms that the last composition adds
+    # up, before they cancel (see _term_scale); the sign tolerance is never below
+    # SIGN_TOL x it
+    Ms: list = field(default_factory=list)
     Ppat: list = field(default_factory=list)  # per entered layer: (P_k, offsets[k]) bool
     cuts: np.ndarray | None = None  # (P_k, w_k) bool: neuron changes sign on the parent
     psign: np.ndarray | None = None  # (P_k, w_k) bool: sign on a parent it does not cut
@@ -370,14 +388,76 @@ def split_regions(X, F, ptr, s, pos, neg, h, d, n_ids):
     return Xall, _compact(Fall), newptr
 
 
-def _values(X, Zrow, xscale: float = 0.0):
-    """z = a x + c and its zero tolerance, per slot (Zrow: (S, d + 1))."""
+class SignTest(NamedTuple):
+    """The sign test of one pre-activation at some vertices (see :func:`_values`)."""
+
+    s: np.ndarray  # the values z = a x + c
+    tol: np.ndarray  # |z| <= tol counts as zero
+    pos: np.ndarray  # z > tol
+    neg: np.ndarray  # z < -tol
+    tie: np.ndarray  # beyond this on the wrong side of its region's sign: a near tie
+    unsure: np.ndarray  # |z| within the rounding noise of cancelled terms: sign unknown
+
+
+def _values(X, Zrow, xscale: float = 0.0, terms: np.ndarray | None = None,
+            noise: float = 0.0) -> SignTest:
+    """The sign test of z = a x + c per slot (Zrow: (S, d + 1)).
+
+    ``terms``: the size of the terms that make each row before they cancel, per slot
+    (see :func:`_term_scale`); the tolerance is never below SIGN_TOL x it, so the
+    rounding error of a cancellation is never read as a sign.  The near-tie threshold is
+    the share SIGN_TIE_SHARE of the tolerance *without* ``terms``: where terms cancel, a
+    value in between is the cancellation's rounding noise or a real feature, and cannot
+    be told apart.  ``noise``: the relative rounding error of the composed row against
+    ``terms`` (:meth:`Problem.compose_noise`); a value within ``noise x terms`` of 0, where
+    that exceeds the near-tie threshold, has an unknown sign (``unsure``).
+    """
     d = X.shape[1]
     a = Zrow[:, :d]
     c = Zrow[:, d]
     s = np.einsum("sd,sd->s", X, a) + c
-    tol = SIGN_TOL * (((np.abs(X) + xscale) * np.abs(a)).sum(1) + np.abs(c))
-    return s, tol, s > tol, s < -tol
+    scale = ((np.abs(X) + xscale) * np.abs(a)).sum(1) + np.abs(c)
+    tie = SIGN_TIE_SHARE * SIGN_TOL * scale
+    if terms is None:
+        tol = SIGN_TOL * scale
+        unsure = np.zeros(s.shape, dtype=bool)
+    else:
+        tol = SIGN_TOL * np.maximum(scale, terms)
+        err = noise * terms
+        unsure = (np.abs(s) <= err) & (err > tie)
+    return SignTest(s, tol, s > tol, s < -tol, tie, unsure)
+
+
+def _term_scale(W: np.ndarray, bias: np.ndarray, cur: np.ndarray, Zp: np.ndarray, Z: np.ndarray,
+                xscale: float, noise: float) -> np.ndarray | None:
+    """Where a layer's composed maps ``Z = W (cur * Zp) + bias`` lost terms that cancel:
+    a bound over the domain (``|x_i| <= s``) on the terms that the composition adds up,
+    ``|W| (cur * m(Zp)) + |bias|`` with ``m(a x + c) = s |a|_1 + |c|``, for each (region,
+    neuron) where their rounding error (``noise`` times it) can reach the near-tie
+    threshold ``SIGN_TIE_SHARE * SIGN_TOL * m(Z)`` (0 elsewhere: there the error stays
+    below every threshold the sign test uses); None when that happens nowhere.
+
+    ``Z`` keeps the rounding error of its sums; where their terms cancel
+    (``(x + 1e6) - 1e6``) that error (here 1e-10) is far above a tolerance relative to
+    the map alone, which would then read it as a sign.  Without cancellation the bound is
+    at most ``m(Z)``, which the tolerance's own scale exceeds at every vertex.  Only the last composition's terms are counted: an earlier layer's
+    rounding, amplified by later weights, is not (the worst case compounds the absolute
+    weights layer after layer and would flag every deep construction).
+
+    Example:
+        >>> Zp = np.array([[[1.0, 1e6]]]); W = np.array([[1.0]]); b = np.array([-1e6])
+        >>> Z = W @ Zp[0] + np.array([[0.0, -1e6]])        # x + 1e6 - 1e6 = x
+        >>> _term_scale(W, b, np.ones((1, 1), bool), Zp, Z[None], 1.0, 1e-15).tolist()
+        [[2000001.0]]
+    """
+    d = Zp.shape[2] - 1
+    m_prev = xscale * np.abs(Zp[:, :, :d]).sum(2) + np.abs(Zp[:, :, d])  # (n, w_prev)
+    M = (cur * m_prev) @ np.abs(W).T + np.abs(bias)
+    floor = xscale * np.abs(Z[:, :, :d]).sum(2) + np.abs(Z[:, :, d])
+    lost = noise * M > (SIGN_TIE_SHARE * SIGN_TOL) * floor
+    if not lost.any():
+        return None
+    return np.where(lost, M, 0.0)
 
 
 # -------------------------------------------------------------- initial polytopes
@@ -434,7 +514,8 @@ def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, row
         if not np.any(a):
             continue
         Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
-        s, _, p, q = _values(X, Zrow, pb.xscale)
+        t = _values(X, Zrow, pb.xscale)
+        s, p, q = t.s, t.pos, t.neg
         if not p.any():
             continue  # redundant (or touching) row
         if not q.any():
@@ -455,6 +536,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     n = b.n
     if k == 0:
         Z = np.concatenate([W, bias[:, None]], axis=1)[None]  # (1, w, d + 1)
+        M = None  # the weights themselves: nothing was composed, nothing cancelled
         par = np.zeros(n, dtype=np.int64)
         Ppat = np.zeros((1, 0), dtype=bool)
     else:
@@ -462,6 +544,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
         H = b.cur[:, :, None] * Zp
         Z = np.einsum("ij,njk->nik", W, H)
         Z[:, :, d] += bias
+        M = _term_scale(W, bias, b.cur, Zp, Z, pb.xscale, pb.compose_noise(k))
         par = np.arange(n, dtype=np.int64)
         Ppat = np.concatenate([b.Ppat[k - 1][b.par[:, k - 1]], b.cur], axis=1)
     # which neurons change sign on which parent: evaluate at the parent's vertices
@@ -493,6 +576,9 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
         NEG[s0 : s0 + chunk] = V < -T
         POSL[s0 : s0 + chunk] = V > SIGN_TIE_SHARE * T
         NEGL[s0 : s0 + chunk] = V < -SIGN_TIE_SHARE * T
+    if M is not None:
+        # the few (region, neuron) pairs whose terms cancelled: test them again
+        pb.near_ties += _retest_cancelled(b, Z, M, pb.compose_noise(k), Xa, Xabs, POS, NEG, chunk * w)
     if k == 0:
         anyp = POS.any(0)[None]
         anyn = NEG.any(0)[None]
@@ -507,6 +593,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     # decided here for good: the (region, neuron) pairs that no vertex puts on both sides
     pb.near_ties += _count_ties(anyp, anyn, anypl, anynl, ~(anyp & anyn))
     b.Zs = [*b.Zs[:k], Z]
+    b.Ms = [*b.Ms[:k], M]
     b.Ppat = [*b.Ppat[:k], Ppat]
     b.par = b.par.copy()
     b.par[:, k] = par
@@ -514,6 +601,41 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     b.psign = anyp
     b.cur = np.zeros((n, w), dtype=bool)
     b.layer = k
+
+
+def _retest_cancelled(b: Batch, Z: np.ndarray, M: np.ndarray, noise: float, Xa: np.ndarray,
+                      Xabs: np.ndarray, POS: np.ndarray, NEG: np.ndarray, chunk: int) -> int:
+    """Redo the sign test of the (region, neuron) pairs where ``M`` (:func:`_term_scale`)
+    is set, with the tolerance never below ``SIGN_TOL * M`` (``POS``/``NEG`` updated in
+    place; the near-tie threshold stays relative to the map itself, see :func:`_values`).
+    Returns how many pairs have a vertex whose sign is lost in the cancellation's
+    rounding (``|z| <= noise * M``, above that threshold): near ties."""
+    fr, fj = np.nonzero(M)
+    cnt = b.cnt
+    cum = np.cumsum(cnt[fr])
+    unsure = 0
+    lo = 0
+    while lo < fr.shape[0]:
+        # a block of pairs holding about ``chunk`` vertex slots
+        base = cum[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + chunk, side="right")))
+        r, j = fr[lo:hi], fj[lo:hi]
+        slots, sptr = _gather_slots_sc(b.start, cnt, r)
+        rep = np.repeat(np.arange(r.shape[0]), cnt[r])
+        rows = Z[r, j][rep]
+        V = np.einsum("sk,sk->s", Xa[slots], rows)
+        scale = np.einsum("sk,sk->s", Xabs[slots], np.abs(rows))
+        m = M[r, j][rep]
+        T = SIGN_TOL * np.maximum(scale, m)
+        js = j[rep]
+        POS[slots, js] = V > T
+        NEG[slots, js] = V < -T
+        err = noise * m
+        lost = (np.abs(V) <= err) & (err > (SIGN_TIE_SHARE * SIGN_TOL) * scale)
+        if lost.any():
+            unsure += int(np.count_nonzero(np.logical_or.reduceat(lost, sptr[:-1])))
+        lo = hi
+    return unsure
 
 
 # --------------------------------------------------------------------- near ties
@@ -561,15 +683,21 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     act = np.flatnonzero(active)
     slots, aptr = _gather_slots_sc(b.start, b.cnt, act)
     areg = _slot_region(aptr)
-    Zrow = b.Zs[k][parent[act][areg], jj]  # (S_a, d + 1)
+    prow = parent[act][areg]
+    Zrow = b.Zs[k][prow, jj]  # (S_a, d + 1)
     Xs = b.X[slots]
-    s, tol, pos, neg = _values(Xs, Zrow, pb.xscale)
+    Mk = b.Ms[k]
+    terms = None if Mk is None or not Mk[:, jj].any() else Mk[prow, jj]
+    t = _values(Xs, Zrow, pb.xscale, terms, pb.compose_noise(k))
+    s, pos, neg = t.s, t.pos, t.neg
     starts = aptr[:-1]
     hp = np.logical_or.reduceat(pos, starts)
     hn = np.logical_or.reduceat(neg, starts)
-    hpl = np.logical_or.reduceat(s > SIGN_TIE_SHARE * tol, starts)
-    hnl = np.logical_or.reduceat(s < -SIGN_TIE_SHARE * tol, starts)
+    hpl = np.logical_or.reduceat(s > t.tie, starts)
+    hnl = np.logical_or.reduceat(s < -t.tie, starts)
     pb.near_ties += _count_ties(hp, hn, hpl, hnl, ~(hp & hn))
+    if t.unsure.any():
+        pb.near_ties += int(np.count_nonzero(np.logical_or.reduceat(t.unsure, starts)))
     b.cur[act, jj] = hp
     spl = hp & hn
     if not spl.any():
@@ -614,6 +742,7 @@ def _halve(b: Batch) -> tuple[Batch, Batch]:
                 cur=b.cur[idx],
                 par=b.par[idx],
                 Zs=b.Zs,
+                Ms=b.Ms,
                 Ppat=b.Ppat,
                 cuts=b.cuts,
                 psign=b.psign,

@@ -18,7 +18,7 @@ import numpy as np
 from ..lp import LPModel
 from ..tolerance import HIGHS_SMALL
 from ._assembly import assemble, run_engines
-from ._bfs import distinct_halfspaces, is_facet, pattern_hrep
+from ._bfs import distinct_halfspaces, hidden_facet, is_facet, near_twins, pattern_hrep
 from ._engine import Problem
 from ._types import RegionSet
 
@@ -74,6 +74,10 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
             if q in known:
                 continue
             if is_facet(m, A, b, q):
+                return False
+        # near twins beyond the box hide each other's facet (each test above relaxed one)
+        for g in near_twins(A, b):
+            if not known.intersection(g.tolist()) and hidden_facet(m, A, b, g):
                 return False
     return True
 
