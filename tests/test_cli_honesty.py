@@ -135,6 +135,21 @@ def test_fit_convex_says_global_only_for_complete_pattern_lists(tmp_path, capsys
     assert "Globally optimal" not in out
 
 
+def test_fit_convex_gated_runs_and_never_claims_a_global_optimum(tmp_path, capsys):
+    # --gated printed an AttributeError (GatedFit has no n_patterns); its fit is optimal
+    # only among networks with its sampled gates
+    rng = np.random.default_rng(1)
+    x = np.sort(rng.uniform(-1, 1, 12))
+    (tmp_path / "d1.csv").write_text("\n".join(f"{a},{np.sin(3 * a)}" for a in x))
+    code, out, _ = run(capsys, "fit-convex", tmp_path / "d1.csv", "--lam", "0.1", "--gated")
+    assert code == 0 and "gated-ReLU convex fit" in out and "sampled gates only" in out
+    assert "GLOBAL" not in out
+    code, out, _ = run(capsys, "fit-convex", tmp_path / "d1.csv", "--lam", "0.1", "--gated", "--json")
+    d = json.loads(out)
+    assert set(d) == {"converged", "data", "dual_value", "gap", "iterations", "lam", "n_active",
+                      "n_gates", "objective", "seconds", "variant"} and d["variant"] == "gated"
+
+
 def test_fit_convex_with_every_pattern_but_unconverged_is_not_called_global(tmp_path, capsys,
                                                                              monkeypatch):
     import relulab.train as tr

@@ -30,6 +30,12 @@ def big_box(s: float, d: int = 2) -> Box:
     return Box(-s * np.ones(d), s * np.ones(d))
 
 
+def lopsided_box(s: float) -> Box:
+    # as big, but x >= -1 cuts through the structure of R^2, so the whole space's count
+    # cannot stand in for the box's (regions.count must refuse, not substitute)
+    return Box([-1.0, -s], [s, s])
+
+
 def test_all_seven_regions_exist_in_the_big_box():
     # the oracle: the 7 patterns on [-1, 1]^2 are all full-dimensional inside the big box
     small = regions.enumerate(triangle_net(), big_box(1.0))
@@ -49,8 +55,10 @@ def test_huge_box_that_loses_the_triangle_is_not_certified(engine):
 
 
 def test_count_refuses_and_store_says_uncertified(tmp_path):
-    with pytest.raises(RelulabError, match="too close to call"):
-        regions.count(triangle_net(), big_box(1e11))
+    with pytest.raises(RelulabError, match="too close to call|so large"):
+        regions.count(triangle_net(), lopsided_box(1e11))
+    # a box holding all of R^2's structure has the whole space's count (7, as on [-1, 1]^2)
+    assert regions.count(triangle_net(), big_box(1e11)) == 7
     s = regions.write_regions(triangle_net(), tmp_path / "r.jsonl", big_box(1e11))
     assert s.status == "uncertified" and s.regions == 6
     report: dict = {}
@@ -126,8 +134,8 @@ def test_parallel_paths_report_the_near_tie_too():
     box = big_box(1e11)
     rs = regions.enumerate(triangle_net(), box, parallel="local", workers=2, cells=4)
     assert len(rs) == 7 or (not rs.certified and rs.info["near_ties"] >= 1)
-    with pytest.raises(RelulabError, match="too close to call"):
-        regions.count(triangle_net(), box, parallel="local", workers=2, cells=4)
+    with pytest.raises(RelulabError, match="too close to call|so large"):
+        regions.count(triangle_net(), lopsided_box(1e11), parallel="local", workers=2, cells=4)
 
 
 @pytest.mark.parametrize("eps", [1e-10, 1e-9, 1e-7, 1e-5])
@@ -155,10 +163,10 @@ def test_training_recorder_records_nan_for_an_uncertified_count():
     from relulab.errors import UncertifiedCount
 
     with pytest.raises(UncertifiedCount):
-        regions.count(triangle_net(), big_box(1e11))
+        regions.count(triangle_net(), lopsided_box(1e11))
     X = np.array([[0.1, 0.2], [0.3, -0.4]])
     y = np.array([1.0, 0.0])
-    rec = [RegionCount(box=big_box(1e11)), RegionCount(box=big_box(1.0))]
+    rec = [RegionCount(box=lopsided_box(1e11)), RegionCount(box=big_box(1.0))]
     rec[1].name = "regions_small"
     with pytest.warns(UserWarning, match="no certified count at step 0"):
         t = train(triangle_net(), X, y, lr=1e-12, steps=2, every=1, record=rec)
@@ -226,3 +234,23 @@ def test_unbounded_near_twins_beyond_the_box_are_not_certified():
     if not rs.certified:
         with pytest.raises(UncertifiedCount):
             regions.count(net, Polytope.whole_space(2))
+
+
+def test_a_box_far_larger_than_the_network_is_counted_from_the_whole_space():
+    # on [-1e15, 1e15]^2 the sign tolerance (1e4) swallows features of size 1: the box's
+    # own enumeration merged 108 regions into 30 and called them certified.  The count
+    # must equal the one on [-1e6, 1e6]^2 (certified, and the box holds every vertex) and
+    # the whole space's; the enumeration itself is not certified
+    rng = np.random.default_rng(3)
+    net = Network([rng.normal(size=(8, 2)), rng.normal(size=(8, 8)), rng.normal(size=(1, 8))],
+                  [rng.normal(size=8), rng.normal(size=8), np.zeros(1)])
+    ref = regions.count(net, big_box(1e6))
+    assert ref == regions.count(net, Polytope.whole_space(2))
+    assert regions.count(net, big_box(1e15)) == ref
+    assert regions.count(net, big_box(1e200)) == ref
+    rs = regions.enumerate(net, big_box(1e15))
+    assert not rs.certified and "coarse_domain" in rs.info
+    # a huge box that does not hold the whole space's structure is refused
+    half = Box([0.0, -1e15], [1e15, 1e15])
+    with pytest.raises(UncertifiedCount):
+        regions.count(net, half)

@@ -279,7 +279,33 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
     return best, bestA, bestc
 
 
-def crown_batch(
+def crown_batch(Ws, bs, lo, hi, *args, **kwargs):
+    """CROWN bounds for a batch of boxes (see :func:`_crown_batch` for the arguments),
+    refused with one line when they overflow float64 (a box of 1e200 gives inf - inf =
+    NaN, which every test of stability would read as "stable").
+
+    Example:
+        >>> Ws, bs = [np.eye(1), np.eye(1)], [np.zeros(1), np.zeros(1)]
+        >>> pre, lower = crown_batch(Ws, bs, np.array([[-1.0]]), np.array([[2.0]]))
+        >>> pre[0][1].tolist(), lower.tolist()   # CROWN: relu(x) >= x on [-1, 2]
+        ([[2.0]], [[-1.0, -2.0]])
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _crown_batch(Ws, bs, lo, hi, *args, **kwargs)
+    pre, lower = out[0], out[1]
+    if np.isnan(lower).any() or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
+        scale = float(np.max(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)]))))
+        raise BoundsOverflow(
+            f"bound propagation overflowed float64 on a domain reaching |x| = {scale:.3g}: "
+            "give a smaller domain")
+    return out
+
+
+class BoundsOverflow(RelulabError):
+    """Bounds of a network over a domain overflowed float64 (the domain is too large)."""
+
+
+def _crown_batch(
     Ws: list[np.ndarray],
     bs: list[np.ndarray],
     lo: np.ndarray,

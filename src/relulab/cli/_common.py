@@ -139,6 +139,14 @@ def check_seconds(value: float | None, flag: str) -> float | None:
     return value
 
 
+def check_gigabytes(value: float | None, flag: str = "--memory") -> float | None:
+    """A memory budget from the command line: None, or a finite number of GB > 0 (inf
+    would overflow the byte count; a negative or NaN one is one clear error)."""
+    if value is not None and not (np.isfinite(value) and 0 < value <= 1e9):
+        raise RelulabError(f"{flag} must be a positive number of GB (at most 1e9), got {value}")
+    return value
+
+
 def parse_floats(text: str, what: str) -> np.ndarray:
     """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error."""
     parts = [p for p in text.replace(",", " ").split() if p]

@@ -8,6 +8,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -99,9 +101,13 @@ def eval_cmd(
     points = [parse_floats(s, "--x") for s in (x or [])]
     if csv is not None:
         try:
-            data = np.loadtxt(resolve_path(str(csv)), delimiter=",", ndmin=2)
+            with warnings.catch_warnings():  # an empty file: numpy warns, then we refuse
+                warnings.simplefilter("ignore", UserWarning)
+                data = np.loadtxt(resolve_path(str(csv)), delimiter=",", ndmin=2)
         except (OSError, ValueError) as e:
             raise RelulabError(f"{csv}: cannot read a numeric CSV ({e})") from None
+        if data.size == 0:
+            raise RelulabError(f"{csv}: no rows (a CSV of input points, one per row)")
         points += list(data)
     for i, p in enumerate(points):
         if p.shape[0] != net.input_dim:
@@ -151,17 +157,27 @@ def convert(
         raise RelulabError(f"DST {dst!r}: the {PREFIX!r} prefix names shipped examples, which "
                            f"are read-only sources; give a file path to write to")
     net = load_model_arg(src)
-    save_model(net, dst)
-    # Re-read and compare so a conversion that loses information is reported, not hidden.
+    # Written beside DST first, re-read and compared there, and only then moved into place:
+    # a conversion that fails (weights beyond float64, a re-read over the memory budget)
+    # leaves no DST behind and an existing one untouched.
     from ..io import load_model
 
-    back = load_model(dst)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(256, net.input_dim))
-    if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
-        err = float("inf")
-    else:
-        err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
+    target = Path(dst)
+    tmp = target.with_name(f".{target.stem}.relulab-partial{''.join(target.suffixes) or '.npz'}")
+    try:
+        save_model(net, str(tmp))
+        back = load_model(str(tmp))
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(256, net.input_dim))
+        if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
+            err = float("inf")
+        else:
+            err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
+        os.replace(tmp, target)
+    except RelulabError as e:
+        raise RelulabError(f"convert {src} -> {dst}: {e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     result = {"source": src, "target": dst, "network": repr(net), "max_abs_difference": err}
     if json_out:
         print_json(result)

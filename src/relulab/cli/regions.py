@@ -192,6 +192,8 @@ def _not_only(stopped: str | None) -> str:
 def _uncertified(rs) -> str:
     """Why a complete run is not certified: a near tie, or R^d past the artificial box."""
     ties = int(rs.info.get("near_ties", 0))
+    if rs.info.get("coarse_domain"):
+        return rs.info["coarse_domain"] + "; --count gives the certified number"
     if ties:
         return (f"{ties} sign decision(s) too close to call at the float tolerance; a region "
                 "thinner than SIGN_TOL x the domain's scale may be merged into a neighbour")

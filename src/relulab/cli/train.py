@@ -200,17 +200,18 @@ def fit_convex_cmd(
         return
     complete = bool(getattr(r, "all_patterns", False))
     units = "gates" if gated else "activation patterns"
+    n_units = int(r.gates.shape[0]) if gated else r.n_patterns
     if complete and r.converged:
-        scope = f"GLOBAL optimum (all {r.n_patterns} {units} of the data enumerated)"
+        scope = f"GLOBAL optimum (all {n_units} {units} of the data enumerated)"
         bound = "certified lower bound on the training problem"
     elif complete:
         # every pattern is in the program, but the solver stopped before the gap closed
-        scope = (f"NOT a certified optimum: all {r.n_patterns} {units} of the data are in the "
+        scope = (f"NOT a certified optimum: all {n_units} {units} of the data are in the "
                  f"convex program, but it stopped before converging (gap {r.gap:.3g}); the "
                  "global optimum lies between the two numbers above")
         bound = "lower bound on the training problem"
     else:
-        scope = (f"{'best' if r.converged else 'NOT converged: best found'} over {r.n_patterns} "
+        scope = (f"{'best' if r.converged else 'NOT converged: best found'} over {n_units} "
                  f"sampled {units} only (not a global certificate: the true optimum may be lower)")
         bound = "lower bound of the sampled-pattern program"
     console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "

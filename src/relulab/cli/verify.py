@@ -22,11 +22,13 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
+from ..io import EXAMPLE_PREFIX
 from ..limits import ResourceLimitError
 from ..results import read_json_lines, to_jsonable
 from ._common import (
     JSON_OPT,
     box_text,
+    check_gigabytes,
     check_seconds,
     console,
     load_model_arg,
@@ -149,10 +151,8 @@ def _model_dims(model) -> tuple[int, int]:
 
 
 def _memory_bytes(memory: float | None) -> int | None:
-    if memory is None:
+    if check_gigabytes(memory) is None:
         return None
-    if not memory > 0:
-        raise RelulabError(f"--memory must be positive (GB), got {memory}")
     return int(memory * 2**30)
 
 
@@ -397,8 +397,10 @@ def register(app: typer.Typer) -> None:
             raise RelulabError(f"{instances}: no instances")
         if workers < 1:
             raise RelulabError(f"--workers must be at least 1, got {workers}")
-        if memory is not None and not memory > 0:
-            raise RelulabError(f"--memory must be positive, got {memory}")
+        check_gigabytes(memory)
+        if results and results.startswith(EXAMPLE_PREFIX):
+            raise RelulabError(f"--results {results}: '{EXAMPLE_PREFIX}' names a shipped example; "
+                               "give a file path to write")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         check_seconds(timeout, "--timeout")

@@ -131,7 +131,8 @@ def reduced_lift(net: Network, domain: Box | Polytope | None,
         pre = preactivation_bounds(net, domain)
     if pre is None:
         pre = [(-np.ones(W.shape[0]), np.ones(W.shape[0])) for W in Ws[:-1]]
-    unst = [(lo < 0) & (hi > 0) for lo, hi in pre]
+    # unstable unless proven stable (a NaN bound proves nothing)
+    unst = [~((lo >= 0) | (hi <= 0)) for lo, hi in pre]
     U = int(sum(int(u.sum()) for u in unst))
     n = d + U
     Phi = np.zeros((d, n))

@@ -184,12 +184,12 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     """Finalized batches of the cell engine, depth first; marks ``run`` partial (and
     interrupted on Ctrl-C) on an early stop.  ``deadline``: a ``time.time()`` value at
     which the stream ends, partial."""
+    ties0 = pb.near_ties  # before the start: a domain too large for the test counts one
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     found = 0
     kept = 0
     budget = memory_budget()
     late = [False]
-    ties0 = pb.near_ties
 
     def past_deadline() -> bool:
         late[0] = late[0] or time.time() > deadline
@@ -286,8 +286,10 @@ def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: 
 
         try:
             with Progress(progress) as bar:
-                return skeleton_regions(pb, progress=lambda f: bar.update(f, 0),
-                                        vertices=vertices)
+                run = skeleton_regions(pb, progress=lambda f: bar.update(f, 0), vertices=vertices)
+            if pb.coarse:  # the skeleton's start found the domain too large (see E.too_coarse)
+                run.near_ties = max(run.near_ties, 1)
+            return run
         except Degenerate as e:
             if engine == "skeleton":
                 raise RelulabError(f"the skeleton engine needs general position: {e}") from None

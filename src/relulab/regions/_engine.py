@@ -108,6 +108,9 @@ class Problem:
         self.xscale = 0.0  # set from the initial polytope's vertices
         # sign decisions the float test could not make safely (see _count_ties)
         self.near_ties = 0
+        # the domain is too large for the sign tolerance to see the arrangement
+        # (see _check_resolution)
+        self.coarse = False
         # a Box whose 2 d rows (Box.to_polytope() order) open a polytope domain: the
         # engine starts from the box's exact corners and cuts by the remaining rows only
         # (a cell of a box cut by hyperplanes: see _neuron_cells)
@@ -403,61 +406,89 @@ def _values(X, Zrow, xscale: float = 0.0, terms: np.ndarray | None = None,
             noise: float = 0.0) -> SignTest:
     """The sign test of z = a x + c per slot (Zrow: (S, d + 1)).
 
-    ``terms``: the size of the terms that make each row before they cancel, per slot
-    (see :func:`_term_scale`); the tolerance is never below SIGN_TOL x it, so the
-    rounding error of a cancellation is never read as a sign.  The near-tie threshold is
-    the share SIGN_TIE_SHARE of the tolerance *without* ``terms``: where terms cancel, a
-    value in between is the cancellation's rounding noise or a real feature, and cannot
-    be told apart.  ``noise``: the relative rounding error of the composed row against
-    ``terms`` (:meth:`Problem.compose_noise`); a value within ``noise x terms`` of 0, where
-    that exceeds the near-tie threshold, has an unknown sign (``unsure``).
+    ``terms`` (S, d + 1): the size of the terms that make each row's coefficients,
+    before they cancel (see :class:`CancelledTerms`), or None where nothing cancelled.
+    The tolerance is never below SIGN_TOL x them (weighted like the row: ``|x_i| + s``
+    and 1), so the rounding error of a cancellation is never read as a sign.  The
+    near-tie threshold is the share SIGN_TIE_SHARE of the tolerance *without* them: a
+    value in between is the cancellation's rounding noise or a real feature.  A value
+    within ``noise`` (:meth:`Problem.compose_noise`) x the terms at the vertex itself
+    (weights ``|x_i|`` and 1: an exact 0 at the origin of a bias-free network stays 0) of
+    0, where that exceeds the near-tie threshold, has an unknown sign (``unsure``).
     """
     d = X.shape[1]
     a = Zrow[:, :d]
     c = Zrow[:, d]
     s = np.einsum("sd,sd->s", X, a) + c
-    scale = ((np.abs(X) + xscale) * np.abs(a)).sum(1) + np.abs(c)
+    ax = np.abs(X)
+    scale = ((ax + xscale) * np.abs(a)).sum(1) + np.abs(c)
     tie = SIGN_TIE_SHARE * SIGN_TOL * scale
     if terms is None:
         tol = SIGN_TOL * scale
         unsure = np.zeros(s.shape, dtype=bool)
     else:
-        tol = SIGN_TOL * np.maximum(scale, terms)
-        err = noise * terms
+        at_x = (ax * terms[:, :d]).sum(1) + terms[:, d]
+        tol = SIGN_TOL * np.maximum(scale, at_x + xscale * terms[:, :d].sum(1))
+        err = noise * at_x
         unsure = (np.abs(s) <= err) & (err > tie)
     return SignTest(s, tol, s > tol, s < -tol, tie, unsure)
 
 
+class CancelledTerms(NamedTuple):
+    """The (region, neuron) pairs of one layer whose composed maps lost terms that
+    cancel (see :func:`_term_scale`), sorted by ``key = region * width + neuron``, with
+    the size of the terms behind each coefficient (``|W| (cur * |Zp|) + |bias|``)."""
+
+    key: np.ndarray  # (F,) int64, sorted
+    width: int
+    terms: np.ndarray  # (F, d + 1)
+
+    def lookup(self, regions: np.ndarray, neuron: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(hit, rows)``: which of ``regions`` have ``neuron`` among the pairs, and their
+        term rows (zero rows for the others)."""
+        q = regions.astype(np.int64) * self.width + neuron
+        pos = np.minimum(np.searchsorted(self.key, q), self.key.shape[0] - 1)
+        hit = self.key[pos] == q
+        rows = np.where(hit[:, None], self.terms[pos], 0.0)
+        return hit, rows
+
+
 def _term_scale(W: np.ndarray, bias: np.ndarray, cur: np.ndarray, Zp: np.ndarray, Z: np.ndarray,
-                xscale: float, noise: float) -> np.ndarray | None:
-    """Where a layer's composed maps ``Z = W (cur * Zp) + bias`` lost terms that cancel:
-    a bound over the domain (``|x_i| <= s``) on the terms that the composition adds up,
-    ``|W| (cur * m(Zp)) + |bias|`` with ``m(a x + c) = s |a|_1 + |c|``, for each (region,
-    neuron) where their rounding error (``noise`` times it) can reach the near-tie
-    threshold ``SIGN_TIE_SHARE * SIGN_TOL * m(Z)`` (0 elsewhere: there the error stays
-    below every threshold the sign test uses); None when that happens nowhere.
+                xscale: float, noise: float) -> CancelledTerms | None:
+    """The (region, neuron) pairs of a layer whose composed maps ``Z = W (cur * Zp) +
+    bias`` lost terms that cancel, with the size of those terms per coefficient.
+
+    A pair counts when the rounding error of the sum (``noise`` times the terms, bounded
+    over the domain ``|x_i| <= s`` as ``|W| (cur * m(Zp)) + |bias|`` with ``m(a x + c) =
+    s |a|_1 + |c|``) can reach the near-tie threshold ``SIGN_TIE_SHARE * SIGN_TOL * m(Z)``;
+    elsewhere the error stays below every threshold the sign test uses.  None when no
+    pair counts.
 
     ``Z`` keeps the rounding error of its sums; where their terms cancel
     (``(x + 1e6) - 1e6``) that error (here 1e-10) is far above a tolerance relative to
-    the map alone, which would then read it as a sign.  Without cancellation the bound is
-    at most ``m(Z)``, which the tolerance's own scale exceeds at every vertex.  Only the last composition's terms are counted: an earlier layer's
-    rounding, amplified by later weights, is not (the worst case compounds the absolute
-    weights layer after layer and would flag every deep construction).
+    the map alone, which would then read it as a sign.  Only the last composition's
+    terms are counted: an earlier layer's rounding, amplified by later weights, is not
+    (the worst case compounds the absolute weights layer after layer and would flag
+    every deep construction).
 
     Example:
         >>> Zp = np.array([[[1.0, 1e6]]]); W = np.array([[1.0]]); b = np.array([-1e6])
         >>> Z = W @ Zp[0] + np.array([[0.0, -1e6]])        # x + 1e6 - 1e6 = x
-        >>> _term_scale(W, b, np.ones((1, 1), bool), Zp, Z[None], 1.0, 1e-15).tolist()
-        [[2000001.0]]
+        >>> t = _term_scale(W, b, np.ones((1, 1), bool), Zp, Z[None], 1.0, 1e-15)
+        >>> t.key.tolist(), t.terms.tolist()
+        ([0], [[1.0, 2000000.0]])
     """
     d = Zp.shape[2] - 1
+    absW = np.abs(W)
     m_prev = xscale * np.abs(Zp[:, :, :d]).sum(2) + np.abs(Zp[:, :, d])  # (n, w_prev)
-    M = (cur * m_prev) @ np.abs(W).T + np.abs(bias)
+    M = (cur * m_prev) @ absW.T + np.abs(bias)
     floor = xscale * np.abs(Z[:, :, :d]).sum(2) + np.abs(Z[:, :, d])
-    lost = noise * M > (SIGN_TIE_SHARE * SIGN_TOL) * floor
-    if not lost.any():
+    fr, fj = np.nonzero(noise * M > (SIGN_TIE_SHARE * SIGN_TOL) * floor)
+    if fr.shape[0] == 0:
         return None
-    return np.where(lost, M, 0.0)
+    terms = np.einsum("fi,fik->fk", absW[fj] * cur[fr], np.abs(Zp[fr]))
+    terms[:, d] += np.abs(bias[fj])
+    return CancelledTerms(fr.astype(np.int64) * W.shape[0] + fj, W.shape[0], terms)
 
 
 # -------------------------------------------------------------- initial polytopes
@@ -484,6 +515,7 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
         ids_lo = pb.N + d + np.arange(d)
         X, F, ptr = _box_start(box.lo, box.hi, ids_hi, ids_lo)
         pb.xscale = float(np.abs(X).max())
+        _check_resolution(pb)
         if isinstance(dom, Box):
             return X, F, ptr, True
         return (*_cut_by_rows(pb, X, F, ptr, range(2 * d, pb.m_dom)), True)
@@ -503,7 +535,36 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     ids_lo = pb.art0 + d + np.arange(d)
     X, F, ptr = _box_start(lo, hi, ids_hi, ids_lo)
     pb.xscale = float(np.abs(X).max())
+    _check_resolution(pb)
     return (*_cut_by_rows(pb, X, F, ptr, range(pb.m_dom)), bounded)
+
+
+def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float) -> bool:
+    """Whether a domain of scale ``xscale`` is so large that the sign tolerance (about
+    SIGN_TOL x it, in distance) exceeds the distance of the first layer's farthest
+    hyperplane (rows ``W0``, ``b0``) from the origin: the arrangement then lies inside
+    the tolerance and its regions are merged below the near-tie threshold, unseen (a
+    network with features of size 1 on [-1e15, 1e15]^2: 30 regions of 108, no near tie).
+    A necessary condition, not a proof: finer features of deeper layers are not measured.
+
+    Example:
+        >>> W0, b0 = np.eye(2), np.array([1.0, -2.0])
+        >>> too_coarse(W0, b0, 1e6), too_coarse(W0, b0, 1e15)
+        (False, True)
+    """
+    nrm = np.linalg.norm(W0, axis=1)
+    live = nrm > 0
+    if not live.any():
+        return False
+    reach = float(np.max(np.abs(b0[live]) / nrm[live]))
+    return reach > 0 and SIGN_TOL * xscale > reach
+
+
+def _check_resolution(pb: Problem) -> None:
+    """Count a near tie when the domain is too large for the arrangement (:func:`too_coarse`)."""
+    if pb.n_layers and too_coarse(pb.Ws[0], pb.bs[0], pb.xscale):
+        pb.near_ties += 1
+        pb.coarse = True
 
 
 def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, rows: range):
@@ -578,7 +639,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
         NEGL[s0 : s0 + chunk] = V < -SIGN_TIE_SHARE * T
     if M is not None:
         # the few (region, neuron) pairs whose terms cancelled: test them again
-        pb.near_ties += _retest_cancelled(b, Z, M, pb.compose_noise(k), Xa, Xabs, POS, NEG, chunk * w)
+        pb.near_ties += _retest_cancelled(b, Z, M, pb.compose_noise(k), pb.xscale, POS, NEG, chunk * w)
     if k == 0:
         anyp = POS.any(0)[None]
         anyn = NEG.any(0)[None]
@@ -603,14 +664,12 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     b.layer = k
 
 
-def _retest_cancelled(b: Batch, Z: np.ndarray, M: np.ndarray, noise: float, Xa: np.ndarray,
-                      Xabs: np.ndarray, POS: np.ndarray, NEG: np.ndarray, chunk: int) -> int:
-    """Redo the sign test of the (region, neuron) pairs where ``M`` (:func:`_term_scale`)
-    is set, with the tolerance never below ``SIGN_TOL * M`` (``POS``/``NEG`` updated in
-    place; the near-tie threshold stays relative to the map itself, see :func:`_values`).
-    Returns how many pairs have a vertex whose sign is lost in the cancellation's
-    rounding (``|z| <= noise * M``, above that threshold): near ties."""
-    fr, fj = np.nonzero(M)
+def _retest_cancelled(b: Batch, Z: np.ndarray, M: CancelledTerms, noise: float, xscale: float,
+                      POS: np.ndarray, NEG: np.ndarray, chunk: int) -> int:
+    """Redo the sign test (:func:`_values`) of the (region, neuron) pairs of ``M``
+    (``POS``/``NEG`` updated in place).  Returns how many pairs have a vertex whose sign
+    is lost in the cancellation's rounding: near ties."""
+    fr, fj = np.divmod(M.key, M.width)
     cnt = b.cnt
     cum = np.cumsum(cnt[fr])
     unsure = 0
@@ -622,18 +681,12 @@ def _retest_cancelled(b: Batch, Z: np.ndarray, M: np.ndarray, noise: float, Xa: 
         r, j = fr[lo:hi], fj[lo:hi]
         slots, sptr = _gather_slots_sc(b.start, cnt, r)
         rep = np.repeat(np.arange(r.shape[0]), cnt[r])
-        rows = Z[r, j][rep]
-        V = np.einsum("sk,sk->s", Xa[slots], rows)
-        scale = np.einsum("sk,sk->s", Xabs[slots], np.abs(rows))
-        m = M[r, j][rep]
-        T = SIGN_TOL * np.maximum(scale, m)
+        t = _values(b.X[slots], Z[r, j][rep], xscale, M.terms[lo:hi][rep], noise)
         js = j[rep]
-        POS[slots, js] = V > T
-        NEG[slots, js] = V < -T
-        err = noise * m
-        lost = (np.abs(V) <= err) & (err > (SIGN_TIE_SHARE * SIGN_TOL) * scale)
-        if lost.any():
-            unsure += int(np.count_nonzero(np.logical_or.reduceat(lost, sptr[:-1])))
+        POS[slots, js] = t.pos
+        NEG[slots, js] = t.neg
+        if t.unsure.any():
+            unsure += int(np.count_nonzero(np.logical_or.reduceat(t.unsure, sptr[:-1])))
         lo = hi
     return unsure
 
@@ -659,6 +712,13 @@ def _count_ties(hp, hn, hpl, hnl, decided) -> int:
 def refuse_near_ties(pb: Problem, what: str) -> None:
     """Raise when a run of ``pb`` made sign decisions too close to call: a bare count or
     pattern list cannot say that it is not certified, so it is not returned."""
+    if pb.coarse:
+        raise UncertifiedCount(
+            f"{what}: the domain (scale {pb.xscale:.3g}) is so large that the float sign "
+            f"tolerance ({SIGN_TOL * pb.xscale:.3g}) exceeds the distance of the network's "
+            "hyperplanes from the origin, so its regions cannot be told apart; count over "
+            "the whole space (Polytope.whole_space, --whole-space), which holds the same "
+            "regions when the box contains them all, or use a smaller box")
     if pb.near_ties:
         raise UncertifiedCount(
             f"{what}: {pb.near_ties} sign decision(s) were too close to call at the float "
@@ -686,8 +746,10 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     prow = parent[act][areg]
     Zrow = b.Zs[k][prow, jj]  # (S_a, d + 1)
     Xs = b.X[slots]
-    Mk = b.Ms[k]
-    terms = None if Mk is None or not Mk[:, jj].any() else Mk[prow, jj]
+    terms = None
+    if b.Ms[k] is not None:
+        hit, rows = b.Ms[k].lookup(prow, jj)
+        terms = rows if hit.any() else None
     t = _values(Xs, Zrow, pb.xscale, terms, pb.compose_noise(k))
     s, pos, neg = t.s, t.pos, t.neg
     starts = aptr[:-1]

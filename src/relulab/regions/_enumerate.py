@@ -202,6 +202,11 @@ def enumerate_regions(
         else:
             run = run_engines(pb, progress, max_regions, engine, bool(vertices), deadline=deadline)
             rs = assemble(pb, run, domain=dom)
+            if pb.coarse:
+                rs.info["coarse_domain"] = (
+                    f"the domain's scale ({pb.xscale:.3g}) makes the sign tolerance exceed the "
+                    "distance of the network's hyperplanes from the origin: its regions "
+                    "cannot be told apart (regions.count uses the whole space instead)")
         rs.seconds = time.perf_counter() - t0
     else:
         raise RelulabError(f"unknown method {method!r}: use 'subdivision' or 'bfs'")
@@ -270,6 +275,23 @@ def count_regions(
         >>> regions.count(net)
         4
     """
+    try:
+        return _count(net, domain, progress, engine, parallel, workers, cells, address)
+    except UncertifiedCount:
+        # a box that holds all the structure of R^d has the whole space's count
+        whole = _whole_space_count(net, domain, progress, engine)
+        if whole is None:
+            raise
+        return whole
+
+
+def _count(net, domain, progress, engine, parallel, workers, cells, address) -> int:
+    if _huge_box(net, domain):
+        raise UncertifiedCount(
+            "regions.count: the box is so large that the float sign tolerance exceeds the "
+            "distance of the network's hyperplanes from the origin, and the whole space's "
+            "count could not stand in for it (not certified there, or its regions reach "
+            "beyond the box); use a smaller box")
     if parallel is not None:
         from ._stitch import count_stitched
 
@@ -295,6 +317,37 @@ def count_regions(
                 f"{len(rs)} found. Use regions.enumerate(..., big=...) with a larger box, or a bounded domain")
         return len(rs)
     return count_cells(pb, progress, engine)
+
+
+def _huge_box(net: Network, domain: Any) -> bool:
+    """Whether ``domain`` is a box too large for the float sign test to see the network's
+    arrangement at all (:func:`_engine.too_coarse`): no use enumerating it directly."""
+    if not isinstance(net, Network) or net.n_hidden_layers == 0:
+        return False
+    dom = default_domain(net, domain)
+    if not isinstance(dom, Box):
+        return False
+    fnet = net.float() if net.is_exact else net
+    scale = float(max(np.abs(dom.lo).max(), np.abs(dom.hi).max()))
+    return E.too_coarse(np.asarray(fnet.weights[0], float), np.asarray(fnet.biases[0], float), scale)
+
+
+def _whole_space_count(net: Network, domain: Any, progress: bool, engine: str) -> int | None:
+    """The count over a Box from the whole space, when that is certified (every region
+    found inside an artificial box of half-width M, nothing beyond it) and the box holds
+    [-M, M]^d: every region of R^d then meets the box in one convex piece, so the counts
+    agree.  None otherwise.  It stands in where the box's own count is refused (near
+    ties of a box much larger than the network's features)."""
+    if not isinstance(net, Network) or net.n_hidden_layers == 0:
+        return None
+    dom = default_domain(net, domain)
+    if not isinstance(dom, Box):
+        return None
+    rs = enumerate_regions(net, Polytope.whole_space(net.input_dim), progress=progress, engine=engine)
+    M = rs.info.get("box_halfwidth")
+    if rs.certified and M is not None and np.all(dom.lo <= -M) and np.all(dom.hi >= M):
+        return len(rs)
+    return None
 
 
 def _small_for_parallel(net: Network, dom: Any, cells: int | None) -> str | None:
