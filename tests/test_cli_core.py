@@ -98,3 +98,22 @@ def test_error_line_prints_the_file_name_as_given(tmp_path, capsys, name):
     code, _, err = run(capsys, "info", path)
     assert code == 1
     assert err.count("\n") <= 1 and name in err
+
+
+def test_convert_that_fails_leaves_no_target_and_keeps_an_old_one(tmp_path, capsys):
+    # an exact weight 10^400 saves as .npz but cannot be compared in float64: the target
+    # was left behind (and an existing one overwritten) before the error
+    from fractions import Fraction as F
+
+    from relulab import Network
+    from relulab.io import save_model
+
+    src = tmp_path / "huge.npz"
+    save_model(Network([[[F(10**400), F(1)], [F(1), F(-1)]], [[F(1), F(1)]]], [[F(0), F(0)], [F(0)]]), src)
+    code, _, err = run(capsys, "convert", src, tmp_path / "out.npz")
+    assert code == 1 and "huge.npz" in err and "float64" in err
+    assert not (tmp_path / "out.npz").exists()
+    (tmp_path / "old.npz").write_bytes(b"keep me")
+    code, _, _ = run(capsys, "convert", src, tmp_path / "old.npz")
+    assert code == 1 and (tmp_path / "old.npz").read_bytes() == b"keep me"
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []

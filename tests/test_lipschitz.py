@@ -410,3 +410,29 @@ def test_enumeration_cut_by_the_deadline_inside_the_engine_claims_no_upper_bound
     report = {}
     assert len(list(regions.iter_regions(small, Box([-1], [1]), report=report))) == 2
     assert report == {"partial": False, "stopped": None, "certified": True, "near_ties": 0}
+
+
+def test_an_upper_bound_below_the_checked_lower_bound_never_closes_the_bracket(monkeypatch):
+    # an SDP over [-1e200, 1e200]^2 once returned 2.8e-6 under a re-checked witness of
+    # 1.22, and the bracket was called exact at 1.22 (the truth, over R^2, is larger)
+    import relulab.lipschitz.core as core
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(6, 2)), rng.normal(size=(1, 6))], [rng.normal(size=6), np.zeros(1)])
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    monkeypatch.setattr(core, "sdp_bound", lambda *a, **k: 1e-9)
+    r = core.lipschitz(net, box, p=2, method="bounds", sdp=True)
+    truth = lipschitz(net, box, p=2, method="enumerate").upper
+    assert r.info["failed_uppers"] == {"sdp": 1e-9}
+    assert r.upper >= truth * (1 - 1e-9) and "sdp" not in r.uppers
+
+
+def test_bounds_that_overflow_float64_are_refused():
+    from relulab.bounds import BoundsOverflow, crown_batch, float_layers
+
+    net = Network([np.array([[1.0, -1.0], [2.0, 1.0]]), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    Ws, bs, _ = float_layers(net)
+    with pytest.raises(BoundsOverflow, match="overflowed float64"):
+        crown_batch(Ws, bs, np.full((1, 2), -1e308), np.full((1, 2), 1e308))
+    pre, _ = crown_batch(Ws, bs, np.full((1, 2), -1e3), np.full((1, 2), 1e3))
+    assert np.isfinite(pre[0][0]).all()
