@@ -161,3 +161,20 @@ def test_verifier_proves_a_dead_neuron_that_bounds_cannot():
     proved = neuron_status(net, box, use_verifier=True)
     assert proved.status[1][0] == -1 and proved.how[1][0] == "verifier"
     assert np.all(net.preactivations(np.linspace(-1, 1, 1001)[:, None])[1][:, 0] < 0)
+
+
+def test_float_forms_agree_across_a_rounding_boundary_of_a_row():
+    # two neurons 3e-11 apart (beyond the merge tolerance) with an entry at the 9-decimal
+    # rounding boundary 0.8999999995: the old sort key rounded first, and 1-ulp noise from
+    # the rescaling flipped the two neurons' order, so f and a rescaled copy had
+    # different normal forms
+
+    rng = np.random.default_rng(0)
+    a0 = 0.8999999995
+    for _ in range(300):
+        a = a0 + int(rng.integers(-3, 4)) * 2.0**-53
+        f = Network([np.array([[a, 0.9], [a0 + 3e-11, 0.1]]), np.array([[1.0, 2.0]])],
+                    [np.array([1.0, 1.0]), np.array([0.0])])
+        g = rescale(f, [rng.uniform(0.1, 10, size=2)])
+        cf, cg = canonical(f)[0], canonical(g)[0]
+        assert same_form(cf, cg) and cf.allclose(cg)

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cmp_to_key
 
 import numpy as np
 
@@ -45,6 +46,10 @@ from ..layers import Layers, bool_mask, max_abs, zero
 from ..network import Network
 from ..tolerance import MATCH_RTOL, ROUNDOFF, or_default
 from ._status import NeuronStatus, neuron_status
+
+# coordinates of normalised rows this close are equal when ordering them (far above the
+# few-ulp noise of rescaling, below the merge tolerance 1e-12)
+ORDER_TOL = 1e-13  # tol: see _row_order
 
 __all__ = ["canonical", "CanonicalReport"]
 
@@ -95,11 +100,28 @@ class CanonicalReport:
         }
 
 
-def _row_key(row: np.ndarray, exact: bool) -> tuple:
+def _row_order(R: np.ndarray, exact: bool) -> list[int]:
+    """The rows' lexicographic order.  Float rows (normalised to max-abs 1) compare
+    coordinate by coordinate with coordinates within ORDER_TOL counted equal: rescaling
+    noise (a few ulp) must not decide the order, and a fixed rounding grid (9 decimals,
+    before) has boundaries where it does (0.8999999995 rounds either way).  Rows left
+    unmerged differ by more than the merge tolerance somewhere, so some coordinate
+    decides.
+
+    Example:
+        >>> R = np.array([[0.5 + 1e-16, 1.0], [0.5, -1.0]])
+        >>> _row_order(R, False)
+        [1, 0]
+    """
     if exact:
-        return tuple(row)
-    # Round first so that rounding noise does not flip the order of near-equal rows.
-    return (tuple(np.round(row, 9)), tuple(row))
+        return sorted(range(R.shape[0]), key=lambda i: tuple(R[i]))
+
+    def cmp(i: int, j: int) -> int:
+        diff = R[i] - R[j]
+        big = np.flatnonzero(np.abs(diff) > ORDER_TOL)
+        return 0 if big.size == 0 else (-1 if diff[big[0]] < 0 else 1)
+
+    return sorted(range(R.shape[0]), key=cmp_to_key(cmp))
 
 
 def _group_rows(R: np.ndarray, exact: bool, tol: float) -> list[list[int]]:
@@ -209,7 +231,7 @@ def canonical(
                 _drop_zero_outgoing(lay, ids, k, zero_out)
 
             R = np.concatenate([lay.Ws[k], lay.bs[k][:, None]], axis=1)
-            perm = sorted(range(R.shape[0]), key=lambda i: _row_key(R[i], ex))
+            perm = _row_order(R, ex)
             lay.permute(k, perm)
             ids[k] = [ids[k][i] for i in perm]
         order.append(tuple(ids[k]))
