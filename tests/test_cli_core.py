@@ -77,18 +77,25 @@ def test_tour_runs(capsys):
     (["regions", "example:tiny_2d.onnx", "--whole-space", "--box", "0:0.5"], "--whole-space"),
     (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--timeout", "-5"], "--timeout"),
     (["verify-batch", "{tmp}/other.csv", "--workers", "1"], "other.csv:1"),
+    (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--results", "example:r.jsonl"], "--results"),
+    (["verify", "example:tiny_2d.onnx", "example:tiny_2d_holds.vnnlib", "--memory", "inf"], "--memory"),
+    (["range", "example:tiny_2d.onnx", "--memory", "1e300"], "--memory"),
+    (["eval", "example:tiny_2d.onnx", "--csv", "{tmp}/empty.csv"], "empty.csv"),
+    (["construct", "gate", "--op", "and", "--k", "0"], "--k"),
 ])
-def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, argv, culprit):
+def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, monkeypatch, argv, culprit):
     """A negative or NaN time limit, an unknown --ray, --box with --whole-space, a CSV that
     is not a benchmark list: exit 1 and one line naming the option, nothing written."""
 
     (tmp_path / "ok.csv").write_text(
         f"onnx,vnnlib,timeout\n{example_path('tiny_2d.onnx')},{example_path('tiny_2d_holds.vnnlib')},10\n")
     (tmp_path / "other.csv").write_text("x,y\n1,2\nfoo,2\n")
+    (tmp_path / "empty.csv").write_text("")
+    monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert code == 1, (argv, code, out, err)
     assert len(err.strip().splitlines()) == 1 and culprit in err, err
-    assert not (tmp_path / "r.npz").exists()
+    assert not (tmp_path / "r.npz").exists() and not (tmp_path / "example:r.jsonl").exists()
 
 
 @pytest.mark.parametrize("name", ["[red]x:smile:.npz", "a[bold]b:new:.onnx"])
@@ -117,3 +124,20 @@ def test_convert_that_fails_leaves_no_target_and_keeps_an_old_one(tmp_path, caps
     code, _, _ = run(capsys, "convert", src, tmp_path / "old.npz")
     assert code == 1 and (tmp_path / "old.npz").read_bytes() == b"keep me"
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit-minnorm", "example:data_1d.csv", "--save", "{keep}", "--plot", "example:p.png"],
+    ["fit-minnorm", "example:data_1d.csv", "--save", "{keep}", "--plot", "{tmp}/p.txt"],
+    ["fit-quantile", "example:data_1d.csv", "--epochs", "2", "--save", "{keep}", "--plot", "{tmp}/q.txt"],
+    ["fit-convex", "example:data_1d.csv", "--lam", "0.1", "--save", "{tmp}/z.txt"],
+])
+def test_bad_output_paths_are_refused_before_anything_is_written(argv, tmp_path, capsys):
+    # --save was written (over an existing file) before a bad --plot failed
+    keep = tmp_path / "keep.npz"
+    keep.write_bytes(b"keep me")
+    args = [a.format(keep=keep, tmp=tmp_path) for a in argv]
+    code, _, err = run(capsys, *args)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert keep.read_bytes() == b"keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.npz"]

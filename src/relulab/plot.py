@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,29 @@ def save_figure(fig: Any, path: str, dpi: int = 150) -> None:
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi)
+
+
+def check_figure_target(path: str, flag: str = "--plot") -> None:
+    """Refuse, before any work, a figure path :func:`save_figure` would refuse after it:
+    an ``example:`` name or a suffix matplotlib cannot write (one line naming ``flag``).
+
+    Example:
+        >>> check_figure_target("f.png")
+        >>> check_figure_target("f.txt")
+        Traceback (most recent call last):
+        relulab.errors.RelulabError: --plot f.txt: matplotlib cannot write '.txt'; use .png, .pdf, .svg, ...
+    """
+    from .io import EXAMPLE_PREFIX
+
+    require("matplotlib", "plot")
+    from matplotlib.figure import Figure
+
+    if str(path).startswith(EXAMPLE_PREFIX):
+        raise RelulabError(f"{flag} {path}: the {EXAMPLE_PREFIX!r} prefix names shipped "
+                           "examples, which are read-only; give a file path to write")
+    suf = Path(path).suffix.lower().lstrip(".")
+    if suf not in Figure().canvas.get_supported_filetypes():
+        raise RelulabError(f"{flag} {path}: matplotlib cannot write '.{suf}'; use .png, .pdf, .svg, ...")
 
 
 def _save(fig, path: str | None) -> None:

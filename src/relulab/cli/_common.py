@@ -139,6 +139,18 @@ def check_seconds(value: float | None, flag: str) -> float | None:
     return value
 
 
+def check_output_targets(save: str | None, plot: str | None) -> None:
+    """Refuse bad --save / --plot paths before the work (a failed --plot after --save was
+    written left the model behind, and overwrote an existing one)."""
+    from ..io import check_model_target
+    from ..plot import check_figure_target
+
+    if save:
+        check_model_target(save, "--save")
+    if plot:
+        check_figure_target(plot)
+
+
 def check_gigabytes(value: float | None, flag: str = "--memory") -> float | None:
     """A memory budget from the command line: None, or a finite number of GB > 0 (inf
     would overflow the byte count; a negative or NaN one is one clear error)."""

@@ -11,7 +11,7 @@ import numpy as np
 import typer
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, console, parse_floats, print_json
+from ._common import JSON_OPT, check_output_targets, console, parse_floats, print_json
 
 __all__ = ["register", "tour"]
 
@@ -85,6 +85,7 @@ def fit_quantile_cmd(
     X, y = read_csv(data)
     if plot and X.shape[1] != 1:
         raise RelulabError(f"--plot: needs one input column, the data has {X.shape[1]}")
+    check_output_targets(save, plot)
     m = QuantileNetRegressor(quantiles=taus, hidden=widths, loss=loss, kernel=kernel, bandwidth=bw,
                              epochs=epochs, random_state=seed).fit(X, y)
     q = m.predict(X)

@@ -12,7 +12,15 @@ import typer
 from rich.table import Table
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, check_seconds, console, load_model_arg, parse_box, print_json
+from ._common import (
+    JSON_OPT,
+    check_output_targets,
+    check_seconds,
+    console,
+    load_model_arg,
+    parse_box,
+    print_json,
+)
 
 __all__ = ["register", "tour"]
 
@@ -62,6 +70,8 @@ def regions_cmd(
     time_limit = check_seconds(time_limit, "--time-limit")
     net = load_model_arg(model)
     d = net.input_dim
+    if plot:
+        check_output_targets(None, plot)
     if plot and d > 2 and not graph:
         # refuse before any enumeration work, not after it
         raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "

@@ -12,7 +12,14 @@ import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
-from ._common import JSON_OPT, check_seconds, console, print_json, read_text_arg
+from ._common import (
+    JSON_OPT,
+    check_output_targets,
+    check_seconds,
+    console,
+    print_json,
+    read_text_arg,
+)
 
 __all__ = ["register", "tour", "read_csv"]
 
@@ -86,6 +93,7 @@ def fit_minnorm_cmd(
     from ..train import minnorm_classifier, minnorm_interpolant
 
     time_limit = check_seconds(time_limit, "--time-limit")
+    check_output_targets(save, plot)
     X, y = read_csv(data)
     if X.shape[1] != 1:
         raise RelulabError(f"{data}: fit-minnorm takes one input column, got {X.shape[1]}")
@@ -187,6 +195,7 @@ def fit_convex_cmd(
     """
     from ..train import convex_fit, gated_fit
 
+    check_output_targets(save, None)
     X, y = read_csv(data)
     fn = gated_fit if gated else convex_fit
     r = fn(X, y, lam, max_patterns, bias=not no_bias, seed=seed, solver=solver,

@@ -399,7 +399,8 @@ def register(app: typer.Typer) -> None:
             raise RelulabError(f"--workers must be at least 1, got {workers}")
         check_gigabytes(memory)
         if results and results.startswith(EXAMPLE_PREFIX):
-            raise RelulabError(f"--results {results}: '{EXAMPLE_PREFIX}' names a shipped example; "
+            raise RelulabError(f"--results {results}: '{EXAMPLE_PREFIX}' names shipped examples, "
+                               "which are read-only; "
                                "give a file path to write")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")

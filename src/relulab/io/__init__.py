@@ -23,7 +23,8 @@ from ..errors import FormatError
 from ..network import Network
 from ._atomic import EXAMPLE_PREFIX, atomic_path
 
-__all__ = ["load_model", "save_model", "MODEL_SUFFIXES", "atomic_path", "EXAMPLE_PREFIX"]
+__all__ = ["load_model", "save_model", "check_model_target", "MODEL_SUFFIXES", "atomic_path",
+           "EXAMPLE_PREFIX"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 
@@ -36,6 +37,22 @@ def _suffix(path: str | os.PathLike) -> str:
             f"relulab reads and writes {', '.join(MODEL_SUFFIXES)}"
         )
     return suf
+
+
+def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
+    """Refuse, before any work, a path :func:`save_model` would refuse after it: an
+    ``example:`` name or an unknown suffix (one line naming ``flag``).
+
+    Example:
+        >>> check_model_target("net.onnx")
+        >>> check_model_target("net.txt", "--save")
+        Traceback (most recent call last):
+        relulab.errors.FormatError: --save net.txt: unknown model format '.txt'; relulab reads and writes .onnx, .nnet, .npz, .pt, .pth
+    """
+    if str(path).startswith(EXAMPLE_PREFIX):
+        raise FormatError(f"{flag} {path}: the {EXAMPLE_PREFIX!r} prefix names shipped "
+                          "examples, which are read-only; give a file path to write")
+    _suffix(f"{flag} {path}")
 
 
 def load_model(path: str | os.PathLike) -> Network:
