@@ -141,3 +141,14 @@ def test_bad_output_paths_are_refused_before_anything_is_written(argv, tmp_path,
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert keep.read_bytes() == b"keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.npz"]
+
+
+def test_convert_and_info_print_file_names_as_typed(tmp_path, capsys):
+    # names were read as rich markup: '[bold]' vanished from the output, and a closing
+    # tag ('c[/x].onnx') made convert fail after writing the file (MarkupError)
+    target = tmp_path / "m[bold].onnx"
+    code, out, err = run(capsys, "convert", "example:tiny_2d.onnx", target)
+    assert code == 0, err
+    assert "m[bold].onnx" in out.replace("\n", "")
+    code, out, _ = run(capsys, "info", target)
+    assert code == 0 and "m[bold].onnx" in out

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import RelulabError
@@ -73,7 +74,7 @@ def info(
     if json_out:
         print_json(d)
         return
-    t = Table(title=f"{Path(model).name}: {net!r}")
+    t = Table(title=escape(f"{Path(model).name}: {net!r}"))
     for col in ("layer", "kind", "inputs", "outputs", "params"):
         t.add_column(col, justify="right" if col != "kind" else "left")
     for row in d["layers"]:
@@ -123,7 +124,7 @@ def eval_cmd(
     if json_out:
         print_json({"inputs": X, "outputs": Y, "active_neurons": active})
         return
-    t = Table(title=f"{Path(model).name}")
+    t = Table(title=escape(Path(model).name))
     t.add_column("input")
     t.add_column("output")
     t.add_column("active", justify="right")
@@ -182,7 +183,8 @@ def convert(
     if json_out:
         print_json(result)
     else:
-        console.print(f"wrote {dst} ({net!r}); re-read, max |difference| on 256 points: {err:.3g}")
+        # the names are data: rich markup in them ("c[/x].onnx") is printed as typed
+        console.print(escape(f"wrote {dst} ({net!r}); re-read, max |difference| on 256 points: {err:.3g}"))
 
 
 def tour_cmd() -> None:
