@@ -638,8 +638,8 @@ def construct_cmd(
     n_vars: int | None = typer.Option(None, "--vars", help="DNF variable count."),
     breakpoints: str | None = typer.Option(None, "--breakpoints", help="e.g. '0,1/2,1'."),
     values: str | None = typer.Option(None, "--values", help="Values at the breakpoints."),
-    left_slope: str = typer.Option("0", "--left-slope"),
-    right_slope: str = typer.Option("0", "--right-slope"),
+    left_slope: str = typer.Option("0", "--left-slope", help="cpwl1d: slope left of the first breakpoint."),
+    right_slope: str = typer.Option("0", "--right-slope", help="cpwl1d: slope right of the last breakpoint."),
     random: str | None = typer.Option(None, "--random", help="Random 3-CNF 'n,m,seed'."),
     machine: str | None = typer.Option(None, "--machine", help="Turing machine name."),
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
@@ -670,7 +670,10 @@ def construct_cmd(
              "substitution), e.g. construct max --n 6 --hidden-layers 2 -o max6.onnx"),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Build an exact construction (rational weights), report its size, optionally save it."""
+    """Build an exact construction (rational weights), report its size, optionally save it.
+
+    Example: relulab construct max --n 6 --hidden-layers 2 -o max6.onnx
+    """
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,

@@ -67,7 +67,10 @@ def info(
     model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Show a model's layers, widths, parameter counts and input/output sizes."""
+    """Show a model's layers, widths, parameter counts and input/output sizes.
+
+    Example: relulab info example:tiny_2d.onnx --json
+    """
     net = load_model_arg(model)
     d = describe(net)
     d["file"] = model
@@ -95,7 +98,10 @@ def eval_cmd(
     csv: Path = typer.Option(None, "--csv", help="A CSV file of input points, one per row."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Evaluate a model at input points (forward pass, with the activation pattern size)."""
+    """Evaluate a model at input points (forward pass, with the activation pattern size).
+
+    Example: relulab eval example:tiny_2d.onnx --x 0.1,0.2 --x -0.5,0.3
+    """
     net = load_model_arg(model)
     if not x and csv is None:
         raise RelulabError("give at least one input with --x (e.g. --x 0.1,0.2) or --csv FILE")
@@ -188,7 +194,10 @@ def convert(
 
 
 def tour_cmd() -> None:
-    """The quick tour: what relulab does, on small example networks shipped with it."""
+    """The quick tour: what relulab does, on small example networks shipped with it.
+
+    Example: relulab tour
+    """
     console.rule("[bold]relulab tour")
     for topic in topics():
         topic.tour(console)

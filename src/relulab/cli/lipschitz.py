@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
                                 "omitted: the global constant over all of R^d."),
         p: list[str] = typer.Option(None, "--p", help='Input norm(s): "1,2,inf" or repeat --p (default 2).'),
         q: str = typer.Option(None, "--q", help="Output norm (needed for several outputs; default: same as p)."),
-        method: str = typer.Option("auto", "--method", help="auto | enumerate | milp | bounds."),
+        method: str = typer.Option("auto", "--method", help="auto | enumerate | milp | bab | bounds."),
         time_limit: float = typer.Option(None, "--time-limit", help="Seconds per norm; returns the bracket so far."),
         json_out: bool = JSON_OPT,
     ) -> None:

@@ -142,7 +142,10 @@ def fdim_cmd(
     ),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Functional dimension: the rank of the Jacobian of parameters -> outputs on random points."""
+    """Functional dimension: the rank of the Jacobian of parameters -> outputs on random points.
+
+    Example: relulab fdim example:tiny_2d.onnx --points 50 --json
+    """
     from ..params import functional_dimension, rescaling_bound
 
     net = load_model_arg(model)

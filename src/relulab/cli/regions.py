@@ -46,7 +46,7 @@ def regions_cmd(
                             "or HOST:PORT."),
     out_file: str = typer.Option(None, "--out", "-o", help="Stream every region to this "
                                  "file in chunks, memory bounded whatever the count: .parquet "
-                                 "(pip install 'relulab[parquet]') or .jsonl."),
+                                 "(pip install 'relulab\\[parquet]') or .jsonl."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Enumerate the linear regions of a model exactly (count, graph, picture).

@@ -34,7 +34,10 @@ def canonical_cmd(
     box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Also removes neurons dead on it."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Normal form under rescaling and permutation of neurons (same function)."""
+    """Normal form under rescaling and permutation of neurons (same function).
+
+    Example: relulab canonical example:tiny_2d.onnx -o can.npz
+    """
     from ..io import save_model
     from ..symmetry import canonical
 
@@ -67,7 +70,10 @@ def equiv_cmd(
     tol: float | None = typer.Option(None, "--tol", help="Tolerance of 'equal' (default 1e-6 x scale)."),
     json_out: bool = JSON_OPT,
 ) -> None:
-    """Decide whether two networks compute the same function (equal / different / unknown)."""
+    """Decide whether two networks compute the same function (equal / different / unknown).
+
+    Example: relulab equiv example:tiny_2d.onnx example:tiny_2d.nnet
+    """
     from ..symmetry import equivalent
 
     f = load_model_arg(a)

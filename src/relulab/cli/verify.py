@@ -352,7 +352,9 @@ def register(app: typer.Typer) -> None:
             print_json(d)
             return
         color = {"holds": "green", "violated": "red"}.get(r.status, "yellow")
-        console.print(f"[{color}]{r.status}[/{color}] ({r.vnncomp}) in {r.time:.3f} s by {r.method}"
+        # the VNN-COMP word in brackets only where it differs ("unknown (unknown)" read oddly)
+        word = f" ({r.vnncomp})" if r.vnncomp != r.status else ""
+        console.print(f"[{color}]{r.status}[/{color}]{word} in {r.time:.3f} s by {r.method}"
                       + (f"; {r.reason}" if r.reason else ""))
         if r.counterexample is not None:
             console.print(f"counterexample x = {np.array2string(r.counterexample, precision=9)}")
