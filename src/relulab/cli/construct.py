@@ -661,7 +661,7 @@ def construct_cmd(
                               help="Turing transformer run: float64, float32 or int64."),
     sigma: float | None = typer.Option(None, "--sigma", help="smoothed-gadget noise (default 2^-11)."),
     bits_grid: int = typer.Option(16, "--grid-bits", help="smoothed-gadget dyadic grid 2^-bits."),
-    noise_seed: int = typer.Option(0, "--noise-seed", help="smoothed-gadget noise seed."),
+    noise_seed: int = typer.Option(0, "--noise-seed", min=0, help="smoothed-gadget noise seed."),
     seed: str | None = typer.Option(None, "--seed", help="Refinement seed: 'hat' (default)."),
     d: int | None = typer.Option(None, "--d", help="Input dimension (hierarchy)."),
     hidden_layers: int | None = typer.Option(

@@ -21,7 +21,7 @@ def extract_cmd(
     precision: float | None = typer.Option(
         None, "--precision", help="Output resolution of the model (e.g. 5e-7 for 6 decimals)."),
     scale: float = typer.Option(1.0, "--scale", help="Size of the input region explored."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the attack."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the attack."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Recover a ReLU network from its input-output behaviour only (critical points on

@@ -134,7 +134,7 @@ def fdim_cmd(
         "--box",
         help="Sample points uniformly in lo:hi or lo1:hi1,lo2:hi2,... (default -1:1).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Random seed for the points."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed for the points."),
     exact: bool = typer.Option(
         False,
         "--exact",

@@ -169,7 +169,7 @@ def fit_convex_cmd(
                                      "sample."),
     gated: bool = typer.Option(False, "--gated", help="Gated-ReLU variant."),
     no_bias: bool = typer.Option(False, "--no-bias", help="No hidden biases."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the sampled patterns or gates."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the sampled patterns or gates."),
     solver: str = typer.Option("ipm", "--solver", help="ipm (interior point, Clarabel; "
                                "robust) or fista (first order; for very large problems)."),
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole "

@@ -205,6 +205,9 @@ class _GraphBounder:
         self.dtype = "float32" if int(self.cuts[-1]) > F32_NEURONS else "float64"
         self.margin = F32_MARGIN if self.dtype == "float32" else PROOF_MARGIN
         self.big: float | None = None  # the largest activation bound at the root (for stop_at)
+        # per output row, the largest size of the terms the root's bound added up (see
+        # bound): the early-stop targets use the same scale as the proofs
+        self.terms: np.ndarray | None = None
         # the corners minimising the bounds' linear forms serve as candidate counterexamples
         # when no dense network can supply them (a structured graph too large to lower)
         self.minimisers = dense is None
@@ -217,7 +220,8 @@ class _GraphBounder:
         the root's scale (children's scales are smaller: a child above it is proven)."""
         if self.big is None:
             return None
-        scale = 1.0 + np.abs(self.d) + np.abs(self.C).sum(1) * (1.0 + self.big)
+        act = np.abs(self.C).sum(1) * (1.0 + self.big)
+        scale = 1.0 + np.abs(self.d) + (act if self.terms is None else np.maximum(act, self.terms))
         return self.d + self.margin * scale
 
     def bytes_per_domain(self, dim: int) -> float:
@@ -269,12 +273,21 @@ class _GraphBounder:
                 big = np.maximum(big, np.max(np.maximum(np.abs(a), np.abs(b)), axis=1))
         if self.big is None:
             self.big = float(big.max()) if big.size else 0.0
-        # size of the numbers: the output rows applied to the largest activation bound
-        scale = 1.0 + np.abs(self.d)[None, :] + np.abs(self.C).sum(1)[None, :] * (1.0 + big[:, None])
+        # size of the numbers: the output rows applied to the largest activation bound, and
+        # never below the size of the terms the bound adds up, |coefficient| x |bound| over
+        # every ReLU: with output weights of 1e7 on small activations (terms that cancel),
+        # float32 rounding of about 1 passed for a proof under the first scale alone
+        act = np.abs(self.C).sum(1)[None, :] * (1.0 + big[:, None])
         coeffs = None
         if gb.coeffs is not None:
             coeffs = [np.asarray(gb.coeffs[name], dtype=np.float64).reshape(N, low.shape[1], -1)
                       for name in self.names]
+            terms = sum(np.einsum("nrk,nk->nr", np.abs(c), np.maximum(np.abs(a), np.abs(b)))
+                        for c, (a, b) in zip(coeffs, pre, strict=True))
+            act = np.maximum(act, np.where(np.isnan(terms), np.inf, terms))
+            if self.terms is None:
+                self.terms = np.max(act, axis=0)
+        scale = 1.0 + np.abs(self.d)[None, :] + act
         infeasible = np.asarray(gb.infeasible, dtype=bool).reshape(N)
         low = np.where(infeasible[:, None], np.inf, low)
         return _Bounds(low, scale, pre, infeasible, gb.minimisers, gb.warm, coeffs,

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
 from ..spec import Property, SpecError, Specification
@@ -132,7 +132,17 @@ def load_for_verify(path: str, structured: bool | None = None) -> Network | Any:
         if crown_available():
             from ..crown import BoundGraph
 
-            return BoundGraph.from_onnx(str(path))
+            try:
+                return BoundGraph.from_onnx(str(path))
+            except FormatError as graph_error:
+                # an operator the structured bounder lacks (MaxPool with padding or
+                # ceil_mode, a Slice of circular padding) may still lower to a dense
+                # network, which load_model reads; when it cannot either, the structured
+                # reader's message (the operator) is the one to show
+                try:
+                    return load_model(path)
+                except RelulabError:
+                    raise graph_error from None
     return load_model(path)
 
 
