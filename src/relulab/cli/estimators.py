@@ -63,7 +63,7 @@ def fit_quantile_cmd(
     bandwidth: str = typer.Option("auto", "--bandwidth", help="'auto' (conquer rule) or one number, for every level, "
                                   "in response units."),
     epochs: int = typer.Option(200, "--epochs", help="Training epochs (minibatch Adam)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Random seed (initial weights, minibatches)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (initial weights, minibatches)."),
     save: str = typer.Option(None, "--save", help="Save network_ (.npz/.onnx/...)."),
     plot: str = typer.Option(None, "--plot", help="PNG of the quantile curves (one input column)."),
     json_out: bool = JSON_OPT,

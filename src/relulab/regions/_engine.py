@@ -156,9 +156,8 @@ class Batch:
     cur: np.ndarray  # (n, w_k) bool: pattern of the current layer
     par: np.ndarray  # (n, n_layers) int64: index of the layer-k parent in Zs[k]
     Zs: list = field(default_factory=list)  # per entered layer: (P_k, w_k, d + 1)
-    # per entered layer (P_k, w_k): the size of the terms that the last composition adds
-    # up, before they cancel (see _term_scale); the sign tolerance is never below
-    # SIGN_TOL x it
+    # per entered layer: the (region, neuron) pairs whose composed maps lost terms that
+    # cancel, with those terms' size (a CancelledTerms, see _term_scale), or None
     Ms: list = field(default_factory=list)
     Ppat: list = field(default_factory=list)  # per entered layer: (P_k, offsets[k]) bool
     cuts: np.ndarray | None = None  # (P_k, w_k) bool: neuron changes sign on the parent
