@@ -268,6 +268,11 @@ def count_regions(
     :func:`enumerate` (each cell counts the regions whose lowest vertex it holds and
     sends back one number).
 
+    A number that cannot be certified is refused (:class:`~relulab.errors.UncertifiedCount`).
+    Over a Box whose own count is refused (near ties, or a box far larger than the
+    network's features), the whole space's count stands in when it is certified and the
+    box holds its artificial box: every region of R^d then meets the box in one piece.
+
     Example:
         >>> import numpy as np
         >>> from relulab import Network, regions
