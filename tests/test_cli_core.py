@@ -82,6 +82,8 @@ def test_tour_runs(capsys):
     (["range", "example:tiny_2d.onnx", "--memory", "1e300"], "--memory"),
     (["eval", "example:tiny_2d.onnx", "--csv", "{tmp}/empty.csv"], "empty.csv"),
     (["construct", "gate", "--op", "and", "--k", "0"], "--k"),
+    (["construct", "max", "--n", "100000"], "max_n(100000)"),
+    (["fit-quantile", "{tmp}/onerow.csv"], "onerow.csv"),
 ])
 def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, monkeypatch, argv, culprit):
     """A negative or NaN time limit, an unknown --ray, --box with --whole-space, a CSV that
@@ -91,6 +93,7 @@ def test_bad_limits_and_options_exit_1_with_one_line(capsys, tmp_path, monkeypat
         f"onnx,vnnlib,timeout\n{example_path('tiny_2d.onnx')},{example_path('tiny_2d_holds.vnnlib')},10\n")
     (tmp_path / "other.csv").write_text("x,y\n1,2\nfoo,2\n")
     (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "onerow.csv").write_text("0.5,1.0\n")
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert code == 1, (argv, code, out, err)
@@ -152,3 +155,11 @@ def test_convert_and_info_print_file_names_as_typed(tmp_path, capsys):
     assert "m[bold].onnx" in out.replace("\n", "")
     code, out, _ = run(capsys, "info", target)
     assert code == 0 and "m[bold].onnx" in out
+
+
+def test_construct_hierarchy_prints_an_integer_too_long_for_python_as_its_size(capsys):
+    # the scale 2^(d k) passed Python's 4300-digit limit of int -> str: a ValueError
+    code, out, err = run(capsys, "construct", "hierarchy", "--d", "2", "--k", "20000", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["scale"] == "2^20000 <= value < 2^20001"

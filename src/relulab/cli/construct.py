@@ -582,6 +582,15 @@ def _refine(kind: str, o: Options) -> tuple[Network, dict]:
     return net, extra
 
 
+def _int_or_size(v: Any) -> Any:
+    """``v``, or for an integer too long to print (Python refuses past 4300 digits) its
+    size as text: '2^1000000 <= v < 2^1000001'."""
+    if isinstance(v, int) and v.bit_length() > 4000:
+        b = v.bit_length()
+        return f"2^{b - 1} <= value < 2^{b}"
+    return v
+
+
 @construction("hierarchy", "depth-hierarchy target F_(d,k): k hidden layers, width 3d (--d, --k)",
               ("d", "k"))
 def _hierarchy(kind: str, o: Options) -> tuple[Network, dict]:
@@ -589,8 +598,8 @@ def _hierarchy(kind: str, o: Options) -> tuple[Network, dict]:
 
     dd, kk = _need(o.d, "--d", kind), _need(o.k, "--k", kind)
     net = C.hierarchy_network(dd, kk)
-    extra: dict = {"scale": C.hierarchy_scale(dd, kk), "offset": 2 ** dd,
-                   "shallow_width_bound": C.shallow_width_bound(dd, kk)}
+    extra: dict = {"scale": _int_or_size(C.hierarchy_scale(dd, kk)), "offset": _int_or_size(2 ** dd),
+                   "shallow_width_bound": _int_or_size(C.shallow_width_bound(dd, kk))}
     if dd * 2 ** ((kk - 1) * dd) <= 4096:
         r = C.hierarchy_report(dd, kk)
         extra.update({"regions": r.regions, "max_gradient_norm": r.max_gradient_norm,

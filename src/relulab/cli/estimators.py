@@ -83,6 +83,8 @@ def fit_quantile_cmd(
     widths, bw = _widths(hidden), _bandwidth(bandwidth)
     _check_options(loss, kernel, epochs, seed)
     X, y = read_csv(data)
+    if X.shape[0] < 2:
+        raise RelulabError(f"{data}: {X.shape[0]} data row(s); a quantile fit needs at least 2")
     if plot and X.shape[1] != 1:
         raise RelulabError(f"--plot: needs one input column, the data has {X.shape[1]}")
     check_output_targets(save, plot)

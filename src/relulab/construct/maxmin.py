@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import is_int_at_least
+from ..limits import check_bytes
 from ..network import Network
 from ..results import Result
 from ._builder import Builder, Expr, F
@@ -81,6 +82,11 @@ def tree_widths(n: int) -> tuple[int, ...]:
 
 def _tree(n: int, op: str) -> Network:
     n = check_int(n, f"{op}_n: n", 1)
+    # the layers are dense matrices of Python numbers (8 bytes a reference at least):
+    # refuse before allocating what the memory budget cannot hold (n = 100,000: 112 GB)
+    widths = (n, *tree_widths(n), 1)
+    check_bytes(8.0 * sum(a * b for a, b in zip(widths[:-1], widths[1:], strict=True)),
+                f"{op}_n({n}): the exact weight matrices")
     b = Builder(n)
     items = b.inputs()
     while len(items) > 1:
