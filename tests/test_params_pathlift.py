@@ -303,3 +303,20 @@ def test_log_domain_pass_agrees_with_direct_pass(rng):
             assert math.exp(lv if math.isinf(q) else lv / q) == pytest.approx(
                 path_norm(net, q), rel=1e-12
             )
+
+
+def test_exact_path_norm_past_float64_and_tiny_paths_counted():
+    # 1e80 weights: the q = 2 sum (7.3e321) is beyond float64 but its root is not; the
+    # exact network raised OverflowError.  Brute force: paths 3e160 and 8e160
+    from relulab.params import path_norm
+
+    net = Network([[[1e80], [2e80]], [[3e80, 4e80]]], [[0.0, 0.0], [0.0]])
+    exact = net.exact()
+    w = [[Fraction(v) for v in row] for row in net.weights[0]], [Fraction(v) for v in net.weights[1][0]]
+    truth = sum((w[0][i][0] * w[1][i]) ** 2 for i in range(2))
+    got = path_norm(exact, 2)
+    assert math.isclose(got, float(math.isqrt(int(truth))), rel_tol=1e-13)
+    # 1e-200 weights: both paths' products (1e-400, 2e-400) underflow to 0.0 in float64;
+    # norm(0) counts the paths whose weights are all nonzero, as path_norm(net, 0) does
+    tiny = Network([[[1e-200], [2e-200]], [[1e-200, 1e-200]]], [[0.0, 0.0], [0.0]])
+    assert path_lifting(tiny).norm(0) == path_norm(tiny, 0) == 2

@@ -119,6 +119,9 @@ class PathLifting:
     layer: np.ndarray
     neurons: np.ndarray
     output: np.ndarray
+    # per path, whether every weight on it is nonzero (a product of tiny weights can
+    # underflow to 0.0 in float64 while the path is there: norm(0) counts these)
+    nonzero: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -143,7 +146,7 @@ class PathLifting:
         q = parse_q(q)
         v = np.abs(np.asarray(self.values, dtype=float))
         if q == 0:
-            return int(np.count_nonzero(self.values != 0))
+            return int(np.count_nonzero(self.values != 0 if self.nonzero is None else self.nonzero))
         if math.isinf(q):
             return float(v.max()) if v.size else 0.0
         return float(np.sum(v**q) ** (1.0 / q))
@@ -200,7 +203,8 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
     Ws = list(net.weights)
     L = net.depth
     H = L - 1
-    blocks, kinds, sources, layers, neurons, outputs = [], [], [], [], [], []
+    blocks, kinds, sources, layers, neurons, outputs, nonzero = [], [], [], [], [], [], []
+    masks = [(np.asarray(W) != 0).astype(float) for W in Ws]  # products of 0/1: no underflow
     out_bias = net.biases[-1] if net.skip is None else net.biases[-1] + net.skip[1]
     for kind, k, shape in path_group_shapes(net):
         size = math.prod(shape)
@@ -208,6 +212,7 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
         neu = np.full((size, H), -1, dtype=np.int64)
         if kind == "input":
             vals = _chain(Ws[0].T, Ws[1:])  # (d, n_1, .., m)
+            nz = _chain(masks[0].T, masks[1:])
             src, lay = idx[0], np.zeros(size, dtype=np.int64)
             if H > 0:
                 neu[:, :] = idx[1:-1].T
@@ -215,6 +220,7 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
         elif kind == "bias":
             b = out_bias if k == L else net.biases[k - 1]
             vals = _chain(b, Ws[k:])
+            nz = _chain((np.asarray(b) != 0).astype(float), masks[k:])
             src, lay = np.full(size, -1, dtype=np.int64), np.full(size, k, dtype=np.int64)
             # axes 0.. of idx are layers k .. L; hidden layers k .. L-1 go to columns k-1 ..
             for a in range(len(shape) - 1):
@@ -222,9 +228,11 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
             kinds.append(np.ones(size, dtype=np.int8))
         else:
             vals = net.skip[0].T
+            nz = (np.asarray(vals) != 0).astype(float)
             src, lay = idx[0], np.zeros(size, dtype=np.int64)
             kinds.append(np.full(size, 2, dtype=np.int8))
         blocks.append(np.asarray(vals).reshape(-1))
+        nonzero.append(np.asarray(nz).reshape(-1) != 0)
         sources.append(src)
         layers.append(lay)
         neurons.append(neu)
@@ -236,4 +244,5 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
         layer=np.concatenate(layers),
         neurons=np.concatenate(neurons, axis=0),
         output=np.concatenate(outputs),
+        nonzero=np.concatenate(nonzero),
     )

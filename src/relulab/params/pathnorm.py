@@ -174,7 +174,15 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
             val = _exact_count(model)  # float sums of integers are exact only below 2^53
         return int(val)
     if isinstance(val, Fraction):
-        return val if (math.isinf(q) or q == 1) else float(val) ** (1.0 / q)
+        if math.isinf(q) or q == 1:
+            return val
+        if val <= 0:
+            return 0.0
+        # the sum may be far beyond float64 (1e80 weights give 7.3e321) while its root is
+        # not: split off a power of two, m * 2^e with m near 1, and take the roots apart
+        e = val.numerator.bit_length() - val.denominator.bit_length()
+        m = float(val / 2**e) if e >= 0 else float(val * 2**-e)
+        return m ** (1.0 / q) * 2.0 ** (e / q)
     val = float(val)
     if not np.isfinite(val) or val < 1e-290:  # tol: near float64 underflow
         # overflow or underflow (or a true zero): redo the pass in the log domain
