@@ -69,14 +69,12 @@ def check_figure_target(path: str, flag: str = "--plot") -> None:
         Traceback (most recent call last):
         relulab.errors.RelulabError: --plot f.txt: matplotlib cannot write '.txt'; use .png, .pdf, .svg, ...
     """
-    from .io import EXAMPLE_PREFIX
+    from .io import refuse_example
 
     require("matplotlib", "plot")
     from matplotlib.figure import Figure
 
-    if str(path).startswith(EXAMPLE_PREFIX):
-        raise RelulabError(f"{flag} {path}: the {EXAMPLE_PREFIX!r} prefix names shipped "
-                           "examples, which are read-only; give a file path to write")
+    refuse_example(path, flag)
     suf = Path(path).suffix.lower().lstrip(".")
     if suf not in Figure().canvas.get_supported_filetypes():
         raise RelulabError(f"{flag} {path}: matplotlib cannot write '.{suf}'; use .png, .pdf, .svg, ...")

@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
@@ -155,36 +154,25 @@ def convert(
 
     Example: relulab convert example:tiny_2d.nnet tiny.onnx
     """
-    from ..examples import PREFIX
-    from ..io import save_model
+    from ..io import atomic_path, load_model, refuse_example, save_model
 
-    if dst.startswith(PREFIX):
-        # else a file literally named "example:x.npz" is written, which every command
-        # then reads as the name of a shipped example, never as this file
-        raise RelulabError(f"DST {dst!r}: the {PREFIX!r} prefix names shipped examples, which "
-                           f"are read-only sources; give a file path to write to")
+    refuse_example(dst, "DST")  # before the model is read, not after
     net = load_model_arg(src)
-    # Written beside DST first, re-read and compared there, and only then moved into place:
-    # a conversion that fails (weights beyond float64, a re-read over the memory budget)
-    # leaves no DST behind and an existing one untouched.
-    from ..io import load_model
-
-    target = Path(dst)
-    tmp = target.with_name(f".{target.stem}.relulab-partial{''.join(target.suffixes) or '.npz'}")
+    # Written beside DST first, re-read and compared there, and only then moved into place
+    # (atomic_path): a conversion that fails (weights beyond float64, a re-read over the
+    # memory budget) leaves no DST behind and an existing one untouched.
     try:
-        save_model(net, str(tmp))
-        back = load_model(str(tmp))
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(256, net.input_dim))
-        if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
-            err = float("inf")
-        else:
-            err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
-        os.replace(tmp, target)
+        with atomic_path(dst) as tmp:
+            save_model(net, tmp)
+            back = load_model(tmp)
+            rng = np.random.default_rng(0)
+            X = rng.normal(size=(256, net.input_dim))
+            if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
+                err = float("inf")
+            else:
+                err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
     except RelulabError as e:
         raise RelulabError(f"convert {src} -> {dst}: {e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
     result = {"source": src, "target": dst, "network": repr(net), "max_abs_difference": err}
     if json_out:
         print_json(result)

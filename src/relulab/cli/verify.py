@@ -22,7 +22,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
-from ..io import EXAMPLE_PREFIX
+from ..io import refuse_example
 from ..limits import ResourceLimitError
 from ..results import read_json_lines, to_jsonable
 from ._common import (
@@ -400,10 +400,8 @@ def register(app: typer.Typer) -> None:
         if workers < 1:
             raise RelulabError(f"--workers must be at least 1, got {workers}")
         check_gigabytes(memory)
-        if results and results.startswith(EXAMPLE_PREFIX):
-            raise RelulabError(f"--results {results}: '{EXAMPLE_PREFIX}' names shipped examples, "
-                               "which are read-only; "
-                               "give a file path to write")
+        if results:
+            refuse_example(results, "--results")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         check_seconds(timeout, "--timeout")

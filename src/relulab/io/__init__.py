@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ..errors import FormatError
 from ..network import Network
-from ._atomic import EXAMPLE_PREFIX, atomic_path
+from ._atomic import EXAMPLE_PREFIX, atomic_path, refuse_example
 
 __all__ = ["load_model", "save_model", "check_model_target", "MODEL_SUFFIXES", "atomic_path",
-           "EXAMPLE_PREFIX"]
+           "refuse_example", "EXAMPLE_PREFIX"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 
@@ -49,9 +49,7 @@ def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
         Traceback (most recent call last):
         relulab.errors.FormatError: --save net.txt: unknown model format '.txt'; relulab reads and writes .onnx, .nnet, .npz, .pt, .pth
     """
-    if str(path).startswith(EXAMPLE_PREFIX):
-        raise FormatError(f"{flag} {path}: the {EXAMPLE_PREFIX!r} prefix names shipped "
-                          "examples, which are read-only; give a file path to write")
+    refuse_example(path, flag)
     _suffix(f"{flag} {path}")
 
 

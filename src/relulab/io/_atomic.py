@@ -16,6 +16,23 @@ from ..errors import RelulabError
 EXAMPLE_PREFIX = "example:"
 
 
+def refuse_example(path: str | os.PathLike, what: str) -> None:
+    """Refuse to write to ``path`` when it names a shipped example (``example:NAME``), in
+    one line starting with ``what`` (the option or argument that gave it): else a file
+    literally named "example:x.npz" is written, which every command then reads as the
+    name of a shipped example, never as this file.
+
+    Example:
+        >>> refuse_example("net.onnx", "--save")
+        >>> refuse_example("example:x.npz", "--save")
+        Traceback (most recent call last):
+        relulab.errors.RelulabError: --save 'example:x.npz': the 'example:' prefix names shipped examples, which are read-only sources; give a file path to write to
+    """
+    if str(path).startswith(EXAMPLE_PREFIX):
+        raise RelulabError(f"{what} {str(path)!r}: the {EXAMPLE_PREFIX!r} prefix names shipped "
+                           "examples, which are read-only sources; give a file path to write to")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``.  A path
@@ -29,11 +46,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         >>> open(p).read()
         'hi'
     """
-    if str(path).startswith(EXAMPLE_PREFIX):
-        # else a file literally named "example:x.npz" is written, which every command then
-        # reads as the name of a shipped example, never as this file
-        raise RelulabError(f"cannot write {str(path)!r}: the {EXAMPLE_PREFIX!r} prefix names shipped "
-                           "examples, which are read-only sources; give a file path to write to")
+    refuse_example(path, "cannot write")
     # Through a symlink the file it points to is replaced (as open(path, "w") would).
     target = Path(os.path.realpath(path))
     if target.is_dir():
