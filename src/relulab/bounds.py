@@ -279,7 +279,18 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
     return best, bestA, bestc
 
 
-def crown_batch(Ws, bs, lo, hi, *args, **kwargs):
+def crown_batch(
+    Ws: list[np.ndarray],
+    bs: list[np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    C: np.ndarray | None = None,
+    d: np.ndarray | None = None,
+    skip: tuple[np.ndarray, np.ndarray] | None = None,
+    prev: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    want_linear: bool = False,
+    intermediate: str = "crown",
+):
     """CROWN bounds for a batch of boxes (see :func:`_crown_batch` for the arguments),
     refused with one line when they overflow float64 (a box of 1e200 gives inf - inf =
     NaN, which every test of stability would read as "stable").
@@ -291,7 +302,7 @@ def crown_batch(Ws, bs, lo, hi, *args, **kwargs):
         ([[2.0]], [[-1.0, -2.0]])
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        out = _crown_batch(Ws, bs, lo, hi, *args, **kwargs)
+        out = _crown_batch(Ws, bs, lo, hi, C, d, skip, prev, want_linear, intermediate)
     pre, lower = out[0], out[1]
     if np.isnan(lower).any() or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
         scale = float(np.max(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)]))))

@@ -70,8 +70,7 @@ def regions_cmd(
     time_limit = check_seconds(time_limit, "--time-limit")
     net = load_model_arg(model)
     d = net.input_dim
-    if plot:
-        check_output_targets(None, plot)
+    check_output_targets(None, plot)
     if plot and d > 2 and not graph:
         # refuse before any enumeration work, not after it
         raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "

@@ -41,13 +41,18 @@ def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, 
     return np.concatenate(rows_a), np.concatenate(rows_c)
 
 
-def facet_excess(m: LPModel, A: np.ndarray, b: np.ndarray, q: int) -> float:
-    """How far ``A[q] x`` exceeds ``b[q]`` over ``{A x <= b}`` with row ``q`` relaxed by
-    1 (the LP ``m`` over those rows); ``-inf`` when the LP has no answer."""
-    m.set_row_bounds(q, -np.inf, b[q] + 1.0)
+def facet_excess(m: LPModel, A: np.ndarray, b: np.ndarray, q: int,
+                 with_rows: np.ndarray | None = None) -> float:
+    """How far ``A[q] x`` exceeds ``b[q]`` over ``{A x <= b}`` with row ``q`` (and the rows
+    ``with_rows``, when given) relaxed by 1 (the LP ``m`` over those rows); ``-inf`` when
+    the LP has no answer."""
+    rows = [q] if with_rows is None else [int(r) for r in with_rows]
+    for r in rows:
+        m.set_row_bounds(r, -np.inf, b[r] + 1.0)
     m.set_objective(-A[q])
     res = m.solve()
-    m.set_row_bounds(q, -np.inf, b[q])
+    for r in rows:
+        m.set_row_bounds(r, -np.inf, b[r])
     return float(-res.objective - b[q]) if res.ok else -np.inf
 
 
@@ -108,14 +113,7 @@ def near_twins(A: np.ndarray, b: np.ndarray, tol: float = FEAS_TOL) -> list[np.n
 def hidden_facet(m: LPModel, A: np.ndarray, b: np.ndarray, group: np.ndarray) -> bool:
     """Whether the near twins ``group`` (see :func:`near_twins`), relaxed together, bound
     the set: a facet that no single one of them shows."""
-    for q in group:
-        m.set_row_bounds(int(q), -np.inf, b[q] + 1.0)
-    q = int(group[0])
-    m.set_objective(-A[q])
-    res = m.solve()
-    for p in group:
-        m.set_row_bounds(int(p), -np.inf, b[p])
-    return bool(res.ok and -res.objective - b[q] > FEAS_TOL)
+    return facet_excess(m, A, b, int(group[0]), with_rows=group) > FEAS_TOL
 
 
 def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons: int

@@ -158,7 +158,7 @@ class Batch:
     Zs: list = field(default_factory=list)  # per entered layer: (P_k, w_k, d + 1)
     # per entered layer: the (region, neuron) pairs whose composed maps lost terms that
     # cancel, with those terms' size (a CancelledTerms, see _term_scale), or None
-    Ms: list = field(default_factory=list)
+    cancelled: list = field(default_factory=list)
     Ppat: list = field(default_factory=list)  # per entered layer: (P_k, offsets[k]) bool
     cuts: np.ndarray | None = None  # (P_k, w_k) bool: neuron changes sign on the parent
     psign: np.ndarray | None = None  # (P_k, w_k) bool: sign on a parent it does not cut
@@ -538,6 +538,19 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     return (*_cut_by_rows(pb, X, F, ptr, range(pb.m_dom)), bounded)
 
 
+def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:
+    """The largest distance of a first-layer hyperplane (rows ``W0``, ``b0``; zero rows
+    have none) from the origin, 0.0 when there is none.
+
+    Example:
+        >>> first_layer_reach(np.array([[3.0, 4.0], [0.0, 0.0]]), np.array([10.0, 7.0]))
+        2.0
+    """
+    nrm = np.linalg.norm(W0, axis=1)
+    live = nrm > 0
+    return float(np.max(np.abs(b0[live]) / nrm[live])) if live.any() else 0.0
+
+
 def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float) -> bool:
     """Whether a domain of scale ``xscale`` is so large that the sign tolerance (about
     SIGN_TOL x it, in distance) exceeds the distance of the first layer's farthest
@@ -551,11 +564,7 @@ def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float) -> bool:
         >>> too_coarse(W0, b0, 1e6), too_coarse(W0, b0, 1e15)
         (False, True)
     """
-    nrm = np.linalg.norm(W0, axis=1)
-    live = nrm > 0
-    if not live.any():
-        return False
-    reach = float(np.max(np.abs(b0[live]) / nrm[live]))
+    reach = first_layer_reach(W0, b0)
     return reach > 0 and SIGN_TOL * xscale > reach
 
 
@@ -653,7 +662,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     # decided here for good: the (region, neuron) pairs that no vertex puts on both sides
     pb.near_ties += _count_ties(anyp, anyn, anypl, anynl, ~(anyp & anyn))
     b.Zs = [*b.Zs[:k], Z]
-    b.Ms = [*b.Ms[:k], M]
+    b.cancelled = [*b.cancelled[:k], M]
     b.Ppat = [*b.Ppat[:k], Ppat]
     b.par = b.par.copy()
     b.par[:, k] = par
@@ -746,8 +755,8 @@ def _apply_neuron(pb: Problem, b: Batch) -> Batch:
     Zrow = b.Zs[k][prow, jj]  # (S_a, d + 1)
     Xs = b.X[slots]
     terms = None
-    if b.Ms[k] is not None:
-        hit, rows = b.Ms[k].lookup(prow, jj)
+    if b.cancelled[k] is not None:
+        hit, rows = b.cancelled[k].lookup(prow, jj)
         terms = rows if hit.any() else None
     t = _values(Xs, Zrow, pb.xscale, terms, pb.compose_noise(k))
     s, pos, neg = t.s, t.pos, t.neg
@@ -803,7 +812,7 @@ def _halve(b: Batch) -> tuple[Batch, Batch]:
                 cur=b.cur[idx],
                 par=b.par[idx],
                 Zs=b.Zs,
-                Ms=b.Ms,
+                cancelled=b.cancelled,
                 Ppat=b.Ppat,
                 cuts=b.cuts,
                 psign=b.psign,

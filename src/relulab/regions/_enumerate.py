@@ -33,11 +33,7 @@ def _big_box_size(pb: E.Problem) -> float:
     a multiple of the largest distance of a first-layer hyperplane from the origin."""
     if pb.n_layers == 0:
         return 1.0
-    W, b = pb.Ws[0], pb.bs[0]
-    nrm = np.linalg.norm(W, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dist = np.where(nrm > 0, np.abs(b) / nrm, 0.0)
-    scale = max(1.0, float(dist.max()) if dist.size else 1.0)
+    scale = max(1.0, E.first_layer_reach(pb.Ws[0], pb.bs[0]))
     if pb.m_dom:
         scale = max(scale, float(np.abs(pb.b_dom).max()))
     return 16.0 * scale
@@ -324,16 +320,23 @@ def _count(net, domain, progress, engine, parallel, workers, cells, address) -> 
     return count_cells(pb, progress, engine)
 
 
+def _box_domain(net: Network, domain: Any) -> Box | None:
+    """The Box ``domain`` names for a network with hidden layers (None otherwise: other
+    domains, or nothing to count)."""
+    if not isinstance(net, Network) or net.n_hidden_layers == 0:
+        return None
+    dom = default_domain(net, domain)
+    return dom if isinstance(dom, Box) else None
+
+
 def _huge_box(net: Network, domain: Any) -> bool:
     """Whether ``domain`` is a box too large for the float sign test to see the network's
     arrangement at all (:func:`_engine.too_coarse`): no use enumerating it directly."""
-    if not isinstance(net, Network) or net.n_hidden_layers == 0:
+    dom = _box_domain(net, domain)
+    if dom is None:
         return False
-    dom = default_domain(net, domain)
-    if not isinstance(dom, Box):
-        return False
-    fnet = net.float() if net.is_exact else net
     scale = float(max(np.abs(dom.lo).max(), np.abs(dom.hi).max()))
+    fnet = net.float() if net.is_exact else net  # its checked conversion (1e400 is refused)
     return E.too_coarse(np.asarray(fnet.weights[0], float), np.asarray(fnet.biases[0], float), scale)
 
 
@@ -343,10 +346,8 @@ def _whole_space_count(net: Network, domain: Any, progress: bool, engine: str) -
     [-M, M]^d: every region of R^d then meets the box in one convex piece, so the counts
     agree.  None otherwise.  It stands in where the box's own count is refused (near
     ties of a box much larger than the network's features)."""
-    if not isinstance(net, Network) or net.n_hidden_layers == 0:
-        return None
-    dom = default_domain(net, domain)
-    if not isinstance(dom, Box):
+    dom = _box_domain(net, domain)
+    if dom is None:
         return None
     rs = enumerate_regions(net, Polytope.whole_space(net.input_dim), progress=progress, engine=engine)
     M = rs.info.get("box_halfwidth")
