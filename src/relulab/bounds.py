@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -279,6 +280,31 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
     return best, bestA, bestc
 
 
+class BoundsOverflow(RelulabError):
+    """Bounds of a network over a domain overflowed float64 (the domain is too large)."""
+
+
+def _refuse_overflow(bounds_fn):
+    """Run ``bounds_fn`` (Ws, bs, lo, hi, ...) -> (pre, lower, ...) with float warnings
+    off, and refuse its result with one line when it holds a NaN: a box of 1e200 gives
+    inf - inf = NaN, which every test of stability would read as "stable"."""
+
+    @functools.wraps(bounds_fn)
+    def checked(Ws, bs, lo, hi, *args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = bounds_fn(Ws, bs, lo, hi, *args, **kwargs)
+        pre, lower = out[0], out[1]
+        if np.isnan(lower).any() or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
+            scale = float(np.max(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)]))))
+            raise BoundsOverflow(
+                f"bound propagation overflowed float64 on a domain reaching |x| = {scale:.3g}: "
+                "give a smaller domain")
+        return out
+
+    return checked
+
+
+@_refuse_overflow
 def crown_batch(
     Ws: list[np.ndarray],
     bs: list[np.ndarray],
@@ -291,44 +317,8 @@ def crown_batch(
     want_linear: bool = False,
     intermediate: str = "crown",
 ):
-    """CROWN bounds for a batch of boxes (see :func:`_crown_batch` for the arguments),
-    refused with one line when they overflow float64 (a box of 1e200 gives inf - inf =
-    NaN, which every test of stability would read as "stable").
-
-    Example:
-        >>> Ws, bs = [np.eye(1), np.eye(1)], [np.zeros(1), np.zeros(1)]
-        >>> pre, lower = crown_batch(Ws, bs, np.array([[-1.0]]), np.array([[2.0]]))
-        >>> pre[0][1].tolist(), lower.tolist()   # CROWN: relu(x) >= x on [-1, 2]
-        ([[2.0]], [[-1.0, -2.0]])
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = _crown_batch(Ws, bs, lo, hi, C, d, skip, prev, want_linear, intermediate)
-    pre, lower = out[0], out[1]
-    if np.isnan(lower).any() or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
-        scale = float(np.max(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)]))))
-        raise BoundsOverflow(
-            f"bound propagation overflowed float64 on a domain reaching |x| = {scale:.3g}: "
-            "give a smaller domain")
-    return out
-
-
-class BoundsOverflow(RelulabError):
-    """Bounds of a network over a domain overflowed float64 (the domain is too large)."""
-
-
-def _crown_batch(
-    Ws: list[np.ndarray],
-    bs: list[np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    C: np.ndarray | None = None,
-    d: np.ndarray | None = None,
-    skip: tuple[np.ndarray, np.ndarray] | None = None,
-    prev: list[tuple[np.ndarray, np.ndarray]] | None = None,
-    want_linear: bool = False,
-    intermediate: str = "crown",
-):
-    """CROWN bounds for a batch of boxes.
+    """CROWN bounds for a batch of boxes (refused with :class:`BoundsOverflow` when they
+    overflow float64).
 
     Args:
         Ws, bs: float layers (see :func:`float_layers`).
