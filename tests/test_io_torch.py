@@ -364,3 +364,39 @@ def test_bad_torch_files(tmp_path: Path) -> None:
     torch.save(nn.Sequential(nn.Linear(2, 2), nn.Tanh()), tmp_path / "tanh.pt")
     with pytest.raises(FormatError, match=re.escape("tanh.pt: 1 (Tanh): unsupported module")):
         load_model(tmp_path / "tanh.pt")
+    torch.save({"x": 1}, tmp_path / "d.pt")  # a dict, but not of tensors: not a state_dict
+    with pytest.raises(FormatError, match=re.escape("d.pt: holds a dict with keys ['x'] and no 'model'")):
+        load_model(tmp_path / "d.pt")
+    # what `relulab construct activation -o x.pt` writes is named, not called a state_dict
+    from relulab.construct.activations import replace_relu
+    from relulab.domain import Box
+
+    act = replace_relu(random_network(np.random.default_rng(1), [2, 3, 1]), "gelu", Box([-1, -1], [1, 1]), 10.0)
+    act.save(str(tmp_path / "act.pt"))
+    with pytest.raises(FormatError, match="act.pt: holds a relulab gelu-activated network"):
+        load_model(tmp_path / "act.pt")
+
+
+def test_an_input_shape_too_large_to_lower_is_refused_with_the_file(tmp_path: Path) -> None:
+    # (1, 40000, 40000) is 1.6e9 inputs: numpy would allocate the input's 13 GB offset
+    # lazily and the process be killed while filling it; the tracer refuses it first.
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    m = nn.Sequential(nn.Conv2d(1, 1, 3), nn.ReLU(), nn.Flatten()).double()
+    torch.save({"model": m, "input_shape": (1, 40000, 40000)}, tmp_path / "big.pt")
+    with pytest.raises(ResourceLimitError, match=re.escape(f"{tmp_path / 'big.pt'}: the input of shape")):
+        load_model(tmp_path / "big.pt")
+    torch.save({"model": m, "input_shape": (1, 5, 5)}, tmp_path / "small.pt")
+    with memory_limit(2**9):  # a budget too small even for 25 inputs
+        with pytest.raises(ResourceLimitError, match="small.pt: the input of shape"):
+            load_model(tmp_path / "small.pt")
+    assert load_model(tmp_path / "small.pt") == from_torch(m, (1, 5, 5))
+
+
+def test_an_unsupported_first_module_is_named_not_blamed_on_the_input_shape() -> None:
+    # an LSTM (or Tanh) first cannot be read at any input shape: asking for one misleads
+    for m, where in ((nn.LSTM(2, 3), "<root> (LSTM)"), (nn.Sequential(nn.Tanh(), nn.Linear(2, 1)), "0 (Tanh)")):
+        with pytest.raises(FormatError, match=re.escape(f"{where}: unsupported module")):
+            from_torch(m)
+    with pytest.raises(FormatError, match="needs input_shape"):  # a supported first layer
+        from_torch(nn.Sequential(nn.ReLU(), nn.Linear(2, 1)))

@@ -187,3 +187,20 @@ def test_variable_beyond_n_is_one_clear_error():
 def test_a_zero_denominator_is_a_syntax_error(text, col):
     with pytest.raises(FormulaSyntaxError, match=f"column {col}: the number .* has a zero denominator"):
         parse(text)
+
+
+def test_a_formula_on_too_many_inputs_is_refused_before_it_is_built():
+    # x99999999 would build 10^8 input expressions (about 47 GB) and be killed by the
+    # operating system; within a small budget it is one clear refusal instead.
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    many = " ∨ ".join(f"(x{i} -> x{i + 1})" for i in range(1, 80))
+    with memory_limit(2 * 2**20):
+        with pytest.raises(ResourceLimitError, match="to_network"):
+            to_network(parse("x1 -> x99999999"))
+        # the inputs' expressions fit (2,000 inputs) but 79 first-layer rows of 2,000 do not
+        with pytest.raises(ResourceLimitError, match="weight entries"):
+            to_network(parse(many), 2000)
+    assert to_network(parse(many), 2000).widths[0] >= 79  # the default budget builds it
+    net = to_network(parse("x1 -> x2000"))  # within the default budget it builds
+    assert net.input_dim == 2000 and net.exact()([F(1)] + [F(0)] * 1999)[0] == 0

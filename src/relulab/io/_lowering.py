@@ -301,6 +301,8 @@ class AffineTracer:
         self.d = int(np.prod(self.input_shape))
         if self.d < 1:
             raise FormatError(f"input shape {self.input_shape} has no entries")
+        # the input's zero offset and sparse identity: about 40 bytes per input entry
+        check_bytes(40.0 * self.d, f"the input of shape {self.input_shape} ({self.d} entries)")
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
         # values that must survive the next hidden layer (skip connections): each layer

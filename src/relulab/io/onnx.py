@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, RelulabError, is_int_at_least, require
+from ..limits import ResourceLimitError
 from ..network import Network
 from ._atomic import atomic_path
 from ._lowering import AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
@@ -835,6 +836,8 @@ def load_onnx(path: str | os.PathLike) -> Network:
         return onnx_to_network(model)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
+    except ResourceLimitError as e:  # a declared input or layer too large to lower
+        raise ResourceLimitError(f"{path}: {e}") from None
 
 
 # ============================================================================ writing

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, require
+from ..limits import ResourceLimitError
 from ..network import Network
 from ._atomic import atomic_path
 from ._lowering import (
@@ -269,6 +270,21 @@ _SUPPORTED = (
     "BatchNorm1d/2d, Conv1d/2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool2d, ZeroPad2d, "
     "ConstantPad2d, nested Sequential"
 )
+# the module types _apply_module lowers (Dropout variants are matched by name)
+_READ = frozenset((
+    "Linear", "ReLU", "LeakyReLU", "PReLU", "ReLU6", "Hardtanh", "Flatten", "Unflatten", "Identity",
+    "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool2d",
+    "ZeroPad2d", "ConstantPad2d",
+))
+
+
+def _where(path: str, m: Any) -> str:
+    """How errors name a module: its path in the Sequential and its type."""
+    return f"{path or '<root>'} ({type(m).__name__})"
+
+
+def _unsupported(where: str) -> FormatError:
+    return FormatError(f"{where}: unsupported module (relulab reads {_SUPPORTED})")
 
 
 def _walk(module: Any, prefix: str) -> Iterator[tuple[str, Any]]:
@@ -287,7 +303,7 @@ def _infer_shape(mods: list[tuple[str, Any]], input_shape: Any) -> tuple[int, ..
         if not shape or min(shape) < 1:
             raise FormatError(f"input_shape {input_shape} must be positive sizes")
         return shape
-    for _path, m in mods:
+    for path, m in mods:
         name = type(m).__name__
         if name == "Linear":
             return (int(m.in_features),)
@@ -295,6 +311,8 @@ def _infer_shape(mods: list[tuple[str, Any]], input_shape: Any) -> tuple[int, ..
             return (int(m.num_features),)
         if name in ("Identity", "Flatten") or name.startswith("Dropout") or name.endswith("Dropout"):
             continue
+        if name not in _READ and "Dropout" not in name:
+            raise _unsupported(_where(path, m))  # not "give the input shape": no shape would help
         break
     raise FormatError(
         "from_torch needs input_shape (e.g. (C, H, W), without the batch axis): the first "
@@ -401,7 +419,7 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
             mask = np.pad(np.zeros(S), widths, constant_values=value)
             out = tr.add_const(out, mask, where)
         return out
-    raise FormatError(f"{where}: unsupported module (relulab reads {_SUPPORTED})")
+    raise _unsupported(where)
 
 
 def _check_finite(m: Any, where: str) -> None:
@@ -443,7 +461,7 @@ def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> N
     tr = AffineTracer(shape)
     v: Value = tr.input()
     for path, m in mods:
-        where = f"{path or '<root>'} ({type(m).__name__})"
+        where = _where(path, m)
         _check_finite(m, where)
         try:
             v = _apply_module(tr, v, m, where)
@@ -525,7 +543,19 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
         input_shape = obj.get("input_shape", input_shape)
         obj = obj["model"]
     if not isinstance(obj, torch.nn.Module):
-        what = "a state_dict (tensors only)" if isinstance(obj, dict) else type(obj).__name__
+        desc = obj.get("description") if isinstance(obj, dict) else None
+        if isinstance(desc, dict) and "activation" in desc:
+            # what `relulab construct activation -o x.pt` writes: weights, not a ReLU model
+            raise FormatError(
+                f"{path}: holds a relulab {desc['activation']}-activated network (construct "
+                "activation), not a ReLU model; relulab's model commands read ReLU networks"
+            )
+        if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+            what = "a state_dict (tensors only)"
+        elif isinstance(obj, dict):
+            what = f"a dict with keys {sorted(map(str, obj))[:6]} and no 'model' module"
+        else:
+            what = type(obj).__name__
         raise FormatError(
             f"{path}: holds {what}, not a model; save the whole nn.Sequential with "
             "torch.save(model, path)"
@@ -560,6 +590,8 @@ def load_torch_file(path: str | os.PathLike, input_shape: Sequence[int] | None =
         return from_torch(module, input_shape)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
+    except ResourceLimitError as e:  # an input shape or layer too large to lower
+        raise ResourceLimitError(f"{path}: {e}") from None
     except (AttributeError, TypeError, KeyError, IndexError, RuntimeError) as e:
         # an unpickled module can lack what its class promises (a damaged or hand-edited file)
         first = (str(e).strip().splitlines() or [""])[0]

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..network import Network
 from .formula import Formula, FormulaError, n_vars, postorder
 from .graph import SubstitutionGraph
@@ -42,6 +43,9 @@ Expr = tuple[dict, Fraction]  # ({key: coefficient}, constant); key ("x", i) or 
 
 class _Builder:
     def __init__(self, n_inputs: int) -> None:
+        # Each input is a small dict expression (about 470 bytes measured): refuse before
+        # building them rather than be killed on a formula naming x99999999.
+        check_bytes(512.0 * n_inputs, f"to_network: the expressions of {n_inputs} input(s)")
         self.n_inputs = n_inputs
         self.neurons: list[Expr] = []  # the input expression of each neuron
         self.depth: list[int] = []
@@ -166,8 +170,15 @@ class _Builder:
         return vals[id(phi)]
 
     # -------------------------------------------------------------- layering
+    def _check_size(self, entries: int) -> None:
+        # Rows are Python lists of Fractions, then object arrays (and the Network's own
+        # copy): about 32 bytes per weight entry, the shared zero not counted.
+        check_bytes(32.0 * entries, f"to_network: the exact network on {self.n_inputs} input(s) "
+                    f"({entries} weight entries)")
+
     def network(self, outputs: list[Expr], box: tuple | None) -> Network:
         d = self.n_inputs
+        self._check_size(d * (len(outputs) + 2))  # the input rows of the outputs, lo and span
         one, zero = Fraction(1), Fraction(0)
         lo = [zero] * d if box is None else list(box[0])
         span = [one] * d if box is None else [h - lo_ for h, lo_ in zip(box[1], box[0], strict=True)]
@@ -221,6 +232,8 @@ class _Builder:
                     need(key, k - 1)
             else:
                 need(slot[1], k - 1)
+        self._check_size(sum(len(slots[k]) * (d if k == 1 else len(slots[k - 1])) for k in range(1, D + 1))
+                         + len(outputs) * (len(slots[D]) + d))
         Ws, bs = [], []
         for k in range(1, D + 1):
             W, b = [], []
