@@ -394,3 +394,21 @@ def test_a_proximal_step_cut_by_the_deadline_stays_feasible():
     assert np.allclose(out[done], full[done])
     for k, i in zip(*np.nonzero(done), strict=True):
         assert np.all(S[:, i] * (Xa @ out[k, i]) >= -1e-9)
+
+
+def test_beyond_the_collapse_threshold_zero_is_certified_without_a_solve():
+    # lam = 1e300 overflowed FISTA's arithmetic (RuntimeWarnings, gap 5e297, "NOT
+    # converged"); zero is optimal there, and the gap at zero certifies it outright
+    import warnings
+
+    X, y = _data1d(3)
+    t = collapse_threshold(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning may leak
+        # (the gated threshold, without the cone projection, is higher than t.lam)
+        fits = [convex_fit(X, y, lam, solver=s) for lam in (1e300, 1.02 * t.lam) for s in ("ipm", "fista")]
+        fits += [gated_fit(X, y, 1e300, solver=s) for s in ("ipm", "fista")]
+        for fit in fits:
+            assert fit.converged and fit.iterations == 0
+            assert fit.objective == pytest.approx(0.5 * float(y @ y)) and fit.gap <= 1e-12
+    assert convex_fit(X, y, 0.98 * t.lam).iterations > 0  # below it, a solve

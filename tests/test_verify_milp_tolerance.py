@@ -179,3 +179,18 @@ def test_is_positive_and_surjective_see_a_thin_spike():
     assert is_positive(g, Box([-1, -1], [1, 1])).positive is not False
     assert is_positive(g).positive is not False
     assert surjective(g).surjective is not False
+
+
+def test_a_domain_too_large_for_the_milp_solver_is_named() -> None:
+    # [-1e16, 1e16]^2 gives big-M values near 1e16, where HiGHS stops with status
+    # "error": the refusal says why; if a later HiGHS solves it, the answer must hold.
+    from relulab.errors import RelulabError
+    from relulab.examples import tiny_2d
+
+    net = tiny_2d()
+    try:
+        r = maximize(net, Box([-1e16, -1e16], [1e16, 1e16]))
+    except RelulabError as e:
+        assert "pre-activation bounds reach" in str(e) and "give a smaller domain" in str(e)
+    else:
+        assert r.value <= r.bound and float(net(r.x)[0]) == r.value

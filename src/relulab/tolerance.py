@@ -68,6 +68,7 @@ MILP_FEAS_TOL = 1e-9
 MILP_FEAS_REL = 1e-15
 GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
+HUGE_MILP_VALUE = 1e15  # HiGHS fails on models whose bounds reach about this (1e20 is its infinity)
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)
 
 # -- comparing floats computed along different routes

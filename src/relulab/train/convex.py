@@ -500,7 +500,14 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         q = proj.max_norm(pred_t(rho))
         return p, _dual_value(rho, y, q / lam)
 
-    if solver == "ipm":
+    Z0 = np.zeros((2, P, d))
+    p0, d0 = dual_gap(Z0)
+    if p0 - d0 <= gap_tol:
+        # lam at or beyond the collapse threshold (every dual constraint holds at rho = y):
+        # the zero network is optimal, certified by the same gap (no solver run, and no
+        # overflow in it for a lam like 1e300)
+        Z, it, conv, hist = Z0, 0, True, [(p0, d0)]
+    elif solver == "ipm":
         Z, it, conv, hist = _solve_ipm(Xa, M, F, Mf, cones, y, lam, proj, dual_gap, gap_tol,
                                        deadline)
     else:
@@ -1054,7 +1061,10 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     if solver == "ipm" and deadline is not None and \
             nonzeros > max(0.0, deadline - time.perf_counter()) * _IPM_NONZEROS_PER_S:
         solver = "fista"
-    if solver == "ipm":
+    p0, d0 = dual_gap(np.zeros((P, d)))
+    if p0 - d0 <= gap_tol:  # beyond the collapse threshold: zero is optimal (see convex_fit)
+        W, it, conv = np.zeros((P, d)), 0, True
+    elif solver == "ipm":
         from .convex_ipm import solve_group_lasso
 
         # the solve gets what the sampling left (a floor of 0.1 s: Clarabel needs a few

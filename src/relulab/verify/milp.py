@@ -37,6 +37,7 @@ from ..lp import INF, LPModel, LPResult
 from ..network import Network
 from ..tolerance import (
     FEAS_TOL,
+    HUGE_MILP_VALUE,
     MILP_FEAS_REL,
     MILP_FEAS_TOL,
     MIP_GAP,
@@ -500,6 +501,21 @@ def _root_upper(net: Network, box: Box, c: np.ndarray) -> float:
     return -low + PROOF_MARGIN * (1.0 + abs(low))
 
 
+def _magnitude_hint(box: Box, pre: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """Why HiGHS may have failed: the encoding's big-M values, when they are huge.
+
+    HiGHS rejects or mis-solves models whose bounds reach about 1e15 (it treats 1e20 as
+    infinite), which a box like [-1e15, 1e15]^d produces: name that rather than only
+    the solver's status.
+    """
+    reach = max([float(np.max(np.abs(box.lo))), float(np.max(np.abs(box.hi)))]
+                + [float(max(np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0))) for a, b in pre])
+    if reach < HUGE_MILP_VALUE:
+        return ""
+    return (f" on a domain whose pre-activation bounds reach {reach:.3g} (the MILP's big-M "
+            f"values; HiGHS fails from about {HUGE_MILP_VALUE:.0e}): give a smaller domain")
+
+
 def _optimize(
     net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float | None
 ) -> OptimumResult:
@@ -578,7 +594,8 @@ def _optimize(
             if vb > value:
                 x, value = xb, vb
     else:
-        raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}")
+        raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}"
+                           + _magnitude_hint(box, pre))
     if value > bound + scaled_tol(bound, ROUNDOFF):
         # a forward pass beats the solver's bound by more than its tolerances can explain:
         # the MILP went wrong numerically, so its bound is dropped for the verifier's own
