@@ -227,3 +227,71 @@ def test_wide_arrays_are_refused_not_flattened():
     flat = minnorm_interpolant(x, y, describe=False)
     col = minnorm_interpolant(x[:, None], y[:, None], describe=False)
     assert col.cost == pytest.approx(flat.cost, rel=1e-12)
+
+
+@pytest.mark.parametrize("bias", ["free", "penalized"])
+@pytest.mark.parametrize("skip", [False, True])
+def test_costs_follow_the_data_units(bias, skip):
+    # The cost is homogeneous in y (scale every output weight) and, with free biases,
+    # scales as 1/s when x is stretched by s (slopes shrink by s).  Absolute floors in
+    # the gap tests, the merge and the kink reader broke both: y of 1e-15 gave an
+    # "optimal" cost 0.6% off, x 1e15 apart a constant network of cost 0, x 1e-10 apart
+    # "the constraints cannot be met".
+    from relulab.tolerance import GAP_TOL
+
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.normal(size=8))
+    y = rng.normal(size=8)
+    base = minnorm_interpolant(x, y, bias=bias, skip=skip, describe=False)
+    assert base.status == "optimal"
+    for sx in ((1e-10, 1.0, 1e12) if bias == "free" else (1.0,)):
+        for sy in (1e-15, 1.0, 1e15):
+            r = minnorm_interpolant(x * sx, y * sy, bias=bias, skip=skip, describe=False)
+            expect = base.cost * sy / (sx if bias == "free" else 1.0)
+            assert r.cost == pytest.approx(expect, rel=1e-7), (sx, sy)
+            assert r.status == "optimal" and r.gap <= GAP_TOL * r.cost
+            fit = r.network((x * sx)[:, None])[:, 0]
+            assert np.max(np.abs(fit - y * sy)) <= 1e-9 * sy
+    if bias == "free" and not skip:  # by hand: slopes 1e-15, -1e-15, 0 give jumps summing to 3e-15
+        r = minnorm_interpolant([0.0, 1e15, 2e15], [0.0, 1.0, 0.0], bias=bias)
+        assert r.cost == pytest.approx(3e-15, rel=1e-9) and r.kinks.tolist() == [1e15, 2e15]
+
+
+def test_optimal_means_the_certified_gap_is_closed():
+    from relulab.tolerance import GAP_TOL
+
+    rng = np.random.default_rng(7)
+    for _ in range(15):
+        n = int(rng.integers(3, 15))
+        x = np.sort(rng.normal(size=n)) * 10 ** rng.uniform(-3, 3)
+        y = rng.normal(size=n) * 10 ** rng.uniform(-3, 3)
+        for skip in (False, True):
+            r = minnorm_interpolant(x, y, bias="penalized", skip=skip, describe=False)
+            if r.status == "optimal":
+                assert (r.cost - r.lower_bound) <= GAP_TOL * r.cost
+            else:
+                assert r.partial
+
+
+def test_every_lp_gets_the_time_left(monkeypatch):
+    # the limit was checked only between column-generation rounds: one LP of 8 s ran
+    # past a 1 s limit; now each LP is handed what is left (and none starts after it)
+    import relulab.train.minnorm as mn
+
+    seen = []
+    real = mn._kink_lp
+
+    def spy(*a, **k):
+        seen.append(k.get("time_limit"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(mn, "_kink_lp", spy)
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(-5, 5, 60))
+    y = np.sin(3 * x)
+    r = minnorm_interpolant(x, y, bias="penalized", time_limit=30.0)
+    assert seen and all(v is not None and 0 < v <= 30.0 for v in seen)
+    assert r.status == "optimal"
+    with pytest.raises(RelulabError, match="time limit .* ran out in the first LP"):
+        minnorm_interpolant(np.sort(rng.uniform(-5, 5, 1500)), rng.normal(size=1500), bias="penalized",
+                            time_limit=1e-3)

@@ -218,8 +218,9 @@ class LPModel:
         if abs is not None:
             self._h.setOptionValue("mip_abs_gap", float(abs))
 
-    def set_feasibility_tol(self, primal: float | None = None, mip: float | None = None) -> None:
-        """Set HiGHS's primal / MIP feasibility tolerances (``None``: leave its setting).
+    def set_feasibility_tol(self, primal: float | None = None, mip: float | None = None,
+                            dual: float | None = None) -> None:
+        """Set HiGHS's primal / MIP / dual feasibility tolerances (``None``: leave its setting).
 
         Example:
             >>> m = LPModel([1.0], A_ub=[[-1.0]], b_ub=[-1.0])
@@ -230,6 +231,8 @@ class LPModel:
             self._h.setOptionValue("primal_feasibility_tolerance", float(primal))
         if mip is not None:
             self._h.setOptionValue("mip_feasibility_tolerance", float(mip))
+        if dual is not None:
+            self._h.setOptionValue("dual_feasibility_tolerance", float(dual))
 
     def set_row_bounds(self, row: int, lo: float, hi: float) -> None:
         """Change the bounds ``lo <= A[row] x <= hi`` of one row (keeps the basis).

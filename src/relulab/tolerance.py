@@ -69,6 +69,9 @@ MILP_FEAS_REL = 1e-15
 GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
 HUGE_MILP_VALUE = 1e15  # HiGHS fails on models whose bounds reach about this (1e20 is its infinity)
+# primal and dual feasibility of the minimal-norm LPs: their duals certify the lower bound,
+# and HiGHS's default 1e-7 left relative gaps near 2e-8 (above GAP_TOL) in one case in six
+MINNORM_LP_TOL = 1e-10
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)
 
 # -- comparing floats computed along different routes

@@ -74,12 +74,11 @@ def fit_minnorm_cmd(
                                   "(labels_i f(x_i) >= 1) instead of interpolation."),
     plot: str = typer.Option(None, "--plot", help="Write a picture of the fit to this PNG."),
     save: str = typer.Option(None, "--save", help="Save the network (.npz/.onnx/...)."),
-    time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the column "
-                                     "generation of --bias penalized, checked between its "
-                                     "rounds; a fit stopped by it is partial (status "
-                                     "time_limit): its cost is an upper bound, its lower "
-                                     "bound still certified. Free biases solve one LP and "
-                                     "are not cut short."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole fit "
+                                     "(every LP is handed the time left); a fit stopped by "
+                                     "it is partial (status time_limit): its cost is an upper "
+                                     "bound, its lower bound still certified. If not even "
+                                     "the first LP finishes, an error says so."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Exact minimal-norm univariate two-layer ReLU network through the data.

@@ -54,9 +54,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, is_positive_seconds
-from ..lp import solve
+from ..lp import LPModel, solve
 from ..network import Network
-from ..tolerance import EQUIV_TOL, FEAS_TOL, GAP_TOL, PROOF_MARGIN, ROUNDOFF, or_default
+from ..tolerance import (
+    EQUIV_TOL,
+    FEAS_TOL,
+    GAP_TOL,
+    MINNORM_LP_TOL,
+    PROOF_MARGIN,
+    ROUNDOFF,
+    or_default,
+)
 
 __all__ = [
     "MinNormResult",
@@ -147,6 +155,11 @@ class _LPOut:
     x_full: np.ndarray | None
 
 
+def _left(deadline: float | None) -> float | None:
+    """Seconds left before ``deadline`` (a ``time.monotonic()`` value) for one LP."""
+    return None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+
+
 def _kink_lp(
     x: np.ndarray,
     y: np.ndarray,
@@ -158,6 +171,7 @@ def _kink_lp(
     extra_ub: tuple[np.ndarray, np.ndarray] | None = None,
     objective: np.ndarray | None = None,
     maximize: bool = False,
+    time_limit: float | None = None,
 ) -> _LPOut:
     """min sum_k w_k |coef_k| s.t. the data constraints, kinks fixed at ``t`` (columns
     [d, c?, p_1..p_K, n_1..n_K] with coef = p - n)."""
@@ -166,21 +180,38 @@ def _kink_lp(
     nfree = 2 if skip else 1
     base = np.ones((n, 1)) if not skip else np.column_stack([np.ones(n), x])
     rows = np.hstack([base, F, -F])
-    c = np.concatenate([np.zeros(nfree), w, w]) if objective is None else objective
+    c = np.concatenate([np.zeros(nfree), w, w]) if objective is None else np.asarray(objective, float)
+    # Solve in z' = z * scale, each column scaled to largest entry 1: with data 1e-10
+    # apart the features fall below HiGHS's small-matrix value (1e-9) and would be dropped
+    # (feasible data called infeasible).  Same LP: same value, row duals and z.
+    scale = np.max(np.abs(rows), axis=0)
+    scale[~(scale > 0)] = 1.0
+    rows = rows / scale
+    c = c / scale
     lb = np.concatenate([np.full(nfree, -np.inf), np.zeros(2 * K)])
+    # ... and regression values scaled to largest 1 (z, the value and every right-hand
+    # side scale with them; the row duals do not): HiGHS's absolute feasibility
+    # tolerance (1e-7) would let zero meet values of 1e-15
+    ys = float(np.max(np.abs(y))) if task == "regression" else 1.0
+    ys = ys if ys > 0 else 1.0
     A_ub = b_ub = A_eq = b_eq = None
     if task == "regression":
-        A_eq, b_eq = rows, y
+        A_eq, b_eq = rows, y / ys
     else:
         A_ub, b_ub = -y[:, None] * rows, -np.ones(n)
     if extra_ub is not None:
         Ae, be = extra_ub
+        Ae = np.asarray(Ae, float) / scale
+        be = np.asarray(be, float) / ys
         A_ub = Ae if A_ub is None else np.vstack([A_ub, Ae])
         b_ub = be if b_ub is None else np.concatenate([b_ub, be])
-    r = solve(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lb=lb, maximize=maximize)
+    lp = LPModel(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lb=lb, maximize=maximize,
+                 time_limit=time_limit)
+    lp.set_feasibility_tol(primal=MINNORM_LP_TOL, dual=MINNORM_LP_TOL)
+    r = lp.solve()
     if not r.ok:
         return _LPOut(r.status, np.nan, 0.0, 0.0, np.zeros(K), None, None)
-    z = r.x
+    z = r.x / scale * ys
     coef = z[nfree: nfree + K] - z[nfree + K:]
     duals = None
     if r.duals is not None:
@@ -190,7 +221,7 @@ def _kink_lp(
             duals = r.duals[nub: nub + n]
         else:
             duals = r.duals[:n] * (-y)  # multiplier on the row written as +y_i f(x_i)
-    return _LPOut("optimal", float(r.objective), float(z[0]), float(z[1]) if skip else 0.0,
+    return _LPOut("optimal", float(r.objective) * ys, float(z[0]), float(z[1]) if skip else 0.0,
                   coef, duals, z)
 
 
@@ -211,6 +242,8 @@ def _max_violation(
     pre_m = np.concatenate([[0.0], np.cumsum(m)])  # pre_m[j] = sum_{i<j}
     pre_mx = np.concatenate([[0.0], np.cumsum(mx)])
     ends = np.concatenate([[-np.inf], x, [np.inf]])
+    # an end slope counts as zero up to the rounding of the sums that form it
+    beta_tol = FEAS_TOL * float(np.sum(np.abs(m)))
     best = 0.0
     adds: list[tuple[float, int]] = []
     orients = (1,) if skip else (1, -1)
@@ -221,14 +254,25 @@ def _max_violation(
                 alpha, beta = suf_mx[j], -suf_m[j]
             else:  # active: x_i < t, i < j
                 alpha, beta = -pre_mx[j], pre_m[j]
-            ratio, targ = _interval_max(alpha, beta, a, b, bias)
+            ratio, targ = _interval_max(alpha, beta, a, b, bias, beta_tol)
             best = max(best, ratio)
             if ratio > 1.0 + 1e-10:  # tol: a strict improvement
                 adds.append((targ, o))
     return best, adds
 
 
-def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str) -> tuple[float, float]:
+def _project_free(m: np.ndarray, x: np.ndarray, skip: bool) -> np.ndarray:
+    """The regression dual ``m`` projected onto the constraints of the free terms
+    (``sum m = 0`` for the output bias, also ``sum m x = 0`` with the skip): the LP meets
+    them only to its tolerance, which times ``m`` of 1e10 (data 1e-10 apart) read as an
+    unbounded end slope.  Projected, ``m . y`` is the dual value the bound uses."""
+    B = np.column_stack([np.ones_like(x), x]) if skip else np.ones((x.size, 1))
+    coef, *_ = np.linalg.lstsq(B, m, rcond=None)
+    return m - B @ coef
+
+
+def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str,
+                  beta_tol: float = FEAS_TOL) -> tuple[float, float]:
     """max over t in [a, b] of |alpha + beta t| / w(t), and where."""
     cands = [v for v in (a, b) if np.isfinite(v)]
     if bias == "penalized":
@@ -246,7 +290,7 @@ def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str) -> t
     ratio, targ = float(vals[k]), float(cands_a[k])
     # on an unbounded end |alpha + beta t| / w(t) tends to |beta| (w = sqrt(1+t^2)) or to
     # infinity (w = 1, beta != 0); beta vanishes up to rounding because d is free
-    if (not np.isfinite(a) or not np.isfinite(b)) and abs(beta) > FEAS_TOL:
+    if (not np.isfinite(a) or not np.isfinite(b)) and abs(beta) > beta_tol:
         lim = abs(beta) if bias == "penalized" else np.inf
         if lim > ratio:
             ratio = lim
@@ -433,7 +477,9 @@ def kinks_of(net: Network, tol: float | None = None) -> tuple[np.ndarray, np.nda
     groups = np.concatenate([[0], np.cumsum(np.diff(t) > tol * loc)])
     tu = np.array([t[groups == g].mean() for g in range(groups[-1] + 1)])
     su = np.array([s[groups == g].sum() for g in range(groups[-1] + 1)])
-    nz = np.abs(su) > tol * max(1.0, float(np.max(np.abs(s))))
+    # relative to the largest jump only: with data 1e15 apart every slope is near 1e-15,
+    # and a floor of 1 dropped every kink (the cost then read 1e-15 for 3e-15)
+    nz = np.abs(su) > tol * float(np.max(np.abs(s)))
     return tu[nz], su[nz], L, R
 
 
@@ -470,10 +516,15 @@ def function_cost(net: Network, bias: str = "free", skip: bool = False) -> float
         np.concatenate([Z, Z, np.ones(K), -np.ones(K)])[None, :],  # sum l = -L
     ])
     b_eq = np.concatenate([ss, [R, -L]])
-    r = solve(cvec, A_eq=A_eq, b_eq=b_eq, lb=np.zeros(4 * K))
+    # solve for jumps scaled to largest 1 (the cost is homogeneous): HiGHS's absolute
+    # feasibility tolerance (1e-7) would let zero meet jumps of 1e-15
+    m = float(np.max(np.abs(b_eq)))
+    if m == 0.0:
+        return 0.0
+    r = solve(cvec, A_eq=A_eq, b_eq=b_eq / m, lb=np.zeros(4 * K))
     if not r.ok:
         raise MinNormError(f"representation-cost LP ended with status {r.status}")
-    return float(r.objective)
+    return float(r.objective) * m
 
 
 def parameter_cost(net: Network, bias: str = "free") -> float:
@@ -496,7 +547,20 @@ def parameter_cost(net: Network, bias: str = "free") -> float:
 def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
            describe: bool, max_iter: int = 200,
            time_limit: float | None = None) -> MinNormResult:
-    t_start = time.monotonic()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+
+    def left() -> float | None:  # each LP gets what the limit leaves, not only each round
+        return _left(deadline)
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
+    # Regression values are solved for scaled to largest 1 and mapped back (the problem is
+    # homogeneous in y): the gap tests, merges and probes then see the same numbers
+    # whatever the data's units (values of 1e-15 passed every absolute test at once)
+    ys = float(np.max(np.abs(y))) if task == "regression" else 1.0
+    ys = ys if ys > 0 else 1.0
+    y_data, y = y, y / ys
     orients = (1.0,) if skip else (1.0, -1.0)
     t = np.concatenate([x for _ in orients])
     o = np.concatenate([np.full(x.size, v) for v in orients])
@@ -507,25 +571,35 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     ratio = np.inf
     best_lower = -np.inf
     gaps: list[float] = []
-    stop = "optimal"
+    stop = "stalled"  # how the loop ended when the gap is not closed (the status says so)
+    out: _LPOut | None = None
     while True:
         it += 1
-        out = _kink_lp(x, y, t, o, _weight(t, bias), task, skip)
-        if out.status != "optimal":
-            if out.status == "infeasible":
+        new = _kink_lp(x, y, t, o, _weight(t, bias), task, skip, time_limit=left())
+        if new.status == "time_limit" and out is not None:
+            stop = "time_limit"  # the last round's solution and bound stand
+            t, o = t[: out.coef.size], o[: out.coef.size]
+            break
+        if new.status == "time_limit":
+            raise MinNormError(f"the time limit ({time_limit:g} s) ran out in the first LP, on {x.size} "
+                               "points: no network to return; give more time")
+        if new.status != "optimal":
+            if new.status == "infeasible":
                 raise MinNormError(f"the {task} constraints cannot be met")
-            raise MinNormError(f"minimal-norm LP ended with status {out.status}")
-        ratio, adds = _max_violation(x, out.duals, bias, skip)
+            raise MinNormError(f"minimal-norm LP ended with status {new.status}")
+        out = new
+        m = _project_free(out.duals, x, skip) if task == "regression" else out.duals
+        ratio, adds = _max_violation(x, m, bias, skip)
         # every round's scaled dual is feasible: its value is a certified lower bound
-        best_lower = max(best_lower, out.value / max(1.0, ratio))
-        gap = (out.value - best_lower) / max(1.0, out.value)
+        best_lower = max(best_lower, float(m @ y) / max(1.0, ratio))
+        gap = (out.value - best_lower) / max(1.0, out.value)  # y at scale 1: the floor is relative
         gaps.append(gap)
         if not adds or gap <= GAP_TOL:
             break
         if it >= max_iter or (len(gaps) > 5 and gap > 0.5 * gaps[-6]):
             stop = "stalled"  # the certified gap no longer shrinks (LP accuracy reached)
             break
-        if time_limit is not None and time.monotonic() - t_start >= time_limit:
+        if late():
             stop = "time_limit"
             break
         new_t = np.array([a[0] for a in adds])
@@ -551,28 +625,37 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         pos = np.unique(tk)
         tk2 = np.concatenate([pos for _ in orients])
         ok2 = np.concatenate([np.full(pos.size, v) for v in orients])
-        out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip)
+        # (skipped when the time is up: it only polishes)
+        out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip, time_limit=left()) \
+            if not late() else _LPOut("time_limit", np.nan, 0.0, 0.0, np.zeros(0), None, None)
         merged_cost = float(np.sum(np.abs(ck) * _weight(tk, bias)))
         if out2.status == "optimal" and out2.value <= merged_cost * (1 + ROUNDOFF) + 1e-15:  # tol: not costlier
             tk, ok, ck, dd, cc = tk2, ok2, out2.coef, out2.d, out2.c
-    net = _build_network(tk, ok, ck, dd, cc, bias, skip)
-    cost = function_cost(net, bias, skip)
+    # units whose share of the cost is below the LP's accuracy are its leftovers, not kinks
+    share = np.abs(ck) * _weight(tk, bias)
+    ck = np.where(share > MINNORM_LP_TOL * float(np.sum(share)), ck, 0.0)
+    cost = function_cost(_build_network(tk, ok, ck, dd, cc, bias, skip), bias, skip)
     # merging never raises the cost; the LP value is the certified upper bound otherwise
     cost = min(cost, value)
-    kt, ks, _, _ = kinks_of(net)
     lower = min(lower, cost)
     status = "optimal" if (cost - lower) <= GAP_TOL * max(1.0, cost) else stop
     opt_set = None
-    if bias == "free" and describe:
-        opt_set = _describe_free(x, y, skip, task, value)
+    if bias == "free" and describe and not late():
+        opt_set = _describe_free(x, y, skip, task, value, deadline)
+        opt_set = None if late() else OptimalSet(  # a probe cut by the limit decides nothing
+            cost=opt_set.cost * ys, zones=opt_set.zones, value_ranges=opt_set.value_ranges * ys)
     unique = None
-    if describe and status == "optimal":
+    if describe and status == "optimal" and not late():  # probe LPs: not past the limit
         keep = ck != 0.0
         unique = _uniqueness(x, y, bias, skip, task, out.duals / max(1.0, ratio), value,
-                             tk[keep], ok[keep])
+                             tk[keep], ok[keep], deadline)
+        unique = None if late() else unique
+    # back to the data's units
+    net = _build_network(tk, ok, ck * ys, dd * ys, cc * ys, bias, skip)
+    kt, ks, _, _ = kinks_of(net)
     return MinNormResult(
-        network=net, cost=float(cost), lower_bound=float(lower), bias=bias,
-        skip=skip, task=task, x=x, y=y, kinks=kt, jumps=ks, unique=unique,
+        network=net, cost=float(cost * ys), lower_bound=float(lower * ys), bias=bias,
+        skip=skip, task=task, x=x, y=y_data, kinks=kt, jumps=ks, unique=unique,
         optimal_set=opt_set, iterations=it, info={"max_dual_ratio": float(ratio),
                                                   "n_columns": int(t.size)},
         status=status,
@@ -629,7 +712,7 @@ def _contacts(x: np.ndarray, g: np.ndarray, bias: str, skip: bool):
 
 def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
                 g: np.ndarray | None, opt: float, sol_t: np.ndarray,
-                sol_o: np.ndarray) -> bool | None:
+                sol_o: np.ndarray, deadline: float | None = None) -> bool | None:
     """Decide whether the optimal function is unique (see :class:`MinNormResult`).  The
     candidate kinks are the near-contact points of the dual and the returned network's
     own kinks (the dual is only accurate to the LP tolerance, so its tangent points are
@@ -645,7 +728,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     t = np.array([c[0] for c in cont], dtype=np.float64)
     o = np.array([c[1] for c in cont], dtype=np.float64)
     w = _weight(t, bias)
-    base = _kink_lp(x, y, t, o, w, task, skip)
+    base = _kink_lp(x, y, t, o, w, task, skip, time_limit=_left(deadline))
     if base.status != "optimal" or base.value > opt + PROOF_MARGIN * max(1.0, opt):
         return None  # the contact set does not reach the optimum: not decided here
     c_opt = base.value
@@ -665,7 +748,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
             for mx in (True, False):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([c_opt + slack])),
-                             objective=row, maximize=mx)
+                             objective=row, maximize=mx, time_limit=_left(deadline))
                 if r.status == "unbounded":
                     out[i] = np.inf
                     break
@@ -704,7 +787,7 @@ def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
     ``l (t' - x)_+`` moved to ``tb`` shift the values on both sides of the interval by the
     same ``sum_k coef_k (tb - t_k)`` over right units, because ``tb`` is the centroid."""
     top = float(np.max(np.abs(coef))) if coef.size else 1.0
-    nz = np.abs(coef) > 1e-13 * max(1.0, top)  # tol: rounding
+    nz = np.abs(coef) > 1e-13 * top  # tol: rounding (relative: data 1e15 apart has coefficients near 1e-15)
     t, o, coef = t[nz], o[nz], coef[nz]
     seg = np.searchsorted(x, t, side="right") - 1  # t == x_j goes with [x_j, x_{j+1}]
     keys: dict[tuple[int, bool], list[int]] = {}
@@ -729,7 +812,7 @@ def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
 
 
 def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
-                   opt: float) -> OptimalSet:
+                   opt: float, deadline: float | None = None) -> OptimalSet:
     """Probe LPs: over the optimal set, how large can a convex / concave kink in each
     zone be, and what values can the function take at each data point."""
     n = x.size
@@ -765,7 +848,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         flags = []
         for sgn in (1.0, -1.0):
             r = _kink_lp(x, y, t, o, w, task, skip, extra_ub=(cost_row, np.array([opt + slack])),
-                         objective=sgn * jump, maximize=True)
+                         objective=sgn * jump, maximize=True, time_limit=_left(deadline))
             flags.append(r.status == "optimal" and r.value > PROOF_MARGIN * scale)
         zones.append(Zone(float(lo), float(hi), convex=flags[0], concave=flags[1]))
     # value ranges at the data points
@@ -785,7 +868,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
             for col, mx in ((0, False), (1, True)):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([opt + slack])),
-                             objective=rows[i], maximize=mx)
+                             objective=rows[i], maximize=mx, time_limit=_left(deadline))
                 ranges[i, col] = r.value if r.status == "optimal" else np.nan
     return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
 
@@ -809,9 +892,11 @@ def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, 
         skip: include a free affine skip ``c x`` (the output bias is always free).
         describe: with free biases, also describe the whole optimal set (probe LPs); and
             decide ``unique`` (probe LPs; ``None`` without them).
-        time_limit: seconds for column generation (penalised biases), checked between
-            rounds; when it runs out the result has ``status="time_limit"`` and
-            ``partial=True`` (``cost`` an upper bound, ``lower_bound`` certified).
+        time_limit: seconds for the whole fit: every LP is handed the time left; when
+            it runs out the result has ``status="time_limit"`` and ``partial=True``
+            (``cost`` an upper bound, ``lower_bound`` certified; ``unique`` and
+            ``optimal_set`` None), or, if not even the first LP finished, a
+            :class:`MinNormError` says so.
 
     Returns:
         A :class:`MinNormResult` (network, optimal cost, certified lower bound, kinks,
