@@ -94,3 +94,14 @@ def test_bad_input_one_clear_error(kwargs, change, match):
         X[0, 0] = -np.inf
     with pytest.raises(RelulabError, match=match):
         SmoothNetRegressor(**{"hidden": (2,), "epochs": 1, **kwargs}).fit(X, y)
+
+
+def test_parameters_of_other_losses_are_ignored_as_in_scikit_learn():
+    # float(quantile) ran for every loss: quantile='abc' with the squared loss raised a
+    # raw ValueError; each loss now reads only its own parameter
+    X, y = data(20)
+    a = SmoothNetRegressor(hidden=(3,), epochs=2, random_state=0).fit(X, y)
+    b = SmoothNetRegressor(hidden=(3,), epochs=2, random_state=0, quantile="abc", huber_delta=None).fit(X, y)
+    assert np.array_equal(a.predict(X), b.predict(X))
+    with pytest.raises(RelulabError, match="strictly between 0 and 1"):
+        SmoothNetRegressor(hidden=(3,), epochs=1, loss="quantile", quantile="abc").fit(X, y)

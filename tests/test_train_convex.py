@@ -412,3 +412,24 @@ def test_beyond_the_collapse_threshold_zero_is_certified_without_a_solve():
             assert fit.converged and fit.iterations == 0
             assert fit.objective == pytest.approx(0.5 * float(y @ y)) and fit.gap <= 1e-12
     assert convex_fit(X, y, 0.98 * t.lam).iterations > 0  # below it, a solve
+
+
+@pytest.mark.parametrize("fit", [convex_fit, gated_fit])
+def test_lam_and_time_limit_are_checked(fit):
+    X, y = _data1d(1)
+    for lam in ("a", None, True, float("nan"), -1.0, 0.0):
+        with pytest.raises(RelulabError, match="lam must be a positive number"):
+            fit(X, y, lam)
+    # NaN was read as no limit, -1 accepted, 'a' a raw TypeError
+    for tl in ("a", float("nan"), -1.0, 0.0):
+        with pytest.raises(RelulabError, match="time_limit must be a positive number of seconds"):
+            fit(X, y, 0.1, time_limit=tl)
+    assert fit(X, y, np.float64(0.1), time_limit=np.int64(30)).converged  # numpy numbers are numbers
+
+
+def test_gated_fit_cannot_be_saved_as_a_relu_network(tmp_path):
+    out = tmp_path / "g.npz"
+    r = subprocess.run([sys.executable, "-c", "from relulab.cli import main; main()", "fit-convex",
+                        "example:data_1d.csv", "--lam", "0.1", "--gated", "--save", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "is not a ReLU network" in r.stderr and not out.exists()

@@ -236,3 +236,25 @@ def test_prune_on_data_keeps_data_values_and_stabilises_one_signed_neurons():
         from relulab import Network
         prune_on_data(Network([[[1.0]], [[1.0]]], [[0.0], [0.0]], skip=([[1.0]], [0.0])),
                       X[:, :1], [-1.0], [1.0])
+
+
+def test_prune_on_data_checks_its_arguments():
+    from relulab.network import Network
+    from relulab.train.regularizers import prune_on_data
+
+    net = Network([np.ones((3, 3)), np.ones((1, 3))], [np.zeros(3), np.zeros(1)])
+    ok = (np.zeros((4, 3)), [-1.0] * 3, [1.0] * 3)
+    bad = [
+        ((np.zeros((4, 2)), ok[1], ok[2]), r"X must have shape \(n, 3\)"),
+        ((np.zeros(3), ok[1], ok[2]), r"X must have shape \(n, 3\)"),
+        ((ok[0], [-1.0], ok[2]), "lo and hi must have 3 entries"),
+        ((ok[0], [1.0] * 3, [-1.0] * 3), "lo <= hi"),
+        ((np.full((4, 3), np.nan), ok[1], ok[2]), "NaN or infinite entry"),
+        ((ok[0], ["a"] * 3, ok[2]), "must be numbers"),
+    ]
+    for args, match in bad:
+        with pytest.raises(RelulabError, match=match):
+            prune_on_data(net, *args)
+    X = np.ones((4, 3))  # every neuron active on the data, unstable on the box
+    small, info = prune_on_data(net, X, ok[1], ok[2])
+    assert info == {"deleted": 0, "linearised": 3} and np.allclose(small(X), net(X))

@@ -174,7 +174,7 @@ def fit_convex_cmd(
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole "
                                      "fit; a fit stopped by it is not converged, its "
                                      "gap still certified."),
-    save: str = typer.Option(None, "--save", help="Save the network (ReLU variant)."),
+    save: str = typer.Option(None, "--save", help="Save the network (the ReLU variant; refused with --gated)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Two-layer ReLU network by the convex reformulation, with a duality certificate.
@@ -194,6 +194,9 @@ def fit_convex_cmd(
     """
     from ..train import convex_fit, gated_fit
 
+    if save and gated:  # was silently not written
+        raise RelulabError("--save: a gated-ReLU fit is not a ReLU network (its units "
+                           "1[g.x >= 0] w.x jump where a gate switches); --save works without --gated")
     check_output_targets(save, None)
     X, y = read_csv(data)
     fn = gated_fit if gated else convex_fit

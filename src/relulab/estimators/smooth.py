@@ -120,7 +120,9 @@ class SmoothNetRegressor(NetEstimatorBase):
         seed = seed_of(self, self.random_state)
 
         torch = _torch.torch_module()
-        tau, delta = float(self.quantile), float(self.huber_delta)
+        # each loss reads only its own parameter (checked above); the others are ignored
+        tau = float(self.quantile) if loss == "quantile" else 0.5
+        delta = float(self.huber_delta) if loss == "huber" else 1.0
 
         def objective(out: Any, yb: Any, idx: Any) -> Any:
             f = out[:, 0]

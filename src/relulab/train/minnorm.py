@@ -156,8 +156,9 @@ class _LPOut:
 
 
 def _left(deadline: float | None) -> float | None:
-    """Seconds left before ``deadline`` (a ``time.monotonic()`` value) for one LP."""
-    return None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+    """Seconds left before ``deadline`` (a ``time.monotonic()`` value) for one LP, at
+    least 0.1 s (an LP gets a few iterations; none starts once the deadline is past)."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.1)
 
 
 def _kink_lp(

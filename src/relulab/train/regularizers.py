@@ -387,6 +387,26 @@ def to_network(model) -> Network:
     return from_torch(model)
 
 
+def _prune_inputs(d: int, X: Any, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``X`` as (n, d) finite rows inside the box ``[lo, hi]`` of d finite bounds, or one
+    clear error naming the argument (the data decide which neurons are changed)."""
+    try:
+        H = np.asarray(X, dtype=np.float64)
+        L = np.asarray(lo, dtype=np.float64).reshape(-1)
+        U = np.asarray(hi, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise RelulabError(f"prune_on_data: X, lo and hi must be numbers ({e})") from None
+    if H.ndim != 2 or H.shape[1] != d:
+        raise RelulabError(f"prune_on_data: X must have shape (n, {d}) for this network, got {H.shape}")
+    if L.size != d or U.size != d:
+        raise RelulabError(f"prune_on_data: lo and hi must have {d} entries, got {L.size} and {U.size}")
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(U)) and np.all(L <= U)):
+        raise RelulabError("prune_on_data: the box needs finite bounds with lo <= hi")
+    if not np.all(np.isfinite(H)):
+        raise RelulabError(f"prune_on_data: X has a NaN or infinite entry (row {int(np.argwhere(~np.isfinite(H))[0, 0])})")
+    return H, L, U
+
+
 def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Network, dict[str, int]]:
     """Remove the binaries that the data never use: every hidden neuron whose
     pre-activation has one sign on all rows of ``X`` but is unstable under interval bounds
@@ -412,8 +432,7 @@ def prune_on_data(net: Network, X: np.ndarray, lo: Any, hi: Any) -> tuple[Networ
         raise RelulabError("prune_on_data: networks with a skip connection are not supported")
     Ws = [np.array(W, dtype=np.float64) for W in f.weights]
     bs = [np.array(b, dtype=np.float64) for b in f.biases]
-    H = np.asarray(X, dtype=np.float64)
-    L, U = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    H, L, U = _prune_inputs(f.input_dim, X, lo, hi)
     deleted = linearised = 0
     for k in range(len(Ws) - 1):
         W, b = Ws[k], bs[k]
