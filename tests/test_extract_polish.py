@@ -150,3 +150,21 @@ def test_polish_leaves_networks_beyond_max_params_alone():
     assert same is off and not rep.accepted and "too many parameters" in rep.message
     with pytest.raises(ValueError):
         polish(off, X, net(X), method="qr")
+
+
+def test_a_result_off_the_oracles_kept_rows_is_partial_and_not_polished():
+    # A 3-6-4-1 network whose extraction misses a neuron: the output fit, checked near
+    # scale 1, passed, so the result read "complete"; the oracle's own kept rows were
+    # off by 10.8, and the polish, bending the network towards them, made it wrong on
+    # the box where it had been equal.  Now the kept rows decide: partial, unpolished.
+    rng = np.random.default_rng(2)
+    rng.normal(size=(5, 3)), rng.normal(size=(2, 5)), rng.normal(size=5), rng.normal(size=2)
+    net = Network([rng.normal(size=(6, 3)), rng.normal(size=(4, 6)), rng.normal(size=(1, 4))],
+                  [rng.normal(size=6), rng.normal(size=4), rng.normal(size=1)])
+    for mode in (None, False):
+        r = extract_relu(lambda X: net(X), 3, None, reference=net, polish=mode)
+        assert r.status == "partial" and r.polish is None
+        assert any("misses the oracle's own answers" in n for n in r.unidentified)
+        assert r.fidelity.equivalence == "equal"  # on the box it still is the function
+        X = 3 * np.random.default_rng(5).normal(size=(20000, 3))
+        assert np.max(np.abs(net(X) - r.network(X))) > 0.1  # and off it, it is not

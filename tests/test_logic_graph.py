@@ -287,3 +287,22 @@ def test_equal_on_cube_timeout_covers_the_region_comparison():
         assert r.exact and r.f_value != r.g_value
     else:
         assert not r.exact and ("time" in r.message or "stopped" in r.message)
+
+
+def test_staircase_steps_constant_on_the_cube_and_the_size_limit():
+    # biases that lift a neuron above 1 on the whole cube make its first steps constants
+    # (counted, not looped over); random integer networks stay exactly equal
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        W1 = rng.integers(-3, 4, size=(3, 2))
+        b1 = rng.integers(0, 6, size=3)
+        W2 = rng.integers(-2, 3, size=(1, 3))
+        net = Network([W1.tolist(), W2.tolist()], [b1.tolist(), [int(rng.integers(-2, 3))]]).exact()
+        g = to_formula(net, method="staircase")
+        assert g.method == "staircase" and equal_on_cube(to_network(g), net).status == "equal"
+    # weight 1000: about 10^6 weight-units of formula; weight 1e5 took minutes and 15 GB
+    big = Network([[[1000, 1], [1, -1]], [[1, 1]]], [[0, 0], [0]]).exact()
+    with pytest.raises(ExtractionError, match=r"needs 1001 nodes for neuron 1 of layer 1 .* method='rescale'"):
+        to_formula(big, method="staircase")
+    g = to_formula(big)  # auto falls back to one node per neuron
+    assert g.method == "rescale" and equal_on_cube(to_network(g), big).status == "equal"

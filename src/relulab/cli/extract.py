@@ -55,7 +55,7 @@ def extract_cmd(
     if f is not None:
         if f.aligned:
             console.print(f"max parameter error after aligning symmetries: {f.max_abs_error:.3g} "
-                          f"(2^-{f.bits_abs:.1f}); relative {f.max_rel_error:.3g}")
+                          f"(2^{-f.bits_abs:.1f}); relative {f.max_rel_error:.3g}")
         else:
             console.print("parameters not comparable: " + f.message)
         console.print(f"equivalence on the box [{f.domain['lo'][0]:g}, {f.domain['hi'][0]:g}]^d: "

@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -52,6 +53,11 @@ METHODS = ("auto", "rescale", "staircase")
 
 # "auto" uses the staircase (pure MV) only while the graph stays this small.
 STAIRCASE_MAX_NODES = 64
+# An explicit staircase is refused beyond this much work: the sum over its nodes of
+# 1 + the node's |weights| + |bias| (each node's formula grows with its weights: one
+# 2-input neuron with weight 100 is 204 nodes, 707,712 formula symbols, 5 s; weight 1e5
+# ran for minutes and 15 GB).  The estimate of that example is about 21,000.
+STAIRCASE_MAX_WORK = 50_000
 
 
 class ExtractionError(FormulaError):
@@ -59,7 +65,7 @@ class ExtractionError(FormulaError):
 
 
 class _TooBig(Exception):
-    pass
+    """The staircase form is larger than the limit given to :func:`_extract`."""
 
 
 def _unit_or_error(net: Any, domain: Any) -> tuple[Network, Any]:
@@ -171,8 +177,11 @@ def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> Substit
             method_used = "rescale"
     else:
         method_used = "rescale" if method == "auto" else method
-        layers, C, c = _extract(Ws, bs, d, method_used, alg if method_used == "staircase" or not integer
-                                else "divisible MV", None)
+        try:
+            layers, C, c = _extract(Ws, bs, d, method_used, alg if method_used == "staircase" or not integer
+                                    else "divisible MV", None)
+        except _TooBig as e:
+            raise ExtractionError(f"to_formula: {e}; use method='rescale' (one node per neuron)") from None
     dom = None if box is None else (tuple(box[0]), tuple(box[1]))
     return SubstitutionGraph(d, layers, C, c, method_used, dom)
 
@@ -184,7 +193,18 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
     e0 = [zero] * d
     layers: list[tuple[Node, ...]] = []
     n_total = 0
-    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+    work = 0
+
+    def charge(steps: int, w: Any, bb: Fraction, where: str) -> None:
+        # refuse before building: the node loop alone is `steps` long
+        nonlocal work
+        work += steps * (1 + sum(abs(v) for v in w) + abs(bb))
+        if work > STAIRCASE_MAX_WORK:
+            raise _TooBig(f"the staircase form needs {steps} nodes for {where} (weights up to "
+                          f"{max((abs(v) for v in w), default=0)}), over the size limit "
+                          f"({work} > {STAIRCASE_MAX_WORK} weight-units)")
+
+    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
         Weff, beff = _matvec(W, M, e0, b)
         nodes: list[Node] = []
         cols: list[tuple[int, Fraction]] = []  # (neuron, coefficient) per node
@@ -198,10 +218,11 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
                 nodes.append(Node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
                 cols.append((j, hi))
                 continue
-            for t in range(int(hi)):
-                if lo - t >= 1:
-                    new_e0[j] += 1  # this step is 1 on the whole cube
-                    continue
+            # steps t with lo - t >= 1 are 1 on the whole cube: constants, no node
+            full = 0 if lo < 1 else min(int(hi), math.floor(lo - 1) + 1)
+            charge(int(hi) - full, w, bb, f"neuron {j + 1} of layer {k + 1}")
+            new_e0[j] += full
+            for t in range(full, int(hi)):
                 ww = tuple(w)
                 nodes.append(Node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
                 cols.append((j, one))
@@ -229,6 +250,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             nodes.append(Node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
             C_cols.append((i, span))
         else:
+            charge(int(hi - lo), w, bb, f"output {i + 1}")
             for t in range(int(hi - lo)):
                 ww = tuple(w)
                 nodes.append(Node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from ..errors import is_int_at_least
 from .formula import (
     Formula,
     FormulaError,
@@ -198,8 +199,15 @@ def parse(text: str, n_vars: int | None = None) -> Formula:
     """
     if not isinstance(text, str):
         raise FormulaError(f"parse: expected a string, got {type(text).__name__}")
+    if n_vars is not None and not is_int_at_least(n_vars, 1):
+        raise FormulaError(f"parse: the number of inputs must be an integer >= 1, got {n_vars!r}")
     p = _Parser(text)
-    phi = p.expr()
+    try:
+        phi = p.expr()
+    except RecursionError:  # the descent is recursive: one level per nested operator
+        col = p.toks[min(p.i, len(p.toks) - 1)][2]
+        raise FormulaError(f"formula: nested too deeply to read (past column {col} of "
+                           f"{len(text)}); write it with fewer nested operators") from None
     tok = p.peek()
     if tok[0] != "end":
         raise p.fail(tok, f"unexpected {tok[1]!r} after a complete formula")
