@@ -175,3 +175,31 @@ def test_predict_checks_its_input():
         dr.predict([[0.0, 0.0], [np.nan, 0.0]])
     assert dr.predict([0.0, 0.0]).shape == (1,)
     assert dr.predict(np.zeros((0, 2))).shape == (0,)
+
+
+def test_a_degenerate_union_is_not_merged_and_leaves_the_clusters_as_they_were():
+    # qhull's topology error on a degenerate vertex set escaped decision_rules (5-input
+    # networks): a union whose hull qhull cannot build is simply not merged
+    from relulab.explain.rules import _Clusters, _Piece
+
+    V1 = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
+    V2 = np.array([[1.0, 1, 0], [1, 0, 0], [0, 1, 0]])
+    cl = _Clusters([_Piece(V1, 0.5), _Piece(V2, 0.5)])
+    assert cl.try_merge(0, 1) is False
+    assert cl.find(1) == 1 and np.array_equal(cl.V[0], V1) and np.array_equal(cl.V[1], V2)
+
+
+def test_the_time_limit_cuts_the_rules_short_but_keeps_them_exact():
+    rng = np.random.default_rng(7)
+    net = Network([rng.normal(size=(40, 5)), rng.normal(size=(40, 40)) / 4, rng.normal(size=(3, 40))],
+                  [rng.normal(size=40) * 0.3, rng.normal(size=40) * 0.3, np.zeros(3)])
+    dr = decision_rules(net, Box(-np.ones(5), np.ones(5)), time_limit=3.0)
+    assert dr.partial and dr.covered_fraction < 1 and len(dr.rules) > 0
+    assert dr.info.get("merge_stopped_at_time_limit") is True
+    # every rule kept is exact: its decision is the network's argmax on points inside it
+    for r in dr.rules[:50]:
+        P = r.vertices.mean(0, keepdims=True)
+        assert str(all_decisions(net)[int(np.argmax(net(P)[0]))].label) == str(r.decision)
+    for bad in (0, -1.0, float("nan"), "a"):
+        with pytest.raises(ExplainError, match="time_limit must be a positive number"):
+            decision_rules(net, Box(-np.ones(5), np.ones(5)), time_limit=bad)

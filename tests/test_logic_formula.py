@@ -204,3 +204,15 @@ def test_a_formula_on_too_many_inputs_is_refused_before_it_is_built():
     assert to_network(parse(many), 2000).widths[0] >= 79  # the default budget builds it
     net = to_network(parse("x1 -> x2000"))  # within the default budget it builds
     assert net.input_dim == 2000 and net.exact()([F(1)] + [F(0)] * 1999)[0] == 0
+
+
+def test_a_formula_nested_past_the_recursion_limit_is_one_clear_error():
+    # a raw RecursionError before; a right-nested chain of 3,000 implications is the same
+    for text in ("~" * 100_000 + "x1", "(" * 5000 + "x1" + ")" * 5000,
+                 " -> ".join(f"x{i % 5 + 1}" for i in range(3000))):
+        with pytest.raises(RelulabError, match="nested too deeply to read"):
+            parse(text)
+    assert evaluate(parse("~" * 50 + "x1"), [F(1, 3)]) == F(1, 3)  # moderate nesting reads
+    for n in (-1, 0, 1.5):
+        with pytest.raises(RelulabError, match="number of inputs must be an integer >= 1"):
+            parse("x1 + x2", n_vars=n)

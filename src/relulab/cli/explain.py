@@ -65,7 +65,8 @@ def explain_cmd(
     rules: bool = typer.Option(False, "--rules", help="Decision rules of the whole box instead."),
     markdown: bool = typer.Option(False, "--markdown", help="Print Markdown instead of tables."),
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds (why-not: the answer then "
-                                     "carries a gap)."),
+                                     "carries a gap; --rules: a stopped enumeration is partial, "
+                                     "a stopped merge leaves more, still exact, rules)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Explain a model's decisions exactly: why (the region rule and a minimal certified
@@ -84,7 +85,8 @@ def explain_cmd(
     cls = _names(classes, "--classes")
     if rules:
         dr = E.decision_rules(net, dom, features=names, class_names=cls,
-                              progress=not (json_out or markdown))
+                              progress=not (json_out or markdown),
+                              time_limit=check_seconds(time_limit, "--time-limit"))
         if json_out:
             print_json(dr)
         elif markdown:
@@ -94,6 +96,12 @@ def explain_cmd(
             console.print(f"{dr.n_regions} linear regions, {dr.n_pieces} pieces -> {dr.n_rules} "
                           f"convex rules ({dr.method}) in {dr.times['total']:.2f} s; exact by "
                           "construction")
+            if dr.partial:
+                console.print(f"PARTIAL: the enumeration stopped early; the rules cover "
+                              f"{100 * dr.covered_fraction:.2f}% of the box only")
+            if dr.info.get("merge_stopped_at_time_limit"):
+                console.print("the time limit stopped the merging: every rule is exact, some "
+                              "could be merged further")
         return
     if x is None:
         raise RelulabError("give --x (the input to explain) or --rules")

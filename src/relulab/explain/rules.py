@@ -28,8 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.spatial import QhullError
 
 from ..domain import Box, Polytope
+from ..errors import is_positive_seconds
+from ..limits import Deadline
 from ..network import Network
 from ..results import Result
 from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
@@ -63,6 +66,8 @@ class DecisionRules(Result):
         partial: the enumeration stopped early (``max_regions``): rules cover only part.
         certified: every rule proved with the MILP (None when not asked).
         times: seconds for enumeration, cutting, merging, certification.
+        info: ``merge_stopped_at_time_limit`` (True) when the time limit cut the merging
+            short: every rule is still exact, some could be merged further.
     """
 
     rules: tuple
@@ -179,8 +184,11 @@ def _ordered_polygons(rs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return V, reg, areas
 
 
-def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], int]:
-    """Per decision, per region: the piece of the region with that decision (or None)."""
+def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
+            ) -> tuple[list[list[_Piece | None]], int, bool]:
+    """Per decision, per region: the piece of the region with that decision (or None);
+    the count of pieces; whether ``deadline`` stopped the cutting (the regions not yet
+    cut then have no piece: the rules cover part of the domain)."""
     n, d = len(rs), rs.dim
     out: list[list[_Piece | None]] = [[None] * n for _ in decisions]
     count = 0
@@ -209,6 +217,8 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
             rest |= ~inside & ~outside & ~tie
         todo = np.flatnonzero(rest)
     for i in todo:
+        if deadline is not None and deadline.expired():
+            return out, count, True
         if fast:
             v0, v1 = rs.vertex_ptr[i], rs.vertex_ptr[i + 1]
             V, Y = Vall[v0:v1], Yall[v0:v1]
@@ -256,7 +266,7 @@ def _pieces(rs, decisions: list[Decision]) -> tuple[list[list[_Piece | None]], i
             if vol > 0 and vol > ROUNDOFF * vr:
                 out[k][i] = _Piece(W, vol)
                 count += 1
-    return out, count
+    return out, count, False
 
 
 class _Clusters:
@@ -279,24 +289,33 @@ class _Clusters:
             return False
         tot = self.vol[a] + self.vol[b]
         VV = np.vstack([self.V[a], self.V[b]])
-        if not G.union_is_convex(self.V[a], self.vol[a], self.V[b], self.vol[b], tot):
-            return False
+        try:
+            if not G.union_is_convex(self.V[a], self.vol[a], self.V[b], self.vol[b], tot):
+                return False
+            hull = G.hull(VV)[2]  # before any change: a failure leaves the clusters as they were
+        except QhullError:
+            return False  # a degenerate vertex set (qhull's topology error): do not merge
         self.parent[b] = a
-        self.V[a] = G.hull(VV)[2]
+        self.V[a] = hull
         self.vol[a] = tot
         self.V[b] = None
         return True
 
 
-def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool) -> list[tuple[np.ndarray, float]]:
+def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool,
+           deadline: Deadline | None = None) -> list[tuple[np.ndarray, float]]:
+    """Greedy convex merging along ``edges``; at ``deadline`` it stops (every cell is
+    still a convex union of pieces: the rules stay exact, only fewer merged)."""
     cl = _Clusters(pieces)
     if merge and len(edges):
         have = np.array([p is not None for p in pieces])
         E = edges[have[edges[:, 0]] & have[edges[:, 1]]]
         changed = True
-        while changed:
+        while changed and not (deadline is not None and deadline.expired()):
             changed = False
             for i, j in E[:, :2].tolist():
+                if deadline is not None and deadline.expired():
+                    break
                 if cl.try_merge(i, j):
                     changed = True
     roots = sorted({cl.find(i) for i, p in enumerate(pieces) if p is not None})
@@ -370,6 +389,7 @@ def decision_rules(
     certify_rules: bool = False,
     max_regions: int | None = None,
     progress: bool = False,
+    time_limit: float | None = None,
 ) -> DecisionRules:
     """The decision rules of ``net`` inside ``domain`` (see the module docstring).
 
@@ -386,6 +406,10 @@ def decision_rules(
         certify_rules: prove every rule with relulab.verify's exact MILP.
         max_regions: stop the enumeration early (the result is marked partial).
         progress: a progress bar for the enumeration.
+        time_limit: seconds for the whole call.  The enumeration stops at it (the result
+            is partial: the rules cover only part); merging stops at it (the rules stay
+            exact, fewer are merged: ``merge_complete`` False); certification then leaves
+            the rest unproved (``certified`` False).
 
     Example:
         >>> from relulab import Network, Box
@@ -397,15 +421,23 @@ def decision_rules(
     from .. import regions as R
 
     t0 = time.perf_counter()
+    if time_limit is not None and not (is_positive_seconds(time_limit) and np.isfinite(time_limit)):
+        raise ExplainError(f"decision_rules: time_limit must be a positive number of seconds or None, "
+                           f"got {time_limit!r}")
+    deadline = Deadline(time_limit, floor=1e-3)
+    # shares of the limit: the enumeration 40%, cutting its regions into pieces (a hull
+    # per region) up to 75%, merging and writing the rules (a hull per rule) the rest
+    cut_deadline = Deadline(None if time_limit is None else 0.75 * time_limit)
     fnet = float_net(net)
     dom = check_domain(fnet, domain)
     names = feature_names(features, fnet.input_dim)
     decs = all_decisions(fnet, class_names) if decision is None else [as_decision(fnet, decision, class_names)]
-    rs = R.enumerate(fnet, dom, max_regions=max_regions, progress=progress, vertices=True)
+    rs = R.enumerate(fnet, dom, max_regions=max_regions, progress=progress, vertices=True,
+                     time_limit=None if time_limit is None else max(0.4 * time_limit, 1e-3))
     if len(rs) == 0:
         raise ExplainError("the domain holds no full-dimensional linear region")
     t1 = time.perf_counter()
-    pieces, n_pieces = _pieces(rs, decs)
+    pieces, n_pieces, cut_stopped = _pieces(rs, decs, cut_deadline)
     t2 = time.perf_counter()
     if method == "auto":
         method = "bsp" if fnet.input_dim == 2 and isinstance(dom, Box) and merge else "merge"
@@ -420,13 +452,21 @@ def decision_rules(
     if method == "bsp":
         cells_by = _bsp_cells(fnet, decs, pieces, dom, merge)
     else:
-        edges = R.adjacency(rs, fnet) if merge else np.zeros((0, 3), dtype=np.int64)
-        cells_by = [_merge(pcs, edges, merge) for pcs in pieces]
+        # a partial enumeration has no facet graph at hand (the skeleton engine's is for a
+        # complete one): building it takes longer than the enumeration, so a time limit
+        # that cut the enumeration leaves the pieces unmerged
+        skip = deadline.expired() or (rs.partial and time_limit is not None)
+        edges = R.adjacency(rs, fnet) if merge and not skip else np.zeros((0, 3), dtype=np.int64)
+        cells_by = [_merge(pcs, edges, merge, deadline) for pcs in pieces]
+    merge_stopped = merge and (deadline.expired() or (method == "merge" and skip))  # (bsp: 2-D, quick)
     for dec, pcs, merged in zip(decs, pieces, cells_by, strict=True):
         vol_dec = 0.0
         # a stable, readable order: by the cells' centres, coordinate by coordinate
         merged = sorted(merged, key=lambda cv: tuple(np.round(cv[0].mean(0), 9)))
         for V, vol in merged:
+            if deadline.expired():  # the rest of the cells give no rule: partial
+                cut_stopped = True
+                break
             A, b, H = G.hull(V)
             keep = _own_rows(A, b, DA, Db)
             rules.append(Rule(A[keep], b[keep], dec.label, names, kind="merged" if merge else "region",
@@ -440,6 +480,9 @@ def decision_rules(
         out = []
         by_label = {d.label: d for d in decs}
         for r in rules:
+            if deadline.expired():  # the rest stay unproved
+                out.append(r)
+                continue
             ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision])
             out.append(Rule(r.A, r.b, r.decision, names, r.kind, ok, worst, r.volume_fraction,
                             vertices=r.vertices))
@@ -449,8 +492,9 @@ def decision_rules(
     cov = float(sum(r.volume_fraction for r in rules))
     return DecisionRules(
         rules=tuple(rules), decisions=summary, n_regions=len(rs), n_pieces=n_pieces,
-        n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial), certified=certified,
+        n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial or cut_stopped), certified=certified,
         features=names, method=method,
+        info={"merge_stopped_at_time_limit": True} if merge_stopped else {},
         times={"enumerate": t1 - t0, "cut": t2 - t1, "merge": t3 - t2, "certify": t4 - t3,
                "total": t4 - t0},
     )
