@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from relulab import Box, Network
+from relulab.errors import RelulabError
 from relulab.extract import extract_relu
 from relulab.extract.fidelity import fidelity
 from relulab.extract.oracle import BudgetExhausted, QueryOracle
@@ -168,3 +169,16 @@ def test_a_result_off_the_oracles_kept_rows_is_partial_and_not_polished():
         assert r.fidelity.equivalence == "equal"  # on the box it still is the function
         X = 3 * np.random.default_rng(5).normal(size=(20000, 3))
         assert np.max(np.abs(net(X) - r.network(X))) > 0.1  # and off it, it is not
+
+
+def test_the_time_limit_stops_an_attack_on_a_function_that_is_not_piecewise_linear():
+    # sin summed over the inputs has kinks nowhere and curvature everywhere: without a
+    # budget the attack ran for minutes; the time limit makes it partial
+    r = extract_relu(lambda X: np.sin(X).sum(1, keepdims=True), 2, time_limit=1.0)
+    assert r.status == "partial" and any("time limit reached" in n for n in r.unidentified)
+    o = QueryOracle(lambda X: X.sum(1, keepdims=True), input_dim=2)
+    extract_relu(o, 2, time_limit=1.0)
+    assert o.deadline is None  # the caller's oracle is left without a limit
+    for bad in (0, -1.0, float("nan"), "a"):
+        with pytest.raises(RelulabError, match="time_limit must be a number of seconds"):
+            extract_relu(lambda X: X.sum(1, keepdims=True), 2, time_limit=bad)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from ._common import JSON_OPT, console, load_model_arg, print_json
+from ._common import JSON_OPT, check_seconds, console, load_model_arg, print_json
 
 __all__ = ["register", "tour"]
 
@@ -22,6 +22,9 @@ def extract_cmd(
         None, "--precision", help="Output resolution of the model (e.g. 5e-7 for 6 decimals)."),
     scale: float = typer.Option(1.0, "--scale", help="Size of the input region explored."),
     seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the attack."),
+    time_limit: float | None = typer.Option(
+        None, "--time-limit", help="Seconds for the attack; at the limit the result is partial "
+        "(the fidelity check after it has its own 30 s)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Recover a ReLU network from its input-output behaviour only (critical points on
@@ -41,7 +44,8 @@ def extract_cmd(
         except ValueError:
             raise RelulabError(f"--widths: cannot read {widths!r}; write e.g. 20,10") from None
     r = extract_relu(lambda X: net.float()(X), net.input_dim, ws, budget=budget,
-                     precision=precision, scale=scale, seed=seed, reference=net)
+                     precision=precision, scale=scale, seed=seed, reference=net,
+                     time_limit=check_seconds(time_limit, "--time-limit"))
     if out is not None and r.network is not None:
         save_model(r.network, out)
     d = {"file": model, "out": out if r.network is not None else None, **r.to_dict()}

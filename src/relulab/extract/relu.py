@@ -396,6 +396,7 @@ def extract_relu(
     max_layers: int = 8,
     equivalence_timeout: float | None = 30.0,
     polish: bool | None = None,
+    time_limit: float | None = None,
 ) -> ExtractionResult:
     """Recover a ReLU network from its forward queries (see the module docstring).
 
@@ -419,6 +420,9 @@ def extract_relu(
             sample of its rows (:meth:`QueryOracle.keep_rows`) for this and for the final
             check: a result off those rows by more than KEPT_RTOL is ``partial`` (and not
             polished).
+        time_limit: seconds for the attack (None: none); at the limit the next query
+            batch is refused as past the budget and the result is ``partial``.  The
+            fidelity check has its own ``equivalence_timeout``.
 
     Returns:
         An :class:`ExtractionResult`.
@@ -456,6 +460,9 @@ def extract_relu(
     if equivalence_timeout is not None and not is_positive_seconds(equivalence_timeout):
         raise ExtractError(f"extract_relu: equivalence_timeout must be a number > 0 or None, "
                            f"got {equivalence_timeout!r}")
+    if time_limit is not None and not is_positive_seconds(time_limit):
+        raise ExtractError(f"extract_relu: time_limit must be a number of seconds > 0 or None, "
+                           f"got {time_limit!r}")
     if not o.keeping:  # for the polish, and for the check that the result explains them
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
@@ -464,6 +471,9 @@ def extract_relu(
     net, res, status = None, None, "complete"
     unid_layers: set[int] = set()  # layers whose traces left weights unidentified
     n_layers = len(widths) if widths is not None else max_layers
+    # the limit stops the attack at its next query batch, as the budget does (partial);
+    # an oracle that is not piecewise linear otherwise keeps it looking for kinks
+    o.deadline = None if time_limit is None else t0 + float(time_limit)
     try:
         space = Space.input(d, scale)
         for k in range(n_layers):
@@ -538,6 +548,7 @@ def extract_relu(
         if st.current is not None and st.current.neurons and (not st.found or st.found[-1] is not st.current):
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
+    o.deadline = None  # the oracle may be the caller's: no limit left on it
     kept_err = _kept_misfit(o, net)
     if kept_err is not None and kept_err > KEPT_RTOL and status == "complete":
         # the fit was checked near scale 1 only; rows the oracle answered elsewhere in the
