@@ -248,3 +248,37 @@ def test_equivalence_through_a_dead_neuron_on_the_box():
     r = equivalent(f, h, Box([0], [1]))
     assert r.status == "different" and abs(float(f.float()(np.asarray(r.witness, float))[0]
                                                  - h.float()(np.asarray(r.witness, float))[0])) > 0.1
+
+
+def test_rounding_in_a_float_pass_is_no_witness():
+    # f = 1e12 relu(x) - 1e12 relu(c x) and g = (1e12 (1 - c)) relu(x) are equal in exact
+    # arithmetic on their stored weights (slope difference 0); float passes differ by 8e-5
+    # and read as "different (re-checked)". The re-check is exact now.
+    a, c = 1e12, 1.0 - 5e-13
+    f = Network([[[1.0], [c]], [[a, -a]]], [[0.0, 0.0], [0.0]])
+    g = Network([[[1.0]], [[a * (1.0 - c)]]], [[0.0], [0.0]])
+    assert Fraction(a) - Fraction(a) * Fraction(c) == Fraction(a * (1.0 - c))  # exactly equal
+    for r in (equivalent(f, g, Box([-1], [1]), timeout=20), equivalent(f, g, None)):
+        assert r.status != "different"
+
+
+def test_cancelling_terms_do_not_widen_the_tolerance_of_equal():
+    # f = relu(x) + 1e12 relu(-x - 5) - 1e12 relu(-x - 5) is relu(x), not 0: the whole-space
+    # decision had tolerance 1e-9 x 1e12 = 1e3 and answered "equal"
+    a = 1e12
+    f = Network([[[1.0], [-1.0], [-1.0]], [[1.0, a, -a]]], [[0.0, -5.0, -5.0], [0.0]])
+    zero = Network([[[1.0]], [[0.0]]], [[0.0], [0.0]])
+    r = equivalent(f, zero, None)
+    assert r.status == "different" and r.gap == pytest.approx(1.0)
+    assert r.tol <= 1e-8
+
+
+def test_equal_within_the_tolerance_says_so():
+    # exact networks 1e6 |x| and 1e6 |x| + 1/2: equal within the default tolerance (1e-6 of
+    # the output scale, 1 here), and the message must not call the normal forms identical
+    f = Network([[[1], [-1]], [[10**6, 10**6]]], [[0, 0], [0]]).exact()
+    g = Network([[[1], [-1]], [[10**6, 10**6]]], [[0, 0], [Fraction(1, 2)]]).exact()
+    r = equivalent(f, g, Box([-1], [1]))
+    if r.status == "equal":
+        assert "within the tolerance" in r.message and "not identical" in r.message
+    assert equivalent(f, g, Box([-1], [1]), tol=0.1).status == "different"

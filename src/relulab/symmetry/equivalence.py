@@ -151,14 +151,22 @@ def _to_fraction_vec(x: np.ndarray) -> np.ndarray:
     return as_kind(np.asarray(x).reshape(-1), True)
 
 
+# up to this many parameters (both networks) a witness is re-checked in exact arithmetic
+# (a Fraction pass costs about a microsecond per parameter)
+EXACT_RECHECK_MAX_PARAMS = 2_000_000
+
+
 def _recheck(
     f: Network, g: Network, x: np.ndarray, domain: Box | Polytope | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool] | None:
     """Re-evaluate a candidate witness by separate forward passes of ``f`` and ``g``.
 
-    Returns ``(x, f(x), g(x), gap, exact)`` or None when ``x`` is outside the domain.  When
-    both networks are exact (or ``x`` holds Fractions), the gap is computed in rational
-    arithmetic on the exact binary values of the inputs.
+    Returns ``(x, f(x), g(x), gap, exact)`` or None when ``x`` is outside the domain.  The
+    gap is computed in rational arithmetic on the exact binary values of the inputs and
+    of float weights (float passes made rounding error read as a difference: 1e12 relu(x)
+    - 1e12 relu(c x) against its exact equal differed by 7.8e-5 in float64), except for
+    networks of more than EXACT_RECHECK_MAX_PARAMS parameters (float passes, ``exact``
+    False).
     """
     x = np.asarray(x).reshape(-1)
     if x.dtype != object:
@@ -167,9 +175,9 @@ def _recheck(
             x = np.clip(x, domain.lo, domain.hi)
     if domain is not None and not domain.contains(np.asarray(x, dtype=np.float64)):
         return None
-    if f.is_exact and g.is_exact:
+    if (f.is_exact and g.is_exact) or f.n_params + g.n_params <= EXACT_RECHECK_MAX_PARAMS:
         xe = _to_fraction_vec(x)
-        fx, gx = f(xe), g(xe)
+        fx, gx = f.exact()(xe), g.exact()(xe)
         gap = float(max(abs(a - b) for a, b in zip(fx, gx, strict=True)))
         return xe, fx, gx, gap, True
     xf = np.asarray(x, dtype=np.float64)
@@ -428,7 +436,8 @@ def equivalent(
         if pb is not None and pb <= tol_v:
             return done("equal", "canonical", upper_bound=pb,
                         message="identical networks" if pb == 0.0
-                        else f"normal forms agree; |f - g| <= {pb:.3g} on the domain")
+                        else f"equal within the tolerance {tol_v:.3g}: normal forms of one shape, "
+                             f"|f - g| <= {pb:.3g} on the domain (not identical)")
         # Sampling attack: any point with a gap above tol is a witness.
         gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1)
         i = int(np.argmax(gaps))
@@ -680,7 +689,8 @@ def equivalent_one_hidden_layer(
     algebraically (see the module docstring).  Exact networks are compared exactly.
     Float networks: ``equal`` means ``|f(x) - g(x)| <= tol (1 + |x|_inf)`` for every
     ``x`` in R^d, with ``tol = rtol * scale`` (``rtol`` default 1e-9, ``scale`` the
-    largest of 1, the coefficients and the affine parts), proved by a sound bound
+    largest of 1, each network's net coefficient per hyperplane and its affine part),
+    proved by a sound bound
     (``details``: ``bound_const``, ``bound_slope``) that counts what grouping near-equal
     hyperplanes and rounding moved.  ``different`` comes with a witness re-checked by
     exact forward passes (on the exact binary values of the weights) where the gap
@@ -711,9 +721,15 @@ def equivalent_one_hidden_layer(
     else:
         mags = [1.0, float(np.max(np.abs(Mf))), float(np.max(np.abs(cf)))]
         mags += [float(np.max(np.abs(t[2]))) for t in tf + tg]
-        scale = max(mags)
+        raw = max(mags)
+        groups = _group_hyperplanes(tf + tg, exact, rt, raw)
+        # 'equal' is relative to the size of the functions themselves: each network's
+        # net coefficient per hyperplane and its affine part, not single neurons' terms
+        # (terms of 1e12 that cancel made the tolerance 1e3, and relu(x) 'equal' to 0)
+        scale = max([1.0, float(np.max(np.abs(Mf))), float(np.max(np.abs(cf))),
+                     float(np.max(np.abs(Mg))), float(np.max(np.abs(cg)))]
+                    + [float(np.max(np.abs(gr[2]))) for t in (tf, tg) for gr in _group_hyperplanes(t, exact, rt, raw)])
         tol_out = rt * scale
-        groups = _group_hyperplanes(tf + tg, exact, rt, scale)
         kink = [gr for gr in groups if np.max(np.abs(gr[2])) > tol_out]
         C0, C1 = _float_difference_bound(tf + tg, groups, dM, dc,
                                          (magf[0] + magg[0], magf[1] + magg[1]), f.input_dim)
@@ -724,7 +740,8 @@ def equivalent_one_hidden_layer(
     if is_equal:
         msg = f"same {len(groups)} hyperplanes with equal coefficients and equal affine parts"
         if not exact:
-            msg += f"; |f - g| <= {details['bound_const']:.3g} + {details['bound_slope']:.3g} |x|_inf"
+            msg += (f"; |f - g| <= {details['bound_const']:.3g} + {details['bound_slope']:.3g} |x|_inf "
+                    f"(equal means within {tol_out:.3g} (1 + |x|_inf))")
         return EquivalenceResult(
             "equal", "algebraic", tol_out, exact=exact, time=time.monotonic() - t0, details=details,
             message=msg,
