@@ -320,3 +320,25 @@ def test_exact_path_norm_past_float64_and_tiny_paths_counted():
     # norm(0) counts the paths whose weights are all nonzero, as path_norm(net, 0) does
     tiny = Network([[[1e-200], [2e-200]], [[1e-200, 1e-200]]], [[0.0, 0.0], [0.0]])
     assert path_lifting(tiny).norm(0) == path_norm(tiny, 0) == 2
+
+
+def test_a_path_norm_beyond_float64_is_inf_for_every_q_without_warnings():
+    # weights 1e300: the one input path is 1e600. Float q = 0.5 and exact q = 2 raised a
+    # bare OverflowError, float q = 1 leaked a RuntimeWarning
+    import math
+    import warnings
+    from fractions import Fraction
+
+    net = Network([[[1e300]], [[1e300]]], [[0.0], [0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for q in (0.5, 1, 2, 3, "inf", 1000):
+            assert path_norm(net, q) == math.inf
+            v = path_norm(net.exact(), q)
+            if q in (1, "inf"):  # exact: the Fraction itself
+                assert v == Fraction(1e300) ** 2
+            else:
+                assert v == math.inf
+        assert path_norm(net, 0) == 1  # one path with a nonzero product
+    small = Network([[[1e150]], [[1e150]]], [[0.0], [0.0]])  # 1e300: still finite
+    assert path_norm(small, 0.5) == pytest.approx(1e300, rel=1e-12) == path_norm(small, 2)

@@ -168,7 +168,7 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
         if q == 0:  # a path count: only its size can overflow; the exact count follows
             return _exact_count(model)
         lv = _net_pass_log(model, q)
-        return float(np.exp(lv if math.isinf(q) else lv / q))
+        return _exp_or_inf(lv if math.isinf(q) else lv / q)
     if q == 0:
         if not isinstance(val, Fraction) and not float(val) < 2.0**53:
             val = _exact_count(model)  # float sums of integers are exact only below 2^53
@@ -182,15 +182,32 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
         # not: split off a power of two, m * 2^e with m near 1, and take the roots apart
         e = val.numerator.bit_length() - val.denominator.bit_length()
         m = float(val / 2**e) if e >= 0 else float(val * 2**-e)
-        return m ** (1.0 / q) * 2.0 ** (e / q)
+        return _pow_or_inf(m, 1.0 / q) * _pow_or_inf(2.0, e / q)
     val = float(val)
     if not np.isfinite(val) or val < 1e-290:  # tol: near float64 underflow
         # overflow or underflow (or a true zero): redo the pass in the log domain
         lv = _net_pass_log(model, q)
-        return float(np.exp(lv if math.isinf(q) else lv / q))
+        return _exp_or_inf(lv if math.isinf(q) else lv / q)
     if math.isinf(q) or q == 1:
         return val
-    return float(val ** (1.0 / q))
+    return _pow_or_inf(val, 1.0 / q)  # overflows for q < 1
+
+
+def _exp_or_inf(v: float) -> float:
+    """``exp(v)``, or ``inf`` where it exceeds float64 (no OverflowError, no warning): a
+    path-norm beyond 1.8e308 reads as inf for every q and either kind of network."""
+    return math.inf if v > _LOG_FLOAT_MAX else math.exp(v)
+
+
+_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
+
+
+def _pow_or_inf(a: float, p: float) -> float:
+    """``a ** p`` for ``a > 0``, or ``inf`` where it exceeds float64."""
+    try:
+        return a**p
+    except OverflowError:
+        return math.inf
 
 
 def path_norms(model: Any, qs=(1, 2, "inf"), **kw) -> dict[str, float]:
