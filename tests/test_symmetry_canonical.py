@@ -178,3 +178,20 @@ def test_float_forms_agree_across_a_rounding_boundary_of_a_row():
         g = rescale(f, [rng.uniform(0.1, 10, size=2)])
         cf, cg = canonical(f)[0], canonical(g)[0]
         assert same_form(cf, cg) and cf.allclose(cg)
+
+
+def test_a_normalisation_that_overflows_float64_is_named():
+    # w = 10 in layer 1 moves into layer 2's 1e308: inf, then the misleading "layer 2:
+    # weight contains NaN or infinite entries" (with overflow warnings)
+    import warnings
+
+    from relulab.network import NetworkError
+
+    f = Network([[[10.0], [1.0]], [[1e308, 1.0]]], [[0.0, 0.0], [0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(NetworkError, match="canonical: moving the scale of layer 1's neurons into layer 2 overflows"):
+            canonical(f)
+    c, _ = canonical(f.exact())  # exact arithmetic has no such limit
+    x = [[Fraction(1, 3)]]
+    assert c.exact()(x[0]) == f.exact()(x[0])

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..domain import Box, Polytope, as_domain
 from ..layers import Layers, bool_mask, max_abs, zero
-from ..network import Network
+from ..network import Network, NetworkError
 from ..tolerance import MATCH_RTOL, ROUNDOFF, or_default
 from ._status import NeuronStatus, neuron_status
 
@@ -212,9 +212,15 @@ def canonical(
         if n > 0:
             R = np.concatenate([W, b[:, None]], axis=1)
             scale = [max_abs(R[i]) for i in range(n)]
-            for i in range(n):
-                R[i] = R[i] / scale[i]
-                lay.Ws[k + 1][:, i] = lay.Ws[k + 1][:, i] * scale[i]
+            with np.errstate(over="ignore"):  # checked just below, with the place named
+                for i in range(n):
+                    R[i] = R[i] / scale[i]
+                    lay.Ws[k + 1][:, i] = lay.Ws[k + 1][:, i] * scale[i]
+            if not ex and not np.all(np.isfinite(lay.Ws[k + 1])):
+                raise NetworkError(
+                    f"canonical: moving the scale of layer {k + 1}'s neurons into layer {k + 2} "
+                    "overflows float64 (weights near 1e308); convert the network with .exact() "
+                    "or rescale it")
             lay.Ws[k] = R[:, :-1].copy()
             lay.bs[k] = R[:, -1].copy()
 

@@ -708,8 +708,9 @@ def equivalent_one_hidden_layer(
     _check_tol(rtol, "equivalent_one_hidden_layer: rtol")
     exact = f.is_exact and g.is_exact
     rt = or_default(rtol, MATCH_RTOL)
-    tf, Mf, cf, magf = _one_layer_terms(f, exact, +1)
-    tg, Mg, cg, magg = _one_layer_terms(g, exact, -1)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN terms decide nothing (below)
+        tf, Mf, cf, magf = _one_layer_terms(f, exact, +1)
+        tg, Mg, cg, magg = _one_layer_terms(g, exact, -1)
     dM, dc = Mf + Mg, cf + cg
     details: dict[str, Any] = {}
     if exact:
@@ -731,8 +732,11 @@ def equivalent_one_hidden_layer(
                     + [float(np.max(np.abs(gr[2]))) for t in (tf, tg) for gr in _group_hyperplanes(t, exact, rt, raw)])
         tol_out = rt * scale
         kink = [gr for gr in groups if np.max(np.abs(gr[2])) > tol_out]
-        C0, C1 = _float_difference_bound(tf + tg, groups, dM, dc,
-                                         (magf[0] + magg[0], magf[1] + magg[1]), f.input_dim)
+        # weights near 1e308 overflow the bound to inf or NaN: then not 'equal' (NaN <= tol
+        # is False) and no warning leaks
+        with np.errstate(over="ignore", invalid="ignore"):
+            C0, C1 = _float_difference_bound(tf + tg, groups, dM, dc,
+                                             (magf[0] + magg[0], magf[1] + magg[1]), f.input_dim)
         details.update(bound_const=C0, bound_slope=C1)
         # The bound, not the grouping, decides: it counts what grouping and rounding moved.
         is_equal = C0 <= tol_out and C1 <= tol_out
