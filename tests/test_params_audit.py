@@ -120,3 +120,17 @@ def test_fdim_cli_says_when_the_rank_is_a_lower_bound(tmp_path, monkeypatch):
     d = functional_dimension(net, rng.normal(size=(60, 3)))
     assert d.numerical.method == "gram" and d.numerical.lower_bound  # rank <= 26 - 4 < 26 columns
     assert "lower bound" in res.output
+
+
+def test_a_jacobian_that_overflows_is_refused_not_read_as_rank_zero():
+    # points near 1e308 made the Jacobian NaN; its singular values were NaN and the
+    # functional dimension read 0 (CLI: --box -1e308:1e308 sampled such points)
+    import warnings
+
+    net = Network([[[1.0], [-2.0]], [[1.0, 3.0]]], [[0.5, -0.25], [0.0]])
+    X = np.array([[1e308], [-1e308], [0.3]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RelulabError, match="Jacobian at these points overflows"):
+            functional_dimension(net, X)
+    assert functional_dimension(net, np.array([[1.0], [-1.0], [0.3]])).rank > 0

@@ -170,7 +170,8 @@ def fdim_cmd(
     dom = parse_box(box, net.input_dim)
     rng = np.random.default_rng(seed)
     lo, hi = np.asarray(dom.lo, float), np.asarray(dom.hi, float)
-    X = lo + (hi - lo) * rng.random((points, net.input_dim))
+    u = rng.random((points, net.input_dim))
+    X = lo * (1.0 - u) + hi * u  # (hi - lo overflows on a box like [-1e308, 1e308])
     if exact and not json_out and console.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

@@ -288,7 +288,11 @@ def functional_dimension(
     _check_tol(tol, "functional_dimension")
     Xf = _as_batch(net.float(), X, False)
     netf = net.float()
-    J = realization_jacobian(netf, Xf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        J = realization_jacobian(netf, Xf)
+    if not np.all(np.isfinite(J)):  # its singular values would be NaN and the rank read 0
+        raise RelulabError("functional_dimension: the Jacobian at these points overflows float64 "
+                           "(inputs or activations near 1e308); give points of a smaller size")
     info = numerical_rank(J, tol)
     er = None
     if exact:
