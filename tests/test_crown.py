@@ -621,3 +621,16 @@ def test_bound_arguments_are_checked():
     for kw in ({"C": [["a"]]}, {"method": "alpha", "iters": 2.5}, {"method": "alpha", "lr": float("inf")}):
         with pytest.raises(BoundError):
             crown_bound(bg, [[-1.0]], [[1.0]], **kw)
+
+
+def test_an_overflowing_relaxation_is_no_nan_bound_marked_complete():
+    # [-1e155, 1e155]^2: -lo*hi/(hi-lo) overflows, 0 * inf gave lower = NaN, "complete"
+    net = Network([np.ones((3, 2)), np.ones((2, 3))], [np.zeros(3), np.zeros(2)])  # 3 relu(x1+x2)
+    bg = BoundGraph.from_network(net)
+    s = 1e155
+    for method in ("crown", "alpha"):
+        gb = bound(bg, [[-s, -s]], [[s, s]], method=method)
+        assert not np.isnan(gb.lower).any() and not np.isnan(gb.upper).any()
+        assert np.all(gb.lower <= 0.0) and np.all(gb.upper >= 6 * s)  # sound: f ranges over [0, 6e155]
+        assert gb.status == "partial" and "overflow" in gb.reason
+    assert bound(bg, [[-1.0, -1.0]], [[1.0, 1.0]], method="crown").status == "complete"

@@ -436,3 +436,43 @@ def test_bounds_that_overflow_float64_are_refused():
         crown_batch(Ws, bs, np.full((1, 2), -1e308), np.full((1, 2), 1e308))
     pre, _ = crown_batch(Ws, bs, np.full((1, 2), -1e3), np.full((1, 2), 1e3))
     assert np.isfinite(pre[0][0]).all()
+
+
+def test_the_milp_route_is_not_fooled_by_coefficients_highs_drops():
+    # 1e10 relu(1e-10 x2) put an entry of 1e-10 into the MILP; HiGHS drops entries up to
+    # 1e-9 and the route said "exact 1" for a constant of 2 (and "exact 0" for relu(x)
+    # written as 1e9 relu(1e-9 x)).  Neurons are balanced first; what stays tiny makes
+    # the MILP's bound no bound.
+    from relulab.lipschitz.milp import by_milp
+
+    net = Network([[[1.0, 0.0], [0.0, 1e-10]], [[1.0, 1e10]]], [[0.0, 0.0], [0.0]])
+    assert float(net([[1.0, 1.0]])[0, 0] - net([[0.0, 0.0]])[0, 0]) == 2.0  # so L >= 2
+    r = lipschitz(net, Box([-1, -1], [1, 1]), p=float("inf"), method="milp")
+    assert r.status == "exact" and r.upper == pytest.approx(2.0)
+    for dom in (Box([-1], [1]), None):
+        r = lipschitz(Network([[[1e-9]], [[1e9]]], [[0.0], [0.0]]), dom, p=1, method="milp")
+        assert r.status == "exact" and r.upper == pytest.approx(1.0)
+    # a tiny weight beside a large one in the same row cannot be balanced away
+    tiny = Network([[[1.0, 1e-10]], [[1.0]]], [[0.0], [0.0]])
+    o = by_milp(tiny, Box([-1, -1], [1, 1]), float("inf"), None)
+    assert not o.complete and o.upper == float("inf") and o.info["small_coefficients_dropped"]
+    assert o.lower == pytest.approx(1.0)  # the certified witness stands
+
+
+def test_the_whole_space_enumeration_gets_the_time_limit(monkeypatch):
+    # lipschitz(..., method="enumerate") over R^d never passed its deadline on: a 2 s
+    # limit ran 100 s on a 3-40-40-1 network
+    import relulab.regions as R
+
+    seen = []
+    real = R.enumerate
+
+    def spy(*a, **k):
+        seen.append(k.get("time_limit"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(R, "enumerate", spy)
+    net = Network([[[1.0, 0.5], [-1.0, 2.0]], [[1.0, -1.0]]], [[0.0, 0.1], [0.0]])
+    r = lipschitz(net, None, p=1, method="enumerate", time_limit=30)
+    assert seen and all(v is not None and 0 < v <= 30 for v in seen)
+    assert r.status == "exact"

@@ -474,6 +474,14 @@ def bound(
     lower[inf_np] = np.inf
     if up is not None:
         up[inf_np] = -np.inf
+    bad = np.isnan(lower).any() or (up is not None and np.isnan(up).any())
+    if bad:
+        # 0 * inf in the relaxation (boxes near 1e155 overflow its slopes): a NaN is no
+        # bound; the vacuous one is sound, and the status says what happened
+        lower[np.isnan(lower)] = -np.inf
+        if up is not None:
+            up[np.isnan(up)] = np.inf
+        status, reason = "partial", "overflow: the relaxation overflowed float arithmetic (a box too large); those bounds are infinite"
     return GraphBounds(
         lower=lower,
         upper=up,

@@ -109,7 +109,8 @@ def _best_certified(net, pts, norms_lo, p, q, source, domain):
 def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
                    deadline: float | None = None, *, region_set=None) -> EnumerationOutcome:
     """Enumerate the regions (all of R^d when ``domain`` is None) and take the largest
-    Jacobian norm; a deadline stops the stream (bounded domains) and marks it incomplete.
+    Jacobian norm; a deadline (a ``time.time()`` moment) stops the enumeration and marks it
+    incomplete.
     ``region_set``: the regions of ``net`` over ``domain`` already enumerated (several norms
     from one enumeration).
 
@@ -126,7 +127,8 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
     complete = True
     if domain is None or region_set is not None:
         rs = region_set if region_set is not None else regions.enumerate(
-            net, Polytope.whole_space(net.input_dim))
+            net, Polytope.whole_space(net.input_dim),
+            time_limit=None if deadline is None else max(deadline - time.time(), 1e-3))
         d = net.input_dim
         Cs = rs.affine[:, :, :d]
         pts = rs.interior

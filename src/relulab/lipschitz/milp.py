@@ -48,7 +48,7 @@ from ..domain import Box, Polytope
 from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center, no_interior
 from ..network import Network
-from ..tolerance import MIP_GAP, ROUNDOFF
+from ..tolerance import HIGHS_SMALL, MIP_GAP, ROUNDOFF
 from .exact_box import region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
@@ -372,6 +372,40 @@ def _build(enc, Ws, pre, skip, d, p, mode, out_index, m, faces=False):
     return obj, A_ub, b_ub, B.matrix("eq"), np.array(B.eq_rhs), lb, ub, integer
 
 
+def _balanced(net: Network) -> Network:
+    """The same function with each hidden neuron's incoming row (weights and bias) scaled
+    to largest entry 1 and its outgoing weights scaled up to match (relu is positively
+    homogeneous; the Lipschitz constant is the function's).  ``1e9 relu(1e-9 x)`` put
+    entries of 1e-9 into the MILP, which HiGHS drops: it answered 'exact 0' for relu(x).
+    Left as it is where the scaling would overflow.
+
+    Example:
+        >>> _balanced(Network([[[1e-9]], [[1e9]]], [[0.0], [0.0]])).weights[0].tolist()
+        [[1.0]]
+    """
+    Ws, bs, skip = float_layers(net)
+    Ws, bs = [W.copy() for W in Ws], [b.copy() for b in bs]
+    for k in range(len(Ws) - 1):
+        s = np.max(np.abs(np.hstack([Ws[k], bs[k][:, None]])), axis=1, initial=0.0)
+        s[~(s > 0)] = 1.0
+        with np.errstate(over="ignore"):
+            nxt = Ws[k + 1] * s[None, :]
+        if not np.all(np.isfinite(nxt)):
+            return net
+        Ws[k] /= s[:, None]
+        bs[k] /= s
+        Ws[k + 1] = nxt
+    return Network(Ws, bs, skip)
+
+
+def _has_tiny(A) -> bool:
+    """Whether a (sparse) constraint matrix holds a nonzero entry HiGHS would drop."""
+    if A is None:
+        return False
+    v = A.data if sp.issparse(A) else np.asarray(A).ravel()
+    return bool(np.any((v != 0) & (np.abs(v) <= HIGHS_SMALL)))
+
+
 def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
             deadline: float | None = None, tighten: bool | None = None) -> MILPOutcome:
     """The LipMIP program(s) for ``||J||_{p->q}`` over ``domain`` (R^d when None, through
@@ -402,6 +436,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         H, dom = homogeneous_problem(net)
     else:
         H, dom = net, domain
+    H = _balanced(H)
     Ws, _, skip = float_layers(H)
     if tighten is None:
         tighten = H.n_hidden_layers > 1 and H.n_neurons >= 40
@@ -412,9 +447,11 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
     outs = [None] if mode == "signs" else list(range(m))
     best_wit, upper, complete = None, 0.0, True
     nodes = 0
+    tiny = False
     for n_done, i in enumerate(outs):
         obj, A_ub, b_ub, A_eq, b_eq, lb, ub, integer = _build(enc, Ws, pre, skip, d, p, mode, i or 0, m,
                                                                faces=domain is None)
+        tiny = tiny or _has_tiny(A_ub) or _has_tiny(A_eq)
         tl = None if deadline is None else max((deadline - time.time()) / (len(outs) - n_done), 1e-3)
         model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq if A_eq.shape[0] else None,
                         b_eq=b_eq if A_eq.shape[0] else None, lb=lb, ub=ub, integer=integer,
@@ -473,5 +510,12 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
             complete = False
         upper = max(upper, bound_i)
     lower = best_wit.norm if best_wit is not None else 0.0
+    info = {"nodes": nodes, "tightened": bool(tighten)}
+    if tiny:
+        # HiGHS dropped matrix entries of at most HIGHS_SMALL: its optimum is of another
+        # program, so its bound is no bound (the witness, certified apart, still is)
+        info["small_coefficients_dropped"] = True
+        return MILPOutcome(lower, math.inf, best_wit, False, enc.n_binaries,
+                           time.perf_counter() - t0, info)
     return MILPOutcome(lower, max(upper, lower), best_wit, complete, enc.n_binaries,
-                       time.perf_counter() - t0, {"nodes": nodes, "tightened": bool(tighten)})
+                       time.perf_counter() - t0, info)
