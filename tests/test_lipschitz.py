@@ -476,3 +476,11 @@ def test_the_whole_space_enumeration_gets_the_time_limit(monkeypatch):
     r = lipschitz(net, None, p=1, method="enumerate", time_limit=30)
     assert seen and all(v is not None and 0 < v <= 30 for v in seen)
     assert r.status == "exact"
+
+
+def test_a_domain_beyond_highs_gives_a_library_error_naming_it():
+    # method="bab" on [-1e100, 1e100]^2 raised a bare RuntimeError from the Chebyshev LP
+    from relulab.examples import tiny_2d
+
+    with pytest.raises(RelulabError, match="give a smaller one"):
+        lipschitz(tiny_2d(), Box([-1e100] * 2, [1e100] * 2), p=1, method="bab", time_limit=5)

@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import RelulabError
 from .tolerance import MATCH_RTOL
+
+
+class LPError(RelulabError, RuntimeError):
+    """An LP that relulab needs ended without a usable answer (a RuntimeError as before)."""
 
 __all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "no_interior", "INF"]
 
@@ -406,7 +411,9 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
     if r.status == "infeasible":
         return None, -INF
     if not r.ok:
-        raise RuntimeError(f"Chebyshev-centre LP ended with status {r.status}")
+        raise LPError(f"Chebyshev-centre LP ended with status {r.status}"
+                      + (" (bounds or coefficients beyond what HiGHS represents, e.g. a domain "
+                         "reaching 1e100: give a smaller one)" if r.status == "error" else ""))
     rad = float(r.x[-1])
     return r.x[:d], (INF if rad >= cap * (1 - MATCH_RTOL) else rad)
 
