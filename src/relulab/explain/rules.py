@@ -408,8 +408,8 @@ def decision_rules(
         progress: a progress bar for the enumeration.
         time_limit: seconds for the whole call.  The enumeration stops at it (the result
             is partial: the rules cover only part); merging stops at it (the rules stay
-            exact, fewer are merged: ``merge_complete`` False); certification then leaves
-            the rest unproved (``certified`` False).
+            exact, fewer are merged: ``info["merge_stopped_at_time_limit"]``);
+            certification then leaves the rest unproved (``certified`` False).
 
     Example:
         >>> from relulab import Network, Box
