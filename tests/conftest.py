@@ -79,3 +79,17 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
         code = int(e.code or 0)
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def record_kwarg(monkeypatch, owner, name: str, key: str) -> list:
+    """Wrap ``owner.name`` so each call records its keyword argument ``key`` (None when
+    absent) and then runs as before; returns the list the calls fill."""
+    seen: list = []
+    real = getattr(owner, name)
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get(key))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen

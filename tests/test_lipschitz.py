@@ -462,16 +462,11 @@ def test_the_milp_route_is_not_fooled_by_coefficients_highs_drops():
 def test_the_whole_space_enumeration_gets_the_time_limit(monkeypatch):
     # lipschitz(..., method="enumerate") over R^d never passed its deadline on: a 2 s
     # limit ran 100 s on a 3-40-40-1 network
+    from conftest import record_kwarg
+
     import relulab.regions as R
 
-    seen = []
-    real = R.enumerate
-
-    def spy(*a, **k):
-        seen.append(k.get("time_limit"))
-        return real(*a, **k)
-
-    monkeypatch.setattr(R, "enumerate", spy)
+    seen = record_kwarg(monkeypatch, R, "enumerate", "time_limit")
     net = Network([[[1.0, 0.5], [-1.0, 2.0]], [[1.0, -1.0]]], [[0.0, 0.1], [0.0]])
     r = lipschitz(net, None, p=1, method="enumerate", time_limit=30)
     assert seen and all(v is not None and 0 < v <= 30 for v in seen)

@@ -660,14 +660,9 @@ def test_a_region_cap_streams_small_batches_with_the_same_regions(monkeypatch):
     X0, F0, p0, _ = E.initial_polytope(pb)
     sizes = [ch.batch.n for ch in E.run(pb, X0, F0, p0, max_batch=16)]
     assert len(sizes) > 10 and max(sizes) <= 32 and sum(sizes) == len(full)
-    seen = []
-    real = E.run
+    from conftest import record_kwarg
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("max_batch"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(E, "run", spy)
+    seen = record_kwarg(monkeypatch, E, "run", "max_batch")
     part = regions.enumerate(net, box, engine="cells", max_regions=20)
     assert len(part) == 20 and part.partial and seen == [64]
     have = {r.pattern.tobytes() for r in full}

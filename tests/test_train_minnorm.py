@@ -276,16 +276,11 @@ def test_optimal_means_the_certified_gap_is_closed():
 def test_every_lp_gets_the_time_left(monkeypatch):
     # the limit was checked only between column-generation rounds: one LP of 8 s ran
     # past a 1 s limit; now each LP is handed what is left (and none starts after it)
+    from conftest import record_kwarg
+
     import relulab.train.minnorm as mn
 
-    seen = []
-    real = mn._kink_lp
-
-    def spy(*a, **k):
-        seen.append(k.get("time_limit"))
-        return real(*a, **k)
-
-    monkeypatch.setattr(mn, "_kink_lp", spy)
+    seen = record_kwarg(monkeypatch, mn, "_kink_lp", "time_limit")
     rng = np.random.default_rng(0)
     x = np.sort(rng.uniform(-5, 5, 60))
     y = np.sin(3 * x)

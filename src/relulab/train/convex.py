@@ -47,9 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, is_int_at_least, is_positive_seconds
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
+from .minnorm import _check_time_limit
 from .patterns import _patterns_until, facet_rows, sample_patterns
 
 __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns",
@@ -72,14 +73,6 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
     if not (isinstance(lam, numbers.Real) and not isinstance(lam, bool) and np.isfinite(lam) and lam > 0):
         raise ConvexTrainingError(f"lam must be a positive number, got {lam!r}")
     return X, y
-
-
-def _check_time_limit(time_limit: Any) -> float | None:
-    """None, or seconds > 0 (NaN, negative and non-numbers are one clear error, not
-    silently 'no limit' or an instant stop)."""
-    if time_limit is not None and not is_positive_seconds(time_limit):
-        raise ConvexTrainingError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
-    return None if time_limit is None else float(time_limit)
 
 
 def _check_max_patterns(max_patterns: Any) -> int:
@@ -460,7 +453,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     X, y = _prep(X, y, lam)
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = _check_time_limit(time_limit, ConvexTrainingError)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -1038,7 +1031,7 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     X, y = _prep(X, y, lam)
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = _check_time_limit(time_limit, ConvexTrainingError)
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape

@@ -47,13 +47,13 @@ Example:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import RelulabError, is_positive_seconds
+from ..limits import Deadline
 from ..lp import LPModel, solve
 from ..network import Network
 from ..tolerance import (
@@ -65,6 +65,8 @@ from ..tolerance import (
     ROUNDOFF,
     or_default,
 )
+
+LP_FLOOR_SECONDS = 0.1  # the least time one LP is handed under a time limit
 
 __all__ = [
     "MinNormResult",
@@ -153,12 +155,6 @@ class _LPOut:
     coef: np.ndarray
     duals: np.ndarray | None
     x_full: np.ndarray | None
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds left before ``deadline`` (a ``time.monotonic()`` value) for one LP, at
-    least 0.1 s (an LP gets a few iterations; none starts once the deadline is past)."""
-    return None if deadline is None else max(deadline - time.monotonic(), 0.1)
 
 
 def _kink_lp(
@@ -548,13 +544,10 @@ def parameter_cost(net: Network, bias: str = "free") -> float:
 def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
            describe: bool, max_iter: int = 200,
            time_limit: float | None = None) -> MinNormResult:
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-
-    def left() -> float | None:  # each LP gets what the limit leaves, not only each round
-        return _left(deadline)
-
-    def late() -> bool:
-        return deadline is not None and time.monotonic() >= deadline
+    # each LP is handed what the limit leaves (not only each round), at least 0.1 s (an
+    # LP gets a few iterations; none starts once the deadline is past)
+    deadline = Deadline(time_limit, floor=LP_FLOOR_SECONDS)
+    left, late = deadline.left, deadline.expired
 
     # Regression values are solved for scaled to largest 1 and mapped back (the problem is
     # homogeneous in y): the gap tests, merges and probes then see the same numbers
@@ -713,7 +706,7 @@ def _contacts(x: np.ndarray, g: np.ndarray, bias: str, skip: bool):
 
 def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
                 g: np.ndarray | None, opt: float, sol_t: np.ndarray,
-                sol_o: np.ndarray, deadline: float | None = None) -> bool | None:
+                sol_o: np.ndarray, deadline: Deadline = Deadline(None)) -> bool | None:
     """Decide whether the optimal function is unique (see :class:`MinNormResult`).  The
     candidate kinks are the near-contact points of the dual and the returned network's
     own kinks (the dual is only accurate to the LP tolerance, so its tangent points are
@@ -729,7 +722,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     t = np.array([c[0] for c in cont], dtype=np.float64)
     o = np.array([c[1] for c in cont], dtype=np.float64)
     w = _weight(t, bias)
-    base = _kink_lp(x, y, t, o, w, task, skip, time_limit=_left(deadline))
+    base = _kink_lp(x, y, t, o, w, task, skip, time_limit=deadline.left())
     if base.status != "optimal" or base.value > opt + PROOF_MARGIN * max(1.0, opt):
         return None  # the contact set does not reach the optimum: not decided here
     c_opt = base.value
@@ -749,7 +742,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
             for mx in (True, False):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([c_opt + slack])),
-                             objective=row, maximize=mx, time_limit=_left(deadline))
+                             objective=row, maximize=mx, time_limit=deadline.left())
                 if r.status == "unbounded":
                     out[i] = np.inf
                     break
@@ -813,7 +806,7 @@ def _merge(x: np.ndarray, t: np.ndarray, o: np.ndarray, coef: np.ndarray):
 
 
 def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
-                   opt: float, deadline: float | None = None) -> OptimalSet:
+                   opt: float, deadline: Deadline = Deadline(None)) -> OptimalSet:
     """Probe LPs: over the optimal set, how large can a convex / concave kink in each
     zone be, and what values can the function take at each data point."""
     n = x.size
@@ -849,7 +842,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         flags = []
         for sgn in (1.0, -1.0):
             r = _kink_lp(x, y, t, o, w, task, skip, extra_ub=(cost_row, np.array([opt + slack])),
-                         objective=sgn * jump, maximize=True, time_limit=_left(deadline))
+                         objective=sgn * jump, maximize=True, time_limit=deadline.left())
             flags.append(r.status == "optimal" and r.value > PROOF_MARGIN * scale)
         zones.append(Zone(float(lo), float(hi), convex=flags[0], concave=flags[1]))
     # value ranges at the data points
@@ -869,17 +862,17 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
             for col, mx in ((0, False), (1, True)):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([opt + slack])),
-                             objective=rows[i], maximize=mx, time_limit=_left(deadline))
+                             objective=rows[i], maximize=mx, time_limit=deadline.left())
                 ranges[i, col] = r.value if r.status == "optimal" else np.nan
     return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
 
 
-def _check_time_limit(time_limit: Any) -> float | None:
-    if time_limit is None:
-        return None
-    if not is_positive_seconds(time_limit):
-        raise MinNormError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
-    return float(time_limit)
+def _check_time_limit(time_limit: Any, error: type[RelulabError] = MinNormError) -> float | None:
+    """None, or seconds > 0 as a float; NaN, negative and non-numbers raise ``error`` (one
+    clear line, not silently 'no limit' or an instant stop).  Also convex training's."""
+    if time_limit is not None and not is_positive_seconds(time_limit):
+        raise error(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    return None if time_limit is None else float(time_limit)
 
 
 def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, *,
