@@ -22,13 +22,13 @@ Example:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..errors import RelulabError
+from ..limits import Deadline
 from ..network import Network
 
 __all__ = ["QueryOracle", "BudgetExhausted", "ExtractError"]
@@ -123,9 +123,9 @@ class QueryOracle:
         self.budget = None if budget is None else int(budget)
         self.queries = 0
         self.calls = 0
-        #: a ``time.monotonic()`` moment after which every batch is refused like one past
-        #: the budget (:class:`BudgetExhausted`); None: none
-        self.deadline: float | None = None
+        #: once it has expired every batch is refused like one past the budget
+        #: (:class:`BudgetExhausted`); None: no limit
+        self.deadline: Deadline | None = None
         self.output_dim: int | None = None
         self._keep = 0
         self._seen = 0  # rows offered to the reservoir (answered since keeping started)
@@ -203,7 +203,7 @@ class QueryOracle:
         n = X.shape[0]
         if self.budget is not None and self.queries + n > self.budget:
             raise BudgetExhausted(f"query budget {self.budget} reached ({self.queries} used, {n} asked)")
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if self.deadline is not None and self.deadline.expired():
             raise BudgetExhausted(f"time limit reached ({self.queries} queries used)")
         Y = np.asarray(self._fn(X), dtype=np.float64)
         if Y.ndim == 0 or Y.shape[0] != n or Y.size == 0:

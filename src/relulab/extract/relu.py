@@ -42,6 +42,7 @@ import numpy as np
 
 from ..domain import Box
 from ..errors import is_positive_seconds
+from ..limits import Deadline
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
@@ -473,7 +474,7 @@ def extract_relu(
     n_layers = len(widths) if widths is not None else max_layers
     # the limit stops the attack at its next query batch, as the budget does (partial);
     # an oracle that is not piecewise linear otherwise keeps it looking for kinks
-    o.deadline = None if time_limit is None else t0 + float(time_limit)
+    o.deadline = None if time_limit is None else Deadline(float(time_limit))
     try:
         space = Space.input(d, scale)
         for k in range(n_layers):
