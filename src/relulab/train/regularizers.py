@@ -388,8 +388,9 @@ def to_network(model) -> Network:
 
 
 def _prune_inputs(d: int, X: Any, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``X`` as (n, d) finite rows inside the box ``[lo, hi]`` of d finite bounds, or one
-    clear error naming the argument (the data decide which neurons are changed)."""
+    """``X`` as (n, d) finite rows and the box ``[lo, hi]`` as d finite bounds with
+    ``lo <= hi``, or one clear error naming the argument (the data decide which neurons
+    are changed; rows outside the box are allowed)."""
     try:
         H = np.asarray(X, dtype=np.float64)
         L = np.asarray(lo, dtype=np.float64).reshape(-1)
