@@ -27,13 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bounds import crown_batch, float_layers
+from ..bounds import float_layers
 from ..domain import Box
 from ..network import Network
 from .exact_box import box_max, pattern_stack
 from .jacobians import certified_mask, jacobians
 from .lower import batch_norms
 from .result import LipschitzWitness
+from .rounding import box_preactivations, jacobian_slack
 from .witness import certify_point
 
 __all__ = ["by_bab", "BaBOutcome", "meet_in_middle_bound", "output_functionals", "box_jacobian_bounds", "interval_norm_bound", "box_norm_bounds",
@@ -293,6 +294,7 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     ``pre``: the boxes' pre-activation bounds when already computed (``crown_batch``).
     ``meet``: also :func:`meet_in_middle_bound` (``p, q in {1, inf}``; about twice as tight
     on ACAS Xu boxes, at a few times the cost of the interval passes).
+    Each bound includes the rounding slack of :func:`relulab.lipschitz.rounding.jacobian_slack`.
 
     Example:
         >>> import numpy as np
@@ -300,11 +302,11 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
         >>> from relulab.bounds import float_layers
         >>> Ws, bs, skip = float_layers(Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]]))
         >>> ub, _, _ = box_norm_bounds(Ws, bs, skip, np.array([[0.5], [-1.0]]), np.array([[1.0], [1.0]]), 1, None)
-        >>> ub.tolist()
+        >>> ub.round(9).tolist()
         [2.0, 2.0]
     """
     if pre is None:
-        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+        pre = box_preactivations(Ws, bs, lo, hi)
     n_in = lo.shape[1]
     d = n_in if d is None else d
     Gc, Gr = _backward(Ws, pre, skip, lo.shape[0])
@@ -330,6 +332,8 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     if pattern_max:
         ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes,
                                            best_patterns))
+    # every bound above is a float evaluation: add what rounding can have taken off
+    ub = ub + jacobian_slack(Ws, pre, skip, p, q, d, len(lo))
     return ub, Gc, Gr
 
 
@@ -393,7 +397,7 @@ def box_jacobian_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray) -> tuple[n
         >>> (Gc - Gr).ravel().tolist(), (Gc + Gr).ravel().tolist()   # x > 0: slope 2; [-1, 1]: slope in [-1, 2]
         ([2.0, -1.0], [2.0, 2.0])
     """
-    pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+    pre = box_preactivations(Ws, bs, lo, hi)
     return _backward(Ws, pre, skip, lo.shape[0])
 
 
@@ -460,8 +464,10 @@ def _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock):
     only when popped, so when the search stops the largest open bound is usually a stale
     one, far above what the box itself would get.  Until the deadline, the stale boxes
     above the largest fresh bound get their bounds (no splitting), largest first; the
-    smaller of the two is kept (both hold) and boxes below the best value are dropped."""
+    smaller of the two is kept (both hold) and boxes below the best value are dropped;
+    also the largest bound among those."""
     fresh = np.zeros(len(OU), dtype=bool)
+    dropped = 0.0
     while clock() <= deadline and len(OU):
         order = np.argsort(-OU)
         if fresh[order[0]]:
@@ -469,14 +475,15 @@ def _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock):
         top_fresh = OU[order[fresh[order]][0]] if fresh.any() else -np.inf
         stale = order[~fresh[order]]
         cand = stale[OU[stale] > top_fresh][:batch]
-        pre, _ = crown_batch(Ws, bs, OL[cand], OH[cand], intermediate="hybrid")
+        pre = box_preactivations(Ws, bs, OL[cand], OH[cand])
         ub, _, _ = box_norm_bounds(Ws, bs, sk, OL[cand], OH[cand], p, q, d, PATTERN_MAX_UNSTABLE,
                                    PATTERN_BOXES, None, pre=pre)
         OU[cand] = np.minimum(OU[cand], ub)
         fresh[cand] = True
         keep = OU > best + DROP_TOL * (1 + best)
+        dropped = max(dropped, float(np.max(OU[~keep], initial=0.0)))
         OL, OH, OU, fresh = OL[keep], OH[keep], OU[keep], fresh[keep]
-    return OL, OH, OU
+    return OL, OH, OU, dropped
 
 
 def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: float | None = None,
@@ -521,6 +528,15 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
     best_w: LipschitzWitness | None = None
     best = 0.0
     closed_upper = 0.0   # the largest bound of a box closed by its exact maximum
+    dropped_upper = 0.0  # the largest bound of a box dropped below the best value
+
+    def alive(U):
+        """The boxes whose bound exceeds the best value (within DROP_TOL); the largest
+        bound of the others enters ``dropped_upper`` (closed boxes, at -inf, do not)."""
+        nonlocal dropped_upper
+        keep = U > best + DROP_TOL * (1 + best)
+        dropped_upper = max(dropped_upper, float(np.max(U[~keep], initial=0.0)))
+        return keep
     n_exact = 0
     rng = np.random.default_rng(seed)
     seen = 0
@@ -533,7 +549,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         if deadline is not None and clock() > deadline:
             break
         if stop is not None and clock() > stop:
-            OL, OH, OU = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
+            OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
+            dropped_upper = max(dropped_upper, gone)
             rest = deadline - clock()
             if rest <= FLUSH_MIN * budget:
                 break
@@ -549,7 +566,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH, OU = OL[rest], OH[rest], OU[rest]
         seen += k
         pats: dict = {}
-        pre, _ = crown_batch(Ws, bs, lo, hi, intermediate="hybrid")
+        pre = box_preactivations(Ws, bs, lo, hi)
         ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats,
                                      pre=pre, meet=MEET_IN_MIDDLE)
         ub = np.minimum(ub, parent)
@@ -558,6 +575,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
             # ranked by norm, unrealised ones refuted by LP) closes them or lowers their bound
             U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(k, int)
             cand = np.flatnonzero((U <= BAB_EXACT_UNSTABLE) & (ub > best * (1 + DROP_TOL)))
+            slack = jacobian_slack(Ws, pre, sk, p, q, d, k)
             for b in cand[np.argsort(-ub[cand])][:exact_boxes]:
                 if deadline is not None and clock() > deadline:
                     break
@@ -566,13 +584,14 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
                 n_exact += 1
                 if m.witness is not None and m.witness.norm > best:
                     best, best_w = m.witness.norm, m.witness
-                    alive = OU > best + DROP_TOL * (1 + best)
-                    OL, OH, OU = OL[alive], OH[alive], OU[alive]
+                    live = alive(OU)
+                    OL, OH, OU = OL[live], OH[live], OU[live]
                 if m.closed:
-                    closed_upper = max(closed_upper, min(float(ub[b]), m.upper))
+                    # box_max's norms are float evaluations too: the slack in ub[b] covers them
+                    closed_upper = max(closed_upper, min(float(ub[b]), m.upper + float(slack[b])))
                     ub[b] = -np.inf   # closed: never split
                 else:
-                    ub[b] = min(ub[b], m.upper)
+                    ub[b] = min(ub[b], m.upper + float(slack[b]))
         if box is not None:
             # the pattern attaining a box's bound may be a thin region that sampling
             # misses: its Chebyshev centre (an LP) is a certified witness when it exists
@@ -581,8 +600,8 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
                     w = region_witness(net, pats[b], Box(lo[b], hi[b]), p, q, "bab")
                     if w is not None and w.norm > best:
                         best, best_w = w.norm, w
-                        alive = OU > best + DROP_TOL * (1 + best)
-                        OL, OH, OU = OL[alive], OH[alive], OU[alive]
+                        live = alive(OU)
+                        OL, OH, OU = OL[live], OH[live], OU[live]
         C = (lo + hi) / 2
         # the boxes with the largest bounds are where a larger norm may hide: a few
         # random points in each of them besides every centre
@@ -599,9 +618,9 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
             w = certify_point(net, C[i], p, q, "bab", box)
             if w is not None and w.norm > best:
                 best, best_w = w.norm, w
-                alive = OU > best + DROP_TOL * (1 + best)
-                OL, OH, OU = OL[alive], OH[alive], OU[alive]
-        keep = ub > best + DROP_TOL * (1 + best)
+                live = alive(OU)
+                OL, OH, OU = OL[live], OH[live], OU[live]
+        keep = alive(ub)
         lo, hi, ub = lo[keep], hi[keep], ub[keep]
         if len(ub) == 0:
             continue
@@ -622,9 +641,10 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
     if deadline is not None and len(OU):
-        OL, OH, OU = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
-    upper = float(np.max(OU)) if len(OU) else best + DROP_TOL * (1 + best)
-    upper = max(upper, closed_upper)
+        OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
+        dropped_upper = max(dropped_upper, gone)
+    # every box was split, closed (closed_upper) or dropped (dropped_upper) or is open
+    upper = max(float(np.max(OU, initial=0.0)), closed_upper, dropped_upper)
     order = np.argsort(-OU)
     return BaBOutcome(best, max(upper, best), best_w, len(OU) == 0, seen, time.perf_counter() - t0, n_exact,
                       (OL[order], OH[order], OU[order]))

@@ -126,9 +126,9 @@ def reduced_lift(net: Network, domain: Box | Polytope | None,
     Ws, _, sk = float_layers(net)
     d = net.input_dim
     if pre is None and domain is not None:
-        from .milp import preactivation_bounds
+        from .rounding import domain_preactivations
 
-        pre = preactivation_bounds(net, domain)
+        pre = domain_preactivations(net, domain)
     if pre is None:
         pre = [(-np.ones(W.shape[0]), np.ones(W.shape[0])) for W in Ws[:-1]]
     # unstable unless proven stable (a NaN bound proves nothing)
@@ -334,7 +334,7 @@ class SDPBaBOutcome(Result):
 def _children(Ws, bs, sk, lo, hi, influence):
     """Both halves of the box along every side it can be split, with their CROWN bounds:
     ``(dims, L, H, pre, n_unstable)``; the halves of side ``dims[k]`` are rows ``2k, 2k+1``."""
-    from ..bounds import crown_batch
+    from .rounding import box_preactivations
 
     dims = np.flatnonzero((hi - lo) * influence > 0)
     if dims.size == 0:
@@ -345,7 +345,7 @@ def _children(Ws, bs, sk, lo, hi, influence):
     r = np.arange(len(dims))
     H[2 * r, dims] = mid
     L[2 * r + 1, dims] = mid
-    pre, _ = crown_batch(Ws, bs, L, H, intermediate="hybrid")
+    pre = box_preactivations(Ws, bs, L, H)
     U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(len(L), int)
     return dims, L, H, pre, np.asarray(U)
 
@@ -374,10 +374,10 @@ def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
         >>> bool(o.lower <= 3.0 <= o.upper)
         True
     """
-    from ..bounds import crown_batch
     from .bab import box_norm_bounds, start_boxes
     from .exact_box import EXACT_MAX_UNSTABLE, box_max
     from .lower import sampled_lower
+    from .rounding import box_preactivations
 
     t0 = time.perf_counter()
     if not isinstance(box, Box):
@@ -442,7 +442,7 @@ def sdp_bab(net: Network, box: Box, *, time_limit: float | None = 30.0,
         return out
 
     SL, SH = start_boxes(Ws, bs, sk, box)       # the box, or its faces (bias-free networks)
-    pre0, _ = crown_batch(Ws, bs, SL, SH, intermediate="hybrid")
+    pre0 = box_preactivations(Ws, bs, SL, SH)
     heap = []
     counter = 0
     for u, lo, hi in evaluate(SL, SH, pre0, np.full(len(SL), np.inf), smin):

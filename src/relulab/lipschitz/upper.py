@@ -19,7 +19,7 @@ Example:
     >>> import numpy as np
     >>> from relulab import Network, Box
     >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
-    >>> product_bound(net, 2, None), interval_jacobian_bound(net, Box([-1], [1]), 2, None)
+    >>> product_bound(net, 2, None), round(interval_jacobian_bound(net, Box([-1], [1]), 2, None), 9)
     (3.1622776601683795, 2.0)
 """
 
@@ -58,9 +58,12 @@ def product_bound(net: Network, p: float, q: float | None) -> float:
     return float(val)
 
 
-def _jacobian_interval(net: Network, domain: Box | Polytope | None) -> tuple[np.ndarray, np.ndarray]:
-    """Centre and radius of interval bounds of the Jacobian over the domain (R^d when None)."""
-    from .milp import backward_intervals, homogeneous_problem, preactivation_bounds
+def _jacobian_interval(net: Network, domain: Box | Polytope | None, p: float,
+                       q: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Centre and radius of interval bounds of the Jacobian over the domain (R^d when None),
+    and the rounding slack of their ``p -> q`` norm (:mod:`relulab.lipschitz.rounding`)."""
+    from .milp import backward_intervals, homogeneous_problem
+    from .rounding import domain_preactivations, jacobian_slack
 
     d = net.input_dim
     if domain is None:
@@ -68,14 +71,15 @@ def _jacobian_interval(net: Network, domain: Box | Polytope | None) -> tuple[np.
     else:
         H, dom = net, domain
     Ws, _, sk = float_layers(H)
-    pre = preactivation_bounds(H, dom)
+    pre = domain_preactivations(H, dom)
     m = net.output_dim
     lo, hi = np.empty((m, d)), np.empty((m, d))
     for i in range(m):
         e = np.eye(m)[i]
         _, _, (wl, wu) = backward_intervals(Ws, pre, e, e, sk)
         lo[i], hi[i] = wl[:d], wu[:d]
-    return (lo + hi) / 2, (hi - lo) / 2
+    slack = jacobian_slack(Ws, [(a[None], b[None]) for a, b in pre], sk, p, q, d)[0]
+    return (lo + hi) / 2, (hi - lo) / 2, float(slack)
 
 
 def interval_jacobian_bound(net: Network, domain: Box | Polytope | None, p: float,
@@ -86,13 +90,13 @@ def interval_jacobian_bound(net: Network, domain: Box | Polytope | None, p: floa
     Example:
         >>> from relulab import Network, Box
         >>> net = Network([[[1.0], [1.0]], [[1.0, -1.0]]], [[5.0, -5.0], [0.0]])
-        >>> interval_jacobian_bound(net, Box([-1], [1]), 1, None)   # only one neuron is on
+        >>> round(interval_jacobian_bound(net, Box([-1], [1]), 1, None), 9)   # only one neuron is on
         1.0
     """
     from .bab import interval_norm_bound
 
-    c, r = _jacobian_interval(net, domain)
-    return float(interval_norm_bound(c[None], r[None], p, q)[0])
+    c, r, slack = _jacobian_interval(net, domain, p, q)
+    return float(interval_norm_bound(c[None], r[None], p, q)[0]) + slack
 
 
 def _sectors(net: Network, domain: Box | Polytope | None) -> tuple[np.ndarray, np.ndarray]:
@@ -100,9 +104,9 @@ def _sectors(net: Network, domain: Box | Polytope | None) -> tuple[np.ndarray, n
     N = net.n_neurons
     if domain is None:
         return np.zeros(N), np.ones(N)
-    from .milp import preactivation_bounds
+    from .rounding import domain_preactivations
 
-    pre = preactivation_bounds(net, domain)
+    pre = domain_preactivations(net, domain)
     lo = np.concatenate([a for a, _ in pre])
     hi = np.concatenate([b for _, b in pre])
     a = np.where(lo >= 0, 1.0, 0.0)
