@@ -459,6 +459,23 @@ def test_the_milp_route_is_not_fooled_by_coefficients_highs_drops():
     assert o.lower == pytest.approx(1.0)  # the certified witness stands
 
 
+def test_a_milp_failure_far_from_the_origin_names_the_domain():
+    # a box of width 2 at 1e12: HiGHS called the (feasible by construction) program
+    # "infeasible" and the error said only that
+    rng = np.random.default_rng(3)
+    net = Network([rng.normal(size=(5, 2)), rng.normal(size=(4, 5)), rng.normal(size=(1, 4))],
+                  [rng.normal(size=5), rng.normal(size=4), rng.normal(size=1)])
+    box = Box([1e12 - 1, 1e12 - 1], [1e12 + 1, 1e12 + 1])
+    ref = lipschitz(net, box, p=1, method="enumerate")
+    try:
+        r = lipschitz(net, box, p=1, method="milp")
+    except RelulabError as e:
+        msg = str(e)
+        assert "1e+12 from the origin" in msg and "method='enumerate'" in msg and "\n" not in msg
+    else:  # a solver that copes must still bracket the constant
+        assert r.lower <= ref.upper * (1 + 1e-9) and r.upper >= ref.lower * (1 - 1e-9)
+
+
 def test_the_whole_space_enumeration_gets_the_time_limit(monkeypatch):
     # lipschitz(..., method="enumerate") over R^d never passed its deadline on: a 2 s
     # limit ran 100 s on a 3-40-40-1 network

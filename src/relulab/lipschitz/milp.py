@@ -48,7 +48,7 @@ from ..domain import Box, Polytope
 from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center, no_interior
 from ..network import Network
-from ..tolerance import HIGHS_SMALL, MIP_GAP, ROUNDOFF
+from ..tolerance import HIGHS_SMALL, HUGE_MILP_VALUE, MIP_GAP, ROUNDOFF
 from .exact_box import region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
@@ -63,6 +63,9 @@ MIP_REL_GAP = MIP_GAP
 MIP_ABS_GAP = ROUNDOFF
 # Degenerate optimal patterns cut off before giving up on a witness from the MILP.
 MAX_NOGOOD_CUTS = 8
+# a domain farther from the origin than this many times its width is beyond HiGHS's
+# relative tolerances (about 1e-9): named when the solver fails
+FAR_OFF_RATIO = 1e9
 
 
 @dataclass(frozen=True)
@@ -406,6 +409,34 @@ def _has_tiny(A) -> bool:
     return bool(np.any((v != 0) & (np.abs(v) <= HIGHS_SMALL)))
 
 
+def _solver_hint(dom: Box | Polytope, pre: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """Why HiGHS may have failed on a program that is feasible by construction: a domain
+    far from the origin for its width (HiGHS's tolerances are relative, about 1e-9), or
+    big-M values beyond what it solves; "" when neither.
+
+    Example:
+        >>> import numpy as np
+        >>> from relulab import Box
+        >>> _solver_hint(Box([1e12, 1e12], [1e12 + 2, 1e12 + 2]), [])[:40]
+        '; the domain lies 1e+12 from the origin '
+        >>> _solver_hint(Box([-1, -1], [1, 1]), [(np.zeros(2), np.ones(2))])
+        ''
+    """
+    box = dom.bounding_box()
+    reach = float(np.max(np.maximum(np.abs(box.lo), np.abs(box.hi))))
+    width = float(np.min(box.hi - box.lo))
+    big = max((float(np.max(np.maximum(np.abs(a), np.abs(b)), initial=0.0)) for a, b in pre), default=0.0)
+    why = []
+    if width > 0 and reach > FAR_OFF_RATIO * width:
+        why.append(f"the domain lies {reach:.3g} from the origin and is {width:.3g} wide")
+    if big >= HUGE_MILP_VALUE:
+        why.append(f"the pre-activation bounds (big-M values) reach {big:.3g}")
+    if not why:
+        return ""
+    return ("; " + " and ".join(why) + ", beyond HiGHS's tolerances: use method='enumerate' or "
+            "'bab', or shift and scale the inputs")
+
+
 def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
             deadline: float | None = None, tighten: bool | None = None) -> MILPOutcome:
     """The LipMIP program(s) for ``||J||_{p->q}`` over ``domain`` (R^d when None, through
@@ -467,7 +498,9 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                 if res.status == "infeasible" and _cut > 0:
                     bound_i = 0.0  # every remaining pattern was cut off as degenerate
                     break
-                raise RelulabError(f"lipschitz: the MILP ended with status {res.status}")
+                # every point of the domain gives a solution: a failure is the solver's
+                raise RelulabError(f"lipschitz: the MILP ended with status {res.status}"
+                                   + _solver_hint(dom, pre))
             bound_i = float(res.bound) if res.bound is not None and np.isfinite(res.bound) else np.inf
             if res.status == "optimal" and res.objective is not None:
                 bound_i = max(bound_i, float(res.objective))
