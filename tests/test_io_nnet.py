@@ -137,6 +137,27 @@ def test_to_network_with_partial_bounds(seed: int) -> None:
     assert np.all(mx.to_network()(Xq) == mx.evaluate(Xq))
 
 
+def test_huge_and_float32_max_bounds_keep_the_input(rng) -> None:
+    """The reference converters write +-3.40282e38 for "unbounded": that is no bound.  A
+    finite bound of 1e20 is folded exactly for inputs inside it (lo + relu(x - lo) lost x
+    to rounding: every input read 0, or 12345.678 read 16384)."""
+    f32 = 3.40282e38
+    net = random_network(rng, [4, 5, 2])
+    lo = np.array([-f32, -1e20, -1e20, -2.0])
+    hi = np.array([f32, 1e20, np.inf, 3.0])
+    m = NNetModel(net, lo, hi, np.zeros(4), np.ones(4), 0.0, 1.0)
+    single = m.to_network()
+    X = np.vstack([rng.normal(size=(200, 4)) * 1e4, [[1.0, 12345.678, -3.0, 0.5], [5.0, 3e20, -4e20, 9.0]]])
+    np.testing.assert_allclose(single(X), m.evaluate(X), rtol=1e-12, atol=1e-12)
+    # inside the bounds the clip is the identity, exactly
+    clip_only = NNetModel(Network([np.eye(2)], [np.zeros(2)]), lo[1:3], hi[1:3], np.zeros(2), np.ones(2), 0.0, 1.0)
+    Xin = X[:200, 1:3]
+    assert np.array_equal(clip_only.to_network()(Xin), Xin)
+    # only sentinels: nothing to clip, no layer
+    none = NNetModel(net, np.full(4, -f32), np.full(4, f32), np.zeros(4), np.ones(4), 0.0, 1.0)
+    assert none.to_network() == net
+
+
 def test_no_clip_layer_when_unbounded(rng) -> None:
     net = random_network(rng, [3, 5, 2])
     m = NNetModel.from_network(net)

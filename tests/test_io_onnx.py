@@ -291,7 +291,7 @@ def _arr(a, name, dtype=np.float32):
     "case",
     ["leaky", "prelu", "clip", "clip_low", "pool_same", "pool_ceil", "avg_pad", "conv_same", "conv_dil",
      "global", "transpose_slice", "squeeze_concat", "pad_const", "mul_neg_sum", "opset9",
-     "clip_inf", "clip_inverted", "pad_crop"],
+     "clip_inf", "clip_inverted", "pad_crop", "clip_far", "clip_far_low", "clip_f32max"],
 )
 def test_more_operators_match_onnxruntime(case: str) -> None:
     rng = np.random.default_rng(abs(hash(case)) % 2**32)
@@ -312,6 +312,15 @@ def test_more_operators_match_onnxruntime(case: str) -> None:
     elif case == "clip_inf":  # an infinite bound is no bound
         nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
         inits = [_arr(-np.inf, "lo"), _arr(0.7, "hi")]
+    elif case == "clip_far":  # lo + relu(x - lo) read 0 for every x with lo = -1e20
+        nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
+        inits = [_arr(-1e20, "lo"), _arr(1e20, "hi")]
+    elif case == "clip_far_low":
+        nodes = [helper.make_node("Clip", ["x", "lo"], ["y"])]
+        inits = [_arr(-1e20, "lo")]
+    elif case == "clip_f32max":  # float32's maximum: no bound
+        nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
+        inits = [_arr(np.finfo(np.float32).min, "lo"), _arr(0.7, "hi")]
     elif case == "clip_inverted":  # min > max: every output is max (Clip-13)
         nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])]
         inits = [_arr(0.5, "lo"), _arr(-0.25, "hi")]

@@ -24,7 +24,16 @@ from ..errors import FormatError
 from ..limits import check_bytes
 from ..network import Network, NetworkError
 
-__all__ = ["AffineTracer", "conv2d_sparse", "avgpool2d_sparse", "pool_windows"]
+__all__ = ["AffineTracer", "conv2d_sparse", "avgpool2d_sparse", "pool_windows", "NO_CLIP_BOUND",
+           "COMPACT_CLIP_MAX"]
+
+# a clip bound of float32's maximum or more (or an infinity) is no bound: ONNX's default
+# and what the NNet converters write for "unbounded"
+NO_CLIP_BOUND = 3.0e38
+# up to this magnitude a clip is lo + relu(x - lo) - relu(x - hi) (two neurons, float
+# error about an ulp of the bound: 1e-10 here); beyond, x + relu(lo - x) - relu(x - hi)
+# with x = relu(x) - relu(-x) (four neurons), exact for x inside the bounds
+COMPACT_CLIP_MAX = 1.0e6
 
 
 # ===================================================================== index maps
@@ -604,15 +613,24 @@ class AffineTracer:
 
     def clip(self, v: Value, lo: float | None, hi: float | None, where: str = "") -> Value:
         """``min(max(z, lo), hi)`` with ReLUs (either bound may be None)."""
+        lo = None if lo is None or lo <= -NO_CLIP_BOUND else float(lo)
+        hi = None if hi is None or hi >= NO_CLIP_BOUND else float(hi)
         if lo is None and hi is None:
             return v
-        if lo is None:  # min(z, hi) = hi - relu(hi - z)
-            return self.activation(v, [(-1.0, -1.0, float(hi))], float(hi), where)
-        if hi is None:  # max(z, lo) = lo + relu(z - lo)
-            return self.activation(v, [(1.0, 1.0, -float(lo))], float(lo), where)
-        if hi < lo:
+        if lo is not None and hi is not None and hi < lo:
             raise FormatError(f"{where}: clip bounds lo={lo} > hi={hi}")
-        return self.activation(v, [(1.0, 1.0, -float(lo)), (-1.0, 1.0, -float(hi))], float(lo), where)
+        if max(abs(lo) if lo is not None else 0.0, abs(hi) if hi is not None else 0.0) > COMPACT_CLIP_MAX:
+            # z + relu(lo - z) - relu(z - hi), z carried as relu(z) - relu(-z): exact
+            # inside the bounds, where lo + relu(z - lo) would lose z to rounding
+            terms = [(1.0, 1.0, 0.0), (-1.0, -1.0, 0.0)]
+            terms += [] if lo is None else [(1.0, -1.0, lo)]
+            terms += [] if hi is None else [(-1.0, 1.0, -hi)]
+            return self.activation(v, terms, 0.0, where)
+        if lo is None:  # min(z, hi) = hi - relu(hi - z)
+            return self.activation(v, [(-1.0, -1.0, hi)], hi, where)
+        if hi is None:  # max(z, lo) = lo + relu(z - lo)
+            return self.activation(v, [(1.0, 1.0, -lo)], lo, where)
+        return self.activation(v, [(1.0, 1.0, -lo), (-1.0, 1.0, -hi)], lo, where)
 
     def maxpool(
         self, v: Value, windows: Sequence[np.ndarray], out_shape: Sequence[int], where: str = ""

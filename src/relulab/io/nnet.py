@@ -53,6 +53,7 @@ import numpy as np
 from ..errors import FormatError
 from ..network import Network, NetworkError
 from ._atomic import atomic_path
+from ._lowering import COMPACT_CLIP_MAX, NO_CLIP_BOUND
 
 __all__ = ["NNetModel", "read_nnet", "write_nnet", "load_nnet", "save_nnet"]
 
@@ -240,8 +241,10 @@ class NNetModel:
         de-normalisation into the last.  With ``clip=True`` the clipping to
         ``[input_min, input_max]`` is built in exactly as one extra hidden layer of
         ``2 d`` neurons, using ``clip(x) = lo + relu(x - lo) - relu(x - hi)`` (an
-        infinite bound drops its term); when every bound is infinite the clipping is
-        the identity and no layer is added.  Exact networks give exact networks.
+        infinite bound, or one of float32's maximum or more, drops its term; a float bound
+        beyond ``COMPACT_CLIP_MAX`` in magnitude takes two more neurons, see
+        ``_clip_layer``); when every bound is infinite the clipping is the identity and
+        no layer is added.  Exact networks give exact networks.
 
         Example:
             >>> import numpy as np
@@ -274,45 +277,58 @@ class NNetModel:
         return Network(Ws, bs, exact=exact)
 
     def _clip_layer(self, p: dict[str, Any], exact: bool):
-        """``(C0, c0, U, u)`` with ``clip(x) = U relu(C0 x + c0) + u``, or None if all bounds are infinite."""
+        """``(C0, c0, U, u)`` with ``clip(x) = U relu(C0 x + c0) + u``, or None if all bounds
+        are infinite.  A bound of float32's maximum or more is no bound (the reference
+        converters write +-3.40282e38 for "unbounded").  Float bounds beyond
+        ``COMPACT_CLIP_MAX`` use ``x + relu(lo - x) - relu(x - hi)`` (``x`` carried as
+        ``relu(x) - relu(-x)``), exact for ``x`` inside the bounds, because
+        ``lo + relu(x - lo)`` loses ``x`` to rounding when ``|lo|`` is much larger."""
         d = self.input_dim
         lo, hi = p["input_min"], p["input_max"]
-        finite_lo = [(v is not None) if exact else bool(np.isfinite(v)) for v in lo]
-        finite_hi = [(v is not None) if exact else bool(np.isfinite(v)) for v in hi]
+
+        def bounded(v) -> bool:
+            if v is None:
+                return False
+            return bool(abs(v) < NO_CLIP_BOUND) if exact else bool(np.isfinite(v) and abs(v) < NO_CLIP_BOUND)
+
+        finite_lo = [bounded(v) for v in lo]
+        finite_hi = [bounded(v) for v in hi]
         if not any(finite_lo) and not any(finite_hi):
             return None
         zero, one = (Fraction(0), Fraction(1)) if exact else (0.0, 1.0)
         dt = object if exact else np.float64
-        C0 = np.full((2 * d, d), zero, dtype=dt)
-        c0 = np.full(2 * d, zero, dtype=dt)
-        U = np.full((d, 2 * d), zero, dtype=dt)
+        # neurons relu(s x_j + t), each entering output j with coefficient c
+        rows: list[tuple[int, Any, Any, Any]] = []
         u = np.full(d, zero, dtype=dt)
         for j in range(d):
-            a, b = 2 * j, 2 * j + 1
-            if finite_lo[j] and finite_hi[j]:
+            flo, fhi = finite_lo[j], finite_hi[j]
+            big = not exact and max([abs(lo[j])] * flo + [abs(hi[j])] * fhi, default=0.0) > COMPACT_CLIP_MAX
+            if big or not (flo or fhi):
+                # x + relu(lo - x) - relu(x - hi), with x = relu(x) - relu(-x)
+                rows += [(j, one, zero, one), (j, -one, zero, -one)]
+                if flo:
+                    rows.append((j, -one, lo[j], one))
+                if fhi:
+                    rows.append((j, one, -hi[j], -one))
+            elif flo and fhi:
                 # lo + relu(x - lo) - relu(x - hi)
-                C0[a, j] = C0[b, j] = one
-                c0[a], c0[b] = -lo[j], -hi[j]
-                U[j, a], U[j, b] = one, -one
+                rows += [(j, one, -lo[j], one), (j, one, -hi[j], -one)]
                 u[j] = lo[j]
-            elif finite_lo[j]:
+            elif flo:
                 # max(x, lo) = lo + relu(x - lo); the second neuron stays at 0
-                C0[a, j] = one
-                c0[a] = -lo[j]
-                U[j, a] = one
+                rows += [(j, one, -lo[j], one), (j, zero, zero, zero)]
                 u[j] = lo[j]
-            elif finite_hi[j]:
-                # min(x, hi) = hi - relu(hi - x)
-                C0[a, j] = -one
-                c0[a] = hi[j]
-                U[j, a] = -one
-                u[j] = hi[j]
             else:
-                # x = relu(x) - relu(-x)
-                C0[a, j], C0[b, j] = one, -one
-                U[j, a], U[j, b] = one, -one
+                # min(x, hi) = hi - relu(hi - x); the second neuron stays at 0
+                rows += [(j, -one, hi[j], -one), (j, zero, zero, zero)]
+                u[j] = hi[j]
+        n = len(rows)
+        C0 = np.full((n, d), zero, dtype=dt)
+        c0 = np.full(n, zero, dtype=dt)
+        U = np.full((d, n), zero, dtype=dt)
+        for i, (j, sc, t, c) in enumerate(rows):
+            C0[i, j], c0[i], U[j, i] = sc, t, c
         return C0, c0, U, u
-
 
     def __eq__(self, other: object) -> bool:
         """Equal networks and identical normalisation numbers."""

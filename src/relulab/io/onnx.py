@@ -56,7 +56,7 @@ from ..errors import FormatError, RelulabError, is_int_at_least, require
 from ..limits import ResourceLimitError
 from ..network import Network
 from ._atomic import atomic_path
-from ._lowering import AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
+from ._lowering import NO_CLIP_BOUND, AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
 
 __all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS"]
 
@@ -195,9 +195,9 @@ def _h_clip(cx: _Cx, ins: list, at: dict) -> list:
     else:
         lo = None if len(ins) < 2 or ins[1] is None else float(cx.const(ins[1], "Clip min"))
         hi = None if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "Clip max"))
-    big = 3.0e38  # float32's +-max (or an infinity) is ONNX's "no bound"
-    lo = None if lo is None or lo <= -big else float(lo)
-    hi = None if hi is None or hi >= big else float(hi)
+    # float32's +-max (or an infinity) is ONNX's "no bound"
+    lo = None if lo is None or lo <= -NO_CLIP_BOUND else float(lo)
+    hi = None if hi is None or hi >= NO_CLIP_BOUND else float(hi)
     if lo is not None and hi is not None and lo > hi:
         # the spec (Clip-13): with min > max every output is max
         if not cx.tr.is_aff(ins[0]):
