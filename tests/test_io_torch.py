@@ -323,6 +323,35 @@ def test_unsupported_module_names_path_and_type() -> None:
         from_torch(nn.Sequential(nn.Linear(2, 2), Custom()))
 
 
+def test_a_module_with_its_own_forward_is_refused_whatever_it_inherits_or_is_named() -> None:
+    # a residual block written as an nn.Sequential subclass was read child by child: the
+    # skip was dropped silently
+    class Residual(nn.Sequential):
+        def forward(self, x):
+            return x + super().forward(x)
+
+    class Linear(nn.Module):  # a user class that only shares torch's name
+        def __init__(self):
+            super().__init__()
+            self.in_features = 3
+
+        def forward(self, x):
+            return 2 * x
+
+    for inner in (Residual(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 3)), Linear()):
+        m = nn.Sequential(nn.Linear(3, 3), inner).double()
+        with pytest.raises(FormatError, match=re.escape(f"1 ({type(inner).__name__}): unsupported module with its own forward")):
+            from_torch(m, input_shape=3)
+    # a subclass that keeps torch's forward computes torch's layer: read, and equal
+
+    class Tagged(nn.Linear):
+        pass
+
+    m = nn.Sequential(Tagged(3, 4), nn.ReLU(), nn.Linear(4, 2)).double()
+    x = torch.randn(5, 3, dtype=torch.float64)
+    np.testing.assert_allclose(from_torch(m)(x.numpy()), m(x).detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
 def test_shape_errors() -> None:
     with pytest.raises(FormatError, match=re.escape("2 (Linear): takes 4 features")):
         from_torch(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(4, 1)))

@@ -171,7 +171,7 @@ def avgpool2d_to_dense(pool: Any, input_shape: Sequence[int]) -> tuple[np.ndarra
 def _avgpool_module_sparse(pool: Any, chw: tuple[int, int, int]) -> tuple[Any, tuple[int, int, int]]:
     import scipy.sparse as sp
 
-    if type(pool).__name__ == "AdaptiveAvgPool2d":
+    if _kind(pool) == "AdaptiveAvgPool2d":
         C, H, W = chw
         osz = pool.output_size
         OH, OW = (osz, osz) if isinstance(osz, int) else osz
@@ -287,10 +287,35 @@ def _unsupported(where: str) -> FormatError:
     return FormatError(f"{where}: unsupported module (relulab reads {_SUPPORTED})")
 
 
-def _walk(module: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+def _kind(m: Any) -> str | None:
+    """The torch.nn class whose computation ``m`` performs: its class when torch's own, or
+    a subclass that keeps torch's ``forward``; None for anything else (a class with its own
+    ``forward``, say a residual block written as an nn.Sequential subclass, computes what
+    that says, whatever it inherits or is named).
+
+    Example:
+        >>> import torch.nn as nn
+        >>> class Residual(nn.Sequential):
+        ...     def forward(self, x):
+        ...         return x + super().forward(x)
+        >>> _kind(nn.Linear(2, 3)), _kind(nn.Sequential()), _kind(Residual())
+        ('Linear', 'Sequential', None)
+    """
     import torch.nn as nn
 
-    if isinstance(module, nn.Sequential):
+    for cls in type(m).__mro__:
+        if cls.__module__.startswith("torch.nn") and getattr(nn, cls.__name__, None) is cls:
+            return cls.__name__ if type(m).forward is cls.forward else None
+    return None
+
+
+def _custom(where: str) -> FormatError:
+    return FormatError(f"{where}: unsupported module with its own forward (relulab reads torch's "
+                       f"layers: {_SUPPORTED}); export it with torch.onnx.export and load the .onnx file")
+
+
+def _walk(module: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if _kind(module) == "Sequential":
         for name, child in module.named_children():
             yield from _walk(child, f"{prefix}.{name}" if prefix else name)
     else:
@@ -304,7 +329,9 @@ def _infer_shape(mods: list[tuple[str, Any]], input_shape: Any) -> tuple[int, ..
             raise FormatError(f"input_shape {input_shape} must be positive sizes")
         return shape
     for path, m in mods:
-        name = type(m).__name__
+        name = _kind(m)
+        if name is None:
+            raise _custom(_where(path, m))
         if name == "Linear":
             return (int(m.in_features),)
         if name == "BatchNorm1d":
@@ -329,7 +356,9 @@ def _dim(d: int, ndim_with_batch: int) -> int:
 
 
 def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
-    name = type(m).__name__
+    name = _kind(m)
+    if name is None:
+        raise _custom(where)
     S = v.shape
     nd = len(S) + 1  # with the batch axis
     if name in ("Identity",) or "Dropout" in name:
