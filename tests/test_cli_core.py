@@ -163,3 +163,27 @@ def test_construct_hierarchy_prints_an_integer_too_long_for_python_as_its_size(c
     assert code == 0, err
     d = json.loads(out)
     assert d["scale"] == "2^20000 <= value < 2^20001"
+
+
+def test_eval_table_shows_outputs_that_look_like_markup(tmp_path, capsys):
+    # "[inf, 10]" was read as rich markup and the output cell came out empty (exit 0),
+    # with numpy's overflow warnings on stderr
+    from relulab import Network
+    from relulab.io import save_model
+
+    path = tmp_path / "big.npz"
+    save_model(Network([np.array([[1e308], [1.0]])], [np.zeros(2)]), path)
+    code, out, err = run(capsys, "eval", path, "--x", "10", "--x", "1")
+    assert code == 0
+    assert "[inf, 10]" in out and "[1e+308, 1]" in out
+    assert "RuntimeWarning" not in err
+
+
+@pytest.mark.parametrize("name", ["noext", "out.txt", "out.onnx.bak"])
+def test_convert_refuses_an_unknown_target_format_by_its_own_name(tmp_path, capsys, name):
+    # the suffix was checked on the temporary file beside it: "...noext.blhi8pbr: unknown
+    # model format '.blhi8pbr'"
+    code, _, err = run(capsys, "convert", "example:tiny_2d.nnet", tmp_path / name)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert f"{tmp_path / name}: unknown model format" in err
+    assert list(tmp_path.iterdir()) == []

@@ -124,8 +124,9 @@ def eval_cmd(
     bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
     if bad.size:
         raise RelulabError(f"input {int(bad[0]) + 1} contains NaN or inf; inputs must be finite")
-    Y = net.float()(X)
-    active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
+    with np.errstate(over="ignore", invalid="ignore"):  # an inf output is shown as such
+        Y = net.float()(X)
+        active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
     if json_out:
         print_json({"inputs": X, "outputs": Y, "active_neurons": active})
         return
@@ -134,7 +135,8 @@ def eval_cmd(
     t.add_column("output")
     t.add_column("active", justify="right")
     for xi, yi, a in zip(X, Y, active, strict=True):
-        t.add_row(_fmt(xi), _fmt(yi), f"{int(a)}/{net.n_neurons}")
+        # escaped: "[inf, 10]" is rich markup otherwise, and the cell came out empty
+        t.add_row(escape(_fmt(xi)), escape(_fmt(yi)), f"{int(a)}/{net.n_neurons}")
     console.print(t)
 
 
@@ -154,9 +156,9 @@ def convert(
 
     Example: relulab convert example:tiny_2d.nnet tiny.onnx
     """
-    from ..io import atomic_path, load_model, refuse_example, save_model
+    from ..io import atomic_path, check_model_target, load_model, save_model
 
-    refuse_example(dst, "DST")  # before the model is read, not after
+    check_model_target(dst, "DST")  # before the model is read, not after
     net = load_model_arg(src)
     # Written beside DST first, re-read and compared there, and only then moved into place
     # (atomic_path): a conversion that fails (weights beyond float64, a re-read over the
