@@ -93,6 +93,9 @@ def _archive(path: Path, **arrays) -> Path:
         ({"format": None}, "not a relulab network archive"),
         ({"n_layers": np.array([1, 2])}, "'n_layers' must be one integer"),
         ({"n_layers": np.array(2)}, "missing array 'W1'"),
+        # a 2 KB file with n_layers = 10**12 built a set of 2e12 names (minutes, then OOM)
+        ({"n_layers": np.array(10**12)}, "n_layers is 1000000000000, but the archive holds only 6 arrays"),
+        ({"n_layers": np.array(0)}, "n_layers is 0; a network has at least one layer"),
         ({"W0": np.array([["a", "b"], ["c", "d"]])}, "array 'W0' is not numeric"),
         ({"W0": np.array([[np.nan, 0], [0, 1]])}, "layer 1: weight contains NaN"),
         ({"b0": np.zeros(3)}, "bias shape"),

@@ -377,3 +377,18 @@ def test_overflowing_denormalisation_names_the_file(tmp_path: Path) -> None:
     read_nnet(p)                                                 # the file itself is valid
     with pytest.raises(FormatError, match=rf"{p}: folding the \(de\)normalisation"):
         load_nnet(p)
+
+
+def test_a_clip_layer_beyond_the_memory_budget_is_refused_with_the_file(tmp_path: Path) -> None:
+    # the dense clip layer of a wide file was allocated unchecked: "MemoryError: Unable to
+    # allocate 13.4 GiB" for a 360 KB file of 30,000 inputs
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    d = 2000
+    m = NNetModel(Network([np.ones((1, d))], [np.zeros(1)]), -np.ones(d), np.ones(d), np.zeros(d),
+                  np.ones(d), 0.0, 1.0)
+    path = tmp_path / "wide.nnet"
+    write_nnet(m, path)
+    with memory_limit(50 * 2**20), pytest.raises(ResourceLimitError, match=r"wide\.nnet: the clip layer of 2000 inputs"):
+        load_nnet(path)
+    assert load_nnet(path, clip=False).widths == ()  # without the clip layer it fits

@@ -620,6 +620,21 @@ def test_cli_reports_bad_onnx_in_one_line(tmp_path: Path, capsys) -> None:
     assert load_model(tmp_path / "good.npz") == load_onnx(good)
 
 
+def test_bad_batchnorm_variance_and_nan_slope_are_named_at_their_node(tmp_path: Path, capsys) -> None:
+    # a negative variance gave a RuntimeWarning, then "graph output 'y': layer 1: weight
+    # contains NaN"; a NaN LeakyRelu alpha named "layer 2"
+    bn = _single_op_model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")],
+                          [_arr([1.0, 1.0], "s"), _arr([0.0, 0.0], "b"), _arr([0.0, 0.0], "m"),
+                           _arr([1.0, -2.0], "v")], [1, 2, 3])
+    leaky = _single_op_model([helper.make_node("LeakyRelu", ["x"], ["y"], name="lk", alpha=float("nan"))], [], [1, 4])
+    for model, name, msg in [(bn, "bn.onnx", "node 'bn' (BatchNormalization): channel 1 has running variance -2.0"),
+                             (leaky, "lk.onnx", "node 'lk' (LeakyRelu): the negative slope")]:
+        p = _save(model, tmp_path / name)
+        code, text = _cli(capsys, "info", str(p))
+        assert code == 1 and msg in text and name in text, text
+        assert len(text.strip().splitlines()) == 1 and "Warning" not in text
+
+
 def test_model_exported_by_torch(tmp_path: Path) -> None:
     """A CNN exported by torch's own exporter reads back as the network from_torch builds
     (the exporter folds BatchNorm into the convolution in float32, hence 1e-5)."""

@@ -352,6 +352,13 @@ def test_a_module_with_its_own_forward_is_refused_whatever_it_inherits_or_is_nam
     np.testing.assert_allclose(from_torch(m)(x.numpy()), m(x).detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
+def test_a_negative_running_variance_is_named_at_its_module() -> None:
+    bn = nn.BatchNorm1d(3).eval()
+    bn.running_var[1] = -4.0
+    with pytest.raises(FormatError, match=re.escape("1 (BatchNorm1d): channel 1 has running variance -4.0")):
+        from_torch(nn.Sequential(nn.Linear(2, 3), bn))
+
+
 def test_shape_errors() -> None:
     with pytest.raises(FormatError, match=re.escape("2 (Linear): takes 4 features")):
         from_torch(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(4, 1)))

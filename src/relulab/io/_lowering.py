@@ -25,7 +25,7 @@ from ..limits import check_bytes
 from ..network import Network, NetworkError
 
 __all__ = ["AffineTracer", "conv2d_sparse", "avgpool2d_sparse", "pool_windows", "NO_CLIP_BOUND",
-           "COMPACT_CLIP_MAX"]
+           "COMPACT_CLIP_MAX", "batchnorm_scale"]
 
 # a clip bound of float32's maximum or more (or an infinity) is no bound: ONNX's default
 # and what the NNet converters write for "unbounded"
@@ -34,6 +34,31 @@ NO_CLIP_BOUND = 3.0e38
 # error about an ulp of the bound: 1e-10 here); beyond, x + relu(lo - x) - relu(x - hi)
 # with x = relu(x) - relu(-x) (four neurons), exact for x inside the bounds
 COMPACT_CLIP_MAX = 1.0e6
+
+
+def batchnorm_scale(scale: np.ndarray, var: np.ndarray, eps: float, where: str) -> np.ndarray:
+    """``scale / sqrt(var + eps)`` per channel, refusing (naming ``where`` and the
+    channel) a variance plus epsilon that is not positive or a scale that overflows.
+
+    Example:
+        >>> batchnorm_scale(np.array([2.0]), np.array([3.0]), 1.0, "bn").tolist()
+        [1.0]
+        >>> batchnorm_scale(np.array([1.0]), np.array([-1.0]), 1e-5, "bn")
+        Traceback (most recent call last):
+        relulab.errors.FormatError: bn: channel 0 has running variance -1.0 and epsilon 1e-05: their sum must be positive
+    """
+    den = np.asarray(var, dtype=np.float64) + eps
+    bad = np.flatnonzero(~(den > 0))
+    if bad.size:
+        i = int(bad[0])
+        raise FormatError(f"{where}: channel {i} has running variance {float(var[i])!r} and epsilon "
+                          f"{eps!r}: their sum must be positive")
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        k = np.asarray(scale, dtype=np.float64) / np.sqrt(den)
+    bad = np.flatnonzero(~np.isfinite(k))
+    if bad.size:
+        raise FormatError(f"{where}: channel {int(bad[0])}'s scale / sqrt(variance + epsilon) overflows float64")
+    return k
 
 
 # ===================================================================== index maps
@@ -609,6 +634,8 @@ class AffineTracer:
 
     def leaky_relu(self, v: Value, slope: Any, where: str = "") -> Value:
         """``relu(z) - slope * relu(-z)`` (``slope`` a scalar or per-element array)."""
+        if not np.all(np.isfinite(slope)):
+            raise FormatError(f"{where}: the negative slope {slope!r} is not finite")
         return self.activation(v, [(1.0, 1.0, 0.0), (-np.asarray(slope, float), -1.0, 0.0)], 0.0, where)
 
     def clip(self, v: Value, lo: float | None, hi: float | None, where: str = "") -> Value:

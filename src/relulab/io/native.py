@@ -137,6 +137,10 @@ def load(path: str | os.PathLike) -> Network:
         raise FormatError(f"{p}: format version {version} is not supported (this relulab reads {FORMAT_VERSION})")
     exact = bool(_int(data, "exact", 0, p))
     n = _int(data, "n_layers", None, p)
+    if n < 1:
+        raise FormatError(f"{p}: n_layers is {n}; a network has at least one layer")
+    if 2 * n > len(data):  # each layer is two arrays: checked before any loop over n
+        raise FormatError(f"{p}: n_layers is {n}, but the archive holds only {len(data)} arrays")
     known = {"format", "version", "exact", "n_layers", "skip_S", "skip_s",
              *(f"W{k}" for k in range(n)), *(f"b{k}" for k in range(n))}
     stray = sorted(set(data) - known)

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network, NetworkError
 from ._atomic import atomic_path
 from ._lowering import COMPACT_CLIP_MAX, NO_CLIP_BOUND
@@ -323,6 +324,9 @@ class NNetModel:
                 rows += [(j, -one, hi[j], -one), (j, zero, zero, zero)]
                 u[j] = hi[j]
         n = len(rows)
+        # C0, U and the product folding U into the first layer are dense
+        check_bytes(8.0 * n * (2 * d + self.network.weights[0].shape[0]),
+                    f"the clip layer of {d} inputs ({n} neurons, dense)")
         C0 = np.full((n, d), zero, dtype=dt)
         c0 = np.full(n, zero, dtype=dt)
         U = np.full((d, n), zero, dtype=dt)
@@ -531,6 +535,8 @@ def load_nnet(path: str | os.PathLike, normalize: bool = True, clip: bool = True
             return model.to_network(clip=clip)
     except NetworkError as e:  # e.g. the de-normalisation overflows float64
         raise FormatError(f"{path}: folding the (de)normalisation into the network fails: {e}") from None
+    except ResourceLimitError as e:
+        raise ResourceLimitError(f"{path}: {e}") from None
 
 
 def _fmt(values: Any) -> str:

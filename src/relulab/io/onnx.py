@@ -56,7 +56,14 @@ from ..errors import FormatError, RelulabError, is_int_at_least, require
 from ..limits import ResourceLimitError
 from ..network import Network
 from ._atomic import atomic_path
-from ._lowering import NO_CLIP_BOUND, AffineTracer, avgpool2d_sparse, conv2d_sparse, pool_windows
+from ._lowering import (
+    NO_CLIP_BOUND,
+    AffineTracer,
+    avgpool2d_sparse,
+    batchnorm_scale,
+    conv2d_sparse,
+    pool_windows,
+)
 
 __all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS"]
 
@@ -500,7 +507,7 @@ def _h_batchnorm(cx: _Cx, ins: list, at: dict) -> list:
     if len(S) < 2 or not (scale.size == bias.size == mean.size == var.size == S[1]):
         raise ValueError(f"{scale.size} channels do not fit a tensor of shape {S}")
     shp = (1, S[1]) + (1,) * (len(S) - 2)
-    k = scale / np.sqrt(var + float(at.get("epsilon", 1e-5)))
+    k = batchnorm_scale(scale, var, float(at.get("epsilon", 1e-5)), cx.where)
     y = cx.tr.add(ins[0], -mean.reshape(shp), cx.where)
     y = cx.tr.mul(y, k.reshape(shp), cx.where)
     return [cx.tr.add(y, bias.reshape(shp), cx.where)]

@@ -52,6 +52,7 @@ from ._lowering import (
     AffineTracer,
     Value,
     avgpool2d_sparse,
+    batchnorm_scale,
     conv2d_sparse,
     pool_windows,
 )
@@ -218,8 +219,9 @@ def maxpool2d_windows(pool: Any, input_shape: Sequence[int]) -> tuple[list[np.nd
     return windows, out
 
 
-def batchnorm_affine(bn: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel ``(k, t)`` with ``bn(x) = k * x + t`` in eval mode (running statistics).
+def batchnorm_affine(bn: Any, where: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``(k, t)`` with ``bn(x) = k * x + t`` in eval mode (running statistics);
+    errors name ``where`` (default: the module's type).
 
     Example:
         >>> import torch
@@ -235,7 +237,7 @@ def batchnorm_affine(bn: Any) -> tuple[np.ndarray, np.ndarray]:
     mean, var = _np(bn.running_mean), _np(bn.running_var)
     gamma = _np(bn.weight) if bn.weight is not None else np.ones_like(mean)
     beta = _np(bn.bias) if bn.bias is not None else np.zeros_like(mean)
-    k = gamma / np.sqrt(var + float(bn.eps))
+    k = batchnorm_scale(gamma, var, float(bn.eps), where or type(bn).__name__)
     return k, beta - k * mean
 
 
@@ -393,7 +395,7 @@ def _apply_module(tr: AffineTracer, v: Value, m: Any, where: str) -> Value:
         d = _dim(m.dim, nd)
         return tr.reshape(v, S[:d] + tuple(m.unflattened_size) + S[d + 1 :], where)
     if name in ("BatchNorm1d", "BatchNorm2d"):
-        k, t = batchnorm_affine(m)
+        k, t = batchnorm_affine(m, where)
         want = 3 if name == "BatchNorm2d" else None
         if not S or S[0] != k.size or (want and len(S) != want):
             raise ValueError(f"{k.size} channels do not fit a tensor of shape {S}")
