@@ -303,3 +303,15 @@ def test_deep_nesting_is_refused_cleanly() -> None:
         parse_vnnlib(DECL + BOX + f"(assert {deep})")
     ok = "(and " * 50 + "(<= Y_0 0)" + ")" * 50
     assert parse_vnnlib(DECL + BOX + f"(assert {ok})").cases[0].unsafe[0].C.tolist() == [[1, 0, 0]]
+
+
+def test_a_dnf_too_large_in_constraints_is_refused_at_its_assert() -> None:
+    # the cap counted disjuncts only: 17 asserts, each an "or" of two 100-atom
+    # conjunctions (2^17 disjuncts of 1,700 constraints, a 41 KB file), ran out of memory
+    from relulab.io.vnnlib import MAX_DNF_ATOMS
+
+    head = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
+    conj = "(and " + " ".join(f"(<= Y_0 {k})" for k in range(300)) + ")"
+    body = "".join(f"(assert (or {conj} {conj}))\n" for _ in range(12))
+    with pytest.raises(FormatError, match=rf"^<string>:13:1: .* more than {MAX_DNF_ATOMS} constraints"):
+        parse_vnnlib(head + body)

@@ -66,10 +66,18 @@ from ..errors import FormatError
 from ..spec import OutputConstraint, Property, SpecError, Specification
 from ._atomic import atomic_path
 
-__all__ = ["load_vnnlib", "parse_vnnlib", "write_vnnlib", "format_vnnlib", "MAX_DISJUNCTS"]
+__all__ = ["load_vnnlib", "parse_vnnlib", "write_vnnlib", "format_vnnlib", "MAX_DISJUNCTS", "MAX_DNF_ATOMS"]
 
 #: Refuse properties whose disjunctive normal form has more disjuncts than this.
 MAX_DISJUNCTS = 1_000_000
+#: ... or more constraints in all (summed over the disjuncts): 17 asserts, each an "or" of
+#: two 100-atom conjunctions, are 2^17 disjuncts of 1,700 constraints, gigabytes
+MAX_DNF_ATOMS = 5_000_000
+
+
+def _product_size(a: list[list], b: list[list]) -> tuple[int, int]:
+    """Disjuncts and constraints of the DNF of ``a and b`` (each a list of conjunctions)."""
+    return len(a) * len(b), len(b) * sum(map(len, a)) + len(a) * sum(map(len, b))
 
 _TOKEN = re.compile(
     r"""(?P<ws>\s+)
@@ -178,20 +186,26 @@ class _Parser:
                 if len(node.items) != 2:
                     raise self.err(node, "expected exactly one formula after 'assert'")
                 part = self._bool(node.items[1])
+                self._check_size(dnf, part, node)
                 if len(part) == 1:
                     for conj in dnf:
                         conj.extend(part[0])
                 else:
-                    if len(dnf) * len(part) > MAX_DISJUNCTS:
-                        raise self.err(
-                            node, f"the property has more than {MAX_DISJUNCTS} disjuncts"
-                        )
                     dnf = [a + b for a, b in product(dnf, part)]
             elif head in _IGNORED:
                 continue
             else:
                 raise self.err(node.items[0], f"unsupported command '{head}'")
         return dnf, *self._sizes()
+
+    def _check_size(self, a: list[list], b: list[list], node) -> None:
+        """Refuse, at ``node``, a conjunction whose DNF would pass the size limits."""
+        n_disj, n_atoms = _product_size(a, b)
+        if n_disj > MAX_DISJUNCTS:
+            raise self.err(node, f"the property has more than {MAX_DISJUNCTS} disjuncts")
+        if n_atoms > MAX_DNF_ATOMS:
+            raise self.err(node, f"the property's disjunctive normal form has more than {MAX_DNF_ATOMS} "
+                                 f"constraints ({n_disj} disjuncts)")
 
     def _head(self, node: _List, what: str) -> str:
         if not node.items or not isinstance(node.items[0], _Atom):
@@ -251,8 +265,7 @@ class _Parser:
             out: list[list[tuple]] = [[]]
             for a in args:
                 part = self._bool(a)
-                if len(out) * len(part) > MAX_DISJUNCTS:
-                    raise self.err(node, f"the property has more than {MAX_DISJUNCTS} disjuncts")
+                self._check_size(out, part, node)
                 out = [x + y for x, y in product(out, part)]
             return out
         if head == "or":
