@@ -635,6 +635,25 @@ def test_bad_batchnorm_variance_and_nan_slope_are_named_at_their_node(tmp_path: 
         assert len(text.strip().splitlines()) == 1 and "Warning" not in text
 
 
+def test_a_constant_node_too_large_for_the_memory_budget_is_refused(tmp_path: Path, capsys, monkeypatch) -> None:
+    # a 248-byte model (ConstantOfShape [15000, 15000] -> ReduceSum) took 3.6 GB under a
+    # 1 GB budget: constant nodes went to onnx's evaluator unchecked
+    nodes = [helper.make_node("ConstantOfShape", ["shp"], ["big"], name="alloc",
+                              value=numpy_helper.from_array(np.array([1.0], np.float64))),
+             helper.make_node("ReduceSum", ["big"], ["s"], name="sum", keepdims=0),
+             helper.make_node("Cast", ["s"], ["s32"], to=TensorProto.FLOAT, name="cast"),
+             helper.make_node("Add", ["x", "s32"], ["y"], name="add")]
+    model = _single_op_model(nodes, [_arr([15000, 15000], "shp", np.int64)], [1, 3], opset=17)
+    p = _save(model, tmp_path / "alloc.onnx")
+    monkeypatch.setenv("RELULAB_MEMORY_GB", "1")
+    code, text = _cli(capsys, "info", str(p))
+    assert code == 1 and len(text.strip().splitlines()) == 1
+    assert "node 'alloc' (ConstantOfShape): its constant output (2.25e+08 entries) needs" in text
+    # a small one is evaluated (and agrees with onnxruntime)
+    small = _single_op_model(nodes, [_arr([3, 4], "shp", np.int64)], [1, 3], opset=17)
+    _compare_with_ort(small, [1, 3], np.random.default_rng(0), n=5)
+
+
 def test_model_exported_by_torch(tmp_path: Path) -> None:
     """A CNN exported by torch's own exporter reads back as the network from_torch builds
     (the exporter folds BatchNorm into the convolution in float32, hence 1e-5)."""

@@ -474,11 +474,14 @@ def _load(model: Any) -> Any:
 def _eval_constant(node: Any, ins: list, opset: int, where: str) -> list:
     from ..errors import FormatError
     from ..io.onnx import eval_constant_node
+    from ..limits import ResourceLimitError
 
     try:
         return eval_constant_node(node, ins, opset, where)
     except FormatError as e:
         raise GraphError(str(e)) from None
+    except ResourceLimitError as e:
+        raise ResourceLimitError(f"{where}: {e}") from None
 
 
 def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, RelulabError, is_int_at_least, require
-from ..limits import ResourceLimitError
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network
 from ._atomic import atomic_path
 from ._lowering import (
@@ -663,6 +663,37 @@ def _to_carry(
     return keep
 
 
+def _constant_entries(op: str, ins: list) -> float | None:
+    """The number of entries a shape-making constant node would produce (ConstantOfShape,
+    Expand, Tile, Range), so a tiny file cannot make the reference evaluator allocate
+    gigabytes; None for other nodes (their outputs are no larger than their inputs'
+    products) or inputs that do not say.
+
+    Example:
+        >>> _constant_entries("ConstantOfShape", [np.array([1000, 1000])])
+        1000000.0
+        >>> _constant_entries("Relu", [np.ones(3)]) is None
+        True
+    """
+    try:
+        if op == "ConstantOfShape" and ins and ins[0] is not None:
+            return float(np.prod(np.abs(ins[0].astype(np.float64))))
+        if op == "Expand" and len(ins) > 1 and ins[1] is not None:
+            a, shp = ins[0].shape, [abs(float(v)) for v in ins[1].ravel()]
+            k = max(len(a), len(shp))
+            a = (1,) * (k - len(a)) + tuple(a)
+            shp = [1.0] * (k - len(shp)) + shp
+            return float(np.prod([max(float(x), y) for x, y in zip(a, shp, strict=True)]))
+        if op == "Tile" and len(ins) > 1 and ins[1] is not None:
+            return float(ins[0].size) * float(np.prod(np.abs(ins[1].astype(np.float64))))
+        if op == "Range" and len(ins) == 3 and all(v is not None for v in ins):
+            start, limit, delta = (float(np.asarray(v).ravel()[0]) for v in ins)
+            return abs((limit - start) / delta) if delta else None
+    except (TypeError, ValueError, IndexError):
+        return None  # the evaluator names what is wrong with the inputs
+    return None
+
+
 def eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
     """Evaluate a node of an unhandled type whose inputs are all constants (onnx's
     reference evaluator; float outputs as float64).  Also used by ``relulab.crown``'s
@@ -670,6 +701,9 @@ def eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
     from onnx.reference import ReferenceEvaluator
 
     feeds = {name: np.asarray(v) for name, v in zip(node.input, ins, strict=True) if name}
+    n = _constant_entries(node.op_type, [None if v is None else np.asarray(v) for v in ins])
+    if n is not None:
+        check_bytes(16.0 * n, f"its constant output ({n:.3g} entries)")  # the caller names the node
     try:
         outs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
     except Exception as e:
