@@ -50,3 +50,37 @@ def test_subdivision_errors() -> None:
         refinement_iterate(CHAIKIN, [0, 1], [1, 0], 1)
     with pytest.raises(ConstructionError, match="increase strictly"):
         refinement_iterate(CHAIKIN, [0, 0, 1], [0, 1, 0], 1)
+
+
+def test_a_dict_mask_means_index_to_coefficient_as_in_refinement_network() -> None:
+    # subdivision read {0: 1/2, 1: 1, 2: 1/2} as its keys [0, 1, 2]: the "hat" gave 0 at
+    # x = 1/2 and 2 at x = 3/2 (the hat is refinable: its iterates are the hat)
+    from relulab.construct import refinement_network
+
+    mask = {0: Fraction(1, 2), 1: 1, 2: Fraction(1, 2)}
+    assert refinement_iterate(mask, [0, 1, 2], [0, 1, 0], 2) == ([0, 1, 2], [0, 1, 0])
+    net = subdivision_network(mask, 2)
+    pts = np.array([[Fraction(1, 2)], [Fraction(3, 2)], [Fraction(1)]], dtype=object)
+    assert ExactEvaluator(net)(pts)[:, 0].tolist() == [Fraction(1, 2), Fraction(1, 2), 1]
+    assert ExactEvaluator(refinement_network(mask, 2))(pts)[:, 0].tolist() == [Fraction(1, 2), Fraction(1, 2), 1]
+
+
+def test_masks_that_are_not_finite_lists_or_are_zero_are_refused() -> None:
+    import itertools
+
+    with pytest.raises(ConstructionError, match="finitely supported"):
+        refinement_iterate(itertools.count(), [0, 1, 2], [0, 1, 0], 1)   # was consumed forever
+    with pytest.raises(ConstructionError, match="all coefficients are zero"):
+        subdivision_network([0, 0], 2)
+    with pytest.raises(ConstructionError, match="steps must be an integer >= 0"):
+        refinement_iterate(CHAIKIN, [0, 1, 2], [0, 1, 0], -1)
+
+
+def test_an_iterate_too_large_to_compute_is_refused_before_the_work() -> None:
+    from relulab.construct.refine_scheme import MAX_ITERATE_BREAKPOINTS, iterate_size
+
+    # the bound is an upper bound of the real count
+    for n in range(6):
+        assert len(refinement_iterate(CHAIKIN, [0, 1, 2], [0, 1, 0], n)[0]) <= iterate_size(CHAIKIN, 3, n)
+    with pytest.raises(ConstructionError, match=f"at most {MAX_ITERATE_BREAKPOINTS}"):
+        subdivision_network(CHAIKIN, 30)

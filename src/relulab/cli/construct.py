@@ -491,7 +491,7 @@ def _smoothed(kind: str, o: Options) -> tuple[Network, dict]:
 def _subdivision(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
 
-    mk = _fractions(_need(o.mask, "--mask", kind), "--mask")
+    mk = _refine_mask(_need(o.mask, "--mask", kind))  # coefficients or a named mask, as refine
     st = _need(o.steps, "--steps", kind)
     net = C.subdivision_network(mk, st)
     return net, {"breakpoints": net.n_neurons - 1}
@@ -554,6 +554,7 @@ REFINE_CHECK_MAX_STEPS = 6
               "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
 def _refine(kind: str, o: Options) -> tuple[Network, dict]:
     from .. import construct as C
+    from ..construct.refine_scheme import MAX_ITERATE_BREAKPOINTS, iterate_size
 
     mk = _refine_mask(_need(o.mask, "--mask", kind))
     st = _need(o.steps, "--steps", kind)
@@ -567,11 +568,16 @@ def _refine(kind: str, o: Options) -> tuple[Network, dict]:
     else:
         raise RelulabError(f"--seed: unknown seed {o.seed!r}; use 'hat' or --breakpoints/--values")
     net = C.refinement_network(mk, st, bp, vals)
-    ibp, _ = C.subdivision_iterate(mk, bp, vals, st)
     extra: dict = {"steps": st, "mask": [str(v) for v in C.parse_mask(mk)],
                    "convergence": C.scheme_convergence(mk).status,
-                   "step_widths": list(C.refinement_sizes(net, st)),
-                   "iterate_pieces": len(ibp) - 1, "wide_network_neurons": len(ibp) + 1}
+                   "step_widths": list(C.refinement_sizes(net, st))}
+    # the iterate's pieces (what the wide network needs) number ~2^steps: counted only
+    # while that is cheap; the network above does not need them
+    if iterate_size(C.parse_mask(mk), len(bp), st) <= MAX_ITERATE_BREAKPOINTS:
+        ibp, _ = C.subdivision_iterate(mk, bp, vals, st)
+        extra.update(iterate_pieces=len(ibp) - 1, wide_network_neurons=len(ibp) + 1)
+    else:
+        extra["iterate_pieces"] = f"not counted (more than {MAX_ITERATE_BREAKPOINTS} possible breakpoints)"
     if st <= REFINE_CHECK_MAX_STEPS:
         chk = C.check_refinement_network(mk, st, bp, vals)
         extra["check"] = (f"exact at {chk.n_points} points (every breakpoint and midpoint)"

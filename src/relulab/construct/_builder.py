@@ -20,10 +20,36 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..network import Network
 from ._errors import ConstructionError
 
 Num = int | Fraction
+
+# Exact networks are Python objects: a hidden layer costs ~1 KB and ~150 us to build, a
+# neuron ~10 us.  Deeper or larger networks take minutes and gigabytes, and no
+# construction here needs them: refused up front (check_size) or when reached (Builder).
+MAX_BUILD_LAYERS = 100_000
+MAX_BUILD_NEURONS = 2_000_000
+_LAYER_BYTES = 1024.0
+
+
+def check_size(what: str, layers: int = 0, neurons: int = 0) -> None:
+    """Refuse, before building, a network of more than ``MAX_BUILD_LAYERS`` hidden layers
+    or ``MAX_BUILD_NEURONS`` neurons (one line naming ``what``).
+
+    Example:
+        >>> check_size("sawtooth(10)", layers=10)
+        >>> check_size("sawtooth(10**7)", layers=10**7)
+        Traceback (most recent call last):
+        relulab.construct._errors.ConstructionError: sawtooth(10**7): 10000000 hidden layers; relulab builds at most 100000 (exact networks this deep take minutes and gigabytes)
+    """
+    if layers > MAX_BUILD_LAYERS:
+        raise ConstructionError(f"{what}: {layers} hidden layers; relulab builds at most {MAX_BUILD_LAYERS} "
+                                "(exact networks this deep take minutes and gigabytes)")
+    if neurons > MAX_BUILD_NEURONS:
+        raise ConstructionError(f"{what}: {neurons} neurons; relulab builds at most {MAX_BUILD_NEURONS} "
+                                "(exact networks this large take minutes and gigabytes)")
 
 
 def F(v: object) -> Fraction:
@@ -107,6 +133,8 @@ class Builder:
         self._Ws: list[np.ndarray] = []
         self._bs: list[np.ndarray] = []
         self._width = n_inputs
+        self._neurons = 0
+        self._bytes = 0.0
 
     def inputs(self) -> list[Expr]:
         if self.layer != 0:
@@ -121,6 +149,9 @@ class Builder:
         """A new neuron ``relu(e)`` in the next layer; returns it as a signal of that layer."""
         if e.layer != self.layer:
             raise ValueError(f"signal of layer {e.layer} read while layer {self.layer} is current")
+        self._neurons += 1
+        if self._neurons > MAX_BUILD_NEURONS:
+            check_size("the construction", neurons=self._neurons)
         self._rows.append(e)
         return Expr(self.layer + 1, {len(self._rows) - 1: Fraction(1)})
 
@@ -139,6 +170,10 @@ class Builder:
         """Close the layer under construction; its neurons become the current values."""
         if not self._rows:
             raise ValueError("cannot close an empty layer")
+        check_size("the construction", layers=self.layer + 1)
+        # dense matrices of references (8 bytes an entry) and per-layer objects
+        self._bytes += 8.0 * len(self._rows) * self._width + _LAYER_BYTES
+        check_bytes(self._bytes, f"the exact network's first {self.layer + 1} layers")
         W = np.full((len(self._rows), self._width), Fraction(0), dtype=object)
         b = np.full(len(self._rows), Fraction(0), dtype=object)
         for r, e in enumerate(self._rows):

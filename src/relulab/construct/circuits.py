@@ -45,9 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import FormatError
+from ..limits import check_bytes
 from ..network import Network
 from ..results import Result
-from ._builder import Builder, Expr, esum
+from ._builder import Builder, Expr, check_size, esum
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError, check_int
 
@@ -244,6 +245,13 @@ def parse_circuit(text: str, source: str = "<string>") -> Circuit:
     return Circuit(tuple(inputs), tuple(outputs), tuple(gates), source)
 
 
+def _neuron_count(op: str, k: int) -> int:
+    """Neurons :func:`_gate_neurons` spends on a gate of ``k`` inputs (the table above)."""
+    if op in ("AND", "NAND", "OR", "NOR"):
+        return 1
+    return k if op in ("XOR", "XNOR") else 2
+
+
 def _gate_neurons(b: Builder, op: str, args: list[Expr]) -> Expr:
     k = len(args)
     s = esum(args, b.layer)
@@ -302,6 +310,13 @@ def compile_circuit(circuit: Circuit) -> Network:
     for o in circuit.outputs:
         base = alias_exact(o)[0]
         need[base] = max(need.get(base, 0), L)
+    # the size before any work: every neuron reads its gate's inputs (a carry one value)
+    real = [g for g in gates if g.op not in _AFFINE]
+    carried = sum(need.values())
+    check_size("compile_circuit", layers=L,
+               neurons=sum(_neuron_count(g.op, len(g.args)) for g in real) + carried)
+    check_bytes(112.0 * (sum(_neuron_count(g.op, len(g.args)) * len(g.args) for g in real) + carried),
+                "compile_circuit: the exact weights")
 
     b = Builder(len(circuit.inputs))
     cur: dict[str, Expr] = dict(zip(circuit.inputs, b.inputs(), strict=True))

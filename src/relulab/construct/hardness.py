@@ -29,7 +29,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..network import Network
-from ._builder import Builder, Expr
+from ._builder import Builder, Expr, check_size
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
 
@@ -62,6 +62,7 @@ def sat_gadget(clauses: Sequence[Clause], n: int) -> Network:
         >>> sat_gadget([(1, -2, 3)], 3).n_neurons
         4
     """
+    check_size(f"sat_gadget ({len(clauses)} clauses)", neurons=4 * len(clauses))
     _check_clauses(clauses, n)
     b = Builder(n)
     x = b.inputs()
@@ -89,6 +90,7 @@ def random_3cnf(n: int, m: int, rng: np.random.Generator | int | None = None) ->
     """
     if n < 3:
         raise ConstructionError(f"random 3-CNF needs n >= 3 variables, got {n}")
+    check_size(f"random_3cnf({n}, {m}) (its sat gadget)", neurons=4 * m)  # before generating the clauses
     rng = np.random.default_rng(rng)
     out = []
     for _ in range(m):

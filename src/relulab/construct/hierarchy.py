@@ -35,7 +35,7 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
-from ._builder import Builder, F, esum
+from ._builder import Builder, F, check_size, esum
 from .maxmin import check_int
 
 __all__ = ["hierarchy_network", "hierarchy_value", "hierarchy_scale", "HierarchyReport",
@@ -107,6 +107,7 @@ def hierarchy_network(d: int, k: int, offset: object | None = None) -> Network:
         (9, 6, 6, 3)
     """
     _check(d, k)
+    check_size(f"hierarchy_network({d}, {k})", layers=k, neurons=3 * d * k)
     L, c = hierarchy_scale(d, k), _offset(d, offset)
     b = Builder(d)
     xs = b.inputs()

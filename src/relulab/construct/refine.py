@@ -55,7 +55,7 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
-from ._builder import Builder, Expr, F, esum
+from ._builder import Builder, Expr, F, check_size, esum
 from .maxmin import ConstructionError
 from .refine_scheme import check_seed, parse_mask, scheme_convergence, subdivision_iterate
 from .subdivision import evaluate_cpwl
@@ -219,6 +219,7 @@ def refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | Non
     a = parse_mask(mask)
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 0:
         raise ConstructionError(f"refinement steps must be an integer >= 0, got {steps!r}")
+    check_size(f"refinement_network(steps={steps})", layers=3 * int(steps) + 3)
     conv = scheme_convergence(a)
     if conv.status == "divergent":
         raise ConstructionError(f"refinement mask does not define a convergent scheme: {conv.reason}")

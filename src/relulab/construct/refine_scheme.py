@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,10 +32,57 @@ from fractions import Fraction
 from ..results import Result
 from ._builder import F
 from .maxmin import ConstructionError
-from .subdivision import evaluate_cpwl
 
 __all__ = ["parse_mask", "ConvergenceCheck", "scheme_convergence", "subdivision_coefficients",
-           "subdivision_iterate", "check_seed"]
+           "subdivision_iterate", "check_seed", "evaluate_cpwl", "check_iterate_size",
+           "MAX_ITERATE_BREAKPOINTS"]
+
+# f_n has up to (seed breakpoints + K) 2^n breakpoints, each an exact Fraction: beyond
+# this many, computing them takes minutes and gigabytes
+MAX_ITERATE_BREAKPOINTS = 1_000_000
+
+
+def iterate_size(mask: Sequence[Fraction], n_seed: int, n: int) -> int:
+    """An upper bound of the number of breakpoints of ``f_n`` (``n_seed`` seed breakpoints):
+    the support grows to ``(n_seed - 1) / 2^n + K`` at spacing ``2^-n`` (K = len(mask) - 1).
+
+    Example:
+        >>> iterate_size([1, 1], 3, 2)
+        7
+    """
+    return (n_seed - 1) + (len(mask) - 1) * (2 ** n - 1) + 2 ** n if n < 64 else 2 ** 64
+
+
+def check_iterate_size(mask: Sequence[Fraction], n_seed: int, n: int, what: str) -> None:
+    """Refuse an iterate with more than ``MAX_ITERATE_BREAKPOINTS`` possible breakpoints.
+
+    Example:
+        >>> check_iterate_size([1, 1], 3, 40, "f_40")
+        Traceback (most recent call last):
+        relulab.construct._errors.ConstructionError: f_40: the iterate after 40 steps has up to 2199023255554 breakpoints; relulab computes at most 1000000
+    """
+    size = iterate_size(mask, n_seed, n)
+    if size > MAX_ITERATE_BREAKPOINTS:
+        raise ConstructionError(f"{what}: the iterate after {n} steps has up to {size} breakpoints; "
+                                f"relulab computes at most {MAX_ITERATE_BREAKPOINTS}")
+
+
+def evaluate_cpwl(bp: Sequence[Fraction], vals: Sequence[Fraction], x: Fraction) -> Fraction:
+    """The compactly supported CPWL function with these breakpoints and values at x
+    (zero outside ``[bp[0], bp[-1]]``; the end values are expected to be 0).
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> [str(evaluate_cpwl([0, 1, 2], [0, 1, 0], F(x))) for x in ("-1", "1/2", "3/2", "5")]
+        ['0', '1/2', '1/2', '0']
+    """
+    if x < bp[0] or x > bp[-1]:
+        return Fraction(0)
+    if x == bp[-1]:
+        return vals[-1]
+    i = bisect_right(bp, x) - 1
+    t = (x - bp[i]) / (bp[i + 1] - bp[i])
+    return vals[i] + t * (vals[i + 1] - vals[i])
 
 
 def parse_mask(mask: object) -> list[Fraction]:
@@ -181,9 +229,10 @@ def check_seed(seed_bp: Sequence[object], seed_vals: Sequence[object]) -> tuple[
         >>> check_seed([0, 1, 2], [0, 1, 0])[0]
         [Fraction(0, 1), Fraction(1, 1), Fraction(2, 1)]
     """
-    for name, seq in (("breakpoints", seed_bp), ("values", seed_vals)):
-        if any(isinstance(v, float) and not math.isfinite(v) for v in seq):
-            raise ConstructionError(f"refinement seed: non-finite {name}")
+    for name, seq in (("breakpoint", seed_bp), ("value", seed_vals)):
+        for i, v in enumerate(seq):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConstructionError(f"refinement seed: non-finite {name} {i} ({v})")
     if len(seed_bp) < 2 or len(seed_bp) != len(seed_vals):
         raise ConstructionError("refinement seed: needs >= 2 breakpoints and as many values "
                                 f"(got {len(seed_bp)} and {len(seed_vals)})")
@@ -211,6 +260,7 @@ def subdivision_iterate(mask: object, seed_bp: Sequence[object], seed_vals: Sequ
     if not isinstance(n, int) or n < 0:
         raise ConstructionError(f"refinement steps must be an integer >= 0, got {n!r}")
     bp, vals = check_seed(seed_bp, seed_vals)
+    check_iterate_size(parse_mask(mask), len(bp), n, "subdivision_iterate")
     c = subdivision_coefficients(mask, n)
     scale = 2 ** n
     support = [N for N, v in enumerate(c) if v != 0]

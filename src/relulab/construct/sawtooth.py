@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..network import Network
-from ._builder import Builder, Expr, F  # noqa: F401 - F is used by the doctests
+from ._builder import Builder, Expr, F, check_size  # noqa: F401 - F is used by the doctests
 from .cpwl import univariate_pieces
 from .maxmin import ConstructionError
 
@@ -74,6 +74,7 @@ def sawtooth(depth: int) -> Network:
         (2, 2, 2)
     """
     _check_int("sawtooth depth", depth, 1)
+    check_size(f"sawtooth({depth})", layers=depth)
     b = Builder(1)
     (t,) = b.inputs()
     for _ in range(depth):
@@ -121,6 +122,7 @@ def yarotsky_square(m: int) -> Network:
         [Fraction(1, 16), Fraction(5, 32)]
     """
     _check_int("yarotsky m", m, 0)
+    check_size(f"yarotsky_square({m})", layers=m)
     b = Builder(1)
     (x,) = b.inputs()
     (sq,), _ = _square_layers(b, [x], m)
@@ -146,6 +148,7 @@ def product(m: int) -> Network:
         [Fraction(1, 1), Fraction(0, 1)]
     """
     _check_int("product m", m, 1)
+    check_size(f"product({m})", layers=m)
     b = Builder(2)
     x, y = b.inputs()
     p, _ = _product_signals(b, x, y, m)
@@ -165,6 +168,7 @@ def monomial(k: int, m: int) -> Network:
     """
     _check_int("monomial degree k", k, 1)
     _check_int("monomial m", m, 1)
+    check_size(f"monomial({k}, {m})", layers=m + max(k - 2, 0) * (m + 1))
     b = Builder(1)
     (x,) = b.inputs()
     if k == 1:

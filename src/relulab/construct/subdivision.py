@@ -8,9 +8,9 @@ breakpoints and values in rational arithmetic); :func:`subdivision_network` turn
 into the naive wide one-hidden-layer network (:func:`relulab.construct.cpwl_1d`), one
 neuron per breakpoint.
 
-Not here (yet): the fixed-width networks whose depth grows linearly with n (the
-literature's construction switches between two overlapping coordinate systems of the
-refinement cascade); only the wide network is built.
+The fixed-width networks whose depth grows linearly with n are in
+:mod:`relulab.construct.refine`; :func:`relulab.construct.refine_scheme.subdivision_iterate`
+computes the same iterates by a second algorithm (the cascade coefficients).
 
 Example:
     >>> chaikin = [F('1/4'), F('3/4'), F('3/4'), F('1/4')]
@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -29,40 +28,21 @@ from ..network import Network
 from ._builder import F
 from .cpwl import cpwl_1d
 from .maxmin import ConstructionError
+from .refine_scheme import check_iterate_size, check_seed, evaluate_cpwl, parse_mask
 
 __all__ = ["refinement_iterate", "subdivision_network", "evaluate_cpwl", "cascade_value"]
 
 
-def evaluate_cpwl(bp: Sequence[Fraction], vals: Sequence[Fraction], x: Fraction) -> Fraction:
-    """The compactly supported CPWL function with these breakpoints and values at x
-    (zero outside ``[bp[0], bp[-1]]``; the end values are expected to be 0).
-
-    Example:
-        >>> from fractions import Fraction as F
-        >>> [str(evaluate_cpwl([0, 1, 2], [0, 1, 0], F(x))) for x in ("-1", "1/2", "3/2", "5")]
-        ['0', '1/2', '1/2', '0']
-    """
-    if x < bp[0] or x > bp[-1]:
-        return Fraction(0)
-    if x == bp[-1]:
-        return vals[-1]
-    i = bisect_right(bp, x) - 1
-    t = (x - bp[i]) / (bp[i + 1] - bp[i])
-    return vals[i] + t * (vals[i + 1] - vals[i])
-
-
-def _check(mask: Sequence[object], bp: Sequence[object], vals: Sequence[object], n: int) -> None:
-    if not mask:
-        raise ConstructionError("subdivision: the mask is empty")
-    if len(bp) < 2 or len(bp) != len(vals):
-        raise ConstructionError("subdivision: the seed needs >= 2 breakpoints and as many values")
-    if any(F(bp[i + 1]) <= F(bp[i]) for i in range(len(bp) - 1)):
-        raise ConstructionError("subdivision: seed breakpoints must increase strictly")
-    if F(vals[0]) != 0 or F(vals[-1]) != 0:
-        raise ConstructionError("subdivision: the seed must vanish at its end breakpoints "
-                                "(compact support, continuous)")
-    if n < 0:
-        raise ConstructionError(f"subdivision: steps must be >= 0, got {n}")
+def _check(mask: object, bp: Sequence[object], vals: Sequence[object],
+           n: int) -> tuple[list[Fraction], list[Fraction], list[Fraction]]:
+    """The mask (:func:`parse_mask`: a finite list or an ``{index: coefficient}`` dict)
+    and the seed (:func:`check_seed`) as exact lists, and the steps, checked."""
+    a = parse_mask(mask)
+    bp_q, vals_q = check_seed(bp, vals)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ConstructionError(f"subdivision: steps must be an integer >= 0, got {n!r}")
+    check_iterate_size(a, len(bp_q), n, "subdivision")
+    return a, bp_q, vals_q
 
 
 def refinement_iterate(mask: Sequence[object], seed_bp: Sequence[object],
@@ -79,10 +59,7 @@ def refinement_iterate(mask: Sequence[object], seed_bp: Sequence[object],
         >>> [str(b) for b in bp], [str(v) for v in vals]
         (['0', '1', '2'], ['0', '1', '0'])
     """
-    _check(mask, seed_bp, seed_vals, n)
-    a = [F(v) for v in mask]
-    bp = [F(v) for v in seed_bp]
-    vals = [F(v) for v in seed_vals]
+    a, bp, vals = _check(mask, seed_bp, seed_vals, n)
     for _ in range(n):
         cand = sorted({(b + j) / 2 for b in bp for j in range(len(a))})
         new_vals = [sum((a[j] * evaluate_cpwl(bp, vals, 2 * x - j) for j in range(len(a))),
@@ -116,9 +93,7 @@ def cascade_value(mask: Sequence[object], seed_bp: Sequence[object], seed_vals: 
         >>> all(cascade_value(chaikin, [0, 1, 2], [0, 1, 0], 2, b) == v for b, v in zip(bp, vals))
         True
     """
-    a = [F(v) for v in mask]
-    bp = [F(v) for v in seed_bp]
-    vals = [F(v) for v in seed_vals]
+    a, bp, vals = _check(mask, seed_bp, seed_vals, 0)
 
     def f(k: int, y: Fraction) -> Fraction:
         if k == 0:

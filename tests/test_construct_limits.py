@@ -1,0 +1,78 @@
+"""Constructions refuse sizes they cannot build in reasonable time and memory, at once
+and in one line, instead of running for minutes or being killed (the max/min trees
+already did; the audit found sawtooth --depth 10**7, gate XOR of 10**5 inputs, adder
+--bits 10**5 and others running on or exhausting memory)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from relulab.construct import (
+    ConstructionError,
+    compile_circuit,
+    gate,
+    hierarchy_network,
+    monomial,
+    random_3cnf,
+    refinement_network,
+    ripple_carry_adder,
+    sawtooth,
+)
+from relulab.construct._builder import MAX_BUILD_LAYERS, MAX_BUILD_NEURONS, Builder
+from relulab.limits import ResourceLimitError
+
+
+@pytest.mark.parametrize("build", [
+    lambda: sawtooth(10**7),
+    lambda: monomial(10**5, 3),
+    lambda: hierarchy_network(2, 10**7),
+    lambda: refinement_network([1, 1], 10**5),
+    lambda: random_3cnf(5, 2 * 10**7, 0),
+    lambda: compile_circuit(ripple_carry_adder(10**5)),
+    lambda: compile_circuit(gate("XOR", 10**5)),
+])
+def test_huge_constructions_are_refused_before_the_work(build):
+    with pytest.raises((ConstructionError, ResourceLimitError), match="at most|memory budget"):
+        build()
+
+
+def test_the_builder_stops_at_its_caps_whatever_the_construction():
+    b = Builder(1)
+    (x,) = b.inputs()
+    with pytest.raises(ConstructionError, match=f"at most {MAX_BUILD_LAYERS}"):
+        for _ in range(MAX_BUILD_LAYERS + 1):
+            x = b.relu(x)
+            b.close()
+    b = Builder(1)
+    (x,) = b.inputs()
+    with pytest.raises(ConstructionError, match=f"at most {MAX_BUILD_NEURONS}"):
+        for _ in range(MAX_BUILD_NEURONS + 1):
+            b.relu(x)
+
+
+def test_sizes_below_the_caps_still_build_and_are_right():
+    net = sawtooth(12)
+    assert net.n_hidden_layers == 12
+    c = ripple_carry_adder(6)
+    assert compile_circuit(c).n_hidden_layers == 6
+
+
+def test_cli_refine_with_many_steps_skips_only_the_piece_count(capsys):
+    # --steps 40 built its network in a second, then counted the iterate's ~2^40 pieces
+    code, out, err = run_cli(capsys, "construct", "refine", "--mask", "chaikin", "--steps", "40", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert str(d["iterate_pieces"]).startswith("not counted") and "wide_network_neurons" not in d
+    assert d["hidden_layers"] == 3 * 40 + 3
+    code, out, _ = run_cli(capsys, "construct", "refine", "--mask", "chaikin", "--steps", "3", "--json")
+    assert code == 0 and json.loads(out)["iterate_pieces"] == 3 * 2**3 - 1
+
+
+def test_cli_subdivision_takes_named_masks(capsys):
+    code, out, err = run_cli(capsys, "construct", "subdivision", "--mask", "chaikin", "--steps", "2", "--json")
+    assert code == 0, err
+    code2, out2, _ = run_cli(capsys, "construct", "subdivision", "--mask", "1/4,3/4,3/4,1/4", "--steps", "2", "--json")
+    assert code2 == 0 and json.loads(out)["breakpoints"] == json.loads(out2)["breakpoints"] == 12
