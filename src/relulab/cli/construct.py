@@ -128,6 +128,8 @@ def _fractions(text: str, what: str) -> list:
     from fractions import Fraction
 
     parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        raise RelulabError(f"{what}: no numbers given (write them like '1/2,1,1/2')")
     try:
         return [Fraction(p) for p in parts]
     except (ValueError, ZeroDivisionError):
@@ -262,9 +264,37 @@ def _cpwl1d(kind: str, o: Options) -> tuple[Network, dict]:
                      _fractions(o.right_slope, "--right-slope")[0]), {}
 
 
+def _lattice_spec(A: Any, c: Any, groups: Any, path: str) -> tuple[list, list, list]:
+    """The lattice file's A (rows of numbers), c and groups (lists of row indices),
+    checked: every bad entry is named with its place in the file."""
+    from fractions import Fraction
+
+    def number(v: Any, where: str) -> Fraction:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise FormatError(f"{path}: {where} is {json.dumps(v)}; expected a number")
+        try:
+            q = Fraction(str(v))
+        except (ValueError, ZeroDivisionError):
+            raise FormatError(f"{path}: {where} is {json.dumps(v)}; expected a finite number") from None
+        return q
+
+    if not isinstance(A, list) or not A or not all(isinstance(r, list) and r for r in A):
+        raise FormatError(f"{path}: A must be a non-empty list of non-empty rows")
+    rows = [[number(v, f"A[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(A)]
+    if not isinstance(c, list):
+        raise FormatError(f"{path}: c must be a list of numbers")
+    cc = [number(v, f"c[{i}]") for i, v in enumerate(c)]
+    if not isinstance(groups, list) or not all(isinstance(g, list) for g in groups):
+        raise FormatError(f"{path}: groups must be a list of lists of row indices")
+    for k, g in enumerate(groups):
+        for j, v in enumerate(g):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise FormatError(f"{path}: groups[{k}][{j}] is {json.dumps(v)}; expected a row index (an integer)")
+    return rows, cc, groups
+
+
 @construction("lattice", "max-of-mins CPWL from a JSON file {A, c, groups} (--file)", ("file",))
 def _lattice(kind: str, o: Options) -> tuple[Network, dict]:
-    from fractions import Fraction
 
     from .. import construct as C
 
@@ -274,8 +304,7 @@ def _lattice(kind: str, o: Options) -> tuple[Network, dict]:
         A, c, groups = spec["A"], spec["c"], spec["groups"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise FormatError(f"{path}: expected JSON with keys A, c, groups ({e})") from None
-    A = [[Fraction(str(v)) for v in row] for row in A]
-    c = [Fraction(str(v)) for v in c]
+    A, c, groups = _lattice_spec(A, c, groups, path)
     net = C.max_of_mins(A, c, groups)
     return net, {"size_vs_published_bound": C.lattice_size(net, len(A), len(groups)).to_dict()}
 
@@ -353,7 +382,9 @@ def _dnf(kind: str, o: Options) -> tuple[Network, dict]:
         parsed = [[int(v) for v in t.replace(",", " ").split()] for t in tt.split(";")]
     except ValueError:
         raise RelulabError(f"--terms: cannot read {tt!r}; write '1 -2; 2 3'") from None
-    nv = o.n_vars or max(abs(v) for t in parsed for v in t)
+    if not any(parsed):
+        raise RelulabError(f"--terms: no literals in {tt!r}; write '1 -2; 2 3'")
+    nv = o.n_vars or max(1, max(abs(v) for t in parsed for v in t))
     return _circuit_network(C.dnf(parsed, nv))
 
 

@@ -376,7 +376,8 @@ def dnf(terms: Sequence[Sequence[int]], n: int) -> Circuit:
                 raise ConstructionError(f"dnf: term {t + 1} has literal {lit!r}; literals are integers +-1..+-{n}")
             i = abs(int(lit))
             if lit == 0 or i > n:
-                raise ConstructionError(f"dnf: term {t + 1} has literal {lit}; use +-1..+-{n}")
+                raise ConstructionError(f"dnf: term {t + 1} has literal {lit}; literals are nonzero, "
+                                        f"+-1..+-{n}")
             if lit < 0:
                 if i not in negs:
                     negs.add(i)
