@@ -76,3 +76,26 @@ def test_cli_subdivision_takes_named_masks(capsys):
     assert code == 0, err
     code2, out2, _ = run_cli(capsys, "construct", "subdivision", "--mask", "1/4,3/4,3/4,1/4", "--steps", "2", "--json")
     assert code2 == 0 and json.loads(out)["breakpoints"] == json.loads(out2)["breakpoints"] == 12
+
+
+def test_cli_refine_reports_the_float64_error_against_the_exact_iterate(capsys):
+    # the big-M constants grow like (2 rho)^k: the ONNX export of four-point k = 6 is off
+    # the exact iterate by ~5e-12, which the report did not say
+    from fractions import Fraction
+
+    import numpy as np
+
+    from relulab.construct import MASKS, evaluate_cpwl, refinement_network, subdivision_iterate
+
+    code, out, err = run_cli(capsys, "construct", "refine", "--mask", "four-point", "--steps", "6", "--json")
+    assert code == 0, err
+    text = json.loads(out)["float64_max_error"]
+    reported = float(text.split()[0])
+    assert "sampled" in text and "257 random points" in text
+    # independently: the float64 network against the exact iterate at other points
+    bp, vals = subdivision_iterate(MASKS["four-point"], [0, 1, 2], [0, 1, 0], 6)
+    X = np.random.default_rng(1).uniform(-0.5, float(bp[-1]) + 0.5, 400)
+    f = refinement_network(MASKS["four-point"], 6).float()
+    err2 = np.max(np.abs(f(X[:, None]).ravel() - [float(evaluate_cpwl(bp, vals, Fraction(x))) for x in X]))
+    assert 0 < reported < 1e-9 and 0 < err2 < 1e-9
+    assert reported / 100 < err2 < reported * 100  # the same order of magnitude

@@ -579,11 +579,15 @@ def _refine_mask(text: str) -> list:
 
 # the exact check at every breakpoint is quick up to here; beyond, say it was skipped
 REFINE_CHECK_MAX_STEPS = 6
+# points at which the float64 network is compared with the exact iterate
+REFINE_FLOAT_POINTS = 257
 
 
 @construction("refine", "refinement iterate at fixed width, 3k+3 hidden layers (--mask, --steps, --seed "
               "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
 def _refine(kind: str, o: Options) -> tuple[Network, dict]:
+    import numpy as np
+
     from .. import construct as C
     from ..construct.refine_scheme import MAX_ITERATE_BREAKPOINTS, iterate_size
 
@@ -605,8 +609,14 @@ def _refine(kind: str, o: Options) -> tuple[Network, dict]:
     # the iterate's pieces (what the wide network needs) number ~2^steps: counted only
     # while that is cheap; the network above does not need them
     if iterate_size(C.parse_mask(mk), len(bp), st) <= MAX_ITERATE_BREAKPOINTS:
-        ibp, _ = C.subdivision_iterate(mk, bp, vals, st)
+        ibp, ivals = C.subdivision_iterate(mk, bp, vals, st)
         extra.update(iterate_pieces=len(ibp) - 1, wide_network_neurons=len(ibp) + 1)
+        # the big-M constants grow like (2 rho)^k: say what float64 makes of them
+        X = np.random.default_rng(0).uniform(float(ibp[0]) - 0.5, float(ibp[-1]) + 0.5, REFINE_FLOAT_POINTS)
+        exact = np.array([float(C.evaluate_cpwl(ibp, ivals, Fraction(x))) for x in X])
+        with np.errstate(all="ignore"):
+            err = float(np.max(np.abs(net.float()(X[:, None]).ravel() - exact)))
+        extra["float64_max_error"] = f"{err:.3g} (sampled: {REFINE_FLOAT_POINTS} random points against the exact iterate)"
     else:
         extra["iterate_pieces"] = f"not counted (more than {MAX_ITERATE_BREAKPOINTS} possible breakpoints)"
     if st <= REFINE_CHECK_MAX_STEPS:
