@@ -61,6 +61,26 @@ def test_dead_worker_costs_only_its_item(tmp_path):
     assert (tmp_path / "died-4").exists()                         # the worker really died
 
 
+def die_after_returning_0(x):
+    """Returns, then (item 0 only) kills its own worker while it waits for the next item."""
+    import signal
+    import threading
+
+    if x == 0:
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+    return x * 10
+
+
+def test_a_worker_that_dies_between_items_costs_nothing():
+    # the driver sent the next item down the dead worker's pipe: BrokenPipeError ended
+    # the whole map after one result
+    got = []
+    for i, r in pmap(die_after_returning_0, list(range(6)), workers=2):
+        got.append((i, r))
+        time.sleep(0.5)  # a consumer that takes a moment: the worker dies meanwhile
+    assert sorted(got) == [(i, 10 * i) for i in range(6)]
+
+
 def test_item_that_always_kills_its_worker_is_reported_not_retried_forever():
     got = dict(pmap(always_dies, range(4), workers=2, retries=1))
     assert got[0] == 0 and got[2] == 2 and got[3] == 3

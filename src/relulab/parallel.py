@@ -464,14 +464,31 @@ def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
         there.close()
         running[here] = (p, None)
 
-    def feed(conn):
+    def feed(conn, fresh_tries: int = 3):
+        """Give ``conn``'s worker the next item, or tell it to stop.  A worker that died
+        since its last result (the send fails) has not run the item: it goes back to
+        the queue, with no attempt counted, and a fresh worker takes it."""
         p, _ = running[conn]
         if queue:
             i = queue.pop()
-            conn.send((i, items[i]))
+            try:
+                conn.send((i, items[i]))
+            except OSError:  # BrokenPipeError, ConnectionResetError: the worker is gone
+                queue.append(i)
+                del running[conn]
+                conn.close()
+                p.join(timeout=5)
+                if fresh_tries <= 0:
+                    raise RuntimeError("pmap: fresh worker processes die before their first item") from None
+                start()
+                feed(list(running)[-1], fresh_tries - 1)
+                return
             running[conn] = (p, i)
         else:
-            conn.send(None)
+            try:
+                conn.send(None)
+            except OSError:
+                pass  # already gone: nothing to stop
             p.join(timeout=5)
             del running[conn]
 
