@@ -148,6 +148,45 @@ class Skeleton:
             self.zeromask = zm
         return self.zeromask
 
+    def vertex_counts(self, packed_patterns: np.ndarray, n_neurons: int) -> np.ndarray:
+        """For each region (rows of ``packed_patterns``), how many vertices it has (as
+        :meth:`vertices_of` finds them), in ``O(V 2^d)`` hash lookups instead of a scan of
+        every vertex per region: a vertex belongs to the regions whose patterns fill its
+        zero bits (the neuron hyperplanes through it) in any way.
+
+        Example:
+            >>> import numpy as np
+            >>> sk = Skeleton(np.zeros((1, 1)), np.array([[0]]), np.array([[0]], dtype=np.uint8))
+            >>> sk.vertex_counts(np.array([[0], [128]], dtype=np.uint8), 1).tolist()   # x = 0 of relu(x)
+            [1, 1]
+        """
+        R, nb = packed_patterns.shape
+        index = {row.tobytes(): r for r, row in enumerate(packed_patterns)}
+        counts = np.zeros(R, dtype=np.int64)
+        S = np.ascontiguousarray(self.signs[:, :nb])
+        ids = self.ids
+        d = ids.shape[1]
+        # a column counts when it is a neuron's hyperplane not already named in the row
+        usable = ids < n_neurons
+        for c in range(1, d):
+            usable[:, c] &= np.all(ids[:, :c] != ids[:, c:c + 1], axis=1)
+        bit = (np.uint8(128) >> (ids & 7).astype(np.uint8))
+        byte = np.where(usable, ids >> 3, 0)
+        for subset in range(1 << d):
+            cols = [c for c in range(d) if subset >> c & 1]
+            keep = np.all(usable[:, cols], axis=1) if cols else np.ones(len(S), dtype=bool)
+            rows = np.flatnonzero(keep)
+            if not rows.size:
+                continue
+            P = S[rows].copy()
+            for c in cols:
+                P[np.arange(len(rows)), byte[rows, c]] |= bit[rows, c]
+            for key in P:
+                r = index.get(key.tobytes())
+                if r is not None:
+                    counts[r] += 1
+        return counts
+
     def vertices_of(self, packed_pattern: np.ndarray, n_neurons: int) -> np.ndarray:
         """The vertices whose sign vector agrees with the pattern off the hyperplanes
         through them: the vertices of that region."""
@@ -303,9 +342,8 @@ class RegionSet:
             return float(counts.mean())
         if self._skeleton is None:
             return None
-        N = self.n_neurons
-        return float(np.mean([len(self._skeleton.vertices_of(p, N)) if c == 0 else c
-                              for p, c in zip(self.packed_patterns, counts, strict=True)]))
+        from_skeleton = self._skeleton.vertex_counts(self.packed_patterns, self.n_neurons)
+        return float(np.mean(np.where(counts == 0, from_skeleton, counts)))
 
     def summary(self) -> dict:
         return {
