@@ -77,6 +77,10 @@ def test_parallel_arguments_are_checked():
 
     with pytest.raises(RelulabError, match="Box"):
         regions.enumerate(net, Polytope.whole_space(2), parallel="local", workers=1)
+    # a flat box: the one-process message, not the estimate's ZeroDivisionError
+    for fn in (regions.enumerate, regions.count):
+        with pytest.raises(RelulabError, match="full-dimensional box"):
+            fn(net, Box([0, -1], [0, 1]), parallel="local", workers=2)
 
 
 def test_stitched_on_ray_equals_one_process():

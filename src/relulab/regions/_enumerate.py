@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box, Polytope, as_domain
+from ..domain import Box, DomainError, Polytope, as_domain
 from ..errors import RelulabError, UncertifiedCount, is_int_at_least, is_positive_seconds
 from ..network import Network
 from ..tolerance import TINY
@@ -364,6 +364,8 @@ def _small_for_parallel(net: Network, dom: Any, cells: int | None) -> str | None
 
     if not isinstance(dom, Box):
         raise RelulabError("parallel enumeration splits a Box domain; give a Box")
+    if np.any(dom.hi <= dom.lo):  # as the one-process engine says (the estimate divides by the sides)
+        raise DomainError("region enumeration needs a full-dimensional box (lo < hi everywhere)")
     if cells is not None:
         return None
     est = estimate_regions(net, dom)
