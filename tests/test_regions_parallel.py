@@ -284,3 +284,31 @@ def test_graph_of_a_parallel_run_with_a_repeated_neuron_in_3d():
 
     assert len(par) == len(one) == 4
     assert edges(par) == edges(one) and len(edges(one)) == 4   # the 2 x 2 grid of quadrants
+
+
+def test_an_interrupted_parallel_enumeration_returns_its_finished_cells_as_partial(monkeypatch):
+    # Ctrl-C is documented to return the regions found so far, marked partial; with
+    # parallel= it raised KeyboardInterrupt and returned nothing.  An interrupted pmap
+    # ends quietly with the items finished so far: here, the first half of the cells.
+    import relulab.parallel as P
+
+    real = P.pmap
+
+    def interrupted_pmap(fn, items, **kw):
+        items = list(items)
+        for i, res in real(fn, items, **kw):
+            if i < len(items) // 2:
+                yield i, res
+
+    net = _net(2, [12, 8], 3)
+    box = Box([-1, -1], [1, 1])
+    full = _by_pattern(regions.enumerate(net, box))
+    monkeypatch.setattr(P, "pmap", interrupted_pmap)
+    rs = regions.enumerate(net, box, parallel="local", workers=1, cells=8)
+    assert rs.partial and rs.info["interrupted"] and rs.info["cells_finished"] == rs.info["cells"] // 2
+    assert 0 < len(rs) < len(full)
+    for r in rs:  # every region returned is whole and exact
+        f = full[r.pattern.tobytes()]
+        assert np.allclose(sorted(map(tuple, r.vertices)), sorted(map(tuple, f.vertices)))
+    with pytest.raises(KeyboardInterrupt):  # a count cannot be partial: it still refuses
+        regions.count(net, box, parallel="local", workers=1, cells=8)

@@ -330,7 +330,17 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
     neurons = choose_split_neurons(net, box, k)
     signs = neuron_cells(net, box, neurons)
     task = _NeuronCellTask(net, box, neurons)
-    parts = run_cells(task, [(s, vertices) for s in signs], parallel, workers, address)
+    parts = run_cells(task, [(s, vertices) for s in signs], parallel, workers, address,
+                      allow_partial=True)
+    done = [p for p in parts if p is not None]
+    if len(done) < len(parts):
+        # Ctrl-C: every finished cell's regions are whole and exact; the set is partial
+        rs = _concat(box, net, done, neurons, interrupted=True)
+        rs.seconds = time.perf_counter() - t0
+        rs.info.update(engine="stitched", interrupted=True, cells=len(signs), cells_finished=len(done),
+                       parallel=parallel)
+        rs.net = net.float() if net.is_exact else net
+        return rs
     if not vertices and any(p.skeleton is None for p in parts):
         # a cell fell back to vertex lists: vertex lists everywhere (the skeleton of the
         # other cells would miss the vertices on hyperplanes shared with that cell)
@@ -348,9 +358,10 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
 
 
 def run_cells(task: Any, items: list, parallel: str, workers: int | None,
-              address: str | None) -> list[Any]:
-    """Every item's result, in item order, on the local pool or Ray (an interrupted map
-    raises KeyboardInterrupt; a failed cell raises)."""
+              address: str | None, allow_partial: bool = False) -> list[Any]:
+    """Every item's result, in item order, on the local pool or Ray (a failed cell
+    raises; an interrupted map raises KeyboardInterrupt, or with ``allow_partial``
+    leaves None for the items not finished)."""
     from ..parallel import pmap
 
     out: list[Any] = [None] * len(items)
@@ -359,14 +370,16 @@ def run_cells(task: Any, items: list, parallel: str, workers: int | None,
         if isinstance(res, dict) and res.get("status") == "error":
             raise RelulabError(f"cell {i} of the parallel enumeration failed: {res['reason']}")
         out[i] = res
-    if any(r is None for r in out):
+    if any(r is None for r in out) and not allow_partial:
         raise KeyboardInterrupt
     return out
 
 
-def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int]) -> RegionSet:
+def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int],
+            interrupted: bool = False) -> RegionSet:
     """One region set from the cells' parts (cell after cell), with the dual graph when
-    every cell has one, completed across the cutting hyperplanes."""
+    every cell has one, completed across the cutting hyperplanes (``interrupted``: some
+    cells are missing; the set is partial and has no graph)."""
     d = box.dim
     widths = tuple(int(w) for w in net.widths)
     N = int(sum(widths))
@@ -374,7 +387,7 @@ def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int]) -> R
     nonempty = [p.arrays for p in parts if p.arrays.n]
     arrays = RegionArrays.concat(nonempty) if nonempty else RegionArrays.empty(d, m, N)
     rs = RegionSet(dim=d, widths=widths, **arrays.as_fields(),
-                   partial=any(p.partial for p in parts), domain=box, method="subdivision")
+                   partial=interrupted or any(p.partial for p in parts), domain=box, method="subdivision")
     ties = sum(p.near_ties for p in parts)
     if ties:
         # a region thinner than the sign tolerance may be merged (see _engine._count_ties)
