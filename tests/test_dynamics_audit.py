@@ -125,3 +125,24 @@ def test_plateaus_refuse_bad_window(window):
         plateaus(L, window=window)
     assert plateaus(L, window=209)[1] == 209
     assert plateaus(L, window=5)[0] == [(0, 100), (109, 209)]
+
+
+def test_nan_tolerances_and_a_model_that_cannot_read_x_are_refused():
+    # each was accepted: loss_tol=nan never fired, flat_tol/growth=nan found nothing, and
+    # a 3-input module on 2-column X raised torch's bare "mat1 and mat2 shapes" error
+    from relulab.dynamics import DynamicsError, mlp, saddle_events, train
+    from relulab.dynamics.saddles import plateaus
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = np.ones(6)
+    with pytest.raises(DynamicsError, match=r"cannot read X of shape \(6, 2\)"):
+        train(mlp([3, 3, 1]), X, y, steps=2)
+    with pytest.raises(DynamicsError, match="loss_tol=nan"):
+        train(mlp([2, 3, 1]), X, y, steps=5, loss_tol=float("nan"))
+    curve = np.r_[np.ones(100), np.linspace(1, 0, 10), np.zeros(100)]
+    with pytest.raises(DynamicsError, match="flat_tol=nan"):
+        plateaus(curve, flat_tol=float("nan"))
+    assert plateaus(curve)[0]  # the defaults find the plateaus
+    t = train(mlp([2, 3, 1]), X, y, steps=20)
+    with pytest.raises(DynamicsError, match="growth=nan"):
+        saddle_events(t, growth=float("nan"))

@@ -185,6 +185,9 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
             raise DynamicsError(f"{name}={v!r}: need a finite number >= 0")
     if time_limit is not None and not is_positive_seconds(time_limit):
         raise DynamicsError(f"time_limit={time_limit!r}: need a positive number of seconds or None")
+    if loss_tol is not None and not (isinstance(loss_tol, numbers.Real) and not isinstance(loss_tol, bool)
+                                     and np.isfinite(loss_tol)):
+        raise DynamicsError(f"loss_tol={loss_tol!r}: need a finite number or None")  # NaN never fired
     for r in recs:
         r.check(model, X)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -196,7 +199,11 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     Xt = torch.as_tensor(X, dtype=dtype, device=dev)
     yt = torch.as_tensor(y, dtype=dtype, device=dev)
     with torch.no_grad():
-        out = model(Xt[:1])
+        try:
+            out = model(Xt[:1])
+        except RuntimeError as e:  # torch's "mat1 and mat2 shapes cannot be multiplied"
+            raise DynamicsError(f"the model cannot read X of shape {tuple(X.shape)} "
+                                f"({str(e).splitlines()[0]})") from None
     if out.reshape(1, -1).shape[1] != y.shape[1]:
         raise DynamicsError(f"the model has {out.reshape(1, -1).shape[1]} outputs but y has "
                             f"{y.shape[1]} columns")

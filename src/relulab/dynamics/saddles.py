@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,8 @@ def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
         raise DynamicsError(f"window={window!r}: need an integer with 1 <= window < {T} (the number of steps)")
     if min_length is not None and not is_int_at_least(min_length, 1):
         raise DynamicsError(f"min_length={min_length!r}: need an integer >= 1")
+    if isinstance(flat_tol, bool) or not (isinstance(flat_tol, numbers.Real) and 0 < flat_tol < np.inf):
+        raise DynamicsError(f"flat_tol={flat_tol!r}: need a finite number > 0")  # NaN found no plateau
     w = max(1, T // 200) if window is None else int(window)
     min_len = 4 * w if min_length is None else int(min_length)
     drop = float(L.max() - L.min())
@@ -161,6 +164,8 @@ def saddle_events(traj: Trajectory, *, window: int | None = None, flat_tol: floa
         >>> [round(p.loss, 2) for p in ev.plateaus], ev.activation_order
         ([1.0, 0.5, 0.0], (1, 0))
     """
+    if isinstance(growth, bool) or not (isinstance(growth, numbers.Real) and 1 < growth < np.inf):
+        raise DynamicsError(f"growth={growth!r}: need a finite number > 1")  # NaN found no jump
     runs, w = plateaus(traj.loss, window, flat_tol, min_length)
     L = traj.loss
     pl = tuple(Plateau(a, b, float(np.median(L[a:b + 1]))) for a, b in runs)
