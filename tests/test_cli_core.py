@@ -44,10 +44,16 @@ def test_convert_round_trip(tmp_path, capsys):
         (("eval", "EX", "--x", "1,2,3"), "input 1 has 3 values; the model takes 2"),
         (("eval", "EX", "--x", "1,abc"), "cannot read numbers"),
         (("eval", "EX"), "give at least one input"),
+        (("eval", "EX", "--x", "1,,2"), "--x: empty value in '1,,2'"),  # was read as 1,2
+        (("--input-shape", "1,x", "info", "EX"), "--input-shape: cannot read '1,x'"),  # was (1,)
+        (("info", "DIR"), "a directory, not a file"),
     ],
 )
 def test_errors_are_one_line_without_traceback(capsys, args, message):
-    args = [str(example_path("tiny_2d")) if a == "EX" else a for a in args]
+    import tempfile
+
+    args = [str(example_path("tiny_2d")) if a == "EX" else tempfile.mkdtemp(suffix=".onnx") if a == "DIR" else a
+            for a in args]
     code, out, err = run(capsys, *args)
     assert code == 1
     assert message in err

@@ -160,7 +160,11 @@ def check_gigabytes(value: float | None, flag: str = "--memory") -> float | None
 
 
 def parse_floats(text: str, what: str) -> np.ndarray:
-    """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error."""
+    """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error (an empty value
+    between commas, as in "1,,2", is one: it was read as "1,2")."""
+    pieces = text.split(",")
+    if len(pieces) > 1 and any(not p.strip() for p in pieces):
+        raise RelulabError(f"{what}: empty value in {text!r}; write numbers like 1,2,3")
     parts = [p for p in text.replace(",", " ").split() if p]
     try:
         return np.array([float(p) for p in parts], dtype=np.float64)
@@ -195,7 +199,7 @@ def read_text_arg(path: str | Path, what: str = "a text file") -> str:
 
     p = Path(resolve_path(str(path)))
     if not p.is_file():
-        raise FormatError(f"{path}: no such file")
+        raise FormatError(f"{path}: {'a directory, not a file' if p.is_dir() else 'no such file'}")
     try:
         return p.read_text()
     except UnicodeDecodeError as e:
@@ -226,8 +230,10 @@ def global_input_shape() -> tuple[int, ...] | None:
 
 def parse_shape(text: str) -> tuple[int, ...]:
     """Parse "1,28,28" (or "1x28x28") into a shape tuple, with a clear error."""
+    pieces = text.replace("x", ",").split(",")
     try:
-        shape = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
+        # every piece must be a number: "1,x" was read as (1,)
+        shape = tuple(int(v) for v in pieces) if all(v.strip() for v in pieces) else ()
     except ValueError:
         shape = ()
     if not shape or min(shape) <= 0:

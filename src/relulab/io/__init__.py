@@ -66,7 +66,7 @@ def load_model(path: str | os.PathLike) -> Network:
     """
     suf = _suffix(path)
     if not Path(path).is_file():
-        raise FormatError(f"{path}: no such file")
+        raise FormatError(f"{path}: {'a directory, not a file' if Path(path).is_dir() else 'no such file'}")
     if suf == ".onnx":
         from .onnx import load_onnx
 
