@@ -170,3 +170,26 @@ def test_bad_input() -> None:
         sum_of_maxes_deep([(1, [[1]], [0]), (1, [[1, 2]], [0])])
     with pytest.raises(ConstructionError, match="hidden_layers must be an integer >= 1"):
         deep_cap(0)
+
+
+@pytest.mark.parametrize("a,c", [(0, 3), (3, 0), (1, 2)])
+def test_a_wrong_template_term_fails_the_proof_whatever_the_points(monkeypatch, a, c):
+    # the template check compared 3 random points: a term relu(y_c - y_a), zero wherever
+    # y_a >= y_c, passed when all 3 had y_a >= y_c and the proof said "certified" for a
+    # network off max by 5/24.  It now checks every ordering cone's generators.
+    import dataclasses
+
+    import relulab.construct.maxn_deep as D
+
+    b = 4
+    good = D._base(b)
+    T = good.T.copy()
+    T[0, D._union_slot(b, a, c)] += good.tden   # + relu(y_c - y_a) in row 0
+    T[0, a] -= good.tden
+    bad = dataclasses.replace(good, T=T)
+    orig = D._base
+    monkeypatch.setattr(D, "_base", lambda n0: bad if n0 == b else orig(n0))
+    cert = D.certify_max_deep(D.max_deep(4, bases=[4]))
+    assert cert.status == "failed" and "template" in cert.reason
+    monkeypatch.setattr(D, "_base", orig)
+    assert D.certify_max_deep(D.max_deep(4, bases=[4])).status == "certified"

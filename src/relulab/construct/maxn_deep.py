@@ -527,21 +527,23 @@ def _base_certificate(n0: int) -> str:
 
 
 def _template_ok(b: int) -> bool:
-    """The template re-read independently: for random group values y, the template's
-    pre-activations equal the base's second layer at the features relu(y_i - y_j) (exact
-    integers; a linear identity in the slot values, so random points suffice only as a
-    consistency check of the indexing, which is what can go wrong here)."""
+    """The template re-read independently and proved: the template's pre-activations
+    equal the base's second layer at the features relu(y_i - y_j) for every y in R^b
+    (exact integers).  Both sides are linear on each ordering cone of y (max(y_a, y_c)
+    and relu(y_i - y_j) are), so agreeing at every cone's generators proves it: those are
+    the 0/1 vectors (the rays) and -(1, ..., 1) (with (1, ..., 1), the lineality).  2^b + 1
+    points; it was 3 random points, which a wrong relu(y_c - y_a) term could pass."""
     N2, den, _, _ = _base_arrays(b)
     base = _base(b)
-    rng = np.random.default_rng(b)
-    for _ in range(3):
-        y = rng.integers(-50, 50, b)
-        slots = np.concatenate([y, [max(y[a], y[c]) for a in range(b) for c in range(a + 1, b)]])
-        feats = np.array([max(y[i] - y[j], 0) for i in range(b) for j in range(b) if i != j])
-        pre = base.T[:-2] @ slots
-        if not np.array_equal(pre, N2 @ feats * b) or base.T[-2] @ slots != den * y.sum():
-            return False
-    return True
+    Y = ((np.arange(2 ** b)[:, None] >> np.arange(b)[None, :]) & 1).astype(np.int64)
+    Y = np.vstack([Y, -np.ones((1, b), dtype=np.int64)])
+    pairs = [(a, c) for a in range(b) for c in range(a + 1, b)]
+    slots = np.hstack([Y] + [np.maximum(Y[:, [a]], Y[:, [c]]) for a, c in pairs])
+    feats = np.stack([np.maximum(Y[:, i] - Y[:, j], 0) for i in range(b) for j in range(b) if i != j], axis=1)
+    pre = slots @ base.T[:-2].T
+    if not np.array_equal(pre, feats @ N2.T * b):
+        return False
+    return bool(np.array_equal(slots @ base.T[-2], den * Y.sum(axis=1)))
 
 
 def certify_max_deep(dm: DeepMax) -> DeepMaxCertificate:

@@ -43,14 +43,14 @@ MAX_ITERATE_BREAKPOINTS = 1_000_000
 
 
 def iterate_size(mask: Sequence[Fraction], n_seed: int, n: int) -> int:
-    """An upper bound of the number of breakpoints of ``f_n`` (``n_seed`` seed breakpoints):
-    the support grows to ``(n_seed - 1) / 2^n + K`` at spacing ``2^-n`` (K = len(mask) - 1).
+    """An upper bound of the candidate breakpoints of ``f_n`` (``n_seed`` seed breakpoints
+    b): every one is ``(b + N) / 2^n`` with ``0 <= N <= K (2^n - 1)`` (K = len(mask) - 1).
 
     Example:
-        >>> iterate_size([1, 1], 3, 2)
-        7
+        >>> iterate_size([1, 1], 3, 2)     # 3 seed breakpoints times N = 0..3
+        12
     """
-    return (n_seed - 1) + (len(mask) - 1) * (2 ** n - 1) + 2 ** n if n < 64 else 2 ** 64
+    return n_seed * ((len(mask) - 1) * (2 ** n - 1) + 1) if n < 64 else 2 ** 64
 
 
 def check_iterate_size(mask: Sequence[Fraction], n_seed: int, n: int, what: str) -> None:
@@ -59,7 +59,7 @@ def check_iterate_size(mask: Sequence[Fraction], n_seed: int, n: int, what: str)
     Example:
         >>> check_iterate_size([1, 1], 3, 40, "f_40")
         Traceback (most recent call last):
-        relulab.construct._errors.ConstructionError: f_40: the iterate after 40 steps has up to 2199023255554 breakpoints; relulab computes at most 1000000
+        relulab.construct._errors.ConstructionError: f_40: the iterate after 40 steps has up to 3298534883328 breakpoints; relulab computes at most 1000000
     """
     size = iterate_size(mask, n_seed, n)
     if size > MAX_ITERATE_BREAKPOINTS:
