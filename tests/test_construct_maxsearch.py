@@ -97,3 +97,44 @@ def test_search_small_n_and_reproduce_n5() -> None:
 @pytest.mark.parametrize("n", [3, 4])
 def test_certificate_agrees_with_tree(n: int) -> None:
     assert certify_max(max_n(n), n).ok
+
+
+def _with_extra_neuron(net, first_rows, first_bias, second_row_tail, second_bias):
+    """``net`` (two hidden layers) plus first-layer neurons and one second-layer neuron
+    reading them, added to the output with weight 1."""
+    from relulab import Network
+
+    W1, W2, W3 = [np.array(W, dtype=object) for W in net.weights]
+    b1, b2, b3 = [np.array(b, dtype=object) for b in net.biases]
+    k = len(first_rows)
+    W1x = np.vstack([W1, np.array(first_rows, dtype=object)])
+    b1x = np.concatenate([b1, np.array(first_bias, dtype=object)])
+    W2x = np.full((W2.shape[0] + 1, W1x.shape[0]), Fraction(0), dtype=object)
+    W2x[:W2.shape[0], :W2.shape[1]] = W2
+    W2x[-1, -k:] = second_row_tail
+    b2x = np.concatenate([b2, [Fraction(second_bias)]])
+    W3x = np.hstack([W3, [[Fraction(1)]]])
+    return Network([W1x, W2x, W3x], [b1x, b2x, b3], exact=True)
+
+
+def test_certify_max_verifies_its_assumption_before_calling_a_network_max():
+    # it checked values at the arrangement's vertices only and assumed every bend lies on
+    # the arrangement: a network off max by 1/4 (a biased bump between the vertices) and
+    # one off by 11/4 at (15/8, 16/3, -10) (a bias-free wedge inside a cell) read ok=True
+    from relulab.construct import ExactEvaluator, certify_max, max_n, max_n_two_hidden
+
+    F = Fraction
+    base = max_n_two_hidden(3)
+    bump = _with_extra_neuron(base, [[1, -1, 0], [-1, 1, 0]], [F(-1, 2), F(1, 2)], [-1, -1], F(1, 4))
+    l1, l2 = [7, -5, -2], [-6, 5, 1]
+    wedge = _with_extra_neuron(base, [l1, [-v for v in l1], [a - b for a, b in zip(l1, l2, strict=True)]],
+                               [0, 0, 0], [1, -1, -1], 0)
+    for bad, x in ((bump, [F(1, 2), F(0), F(-5)]), (wedge, [F(15, 8), F(16, 3), F(-10)])):
+        y = ExactEvaluator(bad)(np.array([x], dtype=object))[0, 0]
+        assert y != max(x)  # independently: not max
+        c = certify_max(bad, 3)
+        assert not c.ok and c.reason and c.first_failure is None
+    assert "bias-free" in certify_max(bump, 3).reason
+    for good, n in ((base, 3), (max_n(4), 4), (max_n(5), 5)):  # carried values are no bends
+        c = certify_max(good, n)
+        assert c.ok and c.reason is None

@@ -448,6 +448,9 @@ class MaxCertificate:
     n_hyperplanes: int
     first_failure: tuple[Fraction, ...] | None
     by_symmetry: bool = False  # cones covered by the exact symmetry check
+    # why ok is False without a failing point: the assumption the check rests on (every
+    # breakpoint on the arrangement) could not be verified for this network
+    reason: str | None = None
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -585,12 +588,113 @@ def _slice_vertices(n: int, normals: set[Point]) -> list[Point]:
     return sorted(out)
 
 
+def _always_linear(W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Neurons of a layer after the first that never bend: inputs are ReLU outputs
+    (>= 0), so non-negative weights and bias keep the neuron active (relu(z) = z) and
+    non-positive ones keep it at 0."""
+    nonneg = np.array([all(v >= 0 for v in row) and c >= 0 for row, c in zip(W, b, strict=True)])
+    nonpos = np.array([all(v <= 0 for v in row) and c <= 0 for row, c in zip(W, b, strict=True)])
+    return nonneg | nonpos
+
+
+def _downstream(Ws: list[np.ndarray], linear: list[np.ndarray], k: int, col: np.ndarray) -> tuple:
+    """What the network reads of a layer-k neuron whose column into layer k + 1 is
+    ``col``: its weights into the neurons that bend and the outputs, passed through the
+    neurons that never bend (``linear``) as the linear maps they are."""
+    out: list = []
+    v = col
+    for m in range(k + 1, len(Ws)):
+        if m == len(Ws) - 1:       # the output layer reads v as it is
+            out.extend(v)
+            break
+        lin = linear[m]
+        out.extend(np.where(lin, 0, v))
+        v = Ws[m + 1][:, lin].dot(v[lin]) if lin.any() else np.zeros(Ws[m + 1].shape[0], dtype=object)
+    return tuple(out)
+
+
+def _carry_pairs(Ws: list[np.ndarray], bs: list[np.ndarray], linear: list[np.ndarray], k: int) -> set[int]:
+    """Neurons of hidden layer k that come in pairs ``relu(g)``, ``relu(-g)`` which the rest
+    of the network reads with opposite weights: together linear (``g`` carried), so they
+    bend nowhere (max_n's carries, and the +-sum neurons of the two-hidden-layer bases)."""
+    W, b = Ws[k], bs[k]
+    rows: dict[tuple, int] = {}
+    for i in range(W.shape[0]):
+        if b[i] == 0:
+            rows.setdefault(tuple(W[i]), i)
+    out: set[int] = set()
+    for i in range(W.shape[0]):
+        j = rows.get(tuple(-v for v in W[i]))
+        if j is None or j == i or b[i] != 0 or not any(v != 0 for v in W[i]):
+            continue
+        di = _downstream(Ws, linear, k, Ws[k + 1][:, i])
+        dj = _downstream(Ws, linear, k, Ws[k + 1][:, j])
+        if all(a == -c for a, c in zip(di, dj, strict=True)):
+            out.update((i, j))
+    return out
+
+
+def _bends_off_arrangement(net: Network, normals: set[Point], cones: list[list[Point]]) -> str | None:
+    """Why the check of :func:`certify_max` would not be a proof for ``net``, or None when
+    its assumption holds: a bias-free network (no skip) all of whose bends lie on the
+    hyperplanes ``<h, u> = 0`` of ``normals`` (each containing (1, ..., 1)).  A first-layer
+    neuron must bend on one of them; a deeper one must keep its sign on every cell of the
+    arrangement in the checked cones.  Its pre-activation is linear on each cell, a cell
+    is the cone over its slice vertices plus the line through (1, ..., 1), so that means
+    ``g(1, ..., 1) = 0`` and no two slice vertices of one closed cell (sign vectors with no
+    opposite entries) with strictly opposite signs.  Neurons that never bend
+    (:func:`_always_linear`) and pairs ``relu(g)``, ``relu(-g)`` read with opposite weights
+    (:func:`_carry_pairs`) are exempt."""
+    net = net.exact()
+    if net.skip is not None or any(v != 0 for b in net.biases for v in b):
+        return "the check assumes a bias-free network without skip connection"
+    Ws = [np.asarray(W, dtype=object) for W in net.weights]
+    bs = [np.asarray(b, dtype=object) for b in net.biases]
+    linear = [np.zeros(Ws[0].shape[0], dtype=bool)] + [_always_linear(Ws[k], bs[k]) for k in range(1, len(Ws) - 1)]
+    carries = [_carry_pairs(Ws, bs, linear, k) for k in range(len(Ws) - 1)]
+    for i, row in enumerate(Ws[0]):
+        if i in carries[0] or all(v == 0 for v in row):
+            continue
+        den = math.lcm(*(Fraction(v).denominator for v in row))
+        h = [int(Fraction(v) * den) for v in row]
+        g = math.gcd(*h)
+        h = tuple(v // g for v in h)
+        if h not in normals and tuple(-v for v in h) not in normals:
+            return f"first-layer neuron {i} bends on <{h}, u> = 0, not a hyperplane of the arrangement"
+    N = np.array(sorted(normals), dtype=np.int64)
+    for pts in cones:
+        P = np.array(pts, dtype=np.int64)
+        S = np.sign(P @ N.T)
+        pos, neg = (S > 0).astype(np.int64), (S < 0).astype(np.int64)
+        same_cell = (pos @ neg.T + neg @ pos.T) == 0          # conformal: a common closed cell
+        X = np.vstack([P, np.ones((1, P.shape[1]), dtype=np.int64)]).astype(object)
+        H = X
+        for k in range(len(Ws) - 1):
+            Z = H.dot(Ws[k].T)
+            if k > 0:
+                for j in range(Z.shape[1]):
+                    if j in carries[k] or linear[k][j]:
+                        continue
+                    z = Z[:-1, j]
+                    if Z[-1, j] != 0:
+                        return (f"hidden layer {k + 1} neuron {j} is not constant along (1, ..., 1), so it "
+                                "bends off the arrangement")
+                    up = np.flatnonzero(z > 0)
+                    down = np.flatnonzero(z < 0)
+                    if up.size and down.size and np.any(same_cell[np.ix_(up, down)]):
+                        return f"hidden layer {k + 1} neuron {j} changes sign inside a cell of the arrangement"
+            H = np.where(Z > 0, Z, 0)
+    return None
+
+
 def certify_max(net: Network, n: int, points: list[Point] | None = None,
                 use_symmetry: bool | None = None) -> MaxCertificate:
-    """Certify exactly that ``net`` computes ``max(u_1..u_n)`` on all of R^n, assuming its
-    breakpoints lie on hyperplanes ``<v - w, u> = 0`` for lattice points v, w of
+    """Certify exactly that ``net`` computes ``max(u_1..u_n)`` on all of R^n, for networks
+    whose breakpoints lie on hyperplanes ``<v - w, u> = 0`` for lattice points v, w of
     ``2 * simplex`` (true for :func:`max_two_hidden_from_terms` networks, and for any
-    network whose breakpoints are in the braid arrangement, e.g. :func:`max_n`).
+    network whose breakpoints are in the braid arrangement, e.g. :func:`max_n`).  That
+    assumption is verified first (:func:`_bends_off_arrangement`, exactly); where it
+    cannot be, ``ok`` is False and ``reason`` says why (it is then no proof either way).
 
     When the network is exactly symmetric (:func:`is_symmetric`) only the cone
     ``u_1 >= ... >= u_n`` is checked (max is symmetric too); otherwise all n! cones.
@@ -618,9 +722,12 @@ def certify_max(net: Network, n: int, points: list[Point] | None = None,
         raise ConstructionError("certify_max: the network is not symmetric; use_symmetry=False")
     cand = {tuple(1 for _ in range(n)), tuple(-1 for _ in range(n))}
     perms = [tuple(range(n))] if sym else list(itertools.permutations(range(n)))
-    for perm in perms:
-        for p in base:
-            cand.add(_permute_point(p, perm))
+    cones = [[_permute_point(p, perm) for p in base] for perm in perms]
+    why = _bends_off_arrangement(net, normals, cones)
+    if why is not None:
+        return MaxCertificate(n, False, math.factorial(n), 0, len(normals), None, sym, reason=why)
+    for pts in cones:
+        cand.update(pts)
     X = np.array(sorted(cand), dtype=object)
     Y = ExactEvaluator(net)(X)[:, 0]
     bad = None
