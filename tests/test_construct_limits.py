@@ -99,3 +99,25 @@ def test_cli_refine_reports_the_float64_error_against_the_exact_iterate(capsys):
     err2 = np.max(np.abs(f(X[:, None]).ravel() - [float(evaluate_cpwl(bp, vals, Fraction(x))) for x in X]))
     assert 0 < reported < 1e-9 and 0 < err2 < 1e-9
     assert reported / 100 < err2 < reported * 100  # the same order of magnitude
+
+
+@pytest.mark.parametrize("n,h,message", [
+    (20000, 9, "neurons; relulab builds at most"),     # listed ~n^2 nodes for minutes first
+    (3, 99999999999, "relulab builds at most 500"),    # looped H times: MemoryError
+    (5, 2000, "relulab builds at most 500"),           # RecursionError
+])
+def test_max_deep_refuses_sizes_it_cannot_build_before_listing_nodes(n, h, message):
+    from relulab.construct import max_deep
+
+    with pytest.raises(ConstructionError, match=message):
+        max_deep(n, h)
+
+
+def test_max_deep_at_the_issue_sizes_still_builds_exactly():
+    from fractions import Fraction
+
+    from relulab.construct import eval_max_deep, max_deep
+
+    dm = max_deep(64)
+    x = [Fraction((7 * i) % 64 - 30, 1 + i % 5) for i in range(64)]
+    assert eval_max_deep(dm, [x]) == [max(x)]

@@ -54,7 +54,12 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
+from ._builder import check_size
 from .maxmin import ConstructionError, check_lattice_groups
+
+# deeper than this the cost recursion nears Python's recursion limit; a max network needs
+# ceil(log_6(n / 2)) + 1 hidden layers, the rest only carry
+MAX_DEEP_LAYERS = 500
 
 __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep_depth",
            "max_deep", "eval_max_deep", "deep_max_network", "certify_max_deep", "max_n_deep",
@@ -266,6 +271,9 @@ def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | No
             f"bases {list(bs)} (needs {need}; {H} hidden layers reach n <= "
             f"{deep_cap(max(int(H), 1), bs) if isinstance(H, (int, np.integer)) and H >= 1 else 1})")
     H = int(H)
+    if H > MAX_DEEP_LAYERS:  # the cost recursion runs H deep; extra layers only carry
+        raise ConstructionError(f"max_deep: {H} hidden layers; relulab builds at most {MAX_DEEP_LAYERS} "
+                                f"(max of {n} needs {need})")
     caps = [0, 2]
     for _ in range(H):
         caps.append(max(caps[-1], *(_cap_of(caps[-1], b) for b in bs)))
@@ -290,6 +298,8 @@ def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | No
         assert best is not None, (size, h)
         return best
 
+    # the size before the nodes are listed (about n^2 leaves): refuse what cannot be built
+    check_size(f"max_deep({n}, {H})", neurons=cost(n, H)[0])
     levels: list[dict[tuple[int, ...], tuple]] = [dict() for _ in range(H + 1)]
 
     def need_node(S: tuple[int, ...], h: int) -> None:
