@@ -121,3 +121,18 @@ def test_max_deep_at_the_issue_sizes_still_builds_exactly():
     dm = max_deep(64)
     x = [Fraction((7 * i) % 64 - 30, 1 + i % 5) for i in range(64)]
     assert eval_max_deep(dm, [x]) == [max(x)]
+
+
+def test_max_messages_and_depth_report_name_the_stored_two_hidden_layer_solutions(capsys):
+    # n = 9, 10 have certified two-hidden-layer networks (per orbit) but the report said
+    # "fewest 3" and the error listed only 3..8; eval_max_orbits' errors said eval_max_pairs
+    from relulab.construct import eval_max_orbits, max_n_two_hidden, stored_max_orbits
+
+    with pytest.raises(ConstructionError, match=r"per orbit, too large for matrices: \[9, 10\]"):
+        max_n_two_hidden(11)
+    for n in (9, 10):
+        code, out, err = run_cli(capsys, "construct", "max", "--n", str(n), "--hidden-layers", "3", "--json")
+        assert code == 0, err
+        assert json.loads(out)["fewest_hidden_layers_here"] == 2
+    with pytest.raises(ConstructionError, match="^eval_max_orbits: inputs over a common denominator"):
+        eval_max_orbits(9, stored_max_orbits(9), [[2**45] + [0] * 8])

@@ -165,12 +165,14 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
     if hl < 1:
         raise RelulabError(f"construct max: --hidden-layers must be >= 1, got {hl}")
-    fewest = C.deep_depth(nn)
+    stored_two = {2, *C.MAXN_STORED, *C.MAXN_LARGE, *C.MAXN_BLOCKS, *C.MAXN_ORBIT_SIZES}
+    # two hidden layers where a stored base covers n (n = 9, 10 in orbit form), else the
+    # recursion's depth; max of 2 needs one
+    fewest = 1 if nn == 2 else (2 if nn in stored_two else C.deep_depth(nn))
     extra: dict[str, Any] = {
         "fewest_hidden_layers_here": fewest,
         "published_hidden_layers": C.log6_layers(nn),
-        "stored_two_hidden_layer_n": sorted({2, *C.MAXN_STORED, *C.MAXN_LARGE, *C.MAXN_BLOCKS,
-                                             *C.MAXN_ORBIT_SIZES}),
+        "stored_two_hidden_layer_n": sorted(stored_two),
     }
     if hl == 2 and nn in C.MAXN_ORBIT_SIZES:
         sol = C.stored_max_orbits(nn)

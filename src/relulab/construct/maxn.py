@@ -650,9 +650,12 @@ def stored_max_pairs(n: int) -> MaxPairsSolution:
         'found'
     """
     if n not in MAXN_STORED and n not in MAXN_LARGE and n != 2:
+        from .maxn_orbits import MAXN_ORBIT_SIZES
+
         raise ConstructionError(f"max_n_two_hidden: no stored two-hidden-layer solution for n = {n} "
-                                f"(stored: {sorted({*MAXN_STORED, *MAXN_LARGE})}); "
-                                f"search_max_pairs(n) may find one")
+                                f"(stored as weight matrices: {sorted({*MAXN_STORED, *MAXN_LARGE})}; "
+                                f"per orbit, too large for matrices: {sorted(MAXN_ORBIT_SIZES)}, see "
+                                f"stored_max_orbits); search_max_pairs(n) may find one")
     terms = MAXN_STORED.get(n) or MAXN_LARGE.get(n, [])
     ok, nh, ne = _check(terms, n) if n > 2 else (True, 0, 1)
     return MaxPairsSolution(n, "found" if ok else "failed", tuple(terms), len(terms), nh, ne)

@@ -194,16 +194,17 @@ def item_family(n: int, masses: Sequence[int] = (2, 3)) -> list[PairTerm]:
     return [t for s in masses for k in range(2, n + 1) for t in item_orbits(int(s), k)]
 
 
-def _as_integers(X: Sequence[Sequence[object]], n: int) -> tuple[np.ndarray, int]:
-    """Rows of rationals as one integer matrix over a common denominator."""
+def _as_integers(X: Sequence[Sequence[object]], n: int, caller: str = "eval_max_pairs") -> tuple[np.ndarray, int]:
+    """Rows of rationals as one integer matrix over a common denominator (errors name
+    ``caller``)."""
     rows = [[Fraction(v) for v in r] for r in X]
     if not rows or any(len(r) != n for r in rows):
-        raise ConstructionError(f"eval_max_pairs: X must be a non-empty list of rows of {n} numbers")
+        raise ConstructionError(f"{caller}: X must be a non-empty list of rows of {n} numbers")
     den = math.lcm(*(v.denominator for r in rows for v in r))
     ints = [[int(v * den) for v in r] for r in rows]
     big = max(abs(v) for r in ints for v in r)
     if big >= 2**40:
-        raise ConstructionError(f"eval_max_pairs: inputs over a common denominator reach {big}; "
+        raise ConstructionError(f"{caller}: inputs over a common denominator reach {big}; "
                                 f"too large for the exact integer evaluation (< 2**40)")
     return np.array(ints, dtype=np.int64), den
 

@@ -229,7 +229,7 @@ def eval_max_orbits(n: int, solution: MaxPairsSolution | Sequence[tuple[PairTerm
     if method not in ("neurons", "chains"):
         raise ConstructionError(f"eval_max_orbits: method must be 'neurons' or 'chains', got {method!r}")
     # one common denominator per row keeps the integers small (an empty X raises here)
-    rows = [_as_integers([r], n) for r in X] if len(X) else _as_integers(X, n)
+    rows = [_as_integers([r], n, "eval_max_orbits") for r in X] if len(X) else _as_integers(X, n, "eval_max_orbits")
     if method == "chains":
         return _eval_chains(n, terms, rows)
     if n > _MAX_EXPLICIT_CHAINS:
