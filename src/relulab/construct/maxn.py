@@ -650,11 +650,9 @@ def stored_max_pairs(n: int) -> MaxPairsSolution:
         'found'
     """
     if n not in MAXN_STORED and n not in MAXN_LARGE and n != 2:
-        from .maxn_orbits import MAXN_ORBIT_SIZES
-
         raise ConstructionError(f"max_n_two_hidden: no stored two-hidden-layer solution for n = {n} "
                                 f"(stored as weight matrices: {sorted({*MAXN_STORED, *MAXN_LARGE})}; "
-                                f"per orbit, too large for matrices: {sorted(MAXN_ORBIT_SIZES)}, see "
+                                f"per orbit, too large for matrices: {sorted(_orbit_data())}, see "
                                 f"stored_max_orbits); search_max_pairs(n) may find one")
     terms = MAXN_STORED.get(n) or MAXN_LARGE.get(n, [])
     ok, nh, ne = _check(terms, n) if n > 2 else (True, 0, 1)
