@@ -54,12 +54,13 @@ import numpy as np
 
 from ..network import Network
 from ..results import Result
-from ._builder import check_size
 from .maxmin import ConstructionError, check_lattice_groups
 
 # deeper than this the cost recursion nears Python's recursion limit; a max network needs
 # ceil(log_6(n / 2)) + 1 hidden layers, the rest only carry
 MAX_DEEP_LAYERS = 500
+# and more inputs than this have too many nodes to list (0.56 n^2: 2.2 million at 2000)
+MAX_DEEP_N = 2048
 
 __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep_depth",
            "max_deep", "eval_max_deep", "deep_max_network", "certify_max_deep", "max_n_deep",
@@ -262,6 +263,9 @@ def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | No
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
         raise ConstructionError(f"max_deep: n must be an integer >= 2, got {n!r}")
     n = int(n)
+    if n > MAX_DEEP_N:  # before anything: the nodes number about 0.56 n^2 (2.2 million, 24 s at n = 2000)
+        raise ConstructionError(f"max_deep: n = {n}; relulab describes max of at most {MAX_DEEP_N} inputs "
+                                f"(listing the recursion's ~n^2 nodes takes minutes and gigabytes beyond)")
     bs = _bases_arg(bases, "max_deep")
     need = deep_depth(n, bs)
     H = need if hidden_layers is None else hidden_layers
@@ -298,8 +302,6 @@ def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | No
         assert best is not None, (size, h)
         return best
 
-    # the size before the nodes are listed (about n^2 leaves): refuse what cannot be built
-    check_size(f"max_deep({n}, {H})", neurons=cost(n, H)[0])
     levels: list[dict[tuple[int, ...], tuple]] = [dict() for _ in range(H + 1)]
 
     def need_node(S: tuple[int, ...], h: int) -> None:
