@@ -25,7 +25,7 @@ from ..limits import check_bytes
 from ..network import Network, NetworkError
 
 __all__ = ["AffineTracer", "conv2d_sparse", "avgpool2d_sparse", "pool_windows", "NO_CLIP_BOUND",
-           "COMPACT_CLIP_MAX", "batchnorm_scale"]
+           "COMPACT_CLIP_MAX", "batchnorm_scale", "clip_bounds"]
 
 # a clip bound of float32's maximum or more (or an infinity) is no bound: ONNX's default
 # and what the NNet converters write for "unbounded"
@@ -34,6 +34,18 @@ NO_CLIP_BOUND = 3.0e38
 # error about an ulp of the bound: 1e-10 here); beyond, x + relu(lo - x) - relu(x - hi)
 # with x = relu(x) - relu(-x) (four neurons), exact for x inside the bounds
 COMPACT_CLIP_MAX = 1.0e6
+
+
+def clip_bounds(lo: Any, hi: Any) -> tuple[float | None, float | None]:
+    """A clip's bounds as floats, None where there is no bound (None, or beyond
+    ``NO_CLIP_BOUND`` on its own side).
+
+    Example:
+        >>> clip_bounds(-3.4e38, 6)
+        (None, 6.0)
+    """
+    return (None if lo is None or lo <= -NO_CLIP_BOUND else float(lo),
+            None if hi is None or hi >= NO_CLIP_BOUND else float(hi))
 
 
 def batchnorm_scale(scale: np.ndarray, var: np.ndarray, eps: float, where: str) -> np.ndarray:
@@ -640,8 +652,7 @@ class AffineTracer:
 
     def clip(self, v: Value, lo: float | None, hi: float | None, where: str = "") -> Value:
         """``min(max(z, lo), hi)`` with ReLUs (either bound may be None)."""
-        lo = None if lo is None or lo <= -NO_CLIP_BOUND else float(lo)
-        hi = None if hi is None or hi >= NO_CLIP_BOUND else float(hi)
+        lo, hi = clip_bounds(lo, hi)
         if lo is None and hi is None:
             return v
         if lo is not None and hi is not None and hi < lo:

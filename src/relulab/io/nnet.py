@@ -287,10 +287,8 @@ class NNetModel:
         d = self.input_dim
         lo, hi = p["input_min"], p["input_max"]
 
-        def bounded(v) -> bool:
-            if v is None:
-                return False
-            return bool(abs(v) < NO_CLIP_BOUND) if exact else bool(np.isfinite(v) and abs(v) < NO_CLIP_BOUND)
+        def bounded(v) -> bool:  # None (exact), inf and NaN (float) are no bound: abs() < is False
+            return v is not None and bool(abs(v) < NO_CLIP_BOUND)
 
         finite_lo = [bounded(v) for v in lo]
         finite_hi = [bounded(v) for v in hi]

@@ -57,10 +57,10 @@ from ..limits import ResourceLimitError, check_bytes
 from ..network import Network
 from ._atomic import atomic_path
 from ._lowering import (
-    NO_CLIP_BOUND,
     AffineTracer,
     avgpool2d_sparse,
     batchnorm_scale,
+    clip_bounds,
     conv2d_sparse,
     pool_windows,
 )
@@ -202,9 +202,7 @@ def _h_clip(cx: _Cx, ins: list, at: dict) -> list:
     else:
         lo = None if len(ins) < 2 or ins[1] is None else float(cx.const(ins[1], "Clip min"))
         hi = None if len(ins) < 3 or ins[2] is None else float(cx.const(ins[2], "Clip max"))
-    # float32's +-max (or an infinity) is ONNX's "no bound"
-    lo = None if lo is None or lo <= -NO_CLIP_BOUND else float(lo)
-    hi = None if hi is None or hi >= NO_CLIP_BOUND else float(hi)
+    lo, hi = clip_bounds(lo, hi)  # float32's +-max (or an infinity) is ONNX's "no bound"
     if lo is not None and hi is not None and lo > hi:
         # the spec (Clip-13): with min > max every output is max
         if not cx.tr.is_aff(ins[0]):

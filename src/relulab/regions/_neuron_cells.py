@@ -332,27 +332,23 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
     task = _NeuronCellTask(net, box, neurons)
     parts = run_cells(task, [(s, vertices) for s in signs], parallel, workers, address,
                       allow_partial=True)
-    done = [p for p in parts if p is not None]
-    if len(done) < len(parts):
-        # Ctrl-C: every finished cell's regions are whole and exact; the set is partial
-        rs = _concat(box, net, done, neurons, interrupted=True)
-        rs.seconds = time.perf_counter() - t0
-        rs.info.update(engine="stitched", interrupted=True, cells=len(signs), cells_finished=len(done),
-                       parallel=parallel)
-        rs.net = net.float() if net.is_exact else net
-        return rs
-    if not vertices and any(p.skeleton is None for p in parts):
+    # Ctrl-C: every finished cell's regions are whole and exact; the set is partial
+    interrupted = any(p is None for p in parts)
+    if not interrupted and not vertices and any(p.skeleton is None for p in parts):
         # a cell fell back to vertex lists: vertex lists everywhere (the skeleton of the
         # other cells would miss the vertices on hyperplanes shared with that cell)
         again = [i for i, p in enumerate(parts) if p.skeleton is not None]
         redo = run_cells(task, [(signs[i], True) for i in again], parallel, workers, address)
         for i, p in zip(again, redo, strict=True):
             parts[i] = p
-    rs = _concat(box, net, parts, neurons)
+    done = [p for p in parts if p is not None]
+    rs = _concat(box, net, done, neurons, interrupted=interrupted)
     rs.seconds = time.perf_counter() - t0
     rs.info.update(engine="stitched", split="first-layer hyperplanes", split_neurons=neurons,
                    cells=len(signs), parallel=parallel,
-                   cell_engines=sorted({p.engine for p in parts}))
+                   cell_engines=sorted({p.engine for p in done}))
+    if interrupted:
+        rs.info.update(interrupted=True, cells_finished=len(done))
     rs.net = net.float() if net.is_exact else net
     return rs
 
