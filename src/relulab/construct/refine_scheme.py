@@ -37,8 +37,8 @@ __all__ = ["parse_mask", "ConvergenceCheck", "scheme_convergence", "subdivision_
            "subdivision_iterate", "check_seed", "evaluate_cpwl", "check_iterate_size",
            "MAX_ITERATE_BREAKPOINTS"]
 
-# f_n has up to (seed breakpoints + K) 2^n breakpoints, each an exact Fraction: beyond
-# this many, computing them takes minutes and gigabytes
+# f_n has up to n_seed (K (2^n - 1) + 1) candidate breakpoints (iterate_size), each an
+# exact Fraction: beyond this many, computing them takes minutes and gigabytes
 MAX_ITERATE_BREAKPOINTS = 1_000_000
 
 

@@ -283,7 +283,8 @@ def _relu_slope_interval(lo, hi, pre_k):
 def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: float | None,
                     d: int | None = None, pattern_max: int = 0, pattern_boxes: int = 0,
                     best_patterns: dict | None = None,
-                    pre: list | None = None, meet: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    pre: list | None = None, meet: bool = False,
+                    slack: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Upper bounds of ``||J||_{p->q}`` on each box (``lo``, ``hi`` of shape (B, n)): the
     norm bound (:func:`interval_norm_bound`) of the entrywise Jacobian intervals of the
     backward pass intersected with those of the forward pass along each unit vector,
@@ -294,7 +295,8 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
     ``pre``: the boxes' pre-activation bounds when already computed (``crown_batch``).
     ``meet``: also :func:`meet_in_middle_bound` (``p, q in {1, inf}``; about twice as tight
     on ACAS Xu boxes, at a few times the cost of the interval passes).
-    Each bound includes the rounding slack of :func:`relulab.lipschitz.rounding.jacobian_slack`.
+    Each bound includes the rounding slack of :func:`relulab.lipschitz.rounding.jacobian_slack`
+    (``slack``: already computed for these boxes).
 
     Example:
         >>> import numpy as np
@@ -333,7 +335,7 @@ def box_norm_bounds(Ws, bs, skip, lo: np.ndarray, hi: np.ndarray, p: float, q: f
         ub = np.minimum(ub, pattern_bounds(Ws, pre, skip, ub, p, q, d, pattern_max, pattern_boxes,
                                            best_patterns))
     # every bound above is a float evaluation: add what rounding can have taken off
-    ub = ub + jacobian_slack(Ws, pre, skip, p, q, d, len(lo))
+    ub = ub + (jacobian_slack(Ws, pre, skip, p, q, d, len(lo)) if slack is None else slack)
     return ub, Gc, Gr
 
 
@@ -567,15 +569,15 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         seen += k
         pats: dict = {}
         pre = box_preactivations(Ws, bs, lo, hi)
+        slack = jacobian_slack(Ws, pre, sk, p, q, d, k)   # also for the exact maxima below
         ub, Gc, Gr = box_norm_bounds(Ws, bs, sk, lo, hi, p, q, d, PATTERN_MAX_UNSTABLE, PATTERN_BOXES, pats,
-                                     pre=pre, meet=MEET_IN_MIDDLE)
+                                     pre=pre, meet=MEET_IN_MIDDLE, slack=slack)
         ub = np.minimum(ub, parent)
         if box is not None and exact_boxes:
             # the worst boxes with few unstable neurons: their exact maximum (patterns
             # ranked by norm, unrealised ones refuted by LP) closes them or lowers their bound
             U = sum(np.sum((a < 0) & (b > 0), axis=1) for a, b in pre) if pre else np.zeros(k, int)
             cand = np.flatnonzero((U <= BAB_EXACT_UNSTABLE) & (ub > best * (1 + DROP_TOL)))
-            slack = jacobian_slack(Ws, pre, sk, p, q, d, k)
             for b in cand[np.argsort(-ub[cand])][:exact_boxes]:
                 if deadline is not None and clock() > deadline:
                     break
