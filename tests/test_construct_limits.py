@@ -113,6 +113,24 @@ def test_max_deep_refuses_sizes_it_cannot_build_before_listing_nodes(n, h, messa
         max_deep(n, h)
 
 
+def test_max_deep_dense_cap_refuses_early_and_never_below_the_real_first_layer(capsys, tmp_path):
+    # `construct max --n 2000 --hidden-layers 7` listed 2.2 million nodes (25-55 s) before
+    # refusing to expand them; the cap now stops at the first layer's count, and it is a
+    # lower bound: a cap equal to the real first-layer weight count never refuses
+    from relulab.construct import max_deep
+
+    for n, h in [(9, 3), (12, 3), (20, 3), (33, 4), (40, 5)]:
+        dm = max_deep(n, h)
+        first = n * dm.widths[0]
+        assert max_deep(n, h, max_dense_weights=first).widths == dm.widths
+        with pytest.raises(ResourceLimitError, match="dense weights in its first layer"):
+            max_deep(n, h, max_dense_weights=n * 2)  # fewer than 2 pair neurons: refused
+    with pytest.raises(ResourceLimitError, match="more than 20,000,000 dense weights"):
+        max_deep(2000, 7, max_dense_weights=2 * 10**7)
+    code, out, err = run_cli(capsys, "construct", "max", "--n", "2000", "--hidden-layers", "7", "-o", str(tmp_path / "m.onnx"))
+    assert code == 1 and "more than 20,000,000 dense weights" in err and "eval_max_deep" in err
+
+
 @pytest.mark.parametrize("n", [32, 64])
 def test_max_deep_at_the_issue_sizes_still_builds_exactly(n):
     # a description for eval_max_deep, not a network: 8.9 million neurons at n = 32 is fine

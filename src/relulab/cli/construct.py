@@ -160,6 +160,8 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
     import numpy as np
 
     from .. import construct as C
+    from ..construct.maxn_deep import MAX_DENSE_WEIGHTS
+    from ..limits import ResourceLimitError
 
     if nn < 2:
         raise RelulabError(f"construct max: --n must be >= 2 with --hidden-layers, got {nn}")
@@ -212,7 +214,14 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
         extra["certificate"] = C.certify_max_cones(net, nn).to_dict()
         return net, extra
     small = [b for b in C.certified_bases() if b <= 6]
-    dm = C.max_deep(nn, hl, small if C.deep_depth(nn, small) <= hl else None)
+    how = ("too many to build; relulab.construct.max_deep + eval_max_deep evaluate it exactly "
+           "in factorised form")
+    try:  # refused early when even its first layer is too large to expand
+        dm = C.max_deep(nn, hl, small if C.deep_depth(nn, small) <= hl else None,
+                        max_dense_weights=MAX_DENSE_WEIGHTS)
+    except ResourceLimitError:
+        raise RelulabError(f"construct max: the network for --n {nn} with --hidden-layers {hl} "
+                           f"has more than {MAX_DENSE_WEIGHTS:,} dense weights, {how}") from None
     try:
         net = C.deep_max_network(dm)
     except RelulabError:
@@ -223,8 +232,8 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
             dense = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
             raise RelulabError(
                 f"construct max: the network for --n {nn} with --hidden-layers {hl} (widths "
-                f"{list(dm.widths)}, bases {list(dm.bases_used)}) has {dense:,} dense weights, too "
-                f"many to build; relulab.construct.max_deep + eval_max_deep evaluate it exactly") from None
+                f"{list(dm.widths)}, bases {list(dm.bases_used)}) has {dense:,} dense weights, "
+                f"{how}") from None
     rng = np.random.default_rng(0)
     X = [[Fraction(int(a), int(b)) for a, b in zip(rng.integers(-999, 1000, nn),
                                                    rng.integers(1, 30, nn), strict=True)]

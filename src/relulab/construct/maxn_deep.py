@@ -52,6 +52,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..limits import ResourceLimitError
 from ..network import Network
 from ..results import Result
 from .maxmin import ConstructionError, check_lattice_groups
@@ -69,7 +70,7 @@ __all__ = ["DeepMax", "DeepMaxCertificate", "certified_bases", "deep_cap", "deep
 
 _FLOAT_EXACT = 2**53  # integers below this add and multiply exactly in float64
 _CHUNK = 4 * 10**6  # entries of one (inputs x neurons) block in the evaluator (memory bound)
-_DENSE_LIMIT = 2 * 10**7  # largest dense float64 weight count deep_max_network expands
+MAX_DENSE_WEIGHTS = 2 * 10**7  # largest dense float64 weight count deep_max_network expands
 _DENSE_EXACT_LIMIT = 10**7  # largest dense Fraction weight count (zeros share one object)
 
 
@@ -248,12 +249,18 @@ def _split(size: int, n0: int) -> list[int]:
     return sizes + [sizes[-1]] * (n0 - groups)
 
 
-def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | None = None) -> DeepMax:
+def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | None = None,
+             max_dense_weights: int | None = None) -> DeepMax:
     """max of n inputs with ``hidden_layers`` hidden layers (default and minimum
     :func:`deep_depth`) by recursive substitution into the certified two-hidden-layer
     bases (default all of :func:`certified_bases`).  At every node the base is chosen to
     minimise the total neuron count among those that keep the depth (a dynamic program over
     set sizes); nodes for equal sets at equal levels are shared.
+
+    ``max_dense_weights``: refuse (:class:`relulab.limits.ResourceLimitError`) as soon as the expanded network's first
+    layer alone would hold more weights than this (n times its ``relu(x_i - x_j)`` neurons),
+    instead of listing every node first; for callers that will expand it
+    (:func:`deep_max_network`).  The factorised form itself needs no such limit.
 
     Example:
         >>> dm = max_deep(18, bases=[4, 5, 6])
@@ -303,13 +310,23 @@ def max_deep(n: int, hidden_layers: int | None = None, bases: Sequence[int] | No
         return best
 
     levels: list[dict[tuple[int, ...], tuple]] = [dict() for _ in range(H + 1)]
+    # each two-input leaf owns one first-layer neuron relu(x_i - x_j): n weights
+    pair_cap = None if max_dense_weights is None else max_dense_weights // n
+    pair_leaves = 0
 
     def need_node(S: tuple[int, ...], h: int) -> None:
+        nonlocal pair_leaves
         if S in levels[h]:
             return
         _, how = cost(len(S), h)
         if how == 0:
             levels[h][S] = ("leaf", 0, ())
+            pair_leaves += len(S) == 2
+            if pair_cap is not None and pair_leaves > pair_cap:
+                raise ResourceLimitError(
+                    f"max_deep: max of {n} inputs with {H} hidden layers has more than "
+                    f"{max_dense_weights:,} dense weights in its first layer alone (more than "
+                    f"{pair_cap:,} neurons relu(x_i - x_j) on {n} inputs); not listed further")
         elif how == 1:
             need_node(S, h - 1)
             levels[h][S] = ("carry", 0, (S,))
@@ -459,7 +476,7 @@ def deep_max_network(dm: DeepMax, exact: bool = True) -> Network:
     """
     sizes = [dm.n, *dm.widths, 1]
     dense = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-    limit = _DENSE_EXACT_LIMIT if exact else _DENSE_LIMIT
+    limit = _DENSE_EXACT_LIMIT if exact else MAX_DENSE_WEIGHTS
     if dense > limit:
         raise ConstructionError(
             f"deep_max_network: the dense network for n = {dm.n} with {dm.hidden_layers} hidden "
