@@ -193,3 +193,25 @@ def test_convert_refuses_an_unknown_target_format_by_its_own_name(tmp_path, caps
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert f"{tmp_path / name}: unknown model format" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_exact_model_beyond_float64_is_refused_naming_the_file(tmp_path, capsys):
+    # an exact .npz with a weight of 10^400: eval said "layer 1: weight: ... too large"
+    # without the file; info, which computes nothing, still describes it
+    from fractions import Fraction
+
+    from relulab import Network
+    from relulab.io import native
+
+    W1 = np.array([[Fraction(10) ** 400]], dtype=object)
+    one, zero = np.array([[Fraction(1)]], dtype=object), np.array([Fraction(0)], dtype=object)
+    path = tmp_path / "huge.npz"
+    native.save(Network([W1, one], [zero, zero], exact=True), path)
+    code, out, err = run(capsys, "eval", str(path), "--x", "1")
+    assert code == 1 and str(path) in err and "too large for float64" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, "info", str(path), "--json")
+    assert code == 0 and json.loads(out)["exact"] is True
+    # an exact model inside float64 still evaluates
+    native.save(Network([W1 / Fraction(10) ** 398, one], [zero, zero], exact=True), path)
+    code, out, err = run(capsys, "eval", str(path), "--x", "1", "--json")
+    assert code == 0 and json.loads(out)["outputs"] == [[100.0]]

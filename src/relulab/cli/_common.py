@@ -241,9 +241,23 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
-def load_model_arg(path: str, input_shape: tuple[int, ...] | None = None):
+def load_model_arg(path: str, input_shape: tuple[int, ...] | None = None, needs_float: bool = True):
     """Load a model argument (``example:NAME`` allowed). Torch files are read by the one
-    torch loader, with ``input_shape`` or the global ``--input-shape``."""
+    torch loader, with ``input_shape`` or the global ``--input-shape``.  With
+    ``needs_float`` (every command that computes), an exact (Fraction) model whose entries
+    exceed float64 is refused here, naming the file, rather than deep inside a command."""
+    net = _load_model_arg(path, input_shape)
+    if needs_float and net.is_exact:
+        from ..network import NetworkError
+
+        try:
+            net.float()
+        except NetworkError as e:
+            raise RelulabError(f"{path}: {e}; relulab's commands compute in float64") from None
+    return net
+
+
+def _load_model_arg(path: str, input_shape: tuple[int, ...] | None):
     from ..io import load_model
 
     path = resolve_path(path)

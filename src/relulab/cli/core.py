@@ -70,7 +70,7 @@ def info(
 
     Example: relulab info example:tiny_2d.onnx --json
     """
-    net = load_model_arg(model)
+    net = load_model_arg(model, needs_float=False)  # describes the file; computes nothing
     d = describe(net)
     d["file"] = model
     if json_out:
