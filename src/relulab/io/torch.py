@@ -267,17 +267,15 @@ def fold_batchnorm(
 
 
 # ========================================================================= from_torch
-_SUPPORTED = (
-    "Linear, ReLU, LeakyReLU, PReLU, ReLU6, Hardtanh, Flatten, Unflatten, Identity, Dropout, "
-    "BatchNorm1d/2d, Conv1d/2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool2d, ZeroPad2d, "
-    "ConstantPad2d, nested Sequential"
-)
-# the module types _apply_module lowers (Dropout variants are matched by name)
-_READ = frozenset((
+# the module types _apply_module lowers (Dropout variants are matched by name); the error
+# messages list them from here, so the two cannot drift apart
+_READ_ORDER = (
     "Linear", "ReLU", "LeakyReLU", "PReLU", "ReLU6", "Hardtanh", "Flatten", "Unflatten", "Identity",
     "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool2d",
     "ZeroPad2d", "ConstantPad2d",
-))
+)
+_READ = frozenset(_READ_ORDER)
+_SUPPORTED = ", ".join(_READ_ORDER) + ", Dropout, nested Sequential"
 
 
 def _where(path: str, m: Any) -> str:
