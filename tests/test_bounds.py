@@ -16,6 +16,7 @@ from relulab.bounds import (
     symbolic_bounds,
 )
 from relulab.domain import Box, Polytope
+from relulab.network import Network
 
 ARCHS = [[2, 10, 1], [3, 10, 10, 2], [5, 10, 10, 10, 3], [4, 8, 8, 8, 1], [2, 10, 10, 10, 2]]
 TOL = 1e-9
@@ -179,3 +180,23 @@ def test_linear_bounds_checks_c_and_d(C, d, msg):
         linear_bounds(net, Box([0.5], [1.0]), np.array(C), d)
     # the well-formed call: f = (|x|, x) on [0.5, 1], so y0 - y1 + 0.5 = 0.5 exactly
     assert linear_bounds(net, Box([0.5], [1.0]), np.array([[1.0, -1.0]]), [0.5])[0] == pytest.approx(0.5)
+
+
+def test_interval_overflow_is_refused_and_symbolic_keeps_its_sound_bound():
+    # relu(1e308 x) - relu(1e308 x) = 0 everywhere: interval arithmetic gave NaN bounds
+    # silently (inf - inf), counted as neither stable nor unstable, and symbolic_bounds'
+    # intersection with them turned CROWN's right answer [0, 0] into [nan, nan]
+    from relulab.bounds import BoundsOverflow
+
+    net = Network([[[1e308], [1e308]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    box = Box([10.0], [10.0])
+    with pytest.raises(BoundsOverflow, match="weights up to 1e\\+308"):
+        interval_bounds(net, box)
+    b = symbolic_bounds(net, box)
+    exact = net.exact()([[10]])[0, 0]
+    assert b.out_lo[0] <= exact <= b.out_hi[0]
+    # a point box at 1e300 with a difference neuron: interval NaN, refused as symbolic is
+    net2 = Network([[[1e10, -1e10]], [[1.0]]], [[0.0], [0.0]])
+    for fn in (interval_bounds, symbolic_bounds):
+        with pytest.raises(BoundsOverflow):
+            fn(net2, Box([1e300, 1e300], [1e300, 1e300]))

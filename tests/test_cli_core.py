@@ -215,3 +215,21 @@ def test_exact_model_beyond_float64_is_refused_naming_the_file(tmp_path, capsys)
     native.save(Network([W1 / Fraction(10) ** 398, one], [zero, zero], exact=True), path)
     code, out, err = run(capsys, "eval", str(path), "--x", "1", "--json")
     assert code == 0 and json.loads(out)["outputs"] == [[100.0]]
+
+
+def test_eval_recomputes_rows_that_overflow_inside_the_network(tmp_path, capsys):
+    # relu(1e308 x) - relu(1e308 x) = 0: float64 gave inf - inf = nan, printed with exit 0
+    from relulab import Network
+    from relulab.io import save_model
+
+    net = Network([[[1e308], [1e308]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    path = tmp_path / "cancel.npz"
+    save_model(net, path)
+    code, out, err = run(capsys, "eval", path, "--x", "10", "--x", "1e-300", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    exact = net.exact()([[10], [1e-300]])
+    assert d["outputs"] == [[float(exact[0, 0])], [float(exact[1, 0])]] == [[0.0], [0.0]]
+    assert d["recomputed_exactly"] == [0] and d["active_neurons"] == [2, 2]
+    code, out, err = run(capsys, "eval", path, "--x", "10")
+    assert code == 0 and "[0]" in out and "at input 1; recomputed in exact rational arithmetic" in " ".join(out.split())

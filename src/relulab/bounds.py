@@ -21,8 +21,10 @@ For a :class:`~relulab.domain.Polytope` the intermediate bounds are concretised 
 its bounding box (sound, cheap) and the output bounds with one LP per bound over
 the polytope itself.
 
-Floating point: bounds are computed in float64 and are exact up to rounding; code
-that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`).
+Floating point: bounds are computed in float64 without outward rounding, so they are
+sound only up to rounding errors, which grow with the size of the intermediate values;
+code that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`) and
+re-checks counterexamples.
 
 Example:
     >>> import numpy as np
@@ -281,11 +283,12 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
 
 
 class BoundsOverflow(RelulabError):
-    """Bounds of a network over a domain overflowed float64 (the domain is too large)."""
+    """Bounds of a network over a domain overflowed float64 (the domain or the weights are
+    too large)."""
 
 
 def _refuse_overflow(bounds_fn):
-    """Run ``bounds_fn`` (Ws, bs, lo, hi, ...) -> (pre, lower, ...) with float warnings
+    """Run ``bounds_fn`` (Ws, bs, lo, hi, ...) -> (pre, arrays...) with float warnings
     off, and refuse its result with one line when it holds a NaN: a box of 1e200 gives
     inf - inf = NaN, which every test of stability would read as "stable"."""
 
@@ -293,12 +296,13 @@ def _refuse_overflow(bounds_fn):
     def checked(Ws, bs, lo, hi, *args, **kwargs):
         with np.errstate(over="ignore", invalid="ignore"):
             out = bounds_fn(Ws, bs, lo, hi, *args, **kwargs)
-        pre, lower = out[0], out[1]
-        if np.isnan(lower).any() or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
+        pre, rest = out[0], out[1:]
+        if any(np.isnan(a).any() for a in rest) or any(np.isnan(a).any() or np.isnan(b).any() for a, b in pre):
             scale = float(np.max(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)]))))
+            wmax = max(float(np.max(np.abs(W))) for W in Ws)
             raise BoundsOverflow(
-                f"bound propagation overflowed float64 on a domain reaching |x| = {scale:.3g}: "
-                "give a smaller domain")
+                f"bound propagation overflowed float64 on a domain reaching |x| = {scale:.3g} "
+                f"with weights up to {wmax:.3g}: give a smaller domain, or rescale the network")
         return out
 
     return checked
@@ -405,8 +409,10 @@ def crown_batch(
     return pre, lower
 
 
+@_refuse_overflow
 def interval_batch(Ws, bs, lo, hi, skip=None):
-    """Interval arithmetic for a batch of boxes: (pre, out_lo, out_hi)."""
+    """Interval arithmetic for a batch of boxes: (pre, out_lo, out_hi); refused
+    (:class:`BoundsOverflow`) where it overflows to NaN, as :func:`crown_batch` is."""
     pre = []
     ilo, ihi = np.asarray(lo, float), np.asarray(hi, float)
     for k in range(len(Ws) - 1):
@@ -545,9 +551,12 @@ def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
     pre, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, skip=sk, want_linear=True)
     if isinstance(domain, Polytope):
         low = _poly_min(domain, A[0], c[0])[None]
-    _, ilo, ihi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
-    olo = np.maximum(low[0, :m], ilo[0])
-    ohi = np.minimum(-low[0, m:], ihi[0])
+    olo, ohi = low[0, :m], -low[0, m:]
+    try:  # intersect with the interval bound, which can only tighten it
+        _, ilo, ihi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
+        olo, ohi = np.maximum(olo, ilo[0]), np.minimum(ohi, ihi[0])
+    except BoundsOverflow:  # interval arithmetic overflowed where back-substitution did not
+        pass
     return NetworkBounds(
         tuple(p[0][0] for p in pre), tuple(p[1][0] for p in pre), olo, np.maximum(ohi, olo), "symbolic"
     )

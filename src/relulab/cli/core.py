@@ -124,11 +124,10 @@ def eval_cmd(
     bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
     if bad.size:
         raise RelulabError(f"input {int(bad[0]) + 1} contains NaN or inf; inputs must be finite")
-    with np.errstate(over="ignore", invalid="ignore"):  # an inf output is shown as such
-        Y = net.float()(X)
-        active = net.float().pattern_vector(X).sum(axis=1) if net.n_neurons else np.zeros(len(X), int)
+    Y, active, exact_rows = _evaluate(net, X)
     if json_out:
-        print_json({"inputs": X, "outputs": Y, "active_neurons": active})
+        print_json({"inputs": X, "outputs": Y, "active_neurons": active,
+                    "recomputed_exactly": exact_rows})
         return
     t = Table(title=escape(Path(model).name))
     t.add_column("input")
@@ -138,6 +137,37 @@ def eval_cmd(
         # escaped: "[inf, 10]" is rich markup otherwise, and the cell came out empty
         t.add_row(escape(_fmt(xi)), escape(_fmt(yi)), f"{int(a)}/{net.n_neurons}")
     console.print(t)
+    if exact_rows:
+        console.print(f"float64 overflowed inside the network at input "
+                      f"{', '.join(str(r + 1) for r in exact_rows)}; recomputed in exact rational arithmetic")
+
+
+def _evaluate(net, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Outputs and active-neuron counts at the rows of X, in float64; rows where anything
+    overflowed float64 (inf - inf gives NaN, or a wrong inf) are recomputed in exact
+    rational arithmetic, their outputs shown as the nearest float (inf beyond float64)."""
+    fnet = net.float()
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = fnet(X)
+        pats = fnet.preactivations(X)
+    active = (sum((P > 0).sum(axis=1) for P in pats) if pats else np.zeros(len(X), int)).astype(int)
+    bad = ~np.isfinite(Y).all(axis=1)
+    for P in pats:
+        bad |= ~np.isfinite(P).all(axis=1)
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        ex = net.exact()
+        Xe = X[rows]
+        Y[rows] = [[_nearest_float(v) for v in r] for r in ex(Xe)]
+        active[rows] = ex.pattern_vector(Xe).sum(axis=1) if net.n_neurons else 0
+    return Y, active, [int(r) for r in rows]
+
+
+def _nearest_float(v) -> float:
+    try:
+        return float(v)
+    except OverflowError:  # beyond float64: shown as inf, its sign kept
+        return float("inf") if v > 0 else float("-inf")
 
 
 def _fmt(v: np.ndarray) -> str:
