@@ -76,3 +76,41 @@ def test_whole_space_is_unbounded():
 def test_bad_domains_are_refused(make, message):
     with pytest.raises(DomainError, match=message):
         make()
+
+
+def test_polytope_rows_with_small_coefficients_keep_their_set():
+    # HiGHS drops matrix entries below 1e-9: x <= -1e10 written 1e-10 x <= -1 read as empty,
+    # and |x| <= 10 written with rows of 1e-10 as unbounded; contains() used its absolute
+    # tolerance on the unscaled rows and let x = 20 in
+    P = Polytope([[1e-10]], [-1.0])
+    assert P.contains([-2e10]) and not P.contains([-0.5e10])
+    Q = Polytope([[1e-10], [-1e-10]], [1e-9, 1e-9])
+    box = Q.bounding_box()
+    assert box.lo.tolist() == [-10.0] and box.hi.tolist() == [10.0]
+    assert Q.contains([9.99]) and not Q.contains([20.0])
+    # the same set as given, exactly: each stored row is the given one times a power of two
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 3)) * 10.0 ** rng.integers(-12, 12, size=(6, 1))
+    b = rng.normal(size=6) * 10.0 ** rng.integers(-12, 12, size=6) + np.abs(A).sum(axis=1)
+    R = Polytope(A, b)
+    ratio = R.A / A
+    assert np.all(ratio == ratio[:, :1]) and np.array_equal(R.b / b, ratio[:, 0])
+    assert np.all(np.log2(ratio[:, 0]) == np.round(np.log2(ratio[:, 0])))
+
+
+def test_boxes_with_huge_finite_bounds_sample_split_and_centre_inside():
+    # hi - lo and lo + hi overflowed: samples were inf (outside the box), the centre of
+    # [1e308, 1.7e308] was inf and split said "bounds must be finite"
+    B = Box([-1e308, 1e308], [1e308, 1.7e308])
+    X = B.sample(200, 0)
+    assert np.isfinite(X).all() and B.contains(X, tol=0.0).all()
+    assert np.ptp(X[:, 0]) > 1e307  # spread over the box, not stuck at a point
+    c = B.center
+    assert c.tolist() == [0.0, 1.35e308]
+    left, right = B.split(1)
+    assert left.hi[1] == right.lo[1] == 1.35e308
+    # ordinary boxes are unchanged: the same draws as lo + r (hi - lo)
+    C = Box([-1, 0], [1, 3])
+    assert np.array_equal(C.sample(5, 1), C.lo + np.random.default_rng(1).random((5, 2)) * (C.hi - C.lo))
+    tiny = Box([5e-324], [5e-324])
+    assert tiny.center.tolist() == [5e-324]

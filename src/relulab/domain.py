@@ -71,7 +71,7 @@ class Box:
 
     @property
     def center(self) -> np.ndarray:
-        return (self.lo + self.hi) / 2
+        return _midpoint(self.lo, self.hi)
 
     @property
     def widths(self) -> np.ndarray:
@@ -95,7 +95,14 @@ class Box:
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``n`` points drawn uniformly from the box, shape (n, d)."""
         rng = np.random.default_rng(rng)
-        return self.lo + rng.random((n, self.dim)) * (self.hi - self.lo)
+        r = rng.random((n, self.dim))
+        with np.errstate(over="ignore"):
+            width = self.hi - self.lo
+        if np.isfinite(width).all():
+            return self.lo + r * width
+        # a width beyond float64 (lo = -1e308, hi = 1e308): from the midpoint by half-widths
+        X = self.center + (2 * r - 1) * (self.hi / 2 - self.lo / 2)
+        return np.clip(X, self.lo, self.hi)
 
     def bounding_box(self) -> Box:
         return self
@@ -115,7 +122,7 @@ class Box:
 
     def split(self, axis: int, at: float | None = None) -> tuple[Box, Box]:
         """Two halves of the box, cut across ``axis`` (at its midpoint by default)."""
-        m = (self.lo[axis] + self.hi[axis]) / 2 if at is None else float(at)
+        m = float(_midpoint(self.lo[axis], self.hi[axis])) if at is None else float(at)
         hi1 = self.hi.copy()
         hi1[axis] = m
         lo2 = self.lo.copy()
@@ -142,6 +149,9 @@ class Box:
 @dataclass(frozen=True, eq=False)
 class Polytope:
     """The polyhedron ``{x : A x <= b}``.
+
+    Each row is stored scaled by the power of two that puts its largest entry in [1, 2)
+    in magnitude: the same set, exactly, and well scaled for the LPs.
 
     It must be non-empty.  It may be unbounded (then :meth:`bounding_box` and
     :meth:`sample` refuse); ``Polytope.whole_space(d)`` is all of R^d.
@@ -173,6 +183,7 @@ class Polytope:
         if np.any(zero_rows & (b_v < 0)):
             i = int(np.nonzero(zero_rows & (b_v < 0))[0][0])
             raise DomainError(f"empty polytope: row {i} reads 0 <= {b_v[i]!r}")
+        A_m, b_v = _scale_rows(A_m, b_v)
         A_m.setflags(write=False)
         b_v.setflags(write=False)
         object.__setattr__(self, "A", A_m)
@@ -299,6 +310,41 @@ class Polytope:
 
     def to_dict(self) -> dict:
         return {"type": "polytope", "A": self.A.tolist(), "b": self.b.tolist()}
+
+
+def _midpoint(lo: Any, hi: Any) -> Any:
+    """(lo + hi) / 2, without overflow where lo + hi passes float64's largest value.
+
+    Example:
+        >>> float(_midpoint(1e308, 1.7e308)), float(_midpoint(-1.0, 2.0))
+        (1.35e+308, 0.5)
+    """
+    with np.errstate(over="ignore"):
+        m = (lo + hi) / 2
+    return np.where(np.isfinite(m), m, lo / 2 + hi / 2)
+
+
+def _scale_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row (A_i, b_i) times the power of two that puts max |A_i| in [1, 2): the same
+    set, exactly (a power of two only shifts exponents), but rows of 1e-10 no longer fall
+    under HiGHS's small-coefficient cut (which dropped them: x <= -1e10 read as empty) or
+    under the absolute tolerance of :meth:`Polytope.contains`.  A row whose scaled b would
+    overflow (a bound beyond 1e308 along it) is left as given.
+
+    Example:
+        >>> A, b = _scale_rows(np.array([[1e-10, 0.0], [3.0, -1.0]]), np.array([-1.0, 2.0]))
+        >>> bool(A[0, 0] / 1e-10 == 2.0**34 == -b[0]), A[1].tolist(), float(b[1])
+        (True, [1.5, -0.5], 1.0)
+    """
+    if A.size == 0:
+        return A, b
+    big = np.max(np.abs(A), axis=1)
+    exp = np.frexp(big)[1] - 1  # 2^exp <= max |A_i| < 2^(exp + 1)
+    exp[big == 0] = 0
+    with np.errstate(over="ignore"):
+        b2 = np.ldexp(b, -exp)
+    exp[~np.isfinite(b2)] = 0
+    return np.ldexp(A, -exp[:, None]), np.ldexp(b, -exp)
 
 
 Domain = Box | Polytope
