@@ -64,3 +64,43 @@ def test_chebyshev_center_of_a_square_and_an_empty_set():
     assert np.allclose(x, [2, 0]) and np.isclose(r, 1)
     x, r = chebyshev_center([[1.0], [-1.0]], [0.0, -1.0])
     assert x is None
+
+
+def test_a_nan_time_limit_counts_as_spent_not_as_no_limit():
+    # max(nan, 1e-3) is nan, which HiGHS read as "no limit": a hard MILP ran until killed
+    import time
+
+    from relulab.limits import Deadline
+
+    rng = np.random.default_rng(0)
+    m, n = 4, 40
+    A = rng.integers(0, 100, size=(m, n)).astype(float)
+    b = np.floor(A.sum(1) / 2)
+    c = np.r_[np.zeros(n), np.ones(2 * m)]
+    Aeq = np.c_[A, np.eye(m), -np.eye(m)]
+    kw = dict(A_eq=Aeq, b_eq=b, lb=np.zeros(n + 2 * m), ub=np.r_[np.ones(n), np.full(2 * m, np.inf)],
+              integer=np.r_[np.ones(n), np.zeros(2 * m)])
+    for model in (LPModel(c, time_limit=float("nan"), **kw), LPModel(c, **kw)):
+        model.set_time_limit(float("nan"))
+        t0 = time.perf_counter()
+        r = model.solve()
+        # a limit of a millisecond: HiGHS stops with its time-limit status (well within 60 s)
+        assert r.status == "time_limit" and time.perf_counter() - t0 < 60
+    assert Deadline(float("nan"), floor=1e-3).left() == 1e-3 and Deadline(float("nan")).left() == 0.0
+
+
+def test_memory_budget_variable_must_be_a_positive_finite_size(monkeypatch):
+    import pytest
+
+    from relulab.errors import RelulabError
+    from relulab.limits import memory_budget, memory_limit
+
+    for bad in ("inf", "1e400", "nan", "1e-30", "0", "-2"):
+        monkeypatch.setenv("RELULAB_MEMORY_GB", bad)
+        with pytest.raises(RelulabError, match=f"RELULAB_MEMORY_GB='{bad}'"):
+            memory_budget()
+    monkeypatch.setenv("RELULAB_MEMORY_GB", "0.5")
+    assert memory_budget() == 2**29
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(RelulabError, match="positive finite"), memory_limit(bad):
+            pass

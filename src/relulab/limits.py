@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -49,8 +50,8 @@ class Deadline:
         >>> d = Deadline(5.0)
         >>> 0 < d.left() <= 5.0, d.expired(), Deadline(None).left(), Deadline(None).expired()
         (True, False, None, False)
-        >>> Deadline(0.0).expired(), Deadline(0.0, floor=1e-3).left()
-        (True, 0.001)
+        >>> Deadline(0.0).expired(), Deadline(0.0, floor=1e-3).left(), Deadline(float("nan"), floor=1e-3).left()
+        (True, 0.001, 0.001)
     """
 
     __slots__ = ("at", "floor")
@@ -64,6 +65,8 @@ class Deadline:
         if self.at is None:
             return None
         left = self.at - time.perf_counter()
+        if left != left:  # a NaN limit counts as spent, as in expired()
+            left = 0.0
         return left if self.floor is None else max(left, self.floor)
 
     def expired(self) -> bool:
@@ -111,8 +114,9 @@ def memory_budget() -> int:
             gb = float(env)
         except ValueError:
             raise RelulabError(f"RELULAB_MEMORY_GB={env!r} is not a number") from None
-        if not gb > 0:
-            raise RelulabError(f"RELULAB_MEMORY_GB={env!r} must be positive")
+        if not 0 < gb < math.inf or int(gb * 2**30) < 1:
+            raise RelulabError(f"RELULAB_MEMORY_GB={env!r} must be a positive finite number of "
+                               "gigabytes (at least one byte)")
         return int(gb * 2**30)
     return available_memory() // 2
 
@@ -145,6 +149,8 @@ def memory_limit(n_bytes: int | None) -> Iterator[int]:
         ...     b, memory_budget()
         (2048, 2048)
     """
+    if n_bytes is not None and not 0 < n_bytes < math.inf:  # int() of inf or NaN raises
+        raise RelulabError(f"memory budget must be a positive finite number of bytes, got {n_bytes}")
     b = memory_budget() if n_bytes is None else int(n_bytes)
     if b <= 0:
         raise RelulabError(f"memory budget must be positive, got {n_bytes}")

@@ -115,6 +115,18 @@ def _status_name(h) -> str:
     return "error"
 
 
+def _solver_seconds(seconds: float) -> float:
+    """A time limit as HiGHS takes it: at least a millisecond (zero or less it refuses), and
+    a NaN limit counts as spent (HiGHS read NaN as no limit and ran on).
+
+    Example:
+        >>> _solver_seconds(2.5), _solver_seconds(-1.0), _solver_seconds(float("nan"))
+        (2.5, 0.001, 0.001)
+    """
+    seconds = float(seconds)
+    return seconds if seconds > 1e-3 else 1e-3
+
+
 def _csr(A: Any, n: int) -> sp.csr_matrix:
     if A is None:
         return sp.csr_matrix((0, n))
@@ -195,7 +207,7 @@ class LPModel:
         self._h = _highs()
         self._h.setOptionValue("threads", int(threads))
         if time_limit is not None:
-            self._h.setOptionValue("time_limit", float(max(time_limit, 1e-3)))
+            self._h.setOptionValue("time_limit", _solver_seconds(time_limit))
         self._h.passModel(lp)
 
     @property
@@ -250,7 +262,7 @@ class LPModel:
         self._h.changeRowBounds(int(row), float(lo), float(hi))
 
     def set_time_limit(self, seconds: float | None) -> None:
-        self._h.setOptionValue("time_limit", INF if seconds is None else float(max(seconds, 1e-3)))
+        self._h.setOptionValue("time_limit", INF if seconds is None else _solver_seconds(seconds))
 
     def set_objective(self, c: Any, maximize: bool | None = None) -> None:
         """Replace the whole objective vector (keeps the basis for a warm start)."""
