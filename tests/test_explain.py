@@ -169,6 +169,30 @@ def test_why_not_distance_equals_brute_force(seed, norm):
         assert box.contains(r.counterfactual)
 
 
+@pytest.mark.parametrize("norm", ["l1", "linf"])
+def test_why_not_on_a_deep_net_past_the_tightening_threshold_equals_brute_force(norm, monkeypatch):
+    # above TIGHTEN_ABOVE binaries on a net of two hidden layers the search imports the
+    # verifier's LP tightening; the import named a module that does not export it
+    # (ImportError on every realistic model); the threshold is lowered so a small net gets there
+    from relulab.explain import _milpsearch
+
+    monkeypatch.setattr(_milpsearch, "TIGHTEN_ABOVE", 2)
+    net = _net(4, h=8)  # all three classes occur on the box
+    box = Box([-1, -1], [1, 1])
+    x = np.array([0.3, -0.2])
+    cur = int(np.argmax(net(x[None])[0]))
+    reached = 0
+    for target in [k for k in range(3) if k != cur]:
+        r = why_not(net, x, target, box, norm=norm)
+        bf = _brute_force(net, x, as_decision(net, target), box, norm)
+        if not np.isfinite(bf):
+            assert r.status == "infeasible"
+            continue
+        reached += 1
+        assert r.status == "optimal" and r.distance == pytest.approx(bf, rel=1e-6, abs=1e-8)
+    assert reached
+
+
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
 def test_immutable_features_never_change(norm):
     net = _net(5, d=3, h=6)

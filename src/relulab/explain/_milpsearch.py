@@ -271,7 +271,7 @@ def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, marg
         m = ExplainMILP(net, region)
         if m.n_binaries > TIGHTEN_ABOVE and net.n_hidden_layers > 1:
             # LP bound tightening (layer by layer) removes binaries and shrinks big-Ms
-            from ..verify import tighten_bounds
+            from ..verify.milp import tighten_bounds
 
             budget = None if left is None else 0.3 * left
             m = ExplainMILP(net, region, tighten_bounds(net, region, time_limit=budget))
