@@ -718,3 +718,28 @@ def test_iter_regions_honours_its_deadline_on_unbounded_domains_too():
     assert len(got) < len(full) and set(got) <= full
     done: dict = {}
     assert len(list(regions.iter_regions(net, whole, report=done))) == len(full) and not done["partial"]
+
+
+def test_networks_whose_values_overflow_float64_are_refused_not_miscounted(tmp_path, capsys):
+    # hyperplanes x = -1 and x = 0 with weights 1e308: the engine counted 1 region,
+    # certified, where there are 2 (five overflow warnings on the way)
+    from conftest import run_cli
+
+    from relulab.errors import RelulabError
+    from relulab.io import save_model
+
+    huge = Network([[[1e308], [-1e308]], [[1e308, 1e308]]], [[1e308, 0.0], [0.0]])
+    for call in (lambda: regions.count(huge, Box([-1], [1])),
+                 lambda: regions.enumerate(huge, Box([-1], [1])),
+                 lambda: list(regions.iter_regions(huge, Box([-1], [1]))),
+                 lambda: regions.enumerate(huge, Polytope.whole_space(1))):
+        with pytest.raises(RelulabError, match="beyond float64"):
+            call()
+    path = tmp_path / "huge.npz"
+    save_model(huge, path)
+    code, out, err = run_cli(capsys, "regions", str(path), "--count")
+    assert code == 1 and "beyond float64" in err and len(err.strip().splitlines()) == 1
+    # the same arrangement at a scale float64 holds: counted, and right (dense sampling)
+    fine = Network([[[1e299], [-1e299]], [[1.0, 1.0]]], [[1e299, 0.0], [0.0]])
+    X = np.linspace(-1, 1, 2001)[1:-1, None]  # x = -1 alone has its own (measure-zero) pattern
+    assert regions.count(fine, Box([-1], [1])) == len({tuple(p) for p in fine.pattern_vector(X)}) == 2

@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
-from ..errors import UncertifiedCount
+from ..errors import RelulabError, UncertifiedCount
 from ..limits import memory_budget
 from ..network import Network
 from ..tolerance import SIGN_TIE_SHARE, SIGN_TOL
@@ -536,6 +536,39 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     pb.xscale = float(np.abs(X).max())
     _check_resolution(pb)
     return (*_cut_by_rows(pb, X, F, ptr, range(pb.m_dom)), bounded)
+
+
+# values the engine may compute (vertex coordinates times weights, products of weight
+# matrices) must stay below this: beyond it, sums overflow float64 and signs are lost
+FLOAT_RANGE = 1e300
+
+
+def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float) -> None:
+    """Refuse (RelulabError) a network whose values on points of norm ``radius`` may
+    overflow float64: the bound is the absolute product ``|W_k| ... |W_1|`` (which bounds
+    every region's affine map, whatever its pattern) applied to ``radius``, plus the
+    biases carried the same way.  Weights near 1e308 made the engine count 1 region,
+    certified, where there are 2.
+
+    Example:
+        >>> check_float_range([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)], 1e6)
+        >>> check_float_range([np.array([[1e308]])], [np.zeros(1)], 10.0)
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: regions: the network's values reach beyond float64 ...
+    """
+    reach = np.full(Ws[0].shape[1], float(radius))  # a bound on |x| per coordinate
+    with np.errstate(over="ignore", invalid="ignore"):
+        for W, b in zip(Ws, bs, strict=True):
+            reach = np.abs(W) @ reach + np.abs(b)
+            top = float(np.max(reach, initial=0.0))
+            if not top < FLOAT_RANGE:  # NaN and inf too
+                raise RelulabError(
+                    f"regions: the network's values reach beyond float64 (up to {top:.3g} on "
+                    f"points of norm {radius:.3g}; weights up to "
+                    f"{max(float(np.abs(V).max()) for V in Ws):.3g}): rescale the network (a "
+                    "positive scale of a layer leaves its regions unchanged) or the domain")
+            reach = np.maximum(reach, 0.0)
 
 
 def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:

@@ -54,6 +54,21 @@ def _problem(net: Network, domain: Any, big: float | None) -> tuple[E.Problem, A
     return pb, dom
 
 
+def _check_range(net: Network, domain: Any) -> None:
+    """Refuse a network whose values on the domain (an unbounded one: on the engine's
+    first artificial box) may overflow float64 (:func:`_engine.check_float_range`)."""
+    if not isinstance(net, Network) or net.n_hidden_layers == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):  # Problem's row norms may overflow: refused below
+        pb, dom = _problem(net, domain, None)
+    if pb.big is not None:
+        radius = pb.big
+    else:
+        box = dom if isinstance(dom, Box) else dom.bounding_box()
+        radius = float(max(np.abs(box.lo).max(), np.abs(box.hi).max()))
+    E.check_float_range(pb.Ws, pb.bs, radius)
+
+
 def iter_regions(
     net: Network,
     domain: Box | Polytope | None = None,
@@ -80,6 +95,7 @@ def iter_regions(
         >>> [r.pattern.tolist() for r in regions.iter_regions(net, Box([-1], [1]))]
         [[True, False], [False, True]]
     """
+    _check_range(net, domain)
     pb, dom = _problem(net, domain, None)
     report = {} if report is None else report
     if pb.big is not None:
@@ -161,6 +177,7 @@ def enumerate_regions(
     """
     t0 = time.perf_counter()
     _check_options(max_regions, vertices, big)
+    _check_range(net, domain)
     deadline = _deadline(time_limit, method, parallel)
     if parallel is not None:
         from ._neuron_cells import enumerate_neuron_cells
@@ -276,6 +293,7 @@ def count_regions(
         >>> regions.count(net)
         4
     """
+    _check_range(net, domain)
     try:
         return _count(net, domain, progress, engine, parallel, workers, cells, address)
     except UncertifiedCount:
