@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 from conftest import run_cli as run
@@ -63,3 +64,55 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert code == 1 and "input sizes differ" in err and "Traceback" not in err
     code, _, err = run(capsys, "reduce", str(tmp_path / "a.npz"), "-o", str(tmp_path / "x.npz"), "--box", "0:1,0:1,0:1")
     assert code == 1 and "3 intervals" in err
+
+
+def test_canonical_reports_a_float_merge_that_changed_the_function(tmp_path, capsys):
+    # near-twin neurons (biases 1e-12 apart, outgoing weights +-1e12) were merged and the
+    # "normal form" differed from the model by 1, with exit 0 and no warning
+    twins = Network([[[1.0], [1.0], [1.0]], [[1e12, -1e12, 1.0]]], [[0.5, 0.5 + 1e-12, 0.0], [0.0]])
+    src, dst = tmp_path / "twins.npz", tmp_path / "can.npz"
+    save_model(twins, src)
+    code, out, err = run(capsys, "canonical", src, "-o", dst, "--json")
+    d = json.loads(out)
+    X = np.linspace(-2, 2, 401)[:, None]
+    dev = float(np.max(np.abs(twins(X) - load_model(dst)(X))))
+    assert dev > 0.5  # the merge did change the function (checked independently)
+    assert code == 3 and d["same_on_samples"] is False and "WARNING" in err
+    # an ordinary rescaled copy is the same function: exit 0
+    net = Network([[[1.0, -2.0], [0.5, 0.3]], [[1.0, 2.0]]], [[0.1, -0.2], [0.0]])
+    save_model(random_symmetry(net, np.random.default_rng(0)), src)
+    code, out, err = run(capsys, "canonical", src, "-o", dst, "--json")
+    assert code == 0 and json.loads(out)["same_on_samples"] is True and not err
+
+
+def test_model_outputs_are_checked_before_the_work(tmp_path, capsys, monkeypatch):
+    # reduce and canonical refused a bad -o only after the verifier (21 s), extract after the
+    # attack (50-60 s); none of the work may start now
+    import relulab.extract
+    import relulab.symmetry
+
+    def boom(*a, **k):
+        raise AssertionError("the work started before -o was checked")
+
+    monkeypatch.setattr(relulab.symmetry, "reduce", boom)
+    monkeypatch.setattr(relulab.symmetry, "canonical", boom)
+    monkeypatch.setattr(relulab.extract, "extract_relu", boom)
+    for cmd in (["reduce", "example:tiny_2d.onnx"], ["canonical", "example:tiny_2d.onnx"],
+                ["extract", "example:tiny_2d.onnx"]):
+        for target, msg in ((tmp_path / "out.txt", "-o .*out.txt: unknown model format"),
+                            ("example:x.npz", "example:")):
+            code, out, err = run(capsys, *cmd, "-o", target)
+            assert code == 1 and len(err.strip().splitlines()) == 1, (cmd, err)
+            assert re.search(msg, err), (cmd, err)
+    assert not list(tmp_path.iterdir())
+
+
+def test_extract_says_when_nothing_is_written(tmp_path, capsys):
+    # a partial attack wrote no file and said nothing about it (exit 0)
+    target = tmp_path / "x.npz"
+    code, out, err = run(capsys, "extract", "example:tiny_2d.onnx", "--time-limit", "0.5", "-o", target)
+    assert code == 0
+    if target.exists():  # recovered in time after all: then it says so
+        assert "written to" in " ".join(out.split())
+    else:
+        assert f"nothingwrittento{target}:nonetworkwasrecovered" in "".join(out.split())

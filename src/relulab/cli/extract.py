@@ -34,8 +34,10 @@ def extract_cmd(
     """
     from ..errors import RelulabError
     from ..extract import extract_relu
-    from ..io import save_model
+    from ..io import check_model_target, save_model
 
+    if out is not None:
+        check_model_target(out, "-o")  # before the attack, not after it
     net = load_model_arg(model)  # the attack sees only its forward pass
     ws = None
     if widths:
@@ -72,6 +74,8 @@ def extract_cmd(
         console.print(f"  {r.polish}")
     if out is not None and r.network is not None:
         console.print(f"recovered network written to {out}")
+    elif out is not None:
+        console.print(f"nothing written to {out}: no network was recovered ({r.status})")
 
 
 def tour(con) -> None:
