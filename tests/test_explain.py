@@ -399,3 +399,39 @@ def test_why_time_limit_bounds_the_whole_explanation(monkeypatch):
     assert all(b < a for a, b in zip(given, given[1:], strict=False))     # what is left shrinks
     assert len(given) < 4                                                 # 4 sides; time ran out
     assert "time limit" in (r.info["stopped"] or "")
+
+
+def test_l2_why_not_survives_a_stalled_projection_and_agrees_with_l1_linf():
+    # f(x) = |x| - 0.5 - relu(2x - 1): the region x >= 0.5 meets the target only up to the
+    # margin; clarabel stalled there (MaxIterations) and why_not raised RuntimeError
+    net = Network([np.array([[1.0], [-1.0], [2.0]]), np.array([[1.0, 1.0, -1.0]])],
+                  [np.array([0.0, 0.0, -1.0]), np.array([-0.5])])
+    box = Box([-1.0], [1.0])
+    rs = {n: why_not(net, [0.1], "positive", box, norm=n) for n in ("l1", "linf", "l2")}
+    assert all(r.status == "optimal" for r in rs.values())
+    assert rs["l2"].distance == pytest.approx(rs["l1"].distance, rel=1e-7)
+    assert rs["l2"].distance == pytest.approx(0.6, rel=1e-6)  # nearest x with |x| >= 0.5: -0.5
+
+
+def test_l2_why_not_claims_no_optimum_when_a_projection_fails(monkeypatch):
+    # a QP that fails on a non-empty set leaves its region open: feasible/unknown, not optimal
+    from relulab.explain import _l2search
+    from relulab.explain._qp import ProjectionFailed, project
+
+    calls = {"n": 0}
+
+    def flaky(A, b, lo, hi, x0):
+        calls["n"] += 1
+        if calls["n"] > 2:  # the search space and the first region succeed
+            raise ProjectionFailed("stalled")
+        return project(A, b, lo, hi, x0)
+
+    monkeypatch.setattr(_l2search, "project", flaky)
+    net = _net(4, h=6)
+    box = Box([-1, -1], [1, 1])
+    x = np.array([0.3, -0.2])
+    cur = int(np.argmax(net(x[None])[0]))
+    r = why_not(net, x, (cur + 1) % 3, box, norm="l2")
+    assert r.status in ("feasible", "unknown")
+    assert r.certificate["reason"].startswith("numerical: a projection QP failed")
+    assert "numerically" in r.text()

@@ -73,3 +73,60 @@ def test_immutable_feature_and_errors(model, capsys):
                       ([], "give --x")):
         code, out = _run(capsys, ["explain", p, *args])
         assert code == 1 and msg in out.err and len(out.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("drop_witnesses", [False, True])
+def test_markdown_says_what_the_text_and_json_say(model, capsys, monkeypatch, drop_witnesses):
+    # the Markdown wrote "minimal" for every rule (JSON: minimal false), left out "partial"
+    # and the reason there was no rule, and the why-not text doubled "unknown: unknown:"
+    import dataclasses
+
+    import relulab.explain as E
+
+    net, p, names = model
+    real_why = E.why
+    seen = {}
+
+    def why(*a, **k):
+        r = real_why(*a, **k)
+        if drop_witnesses:  # a rule without its witnesses is not shown minimal
+            r = dataclasses.replace(r, rule=dataclasses.replace(r.rule, witnesses=()))
+        seen["minimal"] = r.rule.minimal
+        return r
+
+    monkeypatch.setattr(E, "why", why)
+    code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--markdown"])
+    assert code == 0, out.err
+    assert seen["minimal"] is not drop_witnesses
+    assert ("(minimal, certified)" in out.out) == seen["minimal"]
+    assert ("(not shown minimal, certified)" in out.out) == (not seen["minimal"])
+    monkeypatch.setattr(E, "why", real_why)
+
+    def stopped(*a, **k):
+        r = real_why(*a, **k)
+        return dataclasses.replace(r, rule=None, info={**r.info, "stopped": "the radius search ended "
+                                                       "at the time limit"})
+
+    monkeypatch.setattr(E, "why", stopped)
+    code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--markdown"])
+    assert code == 0 and "**Partial:** the radius search ended at the time limit" in out.out
+    assert "No decision rule: no certified rule" in out.out
+
+
+def test_why_not_unknown_is_not_doubled(model, capsys, monkeypatch):
+    import dataclasses
+
+    import relulab.explain as E
+
+    net, p, names = model
+    real = E.why_not
+
+    def unknown(*a, **k):
+        r = real(*a, **k)
+        return dataclasses.replace(r, status="unknown", exists=None, counterfactual=None, distance=None)
+
+    monkeypatch.setattr(E, "why_not", unknown)
+    for extra in ([], ["--markdown"]):
+        code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--why-not", "0", *extra])
+        assert code == 0 and "unknown" in out.out and "unknown: unknown" not in out.out
+        assert "**unknown**: unknown" not in out.out

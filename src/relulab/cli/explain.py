@@ -124,7 +124,7 @@ def explain_cmd(
             _write(_why_not_md(r))
             return
         color = {"optimal": "green", "feasible": "yellow", "infeasible": "red"}.get(r.status, "yellow")
-        console.print(f"[{color}]{r.status}[/{color}]: {r.text()}", highlight=False)
+        console.print(f"[{color}]{r.status}[/{color}]: {_unprefixed(r)}", highlight=False)
         if r.counterfactual is not None:
             t = Table(title=f"counterfactual ({r.norm}, {r.time:.2f} s)")
             for col in ("feature", "x", "counterfactual", "change"):
@@ -155,20 +155,33 @@ def _write(text: str) -> None:
 
 
 def _why_md(r) -> str:
+    """The why-explanation in Markdown, with the same qualifiers as its text: minimal or
+    not shown minimal, certified or not, and why a run is partial or has no rule."""
     lines = [f"**Decision:** {r.decision} (f(x) = {np.array2string(r.output, precision=4)})", "",
-             f"- In its linear region: {r.region_rule.markdown()}"]
+             f"- In its linear region ({'certified' if r.region_rule.certified else 'NOT certified'}): "
+             f"{r.region_rule.markdown()}"]
     if r.rule is not None:
-        lines.append(f"- Decision rule (minimal, {'certified' if r.rule.certified else 'NOT certified'}):"
-                     f" {r.rule.markdown()}")
+        lines.append(f"- Decision rule ({'minimal' if r.rule.minimal else 'not shown minimal'}, "
+                     f"{'certified' if r.rule.certified else 'NOT certified'}): {r.rule.markdown()}")
+    else:
+        lines.append(f"- No decision rule: {r.no_rule_reason}")
+    if r.status != "complete":
+        lines.append(f"- **Partial:** {r.info.get('stopped')}")
     return "\n".join(lines) + "\n"
+
+
+def _unprefixed(r) -> str:
+    """The result's text without a leading "STATUS: " (printed before it already)."""
+    t = r.text()
+    return t[len(r.status) + 2:] if t.startswith(f"{r.status}: ") else t
 
 
 def _why_not_md(r) -> str:
     if r.counterfactual is None:
-        return f"**{r.status}**: {r.text()}\n"
+        return f"**{r.status}**: {_unprefixed(r)}\n"
     rows = ["| feature | x | counterfactual |", "|---|---|---|"]
     rows += [f"| `{c['feature']}` | {c['from']:.6g} | {c['to']:.6g} |" for c in r.changed]
-    return f"**{r.status}**: {r.text()}\n\n" + "\n".join(rows) + "\n"
+    return f"**{r.status}**: {_unprefixed(r)}\n\n" + "\n".join(rows) + "\n"
 
 
 def register(app: typer.Typer) -> None:
@@ -191,7 +204,9 @@ def tour(console_) -> None:
     w = E.why(net, x, box, features=names)
     console_.print(f"at x = {x.tolist()}: {w.decision}")
     if w.rule is not None:
-        console_.print(f"  because {w.rule.text(3)}  (MILP-certified, minimal)", highlight=False)
+        console_.print(f"  because {w.rule.text(3)}  ("
+                       f"{'MILP-certified' if w.rule.certified else 'NOT certified'}, "
+                       f"{'minimal' if w.rule.minimal else 'not shown minimal'})", highlight=False)
     other = (int(np.argmax(net(x[None])[0])) + 1) % 3
     wn = E.why_not(net, x, other, box, norm="l2", features=names)
     console_.print(f"  why not class {other}? {wn.text(3)}", highlight=False)

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..network import Network
 from . import _geometry as G
-from ._qp import project
+from ._qp import ProjectionFailed, project
 from ._space import Space
-from .decision import Decision
+from .decision import Decision, ExplainError
 
 # Stop when the next region is no closer than the best counterfactual up to this
 # relative slack (the QPs are polished to ~1e-12 but may be left at ~1e-8).
@@ -36,9 +36,13 @@ def _rows(net: Network, pattern: list[np.ndarray], space: Space):
 def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins: tuple, *,
               time_limit: float | None, max_regions: int | None) -> dict:
     t0 = time.perf_counter()
-    start, _ = project(space.A, space.b, space.lo, space.hi, x)
+    try:
+        start, _ = project(space.A, space.b, space.lo, space.hi, x)
+    except ProjectionFailed as e:
+        raise ExplainError(f"why_not (l2): the search space itself: {e}") from None
     if start is None:
         return {"status": "infeasible", "regions": 0}
+    unresolved = np.inf  # the least distance of a region whose target part a QP left open
     N = net.n_neurons
     heap: list = []
     seen: set[bytes] = set()
@@ -52,7 +56,10 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         seen.add(key)
         pat = G.split_pattern(net, flat)
         _, _, A, b = _rows(net, pat, space)
-        z, dist = project(A, b, space.lo, space.hi, x)
+        try:
+            z, dist = project(A, b, space.lo, space.hi, x)
+        except ProjectionFailed:  # non-empty, distance unknown: 0 is a sound lower bound
+            z, dist = x, 0.0
         if z is None:
             return
         tie += 1
@@ -78,7 +85,11 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         T = dec.C @ Cr
         for mg in margins:
             tv = dec.d - mg - dec.C @ cr
-            z, dz = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
+            try:
+                z, dz = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
+            except ProjectionFailed:  # this region's target part stays open: no optimum claimed
+                unresolved = min(unresolved, dist)
+                break
             if z is None or dz >= best:
                 break
             y = net(z[None])[0]
@@ -98,10 +109,13 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
                 nb[j] = ~nb[j]
                 push(nb)
     lower = min(best, heap[0][0]) if heap else best
+    if unresolved < best:
+        status, lower = "numerical", min(lower, unresolved)
     if status == "optimal" and best_z is None:
         status = "infeasible"
     return {"status": status, "z": best_z, "y": best_y, "distance": best, "lower_bound": lower,
-            "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0}
+            "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0,
+            **({"unresolved_from": unresolved} if status == "numerical" else {})}
 
 
 def _box_rows(space: Space) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import RelulabError
 from ..tolerance import FEAS_TOL, IPM_TOL, MATCH_RTOL, ROUNDOFF
 
 # Rows whose slack at the interior-point solution is below this (relative) count as
@@ -54,11 +55,34 @@ def project(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np
     if "Infeasible" in st:
         return None, np.inf
     if "Solved" not in st:
-        raise RuntimeError(f"projection QP ended with status {st}")
+        # an interior-point method stalls on sets that are empty, or nearly so, by a
+        # hair (a region meeting the target only up to its margin): HiGHS decides emptiness
+        if not _nonempty(M, r):
+            return None, np.inf
+        s.max_iter = 2000
+        s.tol_gap_abs = s.tol_gap_rel = s.tol_feas = 100 * IPM_TOL
+        sol = clarabel.DefaultSolver(P, q, sp.csc_matrix(M), r, [clarabel.NonnegativeConeT(M.shape[0])],
+                                     s).solve()
+        if "Solved" not in str(sol.status):
+            raise ProjectionFailed(f"the projection QP ended with status {st} on a set HiGHS "
+                                   "finds non-empty")
     u = np.asarray(sol.x, float)
     u = _polish(M, r, x0[free], u)
     z[free] = u
     return z, float(np.linalg.norm(z - x0))
+
+
+class ProjectionFailed(RelulabError):
+    """The projection QP failed on a non-empty set: its distance is unknown (callers keep
+    the set's own lower bound and claim no optimum)."""
+
+
+def _nonempty(M: np.ndarray, r: np.ndarray) -> bool:
+    """Whether ``{u : M u <= r}`` has a point (a feasibility LP on HiGHS)."""
+    from ..lp import solve
+
+    res = solve(np.zeros(M.shape[1]), A_ub=M, b_ub=r)  # variables free
+    return res.status != "infeasible"
 
 
 def _polish(M: np.ndarray, r: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:

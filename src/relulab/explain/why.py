@@ -105,6 +105,13 @@ class WhyResult(Result):
         d["status"] = self.status
         return d
 
+    @property
+    def no_rule_reason(self) -> str | None:
+        """Why there is no decision rule (None when there is one)."""
+        if self.rule is not None:
+            return None
+        return self.info.get("no_rule") or _no_rule(self.info.get("stopped"))
+
     def text(self, digits: int = 4) -> str:
         lines = [f"f(x) = {np.array2string(self.output, precision=digits)} -> {self.decision}",
                  f"in its linear region ({len(self.region_rule.b)} binding facets, "
@@ -116,7 +123,7 @@ class WhyResult(Result):
                       f"{'certified' if self.rule.certified else 'NOT certified'}):",
                       "  " + self.rule.text(digits)]
         else:
-            lines.append(self.info.get("no_rule") or _no_rule(self.info.get("stopped")))
+            lines.append(self.no_rule_reason)
         if self.status != "complete" and self.rule is not None:
             lines.append(f"partial: {self.info.get('stopped')} (the radius is a proven lower "
                          "bound, the rule may not be the widest)")

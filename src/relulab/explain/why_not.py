@@ -334,6 +334,10 @@ def why_not(
         if st == "optimal":
             cert["reason"] = ("every unexpanded region is at least as far from x as the "
                               "counterfactual (region distances are QP optima)")
+        elif st == "numerical":
+            cert["reason"] = (f"numerical: a projection QP failed (clarabel) on a region at distance "
+                              f">= {res['unresolved_from']:.3g} that HiGHS finds non-empty: no "
+                              "counterfactual closer than the lower bound is excluded there")
     else:
         z, lower, info, st = _milp_cf(fnet, x, dec, space, norm, mgs, time_limit)
         method = ("MILPs over growing balls around x (relulab.verify big-M encoding, HiGHS) "
