@@ -25,21 +25,23 @@ __all__ = ["register", "tour", "read_csv"]
 
 
 def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Read a numeric CSV (optional header line): all columns but the last are inputs, the
-    last is the target.  Errors name the file, line and column; ``example:NAME`` names a
+    """Read a numeric CSV (an optional header line of names, after any ``#`` comments): all
+    columns but the last are inputs, the last is the target.  Errors name the file, line and column; ``example:NAME`` names a
     shipped data file."""
-    text = read_text_arg(path, "a CSV text file")
+    text = read_text_arg(path, "a CSV text file").removeprefix("\ufeff")  # a byte-order mark
     rows = []
+    header_allowed = True  # on the first line that is neither blank nor a comment
     for ln, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s or s.startswith("#"):
             continue
         parts = [c.strip() for c in s.replace(";", ",").split(",")]
+        first, header_allowed = header_allowed, False
         try:
             vals = [float(c) for c in parts]
         except ValueError:
-            if not rows and ln == 1:
-                continue  # a header
+            if first and not any(_is_float(c) for c in parts):
+                continue  # a header: names only (a row with some numbers is data, and wrong)
             bad = next(i for i, c in enumerate(parts, 1) if not _is_float(c))
             raise FormatError(
                 f"{path}:{ln}: column {bad} is not a number ({parts[bad - 1]!r})"

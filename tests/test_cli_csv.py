@@ -1,0 +1,38 @@
+"""The CSV reader of the fitting commands (fit-minnorm, fit-convex, fit-quantile)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relulab.cli.train import read_csv
+from relulab.errors import FormatError
+
+
+@pytest.mark.parametrize("text, rows", [
+    ("\ufeff0.1,1\n0.2,2\n0.3,1.5\n", 3),          # a byte-order mark: the first row was lost
+    ("x,y\n0.1,1\n0.2,2\n", 2),                     # a header
+    ("# my data\nx,y\n0.1,1\n0.2,2\n", 2),          # a header after a comment was refused
+    ("\n# c\n\nx;y\n0.1;1\n", 1),
+    ("0.1,1\n0.2,2\n", 2),
+])
+def test_rows_are_read_exactly_once(tmp_path, text, rows):
+    p = tmp_path / "d.csv"
+    p.write_text(text, encoding="utf-8")
+    X, y = read_csv(str(p))
+    data = [ln for ln in text.replace("\ufeff", "").splitlines()
+            if ln.strip() and not ln.startswith("#") and ln[0] not in "xX"]
+    expect = np.array([[float(v) for v in ln.replace(";", ",").split(",")] for ln in data])
+    assert X.shape == (rows, 1) and np.array_equal(np.c_[X, y], expect)
+
+
+@pytest.mark.parametrize("text, where", [
+    ("0.1,abc\n0.2,2\n", "d.csv:1: column 2"),     # some numbers: data, not a header (was skipped)
+    ("x,y\nx,y\n0.1,1\n", "d.csv:2: column 1"),     # only one header line
+    ("0.1,1\ny,z\n", "d.csv:2: column 1"),
+])
+def test_bad_cells_are_named_not_skipped(tmp_path, text, where):
+    p = tmp_path / "d.csv"
+    p.write_text(text)
+    with pytest.raises(FormatError, match=where):
+        read_csv(str(p))
