@@ -104,3 +104,24 @@ def test_memory_budget_variable_must_be_a_positive_finite_size(monkeypatch):
     for bad in (float("inf"), float("nan")):
         with pytest.raises(RelulabError, match="positive finite"), memory_limit(bad):
             pass
+
+
+def test_large_time_limited_lps_skip_the_presolve_that_ignores_the_clock():
+    # HiGHS's LP presolve ran 6.6 s under a 1 s limit (fit-minnorm --time-limit 1 took
+    # 21 s); an LP over PRESOLVE_OFF_NNZ nonzeros with a limit runs without it, and the
+    # answer is the same LP's
+    import scipy.sparse as sp
+
+    from relulab.lp import PRESOLVE_OFF_NNZ
+
+    n = int(np.sqrt(PRESOLVE_OFF_NNZ)) + 2
+    A = sp.random(n, n, density=1.0, random_state=0, format="csr") + sp.identity(n)
+    b = A @ np.ones(n)
+    small = LPModel(-np.ones(50), A_ub=A[:50, :50], b_ub=b[:50], lb=np.zeros(50), time_limit=100.0)
+    assert small.h.getOptionValue("presolve")[1] == "choose"
+    big = LPModel(-np.ones(n), A_ub=A, b_ub=b, lb=np.zeros(n), time_limit=100.0)
+    assert big.h.getOptionValue("presolve")[1] == "off"
+    big.set_time_limit(None)
+    assert big.h.getOptionValue("presolve")[1] == "choose"
+    mip = LPModel(-np.ones(n), A_ub=A, b_ub=b, lb=np.zeros(n), integer=np.ones(n), time_limit=100.0)
+    assert mip.h.getOptionValue("presolve")[1] == "choose"
