@@ -426,3 +426,12 @@ def test_resolve_backend_refuses_an_unknown_ray_value():
     assert resolve_backend("auto") == ("ray", "auto")
     with pytest.raises(RelulabError, match="--ray must be"):
         resolve_backend("bogus")
+
+
+def test_worker_counts_beyond_the_cap_are_refused():
+    from relulab.errors import RelulabError
+    from relulab.parallel import MAX_WORKERS, pmap
+
+    with pytest.raises(RelulabError, match=f"between 1 and {MAX_WORKERS}"):
+        list(pmap(len, ["a"], workers=MAX_WORKERS + 1))
+    assert list(pmap(len, ["ab"], workers=1)) == [(0, 2)]

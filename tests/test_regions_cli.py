@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from conftest import random_network
 
 from relulab import regions
@@ -106,3 +107,28 @@ def test_list_needs_json_and_the_plot_says_what_it_shows(tmp_path, capsys):
     res = json.loads(out.out)
     assert code == 0 and res["partial"] and "time limit" in res["plot_note"]
     assert "--max-regions" not in res["plot_note"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["regions", "example:tiny_2d.onnx", "--count", "--workers", "100000"],
+    ["regions", "example:tiny_2d.onnx", "--workers", "5000"],
+])
+def test_a_huge_worker_count_is_refused_at_once(capsys, argv):
+    # --workers 100000 split the box into 400,000 cells first: silent until killed
+    from conftest import run_cli
+
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 1 and "--workers must be between 1 and 1024" in err
+
+
+def test_cell_counts_beyond_the_cap_are_refused_by_the_library():
+    from relulab import Box, regions
+    from relulab.errors import RelulabError
+    from relulab.examples import load_example
+
+    net = load_example("tiny_2d.onnx")
+    for call in (lambda: regions.count(net, Box([-1, -1], [1, 1]), parallel="local", workers=1, cells=10**6),
+                 lambda: regions.enumerate(net, Box([-1, -1], [1, 1]), parallel="local", workers=1,
+                                           cells=10**6)):
+        with pytest.raises(RelulabError, match="cells must be between 1 and 4096"):
+            call()

@@ -36,9 +36,12 @@ from typing import Any
 
 from .errors import RelulabError, require
 
-__all__ = ["pmap", "sweep", "resolve_backend", "start_ray", "stop_ray_workers", "BACKENDS"]
+__all__ = ["pmap", "sweep", "resolve_backend", "start_ray", "stop_ray_workers", "BACKENDS",
+           "MAX_WORKERS"]
 
 BACKENDS = ("local", "ray")
+# more workers than this is a typo, not a cluster: each is a process (or Ray actor)
+MAX_WORKERS = 1024
 
 
 def resolve_backend(ray: str | None) -> tuple[str, str | None]:
@@ -113,8 +116,8 @@ def start_ray(address: str | None = None, workers: int | None = None,
     """
     import time
 
-    if workers is not None and workers < 1:
-        raise RelulabError(f"start_ray: workers must be at least 1, got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise RelulabError(f"start_ray: workers must be between 1 and {MAX_WORKERS}, got {workers}")
     ray = require("ray", "ray")
     if ray.is_initialized():
         return 0.0
@@ -279,8 +282,8 @@ def pmap(
     items = list(items)
     if backend not in BACKENDS:
         raise RelulabError(f"pmap: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if workers is not None and workers < 1:
-        raise RelulabError(f"pmap: workers must be at least 1, got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise RelulabError(f"pmap: workers must be between 1 and {MAX_WORKERS}, got {workers}")
     if chunksize < 1:
         raise RelulabError(f"pmap: chunksize must be at least 1, got {chunksize}")
     if not items:

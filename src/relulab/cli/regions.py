@@ -83,15 +83,15 @@ def regions_cmd(
     progress = not json_out
     par: dict = {}
     if workers is not None or ray is not None:
-        from ..parallel import resolve_backend
+        from ..parallel import MAX_WORKERS, resolve_backend
 
         if whole_space:
             raise RelulabError("--workers/--ray split a box: not with --whole-space")
         if max_regions is not None or time_limit is not None:
             raise RelulabError("--workers/--ray enumerate to the end: not with --max-regions "
                                "or --time-limit")
-        if workers is not None and workers < 1:
-            raise RelulabError(f"--workers must be at least 1, got {workers}")
+        if workers is not None and not 1 <= workers <= MAX_WORKERS:
+            raise RelulabError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
         backend, address = resolve_backend(ray) if ray is not None else ("local", None)
         par = {"parallel": backend, "workers": workers, "address": address}
     out: dict = {"model": model, "input_dim": d, "hidden_widths": list(net.widths),

@@ -392,13 +392,13 @@ def register(app: typer.Typer) -> None:
 
         Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --results out.jsonl --resume
         """
-        from ..parallel import resolve_backend
+        from ..parallel import MAX_WORKERS, resolve_backend
 
         insts = read_instances(instances)
         if not insts:
             raise RelulabError(f"{instances}: no instances")
-        if workers < 1:
-            raise RelulabError(f"--workers must be at least 1, got {workers}")
+        if not 1 <= workers <= MAX_WORKERS:
+            raise RelulabError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
         check_gigabytes(memory)
         if results:
             refuse_example(results, "--results")

@@ -85,15 +85,16 @@ def resolve(path: str | Path) -> Path:
 
 
 def load_example(name: str) -> Network:
-    """Load a shipped example network by name.
+    """Load a shipped example network by name (a bare name: its ``.npz``; else the file's
+    own format).
 
     Example:
-        >>> [load_example(name).widths for name in EXAMPLES]
-        [(8, 8), (2,)]
+        >>> [load_example(name).widths for name in EXAMPLES], load_example("tiny_2d.onnx").widths
+        ([(8, 8), (2,)], (8, 8))
     """
-    from ..io.native import load
+    from ..io import load_model
 
-    return load(example_path(name))
+    return load_model(example_path(name))
 
 
 def abs_net() -> Network:

@@ -62,6 +62,9 @@ MAX_SPLIT_NEURONS = 10
 # regions, CPU seconds of the two workers together: 25.8 with 4 cells, 21.9 with 8,
 # 21.5 with 16; one process 25.6)
 CELLS_PER_WORKER = 4
+# more cells than this is a typo: splitting into them is the slow part (a pattern estimate,
+# or a sign cell, each)
+MAX_CELLS = 4096
 
 
 def _local_weights(net: Network, X: np.ndarray, box: Box) -> tuple[np.ndarray, np.ndarray]:
@@ -324,8 +327,9 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
     if workers is None:
         workers = os.cpu_count() or 1
     n_cells = cells if cells is not None else CELLS_PER_WORKER * workers
-    if n_cells < 1:
-        raise RelulabError(f"cells must be at least 1, got {n_cells}")
+    if not 1 <= n_cells <= MAX_CELLS:
+        raise RelulabError(f"cells must be between 1 and {MAX_CELLS}, got {n_cells}"
+                           + ("" if cells is not None else f" ({CELLS_PER_WORKER} per worker)"))
     k = int(np.ceil(np.log2(n_cells))) if n_cells > 1 else 0
     neurons = choose_split_neurons(net, box, k)
     signs = neuron_cells(net, box, neurons)

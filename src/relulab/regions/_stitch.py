@@ -48,7 +48,7 @@ from ..tolerance import RANK_TOL, ROUNDOFF
 from . import _engine as E
 from ._assembly import cell_patterns
 from ._hashing import as_words, group_rows
-from ._neuron_cells import run_cells
+from ._neuron_cells import MAX_CELLS, run_cells
 from ._skeleton import Degenerate, TooBig, skeleton_owned_count
 from ._types import RegionSet, Skeleton
 
@@ -175,8 +175,9 @@ def _n_cells(cells: int | None, workers: int | None, per_worker: int) -> int:
     if workers is None:
         workers = os.cpu_count() or 1
     n = cells if cells is not None else per_worker * workers
-    if n < 1:
-        raise RelulabError(f"cells must be at least 1, got {n}")
+    if not 1 <= n <= MAX_CELLS:  # each cell costs a pattern estimate (4,000 cells: 41 s)
+        raise RelulabError(f"cells must be between 1 and {MAX_CELLS}, got {n}"
+                           + ("" if cells is not None else f" ({per_worker} per worker)"))
     return n
 
 
