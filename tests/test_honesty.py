@@ -38,6 +38,7 @@ ALLOWED = {
     "sdp_bound": "an upper bound re-verified by eigenvalues at any time limit, or an error",
     "sampled_lower": "a sample by definition: None or a certified witness (a lower bound)",
     "ascent_lower": "a heuristic search by definition: None or a certified witness (a lower bound)",
+    "exact_rank": "raises RankTimeLimit at its time limit: there is no partial rank",
     "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
 }
 

@@ -96,3 +96,27 @@ def test_bad_input_is_one_line_error(model_file):
     with pytest.raises(SystemExit) as e:
         main(["fdim", path, "--points", "0"])
     assert e.value.code == 1
+
+
+def test_fdim_exact_honours_its_time_limit(tmp_path):
+    # `fdim --exact` on a 4-40-40-1 network ran past 100 s with nothing printed and no limit
+    rng = np.random.default_rng(0)
+    from relulab import Network
+
+    big = Network([rng.normal(size=(40, 4)), rng.normal(size=(40, 40)), rng.normal(size=(1, 40))],
+                  [rng.normal(size=40), rng.normal(size=40), rng.normal(size=1)])
+    fd = functional_dimension(big, rng.normal(size=(100, 4)), exact=True, time_limit=0.5)
+    assert fd.exact_rank is None and "ran out of time" in fd.exact_stopped
+    assert fd.rank == functional_dimension(big, rng.normal(size=(100, 4))).rank  # still given
+    path = tmp_path / "big.npz"
+    save_model(big, path)
+    res = runner.invoke(app, ["fdim", str(path), "--exact", "--points", "100", "--time-limit", "0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["exact_rank"] is None and "ran out of time" in d["exact_stopped"]
+    # a small network finishes: the exact rank agrees with the numerical one, nothing stopped
+    small = random_network(np.random.default_rng(1), [2, 3, 1])
+    fd = functional_dimension(small, rng.normal(size=(30, 2)), exact=True, time_limit=60)
+    assert fd.exact_rank == fd.rank and fd.exact_stopped is None
+    res = runner.invoke(app, ["fdim", str(path), "--exact", "--time-limit", "-1"])
+    assert res.exit_code == 1 and "--time-limit" in str(res.exception)

@@ -18,6 +18,7 @@ from rich.table import Table
 from ..errors import RelulabError
 from ._common import (
     JSON_OPT,
+    check_seconds,
     console,
     global_input_shape,
     load_model_arg,
@@ -140,6 +141,9 @@ def fdim_cmd(
         "--exact",
         help="Also compute the rank exactly (rational arithmetic; small networks only).",
     ),
+    time_limit: float | None = typer.Option(
+        None, "--time-limit",
+        help="Seconds for the exact rank; past them it is reported as not computed."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Functional dimension: the rank of the Jacobian of parameters -> outputs on random points.
@@ -148,6 +152,7 @@ def fdim_cmd(
     """
     from ..params import functional_dimension, rescaling_bound
 
+    limit = check_seconds(time_limit, "--time-limit")
     net = load_model_arg(model)
     bound = rescaling_bound(net)
     m, P = net.output_dim, net.n_params
@@ -179,10 +184,10 @@ def fdim_cmd(
                       TextColumn("columns"), console=console, transient=True) as bar:
             task = bar.add_task("", total=None)
             fd = functional_dimension(
-                net, X, exact=True,
+                net, X, exact=True, time_limit=limit,
                 progress=lambda done, total: bar.update(task, completed=done, total=total))
     else:
-        fd = functional_dimension(net, X, exact=exact)
+        fd = functional_dimension(net, X, exact=exact, time_limit=limit)
     d = fd.to_dict()
     d["model"] = model
     d["note"] = note
@@ -194,6 +199,7 @@ def fdim_cmd(
     console.print(
         f"functional dimension (batch): [bold]{fd.rank}[/bold]"
         + (f", exact {fd.exact_rank}" if fd.exact_rank is not None else "")
+        + (f" (exact rank not computed: {fd.exact_stopped})" if fd.exact_stopped else "")
         + f"; bound #params - #hidden = {P} - {net.n_neurons}"
         + (f" - {m} (skip)" if net.skip is not None else "")
         + f" = {bound}"

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import RelulabError
-from ..limits import check_bytes, memory_budget
+from ..limits import Deadline, check_bytes, memory_budget
 from ..results import Result
 from ..tolerance import TINY
 
@@ -146,17 +146,28 @@ def _row_to_ints(row) -> list[int]:
     return [int(v * den) for v in fr]
 
 
-def exact_rank(M, progress=None) -> int:
+class RankTimeLimit(RelulabError):
+    """:func:`exact_rank` ran out of its time limit (``done`` of ``total`` columns)."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"the exact rank ran out of time after {done} of {total} columns")
+        self.done, self.total = done, total
+
+
+def exact_rank(M, progress=None, time_limit: float | None = None) -> int:
     """The exact rank over the rationals of a matrix of Fractions, ints or floats.
 
     Floats count as the exact binary rationals they store. ``progress(done, total)``, when
     given, is called after each column of the elimination (for a progress bar).
+    ``time_limit`` (seconds): past it, :class:`RankTimeLimit` is raised between columns
+    (an elimination on big integers can take hours; there is no partial rank to give).
 
     Example:
         >>> from fractions import Fraction as F
         >>> exact_rank([[F(1, 3), F(2, 3)], [F(1), F(2)]])
         1
     """
+    deadline = Deadline(time_limit)
     A = np.asarray(M, dtype=object)
     if A.ndim != 2:
         raise ValueError("exact_rank needs a 2-D matrix")
@@ -169,6 +180,8 @@ def exact_rank(M, progress=None) -> int:
     for c in range(n_cols):
         if progress is not None:
             progress(c, n_cols)
+        if deadline.expired():
+            raise RankTimeLimit(c, n_cols)
         piv = next((i for i in range(rank, len(rows)) if rows[i][c] != 0), None)
         if piv is None:
             continue
@@ -176,6 +189,8 @@ def exact_rank(M, progress=None) -> int:
         p = rows[rank]
         pc = p[c]
         for i in range(rank + 1, len(rows)):
+            if deadline.expired():
+                raise RankTimeLimit(c, n_cols)
             r = rows[i]
             rc = r[c]
             if rc == 0:

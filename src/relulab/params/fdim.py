@@ -38,10 +38,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import RelulabError
-from ..limits import check_bytes
+from ..errors import RelulabError, is_positive_seconds
+from ..limits import Deadline, check_bytes
 from ..network import Network
-from ._rank import RankInfo, _check_tol, exact_rank, numerical_rank
+from ._rank import RankInfo, RankTimeLimit, _check_tol, exact_rank, numerical_rank
 from .vector import parameter_layout
 
 __all__ = [
@@ -68,6 +68,7 @@ class FunctionalDimension:
         boundary_points: points with some pre-activation exactly zero (the Jacobian there
             is the one-sided one of the inactive side).
         numerical: the singular values at the cut (:class:`RankInfo`).
+        exact_stopped: why an asked-for exact rank is missing (its time limit), else None.
 
     Example:
         >>> import numpy as np
@@ -90,6 +91,12 @@ class FunctionalDimension:
     dead_neurons: int
     boundary_points: int
     numerical: RankInfo
+    exact_stopped: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False when an asked-for exact rank ran out of its time limit."""
+        return self.exact_stopped is None
 
     @property
     def deficit(self) -> int:
@@ -109,6 +116,8 @@ class FunctionalDimension:
             "dead_neurons": self.dead_neurons,
             "boundary_points": self.boundary_points,
             "numerical": self.numerical.to_dict(),
+            "exact_stopped": self.exact_stopped,
+            "complete": self.complete,
         }
 
 
@@ -263,7 +272,8 @@ def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
 
 
 def functional_dimension(
-    net: Network, X, *, exact: bool = False, tol: float | None = None, progress=None
+    net: Network, X, *, exact: bool = False, tol: float | None = None, progress=None,
+    time_limit: float | None = None,
 ) -> FunctionalDimension:
     """The batch functional dimension of ``net`` on the points ``X``.
 
@@ -276,6 +286,8 @@ def functional_dimension(
         tol: singular-value cutoff (a finite number >= 0) for the numerical rank (default
             numpy's rule).
         progress: ``progress(done, total)`` is called as the exact elimination advances.
+        time_limit: seconds for the exact rank; past them ``exact_rank`` is None and
+            ``exact_stopped`` says so (the numerical rank is always given).
 
     Example:
         >>> import numpy as np
@@ -294,11 +306,18 @@ def functional_dimension(
         raise RelulabError("functional_dimension: the Jacobian at these points overflows float64 "
                            "(inputs or activations near 1e308); give points of a smaller size")
     info = numerical_rank(J, tol)
-    er = None
+    er = stopped = None
     if exact:
+        if time_limit is not None and not is_positive_seconds(time_limit):
+            raise RelulabError(f"functional_dimension: time_limit must be a positive number of "
+                               f"seconds, got {time_limit!r}")
+        deadline = Deadline(time_limit, floor=0.0)  # the exact Jacobian counts too
         Xe = _as_batch(net, X, True)
         J_e = realization_jacobian(net.exact(), Xe)
-        er = exact_rank(J_e, progress=progress)
+        try:
+            er = exact_rank(J_e, progress=progress, time_limit=deadline.left())
+        except RankTimeLimit as e:
+            stopped = f"{e} (time limit {time_limit:g} s)"
         pats = net.exact().preactivations(Xe)  # dead / boundary judged exactly too
     else:
         pats = netf.preactivations(Xf)
@@ -319,4 +338,5 @@ def functional_dimension(
         dead_neurons=dead,
         boundary_points=boundary,
         numerical=info,
+        exact_stopped=stopped,
     )
