@@ -233,3 +233,27 @@ def test_eval_recomputes_rows_that_overflow_inside_the_network(tmp_path, capsys)
     assert d["recomputed_exactly"] == [0] and d["active_neurons"] == [2, 2]
     code, out, err = run(capsys, "eval", path, "--x", "10")
     assert code == 0 and "[0]" in out and "at input 1; recomputed in exact rational arithmetic" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("suffix", [".onnx", ".nnet"])
+def test_convert_of_an_exact_model_says_its_weights_were_rounded(tmp_path, capsys, suffix):
+    # 1/3 written to a float format: the check compared float with float and said 0
+    from fractions import Fraction
+
+    from relulab import Network
+    from relulab.io import native
+
+    F = Fraction
+    net = Network([np.array([[F(1, 3)], [F(1)]], dtype=object), np.array([[F(3), F(0)]], dtype=object)],
+                  [np.array([F(0), F(0)], dtype=object), np.array([F(0)], dtype=object)], exact=True)
+    src, dst = tmp_path / "third.npz", tmp_path / f"third{suffix}"
+    native.save(net, src)
+    code, out, err = run(capsys, "convert", src, dst, "--json")
+    d = json.loads(out)
+    back = load_model(dst)
+    true_diff = abs(back.exact()([[3]])[0, 0] - net([[3]])[0, 0])
+    assert code == 0 and d["rounded_to_float64"] is True and true_diff > 0
+    assert d["max_abs_difference"] > 0
+    code, out, err = run(capsys, "convert", src, tmp_path / "same.npz", "--json")
+    d = json.loads(out)
+    assert d["rounded_to_float64"] is False and d["max_abs_difference"] == 0.0
