@@ -435,3 +435,20 @@ def test_worker_counts_beyond_the_cap_are_refused():
     with pytest.raises(RelulabError, match=f"between 1 and {MAX_WORKERS}"):
         list(pmap(len, ["a"], workers=MAX_WORKERS + 1))
     assert list(pmap(len, ["ab"], workers=1)) == [(0, 2)]
+
+
+def test_a_results_file_whose_last_row_lacks_its_newline_stays_readable(tmp_path):
+    # a writer stopped just before "\n" left a whole last row; the next append joined two
+    # rows on one line and the following read failed
+    import json
+
+    from relulab.results import read_json_lines
+
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"a": 1}\n{"a": 2}')
+    assert read_json_lines(p, "rows") == [{"a": 1}, {"a": 2}]
+    with open(p, "a") as fh:
+        fh.write(json.dumps({"a": 3}) + "\n")
+    assert read_json_lines(p, "rows") == [{"a": 1}, {"a": 2}, {"a": 3}]
+    p.write_text('{"a": 1}\n{"a": ')  # a torn row is still cut off
+    assert read_json_lines(p, "rows") == [{"a": 1}] and p.read_text() == '{"a": 1}\n'

@@ -94,8 +94,8 @@ def read_json_lines(path: str | os.PathLike, what: str) -> list[Any]:
     """The rows of a JSON-lines file that relulab appends to as work finishes (a sweep's
     runs, ``verify-batch --results``).  A torn last line (the writer stopped mid-line, so
     no newline ends it) is cut off the file, so that the next append starts a line of its
-    own and the unfinished item is done again; any other unreadable line is an error
-    naming it.  A missing file has no rows.
+    own and the unfinished item is done again; a whole last row without its newline gets
+    one; any other unreadable line is an error naming it.  A missing file has no rows.
 
     Example:
         >>> import os, tempfile
@@ -122,4 +122,10 @@ def read_json_lines(path: str | os.PathLike, what: str) -> list[Any]:
                     fh.truncate(sum(len(x) for x in lines[:i]))
                 break
             raise RelulabError(f"{p}: line {i + 1} is not a JSON row of {what}") from None
+    else:
+        if lines and lines[-1].strip() and not lines[-1].endswith((b"\n", b"\r")):
+            # a whole last row whose newline was never written: end it, or the next append
+            # would join two rows on one line
+            with open(p, "ab") as fh:
+                fh.write(b"\n")
     return rows
