@@ -131,3 +131,31 @@ def test_wrong_input_shape(rng):
     net = random_network(rng, [2, 3, 1])
     with pytest.raises(NetworkError, match="takes 2 inputs"):
         net(np.zeros((4, 3)))
+
+
+def test_overflowing_and_odd_numbers_get_relulab_errors_naming_the_place():
+    # 10**400 raised a bare OverflowError from Network, Box, Polytope, OutputConstraint, the
+    # forward pass and net * s; an exact network with NaN said "entry 0" without its layer;
+    # numpy float32 scalars had "no exact rational value"
+    from fractions import Fraction
+
+    from relulab import Box, Polytope
+    from relulab.errors import RelulabError
+    from relulab.spec import OutputConstraint
+
+    net = Network([[[1.0]]], [[0.0]])
+    calls = {
+        "box upper bound": lambda: Box([0], [10**400]),
+        "polytope matrix A": lambda: Polytope([[10**400]], [1.0]),
+        "polytope right-hand side b": lambda: Polytope([[1.0]], [10**400]),
+        "output constraint": lambda: OutputConstraint(np.array([[1.0]]), [10**400]),
+        "input": lambda: net([10**400]),
+        "cannot scale a float64 network": lambda: net * 10**400,
+        "cannot scale an exact network by nan": lambda: net.exact() * float("nan"),
+        "layer 2 bias: entry 0": lambda: Network([[[1.0]], [[1.0]]], [[0.0], [float("nan")]], exact=True),
+    }
+    for where, call in calls.items():
+        with pytest.raises(RelulabError, match=where):
+            call()
+    e = Network([[[np.float32(0.5)]]], [[np.float16(0.25)]], exact=True)
+    assert e([np.float32(0.5)])[0] == Fraction(1, 2)

@@ -31,6 +31,8 @@ def _vec(a: Any, what: str) -> np.ndarray:
         v = np.array(a, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as e:
         raise DomainError(f"{what}: entries are not numbers ({e})") from None
+    except OverflowError:  # a Python integer such as 10**400
+        raise DomainError(f"{what}: an entry is too large for float64 (above 1.8e308)") from None
     return v
 
 
@@ -170,6 +172,8 @@ class Polytope:
             A_m = np.array(A, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise DomainError(f"polytope matrix A: entries are not numbers ({e})") from None
+        except OverflowError:
+            raise DomainError("polytope matrix A: an entry is too large for float64 (above 1.8e308)") from None
         b_v = _vec(b, "polytope right-hand side b")
         if A_m.ndim != 2:
             raise DomainError(f"polytope matrix A must be 2-D (rows, dim), got shape {A_m.shape}")

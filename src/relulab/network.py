@@ -46,17 +46,36 @@ def _is_exact_array(a: np.ndarray) -> bool:
     return a.dtype == object
 
 
-def _to_fraction_array(a: ArrayLike) -> np.ndarray:
-    """Exact conversion: a float becomes the Fraction of its binary value."""
+def _exact_value(v: Any) -> Fraction:
+    """The Fraction a number stores exactly (numpy float32/float16/integer scalars too)."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, np.floating):
+        v = float(v)  # exact: float64 holds every float16/float32 value
+    elif isinstance(v, np.integer):
+        v = int(v)
+    return Fraction(v)
+
+
+def _short(v: Any) -> str:
+    """``repr(v)``, cut to 40 characters (a 400-digit integer in an error message)."""
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _to_fraction_array(a: ArrayLike, what: str = "") -> np.ndarray:
+    """Exact conversion: a float becomes the Fraction of its binary value.  Errors name
+    ``what`` (e.g. "layer 2 bias") and the entry."""
     arr = np.asarray(a, dtype=object)
     out = np.empty(arr.shape, dtype=object)
     flat_in = arr.reshape(-1)
     flat_out = out.reshape(-1)
     for i, v in enumerate(flat_in):
         try:
-            flat_out[i] = v if isinstance(v, Fraction) else Fraction(v)
+            flat_out[i] = _exact_value(v)
         except (ValueError, OverflowError, TypeError):
-            raise NetworkError(f"entry {i} ({v!r}) has no exact rational value") from None
+            raise NetworkError(f"{what + ': ' if what else ''}entry {i} ({_short(v)}) has no exact "
+                               "rational value") from None
     return out
 
 
@@ -84,12 +103,15 @@ def relu(z: np.ndarray) -> np.ndarray:
 
 def _as_matrix(a: ArrayLike, exact: bool, what: str) -> np.ndarray:
     if exact:
-        arr = _to_fraction_array(a)
+        arr = _to_fraction_array(a, what)
     else:
         try:
             arr = np.array(a, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise NetworkError(f"{what}: entries are not numbers ({e})") from None
+        except OverflowError:  # a Python integer such as 10**400
+            raise NetworkError(f"{what}: an entry is too large for float64 (above 1.8e308); "
+                               "exact=True keeps it as a rational") from None
     return arr
 
 
@@ -272,9 +294,13 @@ class Network:
     # --------------------------------------------------------------- forward
     def _prepare_input(self, X: ArrayLike, check_finite: bool = True) -> tuple[np.ndarray, bool]:
         if self._exact:
-            X = _to_fraction_array(X)
+            X = _to_fraction_array(X, "input")
         else:
-            X = np.asarray(X, dtype=np.float64)
+            try:
+                X = np.asarray(X, dtype=np.float64)
+            except OverflowError:  # a Python integer such as 10**400
+                raise NetworkError("input: an entry is too large for float64 (above 1.8e308); "
+                                   "net.exact() evaluates it exactly") from None
             # A NaN or inf input gives NaN outputs that look like answers downstream.
             if check_finite and not np.isfinite(X).all():
                 bad = np.argwhere(~np.isfinite(np.atleast_2d(X)))[0]
@@ -520,7 +546,13 @@ class Network:
         """Scalar multiple ``x -> scalar * self(x)``."""
         if isinstance(scalar, Network) or not np.isscalar(scalar) and not isinstance(scalar, Fraction):
             return NotImplemented
-        s = Fraction(scalar) if self._exact else float(scalar)
+        try:
+            s = _exact_value(scalar) if self._exact else float(scalar)
+        except (ValueError, OverflowError, TypeError):
+            raise NetworkError(f"cannot scale a{'n exact' if self._exact else ' float64'} "
+                               f"network by {_short(scalar)}") from None
+        if not self._exact and not np.isfinite(s):
+            raise NetworkError(f"cannot scale a float64 network by {_short(scalar)}")
         Ws = [*self._weights[:-1], self._weights[-1] * s]
         bs = [*self._biases[:-1], self._biases[-1] * s]
         skip = None if self._skip is None else (self._skip[0] * s, self._skip[1] * s)

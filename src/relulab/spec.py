@@ -55,8 +55,8 @@ class OutputConstraint:
         try:
             C = np.asarray(self.C, dtype=np.float64)
             d = np.asarray(self.d, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise SpecError(f"output constraint: C and d must be numeric arrays ({e})") from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise SpecError(f"output constraint: C and d must be numeric arrays within float64 ({e})") from None
         if C.ndim != 2:
             raise SpecError(f"output constraint: C must be a 2-D array (k constraints x m outputs), got shape {C.shape}")
         if d.ndim != 1 or d.shape[0] != C.shape[0]:
