@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from scipy.optimize import linprog
 
 from relulab.lp import LPModel, chebyshev_center, solve
@@ -125,3 +126,15 @@ def test_large_time_limited_lps_skip_the_presolve_that_ignores_the_clock():
     assert big.h.getOptionValue("presolve")[1] == "choose"
     mip = LPModel(-np.ones(n), A_ub=A, b_ub=b, lb=np.zeros(n), integer=np.ones(n), time_limit=100.0)
     assert mip.h.getOptionValue("presolve")[1] == "choose"
+
+
+@pytest.mark.parametrize("w, c", [(1e7, 0.0), (3e9, 5e9), (0.5, 1e12)])
+def test_chebyshev_radius_of_big_bounded_boxes_is_their_half_width(w, c):
+    # the radius was capped at 1e6 and read as inf (a bounded box "unbounded", its centre
+    # wrong) for [-1e7, 1e7]^2
+    A = [[1, 0], [-1, 0], [0, 1], [0, -1]]
+    b = [c + w, w - c, c + w, w - c]
+    x, r = chebyshev_center(A, b)
+    assert r == pytest.approx(w, rel=1e-9) and np.allclose(x, [c, c], rtol=1e-9, atol=1e-6 * w)
+    x, r = chebyshev_center([[1, 0], [0, 1]], [1, 1])  # a quadrant: unbounded
+    assert r == float("inf")

@@ -411,7 +411,10 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
     """Centre and radius of the largest ball inside ``{x : A x <= b}``.
 
     Returns ``(None, -inf)`` when the set is empty and ``(x, inf)`` when the ball is
-    unbounded (the radius is capped at 1e6 to keep the LP bounded).
+    unbounded.  The LP caps the radius to stay bounded, above what any bounded set of
+    these rows allows (twice the largest ``b_i / |A_i|`` or finite variable bound; at
+    least 1e6, at most 1e15, where HiGHS's bounds would turn infinite): a radius at the
+    cap reads as inf.
 
     Example:
         >>> x, r = chebyshev_center([[1, 0], [-1, 0], [0, 1], [0, -1]], [1, 1, 1, 1])
@@ -423,7 +426,16 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
     d = A.shape[1]
     norms = np.linalg.norm(A, axis=1)
     Aub = np.hstack([A, norms[:, None]])
-    cap = 1e6
+    # a ball inside a bounded polytope has r <= max_i b_i / |A_i| (combine the rows with
+    # the weights that sum their normals to 0); the variable bounds are rows too
+    live = norms > 0
+    reach = [np.abs(b[live]) / norms[live]]
+    for v in (lb, ub):
+        if v is not None:
+            v = np.asarray(v, float)
+            reach.append(np.abs(v[np.isfinite(v)]))
+    scale = max((float(a.max()) for a in reach if a.size), default=0.0)
+    cap = min(max(1e6, 2.0 * scale), 1e15)
     lbv = np.concatenate([np.full(d, -INF) if lb is None else np.asarray(lb, float), [0.0]])
     ubv = np.concatenate([np.full(d, INF) if ub is None else np.asarray(ub, float), [cap]])
     c = np.zeros(d + 1)
