@@ -290,3 +290,21 @@ def test_every_lp_gets_the_time_left(monkeypatch):
     with pytest.raises(RelulabError, match="time limit .* ran out in the first LP"):
         minnorm_interpolant(np.sort(rng.uniform(-5, 5, 1500)), rng.normal(size=1500), bias="penalized",
                             time_limit=1e-3)
+
+
+def test_extreme_data_get_a_true_error_not_infeasible():
+    # x = +-1e308 leaked overflow warnings and said "the regression constraints cannot be
+    # met" (two distinct points always can); x 1e-200 apart said "LP ended with status error"
+    import warnings
+
+    from relulab.train.minnorm import MinNormError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning may leak
+        with pytest.raises(MinNormError, match="x reaches 1e\\+308"):
+            minnorm_interpolant([1e308, -1e308], [1.0, 0.0])
+    with pytest.raises(MinNormError) as e:
+        minnorm_interpolant([0.0, 1e-200], [1.0, 0.0])
+    assert "cannot be met" not in str(e.value) and "can always be met" in str(e.value)
+    r = minnorm_interpolant([0.0, 1.0], [1.0, 0.0])  # ordinary data still fit
+    assert r.network([[0.0], [1.0]]).ravel().tolist() == pytest.approx([1.0, 0.0])

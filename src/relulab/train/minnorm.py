@@ -67,6 +67,8 @@ from ..tolerance import (
 )
 
 LP_FLOOR_SECONDS = 0.1  # the least time one LP is handed under a time limit
+# the largest |x| fitted: differences x - t and the weight sqrt(1 + t^2) stay finite
+MAX_DATA = 1e150
 
 __all__ = [
     "MinNormResult",
@@ -124,14 +126,20 @@ def _prep(x: Any, y: Any, task: str) -> tuple[np.ndarray, np.ndarray]:
             raise MinNormError(f"labels must be -1/+1 (or 0/1), got {sorted(labs)[:5]}")
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
-    dup = np.nonzero(np.diff(x) == 0)[0]
+    same = x[1:] == x[:-1]  # not np.diff: 1e308 - (-1e308) overflows (refused below)
+    dup = np.nonzero(same)[0]
     for i in dup:
         if y[i] != y[i + 1]:
             raise MinNormError(
                 f"x = {x[i]!r} appears twice with different targets ({y[i]!r}, {y[i + 1]!r})"
             )
-    keep = np.concatenate([[True], np.diff(x) != 0])
-    return x[keep], y[keep]
+    keep = np.concatenate([[True], ~same])
+    x, y = x[keep], y[keep]
+    big = float(np.max(np.abs(x)))
+    if big > MAX_DATA:  # x - t and t^2 (the penalised weight) overflow float64 beyond
+        raise MinNormError(f"x reaches {big:.3g}; relulab fits x up to {MAX_DATA:g} in size: "
+                           "rescale x (a free-bias fit scales with it)")
+    return x, y
 
 
 def _weight(t: np.ndarray, bias: str) -> np.ndarray:
@@ -578,9 +586,14 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
             raise MinNormError(f"the time limit ({time_limit:g} s) ran out in the first LP, on {x.size} "
                                "points: no network to return; give more time")
         if new.status != "optimal":
-            if new.status == "infeasible":
-                raise MinNormError(f"the {task} constraints cannot be met")
-            raise MinNormError(f"minimal-norm LP ended with status {new.status}")
+            # distinct x can always be interpolated or separated by kinks at the data: any
+            # other status is numerical (slopes dy/dx far from 1, coefficients HiGHS drops)
+            gap = float(np.min(np.diff(x))) if x.size > 1 else 0.0
+            raise MinNormError(
+                f"the minimal-norm LP ended with status {new.status}, a numerical failure: the "
+                f"{task} constraints can always be met for distinct x (here x spans "
+                f"[{x[0]:.3g}, {x[-1]:.3g}], closest two {gap:.3g} apart, |y| up to "
+                f"{float(np.max(np.abs(y))):.3g}); rescale x and y to moderate sizes")
         out = new
         m = _project_free(out.duals, x, skip) if task == "regression" else out.duals
         ratio, adds = _max_violation(x, m, bias, skip)
