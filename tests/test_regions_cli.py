@@ -132,3 +132,21 @@ def test_cell_counts_beyond_the_cap_are_refused_by_the_library():
                                            cells=10**6)):
         with pytest.raises(RelulabError, match="cells must be between 1 and 4096"):
             call()
+
+
+def test_graph_of_a_partial_enumeration_says_its_diameter_is_undefined(tmp_path, capsys):
+    from conftest import run_cli
+
+    rng = np.random.default_rng(5)
+    d = [3, 6, 6, 1]
+    from relulab import Network
+
+    net = Network([rng.normal(size=(d[i + 1], d[i])) for i in range(3)],
+                  [rng.normal(size=d[i + 1]) * 0.5 for i in range(3)])
+    path = tmp_path / "n3.npz"
+    save_model(net, path)
+    code, out, err = run_cli(capsys, "regions", str(path), "--graph", "--max-regions", "5", "--json")
+    g = json.loads(out)["graph"]
+    assert g["connected"] is False and g["diameter"] is None  # 5 of its regions: not connected
+    code, out, err = run_cli(capsys, "regions", str(path), "--graph", "--max-regions", "5")
+    assert code == 0 and "None" not in out and "undefined (not connected)" in out

@@ -116,3 +116,32 @@ def test_extract_says_when_nothing_is_written(tmp_path, capsys):
         assert "written to" in " ".join(out.split())
     else:
         assert f"nothingwrittento{target}:nonetworkwasrecovered" in "".join(out.split())
+
+
+def test_equiv_witness_equal_as_floats_says_the_exact_difference(tmp_path, capsys):
+    # --tol 0 on a rescaled copy: "different" with f(x) and g(x) printed identical
+    rng = np.random.default_rng(2)
+    n = Network([rng.normal(size=(6, 2)), rng.normal(size=(1, 6))], [rng.normal(size=6) * 0.5,
+                                                                      rng.normal(size=1) * 0.5])
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    save_model(n, a)
+    save_model(random_symmetry(n, 7), b)
+    code, out, err = run(capsys, "equiv", a, b, "--tol", "0", "--json")
+    d = json.loads(out)
+    if d["status"] != "different":
+        return  # nothing to print: only a 'different' answer has a witness
+    from fractions import Fraction
+
+    fv = [float(Fraction(v)) for v in d["f_value"]]
+    gv = [float(Fraction(v)) for v in d["g_value"]]
+    code, out, err = run(capsys, "equiv", a, b, "--tol", "0")
+    flat = " ".join(out.split())
+    assert ("equal as floats, they differ by" in flat) == (fv == gv)
+
+
+def test_help_texts_are_reflowed_and_unwritable_targets_name_themselves(capsys):
+    code, out, err = run(capsys, "reduce", "--help")
+    flat = " ".join(out.split())
+    assert "equal to the input on the box" in flat  # one sentence, no hard break inside
+    code, out, err = run(capsys, "canonical", "example:tiny_2d.onnx", "-o", "/proc/x.npz")
+    assert code == 1 and err.strip() == "error: cannot write /proc/x.npz: No such file or directory"

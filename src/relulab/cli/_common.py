@@ -113,9 +113,38 @@ _TOPICS: tuple = ()
 
 
 def set_topics(topics: tuple) -> None:
-    """Record the topic modules (called once by :mod:`relulab.cli`)."""
+    """Record the topic modules (called once by :mod:`relulab.cli`, after they registered
+    their commands) and reflow the commands' help texts."""
     global _TOPICS
     _TOPICS = tuple(topics)
+    for cmd in app.registered_commands:
+        if cmd.help is None and cmd.callback is not None and cmd.callback.__doc__:
+            cmd.help = reflow_help(cmd.callback.__doc__)
+
+
+def reflow_help(doc: str) -> str:
+    r"""A docstring as ``--help`` shows it: the lines of each paragraph joined, as rich
+    re-wraps them anyway (it kept the docstring's own line breaks too, which broke lines
+    mid-sentence); list items and indented lines keep their own lines.
+
+    Example:
+        >>> reflow_help("First line\n    goes on.\n\n    Example: relulab x\n    - a\n    - b")
+        'First line goes on.\n\nExample: relulab x\n- a\n- b'
+    """
+    import inspect
+    import re
+
+    out = []
+    for para in re.split(r"\n\s*\n", inspect.cleandoc(doc)):
+        lines: list[str] = []
+        for line in para.splitlines():
+            starts_item = line.startswith(("-", "*", " ", "Example:", "$"))
+            if lines and not starts_item:
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line)
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
 
 
 def topics() -> tuple:

@@ -185,7 +185,7 @@ def regions_cmd(
         s = G.graph["summary"]
         t.add_row("graph edges", str(s.edges))
         t.add_row("average / max degree", f"{s.avg_degree:.3f} / {s.max_degree}  (2d = {2 * d})")
-        t.add_row("diameter", str(s.diameter))
+        t.add_row("diameter", "undefined (not connected)" if s.diameter is None else str(s.diameter))
     if plot:
         t.add_row("picture", plot + (f" ({out['plot_note']})" if "plot_note" in out else ""))
     console.print(t)

@@ -106,8 +106,10 @@ def equiv_cmd(
     console.print(f"[{color}]{r.status}[/{color}] ({r.method}): {r.message}")
     if r.status == "different":
         w = [float(v) for v in r.witness]
-        console.print(f"witness x = {w}: f(x) = {[float(v) for v in r.f_value]}, "
-                      f"g(x) = {[float(v) for v in r.g_value]} (re-checked)")
+        fv, gv = [float(v) for v in r.f_value], [float(v) for v in r.g_value]
+        same = (f"; equal as floats, they differ by {float(r.gap):.3g} in exact arithmetic"
+                if fv == gv and r.gap is not None else "")
+        console.print(f"witness x = {w}: f(x) = {fv}, g(x) = {gv} (re-checked{same})")
 
 
 def reduce_cmd(

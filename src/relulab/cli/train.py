@@ -67,6 +67,17 @@ def _is_float(s: str) -> bool:
         return False
 
 
+def _shown_gap(gap: float) -> str:
+    """A duality gap for the text output: a negative one (the bound above the objective by
+    rounding, at a huge lam) is shown as 0, which is what it certifies.
+
+    Example:
+        >>> _shown_gap(3.2e-7), _shown_gap(-8.9e-16)
+        ('3.20e-07', '0 (to rounding)')
+    """
+    return f"{gap:.2e}" if gap >= 0 else "0 (to rounding)"
+
+
 def fit_minnorm_cmd(
     data: str = typer.Argument(..., help="CSV with columns x, y (y = labels -1/+1 with "
                                "--classify)."),
@@ -228,7 +239,7 @@ def fit_convex_cmd(
                  f"sampled {units} only (not a global certificate: the true optimum may be lower)")
         bound = "lower bound of the sampled-pattern program"
     console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "
-                  f"{r.objective:.10g}, {bound} {r.dual_value:.10g}, gap {r.gap:.2e} "
+                  f"{r.objective:.10g}, {bound} {r.dual_value:.10g}, gap {_shown_gap(r.gap)} "
                   f"({'certified' if r.converged else 'NOT converged'}), "
                   f"{r.iterations} iterations, {r.seconds:.2f} s")
     console.print(scope)
@@ -256,5 +267,5 @@ def tour(console_) -> None:
     t = collapse_threshold(X, y)
     f = convex_fit(X, y, 0.2)
     console_.print(f"  convex two-layer fit of |x| - 0.3 (lam 0.2): objective {f.objective:.6f}, "
-                   f"certified gap {f.gap:.1e}, {f.n_neurons} neurons; "
+                   f"certified gap {_shown_gap(f.gap)}, {f.n_neurons} neurons; "
                    f"collapse above lam = {t.lam:.4f}")

@@ -56,7 +56,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     except (FileExistsError, NotADirectoryError):
         raise RelulabError(f"cannot write {path}: {_first_non_folder(target.parent)} is not a folder") from None
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+    except OSError as e:  # a folder one cannot write in (/proc, read-only): name the target
+        raise RelulabError(f"cannot write {path}: {e.strerror or e}") from None
     os.close(fd)
     try:
         yield tmp
