@@ -130,3 +130,24 @@ def test_why_not_unknown_is_not_doubled(model, capsys, monkeypatch):
         code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--why-not", "0", *extra])
         assert code == 0 and "unknown" in out.out and "unknown: unknown" not in out.out
         assert "**unknown**: unknown" not in out.out
+
+
+def test_small_cli_errors_name_their_flag_and_stay_one_line(model, capsys, tmp_path):
+    # --inputs 0 said "parse: ...", --method foo "to_formula: ...", --quantiles "" showed a
+    # numpy repr, extract --scale 1e300 leaked a RuntimeWarning, and one --features name
+    # was read as a file name
+    net, p, names = model
+    cases = [
+        (["from-formula", "x1", "-o", str(tmp_path / "a.npz"), "--inputs", "0"], "--inputs must be"),
+        (["formula", "example:xor.npz", "--method", "foo"], "--method: unknown method 'foo'"),
+        (["fit-quantile", "example:data_1d.csv", "--quantiles", ""], "--quantiles: no numbers given"),
+        (["extract", "example:tiny_2d.onnx", "--scale", "1e300"], "overflowed float64"),
+    ]
+    for argv, msg in cases:
+        code, out = _run(capsys, argv)
+        assert code == 1 and msg in out.err and len(out.err.strip().splitlines()) == 1, (argv, out.err)
+    one = Network([[[1.0]], [[1.0]]], [[0.0], [-0.5]])
+    q = tmp_path / "one.npz"
+    save_model(one, q)
+    code, out = _run(capsys, ["explain", str(q), "--x", "0.1", "--features", "speed", "--json"])
+    assert code == 0 and "speed" in out.out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +196,8 @@ def parse_floats(text: str, what: str) -> np.ndarray:
     if len(pieces) > 1 and any(not p.strip() for p in pieces):
         raise RelulabError(f"{what}: empty value in {text!r}; write numbers like 1,2,3")
     parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        raise RelulabError(f"{what}: no numbers given; write numbers like 1,2,3")
     try:
         return np.array([float(p) for p in parts], dtype=np.float64)
     except ValueError:
@@ -313,8 +316,11 @@ def run_app(argv: list[str]) -> None:
     argv = [a for a in argv if a != "--debug"]
     _state["debug"] = debug
     try:
-        # without standalone mode, click returns the code of a typer.Exit instead of exiting
-        rc = app(args=argv, prog_name="relulab", standalone_mode=False)
+        with warnings.catch_warnings():
+            if not debug:  # numpy's overflow warnings are not the command's output: errors
+                warnings.simplefilter("ignore", RuntimeWarning)  # are one line, answers checked
+            # without standalone mode, click returns the code of a typer.Exit instead of exiting
+            rc = app(args=argv, prog_name="relulab", standalone_mode=False)
     except SystemExit:
         raise
     except KeyboardInterrupt:

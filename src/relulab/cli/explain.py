@@ -9,6 +9,8 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import typer
 from rich.table import Table
@@ -46,8 +48,9 @@ def _names(arg: str | None, what: str):
 
     if arg is None:
         return None
-    return read_names(arg) if not ("," in arg and not arg.endswith(".txt")) else tuple(
-        s.strip() for s in arg.split(",") if s.strip())
+    if arg.endswith(".txt") or Path(arg).is_file():  # a file of names, one a line
+        return read_names(arg)
+    return tuple(s.strip() for s in arg.split(",") if s.strip())  # inline, one name or more
 
 
 def explain_cmd(

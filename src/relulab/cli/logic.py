@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import typer
 
+from ..errors import RelulabError
 from ._common import JSON_OPT, check_seconds, console, load_model_arg, parse_box, print_json
 
 __all__ = ["register", "tour"]
@@ -34,10 +35,12 @@ def formula_cmd(
     """
     import time
 
-    from ..logic import node_rewrite, to_formula, to_text
+    from ..logic import METHODS, node_rewrite, to_formula, to_text
     from ..logic.simplify import simplify_until
 
     check_seconds(time_limit, "--time-limit")
+    if method not in METHODS:
+        raise RelulabError(f"--method: unknown method {method!r}; use {', '.join(METHODS)}")
     net = load_model_arg(model)
     dom = None if box is None else parse_box(box, net.input_dim)
     g = to_formula(net, dom, method=method)
@@ -83,6 +86,8 @@ def from_formula_cmd(
     from ..io import save_model
     from ..logic import algebra_of, parse, to_network
 
+    if n_inputs is not None and n_inputs < 1:
+        raise RelulabError(f"--inputs must be at least 1, got {n_inputs}")
     phi = parse(formula, n_vars=n_inputs)
     net = to_network(phi, n_inputs)
     save_model(net, out)
