@@ -49,3 +49,13 @@ def test_fit_quantile_errors_are_one_line(capsys, csv, args, msg):
     p, _, _ = csv
     code, _, err = run_cli(capsys, "fit-quantile", p, "--epochs", "1", *args)
     assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_fit_quantile_refuses_a_network_beyond_the_memory_budget(capsys, monkeypatch):
+    # --hidden 200000,200000 ended in torch's "you tried to allocate 160000000000 bytes"
+    from conftest import run_cli
+
+    monkeypatch.setenv("RELULAB_MEMORY_GB", "1")
+    code, out, err = run_cli(capsys, "fit-quantile", "example:data_1d.csv", "--hidden", "200000,200000",
+                             "--epochs", "1")
+    assert code == 1 and "memory budget" in err and "200000" in err and len(err.strip().splitlines()) == 1

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
+from ..limits import check_bytes
 from ..network import Network
 
 ACTIVATIONS = ("relu", "softplus", "gelu", "silu")
@@ -44,6 +45,24 @@ def one_thread(torch: Any) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+# bytes per parameter while training: float32 weights, gradients and Adam's two moments,
+# then the float64 network exported from them
+BYTES_PER_PARAM = 32
+
+
+def check_model_bytes(sizes: Sequence[int], members: int) -> None:
+    """Refuse (:class:`relulab.limits.ResourceLimitError`) ``members`` MLPs of layer sizes
+    ``sizes`` that would not fit the memory budget while they train, before torch tries
+    (it failed with its own allocation error, or ran past the budget).
+
+    Example:
+        >>> check_model_bytes([1, 64, 64, 3], 1)
+    """
+    n_params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    check_bytes(float(n_params) * members * BYTES_PER_PARAM,
+                f"training {members} network(s) of layer sizes {list(sizes)}")
+
+
 def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activation: str, seed: int) -> Any:
     """``nn.Sequential`` Linear-act-...-Linear in float32 (the training precision),
     initialised from ``seed``; callers convert it to float64 after training."""
@@ -51,6 +70,7 @@ def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activati
     act = {"relu": nn.ReLU, "softplus": nn.Softplus, "gelu": nn.GELU, "silu": nn.SiLU}[activation]
     layers: list[Any] = []
     sizes = [d_in, *hidden]
+    check_model_bytes([d_in, *hidden, d_out], 1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for a, b in zip(sizes[:-1], sizes[1:], strict=True):
@@ -84,6 +104,7 @@ def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: 
     """
     g = torch.Generator().manual_seed(int(seed))
     sizes = [d_in, *hidden, d_out]
+    check_model_bytes(sizes, B)
     params = []
     for a, b in zip(sizes[:-1], sizes[1:], strict=True):
         bound = 1.0 / np.sqrt(a)
