@@ -446,3 +446,56 @@ def test_a_network_without_hidden_layers_verifies(method):
         assert r.status == want
         if want == "violated":
             assert net(r.counterexample)[0] <= t + 1e-9
+
+
+# ------------------------------------------------- the exact counterexample gate
+_HEAD = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n"
+
+
+@pytest.mark.parametrize("unsafe, allowed", [
+    ("(assert (<= (* 1e-10 Y_0) 0))", ("holds", "unknown")),  # Y_0 <= 0 scaled: slack was 10
+    ("(assert (<= 1e-10 0))", ("holds",)),                     # an empty unsafe set
+    ("(assert (>= Y_0 2.0000000005))", ("holds", "unknown")),  # max Y_0 is exactly 2
+    ("(assert (< Y_0 Y_0))", ("holds",)),                      # false everywhere
+])
+def test_violated_needs_a_counterexample_that_is_one_exactly(unsafe, allowed):
+    # f(x) = relu(x) + 1 on [0, 1]: every property here holds; each was answered violated
+    # through the absolute slack FEAS_TOL of the searches' float re-check
+    from relulab.io.vnnlib import parse_vnnlib
+
+    net = Network([[[1.0]], [[1.0]]], [[0.0], [1.0]])
+    prop = parse_vnnlib(_HEAD + unsafe)
+    r = verify(net, prop, timeout=10)
+    assert r.status in allowed, (unsafe, r.status, r.reason)
+
+
+def test_violated_on_an_exact_network_reports_its_exact_output():
+    # f = (10^20 + 1) relu(x) - 10^20 relu(x) = relu(x): the float forward pass gives -8169
+    # at the counterexample, which the output and the sat file reported
+    from fractions import Fraction
+
+    big = 10**20
+    F = Fraction
+    net = Network([np.array([[F(1)], [F(1)]], dtype=object), np.array([[F(big + 1), F(-big)]], dtype=object)],
+                  [np.array([F(0), F(0)], dtype=object), np.array([F(0)], dtype=object)])
+    spec = Specification(Box([0.0], [1.0]), [OutputConstraint(np.array([[-1.0]]), np.array([-0.5]))])
+    r = verify(net, spec, timeout=10)
+    assert r.status == "violated"
+    exact = net([[F(float(r.counterexample[0]))]])[0, 0]
+    assert r.output[0] == float(exact) and exact >= F(1, 2)
+
+
+def test_violated_counterexamples_of_random_properties_are_exact():
+    # a property violated with room: still violated, and the point is unsafe in Fractions
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    for _ in range(6):
+        net = random_network(rng, [2, 8, 8, 2])
+        box = Box([-1, -1], [1, 1])
+        hi = float(np.max(net(box.sample(2000, rng))[:, 0]))
+        spec = Specification(box, [OutputConstraint(np.array([[-1.0, 0.0]]), np.array([-(hi - 0.05)]))])
+        r = verify(net, spec, timeout=20)
+        assert r.status == "violated" and box.contains(r.counterexample, tol=0.0)
+        y = net.exact()(r.counterexample)
+        assert y[0] >= Fraction(hi - 0.05)

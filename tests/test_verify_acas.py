@@ -38,6 +38,11 @@ def test_acasxu_instance_matches_expected(acasxu_dir, net_id, prop_id):
         x = r.counterexample
         case = prop.cases[0]
         assert case.input_box.contains(x)
-        y = net(x)
-        np.testing.assert_array_equal(y, r.output)
-        assert case.is_unsafe(y, tol=FEAS_TOL)
+        # the output reported is the exact one (rounded once), and unsafe exactly
+        from fractions import Fraction
+
+        y = net.exact()(x)
+        np.testing.assert_array_equal([float(v) for v in y], r.output)
+        assert case.is_unsafe(net(x), tol=FEAS_TOL)
+        assert any(all(sum(Fraction(float(c)) * v for c, v in zip(row, y, strict=True)) <= Fraction(float(b))
+                       for row, b in zip(t.C, t.d, strict=True)) for t in case.unsafe)

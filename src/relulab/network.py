@@ -398,6 +398,37 @@ class Network:
             c = c + self._skip[1]
         return A, c
 
+    def region_inequalities(self, pattern: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """``(G, h)``: the closed linear region ``G x <= h`` of an activation pattern, one row
+        per hidden neuron (active: pre-activation ``>= 0``; inactive: ``<= 0``), unscaled.
+
+        Example:
+            >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, -1.0], [0.0]])
+            >>> G, h = net.region_inequalities([np.array([True, False])])
+            >>> G.tolist(), h.tolist()      # x >= 0 and -x - 1 <= 0
+            ([[-1.0], [-1.0]], [0.0, 1.0])
+        """
+        if len(pattern) != self.n_hidden_layers:
+            raise NetworkError(
+                f"pattern has {len(pattern)} layers; the network has {self.n_hidden_layers}")
+        zero = Fraction(0) if self._exact else 0.0
+        rows, rhs = [], []
+        A, c = self._weights[0], self._biases[0]
+        for k, p in enumerate(pattern):
+            p = np.asarray(p, dtype=bool).reshape(-1)
+            if p.shape[0] != self.widths[k]:
+                raise NetworkError(
+                    f"pattern layer {k + 1} has {p.shape[0]} entries; width is {self.widths[k]}")
+            s = np.where(p, -1, 1)  # active: -z <= 0; inactive: z <= 0
+            rows.append(s[:, None] * A)
+            rhs.append(-s * c)
+            A, c = np.where(p[:, None], A, zero), np.where(p, c, zero)
+            A, c = self._weights[k + 1] @ A, self._weights[k + 1] @ c + self._biases[k + 1]
+        if not rows:
+            return np.zeros((0, self.input_dim), dtype=object if self._exact else float), \
+                np.zeros(0, dtype=object if self._exact else float)
+        return np.concatenate(rows, axis=0), np.concatenate(rhs)
+
     def local_affine(self, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """The exact affine map ``(A, c)`` with ``f(y) = A y + c`` on the linear region of ``x``.
 

@@ -26,8 +26,12 @@ bound single inputs and together give every ``X_i`` a lower and an upper bound
 (a box); the output constraints become the rows of ``C y <= d``.  Disjuncts with
 the same box are gathered into one :class:`~relulab.spec.Specification` (a
 disjunction of output conjunctions), so ``(assert (or (and X.. Y..) (and X.. Y..)))``
-with different boxes gives several cases.  A comparison with no variable at all
-(e.g. ``(<= 1 0)``) becomes an all-zero output row, which keeps its truth value.
+with different boxes gives several cases.  A comparison with no variable left (e.g.
+``(<= 1 0)``, or ``(< Y_0 Y_0)`` whose terms cancel) becomes an all-zero output row that
+keeps its truth value, strictness included: a false one is the row ``0 <= -1``.  Strict
+comparisons between variables are read closed (above), so an unsafe set that is empty
+only by strictness (``(< Y_0 Y_1)`` on a network whose two outputs are equal) is
+reported violated at its boundary.
 
 Errors: a syntax error, an unsupported construct (``=>``, ``not``, a product of
 variables, an undeclared variable, a constraint mixing inputs and outputs or
@@ -277,16 +281,23 @@ class _Parser:
             if len(args) < 2:
                 raise self.err(node, f"'{head}' needs at least two arguments")
             terms = [self._term(a) for a in args]
-            atoms: list[tuple] = []
+            links: list[_Lin] = []
             # A chain (<= a b c) means a <= b and b <= c; each link becomes "lin <= 0".
             for a, b in zip(terms, terms[1:]):  # noqa: B905
                 if head in ("<=", "<"):
-                    atoms.append(self._atom(_sub(a, b), node))
+                    links.append(_sub(a, b))
                 elif head in (">=", ">"):
-                    atoms.append(self._atom(_sub(b, a), node))
+                    links.append(_sub(b, a))
                 else:
-                    atoms.append(self._atom(_sub(a, b), node))
-                    atoms.append(self._atom(_sub(b, a), node))
+                    links += [_sub(a, b), _sub(b, a)]
+            atoms: list[tuple] = []
+            for lin in links:
+                if not any(c != 0 for c in lin[0].values()) and \
+                        not (-lin[1] > 0 if head in ("<", ">") else -lin[1] >= 0):
+                    # no variable left and false, strictness included ((< Y_0 Y_0) read
+                    # closed was 0 <= 0, true): the all-zero row 0 <= -1, false by a margin
+                    lin = ({}, 1.0)
+                atoms.append(self._atom(lin, node))
             return [atoms]
         raise self.err(
             node.items[0],

@@ -30,8 +30,10 @@ cannot fit ends ``unknown`` with the reason "memory: ...".
 
 Answers: ``holds`` only from the bounds (with the safety margin of
 :mod:`relulab.tolerance`) or an exact LP / MILP; ``violated`` only with a
-counterexample re-checked by a forward pass (in the box within FEAS_TOL, in the
-unsafe set within FEAS_TOL); otherwise ``unknown``.
+counterexample inside its box and in the unsafe set exactly, by a forward pass in
+rational arithmetic on the weights' exact values (:mod:`relulab.verify._counterexample`;
+float64 with a rounding margin above 200,000 parameters or for a structured model,
+named in ``stats["counterexample_check"]``); otherwise ``unknown``.
 
 Example:
     >>> import numpy as np
@@ -59,6 +61,8 @@ from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
 from ..spec import Property, SpecError, Specification
+from ..tolerance import ROUNDOFF
+from ._counterexample import CounterexampleCheck, certify_counterexample
 from ._threads import single_threaded_blas
 from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
@@ -349,10 +353,17 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
     a_time = min(0.1, 0.01 * timeout) if attack_time is None else attack_time
 
     def found(x, how):
-        y = np.asarray(fnet(x) if fnet is not None else model.forward(np.asarray(x)[None])[0],
-                       dtype=np.float64).reshape(-1)
-        return VerificationResult("violated", bud.elapsed(), np.asarray(x, float), y, how,
-                                  stats=stats)
+        # the last gate: the point is in a box and unsafe there exactly (the searches
+        # accept C f(x) <= d within an absolute FEAS_TOL, meaningless for a row of 1e-10)
+        if dense is not None:
+            chk = certify_counterexample(dense, x, terms)
+        else:
+            chk = _structured_check(model, x, terms)
+        if not chk.ok:
+            stats["rejected_candidates"] = stats.get("rejected_candidates", 0) + 1
+            return unknown(chk.reason, how)
+        stats["counterexample_check"] = chk.check
+        return VerificationResult("violated", bud.elapsed(), chk.x, chk.output, how, stats=stats)
 
     def unknown(reason, how):
         return VerificationResult("unknown", bud.elapsed(), method=how, reason=reason, stats=stats)
@@ -362,19 +373,20 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
         # (a structured model is larger: its attack gets up to 5% of the time, at most 5 s)
         g_time = max(a_time, min(0.05 * timeout, 5.0)) if attack_time is None else attack_time
         x = _attack_graph(model, terms, bud, g_time, seed)
-        if x is not None:
-            return found(x, "attack")
+        if x is not None and (r := found(x, "attack")).status == "violated":
+            return r  # a candidate that fails the exact gate: the provers decide
     # 1. attack every term briefly (cheap; most violated properties fall here): one
     # space-filling design per input box, one targeted run per term
     if dense is not None:
         for box, C, dv in terms:
-            if C.shape[0] == 0 and recheck(dense, box.center, box, C, dv):
-                return found(box.center, "attack")  # an empty conjunction: all is unsafe
+            if C.shape[0] == 0 and recheck(dense, box.center, box, C, dv) and \
+                    (r := found(box.center, "attack")).status == "violated":
+                return r  # an empty conjunction: all is unsafe
         if bud.expired():
             return unknown("timeout", method)
         hit = attack_terms(dense, terms, time_limit=min(a_time, max(bud.left(), 0.0)), rng=seed)
-        if hit is not None:
-            return found(hit[1], "attack")
+        if hit is not None and (r := found(hit[1], "attack")).status == "violated":
+            return r
     roots: dict[tuple, dict] = {}  # per box: the root's bounds, reused by every term's search
     if method == "relu-split" and len(terms) > 1:
         # one root bound for all terms of a box: most terms of a classification property
@@ -429,6 +441,19 @@ def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attac
         decided_by.add(how)
     how = method if method in decided_by or not decided_by else decided_by.pop()
     return VerificationResult("holds", bud.elapsed(), method=how, stats=stats)
+
+
+def _structured_check(model, x, terms) -> CounterexampleCheck:
+    """The last gate for a structured model (no dense network to evaluate exactly): the
+    clipped point's float64 forward pass inside the unsafe set with a rounding margin."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    for box, C, dv in terms:
+        xc = np.clip(x, box.lo, box.hi)
+        y = np.asarray(model.forward(xc[None])[0], dtype=np.float64).reshape(-1)
+        if np.all(C @ y - dv + ROUNDOFF * (np.abs(C) @ np.abs(y) + np.abs(dv) + 1.0) <= 0):
+            return CounterexampleCheck(True, xc, y, "float64 with rounding margin")
+    return CounterexampleCheck(False, reason="numerical: a candidate counterexample meets the unsafe "
+                                             "set only within float rounding")
 
 
 def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,

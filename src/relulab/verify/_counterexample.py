@@ -1,0 +1,136 @@
+"""The last gate before ``violated``: a counterexample re-checked in exact arithmetic.
+
+The searches (attack, branch and bound, MILP) accept a candidate when ``C f(x) <= d``
+holds within ``FEAS_TOL`` in float64.  That slack is absolute, so it says nothing about a
+row scaled by 1e-10 (``1e-10 y <= 0`` accepted ``y = 1``) and lets a point 1e-9 short of
+the unsafe set through at a near tie.  Here the candidate is clipped into its box and
+evaluated in rational arithmetic on the exact values of the network's float weights;
+``violated`` needs ``C y <= d`` exactly.  A candidate that misses by rounding is moved,
+by one LP inside its linear region, to the point of largest margin, and checked again.
+
+Networks too large for rational arithmetic (more than ``EXACT_RECHECK_MAX_PARAMS``
+parameters) are checked in float64 with a margin that covers the rounding of the forward
+pass (``ROUNDOFF`` times the magnitudes involved), which is a float argument, not a proof;
+the result says which check was used.
+
+Example:
+    >>> from relulab import Box, Network
+    >>> net = Network([[[1.0]], [[1.0]]], [[0.0], [1.0]])        # relu(x) + 1
+    >>> terms = [(Box([0.0], [1.0]), np.array([[1e-10]]), np.array([0.0]))]   # 1e-10 y <= 0
+    >>> certify_counterexample(net, np.array([0.0]), terms).ok
+    False
+    >>> terms = [(Box([0.0], [1.0]), np.array([[-1.0]]), np.array([-1.5]))]   # y >= 1.5
+    >>> r = certify_counterexample(net, np.array([0.6]), terms); r.ok, r.output.tolist(), r.check
+    (True, [1.6], 'exact')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..domain import Box
+from ..network import Network
+from ..tolerance import ROUNDOFF
+
+__all__ = ["CounterexampleCheck", "certify_counterexample", "EXACT_RECHECK_MAX_PARAMS"]
+
+# above this many parameters the forward pass in Fractions is too slow for a last check
+EXACT_RECHECK_MAX_PARAMS = 200_000
+# a row margin of at most this is asked of the repair LP (its value is capped there)
+_REPAIR_CAP = 1.0
+
+
+@dataclass(frozen=True)
+class CounterexampleCheck:
+    """The gate's answer: ``ok`` with the point (inside its box) and the outputs there
+    (nearest floats of the exact values), or not ok with the reason."""
+
+    ok: bool
+    x: np.ndarray | None = None
+    output: np.ndarray | None = None
+    check: str = ""          # "exact" or "float64 with rounding margin"
+    reason: str = ""
+
+
+def certify_counterexample(net: Network, x: np.ndarray, terms: list) -> CounterexampleCheck:
+    """Whether ``x`` (or a point of its linear region) is a counterexample of one of
+    ``terms`` (``(box, C, d)``: unsafe when ``x`` in box and ``C f(x) <= d``), checked
+    exactly (see the module docstring)."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    exact = net.n_params <= EXACT_RECHECK_MAX_PARAMS
+    fnet = net.float()
+    enet = net.exact() if exact else None  # once: the conversion costs a pass over the weights
+    worst = np.inf
+    order = sorted(range(len(terms)), key=lambda i: _float_violation(fnet, x, terms[i]))
+    for i in order:
+        box, C, d = terms[i]
+        xc = np.clip(x, box.lo, box.hi)
+        for cand in (xc, _repair(fnet, xc, box, C, d)):
+            if cand is None:
+                continue
+            ok, y, viol = _check(enet, fnet, cand, C, d)
+            if ok:
+                return CounterexampleCheck(True, cand, y, "exact" if exact else
+                                           "float64 with rounding margin")
+            worst = min(worst, viol)
+    return CounterexampleCheck(
+        False, reason=(f"numerical: a candidate counterexample meets the unsafe set only within "
+                       f"float rounding (it misses by {worst:.3g} in {'exact' if exact else 'float64'} "
+                       "arithmetic, also at the point of largest margin in its linear region)"))
+
+
+def _float_violation(fnet: Network, x: np.ndarray, term) -> float:
+    box, C, d = term
+    y = fnet(np.clip(x, box.lo, box.hi)[None])[0]
+    return float(np.max(C @ y - d, initial=-np.inf))
+
+
+def _check(enet: Network | None, fnet: Network, x: np.ndarray, C: np.ndarray,
+           d: np.ndarray) -> tuple[bool, np.ndarray, float]:
+    """(C f(x) <= d holds, the outputs as floats, by how much the worst row misses); in
+    rational arithmetic on ``enet`` when given, else in float64 with a rounding margin."""
+    if enet is not None:
+        y = enet(x[None])[0]
+        lhs = [sum((Fraction(float(c)) * v for c, v in zip(row, y, strict=True)), Fraction(0))
+               for row in np.asarray(C, float)]
+        gaps = [a - Fraction(float(b)) for a, b in zip(lhs, np.asarray(d, float), strict=True)]
+        yf = np.array([_nearest(v) for v in y])
+        worst = max(gaps, default=Fraction(-1))
+        return worst <= 0, yf, float(worst)
+    y = fnet(x[None])[0]
+    margin = ROUNDOFF * (np.abs(C) @ np.abs(y) + np.abs(d) + 1.0)
+    gaps = C @ y - d + margin
+    return bool(np.all(gaps <= 0)), y, float(np.max(gaps, initial=-1.0))
+
+
+def _nearest(v: Fraction) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
+
+
+def _repair(fnet: Network, x: np.ndarray, box: Box, C: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """The point of largest margin ``min_i (d_i - C_i f(z))`` (capped) in the closed
+    linear region of ``x`` within the box: one LP, as f is affine there."""
+    from ..lp import solve
+
+    if C.shape[0] == 0:
+        return None
+    pattern = fnet.activation_pattern(x)
+    A, c = fnet.affine_for_pattern(pattern)
+    G, h = fnet.region_inequalities(pattern) if pattern else (np.zeros((0, x.size)), np.zeros(0))
+    n = x.size
+    rows = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]),
+                      np.hstack([C @ A, np.ones((C.shape[0], 1))])])
+    rhs = np.concatenate([h, d - C @ c])
+    obj = np.zeros(n + 1)
+    obj[-1] = -1.0  # maximise the margin t
+    r = solve(obj, A_ub=rows, b_ub=rhs, lb=np.concatenate([box.lo, [-np.inf]]),
+              ub=np.concatenate([box.hi, [_REPAIR_CAP]]))
+    if r.status != "optimal" or r.x is None or not r.x[-1] > 0:
+        return None
+    return np.clip(r.x[:n], box.lo, box.hi)
