@@ -122,3 +122,38 @@ def test_train_surrogate_bad_input(kw, match):
     X, y, widths, lo, hi = (args.pop(k) for k in ("X", "y", "widths", "lo", "hi"))
     with pytest.raises(RelulabError, match=match):
         train_surrogate(X, y, widths, lo, hi, epochs=args.pop("epochs", 3), **args)
+
+
+def test_certificates_are_relative_to_the_problems_scale():
+    # convex_fit's gap test was an absolute 1e-8: with y and lam scaled by 1e-4 the whole
+    # objective is 1e-8 and the zero network came out a certified global optimum (96% off);
+    # minnorm's was relative to max(1, cost): x of size 1e10 has costs 1e-10, any gap passed
+    from relulab.train import convex_fit, minnorm_classifier, minnorm_interpolant
+
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([0.0, 1.0, 0.0, 1.0])
+    ref = convex_fit(X, y, 0.1)
+    for c in (1e-4, 1e-5):
+        r = convex_fit(X, c * y, 0.1 * c)
+        if r.converged:
+            assert r.objective / c**2 == pytest.approx(ref.objective, rel=1e-6)
+    x0 = X[:, 0]
+    ref_i, ref_c = minnorm_interpolant(x0, y), minnorm_classifier(x0, [1, -1, 1, -1])
+    for s in (1e10, 1e20):
+        r = minnorm_interpolant(x0 * s, y)
+        if r.status == "optimal":
+            assert r.cost * s == pytest.approx(ref_i.cost, rel=1e-6)
+        r = minnorm_classifier(x0 * s, [1, -1, 1, -1])
+        if r.status == "optimal":
+            assert r.cost * s == pytest.approx(ref_c.cost, rel=1e-6)
+
+
+def test_estimator_columns_of_small_spread_are_not_constant():
+    # a spread below an absolute 1e-12 counted as constant: fits of y * 1e-13 came out flat
+    from relulab.estimators._base import standardiser
+
+    A = np.c_[np.linspace(0, 1, 50) * 1e-13, np.full(50, 5.0), np.linspace(-3, 3, 50)]
+    mean, scale = standardiser(A)
+    assert scale[0] == pytest.approx(np.std(A[:, 0]), rel=1e-9)
+    assert scale[1] == 1.0 and mean[1] == 5.0
+    assert scale[2] == pytest.approx(np.std(A[:, 2]), rel=1e-12)

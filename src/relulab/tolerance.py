@@ -66,7 +66,7 @@ MILP_FEAS_TOL = 1e-9
 # ... but never below what float64 resolves on the encoding's rows: this x its largest
 # number (with entries near 1e9 an absolute 1e-9 made HiGHS call feasible pieces infeasible)
 MILP_FEAS_REL = 1e-15
-GAP_TOL = 1e-8  # relative duality gap at which convex training counts as converged
+GAP_TOL = 1e-8  # relative duality gap (to the zero network's objective in convex training, to the cost in minnorm) at which training counts as converged
 IPM_TOL = 1e-10  # stopping tolerance handed to the interior-point solver (Clarabel)
 HUGE_MILP_VALUE = 1e15  # HiGHS fails on models whose bounds reach about this (1e20 is its infinity)
 # primal and dual feasibility of the minimal-norm LPs: their duals certify the lower bound,

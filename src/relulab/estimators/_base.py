@@ -120,6 +120,11 @@ def seed_of(est: Any, random_state: Any) -> int:
 def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Column means and scales (a constant column gets scale 1, so nothing divides by 0).
 
+    Example:
+        >>> m, s = standardiser(np.array([[1e-13, 5.0], [3e-13, 5.0]]))
+        >>> (s / [1e-13, 1.0]).round(6).tolist(), m[1]
+        ([1.0, 1.0], np.float64(5.0))
+
     Each column is divided by its largest absolute value first, so the sum of squares
     cannot overflow for any finite column (``A.std()`` overflows above about 1e154).
     """
@@ -128,7 +133,9 @@ def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     B = A / top
     mean = B.mean(axis=0) * top
     scale = B.std(axis=0) * top
-    scale = np.where(scale > ROUNDOFF * (1 + np.abs(mean)), scale, 1.0)
+    # constant up to rounding relative to the column's own size (an absolute floor treated
+    # a column of spread 1e-13 as constant: its fit came out constant)
+    scale = np.where(scale > ROUNDOFF * top, scale, 1.0)
     return mean, scale
 
 

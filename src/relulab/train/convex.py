@@ -425,7 +425,8 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
             general-position data with few enough patterns), all are used and
             ``global_optimum`` can be True; else a sample.
         bias: hidden biases (penalised) via an appended column of ones.
-        gap_tol: stop when the certified duality gap is at most this.
+        gap_tol: stop when the certified duality gap is at most this times the zero
+            network's objective ``(1/2)|y|^2`` (the problem's scale).
         patterns: optional ``(masks (n, P), gates (P, d~))`` to use instead of sampling.
         solver: ``"ipm"`` (default): the second-order cone program solved by Clarabel's
             interior-point method, then polished on its active face; robust, and fast up
@@ -505,6 +506,7 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
 
     Z0 = np.zeros((2, P, d))
     p0, d0 = dual_gap(Z0)
+    gap_tol = gap_tol * p0  # relative to (1/2)|y|^2: scale-free (see gated_fit)
     if p0 - d0 <= gap_tol:
         # lam at or beyond the collapse threshold (every dual constraint holds at rho = y):
         # the zero network is optimal, certified by the same gap (no solver run, and no
@@ -1066,6 +1068,10 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
             nonzeros > max(0.0, deadline - time.perf_counter()) * _IPM_NONZEROS_PER_S:
         solver = "fista"
     p0, d0 = dual_gap(np.zeros((P, d)))
+    # relative to (1/2)|y|^2: an absolute 1e-8 certified the zero network as optimal for
+    # targets of size 1e-4, whose whole objective is 1e-8 (scaling y and lam by c scales
+    # every objective by c^2, so the certificate must too)
+    gap_tol = gap_tol * p0
     if p0 - d0 <= gap_tol:  # beyond the collapse threshold: zero is optimal (see convex_fit)
         W, it, conv = np.zeros((P, d)), 0, True
     elif solver == "ipm":

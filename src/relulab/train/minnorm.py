@@ -142,6 +142,20 @@ def _prep(x: Any, y: Any, task: str) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def _relative_gap(cost: float, lower: float) -> float:
+    """``(cost - lower) / cost``: relative to the cost itself (relative to max(1, cost) it
+    was absolute for costs below 1, and x of size 1e10 has costs of 1e-10, so any gap
+    passed).
+
+    Example:
+        >>> _relative_gap(2e-10, 1e-10), _relative_gap(0.0, 0.0), _relative_gap(4.0, 4.0)
+        (0.5, 0.0, 0.0)
+    """
+    if cost <= 0:
+        return 0.0 if lower >= cost else float("inf")
+    return max(cost - lower, 0.0) / cost
+
+
 def _weight(t: np.ndarray, bias: str) -> np.ndarray:
     t = np.asarray(t, dtype=np.float64)
     return np.ones_like(t) if bias == "free" else np.sqrt(1.0 + t * t)
@@ -369,7 +383,7 @@ class MinNormResult:
     which kinks could sit anywhere).  Neither bias setting guarantees uniqueness.
 
     ``status`` is ``"optimal"`` when the certified relative gap
-    ``(cost - lower_bound) / max(1, cost)`` is at most ``GAP_TOL``; otherwise
+    ``(cost - lower_bound) / cost`` is at most ``GAP_TOL``; otherwise
     ``"time_limit"`` or ``"stalled"`` (column generation stopped improving, or hit its
     iteration cap), and ``partial`` is True: ``cost`` is the cost of the returned network
     (an upper bound) and ``lower_bound`` is still certified.
@@ -599,7 +613,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         ratio, adds = _max_violation(x, m, bias, skip)
         # every round's scaled dual is feasible: its value is a certified lower bound
         best_lower = max(best_lower, float(m @ y) / max(1.0, ratio))
-        gap = (out.value - best_lower) / max(1.0, out.value)  # y at scale 1: the floor is relative
+        gap = _relative_gap(out.value, best_lower)
         gaps.append(gap)
         if not adds or gap <= GAP_TOL:
             break
@@ -645,7 +659,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     # merging never raises the cost; the LP value is the certified upper bound otherwise
     cost = min(cost, value)
     lower = min(lower, cost)
-    status = "optimal" if (cost - lower) <= GAP_TOL * max(1.0, cost) else stop
+    status = "optimal" if _relative_gap(cost, lower) <= GAP_TOL else stop
     opt_set = None
     if bias == "free" and describe and not late():
         opt_set = _describe_free(x, y, skip, task, value, deadline)
