@@ -308,3 +308,16 @@ def test_extreme_data_get_a_true_error_not_infeasible():
     assert "cannot be met" not in str(e.value) and "can always be met" in str(e.value)
     r = minnorm_interpolant([0.0, 1.0], [1.0, 0.0])  # ordinary data still fit
     assert r.network([[0.0], [1.0]]).ravel().tolist() == pytest.approx([1.0, 0.0])
+
+
+def test_penalised_fit_of_huge_x_says_what_failed():
+    # x up to 3e20 (below the 1e150 limit) ended in "representation-cost LP ended with
+    # status error", naming neither cause nor fix
+    from relulab.train.minnorm import MinNormError
+
+    try:
+        r = minnorm_interpolant([0.0, 1e20, 2e20, 3e20], [0.0, 1.0, 0.0, 1.0], bias="penalized")
+    except MinNormError as e:
+        assert "numerical failure" in str(e) and "rescale x" in str(e)
+    else:  # solved after all: then its certificate must hold up
+        assert r.status in ("optimal", "stalled", "time_limit") and r.lower_bound <= r.cost

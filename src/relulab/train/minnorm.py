@@ -541,8 +541,11 @@ def function_cost(net: Network, bias: str = "free", skip: bool = False) -> float
     if m == 0.0:
         return 0.0
     r = solve(cvec, A_eq=A_eq, b_eq=b_eq / m, lb=np.zeros(4 * K))
-    if not r.ok:
-        raise MinNormError(f"representation-cost LP ended with status {r.status}")
+    if not r.ok:  # always feasible (every jump split as it is): a numerical failure
+        raise MinNormError(
+            f"the representation-cost LP ended with status {r.status}, a numerical failure: "
+            f"kinks from {float(tt.min()):.3g} to {float(tt.max()):.3g} give weights sqrt(1 + t^2) "
+            "spanning too many orders of magnitude for HiGHS; rescale x")
     return float(r.objective) * m
 
 
