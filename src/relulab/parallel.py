@@ -108,7 +108,7 @@ def start_ray(address: str | None = None, workers: int | None = None,
         >>> start_ray(workers=0)
         Traceback (most recent call last):
         ...
-        relulab.errors.RelulabError: start_ray: workers must be at least 1, got 0
+        relulab.errors.RelulabError: start_ray: workers must be between 1 and 1024, got 0
         >>> import ray                                            # doctest: +SKIP
         >>> start_ray(workers=2, preload=("relulab.verify",))     # doctest: +SKIP
         3.1
