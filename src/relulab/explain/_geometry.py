@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bounds import float_layers
 from ..lp import INF, LPModel, chebyshev_center
 from ..network import Network
 from ..tolerance import FEAS_TOL, MIN_RADIUS, TINY
@@ -18,25 +17,6 @@ HULL_REL_TOL = 1e-9  # tol: relative volume mismatch of a hull and a union
 SHORT_EDGE = 1e-9  # tol: shorter hull edges are two copies of one vertex
 # A constraint row with a smaller norm is a zero row (rounding of cancelled weights).
 ZERO_ROW = 1e-14  # tol: norm of a row that is zero but for float rounding
-
-
-def preact_maps(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Every hidden pre-activation as an affine function ``M x + m`` of the input on the
-    region of ``pattern`` (rows in layer order)."""
-    Ws, bs, _ = float_layers(net)
-    d = Ws[0].shape[1]
-    A, c = np.eye(d), np.zeros(d)
-    Ms, ms = [], []
-    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
-        Z, z = W @ A, W @ c + b
-        Ms.append(Z)
-        ms.append(z)
-        p = np.asarray(pattern[k], dtype=bool)
-        A = np.where(p[:, None], Z, 0.0)
-        c = np.where(p, z, 0.0)
-    if not Ms:
-        return np.zeros((0, d)), np.zeros(0)
-    return np.vstack(Ms), np.concatenate(ms)
 
 
 def split_pattern(net: Network, flat: np.ndarray) -> list[np.ndarray]:
@@ -52,10 +32,8 @@ def pattern_hrep(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, n
     """``(G, h)``: the region ``G x <= h`` of ``pattern``, one row per hidden neuron
     (active: ``z >= 0``; inactive: ``z <= 0``), rows scaled to unit norm (a neuron
     constant on the input gets a zero row, ``0 <= h``)."""
-    M, m = preact_maps(net, pattern)
-    s = np.where(np.concatenate([np.asarray(p, bool) for p in pattern]) if len(pattern) else
-                 np.zeros(0, bool), -1.0, 1.0)
-    G, h = s[:, None] * M, -s * m
+    G, h = net.float().region_inequalities(pattern)
+    G, h = np.array(G, dtype=float), np.array(h, dtype=float)
     nrm = np.linalg.norm(G, axis=1)
     ok = nrm > 0
     G[ok] /= nrm[ok, None]
