@@ -32,7 +32,7 @@ import numpy as np
 from .errors import RelulabError
 from .tolerance import ROUNDOFF, or_default
 
-__all__ = ["Network", "NetworkError", "relu"]
+__all__ = ["Network", "NetworkError", "relu", "nearest_float"]
 
 
 class NetworkError(RelulabError):
@@ -82,6 +82,20 @@ def _to_fraction_array(a: ArrayLike, what: str = "") -> np.ndarray:
 def _freeze(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
+
+
+def nearest_float(v: Any) -> float:
+    """The float64 nearest to a number (an exact Fraction output, say); beyond float64's
+    range, an infinity of its sign instead of an OverflowError.
+
+    Example:
+        >>> nearest_float(Fraction(1, 3)), nearest_float(Fraction(-(10 ** 400)))
+        (0.3333333333333333, -inf)
+    """
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
 
 
 def relu(z: np.ndarray) -> np.ndarray:

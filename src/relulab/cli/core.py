@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import RelulabError
-from ..network import Network
+from ..network import Network, nearest_float
 from ._common import (
     JSON_OPT,
     console,
@@ -158,16 +158,9 @@ def _evaluate(net, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
     if rows.size:
         ex = net.exact()
         Xe = X[rows]
-        Y[rows] = [[_nearest_float(v) for v in r] for r in ex(Xe)]
+        Y[rows] = [[nearest_float(v) for v in r] for r in ex(Xe)]
         active[rows] = ex.pattern_vector(Xe).sum(axis=1) if net.n_neurons else 0
     return Y, active, [int(r) for r in rows]
-
-
-def _nearest_float(v) -> float:
-    try:
-        return float(v)
-    except OverflowError:  # beyond float64: shown as inf, its sign kept
-        return float("inf") if v > 0 else float("-inf")
 
 
 def _fmt(v: np.ndarray) -> str:

@@ -32,10 +32,10 @@ from fractions import Fraction
 import numpy as np
 
 from ..domain import Box
-from ..network import Network
+from ..network import Network, nearest_float
 from ..tolerance import ROUNDOFF
 
-__all__ = ["CounterexampleCheck", "certify_counterexample", "EXACT_RECHECK_MAX_PARAMS"]
+__all__ = ["CounterexampleCheck", "certify_counterexample", "float_unsafe", "EXACT_RECHECK_MAX_PARAMS"]
 
 # above this many parameters the forward pass in Fractions is too slow for a last check
 EXACT_RECHECK_MAX_PARAMS = 200_000
@@ -97,20 +97,25 @@ def _check(enet: Network | None, fnet: Network, x: np.ndarray, C: np.ndarray,
         lhs = [sum((Fraction(float(c)) * v for c, v in zip(row, y, strict=True)), Fraction(0))
                for row in np.asarray(C, float)]
         gaps = [a - Fraction(float(b)) for a, b in zip(lhs, np.asarray(d, float), strict=True)]
-        yf = np.array([_nearest(v) for v in y])
+        yf = np.array([nearest_float(v) for v in y])
         worst = max(gaps, default=Fraction(-1))
         return worst <= 0, yf, float(worst)
     y = fnet(x[None])[0]
-    margin = ROUNDOFF * (np.abs(C) @ np.abs(y) + np.abs(d) + 1.0)
-    gaps = C @ y - d + margin
-    return bool(np.all(gaps <= 0)), y, float(np.max(gaps, initial=-1.0))
+    ok, worst = float_unsafe(y, C, d)
+    return ok, y, worst
 
 
-def _nearest(v: Fraction) -> float:
-    try:
-        return float(v)
-    except OverflowError:
-        return float("inf") if v > 0 else float("-inf")
+def float_unsafe(y: np.ndarray, C: np.ndarray, d: np.ndarray) -> tuple[bool, float]:
+    """Whether float64 outputs ``y`` satisfy ``C y <= d`` with a margin covering the
+    rounding of a forward pass (``ROUNDOFF`` times the magnitudes involved), and by how
+    much the worst row misses (<= 0: it does not).
+
+    Example:
+        >>> float_unsafe(np.array([2.0]), np.array([[-1.0]]), np.array([-1.5]))[0]
+        True
+    """
+    gaps = C @ y - d + ROUNDOFF * (np.abs(C) @ np.abs(y) + np.abs(d) + 1.0)
+    return bool(np.all(gaps <= 0)), float(np.max(gaps, initial=-1.0))
 
 
 def _repair(fnet: Network, x: np.ndarray, box: Box, C: np.ndarray, d: np.ndarray) -> np.ndarray | None:

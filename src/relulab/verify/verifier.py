@@ -61,8 +61,7 @@ from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
 from ..spec import Property, SpecError, Specification
-from ..tolerance import ROUNDOFF
-from ._counterexample import CounterexampleCheck, certify_counterexample
+from ._counterexample import CounterexampleCheck, certify_counterexample, float_unsafe
 from ._threads import single_threaded_blas
 from .attack import attack_terms, recheck
 from .bab import AttackSchedule, decide_terms
@@ -450,7 +449,7 @@ def _structured_check(model, x, terms) -> CounterexampleCheck:
     for box, C, dv in terms:
         xc = np.clip(x, box.lo, box.hi)
         y = np.asarray(model.forward(xc[None])[0], dtype=np.float64).reshape(-1)
-        if np.all(C @ y - dv + ROUNDOFF * (np.abs(C) @ np.abs(y) + np.abs(dv) + 1.0) <= 0):
+        if float_unsafe(y, C, dv)[0]:
             return CounterexampleCheck(True, xc, y, "float64 with rounding margin")
     return CounterexampleCheck(False, reason="numerical: a candidate counterexample meets the unsafe "
                                              "set only within float rounding")
