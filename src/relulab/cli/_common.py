@@ -133,7 +133,6 @@ def reflow_help(doc: str) -> str:
         'First line goes on.\n\nExample: relulab x\n- a\n- b'
     """
     import inspect
-    import re
 
     out = []
     for para in re.split(r"\n\s*\n", inspect.cleandoc(doc)):

@@ -26,8 +26,8 @@ __all__ = ["register", "tour", "read_csv"]
 
 def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Read a numeric CSV (an optional header line of names, after any ``#`` comments): all
-    columns but the last are inputs, the last is the target.  Errors name the file, line and column; ``example:NAME`` names a
-    shipped data file."""
+    columns but the last are inputs, the last is the target.  Errors name the file, line
+    and column; ``example:NAME`` names a shipped data file."""
     text = read_text_arg(path, "a CSV text file").removeprefix("\ufeff")  # a byte-order mark
     rows = []
     header_allowed = True  # on the first line that is neither blank nor a comment

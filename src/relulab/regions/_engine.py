@@ -568,7 +568,6 @@ def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float)
                     f"points of norm {radius:.3g}; weights up to "
                     f"{max(float(np.abs(V).max()) for V in Ws):.3g}): rescale the network (a "
                     "positive scale of a layer leaves its regions unchanged) or the domain")
-            reach = np.maximum(reach, 0.0)
 
 
 def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:
