@@ -220,6 +220,9 @@ def test_syntax_errors(text: str, match: str) -> None:
         ("(assert (<= (ite true Y_0 X_0) 1))", r"6:14: unsupported operator 'ite'"),
         ("(push 1)", r"6:2: unsupported command 'push'"),
         ("(declare-const Z Real)", r"6:16: unsupported variable name 'Z'"),
+        # a leading zero would silently make X_00 the same variable as X_0
+        ("(declare-const X_03 Real)", r"6:16: unsupported variable name 'X_03'"),
+        ("(assert (<= Y_00 0))", r"6:13: expected a number or a variable X_i / Y_j, found 'Y_00'"),
         ("(declare-const X_3 Int)", r"6:20: unsupported sort"),
         ("(declare-const Y_0 Real)", r"6:16: Y_0 is declared twice"),
     ],

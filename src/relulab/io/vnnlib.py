@@ -95,7 +95,7 @@ _TOKEN = re.compile(
     re.X | re.S,
 )
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_VAR = re.compile(r"([XY])_(\d+)\Z")
+_VAR = re.compile(r"([XY])_(0|[1-9]\d*)\Z")
 _IGNORED = {"set-logic", "set-info", "set-option", "check-sat", "get-model", "exit"}
 _COMPARE = {"<=", ">=", "<", ">", "="}
 
