@@ -11,9 +11,21 @@ import numpy as np
 import typer
 
 from ..errors import RelulabError
-from ._common import JSON_OPT, check_output_targets, console, parse_floats, print_json
+from ._common import (
+    JSON_OPT,
+    check_output_targets,
+    check_seconds,
+    console,
+    parse_floats,
+    print_json,
+)
 
 __all__ = ["register", "tour"]
+
+
+#: relative fall of the epoch loss over the last 10 epochs above which a fit is reported
+#: as not settled
+UNSETTLED_DROP = 0.01
 
 
 def _widths(text: str) -> tuple[int, ...]:
@@ -64,6 +76,8 @@ def fit_quantile_cmd(
                                   "in response units."),
     epochs: int = typer.Option(200, "--epochs", help="Training epochs (minibatch Adam)."),
     seed: int = typer.Option(0, "--seed", help="Random seed (initial weights, minibatches)."),
+    time_limit: float = typer.Option(None, "--time-limit", help="Seconds of training at most; a fit "
+                                     "stopped by it keeps the weights reached (stopped: time_limit)."),
     save: str = typer.Option(None, "--save", help="Save network_ (.npz/.onnx/...)."),
     plot: str = typer.Option(None, "--plot", help="PNG of the quantile curves (one input column)."),
     json_out: bool = JSON_OPT,
@@ -72,16 +86,19 @@ def fit_quantile_cmd(
 
     The saved network is the fitted model: predict evaluates this same network, whose
     quantiles cannot cross by construction, so every relulab command applies to it.
+    Training is a local method: the output says why it stopped, and warns when the loss
+    was still falling by more than 1% over the last 10 epochs (raise --epochs).
 
     Example: relulab fit-quantile data.csv --quantiles 0.05,0.95 --epochs 100 --save q.npz
     """
-    from ..estimators import QuantileNetRegressor
+    from ..estimators import QuantileNetRegressor, recent_drop
     from ..estimators.quantile import check_quantiles
     from .train import read_csv
 
     taus = tuple(check_quantiles(parse_floats(quantiles, "--quantiles"), "--quantiles")[0].tolist())
     widths, bw = _widths(hidden), _bandwidth(bandwidth)
     _check_options(loss, kernel, epochs, seed)
+    time_limit = check_seconds(time_limit, "--time-limit")
     X, y = read_csv(data)
     if X.shape[0] < 2:
         raise RelulabError(f"{data}: {X.shape[0]} data row(s); a quantile fit needs at least 2")
@@ -89,7 +106,7 @@ def fit_quantile_cmd(
         raise RelulabError(f"--plot: needs one input column, the data has {X.shape[1]}")
     check_output_targets(save, plot)
     m = QuantileNetRegressor(quantiles=taus, hidden=widths, loss=loss, kernel=kernel, bandwidth=bw,
-                             epochs=epochs, random_state=seed).fit(X, y)
+                             epochs=epochs, random_state=seed, time_limit=time_limit).fit(X, y)
     q = m.predict(X)
     below = (y[:, None] <= q).mean(axis=0)
     if save:
@@ -100,6 +117,7 @@ def fit_quantile_cmd(
         _plot(m, X, y, plot)
     out = {"data": data, "n": int(X.shape[0]), "d": int(X.shape[1]), "quantiles": m.quantiles_,
            "loss": loss, "kernel": kernel, "bandwidth": m.bandwidth_, "epochs_run": m.n_iter_,
+           "stopped": m.stopped_, "loss_drop_last_10_epochs": recent_drop(m.loss_curve_, 10),
            "mean_check_loss": -m.score(X, y), "fraction_below": below, "network": repr(m.network_),
            "widths": m.network_.widths, "saved": save}
     if json_out:
@@ -107,6 +125,13 @@ def fit_quantile_cmd(
         return
     console.print(f"{loss} quantile network {m.network_!r} on {X.shape[0]} rows, {m.n_iter_} epochs; "
                   f"mean training check loss {out['mean_check_loss']:.6g}")
+    if m.stopped_ == "time_limit":
+        console.print(f"  [yellow]stopped by --time-limit {time_limit:g} after {m.n_iter_} epoch(s): "
+                      "partial training[/yellow]")
+    if out["loss_drop_last_10_epochs"] > UNSETTLED_DROP:
+        console.print(f"  [yellow]not settled: the training loss fell by "
+                      f"{100 * out['loss_drop_last_10_epochs']:.2g}% over the last 10 epochs; "
+                      "more --epochs may fit better[/yellow]")
     for t, h, b in zip(m.quantiles_, m.bandwidth_, below, strict=True):
         console.print(f"  level {t:g}: bandwidth {h:.4g}, fraction of y below the fit {b:.3f}")
     if save:

@@ -8,6 +8,7 @@
   with infinitesimal-jackknife intervals (:func:`ij_variance`).
 * :class:`SmoothNetRegressor`: ReLU or smooth (softplus, GELU, SiLU) networks under the
   squared, Huber, quantile or logistic loss.
+* :func:`recent_drop`: how far a loss curve was from settled at its end.
 * :mod:`.kernels`: the check loss, its closed-form smoothed versions for five kernels,
   and the conquer bandwidth rule.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._torch import recent_drop
 from .jackknife import ij_variance
 from .kernels import KERNELS, check_loss, conquer_bandwidth, smoothed_check_loss
 
@@ -41,6 +43,7 @@ __all__ = [
     "smoothed_check_loss",
     "conquer_bandwidth",
     "KERNELS",
+    "recent_drop",
 ]
 
 # the estimator classes subclass scikit-learn's BaseEstimator, so they load on first use

@@ -178,6 +178,17 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
                 f"{_where(self, 'fit')}: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if not (isinstance(self.tol, numbers.Real) and np.isfinite(self.tol)):
             raise EstimatorInputError(f"{_where(self, 'fit')}: tol must be a finite number, got {self.tol!r}")
+        if self.time_limit is not None:
+            check_positive(self, "time_limit", self.time_limit)
+
+    def _record(self, log: _torch.TrainLog) -> None:
+        """Keep how training went: ``loss_curve_``, ``n_iter_`` (epochs run, the last one
+        perhaps cut short by the time limit), ``converged_`` (stopped by the ``tol`` rule)
+        and ``stopped_`` (``"converged"``, ``"epochs"`` or ``"time_limit"``)."""
+        self.loss_curve_ = log.loss_curve
+        self.n_iter_ = log.n_epochs
+        self.converged_ = log.converged
+        self.stopped_ = log.stopped
 
     def _train(
         self,
@@ -204,7 +215,7 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
             torch, model.parameters(), model, objective, Xs, Ys, weights,
             epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
             weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
-            seed=seed + 1,
+            seed=seed + 1, time_limit=self.time_limit,
         )
         check_trained(self, log)
         # predict and network_ both compute in float64 with the trained (float32) numbers

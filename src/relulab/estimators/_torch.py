@@ -10,6 +10,7 @@ returns a :class:`~relulab.Network` that computes the fitted function of the raw
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,12 +83,34 @@ def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activati
 @dataclass
 class TrainLog:
     """What a training run did: mean training loss per epoch, whether it stopped early, and
-    the epoch (from 1) at which the loss or the weights stopped being finite (``None``: never)."""
+    the epoch (from 1) at which the loss or the weights stopped being finite (``None``: never).
+
+    ``stopped`` says why it ended: ``"converged"`` (the ``tol`` rule), ``"epochs"`` (all
+    epochs run), ``"time_limit"`` (the last epoch may be cut short; its loss is the mean
+    over the rows it reached) or ``"diverged"``.
+    """
 
     loss_curve: list[float]
     n_epochs: int
     converged: bool
     diverged_at: int | None = None
+    stopped: str = "epochs"
+
+
+def recent_drop(loss_curve: Sequence[float], epochs: int = 10) -> float:
+    """The relative fall of the epoch loss over the last ``epochs`` epochs (0 with fewer
+    than two epochs): how far from settled a run that was not stopped by ``tol`` is.
+
+    Example:
+        >>> recent_drop([4.0, 2.0, 1.0], epochs=2)
+        0.75
+    """
+    c = list(loss_curve)
+    k = min(int(epochs), len(c) - 1)
+    if k < 1:
+        return 0.0
+    before = c[-k - 1]
+    return float((before - c[-1]) / abs(before)) if before != 0 else 0.0
 
 
 def _all_finite(torch: Any, params: list[Any]) -> bool:
@@ -142,6 +165,7 @@ def train(
     tol: float,
     n_iter_no_change: int,
     seed: int,
+    time_limit: float | None = None,
 ) -> TrainLog:
     """Minibatch Adam on ``sum_b mean_i w_bi * objective(forward(X_i), Y_i)``.
 
@@ -152,7 +176,8 @@ def train(
     the same minibatches.  Training stops when the epoch's mean loss has not improved by
     ``tol`` for ``n_iter_no_change`` epochs in a row (scikit-learn's MLP rule); ``tol <= 0``
     trains all ``epochs``.  Training stops at the first epoch whose mean loss or weights are
-    not finite (a diverged run) and records it in ``TrainLog.diverged_at``.
+    not finite (a diverged run) and records it in ``TrainLog.diverged_at``.  With
+    ``time_limit`` (seconds) it stops after the first minibatch that ends past the limit.
     """
     n = X.shape[0]
     dt = np.float32 if TRAIN_DTYPE(torch) == torch.float32 else np.float64
@@ -171,9 +196,11 @@ def train(
     rng = np.random.default_rng(seed)
     curve: list[float] = []
     best, stall, converged, diverged = np.inf, 0, False, None
+    deadline = None if time_limit is None else time.monotonic() + float(time_limit)
+    out_of_time = False
     for epoch in range(1, int(epochs) + 1):
         perm = torch.from_numpy(rng.permutation(n))
-        total = 0.0
+        total, rows = 0.0, 0
         for start in range(0, n, bs):
             idx = perm[start : start + bs]
             per_row = objective(forward(Xt[idx]), Yt[idx], idx)
@@ -184,10 +211,16 @@ def train(
             loss.backward()
             opt.step()
             total += float(loss.detach()) * len(idx)
+            rows += len(idx)
+            if deadline is not None and time.monotonic() > deadline:
+                out_of_time = True
+                break
         members = 1 if per_row.ndim == 1 else per_row.shape[0]
-        curve.append(total / n / members)
+        curve.append(total / rows / members)
         if not (np.isfinite(curve[-1]) and _all_finite(torch, params)):
             diverged = epoch
+            break
+        if out_of_time:
             break
         if tol > 0:
             if curve[-1] > best - tol:
@@ -198,7 +231,9 @@ def train(
             if stall >= n_iter_no_change:
                 converged = True
                 break
-    return TrainLog(curve, len(curve), converged, diverged)
+    stopped = ("diverged" if diverged is not None else "converged" if converged
+               else "time_limit" if out_of_time else "epochs")
+    return TrainLog(curve, len(curve), converged, diverged, stopped)
 
 
 def predict_raw(torch: Any, model: Any, X: np.ndarray) -> np.ndarray:

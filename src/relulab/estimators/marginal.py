@@ -114,13 +114,13 @@ class MarginalNetRegressor(NetEstimatorBase):
         subsample_fraction: fraction of units in a subsample.
         cluster_weights: ``"unit"`` (``1/m_i`` per measurement) or ``"obs"`` (1).
         epochs, batch_size, learning_rate, weight_decay, tol, n_iter_no_change,
-        random_state: as for :class:`QuantileNetRegressor`.
+        random_state, time_limit: as for :class:`QuantileNetRegressor`.
 
     Attributes:
         units_ (unit labels), counts_ ``(B, n_units)`` resampling counts, networks_ (one
         relulab :class:`~relulab.Network` per member computing its linear predictor of
         the raw input), unit_weights_, family_, loss_curve_, n_iter_, converged_,
-        n_features_in_.
+        stopped_, n_features_in_.
 
     ``predict`` returns the marginal mean ``g^{-1}(mean_b f_b(x))``; ``score`` is R^2 of
     the mean (scikit-learn's default).
@@ -152,6 +152,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         tol: float = 0.0,
         n_iter_no_change: int = 10,
         random_state: Any = None,
+        time_limit: float | None = None,
     ) -> None:
         self.family = family
         self.hidden = hidden
@@ -166,6 +167,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
+        self.time_limit = time_limit
 
     def _draw_counts(self, rng: np.random.Generator, n_units: int) -> tuple[np.ndarray, int | None]:
         B = self.n_estimators
@@ -230,13 +232,11 @@ class MarginalNetRegressor(NetEstimatorBase):
                 torch, params, lambda Z: _torch.ensemble_forward(torch, params, Z), objective, Xs, Ys, row_w,
                 epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
                 weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
-                seed=int(rng.integers(2**31 - 1)),
+                seed=int(rng.integers(2**31 - 1)), time_limit=self.time_limit,
             )
         check_trained(self, log)
         self.family_ = family
-        self.loss_curve_ = log.loss_curve
-        self.n_iter_ = log.n_epochs
-        self.converged_ = log.converged
+        self._record(log)
         out_map = (np.array([[self.y_scale_]]), np.array([self.y_mean_]))
         arrays = [p.detach().numpy() for p in params]
         self.networks_: list[Network] = []

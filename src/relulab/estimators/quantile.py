@@ -92,11 +92,14 @@ class QuantileNetRegressor(NetEstimatorBase):
         tol, n_iter_no_change: stop when the epoch loss has not improved by ``tol`` for
             ``n_iter_no_change`` epochs (``tol=0`` trains all epochs).
         random_state: seed for initial weights and minibatch order.
+        time_limit: seconds of training at most (``None``: no limit); a fit stopped by it
+            keeps the weights reached and says so in ``stopped_``.
 
     Attributes:
         quantiles_, bandwidth_ (response units, one per level; 0 for pinball),
         network_ (a relulab :class:`~relulab.Network`; ``predict`` evaluates it),
-        loss_curve_, n_iter_ (epochs run), n_features_in_.
+        loss_curve_, n_iter_ (epochs run), converged_ (stopped by the ``tol`` rule),
+        stopped_ (``"converged"``, ``"epochs"`` or ``"time_limit"``), n_features_in_.
 
     ``score`` is the *negative* mean check loss (greater is better, as scikit-learn's
     model selection expects).
@@ -128,6 +131,7 @@ class QuantileNetRegressor(NetEstimatorBase):
         tol: float = 0.0,
         n_iter_no_change: int = 10,
         random_state: Any = None,
+        time_limit: float | None = None,
     ) -> None:
         self.quantiles = quantiles
         self.hidden = hidden
@@ -142,6 +146,7 @@ class QuantileNetRegressor(NetEstimatorBase):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
+        self.time_limit = time_limit
 
     # ------------------------------------------------------------------ fit
     def _bandwidths(self, taus: np.ndarray, n: int, d: int, y_scale: float) -> np.ndarray:
@@ -209,9 +214,7 @@ class QuantileNetRegressor(NetEstimatorBase):
             self._model, log = self._train(torch, Xs, Ys, objective, K, "relu", seed, out_bias=start,
                                            zero_rows=zero_rows)
         self._head = head
-        self.loss_curve_ = log.loss_curve
-        self.n_iter_ = log.n_epochs
-        self.converged_ = log.converged
+        self._record(log)
         self.network_ = self._export()
         return self
 

@@ -44,11 +44,11 @@ class SmoothNetRegressor(NetEstimatorBase):
             response units), ``"quantile"`` (check loss at level ``quantile``) or
             ``"logistic"`` (``y`` in [0, 1]; ``predict`` gives the probability).
         hidden, epochs, batch_size, learning_rate, weight_decay, tol, n_iter_no_change,
-        random_state: as for :class:`QuantileNetRegressor`.
+        random_state, time_limit: as for :class:`QuantileNetRegressor`.
 
     Attributes:
         network_ (only for ``activation="relu"``; ``predict`` then evaluates it), loss_,
-        loss_curve_, n_iter_, converged_, n_features_in_.
+        loss_curve_, n_iter_, converged_, stopped_, n_features_in_.
 
     Example:
         >>> import numpy as np
@@ -75,6 +75,7 @@ class SmoothNetRegressor(NetEstimatorBase):
         tol: float = 0.0,
         n_iter_no_change: int = 10,
         random_state: Any = None,
+        time_limit: float | None = None,
     ) -> None:
         self.activation = activation
         self.loss = loss
@@ -88,6 +89,7 @@ class SmoothNetRegressor(NetEstimatorBase):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
+        self.time_limit = time_limit
 
     def fit(self, X: Any, y: Any) -> SmoothNetRegressor:
         """Fit the network on ``X`` (n, d) and ``y`` (n,)."""
@@ -139,9 +141,7 @@ class SmoothNetRegressor(NetEstimatorBase):
                 torch, Xs, Ys, objective, 1, act, seed, out_bias=np.array([start])
             )
         self.loss_ = loss
-        self.loss_curve_ = log.loss_curve
-        self.n_iter_ = log.n_epochs
-        self.converged_ = log.converged
+        self._record(log)
         if act == "relu":
             out_map = (np.array([[self.y_scale_]]), np.array([self.y_mean_]))
             self.network_ = _torch.export_network(
