@@ -711,3 +711,18 @@ def test_any_topological_node_order_reads_like_onnxruntime(case):
     sess = ort.InferenceSession(m.SerializeToString())
     ref = np.vstack([sess.run(None, {"x": X[i:i + 1]})[0] for i in range(len(X))])
     assert np.allclose(net(X), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_load_onnx_refuses_a_reading_that_disagrees_with_onnxruntime(tmp_path: Path, monkeypatch) -> None:
+    # defence in depth: each operator is read by hand; a misread one must be refused at
+    # load time, naming the file, not answered for as another function
+    pytest.importorskip("onnxruntime")
+    import relulab.io.onnx as io_onnx
+
+    net = Network([[[1.0, -1.0], [2.0, 1.0]], [[1.0, -3.0]]], [[0.5, -0.5], [0.0]])
+    p = tmp_path / "n.onnx"
+    save_onnx(net, p)
+    assert load_onnx(p) == net
+    monkeypatch.setitem(io_onnx._HANDLERS, "Relu", io_onnx._HANDLERS["Identity"])   # a "misread" Relu
+    with pytest.raises(FormatError, match=f"^{re.escape(str(p))}: relulab's reading of the model disagrees"):
+        load_onnx(p)

@@ -49,3 +49,19 @@ def test_verify_falls_back_to_the_dense_network(name, tmp_path):
             x = np.asarray(r.counterexample, np.float32).reshape(1, 1, 5, 5)
             assert np.all(r.counterexample >= lo) and np.all(r.counterexample <= hi)
             assert sess.run(None, {"x": x})[0][0, 0] >= t - 1e-5
+
+
+def test_a_model_neither_reader_takes_is_refused_naming_the_file(tmp_path):
+    # the structured reader's error named the node but not the model file
+    from onnx import helper, numpy_helper
+
+    from relulab.errors import FormatError
+
+    W = np.full((2, 1, 2, 2), np.nan, np.float32)
+    g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"], name="c")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 1, 3, 3])],
+                          [helper.make_tensor_value_info("y", 1, [1, 2, 2, 2])], [numpy_helper.from_array(W, "W")])
+    path = tmp_path / "nan_conv.onnx"
+    path.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    with pytest.raises(FormatError, match=f"^{path}: node 'c' \\(Conv\\)"):
+        load_for_verify(str(path))

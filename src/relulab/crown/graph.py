@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
+from ..errors import FormatError, require
 from ..network import Network
 from .builder import GraphBuilder, GraphError, Node
 from .ops import Linear, Relu, numel
@@ -262,10 +262,17 @@ class BoundGraph:
             >>> BoundGraph.from_onnx(p).forward([[-2.0]]).tolist()
             [[2.0]]
         """
+        from ..io.onnx import crosscheck_onnxruntime
         from .onnx_import import read_onnx
 
         b, out, proto = read_onnx(model)
-        return BoundGraph(b.finish(out), b.input, out, proto)
+        graph = BoundGraph(b.finish(out), b.input, out, proto)
+        where = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "from_onnx"
+        try:
+            crosscheck_onnxruntime(proto, graph.forward, where)
+        except FormatError as e:   # as the reader's own errors: a GraphError
+            raise GraphError(str(e)) from None
+        return graph
 
     @classmethod
     def from_torch(cls, module: Any, input_shape: tuple[int, ...]) -> BoundGraph:

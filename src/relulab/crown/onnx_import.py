@@ -276,7 +276,11 @@ class _Reader:
         return [self.add(Transpose(tuple(p - 1 for p in perm[1:])), [a])]
 
     def shape(self, ins: list, at: dict) -> list:
-        return [np.array((1, *self.S(ins[0])), dtype=np.int64)]
+        # start / end (opset 15) slice the shape; Python's slicing clamps negatives and
+        # out-of-range ends exactly as the ONNX spec does
+        full = np.array((1, *self.S(ins[0])), dtype=np.int64)
+        end = at.get("end")
+        return [full[int(at.get("start", 0)):(None if end is None else int(end))]]
 
     # spatial operators ------------------------------------------------------
     def _spatial(self, a: str, what: str) -> int:
@@ -411,9 +415,21 @@ class _Reader:
         if p is None:
             p = self.const(ins[1], "pads").ravel().tolist()
         value = float(at.get("value", 0.0))
-        if len(ins) > 2 and ins[2] is not None and ins[2] != "":
+        if len(ins) > 2 and ins[2] is not None:
             value = float(np.asarray(self.const(ins[2], "the pad value")).ravel()[0])
         rank = len(self.S(a)) + 1
+        if len(ins) > 3 and ins[3] is not None:
+            # axes (opset 18): the pads name these axes, in this order
+            axes = [int(x) + rank if int(x) < 0 else int(x)
+                    for x in np.asarray(self.const(ins[3], "the pad axes")).ravel()]
+            if len(set(axes)) != len(axes) or any(not 0 <= x < rank for x in axes):
+                raise GraphError(f"{self.where}: pad axes {axes} are repeated or out of range for rank {rank}")
+            if len(p) != 2 * len(axes):
+                raise GraphError(f"{self.where}: pads {p} are not 2 x {len(axes)} numbers")
+            full = [0] * (2 * rank)
+            for j, x in enumerate(axes):
+                full[x], full[rank + x] = p[j], p[len(axes) + j]
+            p = full
         if mode != "constant" or value != 0.0 or len(p) != 2 * rank or p[0] or p[rank]:
             raise GraphError(f"{self.where}: only zero padding of the non-batch axes is supported")
         if any(int(x) < 0 for x in p):

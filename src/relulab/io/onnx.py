@@ -65,7 +65,8 @@ from ._lowering import (
     pool_windows,
 )
 
-__all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS"]
+__all__ = ["load_onnx", "save_onnx", "network_to_onnx", "onnx_to_network", "SUPPORTED_OPS",
+           "crosscheck_onnxruntime"]
 
 OPSET = 17
 
@@ -849,6 +850,66 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
     return tr.finish(env[out], f"graph output '{out}'")
 
 
+#: random inputs at which a model read from a file is compared with onnxruntime
+CROSSCHECK_POINTS = 3
+#: relative disagreement (to 1 + the largest onnxruntime output) that counts as a misread:
+#: far above float32 rounding, far below what a misread operator gives
+CROSSCHECK_RTOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-3, np.dtype(np.float16): 5e-2}  # tol: rounding vs misread
+
+
+def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarray], where: str) -> None:
+    """Compare relulab's reading of ``model`` (an ``onnx.ModelProto``) with onnxruntime at
+    a few random inputs and raise :class:`FormatError` when they disagree.
+
+    ``forward`` maps a batch ``(k, *input shape without the batch axis)`` to outputs
+    ``(k, m)``.  This is a defence in depth: each operator is read by hand, and a
+    misread attribute would otherwise become wrong answers downstream without a word.
+    Nothing is checked (and nothing raised) when onnxruntime is not installed or cannot
+    run the model itself: there is then no independent evaluation to compare with.
+
+    Example:
+        >>> from relulab.examples import tiny_2d
+        >>> net = tiny_2d()
+        >>> crosscheck_onnxruntime(network_to_onnx(net), lambda X: net(X.reshape(len(X), -1)), "tiny")
+        >>> crosscheck_onnxruntime(network_to_onnx(net), lambda X: net(X.reshape(len(X), -1)) + 1, "tiny")
+        Traceback (most recent call last):
+        ...
+        relulab.errors.FormatError: tiny: relulab's reading of the model disagrees with onnxruntime ...
+    """
+    try:
+        import onnxruntime as ort
+        from onnx.helper import tensor_dtype_to_np_dtype
+    except ImportError:
+        return
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    try:
+        dtype = np.dtype(tensor_dtype_to_np_dtype(inputs[0].type.tensor_type.elem_type))
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
+                for d in inputs[0].type.tensor_type.shape.dim]
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 4   # its warnings about unused initializers are noise here
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        X = np.random.default_rng(0).standard_normal((CROSSCHECK_POINTS, *dims[1:])).astype(dtype)
+        want = np.stack([np.asarray(sess.run(None, {inputs[0].name: X[k: k + 1].reshape(dims)})[0],
+                                    dtype=np.float64).reshape(-1)
+                         for k in range(CROSSCHECK_POINTS)])
+    except Exception:  # noqa: BLE001 - onnxruntime cannot run it: nothing to compare with
+        return
+    got = np.asarray(forward(X.astype(np.float64)), dtype=np.float64).reshape(CROSSCHECK_POINTS, -1)
+    if not np.all(np.isfinite(want)):
+        return
+    rtol = CROSSCHECK_RTOL.get(dtype, 1e-3)
+    scale = 1.0 + float(np.max(np.abs(want)))
+    diff = float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf
+    if not diff <= rtol * scale:
+        raise FormatError(
+            f"{where}: relulab's reading of the model disagrees with onnxruntime at random inputs "
+            f"(largest difference {diff:.3g}, outputs up to {scale - 1:.3g}): an operator or "
+            "attribute is read differently; refusing the model rather than answering for "
+            "another function (please report it)")
+
+
 def load_onnx(path: str | os.PathLike) -> Network:
     """Read an ONNX model as an exactly equivalent :class:`Network` (see the module doc).
 
@@ -872,11 +933,13 @@ def load_onnx(path: str | os.PathLike) -> Network:
     except Exception as e:  # protobuf DecodeError and friends
         raise FormatError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
     try:
-        return onnx_to_network(model)
+        net = onnx_to_network(model)
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
     except ResourceLimitError as e:  # a declared input or layer too large to lower
         raise ResourceLimitError(f"{path}: {e}") from None
+    crosscheck_onnxruntime(model, lambda X: net(X.reshape(X.shape[0], -1)), str(path))
+    return net
 
 
 # ============================================================================ writing

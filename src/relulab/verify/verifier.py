@@ -32,8 +32,9 @@ Answers: ``holds`` only from the bounds (with the safety margin of
 :mod:`relulab.tolerance`) or an exact LP / MILP; ``violated`` only with a
 counterexample inside its box and in the unsafe set exactly, by a forward pass in
 rational arithmetic on the weights' exact values (:mod:`relulab.verify._counterexample`;
-float64 with a rounding margin above 200,000 parameters or for a structured model,
-named in ``stats["counterexample_check"]``); otherwise ``unknown``.
+float64 with a rounding margin above 200,000 parameters or for a structured model too
+large to lower to a dense network, named in ``stats["counterexample_check"]``);
+otherwise ``unknown``.
 
 Example:
     >>> import numpy as np
@@ -145,7 +146,8 @@ def load_for_verify(path: str, structured: bool | None = None) -> Network | Any:
                 try:
                     return load_model(path)
                 except RelulabError:
-                    raise graph_error from None
+                    msg = str(graph_error)
+                    raise type(graph_error)(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     return load_model(path)
 
 
