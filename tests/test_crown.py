@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 
-from relulab import Network  # noqa: E402
+from relulab import Box, Network  # noqa: E402
 from relulab.bounds import crown_batch, float_layers  # noqa: E402
 from relulab.crown import BoundGraph, GraphError, WarmStart, bound  # noqa: E402
 from relulab.errors import RelulabError  # noqa: E402
@@ -627,12 +627,14 @@ def test_an_overflowing_relaxation_is_no_nan_bound_marked_complete():
     # [-1e155, 1e155]^2: -lo*hi/(hi-lo) overflows, 0 * inf gave lower = NaN, "complete"
     net = Network([np.ones((3, 2)), np.ones((2, 3))], [np.zeros(3), np.zeros(2)])  # 3 relu(x1+x2)
     bg = BoundGraph.from_network(net)
-    s = 1e155
-    for method in ("crown", "alpha"):
-        gb = bound(bg, [[-s, -s]], [[s, s]], method=method)
-        assert not np.isnan(gb.lower).any() and not np.isnan(gb.upper).any()
-        assert np.all(gb.lower <= 0.0) and np.all(gb.upper >= 6 * s)  # sound: f ranges over [0, 6e155]
-        assert gb.status == "partial" and "overflow" in gb.reason
+    for s, status in ((1e155, "complete"), (1e308, "partial")):
+        # -lo * su (not -lo * hi / (hi - lo)) no longer overflows at 1e155; at 1e308 the
+        # interval arithmetic itself does
+        for method in ("crown", "alpha"):
+            gb = bound(bg, [[-s, -s]], [[s, s]], method=method)
+            assert not np.isnan(gb.lower).any() and not np.isnan(gb.upper).any()
+            assert np.all(gb.lower <= 0.0) and np.all(gb.upper >= 6 * s)  # sound: f ranges over [0, 6s]
+            assert gb.status == status and ("overflow" in gb.reason) == (status == "partial")
     assert bound(bg, [[-1.0, -1.0]], [[1.0, 1.0]], method="crown").status == "complete"
 
 
@@ -715,3 +717,31 @@ def test_a_misread_model_is_refused_by_the_onnxruntime_crosscheck(monkeypatch):
     monkeypatch.setitem(onnx_import._HANDLERS, "Relu", lambda r, ins, at: [ins[0]])   # "misread" as identity
     with pytest.raises(GraphError, match="disagrees with onnxruntime"):
         BoundGraph.from_onnx(m)
+
+
+@pytest.mark.parametrize("method", ["crown", "alpha"])
+def test_a_nan_intermediate_bound_is_no_bound_not_a_dead_neuron(method):
+    # inf * 0 made the second layer's bounds NaN, read as "stably inactive" (relu = 0): the
+    # output's upper bound was -0 where x = 1e290 gives 1, with status "complete"
+    net = Network([[[1e10]], [[1.0], [-1.0]], [[1e-300, 0.0]]], [[0.0], [-1.0, 0.0], [0.0]])
+    bg = BoundGraph.from_network(net)
+    assert bg.forward([[1e290]]).tolist() == [[1.0]]
+    gb = bound(bg, [[0.0]], [[1e300]], method=method)
+    assert gb.upper[0, 0] >= 1.0 and gb.lower[0, 0] <= 1.0
+    assert gb.status == "partial" and "overflow" in gb.reason
+    assert not any(np.isnan(a).any() or np.isnan(b).any() for a, b in gb.pre.values())
+
+
+@pytest.mark.parametrize("dtype, s", [("float64", 1e-200), ("float32", 1e-23)])
+def test_the_upper_relaxation_line_survives_tiny_bounds(dtype, s):
+    # -lo * hi / (hi - lo) underflowed to 0 with |lo|, |hi| ~ 1e-200: the upper line fell
+    # below relu and (1/s) relu(s x) = relu(x) on [-1, 1] got the upper bound 0.5, not 1
+    from relulab.bounds import symbolic_bounds
+
+    net = Network([[[s]], [[1.0 / s]]], [[0.0], [0.0]])
+    bg = BoundGraph.from_network(net)
+    for method in ("crown", "alpha"):
+        gb = bound(bg, [[-1.0]], [[1.0]], method=method, dtype=dtype)
+        assert gb.upper[0, 0] >= 1.0 - 1e-6
+    if dtype == "float64":
+        assert symbolic_bounds(net, Box([-1.0], [1.0])).out_hi[0] >= 1.0 - 1e-12

@@ -726,3 +726,17 @@ def test_load_onnx_refuses_a_reading_that_disagrees_with_onnxruntime(tmp_path: P
     monkeypatch.setitem(io_onnx._HANDLERS, "Relu", io_onnx._HANDLERS["Identity"])   # a "misread" Relu
     with pytest.raises(FormatError, match=f"^{re.escape(str(p))}: relulab's reading of the model disagrees"):
         load_onnx(p)
+
+
+@pytest.mark.parametrize("op", ["RandomNormal", "RandomUniform"])
+def test_a_random_operator_is_refused_not_frozen(op: str) -> None:
+    # a RandomNormal on no input was evaluated once and frozen: another function than
+    # the one onnxruntime computes (dropout in training mode was already refused)
+    from relulab.crown import BoundGraph, GraphError
+
+    m = _single_op_model([helper.make_node(op, [], ["r"], shape=[1, 2], dtype=TensorProto.FLOAT, name="rnd"),
+                          helper.make_node("Add", ["x", "r"], ["y"])], [], [1, 2])
+    with pytest.raises(FormatError, match="node 'rnd' .*random operator"):
+        onnx_to_network(m)
+    with pytest.raises(GraphError, match="node 'rnd' .*random operator"):
+        BoundGraph.from_onnx(m)

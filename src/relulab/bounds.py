@@ -117,7 +117,9 @@ def relax_relu(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
     unstable = (lo < 0) & (hi > 0)
     denom = np.where(unstable, hi - lo, 1.0)
     su = np.where(active, 1.0, np.where(unstable, hi / denom, 0.0))
-    tu = np.where(unstable, -lo * hi / denom, 0.0)
+    # -lo * su, not -lo * hi / (hi - lo): lo * hi underflows to 0 for bounds near 1e-160,
+    # and the upper line then falls below relu
+    tu = np.where(unstable, -lo * su, 0.0)
     if adaptive:
         al = np.where(active, 1.0, np.where(unstable, (hi >= -lo).astype(np.float64), 0.0))
     else:

@@ -49,7 +49,9 @@ def relaxation(lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
     unstable = (lo < 0) & (hi > 0)
     denom = torch.where(unstable, hi - lo, torch.ones_like(lo))
     su = torch.where(active, torch.ones_like(lo), torch.where(unstable, hi / denom, torch.zeros_like(lo)))
-    tu = torch.where(unstable, -lo * hi / denom, torch.zeros_like(lo))
+    # -lo * su, not -lo * hi / (hi - lo): lo * hi underflows to 0 for bounds near 1e-160
+    # (float64) or 1e-23 (float32), and the upper line then falls below relu
+    tu = torch.where(unstable, -lo * su, torch.zeros_like(lo))
     al = torch.where(active, torch.ones_like(lo), torch.where(unstable, (hi >= -lo).to(lo.dtype),
                                                              torch.zeros_like(lo)))
     return al, su, tu, unstable

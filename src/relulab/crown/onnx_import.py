@@ -107,7 +107,7 @@ class _Reader:
 
         def bound_of(i: int, key: str) -> float | None:
             v = at.get(key) if len(ins) <= i or ins[i] is None else np.asarray(self.const(ins[i], key))
-            if v is None or not np.isfinite(float(v)) or abs(float(v)) >= np.finfo(np.float32).max:
+            if v is None or not np.isfinite(float(v)) or abs(float(v)) >= float(np.finfo(np.float32).max):
                 return None
             return float(v)
 
@@ -551,7 +551,8 @@ def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:
         else:
             h = _HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
             if h is None:
-                raise GraphError(f"{r.where}: unsupported operator {node.op_type}; "
+                dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
+                raise GraphError(f"{r.where}: unsupported operator {dom}{node.op_type}; "
                                  f"supported: {', '.join(SUPPORTED)}")
             if node.op_type in ("Relu", "LeakyRelu", "PRelu", "Clip"):
                 r.label = f"relu{n_relu}"

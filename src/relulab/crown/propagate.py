@@ -236,6 +236,13 @@ def _stall_stop(target: Any, m: int) -> Any:
 
 
 # --------------------------------------------------------------------------- kernels
+def _no_nan(lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Pre-activation bounds as numpy, a NaN (an overflow) widened to no bound: a caller's
+    stability test would read NaN as stable."""
+    a, b = lo.double().cpu().numpy(), hi.double().cpu().numpy()
+    return np.where(np.isnan(a), -np.inf, a), np.where(np.isnan(b), np.inf, b)
+
+
 def bound(
     bg: BoundGraph,
     lo: Any,
@@ -352,6 +359,7 @@ def bound(
         pre: dict[str, tuple[Any, Any]] = {}
         signs = {k: torch.as_tensor(v, device=device) for k, v in sp.items()}
         infeasible = torch.zeros(B, dtype=torch.bool, device=device)
+        overflowed = torch.zeros(B, dtype=torch.bool, device=device)
         want_inter = method == "alpha" and intermediate == "alpha" and int(iters) > 0
         inter: dict[str, tuple] = {}
         # sub-problems whose box and splits so far equal the warm start's: their bounds of
@@ -412,6 +420,15 @@ def bound(
                 plo = torch.where(s > 0, plo.clamp(min=0), plo)
                 phi = torch.where(s < 0, phi.clamp(max=0), phi)
             phi = torch.maximum(phi, plo)  # rounding (or an empty split) can cross them
+            nan = torch.isnan(plo) | torch.isnan(phi)
+            if bool(nan.any()):
+                # inf * 0 in the interval or back-substitution arithmetic (a box or weights
+                # near the float range): every stability test reads a NaN bound as "stably
+                # inactive", an unsound relu = 0.  The neuron gets no bound, and the
+                # sub-problem's final bounds are made vacuous below.
+                overflowed |= nan.reshape(B, -1).any(1)
+                plo = torch.where(nan, torch.full_like(plo, -torch.inf), plo)
+                phi = torch.where(nan, torch.full_like(phi, torch.inf), phi)
             pre[node.name] = (plo, phi)
             al, su, tu, un = relaxation(plo, phi)
             uidx = torch.nonzero(un.reshape(B, -1).any(0)).flatten()
@@ -474,7 +491,11 @@ def bound(
     lower[inf_np] = np.inf
     if up is not None:
         up[inf_np] = -np.inf
-    bad = np.isnan(lower).any() or (up is not None and np.isnan(up).any())
+    ovf = overflowed.cpu().numpy() & ~inf_np
+    lower[ovf] = -np.inf
+    if up is not None:
+        up[ovf] = np.inf
+    bad = bool(ovf.any()) or np.isnan(lower).any() or (up is not None and np.isnan(up).any())
     if bad:
         # 0 * inf in the relaxation (boxes near 1e155 overflow its slopes): a NaN is no
         # bound; the vacuous one is sound, and the status says what happened
@@ -485,7 +506,7 @@ def bound(
     return GraphBounds(
         lower=lower,
         upper=up,
-        pre={k: (a.double().cpu().numpy(), b.double().cpu().numpy()) for k, (a, b) in pre.items()},
+        pre={k: _no_nan(a, b) for k, (a, b) in pre.items()},
         coeffs=None if coeffs is None else {k: v.double().cpu().numpy() for k, v in coeffs.items()},
         warm=WarmStart(alphas, betas, pre, signs, (xlo, xhi)),
         infeasible=inf_np,

@@ -693,12 +693,21 @@ def _constant_entries(op: str, ins: list) -> float | None:
     return None
 
 
+#: operators whose output is a random draw (refused even on constant inputs)
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                        "Multinomial", "Bernoulli"})
+
+
 def eval_constant_node(node: Any, ins: list, opset: int, where: str) -> list:
     """Evaluate a node of an unhandled type whose inputs are all constants (onnx's
     reference evaluator; float outputs as float64).  Also used by ``relulab.crown``'s
     importer.  Raises :class:`FormatError` naming ``where``."""
     from onnx.reference import ReferenceEvaluator
 
+    if node.op_type in RANDOM_OPS:
+        # one draw frozen into the model would be another function than onnxruntime's
+        raise FormatError(f"{where}: a random operator is not a function of the input; relulab "
+                          "reads deterministic models only")
     feeds = {name: np.asarray(v) for name, v in zip(node.input, ins, strict=True) if name}
     n = _constant_entries(node.op_type, [None if v is None else np.asarray(v) for v in ins])
     if n is not None:
