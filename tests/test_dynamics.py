@@ -229,6 +229,23 @@ def test_no_decay_keeps_skip_free():
     assert t.final_loss < 0.05 and t.network.skip is not None
 
 
+def test_no_decay_as_one_string_is_one_prefix():
+    # "body.0.bias" was iterated letter by letter: 'b' matched every body.* name and
+    # weight decay was silently off for every parameter
+    import torch
+
+    X, y = np.eye(3), np.array([1.0, 2.0, 3.0])
+    m = mlp([3, 4, 1], seed=0)
+    base = train(m, X, y, weight_decay=0.0, steps=1, every=1, record=[]).loss[0]
+    with torch.no_grad():
+        penalty = sum(float((p ** 2).sum()) for n, p in m.named_parameters() if n != "body.0.bias")
+    for no_decay in ("body.0.bias", ["body.0.bias"]):
+        t = train(m, X, y, weight_decay=0.5, no_decay=no_decay, steps=1, every=1, record=[])
+        assert t.loss[0] == pytest.approx(base + 0.25 * penalty, rel=1e-12)
+    with pytest.raises(DynamicsError, match="no_decay: expected parameter-name prefixes"):
+        train(m, X, y, weight_decay=0.5, no_decay=[3], steps=1, record=[])
+
+
 # ----------------------------------------------------------------- saddles
 def test_plateau_detection_on_a_staircase():
     L = np.concatenate([np.full(300, 3.0), np.linspace(3, 2, 20), np.full(300, 2.0),
@@ -241,8 +258,29 @@ def test_plateau_detection_on_a_staircase():
 # ----------------------------------------------------------------- dichotomies
 @pytest.mark.parametrize("n,d", [(5, 1), (6, 2), (7, 2), (6, 3)])
 def test_linear_dichotomies_general_position(n, d):
+    from relulab.dynamics.dichotomies import _arrangement_cells
+
     X = np.random.default_rng(n * 10 + d).normal(size=(n, d))
     assert linear_dichotomies(X) == cover_count(n, d + 1)
+    # the exact general-position shortcut against the region enumeration of the arrangement
+    assert _arrangement_cells(np.hstack([X, np.ones((n, 1))])) == cover_count(n, d + 1)
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-12, 1e-14, 1e-16])
+def test_linear_dichotomies_nearly_collinear_points_are_counted_exactly(eps):
+    # (2, eps) is off the line of (0, 0), (1, 0) by eps: general position (Cover: 14).
+    # The float enumeration merged the thin cells and said 12 at 1e-14, with no warning
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, eps], [0.0, 1.0]])
+    assert linear_dichotomies(X) == 14 == cover_count(4, 3)
+    assert linear_dichotomies([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]) == 8   # on a line: 2 * 4
+
+
+def test_linear_dichotomies_degenerate_and_nearly_degenerate_is_not_certified():
+    from relulab.errors import UncertifiedCount
+
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [1.0, 1.0 + 1e-14], [2.0, 1.0]])
+    with pytest.raises(UncertifiedCount, match="nearly degenerate"):
+        linear_dichotomies(X)
 
 
 def test_linear_dichotomies_degenerate_and_brute_force():

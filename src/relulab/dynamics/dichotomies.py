@@ -27,25 +27,91 @@ def _augment(X: Any, bias: bool) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
 
 
+# D-subsets of the (augmented) points whose independence is decided exactly at most
+MINOR_CHECK_MAX = 200_000
+# a D x D minor below this share of its Hadamard bound is decided in rationals (far above
+# the float determinant's rounding error, about D^2 x 1e-16 of that bound)
+MINOR_SCREEN = 1e-8  # tol: float determinant surely nonzero above this
+# a nonzero minor below this share is a near degeneracy thinner than the float
+# enumeration can resolve (its sign tolerance, see relulab.tolerance.SIGN_TOL)
+MINOR_BLIND = 1e-12  # tol: below the region engine's resolution
+
+
+def _general_position(Xa: np.ndarray) -> tuple[bool | None, float]:
+    """Whether the rows of ``Xa`` (n, D) are in general position (every min(n, D) of them
+    linearly independent), decided exactly, with the smallest nonzero minor relative to
+    its Hadamard bound (``inf`` when none was small).  ``None``: too many subsets."""
+    from itertools import combinations
+    from math import comb
+
+    from ..params import exact_rank
+
+    n, D = Xa.shape
+    if n <= D:
+        return exact_rank(Xa.tolist()) == n, np.inf
+    if comb(n, D) > MINOR_CHECK_MAX:
+        return None, np.inf
+    idx = np.array(list(combinations(range(n), D)), dtype=np.int64)
+    M = Xa[idx]
+    rel = np.abs(np.linalg.det(M)) / np.prod(np.linalg.norm(M, axis=2), axis=1)
+    general, smallest = True, np.inf
+    for k in np.flatnonzero(~(rel > MINOR_SCREEN)):
+        if exact_rank(M[k].tolist()) < D:
+            general = False
+        else:
+            smallest = min(smallest, float(rel[k]))
+    return general, smallest
+
+
 def linear_dichotomies(X: Any, bias: bool = True) -> int:
     """The number ``P`` of dichotomies of the points ``X`` realisable by a hyperplane
     (``sign(w . x + b)`` with every point strictly on one side; ``bias=False``:
-    hyperplanes through the origin), counted exactly as the number of cells of the central
+    hyperplanes through the origin), counted exactly.
+
+    Points in general position (every ``d + 1`` of the augmented points ``(x_i, 1)``
+    linearly independent, decided in rational arithmetic) have Cover's count
+    :func:`cover_count`.  Otherwise the count is the number of cells of the central
     arrangement ``{(w, b): w . x_i + b = 0}`` in parameter space, enumerated by
     :func:`relulab.regions.count` on the box ``[-1, 1]^(d+1)`` (every cell is a cone
-    through the origin, so it meets the box).
+    through the origin, so it meets the box).  A point set that is degenerate and also
+    nearly degenerate elsewhere (a subset independent by less than ``MINOR_BLIND`` of
+    its scale: cells thinner than the float enumeration resolves) raises
+    :class:`~relulab.errors.UncertifiedCount` rather than return a number that may miss
+    them.  The exact check covers up to ``MINOR_CHECK_MAX`` subsets; beyond, the
+    enumeration's own near-tie check is the guard.
 
     Example:
         >>> linear_dichotomies([[0.0], [1.0], [2.0]])   # 2 * (1 + 2) on a line
         6
+        >>> linear_dichotomies([[0.0, 0.0], [1.0, 0.0], [2.0, 1e-16], [0.0, 1.0]])  # general position
+        14
     """
-    from .. import regions
+    from ..errors import UncertifiedCount
 
     Xa = _augment(X, bias)
     n, D = Xa.shape
     if np.any(np.linalg.norm(Xa, axis=1) == 0):
         raise DynamicsError("a zero point lies on every hyperplane through the origin: "
                             "use bias=True or drop it")
+    general, smallest = _general_position(Xa)
+    if general:
+        return cover_count(n, D)
+    if general is False and smallest < MINOR_BLIND:
+        raise UncertifiedCount(
+            f"linear_dichotomies: the points are degenerate (some {min(n, D)} of them are linearly "
+            f"dependent) and nearly degenerate elsewhere (a subset independent by {smallest:.2g} of "
+            "its scale): cells that thin are below the float enumeration's resolution, so the "
+            "count is not certified; perturb or round the points")
+    return _arrangement_cells(Xa)
+
+
+def _arrangement_cells(Xa: np.ndarray) -> int:
+    """The cells of the central arrangement with normals the rows of ``Xa``, by
+    :func:`relulab.regions.count` on ``[-1, 1]^D`` (the general-position shortcut's
+    independent check in the tests)."""
+    from .. import regions
+
+    n, D = Xa.shape
     net = Network([Xa, np.ones((1, n))], [np.zeros(n), np.zeros(1)])
     return int(regions.count(net, Box(-np.ones(D), np.ones(D))))
 

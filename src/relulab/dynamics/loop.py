@@ -67,9 +67,15 @@ def _loss_fn(loss: str | Callable) -> Callable:
                         "function (outputs, targets) -> scalar tensor")
 
 
-def _decayed(model: Any, no_decay: Sequence[str]) -> list[Any]:
+def _decayed(model: Any, no_decay: Sequence[str] | str) -> list[Any]:
+    """The parameters weight decay acts on: those whose name starts with none of the
+    ``no_decay`` prefixes (one string is one prefix: iterated, its letters were prefixes)."""
+    prefixes = (no_decay,) if isinstance(no_decay, str) else tuple(no_decay)
+    for pre in prefixes:
+        if not isinstance(pre, str):
+            raise DynamicsError(f"no_decay: expected parameter-name prefixes (strings), got {pre!r}")
     return [p for n, p in model.named_parameters()
-            if p.requires_grad and not any(n.startswith(s) for s in no_decay)]
+            if p.requires_grad and not any(n.startswith(s) for s in prefixes)]
 
 
 def _optimizer(name: Any, model: Any, lr: float, weight_decay: float, momentum: float,
@@ -109,7 +115,7 @@ def _device(device: str) -> Any:
 def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
           optimizer: Any = "gd", lr: float = 1e-2, steps: int = 1000,
           batch_size: int | None = None, momentum: float = 0.0, weight_decay: float = 0.0,
-          no_decay: Sequence[str] = (), noise: float = 0.0, record: Sequence[Any] = ("norms",),
+          no_decay: Sequence[str] | str = (), noise: float = 0.0, record: Sequence[Any] = ("norms",),
           every: int = 10, seed: int = 0, stop: Callable[[Context, float], bool] | None = None,
           loss_tol: float | None = None, time_limit: float | None = None,
           flow_tol: float = FLOW_TOL, device: str = "auto", copy: bool = True,
