@@ -321,3 +321,37 @@ def test_penalised_fit_of_huge_x_says_what_failed():
         assert "numerical failure" in str(e) and "rescale x" in str(e)
     else:  # solved after all: then its certificate must hold up
         assert r.status in ("optimal", "stalled", "time_limit") and r.lower_bound <= r.cost
+
+
+@pytest.mark.parametrize("probe", ["_describe_free", "_uniqueness"])
+def test_probe_loops_stop_at_the_time_limit(monkeypatch, probe):
+    # the description and uniqueness probes (2 LPs per data point and zone) went on after
+    # the deadline, each LP handed the 0.1 s floor: fit-minnorm --time-limit 1 on 400
+    # points ran for minutes.  Here the clock runs out as the probe starts.
+    import relulab.train.minnorm as mn
+
+    class Clock(mn.Deadline):
+        out = False
+
+        def expired(self):
+            return Clock.out or super().expired()
+
+    calls = {"lp": 0}
+    real_lp, real_probe = mn._kink_lp, getattr(mn, probe)
+
+    def counting_lp(*a, **k):
+        calls["lp"] += 1
+        return real_lp(*a, **k)
+
+    def expiring_probe(*a, **k):
+        Clock.out = True
+        calls["lp"] = 0
+        return real_probe(*a, **k)
+
+    monkeypatch.setattr(mn, "Deadline", Clock)
+    monkeypatch.setattr(mn, "_kink_lp", counting_lp)
+    monkeypatch.setattr(mn, probe, expiring_probe)
+    x = np.linspace(-1, 1, 12) if probe == "_describe_free" else np.array([-1.0, 0.0, 1.0, 2.0])
+    r = minnorm_interpolant(x, np.abs(x) if probe == "_uniqueness" else np.sin(3 * x), time_limit=100.0)
+    assert calls["lp"] <= 1          # at most the probe's base LP, none per point
+    assert r.unique is None and (r.optimal_set is None) == (probe == "_describe_free")

@@ -768,6 +768,8 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         """Spread of the values at ``pts`` over the functions of cost <= c_opt + slack."""
         out = np.zeros(len(rows))
         for i, row in enumerate(rows):
+            if deadline.expired():
+                return None   # undecided: the caller reports unique=None
             vals = []
             for mx in (True, False):
                 r = _kink_lp(x, y, t, o, w, task, skip,
@@ -854,6 +856,8 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
     base_t = np.concatenate([x for _ in orients])
     base_o = np.concatenate([np.full(n, v) for v in orients])
     for lo, hi in probes:
+        if deadline.expired():
+            break   # the caller discards a description cut by the limit
         if lo == hi:
             pos = lo
             t, o = base_t, base_o
@@ -889,6 +893,8 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         base = np.ones((n, 1)) if not skip else np.column_stack([np.ones(n), x])
         rows = np.hstack([base, F, -F])
         for i in range(n):
+            if deadline.expired():
+                break
             for col, mx in ((0, False), (1, True)):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([opt + slack])),
