@@ -143,3 +143,20 @@ def test_bad_points_and_seeds():
         seeded_ntk_network(2, 4, seed=1.5)
     with pytest.raises(KernelError, match="width"):
         seeded_ntk_network(2, 0)
+
+
+def test_huge_random_networks_and_kernels_are_refused_against_the_memory_budget(monkeypatch):
+    # seeded_ntk_network(3, 40000, depth=2) allocated until the process died, and
+    # empirical_ntk on 40,000 points raised a raw MemoryError
+    from relulab.dynamics import empirical_ntk, random_ntk_network, seeded_ntk_network
+    from relulab.limits import ResourceLimitError
+
+    monkeypatch.setenv("RELULAB_MEMORY_GB", "1")
+    with pytest.raises(ResourceLimitError, match="seeded_ntk_network: the weights of a 3-40000-40000-1 network"):
+        seeded_ntk_network(3, 40000, depth=2)
+    with pytest.raises(ResourceLimitError, match="random_ntk_network: the weights of a 3-40000-40000-1 network"):
+        random_ntk_network(3, 40000, depth=2)
+    net, scales = random_ntk_network(3, 8, rng=0)
+    with pytest.raises(ResourceLimitError, match="empirical_ntk: the 20000 x 20000 kernel"):
+        empirical_ntk(net, np.ones((20000, 3)))
+    assert empirical_ntk(net, np.ones((5, 3)), scales=scales).shape == (5, 5)

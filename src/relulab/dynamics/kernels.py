@@ -295,6 +295,7 @@ def random_ntk_network(
         raise KernelError(f"random_ntk_network: d, width, out_dim must be >= 1 (got {d}, {width}, {out_dim})")
     rng = np.random.default_rng(rng)
     dims = [d] + [width] * depth + [out_dim]
+    check_weight_bytes(dims, "random_ntk_network")
     scales = layer_scales(dims, bias_var)
     Ws, bs = [], []
     for k, (wsc, bsc) in enumerate(scales):
@@ -316,9 +317,22 @@ def layer_scales(dims: list[int], bias_var: float) -> list[tuple[float, float]]:
     return [(float(np.sqrt((1.0 if k == 0 else 2.0) / dims[k])), bsc) for k in range(len(dims) - 1)]
 
 
+def check_weight_bytes(dims: list[int], what: str) -> None:
+    """Refuse, against the memory budget, a network of layer sizes ``dims`` whose float64
+    weights (drawn, then scaled: two copies) would not fit."""
+    n = sum(float(a) * float(b) for a, b in zip(dims, dims[1:]))  # noqa: B905
+    check_bytes(16.0 * n, f"{what}: the weights of a {'-'.join(map(str, dims))} network")
+
+
 def _network_ntk(
     net: Network, X: np.ndarray, Z: np.ndarray | None, scales: list[tuple[float, float]] | None
 ) -> np.ndarray:
+    n, m = X.shape[0], X.shape[0] if Z is None else Z.shape[0]
+    o, width = net.output_dim, sum(net.widths)
+    # the kernel and one (n, m) product per layer, plus activations and backward
+    # products of both point sets
+    check_bytes(8.0 * (2 * n * m * o * o + 2 * (n + m) * width * (o + 2)),
+                f"empirical_ntk: the {n} x {m} kernel of a {net.input_dim}-{'-'.join(map(str, net.widths))} network")
     net = net.float()
     if scales is None:
         scales = [(1.0, 1.0)] * net.depth

@@ -45,7 +45,7 @@ import numpy as np
 from ..limits import check_bytes
 from ..network import Network
 from ..results import Result
-from .kernels import KernelError, _check_settings, _points, layer_scales, ntk
+from .kernels import KernelError, _check_settings, _points, check_weight_bytes, layer_scales, ntk
 
 __all__ = ["seeded_ntk_network", "streamed_ntk", "monte_carlo_ntk", "MonteCarloNTK"]
 
@@ -97,6 +97,7 @@ def seeded_ntk_network(
     _check_settings(depth, bias_var)
     width = _check_sizes(d, width, seed)
     dims = [d] + [width] * depth + [1]
+    check_weight_bytes(dims, "seeded_ntk_network")
     scales = layer_scales(dims, bias_var)
     Ws, bs = [], []
     for k in range(depth + 1):
