@@ -412,7 +412,7 @@ def part_erm_lm(levels, widths, ns, cfg, ntk_need: dict, rng) -> dict:
     ``restarts`` fold starts, the restart with the lowest *training* MSE kept (test data never
     used for selection).  ``erm_reached`` when that training MSE is 0 up to 1e-10 of the
     variance (the class contains the target at every w >= 2, so its minimum is 0); then the
-    estimate is an exact empirical risk minimiser.  Also recorded: the fraction of restarts
+    estimate is an empirical risk minimiser up to that tolerance.  Also recorded: the fraction of restarts
     that interpolate, the worst test error among them (every interpolating restart is an
     ERM solution), and the weight norms of the estimate.
 

@@ -3,6 +3,8 @@ flow, recorders against relulab's forward pass and scipy clustering, bad input."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -377,3 +379,26 @@ def test_a_time_limited_sgd_run_records_the_full_data_objective():
         full = float(0.5 * ((model(torch.as_tensor(X, dtype=dt)).reshape(-1).double()
                              - torch.as_tensor(y)) ** 2).mean())
     assert t.recorded_loss[-1] == pytest.approx(full, rel=1e-5)
+
+
+def test_more_bad_arguments_are_one_clear_error_each():
+    # each raised a raw TypeError (stop=3 only at the first record, after training began),
+    # accepted lr=True as 1.0, or ignored momentum without a word
+    from relulab.dynamics import fit_multistart, kernel_ridge, random_ntk_network
+    from relulab.dynamics.kernels import KernelError
+
+    X, y = np.eye(3), np.array([1.0, 2.0, 3.0])
+    cases = [
+        (lambda: train(mlp([3, 2, 1]), X, y, stop=3, steps=2), DynamicsError, "stop=3: need a function"),
+        (lambda: train(mlp([3, 2, 1]), X, y, lr=True, steps=2), DynamicsError, "lr=True: need a positive"),
+        (lambda: train(mlp([3, 2, 1]), X, y, lr="0.1", steps=2), DynamicsError, "lr='0.1': need a positive"),
+        (lambda: train(mlp([3, 2, 1]), X, y, momentum=0.9, optimizer="gd", steps=2), DynamicsError,
+         "momentum applies to optimizer='sgd' only"),
+        (lambda: kernel_ridge(np.eye(2), np.ones(2), np.eye(2), ridge="a"), KernelError, "ridge: expected"),
+        (lambda: fit_multistart(X, y, depth=1, width=2, time_limit="5"), DynamicsError, "time_limit must be > 0"),
+        (lambda: fit_multistart(X, y, depth=1, width=2, tol="a"), DynamicsError, "tol must be a finite number"),
+        (lambda: random_ntk_network(3, 2.5), KernelError, "must be integers >= 1"),
+    ]
+    for call, err, msg in cases:
+        with pytest.raises(err, match=re.escape(msg)):
+            call()

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..limits import check_bytes
 from ..network import Network
 
@@ -291,8 +291,9 @@ def random_ntk_network(
         (Network(3-8-8-1, float64), [0.333, 0.25, 0.25])
     """
     _check_settings(depth, bias_var)
-    if width < 1 or d < 1 or out_dim < 1:
-        raise KernelError(f"random_ntk_network: d, width, out_dim must be >= 1 (got {d}, {width}, {out_dim})")
+    if not all(is_int_at_least(v, 1) for v in (d, width, out_dim)):
+        raise KernelError(f"random_ntk_network: d, width, out_dim must be integers >= 1 "
+                          f"(got {d!r}, {width!r}, {out_dim!r})")
     rng = np.random.default_rng(rng)
     dims = [d] + [width] * depth + [out_dim]
     check_weight_bytes(dims, "random_ntk_network")
@@ -506,7 +507,7 @@ def kernel_ridge(K_train: Any, y: Any, K_test: Any, ridge: float = 0.0) -> np.nd
         raise KernelError(f"y: expected {K.shape[0]} targets, got shape {Y.shape}")
     if Kt.ndim != 2 or Kt.shape[1] != K.shape[0]:
         raise KernelError(f"K_test: expected shape (m, {K.shape[0]}), got {Kt.shape}")
-    if not (np.isfinite(ridge) and ridge >= 0):
+    if not (isinstance(ridge, numbers.Real) and not isinstance(ridge, bool) and np.isfinite(ridge) and ridge >= 0):
         raise KernelError(f"ridge: expected a finite number >= 0, got {ridge!r}")
     for name, A in (("K_train", K), ("y", Y), ("K_test", Kt)):
         if not np.all(np.isfinite(A)):

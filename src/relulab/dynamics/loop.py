@@ -184,11 +184,16 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     if isinstance(loss, str) and loss in ("logistic", "squared_hinge") and not np.all(np.abs(y) == 1.0):
         bad = np.unique(y[np.abs(y) != 1.0])[:3].tolist()
         raise DynamicsError(f"y: loss '{loss}' needs labels -1 or +1, got {bad} (for 0/1 labels pass 2 * y - 1)")
-    if not (isinstance(lr, numbers.Real) and np.isfinite(lr) and lr > 0):
-        raise DynamicsError(f"lr={lr}: need a positive learning rate")
+    if not (isinstance(lr, numbers.Real) and not isinstance(lr, bool) and np.isfinite(lr) and lr > 0):
+        raise DynamicsError(f"lr={lr!r}: need a positive finite number (the learning rate)")
     for name, v in (("noise", noise), ("weight_decay", weight_decay), ("momentum", momentum)):
-        if not (isinstance(v, numbers.Real) and np.isfinite(v) and v >= 0):
+        if not (isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v) and v >= 0):
             raise DynamicsError(f"{name}={v!r}: need a finite number >= 0")
+    if momentum and optimizer != "sgd":
+        raise DynamicsError(f"momentum={momentum!r}: momentum applies to optimizer='sgd' only "
+                            f"(got {optimizer!r}), where it would be ignored")
+    if stop is not None and not callable(stop):
+        raise DynamicsError(f"stop={stop!r}: need a function (ctx, loss) -> bool or None")
     if time_limit is not None and not is_positive_seconds(time_limit):
         raise DynamicsError(f"time_limit={time_limit!r}: need a positive number of seconds or None")
     if loss_tol is not None and not (isinstance(loss_tol, numbers.Real) and not isinstance(loss_tol, bool)

@@ -10,7 +10,8 @@ batched products, and a Levenberg-Marquardt step is a small ``(P, P)`` solve per
 (``P`` parameters: 21 for depth 3, width 2, input dimension 2).  The restart with the
 lowest *training* loss is the estimate (an approximation of ERM over the class; test data
 never enter).  When that loss is zero up to ``tol`` times the targets' variance, the
-estimate is an exact empirical risk minimiser of the class (the loss is >= 0) and the
+estimate is an empirical risk minimiser of the class up to that tolerance (the loss is
+>= 0) and the
 status says ``interpolated``; otherwise it is only the best local solution found
 (``partial``).  :func:`fit_basin_hopping` continues from the best restarts: each round it
 refits perturbed copies of them and keeps a copy when it lowers the training loss.
@@ -32,13 +33,14 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import is_int_at_least
+from ..errors import is_int_at_least, is_positive_seconds
 from ..limits import Deadline, ResourceLimitError, check_bytes
 from ..network import Network
 from ..results import Result
@@ -197,9 +199,10 @@ def fit_multistart(
             raise DynamicsError(f"fit_multistart: {name} must be an integer >= {lo}, got {v!r}")
     if not (isinstance(noise, (int, float, np.integer, np.floating)) and np.isfinite(noise) and noise >= 0):
         raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
-    if time_limit is not None and not time_limit > 0:
+    if time_limit is not None and not is_positive_seconds(time_limit):
         raise DynamicsError(f"fit_multistart: time_limit must be > 0 seconds, got {time_limit!r}")
-    if tol is not None and not (np.isfinite(tol) and tol > 0):
+    if tol is not None and not (isinstance(tol, numbers.Real) and not isinstance(tol, bool)
+                                and np.isfinite(tol) and tol > 0):
         raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
     tol = or_default(tol, INTERP_TOL)
     dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
@@ -244,7 +247,7 @@ def fit_basin_hopping(
     perturbed copies per round (every parameter ``p -> p (1 + s g) + HOP_SHIFT s g'``,
     ``g, g'`` standard normal, ``s`` drawn from ``HOP_SCALES``), refitted by
     Levenberg-Marquardt; a chain moves to its best child when that lowers the training
-    MSE.  Stops when the best chain interpolates (an exact empirical risk minimiser, as in
+    MSE.  Stops when the best chain interpolates (an empirical risk minimiser up to ``tol``, as in
     :func:`fit_multistart`), after ``rounds`` rounds, or at the time limit.  Only training
     data are used.  The result describes the chains (``train_mse``, ``predict``,
     ``networks`` index them); ``restarts`` counts every Levenberg-Marquardt run and
