@@ -285,6 +285,8 @@ def test_every_lp_gets_the_time_left(monkeypatch):
     x = np.sort(rng.uniform(-5, 5, 60))
     y = np.sin(3 * x)
     r = minnorm_interpolant(x, y, bias="penalized", time_limit=30.0)
+    # a function giving the seconds left, asked once the LP is built
+    seen = [v() if callable(v) else v for v in seen]
     assert seen and all(v is not None and 0 < v <= 30.0 for v in seen)
     assert r.status == "optimal"
     with pytest.raises(RelulabError, match="time limit .* ran out in the first LP"):
@@ -355,3 +357,30 @@ def test_probe_loops_stop_at_the_time_limit(monkeypatch, probe):
     r = minnorm_interpolant(x, np.abs(x) if probe == "_uniqueness" else np.sin(3 * x), time_limit=100.0)
     assert calls["lp"] <= 1          # at most the probe's base LP, none per point
     assert r.unique is None and (r.optimal_set is None) == (probe == "_describe_free")
+
+
+def test_each_lp_gets_the_time_left_after_it_is_built(monkeypatch):
+    # the LP's limit was read before the (dense, seconds-long) build, so the build's time
+    # came on top of --time-limit
+    import time
+
+    import relulab.train.minnorm as mn
+    from relulab.lp import LPModel
+
+    real_features, limits = mn._features, []
+
+    def slow_features(*a):
+        time.sleep(0.3)
+        return real_features(*a)
+
+    real_set = LPModel.set_time_limit
+
+    def recording_set(self, seconds):
+        limits.append(seconds)
+        return real_set(self, seconds)
+
+    monkeypatch.setattr(mn, "_features", slow_features)
+    monkeypatch.setattr(LPModel, "set_time_limit", recording_set)
+    x = np.linspace(-1, 1, 8)
+    minnorm_interpolant(x, np.abs(x), time_limit=50.0, describe=False)
+    assert limits and limits[0] <= 50.0 - 0.3     # the first build's 0.3 s already spent

@@ -47,6 +47,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,10 +191,12 @@ def _kink_lp(
     extra_ub: tuple[np.ndarray, np.ndarray] | None = None,
     objective: np.ndarray | None = None,
     maximize: bool = False,
-    time_limit: float | None = None,
+    time_limit: float | Callable[[], float | None] | None = None,
 ) -> _LPOut:
     """min sum_k w_k |coef_k| s.t. the data constraints, kinks fixed at ``t`` (columns
-    [d, c?, p_1..p_K, n_1..n_K] with coef = p - n)."""
+    [d, c?, p_1..p_K, n_1..n_K] with coef = p - n).  ``time_limit`` may be a function
+    giving the seconds left, asked once the LP is built (building a dense LP on thousands
+    of points takes seconds of its own)."""
     n, K = x.size, t.size
     F = _features(x, t, orient)
     nfree = 2 if skip else 1
@@ -224,8 +227,10 @@ def _kink_lp(
         be = np.asarray(be, float) / ys
         A_ub = Ae if A_ub is None else np.vstack([A_ub, Ae])
         b_ub = be if b_ub is None else np.concatenate([b_ub, be])
-    lp = LPModel(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lb=lb, maximize=maximize,
-                 time_limit=time_limit)
+    lp = LPModel(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lb=lb, maximize=maximize)
+    seconds = time_limit() if callable(time_limit) else time_limit
+    if seconds is not None:
+        lp.set_time_limit(seconds)
     lp.set_feasibility_tol(primal=MINNORM_LP_TOL, dual=MINNORM_LP_TOL)
     r = lp.solve()
     if not r.ok:
@@ -594,7 +599,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     out: _LPOut | None = None
     while True:
         it += 1
-        new = _kink_lp(x, y, t, o, _weight(t, bias), task, skip, time_limit=left())
+        new = _kink_lp(x, y, t, o, _weight(t, bias), task, skip, time_limit=left)
         if new.status == "time_limit" and out is not None:
             stop = "time_limit"  # the last round's solution and bound stand
             t, o = t[: out.coef.size], o[: out.coef.size]
@@ -650,7 +655,7 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
         tk2 = np.concatenate([pos for _ in orients])
         ok2 = np.concatenate([np.full(pos.size, v) for v in orients])
         # (skipped when the time is up: it only polishes)
-        out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip, time_limit=left()) \
+        out2 = _kink_lp(x, y, tk2, ok2, _weight(tk2, bias), task, skip, time_limit=left) \
             if not late() else _LPOut("time_limit", np.nan, 0.0, 0.0, np.zeros(0), None, None)
         merged_cost = float(np.sum(np.abs(ck) * _weight(tk, bias)))
         if out2.status == "optimal" and out2.value <= merged_cost * (1 + ROUNDOFF) + 1e-15:  # tol: not costlier
@@ -752,7 +757,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
     t = np.array([c[0] for c in cont], dtype=np.float64)
     o = np.array([c[1] for c in cont], dtype=np.float64)
     w = _weight(t, bias)
-    base = _kink_lp(x, y, t, o, w, task, skip, time_limit=deadline.left())
+    base = _kink_lp(x, y, t, o, w, task, skip, time_limit=deadline.left)
     if base.status != "optimal" or base.value > opt + PROOF_MARGIN * max(1.0, opt):
         return None  # the contact set does not reach the optimum: not decided here
     c_opt = base.value
@@ -774,7 +779,7 @@ def _uniqueness(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
             for mx in (True, False):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([c_opt + slack])),
-                             objective=row, maximize=mx, time_limit=deadline.left())
+                             objective=row, maximize=mx, time_limit=deadline.left)
                 if r.status == "unbounded":
                     out[i] = np.inf
                     break
@@ -876,7 +881,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
         flags = []
         for sgn in (1.0, -1.0):
             r = _kink_lp(x, y, t, o, w, task, skip, extra_ub=(cost_row, np.array([opt + slack])),
-                         objective=sgn * jump, maximize=True, time_limit=deadline.left())
+                         objective=sgn * jump, maximize=True, time_limit=deadline.left)
             flags.append(r.status == "optimal" and r.value > PROOF_MARGIN * scale)
         zones.append(Zone(float(lo), float(hi), convex=flags[0], concave=flags[1]))
     # value ranges at the data points
@@ -898,7 +903,7 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
             for col, mx in ((0, False), (1, True)):
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([opt + slack])),
-                             objective=rows[i], maximize=mx, time_limit=deadline.left())
+                             objective=rows[i], maximize=mx, time_limit=deadline.left)
                 ranges[i, col] = r.value if r.status == "optimal" else np.nan
     return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
 
