@@ -745,3 +745,18 @@ def test_the_upper_relaxation_line_survives_tiny_bounds(dtype, s):
         assert gb.upper[0, 0] >= 1.0 - 1e-6
     if dtype == "float64":
         assert symbolic_bounds(net, Box([-1.0], [1.0])).out_hi[0] >= 1.0 - 1e-12
+
+
+@pytest.mark.parametrize("dtype, w", [("float64", 1e308), ("float32", 3e38)])
+def test_the_upper_relaxation_line_survives_an_overflowing_width(dtype, w):
+    # hi - lo overflowed (bounds still finite): su = hi / (hi - lo) became 0 and the
+    # relaxation said relu <= 0, so max relu(w x) on [-1, 1] was bounded by 0 (truth: w)
+    from relulab.bounds import linear_bounds
+
+    net = Network([[[w]], [[1.0]]], [[0.0], [0.0]])
+    bg = BoundGraph.from_network(net)
+    for method in ("crown", "alpha"):
+        gb = bound(bg, [[-1.0]], [[1.0]], method=method, dtype=dtype)
+        assert gb.upper[0, 0] >= w * (1 - 1e-6) and gb.lower[0, 0] <= 0.0
+    if dtype == "float64":
+        assert -linear_bounds(net, Box([-1.0], [1.0]), np.array([[-1.0]]))[0] >= w * (1 - 1e-12)

@@ -115,11 +115,14 @@ def relax_relu(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
     """
     active = lo >= 0
     unstable = (lo < 0) & (hi > 0)
-    denom = np.where(unstable, hi - lo, 1.0)
-    su = np.where(active, 1.0, np.where(unstable, hi / denom, 0.0))
-    # -lo * su, not -lo * hi / (hi - lo): lo * hi underflows to 0 for bounds near 1e-160,
-    # and the upper line then falls below relu
-    tu = np.where(unstable, -lo * su, 0.0)
+    # su = hi / (hi - lo) and tu = -lo hi / (hi - lo), written as 1 / (1 - lo / hi) and
+    # hi / (1 - hi / lo): hi - lo overflows for bounds near the float range (su was 0 and
+    # the line relu <= 0) and lo * hi underflows near 1e-160 (tu was 0, below relu)
+    h = np.where(unstable, hi, 1.0)
+    lneg = np.where(unstable, lo, -1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        su = np.where(active, 1.0, np.where(unstable, 1.0 / (1.0 - lneg / h), 0.0))
+        tu = np.where(unstable, h / (1.0 - h / lneg), 0.0)
     if adaptive:
         al = np.where(active, 1.0, np.where(unstable, (hi >= -lo).astype(np.float64), 0.0))
     else:

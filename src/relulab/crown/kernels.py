@@ -47,11 +47,13 @@ def relaxation(lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
     torch = require("torch", "torch")
     active = lo >= 0
     unstable = (lo < 0) & (hi > 0)
-    denom = torch.where(unstable, hi - lo, torch.ones_like(lo))
-    su = torch.where(active, torch.ones_like(lo), torch.where(unstable, hi / denom, torch.zeros_like(lo)))
-    # -lo * su, not -lo * hi / (hi - lo): lo * hi underflows to 0 for bounds near 1e-160
-    # (float64) or 1e-23 (float32), and the upper line then falls below relu
-    tu = torch.where(unstable, -lo * su, torch.zeros_like(lo))
+    # su = hi / (hi - lo) and tu = -lo hi / (hi - lo), written as 1 / (1 - lo / hi) and
+    # hi / (1 - hi / lo): hi - lo overflows for bounds near the float range (su was 0 and
+    # the line relu <= 0) and lo * hi underflows near 1e-160 (tu was 0, below relu)
+    h = torch.where(unstable, hi, torch.ones_like(hi))
+    lneg = torch.where(unstable, lo, -torch.ones_like(lo))
+    su = torch.where(active, torch.ones_like(lo), torch.where(unstable, 1.0 / (1.0 - lneg / h), torch.zeros_like(lo)))
+    tu = torch.where(unstable, h / (1.0 - h / lneg), torch.zeros_like(lo))
     al = torch.where(active, torch.ones_like(lo), torch.where(unstable, (hi >= -lo).to(lo.dtype),
                                                              torch.zeros_like(lo)))
     return al, su, tu, unstable

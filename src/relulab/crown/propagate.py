@@ -495,7 +495,9 @@ def bound(
     lower[ovf] = -np.inf
     if up is not None:
         up[ovf] = np.inf
-    bad = bool(ovf.any()) or np.isnan(lower).any() or (up is not None and np.isnan(up).any())
+    # an infinite bound of a feasible sub-problem on a finite box is an overflow too
+    bad = (bool(ovf.any()) or np.isnan(lower).any() or (up is not None and np.isnan(up).any())
+           or bool(np.isinf(lower[~inf_np]).any()) or (up is not None and bool(np.isinf(up[~inf_np]).any())))
     if bad:
         # 0 * inf in the relaxation (boxes near 1e155 overflow its slopes): a NaN is no
         # bound; the vacuous one is sound, and the status says what happened

@@ -53,7 +53,7 @@ def babsr_scores(lo: np.ndarray, hi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """
     unst = (lo < 0) & (hi > 0)
     den = np.where(unst, hi - lo, 1.0)
-    intercept = np.where(unst, -lo * (hi / den), 0.0)  # lo * hi can underflow
+    intercept = np.where(unst, -lo * (hi / den), 0.0)  # a score: lo * hi can underflow
     main = np.maximum(-lam, 0.0) * intercept
     second = np.abs(lam) * np.minimum(np.maximum(hi, 0.0), np.maximum(-lo, 0.0))
     # (a neuron that does not touch the objective scores 0: still splittable, completeness)
