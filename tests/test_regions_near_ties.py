@@ -254,3 +254,41 @@ def test_a_box_far_larger_than_the_network_is_counted_from_the_whole_space():
     half = Box([0.0, -1e15], [1e15, 1e15])
     with pytest.raises(UncertifiedCount):
         regions.count(net, half)
+
+
+def _exact_signs(net: Network, point) -> tuple[int, ...]:
+    """Pre-activation signs of a one-hidden-layer net at a rational point, exactly."""
+    W, b = net.weights[0], net.biases[0]
+    z = [sum(Fraction(float(W[i, j])) * point[j] for j in range(len(point))) + Fraction(float(b[i]))
+         for i in range(W.shape[0])]
+    return tuple(int(v > 0) for v in z), tuple((v > 0) - (v < 0) for v in z)
+
+
+@pytest.mark.parametrize("w", [1e-10, 5e-11, 3e-11, 1e-11])
+def test_a_resolved_thin_slab_is_kept_by_enumerate(w):
+    # lines y = 0, y = w and x + y = 1 on [-1, 1]^2: 5 regions.  The flatness test of the
+    # assembly (RANK_TOL = 1e-9) dropped both slab pieces, 3 regions "certified", while
+    # regions.count said 5
+    net = Network([np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 1.0]]), np.ones((1, 3))],
+                  [np.array([0.0, -w, -1.0]), np.zeros(1)])
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    rs = regions.enumerate(net, box)
+    got = {tuple(int(v) for v in p) for p in rs.patterns.astype(int).tolist()}
+    assert rs.certified or w < 5e-11     # near the sign tolerance it may only be uncertified
+    if rs.certified:
+        # exact witnesses: a rational interior point of each slab piece
+        for pt in [(Fraction(0), Fraction(w) / 2), (Fraction(1) - Fraction(w) / 4, Fraction(w) / 2)]:
+            pattern, signs = _exact_signs(net, pt)
+            assert 0 not in signs and pattern in got
+        assert len(rs) == regions.count(net, box) == 5
+    else:
+        with pytest.raises(UncertifiedCount):
+            regions.count(net, box)
+
+
+def test_whole_space_count_keeps_a_thin_slab():
+    # y = 0, y = 1e-9, x = 0, x + y = 0 on R^2: 9 regions; the flat test gave 7
+    net = Network([np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), np.ones((1, 4))],
+                  [np.array([0.0, -1e-9, 0.0, 0.0]), np.zeros(1)])
+    assert regions.count(net, Polytope.whole_space(2)) == 9
+    assert regions.count(net, Box([-1.0, -1.0], [1.0, 1.0])) == 9

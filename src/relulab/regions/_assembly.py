@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import RelulabError
 from ..limits import ResourceLimitError, memory_budget
-from ..tolerance import RANK_TOL
+from ..tolerance import SIGN_TIE_SHARE, SIGN_TOL
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
 from ._hashing import unique_pairs
@@ -46,10 +46,16 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> RegionArrays:
     for r in np.flatnonzero(~simple):
         Xr = X[ptr[r] : ptr[r + 1]]
         if d > 0 and Xr.shape[0] > 0:
-            sv = np.linalg.svd(Xr[1:] - Xr[0], compute_uv=False) if Xr.shape[0] > 1 else []
+            sv = np.linalg.svd(Xr[1:] - Xr[0], compute_uv=False) if Xr.shape[0] > 1 else np.zeros(0)
             scale = max(1.0, float(np.abs(Xr).max()))
-            if int((np.asarray(sv) > RANK_TOL * scale).sum()) < d:
+            # the flatness test uses the sign test's own tolerance: a region the signs
+            # resolved (thicker than SIGN_TOL x scale) is real.  At RANK_TOL (1e-9) slabs
+            # 1e-10 thick were dropped and the set still called certified
+            if int((sv > SIGN_TOL * scale).sum()) < d:
                 flat[r] = True  # not full-dimensional (numerical debris): dropped below
+                thick = float(sv[d - 1]) if sv.size >= d else 0.0
+                if thick > SIGN_TIE_SHARE * SIGN_TOL * scale:
+                    pb.near_ties += 1  # thinner than the tolerance, thicker than rounding
                 continue
         # degenerate region: keep a constraint only if its vertices span a facet, and
         # one constraint per facet (a domain row before a neuron, then lower ids)
@@ -65,7 +71,7 @@ def finalize(pb: E.Problem, chunk: E.FinalChunk) -> RegionArrays:
                 M = pts[1:] - pts[0]
                 sv = np.linalg.svd(M, compute_uv=False)
                 scale = max(1.0, float(np.abs(pts).max()))
-                ok = int((sv > RANK_TOL * scale).sum()) >= d - 1
+                ok = int((sv > SIGN_TOL * scale).sum()) >= d - 1
             if not ok:
                 keepf[q] = False
                 continue

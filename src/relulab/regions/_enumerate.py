@@ -282,6 +282,9 @@ def count_regions(
     sends back one number).
 
     A number that cannot be certified is refused (:class:`~relulab.errors.UncertifiedCount`).
+    Certified has the meaning of ``RegionSet.certified``: no sign decision was contradicted
+    by more than 1e-13 of the domain's scale; a sliver thinner than that is below float64
+    resolution and is not looked for (see docs/regions.md).
     Over a Box whose own count is refused (near ties, or a box far larger than the
     network's features), the whole space's count stands in when it is certified and the
     box holds its artificial box: every region of R^d then meets the box in one piece.
