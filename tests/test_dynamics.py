@@ -277,12 +277,32 @@ def test_linear_dichotomies_nearly_collinear_points_are_counted_exactly(eps):
     assert linear_dichotomies([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]) == 8   # on a line: 2 * 4
 
 
-def test_linear_dichotomies_degenerate_and_nearly_degenerate_is_not_certified():
-    from relulab.errors import UncertifiedCount
+def test_linear_dichotomies_degenerate_and_nearly_degenerate_is_exact():
+    # only {0, 1, 2} is collinear here ((1, 1 + 1e-14) is off its line): the same matroid
+    # as the well-conditioned set below, so the same count, which the region enumeration
+    # of that set gives independently
+    from relulab.dynamics.dichotomies import _arrangement_cells
 
     X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [1.0, 1.0 + 1e-14], [2.0, 1.0]])
-    with pytest.raises(UncertifiedCount, match="nearly degenerate"):
-        linear_dichotomies(X)
+    twin = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [1.0, 2.0], [2.0, 1.0]])
+    assert linear_dichotomies(X) == _arrangement_cells(np.hstack([twin, np.ones((6, 1))])) == 30
+
+
+def test_whitney_count_equals_the_region_enumeration_on_degenerate_grids():
+    from relulab.dynamics.dichotomies import _arrangement_cells, _whitney_cells
+
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        P = np.unique(rng.integers(0, 3, size=(8, 2)).astype(float), axis=0)   # many collinear
+        Pa = np.hstack([P, np.ones((len(P), 1))])
+        assert _whitney_cells(Pa) == _arrangement_cells(Pa)
+
+
+def test_repeated_points_count_once_and_few_points_get_their_2_to_the_n():
+    # 0, 0, e1 and 2 e1 + 1e-14 e2 in R^3: three distinct independent points, 2^3 = 8
+    # (the enumeration said 6, with the duplicate hiding the near-degeneracy)
+    assert linear_dichotomies([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, 1e-14, 0.0]]) == 8
+    assert linear_dichotomies([[1.0, 2.0], [-2.0, -4.0], [0.0, 1.0]], bias=False) == 4   # two lines
 
 
 def test_linear_dichotomies_degenerate_and_brute_force():

@@ -223,6 +223,9 @@ def test_syntax_errors(text: str, match: str) -> None:
         # a leading zero would silently make X_00 the same variable as X_0
         ("(declare-const X_03 Real)", r"6:16: unsupported variable name 'X_03'"),
         ("(assert (<= Y_00 0))", r"6:13: expected a number or a variable X_i / Y_j, found 'Y_00'"),
+        # non-ASCII digits: 'X_1\u0660' was X_10 and '1\u0660' the number 10
+        ("(declare-const X_1\u0660 Real)", r"6:16: unsupported variable name"),
+        ("(assert (<= Y_0 1\u0660))", r"6:17: expected a number or a variable X_i / Y_j, found '1"),
         ("(declare-const X_3 Int)", r"6:20: unsupported sort"),
         ("(declare-const Y_0 Real)", r"6:16: Y_0 is declared twice"),
     ],

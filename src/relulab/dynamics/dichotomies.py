@@ -63,14 +63,60 @@ def _general_position(Xa: np.ndarray) -> tuple[bool | None, float]:
     return general, smallest
 
 
+# distinct hyperplanes up to which the degenerate count is exact (Whitney's formula:
+# 2^n exact ranks)
+WHITNEY_MAX = 12
+
+
+def _distinct_hyperplanes(Xa: np.ndarray) -> np.ndarray:
+    """The rows of ``Xa`` with one row kept per hyperplane ``{v: v . x = 0}``: rows that
+    are nonzero multiples of each other (decided exactly, on 2 x 2 minors in rationals)
+    give the same hyperplane, hence the same side for every dichotomy."""
+    from fractions import Fraction
+
+    unit = Xa / np.linalg.norm(Xa, axis=1, keepdims=True)
+    keep: list[int] = []
+    for i in range(Xa.shape[0]):
+        same = False
+        for j in keep:
+            if min(np.abs(unit[i] - unit[j]).max(), np.abs(unit[i] + unit[j]).max()) > 1e-6:  # tol: screen only
+                continue
+            a = [Fraction(float(v)) for v in Xa[i]]
+            b = [Fraction(float(v)) for v in Xa[j]]
+            if all(a[p] * b[q] == a[q] * b[p] for p in range(len(a)) for q in range(p + 1, len(a))):
+                same = True
+                break
+        if not same:
+            keep.append(i)
+    return Xa[keep]
+
+
+def _whitney_cells(H: np.ndarray) -> int:
+    """The cells of the central arrangement of the distinct hyperplanes with normals ``H``,
+    exactly: ``sum over subsets S of (-1)^(|S| - rank S)`` (Whitney's formula for the
+    characteristic polynomial at -1, by Zaslavsky's theorem), ranks in rationals."""
+    from itertools import combinations
+
+    from ..params import exact_rank
+
+    n = H.shape[0]
+    total = 1   # the empty set
+    for k in range(1, n + 1):
+        for S in combinations(range(n), k):
+            total += -1 if (k - exact_rank(H[list(S)].tolist())) % 2 else 1
+    return total
+
+
 def linear_dichotomies(X: Any, bias: bool = True) -> int:
     """The number ``P`` of dichotomies of the points ``X`` realisable by a hyperplane
     (``sign(w . x + b)`` with every point strictly on one side; ``bias=False``:
     hyperplanes through the origin), counted exactly.
 
-    Points in general position (every ``d + 1`` of the augmented points ``(x_i, 1)``
-    linearly independent, decided in rational arithmetic) have Cover's count
-    :func:`cover_count`.  Otherwise the count is the number of cells of the central
+    Repeated points count once.  Points in general position (every ``d + 1`` of the
+    augmented points ``(x_i, 1)`` linearly independent, decided in rational arithmetic)
+    have Cover's count :func:`cover_count`.  Otherwise, up to ``WHITNEY_MAX`` distinct
+    points, the count is Whitney's formula over all subsets with exact ranks; beyond, it
+    is the number of cells of the central
     arrangement ``{(w, b): w . x_i + b = 0}`` in parameter space, enumerated by
     :func:`relulab.regions.count` on the box ``[-1, 1]^(d+1)`` (every cell is a cone
     through the origin, so it meets the box).  A point set that is degenerate and also
@@ -93,9 +139,13 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
     if np.any(np.linalg.norm(Xa, axis=1) == 0):
         raise DynamicsError("a zero point lies on every hyperplane through the origin: "
                             "use bias=True or drop it")
+    Xa = _distinct_hyperplanes(Xa)   # repeated points (or multiples) are one hyperplane
+    n = Xa.shape[0]
     general, smallest = _general_position(Xa)
     if general:
         return cover_count(n, D)
+    if n <= WHITNEY_MAX:
+        return _whitney_cells(Xa)
     if general is False and smallest < MINOR_BLIND:
         raise UncertifiedCount(
             f"linear_dichotomies: the points are degenerate (some {min(n, D)} of them are linearly "

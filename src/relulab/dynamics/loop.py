@@ -72,8 +72,8 @@ def _decayed(model: Any, no_decay: Sequence[str] | str) -> list[Any]:
     ``no_decay`` prefixes (one string is one prefix: iterated, its letters were prefixes)."""
     prefixes = (no_decay,) if isinstance(no_decay, str) else tuple(no_decay)
     for pre in prefixes:
-        if not isinstance(pre, str):
-            raise DynamicsError(f"no_decay: expected parameter-name prefixes (strings), got {pre!r}")
+        if not isinstance(pre, str) or not pre:
+            raise DynamicsError(f"no_decay: expected parameter-name prefixes (non-empty strings), got {pre!r}")
     return [p for n, p in model.named_parameters()
             if p.requires_grad and not any(n.startswith(s) for s in prefixes)]
 

@@ -212,7 +212,8 @@ def train(
             opt.step()
             total += float(loss.detach()) * len(idx)
             rows += len(idx)
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and time.monotonic() > deadline and \
+                    (rows < n or epoch < int(epochs)):   # past the limit with work left
                 out_of_time = True
                 break
         members = 1 if per_row.ndim == 1 else per_row.shape[0]

@@ -94,8 +94,8 @@ _TOKEN = re.compile(
       | (?P<bad>.)""",
     re.X | re.S,
 )
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_VAR = re.compile(r"([XY])_(0|[1-9]\d*)\Z")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
+_VAR = re.compile(r"([XY])_(0|[1-9]\d*)\Z", re.ASCII)  # \d alone took '٠' (Arabic-Indic) as 0
 _IGNORED = {"set-logic", "set-info", "set-option", "check-sat", "get-model", "exit"}
 _COMPARE = {"<=", ">=", "<", ">", "="}
 
