@@ -740,3 +740,31 @@ def test_a_random_operator_is_refused_not_frozen(op: str) -> None:
         onnx_to_network(m)
     with pytest.raises(GraphError, match="node 'rnd' .*random operator"):
         BoundGraph.from_onnx(m)
+
+
+def test_crosscheck_allows_float32_rounding_of_large_intermediate_values(tmp_path: Path) -> None:
+    # relu(x + 1e6) - 1e6 in float32 is off by ~0.03 from the float64 reading: rounding in
+    # the model's own precision, not a misread; it was refused
+    pytest.importorskip("onnxruntime")
+    m = _single_op_model([helper.make_node("Add", ["x", "big"], ["a"]), helper.make_node("Relu", ["a"], ["r"]),
+                          helper.make_node("Sub", ["r", "big"], ["y"])],
+                         [numpy_helper.from_array(np.array([1e6], np.float32), "big")], [1, 4])
+    p = tmp_path / "big.onnx"
+    p.write_bytes(m.SerializeToString())
+    net = load_onnx(p)
+    assert np.allclose(net(np.array([[0.5, -0.25, 2.0, 0.0]])), [[0.5, -0.25, 2.0, 0.0]], atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [[4], [2, 4]])
+def test_crosscheck_also_runs_without_a_batch_axis_or_with_a_fixed_batch(tmp_path: Path, monkeypatch, shape) -> None:
+    # inputs of shape (4,) or (2, 4) were never run by onnxruntime: the check was skipped
+    pytest.importorskip("onnxruntime")
+    import relulab.io.onnx as io_onnx
+
+    m = _single_op_model([helper.make_node("Relu", ["x"], ["y"])], [], shape)
+    p = tmp_path / "r.onnx"
+    p.write_bytes(m.SerializeToString())
+    load_onnx(p)
+    monkeypatch.setitem(io_onnx._HANDLERS, "Relu", io_onnx._HANDLERS["Identity"])   # a "misread" Relu
+    with pytest.raises(FormatError, match="disagrees with onnxruntime"):
+        load_onnx(p)

@@ -135,6 +135,21 @@ class BoundGraph:
             vals[n.name] = n.op.forward(*[vals[i] for i in n.inputs])
         return vals if keep else vals[self.output_name]
 
+    def largest_value(self, x: Any) -> float:
+        """The largest absolute value of any node at inputs ``x`` (B, *input_shape).
+
+        Example:
+            >>> from relulab import Network
+            >>> BoundGraph.from_network(Network([[[2.0]]], [[-5.0]])).largest_value([[1.0]])
+            3.0
+        """
+        torch = require("torch", "torch")
+        g = self.converted("float64")
+        X = np.asarray(x, dtype=np.float64).reshape(-1, *self.input_shape)
+        with torch.no_grad():
+            vals = g.run(torch.as_tensor(X, dtype=g.torch_dtype()), keep=True)
+        return max(float(v.abs().max()) for v in vals.values() if hasattr(v, "abs") and v.numel())
+
     def forward(self, x: Any, dtype: str = "float64") -> np.ndarray:
         """Outputs (B, output_dim) of inputs (B, *input_shape) or (B, input_dim).
 
@@ -269,7 +284,7 @@ class BoundGraph:
         graph = BoundGraph(b.finish(out), b.input, out, proto)
         where = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "from_onnx"
         try:
-            crosscheck_onnxruntime(proto, graph.forward, where)
+            crosscheck_onnxruntime(proto, graph.forward, where, graph.largest_value)
         except FormatError as e:   # as the reader's own errors: a GraphError
             raise GraphError(str(e)) from None
         return graph
