@@ -288,6 +288,18 @@ def test_linear_dichotomies_degenerate_and_nearly_degenerate_is_exact():
     assert linear_dichotomies(X) == _arrangement_cells(np.hstack([twin, np.ones((6, 1))])) == 30
 
 
+def test_many_degenerate_and_nearly_degenerate_points_are_not_certified():
+    # past Whitney's 12 points the float enumeration counts; a subset independent by
+    # 1e-14 of its scale is below its resolution, so the count is refused
+    from relulab.errors import UncertifiedCount
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 5.0], [1.0, 5.0 + 1e-14], [2.0, 5.0]],
+                   rng.uniform(-3, 3, (8, 2))])
+    with pytest.raises(UncertifiedCount, match="nearly degenerate"):
+        linear_dichotomies(X)
+
+
 def test_whitney_count_equals_the_region_enumeration_on_degenerate_grids():
     from relulab.dynamics.dichotomies import _arrangement_cells, _whitney_cells
 

@@ -78,9 +78,10 @@ def _distinct_hyperplanes(Xa: np.ndarray) -> np.ndarray:
     keep: list[int] = []
     for i in range(Xa.shape[0]):
         same = False
-        for j in keep:
-            if min(np.abs(unit[i] - unit[j]).max(), np.abs(unit[i] + unit[j]).max()) > 1e-6:  # tol: screen only
-                continue
+        if keep:   # screen in floats (exact multiples agree to rounding), decide exactly
+            U = unit[keep]
+            near = np.minimum(np.abs(U - unit[i]).max(1), np.abs(U + unit[i]).max(1)) <= 1e-6  # tol: screen only
+        for j in (np.array(keep)[near] if keep else []):
             a = [Fraction(float(v)) for v in Xa[i]]
             b = [Fraction(float(v)) for v in Xa[j]]
             if all(a[p] * b[q] == a[q] * b[p] for p in range(len(a)) for q in range(p + 1, len(a))):
