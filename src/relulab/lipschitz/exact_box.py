@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bounds import float_layers
-from ..lp import chebyshev_center, no_interior
+from ..lp import chebyshev_center_zoomed, no_interior
 from ..network import Network
 from ..tolerance import or_default
 from .lower import batch_norms
@@ -165,7 +165,8 @@ def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
     if A.shape[0] == 0:
         x[free] = (lo[free] + hi[free]) / 2
         return x, np.inf
-    xf, rad = chebyshev_center(A, b, lo[free], hi[free])
+    # zoomed: a radius of 0 within the LP's tolerances is no proof of an empty region
+    xf, rad = chebyshev_center_zoomed(A, b, lo[free], hi[free])
     if xf is None:
         return None, -np.inf
     x[free] = xf

@@ -29,6 +29,8 @@ from ..tolerance import STRICT_TOL
 
 __all__ = ["jacobians", "pattern_jacobian", "interior_margin", "homogenize", "bias_free"]
 
+_UNIT = 2.0 ** -53  # float64's unit round-off
+
 
 def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Batched Jacobians ``(n, m, d)`` at the rows of ``X``, and each point's smallest
@@ -46,13 +48,24 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h = X
     masks = []
     margin = np.full(n, np.inf)
+    # a bound on |h_float - h_exact|, carried through the layers: the float rounding of
+    # earlier layers (|W| times theirs) plus this layer's own (gamma_{k+1} of the sum of
+    # absolute terms, for any summation order).  A point whose pre-activation is not
+    # clear of it by a factor of 2 is not certified here (the exact check decides it);
+    # the local scale alone missed rounding of 1e-4 carried from weights of 3e12
+    err = np.zeros_like(X)
     for W, b in zip(Ws[:-1], bs[:-1], strict=True):
         z = h @ W.T + b
-        scale = np.abs(h) @ np.abs(W).T + np.abs(b)
+        aW = np.abs(W)
+        scale = np.abs(h) @ aW.T + np.abs(b)
+        k = W.shape[1] + 1
+        gamma = k * _UNIT / (1.0 - k * _UNIT)
+        err = err @ aW.T + gamma * scale
         # a neuron with a zero row and zero bias (pruned) is 0 everywhere: no boundary
         live = np.any(W != 0, axis=1) | (b != 0)
         if np.any(live):
-            margin = np.minimum(margin, np.min(np.abs(z[:, live]) / (1.0 + scale[:, live]), axis=1))
+            clear = np.abs(z[:, live]) - 2.0 * err[:, live]
+            margin = np.minimum(margin, np.min(clear / (1.0 + scale[:, live]), axis=1))
         masks.append(z > 0)
         h = np.maximum(z, 0.0)
     G = np.broadcast_to(Ws[-1], (n, *Ws[-1].shape))
@@ -64,7 +77,8 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def interior_margin(net: Network, X: np.ndarray) -> np.ndarray:
-    """Smallest ``|z_j(x)| / (1 + scale_j(x))`` over hidden neurons: above
+    """Smallest ``(|z_j(x)| - 2 err_j(x)) / (1 + scale_j(x))`` over hidden neurons, with
+    ``err_j`` a bound on the float rounding of ``z_j`` carried from every layer: above
     ``STRICT_TOL`` the point is strictly inside its linear region, whose Jacobian is then
     the one computed at the point (the region is open around it).
 

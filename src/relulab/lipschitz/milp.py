@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..errors import RelulabError
-from ..lp import LPModel, chebyshev_center, no_interior
+from ..lp import LPModel, chebyshev_center_zoomed, no_interior
 from ..network import Network
 from ..tolerance import HIGHS_SMALL, HUGE_MILP_VALUE, MIP_GAP, ROUNDOFF
 from .exact_box import region_inequalities
@@ -223,7 +223,8 @@ def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | No
     Aub, bub = Aub[keep], bub[keep]
     if Aub.shape[0] == 0:
         return domain.center if isinstance(domain, Box) else np.zeros(d)
-    x, rad = chebyshev_center(Aub, bub, lb, ub)
+    # zoomed: a radius of 0 within the LP's tolerances is no proof of an empty region
+    x, rad = chebyshev_center_zoomed(Aub, bub, lb, ub)
     return None if no_interior(x, rad) else x
 
 
