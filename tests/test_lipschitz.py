@@ -496,3 +496,51 @@ def test_a_domain_beyond_highs_gives_a_library_error_naming_it():
 
     with pytest.raises(RelulabError, match="give a smaller one"):
         lipschitz(tiny_2d(), Box([-1e100] * 2, [1e100] * 2), p=1, method="bab", time_limit=5)
+
+
+def test_a_witness_is_not_certified_through_carried_rounding():
+    # f = x - relu(z2) with z2 = relu(3e12 x - 3e12) - 3 relu(1e12 x - 1e12) + x + c: exactly
+    # z2 = x + c > 0 on the box, so f = -c is constant (L = 0).  In float64 the first layer's
+    # rounding (~1e-4) flips z2's sign at sampled points, and such a point was certified as
+    # a witness of slope 1: a lower bound of 1 for a constant network
+    from fractions import Fraction
+
+    from relulab.lipschitz.witness import certify_point
+
+    lo, hi = 1 + 3e-9, 1 + 6e-9
+    c = -hi + 1.2e-4
+    net = Network([[[3e12], [1e12], [1.0]], [[1.0, -3.0, 1.0]], [[-1.0]]], [[-3e12, -1e12, 0.0], [c], [0.0]],
+                  skip=([[1.0]], [0.0]))
+    ex = net.exact()
+    xs = lo + (hi - lo) * np.random.default_rng(0).random(300)
+    flipped = 0
+    for x in xs:
+        if net.preactivations(np.array([[x]]))[1][0, 0] < 0:
+            flipped += 1
+            assert ex.preactivations(np.array([[Fraction(x)]], dtype=object))[1][0][0] > 0   # exactly
+            w = certify_point(net, np.array([x]), 2, None, "t", Box([lo], [hi]))
+            assert w is None or w.norm == 0.0
+    assert flipped > 0
+    r = lipschitz(net, Box([lo], [hi]), p=2, method="bounds")
+    assert r.lower == 0.0
+
+
+@pytest.mark.parametrize("eps", [1e-14, 1e-16, 1e-20])
+@pytest.mark.parametrize("method", ["milp", "bab"])
+def test_a_slab_thinner_than_the_lp_tolerance_is_not_dropped(eps, method):
+    # f = relu(x) - relu(x - eps) has slope 1 on (0, eps), a slab full of floats; HiGHS's
+    # Chebyshev radius there is 0, the slab was dropped and L = 1 was called exactly 0
+    net = Network([[[1.0], [1.0]], [[1.0, -1.0]]], [[0.0, -eps], [0.0]])
+    r = lipschitz(net, Box([-1.0], [1.0]), p=1, method=method)
+    assert r.upper >= 1.0 - 1e-12 and (r.status != "exact" or r.value == pytest.approx(1.0, rel=1e-9))
+
+
+def test_exact_needs_the_bracket_relative_to_the_constant():
+    # (upper - lower) <= 1e-6 (1 + lower) called constants near 3e-8 exact with a bracket
+    # twice as wide; the test is now relative to the constant itself
+    from relulab.lipschitz.core import LIP_REL_TOL
+
+    net = Network([[[3e-8]], [[1.0]]], [[0.1], [0.0]])   # slope 3e-8 on the box
+    r = lipschitz(net, Box([0.0], [1.0]), p=2)
+    assert r.status == "exact" and r.value == pytest.approx(3e-8, rel=1e-12)
+    assert r.upper - r.lower <= LIP_REL_TOL * r.lower

@@ -464,13 +464,15 @@ def chebyshev_center_zoomed(A: Any, b: Any, lb: Any = None, ub: Any = None) -> t
     bind within the window are kept and the window is scaled to size 1, so a region
     ``1e-15`` wide becomes one HiGHS resolves.  A radius of 0 is then no proof of an empty
     interior: slabs 1e-14 wide were dropped as empty and a Lipschitz constant of 1 was
-    called exactly 0.  (Still not a proof: a region thinner than ``ZOOM_FACTOR **
-    ZOOM_STEPS`` of its scale is not looked for.)
+    called exactly 0.  (Still not a proof: a region thinner than about 100 times the
+    rounding of its rows, about 1e-14 of their scale, is not looked for.)
 
     Example:
-        >>> w = 1e-15          # the slab 0.3 <= x <= 0.3 + w inside [0, 1]
-        >>> x, r = chebyshev_center_zoomed([[-1.0], [1.0]], [-0.3, 0.3 + w], [0.0], [1.0])
-        >>> bool(0.3 < x[0] < 0.3 + w), bool(0 < r <= w / 2)
+        >>> w = 1e-15          # the slab 0 <= x <= w inside [-1, 1]
+        >>> chebyshev_center([[-1.0], [1.0]], [0.0, w], [-1.0], [1.0])[1] < w / 2   # HiGHS: 0
+        True
+        >>> x, r = chebyshev_center_zoomed([[-1.0], [1.0]], [0.0, w], [-1.0], [1.0])
+        >>> bool(0 < x[0] < w), bool(0 < r <= w / 2)
         (True, True)
     """
     x, rad = chebyshev_center(A, b, lb, ub)
@@ -496,13 +498,20 @@ def chebyshev_center_zoomed(A: Any, b: Any, lb: Any = None, ub: Any = None) -> t
         slack = b_all - A_all @ x
         # rows that no point of the window |x' - x|_inf <= window can reach stay satisfied
         near = slack <= 2.0 * l1 * window
+        # the near rows' own rounding (as a distance): a ball must be far above it to be
+        # believed, and a window near it would zoom into noise
+        noise = 4.0 * 2.0 ** -53 * float(np.max(
+            (np.abs(b_all[near]) + np.abs(A_all[near]) @ np.abs(x)) / np.maximum(l1[near], 1e-300),
+            initial=0.0))
+        if window < 1e4 * noise:
+            break
         loc_A = np.vstack([A_all[near], np.eye(d), -np.eye(d)])
         loc_b = np.concatenate([slack[near] / window, np.ones(2 * d)])
         y, r = chebyshev_center(loc_A, loc_b)
         if y is None:
             return x, rad
         x = x + window * y
-        if r > 1e-6:   # tol: clearly resolved at this window
+        if r > 1e-6 and window * r > 100.0 * noise:   # tol: clearly resolved, above rounding
             return x, window * r
         window *= ZOOM_FACTOR
     return x, rad

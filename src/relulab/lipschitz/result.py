@@ -42,7 +42,7 @@ class LipschitzWitness(Result):
 class LipschitzResult(Result):
     """The Lipschitz constant of a network over a domain: ``lower <= L <= upper``.
 
-    ``status`` is "exact" when ``upper - lower <= LIP_REL_TOL * (1 + lower)`` (then
+    ``status`` is "exact" when ``upper - lower <= LIP_REL_TOL * lower`` (then
     ``value`` is ``lower``), otherwise "bounded".  ``method`` names the route that gave
     the final bracket; ``uppers``/``lowers`` hold every bound computed (name -> value);
     ``partial`` is True when a time limit stopped a route early.
