@@ -455,7 +455,7 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
 # of 0: the set may still hold a ball, which the zoom below looks for
 THIN_RADIUS = 1e-9  # tol: HiGHS feasibility tolerance scale
 # the zoom's window shrinks by this factor per step, for this many steps
-ZOOM_FACTOR, ZOOM_STEPS = 1e-6, 5
+ZOOM_FACTOR, ZOOM_STEPS = 1e-6, 5  # tol: window shrink per step
 
 
 def chebyshev_center_zoomed(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np.ndarray | None, float]:
@@ -501,7 +501,7 @@ def chebyshev_center_zoomed(A: Any, b: Any, lb: Any = None, ub: Any = None) -> t
         # the near rows' own rounding (as a distance): a ball must be far above it to be
         # believed, and a window near it would zoom into noise
         noise = 4.0 * 2.0 ** -53 * float(np.max(
-            (np.abs(b_all[near]) + np.abs(A_all[near]) @ np.abs(x)) / np.maximum(l1[near], 1e-300),
+            (np.abs(b_all[near]) + np.abs(A_all[near]) @ np.abs(x)) / np.maximum(l1[near], 1e-300),  # tol: no division by 0
             initial=0.0))
         if window < 1e4 * noise:
             break
