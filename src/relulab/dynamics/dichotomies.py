@@ -136,7 +136,7 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
     from ..errors import UncertifiedCount
 
     Xa = _augment(X, bias)
-    n, D = Xa.shape
+    D = Xa.shape[1]
     if np.any(np.linalg.norm(Xa, axis=1) == 0):
         raise DynamicsError("a zero point lies on every hyperplane through the origin: "
                             "use bias=True or drop it")

@@ -916,12 +916,13 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
                          for k in range(CROSSCHECK_POINTS)])
     except Exception:  # noqa: BLE001 - onnxruntime cannot run it: nothing to compare with
         return
-    got = np.asarray(forward(X.astype(np.float64)), dtype=np.float64).reshape(CROSSCHECK_POINTS, -1)
+    X64 = X.astype(np.float64)
+    got = np.asarray(forward(X64), dtype=np.float64).reshape(CROSSCHECK_POINTS, -1)
     if not np.all(np.isfinite(want)):
         return
     rtol = CROSSCHECK_RTOL.get(dtype, 5e-2)
     scale = 1.0 + float(np.max(np.abs(want)))
-    inner = float(intermediate(X.astype(np.float64))) if intermediate is not None else 0.0
+    inner = float(intermediate(X64)) if intermediate is not None else 0.0
     tol = max(rtol * scale, CROSSCHECK_RTOL_INTERMEDIATE.get(dtype, 1e-2) * inner)
     diff = float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf
     if not diff <= tol:
@@ -966,13 +967,7 @@ def load_onnx(path: str | os.PathLike) -> Network:
 
 def _largest_value(net: Network, X: np.ndarray) -> float:
     """The largest absolute input, pre-activation or output of ``net`` at the rows of X."""
-    f = net.float()
-    H, big = X, float(np.max(np.abs(X), initial=0.0))
-    for k, (W, b) in enumerate(zip(f.weights, f.biases, strict=True)):
-        Z = H @ np.asarray(W, float).T + np.asarray(b, float)
-        big = max(big, float(np.max(np.abs(Z), initial=0.0)))
-        H = np.maximum(Z, 0.0) if k < len(f.weights) - 1 else Z
-    return big
+    return max(float(np.max(np.abs(v), initial=0.0)) for v in (X, *net.preactivations(X), net(X)))
 
 
 # ============================================================================ writing
