@@ -127,7 +127,7 @@ def _repair(fnet: Network, x: np.ndarray, box: Box, C: np.ndarray, d: np.ndarray
         return None
     pattern = fnet.activation_pattern(x)
     A, c = fnet.affine_for_pattern(pattern)
-    G, h = fnet.region_inequalities(pattern) if pattern else (np.zeros((0, x.size)), np.zeros(0))
+    G, h = fnet.region_inequalities(pattern)   # (0, d) rows without hidden layers
     n = x.size
     rows = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]),
                       np.hstack([C @ A, np.ones((C.shape[0], 1))])])
