@@ -386,6 +386,22 @@ class Network:
             return np.zeros((np.atleast_2d(X).shape[0], 0), dtype=bool)
         return np.concatenate(pats, axis=1)
 
+    def split_pattern(self, flat: ArrayLike) -> list[np.ndarray]:
+        """A flat pattern over all hidden neurons (as :meth:`pattern_vector` gives one) as
+        one boolean vector per hidden layer, the form :meth:`region_inequalities` and
+        :meth:`affine_for_pattern` take.
+
+        Example:
+            >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]], [[1.0]]], [[0.0, 0.0], [0.0], [0.0]])
+            >>> [p.tolist() for p in net.split_pattern([1, 0, 1])]
+            [[True, False], [True]]
+        """
+        flat = np.asarray(flat, dtype=bool).reshape(-1)
+        if flat.shape[0] != self.n_neurons:
+            raise NetworkError(f"flat pattern has {flat.shape[0]} entries; the network has "
+                               f"{self.n_neurons} hidden neurons")
+        return np.split(flat, np.cumsum(self.widths)[:-1]) if self.widths else []
+
     def affine_for_pattern(self, pattern: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """The affine map ``(A, c)`` the network computes where the activation pattern is
         ``pattern`` (one boolean vector per hidden layer)."""

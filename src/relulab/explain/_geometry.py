@@ -19,15 +19,6 @@ SHORT_EDGE = 1e-9  # tol: shorter hull edges are two copies of one vertex
 ZERO_ROW = 1e-14  # tol: norm of a row that is zero but for float rounding
 
 
-def split_pattern(net: Network, flat: np.ndarray) -> list[np.ndarray]:
-    """A flat pattern (all neurons) as one boolean vector per hidden layer."""
-    out, off = [], 0
-    for w in net.widths:
-        out.append(np.asarray(flat[off:off + w], dtype=bool))
-        off += w
-    return out
-
-
 def pattern_hrep(net: Network, pattern: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``(G, h)``: the region ``G x <= h`` of ``pattern``, one row per hidden neuron
     (active: ``z >= 0``; inactive: ``z <= 0``), rows scaled to unit norm (a neuron

@@ -54,7 +54,7 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         if key in seen:
             return
         seen.add(key)
-        pat = G.split_pattern(net, flat)
+        pat = net.split_pattern(flat)
         _, _, A, b = _rows(net, pat, space)
         try:
             z, dist = project(A, b, space.lo, space.hi, x)
@@ -79,7 +79,7 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
             break
         heapq.heappop(heap)
         expanded += 1
-        pat = G.split_pattern(net, flat)
+        pat = net.split_pattern(flat)
         Gm, h, A, b = _rows(net, pat, space)
         Cr, cr = net.affine_for_pattern(pat)
         T = dec.C @ Cr

@@ -42,7 +42,7 @@ from .lower import batch_norms
 from .result import LipschitzWitness
 from .witness import certify_point
 
-__all__ = ["BoxMax", "box_max", "pattern_norms", "pattern_stack", "region_inequalities", "EXACT_MAX_UNSTABLE"]
+__all__ = ["BoxMax", "box_max", "pattern_norms", "pattern_stack", "EXACT_MAX_UNSTABLE"]
 
 # 2^12 patterns per box are cheap to rank (one batched product); more are rarely needed
 # once a box is small enough for its maximum to matter
@@ -120,38 +120,6 @@ def pattern_stack(Ws: list[np.ndarray], act: np.ndarray, unst: np.ndarray) -> np
     return G
 
 
-def region_inequalities(Ws: list[np.ndarray], bs: list[np.ndarray],
-                        pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(A, b)`` with the closure of the region of ``pattern`` (flat over all hidden
-    neurons) equal to ``{x : A x <= b}``: ``z_j(x) >= 0`` for active neurons and
-    ``z_j(x) <= 0`` for inactive ones, each ``z_j`` affine under the pattern.
-
-    Example:
-        >>> import numpy as np
-        >>> A, b = region_inequalities([np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]])],
-        ...                            [np.zeros(2), np.zeros(1)], np.array([True, False]))
-        >>> A.tolist(), (b + 0.0).tolist()     # x >= 0 and -x <= 0
-        ([[-1.0], [-1.0]], [0.0, 0.0])
-    """
-    d = Ws[0].shape[1]
-    A = np.eye(d)
-    c = np.zeros(d)
-    rows, rhs = [], []
-    off = 0
-    for W, b in zip(Ws[:-1], bs[:-1], strict=True):
-        n = W.shape[0]
-        Z, z0 = W @ A, W @ c + b
-        mk = np.asarray(pattern[off: off + n], dtype=bool)
-        off += n
-        sg = np.where(mk, -1.0, 1.0)  # active: -z <= 0, inactive: z <= 0
-        rows.append(sg[:, None] * Z)
-        rhs.append(-sg * z0)
-        A, c = Z * mk[:, None], z0 * mk
-    if not rows:
-        return np.zeros((0, d)), np.zeros(0)
-    return np.vstack(rows), np.concatenate(rhs)
-
-
 def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
     """Chebyshev centre (in the box, free coordinates only) and radius of ``{A x <= b}``."""
     free = hi > lo
@@ -171,15 +139,6 @@ def _chebyshev_in_box(A, b, lo, hi) -> tuple[np.ndarray | None, float]:
         return None, -np.inf
     x[free] = xf
     return x, rad
-
-
-def _region_point(Ws, bs, pattern, lo, hi, rows=None) -> tuple[np.ndarray | None, float]:
-    """Chebyshev centre (in the box, free coordinates only) and radius of the region;
-    ``rows``: only these neurons' sign constraints (the others hold on the whole box)."""
-    A, b = region_inequalities(Ws, bs, pattern)
-    if rows is not None:
-        A, b = A[rows], b[rows]
-    return _chebyshev_in_box(A, b, lo, hi)
 
 
 def _first_bad_prefix(A: np.ndarray, b: np.ndarray, lo, hi) -> tuple[int, int]:
@@ -217,6 +176,7 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
     """
     rel_tol = or_default(rel_tol, 0.0)
     Ws, bs, sk = float_layers(net)
+    fnet = net.float()
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     masks, nrm = pattern_norms(Ws, pre, sk, net.input_dim, p, q)
     order = np.argsort(-nrm, kind="stable")
@@ -234,7 +194,7 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
         if n_lps >= max_lps:
             return BoxMax(float(nrm[i]), False, None, n_lps)
         n_lps += 1
-        A, b = region_inequalities(Ws, bs, masks[i])
+        A, b = fnet.region_inequalities(fnet.split_pattern(masks[i]))
         A, b = A[iu], b[iu]
         x, rad = _chebyshev_in_box(A, b, lo, hi)
         if no_interior(x, rad):

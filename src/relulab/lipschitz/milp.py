@@ -49,7 +49,6 @@ from ..errors import RelulabError
 from ..lp import LPModel, chebyshev_center_zoomed, no_interior
 from ..network import Network
 from ..tolerance import HIGHS_SMALL, HUGE_MILP_VALUE, MIP_GAP, ROUNDOFF
-from .exact_box import region_inequalities
 from .jacobians import homogenize
 from .result import LipschitzWitness
 from .witness import certify_point
@@ -209,9 +208,9 @@ def region_center(net: Network, pattern: np.ndarray, domain: Box | Polytope | No
         >>> bool(0 < x[0] <= 1), region_center(net, np.array([1, 1]), Box([-1], [1]))
         (True, None)
     """
-    Ws, bs, _ = float_layers(net)
+    fnet = net.float()
     d = net.input_dim
-    Aub, bub = region_inequalities(Ws, bs, np.asarray(pattern))
+    Aub, bub = fnet.region_inequalities(fnet.split_pattern(pattern))
     lb = ub = None
     if isinstance(domain, Box):
         lb, ub = domain.lo, domain.hi

@@ -15,30 +15,8 @@ from ..network import Network
 from ..tolerance import BFS_STEP, DUPLICATE_ROW_TOL, FEAS_TOL, MIN_RADIUS, PROBE_STEP, ROUNDOFF
 from ._types import RegionSet
 
-__all__ = ["enumerate_bfs", "pattern_constraints", "is_facet", "distinct_halfspaces", "near_twins",
+__all__ = ["enumerate_bfs", "is_facet", "distinct_halfspaces", "near_twins",
            "hidden_facet"]
-
-
-def pattern_constraints(net: Network, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``(a, c)`` of every neuron's pre-activation ``a x + c`` under ``pattern``,
-    shape (N, d) and (N,)."""
-    d = net.input_dim
-    A = np.eye(d)
-    c = np.zeros(d)
-    rows_a, rows_c = [], []
-    off = 0
-    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
-        Za = W @ A
-        Zc = W @ c + b
-        rows_a.append(Za)
-        rows_c.append(Zc)
-        p = pattern[off : off + W.shape[0]]
-        off += W.shape[0]
-        A = np.where(p[:, None], Za, 0.0)
-        c = np.where(p, Zc, 0.0)
-    if not rows_a:
-        return np.zeros((0, d)), np.zeros(0)
-    return np.concatenate(rows_a), np.concatenate(rows_c)
 
 
 def facet_excess(m: LPModel, A: np.ndarray, b: np.ndarray, q: int,
@@ -146,11 +124,8 @@ def distinct_halfspaces(A: np.ndarray, b: np.ndarray, idx: np.ndarray, n_neurons
 def pattern_hrep(net, pattern, A_dom, b_dom) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``A x <= b`` of the region of ``pattern``: one per neuron (active:
     ``-z <= 0``, inactive: ``z <= 0``), then the domain's rows."""
-    Za, Zc = pattern_constraints(net, pattern)
-    sg = np.where(pattern, -1.0, 1.0)
-    A = np.concatenate([sg[:, None] * Za, A_dom])
-    b = np.concatenate([-sg * Zc, b_dom])
-    return A, b
+    G, h = net.region_inequalities(net.split_pattern(pattern))
+    return np.concatenate([G, A_dom]), np.concatenate([h, b_dom])
 
 
 def enumerate_bfs(
