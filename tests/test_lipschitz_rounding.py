@@ -67,3 +67,62 @@ def test_slack_is_a_few_ulps_of_the_absolute_product():
     # a surely inactive neuron contributes nothing
     dead = [(-np.ones((1, 6)), np.r_[-np.ones(1), np.ones(5)][None])]
     assert float(jacobian_slack(Ws, dead, None, 2.0, None)[0]) < s
+
+
+# Weights of very mixed magnitudes (1e-6 next to 1e5, from an audit's random sweep):
+# HiGHS fails on their programs ("infeasible" for a MILP every point satisfies, "error"
+# for a Chebyshev LP).  A solver failure proves nothing either way: the answer must be
+# a bracket, not an exception, and its lower bound a real slope.
+_MIXED_1D = (
+    [[[-2.6132662004049974], [80187.80827090981]],
+     [[5949.261148558855, -2.4491872600736115e-06], [-9.441984798869727e-06, -0.662688221943356],
+      [0.0004857035971051235, 15.110348592360163]],
+     [[0.025568039113418938, 3.038585334970925e-06, -0.0008428951093628438],
+      [39.74259901129639, -0.0004015934404199108, 32.429800778747335],
+      [-0.001228990819486644, -0.08712960909989155, 6.669194208800705e-07],
+      [-64571.5634440935, 2.923211556262714e-06, 92425.97539789078]],
+     [[0.025815144263022907, -5.467536105040786e-05, 2.921134746792615e-06, 0.3970697257688181]]],
+    [[43813.77520540277, -0.16768318996425194],
+     [-101571.30864007468, -1557.5271423003348, -0.7219869201576277],
+     [-0.00040641557748817716, -0.0003911859585765567, 0.0004175658890428533, -0.41285159074064437],
+     [256.9207533155592]],
+    [1.551357769003618], [3.892594290606798])
+_MIXED_2D = (
+    [[[-178548.40490927812, 1.5718000464526212], [0.525899536229719, 2.0845752172567536e-06],
+      [4649.400539626095, 18.374528256667492]],
+     [[-135026.31736394862, -8.451462322924541e-06, 5409.505568198091],
+      [-1257.6341182567776, -8.899180884796424e-06, -134188.0277714276],
+      [-0.0032891850773224215, -2.3657564053287746e-06, 2.8586723209432176e-06]],
+     [[112339.71082007787, 4.268994498157705, 0.19221249871122834],
+      [0.0026580787893111025, 1.4509801440818569e-05, -219347.35091825738],
+      [-0.021888345959362326, -315.78177051409176, 0.0016692817274444282]],
+     [[-7737.982218053458, -60909.621246532, 0.0658104374259936],
+      [-203.7831453327866, -284.05242506112864, -0.0027624568215825593]]],
+    [[-0.022158615815152004, 3.964419849488615e-07, -49.87566494483049],
+     [1.77737716286808e-05, -563.5926594389543, 0.567729507087358],
+     [25.150341817387567, 0.0055960719967214825, 9.232506331440948e-07],
+     [-0.0014897236684370079, -0.002861679479181454]],
+    [-2.090516233088239, -2.654002401610051], [1.016715647595494, -0.5247476490954165])
+
+
+def _exact_witness_norm(net: Network, x, p, q) -> Fraction:
+    """Independent: the Jacobian's norm at ``x`` in rational arithmetic, after checking
+    that no pre-activation is 0 there (so ``x`` is interior to its region)."""
+    ex = net.exact()
+    xf = np.array([Fraction(float(v)) for v in x], dtype=object)
+    assert all(v != 0 for z in ex.preactivations(xf[None]) for v in np.ravel(z))
+    J = ex.jacobian(xf)
+    assert p == 1 and q in (None, 1)   # the l1 -> l1 norm: the largest column sum
+    return max(sum(abs(J[i][j]) for i in range(J.shape[0])) for j in range(J.shape[1]))
+
+
+@pytest.mark.parametrize("data, p, q, method", [
+    (_MIXED_1D, 1, None, "milp"), (_MIXED_2D, 1, 1, "milp"), (_MIXED_2D, 1, 1, "bab")])
+def test_solver_failures_on_mixed_magnitudes_give_a_bracket(data, p, q, method):
+    Ws, bs, lo, hi = data
+    net = Network(Ws, bs)
+    r = lipschitz(net, Box(lo, hi), p=p, q=q, method=method, time_limit=20)
+    assert r.upper >= r.lower > 0
+    # the lower bound is a real slope: its witness re-checked in rationals
+    assert r.witness is not None
+    assert abs(float(_exact_witness_norm(net, r.witness.x, p, q)) - r.lower) <= 1e-9 * r.lower

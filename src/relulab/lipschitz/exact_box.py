@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bounds import float_layers
-from ..lp import chebyshev_center_zoomed, no_interior
+from ..lp import LPError, chebyshev_center_zoomed, no_interior
 from ..network import Network
 from ..tolerance import or_default
 from .lower import batch_norms
@@ -149,7 +149,11 @@ def _first_bad_prefix(A: np.ndarray, b: np.ndarray, lo, hi) -> tuple[int, int]:
     while bad - good > 1:
         mid = (good + bad) // 2
         n += 1
-        x, rad = _chebyshev_in_box(A[:mid], b[:mid], lo, hi)
+        try:
+            x, rad = _chebyshev_in_box(A[:mid], b[:mid], lo, hi)
+        except LPError:  # not shown empty: a longer prefix is kept (it prunes less)
+            good = mid
+            continue
         if no_interior(x, rad):
             bad = mid
         else:
@@ -196,7 +200,12 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
         n_lps += 1
         A, b = fnet.region_inequalities(fnet.split_pattern(masks[i]))
         A, b = A[iu], b[iu]
-        x, rad = _chebyshev_in_box(A, b, lo, hi)
+        try:
+            x, rad = _chebyshev_in_box(A, b, lo, hi)
+        except LPError:
+            # HiGHS failed on this region (rows of very mixed magnitudes): it is neither
+            # refuted nor realised, so its norm stays the bound and the caller splits
+            return BoxMax(float(nrm[i]), False, None, n_lps)
         if no_interior(x, rad):
             # no full-dimensional region with this pattern in the box: find the shortest
             # prefix of its unstable neurons that already has none and drop every pattern

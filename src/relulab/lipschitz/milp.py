@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..errors import RelulabError
-from ..lp import LPModel, chebyshev_center_zoomed, no_interior
+from ..lp import LPError, LPModel, chebyshev_center_zoomed, no_interior
 from ..network import Network
 from ..tolerance import HIGHS_SMALL, HUGE_MILP_VALUE, MIP_GAP, ROUNDOFF
 from .jacobians import homogenize
@@ -181,7 +181,8 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
                    q: float | None, source: str, global_: bool = False) -> LipschitzWitness | None:
     """A certified witness inside the region of ``pattern`` (flat, all hidden layers),
     from the Chebyshev centre of the region (intersected with ``domain``); None when the
-    region is not full-dimensional.
+    region is not full-dimensional, or when its LP fails (HiGHS on rows of very mixed
+    magnitudes): no witness is claimed then.
 
     Example:
         >>> import numpy as np
@@ -191,7 +192,10 @@ def region_witness(net: Network, pattern: np.ndarray, domain: Box | Polytope | N
         >>> w.norm, w.pattern, bool(w.x[0] > 0)
         (2.0, '10', True)
     """
-    x = region_center(net, pattern, domain)
+    try:
+        x = region_center(net, pattern, domain)
+    except LPError:
+        return None
     return None if x is None else certify_point(net, x, p, q, source, domain)
 
 
@@ -499,23 +503,33 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                     bound_i = 0.0  # every remaining pattern was cut off as degenerate
                     break
                 # every point of the domain gives a solution: a failure is the solver's
-                raise RelulabError(f"lipschitz: the MILP ended with status {res.status}"
-                                   + _solver_hint(dom, pre))
+                # (weights of very mixed magnitudes, 1e-6 next to 1e6), so its bound is no
+                # bound; the witnesses found so far, certified apart, still stand
+                info = {"nodes": nodes, "tightened": bool(tighten),
+                        "solver_error": f"the MILP ended with status {res.status}" + _solver_hint(dom, pre)}
+                lower = best_wit.norm if best_wit is not None else 0.0
+                return MILPOutcome(lower, math.inf, best_wit, False, enc.n_binaries,
+                                   time.perf_counter() - t0, info)
             bound_i = float(res.bound) if res.bound is not None and np.isfinite(res.bound) else np.inf
             if res.status == "optimal" and res.objective is not None:
                 bound_i = max(bound_i, float(res.objective))
             if res.x is None:
                 break
             pat = np.concatenate([res.x[a] > 0.5 for a in enc.a_cols]) if enc.a_cols else np.zeros(0, bool)
-            if domain is None:
-                # the pattern's region is tested in input units: the cone over a region of
-                # width w at distance c meets the outer faces in a sliver ~w / c^2 wide, so
-                # a Chebyshev radius in the homogenised box would call it degenerate
-                centre = _input_region_center(net, H, pat)
-                wit = None if centre is None else certify_point(net, centre, p, q, "milp", None)
-            else:
-                centre = region_center(H, pat, dom)
-                wit = None if centre is None else certify_point(H, centre, p, q, "milp", dom)
+            try:
+                if domain is None:
+                    # the pattern's region is tested in input units: the cone over a region of
+                    # width w at distance c meets the outer faces in a sliver ~w / c^2 wide, so
+                    # a Chebyshev radius in the homogenised box would call it degenerate
+                    centre = _input_region_center(net, H, pat)
+                    wit = None if centre is None else certify_point(net, centre, p, q, "milp", None)
+                else:
+                    centre = region_center(H, pat, dom)
+                    wit = None if centre is None else certify_point(H, centre, p, q, "milp", dom)
+            except LPError:
+                # the region's LP failed: it is not shown degenerate, so it is not cut off
+                # and the bound stands (no exact verdict)
+                break
             if wit is not None:
                 if best_wit is None or wit.norm > best_wit.norm:
                     best_wit = wit
