@@ -126,3 +126,17 @@ def test_solver_failures_on_mixed_magnitudes_give_a_bracket(data, p, q, method):
     # the lower bound is a real slope: its witness re-checked in rationals
     assert r.witness is not None
     assert abs(float(_exact_witness_norm(net, r.witness.x, p, q)) - r.lower) <= 1e-9 * r.lower
+
+
+@pytest.mark.parametrize("method", ["enumerate", "auto"])
+def test_enumeration_finds_the_steep_region_below_the_engines_resolution(method):
+    # _MIXED_2D's steepest region is about 4e-16 wide next to weights of 2e5: the region
+    # engine counts its vertices' values as zero and lists 7 regions without it, and the
+    # enumeration said "exact" 2.24e16; the pattern check's zoomed LPs find it
+    Ws, bs, lo, hi = _MIXED_2D
+    net = Network(Ws, bs)
+    r = lipschitz(net, Box(lo, hi), p=1, q=1, method=method, time_limit=30)
+    assert r.info.get("pattern_check") == "missed"
+    truth = float(_exact_witness_norm(net, r.witness.x, 1, 1))
+    assert truth > 2e19 and r.lower == pytest.approx(truth, rel=1e-9)
+    assert r.upper >= truth * (1 - 1e-9)

@@ -245,6 +245,7 @@ def lipschitz(
             info["enumeration_seconds"] = e.seconds
             if e.n_vertex_mismatches:
                 info["vertex_mismatches"] = e.n_vertex_mismatches
+            info["pattern_check"] = e.pattern_check
             take(e.witness)
             if e.witness is not None:
                 lowers["enumeration"] = e.lower

@@ -23,14 +23,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounds import float_layers
 from ..domain import Box, Polytope
 from ..network import Network
 from ..tolerance import ROUNDOFF
+from .bab import by_bab
+from .exact_box import EXACT_MAX_UNSTABLE, box_max
 from .norms import operator_norm
 from .result import LipschitzWitness
+from .rounding import box_preactivations, jacobian_slack
 from .witness import certify_point
 
-__all__ = ["by_enumeration", "EnumerationOutcome", "certify_point", "vertex_mismatches"]
+__all__ = ["by_enumeration", "EnumerationOutcome", "certify_point", "vertex_mismatches", "pattern_check"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class EnumerationOutcome:
     # vertices where f differs from its region's affine map (a merged sliver): see
     # vertex_mismatches; any makes the outcome incomplete
     n_vertex_mismatches: int = 0
+    # the cross-check of a box's result against its ranked patterns (pattern_check)
+    pattern_check: str = "skipped"
 
 
 # f at a region's vertex must equal the region's affine map there, up to this share of
@@ -175,10 +181,79 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         alt = _chebyshev_witness(net, Cs[i], pts[i], p, q, domain)
         if alt is not None and (wit is None or alt.norm > wit.norm):
             wit = alt
-    lower = wit.norm if wit is not None else 0.0
     upper = float(up.max()) if complete else np.inf
+    check = "skipped"
+    if complete and isinstance(domain, Box) and net.n_neurons:
+        check, missed, box_upper = pattern_check(net, domain, p, q, upper, deadline)
+        if missed is not None:
+            # a region thinner than the engine's resolution carries a larger slope
+            wit, upper = missed, box_upper
+            complete = bool(np.isfinite(upper))
+    lower = wit.norm if wit is not None else 0.0
     return EnumerationOutcome(lower, max(upper, lower), wit, complete, len(Cs),
-                              time.perf_counter() - t0, n_bad)
+                              time.perf_counter() - t0, n_bad, check)
+
+
+# the pattern check's margin: a pattern must beat the enumeration's maximum by more than
+# float evaluation of the same Jacobian could (the norms of one region computed twice)
+CHECK_REL_TOL = 1e-9  # tol: two float evaluations of one Jacobian's norm
+# its budget: LPs for the ranked patterns (ordinary networks with up to 16 unstable
+# neurons closed within 331), then seconds of branch and bound when they do not settle
+CHECK_MAX_LPS = 1000
+CHECK_BAB_SECONDS = 2.0
+# a closed branch and bound agrees when its bound is within the front door's exactness
+# tolerance (core.LIP_REL_TOL) of the enumeration's maximum
+BAB_AGREE_TOL = 1e-6  # tol: core.LIP_REL_TOL
+
+
+def pattern_check(net: Network, box: Box, p: float, q: float | None, found: float,
+                  deadline: float | None = None) -> tuple[str, LipschitzWitness | None, float]:
+    """Cross-check of an enumeration over ``box`` that found the maximum ``found``:
+    is a pattern of the box's unstable neurons with a larger Jacobian norm realised by a
+    full-dimensional region?  The patterns are ranked and refuted with the zoomed
+    Chebyshev LPs of :func:`relulab.lipschitz.exact_box.box_max`, which resolve regions
+    (e.g. ``4e-16`` wide, next to weights of ``2e5``) below the region engine's sign
+    tolerance; where that does not settle it (the LP cap, or a realised region whose
+    centre is not certifiably inside), a short branch and bound
+    (:func:`relulab.lipschitz.bab.by_bab`, independent of the region engine) does.
+    Returns ``(verdict, witness, upper)``:
+
+    * "agrees": nothing above ``found`` is realised; ``found`` stands;
+    * "missed": ``witness`` is a certified point of a region the enumeration did not
+      list; ``upper`` is a proven bound over the box (the exact maximum plus its rounding
+      slack), or inf when the search did not close the box;
+    * "inconclusive": neither search settled it within its budget (``CHECK_MAX_LPS``
+      LPs, ``CHECK_BAB_SECONDS``, the deadline); ``found`` stands as the enumeration's;
+    * "skipped": more than ``EXACT_MAX_UNSTABLE`` unstable neurons, too many patterns.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> pattern_check(net, Box([-1], [1]), 1.0, None, 2.0)[0]
+        'agrees'
+        >>> v, w, up = pattern_check(net, Box([-1], [1]), 1.0, None, 1.0)   # as if x > 0 were missed
+        >>> v, w.norm, bool(2.0 <= up < 2.0 + 1e-12)
+        ('missed', 2.0, True)
+    """
+    Ws, bs, sk = float_layers(net)
+    pre = box_preactivations(Ws, bs, box.lo[None], box.hi[None])
+    if sum(int(np.sum((a < 0) & (c > 0))) for a, c in pre) > EXACT_MAX_UNSTABLE:
+        return "skipped", None, found
+    m = box_max(net, box.lo, box.hi, [(a[0], c[0]) for a, c in pre], p, q, found,
+                rel_tol=CHECK_REL_TOL, source="enumeration", max_lps=CHECK_MAX_LPS, deadline=deadline)
+    above = found * (1 + CHECK_REL_TOL)
+    if m.witness is not None and m.witness.norm > above:
+        slack = float(jacobian_slack(Ws, pre, sk, p, q, net.input_dim)[0])
+        return "missed", m.witness, (m.upper + slack if m.closed else np.inf)
+    if m.closed:
+        return "agrees", None, found
+    end = time.time() + CHECK_BAB_SECONDS
+    bb = by_bab(net, box, p, q, end if deadline is None else min(deadline, end))
+    if bb.witness is not None and bb.witness.norm > above:
+        return "missed", bb.witness, (bb.upper if bb.complete else np.inf)
+    if bb.complete and bb.upper <= found * (1 + BAB_AGREE_TOL):
+        return "agrees", None, found
+    return "inconclusive", None, found
 
 
 def _chebyshev_witness(net, C, x, p, q, domain):

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,11 +164,13 @@ def _first_bad_prefix(A: np.ndarray, b: np.ndarray, lo, hi) -> tuple[int, int]:
 
 def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.ndarray, np.ndarray]],
             p: float, q: float | None, floor: float = 0.0, *, max_lps: int = MAX_LPS,
-            rel_tol: float | None = None, source: str = "box_max") -> BoxMax:
+            rel_tol: float | None = None, source: str = "box_max",
+            deadline: float | None = None) -> BoxMax:
     """The largest ``||J||_{p->q}`` over the full-dimensional regions inside the box
     ``[lo, hi]`` (module docstring); ``pre``: sound pre-activation bounds on the box (one
     ``(lo, hi)`` pair per hidden layer).  Patterns with norm at most ``floor * (1 +
     rel_tol)`` are not tested (``rel_tol`` default 0: only patterns at or below the floor).
+    ``deadline`` (a ``time.time()`` moment) stops the search like the LP cap.
 
     Example:
         >>> import numpy as np
@@ -195,7 +198,7 @@ def box_max(net: Network, lo: np.ndarray, hi: np.ndarray, pre: list[tuple[np.nda
             continue  # refuted with a prefix of an earlier pattern
         if nrm[i] <= floor * (1 + rel_tol):
             return BoxMax(float(nrm[i]), True, None, n_lps)
-        if n_lps >= max_lps:
+        if n_lps >= max_lps or (deadline is not None and time.time() > deadline):
             return BoxMax(float(nrm[i]), False, None, n_lps)
         n_lps += 1
         A, b = fnet.region_inequalities(fnet.split_pattern(masks[i]))
