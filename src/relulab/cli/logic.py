@@ -36,7 +36,7 @@ def formula_cmd(
     import time
 
     from ..logic import METHODS, node_rewrite, to_formula, to_text
-    from ..logic.simplify import simplify_until
+    from ..logic.simplify import simplify_rounds
 
     check_seconds(time_limit, "--time-limit")
     if method not in METHODS:
@@ -50,9 +50,9 @@ def formula_cmd(
         simplified = "complete"
         for k, layer in enumerate(g.layers):
             for j in range(len(layer)):
-                phi, done = simplify_until(layer[j].formula, deadline)
-                if not done:
-                    simplified = "partial (time limit)"
+                phi, how = simplify_rounds(layer[j].formula, deadline)
+                if how != "fixed point" and simplified != "partial (time limit)":
+                    simplified = f"partial ({how})"
                 if phi is not layer[j].formula:
                     g = node_rewrite(g, k, j, phi, check="trusted", justification="MV-axiom rewrites")[0]
     d = {"file": model, **g.to_dict()}

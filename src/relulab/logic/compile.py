@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..limits import check_bytes
 from ..network import Network
 from .formula import Formula, FormulaError, n_vars, postorder
@@ -314,9 +315,9 @@ def to_network(obj: Formula | SubstitutionGraph, n_inputs: int | None = None, *,
     if not isinstance(obj, Formula):
         raise FormulaError(f"to_network: expected a Formula or SubstitutionGraph, got {type(obj).__name__}")
     top = n_vars(obj)
+    if n_inputs is not None and not is_int_at_least(n_inputs, 1):
+        raise FormulaError(f"to_network: n_inputs must be an integer >= 1, got {n_inputs!r}")
     n = max(1, top) if n_inputs is None else int(n_inputs)
-    if n < 1:
-        raise FormulaError(f"to_network: n_inputs must be at least 1, got {n}")
     if top > n:
         raise FormulaError(f"to_network: the formula uses x{top} but the network has {n} input(s)")
     b = _Builder(n)

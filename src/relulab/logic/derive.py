@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..results import Result
 from .equality import equal_on_cube
@@ -161,6 +162,10 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
         ('found', True)
     """
     t0 = time.monotonic()
+    if not is_int_at_least(max_steps, 0):
+        raise RelulabError(f"derive: max_steps must be an integer >= 0, got {max_steps!r}")
+    if not (isinstance(timeout, (int, float)) and timeout >= 0):
+        raise RelulabError(f"derive: timeout must be seconds (>= 0), got {timeout!r}")
     A, B = _graph(a, domain), _graph(b, domain)
 
     def done(status: str, strategy: str, steps: list[Step], msg: str, verified: bool = False,
@@ -193,6 +198,11 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
         return done("not equivalent", "flattening", [], eq.message, witness=eq.witness)
     if eq.status != "equal":
         return done("not found within budget", "flattening", [], "equality not decided: " + eq.message)
+    if not eq.exact:
+        # the float verifier's "equal" is up to its tolerance (a spike of height 2^-47
+        # passed it): no proof that a == b, so no derivation is claimed
+        return done("not found within budget", "flattening", [],
+                    "equality not proved exactly: " + eq.message)
     GA, GB = na.graph, nb.graph
     steps = list(na.steps)
     # Re-read A's outputs in B's readout: one node per B last-layer node.

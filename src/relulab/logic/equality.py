@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box
+from ..domain import Box, DomainError
 from ..errors import RelulabError
 from ..network import Network
 from ..results import Result
@@ -103,6 +103,10 @@ def equal_on_cube(f: Network, g: Network, box: Any = None, *, timeout: float | N
     if f.input_dim != g.input_dim or f.output_dim != g.output_dim:
         raise RelulabError(f"equal_on_cube: shapes differ ({f!r} vs {g!r})")
     B = cube_box(f, box, "equal_on_cube")
+    flat = np.flatnonzero(B.hi <= B.lo)
+    if flat.size:
+        raise DomainError(f"equal_on_cube: the box has width 0 in x{flat[0] + 1} (lo = hi = {B.lo[flat[0]]:g}); "
+                          "fix that input in the networks instead (the regions need a full-dimensional box)")
     if timeout is not None and not timeout >= 0:
         raise RelulabError(f"equal_on_cube: timeout must be seconds (>= 0) or None, got {timeout!r}")
     deadline = None if timeout is None else time.time() + timeout

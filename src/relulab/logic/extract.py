@@ -43,6 +43,7 @@ import numpy as np
 
 from ..domain import Box, Polytope, as_domain
 from ..network import Network
+from ._inputs import exact_float_bounds
 from .formula import ZERO, FormulaError
 from .graph import Node, SubstitutionGraph
 from .truncated import truncated_affine, weights_algebra
@@ -58,6 +59,12 @@ STAIRCASE_MAX_NODES = 64
 # 2-input neuron with weight 100 is 204 nodes, 707,712 formula symbols, 5 s; weight 1e5
 # ran for minutes and 15 GB).  The estimate of that example is about 21,000.
 STAIRCASE_MAX_WORK = 50_000
+# A rescaled node is one truncated affine map sigma(w x + b) with |w| summing to about
+# (its weights / its range on the cube): its formula has that many unit atoms m and the
+# staircase over them costs m^2 steps (m = 10,000 took 7 s; relu(x - 0.999999999) ran
+# out of memory).  The extraction is refused once the sum of m^2 over the nodes passes
+# this budget (about 7 s).
+RESCALE_MAX_WORK = 100_000_000
 
 
 class ExtractionError(FormulaError):
@@ -92,6 +99,7 @@ def _unit_or_error(net: Any, domain: Any) -> tuple[Network, Any]:
 def _box_of(domain: Any, d: int) -> tuple[list[Fraction], list[Fraction]] | None:
     if domain is None:
         return None
+    exact_float_bounds(domain, "to_formula")
     dom = as_domain(domain, d)
     if isinstance(dom, Polytope) and not isinstance(dom, Box):
         raise ExtractionError("to_formula: the domain must be a box (it is mapped affinely onto [0, 1]^n)")
@@ -152,7 +160,7 @@ def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> Substit
         raise ExtractionError(f"to_formula: unknown method {method!r}; choose one of {', '.join(METHODS)}")
     net, domain = _unit_or_error(net, domain)
     real = not net.is_exact
-    exact = net.without_skip().exact()
+    exact = net.exact().without_skip()   # folded in Fractions: a float fold rounds
     d = exact.input_dim
     box = _box_of(domain, d)
     Ws = [[list(r) for r in W] for W in exact.weights]
@@ -195,6 +203,20 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
     n_total = 0
     work = 0
 
+    rescale_work = 0
+
+    def check_atoms(ww: tuple, where: str) -> None:
+        # refuse before building: a rescaled node's staircase costs (its unit atoms)^2
+        nonlocal rescale_work
+        m = sum(math.ceil(abs(v)) for v in ww) + 1
+        rescale_work += m * m
+        if rescale_work > RESCALE_MAX_WORK:
+            raise ExtractionError(
+                f"to_formula: {where} is steep for its range on the cube (weights / range up to "
+                f"{float(max(abs(v) for v in ww)):.3g}, {m} unit atoms): the formulas need about "
+                f"{rescale_work:.3g} staircase steps, over the limit of {RESCALE_MAX_WORK:.0e}; "
+                "use a smaller domain around the region of interest")
+
     def charge(steps: int, w: Any, bb: Fraction, where: str) -> None:
         # refuse before building: the node loop alone is `steps` long
         nonlocal work
@@ -215,6 +237,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
                 continue  # dead: relu(z) = 0 on the cube
             if method == "rescale":
                 ww = tuple(v / hi for v in w)
+                check_atoms(ww, f"neuron {j + 1} of layer {k + 1}")
                 nodes.append(Node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
                 cols.append((j, hi))
                 continue
@@ -247,6 +270,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
         if method == "rescale":
             span = hi - lo
             ww = tuple(v / span for v in w)
+            check_atoms(ww, f"output {i + 1}")
             nodes.append(Node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
             C_cols.append((i, span))
         else:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from ..errors import is_int_at_least
 from ..results import Result
 from .formula import (
     Formula,
@@ -100,12 +101,20 @@ class SubstitutionGraph(Result):
     algebra: str = field(init=False, default="MV")
 
     def __post_init__(self) -> None:
+        if not is_int_at_least(self.n_inputs, 1):
+            raise GraphError(f"substitution graph: n_inputs must be an integer >= 1, got {self.n_inputs!r}")
         layers = tuple(tuple(layer) for layer in self.layers)
         object.__setattr__(self, "layers", layers)
-        object.__setattr__(self, "readout", tuple(tuple(Fraction(v) for v in r) for r in self.readout))
-        object.__setattr__(self, "offset", tuple(Fraction(v) for v in self.offset))
-        if self.n_inputs < 1:
-            raise GraphError(f"substitution graph: needs at least one input, got {self.n_inputs}")
+
+        def exact(v: Any, what: str) -> Fraction:
+            try:
+                return Fraction(v)
+            except (TypeError, ValueError, OverflowError):
+                raise GraphError(f"substitution graph: {what} must be a finite number, got {v!r}") from None
+
+        object.__setattr__(self, "readout", tuple(tuple(exact(v, f"readout[{i}][{j}]") for j, v in enumerate(r))
+                                                  for i, r in enumerate(self.readout)))
+        object.__setattr__(self, "offset", tuple(exact(v, f"offset[{i}]") for i, v in enumerate(self.offset)))
         if not layers:
             raise GraphError("substitution graph: needs at least one layer")
         prev = self.n_inputs

@@ -6,7 +6,9 @@ Syntax (Unicode or ASCII; binding loosest first):
   ``a ⊕ b`` / ``a + b``, ``a ⊙ b`` / ``a * b`` (left-associative);
 * prefix: ``¬a`` / ``~a`` / ``!a``, ``δn(a)`` / ``dn(a)`` (a / n), ``r·a`` / ``r@a``
   (Riesz scalar, ``r`` in [0, 1] written ``p/q`` or as a decimal);
-* atoms: ``x1``, ``x_1`` (1-based), ``0``, ``1``, brackets.
+* atoms: ``x1``, ``x_1`` (1-based), ``0``, ``1``, brackets;
+* shared sub-terms, as :func:`relulab.logic.to_text` writes large formulas: lines
+  ``t1 := term`` before the formula, each name usable in later lines.
 
 Errors raise :class:`FormulaSyntaxError` with the column (1-based) and a caret line.
 
@@ -18,6 +20,8 @@ Example:
     Fraction(1, 1)
     >>> str(parse("x1 -> x2 -> d3(x_1)"))
     'x1 → x2 → δ3(x1)'
+    >>> str(parse("t1 := x1 + x2\\nt1 * ~t1"))
+    '(x1 ⊕ x2) ⊙ ¬(x1 ⊕ x2)'
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class FormulaSyntaxError(FormulaError):
 _TOKEN = re.compile(
     r"\s*(?:"
     r"(?P<var>[xX]_?(?P<idx>\d+))"
+    r"|(?P<name>t\d+)"
+    r"|(?P<define>:=)"
     r"|(?P<div>(?:δ|d|delta)_?(?P<n>\d+)(?=\s*\())"
     r"|(?P<num>\d+(?:/\d+|\.\d+)?)"
     r"|(?P<op>->|→|⊕|⊙|∨|∧|¬|·|[-+*|&~!@()])"
@@ -92,6 +98,10 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
             raise FormulaSyntaxError(text, pos + 1, f"unexpected character {text[pos]!r}")
         if m.group("var"):
             out.append(("var", m.group("idx"), m.start("var") + 1))
+        elif m.group("name"):
+            out.append(("name", m.group("name"), m.start("name") + 1))
+        elif m.group("define"):
+            out.append(("define", ":=", m.start("define") + 1))
         elif m.group("div"):
             out.append(("div", m.group("n"), m.start("div") + 1))
         elif m.group("num"):
@@ -108,6 +118,16 @@ class _Parser:
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
+        self.names: dict[str, Formula] = {}
+
+    def definitions(self) -> None:
+        """The ``tN := term`` lines before the formula."""
+        while self.peek()[0] == "name" and self.toks[self.i + 1][0] == "define":
+            tok = self.take()
+            self.take()
+            if tok[1] in self.names:
+                raise self.fail(tok, f"{tok[1]} is defined twice")
+            self.names[tok[1]] = self.expr()
 
     def peek(self) -> tuple[str, str, int]:
         return self.toks[self.i]
@@ -150,6 +170,12 @@ class _Parser:
             if idx < 1:
                 raise self.fail(tok, f"variable x{val}: indices start at 1")
             return var(idx)
+        if kind == "name":
+            if val not in self.names:
+                raise self.fail(tok, f"{val} is not defined (write '{val} := ...' before its use)")
+            return self.names[val]
+        if kind == "define":
+            raise self.fail(tok, "':=' must follow a name tN at the start of a line")
         if kind == "div":
             n = int(val)
             if n < 1:
@@ -203,6 +229,7 @@ def parse(text: str, n_vars: int | None = None) -> Formula:
         raise FormulaError(f"parse: the number of inputs must be an integer >= 1, got {n_vars!r}")
     p = _Parser(text)
     try:
+        p.definitions()
         phi = p.expr()
     except RecursionError:  # the descent is recursive: one level per nested operator
         col = p.toks[min(p.i, len(p.toks) - 1)][2]

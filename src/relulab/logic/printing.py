@@ -19,11 +19,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from ..errors import RelulabError
 from .traverse import postorder
 
 Formula = Any  # a relulab.logic.Formula (not imported: the formulas print through here)
 
-__all__ = ["to_text", "SYMBOLS", "ASCII_SYMBOLS", "LEVEL"]
+__all__ = ["to_text", "tree_size", "SYMBOLS", "ASCII_SYMBOLS", "LEVEL"]
 
 SYMBOLS = {"oplus": "⊕", "odot": "⊙", "join": "∨", "meet": "∧", "impl": "→",
            "neg": "¬", "div": "δ", "scal": "·"}
@@ -46,6 +47,21 @@ def _tree_sizes(phi: Formula) -> dict[int, int]:
     for node in postorder(phi):
         sz[id(node)] = 1 + sum(sz[id(a)] for a in node.args)
     return sz
+
+
+def tree_size(phi: Formula) -> int:
+    """The number of nodes of ``phi`` written out as a tree (shared sub-terms counted at
+    every use), computed over the shared graph: the text without names is about this long.
+    A rational weight ``p/q`` is a doubling sum of ``δq`` terms: a small graph whose tree
+    has about ``p`` nodes.
+
+    Example:
+        >>> from relulab.logic.formula import var, oplus
+        >>> a = oplus(var(1), var(2))
+        >>> tree_size(a), tree_size(oplus(a, a))      # the shared a counted twice
+        (3, 7)
+    """
+    return _tree_sizes(phi)[id(phi)]
 
 
 def _render(node: Formula, child_text, sym: dict[str, str]) -> str:
@@ -92,6 +108,8 @@ def to_text(phi: Formula, ascii: bool = False, shared: bool | None = None) -> st
         >>> to_text(phi), to_text(phi, ascii=True)
         ('x1 ⊕ ¬x2', 'x1 + ~x2')
     """
+    if not (hasattr(phi, "op") and hasattr(phi, "args")):
+        raise RelulabError(f"to_text: expected a Formula, got {type(phi).__name__}")
     sym = ASCII_SYMBOLS if ascii else SYMBOLS
     if shared is None:
         shared = _tree_sizes(phi)[id(phi)] > _TREE_LIMIT

@@ -33,7 +33,7 @@ from typing import Any
 from ..results import Result
 from .formula import Formula, FormulaError, n_vars, substitute, var
 from .graph import GraphError, Node, SubstitutionGraph
-from .printing import to_text
+from .printing import to_text, tree_size
 
 __all__ = ["Step", "node_rewrite", "collapse_layer", "expand_layer", "apply_step",
            "RewriteError", "formulas_equal"]
@@ -69,7 +69,8 @@ class Step(Result):
 
 def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
     """Exact decision of ``a == b`` as truth functions on [0, 1]^n (compiled to networks
-    and compared by :func:`relulab.logic.equal_on_cube`; "unknown" counts as not proved).
+    and compared by :func:`relulab.logic.equal_on_cube`; "unknown", and "equal" from the
+    float verifier (not exact), count as not proved).
 
     Example:
         >>> from relulab.logic import parse
@@ -82,7 +83,8 @@ def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
     if a is b:
         return True
     r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)))
-    return r.status == "equal"
+    # the float verifier's "equal" is up to its tolerance: a spike of height 2^-47 passed
+    return r.status == "equal" and r.exact
 
 
 def _check_index(g: SubstitutionGraph, layer: int, index: int | None = None) -> None:
@@ -227,11 +229,7 @@ def apply_step(g: SubstitutionGraph, step: Step) -> SubstitutionGraph:
 
 
 def _short(phi: Formula, limit: int = 200) -> str:
-    t = to_text(phi, ascii=True, shared=False) if _small(phi) else "<large formula>"
+    # the tree's size, not the shared graph's: a weight p/q is a graph of O(log p) nodes
+    # whose tree has about p, and printing it took all memory for p = 123456789
+    t = to_text(phi, ascii=True, shared=False) if tree_size(phi) < limit else "<large formula>"
     return t if len(t) <= limit else t[: limit - 3] + "..."
-
-
-def _small(phi: Formula) -> bool:
-    from .formula import size
-
-    return size(phi) < 200

@@ -29,12 +29,17 @@ from __future__ import annotations
 import hashlib
 import time
 
-from .formula import ONE, ZERO, Formula, div, neg, postorder, rebuild, scal
+from .formula import ONE, ZERO, Formula, FormulaError, div, neg, postorder, rebuild, scal
 
 __all__ = ["simplify", "fingerprint"]
 
 _AC = ("oplus", "odot", "join", "meet")
 _MAX_ROUNDS = 20
+# A chain is flattened only up to this many operands: through shared sub-terms (a weight
+# p/q is a doubling sum of δq terms, a graph of O(log p) nodes) the flat list has about p
+# of them, and rebuilding it as one chain cost minutes and all memory for p = 123456789.
+# A longer chain keeps its shared form (left unsorted: still equal, not canonical).
+AC_MAX_OPERANDS = 512
 
 
 def fingerprint(phi: Formula, memo: dict[int, str] | None = None) -> str:
@@ -62,7 +67,8 @@ def _is_neg_of(a: Formula, b: Formula) -> bool:
     return (a.op == "neg" and a.args[0] is b) or (b.op == "neg" and b.args[0] is a)
 
 
-def _flatten(op: str, node: Formula) -> list[Formula]:
+def _flatten(op: str, node: Formula, cap: int | None = None) -> list[Formula] | None:
+    """The operands of the ``op`` chain at ``node``; None once more than ``cap``."""
     out, stack = [], [node]
     while stack:
         n = stack.pop()
@@ -70,6 +76,8 @@ def _flatten(op: str, node: Formula) -> list[Formula]:
             stack.extend(reversed(n.args))
         else:
             out.append(n)
+        if cap is not None and len(out) + len(stack) > cap:
+            return None
     return out
 
 
@@ -119,9 +127,12 @@ def _step(node: Formula, args: list[Formula], fp: dict[int, str]) -> Formula:
             return Formula(other, (a.args[0].args[0], a.args[1].args[0]))
         return neg(a)
     if op in _AC:
-        flat = []
+        flat: list[Formula] = []
         for a in args:
-            flat.extend(_flatten(op, a))
+            part = _flatten(op, a, AC_MAX_OPERANDS - len(flat))
+            if part is None:
+                return rebuild(node, args)
+            flat.extend(part)
         return _ac(op, flat, fp)
     if op == "impl":
         a, b = args
@@ -168,7 +179,9 @@ def simplify(phi: Formula) -> Formula:
 def simplify_until(phi: Formula, deadline: float | None) -> tuple[Formula, bool]:
     """:func:`simplify` that stops at ``deadline`` (a ``time.monotonic()`` value; None:
     never), with the formula of the last finished round (every round rewrites by the
-    axioms, so it is equal to ``phi`` either way) and whether it ran to the fixed point.
+    axioms, so it is equal to ``phi`` either way) and whether it ran to the fixed point
+    (False at the deadline, and after ``_MAX_ROUNDS`` rounds that still changed it;
+    :func:`simplify_rounds` says which).
 
     Example:
         >>> from relulab.logic import parse
@@ -176,15 +189,30 @@ def simplify_until(phi: Formula, deadline: float | None) -> tuple[Formula, bool]
         >>> str(f), done
         ('x1', True)
     """
+    out, how = simplify_rounds(phi, deadline)
+    return out, how == "fixed point"
+
+
+def simplify_rounds(phi: Formula, deadline: float | None) -> tuple[Formula, str]:
+    """:func:`simplify_until` with how it ended: "fixed point", "time limit" or "round
+    limit" (``_MAX_ROUNDS`` rounds that all changed the formula).
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> simplify_rounds(parse("x1 ⊕ 0"), 0.0)[1]       # a deadline already past
+        'time limit'
+    """
+    if not isinstance(phi, Formula):
+        raise FormulaError(f"simplify: expected a Formula, got {type(phi).__name__} (parse text first)")
     fp: dict[int, str] = {}
     for _ in range(_MAX_ROUNDS):
         out: dict[int, Formula] = {}
         for i, node in enumerate(postorder(phi)):
             if deadline is not None and i % 256 == 0 and time.monotonic() > deadline:
-                return phi, False  # this round is unfinished: keep the last one's formula
+                return phi, "time limit"  # this round is unfinished: keep the last one's formula
             out[id(node)] = _step(node, [out[id(a)] for a in node.args], fp) if node.args else node
         new = out[id(phi)]
         if new is phi:
-            return phi, True
+            return phi, "fixed point"
         phi = new
-    return phi, True
+    return phi, "round limit"
