@@ -282,3 +282,20 @@ def test_equal_within_the_tolerance_says_so():
     if r.status == "equal":
         assert "within the tolerance" in r.message and "not identical" in r.message
     assert equivalent(f, g, Box([-1], [1]), tol=0.1).status == "different"
+
+
+@pytest.mark.parametrize("tol", [0.0, 0.5])
+def test_exact_affine_networks_are_compared_in_fractions(tol):
+    # float copies of (10**20 + 1) x and 10**20 x are the same map: "equal, identical
+    # affine maps" for networks 1 apart at x = 1
+    f = Network([[[10**20 + 1]]], [[0]], exact=True)
+    g = Network([[[10**20]]], [[0]], exact=True)
+    r = equivalent(f, g, Box([-1], [1]), tol=tol)
+    assert r.status == "different"
+    x = Fraction(float(np.asarray(r.witness).reshape(-1)[0]))
+    assert abs(f([x])[0] - g([x])[0]) > tol
+    # equal exact maps stay equal, exactly
+    assert equivalent(f, Network([[[10**20 + 1]]], [[0]], exact=True), Box([-1], [1]), tol=0.0).status == "equal"
+    h = Network([[[Fraction(1, 3)]]], [[0]], exact=True)
+    k = Network([[[Fraction(1, 3) + Fraction(1, 10**20)]]], [[0]], exact=True)
+    assert equivalent(h, k, Box([-1], [1]), tol=0.0).status == "different"

@@ -154,3 +154,24 @@ def test_reduce_to_affine_and_result_record():
     assert r.network.weights[0].tolist() == [[1.0]] and r.network.biases[0].tolist() == [3.0]
     d = r.to_dict()
     assert d["neurons_before"] == 2 and d["neurons_after"] == 0 and d["check"]["status"] == "equal"
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_reduce_folds_a_dependent_active_neuron_met_before_an_independent_one(exact):
+    # layer 1 on [0, 1]^2: x2+10, 2x2+10 (a multiple of the first), x1+10 (independent,
+    # found after the dependent one), x1-x2 (unstable); the fold indexed the final basis
+    # with the dependent row's shorter coefficients and raised IndexError
+    net = Network([[[0, 1], [0, 2], [1, 0], [1, -1]], [[1, 1, 1, 1], [1, 0, -1, 1]], [[1, -1]]],
+                  [[10, 10, 10, 0], [0, -0.25], [0]])
+    if exact:
+        net = net.exact()
+    r = reduce(net, Box([0, 0], [1, 1]), timeout=3)   # the fold is structural; the check may stop early
+    assert r.removed["dependent_active"] == 1 and r.widths_after[0] == 3
+    red = r.network
+    for i in range(9):
+        for j in range(9):
+            x = [Fraction(i, 8), Fraction(j, 8)]
+            if exact:
+                assert red(x)[0] == net(x)[0]                    # the same function, exactly
+            else:
+                assert abs(red([float(v) for v in x])[0] - net([float(v) for v in x])[0]) <= 1e-9

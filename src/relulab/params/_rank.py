@@ -171,8 +171,13 @@ def exact_rank(M, progress=None, time_limit: float | None = None) -> int:
     A = np.asarray(M, dtype=object)
     if A.ndim != 2:
         raise ValueError("exact_rank needs a 2-D matrix")
-    rows = [_row_to_ints(r) for r in A]
-    rows = [r for r in rows if any(r)]
+    rows = []
+    for k, r in enumerate(A):
+        if k % 64 == 0 and deadline.expired():   # big rows take long to bring to integers
+            raise RankTimeLimit(0, A.shape[1])
+        r = _row_to_ints(r)
+        if any(r):
+            rows.append(r)
     if not rows:
         return 0
     n_cols = A.shape[1]

@@ -74,6 +74,8 @@ def _training_data(net: Network, X, Y) -> tuple[np.ndarray, np.ndarray]:
                            "(one row of outputs per row of X)")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
         raise RelulabError("X and Y must be finite (NaN or inf found)")
+    if X.shape[0] == 0:
+        raise RelulabError("X has no rows: the loss of an empty data set is undefined")
     return X, Y
 
 
@@ -206,35 +208,43 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
     acc = np.zeros_like(c0)
     ident = 0.0
     loss0 = None
-    for step in range(steps):
-        loss, gW, gb = mse_loss_and_grad(cur, X, Y)
-        if loss0 is None:
-            loss0 = loss
-        # per hidden neuron: squared norms of the gradient of its incoming and outgoing weights
-        gu = (
-            np.concatenate([(gW[k] ** 2).sum(axis=1) + gb[k] ** 2 for k in range(len(Ws) - 1)])
-            if len(Ws) > 1
-            else np.zeros(0)
-        )
-        gv = (
-            np.concatenate([(gW[k + 1] ** 2).sum(axis=0) for k in range(len(Ws) - 1)])
-            if len(Ws) > 1
-            else np.zeros(0)
-        )
-        for k in range(len(Ws)):
-            Ws[k] = Ws[k] - lr * gW[k]
-            bs[k] = bs[k] - lr * gb[k]
-        if not all(np.all(np.isfinite(a)) for a in (*Ws, *bs)):
-            raise RelulabError(f"gradient descent diverged at step {step + 1}: the weights are "
-                               f"no longer finite (lr = {lr} is too large for this data)")
-        cur = Network(Ws, bs, skip)
-        c = conserved_quantities(cur)
-        if c.size:
-            ident = max(ident, float(np.max(np.abs(c - c_prev - lr**2 * (gu - gv)))))
-            acc = acc + lr**2 * (gu + gv)
-            drift = max(drift, float(np.max(np.abs(c - c0))))
-        c_prev = c
-    loss_end, _, _ = mse_loss_and_grad(cur, X, Y)
+
+    def diverged(step: int, *arrays) -> None:
+        if not all(np.all(np.isfinite(a)) for a in arrays):
+            raise RelulabError(f"gradient descent diverged at step {step}: the loss, its gradient or "
+                               f"the weights are no longer finite (lr = {lr} is too large for this data)")
+
+    # overflow is caught by the finiteness checks, not leaked as numpy warnings
+    with np.errstate(over="ignore", invalid="ignore"):
+        for step in range(steps):
+            loss, gW, gb = mse_loss_and_grad(cur, X, Y)
+            if loss0 is None:
+                loss0 = loss
+            # per hidden neuron: squared norms of the gradient of its incoming and outgoing weights
+            gu = (
+                np.concatenate([(gW[k] ** 2).sum(axis=1) + gb[k] ** 2 for k in range(len(Ws) - 1)])
+                if len(Ws) > 1
+                else np.zeros(0)
+            )
+            gv = (
+                np.concatenate([(gW[k + 1] ** 2).sum(axis=0) for k in range(len(Ws) - 1)])
+                if len(Ws) > 1
+                else np.zeros(0)
+            )
+            for k in range(len(Ws)):
+                Ws[k] = Ws[k] - lr * gW[k]
+                bs[k] = bs[k] - lr * gb[k]
+            diverged(step + 1, np.asarray(loss), gu, gv, *Ws, *bs)
+            cur = Network(Ws, bs, skip)
+            c = conserved_quantities(cur)
+            if c.size:
+                ident = max(ident, float(np.max(np.abs(c - c_prev - lr**2 * (gu - gv)))))
+                acc = acc + lr**2 * (gu + gv)
+                drift = max(drift, float(np.max(np.abs(c - c0))))
+            diverged(step + 1, c, acc)
+            c_prev = c
+        loss_end, _, _ = mse_loss_and_grad(cur, X, Y)
+        diverged(steps, np.asarray(loss_end))
     if loss0 is None:
         loss0 = loss_end
     run = ConservationRun(

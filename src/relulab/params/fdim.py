@@ -138,7 +138,12 @@ def rescaling_bound(net: Network) -> int:
 
 
 def _as_batch(net: Network, X, exact: bool) -> np.ndarray:
-    X = np.asarray(X, dtype=object if exact else float)
+    try:
+        X = np.asarray(X, dtype=object if exact else float)
+        if exact:
+            np.asarray(X, dtype=float)   # the same check for non-numbers as a float batch
+    except (TypeError, ValueError) as e:
+        raise RelulabError(f"points: must be numbers ({e})") from None
     if X.ndim == 1:
         X = X[None, :]
     if X.ndim != 2 or X.shape[1] != net.input_dim:
@@ -271,6 +276,21 @@ def switching_network(dims, X, seed: int = 0, max_tries: int = 200) -> Network:
     )
 
 
+# points per chunk of the exact (Fraction) Jacobian between deadline checks
+EXACT_CHUNK = 32
+
+
+def _chunked(fn, X: np.ndarray, deadline: Deadline) -> np.ndarray | None:
+    """``fn`` over the rows of ``X`` in chunks of ``EXACT_CHUNK``, stacked; None once the
+    deadline has passed between chunks."""
+    out = []
+    for i in range(0, X.shape[0], EXACT_CHUNK):
+        if deadline.expired():
+            return None
+        out.append(fn(X[i:i + EXACT_CHUNK]))
+    return np.concatenate(out, axis=0) if out else fn(X[:0])
+
+
 def functional_dimension(
     net: Network, X, *, exact: bool = False, tol: float | None = None, progress=None,
     time_limit: float | None = None,
@@ -313,12 +333,22 @@ def functional_dimension(
                                f"seconds, got {time_limit!r}")
         deadline = Deadline(time_limit, floor=0.0)  # the exact Jacobian counts too
         Xe = _as_batch(net, X, True)
-        J_e = realization_jacobian(net.exact(), Xe)
-        try:
-            er = exact_rank(J_e, progress=progress, time_limit=deadline.left())
-        except RankTimeLimit as e:
-            stopped = f"{e} (time limit {time_limit:g} s)"
-        pats = net.exact().preactivations(Xe)  # dead / boundary judged exactly too
+        nete = net.exact()
+        # the exact Jacobian and patterns in chunks of points, the deadline checked between
+        # them: on 2,000 points of a 4-30-30-1 network they took 30 s before the rank began
+        J_e = _chunked(lambda P: realization_jacobian(nete, P), Xe, deadline)
+        if J_e is None:
+            stopped = (f"the exact Jacobian ran out of time before the rank began "
+                       f"(time limit {time_limit:g} s)")
+        else:
+            try:
+                er = exact_rank(J_e, progress=progress, time_limit=deadline.left())
+            except RankTimeLimit as e:
+                stopped = f"{e} (time limit {time_limit:g} s)"
+        # dead / boundary judged exactly too, while time is left (else in float64)
+        pats = _chunked(lambda P: np.concatenate(nete.preactivations(P), axis=1), Xe, deadline) \
+            if nete.n_hidden_layers else None
+        pats = [pats] if pats is not None else netf.preactivations(Xf)
     else:
         pats = netf.preactivations(Xf)
     if pats:

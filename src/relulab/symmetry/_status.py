@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..domain import Box, Polytope
+from ..domain import Box, Polytope, as_domain
 from ..layers import as_kind, bool_mask, prefix_network
 from ..limits import Deadline
 from ..network import Network
@@ -133,6 +133,7 @@ def neuron_status(
     """
     from ..bounds import symbolic_bounds
 
+    domain = as_domain(domain, net.input_dim)   # one error naming a wrong dimension
     L = net.n_hidden_layers
     status = [np.zeros(w, dtype=np.int8) for w in net.widths]
     how: list[list[str]] = [[""] * w for w in net.widths]

@@ -20,7 +20,10 @@ result computes the same function *on the domain*.
 
 Float networks: rows that agree to ``merge_tol`` (default 1e-12, on rows normalised to
 largest entry 1) count as the same; the normal forms of a float network and of a
-rescaled, permuted copy agree up to rounding (compare with ``Network.allclose``).
+rescaled, permuted copy usually agree up to rounding (compare with ``Network.allclose``),
+but not always in shape: merged neurons whose outgoing weights cancel exactly in one copy
+and leave a ``1e-15`` residue in the other give widths (1, 2) and (1, 3).  Use
+:func:`relulab.symmetry.equivalent` to compare functions.
 Exact (Fraction) networks: everything is exact and the normal forms are identical.
 
 Example:
@@ -146,6 +149,11 @@ def _group_rows(R: np.ndarray, exact: bool, tol: float) -> list[list[int]]:
     return groups
 
 
+# merge_tol is a rounding tolerance: rows further apart than this are different neurons,
+# and merging them changes the function by their distance times the outgoing weight
+MAX_MERGE_TOL = 1e-6  # tol: far above float rounding, far below real differences
+
+
 def canonical(
     net: Network,
     domain: Box | Polytope | tuple | None = None,
@@ -177,6 +185,12 @@ def canonical(
     dom = None if domain is None else as_domain(domain, net.input_dim)
     lay = Layers.of(net)
     ex = lay.exact
+    if merge_tol is not None and not (isinstance(merge_tol, (int, float)) and 0 <= merge_tol <= MAX_MERGE_TOL):
+        raise NetworkError(f"canonical: merge_tol must be a number in [0, {MAX_MERGE_TOL:g}] (a rounding "
+                           f"tolerance on rows normalised to largest entry 1), got {merge_tol!r}")
+    if status is not None and tuple(len(s) for s in status.status) != tuple(net.widths):
+        raise NetworkError(f"canonical: status has layer widths {tuple(len(s) for s in status.status)}; "
+                           f"the network has {tuple(net.widths)} (a status of another network?)")
     tol = 0.0 if ex else or_default(merge_tol, ROUNDOFF)
     widths_before = net.widths
     ids: list[list[int]] = [list(range(w)) for w in widths_before]

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope, as_domain
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import as_kind
 from ..network import Network, NetworkError
 from ..tolerance import EQUIV_TOL, MATCH_RTOL, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
@@ -141,6 +141,9 @@ class EquivalenceResult:
 
 # ------------------------------------------------------------------------ helpers
 def _check_shapes(f: Network, g: Network) -> None:
+    for name, v in (("f", f), ("g", g)):
+        if not isinstance(v, Network):
+            raise NetworkError(f"equivalent: {name} must be a relulab Network, got {type(v).__name__}")
     if f.input_dim != g.input_dim:
         raise NetworkError(f"equivalent: input sizes differ ({f.input_dim} vs {g.input_dim})")
     if f.output_dim != g.output_dim:
@@ -405,6 +408,10 @@ def equivalent(
     t0 = time.monotonic()
     _check_shapes(f, g)
     _check_tol(tol, "equivalent: tol")
+    if timeout is not None and not is_positive_seconds(timeout):
+        raise RelulabError(f"equivalent: timeout must be a positive number of seconds or None, got {timeout!r}")
+    if not is_int_at_least(n_samples, 0):
+        raise RelulabError(f"equivalent: n_samples must be an integer >= 0, got {n_samples!r}")
     if domain is None or (isinstance(domain, Polytope) and domain.n_constraints == 0):
         if max(f.n_hidden_layers, g.n_hidden_layers) > 1:
             raise DomainError(
@@ -505,18 +512,37 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale: float = 1.0) ->
 
 def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
     """Both networks are affine: maximise each ``+-(f_j - g_j)`` exactly (closed form on a
-    Box, one LP per row on a Polytope)."""
+    Box, one LP per row on a Polytope).  With an exact network the difference is taken in
+    Fractions: float copies of ``(10**20 + 1) x`` and ``10**20 x`` are the same map."""
     from ..lp import solve
 
     A = np.asarray(D.weights[0], dtype=float)
     c = np.asarray(D.biases[0], dtype=float)
     if D.skip is not None:
         A, c = A + D.skip[0], c + D.skip[1]
-    if not A.any() and not c.any():
+    Ax = cx = None
+    if f.is_exact or g.is_exact:
+        E = f.exact() - g.exact()
+        Ax, cx = E.weights[0], E.biases[0]
+        if E.skip is not None:
+            Ax, cx = Ax + E.skip[0], cx + E.skip[1]
+        if not any(v != 0 for v in Ax.reshape(-1)) and not any(v != 0 for v in cx):
+            return done("equal", "verifier", upper_bound=0.0, exact=True, message="identical affine maps")
+        # what the float rows miss of the exact ones, at the domain's farthest point
+        reach = np.maximum(np.abs(dom.bounding_box().lo), np.abs(dom.bounding_box().hi))
+        lost = (np.abs((Ax - A).astype(float)) @ reach + np.abs((cx - c).astype(float))) * (1 + ROUNDOFF)
+    elif not A.any() and not c.any():
         return done("equal", "verifier", upper_bound=0.0, message="identical affine maps")
     best_x, best_v, ub = None, -np.inf, -np.inf
-    for row, off in [(A[j] * s, c[j] * s) for j in range(A.shape[0]) for s in (1.0, -1.0)]:
-        if isinstance(dom, Box):
+    for j, s in [(j, s) for j in range(A.shape[0]) for s in (1.0, -1.0)]:
+        row, off = A[j] * s, c[j] * s
+        if isinstance(dom, Box) and Ax is not None:
+            x = np.where(Ax[j] * int(s) > 0, dom.hi, dom.lo)   # the exact row's signs
+            ve = sum((a * int(s) * Fraction(float(xi)) for a, xi in zip(Ax[j], x, strict=True)),
+                     cx[j] * int(s))
+            v = float(ve)
+            bound = v if Fraction(v) >= ve else float(np.nextafter(v, np.inf))
+        elif isinstance(dom, Box):
             x = np.where(row > 0, dom.hi, dom.lo)
             v = float(row @ x + off)
             bound = v * (1 + ROUNDOFF) + TINY
@@ -526,7 +552,7 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
                 return done("unknown", "verifier", message=f"LP over the polytope ended {r.status}")
             x = r.x
             v = float(row @ x + off)
-            bound = v + scaled_tol(v)
+            bound = v + scaled_tol(v) + (0.0 if Ax is None else float(lost[j]))
         ub = max(ub, bound)
         if v > best_v:
             best_x, best_v = x, v
@@ -890,6 +916,8 @@ def whole_space_box(*nets: Network) -> Box:
         >>> whole_space_box(net).hi.tolist()
         [6.0, 6.0]
     """
+    if not nets or not all(isinstance(n, Network) for n in nets):
+        raise NetworkError("whole_space_box: give one or more relulab Networks")
     d = nets[0].input_dim
     R = 1.0
     for net in nets:

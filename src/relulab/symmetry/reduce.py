@@ -40,8 +40,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import Layers
-from ..network import Network
+from ..network import Network, NetworkError
 from ..tolerance import ROUNDOFF
 from ._status import neuron_status, verifier_available
 from .canonical import canonical
@@ -228,7 +229,9 @@ def _fold_round(lay: Layers, st: list[np.ndarray], allow_skip: bool, tol: float,
         drop = []
         for ci, alpha in combos.items():
             i = act[ci]
-            bj = [act[j] for j in basis]
+            # alpha is on the basis as it was when row i came: its first len(alpha) rows
+            # (a dependent row met before a later independent one has fewer)
+            bj = [act[j] for j in basis[:len(alpha)]]
             const = b[i] - sum((alpha[t] * b[j] for t, j in enumerate(bj)), start=0 * b[i])
             for t, j in enumerate(bj):
                 Wn[:, j] = Wn[:, j] + alpha[t] * Wn[:, i]
@@ -272,6 +275,13 @@ def reduce(
         >>> reduce(net, Box([-1, -1], [1, 1])).widths_after   # 2 relu(x1) = relu(2 x1)
         (1,)
     """
+    if not isinstance(net, Network):
+        raise NetworkError(f"reduce: net must be a relulab Network, got {type(net).__name__}")
+    if timeout is not None and not is_positive_seconds(timeout):
+        raise RelulabError(f"reduce: timeout must be a positive number of seconds or None, got {timeout!r}")
+    for name, v in (("n_check", n_check), ("max_rounds", max_rounds)):
+        if not is_int_at_least(v, 0):
+            raise RelulabError(f"reduce: {name} must be an integer >= 0, got {v!r}")
     dom = as_domain(domain, net.input_dim)
     ex = net.is_exact
     tol = 0.0 if ex else ROUNDOFF

@@ -41,7 +41,10 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
         raise NetworkError(f"rescale: {len(factors)} factor vectors for {net.n_hidden_layers} hidden layers")
     lay = Layers.of(net)
     for k, c in enumerate(factors):
-        c = as_kind(np.asarray(c, dtype=object if net.is_exact else float).reshape(-1), net.is_exact)
+        try:
+            c = as_kind(np.asarray(c, dtype=object if net.is_exact else float).reshape(-1), net.is_exact)
+        except (TypeError, ValueError) as e:
+            raise NetworkError(f"rescale: layer {k}: factors must be numbers ({e})") from None
         if c.shape[0] != net.widths[k]:
             raise NetworkError(f"rescale: layer {k} has {net.widths[k]} neurons, got {c.shape[0]} factors")
         if not all(v > 0 for v in c):
@@ -89,6 +92,8 @@ def random_symmetry(
         >>> [str(v) for v in g([[-3], [2]]).ravel()]
         ['3', '2']
     """
+    if not (isinstance(spread, (int, float)) and 0 <= spread < np.inf):
+        raise NetworkError(f"random_symmetry: spread must be a finite number >= 0, got {spread!r}")
     rng = np.random.default_rng(rng)
     facs: list[Any] = []
     for w in net.widths:
