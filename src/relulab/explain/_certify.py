@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..domain import Box, Polytope
+from ..limits import Deadline
 from ..network import Network
 from ..verify import maximize
+from ._common import output_floor
 from .decision import Decision
 
 # A rule may touch the decision boundary (a tie there is allowed), where the MILP's
@@ -73,14 +75,23 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
     ``RULE_TOL`` on a certified rule: it says how far beyond the tie the rule is proved.
     """
     dom = restrict(domain, A, b)
-    scale = 1.0 + abs(float(np.max(np.abs(decision.d))))
+    # relative to the outputs' size when they are all below 1 (an absolute 1e-7 certified
+    # "always positive" for 1e-9 x on a box half of which is negative)
+    scale = output_floor(net, domain) + abs(float(np.max(np.abs(decision.d))))
     solver_worst = proven_worst = -np.inf
-    for Ci, di in zip(decision.C, decision.d, strict=True):
+    # one deadline for all rows: each row's MILPs get their share of what is left (each
+    # had the whole limit, and a 3-class rule took twice the limit)
+    deadline = Deadline(time_limit, floor=1e-3)
+    n = len(decision.d)
+    for k, (Ci, di) in enumerate(zip(decision.C, decision.d, strict=True)):
+        if deadline.expired():
+            return False, np.inf   # rows left unproved: no bound
+        share = None if time_limit is None else deadline.left() / (n - k)
         # the bound is proven also when the MILP stops at its time limit
-        bound, _, _ = max_output(net, dom, Ci, time_limit)
+        bound, _, _ = max_output(net, dom, Ci, share)
         solver, proven = bound, bound  # maximize's bound is already widened
         if RULE_TOL * scale < bound - float(di) <= RECHECK_TOL * scale and net.n_hidden_layers > 0:
-            tight, error = _tight_max(net, dom, Ci, time_limit)
+            tight, error = _tight_max(net, dom, Ci, None if time_limit is None else deadline.left() / (n - k))
             solver, proven = min(bound, tight), min(bound, tight + error)
         solver_worst = max(solver_worst, solver - float(di))
         proven_worst = max(proven_worst, proven - float(di))

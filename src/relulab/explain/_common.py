@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..errors import RelulabError
 from ..network import Network
 from ..tolerance import FEAS_TOL
 from .decision import ExplainError
@@ -16,6 +17,62 @@ def float_net(net: Network) -> Network:
     if not isinstance(net, Network):
         raise ExplainError(f"expected a relulab.Network, got {type(net).__name__}")
     return net.float() if net.is_exact else net
+
+
+def output_floor(net: Network, domain: Box | Polytope) -> float:
+    """The floor of the explanations' relative output tolerances, ``tol * (floor +
+    |f|)``: 1, or the proven bound of ``|f|`` over the domain when that is smaller.
+
+    With a floor of 1 the tolerances were absolute in output units, and a network whose
+    outputs are all below them was misread: ``1e-9 x`` was "always positive" (certified)
+    on a box half of which is negative, and outputs ``(0, 1e-12)`` made class 0 win a
+    region class 1 holds.  Scaling a network's outputs changes no decision; with this
+    floor it changes no explanation either, for outputs below 1.
+
+    Example:
+        >>> from relulab import Box
+        >>> net = Network([[[1e-9]]], [[0.0]])
+        >>> output_floor(net, Box([-1], [1])), output_floor(Network([[[3.0]]], [[0.0]]), Box([-1], [1]))
+        (1e-09, 1.0)
+    """
+    from ..bounds import symbolic_bounds
+
+    try:
+        b = symbolic_bounds(net, domain)
+    except RelulabError:   # bounds that overflow say nothing: keep the floor of 1
+        return 1.0
+    m = float(max(np.max(np.abs(b.out_lo)), np.max(np.abs(b.out_hi))))
+    if not np.isfinite(m):
+        return 1.0
+    # an identically zero network: every comparison is exact (a floor of 0 would divide)
+    return min(1.0, max(m, OUTPUT_FLOOR_MIN))
+
+
+# the smallest floor (outputs identically 0): far below any float output's rounding
+OUTPUT_FLOOR_MIN = 1e-300  # tol: an output bound of exactly 0
+# The MILPs behind why and why_not (HiGHS, feasibility tolerance 1e-9 in output units)
+# cannot tell outputs below about this apart from 0: with outputs of 1e-9 x a point at
+# 5e-10 was "on the decision boundary".  Such networks are refused with the fix.
+OUTPUT_RESOLUTION = 1e-7  # tol: HiGHS feasibility tolerance x 100
+
+
+def check_output_resolution(net: Network, domain: Box | Polytope, where: str) -> float:
+    """:func:`output_floor`, after one clear error when the outputs on the whole domain
+    are below ``OUTPUT_RESOLUTION`` (scaling the last layer changes no decision).
+
+    Example:
+        >>> from relulab import Box
+        >>> check_output_resolution(Network([[[1e-9]]], [[0.0]]), Box([-1], [1]), "why")
+        Traceback (most recent call last):
+        ...
+        relulab.explain.decision.ExplainError: why: the outputs are at most 1e-09 in size on this domain, below what its MILPs resolve (1e-07); multiply the last layer by a constant (no decision changes) and explain that network
+    """
+    fl = output_floor(net, domain)
+    if fl < OUTPUT_RESOLUTION and fl > OUTPUT_FLOOR_MIN:
+        raise ExplainError(f"{where}: the outputs are at most {fl:.3g} in size on this domain, below what "
+                           f"its MILPs resolve ({OUTPUT_RESOLUTION:g}); multiply the last layer by a "
+                           "constant (no decision changes) and explain that network")
+    return fl
 
 
 def check_point(x: Any, domain: Box | Polytope, what: str = "x") -> np.ndarray:

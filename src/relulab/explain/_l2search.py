@@ -43,6 +43,7 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
     if start is None:
         return {"status": "infeasible", "regions": 0}
     unresolved = np.inf  # the least distance of a region whose target part a QP left open
+    unchecked = False    # whether that was a target part without a point passing the forward pass
     N = net.n_neurons
     heap: list = []
     seen: set[bytes] = set()
@@ -83,19 +84,29 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         Gm, h, A, b = _rows(net, pat, space)
         Cr, cr = net.affine_for_pattern(pat)
         T = dec.C @ Cr
+        first = None   # the distance of the target part under the first (weakest) margin
         for mg in margins:
             tv = dec.d - mg - dec.C @ cr
             try:
                 z, dz = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
             except ProjectionFailed:  # this region's target part stays open: no optimum claimed
-                unresolved = min(unresolved, dist)
+                if dist < unresolved:
+                    unresolved, unchecked = dist, False
+                first = None
                 break
             if z is None or dz >= best:
                 break
+            first = dz if first is None else first
             y = net(z[None])[0]
             if dec.holds(y[None])[0] and space.contains(z):
                 best, best_z, best_y = dz, z, y
+                first = None
                 break
+        if first is not None and first < best:
+            # the region has target points at this distance (a single tie point, say) but
+            # none passed the forward pass: no optimum is claimed past this distance
+            if first < unresolved:
+                unresolved, unchecked = first, True
         # neighbours across the region's facets that lie on neuron hyperplanes
         box_rows = _box_rows(space)
         allA = np.vstack([A, box_rows[0]])
@@ -115,7 +126,8 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         status = "infeasible"
     return {"status": status, "z": best_z, "y": best_y, "distance": best, "lower_bound": lower,
             "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0,
-            **({"unresolved_from": unresolved} if status == "numerical" else {})}
+            **({"unresolved_from": unresolved, "unresolved_unchecked": unchecked}
+               if status == "numerical" else {})}
 
 
 def _box_rows(space: Space) -> tuple[np.ndarray, np.ndarray]:

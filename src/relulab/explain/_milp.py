@@ -90,7 +90,7 @@ class ExplainMILP:
         self.rows.append(sp.csr_matrix(A))
         self.rhs.append(np.asarray(b, float).reshape(-1))
 
-    def output_rows(self, C: np.ndarray, d: np.ndarray, margin: float = 0.0) -> None:
+    def output_rows(self, C: np.ndarray, d: np.ndarray, margin: float | np.ndarray = 0.0) -> None:
         """``C f(x) <= d - margin``."""
         C = np.atleast_2d(C)
         self._add(C @ self.out_A, d - margin - C @ self.out_c)

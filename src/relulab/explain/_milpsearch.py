@@ -56,6 +56,8 @@ def sample_target(net, x: np.ndarray, dec: Decision, space: Space, norm: str, n:
     t = rng.random((n, 1)) ** 2
     R = x + t * (U - x)
     X = np.vstack([U, R])
+    # rays from an x outside the space (feature bounds that exclude it) leave the space
+    X = X[np.all((X >= lo) & (X <= hi), axis=1)]
     if space.A.shape[0]:
         X = X[np.all(X @ space.A.T <= space.b + ROUNDOFF, axis=1)]
     if len(X) == 0:
@@ -66,17 +68,20 @@ def sample_target(net, x: np.ndarray, dec: Decision, space: Space, norm: str, n:
     Z = X[ok]
     d = np.array([_dist(z - x, norm) for z in Z])
     z = Z[int(np.argmin(d))]
-    a, b = 0.0, 1.0   # x + b (z - x) has the target, x + a (z - x) need not
+    base = _anchor(space, x)
+    if base is None:
+        return z
+    a, b = 0.0, 1.0   # base + b (z - base) has the target, base + a (z - base) need not
     for _ in range(40):
         m = (a + b) / 2
-        if dec.holds(net((x + m * (z - x))[None]))[0]:
+        if dec.holds(net((base + m * (z - base))[None]))[0]:
             b = m
         else:
             a = m
-    return x + b * (z - x)
+    return base + b * (z - base)
 
 
-def bounds_exclude(net, space: Space, dec: Decision, margin: float) -> tuple[bool, float]:
+def bounds_exclude(net, space: Space, dec: Decision, margin: float | np.ndarray) -> tuple[bool, float]:
     """Whether the CROWN bounds prove some target row unreachable on the whole space:
     (proved, the largest proven lower bound of C_i f - d_i + margin)."""
     low = linear_bounds(net, space.region, dec.C, -dec.d)
@@ -97,8 +102,24 @@ def ball(space: Space, x: np.ndarray, r: float) -> tuple[Box | Polytope, bool]:
     return Polytope(np.vstack([space.A, eye, -eye]), np.concatenate([space.b, hi, -lo])), whole
 
 
-def _closer(net, x, z, dec):
-    """Bisect on the segment from x to the counterfactual z towards x."""
+def _anchor(space: Space, x: np.ndarray) -> np.ndarray | None:
+    """The point a counterfactual is moved towards: x itself, or (feature bounds that
+    exclude x) x clipped into the bounds when that lies in the space; None otherwise.
+    The segment from a counterfactual to it stays in the (convex) space."""
+    if space.contains(x):
+        return x
+    c = np.clip(x, space.lo, space.hi)
+    return c if space.contains(c) else None
+
+
+def _closer(net, x, z, dec, space: Space | None = None):
+    """Bisect on the segment from the counterfactual z towards x (towards its
+    :func:`_anchor` in ``space`` when given: a point moved towards an x outside the space
+    left the space, and the bracket was lost)."""
+    if space is not None:
+        x = _anchor(space, x)
+        if x is None:
+            return z
     a, b = 0.0, 1.0
     for _ in range(40):
         m = (a + b) / 2
@@ -109,7 +130,7 @@ def _closer(net, x, z, dec):
     return x + b * (z - x)
 
 
-def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float,
+def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float | np.ndarray,
                    z0: np.ndarray | None, deadline: float | None, info: dict,
                    lo_init: float = 0.0, cap: float | None = 10.0):
     """Bracket the distance with relulab.verify's complete verifier on linf balls (Box
@@ -143,7 +164,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
             z = np.asarray(v.counterexample, float)
             if not (dec.holds(net(z[None]))[0] and space.contains(z)):
                 return "unknown", None, whole
-            z = _closer(net, x, z, dec)
+            z = _closer(net, x, z, dec, space)
         return v.status, z, whole
 
     if hi is None:
@@ -173,7 +194,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
             if v.status == "violated" and v.counterexample is not None:
                 z = np.asarray(v.counterexample, float)
                 if dec.holds(net(z[None]))[0] and space.contains(z):
-                    z = _closer(net, x, z, dec)
+                    z = _closer(net, x, z, dec, space)
                     if found is None or _dist(z - x, "l1") < _dist(found - x, "l1"):
                         found = z
                     return "violated", found
@@ -213,7 +234,7 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
     return lo, best, "open"
 
 
-def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, margin: float,
+def milp_search(net, x: np.ndarray, dec: Decision, space: Space, norm: str, margin: float | np.ndarray,
                 time_limit: float | None):
     """Returns (status, MILP result or None, the ExplainMILP, certified lower bound, info);
     status is "optimal", "optimal_bracket", "infeasible", "time_limit" or "solver_error"

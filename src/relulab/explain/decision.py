@@ -43,21 +43,34 @@ __all__ = [
 ]
 
 # A counterfactual must have the target decision by a plain forward pass, also on the
-# strict side of a tie: every target row is required with this output margin, relative
-# to 1 + max|f(x)|; if LP rounding still leaves the point on the wrong side, the margin
-# is raised 100-fold (twice at most) for that point (see margins()).
+# strict side of a tie: every strict target row is required with this output margin,
+# relative to floor + max|f(x)| (floor: min(1, the outputs' bound on the domain)); if LP rounding still leaves the point on the wrong side,
+# the margin is put on every row and raised 100-fold (twice at most) for that point
+# (see margins()).
 CF_MARGIN = 1e-9  # tol: output margin of a counterfactual's strict side
 
 
-def margins(y0: np.ndarray) -> tuple[float, ...]:
-    """The output margins tried in turn for a counterfactual of an input with outputs y0.
+def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0) -> tuple[Any, ...]:
+    """The output margins tried in turn for a counterfactual of an input with outputs y0:
+    scalars for every row, or, given the target's ``strict`` rows, per-row vectors whose
+    first one puts the margin on the strict rows only.  That first one is the one a proof
+    of "no counterfactual" uses: a non-strict row (``f >= 0``, a class that wins a tie)
+    holds on its boundary, and a target that holds only with ``f = 0`` (on a whole region,
+    as for ``-relu(x)`` on ``x <= 0``) was called unreachable when it needed a margin.
+    ``floor``: :func:`relulab.explain._common.output_floor` (outputs below 1 scale it).
 
     Example:
         >>> [float(f"{m:.3g}") for m in margins(np.array([1.0, -3.0]))]
         [4e-09, 4e-07, 4e-05]
+        >>> [v.tolist() for v in margins(np.array([0.0]), np.array([False]))][:2]
+        [[0.0], [1e-09]]
     """
-    m = CF_MARGIN * (1.0 + float(np.max(np.abs(y0))))
-    return (m, 100 * m, 1e4 * m)
+    m = CF_MARGIN * (floor + float(np.max(np.abs(y0))))
+    if strict is None:
+        return (m, 100 * m, 1e4 * m)
+    strict = np.asarray(strict, dtype=bool)
+    ones = np.ones(strict.shape[0])
+    return (m * strict, m * ones, 100 * m * ones, 1e4 * m * ones)
 
 
 class ExplainError(RelulabError):

@@ -38,7 +38,7 @@ from ..results import Result
 from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify
-from ._common import check_domain, float_net
+from ._common import check_domain, float_net, output_floor
 from .decision import Decision, ExplainError, all_decisions, as_decision
 from .features import feature_names
 from .rule import Rule
@@ -184,7 +184,7 @@ def _ordered_polygons(rs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return V, reg, areas
 
 
-def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
+def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, floor: float = 1.0
             ) -> tuple[list[list[_Piece | None]], int, bool]:
     """Per decision, per region: the piece of the region with that decision (or None);
     the count of pieces; whether ``deadline`` stopped the cutting (the regions not yet
@@ -201,7 +201,7 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
         # regions entirely inside one decision (most of them), all at once; the loop
         # below only cuts the others
         starts = rs.vertex_ptr[:-1]
-        scale = 1.0 + np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
+        scale = floor + np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
         rest = np.zeros(n, dtype=bool)
         for k, dec in enumerate(decisions):
             S = Yall @ dec.C.T - dec.d
@@ -210,11 +210,16 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
             flat = (np.maximum.reduceat(S, starts) - np.minimum.reduceat(S, starts)) <= FEAS_TOL * scale[:, None]
             tie = np.any(dec.strict[None, :] & flat & (np.maximum.reduceat(S, starts) >= -FEAS_TOL * scale[:, None]), axis=1)
             outside = np.any(np.logical_and.reduceat(S >= -tol[:, None], starts, axis=0), axis=1)
-            whole = inside & ~tie
+            # a row constant on the region (to rounding) within the tolerance of 0: the
+            # careful test below decides it by its sign
+            smax, smin = np.maximum.reduceat(S, starts), np.minimum.reduceat(S, starts)
+            near = np.any((smax - smin <= ROUNDOFF * scale[:, None])
+                          & (np.abs(smax) <= FEAS_TOL * scale[:, None]), axis=1)
+            whole = inside & ~tie & ~near
             for i in np.flatnonzero(whole):
                 out[k][i] = _Piece(Vall[rs.vertex_ptr[i]:rs.vertex_ptr[i + 1]], float(areas[i]))
             count += int(whole.sum())
-            rest |= ~inside & ~outside & ~tie
+            rest |= (~inside & ~outside & ~tie) | near
         todo = np.flatnonzero(rest)
     for i in todo:
         if deadline is not None and deadline.expired():
@@ -231,16 +236,25 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
                 V = _order2d(V)
             Y = V @ C.T + c
             vol_region = None
-        scale = 1.0 + float(np.max(np.abs(Y)))
+        scale = floor + float(np.max(np.abs(Y)))
         for k, dec in enumerate(decisions):
             if out[k][i] is not None:
                 continue
             S = Y @ dec.C.T - dec.d  # (n_vertices, rows): <= 0 inside the decision set
             tol = FEAS_TOL * scale
+            # a row constant on the region (to rounding) has one sign there, read at
+            # rounding precision: outputs (0, 1e-12) everywhere are class 1, not a tie
+            # that class 0 wins (and certifies); only a true tie is a tie
+            const = np.ptp(S, axis=0) <= ROUNDOFF * scale
+            sv = S.max(0)
+            rt = ROUNDOFF * scale
+            if np.any(const & ((sv > rt) | (dec.strict & (sv >= -rt)))):
+                continue   # violated on the whole region, or a tie its strict row loses
+            S = np.where(const[None, :], -np.inf, S)   # the constant rows hold: settled
             # a strict row that is a tie on the whole region (e.g. every output equal on
             # a dead region) fails everywhere: the tie goes to the other decision
-            flat = np.ptp(S, axis=0) <= tol
-            if np.any(dec.strict & flat & (S.max(0) >= -tol)):
+            flat = np.ptp(np.where(const[None, :], 0.0, S), axis=0) <= tol
+            if np.any(dec.strict & flat & ~const & (S.max(0) >= -tol)):
                 continue
             if np.all(S <= tol):
                 out[k][i] = _Piece(V, vol_region if vol_region is not None else G.volume(V))
@@ -248,8 +262,8 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None
                 continue
             if np.any(np.all(S >= -tol, axis=0)):
                 continue  # some row is violated on the whole region (up to its boundary)
-            T = dec.C @ C
-            t = dec.d - dec.C @ c
+            T = (dec.C @ C)[~const]   # the settled constant rows cut nothing
+            t = (dec.d - dec.C @ c)[~const]
             if d == 2:
                 P = V
                 for a_row, b_row in zip(T, t, strict=True):
@@ -435,9 +449,12 @@ def decision_rules(
     rs = R.enumerate(fnet, dom, max_regions=max_regions, progress=progress, vertices=True,
                      time_limit=None if time_limit is None else max(0.4 * time_limit, 1e-3))
     if len(rs) == 0:
+        if rs.partial:
+            raise ExplainError(f"decision_rules: the time limit ({time_limit:g} s) ended the region "
+                               "enumeration before its first region: give more time")
         raise ExplainError("the domain holds no full-dimensional linear region")
     t1 = time.perf_counter()
-    pieces, n_pieces, cut_stopped = _pieces(rs, decs, cut_deadline)
+    pieces, n_pieces, cut_stopped = _pieces(rs, decs, cut_deadline, output_floor(fnet, dom))
     t2 = time.perf_counter()
     if method == "auto":
         method = "bsp" if fnet.input_dim == 2 and isinstance(dom, Box) and merge else "merge"
@@ -483,7 +500,7 @@ def decision_rules(
             if deadline.expired():  # the rest stay unproved
                 out.append(r)
                 continue
-            ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision])
+            ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision], deadline.left())
             out.append(Rule(r.A, r.b, r.decision, names, r.kind, ok, worst, r.volume_fraction,
                             vertices=r.vertices))
         rules = out

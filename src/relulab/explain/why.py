@@ -31,7 +31,14 @@ from ..results import Result
 from ..tolerance import FEAS_TOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify, max_output, restrict
-from ._common import check_domain, check_point, check_time_limit, float_net
+from ._common import (
+    check_domain,
+    check_output_resolution,
+    check_point,
+    check_time_limit,
+    float_net,
+    output_floor,
+)
 from ._milp import ExplainMILP
 from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
 from .features import feature_names
@@ -40,7 +47,7 @@ from .rule import Rule
 __all__ = ["why", "WhyResult"]
 
 # An input breaks the decision when a decision row exceeds its bound by this much
-# (relative to 1 + max|f(x)|): ties on a rule's boundary do not count.  The k-th side
+# (relative to floor + max|f(x)|, floor = min(1, the bound of |f| on the domain)): ties on a rule's boundary do not count.  The k-th side
 # pushed uses (k + 2) times it, so the faces already placed (where the decision is
 # broken by at most the previous margin) never count as breaking it.
 BREAK_MARGIN = 1e-8  # tol: a decision row above its bound by this is broken
@@ -314,7 +321,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
-    mg = BREAK_MARGIN * (1.0 + float(np.max(np.abs(fnet(x[None])))))
+    mg = BREAK_MARGIN * (output_floor(fnet, domain) + float(np.max(np.abs(fnet(x[None])))))
     r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
@@ -362,10 +369,12 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
             cur = hi[i] if up else -lo[i]
             new = tied if tied is not None and tied <= v + 10 * step else v
             if new > cur + step or abs(new - cur) <= 100 * step:
+                # never past x: at a point within rounding of the boundary the snap crossed
+                # it, and the next slab (lo > hi) was an "empty box" error
                 if up:
-                    hi[i] = min(new, bb.hi[i])
+                    hi[i] = max(min(new, bb.hi[i]), x[i])
                 else:
-                    lo[i] = max(-new, bb.lo[i])
+                    lo[i] = min(max(-new, bb.lo[i]), x[i])
     rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left)
     if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
         # never hand out a rule that failed its proof: fall back to the proven cube
@@ -466,11 +475,12 @@ def why(
     names = feature_names(features, fnet.input_dim)
     check_class_names(class_names, fnet.output_dim)
     y = fnet(x[None])[0]
+    check_output_resolution(fnet, dom, "why")
     if decision is None:
         dec = decision_at(fnet, x, class_names)
     else:
         dec = as_decision(fnet, decision, class_names)
-        if not dec.holds(y[None], tol=FEAS_TOL * (1 + float(np.max(np.abs(y)))))[0]:
+        if not dec.holds(y[None], tol=FEAS_TOL * (output_floor(fnet, dom) + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     # at least 1 ms: each solve of the multi-step search takes only what the earlier left
     left = Deadline(time_limit, floor=1e-3).left

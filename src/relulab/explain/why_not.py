@@ -36,7 +36,7 @@ from ..network import Network
 from ..results import Result
 from ..tolerance import FEAS_TOL
 from . import _geometry as G
-from ._common import check_domain, check_point, check_time_limit, float_net
+from ._common import check_domain, check_output_resolution, check_point, check_time_limit, float_net
 from ._l2search import l2_search
 from ._milp import ExplainMILP
 from ._milpsearch import bounds_exclude, milp_search, sample_target
@@ -136,7 +136,7 @@ def _target(fnet: Network, target: Any, current: Decision, class_names) -> Decis
 
 
 def _region_lp(fnet: Network, pattern, x: np.ndarray, dec: Decision, space: Space, norm: str,
-               margin: float) -> np.ndarray | None:
+               margin: float | np.ndarray) -> np.ndarray | None:
     """The nearest point (l1 / linf) to x in one linear region with the target decision."""
     Gm, h = G.pattern_hrep(fnet, pattern)
     Cr, cr = fnet.affine_for_pattern(pattern)
@@ -310,7 +310,8 @@ def why_not(
     y0 = fnet(x[None])
     if dec.holds(y0)[0]:
         raise ExplainError(f"x already gets the target {dec.label!r} (f(x) = {y0[0].tolist()})")
-    mgs = margins(y0[0])
+    mgs = margins(y0[0], dec.strict, check_output_resolution(fnet, dom, "why_not"))
+    req = float(np.max(mgs[0]))   # the required margin (on the strict rows; 0 on the others)
     mut = mutable_mask(mutable, names)
     flo, fhi = feature_bounds(bounds, names)
     _check_immutable_bounds(x, mut, flo, fhi, names)
@@ -334,6 +335,11 @@ def why_not(
         if st == "optimal":
             cert["reason"] = ("every unexpanded region is at least as far from x as the "
                               "counterfactual (region distances are QP optima)")
+        elif st == "numerical" and res.get("unresolved_unchecked"):
+            cert["reason"] = (f"numerical: a region at distance >= {res['unresolved_from']:.3g} has "
+                              "target points by its QP, but none that passes the forward pass (a tie "
+                              "reached at a single point, or rounding): no counterfactual closer than "
+                              "the lower bound is excluded there")
         elif st == "numerical":
             cert["reason"] = (f"numerical: a projection QP failed (clarabel) on a region at distance "
                               f">= {res['unresolved_from']:.3g} that HiGHS finds non-empty: no "
@@ -358,15 +364,15 @@ def why_not(
             cert = {"method": "relulab.verify (complete verifier: attack, input splitting, MILP)",
                     "reason": "the verifier proved that no input of the search space reaches "
                               "the target with the required margin (holds)",
-                    "required_margin": mgs[0]}
+                    "required_margin": req}
         elif "crown_excludes" in info:
-            ub = -(info["crown_excludes"] - mgs[0])
+            ub = -(info["crown_excludes"] - req)
             cert = {"method": "symbolic (CROWN) bounds over the search space",
-                    "max_target_margin_upper_bound": ub, "required_margin": mgs[0],
+                    "max_target_margin_upper_bound": ub, "required_margin": req,
                     "reason": f"the target margin min_i (d_i - C_i f(x)) is at most {ub:.3g} on "
                               "the whole search space (a CROWN lower bound of one target row)"}
         else:
-            cert = _no_target_certificate(fnet, space, dec, mgs[0], left)
+            cert = _no_target_certificate(fnet, space, dec, req, left)
         return WhyNotResult(status="infeasible", exists=False, counterfactual=None, output=None,
                             distance=None, lower_bound=INF, gap=None, changed=(), path={},
                             certificate=cert, method=method, time=time.perf_counter() - t0,
