@@ -78,7 +78,7 @@ def test_exact_functional_dimension_builds_its_jacobian_under_the_deadline(monke
 def test_exact_path_lifting_rank_is_refused_beyond_its_size():
     rng = np.random.default_rng(0)
     dims = [3, 16, 16, 16, 1]
-    net = Network([rng.integers(-3, 4, size=(b, a)) for a, b in zip(dims[:-1], dims[1:])],
+    net = Network([rng.integers(-3, 4, size=(b, a)) for a, b in zip(dims[:-1], dims[1:], strict=True)],
                   [rng.integers(-3, 4, size=b) for b in dims[1:]]).exact()
     with pytest.raises(RelulabError, match="pass exact=False"):
         path_lifting_rank(net)
