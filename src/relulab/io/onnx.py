@@ -274,6 +274,12 @@ def _h_gemm(cx: _Cx, ins: list, at: dict) -> list:
     if alpha != 1.0:
         y = cx.tr.mul(y, alpha, cx.where)
     if len(ins) > 2 and ins[2] is not None:
+        MN = (cx.shape(a)[0], cx.shape(b)[1])
+        cs = tuple(cx.shape(ins[2]))
+        # C broadcasts one way to (M, N) (unidirectional): a (4, 1) C under a (1, 4)
+        # product was read as a 4 x 4 outer sum, a model onnxruntime rejects
+        if len(cs) > 2 or any(c not in (1, m) for c, m in zip(cs[::-1], MN[::-1], strict=False)):
+            raise ValueError(f"Gemm bias C of shape {cs} does not broadcast to the product's shape {MN}")
         beta = float(at.get("beta", 1.0))
         c = ins[2] if beta == 1.0 else cx.tr.mul(ins[2], beta, cx.where)
         y = cx.tr.add(y, c, cx.where)
@@ -299,6 +305,8 @@ def _h_reshape(cx: _Cx, ins: list, at: dict) -> list:
 
 def _axes(cx: _Cx, ins: list, at: dict, k: int = 1) -> list[int] | None:
     if cx.opset >= 13:
+        if "axes" in at:   # an attribute from before opset 13: squeezing every 1 misreads it
+            raise ValueError(f"an 'axes' attribute at opset {cx.opset} (since opset 13 the axes are an input)")
         return None if len(ins) <= k or ins[k] is None else _ints(cx.const(ins[k], "axes"))
     return None if "axes" not in at else _ints(at["axes"])
 
@@ -463,6 +471,9 @@ def _geom(at: dict, one_d: bool, kernel: Sequence[int] | None = None):
 
 def _h_conv(cx: _Cx, ins: list, at: dict) -> list:
     w = cx.const(ins[1], "the Conv kernel").astype(np.float64)
+    if "kernel_shape" in at and tuple(_ints(at["kernel_shape"])) != tuple(w.shape[2:]):
+        raise ValueError(f"Conv kernel_shape {tuple(_ints(at['kernel_shape']))} differs from the "
+                         f"kernel's own shape {tuple(w.shape[2:])}")
     chw, one_d = _spatial(cx, ins[0], "Conv")
     if one_d:
         w = w[:, :, None, :]
@@ -761,9 +772,28 @@ def onnx_to_network(model: Any) -> Network:
             raise e from None
 
 
+def check_opset(opset: int, error: type[Exception] = FormatError) -> None:
+    """Refuse ONNX opsets before 7: their ``broadcast``/``axis`` attributes (Add, Sub, Mul,
+    Div, Gemm) and training-mode defaults (BatchNormalization, Dropout ``is_test=0``) are
+    another semantics, and onnxruntime has no kernels to cross-check them.
+
+    Example:
+        >>> check_opset(7)
+        >>> check_opset(6)
+        Traceback (most recent call last):
+        ...
+        relulab.errors.FormatError: ONNX opset 6 is not supported (before opset 7, broadcasting and the batch-norm / dropout modes follow older rules): convert the model with onnx.version_converter.convert_version(model, 13)
+    """
+    if opset < 7:
+        raise error(f"ONNX opset {opset} is not supported (before opset 7, broadcasting and the "
+                    "batch-norm / dropout modes follow older rules): convert the model with "
+                    "onnx.version_converter.convert_version(model, 13)")
+
+
 def _onnx_to_network(model: Any, reorder: bool) -> Network:
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
+    check_opset(opset)
     inits = {t.name: t for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
     if not graph.node and not inputs:
@@ -872,6 +902,39 @@ CROSSCHECK_RTOL_INTERMEDIATE = {np.dtype(np.float64): 1e-12, np.dtype(np.float32
                                 np.dtype(np.float16): 1e-2}
 
 
+def _run_as_float32(ort: Any, model: Any, input_name: str, dims: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's outputs of a float32 copy of a float64 model at the cross-check's
+    random inputs, and those inputs (float32)."""
+    import copy
+
+    from onnx import TensorProto, numpy_helper
+
+    m = copy.deepcopy(model)
+
+    def narrow(t: Any) -> None:
+        if t.data_type == TensorProto.DOUBLE:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name))
+
+    for t in m.graph.initializer:
+        narrow(t)
+    for node in m.graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                narrow(a.t)
+            if a.name == "to" and a.i == TensorProto.DOUBLE:
+                a.i = TensorProto.FLOAT
+    for v in (*m.graph.input, *m.graph.output, *m.graph.value_info):
+        if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4
+    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    X = np.random.default_rng(0).standard_normal((CROSSCHECK_POINTS, int(np.prod(dims)))).astype(np.float32)
+    want = np.stack([np.asarray(sess.run(None, {input_name: X[k].reshape(dims)})[0], dtype=np.float64).reshape(-1)
+                     for k in range(CROSSCHECK_POINTS)])
+    return want, X
+
+
 def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarray], where: str,
                            intermediate: Callable[[np.ndarray], float] | None = None) -> None:
     """Compare relulab's reading of ``model`` (an ``onnx.ModelProto``) with onnxruntime at
@@ -915,10 +978,23 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
                                     dtype=np.float64).reshape(-1)
                          for k in range(CROSSCHECK_POINTS)])
     except Exception:  # noqa: BLE001 - onnxruntime cannot run it: nothing to compare with
-        return
+        if dtype != np.float64:
+            return
+        # onnxruntime has no float64 kernels for Conv or AveragePool: compare on a float32
+        # copy of the model (with float32's tolerance) rather than not at all
+        try:
+            want, X = _run_as_float32(ort, model, inputs[0].name, dims)
+            dtype = np.dtype(np.float32)
+        except Exception:  # noqa: BLE001 - not even so: nothing to compare with
+            return
     X64 = X.astype(np.float64)
     got = np.asarray(forward(X64), dtype=np.float64).reshape(CROSSCHECK_POINTS, -1)
     if not np.all(np.isfinite(want)):
+        if np.all(np.isfinite(got)):
+            raise FormatError(
+                f"{where}: the model's own outputs overflow at random inputs (onnxruntime gives "
+                f"inf or NaN in {dtype.name}) while relulab's float64 reading stays finite: refusing "
+                "a model whose weights do not fit its precision")
         return
     rtol = CROSSCHECK_RTOL.get(dtype, 5e-2)
     scale = 1.0 + float(np.max(np.abs(want)))

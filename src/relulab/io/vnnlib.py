@@ -414,6 +414,7 @@ def _build(src: _Source, dnf: list[list[tuple]], d: int, m: int, declared: dict)
     cases: list[Specification] = []
     index: dict[tuple[bytes, bytes], int] = {}
     many = len(dnf) > 1
+    empty: DomainError | None = None   # the first disjunct with an empty box, when several
     for k, conj in enumerate(dnf):
         where = f" (in disjunct {k + 1} of {len(dnf)})" if many else ""
         lo = np.full(d, -np.inf)
@@ -445,11 +446,19 @@ def _build(src: _Source, dnf: list[list[tuple]], d: int, m: int, declared: dict)
                         "every input needs a lower and an upper bound"
                     )
             if lo[i] > hi[i]:
-                raise DomainError(
+                err = DomainError(
                     f"{src.name}: empty input box{where}: X_{i} >= {float(lo[i])!r} "
                     f"({src.where(lo_at[i])}) and X_{i} <= {float(hi[i])!r} "
                     f"({src.where(hi_at[i])})"
                 )
+                if not many:
+                    raise err
+                empty = empty or err
+                break
+        if many and lo.size and np.any(lo > hi):
+            # one disjunct of several with an empty box is false: it adds no case (the
+            # input set X_0 in [0, 0.4] or [0.6, 1] split over an "or" gave such ones)
+            continue
         C = np.array(rows, dtype=np.float64).reshape(len(rows), m)
         term = OutputConstraint(C, np.array(rhs, dtype=np.float64))
         key = (lo.tobytes(), hi.tobytes())
@@ -458,6 +467,8 @@ def _build(src: _Source, dnf: list[list[tuple]], d: int, m: int, declared: dict)
         else:
             index[key] = len(cases)
             cases.append(Specification(Box(lo, hi), [term]))
+    if not cases and empty is not None:
+        raise empty   # every disjunct has an empty box
     return Property(cases, src.name)
 
 
