@@ -147,9 +147,11 @@ def _align(F: Network, G: Network) -> tuple[float, float] | None:
 
 
 def fidelity(reference: Network, recovered: Network, domain: Box | None = None, *,
-             timeout: float | None = 30.0, n_samples: int = 20_000, seed: int = 0) -> Fidelity:
+             timeout: float | None = 30.0, n_samples: int = 20_000, seed: int = 0,
+             tol: float | None = None) -> Fidelity:
     """Compare ``recovered`` with ``reference`` (see the module docstring); the default
-    box is ``[-1, 1]^d``; ``timeout`` bounds the functional check (``unknown`` past it).
+    box is ``[-1, 1]^d``; ``timeout`` bounds the functional check (``unknown`` past it);
+    ``tol``: of the functional check (default :func:`relulab.symmetry.equivalent`'s).
 
     Example (the second network has its two neurons swapped and scaled: same function):
         >>> from relulab import Network
@@ -182,7 +184,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     X = box.sample(n_samples, np.random.default_rng(seed))
     out_err = float(np.max(np.abs(reference.float()(X) - recovered.float()(X))))
     left = None if timeout is None else max(timeout - (time.monotonic() - t0), 0.1 * timeout)
-    eq = equivalent(ref, recovered.float(), box, timeout=left)
+    eq = equivalent(ref, recovered.float(), box, timeout=left, tol=tol)
     exact = bool(eq.exact)
     tol = 0.0 if exact and eq.status == "equal" else float(eq.tol)
     msg = eq.message

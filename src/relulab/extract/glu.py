@@ -543,11 +543,15 @@ def extract_glu(
     t0 = time.monotonic()
     if act not in ACTIVATIONS:
         raise ExtractError(f"extract_glu: act must be one of {ACTIVATIONS}, got {act!r}")
-    if d is None or int(d) <= 0:
-        raise ExtractError("extract_glu: give the input size d > 0")
+    if d is None or not is_int_at_least(d, 1):
+        raise ExtractError(f"extract_glu: give the input size d > 0 (an integer), got {d!r}")
     d = int(d)
-    if hidden is not None and int(hidden) <= 0:
-        raise ExtractError(f"extract_glu: hidden must be positive, got {hidden}")
+    for name, v, lo in (("hidden", hidden, 1), ("polish_steps", polish_steps, 0)):
+        if v is not None and not is_int_at_least(v, lo):
+            raise ExtractError(f"extract_glu: {name} must be an integer >= {lo}, got {v!r}")
+    for name, v in (("noise", noise), ("scale", scale)):
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ExtractError(f"extract_glu: {name} must be a finite number > 0 or None, got {v!r}")
     if d < 2:
         raise ExtractError("extract_glu: d must be at least 2 (gate crossings are sought on "
                            f"half-circles of a plane of inputs), got {d}")

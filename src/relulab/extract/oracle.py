@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..limits import Deadline
 from ..network import Network
 
@@ -43,10 +43,18 @@ class BudgetExhausted(RelulabError):
 
 
 def _torch_fn(module: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """The module as a function, evaluated in float64: a float32 module's own rounding
+    (1e-7 of its outputs) looks like kinks on every line to the attack's 1e-9 test, and
+    one never finished; its float32 weights are exact in float64, so the copy computes
+    the same function, to float64 precision."""
+    import copy
+
     import torch
 
     params = list(module.parameters())
     dtype = params[0].dtype if params else torch.float64
+    if params and dtype in (torch.float32, torch.float16, torch.bfloat16):
+        module, dtype = copy.deepcopy(module).to(torch.float64), torch.float64
 
     def fn(X: np.ndarray) -> np.ndarray:
         with torch.no_grad():
@@ -118,14 +126,17 @@ class QueryOracle:
         if input_dim is not None and dim is not None and int(input_dim) != dim:
             raise ExtractError(f"oracle: input_dim {input_dim} but the model takes {dim} inputs")
         self.input_dim = int(input_dim) if input_dim is not None else dim
-        if budget is not None and int(budget) < 0:
-            raise ExtractError(f"budget must be >= 0, got {budget}")
+        if budget is not None and not is_int_at_least(budget, 0):
+            raise ExtractError(f"budget must be an integer >= 0, got {budget!r}")
         self.budget = None if budget is None else int(budget)
         self.queries = 0
         self.calls = 0
         #: once it has expired every batch is refused like one past the budget
         #: (:class:`BudgetExhausted`); None: no limit
         self.deadline: Deadline | None = None
+        #: outputs are divided by this (extract_relu sets it for outputs far below 1, so
+        #: that its tolerances are relative to them; 1 otherwise)
+        self.out_scale: float = 1.0
         self.output_dim: int | None = None
         self._keep = 0
         self._seen = 0  # rows offered to the reservoir (answered since keeping started)
@@ -169,7 +180,7 @@ class QueryOracle:
         if self._KX is None or self._KY is None:
             return np.zeros((0, self.input_dim or 0)), np.zeros((0, self.output_dim or 0))
         k = min(self._seen, self._keep)
-        return self._KX[:k].copy(), self._KY[:k].copy()
+        return self._KX[:k].copy(), self._KY[:k] / self.out_scale
 
     def _reservoir(self, X: np.ndarray, Y: np.ndarray) -> None:
         n = self._keep
@@ -210,11 +221,13 @@ class QueryOracle:
             raise ExtractError(f"oracle: {n} queries gave outputs of shape {Y.shape}; "
                                f"expected one row per query")
         Y = Y.reshape(n, -1)
+        if self.output_dim is not None and Y.shape[1] != self.output_dim:
+            raise ExtractError(f"oracle: {Y.shape[1]} outputs per query, after {self.output_dim} before")
         if not np.all(np.isfinite(Y)):
             raise ExtractError("oracle: the model returned NaN or infinite outputs")
         self.queries += n
         self.calls += 1
         self.output_dim = Y.shape[1]
         if self._keep:
-            self._reservoir(X, Y)
-        return Y
+            self._reservoir(X, Y)   # as answered: kept rows are read in the current scale
+        return Y / self.out_scale if self.out_scale != 1.0 else Y

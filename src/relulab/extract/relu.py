@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box
-from ..errors import is_positive_seconds
+from ..errors import is_int_at_least, is_positive_seconds
 from ..limits import Deadline
 from ..network import Network
 from ..results import Result
@@ -51,7 +51,7 @@ from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .polish import assign_critical
 from .polish import polish as polish_net
-from .signs import one_sided, subset_signs
+from .signs import EXTRACTION_DEADLINE, one_sided, subset_signs
 from .space import Space
 from .trace import trace_layer
 
@@ -436,6 +436,16 @@ def extract_relu(
         ('complete', True, 'equal')
     """
     t0 = time.monotonic()
+    # integers where integers are meant: widths="16" was read as (1, 6), d=2.5 as 2
+    for name, v, lo in (("d", d, 1), ("budget", budget, 0), ("seed", seed, 0),
+                        ("patience", patience, 1), ("max_layers", max_layers, 1)):
+        if v is not None and not is_int_at_least(v, lo):
+            raise ExtractError(f"extract_relu: {name} must be an integer >= {lo}, got {v!r}")
+    if widths is not None and (isinstance(widths, (str, bytes)) or not hasattr(widths, "__iter__")
+                               or not all(is_int_at_least(w, 1) for w in widths)):
+        raise ExtractError(f"extract_relu: widths must be a list of integers >= 1, got {widths!r}")
+    if precision is not None and not isinstance(precision, (int, float)):
+        raise ExtractError(f"extract_relu: precision must be a number, got {precision!r}")
     o = oracle if isinstance(oracle, QueryOracle) and budget is None else QueryOracle(oracle, d, budget)
     d = o.input_dim if d is None else int(d)
     if d is None or d <= 0:
@@ -444,8 +454,6 @@ def extract_relu(
         o.input_dim = d
     if widths is not None:
         widths = tuple(int(w) for w in widths)
-        if any(w <= 0 for w in widths):
-            raise ExtractError(f"extract_relu: widths must be positive, got {list(widths)}")
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise ExtractError(f"extract_relu: scale must be a finite number > 0, got {scale!r}")
     if precision is not None and not (precision >= 0 and math.isfinite(precision)):
@@ -464,10 +472,18 @@ def extract_relu(
     if time_limit is not None and not is_positive_seconds(time_limit):
         raise ExtractError(f"extract_relu: time_limit must be a number of seconds > 0 or None, "
                            f"got {time_limit!r}")
+    # outputs far below 1 are read in their own scale: every tolerance of the attack is
+    # relative to 1 + |value|, and outputs of 5e-9 came back "complete" as an affine map
+    # (the kinks below the absolute floor); the recovered network is scaled back at the end.
+    # (Probed before rows are kept, with its own generator: the attack itself is unchanged.)
+    s_out = _output_size(o, d, scale, np.random.default_rng(seed + 1))
     if not o.keeping:  # for the polish, and for the check that the result explains them
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
     atol = 0.0 if precision is None else float(precision)
+    if 0.0 < s_out < OUTPUT_SCALE_BELOW:
+        o.out_scale = s_out
+        atol = atol / s_out
     st = _State()
     net, res, status = None, None, "complete"
     unid_layers: set[int] = set()  # layers whose traces left weights unidentified
@@ -475,6 +491,7 @@ def extract_relu(
     # the limit stops the attack at its next query batch, as the budget does (partial);
     # an oracle that is not piecewise linear otherwise keeps it looking for kinks
     o.deadline = None if time_limit is None else Deadline(float(time_limit))
+    token = EXTRACTION_DEADLINE.set(o.deadline)   # the orientation MILPs get what is left
     try:
         space = Space.input(d, scale)
         for k in range(n_layers):
@@ -550,6 +567,7 @@ def extract_relu(
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
     o.deadline = None  # the oracle may be the caller's: no limit left on it
+    EXTRACTION_DEADLINE.reset(token)
     kept_err = _kept_misfit(o, net)
     if kept_err is not None and kept_err > KEPT_RTOL and status == "complete":
         # the fit was checked near scale 1 only; rows the oracle answered elsewhere in the
@@ -564,11 +582,17 @@ def extract_relu(
         # (the polish refines an extraction that fits to rounding; a structurally wrong one
         # it would only bend towards the far rows, away from the function near the box)
         net = _polish_step(o, st, net, rng)
+    out_scale, o.out_scale = o.out_scale, 1.0   # the oracle may be the caller's
+    if net is not None and out_scale != 1.0:
+        net = _scale_outputs(net, out_scale)
     elapsed = time.monotonic() - t0
     fid = None
     if reference is not None and net is not None:
+        # equal within 1e-6 of the outputs' own size (an absolute 1e-6 passed a 50% error
+        # on outputs of 5e-9)
+        tol = None if out_scale == 1.0 else FIDELITY_RTOL * out_scale
         fid = fidelity(reference, net, domain if domain is not None else
-                       Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout)
+                       Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout, tol=tol)
         st.notes += _diagnose(reference, fid)
     lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
     cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
@@ -578,13 +602,42 @@ def extract_relu(
     hidden_ref = [n for n in st.notes if n.startswith("reference neuron") and " on the " in n]
     if hidden_ref:
         msg += (f"; {len(hidden_ref)} reference neurons are not observable on the fidelity box "
-                "(see unidentified): the recovered network is the function there only")
+                "(see unidentified)")
+        if fid is not None and fid.equivalence == "equal":
+            msg += ": the recovered network is the function there only"
     return ExtractionResult(
         network=net, status=status, queries=o.queries, time=elapsed, widths=widths_found,
         widths_expected=widths, orientation=tuple(st.orient), unidentified=tuple(st.notes),
         fit_residual=res, fidelity=fid, lines=lines, critical_points=cps, message=msg, polish=st.polish,
         layers=[(U.copy(), b.copy()) for U, b in st.layers],
     )
+
+
+# the fidelity check's tolerance relative to the outputs' size when they are below 1
+FIDELITY_RTOL = 1e-6  # tol: equivalent's default EQUIV_TOL
+# rows of the probe that measures the outputs' size
+OUTPUT_PROBE_ROWS = 32
+# outputs smaller than this (on the probe) are read in their own scale; larger ones as
+# they are (the attack's tolerances were tuned on outputs of order 1 and above)
+OUTPUT_SCALE_BELOW = 1e-3  # tol: far above the attack's 1e-9 kink floor
+
+
+def _output_size(o: QueryOracle, d: int, scale: float, rng) -> float:
+    """The largest ``|f|`` on ``OUTPUT_PROBE_ROWS`` random points of ``[-scale, scale]^d``
+    (queries counted like the others); 1 when the budget does not allow the probe."""
+    try:
+        Y = o(rng.uniform(-scale, scale, size=(OUTPUT_PROBE_ROWS, d)))
+    except BudgetExhausted:
+        return 1.0
+    return float(np.max(np.abs(Y)))
+
+
+def _scale_outputs(net: Network, s: float) -> Network:
+    """``s * net``: the last layer (and a skip) multiplied by ``s``."""
+    Ws, bs = list(net.weights), list(net.biases)
+    Ws[-1], bs[-1] = Ws[-1] * s, bs[-1] * s
+    skip = None if net.skip is None else (net.skip[0] * s, net.skip[1] * s)
+    return Network(Ws, bs, skip=skip)
 
 
 def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:

@@ -24,9 +24,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 
 import numpy as np
 
+from ..limits import Deadline
 from ..tolerance import RANK_TOL, TINY, or_default
 
 __all__ = ["one_sided", "subset_signs", "SIDE_RATIO"]
@@ -78,6 +80,11 @@ def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list
     return out
 
 
+#: the time limit of the extraction running in this context (extract_relu sets it): the
+#: orientation MILP gets at most what is left of it (it ran its own 20 s under a 1 s limit)
+EXTRACTION_DEADLINE: ContextVar[Deadline | None] = ContextVar("extraction_deadline", default=None)
+
+
 def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None = None,
                  time_limit: float = 20.0, mask: np.ndarray | None = None) -> np.ndarray | None:
     """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
@@ -116,6 +123,9 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
         return None
     from ..lp import solve
 
+    dl = EXTRACTION_DEADLINE.get()
+    if dl is not None and dl.at is not None:
+        time_limit = max(min(time_limit, dl.left() or 0.0), 1e-3)
     k = B.shape[0]
     # minimise sum s subject to -s <= B t - target <= s, t binary
     c = np.concatenate([np.zeros(n), np.ones(k)])
