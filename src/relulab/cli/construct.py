@@ -591,6 +591,25 @@ def _refine_mask(text: str) -> list:
 # the exact check at every breakpoint is quick up to here; beyond, say it was skipped
 REFINE_CHECK_MAX_STEPS = 6
 # points at which the float64 network is compared with the exact iterate
+# the float copy's error past which it is flagged
+REFINE_FLOAT_WARN = 1e-9  # tol: a float copy within rounding of an O(1) function
+
+
+def _extended_forward(net: Network, X: Any) -> Any:
+    """``net`` (exact) at the points ``X`` (1-D inputs) in numpy's extended precision."""
+    import numpy as np
+
+    def ld(A: Any) -> Any:
+        A = np.asarray(A, dtype=object)
+        return np.array([np.longdouble(int(Fraction(v).numerator)) / np.longdouble(int(Fraction(v).denominator))
+                         for v in A.reshape(-1)], dtype=np.longdouble).reshape(A.shape)
+
+    H = np.asarray(X, dtype=np.longdouble).reshape(-1, 1)
+    Ws, bs = [ld(W) for W in net.weights], [ld(b) for b in net.biases]
+    with np.errstate(all="ignore"):
+        for W, b in zip(Ws[:-1], bs[:-1], strict=True):
+            H = np.maximum(H @ W.T + b, 0)
+        return (H @ Ws[-1].T + bs[-1]).ravel()
 REFINE_FLOAT_POINTS = 257
 
 
@@ -630,6 +649,21 @@ def _refine(kind: str, o: Options) -> tuple[Network, dict]:
         extra["float64_max_error"] = f"{err:.3g} (sampled: {REFINE_FLOAT_POINTS} random points against the exact iterate)"
     else:
         extra["iterate_pieces"] = f"not counted (more than {MAX_ITERATE_BREAKPOINTS} possible breakpoints)"
+        # the float copy is still measured (its big-M constants made the saved ONNX off by
+        # 58 at 40 steps, with nothing said): exact evaluation of so deep a network takes
+        # minutes, so against the same network in 80-bit extended precision, which carries
+        # 11 more bits through the same cancellations (an estimate, said as such)
+        X = np.random.default_rng(0).uniform(float(min(bp)) - 0.5, float(max(bp)) + 0.5, REFINE_FLOAT_POINTS)
+        if np.finfo(np.longdouble).nmant > 52:
+            exact = _extended_forward(net, X)
+            with np.errstate(all="ignore"):
+                err = float(np.max(np.abs(net.float()(X[:, None]).ravel() - exact)))
+            extra["float64_max_error"] = (f"{err:.3g} (estimated: {REFINE_FLOAT_POINTS} random points "
+                                          "against 80-bit extended precision)")
+    if "float64_max_error" in extra and not err <= REFINE_FLOAT_WARN * (1 + float(np.max(np.abs(exact)))):
+        extra["float64_warning"] = (f"the float64 copy (and a saved ONNX file) is off by {err:.3g}: its "
+                                    "big-M constants grow like (2 rho)^steps; use the exact network "
+                                    "(save as .npz, which keeps Fractions) for this many steps")
     if st <= REFINE_CHECK_MAX_STEPS:
         chk = C.check_refinement_network(mk, st, bp, vals)
         extra["check"] = (f"exact at {chk.n_points} points (every breakpoint and midpoint)"
@@ -664,7 +698,16 @@ def _hierarchy(kind: str, o: Options) -> tuple[Network, dict]:
                       "value_range": list(r.value_range)})
     else:
         extra["regions"] = "not counted (more than 4096 expected)"
+    if dd > HIERARCHY_FLOAT_D:
+        # the shift by 2^d sits in the biases: exact, but a float copy rounds it away
+        extra["float64_warning"] = (f"the offset 2^{dd} lies in the biases: the float64 copy (and a "
+                                    "saved ONNX file) loses the cube's detail (0.98 off at d = 55); "
+                                    "save as .npz, which keeps Fractions")
     return net, extra
+
+
+# beyond this d the hierarchy's float copy is off by more than 1e-7 inside its cube
+HIERARCHY_FLOAT_D = 30
 
 
 KINDS = {name: c.help for name, c in REGISTRY.items()}

@@ -57,6 +57,7 @@ import numpy as np
 from ..errors import RelulabError
 from ..network import Network
 from ..results import Result
+from ._builder import check_size
 from .polynomial import Polynomial, monomials, parse_polynomial, solve_exact, sphere_moment
 
 __all__ = ["IntegralRepresentation", "integral_representation", "harmonic_extension",
@@ -382,8 +383,9 @@ def _affine_neurons(rep: IntegralRepresentation, exact: bool) -> tuple[list, lis
 
 def quadrature_network(rep: IntegralRepresentation, width: int, rule: str = "grid",
                        seed: int = 0) -> Network:
-    """A two-layer ReLU network from a quadrature of the representation with ``width``
-    integral neurons (plus 2 for a nonzero linear part).
+    """A two-layer ReLU network from a quadrature of the representation with at most
+    ``width`` integral neurons (plus 2 for a nonzero linear part): ``2 (width // 2)`` in
+    1-D, ``n (width // n)`` for ``n`` angles in 2-D (``net.widths`` says how many).
 
     * ``grid``, d = 1: w = +-1, midpoints of ``width // 2`` cells of the b-range; all
       weights rational: an **exact** (Fraction) network for a rational radius.
@@ -401,6 +403,8 @@ def quadrature_network(rep: IntegralRepresentation, width: int, rule: str = "gri
         raise RelulabError(f"quadrature_network: rule must be one of {', '.join(RULES)}, got {rule!r}")
     if not isinstance(width, (int, np.integer)) or width < 2:
         raise RelulabError(f"quadrature_network: width must be an integer >= 2, got {width!r}")
+    # before building: --width 1e6 ended in a 149 GiB MemoryError after 53 s
+    check_size(f"quadrature_network(width={width})", neurons=int(width) + 2)
     d = rep.dim
     lo, hi = rep.b_lo, rep.b_hi
     if rule == "grid" and d == 1:
