@@ -122,3 +122,20 @@ def test_bad_glu_arguments_are_named(kw, match):
 
     with pytest.raises(ExtractError, match=match):
         extract_glu(random_glu(4, 2), 4, **kw)
+
+
+def test_an_error_inside_the_attack_leaves_no_deadline_or_scale_behind():
+    from relulab.extract.signs import EXTRACTION_DEADLINE
+
+    calls = [0]
+
+    def f(X):
+        calls[0] += 1
+        if calls[0] > 3:
+            raise ValueError("oracle failed")
+        return 1e-9 * np.maximum(X[:, :1], 0.0)
+
+    o = QueryOracle(f, input_dim=2)
+    with pytest.raises(ValueError, match="oracle failed"):
+        extract_relu(o, 2, time_limit=30)
+    assert EXTRACTION_DEADLINE.get() is None and o.out_scale == 1.0 and o.deadline is None

@@ -566,8 +566,12 @@ def extract_relu(
         if st.current is not None and st.current.neurons and (not st.found or st.found[-1] is not st.current):
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
-    o.deadline = None  # the oracle may be the caller's: no limit left on it
-    EXTRACTION_DEADLINE.reset(token)
+    except BaseException:
+        o.out_scale = 1.0   # the oracle may be the caller's: leave it as it came
+        raise
+    finally:
+        o.deadline = None  # the oracle may be the caller's: no limit left on it
+        EXTRACTION_DEADLINE.reset(token)   # also when an error ends the attack
     kept_err = _kept_misfit(o, net)
     if kept_err is not None and kept_err > KEPT_RTOL and status == "complete":
         # the fit was checked near scale 1 only; rows the oracle answered elsewhere in the
