@@ -299,3 +299,16 @@ def test_exact_affine_networks_are_compared_in_fractions(tol):
     h = Network([[[Fraction(1, 3)]]], [[0]], exact=True)
     k = Network([[[Fraction(1, 3) + Fraction(1, 10**20)]]], [[0]], exact=True)
     assert equivalent(h, k, Box([-1], [1]), tol=0.0).status == "different"
+
+
+def test_exact_affine_networks_on_a_polytope_are_not_called_equal():
+    from relulab.domain import Polytope
+
+    f = Network([[[10**20 + 1]]], [[0]], exact=True)
+    g = Network([[[10**20]]], [[0]], exact=True)
+    tri = Polytope([[1.0], [-1.0]], [1.0, 1.0])                  # [-1, 1] as a polytope
+    r = equivalent(f, g, tri, tol=0.5)
+    assert r.status != "equal"
+    if r.status == "different":
+        x = Fraction(float(np.asarray(r.witness).reshape(-1)[0]))
+        assert abs(f([x])[0] - g([x])[0]) > 0.5

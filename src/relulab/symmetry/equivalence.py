@@ -528,9 +528,13 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
             Ax, cx = Ax + E.skip[0], cx + E.skip[1]
         if not any(v != 0 for v in Ax.reshape(-1)) and not any(v != 0 for v in cx):
             return done("equal", "verifier", upper_bound=0.0, exact=True, message="identical affine maps")
-        # what the float rows miss of the exact ones, at the domain's farthest point
+        # what the float rows miss of the exact ones, at the domain's farthest point (the
+        # differences taken in Fractions: Fraction - float would round them to 0)
         reach = np.maximum(np.abs(dom.bounding_box().lo), np.abs(dom.bounding_box().hi))
-        lost = (np.abs((Ax - A).astype(float)) @ reach + np.abs((cx - c).astype(float))) * (1 + ROUNDOFF)
+        dA = np.array([[abs(float(a - Fraction(float(b)))) for a, b in zip(ra, rb, strict=True)]
+                       for ra, rb in zip(Ax, A, strict=True)]).reshape(A.shape)
+        dc = np.array([abs(float(a - Fraction(float(b)))) for a, b in zip(cx, c, strict=True)])
+        lost = (dA @ reach + dc) * (1 + ROUNDOFF) + TINY
     elif not A.any() and not c.any():
         return done("equal", "verifier", upper_bound=0.0, message="identical affine maps")
     best_x, best_v, ub = None, -np.inf, -np.inf
@@ -553,6 +557,9 @@ def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
             x = r.x
             v = float(row @ x + off)
             bound = v + scaled_tol(v) + (0.0 if Ax is None else float(lost[j]))
+            if Ax is not None:   # the value at the LP's point, exactly
+                v = float(sum((a * int(s) * Fraction(float(xi)) for a, xi in zip(Ax[j], x, strict=True)),
+                              cx[j] * int(s)))
         ub = max(ub, bound)
         if v > best_v:
             best_x, best_v = x, v
