@@ -588,7 +588,7 @@ def extract_relu(
         net = _polish_step(o, st, net, rng)
     out_scale, o.out_scale = o.out_scale, 1.0   # the oracle may be the caller's
     if net is not None and out_scale != 1.0:
-        net = _scale_outputs(net, out_scale)
+        net = net * out_scale   # Network's scalar multiple: the last layer and a skip
     elapsed = time.monotonic() - t0
     fid = None
     if reference is not None and net is not None:
@@ -634,14 +634,6 @@ def _output_size(o: QueryOracle, d: int, scale: float, rng) -> float:
     except BudgetExhausted:
         return 1.0
     return float(np.max(np.abs(Y)))
-
-
-def _scale_outputs(net: Network, s: float) -> Network:
-    """``s * net``: the last layer (and a skip) multiplied by ``s``."""
-    Ws, bs = list(net.weights), list(net.biases)
-    Ws[-1], bs[-1] = Ws[-1] * s, bs[-1] * s
-    skip = None if net.skip is None else (net.skip[0] * s, net.skip[1] * s)
-    return Network(Ws, bs, skip=skip)
 
 
 def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:
