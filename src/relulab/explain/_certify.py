@@ -64,7 +64,8 @@ def max_output(net: Network, region: Box | Polytope, c: np.ndarray,
 
 
 def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
-            decision: Decision, time_limit: float | None = None) -> tuple[bool, float]:
+            decision: Decision, time_limit: float | None = None,
+            floor: float | None = None) -> tuple[bool, float]:
     """Prove that every input of ``domain ∩ {A x <= b}`` gets ``decision`` (closed form:
     ``C f(x) <= d``) by one exact MILP per decision row.  Returns ``(certified, bound)``
     with ``bound`` the proven upper bound of ``max_i (C_i f(x) - d_i)`` over the set.
@@ -73,11 +74,13 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
     may touch the decision boundary, where the solver's bound of a true 0 is a few 1e-8.
     ``bound`` is the sound one (widened by what the tolerances can hide), so it may exceed
     ``RULE_TOL`` on a certified rule: it says how far beyond the tie the rule is proved.
+    ``floor``: :func:`~relulab.explain._common.output_floor` of ``net`` on ``domain``, when
+    the caller has it (one explanation certifies many rules on one domain).
     """
     dom = restrict(domain, A, b)
     # relative to the outputs' size when they are all below 1 (an absolute 1e-7 certified
     # "always positive" for 1e-9 x on a box half of which is negative)
-    scale = output_floor(net, domain) + abs(float(np.max(np.abs(decision.d))))
+    scale = (output_floor(net, domain) if floor is None else floor) + abs(float(np.max(np.abs(decision.d))))
     solver_worst = proven_worst = -np.inf
     # one deadline for all rows: each row's MILPs get their share of what is left (each
     # had the whole limit, and a 3-class rule took twice the limit)

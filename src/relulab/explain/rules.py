@@ -454,7 +454,8 @@ def decision_rules(
                                "enumeration before its first region: give more time")
         raise ExplainError("the domain holds no full-dimensional linear region")
     t1 = time.perf_counter()
-    pieces, n_pieces, cut_stopped = _pieces(rs, decs, cut_deadline, output_floor(fnet, dom))
+    floor = output_floor(fnet, dom)   # once: the cutting and every rule's proof use it
+    pieces, n_pieces, cut_stopped = _pieces(rs, decs, cut_deadline, floor)
     t2 = time.perf_counter()
     if method == "auto":
         method = "bsp" if fnet.input_dim == 2 and isinstance(dom, Box) and merge else "merge"
@@ -500,7 +501,7 @@ def decision_rules(
             if deadline.expired():  # the rest stay unproved
                 out.append(r)
                 continue
-            ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision], deadline.left())
+            ok, worst = certify(fnet, dom, r.A, r.b, by_label[r.decision], deadline.left(), floor)
             out.append(Rule(r.A, r.b, r.decision, names, r.kind, ok, worst, r.volume_fraction,
                             vertices=r.vertices))
         rules = out

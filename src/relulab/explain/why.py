@@ -37,7 +37,6 @@ from ._common import (
     check_point,
     check_time_limit,
     float_net,
-    output_floor,
 )
 from ._milp import ExplainMILP
 from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
@@ -149,7 +148,7 @@ def _facet_label(net: Network, j: int) -> str:
 
 
 def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_certify: bool,
-                 time_limit) -> tuple[Rule, tuple, str, tuple]:
+                 time_limit, floor: float) -> tuple[Rule, tuple, str, tuple]:
     pattern = fnet.activation_pattern(x)
     Gm, h = G.pattern_hrep(fnet, pattern)
     Cr, cr = fnet.affine_for_pattern(pattern)
@@ -176,7 +175,7 @@ def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_
     A, b = rows_A[keep], rows_b[keep]
     cert, worst = (False, None)
     if do_certify:
-        cert, worst = certify(fnet, domain, A, b, dec, time_limit)
+        cert, worst = certify(fnet, domain, A, b, dec, time_limit, floor)
     rule = Rule(A, b, dec.label, names, kind="region", certified=cert, max_violation=worst)
     pat = "".join("1" if v else "0" for p in pattern for v in p)
     return rule, tuple(labels[i] for i in keep), pat, (Cr, cr)
@@ -313,7 +312,7 @@ def _witness(fnet, domain, lo, hi, dec: Decision, margin: float, time_limit) -> 
     return None
 
 
-def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
+def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floor: float
                    ) -> tuple[Rule | None, float, str | None, str | None]:
     """The interval rule around x, the cube radius, what stopped a step early (or None)
     and, when there is no rule, why not (see :func:`_no_rule`).  ``left()``: the seconds
@@ -321,11 +320,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
-    mg = BREAK_MARGIN * (output_floor(fnet, domain) + float(np.max(np.abs(fnet(x[None])))))
+    mg = BREAK_MARGIN * (floor + float(np.max(np.abs(fnet(x[None])))))
     r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
-        cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left()) if do_certify else (False, None)
+        cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
         return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped, None
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
         return None, r, stopped, _no_rule(stopped)
@@ -375,11 +374,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left
                     hi[i] = max(min(new, bb.hi[i]), x[i])
                 else:
                     lo[i] = min(max(-new, bb.lo[i]), x[i])
-    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left)
+    rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left, floor)
     if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
-                         left)
+                         left, floor)
     return rule, r, stopped, None
 
 
@@ -398,7 +397,7 @@ def _no_rule(stopped: str | None) -> str:
             "any box around x keeps the decision (x need not lie on the decision boundary)")
 
 
-def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left) -> Rule:
+def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left, floor: float) -> Rule:
     d = len(lo)
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
@@ -429,7 +428,7 @@ def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left) -
         w = None if left() is not None and left() <= 1e-3 else \
             _witness(fnet, domain, wlo, whi, dec, wmargin, left())
         wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
-    cert, worst = certify(fnet, domain, A, b, dec, left()) if do_certify else (False, None)
+    cert, worst = certify(fnet, domain, A, b, dec, left(), floor) if do_certify else (False, None)
     return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit))
 
 
@@ -475,17 +474,17 @@ def why(
     names = feature_names(features, fnet.input_dim)
     check_class_names(class_names, fnet.output_dim)
     y = fnet(x[None])[0]
-    check_output_resolution(fnet, dom, "why")
+    floor = check_output_resolution(fnet, dom, "why")   # once: every rule and proof uses it
     if decision is None:
         dec = decision_at(fnet, x, class_names)
     else:
         dec = as_decision(fnet, decision, class_names)
-        if not dec.holds(y[None], tol=FEAS_TOL * (output_floor(fnet, dom) + float(np.max(np.abs(y)))))[0]:
+        if not dec.holds(y[None], tol=FEAS_TOL * (floor + float(np.max(np.abs(y)))))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     # at least 1 ms: each solve of the multi-step search takes only what the earlier left
     left = Deadline(time_limit, floor=1e-3).left
-    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, left())
-    rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, left)
+    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, left(), floor)
+    rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, left, floor)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),
                      time=time.perf_counter() - t0,
