@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 
 from relulab import construct as C
-from relulab.cli.construct import _extended_forward
 
 
 def test_extended_precision_forward_matches_the_exact_network():
     net = C.refinement_network(list(C.MASKS["four-point"]), 4, [0, 1, 2], [0, 1, 0])
     X = np.random.default_rng(0).uniform(-0.5, 2.5, 3)
     exact = np.array([float(v) for v in net(np.array([[Fraction(x)] for x in X], dtype=object)).ravel()])
-    ext = _extended_forward(net, X)
+    ext = C.extended_forward(net, X)
     if np.finfo(np.longdouble).nmant <= 52:
         pytest.skip("numpy's longdouble is float64 on this machine")
     assert np.max(np.abs(ext.astype(float) - exact)) <= 1e-12

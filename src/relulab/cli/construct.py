@@ -590,26 +590,9 @@ def _refine_mask(text: str) -> list:
 
 # the exact check at every breakpoint is quick up to here; beyond, say it was skipped
 REFINE_CHECK_MAX_STEPS = 6
-# points at which the float64 network is compared with the exact iterate
 # the float copy's error past which it is flagged
 REFINE_FLOAT_WARN = 1e-9  # tol: a float copy within rounding of an O(1) function
-
-
-def _extended_forward(net: Network, X: Any) -> Any:
-    """``net`` (exact) at the points ``X`` (1-D inputs) in numpy's extended precision."""
-    import numpy as np
-
-    def ld(A: Any) -> Any:
-        A = np.asarray(A, dtype=object)
-        return np.array([np.longdouble(int(Fraction(v).numerator)) / np.longdouble(int(Fraction(v).denominator))
-                         for v in A.reshape(-1)], dtype=np.longdouble).reshape(A.shape)
-
-    H = np.asarray(X, dtype=np.longdouble).reshape(-1, 1)
-    Ws, bs = [ld(W) for W in net.weights], [ld(b) for b in net.biases]
-    with np.errstate(all="ignore"):
-        for W, b in zip(Ws[:-1], bs[:-1], strict=True):
-            H = np.maximum(H @ W.T + b, 0)
-        return (H @ Ws[-1].T + bs[-1]).ravel()
+# points at which the float64 network is compared with the exact iterate (or estimated)
 REFINE_FLOAT_POINTS = 257
 
 
@@ -655,7 +638,7 @@ def _refine(kind: str, o: Options) -> tuple[Network, dict]:
         # 11 more bits through the same cancellations (an estimate, said as such)
         X = np.random.default_rng(0).uniform(float(min(bp)) - 0.5, float(max(bp)) + 0.5, REFINE_FLOAT_POINTS)
         if np.finfo(np.longdouble).nmant > 52:
-            exact = _extended_forward(net, X)
+            exact = C.extended_forward(net, X)
             with np.errstate(all="ignore"):
                 err = float(np.max(np.abs(net.float()(X[:, None]).ravel() - exact)))
             extra["float64_max_error"] = (f"{err:.3g} (estimated: {REFINE_FLOAT_POINTS} random points "
