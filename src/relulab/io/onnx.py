@@ -902,9 +902,22 @@ CROSSCHECK_RTOL_INTERMEDIATE = {np.dtype(np.float64): 1e-12, np.dtype(np.float32
                                 np.dtype(np.float16): 1e-2}
 
 
-def _run_as_float32(ort: Any, model: Any, input_name: str, dims: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """onnxruntime's outputs of a float32 copy of a float64 model at the cross-check's
-    random inputs, and those inputs (float32)."""
+def _ort_outputs(ort: Any, model: Any, input_name: str, dims: list[int],
+                 dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's outputs ``(k, m)`` at the cross-check's random inputs ``(k, n)`` (in
+    ``dtype``), one sample per run in the declared shape (a symbolic batch axis as 1; a
+    fixed batch or an input without a batch axis as declared)."""
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4   # its warnings about unused initializers are noise here
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    X = np.random.default_rng(0).standard_normal((CROSSCHECK_POINTS, int(np.prod(dims)))).astype(dtype)
+    want = np.stack([np.asarray(sess.run(None, {input_name: X[k].reshape(dims)})[0], dtype=np.float64).reshape(-1)
+                     for k in range(CROSSCHECK_POINTS)])
+    return want, X
+
+
+def _float32_copy(model: Any) -> Any:
+    """A copy of a float64 model with every float64 tensor, type and cast in float32."""
     import copy
 
     from onnx import TensorProto, numpy_helper
@@ -926,13 +939,7 @@ def _run_as_float32(ort: Any, model: Any, input_name: str, dims: list[int]) -> t
     for v in (*m.graph.input, *m.graph.output, *m.graph.value_info):
         if v.type.tensor_type.elem_type == TensorProto.DOUBLE:
             v.type.tensor_type.elem_type = TensorProto.FLOAT
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 4
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    X = np.random.default_rng(0).standard_normal((CROSSCHECK_POINTS, int(np.prod(dims)))).astype(np.float32)
-    want = np.stack([np.asarray(sess.run(None, {input_name: X[k].reshape(dims)})[0], dtype=np.float64).reshape(-1)
-                     for k in range(CROSSCHECK_POINTS)])
-    return want, X
+    return m
 
 
 def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarray], where: str,
@@ -968,23 +975,18 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
         dtype = np.dtype(tensor_dtype_to_np_dtype(inputs[0].type.tensor_type.elem_type))
         dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
                 for d in inputs[0].type.tensor_type.shape.dim]
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 4   # its warnings about unused initializers are noise here
-        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        # one sample per run, in the declared shape (a symbolic batch axis as 1; a fixed
-        # batch or an input without a batch axis as declared): forward gets the flat rows
-        X = np.random.default_rng(0).standard_normal((CROSSCHECK_POINTS, int(np.prod(dims)))).astype(dtype)
-        want = np.stack([np.asarray(sess.run(None, {inputs[0].name: X[k].reshape(dims)})[0],
-                                    dtype=np.float64).reshape(-1)
-                         for k in range(CROSSCHECK_POINTS)])
+    except Exception:  # noqa: BLE001 - no input onnxruntime could be fed
+        return
+    try:
+        want, X = _ort_outputs(ort, model, inputs[0].name, dims, dtype)
     except Exception:  # noqa: BLE001 - onnxruntime cannot run it: nothing to compare with
         if dtype != np.float64:
             return
         # onnxruntime has no float64 kernels for Conv or AveragePool: compare on a float32
         # copy of the model (with float32's tolerance) rather than not at all
         try:
-            want, X = _run_as_float32(ort, model, inputs[0].name, dims)
             dtype = np.dtype(np.float32)
+            want, X = _ort_outputs(ort, _float32_copy(model), inputs[0].name, dims, dtype)
         except Exception:  # noqa: BLE001 - not even so: nothing to compare with
             return
     X64 = X.astype(np.float64)
