@@ -61,7 +61,8 @@ def save_figure(fig: Any, path: str, dpi: int = 150) -> None:
 
 def check_figure_target(path: str, flag: str = "--plot") -> None:
     """Refuse, before any work, a figure path :func:`save_figure` would refuse after it:
-    an ``example:`` name or a suffix matplotlib cannot write (one line naming ``flag``).
+    an ``example:`` name, a suffix matplotlib cannot write, or a place one cannot write
+    (one line naming ``flag``).
 
     Example:
         >>> check_figure_target("f.png")
@@ -69,7 +70,7 @@ def check_figure_target(path: str, flag: str = "--plot") -> None:
         Traceback (most recent call last):
         relulab.errors.RelulabError: --plot f.txt: matplotlib cannot write '.txt'; use .png, .pdf, .svg, ...
     """
-    from .io import refuse_example
+    from .io import check_writable, refuse_example
 
     require("matplotlib", "plot")
     from matplotlib.figure import Figure
@@ -78,6 +79,7 @@ def check_figure_target(path: str, flag: str = "--plot") -> None:
     suf = Path(path).suffix.lower().lstrip(".")
     if suf not in Figure().canvas.get_supported_filetypes():
         raise RelulabError(f"{flag} {path}: matplotlib cannot write '.{suf}'; use .png, .pdf, .svg, ...")
+    check_writable(path, flag)
 
 
 def _save(fig, path: str | None) -> None:

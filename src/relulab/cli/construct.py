@@ -767,6 +767,10 @@ def construct_cmd(
 
     Example: relulab construct max --n 6 --hidden-layers 2 -o max6.onnx
     """
+    if output is not None:
+        from ..io import check_model_target
+
+        check_model_target(output, "-o")  # before the construction, not after it
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,

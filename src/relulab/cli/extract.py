@@ -40,11 +40,13 @@ def extract_cmd(
         check_model_target(out, "-o")  # before the attack, not after it
     net = load_model_arg(model)  # the attack sees only its forward pass
     ws = None
-    if widths:
+    if widths is not None:
         try:
             ws = [int(v) for v in widths.replace(",", " ").split()]
         except ValueError:
-            raise RelulabError(f"--widths: cannot read {widths!r}; write e.g. 20,10") from None
+            ws = []
+        if not ws:  # "," or "" would read as "no hidden layers", a claim the user did not make
+            raise RelulabError(f"--widths: cannot read {widths!r}; write e.g. 20,10")
     r = extract_relu(lambda X: net.float()(X), net.input_dim, ws, budget=budget,
                      precision=precision, scale=scale, seed=seed, reference=net,
                      time_limit=check_seconds(time_limit, "--time-limit"))

@@ -71,6 +71,10 @@ def regions_cmd(
     net = load_model_arg(model)
     d = net.input_dim
     check_output_targets(None, plot)
+    if out_file is not None:
+        from ..io import check_writable
+
+        check_writable(out_file, "--out")  # before the enumeration, not after it
     if plot and d > 2 and not graph:
         # refuse before any enumeration work, not after it
         raise RelulabError(f"--plot draws 1-D or 2-D inputs (or add --graph); the model "

@@ -22,7 +22,7 @@ from rich import box
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
-from ..io import refuse_example
+from ..io import check_writable
 from ..limits import ResourceLimitError
 from ..results import read_json_lines, to_jsonable
 from ._common import (
@@ -330,6 +330,8 @@ def register(app: typer.Typer) -> None:
         from ..verify import load_for_verify, verify
 
         check_seconds(timeout, "--timeout")
+        if out:
+            check_writable(out, "--out")  # before the verifier runs, not after it
         mem = _memory_bytes(memory)
         path = resolve_path(model)
         t0 = time.time()
@@ -401,7 +403,7 @@ def register(app: typer.Typer) -> None:
             raise RelulabError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
         check_gigabytes(memory)
         if results:
-            refuse_example(results, "--results")
+            check_writable(results, "--results")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         check_seconds(timeout, "--timeout")

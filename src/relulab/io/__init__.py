@@ -21,10 +21,10 @@ from pathlib import Path
 
 from ..errors import FormatError
 from ..network import Network
-from ._atomic import EXAMPLE_PREFIX, atomic_path, refuse_example
+from ._atomic import EXAMPLE_PREFIX, atomic_path, check_writable, refuse_example
 
 __all__ = ["load_model", "save_model", "check_model_target", "MODEL_SUFFIXES", "atomic_path",
-           "refuse_example", "EXAMPLE_PREFIX"]
+           "refuse_example", "check_writable", "EXAMPLE_PREFIX"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 
@@ -41,7 +41,8 @@ def _suffix(path: str | os.PathLike) -> str:
 
 def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
     """Refuse, before any work, a path :func:`save_model` would refuse after it: an
-    ``example:`` name or an unknown suffix (one line naming ``flag``).
+    ``example:`` name, an unknown suffix, a folder, or a place one cannot write (one line
+    naming ``flag``).
 
     Example:
         >>> check_model_target("net.onnx")
@@ -51,6 +52,7 @@ def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
     """
     refuse_example(path, flag)
     _suffix(f"{flag} {path}")
+    check_writable(path, flag)
 
 
 def load_model(path: str | os.PathLike) -> Network:

@@ -33,6 +33,33 @@ def refuse_example(path: str | os.PathLike, what: str) -> None:
                            "examples, which are read-only sources; give a file path to write to")
 
 
+def check_writable(path: str | os.PathLike, what: str) -> None:
+    """Refuse, before any work, a path :func:`atomic_path` could not write: a folder, a
+    parent that is a file, or a folder one may not write in (one line starting with
+    ``what``).  Nothing is created: the missing folders are made only when writing.
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> check_writable(os.path.join(folder, "new", "net.npz"), "-o")   # made when written
+        >>> _ = open(os.path.join(folder, "f"), "w").close()
+        >>> check_writable(os.path.join(folder, "f", "net.npz"), "-o")    # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        relulab.errors.RelulabError: -o .../f/net.npz: .../f is not a folder
+    """
+    refuse_example(path, what)
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise RelulabError(f"{what} {path}: it is a folder")
+    folder = target.parent
+    while not folder.exists():  # the nearest folder that exists is the one written into
+        folder = folder.parent
+    if not folder.is_dir():
+        raise RelulabError(f"{what} {path}: {_first_non_folder(target.parent)} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RelulabError(f"{what} {path}: cannot write in {folder} (permission denied)")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``.  A path
