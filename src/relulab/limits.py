@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from .errors import RelulabError
 
+# check_seconds (the argument check of a time limit) is imported by name where needed
 __all__ = ["Deadline", "ResourceLimitError", "memory_budget", "check_bytes", "available_memory", "memory_limit"]
 
 _OVERRIDE: list[int] = []  # budgets set by memory_limit(), innermost last
@@ -76,6 +77,28 @@ class Deadline:
 
 class ResourceLimitError(RelulabError):
     """A computation would exceed relulab's memory budget."""
+
+
+def check_seconds(time_limit: object, where: str) -> float | None:
+    """``time_limit`` as a positive number of seconds, or None: a zero, negative, NaN or
+    non-numeric limit is one error naming ``where`` (it would stop the work at once and
+    make its partial answer look like a result).
+
+    Example:
+        >>> check_seconds(2, "maximize"), check_seconds(None, "maximize")
+        (2.0, None)
+        >>> check_seconds(-1, "maximize")
+        Traceback (most recent call last):
+        relulab.errors.RelulabError: maximize: time_limit must be a positive number of seconds or None, got -1
+    """
+    if time_limit is None:
+        return None
+    number = isinstance(time_limit, (int, float)) or type(time_limit).__module__ == "numpy"
+    t = float(time_limit) if number and not isinstance(time_limit, bool) else math.nan  # type: ignore[arg-type]
+    if not t > 0:  # "not >" also refuses NaN (and a string or a bool, made NaN above)
+        raise RelulabError(f"{where}: time_limit must be a positive number of seconds or None, "
+                           f"got {time_limit!r}")
+    return t
 
 
 def available_memory() -> int:

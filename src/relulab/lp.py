@@ -35,6 +35,8 @@ class LPError(RelulabError, RuntimeError):
 __all__ = ["LPResult", "LPModel", "solve", "chebyshev_center", "chebyshev_center_zoomed", "no_interior", "INF"]
 
 INF = float("inf")
+# objectives whose largest coefficient is below this are scaled up (objective_scale)
+SMALL_OBJECTIVE = 2.0 ** -4
 # a time-limited LP with more nonzeros than this runs without presolve (set_time_limit)
 PRESOLVE_OFF_NNZ = 10**6
 
@@ -170,6 +172,9 @@ class LPModel:
         c = np.asarray(c, dtype=np.float64).reshape(-1)
         n = c.shape[0]
         self.n = n
+        # an LP's small objective is solved scaled up (objective_scale); a MILP's is the
+        # caller's to scale, as its gaps are in the objective's units
+        self._scale = 1.0 if integer is not None and np.any(integer) else objective_scale(c)
         Aub = _csr(A_ub, n)
         Aeq = _csr(A_eq, n)
         bub = np.asarray(b_ub if b_ub is not None else [], dtype=np.float64).reshape(-1)
@@ -187,7 +192,7 @@ class LPModel:
         lp = highspy.HighsLp()
         lp.num_col_ = n
         lp.num_row_ = A.shape[0]
-        lp.col_cost_ = c
+        lp.col_cost_ = c * self._scale
         lp.col_lower_ = lbv
         lp.col_upper_ = ubv
         lp.row_lower_ = row_lo
@@ -206,6 +211,10 @@ class LPModel:
                     highspy.HighsVarType.kInteger if v else highspy.HighsVarType.kContinuous
                     for v in integ
                 ]
+        # a copy of the model for :meth:`proven_bound` (rebuilt from HiGHS after a change)
+        self._mirror: tuple | None = (A, lbv, ubv, row_lo, row_hi)
+        self._cost = c.copy()
+        self._maximize = bool(maximize)
         self._h = _highs()
         self._h.setOptionValue("threads", int(threads))
         self._nnz = int(A.nnz)
@@ -263,6 +272,7 @@ class LPModel:
             -2.0
         """
         self._h.changeRowBounds(int(row), float(lo), float(hi))
+        self._mirror = None
 
     def set_time_limit(self, seconds: float | None) -> None:
         """Stop after ``seconds`` (None: no limit).  HiGHS's LP presolve does not look at
@@ -278,8 +288,12 @@ class LPModel:
         import highspy
 
         c = np.asarray(c, dtype=np.float64).reshape(-1)
-        self._h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c)
+        if not self._is_mip:
+            self._scale = objective_scale(c)
+        self._h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c * self._scale)
+        self._cost = c.copy()
         if maximize is not None:
+            self._maximize = bool(maximize)
             self._h.changeObjectiveSense(
                 highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
             )
@@ -290,6 +304,7 @@ class LPModel:
         self._h.changeColsBounds(
             cols.shape[0], cols, np.asarray(lb, float).reshape(-1), np.asarray(ub, float).reshape(-1)
         )
+        self._mirror = None
 
     def add_rows(self, A: Any, lo: Any, hi: Any) -> None:
         """Append rows ``lo <= A x <= hi``."""
@@ -303,6 +318,7 @@ class LPModel:
             A.indices.astype(np.int32),
             A.data.astype(np.float64),
         )
+        self._mirror = None
 
     def use_primal_simplex(self) -> None:
         """Solve with HiGHS's primal simplex: after :meth:`add_cols` the old basis stays
@@ -336,11 +352,67 @@ class LPModel:
         if M.shape != (self.n_rows, c.shape[0]):
             raise ValueError(f"add_cols: A has shape {M.shape}, expected ({self.n_rows}, {c.shape[0]})")
         self._h.addCols(
-            c.shape[0], c,
+            c.shape[0], c * self._scale,
             np.asarray(lb, float).reshape(-1), np.asarray(ub, float).reshape(-1),
             M.nnz, M.indptr.astype(np.int32), M.indices.astype(np.int32), M.data.astype(np.float64),
         )
         self.n += c.shape[0]
+        self._cost = np.concatenate([self._cost, c])
+        self._mirror = None
+
+    def _model_copy(self) -> tuple:
+        if self._mirror is None:
+            lp = self._h.getLp()
+            n, m = int(lp.num_col_), int(lp.num_row_)
+            A = sp.csc_matrix((np.asarray(lp.a_matrix_.value_, dtype=np.float64),
+                               np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
+                              shape=(m, n))
+            self._mirror = (A, np.asarray(lp.col_lower_, dtype=np.float64),
+                            np.asarray(lp.col_upper_, dtype=np.float64),
+                            np.asarray(lp.row_lower_, dtype=np.float64),
+                            np.asarray(lp.row_upper_, dtype=np.float64))
+        return self._mirror
+
+    def proven_bound(self, result: LPResult) -> float | None:
+        """A bound on this LP's optimum that holds whatever HiGHS's tolerances allowed:
+        a lower bound when minimising, an upper bound when maximising (``None`` without
+        duals, or where it is infinite).
+
+        HiGHS's ``objective`` is optimal only up to its dual feasibility tolerance, an
+        absolute 1e-7 on the reduced costs: with objective coefficients near 1e-6 an
+        "optimal" vertex can be far from the optimum.  Weak duality gives a bound from
+        *any* row multipliers ``y``: ``c . x = (c - A^T y) . x + y . (A x)``, each term
+        bounded over the variables' and rows' bounds (Neumaier and Shcherbina's safe
+        bound).  The solve's row duals make it tight; a multiplier whose row side is
+        infinite is set to 0; the float rounding of the sums is added on.
+
+        Example:
+            >>> m = LPModel([1e-6, 1e-6], A_ub=[[-1.0, -1.0]], b_ub=[-1.0], lb=[0, 0], ub=[5, 5])
+            >>> r = m.solve(); b = m.proven_bound(r)
+            >>> bool(1e-6 - 1e-15 < b <= 1e-6)   # min x0 + x1 (times 1e-6) subject to x0 + x1 >= 1
+            True
+        """
+        if self._is_mip or result.duals is None:
+            return None
+        A, lb, ub, rlo, rhi = self._model_copy()
+        sign = -1.0 if self._maximize else 1.0  # bound min(sign c . x), then undo the sign
+        c = sign * self._cost
+        best = -INF
+        for y in (sign * result.duals, -sign * result.duals):
+            # a row's multiplier needs its bound on the side it pushes against
+            y = np.where(np.isfinite(y) & (((y > 0) & np.isfinite(rlo)) | ((y < 0) & np.isfinite(rhi))), y, 0.0)
+            r = c - A.T @ y
+            value = _box_min(r, lb, ub) + _box_min(y, rlo, rhi)
+            if not np.isfinite(value):
+                continue
+            # rounding of A^T y, the products and the two sums, each at most this much
+            size = (float(np.abs(c) @ _magnitude(lb, ub)) + float((abs(A).T @ np.abs(y)) @ _magnitude(lb, ub))
+                    + float(np.abs(y) @ _magnitude(rlo, rhi)))
+            k = A.shape[0] + A.shape[1] + 4
+            best = max(best, value - 2.0 * k * np.finfo(float).eps * size)
+        if not np.isfinite(best):
+            return None
+        return sign * best
 
     @property
     def n_rows(self) -> int:
@@ -351,6 +423,7 @@ class LPModel:
         idx = np.arange(first, self.n_rows, dtype=np.int32)
         if idx.size:
             self._h.deleteRows(idx.size, idx)
+            self._mirror = None
 
     def solve(self) -> LPResult:
         h = self._h
@@ -362,13 +435,13 @@ class LPModel:
         if status == "optimal" or (status == "time_limit" and info.primal_solution_status == 2):
             sol = h.getSolution()
             x = np.array(sol.col_value, dtype=np.float64)
-            obj = float(info.objective_function_value)
+            obj = float(info.objective_function_value) / self._scale
         bound = None
         duals = None
         if self._is_mip:
             bound = float(info.mip_dual_bound)
         elif status == "optimal":
-            duals = np.array(h.getSolution().row_dual, dtype=np.float64)
+            duals = np.array(h.getSolution().row_dual, dtype=np.float64) / self._scale
         return LPResult(
             status=status,
             x=x,
@@ -379,6 +452,34 @@ class LPModel:
                   "nodes": int(info.mip_node_count) if self._is_mip else 0,
                   "iterations": int(info.simplex_iteration_count)},
         )
+
+
+def objective_scale(c: Any) -> float:
+    """The power of two that brings a small objective's largest coefficient into [1, 2)
+    (1 for an objective that is not small, or zero).  HiGHS's dual feasibility tolerance
+    is absolute (1e-7 on the reduced costs): with coefficients near 1e-6 an "optimal"
+    vertex may be far from the optimum.  A power of two scales exactly.
+
+    Example:
+        >>> objective_scale([3e-7, -1e-8]), objective_scale([0.5, 2.0]), objective_scale([0.0])
+        (4194304.0, 1.0, 1.0)
+    """
+    big = float(np.max(np.abs(np.asarray(c, dtype=np.float64)), initial=0.0))
+    if not (0.0 < big < SMALL_OBJECTIVE) or not np.isfinite(big):
+        return 1.0
+    return float(2.0 ** -np.floor(np.log2(big)))
+
+
+def _box_min(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """min of r . x over lo <= x <= hi (entries with r = 0 add nothing, even at an
+    infinite bound; -inf where a needed bound is infinite)."""
+    pos, neg = r > 0, r < 0
+    return float(np.sum(r[pos] * lo[pos]) + np.sum(r[neg] * hi[neg]))
+
+
+def _magnitude(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(|lo|, |hi|), the infinite sides counted as 0 (their multipliers are 0)."""
+    return np.maximum(np.where(np.isfinite(lo), np.abs(lo), 0.0), np.where(np.isfinite(hi), np.abs(hi), 0.0))
 
 
 def solve(

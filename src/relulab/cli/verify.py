@@ -224,9 +224,19 @@ def _read_expected(path: str) -> dict[tuple[str, str], str]:
             raise FormatError(f"{path}:1: the header must name onnx,vnnlib,expected "
                               f"(missing {', '.join(sorted(missing))})")
         for row in reader:
-            key = (str(base / row["onnx"].strip()), str(base / row["vnnlib"].strip()))
-            exp[key] = row["expected"].strip()
+            key = (str(base / (row["onnx"] or "").strip()), str(base / (row["vnnlib"] or "").strip()))
+            word = (row["expected"] or "").strip().lower()
+            if not word:
+                continue  # no known answer: the instance is not scored
+            if word not in _EXPECTED_WORDS:
+                raise FormatError(f"{path}:{reader.line_num}: expected {row['expected']!r}; write "
+                                  "holds or violated (or VNN-COMP's unsat or sat), or leave it empty")
+            exp[key] = _EXPECTED_WORDS[word]
     return exp
+
+
+# the answers --expected may give, in relulab's words and in VNN-COMP's (what --out writes)
+_EXPECTED_WORDS = {"holds": "holds", "unsat": "holds", "violated": "violated", "sat": "violated"}
 
 
 def run_batch(
@@ -407,6 +417,7 @@ def register(app: typer.Typer) -> None:
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
         check_seconds(timeout, "--timeout")
+        exp = _read_expected(expected) if expected else {}  # before the run, not after it
         if timeout is not None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
         insts = [(a, b, t, memory) for a, b, t in insts]
@@ -434,7 +445,6 @@ def register(app: typer.Typer) -> None:
         by_key = {**previous, **{_instance_key(r["model"], r["property"]): r for r in new_rows}}
         rows = [by_key[k] for k in (_instance_key(a, b) for a, b, *_ in insts) if k in by_key]
         if expected:
-            exp = _read_expected(expected)
             for r in rows:
                 e = exp.get((r["model"], r["property"]))
                 if e is not None:
@@ -496,7 +506,7 @@ def register(app: typer.Typer) -> None:
         at the argmin/argmax inputs) and the proven bounds: the true minimum lies between
         "min proven" and "min found", the true maximum between "max found" and "max
         proven". "exact" (JSON) means every MILP was solved and they coincide to 1e-7
-        relative; status "optimal" with exact false means every MILP was solved but the
+        of the output's size over the box (max |min|, |max|); status "optimal" with exact false means every MILP was solved but the
         solver's tolerances, amplified by large later weights, leave a bracket;
         "time_limit" means a bracket; "unknown" means a MILP would not fit in --memory
         (reason "memory: ...": the bracket comes from the symbolic bounds and a local
@@ -525,7 +535,7 @@ def register(app: typer.Typer) -> None:
         exact = r.exact
         why = (f"{r.status}; {r.reason}" if r.reason else r.status if r.status != "optimal"
                else "solved, but the solver's tolerances leave a bracket")
-        kind = "exact output range" if exact else f"output range BRACKET ({why}: not proven exact)"
+        kind = "exact output range (to 1e-7 of each output's size)" if exact else f"output range BRACKET ({why}: not proven exact)"
         t = Table(title=f"{kind} over {box_text(B)}, {r.time:.2f} s")
         cols = (("output", "min", "max", "argmin", "argmax") if exact else
                 ("output", "min proven", "min found", "max found", "max proven"))

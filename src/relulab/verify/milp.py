@@ -32,8 +32,8 @@ import scipy.sparse as sp
 from ..bounds import crown_batch, float_layers
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..limits import ResourceLimitError, check_bytes
-from ..lp import INF, LPModel, LPResult
+from ..limits import ResourceLimitError, check_bytes, check_seconds
+from ..lp import INF, LPModel, LPResult, objective_scale
 from ..network import Network
 from ..tolerance import (
     FEAS_TOL,
@@ -322,10 +322,11 @@ def tighten_bounds(
             for sense in (False, True):
                 model.set_objective(c, maximize=sense)
                 r = model.solve()
-                if r.status != "optimal":
+                opt = model.proven_bound(r) if r.status == "optimal" else None
+                if opt is None:  # the objective is within HiGHS's tolerances only
                     continue
                 # a small relative margin keeps the bound sound against LP tolerances
-                v = r.objective + b[j]
+                v = opt + b[j]
                 slack = scaled_tol(v, PROOF_MARGIN)
                 if sense:
                     hi[j] = min(hi[j], v + slack)
@@ -520,6 +521,7 @@ def _optimize(
     net: Network, domain, c, sense: str, time_limit: float | None, tighten: bool, mip_gap: float | None
 ) -> OptimumResult:
     t0 = _time.time()
+    time_limit = check_seconds(time_limit, f"{sense}imize")
     domain = as_domain(domain, net.input_dim)
     cvec = _objective(net, c)
     fnet = net.float() if net.is_exact else net
@@ -558,14 +560,21 @@ def _optimize(
         else:
             bab = _relu_bracket(fnet, domain, s * cvec, 0.4 * remaining)
         remaining = max(time_limit - (_time.time() - t0), 1e-3)
+    # A small objective (outputs near 1e-7) is solved scaled up by a power of two: HiGHS's
+    # dual tolerance and absolute gap are in the objective's units, and left as they are
+    # they gave an "optimal" bound on the wrong side of the optimum.
+    sigma = objective_scale(obj)
     model = LPModel(
-        obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
+        obj * sigma, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
         maximize=True, time_limit=remaining,
     )
     model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
     # what the solver's tolerances may hide: the MILP's bound is sound only beyond this
     err = sound_tolerances(model, Ws, bs, sk, pre, box, (s * cvec)[None])
     res = model.solve()
+    if sigma != 1.0:
+        res = LPResult(res.status, res.x, None if res.objective is None else res.objective / sigma,
+                       None if res.bound is None else res.bound / sigma, res.duals, res.info)
     cands = []
     if isinstance(domain, Box) and res.status != "optimal":
         cands.append(_pgd_best(fnet, domain, s * cvec))
@@ -594,9 +603,14 @@ def _optimize(
             if vb > value:
                 x, value = xb, vb
     else:
-        raise RelulabError(f"{sense}imize: the MILP solver ended with status {res.status}"
-                           + _magnitude_hint(box, pre))
-    if value > bound + scaled_tol(bound, ROUNDOFF):
+        # the domain is not empty (as_domain checked it), so "infeasible" or "error" is the
+        # solver failing numerically (weights of 1e6 in a few layers do it): the bracket
+        # comes from the verifier's own bound and the best point found
+        status = "unknown"
+        info["reason"] = (f"numerical: the MILP solver ended with status {res.status}"
+                          + _magnitude_hint(box, pre) + "; the bound is the verifier's (CROWN) bound")
+        bound = max(_root_upper(fnet, box, s * cvec), value)
+    if status != "unknown" and value > bound + scaled_tol(bound, ROUNDOFF):
         # a forward pass beats the solver's bound by more than its tolerances can explain:
         # the MILP went wrong numerically, so its bound is dropped for the verifier's own
         status = "unknown"
@@ -674,6 +688,7 @@ def output_range(
         ([0.0, -1.0], [2.0, 2.0])
     """
     t0 = _time.time()
+    time_limit = check_seconds(time_limit, "output_range")
     domain = as_domain(domain, net.input_dim)
     m = net.output_dim
     lo, hi = np.empty(m), np.empty(m)

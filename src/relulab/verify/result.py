@@ -20,7 +20,8 @@ class OptimumResult:
     Fields:
         sense: "max" or "min".
         status: "optimal" (the MILP solved: the optimum lies between ``value`` and
-            ``bound``, which differ by the gap and the tolerance error), "time_limit", or
+            ``bound``, which differ by the gap and the tolerance error; :attr:`exact`
+            says whether that bracket is closed), "time_limit", or
             "unknown" (``info["reason"]`` "numerical: ...": a forward pass beat the
             solver's bound by more than its tolerances explain, so that bound was
             replaced by the verifier's CROWN bound).
@@ -42,8 +43,8 @@ class OptimumResult:
         >>> from relulab.verify import maximize, minimize
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
         >>> r = maximize(net, Box([-1], [2]))
-        >>> r.sense, r.status, round(r.value, 9), r.x.round(9).tolist(), r.upper_bound >= r.value - 1e-9
-        ('max', 'optimal', 2.0, [2.0], True)
+        >>> r.sense, r.status, r.exact, round(r.value, 9), r.x.round(9).tolist()
+        ('max', 'optimal', True, 2.0, [2.0])
         >>> round(minimize(net, Box([-1], [2])).value, 9)
         0.0
     """
@@ -71,12 +72,24 @@ class OptimumResult:
 
     @property
     def optimal(self) -> bool:
+        """The MILP solved (its bracket may still be wide: see :attr:`exact`)."""
         return self.status == "optimal"
+
+    @property
+    def exact(self) -> bool:
+        """The MILP solved and its proven bound within ``PROOF_MARGIN`` times the
+        objective's size (the larger of ``|value|`` and the LP relaxation's ``|lp_value|``)
+        of the value found: ``value`` is the optimum, not one end of a bracket.  With
+        weights of 1e6 the solver's tolerances can leave a bracket wider than the value
+        itself even when it reports optimal."""
+        size = max(abs(self.value), abs(self.lp_value)) if np.isfinite(self.lp_value) else abs(self.value)
+        return self.optimal and abs(self.bound - self.value) <= PROOF_MARGIN * size
 
     def to_dict(self) -> dict:
         return {
             "sense": self.sense,
             "status": self.status,
+            "exact": self.exact,
             "value": self.value,
             "x": np.asarray(self.x).tolist(),
             "bound": self.bound,
@@ -123,14 +136,16 @@ class RangeResult:
 
     @property
     def exact(self) -> bool:
-        """Every MILP solved and every proven bound within ``PROOF_MARGIN`` (relative) of
-        the value found: the range itself, not a bracket.  The solver's tolerances,
-        amplified by large later weights, can leave a bracket even when all are solved."""
+        """Every MILP solved and every proven bound within ``PROOF_MARGIN`` times the
+        output's size over the domain (``max(|lo|, |hi|)``) of the value found: the range
+        itself, not a bracket.  The solver's tolerances, amplified by large later weights,
+        can leave a bracket even when all are solved.  (Relative to the output's size, not
+        to 1: outputs of 1e-7 were "exact" with brackets as wide as themselves.)"""
         if self.status != "optimal":
             return False
-        gap = np.concatenate([self.hi_bound - self.hi, self.lo - self.lo_bound])
-        size = np.concatenate([np.abs(self.hi), np.abs(self.lo)])
-        return bool(np.all(gap <= PROOF_MARGIN * np.maximum(1.0, size)))
+        size = np.maximum(np.abs(self.lo), np.abs(self.hi))
+        gap = np.maximum(self.hi_bound - self.hi, self.lo - self.lo_bound)
+        return bool(np.all(gap <= PROOF_MARGIN * size))
 
     def to_dict(self) -> dict:
         return {
