@@ -321,8 +321,17 @@ def bound(
         raise BoundError(f"bg: expected a BoundGraph, got {type(bg).__name__}")
     if dtype not in ("float64", "float32"):
         raise BoundError(f"dtype: {dtype!r} is not float64 or float32")
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not (isinstance(device, str) and (device == "cpu" or device.startswith("cuda"))):
+        raise BoundError(f"device: {device!r} is not 'cpu' or 'cuda' (or 'cuda:N')")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
         raise BoundError("device: cuda was asked for but torch sees no GPU")
+    for name, t in (("deadline", deadline), ("opt_deadline", opt_deadline)):
+        if t is not None and not (isinstance(t, int | float | np.number) and not isinstance(t, bool) and t == t):
+            raise BoundError(f"{name}: expected a time.monotonic() value or None, got {t!r}")
+    if warm is not None and not isinstance(warm, WarmStart):
+        raise BoundError(f"warm: expected a WarmStart (e.g. parent.warm.take(idx)), got {type(warm).__name__}")
     if intermediate not in ("crown", "alpha", "reuse"):
         raise BoundError(f"intermediate: {intermediate!r} is not crown, alpha or reuse")
     if not is_int_at_least(iters, 0) \
@@ -353,6 +362,14 @@ def bound(
     status, reason = "complete", ""
     with torch.no_grad():
         xlo, xhi = tens(Lo), tens(Hi)
+        if warm is not None and warm.box is not None:
+            # its pre-activation bounds hold on its own boxes only: a box that leaves them
+            # would get the parent's bounds, which are false there (compared in the run's
+            # dtype, as the warm start's box was rounded to it)
+            wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
+            if bool((xlo.reshape(B, -1) < wlo).any()) or bool((xhi.reshape(B, -1) > whi).any()):
+                raise BoundError("warm: a box is not inside the box its warm start was computed "
+                                 "on; a warm start serves sub-problems of its own domain only")
         iv = {g.input_name: (xlo, xhi)}
         relax: dict[str, tuple[Any, Any, Any]] = {}
         unstable: dict[str, Any] = {}
@@ -461,8 +478,10 @@ def bound(
     if stop_at is not None:
         try:
             tgt = np.broadcast_to(np.asarray(stop_at, dtype=np.float64), (B, m))
-        except ValueError:
+        except (TypeError, ValueError):
             raise BoundError(f"stop_at: shape {np.shape(stop_at)} is neither ({m},) nor ({B}, {m})") from None
+        if np.isnan(tgt).any():
+            raise BoundError("stop_at: contains NaN (a target is a number, or +-inf)")
         stop = _stall_stop(tens(tgt), m)
     if method == "alpha" and int(iters) > 0 and not late():
         val, coeffs, alphas, betas, tight, why = optimise(

@@ -90,6 +90,9 @@ SLACK = 0.97
 # with torch not imported yet, runs shorter than this use the numpy engine (no start-up)
 TORCH_MIN_TIMEOUT = 10.0
 METHODS = ("auto", "input-split", "relu-split", "milp")
+# a structured model's counterexample must clear this many float64 ulps of the largest
+# value its forward pass computes (the rounding a few operations at that size may carry)
+STRUCTURED_ROUNDING = 64 * float(np.finfo(np.float64).eps)
 # bytes per sub-box of the input-splitting bounds, per (input + 1) x widest layer entry
 _BOX_BYTES = 8 * 8
 
@@ -291,8 +294,11 @@ def verify(
     n_in, n_out = _dims(net)
     portfolio = False
     if method == "auto":
-        method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM else "relu-split"
-        portfolio = method == "relu-split" and n_in <= PORTFOLIO_MAX_DIM and _dense_of(net) is not None
+        # input splitting needs the dense network: a structured graph too large to lower
+        # gets ReLU splitting whatever its number of inputs
+        lowered = _dense_of(net) is not None
+        method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM and lowered else "relu-split"
+        portfolio = method == "relu-split" and n_in <= PORTFOLIO_MAX_DIM and lowered
     if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
             "torch" not in sys.modules and timeout < TORCH_MIN_TIMEOUT):
         engine = "numpy"  # a short run does not pay torch's start-up (seconds, cold)
@@ -451,7 +457,14 @@ def _structured_check(model, x, terms) -> CounterexampleCheck:
     for box, C, dv in terms:
         xc = np.clip(x, box.lo, box.hi)
         y = np.asarray(model.forward(xc[None])[0], dtype=np.float64).reshape(-1)
-        if float_unsafe(y, C, dv)[0]:
+        ok, worst = float_unsafe(y, C, dv)
+        if ok and hasattr(model, "largest_value"):
+            # the rounding of a node's value is relative to the largest value the pass
+            # computes, not to the outputs: an output of 0.7 computed through values of
+            # 1e16 is uncertain by units (a clip rewritten as a difference of ReLUs was)
+            carried = STRUCTURED_ROUNDING * float(model.largest_value(xc[None]))
+            ok = worst + carried * float(np.max(np.abs(C).sum(axis=1), initial=0.0)) <= 0
+        if ok:
             return CounterexampleCheck(True, xc, y, "float64 with rounding margin")
     return CounterexampleCheck(False, reason="numerical: a candidate counterexample meets the unsafe "
                                              "set only within float rounding")

@@ -1,0 +1,100 @@
+"""Structured bounds stay true at extreme magnitudes, warm starts stay on their own
+boxes, and the structured verifier picks a method it can run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+from relulab.crown import BoundGraph, bound  # noqa: E402
+from relulab.crown.propagate import BoundError  # noqa: E402
+from relulab.domain import Box  # noqa: E402
+from relulab.spec import OutputConstraint, Property, Specification  # noqa: E402
+from relulab.verify import verify  # noqa: E402
+from relulab.verify.verifier import CounterexampleCheck, _structured_check  # noqa: E402
+
+
+@pytest.mark.parametrize("act", [torch.nn.Hardtanh(-0.5, 0.7), torch.nn.ReLU6()])
+@pytest.mark.parametrize("scale", [1.0, 1e8, 1e16])
+def test_a_clip_after_huge_pre_activations_is_computed_and_bounded_truly(act, scale) -> None:
+    # the clip was rewritten lo + relu(x - lo) - relu(x - hi): at x = 1e16 the two terms
+    # cancelled, and forward and all bounds gave 0 where torch gives 0.7 ("complete")
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), act, torch.nn.Linear(3, 2), torch.nn.ReLU(),
+                            torch.nn.Linear(2, 1)).double()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        m[0].weight.mul_(scale)
+    bg = BoundGraph.from_torch(m, (2,))
+    X = np.array([[1.0, 0.5], [-1.0, 0.25], [0.3, -0.7], [0.0, 0.0]])
+    want = m(torch.tensor(X)).detach().numpy()
+    assert np.allclose(bg.forward(X), want, rtol=1e-12, atol=1e-12)
+    for method in ("ibp", "crown", "alpha"):
+        g = bound(bg, X, X, method=method)   # each point as a flat box
+        assert np.all(g.lower <= want + 1e-9) and np.all(g.upper >= want - 1e-9), method
+
+
+def test_auto_verifies_a_structured_model_too_large_to_lower_with_few_inputs() -> None:
+    # 8 inputs and 2,400 ReLUs: "auto" chose input splitting, which needs the dense
+    # network, and raised instead of answering
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(1, 300, 1), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(2400, 2)).double()
+    bg = BoundGraph.from_torch(m, (1, 2, 4))
+    box = Box(-0.1 * np.ones(8), 0.1 * np.ones(8))
+    hi = float(bound(bg, box.lo[None], box.hi[None]).upper[0, 0])
+    unsafe = Specification(box, [OutputConstraint(np.array([[-1.0, 0.0]]), np.array([-(abs(hi) + 1.0)]))])
+    r = verify(bg, Property([unsafe]), timeout=30)
+    assert r.status == "holds" and r.method == "relu-split"
+
+
+def test_a_warm_start_is_refused_outside_its_own_box_and_kept_inside() -> None:
+    from relulab import Network
+
+    bg = BoundGraph.from_network(Network([[[-1.0]], [[1.0]]], [[0.0], [0.0]]))   # relu(-x)
+    parent = bound(bg, [[0.5]], [[1.0]])
+    with pytest.raises(BoundError, match="warm: a box is not inside"):
+        bound(bg, [[-1.0]], [[1.0]], warm=parent.warm)   # gave [0, 0] "complete"; f(-1) = 1
+    child = bound(bg, [[0.6]], [[0.9]], warm=parent.warm)
+    assert child.lower[0, 0] <= 0.0 <= child.upper[0, 0]
+    p32 = bound(bg, [[0.1]], [[0.3]], dtype="float32")   # 0.1 and 0.3 round in float32
+    assert bound(bg, [[0.1]], [[0.3]], dtype="float32", warm=p32.warm).status == "complete"
+
+
+@pytest.mark.parametrize(("kwargs", "msg"), [
+    ({"device": "tpu"}, "device: 'tpu'"),
+    ({"warm": {}}, "warm: expected a WarmStart"),
+    ({"deadline": "soon"}, "deadline: expected"),
+    ({"stop_at": [float("nan")]}, "stop_at: contains NaN"),
+])
+def test_bad_bound_arguments_are_one_error_naming_them(kwargs, msg) -> None:
+    from relulab import Network
+
+    bg = BoundGraph.from_network(Network([[[1.0]], [[1.0]]], [[0.0], [0.0]]))
+    with pytest.raises(BoundError, match=msg):
+        bound(bg, [[0.0]], [[1.0]], method="alpha", **kwargs)
+
+
+class _HugeInside:
+    """A structured model whose output 0.5 was computed through values of 1e16."""
+
+    def forward(self, X):
+        return np.full((len(X), 1), 0.5)
+
+    def largest_value(self, X):
+        return 1e16
+
+
+def test_a_structured_counterexample_within_the_rounding_of_its_largest_values_is_refused() -> None:
+    box = Box([0.0], [1.0])
+    term = [(box, np.array([[1.0]]), np.array([0.6]))]      # unsafe: y <= 0.6
+    check = _structured_check(_HugeInside(), np.array([0.5]), term)
+    assert isinstance(check, CounterexampleCheck) and not check.ok and check.reason.startswith("numerical")
+
+    class Small(_HugeInside):
+        def largest_value(self, X):
+            return 3.0
+
+    assert _structured_check(Small(), np.array([0.5]), term).ok
