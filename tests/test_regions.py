@@ -743,3 +743,30 @@ def test_networks_whose_values_overflow_float64_are_refused_not_miscounted(tmp_p
     fine = Network([[[1e299], [-1e299]], [[1.0, 1.0]]], [[1e299, 0.0], [0.0]])
     X = np.linspace(-1, 1, 2001)[1:-1, None]  # x = -1 alone has its own (measure-zero) pattern
     assert regions.count(fine, Box([-1], [1])) == len({tuple(p) for p in fine.pattern_vector(X)}) == 2
+
+
+def test_slow_steps_under_a_time_limit_shrink_the_batches_and_lose_no_region(monkeypatch):
+    # with a deadline a neuron step slower than STOP_STEP_SECONDS halves the batches (a
+    # 12-30-30-2 network overran a 6 s limit by 6.7 s); at 0 s every step is "slow", so
+    # the batches shrink to single regions, and the enumeration must still be the same
+    import relulab.regions._engine as E
+
+    rng = np.random.default_rng(8)
+    net = Network([rng.normal(size=(12, 3)), rng.normal(size=(9, 12)) / 3, rng.normal(size=(1, 9))],
+                  [rng.normal(size=12) * .3, rng.normal(size=9) * .3, np.zeros(1)])
+    box = Box(-np.ones(3), np.ones(3))
+    full = regions.enumerate(net, box)
+    sizes: list[int] = []
+    real_run = E.run
+
+    def spy(*args, **kwargs):
+        for ch in real_run(*args, **kwargs):
+            sizes.append(ch.batch.n)
+            yield ch
+
+    monkeypatch.setattr(E, "STOP_STEP_SECONDS", 0.0)
+    monkeypatch.setattr(E, "run", spy)
+    slow = regions.enumerate(net, box, time_limit=1e6)
+    assert not slow.partial and slow.certified
+    assert sorted(p.tobytes() for p in slow.patterns) == sorted(p.tobytes() for p in full.patterns)
+    assert len(full) > 40 and max(sizes) <= 2 and sum(sizes) == len(full)

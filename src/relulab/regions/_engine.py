@@ -40,6 +40,7 @@ finish in depth-first order, which lets the caller stream them, stop after
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -58,6 +59,10 @@ __all__ = ["SIGN_TOL", "Problem", "Batch", "run", "FinalChunk"]
 # Batches larger than this (regions / vertex slots) are split in two so that memory
 # stays bounded and regions stream out early.
 MAX_BATCH_REGIONS = 60_000
+# With a stop condition (a deadline), a neuron step on one batch that takes longer than
+# this halves the batches from then on, so that stop() is asked often enough: on a
+# 12-30-30-2 network a step on 256 regions took seconds, and a 6 s limit ended at 12.7 s.
+STOP_STEP_SECONDS = 0.25
 MAX_BATCH_SLOTS = 600_000
 # A vertex slot's working memory, in units of 8 bytes: its coordinates and constraint ids,
 # and the d (d - 1)-id edge keys one neuron's split builds for it, with their sort
@@ -895,10 +900,14 @@ def run(pb: Problem, X0, F0, ptr0, *, progress=None, stop=None,
             k = int(pb.layer_of[b.stage])
             if k != b.layer:
                 _enter_layer(pb, b, k)
+            t0 = time.perf_counter()
             b = _apply_neuron(pb, b)
             if stop is not None and stop():
                 return
-            if b.n > lim or b.used - b.dead > cap:
+            if stop is not None and b.n > 1 and time.perf_counter() - t0 > STOP_STEP_SECONDS:
+                lim = max(1, min(lim, b.n // 2))  # smaller batches: shorter steps between stop()s
+                cap = max(1, min(cap, (b.used - b.dead) // 2))
+            if b.n > 1 and (b.n > lim or b.used - b.dead > cap):
                 b1, b2 = _halve(b)
                 stack.append(b2)
                 b = b1
