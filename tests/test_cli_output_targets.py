@@ -59,3 +59,42 @@ def test_extract_widths_without_numbers_is_an_error(capsys, monkeypatch, widths:
     _forbid(monkeypatch, relulab.extract, "extract_relu")
     code, _, err = run(capsys, "extract", "example:tiny_2d.onnx", "--widths", widths)
     assert code == 1 and "--widths: cannot read" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_cannot_be_made_is_refused_before_the_work(capsys, monkeypatch) -> None:
+    # as root os.access says /proc is writable: the probe write is what sees it is not
+    _forbid(monkeypatch, relulab.verify, "verify")
+    code, _, err = run(capsys, "verify", "example:tiny_2d.onnx", "example:tiny_2d_holds.vnnlib",
+                       "--out", "/proc/no_such_folder/r.txt")
+    assert code == 1 and err.startswith("error: --out /proc/no_such_folder/r.txt: cannot write in /proc")
+
+
+def test_verify_batch_reads_expected_before_running(capsys, monkeypatch, tmp_path: Path) -> None:
+    import relulab.cli.verify as cli_verify
+
+    _forbid(monkeypatch, cli_verify, "run_batch")
+    (tmp_path / "x.onnx").write_bytes(b"")  # never read: the run is forbidden
+    (tmp_path / "p.vnnlib").write_text("")
+    (tmp_path / "inst.csv").write_text("x.onnx,p.vnnlib,10\n")
+    code, _, err = run(capsys, "verify-batch", tmp_path / "inst.csv", "--expected", tmp_path / "missing.csv")
+    assert code == 1 and "missing.csv" in err and "run_batch ran" not in err
+
+
+@pytest.mark.parametrize(("args", "msg"), [
+    (["construct", "dnf", "--terms", "1 -2; 2 3", "--vars", "-1"], "--vars: a formula needs at least 1 variable"),
+    (["construct", "dnf", "--terms", "1 -2; 2 3", "--vars", "0"], "--vars: a formula needs at least 1 variable"),
+    (["construct", "gate", "--op", "FOO"], "unknown gate 'FOO'; use one of AND"),
+    (["range", "example:tiny_2d.onnx", "--box", "1:-1"], "--box 1:-1: empty box"),
+    (["range", "example:tiny_2d.onnx", "--box", "nan:1"], "--box nan:1: box bounds must be finite"),
+    (["explain", "example:tiny_2d.onnx", "--x", "nan,0"], "--x nan,0: the input must be finite"),
+])
+def test_small_errors_name_their_option(capsys, args, msg) -> None:
+    code, _, err = run(capsys, *args)
+    assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_ragged_csv_error_gives_no_numpy_advice(capsys, tmp_path: Path) -> None:
+    (tmp_path / "rag.csv").write_text("0,0\n1\n")
+    code, _, err = run(capsys, "eval", "example:tiny_2d.onnx", "--csv", tmp_path / "rag.csv")
+    assert code == 1 and "rag.csv: cannot read a numeric CSV" in err and "usecols" not in err

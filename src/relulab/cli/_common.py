@@ -220,7 +220,12 @@ def parse_box(spec: str | None, dim: int) -> Any:
         pairs = pairs * dim
     if len(pairs) != dim:
         raise RelulabError(f"--box gives {len(pairs)} intervals; the model takes {dim} inputs")
-    return Box([p[0] for p in pairs], [p[1] for p in pairs])
+    from ..domain import DomainError
+
+    try:
+        return Box([p[0] for p in pairs], [p[1] for p in pairs])
+    except DomainError as e:  # an empty or non-finite box: say which option gave it
+        raise DomainError(f"--box {spec}: {e}") from None
 
 
 def read_text_arg(path: str | Path, what: str = "a text file") -> str:

@@ -395,6 +395,8 @@ def _dnf(kind: str, o: Options) -> tuple[Network, dict]:
         raise RelulabError(f"--terms: cannot read {tt!r}; write '1 -2; 2 3'") from None
     if not any(parsed):
         raise RelulabError(f"--terms: no literals in {tt!r}; write '1 -2; 2 3'")
+    if o.n_vars is not None and o.n_vars < 1:
+        raise RelulabError(f"--vars: a formula needs at least 1 variable, got {o.n_vars}")
     nv = o.n_vars or max(1, max(abs(v) for t in parsed for v in t))
     return _circuit_network(C.dnf(parsed, nv))
 

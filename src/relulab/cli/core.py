@@ -111,7 +111,8 @@ def eval_cmd(
                 warnings.simplefilter("ignore", UserWarning)
                 data = np.loadtxt(resolve_path(str(csv)), delimiter=",", ndmin=2)
         except (OSError, ValueError) as e:
-            raise RelulabError(f"{csv}: cannot read a numeric CSV ({e})") from None
+            # (numpy's own advice after ";" names its keyword arguments, not ours)
+            raise RelulabError(f"{csv}: cannot read a numeric CSV ({str(e).split('; use')[0]})") from None
         if data.size == 0:
             raise RelulabError(f"{csv}: no rows (a CSV of input points, one per row)")
         points += list(data)

@@ -109,6 +109,8 @@ def explain_cmd(
     if x is None:
         raise RelulabError("give --x (the input to explain) or --rules")
     xv = parse_floats(x, "--x")
+    if not np.all(np.isfinite(xv)):
+        raise RelulabError(f"--x {x}: the input must be finite numbers (no NaN or inf)")
     if why_not is not None:
         if norm not in E.NORMS:
             raise RelulabError(f"--norm: unknown norm {norm!r}; use l1, l2 or linf")

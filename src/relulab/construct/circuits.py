@@ -346,7 +346,9 @@ def gate(op: str, k: int = 2) -> Circuit:
         >>> compile_circuit(gate("NAND", 3)).widths
         (1,)
     """
-    op = op.upper()
+    op = str(op).upper()
+    if not _op_ok(op):
+        raise FormatError(f"gate: unknown gate {op!r}; use one of {', '.join(sorted(_OPS))} or THRk")
     if op in _AFFINE:
         k = 1
     names = tuple(f"x{i + 1}" for i in range(k))

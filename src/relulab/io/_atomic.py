@@ -36,7 +36,9 @@ def refuse_example(path: str | os.PathLike, what: str) -> None:
 def check_writable(path: str | os.PathLike, what: str) -> None:
     """Refuse, before any work, a path :func:`atomic_path` could not write: a folder, a
     parent that is a file, or a folder one may not write in (one line starting with
-    ``what``).  Nothing is created: the missing folders are made only when writing.
+    ``what``).  The test is a real write (a probe file, or a probe folder where folders
+    are still to be made, removed at once), as only that sees read-only mounts and
+    /proc when running as root; the missing folders themselves are made when writing.
 
     Example:
         >>> import os, tempfile
@@ -56,8 +58,17 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
         folder = folder.parent
     if not folder.is_dir():
         raise RelulabError(f"{what} {path}: {_first_non_folder(target.parent)} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise RelulabError(f"{what} {path}: cannot write in {folder} (permission denied)")
+    # a real probe, not os.access: as root os.access says yes to /proc and to read-only
+    # mounts, and the write failed after the work
+    try:
+        if folder != target.parent:  # folders are to be made: can the first one be?
+            os.rmdir(tempfile.mkdtemp(prefix=".relulab-probe-", dir=folder))
+        else:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as e:
+        raise RelulabError(f"{what} {path}: cannot write in {folder} ({e.strerror or e})") from None
 
 
 @contextlib.contextmanager
@@ -82,6 +93,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise RelulabError(f"cannot write {path}: {_first_non_folder(target.parent)} is not a folder") from None
+    except OSError as e:  # /proc, a read-only mount, no permission: name the target
+        raise RelulabError(f"cannot write {path}: cannot make its folder ({e.strerror or e})") from None
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
