@@ -98,3 +98,13 @@ def test_a_ragged_csv_error_gives_no_numpy_advice(capsys, tmp_path: Path) -> Non
     (tmp_path / "rag.csv").write_text("0,0\n1\n")
     code, _, err = run(capsys, "eval", "example:tiny_2d.onnx", "--csv", tmp_path / "rag.csv")
     assert code == 1 and "rag.csv: cannot read a numeric CSV" in err and "usecols" not in err
+
+
+def test_verify_batch_refuses_an_instance_given_twice(capsys, tmp_path: Path) -> None:
+    # the results are keyed by model and property: the second row's answer replaced the
+    # first one's, and the report showed one answer twice
+    (tmp_path / "m.onnx").write_bytes(b"")
+    (tmp_path / "p.vnnlib").write_text("")
+    (tmp_path / "inst.csv").write_text("m.onnx,p.vnnlib,1\n./m.onnx,p.vnnlib,30\n")
+    code, _, err = run(capsys, "verify-batch", tmp_path / "inst.csv")
+    assert code == 1 and "inst.csv:2: repeats the model and property of line 1" in err

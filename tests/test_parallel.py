@@ -452,3 +452,32 @@ def test_a_results_file_whose_last_row_lacks_its_newline_stays_readable(tmp_path
     assert read_json_lines(p, "rows") == [{"a": 1}, {"a": 2}, {"a": 3}]
     p.write_text('{"a": 1}\n{"a": ')  # a torn row is still cut off
     assert read_json_lines(p, "rows") == [{"a": 1}] and p.read_text() == '{"a": 1}\n'
+
+
+class MemoryErrorOnce:
+    """Raises MemoryError the first time it sees ``victim`` (a marker file remembers); with
+    ``always`` every time."""
+
+    def __init__(self, folder, victim, always=False):
+        self.folder, self.victim, self.always = str(folder), victim, always
+
+    def __call__(self, x):
+        marker = os.path.join(self.folder, f"oom-{x}")
+        if x == self.victim and (self.always or not os.path.exists(marker)):
+            open(marker, "w").close()
+            raise MemoryError("simulated")
+        time.sleep(0.05)
+        return x * 10
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_item_out_of_memory_costs_only_that_item(tmp_path, workers):
+    # a MemoryError raised in a worker was re-raised by the driver: the whole map ended,
+    # and 4 of 6 items were lost
+    got = dict(pmap(MemoryErrorOnce(tmp_path, victim=2, always=True), range(6), workers=workers))
+    assert sorted(got) == list(range(6)) and all(got[i] == 10 * i for i in range(6) if i != 2)
+    assert "out of memory (MemoryError: simulated)" in str(got[2])
+    if workers > 1:  # in a pool the item is retried by a fresh worker first
+        (tmp_path / "x").mkdir()
+        again = dict(pmap(MemoryErrorOnce(tmp_path / "x", victim=3), range(6), workers=workers))
+        assert again == {i: 10 * i for i in range(6)}

@@ -19,6 +19,9 @@ import numpy as np
 from .errors import RelulabError
 from .tolerance import FEAS_TOL, or_default
 
+# HiGHS's infinity: a constraint bound of this size or more is read as no bound at all
+LP_INFINITY = 1e20
+
 __all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
 
 
@@ -96,6 +99,7 @@ class Box:
 
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``n`` points drawn uniformly from the box, shape (n, d)."""
+        _check_count(n)
         rng = np.random.default_rng(rng)
         r = rng.random((n, self.dim))
         with np.errstate(over="ignore"):
@@ -124,6 +128,8 @@ class Box:
 
     def split(self, axis: int, at: float | None = None) -> tuple[Box, Box]:
         """Two halves of the box, cut across ``axis`` (at its midpoint by default)."""
+        if not (isinstance(axis, int | np.integer) and 0 <= axis < self.dim):
+            raise DomainError(f"split: axis must be an integer in 0..{self.dim - 1}, got {axis!r}")
         m = float(_midpoint(self.lo[axis], self.hi[axis])) if at is None else float(at)
         hi1 = self.hi.copy()
         hi1[axis] = m
@@ -188,6 +194,14 @@ class Polytope:
             i = int(np.nonzero(zero_rows & (b_v < 0))[0][0])
             raise DomainError(f"empty polytope: row {i} reads 0 <= {b_v[i]!r}")
         A_m, b_v = _scale_rows(A_m, b_v)
+        far = np.abs(b_v) >= LP_INFINITY
+        if np.any(far):
+            # HiGHS reads 1e20 as infinite: the row would be dropped (or read as empty), and
+            # a bounded polytope was called unbounded
+            i = int(np.nonzero(far)[0][0])
+            raise DomainError(f"polytope row {i} bounds A x at distance {abs(b_v[i]):.3g} (scaled to "
+                              f"max |A_i| in [1, 2)); the LP solver reads {LP_INFINITY:.0e} and beyond as "
+                              "infinite: rescale the inputs")
         A_m.setflags(write=False)
         b_v.setflags(write=False)
         object.__setattr__(self, "A", A_m)
@@ -277,6 +291,7 @@ class Polytope:
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``n`` points uniformly from the polytope (rejection from its bounding box,
         falling back to hit-and-run when the polytope fills little of the box)."""
+        _check_count(n)
         rng = np.random.default_rng(rng)
         box = self.bounding_box()
         out: list[np.ndarray] = []
@@ -314,6 +329,11 @@ class Polytope:
 
     def to_dict(self) -> dict:
         return {"type": "polytope", "A": self.A.tolist(), "b": self.b.tolist()}
+
+
+def _check_count(n: Any) -> None:
+    if not (isinstance(n, int | np.integer) and not isinstance(n, bool) and n >= 0):
+        raise DomainError(f"sample: n must be a non-negative integer, got {n!r}")
 
 
 def _midpoint(lo: Any, hi: Any) -> Any:

@@ -115,7 +115,22 @@ def relu(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0)
 
 
+def _object_entries(a: ArrayLike) -> bool:
+    """Whether ``a`` holds Python objects (Fractions, huge ints): the network is then exact.
+    A ragged list is not decided here: :func:`_as_matrix` refuses it naming the layer."""
+    try:
+        return np.asarray(a).dtype == object
+    except ValueError:
+        return False
+
+
 def _as_matrix(a: ArrayLike, exact: bool, what: str) -> np.ndarray:
+    try:
+        complex_entries = np.iscomplexobj(a)
+    except ValueError:  # a ragged list: refused below with the layer's name
+        complex_entries = False
+    if complex_entries:
+        raise NetworkError(f"{what}: complex entries; a ReLU network has real weights")
     if exact:
         arr = _to_fraction_array(a, what)
     else:
@@ -147,6 +162,9 @@ class Network:
     """
 
     __slots__ = ("_weights", "_biases", "_skip", "_exact")
+    # numpy defers to Network in `array * net` (which gave an object array of networks):
+    # the product then fails with Python's TypeError, as for any unsupported operand
+    __array_ufunc__ = None
 
     def __init__(
         self,
@@ -165,7 +183,7 @@ class Network:
                 f"{len(weights)} weight matrices but {len(biases)} bias vectors"
             )
         if exact is None:
-            exact = any(np.asarray(a).dtype == object for a in [*weights, *biases])
+            exact = any(_object_entries(a) for a in [*weights, *biases])
         Ws, bs = [], []
         prev_out = None
         for k, (W, b) in enumerate(zip(weights, biases, strict=True), start=1):
@@ -194,6 +212,8 @@ class Network:
             bs.append(_freeze(b))
         sk = None
         if skip is not None:
+            if not (isinstance(skip, tuple | list) and len(skip) == 2):
+                raise NetworkError("skip: expected a pair (S, s), the skip matrix and its bias")
             S = _as_matrix(skip[0], exact, "skip weight")
             s = _as_matrix(skip[1], exact, "skip bias")
             if S.shape != (Ws[-1].shape[0], Ws[0].shape[1]) or s.shape != (Ws[-1].shape[0],):
@@ -315,6 +335,8 @@ class Network:
             except OverflowError:  # a Python integer such as 10**400
                 raise NetworkError("input: an entry is too large for float64 (above 1.8e308); "
                                    "net.exact() evaluates it exactly") from None
+            except (TypeError, ValueError) as e:  # complex, text, ragged rows
+                raise NetworkError(f"input: entries are not real numbers in rows of equal length ({e})") from None
             # A NaN or inf input gives NaN outputs that look like answers downstream.
             if check_finite and not np.isfinite(X).all():
                 bad = np.argwhere(~np.isfinite(np.atleast_2d(X)))[0]
@@ -508,6 +530,8 @@ class Network:
     def deepen(self, n_hidden_layers: int) -> Network:
         """An equivalent network with ``n_hidden_layers`` hidden layers (at least the current
         number): the output is carried through the extra layers as ``relu(y) - relu(-y)``."""
+        if not isinstance(n_hidden_layers, int | np.integer) or isinstance(n_hidden_layers, bool):
+            raise NetworkError(f"deepen: n_hidden_layers must be an integer, got {n_hidden_layers!r}")
         extra = n_hidden_layers - self.n_hidden_layers
         if extra < 0:
             raise NetworkError(
@@ -605,7 +629,7 @@ class Network:
 
     def __mul__(self, scalar: float | int | Fraction) -> Network:
         """Scalar multiple ``x -> scalar * self(x)``."""
-        if isinstance(scalar, Network) or not np.isscalar(scalar) and not isinstance(scalar, Fraction):
+        if isinstance(scalar, Network | str | bytes) or not np.isscalar(scalar) and not isinstance(scalar, Fraction):
             return NotImplemented
         try:
             s = _exact_value(scalar) if self._exact else float(scalar)
@@ -660,6 +684,8 @@ class Network:
         """Same architecture and entries equal up to a float tolerance (``rtol``
         default: :data:`relulab.tolerance.ROUNDOFF`)."""
         rtol = or_default(rtol, ROUNDOFF)
+        if not isinstance(other, Network):
+            raise NetworkError(f"allclose: compares two networks, got {type(other).__name__}")
         if self.depth != other.depth or (self._skip is None) != (other._skip is None):
             return False
         a_list = [*self._weights, *self._biases, *(self._skip or ())]

@@ -303,6 +303,8 @@ def pmap(
                 res = fn(item)
             except KeyboardInterrupt:
                 return                      # Ctrl-C: the caller keeps what finished
+            except MemoryError as e:        # the item fails, not the map (as in a pool)
+                res = on_error(item, f"out of memory (MemoryError: {e})" if str(e) else "out of memory (MemoryError)")
             yield i, res
     else:
         yield from _local_map(fn, items, workers or os.cpu_count() or 1, retries, on_error)
@@ -495,6 +497,13 @@ def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
             p.join(timeout=5)
             del running[conn]
 
+    def _retry_or_fail(i: int, why: str) -> Iterator[tuple[int, Any]]:
+        attempts[i] += 1
+        if attempts[i] > retries:
+            yield i, on_error(items[i], f"{why} {attempts[i]} times")
+        else:
+            queue.append(i)         # retried next, by a fresh worker
+
     try:
         for _ in range(min(workers, len(items))):
             start()
@@ -514,6 +523,19 @@ def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
                     except (EOFError, OSError):
                         continue                    # died while sending: the sentinel follows
                     running[conn] = (p, None)
+                    if not ok and isinstance(res, MemoryError):
+                        # out of memory inside Python: as for a worker the system killed,
+                        # the item alone fails (retried by a fresh worker), not the map
+                        p.kill()
+                        p.join(timeout=5)
+                        del running[conn]
+                        conn.close()
+                        why = f"out of memory (MemoryError: {res})" if str(res) else "out of memory (MemoryError)"
+                        yield from _retry_or_fail(j, why)
+                        if queue:
+                            start()
+                            feed(list(running)[-1])
+                        continue
                     if not ok:
                         raise res
                     yield j, _unpack(res)
@@ -522,11 +544,7 @@ def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
                     del running[conn]
                     conn.close()
                     if i is not None:
-                        attempts[i] += 1
-                        if attempts[i] > retries:
-                            yield i, on_error(items[i], f"worker process died {attempts[i]} times")
-                        else:
-                            queue.append(i)         # retried next, by a fresh worker
+                        yield from _retry_or_fail(i, "worker process died")
                     if queue:
                         start()
                         feed(list(running)[-1])

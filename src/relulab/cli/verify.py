@@ -65,6 +65,7 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
     p = Path(csv_path)
     base = p.parent
     out = []
+    seen: dict[str, int] = {}
     text = read_text_arg(p, "a CSV text file")
     for lineno, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
@@ -87,6 +88,13 @@ def read_instances(csv_path: str | os.PathLike) -> list[tuple[str, str, float]]:
             # one failed instance per row
             raise FormatError(f"{csv_path}:{lineno}: neither {row[0].strip()!r} nor {row[1].strip()!r} "
                               "exists; expected rows onnx,vnnlib[,timeout] (header optional)")
+        key = _instance_key(str(a), str(b))
+        if key in seen:
+            # results are keyed by model and property (the report, --resume): a second row
+            # would overwrite the first one's answer
+            raise FormatError(f"{csv_path}:{lineno}: repeats the model and property of line {seen[key]}; "
+                              "give each instance once")
+        seen[key] = lineno
         out.append((str(a), str(b), t))
     return out
 
