@@ -75,6 +75,12 @@ def mlp(widths: Sequence[int], *, init_scale: float = 1.0, bias: bool = True,
     """
     torch = require("torch", "torch")
     nn = torch.nn
+    if not all(isinstance(w, int | np.integer) and not isinstance(w, bool) for w in widths):
+        raise DynamicsError(f"mlp widths {list(widths)}: every width must be an integer")
+    if dtype not in ("float64", "float32"):
+        raise DynamicsError(f"mlp: dtype must be 'float64' or 'float32', got {dtype!r}")
+    if not (isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0):
+        raise DynamicsError(f"mlp: seed must be an integer >= 0, got {seed!r}")
     widths = [int(w) for w in widths]
     if len(widths) < 2 or min(widths) < 1:
         raise DynamicsError(f"mlp widths {widths}: need at least input and output sizes >= 1")

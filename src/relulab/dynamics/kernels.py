@@ -474,13 +474,21 @@ def empirical_ntk(
 
 
 def _dual(K: np.ndarray, Y: np.ndarray, ridge: float) -> np.ndarray:
-    """``(K + ridge I)^{-1} Y`` by Cholesky; least squares when that fails (ridge 0)."""
+    """``(K + ridge I)^{-1} Y`` by Cholesky; the least-squares (minimum-norm) solution when
+    the matrix is singular to float64 precision.  A singular PSD matrix rarely makes the
+    Cholesky factorisation fail (rounding leaves a tiny positive pivot): scipy then only
+    warns that it is ill-conditioned, and its answer was wrong at every training point
+    (a repeated point with two targets); that warning sends it to least squares too."""
+    import warnings
+
     import scipy.linalg
 
     A = K + ridge * np.eye(K.shape[0])
     try:
-        return scipy.linalg.solve(A, Y, assume_a="pos")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(A, Y, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
         return np.linalg.lstsq(A, Y, rcond=None)[0]
 
 
@@ -555,7 +563,8 @@ class KernelRidge:
         Y = np.asarray(y, dtype=float)
         if Y.shape[0] != K.shape[0] or not np.all(np.isfinite(Y)):
             raise KernelError(f"y: expected {K.shape[0]} finite targets, got shape {Y.shape}")
-        if not (np.isfinite(self.ridge) and self.ridge >= 0):
+        if not (isinstance(self.ridge, int | float | np.number) and not isinstance(self.ridge, bool)
+                and np.isfinite(self.ridge) and self.ridge >= 0):
             raise KernelError(f"ridge: expected a finite number >= 0, got {self.ridge!r}")
         self.alpha_ = _dual(K, Y, self.ridge)
         return self

@@ -74,6 +74,12 @@ def _decayed(model: Any, no_decay: Sequence[str] | str) -> list[Any]:
     for pre in prefixes:
         if not isinstance(pre, str) or not pre:
             raise DynamicsError(f"no_decay: expected parameter-name prefixes (non-empty strings), got {pre!r}")
+    names = [n for n, _ in model.named_parameters()]
+    if prefixes and not any(n.startswith(pre) for pre in prefixes for n in names):
+        # a typo would leave the decay on everywhere, silently (a list of prefixes may
+        # name parameters some models lack, such as "skip")
+        raise DynamicsError(f"no_decay: {', '.join(map(repr, prefixes))} starts no parameter's name; "
+                            f"the model's parameters are {', '.join(names)}")
     return [p for n, p in model.named_parameters()
             if p.requires_grad and not any(n.startswith(s) for s in prefixes)]
 
@@ -178,6 +184,8 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     steps, every = int(steps), int(every)
     if batch_size is not None and not is_int_at_least(batch_size, 1):
         raise DynamicsError(f"batch_size={batch_size!r}: need an integer >= 1 or None")
+    if not is_int_at_least(seed, 0):
+        raise DynamicsError(f"seed={seed!r}: need an integer >= 0")
     if isinstance(flow_tol, bool) or not (isinstance(flow_tol, numbers.Real) and np.isfinite(flow_tol)
                                           and flow_tol > 0):
         raise DynamicsError(f"flow_tol={flow_tol!r}: need a finite number > 0")
@@ -246,7 +254,7 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     t0 = time.perf_counter()
 
     def do_record(step: int, value: float) -> bool:
-        ctx = Context(model=model, X=X, step=step)
+        ctx = Context(model=model, X=X, step=step, deadline=None if time_limit is None else t0 + time_limit)
         rec_steps.append(step)
         rec_loss.append(value)
         for r in recs:

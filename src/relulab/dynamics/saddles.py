@@ -166,6 +166,9 @@ def saddle_events(traj: Trajectory, *, window: int | None = None, flat_tol: floa
     """
     if isinstance(growth, bool) or not (isinstance(growth, numbers.Real) and 1 < growth < np.inf):
         raise DynamicsError(f"growth={growth!r}: need a finite number > 1")  # NaN found no jump
+    if not (isinstance(active_share, int | float | np.number) and 0 <= active_share <= 1):
+        # (NaN fails the comparison): a share outside [0, 1] marks no neuron, silently
+        raise DynamicsError(f"active_share={active_share!r}: need a number in [0, 1]")
     runs, w = plateaus(traj.loss, window, flat_tol, min_length)
     L = traj.loss
     pl = tuple(Plateau(a, b, float(np.median(L[a:b + 1]))) for a, b in runs)

@@ -1,0 +1,77 @@
+"""Kernel ridge on singular kernels, the damped Levenberg-Marquardt step, recorders under
+train's time limit, and argument checks of relulab.dynamics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from relulab import Box  # noqa: E402
+from relulab.dynamics import KernelRidge, RegionCount, kernel_ridge, mlp, ntk, saddle_events, train  # noqa: E402
+from relulab.dynamics._model import DynamicsError  # noqa: E402
+from relulab.dynamics.kernels import KernelError  # noqa: E402
+from relulab.dynamics.multistart import _damped_step  # noqa: E402
+
+
+def test_ridge_zero_on_a_singular_kernel_is_the_least_squares_fit() -> None:
+    # a repeated point with two targets: the kernel is singular, Cholesky did not fail
+    # (a tiny positive pivot) and 55 of 200 seeds gave a fit wrong at every point
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(6, 3))
+        X[5] = X[0]
+        y = rng.normal(size=6)
+        y[5] = y[0] + 1.0
+        K = ntk(X, depth=2)
+        want = K @ np.linalg.lstsq(K, y, rcond=None)[0]
+        assert np.allclose(kernel_ridge(K, y, K), want, atol=1e-8), seed
+        got = KernelRidge("ntk", depth=2).fit(X, y).predict(X)
+        assert np.allclose(got, want, atol=1e-8), seed
+
+
+@pytest.mark.parametrize(("n", "P"), [(3, 40), (12, 9), (5, 5)])
+def test_the_damped_step_solves_the_damped_normal_equations(n, P) -> None:
+    rng = np.random.default_rng(n * P)
+    J = rng.normal(size=(4, n, P))
+    J[:, :, 0] = 0.0   # a dead unit: a zero column, damped by the floor alone
+    g = rng.normal(size=(4, P))
+    g[:, 0] = 0.0
+    d = rng.uniform(1e-3, 2.0, size=(4, P))
+    d[:, 0] = 1e-12
+    M = J.transpose(0, 2, 1) @ J + d[:, :, None] * np.eye(P)
+    step = _damped_step(J, g, d)
+    assert np.allclose(np.einsum("rpq,rq->rp", M, step), g, atol=1e-8)
+
+
+def test_a_region_count_recorder_stops_at_trains_time_limit() -> None:
+    # the recorder counted regions with no limit: a 2 s run went on for minutes
+    model = mlp([2, 6, 1], seed=0)
+    X, y = np.eye(2), np.ones(2)
+    with pytest.warns(UserWarning, match="the time limit came first"):
+        t = train(model, X, y, steps=50, every=1, time_limit=1e-9, record=[RegionCount(box=Box([-1, -1], [1, 1]))])
+    assert t.status == "time_limit" and np.isnan(t.records["regions"][0])
+    free = train(mlp([2, 6, 1], seed=0), X, y, steps=2, every=1, record=[RegionCount(box=Box([-1, -1], [1, 1]))])
+    assert all(v >= 1 for v in free.records["regions"])
+
+
+@pytest.mark.parametrize(("call", "err", "msg"), [
+    (lambda: mlp([2, 3.7, 1]), DynamicsError, "every width must be an integer"),
+    (lambda: mlp([2, 3, 1], dtype="float128"), DynamicsError, "dtype must be"),
+    (lambda: train(mlp([2, 3, 1]), np.eye(2), np.ones(2), seed=1.5), DynamicsError, "seed=1.5"),
+    (lambda: train(mlp([2, 3, 1]), np.eye(2), np.ones(2), seed=-3), DynamicsError, "seed=-3"),
+    (lambda: train(mlp([2, 3, 1]), np.eye(2), np.ones(2), weight_decay=0.1, no_decay="skp"),
+     DynamicsError, "'skp' starts no parameter's name"),
+    (lambda: KernelRidge("ntk", ridge="x").fit(np.eye(2), np.ones(2)), KernelError, "ridge"),
+])
+def test_bad_arguments_are_one_error(call, err, msg) -> None:
+    with pytest.raises(err, match=msg):
+        call()
+
+
+@pytest.mark.parametrize("share", [float("nan"), -1.0, 5.0])
+def test_saddle_events_refuses_an_active_share_outside_zero_one(share) -> None:
+    t = train(mlp([2, 2, 1], seed=0), np.eye(2), np.ones(2), steps=20, every=2)
+    with pytest.raises(DynamicsError, match="active_share"):
+        saddle_events(t, active_share=share)
