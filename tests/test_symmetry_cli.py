@@ -144,4 +144,4 @@ def test_help_texts_are_reflowed_and_unwritable_targets_name_themselves(capsys):
     flat = " ".join(out.split())
     assert "equal to the input on the box" in flat  # one sentence, no hard break inside
     code, out, err = run(capsys, "canonical", "example:tiny_2d.onnx", "-o", "/proc/x.npz")
-    assert code == 1 and err.strip() == "error: cannot write /proc/x.npz: No such file or directory"
+    assert code == 1 and err.strip() == "error: -o /proc/x.npz: cannot write in /proc (No such file or directory)"
