@@ -467,7 +467,7 @@ def objective_scale(c: Any) -> float:
     big = float(np.max(np.abs(np.asarray(c, dtype=np.float64)), initial=0.0))
     if not (0.0 < big < SMALL_OBJECTIVE) or not np.isfinite(big):
         return 1.0
-    return float(2.0 ** -np.floor(np.log2(big)))
+    return float(2.0 ** min(-np.floor(np.log2(big)), 1000.0))  # (2^1063 would overflow)
 
 
 def _box_min(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
