@@ -751,9 +751,7 @@ def test_slow_steps_under_a_time_limit_shrink_the_batches_and_lose_no_region(mon
     # the batches shrink to single regions, and the enumeration must still be the same
     import relulab.regions._engine as E
 
-    rng = np.random.default_rng(8)
-    net = Network([rng.normal(size=(12, 3)), rng.normal(size=(9, 12)) / 3, rng.normal(size=(1, 9))],
-                  [rng.normal(size=12) * .3, rng.normal(size=9) * .3, np.zeros(1)])
+    net = random_network(np.random.default_rng(8), [3, 12, 9, 1], scale=2.0)
     box = Box(-np.ones(3), np.ones(3))
     full = regions.enumerate(net, box)
     sizes: list[int] = []
