@@ -54,3 +54,15 @@ def test_a_network_is_not_scaled_by_text_or_by_an_array() -> None:
 def test_bad_domain_arguments_are_one_domain_error(make, msg) -> None:
     with pytest.raises(DomainError, match=msg):
         make()
+
+
+@pytest.mark.parametrize("gap", [1e-7, 2e-8, 5e-9])
+def test_a_polytope_empty_by_more_than_feas_tol_is_refused(gap) -> None:
+    # {x <= -1e-7, x >= 0} was accepted (HiGHS's own tolerance is 1e-7), and sample() failed
+    with pytest.raises(DomainError, match="empty polytope"):
+        Polytope([[1.0], [-1.0]], [-gap, 0.0])
+
+
+def test_a_polytope_within_feas_tol_of_a_point_is_kept() -> None:
+    P = Polytope([[1.0], [-1.0]], [-5e-10, 0.0])   # empty by less than FEAS_TOL: a point
+    assert P.bounding_box().hi[0] <= 1e-9 and Polytope([[1.0], [-1.0]], [0.0, 0.0]).dim == 1

@@ -212,6 +212,13 @@ class Polytope:
             x, r = chebyshev_center(A_m, b_v)
             if x is None:
                 raise DomainError("empty polytope: the inequalities A x <= b have no solution")
+            if float(np.max(A_m @ x - b_v)) > FEAS_TOL:
+                # HiGHS's own tolerance (1e-7) accepted the point: decide at relulab's
+                # (a set empty by 1e-7 was accepted, and sampling it failed later)
+                gap = _least_violation(A_m, b_v)
+                if gap > FEAS_TOL:
+                    raise DomainError(f"empty polytope: no point satisfies A x <= b within {FEAS_TOL:g} "
+                                      f"(every point misses some row by {gap:.3g} or more)")
 
     @staticmethod
     def whole_space(dim: int) -> Polytope:
@@ -329,6 +336,20 @@ class Polytope:
 
     def to_dict(self) -> dict:
         return {"type": "polytope", "A": self.A.tolist(), "b": self.b.tolist()}
+
+
+def _least_violation(A: np.ndarray, b: np.ndarray) -> float:
+    """min over x of max_i (A_i x - b_i), at least 0, by one LP at a tight tolerance."""
+    from .lp import LPModel
+
+    m, d = A.shape
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    model = LPModel(c, A_ub=np.hstack([A, -np.ones((m, 1))]), b_ub=b,
+                    lb=np.concatenate([np.full(d, -np.inf), [0.0]]))
+    model.set_feasibility_tol(primal=1e-10, dual=1e-10)  # tol: below FEAS_TOL, to decide at it
+    r = model.solve()
+    return float(r.objective) if r.status == "optimal" else 0.0
 
 
 def _check_count(n: Any) -> None:
