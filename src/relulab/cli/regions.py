@@ -84,6 +84,9 @@ def regions_cmd(
     if list_regions and not json_out:
         raise RelulabError("--list puts every region in the --json output: add --json")
     dom = Polytope.whole_space(d) if whole_space else parse_box(box, d)
+    if not whole_space and np.any(dom.hi <= dom.lo):
+        raise RelulabError(f"--box {box}: region enumeration needs a full-dimensional box (lo < hi "
+                           "in every coordinate)")
     progress = not json_out
     par: dict = {}
     if workers is not None or ray is not None:

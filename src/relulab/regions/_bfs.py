@@ -138,16 +138,20 @@ def enumerate_bfs(
     P = domain.to_polytope()
     A_dom, b_dom = np.asarray(P.A, float), np.asarray(P.b, float)
     if A_dom.shape[0]:
-        x0, _ = chebyshev_center(A_dom, b_dom)
+        centre, r_dom = chebyshev_center(A_dom, b_dom)
     else:
-        x0 = np.zeros(d)
+        centre, r_dom = np.zeros(d), np.inf
     rng = np.random.default_rng(0)
-    # a start point off every hyperplane
+    # a start point off every hyperplane, inside the domain: nudges stay within half the
+    # domain's inscribed ball (a fixed 1e-4 left a box 2e-6 high, and bfs found nothing)
+    nudge = min(1e-4 * (1.0 + float(np.abs(centre).max(initial=0.0))), 0.5 * r_dom)
+    x0 = centre
     for _ in range(100):
         zs = np.concatenate([z.ravel() for z in net.preactivations(x0[None])]) if N else np.ones(1)
         if np.all(np.abs(zs) > PROBE_STEP):
             break
-        x0 = x0 + 1e-4 * rng.normal(size=d)
+        u = rng.normal(size=d)
+        x0 = centre + nudge * rng.uniform(0.1, 1.0) * u / max(float(np.linalg.norm(u)), 1e-300)  # tol: a zero draw
     start = net.pattern_vector(x0[None])[0] if N else np.zeros(0, bool)
     seen = {start.tobytes()}
     queue = deque([start])
@@ -186,6 +190,8 @@ def enumerate_bfs(
         # a row relaxed by less than the LP's accuracy but beyond round-off may be a facet
         # of a thin region (a spike of width 1e-10): its neighbour may be missed
         unresolved += int(np.count_nonzero((excess > ROUNDOFF * (1.0 + np.abs(b))) & (excess <= FEAS_TOL)))
+        if not np.isfinite(r):  # an unbounded region: the ball around xc that fits in it
+            r = float(np.min(b - A @ xc, initial=np.inf))
         out.append((pat, A[facets], b[facets], idx[facets], xc, min(r, 1e300)))
         for q in facets:
             if idx[q] >= N:
@@ -249,18 +255,24 @@ MAX_STEP_HALVINGS = 40
 def _step_across(net: Network, fc: np.ndarray, a: np.ndarray, A_dom: np.ndarray,
                  b_dom: np.ndarray) -> np.ndarray | None:
     """The pattern of the region on the other side of the facet through ``fc`` with
-    outer normal ``a``; None when that side is outside the domain, ``_JUMPED`` when no
-    step short enough to land in a region whose closure holds ``fc`` was found.
+    outer normal ``a``; None when that side is outside the domain (every step, halved
+    down to 2^-40 of the first, leaves it), ``_JUMPED`` when no step short enough to land
+    in a region whose closure holds ``fc`` was found.
 
     A fixed step may jump over a region thinner than itself (a spike of width 1e-10
     behind a facet), so the landing region must contain ``fc`` in its closure, checked
     on its own rows at round-off; otherwise the step is halved.
     """
     step = BFS_STEP * (1.0 + float(np.abs(fc).max()))
+    landed = False
     for _ in range(MAX_STEP_HALVINGS):
         y = fc + step * a
         if A_dom.shape[0] and np.any(A_dom @ y > b_dom):
-            return None
+            # outside the domain: a shorter step may still land inside it (a thin domain,
+            # 2e-6 high, was left by the first step, and its neighbours were never seen)
+            step /= 2
+            continue
+        landed = True
         nb = net.pattern_vector(y[None])[0]
         A2, b2 = pattern_hrep(net, nb, A_dom, b_dom)
         viol = A2 @ fc - b2
@@ -268,7 +280,7 @@ def _step_across(net: Network, fc: np.ndarray, a: np.ndarray, A_dom: np.ndarray,
         if np.all(viol <= ROUNDOFF * scale):
             return nb
         step /= 2
-    return _JUMPED
+    return _JUMPED if landed else None
 
 
 def _facet_center(A: np.ndarray, b: np.ndarray, q: int) -> np.ndarray | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RelulabError
 from ..network import Network
 from ..results import Result
 from ..tolerance import PROBE_STEP, scaled_tol
@@ -14,6 +15,15 @@ from ._bfs import _facet_center
 from ._types import RegionSet, neuron_label, pattern_index
 
 __all__ = ["adjacency", "graph", "graph_summary", "GraphSummary"]
+
+
+def _check_set(rs: Any, net: Any, where: str) -> None:
+    """One error for a wrong argument: a RegionSet, and a network of its input size."""
+    if not isinstance(rs, RegionSet):
+        raise RelulabError(f"{where}: expected a RegionSet (regions.enumerate), got {type(rs).__name__}")
+    if net is not None and not (isinstance(net, Network) and net.input_dim == rs.dim):
+        raise RelulabError(f"{where}: net must be the Network the regions came from "
+                           f"({rs.dim} inputs), got {net!r}")
 
 
 def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
@@ -36,6 +46,7 @@ def adjacency(rs: RegionSet, net: Network | None = None) -> np.ndarray:
         >>> E.shape, all((rs[i].pattern != rs[j].pattern).sum() == 1 for i, j, _ in E)
         ((4, 3), True)
     """
+    _check_set(rs, net, "adjacency")
     n = len(rs)
     N = rs.n_neurons
     if n == 0 or N == 0:
@@ -217,6 +228,8 @@ def graph_summary(G: Any, rs: RegionSet | None = None, *, diameter: bool = True)
     """
     import networkx as nx
 
+    if not isinstance(G, nx.Graph):
+        raise RelulabError(f"graph_summary: expected the networkx graph of regions.graph(rs), got {type(G).__name__}")
     n = G.number_of_nodes()
     m = G.number_of_edges()
     degs = [d for _, d in G.degree()]

@@ -125,10 +125,13 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
     # exact networks: b - a in rationals (in float it would be another segment)
-    av = np.array([_fraction(v) for v in np.ravel(np.asarray(a, dtype=object))], dtype=object) if ex \
-        else np.asarray(a, float).ravel()
-    bv = np.array([_fraction(v) for v in np.ravel(np.asarray(b, dtype=object))], dtype=object) if ex \
-        else np.asarray(b, float).ravel()
+    try:
+        av = np.array([_fraction(v) for v in np.ravel(np.asarray(a, dtype=object))], dtype=object) if ex \
+            else np.asarray(a, float).ravel()
+        bv = np.array([_fraction(v) for v in np.ravel(np.asarray(b, dtype=object))], dtype=object) if ex \
+            else np.asarray(b, float).ravel()
+    except (TypeError, ValueError):
+        raise RelulabError(f"along_segment: the ends a and b must be points (numbers), got {a!r} and {b!r}") from None
     if av.shape != bv.shape:
         raise RelulabError(f"along_segment: a has {av.size} entries and b has {bv.size}")
     g = restrict_affine(net, av, [bv - av])
@@ -288,7 +291,10 @@ def slice2d(
     v = np.asarray(v, dtype=np.float64).ravel()
     if abs(u[0] * 0 + np.linalg.matrix_rank(np.stack([u, v]))) < 2:
         raise RelulabError("slice2d: the directions u and v are parallel")
-    s0, s1, t0, t1 = (float(w) for w in window)
+    try:
+        s0, s1, t0, t1 = (float(w) for w in window)
+    except (TypeError, ValueError):
+        raise RelulabError(f"slice2d: window must be four numbers (s0, s1, t0, t1), got {window!r}") from None
     g = restrict_affine(net.float() if net.is_exact else net, o, np.stack([u, v]))
     rs = enumerate_regions(g, Box([s0, t0], [s1, t1]))
     polys = []

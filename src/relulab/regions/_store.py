@@ -203,8 +203,9 @@ def write_regions(
     if fmt == "parquet":
         require("pyarrow", "parquet")  # fail before any enumeration work
     stopped = [False]
-    if max_regions is not None and max_regions < 1:
-        raise RelulabError(f"write_regions: max_regions must be at least 1, got {max_regions}")
+    if max_regions is not None and not (isinstance(max_regions, int | np.integer)
+                                        and not isinstance(max_regions, bool) and max_regions >= 1):
+        raise RelulabError(f"write_regions: max_regions must be a positive integer or None, got {max_regions!r}")
     # one region more than asked tells a complete enumeration from a cut one
     report: dict = {}
     stream = iter_regions(net, domain, progress=progress, report=report,
@@ -244,17 +245,27 @@ def read_regions(path: str | os.PathLike) -> Iterator[Region]:
             pf = pq.ParquetFile(path)
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise RelulabError(f"{path}: not a Parquet region file ({exc})") from None
+        k = 0
         for g in range(pf.num_row_groups):
             for row in pf.read_row_group(g).to_pylist():
-                yield _region(row)
+                k += 1
+                try:
+                    region = _region(row)
+                except (ValueError, KeyError, TypeError) as exc:  # a Parquet file of another layout
+                    raise RelulabError(f"{path}: row {k} is not a region record (missing or bad {exc})") from None
+                yield region
         return
-    with open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                region = _region(row)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise RelulabError(f"{path}:{lineno}: not a region record ({exc})") from None
-            yield region
+    with open(path, encoding="utf-8") as fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, 1):  # noqa: B007 - named in the error below
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    region = _region(row)
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise RelulabError(f"{path}:{lineno}: not a region record ({exc})") from None
+                yield region
+        except UnicodeDecodeError:
+            raise RelulabError(f"{path}:{lineno + 1}: not a region file (the text is not UTF-8)") from None

@@ -1,0 +1,96 @@
+"""The BFS cross-check on thin domains, the Chebyshev centres under a time limit, and
+one-line errors for bad arguments of relulab.regions."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from conftest import random_network
+from conftest import run_cli as run
+
+from relulab import Box, Network, Polytope, regions
+from relulab.errors import RelulabError
+
+THREE_LINES = Network([[[1, 0], [0, 1], [1, 1]], [[1, 1, 1]]], [[0, 0, 0], [0]])
+
+
+@pytest.mark.parametrize("h", [1e-2, 1e-5, 1e-6, 3e-7])
+def test_bfs_finds_every_region_of_a_thin_box(h) -> None:
+    # three lines through the origin cut [-1, 1] x [-h, h] into 6 regions; bfs found 1
+    # at h = 1e-6 (its start nudge of 1e-4 left the box, and steps of 1e-6 left it too),
+    # marked certified
+    box = Box([-1, -h], [1, h])
+    sub, bfs = regions.enumerate(THREE_LINES, box), regions.enumerate(THREE_LINES, box, method="bfs")
+    assert len(sub) == 6 and sorted(map(bytes, sub.patterns)) == sorted(map(bytes, bfs.patterns))
+
+
+def test_bfs_finds_the_regions_next_to_lines_outside_a_thin_box() -> None:
+    net = Network([[[1, 0], [0, 1], [0, 1], [0, -1]], [[1, 1, 1, 1]]], [[0, 0, -2e-6, -2e-6], [0]])
+    box = Box([-1, -1e-6], [1, 1e-6])
+    assert len(regions.enumerate(net, box, method="bfs")) == len(regions.enumerate(net, box)) == 4
+
+
+def test_bfs_radius_of_an_unbounded_region_is_its_balls() -> None:
+    # |x| on R: the radius was 1e300 for an interior point 1e6 from its facet
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    rs = regions.enumerate(net, Polytope.whole_space(1), method="bfs")
+    for r in rs:
+        assert r.radius <= abs(float(r.interior_point[0])) + 1e-9
+
+
+def test_chebyshev_centres_stop_at_the_time_limit_and_say_so(monkeypatch) -> None:
+    # one LP per region ran after the deadline (21 s for a 3 s limit)
+    import relulab.lp
+
+    net = random_network(np.random.default_rng(2), [2, 12, 1], scale=2.0)
+    box = Box([-1, -1], [1, 1])
+    real = relulab.lp.chebyshev_center
+
+    def slow(*args, **kwargs):
+        time.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(relulab.lp, "chebyshev_center", slow)
+    rs = regions.enumerate(net, box, centers="chebyshev", time_limit=0.3)
+    full = regions.enumerate(net, box)
+    assert len(rs) == len(full) > 20 and "time limit" in rs.info["centers"]
+    assert all(bool(np.all(r.A @ r.interior_point < r.b)) for r in rs)   # still interior points
+
+
+@pytest.mark.parametrize(("call", "msg"), [
+    (lambda: list(regions.iter_regions(THREE_LINES, Box([-1, -1], [1, 1]), max_regions=2.5)), "max_regions"),
+    (lambda: list(regions.iter_regions(THREE_LINES, Box([-1, -1], [1, 1]), max_regions=0)), "max_regions"),
+    (lambda: regions.enumerate(np.eye(2)), "expected a relulab Network"),
+    (lambda: regions.slice2d(THREE_LINES, window=(-1, 1, 1)), "window must be four numbers"),
+    (lambda: regions.along_segment(THREE_LINES, "ab", "cd"), "the ends a and b must be points"),
+    (lambda: regions.graph([1, 2]), "expected a RegionSet"),
+    (lambda: regions.graph_summary(regions.enumerate(THREE_LINES, Box([-1, -1], [1, 1]))),
+     "expected the networkx graph"),
+])
+def test_bad_arguments_are_one_error(call, msg) -> None:
+    with pytest.raises(RelulabError, match=msg):
+        call()
+
+
+def test_write_regions_refuses_a_fractional_cap(tmp_path) -> None:
+    with pytest.raises(RelulabError, match="max_regions must be a positive integer"):
+        regions.write_regions(THREE_LINES, tmp_path / "r.jsonl", Box([-1, -1], [1, 1]), max_regions=2.5)
+
+
+def test_read_regions_names_a_file_that_is_not_utf8_or_not_regions(tmp_path) -> None:
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00 not text")
+    with pytest.raises(RelulabError, match="bin.jsonl:1: not a region file"):
+        list(regions.read_regions(tmp_path / "bin.jsonl"))
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "other.parquet")
+    with pytest.raises(RelulabError, match="other.parquet: row 1 is not a region record"):
+        list(regions.read_regions(tmp_path / "other.parquet"))
+
+
+def test_cli_flat_box_names_the_option(capsys) -> None:
+    code, _, err = run(capsys, "regions", "example:tiny_2d.onnx", "--box", "0:0,-1:1", "--count")
+    assert code == 1 and "--box 0:0,-1:1: region enumeration needs a full-dimensional box" in err
