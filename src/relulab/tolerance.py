@@ -72,6 +72,7 @@ HUGE_MILP_VALUE = 1e15  # HiGHS fails on models whose bounds reach about this (1
 # primal and dual feasibility of the minimal-norm LPs: their duals certify the lower bound,
 # and HiGHS's default 1e-7 left relative gaps near 2e-8 (above GAP_TOL) in one case in six
 MINNORM_LP_TOL = 1e-10
+HIGHS_DEFAULT_TOL = 1e-7  # HiGHS's own primal / dual feasibility tolerances (a fallback)
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)
 
 # -- comparing floats computed along different routes

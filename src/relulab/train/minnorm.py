@@ -61,6 +61,7 @@ from ..tolerance import (
     EQUIV_TOL,
     FEAS_TOL,
     GAP_TOL,
+    HIGHS_DEFAULT_TOL,
     MINNORM_LP_TOL,
     PROOF_MARGIN,
     ROUNDOFF,
@@ -233,6 +234,12 @@ def _kink_lp(
         lp.set_time_limit(seconds)
     lp.set_feasibility_tol(primal=MINNORM_LP_TOL, dual=MINNORM_LP_TOL)
     r = lp.solve()
+    if r.status == "error":
+        # HiGHS gave up at the tight tolerance (data of size 1e-6 without a skip: costs
+        # near 1e6 after the column scaling); at its own defaults it solves them, and the
+        # lower bound does not rest on them (it is the scaled dual's value)
+        lp.set_feasibility_tol(primal=HIGHS_DEFAULT_TOL, dual=HIGHS_DEFAULT_TOL)
+        r = lp.solve()
     if not r.ok:
         return _LPOut(r.status, np.nan, 0.0, 0.0, np.zeros(K), None, None)
     z = r.x / scale * ys
@@ -352,7 +359,9 @@ class OptimalSet:
     have a convex and / or a concave kink there; a function is optimal exactly when it
     meets the data constraints and its representation cost equals ``cost``
     (:func:`in_optimal_set`).  ``value_ranges`` gives, for each data point, the smallest
-    and largest value of an optimal function there (a single value for interpolation).
+    and largest value of an optimal function there (a single value for interpolation;
+    +-inf where optimal functions are unbounded there; NaN where the probe LP did not
+    finish, e.g. at the time limit).
 
     Example:
         >>> r = minnorm_interpolant([0, 1, 2], [0, 1, 0], bias="free", skip=True)
@@ -613,9 +622,9 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
             gap = float(np.min(np.diff(x))) if x.size > 1 else 0.0
             raise MinNormError(
                 f"the minimal-norm LP ended with status {new.status}, a numerical failure: the "
-                f"{task} constraints can always be met for distinct x (here x spans "
-                f"[{x[0]:.3g}, {x[-1]:.3g}], closest two {gap:.3g} apart, |y| up to "
-                f"{float(np.max(np.abs(y))):.3g}); rescale x and y to moderate sizes")
+                f"{task} constraints can always be met for distinct x (here, after relulab's own "
+                f"rescaling, x spans [{x[0]:.3g}, {x[-1]:.3g}], closest two {gap:.3g} apart, |y| up "
+                f"to {float(np.max(np.abs(y))):.3g}); rescale x and y to moderate sizes")
         out = new
         m = _project_free(out.duals, x, skip) if task == "regression" else out.duals
         ratio, adds = _max_violation(x, m, bias, skip)
@@ -730,6 +739,15 @@ def _contacts(x: np.ndarray, g: np.ndarray, bias: str, skip: bool):
             else:
                 if not bounded and abs(beta) >= 1.0 - _CONTACT:
                     return None  # the supremum is approached at infinity
+                if bounded:
+                    # |alpha + beta t| / sqrt(1 + t^2) is quasi-concave where alpha + beta t
+                    # keeps its sign (its level sets are {linear >= c * convex}): near the
+                    # weight at both ends, it is near it on the whole gap (at x ~ 1e6 the
+                    # weight is ~|t| and a second optimum 1e-12 off differed by 50 %)
+                    ga, gb = alpha + beta * a, alpha + beta * b
+                    if (ga * gb > 0 and abs(ga) / np.sqrt(1.0 + a * a) >= 1.0 - _CONTACT
+                            and abs(gb) / np.sqrt(1.0 + b * b) >= 1.0 - _CONTACT):
+                        return None
                 cands = [v for v in (a, b) if np.isfinite(v)]
                 if alpha != 0.0 and a <= beta / alpha <= b:
                     cands.append(beta / alpha)
@@ -904,7 +922,10 @@ def _describe_free(x: np.ndarray, y: np.ndarray, skip: bool, task: str,
                 r = _kink_lp(x, y, t, o, w, task, skip,
                              extra_ub=(cost_row, np.array([opt + slack])),
                              objective=rows[i], maximize=mx, time_limit=deadline.left)
-                ranges[i, col] = r.value if r.status == "optimal" else np.nan
+                # unbounded: optimal functions take arbitrarily large (small) values
+                # there; NaN is kept for a probe that did not finish (time limit, error)
+                ranges[i, col] = (r.value if r.status == "optimal" else
+                                  (np.inf if mx else -np.inf) if r.status == "unbounded" else np.nan)
     return OptimalSet(cost=float(opt), zones=tuple(zones), value_ranges=ranges)
 
 
