@@ -66,3 +66,38 @@ def test_a_polytope_empty_by_more_than_feas_tol_is_refused(gap) -> None:
 def test_a_polytope_within_feas_tol_of_a_point_is_kept() -> None:
     P = Polytope([[1.0], [-1.0]], [-5e-10, 0.0])   # empty by less than FEAS_TOL: a point
     assert P.bounding_box().hi[0] <= 1e-9 and Polytope([[1.0], [-1.0]], [0.0, 0.0]).dim == 1
+
+
+def test_small_non_empty_polytopes_far_from_the_origin_are_kept() -> None:
+    # the emptiness decision took an absolute 1e-9: at coordinates of 1e8 the LP's own
+    # rounding (~1e-8) refused non-empty triangles (8 of 20)
+    for scale in (1e7, 1e8):
+        for size in (1e-9, 1e-8):   # triangles of inradius 1e-9 and 1e-8
+            rng = np.random.default_rng(0)
+            for _ in range(20):
+                p = rng.normal(size=2) * scale
+                ang = np.array([0, 2.1, 4.2]) + rng.uniform(0, 2 * np.pi)
+                A = np.c_[np.cos(ang), np.sin(ang)]
+                Polytope(A, A @ p + size)   # was refused as empty (4 of 20 at 1e8)
+
+
+def test_lp_costs_added_after_a_small_objective_are_rescaled() -> None:
+    from relulab.lp import LPModel
+
+    # columns of cost ~3 added to an LP whose objective was ~1e-12: the leftover scale
+    # (2^40) multiplied the new costs, and HiGHS said "error" or "unbounded" (2 of 300)
+    rng = np.random.default_rng(1)
+    for t in range(300):
+        x0 = rng.normal(size=3)
+        A = rng.normal(size=(4, 3))
+        b = A @ x0 + rng.uniform(0, 1, 4)
+        c_small = rng.normal(size=3) * 1e-12
+        grown = LPModel(c_small, A_ub=A, b_ub=b, lb=x0 - 2, ub=x0 + 2)
+        grown.solve()
+        cc, col = rng.normal(size=2) * 3, rng.normal(size=(4, 2))
+        grown.add_cols(cc, [-1, -1], [1, 1], col)
+        r = grown.solve()
+        fresh = LPModel(np.concatenate([c_small, cc]), A_ub=np.hstack([A, col]), b_ub=b,
+                        lb=np.r_[x0 - 2, -1, -1], ub=np.r_[x0 + 2, 1, 1]).solve()
+        assert r.status == fresh.status == "optimal", t
+        assert r.objective == pytest.approx(fresh.objective, rel=1e-6, abs=1e-6), t

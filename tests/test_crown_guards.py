@@ -98,3 +98,18 @@ def test_a_structured_counterexample_within_the_rounding_of_its_largest_values_i
             return 3.0
 
     assert _structured_check(Small(), np.array([0.5]), term).ok
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.1, 0.7), (1e-8, 1e8), (-2.0, 3.0)])
+def test_the_clip_rewrite_is_exact_at_and_below_its_lower_end(lo, hi) -> None:
+    # hi - relu(hi - lo - relu(x - lo)) gave 0.09999999999999998 for clip(x, 0.1, 0.7) at
+    # x <= 0.1, and 1.49e-8 for clip(x, 1e-8, 1e8)
+    m = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Hardtanh(lo, hi)).double()
+    with torch.no_grad():
+        m[0].weight.fill_(1.0)
+        m[0].bias.fill_(0.0)
+    bg = BoundGraph.from_torch(m, (1,))
+    X = np.array([[lo], [lo - 1.0], [-5.0], [hi], [hi + 1.0], [(lo + hi) / 2]])
+    got, want = bg.forward(X).ravel(), np.clip(X, lo, hi).ravel()
+    assert got[:3].tolist() == want[:3].tolist()   # exact at and below lo
+    assert np.allclose(got[3:], want[3:], rtol=1e-15, atol=0)   # elsewhere: to rounding

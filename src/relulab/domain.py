@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RelulabError
-from .tolerance import FEAS_TOL, or_default
+from .tolerance import FEAS_TOL, or_default, scaled_tol
 
 # HiGHS's infinity: a constraint bound of this size or more is read as no bound at all
 LP_INFINITY = 1e20
@@ -212,12 +212,14 @@ class Polytope:
             x, r = chebyshev_center(A_m, b_v)
             if x is None:
                 raise DomainError("empty polytope: the inequalities A x <= b have no solution")
-            if float(np.max(A_m @ x - b_v)) > FEAS_TOL:
+            # relative to the data's size: the LP's own rounding is ~1e-8 at coordinates of 1e8
+            tol = float(scaled_tol(max(float(np.max(np.abs(b_v))), float(np.max(np.abs(x)))), FEAS_TOL))
+            if float(np.max(A_m @ x - b_v)) > tol:
                 # HiGHS's own tolerance (1e-7) accepted the point: decide at relulab's
                 # (a set empty by 1e-7 was accepted, and sampling it failed later)
                 gap = _least_violation(A_m, b_v)
-                if gap > FEAS_TOL:
-                    raise DomainError(f"empty polytope: no point satisfies A x <= b within {FEAS_TOL:g} "
+                if gap > tol:
+                    raise DomainError(f"empty polytope: no point satisfies A x <= b within {tol:.3g} "
                                       f"(every point misses some row by {gap:.3g} or more)")
 
     @staticmethod
@@ -270,8 +272,12 @@ class Polytope:
                 c[i] = sign
                 m.set_objective(c)
                 r = m.solve()
-                if r.status != "optimal":
+                if r.status == "unbounded":
                     raise DomainError(f"polytope is unbounded along coordinate {i}")
+                if r.status != "optimal":  # (it was called unbounded whatever the status)
+                    raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
+                                      f"{r.status} (a set this thin or this far out is beyond the "
+                                      "LP solver's resolution)")
                 target[i] = sign * r.objective
         return Box(lo, np.maximum(hi, lo))
 

@@ -359,6 +359,11 @@ class LPModel:
         self.n += c.shape[0]
         self._cost = np.concatenate([self._cost, c])
         self._mirror = None
+        if not self._is_mip and objective_scale(self._cost) != self._scale:
+            # the new costs change the objective's size: rescale all of it (a leftover
+            # 2^40 times a new cost of 1 made HiGHS fail)
+            self._scale = objective_scale(self._cost)
+            self._h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), self._cost * self._scale)
 
     def _model_copy(self) -> tuple:
         if self._mirror is None:

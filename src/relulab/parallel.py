@@ -299,12 +299,15 @@ def pmap(
     _import_all(preload)
     if workers == 1:
         for i, item in enumerate(items):
-            try:
-                res = fn(item)
-            except KeyboardInterrupt:
-                return                      # Ctrl-C: the caller keeps what finished
-            except MemoryError as e:        # the item fails, not the map (as in a pool)
-                res = on_error(item, f"out of memory (MemoryError: {e})" if str(e) else "out of memory (MemoryError)")
+            for attempt in range(1, retries + 2):
+                try:
+                    res = fn(item)
+                    break
+                except KeyboardInterrupt:
+                    return                  # Ctrl-C: the caller keeps what finished
+                except MemoryError as e:    # the item fails, not the map: retried as in a pool
+                    why = f"out of memory (MemoryError: {e})" if str(e) else "out of memory (MemoryError)"
+                    res = on_error(item, f"{why} {attempt} times")
             yield i, res
     else:
         yield from _local_map(fn, items, workers or os.cpu_count() or 1, retries, on_error)

@@ -101,7 +101,7 @@ class _Reader:
         return self.leaky(ins, at, self.const(ins[1], "the slope"))
 
     def clip(self, ins: list, at: dict) -> list:
-        """clip(x) = hi - relu(hi - lo - relu(x - lo)); max(x, lo) = lo + relu(x - lo);
+        """clip(x) = lo + (d - relu(d - relu(x - lo))) with d = hi - lo; max(x, lo) = lo + relu(x - lo);
         min(x, hi) = hi - relu(hi - x)."""
         a = ins[0]
 
@@ -127,14 +127,17 @@ class _Reader:
         if lo is None:
             r = self.add(Relu(), [self.add(Affine(shift(-1.0), shift(hi)), [a], "_dhi")])
             return [self.add(Affine(shift(-1.0), shift(hi)), [r], "_down")]
-        # clip(x) = hi - relu((hi - lo) - relu(x - lo)), in sequence: the parallel form
-        # lo + relu(x - lo) - relu(x - hi) subtracts two huge numbers when |x| is huge
-        # (x ~ 1e16 gave 0 for a clip to 0.7, and a wrong "violated"); here a huge x
-        # only meets a ReLU that drops it
+        # clip(x) = lo + (d - relu(d - relu(x - lo))), d = hi - lo, in sequence: the
+        # parallel form lo + relu(x - lo) - relu(x - hi) subtracts two huge numbers when
+        # |x| is huge (x ~ 1e16 gave 0 for a clip to 0.7, and a wrong "violated"); here a
+        # huge x only meets a ReLU that drops it, x <= lo gives lo exactly (d - d = 0) and
+        # x >= hi gives lo + d, hi to rounding
+        d = hi - lo
         r1 = self.add(Relu(), [self.add(Affine(None, shift(-lo)), [a], "_dlo")])
-        room = self.add(Affine(shift(-1.0), shift(hi - lo)), [r1], "_room")
+        room = self.add(Affine(shift(-1.0), shift(d)), [r1], "_room")
         r2 = self.add(Relu(), [room])
-        return [self.add(Affine(shift(-1.0), shift(hi)), [r2], "_clip")]
+        w = self.add(Affine(shift(-1.0), shift(d)), [r2], "_min")
+        return [self.add(Affine(None, shift(lo)), [w], "_clip")]
 
     def passthrough(self, ins: list, at: dict) -> list:
         return [ins[0]]

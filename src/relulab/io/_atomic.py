@@ -50,14 +50,17 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
         relulab.errors.RelulabError: -o .../f/net.npz: .../f is not a folder
     """
     refuse_example(path, what)
-    target = Path(os.path.realpath(path))
-    if target.is_dir():
-        raise RelulabError(f"{what} {path}: it is a folder")
-    folder = target.parent
-    while not folder.exists():  # the nearest folder that exists is the one written into
-        folder = folder.parent
-    if not folder.is_dir():
-        raise RelulabError(f"{what} {path}: {_first_non_folder(target.parent)} is not a folder")
+    try:
+        target = Path(os.path.realpath(path))
+        if target.is_dir():
+            raise RelulabError(f"{what} {path}: it is a folder")
+        folder = target.parent
+        while not folder.exists():  # the nearest folder that exists is the one written into
+            folder = folder.parent
+        if not folder.is_dir():
+            raise RelulabError(f"{what} {path}: {_first_non_folder(target.parent)} is not a folder")
+    except OSError as e:  # a folder on the way one may not search
+        raise RelulabError(f"{what} {path}: cannot reach it ({e.strerror or e})") from None
     # a real probe, not os.access: as root os.access says yes to /proc and to read-only
     # mounts, and the write failed after the work
     try:
