@@ -64,6 +64,8 @@ def test_a_region_count_recorder_stops_at_trains_time_limit() -> None:
     (lambda: train(mlp([2, 3, 1]), np.eye(2), np.ones(2), weight_decay=0.1, no_decay="skp"),
      DynamicsError, "'skp' starts no parameter's name"),
     (lambda: KernelRidge("ntk", ridge="x").fit(np.eye(2), np.ones(2)), KernelError, "ridge"),
+    (lambda: train(mlp([2, 3, 1]), np.eye(2), np.ones(2), optimizer="gd", batch_size=1), DynamicsError,
+     "uses the full batch"),
 ])
 def test_bad_arguments_are_one_error(call, err, msg) -> None:
     with pytest.raises(err, match=msg):

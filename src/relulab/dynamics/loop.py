@@ -200,6 +200,9 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     if momentum and optimizer != "sgd":
         raise DynamicsError(f"momentum={momentum!r}: momentum applies to optimizer='sgd' only "
                             f"(got {optimizer!r}), where it would be ignored")
+    if batch_size is not None and optimizer in ("gd", "flow"):
+        raise DynamicsError(f"batch_size={batch_size!r}: optimizer={optimizer!r} uses the full batch, "
+                            "where batch_size would be ignored; use optimizer='sgd' for minibatches")
     if stop is not None and not callable(stop):
         raise DynamicsError(f"stop={stop!r}: need a function (ctx, loss) -> bool or None")
     if time_limit is not None and not is_positive_seconds(time_limit):
