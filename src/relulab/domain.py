@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RelulabError
+from .errors import RelulabError, is_int_at_least
 from .tolerance import FEAS_TOL, or_default, scaled_tol
 
 # HiGHS's infinity: a constraint bound of this size or more is read as no bound at all
@@ -128,7 +128,7 @@ class Box:
 
     def split(self, axis: int, at: float | None = None) -> tuple[Box, Box]:
         """Two halves of the box, cut across ``axis`` (at its midpoint by default)."""
-        if not (isinstance(axis, int | np.integer) and 0 <= axis < self.dim):
+        if not (is_int_at_least(axis, 0) and axis < self.dim):
             raise DomainError(f"split: axis must be an integer in 0..{self.dim - 1}, got {axis!r}")
         m = float(_midpoint(self.lo[axis], self.hi[axis])) if at is None else float(at)
         hi1 = self.hi.copy()
@@ -359,7 +359,7 @@ def _least_violation(A: np.ndarray, b: np.ndarray) -> float:
 
 
 def _check_count(n: Any) -> None:
-    if not (isinstance(n, int | np.integer) and not isinstance(n, bool) and n >= 0):
+    if not is_int_at_least(n, 0):
         raise DomainError(f"sample: n must be a non-negative integer, got {n!r}")
 
 

@@ -27,7 +27,7 @@ import os
 import time
 from collections.abc import Iterator
 
-from .errors import RelulabError
+from .errors import RelulabError, is_positive_seconds
 
 # check_seconds (the argument check of a time limit) is imported by name where needed
 __all__ = ["Deadline", "ResourceLimitError", "memory_budget", "check_bytes", "available_memory", "memory_limit"]
@@ -93,12 +93,10 @@ def check_seconds(time_limit: object, where: str) -> float | None:
     """
     if time_limit is None:
         return None
-    number = isinstance(time_limit, (int, float)) or type(time_limit).__module__ == "numpy"
-    t = float(time_limit) if number and not isinstance(time_limit, bool) else math.nan  # type: ignore[arg-type]
-    if not t > 0:  # "not >" also refuses NaN (and a string or a bool, made NaN above)
+    if not is_positive_seconds(time_limit):
         raise RelulabError(f"{where}: time_limit must be a positive number of seconds or None, "
                            f"got {time_limit!r}")
-    return t
+    return float(time_limit)  # type: ignore[arg-type]
 
 
 def available_memory() -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..network import Network
 
 
@@ -75,11 +75,11 @@ def mlp(widths: Sequence[int], *, init_scale: float = 1.0, bias: bool = True,
     """
     torch = require("torch", "torch")
     nn = torch.nn
-    if not all(isinstance(w, int | np.integer) and not isinstance(w, bool) for w in widths):
+    if not all(is_int_at_least(w, 0) for w in widths):  # (sizes >= 1 are checked below)
         raise DynamicsError(f"mlp widths {list(widths)}: every width must be an integer")
     if dtype not in ("float64", "float32"):
         raise DynamicsError(f"mlp: dtype must be 'float64' or 'float32', got {dtype!r}")
-    if not (isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0):
+    if not is_int_at_least(seed, 0):
         raise DynamicsError(f"mlp: seed must be an integer >= 0, got {seed!r}")
     widths = [int(w) for w in widths]
     if len(widths) < 2 or min(widths) < 1:

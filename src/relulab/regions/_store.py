@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope
-from ..errors import RelulabError, require
+from ..errors import RelulabError, is_int_at_least, require
 from ..io import atomic_path
 from ..network import Network
 from ..results import Result
@@ -203,8 +203,7 @@ def write_regions(
     if fmt == "parquet":
         require("pyarrow", "parquet")  # fail before any enumeration work
     stopped = [False]
-    if max_regions is not None and not (isinstance(max_regions, int | np.integer)
-                                        and not isinstance(max_regions, bool) and max_regions >= 1):
+    if max_regions is not None and not is_int_at_least(max_regions, 1):
         raise RelulabError(f"write_regions: max_regions must be a positive integer or None, got {max_regions!r}")
     # one region more than asked tells a complete enumeration from a cut one
     report: dict = {}
