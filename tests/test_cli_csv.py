@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from relulab.cli.train import read_csv
 from relulab.errors import FormatError
@@ -36,3 +37,15 @@ def test_bad_cells_are_named_not_skipped(tmp_path, text, where):
     p.write_text(text)
     with pytest.raises(FormatError, match=where):
         read_csv(str(p))
+
+
+@pytest.mark.parametrize("text, args, what", [
+    ("x,y\n0,1\n0,2\n1,0\n", [], "appears twice with different targets"),
+    ("x,y\n0,1\n1,3\n2,1\n", ["--classify"], "labels must be"),
+])
+def test_fit_minnorm_names_the_data_file_in_a_data_error(tmp_path, capsys, text, args, what):
+    # the error read "x = 0.0 appears twice ...", without the file it came from
+    p = tmp_path / "dup.csv"
+    p.write_text(text, encoding="utf-8")
+    code, _, err = run_cli(capsys, "fit-minnorm", str(p), *args)
+    assert code == 1 and f"{p}: " in err and what in err and "Traceback" not in err

@@ -114,3 +114,14 @@ def test_boxes_with_huge_finite_bounds_sample_split_and_centre_inside():
     assert np.array_equal(C.sample(5, 1), C.lo + np.random.default_rng(1).random((5, 2)) * (C.hi - C.lo))
     tiny = Box([5e-324], [5e-324])
     assert tiny.center.tolist() == [5e-324]
+
+
+def test_unbounded_verdict_names_entries_the_lp_solver_drops():
+    # x + 1e12 y <= 1, x, y >= 0 is bounded (x <= 1), but HiGHS reads the scaled row's
+    # 1e-12 entry as 0 and finds it unbounded along x: the error said "unbounded" flatly
+    P = Polytope([[-1.0, 0.0], [0.0, -1.0], [1.0, 1e12]], [0.0, 0.0, 1.0])
+    with pytest.raises(DomainError, match="may not be the polytope: row 2"):
+        P.bounding_box()
+    # a truly unbounded one, without such entries, says so plainly
+    with pytest.raises(DomainError, match=r"unbounded along coordinate 0$"):
+        Polytope([[-1.0, 0.0], [0.0, -1.0], [0.0, 1.0]], [0.0, 0.0, 1.0]).bounding_box()

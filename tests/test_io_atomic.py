@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from relulab import Network
 from relulab.errors import RelulabError
-from relulab.io import atomic_path, load_model, save_model
+from relulab.io import atomic_path, check_writable, load_model, save_model
 
 NET2 = Network([np.eye(2)], [np.zeros(2)])
 NET3 = Network([np.eye(3)], [np.zeros(3)])
@@ -50,3 +51,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         Path(tmp).write_text("half")
         1 / 0  # noqa: B018
     assert p.read_text() == "old" and [q.name for q in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_a_path_ending_in_a_separator_names_a_folder_and_is_refused(tmp_path: Path, capsys) -> None:
+    # os.path.realpath drops the trailing "/", so "--plot p.png/" wrote the file p.png
+
+    folder_name = str(tmp_path / "out.npz") + os.sep
+    with pytest.raises(RelulabError, match="names a folder"):
+        save_model(NET2, folder_name)
+    with pytest.raises(RelulabError, match=r"^--plot .*: ends in '/'"):
+        check_writable(folder_name, "--plot")
+    code, _, err = run_cli(capsys, "regions", "example:tiny_2d.onnx", "--plot", str(tmp_path / "p.png") + os.sep)
+    assert code == 1 and "names a folder" in err
+    assert list(tmp_path.iterdir()) == []

@@ -74,10 +74,14 @@ def test_canonical_reports_a_float_merge_that_changed_the_function(tmp_path, cap
     save_model(twins, src)
     code, out, err = run(capsys, "canonical", src, "-o", dst, "--json")
     d = json.loads(out)
+    # a changed function is not written unasked (it was written, with exit 3, before)
+    assert code == 3 and d["same_on_samples"] is False and "nothing written" in err
+    assert d["out"] is None and not dst.exists()
+    code, out, err = run(capsys, "canonical", src, "-o", dst, "--allow-unverified")
     X = np.linspace(-2, 2, 401)[:, None]
     dev = float(np.max(np.abs(twins(X) - load_model(dst)(X))))
     assert dev > 0.5  # the merge did change the function (checked independently)
-    assert code == 3 and d["same_on_samples"] is False and "WARNING" in err
+    assert code == 3 and "WARNING" in err and "anyway" in err
     # an ordinary rescaled copy is the same function: exit 0
     net = Network([[[1.0, -2.0], [0.5, 0.3]], [[1.0, 2.0]]], [[0.1, -0.2], [0.0]])
     save_model(random_symmetry(net, np.random.default_rng(0)), src)

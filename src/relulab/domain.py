@@ -21,6 +21,8 @@ from .tolerance import FEAS_TOL, or_default, scaled_tol
 
 # HiGHS's infinity: a constraint bound of this size or more is read as no bound at all
 LP_INFINITY = 1e20
+# HiGHS's small_matrix_value: constraint matrix entries of this magnitude or less are read as 0
+HIGHS_SMALL_MATRIX_VALUE = 1e-9  # tol: HiGHS's own default, not relulab's
 
 __all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
 
@@ -81,6 +83,19 @@ class Box:
     @property
     def widths(self) -> np.ndarray:
         return self.hi - self.lo
+
+    def _dropped_entries_note(self) -> str:
+        """Why an "unbounded" verdict may be the solver's: HiGHS reads matrix entries of
+        magnitude up to 1e-9 as 0 (its ``small_matrix_value``), and rows are scaled to a
+        largest entry in [1, 2), so a row whose entries span more than 1e9 loses some
+        (x + 1e12 y <= 1 with x, y >= 0 was reported unbounded along x)."""
+        small = (self.A != 0) & (np.abs(self.A) <= HIGHS_SMALL_MATRIX_VALUE)
+        if not np.any(small):
+            return ""
+        i = int(np.nonzero(np.any(small, axis=1))[0][0])
+        return (f" as the LP solver reads it, which may not be the polytope: row {i}'s entries span more than "
+                f"{1 / HIGHS_SMALL_MATRIX_VALUE:.0e}, and HiGHS reads those below "
+                f"{HIGHS_SMALL_MATRIX_VALUE:.0e} of the largest as 0 (rescale the inputs)")
 
     @property
     def is_bounded(self) -> bool:
@@ -273,13 +288,27 @@ class Polytope:
                 m.set_objective(c)
                 r = m.solve()
                 if r.status == "unbounded":
-                    raise DomainError(f"polytope is unbounded along coordinate {i}")
+                    raise DomainError(f"polytope is unbounded along coordinate {i}"
+                                      + self._dropped_entries_note())
                 if r.status != "optimal":  # (it was called unbounded whatever the status)
                     raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
                                       f"{r.status} (a set this thin or this far out is beyond the "
                                       "LP solver's resolution)")
                 target[i] = sign * r.objective
         return Box(lo, np.maximum(hi, lo))
+
+    def _dropped_entries_note(self) -> str:
+        """Why an "unbounded" verdict may be the solver's: HiGHS reads matrix entries of
+        magnitude up to 1e-9 as 0 (its ``small_matrix_value``), and rows are scaled to a
+        largest entry in [1, 2), so a row whose entries span more than 1e9 loses some
+        (x + 1e12 y <= 1 with x, y >= 0 was reported unbounded along x)."""
+        small = (self.A != 0) & (np.abs(self.A) <= HIGHS_SMALL_MATRIX_VALUE)
+        if not np.any(small):
+            return ""
+        i = int(np.nonzero(np.any(small, axis=1))[0][0])
+        return (f" as the LP solver reads it, which may not be the polytope: row {i}'s entries span more than "
+                f"{1 / HIGHS_SMALL_MATRIX_VALUE:.0e}, and HiGHS reads those below "
+                f"{HIGHS_SMALL_MATRIX_VALUE:.0e} of the largest as 0 (rescale the inputs)")
 
     @property
     def is_bounded(self) -> bool:

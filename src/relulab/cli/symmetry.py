@@ -32,12 +32,16 @@ def canonical_cmd(
     model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
     out: str = typer.Option(..., "-o", "--out", help="Where to write the normal form."),
     box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Also removes neurons dead on it."),
+    allow_unverified: bool = typer.Option(
+        False, "--allow-unverified",
+        help="Write the normal form even when it differs from the model on the sample points."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Normal form under rescaling and permutation of neurons: the same function, except
     that float neurons within the merge tolerance are merged; the result is compared with
-    the model on 10,000 random points, and a difference beyond 1e-6 x the output scale is
-    reported (exit 3).
+    the model on 10,000 random points before it is written. A difference beyond 1e-6 x the
+    output scale is reported (exit 3) and nothing is written, unless --allow-unverified is
+    given (then the file is written and the exit code is still 3).
 
     Example: relulab canonical example:tiny_2d.onnx -o can.npz
     """
@@ -49,23 +53,30 @@ def canonical_cmd(
     net = load_model_arg(model)
     dom = None if box is None else parse_box(box, net.input_dim)
     can, rep = canonical(net, dom)
-    save_model(can, out)
     X = (dom.sample(10_000, 0) if dom is not None
          else np.random.default_rng(0).normal(size=(10_000, net.input_dim)))
     Y = net.float()(X)
     dev = float(np.max(np.abs(Y - can.float()(X))))
     same = dev <= EQUIV_TOL * max(1.0, float(np.max(np.abs(Y))))
-    d = {"file": model, "out": out, **rep.to_dict(), "sample_max_deviation": dev,
-         "same_on_samples": same}
+    written = same or allow_unverified  # like reduce: a changed function is not written unasked
+    if written:
+        save_model(can, out)
+    d = {"file": model, "out": out if written else None, **rep.to_dict(),
+         "sample_max_deviation": dev, "same_on_samples": same}
     if not same:  # neurons merged within the float tolerance whose outgoing weights magnify it
         err_console.print(f"WARNING: the normal form differs from the model by {dev:.3g} at a sample "
                           "point: a float merge of near-equal neurons changed the function; the "
-                          "normal form of the exact network (exact rationals) merges only equal ones")
+                          "normal form of the exact network (exact rationals) merges only equal ones"
+                          + (f"; written to {out} anyway (--allow-unverified)" if written else
+                             "; nothing written (use --allow-unverified to write it anyway)"),
+                          highlight=False, soft_wrap=True)
     if json_out:
         print_json(d)
         if not same:
             raise typer.Exit(EXIT_UNVERIFIED)
         return
+    if not written:
+        raise typer.Exit(EXIT_UNVERIFIED)
     console.print(f"normal form written to {out}: hidden widths {list(rep.widths_before)} -> "
                   f"{list(rep.widths_after)}")
     console.print(f"removed {len(rep.dead)} dead, {len(rep.zero_outgoing)} zero-outgoing, "

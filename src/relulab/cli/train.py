@@ -103,6 +103,7 @@ def fit_minnorm_cmd(
     Example: relulab fit-minnorm data.csv --bias penalized --time-limit 30 --json
     """
     from ..train import minnorm_classifier, minnorm_interpolant
+    from ..train.minnorm import MinNormDataError
 
     time_limit = check_seconds(time_limit, "--time-limit")
     check_output_targets(save, plot)
@@ -110,7 +111,10 @@ def fit_minnorm_cmd(
     if X.shape[1] != 1:
         raise RelulabError(f"{data}: fit-minnorm takes one input column, got {X.shape[1]}")
     fn = minnorm_classifier if classify else minnorm_interpolant
-    r = fn(X[:, 0], y, bias=bias, skip=skip, time_limit=time_limit)
+    try:
+        r = fn(X[:, 0], y, bias=bias, skip=skip, time_limit=time_limit)
+    except MinNormDataError as e:  # duplicates, labels: name the file they are in
+        raise RelulabError(f"{data}: {e}") from None
     if save:
         from ..io import save_model
 

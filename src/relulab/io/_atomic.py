@@ -50,6 +50,7 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
         relulab.errors.RelulabError: -o .../f/net.npz: .../f is not a folder
     """
     refuse_example(path, what)
+    refuse_folder_name(path, what)
     try:
         target = Path(os.path.realpath(path))
         if target.is_dir():
@@ -74,6 +75,24 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
         raise RelulabError(f"{what} {path}: cannot write in {folder} ({e.strerror or e})") from None
 
 
+def refuse_folder_name(path: str | os.PathLike, what: str) -> None:
+    """Refuse a path that ends in a path separator: it names a folder, and
+    ``os.path.realpath`` drops the separator, so ``-o out.png/`` was written as the
+    file ``out.png``.
+
+    Example:
+        >>> refuse_folder_name("plots/a.png", "--plot")
+        >>> refuse_folder_name("plots/", "--plot")
+        Traceback (most recent call last):
+        relulab.errors.RelulabError: --plot plots/: ends in '/', which names a folder; give a file name
+    """
+    text = os.fspath(path)
+    seps = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if text.endswith(seps):
+        raise RelulabError(f"{what} {text}: ends in {text[-1]!r}, which names a folder; "
+                           "give a file name")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``.  A path
@@ -88,6 +107,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         'hi'
     """
     refuse_example(path, "cannot write")
+    refuse_folder_name(path, "cannot write")
     # Through a symlink the file it points to is replaced (as open(path, "w") would).
     target = Path(os.path.realpath(path))
     if target.is_dir():

@@ -73,6 +73,8 @@ LP_FLOOR_SECONDS = 0.1  # the least time one LP is handed under a time limit
 MAX_DATA = 1e150
 
 __all__ = [
+    "MinNormError",
+    "MinNormDataError",
     "MinNormResult",
     "OptimalSet",
     "Zone",
@@ -89,7 +91,12 @@ _BIAS = ("free", "penalized")
 
 
 class MinNormError(RelulabError):
-    """Bad data for a univariate minimal-norm problem (shapes, duplicates, labels)."""
+    """A univariate minimal-norm problem that cannot be posed or solved."""
+
+
+class MinNormDataError(MinNormError):
+    """Bad data for a univariate minimal-norm problem (shapes, duplicates, labels): the
+    command line names the data file in front of it."""
 
 
 # --------------------------------------------------------------------------- data
@@ -107,9 +114,9 @@ def _as_column(v: Any, name: str) -> np.ndarray:
     try:
         a = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise MinNormError(f"{name} must be an array of numbers ({e})") from None
+        raise MinNormDataError(f"{name} must be an array of numbers ({e})") from None
     if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 1):
-        raise MinNormError(f"{name} must be univariate, shape (n,) or (n, 1); got shape {a.shape}")
+        raise MinNormDataError(f"{name} must be univariate, shape (n,) or (n, 1); got shape {a.shape}")
     return a.reshape(-1)
 
 
@@ -117,29 +124,29 @@ def _prep(x: Any, y: Any, task: str) -> tuple[np.ndarray, np.ndarray]:
     x = _as_column(x, "x")
     y = _as_column(y, "labels" if task == "classification" else "y")
     if x.size == 0 or x.shape != y.shape:
-        raise MinNormError(f"x and y must be non-empty and of equal length ({x.size} vs {y.size})")
+        raise MinNormDataError(f"x and y must be non-empty and of equal length ({x.size} vs {y.size})")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise MinNormError("x and y must be finite numbers")
+        raise MinNormDataError("x and y must be finite numbers")
     if task == "classification":
         labs = set(np.unique(y).tolist())
         if labs <= {0.0, 1.0} and 0.0 in labs:
             y = 2.0 * y - 1.0
         elif not labs <= {-1.0, 1.0}:
-            raise MinNormError(f"labels must be -1/+1 (or 0/1), got {sorted(labs)[:5]}")
+            raise MinNormDataError(f"labels must be -1/+1 (or 0/1), got {sorted(labs)[:5]}")
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
     same = x[1:] == x[:-1]  # not np.diff: 1e308 - (-1e308) overflows (refused below)
     dup = np.nonzero(same)[0]
     for i in dup:
         if y[i] != y[i + 1]:
-            raise MinNormError(
+            raise MinNormDataError(
                 f"x = {x[i]!r} appears twice with different targets ({y[i]!r}, {y[i + 1]!r})"
             )
     keep = np.concatenate([[True], ~same])
     x, y = x[keep], y[keep]
     big = float(np.max(np.abs(x)))
     if big > MAX_DATA:  # x - t and t^2 (the penalised weight) overflow float64 beyond
-        raise MinNormError(f"x reaches {big:.3g}; relulab fits x up to {MAX_DATA:g} in size: "
+        raise MinNormDataError(f"x reaches {big:.3g}; relulab fits x up to {MAX_DATA:g} in size: "
                            "rescale x (a free-bias fit scales with it)")
     return x, y
 
