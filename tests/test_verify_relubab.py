@@ -446,3 +446,46 @@ def test_relu_split_of_a_residual_graph_is_complete_on_its_lowering(tmp_path):
     spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
     r = verify(graph, spec, timeout=120, method="relu-split", attack_time=0.0)
     assert r.status == "holds", (r.status, r.reason)
+
+
+def test_graph_attack_sizes_its_batch_to_the_time_left(monkeypatch):
+    """A step of the structured attack on a large graph (16 points of a CIFAR ResNet:
+    0.8 s) outlasted a short attack budget (0.05 s) by itself: the first step now runs on
+    one point to measure the cost, and no later batch may take more than a quarter of
+    the time left. A graph made slow on purpose (0.02 s per point) shows the batch sizes."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import time
+
+    from relulab.crown import BoundGraph
+    from relulab.verify.graph_attack import pgd_graph
+
+    net = Network([np.array([[1.0, 1.0], [1.0, -1.0]]), np.array([[1.0, 1.0]])], [np.zeros(2), np.zeros(1)])
+    fast = BoundGraph.from_network(net).converted("float64")
+    batches: list[int] = []
+    delay = [0.02]   # seconds per point
+
+    class Slow:
+        def run(self, X):
+            if X.requires_grad:   # the attack's steps (not the forward pass that confirms)
+                batches.append(int(X.shape[0]))
+                time.sleep(delay[0] * X.shape[0])
+            return fast.run(X)
+
+        def torch_dtype(self):
+            return fast.torch_dtype()
+
+    bg = BoundGraph.from_network(net)
+    monkeypatch.setattr(type(bg), "converted", lambda self, dtype: Slow())
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    never = [(np.array([[1.0]]), np.array([-100.0]))]   # unsafe: y <= -100, impossible
+    assert pgd_graph(bg, box, never, time_limit=0.01) is None
+    assert batches == [1]                 # the probe alone: no 16-point step after it
+    batches.clear()
+    assert pgd_graph(bg, box, never, time_limit=0.4) is None
+    # a quarter of at most 0.4 s is at most 5 points of 0.02 s (the old rounds took 16)
+    assert batches[0] == 1 and max(batches) <= 5, batches
+    batches.clear()
+    delay[0] = 0.002
+    assert pgd_graph(bg, box, never, time_limit=2.0) is None
+    assert max(batches) == 16             # with time to spare, full rounds as before
