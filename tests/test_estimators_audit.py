@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
@@ -278,3 +279,105 @@ def test_bad_kernel_and_jackknife_arguments_are_named(call, name):
 
 def test_integral_float_counts_still_accepted():
     assert conquer_bandwidth(0.5, 100.0, 2.0) == conquer_bandwidth(0.5, 100, 2)
+
+
+# ---------------------------------------------------------------- third audit
+def _sine(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, n)
+    return x, np.sin(3 * x) + 0.1 * rng.normal(size=n)
+
+
+def test_a_column_constant_up_to_rounding_standardises_to_about_zero():
+    # a column of 1e20 with one-ulp noise was "constant" with scale 1: its noise reached the
+    # network as +-1.6e4 and the fit's R^2 was -174022; at 1e300 it was refused as out of range
+    x, y = _sine()
+    for big in (1e20, 1e300):
+        c = np.full(x.size, big)
+        c[::2] = np.nextafter(big, np.inf)
+        X = np.column_stack([x, c])
+        m = SmoothNetRegressor(activation="relu", hidden=(32,), epochs=60, learning_rate=1e-2,
+                               random_state=0).fit(X, y)
+        assert np.abs((c - m.x_mean_[1]) / m.x_scale_[1]).max() < 1e-12
+        # oracle: the same fit with the column dropped (its weights then see only zeros)
+        assert m.score(X, y) > 0.8
+
+
+def test_a_real_spread_far_below_a_large_offset_is_standardised():
+    # nanosecond timestamps spanning 1 ms (relative spread 6e-13): a real, exactly
+    # representable spread of 1e6 was taken for "constant" and fed in as +-5e5
+    rng = np.random.default_rng(0)
+    t = 1.7e18 + 256.0 * rng.integers(0, 4000, size=300)   # multiples of the ulp: exact
+    from relulab.estimators._base import standardiser
+
+    _, s = standardiser(t[:, None])
+    ref = np.std(t - t.min())    # exact differences, then numpy's std
+    assert s[0] == pytest.approx(ref, rel=1e-12)
+    y = np.sin((t - t.min()) / 1e5) + 0.05 * rng.normal(size=300)
+    m = SmoothNetRegressor(activation="relu", hidden=(32,), epochs=100, learning_rate=1e-2,
+                           random_state=0).fit(t[:, None], y)
+    assert m.score(t[:, None], y) > 0.8     # it was about 0 with the offset unscaled
+
+
+@pytest.mark.parametrize("make", [
+    lambda: QuantileNetRegressor(quantiles=(0.1, 0.9), hidden=(4,), epochs=3, random_state=0),
+    lambda: SmoothNetRegressor(activation="silu", hidden=(4,), epochs=3, random_state=0),
+    lambda: MarginalNetRegressor(hidden=(4,), n_estimators=4, epochs=3, random_state=0),
+])
+def test_a_failed_fit_changes_nothing(make):
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data(40)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    m = make()
+    with pytest.raises(EstimatorInputError):
+        m.fit(bad, y)
+    with pytest.raises(NotFittedError):   # an AttributeError after a half-done first fit
+        m.predict(X)
+    m.fit(X, y)
+    before, state = m.predict(X), dict(m.__dict__)
+    m.set_params(learning_rate=1e30)      # a refit that diverges after the scalers are set
+    with pytest.raises(EstimatorInputError, match="diverged"):
+        m.fit(X * 100 + 50, y * 10)
+    assert np.array_equal(m.predict(X), before) and m.__dict__.keys() == state.keys()
+    assert all(m.__dict__[k] is state[k] for k in state if k != "learning_rate")
+
+
+@pytest.mark.parametrize("make, n", [
+    (lambda n: QuantileNetRegressor(hidden=(2048,), epochs=1, batch_size=n, random_state=0), 60_000),
+    (lambda n: MarginalNetRegressor(hidden=(4,), n_estimators=3000, epochs=1, random_state=0), 40_000),
+])
+def test_the_memory_check_counts_minibatches_and_row_weights(make, n):
+    # only the parameters were counted: these fits took 1.8 GB and 3.4 GB past a 0.5 GB budget
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 2))
+    y = X[:, 0] + rng.normal(size=n)
+    with memory_limit(2**29), pytest.raises(ResourceLimitError, match="needs"):
+        make(n).fit(X, y)
+
+
+@pytest.mark.parametrize("delta", [1e-30, 1e-300, 1e300])
+def test_a_huber_threshold_float32_adam_cannot_train_with_is_refused(delta):
+    # 1e-30: the untrained network came back (R^2 0.075, stopped "epochs"); 1e300: "lower learning_rate"
+    X, y = _data(40)
+    with pytest.raises(EstimatorInputError, match="huber_delta must lie in"):
+        SmoothNetRegressor(loss="huber", huber_delta=delta, hidden=(4,), epochs=2).fit(X, y)
+
+
+@pytest.mark.parametrize("param", [dict(hidden=True), dict(hidden=(True, 4)), dict(weight_decay=True),
+                                   dict(tol=True)])
+def test_bools_are_not_numbers_for_the_training_settings(param):
+    X, y = _data(40)
+    with pytest.raises(EstimatorInputError, match=next(iter(param))):
+        QuantileNetRegressor(epochs=2, **param).fit(X, y)
+
+
+def test_fit_quantile_names_bandwidth_in_its_error(tmp_path, capsys):
+    p = tmp_path / "d.csv"
+    x, y = _sine(50)
+    p.write_text("".join(f"{a},{b}\n" for a, b in zip(x, y, strict=True)))
+    code, _, err = run_cli(capsys, "fit-quantile", str(p), "--bandwidth", "1e-50", "--epochs", "2")
+    assert code == 1 and err.startswith("error: --bandwidth 1e-50:") and "float32" in err

@@ -92,7 +92,7 @@ def fit_quantile_cmd(
     Example: relulab fit-quantile data.csv --quantiles 0.05,0.95 --epochs 100 --save q.npz
     """
     from ..estimators import QuantileNetRegressor, recent_drop
-    from ..estimators.quantile import check_quantiles
+    from ..estimators.quantile import BandwidthError, check_quantiles
     from .train import read_csv
 
     taus = tuple(check_quantiles(parse_floats(quantiles, "--quantiles"), "--quantiles")[0].tolist())
@@ -106,7 +106,11 @@ def fit_quantile_cmd(
         raise RelulabError(f"--plot: needs one input column, the data has {X.shape[1]}")
     check_output_targets(save, plot)
     m = QuantileNetRegressor(quantiles=taus, hidden=widths, loss=loss, kernel=kernel, bandwidth=bw,
-                             epochs=epochs, random_state=seed, time_limit=time_limit).fit(X, y)
+                             epochs=epochs, random_state=seed, time_limit=time_limit)
+    try:
+        m.fit(X, y)
+    except BandwidthError as e:  # it depends on y's scale: known only now
+        raise RelulabError(f"--bandwidth {bandwidth}: {e}") from None
     q = m.predict(X)
     below = (y[:, None] <= q).mean(axis=0)
     if save:

@@ -6,8 +6,9 @@ loads this module lazily), torch only inside ``fit``.
 
 from __future__ import annotations
 
+import functools
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import RelulabError
-from ..tolerance import ROUNDOFF
 from . import _torch
 
 
@@ -72,6 +72,11 @@ def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
 
 
 def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:
+    """The hidden widths as a tuple of positive integers (an integer is one layer; a bool,
+    which Python counts as an integer, is refused: ``hidden=True`` read as width 1)."""
+    if isinstance(hidden, (bool, np.bool_)) or (
+            isinstance(hidden, (tuple, list)) and any(isinstance(h, (bool, np.bool_)) for h in hidden)):
+        raise EstimatorInputError(f"{_where(est, 'fit')}: hidden must be a tuple of layer widths, got {hidden!r}")
     if isinstance(hidden, numbers.Integral):
         hidden = (int(hidden),)
     if isinstance(hidden, (str, bytes)):
@@ -85,6 +90,11 @@ def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:
     return widths
 
 
+def _is_number(value: Any) -> bool:
+    """A real number that is not a bool (``weight_decay=True`` was read as 1)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def check_choice(est: Any, name: str, value: Any, choices: Sequence[str]) -> str:
     if value not in choices:
         raise EstimatorInputError(
@@ -95,8 +105,7 @@ def check_choice(est: Any, name: str, value: Any, choices: Sequence[str]) -> str
 
 def check_positive(est: Any, name: str, value: Any, integer: bool = False) -> Any:
     """``value`` itself if it is a positive finite number (an integer if asked; never a bool)."""
-    ok = (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-          and np.isfinite(value) and value > 0)
+    ok = _is_number(value) and np.isfinite(value) and value > 0
     if integer:
         ok = ok and isinstance(value, numbers.Integral)
     if not ok:
@@ -117,26 +126,48 @@ def seed_of(est: Any, random_state: Any) -> int:
                                   f"or a numpy RandomState, got {random_state!r}") from None
 
 
+# relative spread at or below which a column is constant up to rounding: 64 ulps of its size
+CONSTANT_SPREAD = 64 * float(np.finfo(np.float64).eps)
+
+
 def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and scales (a constant column gets scale 1, so nothing divides by 0).
+    """Column means and scales; a column constant up to rounding gets its own magnitude
+    as scale (so nothing divides by 0, and its rounding noise standardises to about 0).
 
     Example:
         >>> m, s = standardiser(np.array([[1e-13, 5.0], [3e-13, 5.0]]))
         >>> (s / [1e-13, 1.0]).round(6).tolist(), m[1]
-        ([1.0, 1.0], np.float64(5.0))
+        ([1.0, 5.0], np.float64(5.0))
+        >>> t = 1.7e18 + np.array([0.0, 2.0**20])   # nanosecond times spanning 1 ms: a real spread
+        >>> float(standardiser(t[:, None])[1][0])
+        524288.0
 
     Each column is divided by its largest absolute value first, so the sum of squares
     cannot overflow for any finite column (``A.std()`` overflows above about 1e154).
     """
-    top = np.max(np.abs(A), axis=0)
-    top = np.where(top > 0, top, 1.0)
-    B = A / top
-    mean = B.mean(axis=0) * top
-    scale = B.std(axis=0) * top
-    # constant up to rounding relative to the column's own size (an absolute floor treated
-    # a column of spread 1e-13 as constant: its fit came out constant)
-    scale = np.where(scale > ROUNDOFF * top, scale, 1.0)
+    top = _magnitude(A)
+    mean = (A / top).mean(axis=0) * top
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = A - mean  # exact for values near the mean: their spread keeps its digits
+    if np.all(np.isfinite(D)):
+        dtop = _magnitude(D)
+        spread = (D / dtop).std(axis=0) * dtop
+    else:  # a column spanning beyond float64 (-1e308 .. 1e308): relative values throughout
+        B = A / top
+        spread = (B - B.mean(axis=0)).std(axis=0) * top
+    # "constant" only below the rounding of the values and of their mean (a few ulps of
+    # the column's size): a threshold of 1e-12 took nanosecond timestamps spanning 1 ms
+    # (relative spread 6e-13) for a constant and fed them to the network at +-5e5; and a
+    # constant column's scale is its size, not 1 (a column of 1e20 with one-ulp noise
+    # standardised to +-1.6e4 and ruined the fit)
+    scale = np.where(spread <= CONSTANT_SPREAD * top, top, spread)
     return mean, scale
+
+
+def _magnitude(A: np.ndarray) -> np.ndarray:
+    """Each column's largest absolute value (1 for a zero column)."""
+    top = np.max(np.abs(A), axis=0)
+    return np.where(top > 0, top, 1.0)
 
 
 def standardise(est: Any, name: str, A: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -158,6 +189,41 @@ def check_trained(est: Any, log: _torch.TrainLog) -> None:
             "stopped being finite); lower learning_rate")
 
 
+def keeps_state_on_failure(fit: Callable) -> Callable:
+    """Make ``fit`` all or nothing: when it raises, the estimator's attributes are put back
+    as they were.  ``fit`` sets fitted attributes as it goes (scalers, then the model):
+    a refit that failed part-way paired the old model with the new scalers (predictions
+    changed, once to 1e299), and a failed first fit looked fitted to scikit-learn (an
+    ``AttributeError`` instead of ``NotFittedError``).
+
+    Example:
+        >>> class Est:
+        ...     @keeps_state_on_failure
+        ...     def fit(self, ok):
+        ...         self.scale_ = 2.0
+        ...         if not ok:
+        ...             raise ValueError("bad data")
+        ...         return self
+        >>> e = Est()
+        >>> try:
+        ...     e.fit(False)
+        ... except ValueError:
+        ...     pass
+        >>> hasattr(e, "scale_")
+        False
+    """
+    @functools.wraps(fit)
+    def all_or_nothing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        before = dict(self.__dict__)  # fit replaces attributes, never mutates the old ones
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+    return all_or_nothing
+
+
 class NetEstimatorBase(RegressorMixin, BaseEstimator):
     """Training settings shared by the network estimators (not used directly)."""
 
@@ -172,11 +238,11 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         check_positive(self, "batch_size", self.batch_size, integer=True)
         check_positive(self, "learning_rate", self.learning_rate)
         check_positive(self, "n_iter_no_change", self.n_iter_no_change, integer=True)
-        if not (isinstance(self.weight_decay, numbers.Real) and np.isfinite(self.weight_decay)
+        if not (_is_number(self.weight_decay) and np.isfinite(self.weight_decay)
                 and self.weight_decay >= 0):
             raise EstimatorInputError(
                 f"{_where(self, 'fit')}: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
-        if not (isinstance(self.tol, numbers.Real) and np.isfinite(self.tol)):
+        if not (_is_number(self.tol) and np.isfinite(self.tol)):
             raise EstimatorInputError(f"{_where(self, 'fit')}: tol must be a finite number, got {self.tol!r}")
         if self.time_limit is not None:
             check_positive(self, "time_limit", self.time_limit)
@@ -205,7 +271,11 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
     ) -> tuple[Any, _torch.TrainLog]:
         """Build the MLP (output bias ``out_bias``, last-layer rows ``zero_rows`` set to 0),
         train it, refuse a diverged run, and return the model in float64 with its log."""
-        model = _torch.build_mlp(torch, Xs.shape[1], self.hidden_, d_out, activation, seed)
+        n = Xs.shape[0]
+        # the data in float32 for torch (X, Y, weights), beside the float64 arrays here
+        data = 4.0 * n * (Xs.shape[1] + (Ys.size // max(n, 1)) + (0 if weights is None else 3))
+        model = _torch.build_mlp(torch, Xs.shape[1], self.hidden_, d_out, activation, seed,
+                                 batch_rows=min(int(self.batch_size), n), extra=data)
         with torch.no_grad():
             if out_bias is not None:
                 model[-1].bias.copy_(torch.as_tensor(np.asarray(out_bias), dtype=model[-1].bias.dtype))

@@ -49,29 +49,39 @@ def one_thread(torch: Any) -> Iterator[None]:
 # bytes per parameter while training: float32 weights, gradients and Adam's two moments,
 # then the float64 network exported from them
 BYTES_PER_PARAM = 32
+# bytes per unit of a layer's output per row of a minibatch: the pre-activation and the
+# activation (float32), each kept for the backward pass and met by a gradient of its size
+BYTES_PER_ACTIVATION = 16
 
 
-def check_model_bytes(sizes: Sequence[int], members: int) -> None:
+def check_model_bytes(sizes: Sequence[int], members: int, batch_rows: int = 0,
+                      extra: float = 0.0) -> None:
     """Refuse (:class:`relulab.limits.ResourceLimitError`) ``members`` MLPs of layer sizes
-    ``sizes`` that would not fit the memory budget while they train, before torch tries
-    (it failed with its own allocation error, or ran past the budget).
+    ``sizes`` that would not fit the memory budget while they train on minibatches of
+    ``batch_rows`` rows, with ``extra`` bytes of data beside them, before torch tries (it
+    failed with its own allocation error, or ran past the budget: the parameters alone
+    were counted, and a 2048-wide layer on full batches of 60,000 rows took 1.8 GB).
 
     Example:
-        >>> check_model_bytes([1, 64, 64, 3], 1)
+        >>> check_model_bytes([1, 64, 64, 3], 1, batch_rows=256)
     """
     n_params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-    check_bytes(float(n_params) * members * BYTES_PER_PARAM,
-                f"training {members} network(s) of layer sizes {list(sizes)}")
+    n_units = sum(sizes[1:])
+    need = members * (float(n_params) * BYTES_PER_PARAM + float(batch_rows) * n_units * BYTES_PER_ACTIVATION)
+    check_bytes(need + float(extra), f"training {members} network(s) of layer sizes {list(sizes)}"
+                + (f" on minibatches of {batch_rows} rows" if batch_rows else ""))
 
 
-def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activation: str, seed: int) -> Any:
+def build_mlp(torch: Any, d_in: int, hidden: Sequence[int], d_out: int, activation: str, seed: int,
+              batch_rows: int = 0, extra: float = 0.0) -> Any:
     """``nn.Sequential`` Linear-act-...-Linear in float32 (the training precision),
-    initialised from ``seed``; callers convert it to float64 after training."""
+    initialised from ``seed``; callers convert it to float64 after training.  The memory
+    check counts minibatches of ``batch_rows`` rows and ``extra`` bytes of data."""
     nn = torch.nn
     act = {"relu": nn.ReLU, "softplus": nn.Softplus, "gelu": nn.GELU, "silu": nn.SiLU}[activation]
     layers: list[Any] = []
     sizes = [d_in, *hidden]
-    check_model_bytes([d_in, *hidden, d_out], 1)
+    check_model_bytes([d_in, *hidden, d_out], 1, batch_rows, extra)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for a, b in zip(sizes[:-1], sizes[1:], strict=True):
@@ -119,15 +129,17 @@ def _all_finite(torch: Any, params: list[Any]) -> bool:
         return all(bool(torch.isfinite(p).all()) for p in params)
 
 
-def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: int, seed: int) -> list[Any]:
+def build_ensemble(torch: Any, B: int, d_in: int, hidden: Sequence[int], d_out: int, seed: int,
+                   batch_rows: int = 0, extra: float = 0.0) -> list[Any]:
     """Parameters ``[W_1, b_1, ...]`` of ``B`` ReLU MLPs stacked on a leading axis.
 
     ``W_l`` has shape ``(B, out, in)``; each member is initialised like ``nn.Linear``
-    (uniform on ``+-1/sqrt(fan_in)``), all from one generator seeded by ``seed``.
+    (uniform on ``+-1/sqrt(fan_in)``), all from one generator seeded by ``seed``.  The
+    memory check counts minibatches of ``batch_rows`` rows and ``extra`` bytes of data.
     """
     g = torch.Generator().manual_seed(int(seed))
     sizes = [d_in, *hidden, d_out]
-    check_model_bytes(sizes, B)
+    check_model_bytes(sizes, B, batch_rows, extra)
     params = []
     for a, b in zip(sizes[:-1], sizes[1:], strict=True):
         bound = 1.0 / np.sqrt(a)

@@ -36,6 +36,7 @@ from ._base import (
     check_scored_y,
     check_X,
     check_Xy,
+    keeps_state_on_failure,
     seed_of,
     standardise,
     standardiser,
@@ -72,6 +73,11 @@ def check_quantiles(quantiles: Any, where: str) -> tuple[np.ndarray, bool]:
 def _noncrossing_head_np(z: np.ndarray) -> np.ndarray:
     """The non-crossing head on raw outputs ``z`` (n, K): ``q_1 = z_1``, ``q_k = q_(k-1) + relu(z_k)``."""
     return np.cumsum(np.concatenate([z[:, :1], np.maximum(z[:, 1:], 0.0)], axis=1), axis=1)
+
+
+class BandwidthError(EstimatorInputError):
+    """A fixed bandwidth that float32 training cannot use (known only once ``y`` is seen;
+    the command line names ``--bandwidth`` in front of it)."""
 
 
 class QuantileNetRegressor(NetEstimatorBase):
@@ -162,11 +168,12 @@ class QuantileNetRegressor(NetEstimatorBase):
             )
         h = float(b) / y_scale
         if not 0 < np.float32(h) < np.inf:
-            raise EstimatorInputError(
+            raise BandwidthError(
                 f"QuantileNetRegressor.fit: bandwidth={b!r} is {h:.3g} standardised response units, which "
                 "rounds to 0 or overflows in float32 (the training precision)")
         return np.full_like(taus, h)
 
+    @keeps_state_on_failure
     def fit(self, X: Any, y: Any) -> QuantileNetRegressor:
         """Fit the quantile network on ``X`` (n, d) and ``y`` (n,)."""
         taus, self._scalar = check_quantiles(self.quantiles, "QuantileNetRegressor.fit")

@@ -25,6 +25,7 @@ from ._base import (
     check_positive,
     check_X,
     check_Xy,
+    keeps_state_on_failure,
     seed_of,
     standardise,
     standardiser,
@@ -33,6 +34,11 @@ from ._base import (
 __all__ = ["SmoothNetRegressor", "LOSSES"]
 
 LOSSES = ("squared", "huber", "quantile", "logistic")
+
+
+# the smallest Huber threshold (standardised units) that float32 Adam trains with: its
+# gradients have size delta, and Adam's steps shrink as delta / (delta + 1e-8)
+HUBER_DELTA_MIN = 1e-6  # tol: a hundred times Adam's eps
 
 
 class SmoothNetRegressor(NetEstimatorBase):
@@ -91,6 +97,7 @@ class SmoothNetRegressor(NetEstimatorBase):
         self.random_state = random_state
         self.time_limit = time_limit
 
+    @keeps_state_on_failure
     def fit(self, X: Any, y: Any) -> SmoothNetRegressor:
         """Fit the network on ``X`` (n, d) and ``y`` (n,)."""
         act = check_choice(self, "activation", self.activation, _torch.ACTIVATIONS)
@@ -102,6 +109,13 @@ class SmoothNetRegressor(NetEstimatorBase):
             )
         if loss == "huber":
             check_positive(self, "huber_delta", self.huber_delta)
+            if not HUBER_DELTA_MIN <= self.huber_delta <= float(np.finfo(np.float32).max):
+                # the loss's gradients have size delta: below Adam's eps (1e-8) the steps
+                # vanish and the untrained network came back; above float32 it is inf
+                raise EstimatorInputError(
+                    f"SmoothNetRegressor.fit: huber_delta must lie in [{HUBER_DELTA_MIN:g}, "
+                    f"{float(np.finfo(np.float32).max):.3g}] (standardised response units: smaller "
+                    f"deltas give gradients too small for float32 Adam to train), got {self.huber_delta!r}")
         self.hidden_ = check_hidden(self, self.hidden)
         self._check_training_params()
         X, y = check_Xy(self, X, y)
