@@ -65,3 +65,23 @@ def test_a_model_neither_reader_takes_is_refused_naming_the_file(tmp_path):
     path.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
     with pytest.raises(FormatError, match=f"^{path}: node 'c' \\(Conv\\)"):
         load_for_verify(str(path))
+
+
+def test_a_structured_model_is_lowered_once_per_verify(monkeypatch):
+    # method="auto" lowered it to choose the method, and each run of the portfolio
+    # (input splitting, then ReLU splitting) lowered it again
+    from relulab import Network
+    from relulab.crown import BoundGraph
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(6, 12)), rng.normal(size=(1, 6))], [rng.normal(size=6), np.zeros(1)])
+    bg = BoundGraph.from_network(net)
+    calls = []
+    real = BoundGraph.to_network
+    monkeypatch.setattr(BoundGraph, "to_network", lambda self: calls.append(1) or real(self))
+    lo, hi = -np.ones(12), np.ones(12)
+    top = float(np.max(net(rng.uniform(lo, hi, size=(20000, 12)))))
+    # y >= top + 100 cannot happen: holds, decided by the portfolio (12 inputs)
+    p = Property([Specification(Box(lo, hi), [OutputConstraint(np.array([[-1.0]]), np.array([-(top + 100.0)]))])])
+    r = verify(bg, p, timeout=30)
+    assert r.status == "holds" and len(calls) == 1, (r, calls)

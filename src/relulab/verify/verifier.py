@@ -293,10 +293,13 @@ def verify(
         raise RelulabError(f"verify: attack_time must be non-negative seconds, got {attack_time}")
     n_in, n_out = _dims(net)
     portfolio = False
+    # the dense lowering of a structured model, made once (it was made to choose the
+    # method and again by each run of the portfolio); like loading, before the clock
+    dense = _dense_of(net)
     if method == "auto":
         # input splitting needs the dense network: a structured graph too large to lower
         # gets ReLU splitting whatever its number of inputs
-        lowered = _dense_of(net) is not None
+        lowered = dense is not None
         method = "input-split" if n_in <= INPUT_SPLIT_MAX_DIM and lowered else "relu-split"
         portfolio = method == "relu-split" and n_in <= PORTFOLIO_MAX_DIM and lowered
     if engine == "auto" and method == "relu-split" and isinstance(net, Network) and (
@@ -329,13 +332,13 @@ def verify(
                 stats["method_choice"] = "input-split, then relu-split"
                 first = Budget(INPUT_SPLIT_SHARE * timeout, bud.memory)
                 first.rss0 = bud.rss0
-                r = _run(net, terms, first, "input-split", engine, stats, attack_time, batch,
+                r = _run(net, dense, terms, first, "input-split", engine, stats, attack_time, batch,
                          intermediate, alpha_iters, milp_max_binaries, seed)
                 if r.status != "unknown" or bud.expired():
                     return replace(r, time=bud.elapsed())
                 if engine == "auto" and not crown_ready() and bud.left() < LAZY_TORCH_MIN_LEFT:
                     engine = "numpy"  # importing torch (seconds, more on a loaded machine) could overrun
-            return _run(net, terms, bud, method, engine, stats, attack_time, batch, intermediate,
+            return _run(net, dense, terms, bud, method, engine, stats, attack_time, batch, intermediate,
                         alpha_iters, milp_max_binaries, seed)
         except ResourceLimitError as e:
             reason = str(e) if str(e).startswith("memory") else f"memory: {e}"
@@ -343,10 +346,10 @@ def verify(
                                       stats=stats)
 
 
-def _run(model, terms, bud: Budget, method: str, engine: str, stats: dict, attack_time,
-         batch: int, intermediate: str, alpha_iters: int, milp_max_binaries: int,
+def _run(model, dense: Network | None, terms, bud: Budget, method: str, engine: str, stats: dict,
+         attack_time, batch: int, intermediate: str, alpha_iters: int, milp_max_binaries: int,
          seed: int) -> VerificationResult:
-    dense = _dense_of(model)
+    """One method on all terms; ``dense`` is :func:`_dense_of` the model."""
     if dense is not None and not isinstance(model, Network) and not _same_neurons(model, dense):
         # a residual skip or a max-pool lowers to extra neurons, so the graph's split
         # vectors cannot index the lowering's leaf LPs: the ReLU splitting then runs on
