@@ -84,19 +84,6 @@ class Box:
     def widths(self) -> np.ndarray:
         return self.hi - self.lo
 
-    def _dropped_entries_note(self) -> str:
-        """Why an "unbounded" verdict may be the solver's: HiGHS reads matrix entries of
-        magnitude up to 1e-9 as 0 (its ``small_matrix_value``), and rows are scaled to a
-        largest entry in [1, 2), so a row whose entries span more than 1e9 loses some
-        (x + 1e12 y <= 1 with x, y >= 0 was reported unbounded along x)."""
-        small = (self.A != 0) & (np.abs(self.A) <= HIGHS_SMALL_MATRIX_VALUE)
-        if not np.any(small):
-            return ""
-        i = int(np.nonzero(np.any(small, axis=1))[0][0])
-        return (f" as the LP solver reads it, which may not be the polytope: row {i}'s entries span more than "
-                f"{1 / HIGHS_SMALL_MATRIX_VALUE:.0e}, and HiGHS reads those below "
-                f"{HIGHS_SMALL_MATRIX_VALUE:.0e} of the largest as 0 (rescale the inputs)")
-
     @property
     def is_bounded(self) -> bool:
         return True
