@@ -43,6 +43,9 @@ __all__ = ["by_bab", "BaBOutcome", "meet_in_middle_bound", "output_functionals",
 # a box whose bound is within the exactness tolerance of the best value cannot change
 # the status: drop it (interval bounds never close exactly on region boundaries)
 DROP_TOL = 5e-7  # tol: half of the front door's LIP_REL_TOL: a finished search reads "exact"
+# relative to a bound on every Jacobian's norm (negligible_norm): what a box's bound may
+# exceed the best value by and still be dropped when that value is 0
+NEGLIGIBLE_REL = 1e-12  # tol: float64 rounding of a product of layer norms
 
 
 # boxes with at most this many unstable neurons get every pattern's Jacobian (2^k of
@@ -460,7 +463,26 @@ def start_boxes(Ws, bs, skip, box: Box) -> tuple[np.ndarray, np.ndarray]:
     return L, H
 
 
-def _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock):
+def negligible_norm(Ws, sk) -> float:
+    """A Jacobian norm negligible for this network: ``NEGLIGIBLE_REL`` times the product
+    of its layers' Frobenius norms (plus the skip's), which bounds every ``p -> q`` norm
+    of every Jacobian up to a dimension factor.  Boxes whose bound is within it of the
+    best value are dropped; the drop tolerance was ``DROP_TOL * (1 + best)``, absolute
+    below 1, and a constant of 1e-8 ended after one box with a 2.2x bracket.
+
+    Example:
+        >>> round(negligible_norm([np.eye(2), 3 * np.eye(2)], None) / NEGLIGIBLE_REL, 9)   # sqrt(2) * 3 sqrt(2)
+        6.0
+    """
+    prod = 1.0
+    for W in Ws:
+        prod *= float(np.linalg.norm(W))
+    if sk is not None:
+        prod += float(np.linalg.norm(sk[0]))
+    return NEGLIGIBLE_REL * prod
+
+
+def _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock, negligible):
     """Fresh bounds for the open boxes whose inherited (parent's) bound is the largest:
     a split box's children enter the queue with their parent's bound and get their own
     only when popped, so when the search stops the largest open bound is usually a stale
@@ -482,7 +504,7 @@ def _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock):
                                    PATTERN_BOXES, None, pre=pre)
         OU[cand] = np.minimum(OU[cand], ub)
         fresh[cand] = True
-        keep = OU > best + DROP_TOL * (1 + best)
+        keep = OU > best * (1 + DROP_TOL) + negligible
         dropped = max(dropped, float(np.max(OU[~keep], initial=0.0)))
         OL, OH, OU, fresh = OL[keep], OH[keep], OU[keep], fresh[keep]
     return OL, OH, OU, dropped
@@ -526,6 +548,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OL, OH = start_boxes(Ws, bs, sk, box)
         width0 = box.hi - box.lo
     OU = np.full(len(OL), np.inf)
+    negligible = negligible_norm(Ws, sk)
     influence = np.abs(Ws[0]).sum(axis=0) + 1e-12 * width0  # tol: tie-break so untouched inputs still split
     best_w: LipschitzWitness | None = None
     best = 0.0
@@ -536,7 +559,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         """The boxes whose bound exceeds the best value (within DROP_TOL); the largest
         bound of the others enters ``dropped_upper`` (closed boxes, at -inf, do not)."""
         nonlocal dropped_upper
-        keep = U > best + DROP_TOL * (1 + best)
+        keep = U > best * (1 + DROP_TOL) + negligible
         dropped_upper = max(dropped_upper, float(np.max(U[~keep], initial=0.0)))
         return keep
     n_exact = 0
@@ -551,7 +574,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         if deadline is not None and clock() > deadline:
             break
         if stop is not None and clock() > stop:
-            OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
+            OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock, negligible)
             dropped_upper = max(dropped_upper, gone)
             rest = deadline - clock()
             if rest <= FLUSH_MIN * budget:
@@ -643,7 +666,7 @@ def by_bab(net: Network, box: Box | None, p: float, q: float | None, deadline: f
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
     if deadline is not None and len(OU):
-        OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock)
+        OL, OH, OU, gone = _refresh(Ws, bs, sk, p, q, d, OL, OH, OU, best, batch, deadline, clock, negligible)
         dropped_upper = max(dropped_upper, gone)
     # every box was split, closed (closed_upper) or dropped (dropped_upper) or is open
     upper = max(float(np.max(OU, initial=0.0)), closed_upper, dropped_upper)

@@ -201,8 +201,12 @@ def lipschitz(
     uppers["product"] = product_bound(net, p, q)
     if not unbounded:
         uppers["interval_jacobian"] = interval_jacobian_bound(net, work_dom, p, q)
+    sampling: dict = {}
     w = None if unbounded else sampled_lower(
-        net, work_dom, p, q, n=samples, deadline=None if deadline is None else t0 + 0.1 * time_limit)
+        net, work_dom, p, q, n=samples, deadline=None if deadline is None else t0 + 0.1 * time_limit,
+        report=sampling)
+    if sampling.get("cut") and deadline is not None and time.time() > deadline:
+        partial = True  # the limit ran out within the sampling: fewer samples than asked
     if w is not None:
         lowers["sampling"] = w.norm
         take(w)
@@ -251,8 +255,11 @@ def lipschitz(
                 lowers["enumeration"] = e.lower
             if e.complete:
                 uppers["enumeration"] = e.upper
-            else:
+            elif e.stopped:
                 partial = True
+            else:
+                info["incomplete"] = ("the enumeration is not certified (a near tie, a merged "
+                                      "sliver or a missed pattern): no upper bound from it")
     elif route == "milp":
         if left() is not None and left() <= 0:
             partial = True
@@ -267,7 +274,14 @@ def lipschitz(
             if np.isfinite(r.upper):
                 uppers["milp"] = r.upper
             if not r.complete:
-                partial = True
+                # a limit stopped it (partial), or the solver's numerics left no proof
+                # (said in info, as partial is about limits)
+                why = r.info.get("solver_error") or (
+                    "HiGHS dropped small coefficients" if r.info.get("small_coefficients_dropped") else None)
+                if why is None:
+                    partial = True
+                else:
+                    info["incomplete"] = f"the MILP gave no proven bound: {why}"
     elif route == "bab":
         if left() is not None and left() <= 0:
             partial = True

@@ -60,6 +60,9 @@ class EnumerationOutcome:
     n_vertex_mismatches: int = 0
     # the cross-check of a box's result against its ranked patterns (pattern_check)
     pattern_check: str = "skipped"
+    # a limit (the deadline, the memory budget) cut the enumeration short; incomplete
+    # without it: a near tie or a merged sliver left the count unproved
+    stopped: bool = False
 
 
 # f at a region's vertex must equal the region's affine map there, up to this share of
@@ -140,6 +143,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         pts = rs.interior
         # an uncertified set (R^d past the artificial box, or a near tie) may miss a region
         complete = not rs.partial and rs.certified
+        stopped = bool(rs.partial)
         n_bad = 0
         if d <= VERTEX_CHECK_MAX_DIM and len(rs):
             n_bad = vertex_mismatches(net, rs.affine, rs.vertex_ptr, rs.vertices)
@@ -158,6 +162,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         # a stream cut anywhere (here, at the deadline inside the engine, or by the memory
         # budget) leaves regions out, and a near tie may merge a thin one: no upper bound
         complete = not report.get("partial", True) and report.get("certified", False)
+        stopped = bool(report.get("partial", True)) or (deadline is not None and time.time() > deadline)
         Cs = np.array(Cl).reshape(len(Cl), net.output_dim, net.input_dim)
         pts = np.array(Pl).reshape(len(Pl), net.input_dim)
         n_bad = 0
@@ -172,7 +177,7 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
         nb = operator_norm(C, p, q)
         lo[i], up[i] = nb.lower, nb.upper
     if len(Cs) == 0:
-        return EnumerationOutcome(0.0, np.inf, None, False, 0, time.perf_counter() - t0)
+        return EnumerationOutcome(0.0, np.inf, None, False, 0, time.perf_counter() - t0, stopped=stopped)
     wit = _best_certified(net, pts, lo, p, q, "enumeration", domain)
     if wit is None or wit.norm < lo.max() * (1 - ROUNDOFF):
         # the best region's stored interior point sits too close to a facet: its
@@ -183,15 +188,25 @@ def by_enumeration(net: Network, domain: Box | Polytope | None, p: float, q: flo
             wit = alt
     upper = float(up.max()) if complete else np.inf
     check = "skipped"
-    if complete and isinstance(domain, Box) and net.n_neurons:
-        check, missed, box_upper = pattern_check(net, domain, p, q, upper, deadline)
+    if complete and (isinstance(domain, Box) or (isinstance(domain, Polytope) and domain.is_bounded)) \
+            and net.n_neurons:
+        # a polytope is checked on its bounding box, a superset: "agrees" there holds for
+        # it too (a polytope was never checked, and a sliver of slope 1e12 read "exact 0")
+        box = domain if isinstance(domain, Box) else domain.bounding_box()
+        check, missed, box_upper = pattern_check(net, box, p, q, upper, deadline)
         if missed is not None:
-            # a region thinner than the engine's resolution carries a larger slope
-            wit, upper = missed, box_upper
+            # a region thinner than the engine's resolution carries a larger slope: in
+            # the domain itself, or (a polytope) perhaps only in its bounding box, whose
+            # bound still holds for the polytope but need not be attained in it
+            if isinstance(domain, Box) or bool(domain.contains(missed.x, tol=0.0)):
+                wit = missed
+            else:
+                check = "missed in the bounding box"
+            upper = box_upper
             complete = bool(np.isfinite(upper))
     lower = wit.norm if wit is not None else 0.0
     return EnumerationOutcome(lower, max(upper, lower), wit, complete, len(Cs),
-                              time.perf_counter() - t0, n_bad, check)
+                              time.perf_counter() - t0, n_bad, check, stopped)
 
 
 # the pattern check's margin: a pattern must beat the enumeration's maximum by more than

@@ -24,12 +24,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..bounds import float_layers
+from ..errors import RelulabError
+from ..limits import check_bytes
 from ..network import Network
 from ..tolerance import STRICT_TOL
 
 __all__ = ["jacobians", "pattern_jacobian", "interior_margin", "homogenize", "bias_free"]
 
 _UNIT = 2.0 ** -53  # float64's unit round-off
+# working memory of one chunk of jacobians(): its (rows, outputs, width) products
+JACOBIAN_CHUNK_BYTES = 64 * 2**20
 
 
 def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,6 +48,23 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     Ws, bs, sk = float_layers(net)
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    if X.ndim != 2 or X.shape[1] != net.input_dim:
+        raise RelulabError(f"jacobians: points must have shape (n, {net.input_dim}), got {X.shape}")
+    n, m, d = X.shape[0], net.output_dim, net.input_dim
+    check_bytes(8.0 * n * m * d, f"the Jacobians of {n} points ({m} x {d} each)")
+    # the backward products hold (rows, m, width) at once: in chunks of rows that keep
+    # them near JACOBIAN_CHUNK_BYTES (2,500 points of a 400-wide net with 100 outputs
+    # made 0.8 GB temporaries past a 0.5 GB budget)
+    widest = max([W.shape[0] for W in Ws[:-1]] + [d, 1])
+    rows = max(1, int(JACOBIAN_CHUNK_BYTES // (8.0 * (min(m, d) + 2) * widest)))
+    if n > rows:
+        parts = [_jacobians_chunk(Ws, bs, sk, X[i:i + rows]) for i in range(0, n, rows)]
+        return np.concatenate([J for J, _ in parts]), np.concatenate([g for _, g in parts])
+    return _jacobians_chunk(Ws, bs, sk, X)
+
+
+def _jacobians_chunk(Ws, bs, sk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`jacobians` on one chunk of rows."""
     n = X.shape[0]
     h = X
     masks = []
@@ -68,9 +89,18 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             margin = np.minimum(margin, np.min(clear / (1.0 + scale[:, live]), axis=1))
         masks.append(z > 0)
         h = np.maximum(z, 0.0)
-    G = np.broadcast_to(Ws[-1], (n, *Ws[-1].shape))
-    for W, mk in zip(reversed(Ws[:-1]), reversed(masks), strict=True):
-        G = (G * mk[:, None, :]) @ W
+    m, d = Ws[-1].shape[0], X.shape[1]
+    if d < m and masks:
+        # forward products (rows, width, d): cheaper than backward ones with more outputs
+        # than inputs (4 inputs, 100 outputs: 25 times fewer operations)
+        G = masks[0][:, :, None] * Ws[0][None, :, :]
+        for W, mk in zip(Ws[1:-1], masks[1:], strict=True):
+            G = mk[:, :, None] * (W @ G)
+        G = Ws[-1] @ G
+    else:
+        G = np.broadcast_to(Ws[-1], (n, *Ws[-1].shape))
+        for W, mk in zip(reversed(Ws[:-1]), reversed(masks), strict=True):
+            G = (G * mk[:, None, :]) @ W
     if sk is not None:
         G = G + sk[0]
     return np.ascontiguousarray(G), margin
@@ -100,12 +130,19 @@ def pattern_jacobian(net: Network, pattern: list[np.ndarray] | np.ndarray) -> np
         [[-1.0]]
     """
     Ws, _, sk = float_layers(net)
-    if not isinstance(pattern, list):
+    widths = [W.shape[0] for W in Ws[:-1]]
+    if not isinstance(pattern, list) or all(np.ndim(mk) == 0 for mk in pattern):  # one flat vector
         flat = np.asarray(pattern, dtype=bool).reshape(-1)
+        if flat.size != sum(widths):  # it was broadcast or cut: a wrong Jacobian, no error
+            raise RelulabError(f"pattern_jacobian: the pattern has {flat.size} entries; the network has "
+                               f"{sum(widths)} hidden neurons")
         pattern, off = [], 0
-        for W in Ws[:-1]:
-            pattern.append(flat[off: off + W.shape[0]])
-            off += W.shape[0]
+        for w in widths:
+            pattern.append(flat[off: off + w])
+            off += w
+    elif [np.size(mk) for mk in pattern] != widths:
+        raise RelulabError(f"pattern_jacobian: the pattern's layers have sizes {[np.size(mk) for mk in pattern]}; "
+                           f"the network's hidden widths are {widths}")
     G = Ws[-1]
     for W, mk in zip(reversed(Ws[:-1]), reversed(pattern), strict=True):
         G = (G * np.asarray(mk, dtype=bool)[None, :]) @ W

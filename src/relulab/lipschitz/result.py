@@ -45,7 +45,8 @@ class LipschitzResult(Result):
     ``status`` is "exact" when ``upper - lower <= LIP_REL_TOL * lower`` (then
     ``value`` is ``lower``), otherwise "bounded".  ``method`` names the route that gave
     the final bracket; ``uppers``/``lowers`` hold every bound computed (name -> value);
-    ``partial`` is True when a time limit stopped a route early.
+    ``partial`` is True when a time limit (or the memory budget) stopped a route early;
+    ``info["incomplete"]`` says why a route ended without a proof otherwise.
 
     Example:
         >>> from relulab import Network, Box
