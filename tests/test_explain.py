@@ -445,3 +445,17 @@ def test_l2_why_not_claims_no_optimum_when_a_projection_fails(monkeypatch):
     assert r.status in ("feasible", "unknown")
     assert r.certificate["reason"].startswith("numerical: a projection QP failed")
     assert "numerically" in r.text()
+
+
+def test_why_not_argument_errors_name_the_argument():
+    # a string bound raised numpy's "could not convert"; max_regions "a" a raw TypeError,
+    # and 0 / -1 answered "no counterfactual found in time" with no time limit set
+    net = Network([[[1.0, 0.0], [-1.0, 0.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    box = Box([-1, -1], [1, 1])
+    with pytest.raises(ExplainError, match="bounds of 'x0': lo and hi must be numbers"):
+        why_not(net, [0.5, 0.0], "negative", box, bounds={"x0": ("a", 0)})
+    for bad in ("a", 0, -1, 2.5):
+        with pytest.raises(ExplainError, match="max_regions must be a positive integer"):
+            why_not(net, [0.5, 0.0], "negative", box, norm="l2", max_regions=bad)
+    r = why_not(net, [0.5, 0.0], "negative", box, norm="l2", max_regions=50)
+    assert r.exists and net(np.array([r.counterfactual]))[0, 0] < 0

@@ -216,3 +216,9 @@ def test_a_formula_nested_past_the_recursion_limit_is_one_clear_error():
     for n in (-1, 0, 1.5):
         with pytest.raises(RelulabError, match="number of inputs must be an integer >= 1"):
             parse("x1 + x2", n_vars=n)
+
+
+def test_a_stray_variable_is_named_as_written():
+    # "x1 x2" said "unexpected '2'": the variable token kept only its digits
+    with pytest.raises(FormulaSyntaxError, match=r"column 4: unexpected 'x2' after a complete formula"):
+        parse("x1 x2")

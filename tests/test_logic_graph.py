@@ -306,3 +306,16 @@ def test_staircase_steps_constant_on_the_cube_and_the_size_limit():
         to_formula(big, method="staircase")
     g = to_formula(big)  # auto falls back to one node per neuron
     assert g.method == "rescale" and equal_on_cube(to_network(g), big).status == "equal"
+
+
+def test_derive_gives_its_equality_checks_only_the_time_left():
+    # each flat node's exact check ran with equal_on_cube's own 60 s: derive(timeout=2)
+    # took 64 s, and then blamed the formulas ("not proved equal") instead of the time
+    from relulab import Network
+    from relulab.logic import derive
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(12, 3)), rng.normal(size=(12, 12)), rng.normal(size=(1, 12))],
+                  [rng.normal(size=12), rng.normal(size=12), rng.normal(size=1)])
+    r = derive(net, net.deepen(3), timeout=2)
+    assert r.status == "not found within budget" and "time budget spent" in r.message, r.message

@@ -107,8 +107,11 @@ def feature_bounds(bounds: Any, names: tuple[str, ...]) -> tuple[np.ndarray, np.
             a, b = pair
         except (TypeError, ValueError):
             raise ExplainError(f"bounds of {names[i]!r}: give a pair (lo, hi), got {pair!r}") from None
-        a = -np.inf if a is None else float(a)
-        b = np.inf if b is None else float(b)
+        try:
+            a = -np.inf if a is None else float(a)
+            b = np.inf if b is None else float(b)
+        except (TypeError, ValueError):
+            raise ExplainError(f"bounds of {names[i]!r}: lo and hi must be numbers or None, got {pair!r}") from None
         if np.isnan(a) or np.isnan(b):
             raise ExplainError(f"bounds of {names[i]!r} are NaN")
         if a > b:

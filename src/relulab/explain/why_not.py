@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..lp import INF
 from ..lp import solve as lp_solve
 from ..network import Network
@@ -303,6 +304,9 @@ def why_not(
     if norm not in NORMS:
         raise ExplainError(f"unknown norm {norm!r}: use one of {', '.join(NORMS)}")
     time_limit = check_time_limit(time_limit)
+    if max_regions is not None and not is_int_at_least(max_regions, 1):
+        # 0 or -1 gave "no counterfactual found in time" with no time limit set
+        raise ExplainError(f"why_not: max_regions must be a positive integer or None, got {max_regions!r}")
     names = feature_names(features, fnet.input_dim)
     check_class_names(class_names, fnet.output_dim)
     cur = decision_at(fnet, x, class_names)

@@ -204,7 +204,12 @@ class _Parser:
             return const(r)
         if kind == "end":
             raise self.fail(tok, "unexpected end of formula")
-        raise self.fail(tok, f"unexpected {val!r}")
+        raise self.fail(tok, f"unexpected {_shown(tok)!r}")
+
+
+def _shown(tok: tuple) -> str:
+    """A token as written (a variable token keeps only its index: "x1 x2" said '2')."""
+    return f"x{tok[1]}" if tok[0] == "var" else str(tok[1])
 
 
 def parse(text: str, n_vars: int | None = None) -> Formula:
@@ -237,7 +242,7 @@ def parse(text: str, n_vars: int | None = None) -> Formula:
                            f"{len(text)}); write it with fewer nested operators") from None
     tok = p.peek()
     if tok[0] != "end":
-        raise p.fail(tok, f"unexpected {tok[1]!r} after a complete formula")
+        raise p.fail(tok, f"unexpected {_shown(tok)!r} after a complete formula")
     if n_vars is not None:
         _check_vars(phi, n_vars, text)
     return phi

@@ -67,10 +67,11 @@ class Step(Result):
     _data: Any = None
 
 
-def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
+def formulas_equal(a: Formula, b: Formula, n: int, timeout: float | None = None) -> bool:
     """Exact decision of ``a == b`` as truth functions on [0, 1]^n (compiled to networks
-    and compared by :func:`relulab.logic.equal_on_cube`; "unknown", and "equal" from the
-    float verifier (not exact), count as not proved).
+    and compared by :func:`relulab.logic.equal_on_cube` within ``timeout`` seconds, its
+    default when None; "unknown", and "equal" from the float verifier (not exact), count
+    as not proved).
 
     Example:
         >>> from relulab.logic import parse
@@ -82,7 +83,8 @@ def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
 
     if a is b:
         return True
-    r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)))
+    kw = {} if timeout is None else {"timeout": timeout}
+    r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)), **kw)
     # the float verifier's "equal" is up to its tolerance: a spike of height 2^-47 passed
     return r.status == "equal" and r.exact
 
