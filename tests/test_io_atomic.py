@@ -64,3 +64,24 @@ def test_a_path_ending_in_a_separator_names_a_folder_and_is_refused(tmp_path: Pa
     code, _, err = run_cli(capsys, "regions", "example:tiny_2d.onnx", "--plot", str(tmp_path / "p.png") + os.sep)
     assert code == 1 and "names a folder" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_pipe_or_device_is_written_in_place_not_replaced(tmp_path: Path) -> None:
+    # os.replace swapped a regular file in for the target whatever it was: through a
+    # symlink to /dev/null, "-o out.npz" as root replaced the system's /dev/null. A FIFO
+    # here (with a reader) stands in for the device
+    import threading
+
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.npz"
+    os.symlink(fifo, link)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    check_writable(link, "-o")
+    save_model(NET2, link)
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)          # still the pipe, not a file
+    assert got and got[0][:2] == b"PK"                   # the reader got the .npz (a zip)
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["link.npz", "pipe.npz"]

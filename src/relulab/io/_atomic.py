@@ -62,6 +62,9 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
             raise RelulabError(f"{what} {path}: {_first_non_folder(target.parent)} is not a folder")
     except OSError as e:  # a folder on the way one may not search
         raise RelulabError(f"{what} {path}: cannot reach it ({e.strerror or e})") from None
+    if target.exists() and not target.is_file():
+        _check_special(target, path, what)  # a device or a pipe: written in place
+        return
     # a real probe, not os.access: as root os.access says yes to /proc and to read-only
     # mounts, and the write failed after the work
     try:
@@ -118,6 +121,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         raise RelulabError(f"cannot write {path}: {_first_non_folder(target.parent)} is not a folder") from None
     except OSError as e:  # /proc, a read-only mount, no permission: name the target
         raise RelulabError(f"cannot write {path}: cannot make its folder ({e.strerror or e})") from None
+    if target.exists() and not target.is_file():
+        # a device, a pipe or a socket (/dev/null, a FIFO another program reads): written
+        # in place, never replaced by a regular file (os.replace through a symlink to
+        # /dev/null replaced the system's /dev/null); nothing half-written can remain
+        # there, as nothing is kept there
+        yield str(target)
+        return
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
@@ -137,6 +147,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _check_special(target: Path, path: str | os.PathLike, what: str) -> None:
+    """Refuse a device one may not open for writing (opened and closed at once, without
+    waiting).  A pipe is not probed: opening and closing it would hand its reader an
+    end of file before the data."""
+    if stat.S_ISFIFO(target.stat().st_mode):
+        return
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise RelulabError(f"{what} {path}: cannot write to {target} ({e.strerror or e})") from None
+    os.close(fd)
 
 
 def _first_non_folder(path: Path) -> Path:
