@@ -177,3 +177,31 @@ def test_every_construction_lists_only_known_options() -> None:
     net, _ = build("max", n=3)
     assert net.input_dim == 3
 
+
+
+def test_a_recurrent_turing_run_says_whether_it_halted(monkeypatch) -> None:
+    # a run cut by the step limit (100,000) reported its last state as the final one
+    import relulab.cli.construct as cc
+
+    rep = _run(["construct", "turing", "--machine", "binary-increment", "--input", "1011", "--json"])
+    assert rep["run"]["halted"] is True and rep["run"]["agrees_with_simulator"]
+    monkeypatch.setattr(cc, "TURING_STEP_LIMIT", 3)
+    rep = _run(["construct", "turing", "--machine", "binary-increment", "--input", "1011", "--json"])
+    assert rep["run"]["halted"] is False and rep["run"]["steps"] == 3 and rep["run"]["step_limit"] == 3
+
+
+def test_a_float_file_of_an_exact_construction_says_it_is_rounded(tmp_path: Path) -> None:
+    # max2h --n 5 has weights like 4/15: the .onnx file holds them rounded, and differs from
+    # max (read back exactly), yet the report said only "exact" and "saved to"
+    from fractions import Fraction
+
+    from relulab.io import load_model
+
+    rep = _run(["construct", "max2h", "--n", "5", "-o", str(tmp_path / "m5.onnx"), "--json"])
+    x = [Fraction(v) for v in (-3, -2, -5, -2, 3)]
+    assert rep["saved_exact"] is False
+    assert load_model(tmp_path / "m5.onnx").exact()(x)[0] != max(x)    # the independent fact
+    rep = _run(["construct", "max2h", "--n", "5", "-o", str(tmp_path / "m5.npz"), "--json"])
+    assert rep["saved_exact"] is True and load_model(tmp_path / "m5.npz").exact()(x)[0] == max(x)
+    res = runner.invoke(app, ["construct", "max2h", "--n", "5", "-o", str(tmp_path / "m5.onnx")])
+    assert res.exit_code == 0 and "weights rounded to float64" in res.output

@@ -17,8 +17,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 
 from ..errors import FormatError, RelulabError
@@ -477,9 +479,11 @@ def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
     extra: dict[str, Any] = dict(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
                                  base=tm.base, layout="[one-hot state, q_left, q_right]")
     if o.word is not None:
-        cfg = C.run_network(tm, net, o.word, max_steps=100_000)
-        sim = tm.run(o.word, max_steps=100_000)
+        cfg = C.run_network(tm, net, o.word, max_steps=TURING_STEP_LIMIT)
+        sim = tm.run(o.word, max_steps=TURING_STEP_LIMIT)
+        # a run cut by the step limit said nothing of it: its state read as the final one
         extra["run"] = {"input": o.word, "final_state": cfg.state, "steps": cfg.steps,
+                        "halted": tm.halted(cfg), "step_limit": TURING_STEP_LIMIT,
                         "tape": tm.tape_string(cfg),
                         "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
                         == (sim.state, sim.left, sim.right, sim.steps)}
@@ -487,6 +491,7 @@ def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
 
 
 TRANSFORMER_HORIZON = 2000  # steps the CLI's transformer is compiled for
+TURING_STEP_LIMIT = 100_000  # steps of a recurrent run (network and simulator) before it stops
 
 
 def _turing_transformer(tm: Any, o: Options) -> dict:
@@ -802,6 +807,10 @@ def construct_cmd(
             save_model(net, output)
         else:   # a network of another activation (construct activation): .onnx or .pt
             net.save(output)
+    # an exact network saved to a float format (.onnx, .nnet, .pt) holds rounded weights
+    # where they are not binary fractions (4/15): the file is then not the certified network
+    rounded = (output is not None and isinstance(net, Network) and net.is_exact
+               and Path(output).suffix.lower() != ".npz" and not _float_is_exact(net))
     report = {
         "kind": kind,
         "input_dim": net.input_dim,
@@ -812,6 +821,7 @@ def construct_cmd(
         "params": net.n_params,
         "exact": net.is_exact,
         "saved_to": output,
+        **({"saved_exact": not rounded} if output is not None and isinstance(net, Network) else {}),
         **extra,
     }
     if json_out:
@@ -824,7 +834,16 @@ def construct_cmd(
     for key, v in extra.items():
         console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
     if output:
-        console.print(f"saved to {output}")
+        console.print(f"saved to {output}" + (
+            " (weights rounded to float64: the file is not the exact network above; "
+            "save to .npz to keep the exact rationals)" if rounded else ""), soft_wrap=True)
+
+
+def _float_is_exact(net: Network) -> bool:
+    """Whether every weight, bias and skip entry of an exact network is a float64 value
+    (a binary fraction in range), so that a float file holds the same network."""
+    arrays = [*net.weights, *net.biases, *(net.skip or ())]
+    return all(Fraction(float(v)) == v for a in arrays for v in np.asarray(a, dtype=object).ravel())
 
 
 def register(app: typer.Typer) -> None:
