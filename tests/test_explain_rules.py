@@ -203,3 +203,23 @@ def test_the_time_limit_cuts_the_rules_short_but_keeps_them_exact():
     for bad in (0, -1.0, float("nan"), "a"):
         with pytest.raises(ExplainError, match="time_limit must be a positive number"):
             decision_rules(net, Box(-np.ones(5), np.ones(5)), time_limit=bad)
+
+
+@pytest.mark.parametrize("d, r", [(3, 1e-3), (4, 1e-2)])
+def test_merged_rules_do_not_swallow_a_small_region_of_another_decision(d, r):
+    # f = 1 - ||x - c||_1 / r: positive in a small l1 ball. The negative pieces around it
+    # merged into "always -> negative" (the hull's volume test allows 1e-9 of slack), a
+    # rule holding at c where f = +1
+    box = Box(-np.ones(d), np.ones(d))
+    c = np.linspace(-0.3, 0.2, d)
+    W1 = np.vstack([np.eye(d), -np.eye(d)])
+    net = Network([W1, -np.ones((1, 2 * d)) / r], [np.concatenate([-c, c]), np.array([1.0])])
+    assert net(c[None])[0, 0] == pytest.approx(1.0)      # the independent fact
+    dr = decision_rules(net, box)
+    assert not [ru for ru in dr.rules if ru.decision == "negative" and ru.contains(c, tol=0)]
+    assert dr.predict(c)[0] == "positive"
+    # and the rules still agree with the network on random points (off the boundary)
+    X = np.random.default_rng(0).uniform(-1, 1, size=(400, d))
+    y = net(X)[:, 0]
+    far = np.abs(y) > 1e-6
+    assert np.array_equal(dr.predict(X[far]) == "positive", y[far] > 0)

@@ -283,13 +283,54 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
     return out, count, False
 
 
+# a merged hull whose volume is within this share of its pieces' is their union (the
+# volumes' own rounding); between it and the volume test's tolerance, the hull is tested
+# against the other decisions' cells
+SURE_CONVEX_REL = 1e-12  # tol: rounding of hull and piece volumes
+# a Chebyshev radius in a hull and another decision's cell above this share of the
+# coordinates' size is a real pocket of that decision (below: rounding of the vertices)
+POCKET_RADIUS = 1e-12  # tol: rounding of vertex coordinates
+
+
+class _Others:
+    """The cells of the other decisions, to test a merged hull against: a hull whose
+    volume exceeds its pieces' by less than the volume test's tolerance (1e-9 of it) may
+    still swallow a small region of another decision (an l1 ball of radius 0.03 in 5-D:
+    the rule "always -> negative" then covered a point where f = +1)."""
+
+    def __init__(self, cells: list[np.ndarray]) -> None:
+        self.V = [np.asarray(c, dtype=np.float64) for c in cells]
+        self.lo = np.array([c.min(0) for c in self.V]) if self.V else np.zeros((0, 0))
+        self.hi = np.array([c.max(0) for c in self.V]) if self.V else np.zeros((0, 0))
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def meet(self, hull_vertices: np.ndarray, scale: float) -> bool:
+        """Whether some other cell has interior inside the hull of ``hull_vertices``
+        (a Chebyshev ball of radius above rounding in their intersection)."""
+        if not self.V:
+            return False
+        A, b, _ = G.hull(hull_vertices)
+        lo, hi = hull_vertices.min(0), hull_vertices.max(0)
+        near = np.flatnonzero(np.all((self.lo < hi) & (self.hi > lo), axis=1))
+        for i in near.tolist():
+            if i not in self._rows:
+                Ai, bi, _ = G.hull(self.V[i])
+                self._rows[i] = (Ai, bi)
+            Ai, bi = self._rows[i]
+            _, rad = G.interior(np.vstack([A, Ai]), np.concatenate([b, bi]))
+            if rad > POCKET_RADIUS * scale:
+                return True
+        return False
+
+
 class _Clusters:
     """Union-find over pieces; each root keeps the hull vertices and the volume."""
 
-    def __init__(self, pieces: list[_Piece | None]) -> None:
+    def __init__(self, pieces: list[_Piece | None], others: _Others | None = None) -> None:
         self.parent = list(range(len(pieces)))
         self.V = [p.V if p is not None else None for p in pieces]
         self.vol = [p.vol if p is not None else 0.0 for p in pieces]
+        self.others = others
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -307,6 +348,9 @@ class _Clusters:
             if not G.union_is_convex(self.V[a], self.vol[a], self.V[b], self.vol[b], tot):
                 return False
             hull = G.hull(VV)[2]  # before any change: a failure leaves the clusters as they were
+            if self.others is not None and G.volume(hull) > tot * (1 + SURE_CONVEX_REL) \
+                    and self.others.meet(hull, float(np.max(np.abs(hull)))):
+                return False  # the extra volume is another decision's cell
         except QhullError:
             return False  # a degenerate vertex set (qhull's topology error): do not merge
         self.parent[b] = a
@@ -317,10 +361,12 @@ class _Clusters:
 
 
 def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool,
-           deadline: Deadline | None = None) -> list[tuple[np.ndarray, float]]:
+           deadline: Deadline | None = None, others: list[np.ndarray] | None = None
+           ) -> list[tuple[np.ndarray, float]]:
     """Greedy convex merging along ``edges``; at ``deadline`` it stops (every cell is
-    still a convex union of pieces: the rules stay exact, only fewer merged)."""
-    cl = _Clusters(pieces)
+    still a convex union of pieces: the rules stay exact, only fewer merged).  ``others``:
+    the vertex sets of the other decisions' cells, which no merged hull may take in."""
+    cl = _Clusters(pieces, None if others is None else _Others(others))
     if merge and len(edges):
         have = np.array([p is not None for p in pieces])
         E = edges[have[edges[:, 0]] & have[edges[:, 1]]]
@@ -352,11 +398,12 @@ def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: boo
     out = []
     for k in range(len(decs)):
         mine = [_Piece(c, _bsp.area(c)) for c, lab in cells if lab == k]
-        out.append(_merge_touching(mine) if merge else [(p.V, p.vol) for p in mine])
+        theirs = [c for c, lab in cells if lab != k]
+        out.append(_merge_touching(mine, theirs) if merge else [(p.V, p.vol) for p in mine])
     return out
 
 
-def _merge_touching(pcs: list[_Piece]) -> list[tuple[np.ndarray, float]]:
+def _merge_touching(pcs: list[_Piece], others: list[np.ndarray] | None = None) -> list[tuple[np.ndarray, float]]:
     """Greedy convex merging of cells whose bounding boxes touch."""
     if not pcs:
         return []
@@ -366,7 +413,7 @@ def _merge_touching(pcs: list[_Piece]) -> list[tuple[np.ndarray, float]]:
     touch = np.all((lo[:, None, :] <= hi[None, :, :] + eps) & (lo[None, :, :] <= hi[:, None, :] + eps), axis=2)
     i, j = np.nonzero(np.triu(touch, 1))
     E = np.stack([i, j, np.zeros_like(i)], axis=1)
-    return _merge(pcs, E, True)
+    return _merge(pcs, E, True, others=others)
 
 
 def _domain_rows(domain: Box | Polytope) -> tuple[np.ndarray, np.ndarray]:
@@ -475,7 +522,9 @@ def decision_rules(
         # that cut the enumeration leaves the pieces unmerged
         skip = deadline.expired() or (rs.partial and time_limit is not None)
         edges = R.adjacency(rs, fnet) if merge and not skip else np.zeros((0, 3), dtype=np.int64)
-        cells_by = [_merge(pcs, edges, merge, deadline) for pcs in pieces]
+        cells_by = [_merge(pcs, edges, merge, deadline,
+                           [p.V for j, other in enumerate(pieces) if j != k for p in other if p is not None])
+                    for k, pcs in enumerate(pieces)]
     merge_stopped = merge and (deadline.expired() or (method == "merge" and skip))  # (bsp: 2-D, quick)
     for dec, pcs, merged in zip(decs, pieces, cells_by, strict=True):
         vol_dec = 0.0
