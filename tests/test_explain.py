@@ -459,3 +459,16 @@ def test_why_not_argument_errors_name_the_argument():
             why_not(net, [0.5, 0.0], "negative", box, norm="l2", max_regions=bad)
     r = why_not(net, [0.5, 0.0], "negative", box, norm="l2", max_regions=50)
     assert r.exists and net(np.array([r.counterfactual]))[0, 0] < 0
+
+
+def test_why_not_does_not_call_a_target_below_the_margin_unreachable():
+    # f = relu(x0) - 5e-10 is negative on the half box x0 < 0, by less than the 2e-9
+    # margin the search requires: l1 and linf said "no counterfactual exists"
+    net = Network([[[1.0, 0.0]], [[1.0]]], [[0.0], [-5e-10]])
+    box = Box([-1, -1], [1, 1])
+    assert net(np.array([[-0.5, 0.0]]))[0, 0] < 0        # the independent fact
+    for norm in ("l1", "linf", "l2"):
+        r = why_not(net, [1.0, 0.0], "negative", box, norm=norm)
+        assert r.status != "infeasible" and r.exists is not False, (norm, r.status)
+        if r.exists:
+            assert net(np.array([r.counterfactual]))[0, 0] < 0

@@ -362,6 +362,27 @@ def why_not(
         elif st == "solver_error":
             # not a time limit: the answer must say why it is not proven optimal
             cert["reason"] = SOLVER_ERROR_REASON
+    if st == "infeasible" and req > 0:
+        # proved: no input reaches the target with the required margin. Inputs with a
+        # smaller one may (f = relu(x0) - 5e-10 is negative on half the box, below the
+        # 2e-9 margin): "no counterfactual exists" needs the target's best margin
+        left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
+        probe = _no_target_certificate(fnet, space, dec, req, left)
+        xb = probe.get("best_input")
+        if xb is not None and bool(dec.holds(fnet(np.asarray(xb)[None]))[0]):
+            z, lower, st = np.asarray(xb, dtype=np.float64), 0.0, "feasible"
+            info = {**info, "below_required_margin": req}
+            cert = {**probe, "method": "exact MILP of the target's best margin (HiGHS)",
+                    "reason": f"no input reaches the target with the margin {req:.3g} the search "
+                              "requires; this one reaches it (forward pass) with a smaller margin, "
+                              "at the outputs' float resolution: not shown to be the nearest"}
+        elif not (probe.get("max_target_margin_upper_bound", 0.0) < 0):
+            return WhyNotResult(status="unknown", exists=None, counterfactual=None, output=None,
+                                distance=None, lower_bound=0.0, gap=None, changed=(), path={},
+                                certificate={**probe, "reason": (
+                                    f"no input reaches the target with the required margin {req:.3g}; "
+                                    "whether one reaches it with a smaller margin is not decided")},
+                                method=method, time=time.perf_counter() - t0, info=info, **common)
     if st == "infeasible":
         left = None if time_limit is None else max(time_limit - (time.perf_counter() - t0), 1.0)
         if info.get("verify_holds"):
