@@ -10,6 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import relulab.lipschitz as L
 from relulab import Box, Network, Polytope
 from relulab.errors import RelulabError
 from relulab.lipschitz import lipschitz
@@ -123,3 +124,49 @@ def test_pattern_jacobian_refuses_a_pattern_of_the_wrong_length():
             pattern_jacobian(net, bad)
     with pytest.raises(RelulabError, match="shape"):
         jacobians(net, np.zeros((3, 5)))
+
+
+def test_a_nonpositive_answer_within_the_tolerance_says_so():
+    # f = 1e-8 - |x - 0.3| is positive at 0.3 (exactly), and over a box around it the
+    # answer is "positive"; over R the MILP's bound is 1.2e-8 > 0, within POS_TOL: it
+    # read "nonpositive" as if proved
+    from fractions import Fraction
+
+    from relulab.lipschitz import Zonotope, is_positive, zonotope_contains
+
+    net = Network([[[1.0], [-1.0]], [[-1.0, -1.0]]], [[-0.3, 0.3], [1e-8]])
+    assert net.exact()([Fraction(0.3)])[0] > 0                  # the independent fact
+    assert is_positive(net, Box([-0.7], [1.3])).positive is True
+    r = is_positive(net, None)
+    assert r.positive is True or (r.positive is False and r.within_tolerance and r.bound > 0)
+    # a plainly nonpositive function: proved, no tolerance involved
+    minus = Network([[[1.0], [-1.0]], [[-1.0, -1.0]]], [[0.0, 0.0], [-0.5]])
+    r = is_positive(minus, Box([-1], [1]))
+    assert r.positive is False and not r.within_tolerance
+    # Z1 sticks out of Z2 by 1e-10 in x: "contained" only within the tolerance
+    c = zonotope_contains(Zonotope([0, 0], [[1 + 1e-10, 0], [0, 1]]), Zonotope([0, 0], [[1, 0], [0, 1]]))
+    assert c.contained is not True or c.within_tolerance
+
+
+def test_a_tiny_full_dimensional_polytope_is_a_domain():
+    # the square [0.5, 0.5 + 1e-10]^2 was refused as "flat or a point" (an absolute
+    # radius of 1e-9) while the same Box has the constant sqrt(5)
+    net = Network([[[1.0, 2.0]]], [[0.0]])
+    lo, hi = 0.5, 0.5 + 1e-10
+    poly = Polytope([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]], [hi, -lo, hi, -lo])
+    r = lipschitz(net, poly, p=2)
+    assert r.status == "exact" and r.value == pytest.approx(np.sqrt(5.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: lipschitz(Network([[[1.0]]], [[0.0]]), Box([0], [1]), time_limit="5"),
+    lambda: L.vector_norm(np.ones(2), 0),
+    lambda: L.dual_exponent(0.5),
+    lambda: L.operator_norm(np.full((2, 2), np.nan), 2, 3),
+    lambda: L.is_positive(Network([[[1.0]]], [[0.0]]), None,
+                                                                       time_limit=float("nan")),
+    lambda: L.surjective(Network([[[1.0]]], [[0.0]]), time_limit=-1),
+])
+def test_bad_arguments_are_one_clear_error(call):
+    with pytest.raises(RelulabError):
+        call()

@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
-from ..errors import RelulabError
+from ..errors import RelulabError, is_positive_seconds
 from ..limits import ResourceLimitError
-from ..lp import chebyshev_center
+from ..lp import chebyshev_center_zoomed, no_interior
 from ..network import Network
-from ..tolerance import MIN_RADIUS
 from .bab import by_bab
 from .enumeration import by_enumeration
 from .lower import sampled_lower
@@ -67,8 +66,10 @@ def _check_domain(net: Network, domain: Any) -> Box | Polytope | None:
                 "constant over a domain needs a full-dimensional box")
         return dom
     if dom.n_constraints and dom.is_bounded:
-        _, rad = chebyshev_center(dom.A, dom.b)
-        if rad <= MIN_RADIUS:
+        # zoomed: an absolute radius of 1e-9 refused the square [0.5, 0.5 + 1e-10]^2 as
+        # flat, which as a Box has the constant 2.236
+        x, rad = chebyshev_center_zoomed(dom.A, dom.b)
+        if no_interior(x, rad):
             raise LipschitzError("lipschitz: the polytope has no interior (it is flat or a point)")
     return dom
 
@@ -161,8 +162,11 @@ def lipschitz(
             f"lipschitz: the network has {m} outputs; give the output norm q (e.g. q=p)")
     if m == 1:
         q = None  # a scalar output: the constant is the dual norm of the gradient
-    if time_limit is not None and not (time_limit > 0):
-        raise LipschitzError(f"lipschitz: time_limit must be positive, got {time_limit!r}")
+    if time_limit is not None and not is_positive_seconds(time_limit):
+        # a string limit ended in a raw TypeError from the comparison
+        raise LipschitzError(f"lipschitz: time_limit must be a positive number of seconds or None, "
+                             f"got {time_limit!r}")
+    time_limit = None if time_limit is None else float(time_limit)
     net = net.float() if net.is_exact else net
     dom = _check_domain(net, domain)
     unbounded = isinstance(dom, Polytope) and (dom.n_constraints == 0 or not dom.is_bounded)

@@ -43,6 +43,7 @@ import numpy as np
 from ..bounds import float_layers, interval_bounds
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
+from ..limits import check_seconds
 from ..network import Network
 from ..tolerance import MIP_GAP
 from .jacobians import bias_free
@@ -146,6 +147,7 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
         (False, True)
     """
     t0 = time.time()
+    time_limit = check_seconds(time_limit, "is_positive")   # NaN was taken as no limit
     net = _scalar(net, "is_positive")
     if domain is None:
         H, box = homogeneous_problem(net)
@@ -172,7 +174,7 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
                                 method, time.time() - t0)
     if r.status == "optimal" and r.bound <= POS_TOL * (1.0 + scale):
         return PositivityResult(False, "nonpositive", None, None, float(r.value), float(r.bound),
-                                method, time.time() - t0)
+                                method, time.time() - t0, within_tolerance=bool(r.bound > 0))
     return PositivityResult(None, "unknown", None, None, float(r.value), float(r.bound), method,
                             time.time() - t0)
 
@@ -213,6 +215,7 @@ def surjective(net: Network, *, time_limit: float | None = None) -> Surjectivity
     d = net.input_dim
     box = Box(-np.ones(d), np.ones(d))
     K = offset_bound(net)
+    time_limit = check_seconds(time_limit, "surjective")   # -1 was accepted
     half = None if time_limit is None else time_limit / 2
     up = is_positive(g, box, time_limit=half)
     down = is_positive(-g, box, time_limit=half)
@@ -324,5 +327,6 @@ def zonotope_contains(Z1: Zonotope | tuple, Z2: Zonotope | tuple, *,
             return ContainmentResult(False, "not contained", z, u, r.maximum, r.bound, time.time() - t0)
         return ContainmentResult(None, "unknown", None, u, r.maximum, r.bound, time.time() - t0)
     if r.positive is False:
-        return ContainmentResult(True, "contained", None, None, r.maximum, r.bound, time.time() - t0)
+        return ContainmentResult(True, "contained", None, None, r.maximum, r.bound, time.time() - t0,
+                                 within_tolerance=r.within_tolerance)
     return ContainmentResult(None, "unknown", None, None, r.maximum, r.bound, time.time() - t0)

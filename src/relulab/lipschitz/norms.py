@@ -79,7 +79,7 @@ def dual_exponent(p: float) -> float:
         >>> dual_exponent(1), dual_exponent(2), dual_exponent(float("inf"))
         (inf, 2.0, 1.0)
     """
-    p = float(p)
+    p = check_p(p, "dual_exponent: p")   # p < 1 gave a negative "dual" (0.5 -> -1)
     if p == 1:
         return math.inf
     if math.isinf(p):
@@ -94,6 +94,7 @@ def vector_norm(x: np.ndarray, p: float, axis: int = -1) -> np.ndarray | float:
         >>> float(vector_norm(np.array([3.0, -4.0]), 1))
         7.0
     """
+    p = check_p(p, "vector_norm: p")   # p = 0 divided by zero, p = -1 returned 0.5
     x = np.abs(np.asarray(x, dtype=np.float64))
     if math.isinf(p):
         return np.max(x, axis=axis, initial=0.0)
@@ -121,6 +122,10 @@ def operator_norm(A: np.ndarray, p: float, q: float | None = None) -> NormBracke
         1.0
     """
     A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    if A.ndim != 2 or not np.all(np.isfinite(A)):
+        # a 3-D array or a NaN matrix ended in numpy's unpacking or SVD errors
+        raise RelulabError(f"operator_norm: need a finite 2-D matrix, got shape {A.shape}"
+                           + ("" if A.ndim != 2 else " with non-finite entries"))
     p = check_p(p)
     q = p if q is None else check_p(q, "q")
     m, n = A.shape

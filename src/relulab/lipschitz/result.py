@@ -100,7 +100,8 @@ class PositivityResult(Result):
 
     ``positive`` is True with a ``witness`` where ``f(witness) > 0`` was re-checked by a
     forward pass in exact rational arithmetic; False when the maximum was proved
-    ``<= tolerance``; None ("unknown") when a time limit stopped the search.
+    ``<= tolerance`` (``within_tolerance`` True when the proven bound is above 0: the
+    sign itself is then not proved); None ("unknown") when a time limit stopped the search.
     ``maximum``/``bound`` are the best value found and the proven upper bound of the
     maximum over the (bounded) problem actually solved: for R^d that is the
     homogenised network on ``[-1, 1]^d x [0, 1]``, whose sign, not size, is the answer.
@@ -121,6 +122,10 @@ class PositivityResult(Result):
     bound: float
     method: str
     time: float
+    # "nonpositive" from a proven bound that is above 0 but within the tolerance: the
+    # maximum is at most ``bound`` (f = 1e-8 - |x - 0.3| is such a case over R), not
+    # shown to be <= 0
+    within_tolerance: bool = False
 
 
 @dataclass(frozen=True)
@@ -170,3 +175,6 @@ class ContainmentResult(Result):
     excess: float
     bound: float
     time: float
+    # "contained" from a proven excess bound above 0 but within the tolerance: Z1 may
+    # stick out of Z2 by up to ``bound`` (1e-10 was seen), not shown to be inside
+    within_tolerance: bool = False
