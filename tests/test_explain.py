@@ -366,7 +366,7 @@ def test_why_not_reports_a_persistent_solver_error_honestly(monkeypatch):
     r = why_not(net, [0.0, 0.0], "positive", dom, norm="l1")
     assert r.status in ("feasible", "unknown") and r.status != "optimal"
     assert r.certificate["reason"].startswith("numerical: solver error")
-    assert "solver failed numerically" in r.text()
+    assert "not proven: solver error" in r.text() or "numerical: solver error" in r.text()
     assert r.info["balls"][-1]["status"] == "error"
 
 
@@ -444,7 +444,7 @@ def test_l2_why_not_claims_no_optimum_when_a_projection_fails(monkeypatch):
     r = why_not(net, x, (cur + 1) % 3, box, norm="l2")
     assert r.status in ("feasible", "unknown")
     assert r.certificate["reason"].startswith("numerical: a projection QP failed")
-    assert "numerically" in r.text()
+    assert "numerical: a projection QP failed" in r.text() or "not proven: a projection QP failed" in r.text()
 
 
 def test_why_not_argument_errors_name_the_argument():

@@ -158,3 +158,21 @@ def test_exactness_checks_leave_equal_networks_equal():
     g = to_formula(net)
     for x in itertools.product([Fraction(k, 3) for k in range(4)], repeat=2):
         assert g.evaluate(list(x))[0] == net(list(x))[0]
+
+
+@pytest.mark.parametrize("e", [12, 20])
+def test_equal_on_cube_evaluates_exactly_where_float_and_exact_patterns_disagree(e):
+    # f - g = eps everywhere; the float enumeration reads the pre-activation eps as 0, the
+    # exact pattern disagrees, and "equal" (not exact) came back from the float verifier
+    from fractions import Fraction
+
+    from relulab import Network
+    from relulab.logic import equal_on_cube
+
+    eps = Fraction(1, 10**e)
+    f = Network([[[1], [1]], [[1, -1]], [[1]]], [[0, 0], [eps], [0]], exact=True)
+    g = Network([[[1], [1]], [[1, -1]], [[0]]], [[0, 0], [eps], [0]], exact=True)
+    assert f([Fraction(1, 2)])[0] - g([Fraction(1, 2)])[0] == eps       # the independent fact
+    r = equal_on_cube(f, g)
+    assert r.status == "different" and r.exact
+    assert f(list(r.witness))[0] != g(list(r.witness))[0]

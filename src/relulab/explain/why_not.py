@@ -112,15 +112,19 @@ class WhyNotResult(Result):
         if self.exists is False:
             return (f"no counterfactual with {self.target} exists in the search space "
                     f"({self.certificate.get('reason', '')})")
-        numerical = str(self.certificate.get("reason", "")).startswith("numerical")
+        reason = str(self.certificate.get("reason", ""))
+        numerical = reason.startswith("numerical")
+        # the reason's first clause: a solver error, or (nothing failed) target points that
+        # no forward pass confirms, a tie at one point ("the solver failed" said the latter too)
+        short = reason.removeprefix("numerical:").strip().split(" (")[0].split(":")[0]
         if self.counterfactual is None:
-            why = "the solver failed numerically" if numerical else "no counterfactual found in time"
+            why = f"numerical: {short}" if numerical else "no counterfactual found in time"
             return (f"unknown: {why}; every one is at {self.norm} "
                     f"distance >= {self.lower_bound:.{digits}g}")
         ch = ", ".join(f"{c['feature']}: {c['from']:.{digits}g} -> {c['to']:.{digits}g}"
                        for c in self.changed) or "(none)"
         head = "nearest" if self.optimal else (
-            f"a (gap {self.gap:.3g}{', not proven: the solver failed numerically' if numerical else ''})")
+            f"a (gap {self.gap:.3g}{', not proven: ' + short if numerical else ''})")
         n = self.path.get("regions", "?")
         return (f"{head} counterfactual ({self.norm} distance {self.distance:.{digits}g}) gets "
                 f"{self.target} instead of {self.decision}: change {ch}; the straight path "

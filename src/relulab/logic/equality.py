@@ -172,6 +172,16 @@ def _by_regions(f: Network, g: Network, B: Box, deadline: float | None = None) -
                                   f"the time limit ended the exact comparison of {len(rs)} regions")
         found = _strict_point(H, R)
         if found is None:
+            # the float pattern and the exact one disagree there (a pre-activation of 1e-12
+            # read as 0): no proof either way from this region, but an exact evaluation at
+            # its points may still show a difference (f - g = 1e-12 everywhere read "equal")
+            for c in [*_candidates(R), *np.asarray(R.vertices)]:
+                p = tuple(Fraction(float(v)) for v in c)
+                fx, gx = _values(F, p), _values(G, p)
+                if fx != gx:
+                    return EqualityResult("different", "regions", True,
+                                          "the networks differ at an exact point of a linear region",
+                                          p, fx, gx, len(rs))
             return EqualityResult("unknown", "regions", False,
                                   f"no exact interior point found for region {R.index}")
         x, signs, rows = found
