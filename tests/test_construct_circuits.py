@@ -173,3 +173,11 @@ def test_malformed_numbers_are_one_construction_error() -> None:
     for fn, what in cases:
         with pytest.raises(RelulabError, match=re.escape(what)):
             fn()
+
+
+@pytest.mark.parametrize("op", ["THR²", "THR٣"])
+def test_a_threshold_gate_needs_ascii_digits(op: str) -> None:
+    # "THR²" passed str.isdigit and then failed int() with a raw ValueError; "THR٣" (an
+    # Arabic-Indic 3) was silently read as THR3
+    with pytest.raises(FormatError, match="unknown gate"):
+        gate(op, 3)

@@ -95,3 +95,13 @@ def test_dimacs() -> None:
         parse_dimacs("1 2 3 0\n")
     with pytest.raises(FormatError, match=":2: clause literals must be integers"):
         parse_dimacs("p cnf 3 1\n1 x 3 0\n", "f.cnf")
+
+
+def test_a_sat_gadget_too_large_for_memory_is_refused_before_it_is_built():
+    # 60,000 clauses on 60,000 variables ran 268 s of building before the memory refusal
+    from relulab.construct import random_3cnf, sat_gadget
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    clauses = random_3cnf(2000, 3000, 0)
+    with memory_limit(2**20), pytest.raises(ResourceLimitError, match="exact sat gadget"):
+        sat_gadget(clauses, 2000)

@@ -321,3 +321,17 @@ def test_a_dnf_too_large_in_constraints_is_refused_at_its_assert() -> None:
     body = "".join(f"(assert (or {conj} {conj}))\n" for _ in range(12))
     with pytest.raises(FormatError, match=rf"^<string>:13:1: .* more than {MAX_DNF_ATOMS} constraints"):
         parse_vnnlib(head + body)
+
+
+def test_a_byte_order_mark_is_not_a_stray_character(tmp_path):
+    # files saved by some Windows editors start with U+FEFF: it was refused as an
+    # unexpected character (the NNet reader accepts it)
+    from relulab.io.vnnlib import load_vnnlib
+
+    text = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 0))\n(assert (<= X_0 1))\n(assert (<= Y_0 -2.5))\n"
+    plain, marked = tmp_path / "p.vnnlib", tmp_path / "bom.vnnlib"
+    plain.write_text(text, encoding="utf-8")
+    marked.write_text("\ufeff" + text, encoding="utf-8")
+    a, b = load_vnnlib(plain), load_vnnlib(marked)
+    assert b.cases[0].input_box == a.cases[0].input_box
+    assert b.cases[0].unsafe[0].d.tolist() == a.cases[0].unsafe[0].d.tolist() == [-2.5]

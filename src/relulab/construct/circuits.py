@@ -88,7 +88,7 @@ class Gate:
 
 
 def _op_ok(op: str) -> bool:
-    return op in _OPS or (op.startswith("THR") and op[3:].isdigit() and int(op[3:]) >= 1)
+    return op in _OPS or (op.startswith("THR") and op[3:].isascii() and op[3:].isdigit() and int(op[3:]) >= 1)
 
 
 def _gate_value(op: str, vals: Sequence[int]) -> int:

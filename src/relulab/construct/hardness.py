@@ -28,8 +28,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..network import Network
-from ._builder import Builder, Expr, check_size
+from ._builder import Builder, check_size, esum
 from ._exact import ExactEvaluator
 from .maxmin import ConstructionError
 
@@ -63,10 +64,13 @@ def sat_gadget(clauses: Sequence[Clause], n: int) -> Network:
         4
     """
     check_size(f"sat_gadget ({len(clauses)} clauses)", neurons=4 * len(clauses))
+    # the dense exact layers (hidden 4m x n, output 1 x 4m; 16 bytes an entry, see
+    # Builder.close) before the build, not after minutes of it
+    check_bytes(16.0 * 4 * len(clauses) * (n + 2), f"the exact sat gadget ({len(clauses)} clauses, {n} variables)")
     _check_clauses(clauses, n)
     b = Builder(n)
     x = b.inputs()
-    out = Expr(1)
+    parts = []
     for cl in clauses:
         ys = [x[lit - 1] if lit > 0 else 1 - x[-lit - 1] for lit in cl]
         terms = [b.relu(y * 2 - 1) for y in ys]
@@ -77,8 +81,8 @@ def sat_gadget(clauses: Sequence[Clause], n: int) -> Network:
         for t in terms[1:]:
             h = h + t
         h = h - b.relu(total - 1)
-        out = out + h / 3
-    return b.build([out])
+        parts.append(h / 3)
+    return b.build([esum(parts, 1)])
 
 
 def random_3cnf(n: int, m: int, rng: np.random.Generator | int | None = None) -> list[tuple[int, int, int]]:

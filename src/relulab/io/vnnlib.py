@@ -522,7 +522,7 @@ def load_vnnlib(
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # utf-8-sig: a byte-order mark was read as a stray character
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a VNN-LIB text file (not UTF-8 text)") from None
     except OSError as e:
