@@ -85,3 +85,15 @@ def test_a_pipe_or_device_is_written_in_place_not_replaced(tmp_path: Path) -> No
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)          # still the pipe, not a file
     assert got and got[0][:2] == b"PK"                   # the reader got the .npz (a zip)
     assert sorted(q.name for q in tmp_path.iterdir()) == ["link.npz", "pipe.npz"]
+
+
+def test_a_write_error_names_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    # a full disk gave only "[Errno 28] No space left on device"
+    import errno
+
+    target = tmp_path / "a.txt"
+    with pytest.raises(RelulabError, match=r"cannot write .*a\.txt: No space left on device"):
+        with atomic_path(target) as tmp:
+            open(tmp, "w").write("partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert list(tmp_path.iterdir()) == []

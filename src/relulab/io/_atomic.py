@@ -143,6 +143,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             old_mode = 0o666 & ~umask
         os.chmod(tmp, old_mode)  # an overwritten file keeps its permissions
         os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # a full disk said only "[Errno 28] No space left on device": name the file
+        raise RelulabError(f"cannot write {path}: {e.strerror or e} (the old file, if any, is unchanged)") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
