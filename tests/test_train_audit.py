@@ -155,5 +155,5 @@ def test_estimator_columns_of_small_spread_are_not_constant():
     A = np.c_[np.linspace(0, 1, 50) * 1e-13, np.full(50, 5.0), np.linspace(-3, 3, 50)]
     mean, scale = standardiser(A)
     assert scale[0] == pytest.approx(np.std(A[:, 0]), rel=1e-9)
-    assert scale[1] == 1.0 and mean[1] == 5.0
+    assert scale[1] == 5.0 and mean[1] == 5.0   # a constant column: its own size as scale (it was 1)
     assert scale[2] == pytest.approx(np.std(A[:, 2]), rel=1e-12)

@@ -40,11 +40,12 @@ from typing import Any
 from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..results import Result
+from .compile import to_network
 from .equality import equal_on_cube
 from .extract import to_formula
 from .graph import Node, SubstitutionGraph
 from .normal_form import NormalFormResult, normal_form
-from .rewrites import Step, apply_step, collapse_layer, expand_layer, formulas_equal, node_rewrite
+from .rewrites import Step, apply_step, collapse_layer, expand_layer, node_rewrite, proved_equal
 from .truncated import truncated_affine, weights_algebra
 
 __all__ = ["derive", "DerivationResult", "replay", "invert"]
@@ -188,7 +189,6 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
 
 
 def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_steps, timeout, t0, done):
-    from .compile import to_network
 
     fa = a if isinstance(a, Network) else to_network(A)
     fb = b if isinstance(b, Network) else to_network(B)
@@ -249,7 +249,8 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
             return done("not found within budget", "flattening", [], "time budget spent")
         # the equality check gets what is left of the budget (its own default, 60 s, ran
         # a derive(timeout=2) for 64 s)
-        if not formulas_equal(x.formula, y.formula, GA.n_inputs, timeout=left):
+        n = max(GA.n_inputs, 1)
+        if not proved_equal(equal_on_cube(to_network(x.formula, n), to_network(y.formula, n), timeout=left)):
             spent = time.monotonic() - t0 >= timeout
             return done("not found within budget", "flattening", [],
                         "time budget spent in the equality check of output node "

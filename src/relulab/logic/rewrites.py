@@ -67,11 +67,10 @@ class Step(Result):
     _data: Any = None
 
 
-def formulas_equal(a: Formula, b: Formula, n: int, timeout: float | None = None) -> bool:
+def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
     """Exact decision of ``a == b`` as truth functions on [0, 1]^n (compiled to networks
-    and compared by :func:`relulab.logic.equal_on_cube` within ``timeout`` seconds, its
-    default when None; "unknown", and "equal" from the float verifier (not exact), count
-    as not proved).
+    and compared by :func:`relulab.logic.equal_on_cube`; "unknown", and "equal" from the
+    float verifier (not exact), count as not proved).
 
     Example:
         >>> from relulab.logic import parse
@@ -83,9 +82,20 @@ def formulas_equal(a: Formula, b: Formula, n: int, timeout: float | None = None)
 
     if a is b:
         return True
-    kw = {} if timeout is None else {"timeout": timeout}
-    r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)), **kw)
-    # the float verifier's "equal" is up to its tolerance: a spike of height 2^-47 passed
+    r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)))
+    return proved_equal(r)
+
+
+def proved_equal(r: Any) -> bool:
+    """Whether an :class:`relulab.logic.EqualityResult` proves equality: the float
+    verifier's "equal" is up to its tolerance (a spike of height 2^-47 passed), so only
+    an exact "equal" counts.
+
+    Example:
+        >>> from relulab.logic import EqualityResult
+        >>> proved_equal(EqualityResult("equal", "regions", True, "")), proved_equal(EqualityResult("equal", "verifier", False, ""))
+        (True, False)
+    """
     return r.status == "equal" and r.exact
 
 
