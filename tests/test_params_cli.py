@@ -10,6 +10,7 @@ import pytest
 from conftest import random_network
 from typer.testing import CliRunner
 
+from relulab import Network
 from relulab.cli import app
 from relulab.io import save_model
 from relulab.params import functional_dimension, path_lifting, path_norm
@@ -101,8 +102,6 @@ def test_bad_input_is_one_line_error(model_file):
 def test_fdim_exact_honours_its_time_limit(tmp_path):
     # `fdim --exact` on a 4-40-40-1 network ran past 100 s with nothing printed and no limit
     rng = np.random.default_rng(0)
-    from relulab import Network
-
     big = Network([rng.normal(size=(40, 4)), rng.normal(size=(40, 40)), rng.normal(size=(1, 40))],
                   [rng.normal(size=40), rng.normal(size=40), rng.normal(size=1)])
     fd = functional_dimension(big, rng.normal(size=(100, 4)), exact=True, time_limit=0.5)
@@ -120,3 +119,21 @@ def test_fdim_exact_honours_its_time_limit(tmp_path):
     assert fd.exact_rank == fd.rank and fd.exact_stopped is None
     res = runner.invoke(app, ["fdim", str(path), "--exact", "--time-limit", "-1"])
     assert res.exit_code == 1 and "--time-limit" in str(res.exception)
+
+
+def test_fdim_time_limit_needs_exact(tmp_path):
+    # --time-limit without --exact was accepted and silently ignored
+    path = tmp_path / "n.npz"
+    save_model(Network([[[1.0, 2.0], [0.5, -1.0]], [[1.0, 1.0]]], [[0.1, 0.2], [0.0]]), path)
+    res = runner.invoke(app, ["fdim", str(path), "--time-limit", "5"])
+    assert res.exit_code == 1 and "give --exact" in str(res.exception)
+
+
+def test_numerical_rank_of_finite_entries_near_the_float_limit():
+    # the SVD of finite entries near 1e308 overflowed: sigma_max inf, rank 0
+    from relulab.params import numerical_rank
+
+    A = np.full((3, 3), 1e308)
+    A[0, 1], A[2, 2] = -1e308, 5e307     # numpy's SVD: sigma_max inf
+    info = numerical_rank(A)
+    assert info.rank == 3 == np.linalg.matrix_rank(A / 1e308)

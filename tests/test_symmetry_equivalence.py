@@ -312,3 +312,23 @@ def test_exact_affine_networks_on_a_polytope_are_not_called_equal():
     if r.status == "different":
         x = Fraction(float(np.asarray(r.witness).reshape(-1)[0]))
         assert abs(f([x])[0] - g([x])[0]) > 0.5
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_outputs_that_overflow_do_not_make_everything_equal(exact):
+    # f = 1e308 relu(x) and g = f / 2 on [-1, 3]: the sampled outputs overflow, the default
+    # tolerance (1e-6 of them) was inf, and the answer "equal within the tolerance inf"
+    f = Network([[[1.0]], [[1e308]]], [[0.0], [0.0]])
+    g = Network([[[1.0]], [[5e307]]], [[0.0], [0.0]])
+    if exact:
+        f, g = f.exact(), g.exact()
+    assert f(np.array([[1.0]]))[0, 0] != g(np.array([[1.0]]))[0, 0]     # the independent fact
+    r = equivalent(f, g, Box([-1], [3]))
+    assert r.status != "equal"
+    assert equivalent(f, f, Box([-1], [3])).status in ("equal", "unknown")
+
+
+def test_no_samples_on_a_wide_box_is_not_a_numpy_error():
+    rng = np.random.default_rng(0)
+    f = Network([rng.normal(size=(3, 11)), rng.normal(size=(1, 3))], [rng.normal(size=3), rng.normal(size=1)])
+    assert equivalent(f, f, Box(-np.ones(11), np.ones(11)), n_samples=0).status == "equal"

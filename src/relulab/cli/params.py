@@ -153,6 +153,9 @@ def fdim_cmd(
     from ..params import functional_dimension, rescaling_bound
 
     limit = check_seconds(time_limit, "--time-limit")
+    if limit is not None and not exact:  # it was accepted and silently ignored
+        raise RelulabError("--time-limit bounds the exact rank: give --exact with it (the numerical "
+                           "rank runs without a limit)")
     net = load_model_arg(model)
     bound = rescaling_bound(net)
     m, P = net.output_dim, net.n_params

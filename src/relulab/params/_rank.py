@@ -113,8 +113,19 @@ def numerical_rank(M, tol: float | None = None) -> RankInfo:
     dense_bytes = 8.0 * m * n * (2 if sparse else 1) + 8.0 * (m * n + 4 * k * k + 10 * max(m, n))
     if m * n <= DENSE_SVD_ENTRIES or dense_bytes <= memory_budget():
         A = M.toarray() if sparse else np.asarray(M, dtype=float)
-        s = np.linalg.svd(A, compute_uv=False)
-        return rank_from_singular_values(s, shape, "svd", tol)
+        # scaled by a power of two (exact) so that the SVD cannot overflow: finite entries
+        # near 1e308 gave a largest singular value of inf and rank 0 (it is 3)
+        top = float(np.max(np.abs(A), initial=0.0))
+        sc = 2.0 ** math.floor(math.log2(top)) if 0 < top < math.inf else 1.0
+        s = np.linalg.svd(A / sc, compute_uv=False)
+        info = rank_from_singular_values(s, shape, "svd", None if tol is None else tol / sc)
+        if sc == 1.0:
+            return info
+        with np.errstate(over="ignore"):
+            return dataclasses.replace(
+                info, tol=info.tol * sc, sigma_max=info.sigma_max * sc,
+                sigma_kept=None if info.sigma_kept is None else info.sigma_kept * sc,
+                sigma_dropped=None if info.sigma_dropped is None else info.sigma_dropped * sc)
     check_bytes(8.0 * (3 * k * k + (0 if sparse else m * n)),
                 f"the {k} x {k} Gram matrix for the rank of a {m} x {n} matrix (too big for a dense SVD)")
     A = sp.csc_matrix(M) if sparse else np.asarray(M, dtype=float)

@@ -190,7 +190,10 @@ def _recheck(
 
 def _output_scale(f: Network, g: Network, X: np.ndarray) -> float:
     """``max(1, largest |output| of f or g on X)``: the size of the numbers compared."""
-    return max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
+    if len(X) == 0:  # n_samples=0: numpy's max of nothing raised
+        return 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
 
 
 def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
@@ -431,6 +434,16 @@ def equivalent(
     def done(status: str, method: str, **kw: Any) -> EquivalenceResult:
         return EquivalenceResult(status=status, method=method, tol=tol_v,
                                  time=time.monotonic() - t0, **kw)
+
+    if not np.isfinite(tol_v):
+        # outputs that overflow float64 made the default tolerance infinite, and every
+        # pair "equal within the tolerance inf" (1e308 relu(x) against half of it)
+        if both_exact and canonical(f, dom)[0] == canonical(g, dom)[0]:
+            return done("equal", "canonical", upper_bound=0.0, exact=True,
+                        message="identical normal forms (exact)")
+        return done("unknown", "sampling",
+                    message="the outputs overflow float64 on the domain, so a tolerance relative to "
+                            "them is infinite and decides nothing: rescale the last layer or give tol")
 
     if fast:
         cf, rf = canonical(f, dom)
