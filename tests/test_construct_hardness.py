@@ -105,3 +105,19 @@ def test_a_sat_gadget_too_large_for_memory_is_refused_before_it_is_built():
     clauses = random_3cnf(2000, 3000, 0)
     with memory_limit(2**20), pytest.raises(ResourceLimitError, match="exact sat gadget"):
         sat_gadget(clauses, 2000)
+
+
+def test_a_dimacs_file_must_have_the_clauses_its_header_declares():
+    # a truncated file (or a wrong header) passed silently: the gadget was built for fewer clauses
+    with pytest.raises(FormatError, match=r"f\.cnf:2: the header declares 3 clauses, the file has 2"):
+        parse_dimacs("c x\np cnf 3 3\n1 -2 3 0\n-1 2 0\n", "f.cnf")
+    assert parse_dimacs("p cnf 3 2\n1 -2 3 0\n-1 2 0\n%\n0\n")[0] == [(1, -2, 3), (-1, 2)]   # SATLIB's ending
+
+
+def test_a_one_input_gate_refuses_another_fan_in():
+    # gate("NOT", 3) silently built a 1-input gate
+    from relulab.construct import gate
+
+    with pytest.raises(FormatError, match="NOT takes one input"):
+        gate("NOT", 3)
+    assert gate("NOT").inputs == ("x1",) and len(gate("AND").inputs) == 2

@@ -383,7 +383,7 @@ def _gate(kind: str, o: Options) -> tuple[Network, dict]:
 
     if o.k is not None and o.k < 1:
         raise RelulabError(f"--k: a gate needs at least 1 input, got {o.k}")
-    return _circuit_network(C.gate(_need(o.op, "--op", kind), 2 if o.k is None else o.k))
+    return _circuit_network(C.gate(_need(o.op, "--op", kind), o.k))
 
 
 @construction("dnf", "DNF formula (--terms '1 -2; 2 3', --vars n)", ("terms", "n_vars"))

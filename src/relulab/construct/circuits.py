@@ -339,8 +339,9 @@ def compile_circuit(circuit: Circuit) -> Network:
 
 
 # ------------------------------------------------------------ generators
-def gate(op: str, k: int = 2) -> Circuit:
-    """A single gate on inputs ``x1..xk`` (NOT/BUF: k = 1).
+def gate(op: str, k: int | None = None) -> Circuit:
+    """A single gate on inputs ``x1..xk`` (default k = 2; NOT/BUF: k = 1, and another k
+    is refused: ``NOT`` with k = 3 silently built a 1-input gate).
 
     Example:
         >>> compile_circuit(gate("NAND", 3)).widths
@@ -350,7 +351,11 @@ def gate(op: str, k: int = 2) -> Circuit:
     if not _op_ok(op):
         raise FormatError(f"gate: unknown gate {op!r}; use one of {', '.join(sorted(_OPS))} or THRk")
     if op in _AFFINE:
+        if k not in (None, 1):
+            raise FormatError(f"gate: {op} takes one input, got k = {k!r}")
         k = 1
+    elif k is None:
+        k = 2
     names = tuple(f"x{i + 1}" for i in range(k))
     return Circuit(names, ("y",), (Gate("y", op, names),), f"<{op}{k}>")
 

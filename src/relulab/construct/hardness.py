@@ -203,6 +203,7 @@ def parse_dimacs(text: str, source: str = "<string>") -> tuple[list[tuple[int, .
     from ..errors import FormatError
 
     n = None
+    m_declared = header_line = 0
     clauses: list[tuple[int, ...]] = []
     cur: list[int] = []
     for ln, raw in enumerate(text.splitlines(), start=1):
@@ -217,6 +218,10 @@ def parse_dimacs(text: str, source: str = "<string>") -> tuple[list[tuple[int, .
                 n = int(parts[2])
             except ValueError:
                 raise FormatError(f"{source}:{ln}: bad variable count {parts[2]!r}") from None
+            try:
+                m_declared, header_line = int(parts[3]), ln
+            except ValueError:
+                raise FormatError(f"{source}:{ln}: bad clause count {parts[3]!r}") from None
             continue
         try:
             lits = [int(t) for t in line.split()]
@@ -233,6 +238,9 @@ def parse_dimacs(text: str, source: str = "<string>") -> tuple[list[tuple[int, .
         clauses.append(tuple(cur))
     if n is None:
         raise FormatError(f"{source}: no 'p cnf' header")
+    if len(clauses) != m_declared:  # a truncated or mis-headed file passed silently
+        raise FormatError(f"{source}:{header_line}: the header declares {m_declared} clauses, "
+                          f"the file has {len(clauses)}")
     for c in clauses:
         if len(c) > 3 or any(abs(v) > n for v in c):
             raise FormatError(f"{source}: clause {c} has more than 3 literals or a variable > {n}")
