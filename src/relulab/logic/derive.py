@@ -45,7 +45,15 @@ from .equality import equal_on_cube
 from .extract import to_formula
 from .graph import Node, SubstitutionGraph
 from .normal_form import NormalFormResult, normal_form
-from .rewrites import Step, apply_step, collapse_layer, expand_layer, node_rewrite, proved_equal
+from .rewrites import (
+    Step,
+    apply_step,
+    collapse_layer,
+    compare_formulas,
+    expand_layer,
+    node_rewrite,
+    proved_equal,
+)
 from .truncated import truncated_affine, weights_algebra
 
 __all__ = ["derive", "DerivationResult", "replay", "invert"]
@@ -249,8 +257,7 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
             return done("not found within budget", "flattening", [], "time budget spent")
         # the equality check gets what is left of the budget (its own default, 60 s, ran
         # a derive(timeout=2) for 64 s)
-        n = max(GA.n_inputs, 1)
-        if not proved_equal(equal_on_cube(to_network(x.formula, n), to_network(y.formula, n), timeout=left)):
+        if not proved_equal(compare_formulas(x.formula, y.formula, GA.n_inputs, timeout=left)):
             spent = time.monotonic() - t0 >= timeout
             return done("not found within budget", "flattening", [],
                         "time budget spent in the equality check of output node "

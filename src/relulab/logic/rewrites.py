@@ -77,13 +77,22 @@ def formulas_equal(a: Formula, b: Formula, n: int) -> bool:
         >>> formulas_equal(parse("x1 -> x2"), parse("¬x1 ⊕ x2"), 2), formulas_equal(parse("x1"), parse("x2"), 2)
         (True, False)
     """
+    return a is b or proved_equal(compare_formulas(a, b, n))
+
+
+def compare_formulas(a: Formula, b: Formula, n: int, timeout: float | None = 60.0) -> Any:
+    """:func:`relulab.logic.equal_on_cube` of the two formulas compiled to networks on
+    ``n`` inputs, within ``timeout`` seconds (its :class:`relulab.logic.EqualityResult`).
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> compare_formulas(parse("x1"), parse("x2"), 2, timeout=5).status
+        'different'
+    """
     from .compile import to_network
     from .equality import equal_on_cube
 
-    if a is b:
-        return True
-    r = equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)))
-    return proved_equal(r)
+    return equal_on_cube(to_network(a, max(n, 1)), to_network(b, max(n, 1)), timeout=timeout)
 
 
 def proved_equal(r: Any) -> bool:
