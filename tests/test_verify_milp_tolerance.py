@@ -196,3 +196,30 @@ def test_a_domain_too_large_for_the_milp_solver_is_named() -> None:
         # a solver failure is "unknown" with the hint, bracketed by the CROWN bound
         assert r.status != "unknown" or "give a smaller domain" in r.info["reason"]
         assert r.value <= r.bound and float(net(r.x)[0]) == pytest.approx(r.value, rel=1e-12)
+
+
+def test_input_splitting_settles_boxes_whose_gap_is_their_rounding_margin(monkeypatch) -> None:
+    """On an affine piece (every neuron active) CROWN's bound is the maximum plus the
+    proof margin, which no split shrinks: the search settles the box on its first pass
+    (it used to split until the splitting floor), and the bound stays above the exact
+    maximum, which an affine function takes at the corner that the signs of its gradient pick."""
+    import time
+
+    from relulab.verify import milp
+
+    rng = np.random.default_rng(3)
+    W1, W2 = rng.normal(size=(6, 3)), rng.normal(size=(1, 6))
+    b1 = np.full(6, 10.0)  # active on the whole box
+    net = Network([W1, W2], [b1, np.zeros(1)])
+    box = Box(-np.ones(3), np.ones(3))
+    calls = []
+    real = milp.crown_batch
+    monkeypatch.setattr(milp, "crown_batch", lambda *a, **k: calls.append(1) or real(*a, **k))
+    bound, x, value = milp._bab_max(net, box, np.ones(1), time.time() + 60)
+    grad = (W2 @ W1)[0]
+    corner = np.where(grad > 0, 1.0, -1.0)
+    exact = sum(F(a) * (sum(F(w) * F(c) for w, c in zip(row, corner, strict=True)) + F(b))
+                for a, row, b in zip(W2[0], W1, b1, strict=True))
+    assert len(calls) == 1
+    assert F(bound) >= exact >= F(value)
+    assert bound - value < 1e-5  # tol: the proof margin, 1e-7 of the terms' sizes

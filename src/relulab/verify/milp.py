@@ -399,6 +399,7 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     # best first: the boxes with the largest upper bounds are refined first, so the
     # global bound (the largest open one) falls as fast as possible
     OL, OH, OU = box.lo[None].copy(), box.hi[None].copy(), np.full(1, INF)
+    settled = -INF
     while len(OU) and _time.time() < deadline:
         if len(OU) > batch:
             idx = np.argpartition(-OU, batch)[:batch]
@@ -412,7 +413,8 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
         pre, low, A, cc = crown_batch(Ws, bs, lo, hi, C=C, skip=sk, want_linear=True,
                                       intermediate="hybrid")
         mag = np.maximum(np.abs(lo), np.abs(hi))
-        ub = -low[:, 0] + PROOF_MARGIN * (1 + np.abs(cc[:, 0]) + np.sum(np.abs(A[:, 0]) * mag, axis=1))
+        margin = PROOF_MARGIN * (1 + np.abs(cc[:, 0]) + np.sum(np.abs(A[:, 0]) * mag, axis=1))
+        ub = -low[:, 0] + margin
         X = np.concatenate([(lo + hi) / 2, np.where(A[:, 0] > 0, lo, hi)])
         vals = -margins(Ws, bs, sk, X, C, zero)
         i = int(np.argmax(vals))
@@ -421,6 +423,15 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
             alive = OU > best + scaled_tol(best)
             OL, OH, OU = OL[alive], OH[alive], OU[alive]
         keep = ub > best + scaled_tol(best)
+        # A box whose bound is above the best value by no more than its own rounding
+        # margin cannot be closed by splitting (the margin does not shrink with the
+        # box): it is settled, its bound kept in the answer.  Without this a function
+        # that is identically its best value (the difference of two equal networks)
+        # split boxes until the deadline.
+        settle = keep & (ub - margin <= best + scaled_tol(best))
+        if np.any(settle):
+            settled = max(settled, float(np.max(ub[settle])))
+            keep &= ~settle
         if not np.any(keep):
             continue
         lo, hi, ub, A = lo[keep], hi[keep], ub[keep], A[keep]
@@ -441,7 +452,7 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
         OH = np.concatenate([OH, hi1, hi])
         OU = np.concatenate([OU, ub, ub])
     open_ub = float(np.max(OU)) if len(OU) else -INF
-    return max(best, open_ub), best_x, best
+    return max(best, open_ub, settled), best_x, best
 
 
 def _relu_bracket(net: Network, box: Box, c: np.ndarray, seconds: float) -> tuple[float, np.ndarray, float]:
