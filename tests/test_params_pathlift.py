@@ -342,3 +342,29 @@ def test_a_path_norm_beyond_float64_is_inf_for_every_q_without_warnings():
         assert path_norm(net, 0) == 1  # one path with a nonzero product
     small = Network([[[1e150]], [[1e150]]], [[0.0], [0.0]])  # 1e300: still finite
     assert path_norm(small, 0.5) == pytest.approx(1e300, rel=1e-12) == path_norm(small, 2)
+
+
+@pytest.mark.parametrize("q", [1, 2, 3, 0.5, "inf", 0])
+def test_lifting_norm_of_huge_exact_values_follows_path_norm(q):
+    """Exact weights 10^200 give paths of 10^400 (beyond float64): the lifting's norm is
+    the exact Fraction for q = 1 and inf, inf for the others (the norm itself is beyond
+    float64), and the count for q = 0 -- as path_norm says; it raised OverflowError."""
+    big = Fraction(10) ** 200
+    net = Network([[[big], [Fraction(1)]], [[big, Fraction(2)]]], [[Fraction(0)] * 2, [Fraction(0)]])
+    got = path_lifting(net).norm(q)
+    want = {1: big**2 + 2, "inf": big**2, 0: 2}.get(q, math.inf)
+    assert got == want == path_norm(net, q)
+    assert type(got) is type(path_norm(net, q))
+
+
+@pytest.mark.parametrize("q", [2, 4, 8])
+def test_lifting_norm_where_the_powers_overflow_but_the_norm_does_not(q):
+    """Paths 10^200 and 2: |10^200|^q overflows float64 for q >= 2, the q-norm is 10^200
+    (to the last digit: 2^q is far below its ulp); it read inf.  Exact values also get a
+    float norm that matches the exact root."""
+    net = Network([[[1e100], [1.0]], [[1e100, 2.0]]], [[0.0, 0.0], [0.0]])
+    assert path_lifting(net).norm(q) == 1e200
+    exact = Network([[[Fraction(3, 7)], [Fraction(1)]], [[Fraction(5), Fraction(2)]]],
+                    [[Fraction(0)] * 2, [Fraction(1, 3)]])
+    vals = [Fraction(15, 7), Fraction(2), Fraction(1, 3)]
+    assert path_lifting(exact).norm(q) == pytest.approx(float(sum(v**q for v in vals)) ** (1 / q), rel=1e-15)

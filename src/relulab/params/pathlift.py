@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -141,21 +142,50 @@ class PathLifting:
         """Names of all paths, in order."""
         return [self.name(p) for p in range(len(self))]
 
-    def norm(self, q: float | str = 1) -> float:
-        """The ``q``-norm of the vector (``q = 0``: number of nonzero coordinates)."""
+    def norm(self, q: float | str = 1) -> float | Fraction | int:
+        """The ``q``-norm of the vector (``q = 0``: number of nonzero coordinates), with
+        the same conventions as :func:`relulab.params.path_norm`: an exact Fraction for
+        exact (Fraction) values when ``q`` is 1 or inf, else a float that reads ``inf``
+        only where the norm itself is beyond float64.
+
+        Example:
+            >>> from relulab import Network
+            >>> pl = path_lifting(Network([[[1e100], [1.0]], [[1e100, 2.0]]], [[0.0, 0.0], [0.0]]))
+            >>> pl.norm(4)      # the entries' 4th powers overflow; the norm does not
+            1e+200
+        """
         q = parse_q(q)
-        v = np.abs(np.asarray(self.values, dtype=float))
         if q == 0:
             return int(np.count_nonzero(self.values != 0 if self.nonzero is None else self.nonzero))
-        if math.isinf(q):
-            return float(v.max()) if v.size else 0.0
-        return float(np.sum(v**q) ** (1.0 / q))
+        exact = self.values.dtype == object
+        v = np.abs(self.values) if exact else np.abs(np.asarray(self.values, dtype=float))
+        if v.size == 0:
+            return Fraction(0) if exact and (q == 1 or math.isinf(q)) else 0.0
+        top = v.max()
+        if exact and (q == 1 or math.isinf(q)):
+            return Fraction(top if math.isinf(q) else sum(v, Fraction(0)))
+        if top == 0 or top == math.inf:  # a float value that overflowed is the norm too
+            return float(top)
+        # |v|^q of entries far from 1 overflows (1e200^4) or underflows while the norm
+        # does not: the sum is taken over v / max in [0, 1] and the max multiplied back
+        ratios = np.asarray(v / top, dtype=float)
+        with np.errstate(over="ignore", under="ignore"):
+            root = float(np.sum(ratios**q) ** (1.0 / q))  # >= 1; overflows only for q < 1
+            return _float_or_inf(top) * root
 
     def to_dict(self) -> dict:
         return {
             "n_paths": len(self),
             "paths": [{"name": self.name(p), "value": self.values[p]} for p in range(len(self))],
         }
+
+
+def _float_or_inf(x: float | Fraction) -> float:
+    """``float(x)`` for ``x >= 0``, ``inf`` where an exact value is beyond float64."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf
 
 
 def parse_q(q: float | str) -> float:
