@@ -381,3 +381,16 @@ def test_fit_quantile_names_bandwidth_in_its_error(tmp_path, capsys):
     p.write_text("".join(f"{a},{b}\n" for a, b in zip(x, y, strict=True)))
     code, _, err = run_cli(capsys, "fit-quantile", str(p), "--bandwidth", "1e-50", "--epochs", "2")
     assert code == 1 and err.startswith("error: --bandwidth 1e-50:") and "float32" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda: QuantileNetRegressor(quantiles=0.5, hidden=(4,), epochs=1, random_state=0),
+    lambda: MarginalNetRegressor(hidden=(4,), n_estimators=2, epochs=1, random_state=0),
+    lambda: SmoothNetRegressor(hidden=(4,), epochs=1, random_state=0),
+])
+def test_score_names_itself_when_x_is_wrong(make):
+    """A wrong X given to score is reported as score's (the quantile estimator said predict)."""
+    X, y = _data(40)
+    m = make().fit(X, y)
+    with pytest.raises(EstimatorInputError, match=rf"^{type(m).__name__}\.score: X has 1 features"):
+        m.score(X[:, :1], y)
