@@ -82,6 +82,12 @@ def test_tour_runs(capsys):
     (["regions", "example:tiny_2d.onnx", "--ray", "bogus"], "--ray"),
     (["regions", "example:tiny_2d.onnx", "--whole-space", "--box", "0:0.5"], "--whole-space"),
     (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--timeout", "-5"], "--timeout"),
+    # every verifier command takes --time-limit too, and its error names the option as typed
+    (["range", "example:tiny_2d.onnx", "--time-limit", "0"], "--time-limit"),
+    (["verify", "example:tiny_2d.onnx", "example:tiny_2d_holds.vnnlib", "--time-limit", "0"], "--time-limit"),
+    (["equiv", "example:tiny_2d.onnx", "example:tiny_2d.nnet", "--time-limit", "-1"], "--time-limit"),
+    (["reduce", "example:tiny_2d.onnx", "-o", "{tmp}/r.npz", "--time-limit", "-1"], "--time-limit"),
+    (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--time-limit", "-5"], "--time-limit"),
     (["verify-batch", "{tmp}/other.csv", "--workers", "1"], "other.csv:1"),
     (["verify-batch", "{tmp}/ok.csv", "--workers", "1", "--results", "example:r.jsonl"], "--results"),
     (["verify", "example:tiny_2d.onnx", "example:tiny_2d_holds.vnnlib", "--memory", "inf"], "--memory"),

@@ -93,7 +93,7 @@ def equiv_cmd(
     whole_space: bool = typer.Option(
         False, "--whole-space", help="Decide on all of R^d (one hidden layer at most; algebraic)."
     ),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the verifier."),
+    timeout: float | None = typer.Option(None, "--timeout", "--time-limit", help="Seconds for the verifier."),
     tol: float | None = typer.Option(None, "--tol", help="Tolerance of 'equal' (default 1e-6 x scale)."),
     json_out: bool = JSON_OPT,
 ) -> None:
@@ -108,7 +108,7 @@ def equiv_cmd(
     if whole_space and box is not None:
         raise RelulabError("give either --box or --whole-space, not both")
     dom = None if whole_space else parse_box(box, f.input_dim)
-    r = equivalent(f, g, dom, timeout=check_seconds(timeout, "--timeout"), tol=tol)
+    r = equivalent(f, g, dom, timeout=check_seconds(timeout, "--timeout/--time-limit"), tol=tol)
     d = {"a": a, "b": b, "domain": "R^d" if dom is None else dom.to_dict(), **r.to_dict()}
     if json_out:
         print_json(d)
@@ -127,7 +127,7 @@ def reduce_cmd(
     model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
     out: str = typer.Option(..., "-o", "--out", help="Where to write the reduced network."),
     box: str | None = typer.Option(None, "--box", help=BOX_HELP + " Default -1:1."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the verifier."),
+    timeout: float | None = typer.Option(None, "--timeout", "--time-limit", help="Seconds for the verifier."),
     no_skip: bool = typer.Option(False, "--no-skip", help="Never add an input-to-output skip."),
     allow_unverified: bool = typer.Option(
         False, "--allow-unverified",
@@ -149,7 +149,7 @@ def reduce_cmd(
     check_model_target(out, "-o")  # before the verifier runs, not after
     net = load_model_arg(model)
     dom = parse_box(box, net.input_dim)
-    r = reduce(net, dom, timeout=check_seconds(timeout, "--timeout"), allow_skip=not no_skip)
+    r = reduce(net, dom, timeout=check_seconds(timeout, "--timeout/--time-limit"), allow_skip=not no_skip)
     status = "unchecked" if r.check is None else r.check.status
     if status == "different":
         # reduce() only makes function-preserving edits; a witness here is a bug, never output

@@ -320,7 +320,7 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Argument(..., help="Model file (.onnx, .nnet, .npz, .pt)."),
         prop: str = typer.Argument(..., help="Property file (.vnnlib)."),
         timeout: float = typer.Option(
-            60.0, "--timeout", help="Seconds of verification (after loading) before answering "
+            60.0, "--timeout", "--time-limit", help="Seconds of verification (after loading) before answering "
             "unknown (timeout); every phase stops in time."),
         memory: float = typer.Option(
             None, "--memory", help="Memory budget in GB (default: half of the available "
@@ -347,7 +347,7 @@ def register(app: typer.Typer) -> None:
         from ..limits import memory_limit
         from ..verify import load_for_verify, verify
 
-        check_seconds(timeout, "--timeout")
+        check_seconds(timeout, "--timeout/--time-limit")
         if out:
             check_writable(out, "--out")  # before the verifier runs, not after it
         mem = _memory_bytes(memory)
@@ -384,7 +384,8 @@ def register(app: typer.Typer) -> None:
     def verify_batch_cmd(
         instances: str = typer.Argument(..., help="CSV with rows onnx,vnnlib,timeout."),
         workers: int = typer.Option(2, "--workers", help="Worker processes (local), or Ray workers."),
-        timeout: float = typer.Option(None, "--timeout", help="Cap every instance's timeout (s)."),
+        timeout: float = typer.Option(None, "--timeout", "--time-limit",
+                                      help="Cap every instance's timeout (s)."),
         memory: float = typer.Option(
             None, "--memory", help="Memory budget of each instance in GB (default: half of "
             "the memory available to its worker)."),
@@ -424,7 +425,7 @@ def register(app: typer.Typer) -> None:
             check_writable(results, "--results")
         if resume and not results:
             raise RelulabError("--resume needs --results FILE (the answers to resume from)")
-        check_seconds(timeout, "--timeout")
+        check_seconds(timeout, "--timeout/--time-limit")
         exp = _read_expected(expected) if expected else {}  # before the run, not after it
         if timeout is not None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
@@ -529,7 +530,7 @@ def register(app: typer.Typer) -> None:
         from ..limits import memory_limit
         from ..verify import output_range
 
-        check_seconds(time_limit, "--timeout")
+        check_seconds(time_limit, "--timeout/--time-limit")
         mem = _memory_bytes(memory)
         net = load_model_arg(model)
         B = parse_box(box, net.input_dim)
