@@ -106,9 +106,9 @@ def test_extraction_then_polish_of_a_perturbed_result():
     # back to the true network on the same rows.
     arch, seed = [10, 8, 6, 5, 1], 2
     net = _random(arch, seed)
-    o = QueryOracle(net)
+    o = QueryOracle(net, keep=20_000)   # the caller keeps its own rows (the attack keeps its own)
     r = extract_relu(o, 10, widths=arch[1:-1], seed=seed, reference=net, equivalence_timeout=20)
-    assert o.keeping > 0 and o.kept[0].shape[0] == o.keeping  # the attack turned the reservoir on
+    assert o.kept[0].shape[0] == o.keeping and o.queries == r.queries  # every query went through it
     assert r.status == "complete" and r.fidelity.equivalence == "equal"
     assert r.polish is not None and r.polish.startswith("final polish")
     assert not any(n.startswith("final polish") for n in r.unidentified)

@@ -42,6 +42,7 @@ ALLOWED = {
     "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
     "box_max": "lipschitz kernel: BoxMax.closed says whether the box was settled; lipschitz reports status",
     "pattern_check": "returns (verdict, witness, upper): the verdict says how it ended",
+    "polish": "returns (network, PolishReport): the report says accepted, rejected or not started at the limit",
 }
 
 

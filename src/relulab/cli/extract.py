@@ -23,8 +23,9 @@ def extract_cmd(
     scale: float = typer.Option(1.0, "--scale", help="Size of the input region explored."),
     seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the attack."),
     time_limit: float | None = typer.Option(
-        None, "--time-limit", help="Seconds for the attack; at the limit the result is partial "
-        "(the fidelity check after it has its own 30 s)."),
+        None, "--time-limit", help="Seconds for the attack and the final polish; at the limit "
+        "the result is partial, and a polish that would not fit is skipped (the fidelity check "
+        "after it has its own 30 s)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Recover a ReLU network from its input-output behaviour only (critical points on

@@ -559,10 +559,14 @@ def extract_glu(
         raise ExtractError(f"extract_glu: max_planes must be an integer >= 1, got {max_planes!r}")
     if not (isinstance(time_limit, (int, float)) and time_limit > 0):
         raise ExtractError(f"extract_glu: time_limit must be a number > 0, got {time_limit!r}")
-    if grid is not None and int(grid) < 16:
-        raise ExtractError(f"extract_glu: grid must be at least 16 points, got {grid}")
+    if grid is not None and not is_int_at_least(grid, 16):
+        raise ExtractError(f"extract_glu: grid must be an integer of at least 16 points, got {grid!r}")
+    if not is_int_at_least(seed, 0):
+        raise ExtractError(f"extract_glu: seed must be an integer >= 0, got {seed!r}")
     if reference is None and isinstance(oracle, GLUBlock):
         reference = oracle
+    if reference is not None and not isinstance(reference, GLUBlock):
+        raise ExtractError(f"extract_glu: reference must be a GLUBlock, got {type(reference).__name__}")
     if reference is not None and (reference.input_dim != d or reference.act != act):
         raise ExtractError(f"extract_glu: reference is a {reference.input_dim}-input {reference.act} "
                            f"block, expected {d} inputs and {act}")

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..tolerance import ROUNDOFF
+from .oracle import ExtractError
 
 __all__ = ["LineSearch", "DETECT_RTOL"]
 
@@ -66,7 +67,15 @@ class LineSearch:
         self.unresolved = 0  # intervals shorter than the resolution that still bend
 
     def _vals(self, ts: list[float]) -> np.ndarray:
-        return np.asarray(self.g(np.asarray(ts, dtype=np.float64)), dtype=np.float64).reshape(-1)
+        t = np.asarray(ts, dtype=np.float64)
+        v = np.asarray(self.g(t), dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(v)):
+            # a NaN fails every linearity test, so the search would halve to depth 60
+            i = int(np.argmin(np.isfinite(v)))
+            where = f" at t = {t[i]:g}" if v.size == t.size else ""
+            raise ExtractError(f"LineSearch: g returned {v[i]}{where}; the function must be finite "
+                               "on the interval")
+        return v
 
     def _tol(self, *scale: float) -> float:
         # Lines through two values a sixteenth of an interval apart, extrapolated over
@@ -193,6 +202,9 @@ class LineSearch:
     # ------------------------------------------------------------------ public
     def kinks(self, a: float, b: float, n_init: int = 4) -> np.ndarray:
         """All kinks of ``g`` in ``(a, b)`` (those whose jump exceeds the tolerance), sorted."""
+        if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(b - a)):
+            raise ExtractError(f"LineSearch.kinks: the interval ({a}, {b}) must have finite ends "
+                               "and a finite length")
         grid = np.linspace(a, b, n_init + 1)
         gv = self._vals(list(grid))
         min_len = ROUNDOFF * (abs(a) + abs(b) + (b - a))

@@ -99,7 +99,8 @@ class QueryOracle:
 
     Args:
         model: a Network, torch module, onnxruntime session, batched callable, or another
-            QueryOracle (its function is reused, the count starts at 0).
+            QueryOracle (queries go through it, so its budget, deadline and count
+            apply as well; this oracle's own count starts at 0).
         input_dim: the input size (taken from the model when it says).
         budget: the most rows that may be queried (None: unlimited).
 
@@ -120,7 +121,8 @@ class QueryOracle:
     def __init__(self, model: Any, input_dim: int | None = None, budget: int | None = None,
                  keep: int = 0) -> None:
         if isinstance(model, QueryOracle):
-            self._fn, dim = model._fn, model.input_dim
+            # through the other oracle, so that its budget, time limit and count apply too
+            self._fn, dim = model, model.input_dim
         else:
             self._fn, dim = _as_function(model)
         if input_dim is not None and dim is not None and int(input_dim) != dim:
@@ -216,7 +218,12 @@ class QueryOracle:
             raise BudgetExhausted(f"query budget {self.budget} reached ({self.queries} used, {n} asked)")
         if self.deadline is not None and self.deadline.expired():
             raise BudgetExhausted(f"time limit reached ({self.queries} queries used)")
-        Y = np.asarray(self._fn(X), dtype=np.float64)
+        raw = self._fn(X)   # the model's own errors reach the caller as they are
+        try:
+            Y = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ExtractError(f"oracle: the model's outputs ({type(raw).__name__}) are not an array "
+                               f"of numbers: {e}") from None
         if Y.ndim == 0 or Y.shape[0] != n or Y.size == 0:
             raise ExtractError(f"oracle: {n} queries gave outputs of shape {Y.shape}; "
                                f"expected one row per query")

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..limits import Deadline, dense_flop_rate
 from ..network import Network
 from ..results import Result
 from ..tolerance import TINY
@@ -268,6 +269,7 @@ def polish(
     max_params: int = 12000,
     method: str = "normal",
     seed: int = 0,
+    deadline: Deadline | None = None,
 ) -> tuple[Network, PolishReport]:
     """Refine all parameters of ``net`` jointly on known oracle rows (module docstring).
 
@@ -288,6 +290,9 @@ def polish(
             the parameters move by ~1e-9 relative, so the Jacobian hardly changes; each
             further step is one residual and one ``J^T r``); ``"lstsq"``: a fresh Jacobian
             and an SVD least-squares solve per step (the slower reference).
+        deadline: a :class:`~relulab.limits.Deadline`: the polish does not start when its
+            first factorisation (estimated from :func:`~relulab.limits.dense_flop_rate`)
+            would not end before it, and takes no further step after it.
 
     Returns:
         ``(network, report)``: the polished network when accepted, else ``net``.
@@ -325,6 +330,15 @@ def polish(
     if Xf.shape[0] < 4:
         return net, PolishReport(False, int(Xf.shape[0]), int(n_held), 0, fit_before, fit_before,
                                  held_before, held_before, 0, "not polished (too few clear rows)")
+    left = None if deadline is None else deadline.left()
+    if left is not None:
+        p = net.n_params
+        need = (Xf.shape[0] * Yf.shape[1] * p * p + p**3 / 3.0) / dense_flop_rate()
+        if need > left:
+            return net, PolishReport(False, int(Xf.shape[0]), int(n_held), 0, fit_before, fit_before,
+                                     held_before, held_before, 0,
+                                     f"not polished (time limit: {max(left, 0.0):.3g} s left, the "
+                                     f"first step needs about {need:.3g} s)")
     norms = [np.sqrt((W ** 2).sum(axis=1) + b ** 2) for W, b in zip(Ws[:-1], bs[:-1], strict=False)]
     m = Yf.shape[1]
     eye = np.broadcast_to(np.eye(m), (Xf.shape[0], m, m))
@@ -368,6 +382,8 @@ def polish(
     G = _gauge(Ws, bs)
     solve = None  # the factorised step of the first Jacobian (method "normal")
     for _ in range(iterations):
+        if steps and deadline is not None and deadline.expired():
+            break   # the best parameters so far are checked below as usual
         if solve is None or method == "lstsq":
             r, J, n_crit = system(Ws, bs)
             col = np.sqrt((J ** 2).sum(axis=0))

@@ -421,9 +421,11 @@ def extract_relu(
             sample of its rows (:meth:`QueryOracle.keep_rows`) for this and for the final
             check: a result off those rows by more than KEPT_RTOL is ``partial`` (and not
             polished).
-        time_limit: seconds for the attack (None: none); at the limit the next query
-            batch is refused as past the budget and the result is ``partial``.  The
-            fidelity check has its own ``equivalence_timeout``.
+        time_limit: seconds for the attack and the polish (None: none); at the limit the
+            next query batch is refused as past the budget and the result is ``partial``;
+            the polish does not start when its first step would not end in the time left
+            (it only refines, so the status stays), and stops there.  The fidelity check
+            has its own ``equivalence_timeout``.
 
     Returns:
         An :class:`ExtractionResult`.
@@ -446,7 +448,10 @@ def extract_relu(
         raise ExtractError(f"extract_relu: widths must be a list of integers >= 1, got {widths!r}")
     if precision is not None and not isinstance(precision, (int, float)):
         raise ExtractError(f"extract_relu: precision must be a number, got {precision!r}")
-    o = oracle if isinstance(oracle, QueryOracle) and budget is None else QueryOracle(oracle, d, budget)
+    # a caller's QueryOracle is wrapped, not reused: its budget, time limit and count
+    # still apply (queries go through it), while this attack's count, limit, output scale
+    # and kept rows are its own
+    o = QueryOracle(oracle, d, budget)
     d = o.input_dim if d is None else int(d)
     if d is None or d <= 0:
         raise ExtractError("extract_relu: give the input size d (the oracle does not say)")
@@ -454,8 +459,10 @@ def extract_relu(
         o.input_dim = d
     if widths is not None:
         widths = tuple(int(w) for w in widths)
-    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ExtractError(f"extract_relu: scale must be a finite number > 0, got {scale!r}")
+    # (2 x scale finite: the explored box [-scale, scale]^d must have a finite width)
+    if not (isinstance(scale, (int, float)) and scale > 0 and math.isfinite(2.0 * scale)):
+        raise ExtractError(f"extract_relu: scale must be a finite number > 0 (with 2 x scale finite), "
+                           f"got {scale!r}")
     if precision is not None and not (precision >= 0 and math.isfinite(precision)):
         raise ExtractError(f"extract_relu: precision must be a finite number >= 0, got {precision}")
     if reference is None and isinstance(oracle, Network):
@@ -472,6 +479,9 @@ def extract_relu(
     if time_limit is not None and not is_positive_seconds(time_limit):
         raise ExtractError(f"extract_relu: time_limit must be a number of seconds > 0 or None, "
                            f"got {time_limit!r}")
+    if domain is not None and (not isinstance(domain, Box) or domain.dim != d):
+        # checked before the attack: the fidelity check refused it only after every query
+        raise ExtractError(f"extract_relu: domain must be a Box of dimension {d}, got {domain!r}")
     # outputs far below 1 are read in their own scale: every tolerance of the attack is
     # relative to 1 + |value|, and outputs of 5e-9 came back "complete" as an affine map
     # (the kinks below the absolute floor); the recovered network is scaled back at the end.
@@ -490,7 +500,8 @@ def extract_relu(
     n_layers = len(widths) if widths is not None else max_layers
     # the limit stops the attack at its next query batch, as the budget does (partial);
     # an oracle that is not piecewise linear otherwise keeps it looking for kinks
-    o.deadline = None if time_limit is None else Deadline(float(time_limit))
+    deadline = None if time_limit is None else Deadline(float(time_limit))
+    o.deadline = deadline
     token = EXTRACTION_DEADLINE.set(o.deadline)   # the orientation MILPs get what is left
     try:
         space = Space.input(d, scale)
@@ -567,10 +578,10 @@ def extract_relu(
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
     except BaseException:
-        o.out_scale = 1.0   # the oracle may be the caller's: leave it as it came
+        o.out_scale = 1.0
         raise
     finally:
-        o.deadline = None  # the oracle may be the caller's: no limit left on it
+        o.deadline = None  # no limit left for the polish and the final checks
         EXTRACTION_DEADLINE.reset(token)   # also when an error ends the attack
     kept_err = _kept_misfit(o, net)
     if kept_err is not None and kept_err > KEPT_RTOL and status == "complete":
@@ -585,8 +596,8 @@ def extract_relu(
             and kept_err is not None and kept_err <= KEPT_RTOL:
         # (the polish refines an extraction that fits to rounding; a structurally wrong one
         # it would only bend towards the far rows, away from the function near the box)
-        net = _polish_step(o, st, net, rng)
-    out_scale, o.out_scale = o.out_scale, 1.0   # the oracle may be the caller's
+        net = _polish_step(o, st, net, rng, deadline)
+    out_scale, o.out_scale = o.out_scale, 1.0
     if net is not None and out_scale != 1.0:
         net = net * out_scale   # Network's scalar multiple: the last layer and a skip
     elapsed = time.monotonic() - t0
@@ -662,10 +673,12 @@ def _kept_misfit(o: QueryOracle, net: Network | None) -> float | None:
     return float(np.max(np.abs(net(X) - Y)) / (1.0 + np.max(np.abs(Y))))
 
 
-def _polish_step(o: QueryOracle, st: _State, net: Network, rng) -> Network:
-    """The final joint polish (:mod:`.polish`) on the rows the oracle kept: no new query."""
+def _polish_step(o: QueryOracle, st: _State, net: Network, rng, deadline: Deadline | None) -> Network:
+    """The final joint polish (:mod:`.polish`) on the rows the oracle kept: no new query;
+    within what is left of the time limit."""
     X, Y = o.kept
-    net2, rep = polish_net(net, X, Y, critical=_critical(st, net, rng) if POLISH_CRITICAL else None)
+    net2, rep = polish_net(net, X, Y, critical=_critical(st, net, rng) if POLISH_CRITICAL else None,
+                           deadline=deadline)
     st.polish = f"final polish (no new query, rows the oracle already answered): {rep.message}"
     return net2
 
