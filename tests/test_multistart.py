@@ -143,3 +143,78 @@ def test_basin_hopping_only_improves_and_reaches_the_class_minimum():
         assert np.max(np.abs(hop.network(X)[:, 0] - y)) < 1e-6
         grid = np.linspace(0, 1, 2001)[:, None]
         assert np.mean((hop.network(grid)[:, 0] - tent_power(grid[:, 0], 2)) ** 2) < 1e-3
+
+
+# ------------------------------------------------------------------ data far from size 1
+def _cannot_fit():
+    """12 random targets: a 2-2-1 network explains about two thirds of their variance."""
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 2)), rng.normal(size=12)
+
+
+@pytest.mark.parametrize("s", [1e-155, 1e160])
+@pytest.mark.parametrize("fit", [
+    lambda X, y: fit_multistart(X, y, depth=1, width=2, restarts=16, seed=0),
+    lambda X, y: fit_basin_hopping(X, y, depth=1, width=2, restarts=16, chains=4, rounds=2, seed=0),
+])
+def test_a_fit_that_explains_little_is_not_interpolated_at_any_scale(s, fit):
+    """Targets of 1e-155 (variance below the 1e-300 floor) and 1e160 (MSE and variance
+    overflowing, inf <= 1e-10 inf) were 'interpolated' by fits leaving 64 % and 103 %."""
+    X, y = _cannot_fit()
+    r = fit(X, y * s)
+    resid = (r.network(X)[:, 0] - y * s) / s
+    rel = float(np.mean(resid**2) / np.var(y))
+    assert r.status == "partial" and rel > 0.1
+
+
+@pytest.mark.parametrize("k", [-500, 300])
+def test_targets_scaled_by_a_power_of_two_give_the_same_fit_scaled(k):
+    """The fit runs on the targets divided by a power of two near their size, so the
+    search is the one at size 1 and the network comes back scaled exactly."""
+    t = np.linspace(-1, 1, 9)
+    X, y = t[:, None], np.abs(t) - 0.5 * np.maximum(t - 0.25, 0)
+    ref = fit_multistart(X, y, depth=1, width=3, restarts=8, seed=2)
+    big = fit_multistart(X, y * 2.0**k, depth=1, width=3, restarts=8, seed=2)
+    assert ref.status == big.status == "interpolated"
+    assert np.array_equal(big.network(X), ref.network(X) * 2.0**k)
+    assert np.array_equal(big.train_mse, ref.train_mse * 4.0**k)
+
+
+def test_inputs_far_from_size_one_are_fitted_as_at_size_one():
+    t = np.linspace(-1, 1, 9)
+    X, y = t[:, None], np.abs(t)
+    ref = fit_multistart(X, y, depth=1, width=2, restarts=8, seed=1)
+    tiny = fit_multistart(X * 2.0**-600, y, depth=1, width=2, restarts=8, seed=1)
+    assert ref.status == tiny.status == "interpolated"
+    assert np.array_equal(tiny.network(X * 2.0**-600), ref.network(X))
+
+
+def test_a_start_with_a_skip_connection_is_refused():
+    start = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]], skip=([[1.0]], [0.0]))
+    with pytest.raises(DynamicsError, match="skip connection"):
+        fit_multistart(np.array([[-1.0], [1.0]]), np.array([0.0, 2.0]), 1, 1, restarts=1, start=start)
+
+
+# ------------------------------------------------------------------ limits
+def test_the_memory_check_counts_one_restarts_jacobian():
+    """n x P = 20,000 x 1,681 entries (270 MB per copy, several copies) under a 500 MB
+    budget: it passed the check (a block was charged 4e6 entries) and used 1.3 GB."""
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20000, 40)), rng.normal(size=20000)
+    with memory_limit(500 * 2**20), pytest.raises(ResourceLimitError, match="fit_multistart"):
+        fit_multistart(X, y, depth=1, width=40, restarts=2, max_iter=0)
+
+
+def test_an_iteration_that_would_end_past_the_limit_is_not_started(monkeypatch):
+    """With n >= P one iteration is a batch of P x P solves that cannot be interrupted (10 s
+    past a 1 s limit): on a machine that multiplies at 1 flop/s none fits any limit."""
+    import relulab.dynamics.multistart as M
+
+    monkeypatch.setattr(M, "dense_flop_rate", lambda: 1.0)
+    t = np.linspace(-1, 1, 9)
+    X, y = t[:, None], np.abs(t)
+    r = fit_multistart(X, y, depth=1, width=2, restarts=4, seed=0, time_limit=600)
+    assert r.status == "time_limit" and r.iterations == 0 and r.completed == 0
+    assert fit_multistart(X, y, depth=1, width=2, restarts=4, seed=0).status == "interpolated"

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box
+from ..errors import is_int_at_least
 from ..network import Network
 from ..tolerance import or_default
 from ._model import DynamicsError
@@ -20,7 +21,13 @@ __all__ = ["linear_dichotomies", "ternary_patterns", "cover_count"]
 
 
 def _augment(X: Any, bias: bool) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
+    if not isinstance(bias, (bool, np.bool_)):
+        raise DynamicsError(f"bias must be True or False, got {bias!r}")   # "no" counted as True
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DynamicsError("need a finite (n, d) point set of real numbers (ragged rows, strings "
+                            "or complex entries given)") from None
     X = X[:, None] if X.ndim == 1 else X
     if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
         raise DynamicsError(f"need a finite (n, d) point set, got shape {X.shape}")
@@ -108,6 +115,24 @@ def _whitney_cells(H: np.ndarray) -> int:
     return total
 
 
+def _centred_exactly(X: np.ndarray) -> np.ndarray:
+    """``X`` moved by its coordinate-wise median (a translation: the affine dichotomies do
+    not change) when every difference is exact in float64, else ``X`` as it is.  The
+    degeneracy screens measure minors of ``(x, 1)`` against their size, and data far from
+    the origin (a 4 x 4 integer grid shifted by 1e4) read as nearly degenerate there."""
+    from fractions import Fraction
+
+    med = np.median(X, axis=0)
+    # the data value nearest the median per coordinate: differences of values within a
+    # factor 2 of each other are exact (Sterbenz); the check below decides in any case
+    c = X[np.argmin(np.abs(X - med), axis=0), np.arange(X.shape[1])]
+    Y = X - c
+    if all(Fraction(float(y)) == Fraction(float(x)) - Fraction(float(cj))
+           for row_x, row_y in zip(X, Y, strict=True) for x, y, cj in zip(row_x, row_y, c, strict=True)):
+        return Y
+    return X
+
+
 def linear_dichotomies(X: Any, bias: bool = True) -> int:
     """The number ``P`` of dichotomies of the points ``X`` realisable by a hyperplane
     (``sign(w . x + b)`` with every point strictly on one side; ``bias=False``:
@@ -135,6 +160,8 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
     """
     from ..errors import UncertifiedCount
 
+    if bias:
+        X = _centred_exactly(_augment(X, False))
     Xa = _augment(X, bias)
     D = Xa.shape[1]
     if np.any(np.linalg.norm(Xa, axis=1) == 0):
@@ -177,6 +204,10 @@ def cover_count(n: int, dim: int) -> int:
     """
     from math import comb
 
+    if not (is_int_at_least(n, 0) and is_int_at_least(dim, 1)):
+        raise DynamicsError(f"cover_count: need n >= 0 points and dim >= 1 (integers), got {n!r}, {dim!r}")
+    if n == 0:
+        return 1   # the empty dichotomy
     return 2 * sum(comb(n - 1, k) for k in range(dim))
 
 
@@ -190,10 +221,14 @@ def ternary_patterns(V: Any, X: Any, tol: float | None = None) -> np.ndarray:
         [[1, 0, -1]]
     """
     tol = or_default(tol, TERNARY_TOL)
+    if isinstance(tol, bool) or not (isinstance(tol, (int, float, np.number)) and 0 <= tol < np.inf):
+        raise DynamicsError(f"ternary_patterns: tol must be a finite number >= 0, got {tol!r}")
     Xa = _augment(X, True)
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
     if V.shape[1] != Xa.shape[1]:
         raise DynamicsError(f"directions have {V.shape[1]} entries; (x, 1) has {Xa.shape[1]}")
+    if not np.all(np.isfinite(V)):
+        raise DynamicsError("ternary_patterns: the directions contain NaN or infinite entries")
     Z = V @ Xa.T
     scale = np.linalg.norm(V, axis=1)[:, None] * np.linalg.norm(Xa, axis=1)[None, :]
     return np.where(np.abs(Z) <= tol * scale, 0, np.sign(Z)).astype(int)

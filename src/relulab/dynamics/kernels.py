@@ -151,7 +151,19 @@ def ntk_fluctuation(X: Any, Z: Any = None, bias_var: float = 0.0) -> np.ndarray:
     r2r2 = np.outer(sx, sz) * arccos_moment2(rho)  # E[relu^2 relu^2]
     mean = 2 * rr + 2 * s1 * ss
     second = 4 * r2r2 + 8 * s1 * rr + 12 * s1 * s1 * ss
-    return np.maximum(second - mean * mean, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        V = np.maximum(second - mean * mean, 0.0)
+    return _finite_kernel(V, "ntk_fluctuation", X, Z)
+
+
+def _finite_kernel(K: np.ndarray, what: str, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """``K``, or one error where it overflowed float64 (inputs near 1e155: the squared
+    norms, or their products, pass 1.8e308), instead of inf and NaN entries."""
+    if not np.all(np.isfinite(K)):
+        big = max(float(np.abs(X).max()), float(np.abs(Z).max()))
+        raise KernelError(f"{what}: the kernel overflows float64 for inputs this large (largest "
+                          f"|entry| {big:.3g}); rescale the inputs")
+    return K
 
 
 def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
@@ -235,6 +247,8 @@ def _recursions(X: Any, Z: Any, depth: int, bias_var: float) -> tuple[np.ndarray
         T += S
         # the diagonals: sqrt(s s) kappa1(1) + bias_var
         sx, sz = sx + bias_var, sz + bias_var
+    _finite_kernel(T, "ntk/nngp", X, Z)
+    _finite_kernel(S, "ntk/nngp", X, Z)
     return S, T
 
 
@@ -337,8 +351,14 @@ def _network_ntk(
     net = net.float()
     if scales is None:
         scales = [(1.0, 1.0)] * net.depth
+    try:
+        scales = [(float(w), float(b)) for w, b in scales]
+    except (TypeError, ValueError):
+        raise KernelError("scales: need one (weight scale, bias scale) pair of numbers per layer") from None
     if len(scales) != net.depth:
         raise KernelError(f"scales: {len(scales)} pairs for a network with {net.depth} layers")
+    if not all(np.isfinite(v) for pair in scales for v in pair):
+        raise KernelError("scales: contain NaN or infinite entries")
 
     def passes(A: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
         Hs, Gs = [A], []

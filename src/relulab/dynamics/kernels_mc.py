@@ -255,7 +255,11 @@ def monte_carlo_ntk(
     if not isinstance(n_networks, (int, np.integer)) or isinstance(n_networks, bool) or n_networks < 1:
         raise KernelError(f"n_networks: expected an integer >= 1, got {n_networks!r}")
     n_networks = int(n_networks)
-    seeds = tuple(int(s) for s in np.random.default_rng(rng).integers(0, 2**63 - 1, size=n_networks))
+    try:
+        gen = np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise KernelError(f"rng: need a seed (an integer >= 0), a numpy Generator or None, got {rng!r}") from None
+    seeds = tuple(int(s) for s in gen.integers(0, 2**63 - 1, size=n_networks))
     A = X if Z is None else np.vstack([X, Z])
     n = X.shape[0] if Z is not None else A.shape[0]
     Kinf = ntk(X, Z, depth=depth, bias_var=bias_var)

@@ -118,6 +118,21 @@ def _device(device: str) -> Any:
     return dev
 
 
+def _check_representable(name: str, A: np.ndarray, dtype) -> None:
+    """Refuse data that the model's float type cannot hold: in float32, inputs of 1e-50
+    became 0 (a run "completed" on all-zero data) and 1e90 became inf."""
+    import torch
+
+    if dtype == torch.float64:
+        return
+    info = torch.finfo(dtype)
+    a = np.abs(A[A != 0])
+    if a.size and (a.max() > info.max or a.min() < info.tiny):
+        raise DynamicsError(f"{name} has entries of size {a.min():.3g} to {a.max():.3g}, outside what the "
+                            f"model's {str(dtype).replace('torch.', '')} holds ({info.tiny:.3g} to "
+                            f"{info.max:.3g}): rescale the data or use a float64 model")
+
+
 def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
           optimizer: Any = "gd", lr: float = 1e-2, steps: int = 1000,
           batch_size: int | None = None, momentum: float = 0.0, weight_decay: float = 0.0,
@@ -218,6 +233,8 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     dev = _device(device)
     model.to(dev)
     dtype = params[0].dtype
+    for name, A in (("X", X), ("y", y)):
+        _check_representable(name, A, dtype)
     Xt = torch.as_tensor(X, dtype=dtype, device=dev)
     yt = torch.as_tensor(y, dtype=dtype, device=dev)
     with torch.no_grad():
@@ -294,7 +311,9 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                     break
             if step == steps:
                 break
-            if recording and loss_tol is not None and lv <= loss_tol:
+            # (the full-data loss, as recorded: one minibatch's loss of 0 stopped a run at
+            # step 0 whose recorded loss was 22)
+            if recording and loss_tol is not None and fl <= loss_tol:
                 status = "stopped"
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:

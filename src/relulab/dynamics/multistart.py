@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import time
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import is_int_at_least, is_positive_seconds
-from ..limits import Deadline, ResourceLimitError, check_bytes
+from ..limits import Deadline, ResourceLimitError, check_bytes, dense_flop_rate
 from ..network import Network
 from ..results import Result
 from ..tolerance import or_default
@@ -129,7 +130,12 @@ class MultistartFit(Result):
             >>> fit.predict(X, [fit.best]).shape
             (1, 3)
         """
-        Z = np.asarray(Z, dtype=float)
+        try:
+            Z = np.asarray(Z, dtype=float)
+        except (TypeError, ValueError):
+            raise DynamicsError("predict: Z must be an array of real numbers") from None
+        if Z.ndim != 2 or Z.shape[1] != self._dims[0] or not np.all(np.isfinite(Z)):
+            raise DynamicsError(f"predict: Z must be a finite (n, {self._dims[0]}) array, got shape {Z.shape}")
         th = self._params if which is None else self._params[self._rows(which)]
         return _forward(th, self._dims, Z)[0]
 
@@ -193,41 +199,89 @@ def fit_multistart(
         ('interpolated', True)
     """
     X, y = _check_data(X, y)
-    for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0),
-                        ("seed", seed, 0)):
-        if not is_int_at_least(v, lo):
-            raise DynamicsError(f"fit_multistart: {name} must be an integer >= {lo}, got {v!r}")
-    if not (isinstance(noise, (int, float, np.integer, np.floating)) and np.isfinite(noise) and noise >= 0):
-        raise DynamicsError(f"fit_multistart: noise must be a finite number >= 0, got {noise!r}")
-    if time_limit is not None and not is_positive_seconds(time_limit):
-        raise DynamicsError(f"fit_multistart: time_limit must be > 0 seconds, got {time_limit!r}")
-    if tol is not None and not (isinstance(tol, numbers.Real) and not isinstance(tol, bool)
-                                and np.isfinite(tol) and tol > 0):
-        raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
+    _check_fit_args("fit_multistart", depth, width, restarts, max_iter, seed, noise, time_limit, tol)
     tol = or_default(tol, INTERP_TOL)
     dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
-    R = int(restarts)
+    given = _given_starts(dims, int(restarts), start)   # (refused before any work)
+    sx, sy = _data_scales(X, y)
+    fit = _multistart(X / sx, y / sy, dims, int(restarts), int(max_iter), seed,
+                      start if given is None else _to_units(given, dims, 1 / sx, 1 / sy), noise, tol,
+                      Deadline(time_limit))
+    return _in_units(fit, sx, sy)
+
+
+def _multistart(X: np.ndarray, y: np.ndarray, dims: tuple, R: int, max_iter: int, seed: int, start: Any,
+                noise: float, tol: float, deadline: Deadline) -> MultistartFit:
+    """:func:`fit_multistart` on checked data in the units the fit runs in."""
+    depth, width = len(dims) - 2, dims[1]
     P = sum(dims[k + 1] * (dims[k] + 1) for k in range(len(dims) - 1))
     # every restart's parameters and loss are kept; one block's Jacobians and starts on top
     # (and, with at least as many samples as parameters, three P x P systems of one restart)
     square = 8.0 * 3 * P * P if X.shape[0] >= P else 0.0
-    check_bytes(8.0 * R * (P + 1) + 8.0 * 6 * BLOCK_ENTRIES + square,
+    # a block holds at least one restart, whose Jacobian alone may exceed BLOCK_ENTRIES
+    block = max(BLOCK_ENTRIES, X.shape[0] * P)
+    check_bytes(8.0 * R * (P + 1) + 8.0 * 6 * block + square,
                 f"fit_multistart: restarts={R} (the parameters of {R} networks with {P} parameters each)")
     t0 = time.monotonic()
-    deadline = Deadline(time_limit)
     rng = np.random.default_rng(seed)
-    given = _given_starts(dims, R, start)
+    given = start if isinstance(start, np.ndarray) else None
 
     def make(a: int, b: int) -> np.ndarray:  # the starts of restarts a..b-1, drawn when their block runs
         return _starts(X, dims, b - a, rng, start if given is None else given[a:b], noise)
 
-    scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+    scale = _target_scale(y)
     th, losses, iters, stopped, completed = _run(R, P, make, dims, X, y, max_iter, tol * scale * STOP_FACTOR, deadline)
     best = int(np.argmin(losses))
-    inter = losses <= tol * scale
+    inter = np.isfinite(losses) & (losses <= tol * scale)
     status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
     return MultistartFit(status, losses, best, _to_network(th[best], dims), float(inter.mean()), int(depth),
                          int(width), R, completed, iters, time.monotonic() - t0, th, dims)
+
+
+def _target_scale(y: np.ndarray) -> float:
+    """The targets' variance, the yardstick of "interpolated" (floored for constant targets)."""
+    return max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+
+
+# Data whose largest entry lies outside [2^-DATA_RANGE_EXP, 2^DATA_RANGE_EXP] are fitted
+# divided by a power of two near that entry (the network is scaled back exactly): the
+# starts, damping floors and the variance floor of "interpolated" assume sizes near 1,
+# and targets of 1e-155 or 1e160 were called "interpolated" by fits that explain nothing
+# (a variance below the 1e-300 floor; an MSE and a variance both overflowing to inf).
+DATA_RANGE_EXP = 8
+
+
+def _power_of_two_scale(v: np.ndarray) -> float:
+    m = float(np.max(np.abs(v))) if v.size else 0.0
+    if m == 0.0 or 2.0**-DATA_RANGE_EXP <= m <= 2.0**DATA_RANGE_EXP:
+        return 1.0
+    return float(2.0 ** np.round(np.log2(m)))
+
+
+def _data_scales(X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Powers of two ``(sx, sy)``: the fit runs on ``X / sx`` and ``y / sy``."""
+    return _power_of_two_scale(X), _power_of_two_scale(y)
+
+
+def _to_units(th: np.ndarray, dims: tuple, sx: float, sy: float) -> np.ndarray:
+    """Parameter rows of ``x -> sy f(x / sx)`` from those of ``f`` (exact: powers of two):
+    the first layer's weights divided by ``sx``, the last layer's weights and bias times ``sy``."""
+    th = np.array(th, dtype=float)
+    if sx != 1.0:
+        th[:, :dims[1] * dims[0]] /= sx
+    if sy != 1.0:
+        th[:, th.shape[1] - dims[-2] - 1:] *= sy
+    return th
+
+
+def _in_units(fit: MultistartFit, sx: float, sy: float) -> MultistartFit:
+    """A fit made on ``X / sx``, ``y / sy`` in the data's own units."""
+    if sx == 1.0 and sy == 1.0:
+        return fit
+    th = _to_units(fit._params, fit._dims, sx, sy)
+    with np.errstate(over="ignore"):   # an MSE beyond float64 reads inf
+        mse = fit.train_mse * (sy * sy)
+    return dataclasses.replace(fit, train_mse=mse, network=_to_network(th[fit.best], fit._dims), _params=th)
 
 
 def fit_basin_hopping(
@@ -267,17 +321,17 @@ def fit_basin_hopping(
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if name == "rounds" else 1):
             raise DynamicsError(f"fit_basin_hopping: {name} must be a positive integer, got {v!r}")
     t0 = time.monotonic()
-    deadline = Deadline(time_limit)  # the whole search, the first multistart included
-    first = fit_multistart(X, y, depth, width, restarts=restarts, max_iter=max_iter, seed=seed, tol=tol,
-                           time_limit=time_limit)
-    if tol is not None and not (np.isfinite(tol) and tol > 0):
-        raise DynamicsError(f"fit_multistart: tol must be a finite number > 0, got {tol!r}")
+    _check_fit_args("fit_basin_hopping", depth, width, restarts, max_iter, seed, 0.0, time_limit, tol)
     tol = or_default(tol, INTERP_TOL)
-    dims = first._dims
+    deadline = Deadline(time_limit)  # the whole search, the first multistart included
+    sx, sy = _data_scales(X, y)
+    X, y = X / sx, y / sy   # the search runs in these units; the result is scaled back
+    dims = (X.shape[1],) + (int(width),) * int(depth) + (1,)
+    first = _multistart(X, y, dims, int(restarts), int(max_iter), seed, "he", 0.0, tol, deadline)
     keep = np.argsort(first.train_mse)[:chains]
     keep = keep[keep < len(first._params)]  # a time limit may leave restarts unstarted
     pool, pl = first._params[keep].copy(), first.train_mse[keep].copy()
-    scale = max(float(np.var(y)), float(np.mean(y**2)) * 1e-12, 1e-300)  # tol: zero-variance targets
+    scale = _target_scale(y)
     rng = np.random.default_rng([seed, 1])
     runs, done, stopped = first.completed, 0, first.status == "time_limit"
     while done < rounds and not stopped and pl.min() > tol * scale:
@@ -295,10 +349,25 @@ def fit_basin_hopping(
         pl[idx] = kl[idx, j[idx]]
         done += 1
     best = int(np.argmin(pl))
-    inter = pl <= tol * scale
+    inter = np.isfinite(pl) & (pl <= tol * scale)
     status = "interpolated" if inter[best] else ("time_limit" if stopped else "partial")
-    return MultistartFit(status, pl, best, _to_network(pool[best], dims), float(inter.mean()), int(depth),
-                         int(width), runs, runs, done, time.monotonic() - t0, pool, dims)
+    return _in_units(MultistartFit(status, pl, best, _to_network(pool[best], dims), float(inter.mean()),
+                                   int(depth), int(width), runs, runs, done, time.monotonic() - t0, pool, dims),
+                     sx, sy)
+
+
+def _check_fit_args(where: str, depth, width, restarts, max_iter, seed, noise, time_limit, tol) -> None:
+    for name, v, lo in (("depth", depth, 1), ("width", width, 1), ("restarts", restarts, 1), ("max_iter", max_iter, 0),
+                        ("seed", seed, 0)):
+        if not is_int_at_least(v, lo):
+            raise DynamicsError(f"{where}: {name} must be an integer >= {lo}, got {v!r}")
+    if not (isinstance(noise, (int, float, np.integer, np.floating)) and np.isfinite(noise) and noise >= 0):
+        raise DynamicsError(f"{where}: noise must be a finite number >= 0, got {noise!r}")
+    if time_limit is not None and not is_positive_seconds(time_limit):
+        raise DynamicsError(f"{where}: time_limit must be > 0 seconds, got {time_limit!r}")
+    if tol is not None and not (isinstance(tol, numbers.Real) and not isinstance(tol, bool)
+                                and np.isfinite(tol) and tol > 0):
+        raise DynamicsError(f"{where}: tol must be a finite number > 0, got {tol!r}")
 
 
 def _run(R: int, P: int, make: Any, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
@@ -337,8 +406,12 @@ def _run(R: int, P: int, make: Any, dims: tuple, X: np.ndarray, y: np.ndarray, m
 
 
 def _check_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
+    try:
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise DynamicsError("fit_multistart: X and y must be arrays of real numbers (ragged rows, "
+                            "strings or complex entries given)") from None
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise DynamicsError(f"fit_multistart: X must be a non-empty (n, d) array, got shape {X.shape}")
     if y.shape != (X.shape[0],):
@@ -358,6 +431,9 @@ def _given_starts(dims: tuple, R: int, start: Any) -> np.ndarray | None:
             raise DynamicsError(f"fit_multistart: a list of starts must hold `restarts` = {R} Networks")
         rows = []
         for net in start:
+            if net.skip is not None:
+                raise DynamicsError("fit_multistart: a start network has a skip connection; the class "
+                                    "fitted has none")
             shape = tuple([net.weights[0].shape[1]] + [w.shape[0] for w in net.weights])
             if shape != dims:
                 raise DynamicsError(f"fit_multistart: start network has layer sizes {shape}, expected {dims}")
@@ -486,6 +562,13 @@ def _damped_step(J: np.ndarray, g: np.ndarray, damp: np.ndarray) -> np.ndarray:
     return u - (JD.transpose(0, 2, 1) @ v[..., None])[..., 0]
 
 
+def _step_seconds(r: int, n: int, P: int) -> float:
+    """Estimated seconds of one Levenberg-Marquardt iteration of ``r`` restarts (``n``
+    samples, ``P`` parameters): the damped systems (:func:`_damped_step`) and the Jacobian."""
+    flops = r * (n * P * min(n, P) + min(n, P) ** 3 / 3.0 + 8.0 * n * P)
+    return flops / dense_flop_rate()
+
+
 def _lm(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int, zero: float,
         deadline: Deadline) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Levenberg-Marquardt on every row of ``th`` at once (Marquardt's diagonal scaling);
@@ -498,7 +581,10 @@ def _lm(th: np.ndarray, dims: tuple, X: np.ndarray, y: np.ndarray, max_iter: int
     it = 0
     for it in range(1, max_iter + 1):
         act = np.flatnonzero((loss > zero) & (lam < LAMBDA_MAX))
-        if act.size == 0 or deadline.expired():
+        if act.size == 0 or deadline.expired() or (
+                deadline.at is not None and _step_seconds(act.size, X.shape[0], th.shape[1]) > deadline.left()):
+            # (an iteration is one uninterrupted batch of solves: one that would end past
+            # the limit is not started; with n >= P one took 10 s past a 1 s limit)
             return th, loss, it - 1, act.size > 0
         Ja, ra = J[act], r[act]
         g = (Ja.transpose(0, 2, 1) @ ra[..., None])[..., 0]

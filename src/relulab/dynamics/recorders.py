@@ -452,6 +452,10 @@ def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
         [0, 0, 1, -1]
     """
     tol = or_default(tol, DIRECTION_TOL)
+    if isinstance(tol, bool) or not (isinstance(tol, (int, float, np.number)) and 0 <= tol < np.inf):
+        raise DynamicsError(f"direction tol must be a finite number >= 0, got {tol!r}")
+    if not np.all(np.isfinite(np.asarray(V, dtype=np.float64))):
+        raise DynamicsError("the neurons' directions contain NaN or infinite entries")
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -485,10 +489,17 @@ def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
         2
     """
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    if isinstance(min_share, bool) or not (isinstance(min_share, (int, float, np.number)) and 0 <= min_share <= 1):
+        raise DynamicsError(f"effective_width: min_share must be a number in [0, 1], got {min_share!r}")
     size = np.linalg.norm(V, axis=1)
     if outgoing is not None:
-        A = np.asarray(outgoing, dtype=np.float64).reshape(-1, V.shape[0])
-        size = size * np.linalg.norm(A, axis=0)
+        A = np.asarray(outgoing, dtype=np.float64)
+        if A.size % V.shape[0] or not np.all(np.isfinite(A)):
+            raise DynamicsError(f"effective_width: outgoing needs finite weights, a multiple of the "
+                                f"{V.shape[0]} neurons, got shape {A.shape}")
+        size = size * np.linalg.norm(A.reshape(-1, V.shape[0]), axis=0)
+    if not np.all(np.isfinite(size)):
+        raise DynamicsError("effective_width: the neurons' directions contain NaN or infinite entries")
     keep = size > (min_share * size.max() if size.size else 0.0)
     keep &= size > 0
     lab = direction_clusters(V[keep], tol)

@@ -89,8 +89,8 @@ class SaddleEvents(Result):
 
 def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
              min_length: int | None = None) -> tuple[list[tuple[int, int]], int]:
-    """Maximal runs of steps where the loss falls by less than ``flat_tol`` times its total
-    drop over ``window`` steps (an integer, ``1 <= window < len(loss)``; default
+    """Maximal runs of steps where the loss changes (falls or rises) by less than
+    ``flat_tol`` times its total range over ``window`` steps (an integer, ``1 <= window < len(loss)``; default
     ``max(1, len(loss) // 200)``); runs shorter than ``min_length`` are dropped.
 
     Example:
@@ -98,7 +98,11 @@ def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
         >>> plateaus(L, window=5)[0]
         [(0, 100), (109, 209)]
     """
-    L = np.asarray(loss, dtype=np.float64)
+    try:
+        L = np.asarray(loss, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DynamicsError("saddle_events needs a loss curve of numbers, got "
+                            f"{type(loss).__name__}") from None
     if L.ndim != 1 or L.size < 3 or not np.all(np.isfinite(L)):
         raise DynamicsError("saddle_events needs a finite loss curve of at least 3 steps")
     T = L.size
@@ -114,7 +118,8 @@ def plateaus(loss: Any, window: int | None = None, flat_tol: float = FLAT_TOL,
     if drop <= 0:
         return [(0, T - 1)], w
     ahead = np.concatenate([L[w:], np.full(w, L[-1])])
-    flat = (L - ahead) < flat_tol * drop
+    # |change|: a rising loss (a spike, a diverging phase) is no plateau either
+    flat = np.abs(L - ahead) < flat_tol * drop
     runs, start = [], None
     for t, f in enumerate(np.append(flat, False)):
         if f and start is None:
@@ -169,6 +174,8 @@ def saddle_events(traj: Trajectory, *, window: int | None = None, flat_tol: floa
     if not (isinstance(active_share, int | float | np.number) and 0 <= active_share <= 1):
         # (NaN fails the comparison): a share outside [0, 1] marks no neuron, silently
         raise DynamicsError(f"active_share={active_share!r}: need a number in [0, 1]")
+    if not isinstance(traj, Trajectory):
+        raise DynamicsError(f"saddle_events needs a Trajectory (from train), got {type(traj).__name__}")
     runs, w = plateaus(traj.loss, window, flat_tol, min_length)
     L = traj.loss
     pl = tuple(Plateau(a, b, float(np.median(L[a:b + 1]))) for a, b in runs)

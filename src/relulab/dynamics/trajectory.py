@@ -142,7 +142,7 @@ class Trajectory(Result):
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
         d["partial"] = self.partial
-        d["final_loss"] = self.final_loss
+        d["final_loss"] = to_jsonable(self.final_loss)   # inf of a diverged run as "inf", as elsewhere
         d["records"] = {k: to_jsonable(v) for k, v in self.records.items()}
         net = self.network
         d["network"] = None if net is None else {
