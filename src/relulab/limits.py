@@ -203,4 +203,4 @@ def dense_flop_rate() -> float:
         t = time.perf_counter()
         A @ A
         best = min(best, time.perf_counter() - t)
-    return 2.0 * n**3 / max(best, 1e-9)
+    return 2.0 * n**3 / max(best, 1e-9)  # tol: a clock tick (never divide by 0)
