@@ -19,6 +19,7 @@ onnx = pytest.importorskip("onnx")
 from relulab import Box, Network  # noqa: E402
 from relulab.bounds import crown_batch, float_layers  # noqa: E402
 from relulab.crown import BoundGraph, GraphError, WarmStart, bound  # noqa: E402
+from relulab.crown.propagate import BoundError  # noqa: E402
 from relulab.errors import RelulabError  # noqa: E402
 
 MATCH = 1e-9       # structured vs dense CROWN (the issue's target)
@@ -211,8 +212,33 @@ def test_splits_empty_subdomain_and_warm_start():
     assert g.lower[0, 0] == np.inf and g.lower[1, 0] == pytest.approx(0.5)
     w = g.warm.take([1, 1, 1])
     assert isinstance(w, WarmStart) and w.batch == 3
-    g3 = bound(bg, np.repeat(lo[1:], 3, 0), np.repeat(hi[1:], 3, 0), warm=w)
+    child = {"relu0": np.repeat(s["relu0"][1:], 3, 0)}   # inside the warm start's domain
+    g3 = bound(bg, np.repeat(lo[1:], 3, 0), np.repeat(hi[1:], 3, 0), splits=child, warm=w)
     assert np.allclose(g3.lower, 0.5)
+    # a sub-problem outside its split domain (no split, or the sibling's) is refused: the
+    # warm start's bounds hold where its splits hold only
+    with pytest.raises(BoundError, match="warm: its split of ReLU 'relu0'"):
+        bound(bg, np.repeat(lo[1:], 3, 0), np.repeat(hi[1:], 3, 0), warm=w)
+
+
+def test_a_siblings_warm_start_is_refused():
+    """z_j <= 0 warm-started from the sub-problem z_j >= 0: its pre-activation bounds were
+    intersected in, and the upper bound fell below sampled outputs (6.33 < 6.65), 'complete'."""
+    rng = np.random.default_rng(3)
+    net = Network([rng.standard_normal((6, 2)), rng.standard_normal((6, 6)), rng.standard_normal((1, 6))],
+                  [rng.standard_normal(6) * .3, rng.standard_normal(6) * .3, np.zeros(1)])
+    bg = BoundGraph.from_network(net)
+    lo, hi = np.array([[-1.0, -1.0]]), np.array([[1.0, 1.0]])
+    pl, ph = bound(bg, lo, hi).pre["relu0"]
+    j = int(np.nonzero((pl[0] < 0) & (ph[0] > 0))[0][0])
+    sp = np.zeros((1, 6), dtype=np.int8)
+    sp[0, j] = 1
+    sib = bound(bg, lo, hi, splits={"relu0": sp})
+    with pytest.raises(BoundError, match="warm: its split"):
+        bound(bg, lo, hi, splits={"relu0": -sp}, warm=sib.warm)
+    both = sp.copy()
+    both[0, (j + 1) % 6] = -1   # a child: the parent's split and one more
+    bound(bg, lo, hi, splits={"relu0": both}, warm=sib.warm)
 
 
 def test_onnx_forward_matches_onnxruntime_and_errors(tmp_path, graphs):

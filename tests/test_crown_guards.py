@@ -113,3 +113,31 @@ def test_the_clip_rewrite_is_exact_at_and_below_its_lower_end(lo, hi) -> None:
     got, want = bg.forward(X).ravel(), np.clip(X, lo, hi).ravel()
     assert got[:3].tolist() == want[:3].tolist()   # exact at and below lo
     assert np.allclose(got[3:], want[3:], rtol=1e-15, atol=0)   # elsewhere: to rounding
+
+
+def test_graph_dtype_values_and_shapes_are_one_clear_error():
+    from relulab import Network
+    from relulab.crown import BoundGraph, GraphError
+
+    torch = pytest.importorskip("torch")
+    bg = BoundGraph.from_network(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))
+    for call in (lambda: bg.forward([[1.0]], dtype="float16"), lambda: bg.converted("int8"),
+                 lambda: bg.largest_value([[float("nan")]]),
+                 lambda: BoundGraph.from_torch(torch.nn.Linear(2, 1), None),
+                 lambda: BoundGraph.from_torch(torch.nn.Linear(2, 1), "2")):
+        with pytest.raises(GraphError):
+            call()
+
+
+def test_a_float32_box_is_rounded_outward():
+    """The box's ends in float32 enclose the float64 box (to nearest, a lower end could
+    round up: the bounds were for a smaller box)."""
+    from relulab import Network
+    from relulab.crown import BoundGraph, bound
+
+    bg = BoundGraph.from_network(Network([[[1.0]]], [[0.0]]))    # the identity
+    a, b = np.float32(0.1), np.float32(0.3)
+    ua, ub = float(np.nextafter(a, np.float32(1)) - a), float(np.nextafter(b, np.float32(1)) - b)
+    lo, hi = np.array([[float(a) + 0.75 * ua]]), np.array([[float(b) + 0.25 * ub]])  # nearest: inward
+    g = bound(bg, lo, hi, method="crown", upper=True, dtype="float32")
+    assert g.lower[0, 0] <= lo[0, 0] and g.upper[0, 0] >= hi[0, 0]

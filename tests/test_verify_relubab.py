@@ -489,3 +489,26 @@ def test_graph_attack_sizes_its_batch_to_the_time_left(monkeypatch):
     delay[0] = 0.002
     assert pgd_graph(bg, box, never, time_limit=2.0) is None
     assert max(batches) == 16             # with time to spare, full rounds as before
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float32_bounds_are_not_used_where_the_first_layer_cancels(monkeypatch, seed):
+    """y = relu(K - sum(x - C0)) on 256 inputs near C0 = 1e5 (box 1e-3 wide), y = 0.4 at the
+    corner x = lo: a first layer adding up terms of 2.6e7 to 0.4.  In float32 (forced here;
+    graphs above F32_NEURONS ReLUs) its bounds [-2, -0.9] called the neuron dead and the
+    violated property read "holds" on every seed; the bounds now run in float64 there.
+    No attack: the bounds and the leaf LPs decide alone."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import relulab.verify.relu_bab as rb
+
+    monkeypatch.setattr(rb, "F32_NEURONS", 0)
+    n, C0 = 256, 1e5
+    rng = np.random.default_rng(seed)
+    lo = C0 + rng.random(n) * 0.5
+    K = float(np.sum(lo - C0)) + 0.4
+    net = Network([np.vstack([-np.ones(n), np.zeros(n)]), [[1.0, 0.0]]], [[K + n * C0, 0.0], [0.0]])
+    assert net(lo[None])[0, 0] > 0.39
+    r = relu_split(net, Box(lo, lo + 1e-3), -np.ones((1, 1)), np.array([-0.35]), timeout=30,
+                   engine="crown", attack_time=0.0)
+    assert r.status == "violated" and net(r.counterexample[None])[0, 0] >= 0.35

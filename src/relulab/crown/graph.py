@@ -112,6 +112,8 @@ class BoundGraph:
             torch.float32
         """
         torch = require("torch", "torch")
+        if dtype not in ("float64", "float32"):
+            raise GraphError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         key = (str(dtype), str(device))
         if key == (self.dtype, self.device):
             return self
@@ -145,7 +147,11 @@ class BoundGraph:
         """
         torch = require("torch", "torch")
         g = self.converted("float64")
-        X = np.asarray(x, dtype=np.float64).reshape(-1, *self.input_shape)
+        X = np.asarray(x, dtype=np.float64)
+        if X.ndim == 0 or X.size == 0 or X.size % self.input_dim or not np.all(np.isfinite(X)):
+            raise GraphError(f"largest_value: inputs must be finite and fit input shape {self.input_shape}, "
+                             f"got shape {X.shape}")
+        X = X.reshape(-1, *self.input_shape)
         with torch.no_grad():
             vals = g.run(torch.as_tensor(X, dtype=g.torch_dtype()), keep=True)
         return max(float(v.abs().max()) for v in vals.values() if hasattr(v, "abs") and v.numel())
@@ -303,7 +309,13 @@ class BoundGraph:
         onnx = require("onnx", "onnx")
         if not isinstance(module, torch.nn.Module):
             raise GraphError(f"from_torch: expected a torch.nn.Module, got {type(module).__name__}")
-        shape = tuple(int(s) for s in input_shape)
+        try:
+            if isinstance(input_shape, (str, bytes)):
+                raise TypeError
+            shape = tuple(int(s) for s in input_shape)
+        except (TypeError, ValueError):
+            raise GraphError(f"from_torch: input_shape must be a tuple of sizes, e.g. (3, 32, 32), "
+                             f"got {input_shape!r}") from None
         if not shape or any(s <= 0 for s in shape):
             raise GraphError(f"from_torch: bad input_shape {input_shape}")
         was_training = module.training

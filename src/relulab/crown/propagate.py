@@ -356,12 +356,22 @@ def bound(
     def tens(a: np.ndarray) -> Any:
         return torch.as_tensor(np.array(a), dtype=dt, device=device)
 
+    def box_tens(a: np.ndarray, down: bool) -> Any:
+        """The box's ends in the engine's type, rounded outward (to nearest, a lower end of
+        a float32 box could round up: the bounds were for a smaller box)."""
+        t = tens(a)
+        if dt != torch.float64:
+            a64 = torch.as_tensor(np.array(a, dtype=np.float64), device=device)
+            off = (t.double() > a64) if down else (t.double() < a64)
+            t = torch.where(off, torch.nextafter(t, torch.full_like(t, -torch.inf if down else torch.inf)), t)
+        return t
+
     def late() -> bool:
         return deadline is not None and time.monotonic() >= deadline
 
     status, reason = "complete", ""
     with torch.no_grad():
-        xlo, xhi = tens(Lo), tens(Hi)
+        xlo, xhi = box_tens(Lo, True), box_tens(Hi, False)
         if warm is not None and warm.box is not None:
             # its pre-activation bounds hold on its own boxes only: a box that leaves them
             # would get the parent's bounds, which are false there (compared in the run's
@@ -370,6 +380,16 @@ def bound(
             if bool((xlo.reshape(B, -1) < wlo).any()) or bool((xhi.reshape(B, -1) > whi).any()):
                 raise BoundError("warm: a box is not inside the box its warm start was computed "
                                  "on; a warm start serves sub-problems of its own domain only")
+        if warm is not None:
+            # and its splits must be among the sub-problem's: a sibling's (z <= 0 where the
+            # new one has z >= 0) gave bounds below sampled outputs, marked complete
+            for name, ws in warm.splits.items():
+                w = np.asarray(ws.detach().cpu().numpy() if hasattr(ws, "detach") else ws).reshape(B, -1)
+                new = sp.get(name)
+                new = np.zeros_like(w) if new is None else new.reshape(B, -1)
+                if np.any((w != 0) & (new != w)):
+                    raise BoundError(f"warm: its split of ReLU '{name}' is not the sub-problem's; a warm "
+                                     "start serves sub-problems of its own domain only (its children)")
         iv = {g.input_name: (xlo, xhi)}
         relax: dict[str, tuple[Any, Any, Any]] = {}
         unstable: dict[str, Any] = {}
