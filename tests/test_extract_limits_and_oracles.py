@@ -139,3 +139,73 @@ def test_polish_takes_no_step_after_its_deadline():
     X = np.random.default_rng(1).normal(size=(300, 3))
     _, rep = polish(f, X, f(X), deadline=Deadline(0.0))
     assert not rep.accepted and rep.iterations == 0 and "time limit" in rep.message
+
+
+# ------------------------------------------------------------------ outputs far from size 1
+_W1, _B1 = [[1.0, 0.5], [-1.0, 2.0], [0.3, -1.0]], [0.1, -0.2, 0.3]
+
+
+def _sampled_gap(f: Network, g: Network) -> np.ndarray:
+    X = np.random.default_rng(0).uniform(-1, 1, size=(20000, 2))
+    return np.abs(f(X) - g(X)).max(axis=0)
+
+
+def test_an_output_offset_far_above_its_variation_hides_no_neuron():
+    """A bias of 1e7 on outputs that vary by about 3: every tolerance was relative to the
+    outputs' size, so the third neuron hid under it ('complete' with widths (2,) and an
+    error of 0.09, fidelity 'equal' at a tolerance of 10)."""
+    net = Network([_W1, [[1.0, -2.0, 0.5]]], [_B1, [1e7]])
+    r = extract_relu(net, 2)
+    assert r.status == "complete" and r.widths == (3,) and r.fidelity.equivalence == "equal"
+    assert r.fidelity.equivalence_tol < 1e-5 and _sampled_gap(net, r.network)[0] < 1e-5
+
+
+def test_an_output_far_below_another_is_read_at_its_own_size():
+    """Outputs of size 1.6e4 and 2.8e-4, two neurons feeding only the small one: they were
+    missed ('complete' with widths (1,), 106 % error on the second output)."""
+    net = Network([_W1, [[1e4, 0.0, 0.0], [0.0, 1e-4, -1e-4]]], [_B1, [0.0, 0.0]])
+    r = extract_relu(net, 2)
+    assert r.status == "complete" and r.widths == (3,) and r.fidelity.equivalence == "equal"
+    gap = _sampled_gap(net, r.network)
+    assert gap[1] < 1e-9 * 2.8e-4 and gap[0] < 1e-9 * 1.6e4
+
+
+def test_a_function_the_output_probe_sees_as_zero_is_not_complete():
+    """1e-9 (relu(x1 + x2 - 1.8) + relu(x1 - x2 - 1.6)) is 0 on the 32 probe points: it was
+    read at scale 1 and came back 'complete' as an affine map, fidelity 'equal' at an
+    absolute 1e-6 (the error, 4e-10, is the function's own size)."""
+    net = Network([[[1.0, 1.0], [1.0, -1.0]], [[1e-9, 1e-9]]], [[-1.8, -1.6], [0.0]])
+    r = extract_relu(net, 2)
+    wrong = _sampled_gap(net, r.network)[0] > 1e-3 * 3.9e-10
+    if wrong:
+        assert r.status == "partial" and r.fidelity.equivalence != "equal"
+
+
+def test_complete_is_withdrawn_when_fidelity_finds_a_difference():
+    """A second-layer neuron active only on |x|_1 < 0.05 (no query goes there): the result
+    said 'complete' next to its own fidelity verdict 'different' (gap 2.5 at the origin)."""
+    d = 6
+    W1 = np.vstack([np.eye(d), -np.eye(d)])
+    W2 = np.vstack([-np.ones(2 * d), np.r_[1.0, -1.0, np.zeros(d - 2), -1.0, 1.0, np.zeros(d - 2)]])
+    net = Network([W1, W2, [[50.0, 1.0]]], [np.zeros(2 * d), [0.05, 0.1], [0.0]])
+    r = extract_relu(net, d)
+    if r.fidelity.equivalence == "different":
+        assert r.status == "partial"
+        assert any("fidelity check found" in n for n in r.unidentified)
+    else:
+        assert r.fidelity.equivalence == "equal" and r.status == "complete"
+
+
+def test_glu_param_error_is_the_product_difference_whatever_the_split():
+    """A unit's split (w c, u / c) is free: the expansion through w1 - w0, u1 - u0 cancelled
+    and read 1.5e-4 for an exact rescaling and 0 for a real error of 1e-6."""
+    from relulab.extract import random_glu
+    from relulab.extract.glu import GLUBlock, param_error
+
+    b = random_glu(5, 4, 3, act="relu", seed=2)
+    resc = GLUBlock(b.W_gate, b.W_up * 1e4, b.W_out * 1e-4, "relu")
+    assert param_error(resc, b)["product_max"] < 1e-14
+    W_up = b.W_up * 1e4
+    W_up[0] *= 1 + 1e-6   # unit 0's product off by exactly 1e-6 of itself
+    p = param_error(GLUBlock(b.W_gate, W_up, b.W_out * 1e-4, "relu"), b)
+    assert p["product_max"] == pytest.approx(1e-6, rel=1e-6)

@@ -136,9 +136,12 @@ class QueryOracle:
         #: once it has expired every batch is refused like one past the budget
         #: (:class:`BudgetExhausted`); None: no limit
         self.deadline: Deadline | None = None
-        #: outputs are divided by this (extract_relu sets it for outputs far below 1, so
-        #: that its tolerances are relative to them; 1 otherwise)
-        self.out_scale: float = 1.0
+        #: outputs are read as ``(y - out_offset) / out_scale`` (per output, or one number
+        #: for all): extract_relu sets them for outputs far below 1 or far from 0 compared
+        #: with how much they vary, so that its tolerances are relative to that variation
+        #: (1 and 0 otherwise)
+        self.out_scale: float | np.ndarray = 1.0
+        self.out_offset: float | np.ndarray = 0.0
         self.output_dim: int | None = None
         self._keep = 0
         self._seen = 0  # rows offered to the reservoir (answered since keeping started)
@@ -182,7 +185,7 @@ class QueryOracle:
         if self._KX is None or self._KY is None:
             return np.zeros((0, self.input_dim or 0)), np.zeros((0, self.output_dim or 0))
         k = min(self._seen, self._keep)
-        return self._KX[:k].copy(), self._KY[:k] / self.out_scale
+        return self._KX[:k].copy(), self._normalised(self._KY[:k])
 
     def _reservoir(self, X: np.ndarray, Y: np.ndarray) -> None:
         n = self._keep
@@ -237,4 +240,10 @@ class QueryOracle:
         self.output_dim = Y.shape[1]
         if self._keep:
             self._reservoir(X, Y)   # as answered: kept rows are read in the current scale
-        return Y / self.out_scale if self.out_scale != 1.0 else Y
+        return self._normalised(Y)
+
+    def _normalised(self, Y: np.ndarray) -> np.ndarray:
+        """``Y`` in the units the attack reads (see ``out_scale``, ``out_offset``)."""
+        if np.all(np.asarray(self.out_offset) == 0.0) and np.all(np.asarray(self.out_scale) == 1.0):
+            return Y
+        return (Y - self.out_offset) / self.out_scale

@@ -482,18 +482,24 @@ def extract_relu(
     if domain is not None and (not isinstance(domain, Box) or domain.dim != d):
         # checked before the attack: the fidelity check refused it only after every query
         raise ExtractError(f"extract_relu: domain must be a Box of dimension {d}, got {domain!r}")
-    # outputs far below 1 are read in their own scale: every tolerance of the attack is
-    # relative to 1 + |value|, and outputs of 5e-9 came back "complete" as an affine map
-    # (the kinks below the absolute floor); the recovered network is scaled back at the end.
-    # (Probed before rows are kept, with its own generator: the attack itself is unchanged.)
-    s_out = _output_size(o, d, scale, np.random.default_rng(seed + 1))
+    # Every tolerance of the attack is relative to 1 + |value|: outputs far below 1 are
+    # read in their own scale (outputs of 5e-9 came back "complete" as an affine map, the
+    # kinks below the absolute floor), and an output far from 0 compared with how much it
+    # varies is read less its offset (a bias of 1e8 hid neurons whose kinks are of size
+    # 1); each output on its own (one of 1.6e4 hid another of 2.8e-4).  The recovered
+    # network is mapped back at the end.  (Probed before rows are kept, with its own
+    # generator: the attack itself is unchanged.)
+    off, unit = _output_units(o, d, scale, np.random.default_rng(seed + 1))
     if not o.keeping:  # for the polish, and for the check that the result explains them
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
     atol = 0.0 if precision is None else float(precision)
-    if 0.0 < s_out < OUTPUT_SCALE_BELOW:
-        o.out_scale = s_out
-        atol = atol / s_out
+    if np.any(off != 0.0) or np.any(unit != 1.0):
+        o.out_offset, o.out_scale = off, unit
+        # the oracle's own resolution, in the units read: float64 rounding of the
+        # outputs' size (the offset included), and the precision given
+        size = np.abs(off) + unit
+        atol = float(np.max((atol + OUTPUT_ULPS * np.finfo(np.float64).eps * size) / unit))
     st = _State()
     net, res, status = None, None, "complete"
     unid_layers: set[int] = set()  # layers whose traces left weights unidentified
@@ -578,7 +584,7 @@ def extract_relu(
             st.notes.append(f"layer {len(st.layers) + 1}: {len(st.current.neurons)} neuron(s) found "
                             "before the budget ran out")
     except BaseException:
-        o.out_scale = 1.0
+        o.out_scale, o.out_offset = 1.0, 0.0
         raise
     finally:
         o.deadline = None  # no limit left for the polish and the final checks
@@ -597,18 +603,23 @@ def extract_relu(
         # (the polish refines an extraction that fits to rounding; a structurally wrong one
         # it would only bend towards the far rows, away from the function near the box)
         net = _polish_step(o, st, net, rng, deadline)
-    out_scale, o.out_scale = o.out_scale, 1.0
-    if net is not None and out_scale != 1.0:
-        net = net * out_scale   # Network's scalar multiple: the last layer and a skip
+    o.out_scale, o.out_offset = 1.0, 0.0
+    if net is not None:
+        net = _in_oracle_units(net, off, unit)
     elapsed = time.monotonic() - t0
     fid = None
     if reference is not None and net is not None:
-        # equal within 1e-6 of the outputs' own size (an absolute 1e-6 passed a 50% error
-        # on outputs of 5e-9)
-        tol = None if out_scale == 1.0 else FIDELITY_RTOL * out_scale
-        fid = fidelity(reference, net, domain if domain is not None else
-                       Box(-scale * np.ones(d), scale * np.ones(d)), timeout=equivalence_timeout, tol=tol)
+        fbox = domain if domain is not None else Box(-scale * np.ones(d), scale * np.ones(d))
+        fid = fidelity(reference, net, fbox, timeout=equivalence_timeout,
+                       tol=_fidelity_tol(reference, fbox, seed))
         st.notes += _diagnose(reference, fid)
+        if fid.equivalence == "different" and status == "complete":
+            # "complete" says every queried row is explained; a re-checked witness of the
+            # reference where no query went shows a neuron the attack never saw
+            status = "partial"
+            st.notes.append("the fidelity check found a re-checked input where the recovered network "
+                            "and the reference differ by more than its tolerance: the queries did not "
+                            "show the whole function (e.g. a neuron active only where no query went)")
     lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
     cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
@@ -637,14 +648,59 @@ OUTPUT_PROBE_ROWS = 32
 OUTPUT_SCALE_BELOW = 1e-3  # tol: far above the attack's 1e-9 kink floor
 
 
-def _output_size(o: QueryOracle, d: int, scale: float, rng) -> float:
-    """The largest ``|f|`` on ``OUTPUT_PROBE_ROWS`` random points of ``[-scale, scale]^d``
-    (queries counted like the others); 1 when the budget does not allow the probe."""
+# an output whose middle value on the probe is more than this times its half-range there
+# is read less that middle value
+OFFSET_RATIO = 10.0
+# the oracle's resolution in the units read: this many float64 ulps of the outputs' size
+OUTPUT_ULPS = 4.0
+# a kept-row misfit is relative to the output's range there, at least this much of its size
+# (variations below the attack's kink floor are not resolved)
+KEPT_FLOOR = 1e-9  # tol: the line search's DETECT_RTOL
+
+
+def _output_units(o: QueryOracle, d: int, scale: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Per output, the ``(offset, scale)`` the attack reads the oracle in, from
+    ``OUTPUT_PROBE_ROWS`` random points of ``[-scale, scale]^d`` (queries counted like the
+    others): the offset is the middle of the output's range there when that is more than
+    ``OFFSET_RATIO`` times its half-range (else 0); the scale is the largest ``|y - offset|``
+    there when that is below ``OUTPUT_SCALE_BELOW`` (else 1).  ``(0, 1)`` when the budget
+    does not allow the probe, or the output is constant on it."""
     try:
         Y = o(rng.uniform(-scale, scale, size=(OUTPUT_PROBE_ROWS, d)))
     except BudgetExhausted:
-        return 1.0
-    return float(np.max(np.abs(Y)))
+        return np.zeros(1), np.ones(1)
+    mid = (Y.max(axis=0) + Y.min(axis=0)) / 2
+    half = (Y.max(axis=0) - Y.min(axis=0)) / 2
+    off = np.where((half > 0) & (np.abs(mid) > OFFSET_RATIO * half), mid, 0.0)
+    var = np.abs(Y - off).max(axis=0)
+    unit = np.where((var > 0) & (var < OUTPUT_SCALE_BELOW), var, 1.0)
+    return off, unit
+
+
+def _in_oracle_units(net: Network, off: np.ndarray, unit: np.ndarray) -> Network:
+    """``x -> unit * net(x) + off`` (per output): the recovered network in the oracle's units."""
+    if np.all(off == 0.0) and np.all(unit == 1.0):
+        return net
+    u = np.broadcast_to(unit, (net.output_dim,)).astype(float)
+    o = np.broadcast_to(off, (net.output_dim,)).astype(float)
+    Ws = [*net.weights[:-1], np.asarray(net.weights[-1], dtype=float) * u[:, None]]
+    bs = [*net.biases[:-1], np.asarray(net.biases[-1], dtype=float) * u + o]
+    skip = None if net.skip is None else (np.asarray(net.skip[0], dtype=float) * u[:, None],
+                                          np.asarray(net.skip[1], dtype=float) * u)
+    return Network(Ws, bs, skip)
+
+
+def _fidelity_tol(reference: Network, box: Box, seed: int) -> float | None:
+    """The fidelity check's tolerance: FIDELITY_RTOL of the smallest range any output of
+    the reference has on the box (sampled; the reference only, no oracle query), so that
+    an output far below another, or varying little around a large offset, is checked at
+    its own size (an absolute 1e-6 passed a 50 % error on outputs of 5e-9; 1e-6 of a bias
+    of 1e8 passed an error of 2).  None (the default) when every output is constant there."""
+    X = box.sample(256, np.random.default_rng(seed + 2))
+    Y = np.asarray(reference.float()(X), dtype=float)
+    spread = Y.max(axis=0) - Y.min(axis=0)
+    spread = spread[spread > 0]
+    return float(FIDELITY_RTOL * spread.min()) if spread.size else None
 
 
 def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:
@@ -666,11 +722,15 @@ def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]
 
 
 def _kept_misfit(o: QueryOracle, net: Network | None) -> float | None:
-    """Largest error of ``net`` on the oracle rows kept, relative to ``1 + max |Y|``."""
+    """Largest error of ``net`` on the oracle rows kept, per output relative to that
+    output's range on them (at least KEPT_FLOOR of its size): relative to ``1 + max |Y|``
+    an affine map passed for a function of size 4e-10 that the output probe saw as 0."""
     X, Y = o.kept
     if net is None or not X.shape[0]:
         return None
-    return float(np.max(np.abs(net(X) - Y)) / (1.0 + np.max(np.abs(Y))))
+    spread = Y.max(axis=0) - Y.min(axis=0)
+    denom = np.maximum(spread, KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0)))
+    return float(np.max(np.abs(net(X) - Y) / denom))
 
 
 def _polish_step(o: QueryOracle, st: _State, net: Network, rng, deadline: Deadline | None) -> Network:
