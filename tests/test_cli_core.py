@@ -263,3 +263,17 @@ def test_convert_of_an_exact_model_says_its_weights_were_rounded(tmp_path, capsy
     code, out, err = run(capsys, "convert", src, tmp_path / "same.npz", "--json")
     d = json.loads(out)
     assert d["rounded_to_float64"] is False and d["max_abs_difference"] == 0.0
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit-minnorm", "example:data_1d.csv", "-o", "{tmp}/a.npz"],
+    ["fit-convex", "example:data_1d.csv", "--lam", "0.1", "--out", "{tmp}/a.npz"],
+    ["fit-quantile", "example:data_1d.csv", "--epochs", "2", "-o", "{tmp}/a.npz"],
+    ["construct", "max", "--n", "3", "--out", "{tmp}/a.npz"],
+])
+def test_every_command_that_writes_a_network_takes_o_and_out(argv, tmp_path, capsys):
+    """-o/--out is the output option of extract, canonical, reduce, from-formula and
+    regions; the fit commands only had --save and construct only -o/--output."""
+    code, _, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
+    assert code == 0, err
+    assert load_model(tmp_path / "a.npz").input_dim >= 1

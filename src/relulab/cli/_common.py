@@ -175,7 +175,7 @@ def check_output_targets(save: str | None, plot: str | None) -> None:
     from ..plot import check_figure_target
 
     if save:
-        check_model_target(save, "--save")
+        check_model_target(save, "--save/-o")
     if plot:
         check_figure_target(plot)
 

@@ -725,7 +725,7 @@ def build(kind: str, **options: Any) -> tuple[Network | None, dict]:
 def construct_cmd(
     kind: str = typer.Argument(..., help="What to build: " + ", ".join(KINDS)),
     model: str | None = typer.Argument(None, help="activation: the ReLU model file."),
-    output: str | None = typer.Option(None, "-o", "--output", help="Save to .onnx/.npz/.nnet/.pt."),
+    output: str | None = typer.Option(None, "-o", "--out", "--output", help="Save to .onnx/.npz/.nnet/.pt."),
     n: int | None = typer.Option(None, "--n", help="Number of inputs (max, min)."),
     depth: int | None = typer.Option(None, "--depth", help="Sawtooth depth L."),
     m: int | None = typer.Option(None, "--m", help="Yarotsky level m (square, product, monomial)."),

@@ -78,7 +78,7 @@ def fit_quantile_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed (initial weights, minibatches)."),
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds of training at most; a fit "
                                      "stopped by it keeps the weights reached (stopped: time_limit)."),
-    save: str = typer.Option(None, "--save", help="Save network_ (.npz/.onnx/...)."),
+    save: str = typer.Option(None, "--save", "-o", "--out", help="Save network_ (.npz/.onnx/...)."),
     plot: str = typer.Option(None, "--plot", help="PNG of the quantile curves (one input column)."),
     json_out: bool = JSON_OPT,
 ) -> None:

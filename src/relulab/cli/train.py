@@ -86,7 +86,7 @@ def fit_minnorm_cmd(
     classify: bool = typer.Option(False, "--classify", help="Margin classification "
                                   "(labels_i f(x_i) >= 1) instead of interpolation."),
     plot: str = typer.Option(None, "--plot", help="Write a picture of the fit to this PNG."),
-    save: str = typer.Option(None, "--save", help="Save the network (.npz/.onnx/...)."),
+    save: str = typer.Option(None, "--save", "-o", "--out", help="Save the network (.npz/.onnx/...)."),
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole fit "
                                      "(every LP is handed the time left); a fit stopped by "
                                      "it is partial (status time_limit): its cost is an upper "
@@ -191,7 +191,7 @@ def fit_convex_cmd(
     time_limit: float = typer.Option(None, "--time-limit", help="Seconds for the whole "
                                      "fit; a fit stopped by it is not converged, its "
                                      "gap still certified."),
-    save: str = typer.Option(None, "--save", help="Save the network (the ReLU variant; refused with --gated)."),
+    save: str = typer.Option(None, "--save", "-o", "--out", help="Save the network (the ReLU variant; refused with --gated)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Two-layer ReLU network by the convex reformulation, with a duality certificate.
