@@ -126,3 +126,53 @@ def test_a_tiny_time_limit_is_named_not_the_domain(monkeypatch):
     monkeypatch.setattr(regions, "enumerate", lambda *a, **k: Empty())
     with pytest.raises(ExplainError, match="time limit .* ended the region enumeration"):
         decision_rules(Network([[[1.0, 0.0]]], [[0.0]]), Box([-1, -1], [1, 1]), time_limit=1e-3)
+
+
+# ------------------------------------------------------------------ a common offset of the logits
+def _offset_classifier(off: float) -> Network:
+    rng = np.random.default_rng(0)
+    W1, b1, W2 = rng.normal(size=(6, 2)), rng.normal(size=6) * 0.3, rng.normal(size=(3, 6))
+    return Network([W1, W2], [b1, np.full(3, off)])
+
+
+def test_decision_rules_do_not_change_with_a_common_offset_of_the_logits():
+    """Adding 1e9 to every logit changes no decision: the rules' volumes per class were
+    0.72 / 0.20 (true 0.57 / 0.43) with 8 % of the box left out, because wins by 1 were
+    within the tolerance of 1e-9 of the outputs' size."""
+    from relulab.explain import decision_rules
+
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    X = np.random.default_rng(1).uniform(-1, 1, size=(20000, 2))
+    base = _offset_classifier(0.0)(X)
+    srt = np.sort(base, axis=1)
+    clear = srt[:, -1] - srt[:, -2] > 1e-3
+    for off in (0.0, 1e9):
+        r = decision_rules(_offset_classifier(off), box)
+        vol = r.to_dict()["decisions"]
+        assert r.to_dict()["covered_fraction"] == pytest.approx(1.0, abs=1e-9)
+        for k in range(3):
+            want = float(np.mean(np.argmax(base, axis=1) == k))
+            assert vol[f"class {k}"]["volume_fraction"] == pytest.approx(want, abs=0.01)
+        pred = np.array([int(str(p).split()[-1]) for p in r.predict(X[clear])])
+        assert np.array_equal(pred, np.argmax(base[clear], axis=1))
+
+
+def test_why_gives_the_same_certified_rule_with_a_common_offset():
+    """why at a point of class 2 read 'always (anywhere in the domain) -> class 2' (not
+    certified, violated by 1.6) under an offset of 1e9: its break margin was 1e-8 of the
+    outputs' size, 10, above every row's value."""
+    from relulab.explain import why
+
+    box = Box([-1.0, -1.0], [1.0, 1.0])
+    x = np.array([0.031, -0.428])
+    ref = why(_offset_classifier(0.0), x, box).rule
+    got = why(_offset_classifier(1e9), x, box).rule
+    assert got.decision == ref.decision and got.certified and ref.certified
+    assert got.A.shape[0] >= 1   # a real box, not "always"
+    # the rule holds where the sampled base network says so (clear points only)
+    X = np.random.default_rng(2).uniform(-1, 1, size=(20000, 2))
+    inside = np.all(X @ got.A.T <= got.b + 1e-12, axis=1)
+    Y = _offset_classifier(0.0)(X[inside])
+    srt = np.sort(Y, axis=1)
+    clear = srt[:, -1] - srt[:, -2] > 1e-6
+    assert np.all(np.argmax(Y[clear], axis=1) == int(got.decision.split()[-1]))

@@ -8,8 +8,8 @@ from ..domain import Box, Polytope
 from ..limits import Deadline
 from ..network import Network
 from ..verify import maximize
-from ._common import output_floor
-from .decision import Decision
+from ._common import output_floor, output_size
+from .decision import OUTPUT_ROUNDING, Decision
 
 # A rule may touch the decision boundary (a tie there is allowed), where the MILP's
 # proven bound of C_i f - d_i is 0 up to its tolerances (~1e-9 relative); this is the
@@ -23,6 +23,10 @@ RULE_TOL = 1e-7  # tol: a proven bound this small is a tie on the rule's boundar
 # is taken (both are the solver's bounds: the explanation's tie tolerance RULE_TOL
 # already accepts a bound at the solver's accuracy).
 RECHECK_TOL = 1e-4
+# a rule's ties may also be as wide as this many times the outputs' rounding (their size
+# times decision.OUTPUT_ROUNDING): what maximize's widened bound of a comparison of
+# outputs of 1e9 is made of
+ROUNDING_TIES = 4.0
 
 
 def restrict(domain: Box | Polytope, A: np.ndarray, b: np.ndarray) -> Box | Polytope:
@@ -81,6 +85,9 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
     # relative to the outputs' size when they are all below 1 (an absolute 1e-7 certified
     # "always positive" for 1e-9 x on a box half of which is negative)
     scale = (output_floor(net, domain) if floor is None else floor) + abs(float(np.max(np.abs(decision.d))))
+    # and a tie within the outputs' own rounding is a tie (a common offset of 1e9 on the
+    # logits leaves 1e-7 of rounding in every comparison: no rule was certified)
+    tie = RULE_TOL * scale + ROUNDING_TIES * OUTPUT_ROUNDING * min(output_size(net, domain), 1e300)
     solver_worst = proven_worst = -np.inf
     # one deadline for all rows: each row's MILPs get their share of what is left (each
     # had the whole limit, and a 3-class rule took twice the limit)
@@ -93,12 +100,12 @@ def certify(net: Network, domain: Box | Polytope, A: np.ndarray, b: np.ndarray,
         # the bound is proven also when the MILP stops at its time limit
         bound, _, _ = max_output(net, dom, Ci, share)
         solver, proven = bound, bound  # maximize's bound is already widened
-        if RULE_TOL * scale < bound - float(di) <= RECHECK_TOL * scale and net.n_hidden_layers > 0:
+        if tie < bound - float(di) <= RECHECK_TOL * scale + tie and net.n_hidden_layers > 0:
             tight, error = _tight_max(net, dom, Ci, None if time_limit is None else deadline.left() / (n - k))
             solver, proven = min(bound, tight), min(bound, tight + error)
         solver_worst = max(solver_worst, solver - float(di))
         proven_worst = max(proven_worst, proven - float(di))
-    return solver_worst <= RULE_TOL * scale, proven_worst
+    return solver_worst <= tie, proven_worst
 
 
 def _tight_max(net: Network, region: Box | Polytope, c: np.ndarray,

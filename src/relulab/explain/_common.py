@@ -19,6 +19,25 @@ def float_net(net: Network) -> Network:
     return net.float() if net.is_exact else net
 
 
+def output_size(net: Network, domain: Box | Polytope) -> float:
+    """The proven bound of ``max |f|`` over the domain (symbolic bounds; inf when they
+    overflow).
+
+    Example:
+        >>> from relulab import Box
+        >>> output_size(Network([[[3.0]]], [[1e9]]), Box([-1], [1]))
+        1000000003.0
+    """
+    from ..bounds import symbolic_bounds
+
+    try:
+        b = symbolic_bounds(net, domain)
+    except RelulabError:
+        return float("inf")
+    m = float(max(np.max(np.abs(b.out_lo)), np.max(np.abs(b.out_hi))))
+    return m if np.isfinite(m) else float("inf")
+
+
 def output_floor(net: Network, domain: Box | Polytope) -> float:
     """The floor of the explanations' relative output tolerances, ``tol * (floor +
     |f|)``: 1, or the proven bound of ``|f|`` over the domain when that is smaller.
@@ -35,14 +54,8 @@ def output_floor(net: Network, domain: Box | Polytope) -> float:
         >>> output_floor(net, Box([-1], [1])), output_floor(Network([[[3.0]]], [[0.0]]), Box([-1], [1]))
         (1e-09, 1.0)
     """
-    from ..bounds import symbolic_bounds
-
-    try:
-        b = symbolic_bounds(net, domain)
-    except RelulabError:   # bounds that overflow say nothing: keep the floor of 1
-        return 1.0
-    m = float(max(np.max(np.abs(b.out_lo)), np.max(np.abs(b.out_hi))))
-    if not np.isfinite(m):
+    m = output_size(net, domain)
+    if not np.isfinite(m):   # bounds that overflow say nothing: keep the floor of 1
         return 1.0
     # an identically zero network: every comparison is exact (a floor of 0 would divide)
     return min(1.0, max(m, OUTPUT_FLOOR_MIN))

@@ -38,6 +38,8 @@ __all__ = [
     "decision_at",
     "all_decisions",
     "CF_MARGIN",
+    "OUTPUT_ROUNDING",
+    "decision_tol",
     "margins",
     "check_class_names",
 ]
@@ -48,16 +50,39 @@ __all__ = [
 # the margin is put on every row and raised 100-fold (twice at most) for that point
 # (see margins()).
 CF_MARGIN = 1e-9  # tol: output margin of a counterfactual's strict side
+# the outputs' own float64 rounding, relative to their size, that a comparison of them carries
+OUTPUT_ROUNDING = 64 * float(np.finfo(np.float64).eps)
 
 
-def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0) -> tuple[Any, ...]:
+def decision_tol(rel: float, y: np.ndarray, floor: float, dec: Decision | None = None) -> float:
+    """A tolerance on a decision's rows at outputs ``y``: ``rel`` of ``floor`` plus the
+    rows' own size ``max |C y - d|`` (the differences the decision compares; without a
+    decision, the outputs' size), plus the outputs' rounding ``OUTPUT_ROUNDING max |y|``.
+    Relative to the outputs' size alone, a common offset of 1e9 on every logit (argmax
+    unchanged) made wins by 1 ties, and an interval rule "always -> class 0".
+
+    Example:
+        >>> dec = class_decision(0, 2)
+        >>> decision_tol(1e-8, np.array([1e9 + 1.0, 1e9]), 1.0, dec) < 1e-4
+        True
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    size = float(np.max(np.abs(y))) if y.size else 0.0
+    rows = size if dec is None else float(np.max(np.abs(dec.C @ y - dec.d), initial=0.0))
+    return rel * (floor + rows) + OUTPUT_ROUNDING * size
+
+
+def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0,
+            dec: Decision | None = None) -> tuple[Any, ...]:
     """The output margins tried in turn for a counterfactual of an input with outputs y0:
     scalars for every row, or, given the target's ``strict`` rows, per-row vectors whose
     first one puts the margin on the strict rows only.  That first one is the one a proof
     of "no counterfactual" uses: a non-strict row (``f >= 0``, a class that wins a tie)
     holds on its boundary, and a target that holds only with ``f = 0`` (on a whole region,
     as for ``-relu(x)`` on ``x <= 0``) was called unreachable when it needed a margin.
-    ``floor``: :func:`relulab.explain._common.output_floor` (outputs below 1 scale it).
+    ``floor``: :func:`relulab.explain._common.output_floor` (outputs below 1 scale it);
+    ``dec``: the target decision, whose rows' size the margin is relative to
+    (:func:`decision_tol`).
 
     Example:
         >>> [float(f"{m:.3g}") for m in margins(np.array([1.0, -3.0]))]
@@ -65,7 +90,7 @@ def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0
         >>> [v.tolist() for v in margins(np.array([0.0]), np.array([False]))][:2]
         [[0.0], [1e-09]]
     """
-    m = CF_MARGIN * (floor + float(np.max(np.abs(y0))))
+    m = decision_tol(CF_MARGIN, y0, floor, dec)
     if strict is None:
         return (m, 100 * m, 1e4 * m)
     strict = np.asarray(strict, dtype=bool)

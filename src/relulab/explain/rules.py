@@ -39,7 +39,7 @@ from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify
 from ._common import check_domain, float_net, output_floor
-from .decision import Decision, ExplainError, all_decisions, as_decision
+from .decision import OUTPUT_ROUNDING, Decision, ExplainError, all_decisions, as_decision
 from .features import feature_names
 from .rule import Rule
 
@@ -184,6 +184,23 @@ def _ordered_polygons(rs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return V, reg, areas
 
 
+def _decision_rows(dec: Decision, aff: np.ndarray, reg: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``C f(v) - d`` at the vertices ``V`` (of the regions ``reg``), from the decision's
+    rows of each region's affine map: the difference of two logits is formed from their
+    maps (a common offset of 1e9 cancels exactly there) rather than from the logits."""
+    DA = np.einsum("rm,nmk->nrk", dec.C, aff)   # (regions, rows, d + 1)
+    d = V.shape[1]
+    return np.einsum("vrd,vd->vr", DA[reg, :, :d], V) + DA[reg, :, d] - dec.d
+
+
+def _row_scale(floor: float, row_size: Any, output_size: Any) -> Any:
+    """The size the decision rows' tolerances are relative to: the rows' own size (the
+    differences the decision compares: relative to the outputs' size, a common offset of
+    1e9 made wins by 1 ties and gave a third of the box to the wrong class), plus what
+    the outputs' rounding puts into them, from where the tolerances are that share."""
+    return floor + row_size + OUTPUT_ROUNDING / FEAS_TOL * output_size
+
+
 def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, floor: float = 1.0
             ) -> tuple[list[list[_Piece | None]], int, bool]:
     """Per decision, per region: the piece of the region with that decision (or None);
@@ -201,10 +218,11 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
         # regions entirely inside one decision (most of them), all at once; the loop
         # below only cuts the others
         starts = rs.vertex_ptr[:-1]
-        scale = floor + np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
+        ysize = np.maximum.reduceat(np.max(np.abs(Yall), axis=1), starts)
         rest = np.zeros(n, dtype=bool)
         for k, dec in enumerate(decisions):
-            S = Yall @ dec.C.T - dec.d
+            S = _decision_rows(dec, aff, reg, Vall)
+            scale = _row_scale(floor, np.maximum.reduceat(np.max(np.abs(S), axis=1), starts), ysize)
             tol = FEAS_TOL * scale[reg]
             inside = np.logical_and.reduceat(np.all(S <= tol[:, None], axis=1), starts)
             flat = (np.maximum.reduceat(S, starts) - np.minimum.reduceat(S, starts)) <= FEAS_TOL * scale[:, None]
@@ -236,11 +254,14 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
                 V = _order2d(V)
             Y = V @ C.T + c
             vol_region = None
-        scale = floor + float(np.max(np.abs(Y)))
+        ysize = float(np.max(np.abs(Y)))
         for k, dec in enumerate(decisions):
             if out[k][i] is not None:
                 continue
-            S = Y @ dec.C.T - dec.d  # (n_vertices, rows): <= 0 inside the decision set
+            # (n_vertices, rows): <= 0 inside the decision set, from the decision's rows
+            # of the region's affine map (a common offset of the outputs cancels there)
+            S = V @ (dec.C @ C).T + (dec.C @ c - dec.d)
+            scale = float(_row_scale(floor, float(np.max(np.abs(S))), ysize))
             tol = FEAS_TOL * scale
             # a row constant on the region (to rounding) has one sign there, read at
             # rounding precision: outputs (0, 1e-12) everywhere are class 1, not a tie

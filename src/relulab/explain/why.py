@@ -39,7 +39,14 @@ from ._common import (
     float_net,
 )
 from ._milp import ExplainMILP
-from .decision import Decision, ExplainError, as_decision, check_class_names, decision_at
+from .decision import (
+    Decision,
+    ExplainError,
+    as_decision,
+    check_class_names,
+    decision_at,
+    decision_tol,
+)
 from .features import feature_names
 from .rule import Rule
 
@@ -320,7 +327,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     bb = domain.bounding_box() if isinstance(domain, Polytope) else domain
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
-    mg = BREAK_MARGIN * (floor + float(np.max(np.abs(fnet(x[None])))))
+    mg = decision_tol(BREAK_MARGIN, fnet(x[None])[0], floor, dec)
     r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
@@ -479,7 +486,7 @@ def why(
         dec = decision_at(fnet, x, class_names)
     else:
         dec = as_decision(fnet, decision, class_names)
-        if not dec.holds(y[None], tol=FEAS_TOL * (floor + float(np.max(np.abs(y)))))[0]:
+        if not dec.holds(y[None], tol=decision_tol(FEAS_TOL, y, floor, dec))[0]:
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     # at least 1 ms: each solve of the multi-step search takes only what the earlier left
     left = Deadline(time_limit, floor=1e-3).left

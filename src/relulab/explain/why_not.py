@@ -318,7 +318,7 @@ def why_not(
     y0 = fnet(x[None])
     if dec.holds(y0)[0]:
         raise ExplainError(f"x already gets the target {dec.label!r} (f(x) = {y0[0].tolist()})")
-    mgs = margins(y0[0], dec.strict, check_output_resolution(fnet, dom, "why_not"))
+    mgs = margins(y0[0], dec.strict, check_output_resolution(fnet, dom, "why_not"), dec)
     req = float(np.max(mgs[0]))   # the required margin (on the strict rows; 0 on the others)
     mut = mutable_mask(mutable, names)
     flo, fhi = feature_bounds(bounds, names)
