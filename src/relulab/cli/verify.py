@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import FormatError, RelulabError
@@ -31,6 +32,7 @@ from ._common import (
     check_gigabytes,
     check_seconds,
     console,
+    err_console,
     load_model_arg,
     parse_box,
     print_json,
@@ -218,7 +220,7 @@ def _print_reasons(rows: list[dict], max_names: int = 6) -> None:
                       highlight=False, soft_wrap=True)
 
 
-def _read_expected(path: str) -> dict[tuple[str, str], str]:
+def _read_expected(path: str) -> dict[str, str]:
     exp = {}
     base = Path(path).parent
     try:
@@ -232,7 +234,9 @@ def _read_expected(path: str) -> dict[tuple[str, str], str]:
             raise FormatError(f"{path}:1: the header must name onnx,vnnlib,expected "
                               f"(missing {', '.join(sorted(missing))})")
         for row in reader:
-            key = (str(base / (row["onnx"] or "").strip()), str(base / (row["vnnlib"] or "").strip()))
+            # resolved, as the run's own rows are keyed (a path spelled another way, absolute
+            # for relative, matched nothing and the table said "wrong 0")
+            key = _instance_key(str(base / (row["onnx"] or "").strip()), str(base / (row["vnnlib"] or "").strip()))
             word = (row["expected"] or "").strip().lower()
             if not word:
                 continue  # no known answer: the instance is not scored
@@ -453,16 +457,24 @@ def register(app: typer.Typer) -> None:
                 sink.close()
         by_key = {**previous, **{_instance_key(r["model"], r["property"]): r for r in new_rows}}
         rows = [by_key[k] for k in (_instance_key(a, b) for a, b, *_ in insts) if k in by_key]
+        scored = 0
         if expected:
             for r in rows:
-                e = exp.get((r["model"], r["property"]))
+                e = exp.get(_instance_key(r["model"], r["property"]))
                 if e is not None:
+                    scored += 1
                     r["expected"] = e
                     if r["status"] in ("holds", "violated"):
                         r["correct"] = r["status"] == e
         summ = _summary(rows)
+        if expected and scored == 0 and rows:
+            err_console.print(f"[yellow]note:[/yellow] no instance of the run is listed in "
+                              f"{escape(expected)} (paths compared after resolving them): nothing "
+                              "was scored", highlight=False)
         run_info = {"backend": backend if backend == "local" else f"ray ({address or 'local'})",
                     "workers": workers, "resumed": len(insts) - len(todo), "partial": partial}
+        if expected:
+            run_info["expected_matched"] = scored
         if json_out:
             print_json({"summary": summ, "instances": rows, "run": run_info})
             return

@@ -521,10 +521,10 @@ def _children(lo, hi, pre, opn, dim, reuse_parent: bool, n_h: int) -> tuple[np.n
     hi1[rows, dim] = mid
     lo2 = lo.copy()
     lo2[rows, dim] = mid
-    if reuse_parent:
+    if reuse_parent and pre:
         plo = np.concatenate([a for a, _ in pre], axis=1)
         phi = np.concatenate([b for _, b in pre], axis=1)
-    else:
+    else:   # (no hidden layer: no bounds to pass on, n_h = 0)
         plo = np.full((len(lo), n_h), -np.inf)
         phi = np.full((len(lo), n_h), np.inf)
     return (np.concatenate([lo, lo2]), np.concatenate([hi1, hi]),

@@ -629,6 +629,7 @@ def _optimize(
                           f"bound {s * bound:.17g} and its tolerance error {err:.3g}; the bound is "
                           "the verifier's (CROWN) bound instead")
         bound = max(_root_upper(fnet, box, s * cvec), value)
+    value, bound = _exact_bracket(net, box, s * cvec, x, value, bound, info)
     return OptimumResult(
         sense=sense,
         status=status,
@@ -766,7 +767,31 @@ def _bracket_without_milp(net: Network, domain: Box | Polytope, c: np.ndarray, u
     bnd = float(nb.out_hi[i]) if upper else -float(nb.out_lo[i])
     bnd += PROOF_MARGIN * (1.0 + abs(bnd))
     bnd = max(bnd, float(vals[k]))
-    return s * float(vals[k]) + 0.0, np.asarray(P[k], dtype=np.float64), s * bnd + 0.0
+    value, bnd = _exact_bracket(net, box, s * c, P[k], float(vals[k]), bnd, {})
+    return s * value + 0.0, np.asarray(P[k], dtype=np.float64), s * bnd + 0.0
+
+
+def _exact_bracket(net: Network, box: Box, c: np.ndarray, x: np.ndarray, value: float, bound: float,
+                   info: dict) -> tuple[float, float]:
+    """For an exact network whose weights are not all float64 numbers, the bracket of
+    ``c . f`` (max orientation) of the exact network from the float one's: the value at
+    ``x`` evaluated exactly, the bound widened by the float rounding of the weights
+    (:func:`relulab.bounds.float_rounding_bound`; ``2^60 (relu((1 + 2^-60) x) - relu(x))``
+    rounds to 0 and its maximum 1 was reported as 0)."""
+    from fractions import Fraction
+
+    from ..bounds import float_rounding_bound
+
+    if not net.is_exact:
+        return value, bound
+    e = float_rounding_bound(net, box)
+    if e is None:
+        return value, bound
+    widen = float(np.abs(c) @ e)
+    y = net(np.array([[Fraction(float(v)) for v in np.asarray(x, dtype=np.float64)]], dtype=object))[0]
+    exact = sum((Fraction(float(ci)) * yi for ci, yi in zip(c, y, strict=True)), Fraction(0))
+    info["rounding_widening"] = widen
+    return float(exact), max(bound + widen, float(exact))
 
 
 def milp_term(
@@ -831,4 +856,8 @@ def milp_term(
                         f"{margin:.3g} (big-M scale {scale:.3g}, tolerance error {err:.3g})"
                         if res.objective is not None else
                         "numerical: the MILP solution failed the forward re-check")
+    elif res.status not in ("time_limit", "node_limit", "interrupted"):
+        # the solver failed at once (an "error" on pre-activations of 1e20): numerical, not
+        # a timeout, which the verifier otherwise reports for an unknown term
+        st["reason"] = f"numerical: the MILP solver ended with status {res.status}" + _magnitude_hint(box, pre)
     return "unknown", None, st

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bounds import float_rounding_bound
 from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
@@ -326,6 +327,18 @@ def verify(
                 raise SpecError(f"{p.source or 'property'}: case {ci} term {ti} has non-finite entries")
             terms.append((case.input_box, C, dv))
     stats: dict = {"terms": len(terms), "method_choice": method}
+    # the provers bound the float64 rounding of an exact network: they prove the property
+    # with each unsafe set widened by what the rounding can move C f (a counterexample is
+    # still checked exactly, on the original property)
+    check_terms = terms
+    if isinstance(dense, Network) and dense.is_exact:
+        widened = []
+        for box, C, dv in terms:
+            e = float_rounding_bound(dense, box)
+            widened.append((box, C, dv if e is None else dv + np.abs(C) @ e))
+            if e is not None:
+                stats["rounding_widening"] = max(stats.get("rounding_widening", 0.0), float(np.max(np.abs(C) @ e)))
+        terms = widened
     with memory_limit(bud.memory), single_threaded_blas():
         try:
             if portfolio:
@@ -333,13 +346,13 @@ def verify(
                 first = Budget(INPUT_SPLIT_SHARE * timeout, bud.memory)
                 first.rss0 = bud.rss0
                 r = _run(net, dense, terms, first, "input-split", engine, stats, attack_time, batch,
-                         intermediate, alpha_iters, milp_max_binaries, seed)
+                         intermediate, alpha_iters, milp_max_binaries, seed, check_terms)
                 if r.status != "unknown" or bud.expired():
                     return replace(r, time=bud.elapsed())
                 if engine == "auto" and not crown_ready() and bud.left() < LAZY_TORCH_MIN_LEFT:
                     engine = "numpy"  # importing torch (seconds, more on a loaded machine) could overrun
             return _run(net, dense, terms, bud, method, engine, stats, attack_time, batch, intermediate,
-                        alpha_iters, milp_max_binaries, seed)
+                        alpha_iters, milp_max_binaries, seed, check_terms)
         except ResourceLimitError as e:
             reason = str(e) if str(e).startswith("memory") else f"memory: {e}"
             return VerificationResult("unknown", bud.elapsed(), method=method, reason=reason,
@@ -348,8 +361,11 @@ def verify(
 
 def _run(model, dense: Network | None, terms, bud: Budget, method: str, engine: str, stats: dict,
          attack_time, batch: int, intermediate: str, alpha_iters: int, milp_max_binaries: int,
-         seed: int) -> VerificationResult:
-    """One method on all terms; ``dense`` is :func:`_dense_of` the model."""
+         seed: int, check_terms=None) -> VerificationResult:
+    """One method on all terms; ``dense`` is :func:`_dense_of` the model.  ``check_terms``:
+    the property a counterexample must violate exactly (default ``terms``; the provers'
+    terms of an exact network are widened by its float rounding)."""
+    check_terms = terms if check_terms is None else check_terms
     if dense is not None and not isinstance(model, Network) and not _same_neurons(model, dense):
         # a residual skip or a max-pool lowers to extra neurons, so the graph's split
         # vectors cannot index the lowering's leaf LPs: the ReLU splitting then runs on
@@ -366,9 +382,9 @@ def _run(model, dense: Network | None, terms, bud: Budget, method: str, engine: 
         # the last gate: the point is in a box and unsafe there exactly (the searches
         # accept C f(x) <= d within an absolute FEAS_TOL, meaningless for a row of 1e-10)
         if dense is not None:
-            chk = certify_counterexample(dense, x, terms)
+            chk = certify_counterexample(dense, x, check_terms)
         else:
-            chk = _structured_check(model, x, terms)
+            chk = _structured_check(model, x, check_terms)
         if not chk.ok:
             stats["rejected_candidates"] = stats.get("rejected_candidates", 0) + 1
             return unknown(chk.reason, how)

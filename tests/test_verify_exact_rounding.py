@@ -1,0 +1,99 @@
+"""The verifier on exact (Fraction) networks whose weights are not float64 numbers, on
+networks without hidden layers, on a MILP that fails at once, and verify-batch's
+expected answers under paths spelled another way."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from relulab import Box, Network
+from relulab.io import save_model
+from relulab.spec import OutputConstraint, Specification
+from relulab.verify import maximize, output_range, verify
+
+
+def _cancelling() -> Network:
+    """2^60 (relu((1 + 2^-60) x) - relu(x)) = x on [0, 1]; rounded to float64 it is 0."""
+    e = F(1, 2**60)
+    return Network([[[1 + e], [F(1)]], [[F(2**60), F(-(2**60))]]], [[F(0), F(0)], [F(0)]], exact=True)
+
+
+@pytest.mark.parametrize("method", ["auto", "input-split", "relu-split", "milp"])
+def test_a_property_the_float_rounding_hides_is_not_called_holds(method):
+    """Unsafe y >= 0.5 on [0, 1]: violated at x = 1 (y = 1).  Every prover worked on the
+    rounded network (y = 0) and answered 'holds'."""
+    net = _cancelling()
+    spec = Specification(Box([0.0], [1.0]), [OutputConstraint(np.array([[-1.0]]), np.array([-0.5]))])
+    r = verify(net, spec, timeout=20, method=method)
+    assert r.status != "holds"
+    if r.status == "violated":
+        x = F(float(r.counterexample[0]))
+        assert net(np.array([[x]], dtype=object))[0, 0] >= F(1, 2)
+
+
+def test_maximum_of_an_exact_network_brackets_its_exact_value():
+    net = _cancelling()
+    r = maximize(net, Box([0.0], [1.0]), c=[1.0], time_limit=20)
+    x = F(float(r.x[0]))
+    assert F(r.value) == net(np.array([[x]], dtype=object))[0, 0]   # the exact value at x
+    assert r.value <= 1.0 <= r.bound                                  # the true maximum is 1
+    rr = output_range(net, Box([0.0], [1.0]), time_limit=20)
+    assert rr.lo_bound[0] <= 0.0 <= rr.lo[0] and rr.hi[0] <= 1.0 <= rr.hi_bound[0]
+
+
+def test_rounding_bound_is_none_for_float_weights_and_tiny_for_thirds():
+    from relulab.bounds import float_rounding_bound
+
+    float_weights = Network([[[F(1, 2)], [F(-3)]], [[F(1), F(1, 4)]]], [[F(0), F(1)], [F(0)]], exact=True)
+    assert float_rounding_bound(float_weights, Box([-1.0], [1.0])) is None
+    thirds = Network([[[F(1, 3)], [F(-2, 3)]], [[F(1, 3), F(1)]]], [[F(1, 7), F(0)], [F(0)]], exact=True)
+    e = float_rounding_bound(thirds, Box([-1.0], [1.0]))
+    assert e is not None and 0 < e[0] < 1e-15
+    # and it bounds the true difference at sampled points (exact arithmetic)
+    X = np.linspace(-1, 1, 41)
+    g = thirds.float()
+    for x in X:
+        exact = thirds(np.array([[F(float(x))]], dtype=object))[0, 0]
+        assert abs(exact - F(float(g(np.array([[x]]))[0, 0]))) <= F(float(e[0])) + F(1, 2**60)
+
+
+def test_a_network_without_hidden_layers_is_split_without_error():
+    """y = 2 x0 - x1 + 0.5 (max 2.5): unsafe y >= 2.5000001 holds only inside the rounding
+    margin, so input splitting split the box and failed (concatenating no bounds)."""
+    aff = Network([[[2.0, -1.0]]], [[0.5]])
+    spec = Specification(Box([0, 0], [1, 1]), [OutputConstraint(np.array([[-1.0]]), np.array([-2.5000001]))])
+    assert verify(aff, spec, timeout=5, method="input-split").status in ("holds", "unknown")
+    far = Specification(Box([0, 0], [1, 1]), [OutputConstraint(np.array([[-1.0]]), np.array([-2.6]))])
+    assert verify(aff, far, timeout=5, method="input-split").status == "holds"
+
+
+def test_a_milp_that_fails_at_once_is_numerical_not_a_timeout():
+    net = Network([[[1e20], [-1e20]], [[1e-20, 1e-20]]], [[0.0, 0.0], [0.0]])
+    spec = Specification(Box([-1.0], [1.0]), [OutputConstraint(np.array([[-1.0]]), np.array([-5.0]))])
+    r = verify(net, spec, timeout=20, method="milp")
+    if r.status == "unknown":
+        assert r.reason.startswith("numerical"), r.reason
+
+
+def test_expected_answers_match_instances_whatever_the_path_spelling(tmp_path, capsys, monkeypatch):
+    """expected.csv with absolute paths against instances.csv with relative ones: nothing
+    was matched and the table said 'wrong 0'."""
+    monkeypatch.chdir(tmp_path)
+    save_model(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]), tmp_path / "abs.npz")
+    head = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0))(assert (<= X_0 1))"
+    (tmp_path / "p_holds.vnnlib").write_text(head + "(assert (>= Y_0 5))\n")
+    (tmp_path / "p_viol.vnnlib").write_text(head + "(assert (>= Y_0 0.5))\n")
+    (tmp_path / "inst.csv").write_text("abs.npz,p_holds.vnnlib,5\nabs.npz,p_viol.vnnlib,5\n")
+    (tmp_path / "exp.csv").write_text(
+        f"onnx,vnnlib,expected\n{tmp_path}/abs.npz,{tmp_path}/p_holds.vnnlib,violated\n"
+        f"{tmp_path}/abs.npz,{tmp_path}/p_viol.vnnlib,holds\n")   # both deliberately wrong
+    import json
+
+    code, out, _ = run_cli(capsys, "verify-batch", "inst.csv", "--expected", "exp.csv", "--workers", "1", "--json")
+    d = json.loads(out)
+    assert d["run"]["expected_matched"] == 2
+    assert sum(row.get("wrong", 0) for row in d["summary"]) == 2
