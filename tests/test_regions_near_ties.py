@@ -292,3 +292,59 @@ def test_whole_space_count_keeps_a_thin_slab():
                   [np.array([0.0, -1e-9, 0.0, 0.0]), np.zeros(1)])
     assert regions.count(net, Polytope.whole_space(2)) == 9
     assert regions.count(net, Box([-1.0, -1.0], [1.0, 1.0])) == 9
+
+
+# ------------------------------------------------------------------ features far below a huge box's tolerance
+def test_one_far_neuron_does_not_hide_the_small_features_of_a_huge_box():
+    """relu(x), relu(x - 0.5), relu(x + 1e3) on [-1e13, 1e13]: breakpoints -1000, 0, 0.5,
+    4 regions.  The coarse-domain guard looked at the farthest hyperplane only (1000 from
+    the origin, above the tolerance 100), and 3 regions came back certified."""
+    net = Network([[[1.0], [1.0], [1.0]], [[1.0, 1.0, 1.0]]], [[0.0, -0.5, 1e3], [0.0]])
+    box = Box([-1e13], [1e13])
+    rs = regions.enumerate(net, box)
+    assert len(rs) == 4 or not rs.certified
+    try:
+        assert regions.count(net, box) == 4   # the whole-space stand-in
+    except UncertifiedCount:
+        pass
+
+
+def test_a_random_network_with_one_far_neuron_is_not_miscounted():
+    """A 2-8-1 network plus one line 1e12 from the origin, on [-1e13, 1e13]^2: 46 regions
+    (Zaslavsky: the 9 lines are in general position and cross inside the box); 25 came
+    back certified."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(0)
+    W = np.vstack([rng.normal(size=(8, 2)), [[1.0, 0.3]]])
+    b = np.concatenate([rng.normal(size=8) * 0.3, [1e12]])
+    net = Network([W, np.ones((1, 9))], [b, np.zeros(1)])
+    S = 1e13
+    crossings = [np.linalg.solve(W[[i, j]], -b[[i, j]]) for i, j in combinations(range(9), 2)]
+    assert all(np.all(np.abs(p) < S) for p in crossings)   # general position inside the box
+    rs = regions.enumerate(net, Box([-S, -S], [S, S]))
+    assert len(rs) == 1 + 9 + 36 or not rs.certified
+    try:
+        assert regions.count(net, Box([-S, -S], [S, S])) == 46
+    except UncertifiedCount:
+        pass
+
+
+def test_exact_neurons_that_float64_makes_one_are_not_certified():
+    """x - 1/3 and x - (1/3 + 1e-20): 3 regions on [-1, 1]; rounded to float64 the two
+    lines coincide and 2 regions came back certified."""
+    third = Fraction(1, 3)
+    net = Network([np.array([[Fraction(1)], [Fraction(1)]], dtype=object),
+                   np.array([[Fraction(1), Fraction(-1)]], dtype=object)],
+                  [np.array([-third, -(third + Fraction(1, 10**20))], dtype=object),
+                   np.array([Fraction(0)], dtype=object)])
+    assert regions.along_segment(net, [Fraction(-1)], [Fraction(1)]).n_pieces == 3
+    rs = regions.enumerate(net, Box([-1.0], [1.0]))
+    assert len(rs) == 3 or not rs.certified
+    with pytest.raises(UncertifiedCount, match="rounded to float64"):
+        regions.count(net, Box([-1.0], [1.0]))
+    # exact rows that are truly one hyperplane (proportional) are no such case
+    same = Network([np.array([[Fraction(1)], [Fraction(3)]], dtype=object),
+                    np.array([[Fraction(1), Fraction(1)]], dtype=object)],
+                   [np.array([-third, Fraction(-1)], dtype=object), np.array([Fraction(0)], dtype=object)])
+    assert regions.count(same, Box([-1.0], [1.0])) == 2

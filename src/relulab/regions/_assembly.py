@@ -190,7 +190,9 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     """Finalized batches of the cell engine, depth first; marks ``run`` partial (and
     interrupted on Ctrl-C) on an early stop.  ``deadline``: a ``time.time()`` value at
     which the stream ends, partial."""
-    ties0 = pb.near_ties  # before the start: a domain too large for the test counts one
+    # before the start (a domain too large for the test counts one, as do neurons that
+    # rounding made one: both are counted by the start or the Problem itself)
+    ties0 = pb.near_ties - pb.rounded_together
     X0, F0, ptr0, _ = E.initial_polytope(pb)
     found = 0
     kept = 0
@@ -295,6 +297,7 @@ def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: 
                 run = skeleton_regions(pb, progress=lambda f: bar.update(f, 0), vertices=vertices)
             if pb.coarse:  # the skeleton's start found the domain too large (see E.too_coarse)
                 run.near_ties = max(run.near_ties, 1)
+            run.near_ties = max(run.near_ties, pb.rounded_together)
             return run
         except Degenerate as e:
             if engine == "skeleton":

@@ -80,10 +80,46 @@ def slot_cap(pb: Problem, budget: int | None = None) -> int:
 
 
 # --------------------------------------------------------------------- problem data
+def _rounded_together(net: Network) -> int:
+    """How many hidden neurons of an exact network share their float64 row ``(w, b)``
+    (scaled by its largest entry) with an earlier neuron of the same layer although their
+    exact rows differ: rounding made two hyperplanes one.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> third = F(1, 3)
+        >>> _rounded_together(Network([[[F(1)], [F(1)]], [[F(1), F(1)]]], [[-third, -third - F(1, 10**20)], [F(0)]]))
+        1
+    """
+    from fractions import Fraction
+
+    count = 0
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        R = np.column_stack([np.asarray(W), np.asarray(b)])
+        F = np.array([[float(v) for v in row] for row in R], dtype=np.float64)
+        top = np.max(np.abs(F), axis=1, keepdims=True)
+        top[top == 0] = 1.0
+        _, first, inv = np.unique(F / top, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        for i in np.flatnonzero(first[inv] != np.arange(len(F))):
+            j = int(first[inv[i]])
+            # the exact rows: proportional (one hyperplane) or not
+            ri, rj = R[i], R[j]
+            k = int(np.argmax(np.abs(F[j])))
+            if rj[k] == 0 or any(Fraction(a) * Fraction(rj[k]) != Fraction(c) * Fraction(ri[k])
+                                 for a, c in zip(ri, rj, strict=True)):
+                count += 1
+    return count
+
+
 class Problem:
     """A network and a domain prepared for the engine (float64)."""
 
     def __init__(self, net: Network, domain: Box | Polytope, *, big: float | None = None):
+        # hidden neurons that float64 rounding makes one hyperplane while the exact rows
+        # differ (x - 1/3 and x - (1/3 + 1e-20)): the engine merges them, unseen by its
+        # sign tests, so the result cannot be certified
+        self.rounded_together = _rounded_together(net) if net.is_exact else 0
         net = net.float() if net.is_exact else net
         self.net = net
         self.d = net.input_dim
@@ -112,7 +148,7 @@ class Problem:
         self.big = big
         self.xscale = 0.0  # set from the initial polytope's vertices
         # sign decisions the float test could not make safely (see _count_ties)
-        self.near_ties = 0
+        self.near_ties = self.rounded_together
         # the domain is too large for the sign tolerance to see the arrangement
         # (see _check_resolution)
         self.coarse = False
@@ -519,7 +555,7 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
         ids_lo = pb.N + d + np.arange(d)
         X, F, ptr = _box_start(box.lo, box.hi, ids_hi, ids_lo)
         pb.xscale = float(np.abs(X).max())
-        _check_resolution(pb)
+        _check_resolution(pb, box.lo, box.hi)
         if isinstance(dom, Box):
             return X, F, ptr, True
         return (*_cut_by_rows(pb, X, F, ptr, range(2 * d, pb.m_dom)), True)
@@ -539,7 +575,7 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
     ids_lo = pb.art0 + d + np.arange(d)
     X, F, ptr = _box_start(lo, hi, ids_hi, ids_lo)
     pb.xscale = float(np.abs(X).max())
-    _check_resolution(pb)
+    _check_resolution(pb, lo, hi)
     return (*_cut_by_rows(pb, X, F, ptr, range(pb.m_dom)), bounded)
 
 
@@ -588,7 +624,73 @@ def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:
     return float(np.max(np.abs(b0[live]) / nrm[live])) if live.any() else 0.0
 
 
-def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float) -> bool:
+# first-layer vertices examined by smallest_first_layer_feature at most (d-subsets of rows)
+FEATURE_SUBSETS_MAX = 20_000
+# a first-layer feature below this many sign tolerances (SIGN_TOL x the domain's scale) is
+# merged by the sign test without a near tie: values below the tie threshold (SIGN_TIE_SHARE
+# of the tolerance, at a vertex whose scale is up to about twice the domain's) read as 0;
+# larger ones, up to the tolerance, are counted as near ties by the engine itself
+FEATURE_TOLERANCES = 4 * SIGN_TIE_SHARE
+# distances below this share of the numbers behind them are exact coincidences (a
+# degenerate arrangement), not features
+FEATURE_ROUNDING = 1e-12  # tol: float rounding of the vertices' solves
+TINY_FEATURE = 1e-300  # tol: an exact 0 distance is a coincidence
+
+
+def smallest_first_layer_feature(W0: np.ndarray, b0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float | None:
+    """The smallest positive distance, in the box ``[lo, hi]``, between a vertex of the
+    first layer's arrangement (``d`` hyperplanes meeting in a point) and another of its
+    hyperplanes, or between two parallel hyperplanes; None when there are more than
+    FEATURE_SUBSETS_MAX vertices to examine (or no feature).  Distances within the
+    vertices' own rounding are coincidences (a degenerate arrangement), not features.
+
+    Example:
+        >>> W0, b0 = np.array([[1.0], [1.0], [1.0]]), np.array([0.0, -0.5, 1e3])
+        >>> smallest_first_layer_feature(W0, b0, np.array([-1e13]), np.array([1e13]))
+        0.5
+    """
+    from itertools import combinations
+    from math import comb
+
+    nrm = np.linalg.norm(W0, axis=1)
+    live = nrm > 0
+    A, c = W0[live] / nrm[live, None], b0[live] / nrm[live]
+    n, d = A.shape
+    if n < 2:
+        return None
+    slack = FEATURE_ROUNDING * float(np.max(np.abs(np.concatenate([lo, hi]))))  # the box test's
+    best = np.inf
+    # parallel hyperplanes (normals equal or opposite): their distance, a feature when it
+    # exceeds the rounding of the offsets themselves
+    G = A @ A.T
+    i, j = np.nonzero(np.triu(np.abs(np.abs(G) - 1.0) <= FEATURE_ROUNDING, 1))
+    if i.size:
+        dist = np.abs(c[i] - np.sign(G[i, j]) * c[j])
+        dist = dist[dist > FEATURE_ROUNDING * (np.abs(c[i]) + np.abs(c[j])) + TINY_FEATURE]
+        if dist.size:
+            best = float(dist.min())
+    if comb(n, d) <= FEATURE_SUBSETS_MAX and n > d:
+        S = np.array(list(combinations(range(n), d)), dtype=np.int64)
+        M = A[S]                                           # (K, d, d)
+        ok = np.abs(np.linalg.det(M)) > FEATURE_ROUNDING
+        if ok.any():
+            S, M = S[ok], M[ok]
+            X = np.linalg.solve(M, -c[S][..., None])[..., 0]   # the vertices
+            inside = np.all((X >= lo - slack) & (X <= hi + slack), axis=1)
+            if inside.any():
+                S, X = S[inside], X[inside]
+                D = np.abs(X @ A.T + c)                    # (K, n) distances to every hyperplane
+                D[np.arange(len(S))[:, None], S] = np.inf  # not to its own hyperplanes
+                # within the rounding of the vertex and the offset: a coincidence
+                noise = FEATURE_ROUNDING * (np.linalg.norm(X, axis=1)[:, None] + np.abs(c)[None, :]) + TINY_FEATURE
+                D = D[D > noise]
+                if D.size:
+                    best = min(best, float(D.min()))
+    return best if np.isfinite(best) else None
+
+
+def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float, lo: np.ndarray | None = None,
+               hi: np.ndarray | None = None) -> bool:
     """Whether a domain of scale ``xscale`` is so large that the sign tolerance (about
     SIGN_TOL x it, in distance) exceeds the distance of the first layer's farthest
     hyperplane (rows ``W0``, ``b0``) from the origin: the arrangement then lies inside
@@ -602,12 +704,21 @@ def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float) -> bool:
         (False, True)
     """
     reach = first_layer_reach(W0, b0)
-    return reach > 0 and SIGN_TOL * xscale > reach
+    if reach > 0 and SIGN_TOL * xscale > reach:
+        return True
+    if lo is None or hi is None:
+        return False
+    # and the closest features: one far hyperplane (1e12 from the origin) made the reach
+    # large while features of size 0.5 were below the tolerance of a box of 1e13, and a
+    # count of 25 of 46 regions came back certified
+    feature = smallest_first_layer_feature(W0, b0, lo, hi)
+    return feature is not None and feature < FEATURE_TOLERANCES * SIGN_TOL * xscale
 
 
-def _check_resolution(pb: Problem) -> None:
-    """Count a near tie when the domain is too large for the arrangement (:func:`too_coarse`)."""
-    if pb.n_layers and too_coarse(pb.Ws[0], pb.bs[0], pb.xscale):
+def _check_resolution(pb: Problem, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Count a near tie when the domain (starting box ``lo, hi``) is too large for the
+    arrangement (:func:`too_coarse`)."""
+    if pb.n_layers and too_coarse(pb.Ws[0], pb.bs[0], pb.xscale, lo, hi):
         pb.near_ties += 1
         pb.coarse = True
 
@@ -761,9 +872,16 @@ def refuse_near_ties(pb: Problem, what: str) -> None:
         raise UncertifiedCount(
             f"{what}: the domain (scale {pb.xscale:.3g}) is so large that the float sign "
             f"tolerance ({SIGN_TOL * pb.xscale:.3g}) exceeds the distance of the network's "
-            "hyperplanes from the origin, so its regions cannot be told apart; count over "
+            "hyperplanes from the origin, or a distance in its first layer's arrangement, so "
+            "some regions cannot be told apart; count over "
             "the whole space (Polytope.whole_space, --whole-space), which holds the same "
             "regions when the box contains them all, or use a smaller box")
+    if pb.rounded_together:
+        raise UncertifiedCount(
+            f"{what}: {pb.rounded_together} hidden neuron(s) of the exact network become one "
+            "hyperplane with another when its weights are rounded to float64 (the engine's "
+            "arithmetic), so regions between them are lost and the number is not certified; "
+            "regions.along_segment counts exactly along a line")
     if pb.near_ties:
         raise UncertifiedCount(
             f"{what}: {pb.near_ties} sign decision(s) were too close to call at the float "

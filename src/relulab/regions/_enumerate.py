@@ -222,8 +222,9 @@ def enumerate_regions(
             if pb.coarse:
                 rs.info["coarse_domain"] = (
                     f"the domain's scale ({pb.xscale:.3g}) makes the sign tolerance exceed the "
-                    "distance of the network's hyperplanes from the origin: its regions "
-                    "cannot be told apart (regions.count uses the whole space instead)")
+                    "distance of the network's hyperplanes from the origin, or the smallest "
+                    "distance in its first layer's arrangement: some regions cannot be told apart "
+                    "(regions.count uses the whole space instead, when that is certified)")
         rs.seconds = time.perf_counter() - t0
     else:
         raise RelulabError(f"unknown method {method!r}: use 'subdivision' or 'bfs'")
