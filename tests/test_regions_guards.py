@@ -94,3 +94,22 @@ def test_read_regions_names_a_file_that_is_not_utf8_or_not_regions(tmp_path) -> 
 def test_cli_flat_box_names_the_option(capsys) -> None:
     code, _, err = run(capsys, "regions", "example:tiny_2d.onnx", "--box", "0:0,-1:1", "--count")
     assert code == 1 and "--box 0:0,-1:1: region enumeration needs a full-dimensional box" in err
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda net: regions.slice2d(None), "slice2d: expected a relulab Network"),
+    (lambda net: regions.along_segment(None, [0.0, 0.0], [1.0, 1.0]), "along_segment: expected a relulab Network"),
+    (lambda net: regions.along_segment(net, [float("nan"), 0.0], [1.0, 1.0]), "ends a and b must be finite"),
+    (lambda net: regions.slice2d(net, origin=[float("nan"), 0.0]), "origin, u and v must be finite"),
+    (lambda net: list(regions.iter_regions(net, deadline="soon")), "deadline must be"),
+    (lambda net: list(regions.iter_regions(net, report=[])), "report must be a dict"),
+    (lambda net: regions.enumerate(net, parallel="local", workers=1, cells=1.5), "cells must be an integer"),
+])
+def test_bad_slice_segment_and_stream_arguments_are_named(call, match):
+    """They raised AttributeError / TypeError, or blamed a NaN weight of the network."""
+    from relulab import Network
+    from relulab.errors import RelulabError
+
+    net = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    with pytest.raises(RelulabError, match=match):
+        call(net)

@@ -348,3 +348,17 @@ def test_exact_neurons_that_float64_makes_one_are_not_certified():
                     np.array([[Fraction(1), Fraction(1)]], dtype=object)],
                    [np.array([-third, Fraction(-1)], dtype=object), np.array([Fraction(0)], dtype=object)])
     assert regions.count(same, Box([-1.0], [1.0])) == 2
+
+
+def test_a_slice_says_when_its_partition_is_not_certified():
+    """Lines x = 0, y = 0, x + y = 0.5 on the window [-1e11, 1e11]^2: 7 polygons, 6 found;
+    the slice called itself the exact partition and carried no flag."""
+    net = Network([np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.ones((1, 3))],
+                  [np.array([0.0, 0.0, -0.5]), np.zeros(1)])
+    S = 1e11
+    sl = regions.slice2d(net, window=(-S, S, -S, S))
+    rs = regions.enumerate(net, Box([-S, -S], [S, S]))
+    assert sl.certified == rs.certified and sl.to_dict()["certified"] == rs.certified
+    assert len(sl) == 7 or not sl.certified
+    small = regions.slice2d(net, window=(-1.0, 1.0, -1.0, 1.0))
+    assert small.certified and len(small) == 7 and small.near_ties == 0

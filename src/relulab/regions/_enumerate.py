@@ -99,6 +99,12 @@ def iter_regions(
         [[True, False], [False, True]]
     """
     _check_options(max_regions, "auto", None)
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or deadline != deadline):
+        raise RelulabError(f"iter_regions: deadline must be a time.time() value or None, got {deadline!r}")
+    if report is not None and not isinstance(report, dict):
+        raise RelulabError(f"iter_regions: report must be a dict (filled at the end) or None, got "
+                           f"{type(report).__name__}")
     _check_range(net, domain)
     pb, dom = _problem(net, domain, None)
     report = {} if report is None else report

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, DomainError, Polytope
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
@@ -326,6 +326,8 @@ def enumerate_neuron_cells(net: Network, box: Box, *, parallel: str = "local",
     t0 = time.perf_counter()
     if workers is None:
         workers = os.cpu_count() or 1
+    if cells is not None and not is_int_at_least(cells, 1):
+        raise RelulabError(f"cells must be an integer between 1 and {MAX_CELLS}, got {cells!r}")
     n_cells = cells if cells is not None else CELLS_PER_WORKER * workers
     if not 1 <= n_cells <= MAX_CELLS:
         raise RelulabError(f"cells must be between 1 and {MAX_CELLS}, got {n_cells}"

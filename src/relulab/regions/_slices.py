@@ -120,6 +120,8 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
         >>> seg.points.ravel().tolist(), seg.slopes.ravel().tolist()
         ([-1.0, 0.0, 1.0, 3.0], [0.0, 4.0, -4.0])
     """
+    if not isinstance(net, Network):
+        raise RelulabError(f"along_segment: expected a relulab Network, got {type(net).__name__}")
     tol = or_default(tol, ROUNDOFF)
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
@@ -134,6 +136,9 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
         raise RelulabError(f"along_segment: the ends a and b must be points (numbers), got {a!r} and {b!r}") from None
     if av.shape != bv.shape:
         raise RelulabError(f"along_segment: a has {av.size} entries and b has {bv.size}")
+    if not ex and not (np.all(np.isfinite(av)) and np.all(np.isfinite(bv))):
+        # (it was reported as a NaN weight of the restricted network)
+        raise RelulabError("along_segment: the ends a and b must be finite points")
     g = restrict_affine(net, av, [bv - av])
     # intervals [lo_i, hi_i] with, per interval, the affine map of the current layer's
     # input: h(t) = P_i t + q_i  (shape (n_int, width))
@@ -232,7 +237,9 @@ class Polygon:
 
 @dataclass(frozen=True)
 class Slice2D(Result):
-    """The exact partition of the window of a 2-D slice ``origin + s u + t v``.
+    """The partition of the window of a 2-D slice ``origin + s u + t v`` into the regions
+    of the network restricted to it: exact when ``certified`` (the enumeration's float sign
+    tests made no decision too close to call: ``near_ties`` 0, no coarse window).
 
     Example:
         >>> import numpy as np
@@ -248,6 +255,10 @@ class Slice2D(Result):
     v: np.ndarray
     window: tuple[float, float, float, float]
     polygons: list[Polygon]
+    # as regions.enumerate says of the window (a window of 1e11 around lines a unit apart
+    # lost a polygon and said nothing)
+    certified: bool = True
+    near_ties: int = 0
 
     def __len__(self) -> int:
         return len(self.polygons)
@@ -279,6 +290,8 @@ def slice2d(
     """
     from ._enumerate import enumerate_regions
 
+    if not isinstance(net, Network):
+        raise RelulabError(f"slice2d: expected a relulab Network, got {type(net).__name__}")
     d = net.input_dim
     o = np.zeros(d) if origin is None else np.asarray(origin, dtype=np.float64).ravel()
     if u is None or v is None:
@@ -289,6 +302,8 @@ def slice2d(
         v = eye[1] if v is None else v
     u = np.asarray(u, dtype=np.float64).ravel()
     v = np.asarray(v, dtype=np.float64).ravel()
+    if not all(np.all(np.isfinite(w)) for w in (o, u, v)):
+        raise RelulabError("slice2d: origin, u and v must be finite")
     if abs(u[0] * 0 + np.linalg.matrix_rank(np.stack([u, v]))) < 2:
         raise RelulabError("slice2d: the directions u and v are parallel")
     try:
@@ -306,4 +321,5 @@ def slice2d(
         V = V[np.argsort(ang)]
         aff = rs.affine[i]
         polys.append(Polygon(vertices=V, pattern=pats[i], C=aff[:, :2], c=aff[:, 2]))
-    return Slice2D(origin=o, u=u, v=v, window=(s0, s1, t0, t1), polygons=polys)
+    return Slice2D(origin=o, u=u, v=v, window=(s0, s1, t0, t1), polygons=polys,
+                   certified=bool(rs.certified), near_ties=int(rs.info.get("near_ties", 0)))
