@@ -113,3 +113,32 @@ def test_bad_slice_segment_and_stream_arguments_are_named(call, match):
     net = Network([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
     with pytest.raises(RelulabError, match=match):
         call(net)
+
+
+def test_adjacency_finds_the_edge_on_a_line_of_duplicate_neurons():
+    """Two regions share a facet on x = y, carried by two duplicate neurons; across it a
+    deeper neuron vanishes on the whole neighbour and reads 1e-16 at the probe: the raw
+    pattern matched no region and the edge was missed.  The exact arrangement (Fraction
+    polygon clipping, independently) has 5 regions and 5 edges, this one among them."""
+    Ws = [[[0, -1], [-1, 1], [-1, 1]], [[-1, 1, 0], [1, -1, 0], [-1, 0, -1]], [[1, 1, 1], [1, -1, -1]],
+          [[0, 1], [0, -1], [-1, 1]]]
+    bs = [[1, 0, 0], [1, -1, 0], [1, 0], [-1, -1, 1]]
+    net = Network([np.array(W, float) for W in Ws] + [np.ones((1, 3))],
+                  [np.array(b, float) for b in bs] + [np.zeros(1)])
+    rs = regions.enumerate(net, Box([-1, -1], [1, 1]))
+    key = ["".join("1" if v else "0" for v in p) for p in rs.patterns]
+    edges = {frozenset((key[i], key[j])) for i, j, _ in regions.adjacency(rs).tolist()}
+    assert len(rs) == 5 and len(edges) == 5
+    assert frozenset(("10010011000", "11110011000")) in edges
+
+
+def test_a_count_over_the_whole_space_stopped_by_memory_says_so():
+    """It said the artificial box 'could not be certified complete' and suggested a larger
+    box; the memory budget ended it (as the docs say: ResourceLimitError, as on a box)."""
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(40, 3)), rng.normal(size=(40, 40)), rng.normal(size=(1, 40))],
+                  [rng.normal(size=40) * .3, rng.normal(size=40) * .3, np.zeros(1)])
+    with memory_limit(2 * 10**6), pytest.raises(ResourceLimitError, match="regions.count: memory"):
+        regions.count(net, Polytope.whole_space(3))

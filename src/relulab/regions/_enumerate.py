@@ -11,6 +11,7 @@ import numpy as np
 
 from ..domain import Box, DomainError, Polytope, as_domain
 from ..errors import RelulabError, UncertifiedCount, is_int_at_least, is_positive_seconds
+from ..limits import ResourceLimitError
 from ..network import Network
 from ..tolerance import TINY
 from . import _engine as E
@@ -347,6 +348,10 @@ def _count(net, domain, progress, engine, parallel, workers, cells, address) -> 
     pb, dom = _problem(net, domain, None)
     if pb.big is not None:
         rs = enumerate_regions(net, dom, progress=progress, engine=engine)
+        stopped = str(rs.info.get("stopped") or "")
+        if rs.partial and stopped.startswith("memory"):
+            # as on a box: the memory budget, not the artificial box, ended it
+            raise ResourceLimitError(f"regions.count: {stopped} (the count is not returned)")
         if rs.info.get("near_ties"):
             raise UncertifiedCount(
                 f"regions.count: {rs.info['near_ties']} sign decision(s) were too close to call "

@@ -118,7 +118,10 @@ def _probe(rs: RegionSet, net: Network, facets: np.ndarray) -> np.ndarray:
         p = c + eps * a
         if rs.domain is not None and not bool(rs.domain.contains(p, tol=0.0)):
             continue
-        s = pattern_index(rs, net.pattern_vector(p[None]))[0]
+        # locate's near-zero fallback: a deeper neuron identically 0 on the region across
+        # the facet reads 1e-16 at the probe, and its raw pattern matched no region (an
+        # edge between two regions on a line carried by duplicate neurons was missed)
+        s = rs.locate(p[None])[0] if rs.net is not None else pattern_index(rs, net.pattern_vector(p[None]))[0]
         if s >= 0 and s != r:
             out.append((r, s, int(rs.facet_ids[f])))
     return np.array(out, dtype=np.int64).reshape(-1, 3)
