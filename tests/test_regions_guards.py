@@ -142,3 +142,20 @@ def test_a_count_over_the_whole_space_stopped_by_memory_says_so():
                   [rng.normal(size=40) * .3, rng.normal(size=40) * .3, np.zeros(1)])
     with memory_limit(2 * 10**6), pytest.raises(ResourceLimitError, match="regions.count: memory"):
         regions.count(net, Polytope.whole_space(3))
+
+
+def test_a_segment_says_when_it_merged_breakpoints_farther_apart_than_rounding():
+    """A spike of height 1 and width 2e-6 at x = 1e-6, on the segment [-1e6, 1e6]: its
+    three kinks are 5e-13 apart in the segment's parameter and were merged into one,
+    silently (the form said f = -1.5e-5 where f = 1).  On [-1, 1] they are resolved; the
+    exact copy resolves them everywhere."""
+    S = 1e6
+    net = Network([[[1.0], [1.0], [1.0]], [[S, -2 * S, S]]], [[0.0, -1e-6, -2e-6], [0.0]])
+    far = regions.along_segment(net, [-1e6], [1e6])
+    assert far.n_pieces == 4 or not far.certified
+    near = regions.along_segment(net, [-1.0], [1.0])
+    assert near.certified and near.n_pieces == 4 and near.near_breakpoints == 0
+    from fractions import Fraction
+
+    ex = regions.along_segment(net.exact(), [Fraction(-10**6)], [Fraction(10**6)])
+    assert ex.certified and ex.n_pieces == 4

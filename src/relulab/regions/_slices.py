@@ -70,6 +70,12 @@ class Segment:
     values: np.ndarray
     slopes: np.ndarray
     patterns: np.ndarray
+    # float networks: zeros closer than the merge tolerance (1e-12 of the parameter range)
+    # to each other or to an end are one breakpoint; ``near_breakpoints`` counts those
+    # farther apart than their own rounding, where a piece may have been lost (a spike of
+    # width 2e-6 on [-1e6, 1e6]), and ``certified`` is False then (always True when exact)
+    near_breakpoints: int = 0
+    certified: bool = True
 
     @property
     def n_pieces(self) -> int:
@@ -147,6 +153,7 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     P = np.ones((1, 1), dtype=object if ex else float) * one
     Q = np.zeros((1, 1), dtype=object if ex else float) * one
     pats: list[np.ndarray] = [np.zeros((1, 0), dtype=bool)]
+    near = 0   # zeros dropped or merged although farther apart than their rounding
     for W, bias in zip(g.weights[:-1], g.biases[:-1], strict=True):
         Zp = P @ W.T  # slope of each neuron on each interval
         Zq = Q @ W.T + bias
@@ -166,12 +173,17 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
                         cuts.append(t)
                 elif l + tol * max(1.0, abs(width)) < t < h - tol * max(1.0, abs(width)):
                     cuts.append(t)
+                elif l < t < h and min(t - l, h - t) > _ulps(t):
+                    near += 1   # dropped next to an end, though not within its rounding
             cuts = sorted(set(cuts))
             if not ex and len(cuts) > 1:
                 # several neurons vanishing at one point give zeros a few ulps apart:
                 # one breakpoint, not a sliver piece between them
                 sep = tol * max(1.0, abs(h - l))
-                cuts = [c for k, c in enumerate(cuts) if k == 0 or c - cuts[k - 1] > sep]
+                kept = [c for k, c in enumerate(cuts) if k == 0 or c - cuts[k - 1] > sep]
+                near += sum(1 for k in range(1, len(cuts))
+                            if sep >= cuts[k] - cuts[k - 1] > _ulps(cuts[k]))
+                cuts = kept
             pts = [l, *cuts, h]
             for u, v in zip(pts[:-1], pts[1:], strict=True):
                 new_lo.append(u)
@@ -200,7 +212,17 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     # does not matter: breakpoints are where the pattern changes (kinks of the complex)
     bps = np.concatenate([lo, hi[-1:]])
     vals = np.concatenate([slopes * lo[:, None] + offs, (slopes[-1:] * hi[-1] + offs[-1:])], axis=0)
-    return Segment(a=av, b=bv, breakpoints=bps, values=vals, slopes=slopes, patterns=pats[-1])
+    return Segment(a=av, b=bv, breakpoints=bps, values=vals, slopes=slopes, patterns=pats[-1],
+                   near_breakpoints=near, certified=near == 0)
+
+
+# zeros of one point computed along different rows differ by a few of these
+ZERO_ULPS = 64
+
+
+def _ulps(t: float) -> float:
+    """ZERO_ULPS float64 ulps of a parameter value in [0, 1] (at least those of 1)."""
+    return ZERO_ULPS * float(np.finfo(np.float64).eps) * max(1.0, abs(float(t)))
 
 
 # --------------------------------------------------------------------- 2-D
