@@ -147,14 +147,19 @@ class BoundGraph:
         """
         torch = require("torch", "torch")
         g = self.converted("float64")
-        X = np.asarray(x, dtype=np.float64)
-        if X.ndim == 0 or X.size == 0 or X.size % self.input_dim or not np.all(np.isfinite(X)):
-            raise GraphError(f"largest_value: inputs must be finite and fit input shape {self.input_shape}, "
-                             f"got shape {X.shape}")
-        X = X.reshape(-1, *self.input_shape)
+        X = self._inputs(x, "largest_value")
         with torch.no_grad():
             vals = g.run(torch.as_tensor(X, dtype=g.torch_dtype()), keep=True)
         return max(float(v.abs().max()) for v in vals.values() if hasattr(v, "abs") and v.numel())
+
+    def _inputs(self, x: Any, where: str) -> np.ndarray:
+        """Finite inputs ``(B, *input_shape)`` from ``x`` (or one clear error naming ``where``)."""
+        X = np.asarray(x, dtype=np.float64)
+        if X.ndim == 0 or X.size == 0 or X.size % self.input_dim:
+            raise GraphError(f"{where}: inputs of shape {X.shape} do not fit input shape {self.input_shape}")
+        if not np.all(np.isfinite(X)):
+            raise GraphError(f"{where}: inputs contain NaN or infinite values")
+        return X.reshape(-1, *self.input_shape)
 
     def forward(self, x: Any, dtype: str = "float64") -> np.ndarray:
         """Outputs (B, output_dim) of inputs (B, *input_shape) or (B, input_dim).
@@ -166,12 +171,7 @@ class BoundGraph:
         """
         torch = require("torch", "torch")
         g = self.converted(dtype)
-        X = np.asarray(x, dtype=np.float64)
-        if X.ndim == 0 or X.size == 0 or X.size % self.input_dim:
-            raise GraphError(f"forward: inputs of shape {X.shape} do not fit input shape {self.input_shape}")
-        if not np.all(np.isfinite(X)):
-            raise GraphError("forward: inputs contain NaN or infinite values")
-        X = X.reshape(-1, *self.input_shape)
+        X = self._inputs(x, "forward")
         with torch.no_grad():
             y = g.run(torch.as_tensor(X, dtype=g.torch_dtype()))
         return y.reshape(y.shape[0], -1).double().cpu().numpy()

@@ -80,23 +80,25 @@ def slot_cap(pb: Problem, budget: int | None = None) -> int:
 
 
 # --------------------------------------------------------------------- problem data
-def _rounded_together(net: Network) -> int:
+def _rounded_together(net: Network, rounded: Network) -> int:
     """How many hidden neurons of an exact network share their float64 row ``(w, b)``
     (scaled by its largest entry) with an earlier neuron of the same layer although their
-    exact rows differ: rounding made two hyperplanes one.
+    exact rows differ: rounding made two hyperplanes one.  ``rounded`` is ``net.float()``.
 
     Example:
         >>> from fractions import Fraction as F
         >>> third = F(1, 3)
-        >>> _rounded_together(Network([[[F(1)], [F(1)]], [[F(1), F(1)]]], [[-third, -third - F(1, 10**20)], [F(0)]]))
+        >>> net = Network([[[F(1)], [F(1)]], [[F(1), F(1)]]], [[-third, -third - F(1, 10**20)], [F(0)]])
+        >>> _rounded_together(net, net.float())
         1
     """
     from fractions import Fraction
 
     count = 0
-    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+    for W, b, Wf, bf in zip(net.weights[:-1], net.biases[:-1], rounded.weights[:-1], rounded.biases[:-1],
+                            strict=True):
         R = np.column_stack([np.asarray(W), np.asarray(b)])
-        F = np.array([[float(v) for v in row] for row in R], dtype=np.float64)
+        F = np.column_stack([np.asarray(Wf, dtype=np.float64), np.asarray(bf, dtype=np.float64)])
         top = np.max(np.abs(F), axis=1, keepdims=True)
         top[top == 0] = 1.0
         _, first, inv = np.unique(F / top, axis=0, return_index=True, return_inverse=True)
@@ -119,8 +121,9 @@ class Problem:
         # hidden neurons that float64 rounding makes one hyperplane while the exact rows
         # differ (x - 1/3 and x - (1/3 + 1e-20)): the engine merges them, unseen by its
         # sign tests, so the result cannot be certified
-        self.rounded_together = _rounded_together(net) if net.is_exact else 0
-        net = net.float() if net.is_exact else net
+        g = net.float() if net.is_exact else net
+        self.rounded_together = _rounded_together(net, g) if net.is_exact else 0
+        net = g
         self.net = net
         self.d = net.input_dim
         self.Ws = [np.asarray(W, dtype=np.float64) for W in net.weights]

@@ -332,13 +332,7 @@ def verify(
     # still checked exactly, on the original property)
     check_terms = terms
     if isinstance(dense, Network) and dense.is_exact:
-        widened = []
-        for box, C, dv in terms:
-            e = float_rounding_bound(dense, box)
-            widened.append((box, C, dv if e is None else dv + np.abs(C) @ e))
-            if e is not None:
-                stats["rounding_widening"] = max(stats.get("rounding_widening", 0.0), float(np.max(np.abs(C) @ e)))
-        terms = widened
+        terms = _widened_by_rounding(dense, terms, stats)
     with memory_limit(bud.memory), single_threaded_blas():
         try:
             if portfolio:
@@ -357,6 +351,26 @@ def verify(
             reason = str(e) if str(e).startswith("memory") else f"memory: {e}"
             return VerificationResult("unknown", bud.elapsed(), method=method, reason=reason,
                                       stats=stats)
+
+
+def _widened_by_rounding(dense: Network, terms: list, stats: dict) -> list:
+    """The terms with each unsafe set ``C y <= d`` widened to ``C y <= d + |C| e``, ``e``
+    the float rounding bound of the exact network on the term's box (computed once per
+    box: the terms of a classification property share theirs)."""
+    per_box: dict[tuple[bytes, bytes], np.ndarray | None] = {}
+    widened = []
+    for box, C, dv in terms:
+        key = (box.lo.tobytes(), box.hi.tobytes())
+        if key not in per_box:
+            per_box[key] = float_rounding_bound(dense, box)
+        e = per_box[key]
+        if e is None:
+            widened.append((box, C, dv))
+            continue
+        w = np.abs(C) @ e
+        widened.append((box, C, dv + w))
+        stats["rounding_widening"] = max(stats.get("rounding_widening", 0.0), float(np.max(w)))
+    return widened
 
 
 def _run(model, dense: Network | None, terms, bud: Budget, method: str, engine: str, stats: dict,
