@@ -21,7 +21,9 @@ def test_a_polytope_bound_at_the_solvers_infinity_is_refused_and_below_it_is_rea
     with pytest.raises(DomainError, match="reads 1e\\+20 and beyond as infinite"):
         Polytope(A, [1e20, 1e20, 1, 1])
     box = Polytope(A, [1e19, 1e19, 1, 1]).bounding_box()
-    assert box.lo.tolist() == [-1e19, -1.0] and box.hi.tolist() == [1e19, 1.0]
+    want = np.array([1e19, 1.0])   # (proven bounds: outward by at most their rounding)
+    assert np.all(-want * (1 + 1e-12) <= box.lo) and np.all(box.lo <= -want)  # tol: rounding
+    assert np.all(want <= box.hi) and np.all(box.hi <= want * (1 + 1e-12))  # tol: rounding
 
 
 @pytest.mark.parametrize(("make", "msg"), [
@@ -32,6 +34,13 @@ def test_a_polytope_bound_at_the_solvers_infinity_is_refused_and_below_it_is_rea
     (lambda: NET([1 + 1j]), "input: entries are not real numbers"),
     (lambda: NET.deepen(2.5), "deepen: n_hidden_layers must be an integer"),
     (lambda: NET.allclose(3), "allclose: compares two networks"),
+    (lambda: NET.compose(3), "cannot combine a network with int"),
+    (lambda: NET.concat("x"), "cannot combine a network with str"),
+    (lambda: NET.parallel(None), "cannot combine a network with NoneType"),
+    (lambda: Network(5, [0.0]), "weights and biases must be sequences of layers"),
+    (lambda: NET.with_output_map([[float("nan")]]), "output map: NaN or infinite"),
+    (lambda: NET.with_output_map([[1.0], [2.0]], [0.0, 0.0, 0.0]), "output offset has 3 entries"),
+    (lambda: NET.with_output_map(np.ones((1, 1, 1))), "output map must be a matrix"),
 ])
 def test_bad_network_arguments_are_one_network_error(make, msg) -> None:
     with pytest.raises(NetworkError, match=msg):
@@ -50,6 +59,12 @@ def test_a_network_is_not_scaled_by_text_or_by_an_array() -> None:
     (lambda: Box([0], [1]).split(3), "split: axis must be an integer in 0..0"),
     (lambda: Box([0], [1]).sample(-1), "sample: n must be a non-negative integer"),
     (lambda: Box([0], [1]).to_polytope().sample(2.5), "sample: n must be a non-negative integer"),
+    (lambda: Box([0], [1]).split(0, "a"), "split: at must be a number"),
+    (lambda: Box([0], [1]).contains("a"), "points: entries are not real numbers"),
+    (lambda: Box([0], [1]).to_polytope().contains(np.zeros((1, 1, 1))), r"points have shape \(1, 1, 1\)"),
+    (lambda: Polytope.whole_space(-1), "whole_space: dim must be an integer of at least 1"),
+    (lambda: Polytope.whole_space(2.0), "whole_space: dim must be an integer of at least 1"),
+    (lambda: Polytope([[1.0], [-1.0]], [-1.0, -1.0], check_empty=False).bounding_box(), "empty polytope"),
 ])
 def test_bad_domain_arguments_are_one_domain_error(make, msg) -> None:
     with pytest.raises(DomainError, match=msg):
@@ -101,3 +116,54 @@ def test_lp_costs_added_after_a_small_objective_are_rescaled() -> None:
                         lb=np.r_[x0 - 2, -1, -1], ub=np.r_[x0 + 2, 1, 1]).solve()
         assert r.status == fresh.status == "optimal", t
         assert r.objective == pytest.approx(fresh.objective, rel=1e-6, abs=1e-6), t
+
+
+def test_exact_networks_beyond_float64_compare_exactly() -> None:
+    big = Network([[[Fraction(10**400)]]], [[Fraction(0)]])
+    assert big.allclose(big)   # raised OverflowError
+    assert not big.allclose(Network([[[Fraction(10**400 + 10**390)]]], [[Fraction(0)]]))
+    assert big.allclose(Network([[[Fraction(10**400 + 10**380)]]], [[Fraction(0)]]), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("kwargs", "what"), [
+    ({"c": [float("nan")], "lb": [0.0], "ub": [1.0]}, "costs c"),        # was "optimal", objective NaN
+    ({"c": [1.0], "A_ub": [[float("nan")]], "b_ub": [1.0]}, "constraint matrix"),   # was "unbounded"
+    ({"c": [1.0], "A_ub": [[1.0]], "b_ub": [float("nan")], "lb": [0.0]}, "b_ub"),
+    ({"c": [1.0], "lb": [float("nan")]}, "lower bounds"),
+])
+def test_lp_data_with_nan_is_refused(kwargs, what) -> None:
+    from relulab.lp import LPError, solve
+
+    with pytest.raises(LPError, match=what):
+        solve(**kwargs)
+
+
+def test_infinite_lp_row_bounds_are_still_read_as_no_bound() -> None:
+    from relulab.lp import solve
+
+    r = solve([1.0], A_ub=[[-1.0]], b_ub=[np.inf], lb=[0.0])
+    assert r.status == "optimal" and r.objective == 0.0
+
+
+def test_a_users_text_file_named_as_results_is_not_emptied(tmp_path) -> None:
+    from relulab.errors import RelulabError
+    from relulab.results import read_json_lines
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my important notes")   # one line, no newline: read as a torn row and cut
+    with pytest.raises(RelulabError, match="line 1 is not a JSON row"):
+        read_json_lines(notes, "a sweep")
+    assert notes.read_text() == "my important notes"
+    torn = tmp_path / "rows.jsonl"
+    torn.write_text('{"a": ')                # a row begun on the first line is still cut
+    assert read_json_lines(torn, "a sweep") == [] and torn.read_text() == ""
+
+
+def test_plot_output_out_of_range_is_one_error() -> None:
+    from relulab import plot
+    from relulab.errors import RelulabError
+
+    with pytest.raises(RelulabError, match="function1d: output must be an integer in 0..0, got 3"):
+        plot.function1d(NET, output=3)
+    with pytest.raises(RelulabError, match="regions2d: output must be an integer in 0..0, got 4"):
+        plot.regions2d(Network([[[1.0, 0.0]]], [[0.0]]), output=4)

@@ -86,7 +86,8 @@ def test_polytope_rows_with_small_coefficients_keep_their_set():
     assert P.contains([-2e10]) and not P.contains([-0.5e10])
     Q = Polytope([[1e-10], [-1e-10]], [1e-9, 1e-9])
     box = Q.bounding_box()
-    assert box.lo.tolist() == [-10.0] and box.hi.tolist() == [10.0]
+    # (proven bounds: outward by at most their rounding)
+    assert -10.0 - 1e-12 < box.lo[0] <= -10.0 and 10.0 <= box.hi[0] < 10.0 + 1e-12  # tol: rounding
     assert Q.contains([9.99]) and not Q.contains([20.0])
     # the same set as given, exactly: each stored row is the given one times a power of two
     rng = np.random.default_rng(0)
@@ -116,12 +117,18 @@ def test_boxes_with_huge_finite_bounds_sample_split_and_centre_inside():
     assert tiny.center.tolist() == [5e-324]
 
 
-def test_unbounded_verdict_names_entries_the_lp_solver_drops():
-    # x + 1e12 y <= 1, x, y >= 0 is bounded (x <= 1), but HiGHS reads the scaled row's
-    # 1e-12 entry as 0 and finds it unbounded along x: the error said "unbounded" flatly
-    P = Polytope([[-1.0, 0.0], [0.0, -1.0], [1.0, 1e12]], [0.0, 0.0, 1.0])
-    with pytest.raises(DomainError, match="may not be the polytope: row 2"):
-        P.bounding_box()
-    # a truly unbounded one, without such entries, says so plainly
+def test_polytope_rows_with_entries_the_lp_solver_drops_are_refused():
+    # HiGHS reads an entry of at most 1e-9 of its row's largest as 0, a different set:
+    # x + 1e12 y <= 1 with x, y >= 0 (bounded) read as unbounded along x, and
+    # x0 >= -1e-9 x1 with 0 <= x1 <= 1e9 read as x0 >= 0, so the bounding box, the bounds
+    # and a maximum of -x0 (1, at (-1, 1e9)) came out as 0 and 2e-6, "optimal"
+    with pytest.raises(DomainError, match="polytope row 2: its entry 0 is 1e-12 of the row's largest"):
+        Polytope([[-1.0, 0.0], [0.0, -1.0], [1.0, 1e12]], [0.0, 0.0, 1.0])
+    with pytest.raises(DomainError, match="polytope row 2: its entry 1 is 1e-09"):
+        Polytope([[0.0, -1.0], [0.0, 1.0], [-1.0, -1e-9], [1.0, 0.0]], [0.0, 1e9, 0.0, 1.0])
+    # an entry just above the cut is kept, and read as given: min x0 is -1.1e-9 * 1e9
+    P = Polytope([[0.0, -1.0], [0.0, 1.0], [-1.0, -1.1e-9], [1.0, 0.0]], [0.0, 1e9, 0.0, 1.0])
+    assert P.bounding_box().lo[0] <= -1.1 + 1e-9  # tol: LP rounding, proven outward
+    # a truly unbounded one says so plainly
     with pytest.raises(DomainError, match=r"unbounded along coordinate 0$"):
         Polytope([[-1.0, 0.0], [0.0, -1.0], [0.0, 1.0]], [0.0, 0.0, 1.0]).bounding_box()

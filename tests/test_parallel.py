@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -38,6 +39,12 @@ class DieOnce:
 def always_dies(x):
     if x == 1:
         os._exit(1)
+    return x
+
+
+def exits_at_1(x):
+    if x == 1:
+        sys.exit(3)
     return x
 
 
@@ -106,6 +113,30 @@ def test_bad_arguments():
         list(pmap(abs, [1], backend="spark"))
     with pytest.raises(RelulabError, match="workers"):
         list(pmap(abs, [1], workers=0))
+    # floats passed the range check and failed later with a TypeError
+    for kwargs, what in (({"workers": 2.5}, "workers"), ({"chunksize": 1.5}, "chunksize"),
+                         ({"chunksize": "2"}, "chunksize"), ({"retries": -1}, "retries")):
+        with pytest.raises(RelulabError, match=f"{what} must be an integer"):
+            list(pmap(abs, [1, 2, 3], **kwargs))
+
+
+def test_sys_exit_in_a_worker_is_an_error_not_the_callers_exit():
+    from relulab.errors import RelulabError
+
+    # the worker's SystemExit was re-raised in the driver, which ended the caller's program
+    with pytest.raises(RelulabError, match=r"raised SystemExit\(3\) in a worker"):
+        list(pmap(exits_at_1, range(3), workers=2))
+
+
+def test_sweep_does_not_resume_from_a_file_of_other_rows(tmp_path):
+    from relulab.errors import RelulabError
+
+    for text in ('[1, 2]\n', '{"a": 1}\n'):   # TypeError / KeyError 'params'
+        path = tmp_path / "other.jsonl"
+        path.write_text(text)
+        with pytest.raises(RelulabError, match="row 1 is not a sweep row"):
+            sweep(pow, {"base": [2], "exp": [2]}, path, workers=1)
+        assert path.read_text() == text
 
 
 def test_resolve_backend(monkeypatch):

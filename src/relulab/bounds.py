@@ -24,7 +24,9 @@ the polytope itself.
 Floating point: bounds are computed in float64 without outward rounding, so they are
 sound only up to rounding errors, which grow with the size of the intermediate values;
 code that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`) and
-re-checks counterexamples.
+re-checks counterexamples.  An exact (Fraction) network is bounded through its float64
+rounding and the bounds widened by the rounding of its weights
+(:func:`float_rounding_bound`), so they bound the exact network.
 
 Example:
     >>> import numpy as np
@@ -39,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -103,13 +106,58 @@ def float_layers(net: Network) -> FloatLayers:
 
 
 def _rounding_of(exact: np.ndarray, rounded: np.ndarray) -> np.ndarray:
-    """``|exact - rounded|`` entrywise as floats at least as large (exact Fraction
-    differences, rounded up by one part in 2^40)."""
+    """``|exact - rounded|`` entrywise as floats at least as large: each exact Fraction
+    difference rounded to a float and moved up one step where that fell below it (a
+    difference under float64's smallest subnormal read 0 when rounded to nearest).
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> _rounding_of(np.array([F(1, 10**400)]), np.array([0.0]))[0] > 0
+        np.True_
+    """
     from fractions import Fraction
 
-    flat = [abs(Fraction(e) - Fraction(float(r))) for e, r in zip(exact.reshape(-1), rounded.reshape(-1),
-                                                                   strict=True)]
-    return np.array([float(v) for v in flat], dtype=np.float64).reshape(rounded.shape) * (1 + 2.0**-40)
+    out = np.empty(rounded.size, dtype=np.float64)
+    for i, (e, r) in enumerate(zip(exact.reshape(-1), rounded.reshape(-1), strict=True)):
+        v = abs(Fraction(e) - Fraction(float(r)))
+        fl = float(v)
+        out[i] = fl if Fraction(fl) >= v else math.nextafter(fl, math.inf)
+    return out.reshape(rounded.shape)
+
+
+def _rounding_per_layer(net: Network, box: Box) -> list[np.ndarray] | None:
+    """For an exact network, bounds on ``|z_k(x) - z'_k(x)|`` over the box for every
+    layer's pre-activation ``z_k`` (the last: the output, skip included), where ``z'`` is
+    the float network's; None when every entry is a float64 number.  See
+    :func:`float_rounding_bound`."""
+    if not net.is_exact:
+        return None
+    g = net.float()
+    dWs = [_rounding_of(np.asarray(W), np.asarray(Wg)) for W, Wg in zip(net.weights, g.weights, strict=True)]
+    dbs = [_rounding_of(np.asarray(b), np.asarray(bg)) for b, bg in zip(net.biases, g.biases, strict=True)]
+    dsk = None if net.skip is None else (_rounding_of(np.asarray(net.skip[0]), np.asarray(g.skip[0])),
+                                         _rounding_of(np.asarray(net.skip[1]), np.asarray(g.skip[1])))
+    if not any(np.any(a) for a in dWs + dbs + ([] if dsk is None else list(dsk))):
+        return None
+    Ws, bs, sk = float_layers(g)
+    pre, _, _ = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
+    xmag = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    hmag, e = xmag, np.zeros_like(xmag)
+    tiny = np.finfo(np.float64).smallest_subnormal
+    errs: list[np.ndarray] = []
+    with np.errstate(over="ignore"):
+        for k, (W, dW, db) in enumerate(zip(Ws, dWs, dbs, strict=True)):
+            e = np.abs(W) @ e + dW @ (hmag + e) + db
+            if k == len(Ws) - 1 and dsk is not None:
+                e = e + dsk[0] @ xmag + dsk[1]
+            # the recursion's own rounding: relative, and absolute where a product of
+            # subnormals underflowed (each of the n + 2 terms by at most one subnormal)
+            e = e * (1 + 2.0**-30) + tiny * (W.shape[1] + 3)
+            errs.append(e)
+            if k < len(Ws) - 1:
+                lo, hi = pre[k]
+                hmag = np.maximum(np.maximum(np.abs(lo[0]), np.abs(hi[0])), 0.0)
+    return errs
 
 
 def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
@@ -128,29 +176,14 @@ def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
         >>> float(float_rounding_bound(net, Box([0.0], [1.0]))[0]) >= 1.0
         True
     """
-    if not net.is_exact:
-        return None
-    g = net.float()
-    dWs = [_rounding_of(np.asarray(W), np.asarray(Wg)) for W, Wg in zip(net.weights, g.weights, strict=True)]
-    dbs = [_rounding_of(np.asarray(b), np.asarray(bg)) for b, bg in zip(net.biases, g.biases, strict=True)]
-    dsk = None if net.skip is None else (_rounding_of(np.asarray(net.skip[0]), np.asarray(g.skip[0])),
-                                         _rounding_of(np.asarray(net.skip[1]), np.asarray(g.skip[1])))
-    if not any(np.any(a) for a in dWs + dbs + ([] if dsk is None else list(dsk))):
-        return None
-    Ws, bs, sk = float_layers(g)
-    pre, _, _ = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
-    xmag = np.maximum(np.abs(box.lo), np.abs(box.hi))
-    hmag, e = xmag, np.zeros_like(xmag)
+    errs = _rounding_per_layer(net, box)
+    return None if errs is None else errs[-1]
+
+
+def _widened(lo: np.ndarray, hi: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[lo - e, hi + e]``, each side rounded outward."""
     with np.errstate(over="ignore"):
-        for k, (W, dW, db) in enumerate(zip(Ws, dWs, dbs, strict=True)):
-            e = np.abs(W) @ e + dW @ (hmag + e) + db
-            if k < len(Ws) - 1:
-                lo, hi = pre[k]
-                hmag = np.maximum(np.maximum(np.abs(lo[0]), np.abs(hi[0])), 0.0)
-        if dsk is not None:
-            e = e + dsk[0] @ xmag + dsk[1]
-    # (the recursion's own float rounding, far below its terms)
-    return e * (1 + 2.0**-30)
+        return np.nextafter(lo - e, -np.inf), np.nextafter(hi + e, np.inf)
 
 
 def relax_relu(lo: np.ndarray, hi: np.ndarray, adaptive: bool = True):
@@ -562,9 +595,21 @@ def interval_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
     box = _box_of(domain)
     Ws, bs, sk = float_layers(net)
     pre, olo, ohi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
-    return NetworkBounds(
+    return _of_exact_network(net, box, NetworkBounds(
         tuple(p[0][0] for p in pre), tuple(p[1][0] for p in pre), olo[0], ohi[0], "interval"
-    )
+    ))
+
+
+def _of_exact_network(net: Network, box: Box, b: NetworkBounds) -> NetworkBounds:
+    """The bounds ``b`` of ``net.float()`` widened into bounds of the exact ``net`` by the
+    rounding of its weights (:func:`float_rounding_bound`, layer by layer); ``b`` as it is
+    for a float network or one whose entries are all float64 numbers."""
+    errs = _rounding_per_layer(net, box)
+    if errs is None:
+        return b
+    pre = [_widened(lo, hi, e) for lo, hi, e in zip(b.pre_lo, b.pre_hi, errs[:-1], strict=True)]
+    olo, ohi = _widened(b.out_lo, b.out_hi, errs[-1])
+    return NetworkBounds(tuple(p[0] for p in pre), tuple(p[1] for p in pre), olo, ohi, b.method)
 
 
 def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -617,9 +662,9 @@ def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
         olo, ohi = np.maximum(olo, ilo[0]), np.minimum(ohi, ihi[0])
     except BoundsOverflow:  # interval arithmetic overflowed where back-substitution did not
         pass
-    return NetworkBounds(
+    return _of_exact_network(net, box, NetworkBounds(
         tuple(p[0][0] for p in pre), tuple(p[1][0] for p in pre), olo, np.maximum(ohi, olo), "symbolic"
-    )
+    ))
 
 
 def linear_bounds(
@@ -646,6 +691,10 @@ def linear_bounds(
     if not (np.all(np.isfinite(C)) and (d is None or np.all(np.isfinite(d)))):
         raise RelulabError("linear_bounds: C and d must be finite (NaN or inf found)")
     _, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, d=d, skip=sk, want_linear=True)
-    if isinstance(domain, Polytope):
-        return _poly_min(domain, A[0], c[0])
-    return low[0]
+    low = _poly_min(domain, A[0], c[0]) if isinstance(domain, Polytope) else low[0]
+    errs = _rounding_per_layer(net, box)
+    if errs is not None:   # an exact network: the float network's bound, less its rounding
+        with np.errstate(over="ignore"):
+            slack = (np.abs(C) @ errs[-1]) * (1 + 2.0**-40) + np.finfo(np.float64).smallest_subnormal * (C.shape[1] + 1)
+            low = np.nextafter(low - slack, -np.inf)
+    return low

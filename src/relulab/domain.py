@@ -24,6 +24,9 @@ LP_INFINITY = 1e20
 # HiGHS's small_matrix_value: constraint matrix entries of this magnitude or less are read as 0
 HIGHS_SMALL_MATRIX_VALUE = 1e-9  # tol: HiGHS's own default, not relulab's
 
+# polytopes with at most this many entries in A get their bounding box proven in rationals
+EXACT_BOX_ENTRIES = 4096
+
 __all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
 
 
@@ -92,7 +95,7 @@ class Box:
         """Membership of a point (bool) or of each row of a batch (bool array), with
         tolerance ``tol`` (default ``FEAS_TOL``)."""
         tol = or_default(tol, FEAS_TOL)
-        X = np.asarray(X, dtype=np.float64)
+        X = _points(X)
         single = X.ndim == 1
         X2 = np.atleast_2d(X)
         self._check_dim(X2)
@@ -132,7 +135,10 @@ class Box:
         """Two halves of the box, cut across ``axis`` (at its midpoint by default)."""
         if not (is_int_at_least(axis, 0) and axis < self.dim):
             raise DomainError(f"split: axis must be an integer in 0..{self.dim - 1}, got {axis!r}")
-        m = float(_midpoint(self.lo[axis], self.hi[axis])) if at is None else float(at)
+        try:
+            m = float(_midpoint(self.lo[axis], self.hi[axis])) if at is None else float(at)
+        except (TypeError, ValueError):
+            raise DomainError(f"split: at must be a number, got {at!r}") from None
         hi1 = self.hi.copy()
         hi1[axis] = m
         lo2 = self.lo.copy()
@@ -196,6 +202,17 @@ class Polytope:
             i = int(np.nonzero(zero_rows & (b_v < 0))[0][0])
             raise DomainError(f"empty polytope: row {i} reads 0 <= {b_v[i]!r}")
         A_m, b_v = _scale_rows(A_m, b_v)
+        small = (A_m != 0) & (np.abs(A_m) <= HIGHS_SMALL_MATRIX_VALUE)
+        if np.any(small):
+            # HiGHS reads these as 0: a different set, and every bound, maximum and
+            # emptiness verdict of it would be about that set (x0 >= -1e-9 x1 with x1 up
+            # to 1e9 read as x0 >= 0, and a maximum of 1 came out as 2e-6, "optimal")
+            i, j = (int(v) for v in np.argwhere(small)[0])
+            raise DomainError(
+                f"polytope row {i}: its entry {j} is {abs(A_m[i, j]) / np.max(np.abs(A_m[i])):.3g} of the "
+                f"row's largest, and the LP solver reads entries below {HIGHS_SMALL_MATRIX_VALUE:.0e} of "
+                "a row's largest as 0, which changes the set: rescale the inputs (or set the entry "
+                "to 0 if it is noise)")
         far = np.abs(b_v) >= LP_INFINITY
         if np.any(far):
             # HiGHS reads 1e20 as infinite: the row would be dropped (or read as empty), and
@@ -227,6 +244,8 @@ class Polytope:
     @staticmethod
     def whole_space(dim: int) -> Polytope:
         """All of R^dim (no inequalities)."""
+        if not is_int_at_least(dim, 1):
+            raise DomainError(f"whole_space: dim must be an integer of at least 1, got {dim!r}")
         return Polytope(np.zeros((0, dim)), np.zeros(0))
 
     @property
@@ -240,10 +259,10 @@ class Polytope:
     def contains(self, X: Any, tol: float | None = None) -> np.ndarray | bool:
         """Membership (``A x <= b + tol``, default ``FEAS_TOL``) of a point or of each row."""
         tol = or_default(tol, FEAS_TOL)
-        X = np.asarray(X, dtype=np.float64)
+        X = _points(X)
         single = X.ndim == 1
         X2 = np.atleast_2d(X)
-        if X2.shape[1] != self.dim:
+        if X2.ndim != 2 or X2.shape[1] != self.dim:
             raise DomainError(f"points have shape {X2.shape}; the domain has dimension {self.dim}")
         ok = np.all(X2 @ self.A.T <= self.b + tol, axis=1)
         return bool(ok[0]) if single else ok
@@ -263,6 +282,13 @@ class Polytope:
         return cached
 
     def _solve_bounding_box(self) -> Box:
+        """The bounding box, proven: HiGHS's optima are within its tolerances only (a
+        thin polytope's box missed a vertex by 1e-7 relative, and bounds and maxima over
+        the polytope missed it with it).  A first pass finds the box; the second solves
+        again inside a box twice as large and takes LP duality's proven bounds
+        (:meth:`LPModel.proven_bound`, in rationals up to ``EXACT_BOX_ENTRIES`` entries).  They lie strictly inside that larger box, so by
+        convexity the polytope lies within them (a point outside would join a point
+        inside by a segment through the larger box)."""
         from .lp import LPModel
 
         d = self.dim
@@ -275,27 +301,37 @@ class Polytope:
                 m.set_objective(c)
                 r = m.solve()
                 if r.status == "unbounded":
-                    raise DomainError(f"polytope is unbounded along coordinate {i}"
-                                      + self._dropped_entries_note())
+                    raise DomainError(f"polytope is unbounded along coordinate {i}")
+                if r.status == "infeasible":   # (built with check_empty=False)
+                    raise DomainError("empty polytope: the inequalities A x <= b have no solution")
                 if r.status != "optimal":  # (it was called unbounded whatever the status)
                     raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
                                       f"{r.status} (a set this thin or this far out is beyond the "
                                       "LP solver's resolution)")
                 target[i] = sign * r.objective
+        hi = np.maximum(hi, lo)
+        with np.errstate(over="ignore"):
+            reach = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi))) + 1.0
+            outer_lo, outer_hi = lo - reach, hi + reach
+        if not (np.all(np.isfinite(outer_lo)) and np.all(np.isfinite(outer_hi))):
+            raise DomainError("polytope: its bounding box reaches beyond float64's range")
+        m = LPModel(np.zeros(d), A_ub=self.A, b_ub=self.b, lb=outer_lo, ub=outer_hi)
+        # small polytopes sum the duality bound in rationals: a triangle's box is exact
+        # (float sums widen it by their rounding, ~1e-14 here)
+        small = self.A.size <= EXACT_BOX_ENTRIES
+        for i in range(d):
+            for sign, target in ((1.0, lo), (-1.0, hi)):
+                c = np.zeros(d)
+                c[i] = sign
+                m.set_objective(c)
+                r = m.solve()
+                proven = m.proven_bound(r, exact=small) if r.status == "optimal" else None
+                if proven is None or not (outer_lo[i] < sign * proven < outer_hi[i]):
+                    raise DomainError(f"polytope: the bound along coordinate {i} could not be proven "
+                                      f"(LP status {r.status}; a set this thin or this far out is beyond "
+                                      "the LP solver's resolution)")
+                target[i] = sign * proven
         return Box(lo, np.maximum(hi, lo))
-
-    def _dropped_entries_note(self) -> str:
-        """Why an "unbounded" verdict may be the solver's: HiGHS reads matrix entries of
-        magnitude up to 1e-9 as 0 (its ``small_matrix_value``), and rows are scaled to a
-        largest entry in [1, 2), so a row whose entries span more than 1e9 loses some
-        (x + 1e12 y <= 1 with x, y >= 0 was reported unbounded along x)."""
-        small = (self.A != 0) & (np.abs(self.A) <= HIGHS_SMALL_MATRIX_VALUE)
-        if not np.any(small):
-            return ""
-        i = int(np.nonzero(np.any(small, axis=1))[0][0])
-        return (f" as the LP solver reads it, which may not be the polytope: row {i}'s entries span more than "
-                f"{1 / HIGHS_SMALL_MATRIX_VALUE:.0e}, and HiGHS reads those below "
-                f"{HIGHS_SMALL_MATRIX_VALUE:.0e} of the largest as 0 (rescale the inputs)")
 
     @property
     def is_bounded(self) -> bool:
@@ -372,6 +408,14 @@ def _least_violation(A: np.ndarray, b: np.ndarray) -> float:
     model.set_feasibility_tol(primal=1e-10, dual=1e-10)  # tol: below FEAS_TOL, to decide at it
     r = model.solve()
     return float(r.objective) if r.status == "optimal" else 0.0
+
+
+def _points(X: Any) -> np.ndarray:
+    """Points given to ``contains`` as a float array, or one error naming them."""
+    try:
+        return np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise DomainError(f"points: entries are not real numbers in rows of equal length ({e})") from None
 
 
 def _check_count(n: Any) -> None:

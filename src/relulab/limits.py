@@ -141,7 +141,9 @@ def memory_budget() -> int:
             raise RelulabError(f"RELULAB_MEMORY_GB={env!r} must be a positive finite number of "
                                "gigabytes (at least one byte)")
         return int(gb * 2**30)
-    return available_memory() // 2
+    # at least one byte: with nothing available (another process took it all) the budget
+    # refuses every allocation, where 0 made memory_limit() raise in the verifier
+    return max(available_memory() // 2, 1)
 
 
 def check_bytes(n_bytes: float, what: str) -> int:

@@ -45,7 +45,8 @@ PRESOLVE_OFF_NNZ = 10**6
 class LPResult:
     """Outcome of one solve.
 
-    ``status`` is one of ``optimal``, ``infeasible``, ``unbounded``, ``time_limit``,
+    ``status`` is one of ``optimal``, ``infeasible``, ``unbounded``,
+    ``infeasible_or_unbounded`` (HiGHS's presolve could not tell which), ``time_limit``,
     ``error``.  ``x`` and ``objective`` are set when a primal solution is known
     (for ``time_limit`` on a MILP: the incumbent, with ``bound`` the best dual bound).
 
@@ -131,6 +132,22 @@ def _solver_seconds(seconds: float) -> float:
     return seconds if seconds > 1e-3 else 1e-3
 
 
+def _check_data(v: np.ndarray, what: str, inf_ok: bool) -> None:
+    """Refuse NaN (and, where ``inf_ok`` is False, infinite) LP data: HiGHS answered
+    "optimal" with objective NaN for a NaN cost and "unbounded" for a NaN matrix entry.
+
+    Example:
+        >>> _check_data(np.array([1.0, np.inf]), "b_ub", True)
+        >>> _check_data(np.array([np.nan]), "costs c", False)
+        Traceback (most recent call last):
+        ...
+        relulab.lp.LPError: LP data: the costs c hold NaN or infinite entries
+    """
+    bad = np.isnan(v) if inf_ok else ~np.isfinite(v)
+    if np.any(bad):
+        raise LPError(f"LP data: the {what} hold NaN{'' if inf_ok else ' or infinite'} entries")
+
+
 def _csr(A: Any, n: int) -> sp.csr_matrix:
     if A is None:
         return sp.csr_matrix((0, n))
@@ -187,6 +204,10 @@ class LPModel:
         lbv = np.full(n, -INF) if lb is None else np.asarray(lb, dtype=np.float64).reshape(-1)
         ubv = np.full(n, INF) if ub is None else np.asarray(ub, dtype=np.float64).reshape(-1)
         A = sp.vstack([Aub, Aeq]).tocsc()
+        _check_data(c, "costs c", False)
+        _check_data(A.data, "constraint matrix", False)
+        for v, what in ((bub, "b_ub"), (beq, "b_eq"), (lbv, "lower bounds lb"), (ubv, "upper bounds ub")):
+            _check_data(v, what, True)
         row_lo = np.concatenate([np.full(Aub.shape[0], -INF), beq])
         row_hi = np.concatenate([bub, beq])
         lp = highspy.HighsLp()
@@ -288,6 +309,7 @@ class LPModel:
         import highspy
 
         c = np.asarray(c, dtype=np.float64).reshape(-1)
+        _check_data(c, "costs c", False)
         if not self._is_mip:
             self._scale = objective_scale(c)
         self._h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), c * self._scale)
@@ -378,7 +400,7 @@ class LPModel:
                             np.asarray(lp.row_upper_, dtype=np.float64))
         return self._mirror
 
-    def proven_bound(self, result: LPResult) -> float | None:
+    def proven_bound(self, result: LPResult, exact: bool = False) -> float | None:
         """A bound on this LP's optimum that holds whatever HiGHS's tolerances allowed:
         a lower bound when minimising, an upper bound when maximising (``None`` without
         duals, or where it is infinite).
@@ -396,6 +418,11 @@ class LPModel:
             >>> r = m.solve(); b = m.proven_bound(r)
             >>> bool(1e-6 - 1e-15 < b <= 1e-6)   # min x0 + x1 (times 1e-6) subject to x0 + x1 >= 1
             True
+
+        ``exact=True`` sums in rationals (the multipliers and data as given, the result
+        rounded down once) instead of adding a bound on the float rounding: tighter, and
+        exact when the multipliers are; it costs a Fraction product per nonzero of the
+        rows with a multiplier.
         """
         if self._is_mip or result.duals is None:
             return None
@@ -406,6 +433,9 @@ class LPModel:
         for y in (sign * result.duals, -sign * result.duals):
             # a row's multiplier needs its bound on the side it pushes against
             y = np.where(np.isfinite(y) & (((y > 0) & np.isfinite(rlo)) | ((y < 0) & np.isfinite(rhi))), y, 0.0)
+            if exact:
+                best = max(best, _exact_dual_bound(A, c, y, lb, ub, rlo, rhi))
+                continue
             r = c - A.T @ y
             value = _box_min(r, lb, ub) + _box_min(y, rlo, rhi)
             if not np.isfinite(value):
@@ -480,6 +510,38 @@ def _box_min(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
     infinite bound; -inf where a needed bound is infinite)."""
     pos, neg = r > 0, r < 0
     return float(np.sum(r[pos] * lo[pos]) + np.sum(r[neg] * hi[neg]))
+
+
+def _exact_dual_bound(A: sp.csc_matrix, c: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                      rlo: np.ndarray, rhi: np.ndarray) -> float:
+    """Weak duality's ``min (c - A^T y) . x + min y . (A x)`` over the bounds, summed in
+    rationals and rounded down (-inf where a needed bound is infinite).
+
+    Example:
+        >>> A = sp.csc_matrix(np.array([[-1.0, -1.0]]))
+        >>> _exact_dual_bound(A, np.array([0.5, 0.5]), np.array([-0.5]), np.zeros(2), np.full(2, 5.0),
+        ...                   np.array([-INF]), np.array([-1.0]))   # min (x0 + x1) / 2, x0 + x1 >= 1
+        0.5
+    """
+    from fractions import Fraction
+
+    Ar = A.tocsr()
+    r = [Fraction(float(v)) for v in c]
+    total = Fraction(0)
+    for i in np.flatnonzero(y):
+        yi = Fraction(float(y[i]))
+        for k in range(Ar.indptr[i], Ar.indptr[i + 1]):
+            r[Ar.indices[k]] -= Fraction(float(Ar.data[k])) * yi
+        side = rlo[i] if yi > 0 else rhi[i]
+        total += yi * Fraction(float(side))
+    for j, rj in enumerate(r):
+        if rj != 0:
+            side = lb[j] if rj > 0 else ub[j]
+            if not np.isfinite(side):
+                return -INF
+            total += rj * Fraction(float(side))
+    fl = float(total)
+    return fl if Fraction(fl) <= total else float(np.nextafter(fl, -INF))
 
 
 def _magnitude(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

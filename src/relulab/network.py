@@ -174,8 +174,13 @@ class Network:
         *,
         exact: bool | None = None,
     ) -> None:
-        weights = list(weights)
-        biases = list(biases)
+        try:
+            weights = list(weights)
+            biases = list(biases)
+        except TypeError:
+            raise NetworkError("weights and biases must be sequences of layers (one matrix and one "
+                               f"vector per layer), got {type(weights).__name__} and "
+                               f"{type(biases).__name__}") from None
         if len(weights) == 0:
             raise NetworkError("a network needs at least one affine layer")
         if len(weights) != len(biases):
@@ -659,9 +664,15 @@ class Network:
         C = _as_matrix(C, self._exact, "output map")
         if C.ndim == 1:
             C = C[None, :]
+        if C.ndim != 2:
+            raise NetworkError(f"output map must be a matrix (outputs, {self.output_dim}), got shape {C.shape}")
         if C.shape[1] != self.output_dim:
             raise NetworkError(f"output map takes {C.shape[1]} values; network gives {self.output_dim}")
         dd = _zeros((C.shape[0],), self._exact) if d is None else _as_matrix(d, self._exact, "output offset").reshape(-1)
+        if dd.shape[0] != C.shape[0]:
+            raise NetworkError(f"output offset has {dd.shape[0]} entries; the output map gives {C.shape[0]}")
+        if not self._exact and not (np.all(np.isfinite(C)) and np.all(np.isfinite(dd))):
+            raise NetworkError("output map: NaN or infinite entries")
         outer = Network([C], [dd], exact=self._exact)
         return _affine_after(outer, self)
 
@@ -690,14 +701,22 @@ class Network:
             return False
         a_list = [*self._weights, *self._biases, *(self._skip or ())]
         b_list = [*other._weights, *other._biases, *(other._skip or ())]
+        if self._exact or other._exact:
+            # entries beyond float64 (10^400) are compared exactly: |a - b| <= atol + rtol |b|
+            tol_r, tol_a = Fraction(float(rtol)), Fraction(float(atol))
+            return all(a.shape == b.shape and all(abs(Fraction(x) - Fraction(y)) <= tol_a + tol_r * abs(Fraction(y))
+                                                  for x, y in zip(a.reshape(-1), b.reshape(-1), strict=True))
+                       for a, b in zip(a_list, b_list, strict=True))
         return all(
-            a.shape == b.shape and np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=rtol, atol=atol)
+            a.shape == b.shape and np.allclose(a, b, rtol=rtol, atol=atol)
             for a, b in zip(a_list, b_list, strict=True)
         )
 
 
 # ------------------------------------------------------------------ helpers
 def _check_same_kind(a: Network, b: Network) -> None:
+    if not isinstance(b, Network):   # compose(3) raised AttributeError 'is_exact'
+        raise NetworkError(f"cannot combine a network with {type(b).__name__} {b!r:.40}: pass a Network")
     if a.is_exact != b.is_exact:
         raise NetworkError("cannot combine an exact (Fraction) network with a float64 one; "
                            "call .exact() or .float() on one of them first")

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RelulabError, require
+from .errors import RelulabError, is_int_at_least, require
 
 __all__ = ["pmap", "sweep", "resolve_backend", "start_ray", "stop_ray_workers", "BACKENDS",
            "MAX_WORKERS"]
@@ -282,10 +282,12 @@ def pmap(
     items = list(items)
     if backend not in BACKENDS:
         raise RelulabError(f"pmap: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise RelulabError(f"pmap: workers must be between 1 and {MAX_WORKERS}, got {workers}")
-    if chunksize < 1:
-        raise RelulabError(f"pmap: chunksize must be at least 1, got {chunksize}")
+    if workers is not None and not (is_int_at_least(workers, 1) and workers <= MAX_WORKERS):
+        raise RelulabError(f"pmap: workers must be an integer between 1 and {MAX_WORKERS}, got {workers!r}")
+    if not is_int_at_least(retries, 0):
+        raise RelulabError(f"pmap: retries must be an integer of at least 0, got {retries!r}")
+    if not is_int_at_least(chunksize, 1):
+        raise RelulabError(f"pmap: chunksize must be an integer of at least 1, got {chunksize!r}")
     if not items:
         return
     if chunksize > 1:
@@ -435,6 +437,9 @@ def _worker_loop(fn, conn, folder=None) -> None:
         try:
             conn.send((i, True, _pack(fn(item), folder)))
         except BaseException as e:  # noqa: BLE001 - every failure is reported to the driver
+            if isinstance(e, SystemExit):
+                # sys.exit() in fn: re-raised in the driver it ended the caller's program
+                e = RelulabError(f"pmap: the function raised {type(e).__name__}({e}) in a worker")
             try:
                 conn.send((i, False, e))
             except Exception:  # noqa: BLE001 - an unpicklable exception: send its text
@@ -706,6 +711,10 @@ def sweep(
     done = []
     if resume and path.is_file():
         done = read_json_lines(path, "a sweep")
+        for k, r in enumerate(done):
+            if not (isinstance(r, dict) and "params" in r):
+                raise RelulabError(f"{path}: row {k + 1} is not a sweep row (no \"params\"): resume "
+                                   "from a sweep's own output file, or pass resume=False")
     seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
     todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RelulabError, require
+from .errors import RelulabError, is_int_at_least, require
 from .network import Network
 
 __all__ = [
@@ -122,6 +122,8 @@ def regions2d(
     from .regions import Slice2D, slice2d
 
     sl = net if isinstance(net, Slice2D) else slice2d(net, origin, u, v, window)
+    if sl.polygons:
+        _check_output("regions2d", output, int(sl.polygons[0].C.shape[0]))
     fig, ax = _figure(ax)
     from matplotlib import colormaps
     from matplotlib.collections import LineCollection, PolyCollection
@@ -186,6 +188,12 @@ def _level_segment(p: Any, output: int, level: float) -> np.ndarray | None:
     return np.array([pts[0], pts[-1]])
 
 
+def _check_output(where: str, output: Any, n: int) -> None:
+    """``output`` must index one of the ``n`` outputs (numpy raised IndexError)."""
+    if not (is_int_at_least(output, 0) and output < n):
+        raise RelulabError(f"{where}: output must be an integer in 0..{n - 1}, got {output!r}")
+
+
 def function1d(
     net: Network | Any,
     lo: float = -1.0,
@@ -217,9 +225,11 @@ def function1d(
                 raise RelulabError("function1d: give a and b for a network with several inputs")
             a, b = [lo], [hi]
         seg = along_segment(net, a, b)
+    y = np.asarray(seg.values, dtype=float)
+    _check_output("function1d", output, int(y.shape[1]))
+    y = y[:, output]
     fig, ax = _figure(ax, (6.0, 3.5))
     t = np.asarray(seg.breakpoints, dtype=float)
-    y = np.asarray(seg.values, dtype=float)[:, output]
     x = t if seg.a.shape[0] != 1 else float(seg.a[0]) + t * float(seg.b[0] - seg.a[0])
     ax.plot(x, y, "-", color="C0", lw=1.5)
     ax.plot(x[1:-1], y[1:-1], "o", color="C3", ms=3, label=f"{len(t) - 2} breakpoints")

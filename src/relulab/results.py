@@ -117,7 +117,10 @@ def read_json_lines(path: str | os.PathLike, what: str) -> list[Any]:
         try:
             rows.append(json.loads(line))
         except ValueError:  # not JSON, or not UTF-8
-            if i == len(lines) - 1 and not line.endswith((b"\n", b"\r")):
+            # a torn row: the last line, unended, of a file of rows (or a row begun on
+            # the first line); a user's text file named by mistake is not cut
+            torn = i == len(lines) - 1 and not line.endswith((b"\n", b"\r"))
+            if torn and (rows or line.lstrip().startswith((b"{", b"["))):
                 with open(p, "r+b") as fh:
                     fh.truncate(sum(len(x) for x in lines[:i]))
                 break

@@ -266,17 +266,35 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
         0.01
     """
     C = np.abs(np.atleast_2d(np.asarray(C, dtype=np.float64)))
-    g = C @ np.abs(Ws[-1])  # sensitivity of each row to the last hidden layer
-    err = np.zeros(C.shape[0])
-    for k in range(len(Ws) - 2, -1, -1):
-        lo, hi = pre[k]
-        unstable = (lo < 0) & (hi > 0)
-        err += g @ (tol * (2.0 + unstable * np.maximum(-lo, hi)))
-        g = g @ np.abs(Ws[k])  # now the sensitivity to layer k's inputs
-    if sk is not None:
-        g = g + C @ np.abs(sk[0])
-    err += g @ (tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
+    with np.errstate(over="ignore"):
+        g = _nonneg_product(C, np.abs(Ws[-1]))  # sensitivity of each row to the last hidden layer
+        err = np.zeros(C.shape[0])
+        for k in range(len(Ws) - 2, -1, -1):
+            lo, hi = pre[k]
+            unstable = (lo < 0) & (hi > 0)
+            err += _nonneg_product(g, tol * (2.0 + unstable * np.maximum(-lo, hi)))
+            g = _nonneg_product(g, np.abs(Ws[k]))  # now the sensitivity to layer k's inputs
+        if sk is not None:
+            g = g + _nonneg_product(C, np.abs(sk[0]))
+        err += _nonneg_product(g, tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
     return err
+
+
+def _nonneg_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` of nonnegative arrays that may hold inf (an overflowed error term), with
+    ``0 x inf = 0``: a row with no sensitivity to a neuron gets none of its error (the
+    plain product read NaN, and maximize reported a NaN bound as "optimal").
+
+    Example:
+        >>> _nonneg_product(np.array([[0.0, 1.0]]), np.array([np.inf, 2.0])).tolist()
+        [2.0]
+    """
+    Ainf, Binf = np.isinf(A), np.isinf(B)
+    out = np.where(Ainf, 0.0, A) @ np.where(Binf, 0.0, B)
+    if Ainf.any() or Binf.any():
+        reach = (Ainf.astype(np.float64) @ (B > 0)) + ((A > 0).astype(np.float64) @ Binf) > 0
+        out = np.where(reach, np.inf, out)
+    return out
 
 
 def symbolic_pre(Ws, bs, box: Box) -> list[tuple[np.ndarray, np.ndarray]]:
