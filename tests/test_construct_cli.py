@@ -190,6 +190,20 @@ def test_a_recurrent_turing_run_says_whether_it_halted(monkeypatch) -> None:
     assert rep["run"]["halted"] is False and rep["run"]["steps"] == 3 and rep["run"]["step_limit"] == 3
 
 
+def test_a_turing_run_stops_at_the_steps_asked_for(tmp_path: Path) -> None:
+    # a machine that moves right forever ran 100,000 exact steps (200 s) with no way to stop it
+    machine = {"name": "right-forever", "states": ["q"], "symbols": ["_", "1"], "halting": [],
+               "transitions": [["q", "_", "q", "1", "R"], ["q", "1", "q", "1", "R"]]}
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps(machine))
+    rep = _run(["construct", "turing", "--file", str(path), "--input", "1", "--steps", "40", "--json"])
+    run = rep["run"]
+    assert run["halted"] is False and run["steps"] == 40 and run["step_limit"] == 40
+    assert run["agrees_with_simulator"] and run["tape"] == "1" * 40   # cells 0..39 written
+    res = runner.invoke(app, ["construct", "turing", "--machine", "binary-increment", "--steps", "5"])
+    assert res.exit_code != 0 and "--steps: applies to a recurrent run" in str(res.exception)
+
+
 def test_a_float_file_of_an_exact_construction_says_it_is_rounded(tmp_path: Path) -> None:
     # max2h --n 5 has weights like 4/15: the .onnx file holds them rounded, and differs from
     # max (read back exactly), yet the report said only "exact" and "saved to"

@@ -273,8 +273,16 @@ def _cpwl1d(kind: str, o: Options) -> tuple[Network, dict]:
 
     bp = _fractions(_need(o.breakpoints, "--breakpoints", kind), "--breakpoints")
     vals = _fractions(_need(o.values, "--values", kind), "--values")
-    return C.cpwl_1d(bp, vals, _fractions(o.left_slope, "--left-slope")[0],
-                     _fractions(o.right_slope, "--right-slope")[0]), {}
+    return C.cpwl_1d(bp, vals, _one_fraction(o.left_slope, "--left-slope"),
+                     _one_fraction(o.right_slope, "--right-slope")), {}
+
+
+def _one_fraction(text: str, flag: str) -> Fraction:
+    """One number of ``flag`` ("1,2" kept the 1 and dropped the 2 silently)."""
+    vals = _fractions(text, flag)
+    if len(vals) != 1:
+        raise RelulabError(f"{flag}: expected one number, got {len(vals)} ({text!r})")
+    return vals[0]
 
 
 def _lattice_spec(A: Any, c: Any, groups: Any, path: str) -> tuple[list, list, list]:
@@ -436,6 +444,8 @@ def _clauses(kind: str, o: Options) -> tuple[list, int]:
         nv, mc, seed = (int(v) for v in r.split(","))
     except ValueError:
         raise RelulabError(f"--random: expected n,m,seed, got {r!r}") from None
+    if seed < 0:   # numpy's own message named neither the option nor the seed
+        raise RelulabError(f"--random: the seed must be a non-negative integer, got {seed}")
     return C.random_3cnf(nv, mc, seed), nv
 
 
@@ -454,9 +464,9 @@ def _sat_gadget(kind: str, o: Options) -> tuple[Network, dict]:
 
 
 @construction("turing",
-              "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it; "
-              "--arch recurrent|transformer, --dtype for the transformer run)",
-              ("file", "machine", "word", "arch", "dtype"))
+              "Turing machine step network (--machine NAME or --file JSON; --input WORD runs it, "
+              "at most --steps steps; --arch recurrent|transformer, --dtype for the transformer run)",
+              ("file", "machine", "word", "arch", "dtype", "steps"))
 def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
     from .. import construct as C
 
@@ -470,6 +480,10 @@ def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
         tm = C.MACHINES[name]()
     if o.arch not in ("recurrent", "transformer"):
         raise RelulabError(f"--arch: expected recurrent or transformer, got {o.arch!r}")
+    if o.steps is not None and (o.word is None or o.arch != "recurrent"):
+        raise RelulabError("--steps: applies to a recurrent run (--input WORD, --arch recurrent)")
+    if o.steps is not None and o.steps < 1:
+        raise RelulabError(f"--steps: a run needs at least 1 step, got {o.steps}")
     if o.arch == "transformer":
         return None, _turing_transformer(tm, o)
     if o.dtype != "float64":
@@ -479,11 +493,14 @@ def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
     extra: dict[str, Any] = dict(machine=tm.name, states=list(tm.states), symbols=list(tm.symbols),
                                  base=tm.base, layout="[one-hot state, q_left, q_right]")
     if o.word is not None:
-        cfg = C.run_network(tm, net, o.word, max_steps=TURING_STEP_LIMIT)
-        sim = tm.run(o.word, max_steps=TURING_STEP_LIMIT)
+        # exact steps cost more as the tape's integers grow (100,000 steps of a machine that
+        # moves right forever took 200 s): the default stops sooner, --steps raises it
+        limit = TURING_STEP_LIMIT if o.steps is None else o.steps
+        cfg = C.run_network(tm, net, o.word, max_steps=limit)
+        sim = tm.run(o.word, max_steps=limit)
         # a run cut by the step limit said nothing of it: its state read as the final one
         extra["run"] = {"input": o.word, "final_state": cfg.state, "steps": cfg.steps,
-                        "halted": tm.halted(cfg), "step_limit": TURING_STEP_LIMIT,
+                        "halted": tm.halted(cfg), "step_limit": limit,
                         "tape": tm.tape_string(cfg),
                         "agrees_with_simulator": (cfg.state, cfg.left, cfg.right, cfg.steps)
                         == (sim.state, sim.left, sim.right, sim.steps)}
@@ -491,7 +508,7 @@ def _turing(kind: str, o: Options) -> tuple[Network | None, dict]:
 
 
 TRANSFORMER_HORIZON = 2000  # steps the CLI's transformer is compiled for
-TURING_STEP_LIMIT = 100_000  # steps of a recurrent run (network and simulator) before it stops
+TURING_STEP_LIMIT = 10_000  # default steps of a recurrent run (network and simulator) before it stops
 
 
 def _turing_transformer(tm: Any, o: Options) -> dict:
@@ -744,7 +761,9 @@ def construct_cmd(
     machine: str | None = typer.Option(None, "--machine", help="Turing machine name."),
     word: str | None = typer.Option(None, "--input", help="Turing: run the network on this input."),
     mask: str | None = typer.Option(None, "--mask", help="Subdivision mask, e.g. '1/2,1,1/2'."),
-    steps: int | None = typer.Option(None, "--steps", help="Refinement steps."),
+    steps: int | None = typer.Option(None, "--steps",
+                                     help="Refinement steps; turing --input: the most steps to run "
+                                          "(default 10000)."),
     act: str | None = typer.Option(None, "--act", help="activation: gelu, sigmoid, tanh, ... (16); swish:beta=2."),
     scale: float | None = typer.Option(None, "--scale",
                                        help="activation: construction parameter t (default 100)."),

@@ -34,7 +34,7 @@ MAX_BUILD_NEURONS = 2_000_000
 _LAYER_BYTES = 1024.0
 
 
-def check_size(what: str, layers: int = 0, neurons: int = 0) -> None:
+def check_size(what: str, layers: int = 0, neurons: int = 0, inputs: int = 0) -> None:
     """Refuse, before building, a network of more than ``MAX_BUILD_LAYERS`` hidden layers
     or ``MAX_BUILD_NEURONS`` neurons (one line naming ``what``).
 
@@ -49,6 +49,9 @@ def check_size(what: str, layers: int = 0, neurons: int = 0) -> None:
                                 "(exact networks this deep take minutes and gigabytes)")
     if neurons > MAX_BUILD_NEURONS:
         raise ConstructionError(f"{what}: {neurons} neurons; relulab builds at most {MAX_BUILD_NEURONS} "
+                                "(exact networks this large take minutes and gigabytes)")
+    if inputs > MAX_BUILD_NEURONS:
+        raise ConstructionError(f"{what}: {inputs} inputs; relulab builds at most {MAX_BUILD_NEURONS} "
                                 "(exact networks this large take minutes and gigabytes)")
 
 

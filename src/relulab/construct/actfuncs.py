@@ -37,6 +37,7 @@ _BINARY = ("add", "mul", "div")
 X: Expr = ("x",)
 
 SELU_LAMBDA = 1.0507009873554804934193349852946  # torch.nn.SELU's scale
+MAX_LEAKY_SLOPE = 1e100  # |s| beyond this: s^2 near float64's range in the ReLU gadget
 SELU_ALPHA = 1.6732632423543772848170429916717  # torch.nn.SELU's alpha
 
 
@@ -174,6 +175,10 @@ def activation(name: str, **params: float) -> Activation:
         raise RelulabError(f"activation {key}: parameters must be finite, got {p}")
     if key == "leakyrelu" and abs(p["negative_slope"]) == 1.0:
         raise RelulabError("activation leakyrelu: negative_slope must not be +-1 (then it is affine or |x|)")
+    if key == "leakyrelu" and abs(p["negative_slope"]) > MAX_LEAKY_SLOPE:
+        # the ReLU gadget divides by 1 - s^2, which overflows float64 near 1.3e154
+        raise RelulabError(f"activation leakyrelu: |negative_slope| must be at most {MAX_LEAKY_SLOPE:.0e}, "
+                           f"got {p['negative_slope']!r}")
     if key in ("elu", "celu") and p["alpha"] <= 0:
         raise RelulabError(f"activation {key}: alpha must be > 0, got {p['alpha']}")
     if key == "swish" and p["beta"] <= 0:

@@ -44,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -393,7 +394,7 @@ def _gadget(kind: str, a: Activation, W: np.ndarray, b: np.ndarray, M: np.ndarra
         # relu(u) = (rho(u) + s rho(-u)) / (1 - s^2), exactly
         Wl = np.vstack([W, -W])
         bl = np.concatenate([b, -b])
-        Gm = np.hstack([eye, s * eye]) / (1 - s * s)
+        Gm = np.hstack([eye, s * eye]) / ((1 - s) * (1 + s))   # (1 - s s lost digits near |s| = 1)
         return [(Wl, bl)], (Gm, np.zeros(n))
     if kind == "square":
         # relu(u) = (M/t) relu(y), y = t v;  relu(y) ~ (rho(y + 1/2) - rho(y - 1/2)) / 2
@@ -426,25 +427,35 @@ def _gadget(kind: str, a: Activation, W: np.ndarray, b: np.ndarray, M: np.ndarra
 
 # ------------------------------------------------------------------ a priori bound
 GAMMA_GRID = (-60.0, 60.0, 1_200_001)  # sup |rho/c - relu| searched on this grid (step 1e-4)
-# ... and on log-spaced |y| out to 1e12 (an activation's own scale, e.g. swish's 1/beta,
-# can put the peak far outside the linear grid), refined around the largest value
-GAMMA_LOG_RANGE = (-6.0, 12.0, 180_001)
+# ... and on log-spaced |y| from 1e-6 to 1e12, widened by the decades of the activation's
+# own parameters (swish's peak is near 1.28/beta: at beta = 1e-13 it lay beyond 1e12 and
+# gamma read 6 times too small), refined around the largest value
+GAMMA_LOG_RANGE = (-6.0, 12.0)
+GAMMA_LOG_PER_DECADE = 10_000
+EPS = float(np.finfo(np.float64).eps)
 GAMMA_SLACK = 1e-3  # added to the grid maximum: covers the grid step times rho's Lipschitz constant
 
 
 def gadget_gamma(act: str | Activation) -> float | None:
     """``sup_y |rho(y)/c - relu(y)|`` for the scale class (c = lim rho(x)/x), 1/8 for
-    ReLU^2, 0 for LeakyReLU; None for the sigmoidal class (no global per-neuron bound).
+    ReLU^2; for LeakyReLU (exact in exact arithmetic) its float64 rounding relative to
+    the range, which does not fall with the scale; None for the sigmoidal class (no global
+    per-neuron bound).
     Scale class: a float estimate (dense grid + slack, and the limit at -inf), not a proof.
 
     Example:
         >>> round(gadget_gamma("softplus"), 3), gadget_gamma("relu2"), gadget_gamma("tanh")
         (0.695, 0.125, None)
+        >>> gadget_gamma("leakyrelu") < 1e-15
+        True
     """
     a = act if isinstance(act, Activation) else activation(act)
     kind = GADGET_CLASS[a.name]
     if kind == "leaky":
-        return 0.0
+        # exact in exact arithmetic; in float64 the read-out (rho(u) + s rho(-u)) / (1 - s^2)
+        # rounds by a few ulps of |u| (1 + |s|) / |1 - s^2| (1.4e-7 at s = 0.999999999)
+        s = a.params["negative_slope"]
+        return 4 * EPS * (1 + abs(s)) ** 2 / abs((1 - s) * (1 + s))
     if kind == "square":
         return 0.125
     if kind == "sigmoidal":
@@ -458,7 +469,9 @@ def gadget_gamma(act: str | Activation) -> float | None:
 
         y = np.linspace(*GAMMA_GRID)
         g = float(np.max(dev(y)))
-        far = np.logspace(*GAMMA_LOG_RANGE)
+        spread = max([0.0] + [abs(math.log10(abs(v))) for v in a.params.values() if v != 0])
+        lo_dec, hi_dec = GAMMA_LOG_RANGE[0] - spread, GAMMA_LOG_RANGE[1] + spread
+        far = np.logspace(lo_dec, hi_dec, int((hi_dec - lo_dec) * GAMMA_LOG_PER_DECADE) + 1)
         far = np.concatenate([-far, far])
         dv = dev(far)
         i = int(np.argmax(dv))
@@ -498,11 +511,12 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     f = net.float()
     Ms = _ranges(f, box)
+    per_scale = 1.0 if GADGET_CLASS[a.name] == "leaky" else 1.0 / t   # (the leaky gadget has no t)
     e = np.zeros(f.input_dim)
     for k, (W, _) in enumerate(f.layers):
         if k == f.depth - 1:
             return float(np.max(np.abs(W) @ e))
-        e = np.abs(W) @ e + gamma * Ms[k] / t
+        e = np.abs(W) @ e + gamma * Ms[k] * per_scale
     return None
 
 

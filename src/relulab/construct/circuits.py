@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 
 import numpy as np
@@ -339,6 +339,15 @@ def compile_circuit(circuit: Circuit) -> Network:
 
 
 # ------------------------------------------------------------ generators
+def _check_netlist_size(what: str, inputs: int, arguments: int) -> None:
+    """Refuse, before the netlist is built, a circuit of more inputs than relulab builds
+    neurons, or whose gate arguments alone (``arguments`` names; the exact weights cost
+    more) exceed the memory budget: ``gate("AND", 10**10)`` built ten billion names first
+    and ended in MemoryError (or the OOM killer)."""
+    check_size(what, inputs=inputs)
+    check_bytes(112.0 * arguments, f"{what}: the netlist")
+
+
 def gate(op: str, k: int | None = None) -> Circuit:
     """A single gate on inputs ``x1..xk`` (default k = 2; NOT/BUF: k = 1, and another k
     is refused: ``NOT`` with k = 3 silently built a 1-input gate).
@@ -356,6 +365,8 @@ def gate(op: str, k: int | None = None) -> Circuit:
         k = 1
     elif k is None:
         k = 2
+    k = check_int(k, "gate: k", 1)
+    _check_netlist_size(f"gate({op}, {k})", k, k)
     names = tuple(f"x{i + 1}" for i in range(k))
     return Circuit(names, ("y",), (Gate("y", op, names),), f"<{op}{k}>")
 
@@ -370,6 +381,10 @@ def dnf(terms: Sequence[Sequence[int]], n: int) -> Circuit:
         >>> c.evaluate([1, 0, 0]), c.evaluate([0, 1, 0])
         ((1,), (0,))
     """
+    n = check_int(n, "dnf: n", 1)
+    terms = list(terms)
+    _check_netlist_size("dnf", n + len(terms),
+                        n + sum(len(t) if isinstance(t, Sized) else 1 for t in terms))
     inputs = tuple(f"x{i + 1}" for i in range(n))
     gates: list[Gate] = []
     negs: set[int] = set()
@@ -410,6 +425,8 @@ def ripple_carry_adder(n: int) -> Circuit:
         (0, 0, 1)
     """
     n = check_int(n, "adder: n", 1)
+    check_size(f"adder({n})", layers=n)
+    _check_netlist_size(f"adder({n})", 2 * n, 12 * n)
     a = [f"a{i}" for i in range(n)]
     bb = [f"b{i}" for i in range(n)]
     gates = [Gate("s0", "XOR", (a[0], bb[0])), Gate("c1", "AND", (a[0], bb[0]))]
@@ -431,6 +448,7 @@ def comparator(n: int) -> Circuit:
         (1, 0, 0)
     """
     n = check_int(n, "comparator: n", 1)
+    _check_netlist_size(f"comparator({n})", 2 * n, n * n + 12 * n)   # the AND of g_i reads n - i values
     a = [f"a{i}" for i in range(n)]
     bb = [f"b{i}" for i in range(n)]
     gates = []

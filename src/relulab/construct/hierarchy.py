@@ -36,6 +36,7 @@ import numpy as np
 from ..network import Network
 from ..results import Result
 from ._builder import Builder, F, check_size, esum
+from ._errors import ConstructionError
 from .maxmin import check_int
 
 __all__ = ["hierarchy_network", "hierarchy_value", "hierarchy_scale", "HierarchyReport",
@@ -163,15 +164,20 @@ def hierarchy_report(d: int, k: int, offset: object | None = None) -> HierarchyR
     from ..domain import Box
 
     net = hierarchy_network(d, k, 0 if offset is None else offset)
-    c = Fraction(0) if offset is None else F(offset)
+    # regions are counted on the cube at the origin: F is translated, so the count, the
+    # gradients and the range are the same (on the far cube c + [0, L]^d the float copy
+    # lost the features: 1 region, gradient 0, range (0, 0) at c = 2^40)
+    at0 = net if offset is None else hierarchy_network(d, k, 0)
     L = hierarchy_scale(d, k)
-    # regions are counted on the cube at the origin (same count: F is translated)
-    rs = regions.enumerate(net.float(), Box([float(c)] * d, [float(c + L)] * d))
+    rs = regions.enumerate(at0.float(), Box([0.0] * d, [float(L)] * d))
+    if rs.partial or not rs.certified:
+        raise ConstructionError(f"hierarchy_report: the region enumeration of F_({d},{k}) was not "
+                                f"certified ({rs.info.get('stopped') or 'near ties'}); no exact report")
     gmax, lo, hi = 0.0, math.inf, -math.inf
     for r in rs:
         C, _ = r.affine
         gmax = max(gmax, float(np.linalg.norm(np.asarray(C, dtype=float))))
-        vals = net.float()(np.asarray(r.vertices, dtype=float)).ravel()
+        vals = at0.float()(np.asarray(r.vertices, dtype=float)).ravel()
         lo, hi = min(lo, float(vals.min())), max(hi, float(vals.max()))
     return HierarchyReport(d, k, net.depth, net.widths, L, _offset(d, offset), len(rs),
                            gmax, (round(lo, 12), round(hi, 12)), shallow_width_bound(d, k))

@@ -55,9 +55,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError
-from ..network import Network
+from ..network import Network, NetworkError
 from ..results import Result
 from ._builder import check_size
+from ._errors import ConstructionError
 from .polynomial import Polynomial, monomials, parse_polynomial, solve_exact, sphere_moment
 
 __all__ = ["IntegralRepresentation", "integral_representation", "harmonic_extension",
@@ -478,7 +479,13 @@ def l2_error(net: Network, poly: Polynomial, X: np.ndarray) -> float:
         >>> l2_error(quadrature_network(rep, 64), rep.target, X) < 1e-3
         True
     """
-    Y = np.asarray(net.float()(X), dtype=np.float64)[:, 0]
+    try:
+        fnet = net.float()
+    except NetworkError:
+        raise ConstructionError("l2_error: the network's exact weights exceed float64 (above 1.8e308; "
+                                "the polynomial's degree and the radius set their size): lower "
+                                "the degree or the radius") from None
+    Y = np.asarray(fnet(X), dtype=np.float64)[:, 0]
     return float(np.sqrt(np.mean((Y - poly(X)) ** 2)))
 
 

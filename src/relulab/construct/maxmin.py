@@ -152,19 +152,33 @@ def chen_bound(k: int, q: int) -> tuple[int, int]:
     return (3 * 2**lk + 2 * lk - 3) * q + 3 * 2**lq - 2 * lk - 3, lk + lq
 
 
-def check_lattice_groups(where: str, k: int, c: Sequence, groups: Sequence[Sequence[int]]) -> None:
+def check_lattice_groups(where: str, k: int, c: Sequence, groups: Sequence[Sequence[int]]) -> list[list[int]]:
     """The checks shared by the max-of-mins constructions: ``c`` has one entry per row of
-    ``A`` (``k``), and every group is non-empty and names rows that exist (one clear
-    error each, prefixed by ``where``)."""
+    ``A`` (``k``), and every group is a non-empty sequence of integer indices of rows that
+    exist (one clear error each, prefixed by ``where``).  Returns the groups with repeated
+    indices dropped (a min of a piece with itself is that piece: ``[0, 0, 0, 0, 0]``
+    built 4 layers beside a published bound counting it once).
+
+    Example:
+        >>> check_lattice_groups("f", 2, [0, 0], [[1, 1, 0], [0]])
+        [[1, 0], [0]]
+    """
     if len(c) != k:
         raise ConstructionError(f"{where}: A has {k} rows but c has {len(c)} entries")
-    if not groups or any(len(g) == 0 for g in groups):
-        raise ConstructionError(f"{where}: every group needs at least one component")
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
+        raise ConstructionError(f"{where}: groups must be a non-empty list of lists of row indices")
+    out = []
     for gi, g in enumerate(groups):
+        if isinstance(g, (str, bytes)) or not isinstance(g, (Sequence, np.ndarray)):
+            raise ConstructionError(f"{where}: group {gi} is {g!r}; each group is a list of row indices")
+        if len(g) == 0:
+            raise ConstructionError(f"{where}: every group needs at least one component")
         for j in g:
-            if not 0 <= j < k:
-                raise ConstructionError(f"{where}: group {gi} names component {j}; "
-                                        f"there are {k}")
+            if not (is_int_at_least(j, 0) and j < k):
+                raise ConstructionError(f"{where}: group {gi} names component {j!r}; "
+                                        f"components are integers 0..{k - 1}")
+        out.append(list(dict.fromkeys(int(j) for j in g)))
+    return out
 
 
 def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
@@ -186,7 +200,7 @@ def max_of_mins(A: Sequence[Sequence[object]], c: Sequence[object],
     if A.ndim != 2 or A.shape[0] == 0:
         raise ConstructionError("max_of_mins: A must be a non-empty (k, d) matrix")
     k, d = A.shape
-    check_lattice_groups("max_of_mins", k, c, groups)
+    groups = check_lattice_groups("max_of_mins", k, c, groups)
     b = Builder(d)
     x = b.inputs()
     pieces = []

@@ -670,7 +670,7 @@ def max_of_mins_deep(A: Sequence[Sequence[object]], c: Sequence[object],
     rows = [list(r) for r in A]
     if not rows or any(len(r) != len(rows[0]) for r in rows) or not rows[0]:
         raise ConstructionError("max_of_mins_deep: A must be a non-empty (k, d) matrix")
-    check_lattice_groups("max_of_mins_deep", len(rows), c, groups)
+    groups = check_lattice_groups("max_of_mins_deep", len(rows), c, groups)
     Wf = np.array([[F(v) for v in r] for r in rows], dtype=object)
     cf = np.array([F(v) for v in c], dtype=object)
     mins = None

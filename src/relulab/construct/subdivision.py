@@ -78,6 +78,12 @@ def _simplify(bp: list[Fraction], vals: list[Fraction]) -> tuple[list[Fraction],
             keep_v.append(vals[i])
     keep_b.append(bp[-1])
     keep_v.append(vals[-1])
+    # the function is 0 outside its breakpoints: an end point with 0 on both sides is no
+    # kink (a mask with a leading 0 kept one, and the network built a neuron for it)
+    while len(keep_b) > 2 and keep_v[0] == 0 and keep_v[1] == 0:
+        del keep_b[0], keep_v[0]
+    while len(keep_b) > 2 and keep_v[-1] == 0 and keep_v[-2] == 0:
+        del keep_b[-1], keep_v[-1]
     return keep_b, keep_v
 
 

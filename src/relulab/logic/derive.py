@@ -201,11 +201,16 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
     fa = a if isinstance(a, Network) else to_network(A)
     fb = b if isinstance(b, Network) else to_network(B)
     box = None if A.domain is None else A.domain
-    eq = equal_on_cube(fa, fb, box, timeout=timeout)
+    # the check gets what the normal forms left of the budget (it was given all of it)
+    left = timeout - (time.monotonic() - t0)
+    if left <= 0:
+        return done("not found within budget", "flattening", [], "time budget spent in the normal forms")
+    eq = equal_on_cube(fa, fb, box, timeout=left)
     if eq.status == "different":
         return done("not equivalent", "flattening", [], eq.message, witness=eq.witness)
     if eq.status != "equal":
-        return done("not found within budget", "flattening", [], "equality not decided: " + eq.message)
+        spent = "time budget spent; " if time.monotonic() - t0 >= timeout else ""
+        return done("not found within budget", "flattening", [], f"{spent}equality not decided: {eq.message}")
     if not eq.exact:
         # the float verifier's "equal" is up to its tolerance (a spike of height 2^-47
         # passed it): no proof that a == b, so no derivation is claimed
