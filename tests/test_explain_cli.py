@@ -98,8 +98,8 @@ def test_markdown_says_what_the_text_and_json_say(model, capsys, monkeypatch, dr
     code, out = _run(capsys, ["explain", p, "--x", "0.2,-0.4", "--markdown"])
     assert code == 0, out.err
     assert seen["minimal"] is not drop_witnesses
-    assert ("(minimal, certified)" in out.out) == seen["minimal"]
-    assert ("(not shown minimal, certified)" in out.out) == (not seen["minimal"])
+    assert ("(minimal, certified" in out.out) == seen["minimal"]
+    assert ("(not shown minimal, certified" in out.out) == (not seen["minimal"])
     monkeypatch.setattr(E, "why", real_why)
 
     def stopped(*a, **k):

@@ -77,6 +77,8 @@ def check_figure_target(path: str, flag: str = "--plot") -> None:
 
     refuse_example(path, flag)
     suf = Path(path).suffix.lower().lstrip(".")
+    if not suf:   # (reported as "cannot write '.'")
+        raise RelulabError(f"{flag} {path}: no suffix; name the figure's format, e.g. {path}.png")
     if suf not in Figure().canvas.get_supported_filetypes():
         raise RelulabError(f"{flag} {path}: matplotlib cannot write '.{suf}'; use .png, .pdf, .svg, ...")
     check_writable(path, flag)

@@ -25,6 +25,7 @@ import typer
 
 from ..errors import FormatError, RelulabError
 from ..network import Network
+from ..results import to_jsonable
 from ._common import JSON_OPT, console, print_json, read_text_arg
 
 __all__ = ["register", "tour", "KINDS", "build", "REGISTRY", "Construction", "Options"]
@@ -797,6 +798,9 @@ def construct_cmd(
         from ..io import check_model_target
 
         check_model_target(output, "-o")  # before the construction, not after it
+        if kind == "activation" and Path(output).suffix.lower() not in (".onnx", ".pt"):
+            # a network of another activation has no .npz/.nnet form (refused after the work)
+            raise RelulabError(f"-o {output}: a network of another activation saves as .onnx or .pt")
     net, extra = build(kind, n=n, depth=depth, m=m, k=k, op=op, bits=bits, file=file,
                        terms=terms, n_vars=n_vars, breakpoints=breakpoints, values=values,
                        left_slope=left_slope, right_slope=right_slope, random=random,
@@ -816,16 +820,9 @@ def construct_cmd(
             return
         console.print(f"[bold]{kind}[/bold] ({extra.get('arch', extra.get('construction', ''))})",
                       soft_wrap=True)
-        for key, v in extra.items():
+        for key, v in to_jsonable(extra).items():
             console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
         return
-    if output is not None:
-        from ..io import save_model
-
-        if isinstance(net, Network):
-            save_model(net, output)
-        else:   # a network of another activation (construct activation): .onnx or .pt
-            net.save(output)
     # an exact network saved to a float format (.onnx, .nnet, .pt) holds rounded weights
     # where they are not binary fractions (4/15): the file is then not the certified network
     rounded = (output is not None and isinstance(net, Network) and net.is_exact
@@ -843,6 +840,16 @@ def construct_cmd(
         **({"saved_exact": not rounded} if output is not None and isinstance(net, Network) else {}),
         **extra,
     }
+    # the report is made printable before anything is written: an integer of 4300 digits
+    # (2^14300 pieces) failed after the file was saved, and a failed command left it
+    report = to_jsonable(report)
+    if output is not None:
+        from ..io import save_model
+
+        if isinstance(net, Network):
+            save_model(net, output)
+        else:   # a network of another activation (construct activation): .onnx or .pt
+            net.save(output)
     if json_out:
         print_json(report)
         return
@@ -850,8 +857,8 @@ def construct_cmd(
                   f"{net.n_neurons} neurons, {net.n_params} parameters "
                   f"({'exact rationals' if net.is_exact else 'float64'})",
                   soft_wrap=True)
-    for key, v in extra.items():
-        console.print(f"  {key}: {v}", highlight=False, soft_wrap=True, markup=False)
+    for key in extra:
+        console.print(f"  {key}: {report[key]}", highlight=False, soft_wrap=True, markup=False)
     if output:
         console.print(f"saved to {output}" + (
             " (weights rounded to float64: the file is not the exact network above; "

@@ -187,8 +187,10 @@ def convert(
     # Written beside DST first, re-read and compared there, and only then moved into place
     # (atomic_path): a conversion that fails (weights beyond float64, a re-read over the
     # memory budget) leaves no DST behind and an existing one untouched.
+    written: str | None = None   # the temporary file's name, replaced by DST in errors
     try:
         with atomic_path(dst) as tmp:
+            written = str(tmp)
             save_model(net, tmp)
             back = load_model(tmp)
             rng = np.random.default_rng(0)
@@ -204,7 +206,9 @@ def convert(
             else:
                 err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
     except RelulabError as e:
-        raise RelulabError(f"convert {src} -> {dst}: {e}") from None
+        # the temporary file's name is relulab's, not the user's: say DST instead
+        msg = str(e) if written is None else str(e).replace(written, str(dst))
+        raise RelulabError(f"convert {src} -> {dst}: {msg}") from None
     result = {"source": src, "target": dst, "network": repr(net), "max_abs_difference": err,
               "rounded_to_float64": rounded}
     if json_out:

@@ -96,9 +96,12 @@ def explain_cmd(
             _write(dr.markdown())
         else:
             console.print(E.rules_table(list(dr.rules), title=f"decision rules of {model} on {dom!r}"))
+            near = dr.info.get("near_ties", 0)
+            how = ("exact by construction" if not near else
+                   f"NOT certified: the region enumeration left {near} sign decision(s) too close "
+                   "to call, so a thin region may be missing and a rule near it may be wrong")
             console.print(f"{dr.n_regions} linear regions, {dr.n_pieces} pieces -> {dr.n_rules} "
-                          f"convex rules ({dr.method}) in {dr.times['total']:.2f} s; exact by "
-                          "construction")
+                          f"convex rules ({dr.method}) in {dr.times['total']:.2f} s; {how}")
             if dr.partial:
                 console.print(f"PARTIAL: the enumeration stopped early; the rules cover "
                               f"{100 * dr.covered_fraction:.2f}% of the box only")
@@ -163,11 +166,11 @@ def _why_md(r) -> str:
     """The why-explanation in Markdown, with the same qualifiers as its text: minimal or
     not shown minimal, certified or not, and why a run is partial or has no rule."""
     lines = [f"**Decision:** {r.decision} (f(x) = {np.array2string(r.output, precision=4)})", "",
-             f"- In its linear region ({'certified' if r.region_rule.certified else 'NOT certified'}): "
+             f"- In its linear region ({r.region_rule.certificate_text()}): "
              f"{r.region_rule.markdown()}"]
     if r.rule is not None:
         lines.append(f"- Decision rule ({'minimal' if r.rule.minimal else 'not shown minimal'}, "
-                     f"{'certified' if r.rule.certified else 'NOT certified'}): {r.rule.markdown()}")
+                     f"{r.rule.certificate_text()}): {r.rule.markdown()}")
     else:
         lines.append(f"- No decision rule: {r.no_rule_reason}")
     if r.status != "complete":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import typer
@@ -116,11 +117,24 @@ def pathnorm_cmd(
     t.add_column("q", justify="right")
     t.add_column("path-norm", justify="right")
     for k, v in result["path_norms"].items():
-        t.add_row(k, str(v) if isinstance(v, int) else f"{float(v):.10g}")
+        t.add_row(k, _norm_text(v))
     console.print(t)
     console.print(f"convention: {convention}, {CONVENTIONS[convention]}", highlight=False)
     if "n_paths" in result:
         console.print(f"{result['kind']}: {result['n_paths']} paths (inputs and biases to outputs)")
+
+
+def _norm_text(v: Any) -> str:
+    """A path-norm for the table: an int as it is, an exact value beyond float64 by its
+    leading digits (float() raised OverflowError on 10^857), else 10 digits."""
+    from ..results import huge_text, to_jsonable
+
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(to_jsonable(v))
+    try:
+        return f"{float(v):.10g}"
+    except OverflowError:
+        return huge_text(v)
 
 
 def fdim_cmd(

@@ -127,7 +127,7 @@ def fit_minnorm_cmd(
     kind = "classifier" if classify else "interpolant"
     what = f"minimal-norm {kind}" if not r.partial else f"PARTIAL: best {kind} found"
     console.print(f"{what} ({r.bias} biases{', skip' if r.skip else ''}): "
-                  f"cost {r.cost:.10g} (certified >= {r.lower_bound:.10g}), "
+                  f"cost {r.cost:.10g} (certified >= {r.lower_bound + 0.0:.10g}), "
                   f"{r.kinks.size} kinks, width {r.network.widths[0]}")
     for t, s in zip(r.kinks, r.jumps, strict=True):
         console.print(f"  kink at x = {t:.6g}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
@@ -243,7 +243,7 @@ def fit_convex_cmd(
                  f"sampled {units} only (not a global certificate: the true optimum may be lower)")
         bound = "lower bound of the sampled-pattern program"
     console.print(f"{'gated-ReLU' if gated else 'ReLU'} convex fit: objective "
-                  f"{r.objective:.10g}, {bound} {r.dual_value:.10g}, gap {_shown_gap(r.gap)} "
+                  f"{r.objective:.10g}, {bound} {r.dual_value + 0.0:.10g}, gap {_shown_gap(r.gap)} "
                   f"({'certified' if r.converged else 'NOT converged'}), "
                   f"{r.iterations} iterations, {r.seconds:.2f} s")
     console.print(scope)

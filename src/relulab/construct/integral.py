@@ -128,7 +128,7 @@ def harmonic_extension(poly: Polynomial | str, sphere_radius: Any = 1) -> Polyno
     p = _as_poly(poly)
     r = _rational(sphere_radius, "harmonic_extension: sphere_radius")
     if r <= 0:
-        raise RelulabError(f"harmonic_extension: sphere_radius must be > 0, got {sphere_radius!r}")
+        raise RelulabError(f"harmonic_extension: sphere_radius must be > 0, got {sphere_radius}")
     d, n = p.dim, p.degree
     if n < 2:
         return p
@@ -340,7 +340,7 @@ def integral_representation(poly: Polynomial | str, radius: Any = 1, form: str =
     p = _as_poly(poly, dim)
     R = _rational(radius, "integral_representation: radius")
     if R <= 0:
-        raise RelulabError(f"integral_representation: radius must be > 0, got {radius!r}")
+        raise RelulabError(f"integral_representation: radius must be > 0, got {radius}")
     if form not in FORMS:
         raise RelulabError(f"integral_representation: form must be one of {', '.join(FORMS)}, got {form!r}")
     r = None

@@ -201,6 +201,9 @@ def _nonneg_mask(n_total: int, w: int, signed: bool) -> list[bool]:
     return kinds
 
 
+MAX_REFINE_STEPS = 1000  # refinement steps relulab builds (their constants grow like (2 rho)^steps)
+
+
 def refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | None = None,
                        seed_vals: Sequence[object] | None = None,
                        require_convergent: bool = True) -> Network:
@@ -220,6 +223,12 @@ def refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | Non
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 0:
         raise ConstructionError(f"refinement steps must be an integer >= 0, got {steps!r}")
     check_size(f"refinement_network(steps={steps})", layers=3 * int(steps) + 3)
+    if steps > MAX_REFINE_STEPS:
+        # the exact big-M constants grow like (2 rho)^steps: building and measuring 600
+        # steps took 40 CPU-s, 2000 ran on for minutes
+        raise ConstructionError(f"refinement_network(steps={steps}): relulab builds at most "
+                                f"{MAX_REFINE_STEPS} steps (the exact constants grow like (2 rho)^steps, "
+                                "and the build time with their size)")
     conv = scheme_convergence(a)
     if conv.status == "divergent":
         raise ConstructionError(f"refinement mask does not define a convergent scheme: {conv.reason}")
@@ -578,9 +587,15 @@ def extended_forward(net: Network, X: Sequence[float] | np.ndarray) -> np.ndarra
         1.0
     """
     def ld(A: np.ndarray) -> np.ndarray:
-        A = np.asarray(A, dtype=object)
-        return np.array([np.longdouble(int(Fraction(v).numerator)) / np.longdouble(int(Fraction(v).denominator))
-                         for v in A.reshape(-1)], dtype=np.longdouble).reshape(A.shape)
+        # the fixed-width layers are mostly zeros: only the nonzero entries are converted
+        # (a Fraction built per entry took 40 s of a 150-step network's 57)
+        flat = np.asarray(A, dtype=object).reshape(-1)
+        out = np.zeros(flat.size, dtype=np.longdouble)
+        for i in np.flatnonzero(flat != 0):
+            v = flat[i]
+            q = v if isinstance(v, Fraction) else Fraction(v)
+            out[i] = np.longdouble(q.numerator) / np.longdouble(q.denominator)
+        return out.reshape(np.shape(A))
 
     H = np.asarray(X, dtype=np.longdouble).reshape(-1, 1)
     Ws, bs = [ld(W) for W in net.weights], [ld(b) for b in net.biases]

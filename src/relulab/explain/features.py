@@ -138,6 +138,8 @@ def read_names(path: str) -> tuple[str, ...]:
             text = fh.read()
     except OSError as e:
         raise FormatError(f"{path}: cannot read feature names ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not a text file of names (one per line, or comma separated)") from None
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()

@@ -125,6 +125,24 @@ class Rule(Result):
     def n_constraints(self) -> int:
         return int(self.A.shape[0])
 
+    def certificate_text(self) -> str:
+        """How the rule was proved, in words: "certified" when the proven bound shows no
+        input of the rule decided otherwise; "certified up to ties of e" when the proof
+        allowed a tie of at most ``RULE_TOL`` of the outputs' scale and its bound shows
+        another decision may win by up to e there (a thin strip of width 1e-12 read as
+        one decision); "NOT certified" otherwise.
+
+        Example:
+            >>> r = Rule(np.zeros((0, 1)), np.zeros(0), "pos", ("x",), certified=True, max_violation=2e-13)
+            >>> r.certificate_text()
+            'certified up to ties of 2e-13'
+        """
+        if not self.certified:
+            return "NOT certified"
+        if self.max_violation is not None and self.max_violation > 0:
+            return f"certified up to ties of {self.max_violation:.2g}"
+        return "certified"
+
     @property
     def axis_aligned(self) -> bool:
         big = np.max(np.abs(self.A), axis=1, keepdims=True) if self.A.size else np.ones((0, 1))
@@ -178,7 +196,7 @@ def rules_markdown(rules: list[Rule], title: str = "Rules", digits: int = 4) -> 
     for i, r in enumerate(rules):
         cond = " and ".join(r.conditions(digits, md=True)) or "always"
         vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
-        chk = "yes" if r.certified else ("-" if r.max_violation is None else "no")
+        chk = _checked(r, "yes", "no")
         lines.append(f"| {i} | {cond} | {r.decision} | {vf} | {chk} |")
     return "\n".join(lines) + "\n"
 
@@ -201,8 +219,15 @@ def rules_table(rules: list[Rule], title: str = "rules", digits: int = 4, limit:
     for i, r in enumerate(rules[:limit] if limit else rules):
         vf = "" if r.volume_fraction is None else f"{100 * r.volume_fraction:.2f}%"
         t.add_row(str(i), " and ".join(r.conditions(digits)) or "always", r.decision, vf,
-                  "[green]yes[/green]" if r.certified else
-                  ("-" if r.max_violation is None else "[red]no[/red]"))
+                  _checked(r, "[green]yes[/green]", "[red]no[/red]"))
     if limit and len(rules) > limit:
         t.caption = f"... and {len(rules) - limit} more"
     return t
+
+
+def _checked(r: Rule, yes: str, no: str) -> str:
+    """The MILP-checked column: yes (with the ties the proof allowed, if any), no, or -."""
+    if r.certified:
+        tie = r.max_violation is not None and r.max_violation > 0
+        return f"{yes} (ties <= {r.max_violation:.1g})" if tie else yes
+    return "-" if r.max_violation is None else no

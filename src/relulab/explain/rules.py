@@ -66,7 +66,9 @@ class DecisionRules(Result):
         partial: the enumeration stopped early (``max_regions``): rules cover only part.
         certified: every rule proved with the MILP (None when not asked).
         times: seconds for enumeration, cutting, merging, certification.
-        info: ``merge_stopped_at_time_limit`` (True) when the time limit cut the merging
+        info: ``near_ties`` (the region enumeration's sign decisions too close to call,
+            present only when it was not certified: rules next to a thin region may be
+            wrong); ``merge_stopped_at_time_limit`` (True) when the time limit cut the merging
             short: every rule is still exact, some could be merged further.
     """
 
@@ -117,7 +119,14 @@ class DecisionRules(Result):
     def markdown(self, digits: int = 4) -> str:
         from .rule import rules_markdown
 
-        return rules_markdown(list(self.rules), "Decision rules", digits)
+        md = rules_markdown(list(self.rules), "Decision rules", digits)
+        notes = []
+        if self.info.get("near_ties"):
+            notes.append(f"**Not certified:** the region enumeration left {self.info['near_ties']} sign "
+                         "decision(s) too close to call; a rule next to a thin region may be wrong.")
+        if self.partial:
+            notes.append(f"**Partial:** the rules cover {100 * self.covered_fraction:.2f}% of the domain.")
+        return md + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -582,7 +591,11 @@ def decision_rules(
         rules=tuple(rules), decisions=summary, n_regions=len(rs), n_pieces=n_pieces,
         n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial or cut_stopped), certified=certified,
         features=names, method=method,
-        info={"merge_stopped_at_time_limit": True} if merge_stopped else {},
+        info={**({"merge_stopped_at_time_limit": True} if merge_stopped else {}),
+              # the enumeration's own doubt: a sign too close to call may hide a thin region,
+              # and the rules next to it (the CLI said "exact by construction" regardless)
+              **({"near_ties": int(rs.info.get("near_ties") or 0) or 1}
+                 if not rs.certified or rs.info.get("near_ties") else {})},
         times={"enumerate": t1 - t0, "cut": t2 - t1, "merge": t3 - t2, "certify": t4 - t3,
                "total": t4 - t0},
     )

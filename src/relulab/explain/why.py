@@ -128,12 +128,12 @@ class WhyResult(Result):
     def text(self, digits: int = 4) -> str:
         lines = [f"f(x) = {np.array2string(self.output, precision=digits)} -> {self.decision}",
                  f"in its linear region ({len(self.region_rule.b)} binding facets, "
-                 f"{'certified' if self.region_rule.certified else 'NOT certified'}):",
+                 f"{self.region_rule.certificate_text()}):",
                  "  " + self.region_rule.text(digits)]
         if self.rule is not None:
             lines += [f"decision rule ({self.rule.n_constraints} bounds, "
                       f"{'minimal' if self.rule.minimal else 'not shown minimal'}, "
-                      f"{'certified' if self.rule.certified else 'NOT certified'}):",
+                      f"{self.rule.certificate_text()}):",
                       "  " + self.rule.text(digits)]
         else:
             lines.append(self.no_rule_reason)

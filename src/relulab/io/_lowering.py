@@ -489,6 +489,12 @@ class AffineTracer:
                 A = np.asarray(u.As @ Wm)
                 return _Aff(A, u.c @ Wm, u.epoch, _lead(u.P, lambda a, lead: a @ Wm, 1),
                             _lead(u.p, lambda a, lead: a @ Wm, 0))
+            if u.sparse and u.shape[:-1] == (1,) and Wm.ndim == 2:
+                # a (1, n) row after a ReLU (Gemm's operand): the dense identity it stands for
+                # cost n x n (2-15000-1 read in 52 s and 1.8 GB; 2-40000-1 not at all)
+                A = np.asarray(u.As @ Wm).reshape(u.As.shape[0], 1, Wm.shape[1])
+                return _Aff(A, u.c @ Wm, u.epoch, _lead(u.P, lambda a, lead: a @ Wm, 1),
+                            _lead(u.p, lambda a, lead: a @ Wm, 0))
             return self.lin(u, lambda a, lead: a @ Wm, where)
         v = self.fresh(v, where)
         Wm = np.asarray(u, dtype=np.float64)
