@@ -28,6 +28,7 @@ from .lower import sampled_lower
 from .milp import by_milp, milp_supported
 from .norms import check_p
 from .result import LipschitzResult
+from .rounding import float_network
 from .sdp import sdp_bab
 from .upper import SDP_MAX_SIZE, interval_jacobian_bound, product_bound, sdp_bound
 
@@ -167,7 +168,7 @@ def lipschitz(
         raise LipschitzError(f"lipschitz: time_limit must be a positive number of seconds or None, "
                              f"got {time_limit!r}")
     time_limit = None if time_limit is None else float(time_limit)
-    net = net.float() if net.is_exact else net
+    net = float_network(net, "lipschitz")
     dom = _check_domain(net, domain)
     unbounded = isinstance(dom, Polytope) and (dom.n_constraints == 0 or not dom.is_bounded)
     if unbounded and method != "enumerate":
@@ -348,6 +349,8 @@ def lipschitz(
     info["upper_from"] = upper_name
     # the limit is wall-clock; on a loaded machine the CPU seconds say what the search got
     info["cpu_seconds"] = time.process_time() - c0
+    if time_limit is not None and time.time() - t0 > time_limit:
+        partial = True   # a step ran past the limit (an SDP's last iteration): it was cut
     return LipschitzResult(
         lower=float(lower), upper=float(upper), status="exact" if exact else "bounded",
         method=route, p=p, q=q,

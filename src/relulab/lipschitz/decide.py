@@ -69,7 +69,9 @@ def _scalar(net: Network, what: str) -> Network:
         raise RelulabError(f"{what}: expected a relulab Network, got {type(net).__name__}")
     if net.output_dim != 1:
         raise RelulabError(f"{what}: the network has {net.output_dim} outputs; it needs a scalar output")
-    return net.float() if net.is_exact else net
+    from .rounding import float_network
+
+    return float_network(net, what)
 
 
 def _scale(net: Network, box: Box) -> float:

@@ -24,6 +24,8 @@ import numpy as np
 
 from ..bounds import float_layers
 from ..domain import Box, Polytope
+from ..errors import RelulabError, is_int_at_least
+from ..limits import check_bytes
 from ..network import Network
 from .jacobians import certified_mask, jacobians
 from .norms import dual_exponent, operator_norm, vector_norm
@@ -103,6 +105,11 @@ def sampled_lower(net: Network, domain: Box | Polytope | None, p: float, q: floa
         >>> w.norm, w.source
         (2.0, 'sampling')
     """
+    if not (is_int_at_least(n, 1)):
+        raise RelulabError(f"lipschitz: samples must be an integer of at least 1, got {n!r}")
+    # the points and their Jacobians (one chunk at a time) before drawing them: 10^12
+    # samples ended in numpy's MemoryError (14.6 TiB)
+    check_bytes(8.0 * n * (net.input_dim + 1), f"lipschitz: {n} samples")
     rng = np.random.default_rng(seed)
     X = _samples(net, domain, n, rng)
     # in chunks, with the deadline between them: all samples at once ran 30 s past a

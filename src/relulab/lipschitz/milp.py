@@ -405,6 +405,34 @@ def _balanced(net: Network) -> Network:
     return Network(Ws, bs, skip)
 
 
+# a MILP bound below this share of the backward pass's interval bounds (the scale the
+# program's absolute tolerances act on), per layer, is raised to it: below, it is no proof
+MILP_TRUST = 1e-5  # tol: HiGHS's 1e-7..1e-6 absolute tolerances, with a margin
+
+
+def _gradient_reach(Ws: list[np.ndarray], pre, skip) -> float:
+    """The largest magnitude in the backward pass's interval bounds (every ``g_k``,
+    ``hh_k`` and the sum over the Jacobian row) for output weights in [-1, 1]: the size
+    of the values the MILP's absolute tolerances act on.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> from relulab.bounds import float_layers
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> Ws, _, sk = float_layers(net)
+        >>> _gradient_reach(Ws, preactivation_bounds(net, Box([-1], [1])), sk)
+        3.0
+    """
+    m = Ws[-1].shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        g_int, h_int, (wl, wu) = backward_intervals(Ws, pre, -np.ones(m), np.ones(m), skip)
+        sizes = [float(np.sum(np.maximum(np.abs(wl), np.abs(wu))))]
+        for lo_hi in g_int + h_int:
+            if lo_hi is not None:
+                sizes.append(float(np.max(np.abs(np.concatenate(lo_hi)), initial=0.0)))
+    return max(sizes)
+
+
 def _output_scaled(net: Network) -> tuple[Network, float]:
     """``net`` with its output layer (weights, bias, skip) divided by the power of two
     nearest its largest weight, and that power (exact in floats).
@@ -586,6 +614,16 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         upper = max(upper, bound_i)
     lower = best_wit.norm if best_wit is not None else 0.0
     info = {"nodes": nodes, "tightened": bool(tighten)}
+    floor = MILP_TRUST * len(Ws) * _gradient_reach(Ws, pre, skip) * out_scale
+    if upper < floor:
+        # the optimum is far below the values the program's absolute tolerances act on:
+        # cancelling weights (relu((1 + 1e-9) x) - relu(x) under 1e6) put the true 1e-3
+        # under HiGHS's tolerances, and its "optimal" 0 read "exact 0".  What the
+        # tolerances can hide is below the floor, so the floor is the bound
+        info["tolerance_floor"] = (f"the solver's bound {upper:.3g} is below what its tolerances can "
+                                   f"hide ({floor:.3g}, from the backward pass's interval bounds): the "
+                                   "bound is that floor")
+        upper = floor
     if tiny:
         # HiGHS dropped matrix entries of at most HIGHS_SMALL: its optimum is of another
         # program, so its bound is no bound (the witness, certified apart, still is)

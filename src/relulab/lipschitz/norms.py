@@ -100,12 +100,13 @@ def vector_norm(x: np.ndarray, p: float, axis: int = -1) -> np.ndarray | float:
         return np.max(x, axis=axis, initial=0.0)
     if p == 1:
         return np.sum(x, axis=axis)
-    if p == 2:
-        return np.sqrt(np.sum(x * x, axis=axis))
-    # scale first so that large p does not overflow
+    # scale by the largest entry first: squares of 1e-170 underflowed to "exact 0" and of
+    # 1e160 overflowed to a certified lower bound of inf (p = 2 too)
     s = np.max(x, axis=axis, keepdims=True, initial=0.0)
     safe = np.where(s > 0, s, 1.0)
-    return np.squeeze(s, axis=axis) * np.sum((x / safe) ** p, axis=axis) ** (1.0 / p)
+    y = x / safe
+    total = np.sqrt(np.sum(y * y, axis=axis)) if p == 2 else np.sum(y ** p, axis=axis) ** (1.0 / p)
+    return np.squeeze(s, axis=axis) * total
 
 
 def _sign_vectors(n: int) -> np.ndarray:

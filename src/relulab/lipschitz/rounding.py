@@ -145,3 +145,43 @@ def jacobian_slack(Ws: list[np.ndarray], pre: list[tuple[np.ndarray, np.ndarray]
         A = A + np.abs(skip[0])
     d = A.shape[2] if d is None else d
     return rounding_gamma(Ws) * batch_norms(A[:, :, :d], p, q, end="upper") + d * _TINY
+
+
+def float_network(net, what: str):
+    """The float64 network the Lipschitz routes compute on: ``net`` itself, or an exact
+    network whose every entry is a float64 number as floats.  An exact network with
+    other entries (1/3, 1 + 2^-60) is refused: every route would answer for its rounding,
+    and ``2^60 (relu((1 + 2^-60) x) - relu(x))`` (constant 1) read "exact 0".
+
+    Example:
+        >>> from fractions import Fraction
+        >>> from relulab import Network
+        >>> float_network(Network([[[Fraction(1, 2)]]], [[Fraction(0)]]), "f").is_exact
+        False
+        >>> float_network(Network([[[Fraction(1, 3)]]], [[Fraction(0)]]), "f")
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: f: the exact network has entries that are not float64 numbers (layer 1 weight (0, 0) = 1/3); its Lipschitz constant is computed in float64 and would be that of its rounding: pass net.float() to ask about the rounded network
+    """
+    from ..errors import RelulabError
+
+    if not net.is_exact:
+        return net
+    g = net.float()
+    pairs = [(f"layer {k + 1} weight", W, Wg) for k, (W, Wg) in enumerate(zip(net.weights, g.weights, strict=True))]
+    pairs += [(f"layer {k + 1} bias", b, bg) for k, (b, bg) in enumerate(zip(net.biases, g.biases, strict=True))]
+    if net.skip is not None:
+        pairs += [("skip weight", net.skip[0], g.skip[0]), ("skip bias", net.skip[1], g.skip[1])]
+    from fractions import Fraction
+
+    for name, A, Ag in pairs:
+        A, Ag = np.asarray(A), np.asarray(Ag)
+        for idx in np.ndindex(A.shape):
+            if Fraction(A[idx]) != Fraction(float(Ag[idx])):
+                where = idx if len(idx) > 1 else idx[0]
+                raise RelulabError(
+                    f"{what}: the exact network has entries that are not float64 numbers ({name} "
+                    f"{where} = {A[idx]}); its Lipschitz constant is computed in float64 and would be "
+                    "that of its rounding: pass net.float() to ask about the rounded network")
+    return g
+

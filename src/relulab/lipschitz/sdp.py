@@ -234,8 +234,9 @@ def _check_sdp_size(n: int, time_limit: float | None) -> None:
                                  f"{one_iteration:.3g} s per iteration; {time_limit:.3g} s are left")
 
 
-def _solve_clarabel(lift: ReducedLift, time_limit: float | None) -> np.ndarray | None:
-    """Multipliers ``t`` of ``min rho s.t. rho P_x - K(t) >= 0, t >= 0`` (Clarabel)."""
+def _solve_clarabel(lift: ReducedLift, time_limit: float | None) -> tuple[np.ndarray | None, bool]:
+    """Multipliers ``t`` of ``min rho s.t. rho P_x - K(t) >= 0, t >= 0`` (Clarabel), and
+    whether its time limit stopped it (the multipliers may still verify)."""
     import clarabel
     import scipy.sparse as sp
 
@@ -273,10 +274,11 @@ def _solve_clarabel(lift: ReducedLift, time_limit: float | None) -> np.ndarray |
         settings.time_limit = float(max(time_limit, 1e-3))
     cones = [clarabel.NonnegativeConeT(U + 1), clarabel.PSDTriangleConeT(n)]
     sol = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+    timed_out = sol.status == clarabel.SolverStatus.MaxTime
     x = np.asarray(sol.x, dtype=np.float64)
     if x.size != U + 1 or not np.all(np.isfinite(x)):
-        return None
-    return np.maximum(x[1:], 0.0)
+        return None, timed_out
+    return np.maximum(x[1:], 0.0), timed_out
 
 
 def local_sdp_bound(net: Network, domain: Box | Polytope | None = None, *,
@@ -296,7 +298,7 @@ def local_sdp_bound(net: Network, domain: Box | Polytope | None = None, *,
     lift = reduced_lift(net, domain, pre)
     if lift.n_unstable == 0:  # one affine piece: its spectral norm, computed twice for safety
         return float(np.linalg.norm(lift.O, 2) * (1 + RHO_GROWTH))
-    t = _solve_clarabel(lift, time_limit)
+    t, timed_out = _solve_clarabel(lift, time_limit)
     rho = np.inf if t is None else _certified_rho(lift, t)
     if not np.isfinite(rho) and t is not None:
         # multipliers on the boundary of the cone (the dphi block is singular): any
@@ -304,6 +306,12 @@ def local_sdp_bound(net: Network, domain: Box | Polytope | None = None, *,
         base = 1.0 + float(t.max())
         for eps in NUDGES:
             rho = min(rho, _certified_rho(lift, t * (1 + eps) + eps * 1e-3 * base))
+    if not np.isfinite(rho) and timed_out:
+        # the limit, not the SDP, ended it (it read "no verifiable multipliers", partial False)
+        from ..limits import ResourceLimitError
+
+        raise ResourceLimitError(f"the local SDP stopped at its time limit ({time_limit:.3g} s) before "
+                                 "its multipliers could be verified")
     if not np.isfinite(rho):
         raise RelulabError("lipschitz: the local SDP gave no verifiable multipliers")
     return float(np.sqrt(rho))
