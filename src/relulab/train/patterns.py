@@ -130,6 +130,51 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
     return M, G, stopped
 
 
+def _lines_2d(Xa: np.ndarray) -> int:
+    """The number of distinct lines ``{w : x_i . w = 0}`` of the nonzero rows of an (n, 2)
+    array, decided exactly (a line is the ratio of its row's entries, in rationals).
+
+    Example:
+        >>> _lines_2d(np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 0.0], [0.0, 0.0]]))
+        2
+    """
+    from fractions import Fraction
+
+    keys = set()
+    for a, b in Xa.tolist():
+        if b != 0:
+            keys.add(Fraction(a) / Fraction(b))
+        elif a != 0:
+            keys.add(None)   # the line w1 = 0
+    return len(keys)
+
+
+def _all_off_2d(Xa: np.ndarray) -> bool | None:
+    """Whether some ``w`` has ``Xa w < 0`` in every row (the all-off pattern is a region),
+    shown by an exactly checked witness; None when the LP's answer is too close to call.
+
+    Example:
+        >>> _all_off_2d(np.array([[1.0, 1.0], [2.0, 1.0]])), _all_off_2d(np.array([[1.0, 0.0], [-1.0, 0.0]]))
+        (True, False)
+    """
+    from fractions import Fraction
+
+    from ..lp import solve as lp_solve
+
+    nz = Xa[np.any(Xa != 0, axis=1)]
+    if nz.shape[0] == 0:
+        return False
+    scale = np.max(np.abs(nz), axis=1, keepdims=True)
+    A = np.hstack([nz / scale, np.ones((nz.shape[0], 1))])   # (x / |x|) . w + t <= 0
+    r = lp_solve([0.0, 0.0, -1.0], A_ub=A, b_ub=np.zeros(nz.shape[0]), lb=[-1, -1, -1], ub=[1, 1, 1])
+    if r.status != "optimal":
+        return None
+    w = r.x[:2]
+    if all(Fraction(a) * Fraction(float(w[0])) + Fraction(b) * Fraction(float(w[1])) < 0 for a, b in nz.tolist()):
+        return True
+    return False if -r.objective <= 0 else None
+
+
 def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
                        rel_tol: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Every activation pattern of ``Xa`` (all-off dropped) with strict generators, or None
@@ -148,6 +193,12 @@ def enumerate_patterns(Xa: np.ndarray, max_rays: int = 50_000,
         return _drop_all_off(*_unique_columns(Xa @ G.T >= 0, G))
     if d == 2:
         M, G = sample_patterns(Xa, 10**9)
+        # the arcs come from float angles: nearly parallel rows (x = 1e8 + k with a bias)
+        # merged, and 2 of 9 patterns were called all of them; the count of a central
+        # arrangement of N distinct lines (2N regions, one all-off or none) decides it
+        n_lines, all_off = _lines_2d(Xa), _all_off_2d(Xa)
+        if all_off is None or M.shape[1] != 2 * n_lines - (1 if all_off else 0):
+            return None
         return M, G
     if n < d or comb(n, d - 1) > max_rays or np.linalg.matrix_rank(Xa) < d:
         return None
