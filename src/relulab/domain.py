@@ -286,52 +286,57 @@ class Polytope:
         thin polytope's box missed a vertex by 1e-7 relative, and bounds and maxima over
         the polytope missed it with it).  A first pass finds the box; the second solves
         again inside a box twice as large and takes LP duality's proven bounds
-        (:meth:`LPModel.proven_bound`, in rationals up to ``EXACT_BOX_ENTRIES`` entries).  They lie strictly inside that larger box, so by
-        convexity the polytope lies within them (a point outside would join a point
-        inside by a segment through the larger box)."""
+        (:meth:`LPModel.proven_bound`, in rationals up to ``EXACT_BOX_ENTRIES`` entries).
+        They lie strictly inside that larger box, so by convexity the polytope lies within
+        them (a point outside would join a point inside by a segment through the larger box)."""
         from .lp import LPModel
 
-        d = self.dim
-        m = LPModel(np.zeros(d), A_ub=self.A, b_ub=self.b)
-        lo, hi = np.empty(d), np.empty(d)
-        for i in range(d):
-            for sign, target in ((1.0, lo), (-1.0, hi)):
-                c = np.zeros(d)
-                c[i] = sign
-                m.set_objective(c)
-                r = m.solve()
-                if r.status == "unbounded":
-                    raise DomainError(f"polytope is unbounded along coordinate {i}")
-                if r.status == "infeasible":   # (built with check_empty=False)
-                    raise DomainError("empty polytope: the inequalities A x <= b have no solution")
-                if r.status != "optimal":  # (it was called unbounded whatever the status)
-                    raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
-                                      f"{r.status} (a set this thin or this far out is beyond the "
-                                      "LP solver's resolution)")
-                target[i] = sign * r.objective
+        def first(i: int, sign: float, m: LPModel, r) -> float:
+            if r.status == "unbounded":
+                raise DomainError(f"polytope is unbounded along coordinate {i}")
+            if r.status == "infeasible":   # (built with check_empty=False)
+                raise DomainError("empty polytope: the inequalities A x <= b have no solution")
+            if r.status != "optimal":  # (it was called unbounded whatever the status)
+                raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
+                                  f"{r.status} (a set this thin or this far out is beyond the "
+                                  "LP solver's resolution)")
+            return sign * r.objective
+
+        lo, hi = self._box_pass(LPModel(np.zeros(self.dim), A_ub=self.A, b_ub=self.b), first)
         hi = np.maximum(hi, lo)
         with np.errstate(over="ignore"):
             reach = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi))) + 1.0
             outer_lo, outer_hi = lo - reach, hi + reach
         if not (np.all(np.isfinite(outer_lo)) and np.all(np.isfinite(outer_hi))):
             raise DomainError("polytope: its bounding box reaches beyond float64's range")
-        m = LPModel(np.zeros(d), A_ub=self.A, b_ub=self.b, lb=outer_lo, ub=outer_hi)
         # small polytopes sum the duality bound in rationals: a triangle's box is exact
         # (float sums widen it by their rounding, ~1e-14 here)
         small = self.A.size <= EXACT_BOX_ENTRIES
+
+        def proven(i: int, sign: float, m: LPModel, r) -> float:
+            bound = m.proven_bound(r, exact=small) if r.status == "optimal" else None
+            if bound is None or not (outer_lo[i] < sign * bound < outer_hi[i]):
+                raise DomainError(f"polytope: the bound along coordinate {i} could not be proven "
+                                  f"(LP status {r.status}; a set this thin or this far out is beyond "
+                                  "the LP solver's resolution)")
+            return sign * bound
+
+        lo, hi = self._box_pass(LPModel(np.zeros(self.dim), A_ub=self.A, b_ub=self.b, lb=outer_lo,
+                                        ub=outer_hi), proven)
+        return Box(lo, np.maximum(hi, lo))
+
+    def _box_pass(self, m: Any, read: Any) -> tuple[np.ndarray, np.ndarray]:
+        """min and max of every coordinate over the polytope by the warm-started model
+        ``m``, each read by ``read(i, sign, m, result)``."""
+        d = self.dim
+        lo, hi = np.empty(d), np.empty(d)
         for i in range(d):
             for sign, target in ((1.0, lo), (-1.0, hi)):
                 c = np.zeros(d)
                 c[i] = sign
                 m.set_objective(c)
-                r = m.solve()
-                proven = m.proven_bound(r, exact=small) if r.status == "optimal" else None
-                if proven is None or not (outer_lo[i] < sign * proven < outer_hi[i]):
-                    raise DomainError(f"polytope: the bound along coordinate {i} could not be proven "
-                                      f"(LP status {r.status}; a set this thin or this far out is beyond "
-                                      "the LP solver's resolution)")
-                target[i] = sign * proven
-        return Box(lo, np.maximum(hi, lo))
+                target[i] = read(i, sign, m, m.solve())
+        return lo, hi
 
     @property
     def is_bounded(self) -> bool:
