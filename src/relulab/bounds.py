@@ -55,6 +55,7 @@ from .tolerance import ROUNDOFF, scaled_tol
 __all__ = [
     "NetworkBounds",
     "float_rounding_bound",
+    "rounding_slack",
     "interval_bounds",
     "symbolic_bounds",
     "linear_bounds",
@@ -178,6 +179,19 @@ def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
     """
     errs = _rounding_per_layer(net, box)
     return None if errs is None else errs[-1]
+
+
+def rounding_slack(C: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``|C| e`` rounded up: how far the rounding bound ``e`` of the outputs
+    (:func:`float_rounding_bound`) can move each row of ``C f``.
+
+    Example:
+        >>> bool(rounding_slack(np.array([[1.0, -2.0]]), np.array([0.5, 0.25]))[0] >= 1.0)
+        True
+    """
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        return (np.abs(C) @ e) * (1 + 2.0**-40) + np.finfo(np.float64).smallest_subnormal * (C.shape[1] + 1)
 
 
 def _widened(lo: np.ndarray, hi: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -695,6 +709,5 @@ def linear_bounds(
     errs = _rounding_per_layer(net, box)
     if errs is not None:   # an exact network: the float network's bound, less its rounding
         with np.errstate(over="ignore"):
-            slack = (np.abs(C) @ errs[-1]) * (1 + 2.0**-40) + np.finfo(np.float64).smallest_subnormal * (C.shape[1] + 1)
-            low = np.nextafter(low - slack, -np.inf)
+            low = np.nextafter(low - rounding_slack(C, errs[-1]), -np.inf)
     return low

@@ -330,6 +330,32 @@ class Network:
         return Network([f(W, f"layer {k + 1}: weight") for k, W in enumerate(self._weights)],
                        [f(b, f"layer {k + 1}: bias") for k, b in enumerate(self._biases)], skip)
 
+    def entry_not_a_float(self) -> tuple[str, tuple[int, ...], Fraction] | None:
+        """The first entry of an exact network that is not a float64 number, as ``(where,
+        index, value)`` (where: "layer k weight", "layer k bias", "skip weight" or "skip
+        bias"), or None when there is none (then :meth:`float` is the same network; a
+        float network has none).
+
+        Example:
+            >>> Network([[[Fraction(1, 2), Fraction(1, 3)]]], [[0]], exact=True).entry_not_a_float()
+            ('layer 1 weight', (0, 1), Fraction(1, 3))
+        """
+        if not self._exact:
+            return None
+        named = [(f"layer {k + 1} weight", W) for k, W in enumerate(self._weights)]
+        named += [(f"layer {k + 1} bias", b) for k, b in enumerate(self._biases)]
+        if self._skip is not None:
+            named += [("skip weight", self._skip[0]), ("skip bias", self._skip[1])]
+        for where, a in named:
+            for idx, v in np.ndenumerate(a):
+                try:
+                    same = Fraction(float(v)) == v
+                except OverflowError:   # beyond float64's range (10^400)
+                    same = False
+                if not same:
+                    return where, tuple(int(i) for i in idx), v
+        return None
+
     # --------------------------------------------------------------- forward
     def _prepare_input(self, X: ArrayLike, check_finite: bool = True) -> tuple[np.ndarray, bool]:
         if self._exact:

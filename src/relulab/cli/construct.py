@@ -160,7 +160,6 @@ def _max_layers(nn: int, hl: int) -> tuple[Network, dict]:
     """max of nn inputs with hl hidden layers: the certified two-hidden-layer network when
     hl = 2 and one is stored, else the recursive substitution into the certified bases
     (construct.max_deep), proved by composition and re-checked exactly at random points."""
-    import numpy as np
 
     from .. import construct as C
     from ..construct.maxn_deep import MAX_DENSE_WEIGHTS
@@ -624,7 +623,6 @@ REFINE_FLOAT_POINTS = 257
 @construction("refine", "refinement iterate at fixed width, 3k+3 hidden layers (--mask, --steps, --seed "
               "hat or --breakpoints/--values)", ("mask", "steps", "seed", "breakpoints", "values"))
 def _refine(kind: str, o: Options) -> tuple[Network, dict]:
-    import numpy as np
 
     from .. import construct as C
     from ..construct.refine_scheme import MAX_ITERATE_BREAKPOINTS, iterate_size
@@ -826,7 +824,7 @@ def construct_cmd(
     # an exact network saved to a float format (.onnx, .nnet, .pt) holds rounded weights
     # where they are not binary fractions (4/15): the file is then not the certified network
     rounded = (output is not None and isinstance(net, Network) and net.is_exact
-               and Path(output).suffix.lower() != ".npz" and not _float_is_exact(net))
+               and Path(output).suffix.lower() != ".npz" and net.entry_not_a_float() is not None)
     report = {
         "kind": kind,
         "input_dim": net.input_dim,
@@ -863,13 +861,6 @@ def construct_cmd(
         console.print(f"saved to {output}" + (
             " (weights rounded to float64: the file is not the exact network above; "
             "save to .npz to keep the exact rationals)" if rounded else ""), soft_wrap=True)
-
-
-def _float_is_exact(net: Network) -> bool:
-    """Whether every weight, bias and skip entry of an exact network is a float64 value
-    (a binary fraction in range), so that a float file holds the same network."""
-    arrays = [*net.weights, *net.biases, *(net.skip or ())]
-    return all(Fraction(float(v)) == v for a in arrays for v in np.asarray(a, dtype=object).ravel())
 
 
 def register(app: typer.Typer) -> None:

@@ -165,23 +165,12 @@ def float_network(net, what: str):
     """
     from ..errors import RelulabError
 
-    if not net.is_exact:
-        return net
-    g = net.float()
-    pairs = [(f"layer {k + 1} weight", W, Wg) for k, (W, Wg) in enumerate(zip(net.weights, g.weights, strict=True))]
-    pairs += [(f"layer {k + 1} bias", b, bg) for k, (b, bg) in enumerate(zip(net.biases, g.biases, strict=True))]
-    if net.skip is not None:
-        pairs += [("skip weight", net.skip[0], g.skip[0]), ("skip bias", net.skip[1], g.skip[1])]
-    from fractions import Fraction
-
-    for name, A, Ag in pairs:
-        A, Ag = np.asarray(A), np.asarray(Ag)
-        for idx in np.ndindex(A.shape):
-            if Fraction(A[idx]) != Fraction(float(Ag[idx])):
-                where = idx if len(idx) > 1 else idx[0]
-                raise RelulabError(
-                    f"{what}: the exact network has entries that are not float64 numbers ({name} "
-                    f"{where} = {A[idx]}); its Lipschitz constant is computed in float64 and would be "
-                    "that of its rounding: pass net.float() to ask about the rounded network")
-    return g
-
+    bad = net.entry_not_a_float()
+    if bad is not None:
+        name, idx, value = bad
+        where = idx if len(idx) > 1 else idx[0]
+        raise RelulabError(
+            f"{what}: the exact network has entries that are not float64 numbers ({name} "
+            f"{where} = {value}); its Lipschitz constant is computed in float64 and would be "
+            "that of its rounding: pass net.float() to ask about the rounded network")
+    return net.float()

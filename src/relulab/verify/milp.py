@@ -798,14 +798,14 @@ def _exact_bracket(net: Network, box: Box, c: np.ndarray, x: np.ndarray, value: 
     rounds to 0 and its maximum 1 was reported as 0)."""
     from fractions import Fraction
 
-    from ..bounds import float_rounding_bound
+    from ..bounds import float_rounding_bound, rounding_slack
 
     if not net.is_exact:
         return value, bound
     e = float_rounding_bound(net, box)
     if e is None:
         return value, bound
-    widen = float(np.abs(c) @ e)
+    widen = float(rounding_slack(c, e)[0])
     y = net(np.array([[Fraction(float(v)) for v in np.asarray(x, dtype=np.float64)]], dtype=object))[0]
     exact = sum((Fraction(float(ci)) * yi for ci, yi in zip(c, y, strict=True)), Fraction(0))
     info["rounding_widening"] = widen

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bounds import float_rounding_bound
+from ..bounds import float_rounding_bound, rounding_slack
 from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
@@ -367,7 +367,7 @@ def _widened_by_rounding(dense: Network, terms: list, stats: dict) -> list:
         if e is None:
             widened.append((box, C, dv))
             continue
-        w = np.abs(C) @ e
+        w = rounding_slack(C, e)
         widened.append((box, C, dv + w))
         stats["rounding_widening"] = max(stats.get("rounding_widening", 0.0), float(np.max(w)))
     return widened
