@@ -87,3 +87,16 @@ def test_formula_simplify_is_time_limited_and_says_so(tmp_path, monkeypatch):
     assert simplify_until(phi, 0.0) == (phi, False)           # a deadline already past
     assert simplify_until(phi, None)[0] == simplify(phi)
     assert "simplification partial" in runner.invoke(app, ["formula", str(p), "--simplify"]).stdout
+
+
+def test_from_formula_says_when_a_float_format_rounded_the_weights(tmp_path):
+    # δ3 needs the weight 1/3: .onnx holds its float64 rounding, .npz the exact rational
+    for suffix, exact in ((".onnx", False), (".npz", True)):
+        out = tmp_path / f"d3{suffix}"
+        res = runner.invoke(app, ["from-formula", "δ3(x1)", "-o", str(out), "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["saved_exact"] is exact
+        back = load_model(out)
+        assert (back.exact()([F(1)])[0] == F(1, 3)) is exact
+        res = runner.invoke(app, ["from-formula", "δ3(x1)", "-o", str(out)])
+        assert ("rounded to float64" in res.stdout) is not exact

@@ -176,3 +176,17 @@ def test_equal_on_cube_evaluates_exactly_where_float_and_exact_patterns_disagree
     r = equal_on_cube(f, g)
     assert r.status == "different" and r.exact
     assert f(list(r.witness))[0] != g(list(r.witness))[0]
+
+
+def test_equal_on_cube_never_answers_equal_from_the_float_verifier():
+    # x on [0, 1] and x plus a bump of height 2^-50 and width 2^-54 at 1/2: the regions miss
+    # the bump and the float verifier finds max |f - g| within its tolerance
+    a, e, h = Fraction(1, 2), Fraction(1, 2**55), Fraction(1, 2**50)
+    s = h / e
+    g = Network([[[1]], [[1]]], [[0], [0]]).exact()
+    f = Network([[[1], [1], [1], [1]], [[1, s, -2 * s, s]]], [[0, -a, -a - e, -a - 2 * e], [0]]).exact()
+    assert f([a + e])[0] - g([a + e])[0] == h  # they differ
+    r = equal_on_cube(f, g, timeout=60)
+    assert r.status in ("different", "unknown") and not r.equal
+    if r.status == "different":
+        assert f(list(r.witness)) != g(list(r.witness))

@@ -171,3 +171,15 @@ def test_logic_arguments_get_one_error_naming_the_function():
     assert fibre_equivalent(f, h, n_samples=0).status == "unknown"
     assert fibre_equivalent(f, f, n_samples=0).status == "equal"
     assert normal_form(to_formula(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact())).graph is not None
+
+
+@pytest.mark.parametrize("scale", [1e-12, 1e-6, 1e6])
+def test_identifiability_does_not_change_when_the_output_is_scaled(scale):
+    W1, b1 = [[1.0, 0.0], [0.0, 1.0]], [-0.5, -0.5]
+    base = identifiability(Network([W1, [[1.0, 1.0]]], [b1, [0.0]]))
+    r = identifiability(Network([W1, [[scale, scale]]], [b1, [0.0]]))
+    assert base.status == "locally identifiable"
+    assert (r.status, r.invisible, r.rank) == (base.status, base.invisible, base.rank)
+    # a dead neuron stays invisible at every scale
+    dead = identifiability(Network([[[1.0, 1.0], [1.0, 0.0]], [[scale, scale]]], [[-0.5, 5.0], [0.0]]))
+    assert dead.status == "not identifiable" and (0, 1) in dead.invisible

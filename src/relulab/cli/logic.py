@@ -8,6 +8,8 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from ..errors import RelulabError
@@ -81,6 +83,9 @@ def from_formula_cmd(
 ) -> None:
     """Build the exact ReLU network computing a formula's truth function on [0,1]^n.
 
+    .npz keeps its exact (rational) weights; a float format (.onnx, .nnet, .pt) rounds
+    them to float64, and the output says so ("saved_exact": false in JSON).
+
     Example: relulab from-formula "x1 -> x2" -o impl.npz
     """
     from ..io import save_model
@@ -91,13 +96,18 @@ def from_formula_cmd(
     phi = parse(formula, n_vars=n_inputs)
     net = to_network(phi, n_inputs)
     save_model(net, out)
+    # a float format (.onnx, .nnet, .pt) holds the weights rounded to float64 (1/3 of δ3)
+    saved_exact = Path(out).suffix.lower() == ".npz" or net.entry_not_a_float() is None
     d = {"formula": str(phi), "algebra": algebra_of(phi), "out": out, "inputs": net.input_dim,
-         "widths": list(net.widths), "n_neurons": net.n_neurons, "n_params": net.n_params}
+         "widths": list(net.widths), "n_neurons": net.n_neurons, "n_params": net.n_params,
+         "saved_exact": saved_exact}
     if json_out:
         print_json(d)
         return
+    note = "" if saved_exact else (" (weights rounded to float64: the file is not the exact network; "
+                                   "save to .npz to keep the exact rationals)")
     console.print(f"{phi}  ({d['algebra']}) -> network {net!r}, {net.n_neurons} neurons, "
-                  f"written to {out}", highlight=False, markup=False)
+                  f"written to {out}{note}", highlight=False, markup=False, soft_wrap=True)
 
 
 def tour(con) -> None:

@@ -42,8 +42,8 @@ from ..network import Network
 from ..results import Result
 from .compile import to_network
 from .equality import equal_on_cube
-from .extract import to_formula
-from .graph import Node, SubstitutionGraph
+from .extract import OutOfTime, formula_graph
+from .graph import SubstitutionGraph, hinted_node
 from .normal_form import NormalFormResult, normal_form
 from .rewrites import (
     Step,
@@ -85,10 +85,10 @@ class DerivationResult(Result):
     time: float = 0.0
 
 
-def _graph(obj: Any, domain: Any) -> SubstitutionGraph:
+def _graph(obj: Any, domain: Any, deadline: float | None = None) -> SubstitutionGraph:
     if isinstance(obj, SubstitutionGraph):
         return obj
-    return to_formula(obj, domain, method="rescale")
+    return formula_graph(obj, domain, "rescale", deadline)
 
 
 def replay(g: SubstitutionGraph, steps: tuple[Step, ...] | list[Step]) -> SubstitutionGraph:
@@ -103,6 +103,9 @@ def replay(g: SubstitutionGraph, steps: tuple[Step, ...] | list[Step]) -> Substi
         3
     """
     for st in steps:
+        if not isinstance(st, Step):
+            raise RelulabError(f"replay: expected Steps (from a derivation or a local operation), "
+                               f"got {type(st).__name__}")
         if st.op == "readout":
             layers, C, c = st._data
             nl = len(g.layers) - 1
@@ -139,8 +142,10 @@ def invert(graphs: tuple[SubstitutionGraph, ...], steps: tuple[Step, ...]) -> li
         elif st.op == "expand":
             out.append(collapse_layer(after, st.layer)[1])
         elif st.op == "readout":
+            # an appended layer (index -1) is removed; a replaced last layer is put back
+            back = () if st.index is not None else before.layers[-1:]
             out.append(Step("readout", st.layer, None, "reverse of: " + st.justification,
-                            _data=(before.layers[-1:], before.readout, before.offset)))
+                            _data=(back, before.readout, before.offset)))
         else:
             raise ValueError(f"cannot invert a {st.op!r} step")
     return out
@@ -160,7 +165,11 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
     Args:
         a, b: networks (extracted with ``method="rescale"`` on ``domain``) or graphs.
         max_steps: the largest derivation accepted.
-        timeout: seconds for the exact checks.
+        timeout: seconds for the whole search (normal forms, exact checks).
+
+    Raises:
+        RelulabError: the graphs differ in their numbers of inputs or outputs, or stand
+            for different input boxes (no local operation changes either).
 
     Example:
         >>> from relulab import Network
@@ -175,7 +184,11 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
         raise RelulabError(f"derive: max_steps must be an integer >= 0, got {max_steps!r}")
     if not (isinstance(timeout, (int, float)) and timeout >= 0):
         raise RelulabError(f"derive: timeout must be seconds (>= 0), got {timeout!r}")
-    A, B = _graph(a, domain), _graph(b, domain)
+    try:
+        A, B = _graph(a, domain, t0 + timeout), _graph(b, domain, t0 + timeout)
+    except OutOfTime:
+        return DerivationResult("not found within budget", "normal forms", (), 0, {}, False,
+                                "time budget spent extracting the graphs", None, time.monotonic() - t0)
 
     def done(status: str, strategy: str, steps: list[Step], msg: str, verified: bool = False,
              witness: tuple | None = None) -> DerivationResult:
@@ -183,8 +196,17 @@ def derive(a: Network | SubstitutionGraph, b: Network | SubstitutionGraph, *, do
                                 msg, witness, time.monotonic() - t0)
 
     if A.n_inputs != B.n_inputs or A.n_outputs != B.n_outputs:
-        return done("not equivalent", "shapes", [], "different numbers of inputs or outputs")
-    na, nb = normal_form(A), normal_form(B)
+        raise RelulabError(f"derive: the graphs have {A.n_inputs} and {B.n_inputs} inputs, {A.n_outputs} and "
+                           f"{B.n_outputs} outputs; a derivation needs the same numbers")
+    if A.box() != B.box():
+        # local operations never change the box the unit cube stands for, and the same
+        # formulas mean different functions on different boxes
+        raise RelulabError("derive: the graphs stand for different input boxes (their domain); "
+                           "extract both on one box")
+    na = normal_form(A, timeout=max(0.0, timeout - (time.monotonic() - t0)))
+    nb = None if na.partial else normal_form(B, timeout=max(0.0, timeout - (time.monotonic() - t0)))
+    if nb is None or nb.partial:
+        return done("not found within budget", "normal forms", [], "time budget spent in the normal forms")
     if na.graph.same(nb.graph):
         steps = [*na.steps, *invert(nb._graphs, nb.steps)]
         if len(steps) > max_steps:
@@ -229,12 +251,12 @@ def _by_flattening(A, B, na: NormalFormResult, nb: NormalFormResult, a, b, max_s
         for col in cols:
             if col is None:  # a last-layer node nothing reads (a constant output's placeholder)
                 zero = Fraction(0)
-                nodes.append(Node(truncated_affine([], 0), (tuple([zero] * GA.widths[-1]), zero)))
+                nodes.append(hinted_node(truncated_affine([], 0), (tuple([zero] * GA.widths[-1]), zero)))
                 continue
             i, s = col
             w = tuple(Fraction(v) / s for v in GA.readout[i])
             bb = (GA.offset[i] - GB.offset[i]) / s
-            nodes.append(Node(truncated_affine(w, bb, weights_algebra([*w, bb], alg_real)), (w, bb)))
+            nodes.append(hinted_node(truncated_affine(w, bb, weights_algebra([*w, bb], alg_real)), (w, bb)))
         st = Step("readout", len(GA.layers), -1,
                   "outputs re-read in the target's readout (the networks are proved equal, so every "
                   "new node stays in [0, 1] and no truncation happens)",

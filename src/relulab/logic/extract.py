@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 from typing import Any
 
@@ -45,7 +46,7 @@ from ..domain import Box, Polytope, as_domain
 from ..network import Network
 from ._inputs import exact_float_bounds
 from .formula import ZERO, FormulaError
-from .graph import Node, SubstitutionGraph
+from .graph import Node, SubstitutionGraph, hinted_node
 from .truncated import truncated_affine, weights_algebra
 
 __all__ = ["to_formula", "ExtractionError", "METHODS"]
@@ -156,6 +157,22 @@ def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> Substit
         >>> str(g.layers[0][0].formula), g.algebra, g.method
         ('x1 ⊙ x2', 'MV', 'staircase')
     """
+    return formula_graph(net, domain, method, None)
+
+
+class OutOfTime(ExtractionError):
+    """:func:`formula_graph` passed its deadline."""
+
+
+def formula_graph(net: Any, domain: Any, method: str, deadline: float | None) -> SubstitutionGraph:
+    """:func:`to_formula` that raises :class:`OutOfTime` once ``time.monotonic()`` passes
+    ``deadline`` (checked between neurons; None: no deadline).
+
+    Example:
+        >>> from relulab import Network
+        >>> formula_graph(Network([[[1, 1]], [[1]]], [[-1], [0]]).exact(), None, "auto", None).widths
+        (1, 1)
+    """
     if method not in METHODS:
         raise ExtractionError(f"to_formula: unknown method {method!r}; choose one of {', '.join(METHODS)}")
     net, domain = _unit_or_error(net, domain)
@@ -178,23 +195,24 @@ def to_formula(net: Any, domain: Any = None, *, method: str = "auto") -> Substit
     alg = "MV" if integer else ("Riesz MV" if real else "divisible MV")
     if method == "auto" and integer:
         try:
-            layers, C, c = _extract(Ws, bs, d, "staircase", alg, STAIRCASE_MAX_NODES)
+            layers, C, c = _extract(Ws, bs, d, "staircase", alg, STAIRCASE_MAX_NODES, deadline)
             method_used = "staircase"
         except _TooBig:
-            layers, C, c = _extract(Ws, bs, d, "rescale", "divisible MV", None)
+            layers, C, c = _extract(Ws, bs, d, "rescale", "divisible MV", None, deadline)
             method_used = "rescale"
     else:
         method_used = "rescale" if method == "auto" else method
         try:
             layers, C, c = _extract(Ws, bs, d, method_used, alg if method_used == "staircase" or not integer
-                                    else "divisible MV", None)
+                                    else "divisible MV", None, deadline)
         except _TooBig as e:
             raise ExtractionError(f"to_formula: {e}; use method='rescale' (one node per neuron)") from None
     dom = None if box is None else (tuple(box[0]), tuple(box[1]))
     return SubstitutionGraph(d, layers, C, c, method_used, dom)
 
 
-def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int | None):
+def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int | None,
+             deadline: float | None = None):
     one, zero = Fraction(1), Fraction(0)
     # Each unit of the previous layer (input or neuron) as an affine map of the nodes.
     M = [[one if i == j else zero for j in range(d)] for i in range(d)]
@@ -232,13 +250,15 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
         cols: list[tuple[int, Fraction]] = []  # (neuron, coefficient) per node
         new_e0 = [zero] * len(W)
         for j, (w, bb) in enumerate(zip(Weff, beff, strict=True)):
+            if deadline is not None and time.monotonic() > deadline:
+                raise OutOfTime(f"to_formula: the time limit ended the extraction at layer {k + 1}")
             lo, hi = _bounds(w, bb)
             if hi <= 0:
                 continue  # dead: relu(z) = 0 on the cube
             if method == "rescale":
                 ww = tuple(v / hi for v in w)
                 check_atoms(ww, f"neuron {j + 1} of layer {k + 1}")
-                nodes.append(Node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
+                nodes.append(hinted_node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
                 cols.append((j, hi))
                 continue
             # steps t with lo - t >= 1 are 1 on the whole cube: constants, no node
@@ -247,13 +267,13 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             new_e0[j] += full
             for t in range(full, int(hi)):
                 ww = tuple(w)
-                nodes.append(Node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
+                nodes.append(hinted_node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
                 cols.append((j, one))
-            n_total += len(nodes)
-            if max_nodes is not None and n_total > max_nodes:
+            if max_nodes is not None and n_total + len(nodes) > max_nodes:
                 raise _TooBig
+        n_total += len(nodes)
         if not nodes:  # every neuron dead or constant: keep one constant-0 node
-            nodes.append(Node(ZERO, (tuple([zero] * len(Weff[0]) if Weff else []), zero)))
+            nodes.append(hinted_node(ZERO, (tuple([zero] * len(Weff[0]) if Weff else []), zero)))
             cols.append((0, zero))
         layers.append(tuple(nodes))
         M = [[zero] * len(nodes) for _ in range(len(W))]
@@ -271,18 +291,18 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             span = hi - lo
             ww = tuple(v / span for v in w)
             check_atoms(ww, f"output {i + 1}")
-            nodes.append(Node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
+            nodes.append(hinted_node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
             C_cols.append((i, span))
         else:
             charge(int(hi - lo), w, bb, f"output {i + 1}")
             for t in range(int(hi - lo)):
                 ww = tuple(w)
-                nodes.append(Node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))
+                nodes.append(hinted_node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))
                 C_cols.append((i, one))
             if max_nodes is not None and n_total + len(nodes) > max_nodes:
                 raise _TooBig
     if not nodes:
-        nodes.append(Node(ZERO, (tuple([zero] * len(Weff[0])), zero)))
+        nodes.append(hinted_node(ZERO, (tuple([zero] * len(Weff[0])), zero)))
         C_cols.append((0, zero))
     C = [[zero] * len(nodes) for _ in range(len(Weff))]
     for t, (i, coef) in enumerate(C_cols):

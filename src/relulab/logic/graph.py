@@ -40,12 +40,45 @@ from .formula import (
     var,
 )
 from .printing import to_text
+from .truncated import truncated_affine, weights_algebra
 
 __all__ = ["Node", "SubstitutionGraph", "GraphError"]
 
 
 class GraphError(FormulaError):
     """A substitution graph is inconsistent (a formula reads a node that does not exist)."""
+
+
+def _affine_hint(affine: Any) -> tuple[tuple[Fraction, ...], Fraction]:
+    """``(w, b)`` as Fractions; one error for anything else."""
+    try:
+        w, b = affine
+        return tuple(Fraction(v) for v in w), Fraction(b)
+    except (TypeError, ValueError, OverflowError):
+        raise GraphError(f"Node: affine must be (weights, bias) of finite numbers, got {affine!r}") from None
+
+
+def _is_canonical_term(phi: Formula, w: tuple[Fraction, ...], b: Fraction) -> bool:
+    """``phi`` is the term :func:`~relulab.logic.truncated_affine` builds for ``(w, b)`` in
+    some algebra the numbers allow (terms are hash-consed: identity is equality)."""
+    algebras = {weights_algebra([*w, b]), weights_algebra([*w, b], real=True)}
+    return any(phi is truncated_affine(w, b, alg) for alg in algebras)
+
+
+def hinted_node(formula: Formula, affine: tuple[tuple[Fraction, ...], Fraction]) -> Node:
+    """A :class:`Node` whose affine hint relulab has proved (by construction or by an exact
+    rewrite check): built without re-deriving the canonical term.
+
+    Example:
+        >>> from relulab.logic import parse
+        >>> n = hinted_node(parse("x2 ⊙ x1"), ((Fraction(1), Fraction(1)), Fraction(-1)))
+        >>> n.affine[1]
+        Fraction(-1, 1)
+    """
+    node = object.__new__(Node)
+    object.__setattr__(node, "formula", formula)
+    object.__setattr__(node, "affine", affine)
+    return node
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +98,21 @@ class Node:
 
     formula: Formula
     affine: tuple[tuple[Fraction, ...], Fraction] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.formula, Formula):
+            raise GraphError(f"Node: the formula must be a Formula (see relulab.logic.parse), "
+                             f"got {type(self.formula).__name__}")
+        if self.affine is None:
+            return
+        w, b = _affine_hint(self.affine)
+        # The hint is trusted downstream (to_network compiles it, normal_form rewrites to
+        # its canonical term), so a node made here must carry the hint's own term; nodes
+        # that relulab derives keep proven hints through hinted_node.
+        if not _is_canonical_term(self.formula, w, b):
+            raise GraphError("Node: the formula is not truncated_affine(w, b) of its affine hint "
+                             f"(w = {[str(v) for v in w][:8]}, b = {b}); give affine=None to use the formula alone")
+        object.__setattr__(self, "affine", (w, b))
 
     def same(self, other: Node) -> bool:
         """Identical formula (hash-consed, so this is structural equality)."""
@@ -117,6 +165,8 @@ class SubstitutionGraph(Result):
         object.__setattr__(self, "offset", tuple(exact(v, f"offset[{i}]") for i, v in enumerate(self.offset)))
         if not layers:
             raise GraphError("substitution graph: needs at least one layer")
+        if self.domain is not None:
+            object.__setattr__(self, "domain", _checked_domain(self.domain, self.n_inputs))
         prev = self.n_inputs
         alg = "MV"
         for k, layer in enumerate(layers):
@@ -180,7 +230,11 @@ class SubstitutionGraph(Result):
 
     def node_values(self, point: Sequence[Any]) -> list[list[Fraction]]:
         """Exact values of every node at ``point`` in [0, 1]^n, layer by layer."""
-        pt = [Fraction(v) for v in point]
+        try:
+            pt = [Fraction(v) for v in point]
+        except (TypeError, ValueError, OverflowError):
+            raise GraphError(f"substitution graph: the point must hold finite numbers in [0, 1], "
+                             f"got {list(point)!r:.80}") from None
         if len(pt) != self.n_inputs:
             raise GraphError(f"substitution graph: the point has {len(pt)} coordinates, "
                              f"the graph {self.n_inputs} inputs")
@@ -249,12 +303,33 @@ class SubstitutionGraph(Result):
             self.method if method is None else method, self.domain,
         )
 
+    def box(self) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
+        """The input box the unit cube stands for (``domain``, or [0, 1]^n when None)."""
+        if self.domain is not None:
+            return self.domain
+        return (tuple([Fraction(0)] * self.n_inputs), tuple([Fraction(1)] * self.n_inputs))
+
     def same(self, other: SubstitutionGraph) -> bool:
-        """Identical graphs: same inputs, identical node formulas, readout and offset."""
-        return (self.n_inputs == other.n_inputs and self.widths == other.widths
+        """Identical graphs: same inputs and box, identical node formulas, readout and offset."""
+        return (self.n_inputs == other.n_inputs and self.box() == other.box() and self.widths == other.widths
                 and all(a.same(b) for la, lb in zip(self.layers, other.layers, strict=True)
                         for a, b in zip(la, lb, strict=True))
                 and self.readout == other.readout and self.offset == other.offset)
+
+
+def _checked_domain(domain: Any, n: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
+    """``(lo, hi)`` as Fractions, ``n`` each, with ``lo < hi``; one error otherwise."""
+    try:
+        lo, hi = domain
+        lo, hi = tuple(Fraction(v) for v in lo), tuple(Fraction(v) for v in hi)
+    except (TypeError, ValueError, OverflowError):
+        raise GraphError(f"substitution graph: domain must be (lo, hi) of finite numbers, got {domain!r}") from None
+    if len(lo) != n or len(hi) != n:
+        raise GraphError(f"substitution graph: the domain has {len(lo)} and {len(hi)} bounds for {n} input(s)")
+    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        if not a < b:
+            raise GraphError(f"substitution graph: domain x{i + 1} has lo = {a} >= hi = {b}")
+    return lo, hi
 
 
 def _num(v: Fraction) -> str:

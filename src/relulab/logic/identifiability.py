@@ -18,9 +18,11 @@ hidden redundancy beyond scaling and permutation).
   rank reaches the bound (near this parameter, the function determines it up to scaling
   and permutation: the fibre is the scaling orbit), ``"not identifiable"`` when some
   neuron is invisible or the rank falls short (the redundancies are listed), and
-  ``"unknown"`` when the region enumeration was partial.  The rank is numerical (a
-  singular-value gap), the weights are exact differences of the float affine maps
-  compared with a relative tolerance; the verdict is about the box.
+  ``"unknown"`` when the region enumeration was partial or the two tests disagree (a
+  bend below the tolerance while the rank reaches the bound).  The rank is numerical (a
+  singular-value gap), the weights are differences of the float affine maps compared
+  with a tolerance relative to the largest gradient entry ``|W_L| ... |W_1|`` allows;
+  the verdict is about the box.
 
 Example:
     >>> from relulab import Network
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from ..results import Result
 from ._inputs import cube_box, network_arg
@@ -85,6 +88,10 @@ def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: i
     from .. import params, regions
     from ..regions import neuron_label
 
+    for name, v in (("n_points", n_points), ("seed", seed)):
+        if not is_int_at_least(v, 0):
+            raise RelulabError(f"identifiability: {name} must be an integer >= 0, got {v!r}")
+
     netf = network_arg(net, "identifiability").float().without_skip()
     d = netf.input_dim
     B = cube_box(netf, box, "identifiability")
@@ -95,7 +102,10 @@ def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: i
     E = regions.adjacency(rs, netf)
     N = netf.n_neurons
     best = np.zeros(N)
-    scale = max(1.0, float(np.max(np.abs(rs.affine)))) if len(rs) else 1.0
+    # The gradients' rounding grows with |W_L| ... |W_1| (the largest gradient entry any
+    # pattern could give), not with 1: a network scaled by 1e-12 is as identifiable as the
+    # original, and its jumps must be read against its own size.
+    scale = _gradient_scale(netf)
     for i, j, k in E:
         jump = float(np.max(np.abs(rs.affine[i][:, :d] - rs.affine[j][:, :d])))
         best[k] = max(best[k], jump)
@@ -109,13 +119,32 @@ def identifiability(net: Network, box: Any = None, *, n_points: int = 0, seed: i
     fd = params.functional_dimension(netf, X)
     if not invisible and fd.rank == fd.bound:
         status, msg = "locally identifiable", "every neuron bends visibly and the rank reaches n_params - n_hidden"
+    elif fd.rank == fd.bound:
+        # the two tests disagree: a bend below the tolerance that still moves the Jacobian
+        status = "unknown"
+        msg = (f"{len(invisible)} neuron(s) bend by at most {JUMP_RTOL:g} of the gradient scale {scale:.3g} "
+               f"(read as invisible), yet the rank reaches n_params - n_hidden = {fd.bound}")
     else:
         status = "not identifiable"
         parts = []
         if invisible:
-            parts.append(f"{len(invisible)} neuron(s) invisible in the function")
+            parts.append(f"{len(invisible)} neuron(s) invisible in the function (gradient jumps at most "
+                         f"{JUMP_RTOL:g} of the gradient scale {scale:.3g})")
         if fd.rank < fd.bound:
             parts.append(f"functional dimension {fd.rank} < {fd.bound}: {fd.bound - fd.rank} hidden direction(s)")
         msg = "; ".join(parts)
     return IdentifiabilityReport(status, len(rs), visible, invisible, int(fd.rank), int(fd.bound),
                                  int(netf.n_params), tuple(float(v) for v in best), msg)
+
+
+def _gradient_scale(net: Network) -> float:
+    """The largest entry of ``|W_L| ... |W_1|``: no region's gradient entry exceeds it.
+
+    Example:
+        >>> _gradient_scale(Network([[[2.0, -1.0]], [[-3.0]]], [[0.0], [0.0]]))
+        6.0
+    """
+    P = np.abs(net.weights[0])
+    for W in net.weights[1:]:
+        P = np.abs(W) @ P
+    return float(np.max(P)) if P.size else 0.0

@@ -35,12 +35,14 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import is_int_at_least
 from ..results import Result
 from .formula import ONE, ZERO, Formula, FormulaError, algebra_of, substitute, var
-from .graph import Node, SubstitutionGraph
+from .graph import Node, SubstitutionGraph, hinted_node
 from .rewrites import Step, collapse_layer, expand_layer, node_rewrite
 from .simplify import fingerprint, simplify
 from .truncated import sigma, truncated_affine, weights_algebra
@@ -53,7 +55,8 @@ _MAX_SWEEPS = 10
 @dataclass(frozen=True, eq=False)
 class NormalFormResult(Result):
     """``graph``: the normal form; ``steps``: the local operations that reach it from the
-    input graph; ``sweeps``: how many sweeps it took.
+    input graph; ``sweeps``: how many sweeps it took; ``partial``: the time limit stopped
+    it (``graph`` is then where the steps got to, not the normal form).
 
     Example:
         >>> from relulab import Network
@@ -67,6 +70,7 @@ class NormalFormResult(Result):
     steps: tuple[Step, ...]
     sweeps: int
     _graphs: tuple[SubstitutionGraph, ...] = ()
+    partial: bool = False
 
 
 def _saturated(w: tuple[Fraction, ...], b: Fraction) -> Fraction | None:
@@ -87,9 +91,9 @@ def _canonical_node(node: Node) -> tuple[Node, Fraction | None]:
         c = sigma(b) if all(v == 0 for v in w) else _saturated(w, b)
         if c is not None:
             # a dead (or saturated) node: the constant, also when some weights are nonzero
-            return Node(truncated_affine([], c, _alg(node, [c])), (tuple(Fraction(0) for _ in w), c)), c
+            return hinted_node(truncated_affine([], c, _alg(node, [c])), (tuple(Fraction(0) for _ in w), c)), c
         phi = truncated_affine(w, b, _alg(node, [*w, b]))
-        return Node(phi, (w, b)), None
+        return hinted_node(phi, (w, b)), None
     phi = simplify(node.formula)
     if phi is ZERO:
         return Node(phi), Fraction(0)
@@ -124,8 +128,8 @@ def _renamed_node(node: Node, images: list[Formula], pos: list[int | None],
             # leaves 0 or 1 on the cube (else moving y_i would change it), i.e. the node is
             # a constant; without that proof the affine data cannot be carried over.
             c = _saturated(w, b)
-            return Node(phi) if c is None else Node(phi, (tuple([Fraction(0)] * width), c))
-    return Node(phi, (tuple(nw), nb))
+            return Node(phi) if c is None else hinted_node(phi, (tuple([Fraction(0)] * width), c))
+    return hinted_node(phi, (tuple(nw), nb))
 
 
 def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
@@ -151,7 +155,7 @@ def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
     fp: dict[int, str] = {}
     order = sorted(keep.values(), key=lambda n: fingerprint(n.formula, fp))
     if not order:
-        order = [Node(ZERO, (tuple([Fraction(0)] * (len(g.layers[-2]) if len(g.layers) > 1 else g.n_inputs)),
+        order = [hinted_node(ZERO, (tuple([Fraction(0)] * (len(g.layers[-2]) if len(g.layers) > 1 else g.n_inputs)),
                              Fraction(0)))]
     where = {id(n.formula): t for t, n in enumerate(order)}
     C = [[Fraction(0)] * len(order) for _ in g.readout]
@@ -172,8 +176,10 @@ def relabel_last(g: SubstitutionGraph) -> tuple[SubstitutionGraph, Step | None]:
                      "(the same outputs C y + c)", _data=(new.layers[-1:], new.readout, new.offset))
 
 
-def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> NormalFormResult:
-    """The normal form of ``g`` and the derivation reaching it (see the module docstring).
+def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS,
+                timeout: float | None = None) -> NormalFormResult:
+    """The normal form of ``g`` and the derivation reaching it (see the module docstring);
+    ``timeout`` (seconds, None: none) ends it early with ``partial=True``.
 
     Example:
         >>> from relulab import Network
@@ -186,8 +192,17 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
     if not isinstance(g, SubstitutionGraph):
         raise FormulaError(f"normal_form: expected a SubstitutionGraph (the result of to_formula), "
                            f"got {type(g).__name__}; pass to_formula(net)")
+    if not is_int_at_least(max_sweeps, 1):
+        raise FormulaError(f"normal_form: max_sweeps must be an integer >= 1, got {max_sweeps!r}")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+                                    and timeout >= 0):
+        raise FormulaError(f"normal_form: timeout must be seconds (>= 0) or None, got {timeout!r}")
+    deadline = None if timeout is None else time.monotonic() + timeout
     steps: list[Step] = []
     graphs: list[SubstitutionGraph] = [g]
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
 
     def push(res: tuple[SubstitutionGraph, Step | None]) -> SubstitutionGraph:
         new, st = res
@@ -204,6 +219,8 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
             # 1. canonical formula of every node of layer k
             consts: list[Fraction | None] = []
             for j, node in enumerate(g.layers[k]):
+                if late():
+                    return NormalFormResult(g, tuple(steps), sweeps, tuple(graphs), partial=True)
                 cn, c = _canonical_node(node)
                 consts.append(c)
                 if cn.formula is not node.formula:
@@ -226,7 +243,7 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
             inner = sorted(uniq.values(), key=lambda n: fingerprint(n.formula, fp))
             if not inner:
                 w = g.n_inputs if k == 0 else len(g.layers[k - 1])
-                inner = [Node(ZERO, (tuple([Fraction(0)] * w), Fraction(0)))]
+                inner = [hinted_node(ZERO, (tuple([Fraction(0)] * w), Fraction(0)))]
             pos_of = {id(n.formula): t for t, n in enumerate(inner)}
             pos = [None if consts[j] is not None or id(n.formula) not in pos_of else pos_of[id(n.formula)]
                    for j, n in enumerate(layer)]
@@ -234,6 +251,8 @@ def normal_form(g: SubstitutionGraph, *, max_sweeps: int = _MAX_SWEEPS) -> Norma
             outer = [_renamed_node(n, images, pos, consts, len(inner)) for n in g.layers[k + 1]]
             if len(inner) == len(layer) and all(a is b for a, b in zip(inner, layer, strict=True)):
                 continue  # already canonical at this boundary
+            if late():
+                return NormalFormResult(g, tuple(steps), sweeps, tuple(graphs), partial=True)
             g = push(collapse_layer(g, k))
             g = push(expand_layer(g, k, inner, outer))
         g = push(relabel_last(g))

@@ -208,8 +208,10 @@ class _Parser:
 
 
 def _shown(tok: tuple) -> str:
-    """A token as written (a variable token keeps only its index: "x1 x2" said '2')."""
-    return f"x{tok[1]}" if tok[0] == "var" else str(tok[1])
+    """A token as written (a variable or δ token keeps only its index: "x1 x2" said '2')."""
+    if tok[0] == "var":
+        return f"x{tok[1]}"
+    return f"δ{tok[1]}" if tok[0] == "div" else str(tok[1])
 
 
 def parse(text: str, n_vars: int | None = None) -> Formula:

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ..errors import is_int_at_least
 from ..results import Result
 from .formula import Formula, FormulaError, n_vars, substitute, var
-from .graph import GraphError, Node, SubstitutionGraph
+from .graph import GraphError, Node, SubstitutionGraph, hinted_node
 from .printing import to_text, tree_size
 
 __all__ = ["Step", "node_rewrite", "collapse_layer", "expand_layer", "apply_step",
@@ -109,6 +110,11 @@ def proved_equal(r: Any) -> bool:
 
 
 def _check_index(g: SubstitutionGraph, layer: int, index: int | None = None) -> None:
+    if not isinstance(g, SubstitutionGraph):
+        raise GraphError(f"expected a SubstitutionGraph (the result of to_formula), got {type(g).__name__}")
+    for name, v in (("layer", layer), ("index", index)):
+        if v is not None and not is_int_at_least(v, 0):
+            raise GraphError(f"{name} must be an integer >= 0, got {v!r}")
     if not 0 <= layer < len(g.layers):
         raise GraphError(f"no layer {layer} (the graph has {len(g.layers)})")
     if index is not None and not 0 <= index < len(g.layers[layer]):
@@ -156,7 +162,7 @@ def node_rewrite(g: SubstitutionGraph, layer: int, index: int,
     else:
         raise RewriteError(f"node_rewrite: unknown check {check!r} (exact or trusted)")
     layers = [list(x) for x in g.layers]
-    layers[layer][index] = Node(phi, old.affine)
+    layers[layer][index] = hinted_node(phi, old.affine)
     step = Step("rewrite", layer, index, why, _short(old.formula), _short(phi), _data=phi)
     return g.replace(layers), step
 
@@ -201,7 +207,7 @@ def expand_layer(g: SubstitutionGraph, layer: int, inner: Sequence[Formula | Nod
     w = _width_before(g, layer)
     if inner is None and outer is None:
         one, zero = Fraction(1), Fraction(0)
-        inner_nodes = [Node(var(i), (tuple(one if j == i - 1 else zero for j in range(w)), zero))
+        inner_nodes = [hinted_node(var(i), (tuple(one if j == i - 1 else zero for j in range(w)), zero))
                        for i in range(1, w + 1)]
         outer_nodes = list(old)
     elif inner is None or outer is None:

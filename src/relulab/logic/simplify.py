@@ -52,6 +52,8 @@ def fingerprint(phi: Formula, memo: dict[int, str] | None = None) -> str:
         >>> fingerprint(parse("x1 ⊕ x2")) == fingerprint(parse("x2 ⊕ x1"))   # structural, not semantic
         False
     """
+    if not isinstance(phi, Formula):
+        raise FormulaError(f"fingerprint: expected a Formula, got {type(phi).__name__}")
     memo = {} if memo is None else memo
     for node in postorder(phi):
         if id(node) in memo:

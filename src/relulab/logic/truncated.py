@@ -108,6 +108,7 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
                            f"got {algebra!r}")
     if algebra is None:
         algebra = weights_algebra([*ws, b])
+    _check_size(ws, b)
     atoms: list[Formula] = []
     const = b
     for i, w in enumerate(ws, start=1):
@@ -126,6 +127,40 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
     if const != k:
         atoms.append(_fraction_atom(const - k, ONE, algebra))
     return _staircase(atoms, k)
+
+
+# Bytes per formula node of the staircase (measured: 2,000,000 nodes in 1.1 GB), with a margin.
+NODE_BYTES = 700
+
+
+def staircase_nodes(weights: Sequence[Fraction], bias: Fraction) -> int:
+    """An upper bound on the number of formula nodes :func:`truncated_affine` builds: its
+    ``m`` atoms (one per unit of ``|w_i|``, one per fractional part) and the integer part
+    ``k`` of the constant give at most ``m * min(1 - k, (m + 1) / 2 + 1)`` steps of two
+    nodes each, plus the atoms' own nodes.
+
+    Example:
+        >>> staircase_nodes([Fraction(2000)], Fraction(-1000))
+        4004002
+    """
+    const = bias + sum((w for w in weights if w < 0), Fraction(0))
+    fracs = [abs(w) - math.floor(abs(w)) for w in weights] + [const - math.floor(const)]
+    m = sum(math.floor(abs(w)) for w in weights) + sum(1 for f in fracs if f)
+    # the atoms themselves: a literal (2 nodes) or a fraction p/q of one (a doubling sum)
+    atoms = 2 * len(weights) + sum(2 * f.numerator.bit_length() + 3 for f in fracs if f)
+    k = math.floor(const)
+    if k >= 1 or k + m <= 0:
+        return atoms + 1
+    return 2 * m * min(1 - k, (m + 1) // 2 + 1) + atoms
+
+
+def _check_size(ws: list[Fraction], b: Fraction) -> None:
+    from ..limits import check_bytes
+
+    n = staircase_nodes(ws, b)
+    big = max(range(len(ws)), key=lambda i: abs(ws[i]), default=None)
+    where = "" if big is None else f" (weight {big + 1} = {float(ws[big]):.3g})"
+    check_bytes(float(NODE_BYTES) * n, f"truncated_affine: the staircase of about {n:.3g} formula nodes{where}")
 
 
 def _exact_number(v: Any, what: str) -> Fraction:
