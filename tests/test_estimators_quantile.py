@@ -39,6 +39,23 @@ def test_linear_conquer_matches_quantes_minimiser(linear_fit):
     assert np.allclose(np.r_[b, W[0]], ref, atol=1e-4)
 
 
+def test_linear_conquer_matches_scipy_minimiser_of_the_same_objective(linear_fit):
+    # the independent check that runs without quantes: BFGS on the smoothed objective at
+    # the reported bandwidth, with relulab's numpy loss and gradient
+    from scipy.optimize import minimize
+
+    from relulab.estimators.kernels import smoothed_check_grad, smoothed_check_loss
+
+    X, y, m = linear_fit
+    h, n = float(m.bandwidth_[0]), X.shape[0]
+    A = np.c_[np.ones(n), X]
+    ref = minimize(lambda b: smoothed_check_loss(y - A @ b, 0.7, h).mean(), np.zeros(3),
+                   jac=lambda b: -A.T @ smoothed_check_grad(y - A @ b, 0.7, h) / n,
+                   method="BFGS", options={"gtol": 1e-12}).x
+    W, b = m.network_.layers[0]
+    assert np.allclose(np.r_[b, W[0]], ref, atol=1e-4)
+
+
 def test_linear_conquer_close_to_sklearn_quantile_regression(linear_fit):
     from sklearn.linear_model import QuantileRegressor
 
@@ -164,7 +181,7 @@ def test_bad_settings_and_score_weights_are_one_clear_error():
     X = rng.normal(size=(50, 2))
     y = X[:, 0] + rng.normal(size=50)
     T = dict(hidden=(4,), epochs=2, random_state=0)
-    with pytest.raises(EstimatorInputError, match="weight_decay must be a finite number"):
+    with pytest.raises(EstimatorInputError, match="weight_decay must be a number in"):
         QuantileNetRegressor(weight_decay=float("inf"), **T).fit(X, y)
     with pytest.raises(EstimatorInputError, match="hidden must be a tuple"):
         QuantileNetRegressor(hidden="ab", epochs=2).fit(X, y)

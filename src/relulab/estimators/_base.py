@@ -28,6 +28,18 @@ def _where(est: Any, method: str) -> str:
     return f"{type(est).__name__}.{method}"
 
 
+def _without_array_dump(msg: str) -> str:
+    r"""scikit-learn's message on one line, without the data it appends ("Complex data not
+    supported" printed the whole array).
+
+    Example:
+        >>> _without_array_dump("Expected 2D array, got 1D array instead:\narray=[1. 2.].\nReshape your data.")
+        'Expected 2D array, got 1D array instead: Reshape your data.'
+    """
+    keep = [ln.strip() for ln in msg.splitlines() if ln.strip() and not ln.lstrip().startswith(("[", "array="))]
+    return " ".join(keep)
+
+
 def check_Xy(est: Any, X: Any, y: Any, method: str = "fit") -> tuple[np.ndarray, np.ndarray]:
     """Validate a training set (finite, numeric, 2-D ``X``, 1-D ``y``) and set n_features_in_."""
     if y is not None and np.asarray(y).dtype.kind in "USV":
@@ -36,7 +48,7 @@ def check_Xy(est: Any, X: Any, y: Any, method: str = "fit") -> tuple[np.ndarray,
         X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
         y = np.asarray(y, dtype=np.float64)
     except ValueError as e:   # a TypeError (e.g. dicts in X) passes: scikit-learn's checks expect it
-        raise EstimatorInputError(f"{_where(est, method)}: {e}") from None
+        raise EstimatorInputError(f"{_where(est, method)}: {_without_array_dump(str(e))}") from None
     return X, y
 
 
@@ -68,7 +80,7 @@ def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
     try:
         return validate_data(est, X, dtype=np.float64, reset=False)
     except ValueError as e:
-        raise EstimatorInputError(f"{_where(est, method)}: {e}") from None
+        raise EstimatorInputError(f"{_where(est, method)}: {_without_array_dump(str(e))}") from None
 
 
 def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:
@@ -164,15 +176,58 @@ def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, scale
 
 
+# IQR / this is the standard deviation of a normal sample
+IQR_PER_SD = 1.3489795003921634
+
+
+def robust_response_scale(y: np.ndarray) -> tuple[float, float]:
+    """Centre and scale of a response for the robust losses (check, conquer, Huber): the
+    median and the interquartile range / 1.349 (the standard deviation for normal data),
+    so that one gross outlier does not set the bandwidth, Huber's threshold and Adam's
+    step in response units (a single y of 1000 among 2000 values near 0 moved the 0.1
+    and 0.9 quantiles beyond every other point).  With ties filling the middle half it
+    falls back to :func:`standardiser`; a response constant up to rounding gets a scale
+    of its rounding (64 ulps of its size), so the fitted quantiles are that constant.
+
+    Example:
+        >>> y = np.r_[np.linspace(-1.0, 1.0, 999), 1e6]
+        >>> c, s = robust_response_scale(y)
+        >>> round(s, 3), float(standardiser(y[:, None])[1][0]) > 3e4
+        (0.742, True)
+        >>> robust_response_scale(np.full(5, 1000.0))
+        (1000.0, 1.4210854715202004e-11)
+    """
+    top = float(_magnitude(y[:, None])[0])
+    centre = float(np.median(y))
+    with np.errstate(over="ignore", invalid="ignore"):
+        q25, q75 = np.quantile(y / top, [0.25, 0.75])
+    iqr = float(q75 - q25) * top
+    if np.isfinite(iqr) and iqr > CONSTANT_SPREAD * top:
+        return centre, iqr / IQR_PER_SD
+    mean, scale = standardiser(y[:, None])
+    if float(scale[0]) == top and float(np.max(np.abs(y - mean[0]))) <= CONSTANT_SPREAD * top:
+        return float(mean[0]), CONSTANT_SPREAD * top
+    return float(mean[0]), float(scale[0])
+
+
 def _magnitude(A: np.ndarray) -> np.ndarray:
     """Each column's largest absolute value (1 for a zero column)."""
     top = np.max(np.abs(A), axis=0)
     return np.where(top > 0, top, 1.0)
 
 
-def standardise(est: Any, name: str, A: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def standardise(est: Any, name: str, A: np.ndarray, mean: np.ndarray, scale: np.ndarray,
+                folded: bool = False) -> np.ndarray:
     """``(A - mean) / scale``, refused with an error naming ``name`` if it does not fit in
-    float32 (the training precision)."""
+    float32 (the training precision), or (``folded``: the scale will be folded into an
+    exported network's first layer) if ``1 / scale`` overflows."""
+    with np.errstate(over="ignore", divide="ignore"):
+        inverse = 1.0 / np.asarray(scale, dtype=np.float64)
+    if folded and not np.all(np.isfinite(inverse)):
+        j = int(np.flatnonzero(~np.isfinite(inverse))[0])
+        raise EstimatorInputError(
+            f"{_where(est, 'fit')}: {name} column {j}'s spread {float(np.ravel(scale)[j]):.3g} is too small to fold "
+            "into the network's first layer (1 / spread overflows float64); rescale that column")
     S = (A - mean) / scale
     if not np.all(np.abs(S) <= np.finfo(np.float32).max):
         raise EstimatorInputError(
@@ -186,7 +241,7 @@ def check_trained(est: Any, log: _torch.TrainLog) -> None:
     if log.diverged_at is not None:
         raise EstimatorInputError(
             f"{_where(est, 'fit')}: training diverged at epoch {log.diverged_at} (the loss or the weights "
-            "stopped being finite); lower learning_rate")
+            "stopped being finite); lower learning_rate" + (" or weight_decay" if getattr(est, "weight_decay", 0) else ""))
 
 
 def keeps_state_on_failure(fit: Callable) -> Callable:
@@ -238,10 +293,18 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         check_positive(self, "batch_size", self.batch_size, integer=True)
         check_positive(self, "learning_rate", self.learning_rate)
         check_positive(self, "n_iter_no_change", self.n_iter_no_change, integer=True)
-        if not (_is_number(self.weight_decay) and np.isfinite(self.weight_decay)
-                and self.weight_decay >= 0):
+        f32 = np.finfo(np.float32)
+        # training is in float32: a rate below its normal range rounds to 0 (1e-60 returned
+        # the untrained network), and values beyond its range overflow
+        if not f32.tiny <= self.learning_rate <= f32.max:
             raise EstimatorInputError(
-                f"{_where(self, 'fit')}: weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
+                f"{_where(self, 'fit')}: learning_rate must lie in [{float(f32.tiny):.3g}, {float(f32.max):.3g}] "
+                f"(float32 training), got {self.learning_rate!r}")
+        if not (_is_number(self.weight_decay) and np.isfinite(self.weight_decay)
+                and 0 <= self.weight_decay <= f32.max):
+            raise EstimatorInputError(
+                f"{_where(self, 'fit')}: weight_decay must be a number in [0, {float(f32.max):.3g}] "
+                f"(float32 training), got {self.weight_decay!r}")
         if not (_is_number(self.tol) and np.isfinite(self.tol)):
             raise EstimatorInputError(f"{_where(self, 'fit')}: tol must be a finite number, got {self.tol!r}")
         if self.time_limit is not None:
@@ -268,12 +331,16 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         weights: np.ndarray | None = None,
         out_bias: np.ndarray | None = None,
         zero_rows: Sequence[int] | None = None,
+        loss_bytes_per_row: float = 0.0,
     ) -> tuple[Any, _torch.TrainLog]:
         """Build the MLP (output bias ``out_bias``, last-layer rows ``zero_rows`` set to 0),
-        train it, refuse a diverged run, and return the model in float64 with its log."""
+        train it, refuse a diverged run, and return the model in float64 with its log.
+        ``loss_bytes_per_row``: what the objective's own temporaries take per minibatch row."""
         n = Xs.shape[0]
-        # the data in float32 for torch (X, Y, weights), beside the float64 arrays here
+        # the data in float32 for torch (X, Y, weights), beside the float64 arrays here,
+        # and the loss's temporaries on a minibatch
         data = 4.0 * n * (Xs.shape[1] + (Ys.size // max(n, 1)) + (0 if weights is None else 3))
+        data += float(loss_bytes_per_row) * min(int(self.batch_size), n)
         model = _torch.build_mlp(torch, Xs.shape[1], self.hidden_, d_out, activation, seed,
                                  batch_rows=min(int(self.batch_size), n), extra=data)
         with torch.no_grad():

@@ -22,7 +22,7 @@ def kernel_integral(torch: Any, t: Any, kernel: str) -> Any:
     if kernel == "uniform":
         mid = (s + 1) ** 2 / 4
     elif kernel == "epanechnikov":
-        mid = 3 / 16 + s / 2 + 3 * s**2 / 8 - s**4 / 16
+        mid = (1 + s) ** 3 * (3 - s) / 16  # = 3/16 + s/2 + 3s^2/8 - s^4/16, without cancelling near -1
     else:
         mid = torch.where(s <= 0, (1 + s) ** 3 / 6, s + (1 - s) ** 3 / 6)
     # outside [-1, 1] G is 0 or t; s is clamped there, so mid's gradient is 0 and the
@@ -40,7 +40,7 @@ def kernel_cdf(torch: Any, t: Any, kernel: str) -> Any:
     if kernel == "uniform":
         return (s + 1) / 2
     if kernel == "epanechnikov":
-        return 0.5 + 0.75 * s - 0.25 * s**3
+        return (1 + s) ** 2 * (2 - s) / 4  # = 1/2 + 3s/4 - s^3/4, without cancelling near -1
     return torch.where(s <= 0, (1 + s) ** 2 / 2, 1 - (1 - s) ** 2 / 2)
 
 

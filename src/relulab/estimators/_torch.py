@@ -10,6 +10,7 @@ returns a :class:`~relulab.Network` that computes the fitted function of the raw
 from __future__ import annotations
 
 import contextlib
+import numbers
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
+from ..errors import RelulabError, require
 from ..limits import check_bytes
 from ..network import Network
 
@@ -115,7 +116,12 @@ def recent_drop(loss_curve: Sequence[float], epochs: int = 10) -> float:
         >>> recent_drop([4.0, 2.0, 1.0], epochs=2)
         0.75
     """
-    c = list(loss_curve)
+    try:
+        c = [float(v) for v in loss_curve]
+    except (TypeError, ValueError):
+        raise RelulabError(f"recent_drop: loss_curve must be a sequence of numbers, got {loss_curve!r:.60}") from None
+    if not (isinstance(epochs, numbers.Integral) and not isinstance(epochs, bool) and epochs >= 1):
+        raise RelulabError(f"recent_drop: epochs must be an integer >= 1, got {epochs!r}")
     k = min(int(epochs), len(c) - 1)
     if k < 1:
         return 0.0

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError
+from ..limits import check_bytes, memory_budget
 
 __all__ = ["ij_variance"]
 
@@ -80,8 +81,11 @@ def ij_variance(
         >>> float(ij_variance(N, t, bias_correction=False))   # Cov = (-1, 1) -> 1 + 1
         2.0
     """
-    N = np.asarray(counts, dtype=np.float64)
-    T = np.asarray(estimates, dtype=np.float64)
+    try:
+        N = np.asarray(counts, dtype=np.float64)
+        T = np.asarray(estimates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise RelulabError("ij_variance: counts and estimates must be real numbers") from None
     vector = T.ndim == 1
     if vector:
         T = T[:, None]
@@ -101,8 +105,15 @@ def ij_variance(
     s = _subsample_size(subsample_size, n)
     Nc = N - N.mean(axis=0)
     Tc = T - T.mean(axis=0)
-    cov = Nc.T @ Tc / B                       # (n, m): Cov_b(N_bi, t_b(x_j))
-    V = np.sum(cov**2, axis=0)
+    # the (n, m) covariances Cov_b(N_bi, t_b(x_j)) in column blocks within the memory
+    # budget (10,000 units x 10,000 points took 1.9 GB in one piece)
+    m = Tc.shape[1]
+    step = max(1, int(memory_budget() // (4 * 8 * n)))
+    check_bytes(4.0 * 8 * n * min(step, m), f"ij_variance: the covariances of {n} units")
+    V = np.empty(m)
+    for j in range(0, m, step):
+        cov = Nc.T @ Tc[:, j:j + step] / B
+        V[j:j + step] = np.sum(cov**2, axis=0)
     if bias_correction:
         count_var = np.sum(Nc**2) / B            # sum_i Var_b(N_bi)
         V = V - count_var * np.mean(Tc**2, axis=0) / B

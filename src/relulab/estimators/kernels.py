@@ -103,7 +103,10 @@ def _h(h: Any) -> float:
 
 def _count(name: str, v: Any, least: int) -> int:
     """A whole number ``>= least`` (an integral float such as 100.0 counts), else an error naming it."""
-    ok = _real(v) and math.isfinite(float(v)) and float(v) == int(v) and int(v) >= least
+    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+        ok = int(v) >= least  # any size: 10**400 has no float
+    else:
+        ok = _real(v) and math.isfinite(float(v)) and float(v) == int(v) and int(v) >= least
     if not ok:
         raise RelulabError(f"conquer_bandwidth: {name} must be an integer >= {least}, got {v!r}")
     return int(v)
@@ -118,7 +121,7 @@ def check_loss(u: Any, tau: float) -> np.ndarray:
         >>> check_loss([-2.0, 2.0], 0.25).tolist()
         [1.5, 0.5]
     """
-    u = np.asarray(u, dtype=np.float64)
+    u = _residuals(u)
     return u * (_tau(tau) - (u < 0))
 
 
@@ -153,7 +156,7 @@ def _cdf(t: np.ndarray, k: str) -> np.ndarray:
     if k == "uniform":
         return (s + 1) / 2
     if k == "epanechnikov":
-        return 0.5 + 0.75 * s - 0.25 * s**3
+        return (1 + s) ** 2 * (2 - s) / 4  # = 1/2 + 3s/4 - s^3/4, without cancelling near -1
     return np.where(s <= 0, (1 + s) ** 2 / 2, 1 - (1 - s) ** 2 / 2)
 
 
@@ -174,7 +177,7 @@ def kernel_integral(t: Any, kernel: str) -> np.ndarray:
     if k == "uniform":
         mid = (s + 1) ** 2 / 4
     elif k == "epanechnikov":
-        mid = 3 / 16 + s / 2 + 3 * s**2 / 8 - s**4 / 16
+        mid = (1 + s) ** 3 * (3 - s) / 16  # = 3/16 + s/2 + 3s^2/8 - s^4/16, without cancelling near -1
     else:
         mid = np.where(s <= 0, (1 + s) ** 3 / 6, s + (1 - s) ** 3 / 6)
     return np.where(t >= 1, t, np.where(t <= -1, 0.0, mid))
@@ -192,11 +195,19 @@ def smoothed_check_loss(u: Any, tau: float, h: float, kernel: str = "gaussian") 
         >>> bool(np.isclose(v[0], np.log(2)))
         True
     """
-    u = np.asarray(u, dtype=np.float64)
+    u = _residuals(u)
     tau, h = _tau(tau), _h(h)
     with np.errstate(over="ignore"):
         t = -np.minimum(np.abs(u) / h, np.finfo(np.float64).max)   # -inf would give G = nan
     return check_loss(u, tau) + h * kernel_integral(t, kernel)
+
+
+def _residuals(u: Any) -> np.ndarray:
+    """``u`` as a float64 array; one error for what is not numbers."""
+    try:
+        return np.asarray(u, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise RelulabError(f"the residuals u must be real numbers, got {u!r:.60}") from None
 
 
 def smoothed_check_grad(u: Any, tau: float, h: float, kernel: str = "gaussian") -> np.ndarray:
@@ -206,9 +217,10 @@ def smoothed_check_grad(u: Any, tau: float, h: float, kernel: str = "gaussian") 
         >>> smoothed_check_grad([0.0], 0.3, 0.5, "uniform").tolist()
         [-0.2]
     """
-    u = np.asarray(u, dtype=np.float64)
+    u = _residuals(u)
     tau, h = _tau(tau), _h(h)
-    return tau - _cdf(-u / h, _kernel(kernel))
+    with np.errstate(over="ignore"):  # |u| / h beyond float64 is +-inf, where F is 0 or 1
+        return tau - _cdf(-u / h, _kernel(kernel))
 
 
 def conquer_bandwidth(tau: float, n: int, p: int) -> float:
@@ -226,5 +238,6 @@ def conquer_bandwidth(tau: float, n: int, p: int) -> float:
     """
     tau = _tau(tau)
     n, p = _count("n", n, 2), _count("p", p, 1)
-    ratio = min((p + math.log(n)) / n, 0.5)
+    # in logarithms: n or p beyond float64 (10**400) overflowed the division
+    ratio = 0.5 if 2 * p >= n else min(math.exp(math.log(p + math.log(n)) - math.log(n)), 0.5)
     return max(MIN_BANDWIDTH, math.sqrt(tau * (1 - tau)) * ratio**0.4)

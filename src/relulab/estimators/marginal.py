@@ -28,6 +28,7 @@ variance over the ensemble with the Wager-Hastie-Efron bias correction
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -204,7 +205,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         self.unit_weights_ = 1.0 / sizes if self.cluster_weights == "unit" else np.ones(n_units)
 
         self.x_mean_, self.x_scale_ = standardiser(X)
-        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_, folded=True)
         if family == "gaussian":
             ym, ys = standardiser(y[:, None])
             self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
@@ -273,17 +274,29 @@ class MarginalNetRegressor(NetEstimatorBase):
         return np.maximum(V, 0.0)
 
     def predict_interval(self, X: Any, alpha: float = 0.05) -> np.ndarray:
-        """``(n, 2)`` normal intervals ``[lower, upper]`` of level ``1 - alpha`` for the mean.
+        """``(n, 2)`` approximate normal intervals ``[lower, upper]`` of *nominal* level
+        ``1 - alpha`` for the mean.
 
         Built on the link scale from the ensemble mean and its bias-corrected IJ variance,
-        then mapped through the inverse link (monotone, so the bounds stay ordered).
+        then mapped through the inverse link (monotone, so the bounds stay ordered).  The
+        level is asymptotic: with ``n_estimators`` not well above the number of units the
+        variance is noisy and the intervals under-cover (measured: 0.81 for a nominal 0.90
+        at 20 members and 60 units; 0.86-0.89 at 400).  Where the corrected variance came
+        out negative it is clipped at 0, the interval has width 0, and a warning says how
+        many.
         """
         if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
             raise EstimatorInputError(f"MarginalNetRegressor.predict_interval: alpha must be in (0, 1), got {alpha!r}")
         E = self.member_predictions(X)
         if E.shape[0] < 2:
             raise EstimatorInputError("MarginalNetRegressor.predict_interval: needs n_estimators >= 2")
-        V = np.maximum(ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size), 0.0)
+        V = ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size)
+        clipped = int(np.sum(V <= 0))
+        if clipped:
+            warnings.warn(f"MarginalNetRegressor.predict_interval: {clipped} of {V.size} interval(s) have width 0 "
+                          f"(the bias-corrected variance was <= 0 with {E.shape[0]} members for "
+                          f"{self.counts_.shape[1]} units); more n_estimators give usable intervals", stacklevel=2)
+        V = np.maximum(V, 0.0)
         z = float(norm.ppf(1 - alpha / 2))
         eta = E.mean(axis=0)
         half = z * np.sqrt(V)
@@ -292,12 +305,32 @@ class MarginalNetRegressor(NetEstimatorBase):
     def ensemble_network(self) -> Network:
         """One relulab :class:`~relulab.Network` computing ``mean_b f_b`` (link scale).
 
-        The members run side by side (widths add up, ``B`` times a member's width).
+        The members run side by side (widths add up, ``B`` times a member's width); the
+        dense layers must fit the memory budget (``B = 150`` members of width 64 need
+        0.74 GB for one layer).
         """
+        from scipy.linalg import block_diag
+
         if not hasattr(self, "networks_"):
             raise EstimatorInputError("MarginalNetRegressor.ensemble_network: fit the estimator first")
-        total = self.networks_[0]
-        for net in self.networks_[1:]:
-            total = total.concat(net)
-        B = len(self.networks_)
-        return total.with_output_map(np.full((1, B), 1.0 / B))
+        nets = self.networks_
+        B = len(nets)
+        # every member has the fitted architecture: one block-diagonal build per layer
+        # (B - 1 successive concatenations copied every layer B times: 21 s for B = 150)
+        sizes = [(W.shape[0] * B) * (W.shape[1] * (B if k else 1)) for k, W in enumerate(nets[0].weights)]
+        check_bytes(8.0 * sum(sizes), f"MarginalNetRegressor.ensemble_network: the dense layers of {B} members")
+        L = len(nets[0].weights)
+        Ws, bs = [], []
+        for k in range(L):
+            mats = [net.weights[k] for net in nets]
+            if k == 0:
+                Ws.append(np.vstack(mats))
+            elif k == L - 1:
+                Ws.append(np.hstack(mats) / B)
+            else:
+                Ws.append(block_diag(*mats))
+            biases = [net.biases[k] for net in nets]
+            bs.append(np.mean(biases, axis=0) if k == L - 1 else np.concatenate(biases))
+        if L == 1:  # affine members: the mean of their maps
+            Ws, bs = [np.mean([net.weights[0] for net in nets], axis=0)], [np.mean([net.biases[0] for net in nets], axis=0)]
+        return Network(Ws, bs)

@@ -37,6 +37,7 @@ from ._base import (
     check_X,
     check_Xy,
     keeps_state_on_failure,
+    robust_response_scale,
     seed_of,
     standardise,
     standardiser,
@@ -48,6 +49,10 @@ __all__ = ["QuantileNetRegressor"]
 # smallest starting increment between neighbouring quantile outputs (standardised
 # response units): keeps every ReLU increment active at initialisation.
 _MIN_INIT_GAP = 1e-2
+# the K-level loss keeps about a dozen (rows x K) float32 temporaries for the backward pass
+# (head sums, residuals, kernel terms and their gradients; measured: 45 bytes per row and
+# level), with a margin
+LOSS_BYTES_PER_LEVEL = 64
 
 
 def check_quantiles(quantiles: Any, where: str) -> tuple[np.ndarray, bool]:
@@ -158,6 +163,10 @@ class QuantileNetRegressor(NetEstimatorBase):
     def _bandwidths(self, taus: np.ndarray, n: int, d: int, y_scale: float) -> np.ndarray:
         """Bandwidths on the standardised response scale, one per level."""
         if self.loss == "pinball":
+            if not (isinstance(self.bandwidth, str) and self.bandwidth == "auto"):
+                raise EstimatorInputError(
+                    f"QuantileNetRegressor.fit: bandwidth={self.bandwidth!r} applies to loss='conquer' only; "
+                    "the pinball loss is not smoothed (leave bandwidth='auto')")
             return np.zeros_like(taus)
         if isinstance(self.bandwidth, str) and self.bandwidth == "auto":
             return np.array([conquer_bandwidth(t, n, d + 1) for t in taus])
@@ -184,9 +193,9 @@ class QuantileNetRegressor(NetEstimatorBase):
         X, y = check_Xy(self, X, y)
         n, d = X.shape
         self.x_mean_, self.x_scale_ = standardiser(X)
-        ym, ys = standardiser(y[:, None])
-        self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
-        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
+        # robust: one outlier must not set the bandwidth and Adam's step in response units
+        self.y_mean_, self.y_scale_ = robust_response_scale(y)
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_, folded=True)
         Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
         h = self._bandwidths(taus, n, d, self.y_scale_)
         self.quantiles_ = taus
@@ -219,7 +228,7 @@ class QuantileNetRegressor(NetEstimatorBase):
         zero_rows = range(1, K) if head else None
         with _torch.one_thread(torch):
             self._model, log = self._train(torch, Xs, Ys, objective, K, "relu", seed, out_bias=start,
-                                           zero_rows=zero_rows)
+                                           zero_rows=zero_rows, loss_bytes_per_row=LOSS_BYTES_PER_LEVEL * K)
         self._head = head
         self._record(log)
         self.network_ = self._export()

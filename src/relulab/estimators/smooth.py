@@ -26,6 +26,7 @@ from ._base import (
     check_X,
     check_Xy,
     keeps_state_on_failure,
+    robust_response_scale,
     seed_of,
     standardise,
     standardiser,
@@ -123,11 +124,15 @@ class SmoothNetRegressor(NetEstimatorBase):
             i = int(np.flatnonzero((y < 0) | (y > 1))[0])
             raise EstimatorInputError(f"SmoothNetRegressor.fit: loss='logistic' needs y in [0, 1]; y[{i}] = {y[i]}")
         self.x_mean_, self.x_scale_ = standardiser(X)
-        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_)
+        Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_, folded=self.activation == "relu")
         if loss == "logistic":
             self.y_mean_, self.y_scale_ = 0.0, 1.0
             p = float(np.clip(y.mean(), 1e-3, 1 - 1e-3))
             start = np.log(p / (1 - p))
+        elif loss in ("huber", "quantile"):
+            # robust losses, robust units: an outlier of 1e6 made Huber's threshold 3e4
+            self.y_mean_, self.y_scale_ = robust_response_scale(y)
+            start = 0.0
         else:
             ym, ys = standardiser(y[:, None])
             self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
