@@ -103,6 +103,20 @@ def check_point(x: Any, domain: Box | Polytope, what: str = "x") -> np.ndarray:
     return v
 
 
+def check_flag(where: str, **flags: Any) -> None:
+    """Each flag is True or False (``certify_rules="no"`` certified).
+
+    Example:
+        >>> check_flag("why", certify_rules="no")
+        Traceback (most recent call last):
+        ...
+        relulab.explain.decision.ExplainError: why: certify_rules must be True or False, got 'no'
+    """
+    for name, v in flags.items():
+        if not isinstance(v, (bool, np.bool_)):
+            raise ExplainError(f"{where}: {name} must be True or False, got {v!r}")
+
+
 def check_time_limit(time_limit: Any) -> float | None:
     """``time_limit`` as positive seconds, or None (one clear error otherwise).
 

@@ -3,6 +3,8 @@ redundancy removal, vertices, volumes and the convex-union test used by merging.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..lp import INF, LPModel, chebyshev_center
@@ -53,10 +55,20 @@ def interior(A: np.ndarray, b: np.ndarray, lo=None, hi=None) -> tuple[np.ndarray
     return chebyshev_center(A, b)
 
 
-def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0) -> np.ndarray:
+def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0, deadline: float | None = None) -> np.ndarray:
     """Indices of the rows of ``A x <= b`` (a full-dimensional, bounded set) that are
-    facets.  Row ``i`` is redundant when ``max a_i x`` over the other rows (row ``i``
-    relaxed by 1) stays within ``b_i``; duplicates keep their first copy."""
+    facets.  Row ``i`` is redundant when ``max a_i x`` over the rows still kept (row ``i``
+    relaxed by 1) stays within ``b_i``; a redundant row is dropped before the next test,
+    so of two rows within rounding of each other one survives (testing each against all
+    the others dropped both, and a search never crossed that facet).  Duplicates keep
+    their first copy.  Past ``deadline`` (a ``time.monotonic()`` value) the untested rows
+    are all kept: extra rows describe the same set.
+
+    Example:
+        >>> A = np.array([[1.0, 0.0], [1.0, 1e-12], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+        >>> irredundant(A, np.array([0.5, 0.5, 1.0, 1.0, 1.0])).tolist()
+        [1, 2, 3, 4]
+    """
     A, b = np.asarray(A, float), np.asarray(b, float)
     n = A.shape[0]
     if n == 0:
@@ -69,13 +81,18 @@ def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0) -> np.ndarray
     model = LPModel(np.zeros(A.shape[1]), A_ub=A2, b_ub=b2 + 0.0)
     out = []
     for r in range(len(cand)):
+        if deadline is not None and time.monotonic() > deadline:
+            out.extend(int(c) for c in cand[r:])
+            break
         model.set_row_bounds(r, -INF, float(b2[r] + 1.0))
         model.set_objective(A2[r], maximize=True)
         res = model.solve()
-        model.set_row_bounds(r, -INF, float(b2[r]))
         if res.status != "optimal" or res.objective > b2[r] + FEAS_TOL * (1 + abs(b2[r])):
+            model.set_row_bounds(r, -INF, float(b2[r]))
             out.append(int(cand[r]))
-    return np.array(out, dtype=np.int64)
+        else:
+            model.set_row_bounds(r, -INF, INF)  # redundant: no longer supports the others
+    return np.array(sorted(out), dtype=np.int64)
 
 
 def vertices(A: np.ndarray, b: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:

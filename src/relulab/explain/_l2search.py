@@ -114,7 +114,14 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         nz = np.linalg.norm(Gm, axis=1) > 0
         cand = np.flatnonzero(nz)
         if cand.size:
-            facets = G.irredundant(allA, allb)
+            deadline = None if time_limit is None else time.monotonic() + time_limit - (time.perf_counter() - t0)
+            facets = G.irredundant(allA, allb, deadline=deadline)
+            if deadline is not None and time.monotonic() > deadline:
+                # one LP per row ran past the limit: the region goes back to the frontier
+                # unexpanded (its distance stays in the lower bound) and the search stops
+                heapq.heappush(heap, (dist, -1, flat))
+                status = "time_limit"
+                break
             for j in facets[facets < N]:
                 nb = flat.copy()
                 nb[j] = ~nb[j]

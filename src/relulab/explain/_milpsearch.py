@@ -179,13 +179,23 @@ def verify_bracket(net, x, dec: Decision, space: Space, norm: str, margin: float
         along one axis and rho / 2 along the others (at most one |delta_i| exceeds rho / 2):
         "holds" on all of them proves every counterfactual farther than rho in l1."""
         found = None
-        for i in np.flatnonzero(space.hi > space.lo):
-            w = np.full(len(x), rho / 2)
-            w[i] = rho
-            sub = Space(np.maximum(space.lo, x - w), np.minimum(space.hi, x + w), space.A, space.b,
-                        None)
+        # a feature pinned by its bounds (lo == hi) moves by its fixed amount: that part of
+        # rho is spent, and the cover is over the free features with what is left (a pin
+        # away from x used to fall outside every box, and "holds" came from no call)
+        pinned = space.hi <= space.lo
+        free_rho = rho - float(np.sum(np.abs(space.lo[pinned] - x[pinned])))
+        if free_rho < 0:
+            return "holds", found   # the ball does not reach the pinned values
+        axes = np.flatnonzero(~pinned)
+        for i in (axes if axes.size else [None]):
+            w = np.full(len(x), free_rho / 2)
+            if i is not None:
+                w[i] = free_rho
+            sub = Space(np.where(pinned, space.lo, np.maximum(space.lo, x - w)),
+                        np.where(pinned, space.hi, np.minimum(space.hi, x + w)), space.A, space.b, None)
             if np.any(sub.lo > sub.hi):
                 continue
+            i = -1 if i is None else i
             left = budget()
             if left <= 0.05:
                 return "unknown", found

@@ -72,6 +72,22 @@ def decision_tol(rel: float, y: np.ndarray, floor: float, dec: Decision | None =
     return rel * (floor + rows) + OUTPUT_ROUNDING * size
 
 
+def margin_tol(rel: float, y: np.ndarray, floor: float) -> float:
+    """A margin by which a target (or a broken decision) must be passed *away from* ``x``:
+    ``rel`` of ``floor`` plus the outputs' rounding ``OUTPUT_ROUNDING max |y|``.  Not
+    relative to the decision rows at ``x`` (:func:`decision_tol`): those are large where x
+    is far from the boundary, while the target is met near it (``f(x) = 5e5`` made the
+    margin 5e-4 where f is 1e-3 in size, and the nearest counterfactual 1.5 for 1.0).
+
+    Example:
+        >>> margin_tol(1e-9, np.array([5e5]), 1.0) < 1e-8
+        True
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    size = float(np.max(np.abs(y))) if y.size else 0.0
+    return rel * floor + OUTPUT_ROUNDING * size
+
+
 def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0,
             dec: Decision | None = None) -> tuple[Any, ...]:
     """The output margins tried in turn for a counterfactual of an input with outputs y0:
@@ -81,16 +97,16 @@ def margins(y0: np.ndarray, strict: np.ndarray | None = None, floor: float = 1.0
     holds on its boundary, and a target that holds only with ``f = 0`` (on a whole region,
     as for ``-relu(x)`` on ``x <= 0``) was called unreachable when it needed a margin.
     ``floor``: :func:`relulab.explain._common.output_floor` (outputs below 1 scale it);
-    ``dec``: the target decision, whose rows' size the margin is relative to
-    (:func:`decision_tol`).
+    the margin is :func:`margin_tol` (``dec`` is accepted for callers and not used: the
+    rows' size at x says nothing about the target, which is met elsewhere).
 
     Example:
         >>> [float(f"{m:.3g}") for m in margins(np.array([1.0, -3.0]))]
-        [4e-09, 4e-07, 4e-05]
+        [1e-09, 1e-07, 1e-05]
         >>> [v.tolist() for v in margins(np.array([0.0]), np.array([False]))][:2]
         [[0.0], [1e-09]]
     """
-    m = decision_tol(CF_MARGIN, y0, floor, dec)
+    m = margin_tol(CF_MARGIN, y0, floor)
     if strict is None:
         return (m, 100 * m, 1e4 * m)
     strict = np.asarray(strict, dtype=bool)

@@ -38,7 +38,7 @@ from ..results import Result
 from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
 from . import _geometry as G
 from ._certify import certify
-from ._common import check_domain, float_net, output_floor
+from ._common import check_domain, check_flag, float_net, output_floor
 from .decision import OUTPUT_ROUNDING, Decision, ExplainError, all_decisions, as_decision
 from .features import feature_names
 from .rule import Rule
@@ -294,6 +294,7 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
                 continue  # some row is violated on the whole region (up to its boundary)
             T = (dec.C @ C)[~const]   # the settled constant rows cut nothing
             t = (dec.d - dec.C @ c)[~const]
+            rad = None
             if d == 2:
                 P = V
                 for a_row, b_row in zip(T, t, strict=True):
@@ -307,16 +308,27 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
                 W = G.vertices(An, bn, ctr) if ctr is not None and rad > MIN_RADIUS else np.zeros((0, d))
             vol = G.volume(W) if len(W) > d else 0.0
             vr = vol_region if vol_region is not None else G.volume(V)
-            if vol > 0 and vol > ROUNDOFF * vr:
+            # a piece small against its region may still be a real pocket of the decision
+            # (f = 1 - |x - c|_1 / 1e-4 in 3-D: relative volume 1e-12, f = +1 at c); it
+            # is dropped only when it is thin at the coordinates' rounding
+            if vol > 0 and (vol > ROUNDOFF * vr or _wide(W, rad)):
                 out[k][i] = _Piece(W, vol)
                 count += 1
     return out, count, False
 
 
-# a merged hull whose volume is within this share of its pieces' is their union (the
-# volumes' own rounding); between it and the volume test's tolerance, the hull is tested
-# against the other decisions' cells
-SURE_CONVEX_REL = 1e-12  # tol: rounding of hull and piece volumes
+def _wide(W: np.ndarray, rad: float | None = None) -> bool:
+    """Whether the polytope with vertices ``W`` holds a ball of radius above the rounding
+    of its coordinates (``rad``: its Chebyshev radius when known)."""
+    if rad is None:
+        try:
+            A, b, _ = G.hull(W)
+        except QhullError:
+            return False
+        rad = G.interior(A, b)[1]
+    return bool(rad > POCKET_RADIUS * float(np.max(np.abs(W))))
+
+
 # a Chebyshev radius in a hull and another decision's cell above this share of the
 # coordinates' size is a real pocket of that decision (below: rounding of the vertices)
 POCKET_RADIUS = 1e-12  # tol: rounding of vertex coordinates
@@ -378,8 +390,9 @@ class _Clusters:
             if not G.union_is_convex(self.V[a], self.vol[a], self.V[b], self.vol[b], tot):
                 return False
             hull = G.hull(VV)[2]  # before any change: a failure leaves the clusters as they were
-            if self.others is not None and G.volume(hull) > tot * (1 + SURE_CONVEX_REL) \
-                    and self.others.meet(hull, float(np.max(np.abs(hull)))):
+            # always tested: an extra volume below the volumes' rounding may still be a
+            # real pocket of another decision (a cell of relative volume 3e-13 was swallowed)
+            if self.others is not None and self.others.meet(hull, float(np.max(np.abs(hull)))):
                 return False  # the extra volume is another decision's cell
         except QhullError:
             return False  # a degenerate vertex set (qhull's topology error): do not merge
@@ -431,6 +444,25 @@ def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: boo
         theirs = [c for c, lab in cells if lab != k]
         out.append(_merge_touching(mine, theirs) if merge else [(p.V, p.vol) for p in mine])
     return out
+
+
+def _cells_keep_pieces(cells_by: list, pieces: list) -> bool:
+    """Whether every piece's centroid lies in a cell of its own decision (2-D cells)."""
+    for cells, pcs in zip(cells_by, pieces, strict=True):
+        hulls = []
+        for V, _ in cells:
+            try:
+                A, b, _ = G.hull(V)
+            except QhullError:
+                continue
+            hulls.append((A, b, max(1.0, float(np.max(np.abs(V))))))
+        for p in pcs:
+            if p is None:
+                continue
+            c = p.V.mean(0)
+            if not any(np.all(A @ c <= b + MATCH_RTOL * s) for A, b, s in hulls):
+                return False
+    return True
 
 
 def _merge_touching(pcs: list[_Piece], others: list[np.ndarray] | None = None) -> list[tuple[np.ndarray, float]]:
@@ -512,6 +544,7 @@ def decision_rules(
     from .. import regions as R
 
     t0 = time.perf_counter()
+    check_flag("decision_rules", merge=merge, certify_rules=certify_rules)
     if time_limit is not None and not (is_positive_seconds(time_limit) and np.isfinite(time_limit)):
         raise ExplainError(f"decision_rules: time_limit must be a positive number of seconds or None, "
                            f"got {time_limit!r}")
@@ -546,7 +579,11 @@ def decision_rules(
     summary: dict = {}
     if method == "bsp":
         cells_by = _bsp_cells(fnet, decs, pieces, dom, merge)
-    else:
+        if not _cells_keep_pieces(cells_by, pieces):
+            # the partition's area tolerance dropped a small cell of some decision (a
+            # pocket of area 2e-12 where f = +1): the merge method keeps every piece
+            method = "merge"
+    if method == "merge":
         # a partial enumeration has no facet graph at hand (the skeleton engine's is for a
         # complete one): building it takes longer than the enumeration, so a time limit
         # that cut the enumeration leaves the pieces unmerged

@@ -202,8 +202,8 @@ def _no_target_certificate(fnet, space: Space, dec: Decision, margin: float, tim
                 "reason": "no input of the search space reaches the target with the required "
                           "margin (the MILP of its best margin ended with a solver error)"}
     out = {"method": "exact MILP (relulab.verify encoding, HiGHS)",
-           "proof": "HiGHS proved the MILP {x in the search space, f(x) in the target with "
-                    "the required margin} infeasible",
+           "proof": "HiGHS bounded the target's best margin min_i (d_i - C_i f(x)) over the search "
+                    "space (max_target_margin_upper_bound)",
            "max_target_margin_upper_bound": float(bound),
            "required_margin": margin, "milp_status": r.status}
     if r.x is not None:
@@ -402,6 +402,26 @@ def why_not(
                               "the whole search space (a CROWN lower bound of one target row)"}
         else:
             cert = _no_target_certificate(fnet, space, dec, req, left)
+            ub = cert.get("max_target_margin_upper_bound")
+            if "best_input" in cert or ub is not None:
+                # the region search ended empty; "no counterfactual" also needs the MILP's
+                # bound below the required margin (two near-equal facets once hid half the box)
+                xb = cert.get("best_input")
+                if xb is not None and bool(dec.holds(fnet(np.asarray(xb)[None]))[0]) and space.contains(xb):
+                    z, lower, st = np.asarray(xb, dtype=np.float64), 0.0, "feasible"
+                    cert = {**cert, "reason": "the region search ended without a counterfactual, but the "
+                                              "MILP of the target's best margin found this one (forward pass): "
+                                              "not shown to be the nearest"}
+                    cert.pop("proof", None)
+                elif not (ub is not None and ub < req):
+                    cert.pop("proof", None)
+                    return WhyNotResult(status="unknown", exists=None, counterfactual=None, output=None,
+                                        distance=None, lower_bound=0.0, gap=None, changed=(), path={},
+                                        certificate={**cert, "reason": (
+                                            "the region search ended without a counterfactual, but the MILP "
+                                            "does not bound the target's margin below the required one")},
+                                        method=method, time=time.perf_counter() - t0, info=info, **common)
+    if st == "infeasible":
         return WhyNotResult(status="infeasible", exists=False, counterfactual=None, output=None,
                             distance=None, lower_bound=INF, gap=None, changed=(), path={},
                             certificate=cert, method=method, time=time.perf_counter() - t0,
