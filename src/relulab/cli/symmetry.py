@@ -55,7 +55,13 @@ def canonical_cmd(
     can, rep = canonical(net, dom)
     X = (dom.sample(10_000, 0) if dom is not None
          else np.random.default_rng(0).normal(size=(10_000, net.input_dim)))
-    Y = net.float()(X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = net.float()(X)
+    if not np.all(np.isfinite(Y)):
+        # inf - inf read as a "deviation of nan" blamed on a merge that never happened
+        raise RelulabError(f"{model}: the model's outputs overflow float64 on the sample points of "
+                           f"{'the box' if dom is not None else 'R^d'}; the normal form cannot be checked "
+                           "there (rescale the last layer or give a smaller --box)")
     dev = float(np.max(np.abs(Y - can.float()(X))))
     same = dev <= EQUIV_TOL * max(1.0, float(np.max(np.abs(Y))))
     written = same or allow_unverified  # like reduce: a changed function is not written unasked

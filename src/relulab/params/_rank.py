@@ -83,11 +83,28 @@ def rank_from_singular_values(
     return RankInfo(r, (int(shape[0]), int(shape[1])), float(tol), smax, kept, dropped, gap, method)
 
 
+def _column_powers_of_two(A: np.ndarray) -> np.ndarray:
+    """Per column, the power of two nearest below its largest entry (1 for a zero column).
+
+    Example:
+        >>> _column_powers_of_two(np.array([[3.0, 0.0], [-1e-9, 0.0]])).tolist()
+        [2.0, 1.0]
+    """
+    top = np.max(np.abs(A), axis=0, initial=0.0)
+    ok = (top > 0) & np.isfinite(top)
+    out = np.ones(A.shape[1])
+    out[ok] = 2.0 ** np.floor(np.log2(top[ok]))
+    return out
+
+
 def numerical_rank(M, tol: float | None = None) -> RankInfo:
     """Numerical rank of a dense or scipy.sparse matrix.
 
     A dense SVD (``method="svd"``) whenever the matrix has at most ``DENSE_SVD_ENTRIES``
-    entries or its dense SVD fits the memory budget (:mod:`relulab.limits`).  Otherwise the
+    entries or its dense SVD fits the memory budget (:mod:`relulab.limits`); without a
+    ``tol`` its columns are first scaled by powers of two to a largest entry in [1, 2),
+    so the reported singular values are those of the scaled matrix (the rank does not
+    depend on column scaling, and a rescaling symmetry then leaves it unchanged).  Otherwise the
     singular values come from the eigenvalues of the Gram matrix of the smaller side of the
     column-normalised matrix (``method="gram"``).  The Gram matrix squares the condition
     number, so it resolves singular values only down to
@@ -113,6 +130,11 @@ def numerical_rank(M, tol: float | None = None) -> RankInfo:
     dense_bytes = 8.0 * m * n * (2 if sparse else 1) + 8.0 * (m * n + 4 * k * k + 10 * max(m, n))
     if m * n <= DENSE_SVD_ENTRIES or dense_bytes <= memory_budget():
         A = M.toarray() if sparse else np.asarray(M, dtype=float)
+        if tol is None:
+            # columns to unit norm (each by a power of two: exact): the rank does not
+            # change, and a parameter symmetry that rescales columns by 1e8 no longer moves
+            # the cutoff through genuine singular values (rank 17 for 19, "gap 3e6")
+            A = A / _column_powers_of_two(A)
         # scaled by a power of two (exact) so that the SVD cannot overflow: finite entries
         # near 1e308 gave a largest singular value of inf and rank 0 (it is 3)
         top = float(np.max(np.abs(A), initial=0.0))

@@ -63,8 +63,11 @@ _MAX_LR = 1e100  # lr**2 enters the conservation identity; above this it overflo
 def _training_data(net: Network, X, Y) -> tuple[np.ndarray, np.ndarray]:
     """``X`` as an ``(n, d)`` and ``Y`` as an ``(n, m)`` float array, both finite, or one
     clear error naming the mismatch."""
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    Y = np.asarray(Y, dtype=float)
+    try:
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        Y = np.asarray(Y, dtype=float)
+    except (TypeError, ValueError):
+        raise RelulabError("X and Y must be arrays of numbers") from None
     if X.ndim != 2 or X.shape[1] != net.input_dim:
         raise RelulabError(f"X has shape {X.shape}; the network takes {net.input_dim} inputs")
     if Y.ndim == 1 and net.output_dim == 1:
@@ -196,6 +199,8 @@ def gd_conservation(net: Network, X, Y, lr: float, steps: int) -> tuple[Conserva
             or not (np.isfinite(lr) and 0 < lr < _MAX_LR):
         raise RelulabError(f"gd_conservation: lr must lie in (0, {_MAX_LR:g}), got {lr!r}")
     steps = int(steps)
+    if not isinstance(net, Network):
+        raise RelulabError(f"gd_conservation: expected a relulab Network, got {type(net).__name__}")
     net = net.float()
     X, Y = _training_data(net, X, Y)
     Ws = [np.array(W) for W in net.weights]

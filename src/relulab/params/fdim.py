@@ -318,7 +318,13 @@ def functional_dimension(
         (1, 4, 7)
     """
     _check_tol(tol, "functional_dimension")
+    if time_limit is not None and not is_positive_seconds(time_limit):
+        raise RelulabError(f"functional_dimension: time_limit must be a positive number of "
+                           f"seconds, got {time_limit!r}")
     Xf = _as_batch(net.float(), X, False)
+    if Xf.shape[0] == 0:
+        # no points, no Jacobian rows: rank 0 would call every neuron dead
+        raise RelulabError("functional_dimension: no points given; the rank needs at least one")
     netf = net.float()
     with np.errstate(over="ignore", invalid="ignore"):
         J = realization_jacobian(netf, Xf)

@@ -224,6 +224,8 @@ def path_lifting(net: Network, max_paths: int = MAX_PATHS) -> PathLifting:
         >>> pl.names(), pl.values.tolist()
         (['x0 > h1[0] > y0', '1 > h1[0] > y0', '1 > y0'], [6.0, 3.0, 0.0])
     """
+    if not isinstance(net, Network):
+        raise RelulabError(f"path_lifting: expected a relulab Network, got {type(net).__name__}")
     total = n_paths(net)
     if total > max_paths:
         raise RelulabError(

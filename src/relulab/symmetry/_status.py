@@ -88,8 +88,41 @@ def _margin(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return PROOF_MARGIN * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
 
 
-def _first_layer_lp(net: Network, poly: Polytope) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (up to LP tolerance) range of each first-layer pre-activation over a polytope."""
+def _term_rounding(net: Network, domain: Box | Polytope) -> list[np.ndarray]:
+    """Per hidden layer, a bound on what float64 rounding can move a computed bound of its
+    pre-activations: the bounds are sums of terms no larger than the layer's magnitudes
+    ``|W_k| H_{k-1} + |b_k|`` (``H`` propagated in absolute values), each rounded, over
+    a depth of ``k`` layers.  A margin relative to the bound alone let terms of 3e13
+    cancel to +2.8e-5 and the neuron read "dead" (and two networks 27.8 apart "equal").
+
+    Example:
+        >>> net = Network([[[1.0], [1.0]], [[2e13, -2e13]], [[1.0]]], [[0.0, 0.0], [1e-5], [0.0]])
+        >>> bool(_term_rounding(net, Box([0], [1]))[1][0] > 1e-3)   # terms of 2e13 cancel
+        True
+    """
+    box = domain if isinstance(domain, Box) else domain.bounding_box()
+    f = net.float()
+    H = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    eps = float(np.finfo(np.float64).eps)
+    out = []
+    depth_terms = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for W, b in zip(f.weights[:-1], f.biases[:-1], strict=True):
+            aW, ab = np.abs(np.asarray(W, float)), np.abs(np.asarray(b, float))
+            Z = aW @ H + ab
+            depth_terms += aW.shape[1] + 4
+            # generous: every term of the back-substitution rounded a few times per layer
+            out.append(np.nan_to_num(4.0 * depth_terms * eps * Z, nan=np.inf))
+            H = Z
+    return out
+
+
+def _first_layer_lp(net: Network, poly: Polytope, deadline: Deadline | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Proven bounds on each first-layer pre-activation over a polytope: LP duality's
+    bound (:meth:`relulab.lp.LPModel.proven_bound`), not HiGHS's objective, which is
+    optimal only up to its 1e-7 dual tolerance (a reduced cost of 1e-8 on a variable
+    ranging to 1e9 read a maximum of 1 for 11, and a live neuron was "dead").  A bound
+    the duals do not give, or one past ``deadline``, stays infinite (undecided)."""
     from ..lp import LPModel
 
     W = np.asarray(net.float().weights[0], dtype=np.float64)
@@ -97,17 +130,25 @@ def _first_layer_lp(net: Network, poly: Polytope) -> tuple[np.ndarray, np.ndarra
     n = W.shape[0]
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
-    model = LPModel(np.zeros(poly.dim), A_ub=poly.A, b_ub=poly.b)
+    box = poly.bounding_box() if poly.is_bounded else None
+    model = LPModel(np.zeros(poly.dim), A_ub=poly.A, b_ub=poly.b,
+                    lb=None if box is None else box.lo, ub=None if box is None else box.hi)
     for i in range(n):
         for sign in (1.0, -1.0):
+            if deadline is not None and deadline.expired():
+                return lo, hi
             model.set_objective(sign * W[i], maximize=False)
             r = model.solve()
             if r.status != "optimal":
                 continue
+            v = model.proven_bound(r)
+            if v is None or not np.isfinite(v):
+                continue
+            # the bias is added upward-safe: one rounding of the sum
             if sign > 0:
-                lo[i] = r.objective + b[i]
+                lo[i] = np.nextafter(v + b[i], -np.inf)
             else:
-                hi[i] = -r.objective + b[i]
+                hi[i] = np.nextafter(-v + b[i], np.inf)
     return lo, hi
 
 
@@ -124,7 +165,8 @@ def neuron_status(
 
     With ``use_verifier``, neurons that the bounds leave open but that never change sign
     on ``samples`` are tried with the exact verifier (one maximisation each, within
-    ``time_limit`` seconds in all).
+    ``time_limit`` seconds in all); on a Polytope the first layer's LPs also stop at
+    ``time_limit`` (the neurons left stay undecided).
 
     Example:
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[2.0, -3.0], [0.0]])
@@ -134,6 +176,8 @@ def neuron_status(
     from ..bounds import symbolic_bounds
 
     domain = as_domain(domain, net.input_dim)   # one error naming a wrong dimension
+    # the per-neuron LPs stop at the time limit (their neurons stay undecided)
+    lp_deadline = Deadline(time_limit) if time_limit is not None else None
     L = net.n_hidden_layers
     status = [np.zeros(w, dtype=np.int8) for w in net.widths]
     how: list[list[str]] = [[""] * w for w in net.widths]
@@ -151,19 +195,20 @@ def neuron_status(
             mark(k, bool_mask(zlo >= 0), 1, "interval-exact")
     if isinstance(domain, Polytope) and not domain.is_bounded:
         # No bounds on an unbounded set; only the first layer can be decided by LP.
-        lo, hi = _first_layer_lp(net, domain)
+        lo, hi = _first_layer_lp(net, domain, lp_deadline)
         mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
         mark(0, hi <= -mg, -1, "lp")
         mark(0, lo >= mg, 1, "lp")
     else:
         sb = symbolic_bounds(net, domain)
+        slack = _term_rounding(net, domain)
         for k in range(L):
             lo, hi = sb.pre_lo[k], sb.pre_hi[k]
-            mg = _margin(lo, hi)
+            mg = np.maximum(_margin(lo, hi), slack[k])
             mark(k, hi <= -mg, -1, "symbolic")
             mark(k, lo >= mg, 1, "symbolic")
         if isinstance(domain, Polytope):
-            lo, hi = _first_layer_lp(net, domain)
+            lo, hi = _first_layer_lp(net, domain, lp_deadline)
             mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
             mark(0, hi <= -mg, -1, "lp")
             mark(0, lo >= mg, 1, "lp")

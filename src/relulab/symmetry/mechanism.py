@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import RelulabError
+from ..errors import RelulabError, is_int_at_least
 from ..layers import Layers
 from ..network import Network
 
@@ -110,19 +110,29 @@ def _hidden_acts(lay: Layers, X: np.ndarray, upto: int) -> np.ndarray:
 def _check_data(net: Network, data: np.ndarray | None) -> np.ndarray:
     if data is None:
         raise RelulabError("replace: data=X is needed to fit the replacements")
-    X = np.asarray(data, dtype=np.float64)
+    try:
+        X = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise RelulabError("replace: data must be an (n, d) array of numbers") from None
     if X.ndim != 2 or X.shape[1] != net.input_dim:
         raise RelulabError(f"replace: data has shape {X.shape}; the network takes {net.input_dim} inputs")
     if X.shape[0] == 0:
         raise RelulabError("replace: data is empty")
+    if not np.all(np.isfinite(X)):
+        raise RelulabError("replace: data contains NaN or infinite entries")
     return X
 
 
 def _neuron_list(net: Network, neurons: Iterable[Sequence[int]]) -> list[set[int]]:
     per = [set() for _ in net.widths]
+    try:
+        neurons = list(neurons)
+    except TypeError:
+        raise RelulabError(f"replace: neurons must be a list of (layer, index) pairs, got {neurons!r}") from None
     for n in neurons:
-        if len(n) != 2:
-            raise RelulabError(f"replace: a neuron is a (layer, index) pair, got {n!r}")
+        # whole numbers only: (0, 0.7) was read as neuron 0
+        if not (isinstance(n, (tuple, list)) and len(n) == 2 and all(is_int_at_least(v, 0) for v in n)):
+            raise RelulabError(f"replace: a neuron is a (layer, index) pair of integers >= 0, got {n!r}")
         k, i = int(n[0]), int(n[1])
         if not 0 <= k < net.n_hidden_layers:
             raise RelulabError(f"replace: hidden layer {k} does not exist (0..{net.n_hidden_layers - 1})")
@@ -156,6 +166,8 @@ def replace(
     """
     if by not in ("constant", "affine"):
         raise RelulabError(f"replace: by must be 'constant' or 'affine', not {by!r}")
+    if isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not (np.isfinite(ridge) and ridge >= 0):
+        raise RelulabError(f"replace: ridge must be a finite number >= 0, got {ridge!r}")
     X = _check_data(net, data)
     per = _neuron_list(net, neurons)
     fnet = net.float()
@@ -294,13 +306,24 @@ def plan(scores: list[np.ndarray], keep: int | Sequence[int] | float) -> list[Ne
         [(0, 1)]
     """
     out: list[Neuron] = []
+    per_layer = not isinstance(keep, (int, float, np.integer, np.floating))
+    if per_layer:
+        try:
+            keep = list(keep)
+        except TypeError:
+            raise RelulabError(f"plan: keep must be an integer, a fraction or one integer per layer, "
+                               f"got {keep!r}") from None
+        if len(keep) != len(scores) or not all(is_int_at_least(v, 0) for v in keep):
+            raise RelulabError(f"plan: keep needs one integer >= 0 per hidden layer ({len(scores)}), got {keep!r}")
+    elif isinstance(keep, (int, np.integer)) and not isinstance(keep, bool) and keep < 0:
+        raise RelulabError(f"plan: keep must be >= 0, got {keep}")
     for k, s in enumerate(scores):
         w = s.shape[0]
         if isinstance(keep, (float, np.floating)):
             if not 0 < keep <= 1:
                 raise RelulabError(f"plan: a fraction to keep must be in (0, 1], got {keep}")
             n_keep = max(1, int(round(float(keep) * w)))
-        elif isinstance(keep, (int, np.integer)):
+        elif not per_layer:
             n_keep = int(keep)
         else:
             n_keep = int(keep[k])

@@ -85,11 +85,16 @@ class ReduceResult:
 
     @property
     def status(self) -> str:
-        """"verified" (the check proved equality), "unverified" (it ended unknown or found
-        a difference) or "unchecked" (no check was asked for)."""
+        """"verified" (the check proved equality and no sample contradicts it),
+        "unverified" (it ended unknown or found a difference, or the samples of the
+        reduction differ by more than the check's tolerance) or "unchecked" (no check was
+        asked for)."""
         if self.check is None:
             return "unchecked"
-        return "verified" if self.check.status == "equal" else "unverified"
+        tol = self.check.tol
+        # an exact check (tol 0) leaves the float samples' rounding to it; nan: not agreed
+        agree = not tol or not (self.sample_max_deviation > tol)
+        return "verified" if self.check.status == "equal" and agree else "unverified"
 
     def to_dict(self) -> dict:
         return {
@@ -279,7 +284,7 @@ def reduce(
         raise NetworkError(f"reduce: net must be a relulab Network, got {type(net).__name__}")
     if timeout is not None and not is_positive_seconds(timeout):
         raise RelulabError(f"reduce: timeout must be a positive number of seconds or None, got {timeout!r}")
-    for name, v in (("n_check", n_check), ("max_rounds", max_rounds)):
+    for name, v in (("n_check", n_check), ("max_rounds", max_rounds), ("seed", seed)):
         if not is_int_at_least(v, 0):
             raise RelulabError(f"reduce: {name} must be an integer >= 0, got {v!r}")
     dom = as_domain(domain, net.input_dim)

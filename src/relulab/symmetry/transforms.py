@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import is_int_at_least
 from ..layers import Layers, as_kind
 from ..network import Network, NetworkError
 
@@ -37,6 +38,8 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
         >>> bool(np.allclose(g(X), net(X))), float(g.weights[0][0, 0] / net.weights[0][0, 0])
         (True, 2.0)
     """
+    if not hasattr(factors, "__len__") or isinstance(factors, str):
+        raise NetworkError(f"rescale: factors must hold one vector per hidden layer, got {factors!r}")
     if len(factors) != net.n_hidden_layers:
         raise NetworkError(f"rescale: {len(factors)} factor vectors for {net.n_hidden_layers} hidden layers")
     lay = Layers.of(net)
@@ -47,8 +50,8 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
             raise NetworkError(f"rescale: layer {k}: factors must be numbers ({e})") from None
         if c.shape[0] != net.widths[k]:
             raise NetworkError(f"rescale: layer {k} has {net.widths[k]} neurons, got {c.shape[0]} factors")
-        if not all(v > 0 for v in c):
-            raise NetworkError(f"rescale: layer {k}: factors must be positive")
+        if not all(v > 0 for v in c) or not (net.is_exact or np.all(np.isfinite(c))):
+            raise NetworkError(f"rescale: layer {k}: factors must be positive finite numbers")
         lay.Ws[k] = lay.Ws[k] * c[:, None]
         lay.bs[k] = lay.bs[k] * c
         lay.Ws[k + 1] = lay.Ws[k + 1] / c[None, :]
@@ -72,7 +75,10 @@ def permute(net: Network, perms: Sequence[Sequence[int]]) -> Network:
         raise NetworkError(f"permute: {len(perms)} permutations for {net.n_hidden_layers} hidden layers")
     lay = Layers.of(net)
     for k, p in enumerate(perms):
-        p = np.asarray(p, dtype=int)
+        # whole numbers only: 1.5 was read as 1
+        if not (hasattr(p, "__len__") and all(is_int_at_least(v, 0) for v in p)):
+            raise NetworkError(f"permute: layer {k}: a permutation is a list of integers, got {p!r}")
+        p = np.asarray([int(v) for v in p], dtype=int)
         if sorted(p.tolist()) != list(range(net.widths[k])):
             raise NetworkError(f"permute: layer {k}: not a permutation of 0..{net.widths[k] - 1}")
         lay.permute(k, p)
