@@ -222,6 +222,12 @@ class QueryOracle:
         if self.deadline is not None and self.deadline.expired():
             raise BudgetExhausted(f"time limit reached ({self.queries} queries used)")
         raw = self._fn(X)   # the model's own errors reach the caller as they are
+        if hasattr(raw, "detach") and hasattr(raw, "cpu"):
+            raw = raw.detach().cpu().numpy()   # a torch tensor (one that requires grad too)
+        if np.iscomplexobj(raw):
+            raise ExtractError("oracle: the model's outputs are complex numbers; the attack needs real outputs")
+        if isinstance(raw, np.ndarray) and raw.dtype == object and any(v is None for v in raw.reshape(-1)):
+            raise ExtractError("oracle: the model's outputs contain None, not numbers")
         try:
             Y = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError) as e:

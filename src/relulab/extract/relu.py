@@ -623,6 +623,14 @@ def extract_relu(
     lines = sum(f.lines for f in st.found) + sum(t.lines for t in st.traced)
     cps = sum(len(f.critical_points) for f in st.found) + sum(t.seeds for t in st.traced)
     widths_found = tuple(U.shape[0] for U, _ in st.layers)
+    if widths is not None and (len(widths_found) > len(widths)
+                               or any(f > w for f, w in zip(widths_found, widths, strict=False))):
+        # more neurons (or layers) than the architecture given: the function is recovered,
+        # the stated architecture is contradicted (extract_glu says the same)
+        if status == "complete":
+            status = "partial"
+        st.notes.append(f"hidden widths {list(widths_found)} found where widths={list(widths)} was given "
+                        "(the widths given are wrong, or a neuron is spurious)")
     msg = (f"{status}: hidden widths {list(widths_found)} from {o.queries} queries "
            f"(2^{math.log2(max(o.queries, 1)):.1f})")
     hidden_ref = [n for n in st.notes if n.startswith("reference neuron") and " on the " in n]
@@ -695,12 +703,15 @@ def _fidelity_tol(reference: Network, box: Box, seed: int) -> float | None:
     the reference has on the box (sampled; the reference only, no oracle query), so that
     an output far below another, or varying little around a large offset, is checked at
     its own size (an absolute 1e-6 passed a 50 % error on outputs of 5e-9; 1e-6 of a bias
-    of 1e8 passed an error of 2).  None (the default) when every output is constant there."""
+    of 1e8 passed an error of 2)."""
     X = box.sample(256, np.random.default_rng(seed + 2))
     Y = np.asarray(reference.float()(X), dtype=float)
     spread = Y.max(axis=0) - Y.min(axis=0)
-    spread = spread[spread > 0]
-    return float(FIDELITY_RTOL * spread.min()) if spread.size else None
+    # an output constant on the samples is checked at the attack's own resolution
+    # (KEPT_FLOOR of its size), not 1e-6 of its size: 1e-6 of an offset of 1e7 passed a
+    # bump of 2.5, the function's whole range, that no sample met
+    own = np.where(spread > 0, FIDELITY_RTOL * spread, KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0)))
+    return float(own.min())
 
 
 def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:
@@ -729,7 +740,11 @@ def _kept_misfit(o: QueryOracle, net: Network | None) -> float | None:
     if net is None or not X.shape[0]:
         return None
     spread = Y.max(axis=0) - Y.min(axis=0)
-    denom = np.maximum(spread, KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0)))
+    floor = KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0))
+    # an output constant on the kept rows (spread under the floor) is read absolutely: an
+    # error up to the floor is a fit of that constant (relative to the floor, a constant
+    # 1e5 fitted to 2 ulps read 2e-6 > KEPT_RTOL, and a correct network was "partial")
+    denom = np.where(spread <= floor, floor / KEPT_RTOL, np.maximum(spread, floor))
     return float(np.max(np.abs(net(X) - Y) / denom))
 
 

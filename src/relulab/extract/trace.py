@@ -52,7 +52,7 @@ import numpy as np
 from ..tolerance import MATCH_RTOL, ROUNDOFF
 from .layer import _jump_normal, _Probe, _random_line_kinks
 from .oracle import QueryOracle
-from .signs import SUBSET_RTOL, subset_signs
+from .signs import EXTRACTION_DEADLINE, SUBSET_RTOL, subset_signs
 from .space import Space
 
 __all__ = ["TracedNeuron", "TracedLayer", "trace_layer"]
@@ -483,9 +483,12 @@ def _solve(known: _Known, pts: list[np.ndarray], nrm: list[np.ndarray],
         return th, nullity, smin, r, unknown, keep, dead
 
     th, nullity, smin, r, unknown, keep, dead = fit(pts, nrm)
+    deadline = EXTRACTION_DEADLINE.get()
     for _ in range(len(pts) // 4):
         if nullity == 1 and smin <= NULL_RTOL and r.max() <= VALUE_RTOL:
             break
+        if deadline is not None and deadline.expired():
+            break  # each refit is an SVD of every equation (seconds on wide layers)
         # A point of another surface (taken for the continuation) spoils the system: drop
         # the point whose value equation the current null vector fits worst, while that helps.
         i = int(np.argmax(r))

@@ -1,0 +1,69 @@
+"""Extraction statuses for constant outputs, unseen bumps, wrong architectures and odd
+oracle outputs (fourth extract audit).  Each case failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relulab import Network
+from relulab.extract import ExtractError, extract_glu, extract_relu, random_glu
+
+_W1 = [[1.0, 0.5], [-1.0, 2.0], [0.3, -1.0]]
+_B1 = [0.1, -0.2, 0.3]
+
+
+@pytest.mark.parametrize("C", [1.0, 7.0, 1e5])
+def test_a_constant_output_does_not_make_a_correct_extraction_partial(C):
+    net = Network([_W1, [[1.0, -2.0, 0.5], [0.0, 0.0, 0.0]]], [_B1, [0.0, C]])
+    r = extract_relu(net, 2)
+    assert r.status == "complete" and r.widths == (3,)
+    assert r.fidelity.equivalence == "equal"
+    X = np.random.default_rng(0).uniform(-4, 4, (2000, 2))
+    assert np.max(np.abs(net(X) - r.network(X))) <= 1e-9 * (1 + C)
+
+
+def test_a_bump_no_query_met_is_not_equal_under_a_large_offset():
+    # f = 1e7 + 50 relu(0.05 - |x|_1) on [-1, 1]^6: the bump (2.5, the whole range) is
+    # never queried; 1e-6 of the offset (10) once passed it as "equal"
+    d = 6
+    W1 = np.vstack([np.eye(d), -np.eye(d)])
+    net = Network([W1, -np.ones((1, 2 * d)), [[50.0]]], [np.zeros(2 * d), [0.05], [1e7]])
+    r = extract_relu(net, d)
+    assert r.fidelity.equivalence != "equal" and r.status != "complete"
+    assert r.fidelity.equivalence_tol < 2.5
+
+
+def test_more_neurons_than_the_widths_given_is_partial():
+    net = Network([_W1, [[1.0, -2.0, 0.5]]], [_B1, [0.0]])
+    r = extract_relu(net, 2, widths=[2])
+    assert r.widths == (3,) and r.status == "partial"
+    assert any("widths=[2] was given" in n for n in r.unidentified)
+
+
+def test_glu_with_the_wrong_activation_is_not_recovered():
+    blk = random_glu(8, 4, act="gelu", seed=1)
+    wrong = extract_glu(lambda X: blk(X), 8, act="silu")
+    assert wrong.status == "partial" and "another activation" in wrong.message
+    right = extract_glu(lambda X: blk(X), 8, act="gelu")
+    assert right.status == "recovered"
+
+
+@pytest.mark.parametrize("oracle, match", [
+    (lambda X: X[:, :1] + 1j * X[:, 1:2], "complex"),
+    (lambda X: np.array([None] * len(X)), "contain None"),
+])
+def test_odd_oracle_outputs_get_one_error(oracle, match):
+    with pytest.raises(ExtractError, match=match):
+        extract_relu(oracle, 2, budget=2000)
+
+
+def test_a_torch_oracle_that_requires_grad_is_read():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)).double()
+    r = extract_relu(lambda X: m(torch.tensor(X)), 2, budget=20_000)
+    X = np.random.default_rng(1).uniform(-1, 1, (500, 2))
+    with torch.no_grad():
+        Y = m(torch.tensor(X)).numpy()
+    assert r.network is not None and np.max(np.abs(r.network(X) - Y)) < 1e-6
