@@ -229,8 +229,17 @@ def fit_convex_cmd(
     complete = bool(getattr(r, "all_patterns", False))
     units = "gates" if gated else "activation patterns"
     n_units = int(r.gates.shape[0]) if gated else r.n_patterns
-    if complete and r.converged:
+    global_opt = bool(getattr(r, "global_optimum", complete and r.converged))
+    if complete and r.converged and global_opt:
         scope = f"GLOBAL optimum (all {n_units} {units} of the data enumerated)"
+        bound = "certified lower bound on the training problem"
+    elif complete and r.converged:
+        # the solver's criterion is relative to (1/2)|y|^2: at a small lam the gap can
+        # still be a large share of the objective
+        rel = r.gap / abs(r.objective) if r.objective else float("inf")
+        scope = (f"NOT shown to be the global optimum: all {n_units} {units} of the data are in the "
+                 f"convex program and the gap met the solver's criterion, but it is {rel:.3g} of the "
+                 "objective; the global optimum lies between the two numbers above")
         bound = "certified lower bound on the training problem"
     elif complete:
         # every pattern is in the program, but the solver stopped before the gap closed
@@ -246,6 +255,8 @@ def fit_convex_cmd(
                   f"{r.objective:.10g}, {bound} {r.dual_value + 0.0:.10g}, gap {_shown_gap(r.gap)} "
                   f"({'certified' if r.converged else 'NOT converged'}), "
                   f"{r.iterations} iterations, {r.seconds:.2f} s")
+    if getattr(r, "stopped", None):
+        scope += f" ({r.stopped}: partial)"
     console.print(scope)
 
 

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, is_int_at_least
+from ..limits import check_bytes
 from ..network import Network
 from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
 from .minnorm import _check_time_limit
@@ -57,15 +58,29 @@ __all__ = ["ConvexFit", "GatedFit", "convex_fit", "gated_fit", "sample_patterns"
            "nonconvex_objective"]
 
 
+# a fit is called the global optimum only with a certified gap this small relative to its
+# objective (besides the solver's criterion relative to the zero network's objective)
+OPTIMUM_RTOL = 1e-6  # tol: certified gap / objective of a "global optimum"
+
+
+# what finding the facet rows costs per entry of the (n, P) masks (measured: 3 s for
+# 3,000 x 6,000 on 2 shared cores); under a time limit they are skipped when the time
+# left does not cover it (every row kept: the same cones)
+FACET_SECONDS_PER_ENTRY = 2e-7
+
+
 class ConvexTrainingError(RelulabError):
     """Bad input for convex training (shapes, non-finite data, negative lambda)."""
 
 
 def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ConvexTrainingError("X and y must be arrays of numbers") from None
     if X.ndim == 1:
         X = X[:, None]
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
     if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise ConvexTrainingError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
@@ -73,6 +88,20 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
     if not (isinstance(lam, numbers.Real) and not isinstance(lam, bool) and np.isfinite(lam) and lam > 0):
         raise ConvexTrainingError(f"lam must be a positive number, got {lam!r}")
     return X, y
+
+
+def _check_solver_options(gap_tol: Any, max_iter: Any, bias: Any) -> float:
+    """``gap_tol`` as a float in (0, 1), after one-line errors for it, ``max_iter`` and
+    ``bias`` (``bias="no"`` was truthy, and a gap_tol of 1e6 called the zero network a
+    global optimum with a gap of 0.9 on an objective of 1)."""
+    gap_tol = or_default(gap_tol, GAP_TOL)
+    if isinstance(gap_tol, bool) or not isinstance(gap_tol, (int, float)) or not 0 < gap_tol < 1:
+        raise ConvexTrainingError(f"gap_tol must be a number in (0, 1) (relative to (1/2)|y|^2), got {gap_tol!r}")
+    if not is_int_at_least(max_iter, 1):
+        raise ConvexTrainingError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not isinstance(bias, (bool, np.bool_)):
+        raise ConvexTrainingError(f"bias must be True or False, got {bias!r}")
+    return float(gap_tol)
 
 
 def _check_max_patterns(max_patterns: Any) -> int:
@@ -286,6 +315,7 @@ class ConvexFit:
     converged: bool
     history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     all_patterns: bool = False
+    stopped: str | None = None
 
     @property
     def gap(self) -> float:
@@ -295,8 +325,10 @@ class ConvexFit:
     def global_optimum(self) -> bool:
         """Certified optimal over *every* activation pattern of the data, i.e. the global
         minimum of the non-convex two-layer problem at any width of at least
-        ``n_neurons``."""
-        return bool(self.all_patterns and self.converged)
+        ``n_neurons``, to within ``OPTIMUM_RTOL`` of the objective: the solver's own
+        criterion is relative to ``(1/2)|y|^2``, and at a small ``lam`` a fit 24 % above
+        the optimum met it."""
+        return bool(self.all_patterns and self.converged and self.gap <= OPTIMUM_RTOL * abs(self.objective))
 
     @property
     def n_neurons(self) -> int:
@@ -307,7 +339,8 @@ class ConvexFit:
                 "lam": self.lam, "n_patterns": self.n_patterns, "n_neurons": self.n_neurons,
                 "iterations": self.iterations, "seconds": self.seconds,
                 "converged": self.converged, "all_patterns": self.all_patterns,
-                "global_optimum": self.global_optimum}
+                "global_optimum": self.global_optimum, "stopped": self.stopped,
+                "partial": self.stopped is not None}
 
 
 @dataclass(frozen=True)
@@ -450,8 +483,9 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
         >>> abs(nonconvex_objective(fit.network, X, y, 0.01) - fit.objective) < 1e-9
         True
     """
-    gap_tol = or_default(gap_tol, GAP_TOL)
+    gap_tol = _check_solver_options(gap_tol, max_iter, bias)
     X, y = _prep(X, y, lam)
+    lam = float(lam)   # a float32 lam kept the primal, dual and gap in float32
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
     time_limit = _check_time_limit(time_limit, ConvexTrainingError)
@@ -459,18 +493,27 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     Xa = _augment(X, bias)
     n, d = Xa.shape
     deadline = None if time_limit is None else t0 + time_limit
+    stopped = None
     if patterns is not None:
         M, complete = patterns[0], False
+        if np.ndim(M) != 2 or np.shape(M)[0] != n:
+            raise ConvexTrainingError(f"patterns: masks must be (n, P) = ({n}, P), got shape {np.shape(M)}")
     else:
         # sampling gets half the limit and keeps the patterns of the directions drawn by then
-        M, _, complete, _ = _patterns_until(
+        M, _, complete, sampling_stopped = _patterns_until(
             Xa, max_patterns, seed, None if time_limit is None else t0 + 0.5 * time_limit)
+        if sampling_stopped:
+            stopped = "the time limit stopped the pattern sampling"
     M = np.asarray(M, dtype=bool)
-    Mf = M.astype(np.float64)
     P = M.shape[1]
+    # the (n, P) masks, signs and cone rows, and the solvers' products of that size
+    check_bytes(8.0 * n * P * 4, f"convex_fit: the {n} x {P} pattern matrices (lower max_patterns)")
+    Mf = M.astype(np.float64)
     S = 2.0 * Mf - 1.0  # signs of the cone constraints, (n, P)
-    # with every pattern known, each cone is cut by its facets alone (a handful in 2-D)
-    F = facet_rows(M) if complete else np.ones(M.shape, dtype=bool)
+    # with every pattern known, each cone is cut by its facets alone (a handful in 2-D);
+    # past the deadline every row is kept (the same cones, more rows)
+    late = deadline is not None and time.perf_counter() + FACET_SECONDS_PER_ENTRY * n * P > deadline
+    F = facet_rows(M) if complete and not late else np.ones(M.shape, dtype=bool)
     cones = _ConeRows(Xa, S, F)
 
     def pred(Z):  # Z: (2, P, d) with Z[0] = V, Z[1] = U
@@ -528,9 +571,11 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
             if ps - ds <= max(gap_tol, p - dval):
                 Z, p, dval = Zs, ps, ds
     net = _to_network(Z, X.shape[1], bias)
+    if not conv and deadline is not None and time.perf_counter() > deadline:
+        stopped = "the time limit stopped the fit before the gap closed"
     return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
                      iterations=it, seconds=time.perf_counter() - t0, converged=conv,
-                     history=tuple(hist), all_patterns=complete)
+                     history=tuple(hist), all_patterns=complete, stopped=stopped)
 
 
 def _solve_fista(objective, grad, prox, dual_gap, L, Xa, Mf, cones, y, lam, proj, shape,
@@ -1003,9 +1048,12 @@ def nonconvex_objective(net: Network, X: Any, y: Any, lam: float, bias: bool = T
         >>> nonconvex_objective(net, X, y, lam=0.5)       # (1/2)(2 - 1)^2 + (0.5/2)(1 + 0 + 4)
         1.75
     """
-    X = np.asarray(X, dtype=np.float64)
-    X = X[:, None] if X.ndim == 1 else X
-    r = net(X)[:, 0] - np.asarray(y, dtype=np.float64).reshape(-1)
+    if not isinstance(net, Network) or net.n_hidden_layers != 1 or net.skip is not None or net.output_dim != 1:
+        # the penalty below reads two layers: a third was silently left out
+        raise ConvexTrainingError("nonconvex_objective: expects a two-layer network (one hidden layer, "
+                                  "one output, no skip connection)")
+    X, y = _prep(X, y, lam)
+    r = net(X)[:, 0] - y
     pen = float(np.sum(net.weights[0] ** 2) + np.sum(net.weights[1] ** 2))
     if bias:
         pen += float(np.sum(net.biases[0] ** 2))
@@ -1029,8 +1077,9 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         >>> g = gated_fit(X, y, lam=0.01); g.gap < 1e-7
         True
     """
-    gap_tol = or_default(gap_tol, GAP_TOL)
+    gap_tol = _check_solver_options(gap_tol, max_iter, bias)
     X, y = _prep(X, y, lam)
+    lam = float(lam)   # a float32 lam kept the primal, dual and gap in float32
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
     time_limit = _check_time_limit(time_limit, ConvexTrainingError)
