@@ -130,7 +130,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         return
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+        # the suffix of the name given, not of a symlink's target: writers pick the format
+        # from it (out.onnx -> weights.npz was written as .npz and could not be read back)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=Path(path).suffix, dir=target.parent)
     except OSError as e:  # a folder one cannot write in (/proc, read-only): name the target
         raise RelulabError(f"cannot write {path}: {e.strerror or e}") from None
     os.close(fd)

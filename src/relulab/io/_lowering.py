@@ -577,10 +577,20 @@ class AffineTracer:
         carried values are updated in place to read from the new hidden vector.  Returns
         the new width (``W``'s rows come first)."""
         sp = _sp()
-        rows_W, rows_b, plans = [W], [b], []
+        rows_W, rows_b, plans, still = [W], [b], [], []
         off = W.shape[0]
         for cv in self.carry:
-            cv2 = self._close(cv, where)
+            cvf = self.fresh(cv, where)
+            # only the hidden part A h + c rides through the layer; a direct dependence on
+            # the input (P x + p) stays beside it, bound for the output skip (a function of
+            # the input computed between two ReLUs and used at the output was refused as
+            # "a skip into a hidden layer")
+            P, p = cvf.P, cvf.p
+            hidden = _Aff(cvf._A, cvf.c, cvf.epoch, As=cvf.As)
+            if self._hidden_is_zero(hidden):
+                still.append((cv, P, p, cvf.c))   # a constant: nothing to carry
+                continue
+            cv2 = self._close(hidden, where)
             m = int(np.prod(cv2.shape))
             Wc = cv2.A.reshape(cv2.n, m).T
             bc = cv2.c.reshape(m)
@@ -590,17 +600,28 @@ class AffineTracer:
             neg = np.flatnonzero(~known)
             rows_W += [Wc, -Wc[neg]]
             rows_b += [bc, -bc[neg]]
-            plans.append((cv, off, m, neg))
+            plans.append((cv, off, m, neg, P, p))
             off += m + neg.size
         self.weights.append(np.concatenate(rows_W, axis=0))
         self.biases.append(np.concatenate(rows_b))
-        for cv, o, m, neg in plans:
+        for cv, o, m, neg, P, p in plans:
             r = np.concatenate([o + np.arange(m), o + m + np.arange(neg.size)])
             col = np.concatenate([np.arange(m), neg])
             val = np.concatenate([np.ones(m), -np.ones(neg.size)])
             cv._A, cv.As = None, sp.csr_matrix((val, (r, col)), shape=(off, m))
-            cv.c, cv.P, cv.p, cv.epoch = np.zeros(cv.shape), None, None, self.epoch
+            cv.c, cv.P, cv.p, cv.epoch = np.zeros(cv.shape), P, p, self.epoch
+        for cv, P, p, c in still:
+            m = int(np.prod(cv.shape))
+            cv._A, cv.As = None, sp.csr_matrix((off, m))
+            cv.c, cv.P, cv.p, cv.epoch = c, P, p, self.epoch
         return off
+
+    @staticmethod
+    def _hidden_is_zero(v: _Aff) -> bool:
+        """Whether ``v``'s hidden part ``A h`` is identically zero (its offset aside)."""
+        if v._A is None:
+            return v.As.count_nonzero() == 0
+        return not np.any(v._A)
 
     def _close(self, v: _Aff, where: str) -> _Aff:
         v = self.fresh(v, where)

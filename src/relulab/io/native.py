@@ -16,10 +16,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 import zipfile
 import zlib
+from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -35,10 +38,28 @@ _MAGIC = "relulab-network"
 _RATIONAL = re.compile(r"[+-]?[0-9]+(/[0-9]+)?")
 
 
+@contextlib.contextmanager
+def _any_length_integers() -> Iterator[None]:
+    """Within the block, integers of any length convert to and from decimal strings:
+    Python refuses more than 4,300 digits by default, and .npz (the exact format) failed
+    on the rationals of a deep construction with a raw ValueError."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is None:
+        yield
+        return
+    before = get()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
 def _encode(a: np.ndarray, exact: bool) -> np.ndarray:
     if not exact:
         return np.asarray(a, dtype=np.float64)
-    return np.array([str(v) for v in a.reshape(-1)], dtype=np.str_).reshape(a.shape)
+    with _any_length_integers():
+        return np.array([str(v) for v in a.reshape(-1)], dtype=np.str_).reshape(a.shape)
 
 
 def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
@@ -58,11 +79,12 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
     for v in a.reshape(-1):
         # str(Fraction) is 'p' or 'p/q'; Fraction() itself would also take '1_000', '0.1e1'
         if not _RATIONAL.fullmatch(str(v)):
-            raise FormatError(f"{path}: array '{key}' holds {str(v)!r}, not a fraction 'p/q'")
+            raise FormatError(f"{path}: array '{key}' holds {str(v)[:40]!r}, not a fraction 'p/q'")
         try:
-            out.append(Fraction(str(v)))
+            with _any_length_integers():
+                out.append(Fraction(str(v)))
         except ZeroDivisionError:
-            raise FormatError(f"{path}: array '{key}' holds {str(v)!r}, a zero denominator") from None
+            raise FormatError(f"{path}: array '{key}' holds {str(v)[:40]!r}, a zero denominator") from None
     return np.array(out, dtype=object).reshape(a.shape)
 
 

@@ -73,12 +73,30 @@ OPSET = 17
 
 # ============================================================================ reading
 def _to_array(t: Any) -> np.ndarray:
-    from onnx import numpy_helper
+    from onnx import SparseTensorProto, numpy_helper
 
-    a = numpy_helper.to_array(t)
+    if isinstance(t, SparseTensorProto):
+        a = _sparse_to_dense(t)
+    else:
+        a = numpy_helper.to_array(t)
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
         a = a.astype(np.float64)
     return np.asarray(a)
+
+
+def _sparse_to_dense(t: Any) -> np.ndarray:
+    """A ``SparseTensorProto`` (values, indices linear or per axis, dims) as a dense array,
+    within the memory budget."""
+    from onnx import numpy_helper
+
+    dims = tuple(int(v) for v in t.dims)
+    check_bytes(8.0 * float(np.prod(dims, dtype=np.float64)), f"sparse initializer '{t.values.name}' made dense")
+    vals = numpy_helper.to_array(t.values).reshape(-1)
+    idx = numpy_helper.to_array(t.indices).astype(np.int64)
+    out = np.zeros(int(np.prod(dims)), dtype=vals.dtype)
+    flat = idx.reshape(-1) if idx.ndim == 1 else np.ravel_multi_index(tuple(idx.T), dims)
+    out[flat] = vals
+    return out.reshape(dims)
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -105,6 +123,8 @@ class _Cx:
         self.tr = tr
         self.opset = opset
         self.where = ""
+        # whether the node's outputs only bound a Clip (where an infinite value is no bound)
+        self.clip_bounds_only = False
 
     def const(self, v: Any, what: str) -> np.ndarray:
         if v is None or self.tr.is_aff(v):
@@ -179,7 +199,7 @@ def _h_constant(cx: _Cx, ins: list, at: dict) -> list:
         v = np.array(at["value_ints"], dtype=np.int64)
     else:
         raise FormatError(f"{cx.where}: unsupported Constant attribute {sorted(at)}")
-    if v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+    if v.dtype.kind == "f" and not np.all(np.isfinite(v) | (cx.clip_bounds_only & ~np.isnan(v))):
         raise FormatError(f"{cx.where}: the constant contains NaN or infinite values")
     return [v]
 
@@ -795,6 +815,8 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     check_opset(opset)
     inits = {t.name: t for t in graph.initializer}
+    for st in graph.sparse_initializer:   # onnxruntime runs them: read densely
+        inits[st.values.name] = st
     inputs = [i for i in graph.input if i.name not in inits]
     if not graph.node and not inputs:
         raise FormatError("holds no graph (an empty file, or not an ONNX model)")
@@ -845,6 +867,11 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
         label = node.name or f"#{original_index[i]}"
         where = f"node '{label}' ({node.op_type})"
         cx.where = where
+        # torch writes Hardtanh(-inf, 1)'s bound as a Constant node: infinite is no bound
+        cx.clip_bounds_only = bool(node.output) and all(
+            nodes[k].op_type == "Clip" and o not in list(nodes[k].input)[:1]
+            for o in node.output if o for k in consumers.get(o, [])) and any(
+            consumers.get(o) for o in node.output if o)
         # an infinite Clip bound is no bound (the spec's and onnxruntime's reading)
         ins = [value(n, where, not leads[i], infinite_ok=node.op_type == "Clip" and j > 0)
                for j, n in enumerate(node.input)]

@@ -66,7 +66,7 @@ OPTIMUM_RTOL = 1e-6  # tol: certified gap / objective of a "global optimum"
 # what finding the facet rows costs per entry of the (n, P) masks (measured: 3 s for
 # 3,000 x 6,000 on 2 shared cores); under a time limit they are skipped when the time
 # left does not cover it (every row kept: the same cones)
-FACET_SECONDS_PER_ENTRY = 2e-7
+FACET_SECONDS_PER_ENTRY = 2e-7  # tol: measured seconds per mask entry (a time estimate)
 
 
 class ConvexTrainingError(RelulabError):
