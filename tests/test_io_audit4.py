@@ -109,3 +109,16 @@ def test_npz_keeps_rationals_of_any_length(tmp_path):
     save_model(net, p)
     assert load_model(p) == net
     assert sys.get_int_max_str_digits() == before   # the process setting is left alone
+
+
+def test_nnet_text_is_checked_against_the_memory_budget_before_parsing(tmp_path):
+    from relulab.io.nnet import save_nnet
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    rng = np.random.default_rng(0)
+    p = tmp_path / "m.nnet"
+    save_nnet(Network([rng.normal(size=(40, 5)), rng.normal(size=(1, 40))], [np.zeros(40), np.zeros(1)]), p)
+    size = p.stat().st_size
+    with memory_limit(int(3 * size)), pytest.raises(ResourceLimitError, match="parsing its"):
+        load_model(p)
+    assert load_model(p).widths == (40,)
