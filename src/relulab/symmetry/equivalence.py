@@ -51,7 +51,7 @@ from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import as_kind
 from ..network import Network, NetworkError
 from ..tolerance import EQUIV_TOL, MATCH_RTOL, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
-from ._status import verifier_available
+from ._status import neuron_status, verifier_available
 from .canonical import CanonicalReport, canonical
 
 __all__ = [
@@ -462,8 +462,16 @@ def equivalent(
                 x, fx, gx, gap, ex = chk
                 return done("different", "sampling", witness=x, f_value=fx, g_value=gx,
                             gap=gap, exact=ex, message=f"they differ by {gap:.6g} at a sampled input")
-        cf, rf = canonical(f, dom)
-        cg, rg = canonical(g, dom)
+        # on a polytope the neuron status solves two LPs per first-layer neuron: they get
+        # a share of the time limit (the rest stay undecided; the verifier decides later)
+        def status(net: Network) -> Any:
+            if timeout is None or not isinstance(dom, Polytope):
+                return None
+            left = max(timeout - (time.monotonic() - t0), 0.0)
+            return neuron_status(net, dom, time_limit=max(left / 4, 1e-3))
+
+        cf, rf = canonical(f, dom, status=status(f))
+        cg, rg = canonical(g, dom, status=status(g))
         if both_exact and cf == cg:
             return done("equal", "canonical", upper_bound=0.0, exact=True,
                         message="identical normal forms (exact)")
