@@ -512,3 +512,38 @@ def test_float32_bounds_are_not_used_where_the_first_layer_cancels(monkeypatch, 
     r = relu_split(net, Box(lo, lo + 1e-3), -np.ones((1, 1)), np.array([-0.35]), timeout=30,
                    engine="crown", attack_time=0.0)
     assert r.status == "violated" and net(r.counterexample[None])[0, 0] >= 0.35
+
+
+def _f32_verdict(monkeypatch, net, box, C, d):
+    import relulab.verify.relu_bab as rb
+
+    monkeypatch.setattr(rb, "F32_NEURONS", 0)   # float32 bounds, as for graphs above 4000 ReLUs
+    return relu_split(net, box, C, d, timeout=30, engine="crown", attack_time=0.0)
+
+
+def test_float32_bounds_are_not_used_where_biases_are_beyond_float32(monkeypatch):
+    """y1 - y2 = 30 everywhere, from output biases 1e9 + 60 and 1e9 + 30: in float32 they
+    read 1e9 + 64 and 1e9, and "y1 - y2 > 50" read "holds"."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    net = Network([[[1.0], [-1.0]], [[1.0, 0.5], [1.0, 0.5]]], [[0.0, 0.0], [1e9 + 60, 1e9 + 30]])
+    r = _f32_verdict(monkeypatch, net, Box([0.0], [1.0]), np.array([[1.0, -1.0]]), np.array([50.0]))
+    assert r.status != "holds"
+    if r.status == "violated":
+        y = net(r.counterexample[None])[0]
+        assert y[0] - y[1] <= 50
+
+
+def test_float32_bounds_are_not_used_where_a_later_layer_cancels(monkeypatch):
+    """A second-layer neuron A relu(x + a) - A relu(x + b) + c with A = 2.1e13 is +2.8e-5 on
+    the whole box (terms of 3e13): float32 calls it dead."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    A, ba, bb, c = 21378344081285.254, 1.4589970700998818, 1.458997070099877, -0.10440499098819735
+    net = Network([[[1.0], [1.0]], [[A, -A]], [[1e6]]], [[ba, bb], [c], [0.0]])
+    from fractions import Fraction
+
+    # about 27.8 everywhere on [0, 1] in exact arithmetic (float64 evaluation loses it too)
+    assert net.exact()(np.array([Fraction(1, 2)], dtype=object))[0] > 20
+    r = _f32_verdict(monkeypatch, net, Box([0.0], [1.0]), -np.ones((1, 1)), np.array([-1.0]))
+    assert r.status != "holds"   # "y < 1 on the box" is false

@@ -13,6 +13,6 @@ Example:
 """
 
 from .graph import BoundGraph, GraphError
-from .propagate import METHODS, GraphBounds, WarmStart, bound
+from .propagate import METHODS, GraphBounds, WarmStart, bound, float32_unsafe
 
-__all__ = ["BoundGraph", "GraphError", "bound", "GraphBounds", "WarmStart", "METHODS"]
+__all__ = ["BoundGraph", "GraphError", "bound", "GraphBounds", "WarmStart", "METHODS", "float32_unsafe"]

@@ -47,7 +47,7 @@ from .kernels import backsub, concretise, refine, relaxation
 from .ops import Relu, numel
 from .optimise import optimise
 
-__all__ = ["bound", "GraphBounds", "WarmStart", "METHODS"]
+__all__ = ["bound", "GraphBounds", "WarmStart", "METHODS", "float32_unsafe"]
 
 METHODS = ("ibp", "crown", "alpha")
 # with ``stop_at``: the optimisation ends once the number of sub-problems above their
@@ -556,3 +556,63 @@ def bound(
         reason=reason,
         minimisers=mins,
     )
+
+
+def float32_unsafe(bg: BoundGraph, lo: Any, hi: Any, ratio: float, deadline: float | None = None) -> str | None:
+    """Why bounds of ``bg`` on the box ``[lo, hi]`` must not be computed in float32 (None:
+    they may).  Two float32 interval passes over the whole graph:
+
+    * the values: each node's interval on the box;
+    * the sizes of the terms each node adds up: each node applied to its inputs' values
+      made symmetric, ``[-V, V]`` (a linear node then gets ``|W| V + |b|``).
+
+    Float32 keeps 7 digits, so a bound is unsafe where a ReLU's terms exceed ``ratio``
+    times its own size (they cancel: ``K - sum(x)`` on inputs near 1e5), or where any
+    node's terms or values exceed ``ratio`` times the largest ReLU input and 1 (a pair
+    ``(u + 1e9) - 1e9`` between two layers, or output biases 1e9 + 60 and 1e9 + 30 whose
+    float32 copies differ by 64: each read a violated property as "holds").  Past
+    ``deadline`` the answer is "unsafe" (float64 is always sound).
+
+    Example:
+        >>> from relulab import Network
+        >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [1e9]])
+        >>> float32_unsafe(BoundGraph.from_network(net), [[-1.0]], [[1.0]], 100.0)
+        'a value of size 1e+09 against ReLU inputs of size 1'
+    """
+    torch = require("torch", "torch")
+    g = bg.converted("float32", "cpu")
+    Lo = _as_batch(lo, g.input_shape, "lo")[:1]
+    Hi = _as_batch(hi, g.input_shape, "hi")[:1]
+    with torch.no_grad():
+        x0 = torch.as_tensor(Lo, dtype=torch.float32)
+        x1 = torch.as_tensor(Hi, dtype=torch.float32)
+        M = torch.maximum(x0.abs(), x1.abs())
+        val = {g.input_name: (x0, x1)}
+        mag = {g.input_name: M}   # the terms' sizes
+        relu_in, top_mag, top_val = 0.0, float(M.max()), float(M.max())
+        for node in g.nodes[1:]:
+            if deadline is not None and time.monotonic() > deadline:
+                return "the time limit came first"
+            if isinstance(node.op, Relu):
+                a, b = val[node.inputs[0]]
+                own = torch.maximum(a.abs(), b.abs())
+                terms = mag[node.inputs[0]]
+                if bool((terms > ratio * (1.0 + own)).any()):
+                    return f"a ReLU input adds up terms of size {float(terms.max()):.3g} to values of size {float(own.max()):.3g}"
+                relu_in = max(relu_in, float(own.max()))
+                val[node.name] = (a.clamp(min=0), b.clamp(min=0))
+                mag[node.name] = terms
+                continue
+            val[node.name] = node.op.ibp(*[val[i] for i in node.inputs])
+            # the terms' size from the inputs' actual sizes (not their terms': no compounding)
+            sym = [(-torch.maximum(val[i][0].abs(), val[i][1].abs()),
+                    torch.maximum(val[i][0].abs(), val[i][1].abs())) for i in node.inputs]
+            lo_s, hi_s = node.op.ibp(*sym)
+            mag[node.name] = torch.maximum(lo_s.abs(), hi_s.abs())
+            v = val[node.name]
+            top_mag = max(top_mag, float(mag[node.name].max()))
+            top_val = max(top_val, float(torch.maximum(v[0].abs(), v[1].abs()).max()))
+    top = max(top_mag, top_val)
+    if not np.isfinite(top) or top > ratio * (1.0 + relu_in):
+        return f"a value of size {top:.3g} against ReLU inputs of size {max(relu_in, 1.0):.3g}"
+    return None

@@ -239,7 +239,8 @@ class _GraphBounder:
         if not self.checked_f32:
             # (the first call bounds the root box, which holds every later one)
             self.checked_f32 = True
-            if self._first_layer_cancels(lo, hi):
+            if self.crown.float32_unsafe(self.bg, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)),
+                                         F32_CANCEL, deadline) is not None:
                 self.dtype, self.margin = "float64", PROOF_MARGIN
         N = S.shape[0]
         splits = {name: S[:, a:b] for name, a, b in zip(self.names, self.cuts[:-1], self.cuts[1:],
@@ -302,29 +303,6 @@ class _GraphBounder:
         low = np.where(infeasible[:, None], np.inf, low)
         return _Bounds(low, scale, pre, infeasible, gb.minimisers, gb.warm, coeffs,
                        gb.status == "complete")
-
-    def _first_layer_cancels(self, lo, hi) -> bool:
-        """Whether some ReLU with no ReLU before it has a pre-activation that adds up terms
-        more than F32_CANCEL times its own size over the box (``|W| max|x| + |b|``, from
-        interval arithmetic on the symmetric box ``[-max|x|, max|x|]``, against its range
-        on the box itself, both in float64).  Float32 keeps 7 digits: a first layer
-        ``K - sum(x)`` on inputs near 1e5 cancels to 0.4 from terms of 2.6e7 (its bias is
-        not even a float32 number), its float32 bounds [-2, -0.9] called it dead, and a
-        violated property read "holds"."""
-        M = np.maximum(np.abs(np.asarray(lo, dtype=np.float64)),
-                       np.abs(np.asarray(hi, dtype=np.float64))).reshape(1, -1)
-        C1 = np.eye(self.bg.output_dim)[:1]
-        sym = self.crown.bound(self.bg, -M, M, C1, method="ibp")
-        real = self.crown.bound(self.bg, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)), C1, method="ibp")
-        relus = set(self.names)
-        for name in self.names:
-            if relus & set(self.bg.ancestors(name)) - {name}:
-                continue
-            size = np.maximum(np.abs(sym.pre[name][0]), np.abs(sym.pre[name][1]))
-            own = np.maximum(np.abs(real.pre[name][0]), np.abs(real.pre[name][1]))
-            if np.any(size > F32_CANCEL * (1.0 + own)):
-                return True
-        return False
 
     def branch(self, b: _Bounds, rows: np.ndarray, lo, hi, k: int) -> np.ndarray:
         N = len(rows)
