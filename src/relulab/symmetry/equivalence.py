@@ -454,9 +454,9 @@ def equivalent(
         # Sampling attack first: any point with a gap above tol is a witness, and no proof
         # below may contradict one (a neuron "proved" dead by bounds whose rounding hid
         # +2.8e-5 made networks 27.8 apart "equal (exact)")
-        gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1)
-        i = int(np.argmax(gaps))
-        if gaps[i] > tol_v:
+        gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1) if len(X) else np.zeros(0)
+        i = int(np.argmax(gaps)) if gaps.size else 0
+        if gaps.size and gaps[i] > tol_v:
             chk = _recheck(f, g, X[i], dom)
             if chk is not None and chk[3] > tol_v:
                 x, fx, gx, gap, ex = chk
