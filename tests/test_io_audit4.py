@@ -122,3 +122,21 @@ def test_nnet_text_is_checked_against_the_memory_budget_before_parsing(tmp_path)
     with memory_limit(int(3 * size)), pytest.raises(ResourceLimitError, match="parsing its"):
         load_model(p)
     assert load_model(p).widths == (40,)
+
+
+def test_lowering_a_dense_model_is_checked_against_the_memory_budget(tmp_path):
+    from relulab.limits import memory_limit
+
+    # relu(x - c) and relu(c - x) in two layers, the first carried through the second:
+    # each layer's dense form passes its own check, the emitted layers did not have one
+    n = 1024
+    c = np.linspace(0.25, 0.75, n)
+    nodes = [helper.make_node("Sub", ["x", "c"], ["a"]), helper.make_node("Relu", ["a"], ["p"]),
+             helper.make_node("Neg", ["a"], ["na"]), helper.make_node("Relu", ["na"], ["q"]),
+             helper.make_node("Concat", ["p", "q"], ["pq"], axis=1),
+             helper.make_node("Gemm", ["pq", "W", "b"], ["u"], transB=1), helper.make_node("Relu", ["u"], ["y"])]
+    p = tmp_path / "dense.onnx"
+    onnx.save(_model(nodes, [_w("c", c[None]), _w("W", -np.ones((1, 2 * n))), _w("b", [20.0])], n, 1), p)
+    with memory_limit(20 * 2**20), pytest.raises(Exception, match="the dense hidden layer of"):
+        load_model(p)
+    assert load_model(p).input_dim == n

@@ -602,6 +602,11 @@ class AffineTracer:
             rows_b += [bc, -bc[neg]]
             plans.append((cv, off, m, neg, P, p))
             off += m + neg.size
+        # the new layer's dense copy beside its parts, and the layers already built: a dense
+        # model lowered for the verifier reached 4.3 GB under a 0.5 GB budget
+        new = sum(float(np.prod(r.shape)) for r in rows_W)
+        check_bytes(8.0 * (2.0 * new + sum(float(w.size) for w in self.weights)),
+                    f"the dense hidden layer of {off} neurons (with the layers before it)")
         self.weights.append(np.concatenate(rows_W, axis=0))
         self.biases.append(np.concatenate(rows_b))
         for cv, o, m, neg, P, p in plans:
