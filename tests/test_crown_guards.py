@@ -141,3 +141,21 @@ def test_a_float32_box_is_rounded_outward():
     lo, hi = np.array([[float(a) + 0.75 * ua]]), np.array([[float(b) + 0.25 * ub]])  # nearest: inward
     g = bound(bg, lo, hi, method="crown", upper=True, dtype="float32")
     assert g.lower[0, 0] <= lo[0, 0] and g.upper[0, 0] >= hi[0, 0]
+
+
+def test_a_bound_asked_after_its_deadline_gives_the_interval_bound_at_once():
+    import time
+
+    from relulab import Network
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(50, 4)), rng.normal(size=(50, 50)), rng.normal(size=(1, 50))],
+                  [np.zeros(50), np.zeros(50), np.zeros(1)])
+    bg = BoundGraph.from_network(net)
+    lo, hi = -np.ones((1, 4)), np.ones((1, 4))
+    late = bound(bg, lo, hi, method="crown", deadline=time.monotonic() - 1.0)
+    ibp = bound(bg, lo, hi, method="ibp")
+    assert late.status == "partial" and "interval bounds for the output" in late.reason
+    assert late.lower[0, 0] == ibp.lower[0, 0]
+    X = rng.uniform(-1, 1, (20_000, 4))
+    assert net(X).min() >= late.lower[0, 0]

@@ -478,7 +478,12 @@ def bound(
         R = rows.shape[1]
         lam0 = tens(rows).reshape(B, R, *out_shape)
         coeffs = None
-        if method == "ibp":
+        last = None
+        if method == "ibp" or late():
+            # past the deadline the output's interval bounds, already at hand, instead of a
+            # back-substitution through the whole graph (0.1-3 s on a 393k-ReLU image model)
+            if method != "ibp":
+                status, reason = "partial", "deadline: interval bounds for the output"
             olo, ohi = iv[g.output_name]
             val = concretise(lam0, lam0.new_zeros(B, R), olo, ohi)
         else:
@@ -520,7 +525,7 @@ def bound(
 
     val = val.detach()
     mins = None
-    if return_minimisers and method != "ibp":
+    if return_minimisers and last is not None:
         li = last["lam_in"][:, :m].reshape(B, m, -1)
         mins = torch.where(li > 0, xlo.reshape(B, 1, -1), xhi.reshape(B, 1, -1)).double().cpu().numpy()
     inf_np = infeasible.cpu().numpy()
