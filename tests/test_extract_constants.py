@@ -67,3 +67,9 @@ def test_a_torch_oracle_that_requires_grad_is_read():
     with torch.no_grad():
         Y = m(torch.tensor(X)).numpy()
     assert r.network is not None and np.max(np.abs(r.network(X) - Y)) < 1e-6
+
+
+def test_a_glu_block_with_an_output_bias_is_named_so():
+    blk = random_glu(8, 4, act="silu", seed=1)
+    r = extract_glu(lambda X: blk(X) + 0.1, 8, act="silu")
+    assert r.status == "partial" and "not bias free" in r.message

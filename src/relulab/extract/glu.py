@@ -617,6 +617,10 @@ def extract_glu(
     try:
         Y0 = o(rng.normal(size=(1, d)))
         m = Y0.shape[1]
+        # a GLU block without biases gives exactly 0 at 0; an output bias breaks the
+        # homogeneity the noise is measured by, and read as "outputs too coarse"
+        f0 = float(np.linalg.norm(o(np.zeros((1, d)))))
+        state["offset"] = f0 / max(float(np.linalg.norm(Y0)), TINY)
         if noise is None:
             state["noise"] = _measure_noise(o, d, m, rng)
         nz = float(state["noise"])
@@ -673,6 +677,10 @@ def extract_glu(
                     msg = (f"outputs too coarse (measured noise {nz:.1e} above {COARSE_ORACLE:g}, where gate kinks "
                            f"drown in the rounding): no gate crossing sought; no gate row, value row, "
                            f"orientation or magnitude identified")
+                if state.get("offset", 0.0) > COARSE_ORACLE:
+                    msg = (f"the block is not bias free: f(0) is {state['offset']:.1e} of an output's size, not 0 "
+                           f"(an output bias, which the attack does not model, also breaks the noise "
+                           f"measurement: {nz:.1e}); subtract f(0) from the oracle")
                 if hidden is None or not refine:
                     return result("partial", msg + ("; give hidden= for a least-squares fallback"
                                                     if hidden is None else ""))
