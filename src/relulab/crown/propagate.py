@@ -589,8 +589,8 @@ def float32_unsafe(bg: BoundGraph, lo: Any, hi: Any, ratio: float, deadline: flo
     Lo = _as_batch(lo, g.input_shape, "lo")[:1]
     Hi = _as_batch(hi, g.input_shape, "hi")[:1]
     with torch.no_grad():
-        x0 = torch.as_tensor(Lo, dtype=torch.float32)
-        x1 = torch.as_tensor(Hi, dtype=torch.float32)
+        x0 = torch.as_tensor(np.array(Lo, dtype=np.float32))   # a copy (views warn)
+        x1 = torch.as_tensor(np.array(Hi, dtype=np.float32))
         M = torch.maximum(x0.abs(), x1.abs())
         val = {g.input_name: (x0, x1)}
         mag = {g.input_name: M}   # the terms' sizes
