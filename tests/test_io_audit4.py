@@ -140,3 +140,21 @@ def test_lowering_a_dense_model_is_checked_against_the_memory_budget(tmp_path):
     with memory_limit(20 * 2**20), pytest.raises(Exception, match="the dense hidden layer of"):
         load_model(p)
     assert load_model(p).input_dim == n
+
+
+def test_a_torch_module_used_twice_is_read_at_both_places():
+    torch = pytest.importorskip("torch")
+    from relulab.io.torch import from_torch
+
+    torch.manual_seed(0)
+    relu = torch.nn.ReLU()
+    lin = torch.nn.Linear(3, 3)
+    # one ReLU instance after two layers, and a Linear used twice (tied weights)
+    for seq in (torch.nn.Sequential(torch.nn.Linear(2, 4), relu, torch.nn.Linear(4, 4), relu, torch.nn.Linear(4, 1)),
+                torch.nn.Sequential(torch.nn.Linear(2, 3), relu, lin, relu, lin, relu, torch.nn.Linear(3, 1))):
+        seq = seq.double()
+        net = from_torch(seq)
+        X = np.random.default_rng(0).normal(size=(50, 2))
+        with torch.no_grad():
+            want = seq(torch.as_tensor(X)).numpy()
+        assert np.allclose(net(X), want, rtol=0, atol=1e-12)

@@ -316,8 +316,12 @@ def _custom(where: str) -> FormatError:
 
 def _walk(module: Any, prefix: str) -> Iterator[tuple[str, Any]]:
     if _kind(module) == "Sequential":
-        for name, child in module.named_children():
-            yield from _walk(child, f"{prefix}.{name}" if prefix else name)
+        # every position, as Sequential's forward runs them: named_children() lists a
+        # module used twice (one ReLU after two layers, tied Linears) once, and its second
+        # use was dropped (a 2-4-4-1 model read as 2-4-1)
+        for name, child in module._modules.items():
+            if child is not None:
+                yield from _walk(child, f"{prefix}.{name}" if prefix else name)
     else:
         yield prefix, module
 
