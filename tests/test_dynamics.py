@@ -434,3 +434,22 @@ def test_more_bad_arguments_are_one_clear_error_each():
     for call, err, msg in cases:
         with pytest.raises(err, match=re.escape(msg)):
             call()
+
+
+@pytest.mark.parametrize("n", [108, 130])
+def test_linear_dichotomies_past_200000_subsets_is_still_decided_exactly(n):
+    # a triple 1e-12 off collinear among n planar points: C(n, 3) > 200,000, where the
+    # exact check used to stop and the float enumeration missed two cells
+    rng = np.random.default_rng(3)
+    X = np.r_[[[0.0, 3.0], [1.0, 3.0 + 1e-12], [2.0, 3.0]], rng.normal(size=(n - 3, 2)) * 10]
+    assert linear_dichotomies(X) == cover_count(n, 3)
+
+
+def test_linear_dichotomies_refuses_what_it_cannot_certify(monkeypatch):
+    import relulab.dynamics.dichotomies as dich
+    from relulab.errors import UncertifiedCount
+
+    monkeypatch.setattr(dich, "MINOR_CHECK_MAX", 10)
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(UncertifiedCount, match="subsets"):
+        linear_dichotomies(X)
