@@ -453,3 +453,16 @@ def test_linear_dichotomies_refuses_what_it_cannot_certify(monkeypatch):
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(UncertifiedCount, match="subsets"):
         linear_dichotomies(X)
+
+
+@pytest.mark.parametrize("rel", [1e-9, 1e-11])
+def test_multistart_does_not_call_a_poor_fit_of_nearly_constant_targets_interpolated(rel):
+    from relulab.dynamics import fit_multistart
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2))
+    noise = rng.normal(size=12)
+    y = 1.0 + rel * noise
+    fit = fit_multistart(X, y, depth=1, width=1, restarts=8, seed=0)
+    explained = 1 - np.mean((fit.network(X)[:, 0] - y) ** 2) / np.var(y)
+    assert fit.status != "interpolated" or explained > 0.99
