@@ -466,3 +466,19 @@ def test_multistart_does_not_call_a_poor_fit_of_nearly_constant_targets_interpol
     fit = fit_multistart(X, y, depth=1, width=1, restarts=8, seed=0)
     explained = 1 - np.mean((fit.network(X)[:, 0] - y) ** 2) / np.var(y)
     assert fit.status != "interpolated" or explained > 0.99
+
+
+def test_the_record_a_time_limit_forces_does_not_count_segment_regions():
+    import warnings
+
+    from relulab.dynamics import RegionCount, mlp, train
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    m = mlp([2, 64, 64, 1], seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = train(m, X, X[:, 0], steps=10**6, every=10**6, time_limit=0.3,
+                  record=[RegionCount(segment=([-10.0, -10.0], [10.0, 10.0]))])
+    assert t.status == "time_limit"
+    counts = t.records["regions"]
+    assert counts[0] >= 1 and np.isnan(counts[-1])   # the step-0 count, none after the limit

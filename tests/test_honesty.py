@@ -26,6 +26,7 @@ ALLOWED = {
     "iter_regions": "a generator: stops when the budget is reached, len tells",
     "activation_patterns": "returns (patterns, signs, complete): the flag is the status",
     "enumerate_patterns": "returns the complete pattern list, or None (not proved complete, or the deadline came first)",
+    "float32_unsafe": "returns why float32 is unsafe, or None; past its deadline it says unsafe (float64 is always sound)",
     "sample_patterns": "a sample by definition (the name says it)",
     "solve_group_lasso": "solver kernel: its info dict has 'status'",
     "tighten_bounds": "bounds are sound at any time limit (looser when cut short)",
