@@ -482,3 +482,24 @@ def test_the_record_a_time_limit_forces_does_not_count_segment_regions():
     assert t.status == "time_limit"
     counts = t.records["regions"]
     assert counts[0] >= 1 and np.isnan(counts[-1])   # the step-0 count, none after the limit
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: __import__("relulab.dynamics", fromlist=["KernelRidge"]).KernelRidge(
+        kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(np.eye(2), [1, 2]), "Gram matrix"),
+    (lambda: __import__("relulab.dynamics", fromlist=["KernelRidge"]).KernelRidge().fit(np.eye(2), ["a", "b"]),
+     "y: expected numbers"),
+    (lambda: __import__("relulab.dynamics", fromlist=["ternary_patterns"]).ternary_patterns([[1, 2], [1]], [[1.0]]),
+     "ternary_patterns: the directions"),
+    (lambda: __import__("relulab.dynamics", fromlist=["effective_width"]).effective_width([["a", "b"]]),
+     "effective_width: V must be"),
+    (lambda: __import__("relulab.dynamics", fromlist=["effective_width"]).effective_width(np.ones((2, 2, 2))),
+     "one row per neuron"),
+    (lambda: __import__("relulab.dynamics", fromlist=["monte_carlo_ntk"]).monte_carlo_ntk(
+        np.eye(2), width=4, keep_kernels="no"), "keep_kernels"),
+])
+def test_dynamics_bad_arguments_get_one_error(call, match):
+    from relulab.errors import RelulabError
+
+    with pytest.raises(RelulabError, match=match):
+        call()

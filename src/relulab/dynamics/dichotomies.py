@@ -236,8 +236,11 @@ def ternary_patterns(V: Any, X: Any, tol: float | None = None) -> np.ndarray:
     if isinstance(tol, bool) or not (isinstance(tol, (int, float, np.number)) and 0 <= tol < np.inf):
         raise DynamicsError(f"ternary_patterns: tol must be a finite number >= 0, got {tol!r}")
     Xa = _augment(X, True)
-    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
-    if V.shape[1] != Xa.shape[1]:
+    try:
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise DynamicsError("ternary_patterns: the directions must be an (m, d + 1) array of numbers") from None
+    if V.ndim != 2 or V.shape[1] != Xa.shape[1]:
         raise DynamicsError(f"directions have {V.shape[1]} entries; (x, 1) has {Xa.shape[1]}")
     if not np.all(np.isfinite(V)):
         raise DynamicsError("ternary_patterns: the directions contain NaN or infinite entries")

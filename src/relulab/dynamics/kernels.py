@@ -580,7 +580,12 @@ class KernelRidge:
         """Store the training points and solve for the dual coefficients."""
         self.X_ = _points(X, "X")
         K = self._k(self.X_, None)
-        Y = np.asarray(y, dtype=float)
+        if not np.all(np.isfinite(K)):   # a callable kernel's own values are not checked elsewhere
+            raise KernelError("kernel: the Gram matrix of the training points has NaN or infinite entries")
+        try:
+            Y = np.asarray(y, dtype=float)
+        except (TypeError, ValueError):
+            raise KernelError("y: expected numbers") from None
         if Y.shape[0] != K.shape[0] or not np.all(np.isfinite(Y)):
             raise KernelError(f"y: expected {K.shape[0]} finite targets, got shape {Y.shape}")
         if not (isinstance(self.ridge, int | float | np.number) and not isinstance(self.ridge, bool)

@@ -250,6 +250,8 @@ def monte_carlo_ntk(
         (True, True)
     """
     _check_settings(depth, bias_var)
+    if not isinstance(keep_kernels, (bool, np.bool_)):   # "no" was truthy
+        raise KernelError(f"keep_kernels: expected True or False, got {keep_kernels!r}")
     X, Z = _inputs(X, Z)
     width = _check_sizes(X.shape[1], width, 0)
     if not isinstance(n_networks, (int, np.integer)) or isinstance(n_networks, bool) or n_networks < 1:

@@ -493,7 +493,12 @@ def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
         >>> effective_width([[1, 0], [2, 0], [0, 1], [0, 0]])
         2
     """
-    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    try:
+        V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise DynamicsError("effective_width: V must be an (m, d) array of numbers") from None
+    if V.ndim != 2:
+        raise DynamicsError(f"effective_width: V must be an (m, d) array (one row per neuron), got shape {V.shape}")
     if isinstance(min_share, bool) or not (isinstance(min_share, (int, float, np.number)) and 0 <= min_share <= 1):
         raise DynamicsError(f"effective_width: min_share must be a number in [0, 1], got {min_share!r}")
     size = np.linalg.norm(V, axis=1)
