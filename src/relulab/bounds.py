@@ -43,13 +43,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from .domain import Box, Polytope, as_domain
 from .errors import RelulabError
-from .network import Network
+from .network import Network, is_float64_number
 from .tolerance import ROUNDOFF, scaled_tol
 
 __all__ = [
@@ -106,28 +106,6 @@ def float_layers(net: Network) -> FloatLayers:
     return FloatLayers(Ws, bs, sk)
 
 
-def _is_float64_value(e: Any) -> bool:
-    """``e`` (a Fraction, int or float) is a float64 number exactly: an odd numerator of at
-    most 53 bits over a power of two up to 2^1022, or an integer of at most 53 significant
-    bits below 2^1024 (integer operations only: a Fraction per entry is slow).
-
-    Example:
-        >>> from fractions import Fraction as F
-        >>> _is_float64_value(F(3, 8)), _is_float64_value(F(1, 3)), _is_float64_value(2**60 + 1)
-        (True, False, False)
-    """
-    if isinstance(e, float):
-        return True
-    n, d = (e.numerator, e.denominator) if hasattr(e, "denominator") else (int(e), 1)
-    n = abs(n)
-    if d == 1:
-        if n == 0:
-            return True
-        n >>= (n & -n).bit_length() - 1  # drop trailing zero bits
-        return n.bit_length() <= 53 and abs(e) < 2**1024
-    return d & (d - 1) == 0 and d.bit_length() - 1 <= 1022 and n.bit_length() <= 53
-
-
 def _rounding_of(exact: np.ndarray, rounded: np.ndarray) -> np.ndarray:
     """``|exact - rounded|`` entrywise as floats at least as large: each exact Fraction
     difference rounded to a float and moved up one step where that fell below it (a
@@ -142,8 +120,8 @@ def _rounding_of(exact: np.ndarray, rounded: np.ndarray) -> np.ndarray:
 
     out = np.empty(rounded.size, dtype=np.float64)
     for i, (e, r) in enumerate(zip(exact.reshape(-1), rounded.reshape(-1), strict=True)):
-        if _is_float64_value(e):
-            out[i] = 0.0  # the common case (an exact copy of a float network), in integers
+        if is_float64_number(e):
+            out[i] = 0.0  # the common case (an exact copy of a float network)
             continue
         v = abs(Fraction(e) - Fraction(float(r)))
         fl = float(v)

@@ -35,6 +35,36 @@ from .tolerance import ROUNDOFF, or_default
 __all__ = ["Network", "NetworkError", "relu", "nearest_float"]
 
 
+def is_float64_number(e: Any) -> bool:
+    """Whether ``e`` (a Fraction, int or float) is exactly a float64 number.  Decided in
+    integers where it can be (an odd numerator of at most 53 bits over a power of two up
+    to 2^1022, or an integer of at most 53 significant bits below 2^1024: a Fraction per
+    entry is slow), else by ``Fraction(float(e)) == e`` (subnormals; beyond float64's range
+    it is not one).
+
+    Example:
+        >>> is_float64_number(Fraction(3, 8)), is_float64_number(Fraction(1, 3)), is_float64_number(2**60 + 1)
+        (True, False, False)
+        >>> is_float64_number(Fraction(3, 2**1074)), is_float64_number(10**400)
+        (True, False)
+    """
+    if isinstance(e, float):
+        return True
+    n, d = (e.numerator, e.denominator) if hasattr(e, "denominator") else (int(e), 1)
+    n = abs(n)
+    if d == 1:
+        if n == 0:
+            return True
+        odd = n >> ((n & -n).bit_length() - 1)  # drop trailing zero bits
+        if odd.bit_length() <= 53 and n < 2**1024:
+            return True
+    elif d & (d - 1) == 0 and d.bit_length() - 1 <= 1022 and n.bit_length() <= 53:
+        return True
+    try:
+        return Fraction(float(e)) == e
+    except OverflowError:   # beyond float64's range (10^400)
+        return False
+
 class NetworkError(RelulabError):
     """A network was built from inconsistent or non-finite parameters."""
 
@@ -348,11 +378,7 @@ class Network:
             named += [("skip weight", self._skip[0]), ("skip bias", self._skip[1])]
         for where, a in named:
             for idx, v in np.ndenumerate(a):
-                try:
-                    same = Fraction(float(v)) == v
-                except OverflowError:   # beyond float64's range (10^400)
-                    same = False
-                if not same:
+                if not is_float64_number(v):
                     return where, tuple(int(i) for i in idx), v
         return None
 
