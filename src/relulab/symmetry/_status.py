@@ -88,12 +88,32 @@ def _margin(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return PROOF_MARGIN * (1.0 + np.maximum(np.abs(lo), np.abs(hi)))
 
 
+_EPS = float(np.finfo(np.float64).eps)  # unit of float64 rounding (2 x the unit roundoff)
+
+
+def _gamma(n: int) -> float:
+    """Relative error bound of a float64 dot product of length ``n`` (Higham's
+    ``gamma_n``, taken generously: a few extra operations per entry)."""
+    return (n + 4) * _EPS
+
+
+def _magnitudes(net: Network, xabs: np.ndarray) -> list[np.ndarray]:
+    """Sound bounds ``|h_k| <= H_k`` of every layer's activations (``H_0 = |x|``) by
+    propagating ``|W| H + |b|`` (cruder than interval bounds but outward-rounded: it
+    only weighs rounding-level terms)."""
+    H = [xabs]
+    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
+        W, b = np.asarray(W, float), np.asarray(b, float)
+        H.append((np.abs(W) @ H[-1] + np.abs(b)) * (1 + _gamma(W.shape[1])))
+    return H
+
+
 def _term_rounding(net: Network, domain: Box | Polytope) -> list[np.ndarray]:
     """Per hidden layer, a bound on what float64 rounding can move a computed bound of its
     pre-activations: the bounds are sums of terms no larger than the layer's magnitudes
-    ``|W_k| H_{k-1} + |b_k|`` (``H`` propagated in absolute values), each rounded, over
-    a depth of ``k`` layers.  A margin relative to the bound alone let terms of 3e13
-    cancel to +2.8e-5 and the neuron read "dead" (and two networks 27.8 apart "equal").
+    ``|W_k| H_{k-1} + |b_k|`` (:func:`_magnitudes`), each rounded, over a depth of ``k``
+    layers.  A margin relative to the bound alone let terms of 3e13 cancel to +2.8e-5 and
+    the neuron read "dead" (and two networks 27.8 apart "equal").
 
     Example:
         >>> net = Network([[[1.0], [1.0]], [[2e13, -2e13]], [[1.0]]], [[0.0, 0.0], [1e-5], [0.0]])
@@ -102,18 +122,14 @@ def _term_rounding(net: Network, domain: Box | Polytope) -> list[np.ndarray]:
     """
     box = domain if isinstance(domain, Box) else domain.bounding_box()
     f = net.float()
-    H = np.maximum(np.abs(box.lo), np.abs(box.hi))
-    eps = float(np.finfo(np.float64).eps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = _magnitudes(f, np.maximum(np.abs(box.lo), np.abs(box.hi)))[1:]
     out = []
     depth_terms = 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        for W, b in zip(f.weights[:-1], f.biases[:-1], strict=True):
-            aW, ab = np.abs(np.asarray(W, float)), np.abs(np.asarray(b, float))
-            Z = aW @ H + ab
-            depth_terms += aW.shape[1] + 4
-            # generous: every term of the back-substitution rounded a few times per layer
-            out.append(np.nan_to_num(4.0 * depth_terms * eps * Z, nan=np.inf))
-            H = Z
+    for W, z in zip(f.weights[:-1], Z, strict=True):
+        depth_terms += W.shape[1] + 4
+        # generous: every term of the back-substitution rounded a few times per layer
+        out.append(np.nan_to_num(4.0 * depth_terms * _EPS * z, nan=np.inf))
     return out
 
 

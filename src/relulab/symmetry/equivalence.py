@@ -51,7 +51,7 @@ from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import as_kind
 from ..network import Network, NetworkError
 from ..tolerance import EQUIV_TOL, MATCH_RTOL, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
-from ._status import neuron_status, verifier_available
+from ._status import _EPS, _gamma, _magnitudes, neuron_status, verifier_available
 from .canonical import CanonicalReport, canonical
 
 __all__ = [
@@ -218,26 +218,6 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
         return 0.0  # every weight difference is exactly zero: nothing to round
     # Slack for the rounding of this very computation.
     return float(np.max(D)) * (1 + ROUNDOFF) + TINY
-
-
-_EPS = float(np.finfo(np.float64).eps)  # unit of float64 rounding (2 x the unit roundoff)
-
-
-def _gamma(n: int) -> float:
-    """Relative error bound of a float64 dot product of length ``n`` (Higham's
-    ``gamma_n``, taken generously: a few extra operations per entry)."""
-    return (n + 4) * _EPS
-
-
-def _magnitudes(net: Network, xabs: np.ndarray) -> list[np.ndarray]:
-    """Sound bounds ``|h_k| <= H_k`` of every layer's activations (``H_0 = |x|``) by
-    propagating ``|W| H + |b|`` (cruder than interval bounds but outward-rounded: it
-    only weighs rounding-level terms)."""
-    H = [xabs]
-    for W, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
-        W, b = np.asarray(W, float), np.asarray(b, float)
-        H.append((np.abs(W) @ H[-1] + np.abs(b)) * (1 + _gamma(W.shape[1])))
-    return H
 
 
 def _float_error(net: Network, box: Box) -> float:
