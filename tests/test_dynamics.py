@@ -455,6 +455,33 @@ def test_linear_dichotomies_refuses_what_it_cannot_certify(monkeypatch):
         linear_dichotomies(X)
 
 
+def test_linear_dichotomies_near_ties_are_refused_without_a_whole_space_detour():
+    # one collinear triple and one 1e-10 off collinear among 110 planar points: the cell
+    # count on the box has near ties, and the whole-space count it then tried (one LP per
+    # facet of a central arrangement, which the box already holds) ran for minutes
+    from relulab.errors import UncertifiedCount
+
+    rng = np.random.default_rng(1)
+    X = np.r_[[[0, 0], [1, 1], [2, 2]], [[0, 3], [1, 3 + 1e-10], [2, 3]], rng.normal(size=(104, 2)) * 10]
+    with pytest.raises(UncertifiedCount, match="too close to call"):
+        linear_dichotomies(X)
+
+
+def test_linear_dichotomies_time_limit_refuses_or_counts_exactly():
+    from relulab.errors import RelulabError, UncertifiedCount
+
+    rng = np.random.default_rng(2)
+    # degenerate (collinear triples), so neither Cover's count nor Whitney's formula applies
+    X = np.r_[[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [0.0, 5.0], [1.0, 5.0], [2.0, 5.0]],
+              rng.integers(-50, 50, size=(60, 2)).astype(float)]
+    want = linear_dichotomies(X)
+    assert linear_dichotomies(X, time_limit=600) == want
+    with pytest.raises(UncertifiedCount, match="time limit ran out"):
+        linear_dichotomies(X, time_limit=1e-9)  # tol: a limit that has passed at the first check
+    with pytest.raises(RelulabError, match="time_limit must be a positive number"):
+        linear_dichotomies(X, time_limit=0)
+
+
 @pytest.mark.parametrize("rel", [1e-9, 1e-11])
 def test_multistart_does_not_call_a_poor_fit_of_nearly_constant_targets_interpolated(rel):
     from relulab.dynamics import fit_multistart

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box
-from ..errors import is_int_at_least
+from ..errors import UncertifiedCount, is_int_at_least
+from ..limits import Deadline, check_seconds
 from ..network import Network
 from ..tolerance import or_default
 from ._model import DynamicsError
@@ -34,6 +35,13 @@ def _augment(X: Any, bias: bool) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))]) if bias else X
 
 
+def _check_deadline(deadline: Deadline | None, what: str) -> None:
+    """Refuse the count once the time limit has passed: there is no partial count."""
+    if deadline is not None and deadline.expired():
+        raise UncertifiedCount(f"linear_dichotomies: the time limit ran out while {what}; "
+                               "no count is certified")
+
+
 # D-subsets of the (augmented) points whose independence is decided exactly at most (in
 # chunks of MINOR_CHUNK); beyond, the count is refused as uncertified (above 200,000 the
 # check was skipped and a triple 1e-12 off collinear was miscounted by 2)
@@ -47,10 +55,11 @@ MINOR_SCREEN = 1e-8  # tol: float determinant surely nonzero above this
 MINOR_BLIND = 1e-12  # tol: below the region engine's resolution
 
 
-def _general_position(Xa: np.ndarray) -> tuple[bool | None, float]:
+def _general_position(Xa: np.ndarray, deadline: Deadline | None = None) -> tuple[bool | None, float]:
     """Whether the rows of ``Xa`` (n, D) are in general position (every min(n, D) of them
     linearly independent), decided exactly, with the smallest nonzero minor relative to
-    its Hadamard bound (``inf`` when none was small).  ``None``: too many subsets."""
+    its Hadamard bound (``inf`` when none was small).  ``None``: too many subsets.
+    Refuses the count (:class:`UncertifiedCount`) once ``deadline`` has passed."""
     from itertools import combinations, islice
     from math import comb
 
@@ -67,9 +76,11 @@ def _general_position(Xa: np.ndarray) -> tuple[bool | None, float]:
         idx = np.array(list(islice(subsets, MINOR_CHUNK)), dtype=np.int64)
         if idx.size == 0:
             break
+        _check_deadline(deadline, "deciding general position")
         M = Xa[idx]
         rel = np.abs(np.linalg.det(M)) / np.prod(np.linalg.norm(M, axis=2), axis=1)
         for k in np.flatnonzero(~(rel > MINOR_SCREEN)):
+            _check_deadline(deadline, "deciding general position")
             if exact_rank(M[k].tolist()) < D:
                 general = False
             else:
@@ -106,7 +117,7 @@ def _distinct_hyperplanes(Xa: np.ndarray) -> np.ndarray:
     return Xa[keep]
 
 
-def _whitney_cells(H: np.ndarray) -> int:
+def _whitney_cells(H: np.ndarray, deadline: Deadline | None = None) -> int:
     """The cells of the central arrangement of the distinct hyperplanes with normals ``H``,
     exactly: ``sum over subsets S of (-1)^(|S| - rank S)`` (Whitney's formula for the
     characteristic polynomial at -1, by Zaslavsky's theorem), ranks in rationals."""
@@ -117,6 +128,7 @@ def _whitney_cells(H: np.ndarray) -> int:
     n = H.shape[0]
     total = 1   # the empty set
     for k in range(1, n + 1):
+        _check_deadline(deadline, "Whitney's formula")
         for S in combinations(range(n), k):
             total += -1 if (k - exact_rank(H[list(S)].tolist())) % 2 else 1
     return total
@@ -140,7 +152,7 @@ def _centred_exactly(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def linear_dichotomies(X: Any, bias: bool = True) -> int:
+def linear_dichotomies(X: Any, bias: bool = True, time_limit: float | None = None) -> int:
     """The number ``P`` of dichotomies of the points ``X`` realisable by a hyperplane
     (``sign(w . x + b)`` with every point strictly on one side; ``bias=False``:
     hyperplanes through the origin), counted exactly.
@@ -157,7 +169,9 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
     its scale: cells thinner than the float enumeration resolves) raises
     :class:`~relulab.errors.UncertifiedCount` rather than return a number that may miss
     them.  The exact check covers up to ``MINOR_CHECK_MAX`` subsets; beyond, the
-    enumeration's own near-tie check is the guard.
+    enumeration's own near-tie check is the guard.  ``time_limit`` (seconds, None: none):
+    past it the count is refused (:class:`~relulab.errors.UncertifiedCount`) within one
+    chunk of subsets or one neuron of the enumeration; there is no partial count.
 
     Example:
         >>> linear_dichotomies([[0.0], [1.0], [2.0]])   # 2 * (1 + 2) on a line
@@ -165,8 +179,7 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
         >>> linear_dichotomies([[0.0, 0.0], [1.0, 0.0], [2.0, 1e-16], [0.0, 1.0]])  # general position
         14
     """
-    from ..errors import UncertifiedCount
-
+    deadline = Deadline(check_seconds(time_limit, "linear_dichotomies"))
     if bias:
         X = _centred_exactly(_augment(X, False))
     Xa = _augment(X, bias)
@@ -176,7 +189,7 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
                             "use bias=True or drop it")
     Xa = _distinct_hyperplanes(Xa)   # repeated points (or multiples) are one hyperplane
     n = Xa.shape[0]
-    general, smallest = _general_position(Xa)
+    general, smallest = _general_position(Xa, deadline)
     if general:
         return cover_count(n, D)
     if general is None:
@@ -185,25 +198,43 @@ def linear_dichotomies(X: Any, bias: bool = True) -> int:
             f"{MINOR_CHECK_MAX:,} subsets of {D}: general position cannot be decided exactly, and a "
             "float enumeration can miss cells of nearly degenerate points, so no count is certified")
     if n <= WHITNEY_MAX:
-        return _whitney_cells(Xa)
+        return _whitney_cells(Xa, deadline)
     if general is False and smallest < MINOR_BLIND:
         raise UncertifiedCount(
             f"linear_dichotomies: the points are degenerate (some {min(n, D)} of them are linearly "
             f"dependent) and nearly degenerate elsewhere (a subset independent by {smallest:.2g} of "
             "its scale): cells that thin are below the float enumeration's resolution, so the "
             "count is not certified; perturb or round the points")
-    return _arrangement_cells(Xa)
+    return _arrangement_cells(Xa, deadline)
 
 
-def _arrangement_cells(Xa: np.ndarray) -> int:
-    """The cells of the central arrangement with normals the rows of ``Xa``, by
-    :func:`relulab.regions.count` on ``[-1, 1]^D`` (the general-position shortcut's
-    independent check in the tests)."""
+def _arrangement_cells(Xa: np.ndarray, deadline: Deadline | None = None) -> int:
+    """The cells of the central arrangement with normals the rows of ``Xa``, streamed by
+    :func:`relulab.regions.iter_regions` on ``[-1, 1]^D`` (the general-position shortcut's
+    independent check in the tests).  Every cell is a cone through the origin, so the
+    box meets each in one piece and no whole-space count can add anything (the count
+    would try one after near ties, for minutes).  A stream cut by the deadline or the
+    memory budget, or with a sign decision too close to call, is refused."""
+    import time
+
     from .. import regions
 
     n, D = Xa.shape
     net = Network([Xa, np.ones((1, n))], [np.zeros(n), np.zeros(1)])
-    return int(regions.count(net, Box(-np.ones(D), np.ones(D))))
+    left = None if deadline is None else deadline.left()
+    report: dict = {}
+    cells = sum(1 for _ in regions.iter_regions(
+        net, Box(-np.ones(D), np.ones(D)), report=report,
+        deadline=None if left is None else time.time() + max(left, 0.0)))
+    if report.get("partial"):
+        raise UncertifiedCount(f"linear_dichotomies: the cell enumeration stopped ({report.get('stopped')}) "
+                               f"after {cells} cells; no count is certified")
+    if not report.get("certified", False):
+        raise UncertifiedCount(
+            f"linear_dichotomies: {report.get('near_ties')} sign decision(s) of the cell enumeration "
+            "were too close to call at the float tolerance, so a thin cell may be merged and the "
+            "count is not certified; perturb or round the points")
+    return cells
 
 
 def cover_count(n: int, dim: int) -> int:
