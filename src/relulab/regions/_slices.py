@@ -157,47 +157,15 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     for W, bias in zip(g.weights[:-1], g.biases[:-1], strict=True):
         Zp = P @ W.T  # slope of each neuron on each interval
         Zq = Q @ W.T + bias
-        # zeros strictly inside each interval
-        new_lo, new_P, new_Q, new_pat = [], [], [], []
-        for i in range(lo.shape[0]):
-            l, h = lo[i], hi[i]
-            cuts = []
-            for jn in range(W.shape[0]):
-                s = Zp[i, jn]
-                if s == 0:
-                    continue
-                t = -Zq[i, jn] / s
-                width = h - l
-                if ex:
-                    if l < t < h:
-                        cuts.append(t)
-                elif l + tol * max(1.0, abs(width)) < t < h - tol * max(1.0, abs(width)):
-                    cuts.append(t)
-                elif l < t < h and min(t - l, h - t) > _ulps(t):
-                    near += 1   # dropped next to an end, though not within its rounding
-            cuts = sorted(set(cuts))
-            if not ex and len(cuts) > 1:
-                # several neurons vanishing at one point give zeros a few ulps apart:
-                # one breakpoint, not a sliver piece between them
-                sep = tol * max(1.0, abs(h - l))
-                kept = [c for k, c in enumerate(cuts) if k == 0 or c - cuts[k - 1] > sep]
-                near += sum(1 for k in range(1, len(cuts))
-                            if sep >= cuts[k] - cuts[k - 1] > _ulps(cuts[k]))
-                cuts = kept
-            pts = [l, *cuts, h]
-            for u, v in zip(pts[:-1], pts[1:], strict=True):
-                new_lo.append(u)
-                new_P.append(Zp[i])
-                new_Q.append(Zq[i])
-                new_pat.append((u, v, i))
-        lo = np.array([x for x in new_lo], dtype=object if ex else float)
-        hi = np.array([p[1] for p in new_pat], dtype=object if ex else float)
-        Zp_all = np.array(new_P, dtype=object if ex else float)
-        Zq_all = np.array(new_Q, dtype=object if ex else float)
+        if ex:
+            lo, hi, Zp_all, Zq_all, parent = _cut_exact(lo, hi, Zp, Zq)
+        else:
+            lo, hi, Zp_all, Zq_all, parent, n_near = _cut_float(lo, hi, Zp, Zq, tol)
+            near += n_near
         mid = (lo + hi) / 2
         zmid = Zp_all * mid[:, None] + Zq_all
         act = np.array(zmid > 0, dtype=bool)
-        prev = pats[-1][[p[2] for p in new_pat]] if pats[-1].shape[1] else np.zeros(
+        prev = pats[-1][parent] if pats[-1].shape[1] else np.zeros(
             (lo.shape[0], 0), dtype=bool)
         pats.append(np.concatenate([prev, act], axis=1))
         P = np.where(act, Zp_all, zero)
@@ -218,6 +186,71 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
 
 # zeros of one point computed along different rows differ by a few of these
 ZERO_ULPS = 64
+
+
+def _cut_exact(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray) -> tuple:
+    """Cut every interval ``[lo_i, hi_i]`` at the zeros strictly inside it of the
+    neurons ``Zp[i] t + Zq[i]`` (Fractions): the new intervals' ends, their neurons'
+    slopes and offsets, and each one's parent interval."""
+    new_lo, new_hi, parent = [], [], []
+    for i in range(lo.shape[0]):
+        l, h = lo[i], hi[i]
+        cuts = sorted({t for t in (-Zq[i, j] / Zp[i, j] for j in range(Zp.shape[1]) if Zp[i, j] != 0)
+                       if l < t < h})
+        pts = [l, *cuts, h]
+        new_lo += pts[:-1]
+        new_hi += pts[1:]
+        parent += [i] * (len(pts) - 1)
+    par = np.array(parent, dtype=np.int64)
+    return (np.array(new_lo, dtype=object), np.array(new_hi, dtype=object),
+            Zp[par], Zq[par], par)
+
+
+def _cut_float(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray,
+               tol: float) -> tuple:
+    """As :func:`_cut_exact` in float64, for all intervals at once, with the number of
+    zeros dropped or merged although farther apart than their rounding.  Zeros within
+    ``tol`` of the interval's length (at least 1) of an end are dropped; zeros closer
+    than that to the previous one are one breakpoint (several neurons vanishing at one
+    point give zeros a few ulps apart: not a sliver piece between them)."""
+    n = lo.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        T = np.where(Zp != 0, -Zq / np.where(Zp != 0, Zp, 1.0), np.nan)
+    sep = tol * np.maximum(1.0, np.abs(hi - lo))
+    L, H, S = lo[:, None], hi[:, None], sep[:, None]
+    strictly = (L < T) & (T < H)
+    inside = (L + S < T) & (T < H - S)
+    ulps = ZERO_ULPS * float(np.finfo(np.float64).eps) * np.maximum(1.0, np.abs(T))
+    near = int(np.count_nonzero(strictly & ~inside & (np.minimum(T - L, H - T) > ulps)))
+    row, col = np.nonzero(inside)
+    t = T[row, col]
+    order = np.lexsort((t, row))
+    row, t = row[order], t[order]
+    first = np.ones(row.size, dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    gap = np.empty(row.size)
+    gap[0:1] = np.inf
+    gap[1:] = t[1:] - t[:-1]
+    keep = first | (gap > sep[row])
+    # equal zeros are one zero; distinct ones merged within the separation may hide a piece
+    near += int(np.count_nonzero(~keep & (gap > ZERO_ULPS * float(np.finfo(np.float64).eps)
+                                          * np.maximum(1.0, np.abs(t)))))
+    row, t = row[keep], t[keep]
+    k = np.bincount(row, minlength=n)              # kept cuts per interval
+    parent = np.repeat(np.arange(n), k + 1)
+    start = np.concatenate([[0], np.cumsum(k + 1)[:-1]])   # each interval's first piece
+    new_lo = np.empty(parent.size)
+    new_hi = np.empty(parent.size)
+    is_start = np.zeros(parent.size, dtype=bool)
+    is_start[start] = True
+    new_lo[is_start] = lo
+    new_lo[~is_start] = t                          # the cuts, interval by interval, sorted
+    end = start + k                                # each interval's last piece
+    is_end = np.zeros(parent.size, dtype=bool)
+    is_end[end] = True
+    new_hi[is_end] = hi
+    new_hi[~is_end] = t
+    return new_lo, new_hi, Zp[parent], Zq[parent], parent, near
 
 
 def _ulps(t: float) -> float:
