@@ -547,3 +547,63 @@ def test_float32_bounds_are_not_used_where_a_later_layer_cancels(monkeypatch):
     assert net.exact()(np.array([Fraction(1, 2)], dtype=object))[0] > 20
     r = _f32_verdict(monkeypatch, net, Box([0.0], [1.0]), -np.ones((1, 1)), np.array([-1.0]))
     assert r.status != "holds"   # "y < 1 on the box" is false
+
+
+def _offset_pair_network(m1: float, m2: float, P: float = 1000.0, eps: float = 4e-3, nd: int = 4):
+    """y = tent + P (relu(x0 - m1) - relu(x0 - m2)) on x0 near 48: the pair adds
+    P (m2 - m1) everywhere, and the tent (a bump of height eps at x = c) makes the
+    maximum eps + P (m2 - m1) (aud_ver5: a physical-unit input on a small box)."""
+    c = 0.002 + 0.001 * np.arange(nd)
+    W1 = np.zeros((2 + 2 * nd, 1 + nd))
+    b1 = np.zeros(2 + 2 * nd)
+    W1[0, 0] = W1[1, 0] = 1.0
+    b1[0], b1[1] = -m1, -m2
+    for i in range(nd):
+        W1[2 + i, 1 + i], b1[2 + i] = 1.0, -c[i]
+        W1[2 + nd + i, 1 + i], b1[2 + nd + i] = -1.0, c[i]
+    W2 = np.zeros((3, 2 + 2 * nd))           # tent, and r1, r2 passed on (both >= 0)
+    W2[0, 2:] = -1.0
+    W2[1, 0] = W2[2, 1] = 1.0
+    net = Network([W1, W2, [[1.0, P, -P]]], [b1, [eps, 0.0, 0.0], [0.0]])
+    lo = np.r_[48 - 1e-3, np.zeros(nd)]
+    hi = np.r_[48 + 1e-3, np.full(nd, 0.01)]
+    return net, Box(lo, hi), np.r_[48.0, c]
+
+
+def test_float32_check_sees_constants_that_round_together():
+    """m1 = 47.998003 and m2 = 47.998007 are one float32 number: the float32 copy loses
+    P (m2 - m1) = 3.7e-3 everywhere, far beyond a float32 proof's margin; float32
+    constants (the common ONNX case) move nothing."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from relulab.crown import BoundGraph, float32_unsafe
+
+    m1, m2 = 47.99800304412842, 47.99800678253174
+    assert np.float32(m1) == np.float32(m2)
+    net, box, _ = _offset_pair_network(m1, m2)
+    bg = BoundGraph.from_network(net)
+    why = float32_unsafe(bg, box.lo[None], box.hi[None], 100.0, rows=[[-1.0]], tolerance=[2.5e-5])
+    assert why is not None and "rounding the weights to float32" in why
+    f1 = float(np.float32(m1))
+    f2 = float(np.nextafter(np.float32(f1), np.float32(49), dtype=np.float32))
+    net32, box32, _ = _offset_pair_network(f1, f2, P=1.0)
+    assert float32_unsafe(BoundGraph.from_network(net32), box32.lo[None], box32.hi[None], 100.0,
+                          rows=[[-1.0]], tolerance=[2.5e-5]) is None
+
+
+def test_float32_bounds_are_not_used_where_constants_round_together(monkeypatch):
+    """The property "y < P (m2 - m1) + eps / 2" is false (at x = c, y = P (m2 - m1) + eps
+    in exact arithmetic); float32 bounds, whose copy of the network has no offset, read it
+    as "holds" from the root bound alone."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from fractions import Fraction
+
+    m1, m2 = 47.99800304412842, 47.99800678253174
+    net, box, c = _offset_pair_network(m1, m2)
+    thr = 1000.0 * (m2 - m1) + 2e-3
+    assert net.exact()(np.array([Fraction(v) for v in c], dtype=object))[0] > Fraction(thr)
+    r = _f32_verdict(monkeypatch, net, box, -np.ones((1, 1)), np.array([-thr]))
+    assert r.status != "holds"
+    if r.status == "violated":
+        assert net(r.counterexample[None])[0, 0] >= thr

@@ -563,13 +563,69 @@ def bound(
     )
 
 
-def float32_unsafe(bg: BoundGraph, lo: Any, hi: Any, ratio: float, deadline: float | None = None) -> str | None:
+# a float32 weight's size against its float64 original (float32's 2^-24 unit roundoff, doubled)
+F32_GROWTH = 1.0 + 2.0 ** -23  # tol: float32 round to nearest
+# the float32 pass's values against the exact ones (far above its rounding)
+F32_VALUE_GROWTH = 1.0 + 1e-5  # tol: float32 interval pass
+
+
+def _rounding_moves(bg: BoundGraph, val: dict, deadline: float | None) -> np.ndarray | None:
+    """How far rounding the weights and biases of ``bg`` to float32 can move each output
+    entry on the box (numpy, flattened; None past ``deadline``), given the float32
+    pass's value intervals ``val``.  Each node adds the exact rounding residue of its
+    own constants, ``|W - fl32(W)| (V + e) + |b - fl32(b)|``, to the move of its inputs
+    carried through the float32 copy, ``|fl32(W)| e``; a ReLU passes ``e`` on (it is
+    1-Lipschitz); the box is rounded outward, so the input does not move.  A graph whose
+    constants are float32 numbers (every float32 ONNX model) moves nowhere, at the cost
+    of one comparison per tensor."""
+    import copy
+
+    torch = require("torch", "torch")
+    g64 = bg.converted("float64", "cpu")
+    residual: dict[str, Any] = {}
+    for node in g64.nodes[1:]:
+        diffs = {k: v - v.to(torch.float32).double() for k, v in node.op.params().items() if v is not None}
+        if any(bool(d.any()) for d in diffs.values()):
+            op = copy.copy(node.op)
+            for k, d in diffs.items():
+                setattr(op, k, d)
+            residual[node.name] = op
+    out_numel = numel(g64.by_name[g64.output_name].shape)
+    if not residual:
+        return np.zeros(out_numel)
+    with torch.no_grad():
+        err = {g64.input_name: torch.zeros_like(val[g64.input_name][0], dtype=torch.float64)}
+        for node in g64.nodes[1:]:
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            if isinstance(node.op, Relu):
+                err[node.name] = err[node.inputs[0]]
+                continue
+            lo_e, hi_e = node.op.ibp(*[(-err[i], err[i]) for i in node.inputs])
+            moved = (hi_e - lo_e) / 2 * F32_GROWTH   # |W| e: the bias cancels
+            if node.name in residual:
+                A = [torch.maximum(val[i][0].abs(), val[i][1].abs()).double() * F32_VALUE_GROWTH + err[i]
+                     for i in node.inputs]
+                lo_r, hi_r = residual[node.name].ibp(*[(-a, a) for a in A])
+                moved = moved + torch.maximum(lo_r.abs(), hi_r.abs())   # |dW| A + |db|
+            err[node.name] = moved
+    return err[g64.output_name].reshape(-1).numpy()
+
+
+def float32_unsafe(bg: BoundGraph, lo: Any, hi: Any, ratio: float, deadline: float | None = None,
+                   rows: Any = None, tolerance: Any = None) -> str | None:
     """Why bounds of ``bg`` on the box ``[lo, hi]`` must not be computed in float32 (None:
-    they may).  Two float32 interval passes over the whole graph:
+    they may).  Interval passes over the whole graph:
 
     * the values: each node's interval on the box;
     * the sizes of the terms each node adds up: each node applied to its inputs' values
-      made symmetric, ``[-V, V]`` (a linear node then gets ``|W| V + |b|``).
+      made symmetric, ``[-V, V]`` (a linear node then gets ``|W| V + |b|``);
+    * with ``rows`` (an (r, m) array: the property's output rows) and ``tolerance`` (r
+      numbers), how far rounding the weights and biases to float32 can move each output
+      (:func:`_rounding_moves`, exact residues carried to first order).  The bounds then
+      describe the float32 copy of the network, and a row moved by more than its
+      tolerance is unsafe (constants 47.998003 and 47.998007, one float32 number, whose
+      difference times 1000 made a violated property "holds").
 
     Float32 keeps 7 digits, so a bound is unsafe where a ReLU's terms exceed ``ratio``
     times its own size (they cancel: ``K - sum(x)`` on inputs near 1e5), or where any
@@ -620,4 +676,16 @@ def float32_unsafe(bg: BoundGraph, lo: Any, hi: Any, ratio: float, deadline: flo
     top = max(top_mag, top_val)
     if not np.isfinite(top) or top > ratio * (1.0 + relu_in):
         return f"a value of size {top:.3g} against ReLU inputs of size {max(relu_in, 1.0):.3g}"
+    if rows is not None:
+        E = _rounding_moves(bg, val, deadline)
+        if E is None:
+            return "the time limit came first"
+        R = np.abs(np.asarray(rows, dtype=np.float64)).reshape(-1, E.size)
+        moved_rows = R @ E
+        tol = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), moved_rows.shape)
+        bad = np.flatnonzero(~(moved_rows <= tol))
+        if bad.size:
+            k = int(bad[0])
+            return (f"rounding the weights to float32 may move output row {k} by "
+                    f"{moved_rows[k]:.3g}, more than the {tol[k]:.3g} its proof can spare")
     return None

@@ -71,6 +71,9 @@ F32_MARGIN = 1e-4
 # this many times its own size (float32's 7 digits then keep a relative error near
 # 1e-5 there, far inside F32_MARGIN); otherwise the bounds run in float64
 F32_CANCEL = 100.0
+# the share of F32_MARGIN that rounding the weights, biases and box to float32 may take (the
+# bounds are of that float32 copy; the rest of the margin covers float32 arithmetic)
+F32_ROUNDING_SHARE = 0.25
 # slope optimisation steps of such a graph's root with intermediate alpha-CROWN (every
 # layer's bounds optimised; 5 steps tighten a CIFAR ResNet's root bound ~0.2-0.3)
 ROOT_ITERS = 10
@@ -239,8 +242,11 @@ class _GraphBounder:
         if not self.checked_f32:
             # (the first call bounds the root box, which holds every later one)
             self.checked_f32 = True
+            # the float32 copy of the weights may move each row by at most a share of the
+            # smallest margin a proof keeps (its scale is at least 1 + |d|)
+            spare = F32_ROUNDING_SHARE * F32_MARGIN * (1.0 + np.abs(self.d))
             if self.crown.float32_unsafe(self.bg, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)),
-                                         F32_CANCEL, deadline) is not None:
+                                         F32_CANCEL, deadline, rows=self.C, tolerance=spare) is not None:
                 self.dtype, self.margin = "float64", PROOF_MARGIN
         N = S.shape[0]
         splits = {name: S[:, a:b] for name, a, b in zip(self.names, self.cuts[:-1], self.cuts[1:],
