@@ -98,3 +98,34 @@ def test_a_vnnlib_disjunct_with_an_empty_box_is_false_not_an_error():
         (assert (or (and (>= X_0 1) (<= X_0 0)) (and (>= X_0 3) (<= X_0 2))))
         (assert (<= Y_0 0))
         """)
+
+
+def test_memory_budget_while_lowering_stays_a_memory_error(tmp_path):
+    """A dense lowering beyond the memory budget is a ResourceLimitError (verify answers
+    unknown (memory)); the per-node handler re-raised it as a FormatError naming the node."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from relulab.io import load_model
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    n = 256
+    D = TensorProto.DOUBLE
+
+    def T(a, name):
+        return numpy_helper.from_array(np.asarray(a, dtype=np.float64), name)
+
+    nodes = [helper.make_node("Sub", ["x", "c"], ["a"]), helper.make_node("Relu", ["a"], ["p"]),
+             helper.make_node("Neg", ["a"], ["na"]), helper.make_node("Relu", ["na"], ["q"]),
+             helper.make_node("Concat", ["p", "q"], ["pq"], axis=1), helper.make_node("Flatten", ["pq"], ["f"]),
+             helper.make_node("Gemm", ["f", "Wu", "bu"], ["u"], transB=1), helper.make_node("Relu", ["u"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", D, [1, 1, 16, 16])],
+                          [helper.make_tensor_value_info("y", D, [1, 1])],
+                          [T(np.full((1, 1, 16, 16), 0.5), "c"), T(-np.ones((1, 2 * n)), "Wu"), T([20.0], "bu")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "wide.onnx"
+    onnx.save(m, str(path))
+    assert load_model(path).input_dim == n           # fine under the default budget
+    with memory_limit(1 << 20), pytest.raises(ResourceLimitError, match="dense hidden layer"):
+        load_model(path)

@@ -97,3 +97,60 @@ def test_expected_answers_match_instances_whatever_the_path_spelling(tmp_path, c
     d = json.loads(out)
     assert d["run"]["expected_matched"] == 2
     assert sum(row.get("wrong", 0) for row in d["summary"]) == 2
+
+
+def _cancelling_sum(seed: int, n: int = 50):
+    """y = sum_j w_j relu(x_j) + b with w_j in [1e8, 2e8) and b = -(sum w) rounded: at
+    x = 1 the terms of 1e10 cancel, and the float64 forward pass is off by about 1e-6.
+    Returns the network, the exact y(1) and the float64 y(1)."""
+    rng = np.random.default_rng(seed)
+    w = 1e8 + 1e8 * rng.random(n)
+    b = -float(np.sum(w))
+    net = Network([np.eye(n), w[None]], [np.zeros(n), [b]])
+    exact = sum((F(v) for v in w), F(0)) + F(b)
+    return net, exact, float(net(np.ones((1, n)))[0, 0])
+
+
+def test_float64_counterexample_gate_covers_the_rounding_of_cancelling_terms(monkeypatch):
+    """Networks above EXACT_RECHECK_MAX_PARAMS are checked in float64: the margin must scale
+    with the terms each sum adds up.  Scaled by the outputs alone, a float y(1) above the
+    threshold passed while the exact y(1) (the maximum) is below it: 'violated' for a
+    property that holds."""
+    import relulab.verify._counterexample as cx
+
+    monkeypatch.setattr(cx, "EXACT_RECHECK_MAX_PARAMS", 0)   # the float64 check, as for big nets
+    tried = 0
+    for seed in range(200):
+        net, exact, fl = _cancelling_sum(seed)
+        if not F(fl) > exact:
+            continue
+        tried += 1
+        t = (F(fl) + exact) / 2        # the float value is unsafe, the exact one is not
+        terms = [(Box(np.zeros(50), np.ones(50)), np.array([[-1.0]]), np.array([-float(t)]))]
+        assert not cx.certify_counterexample(net, np.ones(50), terms).ok
+        if tried == 3:
+            break
+    assert tried == 3
+    # a violation far beyond the rounding still passes the float gate
+    far = [(Box(np.zeros(50), np.ones(50)), np.array([[-1.0]]), np.array([1.0]))]
+    assert cx.certify_counterexample(net, np.ones(50), far).ok
+
+
+def test_structured_counterexample_gate_covers_the_rounding_of_cancelling_terms():
+    """The same for a structured model's gate (no dense network to evaluate exactly)."""
+    pytest.importorskip("torch")
+    from relulab.crown import BoundGraph
+    from relulab.verify.verifier import _structured_check
+
+    for seed in range(200):
+        net, exact, fl = _cancelling_sum(seed)
+        if F(fl) > exact:
+            break
+    g = BoundGraph.from_network(net)
+    err = g.forward_error(np.ones((1, 50)))[0]
+    assert err >= abs(float(F(fl) - exact))          # the bound covers the actual error
+    t = (F(fl) + exact) / 2
+    terms = [(Box(np.zeros(50), np.ones(50)), np.array([[-1.0]]), np.array([-float(t)]))]
+    assert not _structured_check(g, np.ones(50), terms).ok
+    far = [(Box(np.zeros(50), np.ones(50)), np.array([[-1.0]]), np.array([1.0]))]
+    assert _structured_check(g, np.ones(50), far).ok

@@ -160,3 +160,34 @@ def test_cli_verify_when_the_model_itself_exceeds_the_budget(tmp_path, capsys, m
     assert code == 0, err
     row = json.loads(out)["instances"][0]
     assert row["status"] == "unknown" and row["reason"].startswith("memory:")
+
+
+def test_maximize_past_its_time_limit_keeps_the_symbolic_bound(acasxu_dir):
+    """With a limit that ends before the MILP or the branch and bound bound anything (ACAS
+    Xu 3_3 at 0.02 s), the proven bound of an output was +inf although the CROWN bound
+    (2708.7 there) was at hand."""
+    from relulab.io import load_model
+    from relulab.verify import output_range
+
+    net = load_model(acasxu_dir / "onnx" / "ACASXU_run2a_3_3_batch_2000.onnx")
+    box = Box([-0.3, -0.5, -0.5, -0.5, -0.5], [0.3, 0.5, 0.5, 0.5, 0.5])
+    X = np.random.default_rng(0).uniform(box.lo, box.hi, size=(20000, 5))
+    Y = net(X)
+    for _ in range(3):
+        rr = output_range(net, box, time_limit=0.02)
+        assert np.all(np.isfinite(rr.hi_bound)) and np.all(np.isfinite(rr.lo_bound))
+        assert np.all(rr.hi_bound >= Y.max(0)) and np.all(rr.lo_bound <= Y.min(0))
+
+
+def test_input_splitting_maximum_bounds_the_root_even_after_its_deadline():
+    """_bab_max handed a deadline that has passed returned +inf (no box bounded)."""
+    import time
+
+    from relulab.verify.milp import _bab_max
+
+    rng = np.random.default_rng(1)
+    net = Network([rng.normal(size=(8, 2)), rng.normal(size=(1, 8))], [rng.normal(size=8), [0.0]])
+    box = Box(-np.ones(2), np.ones(2))
+    ub, x, v = _bab_max(net, box, np.array([1.0]), deadline=time.time() - 1.0)
+    X = rng.uniform(-1, 1, size=(20000, 2))
+    assert np.isfinite(ub) and ub >= net(X)[:, 0].max() and v <= ub

@@ -607,3 +607,36 @@ def test_float32_bounds_are_not_used_where_constants_round_together(monkeypatch)
     assert r.status != "holds"
     if r.status == "violated":
         assert net(r.counterexample[None])[0, 0] >= thr
+
+
+def test_no_bound_starts_after_the_deadline(monkeypatch):
+    """The float32 check can use up a short time limit on a large graph; the bound after it
+    then ran a full float64 interval pass (3 s past a 1 s limit on 393k ReLUs).  Here the
+    check is made slow: the search must end unknown (timeout) without bounding."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import time
+
+    import relulab.crown as crown
+    import relulab.verify.relu_bab as rb
+
+    monkeypatch.setattr(rb, "F32_NEURONS", 0)
+
+    def slow_check(*args, **kwargs):
+        time.sleep(1.2)
+        return "the time limit came first"
+
+    monkeypatch.setattr(crown, "float32_unsafe", slow_check)
+    calls = []
+    real_bound = crown.bound
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real_bound(*args, **kwargs)
+
+    monkeypatch.setattr(crown, "bound", counted)
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x| <= 1: holds
+    r = relu_split(net, Box([-1.0], [1.0]), np.ones((1, 1)), np.array([-2.0]), timeout=1.0,
+                   engine="crown", attack_time=0.0)
+    assert r.status == "unknown" and "timeout" in r.reason
+    assert not calls

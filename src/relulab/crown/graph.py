@@ -152,6 +152,42 @@ class BoundGraph:
             vals = g.run(torch.as_tensor(X, dtype=g.torch_dtype()), keep=True)
         return max(float(v.abs().max()) for v in vals.values() if hasattr(v, "abs") and v.numel())
 
+    def forward_error(self, x: Any) -> np.ndarray:
+        """A bound on the rounding error of each output of the float64 forward pass at one
+        input ``x``: node by node, ``|A| e + gamma_n T`` with ``T`` the sizes of the terms
+        the node adds up (its op applied to its inputs' values made symmetric, ``|A| |h| +
+        |b|``), ``n`` its number of input entries plus one (at least the terms of any of
+        its sums), ``gamma_n = n u / (1 - n u)``; a ReLU passes ``e`` on.  Every op of a
+        graph is affine or a ReLU, so ``|A| e`` is the radius of the op's image of
+        ``[-e, e]``.
+
+        Example:
+            >>> from relulab import Network
+            >>> g = BoundGraph.from_network(Network([[[1e8], [1.0]], [[1.0, -1e8]]], [[0.0, 0.0], [0.0]]))
+            >>> float(g.forward_error([[1.0]])[0]) > 1e-8
+            True
+        """
+        torch = require("torch", "torch")
+        g = self.converted("float64")
+        X = self._inputs(x, "forward_error")[:1]
+        u = 2.0 ** -53
+        with torch.no_grad():
+            vals = g.run(torch.as_tensor(X, dtype=torch.float64), keep=True)
+            err = {g.input_name: torch.zeros_like(vals[g.input_name])}
+            for n in g.nodes[1:]:
+                if isinstance(n.op, Relu):
+                    err[n.name] = err[n.inputs[0]]
+                    continue
+                lo_e, hi_e = n.op.ibp(*[(-err[i], err[i]) for i in n.inputs])
+                sym = [(-vals[i].abs(), vals[i].abs()) for i in n.inputs]
+                lo_t, hi_t = n.op.ibp(*sym)
+                k = sum(numel(g.by_name[i].shape) for i in n.inputs) + 1
+                gamma = k * u / (1.0 - k * u)
+                err[n.name] = (hi_e - lo_e) / 2 + gamma * torch.maximum(lo_t.abs(), hi_t.abs())
+            out = err[g.output_name].reshape(-1).numpy()
+        n_nodes = len(g.nodes)
+        return out * (1.0 + 8.0 * n_nodes * u) + np.finfo(np.float64).tiny
+
     def _inputs(self, x: Any, where: str) -> np.ndarray:
         """Finite inputs ``(B, *input_shape)`` from ``x`` (or one clear error naming ``where``)."""
         X = np.asarray(x, dtype=np.float64)

@@ -899,6 +899,10 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
                 )
         except FormatError:
             raise
+        except ResourceLimitError as e:
+            # (the memory budget is a RelulabError, hence a ValueError: it stays what it is,
+            # naming the node, so verify answers unknown (memory), not a format error)
+            raise ResourceLimitError(f"{where}: {e}") from None
         except (ValueError, IndexError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
             # malformed attributes and shapes surface as these deep inside the handlers
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)

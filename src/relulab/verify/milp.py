@@ -418,7 +418,11 @@ def _bab_max(net: Network, box: Box, c: np.ndarray, deadline: float, incumbent: 
     # global bound (the largest open one) falls as fast as possible
     OL, OH, OU = box.lo[None].copy(), box.hi[None].copy(), np.full(1, INF)
     settled = -INF
-    while len(OU) and _time.time() < deadline:
+    rounds = 0
+    # the root is always bounded (one CROWN pass): a deadline that has already passed
+    # gave +inf, a vacuous bound, where the symbolic one was at hand
+    while len(OU) and (rounds == 0 or _time.time() < deadline):
+        rounds += 1
         if len(OU) > batch:
             idx = np.argpartition(-OU, batch)[:batch]
             rest = np.ones(len(OU), dtype=bool)
@@ -631,6 +635,9 @@ def _optimize(
             bound = min(bound, ub)
             if vb > value:
                 x, value = xb, vb
+        if not np.isfinite(bound):
+            # neither the MILP nor the LP bounded it in time: the verifier's own bound
+            bound = max(_root_upper(fnet, box, s * cvec), value)
     else:
         # the domain is not empty (as_domain checked it), so "infeasible" or "error" is the
         # solver failing numerically (weights of 1e6 in a few layers do it): the bracket

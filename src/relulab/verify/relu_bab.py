@@ -249,6 +249,13 @@ class _GraphBounder:
                                          F32_CANCEL, deadline, rows=self.C, tolerance=spare) is not None:
                 self.dtype, self.margin = "float64", PROOF_MARGIN
         N = S.shape[0]
+        if deadline is not None and time.monotonic() > deadline:
+            # nothing bounded in time (the float32 check can use it up on a large graph,
+            # and a late bound still ran a full float64 interval pass: 3 s past a 1 s
+            # limit): vacuous bounds, marked incomplete; the caller stops at its deadline
+            pre = [(np.full((N, k), -np.inf), np.full((N, k), np.inf)) for k in self.sizes]
+            return _Bounds(np.full((N, self.C.shape[0]), -np.inf), np.ones((N, self.C.shape[0])),
+                           pre, np.zeros(N, dtype=bool), None, None, None, False)
         splits = {name: S[:, a:b] for name, a, b in zip(self.names, self.cuts[:-1], self.cuts[1:],
                                                         strict=True)}
         LO = np.broadcast_to(lo, (N, lo.size))
