@@ -362,3 +362,35 @@ def test_a_slice_says_when_its_partition_is_not_certified():
     assert len(sl) == 7 or not sl.certified
     small = regions.slice2d(net, window=(-1.0, 1.0, -1.0, 1.0))
     assert small.certified and len(small) == 7 and small.near_ties == 0
+
+
+def test_a_deeper_layer_feature_below_the_tolerance_is_not_certified():
+    """relu(x), relu(x - 1e12), then relu(h1 - 0.5): kinks at 0, 0.5 and 1e12, so 4
+    regions on [-1e13, 1e13] (the exact segment says so).  The kink at 0.5 made by the
+    second layer was merged below the near-tie threshold: 3 regions, certified."""
+    net = Network([[[1.0], [1.0]], [[1.0, 0.0]], [[1.0]]], [[0.0, -1e12], [-0.5], [0.0]])
+    dom = Box([-1e13], [1e13])
+    assert regions.along_segment(net.exact(), [-10**13], [10**13]).n_pieces == 4
+    rs = regions.enumerate(net, dom)
+    assert len(rs) == 4 or not rs.certified
+    try:
+        assert regions.count(net, dom) == 4   # a count, if any, must be the right one
+    except UncertifiedCount:
+        pass
+
+
+def test_far_neuron_hides_no_features_of_a_wide_first_layer():
+    """200 lines within 0.01 of the origin in general position plus one 1e12 away, on
+    [-1e14, 1e14]^2: 20,300 regions (Zaslavsky).  Above 20,000 first-layer vertices the
+    feature check was skipped, and 599 regions came back certified."""
+    rng = np.random.default_rng(1)
+    n = 200
+    th = np.pi * (np.arange(n) + rng.uniform(0.1, 0.9, n)) / n
+    W = np.vstack([np.column_stack([np.cos(th), np.sin(th)]), [[0.6, 0.8]]])
+    b = np.append(rng.uniform(-0.01, 0.01, n), 1e12)
+    net = Network([W, np.ones((1, n + 1))], [b, np.zeros(1)])
+    dom = Box([-1e14, -1e14], [1e14, 1e14])
+    rs = regions.enumerate(net, dom)
+    assert len(rs) == 1 + (n + 1) + n * (n + 1) // 2 or not rs.certified
+    with pytest.raises(UncertifiedCount):
+        regions.count(net, dom)

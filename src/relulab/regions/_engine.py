@@ -627,8 +627,13 @@ def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:
     return float(np.max(np.abs(b0[live]) / nrm[live])) if live.any() else 0.0
 
 
-# first-layer vertices examined by smallest_first_layer_feature at most (d-subsets of rows)
-FEATURE_SUBSETS_MAX = 20_000
+# first-layer vertices examined by smallest_first_layer_feature at most (d-subsets of
+# rows), and at most this many (subset, hyperplane) distances; beyond, a seeded sample of
+# that many subsets (the check was skipped above 20,000 subsets, and one far neuron hid
+# every feature of a 2-201-1 net on a large box: 599 regions of 20,300, certified)
+FEATURE_SUBSETS_MAX = 2_000_000
+FEATURE_WORK_MAX = 50_000_000   # about 0.1-0.3 s: d^3 + n d operations per subset
+FEATURE_CHUNK = 20_000
 # a first-layer feature below this many sign tolerances (SIGN_TOL x the domain's scale) is
 # merged by the sign test without a near tie: values below the tie threshold (SIGN_TIE_SHARE
 # of the tolerance, at a vertex whose scale is up to about twice the domain's) read as 0;
@@ -643,18 +648,16 @@ TINY_FEATURE = 1e-300  # tol: an exact 0 distance is a coincidence
 def smallest_first_layer_feature(W0: np.ndarray, b0: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float | None:
     """The smallest positive distance, in the box ``[lo, hi]``, between a vertex of the
     first layer's arrangement (``d`` hyperplanes meeting in a point) and another of its
-    hyperplanes, or between two parallel hyperplanes; None when there are more than
-    FEATURE_SUBSETS_MAX vertices to examine (or no feature).  Distances within the
-    vertices' own rounding are coincidences (a degenerate arrangement), not features.
+    hyperplanes, or between two parallel hyperplanes; None when there is no feature.
+    Every vertex is examined up to FEATURE_SUBSETS_MAX of them (and FEATURE_WORK_MAX
+    operations); beyond, a seeded sample of that many (a search, not a proof).  Distances within the vertices'
+    own rounding are coincidences (a degenerate arrangement), not features.
 
     Example:
         >>> W0, b0 = np.array([[1.0], [1.0], [1.0]]), np.array([0.0, -0.5, 1e3])
         >>> smallest_first_layer_feature(W0, b0, np.array([-1e13]), np.array([1e13]))
         0.5
     """
-    from itertools import combinations
-    from math import comb
-
     nrm = np.linalg.norm(W0, axis=1)
     live = nrm > 0
     A, c = W0[live] / nrm[live, None], b0[live] / nrm[live]
@@ -672,24 +675,59 @@ def smallest_first_layer_feature(W0: np.ndarray, b0: np.ndarray, lo: np.ndarray,
         dist = dist[dist > FEATURE_ROUNDING * (np.abs(c[i]) + np.abs(c[j])) + TINY_FEATURE]
         if dist.size:
             best = float(dist.min())
-    if comb(n, d) <= FEATURE_SUBSETS_MAX and n > d:
-        S = np.array(list(combinations(range(n), d)), dtype=np.int64)
-        M = A[S]                                           # (K, d, d)
-        ok = np.abs(np.linalg.det(M)) > FEATURE_ROUNDING
-        if ok.any():
-            S, M = S[ok], M[ok]
-            X = np.linalg.solve(M, -c[S][..., None])[..., 0]   # the vertices
-            inside = np.all((X >= lo - slack) & (X <= hi + slack), axis=1)
-            if inside.any():
-                S, X = S[inside], X[inside]
-                D = np.abs(X @ A.T + c)                    # (K, n) distances to every hyperplane
-                D[np.arange(len(S))[:, None], S] = np.inf  # not to its own hyperplanes
-                # within the rounding of the vertex and the offset: a coincidence
-                noise = FEATURE_ROUNDING * (np.linalg.norm(X, axis=1)[:, None] + np.abs(c)[None, :]) + TINY_FEATURE
-                D = D[D > noise]
-                if D.size:
-                    best = min(best, float(D.min()))
+    if n > d:
+        for S in _feature_subsets(n, d):
+            best = min(best, _vertex_feature(A, c, S, lo, hi, slack))
     return best if np.isfinite(best) else None
+
+
+def _feature_subsets(n: int, d: int) -> Iterator[np.ndarray]:
+    """The d-subsets of ``n`` rows that :func:`smallest_first_layer_feature` examines, in
+    chunks: all of them within the caps (FEATURE_SUBSETS_MAX, and FEATURE_WORK_MAX
+    operations at ``d^3 + n d`` per subset), else a seeded sample of the capped number."""
+    from itertools import combinations, islice
+    from math import comb
+
+    cap = max(1, min(FEATURE_SUBSETS_MAX, FEATURE_WORK_MAX // (d ** 3 + n * d)))
+    if comb(n, d) <= cap:
+        it = combinations(range(n), d)
+        while True:
+            S = np.array(list(islice(it, FEATURE_CHUNK)), dtype=np.int64).reshape(-1, d)
+            if not len(S):
+                return
+            yield S
+    rng = np.random.default_rng(0)
+    left = cap
+    while left > 0:
+        k = min(FEATURE_CHUNK, left)
+        S = np.sort(rng.integers(0, n, size=(k, d)), axis=1)
+        S = S[np.all(np.diff(S, axis=1) > 0, axis=1)] if d > 1 else S   # d distinct rows
+        left -= k
+        yield S
+
+
+def _vertex_feature(A: np.ndarray, c: np.ndarray, S: np.ndarray, lo: np.ndarray,
+                    hi: np.ndarray, slack: float) -> float:
+    """The smallest positive distance from a vertex of the subsets ``S`` (those inside the
+    box) to another hyperplane (``inf`` when none)."""
+    if not len(S):
+        return np.inf
+    M = A[S]                                           # (K, d, d)
+    ok = np.abs(np.linalg.det(M)) > FEATURE_ROUNDING
+    if not ok.any():
+        return np.inf
+    S, M = S[ok], M[ok]
+    X = np.linalg.solve(M, -c[S][..., None])[..., 0]   # the vertices
+    inside = np.all((X >= lo - slack) & (X <= hi + slack), axis=1)
+    if not inside.any():
+        return np.inf
+    S, X = S[inside], X[inside]
+    D = np.abs(X @ A.T + c)                    # (K, n) distances to every hyperplane
+    D[np.arange(len(S))[:, None], S] = np.inf  # not to its own hyperplanes
+    # within the rounding of the vertex and the offset: a coincidence
+    noise = FEATURE_ROUNDING * (np.linalg.norm(X, axis=1)[:, None] + np.abs(c)[None, :]) + TINY_FEATURE
+    D = D[D > noise]
+    return float(D.min()) if D.size else np.inf
 
 
 def too_coarse(W0: np.ndarray, b0: np.ndarray, xscale: float, lo: np.ndarray | None = None,

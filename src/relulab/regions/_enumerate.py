@@ -305,7 +305,7 @@ def count_regions(
 
     A number that cannot be certified is refused (:class:`~relulab.errors.UncertifiedCount`).
     Certified has the meaning of ``RegionSet.certified``: no sign decision was contradicted
-    by more than 1e-13 of the domain's scale; a sliver thinner than that is below float64
+    by more than 1e-14 of the domain's scale; a sliver thinner than that is below float64
     resolution and is not looked for (see docs/regions.md).
     Over a Box whose own count is refused (near ties, or a box far larger than the
     network's features), the whole space's count stands in when it is certified and the
