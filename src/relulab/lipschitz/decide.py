@@ -168,8 +168,14 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
     if r.value > 0:
         if domain is None:
             wit = _rd_witness(net, r.x)
-        elif _exact_value(net, r.x) > 0 and bool(prob_dom.contains(r.x)):
+        elif _exact_value(net, r.x) > 0 and _inside_exactly(prob_dom, r.x):
             wit = np.asarray(r.x, dtype=np.float64)
+    if wit is None and r.status == "optimal" and 0 < r.bound <= POS_TOL * (1.0 + scale):
+        # a maximum within the solver's tolerance of 0: look for a point where f is
+        # positive in exact arithmetic before answering "not positive" (relu((1 + 1e-10) x)
+        # - relu(x) is 1e-10 x, positive at x = 1, and read "nonpositive")
+        found = _exact_positive_point(prob_net, prob_dom, box, r.x)
+        wit = found if found is None or domain is not None else _rd_witness(net, found)
     if wit is not None:
         val = float(net(wit[None])[0, 0])
         return PositivityResult(True, "positive", wit, val, float(r.value), float(r.bound),
@@ -181,21 +187,66 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
                             time.time() - t0)
 
 
+# candidate points tried in exact arithmetic when the maximum is within tolerance of 0
+EXACT_PROBES = 64
+
+
+def _exact_positive_point(net: Network, dom: Box | Polytope, box: Box,
+                          x: np.ndarray | None) -> np.ndarray | None:
+    """A point of ``dom`` (``box`` its bounding box) where ``net`` is positive in exact arithmetic,
+    among the solver's point, the box's corners (up to 2^10 of them) and EXACT_PROBES
+    seeded points of the box; None when none is."""
+    d = net.input_dim
+    cands = [] if x is None else [np.asarray(x, dtype=np.float64).reshape(-1)[:d]]
+    if d <= 10:
+        corners = (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
+        cands += list(np.where(corners == 1, box.hi, box.lo))
+    rng = np.random.default_rng(0)
+    cands += list(rng.uniform(box.lo, box.hi, size=(EXACT_PROBES, d)))
+    C = np.asarray(cands, dtype=np.float64)
+    if not len(C):
+        return None
+    vals = net(C)[:, 0]
+    for i in np.argsort(-vals):
+        if vals[i] < -1e-6 * (1.0 + abs(vals).max()):  # tol: surely negative in floats too
+            break
+        c = C[i]
+        if _inside_exactly(dom, c) and _exact_value(net, c) > 0:
+            return c
+    return None
+
+
+def _inside_exactly(dom: Box | Polytope, x: np.ndarray) -> bool:
+    """Whether ``x`` lies in ``dom``, decided in rational arithmetic (a solver's vertex
+    1e-16 outside a polytope passed the float test with its 1e-9 tolerance, and a
+    function <= 0 on the domain was called positive there)."""
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    if isinstance(dom, Box):
+        return bool(np.all(dom.lo <= x) and np.all(x <= dom.hi))
+    X = [Fraction(float(v)) for v in x]
+    for row, rhs in zip(np.asarray(dom.A, dtype=np.float64), np.asarray(dom.b, dtype=np.float64), strict=True):
+        if sum((Fraction(float(a)) * v for a, v in zip(row, X, strict=True) if a != 0), Fraction(0)) > Fraction(float(rhs)):
+            return False
+    return True
+
+
 def offset_bound(net: Network) -> float:
     """A bound ``K`` with ``|f(x) - g(x)| <= K`` for all ``x``, where ``g`` is the
     bias-free network: the biases' effect pushed through ``|W|`` (ReLU is 1-Lipschitz).
 
     Example:
         >>> from relulab import Network
-        >>> offset_bound(Network([[[1.0]], [[2.0]]], [[-1.0], [0.5]]))
-        2.5
+        >>> K = offset_bound(Network([[[1.0]], [[2.0]]], [[-1.0], [0.5]]))   # 2.5, rounded up
+        >>> 2.5 <= K < 2.5 + 1e-14
+        True
     """
     Ws, bs, sk = float_layers(net)
     delta = np.zeros(Ws[0].shape[1])
+    u = 2.0 ** -52   # each sum of nonnegative terms, rounded up by its own error bound
     for W, b in zip(Ws, bs, strict=True):
-        delta = np.abs(W) @ delta + np.abs(b)
+        delta = (np.abs(W) @ delta + np.abs(b)) * (1.0 + (W.shape[1] + 2) * u)
     if sk is not None:
-        delta = delta + np.abs(sk[1])
+        delta = (delta + np.abs(sk[1])) * (1.0 + 2 * u)
     return float(np.max(delta))
 
 
@@ -208,8 +259,8 @@ def surjective(net: Network, *, time_limit: float | None = None) -> Surjectivity
         >>> surjective(Network([[[1.0], [-1.0]], [[1.0, -2.0]]], [[0.0, 0.0], [0.0]])).surjective
         True
         >>> r = surjective(Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]]))   # |x|
-        >>> r.surjective, r.missed
-        (False, -1.0)
+        >>> r.surjective, r.status, r.missed < -1.0   # a float below -(K + 1), K = 0
+        (False, 'bounded below', True)
     """
     t0 = time.time()
     net = _scalar(net, "surjective")
@@ -226,10 +277,16 @@ def surjective(net: Network, *, time_limit: float | None = None) -> Surjectivity
     if up.positive and down.positive:
         return SurjectivityResult(True, "surjective", ok_up, ok_down, None, K, time.time() - t0)
     if up.positive is False:
-        # f <= g + K <= K everywhere
-        return SurjectivityResult(False, "bounded above", ok_up, ok_down, K + 1.0, K, time.time() - t0)
+        # f <= g + K <= K everywhere; the missed value is a float above K + 1 (K + 1.0
+        # rounds to K itself at K = 1e17, a value f takes).  Within the solver's
+        # tolerance (the sign of g's maximum not proved) the result says so
+        missed = float(np.nextafter(K + 1.0, np.inf))
+        return SurjectivityResult(False, "bounded above", ok_up, ok_down, missed, K, time.time() - t0,
+                                  within_tolerance=bool(up.within_tolerance))
     if down.positive is False:
-        return SurjectivityResult(False, "bounded below", ok_up, ok_down, -K - 1.0, K, time.time() - t0)
+        missed = float(np.nextafter(-K - 1.0, -np.inf))
+        return SurjectivityResult(False, "bounded below", ok_up, ok_down, missed, K, time.time() - t0,
+                                  within_tolerance=bool(down.within_tolerance))
     return SurjectivityResult(None, "unknown", ok_up, ok_down, None, K, time.time() - t0)
 
 

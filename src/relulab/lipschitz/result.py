@@ -134,7 +134,8 @@ class SurjectivityResult(Result):
     ``g(r) < 0`` for the recession function ``g`` (so ``f(s r) -> +inf`` / ``-inf``).
     When not surjective, ``missed`` is a value that ``f`` provably never takes
     (``|f(x) - g(x)| <= offset_bound`` everywhere and ``g`` has no positive / negative
-    value).
+    value), unless ``within_tolerance`` says that ``g``'s sign rests on the solver's
+    tolerance.
 
     Example:
         >>> from relulab import Network
@@ -151,6 +152,9 @@ class SurjectivityResult(Result):
     missed: float | None
     offset_bound: float
     time: float
+    # True when the "not onto" answer rests on a maximum within the solver's tolerance of
+    # 0 (the sign of the recession function's maximum is not proved)
+    within_tolerance: bool = False
 
 
 @dataclass(frozen=True)
