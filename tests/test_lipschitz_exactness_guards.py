@@ -93,3 +93,39 @@ def test_milp_witness_is_certified_on_the_network_itself():
     r = lipschitz(net, Box([0.5], [1.0]), p=1, method="milp")
     assert r.lower <= truth * (1 + 1e-12)
     assert r.upper >= truth * (1 - 1e-12)
+
+
+def test_product_bound_of_a_large_layer_is_cheap_and_above_the_exact_norm():
+    from relulab.lipschitz.upper import SVD_MAX_ENTRIES, product_bound
+
+    rng = np.random.default_rng(0)
+    n = int(np.sqrt(SVD_MAX_ENTRIES)) + 50
+    W1, W2 = rng.normal(size=(n, 3)), rng.normal(size=(n, n)) / np.sqrt(n)
+    net = Network([W1, W2, rng.normal(size=(1, n))], [np.zeros(n), np.zeros(n), np.zeros(1)])
+    exact = np.prod([np.linalg.norm(W, 2) for W in net.weights])
+    assert product_bound(net, 2, None) >= exact
+
+
+def test_interval_bound_is_skipped_when_its_estimate_exceeds_the_time_left(monkeypatch):
+    import relulab.lipschitz.core as core
+
+    monkeypatch.setattr(core, "_interval_seconds", lambda net: 1e9, raising=False)
+    net = Network([[[1.0], [-1.0]], [[1.0, 2.0]]], [[0.0, 0.0], [0.0]])
+    r = lipschitz(net, Box([-1.0], [1.0]), p=2, method="bounds", time_limit=5)
+    assert "interval_jacobian" not in r.uppers
+    assert r.upper >= 2.0 and r.lower <= 2.0
+
+
+def test_sdp_with_another_norm_is_refused_before_any_work(monkeypatch):
+    import relulab.lipschitz.core as core
+    from relulab.errors import RelulabError
+
+    def boom(*a, **k):
+        raise AssertionError("work started before the refusal")
+
+    monkeypatch.setattr(core, "product_bound", boom)
+    net = Network([[[1.0], [-1.0]], [[1.0, 2.0]]], [[0.0, 0.0], [0.0]])
+    with pytest.raises(RelulabError, match="p = q = 2 only"):
+        lipschitz(net, Box([-1.0], [1.0]), p=1, sdp=True)
+    with pytest.raises(RelulabError, match="sdp must be True, False or None"):
+        lipschitz(net, Box([-1.0], [1.0]), p=2, sdp="no")
