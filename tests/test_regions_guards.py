@@ -64,7 +64,7 @@ def test_chebyshev_centres_stop_at_the_time_limit_and_say_so(monkeypatch) -> Non
     (lambda: list(regions.iter_regions(THREE_LINES, Box([-1, -1], [1, 1]), max_regions=0)), "max_regions"),
     (lambda: regions.enumerate(np.eye(2)), "expected a relulab Network"),
     (lambda: regions.slice2d(THREE_LINES, window=(-1, 1, 1)), "window must be four numbers"),
-    (lambda: regions.along_segment(THREE_LINES, "ab", "cd"), "the ends a and b must be points"),
+    (lambda: regions.along_segment(THREE_LINES, "ab", "cd"), "the ends a and b must be finite points"),
     (lambda: regions.graph([1, 2]), "expected a RegionSet"),
     (lambda: regions.graph_summary(regions.enumerate(THREE_LINES, Box([-1, -1], [1, 1]))),
      "expected the networkx graph"),
@@ -159,3 +159,55 @@ def test_a_segment_says_when_it_merged_breakpoints_farther_apart_than_rounding()
 
     ex = regions.along_segment(net.exact(), [Fraction(-10**6)], [Fraction(10**6)])
     assert ex.certified and ex.n_pieces == 4
+
+
+def test_segment_json_says_whether_it_is_certified():
+    h = 1e-8
+    net = Network([[[1.0], [1.0], [1.0]], [[1 / h, -2 / h, 1 / h]]], [[0.0, -h, -2 * h], [0.0]])
+    seg = regions.along_segment(net, [-1e6], [1e6])
+    d = seg.to_dict()
+    assert d["certified"] == seg.certified and d["near_breakpoints"] == seg.near_breakpoints
+
+
+def test_segment_kinks_tens_of_ulps_apart_are_not_certified():
+    """A spike of height 1 at x = 1e-8 on [-1e6, 1e6]: its kinks are 22 ulps of t apart;
+    they were merged (2 pieces of 4) with the segment still certified."""
+    h = 1e-8
+    net = Network([[[1.0], [1.0], [1.0]], [[1 / h, -2 / h, 1 / h]]], [[0.0, -h, -2 * h], [0.0]])
+    seg = regions.along_segment(net, [-1e6], [1e6])
+    exact = regions.along_segment(net.exact(), [-10**6], [10**6])
+    assert exact.n_pieces == 4
+    assert seg.n_pieces == 4 or not seg.certified
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda n: regions.along_segment(n.exact(), [float("inf"), 0], [1, 1]), "finite points"),
+    (lambda n: regions.along_segment(n, [-1e308, 0], [1e308, 1]), "overflows float64"),
+    (lambda n: regions.along_segment(n, [0, 0], [1, 1], tol="x"), "tol must be a number"),
+    (lambda n: regions.along_segment(n, [0, 0], [1, 1], tol=float("nan")), "tol must be a number"),
+    (lambda n: regions.slice2d(n, u=[1, 0], v=[0, 1, 0]), "v has 3 entries"),
+    (lambda n: regions.slice2d(n, origin="ab"), "points of numbers"),
+    (lambda n: regions.enumerate(n).locate("ab"), "points must be numbers"),
+    (lambda n: regions.write_regions(n, None), "path must be a file name"),
+])
+def test_region_inputs_are_named(call, msg):
+    from relulab.errors import RelulabError
+
+    net = Network([np.eye(2), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    with pytest.raises(RelulabError, match=msg):
+        call(net)
+    with pytest.raises(TypeError, match="indexed by an integer"):
+        regions.enumerate(net)["a"]
+
+
+def test_layers_that_underflow_are_refused():
+    """relu(s (h1 - h2)) with h = relu(s (x +- 1)): kinks at -1, 0, 1 (4 regions) for any
+    s > 0; at s = 1e-170 the composed map underflowed and 3 regions came back certified."""
+    from relulab.errors import RelulabError
+
+    s = 1e-170
+    net = Network([[[s], [-s]], [[s, -s]], [[1.0]]], [[s, s], [0.0], [0.0]])
+    with pytest.raises(RelulabError, match="below float64's range"):
+        regions.count(net, Box([-2.0], [2.0]))
+    one = Network([[[1.0], [-1.0]], [[1.0, -1.0]], [[1.0]]], [[1.0, 1.0], [0.0], [0.0]])
+    assert regions.count(one, Box([-2.0], [2.0])) == 4

@@ -394,3 +394,24 @@ def test_far_neuron_hides_no_features_of_a_wide_first_layer():
     assert len(rs) == 1 + (n + 1) + n * (n + 1) // 2 or not rs.certified
     with pytest.raises(UncertifiedCount):
         regions.count(net, dom)
+
+
+def test_whole_space_certificate_stops_at_the_time_limit(monkeypatch):
+    """The certificate's LPs (one per row of every region at the artificial box) ignored
+    the deadline: 17 s past a 1 s limit on a 3-45-1 net.  Here each facet LP is slowed;
+    the result must come back partial and uncertified instead of running them all."""
+    import time
+
+    import relulab.regions._unbounded as unb
+
+    real = unb.is_facet
+
+    def slow(*args, **kwargs):
+        time.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(unb, "is_facet", slow)
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(12, 3)), rng.normal(size=(1, 12))], [rng.normal(size=12), np.zeros(1)])
+    rs = regions.enumerate(net, Polytope.whole_space(3), time_limit=1.0)
+    assert rs.partial and not rs.certified and "time limit" in str(rs.info.get("stopped"))

@@ -587,6 +587,11 @@ def initial_polytope(pb: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, b
 FLOAT_RANGE = 1e300
 
 
+# log10 of the largest product of the hidden layers' largest weights below which their
+# composed maps underflow (float64's smallest normal number is about 2.2e-308)
+FLOAT_FLOOR_LOG10 = -280.0
+
+
 def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float) -> None:
     """Refuse (RelulabError) a network whose values on points of norm ``radius`` may
     overflow float64: the bound is the absolute product ``|W_k| ... |W_1|`` (which bounds
@@ -612,6 +617,19 @@ def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float)
                     f"points of norm {radius:.3g}; weights up to "
                     f"{max(float(np.abs(V).max()) for V in Ws):.3g}): rescale the network (a "
                     "positive scale of a layer leaves its regions unchanged) or the domain")
+    # and beneath it: composed maps whose entries are all below ~1e-280 lose their digits
+    # to underflow (layers scaled by 1e-170 gave 3 regions of 4, certified)
+    log_scale = 0.0
+    for W in Ws[:-1]:
+        top = float(np.max(np.abs(W), initial=0.0))
+        if top == 0.0:
+            break   # a zero layer: the function is constant from here on, nothing to lose
+        log_scale += float(np.log10(top))
+        if log_scale < FLOAT_FLOOR_LOG10:
+            raise RelulabError(
+                f"regions: the network's composed weights fall below float64's range (about "
+                f"1e{log_scale:.0f}, weights down to {top:.3g}): rescale the layers (a positive "
+                "scale of a layer leaves its regions unchanged)")
 
 
 def first_layer_reach(W0: np.ndarray, b0: np.ndarray) -> float:

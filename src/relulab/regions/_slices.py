@@ -107,6 +107,7 @@ class Segment:
             "a": to_jsonable(self.a), "b": to_jsonable(self.b),
             "breakpoints": to_jsonable(self.breakpoints), "values": to_jsonable(self.values),
             "slopes": to_jsonable(self.slopes), "pieces": self.n_pieces,
+            "certified": bool(self.certified), "near_breakpoints": int(self.near_breakpoints),
         }
 
 
@@ -128,7 +129,13 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     """
     if not isinstance(net, Network):
         raise RelulabError(f"along_segment: expected a relulab Network, got {type(net).__name__}")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float, np.number))):
+        raise RelulabError(f"along_segment: tol must be a number in [0, 1) (a share of the "
+                           f"parameter range), got {tol!r}")
     tol = or_default(tol, ROUNDOFF)
+    if not 0 <= tol < 1:
+        raise RelulabError(f"along_segment: tol must be a number in [0, 1) (a share of the "
+                           f"parameter range), got {tol!r}")
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
@@ -138,13 +145,21 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
             else np.asarray(a, float).ravel()
         bv = np.array([_fraction(v) for v in np.ravel(np.asarray(b, dtype=object))], dtype=object) if ex \
             else np.asarray(b, float).ravel()
-    except (TypeError, ValueError):
-        raise RelulabError(f"along_segment: the ends a and b must be points (numbers), got {a!r} and {b!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        # (an infinite end of an exact network was a raw OverflowError from fractions)
+        raise RelulabError(f"along_segment: the ends a and b must be finite points (numbers), "
+                           f"got {a!r} and {b!r}") from None
     if av.shape != bv.shape:
         raise RelulabError(f"along_segment: a has {av.size} entries and b has {bv.size}")
     if not ex and not (np.all(np.isfinite(av)) and np.all(np.isfinite(bv))):
         # (it was reported as a NaN weight of the restricted network)
         raise RelulabError("along_segment: the ends a and b must be finite points")
+    if not ex:
+        with np.errstate(over="ignore", invalid="ignore"):
+            span = bv - av
+        if not np.all(np.isfinite(span)):
+            # (b - a beyond float64 was blamed on the network: "weight contains NaN")
+            raise RelulabError("along_segment: b - a overflows float64; give nearer ends")
     g = restrict_affine(net, av, [bv - av])
     # intervals [lo_i, hi_i] with, per interval, the affine map of the current layer's
     # input: h(t) = P_i t + q_i  (shape (n_int, width))
@@ -185,7 +200,7 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
 
 
 # zeros of one point computed along different rows differ by a few of these
-ZERO_ULPS = 64
+ZERO_ULPS = 8
 
 
 def _cut_exact(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray) -> tuple:
@@ -348,15 +363,22 @@ def slice2d(
     if not isinstance(net, Network):
         raise RelulabError(f"slice2d: expected a relulab Network, got {type(net).__name__}")
     d = net.input_dim
-    o = np.zeros(d) if origin is None else np.asarray(origin, dtype=np.float64).ravel()
     if u is None or v is None:
         if d < 2:
             raise RelulabError("slice2d needs a network with at least 2 inputs (or give u and v)")
         eye = np.eye(d)
         u = eye[0] if u is None else u
         v = eye[1] if v is None else v
-    u = np.asarray(u, dtype=np.float64).ravel()
-    v = np.asarray(v, dtype=np.float64).ravel()
+    try:
+        o = np.zeros(d) if origin is None else np.asarray(origin, dtype=np.float64).ravel()
+        u = np.asarray(u, dtype=np.float64).ravel()
+        v = np.asarray(v, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise RelulabError("slice2d: origin, u and v must be points of numbers") from None
+    for name, w in (("origin", o), ("u", u), ("v", v)):
+        if w.size != d:
+            # (u and v of different lengths were a raw numpy error from np.stack)
+            raise RelulabError(f"slice2d: {name} has {w.size} entries; the network has {d} inputs")
     if not all(np.all(np.isfinite(w)) for w in (o, u, v)):
         raise RelulabError("slice2d: origin, u and v must be finite")
     if abs(u[0] * 0 + np.linalg.matrix_rank(np.stack([u, v]))) < 2:

@@ -71,6 +71,8 @@ class StoreSummary(Result):
 
 
 def _format_of(path: str | os.PathLike) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise RelulabError(f"region files: the path must be a file name, got {path!r}")
     suffix = Path(path).suffix.lower()
     if suffix not in REGION_FORMATS:
         raise RelulabError(f"{path}: region files end in {' or '.join(REGION_FORMATS)}, "

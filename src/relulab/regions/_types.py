@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RelulabError
 from ..network import Network
 from ..tolerance import FEAS_TOL, STRICT_TOL
 from ._hashing import PatternTable
@@ -261,6 +262,9 @@ class RegionSet:
 
     def __getitem__(self, i: int) -> Region:
         n = len(self)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"regions are indexed by an integer, got {i!r}")
+        i = int(i)
         if i < 0:
             i += n
         if not 0 <= i < n:
@@ -304,7 +308,10 @@ class RegionSet:
         float pattern is no region's (a neuron's pre-activation within round-off of 0, e.g.
         a neuron that is identically 0 on a region) is matched by flipping those near-zero
         bits (at most 8 of them)."""
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        try:
+            X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise RelulabError(f"locate: the points must be numbers, got {X!r}") from None
         if self.net is None:
             raise RuntimeError("this region set does not keep its network")
         pats = self.net.pattern_vector(X)

@@ -25,7 +25,16 @@ from ._types import RegionSet
 __all__ = ["enumerate_unbounded"]
 
 
-def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> float:
+class _Expired(Exception):
+    """The deadline came during the certificate's LPs."""
+
+
+def _check(deadline: float | None) -> None:
+    if deadline is not None and time.time() > deadline:
+        raise _Expired
+
+
+def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray, deadline: float | None = None) -> float:
     """The largest coordinate (in absolute value) of a region that touches the artificial
     box but is bounded (its own rows, without the box, enclose it), 0.0 when there is none.
     Such a region sticks out of the box: its ``bounded`` flag and its vertices (clipped to
@@ -34,6 +43,7 @@ def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> float:
     d = rs.dim
     extent = 0.0
     for i in np.flatnonzero(~rs.bounded):
+        _check(deadline)
         A, b = pattern_hrep(net, pats[i], A_dom, b_dom)
         m = LPModel(np.zeros(d), A_ub=A, b_ub=b)
         far = 0.0
@@ -50,10 +60,12 @@ def bounded_extent(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> float:
     return extent
 
 
-def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
-    """True when no unbounded region has a facet outside the artificial box."""
+def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray, deadline: float | None = None) -> bool:
+    """True when no unbounded region has a facet outside the artificial box (raises
+    :class:`_Expired` past ``deadline``)."""
     pats = rs.patterns
     for i in np.flatnonzero(~rs.bounded):
+        _check(deadline)
         A, b = pattern_hrep(net, pats[i], A_dom, b_dom)
         nrm = np.linalg.norm(A, axis=1)
         live = np.flatnonzero(nrm > 0)
@@ -73,6 +85,8 @@ def certify(rs, net, A_dom: np.ndarray, b_dom: np.ndarray) -> bool:
         for q in range(len(keep)):
             if q in known:
                 continue
+            if q % 16 == 0:
+                _check(deadline)
             if is_facet(m, A, b, q):
                 return False
         # near twins beyond the box hide each other's facet (each test above relaxed one)
@@ -103,8 +117,18 @@ def enumerate_unbounded(pb: Problem, dom, *, max_regions=None, progress=False, e
         if rs.partial:
             rs.certified = False
             return rs
-        if certify(rs, netf, pb.A_dom, pb.b_dom):
-            far = bounded_extent(rs, netf, pb.A_dom, pb.b_dom)
+        try:
+            ok = certify(rs, netf, pb.A_dom, pb.b_dom, deadline)
+            far = bounded_extent(rs, netf, pb.A_dom, pb.b_dom, deadline) if ok else 0.0
+        except _Expired:
+            # the certificate's LPs (one per row of every region at the box) ran 17 s
+            # past a 1 s limit: the box's regions, partial and not certified
+            rs.partial = True
+            rs.certified = False
+            rs.info["stopped"] = (f"time limit reached while certifying the box of half-width {M:g} "
+                                  "(regions beyond it may be missing)")
+            return rs
+        if ok:
             if far < M:  # every region touching the box is really unbounded
                 # (unless a sign decision was too close to call: see _engine._count_ties)
                 rs.certified = not run.near_ties
