@@ -211,3 +211,21 @@ def test_layers_that_underflow_are_refused():
         regions.count(net, Box([-2.0], [2.0]))
     one = Network([[[1.0], [-1.0]], [[1.0, -1.0]], [[1.0]]], [[1.0, 1.0], [0.0], [0.0]])
     assert regions.count(one, Box([-2.0], [2.0])) == 4
+
+
+def test_segment_pattern_of_a_neuron_identically_zero_is_inactive():
+    """Layer 3's third neuron is h1 - h2 + 2 with h2 = h1 + 2: identically 0 on the
+    segment.  Its float pre-activation kept +1e-16 and read active (the exact run, the
+    forward pass and the region engine read it inactive: ties are inactive)."""
+    Ws = [[[-1.3503734812323618, -0.6148541695252585, -0.14925394401266923],
+           [-0.7134978692186584, -0.6702191180891651, -0.7946902083608175]],
+          [[0.0, 1.0], [0.0, 1.0]], [[1.0, 1.0], [-1.0, -2.0], [1.0, -1.0], [0.0, -1.0]],
+          [[-1.0366316570331293, 0.3099081709040746, -1.959253159068491, -0.1474619966965854],
+           [0.41185445804472415, 0.2550230199110351, 0.7519808711020289, 0.3888847061490008]]]
+    bs = [[-1.3405033531624244, -0.22142196459370653], [0.0, 2.0], [2.0, 1.0, 2.0, 0.0],
+          [0.7276525301453647, 0.7647644555356454]]
+    net = Network(Ws, bs)
+    a, b = [1.0, 2.0, -3.0], [1.0, -1.0, 1.0]
+    sf = regions.along_segment(net, a, b)
+    se = regions.along_segment(net.exact(), a, b)
+    assert sf.patterns.tolist() == se.patterns.tolist()

@@ -180,6 +180,8 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
         mid = (lo + hi) / 2
         zmid = Zp_all * mid[:, None] + Zq_all
         act = np.array(zmid > 0, dtype=bool)
+        if not ex:
+            act &= ~_constant_zero(zmid, Zp_all, Q[parent], W, bias)
         prev = pats[-1][parent] if pats[-1].shape[1] else np.zeros(
             (lo.shape[0], 0), dtype=bool)
         pats.append(np.concatenate([prev, act], axis=1))
@@ -201,6 +203,20 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
 
 # zeros of one point computed along different rows differ by a few of these
 ZERO_ULPS = 8
+
+
+def _constant_zero(zmid: np.ndarray, Zp: np.ndarray, Qprev: np.ndarray, W: np.ndarray,
+                   bias: np.ndarray) -> np.ndarray:
+    """Where a float neuron is constant on its piece (slope 0) and its positive value
+    is within the rounding of the terms it adds up (``|W| |q| + |b|``, ZERO_ULPS ulps):
+    identically 0 there, so inactive, as ties are in the forward pass and the region
+    engine (``h1 - h2 + 2`` with ``h2 = h1 + 2`` kept +1e-16 and read active)."""
+    out = np.zeros(zmid.shape, dtype=bool)
+    ii, jj = np.nonzero((Zp == 0) & (zmid > 0))
+    if ii.size:
+        terms = np.einsum("pk,pk->p", np.abs(Qprev[ii]), np.abs(W[jj])) + np.abs(bias[jj])
+        out[ii, jj] = zmid[ii, jj] <= ZERO_ULPS * float(np.finfo(np.float64).eps) * terms
+    return out
 
 
 def _cut_exact(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray) -> tuple:
