@@ -154,3 +154,34 @@ def test_structured_counterexample_gate_covers_the_rounding_of_cancelling_terms(
     assert not _structured_check(g, np.ones(50), terms).ok
     far = [(Box(np.zeros(50), np.ones(50)), np.array([[-1.0]]), np.array([1.0]))]
     assert _structured_check(g, np.ones(50), far).ok
+
+
+def _hidden_by_rounding():
+    """2^60 relu(x0 + x1 - 1) on [0, 1] x [0, 2^-53]: the neuron's maximum is 2^-53 (f =
+    128 at (1, 2^-53)), but 1 + 2^-53 - 1 rounds to 0 and the neuron read dead."""
+    net = Network([[[1.0, 1.0]], [[2.0**60]]], [[-1.0], [0.0]])
+    return net, Box([0.0, 0.0], [1.0, 2.0**-53])
+
+
+def test_bounds_keep_a_neuron_whose_maximum_is_within_rounding_of_zero():
+    from relulab.bounds import interval_bounds, symbolic_bounds
+
+    net, box = _hidden_by_rounding()
+    assert net.exact()(np.array([[F(1), F(2**-53)]], dtype=object))[0, 0] == 128
+    for b in (interval_bounds(net, box), symbolic_bounds(net, box), symbolic_bounds(net.exact(), box)):
+        assert b.out_hi[0] >= 128 and b.n_inactive == 0
+
+
+@pytest.mark.parametrize("method", ["input-split", "relu-split"])
+def test_a_neuron_lost_to_rounding_does_not_prove_holds(method):
+    """f = 1000 relu(x0 + x1 - 1e8) on [0, 1e8] x [0, 7e-9]: f reaches 7e-6 exactly, and
+    'f <= 1e-6' read 'holds' (a dead neuron, then a final bound whose input terms of 1e11
+    rounded away the 7e-6 while the margin scaled with the ReLU terms only)."""
+    net = Network([[[1.0, 1.0]], [[1e3]]], [[-1e8], [0.0]]).exact()
+    box = Box([0.0, 0.0], [1e8, 7e-9])
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-1e-6]))])
+    r = verify(net, spec, timeout=10, method=method)
+    assert r.status != "holds"
+    net2, box2 = _hidden_by_rounding()
+    spec2 = Specification(box2, [OutputConstraint(np.array([[-1.0]]), np.array([-1.0]))])
+    assert verify(net2.exact(), spec2, timeout=10, method=method).status != "holds"

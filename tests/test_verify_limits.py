@@ -191,3 +191,16 @@ def test_input_splitting_maximum_bounds_the_root_even_after_its_deadline():
     ub, x, v = _bab_max(net, box, np.array([1.0]), deadline=time.time() - 1.0)
     X = rng.uniform(-1, 1, size=(20000, 2))
     assert np.isfinite(ub) and ub >= net(X)[:, 0].max() and v <= ub
+
+
+def test_memory_budget_stays_inside_the_address_space_limit():
+    """Under `ulimit -v` the budget came from MemAvailable alone, and a count died on a
+    raw MemoryError: it must stay below the address space the process may still take."""
+    import subprocess
+    import sys
+
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30)); "
+            "from relulab.limits import memory_budget; print(memory_budget())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert 0 < int(out.stdout.strip()) < 3 * 2**30

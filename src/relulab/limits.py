@@ -102,23 +102,45 @@ def check_seconds(time_limit: object, where: str) -> float | None:
 
 
 def available_memory() -> int:
-    """Bytes of memory available now (Linux: MemAvailable; else the physical memory).
+    """Bytes of memory available now (Linux: MemAvailable; else the physical memory), and
+    never more than the address space this process may still take (``ulimit -v``: under
+    2.5 GB a count died on a raw MemoryError, the budget read from MemAvailable alone).
 
     Example:
         >>> available_memory() > 2**20
         True
     """
+    avail = None
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    avail = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
+    if avail is None:
+        try:
+            avail = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (ValueError, OSError, AttributeError):
+            avail = 8 * 2**30
+    room = _address_space_left()
+    return avail if room is None else max(min(avail, room), 0)
+
+
+def _address_space_left() -> int | None:
+    """Bytes of address space left under ``RLIMIT_AS`` (None: no limit, or unknown)."""
     try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2**30
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return None
+        with open("/proc/self/statm") as fh:
+            used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        return int(soft) - used
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
 
 
 def memory_budget() -> int:

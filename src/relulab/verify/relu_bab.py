@@ -309,8 +309,14 @@ class _GraphBounder:
             terms = sum(np.einsum("nrk,nk->nr", np.abs(c), np.maximum(np.abs(a), np.abs(b)))
                         for c, (a, b) in zip(coeffs, pre, strict=True))
             act = np.maximum(act, np.where(np.isnan(terms), np.inf, terms))
-            if self.terms is None:
-                self.terms = np.max(act, axis=0)
+        if gb.input_terms is not None:
+            # and the input's terms of the final linear form: 1000 (x0 + x1 - 1e8) on x0
+            # near 1e8 adds terms of 1e11, whose rounding (1e-5) passed for a proof of a
+            # bound 7e-6 wrong (the ReLU terms above were 1e-4)
+            it = np.asarray(gb.input_terms, dtype=np.float64).reshape(N, -1)
+            act = np.maximum(act, np.where(np.isnan(it), np.inf, it))
+        if coeffs is not None and self.terms is None:
+            self.terms = np.max(act, axis=0)
         scale = 1.0 + np.abs(self.d)[None, :] + act
         infeasible = np.asarray(gb.infeasible, dtype=bool).reshape(N)
         low = np.where(infeasible[:, None], np.inf, low)
