@@ -410,22 +410,11 @@ def bound(
         if warm is not None and warm.box is not None and method != "ibp":
             wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
             same = (wlo == xlo.reshape(B, -1)).all(1) & (whi == xhi.reshape(B, -1)).all(1)
-        # float64: the sizes of the terms behind each node and the operations summing them,
-        # so a bound whose sign sits within its rounding makes its neuron unstable
-        # (rounded to nearest, 1 + 2^-53 - 1 read 0 and a live neuron read dead)
-        mag = {g.input_name: torch.maximum(xlo.abs(), xhi.abs())} if dt == torch.float64 else None
-        ops = {g.input_name: 0}
         for node in g.nodes[1:]:
             if not isinstance(node.op, Relu):
                 iv[node.name] = node.op.ibp(*[iv[i] for i in node.inputs])
-                if mag is not None:
-                    lo_s, hi_s = node.op.ibp(*[(-mag[i], mag[i]) for i in node.inputs])
-                    mag[node.name] = torch.maximum(lo_s.abs(), hi_s.abs())
-                    ops[node.name] = max(ops[i] for i in node.inputs) + _fan_in(node.op)
                 continue
             p = node.inputs[0]
-            if mag is not None:
-                mag[node.name], ops[node.name] = mag[p], ops[p]
             plo, phi = (t.clone() for t in iv[p])
             if warm is not None and node.name in warm.pre:
                 wl, wh = warm.pre[node.name]
@@ -459,12 +448,6 @@ def bound(
                     a = ws if ws is not None else torch.zeros_like(s_flat)
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
-            if mag is not None:
-                # (the dead side only: a lower bound of exactly 0 is common and structural,
-                # the sum of ReLU outputs in a residual block, and reading those unstable
-                # left proofs undone)
-                r = (2.0 * ops[p] * 2.0 ** -53) * mag[p]
-                phi = torch.where((phi <= 0) & (phi > -r), r, phi)
             if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
                 om = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
@@ -593,15 +576,6 @@ def bound(
 F32_GROWTH = 1.0 + 2.0 ** -23  # tol: float32 round to nearest
 # the float32 pass's values against the exact ones (far above its rounding)
 F32_VALUE_GROWTH = 1.0 + 1e-5  # tol: float32 interval pass
-
-
-def _fan_in(op: Any) -> int:
-    """The number of terms one output entry of ``op`` adds up (its bias included)."""
-    params = op.params()
-    W = params.get("W", params.get("weight"))
-    if W is not None:
-        return int(W[0].numel()) + 1
-    return 2   # elementwise affine ops and sums of two nodes; reshapes add nothing
 
 
 def _rounding_moves(bg: BoundGraph, val: dict, deadline: float | None) -> np.ndarray | None:
