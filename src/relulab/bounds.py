@@ -24,10 +24,7 @@ the polytope itself.
 Floating point: bounds are computed in float64 without outward rounding, so they are
 sound only up to rounding errors, which grow with the size of the intermediate values;
 code that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`) and
-re-checks counterexamples.  A hidden bound whose sign sits within its own rounding (the
-terms' sizes ``|W| T + |b|`` carried layer by layer, times the operations behind it) is
-moved past 0, so its neuron stays unstable: rounded to nearest, ``1 + 2^-53 - 1`` read 0,
-a live neuron read dead, and under a weight of 2^60 its 128 was lost.  An exact (Fraction) network is bounded through its float64
+re-checks counterexamples.  An exact (Fraction) network is bounded through its float64
 rounding and the bounds widened by the rounding of its weights
 (:func:`float_rounding_bound`), so they bound the exact network.
 
@@ -464,7 +461,6 @@ def crown_batch(
     relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     # Interval bounds ride along: they are nearly free and can be tighter for a neuron.
     ilo, ihi = lo, hi
-    T, ops = _magnitude_start(lo, hi), 0   # the terms' sizes, for the rounding of the bounds
     EL = EU = np.zeros((N, lo.shape[1] + 1, 0))  # forward equations of the last layer
     for k in range(L - 1):
         W, b = Ws[k], bs[k]
@@ -489,13 +485,6 @@ def crown_batch(
             # (for layer 2 back-substitution equals the forward bounds: skipped in hybrid)
             _refine(zlo, zhi, k, Ws, bs, relax, lo, hi)
         zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
-        # back-substitution sums every earlier layer's terms: count them all
-        ops += W.shape[1] + 1 + (sum(V.shape[1] + 1 for V in Ws[:k]) if intermediate != "interval" else 0)
-        zlo, zhi, T = _snap_ties(zlo, zhi, T, W, b, ops)
-        if prev is not None:
-            # the parent's bounds hold (a split's 0 among them): snapping must not undo it
-            zlo = np.maximum(zlo, prev[k][0])
-            zhi = np.maximum(np.minimum(zhi, prev[k][1]), zlo)
         pre.append((zlo, zhi))
         relax.append(relax_relu(zlo, zhi))
         if intermediate in ("forward", "hybrid"):
@@ -527,44 +516,17 @@ def crown_batch(
     return pre, lower
 
 
-_UNIT = 2.0 ** -53
-
-
-def _magnitude_start(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The size of the inputs, ``max(|lo|, |hi|)``: the start of the terms' sizes."""
-    return np.maximum(np.abs(lo), np.abs(hi))
-
-
-def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, T: np.ndarray, W: np.ndarray, b: np.ndarray,
-               ops: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bounds whose sign sits within their own rounding made unstable, and the terms'
-    sizes ``T`` carried one layer (``|W| T + |b|``; every interval and CROWN term of the
-    layer is at most that).  ``ops``: operations behind the bounds so far (their rounding
-    is at most ``ops`` unit roundoffs of ``T``, doubled).  Rounded to nearest, a bound
-    ``1 + 2^-53 - 1`` read 0 and a neuron whose maximum is 2^-53 read dead (under 2^60
-    it was worth 128, and a violated property read 'holds')."""
-    T = np.abs(W) @ T.T if T.ndim == 1 else T @ np.abs(W).T
-    T = T + np.abs(b)
-    r = 2.0 * ops * _UNIT * T
-    zhi = np.where((zhi <= 0) & (zhi > -r), r, zhi)
-    zlo = np.where((zlo >= 0) & (zlo < r), -r, zlo)
-    return zlo, zhi, T
-
-
 @_refuse_overflow
 def interval_batch(Ws, bs, lo, hi, skip=None):
     """Interval arithmetic for a batch of boxes: (pre, out_lo, out_hi); refused
     (:class:`BoundsOverflow`) where it overflows to NaN, as :func:`crown_batch` is."""
     pre = []
     ilo, ihi = np.asarray(lo, float), np.asarray(hi, float)
-    T, ops = _magnitude_start(ilo, ihi), 0
     for k in range(len(Ws) - 1):
         W, b = Ws[k], bs[k]
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
-        ops += W.shape[1] + 1
-        zlo, zhi, T = _snap_ties(zlo, zhi, T, W, b, ops)
         pre.append((zlo, zhi))
         ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
     W, b = Ws[-1], bs[-1]

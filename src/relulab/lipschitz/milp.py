@@ -381,25 +381,20 @@ def _build(enc, Ws, pre, skip, d, p, mode, out_index, m, faces=False):
 
 def _balanced(net: Network) -> Network:
     """The same function with each hidden neuron's incoming row (weights and bias) scaled
-    by a power of two to largest entry within a factor sqrt(2) of 1 (exact: the copy is
-    the same network) and its outgoing weights scaled up to match (relu is positively
+    to largest entry 1 and its outgoing weights scaled up to match (relu is positively
     homogeneous; the Lipschitz constant is the function's).  ``1e9 relu(1e-9 x)`` put
     entries of 1e-9 into the MILP, which HiGHS drops: it answered 'exact 0' for relu(x).
     Left as it is where the scaling would overflow.
 
     Example:
         >>> _balanced(Network([[[1e-9]], [[1e9]]], [[0.0], [0.0]])).weights[0].tolist()
-        [[1.073741824]]
+        [[1.0]]
     """
     Ws, bs, skip = float_layers(net)
     Ws, bs = [W.copy() for W in Ws], [b.copy() for b in bs]
     for k in range(len(Ws) - 1):
         s = np.max(np.abs(np.hstack([Ws[k], bs[k][:, None]])), axis=1, initial=0.0)
         s[~(s > 0)] = 1.0
-        # powers of two: the scaled weights are exact, so the copy is the same network
-        # (scales of 3 and 0.30000000000000004 rounded a cancelling pair's weights, and
-        # its witness's Jacobian, 6.66, was 2.4 times the true constant)
-        s = np.exp2(np.round(np.log2(s)))
         with np.errstate(over="ignore"):
             nxt = Ws[k + 1] * s[None, :]
         if not np.all(np.isfinite(nxt)):
