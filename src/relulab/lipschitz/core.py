@@ -178,7 +178,7 @@ def lipschitz(
         q = None  # a scalar output: the constant is the dual norm of the gradient
     if sdp is not None and not isinstance(sdp, (bool, np.bool_)):
         raise LipschitzError(f"lipschitz: sdp must be True, False or None (automatic), got {sdp!r}")
-    if sdp and not (p == 2 and (q is None or q == 2)):
+    if sdp and not _l2(p, q):
         # (refused only after the whole route had run: 8-60 s)
         raise LipschitzError("lipschitz: the SDP bound is for p = q = 2 only")
     if time_limit is not None and not is_positive_seconds(time_limit):
@@ -338,7 +338,7 @@ def lipschitz(
             if not bb.complete:
                 partial = True
     want_sdp = sdp
-    sdp_ok = p == 2 and (q is None or q == 2) and not unbounded
+    sdp_ok = _l2(p, q) and not unbounded
     if want_sdp is None:
         want_sdp = sdp_ok and not closed() and "sdp" not in uppers and (
             net.input_dim + net.n_neurons + m <= SDP_MAX_SIZE)

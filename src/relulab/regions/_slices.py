@@ -129,13 +129,11 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     """
     if not isinstance(net, Network):
         raise RelulabError(f"along_segment: expected a relulab Network, got {type(net).__name__}")
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float, np.number))):
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float, np.number))
+                            or not 0 <= tol < 1):   # (NaN fails the range test too)
         raise RelulabError(f"along_segment: tol must be a number in [0, 1) (a share of the "
                            f"parameter range), got {tol!r}")
     tol = or_default(tol, ROUNDOFF)
-    if not 0 <= tol < 1:
-        raise RelulabError(f"along_segment: tol must be a number in [0, 1) (a share of the "
-                           f"parameter range), got {tol!r}")
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
@@ -154,13 +152,12 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     if not ex and not (np.all(np.isfinite(av)) and np.all(np.isfinite(bv))):
         # (it was reported as a NaN weight of the restricted network)
         raise RelulabError("along_segment: the ends a and b must be finite points")
-    if not ex:
-        with np.errstate(over="ignore", invalid="ignore"):
-            span = bv - av
-        if not np.all(np.isfinite(span)):
-            # (b - a beyond float64 was blamed on the network: "weight contains NaN")
-            raise RelulabError("along_segment: b - a overflows float64; give nearer ends")
-    g = restrict_affine(net, av, [bv - av])
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = bv - av
+    if not ex and not np.all(np.isfinite(span)):
+        # (b - a beyond float64 was blamed on the network: "weight contains NaN")
+        raise RelulabError("along_segment: b - a overflows float64; give nearer ends")
+    g = restrict_affine(net, av, [span])
     # intervals [lo_i, hi_i] with, per interval, the affine map of the current layer's
     # input: h(t) = P_i t + q_i  (shape (n_int, width))
     lo = np.array([zero], dtype=object if ex else float)
@@ -203,6 +200,11 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
 
 # zeros of one point computed along different rows differ by a few of these
 ZERO_ULPS = 8
+
+
+def _ulps(t: np.ndarray) -> np.ndarray:
+    """ZERO_ULPS float64 ulps of parameter values (at least those of 1), entrywise."""
+    return ZERO_ULPS * float(np.finfo(np.float64).eps) * np.maximum(1.0, np.abs(t))
 
 
 def _constant_zero(zmid: np.ndarray, Zp: np.ndarray, Qprev: np.ndarray, W: np.ndarray,
@@ -251,8 +253,7 @@ def _cut_float(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray,
     L, H, S = lo[:, None], hi[:, None], sep[:, None]
     strictly = (L < T) & (T < H)
     inside = (L + S < T) & (T < H - S)
-    ulps = ZERO_ULPS * float(np.finfo(np.float64).eps) * np.maximum(1.0, np.abs(T))
-    near = int(np.count_nonzero(strictly & ~inside & (np.minimum(T - L, H - T) > ulps)))
+    near = int(np.count_nonzero(strictly & ~inside & (np.minimum(T - L, H - T) > _ulps(T))))
     row, col = np.nonzero(inside)
     t = T[row, col]
     order = np.lexsort((t, row))
@@ -264,8 +265,7 @@ def _cut_float(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray,
     gap[1:] = t[1:] - t[:-1]
     keep = first | (gap > sep[row])
     # equal zeros are one zero; distinct ones merged within the separation may hide a piece
-    near += int(np.count_nonzero(~keep & (gap > ZERO_ULPS * float(np.finfo(np.float64).eps)
-                                          * np.maximum(1.0, np.abs(t)))))
+    near += int(np.count_nonzero(~keep & (gap > _ulps(t))))
     row, t = row[keep], t[keep]
     k = np.bincount(row, minlength=n)              # kept cuts per interval
     parent = np.repeat(np.arange(n), k + 1)
@@ -284,9 +284,6 @@ def _cut_float(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray,
     return new_lo, new_hi, Zp[parent], Zq[parent], parent, near
 
 
-def _ulps(t: float) -> float:
-    """ZERO_ULPS float64 ulps of a parameter value in [0, 1] (at least those of 1)."""
-    return ZERO_ULPS * float(np.finfo(np.float64).eps) * max(1.0, abs(float(t)))
 
 
 # --------------------------------------------------------------------- 2-D

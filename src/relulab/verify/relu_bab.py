@@ -718,9 +718,9 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
         raise RelulabError(f"relu_split: engine must be auto, crown or numpy, got {engine!r}")
     if isinstance(model, Network):
         fnet = model.float() if model.is_exact else model
-        # an exact network gets the numpy engine, whose intermediate bounds keep a neuron
-        # unstable when their sign sits within their rounding (the torch engine's do not:
-        # 2^60 relu(x0 + x1 - 1) on [0, 1] x [0, 2^-53] read dead there, and 'holds')
+        # an exact network gets the numpy engine: kept from a fix that snapped bounds within
+        # their rounding past 0, since withdrawn; neither engine's intermediate bounds round
+        # outward yet (the open defect in docs/verify.md), so nothing else rests on it
         if engine == "numpy" or (engine == "auto" and (not crown_available() or model.is_exact)):
             return _DenseBounder(fnet, C, d, 5 if alpha_iters is None else alpha_iters), fnet
         from ..crown import BoundGraph
