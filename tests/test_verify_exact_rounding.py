@@ -163,9 +163,6 @@ def _hidden_by_rounding():
     return net, Box([0.0, 0.0], [1.0, 2.0**-53])
 
 
-@pytest.mark.xfail(strict=True, reason="open (aud_core4 #1): intermediate bounds are rounded to nearest; "
-                   "snapping them past 0 put 1e-13 big-M values into the Lipschitz MILP (HiGHS drops "
-                   "them), so the fix was withdrawn")
 def test_bounds_keep_a_neuron_whose_maximum_is_within_rounding_of_zero():
     from relulab.bounds import interval_bounds, symbolic_bounds
 
@@ -175,17 +172,36 @@ def test_bounds_keep_a_neuron_whose_maximum_is_within_rounding_of_zero():
         assert b.out_hi[0] >= 128 and b.n_inactive == 0
 
 
-@pytest.mark.xfail(strict=True, reason="open (aud_core4 #1): see the test above")
+@pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("method", ["input-split", "relu-split"])
-def test_a_neuron_lost_to_rounding_does_not_prove_holds(method):
+def test_a_neuron_lost_to_rounding_does_not_prove_holds(method, exact):
     """f = 1000 relu(x0 + x1 - 1e8) on [0, 1e8] x [0, 7e-9]: f reaches 7e-6 exactly, and
     'f <= 1e-6' read 'holds' (a dead neuron, then a final bound whose input terms of 1e11
     rounded away the 7e-6 while the margin scaled with the ReLU terms only)."""
-    net = Network([[[1.0, 1.0]], [[1e3]]], [[-1e8], [0.0]]).exact()
+    net = Network([[[1.0, 1.0]], [[1e3]]], [[-1e8], [0.0]])
     box = Box([0.0, 0.0], [1e8, 7e-9])
     spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-1e-6]))])
-    r = verify(net, spec, timeout=10, method=method)
+    r = verify(net.exact() if exact else net, spec, timeout=10, method=method)
     assert r.status != "holds"
     net2, box2 = _hidden_by_rounding()
     spec2 = Specification(box2, [OutputConstraint(np.array([[-1.0]]), np.array([-1.0]))])
-    assert verify(net2.exact(), spec2, timeout=10, method=method).status != "holds"
+    assert verify(net2.exact() if exact else net2, spec2, timeout=10, method=method).status != "holds"
+
+
+def test_the_torch_engine_keeps_a_neuron_within_rounding_of_zero_and_a_structural_zero_decided():
+    """The torch engine's float64 bounds: the neuron of 2^60 relu(x0 + x1 - 1) stays
+    unstable (its bounds were [0, 0]), while relu(relu(x) + relu(-x)), whose lower bound 0
+    is exact (every term 0), stays stably active."""
+    pytest.importorskip("torch")
+    from relulab.crown import BoundGraph, bound
+
+    net, box = _hidden_by_rounding()
+    gb = bound(BoundGraph.from_network(net), box.lo[None], box.hi[None], method="crown")
+    assert gb.upper[0, 0] >= 128
+    two = Network([np.array([[1.0], [-1.0]]), np.array([[1.0, 1.0]]), np.array([[1.0]])],
+                  [np.zeros(2), np.zeros(1), np.zeros(1)])
+    gb2 = bound(BoundGraph.from_network(two), np.array([[-1.0]]), np.array([[1.0]]), method="crown")
+    lo, hi = (np.ravel(v) for v in gb2.pre["relu1"])
+    assert lo[0] == 0.0 and hi[0] > 0        # stably active: its lower bound 0 is exact
+    lo, hi = (np.ravel(v) for v in gb.pre["relu0"])
+    assert lo[0] < 0 < hi[0]

@@ -24,7 +24,14 @@ the polytope itself.
 Floating point: bounds are computed in float64 without outward rounding, so they are
 sound only up to rounding errors, which grow with the size of the intermediate values;
 code that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`) and
-re-checks counterexamples.  An exact (Fraction) network is bounded through its float64
+re-checks counterexamples.  A neuron's sign is decided only where an outward bound
+proves it: the interval bounds with their own rounding carried layer by layer (a sum
+of ``n + 1`` terms is off by ``gamma_{n+1}`` times its terms' sizes, and the inputs'
+rounding passes through the weights; a structural 0, every term exact, stays decided),
+or the bound widened by ``ops`` unit roundoffs of the terms' sizes ``|W| T + |b|``
+(:func:`_snap_ties`).  Otherwise the bound is moved to that outward bound and the neuron
+stays unstable: rounded to nearest, ``1 + 2^-53 - 1`` read 0, a live neuron read dead,
+and under a weight of 2^60 its 128 was lost.  An exact (Fraction) network is bounded through its float64
 rounding and the bounds widened by the rounding of its weights
 (:func:`float_rounding_bound`), so they bound the exact network.
 
@@ -461,12 +468,15 @@ def crown_batch(
     relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     # Interval bounds ride along: they are nearly free and can be tighter for a neuron.
     ilo, ihi = lo, hi
+    eL = eH = np.zeros_like(lo)            # the interval bounds' own rounding (outward)
+    T, ops = _magnitude_start(lo, hi), 0   # the terms' sizes, for the rounding of the others
     EL = EU = np.zeros((N, lo.shape[1] + 1, 0))  # forward equations of the last layer
     for k in range(L - 1):
         W, b = Ws[k], bs[k]
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
+        sound_i = _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b)
         if prev is not None:
             zlo = np.maximum(zlo, prev[k][0])
             zhi = np.minimum(zhi, prev[k][1])
@@ -485,6 +495,16 @@ def crown_batch(
             # (for layer 2 back-substitution equals the forward bounds: skipped in hybrid)
             _refine(zlo, zhi, k, Ws, bs, relax, lo, hi)
         zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
+        # back-substitution sums every earlier layer's terms: count them all
+        ops += W.shape[1] + 1 + (sum(V.shape[1] + 1 for V in Ws[:k]) if intermediate != "interval" else 0)
+        T = _magnitude_step(T, W, b)
+        zlo, zhi, eL, eH = _snap_ties(zlo, zhi, sound_i, 2.0 * ops * _UNIT * T)
+        if prev is not None:
+            # the parent's bounds hold (a split's 0 among them): snapping must not undo it
+            eL = np.where(prev[k][0] > zlo, 0.0, eL)
+            eH = np.where(prev[k][1] < zhi, 0.0, eH)
+            zlo = np.maximum(zlo, prev[k][0])
+            zhi = np.maximum(np.minimum(zhi, prev[k][1]), zlo)
         pre.append((zlo, zhi))
         relax.append(relax_relu(zlo, zhi))
         if intermediate in ("forward", "hybrid"):
@@ -499,6 +519,7 @@ def crown_batch(
             EU = zu_eq * su[:, None, :]
             EU[:, -1, :] += tu
         ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
+        eL, eH = _relu_rounding(zlo, zhi, eL, eH)
     m = Ws[-1].shape[0]
     if C is None:
         C = np.concatenate([np.eye(m), -np.eye(m)], 0)
@@ -516,19 +537,77 @@ def crown_batch(
     return pre, lower
 
 
+_UNIT = 2.0 ** -53
+
+
+def _magnitude_start(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The size of the inputs, ``max(|lo|, |hi|)``: the start of the terms' sizes."""
+    return np.maximum(np.abs(lo), np.abs(hi))
+
+
+def _magnitude_step(T: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The terms' sizes carried one layer, ``|W| T + |b|``: every interval and CROWN term
+    of the layer is at most that."""
+    T = np.abs(W) @ T.T if T.ndim == 1 else T @ np.abs(W).T
+    return T + np.abs(b)
+
+
+def _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b) -> tuple[np.ndarray, np.ndarray]:
+    """Outward (sound) versions of the interval bounds ``zlo``/``zhi`` just computed from
+    ``ilo``/``ihi`` (whose own rounding is ``eL``/``eH``): each sum of ``n + 1`` terms is
+    off by at most ``gamma_{n+1}`` times the sum of its terms' sizes (doubled), and the
+    inputs' rounding passes through the weights.  A bound whose terms are all exact (a
+    ReLU's lower bound 0 under positive weights) keeps rounding 0, so a structural 0
+    stays a decided sign."""
+    g = 2.0 * (Wp.shape[1] + 2) * _UNIT
+    Wm = -Wn
+    rlo = (g * np.abs(ilo) + eL) @ Wp.T + (g * np.abs(ihi) + eH) @ Wm.T + g * np.abs(b)
+    rhi = (g * np.abs(ihi) + eH) @ Wp.T + (g * np.abs(ilo) + eL) @ Wm.T + g * np.abs(b)
+    return zlo - rlo, zhi + rhi
+
+
+def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.ndarray],
+               r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds whose sign is not proved made unstable, and the rounding left in each.
+
+    A sign is proved when some route's outward bound has it: the interval bounds with
+    their own rounding (``sound_i``, :func:`_interval_outward`) or the bound itself
+    widened by ``r`` (the rounding of CROWN's back-substitution and of the forward
+    equations: ``ops`` unit roundoffs of the terms' sizes, doubled).  Rounded to nearest,
+    a bound ``1 + 2^-53 - 1`` read 0 and a neuron whose maximum is 2^-53 read dead (under
+    2^60 it was worth 128, and a violated property read 'holds').  Returns ``(zlo, zhi,
+    eL, eH)``: ``zlo - eL`` and ``zhi + eH`` are sound bounds."""
+    sound_lo = np.maximum(sound_i[0], zlo - r)
+    sound_hi = np.minimum(sound_i[1], zhi + r)
+    zlo = np.where((zlo >= 0) & (sound_lo < 0), sound_lo, zlo)
+    zhi = np.where((zhi <= 0) & (sound_hi > 0), sound_hi, zhi)
+    zhi = np.maximum(zhi, zlo)
+    return zlo, zhi, np.maximum(zlo - sound_lo, 0.0), np.maximum(sound_hi - zhi, 0.0)
+
+
+def _relu_rounding(zlo, zhi, eL, eH) -> tuple[np.ndarray, np.ndarray]:
+    """The rounding left in ``relu`` of bounds ``zlo``/``zhi`` (rounding ``eL``/``eH``):
+    none on a side whose sign is proved negative (its relu is exactly 0)."""
+    return np.where(zlo > 0, eL, 0.0), np.where(zhi > 0, eH, 0.0)
+
+
 @_refuse_overflow
 def interval_batch(Ws, bs, lo, hi, skip=None):
     """Interval arithmetic for a batch of boxes: (pre, out_lo, out_hi); refused
     (:class:`BoundsOverflow`) where it overflows to NaN, as :func:`crown_batch` is."""
     pre = []
     ilo, ihi = np.asarray(lo, float), np.asarray(hi, float)
+    eL = eH = np.zeros_like(ilo)   # the bounds' own rounding (outward)
     for k in range(len(Ws) - 1):
         W, b = Ws[k], bs[k]
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
+        sound_i = _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b)
+        zlo, zhi, eL, eH = _snap_ties(zlo, zhi, sound_i, np.inf)
         pre.append((zlo, zhi))
         ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
+        eL, eH = _relu_rounding(zlo, zhi, eL, eH)
     W, b = Ws[-1], bs[-1]
     Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
     olo = ilo @ Wp.T + ihi @ Wn.T + b

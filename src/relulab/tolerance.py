@@ -75,6 +75,7 @@ HUGE_MILP_VALUE = 1e15  # HiGHS fails on models whose bounds reach about this (1
 MINNORM_LP_TOL = 1e-10
 HIGHS_DEFAULT_TOL = 1e-7  # HiGHS's own primal / dual feasibility tolerances (a fallback)
 HIGHS_SMALL = 1e-9  # HiGHS drops matrix entries of at most this size (its small_matrix_value)
+BIG_M_FLOOR = 1e-6  # 1000 x HIGHS_SMALL: smallest big-M an unstable neuron's MILP rows get (a bound within rounding of 0 keeps its neuron unstable)
 
 # -- comparing floats computed along different routes
 EQUIV_TOL = 1e-6  # 'equal' functions: outputs differ by at most this x the output scale

@@ -114,7 +114,7 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
     # intermediate slopes: target layer -> earlier ReLU -> (B, 2K, *shape)
     ialphas: dict[str, dict[str, Any]] = {}
     tight: dict[str, tuple[Any, Any]] = {}
-    for r, (p, _, _, idx, _, _) in (inter or {}).items():
+    for r, (p, _, _, idx, _, _, _) in (inter or {}).items():
         anc = set(g.ancestors(p))
         ialphas[r] = {}
         for j, (al, _, _, _) in relax.items():
@@ -137,7 +137,7 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
             un = unstable[name]
             al = al.squeeze(1)
             if name in ialphas:
-                p, flo, fhi, idx, msk, sf = inter[name]
+                p, flo, fhi, idx, msk, sf, rad = inter[name]
                 K = idx.numel()
                 shape = un.shape[1:]
                 relj = {}
@@ -148,6 +148,9 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
                     relj[j] = (a, su_j, tu_j, relax[j][3])
                 lam = _one_hot_rows(xlo, B, flo.shape[1], idx).reshape(B, 2 * K, *shape)
                 v = concretise(*backsub(g, p, lam, relj), xlo, xhi)
+                if rad is not None:
+                    # their rounding, outward: a sign is decided only where it is proved
+                    v = v - torch.cat([rad, rad], 1)
                 lo_i = torch.where(msk, torch.maximum(flo[:, idx], v[:, :K]), flo[:, idx])
                 hi_i = torch.where(msk, torch.minimum(fhi[:, idx], -v[:, K:]), fhi[:, idx])
                 lo, hi = flo.index_copy(1, idx, lo_i), fhi.index_copy(1, idx, hi_i)

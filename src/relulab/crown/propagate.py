@@ -46,6 +46,7 @@ from .graph import BoundGraph
 from .kernels import backsub, concretise, refine, relaxation
 from .ops import Relu, numel
 from .optimise import optimise
+from .rounding import SignRounding
 
 __all__ = ["bound", "GraphBounds", "WarmStart", "METHODS", "float32_unsafe"]
 
@@ -410,16 +411,25 @@ def bound(
         if warm is not None and warm.box is not None and method != "ibp":
             wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
             same = (wlo == xlo.reshape(B, -1)).all(1) & (whi == xhi.reshape(B, -1)).all(1)
+        # float64: a sign is decided only where it is proved (rounded to nearest, 1 + 2^-53
+        # - 1 read 0 and a live neuron read dead); see relulab.crown.rounding
+        rounding = SignRounding(g.input_name, (xlo, xhi)) if dt == torch.float64 else None
         for node in g.nodes[1:]:
             if not isinstance(node.op, Relu):
-                iv[node.name] = node.op.ibp(*[iv[i] for i in node.inputs])
+                ins = [iv[i] for i in node.inputs]
+                iv[node.name] = node.op.ibp(*ins)
+                if rounding is not None:
+                    rounding.after_op(node.name, node.op, ins, list(node.inputs))
                 continue
             p = node.inputs[0]
             plo, phi = (t.clone() for t in iv[p])
+            proved = (None, None)
             if warm is not None and node.name in warm.pre:
                 wl, wh = warm.pre[node.name]
-                plo = torch.maximum(plo, wl.to(dtype=dt, device=device))
-                phi = torch.minimum(phi, wh.to(dtype=dt, device=device))
+                wl, wh = wl.to(dtype=dt, device=device), wh.to(dtype=dt, device=device)
+                plo = torch.maximum(plo, wl)
+                phi = torch.minimum(phi, wh)
+                proved = (wl >= 0, wh <= 0)   # the parent's signs were proved there
             s = signs.get(node.name)
             s_flat = None if s is None else s.reshape(B, -1)
             ws = None if warm is None else warm.splits.get(node.name)
@@ -448,14 +458,18 @@ def bound(
                     a = ws if ws is not None else torch.zeros_like(s_flat)
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
+            if rounding is not None:
+                plo, phi, e_lo, e_hi = rounding.decide(p, plo, phi, iv[p], *proved)
             if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
                 om = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
                     om &= s_flat == 0
                 idx = torch.nonzero(om.any(0)).flatten()
                 if idx.numel():
+                    # re-bounded during the optimisation: widened by their rounding there
+                    rad = None if rounding is None else rounding.radius(p).reshape(B, -1)[:, idx]
                     inter[node.name] = (p, plo.reshape(B, -1).clone(), phi.reshape(B, -1).clone(), idx,
-                                        om[:, idx], s_flat)
+                                        om[:, idx], s_flat, rad)
             if s is not None:
                 bad = ((s > 0) & (phi < 0)) | ((s < 0) & (plo > 0))
                 infeasible |= bad.reshape(B, -1).any(1)
@@ -477,6 +491,8 @@ def bound(
             relax[node.name] = (al.unsqueeze(1), su, tu, uidx)
             unstable[node.name] = un
             iv[node.name] = (plo.clamp(min=0), phi.clamp(min=0))
+            if rounding is not None:
+                rounding.after_relu(node.name, p, plo, phi, e_lo, e_hi)
 
         out_shape = g.by_name[g.output_name].shape
         rows = np.concatenate([Cm, -Cm], 1) if upper else Cm

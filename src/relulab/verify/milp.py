@@ -36,6 +36,7 @@ from ..limits import ResourceLimitError, check_bytes, check_seconds
 from ..lp import INF, LPModel, LPResult, objective_scale
 from ..network import Network
 from ..tolerance import (
+    BIG_M_FLOOR,
     FEAS_TOL,
     HUGE_MILP_VALUE,
     MILP_FEAS_REL,
@@ -141,6 +142,7 @@ def encode(
         pos += 2 * n
         lo, hi = pre[k]
         lo = np.minimum(lo, hi)
+        lo, hi = _big_m_floor(lo, hi)
         lb[hc], ub[hc] = 0.0, np.maximum(hi, 0.0)
         integer[ac] = True
         inactive = hi <= 0
@@ -194,6 +196,21 @@ def encode(
         out_A.tocsr(), out_c,
         h_cols, a_cols, n_bin, d,
     )
+
+
+def _big_m_floor(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An unstable neuron's big-M values raised to at least ``BIG_M_FLOOR`` in size.  A
+    bound within rounding of 0 keeps its neuron unstable (:mod:`relulab.bounds`), and a
+    big-M of 1e-13 is an entry HiGHS drops; a larger big-M is a weaker constraint, so the
+    raise is sound.
+
+    Example:
+        >>> [v.tolist() for v in _big_m_floor(np.array([-1e-13, -2.0, 0.0]), np.array([1e-13, 3.0, 1.0]))]
+        [[-1e-06, -2.0, 0.0], [1e-06, 3.0, 1.0]]
+    """
+    unstable = (lo < 0) & (hi > 0)
+    return (np.where(unstable, np.minimum(lo, -BIG_M_FLOOR), lo),
+            np.where(unstable, np.maximum(hi, BIG_M_FLOOR), hi))
 
 
 def feasibility_tol(pre, box: Box) -> float:

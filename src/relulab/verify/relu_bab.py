@@ -718,9 +718,9 @@ def _make_bounder(model: Any, C: np.ndarray, d: np.ndarray, engine: str,
         raise RelulabError(f"relu_split: engine must be auto, crown or numpy, got {engine!r}")
     if isinstance(model, Network):
         fnet = model.float() if model.is_exact else model
-        # an exact network gets the numpy engine: kept from a fix that snapped bounds within
-        # their rounding past 0, since withdrawn; neither engine's intermediate bounds round
-        # outward yet (the open defect in docs/verify.md), so nothing else rests on it
+        # an exact network gets the numpy engine (as since the first fix of bounds within
+        # their rounding of 0); both engines now decide a neuron's sign in float64 only
+        # where an outward bound proves it, so this choice is one of speed only
         if engine == "numpy" or (engine == "auto" and (not crown_available() or model.is_exact)):
             return _DenseBounder(fnet, C, d, 5 if alpha_iters is None else alpha_iters), fnet
         from ..crown import BoundGraph

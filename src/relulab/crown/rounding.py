@@ -1,0 +1,128 @@
+"""The rounding of the torch engine's float64 pre-activation bounds, so that a ReLU's
+sign is decided only where it is proved.
+
+Bounds are computed rounded to nearest: ``1 + 2^-53 - 1`` reads 0, and a neuron whose
+maximum is 2^-53 would read dead (under a weight of 2^60 it is worth 128, and a violated
+property read 'holds').  A sign counts as proved when one of two outward bounds has it:
+
+* the interval bounds with their own rounding, carried node by node: each sum of
+  ``n + 1`` terms is off by at most ``gamma_{n+1}`` times its terms' sizes (doubled),
+  and the inputs' rounding passes through the weights.  A bound whose terms are all exact
+  (a ReLU's lower bound 0 under positive weights: residual sums, lowered max-pools) has
+  rounding 0, so such a structural 0 stays a decided sign;
+* the bound as computed (CROWN's back-substitution), widened by ``ops`` unit roundoffs of
+  the terms' sizes ``|W| T + |b|`` carried node by node, doubled.
+
+A bound whose sign neither proves is moved to the outward bound, so its neuron stays
+unstable.  The numpy engine does the same (:func:`relulab.bounds.crown_batch`).
+
+Both outward bounds come from the operators' own interval functions: every operator of a
+:class:`~relulab.crown.graph.BoundGraph` is affine, so ``op.ibp`` on the box ``[-P, Q]``
+(``P, Q >= 0``) gives ``b - (W+ P + |W-| Q)`` and ``b + W+ Q + |W-| P``, the sizes of the
+terms of a lower and of an upper bound whose inputs have sizes ``P`` (lower ends) and
+``Q`` (upper ends).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNIT = 2.0 ** -53   # float64's unit roundoff
+
+
+def fan_in(op: Any) -> int:
+    """The number of terms one output entry of ``op`` adds up (its bias included).
+
+    Example:
+        >>> import torch
+        >>> from relulab.crown.ops import Linear
+        >>> fan_in(Linear(torch.ones(3, 4, dtype=torch.float64), None))
+        5
+    """
+    params = op.params()
+    W = params.get("W", params.get("weight"))
+    if W is not None:
+        return int(W[0].numel()) + 1
+    return 2   # elementwise affine ops and sums of two nodes; reshapes add nothing
+
+
+class SignRounding:
+    """Per node of one bound pass: the interval bounds' rounding ``(eL, eH)`` (the bounds
+    minus ``eL`` and plus ``eH`` are sound), the terms' sizes ``T`` and the operations
+    ``ops`` behind them.
+
+    Example:
+        >>> import torch
+        >>> from relulab.crown.ops import Linear
+        >>> one = torch.ones(1, 2, dtype=torch.float64)
+        >>> sr = SignRounding("x", (one * 0, one))
+        >>> op = Linear(torch.tensor([[1.0, 1.0]], dtype=torch.float64), torch.tensor([-1.0], dtype=torch.float64))
+        >>> sr.after_op("z", op, [(one * 0, one)], ["x"])
+        >>> t = lambda v: torch.tensor([[v]], dtype=torch.float64)
+        >>> lo, hi, _, _ = sr.decide("z", t(-1.0), t(0.0))   # "x0 + x1 - 1 <= 0" is no proof
+        >>> bool(0.0 < hi[0, 0] < 1e-12)                     # the neuron stays unstable
+        True
+    """
+
+    def __init__(self, input_name: str, box: tuple[Any, Any]) -> None:
+        import torch
+
+        xlo, xhi = box
+        self.err = {input_name: (torch.zeros_like(xlo), torch.zeros_like(xhi))}
+        self.mag = {input_name: torch.maximum(xlo.abs(), xhi.abs())}
+        self.ops = {input_name: 0}
+
+    def after_op(self, name: str, op: Any, ins: list[tuple[Any, Any]], in_names: list[str]) -> None:
+        """Carry the rounding through an affine node ``name`` whose interval bounds are
+        ``op.ibp(*ins)``."""
+        import torch
+
+        g = 2.0 * (fan_in(op) + 1) * UNIT
+        zero = op.ibp(*[(torch.zeros_like(lo), torch.zeros_like(lo)) for lo, _ in ins])[0]   # the bias
+        boxes = [(-(g * lo.abs() + self.err[i][0]), g * hi.abs() + self.err[i][1])
+                 for (lo, hi), i in zip(ins, in_names, strict=True)]
+        t_lo, t_hi = op.ibp(*boxes)
+        gb = g * zero.abs()
+        self.err[name] = ((zero - t_lo) + gb, (t_hi - zero) + gb)
+        lo_s, hi_s = op.ibp(*[(-self.mag[i], self.mag[i]) for i in in_names])
+        self.mag[name] = torch.maximum(lo_s.abs(), hi_s.abs())
+        self.ops[name] = max(self.ops[i] for i in in_names) + fan_in(op)
+
+    def radius(self, p: str) -> Any:
+        """The rounding of any bound of node ``p`` computed by back-substitution: ``ops``
+        unit roundoffs of the terms' sizes, doubled."""
+        return (2.0 * self.ops[p] * UNIT) * self.mag[p]
+
+    def decide(self, p: str, plo: Any, phi: Any, iv: tuple[Any, Any] | None = None,
+               proved_lo: Any = None, proved_hi: Any = None) -> tuple[Any, Any, Any, Any]:
+        """The bounds ``plo``/``phi`` of node ``p`` (a ReLU's input) with every sign that is
+        not proved moved to its outward bound.  ``iv``: the interval bounds of ``p`` the
+        rounding was carried for (default: ``plo``/``phi`` themselves); ``proved_lo`` /
+        ``proved_hi``: masks of sides already proved elsewhere (a parent's bounds).
+        Returns ``(plo, phi, eL, eH)``: ``plo - eL`` and ``phi + eH`` are sound."""
+        import torch
+
+        ilo, ihi = (plo, phi) if iv is None else iv
+        eL, eH = self.err[p]
+        r = self.radius(p)
+        sound_lo = torch.maximum(ilo - eL, plo - r)
+        sound_hi = torch.minimum(ihi + eH, phi + r)
+        snap_lo = (plo >= 0) & (sound_lo < 0)
+        snap_hi = (phi <= 0) & (sound_hi > 0)
+        if proved_lo is not None:
+            snap_lo &= ~proved_lo
+        if proved_hi is not None:
+            snap_hi &= ~proved_hi
+        plo = torch.where(snap_lo, sound_lo, plo)
+        phi = torch.where(snap_hi, sound_hi, phi)
+        return plo, phi, (plo - sound_lo).clamp(min=0), (sound_hi - phi).clamp(min=0)
+
+    def after_relu(self, name: str, p: str, plo: Any, phi: Any, eL: Any, eH: Any) -> None:
+        """The rounding of ReLU ``name`` of ``p`` with final input bounds ``plo``/``phi``
+        (rounding ``eL``/``eH``): none on a side whose sign is proved negative (its relu
+        is exactly 0)."""
+        import torch
+
+        self.err[name] = (torch.where(plo > 0, eL, torch.zeros_like(eL)),
+                          torch.where(phi > 0, eH, torch.zeros_like(eH)))
+        self.mag[name], self.ops[name] = self.mag[p], self.ops[p]
