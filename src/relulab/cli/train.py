@@ -130,11 +130,15 @@ def fit_minnorm_cmd(
                   f"cost {r.cost:.10g} (certified >= {r.lower_bound + 0.0:.10g}), "
                   f"{r.kinks.size} kinks, width {r.network.widths[0]}")
     for t, s in zip(r.kinks, r.jumps, strict=True):
-        console.print(f"  kink at x = {t:.6g}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
+        # the shortest exact spelling: 6 digits printed five kinks near 3e9 as "3e+09"
+        console.print(f"  kink at x = {float(t)!r}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
     if r.partial:
-        why = {"time_limit": f"stopped by --time-limit {time_limit:g}",
-               "stalled": "column generation stalled (no longer improving, or its round cap)",
-               }.get(r.status, f"status {r.status}")
+        if r.status == "time_limit":
+            why = f"stopped by --time-limit {time_limit:g}" if time_limit is not None else "stopped by the time limit"
+        elif r.status == "stalled":
+            why = "column generation stalled (no longer improving, or its round cap)"
+        else:
+            why = f"status {r.status}"
         rounds = f"{r.iterations} round{'s' if r.iterations != 1 else ''}"
         console.print(f"  {why} after {rounds}: the cost is an upper bound, the "
                       f"optimum lies in [{r.lower_bound:.10g}, {r.cost:.10g}] (lower bound "

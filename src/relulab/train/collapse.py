@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 
 from ..results import Result
-from .convex import _augment, _check_max_patterns, _correlate, _prep, _Projector
+from .convex import (
+    ConvexTrainingError,
+    _augment,
+    _check_max_patterns,
+    _correlate,
+    _prep,
+    _Projector,
+)
 from .patterns import activation_patterns
 
 __all__ = ["CollapseThreshold", "collapse_threshold"]
@@ -71,6 +78,8 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
     """
     X, y = _prep(X, y, 1.0)
     max_patterns = _check_max_patterns(max_patterns)
+    if not isinstance(bias, (bool, np.bool_)):   # "no" was truthy, and the bias was used
+        raise ConvexTrainingError(f"bias must be True or False, got {bias!r}")
     Xa = _augment(X, bias)
     n, d = Xa.shape
     # complete for univariate data, and for general-position data with at most

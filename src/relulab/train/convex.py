@@ -364,6 +364,7 @@ class GatedFit:
     iterations: int
     seconds: float
     converged: bool
+    stopped: str | None = None   # "time_limit" when the limit stopped it before the gap closed
 
     @property
     def gap(self) -> float:
@@ -379,7 +380,8 @@ class GatedFit:
                 "lam": self.lam, "n_gates": int(self.gates.shape[0]),
                 "n_active": int(np.count_nonzero(np.linalg.norm(self.weights, axis=1))),
                 "iterations": self.iterations, "seconds": self.seconds,
-                "converged": self.converged}
+                "converged": self.converged, "stopped": self.stopped,
+                "partial": self.stopped is not None}
 
 
 def _opnorm_sq(apply, apply_t, shape, iters: int = 60, seed: int = 0,
@@ -1148,4 +1150,6 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     p, dval = dual_gap(W)
     return GatedFit(gates=Gt, weights=W, bias=bias, objective=p, dual_value=dval,
                     lam=float(lam), iterations=it, seconds=time.perf_counter() - t0,
-                    converged=conv)
+                    converged=conv,
+                    stopped="time_limit" if (not conv and deadline is not None
+                                             and time.perf_counter() >= deadline) else None)

@@ -304,14 +304,49 @@ def _max_violation(
     return best, adds
 
 
+def _free_basis(x: np.ndarray, skip: bool) -> np.ndarray:
+    """The free terms' columns at the data: ones (the output bias), and ``x`` centred
+    (the skip; centring spans the same space, and keeps it well conditioned far from 0)."""
+    if not skip:
+        return np.ones((x.size, 1))
+    return np.column_stack([np.ones_like(x), x - float(np.mean(x))])
+
+
 def _project_free(m: np.ndarray, x: np.ndarray, skip: bool) -> np.ndarray:
     """The regression dual ``m`` projected onto the constraints of the free terms
     (``sum m = 0`` for the output bias, also ``sum m x = 0`` with the skip): the LP meets
     them only to its tolerance, which times ``m`` of 1e10 (data 1e-10 apart) read as an
     unbounded end slope.  Projected, ``m . y`` is the dual value the bound uses."""
-    B = np.column_stack([np.ones_like(x), x]) if skip else np.ones((x.size, 1))
+    B = _free_basis(x, skip)
     coef, *_ = np.linalg.lstsq(B, m, rcond=None)
     return m - B @ coef
+
+
+def _project_free_signed(m: np.ndarray, x: np.ndarray, y: np.ndarray, skip: bool) -> np.ndarray:
+    """The classification dual ``m`` (``m_i y_i >= 0``) projected onto the free terms'
+    constraints as :func:`_project_free` does, on its support only and keeping its signs
+    (entries whose sign the projection flips are dropped and the rest projected again);
+    the zero dual (feasible, value 0) when none is left.  Unprojected, the LP's leftover ``sum m`` times an
+    output bias of 1e10 (two clusters 2e10 apart) went into a 'certified' bound above a
+    classifier checked exactly.
+
+    Example:
+        >>> m = _project_free_signed(np.array([1.0, -1.0 + 1e-9]), np.array([0.0, 1.0]), np.array([1.0, -1.0]), False)
+        >>> bool(abs(m.sum()) < 1e-15), bool(np.all(m * np.array([1.0, -1.0]) >= 0))
+        (True, True)
+    """
+    support = (m * y) > 0
+    out = np.zeros_like(m)
+    for _ in range(8):
+        if not support.any():
+            break
+        out[:] = 0.0
+        out[support] = _project_free(m[support], x[support], skip)
+        flipped = support & ((out * y) < 0)
+        if not flipped.any():
+            return out
+        support &= ~flipped
+    return np.zeros_like(m)
 
 
 def _interval_max(alpha: float, beta: float, a: float, b: float, bias: str,
@@ -515,20 +550,35 @@ def kinks_of(net: Network, tol: float | None = None) -> tuple[np.ndarray, np.nda
     R = c + float(np.sum(s[right]))
     if t.size == 0:
         return np.zeros(0), np.zeros(0), L, R
-    order = np.argsort(t)
-    t, s = t[order], s[order]
-    # relative, local tolerance: a far-away kink (tiny w) must not coarsen the others; the
-    # floor is the kinks' own typical size (a floor of 1 merged kinks 1e-13 apart: a tent
-    # on [0, 2e-13] read as the zero function)
-    typical = float(np.median(np.abs(t)))
-    loc = np.maximum(typical, np.maximum(np.abs(t[1:]), np.abs(t[:-1])))
-    groups = np.concatenate([[0], np.cumsum(np.diff(t) > tol * loc)])
-    tu = np.array([t[groups == g].mean() for g in range(groups[-1] + 1)])
-    su = np.array([s[groups == g].sum() for g in range(groups[-1] + 1)])
+    tu, su = _merge_kinks(t, s)
     # relative to the largest jump only: with data 1e15 apart every slope is near 1e-15,
     # and a floor of 1 dropped every kink (the cost then read 1e-15 for 3e-15)
     nz = np.abs(su) > tol * float(np.max(np.abs(s)))
     return tu[nz], su[nz], L, R
+
+
+KINK_MERGE_ULPS = 4   # kinks this many ulps apart are one: -b/w rounds b, w and the quotient
+
+
+def _merge_kinks(t: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kinks ``t`` with jumps ``s``, sorted, and those within the rounding of their own
+    position (``KINK_MERGE_ULPS`` ulps) merged, jumps summed.  A wider tolerance merges
+    real kinks: 1e-12 of |t| is thousands of ulps, and a tent 2e-3 wide at 3e9 read as
+    cost 0 (true 4000).
+
+    Example:
+        >>> t, s = _merge_kinks(np.array([0.5, 1 / 3, np.nextafter(0.5, 1.0)]), np.array([1.0, 2.0, -1.0]))
+        >>> t.tolist(), s.tolist()
+        ([0.3333333333333333, 0.5], [2.0, 0.0])
+    """
+    order = np.argsort(t, kind="stable")
+    t, s = t[order], s[order]
+    near = np.diff(t) <= KINK_MERGE_ULPS * np.spacing(np.maximum(np.abs(t[1:]), np.abs(t[:-1])))
+    groups = np.concatenate([[0], np.cumsum(~near)])
+    n = int(groups[-1]) + 1
+    tu = np.array([t[groups == g][0] for g in range(n)]) + 0.0   # (-0.0 reads 0.0)
+    su = np.bincount(groups, weights=s, minlength=n)
+    return tu, su
 
 
 def function_cost(net: Network, bias: str = "free", skip: bool = False) -> float:
@@ -588,6 +638,9 @@ def parameter_cost(net: Network, bias: str = "free") -> float:
     """
     bias = _check_bias(bias)
     net = net.float()
+    if net.input_dim != 1 or net.output_dim != 1 or net.n_hidden_layers != 1:
+        raise MinNormError(f"parameter_cost: expected a univariate network with one hidden layer and "
+                           f"one output, got {net!r}")
     tot = float(np.sum(net.weights[0] ** 2) + np.sum(net.weights[1] ** 2))
     if bias == "penalized":
         tot += float(np.sum(net.biases[0] ** 2))
@@ -641,8 +694,11 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
                 f"rescaling, x spans [{x[0]:.3g}, {x[-1]:.3g}], closest two {gap:.3g} apart, |y| up "
                 f"to {float(np.max(np.abs(y))):.3g}); rescale x and y to moderate sizes")
         out = new
-        m = _project_free(out.duals, x, skip) if task == "regression" else out.duals
+        m = (_project_free(out.duals, x, skip) if task == "regression"
+             else _project_free_signed(out.duals, x, y, skip))
         ratio, adds = _max_violation(x, m, bias, skip)
+        if not m.any() and out.duals.any():   # no dual kept its signs: columns from the LP's own
+            _, adds = _max_violation(x, out.duals, bias, skip)
         # every round's scaled dual is feasible: its value is a certified lower bound
         best_lower = max(best_lower, float(m @ y) / max(1.0, ratio))
         gap = _relative_gap(out.value, best_lower)
@@ -1080,11 +1136,13 @@ def in_optimal_set(f: Network, result: MinNormResult, tol: float | None = None) 
     """
     tol = or_default(tol, PROOF_MARGIN)
     vals = f.float()(result.x[:, None])[:, 0]
-    scale = max(1.0, float(np.max(np.abs(result.y))))
+    # both tests relative to the problem's own sizes: floors of 1 made them absolute, and
+    # values of 1e-8 accepted the zero network (costs of 1e-9: three times the optimum)
+    scale = float(np.max(np.abs(result.y)))
     if result.task == "regression":
-        if np.max(np.abs(vals - result.y)) > tol * scale:
+        if np.max(np.abs(vals - result.y)) > tol * (scale if scale > 0 else 1.0):
             return False
     elif np.min(result.y * vals) < 1.0 - tol:
         return False
     c = function_cost(f, result.bias, result.skip)
-    return bool(c <= result.cost + tol * max(1.0, result.cost))
+    return bool(c <= result.cost * (1.0 + tol))
