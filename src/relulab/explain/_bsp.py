@@ -27,9 +27,18 @@ LINE_TOL = 1e-10  # tol: a point this close (x box size) lies on the line
 
 
 def area(P: np.ndarray) -> float:
+    """The area of the polygon ``P`` (vertices in order), by the shoelace formula about
+    its first vertex: on raw coordinates its rounding is |x|^2 eps, 2e-4 of a box of
+    width 2 at x = 1e6, and cells read full of one decision that were not.
+
+    Example:
+        >>> area(np.array([[1e6 + 0.1, 1e6], [1e6 + 0.6, 1e6], [1e6 + 0.1, 1e6 + 0.25]]))   # legs 0.5, 0.25
+        0.0625
+    """
     if len(P) < 3:
         return 0.0
-    x, y = P[:, 0], P[:, 1]
+    Q = P - P[0]
+    x, y = Q[:, 0], Q[:, 1]
     s = x[:-1] @ y[1:] - y[:-1] @ x[1:] + x[-1] * y[0] - y[-1] * x[0]
     return float(0.5 * abs(s))
 
@@ -189,6 +198,10 @@ def bsp(polys: list[np.ndarray], labels: np.ndarray, segments: np.ndarray, lo: n
     scale = float(np.max(hi - lo))
     tol = LINE_TOL * scale
     amin = AREA_TOL * float(np.prod(hi - lo))
+    # the cut vertices carry the rounding of the coordinates (|x| eps), which is a share
+    # |x| / width of the box: the "full" test allows for it (at 1e6 on a box of width 2,
+    # 1e-10 of the area, above FILL_REL)
+    fill_rel = max(FILL_REL, 64.0 * np.finfo(float).eps * float(np.max(np.abs(np.r_[lo, hi]))) / scale)
     box = np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]])
     ars = [area(p) for p in polys]
     keep = [i for i, ar in enumerate(ars) if ar > amin]
@@ -200,7 +213,7 @@ def bsp(polys: list[np.ndarray], labels: np.ndarray, segments: np.ndarray, lo: n
         if len(pcs) == 0 or pcs.ar.sum() <= amin:
             continue
         tot = np.bincount(pcs.lab, weights=pcs.ar)
-        full = np.flatnonzero(tot >= acell * (1 - FILL_REL))
+        full = np.flatnonzero(tot >= acell * (1 - fill_rel))
         if full.size:
             out.append((cell, int(full[0])))
             continue

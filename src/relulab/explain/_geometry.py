@@ -10,6 +10,7 @@ import numpy as np
 from ..lp import INF, LPModel, chebyshev_center
 from ..network import Network
 from ..tolerance import FEAS_TOL, MIN_RADIUS, TINY
+from ._bsp import area
 
 # Relative volume mismatch under which conv(P u Q) counts as equal to P u Q: far below
 # any region a float enumeration resolves (region volumes are >= ~1e-12 of the box).
@@ -164,8 +165,7 @@ def _polygon_area(V: np.ndarray) -> float:
     H = _hull2d(V)
     if len(H) < 3:
         return 0.0
-    x, y = H[:, 0], H[:, 1]
-    return float(0.5 * abs(x[:-1] @ y[1:] - y[:-1] @ x[1:] + x[-1] * y[0] - y[-1] * x[0]))
+    return area(H)   # the shoelace formula about a vertex (on raw coordinates: |x|^2 eps)
 
 
 def hull(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

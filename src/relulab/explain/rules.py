@@ -35,7 +35,7 @@ from ..errors import is_positive_seconds
 from ..limits import Deadline
 from ..network import Network
 from ..results import Result
-from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF
+from ..tolerance import FEAS_TOL, MATCH_RTOL, MIN_RADIUS, ROUNDOFF, TINY
 from . import _geometry as G
 from ._certify import certify
 from ._common import check_domain, check_flag, float_net, output_floor
@@ -305,7 +305,10 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
             else:
                 An, bn = G.normalize_rows(np.vstack([A, T]), np.concatenate([b, t]))
                 ctr, rad = G.interior(An, bn)
-                W = G.vertices(An, bn, ctr) if ctr is not None and rad > MIN_RADIUS else np.zeros((0, d))
+                # a pocket is thin only at the coordinates' rounding (an absolute 1e-9
+                # dropped an l1 ball of radius 3e-9 where f = +1: "always -> negative")
+                thin = POCKET_RADIUS * max(float(np.max(np.abs(V))), TINY) if len(V) else MIN_RADIUS
+                W = G.vertices(An, bn, ctr) if ctr is not None and rad > thin else np.zeros((0, d))
             vol = G.volume(W) if len(W) > d else 0.0
             vr = vol_region if vol_region is not None else G.volume(V)
             # a piece small against its region may still be a real pocket of the decision

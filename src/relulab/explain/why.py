@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,7 +158,9 @@ def _facet_label(net: Network, j: int) -> str:
 
 
 def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_certify: bool,
-                 time_limit, floor: float) -> tuple[Rule, tuple, str, tuple]:
+                 time_limit: Callable[[], float | None], floor: float) -> tuple[Rule, tuple, str, tuple]:
+    """The rule of x's linear region (its irredundant facets and the decision rows), and
+    its certificate; ``time_limit()``: the seconds left for it (None: no limit)."""
     pattern = fnet.activation_pattern(x)
     Gm, h = G.pattern_hrep(fnet, pattern)
     Cr, cr = fnet.affine_for_pattern(pattern)
@@ -180,12 +183,13 @@ def _region_rule(fnet: Network, x: np.ndarray, domain, dec: Decision, names, do_
         keep = np.arange(rows_A.shape[0])  # lower-dimensional: keep every row
     else:
         # one LP per row: past the time limit the rest are kept (the same region)
-        keep = G.irredundant(allA, allb, deadline=None if time_limit is None else time.monotonic() + time_limit)
+        t = time_limit()
+        keep = G.irredundant(allA, allb, deadline=None if t is None else time.monotonic() + t)
         keep = keep[keep < rows_A.shape[0]]
     A, b = rows_A[keep], rows_b[keep]
     cert, worst = (False, None)
     if do_certify:
-        cert, worst = certify(fnet, domain, A, b, dec, time_limit, floor)
+        cert, worst = certify(fnet, domain, A, b, dec, time_limit(), floor)
     rule = Rule(A, b, dec.label, names, kind="region", certified=cert, max_violation=worst)
     pat = "".join("1" if v else "0" for p in pattern for v in p)
     return rule, tuple(labels[i] for i in keep), pat, (Cr, cr)
@@ -340,10 +344,16 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
         return Rule(rule.A, rule.b, dec.label, names, "interval", cert, worst), r, stopped, None
-    if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
+    if not r > 0:
         return None, r, stopped, _no_rule(stopped)
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
+    if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
+        # a proven cube too small to push its sides at the coordinates' resolution: it is
+        # the rule (x = (1e6 + 5e-4, 0), radius 5e-4, read "on the decision boundary")
+        A, b = np.vstack([np.eye(len(x)), -np.eye(len(x))]), np.concatenate([hi, -lo])
+        cert, worst = certify(fnet, domain, A, b, dec, left(), floor) if do_certify else (False, None)
+        return Rule(A, b, dec.label, names, "interval", cert, worst), r, stopped, None
     lo0, hi0 = lo.copy(), hi.copy()
     d = len(x)
     step_no = 0
@@ -498,7 +508,11 @@ def why(
             raise ExplainError(f"x does not get the decision {dec.label!r} (f(x) = {y.tolist()})")
     # at least 1 ms: each solve of the multi-step search takes only what the earlier left
     left = Deadline(time_limit, floor=1e-3).left
-    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, left(), floor)
+    # the region rule gets half the limit, asked at each step (it was handed the whole
+    # limit twice, once for its redundancy LPs and again for its certificate: 2T, and
+    # the interval rule was left nothing)
+    region_left = Deadline(None if time_limit is None else time_limit / 2, floor=1e-3).left
+    region_rule, facets, pat, aff = _region_rule(fnet, x, dom, dec, names, certify_rules, region_left, floor)
     rule, rad, stopped, no_rule = _interval_rule(fnet, dom, x, dec, names, certify_rules, left, floor)
     return WhyResult(x=x, output=y, decision=dec.label, pattern=pat, affine=aff,
                      region_rule=region_rule, region_facets=facets, rule=rule, radius=float(rad),

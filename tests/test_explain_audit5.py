@@ -1,0 +1,70 @@
+"""Explanations (fifth audit): counterfactuals called nearest only within the proven gap
+and never dropped on a tie, 2-D rules invariant under moving the box far from 0, and no
+"on the decision boundary" claim where a positive radius was proved."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network, explain
+
+
+def test_an_optimal_counterfactual_sits_within_the_proven_gap():
+    """f = 0.1 x0 from x = (0.5, 0): the answer was 'optimal' at 0.50001 (a polish at a
+    100x margin preferred to the MILP's own point), 2e-5 above the proven bound."""
+    net = Network([np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([[0.1, -0.1]])], [np.zeros(2), np.zeros(1)])
+    for norm in ("l1", "linf"):
+        r = explain.why_not(net, [0.5, 0.0], "negative", Box([-1, -1], [1, 1]), norm=norm)
+        assert r.counterfactual is not None and net(r.counterfactual[None])[0, 0] < 0
+        assert r.distance < 0.5 + 1e-7            # every x0 < 0 is a counterfactual
+        if r.status == "optimal":
+            assert r.distance <= r.lower_bound * (1 + 1e-9) + 1e-15
+
+
+@pytest.mark.parametrize("s", [1e-4, 1e-5])
+def test_a_counterfactual_is_kept_when_the_milp_optimum_sits_on_a_tie(s):
+    """f = relu(x0 - 0.5) + s x0 from x = (1, 0): any x0 < 0 is negative (linf distance 1),
+    but the MILP's optimum is the tie x0 = 0; with no time limit the answer was 'unknown:
+    no counterfactual found in time' and the sampled counterfactual was dropped."""
+    net = Network([np.array([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]), np.array([[1.0, s, -s]])],
+                  [np.array([-0.5, 0.0, 0.0]), np.array([0.0])])
+    r = explain.why_not(net, [1.0, 0.0], "negative", Box([-1, -1], [1, 1]), norm="linf")
+    assert r.status in ("optimal", "feasible")
+    assert net(r.counterfactual[None])[0, 0] < 0
+    assert r.distance <= 1.0 + 1e-6 and r.lower_bound <= r.distance
+    assert "in time" not in r.text()
+
+
+def test_two_d_rules_do_not_change_when_the_box_moves_far_from_zero():
+    rng = np.random.default_rng(2)
+    W1, b1 = rng.normal(size=(8, 2)), rng.normal(size=8) * 0.5
+    W2, b2 = rng.normal(size=(1, 8)), rng.normal(size=1) * 0.3
+    P0 = np.random.default_rng(1).uniform(-1, 1, (4000, 2))
+    shares = []
+    for off in (0.0, 1e6):
+        o = np.full(2, off)
+        net = Network([W1, W2], [b1 - W1 @ o, b2])
+        dr = explain.decision_rules(net, Box(o - 1, o + 1))
+        assert abs(dr.covered_fraction - 1.0) < 1e-9 and not dr.partial
+        y = net(o + P0)[:, 0]
+        truth = np.where(y >= 0, "positive", "negative")
+        far = np.abs(y) > 1e-6
+        assert np.all(dr.predict(o + P0)[far] == truth[far])     # the forward pass decides
+        shares.append(dr.decisions["positive"]["volume_fraction"])
+    assert abs(shares[0] - shares[1]) < 1e-6
+
+
+def test_a_proven_radius_below_the_push_resolution_is_no_boundary_claim():
+    """f = x0 - 1e6 at x = (1e6 + 5e-4, 0): the cube of radius 5e-4 keeps the decision, but
+    the answer said 'x lies on the decision boundary'."""
+    net = Network([np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([[1.0, -1.0]])],
+                  [np.array([-1e6, 1e6]), np.zeros(1)])
+    x = np.array([1e6 + 5e-4, 0.0])
+    r = explain.why(net, x, Box([1e6 - 1, -1], [1e6 + 1, 1]))
+    assert r.radius > 1e-4
+    assert "boundary" not in str(r.info.get("no_rule") or "")
+    assert r.rule is not None
+    # the rule's box lies within the proven cube and keeps the decision (forward pass)
+    pts = np.random.default_rng(0).uniform(x - 0.9 * r.radius, x + 0.9 * r.radius, (500, 2))
+    assert np.all(net(pts)[:, 0] > 0)
