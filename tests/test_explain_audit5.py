@@ -68,3 +68,40 @@ def test_a_proven_radius_below_the_push_resolution_is_no_boundary_claim():
     # the rule's box lies within the proven cube and keeps the decision (forward pass)
     pts = np.random.default_rng(0).uniform(x - 0.9 * r.radius, x + 0.9 * r.radius, (500, 2))
     assert np.all(net(pts)[:, 0] > 0)
+
+
+def _scaled_net(s: float, d: int) -> Network:
+    """f = relu(x0) - 2 relu(-x0) + x1 - 0.3 s (inputs beyond x1 unused)."""
+    W = np.zeros((4, d))
+    W[0, 0], W[1, 0], W[2, 1], W[3, 1] = 1.0, -1.0, 1.0, -1.0
+    return Network([W, np.array([[1.0, -2.0, 1.0, -1.0]])], [np.zeros(4), np.array([-0.3 * s])])
+
+
+@pytest.mark.parametrize("s", [1e-7, 1e-9])
+def test_predict_on_a_tiny_box_agrees_with_the_forward_pass(s):
+    """predict relaxed every rule by an absolute 1e-9: on [-1e-9, 1e-9]^2 the first rule
+    took 56 % of the points."""
+    net = _scaled_net(s, 2)
+    dr = explain.decision_rules(net, Box(-s * np.ones(2), s * np.ones(2)))
+    P = np.random.default_rng(0).uniform(-s, s, (5000, 2))
+    y = net(P)[:, 0]
+    far = np.abs(y) > 1e-3 * s
+    assert np.all(dr.predict(P)[far] == np.where(y >= 0, "positive", "negative")[far])
+
+
+@pytest.mark.parametrize("s", [1e-8, 1e-9])
+def test_three_d_rules_on_a_tiny_box_are_right_or_refused(s):
+    """A raw QhullError, or 'always -> negative' covering 25 % of the box (not partial)."""
+    from relulab.explain.decision import ExplainError
+
+    net = _scaled_net(s, 3)
+    try:
+        dr = explain.decision_rules(net, Box(-s * np.ones(3), s * np.ones(3)))
+    except ExplainError as e:
+        assert "rescale" in str(e)
+        return
+    assert abs(dr.covered_fraction - 1.0) < 1e-6
+    P = np.random.default_rng(0).uniform(-s, s, (3000, 3))
+    y = net(P)[:, 0]
+    far = np.abs(y) > 1e-3 * s
+    assert np.all(dr.predict(P)[far] == np.where(y >= 0, "positive", "negative")[far])

@@ -110,8 +110,19 @@ def vertices(A: np.ndarray, b: np.ndarray, center: np.ndarray | None = None) -> 
         return np.array([[dn.max()], [up.min()]])
     from scipy.spatial import HalfspaceIntersection
 
-    hs = HalfspaceIntersection(np.hstack([A, -b[:, None]]), np.asarray(center, float))
-    V = hs.intersections
+    # qhull's tolerances are absolute: the problem is moved to its centre and scaled by the
+    # centre's distance to the nearest facet (a box of width 1e-8 in 3-D failed "feasible
+    # point is not clearly inside halfspace"), and the vertices moved back
+    c = np.asarray(center, float)
+    nrm = np.linalg.norm(A, axis=1)
+    nrm[~(nrm > 0)] = 1.0
+    slack = (b - A @ c) / nrm
+    scale = float(np.min(slack)) if slack.size else 1.0
+    if not scale > 0:
+        return np.zeros((0, d))
+    An = A / nrm[:, None]
+    hs = HalfspaceIntersection(np.hstack([An, -(slack / scale)[:, None]]), np.zeros(d))
+    V = c + scale * hs.intersections
     return V[np.all(np.isfinite(V), axis=1)]
 
 
@@ -126,8 +137,13 @@ def volume(V: np.ndarray) -> float:
         return _polygon_area(V)
     from scipy.spatial import ConvexHull, QhullError
 
+    # centred and scaled to size 1 (qhull's tolerances are absolute), the volume scaled back
+    c = V.mean(axis=0)
+    scale = float(np.max(np.abs(V - c)))
+    if not scale > 0:
+        return 0.0
     try:
-        return float(ConvexHull(V).volume)
+        return float(ConvexHull((V - c) / scale).volume) * scale ** d
     except QhullError:
         return 0.0
 

@@ -85,6 +85,15 @@ class DecisionRules(Result):
     times: dict
     info: dict = field(default_factory=dict)
 
+    def _extent(self) -> float:
+        """The largest width of the rules' vertices along a coordinate (1 when unknown)."""
+        V = [r.vertices for r in self.rules if r.vertices is not None and len(r.vertices)]
+        if not V:
+            return 1.0
+        allv = np.vstack(V)
+        w = float(np.max(np.ptp(allv, axis=0)))
+        return w if w > 0 else 1.0
+
     def predict(self, X: Any) -> np.ndarray:
         """The decision label of the first rule containing each point ("" if none: only
         outside the rules, e.g. outside the domain or beyond a partial enumeration).
@@ -107,8 +116,11 @@ class DecisionRules(Result):
             raise ExplainError(f"predict: row {bad} of X contains NaN or infinite entries")
         out = np.full(X.shape[0], "", dtype=object)
         todo = np.ones(X.shape[0], dtype=bool)
+        # relative to the rules' extent: an absolute 1e-9 let the first rule take points
+        # well inside the next one on a box of width 2e-9 (56 % mislabelled)
+        tol = FEAS_TOL * self._extent()
         for r in self.rules:
-            hit = todo & r.contains(X, tol=FEAS_TOL)
+            hit = todo & r.contains(X, tol=tol)
             out[hit] = r.decision
             todo &= ~hit
         return out
@@ -308,7 +320,14 @@ def _pieces(rs, decisions: list[Decision], deadline: Deadline | None = None, flo
                 # a pocket is thin only at the coordinates' rounding (an absolute 1e-9
                 # dropped an l1 ball of radius 3e-9 where f = +1: "always -> negative")
                 thin = POCKET_RADIUS * max(float(np.max(np.abs(V))), TINY) if len(V) else MIN_RADIUS
-                W = G.vertices(An, bn, ctr) if ctr is not None and rad > thin else np.zeros((0, d))
+                try:
+                    W = G.vertices(An, bn, ctr) if ctr is not None and rad > thin else np.zeros((0, d))
+                except QhullError:
+                    # qhull's own tolerances are absolute: a box of width 1e-8 in 3-D
+                    raise ExplainError(
+                        f"decision_rules: qhull failed on the piece of a linear region (Chebyshev "
+                        f"radius {rad:.3g}, coordinates up to {float(np.max(np.abs(V), initial=0.0)):.3g}); "
+                        "qhull's tolerances are absolute: rescale the inputs to a box of size about 1") from None
             vol = G.volume(W) if len(W) > d else 0.0
             vr = vol_region if vol_region is not None else G.volume(V)
             # a piece small against its region may still be a real pocket of the decision
@@ -335,6 +354,7 @@ def _wide(W: np.ndarray, rad: float | None = None) -> bool:
 # a Chebyshev radius in a hull and another decision's cell above this share of the
 # coordinates' size is a real pocket of that decision (below: rounding of the vertices)
 POCKET_RADIUS = 1e-12  # tol: rounding of vertex coordinates
+COVER_TOL = 1e-6   # tol: a complete set of rules covers the domain up to this share (volume rounding)
 
 
 class _Others:
@@ -627,6 +647,16 @@ def decision_rules(
         certified = all(r.certified for r in rules)
     t4 = time.perf_counter()
     cov = float(sum(r.volume_fraction for r in rules))
+    if decision is None and not (rs.partial or cut_stopped) and abs(cov - 1.0) > COVER_TOL:
+        # every decision asked, a complete enumeration whose rules do not tile the domain is
+        # a numerical failure (on a box of width 2e-9 in 3-D: "always -> negative" covering
+        # 25 %), not an answer
+        bb = dom.bounding_box() if hasattr(dom, "bounding_box") else dom
+        raise ExplainError(
+            f"decision_rules: the rules cover {100 * cov:.4g} % of the domain, not all of it: the "
+            f"geometry failed at this scale (domain width {float(np.max(bb.hi - bb.lo)):.3g}, "
+            f"coordinates up to {float(np.max(np.abs(np.r_[bb.lo, bb.hi]))):.3g}); rescale the "
+            "inputs to a box of size about 1")
     return DecisionRules(
         rules=tuple(rules), decisions=summary, n_regions=len(rs), n_pieces=n_pieces,
         n_rules=len(rules), covered_fraction=cov, partial=bool(rs.partial or cut_stopped), certified=certified,
