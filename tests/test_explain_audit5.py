@@ -105,3 +105,17 @@ def test_three_d_rules_on_a_tiny_box_are_right_or_refused(s):
     y = net(P)[:, 0]
     far = np.abs(y) > 1e-3 * s
     assert np.all(dr.predict(P)[far] == np.where(y >= 0, "positive", "negative")[far])
+
+
+def test_a_chain_of_near_parallel_facets_keeps_the_tightest():
+    """f = 1e6 sum_{i<60} relu(x0 - 0.5 - i 1e-9) - 0.1 at x = 0: the region's facet is
+    x0 <= 0.5 (neuron 1.1); tested tightest first, each row in turn was dropped against
+    the next, and the rule read x0 <= 0.500000059 (neuron 1.60)."""
+    k = 60
+    W1 = np.zeros((k, 2))
+    W1[:, 0] = 1.0
+    net = Network([W1, np.full((1, k), 1e6)], [-(0.5 + 1e-9 * np.arange(k)), np.array([-0.1])])
+    r = explain.why(net, np.zeros(2), Box([-1, -1], [1, 1]))
+    b = r.region_rule.b[np.argmax(r.region_rule.A[:, 0])]
+    assert abs(b - 0.5) < 1e-10
+    assert r.region_facets == ("neuron 1.1",)

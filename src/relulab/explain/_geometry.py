@@ -61,14 +61,15 @@ def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0, deadline: flo
     facets.  Row ``i`` is redundant when ``max a_i x`` over the rows still kept (row ``i``
     relaxed by 1) stays within ``b_i``; a redundant row is dropped before the next test,
     so of two rows within rounding of each other one survives (testing each against all
-    the others dropped both, and a search never crossed that facet).  Duplicates keep
+    the others dropped both, and a search never crossed that facet); rows are tested
+    loosest first, so of a chain of such rows the tightest survives.  Duplicates keep
     their first copy.  Past ``deadline`` (a ``time.monotonic()`` value) the untested rows
     are all kept: extra rows describe the same set.
 
     Example:
         >>> A = np.array([[1.0, 0.0], [1.0, 1e-12], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
         >>> irredundant(A, np.array([0.5, 0.5, 1.0, 1.0, 1.0])).tolist()
-        [1, 2, 3, 4]
+        [0, 2, 3, 4]
     """
     A, b = np.asarray(A, float), np.asarray(b, float)
     n = A.shape[0]
@@ -78,6 +79,14 @@ def irredundant(A: np.ndarray, b: np.ndarray, keep_first: int = 0, deadline: flo
     key = np.round(np.hstack([A, b[:, None]]), 12)
     _, first = np.unique(key, axis=0, return_index=True)
     cand = np.sort(first)
+    # the loosest rows first (largest distance from an interior point): of a chain of
+    # near-parallel rows each within the tolerance of the next, testing the tightest first
+    # dropped it and then each next one, and only the loosest (1e-9 x 59 out) survived
+    ctr, _ = chebyshev_center(A[cand], b[cand])
+    if ctr is not None:
+        nrm = np.linalg.norm(A[cand], axis=1)
+        dist = (b[cand] - A[cand] @ ctr) / np.where(nrm > 0, nrm, 1.0)
+        cand = cand[np.argsort(-dist, kind="stable")]
     A2, b2 = A[cand], b[cand]
     model = LPModel(np.zeros(A.shape[1]), A_ub=A2, b_ub=b2 + 0.0)
     out = []
