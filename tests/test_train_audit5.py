@@ -117,3 +117,18 @@ def test_small_gaps_collapse_bias_parameter_cost_shape_and_gated_stop():
     assert d["partial"] == (d["stopped"] is not None)
     if not g.converged:
         assert d["stopped"] == "time_limit"
+
+
+def test_far_data_report_how_far_the_float_network_misses_them():
+    """x = 3e9 + 1e-4 k: the network moved back from the translated solve is the float64
+    rounding of the optimum, and its forward pass missed y by 0.01 while 'optimal' said
+    nothing.  The reported miss is the forward pass's own."""
+    x = 3e9 + 1e-4 * np.arange(8)
+    y = np.random.default_rng(0).standard_normal(8)
+    r = minnorm_interpolant(x, y, skip=True)
+    miss = float(np.max(np.abs(r.network(x[:, None])[:, 0] - y)))
+    if miss > 1e-7 * np.max(np.abs(y)):
+        assert r.info["network_fit_error"] == miss
+        assert r.to_dict()["network_fit_error"] == miss and "network_note" in r.to_dict()
+    else:
+        assert "network_fit_error" not in r.info

@@ -132,6 +132,10 @@ def fit_minnorm_cmd(
     for t, s in zip(r.kinks, r.jumps, strict=True):
         # the shortest exact spelling: 6 digits printed five kinks near 3e9 as "3e+09"
         console.print(f"  kink at x = {float(t)!r}: slope {'+' if s > 0 else '-'}{abs(s):.6g}")
+    if "network_note" in r.info:
+        miss = r.info.get("network_fit_error", r.info.get("network_min_margin"))
+        what_miss = "misses y by up to" if "network_fit_error" in r.info else "has a smallest margin of"
+        console.print(f"  note: the saved network {what_miss} {miss:.3g} at the data ({r.info['network_note']})")
     if r.partial:
         if r.status == "time_limit":
             why = f"stopped by --time-limit {time_limit:g}" if time_limit is not None else "stopped by the time limit"

@@ -66,6 +66,7 @@ from ..tolerance import (
     MINNORM_LP_TOL,
     PROOF_MARGIN,
     ROUNDOFF,
+    TINY,
     or_default,
 )
 
@@ -500,6 +501,9 @@ class MinNormResult:
         if self.optimal_set is not None:
             out["optimal_set"] = self.optimal_set.to_dict()
         out["status"], out["partial"] = self.status, bool(self.partial)
+        # data far from 0: the float network may miss the data (see _centred_solve)
+        out.update({k: self.info[k] for k in ("network_fit_error", "network_min_margin", "network_note")
+                    if k in self.info})
         return out
 
 
@@ -1089,8 +1093,23 @@ def _centred_solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: st
     if opt is not None:
         opt = OptimalSet(opt.cost, tuple(Zone(z.lo + shift, z.hi + shift, z.convex, z.concave)
                                           for z in opt.zones), opt.value_ranges)
-    return dataclasses.replace(r, network=moved, x=x, kinks=r.kinks + shift, optimal_set=opt,
-                               info={**r.info, "solved_translated_by": -shift})
+    info = {**r.info, "solved_translated_by": -shift}
+    # moved back in float64, w x + b cancels at x = 3e9: the network is the float rounding
+    # of the optimal function, and its forward pass may miss the data; say by how much
+    vals = moved(x.reshape(-1, 1))[:, 0]
+    if task == "regression":
+        miss = float(np.max(np.abs(vals - y)))
+        if miss > PROOF_MARGIN * max(float(np.max(np.abs(y))), TINY):
+            info["network_fit_error"] = miss
+    else:
+        low = float(np.min(y * vals))
+        if low < 1.0 - PROOF_MARGIN:
+            info["network_min_margin"] = low
+    if "network_fit_error" in info or "network_min_margin" in info:
+        info["network_note"] = ("the network is the float64 rounding of the optimal function moved back "
+                                "from the translated solve: its forward pass misses the data by the "
+                                "amount given (the cost and its certificate are the optimum's)")
+    return dataclasses.replace(r, network=moved, x=x, kinks=r.kinks + shift, optimal_set=opt, info=info)
 
 
 def minnorm_on_grid(x: Any, y: Any, grid: Any, bias: str = "free", skip: bool = False,
