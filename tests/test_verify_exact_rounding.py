@@ -205,3 +205,19 @@ def test_the_torch_engine_keeps_a_neuron_within_rounding_of_zero_and_a_structura
     assert lo[0] == 0.0 and hi[0] > 0        # stably active: its lower bound 0 is exact
     lo, hi = (np.ravel(v) for v in gb.pre["relu0"])
     assert lo[0] < 0 < hi[0]
+
+
+def test_eval_of_an_exact_model_gives_its_exact_outputs(tmp_path, capsys):
+    """relulab eval printed the float64 rounding's outputs, 0 where the model gives 1."""
+    import json
+
+    path = tmp_path / "exact.npz"
+    save_model(_cancelling(), path)
+    code, out, err = run_cli(capsys, "eval", path, "--x", "1", "--x", "0.5", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["exact"] is True
+    want = [float(_cancelling()(np.array([[F(v)]], dtype=object))[0, 0]) for v in (1, F(1, 2))]
+    assert [row[0] for row in d["outputs"]] == want == [1.0, 0.5]
+    code, out, _ = run_cli(capsys, "eval", path, "--x", "1")
+    assert "rational arithmetic" in out

@@ -126,9 +126,16 @@ def eval_cmd(
     if bad.size:
         raise RelulabError(f"input {int(bad[0]) + 1} contains NaN or inf; inputs must be finite")
     Y, active, exact_rows = _evaluate(net, X)
+    # an exact (rational) model is evaluated exactly when that is cheap: its float64
+    # rounding printed 0 for f = 2^60 (relu((1 + 2^-60) x) - relu(x)) = x at x = 1
+    exact_all = bool(net.is_exact) and len(X) * max(net.n_params, 1) <= EXACT_EVAL_WORK
+    if exact_all:
+        ex = net.exact()
+        Y = np.array([[nearest_float(v) for v in r] for r in ex(X)], dtype=np.float64)
+        active = ex.pattern_vector(X).sum(axis=1).astype(int) if net.n_neurons else np.zeros(len(X), int)
     if json_out:
         print_json({"inputs": X, "outputs": Y, "active_neurons": active,
-                    "recomputed_exactly": exact_rows})
+                    "recomputed_exactly": exact_rows, "exact": exact_all})
         return
     t = Table(title=escape(Path(model).name))
     t.add_column("input")
@@ -138,9 +145,17 @@ def eval_cmd(
         # escaped: "[inf, 10]" is rich markup otherwise, and the cell came out empty
         t.add_row(escape(_fmt(xi)), escape(_fmt(yi)), f"{int(a)}/{net.n_neurons}")
     console.print(t)
-    if exact_rows:
+    if exact_all:
+        console.print("exact model: outputs computed in rational arithmetic (shown as the nearest float)")
+    elif net.is_exact:
+        console.print(f"exact model: outputs are those of its float64 rounding (exact evaluation of "
+                      f"{len(X)} inputs x {net.n_params} parameters is above {EXACT_EVAL_WORK:.0e})")
+    if exact_rows and not exact_all:
         console.print(f"float64 overflowed inside the network at input "
                       f"{', '.join(str(r + 1) for r in exact_rows)}; recomputed in exact rational arithmetic")
+
+
+EXACT_EVAL_WORK = 5_000_000   # inputs x parameters up to which an exact model is evaluated exactly
 
 
 def _evaluate(net, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
