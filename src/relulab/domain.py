@@ -102,6 +102,16 @@ class Box:
         ok = np.all((X2 >= self.lo - tol) & (X2 <= self.hi + tol), axis=1)
         return bool(ok[0]) if single else ok
 
+    def contains_exactly(self, x: Any) -> bool:
+        """Membership of one point with no tolerance (float comparisons are exact here).
+
+        Example:
+            >>> Box([0, 0], [1, 1]).contains_exactly([1.0, 1e-300]), Box([0], [1]).contains_exactly([1 + 2**-52])
+            (True, False)
+        """
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        return bool(np.all(self.lo <= x) and np.all(x <= self.hi))
+
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``n`` points drawn uniformly from the box, shape (n, d)."""
         _check_count(n)
@@ -266,6 +276,25 @@ class Polytope:
             raise DomainError(f"points have shape {X2.shape}; the domain has dimension {self.dim}")
         ok = np.all(X2 @ self.A.T <= self.b + tol, axis=1)
         return bool(ok[0]) if single else ok
+
+    def contains_exactly(self, x: Any) -> bool:
+        """Membership of one point decided in rational arithmetic, no tolerance (a
+        solver's point 1e-16 outside passes :meth:`contains`, and a witness of a
+        difference that exists only outside the polytope was reported).
+
+        Example:
+            >>> P = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [0.3, 0.0, 0.0])
+            >>> P.contains_exactly([0.1, 0.2]), bool(P.contains([0.1, 0.2 + 1e-12]))
+            (False, True)
+        """
+        from fractions import Fraction
+
+        X = [Fraction(float(v)) for v in np.asarray(x, dtype=np.float64).reshape(-1)]
+        for row, rhs in zip(self.A, self.b, strict=True):
+            if sum((Fraction(float(a)) * v for a, v in zip(row, X, strict=True) if a != 0),
+                   Fraction(0)) > Fraction(float(rhs)):
+                return False
+        return True
 
     def bounding_box(self) -> Box:
         """The smallest box containing the polytope (2 d LPs, solved once and cached);

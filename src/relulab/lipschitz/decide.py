@@ -168,7 +168,7 @@ def is_positive(net: Network, domain: Box | Polytope | tuple | None = None, *,
     if r.value > 0:
         if domain is None:
             wit = _rd_witness(net, r.x)
-        elif _exact_value(net, r.x) > 0 and _inside_exactly(prob_dom, r.x):
+        elif _exact_value(net, r.x) > 0 and prob_dom.contains_exactly(r.x):
             wit = np.asarray(r.x, dtype=np.float64)
     if wit is None and r.status == "optimal" and 0 < r.bound <= POS_TOL * (1.0 + scale):
         # a maximum within the solver's tolerance of 0: look for a point where f is
@@ -211,23 +211,9 @@ def _exact_positive_point(net: Network, dom: Box | Polytope, box: Box,
         if vals[i] < -1e-6 * (1.0 + abs(vals).max()):  # tol: surely negative in floats too
             break
         c = C[i]
-        if _inside_exactly(dom, c) and _exact_value(net, c) > 0:
+        if dom.contains_exactly(c) and _exact_value(net, c) > 0:
             return c
     return None
-
-
-def _inside_exactly(dom: Box | Polytope, x: np.ndarray) -> bool:
-    """Whether ``x`` lies in ``dom``, decided in rational arithmetic (a solver's vertex
-    1e-16 outside a polytope passed the float test with its 1e-9 tolerance, and a
-    function <= 0 on the domain was called positive there)."""
-    x = np.asarray(x, dtype=np.float64).reshape(-1)
-    if isinstance(dom, Box):
-        return bool(np.all(dom.lo <= x) and np.all(x <= dom.hi))
-    X = [Fraction(float(v)) for v in x]
-    for row, rhs in zip(np.asarray(dom.A, dtype=np.float64), np.asarray(dom.b, dtype=np.float64), strict=True):
-        if sum((Fraction(float(a)) * v for a, v in zip(row, X, strict=True) if a != 0), Fraction(0)) > Fraction(float(rhs)):
-            return False
-    return True
 
 
 def offset_bound(net: Network) -> float:

@@ -49,7 +49,7 @@ import numpy as np
 from ..domain import Box, DomainError, Polytope, as_domain
 from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import as_kind
-from ..network import Network, NetworkError
+from ..network import Network, NetworkError, nearest_float
 from ..tolerance import EQUIV_TOL, MATCH_RTOL, PROOF_MARGIN, ROUNDOFF, TINY, or_default, scaled_tol
 from ._status import _EPS, _gamma, _magnitudes, neuron_status, verifier_available
 from .canonical import CanonicalReport, canonical
@@ -159,6 +159,23 @@ def _to_fraction_vec(x: np.ndarray) -> np.ndarray:
 EXACT_RECHECK_MAX_PARAMS = 2_000_000
 
 
+def _pulled_inside(P: Polytope, x: np.ndarray) -> np.ndarray:
+    """``x`` (within the float tolerance of ``P``) moved towards P's Chebyshev centre by
+    the least of a few shares that puts it inside in rational arithmetic; ``x`` itself
+    when none does."""
+    c, r = P.chebyshev_center()
+    if c is None or not r > 0:
+        return x
+    for t in PULL_SHARES:
+        y = x + t * (c - x)
+        if P.contains_exactly(y):
+            return y
+    return x
+
+
+PULL_SHARES = (1e-12, 1e-9, 1e-6)  # tol: moves of a witness within rounding of a polytope
+
+
 def _recheck(
     f: Network, g: Network, x: np.ndarray, domain: Box | Polytope | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool] | None:
@@ -176,12 +193,17 @@ def _recheck(
         x = np.asarray(x, dtype=np.float64)
         if isinstance(domain, Box):
             x = np.clip(x, domain.lo, domain.hi)
-    if domain is not None and not domain.contains(np.asarray(x, dtype=np.float64)):
+        elif isinstance(domain, Polytope) and domain.contains(x) and not domain.contains_exactly(x):
+            x = _pulled_inside(domain, x)
+    if domain is not None and not domain.contains_exactly(np.asarray(x, dtype=np.float64)):
+        # the gap is measured in the domain only: a solver's point 4e-15 outside a
+        # polytope saw a neuron that is 0 on it times 5.6e11 ('different', exact)
         return None
     if (f.is_exact and g.is_exact) or f.n_params + g.n_params <= EXACT_RECHECK_MAX_PARAMS:
         xe = _to_fraction_vec(x)
         fx, gx = f.exact()(xe), g.exact()(xe)
-        gap = float(max(abs(a - b) for a, b in zip(fx, gx, strict=True)))
+        # beyond float64 (|x| against x on [-1e308, 1e308]: 2e308) the gap reads inf
+        gap = nearest_float(max(abs(a - b) for a, b in zip(fx, gx, strict=True)))
         return xe, fx, gx, gap, True
     xf = np.asarray(x, dtype=np.float64)
     fx, gx = f.float()(xf), g.float()(xf)
@@ -193,7 +215,10 @@ def _output_scale(f: Network, g: Network, X: np.ndarray) -> float:
     if len(X) == 0:  # n_samples=0: numpy's max of nothing raised
         return 1.0
     with np.errstate(over="ignore", invalid="ignore"):
-        return max(1.0, float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
+        big = max(float(np.max(np.abs(f.float()(X)))), float(np.max(np.abs(g.float()(X)))))
+    # a NaN output (inf - inf inside the float pass) is an overflow: Python's max(1.0, nan)
+    # is 1.0, and the tolerance read 1e-6 where the outputs reach 1e298
+    return np.inf if np.isnan(big) else max(1.0, big)
 
 
 def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
@@ -434,7 +459,10 @@ def equivalent(
         # Sampling attack first: any point with a gap above tol is a witness, and no proof
         # below may contradict one (a neuron "proved" dead by bounds whose rounding hid
         # +2.8e-5 made networks 27.8 apart "equal (exact)")
-        gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1) if len(X) else np.zeros(0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            gaps = np.max(np.abs(f.float()(X) - g.float()(X)), axis=1) if len(X) else np.zeros(0)
+        # a NaN gap (inf - inf) must not hide the finite ones: argmax picked it first
+        gaps = np.where(np.isnan(gaps), -np.inf, gaps)
         i = int(np.argmax(gaps)) if gaps.size else 0
         if gaps.size and gaps[i] > tol_v:
             chk = _recheck(f, g, X[i], dom)

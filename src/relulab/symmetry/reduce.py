@@ -93,7 +93,8 @@ class ReduceResult:
             return "unchecked"
         tol = self.check.tol
         # an exact check (tol 0) leaves the float samples' rounding to it; nan: not agreed
-        agree = not tol or not (self.sample_max_deviation > tol)
+        dev = self.sample_max_deviation
+        agree = (not tol or dev <= tol) and not np.isnan(dev)
         return "verified" if self.check.status == "equal" and agree else "unverified"
 
     def to_dict(self) -> dict:
@@ -332,7 +333,10 @@ def reduce(
 
     dev = float(np.max(np.abs(net.float()(samples) - cur.float()(samples)), initial=0.0))
     Xc = dom.sample(n_check, rng)
-    dev = max(dev, float(np.max(np.abs(net.float()(Xc) - cur.float()(Xc)), initial=0.0)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        d_new = float(np.max(np.abs(net.float()(Xc) - cur.float()(Xc)), initial=0.0))
+    # a NaN (inf - inf in a float pass) is no agreement: Python's max(dev, nan) dropped it
+    dev = d_new if np.isnan(d_new) or np.isnan(dev) else max(dev, d_new)
     chk = None
     if check:
         left = None if timeout is None else max(1.0, timeout - (time.monotonic() - t_start))
