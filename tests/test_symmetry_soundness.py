@@ -36,7 +36,10 @@ def test_merging_near_equal_rows_is_not_taken_for_equality():
     r = equivalent(f, g, box)
     assert r.status == "different" and r.gap > 0.4
     red = reduce(f, box)
-    assert red.status != "verified"
+    # either unverified, or (redone merging identical rows only) the function is kept
+    X = np.linspace(-1.0, 1.0, 41)[:, None]
+    assert red.status != "verified" or np.allclose(red.network(X), f(X), atol=1e-6)
+    assert red.status == "verified" and red.widths_after == (2,)
 
 
 def test_canonical_upper_bound_covers_exact_difference():
