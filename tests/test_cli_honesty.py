@@ -147,7 +147,8 @@ def test_fit_convex_gated_runs_and_never_claims_a_global_optimum(tmp_path, capsy
     code, out, _ = run(capsys, "fit-convex", tmp_path / "d1.csv", "--lam", "0.1", "--gated", "--json")
     d = json.loads(out)
     assert set(d) == {"converged", "data", "dual_value", "gap", "iterations", "lam", "n_active",
-                      "n_gates", "objective", "seconds", "variant"} and d["variant"] == "gated"
+                      "n_gates", "objective", "partial", "seconds", "stopped", "variant"} and d["variant"] == "gated"
+    assert d["partial"] is False and d["stopped"] is None     # no time limit given
 
 
 def test_fit_convex_with_every_pattern_but_unconverged_is_not_called_global(tmp_path, capsys,
