@@ -243,3 +243,48 @@ def test_output_range_past_its_limit_builds_no_more_milps(monkeypatch):
     assert np.all(r.lo_bound <= Y.min(0) + 1e-9) and np.all(Y.max(0) <= r.hi_bound + 1e-9)
     assert np.allclose(net(r.argmin)[np.arange(3), np.arange(3)], r.lo)
     assert np.allclose(net(r.argmax)[np.arange(3), np.arange(3)], r.hi)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("method", ["input-split", "relu-split"])
+def test_an_unstable_neuron_keeps_its_outward_upper_bound(method, exact):
+    """1000 relu(x0 + x1 - 1e10) on [0, 1e10] x [0, 2.8e-6]: the neuron's upper bound
+    rounded to 1.9e-6 (not to 0: its sign stayed open), its relaxation lost the rest, and
+    'f >= 2.5e-3' (max 2.8e-3, exactly) read holds."""
+    net = Network([[[1.0, 1.0]], [[1000.0]]], [[-1e10], [0.0]])
+    box = Box([0.0, 0.0], [1e10, 2.8e-6])
+    top = net.exact()(np.array([[F(1e10), F(2.8e-6)]], dtype=object))[0, 0]
+    assert top > F(25, 10000)
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-2.5e-3]))])
+    assert verify(net.exact() if exact else net, spec, timeout=10, method=method).status != "holds"
+
+
+def _cancelling_tent(nd: int = 10, K: float = 1e4):
+    """f = 2^40 (relu(x) + relu(c x) - relu(x)) - 2^40 c relu(x - T) with c = 0.8 2^-53 and
+    T a thin tent in z: exactly f = 2^40 c min(x, T), max 9.8e-5 at x = 1, z = m; in
+    float64 2^40 x + 2^40 c x rounds to 2^40 x and f <= 0."""
+    c, W = 0.8 * 2.0 ** -53, 2.0 ** 40
+    m = np.round(np.random.default_rng(3).uniform(0.2, 0.8, nd), 6)
+    d = 1 + nd
+    W1, b1 = np.zeros((4 + 2 * nd, d)), np.zeros(4 + 2 * nd)
+    W1[0, 0], W1[1, 0], W1[2, 0], W1[3, 0] = 1, c, 1, 1
+    for i in range(nd):
+        W1[4 + i, 1 + i], b1[4 + i] = 1, -m[i]
+        W1[4 + nd + i, 1 + i], b1[4 + nd + i] = -1, m[i]
+    W2, b2 = np.zeros((5, 4 + 2 * nd)), np.zeros(5)
+    W2[0, 0] = W2[1, 1] = W2[2, 2] = W2[3, 3] = 1
+    W2[4, 4:], b2[4] = -K, 1
+    W3 = np.zeros((4, 5))
+    W3[0, 0] = W3[1, 1] = W3[2, 2] = W3[3, 3] = 1
+    W3[3, 4] = -1
+    net = Network([W1, W2, W3, np.array([[W, W, -W, -W * c]])], [b1, b2, np.zeros(4), np.zeros(1)])
+    return net, Box(np.zeros(d), np.ones(d)), np.concatenate([[1.0], m])
+
+
+@pytest.mark.parametrize("method", ["input-split", "relu-split"])
+def test_a_final_coefficient_cancelled_by_rounding_does_not_prove_holds(method):
+    net, box, w = _cancelling_tent()
+    assert net.exact()(np.array([[F(v) for v in w]], dtype=object))[0, 0] > F(5, 100000)
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-5e-5]))])
+    for model in (net, net.exact()):
+        assert verify(model, spec, timeout=15, method=method).status != "holds"

@@ -393,7 +393,32 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
             alphas[k] = np.where(
                 unst[k], np.clip(alphas[k] + step * np.sign(grad_alpha), 0.0, 1.0), alphas[k]
             )
-    return best, bestA, bestc
+    return best - output_rounding(Ws, bs, skip, lo, hi, C3, dd), bestA, bestc
+
+
+def output_rounding(Ws, bs, skip, lo, hi, C, dd) -> np.ndarray:
+    """A bound on the rounding of a back-substituted lower bound of ``C y + dd`` over the
+    boxes ``lo``/``hi`` (N, d): the operations behind it (every layer's fan-in, summed
+    once per layer the substitution passes) times the unit roundoff times the sizes of
+    the terms ``|C| (|W| ... |W| |x| + ...) + |dd|``, doubled.  ``C`` (r, m) or (N, r, m).
+
+    Example:
+        >>> Ws, bs = [np.array([[2.0 ** 40]]), np.array([[1.0]])], [np.array([-(2.0 ** 40)]), np.zeros(1)]
+        >>> r = output_rounding(Ws, bs, None, np.array([[0.0]]), np.array([[1.0]]), np.eye(1), np.zeros(1))
+        >>> bool(0 < r[0, 0] < 1e-2)
+        True
+    """
+    T = _magnitude_start(np.asarray(lo, float), np.asarray(hi, float))
+    T0, ops = T, 0
+    for k in range(len(Ws)):
+        T = _magnitude_step(T, Ws[k], bs[k])
+        ops += sum(V.shape[1] + 1 for V in Ws[: k + 1])
+    if skip is not None:
+        T = T + T0 @ np.abs(skip[0]).T + np.abs(skip[1])
+        ops += Ws[0].shape[1] + 1
+    C = np.asarray(C, float)
+    mag = np.einsum("nrm,nm->nr", np.abs(C), T) if C.ndim == 3 else T @ np.abs(C).T
+    return 2.0 * ops * _UNIT * (mag + np.abs(dd))
 
 
 class BoundsOverflow(RelulabError):
@@ -531,7 +556,9 @@ def crown_batch(
         A = A + (C @ skip[0])[None]
         c = c + (C @ skip[1])[None]
     c = c + dd
-    lower = concretise(A, c, lo, hi)
+    # the last back-substitution's own rounding: 2^40 + 2^40 c - 2^40 rounds to 0, and a
+    # margin scaled by the cancelled coefficient proved a violated property
+    lower = concretise(A, c, lo, hi) - output_rounding(Ws, bs, skip, lo, hi, C, dd)
     if want_linear:
         return pre, lower, A, c
     return pre, lower
@@ -575,14 +602,20 @@ def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.n
     widened by ``r`` (the rounding of CROWN's back-substitution and of the forward
     equations: ``ops`` unit roundoffs of the terms' sizes, doubled).  Rounded to nearest,
     a bound ``1 + 2^-53 - 1`` read 0 and a neuron whose maximum is 2^-53 read dead (under
-    2^60 it was worth 128, and a violated property read 'holds').  Returns ``(zlo, zhi,
-    eL, eH)``: ``zlo - eL`` and ``zhi + eH`` are sound bounds."""
+    2^60 it was worth 128, and a violated property read 'holds').  Every bound is moved
+    to its outward version.  Returns ``(zlo, zhi, eL, eH)``: the sound bounds and the
+    rounding left in them (none)."""
     sound_lo = np.maximum(sound_i[0], zlo - r)
     sound_hi = np.minimum(sound_i[1], zhi + r)
-    zlo = np.where((zlo >= 0) & (sound_lo < 0), sound_lo, zlo)
-    zhi = np.where((zhi <= 0) & (sound_hi > 0), sound_hi, zhi)
-    zhi = np.maximum(zhi, zlo)
-    return zlo, zhi, np.maximum(zlo - sound_lo, 0.0), np.maximum(sound_hi - zhi, 0.0)
+    # every bound is made outward, not only those that decide a sign: an unstable
+    # neuron's upper bound read 1.9e-6 for 2.8e-6 (1000 relu(x0 + x1 - 1e10)), and its
+    # relaxation lost the rest ('holds' for f >= 2.5e-3, max 2.8e-3).  One more ulp
+    # covers the rounding of the subtraction itself.
+    lo = np.where(sound_lo < zlo, np.nextafter(sound_lo, -np.inf), zlo)
+    hi = np.where(sound_hi > zhi, np.nextafter(sound_hi, np.inf), zhi)
+    hi = np.maximum(hi, lo)
+    zero = np.zeros_like(lo)
+    return lo, hi, zero, zero
 
 
 def _relu_rounding(zlo, zhi, eL, eH) -> tuple[np.ndarray, np.ndarray]:
@@ -612,12 +645,16 @@ def interval_batch(Ws, bs, lo, hi, skip=None):
     Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
     olo = ilo @ Wp.T + ihi @ Wn.T + b
     ohi = ihi @ Wp.T + ilo @ Wn.T + b
+    olo, ohi = _interval_outward(olo, ohi, ilo, ihi, eL, eH, Wp, Wn, b)   # the outputs too
     if skip is not None:
         S, s = skip
         Sp, Sn = np.maximum(S, 0.0), np.minimum(S, 0.0)
         x_lo, x_hi = np.asarray(lo, float), np.asarray(hi, float)
-        olo = olo + x_lo @ Sp.T + x_hi @ Sn.T + s
-        ohi = ohi + x_hi @ Sp.T + x_lo @ Sn.T + s
+        zero = np.zeros_like(x_lo)
+        slo, shi = _interval_outward(x_lo @ Sp.T + x_hi @ Sn.T + s, x_hi @ Sp.T + x_lo @ Sn.T + s,
+                                     x_lo, x_hi, zero, zero, Sp, Sn, s)
+        # the sum of the two parts rounds once more: one ulp outward
+        olo, ohi = np.nextafter(olo + slo, -np.inf), np.nextafter(ohi + shi, np.inf)
     return pre, olo, ohi
 
 
@@ -633,7 +670,7 @@ class NetworkBounds:
         >>> from relulab import Box, Network
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
         >>> b = symbolic_bounds(net, Box([-1], [2]))
-        >>> b.pre_lo[0].tolist(), b.pre_hi[0].tolist(), b.n_unstable, b.method
+        >>> b.pre_lo[0].round(9).tolist(), b.pre_hi[0].round(9).tolist(), b.n_unstable, b.method
         ([-1.0, -2.0], [2.0, 1.0], 2, 'symbolic')
     """
 
@@ -684,7 +721,7 @@ def interval_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
 
     Example:
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
-        >>> interval_bounds(net, Box([-1], [2])).out_hi.tolist()
+        >>> interval_bounds(net, Box([-1], [2])).out_hi.round(9).tolist()   # 3, moved outward
         [3.0]
     """
     domain = as_domain(domain, net.input_dim)
@@ -771,8 +808,8 @@ def linear_bounds(
 
     Example:
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0], [1.0, -1.0]]], [[0, 0], [0, 0]])
-        >>> linear_bounds(net, Box([0.5], [1]), np.array([[1.0, -1.0]])).round(9).tolist()
-        [0.0]
+        >>> linear_bounds(net, Box([0.5], [1]), np.array([[1.0, -1.0]])).round(9).tolist()   # 0, moved outward by its rounding
+        [-0.0]
     """
     domain = as_domain(domain, net.input_dim)
     box = _box_of(domain)
