@@ -493,7 +493,6 @@ def crown_batch(
     relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     # Interval bounds ride along: they are nearly free and can be tighter for a neuron.
     ilo, ihi = lo, hi
-    eL = eH = np.zeros_like(lo)            # the interval bounds' own rounding (outward)
     T, ops = _magnitude_start(lo, hi), 0   # the terms' sizes, for the rounding of the others
     EL = EU = np.zeros((N, lo.shape[1] + 1, 0))  # forward equations of the last layer
     for k in range(L - 1):
@@ -501,7 +500,7 @@ def crown_batch(
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
-        sound_i = _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b)
+        sound_i = _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b)
         if prev is not None:
             zlo = np.maximum(zlo, prev[k][0])
             zhi = np.minimum(zhi, prev[k][1])
@@ -523,11 +522,9 @@ def crown_batch(
         # back-substitution sums every earlier layer's terms: count them all
         ops += W.shape[1] + 1 + (sum(V.shape[1] + 1 for V in Ws[:k]) if intermediate != "interval" else 0)
         T = _magnitude_step(T, W, b)
-        zlo, zhi, eL, eH = _snap_ties(zlo, zhi, sound_i, 2.0 * ops * _UNIT * T)
+        zlo, zhi = _snap_ties(zlo, zhi, sound_i, 2.0 * ops * _UNIT * T)
         if prev is not None:
             # the parent's bounds hold (a split's 0 among them): snapping must not undo it
-            eL = np.where(prev[k][0] > zlo, 0.0, eL)
-            eH = np.where(prev[k][1] < zhi, 0.0, eH)
             zlo = np.maximum(zlo, prev[k][0])
             zhi = np.maximum(np.minimum(zhi, prev[k][1]), zlo)
         pre.append((zlo, zhi))
@@ -543,8 +540,7 @@ def crown_batch(
             EL = zl_eq * al[:, None, :]
             EU = zu_eq * su[:, None, :]
             EU[:, -1, :] += tu
-        ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
-        eL, eH = _relu_rounding(zlo, zhi, eL, eH)
+        ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)   # sound: no rounding left
     m = Ws[-1].shape[0]
     if C is None:
         C = np.concatenate([np.eye(m), -np.eye(m)], 0)
@@ -579,32 +575,30 @@ def _magnitude_step(T: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     return T + np.abs(b)
 
 
-def _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b) -> tuple[np.ndarray, np.ndarray]:
+def _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b) -> tuple[np.ndarray, np.ndarray]:
     """Outward (sound) versions of the interval bounds ``zlo``/``zhi`` just computed from
-    ``ilo``/``ihi`` (whose own rounding is ``eL``/``eH``): each sum of ``n + 1`` terms is
-    off by at most ``gamma_{n+1}`` times the sum of its terms' sizes (doubled), and the
-    inputs' rounding passes through the weights.  A bound whose terms are all exact (a
-    ReLU's lower bound 0 under positive weights) keeps rounding 0, so a structural 0
-    stays a decided sign."""
+    the sound bounds ``ilo``/``ihi``: each sum of ``n + 1`` terms is off by at most
+    ``gamma_{n+1}`` times the sum of its terms' sizes (doubled).  A bound whose terms are
+    all exact (a ReLU's lower bound 0 under positive weights) keeps rounding 0, so a
+    structural 0 stays a decided sign."""
     g = 2.0 * (Wp.shape[1] + 2) * _UNIT
     Wm = -Wn
-    rlo = (g * np.abs(ilo) + eL) @ Wp.T + (g * np.abs(ihi) + eH) @ Wm.T + g * np.abs(b)
-    rhi = (g * np.abs(ihi) + eH) @ Wp.T + (g * np.abs(ilo) + eL) @ Wm.T + g * np.abs(b)
+    rlo = (g * np.abs(ilo)) @ Wp.T + (g * np.abs(ihi)) @ Wm.T + g * np.abs(b)
+    rhi = (g * np.abs(ihi)) @ Wp.T + (g * np.abs(ilo)) @ Wm.T + g * np.abs(b)
     return zlo - rlo, zhi + rhi
 
 
 def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.ndarray],
-               r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Bounds whose sign is not proved made unstable, and the rounding left in each.
+               r: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds moved to their outward (sound) versions, so a sign is decided only where
+    one is proved.
 
-    A sign is proved when some route's outward bound has it: the interval bounds with
-    their own rounding (``sound_i``, :func:`_interval_outward`) or the bound itself
-    widened by ``r`` (the rounding of CROWN's back-substitution and of the forward
-    equations: ``ops`` unit roundoffs of the terms' sizes, doubled).  Rounded to nearest,
-    a bound ``1 + 2^-53 - 1`` read 0 and a neuron whose maximum is 2^-53 read dead (under
-    2^60 it was worth 128, and a violated property read 'holds').  Every bound is moved
-    to its outward version.  Returns ``(zlo, zhi, eL, eH)``: the sound bounds and the
-    rounding left in them (none)."""
+    A bound is sound in two ways: the interval bounds with their own rounding
+    (``sound_i``, :func:`_interval_outward`), or the bound itself widened by ``r`` (the
+    rounding of CROWN's back-substitution and of the forward equations: ``ops`` unit
+    roundoffs of the terms' sizes, doubled); the tighter is kept.  Rounded to nearest, a
+    bound ``1 + 2^-53 - 1`` read 0 and a neuron whose maximum is 2^-53 read dead (under
+    2^60 it was worth 128, and a violated property read 'holds')."""
     sound_lo = np.maximum(sound_i[0], zlo - r)
     sound_hi = np.minimum(sound_i[1], zhi + r)
     # every bound is made outward, not only those that decide a sign: an unstable
@@ -613,15 +607,7 @@ def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.n
     # covers the rounding of the subtraction itself.
     lo = np.where(sound_lo < zlo, np.nextafter(sound_lo, -np.inf), zlo)
     hi = np.where(sound_hi > zhi, np.nextafter(sound_hi, np.inf), zhi)
-    hi = np.maximum(hi, lo)
-    zero = np.zeros_like(lo)
-    return lo, hi, zero, zero
-
-
-def _relu_rounding(zlo, zhi, eL, eH) -> tuple[np.ndarray, np.ndarray]:
-    """The rounding left in ``relu`` of bounds ``zlo``/``zhi`` (rounding ``eL``/``eH``):
-    none on a side whose sign is proved negative (its relu is exactly 0)."""
-    return np.where(zlo > 0, eL, 0.0), np.where(zhi > 0, eH, 0.0)
+    return lo, np.maximum(hi, lo)
 
 
 @_refuse_overflow
@@ -630,29 +616,26 @@ def interval_batch(Ws, bs, lo, hi, skip=None):
     (:class:`BoundsOverflow`) where it overflows to NaN, as :func:`crown_batch` is."""
     pre = []
     ilo, ihi = np.asarray(lo, float), np.asarray(hi, float)
-    eL = eH = np.zeros_like(ilo)   # the bounds' own rounding (outward)
     for k in range(len(Ws) - 1):
         W, b = Ws[k], bs[k]
         Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
-        sound_i = _interval_outward(zlo, zhi, ilo, ihi, eL, eH, Wp, Wn, b)
-        zlo, zhi, eL, eH = _snap_ties(zlo, zhi, sound_i, np.inf)
+        sound_i = _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b)
+        zlo, zhi = _snap_ties(zlo, zhi, sound_i, np.inf)
         pre.append((zlo, zhi))
         ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
-        eL, eH = _relu_rounding(zlo, zhi, eL, eH)
     W, b = Ws[-1], bs[-1]
     Wp, Wn = np.maximum(W, 0.0), np.minimum(W, 0.0)
     olo = ilo @ Wp.T + ihi @ Wn.T + b
     ohi = ihi @ Wp.T + ilo @ Wn.T + b
-    olo, ohi = _interval_outward(olo, ohi, ilo, ihi, eL, eH, Wp, Wn, b)   # the outputs too
+    olo, ohi = _interval_outward(olo, ohi, ilo, ihi, Wp, Wn, b)   # the outputs too
     if skip is not None:
         S, s = skip
         Sp, Sn = np.maximum(S, 0.0), np.minimum(S, 0.0)
         x_lo, x_hi = np.asarray(lo, float), np.asarray(hi, float)
-        zero = np.zeros_like(x_lo)
         slo, shi = _interval_outward(x_lo @ Sp.T + x_hi @ Sn.T + s, x_hi @ Sp.T + x_lo @ Sn.T + s,
-                                     x_lo, x_hi, zero, zero, Sp, Sn, s)
+                                     x_lo, x_hi, Sp, Sn, s)
         # the sum of the two parts rounds once more: one ulp outward
         olo, ohi = np.nextafter(olo + slo, -np.inf), np.nextafter(ohi + shi, np.inf)
     return pre, olo, ohi

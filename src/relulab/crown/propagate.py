@@ -460,7 +460,7 @@ def bound(
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
             if rounding is not None:
-                plo, phi, e_lo, e_hi = rounding.decide(p, plo, phi, iv[p], *proved)
+                plo, phi = rounding.decide(p, plo, phi, iv[p], *proved)
             if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
                 om = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
@@ -493,7 +493,7 @@ def bound(
             unstable[node.name] = un
             iv[node.name] = (plo.clamp(min=0), phi.clamp(min=0))
             if rounding is not None:
-                rounding.after_relu(node.name, p, plo, phi, e_lo, e_hi)
+                rounding.after_relu(node.name, p)
 
         out_shape = g.by_name[g.output_name].shape
         rows = np.concatenate([Cm, -Cm], 1) if upper else Cm

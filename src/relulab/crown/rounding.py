@@ -59,7 +59,7 @@ class SignRounding:
         >>> op = Linear(torch.tensor([[1.0, 1.0]], dtype=torch.float64), torch.tensor([-1.0], dtype=torch.float64))
         >>> sr.after_op("z", op, [(one * 0, one)], ["x"])
         >>> t = lambda v: torch.tensor([[v]], dtype=torch.float64)
-        >>> lo, hi, _, _ = sr.decide("z", t(-1.0), t(0.0))   # "x0 + x1 - 1 <= 0" is no proof
+        >>> lo, hi = sr.decide("z", t(-1.0), t(0.0))   # "x0 + x1 - 1 <= 0" is no proof
         >>> bool(0.0 < hi[0, 0] < 1e-12)                     # the neuron stays unstable
         True
     """
@@ -94,13 +94,12 @@ class SignRounding:
         return (2.0 * self.ops[p] * UNIT) * self.mag[p]
 
     def decide(self, p: str, plo: Any, phi: Any, iv: tuple[Any, Any] | None = None,
-               proved_lo: Any = None, proved_hi: Any = None) -> tuple[Any, Any, Any, Any]:
+               proved_lo: Any = None, proved_hi: Any = None) -> tuple[Any, Any]:
         """The bounds ``plo``/``phi`` of node ``p`` (a ReLU's input) with every sign that is
         not proved moved to its outward bound.  ``iv``: the interval bounds of ``p`` the
         rounding was carried for (default: ``plo``/``phi`` themselves); ``proved_lo`` /
         ``proved_hi``: masks of sides already proved elsewhere (a parent's bounds).
-        Returns ``(plo, phi, eL, eH)``: the bounds moved outward, and the rounding left
-        in them (none)."""
+        Returns the bounds moved outward (sound)."""
         import torch
 
         ilo, ihi = (plo, phi) if iv is None else iv
@@ -119,9 +118,7 @@ class SignRounding:
             move_hi &= ~proved_hi
         plo = torch.where(move_lo, torch.nextafter(sound_lo, torch.full_like(sound_lo, -torch.inf)), plo)
         phi = torch.where(move_hi, torch.nextafter(sound_hi, torch.full_like(sound_hi, torch.inf)), phi)
-        phi = torch.maximum(phi, plo)
-        zero = torch.zeros_like(plo)
-        return plo, phi, zero, zero
+        return plo, torch.maximum(phi, plo)
 
     def output_radius(self, name: str, rows: Any) -> Any:
         """The rounding of lower bounds of ``rows . y`` at node ``name`` (the output)
@@ -131,12 +128,11 @@ class SignRounding:
         mag = self.mag[name].reshape(rows.shape[0], 1, -1)
         return (2.0 * self.ops[name] * UNIT) * (rows.reshape(rows.shape[0], rows.shape[1], -1).abs() * mag).sum(-1)
 
-    def after_relu(self, name: str, p: str, plo: Any, phi: Any, eL: Any, eH: Any) -> None:
-        """The rounding of ReLU ``name`` of ``p`` with final input bounds ``plo``/``phi``
-        (rounding ``eL``/``eH``): none on a side whose sign is proved negative (its relu
-        is exactly 0)."""
+    def after_relu(self, name: str, p: str) -> None:
+        """ReLU ``name`` of ``p``: its input bounds were moved outward (:meth:`decide`), so
+        its interval bounds carry no rounding."""
         import torch
 
-        self.err[name] = (torch.where(plo > 0, eL, torch.zeros_like(eL)),
-                          torch.where(phi > 0, eH, torch.zeros_like(eH)))
+        z = torch.zeros_like(self.mag[p])
+        self.err[name] = (z, z)
         self.mag[name], self.ops[name] = self.mag[p], self.ops[p]
