@@ -497,7 +497,7 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     Example:
         >>> from relulab import Box, Network
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
-        >>> a_priori_bound(net, "relu2", Box([-1], [1]), 10)       # 2 neurons x 1.25/80
+        >>> round(a_priori_bound(net, "relu2", Box([-1], [1]), 10), 12)   # 2 neurons x 1.25/80
         0.03125
     """
     a = act if isinstance(act, Activation) else activation(act)

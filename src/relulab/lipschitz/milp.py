@@ -121,7 +121,7 @@ def preactivation_bounds(net: Network, domain: Box | Polytope, tighten: bool = F
     Example:
         >>> from relulab import Network, Box
         >>> net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 2.0], [0.0]])
-        >>> [(lo.tolist(), hi.tolist()) for lo, hi in preactivation_bounds(net, Box([-1], [1]))]
+        >>> [(lo.round(9).tolist(), hi.round(9).tolist()) for lo, hi in preactivation_bounds(net, Box([-1], [1]))]
         [([-1.0, 1.0], [1.0, 3.0])]
     """
     from ..bounds import symbolic_bounds
