@@ -396,11 +396,13 @@ def alpha_crown(C, dd, Ws, bs, relax, lo, hi, skip, iters: int, lr: float = 0.5)
     return best - output_rounding(Ws, bs, skip, lo, hi, C3, dd), bestA, bestc
 
 
-def output_rounding(Ws, bs, skip, lo, hi, C, dd) -> np.ndarray:
+def output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms: np.ndarray | None = None) -> np.ndarray:
     """A bound on the rounding of a back-substituted lower bound of ``C y + dd`` over the
     boxes ``lo``/``hi`` (N, d): the operations behind it (every layer's fan-in, summed
     once per layer the substitution passes) times the unit roundoff times the sizes of
     the terms ``|C| (|W| ... |W| |x| + ...) + |dd|``, doubled.  ``C`` (r, m) or (N, r, m).
+    ``hidden_terms``: those sizes at the last hidden layer when already carried
+    (:func:`crown_batch` does), so that only the output layer is added here.
 
     Example:
         >>> Ws, bs = [np.array([[2.0 ** 40]]), np.array([[1.0]])], [np.array([-(2.0 ** 40)]), np.zeros(1)]
@@ -408,11 +410,15 @@ def output_rounding(Ws, bs, skip, lo, hi, C, dd) -> np.ndarray:
         >>> bool(0 < r[0, 0] < 1e-2)
         True
     """
-    T = _magnitude_start(np.asarray(lo, float), np.asarray(hi, float))
-    T0, ops = T, 0
-    for k in range(len(Ws)):
-        T = _magnitude_step(T, Ws[k], bs[k])
-        ops += sum(V.shape[1] + 1 for V in Ws[: k + 1])
+    T0 = _magnitude_start(np.asarray(lo, float), np.asarray(hi, float))
+    if hidden_terms is not None and len(Ws) > 1:
+        T = hidden_terms
+    else:
+        T = T0
+        for k in range(len(Ws) - 1):
+            T = _magnitude_step(T, Ws[k], bs[k])
+    T = _magnitude_step(T, Ws[-1], bs[-1])
+    ops = sum(sum(V.shape[1] + 1 for V in Ws[: k + 1]) for k in range(len(Ws)))
     if skip is not None:
         T = T + T0 @ np.abs(skip[0]).T + np.abs(skip[1])
         ops += Ws[0].shape[1] + 1
@@ -554,7 +560,7 @@ def crown_batch(
     c = c + dd
     # the last back-substitution's own rounding: 2^40 + 2^40 c - 2^40 rounds to 0, and a
     # margin scaled by the cancelled coefficient proved a violated property
-    lower = concretise(A, c, lo, hi) - output_rounding(Ws, bs, skip, lo, hi, C, dd)
+    lower = concretise(A, c, lo, hi) - output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms=T)
     if want_linear:
         return pre, lower, A, c
     return pre, lower

@@ -13,8 +13,10 @@ property read 'holds').  A sign counts as proved when one of two outward bounds 
 * the bound as computed (CROWN's back-substitution), widened by ``ops`` unit roundoffs of
   the terms' sizes ``|W| T + |b|`` carried node by node, doubled.
 
-A bound whose sign neither proves is moved to the outward bound, so its neuron stays
-unstable.  The numpy engine does the same (:func:`relulab.bounds.crown_batch`).
+Every bound is moved to the tighter of the two (so a neuron whose sign neither proves
+stays unstable, and an unstable neuron's relaxation is built from sound bounds), and the
+output's bounds by :meth:`SignRounding.output_radius`.  The numpy engine does the same
+(:func:`relulab.bounds.crown_batch`).
 
 Both outward bounds come from the operators' own interval functions: every operator of a
 :class:`~relulab.crown.graph.BoundGraph` is affine, so ``op.ibp`` on the box ``[-P, Q]``
