@@ -330,10 +330,41 @@ def test_sector_rays_match_brute_force(seed):
     M = np.asarray(M, dtype=bool)
     S = 2.0 * M - 1.0
     F = np.ones(M.shape, dtype=bool)
-    rays = _sector_rays(Xa, S, F)
-    assert rays is not None
+    rays, pointed = _sector_rays(Xa, S, F, np.arange(S.shape[1]))
+    assert pointed.all()
     for got, want in zip(rays, _sector_rays_brute(Xa, S, F), strict=True):
         assert np.allclose(got, want, atol=1e-9) or np.allclose(got, want[::-1], atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_planar_projections_match_nnls_on_pointed_and_other_cones(seed):
+    # the closed-form sector projection (rays found per cone, on first use) against scipy's
+    # nnls on every cone: pointed sectors, half-planes (one row direction), lines and the
+    # whole plane (no facet row) among them
+    from scipy.optimize import nnls
+
+    from relulab.train.convex import _Projector
+
+    rng = np.random.default_rng(seed)
+    n, P = int(rng.integers(2, 9)), 40
+    Xa = rng.standard_normal((n, 2))
+    if seed % 3 == 1:
+        Xa[1] = -2.5 * Xa[0]                   # opposite rows: some cones are lines or rays
+    if seed % 3 == 2:
+        Xa = np.outer(rng.uniform(0.5, 2, n), Xa[0])   # one direction: half-planes and lines
+    S = rng.choice([-1.0, 1.0], size=(n, P))
+    S[:, 0] = 1.0
+    F = np.ones((n, P), dtype=bool)
+    proj = _Projector(Xa, S, F)
+    z = rng.standard_normal((P, 2)) * 3
+    got = proj.project_entries(z, np.arange(P))
+    for i in range(P):
+        A = S[F[:, i], i:i + 1] * Xa[F[:, i]]
+        want = z[i] if A.shape[0] == 0 else z[i] + A.T @ nnls(A.T, -z[i])[0]
+        if A.shape[0] and np.all(A @ z[i] >= 0):
+            want = z[i]
+        assert np.allclose(got[i], want, atol=1e-9), (i, got[i], want)
+    assert set(np.unique(proj.ray_state[proj.ray_state != 0])) <= {-1, 1}
 
 
 def test_a_time_limited_fit_keeps_a_sound_dual_bound():

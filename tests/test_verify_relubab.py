@@ -273,15 +273,14 @@ def test_skip_connections_and_affine_networks(engine):
                 assert net(r.counterexample)[0] >= m + gap - FEAS_TOL
 
 
-def test_float32_engine_with_reused_intermediate_bounds_agrees_with_milp(monkeypatch):
-    """The large-graph settings (float32 bounds with F32_MARGIN, children keeping their
-    parent's intermediate bounds) forced on small networks: the same answers as the MILP."""
+def test_large_graph_settings_with_reused_intermediate_bounds_agree_with_milp(monkeypatch):
+    """The large-graph settings (children keeping their parent's intermediate bounds,
+    optimised once at the root) forced on small networks: the same answers as the MILP."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
     import relulab.verify.relu_bab as rb
 
     monkeypatch.setattr(rb, "REUSE_NEURONS", 0)
-    monkeypatch.setattr(rb, "F32_NEURONS", 0)
     seen = {"holds": 0, "violated": 0}
     for seed in range(200, 222):
         net, box, C, dv, truth = _instance(seed)
@@ -492,17 +491,17 @@ def test_graph_attack_sizes_its_batch_to_the_time_left(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_float32_bounds_are_not_used_where_the_first_layer_cancels(monkeypatch, seed):
+def test_large_graph_route_where_the_first_layer_cancels(monkeypatch, seed):
     """y = relu(K - sum(x - C0)) on 256 inputs near C0 = 1e5 (box 1e-3 wide), y = 0.4 at the
-    corner x = lo: a first layer adding up terms of 2.6e7 to 0.4.  In float32 (forced here;
-    graphs above F32_NEURONS ReLUs) its bounds [-2, -0.9] called the neuron dead and the
-    violated property read "holds" on every seed; the bounds now run in float64 there.
-    No attack: the bounds and the leaf LPs decide alone."""
+    corner x = lo: a first layer adding up terms of 2.6e7 to 0.4.  In float32 (the route of
+    graphs above 4000 ReLUs until 2026-12-06) its bounds [-2, -0.9] called the neuron dead
+    and the violated property read "holds" on every seed.  No attack: the bounds and the
+    leaf LPs decide alone."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
     import relulab.verify.relu_bab as rb
 
-    monkeypatch.setattr(rb, "F32_NEURONS", 0)
+    monkeypatch.setattr(rb, "REUSE_NEURONS", 0)
     n, C0 = 256, 1e5
     rng = np.random.default_rng(seed)
     lo = C0 + rng.random(n) * 0.5
@@ -514,27 +513,27 @@ def test_float32_bounds_are_not_used_where_the_first_layer_cancels(monkeypatch, 
     assert r.status == "violated" and net(r.counterexample[None])[0, 0] >= 0.35
 
 
-def _f32_verdict(monkeypatch, net, box, C, d):
+def _large_graph_verdict(monkeypatch, net, box, C, d):
     import relulab.verify.relu_bab as rb
 
-    monkeypatch.setattr(rb, "F32_NEURONS", 0)   # float32 bounds, as for graphs above 4000 ReLUs
+    monkeypatch.setattr(rb, "REUSE_NEURONS", 0)   # the settings of graphs above 4000 ReLUs
     return relu_split(net, box, C, d, timeout=30, engine="crown", attack_time=0.0)
 
 
-def test_float32_bounds_are_not_used_where_biases_are_beyond_float32(monkeypatch):
+def test_large_graph_route_where_biases_are_beyond_float32(monkeypatch):
     """y1 - y2 = 30 everywhere, from output biases 1e9 + 60 and 1e9 + 30: in float32 they
     read 1e9 + 64 and 1e9, and "y1 - y2 > 50" read "holds"."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
     net = Network([[[1.0], [-1.0]], [[1.0, 0.5], [1.0, 0.5]]], [[0.0, 0.0], [1e9 + 60, 1e9 + 30]])
-    r = _f32_verdict(monkeypatch, net, Box([0.0], [1.0]), np.array([[1.0, -1.0]]), np.array([50.0]))
+    r = _large_graph_verdict(monkeypatch, net, Box([0.0], [1.0]), np.array([[1.0, -1.0]]), np.array([50.0]))
     assert r.status != "holds"
     if r.status == "violated":
         y = net(r.counterexample[None])[0]
         assert y[0] - y[1] <= 50
 
 
-def test_float32_bounds_are_not_used_where_a_later_layer_cancels(monkeypatch):
+def test_large_graph_route_where_a_later_layer_cancels(monkeypatch):
     """A second-layer neuron A relu(x + a) - A relu(x + b) + c with A = 2.1e13 is +2.8e-5 on
     the whole box (terms of 3e13): float32 calls it dead."""
     if not crown_available():
@@ -545,7 +544,7 @@ def test_float32_bounds_are_not_used_where_a_later_layer_cancels(monkeypatch):
 
     # about 27.8 everywhere on [0, 1] in exact arithmetic (float64 evaluation loses it too)
     assert net.exact()(np.array([Fraction(1, 2)], dtype=object))[0] > 20
-    r = _f32_verdict(monkeypatch, net, Box([0.0], [1.0]), -np.ones((1, 1)), np.array([-1.0]))
+    r = _large_graph_verdict(monkeypatch, net, Box([0.0], [1.0]), -np.ones((1, 1)), np.array([-1.0]))
     assert r.status != "holds"   # "y < 1 on the box" is false
 
 
@@ -591,7 +590,7 @@ def test_float32_check_sees_constants_that_round_together():
                           rows=[[-1.0]], tolerance=[2.5e-5]) is None
 
 
-def test_float32_bounds_are_not_used_where_constants_round_together(monkeypatch):
+def test_large_graph_route_where_constants_round_together(monkeypatch):
     """The property "y < P (m2 - m1) + eps / 2" is false (at x = c, y = P (m2 - m1) + eps
     in exact arithmetic); float32 bounds, whose copy of the network has no offset, read it
     as "holds" from the root bound alone."""
@@ -603,16 +602,16 @@ def test_float32_bounds_are_not_used_where_constants_round_together(monkeypatch)
     net, box, c = _offset_pair_network(m1, m2)
     thr = 1000.0 * (m2 - m1) + 2e-3
     assert net.exact()(np.array([Fraction(v) for v in c], dtype=object))[0] > Fraction(thr)
-    r = _f32_verdict(monkeypatch, net, box, -np.ones((1, 1)), np.array([-thr]))
+    r = _large_graph_verdict(monkeypatch, net, box, -np.ones((1, 1)), np.array([-thr]))
     assert r.status != "holds"
     if r.status == "violated":
         assert net(r.counterexample[None])[0, 0] >= thr
 
 
 def test_no_bound_starts_after_the_deadline(monkeypatch):
-    """The float32 check can use up a short time limit on a large graph; the bound after it
-    then ran a full float64 interval pass (3 s past a 1 s limit on 393k ReLUs).  Here the
-    check is made slow: the search must end unknown (timeout) without bounding."""
+    """A large graph can use up a short time limit before its first bound; a bound started
+    after it ran a full float64 interval pass (3 s past a 1 s limit on 393k ReLUs).  Past
+    the deadline the bounder returns vacuous bounds, marked incomplete, without bounding."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
     import time
@@ -620,13 +619,6 @@ def test_no_bound_starts_after_the_deadline(monkeypatch):
     import relulab.crown as crown
     import relulab.verify.relu_bab as rb
 
-    monkeypatch.setattr(rb, "F32_NEURONS", 0)
-
-    def slow_check(*args, **kwargs):
-        time.sleep(1.2)
-        return "the time limit came first"
-
-    monkeypatch.setattr(crown, "float32_unsafe", slow_check)
     calls = []
     real_bound = crown.bound
 
@@ -635,8 +627,70 @@ def test_no_bound_starts_after_the_deadline(monkeypatch):
         return real_bound(*args, **kwargs)
 
     monkeypatch.setattr(crown, "bound", counted)
-    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x| <= 1: holds
-    r = relu_split(net, Box([-1.0], [1.0]), np.ones((1, 1)), np.array([-2.0]), timeout=1.0,
-                   engine="crown", attack_time=0.0)
-    assert r.status == "unknown" and "timeout" in r.reason
-    assert not calls
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    gb = rb._GraphBounder(crown.BoundGraph.from_network(net), np.ones((1, 1)), np.array([-2.0]), net)
+    S = np.zeros((1, 2), dtype=np.int8)
+    late = gb.bound(np.array([-1.0]), np.array([1.0]), S, None, time.monotonic() - 1.0)
+    assert not calls and np.isneginf(late.low).all() and not late.complete
+    on_time = gb.bound(np.array([-1.0]), np.array([1.0]), S, None, time.monotonic() + 30.0)
+    assert calls and on_time.low[0, 0] > 0     # |x| >= -2 holds: the real bound proves it
+
+
+def _thin_live_neuron_network(nd: int = 4):
+    """y = 2^32 relu(relu(x0 + x1 - 1) - sum_i |x_i - c_i|) on x0 in [1 - 2^-20, 1],
+    x1 in [0, 2^-25], x_i in [c_i - 1e-6, c_i + 1e-6]: y = 128 at x0 = 1, x1 = 2^-25,
+    x_i = c_i, where float32 reads 1 + 2^-25 - 1 as 0 (aud_ver6: a 4,118-ReLU graph,
+    routed to float32 bounds then, answered "y >= 64" holds)."""
+    c = np.array([float(np.float32(0.3 + 0.1 * i)) for i in range(nd)])
+    W1 = np.zeros((1 + 2 * nd, 2 + nd))
+    b1 = np.zeros(1 + 2 * nd)
+    W1[0, :2], b1[0] = 1.0, -1.0
+    for i in range(nd):
+        W1[1 + i, 2 + i], b1[1 + i] = 1.0, -c[i]
+        W1[1 + nd + i, 2 + i], b1[1 + nd + i] = -1.0, c[i]
+    W2 = np.full((1, 1 + 2 * nd), -1.0)
+    W2[0, 0] = 1.0
+    net = Network([W1, W2, [[2.0 ** 32]]], [b1, [0.0], [0.0]])
+    lo = np.r_[1 - 2.0 ** -20, 0.0, c - 1e-6]
+    hi = np.r_[1.0, 2.0 ** -25, c + 1e-6]
+    witness = np.r_[1.0, 2.0 ** -25, c]
+    return net, Box(lo, hi), witness
+
+
+def test_float32_bounds_carry_their_rounding_and_the_large_graph_route_is_not_fooled(monkeypatch):
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    from fractions import Fraction
+
+    from relulab.crown import BoundGraph, bound
+
+    net, box, witness = _thin_live_neuron_network()
+    assert net.exact()(np.array([Fraction(v) for v in witness], dtype=object))[0] == 128
+    bg = BoundGraph.from_network(net)
+    for dtype in ("float32", "float64"):
+        for method in ("ibp", "crown", "alpha"):
+            up = bound(bg, box.lo[None], box.hi[None], [[1.0]], method=method, dtype=dtype).upper[0, 0]
+            assert up >= 128, (dtype, method, up)     # float32 read -0.0 before
+    r = _large_graph_verdict(monkeypatch, net, box, -np.ones((1, 1)), np.array([-64.0]))
+    assert r.status != "holds"
+    if r.status == "violated":
+        assert net.exact()(np.array([Fraction(v) for v in r.counterexample], dtype=object))[0] >= 64
+
+
+def test_a_graph_above_4000_relus_is_not_proved_in_float32():
+    """The same thin neuron beside 4,096 ReLUs that feed nothing: above 4000 ReLUs branch
+    and bound used to bound in float32, and answered "y >= 64" holds in 3 s."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    net, box, _ = _thin_live_neuron_network()
+    (W1, W2, W3), (b1, b2, b3) = net.weights, net.biases
+    pad = 4096
+    wide = Network([np.vstack([W1, np.zeros((pad, W1.shape[1]))]),
+                    np.hstack([W2, np.zeros((W2.shape[0], pad))]), W3],
+                   [np.r_[b1, np.zeros(pad)], b2, b3])
+    assert sum(w.shape[0] for w in wide.weights[:-1]) > 4000
+    r = relu_split(wide, box, -np.ones((1, 1)), np.array([-64.0]), timeout=8, engine="crown",
+                   attack_time=0.0, attack_every=0)
+    assert r.status != "holds", r
+    if r.status == "violated":
+        assert wide(r.counterexample[None])[0, 0] >= 64

@@ -148,9 +148,8 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
                     relj[j] = (a, su_j, tu_j, relax[j][3])
                 lam = _one_hot_rows(xlo, B, flo.shape[1], idx).reshape(B, 2 * K, *shape)
                 v = concretise(*backsub(g, p, lam, relj), xlo, xhi)
-                if rad is not None:
-                    # their rounding, outward: a sign is decided only where it is proved
-                    v = v - torch.cat([rad, rad], 1)
+                # their rounding, outward: a sign is decided only where it is proved
+                v = v - torch.cat([rad, rad], 1)
                 lo_i = torch.where(msk, torch.maximum(flo[:, idx], v[:, :K]), flo[:, idx])
                 hi_i = torch.where(msk, torch.minimum(fhi[:, idx], -v[:, K:]), fhi[:, idx])
                 lo, hi = flo.index_copy(1, idx, lo_i), fhi.index_copy(1, idx, hi_i)

@@ -18,9 +18,9 @@ through Lagrange multipliers ``beta >= 0`` optimised with the slopes (beta-CROWN
 A sub-problem whose splits contradict its bounds is empty: ``infeasible`` is True and
 its lower bounds are +inf.
 
-Every bound is sound for any slopes and multipliers; floating point rounding is not
-accounted for (float64 by default): callers that turn a bound into a proof keep a
-margin (:mod:`relulab.tolerance`).
+Every bound is sound for any slopes and multipliers, and floating point rounding is
+accounted for: every pre-activation and output bound is moved outward by its rounding
+(:mod:`relulab.crown.rounding`; float64 by default, float32 with its larger unit).
 
 Example:
     >>> from relulab import Network
@@ -297,7 +297,9 @@ def bound(
             layers the warm start lacks are bounded by CROWN; branch and bound on large
             graphs, where re-bounding every layer after a split costs far more than the
             final bound (the splits still enter the final bound through beta).
-        dtype: "float64" or "float32"; device: "cpu" or "cuda".
+        dtype: "float64" or "float32" (the bounds then carry float32's rounding, and are
+            of the network with its weights rounded to float32: see
+            :func:`float32_unsafe`); device: "cpu" or "cuda".
         stop_at: (m,) or (B, m) targets of the lower bounds (e.g. a branch and bound's
             thresholds): the alpha/beta optimisation ends early when every sub-problem
             has a row above its target, or when the number of such sub-problems has not
@@ -363,12 +365,13 @@ def bound(
     def tens(a: np.ndarray) -> Any:
         return torch.as_tensor(np.array(a), dtype=dt, device=device)
 
-    def box_tens(a: np.ndarray, down: bool) -> Any:
-        """The box's ends in the engine's type, rounded outward (to nearest, a lower end of
-        a float32 box could round up: the bounds were for a smaller box)."""
-        t = tens(a)
+    def outward(a: Any, down: bool) -> Any:
+        """``a`` (numpy or torch) in the engine's type, rounded outward (to nearest, a lower
+        end of a float32 box could round up: the bounds were for a smaller box)."""
+        a64 = torch.as_tensor(np.array(a, dtype=np.float64)) if isinstance(a, np.ndarray) else a
+        a64 = a64.to(dtype=torch.float64, device=device)
+        t = a64.to(dt)
         if dt != torch.float64:
-            a64 = torch.as_tensor(np.array(a, dtype=np.float64), device=device)
             off = (t.double() > a64) if down else (t.double() < a64)
             t = torch.where(off, torch.nextafter(t, torch.full_like(t, -torch.inf if down else torch.inf)), t)
         return t
@@ -378,7 +381,7 @@ def bound(
 
     status, reason = "complete", ""
     with torch.no_grad():
-        xlo, xhi = box_tens(Lo, True), box_tens(Hi, False)
+        xlo, xhi = outward(Lo, True), outward(Hi, False)
         if warm is not None and warm.box is not None:
             # its pre-activation bounds hold on its own boxes only: a box that leaves them
             # would get the parent's bounds, which are false there (compared in the run's
@@ -412,25 +415,25 @@ def bound(
         if warm is not None and warm.box is not None and method != "ibp":
             wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
             same = (wlo == xlo.reshape(B, -1)).all(1) & (whi == xhi.reshape(B, -1)).all(1)
-        # float64: a sign is decided only where it is proved (rounded to nearest, 1 + 2^-53
-        # - 1 read 0 and a live neuron read dead); see relulab.crown.rounding
-        rounding = SignRounding(g.input_name, (xlo, xhi)) if dt == torch.float64 else None
+        # a sign is decided only where it is proved (rounded to nearest, 1 + 2^-53 - 1 read
+        # 0 and a live neuron read dead), in float32 too (1 + 2^-25 - 1 is 0 there: a
+        # violated property read "holds"); see relulab.crown.rounding
+        rounding = SignRounding(g.input_name, (xlo, xhi))
         for node in g.nodes[1:]:
             if not isinstance(node.op, Relu):
                 ins = [iv[i] for i in node.inputs]
                 iv[node.name] = node.op.ibp(*ins)
-                if rounding is not None:
-                    rounding.after_op(node.name, node.op, ins, list(node.inputs))
+                rounding.after_op(node.name, node.op, ins, list(node.inputs))
                 continue
             p = node.inputs[0]
             plo, phi = (t.clone() for t in iv[p])
-            proved = (None, None)
+            known = None
             if warm is not None and node.name in warm.pre:
                 wl, wh = warm.pre[node.name]
-                wl, wh = wl.to(dtype=dt, device=device), wh.to(dtype=dt, device=device)
+                wl, wh = outward(wl, True), outward(wh, False)
                 plo = torch.maximum(plo, wl)
                 phi = torch.minimum(phi, wh)
-                proved = (wl >= 0, wh <= 0)   # the parent's signs were proved there
+                known = (wl, wh)   # the parent's bounds, sound on this sub-domain
             s = signs.get(node.name)
             s_flat = None if s is None else s.reshape(B, -1)
             ws = None if warm is None else warm.splits.get(node.name)
@@ -459,8 +462,7 @@ def bound(
                     a = ws if ws is not None else torch.zeros_like(s_flat)
                     b = s_flat if s_flat is not None else torch.zeros_like(ws)
                     same = same & (a == b).all(1)
-            if rounding is not None:
-                plo, phi = rounding.decide(p, plo, phi, iv[p], *proved)
+            plo, phi = rounding.decide(p, plo, phi, iv[p], known)
             if want_inter and any(isinstance(g.by_name[a].op, Relu) for a in g.ancestors(p)):
                 om = ((plo < 0) & (phi > 0)).reshape(B, -1)
                 if s_flat is not None:
@@ -468,7 +470,7 @@ def bound(
                 idx = torch.nonzero(om.any(0)).flatten()
                 if idx.numel():
                     # re-bounded during the optimisation: widened by their rounding there
-                    rad = None if rounding is None else rounding.radius(p).reshape(B, -1)[:, idx]
+                    rad = rounding.radius(p).reshape(B, -1)[:, idx]
                     inter[node.name] = (p, plo.reshape(B, -1).clone(), phi.reshape(B, -1).clone(), idx,
                                         om[:, idx], s_flat, rad)
             if s is not None:
@@ -492,8 +494,7 @@ def bound(
             relax[node.name] = (al.unsqueeze(1), su, tu, uidx)
             unstable[node.name] = un
             iv[node.name] = (plo.clamp(min=0), phi.clamp(min=0))
-            if rounding is not None:
-                rounding.after_relu(node.name, p)
+            rounding.after_relu(node.name, p)
 
         out_shape = g.by_name[g.output_name].shape
         rows = np.concatenate([Cm, -Cm], 1) if upper else Cm
@@ -548,7 +549,7 @@ def bound(
         status, reason = "partial", "deadline: no alpha iterations"
 
     val = val.detach()
-    if rounding is not None and g.output_name in rounding.mag:
+    if g.output_name in rounding.mag:
         val = val - rounding.output_radius(g.output_name, lam0)
     terms_np = None if last is None else 2.0 * in_terms[:, :m].double().cpu().numpy()
     mins = None

@@ -1,5 +1,5 @@
-"""The rounding of the torch engine's float64 pre-activation bounds, so that a ReLU's
-sign is decided only where it is proved.
+"""The rounding of the torch engine's pre-activation and output bounds, so that a ReLU's
+sign is decided only where it is proved, and every bound is sound.
 
 Bounds are computed rounded to nearest: ``1 + 2^-53 - 1`` reads 0, and a neuron whose
 maximum is 2^-53 would read dead (under a weight of 2^60 it is worth 128, and a violated
@@ -18,6 +18,10 @@ stays unstable, and an unstable neuron's relaxation is built from sound bounds),
 output's bounds by :meth:`SignRounding.output_radius`.  The numpy engine does the same
 (:func:`relulab.bounds.crown_batch`).
 
+float32 bounds carry their own unit roundoff (2^-24, or TensorFloat-32's 2^-11 on a GPU
+that multiplies in it): sound, but on deep networks far looser than float64's (a CIFAR
+ResNet's root bound fell from +2.3 to -4e6), which is why proofs run in float64.
+
 Both outward bounds come from the operators' own interval functions: every operator of a
 :class:`~relulab.crown.graph.BoundGraph` is affine, so ``op.ibp`` on the box ``[-P, Q]``
 (``P, Q >= 0``) gives ``b - (W+ P + |W-| Q)`` and ``b + W+ Q + |W-| P``, the sizes of the
@@ -30,6 +34,27 @@ from __future__ import annotations
 from typing import Any
 
 UNIT = 2.0 ** -53   # float64's unit roundoff
+UNIT32 = 2.0 ** -24  # float32's
+UNIT_TF32 = 2.0 ** -11  # TensorFloat-32's (10 stored mantissa bits): CUDA float32 products
+
+
+def unit_roundoff(t: Any) -> float:
+    """The unit roundoff of arithmetic on tensor ``t``'s type and device: float32 on a GPU
+    may multiply in TensorFloat-32 (torch's cuDNN convolutions do by default), whose
+    rounding is 8,192 times float32's.
+
+    Example:
+        >>> import torch
+        >>> unit_roundoff(torch.zeros(1, dtype=torch.float64)) == 2.0 ** -53
+        True
+    """
+    import torch
+
+    if t.dtype == torch.float64:
+        return UNIT
+    if t.is_cuda and (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32):
+        return UNIT_TF32
+    return UNIT32
 
 
 def fan_in(op: Any) -> int:
@@ -70,6 +95,7 @@ class SignRounding:
         import torch
 
         xlo, xhi = box
+        self.unit = unit_roundoff(xlo)   # float32 bounds carry their (larger) rounding too
         self.err = {input_name: (torch.zeros_like(xlo), torch.zeros_like(xhi))}
         self.mag = {input_name: torch.maximum(xlo.abs(), xhi.abs())}
         self.ops = {input_name: 0}
@@ -79,7 +105,7 @@ class SignRounding:
         ``op.ibp(*ins)``."""
         import torch
 
-        g = 2.0 * (fan_in(op) + 1) * UNIT
+        g = 2.0 * (fan_in(op) + 1) * self.unit
         zero = op.ibp(*[(torch.zeros_like(lo), torch.zeros_like(lo)) for lo, _ in ins])[0]   # the bias
         boxes = [(-(g * lo.abs() + self.err[i][0]), g * hi.abs() + self.err[i][1])
                  for (lo, hi), i in zip(ins, in_names, strict=True)]
@@ -93,15 +119,15 @@ class SignRounding:
     def radius(self, p: str) -> Any:
         """The rounding of any bound of node ``p`` computed by back-substitution: ``ops``
         unit roundoffs of the terms' sizes, doubled."""
-        return (2.0 * self.ops[p] * UNIT) * self.mag[p]
+        return (2.0 * self.ops[p] * self.unit) * self.mag[p]
 
     def decide(self, p: str, plo: Any, phi: Any, iv: tuple[Any, Any] | None = None,
-               proved_lo: Any = None, proved_hi: Any = None) -> tuple[Any, Any]:
-        """The bounds ``plo``/``phi`` of node ``p`` (a ReLU's input) with every sign that is
-        not proved moved to its outward bound.  ``iv``: the interval bounds of ``p`` the
-        rounding was carried for (default: ``plo``/``phi`` themselves); ``proved_lo`` /
-        ``proved_hi``: masks of sides already proved elsewhere (a parent's bounds).
-        Returns the bounds moved outward (sound)."""
+               known: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        """The bounds ``plo``/``phi`` of node ``p`` (a ReLU's input) moved outward by their
+        rounding.  ``iv``: the interval bounds of ``p`` the rounding was carried for
+        (default: ``plo``/``phi`` themselves); ``known``: bounds already sound (a parent's,
+        moved outward when it was bounded), which the result is intersected with, so that
+        they are not widened again in every generation.  Returns sound bounds."""
         import torch
 
         ilo, ihi = (plo, phi) if iv is None else iv
@@ -111,15 +137,11 @@ class SignRounding:
         sound_hi = torch.minimum(ihi + eH, phi + r)
         # every bound moved outward (one more ulp for the subtraction's own rounding), not
         # only those deciding a sign: an unstable neuron's upper bound 1.9e-6 for 2.8e-6
-        # lost the rest through its relaxation; a parent's proved side is kept
-        move_lo = sound_lo < plo
-        move_hi = sound_hi > phi
-        if proved_lo is not None:
-            move_lo &= ~proved_lo
-        if proved_hi is not None:
-            move_hi &= ~proved_hi
-        plo = torch.where(move_lo, torch.nextafter(sound_lo, torch.full_like(sound_lo, -torch.inf)), plo)
-        phi = torch.where(move_hi, torch.nextafter(sound_hi, torch.full_like(sound_hi, torch.inf)), phi)
+        # lost the rest through its relaxation
+        plo = torch.where(sound_lo < plo, torch.nextafter(sound_lo, torch.full_like(sound_lo, -torch.inf)), plo)
+        phi = torch.where(sound_hi > phi, torch.nextafter(sound_hi, torch.full_like(sound_hi, torch.inf)), phi)
+        if known is not None:
+            plo, phi = torch.maximum(plo, known[0]), torch.minimum(phi, known[1])
         return plo, torch.maximum(phi, plo)
 
     def output_radius(self, name: str, rows: Any) -> Any:
@@ -128,7 +150,7 @@ class SignRounding:
         terms' sizes, doubled; (B, R) for ``rows`` of shape (B, R, *shape).  The last
         substitution cancels too: 2^40 + 2^40 c - 2^40 rounds to 0."""
         mag = self.mag[name].reshape(rows.shape[0], 1, -1)
-        return (2.0 * self.ops[name] * UNIT) * (rows.reshape(rows.shape[0], rows.shape[1], -1).abs() * mag).sum(-1)
+        return (2.0 * self.ops[name] * self.unit) * (rows.reshape(rows.shape[0], rows.shape[1], -1).abs() * mag).sum(-1)
 
     def after_relu(self, name: str, p: str) -> None:
         """ReLU ``name`` of ``p``: its input bounds were moved outward (:meth:`decide`), so

@@ -67,6 +67,8 @@ OPTIMUM_RTOL = 1e-6  # tol: certified gap / objective of a "global optimum"
 # 3,000 x 6,000 on 2 shared cores); under a time limit they are skipped when the time
 # left does not cover it (every row kept: the same cones)
 FACET_SECONDS_PER_ENTRY = 2e-7  # tol: measured seconds per mask entry (a time estimate)
+# entries of the (rows x cones) arrays _sector_rays handles at once (16 MB of floats each)
+_RAY_BLOCK_ENTRIES = 1 << 21
 
 
 class ConvexTrainingError(RelulabError):
@@ -117,13 +119,15 @@ def _augment(X: np.ndarray, bias: bool) -> np.ndarray:
 
 
 def _predict(Xa: np.ndarray, Mf: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``sum_i D_i Xa w_i`` for per-pattern weights ``W`` (P, d)."""
-    return np.sum(Mf * (Xa @ W.T), axis=1)
+    """``sum_i D_i Xa w_i`` for per-pattern weights ``W`` (P, d): row ``j`` is
+    ``Xa[j] . sum_i M[j, i] w_i``, one (n, P) x (P, d) product (no (n, P) temporaries:
+    4x faster on 3,000 points and 4,096 patterns)."""
+    return np.einsum("jk,jk->j", Xa, Mf @ W)
 
 
 def _correlate(Xa: np.ndarray, Mf: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``X~^T D_i r`` for every pattern, (P, d): the adjoint of :func:`_predict`."""
-    return (Mf * r[:, None]).T @ Xa
+    return Mf.T @ (r[:, None] * Xa)
 
 
 def _dual_projections(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray, proj: _Projector,
@@ -142,38 +146,56 @@ def _dual_projections(Xa: np.ndarray, Mf: np.ndarray, rho: np.ndarray, proj: _Pr
     return Cp, np.where(short, nc, np.linalg.norm(Cp, axis=2))
 
 
-def _sector_rays(Xa: np.ndarray, S: np.ndarray, facets: np.ndarray) -> np.ndarray | None:
-    """The two extreme rays (unit vectors) of every 2-D cone ``{z : S[j, i] Xa[j] . z >= 0
-    for the facet rows j of cone i}``, shape (P, 2, 2); None when some cone is not a
-    pointed sector (a half-plane or more, a ray, or no row), so that the caller projects
-    by nnls instead.
+def _sector_rays(Xa: np.ndarray, S: np.ndarray, facets: np.ndarray,
+                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The two extreme rays (unit vectors) of the 2-D cones ``{z : S[j, i] Xa[j] . z >= 0
+    for the facet rows j of cone i}``, ``i`` in ``cols``: ``(rays (m, 2, 2), pointed (m,))``;
+    a cone that is not a pointed sector (a half-plane or more, a ray, or no row) has
+    ``pointed`` False, and the caller projects onto it by nnls instead.
 
-    The normals ``a_j = S[j, i] Xa[j]`` of a pointed sector lie in an arc shorter than pi:
-    the largest circular gap between their angles exceeds pi.  The sector's rays are the
-    normals at the two ends of that arc turned by 90 degrees towards the inside.  One cone
-    at a time, so the memory is O(n) (an all-cones-by-all-candidates array needed
-    P x n x 2n floats)."""
-    P = S.shape[1]
+    The normals ``a_j = S[j, i] Xa[j]`` of a pointed sector lie in an arc shorter than pi,
+    so their sum ``c`` lies inside that arc: measured from ``c``, the normals' angles span
+    less than pi, and the sector's rays are the normals at the two ends (the smallest and
+    the largest angle) turned by 90 degrees towards the inside.  If no arc shorter than pi
+    holds them, no direction sees them within less than pi, so the test is exact up to
+    rounding.  Vectorised over blocks of cones (no sort: one pass over the rows).
+
+    Example:
+        >>> Xa = np.array([[1.0, 1.0], [-1.0, 1.0]])   # x = 1 and x = -1, with a bias column
+        >>> rays, pointed = _sector_rays(Xa, np.array([[1.0], [1.0]]), np.ones((2, 1), bool), np.array([0]))
+        >>> bool(pointed[0]), np.round(rays[0] * np.sqrt(2), 6).tolist()   # {|z0| <= z1}
+        (True, [[1.0, 1.0], [-1.0, 1.0]])
+    """
+    cols = np.asarray(cols, dtype=np.intp)
+    n = Xa.shape[0]
     norms = np.linalg.norm(Xa, axis=1)
-    rays = np.zeros((P, 2, 2))
-    for i in range(P):
-        rows = np.nonzero(facets[:, i] & (norms > 0))[0]
-        if rows.size == 0:
-            return None
-        a = S[rows, i:i + 1] * Xa[rows] / norms[rows, None]
-        ang = np.arctan2(a[:, 1], a[:, 0])
-        order = np.argsort(ang)
-        sa = ang[order]
-        gaps = np.diff(np.concatenate([sa, sa[:1] + 2 * np.pi]))
-        k = int(np.argmax(gaps))
-        if gaps[k] <= np.pi * (1 + ROUNDOFF):  # a ray, a line or {0}: not a pointed sector
-            return None
-        end, start = a[order[k]], a[order[(k + 1) % rows.size]]  # the arc runs start -> end
+    live = norms > 0
+    U = np.where(live[:, None], Xa / np.where(live, norms, 1.0)[:, None], 0.0)
+    rays = np.zeros((cols.size, 2, 2))
+    pointed = np.zeros(cols.size, dtype=bool)
+    block = max(1, _RAY_BLOCK_ENTRIES // max(n, 1))   # (n, block) arrays at a time
+    for s0 in range(0, cols.size, block):
+        c_ = cols[s0:s0 + block]
+        Sb = S[:, c_] * (facets[:, c_] & live[:, None])   # +-1 on facet rows, 0 elsewhere
+        rows = Sb != 0
+        cen = Sb.T @ U                                      # (m, 2): the sum of the normals
+        dot = Sb * (U @ cen.T)                              # a_j . c
+        crs = Sb * (U[:, 1:2] * cen[:, 0] - U[:, 0:1] * cen[:, 1])   # c x a_j
+        ang = np.arctan2(crs, dot)
+        lo = np.where(rows, ang, np.inf)
+        hi = np.where(rows, ang, -np.inf)
+        j0, j1 = np.argmin(lo, axis=0), np.argmax(hi, axis=0)
+        m = np.arange(c_.size)
+        span = hi[j1, m] - lo[j0, m]
+        ok = rows.any(0) & (np.linalg.norm(cen, axis=1) > 0) & (span < np.pi * (1 - ROUNDOFF))
+        start = Sb[j0, m][:, None] * U[j0]                  # the arc runs start -> end
+        end = Sb[j1, m][:, None] * U[j1]
         # turned by -90 degrees, the arc's last normal bounds the sector on one side;
         # turned by +90 degrees, its first normal bounds the other
-        rays[i, 0] = (end[1], -end[0])
-        rays[i, 1] = (-start[1], start[0])
-    return rays
+        rays[s0:s0 + c_.size, 0] = np.stack([end[:, 1], -end[:, 0]], axis=1)
+        rays[s0:s0 + c_.size, 1] = np.stack([-start[:, 1], start[:, 0]], axis=1)
+        pointed[s0:s0 + c_.size] = ok
+    return rays, pointed
 
 
 class _ConeRows:
@@ -206,9 +228,21 @@ class _Projector:
         self.facets = np.ones(S.shape, dtype=bool) if facets is None else facets
         _, d = Xa.shape
         self.deadline: float | None = None  # see max_norm
-        self.rays = None
-        if d == 2:
-            self.rays = _sector_rays(Xa, S, self.facets)
+        # 2-D: each cone's two extreme rays, found on first use (all cones at once took
+        # about a second on 3,000 points and 6,000 patterns, past a 0.3 s time limit);
+        # ray_state: 0 not yet found, 1 a pointed sector, -1 not one (projected by nnls)
+        self.planar = d == 2
+        self.rays = np.zeros((S.shape[1], 2, 2)) if self.planar else None
+        self.ray_state = np.zeros(S.shape[1], dtype=np.int8)
+
+    def _sectors(self, iis: np.ndarray) -> np.ndarray:
+        """Whether each cone ``iis[m]`` is a pointed sector (its rays then in ``self.rays``)."""
+        need = np.unique(iis[self.ray_state[iis] == 0])
+        if need.size:
+            rays, pointed = _sector_rays(self.Xa, self.S, self.facets, need)
+            self.rays[need] = rays
+            self.ray_state[need] = np.where(pointed, 1, -1)
+        return self.ray_state[iis] == 1
 
     def project_entries(self, z: np.ndarray, iis: np.ndarray) -> np.ndarray:
         """Project each row ``z[m]`` onto cone ``iis[m]``."""
@@ -218,13 +252,14 @@ class _Projector:
         todo = np.nonzero(~np.all(vals >= -tol, axis=1))[0]
         if todo.size == 0:
             return out
-        if self.rays is not None:
-            r = self.rays[iis[todo]]  # (m, 2, 2)
-            c = np.maximum(np.einsum("md,mjd->mj", z[todo], r), 0.0)
+        if self.planar:
+            sector = self._sectors(iis[todo])
+            closed, todo = todo[sector], todo[~sector]
+            r = self.rays[iis[closed]]  # (m, 2, 2)
+            c = np.maximum(np.einsum("md,mjd->mj", z[closed], r), 0.0)
             j = np.argmax(c, axis=1)
-            m = np.arange(todo.size)
-            out[todo] = c[m, j][:, None] * r[m, j]
-            return out
+            m = np.arange(closed.size)
+            out[closed] = c[m, j][:, None] * r[m, j]
         from scipy.optimize import nnls
 
         for m in todo:

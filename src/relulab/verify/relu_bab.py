@@ -60,20 +60,12 @@ PROBE = 8  # open sub-domains per round whose bound minimisers are tried (torch 
 # re-bounding every layer after the split (on a CIFAR ResNet that re-bounding is ~70% of a
 # sub-domain's cost; the split still tightens the final bound through its multiplier)
 REUSE_NEURONS = 4000
-# above this many ReLU neurons the torch engine bounds in float32 (torch's fast convolution
-# kernels; 2-4x faster than float64 on a CIFAR ResNet) with the wider margin F32_MARGIN
-F32_NEURONS = 4000
-# relative margin of a float32 proof: ~1000 float32 ulps of the size of the numbers behind a
-# bound (scale: the output rows applied to the largest activation bound), where float64
-# proofs keep PROOF_MARGIN; rounding in float32 bound propagation stays far below it
-F32_MARGIN = 1e-4
-# float32 only when no first-layer pre-activation cancels: the terms it adds up at most
-# this many times its own size (float32's 7 digits then keep a relative error near
-# 1e-5 there, far inside F32_MARGIN); otherwise the bounds run in float64
-F32_CANCEL = 100.0
-# the share of F32_MARGIN that rounding the weights, biases and box to float32 may take (the
-# bounds are of that float32 copy; the rest of the margin covers float32 arithmetic)
-F32_ROUNDING_SHARE = 0.25
+# every bound of a proof runs in float64 with its rounding carried (relulab.crown.rounding).
+# There is no float32 route any more: float32 bounds of graphs above 4,000 ReLUs were 2-2.6x
+# faster on a CIFAR ResNet, but a live neuron read dead there (1 + 2^-25 - 1 is 0 in
+# float32) and a violated property read "holds"; with float32's rounding carried soundly
+# the same ResNet's root bound fell from +2.3 to -4e6 (3,000 neurons unstable instead of
+# 970), so float32 cannot prove it
 # slope optimisation steps of such a graph's root with intermediate alpha-CROWN (every
 # layer's bounds optimised; 5 steps tighten a CIFAR ResNet's root bound ~0.2-0.3)
 ROOT_ITERS = 10
@@ -209,8 +201,7 @@ class _GraphBounder:
         self.iters = iters
         self.dense = dense
         self.reuse = int(self.cuts[-1]) > REUSE_NEURONS
-        self.dtype = "float32" if int(self.cuts[-1]) > F32_NEURONS else "float64"
-        self.margin = F32_MARGIN if self.dtype == "float32" else PROOF_MARGIN
+        self.margin = PROOF_MARGIN
         self.big: float | None = None  # the largest activation bound at the root (for stop_at)
         # per output row, the largest size of the terms the root's bound added up (see
         # bound): the early-stop targets use the same scale as the proofs
@@ -218,7 +209,6 @@ class _GraphBounder:
         # the corners minimising the bounds' linear forms serve as candidate counterexamples
         # when no dense network can supply them (a structured graph too large to lower)
         self.minimisers = dense is None
-        self.checked_f32 = self.dtype != "float32"   # float32 is confirmed on the root box
 
     def root_warm(self) -> Any:
         return None
@@ -239,18 +229,9 @@ class _GraphBounder:
         return 8.0 * 4 * (n * (r + 6) + dim * (r + 2))
 
     def bound(self, lo, hi, S, warm, deadline: float | None) -> _Bounds:
-        if not self.checked_f32:
-            # (the first call bounds the root box, which holds every later one)
-            self.checked_f32 = True
-            # the float32 copy of the weights may move each row by at most a share of the
-            # smallest margin a proof keeps (its scale is at least 1 + |d|)
-            spare = F32_ROUNDING_SHARE * F32_MARGIN * (1.0 + np.abs(self.d))
-            if self.crown.float32_unsafe(self.bg, np.reshape(lo, (1, -1)), np.reshape(hi, (1, -1)),
-                                         F32_CANCEL, deadline, rows=self.C, tolerance=spare) is not None:
-                self.dtype, self.margin = "float64", PROOF_MARGIN
         N = S.shape[0]
         if deadline is not None and time.monotonic() > deadline:
-            # nothing bounded in time (the float32 check can use it up on a large graph,
+            # nothing bounded in time (a large graph can use it up before its first bound,
             # and a late bound still ran a full float64 interval pass: 3 s past a 1 s
             # limit): vacuous bounds, marked incomplete; the caller stops at its deadline
             pre = [(np.full((N, k), -np.inf), np.full((N, k), np.inf)) for k in self.sizes]
@@ -281,7 +262,7 @@ class _GraphBounder:
                 odl = time.monotonic() + ROOT_SHARE * max(dl - time.monotonic(), 0.0)
         gb = self.crown.bound(self.bg, LO, HI, self.C, method="alpha", splits=splits, warm=warm,
                               iters=iters, deadline=dl, opt_deadline=odl, return_coeffs=True,
-                              upper=False, intermediate=inter, dtype=self.dtype, stop_at=stop_at,
+                              upper=False, intermediate=inter, dtype="float64", stop_at=stop_at,
                               return_minimisers=self.minimisers)
         if dl is not None:
             _OVERRUN[id(self.bg)] = max(_OVERRUN.get(id(self.bg), 0.0), time.monotonic() - dl)
