@@ -464,3 +464,18 @@ def test_gated_fit_cannot_be_saved_as_a_relu_network(tmp_path):
                         "example:data_1d.csv", "--lam", "0.1", "--gated", "--save", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "is not a ReLU network" in r.stderr and not out.exists()
+
+
+def test_a_huge_pattern_budget_under_a_time_limit_gives_a_partial_fit_not_a_memory_error():
+    # 50 million planned directions (max_patterns 10^6, 3 columns with the bias) asked for
+    # 2.4 GB before any was drawn and raised; the memory is now that of the patterns kept
+    # (at most the arrangement's regions), and the time limit stops the drawing
+    rng = np.random.default_rng(0)
+    X = np.round(rng.standard_normal((200, 2)), 1)   # not in general position: sampled
+    y = np.sin(X.sum(1))
+    from relulab.limits import memory_limit
+
+    with memory_limit(1 << 30):      # 1 GB: the regions' patterns fit, 50 million directions not
+        fit = convex_fit(X, y, 0.05, max_patterns=10**6, time_limit=1.0)
+    assert fit.n_patterns > 0 and fit.dual_value <= fit.objective
+    assert abs(nonconvex_objective(fit.network, X, y, 0.05) - fit.objective) <= 1e-6 * fit.objective

@@ -246,6 +246,20 @@ def test_blockwise_sampling_equals_one_global_pass(seed):
     assert np.array_equal(M, want_M) and np.array_equal(Gs, want_G)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_sampling_that_merges_its_kept_patterns_equals_one_global_pass(seed):
+    # about 4,000 new patterns a block: the kept ones double and are merged (deduplicated
+    # across blocks) several times; still the patterns and first generators of one pass
+    rng = np.random.default_rng(50 + seed)
+    Xa = rng.standard_normal((36, 5))
+    tries = 9 * _SAMPLE_BLOCK + 5
+    G = np.random.default_rng(seed).standard_normal((tries, 5))
+    want_M, want_G = _unique_patterns_brute(Xa, G)
+    M, Gs = sample_patterns(Xa, 10**9, seed=seed, tries=tries)
+    assert M.shape[1] > 3 * _SAMPLE_BLOCK
+    assert np.array_equal(M, want_M) and np.array_equal(Gs, want_G)
+
+
 def test_sampling_past_its_deadline_keeps_the_first_block_and_says_so():
     rng = np.random.default_rng(3)
     Xa = rng.standard_normal((30, 4))

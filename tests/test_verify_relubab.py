@@ -295,12 +295,18 @@ def test_large_graph_settings_with_reused_intermediate_bounds_agree_with_milp(mo
     assert seen["holds"] >= 3 and seen["violated"] >= 3, seen
 
 
-def test_terms_of_one_box_share_the_root_bounds_and_agree_with_milp():
+@pytest.mark.parametrize("large", [False, True])
+def test_terms_of_one_box_share_the_root_bounds_and_agree_with_milp(monkeypatch, large):
     """A property with several unsafe terms on one box (a classification property): the
-    root bound is computed once (root_proven) and reused by each term's search."""
+    root bound is computed once (root_proven) and reused by each term's search; ``large``:
+    with the settings of graphs above 4000 ReLUs, whose root state is kept and reused."""
     if not crown_available():
         pytest.skip("torch is not installed: no relulab.crown engine")
+    import relulab.verify.relu_bab as rb
     from relulab.spec import Property
+
+    if large:
+        monkeypatch.setattr(rb, "REUSE_NEURONS", 0)
 
     for seed in range(5):
         rng = np.random.default_rng(300 + seed)
@@ -694,3 +700,30 @@ def test_a_graph_above_4000_relus_is_not_proved_in_float32():
     assert r.status != "holds", r
     if r.status == "violated":
         assert wide(r.counterexample[None])[0, 0] >= 64
+
+
+def test_the_root_state_of_a_large_graph_serves_every_term(monkeypatch):
+    """With the settings of graphs above 4000 ReLUs, root_proven keeps the root's state for
+    the terms' searches; a property whose terms the MILP proves must read "holds" (a
+    leftover of the float32 route made this path raise)."""
+    if not crown_available():
+        pytest.skip("torch is not installed: no relulab.crown engine")
+    import relulab.verify.relu_bab as rb
+    from relulab.crown import BoundGraph
+    from relulab.spec import Property
+
+    monkeypatch.setattr(rb, "REUSE_NEURONS", 0)
+    rng = np.random.default_rng(7)
+    net = _net(rng, [24, 10, 8, 4])
+    box = Box(-0.3 * np.ones(24), 0.3 * np.ones(24))
+    terms = []
+    for j in range(1, 4):
+        c = np.zeros(4)
+        c[0], c[j] = -1.0, 1.0
+        d = -float(maximize(net, box, -c).value) - 0.05   # 0.05 below min (y_j - y_0)
+        terms.append(OutputConstraint(c[None], np.array([d])))
+        assert milp_term(net, box, c[None], np.array([d]))[0] == "holds"
+    for model in (net, BoundGraph.from_network(net)):
+        r = verify(model, Property([Specification(box, terms)]), timeout=60, engine="crown",
+                   method="relu-split")
+        assert r.status == "holds", (type(model).__name__, r.status, r.reason)

@@ -1057,18 +1057,18 @@ def _dual_value(rho: np.ndarray, y: np.ndarray, q: float) -> float:
 
 
 def _to_network(Z: np.ndarray, d_in: int, bias: bool) -> Network:
-    ws, as_ = [], []
-    for s, sign in ((0, 1.0), (1, -1.0)):
-        for v in Z[s]:
-            nv = float(np.linalg.norm(v))
-            if nv > 0:
-                ws.append(v / np.sqrt(nv))
-                as_.append(sign * np.sqrt(nv))
-    if not ws:
+    # each nonzero group v (V's, then U's) becomes a neuron v / sqrt|v| with output weight
+    # +-sqrt|v| (vectorised: a loop over 76,000 groups took 0.27 s of a 0.5 s time limit)
+    V = Z.reshape(-1, Z.shape[-1])
+    nv = np.linalg.norm(V, axis=1)
+    sign = np.repeat([1.0, -1.0], Z.shape[1])
+    keep = nv > 0
+    if not keep.any():
         W = np.zeros((1, d_in + (1 if bias else 0)))
         a = np.zeros(1)
     else:
-        W, a = np.array(ws), np.array(as_)
+        root = np.sqrt(nv[keep])
+        W, a = V[keep] / root[:, None], sign[keep] * root
     W1 = W[:, :d_in]
     b1 = W[:, d_in] if bias else np.zeros(W.shape[0])
     return Network([W1, a[None, :]], [b1, np.zeros(1)])

@@ -88,7 +88,8 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
     ``time.perf_counter()`` value, None: none); the third value says it stopped early.
 
     The directions are drawn block by block from one random stream (the same directions
-    as one draw) and their patterns deduplicated block by block (bit-packed), which yields exactly the distinct patterns of one global pass over the
+    as one draw) and their patterns deduplicated block by block (bit-packed) and merged as
+    they grow, which yields exactly the distinct patterns of one global pass over the
     directions, in the same order, with the same generators (each pattern's first
     direction): the sample does not depend on the block size."""
     n, d = Xa.shape
@@ -106,34 +107,47 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
         G = None   # drawn block by block (the same stream as one draw): 50 million
         # directions drawn up front took 3.7 s and 1.2 GB before any deadline check
     total = G.shape[0] if G is not None else tries
-    # one block's products (float) and signs, the packed patterns kept so far, and the
-    # directions kept with them
-    check_bytes(9.0 * n * min(total, _SAMPLE_BLOCK) + n / 8.0 * total + 8.0 * total * d,
+    # kept: the distinct packed patterns so far with their first directions, merged (a
+    # unique over them) whenever they double; they never exceed the regions' count twice
+    # over, so the memory is that of the patterns, not of every direction that may be
+    # drawn (50 million planned directions asked for 2.4 GB and raised, where a time
+    # limit would have stopped the drawing after a few blocks)
+    cap = min(total, region_count(n, d))   # no arrangement has more regions
+    per = n / 8.0 + 8.0 * d
+    check_bytes(9.0 * n * min(total, _SAMPLE_BLOCK) + per * (2 * cap + _SAMPLE_BLOCK),
                 f"sampling activation patterns ({n} points x {total} directions; lower "
                 "max_patterns)")
-    packed, first, stopped, drawn = [], [], False, []
+    packed, dirs, stopped = [], [], False
+    kept, merged = 0, _SAMPLE_BLOCK
+
+    def merge() -> None:
+        allp = np.concatenate(packed, axis=1)
+        alld = np.concatenate(dirs, axis=0)
+        # packbits is big-endian, so byte order sorts like the bit strings: the same order
+        # (and, by return_index, the same first directions) as a unique over the booleans
+        _, idx = np.unique(allp, axis=1, return_index=True)
+        packed[:], dirs[:] = [allp[:, idx]], [alld[idx]]
+
     for start in range(0, total, _SAMPLE_BLOCK):
         if deadline is not None and start > 0 and time.perf_counter() > deadline:
             stopped = True
             break
         if G is None:
-            drawn.append(rng.standard_normal((min(_SAMPLE_BLOCK, total - start), d)))
-            Gb = drawn[-1]
+            Gb = rng.standard_normal((min(_SAMPLE_BLOCK, total - start), d))
         else:
             Gb = G[start:start + _SAMPLE_BLOCK]
         block = np.packbits(Xa @ Gb.T >= 0, axis=0)
         _, idx = np.unique(block, axis=1, return_index=True)
         packed.append(block[:, idx])
-        first.append(start + idx)
-    if G is None:
-        G = np.concatenate(drawn, axis=0)
-    allp = np.concatenate(packed, axis=1)
-    # packbits is big-endian, so byte order sorts like the bit strings: the same order
-    # (and, by return_index, the same first directions) as a unique over the booleans
-    _, idx = np.unique(allp, axis=1, return_index=True)
-    sel_dirs = np.concatenate(first)[idx]
-    M = np.unpackbits(allp[:, idx], axis=0, count=n).astype(bool)
-    M, G = _drop_all_off(M, G[sel_dirs])
+        dirs.append(Gb[idx])
+        kept += idx.size
+        if kept > 2 * merged:
+            merge()
+            kept = merged = max(packed[0].shape[1], _SAMPLE_BLOCK)
+    merge()
+    allp, G = packed[0], dirs[0]
+    M = np.unpackbits(allp, axis=0, count=n).astype(bool)
+    M, G = _drop_all_off(M, G)
     if M.shape[1] > max_patterns:
         sel = np.sort(rng.choice(M.shape[1], max_patterns, replace=False))
         M, G = M[:, sel], G[sel]

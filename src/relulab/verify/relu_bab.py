@@ -574,8 +574,7 @@ def relu_split(
                 if x is not None:
                     return done("violated", x)
             tb = time.monotonic()
-            w0 = root if (root is not None and isinstance(bounder, _GraphBounder)
-                          and getattr(root, "dtype", None) == bounder.dtype) else bounder.root_warm()
+            w0 = root if (root is not None and isinstance(bounder, _GraphBounder)) else bounder.root_warm()
             b0 = bounder.bound(lo, hi, S0, getattr(w0, "warm", w0), bud.deadline)
             stats["domains"] += 1
             x = process(S0, b0)
@@ -646,10 +645,9 @@ def relu_split(
 @dataclass
 class RootState:
     """The torch engine's bounds of a box (its intermediate bounds, reused by
-    :func:`relu_split`'s root) and the dtype they were computed in."""
+    :func:`relu_split`'s root)."""
 
     warm: Any
-    dtype: str
 
 
 def root_proven(model: Any, box: Box, terms: list[tuple[np.ndarray, np.ndarray]], *,
@@ -678,7 +676,7 @@ def root_proven(model: Any, box: Box, terms: list[tuple[np.ndarray, np.ndarray]]
         b = bounder.bound(lo, hi, np.zeros((1, int(bounder.cuts[-1])), dtype=np.int8),
                           bounder.root_warm(), budget.deadline)
     if keep is not None and isinstance(bounder, _GraphBounder) and b.warm is not None and b.complete:
-        keep["root"] = RootState(b.warm, bounder.dtype)
+        keep["root"] = RootState(b.warm)
     row_ok = (b.low[0] > getattr(bounder, "margin", PROOF_MARGIN) * b.scale[0]) | bool(b.infeasible[0])
     out = np.zeros(len(terms), dtype=bool)
     np.logical_or.at(out, owner, row_ok)  # (a bound cut short by the deadline is still sound)
