@@ -21,19 +21,20 @@ For a :class:`~relulab.domain.Polytope` the intermediate bounds are concretised 
 its bounding box (sound, cheap) and the output bounds with one LP per bound over
 the polytope itself.
 
-Floating point: bounds are computed in float64 without outward rounding, so they are
-sound only up to rounding errors, which grow with the size of the intermediate values;
-code that turns a bound into a proof keeps a margin (see :mod:`relulab.tolerance`) and
-re-checks counterexamples.  A neuron's sign is decided only where an outward bound
-proves it: the interval bounds with their own rounding carried layer by layer (a sum
-of ``n + 1`` terms is off by ``gamma_{n+1}`` times its terms' sizes, and the inputs'
-rounding passes through the weights; a structural 0, every term exact, stays decided),
-or the bound widened by ``ops`` unit roundoffs of the terms' sizes ``|W| T + |b|``
-(:func:`_snap_ties`).  Otherwise the bound is moved to that outward bound and the neuron
-stays unstable: rounded to nearest, ``1 + 2^-53 - 1`` read 0, a live neuron read dead,
-and under a weight of 2^60 its 128 was lost.  An exact (Fraction) network is bounded through its float64
+Floating point: bounds are computed in float64 rounded to nearest and then moved
+outward by their rounding, so they are sound.  Every pre-activation bound is moved to
+the tighter of two outward bounds (:func:`_move_outward`): the interval bounds with their
+own rounding carried layer by layer (a sum of ``n + 1`` terms is off by ``gamma_{n+1}``
+times its terms' sizes, and the inputs' rounding passes through the weights; a
+structural 0, every term exact, stays decided), or the bound widened by ``ops`` unit
+roundoffs of the terms' sizes ``|W| T + |b|``.  A neuron's sign is therefore decided only
+where it is proved: rounded to nearest, ``1 + 2^-53 - 1`` read 0, a live neuron read dead,
+and under a weight of 2^60 its 128 was lost.  The output bounds are moved outward by
+:func:`output_rounding`.  An exact (Fraction) network is bounded through its float64
 rounding and the bounds widened by the rounding of its weights
-(:func:`float_rounding_bound`), so they bound the exact network.
+(:func:`float_rounding_bound`), so they bound the exact network.  Code that turns a
+bound into a proof still keeps a margin (see :mod:`relulab.tolerance`) and re-checks
+counterexamples.
 
 Example:
     >>> import numpy as np
@@ -57,7 +58,7 @@ import numpy as np
 from .domain import Box, Polytope, as_domain
 from .errors import RelulabError
 from .network import Network, is_float64_number
-from .tolerance import ROUNDOFF, scaled_tol
+from .tolerance import ROUNDOFF, UNIT_ROUNDOFF, scaled_tol
 
 __all__ = [
     "NetworkBounds",
@@ -424,7 +425,7 @@ def output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms: np.ndarray | None
         ops += Ws[0].shape[1] + 1
     C = np.asarray(C, float)
     mag = np.einsum("nrm,nm->nr", np.abs(C), T) if C.ndim == 3 else T @ np.abs(C).T
-    return 2.0 * ops * _UNIT * (mag + np.abs(dd))
+    return 2.0 * ops * UNIT_ROUNDOFF * (mag + np.abs(dd))
 
 
 class BoundsOverflow(RelulabError):
@@ -528,7 +529,7 @@ def crown_batch(
         # back-substitution sums every earlier layer's terms: count them all
         ops += W.shape[1] + 1 + (sum(V.shape[1] + 1 for V in Ws[:k]) if intermediate != "interval" else 0)
         T = _magnitude_step(T, W, b)
-        zlo, zhi = _snap_ties(zlo, zhi, sound_i, 2.0 * ops * _UNIT * T)
+        zlo, zhi = _move_outward(zlo, zhi, sound_i, 2.0 * ops * UNIT_ROUNDOFF * T)
         if prev is not None:
             # the parent's bounds hold (a split's 0 among them): snapping must not undo it
             zlo = np.maximum(zlo, prev[k][0])
@@ -566,8 +567,6 @@ def crown_batch(
     return pre, lower
 
 
-_UNIT = 2.0 ** -53
-
 
 def _magnitude_start(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The size of the inputs, ``max(|lo|, |hi|)``: the start of the terms' sizes."""
@@ -587,14 +586,14 @@ def _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b) -> tuple[np.ndarray, np.nda
     ``gamma_{n+1}`` times the sum of its terms' sizes (doubled).  A bound whose terms are
     all exact (a ReLU's lower bound 0 under positive weights) keeps rounding 0, so a
     structural 0 stays a decided sign."""
-    g = 2.0 * (Wp.shape[1] + 2) * _UNIT
+    g = 2.0 * (Wp.shape[1] + 2) * UNIT_ROUNDOFF
     Wm = -Wn
     rlo = (g * np.abs(ilo)) @ Wp.T + (g * np.abs(ihi)) @ Wm.T + g * np.abs(b)
     rhi = (g * np.abs(ihi)) @ Wp.T + (g * np.abs(ilo)) @ Wm.T + g * np.abs(b)
     return zlo - rlo, zhi + rhi
 
 
-def _snap_ties(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.ndarray],
+def _move_outward(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.ndarray],
                r: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """Bounds moved to their outward (sound) versions, so a sign is decided only where
     one is proved.
@@ -628,7 +627,7 @@ def interval_batch(Ws, bs, lo, hi, skip=None):
         zlo = ilo @ Wp.T + ihi @ Wn.T + b
         zhi = ihi @ Wp.T + ilo @ Wn.T + b
         sound_i = _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b)
-        zlo, zhi = _snap_ties(zlo, zhi, sound_i, np.inf)
+        zlo, zhi = _move_outward(zlo, zhi, sound_i, np.inf)
         pre.append((zlo, zhi))
         ilo, ihi = np.maximum(zlo, 0.0), np.maximum(zhi, 0.0)
     W, b = Ws[-1], bs[-1]

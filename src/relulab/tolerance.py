@@ -81,6 +81,7 @@ BIG_M_FLOOR = 1e-6  # 1000 x HIGHS_SMALL: smallest big-M an unstable neuron's MI
 EQUIV_TOL = 1e-6  # 'equal' functions: outputs differ by at most this x the output scale
 MATCH_RTOL = 1e-9  # two weights/rows computed separately are the same up to this (relative)
 ROUNDOFF = 1e-12  # relative noise of a few float64 operations: below it numbers are equal
+UNIT_ROUNDOFF = 2.0 ** -53  # float64's unit roundoff u (exact: rounding to nearest moves a number by at most u times itself); the outward bounds' rounding analysis
 # Two normalised constraint rows closer than this (relative) are one half-space: copies of a
 # neuron (rescaled, or composed along another route) differ by a few ulp.  Rows farther
 # apart but within the LPs' accuracy are 'near twins' that hide each other's facet.

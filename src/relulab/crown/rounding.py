@@ -33,7 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-UNIT = 2.0 ** -53   # float64's unit roundoff
+from ..tolerance import UNIT_ROUNDOFF
+
+UNIT = UNIT_ROUNDOFF   # float64's unit roundoff
 UNIT32 = 2.0 ** -24  # float32's
 UNIT_TF32 = 2.0 ** -11  # TensorFloat-32's (10 stored mantissa bits): CUDA float32 products
 

@@ -27,11 +27,10 @@ from ..bounds import float_layers
 from ..errors import RelulabError
 from ..limits import check_bytes
 from ..network import Network
-from ..tolerance import STRICT_TOL
+from ..tolerance import STRICT_TOL, UNIT_ROUNDOFF
 
 __all__ = ["jacobians", "pattern_jacobian", "interior_margin", "homogenize", "bias_free"]
 
-_UNIT = 2.0 ** -53  # float64's unit round-off
 # working memory of one chunk of jacobians(): its (rows, outputs, width) products
 JACOBIAN_CHUNK_BYTES = 64 * 2**20
 
@@ -80,7 +79,7 @@ def _jacobians_chunk(Ws, bs, sk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         aW = np.abs(W)
         scale = np.abs(h) @ aW.T + np.abs(b)
         k = W.shape[1] + 1
-        gamma = k * _UNIT / (1.0 - k * _UNIT)
+        gamma = k * UNIT_ROUNDOFF / (1.0 - k * UNIT_ROUNDOFF)
         err = err @ aW.T + gamma * scale
         # a neuron with a zero row and zero bias (pruned) is 0 everywhere: no boundary
         live = np.any(W != 0, axis=1) | (b != 0)
