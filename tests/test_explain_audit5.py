@@ -119,3 +119,26 @@ def test_a_chain_of_near_parallel_facets_keeps_the_tightest():
     b = r.region_rule.b[np.argmax(r.region_rule.A[:, 0])]
     assert abs(b - 0.5) < 1e-10
     assert r.region_facets == ("neuron 1.1",)
+
+
+def test_l2_why_not_pulls_a_tie_point_inside_and_finds_the_nearest_counterfactual():
+    """A 2-6-3 classifier whose logits pass through a ReLU: the nearest class-0 points lie
+    where every logit is 0 (class 0 wins the tie).  The QP's points sit on that region's
+    boundary and failed the forward pass; l2 answered "feasible" at 0.924 where a grid
+    finds class 0 at 0.857.  Now a point pulled towards the interior passes."""
+    rng = np.random.default_rng(100)
+    d, h, m = 2, 6, 3
+    net = Network([rng.normal(size=(h, d)), rng.normal(size=(m, h)), np.eye(m)],
+                  [rng.normal(size=h) * 0.5, rng.normal(size=m) * 0.3, np.zeros(m)])
+    box = Box(-np.ones(d), np.ones(d))
+    x = rng.uniform(-0.8, 0.8, d)
+    r = explain.why_not(net, x, 0, box, norm="l2")
+    g = np.linspace(-1, 1, 801)
+    P = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    ok = np.argmax(net(P), 1) == 0
+    grid = float(np.min(np.linalg.norm(P[ok] - x, axis=1)))
+    assert r.status == "optimal", (r.status, r.certificate.get("reason"))
+    z = np.asarray(r.counterfactual)
+    assert int(np.argmax(net(z[None])[0])) == 0 and box.contains(z)
+    assert r.lower_bound <= r.distance <= grid + 1e-9
+    assert abs(np.linalg.norm(z - x) - r.distance) <= 1e-12

@@ -98,7 +98,14 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
                 break
             first = dz if first is None else first
             y = net(z[None])[0]
-            if dec.holds(y[None])[0] and space.contains(z):
+            if not (dec.holds(y[None])[0] and space.contains(z)):
+                # the QP's point sits on the target part's boundary, where rounding (or a
+                # tie the margin-0 rows allow, e.g. logits all 0 behind a ReLU) can fail
+                # the forward pass: a point pulled a little towards the part's interior
+                # is only a little farther
+                z, y = _pulled_in(net, dec, space, np.vstack([A, T]), np.concatenate([b, tv]), z)
+                dz = float(np.linalg.norm(z - x)) if z is not None else dz
+            if z is not None and dz < best:
                 best, best_z, best_y = dz, z, y
                 first = None
                 break
@@ -126,15 +133,42 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
                 nb = flat.copy()
                 nb[j] = ~nb[j]
                 push(nb)
-    lower = min(best, heap[0][0]) if heap else best
-    if unresolved < best:
-        status, lower = "numerical", min(lower, unresolved)
+    lower = min(best, heap[0][0], unresolved) if heap else min(best, unresolved)
+    if unresolved < best - (STOP_REL * (1 + best) if np.isfinite(best) else 0.0):
+        # (an open part within the polish's slack of the best point changes no answer:
+        # the lower bound holds it, and "optimal" is judged against that bound)
+        status = "numerical"
     if status == "optimal" and best_z is None:
         status = "infeasible"
     return {"status": status, "z": best_z, "y": best_y, "distance": best, "lower_bound": lower,
             "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0,
             **({"unresolved_from": unresolved, "unresolved_unchecked": unchecked}
                if status == "numerical" else {})}
+
+
+# fractions of the way from a boundary point to the interior's centre tried in turn
+PULL_STEPS = (1e-9, 1e-7, 1e-5, 1e-3, 1e-1)  # tol: steps towards the centre
+
+
+def _pulled_in(net: Network, dec: Decision, space: Space, A: np.ndarray, b: np.ndarray,
+               z: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A point of ``{A v <= b}`` in the space near ``z`` whose forward pass meets the
+    decision: ``z`` moved by each of PULL_STEPS towards the set's Chebyshev centre (the
+    first that passes), or ``(None, None)`` (no interior: a single tie point, say)."""
+    from ..lp import LPError, chebyshev_center
+
+    try:
+        c, r = chebyshev_center(A, b, space.lo, space.hi)
+    except LPError:
+        return None, None
+    if c is None or not r > 0:
+        return None, None
+    for t in PULL_STEPS:
+        zt = z + t * (c - z)
+        y = net(zt[None])[0]
+        if dec.holds(y[None])[0] and space.contains(zt):
+            return zt, y
+    return None, None
 
 
 def _box_rows(space: Space) -> tuple[np.ndarray, np.ndarray]:
