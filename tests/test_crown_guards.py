@@ -159,3 +159,42 @@ def test_a_bound_asked_after_its_deadline_gives_the_interval_bound_at_once():
     assert late.lower[0, 0] == ibp.lower[0, 0]
     X = rng.uniform(-1, 1, (20_000, 4))
     assert net(X).min() >= late.lower[0, 0]
+
+
+def test_beta_terms_rounding_keeps_a_split_bound_below_the_exact_minimum() -> None:
+    """y = 0 relu(z) + c with z = 2^42 x0 + 2^-11 x1 + b on a thin box where the split
+    z >= 0 is not empty (checked in rationals): y is the constant c there.  beta's terms
+    (about 1e12) round by about 1e-4, and keeping the best of 20 steps picked the rounding
+    that went up: a lower bound 2.7e-4 above c (aud_ver7)."""
+    from fractions import Fraction
+
+    from relulab import Network
+
+    K, x0, c, b = 4398046511104.0, 1.7963242702872941, -1.6161467460375154, -7900317689748.473
+    lo = np.array([[x0 - 2.0 ** -20, 1.0]])
+    hi = np.array([[x0, 1.0 + 2.0 ** -20]])
+    net = Network([[[K, 2.0 ** -11]], [[0.0]]], [[b], [c]])
+    assert Fraction(K) * Fraction(hi[0, 0]) + Fraction(2.0 ** -11) * Fraction(hi[0, 1]) + Fraction(b) >= 0
+    splits = {"relu0": np.array([[1]], dtype=np.int8)}
+    for iters in (0, 5, 20, 50):
+        gb = bound(BoundGraph.from_network(net), lo, hi, method="alpha", iters=iters, splits=splits)
+        assert not gb.infeasible[0]
+        assert gb.lower[0, 0] <= c <= gb.upper[0, 0], (iters, gb.lower[0, 0] - c, gb.upper[0, 0] - c)
+
+
+def test_a_warm_start_serves_a_run_of_another_dtype_on_its_own_box() -> None:
+    """A float64 parent handed to a float32 run on the same box was refused (the parent's
+    box rounded to nearest against the child's rounded outward); the caller's box is now
+    compared with the parent's in float64, and a box an ulp outside is still refused."""
+    from relulab import Network
+
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    bg = BoundGraph.from_network(net)
+    lo, hi = np.array([[0.1]]), np.array([[0.7]])
+    for parent_dt, child_dt in (("float64", "float32"), ("float32", "float64"), ("float64", "float64")):
+        parent = bound(bg, lo, hi, method="alpha", iters=3, dtype=parent_dt)
+        child = bound(bg, lo, hi, method="alpha", iters=3, warm=parent.warm, dtype=child_dt)
+        assert child.lower[0, 0] <= 0.1 and child.upper[0, 0] >= 0.7
+    parent = bound(bg, lo, hi, method="alpha", iters=3)
+    with pytest.raises(BoundError, match="not inside the box"):
+        bound(bg, np.nextafter(lo, -1.0), hi, method="alpha", iters=3, warm=parent.warm)

@@ -64,7 +64,7 @@ def _one_hot_rows(ref: Any, B: int, n: int, idx: Any) -> Any:
 
 
 def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, iters, lr, late, m,
-             return_coeffs, inter=None, stop=None, keep=None):
+             return_coeffs, inter=None, stop=None, keep=None, beta_radius=None):
     """alpha (and beta) optimisation of the final bound by projected Adam.
 
     ``inter`` (optional): per ReLU whose unstable neurons are re-bounded at every step
@@ -173,8 +173,12 @@ def optimise(g, lam0, relax, unstable, signs, xlo, xhi, val0, coeffs0, warm, ite
         if keep is not None:
             keep["lam_in"] = lam_in.detach()
         with torch.no_grad():
-            better = val > best
-            best = torch.where(better, val, best)
+            # each step's bound less the rounding of its beta terms (beta_radius): the best
+            # of many steps otherwise picks the rounding that happens to go up (2.7e-4
+            # above the exact minimum behind a split neuron with weights of 2^42)
+            score = val if beta_radius is None or not bt else val - beta_radius(bt)
+            better = score > best
+            best = torch.where(better, score, best)
             if return_coeffs and best_coeffs is not None:
                 bm = better[:, :m]
                 for k, v in record.items():

@@ -384,10 +384,13 @@ def bound(
         xlo, xhi = outward(Lo, True), outward(Hi, False)
         if warm is not None and warm.box is not None:
             # its pre-activation bounds hold on its own boxes only: a box that leaves them
-            # would get the parent's bounds, which are false there (compared in the run's
-            # dtype, as the warm start's box was rounded to it)
-            wlo, whi = (v.to(dtype=dt, device=device).reshape(B, -1) for v in warm.box)
-            if bool((xlo.reshape(B, -1) < wlo).any()) or bool((xhi.reshape(B, -1) > whi).any()):
+            # would get the parent's bounds, which are false there.  Compared in float64,
+            # the caller's box against the parent's: a float32 run's box rounded outward
+            # may pass the parent's by an ulp (both bounds hold on the caller's box), and
+            # a parent's box rounded to float32 could admit a box an ulp outside it
+            wlo, whi = (v.to(dtype=torch.float64).cpu().numpy().reshape(B, -1) for v in warm.box)
+            if bool((np.asarray(Lo, np.float64).reshape(B, -1) < wlo).any()) or \
+                    bool((np.asarray(Hi, np.float64).reshape(B, -1) > whi).any()):
                 raise BoundError("warm: a box is not inside the box its warm start was computed "
                                  "on; a warm start serves sub-problems of its own domain only")
         if warm is not None:
@@ -536,7 +539,8 @@ def bound(
     if method == "alpha" and int(iters) > 0 and not late():
         val, coeffs, alphas, betas, tight, why = optimise(
             g, lam0, relax, unstable, signs, xlo, xhi, val, coeffs, warm, int(iters), float(lr),
-            opt_late, m, return_coeffs, inter or None, stop, last)
+            opt_late, m, return_coeffs, inter or None, stop, last,
+            lambda bt: rounding.beta_radius(g, g.output_name, bt))
         if why.startswith("deadline") and not late():
             why = "opt_deadline: alpha optimisation stopped early"  # as asked: not partial
         for name, (a, b) in tight.items():

@@ -22,6 +22,12 @@ float32 bounds carry their own unit roundoff (2^-24, or TensorFloat-32's 2^-11 o
 that multiplies in it): sound, but on deep networks far looser than float64's (a CIFAR
 ResNet's root bound fell from +2.3 to -4e6), which is why proofs run in float64.
 
+Not covered: underflow.  Below the smallest normal number (2^-126 in float32, 2^-1022 in
+float64) rounding is absolute, not relative, so products of that size behind weights
+that scale them back up (2^-120 then 2^120, in float32) can escape these radii: a float32
+upper bound read 1.6e-13 for 5.6e-9.  Branch and bound runs in float64, where that needs
+factors near 2^1000.
+
 Both outward bounds come from the operators' own interval functions: every operator of a
 :class:`~relulab.crown.graph.BoundGraph` is affine, so ``op.ibp`` on the box ``[-P, Q]``
 (``P, Q >= 0``) gives ``b - (W+ P + |W-| Q)`` and ``b + W+ Q + |W-| P``, the sizes of the
@@ -153,6 +159,18 @@ class SignRounding:
         substitution cancels too: 2^40 + 2^40 c - 2^40 rounds to 0."""
         mag = self.mag[name].reshape(rows.shape[0], 1, -1)
         return (2.0 * self.ops[name] * self.unit) * (rows.reshape(rows.shape[0], rows.shape[1], -1).abs() * mag).sum(-1)
+
+    def beta_radius(self, g: Any, out: str, bt: dict[str, Any]) -> Any:
+        """The rounding of the beta terms ``beta_j s_j z_j`` a split adds to a bound of the
+        output ``out`` (B, R): each is back-substituted from its pre-activation ``z_j``,
+        whose terms have sizes ``mag[z_j]``, through at most ``ops[out]`` operations, so
+        ``2 ops u sum_j |beta_j| mag[z_j]``.  The output's own terms are in
+        :meth:`output_radius`; a split neuron that feeds the output with weight 0 is not."""
+        total = 0.0
+        for name, b in bt.items():
+            mag = self.mag[g.by_name[name].inputs[0]]
+            total = total + (b.abs() * mag.unsqueeze(1)).flatten(2).sum(-1)
+        return (2.0 * self.ops[out] * self.unit) * total
 
     def after_relu(self, name: str, p: str) -> None:
         """ReLU ``name`` of ``p``: its input bounds were moved outward (:meth:`decide`), so
