@@ -69,6 +69,7 @@ def test_ij_bad_input():
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 from relulab.estimators import MarginalNetRegressor  # noqa: E402
+from relulab.estimators._base import EstimatorInputError  # noqa: E402
 
 
 def clustered(n_units: int, m: int, family: str = "gaussian", seed: int = 0):
@@ -191,3 +192,46 @@ def test_joint_ensemble_training_equals_training_members_alone():
     _torch.train(torch, alone, lambda Z: _torch.ensemble_forward(torch, alone, Z), obj, X, y, w[1:2], **kw)
     for p, q in zip(both, alone, strict=True):
         assert torch.allclose(p[1:2], q, rtol=1e-12, atol=1e-14)
+
+
+def test_ensemble_network_is_sized_as_it_is_built_and_matches_the_mean():
+    # the output layer is one row of B blocks: sized as B^2 blocks, 1000 members of width
+    # 64 (1 MB) were refused as 0.48 GB under a 0.1 GB budget
+    from relulab.limits import memory_limit
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(50, 1))
+    y = X[:, 0] + 0.1 * rng.normal(size=50)
+    m = MarginalNetRegressor(hidden=(64,), n_estimators=1000, epochs=1, random_state=0).fit(X, y)
+    with memory_limit(100 * 2**20):
+        net = m.ensemble_network()
+    Z = rng.uniform(-1, 1, size=(7, 1))
+    want = np.mean([f(Z)[:, 0] for f in m.networks_], axis=0)
+    assert np.allclose(net(Z)[:, 0], want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["object", "datetime"])
+def test_missing_group_labels_of_any_kind_are_refused(kind):
+    # NaN in an object array made every such row a unit of its own; NaT rows were pooled
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = 2 * X[:, 0] + rng.normal(size=40)
+    labels = np.repeat(np.arange(10.0), 4)
+    if kind == "object":
+        g = np.where(np.arange(40) < 20, np.nan, labels).astype(object)
+    else:
+        g = np.where(np.arange(40) < 20, np.datetime64("NaT"),
+                     np.datetime64("2020-01-01") + labels.astype(int)).astype("datetime64[D]")
+    m = MarginalNetRegressor(hidden=(4,), n_estimators=3, epochs=2, random_state=0)
+    with pytest.raises(EstimatorInputError, match="missing"):
+        m.fit(X, y, groups=g)
+
+
+def test_a_tiny_alpha_gives_finite_intervals():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = 2 * X[:, 0] + rng.normal(size=40)
+    m = MarginalNetRegressor(hidden=(4,), n_estimators=3, epochs=2, random_state=0).fit(X, y)
+    for a in (1e-15, 1e-17, 1e-300):
+        iv = m.predict_interval(X, alpha=a)
+        assert np.all(np.isfinite(iv)) and np.all(iv[:, 0] <= iv[:, 1])   # norm.ppf(1) was inf

@@ -192,5 +192,8 @@ def test_bad_settings_and_score_weights_are_one_clear_error():
         with pytest.raises(EstimatorInputError, match="sample_weight"):
             q.score(X, y, sample_weight=w)
     groups = np.array([None] * 25 + ["a"] * 25, dtype=object)
+    with pytest.raises(EstimatorInputError, match="missing"):
+        MarginalNetRegressor(**T).fit(X, y, groups=groups)
+    groups = np.array([1] * 25 + ["a"] * 25, dtype=object)
     with pytest.raises(EstimatorInputError, match="groups must be labels"):
         MarginalNetRegressor(**T).fit(X, y, groups=groups)

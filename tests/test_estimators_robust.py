@@ -157,3 +157,39 @@ def test_bad_arguments_get_one_line(call, match):
 def test_conquer_bandwidth_takes_counts_beyond_float64():
     assert conquer_bandwidth(0.5, n=10**400, p=1) == 0.01
     assert conquer_bandwidth(0.5, n=10, p=10**400) == conquer_bandwidth(0.5, n=10, p=5)
+
+
+def _zero_inflated(n: int = 2000, jitter: float = 0.0, seed: int = 0):
+    """60% of y an atom at 0 (with ``jitter``), 20% near -3, 20% near 3 + 2x: the true 0.9
+    quantile is 3 + 2x (aud_est5 F1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 1))
+    u = rng.uniform(size=n)
+    atom = (u >= 0.2) & (u < 0.8)
+    y = np.where(atom, 0.0, np.where(u < 0.2, -3 + 0.3 * rng.normal(size=n),
+                                     3 + 2 * X[:, 0] + 0.3 * rng.normal(size=n)))
+    return X, y + jitter * rng.normal(size=n) * atom
+
+
+def test_the_response_scale_survives_an_atom_over_the_middle_half():
+    from relulab.estimators._base import robust_response_scale
+
+    _, y = _zero_inflated()
+    sd = float(np.std(y))
+    for jitter in (0.0, 1e-12, 1e-6):
+        _, yj = _zero_inflated(jitter=jitter)
+        _, s = robust_response_scale(yj)
+        assert 0.5 * sd <= s <= 2 * sd, (jitter, s, sd)     # the IQR alone gave 2e-12
+        out = yj.copy()
+        out[np.argmax(yj)] = 1e6                              # one gross outlier
+        assert robust_response_scale(out)[1] == pytest.approx(s, rel=0.05)   # SD fallback: 2e4
+    # an atom over 90% of y: the wider range, not the atom's rounding
+    z = np.r_[np.zeros(950), np.linspace(1, 5, 50)]
+    assert robust_response_scale(z)[1] > 0.1
+
+
+def test_a_quantile_net_on_zero_inflated_data_keeps_the_upper_slope():
+    X, y = _zero_inflated(jitter=1e-12)
+    m = QuantileNetRegressor(quantiles=(0.9,), hidden=(16, 16), epochs=60, random_state=0).fit(X, y)
+    slope = float(np.polyfit(X[:, 0], m.predict(X)[:, 0], 1)[0])
+    assert slope > 1.0, slope        # true 2; a collapsed scale gave a flat 0.000

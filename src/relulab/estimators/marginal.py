@@ -76,8 +76,18 @@ def _check_groups(groups: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
         raise EstimatorInputError(
             f"MarginalNetRegressor.fit: groups has shape {g.shape}; need one label per row of X ({n},)"
         )
-    if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
-        raise EstimatorInputError("MarginalNetRegressor.fit: groups contains NaN or infinite labels")
+    missing = None
+    if g.dtype.kind == "f":
+        missing = ~np.isfinite(g)
+    elif g.dtype.kind in "mM":
+        missing = np.isnat(g)
+    elif g.dtype.kind == "O":
+        # NaN != NaN: np.unique made every missing row a unit of its own
+        missing = np.array([v is None or (isinstance(v, numbers.Real) and not np.isfinite(float(v)))
+                            for v in g.tolist()], dtype=bool)
+    if missing is not None and missing.any():
+        raise EstimatorInputError("MarginalNetRegressor.fit: groups contains missing (NaN, NaT, None) "
+                                  f"or infinite labels, first at row {int(np.argmax(missing))}")
     try:
         units, inverse = np.unique(g, return_inverse=True)
     except TypeError:
@@ -297,7 +307,7 @@ class MarginalNetRegressor(NetEstimatorBase):
                           f"(the bias-corrected variance was <= 0 with {E.shape[0]} members for "
                           f"{self.counts_.shape[1]} units); more n_estimators give usable intervals", stacklevel=2)
         V = np.maximum(V, 0.0)
-        z = float(norm.ppf(1 - alpha / 2))
+        z = float(norm.isf(alpha / 2))   # ppf(1 - alpha/2) is inf once 1 - alpha/2 rounds to 1
         eta = E.mean(axis=0)
         half = z * np.sqrt(V)
         return np.column_stack([_inverse_link(eta - half, self.family_), _inverse_link(eta + half, self.family_)])
@@ -317,9 +327,12 @@ class MarginalNetRegressor(NetEstimatorBase):
         B = len(nets)
         # every member has the fitted architecture: one block-diagonal build per layer
         # (B - 1 successive concatenations copied every layer B times: 21 s for B = 150)
-        sizes = [(W.shape[0] * B) * (W.shape[1] * (B if k else 1)) for k, W in enumerate(nets[0].weights)]
-        check_bytes(8.0 * sum(sizes), f"MarginalNetRegressor.ensemble_network: the dense layers of {B} members")
+        # the first layer is stacked (B rows of blocks), the last side by side (one row of
+        # B blocks), the ones between block-diagonal (B^2 blocks): sizing the last as
+        # block-diagonal refused 1000 members of width 64 (1 MB) as 0.48 GB
         L = len(nets[0].weights)
+        sizes = [W.size * (B if k in (0, L - 1) else B * B) for k, W in enumerate(nets[0].weights)]
+        check_bytes(8.0 * sum(sizes), f"MarginalNetRegressor.ensemble_network: the dense layers of {B} members")
         Ws, bs = [], []
         for k in range(L):
             mats = [net.weights[k] for net in nets]
