@@ -195,3 +195,34 @@ def test_a_normalisation_that_overflows_float64_is_named():
     c, _ = canonical(f.exact())  # exact arithmetic has no such limit
     x = [[Fraction(1, 3)]]
     assert c.exact()(x[0]) == f.exact()(x[0])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_row_grouping_and_order_match_the_pairwise_definitions(seed):
+    # the sorted-window grouping and the presorted comparison sort against their
+    # definitions: every unassigned row within tol of the first one (in index order), and
+    # a sort by the comparison alone from the index order
+    from functools import cmp_to_key
+
+    from relulab.symmetry.canonical import ORDER_TOL, _group_rows, _row_order
+
+    rng = np.random.default_rng(seed)
+    n, d, tol = 300, 4, 1e-12
+    R = np.round(rng.standard_normal((n, d)), 1)          # ties in the first coordinate
+    R[100:150] = R[:50] + 1e-13 * rng.standard_normal((50, d))   # near-duplicates
+    R[150:160] = R[0]
+    assigned, want = np.zeros(n, bool), []
+    for i in range(n):
+        if not assigned[i]:
+            close = (np.max(np.abs(R - R[i]), axis=1) <= tol) & ~assigned
+            assigned |= close
+            want.append([int(j) for j in np.nonzero(close)[0]])
+    assert _group_rows(R, False, tol) == want
+    U = R[[g[0] for g in want]]                              # one row per group
+
+    def cmp(i, j):
+        diff = U[i] - U[j]
+        big = np.flatnonzero(np.abs(diff) > ORDER_TOL)
+        return 0 if big.size == 0 else (-1 if diff[big[0]] < 0 else 1)
+
+    assert _row_order(U, False) == sorted(range(len(U)), key=cmp_to_key(cmp))

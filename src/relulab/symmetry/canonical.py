@@ -124,7 +124,11 @@ def _row_order(R: np.ndarray, exact: bool) -> list[int]:
         big = np.flatnonzero(np.abs(diff) > ORDER_TOL)
         return 0 if big.size == 0 else (-1 if diff[big[0]] < 0 else 1)
 
-    return sorted(range(R.shape[0]), key=cmp_to_key(cmp))
+    # started from the rows' plain lexicographic order, which the comparison changes only
+    # among near-ties, the sort makes about n comparisons instead of n log n (1.5 s of
+    # Python comparisons at 6,000 neurons)
+    start = np.lexsort(R.T[::-1]) if R.shape[0] else np.arange(0)
+    return sorted((int(i) for i in start), key=cmp_to_key(cmp))
 
 
 def _group_rows(R: np.ndarray, exact: bool, tol: float) -> list[list[int]]:
@@ -138,12 +142,22 @@ def _group_rows(R: np.ndarray, exact: bool, tol: float) -> list[list[int]]:
         return sorted(seen.values(), key=lambda g: g[0])
     assigned = np.zeros(n, dtype=bool)
     groups = []
+    if n == 0:
+        return groups
+    # candidates by the first coordinate (rows within tol in max norm are within tol
+    # there): a sort and a window instead of every row against every other (O(n^2):
+    # 15 s of canonical alone at 12,000 neurons, past any time limit); same groups
+    order = np.argsort(R[:, 0], kind="stable")
+    first = R[order, 0]
     for i in range(n):
         if assigned[i]:
             continue
-        close = np.max(np.abs(R - R[i]), axis=1) <= tol
-        close &= ~assigned
-        members = [int(j) for j in np.nonzero(close)[0]]
+        a = np.searchsorted(first, R[i, 0] - tol, side="left")
+        b = np.searchsorted(first, R[i, 0] + tol, side="right")
+        cand = np.sort(order[a:b])
+        cand = cand[~assigned[cand]]
+        close = cand[np.max(np.abs(R[cand] - R[i]), axis=1) <= tol]
+        members = [int(j) for j in close]
         assigned[members] = True
         groups.append(members)
     return groups

@@ -298,14 +298,17 @@ def _canonical_error(net: Network, can: Network, rep: CanonicalReport, box: Box)
     for k in range(L + 1):
         WN, bN = np.asarray(N.weights[k], float), np.asarray(N.biases[k], float)
         WC, bC = np.asarray(C.weights[k], float), np.asarray(C.biases[k], float)
-        P = np.zeros((WN.shape[1], WC.shape[1]))
-        live = a > 0
-        P[np.nonzero(live)[0], pos[live]] = a[live]
-        WP = WN @ P
+        # WP = WN P for the map P (column i of WN goes to column pos[i] of `can`, times
+        # a[i]), as a scatter-add: a dense P was n x n (1.2 GB and 10 s at 12,000 neurons)
+        live = np.nonzero(a > 0)[0]
+        WP = np.zeros((WN.shape[0], WC.shape[1]))
+        np.add.at(WP.T, pos[live], (WN[:, live] * a[live]).T)
+        PH = np.zeros(WN.shape[1])                      # |P| HC[k]
+        PH[live] = a[live] * HC[k][pos[live]]
         bt = bN + WN @ hconst     # constant neurons of the previous layer, folded exactly
         g = _gamma(WN.shape[1])
         # Rounding of WP, bt and of the products with `a` below: gamma x magnitudes.
-        round_W = g * (np.abs(WN) @ (np.abs(P) @ HC[k]))
+        round_W = g * (np.abs(WN) @ PH)
         round_b = g * (np.abs(bN) + np.abs(WN) @ hconst)
         if k < L:
             order = rep.order[k]
@@ -371,6 +374,32 @@ def _canonical_path_bound(f: Network, cf: Network, rf: CanonicalReport, g: Netwo
     return float((ef + mid + eg) * (1 + ROUNDOFF))
 
 
+# the fewest sampled points a time limit cuts a sample down to, and the share of the
+# limit the sampled forward passes may take
+MIN_POINTS, SAMPLE_SHARE = 200, 0.25
+
+
+def points_in_time(nets: tuple[Network, ...], n: int, seconds: float | None) -> int:
+    """How many of ``n`` points the forward passes of ``nets`` can take in ``seconds``
+    (None: all), estimated from the weights' sizes and :func:`~relulab.limits.dense_flop_rate`
+    (a forward pass runs at about a quarter of a matrix product's rate); at least
+    ``MIN_POINTS``.  Sampling 10,000 points through 12,000-neuron networks took seconds
+    past a 0.5 s limit.
+
+    Example:
+        >>> f = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+        >>> points_in_time((f,), 5000, None), points_in_time((f,), 5000, 10.0)
+        (5000, 5000)
+    """
+    if seconds is None:
+        return n
+    from ..limits import dense_flop_rate
+
+    flops = 2.0 * sum(float(np.size(W)) for net in nets for W in net.weights)
+    per_point = 4.0 * flops / dense_flop_rate()
+    return int(min(n, max(MIN_POINTS, seconds / max(per_point, TINY))))
+
+
 def _domain_points(domain: Box | Polytope, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     X = domain.sample(n, rng)
@@ -403,7 +432,8 @@ def equivalent(
             ``1e-6 * max(1, largest |output| seen on samples)``); for ``domain=None`` it
             is the relative tolerance of the algebraic comparison (float networks).
         fast: try normal forms and a sampling attack before the verifier.
-        n_samples: points of the sampling attack.
+        n_samples: points of the sampling attack (under a ``timeout``, as many as a
+            quarter of it allows, at least 200).
 
     Example:
         >>> f = Network([[[1.0], [-1.0]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])      # x
@@ -437,7 +467,8 @@ def equivalent(
         raise DomainError("equivalent: the polytope is unbounded; give a bounded domain")
     both_exact = f.is_exact and g.is_exact
 
-    X = _domain_points(dom, n_samples, seed)
+    X = _domain_points(dom, points_in_time((f, g), n_samples, None if timeout is None else SAMPLE_SHARE * timeout),
+                       seed)
     out_scale = _output_scale(f, g, X)
     tol_v = EQUIV_TOL * out_scale if tol is None else float(tol)
 

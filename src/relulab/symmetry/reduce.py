@@ -46,7 +46,7 @@ from ..network import Network, NetworkError
 from ..tolerance import ROUNDOFF
 from ._status import neuron_status, verifier_available
 from .canonical import canonical
-from .equivalence import EquivalenceResult, equivalent
+from .equivalence import SAMPLE_SHARE, EquivalenceResult, equivalent, points_in_time
 
 __all__ = ["reduce", "ReduceResult"]
 
@@ -275,7 +275,8 @@ def reduce(
         allow_skip: one-hidden-layer networks may gain an input-to-output skip.
         use_verifier: prove dead / stably active neurons that bounds leave open with the
             exact verifier (tried only on neurons that never change sign on samples).
-        n_check: random domain points on which the result is compared too.
+        n_check: random domain points on which the result is compared too (under a
+            ``timeout``, as many as a quarter of the time left allows, at least 200).
         merge_tol: float networks: normalised rows merged within this tolerance
             (:func:`canonical`'s default when None).  When the check finds a difference
             after such merges, the reduction is redone merging identical rows only (rows
@@ -337,7 +338,8 @@ def reduce(
             break
 
     dev = float(np.max(np.abs(net.float()(samples) - cur.float()(samples)), initial=0.0))
-    Xc = dom.sample(n_check, rng)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t_start))
+    Xc = dom.sample(points_in_time((net, cur), n_check, None if left is None else SAMPLE_SHARE * left), rng)
     with np.errstate(over="ignore", invalid="ignore"):
         d_new = float(np.max(np.abs(net.float()(Xc) - cur.float()(Xc)), initial=0.0))
     # a NaN (inf - inf in a float pass) is no agreement: Python's max(dev, nan) dropped it
