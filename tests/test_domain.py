@@ -132,3 +132,21 @@ def test_polytope_rows_with_entries_the_lp_solver_drops_are_refused():
     # a truly unbounded one says so plainly
     with pytest.raises(DomainError, match=r"unbounded along coordinate 0$"):
         Polytope([[-1.0, 0.0], [0.0, -1.0], [0.0, 1.0]], [0.0, 0.0, 1.0]).bounding_box()
+
+
+@pytest.mark.parametrize("far", [None, 1e8, 1e12, 1e19])
+@pytest.mark.parametrize("gap", [1e-8, 3e-8, 1e-7])
+def test_an_empty_polytope_is_refused_whatever_an_unrelated_row_bounds(far, gap):
+    # x0 >= 0 and x0 <= -gap: empty.  A redundant x1 <= 1e8 once scaled the emptiness
+    # tolerance of every row to 0.1, and the empty set was accepted
+    A = [[-1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]
+    b = [0.0, -gap, 1.0, 0.0]
+    if far is not None:
+        A, b = A + [[0.0, 1.0]], b + [far]
+    with pytest.raises(DomainError, match="empty polytope"):
+        Polytope(A, b)
+    # and a thin non-empty one beside the same far row is kept
+    P = Polytope([[-1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, -1.0]] + ([] if far is None else [[0.0, 1.0]]),
+                 [0.0, gap, 1.0, 0.0] + ([] if far is None else [far]))
+    x, _ = P.chebyshev_center()
+    assert P.contains(x)

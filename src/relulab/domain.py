@@ -241,11 +241,15 @@ class Polytope:
             x, r = chebyshev_center(A_m, b_v)
             if x is None:
                 raise DomainError("empty polytope: the inequalities A x <= b have no solution")
-            # relative to the data's size: the LP's own rounding is ~1e-8 at coordinates of 1e8
-            tol = float(scaled_tol(max(float(np.max(np.abs(b_v))), float(np.max(np.abs(x)))), FEAS_TOL))
-            if float(np.max(A_m @ x - b_v)) > tol:
+            # relative to each row's own size, |b_i| + |A_i| |x| (the LP's rounding is ~1e-8
+            # at coordinates of 1e8): the largest |b| of any row let a redundant x1 <= 1e8
+            # widen every row's tolerance to 0.1, and a set empty by 1e-8 was accepted
+            row_tol = scaled_tol(np.abs(b_v) + np.abs(A_m) @ np.abs(x), FEAS_TOL)
+            bad = A_m @ x - b_v > row_tol
+            if bad.any():
                 # HiGHS's own tolerance (1e-7) accepted the point: decide at relulab's
                 # (a set empty by 1e-7 was accepted, and sampling it failed later)
+                tol = float(np.max(row_tol[bad]))
                 gap = _least_violation(A_m, b_v)
                 if gap > tol:
                     raise DomainError(f"empty polytope: no point satisfies A x <= b within {tol:.3g} "
@@ -388,8 +392,10 @@ class Polytope:
         return x, r
 
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """``n`` points uniformly from the polytope (rejection from its bounding box,
-        falling back to hit-and-run when the polytope fills little of the box)."""
+        """``n`` points from the polytope: uniform by rejection from its bounding box, or,
+        when the polytope fills little of the box, by hit-and-run, whose points are only
+        roughly uniform (10 steps apart from the Chebyshev centre: a thin strip's deciles
+        held 8 to 279 of 1,000 points).  Probes, not a statistical sample."""
         _check_count(n)
         rng = np.random.default_rng(rng)
         box = self.bounding_box()
