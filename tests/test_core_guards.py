@@ -167,3 +167,17 @@ def test_plot_output_out_of_range_is_one_error() -> None:
         plot.function1d(NET, output=3)
     with pytest.raises(RelulabError, match="regions2d: output must be an integer in 0..0, got 4"):
         plot.regions2d(Network([[[1.0, 0.0]]], [[0.0]]), output=4)
+
+
+def test_to_jsonable_keeps_exact_integers_and_fractions_python_can_print():
+    # 4000 bits (about 1,204 digits) used to be rounded to five digits, where Python prints
+    # up to 4,300 digits; past that the size alone is written
+    from fractions import Fraction
+
+    from relulab.results import to_jsonable
+
+    n = 2 ** 5000 + 1
+    assert to_jsonable(n) == n or to_jsonable(n) == str(n)
+    q = to_jsonable(Fraction(2 ** 4001, 3))
+    assert str(2 ** 4001) in str(q)
+    assert str(to_jsonable(2 ** 20000)).startswith("~3.9803e+6020")

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -72,12 +73,16 @@ def to_jsonable(obj: Any) -> Any:
 
 
 # integers past this many bits are written by their size: Python refuses to turn one of
-# more than 4300 digits into text (a report of 2^14300 pieces failed after its file was saved)
-HUGE_BITS = 4000
+# more than 4300 digits (about 14,284 bits) into text (a report of 2^14300 pieces failed
+# after its file was saved); 4000 bits, before, rounded numbers Python still prints
+HUGE_BITS = 14_000
+BITS_PER_DIGIT = 3.3219280948873626   # log2(10)
 
 
 def _too_long(n: int) -> bool:
-    return abs(n).bit_length() > HUGE_BITS
+    digits = sys.get_int_max_str_digits()   # 0: no limit (then HUGE_BITS alone)
+    limit = HUGE_BITS if digits == 0 else min(HUGE_BITS, int(digits * BITS_PER_DIGIT) - 64)
+    return abs(n).bit_length() > limit
 
 
 def huge_text(v: int | Fraction) -> str:
