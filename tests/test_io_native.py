@@ -149,3 +149,20 @@ def test_corrupt_files(tmp_path: Path) -> None:
         load(npy)
     with pytest.raises(FormatError, match="no such file"):
         load_model(tmp_path / "missing.npz")
+
+
+def test_exact_entries_too_long_to_convert_quickly_are_refused(tmp_path):
+    # decimal text converts to int in time quadratic in its length: one weight 1/10^4000000
+    # in a 16 KB compressed file took 99 s to load
+    from relulab.io.native import MAX_ENTRY_DIGITS, load
+
+    def write(n_digits):
+        p = tmp_path / f"d{n_digits}.npz"
+        np.savez_compressed(p, format=np.array("relulab-network"), version=np.array(1), exact=np.array(1),
+                            n_layers=np.array(1), W0=np.array([["1/1" + "0" * n_digits]]), b0=np.array(["0"]))
+        return p
+
+    net = load(write(20_000))
+    assert net.weights[0][0, 0] == Fraction(1, 10 ** 20_000)
+    with pytest.raises(FormatError, match="at most 200000 digits"):
+        load(write(MAX_ENTRY_DIGITS + 10))

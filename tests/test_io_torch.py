@@ -437,3 +437,45 @@ def test_an_unsupported_first_module_is_named_not_blamed_on_the_input_shape() ->
             from_torch(m)
     with pytest.raises(FormatError, match="needs input_shape"):  # a supported first layer
         from_torch(nn.Sequential(nn.ReLU(), nn.Linear(2, 1)))
+
+
+def test_modules_with_forward_hooks_are_refused_not_read_without_them(tmp_path):
+    # prune recomputes `weight` in a pre-hook: after an optimiser step the stored weight is
+    # stale, and the .pt file read as it stood made `verify` say "holds" for a violated
+    # property; a forward hook that doubles an output was dropped silently
+    import torch.nn.utils.prune as prune
+
+    from relulab.io import load_model
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).double()
+    prune.l1_unstructured(m[0], "weight", amount=0.5)
+    opt = torch.optim.SGD(m.parameters(), lr=0.5)
+    X = torch.randn(64, 3, dtype=torch.float64)
+    opt.zero_grad()
+    (m(X) ** 2).mean().backward()
+    opt.step()
+    path = tmp_path / "pruned.pt"
+    torch.save(m, path)
+    with pytest.raises(FormatError, match="pruned .*prune.remove"):
+        load_model(path)
+    prune.remove(m[0], "weight")                  # made permanent: read, and equal to torch
+    x = torch.randn(5, 3, dtype=torch.float64)
+    with torch.no_grad():
+        assert np.allclose(from_torch(m)(x.numpy()), m(x).numpy(), rtol=1e-12, atol=1e-12)
+    h = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1)).double()
+    h[2].register_forward_hook(lambda mod, inp, out: 2 * out)
+    with pytest.raises(FormatError, match=r"^2 \(Linear\): has forward hooks"):
+        from_torch(h)
+
+
+def test_a_reading_that_differs_from_the_module_is_refused():
+    from relulab.io.torch import _check_against_module
+
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)).double()
+    net = from_torch(m)
+    _check_against_module(m, net, (2,))                      # its own reading passes
+    W = [w.copy() for w in net.weights]
+    W[-1] = W[-1] + 1e-3
+    with pytest.raises(FormatError, match="differs from the module"):
+        _check_against_module(m, Network(W, list(net.biases)), (2,))

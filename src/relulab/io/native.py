@@ -36,6 +36,11 @@ __all__ = ["save", "load", "FORMAT_VERSION"]
 FORMAT_VERSION = 1
 _MAGIC = "relulab-network"
 _RATIONAL = re.compile(r"[+-]?[0-9]+(/[0-9]+)?")
+# the longest exact entry read, and the most digits an array may hold in all: decimal text
+# to int takes time quadratic in its length (one weight 1/10^4000000 in a 16 KB
+# compressed file took 99 s to load), and these keep a load to a few seconds
+MAX_ENTRY_DIGITS = 200_000
+MAX_ARRAY_DIGITS = 2_000_000
 
 
 @contextlib.contextmanager
@@ -75,6 +80,12 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
         return np.array([Fraction(float(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
     if a.dtype.kind != "U":
         raise FormatError(f"{path}: array '{key}' is neither numbers nor 'p/q' strings")
+    lengths = np.char.str_len(a) if a.size else np.zeros(0, dtype=int)
+    if a.size and (int(lengths.max()) > MAX_ENTRY_DIGITS or int(lengths.sum()) > MAX_ARRAY_DIGITS):
+        raise FormatError(f"{path}: array '{key}' holds an entry of {int(lengths.max())} characters "
+                          f"({int(lengths.sum())} in all); relulab reads exact entries of at most "
+                          f"{MAX_ENTRY_DIGITS} digits and {MAX_ARRAY_DIGITS} per array (decimal "
+                          "text converts in time quadratic in its length)")
     out = []
     for v in a.reshape(-1):
         # str(Fraction) is 'p' or 'p/q'; Fraction() itself would also take '1_000', '0.1e1'

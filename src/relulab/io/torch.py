@@ -465,6 +465,55 @@ def _check_finite(m: Any, where: str) -> None:
             raise FormatError(f"{where}: {name} contains NaN or infinite entries")
 
 
+def _check_no_hooks(module: Any) -> None:
+    """Refuse a module that runs forward hooks or pre-hooks (on itself, any submodule, or
+    globally): they are part of what it computes, and relulab reads the layers alone.
+    ``torch.nn.utils.prune`` recomputes ``weight`` in a pre-hook, so a pruned model saved
+    after an optimiser step holds a stale ``weight``: read as it stood, ``verify`` said
+    "holds" for a property the saved model violates."""
+    from torch.nn.modules import module as tmod
+
+    if getattr(tmod, "_global_forward_hooks", None) or getattr(tmod, "_global_forward_pre_hooks", None):
+        raise FormatError("torch: global forward hooks are registered (torch.nn.modules.module."
+                          "register_module_forward_hook), and relulab does not run them: remove them")
+    for path, m in module.named_modules():
+        if m._forward_hooks or m._forward_pre_hooks:
+            pruned = [k[:-5] for k in m._parameters if k.endswith("_orig")]
+            hint = (f"it is pruned ({', '.join(pruned)}): make the pruning permanent with "
+                    "torch.nn.utils.prune.remove(module, name)" if pruned else
+                    "remove them, or export the model with torch.onnx.export (which runs them) and "
+                    "load the .onnx file")
+            raise FormatError(f"{_where(path, m)}: has forward hooks, which relulab does not run; {hint}")
+
+
+# sampled points at which a reading is compared with the module itself, and the agreement
+# asked for (relative to the outputs' size; the module runs in float64)
+CHECK_POINTS, CHECK_RTOL = 4, 1e-7  # tol: a float64 forward pass against the lowered network
+
+
+def _check_against_module(module: Any, net: Network, shape: tuple[int, ...]) -> None:
+    """Compare the lowered network with the module's own forward pass (a float64 copy in
+    eval mode) at a few random inputs, as the ONNX readers compare with onnxruntime."""
+    import copy
+
+    import torch
+
+    ref = copy.deepcopy(module).cpu().double().eval()
+    X = np.random.default_rng(0).standard_normal((CHECK_POINTS, *shape))
+    with torch.no_grad():
+        want = ref(torch.from_numpy(X)).reshape(CHECK_POINTS, -1).numpy()
+    got = net(X.reshape(CHECK_POINTS, -1))
+    if got.shape != want.shape:
+        raise FormatError(f"torch: the lowered network gives {got.shape[1]} outputs, the module "
+                          f"{want.shape[1]}; relulab cannot read this module")
+    scale = 1.0 + float(np.max(np.abs(want), initial=0.0))
+    err = float(np.max(np.abs(got - want), initial=0.0))
+    if not err <= CHECK_RTOL * scale:
+        raise FormatError(f"torch: the lowered network differs from the module's own forward pass by "
+                          f"{err:.3g} at random inputs (outputs of size {scale - 1:.3g}); relulab cannot read "
+                          "this module faithfully: export it with torch.onnx.export and load the .onnx file")
+
+
 def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> Network:
     """Convert a torch ``nn.Sequential`` into an exactly equivalent :class:`Network`.
 
@@ -489,6 +538,7 @@ def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> N
         Network(9-8-1, float64)
     """
     require("torch", "torch")
+    _check_no_hooks(module)
     mods = list(_walk(module, ""))
     shape = _infer_shape(mods, input_shape)
     tr = AffineTracer(shape)
@@ -502,7 +552,9 @@ def from_torch(module: Any, input_shape: Sequence[int] | int | None = None) -> N
             raise
         except (ValueError, IndexError, TypeError) as e:
             raise FormatError(f"{where}: {e}") from None
-    return tr.finish(v, "output")
+    net = tr.finish(v, "output")
+    _check_against_module(module, net, shape)
+    return net
 
 
 def to_torch(net: Network) -> Any:
