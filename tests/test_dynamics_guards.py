@@ -77,3 +77,40 @@ def test_saddle_events_refuses_an_active_share_outside_zero_one(share) -> None:
     t = train(mlp([2, 2, 1], seed=0), np.eye(2), np.ones(2), steps=20, every=2)
     with pytest.raises(DynamicsError, match="active_share"):
         saddle_events(t, active_share=share)
+
+
+def test_a_refused_kernel_ridge_refit_keeps_the_previous_model():
+    # the new points were stored before y was checked: predict then paired them with the
+    # old coefficients and answered numbers of neither model
+    from relulab.dynamics import KernelError, KernelRidge
+
+    rng = np.random.default_rng(0)
+    X1 = rng.normal(size=(6, 2))
+    y1 = np.sin(X1[:, 0])
+    m = KernelRidge("ntk").fit(X1, y1)
+    before = m.predict(X1)
+    with pytest.raises(KernelError, match="NaN or infinite targets, first at row 2"):
+        m.fit(rng.normal(size=(6, 2)) * 3, [1.0, 2.0, np.nan, 0.0, 0.0, 0.0])
+    assert np.array_equal(m.X_, X1) and np.array_equal(m.predict(X1), before)
+
+
+def test_repeated_points_are_found_exactly_by_their_normalised_rows():
+    # multiples of one augmented point are one hyperplane; rows one ulp apart are not (the
+    # rows are keyed by their division by the first nonzero entry, in rationals)
+    from relulab.dynamics.dichotomies import _distinct_hyperplanes
+
+    Xa = np.array([[1.0, 2.0, 3.0], [-2.0, -4.0, -6.0], [1.0, 2.0, 3.0000000000000004], [0.0, 0.0, 1.0],
+                   [0.0, 0.0, -3.0], [0.5, 1.0, 1.5]])
+    assert _distinct_hyperplanes(Xa).tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0000000000000004], [0.0, 0.0, 1.0]]
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.integers(-3, 4, size=(40, 3)).astype(float)] * 2) * 1e-7
+    X = X[np.any(X != 0, axis=1)]
+    got = _distinct_hyperplanes(X)
+    from fractions import Fraction
+
+    def multiples(a, b):
+        a, b = [Fraction(v) for v in a], [Fraction(v) for v in b]
+        return all(a[p] * b[q] == a[q] * b[p] for p in range(3) for q in range(p + 1, 3))
+
+    assert all(any(multiples(x, g) for g in got) for x in X)          # every row is covered
+    assert not any(multiples(got[i], got[j]) for i in range(len(got)) for j in range(i))

@@ -577,21 +577,27 @@ class KernelRidge:
         raise KernelError(f"kernel: unknown name {self.kernel!r} (expected 'ntk', 'nngp' or a callable)")
 
     def fit(self, X: Any, y: Any) -> KernelRidge:
-        """Store the training points and solve for the dual coefficients."""
-        self.X_ = _points(X, "X")
-        K = self._k(self.X_, None)
+        """Store the training points and solve for the dual coefficients.  Nothing is
+        stored unless the fit succeeds (a refused fit kept its new points beside the old
+        coefficients, and predict mixed the two models)."""
+        Xp = _points(X, "X")
+        K = self._k(Xp, None)
         if not np.all(np.isfinite(K)):   # a callable kernel's own values are not checked elsewhere
             raise KernelError("kernel: the Gram matrix of the training points has NaN or infinite entries")
         try:
             Y = np.asarray(y, dtype=float)
         except (TypeError, ValueError):
             raise KernelError("y: expected numbers") from None
-        if Y.shape[0] != K.shape[0] or not np.all(np.isfinite(Y)):
-            raise KernelError(f"y: expected {K.shape[0]} finite targets, got shape {Y.shape}")
+        if Y.ndim not in (1, 2) or Y.shape[0] != K.shape[0]:
+            raise KernelError(f"y: expected {K.shape[0]} targets (shape ({K.shape[0]},) or "
+                              f"({K.shape[0]}, k)), got shape {Y.shape}")
+        if not np.all(np.isfinite(Y)):
+            raise KernelError(f"y: holds NaN or infinite targets, first at row {int(np.argmax(~np.isfinite(Y).reshape(len(Y), -1).all(1)))}")
         if not (isinstance(self.ridge, int | float | np.number) and not isinstance(self.ridge, bool)
                 and np.isfinite(self.ridge) and self.ridge >= 0):
             raise KernelError(f"ridge: expected a finite number >= 0, got {self.ridge!r}")
-        self.alpha_ = _dual(K, Y, self.ridge)
+        alpha = _dual(K, Y, self.ridge)
+        self.X_, self.alpha_ = Xp, alpha
         return self
 
     def predict(self, X: Any) -> np.ndarray:
