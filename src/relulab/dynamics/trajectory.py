@@ -19,8 +19,11 @@ class FlowCheck(Result):
     """Whether gradient descent followed gradient flow: at every recorded step the loss
     decrease ``L(t) - L(t+1)`` is compared with the first-order prediction
     ``lr * ||grad||^2``; ``max_rel_error`` is the largest relative difference over the
-    ``checked`` steps (steps whose predicted decrease is below float resolution are
-    skipped) and ``ok`` says it stayed within ``tol``.
+    ``checked`` steps and ``ok`` says it stayed within ``tol``.  Skipped: steps whose
+    predicted decrease is below float resolution, and the ``kinks`` steps across which an
+    activation pattern on the data changed (the gradient jumps there, so the prediction
+    misses by a share that no step size shrinks; read through the model's ``nn.ReLU``
+    modules).
 
     Example:
         >>> import numpy as np
@@ -35,6 +38,7 @@ class FlowCheck(Result):
     median_rel_error: float
     tol: float
     ok: bool
+    kinks: int = 0
 
 
 @dataclass(frozen=True)
