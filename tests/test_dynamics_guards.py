@@ -130,3 +130,17 @@ def test_the_flow_check_skips_steps_across_activation_pattern_changes():
         assert t.flow.ok, (lr, t.flow)
         errs.append(t.flow.max_rel_error)
     assert errs[0] < errs[1]          # first order: the error shrinks with the step
+
+
+def test_empirical_ntk_of_a_general_module_checks_its_memory():
+    # relulab's own mlp() is not a bare Sequential: it takes the torch.func path, which
+    # allocated its Jacobians blindly (9.6 GB under a 1 GB budget: torch's raw RuntimeError)
+    from relulab.dynamics import empirical_ntk
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    m = mlp([10, 64, 1], seed=0)                       # 769 parameters
+    X = np.random.default_rng(0).normal(size=(200, 10))
+    with memory_limit(1 << 20), pytest.raises(ResourceLimitError, match="empirical_ntk"):
+        empirical_ntk(m, X)                            # 200 x 769 Jacobians: > 1 MB
+    K = empirical_ntk(m, X[:5])                        # small: computed
+    assert K.shape == (5, 5) and np.allclose(K, K.T)

@@ -440,6 +440,18 @@ def _torch_ntk(module: Any, X: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
         J = vmap(jacrev(f), (None, 0))(params, torch.as_tensor(A, dtype=dtype))
         return [j.reshape(j.shape[0], j.shape[1], -1) for j in J.values()]
 
+    # the Jacobians (every point x every output x every parameter, with vmap's working
+    # copies) and the kernel: a 9.6 GB allocation under a 1 GB budget raised torch's raw
+    # RuntimeError
+    with torch.no_grad():
+        o = int(f(params, torch.as_tensor(X[0], dtype=dtype)).numel())
+    P = sum(int(v.numel()) for v in params.values())
+    m = 0 if Z is None else Z.shape[0]
+    item = torch.empty(0, dtype=dtype).element_size()
+    check_bytes(4.0 * item * (X.shape[0] + m) * o * P + 8.0 * X.shape[0] * (m or X.shape[0]) * o * o,
+                f"empirical_ntk: the Jacobians of {X.shape[0] + m} points ({o} outputs, {P} parameters; "
+                "fewer points, or a Sequential of Linear and ReLU, which takes the exact formula)")
+
     with torch.no_grad():
         Jx = jac(X)
         Jz = Jx if Z is None else jac(Z)
