@@ -144,3 +144,26 @@ def test_empirical_ntk_of_a_general_module_checks_its_memory():
         empirical_ntk(m, X)                            # 200 x 769 Jacobians: > 1 MB
     K = empirical_ntk(m, X[:5])                        # small: computed
     assert K.shape == (5, 5) and np.allclose(K, K.T)
+
+
+def test_a_segment_count_stops_at_its_time_limit():
+    # along_segment took no time limit, and a step-0 RegionCount(segment=...) ran seconds
+    # past train's limit; past the limit no segment is returned, and the record is NaN
+    import warnings
+
+    from relulab import Network, regions
+    from relulab.errors import UncertifiedCount
+
+    rng = np.random.default_rng(0)
+    dims = [2, 30, 30, 1]
+    net = Network([rng.normal(size=(dims[k + 1], dims[k])) for k in range(3)],
+                  [rng.normal(size=dims[k + 1]) for k in range(3)])
+    full = regions.along_segment(net, [-3.0, -3.0], [3.0, 3.0], time_limit=60.0)
+    assert full.n_pieces == regions.along_segment(net, [-3.0, -3.0], [3.0, 3.0]).n_pieces
+    with pytest.raises(UncertifiedCount, match="time limit"):
+        regions.along_segment(net, [-3.0, -3.0], [3.0, 3.0], time_limit=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = train(net, rng.normal(size=(5, 2)), rng.normal(size=5), steps=3, every=1, time_limit=1e-9,
+                  record=[RegionCount(segment=([-3.0, -3.0], [3.0, 3.0]))])
+    assert np.isnan(t.records["regions"]).all()

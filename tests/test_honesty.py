@@ -42,6 +42,7 @@ ALLOWED = {
     "ascent_lower": "a heuristic search by definition: None or a certified witness (a lower bound)",
     "exact_rank": "raises RankTimeLimit at its time limit: there is no partial rank",
     "linear_dichotomies": "an exact count or UncertifiedCount (also at its time limit): there is no partial count",
+    "along_segment": "every breakpoint, or UncertifiedCount at its time limit: there is no partial segment",
     "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
     "box_max": "lipschitz kernel: BoxMax.closed says whether the box was settled; lipschitz reports status",
     "pattern_check": "returns (verdict, witness, upper): the verdict says how it ended",

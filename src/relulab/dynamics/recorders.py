@@ -262,15 +262,19 @@ class RegionCount(Recorder):
     def record(self, ctx: Context) -> int:
         from .. import regions
 
-        if self.segment is not None:
-            a, b = self.segment
-            if ctx.deadline is not None and time.perf_counter() > ctx.deadline:
-                # the record made when the time limit stopped a run: no time left for a
-                # count (one ran 10 s past a 1 s limit on a 1000-wide network)
-                warnings.warn(f"RegionCount: no count at step {ctx.step}: the time limit came first", stacklevel=2)
-                return float("nan")
-            return regions.along_segment(ctx.network, a, b).n_pieces
         try:
+            if self.segment is not None:
+                a, b = self.segment
+                left = None if ctx.deadline is None else ctx.deadline - time.perf_counter()
+                if left is not None and left <= 0:
+                    # the record made when the time limit stopped a run: no time left for a
+                    # count (one ran 10 s past a 1 s limit on a 1000-wide network)
+                    warnings.warn(f"RegionCount: no count at step {ctx.step}: the time limit came first",
+                                  stacklevel=2)
+                    return float("nan")
+                # and a count started before it stops at it (the step-0 count ran 4 s past a
+                # 0.5 s limit): UncertifiedCount below
+                return regions.along_segment(ctx.network, a, b, time_limit=left).n_pieces
             if ctx.deadline is None:
                 return regions.count(ctx.network, self.box)
             # under train's time limit: an enumeration that stops at the deadline (a count

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box
-from ..errors import RelulabError
+from ..errors import RelulabError, UncertifiedCount
+from ..limits import Deadline, check_seconds
 from ..network import Network
 from ..results import Result
 from ..tolerance import ROUNDOFF, or_default
@@ -111,8 +112,12 @@ class Segment:
         }
 
 
-def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> Segment:
+def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None,
+                  time_limit: float | None = None) -> Segment:
     """Every breakpoint of ``net`` on the segment from ``a`` to ``b``.
+
+    ``time_limit`` (seconds, None: none): checked before each layer; past it no segment
+    is returned (:class:`~relulab.errors.UncertifiedCount`), as there is no partial one.
 
     Works layer by layer on intervals of ``t``: on each interval every neuron of the
     next layer is affine in ``t``, so its zero is found by one division and the
@@ -134,6 +139,7 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
         raise RelulabError(f"along_segment: tol must be a number in [0, 1) (a share of the "
                            f"parameter range), got {tol!r}")
     tol = or_default(tol, ROUNDOFF)
+    deadline = Deadline(check_seconds(time_limit, "along_segment"))
     ex = net.is_exact
     one = Fraction(1) if ex else 1.0
     zero = Fraction(0) if ex else 0.0
@@ -166,7 +172,10 @@ def along_segment(net: Network, a: Any, b: Any, *, tol: float | None = None) -> 
     Q = np.zeros((1, 1), dtype=object if ex else float) * one
     pats: list[np.ndarray] = [np.zeros((1, 0), dtype=bool)]
     near = 0   # zeros dropped or merged although farther apart than their rounding
-    for W, bias in zip(g.weights[:-1], g.biases[:-1], strict=True):
+    for k, (W, bias) in enumerate(zip(g.weights[:-1], g.biases[:-1], strict=True)):
+        if deadline.expired():
+            raise UncertifiedCount(f"along_segment: the time limit ran out before layer {k + 1} "
+                                   f"(with {lo.shape[0]} pieces so far); no segment is returned")
         Zp = P @ W.T  # slope of each neuron on each interval
         Zq = Q @ W.T + bias
         if ex:
