@@ -392,3 +392,19 @@ def test_a_clip_layer_beyond_the_memory_budget_is_refused_with_the_file(tmp_path
     with memory_limit(50 * 2**20), pytest.raises(ResourceLimitError, match=r"wide\.nnet: the clip layer of 2000 inputs"):
         load_nnet(path)
     assert load_nnet(path, clip=False).widths == ()  # without the clip layer it fits
+
+
+def test_the_parse_memory_check_counts_numbers_not_only_bytes(tmp_path):
+    # each number costs about 130 bytes while parsed, whatever its length: a 12 MB file of
+    # "10," entries peaked at 525 MB under a 0.15 GB budget (checked as 12 bytes per byte)
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    w = 300
+    net = Network([np.ones((w, w)), np.ones((1, w))], [np.zeros(w), np.zeros(1)])
+    path = tmp_path / "short.nnet"
+    save_model(net, path)
+    text = path.read_text()
+    assert 12 * len(text) < 8 * 2**20 < 140 * text.count(",")
+    with memory_limit(8 * 2**20), pytest.raises(ResourceLimitError, match="numbers"):
+        read_nnet(path)
+    assert read_nnet(path).network.widths == (w,)
