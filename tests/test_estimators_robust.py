@@ -193,3 +193,28 @@ def test_a_quantile_net_on_zero_inflated_data_keeps_the_upper_slope():
     m = QuantileNetRegressor(quantiles=(0.9,), hidden=(16, 16), epochs=60, random_state=0).fit(X, y)
     slope = float(np.polyfit(X[:, 0], m.predict(X)[:, 0], 1)[0])
     assert slope > 1.0, slope        # true 2; a collapsed scale gave a flat 0.000
+
+
+def test_the_robust_centre_of_a_response_near_the_float_limit_is_finite():
+    # np.median averaged the two middle values of y near 1.2e308 and overflowed
+    from relulab.estimators._base import robust_response_scale
+
+    y = 1.2e308 * (1 + 0.1 * np.linspace(-1, 1, 200))
+    c, s = robust_response_scale(y)
+    assert np.isfinite(c) and np.isfinite(s) and s > 0
+    assert c == pytest.approx(1.2e308, rel=1e-12)
+
+
+def test_score_on_a_dataframe_keeps_its_feature_names():
+    # score checked X into a bare array and predicted on that: every score on the
+    # dataframe a model was fitted on warned "X does not have valid feature names"
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(60, 2))
+    y = A[:, 0] + rng.normal(size=60)
+    X = pa.table({"a": A[:, 0], "b": A[:, 1]})
+    m = QuantileNetRegressor(quantiles=0.5, hidden=(4,), epochs=2, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = m.score(X, y)
+    assert np.isfinite(s)

@@ -209,7 +209,7 @@ def robust_response_scale(y: np.ndarray) -> tuple[float, float]:
         (1000.0, 1.4210854715202004e-11)
     """
     top = float(_magnitude(y[:, None])[0])
-    centre = float(np.median(y))
+    centre = float(np.median(y / top)) * top   # (the median of y near 1.2e308 overflowed)
     ranges = [r for i, r in enumerate(SCALE_RANGES) if i == 0 or r[0] * y.size >= TAIL_POINTS]
     with np.errstate(over="ignore", invalid="ignore"):
         q = np.quantile(y / top, [v for lo, hi, _ in ranges for v in (lo, hi)])
@@ -296,8 +296,10 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """R^2 of ``predict(X)`` against ``y`` (scikit-learn's default), after checking ``y``."""
-        X = check_X(self, X, "score")
-        check_scored_y(self, y, X.shape[0], sample_weight)
+        n = check_X(self, X, "score").shape[0]   # (an error names score, not predict)
+        check_scored_y(self, y, n, sample_weight)
+        # predict gets X as given: the checked array has lost a dataframe's column names,
+        # and every score warned "X does not have valid feature names"
         return super().score(X, y, sample_weight)
 
     def _check_training_params(self) -> None:

@@ -266,7 +266,8 @@ class QuantileNetRegressor(NetEstimatorBase):
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Negative mean check loss over rows and levels (greater is better)."""
-        q = self.predict(check_X(self, X, "score"))  # an error names score, not predict
+        check_X(self, X, "score")   # an error names score, not predict
+        q = self.predict(X)          # as given: a dataframe keeps its column names
         check_scored_y(self, y, q.shape[0], sample_weight)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if sample_weight is not None:
