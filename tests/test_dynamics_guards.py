@@ -167,3 +167,19 @@ def test_a_segment_count_stops_at_its_time_limit():
         t = train(net, rng.normal(size=(5, 2)), rng.normal(size=5), steps=3, every=1, time_limit=1e-9,
                   record=[RegionCount(segment=([-3.0, -3.0], [3.0, 3.0]))])
     assert np.isnan(t.records["regions"]).all()
+
+
+def test_effective_width_at_small_tolerances_and_tiny_rows():
+    # distances from 2 - 2 cos resolve about 1e-8: at tol 1e-8 or 0 a row and its positive
+    # multiple counted as two directions; a row of size 1e-170 squared to 0 and was dropped
+    from relulab.dynamics import effective_width
+
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(200, 3))
+    V2 = np.vstack([V, rng.uniform(0.1, 10, size=(200, 1)) * V])
+    for tol in (1e-6, 1e-8, 1e-9, 0.0):
+        assert effective_width(V2, tol=tol) == 200, tol
+    a = np.array([1.0, 0.0, 0.0])
+    assert effective_width(np.vstack([a, [1.0, 3e-9, 0.0]]), tol=1e-8) == 1
+    assert effective_width(np.vstack([a, [1.0, 2e-8, 0.0]]), tol=1e-8) == 2
+    assert effective_width([[1e-170, 2e-170], [1.0, 0.0]]) == 2

@@ -445,10 +445,18 @@ def resolve(record: Sequence[Any]) -> list[Recorder]:
 
 # ------------------------------------------------------------------ geometry helpers
 def unit_rows(V: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero)."""
+    """Rows scaled to unit length (zero rows stay zero); each row is first divided by its
+    largest entry, so rows of size 1e-160 (whose squares underflow) keep their direction."""
     V = np.asarray(V, dtype=np.float64)
+    top = np.max(np.abs(V), axis=1, keepdims=True) if V.shape[1] else np.zeros((V.shape[0], 1))
+    V = np.divide(V, top, out=np.zeros_like(V), where=top > 0)
     n = np.linalg.norm(V, axis=1, keepdims=True)
     return np.divide(V, n, out=np.zeros_like(V), where=n > 0)
+
+
+# unit vectors of exactly parallel rows differ by a few ulps: distances up to this many
+# float64 epsilons count as 0 (the direction tolerance is never below it)
+PARALLEL_ULPS = 8
 
 
 def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
@@ -469,16 +477,21 @@ def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
     from scipy.sparse.csgraph import connected_components
 
     U = unit_rows(V)
-    live = np.linalg.norm(np.asarray(V, float), axis=1) > 0
+    live = np.any(np.asarray(V, float) != 0, axis=1)
     labels = -np.ones(U.shape[0], dtype=int)
     idx = np.nonzero(live)[0]
     if idx.size == 0:
         return labels
     Ul = U[idx]
-    # squared distances from Gram matrix; clipped against tiny negative round-off
-    G = Ul @ Ul.T
-    D2 = np.maximum(2.0 - 2.0 * G, 0.0)
-    adj = csr_matrix(D2 <= tol * tol)
+    # squared distances from the Gram matrix screen the pairs (2 - 2 cos cancels: about
+    # 1e-8 of resolution, and exactly parallel rows read as distinct at tol 1e-8 or less);
+    # the pairs it passes are measured directly
+    eps = float(np.finfo(np.float64).eps)
+    t = max(float(tol), PARALLEL_ULPS * eps)
+    D2 = 2.0 - 2.0 * (Ul @ Ul.T)
+    i, j = np.nonzero(D2 <= t * t + 8.0 * eps)
+    close = np.linalg.norm(Ul[i] - Ul[j], axis=1) <= t
+    adj = csr_matrix((np.ones(int(close.sum()), dtype=bool), (i[close], j[close])), shape=D2.shape)
     _, lab = connected_components(adj, directed=False)
     labels[idx] = lab
     return labels
@@ -505,7 +518,9 @@ def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
         raise DynamicsError(f"effective_width: V must be an (m, d) array (one row per neuron), got shape {V.shape}")
     if isinstance(min_share, bool) or not (isinstance(min_share, (int, float, np.number)) and 0 <= min_share <= 1):
         raise DynamicsError(f"effective_width: min_share must be a number in [0, 1], got {min_share!r}")
-    size = np.linalg.norm(V, axis=1)
+    # (norms of the rows scaled by their largest entry: a row of size 1e-170 squared to 0)
+    top = np.max(np.abs(V), axis=1) if V.shape[1] else np.zeros(V.shape[0])
+    size = top * np.linalg.norm(np.divide(V, top[:, None], out=np.zeros_like(V), where=top[:, None] > 0), axis=1)
     if outgoing is not None:
         A = np.asarray(outgoing, dtype=np.float64)
         if A.size % V.shape[0] or not np.all(np.isfinite(A)):
