@@ -479,3 +479,26 @@ def test_a_reading_that_differs_from_the_module_is_refused():
     W[-1] = W[-1] + 1e-3
     with pytest.raises(FormatError, match="differs from the module"):
         _check_against_module(m, Network(W, list(net.biases)), (2,))
+
+
+def test_a_module_with_large_inner_values_is_not_refused_for_its_own_rounding():
+    # inner values of 1e9 and outputs of 0.1: the module's own float64 pass is off by
+    # 1.6e-7 (the lowered network, whose two Linear layers fold into one, is exact) and the
+    # check, relative to the outputs alone, refused it (aud_sess9)
+    from fractions import Fraction
+
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2),
+                            torch.nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        m[0].weight.copy_(torch.tensor([[1.0, 0.3], [0.7, 1.0]]))
+        m[0].bias.zero_()
+        m[2].weight.copy_(torch.tensor([[1e9, 0.0], [1e9, 1e-3]]))
+        m[2].bias.copy_(torch.tensor([0.1, 0.2]))
+        m[3].weight.copy_(torch.tensor([[1.0, -1.0]]))
+        m[3].bias.zero_()
+    net = from_torch(m)
+    P = [np.vectorize(Fraction)(p.detach().numpy().astype(object)) for p in m.parameters()]
+    for x in np.random.default_rng(0).standard_normal((4, 2)):
+        h = np.maximum(P[0] @ np.vectorize(Fraction)(x.astype(object)) + P[1], 0)
+        want = P[4] @ (P[2] @ h + P[3]) + P[5]
+        assert abs(net(x[None])[0, 0] - float(want[0])) <= 1e-9

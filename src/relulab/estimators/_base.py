@@ -178,26 +178,32 @@ def standardiser(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # IQR / this is the standard deviation of a normal sample
 IQR_PER_SD = 1.3489795003921634
-# inter-quantile ranges (lower level a, upper level 1 - a, range / standard deviation of
-# a normal sample); the scale is the widest of those with at least TAIL_POINTS points
-# beyond each end (a n >= TAIL_POINTS), so fewer outliers than that cannot widen it
-SCALE_RANGES = ((0.25, 0.75, IQR_PER_SD), (0.10, 0.90, 2.5631031310892007),
-                (0.05, 0.95, 3.2897072539029457), (0.01, 0.99, 4.6526957480816815))
-TAIL_POINTS = 10
+# values within this share of max|y| of the median count as one atom there (zero-inflated
+# responses): when they fill the middle half, the scale is the IQR of the other values
+ATOM_REL = 1e-10  # tol: an atom's jitter, relative to the response's size
+
+
+def _iqr_scale(v: np.ndarray, top: float) -> float:
+    with np.errstate(over="ignore", invalid="ignore"):
+        q25, q75 = np.quantile(v / top, [0.25, 0.75])
+    return float(q75 - q25) * top / IQR_PER_SD
 
 
 def robust_response_scale(y: np.ndarray) -> tuple[float, float]:
     """Centre and scale of a response for the robust losses (check, conquer, Huber): the
-    median and the widest of the ranges q75 - q25, q90 - q10, q95 - q05 and q99 - q01 that
-    have at least ``TAIL_POINTS`` points beyond each end, each divided by its width in
-    standard deviations of normal data, so that one gross outlier does not set the
-    bandwidth, Huber's threshold and Adam's step in response units (a single y of 1000
-    among 2000 values near 0 moved the 0.1 and 0.9 quantiles beyond every other point).
-    The IQR alone collapsed where an atom fills the middle half (60% zeros with a 1e-12
-    jitter: a scale of 2e-12, and a flat 0.9 quantile where the true slope was 2) and fell
-    back to the standard deviation on exact zeros (one outlier of 1e6 then moved the 0.1
-    and 0.9 quantiles by 1000).  When every such range is 0 it falls back to
-    :func:`standardiser`; a response constant up to rounding gets a scale of its
+    median and the interquartile range / 1.349 (the standard deviation for normal data),
+    so that outliers (up to a quarter of ``y``) do not set the bandwidth, Huber's threshold
+    and Adam's step in response units (a single y of 1000 among 2000 values near 0 moved
+    the 0.1 and 0.9 quantiles beyond every other point).
+
+    When an atom fills the middle half (values within ``ATOM_REL`` of ``max|y|`` of the
+    median: zero-inflated data) the IQR is the atom's jitter, and the scale is the IQR of
+    the other values instead: with 60% zeros the standard deviation was used, and one
+    outlier of 1e6 moved the 0.1 and 0.9 quantiles by 1,000; a jitter of 1e-12 gave a
+    scale of 2e-12 and a flat 0.9 quantile where the true slope was 2.  (A wider range,
+    q99 - q01, was tried for this: 1% of outliers then set the scale.)  An atom jittered
+    by more than ``ATOM_REL`` still reads as the data's spread.  Failing both, it falls
+    back to :func:`standardiser`; a response constant up to rounding gets a scale of its
     rounding (64 ulps of its size), so the fitted quantiles are that constant.
 
     Example:
@@ -205,21 +211,27 @@ def robust_response_scale(y: np.ndarray) -> tuple[float, float]:
         >>> c, s = robust_response_scale(y)
         >>> round(s, 3), float(standardiser(y[:, None])[1][0]) > 3e4
         (0.742, True)
+        >>> z = np.r_[np.zeros(60), np.linspace(-4.0, -2.0, 20), np.linspace(2.0, 4.0, 20)]
+        >>> round(robust_response_scale(z)[1], 3)                   # the IQR of the non-zeros
+        4.409
         >>> robust_response_scale(np.full(5, 1000.0))
         (1000.0, 1.4210854715202004e-11)
     """
     top = float(_magnitude(y[:, None])[0])
     centre = float(np.median(y / top)) * top   # (the median of y near 1.2e308 overflowed)
-    ranges = [r for i, r in enumerate(SCALE_RANGES) if i == 0 or r[0] * y.size >= TAIL_POINTS]
-    with np.errstate(over="ignore", invalid="ignore"):
-        q = np.quantile(y / top, [v for lo, hi, _ in ranges for v in (lo, hi)])
-    scale = max(float(q[2 * i + 1] - q[2 * i]) * top / k for i, (_, _, k) in enumerate(ranges))
+    scale = _iqr_scale(y, top)
+    if not (np.isfinite(scale) and scale > max(CONSTANT_SPREAD, ATOM_REL) * top):
+        rest = y[np.abs(y - centre) > ATOM_REL * top]
+        if rest.size >= 4:
+            wide = _iqr_scale(rest, top)
+            if np.isfinite(wide) and wide > CONSTANT_SPREAD * top:
+                return centre, max(wide, scale if np.isfinite(scale) else 0.0)
     if np.isfinite(scale) and scale > CONSTANT_SPREAD * top:
         return centre, scale
-    mean, scale = standardiser(y[:, None])
-    if float(scale[0]) == top and float(np.max(np.abs(y - mean[0]))) <= CONSTANT_SPREAD * top:
+    mean, sd = standardiser(y[:, None])
+    if float(sd[0]) == top and float(np.max(np.abs(y - mean[0]))) <= CONSTANT_SPREAD * top:
         return float(mean[0]), CONSTANT_SPREAD * top
-    return float(mean[0]), float(scale[0])
+    return float(mean[0]), float(sd[0])
 
 
 def _magnitude(A: np.ndarray) -> np.ndarray:
