@@ -768,3 +768,23 @@ def test_crosscheck_also_runs_without_a_batch_axis_or_with_a_fixed_batch(tmp_pat
     monkeypatch.setitem(io_onnx._HANDLERS, "Relu", io_onnx._HANDLERS["Identity"])   # a "misread" Relu
     with pytest.raises(FormatError, match="disagrees with onnxruntime"):
         load_onnx(p)
+
+
+def test_a_sparse_initializer_with_a_negative_index_is_refused(tmp_path):
+    # numpy wrapped index -1 around to the last entry, where ONNX and onnxruntime refuse it
+    # (and with onnxruntime refusing, no cross-check ran)
+    from onnx import numpy_helper as nh
+
+    from relulab.io.onnx import load_onnx
+
+    vals = nh.from_array(np.array([2.0]), "W")
+    sp = helper.make_sparse_tensor(vals, nh.from_array(np.array([-1], np.int64), "W_idx"), [3, 2])
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 2])], sparse_initializer=[sp])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "neg.onnx"
+    onnx.save(m, path)
+    with pytest.raises(FormatError, match="index is negative"):
+        load_onnx(path)

@@ -94,6 +94,10 @@ def _sparse_to_dense(t: Any) -> np.ndarray:
     vals = numpy_helper.to_array(t.values).reshape(-1)
     idx = numpy_helper.to_array(t.indices).astype(np.int64)
     out = np.zeros(int(np.prod(dims)), dtype=vals.dtype)
+    if np.any(idx < 0):
+        # numpy would wrap -1 around to the last entry; ONNX (and onnxruntime) refuse it
+        raise FormatError(f"sparse initializer '{t.values.name}': an index is negative "
+                          f"({int(idx.min())}); indices lie in [0, size)")
     flat = idx.reshape(-1) if idx.ndim == 1 else np.ravel_multi_index(tuple(idx.T), dims)
     out[flat] = vals
     return out.reshape(dims)
