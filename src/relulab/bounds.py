@@ -594,7 +594,7 @@ def _interval_outward(zlo, zhi, ilo, ihi, Wp, Wn, b) -> tuple[np.ndarray, np.nda
 
 
 def _move_outward(zlo: np.ndarray, zhi: np.ndarray, sound_i: tuple[np.ndarray, np.ndarray],
-               r: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+                  r: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """Bounds moved to their outward (sound) versions, so a sign is decided only where
     one is proved.
 

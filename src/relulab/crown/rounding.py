@@ -41,7 +41,6 @@ from typing import Any
 
 from ..tolerance import UNIT_ROUNDOFF
 
-UNIT = UNIT_ROUNDOFF   # float64's unit roundoff
 UNIT32 = 2.0 ** -24  # float32's
 UNIT_TF32 = 2.0 ** -11  # TensorFloat-32's (10 stored mantissa bits): CUDA float32 products
 
@@ -59,7 +58,7 @@ def unit_roundoff(t: Any) -> float:
     import torch
 
     if t.dtype == torch.float64:
-        return UNIT
+        return UNIT_ROUNDOFF
     if t.is_cuda and (torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32):
         return UNIT_TF32
     return UNIT32

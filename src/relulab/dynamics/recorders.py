@@ -444,12 +444,29 @@ def resolve(record: Sequence[Any]) -> list[Recorder]:
 
 
 # ------------------------------------------------------------------ geometry helpers
+def _by_largest_entry(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(V / top, top)`` with ``top`` each row's largest absolute entry (zero rows stay
+    zero): lengths of the scaled rows do not underflow (a row of size 1e-170 squared to 0)."""
+    V = np.asarray(V, dtype=np.float64)
+    top = np.max(np.abs(V), axis=1, keepdims=True) if V.shape[1] else np.zeros((V.shape[0], 1))
+    return np.divide(V, top, out=np.zeros_like(V), where=top > 0), top[:, 0]
+
+
+def row_norms(V: np.ndarray) -> np.ndarray:
+    """The rows' Euclidean lengths, without underflow for rows of size 1e-160.
+
+    Example:
+        >>> row_norms(np.array([[3e-170, 4e-170], [0.0, 0.0]])).tolist()
+        [5e-170, 0.0]
+    """
+    U, top = _by_largest_entry(V)
+    return top * np.linalg.norm(U, axis=1)
+
+
 def unit_rows(V: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero); each row is first divided by its
     largest entry, so rows of size 1e-160 (whose squares underflow) keep their direction."""
-    V = np.asarray(V, dtype=np.float64)
-    top = np.max(np.abs(V), axis=1, keepdims=True) if V.shape[1] else np.zeros((V.shape[0], 1))
-    V = np.divide(V, top, out=np.zeros_like(V), where=top > 0)
+    V, _ = _by_largest_entry(V)
     n = np.linalg.norm(V, axis=1, keepdims=True)
     return np.divide(V, n, out=np.zeros_like(V), where=n > 0)
 
@@ -518,9 +535,7 @@ def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
         raise DynamicsError(f"effective_width: V must be an (m, d) array (one row per neuron), got shape {V.shape}")
     if isinstance(min_share, bool) or not (isinstance(min_share, (int, float, np.number)) and 0 <= min_share <= 1):
         raise DynamicsError(f"effective_width: min_share must be a number in [0, 1], got {min_share!r}")
-    # (norms of the rows scaled by their largest entry: a row of size 1e-170 squared to 0)
-    top = np.max(np.abs(V), axis=1) if V.shape[1] else np.zeros(V.shape[0])
-    size = top * np.linalg.norm(np.divide(V, top[:, None], out=np.zeros_like(V), where=top[:, None] > 0), axis=1)
+    size = row_norms(V)   # (a row of size 1e-170 squared to 0 under np.linalg.norm)
     if outgoing is not None:
         A = np.asarray(outgoing, dtype=np.float64)
         if A.size % V.shape[0] or not np.all(np.isfinite(A)):

@@ -380,11 +380,11 @@ MIN_POINTS, SAMPLE_SHARE = 200, 0.25
 
 
 def points_in_time(nets: tuple[Network, ...], n: int, seconds: float | None) -> int:
-    """How many of ``n`` points the forward passes of ``nets`` can take in ``seconds``
-    (None: all), estimated from the weights' sizes and :func:`~relulab.limits.dense_flop_rate`
-    (a forward pass runs at about a quarter of a matrix product's rate); at least
-    ``MIN_POINTS``.  Sampling 10,000 points through 12,000-neuron networks took seconds
-    past a 0.5 s limit.
+    """How many of ``n`` points the forward passes of ``nets`` can take in ``SAMPLE_SHARE``
+    of ``seconds`` (None: all), estimated from the weights' sizes and
+    :func:`~relulab.limits.dense_flop_rate` (a forward pass runs at about a quarter of a
+    matrix product's rate); at least ``MIN_POINTS``.  Sampling 10,000 points through
+    12,000-neuron networks took seconds past a 0.5 s limit.
 
     Example:
         >>> f = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
@@ -397,7 +397,7 @@ def points_in_time(nets: tuple[Network, ...], n: int, seconds: float | None) -> 
 
     flops = 2.0 * sum(float(np.size(W)) for net in nets for W in net.weights)
     per_point = 4.0 * flops / dense_flop_rate()
-    return int(min(n, max(MIN_POINTS, seconds / max(per_point, TINY))))
+    return int(min(n, max(MIN_POINTS, SAMPLE_SHARE * seconds / max(per_point, TINY))))
 
 
 def _domain_points(domain: Box | Polytope, n: int, seed: int) -> np.ndarray:
@@ -467,8 +467,7 @@ def equivalent(
         raise DomainError("equivalent: the polytope is unbounded; give a bounded domain")
     both_exact = f.is_exact and g.is_exact
 
-    X = _domain_points(dom, points_in_time((f, g), n_samples, None if timeout is None else SAMPLE_SHARE * timeout),
-                       seed)
+    X = _domain_points(dom, points_in_time((f, g), n_samples, timeout), seed)
     out_scale = _output_scale(f, g, X)
     tol_v = EQUIV_TOL * out_scale if tol is None else float(tol)
 

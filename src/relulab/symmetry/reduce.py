@@ -46,7 +46,7 @@ from ..network import Network, NetworkError
 from ..tolerance import ROUNDOFF
 from ._status import neuron_status, verifier_available
 from .canonical import canonical
-from .equivalence import SAMPLE_SHARE, EquivalenceResult, equivalent, points_in_time
+from .equivalence import EquivalenceResult, equivalent, points_in_time
 
 __all__ = ["reduce", "ReduceResult"]
 
@@ -339,7 +339,7 @@ def reduce(
 
     dev = float(np.max(np.abs(net.float()(samples) - cur.float()(samples)), initial=0.0))
     left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t_start))
-    Xc = dom.sample(points_in_time((net, cur), n_check, None if left is None else SAMPLE_SHARE * left), rng)
+    Xc = dom.sample(points_in_time((net, cur), n_check, left), rng)
     with np.errstate(over="ignore", invalid="ignore"):
         d_new = float(np.max(np.abs(net.float()(Xc) - cur.float()(Xc)), initial=0.0))
     # a NaN (inf - inf in a float pass) is no agreement: Python's max(dev, nan) dropped it

@@ -231,8 +231,7 @@ class _Projector:
         # 2-D: each cone's two extreme rays, found on first use (all cones at once took
         # about a second on 3,000 points and 6,000 patterns, past a 0.3 s time limit);
         # ray_state: 0 not yet found, 1 a pointed sector, -1 not one (projected by nnls)
-        self.planar = d == 2
-        self.rays = np.zeros((S.shape[1], 2, 2)) if self.planar else None
+        self.rays = np.zeros((S.shape[1], 2, 2)) if d == 2 else None
         self.ray_state = np.zeros(S.shape[1], dtype=np.int8)
 
     def _sectors(self, iis: np.ndarray) -> np.ndarray:
@@ -252,7 +251,7 @@ class _Projector:
         todo = np.nonzero(~np.all(vals >= -tol, axis=1))[0]
         if todo.size == 0:
             return out
-        if self.planar:
+        if self.rays is not None:
             sector = self._sectors(iis[todo])
             closed, todo = todo[sector], todo[~sector]
             r = self.rays[iis[closed]]  # (m, 2, 2)

@@ -124,7 +124,6 @@ class _DenseBounder:
         self.cuts = np.cumsum([0, *self.sizes])
         self.C, self.d = C, d
         self.alpha_iters = alpha_iters
-        self.margin = PROOF_MARGIN
         self.dense = net
 
     def root_warm(self) -> _DenseWarm:
@@ -201,7 +200,6 @@ class _GraphBounder:
         self.iters = iters
         self.dense = dense
         self.reuse = int(self.cuts[-1]) > REUSE_NEURONS
-        self.margin = PROOF_MARGIN
         self.big: float | None = None  # the largest activation bound at the root (for stop_at)
         # per output row, the largest size of the terms the root's bound added up (see
         # bound): the early-stop targets use the same scale as the proofs
@@ -220,7 +218,7 @@ class _GraphBounder:
             return None
         act = np.abs(self.C).sum(1) * (1.0 + self.big)
         scale = 1.0 + np.abs(self.d) + (act if self.terms is None else np.maximum(act, self.terms))
-        return self.d + self.margin * scale
+        return self.d + PROOF_MARGIN * scale
 
     def bytes_per_domain(self, dim: int) -> float:
         n = int(self.cuts[-1])
@@ -409,7 +407,7 @@ def relu_split(
         attack_time: seconds of the attack on the whole box before the search (0: off).
         check_net: network used to re-check counterexamples (default: the model's).
         root: the torch engine's state of the same box from :func:`root_proven` (its
-            ``keep["warm"]``): the root keeps its intermediate bounds instead of
+            ``keep["root"]``, a warm start): the root keeps its intermediate bounds instead of
             recomputing them (they do not depend on ``C``).
 
     Returns a :class:`ReluSplitResult`: "holds", "violated" (re-checked counterexample) or
@@ -451,7 +449,7 @@ def relu_split(
     except ResourceLimitError as e:
         return done("unknown", reason=str(e))
     stats["engine"] = "crown" if isinstance(bounder, _GraphBounder) else "numpy"
-    margin = bounder.margin
+    margin = PROOF_MARGIN
     checker = check_net or dense
     # Split vectors index the bound engine's ReLUs, so leaf LPs and the probe need a dense
     # network with the same neurons layer by layer.  The lowering of a residual block
@@ -575,7 +573,7 @@ def relu_split(
                     return done("violated", x)
             tb = time.monotonic()
             w0 = root if (root is not None and isinstance(bounder, _GraphBounder)) else bounder.root_warm()
-            b0 = bounder.bound(lo, hi, S0, getattr(w0, "warm", w0), bud.deadline)
+            b0 = bounder.bound(lo, hi, S0, w0, bud.deadline)
             stats["domains"] += 1
             x = process(S0, b0)
             if x is not None:
@@ -642,14 +640,6 @@ def relu_split(
     return done("holds")
 
 
-@dataclass
-class RootState:
-    """The torch engine's bounds of a box (its intermediate bounds, reused by
-    :func:`relu_split`'s root)."""
-
-    warm: Any
-
-
 def root_proven(model: Any, box: Box, terms: list[tuple[np.ndarray, np.ndarray]], *,
                 budget: Budget, engine: str = "auto", keep: dict | None = None) -> np.ndarray:
     """Which unsafe terms ``C f(x) <= d`` over one box the root bound alone rules out: one
@@ -676,8 +666,8 @@ def root_proven(model: Any, box: Box, terms: list[tuple[np.ndarray, np.ndarray]]
         b = bounder.bound(lo, hi, np.zeros((1, int(bounder.cuts[-1])), dtype=np.int8),
                           bounder.root_warm(), budget.deadline)
     if keep is not None and isinstance(bounder, _GraphBounder) and b.warm is not None and b.complete:
-        keep["root"] = RootState(b.warm)
-    row_ok = (b.low[0] > getattr(bounder, "margin", PROOF_MARGIN) * b.scale[0]) | bool(b.infeasible[0])
+        keep["root"] = b.warm
+    row_ok = (b.low[0] > PROOF_MARGIN * b.scale[0]) | bool(b.infeasible[0])
     out = np.zeros(len(terms), dtype=bool)
     np.logical_or.at(out, owner, row_ok)  # (a bound cut short by the deadline is still sound)
     return out
