@@ -45,6 +45,8 @@ def test_convert_round_trip(tmp_path, capsys):
         (("eval", "EX", "--x", "1,abc"), "cannot read numbers"),
         (("eval", "EX"), "give at least one input"),
         (("eval", "EX", "--x", "1,,2"), "--x: empty value in '1,,2'"),  # was read as 1,2
+        (("eval", "EX", "--x", "1_0,2"), "--x: cannot read numbers"),  # was read as 10,2
+        (("regions", "EX", "--box", "0:1_0"), "--box: cannot read '0:1_0'"),  # was 0:10
         (("--input-shape", "1,x", "info", "EX"), "--input-shape: cannot read '1,x'"),  # was (1,)
         (("info", "DIR"), "a directory, not a file"),
     ],

@@ -31,6 +31,7 @@ def test_rows_are_read_exactly_once(tmp_path, text, rows):
     ("0.1,abc\n0.2,2\n", "d.csv:1: column 2"),     # some numbers: data, not a header (was skipped)
     ("x,y\nx,y\n0.1,1\n", "d.csv:2: column 1"),     # only one header line
     ("0.1,1\ny,z\n", "d.csv:2: column 1"),
+    ("0.1,1\n0.2,1_0\n", "d.csv:2: column 2"),   # was read as 10 (Python's digit separator)
 ])
 def test_bad_cells_are_named_not_skipped(tmp_path, text, where):
     p = tmp_path / "d.csv"

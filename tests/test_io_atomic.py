@@ -97,3 +97,38 @@ def test_a_write_error_names_the_file_and_leaves_no_temporary(tmp_path: Path) ->
             open(tmp, "w").write("partial")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_through_a_link_to_a_pipe_takes_the_links_suffix(tmp_path: Path, capsys) -> None:
+    # out.onnx -> a device or pipe was refused for the target's missing suffix (the
+    # written path was the target's), and a re-read of a pipe would wait forever
+    import json
+    import threading
+
+    import onnx
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "out.onnx"
+    os.symlink(fifo, link)
+    save_model(NET2, tmp_path / "m.npz")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    code, out, err = run_cli(capsys, "convert", tmp_path / "m.npz", link, "--json")
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert json.loads(out)["max_abs_difference"] is None            # not read back
+    model = onnx.load_from_string(got[0])                             # the reader got ONNX
+    assert [i.name for i in model.graph.input] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_name_that_is_only_a_suffix_is_refused_before_any_work(tmp_path: Path, capsys) -> None:
+    # "DST .onnx" has the suffix ".onnx" but ".onnx" has none: the check passed and the
+    # write failed naming a temporary suffix
+    save_model(NET2, tmp_path / "m.npz")
+    code, _, err = run_cli(capsys, "convert", tmp_path / "m.npz", tmp_path / ".onnx")
+    assert code == 1 and "starts with a dot" in err and ".onnx" in err
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["m.npz"]
+    with pytest.raises(RelulabError, match="no suffix"):
+        save_model(NET2, tmp_path / ".npz")

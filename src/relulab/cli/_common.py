@@ -188,6 +188,22 @@ def check_gigabytes(value: float | None, flag: str = "--memory") -> float | None
     return value
 
 
+def read_float(text: str) -> float:
+    """``float(text)`` without Python's digit separators: "1_0" is a typo, not 10
+    (ValueError, as for any text that is not a number).
+
+    Example:
+        >>> read_float("2.5e3"), read_float("-inf")
+        (2500.0, -inf)
+        >>> read_float("1_0")
+        Traceback (most recent call last):
+        ValueError: '1_0' is not a number ('_' is not read as a digit separator)
+    """
+    if "_" in text:
+        raise ValueError(f"{text!r} is not a number ('_' is not read as a digit separator)")
+    return float(text)
+
+
 def parse_floats(text: str, what: str) -> np.ndarray:
     """Parse "1,2,3" or "1 2 3" into a float vector, with a clear error (an empty value
     between commas, as in "1,,2", is one: it was read as "1,2")."""
@@ -198,7 +214,7 @@ def parse_floats(text: str, what: str) -> np.ndarray:
     if not parts:
         raise RelulabError(f"{what}: no numbers given; write numbers like 1,2,3")
     try:
-        return np.array([float(p) for p in parts], dtype=np.float64)
+        return np.array([read_float(p) for p in parts], dtype=np.float64)
     except ValueError:
         raise RelulabError(f"{what}: cannot read numbers from {text!r}") from None
 
@@ -211,7 +227,7 @@ def parse_box(spec: str | None, dim: int) -> Any:
         return Box(-np.ones(dim), np.ones(dim))
     items = [s for s in spec.replace(" ", "").split(",") if s]
     try:
-        pairs = [tuple(float(v) for v in it.split(":")) for it in items]
+        pairs = [tuple(read_float(v) for v in it.split(":")) for it in items]
     except ValueError:
         raise RelulabError(f"--box: cannot read {spec!r}; write lo:hi or lo1:hi1,lo2:hi2,...") from None
     if any(len(p) != 2 for p in pairs):

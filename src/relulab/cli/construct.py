@@ -134,6 +134,8 @@ def _fractions(text: str, what: str) -> list:
     if not parts:
         raise RelulabError(f"{what}: no numbers given (write them like '1/2,1,1/2')")
     try:
+        if any("_" in p for p in parts):  # "1_0" is a typo, not 10
+            raise ValueError
         return [Fraction(p) for p in parts]
     except (ValueError, ZeroDivisionError):
         raise RelulabError(f"{what}: cannot read numbers from {text!r}") from None

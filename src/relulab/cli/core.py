@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -195,7 +196,7 @@ def convert(
 
     Example: relulab convert example:tiny_2d.nnet tiny.onnx
     """
-    from ..io import atomic_path, check_model_target, load_model, save_model
+    from ..io import atomic_path, check_model_target, save_model
 
     check_model_target(dst, "DST")  # before the model is read, not after
     net = load_model_arg(src)
@@ -203,23 +204,18 @@ def convert(
     # (atomic_path): a conversion that fails (weights beyond float64, a re-read over the
     # memory budget) leaves no DST behind and an existing one untouched.
     written: str | None = None   # the temporary file's name, replaced by DST in errors
+    real = Path(os.path.realpath(dst))
+    # a device or a pipe (/dev/null, a FIFO another program reads) is written in place and
+    # cannot be read back: reading a FIFO would wait for a writer that never comes
+    device = real.exists() and not real.is_file()
+    # only .npz keeps exact weights (read back, the re-read says the same)
+    rounded, err, X = net.is_exact and Path(dst).suffix.lower() != ".npz", None, np.zeros((0, net.input_dim))
     try:
         with atomic_path(dst) as tmp:
-            written = str(tmp)
+            written = None if device else str(tmp)
             save_model(net, tmp)
-            back = load_model(tmp)
-            rng = np.random.default_rng(0)
-            X = rng.normal(size=(256, net.input_dim))
-            # exact (Fraction) weights written to a float format are rounded: compared in
-            # exact arithmetic (a float comparison rounded the source too and read 0)
-            rounded = net.is_exact and not back.is_exact
-            if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
-                err = float("inf")
-            elif rounded:
-                X = X[:32]
-                err = float(np.max(np.abs(back.exact()(X) - net(X))))
-            else:
-                err = float(np.max(np.abs(back.float()(X) - net.float()(X))))
+            if not device:
+                err, X, rounded = _read_back(net, tmp)
     except RelulabError as e:
         # the temporary file's name is relulab's, not the user's: say DST instead
         msg = str(e) if written is None else str(e).replace(written, str(dst))
@@ -230,9 +226,30 @@ def convert(
         print_json(result)
     else:
         # the names are data: rich markup in them ("c[/x].onnx") is printed as typed
+        if err is None:
+            console.print(escape(f"wrote {dst} ({net!r}) to {real}, a device or a pipe: not read back"))
+            return
         console.print(escape(f"wrote {dst} ({net!r}); re-read, max |difference| on {len(X)} points: "
                              f"{err:.3g}" + (" in exact arithmetic: the exact rational weights were "
                                              "rounded to float64 (only .npz keeps them)" if rounded else "")))
+
+
+def _read_back(net: Network, path: str) -> tuple[float, np.ndarray, bool]:
+    """Re-read a converted model and compare it with ``net`` at random points: the
+    largest difference, the points, and whether exact weights were rounded to float64."""
+    from ..io import load_model
+
+    back = load_model(path)
+    X = np.random.default_rng(0).normal(size=(256, net.input_dim))
+    # exact (Fraction) weights written to a float format are rounded: compared in
+    # exact arithmetic (a float comparison rounded the source too and read 0)
+    rounded = net.is_exact and not back.is_exact
+    if back.input_dim != net.input_dim or back.output_dim != net.output_dim:
+        return float("inf"), X, rounded
+    if rounded:
+        X = X[:32]
+        return float(np.max(np.abs(back.exact()(X) - net(X)))), X, rounded
+    return float(np.max(np.abs(back.float()(X) - net.float()(X)))), X, rounded
 
 
 def tour_cmd() -> None:

@@ -18,6 +18,7 @@ from ._common import (
     check_seconds,
     console,
     print_json,
+    read_float,
     read_text_arg,
 )
 
@@ -38,7 +39,7 @@ def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
         parts = [c.strip() for c in s.replace(";", ",").split(",")]
         first, header_allowed = header_allowed, False
         try:
-            vals = [float(c) for c in parts]
+            vals = [read_float(c) for c in parts]
         except ValueError:
             if first and not any(_is_float(c) for c in parts):
                 continue  # a header: names only (a row with some numbers is data, and wrong)
@@ -61,7 +62,7 @@ def read_csv(path: str, min_cols: int = 2) -> tuple[np.ndarray, np.ndarray]:
 
 def _is_float(s: str) -> bool:
     try:
-        float(s)
+        read_float(s)
         return True
     except ValueError:
         return False

@@ -29,12 +29,19 @@ __all__ = ["load_model", "save_model", "check_model_target", "MODEL_SUFFIXES", "
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
 
 
-def _suffix(path: str | os.PathLike) -> str:
+def _suffix(path: str | os.PathLike, label: str | None = None) -> str:
+    """The model suffix of ``path`` (lower case), or a one-line error that starts with
+    ``label`` (default: the path).  The suffix is the path's own: a name of the suffix
+    alone (".onnx") has none, as for ``pathlib``, and a label put in front of it must not
+    give it one ("DST .onnx" has the suffix ".onnx")."""
     suf = Path(path).suffix.lower()
     if suf not in MODEL_SUFFIXES:
+        hidden = not suf and Path(path).name.lower() in MODEL_SUFFIXES
         raise FormatError(
-            f"{path}: unknown model format '{suf or '(no suffix)'}'; "
-            f"relulab reads and writes {', '.join(MODEL_SUFFIXES)}"
+            f"{label or path}: unknown model format '{suf or '(no suffix)'}'"
+            + (f" (a name that starts with a dot has no suffix: give a name before "
+               f"{Path(path).name!r})" if hidden else "")
+            + f"; relulab reads and writes {', '.join(MODEL_SUFFIXES)}"
         )
     return suf
 
@@ -51,7 +58,7 @@ def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
         relulab.errors.FormatError: --save net.txt: unknown model format '.txt'; relulab reads and writes .onnx, .nnet, .npz, .pt, .pth
     """
     refuse_example(path, flag)
-    _suffix(f"{flag} {path}")
+    _suffix(path, f"{flag} {path}")
     check_writable(path, flag)
 
 

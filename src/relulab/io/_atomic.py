@@ -125,8 +125,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         # a device, a pipe or a socket (/dev/null, a FIFO another program reads): written
         # in place, never replaced by a regular file (os.replace through a symlink to
         # /dev/null replaced the system's /dev/null); nothing half-written can remain
-        # there, as nothing is kept there
-        yield str(target)
+        # there, as nothing is kept there.  The name given is yielded (opening a symlink
+        # writes to its target): writers pick the format from its suffix, and out.onnx ->
+        # /dev/null was refused for the suffix of "/dev/null".
+        yield os.fspath(path)
         return
     old_mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
     try:
