@@ -396,3 +396,29 @@ def test_score_names_itself_when_x_is_wrong(make):
     m = make().fit(X, y)
     with pytest.raises(EstimatorInputError, match=rf"^{type(m).__name__}\.score: X has 1 features"):
         m.score(X[:, :1], y)
+
+
+def test_rational_and_huge_integer_settings_are_numbers_not_type_errors():
+    # np.isfinite(Fraction(1, 10)) raised a raw TypeError; a Fraction learning rate reached
+    # torch's Adam (TypeError there); 10**400 is a number beyond float64, refused by name
+    from fractions import Fraction
+
+    X, y = _data(40)
+    a = QuantileNetRegressor(quantiles=0.5, hidden=(4,), epochs=3, random_state=0, bandwidth=0.1,
+                             learning_rate=0.01, weight_decay=0.1, tol=0.001).fit(X, y)
+    b = QuantileNetRegressor(quantiles=0.5, hidden=(4,), epochs=3, random_state=0, bandwidth=Fraction(1, 10),
+                             learning_rate=Fraction(1, 100), weight_decay=Fraction(1, 10),
+                             tol=Fraction(1, 1000)).fit(X, y)
+    assert np.array_equal(a.predict(X), b.predict(X))      # the same floats, the same fit
+    for name in ("bandwidth", "learning_rate", "tol"):
+        with pytest.raises(EstimatorInputError, match=rf"{name} must be .*finite"):
+            QuantileNetRegressor(epochs=2, **{name: 10**400}).fit(X, y)
+
+
+def test_fit_quantile_names_the_option_for_a_pinball_bandwidth(tmp_path, capsys):
+    # the error named QuantileNetRegressor.fit and bandwidth=0.1, not the command's options
+    p = tmp_path / "d.csv"
+    x, y = _sine(50)
+    p.write_text("".join(f"{a},{b}\n" for a, b in zip(x, y, strict=True)))
+    code, _, err = run_cli(capsys, "fit-quantile", str(p), "--loss", "pinball", "--bandwidth", "0.1")
+    assert code == 1 and err.startswith("error: --bandwidth 0.1:") and "--loss conquer" in err

@@ -98,6 +98,9 @@ def fit_quantile_cmd(
     taus = tuple(check_quantiles(parse_floats(quantiles, "--quantiles"), "--quantiles")[0].tolist())
     widths, bw = _widths(hidden), _bandwidth(bandwidth)
     _check_options(loss, kernel, epochs, seed)
+    if loss == "pinball" and bw != "auto":  # the library's message named QuantileNetRegressor.fit
+        raise RelulabError(f"--bandwidth {bandwidth}: applies to --loss conquer only; the pinball "
+                           "loss is not smoothed (leave --bandwidth auto)")
     time_limit = check_seconds(time_limit, "--time-limit")
     X, y = read_csv(data)
     if X.shape[0] < 2:
@@ -137,7 +140,8 @@ def fit_quantile_cmd(
                       f"{100 * out['loss_drop_last_10_epochs']:.2g}% over the last 10 epochs; "
                       "more --epochs may fit better[/yellow]")
     for t, h, b in zip(m.quantiles_, m.bandwidth_, below, strict=True):
-        console.print(f"  level {t:g}: bandwidth {h:.4g}, fraction of y below the fit {b:.3f}")
+        # y <= fit: with ties (a constant y) every level reads 1.000, as it should
+        console.print(f"  level {t:g}: bandwidth {h:.4g}, fraction of y at or below the fit {b:.3f}")
     if save:
         console.print(f"  saved to {save}")
 

@@ -7,6 +7,7 @@ loads this module lazily), torch only inside ``fit``.
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -107,6 +108,24 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
+def finite_number(value: Any) -> bool:
+    """A real number (not a bool) whose float64 value is finite.  Fractions and Python
+    integers are numbers too: ``np.isfinite(Fraction(1, 10))`` raised a raw TypeError,
+    and an integer beyond float64 (10**400) is not finite here.
+
+    Example:
+        >>> from fractions import Fraction
+        >>> finite_number(Fraction(1, 10)), finite_number(10**400), finite_number(True)
+        (True, False, False)
+    """
+    if not _is_number(value):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def check_choice(est: Any, name: str, value: Any, choices: Sequence[str]) -> str:
     if value not in choices:
         raise EstimatorInputError(
@@ -117,7 +136,7 @@ def check_choice(est: Any, name: str, value: Any, choices: Sequence[str]) -> str
 
 def check_positive(est: Any, name: str, value: Any, integer: bool = False) -> Any:
     """``value`` itself if it is a positive finite number (an integer if asked; never a bool)."""
-    ok = _is_number(value) and np.isfinite(value) and value > 0
+    ok = finite_number(value) and value > 0
     if integer:
         ok = ok and isinstance(value, numbers.Integral)
     if not ok:
@@ -326,12 +345,12 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
             raise EstimatorInputError(
                 f"{_where(self, 'fit')}: learning_rate must lie in [{float(f32.tiny):.3g}, {float(f32.max):.3g}] "
                 f"(float32 training), got {self.learning_rate!r}")
-        if not (_is_number(self.weight_decay) and np.isfinite(self.weight_decay)
+        if not (finite_number(self.weight_decay)
                 and 0 <= self.weight_decay <= f32.max):
             raise EstimatorInputError(
                 f"{_where(self, 'fit')}: weight_decay must be a number in [0, {float(f32.max):.3g}] "
                 f"(float32 training), got {self.weight_decay!r}")
-        if not (_is_number(self.tol) and np.isfinite(self.tol)):
+        if not finite_number(self.tol):
             raise EstimatorInputError(f"{_where(self, 'fit')}: tol must be a finite number, got {self.tol!r}")
         if self.time_limit is not None:
             check_positive(self, "time_limit", self.time_limit)
@@ -376,8 +395,8 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
                 model[-1].weight[list(zero_rows)] = 0.0
         log = _torch.train(
             torch, model.parameters(), model, objective, Xs, Ys, weights,
-            epochs=self.epochs, batch_size=self.batch_size, lr=self.learning_rate,
-            weight_decay=self.weight_decay, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
+            epochs=self.epochs, batch_size=self.batch_size, lr=float(self.learning_rate),
+            weight_decay=float(self.weight_decay), tol=float(self.tol), n_iter_no_change=self.n_iter_no_change,
             seed=seed + 1, time_limit=self.time_limit,
         )
         check_trained(self, log)

@@ -33,13 +33,13 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
 from ..errors import RelulabError
 from ..limits import check_bytes, memory_budget
+from ._base import finite_number
 
 __all__ = ["ij_variance"]
 
@@ -48,7 +48,7 @@ def _subsample_size(s: Any, n: int) -> int | None:
     """``None``, or the subsample size as an int, refused unless a whole number in (0, n)."""
     if s is None:
         return None
-    ok = (isinstance(s, numbers.Real) and not isinstance(s, (bool, np.bool_)) and np.isfinite(s)
+    ok = (finite_number(s)
           and float(s) == int(s) and 0 < int(s) < n)
     if not ok:
         raise RelulabError(f"ij_variance: subsample_size must be an integer in (0, {n}), got {s!r}")

@@ -21,7 +21,6 @@ applied on the standardised response, and ``bandwidth_`` reports it in response 
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from ._base import (
     check_scored_y,
     check_X,
     check_Xy,
+    finite_number,
     keeps_state_on_failure,
     robust_response_scale,
     seed_of,
@@ -171,9 +171,9 @@ class QuantileNetRegressor(NetEstimatorBase):
         if isinstance(self.bandwidth, str) and self.bandwidth == "auto":
             return np.array([conquer_bandwidth(t, n, d + 1) for t in taus])
         b = self.bandwidth
-        if not (isinstance(b, numbers.Real) and not isinstance(b, (bool, np.bool_)) and np.isfinite(b) and b > 0):
+        if not (finite_number(b) and b > 0):
             raise EstimatorInputError(
-                f"QuantileNetRegressor.fit: bandwidth must be 'auto' or a positive number, got {b!r}"
+                f"QuantileNetRegressor.fit: bandwidth must be 'auto' or a positive finite number, got {b!r}"
             )
         h = float(b) / y_scale
         if not 0 < np.float32(h) < np.inf:
