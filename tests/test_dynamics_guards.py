@@ -183,3 +183,18 @@ def test_effective_width_at_small_tolerances_and_tiny_rows():
     assert effective_width(np.vstack([a, [1.0, 3e-9, 0.0]]), tol=1e-8) == 1
     assert effective_width(np.vstack([a, [1.0, 2e-8, 0.0]]), tol=1e-8) == 2
     assert effective_width([[1e-170, 2e-170], [1.0, 0.0]]) == 2
+
+
+def test_the_flow_check_does_not_excuse_a_kink_step_that_raises_the_loss():
+    # lr = 1 overshoots: the loss went 0.57 -> 3.39 -> 6.61, every such step crossed a
+    # kink and was skipped, and ok was True (aud_sess10 F1); gradient flow never raises
+    # the loss, which the recorded losses show independently
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = np.sin(X[:, :1] * 2)
+    t = train(mlp([2, 16, 1], seed=1), X, y, loss="mse", optimizer="flow", lr=1.0, steps=50, every=1)
+    rises = int(np.sum(np.diff(t.loss) > 0))
+    assert rises > 0 and t.flow.kink_failures >= 1 and not t.flow.ok
+    small = train(mlp([2, 16, 1], seed=1), X, y, loss="mse", optimizer="flow", lr=0.01, steps=2000, every=1)
+    assert np.all(np.diff(small.loss) < 0)                     # descent at every step
+    assert small.flow.kinks > 0 and small.flow.kink_failures == 0 and small.flow.ok

@@ -23,7 +23,9 @@ class FlowCheck(Result):
     predicted decrease is below float resolution, and the ``kinks`` steps across which an
     activation pattern on the data changed (the gradient jumps there, so the prediction
     misses by a share that no step size shrinks; read through the model's ``nn.ReLU``
-    modules).
+    modules).  A kink step is still held to descent: ``kink_failures`` counts those whose
+    decrease is not within (0, 2] times the prediction (a step that raised the loss), and
+    ``ok`` needs none.
 
     Example:
         >>> import numpy as np
@@ -39,6 +41,7 @@ class FlowCheck(Result):
     tol: float
     ok: bool
     kinks: int = 0
+    kink_failures: int = 0
 
 
 @dataclass(frozen=True)
