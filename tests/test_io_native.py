@@ -166,3 +166,59 @@ def test_exact_entries_too_long_to_convert_quickly_are_refused(tmp_path):
     assert net.weights[0][0, 0] == Fraction(1, 10 ** 20_000)
     with pytest.raises(FormatError, match="at most 200000 digits"):
         load(write(MAX_ENTRY_DIGITS + 10))
+
+
+def test_an_exact_save_of_a_modest_network_loads_back(tmp_path):
+    # 60,000 entries of ~39 characters passed a cap of 2,000,000 characters per array on
+    # save and were refused on load (aud_sess10 F3): short entries convert in linear time
+    from relulab.io.native import load, save
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(300, 200)), rng.normal(size=(1, 300))],
+                  [rng.normal(size=300), np.zeros(1)]).exact()
+    p = tmp_path / "n.npz"
+    save(net, p)
+    back = load(p)
+    assert back == net and back.weights[0][7, 3] == Fraction(float(net.float().weights[0][7, 3]))
+
+
+def test_many_long_entries_over_many_arrays_are_refused_by_their_squared_digits(tmp_path):
+    # 8 layers of 9 entries of 200,000 digits passed every per-array cap and took 42 s
+    from relulab.io.native import MAX_SQUARED_DIGITS, load, save
+
+    big = "7" * 200_000
+    arrays = {"format": np.array("relulab-network"), "version": np.array(1), "exact": np.array(1),
+              "n_layers": np.array(8)}
+    for k in range(8):
+        a = np.full((3, 3), "0", dtype="<U200000")
+        a.flat[:9] = big
+        arrays[f"W{k}"], arrays[f"b{k}"] = a, np.full(3, "0")
+    assert 72 * 200_000 ** 2 > MAX_SQUARED_DIGITS > 9 * 200_000 ** 2
+    p = tmp_path / "slow.npz"
+    np.savez(p, **arrays)
+    with pytest.raises(FormatError, match="squared digits"):
+        load(p)
+    # save refuses what load would refuse: nothing is written
+    sevens = (10**200_000 - 1) // 9 * 7        # the integer "7" * 200,000
+    W = np.array([[Fraction(sevens)] * 9] * 9, dtype=object)
+    deep = Network([W] * 8, [np.array([Fraction(0)] * 9, dtype=object)] * 8, exact=True)
+    with pytest.raises(FormatError, match="squared digits"):
+        save(deep, tmp_path / "deep.npz")
+    assert not (tmp_path / "deep.npz").exists()
+
+
+def test_arrays_beyond_the_memory_budget_are_refused_from_their_headers(tmp_path):
+    # a <U200000 array is 800 KB per entry once read, whatever its text: np.load expanded
+    # every array before any check
+    from relulab.io.native import load
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    a = np.full((10, 10), "0", dtype="<U200000")
+    a.flat[0] = "7" * 200_000
+    p = tmp_path / "wide.npz"
+    np.savez_compressed(p, format=np.array("relulab-network"), version=np.array(1), exact=np.array(1),
+                        n_layers=np.array(1), W0=a, b0=np.full(10, "0"))
+    assert a.nbytes == 80_000_000
+    with memory_limit(50_000_000), pytest.raises(ResourceLimitError, match=r"wide\.npz: reading its arrays"):
+        load(p)
+    assert load(p).weights[0][0, 0] == (10**200_000 - 1) // 9 * 7   # within the default budget

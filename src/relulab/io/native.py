@@ -28,6 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import FormatError
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network, NetworkError
 from ._atomic import atomic_path
 
@@ -36,11 +37,17 @@ __all__ = ["save", "load", "FORMAT_VERSION"]
 FORMAT_VERSION = 1
 _MAGIC = "relulab-network"
 _RATIONAL = re.compile(r"[+-]?[0-9]+(/[0-9]+)?")
-# the longest exact entry read, and the most digits an array may hold in all: decimal text
-# to int takes time quadratic in its length (one weight 1/10^4000000 in a 16 KB
-# compressed file took 99 s to load), and these keep a load to a few seconds
+# the longest exact entry, and the most squared digits a file may hold in all (the sum of
+# each entry's length squared, over every array): decimal text to int takes time
+# quadratic in its length (one weight 1/10^4000000 in a 16 KB compressed file took 99 s
+# to load; a 200,000-digit entry takes about 0.25 s), so 4e11 keeps a load to a few
+# seconds.  Short entries count little: Network.exact() of a 300 x 200 layer (39
+# characters each) is 9e7.  A cap on the sum of lengths per array refused that network
+# and let 8 arrays of 9 long entries each take 42 s.
 MAX_ENTRY_DIGITS = 200_000
-MAX_ARRAY_DIGITS = 2_000_000
+MAX_SQUARED_DIGITS = 4 * 10**11
+# memory per exact entry once read: the Fraction, its two ints and the object pointer
+_FRACTION_BYTES = 200
 
 
 @contextlib.contextmanager
@@ -80,12 +87,6 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
         return np.array([Fraction(float(v)) for v in a.reshape(-1)], dtype=object).reshape(a.shape)
     if a.dtype.kind != "U":
         raise FormatError(f"{path}: array '{key}' is neither numbers nor 'p/q' strings")
-    lengths = np.char.str_len(a) if a.size else np.zeros(0, dtype=int)
-    if a.size and (int(lengths.max()) > MAX_ENTRY_DIGITS or int(lengths.sum()) > MAX_ARRAY_DIGITS):
-        raise FormatError(f"{path}: array '{key}' holds an entry of {int(lengths.max())} characters "
-                          f"({int(lengths.sum())} in all); relulab reads exact entries of at most "
-                          f"{MAX_ENTRY_DIGITS} digits and {MAX_ARRAY_DIGITS} per array (decimal "
-                          "text converts in time quadratic in its length)")
     out = []
     for v in a.reshape(-1):
         # str(Fraction) is 'p' or 'p/q'; Fraction() itself would also take '1_000', '0.1e1'
@@ -97,6 +98,47 @@ def _decode(a: np.ndarray, exact: bool, path: str, key: str) -> np.ndarray:
         except ZeroDivisionError:
             raise FormatError(f"{path}: array '{key}' holds {str(v)[:40]!r}, a zero denominator") from None
     return np.array(out, dtype=object).reshape(a.shape)
+
+
+def _check_digits(arrays: dict[str, np.ndarray], path: str) -> None:
+    """Refuse exact text arrays that would take too long to convert: an entry longer than
+    ``MAX_ENTRY_DIGITS``, or more than ``MAX_SQUARED_DIGITS`` squared digits in the file
+    (checked by :func:`save` too, so that it never writes what :func:`load` refuses)."""
+    total = 0
+    for key, a in arrays.items():
+        if a.dtype.kind != "U" or not a.size or key == "format":
+            continue
+        lengths = np.char.str_len(a).astype(np.int64)
+        longest = int(lengths.max())
+        if longest > MAX_ENTRY_DIGITS:
+            raise FormatError(f"{path}: array '{key}' holds an entry of {longest} characters; relulab "
+                              f"reads exact entries of at most {MAX_ENTRY_DIGITS} digits (decimal text "
+                              "converts in time quadratic in its length)")
+        total += int(np.sum(lengths * lengths))
+        if total > MAX_SQUARED_DIGITS:
+            raise FormatError(f"{path}: the exact entries up to array '{key}' hold more than "
+                              f"{MAX_SQUARED_DIGITS:.0e} squared digits in all (the sum of each entry's "
+                              "length squared); relulab reads at most that much (decimal text converts "
+                              "in time quadratic in its length)")
+
+
+def _check_memory(z: np.lib.npyio.NpzFile, path: str) -> None:
+    """Refuse, from the arrays' headers alone, an archive whose arrays (and the Fractions
+    read from text entries) would not fit the memory budget: ``np.load`` expands every
+    array, and a 10 x 10 array of dtype ``<U200000`` is 80 MB from 350 KB on disk."""
+    need = 0
+    for name in z.zip.namelist():
+        with z.zip.open(name) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:  # 3.0 (utf-8 field names) has no public reader; np.load reads it below
+                continue
+        size = int(np.prod(shape, dtype=object))
+        need += size * dtype.itemsize + (size * _FRACTION_BYTES if dtype.kind == "U" else 0)
+    check_bytes(need, f"{path}: reading its arrays")
 
 
 def save(net: Network, path: str | os.PathLike) -> None:
@@ -122,6 +164,7 @@ def save(net: Network, path: str | os.PathLike) -> None:
     if net.skip is not None:
         arrays["skip_S"] = _encode(net.skip[0], net.is_exact)
         arrays["skip_s"] = _encode(net.skip[1], net.is_exact)
+    _check_digits(arrays, str(path))
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **arrays)
 
@@ -156,11 +199,12 @@ def load(path: str | os.PathLike) -> Network:
         if not isinstance(z, np.lib.npyio.NpzFile):  # a bare .npy array
             raise FormatError(f"{p}: not a .npz archive (it holds a single .npy array)")
         with z:
+            _check_memory(z, p)
             data = {k: z[k] for k in z.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError,
             KeyError, IndexError) as e:
         # NotImplementedError: zipfile meets a damaged compression method or version field
-        if isinstance(e, FormatError):
+        if isinstance(e, (FormatError, ResourceLimitError)):  # both are ValueErrors
             raise
         raise FormatError(f"{p}: not a readable .npz archive ({type(e).__name__}: {e})") from None
     if str(data.get("format", "")) != _MAGIC:
@@ -179,6 +223,8 @@ def load(path: str | os.PathLike) -> Network:
     stray = sorted(set(data) - known)
     if stray:  # e.g. a layer beyond n_layers: loading without it would be another network
         raise FormatError(f"{p}: unexpected array '{stray[0]}' (n_layers is {n})")
+    if exact:
+        _check_digits(data, p)
     try:
         Ws = [_decode(data[f"W{k}"], exact, p, f"W{k}") for k in range(n)]
         bs = [_decode(data[f"b{k}"], exact, p, f"b{k}") for k in range(n)]
