@@ -112,3 +112,59 @@ def test_cli_out_streams_the_same_regions(tmp_path, capsys):
     code, _, err = run_cli(capsys, "regions", str(example_path("tiny_2d")), "--out",
                            str(path), "--count")
     assert code == 1 and "--out" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_out_file_cut_by_the_memory_budget_says_why(tmp_path, capsys, monkeypatch):
+    # an allocation failure ended the stream with 0 regions and "partial", and --out gave
+    # no reason at all (aud_cli5 #1)
+    from conftest import run_cli
+
+    import relulab.regions._engine as engine
+    from relulab.examples import example_path
+
+    real, calls = engine._apply_neuron, [0]
+
+    def failing(pb, b):
+        calls[0] += 1
+        if calls[0] > 3:
+            raise MemoryError("Unable to allocate 1.37 GiB")
+        return real(pb, b)
+
+    monkeypatch.setattr(engine, "_apply_neuron", failing)
+    path = tmp_path / "r.jsonl"
+    code, out, _ = run_cli(capsys, "regions", str(example_path("tiny_2d")), "--box", "-1:1",
+                           "--out", str(path), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["status"] == "partial" and "memory" in d["stopped"] and "1.37 GiB" in d["stopped"]
+    monkeypatch.setattr(engine, "_apply_neuron", real)
+    net = _random_net(2, [8, 6], 3)
+    cut = regions.write_regions(net, tmp_path / "a.jsonl", Box([-1, -1], [1, 1]), max_regions=2)
+    assert cut.status == "partial" and "max_regions" in cut.stopped
+    full = regions.write_regions(net, tmp_path / "b.jsonl", Box([-1, -1], [1, 1]))
+    assert full.status == "complete" and full.stopped is None
+
+
+def test_cancelled_terms_are_summed_in_chunks_with_the_same_values():
+    # Zp[fr] over every flagged pair at once was (634818, 50, 6) = 1.4 GB on ACAS Xu,
+    # twice over with its abs(), past the budget that sized the batch (aud_cli5 #1)
+    import tracemalloc
+
+    from relulab.regions._engine import _term_scale
+
+    rng = np.random.default_rng(0)
+    n, w, d = 2000, 50, 5
+    W, bias = rng.normal(size=(w, w)), rng.normal(size=w)
+    Zp = rng.normal(size=(n, w, d + 1))
+    cur = rng.random((n, w)) > 0.3
+    Z = np.einsum("ij,njk->nik", W, cur[:, :, None] * Zp)
+    Z[:, :, d] += bias
+    tracemalloc.start()
+    got = _term_scale(W, bias, cur, Zp, Z, 1.0, 1.0)       # noise 1: every pair counts
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    fr, fj = np.divmod(got.key, w)
+    assert fr.shape[0] == n * w
+    direct = np.einsum("fi,fik->fk", np.abs(W)[fj] * cur[fr], np.abs(Zp[fr]))   # the definition
+    direct[:, d] += np.abs(bias[fj])
+    assert np.allclose(got.terms, direct, rtol=1e-12, atol=0)   # tol: summation order only
+    assert peak < 0.5 * (n * w) * w * (d + 1) * 8      # far below one (pairs, w, d+1) array

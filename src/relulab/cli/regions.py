@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import RelulabError
@@ -112,13 +113,13 @@ def regions_cmd(
                                "not with --time-limit")
         s = R.write_regions(net, out_file, dom, max_regions=max_regions, progress=progress)
         out.update({"file": s.path, "format": s.format, "regions": s.regions,
-                    "chunks": s.chunks, "status": s.status})
+                    "chunks": s.chunks, "status": s.status, "stopped": s.stopped})
         if json_out:
             print_json(out)
         else:
-            console.print(f"{s.regions} linear regions written to {s.path} ({s.format}, "
-                          f"{s.chunks} chunk(s))" + ("" if s.status == "complete"
-                                                     else f" ({s.status})"))
+            why = "" if s.status == "complete" else f" ({s.status}" + (f": {s.stopped})" if s.stopped else ")")
+            console.print(escape(f"{s.regions} linear regions written to {s.path} ({s.format}, "
+                                 f"{s.chunks} chunk(s)){why}"))
         return
     if count and not (graph or plot):
         if max_regions is None and time_limit is None:

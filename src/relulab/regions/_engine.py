@@ -529,7 +529,13 @@ def _term_scale(W: np.ndarray, bias: np.ndarray, cur: np.ndarray, Zp: np.ndarray
     fr, fj = np.nonzero(noise * M > (SIGN_TIE_SHARE * SIGN_TOL) * floor)
     if fr.shape[0] == 0:
         return None
-    terms = np.einsum("fi,fik->fk", absW[fj] * cur[fr], np.abs(Zp[fr]))
+    # in chunks: on ACAS Xu nearly every pair counts, and Zp[fr] at once was (634818, 50,
+    # 6), 1.4 GB, twice over with its abs(), past a 1 GB budget that sized the batch
+    terms = np.empty((fr.shape[0], d + 1))
+    step = max(1, 4_000_000 // (Zp.shape[1] * (d + 1)))
+    for s0 in range(0, fr.shape[0], step):
+        r, j = fr[s0:s0 + step], fj[s0:s0 + step]
+        terms[s0:s0 + step] = np.einsum("fi,fik->fk", absW[j] * cur[r], np.abs(Zp[r]))
     terms[:, d] += np.abs(bias[fj])
     return CancelledTerms(fr.astype(np.int64) * W.shape[0] + fj, W.shape[0], terms)
 

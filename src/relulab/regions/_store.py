@@ -57,6 +57,8 @@ class StoreSummary(Result):
             found so far) or ``"uncertified"`` (the enumeration ran to its end but is not
             certified complete: on R^d past the artificial box, or after a sign decision
             too close to call, see ``RegionSet.certified``).
+        stopped: why a partial file ends where it does (max_regions, the engine's
+            memory message, Ctrl-C), else None.
 
     Example:
         >>> StoreSummary("r.jsonl", "jsonl", 4, 1, "complete").to_dict()["regions"]
@@ -68,6 +70,7 @@ class StoreSummary(Result):
     regions: int
     chunks: int
     status: str
+    stopped: str | None = None
 
 
 def _format_of(path: str | os.PathLike) -> str:
@@ -214,13 +217,18 @@ def write_regions(
     with atomic_path(path) as tmp:
         writer = _write_parquet if fmt == "parquet" else _write_jsonl
         n, k = writer(tmp, _chunks(stream, chunk, max_regions, stopped))
+    why = None
     if stopped[0]:
-        status = "partial"
+        status, why = "partial", f"max_regions ({max_regions}) reached"
     elif not report.get("certified", False):
         status = "uncertified"
     else:
         status = "partial" if report.get("partial", True) else "complete"
-    return StoreSummary(str(path), fmt, n, k, status)
+    if status == "partial" and why is None:
+        # the engine's reason (an allocation that failed, an interruption): an empty file
+        # answered "partial" with no reason
+        why = report.get("stopped") or "the enumeration ended early"
+    return StoreSummary(str(path), fmt, n, k, status, why)
 
 
 def read_regions(path: str | os.PathLike) -> Iterator[Region]:
