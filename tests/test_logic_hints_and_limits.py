@@ -187,3 +187,31 @@ def test_bad_arguments_get_one_clear_error(call, where):
     g = to_formula(Network([[[1.0, 2.0], [-1.0, 1.0]], [[1.0, -1.0]]], [[0.0, 0.5], [0.0]]))
     with pytest.raises((RelulabError, FormulaError), match=where):
         call(g)
+
+
+def test_simplify_looks_at_the_clock_at_every_node(monkeypatch):
+    # the clock was read every 256 nodes, and one round over a 1,270-node formula of an
+    # ACAS Xu network ran 5 s past a 2 s limit (aud_cli5 #3)
+    import importlib
+    import types
+
+    from relulab.logic import parse
+
+    S = importlib.import_module("relulab.logic.simplify")
+    phi = parse(" ⊕ ".join(f"¬¬x{i}" for i in range(1, 301)))
+    reads, steps = [0], [0]
+
+    def clock() -> float:
+        reads[0] += 1
+        return 0.0 if reads[0] <= 10 else 1.0        # the deadline passes at the 11th read
+
+    real_step = S._step
+
+    def counted(*a, **k):
+        steps[0] += 1
+        return real_step(*a, **k)
+
+    monkeypatch.setattr(S, "time", types.SimpleNamespace(monotonic=clock))   # this module's clock only
+    monkeypatch.setattr(S, "_step", counted)
+    out, how = S.simplify_rounds(phi, 0.5)
+    assert how == "time limit" and out is phi and steps[0] <= 10
