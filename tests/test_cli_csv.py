@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import run_cli
@@ -50,3 +52,25 @@ def test_fit_minnorm_names_the_data_file_in_a_data_error(tmp_path, capsys, text,
     p.write_text(text, encoding="utf-8")
     code, _, err = run_cli(capsys, "fit-minnorm", str(p), *args)
     assert code == 1 and f"{p}: " in err and what in err and "Traceback" not in err
+
+
+def test_fits_of_data_whose_squares_overflow_are_one_error_naming_the_file(tmp_path, capsys):
+    # fit-convex answered objective inf, bound NaN, "gap 0 (to rounding)", exit 0 and saved
+    # the zero network; at 1e308 LAPACK wrote to stdout; fit-minnorm said "layer 1: weight
+    # contains NaN" (aud_cli5 #2)
+    from relulab.cli.train import _shown_gap
+
+    big = tmp_path / "big.csv"
+    big.write_text("0,1\n1,1e200\n2,-1e200\n")
+    huge = tmp_path / "huge.csv"
+    huge.write_text("0,1\n1,1e308\n2,-1e308\n")
+    for p in (big, huge):
+        code, out, err = run_cli(capsys, "fit-convex", str(p), "--lam", "0.1", "--json",
+                                 "-o", str(tmp_path / "fc.npz"))
+        assert code == 1 and out == "" and f"{p}" in err and "overflow" in err
+    assert not (tmp_path / "fc.npz").exists()
+    code, _, err = run_cli(capsys, "fit-minnorm", str(huge))
+    assert code == 1 and f"{huge}" in err and "overflow" in err
+    code, out, _ = run_cli(capsys, "fit-minnorm", str(big), "--json")   # 1e200 is still fine
+    assert code == 0 and json.loads(out)["cost"] == pytest.approx(3e200, rel=1e-9)
+    assert _shown_gap(float("nan")) != _shown_gap(-1e-16)

@@ -76,6 +76,8 @@ def _shown_gap(gap: float) -> str:
         >>> _shown_gap(3.2e-7), _shown_gap(-8.9e-16)
         ('3.20e-07', '0 (to rounding)')
     """
+    if np.isnan(gap):  # NaN >= 0 is False: it was shown as "0 (to rounding)"
+        return "not known (NaN)"
     return f"{gap:.2e}" if gap >= 0 else "0 (to rounding)"
 
 
@@ -219,6 +221,7 @@ def fit_convex_cmd(
     Example: relulab fit-convex data.csv --lam 0.01 --save net.npz
     """
     from ..train import convex_fit, gated_fit
+    from ..train.convex import ConvexTrainingError
 
     if save and gated:  # was silently not written
         raise RelulabError("--save: a gated-ReLU fit is not a ReLU network (its units "
@@ -226,8 +229,11 @@ def fit_convex_cmd(
     check_output_targets(save, None)
     X, y = read_csv(data)
     fn = gated_fit if gated else convex_fit
-    r = fn(X, y, lam, max_patterns, bias=not no_bias, seed=seed, solver=solver,
-           time_limit=check_seconds(time_limit, "--time-limit"))
+    try:
+        r = fn(X, y, lam, max_patterns, bias=not no_bias, seed=seed, solver=solver,
+               time_limit=check_seconds(time_limit, "--time-limit"))
+    except ConvexTrainingError as e:  # the data's trouble (or lam's): name the file too
+        raise RelulabError(f"fit-convex on {data}: {e}") from None
     if save and not gated:
         from ..io import save_model
 

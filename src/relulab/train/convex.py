@@ -87,6 +87,14 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
         raise ConvexTrainingError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ConvexTrainingError("X and y must be finite numbers")
+    with np.errstate(over="ignore"):
+        # the squared loss and the Gram products of 1e200 overflow: the fit answered an
+        # objective of inf and a bound of NaN, and LAPACK wrote to stdout
+        squares = (float(np.dot(y, y)), float(np.einsum("ij,ij->", X, X)))
+    if not all(np.isfinite(v) for v in squares):
+        raise ConvexTrainingError(f"the sums of squares of {'y' if not np.isfinite(squares[0]) else 'X'} "
+                                  "overflow float64 (entries up to "
+                                  f"{max(float(np.max(np.abs(y))), float(np.max(np.abs(X)))):.3g}); rescale the data")
     if not (isinstance(lam, numbers.Real) and not isinstance(lam, bool) and np.isfinite(lam) and lam > 0):
         raise ConvexTrainingError(f"lam must be a positive number, got {lam!r}")
     return X, y

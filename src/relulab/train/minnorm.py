@@ -766,7 +766,12 @@ def _solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str,
                              tk[keep], ok[keep], deadline)
         unique = None if late() else unique
     # back to the data's units
-    net = _build_network(tk, ok, ck * ys, dd * ys, cc * ys, bias, skip)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = (ck * ys, dd * ys, cc * ys)
+    if not all(np.all(np.isfinite(v)) for v in scaled):  # |y| near 1e308: a NaN weight said nothing of the data
+        raise MinNormDataError(f"the fitted weights overflow float64 at this data scale (y's scale "
+                               f"{ys:.3g}); rescale y")
+    net = _build_network(tk, ok, *scaled, bias, skip)
     kt, ks, _, _ = kinks_of(net)
     return MinNormResult(
         network=net, cost=float(cost * ys), lower_bound=float(lower * ys), bias=bias,
