@@ -408,3 +408,21 @@ def test_the_parse_memory_check_counts_numbers_not_only_bytes(tmp_path):
     with memory_limit(8 * 2**20), pytest.raises(ResourceLimitError, match="numbers"):
         read_nnet(path)
     assert read_nnet(path).network.widths == (w,)
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x0b", "\u2028"])
+def test_the_parse_memory_check_counts_every_line_break_splitlines_takes(tmp_path, brk):
+    # splitlines() also ends lines at "\r" and others: a 30 MB file of "1\r" lines passed a
+    # "\n" count (no commas, 12 bytes per byte) and peaked at 3.2 GB (aud_sess10 F5)
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    path = tmp_path / "cr.nnet"
+    n = 200_000
+    path.write_bytes(("1" + brk).encode("utf-8") * n)
+    with open(path, encoding="utf-8", newline="") as fh:
+        text = fh.read()
+    assert len(text.splitlines()) == n and 12 * len(text) < 8 * 2**20 < 220 * n
+    with memory_limit(8 * 2**20), pytest.raises(ResourceLimitError, match="parsing"):
+        read_nnet(path)
+    with pytest.raises(FormatError, match=r"cr\.nnet:1: expected 4 numbers"):
+        read_nnet(path)          # within the default budget: the header is read and refused

@@ -370,6 +370,10 @@ _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(in
                     re.IGNORECASE)
 
 
+# the characters str.splitlines() ends a line at ("\r\n" counts twice here: an estimate)
+_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
 class _Lines:
     """The data lines of an NNet file (comments and blank lines skipped), with line numbers."""
 
@@ -378,9 +382,12 @@ class _Lines:
         # every number is a Python string in a list until it is read: about 10 bytes of
         # memory per byte of text (a 177 MB file peaked at 1.63 GB), and about 130 bytes
         # per number whatever its length (a 12 MB file of "10," entries peaked at 525 MB),
-        # checked up front
-        tokens = text.count(",") + text.count("\n")
-        check_bytes(max(12.0 * len(text), 140.0 * tokens),
+        # checked up front.  Lines are counted as splitlines() splits them ("\r", "\x0b",
+        # "\u2028", ...: a 30 MB file of "1\r" lines passed a "\n" count and peaked at
+        # 3.2 GB), each about 220 bytes (its string, the stripped copy, the list, the tuple)
+        lines = sum(text.count(c) for c in _LINE_BREAKS) + 1
+        tokens = text.count(",") + lines
+        check_bytes(max(12.0 * len(text), 140.0 * tokens + 220.0 * lines),
                     f"{path}: parsing its {len(text) / 2**20:.3g} MB of text ({tokens} numbers)")
         self.items: list[tuple[int, list[str]]] = []
         self.last_line = 0
