@@ -270,3 +270,22 @@ def test_sampling_past_its_deadline_keeps_the_first_block_and_says_so():
     want_M, want_G = _unique_patterns_brute(Xa, first)
     assert np.array_equal(M, want_M) and np.array_equal(G, want_G)
     assert not _sample_until(Xa, 10**9, 3, tries, deadline=None)[2]
+
+
+def test_large_data_is_sampled_in_narrower_blocks_with_the_same_patterns():
+    # with 12,000 points one 4,096-direction block ran 0.6-2.9 s before the first deadline
+    # check (a 0.2 s limit ended at 4-6 s, aud_sess10 F6); narrower blocks must give the
+    # patterns of one pass, and a deadline already past keeps only the first, narrow block
+    from relulab.train.patterns import _SAMPLE_ENTRIES
+
+    rng = np.random.default_rng(8)
+    n = 2 * _SAMPLE_ENTRIES // 512                   # blocks of 256 directions
+    Xa = np.round(rng.standard_normal((n, 3)), 1)
+    tries = 700
+    G = np.random.default_rng(4).standard_normal((tries, 3))
+    want_M, want_G = _unique_patterns_brute(Xa, G)
+    M, Gs, stopped = _sample_until(Xa, 10**9, 4, tries, None)
+    assert not stopped and np.array_equal(M, want_M) and np.array_equal(Gs, want_G)
+    M, Gs, stopped = _sample_until(Xa, 10**9, 4, tries, deadline=0.0)
+    first_M, first_G = _unique_patterns_brute(Xa, G[:256])
+    assert stopped and np.array_equal(M, first_M) and np.array_equal(Gs, first_G)

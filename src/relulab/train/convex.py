@@ -616,7 +616,9 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
                 Z, p, dval = Zs, ps, ds
     net = _to_network(Z, X.shape[1], bias)
     if not conv and deadline is not None and time.perf_counter() > deadline:
-        stopped = "the time limit stopped the fit before the gap closed"
+        # the sampling's own stop, if any, is kept in front: it says why patterns are missing
+        late_fit = "the time limit stopped the fit before the gap closed"
+        stopped = late_fit if stopped is None else f"{stopped}; {late_fit}"
     return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
                      iterations=it, seconds=time.perf_counter() - t0, converged=conv,
                      history=tuple(hist), all_patterns=complete, stopped=stopped)

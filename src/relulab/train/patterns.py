@@ -80,6 +80,10 @@ def sample_patterns(Xa: np.ndarray, max_patterns: int, seed: int = 0,
 
 # directions per block of the sampler: its sign matrix is n x block booleans
 _SAMPLE_BLOCK = 4096
+# A block holds at most this many (point, direction) entries: with 12,000 points one
+# 4,096-direction block took 0.6-2.9 s before the first deadline check (a 0.2 s limit
+# ended at 4-6 s), so large data gets narrower blocks
+_SAMPLE_ENTRIES = 2**22
 
 
 def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | None,
@@ -114,11 +118,12 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
     # limit would have stopped the drawing after a few blocks)
     cap = min(total, region_count(n, d))   # no arrangement has more regions
     per = n / 8.0 + 8.0 * d
-    check_bytes(9.0 * n * min(total, _SAMPLE_BLOCK) + per * (2 * cap + _SAMPLE_BLOCK),
+    step = max(64, min(_SAMPLE_BLOCK, _SAMPLE_ENTRIES // max(n, 1)))
+    check_bytes(9.0 * n * min(total, step) + per * (2 * cap + step),
                 f"sampling activation patterns ({n} points x {total} directions; lower "
                 "max_patterns)")
     packed, dirs, stopped = [], [], False
-    kept, merged = 0, _SAMPLE_BLOCK
+    kept, merged = 0, step
 
     def merge() -> None:
         allp = np.concatenate(packed, axis=1)
@@ -128,14 +133,14 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
         _, idx = np.unique(allp, axis=1, return_index=True)
         packed[:], dirs[:] = [allp[:, idx]], [alld[idx]]
 
-    for start in range(0, total, _SAMPLE_BLOCK):
+    for start in range(0, total, step):
         if deadline is not None and start > 0 and time.perf_counter() > deadline:
             stopped = True
             break
         if G is None:
-            Gb = rng.standard_normal((min(_SAMPLE_BLOCK, total - start), d))
+            Gb = rng.standard_normal((min(step, total - start), d))
         else:
-            Gb = G[start:start + _SAMPLE_BLOCK]
+            Gb = G[start:start + step]
         block = np.packbits(Xa @ Gb.T >= 0, axis=0)
         _, idx = np.unique(block, axis=1, return_index=True)
         packed.append(block[:, idx])
@@ -143,7 +148,7 @@ def _sample_until(Xa: np.ndarray, max_patterns: int, seed: int, tries: int | Non
         kept += idx.size
         if kept > 2 * merged:
             merge()
-            kept = merged = max(packed[0].shape[1], _SAMPLE_BLOCK)
+            kept = merged = max(packed[0].shape[1], step)
     merge()
     allp, G = packed[0], dirs[0]
     M = np.unpackbits(allp, axis=0, count=n).astype(bool)
