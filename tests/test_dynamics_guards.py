@@ -198,3 +198,64 @@ def test_the_flow_check_does_not_excuse_a_kink_step_that_raises_the_loss():
     small = train(mlp([2, 16, 1], seed=1), X, y, loss="mse", optimizer="flow", lr=0.01, steps=2000, every=1)
     assert np.all(np.diff(small.loss) < 0)                     # descent at every step
     assert small.flow.kinks > 0 and small.flow.kink_failures == 0 and small.flow.ok
+
+
+def test_the_generic_ntk_path_works_in_chunks_of_points_and_matches_per_point_gradients():
+    # vmap ran every point at once: a 2-parameter module with a 400,000-wide activation on
+    # 1,500 points asked torch for 2.4 GB, a raw RuntimeError (aud_sess10 F2)
+    import torch
+
+    from relulab.dynamics import empirical_ntk
+    from relulab.dynamics.kernels import _NTK_CHUNK
+    from relulab.limits import ResourceLimitError
+
+    class Wide(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 1).double()
+            self.register_buffer("B", torch.linspace(-1, 1, 50, dtype=torch.float64))
+
+        def forward(self, x):
+            return torch.relu(self.lin(x) * self.B).sum(-1, keepdim=True)
+
+    torch.manual_seed(0)
+    m = Wide()
+    X = np.random.default_rng(0).normal(size=(2 * _NTK_CHUNK + 5, 2))
+    K = empirical_ntk(m, X)
+    grads = []
+    for x in X:                                   # one autograd pass per point
+        m.zero_grad()
+        m(torch.as_tensor(x[None])).sum().backward()
+        grads.append(torch.cat([p.grad.reshape(-1) for p in m.parameters()]).numpy())
+    G = np.array(grads)
+    assert np.allclose(K, G @ G.T, rtol=1e-12, atol=1e-12)   # tol: float64 sums in another order
+
+    class Greedy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(1, 1)
+
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1                  # the first call sizes the outputs; then vmap's
+            if self.calls > 1:
+                raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory")
+            return self.lin(x)
+
+    with pytest.raises(ResourceLimitError, match="empirical_ntk: torch could not allocate"):
+        empirical_ntk(Greedy(), np.zeros((3, 1)))
+
+
+def test_a_callable_kernel_of_the_wrong_shape_is_named():
+    # numpy's "operands could not be broadcast together with shapes (10,11) (10,10)"
+    from relulab.dynamics.kernels import KernelError, KernelRidge
+
+    X = np.random.default_rng(0).random((10, 3))
+    with pytest.raises(KernelError, match=r"returned shape \(10, 11\) .* expected \(10, 10\)"):
+        KernelRidge(lambda A, B: np.ones((A.shape[0], B.shape[0] + 1))).fit(X, np.zeros(10))
+    m = KernelRidge(lambda A, B: A @ B.T + 1.0, ridge=1e-3).fit(X, X[:, 0])
+    assert np.allclose(m.predict(X), (X @ X.T + 1.0) @ m.alpha_)
+    m.kernel = lambda A, B: np.ones(3)
+    with pytest.raises(KernelError, match=r"returned shape \(3,\)"):
+        m.predict(X[:4])

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RelulabError, is_int_at_least, require
-from ..limits import check_bytes
+from ..limits import ResourceLimitError, check_bytes
 from ..network import Network
 
 __all__ = [
@@ -423,6 +423,10 @@ def _torch_mlp_as_network(module: Any) -> Network | None:
     return from_torch(module)
 
 
+# points per vmap call of the generic path (see _torch_ntk)
+_NTK_CHUNK = 64
+
+
 def _torch_ntk(module: Any, X: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
     """Generic path: Jacobians of all samples at once by ``torch.func.vmap(jacrev)``."""
     torch = require("torch", "torch")
@@ -437,8 +441,15 @@ def _torch_ntk(module: Any, X: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
         return functional_call(module, p, (x[None],)).reshape(-1)
 
     def jac(A: np.ndarray) -> list[Any]:
-        J = vmap(jacrev(f), (None, 0))(params, torch.as_tensor(A, dtype=dtype))
-        return [j.reshape(j.shape[0], j.shape[1], -1) for j in J.values()]
+        # in chunks of points: vmap runs the forward and backward of every point at once,
+        # and the module's own intermediates (n x its widest activation) are not in the
+        # estimate below (a 2-parameter module with a 400,000-wide activation on 1,500
+        # points asked torch for 2.4 GB at once)
+        parts = []
+        for s0 in range(0, A.shape[0], _NTK_CHUNK):
+            J = vmap(jacrev(f), (None, 0))(params, torch.as_tensor(A[s0:s0 + _NTK_CHUNK], dtype=dtype))
+            parts.append([j.reshape(j.shape[0], j.shape[1], -1) for j in J.values()])
+        return [torch.cat(js) for js in zip(*parts, strict=True)]
 
     # the Jacobians (every point x every output x every parameter, with vmap's working
     # copies) and the kernel: a 9.6 GB allocation under a 1 GB budget raised torch's raw
@@ -452,10 +463,17 @@ def _torch_ntk(module: Any, X: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
                 f"empirical_ntk: the Jacobians of {X.shape[0] + m} points ({o} outputs, {P} parameters; "
                 "fewer points, or a Sequential of Linear and ReLU, which takes the exact formula)")
 
-    with torch.no_grad():
-        Jx = jac(X)
-        Jz = Jx if Z is None else jac(Z)
-        K = sum(torch.einsum("nip,mjp->nmij", a, b) for a, b in zip(Jx, Jz, strict=True))
+    try:
+        with torch.no_grad():
+            Jx = jac(X)
+            Jz = Jx if Z is None else jac(Z)
+            K = sum(torch.einsum("nip,mjp->nmij", a, b) for a, b in zip(Jx, Jz, strict=True))
+    except RuntimeError as e:  # torch's allocator: "can't allocate memory: you tried to allocate ..."
+        if "allocate" not in str(e):
+            raise
+        raise ResourceLimitError(f"empirical_ntk: torch could not allocate the module's working memory "
+                                 f"for {_NTK_CHUNK} points at a time ({str(e).splitlines()[0][:160]}); "
+                                 "fewer or smaller points") from None
     K = K.double().numpy()
     return K[:, :, 0, 0] if K.shape[2] == 1 else K
 
@@ -581,7 +599,15 @@ class KernelRidge:
 
     def _k(self, A: np.ndarray, B: np.ndarray | None) -> np.ndarray:
         if callable(self.kernel):
-            return np.asarray(self.kernel(A, A if B is None else B), dtype=float)
+            other = A if B is None else B
+            try:
+                K = np.asarray(self.kernel(A, other), dtype=float)
+            except (TypeError, ValueError) as e:
+                raise KernelError(f"kernel: the callable did not return numbers ({e})") from None
+            if K.shape != (A.shape[0], other.shape[0]):  # numpy's broadcast error said nothing of it
+                raise KernelError(f"kernel: the callable returned shape {K.shape} for {A.shape[0]} and "
+                                  f"{other.shape[0]} points; expected {(A.shape[0], other.shape[0])}")
+            return K
         if self.kernel == "ntk":
             return ntk(A, B, self.depth, self.bias_var)
         if self.kernel == "nngp":
