@@ -154,3 +154,23 @@ def test_small_cli_errors_name_their_flag_and_stay_one_line(model, capsys, tmp_p
     save_model(one, q)
     code, out = _run(capsys, ["explain", str(q), "--x", "0.1", "--features", "speed", "--json"])
     assert code == 0 and "speed" in out.out
+
+
+def test_options_of_another_mode_are_refused_not_dropped(model, capsys):
+    # --norm l3 and --immutable zz without --why-not, and --x 9,9 with --rules, ran with
+    # exit 0 and were silently ignored (aud_cli5 #4); in their own mode they still work
+    net, p, names = model
+    cases = [
+        (["--x", "0.1,0.2", "--norm", "linf"], "--norm applies to --why-not only"),
+        (["--x", "0.1,0.2", "--immutable", "x1"], "--immutable applies to --why-not only"),
+        (["--rules", "--x", "9,9"], "--x does not apply to --rules"),
+        (["--rules", "--why-not", "1"], "--why-not does not apply to --rules"),
+    ]
+    for extra, msg in cases:
+        code, out = _run(capsys, ["explain", p, *extra])
+        assert code == 1 and msg in out.err and len(out.err.strip().splitlines()) == 1, (extra, out.err)
+    code, out = _run(capsys, ["explain", p, "--x", "0.1,0.2", "--why-not", "1", "--norm", "linf", "--json"])
+    assert code == 0
+    got = json.loads(out.out)
+    lib = why_not(net, np.array([0.1, 0.2]), 1, Box(-np.ones(2), np.ones(2)), norm="linf")
+    assert got["distance"] == pytest.approx(lib.distance, rel=1e-9, abs=1e-12)

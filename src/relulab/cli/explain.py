@@ -58,7 +58,8 @@ def explain_cmd(
     x: str = typer.Option(None, "--x", help='The input, e.g. "0.1,-0.3" (not needed with --rules).'),
     why_not: str = typer.Option(None, "--why-not", help="Target decision: a class index or name, "
                                 "or positive/negative for a one-output model."),
-    norm: str = typer.Option("l1", "--norm", help="Distance of the counterfactual: l1, l2 or linf."),
+    norm: str = typer.Option(None, "--norm", help="Distance of the counterfactual (--why-not): l1, l2 "
+                             "or linf [default: l1]."),
     box: str = typer.Option(None, "--box", help="Domain: lo:hi or lo1:hi1,lo2:hi2,... (default -1:1)."),
     features: str = typer.Option(None, "--features", help="Feature names: a file (one a line) or "
                                  '"a,b,c".'),
@@ -81,6 +82,14 @@ def explain_cmd(
     from .. import explain as E
     from ..explain.features import feature_names
 
+    # an option of another mode was dropped without a word (--norm linf without --why-not
+    # looked used); refused before the model is read
+    if rules and (x is not None or why_not is not None):
+        raise RelulabError(f"{'--x' if x is not None else '--why-not'} does not apply to --rules "
+                           "(the rules cover the whole --box); give one or the other")
+    if why_not is None and (norm is not None or immutable is not None):
+        raise RelulabError(f"{'--norm' if norm is not None else '--immutable'} applies to --why-not only")
+    norm = "l1" if norm is None else norm
     net = load_model_arg(model)
     d = net.input_dim
     dom = parse_box(box, d)
