@@ -138,3 +138,26 @@ def test_certify_max_verifies_its_assumption_before_calling_a_network_max():
     for good, n in ((base, 3), (max_n(4), 4), (max_n(5), 5)):  # carried values are no bends
         c = certify_max(good, n)
         assert c.ok and c.reason is None
+
+
+@pytest.mark.parametrize("scale", [1, 2**70])       # int64, and Python integers past 2^62
+def test_the_arrangement_check_in_integers_still_sees_a_bend_off_it(scale) -> None:
+    # the check runs on each layer times the lcm of its denominators (a positive multiple:
+    # the same signs and zeros), in int64 where it fits; Fraction arithmetic took 100 s of
+    # the 103 s certificate. A 1e-6 change of one second-layer weight bends off the
+    # arrangement and must be seen; 2^70 in the first layer, undone in the last, forces
+    # Python integers and changes nothing
+    from relulab import Network
+    from relulab.construct.maxsearch import _integer_layers
+
+    net = max5_two_hidden()
+    Ws = [np.array(W, dtype=object) for W in net.weights]
+    Ws[0], Ws[2] = Ws[0] * scale, Ws[2] / Fraction(scale)
+    assert _integer_layers(Ws, 3)[1] == (scale > 1)
+    scaled = Network(Ws, net.biases, exact=True)
+    assert scaled.exact()(np.array([[3, -1, 2, 7, 5]]))[0, 0] == 7
+    assert certify_max(scaled, 5).ok
+    Ws[1] = Ws[1].copy()
+    Ws[1][3, 5] += Fraction(1, 10**6)
+    cert = certify_max(Network(Ws, net.biases, exact=True), 5)
+    assert not cert.ok and "changes sign inside a cell" in cert.reason
