@@ -644,9 +644,10 @@ def _integer_layers(Ws: list[np.ndarray], top: int) -> tuple[list[np.ndarray], b
 
     Example:
         >>> from fractions import Fraction as F
-        >>> Wi, big = _integer_layers([np.array([[F(1, 2), F(-1, 3)]], dtype=object)], 2)
-        >>> Wi[0].tolist(), Wi[0].dtype, big
-        ([[3, -2]], dtype('int64'), False)
+        >>> hidden, output = np.array([[F(1, 2), F(-1, 3)]], dtype=object), np.array([[F(1)]], dtype=object)
+        >>> Wi, big = _integer_layers([hidden, output], 2)    # the output layer is not needed
+        >>> len(Wi), Wi[0].tolist(), Wi[0].dtype, big
+        (1, [[3, -2]], dtype('int64'), False)
     """
     out, bound = [], top
     for W in Ws[:-1]:
