@@ -355,3 +355,19 @@ def test_wrong_gate_row_is_detected_by_its_spare_crossings_and_measured_again():
     assert units.repair(o, V, 1.0, 1e-6) >= 1 and units.repaired >= 1 and units.suspect == 0
     assert o.queries > q  # measured again, not guessed
     assert row_errors().max() < 1e-9  # the wrong row is replaced by a right one
+
+
+def test_a_gate_bias_is_not_blamed_on_coarse_outputs():
+    # a gate bias keeps f(0) = 0, and the float64 block was reported as "outputs too
+    # coarse (measured noise 3.1e-02)", a deviation no float format's rounding makes
+    # (aud_ext5 #1); the status stays partial and the message names the bias
+    b = random_glu(8, 16, 8, "silu", 0)
+    cg = 0.5 * np.random.default_rng(100).normal(size=16)
+
+    def f(X):
+        Z = X @ b.W_gate.T + cg
+        return (Z / (1 + np.exp(-Z)) * (X @ b.W_up.T)) @ b.W_out.T
+
+    assert np.all(f(np.zeros((1, 8))) == 0)
+    r = extract_glu(f, 8, act="silu", time_limit=30)
+    assert r.status == "partial" and "not a bias-free GLU" in r.message and "too coarse" not in r.message.split(":")[0]

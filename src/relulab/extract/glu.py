@@ -674,9 +674,15 @@ def extract_glu(
                 msg = (f"no gate crossing found on {state['planes']} half-circles (outputs too coarse? "
                        f"noise {nz:.1e}): no gate row, value row, orientation or magnitude identified")
                 if nz > COARSE_ORACLE:
-                    msg = (f"outputs too coarse (measured noise {nz:.1e} above {COARSE_ORACLE:g}, where gate kinks "
-                           f"drown in the rounding): no gate crossing sought; no gate row, value row, "
-                           f"orientation or magnitude identified")
+                    # the "noise" is how far the even part is from homogeneous of degree 2: the
+                    # rounding of coarse outputs, or a block that is not this one (a gate or
+                    # value bias keeps f(0) = 0, another gate activation); 3e-2 is no float
+                    # format's rounding, so both causes are named
+                    msg = (f"the even part of the outputs is not homogeneous of degree 2 (measured deviation "
+                           f"{nz:.1e} above {COARSE_ORACLE:g}): the outputs are rounded too coarsely, or the "
+                           f"block is not a bias-free GLU of the given activation (a gate or value bias keeps "
+                           f"f(0) = 0); no gate crossing sought; no gate row, value row, orientation or "
+                           f"magnitude identified")
                 if state.get("offset", 0.0) > COARSE_ORACLE:
                     msg = (f"the block is not bias free: f(0) is {state['offset']:.1e} of an output's size, not 0 "
                            f"(an output bias, which the attack does not model, also breaks the noise "
