@@ -259,3 +259,31 @@ def test_a_callable_kernel_of_the_wrong_shape_is_named():
     m.kernel = lambda A, B: np.ones(3)
     with pytest.raises(KernelError, match=r"returned shape \(3,\)"):
         m.predict(X[:4])
+
+
+def test_along_segment_reads_the_clock_inside_a_wide_exact_layer(monkeypatch):
+    # the limit was read between layers only: one 244 x 300 x 300 Fraction product ran
+    # 170 s past a 0.6 s limit; a clock that runs out during layer 2 must stop there
+    import relulab.regions._slices as S
+    from relulab import Network, regions
+    from relulab.errors import UncertifiedCount
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(12, 1)), rng.normal(size=(12, 12)), rng.normal(size=(1, 12))],
+                  [rng.normal(size=12), rng.normal(size=12), np.zeros(1)]).exact()
+    full = regions.along_segment(net, [-3.0], [3.0])
+    assert full.breakpoints.dtype == object
+    same = regions.along_segment(net, [-3.0], [3.0], time_limit=600.0)
+    assert list(same.breakpoints) == list(full.breakpoints)       # exact: equal as Fractions
+
+    class Clock:                       # expires at its 6th reading: inside layer 2's rows
+        def __init__(self, seconds):
+            self.reads = 0
+
+        def expired(self):
+            self.reads += 1
+            return self.reads > 5
+
+    monkeypatch.setattr(S, "Deadline", Clock)
+    with pytest.raises(UncertifiedCount, match=r"ran out in layer 2 \(at piece 2 of"):
+        regions.along_segment(net, [-3.0], [3.0], time_limit=1.0)
