@@ -200,6 +200,23 @@ def test_the_flow_check_does_not_excuse_a_kink_step_that_raises_the_loss():
     assert small.flow.kinks > 0 and small.flow.kink_failures == 0 and small.flow.ok
 
 
+def test_the_flow_check_fails_a_kink_step_far_from_its_prediction():
+    # lr = 0.3 on a 2-22-1 net: the first step fell by 6 % of a predicted 5.68 on a loss
+    # of 1.42, and the run's loss was 21x, 25x and 2.4x the flow's at steps 1-3, with
+    # ok=True as those steps crossed kinks (aud_sess11 F1); the flow is approximated
+    # independently by gradient descent with 40x smaller steps
+    rng = np.random.default_rng(7)
+    for _ in range(12):
+        d, n, h = int(rng.integers(1, 4)), int(rng.integers(5, 30)), int(rng.integers(4, 32))
+        X = rng.normal(size=(n, d))
+        y = np.sin(X.sum(1)) + 0.1 * rng.normal(size=n)
+    t = train(mlp([d, h, 1], seed=11), X, y, optimizer="flow", lr=0.3, steps=60, every=1, record=[])
+    ref = train(mlp([d, h, 1], seed=11), X, y, optimizer="gd", lr=0.3 / 40, steps=60 * 40, every=2400,
+                record=[]).loss[::40]
+    assert np.max(np.abs(t.loss - ref) / ref) > 1.0            # far from the flow
+    assert t.flow.kink_failures >= 1 and not t.flow.ok
+
+
 def test_the_generic_ntk_path_works_in_chunks_of_points_and_matches_per_point_gradients():
     # vmap ran every point at once: a 2-parameter module with a 400,000-wide activation on
     # 1,500 points asked torch for 2.4 GB, a raw RuntimeError (aud_sess10 F2)

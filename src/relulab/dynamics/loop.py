@@ -26,6 +26,10 @@ FLOW_TOL = 0.1
 # Predicted decreases below this fraction of the loss are below float64 resolution of the
 # difference L(t) - L(t+1) and cannot be checked.
 FLOW_RESOLUTION = 1e-11  # tol: float64 resolution of a loss difference (see above)
+# A step across a kink (an activation pattern on the data changes) misses the prediction
+# by up to about half at any step size (measured: decreases of 0.49-1.1 times it on runs
+# that follow the flow); it must still stay within this share of it.
+KINK_TOL = 0.6
 
 
 def _prepare_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -370,13 +374,19 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
                and pred > FLOW_RESOLUTION * max(abs(loss_arr[k]), TINY)]
         e = np.asarray([abs((loss_arr[k] - loss_arr[k + 1]) - pred) / pred
                         for k, pred in due if k not in kink_steps])
-        # A kink step is excused from the tolerance, not from descent: across a kink the
-        # decrease stayed within (0.5, 1.1) of the prediction at every step size that
-        # followed the flow, while a step that overshoots raises the loss (lr = 1: 0.57
-        # -> 3.39 -> 6.61 with ok=True, as every such step crossed a kink).  A kink step
-        # whose decrease is not within (0, 2] times the prediction fails the check.
+        # A kink step is excused from the tolerance, not from following the prediction:
+        # across a kink the decrease stayed within (0.5, 1.1) of the prediction at every
+        # step size that followed the flow, while a step that overshoots raises the loss
+        # (lr = 1: 0.57 -> 3.39 -> 6.61 with ok=True, as every such step crossed a kink)
+        # or falls by a small share of the prediction (lr = 0.3: 6 % of a predicted 5.68
+        # on a loss of 1.42, 21x the flow's loss a step later).  A kink step fails the
+        # check when its decrease misses the prediction by more than KINK_TOL of it, or by
+        # more than flow_tol of the loss itself: a miss of half a tiny predicted decrease
+        # (small steps chattering across a kink) leaves the loss on the flow's path, one
+        # of half the loss (lr = 0.1: 65 % off the flow two steps in) does not.
         kink_failures = sum(1 for k, pred in due if k in kink_steps
-                            and not 0 < loss_arr[k] - loss_arr[k + 1] <= 2 * pred)
+                            and not abs((loss_arr[k] - loss_arr[k + 1]) - pred)
+                            <= min(KINK_TOL * pred, flow_tol * abs(loss_arr[k])))
         flow = FlowCheck(checked=int(e.size), max_rel_error=float(e.max()) if e.size else 0.0,
                          median_rel_error=float(np.median(e)) if e.size else 0.0,
                          tol=float(flow_tol),
