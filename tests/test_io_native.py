@@ -222,3 +222,29 @@ def test_arrays_beyond_the_memory_budget_are_refused_from_their_headers(tmp_path
     with memory_limit(50_000_000), pytest.raises(ResourceLimitError, match=r"wide\.npz: reading its arrays"):
         load(p)
     assert load(p).weights[0][0, 0] == (10**200_000 - 1) // 9 * 7   # within the default budget
+
+
+def test_an_npy_header_of_version_3_is_refused_not_read_unchecked(tmp_path):
+    # version 3.0 headers were skipped by the memory check and np.load read them anyway:
+    # a 780 KB file expanded to 1.56 GB under a 0.2 GB budget (aud_sess11 F2)
+    import io
+
+    from relulab.io.native import load
+
+    def member(a, version):
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, a, version=version)
+        return buf.getvalue()
+
+    arrays = {"format": np.array("relulab-network"), "version": np.array(1), "exact": np.array(0),
+              "n_layers": np.array(1), "W0": np.ones((1, 2)), "b0": np.zeros(1)}
+    for version, ok in (((1, 0), True), ((2, 0), True), ((3, 0), False)):
+        p = tmp_path / f"v{version[0]}.npz"
+        with zipfile.ZipFile(p, "w") as z:
+            for k, a in arrays.items():
+                z.writestr(k + ".npy", member(a, version if k == "W0" else (1, 0)))
+        if ok:
+            assert load(p).weights[0].tolist() == [[1.0, 1.0]]
+        else:
+            with pytest.raises(FormatError, match=r"'W0\.npy' has npy format version 3\.0"):
+                load(p)
