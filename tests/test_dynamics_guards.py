@@ -304,3 +304,21 @@ def test_along_segment_reads_the_clock_inside_a_wide_exact_layer(monkeypatch):
     monkeypatch.setattr(S, "Deadline", Clock)
     with pytest.raises(UncertifiedCount, match=r"ran out in layer 2 \(at piece 2 of"):
         regions.along_segment(net, [-3.0], [3.0], time_limit=1.0)
+
+
+def test_a_run_whose_finite_weights_overflow_keeps_its_trajectory():
+    # lr = 1 ran away to finite weights whose float64 forward pass overflows: to_network
+    # raised a FormatError about torch.onnx.export out of train() and the run was lost
+    # (aud_sess11 F3)
+    import warnings
+
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        d, n, h = int(rng.integers(1, 4)), int(rng.integers(5, 30)), int(rng.integers(4, 32))
+        X = rng.normal(size=(n, d))
+        y = np.sin(X.sum(1)) + 0.1 * rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = train(mlp([d, h, 1], seed=3), X, y, optimizer="flow", lr=1.0, steps=100, every=1, record=[])
+    assert t.loss.size >= 2 and t.flow is not None and not t.flow.ok
+    assert t.network is None or np.all(np.isfinite(t.network.float()(X)))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import is_int_at_least, is_positive_seconds, require
+from ..errors import RelulabError, is_int_at_least, is_positive_seconds, require
 from ..tolerance import TINY
 from ._model import DynamicsError, as_module, relu_parts, to_network
 from .recorders import Context, resolve
@@ -402,7 +402,12 @@ def train(net_or_module: Any, X: Any, y: Any, *, loss: str | Callable = "mse",
     model.to("cpu")
     finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
     if finite and relu_parts(model) is not None:  # a diverged run has no network
-        net = to_network(model)
+        try:
+            net = to_network(model)
+        except RelulabError:
+            # finite weights whose forward pass overflows float64 (lr = 1 running away):
+            # the trajectory is kept, without a network, as for a diverged run
+            net = None
     return Trajectory(loss=loss_arr, record_steps=np.asarray(rec_steps, dtype=int),
                       recorded_loss=np.asarray(rec_loss), records=records,
                       optimizer=opt_name, lr=float(lr), batch_size=bs, steps=int(loss_arr.size) - 1,
