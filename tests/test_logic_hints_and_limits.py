@@ -106,7 +106,7 @@ def test_no_time_means_no_normal_form_work(monkeypatch):
     nf = importlib.import_module("relulab.logic.normal_form")  # the package exports the function
     calls = []
     real = nf._canonical_node
-    monkeypatch.setattr(nf, "_canonical_node", lambda node: calls.append(1) or real(node))
+    monkeypatch.setattr(nf, "_canonical_node", lambda node, *rest: calls.append(1) or real(node, *rest))
     f, g = _deep_pair()
     r = normal_form(to_formula(f, method="rescale"), timeout=0)
     assert r.partial and r.steps == () and not calls
@@ -215,3 +215,35 @@ def test_simplify_looks_at_the_clock_at_every_node(monkeypatch):
     monkeypatch.setattr(S, "_step", counted)
     out, how = S.simplify_rounds(phi, 0.5)
     assert how == "time limit" and out is phi and steps[0] <= 10
+
+
+def test_absorption_reads_dual_chains_only_up_to_the_operand_cap(monkeypatch):
+    # a shared meet chain doubled per level (600 * 2^16 operands) was flattened whole by
+    # the absorption test inside one step: 11-13 s past a 2 s deadline, and normal_form
+    # (timeout=2) simplified without its deadline (25.8 s) (aud_log5 #2)
+    import importlib
+    from fractions import Fraction
+    from functools import reduce
+
+    from relulab.logic.formula import evaluate, join, meet, var
+
+    S = importlib.import_module("relulab.logic.simplify")
+    caps = []
+    real = S._flatten
+
+    def spy(op, node, cap=None):
+        caps.append(cap)
+        return real(op, node, cap)
+
+    monkeypatch.setattr(S, "_flatten", spy)
+    A = reduce(meet, [var(i) for i in range(1, 31)])
+    M = meet(A, reduce(meet, [var(i) for i in range(31, 61)]))
+    for _ in range(6):
+        M = meet(M, M)
+    phi = join(M, var(61))
+    out, done = S.simplify_until(phi, None)
+    assert caps and all(c is not None for c in caps)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = [Fraction(int(v), 64) for v in rng.integers(0, 65, 61)]
+        assert evaluate(out, p) == evaluate(phi, p) == max(min(p[:60]), p[60])

@@ -101,8 +101,10 @@ def _ac(op: str, operands: list[Formula], fp: dict[int, str]) -> Formula:
             uniq.setdefault(id(a), a)
         ops = list(uniq.values())
         dual = "meet" if op == "join" else "join"
+        # (each dual chain read up to AC_MAX_OPERANDS operands: unbounded, this step took
+        # seconds past a deadline on a 619-node formula, and more on a larger one)
         ops = [a for a in ops if not (a.op == dual and any(id(b) in ids and b is not a
-                                                             for b in _flatten(dual, a)))]
+                                                             for b in _flatten(dual, a, AC_MAX_OPERANDS) or ()))]
     if not ops:
         return neutral
     for a in ops:
