@@ -25,7 +25,7 @@ def formula_cmd(
     box: str | None = typer.Option(
         None, "--box", help="Input box lo:hi (or lo1:hi1,...) mapped onto [0,1]^n; default: the unit cube."
     ),
-    flat: bool = typer.Option(False, "--flat", help="Also print the flat formula of each output (substituted)."),
+    flat: bool = typer.Option(False, "--flat", help="Also print the flat formula of each last-layer node, hidden layers substituted in (an output is its readout of these nodes plus its offset)."),
     time_limit: float = typer.Option(
         60.0, "--time-limit", help="Seconds for --simplify; past them the node formulas simplified so "
         "far are kept (each equal to the original) and the output says the simplification is partial."),
