@@ -247,3 +247,28 @@ def test_absorption_reads_dual_chains_only_up_to_the_operand_cap(monkeypatch):
     for _ in range(20):
         p = [Fraction(int(v), 64) for v in rng.integers(0, 65, 61)]
         assert evaluate(out, p) == evaluate(phi, p) == max(min(p[:60]), p[60])
+
+
+def test_the_staircase_estimate_counts_the_steps_built():
+    # a rescaled node (constant near 1 - m) builds about m steps, and the bound counted
+    # m^2 / 2: relu(x - 0.9994) was refused as 1.82 GB, a random 2-3-1-1 net as 4.18 GB,
+    # for formulas of a few MB (aud_log5 #3); the estimate must still bound the real size
+    from fractions import Fraction
+
+    from relulab import Network
+    from relulab.limits import memory_limit
+    from relulab.logic import to_formula
+    from relulab.logic.formula import postorder
+    from relulab.logic.truncated import staircase_nodes, truncated_affine
+
+    rnd = random.Random(0)
+    for _ in range(200):
+        ws = [Fraction(rnd.randint(-40, 40), rnd.choice([1, 2, 3, 7])) for _ in range(rnd.randint(1, 3))]
+        b = Fraction(rnd.randint(-60, 60), rnd.choice([1, 2, 5]))
+        built = sum(1 for _ in postorder(truncated_affine(ws, b)))
+        assert built <= staircase_nodes(ws, b) <= 40 * max(built, 1) + 200
+    steep = Network([np.array([[1.0]]), np.array([[1.0]])], [np.array([-0.9994]), np.array([0.0])])
+    with memory_limit(300 * 2**20):
+        g = to_formula(steep)
+    for x in (0.0, 0.9994, 0.9997, 1.0):
+        assert abs(float(g.evaluate([Fraction(x)])[0]) - max(0.0, x - 0.9994)) < 1e-12  # tol: float input

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from .formula import ALGEBRAS, ONE, ZERO, Formula, FormulaError, div, neg, odot, oplus, scal, var
 
 __all__ = ["truncated_affine", "weights_algebra", "sigma"]
@@ -131,17 +133,21 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
 
 # Bytes per formula node of the staircase (measured: 2,000,000 nodes in 1.1 GB), with a margin.
 NODE_BYTES = 700
+# Staircases of up to this many atoms have their steps counted level by level (an int64
+# array of this length); longer ones get the closed bound.
+_COUNTED_LEVELS = 10**7
 
 
 def staircase_nodes(weights: Sequence[Fraction], bias: Fraction) -> int:
     """An upper bound on the number of formula nodes :func:`truncated_affine` builds: its
     ``m`` atoms (one per unit of ``|w_i|``, one per fractional part) and the integer part
-    ``k`` of the constant give at most ``m * min(1 - k, (m + 1) / 2 + 1)`` steps of two
-    nodes each, plus the atoms' own nodes.
+    ``k`` of the constant give the steps of :func:`_staircase` that are not known
+    constants (counted level by level; past ``_COUNTED_LEVELS`` atoms bounded by
+    ``m * min(1 - k, (m + 1) / 2 + 1)``), two nodes each, plus the atoms' own nodes.
 
     Example:
         >>> staircase_nodes([Fraction(2000)], Fraction(-1000))
-        4004002
+        2002002
     """
     const = bias + sum((w for w in weights if w < 0), Fraction(0))
     fracs = [abs(w) - math.floor(abs(w)) for w in weights] + [const - math.floor(const)]
@@ -151,7 +157,15 @@ def staircase_nodes(weights: Sequence[Fraction], bias: Fraction) -> int:
     k = math.floor(const)
     if k >= 1 or k + m <= 0:
         return atoms + 1
-    return 2 * m * min(1 - k, (m + 1) // 2 + 1) + atoms
+    if m > _COUNTED_LEVELS:  # the closed bound: m levels of at most min(1 - k, m/2 + 1) steps
+        return 2 * m * min(1 - k, (m + 1) // 2 + 1) + atoms
+    # the steps _staircase builds, counted: at level i the pairs (i, k') with
+    # max(k, i - m + 1) <= k' <= min(0, k + i), two nodes each.  The closed bound above
+    # counted m^2 / 2 steps for a rescaled node (k near 1 - m), which builds about m:
+    # relu(x - 0.9994) was refused as 1.82 GB for a formula of a few MB
+    i = np.arange(m, dtype=np.int64)
+    per_level = np.minimum(0, k + i) - np.maximum(k, i - m + 1) + 1
+    return 2 * int(np.maximum(per_level, 0).sum()) + atoms
 
 
 def _check_size(ws: list[Fraction], b: Fraction) -> None:
