@@ -272,3 +272,22 @@ def test_the_staircase_estimate_counts_the_steps_built():
         g = to_formula(steep)
     for x in (0.0, 0.9994, 0.9997, 1.0):
         assert abs(float(g.evaluate([Fraction(x)])[0]) - max(0.0, x - 0.9994)) < 1e-12  # tol: float input
+
+
+def test_printing_a_long_chain_holds_text_linear_in_its_length():
+    # every sub-term's text was kept: the sum of all prefixes of a chain, 522 MB for 50 KB
+    # of text and 3.9 GB (a raw MemoryError) for a 90 KB from-formula (aud_log5 #1)
+    import tracemalloc
+
+    from relulab.logic import parse, to_text
+
+    s = " + ".join(f"x{1 + i % 2}" for i in range(4000))
+    phi = parse(s)
+    tracemalloc.start()
+    out = to_text(phi, ascii=True)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert out == s and parse(out) is not None
+    assert peak < 200 * len(out)         # the text and per-node bookkeeping, not ~n^2 / 2 characters
+    shared = to_text(phi, shared=True)
+    assert parse(shared.splitlines()[-1]) is not None or "t1 :=" not in shared
