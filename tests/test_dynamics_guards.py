@@ -205,11 +205,7 @@ def test_the_flow_check_fails_a_kink_step_far_from_its_prediction():
     # of 1.42, and the run's loss was 21x, 25x and 2.4x the flow's at steps 1-3, with
     # ok=True as those steps crossed kinks (aud_sess11 F1); the flow is approximated
     # independently by gradient descent with 40x smaller steps
-    rng = np.random.default_rng(7)
-    for _ in range(12):
-        d, n, h = int(rng.integers(1, 4)), int(rng.integers(5, 30)), int(rng.integers(4, 32))
-        X = rng.normal(size=(n, d))
-        y = np.sin(X.sum(1)) + 0.1 * rng.normal(size=n)
+    d, h, X, y = _random_case(seed=7, index=11)
     t = train(mlp([d, h, 1], seed=11), X, y, optimizer="flow", lr=0.3, steps=60, every=1, record=[])
     ref = train(mlp([d, h, 1], seed=11), X, y, optimizer="gd", lr=0.3 / 40, steps=60 * 40, every=2400,
                 record=[]).loss[::40]
@@ -312,13 +308,20 @@ def test_a_run_whose_finite_weights_overflow_keeps_its_trajectory():
     # (aud_sess11 F3)
     import warnings
 
-    rng = np.random.default_rng(0)
-    for _ in range(4):
-        d, n, h = int(rng.integers(1, 4)), int(rng.integers(5, 30)), int(rng.integers(4, 32))
-        X = rng.normal(size=(n, d))
-        y = np.sin(X.sum(1)) + 0.1 * rng.normal(size=n)
+    d, h, X, y = _random_case(seed=0, index=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = train(mlp([d, h, 1], seed=3), X, y, optimizer="flow", lr=1.0, steps=100, every=1, record=[])
     assert t.loss.size >= 2 and t.flow is not None and not t.flow.ok
     assert t.network is None or np.all(np.isfinite(t.network.float()(X)))
+
+
+def _random_case(seed: int, index: int) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Case ``index`` of the auditors' stream of random regressions (input size d, hidden
+    width h, X, y = sin(sum x) + noise), drawn in order from ``default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    for _ in range(index + 1):
+        d, n, h = int(rng.integers(1, 4)), int(rng.integers(5, 30)), int(rng.integers(4, 32))
+        X = rng.normal(size=(n, d))
+        y = np.sin(X.sum(1)) + 0.1 * rng.normal(size=n)
+    return d, h, X, y

@@ -496,6 +496,11 @@ class CancelledTerms(NamedTuple):
         return hit, rows
 
 
+def _rows_per_chunk(width: int, d: int) -> int:
+    """Rows of (width, d + 1) maps gathered at once: about 4 million entries a chunk."""
+    return max(1, 4_000_000 // max(1, width * (d + 1)))
+
+
 def _term_scale(W: np.ndarray, bias: np.ndarray, cur: np.ndarray, Zp: np.ndarray, Z: np.ndarray,
                 xscale: float, noise: float) -> CancelledTerms | None:
     """The (region, neuron) pairs of a layer whose composed maps ``Z = W (cur * Zp) +
@@ -532,7 +537,7 @@ def _term_scale(W: np.ndarray, bias: np.ndarray, cur: np.ndarray, Zp: np.ndarray
     # in chunks: on ACAS Xu nearly every pair counts, and Zp[fr] at once was (634818, 50,
     # 6), 1.4 GB, twice over with its abs(), past a 1 GB budget that sized the batch
     terms = np.empty((fr.shape[0], d + 1))
-    step = max(1, 4_000_000 // (Zp.shape[1] * (d + 1)))
+    step = _rows_per_chunk(Zp.shape[1], d)
     for s0 in range(0, fr.shape[0], step):
         r, j = fr[s0:s0 + step], fj[s0:s0 + step]
         terms[s0:s0 + step] = np.einsum("fi,fik->fk", absW[j] * cur[r], np.abs(Zp[r]))
@@ -840,7 +845,7 @@ def _enter_layer(pb: Problem, b: Batch, k: int) -> None:
     absZ = np.abs(Z)
     POS = np.empty((S, w), dtype=bool)
     NEG = np.empty((S, w), dtype=bool)
-    chunk = max(1, 4_000_000 // max(1, w * (d + 1)))
+    chunk = _rows_per_chunk(w, d)
     # the same values against SIGN_TIE_SHARE of the tolerance: a near tie (see _count_ties)
     POSL = np.empty((S, w), dtype=bool)
     NEGL = np.empty((S, w), dtype=bool)

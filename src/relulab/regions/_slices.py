@@ -234,6 +234,12 @@ def _constant_zero(zmid: np.ndarray, Zp: np.ndarray, Qprev: np.ndarray, W: np.nd
     return out
 
 
+def _out_of_time(layer: int, piece: int, pieces: int) -> UncertifiedCount:
+    """The error for a time limit that ran out inside a layer (0-based ``layer``, ``piece``)."""
+    return UncertifiedCount(f"along_segment: the time limit ran out in layer {layer + 1} "
+                            f"(at piece {piece + 1} of {pieces}); no segment is returned")
+
+
 def _exact_rows(P: np.ndarray, Q: np.ndarray, W: np.ndarray, bias: np.ndarray, deadline: Deadline,
                 layer: int) -> tuple[np.ndarray, np.ndarray]:
     """``P W^T`` and ``Q W^T + bias`` in Fractions, one interval (row) at a time, raising
@@ -243,8 +249,7 @@ def _exact_rows(P: np.ndarray, Q: np.ndarray, W: np.ndarray, bias: np.ndarray, d
     WT = W.T
     for i in range(P.shape[0]):
         if deadline.expired():
-            raise UncertifiedCount(f"along_segment: the time limit ran out in layer {layer + 1} "
-                                   f"(at piece {i + 1} of {P.shape[0]}); no segment is returned")
+            raise _out_of_time(layer, i, P.shape[0])
         Zp[i] = P[i] @ WT
         Zq[i] = Q[i] @ WT + bias
     return Zp, Zq
@@ -260,8 +265,7 @@ def _cut_exact(lo: np.ndarray, hi: np.ndarray, Zp: np.ndarray, Zq: np.ndarray,
     new_lo, new_hi, parent = [], [], []
     for i in range(lo.shape[0]):
         if deadline is not None and deadline.expired():
-            raise UncertifiedCount(f"along_segment: the time limit ran out in layer {layer + 1} "
-                                   f"(at piece {i + 1} of {lo.shape[0]}); no segment is returned")
+            raise _out_of_time(layer, i, lo.shape[0])
         l, h = lo[i], hi[i]
         cuts = sorted({t for t in (-Zq[i, j] / Zp[i, j] for j in range(Zp.shape[1]) if Zp[i, j] != 0)
                        if l < t < h})
