@@ -100,3 +100,16 @@ def test_from_formula_says_when_a_float_format_rounded_the_weights(tmp_path):
         assert (back.exact()([F(1)])[0] == F(1, 3)) is exact
         res = runner.invoke(app, ["from-formula", "δ3(x1)", "-o", str(out)])
         assert ("rounded to float64" in res.stdout) is not exact
+
+
+def test_formula_time_limit_covers_the_extraction(tmp_path):
+    # the extraction ran without a clock (a 1,797-layer network took 56 s; aud_log5 #5)
+    from relulab.logic import to_network
+
+    n = 80
+    lines = ["t1 := x1"] + [f"t{k} := (t{k-1} + t{k-1}) & ~(t{k-1} * t{k-1})" for k in range(2, n + 1)]
+    p = tmp_path / "tent.npz"
+    save_model(to_network(parse("\n".join(lines + [f"t{n}"]))), p)
+    res = runner.invoke(app, ["formula", str(p), "--time-limit", "0.001"])
+    assert res.exit_code == 1 and "time limit ended the extraction" in str(res.exception)
+    assert runner.invoke(app, ["formula", str(p), "--json"]).exit_code == 0

@@ -137,6 +137,30 @@ def test_truncated_affine_refuses_a_staircase_beyond_the_memory_budget():
         truncated_affine([2000], -1000)
 
 
+def _tent_iterates(n: int) -> Network:
+    """The tent map iterated n times as an exact network (2n - 1 hidden layers of width <= 3);
+    each node's formula grows with its depth, so the whole graph has about 6 n^2 nodes."""
+    from relulab.logic import parse
+
+    lines = ["t1 := x1"] + [f"t{k} := (t{k-1} + t{k-1}) & ~(t{k-1} * t{k-1})" for k in range(2, n + 1)]
+    return to_network(parse("\n".join(lines + [f"t{n}"])))
+
+
+def test_extraction_counts_all_its_formula_nodes_against_the_memory_budget():
+    # each node passed its own check, and a 1,797-layer tent network took 1.9 GB over a
+    # 1.83 GB budget before an error named a small node (aud_log5 #5): the nodes of the
+    # whole graph are now counted (an upper bound: refused just below the real size)
+    from relulab.limits import memory_limit
+    from relulab.logic.truncated import NODE_BYTES
+
+    net = _tent_iterates(60)
+    real = to_formula(net).formula_size
+    with memory_limit(int(NODE_BYTES * real * 0.99)), pytest.raises(ResourceLimitError, match="of layer"):
+        to_formula(net)
+    with memory_limit(int(NODE_BYTES * real * 1.5)):        # the count is not far above the real size
+        assert to_formula(net).formula_size == real
+
+
 def test_staircase_node_estimate_is_an_upper_bound():
     rng = random.Random(0)
     for _ in range(300):

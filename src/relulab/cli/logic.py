@@ -27,8 +27,9 @@ def formula_cmd(
     ),
     flat: bool = typer.Option(False, "--flat", help="Also print the flat formula of each last-layer node, hidden layers substituted in (an output is its readout of these nodes plus its offset)."),
     time_limit: float = typer.Option(
-        60.0, "--time-limit", help="Seconds for --simplify; past them the node formulas simplified so "
-        "far are kept (each equal to the original) and the output says the simplification is partial."),
+        60.0, "--time-limit", help="Seconds for the extraction and --simplify together: an extraction "
+        "that does not finish in time is an error; past them --simplify keeps the node formulas "
+        "simplified so far (each equal to the original) and the output says the simplification is partial."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Print the substitution graph of a network on [0,1]^n: one MV formula per node.
@@ -37,7 +38,8 @@ def formula_cmd(
     """
     import time
 
-    from ..logic import METHODS, node_rewrite, to_formula, to_text
+    from ..logic import METHODS, node_rewrite, to_text
+    from ..logic.extract import OutOfTime, formula_graph
     from ..logic.simplify import simplify_rounds
 
     check_seconds(time_limit, "--time-limit")
@@ -45,10 +47,14 @@ def formula_cmd(
         raise RelulabError(f"--method: unknown method {method!r}; use {', '.join(METHODS)}")
     net = load_model_arg(model)
     dom = None if box is None else parse_box(box, net.input_dim)
-    g = to_formula(net, dom, method=method)
+    deadline = time.monotonic() + time_limit
+    try:
+        g = formula_graph(net, dom, method, deadline)
+    except OutOfTime as e:
+        raise RelulabError(f"{e} (--time-limit {time_limit:g} s covers the extraction; "
+                           "a larger limit or a smaller --box may let it finish)") from None
     simplified = None
     if simplify_:
-        deadline = time.monotonic() + time_limit
         simplified = "complete"
         for k, layer in enumerate(g.layers):
             for j in range(len(layer)):

@@ -43,11 +43,12 @@ from typing import Any
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..limits import ResourceLimitError, memory_budget
 from ..network import Network
 from ._inputs import exact_float_bounds
 from .formula import ZERO, FormulaError
 from .graph import Node, SubstitutionGraph, hinted_node
-from .truncated import truncated_affine, weights_algebra
+from .truncated import NODE_BYTES, staircase_nodes, truncated_affine, weights_algebra
 
 __all__ = ["to_formula", "ExtractionError", "METHODS"]
 
@@ -222,6 +223,21 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
     work = 0
 
     rescale_work = 0
+    # The formulas of all nodes together against the memory budget as it stood when the
+    # extraction began (the budget is half of what is available *now*, so a per-node check
+    # alone lets a deep narrow net grow past it: 1,797 layers of width 3 took 1.9 GB and
+    # were refused only when memory was nearly gone, naming a small node)
+    budget = memory_budget()
+    total_nodes = 0
+
+    def charge_total(ww: tuple, bb: Fraction, where: str) -> None:
+        nonlocal total_nodes
+        total_nodes += staircase_nodes(ww, bb)
+        if NODE_BYTES * total_nodes > budget:
+            raise ResourceLimitError(
+                f"to_formula: the formulas up to {where} have about {total_nodes:.3g} formula nodes, "
+                f"{NODE_BYTES * total_nodes / 2**30:.3g} GB; the memory budget is {budget / 2**30:.3g} GB "
+                "(set RELULAB_MEMORY_GB to change it)")
 
     def check_atoms(ww: tuple, where: str) -> None:
         # refuse before building: a rescaled node's staircase costs (its unit atoms)^2
@@ -258,6 +274,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             if method == "rescale":
                 ww = tuple(v / hi for v in w)
                 check_atoms(ww, f"neuron {j + 1} of layer {k + 1}")
+                charge_total(ww, bb / hi, f"neuron {j + 1} of layer {k + 1}")
                 nodes.append(hinted_node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
                 cols.append((j, hi))
                 continue
@@ -267,6 +284,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             new_e0[j] += full
             for t in range(full, int(hi)):
                 ww = tuple(w)
+                charge_total(ww, bb - t, f"neuron {j + 1} of layer {k + 1}")
                 nodes.append(hinted_node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
                 cols.append((j, one))
             if max_nodes is not None and n_total + len(nodes) > max_nodes:
@@ -291,12 +309,14 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             span = hi - lo
             ww = tuple(v / span for v in w)
             check_atoms(ww, f"output {i + 1}")
+            charge_total(ww, (bb - lo) / span, f"output {i + 1}")
             nodes.append(hinted_node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
             C_cols.append((i, span))
         else:
             charge(int(hi - lo), w, bb, f"output {i + 1}")
             for t in range(int(hi - lo)):
                 ww = tuple(w)
+                charge_total(ww, bb - lo - t, f"output {i + 1}")
                 nodes.append(hinted_node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))
                 C_cols.append((i, one))
             if max_nodes is not None and n_total + len(nodes) > max_nodes:
