@@ -132,3 +132,21 @@ def test_polyline_search_starts_on_the_line_and_never_ends_worse():
     assert polyline_search(a, copy, X, Y, bends=2, steps=20).barrier < 1e-12
     with pytest.raises(PathError, match="bends"):
         polyline_search(a, b, X, Y, bends=0)
+
+
+def test_searches_name_themselves_and_refuse_a_diverged_path():
+    # lr = 1e300: polyline_search answered a NaN barrier and bezier_search a NetworkError
+    # about "layer 1"; a bad X named neither search (dynamics #7)
+    rng = np.random.default_rng(1)
+    a, b = _net(rng, [2, 6, 1]), _net(rng, [2, 6, 1])
+    X = rng.normal(size=(30, 2))
+    Y = np.abs(X[:, :1])
+    for search in (bezier_search, polyline_search):
+        name = search.__name__
+        with pytest.raises(PathError, match=rf"{name}: the search diverged \(lr=1e\+300\)"):
+            search(a, b, X, Y, steps=5, lr=1e300)
+        with pytest.raises(PathError, match=rf"{name}: X: expected"):
+            search(a, b, X[:, :1], Y, steps=1)
+        with pytest.raises(PathError, match=rf"{name}: architectures differ"):
+            search(a, _net(rng, [2, 4, 1]), X, Y, steps=1)
+        assert np.isfinite(search(a, b, X, Y, steps=3).to_dict()["barrier_linear"])

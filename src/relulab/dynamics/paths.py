@@ -358,16 +358,17 @@ def _torch_loss(out: Any, Yt: Any, loss: str, torch: Any) -> Any:
 
 
 def _search_setup(net_a: Network, net_b: Network, X: Any, Y: Any, loss: str, align_first: bool,
-                  torch: Any) -> tuple:
+                  torch: Any, where: str) -> tuple:
     """What both path searches start from: the checked data, ``net_b`` aligned to
     ``net_a`` (or as given), the parameter layout, both endpoints' parameter vectors and
-    the data as torch tensors."""
-    _check_pair(net_a, net_b)
-    if loss not in LOSSES:
-        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    if loss not in LOSSES:
-        raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
-    X, Y = _data(net_a, X, Y, loss)
+    the data as torch tensors.  A bad argument's error starts with ``where`` (the search)."""
+    try:
+        _check_pair(net_a, net_b)
+        if loss not in LOSSES:
+            raise PathError(f"loss: unknown name {loss!r} (expected one of {', '.join(LOSSES)})")
+        X, Y = _data(net_a, X, Y, loss)
+    except PathError as e:
+        raise PathError(f"{where}: {str(e).removeprefix('paths: ')}") from None
     b = align(net_a, net_b) if align_first else net_b.float()
     ta = torch.tensor(parameter_vector(net_a.float()).astype(float))
     tb = torch.tensor(parameter_vector(b).astype(float))
@@ -411,7 +412,7 @@ def bezier_search(
     steps, batch_t = _int_arg("steps", steps, 0), _int_arg("batch_t", batch_t, 1)
     lr, seed = _positive("lr", lr), _int_arg("seed", seed, 0)
     _int_arg("n_points", n_points, 2)
-    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
+    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch, "bezier_search")
     c = (0.5 * (ta + tb)).clone().requires_grad_(True)
     opt = torch.optim.Adam([c], lr=lr)
     gen = torch.Generator().manual_seed(seed)
@@ -428,12 +429,29 @@ def bezier_search(
         opt.zero_grad()
         (total / batch_t).backward()
         opt.step()
-    control = c.detach().numpy().copy()
+    control = _finite_search_result("bezier_search", c.detach().numpy().copy(), lr)
     lin = path_losses(net_a, b, X, Y, kind="linear", n_points=n_points, loss=loss, align_first=False)
     cur = path_losses(net_a, b, X, Y, kind=kind, control=control, n_points=n_points, loss=loss,
                       align_first=False)
     return BezierSearch(linear=_mark(lin, align_first), curved=_mark(cur, align_first),
                         steps=int(steps), control=control)
+
+
+def _finite_search_result(where: str, points: np.ndarray, lr: float) -> np.ndarray:
+    """``points`` (the optimised control point or bends) when finite; one error naming the
+    search and its learning rate when Adam diverged (lr = 1e300 gave a NaN barrier, or a
+    NetworkError about layer 1 that did not say where it came from).
+
+    Example:
+        >>> _finite_search_result("bezier_search", np.array([1.0, float("nan")]), 1e300)
+        Traceback (most recent call last):
+        ...
+        relulab.dynamics.paths.PathError: bezier_search: the search diverged (lr=1e+300): ...
+    """
+    if not np.all(np.isfinite(points)):
+        raise PathError(f"{where}: the search diverged (lr={lr:g}): the optimised path has "
+                        "non-finite parameters; use a smaller lr")
+    return points
 
 
 def _mark(res: PathResult, aligned: bool) -> PathResult:
@@ -532,7 +550,8 @@ def polyline_search(
     bends, steps, batch_t = _int_arg("bends", bends, 1), _int_arg("steps", steps, 0), _int_arg("batch_t", batch_t, 1)
     points_per_segment = _int_arg("points_per_segment", points_per_segment, 1)
     lr, seed = _positive("lr", lr), _int_arg("seed", seed, 0)
-    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch)
+    X, Y, b, lay, ta, tb, Xt, Yt = _search_setup(net_a, net_b, X, Y, loss, align_first, torch,
+                                                   "polyline_search")
     fr = torch.linspace(0, 1, bends + 2, dtype=torch.float64)[1:-1, None]
     inner = ((1 - fr) * ta + fr * tb).clone().requires_grad_(True)
     opt = torch.optim.Adam([inner], lr=lr)
@@ -547,6 +566,7 @@ def polyline_search(
         opt.zero_grad()
         (total / batch_t).backward()
         opt.step()
+    _finite_search_result("polyline_search", inner.detach().numpy(), lr)
     nodes = torch.cat([ta[None], inner, tb[None]]).detach()
     ts = np.linspace(0.0, 1.0, (bends + 1) * points_per_segment + 1)
     with torch.no_grad():
