@@ -73,3 +73,16 @@ def test_a_glu_block_with_an_output_bias_is_named_so():
     blk = random_glu(8, 4, act="silu", seed=1)
     r = extract_glu(lambda X: blk(X) + 0.1, 8, act="silu")
     assert r.status == "partial" and "not bias free" in r.message
+
+
+@pytest.mark.parametrize("out_w, out_b", [([[0.0, 0.0, 0.0]], [5.0]), ([[0.0, 0.0, 0.0]], [0.0])])
+def test_a_constant_network_is_decided_equal_to_its_extraction(out_w, out_b):
+    # the recovered constant has weights of about 1e-15; the MILP bound carries a margin of
+    # 1e-7 of the output size, above the fidelity tolerance (1e-9 of it), so every constant
+    # network read "unknown" (aud_ext5 #3).  A sound linear bound of the difference decides it.
+    net = Network([_W1, out_w], [_B1, out_b])
+    r = extract_relu(net, 2, reference=net)
+    assert r.status == "complete" and r.fidelity.equivalence == "equal"
+    assert r.fidelity.equivalence_bound <= r.fidelity.equivalence_tol
+    X = np.random.default_rng(1).uniform(-1, 1, (4000, 2))
+    assert np.max(np.abs(net(X) - r.network(X))) <= r.fidelity.equivalence_bound

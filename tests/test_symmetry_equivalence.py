@@ -332,3 +332,33 @@ def test_no_samples_on_a_wide_box_is_not_a_numpy_error():
     rng = np.random.default_rng(0)
     f = Network([rng.normal(size=(3, 11)), rng.normal(size=(1, 3))], [rng.normal(size=3), rng.normal(size=1)])
     assert equivalent(f, f, Box(-np.ones(11), np.ones(11)), n_samples=0).status == "equal"
+
+
+def test_sound_bounds_decide_small_differences_and_never_understate_them():
+    # a network whose neurons contribute nothing against one whose neurons contribute about
+    # eps: the MILP's margin (1e-7 of the outputs) could not go below tol = 1e-9, sound
+    # linear bounds of the difference can ("bounds"); each bound is at least the largest
+    # difference seen on dense samples, and eps = 1e-3 is found different
+    rng = np.random.default_rng(3)
+    box = Box([-1, -1], [1, 1])
+    X = box.sample(300, rng)
+    for trial in range(20):
+        c = rng.normal(size=1) * 10
+        f = Network([rng.normal(size=(4, 2)), np.zeros((1, 4))], [rng.normal(size=4), c])
+        for eps, status in ((10.0 ** rng.uniform(-15, -11), "equal"), (1e-3, "different")):
+            g = Network([rng.normal(size=(6, 2)), eps * rng.normal(size=(1, 6))],
+                        [rng.normal(size=6), c + eps * rng.normal(size=1)])
+            r = equivalent(f, g, box, tol=1e-9)
+            assert r.status == status, (trial, eps, r)
+            if status == "equal":
+                # the differences in exact arithmetic (float64 forward passes are off by
+                # more than the difference itself)
+                gap = max(abs(Fraction(a) - Fraction(b)) for a, b in zip(f.exact()(X)[:, 0], g.exact()(X)[:, 0],
+                                                                          strict=True))
+                assert r.method == "bounds" and r.upper_bound >= gap
+    # an exact network is bounded as it is: its float copy makes relu(x)/3 and
+    # float(1/3) relu(x) identical, 1.9e-17 apart
+    third = Network([[[1]], [[Fraction(1, 3)]]], [[0], [0]]).exact()
+    rounded = Network([[[1.0], [-1.0]], [[1 / 3, 0.0]]], [[0.0, 0.0], [0.0]])
+    for tol in (0.0, 1e-20):
+        assert equivalent(third, rounded, Box([-1], [1]), tol=tol).status != "equal"

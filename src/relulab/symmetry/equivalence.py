@@ -74,8 +74,8 @@ class EquivalenceResult:
 
     Attributes:
         status: ``"equal"``, ``"different"`` or ``"unknown"``.
-        method: what decided it: ``"canonical"``, ``"sampling"``, ``"verifier"`` or
-            ``"algebraic"``.
+        method: what decided it: ``"canonical"``, ``"sampling"``, ``"bounds"`` (sound
+            linear bounds of the difference on a box), ``"verifier"`` or ``"algebraic"``.
         tol: the tolerance of ``equal`` (0 for exact decisions).
         witness: for ``different``, an input where the networks differ.
         f_value, g_value: the two networks' outputs at the witness (forward passes).
@@ -538,6 +538,13 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale: float = 1.0) ->
     m = D.output_dim
     if D.n_hidden_layers == 0:
         return _affine_difference(f, g, D, dom, tol_v, done)
+    if isinstance(dom, Box):
+        # an exact network is bounded as it is (its float copy rounds its weights)
+        sb = _sound_difference_bound(f.exact() - g.exact() if f.is_exact or g.is_exact else D, dom)
+        if sb <= tol_v:
+            return done("equal", "bounds", upper_bound=sb,
+                        message=f"max |f - g| <= {sb:.3g} on the domain (linear bounds, moved outward "
+                                "by their rounding)")
     ubs = []
     statuses = []
     best = None
@@ -574,6 +581,28 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale: float = 1.0) ->
     why = "time limit" if len(ubs) < n_calls or "time_limit" in statuses else "bound above tol"
     return done("unknown", "verifier", upper_bound=ub,
                 message=f"undecided ({why})", details={"statuses": statuses})
+
+
+def _sound_difference_bound(D: Network, box: Box) -> float:
+    """A sound upper bound of ``max_j sup |D_j|`` on ``box``: CROWN's lower bounds of
+    ``+D_j`` and ``-D_j``, moved outward by their rounding.  The MILP's bound carries a
+    margin of ``PROOF_MARGIN`` of the output scale, so it could never prove a difference
+    of 1e-15 on outputs of 5 below a tolerance of 1e-8 (a constant network and its
+    extracted copy read ``unknown``); this bound needs no margin.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> D = Network([[[1.0], [-1.0]], [[1e-15, 1e-15]]], [[0.0, 0.0], [0.0]])
+        >>> 0 < _sound_difference_bound(D, Box([-1], [1])) < 1e-14
+        True
+    """
+    from ..bounds import linear_bounds
+
+    m = D.output_dim
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = linear_bounds(D, box, np.vstack([np.eye(m), -np.eye(m)]))
+    bound = float(np.max(-low))
+    return bound if bound == bound else float("inf")   # NaN (overflow): no bound
 
 
 def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
