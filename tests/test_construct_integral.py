@@ -190,3 +190,18 @@ def test_bad_input() -> None:
         parse_polynomial("x*y*z", dim=2)
     with pytest.raises(RelulabError, match="limit"):
         integral_representation("x1^10", 1, dim=12)
+
+
+def test_a_degree_beyond_the_limit_is_refused_before_any_work() -> None:
+    # x^99999999 looped over every degree up to it, and x^300000 ran its sphere moments for
+    # minutes, with no error (aud_con5 #1); the limit's own degree is still represented
+    from relulab.construct.integral import MAX_DEGREE
+
+    for text in (f"x^{MAX_DEGREE + 1} + y", "x^300000", "x^99999999"):
+        with pytest.raises(RelulabError, match="above the limit"):
+            integral_representation(text)
+        with pytest.raises(RelulabError, match="harmonic_extension: the polynomial has degree"):
+            harmonic_extension(text)
+    rep = integral_representation(f"x^{MAX_DEGREE} - x^3")
+    assert rep.exact_value([Fraction(1, 2)]) == Fraction(1, 2) ** MAX_DEGREE - Fraction(1, 8)
+    assert sorted(rep.ridge) == [3, MAX_DEGREE]

@@ -67,6 +67,10 @@ __all__ = ["IntegralRepresentation", "integral_representation", "harmonic_extens
 
 FORMS = ("plain", "sharpened")
 MAX_EXACT_SYSTEM = 600  # monomials per exact Gauss-Jordan solve (cubic cost in Fractions)
+# Polynomials of higher degree are refused: the exact sphere moments cost about degree^2
+# (x^16000 0.15 s, x^128000 11 s, x^99999999 did not finish), and a loop over every
+# degree up to x^99999999's ran for minutes before any of them
+MAX_DEGREE = 10_000
 RULES = ("grid", "mc")
 DISTRIBUTIONS = ("ball", "sphere")
 
@@ -101,12 +105,22 @@ def _laplacian(p: Poly) -> Poly:
     return {m: c for m, c in out.items() if c != 0}
 
 
-def _as_poly(poly: Polynomial | str, dim: int | None = None) -> Polynomial:
-    if isinstance(poly, Polynomial):
-        return poly
+def _as_poly(poly: Polynomial | str, dim: int | None = None, where: str = "integral_representation") -> Polynomial:
+    """``poly`` as a :class:`Polynomial` of degree at most :data:`MAX_DEGREE`.
+
+    Example:
+        >>> _as_poly("x^20001")
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: integral_representation: the polynomial has degree 20001, above the limit of 10000
+    """
     if isinstance(poly, str):
-        return parse_polynomial(poly, dim)
-    raise RelulabError(f"expected a Polynomial or its text, got {type(poly).__name__}")
+        poly = parse_polynomial(poly, dim)
+    elif not isinstance(poly, Polynomial):
+        raise RelulabError(f"expected a Polynomial or its text, got {type(poly).__name__}")
+    if poly.degree > MAX_DEGREE:
+        raise RelulabError(f"{where}: the polynomial has degree {poly.degree}, above the limit of {MAX_DEGREE}")
+    return poly
 
 
 def _rational(v: Any, what: str) -> Fraction:
@@ -125,7 +139,7 @@ def harmonic_extension(poly: Polynomial | str, sphere_radius: Any = 1) -> Polyno
         >>> str(harmonic_extension("x^2 + y^2 + x*y", 2))
         'x*y + 4'
     """
-    p = _as_poly(poly)
+    p = _as_poly(poly, where="harmonic_extension")
     r = _rational(sphere_radius, "harmonic_extension: sphere_radius")
     if r <= 0:
         raise RelulabError(f"harmonic_extension: sphere_radius must be > 0, got {sphere_radius}")
@@ -357,10 +371,8 @@ def integral_representation(poly: Polynomial | str, radius: Any = 1, form: str =
     const = q.homogeneous(0).terms.get((0,) * d, Fraction(0))
     linear = [q.terms.get(tuple(1 if j == i else 0 for j in range(d)), Fraction(0)) for i in range(d)]
     ridge: dict[int, Poly] = {}
-    for k in range(2, q.degree + 1):
-        pk = q.homogeneous(k).terms
-        if pk:
-            ridge[k] = _ridge_density(pk, d, k)
+    for k in sorted({sum(m) for m in q.terms if sum(m) >= 2}):   # the degrees present only
+        ridge[k] = _ridge_density(q.homogeneous(k).terms, d, k)
     if form == "plain":
         for k, ck in ridge.items():
             Ec = sum((c * sphere_moment(m) for m, c in ck.items()), Fraction(0))
