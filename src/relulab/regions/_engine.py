@@ -80,38 +80,103 @@ def slot_cap(pb: Problem, budget: int | None = None) -> int:
 
 
 # --------------------------------------------------------------------- problem data
+# Rows of one layer whose float64 hyperplanes agree to this much (each row divided by its
+# entry of largest magnitude, sign included) are one hyperplane to the engine's sign tests
+# (their vertex values differ by less than its near-tie threshold, 1e-14 of the map's size)
+ROUNDED_TOGETHER_TOL = 1e-13  # tol: 10x the near-tie threshold, relative to the row
+
+
 def _rounded_together(net: Network, rounded: Network) -> int:
-    """How many hidden neurons of an exact network share their float64 row ``(w, b)``
-    (scaled by its largest entry) with an earlier neuron of the same layer although their
-    exact rows differ: rounding made two hyperplanes one.  ``rounded`` is ``net.float()``.
+    """How many hidden neurons of an exact network have a float64 hyperplane within
+    :data:`ROUNDED_TOGETHER_TOL` of an earlier neuron's of the same layer (rows divided by
+    their largest entry, sign included, so negated and scaled copies meet) although their
+    exact rows are not proportional: rounding made two hyperplanes one.  ``rounded`` is
+    ``net.float()``.  (Bit-equal rows of the same sign only were caught: ``x - 1/3`` and
+    ``-(x - (1/3 + 1e-20))`` gave 2 regions of 3, certified.)
 
     Example:
         >>> from fractions import Fraction as F
-        >>> third = F(1, 3)
-        >>> net = Network([[[F(1)], [F(1)]], [[F(1), F(1)]]], [[-third, -third - F(1, 10**20)], [F(0)]])
+        >>> third, tiny = F(1, 3), F(1, 10**20)
+        >>> net = Network([[[F(1)], [F(-5)]], [[F(1), F(1)]]], [[-third, 5 * (third + tiny)], [F(0)]])
         >>> _rounded_together(net, net.float())
         1
     """
-    from fractions import Fraction
-
     count = 0
+    rng = np.random.default_rng(0)
     for W, b, Wf, bf in zip(net.weights[:-1], net.biases[:-1], rounded.weights[:-1], rounded.biases[:-1],
                             strict=True):
         R = np.column_stack([np.asarray(W), np.asarray(b)])
         F = np.column_stack([np.asarray(Wf, dtype=np.float64), np.asarray(bf, dtype=np.float64)])
-        top = np.max(np.abs(F), axis=1, keepdims=True)
-        top[top == 0] = 1.0
-        _, first, inv = np.unique(F / top, axis=0, return_index=True, return_inverse=True)
+        live = np.flatnonzero(np.any(F != 0, axis=1))
+        if live.size < 2:
+            continue
+        piv = np.argmax(np.abs(F[live]), axis=1)
+        N = F[live] / F[live, piv][:, None]          # the pivot entry becomes +1
+        # bit-equal normalised rows first (repeated neurons are common), each against the
+        # first of its group; then the distinct ones by their distance
+        uniq, first, inv = np.unique(N, axis=0, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
-        for i in np.flatnonzero(first[inv] != np.arange(len(F))):
-            j = int(first[inv[i]])
-            # the exact rows: proportional (one hyperplane) or not
-            ri, rj = R[i], R[j]
-            k = int(np.argmax(np.abs(F[j])))
-            if rj[k] == 0 or any(Fraction(a) * Fraction(rj[k]) != Fraction(c) * Fraction(ri[k])
-                                 for a, c in zip(ri, rj, strict=True)):
-                count += 1
+        counted = np.zeros(live.size, dtype=bool)
+        for i in np.flatnonzero(first[inv] != np.arange(live.size)):
+            counted[i] = not _proportional(R[live[first[inv[i]]]], R[live[i]])
+        # candidate pairs: close in every entry, so close along a random direction; sort
+        # by that projection and compare each row with those within reach of it
+        r = rng.standard_normal(N.shape[1])
+        proj = uniq @ r
+        reach = ROUNDED_TOGETHER_TOL * float(np.abs(r).sum())
+        order = np.argsort(proj, kind="stable")
+        for a in range(order.size):
+            u = int(order[a])
+            for bpos in range(a + 1, order.size):
+                v = int(order[bpos])
+                if proj[v] - proj[u] > reach:
+                    break
+                i, j = int(first[u]), int(first[v])
+                if not counted[j] and np.max(np.abs(uniq[u] - uniq[v])) <= ROUNDED_TOGETHER_TOL \
+                        and not _proportional(R[live[i]], R[live[j]]):
+                    counted[j] = True
+        count += int(counted.sum())
     return count
+
+
+def _proportional(u: np.ndarray, v: np.ndarray) -> bool:
+    """Whether two exact rows are nonzero multiples of each other (one hyperplane).
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> _proportional(np.array([F(1), F(-1, 3)]), np.array([F(-5), F(5, 3)])), _proportional(
+        ...     np.array([F(1), F(-1, 3)]), np.array([F(1), F(-1, 3) - F(1, 10**20)]))
+        (True, False)
+    """
+    from fractions import Fraction
+
+    k = next((t for t, x in enumerate(v) if x != 0), None)
+    if k is None or u[k] == 0:
+        return False
+    return all(Fraction(a) * Fraction(v[k]) == Fraction(c) * Fraction(u[k]) for a, c in zip(u, v, strict=True))
+
+
+def _underflowing_row(net: Network, rounded: Network) -> tuple[int, int] | None:
+    """The first hidden neuron (layer, index), both from 1, of an exact network whose exact
+    row ``(w, b)`` is nonzero while its float64 rounding is below float64's normal range
+    (zero or subnormal): its hyperplane is lost or moved (a row of 1e-400 rounded to 0
+    and the region it cut was not counted, certified); None when there is none.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> net = Network([[[F(1, 10**400)], [F(1)]], [[F(1), F(1)]]], [[F(1, 10**401), F(0)], [F(0)]])
+        >>> _underflowing_row(net, net.float())
+        (1, 1)
+    """
+    tiny = float(np.finfo(np.float64).tiny)
+    for k, (W, b, Wf, bf) in enumerate(zip(net.weights[:-1], net.biases[:-1], rounded.weights[:-1],
+                                           rounded.biases[:-1], strict=True)):
+        F = np.column_stack([np.asarray(Wf, dtype=np.float64), np.asarray(bf, dtype=np.float64)])
+        small = np.flatnonzero(np.max(np.abs(F), axis=1, initial=0.0) < tiny)
+        for i in small:
+            if any(x != 0 for x in W[i]) or b[i] != 0:
+                return k + 1, int(i) + 1
+    return None
 
 
 class Problem:
@@ -123,6 +188,13 @@ class Problem:
         # sign tests, so the result cannot be certified
         g = net.float() if net.is_exact else net
         self.rounded_together = _rounded_together(net, g) if net.is_exact else 0
+        lost = _underflowing_row(net, g) if net.is_exact else None
+        if lost is not None:
+            raise RelulabError(
+                f"regions: neuron {lost[1]} of hidden layer {lost[0]} has an exact row below float64's "
+                "normal range (its hyperplane would be lost or moved by the rounding): rescale that "
+                "neuron (a positive scale of its row, undone in the next layer's column, leaves the "
+                "regions unchanged)")
         net = g
         self.net = net
         self.d = net.input_dim
@@ -628,8 +700,20 @@ def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float)
                     f"points of norm {radius:.3g}; weights up to "
                     f"{max(float(np.abs(V).max()) for V in Ws):.3g}): rescale the network (a "
                     "positive scale of a layer leaves its regions unchanged) or the domain")
-    # and beneath it: composed maps whose entries are all below ~1e-280 lose their digits
-    # to underflow (layers scaled by 1e-170 gave 3 regions of 4, certified)
+    # and beneath it: a hidden row whose entries are all subnormal has lost its relative
+    # precision (its products with the vertices lose more), so its hyperplane is not where
+    # the signs are decided
+    tiny = float(np.finfo(np.float64).tiny)
+    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
+        top_row = np.maximum(np.max(np.abs(W), axis=1, initial=0.0), np.abs(b))
+        low = np.flatnonzero((top_row > 0) & (top_row < tiny))
+        if low.size:
+            raise RelulabError(
+                f"regions: neuron {int(low[0]) + 1} of hidden layer {k + 1} has a row below float64's "
+                f"normal range (largest entry {float(top_row[low[0]]):.3g}): rescale that neuron (a "
+                "positive scale of its row, undone in the next layer's column, leaves the regions unchanged)")
+    # composed maps whose entries are all below ~1e-280 lose their digits to underflow
+    # (layers scaled by 1e-170 gave 3 regions of 4, certified)
     log_scale = 0.0
     for W in Ws[:-1]:
         top = float(np.max(np.abs(W), initial=0.0))

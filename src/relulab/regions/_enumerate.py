@@ -165,6 +165,7 @@ def enumerate_regions(
             ``"skeleton"`` or ``"cells"``.  The result is the same.
         vertices: keep every region's vertex list (``"auto"``: in dimension <= 2, where
             it is cheap; otherwise ``Region.vertices`` is computed when first asked for).
+            ``method="bfs"`` keeps none (``vertices=True`` is refused there).
         parallel: ``"local"`` (worker processes) or ``"ray"``: split the box into
             ``cells`` (default 4 per worker) along first-layer hyperplanes, balanced by
             estimated region count, so that every region lies whole in one cell;
@@ -204,6 +205,11 @@ def enumerate_regions(
         rs = enumerate_regions(net, dom, progress=progress, centers=centers, vertices=vertices)
         rs.info.update(parallel=small)
         return rs
+    if method == "bfs" and vertices is True:
+        # the LP method finds facets and interior points only; vertices=True was ignored
+        # and every region came back with none
+        raise RelulabError("enumerate: method='bfs' keeps no vertices (it finds each region's facets by "
+                           "LPs); use method='subdivision' for vertices=True")
     if vertices == "auto":
         vertices = net.input_dim <= 2
     if method == "bfs":

@@ -125,16 +125,20 @@ def _region(row: dict[str, Any]) -> Region:
     )
 
 
+INTERRUPTED = "interrupted (Ctrl-C)"
+
+
 def _chunks(regions: Iterable[Region], chunk: int, limit: int | None,
-            stopped: list[bool]) -> Iterator[list[dict]]:
+            stopped: list[str | None]) -> Iterator[list[dict]]:
     """Group the stream into lists of rows, at most ``limit`` rows in all; Ctrl-C, or a
-    region beyond the limit, ends the stream and sets ``stopped[0]``."""
+    region beyond the limit, ends the stream and puts the reason in ``stopped[0]``."""
     buf: list[dict] = []
     n = 0
     try:
         for r in regions:
             if limit is not None and n >= limit:
-                stopped[0] = True   # a region beyond the limit exists: the file is partial
+                # a region beyond the limit exists: the file is partial
+                stopped[0] = f"max_regions ({limit}) reached"
                 break
             buf.append(_row(r))
             n += 1
@@ -142,12 +146,12 @@ def _chunks(regions: Iterable[Region], chunk: int, limit: int | None,
                 yield buf
                 buf = []
     except KeyboardInterrupt:
-        stopped[0] = True
+        stopped[0] = INTERRUPTED   # the same flag as the limit once said "max_regions (None) reached"
     if buf:
         yield buf
 
 
-def _write_parquet(tmp: str, chunks: Iterator[list[dict]]) -> tuple[int, int]:
+def _write_parquet(tmp: str, chunks: Iterator[list[dict]], stopped: list[str | None]) -> tuple[int, int]:
     pa = require("pyarrow", "parquet")
     import pyarrow.parquet as pq
 
@@ -162,18 +166,35 @@ def _write_parquet(tmp: str, chunks: Iterator[list[dict]]) -> tuple[int, int]:
     ])
     n = k = 0
     with pq.ParquetWriter(tmp, schema) as writer:
-        for rows in chunks:
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-            n, k = n + len(rows), k + 1
+        try:
+            for rows in chunks:
+                table = pa.Table.from_pylist(rows, schema=schema)
+                # Ctrl-C is raised only between Python steps: a row group is written whole
+                # or not at all
+                writer.write_table(table)
+                n, k = n + len(rows), k + 1
+        except KeyboardInterrupt:
+            stopped[0] = INTERRUPTED
     return n, k
 
 
-def _write_jsonl(tmp: str, chunks: Iterator[list[dict]]) -> tuple[int, int]:
+def _write_jsonl(tmp: str, chunks: Iterator[list[dict]], stopped: list[str | None]) -> tuple[int, int]:
     n = k = 0
     with open(tmp, "w") as fh:
-        for rows in chunks:
-            fh.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
-            n, k = n + len(rows), k + 1
+        good = 0   # the file's length after the last whole chunk
+        try:
+            for rows in chunks:
+                fh.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
+                fh.flush()
+                good = fh.tell()
+                n, k = n + len(rows), k + 1
+        except KeyboardInterrupt:
+            # a Ctrl-C inside the writer escaped write_regions; it now ends the file after
+            # the last whole chunk, as one between regions does
+            stopped[0] = INTERRUPTED
+            fh.flush()
+            fh.seek(good)
+            fh.truncate()
     return n, k
 
 
@@ -207,7 +228,7 @@ def write_regions(
         raise RelulabError(f"write_regions: chunk must be a positive integer, got {chunk!r}")
     if fmt == "parquet":
         require("pyarrow", "parquet")  # fail before any enumeration work
-    stopped = [False]
+    stopped: list[str | None] = [None]
     if max_regions is not None and not is_int_at_least(max_regions, 1):
         raise RelulabError(f"write_regions: max_regions must be a positive integer or None, got {max_regions!r}")
     # one region more than asked tells a complete enumeration from a cut one
@@ -216,10 +237,10 @@ def write_regions(
                           max_regions=None if max_regions is None else max_regions + 1)
     with atomic_path(path) as tmp:
         writer = _write_parquet if fmt == "parquet" else _write_jsonl
-        n, k = writer(tmp, _chunks(stream, chunk, max_regions, stopped))
+        n, k = writer(tmp, _chunks(stream, chunk, max_regions, stopped), stopped)
     why = None
-    if stopped[0]:
-        status, why = "partial", f"max_regions ({max_regions}) reached"
+    if stopped[0] is not None:
+        status, why = "partial", stopped[0]
     elif not report.get("certified", False):
         status = "uncertified"
     else:
@@ -260,7 +281,7 @@ def read_regions(path: str | os.PathLike) -> Iterator[Region]:
                 k += 1
                 try:
                     region = _region(row)
-                except (ValueError, KeyError, TypeError) as exc:  # a Parquet file of another layout
+                except (ValueError, KeyError, TypeError, OverflowError) as exc:  # another layout
                     raise RelulabError(f"{path}: row {k} is not a region record (missing or bad {exc})") from None
                 yield region
         return
@@ -273,7 +294,7 @@ def read_regions(path: str | os.PathLike) -> Iterator[Region]:
                 try:
                     row = json.loads(line)
                     region = _region(row)
-                except (ValueError, KeyError, TypeError) as exc:
+                except (ValueError, KeyError, TypeError, OverflowError) as exc:   # 1e999: inf
                     raise RelulabError(f"{path}:{lineno}: not a region record ({exc})") from None
                 yield region
         except UnicodeDecodeError:
