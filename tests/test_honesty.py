@@ -44,6 +44,7 @@ ALLOWED = {
     "linear_dichotomies": "an exact count or UncertifiedCount (also at its time limit): there is no partial count",
     "along_segment": "every breakpoint, or UncertifiedCount at its time limit: there is no partial segment",
     "subset_signs": "extract kernel (signs module only): the flip set or None; extract_relu reports status",
+    "other_subset": "extract kernel (signs module only): a second flip set or None; extract_relu notes it",
     "box_max": "lipschitz kernel: BoxMax.closed says whether the box was settled; lipschitz reports status",
     "pattern_check": "returns (verdict, witness, upper): the verdict says how it ended",
     "polish": "returns (network, PolishReport): the report says accepted, rejected or not started at the limit",

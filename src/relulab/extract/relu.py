@@ -51,7 +51,7 @@ from .layer import LayerFound, find_layer
 from .oracle import BudgetExhausted, ExtractError, QueryOracle
 from .polish import assign_critical
 from .polish import polish as polish_net
-from .signs import EXTRACTION_DEADLINE, one_sided, subset_signs
+from .signs import EXTRACTION_DEADLINE, one_sided, other_subset, subset_signs
 from .space import Space
 from .trace import trace_layer
 
@@ -333,6 +333,14 @@ def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
         A, M = coef[:n], coef[n:-1].T
         flip = subset_signs(A, U, M)
         if flip is not None:
+            alt = other_subset(A, U, M, flip)
+            if alt is not None:
+                # said nothing: an "equal" extraction 3 off in its parameters, unexplained
+                which = [int(i) + 1 for i in np.flatnonzero(alt != flip)]
+                st.notes.append(
+                    f"layer {len(st.layers)}: the orientation of neurons {which} (of the recovered layer) is not identifiable "
+                    "from queries: flipping them (relu(z) <-> relu(-z)) changes only the affine part, "
+                    "which the output fit absorbs, and both choices fit; one was taken")
             U = np.where(flip[:, None], -U, U)
             b = np.where(flip, -b, b)
             st.layers[-1] = (U, b)

@@ -31,7 +31,7 @@ import numpy as np
 from ..limits import Deadline
 from ..tolerance import RANK_TOL, TINY, or_default
 
-__all__ = ["one_sided", "subset_signs", "SIDE_RATIO"]
+__all__ = ["one_sided", "subset_signs", "other_subset", "SIDE_RATIO"]
 
 # The active side must move the output this many times more than the inactive side
 # (which moves by rounding only) for the orientation to count as decided.
@@ -142,3 +142,48 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
     if np.abs(B @ tb - target).max() > tol:
         return None
     return tb.astype(bool)
+
+
+def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray, rtol: float | None = None,
+                 time_limit: float = 5.0) -> np.ndarray | None:
+    """Another subset of neurons to flip that fits ``M`` as well as ``flip`` does (to
+    ``rtol``, as :func:`subset_signs`), or None when ``flip`` is the only one found.  When
+    the terms ``a_i u_i^T`` are linearly independent the subset is unique and no solve is
+    made; otherwise (parallel neurons) one MILP looks for a binary ``t != flip``: three
+    neurons on one hyperplane whose output weights sum to 0 can all be flipped, which
+    changes only a constant, and the queries cannot tell the two networks apart.
+
+    Example:
+        >>> U = np.array([[1.0, 1.0]] * 3); A = np.array([[1.0], [-2.0], [1.0]])
+        >>> other_subset(A, U, np.zeros((1, 2)), np.zeros(3, bool)).tolist()   # flip all three
+        [True, True, True]
+        >>> other_subset(np.array([[1.0], [2.0]]), np.eye(2), np.zeros((1, 2)), np.zeros(2, bool)) is None
+        True
+    """
+    n = A.shape[0]
+    B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1) if n else np.zeros((M.size, 0))
+    target = -M.ravel()
+    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
+    tol = or_default(rtol, SUBSET_RTOL) * scale
+    if n == 0 or np.linalg.matrix_rank(B, tol=RANK_TOL * scale) == n:
+        return None   # independent terms: one subset at most
+    from ..lp import solve
+
+    dl = EXTRACTION_DEADLINE.get()
+    if dl is not None and dl.at is not None:
+        time_limit = max(min(time_limit, dl.left() or 0.0), 1e-3)
+    f = np.asarray(flip, bool)
+    # |B t - target| <= tol entrywise, and t differs from flip somewhere:
+    # sum_{flip_i} (1 - t_i) + sum_{not flip_i} t_i >= 1
+    differ = np.where(f, -1.0, 1.0)
+    A_ub = np.vstack([B, -B, -differ[None, :]])
+    b_ub = np.concatenate([target + tol, tol - target, [float(f.sum()) - 1.0]])
+    r = solve(np.zeros(n), A_ub=A_ub, b_ub=b_ub, lb=np.zeros(n), ub=np.ones(n),
+              integer=np.ones(n, bool), time_limit=time_limit)
+    if r.x is None:
+        return None
+    t = np.round(r.x).clip(0, 1).astype(bool)
+    # re-checked: a solver answer that does not fit, or equals flip, is no second subset
+    if np.array_equal(t, f) or np.abs(B @ t - target).max() > tol:
+        return None
+    return t
