@@ -86,3 +86,25 @@ def test_a_constant_network_is_decided_equal_to_its_extraction(out_w, out_b):
     assert r.fidelity.equivalence_bound <= r.fidelity.equivalence_tol
     X = np.random.default_rng(1).uniform(-1, 1, (4000, 2))
     assert np.max(np.abs(net(X) - r.network(X))) <= r.fidelity.equivalence_bound
+
+
+def test_fidelity_compares_an_exact_reference_as_it_is():
+    # 2^60 relu((1 + 2^-60) x) - 2^60 relu(x) is x on [0, 1]; its float copy is 0.  Both
+    # were rounded to float64 first, and fidelity said "equal", bound 0, "identical
+    # networks", sampled error 0 (aud_sym6 #2)
+    from fractions import Fraction
+
+    from relulab import Box
+    from relulab.extract.fidelity import fidelity
+
+    ref = Network([[[Fraction(1) + Fraction(1, 2**60)], [Fraction(1)]], [[Fraction(2**60), Fraction(-2**60)]]],
+                  [[0, 0], [0]]).exact()
+    rec = ref.float()
+    assert ref([Fraction(1)])[0] == 1 and rec([1.0])[0] == 0.0
+    r = fidelity(ref, rec, Box([0.0], [1.0]), n_samples=100)
+    assert r.equivalence != "equal"
+    assert r.equivalence_bound is None or r.equivalence_bound >= 1.0
+    assert 0.9 < r.max_output_error <= 1.0 and r.n_samples == 100
+    ref2 = Network([[[Fraction(1) + Fraction(1, 10**30)]], [[1]]], [[0], [0]]).exact()
+    r = fidelity(ref2, Network([[[1.0]], [[1.0]]], [[0.0], [0.0]]), Box([0.0], [1.0]), n_samples=50, tol=0.0)
+    assert r.equivalence != "equal" and r.max_output_error > 0

@@ -362,3 +362,32 @@ def test_sound_bounds_decide_small_differences_and_never_understate_them():
     rounded = Network([[[1.0], [-1.0]], [[1 / 3, 0.0]]], [[0.0, 0.0], [0.0]])
     for tol in (0.0, 1e-20):
         assert equivalent(third, rounded, Box([-1], [1]), tol=tol).status != "equal"
+
+
+def test_differences_that_underflow_are_not_called_equal_at_tol_zero():
+    # 1e-200 relu(1e-200 x) is about 1e-400 x: the bounds path read max |f - 0| <= -0.0 and
+    # the normal forms "identical networks" against 2e-200 relu(1e-200 x) (aud_sym6 #1)
+    box = Box([0.0], [1.0])
+    f = Network([[[1e-200]], [[1e-200]]], [[0.0], [0.0]])
+    for g in (Network([[[1.0]], [[0.0]]], [[0.0], [0.0]]), Network([[[1e-200]], [[2e-200]]], [[0.0], [0.0]])):
+        gap = abs(Fraction(1e-200) * Fraction(1e-200) - Fraction(g.weights[1][0, 0]) * Fraction(g.weights[0][0, 0]))
+        assert gap > 0                                           # exactly: they differ
+        r = equivalent(f, g, box, tol=0.0)
+        assert r.status != "equal", r
+        assert r.upper_bound is None or r.upper_bound >= gap
+    assert equivalent(f, f, box, tol=0.0).status == "equal"     # the same network still is
+
+
+def test_a_time_limit_covers_the_normal_forms_of_exact_networks():
+    # the normal form of an exact 10-700-700-1 network runs in Fractions for about 10 s;
+    # under timeout=1 it is skipped (14-22 s before; aud_sym6 #3)
+    import time
+
+    from relulab.symmetry.equivalence import EXACT_CANONICAL_SECONDS, _normal_forms_fit
+
+    rng = np.random.default_rng(0)
+    f = random_network(rng, [10, 700, 700, 1]).exact()
+    g = random_network(rng, [10, 5, 1])
+    assert not _normal_forms_fit(f, g, 1.0, time.monotonic())
+    assert EXACT_CANONICAL_SECONDS * f.n_params > 0.5                 # the estimate is what skips
+    assert _normal_forms_fit(f, g, None, time.monotonic()) and _normal_forms_fit(g, g, 1e-9, time.monotonic())

@@ -52,7 +52,9 @@ class Fidelity(Result):
         bits_abs, bits_rel: ``-log2`` of the two errors (bits of precision).
         equivalence: ``equal`` / ``different`` / ``unknown`` (relulab.symmetry.equivalent).
         equivalence_method, witness, witness_gap: how it was decided; a re-checked witness.
-        max_output_error: largest ``|f - g|`` on ``n_samples`` random points of the box.
+        max_output_error: largest ``|f - g|`` on ``n_samples`` random points of the box
+            (exactly evaluated, on at most 500 of the points asked for, where a network
+            holds weights float64 rounds).
         widths_reference, widths_recovered: hidden widths of the two normal forms.
         dead_on_domain: reference neurons ``(layer, index)``, 0-based, proved never active
             on the box (bounds or the exact verifier) and so left out of the reference
@@ -167,8 +169,11 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     d = reference.input_dim
     box = domain if domain is not None else Box(-np.ones(d), np.ones(d))
     t0 = time.monotonic()
-    ref = reference.float()
-    F, _ = canonical(ref)
+    # the parameters are compared on float copies; the function on the networks as given:
+    # an exact reference rounded to float64 first (2^60 relu((1 + 2^-60) x) - 2^60 relu(x),
+    # x on [0, 1], became 0) was "equal", bound 0, to a recovered network 1 away from it
+    ref = reference
+    F, _ = canonical(ref.float())
     G, _ = canonical(recovered.float())
     al = _align(F, G)
     dead: tuple[tuple[int, int], ...] = ()
@@ -179,12 +184,12 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         ref, dead, active = _without_dead(ref, box,
                                           None if timeout is None else DEAD_SHARE * timeout)
         if dead:
-            F, _ = canonical(ref)
+            F, _ = canonical(ref.float())
             al = _align(F, G)
     X = box.sample(n_samples, np.random.default_rng(seed))
-    out_err = float(np.max(np.abs(reference.float()(X) - recovered.float()(X))))
+    out_err, n_used = _sampled_error(reference, recovered, X)
     left = None if timeout is None else max(timeout - (time.monotonic() - t0), 0.1 * timeout)
-    eq = equivalent(ref, recovered.float(), box, timeout=left, tol=tol)
+    eq = equivalent(ref, recovered, box, timeout=left, tol=tol)
     exact = bool(eq.exact)
     tol = 0.0 if exact and eq.status == "equal" else float(eq.tol)
     msg = eq.message
@@ -207,7 +212,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         witness=eq.witness,
         witness_gap=eq.gap,
         max_output_error=out_err,
-        n_samples=n_samples,
+        n_samples=n_used,
         widths_reference=F.widths,
         widths_recovered=G.widths,
         domain=box.to_dict(),
@@ -256,8 +261,44 @@ def _without_dead(net: Network, box: Box, time_limit: float | None) -> tuple[Net
 
 def without_neurons(net: Network, neurons) -> Network:
     """``net`` with the outgoing weights of ``neurons`` (``(layer, index)``, 0-based) set
-    to 0."""
+    to 0 (an exact network stays exact).
+
+    Example:
+        >>> from fractions import Fraction
+        >>> net = Network([[[1], [2]], [[Fraction(1, 3), 5]]], [[0, 0], [0]]).exact()
+        >>> g = without_neurons(net, [(0, 1)])
+        >>> g.is_exact, g([Fraction(1)])[0]
+        (True, Fraction(1, 3))
+    """
+    if net.is_exact:
+        Ws = [np.array(W, dtype=object, copy=True) for W in net.weights]
+        for k, i in neurons:
+            Ws[k + 1][:, i] = 0
+        return Network(Ws, [np.array(b, dtype=object, copy=True) for b in net.biases], skip=net.skip).exact()
     Ws = [np.asarray(W, float).copy() for W in net.weights]
     for k, i in neurons:
         Ws[k + 1][:, i] = 0.0
     return Network(Ws, [np.asarray(b, float) for b in net.float().biases], skip=net.skip)
+
+
+# Exact networks with weights float64 cannot hold are evaluated exactly on this many of
+# the sampled points (a forward pass in Fractions per point)
+EXACT_SAMPLES = 500
+
+
+def _sampled_error(reference: Network, recovered: Network, X: np.ndarray) -> tuple[float, int]:
+    """The largest output difference on the rows of ``X``, and how many rows were used: all
+    in float64, or, where a network holds a weight that float64 rounds, the first
+    EXACT_SAMPLES rows evaluated exactly (the difference rounded to float)."""
+    exact = [n for n in (reference, recovered) if n.is_exact and n.entry_not_a_float() is not None]
+    if not exact:
+        return float(np.max(np.abs(reference.float()(X) - recovered.float()(X)))), len(X)
+    from fractions import Fraction
+
+    worst = 0.0
+    for x in X[:EXACT_SAMPLES]:
+        xe = [Fraction(float(v)) for v in x]
+        fx = reference.exact()(xe)
+        gx = recovered.exact()(xe)
+        worst = max(worst, max(float(abs(a - b)) for a, b in zip(fx, gx, strict=True)))
+    return worst, min(len(X), EXACT_SAMPLES)

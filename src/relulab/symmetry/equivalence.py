@@ -239,8 +239,12 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
             H = np.maximum(ib.pre_hi[k], 0.0)
     if Ff.skip is not None:
         D = D + np.abs(Ff.skip[0] - Gf.skip[0]) @ xabs + np.abs(Ff.skip[1] - Gf.skip[1])
-    if not D.any():
-        return 0.0  # every weight difference is exactly zero: nothing to round
+    same = all(np.array_equal(a, b) for a, b in zip(Ff.weights + Ff.biases, Gf.weights + Gf.biases, strict=True))
+    if same and (Ff.skip is None or all(np.array_equal(a, b) for a, b in zip(Ff.skip, Gf.skip, strict=True))):
+        # every weight difference is exactly zero: nothing to round.  (D itself was read:
+        # 1e-200 relu(1e-200 x) against 2e-200 relu(1e-200 x) underflowed to D = 0, and two
+        # different networks were "identical networks", bound 0)
+        return 0.0
     # Slack for the rounding of this very computation.
     return float(np.max(D)) * (1 + ROUNDOFF) + TINY
 
@@ -356,6 +360,49 @@ def _canonical_error(net: Network, can: Network, rep: CanonicalReport, box: Box)
     raise AssertionError("unreachable")
 
 
+# Seconds per parameter of an exact network's normal form (Fraction arithmetic; measured:
+# a 10-700-700-1 network took about 10 s, twice over a 1 s limit)
+EXACT_CANONICAL_SECONDS = 2e-5
+
+
+def _normal_forms_fit(f: Network, g: Network, timeout: float | None, t0: float) -> bool:
+    """Whether the normal forms of ``f`` and ``g`` fit in half of the time left: those of
+    exact networks are built in Fractions, at about EXACT_CANONICAL_SECONDS per parameter;
+    float ones always fit (they cost little beside the forward passes already made).
+
+    Example:
+        >>> net = Network([[[1.0]], [[1.0]]], [[0.0], [0.0]])
+        >>> _normal_forms_fit(net.exact(), net, 1.0, time.monotonic()), _normal_forms_fit(net, net, None, 0.0)
+        (True, True)
+    """
+    if timeout is None:
+        return True
+    cost = EXACT_CANONICAL_SECONDS * sum(n.n_params for n in (f, g) if n.is_exact)
+    return cost == 0 or cost <= 0.5 * (timeout - (time.monotonic() - t0))
+
+
+def _underflow_slack(nets: tuple[Network, ...], box: Box) -> float:
+    """What float64 underflow can hide in a bound computed from ``nets`` on ``box``: the
+    relative rounding analyses do not cover a product that underflows, which loses up to
+    2^-1074 absolutely; later layers amplify that by at most the product of their largest
+    row sums (and the box's reach).  Four such losses per parameter and neuron.
+
+    Example:
+        >>> net = Network([[[1e-200]], [[1e-200]]], [[0.0], [0.0]])
+        >>> 0 < _underflow_slack((net,), Box([0.0], [1.0])) < 1e-320
+        True
+    """
+    ops = 0
+    amp = max(1.0, float(np.max(np.abs(box.lo), initial=0.0)), float(np.max(np.abs(box.hi), initial=0.0)))
+    with np.errstate(over="ignore"):
+        for net in nets:
+            nf = net.float()
+            ops += nf.n_params + sum(nf.widths) + nf.output_dim
+            for W in nf.weights:
+                amp *= max(1.0, float(np.max(np.abs(W).sum(axis=1), initial=0.0)))
+        return 4.0 * ops * float(np.finfo(np.float64).smallest_subnormal) * amp
+
+
 def _canonical_path_bound(f: Network, cf: Network, rf: CanonicalReport, g: Network, cg: Network,
                           rg: CanonicalReport, box: Box) -> float | None:
     """A sound bound of ``sup |f - g|`` on ``box`` through the normal forms:
@@ -371,7 +418,9 @@ def _canonical_path_bound(f: Network, cf: Network, rf: CanonicalReport, g: Netwo
     eg = _float_error(cg, box) if g.is_exact else _canonical_error(g, cg, rg, box)
     if ef is None or eg is None:
         return None
-    return float((ef + mid + eg) * (1 + ROUNDOFF))
+    # the normal forms push each row's scale forward: 1e-200 relu(1e-200 x) became a zero
+    # output weight, and two different networks were "identical networks", bound 0
+    return float((ef + mid + eg) * (1 + ROUNDOFF)) + _underflow_slack((f, g), box)
 
 
 # the fewest sampled points a time limit cuts a sample down to, and the share of the
@@ -508,13 +557,16 @@ def equivalent(
             left = max(timeout - (time.monotonic() - t0), 0.0)
             return neuron_status(net, dom, time_limit=max(left / 4, 1e-3))
 
-        cf, rf = canonical(f, dom, status=status(f))
-        cg, rg = canonical(g, dom, status=status(g))
-        if both_exact and cf == cg:
-            return done("equal", "canonical", upper_bound=0.0, exact=True,
-                        message="identical normal forms (exact)")
-        box = dom if isinstance(dom, Box) else dom.bounding_box()
-        pb = _canonical_path_bound(f, cf, rf, g, cg, rg, box)
+        if _normal_forms_fit(f, g, timeout, t0):
+            cf, rf = canonical(f, dom, status=status(f))
+            cg, rg = canonical(g, dom, status=status(g))
+            if both_exact and cf == cg:
+                return done("equal", "canonical", upper_bound=0.0, exact=True,
+                            message="identical normal forms (exact)")
+            box = dom if isinstance(dom, Box) else dom.bounding_box()
+            pb = _canonical_path_bound(f, cf, rf, g, cg, rg, box)
+        else:
+            pb = None
         if pb is not None and pb <= tol_v:
             return done("equal", "canonical", upper_bound=pb,
                         message="identical networks" if pb == 0.0
@@ -538,9 +590,11 @@ def _by_verifier(f, g, dom, tol_v, timeout, t0, done, out_scale: float = 1.0) ->
     m = D.output_dim
     if D.n_hidden_layers == 0:
         return _affine_difference(f, g, D, dom, tol_v, done)
-    if isinstance(dom, Box):
-        # an exact network is bounded as it is (its float copy rounds its weights)
-        sb = _sound_difference_bound(f.exact() - g.exact() if f.is_exact or g.is_exact else D, dom)
+    if isinstance(dom, Box) and (timeout is None or time.monotonic() - t0 < timeout / 2):
+        # an exact network is bounded through its float copy plus that copy's rounding
+        # (_float_error): the difference of the exact networks themselves took seconds to
+        # build and bound at width 700, past a 1 s limit
+        sb = _sound_difference_bound(D, dom) + _float_error(f, dom) + _float_error(g, dom)
         if sb <= tol_v:
             return done("equal", "bounds", upper_bound=sb,
                         message=f"max |f - g| <= {sb:.3g} on the domain (linear bounds, moved outward "
@@ -601,8 +655,12 @@ def _sound_difference_bound(D: Network, box: Box) -> float:
     m = D.output_dim
     with np.errstate(over="ignore", invalid="ignore"):
         low = linear_bounds(D, box, np.vstack([np.eye(m), -np.eye(m)]))
-    bound = float(np.max(-low))
-    return bound if bound == bound else float("inf")   # NaN (overflow): no bound
+        bound = float(np.max(-low))
+        if bound != bound:
+            return float("inf")   # NaN (overflow): no bound
+    # CROWN's rounding analysis is relative (1e-200 relu(1e-200 x) read max |f - 0| <= -0.0,
+    # "equal" at tol 0): add what underflow can hide
+    return max(bound, 0.0) + _underflow_slack((D,), box)
 
 
 def _affine_difference(f, g, D, dom, tol_v, done) -> EquivalenceResult:
