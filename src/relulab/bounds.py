@@ -57,6 +57,7 @@ import numpy as np
 
 from .domain import Box, Polytope, as_domain
 from .errors import RelulabError
+from .limits import check_bytes, memory_budget
 from .network import Network, is_float64_number
 from .tolerance import ROUNDOFF, UNIT_ROUNDOFF, scaled_tol
 
@@ -188,6 +189,8 @@ def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
         >>> float(float_rounding_bound(net, Box([0.0], [1.0]))[0]) >= 1.0
         True
     """
+    if not isinstance(box, Box):
+        box = as_domain(box, net.input_dim).bounding_box()   # a (lo, hi) pair or a Polytope
     errs = _rounding_per_layer(net, box)
     return None if errs is None else errs[-1]
 
@@ -299,27 +302,46 @@ def _refine(zlo, zhi, k, Ws, bs, relax, lo, hi, chunk: int = 128) -> None:
     n = zlo.shape[1]
     by_count = np.argsort(cnt, kind="stable")
     by_count = by_count[cnt[by_count] > 0]
-    for s in range(0, by_count.size, chunk):
-        ix = by_count[s : s + chunk]
+    # one back-substituted row holds a few arrays of the widest layer it passes: the boxes
+    # (and, for one box, its neurons) are taken as many at a time as a quarter of the
+    # memory budget allows (a 10-5000-5000-2 network took 2.5 GB under a 0.5 GB budget,
+    # then a raw numpy MemoryError)
+    row_bytes = 4 * 8 * max(max(W.shape) for W in Ws[: k + 1])
+    room = memory_budget() // 4
+    # one neuron of one box (its two rows) must fit that quarter
+    check_bytes(4 * 2 * row_bytes, f"symbolic bounds of hidden layer {k + 1} (width "
+                f"{max(max(W.shape) for W in Ws[: k + 1])}: one neuron's back-substitution, 4 times)")
+    s = 0
+    while s < by_count.size:
+        # the counts ascend: the last box of a full chunk has the most unstable neurons
+        U = int(cnt[by_count[min(s + chunk, by_count.size) - 1]])
+        M = int(max(1, min(chunk, room // (2 * U * row_bytes))))
+        ix = by_count[s : s + M]
+        s += ix.size
         M = ix.size
         U = int(cnt[ix].max())
         # stable sort puts each box's unstable neurons first
-        order = np.argsort(~unst[ix], axis=1, kind="stable")[:, :U]  # (M, U)
-        valid = np.arange(U)[None, :] < cnt[ix][:, None]
-        Lam = np.zeros((M, 2 * U, n))
-        rows = np.arange(M)[:, None]
-        Lam[rows, np.arange(U)[None, :], order] = valid
-        Lam[rows, U + np.arange(U)[None, :], order] = -valid.astype(np.float64)
+        order_all = np.argsort(~unst[ix], axis=1, kind="stable")[:, :U]  # (M, U)
+        step = int(max(1, min(U, room // (2 * M * row_bytes))))
         sub = [(r[0][ix], r[1][ix], r[2][ix]) for r in relax]
-        A, c = _backsub(Lam, k, Ws, bs, sub)
-        low = concretise(A, c, lo[ix], hi[ix])
-        new_lo = np.where(valid, low[:, :U], -np.inf)
-        new_hi = np.where(valid, -low[:, U:], np.inf)
         zl, zh = zlo[ix], zhi[ix]
-        cur_lo = np.take_along_axis(zl, order, 1)
-        cur_hi = np.take_along_axis(zh, order, 1)
-        np.put_along_axis(zl, order, np.maximum(cur_lo, new_lo), 1)
-        np.put_along_axis(zh, order, np.minimum(cur_hi, new_hi), 1)
+        rows = np.arange(M)[:, None]
+        for u0 in range(0, U, step):
+            order = order_all[:, u0 : u0 + step]
+            V = order.shape[1]
+            valid = (u0 + np.arange(V))[None, :] < cnt[ix][:, None]
+            Lam = np.zeros((M, 2 * V, n))
+            Lam[rows, np.arange(V)[None, :], order] = valid
+            Lam[rows, V + np.arange(V)[None, :], order] = -valid.astype(np.float64)
+            A, c = _backsub(Lam, k, Ws, bs, sub)
+            del Lam
+            low = concretise(A, c, lo[ix], hi[ix])
+            new_lo = np.where(valid, low[:, :V], -np.inf)
+            new_hi = np.where(valid, -low[:, V:], np.inf)
+            cur_lo = np.take_along_axis(zl, order, 1)
+            cur_hi = np.take_along_axis(zh, order, 1)
+            np.put_along_axis(zl, order, np.maximum(cur_lo, new_lo), 1)
+            np.put_along_axis(zh, order, np.minimum(cur_hi, new_hi), 1)
         zlo[ix] = zl
         zhi[ix] = zh
 
@@ -419,7 +441,9 @@ def output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms: np.ndarray | None
         for k in range(len(Ws) - 1):
             T = _magnitude_step(T, Ws[k], bs[k])
     T = _magnitude_step(T, Ws[-1], bs[-1])
-    ops = sum(sum(V.shape[1] + 1 for V in Ws[: k + 1]) for k in range(len(Ws)))
+    # the back-substitution's sums, layer by layer, and the first product C @ W, whose
+    # sums run over a row of C (m terms: C = ones over 2,000 outputs lost 39 half-ulps)
+    ops = sum(sum(V.shape[1] + 1 for V in Ws[: k + 1]) for k in range(len(Ws))) + Ws[-1].shape[0]
     if skip is not None:
         T = T + T0 @ np.abs(skip[0]).T + np.abs(skip[1])
         ops += Ws[0].shape[1] + 1
@@ -704,6 +728,15 @@ def _box_of(domain: Box | Polytope) -> Box:
     return domain if isinstance(domain, Box) else domain.bounding_box()
 
 
+def _checked(net: object, domain: object, where: str) -> tuple[Network, Box | Polytope]:
+    """``net`` and ``domain`` (as a Box or Polytope of its input dimension), or one error
+    naming ``where`` (a path or None read 'str object has no attribute input_dim')."""
+    if not isinstance(net, Network):
+        raise RelulabError(f"{where}: expected a relulab Network, got {type(net).__name__} "
+                           "(load a file with relulab.io.load_model)")
+    return net, as_domain(domain, net.input_dim)
+
+
 def interval_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
     """Interval bound propagation over ``domain`` (a Polytope is replaced by its bounding box).
 
@@ -712,7 +745,7 @@ def interval_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
         >>> interval_bounds(net, Box([-1], [2])).out_hi.round(9).tolist()   # 3, moved outward
         [3.0]
     """
-    domain = as_domain(domain, net.input_dim)
+    net, domain = _checked(net, domain, "interval_bounds")
     box = _box_of(domain)
     Ws, bs, sk = float_layers(net)
     pre, olo, ohi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
@@ -733,8 +766,13 @@ def _of_exact_network(net: Network, box: Box, b: NetworkBounds) -> NetworkBounds
     return NetworkBounds(tuple(p[0] for p in pre), tuple(p[1] for p in pre), olo, ohi, b.method)
 
 
-def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """min over the polytope of each row of A x + c (one warm-started LP per row)."""
+def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray, rad: np.ndarray, box_low: np.ndarray) -> np.ndarray:
+    """Sound lower bounds over the polytope of the rows of a back-substituted ``A x + c``:
+    each row's minimum (one warm-started LP per row) less ``rad``, the rounding of the
+    back-substitution that computed ``A`` and ``c`` (:func:`output_rounding`, taken over
+    the bounding box, which holds the polytope), and never below ``box_low``, the sound
+    bound over that box.  (The LP minimum of the raw ``A x + c`` alone put
+    ``relu(x - 1) + relu(x + 2^60) - 2^60`` on ``2 <= x <= 3`` at ``>= 4``, where it is 3.)"""
     from .lp import LPModel
 
     box = domain.bounding_box()
@@ -747,14 +785,12 @@ def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray) -> np.ndarray:
         # was 3.5e-7 relative above the minimum); the dual bound is proven
         lp_min = model.proven_bound(r) if r.status == "optimal" else None
         if lp_min is None:
-            # Fall back to the bounding box: still sound.
-            out[i] = float(concretise(A[i][None, None], c[i][None, None], box.lo[None], box.hi[None])[0, 0])
+            out[i] = -np.inf   # the box bound below stands
         else:
             # the sum's rounding (half an ulp of each side) keeps it a lower bound
-            out[i] = lp_min + c[i] - scaled_tol(lp_min + c[i], ROUNDOFF)
-    # An LP bound is never looser than the box bound; keep the better one.
-    boxb = concretise(A[None], c[None], box.lo[None], box.hi[None])[0]
-    return np.maximum(out, boxb)
+            out[i] = lp_min + c[i] - scaled_tol(lp_min + c[i], ROUNDOFF) - rad[i]
+    # both are sound lower bounds: keep the better one
+    return np.maximum(out, box_low)
 
 
 def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
@@ -769,14 +805,15 @@ def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
         >>> b.out_lo.round(9).tolist(), b.out_hi.round(9).tolist()
         ([-1.0], [2.0])
     """
-    domain = as_domain(domain, net.input_dim)
+    net, domain = _checked(net, domain, "symbolic_bounds")
     box = _box_of(domain)
     Ws, bs, sk = float_layers(net)
     m = net.output_dim
     C = np.concatenate([np.eye(m), -np.eye(m)], 0)
     pre, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, skip=sk, want_linear=True)
     if isinstance(domain, Polytope):
-        low = _poly_min(domain, A[0], c[0])[None]
+        rad = output_rounding(Ws, bs, sk, box.lo[None], box.hi[None], C, np.zeros(C.shape[0]))[0]
+        low = _poly_min(domain, A[0], c[0], rad, low[0])[None]
     olo, ohi = low[0, :m], -low[0, m:]
     try:  # intersect with the interval bound, which can only tighten it
         _, ilo, ihi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
@@ -799,20 +836,31 @@ def linear_bounds(
         >>> linear_bounds(net, Box([0.5], [1]), np.array([[1.0, -1.0]])).round(9).tolist()   # 0, moved outward by its rounding
         [-0.0]
     """
-    domain = as_domain(domain, net.input_dim)
+    net, domain = _checked(net, domain, "linear_bounds")
     box = _box_of(domain)
     Ws, bs, sk = float_layers(net)
-    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-    if C.ndim != 2 or C.shape[1] != net.output_dim:
-        raise RelulabError(f"linear_bounds: C must have {net.output_dim} columns (one per output), got shape {C.shape}")
+    if C is None:
+        raise RelulabError("linear_bounds: C is required (one row per linear form of the outputs)")
+    try:
+        C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+        d = None if d is None else np.asarray(d, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise RelulabError(f"linear_bounds: C and d must be arrays of numbers ({e})") from None
+    if C.ndim != 2 or C.shape[1] != net.output_dim or C.shape[0] == 0:
+        raise RelulabError(f"linear_bounds: C must have at least one row and {net.output_dim} columns "
+                           f"(one per output), got shape {C.shape}")
     if d is not None:
-        d = np.asarray(d, dtype=np.float64).reshape(-1)
         if d.shape[0] != C.shape[0]:
             raise RelulabError(f"linear_bounds: d must have one entry per row of C ({C.shape[0]}), got {d.shape[0]}")
     if not (np.all(np.isfinite(C)) and (d is None or np.all(np.isfinite(d)))):
         raise RelulabError("linear_bounds: C and d must be finite (NaN or inf found)")
     _, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, d=d, skip=sk, want_linear=True)
-    low = _poly_min(domain, A[0], c[0]) if isinstance(domain, Polytope) else low[0]
+    if isinstance(domain, Polytope):
+        rad = output_rounding(Ws, bs, sk, box.lo[None], box.hi[None], C,
+                              np.zeros(C.shape[0]) if d is None else d)[0]
+        low = _poly_min(domain, A[0], c[0], rad, low[0])
+    else:
+        low = low[0]
     errs = _rounding_per_layer(net, box)
     if errs is not None:   # an exact network: the float network's bound, less its rounding
         with np.errstate(over="ignore"):

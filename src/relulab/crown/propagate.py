@@ -168,7 +168,7 @@ def _as_batch(a: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
         a = a.detach().cpu().numpy()
     try:
         A = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise BoundError(f"{what}: not an array of numbers") from None
     n = numel(shape)
     if A.shape == shape or (A.ndim == 1 and A.size == n):
