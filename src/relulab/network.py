@@ -264,6 +264,31 @@ class Network:
         self._skip = sk
         self._exact = bool(exact)
 
+    def __getstate__(self) -> tuple[None, dict]:
+        """The arrays and the kind, not the cached float copy (:meth:`float`): a copy
+        rebuilds it, and pickles sent to workers stay their own size."""
+        return None, {"_weights": self._weights, "_biases": self._biases, "_skip": self._skip,
+                      "_exact": self._exact}
+
+    def __setstate__(self, state: tuple[None, dict]) -> None:
+        """Restore a pickled or copied network with its arrays read-only again (they came
+        back writeable, and a write would have left a cached float copy stale).
+
+        Example:
+            >>> import copy
+            >>> net = Network([[[Fraction(1, 3)]]], [[0]], exact=True)
+            >>> c = copy.deepcopy(net)
+            >>> c.weights[0].flags.writeable, c([Fraction(3)])[0]
+            (False, Fraction(1, 1))
+        """
+        slots = state[1] if isinstance(state, tuple) else state
+        for name, value in slots.items():
+            if name == "_float_copy":
+                continue
+            object.__setattr__(self, name, value)
+        for a in (*self._weights, *self._biases, *(self._skip or ())):
+            a.setflags(write=False)
+
     # ------------------------------------------------------------------ shape
     @property
     def weights(self) -> tuple[np.ndarray, ...]:

@@ -144,10 +144,12 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
     return tb.astype(bool)
 
 
-def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray, rtol: float | None = None,
-                 time_limit: float = 5.0) -> np.ndarray | None:
-    """Another subset of neurons to flip that fits ``M`` as well as ``flip`` does (to
-    ``rtol``, as :func:`subset_signs`), or None when ``flip`` is the only one found.  When
+def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray,
+                 time_limit: float = 1.0) -> np.ndarray | None:
+    """Another subset of neurons to flip that fits ``M`` as well as ``flip`` does: to a few
+    times ``flip``'s own residual, or to float64 rounding of the terms (a subset that fits
+    only to :func:`subset_signs`' 1e-7 is a coincidence of sums that queries do tell
+    apart, not a symmetry), or None when ``flip`` is the only one found.  When
     the terms ``a_i u_i^T`` are linearly independent the subset is unique and no solve is
     made; otherwise (parallel neurons) one MILP looks for a binary ``t != flip``: three
     neurons on one hyperplane whose output weights sum to 0 can all be flipped, which
@@ -164,15 +166,17 @@ def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray, 
     B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1) if n else np.zeros((M.size, 0))
     target = -M.ravel()
     scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
-    tol = or_default(rtol, SUBSET_RTOL) * scale
     if n == 0 or np.linalg.matrix_rank(B, tol=RANK_TOL * scale) == n:
         return None   # independent terms: one subset at most
+    f0 = np.asarray(flip, bool)
+    own = float(np.abs(B @ f0 - target).max(initial=0.0))
+    tol = max(8.0 * own, 64.0 * n * float(np.finfo(np.float64).eps) * scale)
     from ..lp import solve
 
     dl = EXTRACTION_DEADLINE.get()
     if dl is not None and dl.at is not None:
         time_limit = max(min(time_limit, dl.left() or 0.0), 1e-3)
-    f = np.asarray(flip, bool)
+    f = f0
     # |B t - target| <= tol entrywise, and t differs from flip somewhere:
     # sum_{flip_i} (1 - t_i) + sum_{not flip_i} t_i >= 1
     differ = np.where(f, -1.0, 1.0)

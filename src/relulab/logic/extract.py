@@ -48,7 +48,14 @@ from ..network import Network
 from ._inputs import exact_float_bounds
 from .formula import ZERO, FormulaError
 from .graph import Node, SubstitutionGraph, hinted_node
-from .truncated import NODE_BYTES, staircase_nodes, truncated_affine, weights_algebra
+from .truncated import (
+    NODE_BYTES,
+    STAIRCASE_DEADLINE,
+    StaircaseOutOfTime,
+    staircase_nodes,
+    truncated_affine,
+    weights_algebra,
+)
 
 __all__ = ["to_formula", "ExtractionError", "METHODS"]
 
@@ -167,7 +174,8 @@ class OutOfTime(ExtractionError):
 
 def formula_graph(net: Any, domain: Any, method: str, deadline: float | None) -> SubstitutionGraph:
     """:func:`to_formula` that raises :class:`OutOfTime` once ``time.monotonic()`` passes
-    ``deadline`` (checked between neurons; None: no deadline).
+    ``deadline`` (checked between neurons and at every level of a neuron's staircase;
+    None: no deadline).
 
     Example:
         >>> from relulab import Network
@@ -176,6 +184,16 @@ def formula_graph(net: Any, domain: Any, method: str, deadline: float | None) ->
     """
     if method not in METHODS:
         raise ExtractionError(f"to_formula: unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    token = STAIRCASE_DEADLINE.set(deadline)
+    try:
+        return _formula_graph(net, domain, method, deadline)
+    except StaircaseOutOfTime as e:
+        raise OutOfTime(f"to_formula: {e}") from None
+    finally:
+        STAIRCASE_DEADLINE.reset(token)
+
+
+def _formula_graph(net: Any, domain: Any, method: str, deadline: float | None) -> SubstitutionGraph:
     net, domain = _unit_or_error(net, domain)
     real = not net.is_exact
     exact = net.exact().without_skip()   # folded in Fractions: a float fold rounds
@@ -301,6 +319,8 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
     Weff, beff = _matvec(Ws[-1], M, e0, bs[-1])
     nodes, C_cols, offset = [], [], []
     for i, (w, bb) in enumerate(zip(Weff, beff, strict=True)):
+        if deadline is not None and time.monotonic() > deadline:
+            raise OutOfTime(f"to_formula: the time limit ended the extraction at output {i + 1}")
         lo, hi = _bounds(w, bb)
         offset.append(lo)
         if hi == lo:

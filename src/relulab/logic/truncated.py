@@ -30,7 +30,9 @@ Example:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from contextvars import ContextVar
 from fractions import Fraction
 from typing import Any
 
@@ -185,10 +187,21 @@ def _exact_number(v: Any, what: str) -> Fraction:
         raise FormulaError(f"truncated_affine: {what} must be a finite number, got {v!r}") from None
 
 
+#: a ``time.monotonic()`` moment past which :func:`_staircase` stops (None: no limit); the
+#: extraction sets it, as one steep neuron's staircase ran 5-7 s past a 1 s limit
+STAIRCASE_DEADLINE: ContextVar[float | None] = ContextVar("staircase_deadline", default=None)
+
+
+class StaircaseOutOfTime(FormulaError):
+    """:data:`STAIRCASE_DEADLINE` passed while a staircase was being built."""
+
+
 def _staircase(atoms: list[Formula], k0: int) -> Formula:
     """σ(t_1 + ... + t_m + k0) for atoms with values in [0, 1], by the recursion above,
-    computed bottom-up (no Python recursion)."""
+    computed bottom-up (no Python recursion); the clock (:data:`STAIRCASE_DEADLINE`) is
+    read at every level."""
     m = len(atoms)
+    deadline = STAIRCASE_DEADLINE.get()
 
     def known(i: int, k: int) -> Formula | None:
         if k >= 1:
@@ -200,6 +213,9 @@ def _staircase(atoms: list[Formula], k0: int) -> Formula:
     # level[k] = T(i, k) for the k needed at level i (k0 .. k0 + i).
     nxt: dict[int, Formula] = {}
     for i in range(m, -1, -1):
+        if deadline is not None and time.monotonic() > deadline:
+            raise StaircaseOutOfTime(f"the time limit ended the extraction in a staircase of {m} atoms "
+                                     f"(at level {m - i})")
         cur: dict[int, Formula] = {}
         for k in range(k0, k0 + i + 1):
             t = known(i, k)
