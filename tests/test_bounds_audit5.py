@@ -109,6 +109,8 @@ def test_bad_bounds_arguments_get_one_clear_error(call, where):
 def test_float_rounding_bound_takes_a_pair_and_bound_takes_a_huge_int_as_an_error():
     net = Network([[[F(1, 3)]]], [[F(0)]]).exact()
     assert float_rounding_bound(net, ([0], [1]))[0] == float_rounding_bound(net, Box([0], [1]))[0] > 0
+    with pytest.raises(RelulabError, match="float_rounding_bound: expected a relulab Network"):
+        float_rounding_bound("net.onnx", Box([0], [1]))
     pytest.importorskip("torch")
     from relulab.crown import BoundGraph, bound
     from relulab.crown.propagate import BoundError

@@ -189,8 +189,8 @@ def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
         >>> float(float_rounding_bound(net, Box([0.0], [1.0]))[0]) >= 1.0
         True
     """
-    if not isinstance(box, Box):
-        box = as_domain(box, net.input_dim).bounding_box()   # a (lo, hi) pair or a Polytope
+    net, dom = _checked(net, box, "float_rounding_bound")
+    box = dom if isinstance(dom, Box) else dom.bounding_box()   # a (lo, hi) pair or a Polytope
     errs = _rounding_per_layer(net, box)
     return None if errs is None else errs[-1]
 

@@ -42,13 +42,21 @@ from typing import Any
 
 import numpy as np
 
-from ..bounds import alpha_crown, crown_batch, float_layers, relax_relu
+from ..bounds import (
+    _magnitude_start,
+    _magnitude_step,
+    alpha_crown,
+    crown_batch,
+    float_layers,
+    output_rounding,
+    relax_relu,
+)
 from ..domain import Box
 from ..errors import RelulabError
 from ..limits import ResourceLimitError
 from ..lp import solve
 from ..network import Network
-from ..tolerance import FEAS_TOL, PROOF_MARGIN
+from ..tolerance import FEAS_TOL, PROOF_MARGIN, UNIT_ROUNDOFF
 from .branching import babsr_scores, choose_fsb
 from .budget import Budget
 from .result import ReluSplitResult
@@ -328,15 +336,24 @@ def _leaf_lp(net: Network, lo: np.ndarray, hi: np.ndarray, S: np.ndarray,
     G, g = np.eye(dim), np.zeros(dim)
     rows, rhs = [], []
     pos = 0
+    # The composed map (G, g) is rounded: where its terms cancel (relu(x - 1) + relu(x +
+    # 2^60) - 2^60 lost its -1, and a violated property read "holds") it is off by up to
+    # ops unit roundoffs of the terms' sizes T, doubled (as crown_batch's bounds).  The
+    # split constraints are relaxed by that much (so "empty" is sound) and the output rows
+    # must clear it (so "safe" is sound).
+    T, ops = _magnitude_start(lo, hi), 0
     for k in range(len(Ws) - 1):
         Z, z = Ws[k] @ G, Ws[k] @ g + bs[k]
         n = Z.shape[0]
+        ops += Ws[k].shape[1] + 1
+        T = _magnitude_step(T, Ws[k], bs[k])
+        rad = 2.0 * ops * UNIT_ROUNDOFF * T
         s = S[pos:pos + n]
         plo, phi = pre[k]
         act = np.where(s != 0, s > 0, plo >= 0)
         on, off = np.nonzero(s > 0)[0], np.nonzero(s < 0)[0]
         rows += [-Z[on], Z[off]]
-        rhs += [z[on], -z[off]]
+        rhs += [z[on] + rad[on], -z[off] + rad[off]]
         G, g = Z * act[:, None], z * act
         del phi
         pos += n
@@ -358,7 +375,8 @@ def _leaf_lp(net: Network, lo: np.ndarray, hi: np.ndarray, S: np.ndarray,
         return "unknown", None
     mag = np.maximum(np.abs(lo), np.abs(hi))
     scale = 1.0 + np.max(np.abs(d - cy)) + np.max(np.abs(CY) @ mag)
-    if r.objective > PROOF_MARGIN * scale:
+    rounding = float(np.max(output_rounding(Ws, bs, sk, lo[None], hi[None], C, d)))
+    if r.objective > PROOF_MARGIN * scale + rounding:
         return "safe", None
     return "candidate", np.clip(r.x[:dim], lo, hi)
 
