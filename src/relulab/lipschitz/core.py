@@ -25,7 +25,7 @@ from ..network import Network
 from .bab import by_bab
 from .enumeration import by_enumeration
 from .lower import sampled_lower
-from .milp import by_milp, milp_supported
+from .milp import GLOBAL_MILP_MAX_REACH, by_milp, hyperplane_reach, milp_supported
 from .norms import check_p
 from .result import LipschitzResult
 from .rounding import float_network
@@ -251,7 +251,10 @@ def lipschitz(
             route = "enumeration"
         else:
             bab_ok = (work_dom is None or isinstance(work_dom, Box)) and net.input_dim <= BAB_MAX_DIM
-            if milp_supported(p, q, m) and (not bab_ok or _n_unstable(net, work_dom) <= MILP_MAX_UNSTABLE):
+            # the global program cannot resolve regions far from the origin (see milp)
+            far = work_dom is None and hyperplane_reach(net) > GLOBAL_MILP_MAX_REACH
+            if milp_supported(p, q, m) and (not bab_ok or (not far and _n_unstable(net, work_dom)
+                                                           <= MILP_MAX_UNSTABLE)):
                 route = "milp"
             elif bab_ok:
                 route = "bab"

@@ -100,6 +100,32 @@ def milp_supported(p: float, q: float | None, m: int) -> bool:
     return m == 1 or (q is not None and (q == 1 or math.isinf(q)))
 
 
+# Over R^d the program runs on the homogenised network in [-1, 1]^d x [0, 1], where a region
+# at distance D from the origin is a sliver about 1 / D^2 thick: past this reach (the
+# largest |bias| / ||row||_1 of any hidden neuron) HiGHS's tolerances were seen to cut the
+# sliver of the steepest region off, and "exact 101" was said where the constant is 102
+# (hyperplanes 1e6 out; 1e3 to 1e5 were right)
+GLOBAL_MILP_MAX_REACH = 1e4
+
+
+def hyperplane_reach(net: Network) -> float:
+    """The largest ``|b_j| / ||w_j||_1`` over the hidden neurons of ``net`` (rows of zero
+    weight left out): how far out, in units of the layer's inputs, its kinks can lie.
+
+    Example:
+        >>> hyperplane_reach(Network([[[1.0, 1.0], [2.0, 0.0]], [[1.0, 1.0]]], [[-1e6, 3.0], [0.0]]))
+        500000.0
+    """
+    f = net.float()
+    reach = 0.0
+    for W, b in zip(f.weights[:-1], f.biases[:-1], strict=True):
+        n1 = np.abs(np.asarray(W, float)).sum(axis=1)
+        live = n1 > 0
+        if live.any():
+            reach = max(reach, float(np.max(np.abs(np.asarray(b, float)[live]) / n1[live])))
+    return reach
+
+
 def homogeneous_problem(net: Network) -> tuple[Network, Box]:
     """The homogenised network and the bounded box ``[-1, 1]^d x [0, 1]`` whose regions
     (in ``t > 0``) are the cones over the regions of ``net`` on R^d.
@@ -629,6 +655,13 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
         # HiGHS dropped matrix entries of at most HIGHS_SMALL: its optimum is of another
         # program, so its bound is no bound (the witness, certified apart, still is)
         info["small_coefficients_dropped"] = True
+        return MILPOutcome(lower, math.inf, best_wit, False, enc.n_binaries,
+                           time.perf_counter() - t0, info)
+    reach = hyperplane_reach(net) if domain is None else 0.0
+    if reach > GLOBAL_MILP_MAX_REACH:
+        info["solver_error"] = (f"kinks lie up to about {reach:.3g} from the origin: the homogenised "
+                                "program sees their regions as slivers below its tolerances, so its "
+                                "bound is no proof (use method='bab', or a box)")
         return MILPOutcome(lower, math.inf, best_wit, False, enc.n_binaries,
                            time.perf_counter() - t0, info)
     return MILPOutcome(lower, max(upper, lower), best_wit, complete, enc.n_binaries,

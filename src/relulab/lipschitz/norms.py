@@ -63,9 +63,11 @@ def check_p(p: float, what: str = "p") -> float:
         >>> check_p("inf"), check_p(2)
         (inf, 2.0)
     """
+    if isinstance(p, (bool, np.bool_)):   # True read as the l1 norm
+        raise RelulabError(f"{what}: {p!r} is not a number (give 1, 2, inf or any p >= 1)")
     try:
         v = float(p)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise RelulabError(f"{what}: {p!r} is not a number (give 1, 2, inf or any p >= 1)") from None
     if math.isnan(v) or v < 1:
         raise RelulabError(f"{what} = {p!r}: an l^p norm needs p >= 1 (or inf)")
