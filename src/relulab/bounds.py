@@ -306,17 +306,17 @@ def _refine(zlo, zhi, k, Ws, bs, relax, lo, hi, chunk: int = 128) -> None:
     # (and, for one box, its neurons) are taken as many at a time as a quarter of the
     # memory budget allows (a 10-5000-5000-2 network took 2.5 GB under a 0.5 GB budget,
     # then a raw numpy MemoryError)
-    row_bytes = 4 * 8 * max(max(W.shape) for W in Ws[: k + 1])
+    width = max(max(W.shape) for W in Ws[: k + 1])
+    row_bytes = 4 * 8 * width
     room = memory_budget() // 4
     # one neuron of one box (its two rows) must fit that quarter
     check_bytes(4 * 2 * row_bytes, f"symbolic bounds of hidden layer {k + 1} (width "
-                f"{max(max(W.shape) for W in Ws[: k + 1])}: one neuron's back-substitution, 4 times)")
+                f"{width}: one neuron's back-substitution, 4 times)")
     s = 0
     while s < by_count.size:
         # the counts ascend: the last box of a full chunk has the most unstable neurons
-        U = int(cnt[by_count[min(s + chunk, by_count.size) - 1]])
-        M = int(max(1, min(chunk, room // (2 * U * row_bytes))))
-        ix = by_count[s : s + M]
+        most = int(cnt[by_count[min(s + chunk, by_count.size) - 1]])
+        ix = by_count[s : s + int(max(1, min(chunk, room // (2 * most * row_bytes))))]
         s += ix.size
         M = ix.size
         U = int(cnt[ix].max())
@@ -502,7 +502,8 @@ def crown_batch(
         skip: the network's affine skip.
         prev: known pre-activation bounds per hidden layer (each (N, n_k)) to intersect
             with, e.g. the parent box's bounds in branch and bound.
-        want_linear: also return the linear lower bound (A, c) of each row.
+        want_linear: also return the linear lower bound (A, c) of each row, sound at
+            every point of its box (its rounding subtracted from ``c``).
         intermediate: "crown" (back-substitution for every layer) or "interval".
 
     Returns:
@@ -585,9 +586,14 @@ def crown_batch(
     c = c + dd
     # the last back-substitution's own rounding: 2^40 + 2^40 c - 2^40 rounds to 0, and a
     # margin scaled by the cancelled coefficient proved a violated property
-    lower = concretise(A, c, lo, hi) - output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms=T)
+    rad = output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms=T)
+    lower = concretise(A, c, lo, hi) - rad
     if want_linear:
-        return pre, lower, A, c
+        # the linear form itself is the raw back-substitution: moved down by the same
+        # radius (which holds at every point of the box), it is a sound lower bound there,
+        # for an LP over a polytope inside the box or a Farkas combination of the rows (both
+        # used the raw form, and a 2^60 cancellation read 1 too high)
+        return pre, lower, A, np.nextafter(c - rad, -np.inf)
     return pre, lower
 
 
@@ -766,13 +772,11 @@ def _of_exact_network(net: Network, box: Box, b: NetworkBounds) -> NetworkBounds
     return NetworkBounds(tuple(p[0] for p in pre), tuple(p[1] for p in pre), olo, ohi, b.method)
 
 
-def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray, rad: np.ndarray, box_low: np.ndarray) -> np.ndarray:
-    """Sound lower bounds over the polytope of the rows of a back-substituted ``A x + c``:
-    each row's minimum (one warm-started LP per row) less ``rad``, the rounding of the
-    back-substitution that computed ``A`` and ``c`` (:func:`output_rounding`, taken over
-    the bounding box, which holds the polytope), and never below ``box_low``, the sound
-    bound over that box.  (The LP minimum of the raw ``A x + c`` alone put
-    ``relu(x - 1) + relu(x + 2^60) - 2^60`` on ``2 <= x <= 3`` at ``>= 4``, where it is 3.)"""
+def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray, box_low: np.ndarray) -> np.ndarray:
+    """Sound lower bounds over the polytope of the rows of ``A x + c``, a linear lower
+    bound sound on the polytope's bounding box (:func:`crown_batch` with ``want_linear``):
+    each row's minimum (one warm-started LP per row), never below ``box_low``, the sound
+    bound over that box."""
     from .lp import LPModel
 
     box = domain.bounding_box()
@@ -788,7 +792,7 @@ def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray, rad: np.ndarray, b
             out[i] = -np.inf   # the box bound below stands
         else:
             # the sum's rounding (half an ulp of each side) keeps it a lower bound
-            out[i] = lp_min + c[i] - scaled_tol(lp_min + c[i], ROUNDOFF) - rad[i]
+            out[i] = lp_min + c[i] - scaled_tol(lp_min + c[i], ROUNDOFF)
     # both are sound lower bounds: keep the better one
     return np.maximum(out, box_low)
 
@@ -812,8 +816,7 @@ def symbolic_bounds(net: Network, domain: Box | Polytope) -> NetworkBounds:
     C = np.concatenate([np.eye(m), -np.eye(m)], 0)
     pre, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, skip=sk, want_linear=True)
     if isinstance(domain, Polytope):
-        rad = output_rounding(Ws, bs, sk, box.lo[None], box.hi[None], C, np.zeros(C.shape[0]))[0]
-        low = _poly_min(domain, A[0], c[0], rad, low[0])[None]
+        low = _poly_min(domain, A[0], c[0], low[0])[None]
     olo, ohi = low[0, :m], -low[0, m:]
     try:  # intersect with the interval bound, which can only tighten it
         _, ilo, ihi = interval_batch(Ws, bs, box.lo[None], box.hi[None], sk)
@@ -855,12 +858,7 @@ def linear_bounds(
     if not (np.all(np.isfinite(C)) and (d is None or np.all(np.isfinite(d)))):
         raise RelulabError("linear_bounds: C and d must be finite (NaN or inf found)")
     _, low, A, c = crown_batch(Ws, bs, box.lo[None], box.hi[None], C=C, d=d, skip=sk, want_linear=True)
-    if isinstance(domain, Polytope):
-        rad = output_rounding(Ws, bs, sk, box.lo[None], box.hi[None], C,
-                              np.zeros(C.shape[0]) if d is None else d)[0]
-        low = _poly_min(domain, A[0], c[0], rad, low[0])
-    else:
-        low = low[0]
+    low = _poly_min(domain, A[0], c[0], low[0]) if isinstance(domain, Polytope) else low[0]
     errs = _rounding_per_layer(net, box)
     if errs is not None:   # an exact network: the float network's bound, less its rounding
         with np.errstate(over="ignore"):

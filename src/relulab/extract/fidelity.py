@@ -308,8 +308,7 @@ def _sampled_error(reference: Network, recovered: Network, X: np.ndarray,
         >>> 0 < err < 1e-29, n
         (True, 20)
     """
-    exact = [n for n in (reference, recovered) if n.is_exact and n.entry_not_a_float() is not None]
-    if not exact:
+    if not any(n.is_exact and n.entry_not_a_float() is not None for n in (reference, recovered)):
         return float(np.max(np.abs(reference.float()(X) - recovered.float()(X)))), len(X)
     from fractions import Fraction
 

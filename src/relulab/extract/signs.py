@@ -85,6 +85,29 @@ def one_sided(f: Callable[[np.ndarray], np.ndarray], U: np.ndarray, points: list
 EXTRACTION_DEADLINE: ContextVar[Deadline | None] = ContextVar("extraction_deadline", default=None)
 
 
+def _flip_system(A: np.ndarray, U: np.ndarray, M: np.ndarray,
+                 mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """The subset sum ``B t = target`` of the flips (``B``'s column ``i`` is ``a_i u_i^T``
+    flattened, ``target = -M``), restricted to the known entries ``mask``, and its scale
+    (the largest term, at least TINY)."""
+    n = A.shape[0]
+    B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1) if n else np.zeros((M.size, 0))
+    target = -M.ravel()
+    if mask is not None:
+        sel = np.asarray(mask, bool).ravel()
+        B, target = B[sel], target[sel]
+    return B, target, max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
+
+
+def _milp_seconds(time_limit: float) -> float:
+    """``time_limit``, cut to what is left of the extraction's own limit when one runs
+    (:data:`EXTRACTION_DEADLINE`)."""
+    dl = EXTRACTION_DEADLINE.get()
+    if dl is not None and dl.at is not None:
+        return max(min(time_limit, dl.left() or 0.0), 1e-3)
+    return time_limit
+
+
 def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None = None,
                  time_limit: float = 20.0, mask: np.ndarray | None = None) -> np.ndarray | None:
     """The neurons to flip: ``t`` in {0,1}^n with ``sum_i t_i a_i u_i^T = -M`` (``A``: n x m
@@ -106,12 +129,7 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
         True
     """
     n = A.shape[0]
-    B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1)  # (m*dim, n)
-    target = -M.ravel()
-    if mask is not None:
-        sel = np.asarray(mask, bool).ravel()
-        B, target = B[sel], target[sel]
-    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
+    B, target, scale = _flip_system(A, U, M, mask)
     tol = or_default(rtol, SUBSET_RTOL) * scale
     if n == 0:
         return np.zeros(0, dtype=bool) if np.abs(target).max(initial=0.0) <= tol else None
@@ -123,9 +141,7 @@ def subset_signs(A: np.ndarray, U: np.ndarray, M: np.ndarray, rtol: float | None
         return None
     from ..lp import solve
 
-    dl = EXTRACTION_DEADLINE.get()
-    if dl is not None and dl.at is not None:
-        time_limit = max(min(time_limit, dl.left() or 0.0), 1e-3)
+    time_limit = _milp_seconds(time_limit)
     k = B.shape[0]
     # minimise sum s subject to -s <= B t - target <= s, t binary
     c = np.concatenate([np.zeros(n), np.ones(k)])
@@ -163,9 +179,7 @@ def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray,
         True
     """
     n = A.shape[0]
-    B = np.stack([np.outer(A[i], U[i]).ravel() for i in range(n)], axis=1) if n else np.zeros((M.size, 0))
-    target = -M.ravel()
-    scale = max(float(np.abs(B).max(initial=0.0)), float(np.abs(target).max(initial=0.0)), TINY)
+    B, target, scale = _flip_system(A, U, M)
     if n == 0 or np.linalg.matrix_rank(B, tol=RANK_TOL * scale) == n:
         return None   # independent terms: one subset at most
     f0 = np.asarray(flip, bool)
@@ -173,9 +187,7 @@ def other_subset(A: np.ndarray, U: np.ndarray, M: np.ndarray, flip: np.ndarray,
     tol = max(8.0 * own, 64.0 * n * float(np.finfo(np.float64).eps) * scale)
     from ..lp import solve
 
-    dl = EXTRACTION_DEADLINE.get()
-    if dl is not None and dl.at is not None:
-        time_limit = max(min(time_limit, dl.left() or 0.0), 1e-3)
+    time_limit = _milp_seconds(time_limit)
     f = f0
     # |B t - target| <= tol entrywise, and t differs from flip somewhere:
     # sum_{flip_i} (1 - t_i) + sum_{not flip_i} t_i >= 1

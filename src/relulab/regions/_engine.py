@@ -156,27 +156,35 @@ def _proportional(u: np.ndarray, v: np.ndarray) -> bool:
     return all(Fraction(a) * Fraction(v[k]) == Fraction(c) * Fraction(u[k]) for a, c in zip(u, v, strict=True))
 
 
-def _underflowing_row(net: Network, rounded: Network) -> tuple[int, int] | None:
-    """The first hidden neuron (layer, index), both from 1, of an exact network whose exact
-    row ``(w, b)`` is nonzero while its float64 rounding is below float64's normal range
-    (zero or subnormal): its hyperplane is lost or moved (a row of 1e-400 rounded to 0
-    and the region it cut was not counted, certified); None when there is none.
+def refuse_rows_below_normal(Ws: list, bs: list, exact: Network | None = None) -> None:
+    """Refuse (RelulabError naming the neuron) a hidden row ``(w, b)`` of the float layers
+    ``Ws``/``bs`` whose largest entry is below float64's normal range while the row is not
+    zero: subnormals have lost their relative precision, so the hyperplane is not where the
+    signs are decided.  With ``exact`` (the exact network the layers round) a row rounded
+    to zero counts too when its exact row is not zero: a row of 1e-400 vanished, and the
+    region it cut was not counted, certified.
 
     Example:
         >>> from fractions import Fraction as F
         >>> net = Network([[[F(1, 10**400)], [F(1)]], [[F(1), F(1)]]], [[F(1, 10**401), F(0)], [F(0)]])
-        >>> _underflowing_row(net, net.float())
-        (1, 1)
+        >>> refuse_rows_below_normal(net.float().weights, net.float().biases, net)
+        Traceback (most recent call last):
+        ...
+        relulab.errors.RelulabError: regions: neuron 1 of hidden layer 1 has an exact row below ...
     """
     tiny = float(np.finfo(np.float64).tiny)
-    for k, (W, b, Wf, bf) in enumerate(zip(net.weights[:-1], net.biases[:-1], rounded.weights[:-1],
-                                           rounded.biases[:-1], strict=True)):
-        F = np.column_stack([np.asarray(Wf, dtype=np.float64), np.asarray(bf, dtype=np.float64)])
-        small = np.flatnonzero(np.max(np.abs(F), axis=1, initial=0.0) < tiny)
-        for i in small:
-            if any(x != 0 for x in W[i]) or b[i] != 0:
-                return k + 1, int(i) + 1
-    return None
+    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
+        top = np.maximum(np.max(np.abs(np.asarray(W, dtype=np.float64)), axis=1, initial=0.0),
+                         np.abs(np.asarray(b, dtype=np.float64)))
+        for i in np.flatnonzero(top < tiny):
+            if top[i] > 0 or (exact is not None and (any(x != 0 for x in exact.weights[k][i])
+                                                     or exact.biases[k][i] != 0)):
+                row = "an exact row" if exact is not None else "a row"
+                raise RelulabError(
+                    f"regions: neuron {int(i) + 1} of hidden layer {k + 1} has {row} below float64's normal "
+                    f"range (largest entry {float(top[i]):.3g} in float64; its hyperplane would be lost or "
+                    "moved by the rounding): rescale that neuron (a positive scale of its row, undone in "
+                    "the next layer's column, leaves the regions unchanged)")
 
 
 class Problem:
@@ -188,13 +196,8 @@ class Problem:
         # sign tests, so the result cannot be certified
         g = net.float() if net.is_exact else net
         self.rounded_together = _rounded_together(net, g) if net.is_exact else 0
-        lost = _underflowing_row(net, g) if net.is_exact else None
-        if lost is not None:
-            raise RelulabError(
-                f"regions: neuron {lost[1]} of hidden layer {lost[0]} has an exact row below float64's "
-                "normal range (its hyperplane would be lost or moved by the rounding): rescale that "
-                "neuron (a positive scale of its row, undone in the next layer's column, leaves the "
-                "regions unchanged)")
+        if net.is_exact:
+            refuse_rows_below_normal(g.weights, g.biases, net)
         net = g
         self.net = net
         self.d = net.input_dim
@@ -703,15 +706,7 @@ def check_float_range(Ws: list[np.ndarray], bs: list[np.ndarray], radius: float)
     # and beneath it: a hidden row whose entries are all subnormal has lost its relative
     # precision (its products with the vertices lose more), so its hyperplane is not where
     # the signs are decided
-    tiny = float(np.finfo(np.float64).tiny)
-    for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
-        top_row = np.maximum(np.max(np.abs(W), axis=1, initial=0.0), np.abs(b))
-        low = np.flatnonzero((top_row > 0) & (top_row < tiny))
-        if low.size:
-            raise RelulabError(
-                f"regions: neuron {int(low[0]) + 1} of hidden layer {k + 1} has a row below float64's "
-                f"normal range (largest entry {float(top_row[low[0]]):.3g}): rescale that neuron (a "
-                "positive scale of its row, undone in the next layer's column, leaves the regions unchanged)")
+    refuse_rows_below_normal(Ws, bs)
     # composed maps whose entries are all below ~1e-280 lose their digits to underflow
     # (layers scaled by 1e-170 gave 3 regions of 4, certified)
     log_scale = 0.0

@@ -45,7 +45,6 @@ from ..bounds import (
     concretise,
     crown_batch,
     float_layers,
-    output_rounding,
     relax_relu,
 )
 from ..domain import Box
@@ -428,7 +427,6 @@ def _prove(t: _Term, lo: np.ndarray, hi: np.ndarray, prev: list, opn: np.ndarray
         opn[nb[good], kt[good]] = False
         low[nb, rsel] = np.maximum(low[nb, rsel], low_a[:, 0])
         st["alpha"] = st.get("alpha", 0) + int(good.sum())
-    rad = None
     for k, grid in enumerate(t.grids):
         # Farkas: if a convex combination of a conjunction's linear lower bounds is
         # positive on the whole box, no point of it satisfies all its rows at once.
@@ -438,13 +436,9 @@ def _prove(t: _Term, lo: np.ndarray, hi: np.ndarray, prev: list, opn: np.ndarray
         rk = t.rows(k)
         Ag = np.einsum("gr,nrd->ngd", grid, A[u, rk])
         cg = c[u, rk] @ grid.T
-        if rad is None:
-            # the rows' linear forms are the raw back-substitution: each is off by up to its
-            # rounding radius over the box (crown_batch subtracts it from `low` only), and a
-            # combination by the same combination of radii (the polytope bounds lost it:
-            # 2^60 cancellations read 1 too high)
-            rad = output_rounding(Ws, bs, sk, lo, hi, C, -d)
-        lowg = concretise(Ag, cg, lo[u], hi[u]) - rad[u][:, rk] @ grid.T
+        # the rows' linear forms are sound on their boxes (crown_batch moves them down by
+        # their rounding), so a convex combination of them is too
+        lowg = concretise(Ag, cg, lo[u], hi[u])
         scg = scale[u, rk] @ grid.T
         good = np.any(lowg > PROOF_MARGIN * scg, axis=1)
         opn[u[good], k] = False

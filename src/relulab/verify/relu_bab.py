@@ -375,7 +375,8 @@ def _leaf_lp(net: Network, lo: np.ndarray, hi: np.ndarray, S: np.ndarray,
         return "unknown", None
     mag = np.maximum(np.abs(lo), np.abs(hi))
     scale = 1.0 + np.max(np.abs(d - cy)) + np.max(np.abs(CY) @ mag)
-    rounding = float(np.max(output_rounding(Ws, bs, sk, lo[None], hi[None], C, d)))
+    # the output layer's rounding, on the terms' sizes carried through the hidden layers above
+    rounding = float(np.max(output_rounding(Ws, bs, sk, lo[None], hi[None], C, d, hidden_terms=T[None])))
     if r.objective > PROOF_MARGIN * scale + rounding:
         return "safe", None
     return "candidate", np.clip(r.x[:dim], lo, hi)
