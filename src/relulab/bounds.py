@@ -74,6 +74,9 @@ __all__ = [
     "relax_relu",
     "concretise",
     "alpha_crown",
+    "output_rounding",
+    "term_sizes_start",
+    "term_sizes_step",
 ]
 
 
@@ -433,14 +436,14 @@ def output_rounding(Ws, bs, skip, lo, hi, C, dd, hidden_terms: np.ndarray | None
         >>> bool(0 < r[0, 0] < 1e-2)
         True
     """
-    T0 = _magnitude_start(np.asarray(lo, float), np.asarray(hi, float))
+    T0 = term_sizes_start(np.asarray(lo, float), np.asarray(hi, float))
     if hidden_terms is not None and len(Ws) > 1:
         T = hidden_terms
     else:
         T = T0
         for k in range(len(Ws) - 1):
-            T = _magnitude_step(T, Ws[k], bs[k])
-    T = _magnitude_step(T, Ws[-1], bs[-1])
+            T = term_sizes_step(T, Ws[k], bs[k])
+    T = term_sizes_step(T, Ws[-1], bs[-1])
     # the back-substitution's sums, layer by layer, and the first product C @ W, whose
     # sums run over a row of C (m terms: C = ones over 2,000 outputs lost 39 half-ulps)
     ops = sum(sum(V.shape[1] + 1 for V in Ws[: k + 1]) for k in range(len(Ws))) + Ws[-1].shape[0]
@@ -525,7 +528,7 @@ def crown_batch(
     relax: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     # Interval bounds ride along: they are nearly free and can be tighter for a neuron.
     ilo, ihi = lo, hi
-    T, ops = _magnitude_start(lo, hi), 0   # the terms' sizes, for the rounding of the others
+    T, ops = term_sizes_start(lo, hi), 0   # the terms' sizes, for the rounding of the others
     EL = EU = np.zeros((N, lo.shape[1] + 1, 0))  # forward equations of the last layer
     for k in range(L - 1):
         W, b = Ws[k], bs[k]
@@ -553,7 +556,7 @@ def crown_batch(
         zhi = np.maximum(zhi, zlo)  # rounding can cross them by an ulp
         # back-substitution sums every earlier layer's terms: count them all
         ops += W.shape[1] + 1 + (sum(V.shape[1] + 1 for V in Ws[:k]) if intermediate != "interval" else 0)
-        T = _magnitude_step(T, W, b)
+        T = term_sizes_step(T, W, b)
         zlo, zhi = _move_outward(zlo, zhi, sound_i, 2.0 * ops * UNIT_ROUNDOFF * T)
         if prev is not None:
             # the parent's bounds hold (a split's 0 among them): snapping must not undo it
@@ -598,14 +601,27 @@ def crown_batch(
 
 
 
-def _magnitude_start(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The size of the inputs, ``max(|lo|, |hi|)``: the start of the terms' sizes."""
+def term_sizes_start(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The size of the inputs, ``max(|lo|, |hi|)``: the start of the terms' sizes, which
+    (carried by :func:`term_sizes_step`, times the operations' count and the unit
+    roundoff) bound the rounding of any sum a bound or a composed map is built from.
+
+    Example:
+        >>> term_sizes_start(np.array([-3.0, 1.0]), np.array([2.0, 5.0])).tolist()
+        [3.0, 5.0]
+    """
     return np.maximum(np.abs(lo), np.abs(hi))
 
 
-def _magnitude_step(T: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+def term_sizes_step(T: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The terms' sizes carried one layer, ``|W| T + |b|``: every interval and CROWN term
-    of the layer is at most that."""
+    of the layer is at most that.  ``T`` is (n,) or (N, n) for N boxes.
+
+    Example:
+        >>> W, b = np.array([[1.0, -2.0]]), np.array([-1.0])
+        >>> term_sizes_step(np.array([3.0, 5.0]), W, b).tolist()
+        [14.0]
+    """
     T = np.abs(W) @ T.T if T.ndim == 1 else T @ np.abs(W).T
     return T + np.abs(b)
 

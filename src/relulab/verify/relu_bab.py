@@ -43,13 +43,13 @@ from typing import Any
 import numpy as np
 
 from ..bounds import (
-    _magnitude_start,
-    _magnitude_step,
     alpha_crown,
     crown_batch,
     float_layers,
     output_rounding,
     relax_relu,
+    term_sizes_start,
+    term_sizes_step,
 )
 from ..domain import Box
 from ..errors import RelulabError
@@ -341,12 +341,12 @@ def _leaf_lp(net: Network, lo: np.ndarray, hi: np.ndarray, S: np.ndarray,
     # ops unit roundoffs of the terms' sizes T, doubled (as crown_batch's bounds).  The
     # split constraints are relaxed by that much (so "empty" is sound) and the output rows
     # must clear it (so "safe" is sound).
-    T, ops = _magnitude_start(lo, hi), 0
+    T, ops = term_sizes_start(lo, hi), 0
     for k in range(len(Ws) - 1):
         Z, z = Ws[k] @ G, Ws[k] @ g + bs[k]
         n = Z.shape[0]
         ops += Ws[k].shape[1] + 1
-        T = _magnitude_step(T, Ws[k], bs[k])
+        T = term_sizes_step(T, Ws[k], bs[k])
         rad = 2.0 * ops * UNIT_ROUNDOFF * T
         s = S[pos:pos + n]
         plo, phi = pre[k]
