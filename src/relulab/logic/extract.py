@@ -52,8 +52,8 @@ from .truncated import (
     NODE_BYTES,
     STAIRCASE_DEADLINE,
     StaircaseOutOfTime,
+    _truncated_counted,
     staircase_nodes,
-    truncated_affine,
     weights_algebra,
 )
 
@@ -248,14 +248,17 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
     budget = memory_budget()
     total_nodes = 0
 
-    def charge_total(ww: tuple, bb: Fraction, where: str) -> None:
+    def charge_total(ww: tuple, bb: Fraction, where: str) -> Node:
+        """Count the node's formula against the total budget, then build it."""
         nonlocal total_nodes
-        total_nodes += staircase_nodes(ww, bb)
+        n = staircase_nodes(ww, bb)
+        total_nodes += n
         if NODE_BYTES * total_nodes > budget:
             raise ResourceLimitError(
                 f"to_formula: the formulas up to {where} have about {total_nodes:.3g} formula nodes, "
                 f"{NODE_BYTES * total_nodes / 2**30:.3g} GB; the memory budget is {budget / 2**30:.3g} GB "
                 "(set RELULAB_MEMORY_GB to change it)")
+        return hinted_node(_truncated_counted(list(ww), bb, alg, n), (ww, bb))
 
     def check_atoms(ww: tuple, where: str) -> None:
         # refuse before building: a rescaled node's staircase costs (its unit atoms)^2
@@ -292,8 +295,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             if method == "rescale":
                 ww = tuple(v / hi for v in w)
                 check_atoms(ww, f"neuron {j + 1} of layer {k + 1}")
-                charge_total(ww, bb / hi, f"neuron {j + 1} of layer {k + 1}")
-                nodes.append(hinted_node(truncated_affine(ww, bb / hi, alg), (ww, bb / hi)))
+                nodes.append(charge_total(ww, bb / hi, f"neuron {j + 1} of layer {k + 1}"))
                 cols.append((j, hi))
                 continue
             # steps t with lo - t >= 1 are 1 on the whole cube: constants, no node
@@ -302,8 +304,7 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             new_e0[j] += full
             for t in range(full, int(hi)):
                 ww = tuple(w)
-                charge_total(ww, bb - t, f"neuron {j + 1} of layer {k + 1}")
-                nodes.append(hinted_node(truncated_affine(ww, bb - t, alg), (ww, bb - t)))
+                nodes.append(charge_total(ww, bb - t, f"neuron {j + 1} of layer {k + 1}"))
                 cols.append((j, one))
             if max_nodes is not None and n_total + len(nodes) > max_nodes:
                 raise _TooBig
@@ -329,15 +330,13 @@ def _extract(Ws: list, bs: list, d: int, method: str, alg: str, max_nodes: int |
             span = hi - lo
             ww = tuple(v / span for v in w)
             check_atoms(ww, f"output {i + 1}")
-            charge_total(ww, (bb - lo) / span, f"output {i + 1}")
-            nodes.append(hinted_node(truncated_affine(ww, (bb - lo) / span, alg), (ww, (bb - lo) / span)))
+            nodes.append(charge_total(ww, (bb - lo) / span, f"output {i + 1}"))
             C_cols.append((i, span))
         else:
             charge(int(hi - lo), w, bb, f"output {i + 1}")
             for t in range(int(hi - lo)):
                 ww = tuple(w)
-                charge_total(ww, bb - lo - t, f"output {i + 1}")
-                nodes.append(hinted_node(truncated_affine(ww, bb - lo - t, alg), (ww, bb - lo - t)))
+                nodes.append(charge_total(ww, bb - lo - t, f"output {i + 1}"))
                 C_cols.append((i, one))
             if max_nodes is not None and n_total + len(nodes) > max_nodes:
                 raise _TooBig

@@ -112,7 +112,14 @@ def truncated_affine(weights: Sequence[Any], bias: Any, algebra: str | None = No
                            f"got {algebra!r}")
     if algebra is None:
         algebra = weights_algebra([*ws, b])
-    _check_size(ws, b)
+    return _truncated_counted(ws, b, algebra, staircase_nodes(ws, b))
+
+
+def _truncated_counted(ws: list[Fraction], b: Fraction, algebra: str, nodes: int) -> Formula:
+    """:func:`truncated_affine` on exact numbers whose :func:`staircase_nodes` count
+    ``nodes`` is known (the extraction counts every node once against its total budget;
+    counting again here doubled the cost of a steep neuron's check)."""
+    _check_size(ws, b, nodes)
     atoms: list[Formula] = []
     const = b
     for i, w in enumerate(ws, start=1):
@@ -170,10 +177,9 @@ def staircase_nodes(weights: Sequence[Fraction], bias: Fraction) -> int:
     return 2 * int(np.maximum(per_level, 0).sum()) + atoms
 
 
-def _check_size(ws: list[Fraction], b: Fraction) -> None:
+def _check_size(ws: list[Fraction], b: Fraction, n: int) -> None:
     from ..limits import check_bytes
 
-    n = staircase_nodes(ws, b)
     big = max(range(len(ws)), key=lambda i: abs(ws[i]), default=None)
     where = "" if big is None else f" (weight {big + 1} = {float(ws[big]):.3g})"
     check_bytes(float(NODE_BYTES) * n, f"truncated_affine: the staircase of about {n:.3g} formula nodes{where}")
