@@ -198,3 +198,23 @@ def test_a_warm_start_serves_a_run_of_another_dtype_on_its_own_box() -> None:
     parent = bound(bg, lo, hi, method="alpha", iters=3)
     with pytest.raises(BoundError, match="not inside the box"):
         bound(bg, np.nextafter(lo, -1.0), hi, method="alpha", iters=3, warm=parent.warm)
+
+
+def test_an_exact_weight_rounding_below_the_normal_range_is_refused() -> None:
+    # aud_crown5 (considered): 2^-1072 / 3 rounds to the subnormal 2^-1074; behind 2^1000
+    # and 2^74 the graph's IBP bound 1.0 excluded the exact f(1) = 4/3 ("complete")
+    from fractions import Fraction as F
+
+    from relulab import Network
+    from relulab.crown.builder import GraphError
+
+    net = Network([[[F(1, 3 * 2**1072)]], [[F(2**1000)]], [[F(2**74)]]], [[F(0)], [F(0)], [F(0)]])
+    assert net([[F(1)]])[0, 0] == F(4, 3)  # the exact value the bound must hold
+    with pytest.raises(GraphError, match=r"weight of layer 1 at \(1, 1\).*normal range"):
+        BoundGraph.from_network(net)
+    # a normal exact network still gets a graph whose bounds hold its exact values
+    ok = Network([[[F(1, 3)], [F(-2, 7)]], [[F(1), F(5, 3)]]], [[F(1, 5), F(1, 9)], [F(0)]])
+    gb = bound(BoundGraph.from_network(ok), [[-1.0]], [[1.0]], method="crown")
+    for x in (F(-1), F(-1, 3), F(0), F(1, 2), F(1)):
+        y = ok([[x]])[0, 0]
+        assert gb.lower[0, 0] <= y <= gb.upper[0, 0]

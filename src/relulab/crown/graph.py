@@ -288,6 +288,8 @@ class BoundGraph:
         if not isinstance(net, Network):
             raise GraphError(f"from_network: expected a relulab Network, got {type(net).__name__}")
         f = net.float() if net.is_exact else net
+        if net.is_exact:
+            _refuse_subnormal_roundings(net, f)
         b = GraphBuilder((net.input_dim,))
         cur = b.input
         L = len(f.weights)
@@ -369,3 +371,25 @@ class BoundGraph:
         finally:
             module.train(was_training)
         return cls.from_onnx(onnx.load_from_string(buf.getvalue()))
+
+
+def _refuse_subnormal_roundings(net: Network, f: Network) -> None:
+    """Refuse (GraphError naming the entry) an exact network whose weight or bias is not
+    zero and rounds below float64's normal range: the graph bounds the float copy, whose
+    rounding analysis covers a weight's relative rounding, but a subnormal has lost its
+    relative precision (``2^-1072 / 3`` became ``2^-1074``, and behind two layers of
+    ``2^1000`` and ``2^74`` the bound 1.0 excluded ``f(1) = 4/3``)."""
+    tiny = float(np.finfo(np.float64).tiny)
+    pairs = [(f"weight of layer {k + 1}", W, Wf) for k, (W, Wf) in enumerate(zip(net.weights, f.weights, strict=True))]
+    pairs += [(f"bias of layer {k + 1}", b, bf) for k, (b, bf) in enumerate(zip(net.biases, f.biases, strict=True))]
+    if net.skip is not None:
+        pairs += [("skip weight", net.skip[0], f.skip[0]), ("skip bias", net.skip[1], f.skip[1])]
+    for what, exact, rounded in pairs:
+        bad = (np.abs(np.asarray(rounded, dtype=np.float64)) < tiny) & (np.asarray(exact) != 0).astype(bool)
+        if bad.any():
+            at = tuple(int(i) + 1 for i in np.argwhere(bad)[0])
+            raise GraphError(
+                f"from_network: the {what} at {at} rounds to "
+                f"{float(np.asarray(rounded, dtype=np.float64)[tuple(i - 1 for i in at)]):.3g}, "
+                "below float64's normal range: its float copy lost its relative precision and the "
+                "graph's bounds would not cover the exact network (rescale the layers)")
