@@ -168,8 +168,11 @@ def test_exact_is_relative_to_the_outputs_size_not_to_one() -> None:
     # a maximum of 0 on an output of size 1 is exact within 1e-7 of that size
     assert rng_result(-1.0, 0.0, -1.0, 5e-8).exact and not rng_result(-1.0, 0.0, -1.0, 5e-7).exact
 
-    def opt(value, bound, lp):
-        return OptimumResult("max", "optimal", value, np.zeros(1), bound, lp, 0.0, 0, 0.0)
+    def opt(value, bound, lp, scale=float("nan")):
+        return OptimumResult("max", "optimal", value, np.zeros(1), bound, lp, 0.0, 0, 0.0, scale=scale)
 
     assert not opt(2e-8, 2e-8 + 1e-12, 2.1e-8).exact and opt(2e-8, 2e-8 + 1e-16, 2.1e-8).exact
-    assert opt(0.0, 1e-8, 0.5).exact and not opt(0.0, 1e-8, 0.0).exact
+    # a maximum of 0 is exact within 1e-7 of the objective's spread, not of its LP value
+    assert opt(0.0, 1e-8, 0.0, scale=0.5).exact and not opt(0.0, 1e-8, 0.5, scale=0.0).exact
+    # aud_ver9 #2: a big-M LP value of 5.8e17 made a bracket [0, 1.2e10] "exact"
+    assert not opt(0.0, 1.2e10, 5.8e17, scale=1.0).exact

@@ -25,8 +25,11 @@ class OptimumResult:
             "unknown" (``info["reason"]`` "numerical: ...": a forward pass beat the
             solver's bound by more than its tolerances explain, so that bound was
             replaced by the verifier's CROWN bound).
-        value: ``c . f(x)`` re-evaluated by a forward pass at ``x``.
-        x: an input in the domain attaining ``value``.
+        value: ``c . f(x)`` at ``x`` in rational arithmetic (the network's float
+            weights taken exactly), rounded toward the inside of the bracket (down for
+            "max", up for "min"); above 50,000 parameters of a float network, the float64
+            forward pass moved inward by its rounding bound (``info["value_check"]``).
+        x: an input in the domain attaining ``value`` (at least, for "max").
         bound: the proven bound on the optimum: an upper bound for "max", a lower
             bound for "min": the solver's bound widened by ``info["tolerance_error"]``,
             what HiGHS's feasibility tolerances (``MILP_FEAS_TOL``) can hide once later
@@ -35,6 +38,8 @@ class OptimumResult:
         gap: ``|lp_value - value|``, the relaxation gap.
         n_binaries: binary variables in the encoding (unstable neurons).
         time: seconds.
+        scale: the spread (largest minus smallest) of ``c . f`` over the points the
+            search evaluated, float64: the size :attr:`exact` measures the bracket by.
 
     ``upper_bound`` and ``lower_bound`` bracket the true optimum in both senses.
 
@@ -59,6 +64,7 @@ class OptimumResult:
     n_binaries: int
     time: float
     info: dict[str, Any] = field(default_factory=dict)
+    scale: float = float("nan")
 
     @property
     def upper_bound(self) -> float:
@@ -78,11 +84,13 @@ class OptimumResult:
     @property
     def exact(self) -> bool:
         """The MILP solved and its proven bound within ``PROOF_MARGIN`` times the
-        objective's size (the larger of ``|value|`` and the LP relaxation's ``|lp_value|``)
-        of the value found: ``value`` is the optimum, not one end of a bracket.  With
-        weights of 1e6 the solver's tolerances can leave a bracket wider than the value
-        itself even when it reports optimal."""
-        size = max(abs(self.value), abs(self.lp_value)) if np.isfinite(self.lp_value) else abs(self.value)
+        objective's size (the largest of ``|value|``, ``|bound|`` and :attr:`scale`, the
+        objective's spread over the points evaluated) of the value found: ``value`` is the
+        optimum, not one end of a bracket.  With weights of 1e6 the solver's tolerances can
+        leave a bracket wider than the value itself even when it reports optimal.  (The LP
+        relaxation's value is no measure: a big-M of 2^60 made it 5.8e17, and a bracket
+        [0, 1.2e10] counted as exact.)"""
+        size = max(abs(self.value), abs(self.bound), self.scale if np.isfinite(self.scale) else 0.0)
         return self.optimal and abs(self.bound - self.value) <= PROOF_MARGIN * size
 
     def to_dict(self) -> dict:
