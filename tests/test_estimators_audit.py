@@ -422,3 +422,159 @@ def test_fit_quantile_names_the_option_for_a_pinball_bandwidth(tmp_path, capsys)
     p.write_text("".join(f"{a},{b}\n" for a, b in zip(x, y, strict=True)))
     code, _, err = run_cli(capsys, "fit-quantile", str(p), "--loss", "pinball", "--bandwidth", "0.1")
     assert code == 1 and err.startswith("error: --bandwidth 0.1:") and "--loss conquer" in err
+
+
+# ---------------------------------------------------------------- aud_est6
+def test_a_full_batch_step_reads_the_clock_between_blocks():
+    # #1: one minibatch step of 30 members on 20,000 rows took 2-7 s past a 0.2 s limit:
+    # the clock was read only after the step.  Now a large step runs in blocks and a limit
+    # already spent stops it after its first block (a step on the rows reached)
+    import torch
+
+    import relulab.estimators._torch as T
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3))
+    Y = X @ np.array([1.0, -2.0, 0.5])
+    W = torch.zeros(3, dtype=T.TRAIN_DTYPE(torch), requires_grad=True)
+    seen = []
+
+    def objective(out, yb, idx):
+        seen.append(len(idx))
+        return (out - yb) ** 2
+
+    old = T.STEP_BLOCK_FLOPS
+    try:
+        T.STEP_BLOCK_FLOPS = 6 * 3 * 100   # blocks of 100 rows
+        log = T.train(torch, [W], lambda Xb: Xb @ W, objective, X, Y, None, epochs=5, batch_size=4000,
+                      lr=0.1, weight_decay=0.0, tol=0.0, n_iter_no_change=10, seed=0, time_limit=1e-9)
+    finally:
+        T.STEP_BLOCK_FLOPS = old
+    assert log.stopped == "time_limit" and seen == [100]
+    assert float(W.detach().abs().sum()) > 0          # the step on the rows reached was taken
+
+
+def test_blocked_steps_train_as_one_step():
+    # a step in blocks adds the same gradient as the whole minibatch: the fits agree
+    import relulab.estimators._torch as T
+
+    X, y = _data(300)
+    a = QuantileNetRegressor(hidden=(8,), epochs=3, batch_size=300, random_state=0).fit(X, y)
+    old = T.STEP_BLOCK_FLOPS
+    try:
+        T.STEP_BLOCK_FLOPS = 1e4   # blocks of a few rows
+        b = QuantileNetRegressor(hidden=(8,), epochs=3, batch_size=300, random_state=0).fit(X, y)
+    finally:
+        T.STEP_BLOCK_FLOPS = old
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
+
+
+def test_member_predictions_in_blocks_give_the_same_answers():
+    # #2: predict / predict_interval built the whole (members x points) matrix, 1 GB past
+    # a 0.2 GB budget; blocks of points give the same per-point answers
+    from relulab.limits import memory_limit
+
+    X, y = _data(120)
+    m = MarginalNetRegressor(hidden=(4,), n_estimators=20, epochs=2, random_state=0).fit(X, y)
+    Xt = np.random.default_rng(1).normal(size=(500, 2))
+    full = (m.predict(Xt), m.predict_interval(Xt), m.predict_variance(Xt))
+    E = m.member_predictions(Xt)
+    np.testing.assert_allclose(full[0], E.mean(axis=0), rtol=1e-12)
+    with memory_limit(60_000):   # blocks of about 50 points
+        small = (m.predict(Xt), m.predict_interval(Xt), m.predict_variance(Xt))
+    for a, b in zip(full, small, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_ensemble_predictions_stay_within_the_memory_budget():
+    # #2: 300 members x 150,000 points took 1 GB past a 0.2 GB budget; measured here by
+    # tracemalloc (numpy's allocations): 200 members x 20,000 points is 32 MB a copy
+    import tracemalloc
+
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    X, y = _data(100)
+    m = MarginalNetRegressor(hidden=(2,), n_estimators=200, epochs=1, random_state=0).fit(X, y)
+    Xt = np.random.default_rng(1).normal(size=(20000, 2))
+    budget = 4 * 10**6
+    with memory_limit(budget):
+        for method in ("predict", "predict_interval", "predict_variance"):
+            tracemalloc.start()
+            getattr(m, method)(Xt)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert peak < 2 * budget, (method, peak)
+        with pytest.raises(ResourceLimitError, match="member_predictions"):
+            m.member_predictions(Xt)   # the whole matrix is what it returns: refused
+
+
+@pytest.mark.parametrize("make", [QuantileNetRegressor, SmoothNetRegressor, MarginalNetRegressor])
+def test_missing_and_huge_values_get_one_clear_error(make):
+    # #3: None in y read "out of range for float32"; 10**400 gave a raw OverflowError
+    X, y = _data(20)
+    with pytest.raises(EstimatorInputError, match="missing"):
+        make(hidden=(3,), epochs=1).fit(X, [None, *y[1:]])
+    with pytest.raises(EstimatorInputError, match="float64's range"):
+        make(hidden=(3,), epochs=1).fit(X, [10**400, *y[1:]])
+    with pytest.raises(EstimatorInputError, match="float64's range"):
+        make(hidden=(3,), epochs=1).fit([[10**400, 1.0], *X[1:].tolist()], y)
+    m = make(hidden=(3,), epochs=1, random_state=0).fit(X, y)
+    with pytest.raises(EstimatorInputError, match="float64's range"):
+        m.predict([[10**400, 1.0]])
+    with pytest.raises(EstimatorInputError, match="float64's range"):
+        m.score(X, [10**400, *y[1:]])
+
+
+def test_many_quantile_levels_export_fast_and_within_the_budget():
+    # #4: K levels exported through dense O(K^3) products (4.2 s at K = 4,000) and
+    # outside the memory budget; now the head is checked before training
+    from relulab.limits import ResourceLimitError, memory_limit
+
+    X, y = _data(200, d=1)
+    K = 300
+    taus = np.linspace(0.5 / K, 1 - 0.5 / K, K)
+    m = QuantileNetRegressor(quantiles=taus, hidden=(4,), epochs=1, random_state=0).fit(X, y)
+    q = m.predict(X)
+    assert np.all(np.diff(q, axis=1) >= 0)             # non-crossing, as exported
+    np.testing.assert_allclose(q, m.network_(X))
+    with memory_limit(10**6), pytest.raises(ResourceLimitError, match="non-crossing head of 300 levels"):
+        QuantileNetRegressor(quantiles=taus, hidden=(4,), epochs=1).fit(X, y)
+
+
+def test_huge_poisson_counts_are_refused_by_range_not_as_divergence():
+    # #6: counts near 1e36 failed at epoch 1 as "training diverged ... lower learning_rate"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 1))
+    y = np.floor(1e36 * rng.random(40))
+    with pytest.raises(EstimatorInputError, match="poisson counts up to .* too large for float32"):
+        MarginalNetRegressor(family="poisson", hidden=(4,), n_estimators=2, epochs=2, random_state=0).fit(X, y)
+    # counts the message says train do train
+    MarginalNetRegressor(family="poisson", hidden=(4,), n_estimators=2, epochs=2,
+                         random_state=0).fit(X, np.floor(1e30 * rng.random(40)))
+
+
+def test_fit_quantile_settledness_counts_optimiser_steps(capsys, tmp_path):
+    # #5: with fewer rows than a minibatch an epoch is one step; a linear fit far from its
+    # optimum fell a steady 0.95% per 10 epochs and no warning came
+    import json
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 50)
+    y = x + 0.1 * rng.normal(size=50)
+    p = tmp_path / "d.csv"
+    np.savetxt(p, np.c_[x, y], delimiter=",", header="x,y", comments="")
+    args = ["fit-quantile", str(p), "--quantiles", "0.5", "--hidden", "linear", "--loss", "pinball",
+            "--epochs", "50"]
+    _, out, _ = run_cli(capsys, *args, "--json")
+    res = json.loads(out)
+    from sklearn.linear_model import QuantileRegressor
+
+    u = y - QuantileRegressor(quantile=0.5, alpha=0, solver="highs").fit(x[:, None], y).predict(x[:, None])
+    optimum = float(np.mean(u * (0.5 - (u < 0))))
+    assert res["mean_check_loss"] > 2 * optimum        # far from settled, by the LP optimum
+    assert res["recent_epochs"] == 49 and res["loss_drop_recent"] > 0.01
+    _, text, _ = run_cli(capsys, *args)
+    assert "not settled" in text
+    _, text, _ = run_cli(capsys, "fit-quantile", str(p), "--epochs", "1")
+    assert "settledness unknown" in text

@@ -50,6 +50,12 @@ def check_Xy(est: Any, X: Any, y: Any, method: str = "fit") -> tuple[np.ndarray,
         y = np.asarray(y, dtype=np.float64)
     except ValueError as e:   # a TypeError (e.g. dicts in X) passes: scikit-learn's checks expect it
         raise EstimatorInputError(f"{_where(est, method)}: {_without_array_dump(str(e))}") from None
+    except OverflowError:     # a Python integer beyond float64 (10**400)
+        raise EstimatorInputError(f"{_where(est, method)}: X and y must be within float64's range "
+                                  f"(|value| <= {np.finfo(np.float64).max:.3g})") from None
+    if not np.all(np.isfinite(y)):
+        # an object y holding None becomes NaN only after scikit-learn's finiteness check
+        raise EstimatorInputError(f"{_where(est, method)}: y contains NaN, infinite or missing (None) values")
     return X, y
 
 
@@ -59,8 +65,8 @@ def check_scored_y(est: Any, y: Any, n: int, sample_weight: Any = None) -> None:
     where = _where(est, "score")
     try:
         y = np.asarray(y, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise EstimatorInputError(f"{where}: y must be numeric") from None
+    except (TypeError, ValueError, OverflowError):
+        raise EstimatorInputError(f"{where}: y must be numeric and within float64's range") from None
     if y.shape[0] != n:
         raise EstimatorInputError(f"{where}: y needs one value per row of X ({n}), got {y.shape[0]}")
     if not np.all(np.isfinite(y)):
@@ -68,7 +74,7 @@ def check_scored_y(est: Any, y: Any, n: int, sample_weight: Any = None) -> None:
     if sample_weight is not None:
         try:
             w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise EstimatorInputError(f"{where}: sample_weight must be numeric") from None
         if w.shape[0] != n or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
             raise EstimatorInputError(
@@ -82,6 +88,9 @@ def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
         return validate_data(est, X, dtype=np.float64, reset=False)
     except ValueError as e:
         raise EstimatorInputError(f"{_where(est, method)}: {_without_array_dump(str(e))}") from None
+    except OverflowError:     # a Python integer beyond float64 (10**400)
+        raise EstimatorInputError(f"{_where(est, method)}: X must be within float64's range "
+                                  f"(|value| <= {np.finfo(np.float64).max:.3g})") from None
 
 
 def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:

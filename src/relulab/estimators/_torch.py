@@ -212,6 +212,9 @@ def train(
     except (RuntimeError, TypeError, ValueError):
         opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
+    # a minibatch above this many rows is one step in blocks whose gradients add up, the
+    # clock read between blocks (one full-batch step of 30 members took 2-7 s past 0.2 s)
+    chunk = max(1, int(STEP_BLOCK_FLOPS // (6 * sum(p.numel() for p in params))))
     curve: list[float] = []
     best, stall, converged, diverged = np.inf, 0, False, None
     deadline = None if time_limit is None else time.monotonic() + float(time_limit)
@@ -221,15 +224,24 @@ def train(
         total, rows = 0.0, 0
         for start in range(0, n, bs):
             idx = perm[start : start + bs]
-            per_row = objective(forward(Xt[idx]), Yt[idx], idx)
-            if Wt is not None:
-                per_row = per_row * Wt[..., idx]
-            loss = per_row.mean(dim=-1).sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-            rows += len(idx)
+            if len(idx) <= chunk:
+                per_row = objective(forward(Xt[idx]), Yt[idx], idx)
+                if Wt is not None:
+                    per_row = per_row * Wt[..., idx]
+                loss = per_row.mean(dim=-1).sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+                rows += len(idx)
+            else:
+                done, loss_sum, per_row = _chunked_step(opt, params, forward, objective, Xt, Yt, Wt, idx,
+                                                        chunk, deadline)
+                total += loss_sum
+                rows += done
+                if done < len(idx):
+                    out_of_time = True
+                    break
             if deadline is not None and time.monotonic() > deadline and \
                     (rows < n or epoch < int(epochs)):   # past the limit with work left
                 out_of_time = True
@@ -253,6 +265,38 @@ def train(
     stopped = ("diverged" if diverged is not None else "converged" if converged
                else "time_limit" if out_of_time else "epochs")
     return TrainLog(curve, len(curve), converged, diverged, stopped)
+
+
+#: about this many floating-point operations (forward and backward) per block of a step
+STEP_BLOCK_FLOPS = 3e8
+
+
+def _chunked_step(opt: Any, params: list, forward: Callable, objective: Callable, Xt: Any, Yt: Any,
+                  Wt: Any, idx: Any, chunk: int, deadline: float | None) -> tuple[int, float, Any]:
+    """One Adam step on the minibatch ``idx`` in blocks of ``chunk`` rows: each block's
+    ``sum / len(idx)`` adds its share of the minibatch mean's gradient.  Past
+    ``deadline`` the step is taken on the blocks done (the rows are in random order, so
+    they are a smaller minibatch; the gradient is rescaled to their mean).  Returns
+    (rows done, the loss summed over them and the members, the last block's per-row loss)."""
+    m = len(idx)
+    opt.zero_grad(set_to_none=True)
+    done, loss_sum, per_row = 0, 0.0, None
+    for s in range(0, m, chunk):
+        sub = idx[s : s + chunk]
+        per_row = objective(forward(Xt[sub]), Yt[sub], sub)
+        if Wt is not None:
+            per_row = per_row * Wt[..., sub]
+        (per_row.sum(dim=-1).sum() / m).backward()
+        loss_sum += float(per_row.detach().sum())
+        done += len(sub)
+        if deadline is not None and time.monotonic() > deadline:
+            break
+    if done < m:
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(m / done)
+    opt.step()
+    return done, loss_sum, per_row
 
 
 def predict_raw(torch: Any, model: Any, X: np.ndarray) -> np.ndarray:
@@ -281,8 +325,9 @@ def export_network(
 
     ``x -> (x - x_mean) / x_scale`` is folded into the first layer.  ``extra_relu_head``
     ``(A, a, C)`` appends the layer ``z -> C relu(A z + a)`` after the trained network's
-    output ``z`` (the non-crossing quantile head); ``out_map`` ``(M, m)`` then maps the
-    output affinely (``y_mean + y_scale * q``).
+    output ``z`` (the non-crossing quantile head; ``A`` may be a scipy sparse matrix);
+    ``out_map`` ``(M, m)`` then maps the output affinely (``y_mean + y_scale * q``; ``M``
+    a matrix or a scalar).
     """
     Ws = [W.copy() for W, _ in layers]
     bs = [b.copy() for _, b in layers]
@@ -293,10 +338,13 @@ def export_network(
         # the head's affine map A z + a composes with the last trained layer: no new ReLU
         # between them, so the head's ReLU layer *is* the next hidden layer.
         W_last, b_last = Ws[-1], bs[-1]
-        Ws[-1], bs[-1] = A @ W_last, A @ b_last + a
+        Ws[-1], bs[-1] = np.asarray(A @ W_last), np.asarray(A @ b_last) + a
         Ws.append(C)
         bs.append(np.zeros(C.shape[0]))
     if out_map is not None:
         M, m = out_map
-        Ws[-1], bs[-1] = M @ Ws[-1], M @ bs[-1] + m
+        if np.ndim(M) == 0:   # y_scale: the same numbers as y_scale * eye, without the matmul
+            Ws[-1], bs[-1] = M * Ws[-1], M * bs[-1] + m
+        else:
+            Ws[-1], bs[-1] = M @ Ws[-1], M @ bs[-1] + m
     return Network(Ws, bs)

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from ..limits import check_bytes
+from ..limits import check_bytes, memory_budget
 from ..network import Network
 from . import _losses, _torch
 from ._base import (
@@ -225,6 +225,8 @@ class MarginalNetRegressor(NetEstimatorBase):
             mu = float(np.clip(y.mean(), 1e-3, 1 - 1e-3 if family == "binomial" else np.inf))
             start = float(np.log(mu / (1 - mu))) if family == "binomial" else float(np.log(mu))
         Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
+        if family == "poisson":
+            _check_poisson_range(y, float(np.exp(start)), start, min(int(self.batch_size), n))
 
         seed = seed_of(self, self.random_state)
         rng = np.random.default_rng(seed)
@@ -269,19 +271,37 @@ class MarginalNetRegressor(NetEstimatorBase):
     def member_predictions(self, X: Any) -> np.ndarray:
         """``(B, n)`` linear predictors ``f_b(x)`` of every member (mean scale for gaussian)."""
         X = check_X(self, X, "member_predictions")
+        B = len(self.networks_)
+        check_bytes(2 * 8.0 * B * len(X), f"MarginalNetRegressor.member_predictions: {B} members x {len(X)} points")
+        return self._members(X)
+
+    def _members(self, X: np.ndarray) -> np.ndarray:
         return np.stack([net(X)[:, 0] for net in self.networks_])
+
+    def _by_chunks(self, X: Any, method: str, per_chunk) -> np.ndarray:
+        """``per_chunk(E)`` on the member predictions ``E`` of blocks of points, joined:
+        every answer is per point, so blocks within the memory budget give the same
+        answers (300 members x 150,000 points took 1 GB past a 0.2 GB budget)."""
+        X = check_X(self, X, method)
+        B = len(self.networks_)
+        # E, its centred copy, the squares and a member's hidden layer: ~8 arrays of B rows
+        rows = max(1, int(memory_budget() // (8 * 8 * max(B, max(self.hidden_, default=1)))))
+        check_bytes(8 * 8.0 * max(B, max(self.hidden_, default=1)) * min(rows, len(X)),
+                    f"MarginalNetRegressor.{method}: {B} members on a block of points")
+        return np.concatenate([per_chunk(self._members(X[i:i + rows])) for i in range(0, len(X), rows)])
 
     def predict(self, X: Any) -> np.ndarray:
         """The marginal mean ``g^{-1}(mean_b f_b(x))``."""
-        return _inverse_link(self.member_predictions(X).mean(axis=0), self.family_)
+        return self._by_chunks(X, "predict", lambda E: _inverse_link(E.mean(axis=0), self.family_))
+
+    def _variance(self, E: np.ndarray, method: str) -> np.ndarray:
+        if E.shape[0] < 2:
+            raise EstimatorInputError(f"MarginalNetRegressor.{method}: needs n_estimators >= 2")
+        return ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size)
 
     def predict_variance(self, X: Any) -> np.ndarray:
         """Bias-corrected infinitesimal-jackknife variance of ``mean_b f_b(x)`` (link scale), clipped at 0."""
-        E = self.member_predictions(X)
-        if E.shape[0] < 2:
-            raise EstimatorInputError("MarginalNetRegressor.predict_variance: needs n_estimators >= 2")
-        V = ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size)
-        return np.maximum(V, 0.0)
+        return np.maximum(self._by_chunks(X, "predict_variance", lambda E: self._variance(E, "predict_variance")), 0.0)
 
     def predict_interval(self, X: Any, alpha: float = 0.05) -> np.ndarray:
         """``(n, 2)`` approximate normal intervals ``[lower, upper]`` of *nominal* level
@@ -297,18 +317,16 @@ class MarginalNetRegressor(NetEstimatorBase):
         """
         if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
             raise EstimatorInputError(f"MarginalNetRegressor.predict_interval: alpha must be in (0, 1), got {alpha!r}")
-        E = self.member_predictions(X)
-        if E.shape[0] < 2:
-            raise EstimatorInputError("MarginalNetRegressor.predict_interval: needs n_estimators >= 2")
-        V = ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size)
+        EV = self._by_chunks(X, "predict_interval",
+                             lambda E: np.column_stack([E.mean(axis=0), self._variance(E, "predict_interval")]))
+        eta, V = EV[:, 0], EV[:, 1]
         clipped = int(np.sum(V <= 0))
         if clipped:
             warnings.warn(f"MarginalNetRegressor.predict_interval: {clipped} of {V.size} interval(s) have width 0 "
-                          f"(the bias-corrected variance was <= 0 with {E.shape[0]} members for "
+                          f"(the bias-corrected variance was <= 0 with {len(self.networks_)} members for "
                           f"{self.counts_.shape[1]} units); more n_estimators give usable intervals", stacklevel=2)
         V = np.maximum(V, 0.0)
         z = float(norm.isf(alpha / 2))   # ppf(1 - alpha/2) is inf once 1 - alpha/2 rounds to 1
-        eta = E.mean(axis=0)
         half = z * np.sqrt(V)
         return np.column_stack([_inverse_link(eta - half, self.family_), _inverse_link(eta + half, self.family_)])
 
@@ -347,3 +365,17 @@ class MarginalNetRegressor(NetEstimatorBase):
         if L == 1:  # affine members: the mean of their maps
             Ws, bs = [np.mean([net.weights[0] for net in nets], axis=0)], [np.mean([net.biases[0] for net in nets], axis=0)]
         return Network(Ws, bs)
+
+
+def _check_poisson_range(y: np.ndarray, mu: float, start: float, rows: int) -> None:
+    """Refuse counts whose Poisson loss ``e^eta - y eta`` over a minibatch passes float32's
+    range at the starting ``eta = log(mean y)``: counts near 1e36 failed at epoch 1 as
+    "training diverged ... lower learning_rate", which no learning rate fixes."""
+    top = float(np.max(y))
+    size = rows * (mu + top * abs(start))
+    limit = float(np.finfo(np.float32).max) / 4
+    if not size <= limit:
+        raise EstimatorInputError(
+            f"MarginalNetRegressor.fit: poisson counts up to {top:.3g} are too large for float32 training: "
+            f"the loss of a minibatch of {rows} rows starts near {size:.3g}, past float32's range "
+            f"({limit:.3g} with headroom); counts up to about {limit / (rows * max(abs(start), 1.0)):.3g} train")

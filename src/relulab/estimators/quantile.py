@@ -24,7 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..limits import check_bytes
 from ..network import Network
 from . import _losses, _torch
 from ._base import (
@@ -205,6 +207,8 @@ class QuantileNetRegressor(NetEstimatorBase):
             raise EstimatorInputError(
                 f"QuantileNetRegressor.fit: noncrossing must be True or False, got {self.noncrossing!r}")
         head = bool(self.noncrossing) and K > 1
+        if head:   # before training: the exported head must fit
+            _check_head_bytes(K)
         start = np.quantile(Ys, taus)
         if head:
             start = np.concatenate([start[:1], np.maximum(np.diff(start), _MIN_INIT_GAP)])
@@ -243,15 +247,17 @@ class QuantileNetRegressor(NetEstimatorBase):
         layers = _torch.linear_layers(self._model)
         head = None
         if self._head:
-            A = np.zeros((K + 1, K))
-            A[0, 0], A[1, 0] = 1.0, -1.0
-            A[2:, 1:] = np.eye(K - 1)
+            # the dense K x (K + 1) partial sums are the network's last layer (K = 4,000:
+            # 128 MB); A, one +-1 per row, stays sparse (a dense A @ W and an eye(K) output
+            # map made the export O(K^3): 4.2 s)
+            _check_head_bytes(K)
+            A = sp.csr_matrix(([1.0, -1.0, *np.ones(K - 1)], ([0, 1, *range(2, K + 1)], [0, 0, *range(1, K)])),
+                              shape=(K + 1, K))
             C = np.zeros((K, K + 1))
             C[:, 0], C[:, 1] = 1.0, -1.0
-            for k in range(1, K):
-                C[k, 2 : k + 2] = 1.0
+            C[:, 2:] = np.tril(np.ones((K, K - 1)), -1)
             head = (A, np.zeros(K + 1), C)
-        out_map = (self.y_scale_ * np.eye(K), np.full(K, self.y_mean_))
+        out_map = (self.y_scale_, np.full(K, self.y_mean_))
         return _torch.export_network(layers, self.x_mean_, self.x_scale_, out_map, head)
 
     # -------------------------------------------------------------- predict
@@ -281,3 +287,9 @@ class QuantileNetRegressor(NetEstimatorBase):
         # score is a negative check loss, not R^2: the "score > 0.5" check does not apply
         tags.regressor_tags.poor_score = True
         return tags
+
+
+def _check_head_bytes(K: int) -> None:
+    """The exported non-crossing head (dense ``K x (K + 1)`` partial sums and its copies)
+    against the memory budget."""
+    check_bytes(3 * 8.0 * K * (K + 1), f"QuantileNetRegressor: the non-crossing head of {K} levels")
