@@ -10,6 +10,8 @@ polygon is then exactly a subset of that decision's set.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..network import Network
@@ -191,10 +193,11 @@ class _Pieces:
 
 
 def bsp(polys: list[np.ndarray], labels: np.ndarray, segments: np.ndarray, lo: np.ndarray,
-        hi: np.ndarray, max_depth: int = 200) -> list[tuple[np.ndarray, int]]:
+        hi: np.ndarray, max_depth: int = 200, deadline: Any = None) -> list[tuple[np.ndarray, int]] | None:
     """Convex cells ``(polygon, decision index)`` tiling the part of the box covered by
     the pieces: a cell is a leaf of decision ``k`` when the pieces of ``k`` fill it, and
-    is dropped when no piece meets it (the pieces may cover one decision only)."""
+    is dropped when no piece meets it (the pieces may cover one decision only).  None when
+    ``deadline`` (a :class:`relulab.limits.Deadline`) expires first."""
     scale = float(np.max(hi - lo))
     tol = LINE_TOL * scale
     amin = AREA_TOL * float(np.prod(hi - lo))
@@ -209,6 +212,8 @@ def bsp(polys: list[np.ndarray], labels: np.ndarray, segments: np.ndarray, lo: n
     stack = [(box, area(box), start, segments, 0)]
     out: list[tuple[np.ndarray, int]] = []
     while stack:
+        if deadline is not None and deadline.expired():
+            return None
         cell, acell, pcs, S, depth = stack.pop()
         if len(pcs) == 0 or pcs.ar.sum() <= amin:
             continue

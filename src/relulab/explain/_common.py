@@ -8,15 +8,42 @@ import numpy as np
 
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..network import Network
+from ..network import Network, is_float64_number
 from ..tolerance import FEAS_TOL
 from .decision import ExplainError
 
 
 def float_net(net: Network) -> Network:
+    """The float64 network the explanations work on: ``net`` itself, or the float copy of
+    an exact network whose every weight and bias is a float64 number (the same function).
+    An exact network holding other numbers is refused, naming the first: its float copy
+    is another function (``x - 1/3`` at the float nearest 1/3 is negative, its copy's
+    output 0 read "positive").
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> float_net(Network([[[F(1)]]], [[F(-1, 3)]]))
+        Traceback (most recent call last):
+        ...
+        relulab.explain.decision.ExplainError: explain works in float64: the bias 1 of layer 1 of this exact network is -1/3, which float64 does not hold; explain net.float() to explain its float64 copy
+    """
     if not isinstance(net, Network):
         raise ExplainError(f"expected a relulab.Network, got {type(net).__name__}")
-    return net.float() if net.is_exact else net
+    if not net.is_exact:
+        return net
+    for k, (W, b) in enumerate(zip(net.weights, net.biases, strict=True)):
+        for what, arr in (("weight", W), ("bias", b)):
+            flat = np.asarray(arr, dtype=object).reshape(-1)
+            for i, e in enumerate(flat):
+                if not is_float64_number(e):
+                    raise ExplainError(
+                        f"explain works in float64: the {what} {i + 1} of layer {k + 1} of this exact network "
+                        f"is {e}, which float64 does not hold; explain net.float() to explain its float64 copy")
+    if net.skip is not None and not all(is_float64_number(e) for a in net.skip
+                                        for e in np.asarray(a, dtype=object).reshape(-1)):
+        raise ExplainError("explain works in float64: the skip of this exact network holds numbers float64 "
+                           "does not; explain net.float() to explain its float64 copy")
+    return net.float()
 
 
 def output_size(net: Network, domain: Box | Polytope) -> float:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..bounds import linear_bounds
+from ..bounds import linear_bounds, term_sizes_start, term_sizes_step
 from ..domain import Box, Polytope
 from ..lp import INF, LPModel, LPResult
 from ..network import Network
@@ -32,6 +32,8 @@ MIP_ABS_GAP = 1e-10  # tol: absolute MIP gap, below every margin that is compare
 # minimum's bound is still a lower bound and a maximum's an upper bound; its points are
 # re-checked by forward passes as every other solution is.
 FEAS_TOL_RETRY = 1e-8  # tol: HiGHS feasibility of the retry after a solve error
+# the relative rounding of the solver's double arithmetic, per layer, on the terms' sizes
+SOLVER_ARITHMETIC = 64 * float(np.finfo(np.float64).eps)
 
 
 class ExplainMILP:
@@ -209,7 +211,22 @@ class ExplainMILP:
         if self.net.n_hidden_layers == 0:
             return 0.0
         C = np.atleast_2d(np.asarray(c, float))
-        return float(np.max(tolerance_error(*self._layers, self.pre, self._box, C, tol=tol)))
+        return float(np.max(tolerance_error(*self._layers, self.pre, self._box, C, tol=tol))) + \
+            self.arithmetic_error(C)
+
+    def arithmetic_error(self, c: np.ndarray) -> float:
+        """What the solver's own double arithmetic can move ``c . f`` by: its rows' terms
+        are as large as the layers' term sizes (with 2^40 pre-activations an optimum moved
+        by 5e-5, far past what the feasibility tolerance's model gives).  0 for a network
+        without hidden layers."""
+        if self.net.n_hidden_layers == 0:
+            return 0.0
+        C = np.atleast_2d(np.asarray(c, float))
+        Ws, bs, _ = self._layers
+        T = term_sizes_start(self._box.lo, self._box.hi)
+        for W, b in zip(Ws, bs, strict=True):
+            T = term_sizes_step(T, W, b)
+        return SOLVER_ARITHMETIC * len(Ws) * float(np.max(np.abs(C) @ T))
 
     def pattern_of(self, v: np.ndarray) -> list[np.ndarray]:
         """The activation pattern the solution ``v`` chose (its binaries, rounded)."""

@@ -448,8 +448,9 @@ def _merge(pieces: list[_Piece | None], edges: np.ndarray, merge: bool,
     return [(cl.V[r], cl.vol[r]) for r in roots]
 
 
-def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: bool):
-    """Per decision: the pure BSP cells, then greedily merged where convex."""
+def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: bool, deadline: Deadline | None = None):
+    """Per decision: the pure BSP cells, then greedily merged where convex; None when
+    ``deadline`` expires during the partition (the caller keeps the pieces)."""
     from . import _bsp
 
     polys, labels = [], []
@@ -460,7 +461,9 @@ def _bsp_cells(fnet: Network, decs: list[Decision], pieces, dom: Box, merge: boo
                 labels.append(k)
     labels = np.array(labels)
     seg = _bsp.boundary_segments(fnet, decs, polys, labels, dom.lo, dom.hi)
-    cells = _bsp.bsp(polys, labels, seg, dom.lo, dom.hi)
+    cells = _bsp.bsp(polys, labels, seg, dom.lo, dom.hi, deadline=deadline)
+    if cells is None:
+        return None
     out = []
     for k in range(len(decs)):
         mine = [_Piece(c, _bsp.area(c)) for c, lab in cells if lab == k]
@@ -600,9 +603,15 @@ def decision_rules(
     DA, Db = _domain_rows(dom)
     rules: list[Rule] = []
     summary: dict = {}
+    if method == "bsp" and (rs.partial or cut_stopped or deadline.expired()):
+        # a cut enumeration leaves its pieces unmerged (the partition had no deadline and
+        # ran 6x past a 1.5 s limit)
+        method = "merge"
     if method == "bsp":
-        cells_by = _bsp_cells(fnet, decs, pieces, dom, merge)
-        if not _cells_keep_pieces(cells_by, pieces):
+        cells_by = _bsp_cells(fnet, decs, pieces, dom, merge, deadline)
+        if cells_by is None:
+            method = "merge"   # the partition met the deadline: the pieces, unmerged
+        elif not _cells_keep_pieces(cells_by, pieces):
             # the partition's area tolerance dropped a small cell of some decision (a
             # pocket of area 2e-12 where f = +1): the merge method keeps every piece
             method = "merge"
@@ -621,9 +630,8 @@ def decision_rules(
         # a stable, readable order: by the cells' centres, coordinate by coordinate
         merged = sorted(merged, key=lambda cv: tuple(np.round(cv[0].mean(0), 9)))
         for V, vol in merged:
-            if deadline.expired():  # the rest of the cells give no rule: partial
-                cut_stopped = True
-                break
+            # every cell becomes its rule, also past the deadline: a cut merge leaves more
+            # rules, each exact (breaking here gave 0 rules after a complete enumeration)
             A, b, H = G.hull(V)
             keep = _own_rows(A, b, DA, Db)
             rules.append(Rule(A[keep], b[keep], dec.label, names, kind="merged" if merge else "region",

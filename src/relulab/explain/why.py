@@ -40,7 +40,7 @@ from ._common import (
     check_time_limit,
     float_net,
 )
-from ._milp import ExplainMILP
+from ._milp import FEAS_TOL_RETRY, ExplainMILP
 from .decision import (
     Decision,
     ExplainError,
@@ -249,19 +249,29 @@ def _cube_radius(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str |
         # time a verifier call gets or what the time limit left (any limit used to skip it,
         # and 17 of 25 small explanations came back partial with 60 s to spare)
         r, st = _cube_radius_milp(fnet, domain, x, dec, margin, left)
-        return (r, None) if st is None else (max(lo, r), stopped)
+        # (the bisection's proven cube stands: the MILP's radius is widened by what its
+        # tolerances and arithmetic can hide, and can come out below it)
+        return (max(lo, r), None) if st is None else (max(lo, r), stopped)
     return _cube_radius_milp(fnet, domain, x, dec, margin, time_limit)
 
 
 def _cube_radius_milp(fnet, domain, x, dec, margin, time_limit) -> tuple[float, str | None]:
     """The radius of :func:`_cube_radius` by one MILP over the whole domain."""
     m = ExplainMILP(fnet, domain)
-    m.violation(dec.C, dec.d, margin)
+    # what the solver's double arithmetic can hide in each decision row: the MILP asks for
+    # breaking by that much less, so its optimum stays below the distance to the inputs
+    # that truly break the decision (with 2^40 pre-activations the MILP's optimum 0.300049
+    # passed the boundary at 0.3).  (The feasibility tolerance's worst case through the
+    # big-M rows, ExplainMILP.tolerance_error, is 0.02 at inputs near 1e6 and would leave
+    # no radius there; it is not subtracted.)
+    hide = np.array([m.arithmetic_error(Ci) for Ci in dec.C])
+    m.violation(dec.C, dec.d, margin - hide)
     c = m.distance(x, "linf")
     r = m.solve(c, time_limit=time_limit)
     if r.status == "infeasible":
         return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
+    b = float(b) - FEAS_TOL_RETRY * (1.0 + abs(float(b)))   # the distance rows' own tolerance
     if r.status == "optimal":
         return max(float(b), 0.0), None
     why = ("the radius MILP stopped at the time limit" if r.status == "time_limit"
@@ -276,8 +286,9 @@ def _cube_radius_verify(fnet, domain: Box, x, dec: Decision, margin, time_limit)
     from ..spec import OutputConstraint, Specification
     from ..verify import verify
 
-    unsafe = [OutputConstraint(-Ci[None, :], np.array([-(di + margin)]))
-              for Ci, di in zip(dec.C, dec.d, strict=True)]
+    margins = np.broadcast_to(np.asarray(margin, float), dec.d.shape)
+    unsafe = [OutputConstraint(-Ci[None, :], np.array([-(di + mi)]))
+              for Ci, di, mi in zip(dec.C, dec.d, margins, strict=True)]
     deadline = Deadline(time_limit, floor=0.0)
 
     def ask(r):
@@ -339,7 +350,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = margin_tol(BREAK_MARGIN, fnet(x[None])[0], floor)
-    r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
+    # a strict row (f < 0 for "negative", a class against an earlier one) is broken by
+    # reaching its tie: f = 0 on a whole region (a dead output) is "positive" there, and a
+    # margin on every row made "always -> negative" certified with radius inf on a box a
+    # quarter of which is positive
+    r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
@@ -399,11 +414,34 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
                 else:
                     lo[i] = min(max(-new, bb.lo[i]), x[i])
     rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left, floor)
-    if do_certify and not rule.certified and (np.any(lo != lo0) or np.any(hi != hi0)):
+    pushed = np.any(lo != lo0) or np.any(hi != hi0)
+    if pushed and _tie_inside(fnet, domain, lo, hi, dec, left()):
+        # the pushes' margins let a strict row's tie region in: the proven cube is the rule
+        rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
+                         left, floor)
+    elif do_certify and not rule.certified and pushed:
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          left, floor)
     return rule, r, stopped, None
+
+
+#: the interior a strict row's tie must not reach: the box shrunk by this share of its sides
+TIE_SHRINK = 1e-6  # tol: relative inset of a rule's interior from its faces
+
+
+def _tie_inside(fnet, domain, lo, hi, dec: Decision, time_limit) -> bool:
+    """Whether a strict decision row may reach its tie inside the box ``[lo, hi]`` (shrunk
+    by ``TIE_SHRINK`` from its faces, where the decision's own boundary may touch it): its
+    proven maximum there is not below 0.  A box whose interior a tie reaches breaks the
+    decision on the tie's side, which the side pushes' margins cannot see."""
+    w = TIE_SHRINK * (hi - lo)
+    region = _box_slab(domain, lo + w, hi - w)
+    for Ci, di in zip(dec.C[dec.strict], dec.d[dec.strict], strict=True):
+        bound, _, _ = max_output(fnet, region, Ci, time_limit)
+        if bound - float(di) >= 0:
+            return True
+    return False
 
 
 def _no_rule(stopped: str | None) -> str:

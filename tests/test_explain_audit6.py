@@ -1,0 +1,94 @@
+"""Explanations audit 6: strict rows broken at their tie, sound radii at large
+pre-activations, exact networks, and decision rules under a time limit (aud_exp6)."""
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network, explain
+from relulab.explain.decision import ExplainError
+
+BOX = Box([-1.0, -1.0], [1.0, 1.0])
+
+
+def _dec(net: Network, label: str):
+    """The decision a result names ("positive", "class 2", ...)."""
+    return explain.as_decision(net, int(label.split()[1]) if label.startswith("class ") else label)
+
+
+def _dead_plateau() -> Network:
+    # f = relu(x0) - relu(x0 - 0.5) - 0.5: -0.5 for x0 <= 0, x0 - 0.5 on [0, 0.5] and
+    # exactly 0 ("positive": f >= 0) on x0 >= 0.5, a quarter of the box
+    return Network([np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([[1.0, -1.0]])],
+                   [np.array([0.0, -0.5]), np.array([-0.5])])
+
+
+def _tied_classes() -> Network:
+    # f0 = 0, f1 = relu(0.5 - x0): class 1 for x0 < 0.5, a tie (class 0) for x0 >= 0.5
+    return Network([np.array([[-1.0, 0.0]]), np.array([[0.0], [1.0]])], [np.array([0.5]), np.zeros(2)])
+
+
+@pytest.mark.parametrize("make", [_dead_plateau, _tied_classes])
+def test_a_strict_decision_stops_at_a_region_of_ties(make) -> None:
+    net = make()
+    x = np.array([0.0, 0.3])
+    r = explain.why(net, x, BOX)
+    dec = _dec(net, r.decision)
+    # the decision is broken on x0 >= 0.5 by a forward pass: the radius stops there
+    assert not dec.holds(net(np.array([[0.5, 0.3], [0.9, -0.7]]))).any()
+    assert r.radius <= 0.5
+    assert r.rule is not None and r.rule.certified
+    # no point of the rule gets the other decision (dense grid of the box)
+    g = np.stack(np.meshgrid(np.linspace(-1, 1, 201), np.linspace(-1, 1, 201)), -1).reshape(-1, 2)
+    inside = g[np.all(g @ r.rule.A.T <= r.rule.b + 1e-12, axis=1)]
+    assert len(inside) > 100 and dec.holds(net(inside)).all()
+
+
+def test_the_radius_is_proven_at_large_pre_activations() -> None:
+    # f = relu(x + 2^40) - relu(2^40) - 0.3 (= x - 0.3 in rationals): the MILP fallback's
+    # optimum 0.300049 passed the boundary, and f(0.3) is positive by a forward pass
+    T = 2.0**40
+    net = Network([[[1.0], [0.0]], [[1.0, -1.0]]], [[T, T], [-0.3]])
+    r = explain.why(net, [0.0], Box([-1.0], [1.0]))
+    g = np.linspace(0.0, 1.0, 200001)[:, None]
+    first = float(g[np.argmax(net(g)[:, 0] >= 0), 0])   # the first input that is positive
+    assert r.decision == "negative" and 0 < r.radius < first
+
+
+def test_an_exact_network_that_float64_cannot_hold_is_refused() -> None:
+    net = Network([[[F(1)]]], [[F(-1, 3)]])     # x - 1/3: negative at the float nearest 1/3
+    for call in (lambda: explain.why(net, [1 / 3], Box([0.0], [1.0])),
+                 lambda: explain.decision_rules(net, Box([0.0], [1.0])),
+                 lambda: explain.why_not(net, [1 / 3], "negative", Box([0.0], [1.0]))):
+        with pytest.raises(ExplainError, match=r"bias 1 of layer 1 .* -1/3"):
+            call()
+    # an exact network of float64 numbers is its float copy: explained as such
+    ok = Network([[[F(1)]]], [[F(-1, 4)]])
+    assert explain.why(ok, [0.5], Box([0.0], [1.0])).decision == "positive"
+
+
+def _wide_2d() -> Network:
+    rng = np.random.default_rng(1)
+    d, h = 2, 64
+    W = [rng.normal(size=(h, d)) / np.sqrt(d), rng.normal(size=(h, h)) / np.sqrt(h),
+         rng.normal(size=(3, h)) / np.sqrt(h)]
+    B = [rng.normal(size=h) * 0.1, rng.normal(size=h) * 0.1, rng.normal(size=3) * 0.1]
+    return Network(W, B)
+
+
+@pytest.mark.parametrize("seconds", [1.0, 2.5])
+def test_decision_rules_cut_by_the_time_limit_keep_every_exact_piece(seconds) -> None:
+    # a merge cut by the limit gave 0 rules (covered 0 %) after a complete enumeration,
+    # and the 2-D partition ran 6x past the limit with no deadline
+    net = _wide_2d()
+    dr = explain.decision_rules(net, BOX, time_limit=seconds)
+    assert dr.n_rules > 0 and dr.n_rules == len(dr.rules)
+    assert sum(v["rules"] for v in dr.decisions.values()) == dr.n_rules
+    assert dr.covered_fraction == pytest.approx(sum(r.volume_fraction for r in dr.rules))
+    if not dr.partial:
+        assert dr.covered_fraction == pytest.approx(1.0, abs=1e-9)
+    # every rule is exact: its vertices' centroid gets its decision by a forward pass
+    for r in dr.rules[:: max(1, len(dr.rules) // 50)]:
+        c = r.vertices.mean(axis=0)
+        assert _dec(net, r.decision).holds(net(c[None]))[0]
