@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..limits import check_bytes
 from ..results import Result
 from .convex import (
     ConvexTrainingError,
@@ -82,6 +83,12 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
         raise ConvexTrainingError(f"bias must be True or False, got {bias!r}")
     Xa = _augment(X, bias)
     n, d = Xa.shape
+    # the n x P pattern matrices (bool, float, signs) and the (2, P, n) correlations, before
+    # any is made: 1-D data has all its 2n patterns (n = 8,000 asked for 3 GB and ended in a
+    # raw MemoryError)
+    P = 2 * n if d <= 2 else max_patterns
+    check_bytes(8.0 * n * P * 6, f"collapse_threshold: the {n} x {P} pattern matrices"
+                + (" of every pattern of 1-D data (fewer points)" if d <= 2 else " (lower max_patterns)"))
     # complete for univariate data, and for general-position data with at most
     # max_patterns patterns: the maximum over all patterns is then the exact threshold
     M, _, complete = activation_patterns(Xa, 10**9 if d <= 2 else max_patterns, seed)

@@ -78,13 +78,16 @@ class ConvexTrainingError(RelulabError):
 def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
     try:
         X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ConvexTrainingError("X and y must be arrays of numbers") from None
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ConvexTrainingError("X and y must be arrays of numbers within float64's range") from None
     if X.ndim == 1:
         X = X[:, None]
-    if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
+    # y is (n,) or (n, 1): a (3, 2) target was flattened into 6 values and fitted silently
+    if X.ndim != 2 or not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)) or X.shape[0] != y.shape[0] \
+            or X.shape[0] == 0:
         raise ConvexTrainingError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
+    y = y.reshape(-1)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ConvexTrainingError("X and y must be finite numbers")
     with np.errstate(over="ignore"):
