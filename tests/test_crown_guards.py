@@ -218,3 +218,15 @@ def test_an_exact_weight_rounding_below_the_normal_range_is_refused() -> None:
     for x in (F(-1), F(-1, 3), F(0), F(1, 2), F(1)):
         y = ok([[x]])[0, 0]
         assert gb.lower[0, 0] <= y <= gb.upper[0, 0]
+
+
+def test_an_exact_subnormal_weight_that_float64_holds_is_kept() -> None:
+    # aud_sess13 #1: 2^-1073 is a float64 number: the exact network and its copy agree
+    from fractions import Fraction as F
+
+    from relulab import Network
+
+    net = Network([[[F(1)]], [[F(2) ** -1073]]], [[F(0)], [F(0)]])
+    bg = BoundGraph.from_network(net)
+    gb = bound(bg, [[0.0]], [[1.0]], method="ibp")
+    assert gb.lower[0, 0] <= 0.0 and gb.upper[0, 0] >= 2.0**-1073

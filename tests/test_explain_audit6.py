@@ -68,8 +68,8 @@ def test_an_exact_network_that_float64_cannot_hold_is_refused() -> None:
     assert explain.why(ok, [0.5], Box([0.0], [1.0])).decision == "positive"
 
 
-def _wide_2d() -> Network:
-    rng = np.random.default_rng(1)
+def _wide_2d(rng: np.random.Generator | None = None) -> Network:
+    rng = np.random.default_rng(1) if rng is None else rng
     d, h = 2, 64
     W = [rng.normal(size=(h, d)) / np.sqrt(d), rng.normal(size=(h, h)) / np.sqrt(h),
          rng.normal(size=(3, h)) / np.sqrt(h)]
@@ -92,3 +92,29 @@ def test_decision_rules_cut_by_the_time_limit_keep_every_exact_piece(seconds) ->
     for r in dr.rules[:: max(1, len(dr.rules) // 50)]:
         c = r.vertices.mean(axis=0)
         assert _dec(net, r.decision).holds(net(c[None]))[0]
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4, 1e6])
+def test_scaling_the_outputs_changes_no_explanation(scale) -> None:
+    # aud_exp6 #1: at logits of 1e4 the certified minimal rule was lost (an absolute 1e-7
+    # tie tolerance against the solver's relative few 1e-8)
+    rng = np.random.default_rng(5)
+    W0 = [rng.normal(size=(4, 2)), rng.normal(size=(3, 4))]
+    B0 = [rng.normal(size=4) * 0.5, rng.normal(size=3) * 0.5]
+    ref = explain.why(Network(W0, B0), [0.1, -0.2], BOX)
+    net = Network([W0[0], W0[1] * scale], [B0[0], B0[1] * scale])
+    r = explain.why(net, [0.1, -0.2], BOX)
+    assert r.decision == ref.decision and r.rule.certified and r.rule.minimal
+    np.testing.assert_allclose(r.rule.b, ref.rule.b, rtol=1e-6, atol=1e-9)
+
+
+def test_a_why_not_short_of_optimal_says_why() -> None:
+    # aud_exp6 #6: an l1 search stopped at 2.4 s of 10 with "feasible" and no reason
+    rng = np.random.default_rng(1)
+    net = _wide_2d(rng)
+    x = rng.uniform(-0.5, 0.5, 2)   # the auditor's point, drawn after the weights
+    k = int(np.argmax(net(x[None])[0]))
+    r = explain.why_not(net, x, (k + 1) % 3, BOX, norm="l1", time_limit=3)
+    if r.status != "optimal":
+        assert r.certificate.get("reason")
+    assert r.lower_bound <= r.distance

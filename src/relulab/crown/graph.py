@@ -385,7 +385,12 @@ def _refuse_subnormal_roundings(net: Network, f: Network) -> None:
     if net.skip is not None:
         pairs += [("skip weight", net.skip[0], f.skip[0]), ("skip bias", net.skip[1], f.skip[1])]
     for what, exact, rounded in pairs:
-        bad = (np.abs(np.asarray(rounded, dtype=np.float64)) < tiny) & (np.asarray(exact) != 0).astype(bool)
+        r = np.asarray(rounded, dtype=np.float64)
+        ex = np.asarray(exact, dtype=object)
+        bad = np.abs(r) < tiny
+        for at in np.argwhere(bad):
+            # a subnormal that is the exact number (2^-1073) lost nothing: only a changed one counts
+            bad[tuple(at)] = ex[tuple(at)] != r[tuple(at)]
         if bad.any():
             at = tuple(int(i) + 1 for i in np.argwhere(bad)[0])
             raise GraphError(

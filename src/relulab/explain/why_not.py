@@ -381,6 +381,10 @@ def why_not(
             cert["reason"] = SOLVER_ERROR_REASON
         elif st == "unconfirmed":
             cert["reason"] = UNCONFIRMED_REASON
+        elif st == "time_limit":
+            cert["reason"] = info.get("stopped_early") or (
+                "the time limit ended the search: the distance lies between lower_bound and the "
+                "counterfactual's")
     if st == "infeasible" and req > 0:
         # proved: no input reaches the target with the required margin. Inputs with a
         # smaller one may (f = relu(x0) - 5e-10 is negative on half the box, below the

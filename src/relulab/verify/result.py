@@ -104,6 +104,7 @@ class OptimumResult:
             "upper_bound": self.upper_bound,
             "lower_bound": self.lower_bound,
             "lp_value": self.lp_value,
+            "scale": self.scale,
             "gap": self.gap,
             "n_binaries": self.n_binaries,
             "time": self.time,
