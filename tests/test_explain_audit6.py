@@ -118,3 +118,21 @@ def test_a_why_not_short_of_optimal_says_why() -> None:
     if r.status != "optimal":
         assert r.certificate.get("reason")
     assert r.lower_bound <= r.distance
+
+
+def test_a_loose_bound_of_the_rows_makes_no_tie() -> None:
+    # aud_sess13b #1: f = x - 0.5 + relu(1e8 x) - relu(1e8 x) (= x - 0.5): a sound bound of
+    # |f| over the box is 1e8, and a tie of 1e-7 of it (10 output units) certified
+    # "always negative" on [-1, 1], where f reaches 0.5
+    from relulab.explain._certify import certify
+
+    net = Network([np.array([[1.0], [1e8], [1e8]]), np.array([[1.0, 1.0, -1.0]])],
+                  [np.array([1.0, 0.0, 0.0]), np.array([-1.5])])   # relu(x + 1) - 1.5 = x - 0.5
+    box = Box([-1.0], [1.0])
+    assert net(np.array([[1.0]]))[0, 0] == pytest.approx(0.5)
+    dec = explain.as_decision(net, "negative")
+    ok, bound = certify(net, box, np.zeros((0, 1)), np.zeros(0), dec)
+    assert not ok and bound >= 0.5
+    dr = explain.decision_rules(net, box, certify_rules=True)
+    for r in dr.rules:
+        assert not r.certified or r.max_violation <= 1e-6

@@ -86,7 +86,7 @@ def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
     # y is (n,) or (n, 1): a (3, 2) target was flattened into 6 values and fitted silently
     if X.ndim != 2 or not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)) or X.shape[0] != y.shape[0] \
             or X.shape[0] == 0:
-        raise ConvexTrainingError(f"X must be (n, d) and y (n,); got {X.shape} and {y.shape}")
+        raise ConvexTrainingError(f"X must be (n, d) and y (n,) or (n, 1); got {X.shape} and {y.shape}")
     y = y.reshape(-1)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ConvexTrainingError("X and y must be finite numbers")
