@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import require
 from ..io.onnx import check_float_cast, check_opset
+from ..limits import check_bytes
 from .builder import GraphBuilder, GraphError
 from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice, Transpose
 
@@ -444,6 +445,11 @@ class _Reader:
         flat: list[int] = []
         for i in reversed(range(1, rank)):
             flat += [int(p[i]), int(p[rank + i])]
+        # the padded tensor (and the bounds of it every method keeps) before it is made: a
+        # 250-byte Pad of 1e7 built 2.6 GB past a 0.5 GB budget
+        out = np.prod([s + int(p[i]) + int(p[rank + i]) for i, s in enumerate(self.S(a), start=1)],
+                      dtype=float)
+        check_bytes(8.0 * 8 * out, f"the padded tensor of {out:.3g} entries")
         return [self.add(Pad(tuple(flat)), [a])]
 
 

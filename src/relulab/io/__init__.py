@@ -23,7 +23,7 @@ from ..errors import FormatError
 from ..network import Network
 from ._atomic import EXAMPLE_PREFIX, atomic_path, check_writable, refuse_example
 
-__all__ = ["load_model", "save_model", "check_model_target", "MODEL_SUFFIXES", "atomic_path",
+__all__ = ["load_model", "save_model", "check_model_target", "check_regular_file", "MODEL_SUFFIXES", "atomic_path",
            "refuse_example", "check_writable", "EXAMPLE_PREFIX"]
 
 MODEL_SUFFIXES = (".onnx", ".nnet", ".npz", ".pt", ".pth")
@@ -62,6 +62,27 @@ def check_model_target(path: str | os.PathLike, flag: str = "output") -> None:
     check_writable(path, flag)
 
 
+def check_regular_file(path: str | os.PathLike) -> None:
+    """One error unless ``path`` is a regular file: a directory, a pipe or a device (which
+    a reader would block on or never finish) and a missing path each say which.
+
+    Example:
+        >>> check_regular_file("/dev/null")
+        Traceback (most recent call last):
+        ...
+        relulab.errors.FormatError: /dev/null: not a regular file (a device)
+    """
+    p = Path(path)
+    if p.is_file():
+        return
+    if p.is_dir():
+        raise FormatError(f"{path}: a directory, not a file")
+    if p.exists():
+        kind = "a pipe" if p.is_fifo() else "a socket" if p.is_socket() else "a device"
+        raise FormatError(f"{path}: not a regular file ({kind})")
+    raise FormatError(f"{path}: no such file")
+
+
 def load_model(path: str | os.PathLike) -> Network:
     """Load a network from a file, the format chosen by its suffix.
 
@@ -74,8 +95,7 @@ def load_model(path: str | os.PathLike) -> Network:
         [0.0, 1.0, 0.0]
     """
     suf = _suffix(path)
-    if not Path(path).is_file():
-        raise FormatError(f"{path}: {'a directory, not a file' if Path(path).is_dir() else 'no such file'}")
+    check_regular_file(path)
     if suf == ".onnx":
         from .onnx import load_onnx
 

@@ -400,7 +400,13 @@ class AffineTracer:
         if not isinstance(v, _Aff):
             return f(np.asarray(v), 0)
         v = self.fresh(v, where)
-        return _Aff(f(v.A, 1), f(v.c, 0), v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0))
+        c = f(v.c, 0)
+        # the map's rows times the outputs, before they are made: a 150-byte Gather of 1e6
+        # indices (or a Pad of 3e7) built them past the budget, or a raw MemoryError
+        rows = v.A.shape[0] + (0 if v.P is None else v.P.shape[0])
+        check_bytes(8.0 * 2 * rows * c.size, f"the affine map of its {c.size} outputs "
+                    f"({rows} rows)")
+        return _Aff(f(v.A, 1), c, v.epoch, _lead(v.P, f, 1), _lead(v.p, f, 0))
 
     def _align(self, v: _Aff, S: tuple[int, ...]) -> _Aff:
         k = len(S) - v.c.ndim
@@ -559,6 +565,10 @@ class AffineTracer:
         nd = len(vals[0].shape)
         ax = axis + nd if axis < 0 else axis
         has_P = any(v.P is not None for v in vals)
+        # (50,000 copies of the input built 1.4 GB past a 0.5 GB budget)
+        total = sum(int(np.prod(v.shape)) for v in vals)
+        check_bytes(8.0 * 2 * (max(v.A.shape[0] for v in vals) + 1) * total,
+                    f"the affine map of its {total} outputs")
 
         def cat(parts: list[np.ndarray], lead: int) -> np.ndarray:
             return np.concatenate(parts, axis=ax + lead)

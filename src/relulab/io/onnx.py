@@ -907,6 +907,9 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
             # (the memory budget is a RelulabError, hence a ValueError: it stays what it is,
             # naming the node, so verify answers unknown (memory), not a format error)
             raise ResourceLimitError(f"{where}: {e}") from None
+        except MemoryError:
+            # an allocation no budget check foresaw (a constant padded by 1e9): one line
+            raise ResourceLimitError(f"{where}: the node's values need more memory than there is") from None
         except (ValueError, IndexError, TypeError, KeyError, OverflowError, ZeroDivisionError) as e:
             # malformed attributes and shapes surface as these deep inside the handlers
             msg = f"missing attribute {e}" if isinstance(e, KeyError) else str(e)

@@ -67,6 +67,7 @@ import numpy as np
 
 from ..domain import Box, DomainError
 from ..errors import FormatError
+from ..limits import check_bytes
 from ..spec import OutputConstraint, Property, SpecError, Specification
 from ._atomic import atomic_path
 
@@ -521,6 +522,13 @@ def load_vnnlib(
         (Box(lo=[0.0], hi=[1.0]), [-2.5])
     """
     p = Path(path)
+    from . import check_regular_file
+
+    if p.exists():   # (a missing file: "cannot read" below, as before)
+        check_regular_file(p)
+        # the tokens, their objects and the line offsets: about 100 bytes per byte of text
+        # (a 10 MB property took 863 MB past a 0.5 GB budget)
+        check_bytes(100.0 * p.stat().st_size, f"{path}: parsing its {p.stat().st_size / 1e6:.3g} MB of text")
     try:
         text = p.read_text(encoding="utf-8-sig")  # utf-8-sig: a byte-order mark was read as a stray character
     except UnicodeDecodeError:
