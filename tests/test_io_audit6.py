@@ -85,3 +85,18 @@ def test_a_pipe_or_device_is_not_called_missing(tmp_path):
         load_vnnlib(dev)
     with pytest.raises(FormatError, match="no such file"):
         load_model(tmp_path / "none.onnx")
+
+
+def test_a_torchscript_archive_is_named_as_such(tmp_path):
+    torch = pytest.importorskip("torch")
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    p = tmp_path / "trace.pt"
+    torch.jit.save(torch.jit.trace(m, torch.zeros(1, 3)), str(p))
+    with pytest.raises(FormatError, match="TorchScript archive"):
+        load_model(p)
+    q = tmp_path / "plain.pt"
+    torch.save(m, str(q))      # the module itself still loads, and computes what torch does
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    with torch.no_grad():
+        ref = m.double()(torch.from_numpy(x)).numpy()
+    assert np.allclose(load_model(q)(x), ref, rtol=1e-6, atol=1e-6)

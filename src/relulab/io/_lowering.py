@@ -567,7 +567,7 @@ class AffineTracer:
         has_P = any(v.P is not None for v in vals)
         # (50,000 copies of the input built 1.4 GB past a 0.5 GB budget)
         total = sum(int(np.prod(v.shape)) for v in vals)
-        check_bytes(8.0 * 2 * (max(v.A.shape[0] for v in vals) + 1) * total,
+        check_bytes(8.0 * 2 * (max(v.n for v in vals) + (self.d if has_P else 0) + 1) * total,
                     f"the affine map of its {total} outputs")
 
         def cat(parts: list[np.ndarray], lead: int) -> np.ndarray:

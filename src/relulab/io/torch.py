@@ -636,6 +636,18 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
         ('Linear', (2,))
     """
     torch = require("torch", "torch")
+    import zipfile
+
+    # a TorchScript archive (torch.jit.save) holds compiled code, not a module relulab can
+    # lower: one line saying so (torch.load dispatched to jit.load with a warning, and the
+    # lowering called the valid file "malformed")
+    try:
+        names = zipfile.ZipFile(str(path)).namelist() if zipfile.is_zipfile(str(path)) else []
+    except (zipfile.BadZipFile, OSError):
+        names = []   # torch.load below says what is wrong with the file
+    if any("/code/" in n and n.endswith(".py") for n in names):
+        raise FormatError(f"{path}: a TorchScript archive (torch.jit.save), which relulab does not read; "
+                          "save the nn.Module itself with torch.save(model, path), or export ONNX")
     try:
         obj = torch.load(str(path), map_location="cpu", weights_only=False)
     except Exception as e:  # torch raises many kinds on corrupt files
