@@ -39,9 +39,10 @@ def test_a_strict_decision_stops_at_a_region_of_ties(make) -> None:
     assert not dec.holds(net(np.array([[0.5, 0.3], [0.9, -0.7]]))).any()
     assert r.radius <= 0.5
     assert r.rule is not None and r.rule.certified
-    # no point of the rule gets the other decision (dense grid of the box)
+    # no point inside the rule gets the other decision (dense grid of the box; a rule is
+    # closed, and a tie on its own boundary is allowed)
     g = np.stack(np.meshgrid(np.linspace(-1, 1, 201), np.linspace(-1, 1, 201)), -1).reshape(-1, 2)
-    inside = g[np.all(g @ r.rule.A.T <= r.rule.b + 1e-12, axis=1)]
+    inside = g[np.all(g @ r.rule.A.T < r.rule.b - 1e-9, axis=1)]
     assert len(inside) > 100 and dec.holds(net(inside)).all()
 
 

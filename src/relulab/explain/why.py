@@ -40,7 +40,7 @@ from ._common import (
     check_time_limit,
     float_net,
 )
-from ._milp import FEAS_TOL_RETRY, ExplainMILP
+from ._milp import ExplainMILP
 from .decision import (
     Decision,
     ExplainError,
@@ -271,7 +271,6 @@ def _cube_radius_milp(fnet, domain, x, dec, margin, time_limit) -> tuple[float, 
     if r.status == "infeasible":
         return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
-    b = float(b) - FEAS_TOL_RETRY * (1.0 + abs(float(b)))   # the distance rows' own tolerance
     if r.status == "optimal":
         return max(float(b), 0.0), None
     why = ("the radius MILP stopped at the time limit" if r.status == "time_limit"
@@ -350,11 +349,16 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = margin_tol(BREAK_MARGIN, fnet(x[None])[0], floor)
-    # a strict row (f < 0 for "negative", a class against an earlier one) is broken by
-    # reaching its tie: f = 0 on a whole region (a dead output) is "positive" there, and a
-    # margin on every row made "always -> negative" certified with radius inf on a box a
-    # quarter of which is positive
-    r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
+    r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
+    tie_mode = False
+    if not np.isfinite(r) and dec.strict.any() and _tie_inside(fnet, domain, bb.lo, bb.hi, dec, left()):
+        # a strict row (f < 0 for "negative", a class against an earlier one) is broken by
+        # reaching its tie: f = 0 on a whole region (a dead output) is "positive" there,
+        # and the margin on every row made "always -> negative" certified with radius inf
+        # on a box a quarter of which is positive.  The radius is searched again with the
+        # strict rows broken at their tie.
+        tie_mode = True
+        r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
@@ -415,7 +419,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
                     lo[i] = min(max(-new, bb.lo[i]), x[i])
     rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left, floor)
     pushed = np.any(lo != lo0) or np.any(hi != hi0)
-    if pushed and _tie_inside(fnet, domain, lo, hi, dec, left()):
+    if pushed and tie_mode and _tie_inside(fnet, domain, lo, hi, dec, left()):
         # the pushes' margins let a strict row's tie region in: the proven cube is the rule
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          left, floor)

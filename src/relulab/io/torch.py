@@ -643,8 +643,8 @@ def load_torch_module(path: str | os.PathLike, input_shape: Sequence[int] | None
     # lowering called the valid file "malformed")
     try:
         names = zipfile.ZipFile(str(path)).namelist() if zipfile.is_zipfile(str(path)) else []
-    except (zipfile.BadZipFile, OSError):
-        names = []   # torch.load below says what is wrong with the file
+    except Exception:  # noqa: BLE001 - a corrupt archive (bad names, bad headers): torch.load says what is wrong
+        names = []
     if any("/code/" in n and n.endswith(".py") for n in names):
         raise FormatError(f"{path}: a TorchScript archive (torch.jit.save), which relulab does not read; "
                           "save the nn.Module itself with torch.save(model, path), or export ONNX")
