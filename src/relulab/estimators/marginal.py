@@ -285,8 +285,9 @@ class MarginalNetRegressor(NetEstimatorBase):
         X = check_X(self, X, method)
         B = len(self.networks_)
         # E, its centred copy, the squares and a member's hidden layer: ~8 arrays of B rows
-        rows = max(1, int(memory_budget() // (8 * 8 * max(B, max(self.hidden_, default=1)))))
-        check_bytes(8 * 8.0 * max(B, max(self.hidden_, default=1)) * min(rows, len(X)),
+        per_point = 8 * 8.0 * max(B, max(self.hidden_, default=1))
+        rows = max(1, int(memory_budget() // per_point))
+        check_bytes(per_point * min(rows, len(X)),
                     f"MarginalNetRegressor.{method}: {B} members on a block of points")
         return np.concatenate([per_chunk(self._members(X[i:i + rows])) for i in range(0, len(X), rows)])
 

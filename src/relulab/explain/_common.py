@@ -8,7 +8,7 @@ import numpy as np
 
 from ..domain import Box, Polytope, as_domain
 from ..errors import RelulabError
-from ..network import Network, is_float64_number
+from ..network import Network
 from ..tolerance import FEAS_TOL
 from .decision import ExplainError
 
@@ -29,21 +29,16 @@ def float_net(net: Network) -> Network:
     """
     if not isinstance(net, Network):
         raise ExplainError(f"expected a relulab.Network, got {type(net).__name__}")
-    if not net.is_exact:
-        return net
-    for k, (W, b) in enumerate(zip(net.weights, net.biases, strict=True)):
-        for what, arr in (("weight", W), ("bias", b)):
-            flat = np.asarray(arr, dtype=object).reshape(-1)
-            for i, e in enumerate(flat):
-                if not is_float64_number(e):
-                    raise ExplainError(
-                        f"explain works in float64: the {what} {i + 1} of layer {k + 1} of this exact network "
-                        f"is {e}, which float64 does not hold; explain net.float() to explain its float64 copy")
-    if net.skip is not None and not all(is_float64_number(e) for a in net.skip
-                                        for e in np.asarray(a, dtype=object).reshape(-1)):
-        raise ExplainError("explain works in float64: the skip of this exact network holds numbers float64 "
-                           "does not; explain net.float() to explain its float64 copy")
-    return net.float()
+    hit = net.entry_not_a_float()
+    if hit is not None:
+        where, idx, value = hit               # ("layer 1 bias", (0,), -1/3), ("skip weight", ...)
+        *owner, kind = where.split()
+        pos = str(idx[0] + 1) if len(idx) == 1 else "(" + ", ".join(str(i + 1) for i in idx) + ")"
+        place = f"{kind} {pos} of {' '.join(owner)}" if owner[0] == "layer" else f"skip {kind} {pos}"
+        raise ExplainError(
+            f"explain works in float64: the {place} of this exact network is {value}, which float64 "
+            "does not hold; explain net.float() to explain its float64 copy")
+    return net.float() if net.is_exact else net
 
 
 def output_size(net: Network, domain: Box | Polytope) -> float:

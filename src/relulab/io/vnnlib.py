@@ -528,7 +528,8 @@ def load_vnnlib(
         check_regular_file(p)
         # the tokens, their objects and the line offsets: about 100 bytes per byte of text
         # (a 10 MB property took 863 MB past a 0.5 GB budget)
-        check_bytes(100.0 * p.stat().st_size, f"{path}: parsing its {p.stat().st_size / 1e6:.3g} MB of text")
+        size = p.stat().st_size
+        check_bytes(100.0 * size, f"{path}: parsing its {size / 1e6:.3g} MB of text")
     try:
         text = p.read_text(encoding="utf-8-sig")  # utf-8-sig: a byte-order mark was read as a stray character
     except UnicodeDecodeError:
