@@ -29,7 +29,22 @@ def _tied_classes() -> Network:
     return Network([np.array([[-1.0, 0.0]]), np.array([[0.0], [1.0]])], [np.array([0.5]), np.zeros(2)])
 
 
-@pytest.mark.parametrize("make", [_dead_plateau, _tied_classes])
+def _dead_plateau_and_a_far_positive() -> Network:
+    # _dead_plateau + 4 relu(x1 - 0.9): positive by a margin only for x1 > 0.9, 0.6 away
+    # from (0, 0.3) in linf; the tie plateau x0 >= 0.5 (x1 <= 0.9) is 0.5 away
+    return Network([np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, -1.0, 4.0]])],
+                   [np.array([0.0, -0.5, -0.9]), np.array([-0.5])])
+
+
+def _tied_classes_and_a_far_winner() -> Network:
+    # f0 = 4 relu(x1 - 0.9), f1 = relu(0.5 - x0): class 0 wins by a margin only for
+    # x1 > 0.9; it wins by a tie on x0 >= 0.5 (x1 <= 0.9)
+    return Network([np.array([[0.0, 1.0], [-1.0, 0.0]]), np.array([[4.0, 0.0], [0.0, 1.0]])],
+                   [np.array([-0.9, 0.5]), np.zeros(2)])
+
+
+@pytest.mark.parametrize("make", [_dead_plateau, _tied_classes, _dead_plateau_and_a_far_positive,
+                                  _tied_classes_and_a_far_winner])
 def test_a_strict_decision_stops_at_a_region_of_ties(make) -> None:
     net = make()
     x = np.array([0.0, 0.3])

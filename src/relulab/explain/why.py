@@ -202,7 +202,7 @@ def _box_slab(domain, lo, hi) -> Box | Polytope:
     return restrict(domain, np.vstack([np.eye(len(lo)), -np.eye(len(lo))]), np.concatenate([hi, -lo]))
 
 
-def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
+def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float | np.ndarray,
                    time_limit) -> tuple[str, float | None, float | None]:
     """min c.x over the inputs of ``region`` that break the decision by ``margin``:
     (status, proven bound, the optimum moved back to where the decision row is exactly
@@ -349,16 +349,14 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # a tie on the rule's own boundary is no violation: a point breaks the decision
     # when some row exceeds its bound by this output margin (far below RULE_TOL)
     mg = margin_tol(BREAK_MARGIN, fnet(x[None])[0], floor)
-    r, stopped = _cube_radius(fnet, domain, x, dec, mg, left())
-    tie_mode = False
-    if not np.isfinite(r) and dec.strict.any() and _tie_inside(fnet, domain, bb.lo, bb.hi, dec, left()):
-        # a strict row (f < 0 for "negative", a class against an earlier one) is broken by
-        # reaching its tie: f = 0 on a whole region (a dead output) is "positive" there,
-        # and the margin on every row made "always -> negative" certified with radius inf
-        # on a box a quarter of which is positive.  The radius is searched again with the
-        # strict rows broken at their tie.
-        tie_mode = True
-        r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
+    # a strict row (f < 0 for "negative", a class against an earlier one) is broken by
+    # reaching its tie: f = 0 on a whole region (a dead output) is "positive" there.  A
+    # margin on every row made "always -> negative" certified with radius inf on a box a
+    # quarter of which is positive, and, where a positive point lay further out, a radius
+    # and a certified rule reaching over that tie plateau.  Strict rows are broken at
+    # their tie in the radius search.
+    tie_mode = bool(dec.strict.any())
+    r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
