@@ -155,3 +155,34 @@ def test_fdim_says_a_batch_rank_below_the_bound_is_a_lower_bound(tmp_path):
         assert "more points can raise it" in (d["note"] or "") and d["rank_is"].startswith("batch")
     else:
         assert d["rank_is"].startswith("the bound")
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_fdim_of_an_affine_map_prints_its_own_bound(tmp_path, skip):
+    # no hidden layer: the bound is (d + 1) m = 3 (with a skip, W and S duplicate each
+    # other); "6 - 0 - 1 (skip) = 3" had been printed, which is not 3
+    net = Network([[[1.0, 2.0]]], [[0.5]], ([[3.0, -1.0]], [0.25]) if skip else None)
+    path = str(tmp_path / "aff.npz")
+    save_model(net, path)
+    res = runner.invoke(app, ["fdim", path, "--exact"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "bound (d + 1) m = 3" in text and "#params" not in text
+    # and the rank agrees: an affine map's 3 free numbers, found by the exact rank
+    d = json.loads(runner.invoke(app, ["fdim", path, "--exact", "--json"]).stdout)
+    assert d["bound"] == d["exact_rank"] == 3
+
+
+def test_a_point_whose_float_pattern_may_not_be_exact_is_on_a_boundary():
+    # neuron 1 is 0.1 x neuron 0 in float: at this point its float pre-activation is <= 0
+    # (inactive) but its exact one (of the same float weights) is 1.25e-17, so the float
+    # Jacobian is of the neighbouring region; the point must count as on a boundary
+    W1 = np.array([[-1.5, -1.5, -0.5], [-0.15, -0.15, -0.05]])
+    net = Network([W1, np.array([[-0.5, -0.5]])], [np.array([1.5, 0.15]), np.array([-1.0])])
+    x = np.array([[-0.8, 1.7, 0.3]])
+    assert net.preactivations(x)[0][0, 1] <= 0.0
+    assert net.exact().preactivations(x)[0][0, 1] > 0
+    assert functional_dimension(net, x).boundary_points == 1
+    assert functional_dimension(net, x, exact=True).boundary_points == 1
+    # a point far from every boundary stays off it
+    assert functional_dimension(net, np.array([[0.1, 0.2, 0.3]])).boundary_points == 0

@@ -135,9 +135,35 @@ def cnn_b():
     )
 
 
-@pytest.mark.parametrize("build,shape", [(cnn_a, (1, 4, 4)), (cnn_b, (1, 5, 5))])
+def cnn_c():
+    # average pooling with clipped edge windows (ceil_mode: divisors 2 and 1 at the edges,
+    # not k*k) and with padding left out of the divisor (count_include_pad=False)
+    return nn.Sequential(
+        nn.Conv2d(1, 2, 2, dilation=2, groups=1),
+        nn.ReLU(),
+        nn.AvgPool2d(2, ceil_mode=True),
+        nn.Conv2d(2, 2, 1, groups=2),
+        nn.ReLU(),
+        nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        nn.Flatten(),
+        nn.Linear(2, 1),
+    )
+
+
+@pytest.fixture(params=["float pass", "log pass"])
+def pass_kind(request, monkeypatch):
+    """Run a test as it comes, and again with every pass redone in the log domain (a
+    threshold of 1e300 counts every number as near underflow)."""
+    if request.param == "log pass":
+        from relulab.params import pathnorm_torch
+
+        monkeypatch.setattr(pathnorm_torch, "_TINY", 1e300)
+    return request.param
+
+
+@pytest.mark.parametrize("build,shape", [(cnn_a, (1, 4, 4)), (cnn_b, (1, 5, 5)), (cnn_c, (1, 5, 5))])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_torch_path_norm_matches_explicit_paths(build, shape, seed):
+def test_torch_path_norm_matches_explicit_paths(build, shape, seed, pass_kind):
     torch.manual_seed(seed)
     model = _randomize(build(), seed)
     chain = explicit_chain(model, shape)
@@ -224,3 +250,35 @@ def test_unsupported_layers_are_named():
         path_norm_torch(model, q=1)
     with pytest.raises(RelulabError, match="input_shape"):
         path_norm_torch(nn.Sequential(nn.Conv2d(1, 1, 1)), None, 1)
+
+
+def test_a_pass_beyond_float64_is_taken_on_logs():
+    # weights scaled by 1e-200 in the first layer and 1e200 in the second: every path's
+    # product is unchanged, but |w|^2 = 1e-400 underflowed in the float pass (0.0 before)
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(3, 4, bias=False), nn.ReLU(), nn.Linear(4, 2, bias=False))
+    model = model.double()
+    want = {q: path_norm_torch(model, q=q) for q in (0.5, 1, 2, 3, math.inf)}
+    with torch.no_grad():
+        model[0].weight.mul_(1e-200)
+        model[2].weight.mul_(1e200)
+    for q, v in want.items():
+        assert path_norm_torch(model, q=q) == pytest.approx(v, rel=1e-9)
+    # and a norm that is itself tiny: the output bias alone, 1e-200 (0.0 before)
+    tiny = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        for prm in tiny.parameters():
+            prm.fill_(1e-200)
+    lin = [m for m in tiny if isinstance(m, nn.Linear)]
+    net = Network([m.weight.detach().numpy() for m in lin], [m.bias.detach().numpy() for m in lin])
+    assert path_norm_torch(tiny, q=2) == pytest.approx(path_norm(net, 2), rel=1e-12)
+    assert path_norm_torch(tiny, q=2) > 0.99e-200  # tol: the log-domain round trip
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_weight_is_named(bad):
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        model[2].weight[0, 1] = bad
+    with pytest.raises(RelulabError, match=r"step 2 \(linear\).*NaN or infinite"):
+        path_norm_torch(model, q=1)

@@ -212,6 +212,11 @@ def fdim_cmd(
         # 53 on the default points and 56 on 1000 (its "deficit 7" was 4)
         more = "a batch rank: more points can raise it"
         note = more if note is None else f"{note}; {more}"
+    if fd.boundary_points:
+        # the Jacobian there is one-sided, and a float pattern may not be the exact one
+        on = (f"{fd.boundary_points} point(s) on a neuron's boundary (or within float64's "
+              "rounding of it): the Jacobian there is one-sided")
+        note = on if note is None else f"{note}; {on}"
     d = fd.to_dict()
     d["model"] = model
     d["note"] = note
@@ -225,9 +230,11 @@ def fdim_cmd(
         f"functional dimension (batch): [bold]{fd.rank}[/bold]"
         + (f", exact {fd.exact_rank}" if fd.exact_rank is not None else "")
         + (f" (exact rank not computed: {fd.exact_stopped})" if fd.exact_stopped else "")
-        + f"; bound #params - #hidden = {P} - {net.n_neurons}"
-        + (f" - {m} (skip)" if net.skip is not None else "")
-        + f" = {bound}"
+        + (f"; bound (d + 1) m = {bound} (an affine map"
+           + (": the skip duplicates its weights and bias)" if net.skip is not None else ")")
+           if net.n_hidden_layers == 0 else
+           f"; bound #params - #hidden = {P} - {net.n_neurons}"
+           + (f" - {m} (skip)" if net.skip is not None else "") + f" = {bound}")
         + ("" if r == bound else f"; deficit {bound - r}")
     )
     gap = fd.numerical.gap

@@ -65,8 +65,10 @@ class FunctionalDimension:
         n_params, n_hidden, n_points, n_outputs: sizes; the Jacobian is
             ``(n_points * n_outputs, n_params)``.
         dead_neurons: hidden neurons inactive at every point of the batch.
-        boundary_points: points with some pre-activation exactly zero (the Jacobian there
-            is the one-sided one of the inactive side).
+        boundary_points: points with some pre-activation zero, or within float64's
+            rounding of zero in the float pass (the Jacobian there is the one-sided one
+            of the side its pattern took, and the numerical rank's float pattern may
+            differ from the exact one).
         numerical: the singular values at the cut (:class:`RankInfo`).
         exact_stopped: why an asked-for exact rank is missing (its time limit), else None.
 
@@ -360,7 +362,10 @@ def functional_dimension(
     if pats:
         Z = np.concatenate(pats, axis=1)
         dead = int(np.sum(~np.any(Z > 0, axis=0)))
-        boundary = int(np.sum(np.any(Z == 0, axis=1)))
+        # a float pre-activation within its rounding bound of 0 may have the other sign
+        # exactly: the float Jacobian (the numerical rank's) is then of a neighbouring
+        # region (a grid point read rank 6, gap 1e15, where the exact rank is 5)
+        boundary = int(np.sum(np.any(Z == 0, axis=1) | _near_boundary(netf, Xf)))
     else:
         dead = boundary = 0
     return FunctionalDimension(
@@ -376,3 +381,22 @@ def functional_dimension(
         numerical=info,
         exact_stopped=stopped,
     )
+
+
+def _near_boundary(netf: Network, X: np.ndarray) -> np.ndarray:
+    """Per point, whether a float64 hidden pre-activation lies within its rounding bound
+    of 0: layer by layer ``e = |W| e + gamma_n (|W| |h| + |b|)`` (a ReLU is 1-Lipschitz;
+    ``gamma_n = n u / (1 - n u)`` for sums of ``n`` terms, ``u = 2^-53``)."""
+    u = 2.0**-53
+    H = np.asarray(X, dtype=float)
+    E = np.zeros_like(H)
+    near = np.zeros(H.shape[0], dtype=bool)
+    for W, b in zip(netf.weights[:-1], netf.biases[:-1], strict=True):
+        W, b = np.asarray(W, dtype=float), np.asarray(b, dtype=float)
+        A = np.abs(W)
+        n = W.shape[1] + 1
+        Z = H @ W.T + b
+        E = E @ A.T + n * u / (1.0 - n * u) * (np.abs(H) @ A.T + np.abs(b))
+        near |= np.any(np.abs(Z) <= E, axis=1)
+        H = np.maximum(Z, 0.0)
+    return near
