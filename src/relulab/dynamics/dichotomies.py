@@ -137,15 +137,17 @@ def _centred_exactly(X: np.ndarray) -> np.ndarray:
     not change) when every difference is exact in float64, else ``X`` as it is.  The
     degeneracy screens measure minors of ``(x, 1)`` against their size, and data far from
     the origin (a 4 x 4 integer grid shifted by 1e4) read as nearly degenerate there."""
-    from fractions import Fraction
-
     med = np.median(X, axis=0)
     # the data value nearest the median per coordinate: differences of values within a
     # factor 2 of each other are exact (Sterbenz); the check below decides in any case
     c = X[np.argmin(np.abs(X - med), axis=0), np.arange(X.shape[1])]
     Y = X - c
-    if all(Fraction(float(y)) == Fraction(float(x)) - Fraction(float(cj))
-           for row_x, row_y in zip(X, Y, strict=True) for x, y, cj in zip(row_x, row_y, c, strict=True)):
+    # the rounding error of each difference, exactly (Knuth's TwoSum of x and -c): it was
+    # one Fraction per entry, 8.6 s for 400k x 3 points before the first deadline check
+    with np.errstate(invalid="ignore", over="ignore"):
+        back = Y - X
+        err = (X - (Y - back)) + (-c - back)
+    if np.all(err == 0):
         return Y
     return X
 

@@ -137,6 +137,9 @@ def ntk_fluctuation(X: Any, Z: Any = None, bias_var: float = 0.0) -> np.ndarray:
     X = _points(X, "X")
     Z = X if Z is None else _points(Z, "Z", X.shape[1])
     d = X.shape[1]
+    # about a dozen n x m arrays at once (ntk of the same points is checked for five)
+    check_bytes(12 * 8.0 * X.shape[0] * Z.shape[0],
+                f"ntk_fluctuation of {X.shape[0]} x {Z.shape[0]} points")
     same = _identical_rows(X, Z)
     s1 = X @ Z.T / d + bias_var
     sx = np.einsum("ij,ij->i", X, X) / d + bias_var
@@ -164,6 +167,14 @@ def _finite_kernel(K: np.ndarray, what: str, X: np.ndarray, Z: np.ndarray) -> np
         raise KernelError(f"{what}: the kernel overflows float64 for inputs this large (largest "
                           f"|entry| {big:.3g}); rescale the inputs")
     return K
+
+
+def _numbers(A: Any, what: str) -> np.ndarray:
+    """``A`` as a float array, or one error naming it (strings, ragged rows)."""
+    try:
+        return np.asarray(A, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise KernelError(f"{what}: entries are not numbers ({str(e).splitlines()[0]})") from None
 
 
 def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
@@ -556,9 +567,7 @@ def kernel_ridge(K_train: Any, y: Any, K_test: Any, ridge: float = 0.0) -> np.nd
         >>> np.allclose(kernel_ridge(ntk(X), y, ntk(X)), y)   # interpolates the data
         True
     """
-    K = np.asarray(K_train, dtype=float)
-    Kt = np.asarray(K_test, dtype=float)
-    Y = np.asarray(y, dtype=float)
+    K, Kt, Y = (_numbers(A, name) for A, name in ((K_train, "K_train"), (K_test, "K_test"), (y, "y")))
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
         raise KernelError(f"K_train: expected a square non-empty matrix, got shape {K.shape}")
     if Y.shape[0] != K.shape[0] or Y.ndim > 2:

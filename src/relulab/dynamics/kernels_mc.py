@@ -264,6 +264,9 @@ def monte_carlo_ntk(
     seeds = tuple(int(s) for s in gen.integers(0, 2**63 - 1, size=n_networks))
     A = X if Z is None else np.vstack([X, Z])
     n = X.shape[0] if Z is not None else A.shape[0]
+    if keep_kernels:  # every network's kernel is kept, beside the running sums
+        check_bytes(8.0 * (n_networks + 3) * n * (A.shape[0] if Z is None else A.shape[0] - n),
+                    f"monte_carlo_ntk: keep_kernels for {n_networks} networks")
     Kinf = ntk(X, Z, depth=depth, bias_var=bias_var)
     nrm_inf = float(np.linalg.norm(Kinf))
     total = np.zeros_like(Kinf)

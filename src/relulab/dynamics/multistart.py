@@ -338,6 +338,10 @@ def fit_basin_hopping(
     scale = _target_scale(y)
     rng = np.random.default_rng([seed, 1])
     runs, done, stopped = first.completed, 0, first.status == "time_limit"
+    # the children and their two perturbations (21 GB for 10^8 children raised numpy's raw
+    # MemoryError)
+    check_bytes(8.0 * 3 * len(pool) * children * pool.shape[1],
+                f"fit_basin_hopping: {len(pool)} chains x {children} children")
     while done < rounds and not stopped and pl.min() > tol * scale:
         kids = np.repeat(pool, children, axis=0)
         s = rng.choice(HOP_SCALES, size=(len(kids), 1))

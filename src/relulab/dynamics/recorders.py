@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UncertifiedCount
+from ..limits import check_bytes, memory_budget
 from ..network import Network
 from ..tolerance import or_default
 from ._model import DynamicsError, hidden_layer, require_relu, to_network
@@ -230,8 +231,14 @@ class EffectiveWidth(Recorder):
 
     def record(self, ctx: Context) -> int:
         W, b, A = hidden_layer(ctx.model, self.layer)
-        return effective_width(np.hstack([W, b[:, None]]), outgoing=A, tol=self.tol,
-                               min_share=self.min_share)
+        try:
+            # under train's time limit the clustering stops there (a 10,000-wide layer's
+            # step-0 record ran 6 s past a 1 s limit)
+            return effective_width(np.hstack([W, b[:, None]]), outgoing=A, tol=self.tol,
+                                   min_share=self.min_share, deadline=ctx.deadline)
+        except UncertifiedCount as e:
+            warnings.warn(f"EffectiveWidth: no count at step {ctx.step}: {e}", stacklevel=2)
+            return float("nan")
 
 
 @dataclass
@@ -274,7 +281,14 @@ class RegionCount(Recorder):
                     return float("nan")
                 # and a count started before it stops at it (the step-0 count ran 4 s past a
                 # 0.5 s limit): UncertifiedCount below
-                return regions.along_segment(ctx.network, a, b, time_limit=left).n_pieces
+                seg = regions.along_segment(ctx.network, a, b, time_limit=left)
+                if not seg.certified:
+                    # breakpoints within rounding of each other may hide a piece (two
+                    # kinks 1e-12 apart read 2 pieces where there are 3): none is recorded
+                    warnings.warn(f"RegionCount: no count at step {ctx.step}: the count along "
+                                  "the segment is not certified", stacklevel=2)
+                    return float("nan")
+                return seg.n_pieces
             if ctx.deadline is None:
                 return regions.count(ctx.network, self.box)
             # under train's time limit: an enumeration that stops at the deadline (a count
@@ -476,10 +490,13 @@ def unit_rows(V: np.ndarray) -> np.ndarray:
 PARALLEL_ULPS = 8
 
 
-def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
+def direction_clusters(V: Any, tol: float | None = None, deadline: float | None = None) -> np.ndarray:
     """Cluster labels of the rows of ``V`` by direction: rows whose unit vectors lie
     within ``tol`` (Euclidean; None: ``DIRECTION_TOL``) are joined, and clusters are the
-    connected components (single linkage).  Zero rows get label -1.
+    connected components (single linkage).  Zero rows get label -1.  The pairs are
+    screened in blocks of rows within the memory budget; ``deadline`` (a
+    ``time.perf_counter()`` value, None: none): past it, between blocks, the clustering
+    stops with :class:`~relulab.errors.UncertifiedCount` (there is no partial answer).
 
     Example:
         >>> direction_clusters([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 0.0]]).tolist()
@@ -488,40 +505,76 @@ def direction_clusters(V: Any, tol: float | None = None) -> np.ndarray:
     tol = or_default(tol, DIRECTION_TOL)
     if isinstance(tol, bool) or not (isinstance(tol, (int, float, np.number)) and 0 <= tol < np.inf):
         raise DynamicsError(f"direction tol must be a finite number >= 0, got {tol!r}")
-    if not np.all(np.isfinite(np.asarray(V, dtype=np.float64))):
+    try:
+        V = np.asarray(V, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DynamicsError("direction_clusters: V must be an (m, d) array of numbers") from None
+    if V.ndim != 2:
+        raise DynamicsError(f"direction_clusters: V must be an (m, d) array (one row per neuron), "
+                            f"got shape {V.shape}")
+    if not np.all(np.isfinite(V)):
         raise DynamicsError("the neurons' directions contain NaN or infinite entries")
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     U = unit_rows(V)
-    live = np.any(np.asarray(V, float) != 0, axis=1)
+    live = np.any(V != 0, axis=1)
     labels = -np.ones(U.shape[0], dtype=int)
     idx = np.nonzero(live)[0]
     if idx.size == 0:
         return labels
     Ul = U[idx]
+    m = Ul.shape[0]
     # squared distances from the Gram matrix screen the pairs (2 - 2 cos cancels: about
     # 1e-8 of resolution, and exactly parallel rows read as distinct at tol 1e-8 or less);
-    # the pairs it passes are measured directly
+    # the pairs it passes are measured directly.  One block of rows at a time (an m x m
+    # Gram took 2.2 GB for 12,000 neurons), and each block's pairs are folded at once into
+    # the components so far (a collapsed layer has m^2 close pairs)
     eps = float(np.finfo(np.float64).eps)
     t = max(float(tol), PARALLEL_ULPS * eps)
-    D2 = 2.0 - 2.0 * (Ul @ Ul.T)
-    i, j = np.nonzero(D2 <= t * t + 8.0 * eps)
-    close = np.linalg.norm(Ul[i] - Ul[j], axis=1) <= t
-    adj = csr_matrix((np.ones(int(close.sum()), dtype=bool), (i[close], j[close])), shape=D2.shape)
-    _, lab = connected_components(adj, directed=False)
-    labels[idx] = lab
+    d = Ul.shape[1]
+    per_pair = 8.0 * 3 * d  # the direct check of a screened pair (two rows, their difference)
+    per_row = 8.0 * 6 * m   # a block row of the Gram, its test, its pairs and their edges
+    check_bytes(64 * per_row + 64 * per_pair + 8.0 * 6 * m, f"direction clusters of {m} neurons")
+    share = memory_budget() // 4
+    block = int(min(m, max(64, share // per_row)))
+    chunk = int(max(64, share // per_pair))
+    root = np.arange(m)
+    for start in range(0, m, block):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise UncertifiedCount(f"direction clusters: the time limit came after {start} of "
+                                   f"{m} neurons")
+        rows = Ul[start:start + block]
+        near = 2.0 - 2.0 * (rows @ Ul.T) <= t * t + 8.0 * eps
+        # pairs already in one component add nothing (a collapsed layer: all of them)
+        near &= root[start:start + block, None] != root[None, :]
+        i, j = np.nonzero(near)
+        if i.size == 0:
+            continue
+        i += start
+        close = np.concatenate([np.linalg.norm(Ul[i[k:k + chunk]] - Ul[j[k:k + chunk]], axis=1) <= t
+                                for k in range(0, i.size, chunk)] or [np.zeros(0, dtype=bool)])
+        # the components so far (each neuron joined to its root) and this block's pairs
+        src = np.concatenate([np.arange(m), i[close]])
+        dst = np.concatenate([root, j[close]])
+        adj = coo_matrix((np.ones(src.size, dtype=bool), (src, dst)), shape=(m, m)).tocsr()
+        _, comp = connected_components(adj, directed=False)
+        # each component's smallest neuron is its root (a label is no neuron of it)
+        _, first = np.unique(comp, return_index=True)
+        root = first[comp]
+    labels[idx] = np.unique(root, return_inverse=True)[1]
     return labels
 
 
 def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
-                    min_share: float = 0.0) -> int:
+                    min_share: float = 0.0, deadline: float | None = None) -> int:
     """The number of distinct directions among the rows of ``V`` (neurons' ``(w, b)``),
     rows within ``tol`` of each other (unit vectors, single linkage; None: ``DIRECTION_TOL``)
     counting once.
 
     Neurons whose contribution ``||v_i|| * ||a_i||`` (``a_i`` the outgoing weights, when
     given) is at most ``min_share`` times the largest are left out; exact zeros always.
+    ``deadline``: see :func:`direction_clusters`.
 
     Example:
         >>> effective_width([[1, 0], [2, 0], [0, 1], [0, 0]])
@@ -546,5 +599,5 @@ def effective_width(V: Any, outgoing: Any = None, tol: float | None = None,
         raise DynamicsError("effective_width: the neurons' directions contain NaN or infinite entries")
     keep = size > (min_share * size.max() if size.size else 0.0)
     keep &= size > 0
-    lab = direction_clusters(V[keep], tol)
+    lab = direction_clusters(V[keep], tol, deadline)
     return int(np.unique(lab[lab >= 0]).size)

@@ -104,14 +104,33 @@ def _check_digits(arrays: dict[str, np.ndarray], path: str) -> None:
     """Refuse exact text arrays that would take too long to convert: an entry longer than
     ``MAX_ENTRY_DIGITS``, or more than ``MAX_SQUARED_DIGITS`` squared digits in the file
     (checked by :func:`save` too, so that it never writes what :func:`load` refuses)."""
+    _check_lengths(((key, np.char.str_len(a).astype(np.int64)) for key, a in arrays.items()
+                    if a.dtype.kind == "U" and a.size and key != "format"), path)
+
+
+#: a little below log10(2): digit counts from bit lengths stay lower bounds after rounding
+_LOG10_2_BELOW = 0.30102999
+
+
+def _length_at_least(v: Fraction) -> int:
+    """A lower bound of ``len(str(v))`` from bit lengths, without the decimal conversion
+    (quadratic: 720 entries of 200,000 digits took 5 minutes to print before the check)."""
+    def digits(n: int) -> int:
+        return int((n.bit_length() - 1) * _LOG10_2_BELOW) + 1 if n else 1
+
+    p, q = v.numerator, v.denominator
+    return digits(abs(p)) + (p < 0) + (0 if q == 1 else 1 + digits(q))
+
+
+def _check_lengths(items, path: str, at_least: bool = False) -> None:
+    """The limits of :func:`_check_digits` on ``(array name, entry lengths)`` pairs
+    (``at_least``: the lengths are lower bounds)."""
+    some = "at least " if at_least else ""
     total = 0
-    for key, a in arrays.items():
-        if a.dtype.kind != "U" or not a.size or key == "format":
-            continue
-        lengths = np.char.str_len(a).astype(np.int64)
+    for key, lengths in items:
         longest = int(lengths.max())
         if longest > MAX_ENTRY_DIGITS:
-            raise FormatError(f"{path}: array '{key}' holds an entry of {longest} characters; relulab "
+            raise FormatError(f"{path}: array '{key}' holds an entry of {some}{longest} characters; relulab "
                               f"reads exact entries of at most {MAX_ENTRY_DIGITS} digits (decimal text "
                               "converts in time quadratic in its length)")
         total += int(np.sum(lengths * lengths))
@@ -160,6 +179,14 @@ def save(net: Network, path: str | os.PathLike) -> None:
         "exact": np.array(int(net.is_exact)),
         "n_layers": np.array(net.depth),
     }
+    named = [x for k, (W, b) in enumerate(net.layers) for x in ((f"W{k}", W), (f"b{k}", b))]
+    if net.skip is not None:
+        named += [("skip_S", net.skip[0]), ("skip_s", net.skip[1])]
+    if net.is_exact:
+        # what load would refuse is refused before the decimal conversion (the exact check
+        # follows on the text itself)
+        _check_lengths(((key, np.array([_length_at_least(v) for v in a.reshape(-1)], dtype=np.int64))
+                        for key, a in named if a.size), str(path), at_least=True)
     for k, (W, b) in enumerate(net.layers):
         arrays[f"W{k}"] = _encode(W, net.is_exact)
         arrays[f"b{k}"] = _encode(b, net.is_exact)

@@ -163,7 +163,7 @@ def node_rewrite(g: SubstitutionGraph, layer: int, index: int,
         raise RewriteError(f"node_rewrite: unknown check {check!r} (exact or trusted)")
     layers = [list(x) for x in g.layers]
     layers[layer][index] = hinted_node(phi, old.affine)
-    step = Step("rewrite", layer, index, why, _short(old.formula), _short(phi), _data=phi)
+    step = Step("rewrite", layer, index, why, _short(old.formula), _short(phi), _data=(old.formula, phi))
     return g.replace(layers), step
 
 
@@ -235,7 +235,9 @@ def expand_layer(g: SubstitutionGraph, layer: int, inner: Sequence[Formula | Nod
 
 
 def apply_step(g: SubstitutionGraph, step: Step) -> SubstitutionGraph:
-    """Replay ``step`` on ``g`` (the checks run again, except for trusted rewrites).
+    """Replay ``step`` on ``g``: a collapse or expand runs its check again; a rewrite
+    replays only onto the very formula it rewrote (its proof, exact or by the axioms, is
+    about that formula), else :class:`RewriteError`.
 
     Example:
         >>> from relulab.logic import SubstitutionGraph, Node, parse
@@ -245,7 +247,14 @@ def apply_step(g: SubstitutionGraph, step: Step) -> SubstitutionGraph:
         True
     """
     if step.op == "rewrite":
-        return node_rewrite(g, step.layer, step.index, step._data, check="trusted",
+        before, phi = step._data
+        _check_index(g, step.layer, step.index)
+        if g.layers[step.layer][step.index].formula is not before:
+            # replayed on another graph, the step swapped in a formula of another function
+            # (keeping the node's affine hint, so the graph computed two functions)
+            raise RewriteError(f"apply_step: layer {step.layer} node {step.index} is not the "
+                               "formula this rewrite was made on (a step of another graph?)")
+        return node_rewrite(g, step.layer, step.index, phi, check="trusted",
                             justification=step.justification)[0]
     if step.op == "collapse":
         return collapse_layer(g, step.layer)[0]
