@@ -48,6 +48,8 @@ ALLOWED = {
     "box_max": "lipschitz kernel: BoxMax.closed says whether the box was settled; lipschitz reports status",
     "pattern_check": "returns (verdict, witness, upper): the verdict says how it ended",
     "polish": "returns (network, PolishReport): the report says accepted, rejected or not started at the limit",
+    "effective_width": "an exact count or UncertifiedCount at its deadline: there is no partial count",
+    "direction_clusters": "every cluster, or UncertifiedCount at its deadline: there is no partial clustering",
 }
 
 
