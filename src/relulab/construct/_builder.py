@@ -32,6 +32,7 @@ Num = int | Fraction
 MAX_BUILD_LAYERS = 100_000
 MAX_BUILD_NEURONS = 2_000_000
 _LAYER_BYTES = 1024.0
+_COEF_BYTES = 120.0  # a Fraction (two small ints) and its dict slot
 
 
 def check_size(what: str, layers: int = 0, neurons: int = 0, inputs: int = 0) -> None:
@@ -187,9 +188,11 @@ class Builder:
             raise ValueError("cannot close an empty layer")
         check_size("the construction", layers=self.layer + 1)
         # dense matrices of references (8 bytes an entry), twice: the Network copies them
-        # into its own arrays (an estimate of 8 bytes was half the measured peak)
-        self._bytes += 16.0 * len(self._rows) * self._width + _LAYER_BYTES
-        check_bytes(self._bytes, f"the exact network's first {self.layer + 1} layers")
+        # into its own arrays (an estimate of 8 bytes was half the measured peak); and the
+        # coefficients themselves, a Fraction and a dict slot each with their digits (the n^2
+        # of a 3000-bit comparator, the 200,000-bit 1/4^s of a deep square, a refinement's
+        # growing big-M constants: each passed the budget with only the references counted)
+        self._account(self._rows, f"the exact network's first {self.layer + 1} layers")
         W = np.full((len(self._rows), self._width), Fraction(0), dtype=object)
         b = np.full(len(self._rows), Fraction(0), dtype=object)
         for r, e in enumerate(self._rows):
@@ -202,10 +205,18 @@ class Builder:
         self._rows = []
         self.layer += 1
 
+    def _account(self, rows: Sequence[Expr], what: str) -> None:
+        """Add a layer of ``rows`` to the bytes held, and check them against the budget."""
+        coef = sum(_COEF_BYTES + (v.numerator.bit_length() + v.denominator.bit_length()) / 8
+                   for e in rows for v in e.coef.values())
+        self._bytes += 16.0 * len(rows) * self._width + coef + _LAYER_BYTES
+        check_bytes(self._bytes, what)
+
     def build(self, outputs: Sequence[Expr]) -> Network:
         """Close the pending layer (if any) and finish with the affine output layer."""
         if self._rows:
             self.close()
+        self._account(outputs, "the exact network")
         W = np.full((len(outputs), self._width), Fraction(0), dtype=object)
         b = np.full(len(outputs), Fraction(0), dtype=object)
         for r, e in enumerate(outputs):

@@ -491,8 +491,9 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     box for the scale, leaky and square classes (None for sigmoidal): every gadget is
     within ``eps = gamma M / t`` of relu everywhere (:func:`gadget_gamma`), relu is
     1-Lipschitz, so layer errors obey ``e_k <= |W_k| e_(k-1) + eps_k`` and the output error
-    is ``|W_out| e_L``.  Exact arithmetic is not used: a float bound (and gamma of the scale
-    class is a grid estimate).
+    is ``|W_out| e_L``; the float64 rounding of both networks is added per layer (for ReLU^2
+    it grows with the scale: the gadget cancels squares of size t^2).  Exact arithmetic is
+    not used: a float bound (and gamma of the scale class is a grid estimate).
 
     Example:
         >>> from relulab import Box, Network
@@ -511,13 +512,34 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     f = net.float()
     Ms = _ranges(f, box)
-    per_scale = 1.0 if GADGET_CLASS[a.name] == "leaky" else 1.0 / t   # (the leaky gadget has no t)
+    kind = GADGET_CLASS[a.name]
+    per_scale = 1.0 if kind == "leaky" else 1.0 / t   # (the leaky gadget has no t)
     e = np.zeros(f.input_dim)
-    for k, (W, _) in enumerate(f.layers):
+    h = np.maximum(np.abs(box.lo), np.abs(box.hi)).astype(float)   # a bound of |layer input|
+    for k, (W, b) in enumerate(f.layers):
+        A = np.abs(W)
+        # float64: the sums of this layer round by n u (|W| |h| + |b|) in either network
+        # (a rho-network's sums are the same up to the factor t / M it reads them back by)
+        sums = (W.shape[1] + 1) * EPS * (A @ h + np.abs(b))
         if k == f.depth - 1:
-            return float(np.max(np.abs(W) @ e))
-        e = np.abs(W) @ e + gamma * Ms[k] * per_scale
+            return float(np.max(A @ e + 2 * sums))
+        e = A @ e + gamma * Ms[k] * per_scale + _gadget_rounding(kind, t, Ms[k], sums, gamma)
+        h = Ms[k] + e
     return None
+
+
+def _gadget_rounding(kind: str, t: float, M: np.ndarray, sums: np.ndarray, gamma: float) -> np.ndarray:
+    """What float64 adds to one layer of gadgets, in the ReLU network's units (the
+    measured error at scale 1e9 had passed the rounding-free bound 500 times): ``sums`` is
+    the rounding of the layer's sums, ``M`` the neurons' ranges."""
+    if kind == "square":
+        # (y + 1/2)^2 - (y - 1/2)^2 at y = t u / M (|y| <= t) cancels squares of size t^2 to
+        # y: each sum's rounding comes back multiplied by 2 |y|, each square's by its size,
+        # and the read-out is M / (2 t)
+        return 4 * (t + 1) * sums + 4 * EPS * (t + 1) ** 2 * M / t
+    # rho's slope (at most 1.2 for the scale class, 1 for leaky) times the sums' rounding,
+    # and a few ulps of |rho(y)| <= c (|y| + gamma) read back by M / (c t)
+    return 4 * sums + 8 * EPS * (M + gamma * M / t)
 
 
 # ------------------------------------------------------------------ measuring

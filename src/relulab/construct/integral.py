@@ -569,7 +569,12 @@ def quadrature_report(poly: Polynomial | str, width: int, rule: str = "grid", fo
     sphere = radius if (dist == "sphere" and form == "sharpened") else None
     rep = integral_representation(poly, radius, form, sphere)
     net = quadrature_network(rep, width, rule, seed)
-    X = sample_distribution(dist, n_samples, rep.dim, float(rep.radius), seed + 7)
+    try:
+        r = float(rep.radius)
+    except OverflowError:   # (a raw "integer division result too large for a float")
+        raise ConstructionError("quadrature_report: the radius is beyond float64 (1.8e308), where "
+                                "the L2 error is measured; give a smaller radius") from None
+    X = sample_distribution(dist, n_samples, rep.dim, r, seed + 7)
     err = l2_error(net, rep.target, X)
     bound = math.sqrt(mc_variance(rep, X[:4000]) / width) if rule == "mc" else None
     return QuadratureReport(str(rep.target), form, rule, int(width), net.n_neurons, net.is_exact,
