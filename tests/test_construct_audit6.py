@@ -5,7 +5,6 @@ copies, the radius beyond float64, and the square's exact error said when skippe
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from conftest import run_cli
@@ -18,10 +17,8 @@ def test_a_comparator_is_refused_from_its_arguments_before_the_work(monkeypatch)
     # a 1000-bit comparator reads ~10^6 arguments (0.95 GB measured at 1500 bits): it had
     # passed a check of 112 bytes an argument and then the budget, for minutes at 3000 bits
     monkeypatch.setenv("RELULAB_MEMORY_GB", "0.2")
-    t0 = time.monotonic()
     with pytest.raises(ResourceLimitError, match="compile_circuit"):
         compile_circuit(comparator(1000))
-    assert time.monotonic() - t0 < 30
     # a small comparator still compiles, and is right on every input
     net = compile_circuit(comparator(3))
     for v in range(64):

@@ -282,3 +282,43 @@ def test_a_non_finite_weight_is_named(bad):
         model[2].weight[0, 1] = bad
     with pytest.raises(RelulabError, match=r"step 2 \(linear\).*NaN or infinite"):
         path_norm_torch(model, q=1)
+
+
+def _bn_model(w1: float, g: float, var: float, w2: float, relu: bool):
+    l1 = nn.Linear(1, 1).double()
+    bn = nn.BatchNorm1d(1).double()
+    l2 = nn.Linear(1, 1).double()
+    with torch.no_grad():
+        l1.weight.fill_(w1)
+        l1.bias.zero_()
+        bn.weight.fill_(g)
+        bn.bias.zero_()
+        bn.running_mean.zero_()
+        bn.running_var.fill_(var)
+        l2.weight.fill_(w2)
+        l2.bias.zero_()
+    bn.eps = 0.0
+    return nn.Sequential(*([l1, nn.ReLU(), bn, l2] if relu else [l1, bn, l2])).eval()
+
+
+def test_a_batch_norm_beyond_float64_is_refused_not_read_as_zero():
+    # one path, 1e-200 * 1e-200 * 1e300 = 1e-100: folded into the Linear before it, the
+    # product 1e-400 became 0 and the norm read 0.0 (and the path count 0)
+    with pytest.raises(RelulabError, match=r"layer 1 \(BatchNorm1d\).*float64's range"):
+        path_norm_torch(_bn_model(1e-200, 1e-200, 1.0, 1e300, False), q=1)
+    with pytest.raises(RelulabError, match="float64's range"):   # its scale: 1e-200 / 1e150
+        path_norm_torch(_bn_model(1e100, 1e-200, 1e300, 1e300, True), q=1)
+    # not folded (after a ReLU) its scale is a layer of its own, and the log pass reads it
+    assert path_norm_torch(_bn_model(1e-200, 1e-200, 1.0, 1e300, True), q=1) == pytest.approx(1e-100)
+
+
+def test_the_log_pass_reads_a_linear_layer_on_any_rank(monkeypatch):
+    # Linear acts on the last axis: (2, 4) inputs; the forced log pass agrees with the float one
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6, 1)).double()
+    want = {q: path_norm_torch(model, (2, 4), q) for q in (1, 2, math.inf)}
+    from relulab.params import pathnorm_torch
+
+    monkeypatch.setattr(pathnorm_torch, "_TINY", 1e300)
+    for q, v in want.items():
+        assert path_norm_torch(model, (2, 4), q) == pytest.approx(v, rel=1e-9)

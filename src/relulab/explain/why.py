@@ -453,7 +453,10 @@ def _no_rule(stopped: str | None) -> str:
     come arbitrarily close to x (x is on the decision boundary); a search stopped early
     (time limit, a verifier's "unknown") proved nothing, and must not claim that."""
     if stopped is None:
-        return "x lies on the decision boundary: no box around it keeps the decision"
+        # (the bisection resolves the distance to about 1e-9 of x's size: a point 1e-10 off
+        # the boundary reads as on it)
+        return ("x lies on the decision boundary, or within the radius search's resolution "
+                "(about 1e-9 relative) of it: no box around it was proven to keep the decision")
     if "time limit" in stopped:
         return ("no certified rule: the radius search ended at the time limit before it proved "
                 "any box around x keeps the decision (x need not lie on the decision boundary)")

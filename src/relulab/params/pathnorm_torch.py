@@ -39,7 +39,29 @@ def _leaves(module) -> list:
     return [module]
 
 
-def _bn_affine(bn) -> tuple[Any, Any]:
+_NORMAL_MIN = 2.2250738585072014e-308  # tol: float64's smallest normal number
+
+
+def _fits(t, *factors) -> bool:
+    """Whether the product ``t`` of ``factors`` kept float64's range: no entry became
+    infinite, and none of nonzero factors became 0 or subnormal."""
+    torch = require("torch", "torch")
+    if not bool(torch.isfinite(t).all()):
+        return False
+    nonzero = torch.ones_like(t, dtype=torch.bool)
+    for f in factors:
+        nonzero = nonzero & (f != 0)
+    return not bool((nonzero & (t.abs() < _NORMAL_MIN)).any())
+
+
+def _range_error(where: str, what: str) -> RelulabError:
+    # the float pass and the log pass read the folded numbers: a weight that vanished in
+    # the fold (1e-200 * 1e-200) read a norm of 0.0 where it is 1e-100
+    return RelulabError(f"path_norm_torch: {where}: {what} leaves float64's range; the toolkit's "
+                        "pass cannot represent it")
+
+
+def _bn_affine(bn, where: str = "BatchNorm") -> tuple[Any, Any]:
     """Batch norm (eval mode) as ``x -> a * x + c`` per channel."""
     torch = require("torch", "torch")
     if bn.running_mean is None or bn.running_var is None:
@@ -47,10 +69,16 @@ def _bn_affine(bn) -> tuple[Any, Any]:
             f"{type(bn).__name__}: no running statistics (track_running_stats=False); "
             "cannot fold it into a fixed affine map"
         )
-    a = 1.0 / torch.sqrt(bn.running_var.double() + bn.eps)
+    inv = 1.0 / torch.sqrt(bn.running_var.double() + bn.eps)
+    a = inv
     if bn.weight is not None:
-        a = a * bn.weight.double()
-    c = -bn.running_mean.double() * a
+        a = inv * bn.weight.double()
+        if not _fits(a, inv, bn.weight.double()):
+            raise _range_error(where, "its scale weight / sqrt(running_var + eps)")
+    mean = bn.running_mean.double()
+    c = -mean * a
+    if not _fits(c, mean, a):
+        raise _range_error(where, "its shift running_mean * scale")
     if bn.bias is not None:
         c = c + bn.bias.double()
     return a, c
@@ -100,12 +128,16 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                 )
             )
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            a, c = (t.detach() for t in _bn_affine(m))
+            a, c = (t.detach() for t in _bn_affine(m, where))
             if steps and steps[-1][0] in ("linear", "conv"):
                 W, b = steps[-1][1][0], steps[-1][1][1]
                 shape = (-1,) + (1,) * (W.dim() - 1)
-                steps[-1][1][0] = W * a.reshape(shape)
-                steps[-1][1][1] = b * a + c
+                Wa, ba = W * a.reshape(shape), b * a
+                if not (_fits(Wa, W, a.reshape(shape)) and _fits(ba, b, a)
+                        and bool(torch.isfinite(ba + c).all())):
+                    raise _range_error(where, "folding it into the layer before")
+                steps[-1][1][0] = Wa
+                steps[-1][1][1] = ba + c
             else:
                 steps.append(("affine", [a, c]))
         elif isinstance(m, nn.AvgPool2d):
@@ -180,8 +212,8 @@ def _tpow(t, q: float):
 def _max_linear(x, W, b):
     """(max, x) semiring Linear: ``y_j = max(|b_j|, max_i |W_ji| x_i)``."""
     torch = require("torch", "torch")
-    y = (W.abs()[None, :, :] * x[:, None, :]).amax(dim=2)
-    return torch.maximum(y, b.abs()[None, :])
+    y = (W.abs() * x.unsqueeze(-2)).amax(dim=-1)   # (on the last axis of any rank, as Linear)
+    return torch.maximum(y, b.abs())
 
 
 def _max_conv(x, W, b, stride, padding, dilation, groups):
@@ -340,7 +372,8 @@ def _log_pass(steps, shape, q: float) -> float:
     for op, data in steps:
         if op == "linear":
             W, b = data
-            h = add(red(p * _logabs(W)[None] + h[:, None, :], 2), p * _logabs(b)[None])
+            # (a Linear acts on the last axis of an input of any rank)
+            h = add(red(p * _logabs(W) + h.unsqueeze(-2), -1), p * _logabs(b))
         elif op == "conv":
             W, b, kw = data
             if h.dim() == 3:
