@@ -143,19 +143,8 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
         elif isinstance(m, nn.AvgPool2d):
             # the pass takes each window's own divisor from torch (clipped windows under
             # ceil_mode, padding left out under count_include_pad=False)
-            steps.append(
-                (
-                    "avgpool",
-                    dict(
-                        kernel_size=_pair(m.kernel_size),
-                        stride=_pair(m.stride or m.kernel_size),
-                        padding=_pair(m.padding),
-                        ceil_mode=m.ceil_mode,
-                        count_include_pad=m.count_include_pad,
-                        divisor_override=m.divisor_override,
-                    ),
-                )
-            )
+            steps.append(("avgpool", dict(_window(m), count_include_pad=m.count_include_pad,
+                                          divisor_override=m.divisor_override)))
         elif isinstance(m, nn.AdaptiveAvgPool2d):
             steps.append(("adaptive_avgpool", _pair(m.output_size)))
         elif isinstance(m, nn.MaxPool2d):
@@ -163,17 +152,7 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                 raise RelulabError(f"{where}: dilated max pooling is unsupported")
             if m.return_indices:
                 raise RelulabError(f"{where}: return_indices=True is unsupported")
-            steps.append(
-                (
-                    "maxpool",
-                    dict(
-                        kernel_size=_pair(m.kernel_size),
-                        stride=_pair(m.stride or m.kernel_size),
-                        padding=_pair(m.padding),
-                        ceil_mode=m.ceil_mode,
-                    ),
-                )
-            )
+            steps.append(("maxpool", _window(m)))
         elif isinstance(m, nn.Flatten):
             steps.append(("flatten", (m.start_dim, m.end_dim)))
         elif isinstance(m, nn.ReLU):
@@ -196,6 +175,12 @@ def _fold(layers: list) -> list[tuple[str, Any]]:
                 f"path_norm_torch: step {pos} ({op}) has a NaN or infinite weight or bias"
             )
     return steps
+
+
+def _window(m) -> dict:
+    """A pooling module's window: kernel, stride, padding and ceil_mode as torch reads them."""
+    return dict(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride or m.kernel_size),
+                padding=_pair(m.padding), ceil_mode=m.ceil_mode)
 
 
 def _pair(v) -> tuple[int, int]:
