@@ -275,6 +275,17 @@ def _check_engine(engine: str) -> None:
         raise RelulabError(f"unknown engine {engine!r}: use 'auto', 'skeleton' or 'cells'")
 
 
+def with_problem_ties(pb: E.Problem, run: EngineRun) -> EngineRun:
+    """``run`` with the near ties its problem found before any region: neurons that float64
+    rounds onto one hyperplane (an exact network's ``x - 1/3`` and ``x - (1/3 + 1e-20)``),
+    and a start box too coarse for the domain (see ``E.too_coarse``).  The skeleton does
+    not see them; every run of it (one process or a parallel cell) adds them here."""
+    if pb.coarse:
+        run.near_ties = max(run.near_ties, 1)
+    run.near_ties = max(run.near_ties, pb.rounded_together)
+    return run
+
+
 def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: str,
                 vertices: bool = True, deadline: float | None = None) -> EngineRun:
     """All finished regions of one run.
@@ -295,10 +306,7 @@ def run_engines(pb: E.Problem, progress: bool, max_regions: int | None, engine: 
         try:
             with Progress(progress) as bar:
                 run = skeleton_regions(pb, progress=lambda f: bar.update(f, 0), vertices=vertices)
-            if pb.coarse:  # the skeleton's start found the domain too large (see E.too_coarse)
-                run.near_ties = max(run.near_ties, 1)
-            run.near_ties = max(run.near_ties, pb.rounded_together)
-            return run
+            return with_problem_ties(pb, run)
         except Degenerate as e:
             if engine == "skeleton":
                 raise RelulabError(f"the skeleton engine needs general position: {e}") from None

@@ -38,7 +38,7 @@ from ..errors import RelulabError, is_int_at_least
 from ..network import Network
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
-from ._assembly import stream_cells
+from ._assembly import stream_cells, with_problem_ties
 from ._skeleton import Degenerate, TooBig, skeleton_regions
 from ._types import RegionSet, Skeleton
 
@@ -262,7 +262,9 @@ class _NeuronCellTask:
         pb.start_box = box
         fixed = dict(zip(self.neurons, signs, strict=True))
         try:
-            run = skeleton_regions(pb, vertices=vertices, fixed=fixed)
+            # (the problem's own ties as one process adds them: a cell run without them
+            # certified 2 regions of an exact network that has 3)
+            run = with_problem_ties(pb, skeleton_regions(pb, vertices=vertices, fixed=fixed))
         except (Degenerate, TooBig) as e:
             run = EngineRun(engine="cells", fallback=str(e))
             try:
