@@ -178,10 +178,7 @@ def _numbers(A: Any, what: str) -> np.ndarray:
 
 
 def _points(X: Any, what: str, d: int | None = None) -> np.ndarray:
-    try:
-        A = np.asarray(X, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise KernelError(f"{what}: entries are not numbers ({e})") from None
+    A = _numbers(X, what)
     if A.ndim == 1:
         A = A[None, :]
     if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:

@@ -547,10 +547,14 @@ def direction_clusters(V: Any, tol: float | None = None, deadline: float | None 
     block = int(min(m, max(64, min(share // per_row, _BLOCK_ENTRIES // m))))
     chunk = int(max(64, min(share // per_pair, _BLOCK_ENTRIES)))
     root = np.arange(m)
-    for start in range(0, m, block):
+
+    def check_deadline(start: int) -> None:
         if deadline is not None and time.perf_counter() > deadline:
             raise UncertifiedCount(f"direction clusters: the time limit came after {start} of "
                                    f"{m} neurons")
+
+    for start in range(0, m, block):
+        check_deadline(start)
         rows = Ul[start:start + block]
         near = 2.0 - 2.0 * (rows @ Ul.T) <= t * t + 8.0 * eps
         # pairs already in one component add nothing (a collapsed layer: all of them)
@@ -561,9 +565,8 @@ def direction_clusters(V: Any, tol: float | None = None, deadline: float | None 
         i += start
         parts = []
         for k in range(0, i.size, chunk):
-            if k and deadline is not None and time.perf_counter() > deadline:
-                raise UncertifiedCount(f"direction clusters: the time limit came after {start} of "
-                                       f"{m} neurons")
+            if k:
+                check_deadline(start)
             parts.append(np.linalg.norm(Ul[i[k:k + chunk]] - Ul[j[k:k + chunk]], axis=1) <= t)
         close = np.concatenate(parts)
         # the components so far (each neuron joined to its root) and this block's pairs

@@ -202,7 +202,7 @@ def _box_slab(domain, lo, hi) -> Box | Polytope:
     return restrict(domain, np.vstack([np.eye(len(lo)), -np.eye(len(lo))]), np.concatenate([hi, -lo]))
 
 
-def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float | np.ndarray,
+def _violation_opt(fnet, region, dec: Decision, c: np.ndarray, margin: float,
                    time_limit) -> tuple[str, float | None, float | None]:
     """min c.x over the inputs of ``region`` that break the decision by ``margin``:
     (status, proven bound, the optimum moved back to where the decision row is exactly
@@ -355,7 +355,6 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # quarter of which is positive, and, where a positive point lay further out, a radius
     # and a certified rule reaching over that tie plateau.  Strict rows are broken at
     # their tie in the radius search.
-    tie_mode = bool(dec.strict.any())
     r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
@@ -417,7 +416,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
                     lo[i] = min(max(-new, bb.lo[i]), x[i])
     rule = _box_rule(fnet, domain, bb, lo, hi, dec, names, mg * (step_no + 1), do_certify, left, floor)
     pushed = np.any(lo != lo0) or np.any(hi != hi0)
-    if pushed and tie_mode and _tie_inside(fnet, domain, lo, hi, dec, left()):
+    if pushed and _tie_inside(fnet, domain, lo, hi, dec, left()):
         # the pushes' margins let a strict row's tie region in: the proven cube is the rule
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
                          left, floor)
@@ -437,6 +436,8 @@ def _tie_inside(fnet, domain, lo, hi, dec: Decision, time_limit) -> bool:
     by ``TIE_SHRINK`` from its faces, where the decision's own boundary may touch it): its
     proven maximum there is not below 0.  A box whose interior a tie reaches breaks the
     decision on the tie's side, which the side pushes' margins cannot see."""
+    if not dec.strict.any():
+        return False
     w = TIE_SHRINK * (hi - lo)
     region = _box_slab(domain, lo + w, hi - w)
     for Ci, di in zip(dec.C[dec.strict], dec.d[dec.strict], strict=True):

@@ -187,12 +187,8 @@ def save(net: Network, path: str | os.PathLike) -> None:
         # follows on the text itself)
         _check_lengths(((key, np.array([_length_at_least(v) for v in a.reshape(-1)], dtype=np.int64))
                         for key, a in named if a.size), str(path), at_least=True)
-    for k, (W, b) in enumerate(net.layers):
-        arrays[f"W{k}"] = _encode(W, net.is_exact)
-        arrays[f"b{k}"] = _encode(b, net.is_exact)
-    if net.skip is not None:
-        arrays["skip_S"] = _encode(net.skip[0], net.is_exact)
-        arrays["skip_s"] = _encode(net.skip[1], net.is_exact)
+    for key, a in named:
+        arrays[key] = _encode(a, net.is_exact)
     _check_digits(arrays, str(path))
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **arrays)

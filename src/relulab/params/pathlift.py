@@ -188,6 +188,15 @@ def _float_or_inf(x: float | Fraction) -> float:
         return math.inf
 
 
+_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
+
+
+def _exp_or_inf(v: float) -> float:
+    """``exp(v)``, or ``inf`` where it exceeds float64 (no OverflowError, no warning): a
+    path-norm beyond 1.8e308 reads as inf for every q and either kind of network."""
+    return math.inf if v > _LOG_FLOAT_MAX else math.exp(v)
+
+
 def parse_q(q: float | str) -> float:
     """Read an order ``q`` (a number >= 0, or ``'inf'``)."""
     try:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..network import Network
-from .pathlift import parse_q
+from .pathlift import _exp_or_inf, parse_q
 from .pathnorm_torch import path_norm_torch
 
 __all__ = ["path_norm", "path_norms", "path_norm_torch"]
@@ -188,15 +188,6 @@ def path_norm(model: Any, q: float | str = 1, *, input_shape: tuple[int, ...] | 
     if math.isinf(q) or q == 1:
         return val
     return _pow_or_inf(val, 1.0 / q)  # overflows for q < 1
-
-
-_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
-
-
-def _exp_or_inf(v: float) -> float:
-    """``exp(v)``, or ``inf`` where it exceeds float64 (no OverflowError, no warning): a
-    path-norm beyond 1.8e308 reads as inf for every q and either kind of network."""
-    return math.inf if v > _LOG_FLOAT_MAX else math.exp(v)
 
 
 def _pow_or_inf(a: float, p: float) -> float:

@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from ..errors import RelulabError, require
-from .pathlift import parse_q
+from .pathlift import _exp_or_inf, parse_q
 
 __all__ = ["path_norm_torch"]
 
@@ -222,7 +222,6 @@ def _max_conv(x, W, b, stride, padding, dilation, groups):
 #: below this a positive number of the pass is near float64's underflow: the pass is
 #: redone in the log domain (a partial product of tiny weights can vanish unseen)
 _TINY = 1e-290  # tol: near float64 underflow (2.2e-308)
-_LOG_FLOAT_MAX = math.log(1.7976931348623157e308)
 
 
 def _pool_args(op: str, data, x) -> dict:
@@ -442,5 +441,4 @@ def path_norm_torch(
             except OverflowError:
                 pass  # a root beyond float64 (q < 1): the log pass says inf
         lv = _log_pass(steps, shape, q)
-    v = lv if math.isinf(q) else lv / q
-    return math.inf if v > _LOG_FLOAT_MAX else math.exp(v)
+    return _exp_or_inf(lv if math.isinf(q) else lv / q)
