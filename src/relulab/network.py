@@ -460,6 +460,42 @@ class Network:
             H = relu(Z)
         return out
 
+    def rounding_bounds(self, X: ArrayLike) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per layer (the hidden ones, then the output with the skip), the float64 pass's
+        pre-activations ``Z`` (n, width) at the rows of ``X`` and a bound ``E`` on each
+        one's rounding error: ``E_k = |W_k| E_(k-1) + gamma_n (|W_k| |h_(k-1)| + |b_k|)``
+        (a ReLU is 1-Lipschitz; ``gamma_n = n u / (1 - n u)`` for sums of ``n`` terms, ``u
+        = 2^-53``), times ``1 + 8 L u`` for the bound's own evaluation.  It scales with the
+        terms each sum adds up, not with the sums: weights near 1e8 whose terms cancel
+        leave errors near 1e-8.  An exact network is bounded through its float copy.
+
+        Example:
+            >>> net = Network([[[1e8], [1.0]], [[1.0, -1e8]]], [[0.0, 0.0], [0.0]])
+            >>> Z, E = net.rounding_bounds([[1.0]])[-1]
+            >>> float(Z[0, 0]), bool(E[0, 0] > 1e-8)
+            (0.0, True)
+        """
+        f = self.float()
+        X, _ = f._prepare_input(X)
+        u = 2.0 ** -53
+        safety = 1.0 + 8.0 * f.depth * u
+        H, E = X, np.zeros_like(X)
+        out = []
+        for k, (W, b) in enumerate(zip(f._weights, f._biases, strict=True)):
+            A = np.abs(W)
+            n = W.shape[1] + 1
+            terms = np.abs(H) @ A.T + np.abs(b)
+            Z = H @ W.T + b
+            if k == f.depth - 1 and f._skip is not None:
+                S, s = f._skip
+                n += S.shape[1] + 1
+                terms = terms + np.abs(X) @ np.abs(S).T + np.abs(s)
+                Z = Z + X @ S.T + s
+            E = (E @ A.T + n * u / (1.0 - n * u) * terms) * safety
+            out.append((Z, E))
+            H = relu(Z)
+        return out
+
     def forward(self, X: ArrayLike, check_finite: bool = True) -> np.ndarray:
         """Batched forward pass: ``X`` of shape (n, d) -> (n, m); a vector gives a vector.
 

@@ -385,18 +385,8 @@ def functional_dimension(
 
 def _near_boundary(netf: Network, X: np.ndarray) -> np.ndarray:
     """Per point, whether a float64 hidden pre-activation lies within its rounding bound
-    of 0: layer by layer ``e = |W| e + gamma_n (|W| |h| + |b|)`` (a ReLU is 1-Lipschitz;
-    ``gamma_n = n u / (1 - n u)`` for sums of ``n`` terms, ``u = 2^-53``)."""
-    u = 2.0**-53
-    H = np.asarray(X, dtype=float)
-    E = np.zeros_like(H)
-    near = np.zeros(H.shape[0], dtype=bool)
-    for W, b in zip(netf.weights[:-1], netf.biases[:-1], strict=True):
-        W, b = np.asarray(W, dtype=float), np.asarray(b, dtype=float)
-        A = np.abs(W)
-        n = W.shape[1] + 1
-        Z = H @ W.T + b
-        E = E @ A.T + n * u / (1.0 - n * u) * (np.abs(H) @ A.T + np.abs(b))
+    of 0 (:meth:`Network.rounding_bounds`)."""
+    near = np.zeros(np.shape(X)[0], dtype=bool)
+    for Z, E in netf.rounding_bounds(X)[:-1]:
         near |= np.any(np.abs(Z) <= E, axis=1)
-        H = np.maximum(Z, 0.0)
     return near

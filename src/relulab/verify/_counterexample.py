@@ -106,40 +106,18 @@ def _check(enet: Network | None, fnet: Network, x: np.ndarray, C: np.ndarray,
 
 
 def forward_error(net: Network, x: np.ndarray) -> np.ndarray:
-    """A bound on the rounding error of each output of the float64 forward pass at ``x``:
-    layer by layer ``e_k = |W_k| e_(k-1) + gamma_n (|W_k| |h_(k-1)| + |b_k|)`` (a ReLU is
-    1-Lipschitz; ``gamma_n = n u / (1 - n u)`` for sums of ``n`` terms, ``u = 2^-53``),
-    with the skip's terms at the output.  It scales with the terms each sum adds up, not
-    with the sums: weights near 1e8 whose terms cancel to 1e-7 leave errors near 1e-4 that
-    a margin on the outputs alone called a violation.
+    """A bound on the rounding error of each output of the float64 forward pass at ``x``
+    (the output layer's :meth:`Network.rounding_bounds`).  It scales with the terms each
+    sum adds up, not with the sums: weights near 1e8 whose terms cancel to 1e-7 leave
+    errors near 1e-4 that a margin on the outputs alone called a violation.
 
     Example:
         >>> net = Network([[[1e8], [1.0]], [[1.0, -1e8]]], [[0.0, 0.0], [0.0]])
         >>> float(forward_error(net, np.array([1.0]))[0]) > 1e-8
         True
     """
-    u = 2.0 ** -53
-    h = np.asarray(x, dtype=np.float64).reshape(-1)
-    x0 = h
-    e = np.zeros_like(h)
-    L = len(net.weights)
-    for k, (W, b) in enumerate(zip(net.weights, net.biases, strict=True)):
-        W = np.asarray(W, dtype=np.float64)
-        b = np.asarray(b, dtype=np.float64)
-        A = np.abs(W)
-        n = W.shape[1] + 1
-        terms = A @ np.abs(h) + np.abs(b)
-        z = W @ h + b
-        if k == L - 1 and net.skip is not None:
-            S, sb = (np.asarray(t, dtype=np.float64) for t in net.skip)
-            n += S.shape[1] + 1
-            terms = terms + np.abs(S) @ np.abs(x0) + np.abs(sb)
-            z = z + S @ x0 + sb
-        gamma = n * u / (1.0 - n * u)
-        e = A @ e + gamma * terms
-        h = z if k == L - 1 else np.maximum(z, 0.0)
-    # the bound's own float evaluation: a few more roundings of each entry
-    return e * (1.0 + 8.0 * L * u) + np.finfo(np.float64).tiny
+    _, e = net.rounding_bounds(np.asarray(x, dtype=np.float64).reshape(1, -1))[-1]
+    return e[0] + np.finfo(np.float64).tiny
 
 
 def float_unsafe(y: np.ndarray, C: np.ndarray, d: np.ndarray,
