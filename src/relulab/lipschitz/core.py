@@ -49,6 +49,9 @@ MILP_MAX_UNSTABLE = 64
 BAB_MAX_DIM = 8
 # without a time limit the branch and bound stops after this long with its bracket
 BAB_DEFAULT_SECONDS = 60.0
+# when the MILP's bracket stays open (its tolerance margin), "auto" gives the branch and
+# bound on boxes this long to close it, without a time limit
+BAB_FOLLOW_SECONDS = 10.0
 
 
 class LipschitzError(RelulabError):
@@ -246,11 +249,11 @@ def lipschitz(
         return min(uppers.values()) - lo <= LIP_REL_TOL * lo
 
     route = "bounds"
+    bab_ok = (work_dom is None or isinstance(work_dom, Box)) and net.input_dim <= BAB_MAX_DIM
     if method == "auto":
         if _enumeration_small(net, global_ and work_dom is None):
             route = "enumeration"
         else:
-            bab_ok = (work_dom is None or isinstance(work_dom, Box)) and net.input_dim <= BAB_MAX_DIM
             # the global program cannot resolve regions far from the origin (see milp)
             far = work_dom is None and hyperplane_reach(net) > GLOBAL_MILP_MAX_REACH
             if milp_supported(p, q, m) and (not bab_ok or (not far and _n_unstable(net, work_dom)
@@ -315,6 +318,19 @@ def lipschitz(
                     partial = True
                 else:
                     info["incomplete"] = f"the MILP gave no proven bound: {why}"
+            if (method == "auto" and bab_ok and isinstance(work_dom, Box) and not closed()
+                    and (left() is None or left() > 0)):
+                # the MILP's bound carries the margin its tolerances can hide (or it gave
+                # none): the branch and bound on boxes, whose bounds do not lean on a
+                # solver's tolerances, may close the bracket
+                follow = time.time() + (BAB_FOLLOW_SECONDS if deadline is None else left())
+                bb = by_bab(net, work_dom, p, q, follow)
+                info["bab_after_milp"] = {"boxes": bb.n_boxes, "complete": bool(bb.complete),
+                                          "upper": float(bb.upper)}
+                take(bb.witness)
+                if bb.witness is not None:
+                    lowers["bab"] = bb.lower
+                uppers["bab"] = bb.upper
     elif route == "bab":
         if left() is not None and left() <= 0:
             partial = True

@@ -30,7 +30,7 @@ Example:
     >>> from relulab import Network, Box
     >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
     >>> r = by_milp(net, Box([-1], [1]), 1.0, None)
-    >>> round(r.upper, 9), r.witness.norm
+    >>> round(r.upper, 6), r.witness.norm     # the bound carries its tolerance margin
     (2.0, 2.0)
 """
 
@@ -76,7 +76,7 @@ class MILPOutcome:
         >>> from relulab import Network, Box
         >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
         >>> o = by_milp(net, Box([-1], [1]), 1, None)
-        >>> o.lower, o.upper, o.complete
+        >>> o.lower, round(o.upper, 6), o.complete
         (2.0, 2.0, True)
     """
     lower: float
@@ -109,20 +109,36 @@ GLOBAL_MILP_MAX_REACH = 1e4
 
 
 def hyperplane_reach(net: Network) -> float:
-    """The largest ``|b_j| / ||w_j||_1`` over the hidden neurons of ``net`` (rows of zero
-    weight left out): how far out, in units of the layer's inputs, its kinks can lie.
+    """A lower bound, in the l_inf norm of the input, on how far from the origin the
+    nearest kink of some hidden neuron lies (the largest such bound over the neurons):
+    ``|z_j(0)| / s_j``, with ``z_j(0)`` the neuron's pre-activation at the origin and
+    ``s_j = |W_k| s`` (``s = 1`` for the inputs) the l_inf slope bound of ``z_j`` (a ReLU
+    is 1-Lipschitz).  Constant neurons (``s_j = 0``) never kink and are left out.  Per
+    layer ``|b_j| / ||w_j||_1`` read kinks in the layer's own units: a first layer that
+    scaled x by 1e-2, or a constant neuron carrying the bias, hid a kink 1e6 out as 5000
+    or 2 (aud_lip7 #1).
 
     Example:
         >>> hyperplane_reach(Network([[[1.0, 1.0], [2.0, 0.0]], [[1.0, 1.0]]], [[-1e6, 3.0], [0.0]]))
         500000.0
+        >>> small = Network([[[1e-2]], [[1.0]], [[1.0]]], [[0.0], [-1e4], [0.0]])  # kink at x = 1e6
+        >>> hyperplane_reach(small)
+        1000000.0
     """
     f = net.float()
     reach = 0.0
-    for W, b in zip(f.weights[:-1], f.biases[:-1], strict=True):
-        n1 = np.abs(np.asarray(W, float)).sum(axis=1)
-        live = n1 > 0
-        if live.any():
-            reach = max(reach, float(np.max(np.abs(np.asarray(b, float)[live]) / n1[live])))
+    h = np.zeros(f.input_dim)
+    slope = np.ones(f.input_dim)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for W, b in zip(f.weights[:-1], f.biases[:-1], strict=True):
+            W = np.asarray(W, float)
+            z = W @ h + np.asarray(b, float)
+            slope = np.abs(W) @ slope
+            live = slope > 0
+            if live.any():
+                r = np.abs(z[live]) / slope[live]
+                reach = max(reach, float(np.max(np.where(np.isnan(r), np.inf, r))))
+            h = np.maximum(z, 0.0)
     return reach
 
 
@@ -434,6 +450,13 @@ def _balanced(net: Network) -> Network:
 # a MILP bound below this share of the backward pass's interval bounds (the scale the
 # program's absolute tolerances act on), per layer, is raised to it: below, it is no proof
 MILP_TRUST = 1e-5  # tol: HiGHS's 1e-7..1e-6 absolute tolerances, with a margin
+# what HiGHS's feasibility tolerance ``tol`` can hide in the optimum, as a multiple of
+# ``tol x (largest big-M of the forward pass) x (largest backward-pass bound)``: a tent
+# of slope 1000 at x = 1000 beside relu(y) read "exact 1000" where the constant is 1001,
+# a miss of exactly that product (1e6) times HiGHS's default tolerance 1e-6 (aud_lip7
+# #2).  With the tolerance at 1e-9 the same scans found no miss; the bound is still
+# widened by the margin, so a miss of that size cannot close the bracket
+MILP_TOL_MARGIN = 1.0
 
 
 def _gradient_reach(Ws: list[np.ndarray], pre, skip) -> float:
@@ -457,6 +480,23 @@ def _gradient_reach(Ws: list[np.ndarray], pre, skip) -> float:
             if lo_hi is not None:
                 sizes.append(float(np.max(np.abs(np.concatenate(lo_hi)), initial=0.0)))
     return max(sizes)
+
+
+def tolerance_margin(Ws: list[np.ndarray], pre, skip, ftol: float) -> float:
+    """What the program's feasibility tolerance ``ftol`` can hide in its optimum (in the
+    units of the network ``Ws``): ``MILP_TOL_MARGIN x ftol x`` the largest pre-activation
+    bound (the forward big-M) ``x`` the largest backward-pass bound.
+
+    Example:
+        >>> from relulab import Network, Box
+        >>> from relulab.bounds import float_layers
+        >>> net = Network([[[1.0], [-1.0]], [[2.0, 1.0]]], [[0.0, 0.0], [0.0]])
+        >>> Ws, _, sk = float_layers(net)
+        >>> tolerance_margin(Ws, preactivation_bounds(net, Box([-1], [1])), sk, 1e-9) < 1e-6
+        True
+    """
+    big = max([1.0] + [float(np.max(np.maximum(np.abs(lo), np.abs(hi)), initial=0.0)) for lo, hi in pre])
+    return MILP_TOL_MARGIN * ftol * big * _gradient_reach(Ws, pre, skip)
 
 
 def _output_scaled(net: Network) -> tuple[Network, float]:
@@ -520,16 +560,17 @@ def _solver_hint(dom: Box | Polytope, pre: list[tuple[np.ndarray, np.ndarray]]) 
 def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | None,
             deadline: float | None = None, tighten: bool | None = None) -> MILPOutcome:
     """The LipMIP program(s) for ``||J||_{p->q}`` over ``domain`` (R^d when None, through
-    the homogenised network on a bounded box).
+    the homogenised network on a bounded box).  The upper bound is HiGHS's, widened by
+    what its feasibility tolerance can hide (:func:`tolerance_margin`).
 
     Example:
         >>> from relulab import Network, Box
         >>> net = Network([[[1.0, 1.0], [1.0, -1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
         >>> o = by_milp(net, Box([-1, -1], [1, 1]), float("inf"), None)   # l_inf -> |.|: the l1 norm of the gradient
-        >>> o.upper, o.witness.norm, o.complete
+        >>> round(o.upper, 6), o.witness.norm, o.complete
         (2.0, 2.0, True)
     """
-    from ..verify.milp import encode
+    from ..verify.milp import encode, feasibility_tol
 
     t0 = time.perf_counter()
     m, d = net.output_dim, net.input_dim
@@ -559,6 +600,10 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
     left = None if deadline is None else max(deadline - time.time(), 1e-3)
     pre = preactivation_bounds(Hs, dom, tighten, None if left is None else left / 4)
     enc = encode(Hs, dom, pre)
+    # HiGHS's feasibility tolerances set as the verifier sets them (1e-9, or relative to
+    # the encoding's largest number), and what they can still hide added to the bound
+    ftol = feasibility_tol(pre, dom if isinstance(dom, Box) else dom.bounding_box())
+    margin = tolerance_margin(Ws, pre, skip, ftol) * out_scale
     mode = "signs" if (m > 1 and q == 1) else "unit"
     outs = [None] if mode == "signs" else list(range(m))
     best_wit, upper, complete = None, 0.0, True
@@ -573,6 +618,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                         b_eq=b_eq if A_eq.shape[0] else None, lb=lb, ub=ub, integer=integer,
                         maximize=True, time_limit=tl)
         model.set_mip_gap(rel=MIP_REL_GAP, abs=MIP_ABS_GAP)
+        model.set_feasibility_tol(primal=ftol, mip=ftol)
         bound_i = np.inf
         for _cut in range(MAX_NOGOOD_CUTS + 1):
             if deadline is not None:
@@ -640,7 +686,8 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
             complete = False
         upper = max(upper, bound_i)
     lower = best_wit.norm if best_wit is not None else 0.0
-    info = {"nodes": nodes, "tightened": bool(tighten)}
+    info = {"nodes": nodes, "tightened": bool(tighten), "tolerance_margin": margin}
+    upper += margin
     floor = MILP_TRUST * len(Ws) * _gradient_reach(Ws, pre, skip) * out_scale
     if upper < floor:
         # the optimum is far below the values the program's absolute tolerances act on:
@@ -659,9 +706,9 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                            time.perf_counter() - t0, info)
     reach = hyperplane_reach(net) if domain is None else 0.0
     if reach > GLOBAL_MILP_MAX_REACH:
-        info["solver_error"] = (f"kinks lie up to about {reach:.3g} from the origin: the homogenised "
-                                "program sees their regions as slivers below its tolerances, so its "
-                                "bound is no proof (use method='bab', or a box)")
+        info["solver_error"] = (f"the kinks of a neuron all lie at least {reach:.3g} from the origin: "
+                                "the homogenised program sees their regions as slivers below its "
+                                "tolerances, so its bound is no proof (use method='bab', or a box)")
         return MILPOutcome(lower, math.inf, best_wit, False, enc.n_binaries,
                            time.perf_counter() - t0, info)
     return MILPOutcome(lower, max(upper, lower), best_wit, complete, enc.n_binaries,
