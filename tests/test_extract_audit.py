@@ -212,7 +212,7 @@ def test_an_orientation_queries_cannot_decide_is_reported():
     r = extract_relu(lambda X: np.asarray(net(X)), 2)
     notes = [n for n in r.unidentified if "is not identifiable from queries" in n]
     assert r.status == "complete" and len(notes) == 1
-    idx = [int(v) - 1 for v in re.search(r"neurons \[([\d, ]+)\]", notes[0]).group(1).split(",")]
+    idx = [int(v) for v in re.search(r"neurons \[([\d, ]+)\]", notes[0]).group(1).split(",")]
     g = r.network
     U, b, a = g.weights[0].copy(), g.biases[0].copy(), g.weights[1][0]
     U[idx], b[idx] = -U[idx], -b[idx]

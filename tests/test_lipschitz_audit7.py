@@ -100,3 +100,40 @@ def test_a_tent_beside_a_small_gain_is_not_called_exact_below_its_constant(d):
     # auto closes it on the box (the branch and bound after the MILP)
     r = lipschitz(net, box, p=np.inf)
     assert r.status == "exact" and r.lower == pytest.approx(1001.0, rel=1e-9)
+
+
+def test_weights_whose_products_underflow_are_not_called_exactly_zero():
+    from fractions import Fraction
+
+    net = Network([[[1e-200, -1e-200], [1e-200, 1e-200]], [[1e-200, 1e-200]]], [[1e-200, 0.0], [0.0]])
+    # in exact arithmetic on the float weights f is not constant on the box: the constant is > 0
+    ex = net.exact()
+    fx = ex([Fraction(1), Fraction(1)])[0]
+    fy = ex([Fraction(1, 2), Fraction(1)])[0]
+    assert fx != fy
+    for method in ("auto", "milp", "bab", "bounds"):
+        r = lipschitz(net, Box([-1, -1], [1, 1]), p=1, method=method)
+        assert r.upper > 0 and r.status != "exact", (method, r.status, r.upper)
+    # a network with no path at all stays exactly 0
+    flat = Network([[[1.0, 1.0]], [[0.0]]], [[0.0], [3.0]])
+    assert lipschitz(flat, Box([-1, -1], [1, 1]), p=1).upper == 0.0
+
+
+def test_operator_norm_and_sampled_lower_refuse_bad_matrices_and_domains_in_one_line():
+    from relulab.errors import RelulabError
+    from relulab.lipschitz import operator_norm, sampled_lower
+
+    for A, what in ((np.zeros((0, 3)), "empty"), ([[1, 2], [3]], "real numbers"), ([["a"]], "real numbers"),
+                    (np.array([[3 + 4j]]), "complex")):
+        with pytest.raises(RelulabError, match=what):
+            operator_norm(A, 2, 2)
+    net = Network([[[1.0, 2.0], [-1.0, 0.5]], [[1.0, 2.0]]], [[0.0, 0.0], [0.0]])
+    with pytest.raises(RelulabError, match="dimension 1, the network 2 inputs"):
+        sampled_lower(net, Box([-1], [1]), 2, None)
+
+
+def test_an_sdp_whose_eigenvalues_do_not_converge_gives_no_bound_not_a_traceback():
+    net = Network([[[1e200, -1e200], [1.0, 1.0]], [[1e200, 1.0]]], [[0.0, 0.0], [0.0]])
+    with np.errstate(all="ignore"):
+        r = lipschitz(net, Box([-1, -1], [1, 1]), p=2, method="bounds")
+    assert r.status == "bounded" and r.lower <= r.upper

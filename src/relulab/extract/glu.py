@@ -250,9 +250,11 @@ class GLUResult(Result):
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
     """``|P - Y| / |Y|`` per row, ``|Y|`` floored at ``REL_FLOOR`` x its mean (a ReLU
-    block is exactly 0 on whole regions, where a ratio would mean nothing)."""
+    block is exactly 0 on whole regions, where a ratio would mean nothing); ``|P - Y|``
+    itself where every ``Y`` is 0 (dividing by TINY printed errors of 1e299)."""
     ny = np.linalg.norm(Y, axis=1)
-    return np.linalg.norm(P - Y, axis=1) / np.maximum(ny, max(REL_FLOOR * float(np.mean(ny)), TINY))
+    floor = REL_FLOOR * float(np.mean(ny))
+    return np.linalg.norm(P - Y, axis=1) / np.maximum(ny, floor if floor > 0 else 1.0)
 
 
 # entries of the unit products formed at once by param_error
@@ -683,6 +685,16 @@ def extract_glu(
                            f"block is not a bias-free GLU of the given activation (a gate or value bias keeps "
                            f"f(0) = 0); no gate crossing sought; no gate row, value row, orientation or "
                            f"magnitude identified")
+                probe = None
+                try:   # 8 more queries, on a generator of their own (the attack's is untouched)
+                    probe = o(np.random.default_rng(seed + 7).normal(size=(8, d)))
+                except BudgetExhausted:
+                    pass
+                if probe is not None and not np.any(probe):
+                    # (the noise measured on outputs that are all 0 is float64's, so "too
+                    # coarse" named the wrong cause, and the fallback fitted nothing)
+                    return result("partial", f"the block's outputs are exactly 0 on all {o.queries} queries "
+                                             "(a zero output layer?): there is nothing to identify")
                 if state.get("offset", 0.0) > COARSE_ORACLE:
                     msg = (f"the block is not bias free: f(0) is {state['offset']:.1e} of an output's size, not 0 "
                            f"(an output bias, which the attack does not model, also breaks the noise "
@@ -858,6 +870,15 @@ def extract_glu(
     if off and not state["fallback"]:
         msg += (f"; not recovered: median validation error above {bar:.3g} (min of {NOT_RECOVERED:g} and "
                 f"{FIT_NOISE_RATIO:g} x the measured noise): units missing or wrong, or another activation")
+    if perr is not None and perr["matched"] < reference.hidden:
+        # a reference unit with no recovered unit: a unit whose output is 1e-4 of the
+        # others' passed the median validation bar ("recovered", width inferred 2 of 3)
+        status = "partial"
+        msg += f"; only {perr['matched']} of the reference's {reference.hidden} units matched"
+    elif status == "recovered" and hidden is None and val[0] > FIT_NOISE_RATIO * float(state["noise"]):
+        msg += (f"; the validation error is {val[0] / max(float(state['noise']), TINY):.2g} x the "
+                "measured noise (under the floor of the bar): a unit whose outputs are about that "
+                "small next to the others' may be missing from the inferred width")
     if units.repaired:
         msg += (f"; {units.repaired} gate rows off their spare crossings measured again"
                 f" ({units.suspect} still off)")

@@ -39,6 +39,9 @@ DETECT_RTOL = 1e-9  # tol: see the comment above
 # Where a kink is confirmed: this fraction of the interval to each side of it.  Small, so
 # that two kinks closer than this to each other are the only ones that can pass as one.
 _EPS_FRAC = 1e-4
+# The refine pass checks each kink again at this factor closer in, and again, while its
+# jump over the distance stays above the tolerance.
+_CLOSER = 0.1
 # Two kinks closer than this fraction of the interval are one (seen from both sides).
 DEDUP_RTOL = 1e-9  # tol: far below _EPS_FRAC, above the rounding of the located kinks
 
@@ -61,18 +64,27 @@ class LineSearch:
 
     def __init__(self, g: Callable[[np.ndarray], np.ndarray], rtol: float = DETECT_RTOL,
                  atol: float = 0.0) -> None:
+        for name, v in (("rtol", rtol), ("atol", atol)):
+            # a negative or NaN tolerance fails every linearity test: the search halved
+            # every branch to depth 60 and never returned
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not (np.isfinite(v) and v >= 0):
+                raise ExtractError(f"LineSearch: {name} must be a finite number >= 0, got {v!r}")
         self.g = g
-        self.rtol = rtol
-        self.atol = atol
+        self.rtol = float(rtol)
+        self.atol = float(atol)
         self.unresolved = 0  # intervals shorter than the resolution that still bend
 
     def _vals(self, ts: list[float]) -> np.ndarray:
         t = np.asarray(ts, dtype=np.float64)
         v = np.asarray(self.g(t), dtype=np.float64).reshape(-1)
+        if v.size != t.size:
+            raise ExtractError(f"LineSearch: g returned {v.size} values for {t.size} points; it must "
+                               "return one value per point of its array argument")
         if not np.all(np.isfinite(v)):
             # a NaN fails every linearity test, so the search would halve to depth 60
             i = int(np.argmin(np.isfinite(v)))
-            where = f" at t = {t[i]:g}" if v.size == t.size else ""
+            where = f" at t = {t[i]:g}"
             raise ExtractError(f"LineSearch: g returned {v[i]}{where}; the function must be finite "
                                "on the interval")
         return v
@@ -160,22 +172,38 @@ class LineSearch:
             pts = [t if ok else t0 for t, t0, ok in zip(exact, approx, ok_range, strict=True)]
             eps = [_EPS_FRAC * min(t - lines[j][0], lines[j + 1][0] - t) if ok_range[j] else 0.0
                    for j, t in enumerate(pts)]
-            tv = self._vals([p + s * e for p, e in zip(pts, eps, strict=True) for s in (-1.0, 1.0)])
-            tv = tv.reshape(-1, 2)
-            bad = []
-            flat = []
+            # Each kink is also checked closer in, down to where its jump falls below the
+            # tolerance: two kinks 1e-6 apart, both inside eps, passed as one kink at the
+            # meeting point of the outer lines, where the function is linear (aud_ext6 #7)
+            checks = [(j, e) for j, e in enumerate(eps)]
+            tols = []
             for j, t in enumerate(pts):
                 p1, v1, s1 = lines[j]
                 p2, v2, s2 = lines[j + 1]
-                tol = self._tol(v1, v2, s1 * (t - p1), s2 * (t - p2))
+                tols.append(self._tol(v1, v2, s1 * (t - p1), s2 * (t - p2)))
+                e = eps[j] * _CLOSER
+                while ok_range[j] and e > min_len and e * abs(s1 - s2) > 4.0 * tols[j]:
+                    checks.append((j, e))
+                    e *= _CLOSER
+            tv = self._vals([pts[j] + s * e for j, e in checks for s in (-1.0, 1.0)]).reshape(-1, 2)
+            off_lines = set()
+            for (j, e), (gl, gr) in zip(checks, tv, strict=True):
+                p1, v1, s1 = lines[j]
+                p2, v2, s2 = lines[j + 1]
+                t = pts[j]
+                if abs(v1 + s1 * (t - e - p1) - gl) > tols[j] or abs(v2 + s2 * (t + e - p2) - gr) > tols[j]:
+                    off_lines.add(j)
+            bad = []
+            flat = []
+            for j in range(len(pts)):
+                s1, s2 = lines[j][2], lines[j + 1][2]
                 span = lines[j + 1][0] - lines[j][0]
-                if abs(s1 - s2) * span <= tol:
+                if abs(s1 - s2) * span <= tols[j]:
                     # The pieces on both sides lie on one line: no kink between them
                     # (e.g. a chord across a kink hugging an end of the explored interval
                     # passed for one); merge them.
                     flat.append(j)
-                elif (not ok_range[j] or abs(v1 + s1 * (t - eps[j] - p1) - tv[j, 0]) > tol
-                        or abs(v2 + s2 * (t + eps[j] - p2) - tv[j, 1]) > tol):
+                elif not ok_range[j] or j in off_lines:
                     bad.append(j)
             verified = [t for j, t in enumerate(exact) if j not in set(bad) | set(flat)]
             if not bad:
@@ -205,6 +233,9 @@ class LineSearch:
         if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(b - a)):
             raise ExtractError(f"LineSearch.kinks: the interval ({a}, {b}) must have finite ends "
                                "and a finite length")
+        if not a < b:
+            # a reversed interval returned no kink, with the one inside it unreported
+            raise ExtractError(f"LineSearch.kinks: the interval ({a}, {b}) must have a < b")
         grid = np.linspace(a, b, n_init + 1)
         gv = self._vals(list(grid))
         min_len = ROUNDOFF * (abs(a) + abs(b) + (b - a))

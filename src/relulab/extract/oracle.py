@@ -87,7 +87,10 @@ def _as_function(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], int | 
         last = shape[-1] if shape and isinstance(shape[-1], int) else None
         return _onnx_fn(model), last
     if hasattr(model, "parameters") and hasattr(model, "forward") and callable(model):
-        return _torch_fn(model), None
+        # the input size of its first Linear layer, where it has one: a wrong d otherwise
+        # ended in torch's own "mat1 and mat2 shapes cannot be multiplied"
+        first = next((m for m in model.modules() if isinstance(getattr(m, "in_features", None), int)), None)
+        return _torch_fn(model), None if first is None else int(first.in_features)
     if callable(model):
         return model, None
     raise ExtractError(f"oracle: {type(model).__name__} is not callable (give a Network, a torch "

@@ -336,7 +336,7 @@ def _output_layer(oracle, st: _State, rng, d, scale, orient_last: str):
             alt = other_subset(A, U, M, flip)
             if alt is not None:
                 # said nothing: an "equal" extraction 3 off in its parameters, unexplained
-                which = [int(i) + 1 for i in np.flatnonzero(alt != flip)]
+                which = [int(i) for i in np.flatnonzero(alt != flip)]   # 0-based, as every note
                 st.notes.append(
                     f"layer {len(st.layers)}: the orientation of neurons {which} (of the recovered layer) is not identifiable "
                     "from queries: flipping them (relu(z) <-> relu(-z)) changes only the affine part, "
@@ -498,6 +498,10 @@ def extract_relu(
     # network is mapped back at the end.  (Probed before rows are kept, with its own
     # generator: the attack itself is unchanged.)
     off, unit = _output_units(o, d, scale, np.random.default_rng(seed + 1))
+    if reference is not None and o.output_dim is not None and reference.output_dim != o.output_dim:
+        # known from the first probe: refused only after the whole attack, it lost the result
+        raise ExtractError(f"extract_relu: reference has {reference.output_dim} outputs, the oracle "
+                           f"{o.output_dim}")
     if not o.keeping:  # for the polish, and for the check that the result explains them
         o.keep_rows(min(KEEP_ROWS, KEEP_FLOATS // (d + 1)), seed)
     rng = np.random.default_rng(seed)
@@ -772,7 +776,9 @@ def _diagnose(reference: Network, fid: Fidelity | None = None) -> list[str]:
     there, and those whose output only reaches neurons dead there."""
     from ..symmetry import canonical
 
-    _, rep = canonical(reference.float())
+    # the reference as given: the float copy of an exact 2^60 relu((1 + 2^-60) x) -
+    # 2^60 relu(x) merges its two neurons into one of zero outgoing weight
+    _, rep = canonical(reference)
     out = []
     if fid is not None and (fid.dead_on_domain or fid.active_on_domain):
         lo, hi = fid.domain.get("lo"), fid.domain.get("hi")
@@ -786,7 +792,7 @@ def _diagnose(reference: Network, fid: Fidelity | None = None) -> list[str]:
             out.append(f"reference neuron {i} of layer {k + 1} is active everywhere on {where} "
                        "(linear there): its hyperplane is not observable there")
         if fid.dead_on_domain:
-            _, rep2 = canonical(without_neurons(reference.float(), fid.dead_on_domain))
+            _, rep2 = canonical(without_neurons(reference, fid.dead_on_domain))
             gone = set(rep2.zero_outgoing)
             if rep2.constant_from_layer is not None:  # no neuron of that layer is left
                 gone |= {(k, i) for k in range(rep2.constant_from_layer)

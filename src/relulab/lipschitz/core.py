@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -76,6 +77,34 @@ def _check_domain(net: Network, domain: Any) -> Box | Polytope | None:
         if no_interior(x, rad):
             raise LipschitzError("lipschitz: the polytope has no interior (it is flat or a point)")
     return dom
+
+
+_FLOAT_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _paths_underflow(net: Network) -> bool:
+    """Whether some input-output path has all its weights nonzero while the largest
+    product along any path (bounded in logarithms, widths included) is below float64's
+    smallest normal number: a Jacobian there is nonzero in exact arithmetic and 0 in
+    float64.
+
+    Example:
+        >>> _paths_underflow(Network([[[1e-200]], [[1e-200]]], [[0.0], [0.0]]))
+        True
+        >>> _paths_underflow(Network([[[1.0]], [[0.0]]], [[0.0], [0.0]]))
+        False
+    """
+    if net.skip is not None:
+        return False    # (a skip's own weights reach the bound without a product)
+    Ws = [np.abs(np.asarray(W, dtype=np.float64)) for W in net.float().weights]
+    reach = Ws[0] > 0
+    for W in Ws[1:]:
+        reach = ((W > 0).astype(np.int64) @ reach.astype(np.int64)) > 0
+    if not reach.any():
+        return False    # no path: constant on every region, 0 is exact
+    with np.errstate(divide="ignore"):
+        log_top = sum(math.log(float(W.max())) + math.log(W.shape[1]) for W in Ws)
+    return log_top < math.log(_FLOAT_TINY)
 
 
 def _is_bias_free(net: Network) -> bool:
@@ -387,6 +416,11 @@ def lipschitz(
         uppers = {"none": float("inf")}
     upper_name = min(uppers, key=uppers.get)
     upper = max(uppers[upper_name], lower)
+    if upper < _FLOAT_TINY and _paths_underflow(net):
+        # every path's weight product is below float64's range: the float routes read 0
+        # for 1e-200 weights (constant 2e-400), so the smallest normal float is the bound
+        upper = _FLOAT_TINY
+        info["underflow"] = "every path's weight product underflows float64: the upper bound is its smallest normal number"
     # relative to the constant itself: with (1 + lower), constants near 3e-8 were called
     # exact with a bracket twice as wide
     exact = upper - lower <= LIP_REL_TOL * lower and witness is not None

@@ -107,6 +107,10 @@ def sampled_lower(net: Network, domain: Box | Polytope | None, p: float, q: floa
     """
     if not (is_int_at_least(n, 1)):
         raise RelulabError(f"lipschitz: samples must be an integer of at least 1, got {n!r}")
+    dim = getattr(domain, "dim", None)
+    if dim is not None and dim != net.input_dim:
+        # (numpy's concatenation error came first, naming nothing)
+        raise RelulabError(f"sampled_lower: the domain has dimension {dim}, the network {net.input_dim} inputs")
     # the points and their Jacobians (one chunk at a time) before drawing them: 10^12
     # samples ended in numpy's MemoryError (14.6 TiB)
     check_bytes(8.0 * n * (net.input_dim + 1), f"lipschitz: {n} samples")

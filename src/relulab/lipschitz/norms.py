@@ -124,7 +124,16 @@ def operator_norm(A: np.ndarray, p: float, q: float | None = None) -> NormBracke
         >>> operator_norm(np.eye(2), 2, 2).upper
         1.0
     """
-    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    try:
+        raw = np.asarray(A)
+        if np.iscomplexobj(raw):
+            # float64 kept only the real part: [[3 + 4j]] read "exact 3"
+            raise RelulabError("operator_norm: the matrix is complex; the norms here are of real matrices")
+        A = np.atleast_2d(np.asarray(raw, dtype=np.float64))
+    except (TypeError, ValueError) as e:   # ragged rows, text
+        raise RelulabError(f"operator_norm: need a finite 2-D matrix of real numbers ({e})") from None
+    if A.size == 0:
+        raise RelulabError(f"operator_norm: the matrix is empty (shape {A.shape})")
     if A.ndim != 2 or not np.all(np.isfinite(A)):
         # a 3-D array or a NaN matrix ended in numpy's unpacking or SVD errors
         raise RelulabError(f"operator_norm: need a finite 2-D matrix, got shape {A.shape}"

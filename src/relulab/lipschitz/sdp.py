@@ -182,8 +182,15 @@ def verified_psd(M: np.ndarray) -> bool:
     n = M.shape[0]
     if n == 0:
         return True
+    if not np.all(np.isfinite(M)):
+        return False
     margin = EIG_SAFETY * n * np.finfo(float).eps * float(np.linalg.norm(M))
-    return bool(np.linalg.eigvalsh(M)[0] > margin)
+    try:
+        return bool(np.linalg.eigvalsh(M)[0] > margin)
+    except np.linalg.LinAlgError:
+        # (weights of 1e200: "Eigenvalues did not converge" escaped to the caller) no
+        # verification, so no bound from these multipliers
+        return False
 
 
 def _certified_rho(lift: ReducedLift, t: np.ndarray) -> float:

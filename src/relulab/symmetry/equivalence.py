@@ -451,6 +451,46 @@ def points_in_time(nets: tuple[Network, ...], n: int, seconds: float | None) -> 
     return int(min(n, max(MIN_POINTS, SAMPLE_SHARE * seconds / max(per_point, TINY))))
 
 
+# exact networks holding numbers float64 does not: at most this many sampled points are
+# also evaluated exactly, within EXACT_SAMPLE_SHARE of the time limit (at least
+# EXACT_MIN_POINTS), in batches of EXACT_BATCH
+EXACT_SAMPLE_POINTS, EXACT_MIN_POINTS, EXACT_BATCH, EXACT_SAMPLE_SHARE = 64, 8, 8, 0.1
+
+
+def _exact_sample_witness(f: Network, g: Network, X: np.ndarray, dom: Box | Polytope, tol: float,
+                          seconds: float | None) -> tuple | None:
+    """A re-checked witness (see :func:`_recheck`) among the first sampled points, found by
+    exact passes: the float copies of an exact network can be another function (``2^60
+    relu((1 + 2^-60) x) - 2^60 relu(x)`` is ``relu(x)``, its copy 0), so their gaps say
+    nothing.  None when no exact gap exceeds ``tol`` within the points and time given.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> e = F(1, 2**60)
+        >>> relu_x = Network([[[1 + e], [F(1)]], [[F(2**60), -F(2**60)]]], [[0, 0], [0]], exact=True)
+        >>> zero = Network([[[1.0]], [[0.0]]], [[0.0], [0.0]])
+        >>> _exact_sample_witness(relu_x, zero, np.array([[0.5]]), Box([0], [1]), 1e-9, None)[3]
+        0.5
+    """
+    fe, ge = f.exact(), g.exact()     # once: a float network converts on each call
+    stop = None if seconds is None else time.monotonic() + seconds
+    rows = X[:EXACT_SAMPLE_POINTS]
+    used = 0
+    while used < len(rows):
+        if stop is not None and used >= EXACT_MIN_POINTS and time.monotonic() > stop:
+            return None
+        batch = rows[used:used + EXACT_BATCH]
+        xe = np.array([[Fraction(float(v)) for v in x] for x in batch], dtype=object)
+        gaps = [max(abs(a - b) for a, b in zip(fx, gx, strict=True)) for fx, gx in zip(fe(xe), ge(xe), strict=True)]
+        i = int(np.argmax([float(v) for v in gaps]))
+        if gaps[i] > tol:
+            chk = _recheck(f, g, batch[i], dom)
+            if chk is not None and chk[3] > tol:
+                return chk
+        used += len(batch)
+    return None
+
+
 def _domain_points(domain: Box | Polytope, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     X = domain.sample(n, rng)
@@ -551,6 +591,13 @@ def equivalent(
                 x, fx, gx, gap, ex = chk
                 return done("different", "sampling", witness=x, f_value=fx, g_value=gx,
                             gap=gap, exact=ex, message=f"they differ by {gap:.6g} at a sampled input")
+        if any(n.is_exact and n.entry_not_a_float() is not None for n in (f, g)):
+            chk = _exact_sample_witness(f, g, X, dom, tol_v,
+                                        None if timeout is None else EXACT_SAMPLE_SHARE * timeout)
+            if chk is not None:
+                x, fx, gx, gap, ex = chk
+                return done("different", "sampling", witness=x, f_value=fx, g_value=gx, gap=gap,
+                            exact=ex, message=f"they differ by {gap:.6g} at a sampled input (exact passes)")
         # on a polytope the neuron status solves two LPs per first-layer neuron: they get
         # a share of the time limit (the rest stay undecided; the verifier decides later)
         def status(net: Network) -> Any:
