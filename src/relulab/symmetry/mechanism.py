@@ -107,19 +107,19 @@ def _hidden_acts(lay: Layers, X: np.ndarray, upto: int) -> np.ndarray:
     return H
 
 
-def _check_data(net: Network, data: np.ndarray | None) -> np.ndarray:
+def _check_data(net: Network, data: np.ndarray | None, where: str = "replace") -> np.ndarray:
     if data is None:
-        raise RelulabError("replace: data=X is needed to fit the replacements")
+        raise RelulabError(f"{where}: data=X is needed to fit the replacements")
     try:
         X = np.asarray(data, dtype=np.float64)
     except (TypeError, ValueError):
-        raise RelulabError("replace: data must be an (n, d) array of numbers") from None
+        raise RelulabError(f"{where}: data must be an (n, d) array of numbers") from None
     if X.ndim != 2 or X.shape[1] != net.input_dim:
-        raise RelulabError(f"replace: data has shape {X.shape}; the network takes {net.input_dim} inputs")
+        raise RelulabError(f"{where}: data has shape {X.shape}; the network takes {net.input_dim} inputs")
     if X.shape[0] == 0:
-        raise RelulabError("replace: data is empty")
+        raise RelulabError(f"{where}: data is empty")
     if not np.all(np.isfinite(X)):
-        raise RelulabError("replace: data contains NaN or infinite entries")
+        raise RelulabError(f"{where}: data contains NaN or infinite entries")
     return X
 
 
@@ -265,7 +265,7 @@ def neuron_scores(net: Network, X: np.ndarray, score: str = "logit_distortion") 
     if score not in SCORES:
         raise RelulabError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
     net = net.float()
-    X = _check_data(net, X)
+    X = _check_data(net, X, "neuron_scores")
     Z, A = _activations(net, X)
     out: list[np.ndarray] = []
     if score == "variance":
@@ -306,6 +306,8 @@ def plan(scores: list[np.ndarray], keep: int | Sequence[int] | float) -> list[Ne
         [(0, 1)]
     """
     out: list[Neuron] = []
+    if isinstance(keep, (bool, np.bool_)):
+        raise RelulabError(f"plan: keep must be an integer, a fraction or one integer per layer, got {keep!r}")
     per_layer = not isinstance(keep, (int, float, np.integer, np.floating))
     if per_layer:
         try:

@@ -52,9 +52,17 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
             raise NetworkError(f"rescale: layer {k} has {net.widths[k]} neurons, got {c.shape[0]} factors")
         if not all(v > 0 for v in c) or not (net.is_exact or np.all(np.isfinite(c))):
             raise NetworkError(f"rescale: layer {k}: factors must be positive finite numbers")
-        lay.Ws[k] = lay.Ws[k] * c[:, None]
-        lay.bs[k] = lay.bs[k] * c
-        lay.Ws[k + 1] = lay.Ws[k + 1] / c[None, :]
+        new = (lay.Ws[k] * c[:, None], lay.bs[k] * c, lay.Ws[k + 1] / c[None, :])
+        if not net.is_exact:
+            old = (lay.Ws[k], lay.bs[k], lay.Ws[k + 1])
+            with np.errstate(under="ignore"):
+                lost = any(np.any((a != 0) & (np.abs(b) < np.finfo(np.float64).tiny))
+                           for a, b in zip(old, new, strict=True))
+            if lost:
+                # 1e-8 x 1e-316 became 0: the neuron turned constant, the function changed
+                raise NetworkError(f"rescale: layer {k}: the factors take weights below float64's "
+                                   "normal range (the function would change); use net.exact()")
+        lay.Ws[k], lay.bs[k], lay.Ws[k + 1] = new
     return lay.network()
 
 
