@@ -191,8 +191,14 @@ class BoundGraph:
     def _inputs(self, x: Any, where: str) -> np.ndarray:
         """Finite inputs ``(B, *input_shape)`` from ``x`` (or one clear error naming ``where``)."""
         X = np.asarray(x, dtype=np.float64)
-        if X.ndim == 0 or X.size == 0 or X.size % self.input_dim:
-            raise GraphError(f"{where}: inputs of shape {X.shape} do not fit input shape {self.input_shape}")
+        shape = tuple(self.input_shape)
+        # (B, *input_shape), (B, input_dim), or one input of either shape; a channels-last
+        # image or rows of half the length were reshaped into other inputs
+        fits = (X.shape[1:] == shape or X.shape[1:] == (self.input_dim,) or X.shape == shape
+                or X.shape == (self.input_dim,))
+        if X.size == 0 or not fits:
+            raise GraphError(f"{where}: inputs of shape {X.shape} do not fit input shape {self.input_shape}; "
+                             f"give (B, *input_shape) or (B, input_dim)")
         if not np.all(np.isfinite(X)):
             raise GraphError(f"{where}: inputs contain NaN or infinite values")
         return X.reshape(-1, *self.input_shape)

@@ -157,7 +157,7 @@ class _DenseBounder:
         infeasible = np.any(plo > phi, axis=1)
         prev = [(plo[:, a:b], phi[:, a:b]) for a, b in zip(self.cuts[:-1], self.cuts[1:], strict=True)]
         pre, low, A, c = crown_batch(Ws, bs, LO, HI, C=self.C, d=-self.d, skip=sk, prev=prev,
-                                     want_linear=True, intermediate="hybrid")
+                                     want_linear=True, intermediate="hybrid", deadline=deadline)
         mag = np.maximum(np.abs(LO), np.abs(HI))
         scale = 1.0 + np.abs(c) + np.einsum("nrd,nd->nr", np.abs(A), mag)
         X = np.where(A > 0, LO[:, None, :], HI[:, None, :])

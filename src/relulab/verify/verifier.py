@@ -81,6 +81,8 @@ INPUT_SPLIT_MAX_DIM = 8  # input splitting up to this many inputs, ReLU splittin
 # unstable on the box, input splitting decides every instance in < 0.2 CPU s where ReLU
 # splitting (and the MILP) needed minutes
 PORTFOLIO_MAX_DIM = 16
+# the share of the time left that counting the root box's unstable neurons may take
+ROOT_COUNT_SHARE = 0.1
 INPUT_SPLIT_SHARE = 0.3
 # the portfolio imports torch for its ReLU splitting only with this many seconds left (a
 # cold import took 2-15 s on the loaded 2-core machine; the deadline must not pass during it)
@@ -155,11 +157,14 @@ def load_for_verify(path: str, structured: bool | None = None) -> Network | Any:
     return load_model(path)
 
 
-def _root_unstable(net: Network, box) -> int:
+def _root_unstable(net: Network, box, seconds: float | None = None) -> int:
+    """Unstable neurons of the root box (CROWN; interval bounds for the layers past
+    ``seconds``): a count that picks between the MILP and ReLU splitting."""
     from ..bounds import crown_batch, float_layers
 
     Ws, bs, _ = float_layers(net)
-    pre, _ = crown_batch(Ws, bs, box.lo[None], box.hi[None], intermediate="hybrid")
+    pre, _ = crown_batch(Ws, bs, box.lo[None], box.hi[None], intermediate="hybrid",
+                         deadline=None if seconds is None or not np.isfinite(seconds) else _time.monotonic() + seconds)
     return int(sum(int(np.sum((a < 0) & (b > 0))) for a, b in pre))
 
 
@@ -528,7 +533,7 @@ def _decide(model, dense, fnet, box, C, dv, bud: Budget, method, engine, stats,
     if method == "milp":
         status, x, how = _milp(fnet, dense, box, C, dv, bud, stats, 1.0)
         return status, x, how, stats["milp"].get("reason", "timeout") if status == "unknown" else ""
-    small = fnet is not None and _root_unstable(fnet, box) <= milp_max_binaries
+    small = fnet is not None and _root_unstable(fnet, box, ROOT_COUNT_SHARE * bud.left()) <= milp_max_binaries
     status, x, reason = run_bab(0.25 if small else 1.0)
     if status != "unknown" or not small or reason.startswith("memory"):
         return status, x, method, reason
@@ -563,7 +568,7 @@ def _decide_input_split(dense, fnet, box, group, bud: Budget, stats, batch, inte
         bud.check_growth("input splitting")
         return status, x
 
-    small = _root_unstable(fnet, box) <= milp_max_binaries
+    small = _root_unstable(fnet, box, ROOT_COUNT_SHARE * bud.left()) <= milp_max_binaries
     status, x = run(0.25 if small else 1.0)
     how = "input-split"
     if status == "unknown" and small and bud.left() > 0 and not st.get("reason", "").startswith("memory"):
