@@ -31,6 +31,9 @@ from ._common import (
 
 __all__ = ["register", "tour", "describe"]
 
+# the smallest positive float64: what a nonzero exact difference below float64's range reads
+TINIEST = float(np.nextafter(0.0, 1.0))
+
 
 def describe(net: Network) -> dict:
     """A JSON-friendly summary of a network's architecture."""
@@ -229,8 +232,9 @@ def convert(
         if err is None:
             console.print(escape(f"wrote {dst} ({net!r}) to {real}, a device or a pipe: not read back"))
             return
+        shown = "nonzero, below float64's range" if 0 < err <= TINIEST else f"{err:.3g}"
         console.print(escape(f"wrote {dst} ({net!r}); re-read, max |difference| on {len(X)} points: "
-                             f"{err:.3g}" + (" in exact arithmetic: the exact rational weights were "
+                             f"{shown}" + (" in exact arithmetic: the exact rational weights were "
                                              "rounded to float64 (only .npz keeps them)" if rounded else "")))
 
 
@@ -248,7 +252,10 @@ def _read_back(net: Network, path: str) -> tuple[float, np.ndarray, bool]:
         return float("inf"), X, rounded
     if rounded:
         X = X[:32]
-        return float(np.max(np.abs(back.exact()(X) - net(X)))), X, rounded
+        worst = np.max(np.abs(back.exact()(X) - net(X)))
+        # a difference below float64's range (a weight of 1e-400 written as 0) is not 0:
+        # reported as the smallest positive float
+        return (float(worst) if worst == 0 or float(worst) > 0 else TINIEST), X, rounded
     return float(np.max(np.abs(back.float()(X) - net.float()(X)))), X, rounded
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
+from ..errors import FormatError, require
 from ..io.onnx import check_float_cast, check_opset
 from ..limits import check_bytes
 from .builder import GraphBuilder, GraphError
@@ -487,14 +487,14 @@ SUPPORTED = tuple(sorted(_HANDLERS))
 
 
 def _load(model: Any) -> Any:
-    onnx = require("onnx", "onnx")
+    require("onnx", "onnx")
     if isinstance(model, (str, os.PathLike)):
+        from ..io.onnx import read_onnx_file
+
         try:
-            return onnx.load(os.fspath(model))
-        except FileNotFoundError:
-            raise GraphError(f"{model}: no such file") from None
-        except Exception as e:
-            raise GraphError(f"{model}: not a readable ONNX model ({type(e).__name__})") from None
+            return read_onnx_file(os.fspath(model))
+        except FormatError as e:
+            raise GraphError(str(e)) from None
     if not hasattr(model, "graph"):
         raise GraphError(f"from_onnx: expected a path or an onnx.ModelProto, got {type(model).__name__}")
     return model

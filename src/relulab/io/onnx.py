@@ -862,6 +862,12 @@ def _onnx_to_network(model: Any, reorder: bool) -> Network:
                 raise FormatError(f"{where}: initializer '{name}' contains NaN or infinite values")
             env[name] = a
             return a
+        made = next(((n, j) for n in nodes for j, o in enumerate(n.output) if o == name), None)
+        if made is not None and made[1] > 0:
+            # (Dropout's mask, MaxPool's Indices: "not the output of an earlier node" was false)
+            raise FormatError(
+                f"{where}: input '{name}' is output {made[1] + 1} of node '{made[0].name or made[0].op_type}' "
+                f"({made[0].op_type}); relulab computes only the first output of that operator")
         raise FormatError(
             f"{where}: input '{name}' is not defined (not a graph input, an initializer or "
             "the output of an earlier node)"
@@ -1018,6 +1024,9 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
     try:
         want, X = _ort_outputs(ort, model, inputs[0].name, dims, dtype)
     except Exception:  # noqa: BLE001 - onnxruntime cannot run it: nothing to compare with
+        # ... unless the model is not valid ONNX: an output written by two nodes, an Add
+        # of three inputs or a Gemm of four were read as some function, unchecked
+        _refuse_invalid(model, where)
         if dtype != np.float64:
             return
         # onnxruntime has no float64 kernels for Conv or AveragePool: compare on a float32
@@ -1036,10 +1045,11 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
                 f"inf or NaN in {dtype.name}) while relulab's float64 reading stays finite: refusing "
                 "a model whose weights do not fit its precision")
         return
-    rtol = CROSSCHECK_RTOL.get(dtype, 5e-2)
+    prec = _computing_precision(model, dtype)
+    rtol = CROSSCHECK_RTOL.get(prec, 5e-2)
     scale = 1.0 + float(np.max(np.abs(want)))
     inner = float(intermediate(X64)) if intermediate is not None else 0.0
-    tol = max(rtol * scale, CROSSCHECK_RTOL_INTERMEDIATE.get(dtype, 1e-2) * inner)
+    tol = max(rtol * scale, CROSSCHECK_RTOL_INTERMEDIATE.get(prec, 1e-2) * inner)
     diff = float(np.max(np.abs(got - want))) if got.shape == want.shape else np.inf
     if not diff <= tol:
         raise FormatError(
@@ -1047,6 +1057,108 @@ def crosscheck_onnxruntime(model: Any, forward: Callable[[np.ndarray], np.ndarra
             f"(largest difference {diff:.3g}, outputs up to {scale - 1:.3g}): an operator or "
             "attribute is read differently; refusing the model rather than answering for "
             "another function (please report it)")
+
+
+def _computing_precision(model: Any, dtype: np.dtype) -> np.dtype:
+    """The lowest float precision ``model`` computes in: its input's ``dtype``, or a Cast
+    to float32 / float16 inside it (a float64 model with a float32 Cast, which relulab
+    reads as the identity, was refused for 1.25e-7 of float32 rounding at float64's
+    tolerance).
+
+    Example:
+        >>> from onnx import helper as H, TensorProto as T
+        >>> g = H.make_graph([H.make_node("Cast", ["x"], ["y"], to=T.FLOAT)], "g",
+        ...                  [H.make_tensor_value_info("x", T.DOUBLE, [1])], [H.make_tensor_value_info("y", T.FLOAT, [1])])
+        >>> _computing_precision(H.make_model(g), np.dtype(np.float64))
+        dtype('float32')
+    """
+    from onnx import TensorProto
+
+    widths = {TensorProto.FLOAT: np.dtype(np.float32), TensorProto.FLOAT16: np.dtype(np.float16),
+              TensorProto.BFLOAT16: np.dtype(np.float16)}
+    low = np.dtype(dtype)
+    for node in model.graph.node:
+        if node.op_type == "Cast":
+            to = next((a.i for a in node.attribute if a.name == "to"), None)
+            if to in widths and widths[to].itemsize < low.itemsize:
+                low = widths[to]
+    return low
+
+
+def _refuse_invalid(model: Any, where: str) -> None:
+    """One clear error when ``model`` breaks ONNX's structure (called where onnxruntime
+    could not run it either, so no comparison could catch a misreading): a name written
+    twice (or over a graph input or initializer), a node with more or fewer inputs or
+    outputs than its operator has, or an attribute its operator does not have.  An output
+    written by two nodes, an Add of three inputs or a Gemm of four were read as some
+    function, unchecked.  (Not onnx's whole checker: it also refuses models without
+    declared output shapes, which are common and readable.)"""
+    import onnx.defs
+
+    g = model.graph
+    seen = {i.name for i in g.input} | {t.name for t in g.initializer}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    for k, node in enumerate(g.node):
+        label = f"node '{node.name or '#' + str(k)}' ({node.op_type})"
+        for o in node.output:
+            if o and o in seen:
+                raise FormatError(f"{where}: not a valid ONNX model: {label} writes '{o}', which is "
+                                  "already defined (a graph in single assignment form names each value once)")
+            seen.add(o)
+        if node.domain not in ("", "ai.onnx") or opset is None:
+            continue
+        try:
+            sch = onnx.defs.get_schema(node.op_type, opset, "")
+        except Exception:  # noqa: BLE001 - an operator onnx does not know: refused elsewhere
+            continue
+        n_in, n_out = len(node.input), len(node.output)
+        if not sch.min_input <= n_in <= sch.max_input or not sch.min_output <= n_out <= sch.max_output:
+            raise FormatError(
+                f"{where}: not a valid ONNX model: {label} has {n_in} inputs and {n_out} outputs; "
+                f"{node.op_type} takes {sch.min_input}..{sch.max_input} and gives {sch.min_output}..{sch.max_output}")
+        unknown = sorted(a.name for a in node.attribute if a.name not in sch.attributes)
+        if unknown:
+            raise FormatError(f"{where}: not a valid ONNX model: {label} has attributes {unknown} that "
+                              f"{node.op_type} does not have")
+
+
+# bytes per initializer entry that reading a model may hold at once: the raw entry (up to
+# 8), its float64 copy and one more for a transpose or a lowering
+INIT_BYTES_PER_ENTRY = 24
+
+
+def read_onnx_file(path: str | os.PathLike) -> Any:
+    """The ModelProto of an ONNX file, its weights sized against the memory budget before
+    they are read (external data included): a 152 MB float32 file peaked at 1.48 GB under
+    a 0.5 GB budget before any check, an 800 MB external file at 3.8 GB.
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> from relulab import Network
+        >>> p = os.path.join(tempfile.mkdtemp(), "n.onnx")
+        >>> save_onnx(Network([np.eye(2)], [np.ones(2)]), p)
+        >>> len(read_onnx_file(p).graph.initializer) > 0
+        True
+    """
+    onnx = require("onnx", "onnx")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except Exception as e:  # protobuf DecodeError and friends
+        raise FormatError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    entries = 0.0
+    external = False
+    for t in model.graph.initializer:
+        entries += float(np.prod([float(d) for d in t.dims])) if len(t.dims) else 1.0
+        external = external or t.data_location == onnx.TensorProto.EXTERNAL
+    check_bytes(INIT_BYTES_PER_ENTRY * entries, f"{path}: its weights ({entries:.3g} entries, read in float64)")
+    if external:
+        try:
+            onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(str(path))))
+        except Exception as e:  # a missing or short external file
+            raise FormatError(f"{path}: cannot read its external weights ({type(e).__name__}: {e})") from None
+    return model
 
 
 def load_onnx(path: str | os.PathLike) -> Network:
@@ -1064,13 +1176,7 @@ def load_onnx(path: str | os.PathLike) -> Network:
         >>> load_onnx(p)
         Network(2-2, float64)
     """
-    onnx = require("onnx", "onnx")
-    try:
-        model = onnx.load(str(path))
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except Exception as e:  # protobuf DecodeError and friends
-        raise FormatError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    model = read_onnx_file(path)
     try:
         net = onnx_to_network(model)
     except FormatError as e:
