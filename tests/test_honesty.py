@@ -37,6 +37,7 @@ ALLOWED = {
     "local_search": "a local search by definition: (point, its forward-pass margin)",
     "decide_terms": "returns (status, x, info, term)",
     "preactivation_bounds": "bounds are sound at any time limit (looser when cut short)",
+    "crown_batch": "bounds are sound at any deadline (interval bounds for the layers past it)",
     "sdp_bound": "an upper bound re-verified by eigenvalues at any time limit, or an error",
     "sampled_lower": "a sample by definition: None or a certified witness (a lower bound)",
     "ascent_lower": "a heuristic search by definition: None or a certified witness (a lower bound)",
