@@ -137,3 +137,22 @@ def test_an_sdp_whose_eigenvalues_do_not_converge_gives_no_bound_not_a_traceback
     with np.errstate(all="ignore"):
         r = lipschitz(net, Box([-1, -1], [1, 1]), p=2, method="bounds")
     assert r.status == "bounded" and r.lower <= r.upper
+
+
+def test_auto_closes_a_bracket_left_open_by_the_milp_margin_by_enumeration():
+    # aud_sess15: biases of size 300 on [-1000, 1000]^8 make the MILP's tolerance margin
+    # 7e-6 relative; the follow-up enumeration proves the value (an independent route)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        d = int(rng.choice([3, 5, 8]))
+        w = int(rng.integers(6, 12))
+        dims = [d, w, w, 1]
+        net = Network([rng.standard_normal((dims[i + 1], dims[i])) for i in range(3)],
+                      [300 * rng.standard_normal(dims[i + 1]) for i in range(3)])
+    box = Box([-1000.0] * 8, [1000.0] * 8)
+    milp = lipschitz(net, box, p=np.inf, method="milp")
+    enum = lipschitz(net, box, p=np.inf, method="enumerate", time_limit=120)
+    assert enum.status == "exact"
+    assert milp.lower <= enum.lower * (1 + 1e-12) and milp.upper >= enum.upper * (1 - 1e-12)
+    auto = lipschitz(net, box, p=np.inf, time_limit=60)
+    assert auto.status == "exact" and auto.lower == pytest.approx(enum.lower, rel=1e-9)

@@ -50,9 +50,10 @@ MILP_MAX_UNSTABLE = 64
 BAB_MAX_DIM = 8
 # without a time limit the branch and bound stops after this long with its bracket
 BAB_DEFAULT_SECONDS = 60.0
-# when the MILP's bracket stays open (its tolerance margin), "auto" gives the branch and
-# bound on boxes this long to close it, without a time limit
-BAB_FOLLOW_SECONDS = 10.0
+# when the MILP's bracket stays open (its tolerance margin), "auto" gives the region
+# enumeration and then branch and bound on boxes this long in all to close it, without a
+# time limit
+FOLLOW_SECONDS = 8.0
 
 
 class LipschitzError(RelulabError):
@@ -305,26 +306,35 @@ def lipschitz(
                 f"lipschitz: method='milp' needs p in {{1, inf}} and a scalar output or q in "
                 f"{{1, inf}} (got p={p:g}, q={q}); use method='enumerate' or 'bounds'")
     info: dict[str, Any] = dict(note)
+    def enumerate_until(until: float | None, own_share: bool) -> None:
+        """The region enumeration up to ``until``; ``own_share``: a follow-up within a
+        share of the time that the caller chose, whose stop is not the user's limit."""
+        nonlocal partial
+        e = by_enumeration(net, work_dom, p, q, until)
+        info["regions"] = e.n_regions
+        info["enumeration_seconds"] = e.seconds
+        if e.n_vertex_mismatches:
+            info["vertex_mismatches"] = e.n_vertex_mismatches
+        info["pattern_check"] = e.pattern_check
+        take(e.witness)
+        if e.witness is not None:
+            lowers["enumeration"] = e.lower
+        if e.complete:
+            uppers["enumeration"] = e.upper
+        elif e.stopped:
+            if own_share:
+                info["enumeration_stopped"] = "the follow-up enumeration stopped at its share of the time"
+            else:
+                partial = True
+        else:
+            info["incomplete"] = ("the enumeration is not certified (a near tie, a merged "
+                                  "sliver or a missed pattern): no upper bound from it")
+
     if route == "enumeration":
         if left() is not None and left() <= 0:
             partial = True
         else:
-            e = by_enumeration(net, work_dom, p, q, deadline)
-            info["regions"] = e.n_regions
-            info["enumeration_seconds"] = e.seconds
-            if e.n_vertex_mismatches:
-                info["vertex_mismatches"] = e.n_vertex_mismatches
-            info["pattern_check"] = e.pattern_check
-            take(e.witness)
-            if e.witness is not None:
-                lowers["enumeration"] = e.lower
-            if e.complete:
-                uppers["enumeration"] = e.upper
-            elif e.stopped:
-                partial = True
-            else:
-                info["incomplete"] = ("the enumeration is not certified (a near tie, a merged "
-                                      "sliver or a missed pattern): no upper bound from it")
+            enumerate_until(deadline, False)
     elif route == "milp":
         if left() is not None and left() <= 0:
             partial = True
@@ -347,12 +357,16 @@ def lipschitz(
                     partial = True
                 else:
                     info["incomplete"] = f"the MILP gave no proven bound: {why}"
-            if (method == "auto" and bab_ok and isinstance(work_dom, Box) and not closed()
-                    and (left() is None or left() > 0)):
-                # the MILP's bound carries the margin its tolerances can hide (or it gave
-                # none): the branch and bound on boxes, whose bounds do not lean on a
-                # solver's tolerances, may close the bracket
-                follow = time.time() + (BAB_FOLLOW_SECONDS if deadline is None else left())
+            # the MILP's bound carries the margin its tolerances can hide (or it gave none):
+            # with "auto", routes that do not lean on a solver's tolerances may close the
+            # bracket in the time left (FOLLOW_SECONDS without a limit): the region
+            # enumeration for 60 % of it, then branch and bound on a box
+            follow = None
+            if method == "auto" and not closed() and (left() is None or left() > 0):
+                follow = time.time() + (FOLLOW_SECONDS if deadline is None else left())
+                enumerate_until(time.time() + 0.6 * (follow - time.time()), True)
+            if (follow is not None and bab_ok and isinstance(work_dom, Box) and not closed()
+                    and time.time() < follow):
                 bb = by_bab(net, work_dom, p, q, follow)
                 info["bab_after_milp"] = {"boxes": bb.n_boxes, "complete": bool(bb.complete),
                                           "upper": float(bb.upper)}
