@@ -65,3 +65,12 @@ def test_forward_refuses_inputs_of_another_shape():
     for bad in (X.transpose(0, 2, 3, 1), np.ones((4, 64))):
         with pytest.raises(GraphError, match="do not fit input shape"):
             bg.forward(bad)
+
+
+def test_the_attack_runs_without_a_time_limit():
+    from relulab import Box
+    from relulab.verify.attack import attack
+
+    net = Network([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])   # |x|
+    x = attack(net, Box([-1], [1]), np.array([[-1.0]]), np.array([-0.9]), time_limit=None)
+    assert x is not None and abs(x[0]) >= 0.9

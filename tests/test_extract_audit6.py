@@ -122,3 +122,24 @@ def test_a_glu_block_of_zero_outputs_says_there_is_nothing_to_identify():
     for hidden in (None, 3):
         r = extract_glu(zero, 4, hidden)
         assert r.status == "partial" and "nothing to identify" in r.message and "coarse" not in r.message
+
+
+def test_a_torch_module_registering_its_head_first_is_not_refused():
+    torch = pytest.importorskip("torch")
+
+    class HeadFirst(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(8, 1)     # registered first, called last
+            self.body = torch.nn.Linear(3, 8)
+
+        def forward(self, x):
+            return self.head(torch.relu(self.body(x)))
+
+    torch.manual_seed(0)
+    m = HeadFirst().double()
+    r = extract_relu(m, 3, budget=20_000)
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    with torch.no_grad():
+        want = m(torch.as_tensor(X)).numpy()
+    assert r.network is not None and np.abs(r.network(X) - want).max() <= 1e-6 * (1 + np.abs(want).max())

@@ -156,3 +156,9 @@ def test_auto_closes_a_bracket_left_open_by_the_milp_margin_by_enumeration():
     assert milp.lower <= enum.lower * (1 + 1e-12) and milp.upper >= enum.upper * (1 - 1e-12)
     auto = lipschitz(net, box, p=np.inf, time_limit=60)
     assert auto.status == "exact" and auto.lower == pytest.approx(enum.lower, rel=1e-9)
+
+
+def test_a_zero_skip_does_not_turn_the_underflow_guard_off():
+    net = Network([[[1e-200]], [[1e-200]]], [[0.0], [0.0]], skip=([[0.0]], [0.0]))
+    r = lipschitz(net, Box([-1], [1]), p=1)
+    assert r.upper > 0 and r.status != "exact"     # the constant is 1e-400 > 0

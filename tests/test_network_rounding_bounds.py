@@ -55,3 +55,14 @@ def test_an_exact_network_is_bounded_through_its_float_copy():
     (Z1, E1), (Z2, E2) = net.rounding_bounds([[3.0]])
     assert Z1.dtype == np.float64 and Z1[0, 0] == 1 / 3 * 3.0
     assert E1[0, 0] > 0 and E2[0, 0] > 0
+
+
+def test_results_in_the_subnormal_range_are_bounded_too():
+    # 1e-310 x (1/3) rounds absolutely (subnormal), and a weight of 1e300 magnifies it
+    net = Network([[[1e-310]], [[1e300]]], [[0.0], [0.0]])
+    x = np.array([1 / 3])
+    (Z1, E1), (Z2, E2) = net.rounding_bounds(x[None])
+    exact = _exact_preactivations(net, x)
+    for Z, E, z in ((Z1, E1, exact[0]), (Z2, E2, exact[1])):
+        err = float(abs(Fraction(float(Z[0, 0])) - z[0]))
+        assert err <= E[0, 0], (err, E[0, 0])

@@ -58,3 +58,11 @@ def test_mechanism_names_the_function_and_refuses_a_bool_keep():
         neuron_scores(net, np.zeros(2))
     with pytest.raises(RelulabError, match="plan: keep must be"):
         plan([np.array([0.3, 0.1, 0.2])], True)
+
+
+def test_rescaling_a_network_that_already_holds_a_subnormal_weight_is_allowed():
+    net = Network([[[1.0, 1e-310], [2.0, 1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    for c in ([1.0, 1.0], [2.0, 1.0]):
+        g = rescale(net, [c])
+        X = np.random.default_rng(0).normal(size=(50, 2))
+        np.testing.assert_allclose(g(X), net(X), rtol=1e-14)

@@ -35,6 +35,10 @@ from .tolerance import ROUNDOFF, or_default
 __all__ = ["Network", "NetworkError", "relu", "nearest_float"]
 
 
+# the smallest positive float64 (subnormal): the absolute rounding unit below the normal range
+_ETA = float(np.nextafter(0.0, 1.0))
+
+
 def is_float64_number(e: Any) -> bool:
     """Whether ``e`` (a Fraction, int or float) is exactly a float64 number.  Decided in
     integers where it can be (an odd numerator of at most 53 bits over a power of two up
@@ -465,7 +469,8 @@ class Network:
         pre-activations ``Z`` (n, width) at the rows of ``X`` and a bound ``E`` on each
         one's rounding error: ``E_k = |W_k| E_(k-1) + gamma_n (|W_k| |h_(k-1)| + |b_k|)``
         (a ReLU is 1-Lipschitz; ``gamma_n = n u / (1 - n u)`` for sums of ``n`` terms, ``u
-        = 2^-53``), times ``1 + 8 L u`` for the bound's own evaluation.  It scales with the
+        = 2^-53``), plus ``n`` times the smallest subnormal (results below the normal
+        range round absolutely), times ``1 + 8 L u`` for the bound's own evaluation.  It scales with the
         terms each sum adds up, not with the sums: weights near 1e8 whose terms cancel
         leave errors near 1e-8.  An exact network is bounded through its float copy.
 
@@ -491,7 +496,9 @@ class Network:
                 n += S.shape[1] + 1
                 terms = terms + np.abs(X) @ np.abs(S).T + np.abs(s)
                 Z = Z + X @ S.T + s
-            E = (E @ A.T + n * u / (1.0 - n * u) * terms) * safety
+            # (+ n eta: a sum or product landing in the subnormal range rounds by up to
+            # eta = 2^-1074 absolutely, which a later weight of 1e300 magnifies)
+            E = (E @ A.T + n * u / (1.0 - n * u) * terms + n * _ETA) * safety
             out.append((Z, E))
             H = relu(Z)
         return out

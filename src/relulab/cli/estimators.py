@@ -91,7 +91,8 @@ def fit_quantile_cmd(
     The saved network is the fitted model: predict evaluates this same network, whose
     quantiles cannot cross by construction, so every relulab command applies to it.
     Training is a local method: the output says why it stopped, and warns when the loss
-    was still falling by more than 1% over the last 10 epochs (raise --epochs).
+    was still falling by more than 1% over its recent epochs (at least 10 epochs and 100
+    optimiser steps: recent_epochs in the JSON; raise --epochs).
 
     Example: relulab fit-quantile data.csv --quantiles 0.05,0.95 --epochs 100 --save q.npz
     """

@@ -27,6 +27,7 @@ variance over the ensemble with the Wager-Hastie-Efron bias correction
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from typing import Any
@@ -47,6 +48,7 @@ from ._base import (
     check_trained,
     check_X,
     check_Xy,
+    forward_in_blocks,
     keeps_state_on_failure,
     seed_of,
     standardise,
@@ -112,6 +114,20 @@ def _check_response(y: np.ndarray, family: str) -> None:
             raise EstimatorInputError(
                 f"MarginalNetRegressor.fit: family='binomial' needs responses in [0, 1]; y[{i}] = {y[i]}"
             )
+
+
+def _power_of_two_scale(E: np.ndarray) -> float:
+    """The power of two nearest the largest finite ``|E|`` (1 when there is none): dividing
+    by it is exact."""
+    top = float(np.max(np.abs(E[np.isfinite(E)]), initial=0.0))
+    return 1.0 if top == 0.0 else math.ldexp(1.0, math.frexp(top)[1] - 1)   # <= top: no overflow
+
+
+def _mean(E: np.ndarray) -> np.ndarray:
+    """``E.mean(axis=0)`` without overflow: the sum of members near 1.7e308 overflowed
+    where their mean does not."""
+    s = _power_of_two_scale(E)
+    return (E / s).mean(axis=0) * s
 
 
 class MarginalNetRegressor(NetEstimatorBase):
@@ -276,7 +292,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         return self._members(X)
 
     def _members(self, X: np.ndarray) -> np.ndarray:
-        return np.stack([net(X)[:, 0] for net in self.networks_])
+        return np.stack([forward_in_blocks(net, X, "MarginalNetRegressor")[:, 0] for net in self.networks_])
 
     def _by_chunks(self, X: Any, method: str, per_chunk) -> np.ndarray:
         """``per_chunk(E)`` on the member predictions ``E`` of blocks of points, joined:
@@ -293,12 +309,27 @@ class MarginalNetRegressor(NetEstimatorBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """The marginal mean ``g^{-1}(mean_b f_b(x))``."""
-        return self._by_chunks(X, "predict", lambda E: _inverse_link(E.mean(axis=0), self.family_))
+        return self._by_chunks(X, "predict", lambda E: _inverse_link(_mean(E), self.family_))
 
-    def _variance(self, E: np.ndarray, method: str) -> np.ndarray:
+    def _scaled_variance(self, E: np.ndarray, method: str) -> tuple[np.ndarray, float]:
+        """The IJ variance of ``mean_b f_b(x)`` in units of ``s`` (a power of two near the
+        largest ``|E|``), and ``s``: in raw units its squares overflowed to NaN at outputs
+        of 1e160 and underflowed to 0 at 1e-200."""
         if E.shape[0] < 2:
             raise EstimatorInputError(f"MarginalNetRegressor.{method}: needs n_estimators >= 2")
-        return ij_variance(self.counts_, E, bias_correction=True, subsample_size=self._subsample_size)
+        s = _power_of_two_scale(E)
+        return ij_variance(self.counts_, E / s, bias_correction=True, subsample_size=self._subsample_size), s
+
+    def _sd(self, E: np.ndarray, method: str) -> np.ndarray:
+        """The IJ standard deviation (NaN where the bias-corrected variance is negative)."""
+        V, s = self._scaled_variance(E, method)
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(V) * s
+
+    def _variance(self, E: np.ndarray, method: str) -> np.ndarray:
+        V, s = self._scaled_variance(E, method)
+        with np.errstate(over="ignore"):
+            return V * s * s     # (beyond float64 it is inf: the variance itself does not fit)
 
     def predict_variance(self, X: Any) -> np.ndarray:
         """Bias-corrected infinitesimal-jackknife variance of ``mean_b f_b(x)`` (link scale), clipped at 0."""
@@ -319,16 +350,16 @@ class MarginalNetRegressor(NetEstimatorBase):
         if not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
             raise EstimatorInputError(f"MarginalNetRegressor.predict_interval: alpha must be in (0, 1), got {alpha!r}")
         EV = self._by_chunks(X, "predict_interval",
-                             lambda E: np.column_stack([E.mean(axis=0), self._variance(E, "predict_interval")]))
-        eta, V = EV[:, 0], EV[:, 1]
-        clipped = int(np.sum(V <= 0))
+                             lambda E: np.column_stack([_mean(E), self._sd(E, "predict_interval")]))
+        eta, sd = EV[:, 0], EV[:, 1]
+        clipped = int(np.sum(~(sd > 0)))
         if clipped:
-            warnings.warn(f"MarginalNetRegressor.predict_interval: {clipped} of {V.size} interval(s) have width 0 "
+            warnings.warn(f"MarginalNetRegressor.predict_interval: {clipped} of {sd.size} interval(s) have width 0 "
                           f"(the bias-corrected variance was <= 0 with {len(self.networks_)} members for "
                           f"{self.counts_.shape[1]} units); more n_estimators give usable intervals", stacklevel=2)
-        V = np.maximum(V, 0.0)
+        sd = np.where(sd > 0, sd, 0.0)
         z = float(norm.isf(alpha / 2))   # ppf(1 - alpha/2) is inf once 1 - alpha/2 rounds to 1
-        half = z * np.sqrt(V)
+        half = z * sd
         return np.column_stack([_inverse_link(eta - half, self.family_), _inverse_link(eta + half, self.family_)])
 
     def ensemble_network(self) -> Network:

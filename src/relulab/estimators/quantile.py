@@ -38,6 +38,7 @@ from ._base import (
     check_X,
     check_Xy,
     finite_number,
+    forward_in_blocks,
     keeps_state_on_failure,
     robust_response_scale,
     seed_of,
@@ -267,7 +268,7 @@ class QuantileNetRegressor(NetEstimatorBase):
         Computed by ``network_`` (the same float64 arithmetic, so the two are identical).
         """
         X = check_X(self, X)
-        q = self.network_(X)
+        q = forward_in_blocks(self.network_, X, "QuantileNetRegressor.predict")
         return q[:, 0] if self._scalar else q
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:

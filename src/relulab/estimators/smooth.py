@@ -25,6 +25,7 @@ from ._base import (
     check_positive,
     check_X,
     check_Xy,
+    forward_in_blocks,
     keeps_state_on_failure,
     robust_response_scale,
     seed_of,
@@ -178,7 +179,7 @@ class SmoothNetRegressor(NetEstimatorBase):
         """
         X = check_X(self, X, "predict_link")
         if hasattr(self, "network_"):
-            return self.network_(X)[:, 0]
+            return forward_in_blocks(self.network_, X, "SmoothNetRegressor.predict")[:, 0]
         torch = _torch.torch_module()
         f = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)[:, 0]
         return self.y_mean_ + self.y_scale_ * f

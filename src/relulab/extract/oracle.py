@@ -87,10 +87,12 @@ def _as_function(model: Any) -> tuple[Callable[[np.ndarray], np.ndarray], int | 
         last = shape[-1] if shape and isinstance(shape[-1], int) else None
         return _onnx_fn(model), last
     if hasattr(model, "parameters") and hasattr(model, "forward") and callable(model):
-        # the input size of its first Linear layer, where it has one: a wrong d otherwise
-        # ended in torch's own "mat1 and mat2 shapes cannot be multiplied"
-        first = next((m for m in model.modules() if isinstance(getattr(m, "in_features", None), int)), None)
-        return _torch_fn(model), None if first is None else int(first.in_features)
+        # the input size of a Sequential's first layer when it is a Linear (a wrong d
+        # otherwise ended in torch's "mat1 and mat2 shapes cannot be multiplied"); other
+        # modules may register their layers in another order than they call them
+        first = next(iter(model.children()), None) if type(model).__name__ == "Sequential" else None
+        d = getattr(first, "in_features", None)
+        return _torch_fn(model), d if isinstance(d, int) else None
     if callable(model):
         return model, None
     raise ExtractError(f"oracle: {type(model).__name__} is not callable (give a Network, a torch "

@@ -95,7 +95,7 @@ def _paths_underflow(net: Network) -> bool:
         >>> _paths_underflow(Network([[[1.0]], [[0.0]]], [[0.0], [0.0]]))
         False
     """
-    if net.skip is not None:
+    if net.skip is not None and np.any(np.asarray(net.float().skip[0]) != 0):
         return False    # (a skip's own weights reach the bound without a product)
     Ws = [np.abs(np.asarray(W, dtype=np.float64)) for W in net.float().weights]
     reach = Ws[0] > 0

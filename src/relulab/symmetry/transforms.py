@@ -56,7 +56,10 @@ def rescale(net: Network, factors: Sequence[Any]) -> Network:
         if not net.is_exact:
             old = (lay.Ws[k], lay.bs[k], lay.Ws[k + 1])
             with np.errstate(under="ignore"):
-                lost = any(np.any((a != 0) & (np.abs(b) < np.finfo(np.float64).tiny))
+                tiny = np.finfo(np.float64).tiny
+                # a normal weight pushed below the normal range, or any weight to 0 (one
+                # already subnormal may stay so: factors of 1 were refused)
+                lost = any(np.any(((a != 0) & (b == 0)) | ((np.abs(a) >= tiny) & (np.abs(b) < tiny)))
                            for a, b in zip(old, new, strict=True))
             if lost:
                 # 1e-8 x 1e-316 became 0: the neuron turned constant, the function changed

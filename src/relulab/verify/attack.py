@@ -60,9 +60,9 @@ STEP_SIZES = (0.05, 0.15, 0.01)
 DESIGN_SHARE = 0.25
 
 
-def design_points(Ws, n: int, seconds: float) -> int:
+def design_points(Ws, n: int, seconds: float | None) -> int:
     """How many of ``n`` design points a forward pass through ``Ws`` does in
-    ``DESIGN_SHARE`` of ``seconds`` (at least 1).
+    ``DESIGN_SHARE`` of ``seconds`` (at least 1; all of them without a limit).
 
     Example:
         >>> import numpy as np
@@ -71,6 +71,8 @@ def design_points(Ws, n: int, seconds: float) -> int:
     """
     from ..limits import dense_flop_rate
 
+    if seconds is None:
+        return n
     per_point = 4.0 * 2.0 * sum(float(np.size(W)) for W in Ws) / dense_flop_rate()
     return int(max(1, min(n, DESIGN_SHARE * seconds / max(per_point, TINY))))
 
