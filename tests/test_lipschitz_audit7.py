@@ -162,3 +162,33 @@ def test_a_zero_skip_does_not_turn_the_underflow_guard_off():
     net = Network([[[1e-200]], [[1e-200]]], [[0.0], [0.0]], skip=([[0.0]], [0.0]))
     r = lipschitz(net, Box([-1], [1]), p=1)
     assert r.upper > 0 and r.status != "exact"     # the constant is 1e-400 > 0
+
+
+def test_layers_of_very_different_sizes_do_not_underflow_part_way():
+    # aud_sess15 #3: f = 1e-100 relu(x); the interval Jacobian multiplied 1e-200 x 1e-200
+    # first and gave 2.2e-308, below the constant
+    from fractions import Fraction
+
+    net = Network([[[1e300]], [[1e-200]], [[1e-200]]], [[0.0], [0.0], [0.0]])
+    ex = net.exact()
+    ya, yb = ex([Fraction(1, 2)])[0], ex([Fraction(1)])[0]
+    secant = float((yb - ya) / Fraction(1, 2))
+    for method in ("bounds", "bab", "auto"):
+        r = lipschitz(net, Box([0.0], [1.0]), p=1, method=method, time_limit=5)
+        assert r.upper >= secant * (1 - 1e-12), (method, r.upper, r.uppers)
+        assert all(u >= secant * (1 - 1e-12) for u in r.uppers.values())
+
+
+def test_layer_balancing_keeps_the_function_exactly():
+    from relulab.lipschitz.core import layer_balanced
+
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        scales = 10.0 ** rng.uniform(-50, 50, size=3)
+        net = Network([rng.normal(size=(5, 2)) * scales[0], rng.normal(size=(4, 5)) * scales[1],
+                       rng.normal(size=(1, 4)) * scales[2]],
+                      [rng.normal(size=5) * scales[0], rng.normal(size=4) * scales[0] * scales[1], np.zeros(1)])
+        g = layer_balanced(net)
+        X = rng.normal(size=(100, 2))
+        np.testing.assert_array_equal(g(X), net(X))     # powers of two: bit for bit
+        assert max(float(np.abs(W).max()) for W in g.weights) / min(float(np.abs(W).max()) for W in g.weights) < 64
