@@ -27,6 +27,7 @@ import math
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from .errors import RelulabError, is_positive_seconds
 
@@ -228,3 +229,21 @@ def dense_flop_rate() -> float:
         A @ A
         best = min(best, time.perf_counter() - t)
     return 2.0 * n**3 / max(best, 1e-9)  # tol: a clock tick (never divide by 0)
+
+
+def rows_in_time(weights: Any, n: int, seconds: float | None, share: float, at_least: int) -> int:
+    """How many of ``n`` rows forward passes through ``weights`` (weight matrices) can take
+    in ``share`` of ``seconds`` (None: all ``n``), at least ``at_least``: a forward pass
+    runs at about a quarter of :func:`dense_flop_rate`.
+
+    Example:
+        >>> import numpy as np
+        >>> rows_in_time([np.ones((4, 2))], 2000, None, 0.25, 1), rows_in_time([np.ones((4, 2))], 2000, 1.0, 0.25, 1)
+        (2000, 2000)
+    """
+    if seconds is None:
+        return n
+    import numpy as np
+
+    per_row = 4.0 * 2.0 * sum(float(np.size(W)) for W in weights) / dense_flop_rate()
+    return int(min(n, max(at_least, share * seconds / max(per_row, 1e-300))))  # tol: never divide by 0

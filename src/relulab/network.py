@@ -30,13 +30,9 @@ from typing import Any
 import numpy as np
 
 from .errors import RelulabError
-from .tolerance import ROUNDOFF, or_default
+from .tolerance import ROUNDOFF, SMALLEST_SUBNORMAL, or_default
 
 __all__ = ["Network", "NetworkError", "relu", "nearest_float"]
-
-
-# the smallest positive float64 (subnormal): the absolute rounding unit below the normal range
-_ETA = float(np.nextafter(0.0, 1.0))
 
 
 def is_float64_number(e: Any) -> bool:
@@ -498,7 +494,7 @@ class Network:
                 Z = Z + X @ S.T + s
             # (+ n eta: a sum or product landing in the subnormal range rounds by up to
             # eta = 2^-1074 absolutely, which a later weight of 1e300 magnifies)
-            E = (E @ A.T + n * u / (1.0 - n * u) * terms + n * _ETA) * safety
+            E = (E @ A.T + n * u / (1.0 - n * u) * terms + n * SMALLEST_SUBNORMAL) * safety
             out.append((Z, E))
             H = relu(Z)
         return out

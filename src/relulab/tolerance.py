@@ -87,6 +87,9 @@ UNIT_ROUNDOFF = 2.0 ** -53  # float64's unit roundoff u (exact: rounding to near
 # apart but within the LPs' accuracy are 'near twins' that hide each other's facet.
 DUPLICATE_ROW_TOL = 1e-14
 TINY = 1e-300  # floor for denominators and scales: avoids 0/0, changes no nonzero value
+# the smallest positive float64 (subnormal, 2^-1074): the absolute rounding unit below the
+# normal range, and what a nonzero value below float64's range reads as
+SMALLEST_SUBNORMAL = 5e-324  # tol: 2^-1074 exactly
 
 
 def scaled_tol(value, tol: float = FEAS_TOL):

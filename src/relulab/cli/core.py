@@ -19,6 +19,7 @@ from rich.table import Table
 
 from ..errors import RelulabError
 from ..network import Network, nearest_float
+from ..tolerance import SMALLEST_SUBNORMAL
 from ._common import (
     JSON_OPT,
     console,
@@ -30,9 +31,6 @@ from ._common import (
 )
 
 __all__ = ["register", "tour", "describe"]
-
-# the smallest positive float64: what a nonzero exact difference below float64's range reads
-TINIEST = float(np.nextafter(0.0, 1.0))
 
 
 def describe(net: Network) -> dict:
@@ -232,7 +230,7 @@ def convert(
         if err is None:
             console.print(escape(f"wrote {dst} ({net!r}) to {real}, a device or a pipe: not read back"))
             return
-        shown = "nonzero, below float64's range" if 0 < err <= TINIEST else f"{err:.3g}"
+        shown = "nonzero, below float64's range" if 0 < err <= SMALLEST_SUBNORMAL else f"{err:.3g}"
         console.print(escape(f"wrote {dst} ({net!r}); re-read, max |difference| on {len(X)} points: "
                              f"{shown}" + (" in exact arithmetic: the exact rational weights were "
                                              "rounded to float64 (only .npz keeps them)" if rounded else "")))
@@ -255,7 +253,7 @@ def _read_back(net: Network, path: str) -> tuple[float, np.ndarray, bool]:
         worst = np.max(np.abs(back.exact()(X) - net(X)))
         # a difference below float64's range (a weight of 1e-400 written as 0) is not 0:
         # reported as the smallest positive float
-        return (float(worst) if worst == 0 or float(worst) > 0 else TINIEST), X, rounded
+        return (float(worst) if worst == 0 or float(worst) > 0 else SMALLEST_SUBNORMAL), X, rounded
     return float(np.max(np.abs(back.float()(X) - net.float()(X)))), X, rounded
 
 

@@ -93,6 +93,19 @@ def check_X(est: Any, X: Any, method: str = "predict") -> np.ndarray:
                                   f"(|value| <= {np.finfo(np.float64).max:.3g})") from None
 
 
+def power_of_two_scale(values: np.ndarray) -> float:
+    """A power of two at most the largest finite ``|value|`` and above half of it (1 when
+    there is none): dividing by it is exact, and leaves values of size about 1.
+
+    Example:
+        >>> power_of_two_scale(np.array([3e160, -1.0])) == 2.0 ** 533, power_of_two_scale(np.zeros(2))
+        (True, 1.0)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    top = float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
+    return 1.0 if top == 0.0 else math.ldexp(1.0, math.frexp(top)[1] - 1)   # <= top: no overflow
+
+
 def forward_in_blocks(net: Any, X: np.ndarray, what: str) -> np.ndarray:
     """``net(X)`` in blocks of rows whose hidden layers fit the memory budget (a 5000-wide
     network on 20,000 points took 1.5 GB past a 0.2 GB budget, and more points a raw
@@ -368,8 +381,7 @@ class NetEstimatorBase(RegressorMixin, BaseEstimator):
         yp = np.asarray(self.predict(X), dtype=np.float64)
         # R^2 does not depend on the units: both scaled by one power of two, exactly
         # (scikit-learn squares raw residuals, and outputs of 1e160 gave NaN)
-        top = float(np.max(np.abs(np.concatenate([yt.ravel(), yp.ravel()])), initial=0.0))
-        s = math.ldexp(1.0, math.frexp(top)[1] - 1) if 0 < top < np.inf else 1.0
+        s = power_of_two_scale(np.concatenate([yt.ravel(), yp.ravel()]))
         return float(r2_score(yt / s, yp / s, sample_weight=sample_weight))
 
     def _check_training_params(self) -> None:

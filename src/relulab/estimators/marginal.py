@@ -27,7 +27,6 @@ variance over the ensemble with the Wager-Hastie-Efron bias correction
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from typing import Any
@@ -50,6 +49,7 @@ from ._base import (
     check_Xy,
     forward_in_blocks,
     keeps_state_on_failure,
+    power_of_two_scale,
     seed_of,
     standardise,
     standardiser,
@@ -116,17 +116,10 @@ def _check_response(y: np.ndarray, family: str) -> None:
             )
 
 
-def _power_of_two_scale(E: np.ndarray) -> float:
-    """The power of two nearest the largest finite ``|E|`` (1 when there is none): dividing
-    by it is exact."""
-    top = float(np.max(np.abs(E[np.isfinite(E)]), initial=0.0))
-    return 1.0 if top == 0.0 else math.ldexp(1.0, math.frexp(top)[1] - 1)   # <= top: no overflow
-
-
 def _mean(E: np.ndarray) -> np.ndarray:
     """``E.mean(axis=0)`` without overflow: the sum of members near 1.7e308 overflowed
     where their mean does not."""
-    s = _power_of_two_scale(E)
+    s = power_of_two_scale(E)
     return (E / s).mean(axis=0) * s
 
 
@@ -317,7 +310,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         of 1e160 and underflowed to 0 at 1e-200."""
         if E.shape[0] < 2:
             raise EstimatorInputError(f"MarginalNetRegressor.{method}: needs n_estimators >= 2")
-        s = _power_of_two_scale(E)
+        s = power_of_two_scale(E)
         return ij_variance(self.counts_, E / s, bias_correction=True, subsample_size=self._subsample_size), s
 
     def _sd(self, E: np.ndarray, method: str) -> np.ndarray:

@@ -110,7 +110,6 @@ def layer_balanced(net: Network) -> Network:
     shifts.append(-sum(shifts))              # the product of all the factors is 1
     if not any(shifts):
         return net
-    tiny = np.finfo(np.float64).tiny
     cum = 0
     newW, newb = [], []
     with np.errstate(over="ignore", under="ignore"):
@@ -119,7 +118,7 @@ def layer_balanced(net: Network) -> Network:
             W2 = np.ldexp(W, k)
             b2 = np.ldexp(b, cum)       # (cum is 0 at the last layer)
             for a, a2 in ((W, W2), (b, b2)):
-                if not np.all(np.isfinite(a2)) or np.any((np.abs(a) >= tiny) & (np.abs(a2) < tiny)) \
+                if not np.all(np.isfinite(a2)) or np.any((np.abs(a) >= _FLOAT_TINY) & (np.abs(a2) < _FLOAT_TINY)) \
                         or np.any((a != 0) & (a2 == 0)):
                     return net
             newW.append(W2)
@@ -139,9 +138,10 @@ def _paths_underflow(net: Network) -> bool:
         >>> _paths_underflow(Network([[[1.0]], [[0.0]]], [[0.0], [0.0]]))
         False
     """
-    if net.skip is not None and np.any(np.asarray(net.float().skip[0]) != 0):
+    f = net.float()
+    if f.skip is not None and np.any(f.skip[0] != 0):
         return False    # (a skip's own weights reach the bound without a product)
-    Ws = [np.abs(np.asarray(W, dtype=np.float64)) for W in net.float().weights]
+    Ws = [np.abs(W) for W in f.weights]
     reach = Ws[0] > 0
     for W in Ws[1:]:
         reach = ((W > 0).astype(np.int64) @ reach.astype(np.int64)) > 0

@@ -602,7 +602,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
     enc = encode(Hs, dom, pre)
     # HiGHS's feasibility tolerances set as the verifier sets them (1e-9, or relative to
     # the encoding's largest number), and what they can still hide added to the bound
-    ftol = feasibility_tol(pre, dom if isinstance(dom, Box) else dom.bounding_box())
+    ftol = feasibility_tol(pre, dom.bounding_box())
     margin = tolerance_margin(Ws, pre, skip, ftol) * out_scale
     mode = "signs" if (m > 1 and q == 1) else "unit"
     outs = [None] if mode == "signs" else list(range(m))

@@ -442,13 +442,9 @@ def points_in_time(nets: tuple[Network, ...], n: int, seconds: float | None) -> 
         >>> points_in_time((f,), 5000, None), points_in_time((f,), 5000, 10.0)
         (5000, 5000)
     """
-    if seconds is None:
-        return n
-    from ..limits import dense_flop_rate
+    from ..limits import rows_in_time
 
-    flops = 2.0 * sum(float(np.size(W)) for net in nets for W in net.weights)
-    per_point = 4.0 * flops / dense_flop_rate()
-    return int(min(n, max(MIN_POINTS, SAMPLE_SHARE * seconds / max(per_point, TINY))))
+    return rows_in_time([W for net in nets for W in net.weights], n, seconds, SAMPLE_SHARE, MIN_POINTS)
 
 
 # exact networks holding numbers float64 does not: at most this many sampled points are

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..bounds import float_layers
 from ..domain import Box
-from ..limits import Deadline
+from ..limits import Deadline, rows_in_time
 from ..lp import solve
 from ..network import Network
 from ..tolerance import FEAS_TOL, ROUNDOFF, TINY
@@ -56,25 +56,8 @@ TIGHT_RTOL = 1e-9  # tol: LP vertices are accurate to ~1e-9 relative (HiGHS feas
 STEP_SIZES = (0.05, 0.15, 0.01)
 # the design's forward pass gets at most this share of the attack's time: its points are
 # cut to what fits (2,000 points through a 6400-input max-pool lowering took 10 s of a
-# 2 s limit); a forward pass runs at about a quarter of a matrix product's flop rate
+# 2 s limit)
 DESIGN_SHARE = 0.25
-
-
-def design_points(Ws, n: int, seconds: float | None) -> int:
-    """How many of ``n`` design points a forward pass through ``Ws`` does in
-    ``DESIGN_SHARE`` of ``seconds`` (at least 1; all of them without a limit).
-
-    Example:
-        >>> import numpy as np
-        >>> design_points([np.ones((4, 2)), np.ones((1, 4))], 2000, 1.0)
-        2000
-    """
-    from ..limits import dense_flop_rate
-
-    if seconds is None:
-        return n
-    per_point = 4.0 * 2.0 * sum(float(np.size(W)) for W in Ws) / dense_flop_rate()
-    return int(max(1, min(n, DESIGN_SHARE * seconds / max(per_point, TINY))))
 
 
 def _outputs(Ws, bs, skip, X: np.ndarray) -> np.ndarray:
@@ -369,7 +352,7 @@ def attack_terms(
     ts = [(box, np.atleast_2d(np.asarray(C, float)), np.asarray(d, float).reshape(-1)) for box, C, d in terms]
     if not ts:
         return None
-    n_samples = design_points(Ws, n_samples, time_limit)
+    n_samples = rows_in_time(Ws, n_samples, time_limit, DESIGN_SHARE, 1)
     # 1. the design (one forward pass per distinct box)
     pools: list[np.ndarray] = []
     cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
