@@ -317,8 +317,6 @@ def _sampled_error(reference: Network, recovered: Network, X: np.ndarray,
     """
     if not any(n.is_exact and n.entry_not_a_float() is not None for n in (reference, recovered)):
         return float(np.max(np.abs(reference.float()(X) - recovered.float()(X)))), len(X)
-    from fractions import Fraction
-
     fe, ge = reference.exact(), recovered.exact()        # once: a float network converts each time
     stop = None if seconds is None else time.monotonic() + seconds
     worst, used = 0.0, 0
@@ -326,7 +324,7 @@ def _sampled_error(reference: Network, recovered: Network, X: np.ndarray,
     while used < len(rows):
         if stop is not None and used >= EXACT_MIN_SAMPLES and time.monotonic() > stop:
             break
-        batch = [[Fraction(float(v)) for v in x] for x in rows[used:used + EXACT_BATCH]]
+        batch = rows[used:used + EXACT_BATCH]   # float rows: read exactly by the exact networks
         fx, gx = fe(batch), ge(batch)
         worst = max(worst, max(float(abs(a - b)) for a, b in zip(np.ravel(fx), np.ravel(gx), strict=True)))
         used += len(batch)

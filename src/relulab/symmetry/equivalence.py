@@ -478,8 +478,8 @@ def _exact_sample_witness(f: Network, g: Network, X: np.ndarray, dom: Box | Poly
         if stop is not None and used >= 1 and time.monotonic() > stop:
             return None
         batch = rows[used:used + step]
-        xe = np.array([[Fraction(float(v)) for v in x] for x in batch], dtype=object)
-        gaps = [max(abs(a - b) for a, b in zip(fx, gx, strict=True)) for fx, gx in zip(fe(xe), ge(xe), strict=True)]
+        # (an exact network reads a float row as its binary value)
+        gaps = [max(abs(a - b) for a, b in zip(fx, gx, strict=True)) for fx, gx in zip(fe(batch), ge(batch), strict=True)]
         i = int(np.argmax([float(v) for v in gaps]))
         if gaps[i] > tol:
             chk = _recheck(f, g, batch[i], dom)
