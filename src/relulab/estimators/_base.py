@@ -117,15 +117,27 @@ def forward_in_blocks(net: Any, X: np.ndarray, what: str) -> np.ndarray:
         >>> forward_in_blocks(net, np.array([[-2.0], [3.0]]), "predict").ravel().tolist()
         [2.0, 3.0]
     """
-    from ..limits import check_bytes, memory_budget
-
     # a layer's pre-activations, its ReLU and the next product: 3 arrays of the widest layer
     per_row = 3 * 8.0 * max([net.input_dim, *net.widths, net.output_dim])
+    return in_row_blocks(net, X, per_row, f"{what}: the network on a block of points")
+
+
+def in_row_blocks(fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, per_row: float, what: str,
+                  axis: int = 0) -> np.ndarray:
+    """``fn`` on blocks of rows of ``X`` that fit the memory budget at ``per_row`` bytes a
+    row, joined along ``axis`` (``fn``'s answers are per row); one block when all fit.
+
+    Example:
+        >>> in_row_blocks(lambda A: 2 * A, np.arange(3.0)[:, None], 8.0, "double").ravel().tolist()
+        [0.0, 2.0, 4.0]
+    """
+    from ..limits import check_bytes, memory_budget
+
     rows = max(1, int(memory_budget() // per_row))
-    check_bytes(per_row * min(rows, len(X)), f"{what}: the network on a block of points")
+    check_bytes(per_row * min(rows, len(X)), what)
     if len(X) <= rows:
-        return net(X)
-    return np.concatenate([net(X[i:i + rows]) for i in range(0, len(X), rows)])
+        return fn(X)
+    return np.concatenate([fn(X[i:i + rows]) for i in range(0, len(X), rows)], axis=axis)
 
 
 def check_hidden(est: Any, hidden: Any) -> tuple[int, ...]:

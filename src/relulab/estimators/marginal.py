@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from ..limits import check_bytes, memory_budget
+from ..limits import check_bytes
 from ..network import Network
 from . import _losses, _torch
 from ._base import (
@@ -48,6 +48,7 @@ from ._base import (
     check_X,
     check_Xy,
     forward_in_blocks,
+    in_row_blocks,
     keeps_state_on_failure,
     power_of_two_scale,
     seed_of,
@@ -295,10 +296,8 @@ class MarginalNetRegressor(NetEstimatorBase):
         B = len(self.networks_)
         # E, its centred copy, the squares and a member's hidden layer: ~8 arrays of B rows
         per_point = 8 * 8.0 * max(B, max(self.hidden_, default=1))
-        rows = max(1, int(memory_budget() // per_point))
-        check_bytes(per_point * min(rows, len(X)),
-                    f"MarginalNetRegressor.{method}: {B} members on a block of points")
-        return np.concatenate([per_chunk(self._members(X[i:i + rows])) for i in range(0, len(X), rows)])
+        return in_row_blocks(lambda Xb: per_chunk(self._members(Xb)), X, per_point,
+                             f"MarginalNetRegressor.{method}: {B} members on a block of points")
 
     def predict(self, X: Any) -> np.ndarray:
         """The marginal mean ``g^{-1}(mean_b f_b(x))``."""
