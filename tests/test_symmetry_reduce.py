@@ -175,3 +175,57 @@ def test_reduce_folds_a_dependent_active_neuron_met_before_an_independent_one(ex
                 assert red(x)[0] == net(x)[0]                    # the same function, exactly
             else:
                 assert abs(red([float(v) for v in x])[0] - net([float(v) for v in x])[0]) <= 1e-9
+
+
+def test_neuron_status_verifier_shares_the_time_limit_the_lps_used(monkeypatch):
+    # the first layer's LPs over a polytope used the whole limit: the verifier's
+    # maximisations get what is left (nothing), not a fresh limit of their own
+    import time
+
+    import relulab.symmetry._status as status_mod
+    import relulab.verify as verify_mod
+    from relulab.domain import Polytope
+
+    rng = np.random.default_rng(3)
+    net = random_network(rng, [2, 6, 6, 1])
+    poly = Polytope(np.vstack([np.eye(2), -np.eye(2)]), np.ones(4))
+    real_lp = status_mod._first_layer_lp
+
+    def slow_lp(*a, **k):
+        time.sleep(0.3)
+        return real_lp(*a, **k)
+
+    calls = []
+    real_max = verify_mod.maximize
+    monkeypatch.setattr(status_mod, "_first_layer_lp", slow_lp)
+    monkeypatch.setattr(verify_mod, "maximize", lambda *a, **k: calls.append(1) or real_max(*a, **k))
+    # samples on which every second-layer neuron keeps one sign: all are verifier candidates
+    samples = poly.sample(50, np.random.default_rng(0))
+    neuron_status(net, poly, use_verifier=True, samples=samples[:1], time_limit=0.2)
+    assert calls == []
+
+
+def test_reduce_stops_its_rounds_at_the_proofs_time_and_says_so(monkeypatch):
+    import importlib
+    import time
+
+    # (the package exports the function under the module's name)
+    reduce_mod = importlib.import_module("relulab.symmetry.reduce")
+
+    rng = np.random.default_rng(4)
+    box = Box(-np.ones(3), np.ones(3))
+    net = _pad(random_network(rng, [3, 5, 5, 1]), rng, box)
+    real = reduce_mod.neuron_status
+    rounds = []
+
+    def slow_status(*a, **k):
+        rounds.append(1)
+        time.sleep(0.3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(reduce_mod, "neuron_status", slow_status)
+    r = reduce(net, box, timeout=0.4, check=False)
+    assert len(rounds) == 1 and r.rounds == 1
+    assert any(line.startswith("time limit: stopped after 1 rounds") for line in r.log)
+    X = box.sample(2000, np.random.default_rng(1))
+    assert np.abs(net(X) - r.network(X)).max() <= 1e-9 * (1 + np.abs(net(X)).max())  # tol: float

@@ -204,3 +204,36 @@ def test_memory_budget_stays_inside_the_address_space_limit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert 0 < int(out.stdout.strip()) < 3 * 2**30
+
+
+def test_maximize_skips_the_milp_when_no_time_is_left(monkeypatch):
+    # HiGHS's MIP presolve does not look at the clock (0.55 s under a 1 ms limit on an
+    # 800 x 800 network): with the time spent, the bracket comes from the rest, and it
+    # still holds the maximum (dense evaluation)
+    import time
+
+    import relulab.lp as lp_mod
+    import relulab.verify.milp as milp_mod
+
+    rng = np.random.default_rng(0)
+    net = Network([rng.normal(size=(8, 3)), rng.normal(size=(1, 8))], [rng.normal(size=8), [0.0]])
+    box = Box(-np.ones(3), np.ones(3))
+    real_tol, real_solve = milp_mod.sound_tolerances, lp_mod.LPModel.solve
+    mips = []
+
+    def slow_tol(model, *a, **k):
+        if model._is_mip:
+            time.sleep(0.4)
+        return real_tol(model, *a, **k)
+
+    def solve(self, *a, **k):
+        if self._is_mip:
+            mips.append(1)
+        return real_solve(self, *a, **k)
+
+    monkeypatch.setattr(milp_mod, "sound_tolerances", slow_tol)
+    monkeypatch.setattr(lp_mod.LPModel, "solve", solve)
+    r = maximize(net, box, np.array([1.0]), time_limit=0.3)
+    assert mips == [] and r.status == "time_limit"
+    X = box.sample(20000, np.random.default_rng(1))
+    assert r.bound >= net(X).max() and r.value == pytest.approx(float(net(r.x[None])[0, 0]))

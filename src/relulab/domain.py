@@ -26,6 +26,8 @@ HIGHS_SMALL_MATRIX_VALUE = 1e-9  # tol: HiGHS's own default, not relulab's
 
 # polytopes with at most this many entries in A get their bounding box proven in rationals
 EXACT_BOX_ENTRIES = 4096
+# hit-and-run directions drawn this many at a time
+HIT_RUN_BLOCK = 1024
 
 __all__ = ["Box", "Polytope", "Domain", "DomainError", "as_domain"]
 
@@ -408,6 +410,8 @@ class Polytope:
             got += min(len(keep), n - got)
             if got >= n:
                 return np.concatenate(out)[:n]
+            if got < n / 40:
+                break   # at this rate 20 rounds would not fill the sample: hit-and-run now
         return self._hit_and_run(n, rng)
 
     def _hit_and_run(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -415,18 +419,30 @@ class Polytope:
         if r <= 0:
             raise DomainError("cannot sample a polytope that is not full-dimensional")
         pts = np.empty((n, self.dim))
-        for i in range(n * 10):
-            u = rng.normal(size=self.dim)
-            u /= np.linalg.norm(u)
-            Au = self.A @ u
-            slack = self.b - self.A @ x
-            with np.errstate(divide="ignore"):
-                t = slack / Au
-            t_hi = np.min(t[Au > 0]) if np.any(Au > 0) else 1.0
-            t_lo = np.max(t[Au < 0]) if np.any(Au < 0) else -1.0
-            x = x + rng.uniform(t_lo, t_hi) * u
-            if i % 10 == 9:
-                pts[i // 10] = x
+        slack = self.b - self.A @ x
+        steps = n * 10
+        # directions and their products with A drawn a block at a time: the chain's own
+        # loop is then a few operations on vectors of length m per step
+        for start in range(0, steps, HIT_RUN_BLOCK):
+            k = min(HIT_RUN_BLOCK, steps - start)
+            U = rng.normal(size=(k, self.dim))
+            U /= np.linalg.norm(U, axis=1, keepdims=True)
+            AU = U @ self.A.T
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inv = 1.0 / AU
+            pos, neg = AU > 0, AU < 0
+            any_pos, any_neg = pos.any(axis=1), neg.any(axis=1)
+            u = rng.random(k)
+            for j in range(k):
+                t = slack * inv[j]
+                t_hi = t[pos[j]].min() if any_pos[j] else 1.0
+                t_lo = t[neg[j]].max() if any_neg[j] else -1.0
+                x = x + (t_lo + u[j] * (t_hi - t_lo)) * U[j]
+                # recomputed, not updated by -step * AU[j]: drift would leave the polytope
+                slack = self.b - self.A @ x
+                i = start + j
+                if i % 10 == 9:
+                    pts[i // 10] = x
         return pts
 
     def __repr__(self) -> str:

@@ -192,7 +192,8 @@ def neuron_status(
     from ..bounds import symbolic_bounds
 
     domain = as_domain(domain, net.input_dim)   # one error naming a wrong dimension
-    # the per-neuron LPs stop at the time limit (their neurons stay undecided)
+    # the per-neuron LPs stop at the time limit (their neurons stay undecided), and the
+    # verifier's maximisations get what they leave, not a fresh time limit of their own
     lp_deadline = Deadline(time_limit) if time_limit is not None else None
     L = net.n_hidden_layers
     status = [np.zeros(w, dtype=np.int8) for w in net.widths]
@@ -230,7 +231,7 @@ def neuron_status(
             mark(0, lo >= mg, 1, "lp")
 
     if use_verifier:
-        _verifier_status(net, domain, status, how, samples, time_limit, max_verifier_calls)
+        _verifier_status(net, domain, status, how, samples, lp_deadline, max_verifier_calls)
     return NeuronStatus(tuple(status), tuple(tuple(h) for h in how))
 
 
@@ -242,7 +243,7 @@ def verifier_available() -> bool:
     return True
 
 
-def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -> None:
+def _verifier_status(net, domain, status, how, samples, deadline: Deadline | None, max_calls) -> None:
     if not verifier_available():
         return
     from ..verify import maximize
@@ -250,7 +251,7 @@ def _verifier_status(net, domain, status, how, samples, time_limit, max_calls) -
     if samples is None:
         samples = domain.sample(2000, np.random.default_rng(0))
     pre = net.float().preactivations(samples)
-    deadline = Deadline(time_limit)
+    deadline = deadline if deadline is not None else Deadline(None)
     calls = 0
     # The first layer is affine in the input: the interval / LP bounds above are already
     # exact there, so the verifier starts at the second hidden layer.

@@ -50,6 +50,10 @@ from .equivalence import EquivalenceResult, equivalent, points_in_time
 
 __all__ = ["reduce", "ReduceResult"]
 
+# the final check gets at least this share of the timeout, even when the neuron proofs
+# and samples used it all (it had 1 s at least: 4 s in all for a 1 s limit)
+CHECK_FLOOR = 0.25
+
 
 @dataclass(frozen=True)
 class ReduceResult:
@@ -336,6 +340,11 @@ def reduce(
             cur = lay.network()
         if not changed:
             break
+        if proofs_end is not None and time.monotonic() >= proofs_end:
+            # each round bounds the whole network again (0.3 s for 800 x 800 weights)
+            log.append(f"time limit: stopped after {rounds} rounds (the result computes the "
+                       "same function; a later round might have removed more)")
+            break
 
     dev = float(np.max(np.abs(net.float()(samples) - cur.float()(samples)), initial=0.0))
     left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t_start))
@@ -346,11 +355,14 @@ def reduce(
     dev = d_new if np.isnan(d_new) or np.isnan(dev) else max(dev, d_new)
     chk = None
     if check:
-        left = None if timeout is None else max(1.0, timeout - (time.monotonic() - t_start))
+        # the check gets what is left, and at least CHECK_FLOOR of the time: a check given
+        # (almost) no time answers unknown, and the result says "unverified"
+        floor = None if timeout is None else CHECK_FLOOR * timeout
+        left = None if timeout is None else max(floor, timeout - (time.monotonic() - t_start))
         chk = equivalent(net, cur, dom, timeout=left)
         if chk.status == "different" and counts["merged"] and not ex and merge_tol != 0.0:
             # the float merges moved the outputs: again, merging identical rows only
-            left = None if timeout is None else max(1.0, timeout - (time.monotonic() - t_start))
+            left = None if timeout is None else max(floor, timeout - (time.monotonic() - t_start))
             return reduce(net, dom, timeout=left, check=check, allow_skip=allow_skip,
                           use_verifier=use_verifier, n_check=n_check, seed=seed,
                           max_rounds=max_rounds, merge_tol=0.0)
