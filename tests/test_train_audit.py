@@ -114,7 +114,7 @@ _XN[3, 1] = np.nan
     (dict(lo=[-1, -1, -1], hi=[1, 1, 1]), "lo and hi"),
     (dict(lr=-1.0), "lr"),
     (dict(epochs=-5), "epochs"),
-    (dict(y=_Y[:-1]), "y has"),
+    (dict(y=_Y[:-1]), r"y must be \(16,\)"),
 ])
 def test_train_surrogate_bad_input(kw, match):
     args = dict(X=_X, y=_Y, widths=[2, 8, 1], lo=[-1, -1], hi=[1, 1])

@@ -116,3 +116,21 @@ def or_default(tol: float | None, default: float) -> float:
         (1e-09, 0.5)
     """
     return default if tol is None else float(tol)
+
+
+def power_of_two_exponent(values) -> int:
+    """The ``e`` with ``2^e <= max |finite value| < 2^(e + 1)`` (0 when there is none):
+    scaling by ``2^-e`` is exact (barring underflow) and leaves values of size about 1,
+    the size the solvers' absolute tolerances assume.
+
+    Example:
+        >>> power_of_two_exponent([3e160, -1.0]), power_of_two_exponent([0.0]), power_of_two_exponent([-0.75])
+        (533, 0, -1)
+    """
+    import math
+
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    top = float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
+    return 0 if top == 0.0 else math.frexp(top)[1] - 1

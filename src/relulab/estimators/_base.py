@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import RelulabError
+from ..tolerance import power_of_two_exponent
 from . import _torch
 
 
@@ -101,9 +102,7 @@ def power_of_two_scale(values: np.ndarray) -> float:
         >>> power_of_two_scale(np.array([3e160, -1.0])) == 2.0 ** 533, power_of_two_scale(np.zeros(2))
         (True, 1.0)
     """
-    v = np.asarray(values, dtype=np.float64)
-    top = float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0))
-    return 1.0 if top == 0.0 else math.ldexp(1.0, math.frexp(top)[1] - 1)   # <= top: no overflow
+    return math.ldexp(1.0, power_of_two_exponent(values))   # <= the largest: no overflow
 
 
 def forward_in_blocks(net: Any, X: np.ndarray, what: str) -> np.ndarray:

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 
 from ..limits import check_bytes
 from ..results import Result
+from ..tolerance import power_of_two_exponent
 from .convex import (
     ConvexTrainingError,
     _augment,
@@ -78,6 +80,10 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
         True
     """
     X, y = _prep(X, y, 1.0)
+    # lam* is linear in y: computed on y 2^k of size about 1 and scaled back (the norms
+    # below underflowed for y ~ 1e-165: "exact" 0 for 1.9e-165)
+    k = -power_of_two_exponent(y)
+    y = np.ldexp(y, k)
     max_patterns = _check_max_patterns(max_patterns)
     if not isinstance(bias, (bool, np.bool_)):   # "no" was truthy, and the bias was used
         raise ConvexTrainingError(f"bias must be True or False, got {bias!r}")
@@ -88,7 +94,8 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
     # raw MemoryError)
     P = 2 * n if d <= 2 else max_patterns
     check_bytes(8.0 * n * P * 6, f"collapse_threshold: the {n} x {P} pattern matrices"
-                + (" of every pattern of 1-D data (fewer points)" if d <= 2 else " (lower max_patterns)"))
+                + (" of every pattern of data with at most 2 columns after the bias (fewer points)"
+                   if d <= 2 else " (lower max_patterns)"))
     # complete for univariate data, and for general-position data with at most
     # max_patterns patterns: the maximum over all patterns is then the exact threshold
     M, _, complete = activation_patterns(Xa, 10**9 if d <= 2 else max_patterns, seed)
@@ -109,5 +116,6 @@ def collapse_threshold(X: Any, y: Any, *, bias: bool = True, max_patterns: int =
             (Xa * cpos[:, None]).T @ Xa)[-1]))), float(cpos @ np.linalg.norm(Xa, axis=1))))
     exact = complete
     upper = lam if exact else max(max(ups), lam)
+    lam, upper = math.ldexp(lam, -k), math.ldexp(upper, -k)
     return CollapseThreshold(lam=lam, upper=upper, exact=bool(exact), witness=w,
                              n_patterns=int(M.shape[1]))

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ import numpy as np
 from ..errors import RelulabError, is_int_at_least
 from ..limits import check_bytes
 from ..network import Network
-from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default
+from ..tolerance import FEAS_TOL, GAP_TOL, ROUNDOFF, TINY, or_default, power_of_two_exponent
 from .minnorm import _check_time_limit
 from .patterns import _patterns_until, facet_rows, sample_patterns
 
@@ -71,8 +72,45 @@ FACET_SECONDS_PER_ENTRY = 2e-7  # tol: measured seconds per mask entry (a time e
 _RAY_BLOCK_ENTRIES = 1 << 21
 
 
+# Targets whose largest |y| lies outside [2^-TARGET_RANGE_EXP, 2^TARGET_RANGE_EXP] are
+# fitted times an even power of two 2^k (lam times 2^k too: the same problem, every
+# objective times 4^k), and the result scaled back exactly.  The interior point's
+# tolerances are absolute: at y ~ 1e-5 the fit did not converge where y ~ 1 did, and at
+# 1e-165 the squared targets underflowed and the zero network was "certified" optimal.
+TARGET_RANGE_EXP = 8
+# a lam scaled past this (with y scaled up) is capped: the collapse threshold of targets
+# of size 1 is at most n max|x~| < 1e160 (the data's squares are finite), so the zero
+# network stays the optimum, and lam x 0 stays 0 (inf x 0 was NaN)
+LAM_CAP = 1e300
+
+
 class ConvexTrainingError(RelulabError):
     """Bad input for convex training (shapes, non-finite data, negative lambda)."""
+
+
+def _target_scale(y: np.ndarray) -> int:
+    """The even ``k`` such that the fit runs on ``y 2^k`` (0 for targets of size about 1;
+    see TARGET_RANGE_EXP).  Even: each layer of the network is scaled back by
+    ``2^(-k/2)``, which keeps it balanced."""
+    e = power_of_two_exponent(y)
+    if abs(e) <= TARGET_RANGE_EXP:
+        return 0
+    return -e - (-e) % 2
+
+
+def _scaled_targets(y: np.ndarray, lam: float, where: str) -> tuple[int, np.ndarray, float]:
+    """``(k, y 2^k, lam 2^k)``, after refusing targets whose squared loss is below float64's
+    range (the objective and its certificate would read 0)."""
+    k = _target_scale(y)
+    if k == 0:
+        return 0, y, lam
+    ys = np.ldexp(y, k)
+    if math.ldexp(0.5 * float(ys @ ys), -2 * k) < np.finfo(np.float64).tiny:
+        raise ConvexTrainingError(
+            f"{where}: the squared targets underflow float64 (largest |y| = "
+            f"{float(np.max(np.abs(y))):.3g}), so the objective and its certificate would read 0; "
+            "rescale y (and lam by the same factor)")
+    return k, ys, min(math.ldexp(lam, k), LAM_CAP)
 
 
 def _prep(X: Any, y: Any, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -532,10 +570,11 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
     """
     gap_tol = _check_solver_options(gap_tol, max_iter, bias)
     X, y = _prep(X, y, lam)
-    lam = float(lam)   # a float32 lam kept the primal, dual and gap in float32
+    lam_given = float(lam)   # a float32 lam kept the primal, dual and gap in float32
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
     time_limit = _check_time_limit(time_limit, ConvexTrainingError)
+    k, y, lam = _scaled_targets(y, lam_given, "convex_fit")
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -618,11 +657,17 @@ def convex_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: boo
             if ps - ds <= max(gap_tol, p - dval):
                 Z, p, dval = Zs, ps, ds
     net = _to_network(Z, X.shape[1], bias)
+    if k:
+        # back to the data's units: each layer times 2^(-k/2), every objective times 4^-k
+        h = math.ldexp(1.0, -k // 2)
+        net = Network([net.weights[0] * h, net.weights[1] * h], [net.biases[0] * h, net.biases[1]])
+        p, dval = math.ldexp(p, -2 * k), math.ldexp(dval, -2 * k)
+        hist = [(math.ldexp(a, -2 * k), math.ldexp(b, -2 * k)) for a, b in hist]
     if not conv and deadline is not None and time.perf_counter() > deadline:
         # the sampling's own stop, if any, is kept in front: it says why patterns are missing
         late_fit = "the time limit stopped the fit before the gap closed"
         stopped = late_fit if stopped is None else f"{stopped}; {late_fit}"
-    return ConvexFit(network=net, objective=p, dual_value=dval, lam=float(lam), n_patterns=P,
+    return ConvexFit(network=net, objective=p, dual_value=dval, lam=lam_given, n_patterns=P,
                      iterations=it, seconds=time.perf_counter() - t0, converged=conv,
                      history=tuple(hist), all_patterns=complete, stopped=stopped)
 
@@ -1128,10 +1173,11 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
     """
     gap_tol = _check_solver_options(gap_tol, max_iter, bias)
     X, y = _prep(X, y, lam)
-    lam = float(lam)   # a float32 lam kept the primal, dual and gap in float32
+    lam_given = float(lam)   # a float32 lam kept the primal, dual and gap in float32
     _check_solver(solver)
     max_patterns = _check_max_patterns(max_patterns)
     time_limit = _check_time_limit(time_limit, ConvexTrainingError)
+    k, y, lam = _scaled_targets(y, lam_given, "gated_fit")   # see TARGET_RANGE_EXP
     t0 = time.perf_counter()
     Xa = _augment(X, bias)
     n, d = Xa.shape
@@ -1195,8 +1241,10 @@ def gated_fit(X: Any, y: Any, lam: float, max_patterns: int = 200, *, bias: bool
         W, it, conv, _ = _fista(objective, grad, prox, dual_gap, np.zeros((P, d)), L,
                                 max_iter, gap_tol, deadline=deadline)
     p, dval = dual_gap(W)
+    if k:   # back to the data's units: the outputs are linear in W
+        W, p, dval = np.ldexp(W, -k), math.ldexp(p, -2 * k), math.ldexp(dval, -2 * k)
     return GatedFit(gates=Gt, weights=W, bias=bias, objective=p, dual_value=dval,
-                    lam=float(lam), iterations=it, seconds=time.perf_counter() - t0,
+                    lam=lam_given, iterations=it, seconds=time.perf_counter() - t0,
                     converged=conv,
                     stopped="time_limit" if (not conv and deadline is not None
                                              and time.perf_counter() >= deadline) else None)

@@ -48,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ from ..tolerance import (
     ROUNDOFF,
     TINY,
     or_default,
+    power_of_two_exponent,
 )
 
 LP_FLOOR_SECONDS = 0.1  # the least time one LP is handed under a time limit
@@ -104,6 +106,9 @@ class MinNormDataError(MinNormError):
 # --------------------------------------------------------------------------- data
 # free-bias data whose centre is farther from 0 than this many spreads is solved translated
 FAR_DATA = 8.0
+# free-bias data whose closest points lie more than 2^X_RANGE_EXP apart, or whose spread is
+# below 2^-X_RANGE_EXP, are solved scaled by a power of two (see _scaled_solve)
+X_RANGE_EXP = 16
 
 
 def _check_bias(bias: str) -> str:
@@ -1048,7 +1053,7 @@ def minnorm_interpolant(x: Any, y: Any, bias: str = "free", skip: bool = False, 
     bias = _check_bias(bias)
     tl = _check_time_limit(time_limit)
     x, y = _prep(x, y, "regression")
-    return _centred_solve(x, y, bias, bool(skip), "regression", describe, tl)
+    return _scaled_solve(x, y, bias, bool(skip), "regression", describe, tl)
 
 
 def minnorm_classifier(x: Any, labels: Any, bias: str = "free", skip: bool = False, *,
@@ -1067,7 +1072,49 @@ def minnorm_classifier(x: Any, labels: Any, bias: str = "free", skip: bool = Fal
     bias = _check_bias(bias)
     tl = _check_time_limit(time_limit)
     x, y = _prep(x, labels, "classification")
-    return _centred_solve(x, y, bias, bool(skip), "classification", describe, tl)
+    return _scaled_solve(x, y, bias, bool(skip), "classification", describe, tl)
+
+
+def _scaled_solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str, describe: bool,
+                  time_limit: float | None) -> MinNormResult:
+    """:func:`_centred_solve` on free-bias data whose closest two points lie more than
+    2^X_RANGE_EXP apart, or whose spread is below 2^-X_RANGE_EXP, scaled by an even power
+    of two ``2^j`` that brings both towards 1 (the problem does not change:
+    ``f(x) = g(2^j x)``), and the result scaled back exactly.  HiGHS's tolerances are
+    absolute: data 1e12 apart stopped "stalled" 50 % above the optimum, and data 1e-20
+    apart ended in a numerical failure.  (Data with unit gaps and a spread of 2e10 stay
+    as they are: scaled to a unit spread, their gaps of 6e-11 failed.)"""
+    xs = np.sort(x.ravel())
+    gaps = np.diff(xs)
+    gaps = gaps[gaps > 0]
+    spread = float(xs[-1] - xs[0])
+    if bias != "free" or not np.isfinite(spread) or not gaps.size:
+        return _centred_solve(x, y, bias, skip, task, describe, time_limit)
+    e_gap, e_spread = power_of_two_exponent([gaps.min()]), power_of_two_exponent([spread])
+    if e_gap <= X_RANGE_EXP and e_spread >= -X_RANGE_EXP:
+        return _centred_solve(x, y, bias, skip, task, describe, time_limit)
+    e = (e_gap + e_spread) // 2
+    j = -e - (-e) % 2   # even: the network is scaled back balanced, 2^(j/2) per layer
+    xsc = np.ldexp(x, j)
+    if not (np.all(np.isfinite(xsc)) and np.array_equal(np.ldexp(xsc, -j), x)):
+        return _centred_solve(x, y, bias, skip, task, describe, time_limit)   # not exact (subnormal)
+    r = _centred_solve(xsc, y, bias, skip, task, describe, time_limit)
+    up, down, h = math.ldexp(1.0, j), math.ldexp(1.0, -j), math.ldexp(1.0, j // 2)
+    net = r.network
+    W1, b1 = np.asarray(net.weights[0], float), np.asarray(net.biases[0], float)
+    W2, b2 = np.asarray(net.weights[1], float), np.asarray(net.biases[1], float)
+    # a relu(w 2^j x + b) = (a h) relu((w h) x + b / h) with h = 2^(j/2); the skip c 2^j x
+    sk = None if net.skip is None else (np.asarray(net.skip[0], float) * up, np.asarray(net.skip[1], float))
+    moved = Network([W1 * h, W2 * h], [b1 / h, b2], sk)
+    opt = r.optimal_set
+    if opt is not None:
+        opt = OptimalSet(opt.cost * up, tuple(Zone(z.lo * down, z.hi * down, z.convex, z.concave)
+                                              for z in opt.zones), opt.value_ranges)
+    info = {**r.info, "solved_with_x_times": up}
+    if "solved_translated_by" in info:
+        info["solved_translated_by"] = info["solved_translated_by"] * down
+    return dataclasses.replace(r, network=moved, cost=r.cost * up, lower_bound=r.lower_bound * up,
+                               x=x, kinks=r.kinks * down, jumps=r.jumps * up, optimal_set=opt, info=info)
 
 
 def _centred_solve(x: np.ndarray, y: np.ndarray, bias: str, skip: bool, task: str, describe: bool,
@@ -1159,6 +1206,9 @@ def in_optimal_set(f: Network, result: MinNormResult, tol: float | None = None) 
         (True, False)
     """
     tol = or_default(tol, PROOF_MARGIN)
+    # first: it names a network that is not univariate with one hidden layer (the forward
+    # pass below raised a raw shape error for two inputs)
+    c = function_cost(f, result.bias, result.skip)
     vals = f.float()(result.x[:, None])[:, 0]
     # both tests relative to the problem's own sizes: floors of 1 made them absolute, and
     # values of 1e-8 accepted the zero network (costs of 1e-9: three times the optimum)
@@ -1168,5 +1218,4 @@ def in_optimal_set(f: Network, result: MinNormResult, tol: float | None = None) 
             return False
     elif np.min(result.y * vals) < 1.0 - tol:
         return False
-    c = function_cost(f, result.bias, result.skip)
     return bool(c <= result.cost * (1.0 + tol))

@@ -306,6 +306,7 @@ def lp_relaxation_gaps(model, X, lo, hi, sense: str = "min"):
     lins = _linears(model)
     if lins[-1].weight.shape[0] != 1:
         raise RelulabError("lp_relaxation_gaps: the network must have one output")
+    _check_rows_in_box(X, lo, hi, "lp_relaxation_gaps")
     bounds = interval_bounds(model, lo, hi)
     Ws = [lin.weight.detach().double().cpu().numpy() for lin in lins]
     bs = [lin.bias.detach().double().cpu().numpy() for lin in lins]
@@ -334,6 +335,29 @@ def lp_relaxation_gaps(model, X, lo, hi, sense: str = "min"):
     # min: gap = f - LP_min = f - lag;  max: LP_max = -lag, gap = LP_max - f
     gap = f - lag if sense == "min" else -lag - f
     return gap
+
+
+def _check_rows_in_box(X: Any, lo: Any, hi: Any, where: str) -> None:
+    """Refuse a box with ``lo > hi`` and rows of ``X`` outside ``[lo, hi]``: the relaxation
+    holds on the box only (a row outside it gave a "gap" of -1, or an infeasible LP), and a
+    reversed box gave 0 for a gap of 0.25."""
+    def arr(v: Any) -> np.ndarray:
+        v = v.detach().double().cpu().numpy() if hasattr(v, "detach") else v
+        return np.asarray(v, dtype=np.float64)
+
+    Xn, lon, hin = arr(X), arr(lo).reshape(-1), arr(hi).reshape(-1)
+    if Xn.ndim != 2 or Xn.shape[1] != lon.size or lon.size != hin.size:
+        raise RelulabError(f"{where}: X must be (n, {lon.size}) with lo and hi of {lon.size} entries, "
+                           f"got X {Xn.shape}, lo {lon.size} and hi {hin.size} entries")
+    if not (np.all(np.isfinite(Xn)) and np.all(np.isfinite(lon)) and np.all(np.isfinite(hin))):
+        raise RelulabError(f"{where}: X, lo and hi must be finite numbers")
+    if np.any(lon > hin):
+        raise RelulabError(f"{where}: the box has lo > hi at input {int(np.argmax(lon > hin))}")
+    out = (Xn < lon) | (Xn > hin)
+    if out.any():
+        i, j = (int(v) for v in np.argwhere(out)[0])
+        raise RelulabError(f"{where}: row {i} of X lies outside the box (input {j}: {Xn[i, j]:.17g} not in "
+                           f"[{lon[j]:.17g}, {hin[j]:.17g}]); the relaxation holds on the box only")
 
 
 def lp_gap_true_penalty(model, X, lo, hi, sense: str = "min"):
@@ -478,9 +502,12 @@ def _check_surrogate_args(X: Any, y: Any, widths: Any, lo: Any, hi: Any, epochs:
     Xa = _float_array(X, "X")
     if Xa.ndim != 2 or Xa.shape[0] == 0:
         raise RelulabError(f"train_surrogate: X must be a non-empty 2-D array, got shape {Xa.shape}")
-    ya = _float_array(y, "y").reshape(-1)
-    if ya.size != Xa.shape[0]:
-        raise RelulabError(f"train_surrogate: y has {ya.size} values for {Xa.shape[0]} rows of X")
+    ya = _float_array(y, "y")
+    # (n,) or (n, 1): a (10, 2) target was flattened into 20 values for 20 rows
+    if not (ya.ndim == 1 or (ya.ndim == 2 and ya.shape[1] == 1)) or ya.shape[0] != Xa.shape[0]:
+        raise RelulabError(f"train_surrogate: y must be ({Xa.shape[0]},) or ({Xa.shape[0]}, 1) for the "
+                           f"{Xa.shape[0]} rows of X, got shape {ya.shape}")
+    ya = ya.reshape(-1)
     try:
         ws = [int(w) for w in widths]
     except (TypeError, ValueError):
@@ -502,6 +529,26 @@ def _check_surrogate_args(X: Any, y: Any, widths: Any, lo: Any, hi: Any, epochs:
     if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
         raise RelulabError(f"train_surrogate: lr must be a positive finite number, got {lr!r}")
     return Xa, ya, loa, hia
+
+
+def _check_surrogate_options(weights: dict[str, Any], counts: dict[str, Any], warmup: Any,
+                             init: Any) -> None:
+    """``train_surrogate``'s penalty weights (finite, >= 0), step counts (integers >= 1),
+    warmup (a number in [0, 1]) and init (a relulab Network): one line naming the
+    argument, before any training (a NaN weight failed after it, naming a Linear layer)."""
+    for name, v in weights.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(v) or v < 0:
+            raise RelulabError(f"train_surrogate: {name} must be a finite number >= 0, got {v!r}")
+    for name, v in counts.items():
+        if not is_int_at_least(v, 1):
+            raise RelulabError(f"train_surrogate: {name} must be an integer >= 1, got {v!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= warmup <= 1.0:
+        raise RelulabError(f"train_surrogate: warmup must be a number in [0, 1], got {warmup!r}")
+    if init is not None and not isinstance(init, Network):
+        raise RelulabError(f"train_surrogate: init must be a relulab Network (relulab.train.regularizers.to_network "
+                           f"converts a torch model), got {type(init).__name__}")
 
 
 def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi: Any, *,
@@ -536,9 +583,12 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
     torch = require("torch", "torch")
     if schedule not in ("constant", "onecycle"):
         raise RelulabError(f"train_surrogate: schedule must be constant or onecycle, got {schedule!r}")
-    if not 0.0 <= warmup <= 1.0:
-        raise RelulabError(f"train_surrogate: warmup must lie in [0, 1], got {warmup}")
+    _check_surrogate_options({"bigm": bigm, "unstable": unstable, "lp_gap": lp_gap,
+                              "lp_gap_true": lp_gap_true, "weight_decay": weight_decay},
+                             {"lp_batch": lp_batch, "lp_every": lp_every}, warmup, init)
     Xa, ya, loa, hia = _check_surrogate_args(X, y, widths, lo, hi, epochs, lr)
+    if lp_gap_true:
+        _check_rows_in_box(Xa, loa, hia, "train_surrogate")
     t0 = time.time()
     torch.manual_seed(seed)
     dt = torch.float64
