@@ -1,7 +1,8 @@
 """Exact l2 counterfactual: a best-first search over the linear regions, from the
 region of x outwards through region adjacency.
 
-A region's priority is its Euclidean distance to x (a convex QP), a lower bound for
+A region's priority is a proven lower bound of its Euclidean distance to x (a convex
+QP's dual value, equal to the distance when the QP is solved exactly), a lower bound for
 every counterfactual inside it.  Regions are expanded in increasing priority; each
 expansion solves the target QP on the region (the region cut by the target decision,
 which is affine there) and pushes the neighbours across its facets.  The ball around x
@@ -37,13 +38,14 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
               time_limit: float | None, max_regions: int | None) -> dict:
     t0 = time.perf_counter()
     try:
-        start, _ = project(space.A, space.b, space.lo, space.hi, x)
+        start, _, _ = project(space.A, space.b, space.lo, space.hi, x)
     except ProjectionFailed as e:
         raise ExplainError(f"why_not (l2): the search space itself: {e}") from None
     if start is None:
         return {"status": "infeasible", "regions": 0}
     unresolved = np.inf  # the least distance of a region whose target part a QP left open
     unchecked = False    # whether that was a target part without a point passing the forward pass
+    part_lowers: list[float] = []   # proven lower bounds of the target parts solved
     N = net.n_neurons
     heap: list = []
     seen: set[bytes] = set()
@@ -58,7 +60,7 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         pat = net.split_pattern(flat)
         _, _, A, b = _rows(net, pat, space)
         try:
-            z, dist = project(A, b, space.lo, space.hi, x)
+            z, _, dist = project(A, b, space.lo, space.hi, x)   # its proven lower bound
         except ProjectionFailed:  # non-empty, distance unknown: 0 is a sound lower bound
             z, dist = x, 0.0
         if z is None:
@@ -88,13 +90,16 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
         for mg in margins:
             tv = dec.d - mg - dec.C @ cr
             try:
-                z, dz = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
+                z, dz, dz_low = project(np.vstack([A, T]), np.concatenate([b, tv]), space.lo, space.hi, x)
             except ProjectionFailed:  # this region's target part stays open: no optimum claimed
                 if dist < unresolved:
                     unresolved, unchecked = dist, False
                 first = None
                 break
-            if z is None or dz >= best:
+            if first is None:
+                # the weakest margin's part holds the others: its bound holds for the region
+                part_lowers.append(dz_low)
+            if z is None or dz_low >= best:
                 break
             first = dz if first is None else first
             y = net(z[None])[0]
@@ -133,16 +138,23 @@ def l2_search(net: Network, x: np.ndarray, dec: Decision, space: Space, margins:
                 nb = flat.copy()
                 nb[j] = ~nb[j]
                 push(nb)
-    lower = min(best, heap[0][0], unresolved) if heap else min(best, unresolved)
-    if unresolved < best - (STOP_REL * (1 + best) if np.isfinite(best) else 0.0):
+    slack = STOP_REL * (1 + best) if np.isfinite(best) else 0.0
+    # a target part whose QP point (an upper bound) was not matched by its dual bound may
+    # hold a counterfactual closer than the best point, down to that bound
+    inexact = min([v for v in part_lowers if v < best - slack], default=np.inf)
+    lower = min(best, heap[0][0], unresolved, inexact) if heap else min(best, unresolved, inexact)
+    if unresolved < best - slack:
         # (an open part within the polish's slack of the best point changes no answer:
         # the lower bound holds it, and "optimal" is judged against that bound)
         status = "numerical"
+    elif inexact < best - slack and status == "optimal":
+        status, unresolved = "numerical", inexact
     if status == "optimal" and best_z is None:
         status = "infeasible"
     return {"status": status, "z": best_z, "y": best_y, "distance": best, "lower_bound": lower,
             "regions": expanded, "seen": len(seen), "time": time.perf_counter() - t0,
-            **({"unresolved_from": unresolved, "unresolved_unchecked": unchecked}
+            **({"unresolved_from": unresolved, "unresolved_unchecked": unchecked,
+                "unresolved_inexact": bool(inexact < best - slack and unresolved == inexact)}
                if status == "numerical" else {})}
 
 

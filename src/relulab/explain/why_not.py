@@ -355,7 +355,12 @@ def why_not(
         cert = {"method": method, "regions_expanded": res.get("regions", 0)}
         if st == "optimal":
             cert["reason"] = ("every unexpanded region is at least as far from x as the "
-                              "counterfactual (region distances are QP optima)")
+                              "counterfactual (region distances are proven QP dual bounds)")
+        elif st == "numerical" and res.get("unresolved_inexact"):
+            cert["reason"] = (f"numerical: a projection QP (clarabel) gave a point farther than its "
+                              f"proven bound ({res['unresolved_from']:.3g}) on a region, and the polish "
+                              "did not close the two: no counterfactual closer than the lower bound is "
+                              "excluded there")
         elif st == "numerical" and res.get("unresolved_unchecked"):
             cert["reason"] = (f"numerical: a region at distance >= {res['unresolved_from']:.3g} has "
                               "target points by its QP, but none that passes the forward pass (a tie "
