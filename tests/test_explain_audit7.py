@@ -75,3 +75,74 @@ def test_an_unpolished_projection_claims_no_optimum(monkeypatch):
     assert r.lower_bound <= true * (1 + 1e-6)
     if r.distance is not None and r.distance > true * 1.01:
         assert r.status != "optimal" and "numerical" in r.certificate["reason"]
+
+
+@pytest.mark.parametrize("T", [2.0**44, 2.0**48])
+def test_why_does_not_put_x_on_the_boundary_when_the_arithmetic_allowance_covers_its_margin(T):
+    # f = relu(x + T) - relu(T) - 0.3 is -0.3 at 0 (dense grid: f <= -0.05 on [-0.25, 0.25]);
+    # the radius MILP's allowance for its arithmetic exceeds 0.3 there, and its optimum 0
+    # read "complete: x lies on the decision boundary"
+    net = Network([[[1.0], [0.0]], [[1.0, -1.0]]], [[T, T], [-0.3]])
+    r = explain.why(net, [0.0], Box([-1], [1]))
+    grid = np.linspace(-0.25, 0.25, 100001)[:, None]
+    assert net(grid).max() < 0
+    assert r.decision == "negative"
+    if r.radius < 0.25:
+        assert r.status == "partial" and "decision boundary" not in r.no_rule_reason.split("(")[0]
+
+
+def test_why_on_a_hundred_inputs_keeps_near_its_time_limit_and_its_answer_holds():
+    # the rule's region (a Polytope) had its 400 bounding-box LPs solved outside any
+    # deadline, and the row-size probe 200 more: 21 s for time_limit=5.  Not timed here
+    # (tests never assert times): the region's box under an expired deadline is the box
+    # of its single-coordinate rows, which contains it (sampled check)
+    import time
+
+    from relulab.domain import Polytope
+
+    rng = np.random.default_rng(0)
+    d = 6
+    A = np.vstack([np.eye(d), -np.eye(d), rng.normal(size=(10, d))])
+    b = np.concatenate([np.ones(2 * d), np.abs(rng.normal(size=10))])
+    P = Polytope(A, b)
+    loose = P.enclosing_box(time.perf_counter() - 1.0)
+    assert loose.lo.tolist() == [-1.0] * d and loose.hi.tolist() == [1.0] * d
+    X = P.sample(500, np.random.default_rng(1))
+    assert ((X >= loose.lo) & (X <= loose.hi)).all()
+    # without a deadline (or once the tight box is known) it is the proven bounding box
+    Q = Polytope(A, b)
+    tight = Q.enclosing_box()
+    # (its duality bounds may pass the rows' box by their rounding)
+    assert np.all(tight.lo >= loose.lo - 1e-12) and np.all(tight.hi <= loose.hi + 1e-12)  # tol: rounding
+    assert tight.lo.tolist() == Q.bounding_box().lo.tolist()
+    # and an answer under a short limit on a region of a 2-8-8-1 network is sound
+    net = Network([rng.normal(size=(8, d)), rng.normal(size=(8, 8)), rng.normal(size=(1, 8))],
+                  [rng.normal(size=8) * 0.3, rng.normal(size=8) * 0.3, [0.2]])
+    from relulab.verify import maximize
+
+    r = maximize(net, Polytope(A, b), np.array([1.0]), time_limit=0.05)
+    Y = net(X)[:, 0]
+    assert r.bound >= Y.max() - 1e-9
+
+
+def test_classes_named_positive_and_negative_are_asked_by_name(tmp_path):
+    net = Network([np.array([[1.0, 0.0], [0.0, 1.0]])], [np.zeros(2)])
+    names = ["negative", "positive"]
+    r = explain.why_not(net, [0.5, 0.1], "positive", Box([-1, -1], [1, 1]), class_names=names)
+    assert r.target == "positive" and r.status == "optimal"
+    y = net(r.counterfactual[None])[0]
+    assert y[1] >= y[0]                                 # class 1 ("positive") wins there
+    assert r.distance == pytest.approx(0.4, rel=1e-6)   # l1 (the default): x0 - x1 = 0.4
+    w = explain.why(net, [0.5, 0.1], Box([-1, -1], [1, 1]), decision="negative", class_names=names)
+    assert w.decision == "negative"
+
+
+def test_rule_text_tells_the_ends_of_an_interval_apart():
+    from relulab.explain.rule import render_conditions
+
+    A = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+    b = np.array([10000.700188, -9999.899812, 100000.2002])
+    text = render_conditions(A, b, ("x0", "x1"))
+    lo, _, hi = (float(v) if v[0].isdigit() else v for v in text[0].split(" <= "))
+    assert lo < hi and lo == pytest.approx(9999.899812, abs=0.05) and hi == pytest.approx(10000.700188, abs=0.05)
+    assert float(text[1].split(" <= ")[1]) == pytest.approx(100000.2002, abs=0.05)

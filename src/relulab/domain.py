@@ -11,7 +11,9 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -175,6 +177,10 @@ class Box:
 
 
 @dataclass(frozen=True, eq=False)
+class _OutOfTime(Exception):
+    """The bounding box's LPs passed their deadline (:meth:`Polytope.enclosing_box`)."""
+
+
 class Polytope:
     """The polyhedron ``{x : A x <= b}``.
 
@@ -293,8 +299,6 @@ class Polytope:
             >>> P.contains_exactly([0.1, 0.2]), bool(P.contains([0.1, 0.2 + 1e-12]))
             (False, True)
         """
-        from fractions import Fraction
-
         X = [Fraction(float(v)) for v in np.asarray(x, dtype=np.float64).reshape(-1)]
         for row, rhs in zip(self.A, self.b, strict=True):
             if sum((Fraction(float(a)) * v for a, v in zip(row, X, strict=True) if a != 0),
@@ -316,7 +320,63 @@ class Polytope:
             raise DomainError(str(cached))
         return cached
 
-    def _solve_bounding_box(self) -> Box:
+    def enclosing_box(self, deadline: float | None = None) -> Box:
+        """A box containing the polytope: the bounding box when it is known, or computed
+        before ``deadline`` (a :func:`time.perf_counter` moment; None: no limit); past it,
+        the box of the polytope's single-coordinate rows (sound, looser; kept for later
+        calls).  A region of a 100-input network spent 20 s of a 5 s limit on its 400
+        bounding-box LPs.
+
+        Example:
+            >>> import time
+            >>> P = Polytope([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0], [1.0, 1.0]], [1, 1, 1, 1, 0.5])
+            >>> P.enclosing_box(time.perf_counter() - 1.0).hi.tolist(), P.enclosing_box().hi.tolist()
+            ([1.0, 1.0], [1.0, 1.0])
+            >>> P.bounding_box().hi.tolist()
+            [1.0, 1.0]
+        """
+        cached = self.__dict__.get("_bbox")
+        if isinstance(cached, Box):
+            return cached
+        loose = self.__dict__.get("_loose_box")
+        if loose is not None:
+            return loose
+        if deadline is None or cached is not None:
+            return self.bounding_box()   # (a cached DomainError is raised again)
+        try:
+            box = self._solve_bounding_box(deadline)
+        except _OutOfTime:
+            loose = self._rows_box()
+            if loose is None:
+                raise DomainError("polytope: its bounding box was not computed in the time given, and "
+                                  "its single-coordinate rows do not bound every coordinate") from None
+            object.__setattr__(self, "_loose_box", loose)
+            return loose
+        except DomainError as e:
+            object.__setattr__(self, "_bbox", e)
+            raise
+        object.__setattr__(self, "_bbox", box)
+        return box
+
+    def _rows_box(self) -> Box | None:
+        """The box the rows with one nonzero entry give (None when some coordinate is left
+        unbounded): every point of the polytope meets them, so it lies in it."""
+        lo, hi = np.full(self.dim, -np.inf), np.full(self.dim, np.inf)
+        single = np.count_nonzero(self.A, axis=1) == 1
+        for a, c in zip(self.A[single], self.b[single], strict=True):
+            i = int(np.flatnonzero(a)[0])
+            # rounded outward where the division is inexact: to nearest may cut a point off
+            v = float(c / a[i])
+            exact = Fraction(v) * Fraction(float(a[i])) == Fraction(float(c))   # (1/3 * 3 rounds to 1)
+            if a[i] > 0:
+                hi[i] = min(hi[i], v if exact else float(np.nextafter(v, np.inf)))
+            else:
+                lo[i] = max(lo[i], v if exact else float(np.nextafter(v, -np.inf)))
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(lo > hi):
+            return None
+        return Box(lo, hi)
+
+    def _solve_bounding_box(self, deadline: float | None = None) -> Box:
         """The bounding box, proven: HiGHS's optima are within its tolerances only (a
         thin polytope's box missed a vertex by 1e-7 relative, and bounds and maxima over
         the polytope missed it with it).  A first pass finds the box; the second solves
@@ -337,7 +397,7 @@ class Polytope:
                                   "LP solver's resolution)")
             return sign * r.objective
 
-        lo, hi = self._box_pass(LPModel(np.zeros(self.dim), A_ub=self.A, b_ub=self.b), first)
+        lo, hi = self._box_pass(LPModel(np.zeros(self.dim), A_ub=self.A, b_ub=self.b), first, deadline)
         hi = np.maximum(hi, lo)
         with np.errstate(over="ignore"):
             reach = np.maximum(hi - lo, np.maximum(np.abs(lo), np.abs(hi))) + 1.0
@@ -357,16 +417,18 @@ class Polytope:
             return sign * bound
 
         lo, hi = self._box_pass(LPModel(np.zeros(self.dim), A_ub=self.A, b_ub=self.b, lb=outer_lo,
-                                        ub=outer_hi), proven)
+                                        ub=outer_hi), proven, deadline)
         return Box(lo, np.maximum(hi, lo))
 
-    def _box_pass(self, m: Any, read: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _box_pass(self, m: Any, read: Any, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """min and max of every coordinate over the polytope by the warm-started model
-        ``m``, each read by ``read(i, sign, m, result)``."""
+        ``m``, each read by ``read(i, sign, m, result)``; ``_OutOfTime`` past ``deadline``."""
         d = self.dim
         lo, hi = np.empty(d), np.empty(d)
         for i in range(d):
             for sign, target in ((1.0, lo), (-1.0, hi)):
+                if deadline is not None and time.perf_counter() >= deadline:
+                    raise _OutOfTime
                 c = np.zeros(d)
                 c[i] = sign
                 m.set_objective(c)

@@ -32,10 +32,10 @@ __all__ = ["register", "tour"]
 
 def _target(text: str, m: int, classes):
     t = text.strip()
+    if classes is not None and t in classes:   # a class name wins over the sign words
+        return t
     if t.lower() in ("positive", "negative", "pos", "neg"):
         return t.lower()
-    if classes is not None and t in classes:
-        return t
     try:
         return int(t)
     except ValueError:

@@ -269,13 +269,14 @@ def as_decision(net: Network, decision: Any, class_names: Any = None) -> Decisio
     names = check_class_names(class_names, m)
     if isinstance(decision, Decision):
         dec = decision
+    elif isinstance(decision, str) and names is not None and decision in names:
+        # a class name given wins over the sign words ("negative"/"positive" classes)
+        dec = class_decision(names.index(decision), m, decision)
     elif isinstance(decision, str) and decision.lower() in ("positive", "negative", "pos", "neg"):
         if m != 1:
             raise ExplainError(f"decision {decision!r} is a sign: the network has {m} outputs; "
                                "give a class index")
         dec = sign_decision(decision.lower().startswith("pos"))
-    elif isinstance(decision, str) and names is not None and decision in names:
-        dec = class_decision(names.index(decision), m, decision)
     elif isinstance(decision, str) and decision.strip().isdigit() and m > 1:
         return as_decision(net, int(decision), class_names)
     elif isinstance(decision, (int, np.integer)) and not isinstance(decision, bool):

@@ -27,8 +27,22 @@ AXIS_REL_TOL = 1e-12  # tol: relative rounding of unit-normalised rows
 
 
 def _num(v: float, digits: int) -> str:
+    """``v`` to ``digits`` significant digits, and at least to two places past its units
+    (4 digits printed 10000.7 as "1e+04")."""
+    if np.isfinite(v) and abs(v) >= 1:
+        digits = min(17, max(digits, int(np.floor(np.log10(abs(v)))) + 3))
     s = f"{v:.{digits}g}"
     return "0" if s in ("-0", "0") else s
+
+
+def _pair(lo: float, hi: float, digits: int) -> tuple[str, str]:
+    """Both ends of an interval, with digits added until they read apart (an interval
+    [9999.9, 10000.7] printed as "1e+04 <= x0 <= 1e+04")."""
+    a, b = _num(lo, digits), _num(hi, digits)
+    while a == b and lo != hi and digits < 17:
+        digits += 1
+        a, b = _num(lo, digits), _num(hi, digits)
+    return a, b
 
 
 def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digits: int = 4,
@@ -65,7 +79,8 @@ def render_conditions(A: np.ndarray, b: np.ndarray, names: tuple[str, ...], digi
     for i in sorted(set(lo) | set(hi)):
         nm = f"`{names[i]}`" if md else names[i]
         if i in lo and i in hi:
-            out.append(f"{_num(lo[i], digits)} {le} {nm} {le} {_num(hi[i], digits)}")
+            a, c = _pair(lo[i], hi[i], digits)
+            out.append(f"{a} {le} {nm} {le} {c}")
         elif i in hi:
             out.append(f"{nm} {le} {_num(hi[i], digits)}")
         else:

@@ -271,6 +271,15 @@ def _cube_radius_milp(fnet, domain, x, dec, margin, time_limit) -> tuple[float, 
     if r.status == "infeasible":
         return np.inf, None
     b = r.bound if r.bound is not None and np.isfinite(r.bound) else (r.objective if r.ok else 0.0)
+    # x itself meets the weakened violation when the allowance covers its own slack: the
+    # optimum is then 0 whatever the true distance (f(x) = -0.3 with 2^44 pre-activations
+    # read "x lies on the decision boundary")
+    slack = dec.d - dec.C @ fnet(np.asarray(x, float)[None])[0]
+    swallowed = np.asarray(margin - hide, float) <= -slack
+    if r.status == "optimal" and swallowed.any():
+        i = int(np.argmax(swallowed))
+        return max(float(b), 0.0), (f"the radius MILP's allowance for its arithmetic ({float(hide[i]):.3g}) "
+                                    f"covers x's own decision margin ({float(slack[i]):.3g})")
     if r.status == "optimal":
         return max(float(b), 0.0), None
     why = ("the radius MILP stopped at the time limit" if r.status == "time_limit"
