@@ -146,3 +146,22 @@ def test_rule_text_tells_the_ends_of_an_interval_apart():
     lo, _, hi = (float(v) if v[0].isdigit() else v for v in text[0].split(" <= "))
     assert lo < hi and lo == pytest.approx(9999.899812, abs=0.05) and hi == pytest.approx(10000.700188, abs=0.05)
     assert float(text[1].split(" <= ")[1]) == pytest.approx(100000.2002, abs=0.05)
+
+
+@pytest.mark.parametrize("off", [0.0, 1e4, 1e5])
+def test_the_proven_cube_stays_certified_for_translated_inputs(off):
+    # the same network with its inputs translated: the radius search proves the same cube
+    # each time, and that proof certifies it (certify's MILPs, whose tolerance error grows
+    # with |x|, said "NOT certified" at 1e5); checked on a dense grid of the rule
+    rng = np.random.default_rng(4)
+    W = [rng.normal(size=(8, 2)), rng.normal(size=(1, 8))]
+    B = [rng.normal(size=8) * 0.5, np.zeros(1)]
+    net = Network(W, [B[0] - W[0] @ np.array([off, off]), B[1]])
+    box = Box([off - 1, off - 1], [off + 1, off + 1])
+    r = explain.why(net, np.array([off + 0.3, off - 0.2]), box)
+    assert r.rule.certified and r.radius == pytest.approx(0.400188, rel=1e-5)
+    g = np.linspace(-1, 1, 401)
+    G = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2) + off
+    inside = np.all(r.rule.A @ G.T <= r.rule.b[:, None] + 1e-9 * (1 + abs(off)), axis=0)  # tol: rounding
+    # (the grid's own float64 rounding at 1e5 is 1e-11: f is evaluated with the same network)
+    assert inside.sum() > 100 and (net(G[inside])[:, 0] < 1e-9).all()  # tol: output rounding

@@ -373,11 +373,15 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
         return None, r, stopped, _no_rule(stopped)
     lo = np.maximum(x - r, bb.lo)
     hi = np.minimum(x + r, bb.hi)
+    # the cube [x - r, x + r] is proved by the radius search itself: no input in it breaks
+    # a row by more than its margin (a second proof by certify's MILPs failed for inputs
+    # translated by 1e5, whose tolerance error grows with |x|: "NOT certified")
+    cube_proof = (True, float(np.max(np.where(dec.strict, 0.0, mg)))) if do_certify else None
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
         # a proven cube too small to push its sides at the coordinates' resolution: it is
         # the rule (x = (1e6 + 5e-4, 0), radius 5e-4, read "on the decision boundary")
         A, b = np.vstack([np.eye(len(x)), -np.eye(len(x))]), np.concatenate([hi, -lo])
-        cert, worst = certify(fnet, domain, A, b, dec, left(), floor) if do_certify else (False, None)
+        cert, worst = cube_proof if cube_proof is not None else (False, None)
         return Rule(A, b, dec.label, names, "interval", cert, worst), r, stopped, None
     lo0, hi0 = lo.copy(), hi.copy()
     d = len(x)
@@ -428,11 +432,11 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     if pushed and _tie_inside(fnet, domain, lo, hi, dec, left()):
         # the pushes' margins let a strict row's tie region in: the proven cube is the rule
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
-                         left, floor)
-    elif do_certify and not rule.certified and pushed:
+                         left, floor, proven=cube_proof)
+    elif do_certify and not rule.certified:
         # never hand out a rule that failed its proof: fall back to the proven cube
         rule = _box_rule(fnet, domain, bb, lo0, hi0, dec, names, mg * (step_no + 1), do_certify,
-                         left, floor)
+                         left, floor, proven=cube_proof)
     return rule, r, stopped, None
 
 
@@ -474,7 +478,11 @@ def _no_rule(stopped: str | None) -> str:
             "any box around x keeps the decision (x need not lie on the decision boundary)")
 
 
-def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left, floor: float) -> Rule:
+def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left, floor: float,
+              proven: tuple[bool, float] | None = None) -> Rule:
+    """The interval rule ``lo <= x <= hi`` (sides at the domain's box dropped), its
+    witnesses and its certificate: ``proven`` when the caller proved the box already (the
+    radius search's cube), else certify's MILPs."""
     d = len(lo)
     rows_A, rows_b, sides = [], [], []
     for i in range(d):
@@ -505,7 +513,10 @@ def _box_rule(fnet, domain, bb, lo, hi, dec, names, wmargin, do_certify, left, f
         w = None if left() is not None and left() <= 1e-3 else \
             _witness(fnet, domain, wlo, whi, dec, wmargin, left())
         wit.append(w if w is not None and (w[i] > hi[i] if up else w[i] < lo[i]) else None)
-    cert, worst = certify(fnet, domain, A, b, dec, left(), floor) if do_certify else (False, None)
+    if proven is not None:
+        cert, worst = proven
+    else:
+        cert, worst = certify(fnet, domain, A, b, dec, left(), floor) if do_certify else (False, None)
     return Rule(A, b, dec.label, names, "interval", cert, worst, witnesses=tuple(wit))
 
 
