@@ -512,3 +512,93 @@ def test_an_item_out_of_memory_costs_only_that_item(tmp_path, workers):
     (tmp_path / "x").mkdir()
     again = dict(pmap(MemoryErrorOnce(tmp_path / "x", victim=3), range(6), workers=workers))
     assert again == {i: 10 * i for i in range(6)}
+
+
+def test_resume_runs_again_the_instances_whose_worker_died(tmp_path, capsys):
+    # aud_cli6 #5: a row "worker process died 3 times" (an OOM kill, a lost node) was
+    # never retried by --resume; sweep likewise kept it as done
+    n = _instances(tmp_path)
+    res = tmp_path / "res.jsonl"
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
+                       "--results", res)
+    full = json.loads(out)
+    rows = [json.loads(s) for s in res.read_text().splitlines()]
+    lost = dict(rows[0], status="error", result="error", reason="worker process died 3 times")
+    res.write_text("\n".join(json.dumps(r) for r in [lost, *rows[1:]]) + "\n")
+    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--json", "--results", res, "--resume")
+    d = json.loads(out)
+    assert code == 0 and d["run"]["resumed"] == n - 1
+    assert [r["status"] for r in d["instances"]] == [r["status"] for r in full["instances"]]
+    # sweep: the same for a row whose result is a dead worker's error
+    out_file = tmp_path / "sweep.jsonl"
+    out_file.write_text(json.dumps({"params": {"a": 1}, "result": {"status": "error",
+                                    "reason": "worker process died 2 times"}}) + "\n"
+                        + json.dumps({"params": {"a": 2}, "result": 4}) + "\n")
+    sweep(square_a, {"a": [1, 2]}, out_file, resume=True, workers=1)
+    last = [json.loads(s) for s in out_file.read_text().splitlines()][-1]
+    assert last == {"params": {"a": 1}, "result": 1}
+
+
+def square_a(a):
+    return a * a
+
+
+def test_a_ray_address_where_nothing_listens_is_refused_at_once():
+    # aud_cli6 #2: Ray retried for good (still waiting after 280 s)
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'relulab[ray]')")
+    from relulab.errors import RelulabError
+    from relulab.parallel import _check_reachable, start_ray
+
+    with pytest.raises(RelulabError, match="no Ray cluster answered there"):
+        _check_reachable("127.0.0.1:1")
+    if not ray.is_initialized():   # (a Ray this test process started already is used as it is)
+        with pytest.raises(RelulabError, match="no Ray cluster answered there"):
+            start_ray("127.0.0.1:1")
+
+
+_TERM_DRIVER = """
+import os, sys, time
+from relulab.parallel import pmap
+
+def slow(i):
+    open(os.path.join(sys.argv[1], f"w{os.getpid()}"), "w").close()
+    time.sleep(120)
+    return i
+
+for _ in pmap(slow, range(4), workers=2):
+    pass
+"""
+
+
+def test_sigterm_to_the_driver_stops_its_workers(tmp_path):
+    # aud_cli6 #3: a driver ended by SIGTERM (a scheduler, `kill PID`) left its workers
+    # running as orphans for minutes
+    import signal
+    import subprocess
+
+    script = tmp_path / "driver.py"
+    script.write_text(_TERM_DRIVER)
+    p = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
+    try:
+        deadline = time.time() + 60
+        while len(list(tmp_path.glob("w*"))) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        pids = [int(f.name[1:]) for f in tmp_path.glob("w*")]
+        assert len(pids) == 2
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+
+        def alive(pid: int) -> bool:
+            try:
+                state = open(f"/proc/{pid}/status").read().split("State:")[1].split()[0]
+            except (FileNotFoundError, IndexError):
+                return False
+            return state not in ("Z", "X")   # a zombie has ended
+
+        deadline = time.time() + 20
+        while any(alive(q) for q in pids) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(q) for q in pids)
+    finally:
+        if p.poll() is None:
+            p.kill()

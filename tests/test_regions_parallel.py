@@ -90,7 +90,7 @@ def test_stitched_on_ray_equals_one_process():
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         net = _net(2, [12, 12], 7)
         box = Box([-1, -1], [1, 1])
@@ -312,3 +312,13 @@ def test_an_interrupted_parallel_enumeration_returns_its_finished_cells_as_parti
         assert np.allclose(sorted(map(tuple, r.vertices)), sorted(map(tuple, f.vertices)))
     with pytest.raises(KeyboardInterrupt):  # a count cannot be partial: it still refuses
         regions.count(net, box, parallel="local", workers=1, cells=8)
+
+
+def test_a_run_interrupted_before_any_cell_finished_is_an_empty_partial_set():
+    # aud_cli6 #1: Ctrl-C before the first cell finished ended in "ValueError: need at
+    # least one array to concatenate" (exit 1) where one process answers 0 regions, partial
+    from relulab.regions._neuron_cells import _concat
+
+    net = Network([np.array([[1.0, 0.0], [0.0, 1.0]]), np.ones((1, 2))], [np.zeros(2), np.zeros(1)])
+    rs = _concat(Box([-1, -1], [1, 1]), net, [], [0, 1], interrupted=True)
+    assert len(rs) == 0 and rs.partial

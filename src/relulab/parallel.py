@@ -35,11 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RelulabError, is_int_at_least, require
+from .limits import memory_budget
 
 __all__ = ["pmap", "sweep", "resolve_backend", "start_ray", "stop_ray_workers", "BACKENDS",
-           "MAX_WORKERS"]
+           "MAX_WORKERS", "lost_to_worker"]
 
 BACKENDS = ("local", "ray")
+# the reasons of the error rows _retry_or_fail writes when a worker, not its item, failed
+WORKER_LOSSES = ("worker process died", "out of memory")
+# seconds a --ray HOST:PORT address gets to accept a connection before it is refused
+RAY_CONNECT_S = 5.0
+# the object store of a Ray started here: a quarter of relulab's memory budget, within these
+RAY_STORE_MIN, RAY_STORE_MAX = 80 * 2**20, 2 * 2**30
 # more workers than this is a typo, not a cluster: each is a process (or Ray actor)
 MAX_WORKERS = 1024
 
@@ -123,16 +130,65 @@ def start_ray(address: str | None = None, workers: int | None = None,
         return 0.0
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
-    if address is None and not os.environ.get("RAY_ADDRESS"):
+    local = address is None and not os.environ.get("RAY_ADDRESS")
+    if local:
+        # "local": a new cluster on this machine.  Without it ray.init joins the cluster
+        # last started here (/tmp/ray/ray_current_cluster), and one that has since died
+        # failed the run ("Connecting to existing Ray cluster ...", then a ValueError)
+        kw["address"] = "local"
         kw["num_cpus"] = workers or os.cpu_count() or 1
         kw["_system_config"] = RAY_SYSTEM_CONFIG
+        # an object store sized by relulab's memory budget (Ray sizes it from the
+        # machine's memory: under `ulimit -v` it could not map it, and the run ended
+        # after 32 s with "GCS has become overloaded"); results are small, larger
+        # objects spill to disk
+        kw["object_store_memory"] = int(min(max(memory_budget() / 4, RAY_STORE_MIN), RAY_STORE_MAX))
         # no usage report (a thread in Ray's dashboard process) for a run started here
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     else:
         kw["address"] = address or os.environ.get("RAY_ADDRESS")
-    ray.init(**kw)
+        _check_reachable(kw["address"])
+    try:
+        ray.init(**kw)
+    except Exception as e:  # noqa: BLE001 - Ray's many start-up failures, in one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        where = ("could not start on this machine (its logs: /tmp/ray/session_latest/logs; the "
+                 "local pool, --workers without --ray, needs no Ray)") if local else \
+            f"could not join the cluster at {kw['address']}"
+        raise RelulabError(f"Ray {where}: {type(e).__name__}: {first}") from None
     _ray_workers(ray, workers, ("relulab", *preload))     # up (or joining when CPUs free)
     return time.perf_counter() - t0
+
+
+def lost_to_worker(row: Any) -> bool:
+    """Whether a result row is an error of the worker, not of the item: its process died
+    (killed, out of memory).  ``--resume`` and ``sweep(resume=True)`` run such rows again.
+
+    Example:
+        >>> lost_to_worker({"status": "error", "reason": "worker process died 3 times"})
+        True
+        >>> lost_to_worker({"status": "error", "reason": "bad property"}), lost_to_worker(None)
+        (False, False)
+    """
+    return isinstance(row, dict) and row.get("status") == "error" and \
+        str(row.get("reason", "")).startswith(WORKER_LOSSES)
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` address where nothing answers within RAY_CONNECT_S: Ray
+    itself retried for good (still waiting after 280 s, printing only its own warnings).
+    Other forms (``auto``, ``ray://``) are left to Ray."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=RAY_CONNECT_S).close()
+    except OSError as e:
+        raise RelulabError(f"--ray {address}: no Ray cluster answered there within "
+                           f"{RAY_CONNECT_S:g} s ({e.strerror or e}); start one with `ray start "
+                           "--head`, or give its HOST:PORT") from None
 
 
 class _RayWorker:
@@ -427,8 +483,25 @@ def _shm_folder() -> str | None:
     return None
 
 
-def _worker_loop(fn, conn, folder=None) -> None:
+def _die_with(parent: int) -> None:
+    """Ask Linux to kill this worker when its driver dies (prctl PR_SET_PDEATHSIG), and
+    exit now if it died already: a driver ended by SIGTERM (a scheduler, ``kill PID``)
+    left its workers running as orphans for minutes.  Elsewhere nothing."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _worker_loop(fn, conn, folder=None, parent: int | None = None) -> None:
     """A local worker: run items until told to stop; exceptions go back to the driver."""
+    if parent is not None:
+        _die_with(parent)
     while True:
         msg = conn.recv()
         if msg is None:
@@ -456,11 +529,36 @@ def _local_map(fn, items, workers, retries, on_error) -> Iterator[tuple[int, Any
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     _release_free_memory()
     folder = _shm_folder()
+    restore = _exit_on_sigterm()
     try:
         yield from _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder)
     finally:
+        restore()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)   # files of results never received
+
+
+def _exit_on_sigterm() -> Callable[[], None]:
+    """While the map runs in the main thread with SIGTERM's default action: SIGTERM exits
+    by SystemExit(143), so the workers are stopped and the shared-memory folder removed
+    (the default action skipped both).  Returns what restores the handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return lambda: None
+
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    def restore() -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return restore
 
 
 def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
@@ -472,7 +570,7 @@ def _local_loop(ctx, wait, fn, items, workers, retries, on_error, folder):
 
     def start():
         here, there = ctx.Pipe()
-        p = ctx.Process(target=_worker_loop, args=(fn, there, folder), daemon=True)
+        p = ctx.Process(target=_worker_loop, args=(fn, there, folder, os.getpid()), daemon=True)
         p.start()
         there.close()
         running[here] = (p, None)
@@ -715,7 +813,9 @@ def sweep(
             if not (isinstance(r, dict) and "params" in r):
                 raise RelulabError(f"{path}: row {k + 1} is not a sweep row (no \"params\"): resume "
                                    "from a sweep's own output file, or pass resume=False")
-    seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
+    # (a row of a worker that died is retried: such losses are mostly transient)
+    seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done
+            if not lost_to_worker(r.get("result"))}
     todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:

@@ -253,7 +253,7 @@ _EXPECTED_WORDS = {"holds": "holds", "unsat": "holds", "violated": "violated", "
 
 def run_batch(
     instances: list[tuple],
-    workers: int = 2,
+    workers: int | None = 2,
     show_progress: bool = True,
     on_result=None,
     console=console,
@@ -387,7 +387,8 @@ def register(app: typer.Typer) -> None:
     @app.command("verify-batch")
     def verify_batch_cmd(
         instances: str = typer.Argument(..., help="CSV with rows onnx,vnnlib,timeout."),
-        workers: int = typer.Option(2, "--workers", help="Worker processes (local), or Ray workers."),
+        workers: int = typer.Option(None, "--workers", help="Worker processes (local; default 2), or "
+                                    "Ray worker actors (default: one per CPU of the cluster)."),
         timeout: float = typer.Option(None, "--timeout", "--time-limit",
                                       help="Cap every instance's timeout (s)."),
         memory: float = typer.Option(
@@ -417,12 +418,12 @@ def register(app: typer.Typer) -> None:
 
         Example: relulab verify-batch instances.csv --workers 2 --timeout 60 --results out.jsonl --resume
         """
-        from ..parallel import MAX_WORKERS, resolve_backend
+        from ..parallel import MAX_WORKERS, lost_to_worker, resolve_backend
 
         insts = read_instances(instances)
         if not insts:
             raise RelulabError(f"{instances}: no instances")
-        if not 1 <= workers <= MAX_WORKERS:
+        if workers is not None and not 1 <= workers <= MAX_WORKERS:
             raise RelulabError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
         check_gigabytes(memory)
         if results:
@@ -435,7 +436,11 @@ def register(app: typer.Typer) -> None:
             insts = [(a, b, min(t, timeout)) for a, b, t in insts]
         insts = [(a, b, t, memory) for a, b, t in insts]
         backend, address = resolve_backend(ray)
+        # (Ray: None, one worker per CPU of the cluster; --workers 2 had capped it at 2)
+        workers = workers if workers is not None else (2 if backend == "local" else None)
         previous = read_results(results) if (results and resume) else {}
+        # (an instance whose worker died is run again: such losses are mostly transient)
+        previous = {k: r for k, r in previous.items() if not lost_to_worker(r)}
         todo = [i for i in insts if _instance_key(i[0], i[1]) not in previous]
         sink = None
         if results:
@@ -472,7 +477,8 @@ def register(app: typer.Typer) -> None:
                               f"{escape(expected)} (paths compared after resolving them): nothing "
                               "was scored", highlight=False)
         run_info = {"backend": backend if backend == "local" else f"ray ({address or 'local'})",
-                    "workers": workers, "resumed": len(insts) - len(todo), "partial": partial}
+                    "workers": workers if workers is not None else "one per CPU of the cluster",
+                    "resumed": len(insts) - len(todo), "partial": partial}
         if expected:
             run_info["expected_matched"] = scored
         if json_out:
@@ -488,8 +494,9 @@ def register(app: typer.Typer) -> None:
             console.print(t)
         # short headers and a light frame keep the table inside 80 columns
         where = "local processes" if backend == "local" else f"Ray ({address or 'local'})"
-        t = Table(title=f"verify-batch: {len(rows)} of {len(insts)} instances, {workers} "
-                        f"workers, {where}" + (" (PARTIAL: interrupted)" if partial else ""),
+        t = Table(title=f"verify-batch: {len(rows)} of {len(insts)} instances, "
+                        f"{'a worker per CPU' if workers is None else f'{workers} workers'}, {where}"
+                        + (" (PARTIAL: interrupted)" if partial else ""),
                   box=box.SIMPLE_HEAD, pad_edge=False)
         # (solved = holds + viol., right = solved - wrong and the median time are in --json)
         cols = [("property", "property"), ("instances", "n"), ("holds", "holds"),

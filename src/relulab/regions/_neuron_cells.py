@@ -397,7 +397,7 @@ def _concat(box: Box, net: Network, parts: list[_Part], neurons: list[int],
         # a region thinner than the sign tolerance may be merged (see _engine._count_ties)
         rs.certified = False
         rs.info["near_ties"] = ties
-    if all(p.skeleton is not None for p in parts):
+    if parts and all(p.skeleton is not None for p in parts):   # (none: interrupted before any cell)
         rs._skeleton = Skeleton(*(np.concatenate([p.skeleton[i] for p in parts])
                                   for i in range(3)))
     if all(p.edges is not None for p in parts) and not rs.partial:
