@@ -555,7 +555,9 @@ def _exit_on_sigterm() -> Callable[[], None]:
     signal.signal(signal.SIGTERM, on_term)
 
     def restore() -> None:
-        if threading.current_thread() is threading.main_thread():
+        # (only our own handler: one installed meanwhile by other code stays)
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) is on_term:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     return restore
