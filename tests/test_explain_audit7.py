@@ -165,3 +165,18 @@ def test_the_proven_cube_stays_certified_for_translated_inputs(off):
     inside = np.all(r.rule.A @ G.T <= r.rule.b[:, None] + 1e-9 * (1 + abs(off)), axis=0)  # tol: rounding
     # (the grid's own float64 rounding at 1e5 is 1e-11: f is evaluated with the same network)
     assert inside.sum() > 100 and (net(G[inside])[:, 0] < 1e-9).all()  # tol: output rounding
+
+
+@pytest.mark.parametrize("w", [1e-3, 1e-6, 1e-7])
+def test_an_interval_rule_stops_at_a_thin_plateau_where_f_is_exactly_zero(w):
+    # f = x0 - 0.5 on [0, 0.5], exactly 0 ("positive") on [0.5, 0.5 + w]: a plateau thinner
+    # than 1e-6 of the box was swallowed by a "certified, minimal" rule x0 <= 0.5 + w
+    net = Network([np.array([[1.0, 0], [1, 0], [1, 0]]), np.array([[1.0, -1, 1]])],
+                  [np.array([0, -0.5, -0.5 - w]), np.array([-0.5])])
+    assert net(np.array([[0.5 + w / 2, 0.0]]))[0, 0] == 0.0      # "positive" there
+    r = explain.why(net, [0.0, 0.3], Box([-1, -1], [1, 1]))
+    assert r.decision == "negative" and r.rule.certified
+    # no point of the plateau (x0 in (0.5, 0.5 + w]) is inside the rule
+    P = np.stack([np.linspace(0.5, 0.5 + w, 51)[1:], np.full(50, 0.3)], 1)
+    inside = np.all(r.rule.A @ P.T <= r.rule.b[:, None], axis=0)
+    assert not inside.any()

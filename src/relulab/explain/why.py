@@ -405,7 +405,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
                 stopped = stopped or "the side pushes ended at the time limit"
                 continue
             st, v, tied = _violation_opt(fnet, _box_slab(domain, slo, shi), dec, c,
-                                         mg * (step_no + 1), left())
+                                         np.where(dec.strict, 0.0, mg * (step_no + 1)), left())
             step = FEAS_TOL * (1.0 + abs(x[i]))  # smaller moves are the margin, not room
             if st == "infeasible":
                 if up:
