@@ -102,10 +102,11 @@ def test_list_needs_json_and_the_plot_says_what_it_shows(tmp_path, capsys):
     assert code == 0 and res["domain"] == "R^d" and "[-1, 1]" in res["plot_note"]
     code, out = _run(capsys, ["regions", str(p), "--max-regions", "2", "--plot", str(png), "--json"])
     assert "not only the --max-regions found" in json.loads(out.out)["plot_note"]
-    # a time limit cut: the note names that stop, not --max-regions
+    # a time limit cut: the picture (a complete enumeration) is not drawn, and the note
+    # names that stop, not --max-regions
     code, out = _run(capsys, ["regions", str(p), "--time-limit", "0.000001", "--plot", str(png), "--json"])
     res = json.loads(out.out)
-    assert code == 0 and res["partial"] and "time limit" in res["plot_note"]
+    assert code == 0 and res["partial"] and "time-limit" in res["plot_note"] and res["plot"] is None
     assert "--max-regions" not in res["plot_note"]
 
 

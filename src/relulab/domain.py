@@ -499,9 +499,13 @@ class Polytope:
                 t = slack * inv[j]
                 t_hi = t[pos[j]].min() if any_pos[j] else 1.0
                 t_lo = t[neg[j]].max() if any_neg[j] else -1.0
-                x = x + (t_lo + u[j] * (t_hi - t_lo)) * U[j]
+                xn = x + (t_lo + u[j] * (t_hi - t_lo)) * U[j]
                 # recomputed, not updated by -step * AU[j]: drift would leave the polytope
-                slack = self.b - self.A @ x
+                sn = self.b - self.A @ xn
+                if not np.any(sn < 0):
+                    # (a step to within rounding of a face can land outside it, by 1.6e-9
+                    # on a thin slab at 1.5e6: such a step is not taken)
+                    x, slack = xn, sn
                 i = start + j
                 if i % 10 == 9:
                     pts[i // 10] = x

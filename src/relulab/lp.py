@@ -609,6 +609,13 @@ def chebyshev_center(A: Any, b: Any, lb: Any = None, ub: Any = None) -> tuple[np
     c = np.zeros(d + 1)
     c[-1] = -1.0
     r = solve(c, A_ub=Aub, b_ub=b, lb=lbv, ub=ubv)
+    if r.status == "error" and lb is None and ub is None:
+        # an unbounded set's optimal centres run off along its recession directions, and
+        # HiGHS ended "error" on one (4 rows in 2-D, entries of size 1 to 30): again with
+        # the centre kept within 1000 caps of the origin (room for a ball of the cap)
+        K = 1e3 * cap
+        r = solve(c, A_ub=Aub, b_ub=b, lb=np.concatenate([np.full(d, -K), [0.0]]),
+                  ub=np.concatenate([np.full(d, K), [cap]]))
     if r.status == "infeasible":
         return None, -INF
     if not r.ok:

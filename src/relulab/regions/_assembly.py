@@ -193,7 +193,6 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     # before the start (a domain too large for the test counts one, as do neurons that
     # rounding made one: both are counted by the start or the Problem itself)
     ties0 = pb.near_ties - pb.rounded_together
-    X0, F0, ptr0, _ = E.initial_polytope(pb)
     found = 0
     kept = 0
     budget = memory_budget()
@@ -202,6 +201,21 @@ def stream_cells(pb: E.Problem, progress: bool, max_regions: int | None,
     def past_deadline() -> bool:
         late[0] = late[0] or time.time() > deadline
         return late[0]
+
+    pb.stop_cutting = None if deadline is None else past_deadline
+    try:
+        X0, F0, ptr0, _ = E.initial_polytope(pb)
+    except E.CutStopped:
+        run.partial = True
+        run.stopped = "time limit reached after 0 regions (while the domain polytope was cut by its rows)"
+        return
+    except (ResourceLimitError, MemoryError) as e:
+        run.partial = True
+        run.stopped = f"memory: {e}" if isinstance(e, ResourceLimitError) else \
+            f"memory: an allocation failed while the domain polytope was cut by its rows ({e})"
+        return
+    finally:
+        pb.stop_cutting = None
 
     with Progress(progress) as bar:
         it = E.run(pb, X0, F0, ptr0, progress=lambda f: bar.update(f, found),
@@ -332,6 +346,9 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
         try:
             with Progress(progress) as bar:
                 return skeleton_count(pb, progress=lambda f: bar.update(f, 0))
+        except MemoryError as e:
+            raise ResourceLimitError(f"counting regions: an allocation failed ({e}); lower the memory "
+                                     "use with a smaller domain or RELULAB_MEMORY_GB") from None
         except Degenerate as e:
             if engine == "skeleton":
                 raise RelulabError(f"the skeleton engine needs general position: {e}") from None
@@ -339,7 +356,11 @@ def count_cells(pb: E.Problem, progress: bool, engine: str) -> int:
             if engine == "skeleton":
                 raise ResourceLimitError(f"the skeleton engine: {e}") from None
             # the per-region engine below streams: its memory stays bounded
-    X0, F0, ptr0, _ = E.initial_polytope(pb)
+    try:
+        X0, F0, ptr0, _ = E.initial_polytope(pb)
+    except MemoryError as e:
+        raise ResourceLimitError(f"counting regions: an allocation failed while the domain polytope "
+                                 f"was cut by its rows ({e}); give a box, or fewer rows") from None
     total = [0]
     with Progress(progress) as bar:
         try:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..domain import Box, DomainError, Polytope
 from ..errors import RelulabError, UncertifiedCount
-from ..limits import memory_budget
+from ..limits import check_bytes, memory_budget
 from ..network import Network
 from ..tolerance import SIGN_TIE_SHARE, SIGN_TOL
 
@@ -187,6 +187,11 @@ def refuse_rows_below_normal(Ws: list, bs: list, exact: Network | None = None) -
                     "the next layer's column, leaves the regions unchanged)")
 
 
+class CutStopped(RelulabError):
+    """The stop condition ended the cutting of the domain polytope by its rows (see
+    :func:`initial_polytope`): no region has been found yet."""
+
+
 class Problem:
     """A network and a domain prepared for the engine (float64)."""
 
@@ -234,6 +239,9 @@ class Problem:
         # engine starts from the box's exact corners and cuts by the remaining rows only
         # (a cell of a box cut by hyperplanes: see _neuron_cells)
         self.start_box: Box | None = None
+        # asked between the domain rows' cuts (a time limit; None: never stops): a 12-D
+        # polytope of 48 rows took 12 s of a 0.5 s limit before the first neuron
+        self.stop_cutting = None
 
     def compose_noise(self, k: int) -> float:
         """The relative rounding error of layer ``k``'s last composition against the size
@@ -879,6 +887,13 @@ def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, row
         a, b = pb.A_dom[i], pb.b_dom[i]
         if not np.any(a):
             continue
+        if pb.stop_cutting is not None and pb.stop_cutting():
+            raise CutStopped("the stop condition came while the domain polytope was cut by its rows")
+        # a cut at most doubles the vertices, each a vertex slot of the batches' memory
+        # model (slot_cap) (16 inputs and 40 rows: a raw MemoryError of 1 GiB)
+        check_bytes(2.0 * X.shape[0] * 8 * (2 * d + 8 + SLOT_WORDS_PER_D2 * d * d),
+                    f"regions: cutting the {d}-dimensional domain polytope by its rows "
+                    f"({X.shape[0]} vertices so far; give a box, or fewer rows)")
         Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
         t = _values(X, Zrow, pb.xscale)
         s, p, q = t.s, t.pos, t.neg

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..limits import memory_budget
+from ..limits import ResourceLimitError, memory_budget
 from . import _engine as E
 from ._arrays import EngineRun, RegionArrays
 from ._hashing import PatternTable, as_words, group_rows
@@ -143,7 +143,12 @@ class _Pool:
 
 
 def _initial(pb: E.Problem):
-    X, F, ptr, bounded = E.initial_polytope(pb)
+    try:
+        X, F, ptr, bounded = E.initial_polytope(pb)
+    except ResourceLimitError as e:
+        # the domain polytope alone is past the budget: the streaming engine decides
+        # what to answer (a partial set, or the count's one-line error)
+        raise TooBig(str(e)) from None
     d = pb.d
     if np.any((F >= 0).sum(1) != d):
         raise Degenerate("domain polytope is not simple")
