@@ -347,8 +347,10 @@ def replace_relu(net: Network, act: str | Activation, domain: Any, scale: float)
         t = float(scale)
     except (TypeError, ValueError):
         raise RelulabError(f"replace_relu: scale must be a number, got {scale!r}") from None
-    if not np.isfinite(t) or t <= 0:
-        raise RelulabError(f"replace_relu: scale must be finite and > 0, got {scale!r}")
+    if not np.isfinite(t) or t <= 0 or t > MAX_SCALE:
+        # (past it the gadgets' constants leave float64: relu2 overflowed at 1e154, and a
+        # sigmoid's inverse step divided by 0 at 1e200)
+        raise RelulabError(f"replace_relu: scale must be in (0, {MAX_SCALE:g}], got {scale!r}")
     dom = as_domain(domain, net.input_dim)
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     f = net.float()
@@ -426,6 +428,8 @@ def _gadget(kind: str, a: Activation, W: np.ndarray, b: np.ndarray, M: np.ndarra
 
 
 # ------------------------------------------------------------------ a priori bound
+# the largest scale of a construction (its constants stay inside float64, with room)
+MAX_SCALE = 1e100
 GAMMA_GRID = (-60.0, 60.0, 1_200_001)  # sup |rho/c - relu| searched on this grid (step 1e-4)
 # ... and on log-spaced |y| from 1e-6 to 1e12, widened by the decades of the activation's
 # own parameters (swish's peak is near 1.28/beta: at beta = 1e-13 it lay beyond 1e12 and
@@ -506,8 +510,8 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     if gamma is None:
         return None
     t = float(scale)
-    if not np.isfinite(t) or t <= 0:
-        raise RelulabError(f"a_priori_bound: scale must be finite and > 0, got {scale!r}")
+    if not np.isfinite(t) or t <= 0 or t > MAX_SCALE:
+        raise RelulabError(f"a_priori_bound: scale must be in (0, {MAX_SCALE:g}], got {scale!r}")
     dom = as_domain(domain, net.input_dim)
     box = dom if isinstance(dom, Box) else dom.bounding_box()
     f = net.float()

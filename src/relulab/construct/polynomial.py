@@ -3,7 +3,8 @@
 A :class:`Polynomial` is a map from exponent tuples to Fractions.  Text such as
 ``"x^2 + xy - 3/2 z^3"`` or ``"x1*x2 + 0.5 x3^2"`` is read by
 :func:`parse_polynomial` (variables ``x, y, z`` or ``x1, x2, ...``; juxtaposition or
-``*`` multiplies; ``^`` raises to a non-negative integer power; ``/ number`` divides).
+``*`` multiplies; ``^`` or ``**`` raises to a non-negative integer power; ``/ number``
+divides, from the left: ``x/3/4`` is ``x/12``; a sign after ``*`` is refused).
 :func:`sphere_moment` gives ``E[w^alpha]`` for w uniform on the unit sphere, exactly.
 
 Example:
@@ -30,7 +31,8 @@ __all__ = ["Polynomial", "parse_polynomial", "sphere_moment", "monomials", "solv
 
 Mono = tuple[int, ...]
 _LETTERS = "xyz"
-_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?(?:/\d+)?|\.\d+)|(x_?\d+|[a-z])|(\^)|(\*)|([+-])|(/))")
+# ("**" is a power, as in Python; it read as two products, and x**2 as 2 x)
+_TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d*)?(?:/\d+)?|\.\d+)|(x_?\d+|[a-z])|(\^|\*\*)|(\*)|([+-])|(/))")
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,10 @@ def parse_polynomial(text: str, dim: int | None = None) -> Polynomial:
         while i < len(tokens) and tokens[i][0] != "sign":
             kind, val, col = tokens[i]
             if kind == "mul":
+                if i + 1 >= len(tokens) or tokens[i + 1][0] in ("sign", "mul"):
+                    # x*-1 was read as x - 1, a new term
+                    raise RelulabError(f"polynomial {text!r}: '*' must be followed by a number or a "
+                                       f"variable (column {col + 1}); write -x, not x*-1")
                 i += 1
                 continue
             if kind == "num":
@@ -155,7 +161,14 @@ def parse_polynomial(text: str, dim: int | None = None) -> Polynomial:
                 if i + 1 >= len(tokens) or tokens[i + 1][0] != "num" or _nonzero(tokens[i + 1][1]) is None:
                     raise RelulabError(f"polynomial {text!r}: '/' must be followed by a nonzero number "
                                        f"(column {col + 1})")
-                coef /= _nonzero(tokens[i + 1][1])
+                # x/3/4 divides by 3, then by 4 (the number token "3/4" is split: x/3/4 read
+                # as x / (3/4) = 4/3 x)
+                for part in tokens[i + 1][1].split("/"):
+                    q = _nonzero(part)
+                    if q is None:
+                        raise RelulabError(f"polynomial {text!r}: '/' must be followed by a nonzero "
+                                           f"number (column {col + 1})")
+                    coef /= q
                 i += 2
             elif kind == "var":
                 if val[0] == "x" and len(val) > 1:

@@ -234,7 +234,8 @@ def refinement_network(mask: object, steps: int, seed_bp: Sequence[object] | Non
         raise ConstructionError(f"refinement mask does not define a convergent scheme: {conv.reason}")
     if conv.status == "unknown" and require_convergent:
         raise ConstructionError(f"refinement mask: convergence not certified ({conv.reason}); "
-                                "pass require_convergent=False to build it anyway")
+                                "refinement_network(..., require_convergent=False) builds it anyway "
+                                "(the command line builds certified masks only)")
     bp, vals = check_seed([0, 1, 2] if seed_bp is None else seed_bp,
                           [0, 1, 0] if seed_vals is None else seed_vals)
     cas = _Cascade(a, bp, vals)
