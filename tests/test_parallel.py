@@ -534,9 +534,11 @@ def test_resume_runs_again_the_instances_whose_worker_died(tmp_path, capsys):
     out_file.write_text(json.dumps({"params": {"a": 1}, "result": {"status": "error",
                                     "reason": "worker process died 2 times"}}) + "\n"
                         + json.dumps({"params": {"a": 2}, "result": 4}) + "\n")
-    sweep(square_a, {"a": [1, 2]}, out_file, resume=True, workers=1)
+    rows = sweep(square_a, {"a": [1, 2]}, out_file, resume=True, workers=1)
     last = [json.loads(s) for s in out_file.read_text().splitlines()][-1]
     assert last == {"params": {"a": 1}, "result": 1}
+    # the answer holds each point once: the dead worker's row is replaced, not kept beside
+    assert sorted((r["params"]["a"], r["result"]) for r in rows) == [(1, 1), (2, 4)]
 
 
 def square_a(a):

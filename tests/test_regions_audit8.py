@@ -76,3 +76,21 @@ def test_an_unbounded_polytope_whose_centre_lp_failed_is_built():
     P = Polytope(A, b)
     c, r = P.chebyshev_center()
     assert not P.is_bounded and r == np.inf and P.contains(c[None], tol=0.0).all()
+
+
+def test_a_polytope_stays_frozen_and_its_enclosing_box_answers_without_single_coordinate_rows():
+    # (a new exception class had taken the Polytope's dataclass decorator: assigning b was
+    # accepted, and the cached box no longer held the set)
+    import dataclasses
+    import time
+
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    A = np.vstack([Q, -Q])                      # a rotated cube: no single-coordinate row
+    P = Polytope(A, np.ones(8))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        P.b = np.zeros(8)
+    box = P.enclosing_box(time.perf_counter() - 1.0)   # deadline passed: the proven box
+    X = P.sample(500, np.random.default_rng(1))
+    assert ((X >= box.lo) & (X <= box.hi)).all()
+    assert np.allclose(box.hi, np.abs(Q).sum(0), atol=1e-9)   # tol: the cube's exact reach

@@ -815,9 +815,10 @@ def sweep(
             if not (isinstance(r, dict) and "params" in r):
                 raise RelulabError(f"{path}: row {k + 1} is not a sweep row (no \"params\"): resume "
                                    "from a sweep's own output file, or pass resume=False")
-    # (a row of a worker that died is retried: such losses are mostly transient)
-    seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done
-            if not lost_to_worker(r.get("result"))}
+    # (a row of a worker that died is retried: such losses are mostly transient; the new
+    # row replaces it in the answer, the file keeps both)
+    done = [r for r in done if not lost_to_worker(r.get("result"))]
+    seen = {json.dumps(to_jsonable(r["params"]), sort_keys=True) for r in done}
     todo = [c for c in combos if json.dumps(to_jsonable(c), sort_keys=True) not in seen]
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
