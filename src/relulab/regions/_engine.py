@@ -75,8 +75,17 @@ def slot_cap(pb: Problem, budget: int | None = None) -> int:
     fewer where a neuron's split over that many would not fit a quarter of the memory
     budget (``relulab.limits``)."""
     budget = memory_budget() if budget is None else budget
-    per_slot = 8 * (2 * pb.d + 8 + SLOT_WORDS_PER_D2 * pb.d * pb.d)
-    return int(max(1_000, min(MAX_BATCH_SLOTS, budget // (4 * per_slot))))
+    return int(max(1_000, min(MAX_BATCH_SLOTS, budget // (4 * slot_bytes(pb.d)))))
+
+
+def slot_bytes(d: int) -> int:
+    """A vertex slot's working memory in bytes for ``d`` inputs (SLOT_WORDS_PER_D2).
+
+    Example:
+        >>> slot_bytes(2)
+        224
+    """
+    return 8 * (2 * d + 8 + SLOT_WORDS_PER_D2 * d * d)
 
 
 # --------------------------------------------------------------------- problem data
@@ -891,7 +900,7 @@ def _cut_by_rows(pb: Problem, X: np.ndarray, F: np.ndarray, ptr: np.ndarray, row
             raise CutStopped("the stop condition came while the domain polytope was cut by its rows")
         # a cut at most doubles the vertices, each a vertex slot of the batches' memory
         # model (slot_cap) (16 inputs and 40 rows: a raw MemoryError of 1 GiB)
-        check_bytes(2.0 * X.shape[0] * 8 * (2 * d + 8 + SLOT_WORDS_PER_D2 * d * d),
+        check_bytes(2.0 * X.shape[0] * slot_bytes(d),
                     f"regions: cutting the {d}-dimensional domain polytope by its rows "
                     f"({X.shape[0]} vertices so far; give a box, or fewer rows)")
         Zrow = np.broadcast_to(np.concatenate([a, [-b]]), (X.shape[0], d + 1))
