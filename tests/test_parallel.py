@@ -173,13 +173,19 @@ def _instances(tmp_path, n_copies=2):
     return len(lines)
 
 
-def test_verify_batch_resume_answers_only_missing_instances(tmp_path, capsys):
+def _full_batch(tmp_path, capsys):
+    """The instances, a complete verify-batch run's JSON and its results file."""
     n = _instances(tmp_path)
     res = tmp_path / "res.jsonl"
     code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
                        "--results", res)
-    full = json.loads(out)
-    assert code == 0 and len(res.read_text().splitlines()) == n
+    assert code == 0
+    return n, json.loads(out), res
+
+
+def test_verify_batch_resume_answers_only_missing_instances(tmp_path, capsys):
+    n, full, res = _full_batch(tmp_path, capsys)
+    assert len(res.read_text().splitlines()) == n
     # an interrupted run: only the first two answers made it to the file (plus a torn line)
     kept = res.read_text().splitlines()[:2]
     res.write_text("\n".join(kept) + "\n{\"status\": \"hol")
@@ -517,11 +523,7 @@ def test_an_item_out_of_memory_costs_only_that_item(tmp_path, workers):
 def test_resume_runs_again_the_instances_whose_worker_died(tmp_path, capsys):
     # aud_cli6 #5: a row "worker process died 3 times" (an OOM kill, a lost node) was
     # never retried by --resume; sweep likewise kept it as done
-    n = _instances(tmp_path)
-    res = tmp_path / "res.jsonl"
-    code, out, _ = run(capsys, "verify-batch", tmp_path / "inst.csv", "--workers", "2", "--json",
-                       "--results", res)
-    full = json.loads(out)
+    n, full, res = _full_batch(tmp_path, capsys)
     rows = [json.loads(s) for s in res.read_text().splitlines()]
     lost = dict(rows[0], status="error", result="error", reason="worker process died 3 times")
     res.write_text("\n".join(json.dumps(r) for r in [lost, *rows[1:]]) + "\n")
