@@ -364,7 +364,8 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # quarter of which is positive, and, where a positive point lay further out, a radius
     # and a certified rule reaching over that tie plateau.  Strict rows are broken at
     # their tie in the radius search.
-    r, stopped = _cube_radius(fnet, domain, x, dec, np.where(dec.strict, 0.0, mg), left())
+    radius_margin = np.where(dec.strict, 0.0, mg)
+    r, stopped = _cube_radius(fnet, domain, x, dec, radius_margin, left())
     if not np.isfinite(r):
         rule = Rule(np.zeros((0, len(x))), np.zeros(0), dec.label, names, kind="interval")
         cert, worst = certify(fnet, domain, rule.A, rule.b, dec, left(), floor) if do_certify else (False, None)
@@ -376,7 +377,7 @@ def _interval_rule(fnet, domain, x, dec: Decision, names, do_certify, left, floo
     # the cube [x - r, x + r] is proved by the radius search itself: no input in it breaks
     # a row by more than its margin (a second proof by certify's MILPs failed for inputs
     # translated by 1e5, whose tolerance error grows with |x|: "NOT certified")
-    cube_proof = (True, float(np.max(np.where(dec.strict, 0.0, mg)))) if do_certify else None
+    cube_proof = (True, float(np.max(radius_margin))) if do_certify else None
     if r <= FEAS_TOL * (1 + np.max(np.abs(x))):
         # a proven cube too small to push its sides at the coordinates' resolution: it is
         # the rule (x = (1e6 + 5e-4, 0), radius 5e-4, read "on the decision boundary")
