@@ -118,3 +118,43 @@ def test_a_tolerance_error_that_overflows_is_infinite_not_nan():
     net = Network([[[0.0]], [[1e300]]], [[0.0], [0.0]])
     r = maximize(net, Box([0.0], [1e200]), c=[1.0], time_limit=10)
     assert not np.isnan(r.upper_bound) and r.upper_bound >= r.value
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_bounding_box_of_a_rotated_cube_is_its_known_box(seed):
+    """{x : -1 <= Q x <= 1} for an orthogonal Q is Q^T [-1, 1]^d: coordinate i ranges
+    over +-sum_j |Q_ji| (a box proven from one pass of solves' duals, above the
+    rational-sum size, so with its float rounding bound added)."""
+    d = 24
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, d)))
+    P = Polytope(np.vstack([Q, -Q]), np.ones(2 * d))
+    box = P.bounding_box()
+    # the exact extent of the set these float rows describe, by the vertex that attains it
+    for i in range(d):
+        v = np.linalg.solve(Q, np.sign(Q[:, i]))   # Q v = sign(Q_i): a vertex, x_i maximal
+        assert box.lo[i] <= -v[i] and v[i] <= box.hi[i]
+        assert box.hi[i] - v[i] < 1e-9 and -v[i] - box.lo[i] < 1e-9
+
+
+def test_a_proven_bound_with_other_variable_bounds_bounds_the_lp_with_them():
+    """The duals of a solve without variable bounds bound the LP with them (weak
+    duality): at most that LP's optimum, and close to it."""
+    from relulab.lp import LPModel
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(30, 5))
+    b = 1.0 + np.abs(rng.normal(size=30))
+    c = rng.normal(size=5)
+    free = LPModel(c, A_ub=A, b_ub=b)
+    r = free.solve()
+    lo, hi = np.full(5, -50.0), np.full(5, 50.0)
+    boxed = LPModel(c, A_ub=A, b_ub=b, lb=lo, ub=hi).solve()
+    assert r.status == boxed.status == "optimal"
+    bound = free.proven_bound(r, lb=lo, ub=hi)
+    assert bound <= boxed.objective + 1e-12 and boxed.objective - bound < 1e-9
+    # a tighter box than the polytope's: the unbounded solve's duals no longer match it,
+    # and the bound is still below the optimum there
+    small = LPModel(c, A_ub=A, b_ub=b, lb=np.full(5, -0.01), ub=np.full(5, 0.01)).solve()
+    assert free.proven_bound(r, lb=np.full(5, -0.01), ub=np.full(5, 0.01)) <= small.objective + 1e-12
+    with pytest.raises(ValueError, match="both lb and ub"):
+        free.proven_bound(r, lb=lo)

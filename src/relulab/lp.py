@@ -400,7 +400,8 @@ class LPModel:
                             np.asarray(lp.row_upper_, dtype=np.float64))
         return self._mirror
 
-    def proven_bound(self, result: LPResult, exact: bool = False) -> float | None:
+    def proven_bound(self, result: LPResult, exact: bool = False, lb: Any = None,
+                     ub: Any = None) -> float | None:
         """A bound on this LP's optimum that holds whatever HiGHS's tolerances allowed:
         a lower bound when minimising, an upper bound when maximising (``None`` without
         duals, or where it is infinite).
@@ -423,10 +424,21 @@ class LPModel:
         rounded down once) instead of adding a bound on the float rounding: tighter, and
         exact when the multipliers are; it costs a Fraction product per nonzero of the
         rows with a multiplier.
+
+        ``lb``, ``ub`` (both or neither): the bound for this LP with these variable bounds
+        instead of its own.  Weak duality holds for any multipliers, so the duals of a
+        solve without them bound the LP with them (one solve serves both).
         """
         if self._is_mip or result.duals is None:
             return None
-        A, lb, ub, rlo, rhi = self._model_copy()
+        A, own_lb, own_ub, rlo, rhi = self._model_copy()
+        if (lb is None) != (ub is None):
+            raise ValueError("proven_bound: give both lb and ub, or neither")
+        if lb is None:
+            lb, ub = own_lb, own_ub
+        else:
+            lb = np.broadcast_to(np.asarray(lb, dtype=np.float64), own_lb.shape)
+            ub = np.broadcast_to(np.asarray(ub, dtype=np.float64), own_ub.shape)
         sign = -1.0 if self._maximize else 1.0  # bound min(sign c . x), then undo the sign
         c = sign * self._cost
         best = -INF
