@@ -218,3 +218,15 @@ def test_an_iteration_that_would_end_past_the_limit_is_not_started(monkeypatch):
     r = fit_multistart(X, y, depth=1, width=2, restarts=4, seed=0, time_limit=600)
     assert r.status == "time_limit" and r.iterations == 0 and r.completed == 0
     assert fit_multistart(X, y, depth=1, width=2, restarts=4, seed=0).status == "interpolated"
+
+
+def test_targets_at_the_edge_of_float64_fit_or_are_refused_by_name():
+    """Targets of 1e307 are fitted in scaled units and scaled back (|x| exactly on the
+    grid); at 1.7e308 the network's last layer overflows and the fit says so (the scale
+    was rounded up to 2^1024 = inf, and the error named a NaN weight of layer 2)."""
+    X = np.linspace(-1, 1, 9)[:, None]
+    fit = fit_multistart(X, np.abs(X[:, 0]) * 1e307, depth=1, width=2, restarts=8, seed=0)
+    assert fit.status == "interpolated"
+    assert np.allclose(fit.network(X)[:, 0], np.abs(X[:, 0]) * 1e307, rtol=0.0, atol=1e301)
+    with pytest.raises(DynamicsError, match="overflow float64"):
+        fit_multistart(X, np.abs(X[:, 0]) * 1.7e308, depth=1, width=2, restarts=8, seed=0)

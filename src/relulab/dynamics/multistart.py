@@ -45,7 +45,7 @@ from ..errors import is_int_at_least, is_positive_seconds
 from ..limits import Deadline, ResourceLimitError, check_bytes, dense_flop_rate
 from ..network import Network
 from ..results import Result
-from ..tolerance import or_default
+from ..tolerance import or_default, power_of_two_exponent
 from ._model import DynamicsError
 
 __all__ = ["MultistartFit", "fit_multistart", "fit_basin_hopping"]
@@ -256,10 +256,10 @@ DATA_RANGE_EXP = 8
 
 
 def _power_of_two_scale(v: np.ndarray) -> float:
-    m = float(np.max(np.abs(v))) if v.size else 0.0
-    if m == 0.0 or 2.0**-DATA_RANGE_EXP <= m <= 2.0**DATA_RANGE_EXP:
-        return 1.0
-    return float(2.0 ** np.round(np.log2(m)))
+    """1 for data of moderate size, else the power of two that brings its largest entry
+    into [1, 2) (2^1023 at most: rounding log2 of 1.7e308 up gave 2^1024 = inf)."""
+    e = power_of_two_exponent(v)
+    return 1.0 if -DATA_RANGE_EXP <= e < DATA_RANGE_EXP else float(2.0**e)
 
 
 def _data_scales(X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -282,9 +282,12 @@ def _in_units(fit: MultistartFit, sx: float, sy: float) -> MultistartFit:
     """A fit made on ``X / sx``, ``y / sy`` in the data's own units."""
     if sx == 1.0 and sy == 1.0:
         return fit
-    th = _to_units(fit._params, fit._dims, sx, sy)
     with np.errstate(over="ignore"):   # an MSE beyond float64 reads inf
+        th = _to_units(fit._params, fit._dims, sx, sy)
         mse = fit.train_mse * (sy * sy)
+    if not np.all(np.isfinite(th[fit.best])):
+        raise DynamicsError("fit: the fitted network's weights overflow float64 in the data's units "
+                            f"(the fit ran on X / {sx:.3g} and y / {sy:.3g}); rescale X or y")
     return dataclasses.replace(fit, train_mse=mse, network=_to_network(th[fit.best], fit._dims), _params=th)
 
 
