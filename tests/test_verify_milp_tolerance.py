@@ -223,3 +223,42 @@ def test_input_splitting_settles_boxes_whose_gap_is_their_rounding_margin(monkey
     assert len(calls) == 1
     assert F(bound) >= exact >= F(value)
     assert bound - value < 1e-5  # tol: the proof margin, 1e-7 of the terms' sizes
+
+
+def _cancelling_far_net(rng: np.random.Generator, d: int = 4, h: int = 4):
+    """A network whose first layer's weights of 1e3 and biases of 1e9 cancel over a box
+    of width 2,000 centred near 1e6 (its MILP rows carry constants float64 resolves only
+    to ~2e-7, below the feasibility tolerance HiGHS was given)."""
+    c = 1e6 * (1 + rng.uniform(-0.1, 0.1, d))
+    W1 = rng.normal(size=(h, d)) * 1e3
+    b1 = -W1 @ c + rng.normal(size=h) * 1e3 * np.abs(W1).sum(1)
+    net = Network([W1, rng.normal(size=(h, h)), rng.normal(size=(1, h))],
+                  [b1, rng.normal(size=h) * 0.1, rng.normal(size=1)])
+    return net, Box(c - 1e3, c + 1e3)
+
+
+def _grid_max(net: Network, box: Box, n: int = 9) -> tuple[np.ndarray, F]:
+    """The grid point of largest output, with its exact value (Fractions)."""
+    axes = [np.linspace(lo, hi, n) for lo, hi in zip(box.lo, box.hi, strict=True)]
+    G = np.stack(np.meshgrid(*axes), -1).reshape(-1, box.dim)
+    x = G[int(np.argmax(net(G)[:, 0]))]
+    return x, F(net.exact()(x)[0])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_box_far_out_under_cancelling_biases_gets_no_false_holds(seed):
+    """The MILP ("holds" by method="milp", maximize's bound) against the exact value at
+    the best grid point: HiGHS's "optimal" bound of such a 4-4-4-1 network was 626,666
+    under a point's value, and verify said "holds" with the attack off."""
+    net, box = _cancelling_far_net(np.random.default_rng(seed))
+    x, top = _grid_max(net, box)
+    thr = float(top) if F(float(top)) <= top else float(np.nextafter(float(top), -np.inf))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])  # f >= thr
+    v = verify(net, spec, timeout=20, method="milp", attack_time=0.0)
+    assert v.status != "holds"
+    if v.status == "violated":
+        assert box.contains(v.counterexample)
+        assert F(net.exact()(v.counterexample)[0]) >= F(thr)
+    r = maximize(net, box, time_limit=20)
+    assert F(float(r.bound)) >= top
+    assert r.status == "optimal"   # (the solver's answer, no longer refuted by its own point)

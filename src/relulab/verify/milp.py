@@ -49,6 +49,7 @@ from ..tolerance import (
     or_default,
     scaled_tol,
 )
+from ._centre import centre, shift_error
 from ._counterexample import forward_error
 from .result import OptimumResult, RangeResult
 
@@ -597,14 +598,22 @@ def _optimize(
         # single-coordinate rows stands in (sound, looser), for every use below
         domain.enclosing_box(_time.perf_counter() + time_limit / 3)
     box, _, _ = _domain_parts(domain)
-    Ws, bs, sk = float_layers(fnet)
-    pre = symbolic_pre(Ws, bs, box)
+    # the MILP and its LP relaxation run on a box far from the origin moved there (module
+    # _centre: rows of 1e9 that cancel are beyond HiGHS's resolution); the points they
+    # give are moved back and every value is the network's own
+    moved = centre(fnet, domain) if isinstance(domain, Box) else None
+    mnet, mdom, mbox = (fnet, domain, box) if moved is None else (moved.net, moved.box, moved.box)
+    Ws, bs, sk = float_layers(mnet)
+    pre = symbolic_pre(Ws, bs, mbox)
     if tighten:
-        pre = tighten_bounds(fnet, domain, pre, time_limit=None if time_limit is None else time_limit / 3)
+        pre = tighten_bounds(mnet, mdom, pre, time_limit=None if time_limit is None else time_limit / 3)
     n_neurons = sum(W.shape[0] for W in Ws[:-1])
     # the encoding (3 rows per neuron) and HiGHS's copies, search tree and factorisations
     check_bytes(64.0 * 4 * (3 * sum(W.size for W in Ws) + 10 * n_neurons), f"the MILP of {sense}imize")
-    enc = encode(fnet, domain, pre)
+    enc = encode(mnet, mdom, pre)
+
+    def back(u: np.ndarray) -> np.ndarray:
+        return u if moved is None else moved.to_input(u, box)
     obj = (s * cvec) @ enc.out_A
     obj = np.asarray(obj).reshape(-1)
     const = float(s * cvec @ enc.out_c)
@@ -612,7 +621,7 @@ def _optimize(
     lp_left = None if time_limit is None else max(time_limit - (_time.time() - t0), 1e-3)
     lp_model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, maximize=True,
                        time_limit=lp_left)
-    sound_tolerances(lp_model, Ws, bs, sk, pre, box, (s * cvec)[None])
+    sound_tolerances(lp_model, Ws, bs, sk, pre, mbox, (s * cvec)[None])
     lp = lp_model.solve()
     if lp.status != "optimal":
         lp = LPResult("time_limit")  # no value, no point: the bracket comes from the rest
@@ -640,7 +649,9 @@ def _optimize(
     )
     model.set_mip_gap(rel=or_default(mip_gap, MIP_GAP), abs=MIP_GAP)
     # what the solver's tolerances may hide: the MILP's bound is sound only beyond this
-    err = sound_tolerances(model, Ws, bs, sk, pre, box, (s * cvec)[None])
+    err = sound_tolerances(model, Ws, bs, sk, pre, mbox, (s * cvec)[None])
+    if moved is not None:
+        err = _up(err + float(shift_error(Ws, (s * cvec)[None], moved)[0]))
     if time_limit is not None and time_limit - (_time.time() - t0) <= 0:
         # no time left: HiGHS's MIP presolve does not look at the clock (0.55 s under a
         # 1 ms limit on an 800 x 800 network), so the bracket comes from the rest
@@ -655,9 +666,9 @@ def _optimize(
         cands.append(_pgd_best(fnet, domain, s * cvec,
                                deadline=None if time_limit is None else t0 + time_limit))
     if res.x is not None:
-        cands.append(res.x[: enc.d])
+        cands.append(back(res.x[: enc.d]))
     if lp.x is not None:
-        cands.append(lp.x[: enc.d])
+        cands.append(back(lp.x[: enc.d]))
     P = _fallback_points(domain, box, cands)
     vals = fnet(P) @ (s * cvec)
     i = int(np.argmax(vals))
@@ -688,7 +699,7 @@ def _optimize(
         # comes from the verifier's own bound and the best point found
         status = "unknown"
         info["reason"] = (f"numerical: the MILP solver ended with status {res.status}"
-                          + _magnitude_hint(box, pre) + "; the bound is the verifier's (CROWN) bound")
+                          + _magnitude_hint(mbox, pre) + "; the bound is the verifier's (CROWN) bound")
         bound = max(_root_upper(fnet, box, s * cvec), value)
     if status != "unknown" and value > bound + scaled_tol(bound, ROUNDOFF):
         # a forward pass beats the solver's bound by more than its tolerances can explain:
@@ -934,11 +945,15 @@ def milp_term(
     from .attack import recheck
 
     fnet = net.float() if net.is_exact else net
-    Ws, bs, sk = float_layers(fnet)
+    # a box far from the origin is moved there first (module _centre): rows of 1e9 that
+    # cancel are beyond HiGHS's resolution
+    moved = centre(fnet, box)
+    mnet, mbox = (fnet, box) if moved is None else (moved.net, moved.box)
+    Ws, bs, sk = float_layers(mnet)
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     d = np.asarray(d, dtype=np.float64).reshape(-1)
-    pre = symbolic_pre(Ws, bs, box)
-    enc = encode(fnet, box, pre)
+    pre = symbolic_pre(Ws, bs, mbox)
+    enc = encode(mnet, mbox, pre)
     nv = enc.n_vars
     CA = sp.csr_matrix(C @ enc.out_A.toarray())
     rows = sp.hstack([CA, sp.csr_matrix(-np.ones((C.shape[0], 1)))])
@@ -949,11 +964,15 @@ def milp_term(
     integer = np.concatenate([enc.integer, [False]])
     model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, lb=np.concatenate([enc.lb, [-INF]]),
                     ub=np.concatenate([enc.ub, [INF]]), integer=integer, time_limit=time_limit)
-    err = sound_tolerances(model, Ws, bs, sk, pre, box, C)
+    err = sound_tolerances(model, Ws, bs, sk, pre, mbox, C)
+    if moved is not None:
+        err = _up(err + float(np.max(shift_error(Ws, C, moved))))
     res = model.solve()
     st = {"n_binaries": enc.n_binaries, "status": res.status, "nodes": res.info.get("nodes", 0)}
+    if moved is not None:
+        st["centred"] = True
     if res.x is not None and res.objective is not None and res.objective <= FEAS_TOL:
-        x = np.clip(res.x[: enc.d], box.lo, box.hi)
+        x = np.clip(res.x[: enc.d], box.lo, box.hi) if moved is None else moved.to_input(res.x[: enc.d], box)
         if recheck(check_net or net, x, box, C, d):
             return "violated", x, st
     # margin relative to the size of the numbers in the encoding (big-M constants)
@@ -975,5 +994,5 @@ def milp_term(
     elif res.status not in ("time_limit", "node_limit", "interrupted"):
         # the solver failed at once (an "error" on pre-activations of 1e20): numerical, not
         # a timeout, which the verifier otherwise reports for an unknown term
-        st["reason"] = f"numerical: the MILP solver ended with status {res.status}" + _magnitude_hint(box, pre)
+        st["reason"] = f"numerical: the MILP solver ended with status {res.status}" + _magnitude_hint(mbox, pre)
     return "unknown", None, st
