@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bounds import float_rounding_bound, rounding_slack
+from ..bounds import float_rounding_bounds, rounding_slack
 from ..errors import FormatError, RelulabError
 from ..limits import ResourceLimitError, memory_limit
 from ..network import Network
@@ -90,6 +90,9 @@ LAZY_TORCH_MIN_LEFT = 60.0
 # a phase that checks its clock only between rounds (input splitting, HiGHS) gets this share
 # of its time: its last round then ends before the deadline, not after it
 SLACK = 0.97
+# a counterexample that fails its exact check gets its linear region searched (one LP) in
+# the time left, and at least this many seconds (a candidate found at the deadline)
+REPAIR_FLOOR = 0.1
 # with torch not imported yet, runs shorter than this use the numpy engine (no start-up)
 TORCH_MIN_TIMEOUT = 10.0
 METHODS = ("auto", "input-split", "relu-split", "milp")
@@ -362,13 +365,15 @@ def _widened_by_rounding(dense: Network, terms: list, stats: dict) -> list:
     """The terms with each unsafe set ``C y <= d`` widened to ``C y <= d + |C| e``, ``e``
     the float rounding bound of the exact network on the term's box (computed once per
     box: the terms of a classification property share theirs)."""
-    per_box: dict[tuple[bytes, bytes], np.ndarray | None] = {}
+    boxes: dict[tuple[bytes, bytes], Any] = {}
+    for box, _, _ in terms:
+        boxes.setdefault((box.lo.tobytes(), box.hi.tobytes()), box)
+    # all boxes at once: the weights' rounding is found once (Fractions), not per box
+    rows = float_rounding_bounds(dense, list(boxes.values()))
+    per_box = dict(zip(boxes, [None] * len(boxes) if rows is None else list(rows), strict=True))
     widened = []
     for box, C, dv in terms:
-        key = (box.lo.tobytes(), box.hi.tobytes())
-        if key not in per_box:
-            per_box[key] = float_rounding_bound(dense, box)
-        e = per_box[key]
+        e = per_box[(box.lo.tobytes(), box.hi.tobytes())]
         if e is None:
             widened.append((box, C, dv))
             continue
@@ -401,7 +406,10 @@ def _run(model, dense: Network | None, terms, bud: Budget, method: str, engine: 
         # the last gate: the point is in a box and unsafe there exactly (the searches
         # accept C f(x) <= d within an absolute FEAS_TOL, meaningless for a row of 1e-10)
         if dense is not None:
-            chk = certify_counterexample(dense, x, check_terms)
+            # the gate's repair LP gets the time left (at least REPAIR_FLOOR seconds)
+            left = bud.left()
+            chk = certify_counterexample(dense, x, check_terms, deadline=None if not np.isfinite(left)
+                                         else _time.perf_counter() + max(left, REPAIR_FLOOR))
         else:
             chk = _structured_check(model, x, check_terms)
         if not chk.ok:
