@@ -594,7 +594,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
     # with outputs of 1e-5, HiGHS's absolute tolerances were a few percent of the
     # objective and its "optimal" bound sat 0.8 % below a certified gradient
     Hs, out_scale = _output_scaled(H)
-    Ws, _, skip = float_layers(Hs)
+    Ws, bs, skip = float_layers(Hs)
     if tighten is None:
         tighten = H.n_hidden_layers > 1 and H.n_neurons >= 40
     left = None if deadline is None else max(deadline - time.time(), 1e-3)
@@ -602,7 +602,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
     enc = encode(Hs, dom, pre)
     # HiGHS's feasibility tolerances set as the verifier sets them (1e-9, or relative to
     # the encoding's largest number), and what they can still hide added to the bound
-    ftol = feasibility_tol(pre, dom.bounding_box())
+    ftol = feasibility_tol(pre, dom.bounding_box(), Ws, bs)
     margin = tolerance_margin(Ws, pre, skip, ftol) * out_scale
     mode = "signs" if (m > 1 and q == 1) else "unit"
     outs = [None] if mode == "signs" else list(range(m))

@@ -217,10 +217,14 @@ def _big_m_floor(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray
             np.where(unstable, np.maximum(hi, BIG_M_FLOOR), hi))
 
 
-def feasibility_tol(pre, box: Box) -> float:
+def feasibility_tol(pre, box: Box, Ws=None, bs=None) -> float:
     """HiGHS's feasibility tolerance for the MILP with pre-activation bounds ``pre`` over
     ``box``: ``MILP_FEAS_TOL`` (1e-9), or ``MILP_FEAS_REL`` (1e-15) times the largest number
-    in the encoding when that is more (float64 cannot resolve less on its rows).
+    in the encoding when that is more (float64 cannot resolve less on its rows).  With the
+    layers ``Ws``, ``bs`` that includes the rows' terms: biases of 1e9 cancelling against
+    weights of 1e3 on activations of 1e6 left pre-activations of 1e6, and with a
+    tolerance of 1e-9 HiGHS's "optimal" bound was far under the maximum ("holds" on
+    violated properties); at the terms' resolution it was right.
 
     Example:
         >>> from relulab import Box
@@ -230,7 +234,28 @@ def feasibility_tol(pre, box: Box) -> float:
         1e-05
     """
     big = max(_big_m(pre), float(np.max(np.abs(box.lo))), float(np.max(np.abs(box.hi))))
+    if Ws is not None:
+        big = max(big, _row_terms(Ws, bs, pre, box))
     return max(MILP_FEAS_TOL, MILP_FEAS_REL * big)
+
+
+def _row_terms(Ws, bs, pre, box: Box) -> float:
+    """The largest term on the encoding's layer rows ``z_k = W_k h_(k-1) + b_k``: a bias,
+    or a weight times the largest its input can be (the box, then the ReLUs' bounds).
+
+    Example:
+        >>> _row_terms([np.array([[1e3]]), np.array([[2.0]])], [np.array([-1e9]), np.array([0.0])],
+        ...            [(np.array([0.0]), np.array([5.0]))], Box([1e6], [1.1e6]))
+        1100000000.0
+    """
+    h = float(max(np.max(np.abs(box.lo)), np.max(np.abs(box.hi))))
+    big = 0.0
+    with np.errstate(over="ignore"):
+        for k, (W, b) in enumerate(zip(Ws, bs, strict=True)):
+            big = max(big, float(np.max(np.abs(W), initial=0.0)) * h, float(np.max(np.abs(b), initial=0.0)))
+            if k < len(pre):
+                h = float(np.max(np.maximum(pre[k][1], 0.0), initial=0.0))   # relu's largest
+    return big
 
 
 def sound_tolerances(model: LPModel, Ws, bs, sk, pre, box: Box, C: np.ndarray) -> float:
@@ -252,7 +277,7 @@ def sound_tolerances(model: LPModel, Ws, bs, sk, pre, box: Box, C: np.ndarray) -
         >>> bool(0 < err < 1e-7), bool(m.solve().bound <= 2 + err)   # max |x| on [-1, 2] is 2
         (True, True)
     """
-    ftol = feasibility_tol(pre, box)
+    ftol = feasibility_tol(pre, box, Ws, bs)
     model.set_feasibility_tol(primal=ftol, mip=ftol if model.is_mip else None)
     return float(np.max(tolerance_error(Ws, bs, sk, pre, box, np.atleast_2d(C), tol=ftol)))
 
