@@ -129,3 +129,15 @@ def test_sdp_with_another_norm_is_refused_before_any_work(monkeypatch):
         lipschitz(net, Box([-1.0], [1.0]), p=1, sdp=True)
     with pytest.raises(RelulabError, match="sdp must be True, False or None"):
         lipschitz(net, Box([-1.0], [1.0]), p=2, sdp="no")
+
+
+@pytest.mark.parametrize("method", ["auto", "enumerate", "bounds"])
+def test_a_constant_beyond_float64_is_refused_naming_the_overflow(method):
+    """f = 1e400 relu(x) + ...: its constant is not a float64 number (it was refused as
+    "operator_norm: need a finite 2-D matrix", a function the user never called)."""
+    from relulab.errors import RelulabError
+    from relulab.lipschitz import lipschitz
+
+    net = Network([[[1e200], [-1e200]], [[1e200, 1e200]]], [[0.0, 1.0], [0.0]])
+    with pytest.raises(RelulabError, match="overflows float64"):
+        lipschitz(net, Box([-1.0], [1.0]), p=1, method=method)

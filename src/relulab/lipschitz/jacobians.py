@@ -56,10 +56,18 @@ def jacobians(net: Network, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # made 0.8 GB temporaries past a 0.5 GB budget)
     widest = max([W.shape[0] for W in Ws[:-1]] + [d, 1])
     rows = max(1, int(JACOBIAN_CHUNK_BYTES // (8.0 * (min(m, d) + 2) * widest)))
-    if n > rows:
-        parts = [_jacobians_chunk(Ws, bs, sk, X[i:i + rows]) for i in range(0, n, rows)]
-        return np.concatenate([J for J, _ in parts]), np.concatenate([g for _, g in parts])
-    return _jacobians_chunk(Ws, bs, sk, X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if n > rows:
+            parts = [_jacobians_chunk(Ws, bs, sk, X[i:i + rows]) for i in range(0, n, rows)]
+            J, g = np.concatenate([J for J, _ in parts]), np.concatenate([g for _, g in parts])
+        else:
+            J, g = _jacobians_chunk(Ws, bs, sk, X)
+    if not np.all(np.isfinite(J)):
+        # (a constant of 1e400 was refused as "operator_norm: need a finite 2-D matrix")
+        raise RelulabError("jacobians: the network's Jacobian overflows float64 at a point of the domain "
+                           "(products of its weights beyond 1.8e308): its Lipschitz constant is not a "
+                           "float64 number; rescale the network")
+    return J, g
 
 
 def _jacobians_chunk(Ws, bs, sk, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
