@@ -20,6 +20,10 @@ unsafe set is taken closed, as the VNN-COMP rules do (it differs from the open
 set only on a boundary of measure zero, and float arithmetic cannot tell them
 apart anyway).  ``write_vnnlib`` writes non-strict inequalities only.
 
+**Numbers are float64**: a literal is read as its nearest float64, and a bound with a
+coefficient, ``(>= (* 3 X_0) 1)``, as the nearest float64 of ``1 / 3`` (either side
+of it); the box verified is that float64 box.
+
 The assertions are put in disjunctive normal form.  In each disjunct every
 constraint must involve only inputs or only outputs; the input constraints must
 bound single inputs and together give every ``X_i`` a lower and an upper bound
