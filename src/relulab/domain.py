@@ -26,6 +26,10 @@ LP_INFINITY = 1e20
 # HiGHS's small_matrix_value: constraint matrix entries of this magnitude or less are read as 0
 HIGHS_SMALL_MATRIX_VALUE = 1e-9  # tol: HiGHS's own default, not relulab's
 
+# HiGHS's "infeasible" is not a proof: a nonempty set thinner or farther out (a slab of
+# width 0 after rounding at 1e15) than its tolerances resolve reads infeasible too
+EMPTY_BY_LP = ("empty polytope: the LP solver finds no x with A x <= b (a nonempty set thinner or "
+               "farther out than its tolerances resolve reads so too: then rescale it)")
 # polytopes with at most this many entries in A get their bounding box proven in rationals
 EXACT_BOX_ENTRIES = 4096
 # hit-and-run directions drawn this many at a time
@@ -251,7 +255,7 @@ class Polytope:
 
             x, r = chebyshev_center(A_m, b_v)
             if x is None:
-                raise DomainError("empty polytope: the inequalities A x <= b have no solution")
+                raise DomainError(EMPTY_BY_LP)
             # relative to each row's own size, |b_i| + |A_i| |x| (the LP's rounding is ~1e-8
             # at coordinates of 1e8): the largest |b| of any row let a redundant x1 <= 1e8
             # widen every row's tolerance to 0.1, and a set empty by 1e-8 was accepted
@@ -408,7 +412,7 @@ class Polytope:
                 if r.status == "unbounded":
                     raise DomainError(f"polytope is unbounded along coordinate {i}")
                 if r.status == "infeasible":   # (built with check_empty=False)
-                    raise DomainError("empty polytope: the inequalities A x <= b have no solution")
+                    raise DomainError(EMPTY_BY_LP)
                 if r.status != "optimal":  # (it was called unbounded whatever the status)
                     raise DomainError(f"polytope: the LP bounding coordinate {i} ended with status "
                                       f"{r.status} (a set this thin or this far out is beyond the "
@@ -440,6 +444,35 @@ class Polytope:
             self.bounding_box()
         except DomainError:
             return False
+        return True
+
+    def bounded_by(self, deadline: float | None) -> bool | None:
+        """:attr:`is_bounded`, decided before ``deadline`` (a :func:`time.perf_counter`
+        moment; None: no limit), or None when it came first: the single-coordinate rows
+        may show it at once, else it takes the bounding box's 2 d LPs (7 s at 100 inputs
+        and 400 rows).
+
+        Example:
+            >>> import time
+            >>> P = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [1.0, 0.0, 0.0])
+            >>> P.bounded_by(time.perf_counter() - 1.0) is None, P.bounded_by(None)
+            (True, True)
+        """
+        cached = self.__dict__.get("_bbox")
+        if cached is not None:
+            return isinstance(cached, Box)
+        if deadline is None:
+            return self.is_bounded
+        if self._rows_box() is not None:
+            return True
+        try:
+            box = self._solve_bounding_box(deadline)
+        except _OutOfTime:
+            return None
+        except DomainError as e:
+            object.__setattr__(self, "_bbox", e)
+            return False
+        object.__setattr__(self, "_bbox", box)
         return True
 
     def to_polytope(self) -> Polytope:

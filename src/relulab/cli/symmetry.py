@@ -212,7 +212,7 @@ def reduce_cmd(
         console.print(f"  {line}")
     if r.check is not None:
         console.print(f"check: {r.check.status} ({r.check.method}); largest difference on "
-                      f"{10_000} random points {r.sample_max_deviation:.3g}")
+                      f"{r.sample_points} random points {r.sample_max_deviation:.3g}")
     if not verified:
         raise typer.Exit(EXIT_UNVERIFIED)
 

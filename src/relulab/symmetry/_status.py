@@ -22,9 +22,10 @@ from fractions import Fraction
 import numpy as np
 
 from ..domain import Box, Polytope, as_domain
+from ..errors import RelulabError, is_int_at_least, is_positive_seconds
 from ..layers import as_kind, bool_mask, prefix_network
 from ..limits import Deadline
-from ..network import Network
+from ..network import Network, NetworkError
 from ..tolerance import PROOF_MARGIN, scaled_tol
 
 # Exact interval arithmetic costs Python-object operations; above this size the float
@@ -133,12 +134,13 @@ def _term_rounding(net: Network, domain: Box | Polytope) -> list[np.ndarray]:
     return out
 
 
-def _first_layer_lp(net: Network, poly: Polytope, deadline: Deadline | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _first_layer_lp(net: Network, poly: Polytope, deadline: Deadline | None = None,
+                    box: Box | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Proven bounds on each first-layer pre-activation over a polytope: LP duality's
     bound (:meth:`relulab.lp.LPModel.proven_bound`), not HiGHS's objective, which is
     optimal only up to its 1e-7 dual tolerance (a reduced cost of 1e-8 on a variable
     ranging to 1e9 read a maximum of 1 for 11, and a live neuron was "dead").  A bound
-    the duals do not give, or one past ``deadline``, stays infinite (undecided)."""
+    the duals do not give, or one past ``deadline``, stays infinite (undecided).  ``box``: the polytope's bounding box, when known (bounds on the variables)."""
     from ..lp import LPModel
 
     W = np.asarray(net.float().weights[0], dtype=np.float64)
@@ -146,7 +148,6 @@ def _first_layer_lp(net: Network, poly: Polytope, deadline: Deadline | None = No
     n = W.shape[0]
     lo = np.full(n, -np.inf)
     hi = np.full(n, np.inf)
-    box = poly.bounding_box() if poly.is_bounded else None
     model = LPModel(np.zeros(poly.dim), A_ub=poly.A, b_ub=poly.b,
                     lb=None if box is None else box.lo, ub=None if box is None else box.hi)
     for i in range(n):
@@ -191,10 +192,24 @@ def neuron_status(
     """
     from ..bounds import symbolic_bounds
 
+    if not isinstance(net, Network):
+        raise NetworkError(f"neuron_status: net must be a relulab Network, got {type(net).__name__}")
+    # (0 is allowed: a caller whose time is spent gets the bounds alone)
+    if time_limit is not None and not (is_positive_seconds(time_limit) or time_limit == 0):
+        raise RelulabError(f"neuron_status: time_limit must be a number of seconds >= 0 or None, "
+                           f"got {time_limit!r}")
+    if not is_int_at_least(max_verifier_calls, 0):
+        raise RelulabError(f"neuron_status: max_verifier_calls must be an integer >= 0, got {max_verifier_calls!r}")
     domain = as_domain(domain, net.input_dim)   # one error naming a wrong dimension
     # the per-neuron LPs stop at the time limit (their neurons stay undecided), and the
     # verifier's maximisations get what they leave, not a fresh time limit of their own
     lp_deadline = Deadline(time_limit) if time_limit is not None else None
+    # a polytope's bounds need its bounding box (2 LPs per input: 7 s at 100 inputs and
+    # 400 rows); not found within the time limit, it is treated as unbounded (the first
+    # layer's LPs only; sound, fewer neurons decided)
+    bounded = True
+    if isinstance(domain, Polytope):
+        bounded = domain.bounded_by(None if lp_deadline is None else lp_deadline.at)
     L = net.n_hidden_layers
     status = [np.zeros(w, dtype=np.int8) for w in net.widths]
     how: list[list[str]] = [[""] * w for w in net.widths]
@@ -210,7 +225,7 @@ def neuron_status(
         for k, (zlo, zhi) in enumerate(_exact_interval(net, domain)):
             mark(k, bool_mask(zhi <= 0), -1, "interval-exact")
             mark(k, bool_mask(zlo >= 0), 1, "interval-exact")
-    if isinstance(domain, Polytope) and not domain.is_bounded:
+    if isinstance(domain, Polytope) and not bounded:
         # No bounds on an unbounded set; only the first layer can be decided by LP.
         lo, hi = _first_layer_lp(net, domain, lp_deadline)
         mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
@@ -225,7 +240,7 @@ def neuron_status(
             mark(k, hi <= -mg, -1, "symbolic")
             mark(k, lo >= mg, 1, "symbolic")
         if isinstance(domain, Polytope):
-            lo, hi = _first_layer_lp(net, domain, lp_deadline)
+            lo, hi = _first_layer_lp(net, domain, lp_deadline, domain.bounding_box())
             mg = _margin(np.nan_to_num(lo), np.nan_to_num(hi))
             mark(0, hi <= -mg, -1, "lp")
             mark(0, lo >= mg, 1, "lp")

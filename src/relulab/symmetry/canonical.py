@@ -196,6 +196,8 @@ def canonical(
         >>> canonical(f)[0] == canonical(g)[0]
         True
     """
+    if not isinstance(net, Network):
+        raise NetworkError(f"canonical: net must be a relulab Network, got {type(net).__name__}")
     dom = None if domain is None else as_domain(domain, net.input_dim)
     lay = Layers.of(net)
     ex = lay.exact

@@ -64,7 +64,7 @@ class ReduceResult:
     neurons of a one-hidden-layer network), ``twins`` and ``dependent_active``.
     ``check`` is the :func:`equivalent` answer comparing input and result on the domain
     (None when not asked); ``sample_max_deviation`` the largest output difference seen on
-    random points of the domain.
+    ``sample_points`` random points of the domain.
 
     Example:
         >>> from relulab import Box, Network
@@ -82,6 +82,7 @@ class ReduceResult:
     sample_max_deviation: float
     rounds: int
     log: tuple[str, ...] = field(default_factory=tuple)
+    sample_points: int = 0
 
     @property
     def n_removed(self) -> int:
@@ -111,6 +112,7 @@ class ReduceResult:
             "removed": dict(self.removed),
             "check": None if self.check is None else self.check.to_dict(),
             "sample_max_deviation": self.sample_max_deviation,
+            "sample_points": self.sample_points,
             "rounds": self.rounds,
             "log": list(self.log),
             "skip": self.network.skip is not None,
@@ -375,4 +377,5 @@ def reduce(
         sample_max_deviation=dev,
         rounds=rounds,
         log=tuple(log),
+        sample_points=len(samples) + len(Xc),
     )
