@@ -148,3 +148,17 @@ def test_in_optimal_set_names_a_network_that_is_not_univariate():
     two_inputs = Network([[[1.0, 1.0]], [[1.0]]], [[0.0], [0.0]])
     with pytest.raises(MinNormError, match="univariate"):
         r.in_optimal_set(two_inputs)
+
+
+def test_train_surrogate_says_when_training_diverged():
+    """lr=1e6 ended at an MSE of 1e13 from 0.2 and the summary did not say so; the flag
+    is read off the MSEs reported beside it, which are checked against a forward pass."""
+    from relulab.train import train_surrogate
+
+    X = np.random.default_rng(0).uniform(-1, 1, (64, 2))
+    y = X[:, 0] * X[:, 1]
+    for lr, diverged in ((3e-3, False), (1e6, True)):
+        net, info = train_surrogate(X, y, [2, 8, 1], [-1, -1], [1, 1], epochs=100, lr=lr)
+        assert info["diverged"] is diverged
+        assert np.isclose(info["mse"], np.mean((net(X)[:, 0] - y) ** 2), rtol=1e-9)
+        assert (info["mse"] > 10 * info["initial_mse"]) is diverged

@@ -37,6 +37,10 @@ from ..errors import RelulabError, is_int_at_least, require
 from ..network import Network
 from ..tolerance import FEAS_TOL, ROUNDOFF
 
+# train_surrogate's summary says "diverged" when the final MSE is NaN or this many times
+# the starting one
+DIVERGED_FACTOR = 10.0
+
 __all__ = ["mlp", "interval_bounds", "bigm_penalty", "unstable_penalty", "lp_gap_penalty",
            "lp_relaxation_gaps", "lp_gap_true_penalty", "to_network", "train_surrogate",
            "count_unstable", "prune_on_data"]
@@ -560,7 +564,9 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
                     init: Network | None = None) -> tuple[Network, dict[str, float]]:
     """Fit a Linear/ReLU network to ``(X, y)`` by full-batch Adam on the mean squared error
     plus the chosen penalties over the box ``[lo, hi]``; returns the relulab network and
-    a summary (final MSE, unstable count under interval bounds, penalty values, seconds).
+    a summary (final MSE, the MSE at the start, ``diverged``: the final MSE is NaN or
+    more than ``DIVERGED_FACTOR`` times the starting one, as a learning rate far too large
+    leaves it; unstable count under interval bounds, penalty values, seconds).
 
     ``bigm``, ``unstable`` and ``lp_gap`` weight :func:`bigm_penalty`,
     :func:`unstable_penalty` and the stand-in :func:`lp_gap_penalty` (every step).
@@ -612,6 +618,8 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
              if schedule == "onecycle" else None)
     rng = np.random.default_rng(seed)
     ramp = max(1, int(warmup * epochs))
+    with torch.no_grad():
+        mse0 = float(torch.mean((model(Xt) - yt) ** 2))
     for e in range(epochs):
         w = min(1.0, (e + 1) / ramp) if warmup > 0 else 1.0
         opt.zero_grad()
@@ -632,6 +640,9 @@ def train_surrogate(X: np.ndarray, y: np.ndarray, widths: list[int], lo: Any, hi
     with torch.no_grad():
         mse = float(torch.mean((model(Xt) - yt) ** 2))
         info = {"mse": mse,
+                "initial_mse": mse0,
+                # (lr=1e6 ended at an MSE of 2.4e13 from 0.5, and nothing said so)
+                "diverged": not (mse <= DIVERGED_FACTOR * max(mse0, float(np.finfo(np.float64).tiny))),
                 "unstable": count_unstable(model, lo_t, hi_t),
                 "bigm": float(bigm_penalty(model, lo_t, hi_t)),
                 "lp_gap": float(lp_gap_penalty(model, Xt, lo_t, hi_t)),
