@@ -276,3 +276,50 @@ def test_rows_of_cancelling_large_terms_get_no_false_holds(make, seed):
         assert F(net.exact()(v.counterexample)[0]) >= F(thr)
     r = maximize(net, box, time_limit=20)
     assert F(float(r.bound)) >= top
+
+
+def _tiny_weight_net(exact: bool = False) -> tuple[Network, Box]:
+    """f(x, y) = relu(5e-10 x) + relu(y) on [-1e9, 1e9] x [-1, 1]: the weight 5e-10 is
+    below HiGHS's small_matrix_value (1e-9), which drops it, yet it adds 0.5 at x = 1e9."""
+    w = F(1, 2 * 10**9) if exact else 5e-10
+    net = Network([[[w, 0], [0, 1]], [[1, 1]]], [[0, 0], [0]], exact=exact)
+    return net, Box([-1e9, -1.0], [1e9, 1.0])
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_weights_below_highs_resolution_are_not_lost(exact):
+    """maximize said "optimal" with bound 1.000008 for a maximum of 3/2, and method=milp
+    "holds" for f >= 1.25: the encoding now drops such weights itself and moves its rows
+    outward by what they can add."""
+    net, box = _tiny_weight_net(exact)
+    top = F(net.exact()(np.array([1e9, 1.0]))[0])
+    assert top > F(149, 100)   # (3/2, up to the float64 rounding of 5e-10)
+    r = maximize(net, box, time_limit=20)
+    assert F(float(r.bound)) >= top
+    assert F(float(output_range(net, box, time_limit=20).hi_bound[0])) >= top
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-1.25]))])   # f >= 1.25
+    assert verify(net, spec, timeout=20, method="milp", attack_time=0.0).status != "holds"
+
+
+def test_is_positive_and_why_not_see_a_weight_below_highs_resolution():
+    """is_positive called a network nonpositive whose exact value at a point is +0.005,
+    and why_not proved "no counterfactual" where one exists."""
+    from relulab.explain import why_not
+    from relulab.lipschitz import is_positive
+
+    rng = np.random.default_rng(3)
+    d, h = 3, 6
+    W1 = rng.normal(size=(h, d))
+    W1[:, 0] *= 1e-9
+    b1, W2, b2 = rng.normal(size=h) * 0.1, rng.normal(size=(h, h)), rng.normal(size=h) * 0.1
+    g = Network([W1, W2, -rng.normal(size=(1, h))], [b1, b2, np.array([-0.283])])
+    box = Box([-1e8, -1, -1], [1e8, 1, 1])
+    xm = np.array([1e8, -0.25, -0.5])
+    assert F(g.exact()(xm)[0]) > 0
+    assert is_positive(g, box).positive is not False
+    # 1.25 - relu(5e-10 x) - relu(y): negative only where 5e-10 x + y > 1.25
+    f = Network([[[5e-10, 0.0], [0.0, 1.0]], [[-1.0, -1.0]]], [[0.0, 0.0], [1.25]])
+    box = Box([-1e9, -1.0], [1e9, 1.0])
+    assert F(f.exact()(np.array([1e9, 1.0]))[0]) < 0
+    r = why_not(f, np.zeros(2), "negative", box, norm="linf", time_limit=20)
+    assert r.status != "infeasible" and r.exists is not False

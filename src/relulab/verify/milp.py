@@ -39,6 +39,7 @@ from ..network import Network, nearest_float
 from ..tolerance import (
     BIG_M_FLOOR,
     FEAS_TOL,
+    HIGHS_SMALL,
     HUGE_MILP_VALUE,
     MILP_FEAS_REL,
     MILP_FEAS_TOL,
@@ -132,15 +133,24 @@ def encode(
         r_, c_ = np.nonzero(PA)
         rows.append(r_)
         cols.append(c_)
-        vals.append(PA[r_, c_])
-        rhs.append(Pb)
+        vals.append(np.where(np.abs(PA[r_, c_]) <= HIGHS_SMALL, 0.0, PA[r_, c_]))
+        # a domain row's entries HiGHS drops (here: set to 0) would cut points of the domain
+        # off: the row is moved outward by what they can add over the box (a relaxation)
+        rhs.append(Pb + _dropped(PA, np.maximum(np.abs(box.lo), np.abs(box.hi))))
         n_rows += PA.shape[0]
     prev_cols = np.arange(d)
     h_cols, a_cols = [], []
     pos = d
     n_bin = 0
+    prev_mag = np.maximum(np.abs(box.lo), np.abs(box.hi))   # the largest each input can be
     for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
         n = W.shape[0]
+        # weights HiGHS would drop (at most its small_matrix_value) are dropped here, and
+        # both rows that carry W are moved outward by what they can add: every true (x, h)
+        # stays feasible (relu(5e-10 x) on |x| <= 1e9 had lost 0.5 silently, and maximize
+        # read "optimal 1.000008" for 1.5)
+        slack = _dropped(W, prev_mag)
+        W = np.where(np.abs(W) <= HIGHS_SMALL, 0.0, W)
         hc = np.arange(pos, pos + n)
         ac = np.arange(pos + n, pos + 2 * n)
         pos += 2 * n
@@ -162,14 +172,14 @@ def encode(
         rows += [n_rows + Wr, n_rows + np.arange(n)]
         cols += [prev_cols[Wc], hc]
         vals += [Wv, -np.ones(n)]
-        rhs.append(-b)
+        rhs.append(-b + slack)
         n_rows += n
         # (2)  h - z + lo (1 - a) <= 0  ->  h - W h_prev - lo a <= b - lo
         # (an inactive neuron has a = 0 fixed; use its finite lo, harmless)
         rows += [n_rows + np.arange(n), n_rows + Wr, n_rows + np.arange(n)]
         cols += [hc, prev_cols[Wc], ac]
         vals += [np.ones(n), -Wv, -lo]
-        rhs.append(b - lo)
+        rhs.append(b - lo + slack)
         n_rows += n
         # (3)  h - hi a <= 0
         rows += [n_rows + np.arange(n), n_rows + np.arange(n)]
@@ -180,6 +190,7 @@ def encode(
         h_cols.append(hc)
         a_cols.append(ac)
         prev_cols = hc
+        prev_mag = np.maximum(hi, 0.0)
     if rows:
         A_ub = sp.csr_matrix(
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
@@ -311,19 +322,44 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
         >>> round(float(e[0]), 9)   # 2 x 1e6 x 3e-9 (the neurons) + 2e6 x 2e-9 (the input)
         0.01
     """
-    C = np.abs(np.atleast_2d(np.asarray(C, dtype=np.float64)))
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    # the largest each layer's input can be: the box, then the ReLUs' upper bounds
+    mags = [np.maximum(np.abs(box.lo), np.abs(box.hi))] + [np.maximum(hi, 0.0) for _, hi in pre]
     with np.errstate(over="ignore"):
+        # the output rows' own dropped entries (C W_L, and C S on the inputs)
+        err = _dropped(C @ Ws[-1], mags[len(Ws) - 1])
+        if sk is not None:
+            err = err + _dropped(C @ sk[0], mags[0])
+        C = np.abs(C)
         g = _nonneg_product(C, np.abs(Ws[-1]))  # sensitivity of each row to the last hidden layer
-        err = np.zeros(C.shape[0])
         for k in range(len(Ws) - 2, -1, -1):
             lo, hi = pre[k]
             unstable = (lo < 0) & (hi > 0)
+            # (entries HiGHS would drop from these rows are the encoding's relaxation: encode)
             err += _nonneg_product(g, tol * (2.0 + unstable * np.maximum(-lo, hi)))
             g = _nonneg_product(g, np.abs(Ws[k]))  # now the sensitivity to layer k's inputs
         if sk is not None:
             g = g + _nonneg_product(C, np.abs(sk[0]))
-        err += _nonneg_product(g, tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
+        err += _nonneg_product(g, tol * (1.0 + mags[0]))
     return err
+
+
+def _dropped(M: np.ndarray, mag: np.ndarray) -> np.ndarray:
+    """Per row of ``M``, how much the entries HiGHS drops (nonzero, at most
+    ``HIGHS_SMALL``: its small_matrix_value) can move the row over inputs of size up to
+    ``mag``: a weight of 5e-10 on an input reaching 1e9 is 0.5, and the MILP of
+    relu(5e-10 x) + relu(y) said "optimal 1.000008" for a maximum of 1.5.
+
+    Example:
+        >>> e = _dropped(np.array([[5e-10, 1.0], [0.0, 2.0]]), np.array([1e9, 1.0]))
+        >>> bool(0.5 <= e[0] < 0.5 + 1e-9), float(e[1])
+        (True, 0.0)
+    """
+    A = np.abs(np.asarray(M, dtype=np.float64))
+    tiny = (A > 0) & (A <= HIGHS_SMALL)
+    if not tiny.any():
+        return np.zeros(A.shape[0])
+    return _nonneg_product(np.where(tiny, A, 0.0), np.asarray(mag, dtype=np.float64)) * (1 + 2.0**-40)
 
 
 def _nonneg_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
