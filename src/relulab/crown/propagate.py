@@ -428,7 +428,7 @@ def bound(
         # a sign is decided only where it is proved (rounded to nearest, 1 + 2^-53 - 1 read
         # 0 and a live neuron read dead), in float32 too (1 + 2^-25 - 1 is 0 there: a
         # violated property read "holds"); see relulab.crown.rounding
-        rounding = SignRounding(g.input_name, (xlo, xhi))
+        rounding = SignRounding(g.input_name, (xlo, xhi), g)
         for node in g.nodes[1:]:
             if hard is not None and time.monotonic() >= hard:
                 # past the deadline the interval pass still runs, for the output's interval
