@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from relulab import Box, Network
+from relulab.errors import RelulabError
 from relulab.lipschitz import lipschitz
 from relulab.lipschitz.milp import GLOBAL_MILP_MAX_REACH, hyperplane_reach
 
@@ -132,11 +133,19 @@ def test_operator_norm_and_sampled_lower_refuse_bad_matrices_and_domains_in_one_
         sampled_lower(net, Box([-1], [1]), 2, None)
 
 
-def test_an_sdp_whose_eigenvalues_do_not_converge_gives_no_bound_not_a_traceback():
+def test_a_jacobian_beyond_float64_is_refused_by_name_not_a_traceback():
+    """Gradients of 1e400 (their SDP's eigenvalues did not converge, and the answer was
+    "bounded" by inf): the constant is not a float64 number, and the error says so;
+    at 1e308 it is still computed."""
     net = Network([[[1e200, -1e200], [1.0, 1.0]], [[1e200, 1.0]]], [[0.0, 0.0], [0.0]])
+    with np.errstate(all="ignore"), pytest.raises(RelulabError, match="overflows float64"):
+        lipschitz(net, Box([-1, -1], [1, 1]), p=2, method="bounds")
+    s = 1e154
+    net = Network([[[s, -s], [1.0, 1.0]], [[s, 1.0]]], [[0.0, 0.0], [0.0]])
     with np.errstate(all="ignore"):
         r = lipschitz(net, Box([-1, -1], [1, 1]), p=2, method="bounds")
-    assert r.status == "bounded" and r.lower <= r.upper
+    # the gradient s * (s, -s) (+ (1, 1)) at points where the first neuron is active
+    assert r.lower <= np.sqrt(2) * s * s <= r.upper * (1 + 1e-12)
 
 
 def test_auto_closes_a_bracket_left_open_by_the_milp_margin_by_enumeration():

@@ -89,3 +89,15 @@ def test_rounding_bounds_of_many_boxes_are_each_boxs_own_and_bound_the_exact_net
             # g's exact value (its own float forward pass would add its rounding)
             gx = g.exact()(np.array([[F(float(v)) for v in x]], dtype=object))[0]
             assert all(abs(a - b) <= F(float(ek)) for a, b, ek in zip(fx, gx, e, strict=True))
+
+
+def test_rounding_bounds_of_many_boxes_refuse_a_single_box_by_name():
+    from fractions import Fraction as F
+
+    from relulab.bounds import float_rounding_bounds
+    from relulab.errors import RelulabError
+
+    net = Network([[[F(1, 3)]], [[F(1)]]], [[F(0)], [F(0)]])
+    for bad in (Box([0.0], [1.0]), None, np.zeros((2, 1))):
+        with pytest.raises(RelulabError, match="boxes must be a list of boxes"):
+            float_rounding_bounds(net, bad)

@@ -220,8 +220,9 @@ def float_rounding_bound(net: Network, box: Box) -> np.ndarray | None:
 
 
 def float_rounding_bounds(net: Network, boxes: list[Box]) -> np.ndarray | None:
-    """:func:`float_rounding_bound` for each of ``boxes`` (one row each), the weights'
-    rounding found once; None when every entry is a float64 number.
+    """:func:`float_rounding_bound` for each of ``boxes`` (a list; one row each), the
+    weights' rounding found once; None when every entry is a float64 number (or the list
+    is empty).
 
     Example:
         >>> from fractions import Fraction as F
@@ -230,8 +231,11 @@ def float_rounding_bounds(net: Network, boxes: list[Box]) -> np.ndarray | None:
         >>> e.shape, bool(0 < e[0, 0] < e[1, 0] < 1e-14)
         ((2, 1), True)
     """
+    if isinstance(boxes, (Box, Polytope, np.ndarray)) or not isinstance(boxes, (list, tuple)):
+        raise RelulabError(f"float_rounding_bounds: boxes must be a list of boxes, got {type(boxes).__name__} "
+                           "(one box: float_rounding_bound)")
     if not boxes:
-        return None
+        return None   # (no box: nothing to widen)
     doms = [_checked(net, box, "float_rounding_bounds")[1] for box in boxes]
     boxes = [d if isinstance(d, Box) else d.bounding_box() for d in doms]
     lo = np.stack([b.lo for b in boxes])
