@@ -88,3 +88,29 @@ def test_reduce_says_on_how_many_points_it_compared():
     net = Network([[[1.0], [2.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
     r = reduce(net, Box([-1.0], [1.0]), n_check=300)
     assert r.sample_points == 2000 + 300 and r.to_dict()["sample_points"] == 2300
+
+
+def test_a_polytope_bounded_by_its_box_rows_is_not_solved_past_the_limit(monkeypatch):
+    """The input box's rows plus general rows (the common domain): boundedness is read off
+    the box rows, and the bounds used that box; the proven bounding box (10 s at 100
+    inputs, 600 rows, for a 1 s limit) is not solved without a deadline."""
+    import relulab.domain as domain_mod
+
+    rng = np.random.default_rng(0)
+    d = 24
+    A = np.vstack([rng.normal(size=(60, d)), np.eye(d), -np.eye(d)])
+    b = np.concatenate([np.abs(rng.normal(size=60)) + 1, np.full(2 * d, 5.0)])
+    P = Polytope(A, b)
+    net = _net(d)
+
+    def slow(self, deadline=None):
+        assert deadline is not None, "the bounding box was solved without a deadline"
+        raise domain_mod._OutOfTime
+
+    monkeypatch.setattr(domain_mod.Polytope, "_solve_bounding_box", slow)
+    st = neuron_status(net, P, time_limit=0.5)
+    X = P.sample(300, 0)
+    for k, z in enumerate(net.preactivations(X)[: net.n_hidden_layers]):
+        assert np.all(z[:, st.status[k] == -1] <= 0) and np.all(z[:, st.status[k] == 1] >= 0)
+    r = equivalent(net, net, P, timeout=0.5)
+    assert r.status in ("equal", "unknown")

@@ -323,3 +323,27 @@ def test_is_positive_and_why_not_see_a_weight_below_highs_resolution():
     assert F(f.exact()(np.array([1e9, 1.0]))[0]) < 0
     r = why_not(f, np.zeros(2), "negative", box, norm="linf", time_limit=20)
     assert r.status != "infeasible" and r.exists is not False
+
+
+def test_inputs_in_different_units_keep_a_tight_tolerance():
+    """z = 1e-5 x1 + 1e5 x2 with x1 up to 1e10 and x2 up to 1: every term is at most 1e5.
+    The row-term size was the largest weight times the largest input (1e15), the bound
+    went from 200010 to 1.2e6 and method=milp no longer proved y <= 2.1e5."""
+    net = Network([[[1e-5, 1e5], [1e-5, -1e5]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    box = Box([-1e10, -1.0], [1e10, 1.0])
+    top = F(net.exact()(np.array([1e10, 1.0]))[0])          # z1 = 2e5, z2 = 0: the maximum
+    r = maximize(net, box, time_limit=20)
+    assert top <= F(float(r.upper_bound)) <= top * (1 + F(1, 1000))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-2.1e5]))])
+    assert verify(net, spec, timeout=20, method="milp").status == "holds"
+
+
+def test_an_objective_keeps_its_small_coefficients():
+    """maximize's objective is no constraint row: HiGHS keeps its small coefficients, and
+    the bound of 5e-10 relu(x) + relu(y) stays within the tolerance error of 1.5 (the
+    rows' dropped-entry error had been added to it too: 2.0000055)."""
+    net = Network([[[1.0, 0.0], [0.0, 1.0]], [[5e-10, 1.0]]], [[0.0, 0.0], [0.0]])
+    box = Box([0.0, -1.0], [1e9, 1.0])
+    top = F(net.exact()(np.array([1e9, 1.0]))[0])
+    r = maximize(net, box, time_limit=20)
+    assert top <= F(float(r.upper_bound)) <= top + F(1, 1000)

@@ -446,6 +446,12 @@ class Polytope:
             return False
         return True
 
+    @property
+    def has_bounding_box(self) -> bool:
+        """Whether the proven bounding box is known (solved and kept): then
+        :meth:`bounding_box` costs nothing."""
+        return isinstance(self.__dict__.get("_bbox"), Box)
+
     def bounded_by(self, deadline: float | None) -> bool | None:
         """:attr:`is_bounded`, decided before ``deadline`` (a :func:`time.perf_counter`
         moment; None: no limit), or None when it came first: the single-coordinate rows

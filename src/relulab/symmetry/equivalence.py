@@ -618,7 +618,9 @@ def equivalent(
             if both_exact and cf == cg:
                 return done("equal", "canonical", upper_bound=0.0, exact=True,
                             message="identical normal forms (exact)")
-            box = dom if isinstance(dom, Box) else dom.bounding_box()
+            # (a polytope's bounding box within the time limit, else a looser sound box)
+            box = dom if isinstance(dom, Box) else dom.enclosing_box(
+                None if timeout is None else time.perf_counter() + max(timeout - (time.monotonic() - t0), 0.0) / 4)
             pb = _canonical_path_bound(f, cf, rf, g, cg, rg, box)
         else:
             pb = None

@@ -259,13 +259,17 @@ def _row_terms(Ws, bs, pre, box: Box) -> float:
         ...            [(np.array([0.0]), np.array([5.0]))], Box([1e6], [1.1e6]))
         1100000000.0
     """
-    h = float(max(np.max(np.abs(box.lo)), np.max(np.abs(box.hi))))
+    h = np.maximum(np.abs(box.lo), np.abs(box.hi))
     big = 0.0
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         for k, (W, b) in enumerate(zip(Ws, bs, strict=True)):
-            big = max(big, float(np.max(np.abs(W), initial=0.0)) * h, float(np.max(np.abs(b), initial=0.0)))
+            # each weight times its own input's largest value (an input of 1e6 under weights
+            # of 1e-6 beside one of 1 under weights of 1e3 is a term of 1e3, not 1e9)
+            terms = np.abs(W) * h[None, :]
+            big = max(big, float(np.nan_to_num(np.max(terms, initial=0.0), nan=np.inf)),
+                      float(np.max(np.abs(b), initial=0.0)))
             if k < len(pre):
-                h = float(np.max(np.maximum(pre[k][1], 0.0), initial=0.0))   # relu's largest
+                h = np.maximum(pre[k][1], 0.0)   # relu's largest
     return big
 
 
@@ -324,12 +328,9 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
     """
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
     # the largest each layer's input can be: the box, then the ReLUs' upper bounds
-    mags = [np.maximum(np.abs(box.lo), np.abs(box.hi))] + [np.maximum(hi, 0.0) for _, hi in pre]
+    mags = [np.maximum(np.abs(box.lo), np.abs(box.hi))]
     with np.errstate(over="ignore"):
-        # the output rows' own dropped entries (C W_L, and C S on the inputs)
-        err = _dropped(C @ Ws[-1], mags[len(Ws) - 1])
-        if sk is not None:
-            err = err + _dropped(C @ sk[0], mags[0])
+        err = np.zeros(C.shape[0])
         C = np.abs(C)
         g = _nonneg_product(C, np.abs(Ws[-1]))  # sensitivity of each row to the last hidden layer
         for k in range(len(Ws) - 2, -1, -1):
@@ -341,6 +342,27 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
         if sk is not None:
             g = g + _nonneg_product(C, np.abs(sk[0]))
         err += _nonneg_product(g, tol * (1.0 + mags[0]))
+    return err
+
+
+def dropped_output_error(Ws, sk, pre, box: Box, C: np.ndarray) -> np.ndarray:
+    """Per row of ``C``, what HiGHS can lose on the constraint rows ``C f(x)`` by dropping
+    their entries of at most its small_matrix_value (``C W_L`` on the last hidden layer,
+    ``C S`` on the inputs), over the layers' ranges.  (An objective keeps its small
+    coefficients: this is for rows only.)
+
+    Example:
+        >>> Ws = [np.eye(1), np.array([[5e-10]])]
+        >>> pre = [(np.array([-1e9]), np.array([1e9]))]
+        >>> bool(dropped_output_error(Ws, None, pre, Box([-1e9], [1e9]), np.array([[1.0]]))[0] >= 0.5)
+        True
+    """
+    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
+    last = np.maximum(np.abs(box.lo), np.abs(box.hi)) if len(Ws) == 1 else np.maximum(pre[-1][1], 0.0)
+    with np.errstate(over="ignore"):
+        err = _dropped(C @ Ws[-1], last)
+        if sk is not None:
+            err = err + _dropped(C @ sk[0], np.maximum(np.abs(box.lo), np.abs(box.hi)))
     return err
 
 
@@ -1026,6 +1048,8 @@ def milp_term(
     model = LPModel(obj, A_ub=A_ub, b_ub=b_ub, lb=np.concatenate([enc.lb, [-INF]]),
                     ub=np.concatenate([enc.ub, [INF]]), integer=integer, time_limit=time_limit)
     err = sound_tolerances(model, Ws, bs, sk, pre, mbox, C)
+    # the rows C f(x) - d <= t carry C W_L: entries of it HiGHS drops are an error too
+    err = _up(err + float(np.max(dropped_output_error(Ws, sk, pre, mbox, C))))
     if moved is not None:
         err = _up(err + float(np.max(shift_error(Ws, C, moved))))
     res = model.solve()
