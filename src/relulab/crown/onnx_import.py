@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, require
-from ..io.onnx import check_float_cast, check_opset
+from ..io.onnx import check_float_cast, model_opset
 from ..limits import check_bytes
 from .builder import GraphBuilder, GraphError
 from .ops import Add2, Affine, Concat, Conv, Linear, Pad, Relu, Reshape, Slice, Transpose
@@ -528,8 +528,7 @@ def read_onnx(model: Any) -> tuple[GraphBuilder, str, Any]:
 
     model = _load(model)
     graph = model.graph
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
-    check_opset(opset, GraphError)
+    opset = model_opset(model, GraphError)
     inits = {t.name: t for t in graph.initializer}
     inputs = [i for i in graph.input if i.name not in inits]
     if len(inputs) != 1 or len(graph.output) != 1:

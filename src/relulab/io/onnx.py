@@ -814,10 +814,31 @@ def check_opset(opset: int, error: type[Exception] = FormatError) -> None:
                     "onnx.version_converter.convert_version(model, 13)")
 
 
+def model_opset(model: Any, error: type[Exception] = FormatError) -> int:
+    """The ONNX operator set ``model`` declares for the default domain, checked by
+    :func:`check_opset`.  A model that declares none is refused: before IR version 3
+    that means opset 1 (an old-style ``Add(broadcast=1, axis=1)`` bias was read along the
+    last axis as opset 17, and a violated property read "holds"), and from IR version 3
+    on the model is invalid.
+
+    Example:
+        >>> import onnx
+        >>> model_opset(onnx.helper.make_model(onnx.helper.make_graph([], "g", [], []),
+        ...                                    opset_imports=[onnx.helper.make_opsetid("", 13)]))
+        13
+    """
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None:
+        raise error("the model declares no ONNX opset (opset_import): before IR version 3 that means "
+                    "opset 1, whose broadcasting rules relulab does not read; convert the model with "
+                    "onnx.version_converter.convert_version(model, 13)")
+    check_opset(opset, error)
+    return int(opset)
+
+
 def _onnx_to_network(model: Any, reorder: bool) -> Network:
     graph = model.graph
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), OPSET)
-    check_opset(opset)
+    opset = model_opset(model)
     inits = {t.name: t for t in graph.initializer}
     for st in graph.sparse_initializer:   # onnxruntime runs them: read densely
         inits[st.values.name] = st
@@ -1156,18 +1177,46 @@ def read_onnx_file(path: str | os.PathLike) -> Any:
         raise FormatError(f"{path}: no such file") from None
     except Exception as e:  # protobuf DecodeError and friends
         raise FormatError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-    entries = 0.0
-    external = False
-    for t in model.graph.initializer:
-        entries += float(np.prod([float(d) for d in t.dims])) if len(t.dims) else 1.0
-        external = external or t.data_location == onnx.TensorProto.EXTERNAL
+    # every tensor: initializers, sparse ones, and those in nodes' attributes (a Constant's
+    # weights in a side file were read relative to the working directory, from whatever
+    # file of that name it held, and onnxruntime's cross-check could not run)
+    tensors, sparse = _all_tensors(model.graph)
+    entries = sum(float(np.prod([float(d) for d in t.dims])) if len(t.dims) else 1.0 for t in tensors)
     check_bytes(INIT_BYTES_PER_ENTRY * entries, f"{path}: its weights ({entries:.3g} entries, read in float64)")
-    if external:
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in sparse):
+        raise FormatError(f"{path}: a sparse tensor keeps its data in an external file, which relulab "
+                          "does not read; save the model with its data inside")
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in tensors):
         try:
             onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(str(path))))
         except Exception as e:  # a missing or short external file
             raise FormatError(f"{path}: cannot read its external weights ({type(e).__name__}: {e})") from None
+        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in _all_tensors(model.graph)[0]):
+            raise FormatError(f"{path}: some of its external weights were not read; save the model "
+                              "with its data inside")
     return model
+
+
+def _all_tensors(graph: Any) -> tuple[list, list]:
+    """(dense tensors, tensors of sparse ones) of ``graph``: its initializers and those of
+    nodes' attributes, in subgraphs too."""
+    dense, sparse = list(graph.initializer), []
+    for st in graph.sparse_initializer:
+        sparse += [st.values, st.indices]
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                dense.append(a.t)
+            dense += list(a.tensors)
+            if a.HasField("sparse_tensor"):
+                sparse += [a.sparse_tensor.values, a.sparse_tensor.indices]
+            for st in a.sparse_tensors:
+                sparse += [st.values, st.indices]
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                d2, s2 = _all_tensors(sub)
+                dense += d2
+                sparse += s2
+    return dense, sparse
 
 
 def load_onnx(path: str | os.PathLike) -> Network:
