@@ -1,6 +1,6 @@
-"""Fixes from the eighth audit of model exchange: external data of any tensor (a
-Constant's, a sparse initializer's) is read next to the model, not in the working
-directory; a model that declares no opset is refused."""
+"""Fixes from the eighth audit of model exchange: external data of any dense tensor (a
+Constant's too) is read next to the model, not in the working directory (a sparse
+tensor's is refused); a model that declares no opset is refused."""
 
 from __future__ import annotations
 

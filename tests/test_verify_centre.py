@@ -19,19 +19,27 @@ def test_the_moved_network_agrees_within_its_error_bound(seed):
     d, h = 3, 5
     c = 10.0 ** rng.uniform(3, 9) * rng.choice([-1, 1], size=d)
     W1 = rng.normal(size=(h, d)) * 10.0 ** rng.uniform(0, 4)
+    if seed >= 3:
+        W1[:, 0] *= 1e-9   # a wide input under small weights: scaled too
     b1 = -W1 @ c + rng.normal(size=h)
     skip = (rng.normal(size=(2, d)), rng.normal(size=2) * 1e9) if seed % 2 else None
+    if skip is not None and seed >= 3:
+        skip[0][:, 0] *= 1e-9
     net = Network([W1, rng.normal(size=(h, h)), rng.normal(size=(2, h))],
                   [b1, rng.normal(size=h), rng.normal(size=2)], skip)
-    box = Box(c - 7.0, c + 3.0)
+    # seeds 3-5: a wide first coordinate under small weights, scaled by a power of two
+    box = Box(c - 7.0, c + 3.0) if seed < 3 else Box(c - np.array([3e9, 7.0, 1.0]), c + np.array([1e9, 3.0, 1.0]))
     moved = centre(net, box)
     assert moved is not None and moved.box.dim == d
+    assert (moved.scale is not None) == (seed >= 3)
+    scale = np.ones(d) if moved.scale is None else moved.scale
     C = rng.normal(size=(3, 2))
     err = shift_error([np.asarray(W) for W in net.weights], C, moved)
     f, g = net.exact(), moved.net.exact()
     for x in box.sample(20, rng):
         xf = np.array([F(float(v)) for v in x], dtype=object)
-        u = xf - np.array([F(float(v)) for v in moved.c], dtype=object)
+        u = (xf - np.array([F(float(v)) for v in moved.c], dtype=object)) / np.array(
+            [F(float(v)) for v in scale], dtype=object)
         # the exact u lies in the moved box (rounded outward)
         assert all(F(float(lo)) <= ui <= F(float(hi)) for ui, lo, hi in zip(u, moved.box.lo, moved.box.hi, strict=True))
         gap = np.array([abs(sum((F(float(ck)) * (a - b) for ck, a, b in zip(row, f(xf), g(u), strict=True)), F(0)))

@@ -347,3 +347,44 @@ def test_an_objective_keeps_its_small_coefficients():
     top = F(net.exact()(np.array([1e9, 1.0]))[0])
     r = maximize(net, box, time_limit=20)
     assert top <= F(float(r.upper_bound)) <= top + F(1, 1000)
+
+
+def _mixed_units_net(rng: np.random.Generator, d: int = 2, h: int = 4):
+    """Inputs in different units (x1 over +-1e10 under weights of 1e-7, x2 over +-1 under
+    1e3) feeding the second layer's cancelling biases of 1e9."""
+    scale = np.array([1e10, 1.0])
+    W1 = rng.normal(size=(h, d)) / scale * 1e3
+    c = 1e6 * (1 + rng.uniform(-0.1, 0.1, h))
+    W2 = rng.normal(size=(h, h)) * 1e3
+    b2 = -W2 @ c + rng.normal(size=h) * 1e3 * np.abs(W2).sum(1)
+    net = Network([W1, W2, rng.normal(size=(h, h)), rng.normal(size=(1, h))],
+                  [c, b2, rng.normal(size=h) * 0.1, rng.normal(size=1)])
+    return net, Box(-scale, scale)
+
+
+@pytest.mark.parametrize("seed", [1, 4, 5, 7])
+def test_inputs_in_different_units_get_no_false_holds(seed):
+    """A finer feasibility tolerance (each weight times its own input) gave "optimal"
+    bounds 270,000 under the maximum and "holds" on violated properties (seeds 1, 4, 7);
+    wide inputs are now scaled by powers of two before the MILP."""
+    net, box = _mixed_units_net(np.random.default_rng(seed))
+    x, top = _grid_max(net, box, n=41)
+    thr = float(np.nextafter(float(top), -np.inf))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-thr]))])
+    assert verify(net, spec, timeout=20, method="milp", attack_time=0.0).status != "holds"
+    assert F(float(maximize(net, box, time_limit=20).bound)) >= top
+
+
+def test_why_not_sees_a_tiny_output_weight():
+    """1.25 - 5e-10 relu(x) - relu(y) is -0.25 at (1e9, 1): why_not proved "no
+    counterfactual" (the explanation MILP's output rows lost the weight; a weight of
+    5e-9 was found)."""
+    from relulab.explain import why_not
+
+    for w, top in ((5e-10, 1e9), (5e-9, 1e8)):
+        f = Network([[[1.0, 0.0], [0.0, 1.0]], [[-w, -1.0]]], [[0.0, 0.0], [1.25]])
+        box = Box([0.0, -1.0], [top, 1.0])
+        assert F(f.exact()(np.array([top, 1.0]))[0]) < 0
+        r = why_not(f, np.zeros(2), "negative", box, norm="linf", time_limit=20)
+        assert r.exists is True and r.status != "infeasible"
+        assert box.contains(r.counterfactual) and f(r.counterfactual[None])[0, 0] < 0

@@ -259,17 +259,17 @@ def _row_terms(Ws, bs, pre, box: Box) -> float:
         ...            [(np.array([0.0]), np.array([5.0]))], Box([1e6], [1.1e6]))
         1100000000.0
     """
-    h = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    h = float(max(np.max(np.abs(box.lo)), np.max(np.abs(box.hi))))
     big = 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore"):
         for k, (W, b) in enumerate(zip(Ws, bs, strict=True)):
-            # each weight times its own input's largest value (an input of 1e6 under weights
-            # of 1e-6 beside one of 1 under weights of 1e3 is a term of 1e3, not 1e9)
-            terms = np.abs(W) * h[None, :]
-            big = max(big, float(np.nan_to_num(np.max(terms, initial=0.0), nan=np.inf)),
-                      float(np.max(np.abs(b), initial=0.0)))
+            # the layer's largest weight times its largest input, not each weight times its
+            # own input: with inputs in different units (1e10 under weights of 1e-7 beside 1
+            # under 1e3) HiGHS did not meet the finer tolerance (an "optimal" bound 270,000
+            # under the maximum); such inputs are scaled first (verify._centre)
+            big = max(big, float(np.max(np.abs(W), initial=0.0)) * h, float(np.max(np.abs(b), initial=0.0)))
             if k < len(pre):
-                h = np.maximum(pre[k][1], 0.0)   # relu's largest
+                h = float(np.max(np.maximum(pre[k][1], 0.0), initial=0.0))   # relu's largest
     return big
 
 
@@ -326,22 +326,20 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
         >>> round(float(e[0]), 9)   # 2 x 1e6 x 3e-9 (the neurons) + 2e6 x 2e-9 (the input)
         0.01
     """
-    C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-    # the largest each layer's input can be: the box, then the ReLUs' upper bounds
-    mags = [np.maximum(np.abs(box.lo), np.abs(box.hi))]
+    C = np.abs(np.atleast_2d(np.asarray(C, dtype=np.float64)))
+    # (weights HiGHS would drop from the layer rows are the encoding's own relaxation,
+    # see encode; those of output rows, dropped_output_error)
     with np.errstate(over="ignore"):
-        err = np.zeros(C.shape[0])
-        C = np.abs(C)
         g = _nonneg_product(C, np.abs(Ws[-1]))  # sensitivity of each row to the last hidden layer
+        err = np.zeros(C.shape[0])
         for k in range(len(Ws) - 2, -1, -1):
             lo, hi = pre[k]
             unstable = (lo < 0) & (hi > 0)
-            # (entries HiGHS would drop from these rows are the encoding's relaxation: encode)
             err += _nonneg_product(g, tol * (2.0 + unstable * np.maximum(-lo, hi)))
             g = _nonneg_product(g, np.abs(Ws[k]))  # now the sensitivity to layer k's inputs
         if sk is not None:
             g = g + _nonneg_product(C, np.abs(sk[0]))
-        err += _nonneg_product(g, tol * (1.0 + mags[0]))
+        err += _nonneg_product(g, tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
     return err
 
 
