@@ -51,3 +51,12 @@ def test_a_box_around_the_origin_is_not_moved():
     net = Network([[[1.0, 2.0]], [[1.0]]], [[0.5], [0.0]])
     assert centre(net, Box([-3.0, 1e6], [3.0, 1e6 + 1.0])).c.tolist() == [0.0, 1e6 + 0.5]
     assert centre(net, Box([-3.0, -0.5], [3.0, 2.0])) is None
+
+
+def test_a_subnormal_weight_does_not_stop_the_move():
+    """A scale of 2^1024 (1 / a subnormal weight) was infinite, and the whole move was
+    dropped, far coordinates included."""
+    net = Network([[[1e3, 1e-310]], [[1.0]]], [[-1e9], [0.0]])
+    m = centre(net, Box([1e6 - 1e3, -4096.0], [1e6 + 1e3, 4096.0]))
+    assert m is not None and m.c.tolist() == [1e6, 0.0]
+    assert np.all(np.isfinite(m.scale if m.scale is not None else 1.0))

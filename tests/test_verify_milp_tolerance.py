@@ -388,3 +388,17 @@ def test_why_not_sees_a_tiny_output_weight():
         r = why_not(f, np.zeros(2), "negative", box, norm="linf", time_limit=20)
         assert r.exists is True and r.status != "infeasible"
         assert box.contains(r.counterfactual) and f(r.counterfactual[None])[0, 0] < 0
+
+
+@pytest.mark.parametrize("small", [1e-5, 2e-3])
+def test_inputs_in_different_units_are_scaled_whatever_the_size_of_the_small_weights(small):
+    """Weights of 2e-3 beside 1e5 were not scaled (an absolute threshold of 2^-10): the
+    tolerance error was 14,000 and method=milp no longer proved y <= 2.1e5; the maximum
+    is exactly 2e5."""
+    net = Network([[[small, 1e5], [small, -1e5]], [[1.0, -1.0]]], [[0.0, 0.0], [0.0]])
+    box = Box([-1e8, -1.0], [1e8, 1.0])
+    top = F(net.exact()(np.array([1e8, 1.0]))[0])
+    r = maximize(net, box, time_limit=20)
+    assert top <= F(float(r.upper_bound)) <= top * (1 + F(1, 10**6))
+    spec = Specification(box, [OutputConstraint(np.array([[-1.0]]), np.array([-1.05 * float(top)]))])
+    assert verify(net, spec, timeout=20, method="milp").status == "holds"

@@ -22,11 +22,13 @@ from ..network import Network
 # a coordinate is moved when its interval's centre is farther from 0 than this, and
 # farther than the interval's width (an interval holding 0 stays where it is)
 CENTRE_FROM = 1.0
-# and scaled by a power of two that brings its first-layer weights to size about 1 when
-# they are all below SMALL_COLUMN while it ranges beyond WIDE_COLUMN: an input over 1e10
-# under weights of 1e-7, beside one over 1 under weights of 1e3, left HiGHS's "optimal"
-# bound 270,000 under the maximum (scaling every wide input instead moved a huge range
-# into huge weights and broke a case that was right)
+# and scaled by a power of two when it ranges beyond WIDE_COLUMN while its first-layer
+# weights are all SMALL_COLUMN times smaller than another input's: its weights then come
+# to the size of the largest (its range not below 1).  An input over 1e10 under weights
+# of 1e-7, beside one over 1 under weights of 1e3, left HiGHS's "optimal" bound 270,000
+# under the maximum.  (Scaling every wide input moved a huge range of a lone input into
+# huge weights and broke a case that was right; an absolute threshold on the weights
+# left a cliff: weights of 2e-3 beside 1e5 were not scaled.)
 SMALL_COLUMN = 2.0 ** -10
 WIDE_COLUMN = 2.0 ** 10
 _EPS = float(np.finfo(np.float64).eps)
@@ -57,8 +59,9 @@ class Centred:
 
 def centre(net: Network, box: Box) -> Centred | None:
     """The network and box moved so that ``box``'s far coordinates are centred at 0, and
-    its wide ones under small weights (see ``SMALL_COLUMN``) scaled by a power of two
-    that brings those weights to size about 1 (None when there is nothing to move).
+    its wide ones under comparatively small weights (see ``SMALL_COLUMN``) scaled by a
+    power of two that brings those weights to the largest's size (None when there is
+    nothing to move).
     ``net`` is a float64 network.
 
     Example:
@@ -74,13 +77,20 @@ def centre(net: Network, box: Box) -> Centred | None:
     col = np.max(np.abs(W1), axis=0, initial=0.0)
     if net.skip is not None:
         col = np.maximum(col, np.max(np.abs(np.asarray(net.skip[0], dtype=np.float64)), axis=0, initial=0.0))
-    wide = (hi / 2 - lo / 2 >= WIDE_COLUMN) & (col > 0) & (col < SMALL_COLUMN)
+    half = hi / 2 - lo / 2
+    top = float(np.max(col, initial=0.0))
+    wide = (half >= WIDE_COLUMN) & (col > 0) & (col < SMALL_COLUMN * top)
+    # x = c + scale u: a power of two per coordinate (exact on the weights and the box)
+    # bringing its weights to the largest input's binade, but its range not below 1
+    e_col = np.frexp(np.where(wide, col, 1.0))[1]
+    e_top = np.frexp(top if top > 0 else 1.0)[1]
+    e_half = np.frexp(np.where(wide, half, 1.0))[1] - 1
+    e = np.minimum(np.minimum(e_top - e_col, e_half), 1000)
+    wide &= e > 0
+    scale = np.where(wide, np.ldexp(1.0, np.where(wide, e, 0)), 1.0)
     if not (far.any() or wide.any()):
         return None
     c = np.where(far, mid, 0.0)
-    # x = c + scale u: a power of two per coordinate (1 / its largest weight's), exact on
-    # the weights and the box
-    scale = np.where(wide, np.ldexp(1.0, 1 - np.frexp(np.where(wide, col, 1.0))[1]), 1.0)
     b1 = np.asarray(net.biases[0], dtype=np.float64)
     new_b1 = b1 + W1 @ c
     # float64's dot product error: |fl(b + W c) - (b + W c)| <= gamma_(d+1) (|b| + |W| |c|)
