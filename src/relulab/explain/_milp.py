@@ -14,9 +14,9 @@ from ..bounds import linear_bounds, term_sizes_start, term_sizes_step
 from ..domain import Box, Polytope
 from ..lp import INF, LPModel, LPResult
 from ..network import Network
-from ..tolerance import HIGHS_SMALL, MIP_GAP
+from ..tolerance import MIP_GAP
 from ..verify import encode
-from ..verify.milp import float_layers, symbolic_pre, tolerance_error
+from ..verify.milp import drop_small, float_layers, symbolic_pre, tolerance_error
 
 # HiGHS's feasibility tolerances for the explanation MILPs (defaults 1e-7 / 1e-6 would
 # swallow the 1e-8 margins that tell a violation from a tie on a rule's boundary; at 1e-10
@@ -89,19 +89,12 @@ class ExplainMILP:
         A = np.atleast_2d(np.asarray(A, dtype=np.float64))
         if A.shape[1] < self.n:
             A = np.hstack([A, np.zeros((A.shape[0], self.n - A.shape[1]))])
-        b = np.asarray(b, float).reshape(-1)
-        tiny = (A != 0) & (np.abs(A) <= HIGHS_SMALL)
-        if tiny.any():
-            # entries HiGHS would drop (its small_matrix_value) are dropped here, the row
-            # moved outward by what they can add over their columns' bounds: a relaxation
-            # (5e-10 relu(x) on x <= 1e9 in an output row lost 0.5, and why_not proved
-            # "no counterfactual" where one exists)
-            reach = np.maximum(np.abs(np.asarray(self.lb, float)), np.abs(np.asarray(self.ub, float)))
-            with np.errstate(invalid="ignore", over="ignore"):
-                b = b + np.where(tiny, np.abs(A) * reach[None, :], 0.0).sum(axis=1) * (1 + 2.0**-40)
-            A = np.where(tiny, 0.0, A)
+        # entries HiGHS would drop are dropped here, the row moved outward by what they can
+        # add over their columns' bounds: a relaxation (5e-10 relu(x) on x <= 1e9 in an
+        # output row lost 0.5, and why_not proved "no counterfactual" where one exists)
+        A, slack = drop_small(A, np.maximum(np.abs(np.asarray(self.lb, float)), np.abs(np.asarray(self.ub, float))))
         self.rows.append(sp.csr_matrix(A))
-        self.rhs.append(b)
+        self.rhs.append(np.asarray(b, float).reshape(-1) + slack)
 
     def output_rows(self, C: np.ndarray, d: np.ndarray, margin: float | np.ndarray = 0.0) -> None:
         """``C f(x) <= d - margin``."""

@@ -130,13 +130,14 @@ def encode(
     rows, cols, vals, rhs = [], [], [], []
     n_rows = 0
     if PA is not None and PA.shape[0]:
+        # a domain row's entries HiGHS drops would cut points of the domain off: they are
+        # dropped here and the row moved outward by what they can add (a relaxation)
+        PA, slack = drop_small(PA, np.maximum(np.abs(box.lo), np.abs(box.hi)))
         r_, c_ = np.nonzero(PA)
         rows.append(r_)
         cols.append(c_)
-        vals.append(np.where(np.abs(PA[r_, c_]) <= HIGHS_SMALL, 0.0, PA[r_, c_]))
-        # a domain row's entries HiGHS drops (here: set to 0) would cut points of the domain
-        # off: the row is moved outward by what they can add over the box (a relaxation)
-        rhs.append(Pb + _dropped(PA, np.maximum(np.abs(box.lo), np.abs(box.hi))))
+        vals.append(PA[r_, c_])
+        rhs.append(Pb + slack)
         n_rows += PA.shape[0]
     prev_cols = np.arange(d)
     h_cols, a_cols = [], []
@@ -149,8 +150,7 @@ def encode(
         # both rows that carry W are moved outward by what they can add: every true (x, h)
         # stays feasible (relu(5e-10 x) on |x| <= 1e9 had lost 0.5 silently, and maximize
         # read "optimal 1.000008" for 1.5)
-        slack = _dropped(W, prev_mag)
-        W = np.where(np.abs(W) <= HIGHS_SMALL, 0.0, W)
+        W, slack = drop_small(W, prev_mag)
         hc = np.arange(pos, pos + n)
         ac = np.arange(pos + n, pos + 2 * n)
         pos += 2 * n
@@ -362,6 +362,20 @@ def dropped_output_error(Ws, sk, pre, box: Box, C: np.ndarray) -> np.ndarray:
         if sk is not None:
             err = err + _dropped(C @ sk[0], np.maximum(np.abs(box.lo), np.abs(box.hi)))
     return err
+
+
+def drop_small(M: np.ndarray, mag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``M`` without the entries HiGHS would drop (nonzero, at most ``HIGHS_SMALL``), and
+    per row what they can add over inputs of size up to ``mag`` (:func:`_dropped`): the
+    rows ``M x <= b + slack`` keep every point of ``M x <= b`` (a relaxation).
+
+    Example:
+        >>> M, slack = drop_small(np.array([[5e-10, 1.0]]), np.array([1e9, 1.0]))
+        >>> M.tolist(), bool(0.5 <= slack[0] < 0.5 + 1e-9)
+        ([[0.0, 1.0]], True)
+    """
+    M = np.asarray(M, dtype=np.float64)
+    return np.where(np.abs(M) <= HIGHS_SMALL, 0.0, M), _dropped(M, mag)
 
 
 def _dropped(M: np.ndarray, mag: np.ndarray) -> np.ndarray:
