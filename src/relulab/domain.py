@@ -19,12 +19,10 @@ from typing import Any
 import numpy as np
 
 from .errors import RelulabError, is_int_at_least
-from .tolerance import FEAS_TOL, or_default, scaled_tol
+from .tolerance import FEAS_TOL, HIGHS_SMALL, or_default, scaled_tol
 
 # HiGHS's infinity: a constraint bound of this size or more is read as no bound at all
 LP_INFINITY = 1e20
-# HiGHS's small_matrix_value: constraint matrix entries of this magnitude or less are read as 0
-HIGHS_SMALL_MATRIX_VALUE = 1e-9  # tol: HiGHS's own default, not relulab's
 
 # HiGHS's "infeasible" is not a proof: a nonempty set thinner or farther out (a slab of
 # width 0 after rounding at 1e15) than its tolerances resolve reads infeasible too
@@ -227,7 +225,7 @@ class Polytope:
             i = int(np.nonzero(zero_rows & (b_v < 0))[0][0])
             raise DomainError(f"empty polytope: row {i} reads 0 <= {b_v[i]!r}")
         A_m, b_v = _scale_rows(A_m, b_v)
-        small = (A_m != 0) & (np.abs(A_m) <= HIGHS_SMALL_MATRIX_VALUE)
+        small = (A_m != 0) & (np.abs(A_m) <= HIGHS_SMALL)
         if np.any(small):
             # HiGHS reads these as 0: a different set, and every bound, maximum and
             # emptiness verdict of it would be about that set (x0 >= -1e-9 x1 with x1 up
@@ -235,7 +233,7 @@ class Polytope:
             i, j = (int(v) for v in np.argwhere(small)[0])
             raise DomainError(
                 f"polytope row {i}: its entry {j} is {abs(A_m[i, j]) / np.max(np.abs(A_m[i])):.3g} of the "
-                f"row's largest, and the LP solver reads entries below {HIGHS_SMALL_MATRIX_VALUE:.0e} of "
+                f"row's largest, and the LP solver reads entries below {HIGHS_SMALL:.0e} of "
                 "a row's largest as 0, which changes the set: rescale the inputs (or set the entry "
                 "to 0 if it is noise)")
         far = np.abs(b_v) >= LP_INFINITY
@@ -316,10 +314,16 @@ class Polytope:
     def bounding_box(self) -> Box:
         """The smallest box containing the polytope (2 d LPs, solved once and cached);
         refuses unbounded ones."""
+        return self._kept_box()
+
+    def _kept_box(self, deadline: float | None = None) -> Box:
+        """The bounding box, solved once and kept, and so is a refusal (DomainError, raised
+        again on every call); past ``deadline`` (a :func:`time.perf_counter` moment)
+        ``_OutOfTime``, with nothing kept."""
         cached = self.__dict__.get("_bbox")
         if cached is None:
             try:
-                cached = self._solve_bounding_box()
+                cached = self._solve_bounding_box(deadline)
             except DomainError as e:
                 cached = e
             object.__setattr__(self, "_bbox", cached)  # A and b are immutable
@@ -343,16 +347,13 @@ class Polytope:
             >>> P.bounding_box().hi.tolist()
             [1.0, 1.0]
         """
-        cached = self.__dict__.get("_bbox")
-        if isinstance(cached, Box):
-            return cached
+        if self.has_bounding_box:
+            return self.bounding_box()
         loose = self.__dict__.get("_loose_box")
         if loose is not None:
             return loose
-        if deadline is None or cached is not None:
-            return self.bounding_box()   # (a cached DomainError is raised again)
         try:
-            box = self._solve_bounding_box(deadline)
+            return self._kept_box(deadline)   # (a kept DomainError is raised again)
         except _OutOfTime:
             loose = self._rows_box()
             if loose is None:
@@ -361,11 +362,6 @@ class Polytope:
                 return self.bounding_box()
             object.__setattr__(self, "_loose_box", loose)
             return loose
-        except DomainError as e:
-            object.__setattr__(self, "_bbox", e)
-            raise
-        object.__setattr__(self, "_bbox", box)
-        return box
 
     def _rows_box(self) -> Box | None:
         """The box the rows with one nonzero entry give (None when some coordinate is left
@@ -464,21 +460,14 @@ class Polytope:
             >>> P.bounded_by(time.perf_counter() - 1.0) is None, P.bounded_by(None)
             (True, True)
         """
-        cached = self.__dict__.get("_bbox")
-        if cached is not None:
-            return isinstance(cached, Box)
-        if deadline is None:
-            return self.is_bounded
-        if self._rows_box() is not None:
+        if "_bbox" not in self.__dict__ and deadline is not None and self._rows_box() is not None:
             return True
         try:
-            box = self._solve_bounding_box(deadline)
+            self._kept_box(deadline)
         except _OutOfTime:
             return None
-        except DomainError as e:
-            object.__setattr__(self, "_bbox", e)
+        except DomainError:
             return False
-        object.__setattr__(self, "_bbox", box)
         return True
 
     def to_polytope(self) -> Polytope:
@@ -504,8 +493,7 @@ class Polytope:
         # single-coordinate rows, else (up to SAMPLE_BOX_MAX_DIM inputs) the bounding box;
         # above that straight to hit-and-run (the bounding box of a 100-D polytope of 400
         # rows took 14 s, and rejection from it of a rotated cube accepts nothing)
-        cached = self.__dict__.get("_bbox")
-        box = cached if isinstance(cached, Box) else self._rows_box()
+        box = self.bounding_box() if self.has_bounding_box else self._rows_box()
         if box is None and self.dim <= SAMPLE_BOX_MAX_DIM:
             box = self.bounding_box()
         if box is None:
