@@ -1,6 +1,7 @@
 """Fixes from the eighth audit of model exchange: external data of any dense tensor (a
 Constant's too) is read next to the model, not in the working directory (a sparse
-tensor's is refused); a model that declares no opset is refused."""
+tensor's is refused); a model that declares no opset is refused; a constant cast to an
+8-bit float saturates as ONNX defines (numpy gave NaN)."""
 
 from __future__ import annotations
 
@@ -62,3 +63,50 @@ def test_a_model_declaring_no_opset_is_refused(tmp_path):
     path.write_bytes(m.SerializeToString())
     with pytest.raises(FormatError, match="declares no ONNX opset"):
         load_model(str(path))
+
+
+def _float8_model(to: int, saturate: int | None) -> onnx.ModelProto:
+    Wf = np.array([[1000.0, 0.3], [-1e6, 2.0]], dtype=np.float32)
+    kw = {} if saturate is None else {"saturate": saturate}
+    nodes = [H.make_node("Constant", [], ["w"], value=NH.from_array(Wf, "w")),
+             H.make_node("Cast", ["w"], ["w8"], to=to, **kw),
+             H.make_node("Cast", ["w8"], ["wf"], to=T.FLOAT),
+             H.make_node("MatMul", ["x", "wf"], ["z"]), H.make_node("Relu", ["z"], ["y"])]
+    g = H.make_graph(nodes, "g", [H.make_tensor_value_info("x", T.FLOAT, [1, 2])],
+                     [H.make_tensor_value_info("y", T.FLOAT, [1, 2])])
+    m = H.make_model(g, opset_imports=[H.make_opsetid("", 21)])
+    m.ir_version = 10
+    return m
+
+
+@pytest.mark.parametrize("to", [T.FLOAT8E4M3FN, T.FLOAT8E5M2, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2FNUZ])
+@pytest.mark.parametrize("saturate", [None, 1])
+def test_a_constant_cast_to_float8_saturates_as_onnxruntime_does(tmp_path, to, saturate):
+    """ONNX's Cast to an 8-bit float clamps to the type's largest finite value by default;
+    numpy's cast gave NaN (E4M3) or inf (E5M2), and the model was refused as having
+    NaN weights.  Independent check: onnxruntime, by both readers."""
+    from relulab.crown import BoundGraph
+
+    path = tmp_path / "f8.onnx"
+    onnx.save(_float8_model(to, saturate), str(path))
+    X = np.random.default_rng(1).standard_normal((20, 2)).astype(np.float32)
+    sess = ort.InferenceSession(str(path))
+    want = np.vstack([sess.run(None, {"x": x[None]})[0] for x in X])
+    got = load_model(path).forward(X.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-3)
+    got_graph = BoundGraph.from_onnx(str(path)).forward(X.astype(np.float64)).reshape(want.shape)
+    np.testing.assert_allclose(got_graph, want, rtol=1e-6, atol=1e-3)
+
+
+def test_a_constant_cast_without_saturation_keeps_the_models_nan_and_is_refused(tmp_path):
+    path = tmp_path / "f8.onnx"
+    onnx.save(_float8_model(T.FLOAT8E4M3FN, 0), str(path))
+    with pytest.raises(FormatError, match="NaN or infinite"):
+        load_model(path)
+
+
+def test_a_constant_cast_to_a_4_bit_float_is_refused_by_name():
+    from relulab.io.onnx import cast_constant
+
+    with pytest.raises(FormatError, match="FLOAT4E2M1"):
+        cast_constant(np.array([1.0]), T.FLOAT4E2M1, True, "node 'c'")

@@ -179,15 +179,45 @@ def check_float_cast(to: int, where: str, error: type[Exception] = FormatError) 
                     "(only casts to float32 or float64 are supported)")
 
 
-def _h_cast(cx: _Cx, ins: list, at: dict) -> list:
-    from onnx import helper
+def cast_constant(a: np.ndarray, to: int, saturate: bool, where: str) -> np.ndarray:
+    """A constant tensor ``a`` cast to ONNX type ``to`` as ONNX's Cast defines it, returned
+    in float64 for float types.  The 8-bit float types round to nearest even and, with
+    ``saturate`` (ONNX's default), clamp what lies beyond their largest finite value to it;
+    numpy's cast would give NaN or inf there instead (a weight of 1000 cast to float8 E4M3
+    is 448, not NaN).  The 4- and 6-bit float types and E8M0 have other rounding rules and
+    are refused by name.
 
+    Example:
+        >>> from onnx import TensorProto as T
+        >>> cast_constant(np.array([1000.0, -0.3]), T.FLOAT8E4M3FN, True, "c").tolist()
+        [448.0, -0.3125]
+    """
+    from onnx import TensorProto, helper
+
+    name = TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else str(to)
+    if name.startswith(("FLOAT4", "FLOAT6", "FLOAT8E8M0")):
+        raise FormatError(f"{where}: a Cast of a constant to {name} is not supported")
+    dt = np.dtype(helper.tensor_dtype_to_np_dtype(to))
+    a = np.asarray(a)
+    if name.startswith("FLOAT8") and saturate and a.dtype.kind == "f":
+        import ml_dtypes
+
+        big = float(ml_dtypes.finfo(dt).max)
+        # ONNX's saturation: beyond the largest finite value (infinities included, except in
+        # the FNUZ types, which have no infinity and give NaN) the result is that value
+        keep_inf = name.endswith("FNUZ")
+        a = np.where(np.isinf(a) & keep_inf, np.nan, np.clip(a, -big, big))
+    is_float = name in ("FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16") or name.startswith("FLOAT8")
+    with np.errstate(over="ignore", invalid="ignore"):  # IEEE overflow to inf is the cast's
+        out = a.astype(dt)
+    return out.astype(np.float64) if is_float else out
+
+
+def _h_cast(cx: _Cx, ins: list, at: dict) -> list:
     if cx.tr.is_aff(ins[0]):
         check_float_cast(int(at["to"]), cx.where)
         return [ins[0]]  # precision casts are ignored: relulab computes in float64
-    dt = np.dtype(helper.tensor_dtype_to_np_dtype(int(at["to"])))
-    a = np.asarray(ins[0]).astype(dt)
-    return [a.astype(np.float64) if dt.kind == "f" else a]
+    return [cast_constant(ins[0], int(at["to"]), bool(at.get("saturate", 1)), cx.where)]
 
 
 def _h_constant(cx: _Cx, ins: list, at: dict) -> list:
