@@ -15,6 +15,7 @@ import os
 import time
 from contextlib import nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
@@ -39,6 +40,9 @@ from ._common import (
     read_text_arg,
     resolve_path,
 )
+
+if TYPE_CHECKING:
+    from ..network import Network
 
 __all__ = ["register", "tour", "vnncomp_text", "read_instances", "run_instance"]
 
@@ -318,6 +322,25 @@ def _line(r: dict) -> str:
     return f"{_model_name(r['model'])} {_prop_name(r['property'])}: {r['status']} ({r['wall']:.2f} s)"
 
 
+def _load_nnet_units(path: str, normalised: bool) -> Network:
+    """An .nnet model as the file's raw function, or as the bare network on normalised
+    units (``normalised``)."""
+    from ..io.nnet import load_nnet
+
+    return load_nnet(path, normalize=not normalised)
+
+
+def _nnet_normalises(path: str) -> bool:
+    """Whether the .nnet file at ``path`` clips or normalises (its raw and normalised
+    functions differ)."""
+    from ..io.nnet import read_nnet
+
+    m = read_nnet(path)
+    return bool(np.any(np.isfinite(m.input_min)) or np.any(np.isfinite(m.input_max))
+                or np.any(m.input_mean != 0) or np.any(m.input_range != 1)
+                or m.output_mean != 0 or m.output_range != 1)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify_cmd(
@@ -334,6 +357,10 @@ def register(app: typer.Typer) -> None:
             "inputs: input splitting first, then ReLU splitting; ReLU splitting above), "
             "input-split, relu-split or milp."),
         out: str = typer.Option(None, "--out", help="Write the VNN-COMP result file here."),
+        nnet_units: str = typer.Option(
+            "raw", "--nnet-units", help="For an .nnet model: raw (the file's function: clip, "
+            "normalise, run, de-normalise) or normalised (the bare network on normalised "
+            "units, as the VNN-COMP ACAS Xu properties are stated)."),
         json_out: bool = JSON_OPT,
     ) -> None:
         """Decide a VNN-LIB property: holds (unsat), violated (sat, with a re-checked
@@ -352,15 +379,20 @@ def register(app: typer.Typer) -> None:
         from ..verify import load_for_verify, verify
 
         check_seconds(timeout, "--timeout/--time-limit")
+        if nnet_units not in ("raw", "normalised", "normalized"):
+            raise RelulabError(f"--nnet-units: expected raw or normalised, got {nnet_units!r}")
         if out:
             check_writable(out, "--out")  # before the verifier runs, not after it
         mem = _memory_bytes(memory)
         path = resolve_path(model)
+        is_nnet = Path(path).suffix.lower() == ".nnet"
         t0 = time.time()
         try:
             with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
                 if Path(path).suffix.lower() in (".pt", ".pth"):
                     net = load_model_arg(model)
+                elif is_nnet:
+                    net = _load_nnet_units(path, nnet_units != "raw")
                 else:
                     net = load_for_verify(path)
                 n_in, n_out = _model_dims(net)
@@ -375,6 +407,12 @@ def register(app: typer.Typer) -> None:
             d["result"] = r.vnncomp
             print_json(d)
             return
+        if is_nnet and nnet_units == "raw" and _nnet_normalises(path):
+            # the same file means two functions; say which one was verified (VNN-COMP's
+            # ACAS Xu properties are stated on the normalised one)
+            console.print("[dim]the .nnet model is read in its raw units (clipping and "
+                          "normalisation folded in); --nnet-units normalised verifies the bare "
+                          "network on normalised units[/dim]")
         color = {"holds": "green", "violated": "red"}.get(r.status, "yellow")
         # the VNN-COMP word in brackets only where it differs ("unknown (unknown)" read oddly)
         word = f" ({r.vnncomp})" if r.vnncomp != r.status else ""
