@@ -97,6 +97,17 @@ class Box:
         return self.hi - self.lo
 
     @property
+    def magnitudes(self) -> np.ndarray:
+        """The largest ``|x_i|`` over the box, per coordinate (the size the rounding and
+        big-M bounds of a layer's input start from).
+
+        Example:
+            >>> Box([-3.0, 1.0], [2.0, 5.0]).magnitudes.tolist()
+            [3.0, 5.0]
+        """
+        return np.maximum(np.abs(self.lo), np.abs(self.hi))
+
+    @property
     def is_bounded(self) -> bool:
         return True
 

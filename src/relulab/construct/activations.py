@@ -519,7 +519,7 @@ def a_priori_bound(net: Network, act: str | Activation, domain: Any, scale: floa
     kind = GADGET_CLASS[a.name]
     per_scale = 1.0 if kind == "leaky" else 1.0 / t   # (the leaky gadget has no t)
     e = np.zeros(f.input_dim)
-    h = np.maximum(np.abs(box.lo), np.abs(box.hi)).astype(float)   # a bound of |layer input|
+    h = box.magnitudes.astype(float)   # a bound of |layer input|
     for k, (W, b) in enumerate(f.layers):
         A = np.abs(W)
         # float64: the sums of this layer round by n u (|W| |h| + |b|) in either network

@@ -543,7 +543,7 @@ def _solver_hint(dom: Box | Polytope, pre: list[tuple[np.ndarray, np.ndarray]]) 
         ''
     """
     box = dom.bounding_box()
-    reach = float(np.max(np.maximum(np.abs(box.lo), np.abs(box.hi))))
+    reach = float(np.max(box.magnitudes))
     width = float(np.min(box.hi - box.lo))
     big = max((float(np.max(np.maximum(np.abs(a), np.abs(b)), initial=0.0)) for a, b in pre), default=0.0)
     why = []

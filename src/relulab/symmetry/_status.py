@@ -124,7 +124,7 @@ def _term_rounding(net: Network, domain: Box | Polytope) -> list[np.ndarray]:
     box = domain if isinstance(domain, Box) else domain.bounding_box()
     f = net.float()
     with np.errstate(over="ignore", invalid="ignore"):
-        Z = _magnitudes(f, np.maximum(np.abs(box.lo), np.abs(box.hi)))[1:]
+        Z = _magnitudes(f, box.magnitudes)[1:]
     out = []
     depth_terms = 0
     for W, z in zip(f.weights[:-1], Z, strict=True):

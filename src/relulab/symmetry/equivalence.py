@@ -230,7 +230,7 @@ def _perturbation_bound(F: Network, G: Network, box: Box) -> float | None:
 
     Ff, Gf = F.float(), G.float()
     ib = interval_bounds(Ff, box)
-    xabs = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    xabs = box.magnitudes
     H = xabs
     D = np.zeros_like(xabs)
     for k, (WF, bF, WG, bG) in enumerate(zip(Ff.weights, Ff.biases, Gf.weights, Gf.biases, strict=True)):
@@ -256,7 +256,7 @@ def _float_error(net: Network, box: Box) -> float:
     if not net.is_exact:
         return 0.0
     nf = net.float()
-    xabs = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    xabs = box.magnitudes
     H = _magnitudes(nf, xabs)
     D = np.zeros_like(xabs)
     for k, (W, b) in enumerate(zip(nf.weights, nf.biases, strict=True)):
@@ -289,7 +289,7 @@ def _canonical_error(net: Network, can: Network, rep: CanonicalReport, box: Box)
     if rep.constant_from_layer is not None or can.n_hidden_layers != net.n_hidden_layers:
         return None
     N, C = net.float(), can.float()
-    xabs = np.maximum(np.abs(box.lo), np.abs(box.hi))
+    xabs = box.magnitudes
     HN, HC = _magnitudes(N, xabs), _magnitudes(C, xabs)
     dead, const = set(rep.dead), set(rep.constant)
     groups = {(k, m[0]): m for k, m in rep.merged}

@@ -132,7 +132,7 @@ def encode(
     if PA is not None and PA.shape[0]:
         # a domain row's entries HiGHS drops would cut points of the domain off: they are
         # dropped here and the row moved outward by what they can add (a relaxation)
-        PA, slack = drop_small(PA, np.maximum(np.abs(box.lo), np.abs(box.hi)))
+        PA, slack = drop_small(PA, box.magnitudes)
         r_, c_ = np.nonzero(PA)
         rows.append(r_)
         cols.append(c_)
@@ -143,7 +143,7 @@ def encode(
     h_cols, a_cols = [], []
     pos = d
     n_bin = 0
-    prev_mag = np.maximum(np.abs(box.lo), np.abs(box.hi))   # the largest each input can be
+    prev_mag = box.magnitudes   # the largest each input can be
     for k, (W, b) in enumerate(zip(Ws[:-1], bs[:-1], strict=True)):
         n = W.shape[0]
         # weights HiGHS would drop (at most its small_matrix_value) are dropped here, and
@@ -339,7 +339,7 @@ def tolerance_error(Ws, bs, sk, pre, box: Box, C: np.ndarray, tol: float = MILP_
             g = _nonneg_product(g, np.abs(Ws[k]))  # now the sensitivity to layer k's inputs
         if sk is not None:
             g = g + _nonneg_product(C, np.abs(sk[0]))
-        err += _nonneg_product(g, tol * (1.0 + np.maximum(np.abs(box.lo), np.abs(box.hi))))
+        err += _nonneg_product(g, tol * (1.0 + box.magnitudes))
     return err
 
 
@@ -356,11 +356,11 @@ def dropped_output_error(Ws, sk, pre, box: Box, C: np.ndarray) -> np.ndarray:
         True
     """
     C = np.atleast_2d(np.asarray(C, dtype=np.float64))
-    last = np.maximum(np.abs(box.lo), np.abs(box.hi)) if len(Ws) == 1 else np.maximum(pre[-1][1], 0.0)
+    last = box.magnitudes if len(Ws) == 1 else np.maximum(pre[-1][1], 0.0)
     with np.errstate(over="ignore"):
         err = _dropped(C @ Ws[-1], last)
         if sk is not None:
-            err = err + _dropped(C @ sk[0], np.maximum(np.abs(box.lo), np.abs(box.hi)))
+            err = err + _dropped(C @ sk[0], box.magnitudes)
     return err
 
 
