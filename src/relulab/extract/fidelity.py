@@ -151,10 +151,13 @@ def _align(F: Network, G: Network) -> tuple[float, float] | None:
 
 def fidelity(reference: Network, recovered: Network, domain: Box | None = None, *,
              timeout: float | None = 30.0, n_samples: int = 20_000, seed: int = 0,
-             tol: float | None = None) -> Fidelity:
+             tol: float | np.ndarray | None = None) -> Fidelity:
     """Compare ``recovered`` with ``reference`` (see the module docstring); the default
     box is ``[-1, 1]^d``; ``timeout`` bounds the functional check (``unknown`` past it);
-    ``tol``: of the functional check (default :func:`relulab.symmetry.equivalent`'s).
+    ``tol``: of the functional check (default :func:`relulab.symmetry.equivalent`'s), one
+    number for every output, or one per output (outputs of very different sizes: each is
+    then checked within its own tolerance, or up to half of it, and
+    ``equivalence_tol`` is the largest of those applied).
 
     Example (the second network has its two neurons swapped and scaled: same function):
         >>> from relulab import Network
@@ -167,6 +170,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     from ..symmetry import canonical, equivalent
 
     _check_args(reference, recovered, domain, timeout, n_samples)
+    out_scale, tol = _per_output_scale(tol, reference.output_dim)
     d = reference.input_dim
     box = domain if domain is not None else Box(-np.ones(d), np.ones(d))
     t0 = time.monotonic()
@@ -192,10 +196,22 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
     share = None if timeout is None else SAMPLE_SHARE * max(timeout - (time.monotonic() - t0), 0.0)
     out_err, n_used = _sampled_error(reference, recovered, X, share)
     left = None if timeout is None else max(timeout - (time.monotonic() - t0), 0.1 * timeout)
-    eq = equivalent(ref, recovered, box, timeout=left, tol=tol)
+    if out_scale is None:
+        eq = equivalent(ref, recovered, box, timeout=left, tol=tol)
+        witness_gap, bound, tol_scale = eq.gap, eq.upper_bound, 1.0
+    else:
+        # each output scaled by a power of two (exactly) so that one tolerance checks it
+        # within its own: max_j s_j |f_j - g_j| <= tol means |f_j - g_j| <= tol / s_j
+        C = np.diag(out_scale)
+        eq = equivalent(ref.with_output_map(C), recovered.with_output_map(C), box, timeout=left, tol=tol)
+        tol_scale = float(1.0 / out_scale.min())
+        bound = None if eq.upper_bound is None else float(eq.upper_bound) * tol_scale
+        witness_gap = None if eq.witness is None else _unscaled_gap(ref, recovered, eq.witness)
     exact = bool(eq.exact)
-    tol = 0.0 if exact and eq.status == "equal" else float(eq.tol)
+    tol = 0.0 if exact and eq.status == "equal" else float(eq.tol) * tol_scale
     msg = eq.message
+    if out_scale is not None:
+        msg = "each output within its own tolerance (the largest " + f"{tol:.3g}): " + msg
     if eq.status == "equal" and not exact:
         msg = f"equal up to {tol:.3g} (not exact): " + msg
     if dead:
@@ -220,7 +236,7 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         equivalence=eq.status,
         equivalence_method=eq.method,
         witness=eq.witness,
-        witness_gap=eq.gap,
+        witness_gap=witness_gap,
         max_output_error=out_err,
         n_samples=n_used,
         widths_reference=F.widths,
@@ -231,8 +247,41 @@ def fidelity(reference: Network, recovered: Network, domain: Box | None = None, 
         active_on_domain=active,
         equivalence_tol=tol,
         equivalence_exact=exact,
-        equivalence_bound=None if eq.upper_bound is None else float(eq.upper_bound),
+        equivalence_bound=None if bound is None else float(bound),
     )
+
+
+def _per_output_scale(tol: float | np.ndarray | None, m: int) -> tuple[np.ndarray | None, float | None]:
+    """For per-output tolerances ``tol`` (m of them): powers of two ``s`` and one tolerance
+    ``t`` with ``t / s_j`` between half of ``tol_j`` and ``tol_j``; ``(None, tol)`` for one
+    number (or None).
+
+    Example:
+        >>> s, t = _per_output_scale(np.array([1e-6, 1e-16]), 2)
+        >>> t, bool(5e-7 <= t / s[0] <= 1e-6), float(t / s[1])
+        (1e-16, True, 1e-16)
+    """
+    if tol is None or np.ndim(tol) == 0:
+        return None, tol
+    t = np.asarray(tol, dtype=float).reshape(-1)
+    if t.size != m or not np.all(np.isfinite(t) & (t > 0)):
+        raise ExtractError(f"fidelity: tol must be one number or {m} finite numbers > 0 (one per "
+                           f"output), got {np.asarray(tol).tolist()!r}")
+    if np.all(t == t[0]):
+        return None, float(t[0])
+    low = float(t.min())
+    # s_j >= low / tol_j, so low / s_j <= tol_j; powers of two keep the scaling exact
+    return 2.0 ** np.ceil(np.log2(low / t)), low
+
+
+def _unscaled_gap(f: Network, g: Network, x: np.ndarray) -> float:
+    """``max_j |f_j(x) - g_j(x)|`` (exactly where either network is exact)."""
+    if f.is_exact or g.is_exact:
+        from fractions import Fraction
+
+        xe = np.array([Fraction(float(v)) for v in np.asarray(x, float).reshape(-1)], dtype=object)
+        return float(max(abs(a - b) for a, b in zip(f.exact()(xe), g.exact()(xe), strict=True)))
+    return float(np.max(np.abs(f(np.asarray(x, float)) - g(np.asarray(x, float)))))
 
 
 def _check_args(reference, recovered, domain, timeout, n_samples) -> None:

@@ -710,20 +710,20 @@ def _in_oracle_units(net: Network, off: np.ndarray, unit: np.ndarray) -> Network
     return Network(Ws, bs, skip)
 
 
-def _fidelity_tol(reference: Network, box: Box, seed: int) -> float | None:
-    """The fidelity check's tolerance: FIDELITY_RTOL of the smallest range any output of
-    the reference has on the box (sampled; the reference only, no oracle query), so that
-    an output far below another, or varying little around a large offset, is checked at
-    its own size (an absolute 1e-6 passed a 50 % error on outputs of 5e-9; 1e-6 of a bias
-    of 1e8 passed an error of 2)."""
+def _fidelity_tol(reference: Network, box: Box, seed: int) -> np.ndarray:
+    """The fidelity check's tolerance per output: FIDELITY_RTOL of the range each output
+    of the reference has on the box (sampled; the reference only, no oracle query), so
+    that an output far below another, or varying little around a large offset, is checked
+    at its own size (an absolute 1e-6 passed a 50 % error on outputs of 5e-9; 1e-6 of a
+    bias of 1e8 passed an error of 2).  One tolerance for all, the smallest, called a
+    recovery exact to rounding "different" where another output was 1e10 times larger."""
     X = box.sample(256, np.random.default_rng(seed + 2))
     Y = np.asarray(reference.float()(X), dtype=float)
     spread = Y.max(axis=0) - Y.min(axis=0)
     # an output constant on the samples is checked at the attack's own resolution
     # (KEPT_FLOOR of its size), not 1e-6 of its size: 1e-6 of an offset of 1e7 passed a
     # bump of 2.5, the function's whole range, that no sample met
-    own = np.where(spread > 0, FIDELITY_RTOL * spread, KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0)))
-    return float(own.min())
+    return np.where(spread > 0, FIDELITY_RTOL * spread, KEPT_FLOOR * (1.0 + np.abs(Y).max(axis=0)))
 
 
 def _critical(st: _State, net: Network, rng) -> list[tuple[int, int, np.ndarray]]:

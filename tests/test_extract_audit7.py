@@ -1,0 +1,73 @@
+"""aud_ext7: outputs of very different sizes are each checked within their own
+tolerance by the fidelity check (one tolerance, the smallest output's, called an
+extraction exact to rounding "different").
+
+Independent checks: dense float64 evaluation of both networks per output, against each
+output's own range."""
+
+import numpy as np
+import pytest
+
+from relulab import Box, Network
+from relulab.extract import ExtractError, extract_relu, fidelity
+
+
+def _two_scales(small: float = 1e-10) -> Network:
+    rng = np.random.default_rng(2)
+    W1, b1 = rng.standard_normal((4, 3)), 0.3 * rng.standard_normal(4)
+    W2 = np.vstack([rng.standard_normal((1, 4)), small * np.array([[1.0, 0, 0, 0]])])
+    return Network([W1, W2], [b1, np.array([0.2, 0.0])])
+
+
+def _per_output_relative_error(f: Network, g: Network) -> np.ndarray:
+    X = np.random.default_rng(1).uniform(-1, 1, (100_000, 3))
+    Y, G = f(X), g(X)
+    return np.abs(Y - G).max(axis=0) / np.ptp(Y, axis=0)
+
+
+def test_an_extraction_exact_to_rounding_is_equal_when_one_output_is_tiny():
+    ref = _two_scales()
+    r = extract_relu(ref, 3, equivalence_timeout=10)
+    rel = _per_output_relative_error(ref, r.network)
+    assert np.all(rel < 1e-12)          # the recovery is right to rounding on both outputs
+    assert r.fidelity.equivalence == "equal" and r.status == "complete"
+
+
+@pytest.mark.parametrize("which, size", [(0, 1e-4), (1, 1e-4)])
+def test_per_output_tolerances_still_find_an_error_in_either_output(which, size):
+    """An error of 1e-4 of one output's own range is "different", whether it is in the
+    large output or in the one 1e10 times smaller (and checked at 1e-6 of its range)."""
+    ref = _two_scales()
+    Ws = [np.array(W, float) for W in ref.weights]
+    bs = [np.array(b, float) for b in ref.biases]
+    X = np.random.default_rng(3).uniform(-1, 1, (20_000, 3))
+    spread = np.ptp(ref(X), axis=0)
+    bs[1][which] += size * spread[which]
+    bad = Network(Ws, bs)
+    tol = 1e-6 * spread
+    f = fidelity(ref, bad, Box(-np.ones(3), np.ones(3)), timeout=10, tol=tol)
+    assert f.equivalence == "different"
+    gap = np.abs(ref(f.witness[None]) - bad(f.witness[None]))[0]
+    assert gap[which] > tol[which] and f.witness_gap == pytest.approx(gap.max())
+
+
+def test_per_output_tolerances_keep_a_proved_bound_in_the_outputs_units():
+    ref = _two_scales()
+    Ws = [np.array(W, float) for W in ref.weights]
+    bs = [np.array(b, float) for b in ref.biases]
+    bs[1][0] += 1e-9   # far below output 0's tolerance, far above output 1's size
+    X = np.random.default_rng(3).uniform(-1, 1, (20_000, 3))
+    tol = 1e-6 * np.ptp(ref(X), axis=0)
+    f = fidelity(ref, Network(Ws, bs), Box(-np.ones(3), np.ones(3)), timeout=10, tol=tol)
+    assert f.equivalence == "equal"
+    assert tol.max() / 2 <= f.equivalence_tol <= tol.max()
+    if f.equivalence_bound is not None:
+        assert f.equivalence_bound >= 1e-9 * (1 - 1e-6)
+
+
+def test_a_tolerance_list_of_the_wrong_length_is_refused_by_name():
+    ref = _two_scales()
+    with pytest.raises(ExtractError, match="one per output"):
+        fidelity(ref, ref, tol=[1e-6, 1e-6, 1e-6])
+    with pytest.raises(ExtractError, match="one per output"):
+        fidelity(ref, ref, tol=[1e-6, -1.0])
