@@ -182,3 +182,51 @@ def test_the_time_limit_stops_an_attack_on_a_function_that_is_not_piecewise_line
     for bad in (0, -1.0, float("nan"), "a"):
         with pytest.raises(RelulabError, match="time_limit must be a number of seconds"):
             extract_relu(lambda X: X.sum(1, keepdims=True), 2, time_limit=bad)
+
+
+class _ScriptedDeadline:
+    """A deadline whose time left is given per call (a stand-in for a loaded machine)."""
+
+    def __init__(self, lefts):
+        self.lefts = list(lefts)
+
+    def left(self):
+        return self.lefts.pop(0) if len(self.lefts) > 1 else self.lefts[0]
+
+    def expired(self):
+        return self.left() <= 0
+
+
+def _polish_case():
+    f = _random([4, 6, 5, 1], 3)
+    X = np.random.default_rng(0).uniform(-1, 1, (3000, 4))
+    return _perturbed(f, 0, 0, 1e-9), X, f(X)
+
+
+def test_the_polish_does_not_factor_when_its_jacobian_took_the_time_left(monkeypatch):
+    """aud_ext7 #1: the deadline was read only after the first step; the Jacobian and
+    its factor ran whatever the time left (0.68 s with 0.05 s left)."""
+    import relulab.extract.polish as P
+
+    def never(*a, **k):
+        raise AssertionError("factorised after the time limit")
+
+    monkeypatch.setattr(P, "_normal_solver", never)
+    net, X, Y = _polish_case()
+    g, rep = polish(net, X, Y, deadline=_ScriptedDeadline([1e6, 0.0]))
+    assert not rep.accepted and rep.iterations == 0 and "time limit" in rep.message
+
+
+def test_the_polish_start_counts_the_jacobian_not_only_the_factor(monkeypatch):
+    """With the factor free (an infinite flop rate), a time left far below one forward
+    pass still keeps the polish from starting: the Jacobian is counted too."""
+    import relulab.extract.polish as P
+
+    def never(*a, **k):
+        raise AssertionError("started with no time for the Jacobian")
+
+    monkeypatch.setattr(P, "dense_flop_rate", lambda: float("inf"))
+    monkeypatch.setattr(P, "_normal_solver", never)
+    net, X, Y = _polish_case()
+    g, rep = polish(net, X, Y, deadline=_ScriptedDeadline([1e-12]))
+    assert not rep.accepted and rep.iterations == 0 and "time limit" in rep.message

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,10 @@ RIDGE = 1e-12  # tol: see the comment above
 # A neuron's scaling direction counts as unseen by the rows if |Js z| is below this x |z|
 # (exactly 0 up to rounding when its whole direction is free; O(1) when its row is held).
 GAUGE_NULL_RTOL = 1e-8  # tol: see the comment above
+# The first step's Jacobian costs about this many forward passes per output (the pass
+# back with an m x m identity per row, the column norms and the scaling): the polish
+# does not start when that and its factor would not end in the time left.
+JACOBIAN_PASSES = 8
 
 
 @dataclass(frozen=True)
@@ -291,8 +296,10 @@ def polish(
             further step is one residual and one ``J^T r``); ``"lstsq"``: a fresh Jacobian
             and an SVD least-squares solve per step (the slower reference).
         deadline: a :class:`~relulab.limits.Deadline`: the polish does not start when its
-            first factorisation (estimated from :func:`~relulab.limits.dense_flop_rate`)
-            would not end before it, and takes no further step after it.
+            first step (the Jacobian, timed by a forward pass, and its factorisation,
+            estimated from :func:`~relulab.limits.dense_flop_rate`) would not end before
+            it, does not factorise when the Jacobian took the time left, and takes no
+            further step after it.
 
     Returns:
         ``(network, report)``: the polished network when accepted, else ``net``.
@@ -306,6 +313,8 @@ def polish(
         >>> rep.held_after <= rep.held_before + 1e-15
         True
     """
+    import scipy.linalg  # noqa: F401 - loaded before the clock is read (0.4 s on a first call)
+
     X = np.asarray(X, dtype=float)
     Y = np.asarray(Y, dtype=float).reshape(X.shape[0], -1)
     Ws, bs = _params(net)
@@ -324,23 +333,30 @@ def polish(
         clear = rng.choice(clear, size=max_points, replace=False)
     Xf, Yf = X[clear], Y[clear]
     held_before = float(np.max(np.abs(net(X[held]) - Y[held])))
+    t_fwd = time.perf_counter()
     _, pres_f, out_f = _forward(Ws, bs, Xf)
+    t_fwd = time.perf_counter() - t_fwd
     masks = [z > 0 for z in pres_f]
     fit_before = float(np.max(np.abs(out_f - Yf))) if Xf.shape[0] else 0.0
-    if Xf.shape[0] < 4:
+
+    def unpolished(why: str) -> tuple[Network, PolishReport]:
         return net, PolishReport(False, int(Xf.shape[0]), int(n_held), 0, fit_before, fit_before,
-                                 held_before, held_before, 0, "not polished (too few clear rows)")
+                                 held_before, held_before, 0, f"not polished ({why})")
+
+    if Xf.shape[0] < 4:
+        return unpolished("too few clear rows")
     left = None if deadline is None else deadline.left()
-    if left is not None:
-        p = net.n_params
-        need = (Xf.shape[0] * Yf.shape[1] * p * p + p**3 / 3.0) / dense_flop_rate()
-        if need > left:
-            return net, PolishReport(False, int(Xf.shape[0]), int(n_held), 0, fit_before, fit_before,
-                                     held_before, held_before, 0,
-                                     f"not polished (time limit: {max(left, 0.0):.3g} s left, the "
-                                     f"first step needs about {need:.3g} s)")
-    norms = [np.sqrt((W ** 2).sum(axis=1) + b ** 2) for W, b in zip(Ws[:-1], bs[:-1], strict=False)]
+    p = net.n_params
     m = Yf.shape[1]
+    # the first step: the Jacobian by backpropagation (m passes back, each a few forward
+    # passes' work, timed on this machine by the pass above) and its normal-matrix factor
+    # (its multiply-adds counted twice, as the measured flop rate counts them: one add
+    # and one multiply each; counted once, 1,401 parameters took 2x the estimate)
+    factor_need = 2.0 * (Xf.shape[0] * m * p * p + p**3 / 3.0) / dense_flop_rate()
+    need = factor_need + JACOBIAN_PASSES * m * t_fwd
+    if left is not None and need > left:
+        return unpolished(f"time limit: {max(left, 0.0):.3g} s left, the first step needs about {need:.3g} s")
+    norms = [np.sqrt((W ** 2).sum(axis=1) + b ** 2) for W, b in zip(Ws[:-1], bs[:-1], strict=False)]
     eye = np.broadcast_to(np.eye(m), (Xf.shape[0], m, m))
 
     def system(Ws, bs):
@@ -386,6 +402,10 @@ def polish(
             break   # the best parameters so far are checked below as usual
         if solve is None or method == "lstsq":
             r, J, n_crit = system(Ws, bs)
+            if not steps and deadline is not None and deadline.left() < factor_need:
+                # the Jacobian took the time the factor needed: stop before it, unpolished
+                return unpolished(f"time limit: the Jacobian took the time left, the factor needs "
+                                  f"about {factor_need:.3g} s")
             col = np.sqrt((J ** 2).sum(axis=0))
             use = (col > TINY) & ~frozen  # parameters no row depends on (never active) stay
             Js = J[:, use] / col[use]
