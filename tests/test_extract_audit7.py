@@ -71,3 +71,55 @@ def test_a_tolerance_list_of_the_wrong_length_is_refused_by_name():
         fidelity(ref, ref, tol=[1e-6, 1e-6, 1e-6])
     with pytest.raises(ExtractError, match="one per output"):
         fidelity(ref, ref, tol=[1e-6, -1.0])
+
+
+# ---------------------------------------------------------------- rounded outputs (aud_ext7 #3)
+from relulab.extract.relu import detected_precision  # noqa: E402
+
+
+@pytest.mark.parametrize("size", [1e-10, 1e-3, 1.0, 1e6])
+def test_full_float64_outputs_are_never_taken_for_rounded_ones(size):
+    rng = np.random.default_rng(int(-np.log10(size)) + 20)
+    for _ in range(200):
+        Y = size * rng.normal(size=(32, 2))
+        assert detected_precision(Y) is None
+
+
+@pytest.mark.parametrize("k, size", [(0, 100.0), (3, 100.0), (6, 100.0), (9, 100.0), (12, 1.0)])
+def test_outputs_rounded_to_k_decimals_are_found_with_their_resolution(k, size):
+    """(Values with more than about 13 significant digits are not tested: float64 holds
+    them too nearly for rounding to show.)"""
+    Y = np.round(np.random.default_rng(k).uniform(-size, size, size=(32, 1)), k)
+    got = detected_precision(Y)
+    assert got is not None and got[0] == pytest.approx(0.5 * 10.0 ** -k) and f"{k} decimals" in got[1]
+    assert np.max(np.abs(Y - np.round(Y, k))) <= got[0]
+
+
+def test_float32_outputs_are_found_and_their_resolution_covers_their_rounding():
+    Y64 = np.random.default_rng(0).normal(size=(32, 3)) * 7.0
+    got = detected_precision(Y64.astype(np.float32))
+    assert got is not None and got[1] == "float32 numbers"
+    assert np.max(np.abs(Y64.astype(np.float32) - Y64)) <= got[0]
+
+
+def _small_net(seed: int) -> Network:
+    rng = np.random.default_rng(seed)
+    return Network([rng.normal(size=(4, 3)) / np.sqrt(3), rng.normal(size=(1, 4)) / 2],
+                   [0.5 * rng.normal(size=4), 0.5 * rng.normal(size=1)])
+
+
+@pytest.mark.parametrize("rounding", ["float32", "decimals"])
+def test_an_undeclared_rounded_oracle_ends_without_a_limit_and_says_why(rounding):
+    """Read as exact float64, such an oracle kept the attack looking for kinks in the
+    rounding: 2.1 M queries after 100 s and on, with no budget or time limit.  (The
+    budget here only bounds the test where the fix is missing.)"""
+    ref = _small_net(0)
+    cast = ((lambda Y: Y.astype(np.float32)) if rounding == "float32" else (lambda Y: np.round(Y, 6)))
+    budget = 600_000
+    r = extract_relu(lambda X: cast(ref(X)), 3, reference=ref, budget=budget, equivalence_timeout=5)
+    assert r.queries < budget
+    assert any("read with precision" in n for n in r.unidentified)
+    # the result is honest about what rounded outputs allow
+    if r.status == "complete":
+        rel = _per_output_relative_error(ref, r.network)
+        assert np.all(rel < 1e-4)

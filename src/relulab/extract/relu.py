@@ -497,7 +497,12 @@ def extract_relu(
     # 1); each output on its own (one of 1.6e4 hid another of 2.8e-4).  The recovered
     # network is mapped back at the end.  (Probed before rows are kept, with its own
     # generator: the attack itself is unchanged.)
-    off, unit = _output_units(o, d, scale, np.random.default_rng(seed + 1))
+    off, unit, probe = _output_units(o, d, scale, np.random.default_rng(seed + 1))
+    coarse = None if precision is not None or probe is None else detected_precision(probe)
+    if coarse is not None:
+        # outputs rounded to float32 (or to k decimals) read as exact float64 kept the
+        # attack looking for kinks in the rounding, without end when no limit was given
+        precision = coarse[0]
     if reference is not None and o.output_dim is not None and reference.output_dim != o.output_dim:
         # known from the first probe: refused only after the whole attack, it lost the result
         raise ExtractError(f"extract_relu: reference has {reference.output_dim} outputs, the oracle "
@@ -513,6 +518,9 @@ def extract_relu(
         size = np.abs(off) + unit
         atol = float(np.max((atol + OUTPUT_ULPS * np.finfo(np.float64).eps * size) / unit))
     st = _State()
+    if coarse is not None:
+        st.notes.append(f"the oracle's outputs are {coarse[1]}: read with precision {coarse[0]:.3g} "
+                        "(give precision= to set it)")
     net, res, status = None, None, "complete"
     unid_layers: set[int] = set()  # layers whose traces left weights unidentified
     n_layers = len(widths) if widths is not None else max_layers
@@ -673,28 +681,67 @@ OUTPUT_SCALE_BELOW = 1e-3  # tol: far above the attack's 1e-9 kink floor
 OFFSET_RATIO = 10.0
 # the oracle's resolution in the units read: this many float64 ulps of the outputs' size
 OUTPUT_ULPS = 4.0
+# outputs found to be float32 numbers, or rounded to at most DETECT_MAX_DECIMALS decimals
+# (a value within DETECT_ULPS float64 ulps of a multiple of 10^-k), on at least
+# DETECT_MIN_VALUES distinct values of the probe, are read at that resolution
+DETECT_MIN_VALUES = 8
+DETECT_MAX_DECIMALS = 12
+DETECT_ULPS = 8.0
 # a kept-row misfit is relative to the output's range there, at least this much of its size
 # (variations below the attack's kink floor are not resolved)
 KEPT_FLOOR = 1e-9  # tol: the line search's DETECT_RTOL
 
 
-def _output_units(o: QueryOracle, d: int, scale: float, rng) -> tuple[np.ndarray, np.ndarray]:
+def _output_units(o: QueryOracle, d: int, scale: float, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Per output, the ``(offset, scale)`` the attack reads the oracle in, from
     ``OUTPUT_PROBE_ROWS`` random points of ``[-scale, scale]^d`` (queries counted like the
-    others): the offset is the middle of the output's range there when that is more than
-    ``OFFSET_RATIO`` times its half-range (else 0); the scale is the largest ``|y - offset|``
-    there when that is below ``OUTPUT_SCALE_BELOW`` (else 1).  ``(0, 1)`` when the budget
-    does not allow the probe, or the output is constant on it."""
+    others), and the probe's outputs: the offset is the middle of the output's range there
+    when that is more than ``OFFSET_RATIO`` times its half-range (else 0); the scale is
+    the largest ``|y - offset|`` there when that is below ``OUTPUT_SCALE_BELOW`` (else 1).
+    ``(0, 1, None)`` when the budget does not allow the probe; ``(0, 1)`` for an output
+    constant on it."""
     try:
         Y = o(rng.uniform(-scale, scale, size=(OUTPUT_PROBE_ROWS, d)))
     except BudgetExhausted:
-        return np.zeros(1), np.ones(1)
+        return np.zeros(1), np.ones(1), None
     mid = (Y.max(axis=0) + Y.min(axis=0)) / 2
     half = (Y.max(axis=0) - Y.min(axis=0)) / 2
     off = np.where((half > 0) & (np.abs(mid) > OFFSET_RATIO * half), mid, 0.0)
     var = np.abs(Y - off).max(axis=0)
     unit = np.where((var > 0) & (var < OUTPUT_SCALE_BELOW), var, 1.0)
-    return off, unit
+    return off, unit, Y
+
+
+def detected_precision(Y: np.ndarray) -> tuple[float, str] | None:
+    """The resolution of outputs ``Y`` (of random inputs) that are all float32 numbers, or
+    all rounded to ``k <= 12`` decimals, and what they are; None for outputs that look
+    like full float64 (fewer than 8 distinct nonzero values decide nothing).  float32
+    gives four ulps at twice the largest value seen (at half an ulp the attack still
+    looked for kinks in the rounding, 20 s and on); k decimals ``0.5 * 10**-k``.  Random
+    float64 values pass neither test by chance (each value is a float32 with probability
+    2^-29, within ``8 eps |z|`` of an integer ``|z| < 2^44`` with probability 2^-4 at most).
+
+    Example:
+        >>> y = np.random.default_rng(0).normal(size=(32, 1))
+        >>> detected_precision(y) is None, detected_precision(y.astype(np.float32))[1]
+        (True, 'float32 numbers')
+        >>> detected_precision(np.round(y, 6))
+        (5e-07, 'rounded to 6 decimals')
+    """
+    y = np.asarray(Y, dtype=float).ravel()
+    y = y[np.isfinite(y) & (y != 0.0)]
+    if np.unique(y).size < DETECT_MIN_VALUES:
+        return None
+    # decimals first: whole numbers (k = 0) are float32 numbers too
+    for k in range(DETECT_MAX_DECIMALS + 1):
+        z = y * 10.0 ** k
+        if np.abs(z).max() >= 2.0 ** 44:   # float64 values are too near integers there
+            break
+        if np.all(np.abs(z - np.round(z)) <= DETECT_ULPS * np.finfo(np.float64).eps * np.abs(z)):
+            return 0.5 * 10.0 ** -k, f"rounded to {k} decimals"
+    if np.all(y.astype(np.float32).astype(np.float64) == y):
+        return 2.0 * float(np.abs(y).max()) * 2.0 ** -21, "float32 numbers"
+    return None
 
 
 def _in_oracle_units(net: Network, off: np.ndarray, unit: np.ndarray) -> Network:
