@@ -123,3 +123,32 @@ def test_an_undeclared_rounded_oracle_ends_without_a_limit_and_says_why(rounding
     if r.status == "complete":
         rel = _per_output_relative_error(ref, r.network)
         assert np.all(rel < 1e-4)
+
+
+# ------------------------------------------------- GLU gates at the activation's limit (#4)
+from relulab.extract import GLUBlock, extract_glu, random_glu  # noqa: E402
+
+
+def _median_rel_error_at(blk, rec, size: float, d: int) -> float:
+    X = size * np.random.default_rng(7).normal(size=(5000, d))
+    Y, G = blk(X), rec(X)
+    return float(np.median(np.linalg.norm(Y - G, axis=1) / np.linalg.norm(Y, axis=1)))
+
+
+def test_a_relu_block_attacked_as_silu_is_not_called_recovered():
+    """Its SiLU fit had gates 1e4-4e5 times too large: SiLU at its ReLU limit, right to
+    1e-9 on inputs of size 1 and off by 6.5 % (median) on inputs of size 0.01."""
+    blk = random_glu(8, 6, None, "relu", seed=1)
+    r = extract_glu(lambda X: blk(X), 8, act="silu", time_limit=20)
+    assert _median_rel_error_at(blk, r.block, 1e-2, 8) > 1e-2   # the fit is wrong at small inputs
+    assert r.status == "partial" and "nearly ReLU" in r.message
+
+
+@pytest.mark.parametrize("act", ["silu", "gelu"])
+def test_a_block_with_large_gates_is_recovered_when_it_is_right_at_small_inputs(act):
+    """The second validation only speaks where the recovered block is wrong there."""
+    b = random_glu(4, 3, None, act, seed=2)
+    blk = GLUBlock(b.W_gate * 30.0, b.W_up, b.W_out, act)
+    r = extract_glu(lambda X: blk(X), 4, act=act, time_limit=20)
+    small = _median_rel_error_at(blk, r.block, 1.0 / 30.0 / 4.0, 4)
+    assert (r.status == "recovered") == (small < 1e-4)

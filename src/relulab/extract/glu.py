@@ -105,6 +105,12 @@ NOT_RECOVERED = 0.05  # a median relative validation error above this (the abstr
 # GELU block attacked as SiLU gave 1.6e-2 on outputs good to 2e-16 and was "recovered"
 FIT_NOISE_RATIO = 1e6
 FIT_FLOOR = 1e-4  # tol: float64 blocks are recovered to 2e-7 at worst (256 x 1024)
+# A smooth-activation block whose largest gates exceed 1 / CURVE_BELOW on typical inputs
+# is validated again on CURVE_ROWS pairs of inputs that size times smaller (the bar
+# raised to CURVE_NOISE_RATIO x the oracle's noise there)
+CURVE_BELOW = 0.1
+CURVE_ROWS = 128
+CURVE_NOISE_RATIO = 100.0
 POLISH_STEPS = 300  # most L-BFGS iterations of the polish (float32 64 x 256: 150 reach 6e-4)
 FALLBACK_STEPS = 75  # ... and of the fallback from random weights (it stalls near 15-20 % anyway)
 POLISH_FLOPS = 2e12  # ... fewer on big blocks: about this many flops in all (~25 iterations at 256 x 1024)
@@ -246,6 +252,25 @@ class GLUResult(Result):
     repaired: int = 0
     suspect: int = 0
     time_limited: bool = False
+
+
+def _curved_scale(blk: GLUBlock, X: np.ndarray) -> float | None:
+    """For a smooth activation, the input size at which the block's largest gates are of
+    size 1 on ``X`` (typical inputs), when that is below ``CURVE_BELOW``: at size 1 those
+    gates sit where SiLU and GELU are ReLU to many digits, so a ReLU block fitted as one
+    of them passed validation with gates 1e5 times too large.  None otherwise.
+
+    Example:
+        >>> blk = GLUBlock(np.array([[1e4, 0.0]]), np.eye(2)[:1], np.ones((1, 1)), "silu")
+        >>> _curved_scale(blk, np.random.default_rng(0).normal(size=(64, 2))) < 1e-3
+        True
+    """
+    if blk.act == "relu" or blk.hidden == 0:
+        return None
+    gate = float(np.max(np.median(np.abs(X @ np.asarray(blk.W_gate, float).T), axis=0)))
+    if not gate > 1.0 / CURVE_BELOW or not math.isfinite(gate):
+        return None
+    return 1.0 / gate
 
 
 def _rel_errors(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -837,6 +862,12 @@ def extract_glu(
         # validation on fresh pairs
         Xv = rng.normal(size=(256, d))
         Yv = o(np.vstack([Xv, -Xv]))
+        curve = None
+        s_curve = _curved_scale(blk, Xv)
+        if s_curve is not None:
+            # and where the gates reach the activation's curved part
+            Xc = s_curve * rng.normal(size=(CURVE_ROWS, d))
+            curve = (s_curve, Xc, o(np.vstack([Xc, -Xc])))
         stage("validation")
     except BudgetExhausted as e:
         return result("partial", f"stopped: {e}")
@@ -853,8 +884,17 @@ def extract_glu(
     # e.g. units missing, or another activation: the block does not compute f
     bar = min(NOT_RECOVERED, max(FIT_NOISE_RATIO * float(state["noise"]), FIT_FLOOR))
     off = val[0] > bar
+    curved_off = None
+    if curve is not None:
+        s_c, Xc, Yc = curve
+        # the oracle's noise relative to outputs about s^2 times smaller (a block at its
+        # ReLU limit is homogeneous of degree 2); where it hides the bar, nothing is said
+        bar_c = max(bar, CURVE_NOISE_RATIO * float(state["noise"]) / s_c**2)
+        err_c = float(np.median(_rel_errors(Yc, blk(np.vstack([Xc, -Xc])))))
+        if bar_c < NOT_RECOVERED and err_c > bar_c:
+            curved_off = (s_c, err_c, bar_c)
     status = ("partial" if missing or extra or state["fallback"] or off or state["time_cut"]
-              else "recovered")
+              or curved_off else "recovered")
     msg = (f"GLU {d}x{h} ({act}) from {o.queries} queries: median relative validation error "
            f"{val[0]:.3g}, worst {val[1]:.3g} (sampled)")
     if state["fallback"]:
@@ -870,6 +910,12 @@ def extract_glu(
     if off and not state["fallback"]:
         msg += (f"; not recovered: median validation error above {bar:.3g} (min of {NOT_RECOVERED:g} and "
                 f"{FIT_NOISE_RATIO:g} x the measured noise): units missing or wrong, or another activation")
+    if curved_off is not None and not off:
+        msg += (f"; not recovered: on inputs of size {curved_off[0]:.3g}, where the recovered gates "
+                f"reach the {act} curve, the median relative error is {curved_off[1]:.3g} (above "
+                f"{curved_off[2]:.3g}): gates of {1.0 / curved_off[0]:.3g} at inputs of size 1 "
+                f"are where {act} is nearly ReLU, so they are not identified there (or the block "
+                "has another activation, ReLU say)")
     if perr is not None and perr["matched"] < reference.hidden:
         # a reference unit with no recovered unit: a unit whose output is 1e-4 of the
         # others' passed the median validation bar ("recovered", width inferred 2 of 3)
