@@ -196,6 +196,10 @@ class _OutOfTime(Exception):
     """The bounding box's LPs passed their deadline (:meth:`Polytope.enclosing_box`)."""
 
 
+# shares of the way to the Chebyshev centre tried by Polytope.pulled_inside
+PULL_SHARES = (1e-12, 1e-9, 1e-6)  # tol: moves of a solver's point within rounding of a polytope
+
+
 @dataclass(frozen=True, eq=False)
 class Polytope:
     """The polyhedron ``{x : A x <= b}``.
@@ -321,6 +325,32 @@ class Polytope:
                    Fraction(0)) > Fraction(float(rhs)):
                 return False
         return True
+
+    def pulled_inside(self, x: Any, shares: tuple[float, ...] = PULL_SHARES) -> np.ndarray:
+        """``x`` moved towards the Chebyshev centre by the least of ``shares`` (of the
+        way) that puts it inside in rational arithmetic; ``x`` itself when it is inside or
+        none does (for a solver's point just outside by rounding).
+
+        Example:
+            >>> P = Polytope([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], [0.3, 0.0, 0.0])
+            >>> y = P.pulled_inside([0.1, 0.2 + 1e-12])
+            >>> P.contains_exactly(y), bool(np.abs(y - [0.1, 0.2]).max() < 1e-9)
+            (True, True)
+        """
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if self.contains_exactly(x):
+            return x
+        try:
+            c, r = self.chebyshev_center()
+        except DomainError:
+            return x
+        if c is None or not r > 0:
+            return x
+        for t in shares:
+            y = x + t * (c - x)
+            if self.contains_exactly(y):
+                return y
+        return x
 
     def bounding_box(self) -> Box:
         """The smallest box containing the polytope (2 d LPs, solved once and cached);

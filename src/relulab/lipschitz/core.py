@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Box, Polytope, as_domain
+from ..domain import Box, DomainError, Polytope, as_domain
 from ..errors import RelulabError, is_positive_seconds
 from ..limits import ResourceLimitError
 from ..lp import chebyshev_center_zoomed, no_interior
@@ -378,8 +378,16 @@ def lipschitz(
         if left() is not None and left() <= 0:
             partial = True
         else:
-            enumerate_until(deadline, False)
-    elif route == "milp":
+            try:
+                enumerate_until(deadline, False)
+            except DomainError as e:
+                # the enumeration's float cuts can find a thin polytope far from the origin
+                # empty (2e-4 wide near 2.7e6): "auto" goes on by another route
+                if method != "auto":
+                    raise
+                info["enumeration_refused"] = str(e)
+                route = "milp" if milp_supported(p, q, m) else ("bab" if bab_ok else "bounds")
+    if route == "milp":
         if left() is not None and left() <= 0:
             partial = True
         else:
@@ -408,7 +416,10 @@ def lipschitz(
             follow = None
             if method == "auto" and not closed() and (left() is None or left() > 0):
                 follow = time.time() + (FOLLOW_SECONDS if deadline is None else left())
-                enumerate_until(time.time() + 0.6 * (follow - time.time()), True)
+                try:
+                    enumerate_until(time.time() + 0.6 * (follow - time.time()), True)
+                except DomainError as e:
+                    info["enumeration_refused"] = str(e)
             if (follow is not None and bab_ok and isinstance(work_dom, Box) and not closed()
                     and time.time() < follow):
                 bb = by_bab(net, work_dom, p, q, follow)

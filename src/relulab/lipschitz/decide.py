@@ -105,27 +105,47 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     the pre-activation bounds of :func:`relulab.lipschitz.milp.preactivation_bounds`
     (which mark neurons that are identically 0 as inactive)."""
     from ..lp import LPModel
-    from ..verify.milp import encode, sound_tolerances
+    from ..verify.milp import (
+        PULL_POINT_SHARES,
+        centre_domain,
+        encode,
+        shift_error,
+        sound_tolerances,
+    )
     from .milp import preactivation_bounds
 
     if net.n_hidden_layers == 0:
         net = net.deepen(1)  # the encoding needs a hidden layer; an equivalent network has one
-    pre = preactivation_bounds(net, dom)
-    enc = encode(net, dom, pre)
     box = dom if isinstance(dom, Box) else dom.bounding_box()
+    # a domain far from the origin is moved there first, as relulab.verify.maximize does
+    # (first-layer biases of 3e6 cancelling over a thin polytope near 2.7e6 gave a bound
+    # 0.6 under a point's exact value, and "nonpositive" for a positive network)
+    moved = centre_domain(net.float() if net.is_exact else net, dom, box)
+    mnet, mdom, mbox = (net, dom, box) if moved is None else (moved.net, moved.domain, moved.box)
+    pre = preactivation_bounds(mnet, mdom)
+    enc = encode(mnet, mdom, pre)
     # as in relulab.verify.maximize: tight feasibility, and the bound widened by what the
     # tolerances can hide once later weights amplify them
-    Ws, bs, sk = float_layers(net)
+    Ws, bs, sk = float_layers(mnet)
     obj = np.asarray(enc.out_A[0].toarray()).reshape(-1)
     const = float(enc.out_c[0])
     model = LPModel(obj, A_ub=enc.A_ub, b_ub=enc.b_ub, lb=enc.lb, ub=enc.ub, integer=enc.integer,
                     maximize=True, time_limit=time_limit)
     model.set_mip_gap(rel=MIP_GAP, abs=MIP_ABS_GAP)
-    err = sound_tolerances(model, Ws, bs, sk, pre, box, np.ones((1, 1)))
+    err = sound_tolerances(model, Ws, bs, sk, pre, mbox, np.ones((1, 1)))
+    if moved is not None:
+        err += float(shift_error(Ws, np.ones((1, 1)), moved)[0])
     res = model.solve()
     if res.status not in ("optimal", "time_limit"):
         raise RelulabError(f"is_positive: the MILP ended with status {res.status}")
-    x = box.center if res.x is None else np.clip(res.x[: enc.d], box.lo, box.hi)
+    if res.x is None:
+        x = box.center
+    elif moved is None:
+        x = np.clip(res.x[: enc.d], box.lo, box.hi)
+    else:
+        x = moved.to_input(res.x[: enc.d], box)
+    if isinstance(dom, Polytope) and not dom.contains_exactly(x):
+        x = dom.pulled_inside(x, PULL_POINT_SHARES)
     value = float(net(x[None])[0, 0])
     bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else np.inf
     if res.status == "optimal" and res.objective is not None:

@@ -619,6 +619,7 @@ def by_milp(net: Network, domain: Box | Polytope | None, p: float, q: float | No
                         maximize=True, time_limit=tl)
         model.set_mip_gap(rel=MIP_REL_GAP, abs=MIP_ABS_GAP)
         model.set_feasibility_tol(primal=ftol, mip=ftol)
+        model.set_exact_matrix()   # no entries made and dropped by presolve (see LPModel)
         bound_i = np.inf
         for _cut in range(MAX_NOGOOD_CUTS + 1):
             if deadline is not None:

@@ -159,21 +159,6 @@ def _to_fraction_vec(x: np.ndarray) -> np.ndarray:
 EXACT_RECHECK_MAX_PARAMS = 2_000_000
 
 
-def _pulled_inside(P: Polytope, x: np.ndarray) -> np.ndarray:
-    """``x`` (within the float tolerance of ``P``) moved towards P's Chebyshev centre by
-    the least of a few shares that puts it inside in rational arithmetic; ``x`` itself
-    when none does."""
-    c, r = P.chebyshev_center()
-    if c is None or not r > 0:
-        return x
-    for t in PULL_SHARES:
-        y = x + t * (c - x)
-        if P.contains_exactly(y):
-            return y
-    return x
-
-
-PULL_SHARES = (1e-12, 1e-9, 1e-6)  # tol: moves of a witness within rounding of a polytope
 
 
 def _recheck(
@@ -194,7 +179,7 @@ def _recheck(
         if isinstance(domain, Box):
             x = np.clip(x, domain.lo, domain.hi)
         elif isinstance(domain, Polytope) and domain.contains(x) and not domain.contains_exactly(x):
-            x = _pulled_inside(domain, x)
+            x = domain.pulled_inside(x)
     if domain is not None and not domain.contains_exactly(np.asarray(x, dtype=np.float64)):
         # the gap is measured in the domain only: a solver's point 4e-15 outside a
         # polytope saw a neuron that is 0 on it times 5.6e11 ('different', exact)

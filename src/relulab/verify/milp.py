@@ -8,7 +8,7 @@ neuron reads::
     h >= z,   h >= 0,   h <= z - lo (1 - a),   h <= hi a,   a in {0, 1}
 
 which is exact: ``a = 1`` forces ``h = z >= 0``, ``a = 0`` forces ``h = 0 >= z``.
-A stable neuron gets its binary fixed (HiGHS presolve removes it); only unstable
+A stable neuron gets its binary fixed by its bounds (no branching on it); only unstable
 neurons count as binaries.
 
 Example:
@@ -50,7 +50,7 @@ from ..tolerance import (
     or_default,
     scaled_tol,
 )
-from ._centre import centre, shift_error
+from ._centre import centre, centre_domain, shift_error
 from ._counterexample import forward_error
 from .result import OptimumResult, RangeResult
 
@@ -294,6 +294,7 @@ def sound_tolerances(model: LPModel, Ws, bs, sk, pre, box: Box, C: np.ndarray) -
     """
     ftol = feasibility_tol(pre, box, Ws, bs)
     model.set_feasibility_tol(primal=ftol, mip=ftol if model.is_mip else None)
+    model.set_exact_matrix()   # no entries made and dropped by presolve (see LPModel)
     return float(np.max(tolerance_error(Ws, bs, sk, pre, box, np.atleast_2d(C), tol=ftol)))
 
 
@@ -489,11 +490,22 @@ def _objective(net: Network, c) -> np.ndarray:
     return c
 
 
+# shares of the way to a polytope's Chebyshev centre tried for a solver's point outside
+# it (a thin polytope's rows 6.5e-9 over needed 2e-3 of the way: its inscribed radius
+# was 2.9e-6); the point is an incumbent, so a share of 1 % costs at most that much value
+PULL_POINT_SHARES = (1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2)  # tol: see the comment above
+
+
 def _fallback_points(domain: Box | Polytope, box: Box, extra: list[np.ndarray]) -> np.ndarray:
     pts = [box.center[None], *[e[None] for e in extra if e is not None]]
     P = np.concatenate(pts)
     P = np.clip(P, box.lo, box.hi)
     if isinstance(domain, Polytope):
+        # a solver's point moved back from a centred polytope can sit outside by rounding
+        # (a thin one near 2.7e6): pulled in, it keeps its value (the bounding box's
+        # centre, first, is no solver's point)
+        P = np.array([P[0]] + [p if domain.contains(p) else domain.pulled_inside(p, PULL_POINT_SHARES)
+                               for p in P[1:]])
         P = P[domain.contains(P)]
         if len(P) == 0:
             P = domain.chebyshev_center()[0][None]
@@ -696,8 +708,8 @@ def _optimize(
     # the MILP and its LP relaxation run on a box far from the origin moved there (module
     # _centre: rows of 1e9 that cancel are beyond HiGHS's resolution); the points they
     # give are moved back and every value is the network's own
-    moved = centre(fnet, domain) if isinstance(domain, Box) else None
-    mnet, mdom, mbox = (fnet, domain, box) if moved is None else (moved.net, moved.box, moved.box)
+    moved = centre_domain(fnet, domain, box)
+    mnet, mdom, mbox = (fnet, domain, box) if moved is None else (moved.net, moved.domain, moved.box)
     Ws, bs, sk = float_layers(mnet)
     pre = symbolic_pre(Ws, bs, mbox)
     if tighten:
