@@ -51,6 +51,7 @@ from ._base import (
     in_row_blocks,
     keeps_state_on_failure,
     power_of_two_scale,
+    response_scale,
     seed_of,
     standardise,
     standardiser,
@@ -227,8 +228,7 @@ class MarginalNetRegressor(NetEstimatorBase):
         self.x_mean_, self.x_scale_ = standardiser(X)
         Xs = standardise(self, "X", X, self.x_mean_, self.x_scale_, folded=True)
         if family == "gaussian":
-            ym, ys = standardiser(y[:, None])
-            self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
+            self.y_mean_, self.y_scale_ = response_scale(y)   # (a constant y: its rounding)
             start = 0.0
         else:
             self.y_mean_, self.y_scale_ = 0.0, 1.0

@@ -25,8 +25,10 @@ from ._base import (
     check_positive,
     check_X,
     check_Xy,
+    finite_outputs,
     forward_in_blocks,
     keeps_state_on_failure,
+    response_scale,
     robust_response_scale,
     seed_of,
     standardise,
@@ -135,8 +137,7 @@ class SmoothNetRegressor(NetEstimatorBase):
             self.y_mean_, self.y_scale_ = robust_response_scale(y)
             start = 0.0
         else:
-            ym, ys = standardiser(y[:, None])
-            self.y_mean_, self.y_scale_ = float(ym[0]), float(ys[0])
+            self.y_mean_, self.y_scale_ = response_scale(y)   # (a constant y: its rounding)
             start = 0.0
         Ys = standardise(self, "y", y, self.y_mean_, self.y_scale_)
         seed = seed_of(self, self.random_state)
@@ -181,8 +182,10 @@ class SmoothNetRegressor(NetEstimatorBase):
         if hasattr(self, "network_"):
             return forward_in_blocks(self.network_, X, "SmoothNetRegressor.predict")[:, 0]
         torch = _torch.torch_module()
-        f = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)[:, 0]
-        return self.y_mean_ + self.y_scale_ * f
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = _torch.predict_raw(torch, self._model, (X - self.x_mean_) / self.x_scale_)[:, 0]
+            out = self.y_mean_ + self.y_scale_ * f
+        return finite_outputs(out, X, "SmoothNetRegressor.predict")
 
     def predict(self, X: Any) -> np.ndarray:
         """Fitted values (probabilities for the logistic loss)."""
