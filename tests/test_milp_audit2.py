@@ -183,3 +183,24 @@ def test_lipschitz_auto_goes_on_when_the_enumeration_refuses_a_thin_polytope():
     q = abs(_exact(FAR_WS, FAR_BS, y) - _exact(FAR_WS, FAR_BS, FAR_X)) / max(
         abs(F(a) - F(b)) for a, b in zip(y, FAR_X, strict=True))
     assert r.upper >= r.lower and F(r.upper) >= q
+
+
+def test_the_moved_polytope_solves_no_bounding_box_of_its_own(monkeypatch):
+    """The moved copy is cut by the moved box, which stands as its enclosing box: its 2 d
+    bounding-box LPs (10 s at 100 inputs, outside any limit) are not solved again."""
+    calls = []
+    real = Polytope._solve_bounding_box
+
+    def counted(self, deadline=None):
+        calls.append(self.n_constraints)
+        return real(self, deadline)
+
+    monkeypatch.setattr(Polytope, "_solve_bounding_box", counted)
+    P = Polytope(FAR_A, FAR_B)
+    r = maximize(Network(FAR_WS, FAR_BS), P, time_limit=30)
+    assert F(r.bound) >= _exact(FAR_WS, FAR_BS, FAR_X)
+    assert calls == [P.n_constraints]        # the original's, once
+    calls.clear()
+    bs = FAR_BS[:-1] + [[float(FAR_BS[-1][0] - 12.2)]]
+    assert is_positive(Network(FAR_WS, bs), Polytope(FAR_A, FAR_B)).positive
+    assert calls == [P.n_constraints]

@@ -821,7 +821,8 @@ class NetworkBounds:
 
 
 def _box_of(domain: Box | Polytope) -> Box:
-    return domain if isinstance(domain, Box) else domain.bounding_box()
+    # a box holding the domain (the bounding box, unless a looser one is kept)
+    return domain if isinstance(domain, Box) else domain.enclosing_box()
 
 
 def _checked(net: object, domain: object, where: str) -> tuple[Network, Box | Polytope]:
@@ -869,7 +870,7 @@ def _poly_min(domain: Polytope, A: np.ndarray, c: np.ndarray, box_low: np.ndarra
     bound over that box."""
     from .lp import LPModel
 
-    box = domain.bounding_box()
+    box = _box_of(domain)   # the box the linear bound was found on
     model = LPModel(np.zeros(domain.dim), A_ub=domain.A, b_ub=domain.b, lb=box.lo, ub=box.hi)
     out = np.empty(A.shape[0])
     for i in range(A.shape[0]):

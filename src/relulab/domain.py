@@ -352,6 +352,22 @@ class Polytope:
                 return y
         return x
 
+    def within_box(self, box: Box) -> Polytope:
+        """The polytope cut by ``box`` (its rows and the box's), with ``box`` kept as its
+        :meth:`enclosing_box`: no LP is solved for it (a moved copy of a polytope whose
+        box is known need not solve its 2 d LPs again, outside any time limit).
+
+        Example:
+            >>> P = Polytope([[1.0, 1.0]], [1.0]).within_box(Box([0.0, 0.0], [2.0, 2.0]))
+            >>> P.n_constraints, P.enclosing_box().hi.tolist(), P.contains([1.5, 0.5])
+            (5, [2.0, 2.0], False)
+        """
+        eye = np.eye(self.dim)
+        cut = Polytope(np.vstack([self.A, eye, -eye]), np.concatenate([self.b, box.hi, -box.lo]),
+                       check_empty=False)
+        object.__setattr__(cut, "_loose_box", box)   # the box's own rows hold every point
+        return cut
+
     def bounding_box(self) -> Box:
         """The smallest box containing the polytope (2 d LPs, solved once and cached);
         refuses unbounded ones."""

@@ -146,7 +146,8 @@ def centre_domain(net: Network, domain: Box | Polytope, box: Box) -> Centred | N
     if not (np.all(np.isfinite(rhs)) and np.all(np.isfinite(A_moved))):
         return None
     try:
-        P = Polytope(A_moved, rhs, check_empty=False)
+        # cut by the moved box (outward already), which stands as its enclosing box
+        P = Polytope(A_moved, rhs, check_empty=False).within_box(moved.box)
     except DomainError:
         return None   # (scaled columns the LP reads as 0, or a far row: left as it is)
     return replace(moved, polytope=P)
