@@ -166,13 +166,19 @@ def enumerate_bfs(
         # neuron needs a positive constant (z > 0; z identically 0 counts as inactive,
         # as in the other engines)
         active = np.concatenate([pat, np.zeros(len(b_dom), bool)])
+        # every pattern queued was read off a point by a forward pass, so an empty one is
+        # rounding's doing (a neuron that is only noise on x > 0, its row composed with the
+        # other sign): the region at that point was not listed, and the set is not
+        # certified (a region covering half of [-1, 1] was dropped, "certified")
         if np.any(~live & ((b < 0) | (active & (b <= 0)))):
+            unresolved += 1
             continue
         A, b, idx = A[live] / nrm[live, None], b[live] / nrm[live], np.flatnonzero(live)
         keep, _ = distinct_halfspaces(A, b, idx, N)
         A, b, idx = A[keep], b[keep], idx[keep]
         xc, r = chebyshev_center(A, b)
         if no_interior(xc, r):
+            unresolved += 1   # (see above)
             continue
         if r <= MIN_RADIUS:
             # a real region (a ball fits) too thin for the facet LPs: not listed, so the
