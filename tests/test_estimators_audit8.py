@@ -43,3 +43,14 @@ def test_inputs_whose_outputs_overflow_are_refused_by_name(make):
     with pytest.raises(EstimatorInputError, match="row 0"):
         est.predict(huge)
     assert np.isfinite(est.predict(huge[1:])).all()
+
+
+@pytest.mark.parametrize("c", [1e-310, 5e-324])
+def test_a_subnormal_constant_response_keeps_a_positive_scale(c):
+    """(A first version scaled it by its rounding, which underflowed to 0.)"""
+    from relulab.estimators._base import response_scale
+
+    mean, scale = response_scale(np.full(50, c))
+    assert mean == c and scale > 0
+    est = SmoothNetRegressor(activation="relu", random_state=0).fit(X[:50], np.full(50, c))
+    assert np.max(np.abs(est.predict(X[:5]) - c)) <= 0.01 * c

@@ -110,3 +110,19 @@ def test_a_constant_cast_to_a_4_bit_float_is_refused_by_name():
 
     with pytest.raises(FormatError, match="FLOAT4E2M1"):
         cast_constant(np.array([1.0]), T.FLOAT4E2M1, True, "node 'c'")
+
+
+@pytest.mark.parametrize("to", [T.FLOAT8E4M3FN, T.FLOAT8E5M2, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2FNUZ])
+def test_a_saturating_float8_cast_of_an_infinity_is_the_largest_value_as_onnx_reference_says(to):
+    """(A first version gave NaN for the FNUZ types; the ONNX table says FLT_MAX.)"""
+    from onnx.reference import ReferenceEvaluator
+
+    from relulab.io.onnx import cast_constant
+
+    a = np.array([np.inf, -np.inf, 1e300, 3.0], dtype=np.float32)
+    g = H.make_graph([H.make_node("Cast", ["a"], ["b"], to=to), H.make_node("Cast", ["b"], ["c"], to=T.FLOAT)],
+                     "g", [H.make_tensor_value_info("a", T.FLOAT, [4])], [H.make_tensor_value_info("c", T.FLOAT, [4])])
+    m = H.make_model(g, opset_imports=[H.make_opsetid("", 21)])
+    with np.errstate(over="ignore"):
+        want = ReferenceEvaluator(m).run(None, {"a": a})[0].astype(np.float64)
+    np.testing.assert_array_equal(cast_constant(a, to, True, "c"), want)

@@ -204,3 +204,15 @@ def test_the_moved_polytope_solves_no_bounding_box_of_its_own(monkeypatch):
     bs = FAR_BS[:-1] + [[float(FAR_BS[-1][0] - 12.2)]]
     assert is_positive(Network(FAR_WS, bs), Polytope(FAR_A, FAR_B)).positive
     assert calls == [P.n_constraints]
+
+
+def test_a_point_just_outside_a_thin_far_slab_is_pulled_in_across_it_not_along_it():
+    """Towards the Chebyshev centre, 1 % of the way was 5 units along a slab 2e-4 wide
+    near 2.7e6 (and is_positive said "unknown" where the maximum was positive)."""
+    n = np.array([20.393428696504653, 3.348609535025006])
+    P = Polytope(np.vstack([n, -n, [1.0, 1.0], [-1.0, -1.0]]),
+                 [n @ FAR_X + 1e-4, -(n @ FAR_X) + 1e-4, sum(FAR_X) + 5.0, -sum(FAR_X) + 5.0])
+    x = np.asarray(FAR_X) + 1.1e-4 / (n @ n) * n       # just beyond the upper face
+    assert not P.contains_exactly(x)
+    y = P.pulled_inside(x)
+    assert P.contains_exactly(y) and np.abs(y - x).max() < 1e-5

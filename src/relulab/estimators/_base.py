@@ -341,7 +341,9 @@ def response_scale(y: np.ndarray) -> tuple[float, float]:
     top = float(_magnitude(y[:, None])[0])
     mean, sd = standardiser(y[:, None])
     if float(sd[0]) == top and float(np.max(np.abs(y - mean[0]))) <= CONSTANT_SPREAD * top:
-        return float(mean[0]), CONSTANT_SPREAD * top
+        # (below float64's normal range the rounding's scale underflows: the size it is)
+        spread = CONSTANT_SPREAD * top
+        return float(mean[0]), spread if spread >= np.finfo(np.float64).tiny else top
     return float(mean[0]), float(sd[0])
 
 

@@ -203,10 +203,9 @@ def cast_constant(a: np.ndarray, to: int, saturate: bool, where: str) -> np.ndar
         import ml_dtypes
 
         big = float(ml_dtypes.finfo(dt).max)
-        # ONNX's saturation: beyond the largest finite value (infinities included, except in
-        # the FNUZ types, which have no infinity and give NaN) the result is that value
-        keep_inf = name.endswith("FNUZ")
-        a = np.where(np.isinf(a) & keep_inf, np.nan, np.clip(a, -big, big))
+        # ONNX's saturation: beyond the largest finite value, infinities included, the
+        # result is that value (NaN stays NaN)
+        a = np.clip(a, -big, big)
     is_float = name in ("FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16") or name.startswith("FLOAT8")
     with np.errstate(over="ignore", invalid="ignore"):  # IEEE overflow to inf is the cast's
         out = a.astype(dt)

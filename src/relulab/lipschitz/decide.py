@@ -106,7 +106,6 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     (which mark neurons that are identically 0 as inactive)."""
     from ..lp import LPModel
     from ..verify.milp import (
-        PULL_POINT_SHARES,
         centre_domain,
         encode,
         shift_error,
@@ -145,7 +144,7 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
     else:
         x = moved.to_input(res.x[: enc.d], box)
     if isinstance(dom, Polytope) and not dom.contains_exactly(x):
-        x = dom.pulled_inside(x, PULL_POINT_SHARES)
+        x = dom.pulled_inside(x)
     value = float(net(x[None])[0, 0])
     bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else np.inf
     if res.status == "optimal" and res.objective is not None:

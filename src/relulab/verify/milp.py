@@ -490,12 +490,6 @@ def _objective(net: Network, c) -> np.ndarray:
     return c
 
 
-# shares of the way to a polytope's Chebyshev centre tried for a solver's point outside
-# it (a thin polytope's rows 6.5e-9 over needed 2e-3 of the way: its inscribed radius
-# was 2.9e-6); the point is an incumbent, so a share of 1 % costs at most that much value
-PULL_POINT_SHARES = (1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2)  # tol: see the comment above
-
-
 def _fallback_points(domain: Box | Polytope, box: Box, extra: list[np.ndarray]) -> np.ndarray:
     pts = [box.center[None], *[e[None] for e in extra if e is not None]]
     P = np.concatenate(pts)
@@ -504,7 +498,7 @@ def _fallback_points(domain: Box | Polytope, box: Box, extra: list[np.ndarray]) 
         # a solver's point moved back from a centred polytope can sit outside by rounding
         # (a thin one near 2.7e6): pulled in, it keeps its value (the bounding box's
         # centre, first, is no solver's point)
-        P = np.array([P[0]] + [p if domain.contains(p) else domain.pulled_inside(p, PULL_POINT_SHARES)
+        P = np.array([P[0]] + [p if domain.contains_exactly(p) else domain.pulled_inside(p)
                                for p in P[1:]])
         P = P[domain.contains(P)]
         if len(P) == 0:
