@@ -216,3 +216,21 @@ def test_a_point_just_outside_a_thin_far_slab_is_pulled_in_across_it_not_along_i
     assert not P.contains_exactly(x)
     y = P.pulled_inside(x)
     assert P.contains_exactly(y) and np.abs(y - x).max() < 1e-5
+
+
+def test_bounds_of_a_polytope_do_not_depend_on_an_earlier_time_limit():
+    """A timed call that ran out keeps a looser box on the polytope; bounds computed
+    later still use its bounding box (aud_sess18b: relu(x0) bounded by 1, not 0)."""
+    import time
+
+    from relulab.bounds import interval_bounds, symbolic_bounds
+
+    net = Network([[[1.0, 0.0]], [[1.0]]], [[0.0], [0.0]])   # relu(x0)
+
+    def make():
+        return Polytope([[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1]], [1, 1, 1, 1, -1])   # x0 + x1 <= -1
+
+    P = make()
+    P.enclosing_box(time.perf_counter() - 1.0)   # what a spent time limit leaves
+    for bound in (interval_bounds, symbolic_bounds):
+        assert bound(net, P).out_hi[0] == bound(net, make()).out_hi[0] == 0.0

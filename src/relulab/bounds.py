@@ -821,8 +821,11 @@ class NetworkBounds:
 
 
 def _box_of(domain: Box | Polytope) -> Box:
-    # a box holding the domain (the bounding box, unless a looser one is kept)
-    return domain if isinstance(domain, Box) else domain.enclosing_box()
+    # a box holding the domain: its bounding box, or the box a moved copy was cut by
+    # (solving that copy's bounding box again cost 2 d LPs outside any time limit)
+    if isinstance(domain, Box):
+        return domain
+    return domain.box_cut if domain.box_cut is not None else domain.bounding_box()
 
 
 def _checked(net: object, domain: object, where: str) -> tuple[Network, Box | Polytope]:

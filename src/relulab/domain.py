@@ -389,14 +389,21 @@ class Polytope:
 
         Example:
             >>> P = Polytope([[1.0, 1.0]], [1.0]).within_box(Box([0.0, 0.0], [2.0, 2.0]))
-            >>> P.n_constraints, P.enclosing_box().hi.tolist(), P.contains([1.5, 0.5])
-            (5, [2.0, 2.0], False)
+            >>> P.n_constraints, P.enclosing_box().hi.tolist(), P.contains([1.5, 0.5]), P.box_cut is not None
+            (5, [2.0, 2.0], False, True)
         """
         eye = np.eye(self.dim)
         cut = Polytope(np.vstack([self.A, eye, -eye]), np.concatenate([self.b, box.hi, -box.lo]),
                        check_empty=False)
         object.__setattr__(cut, "_loose_box", box)   # the box's own rows hold every point
+        object.__setattr__(cut, "_cut_box", box)
         return cut
+
+    @property
+    def box_cut(self) -> Box | None:
+        """The box this polytope was cut by (:meth:`within_box`), which holds it; None for
+        others (their :meth:`bounding_box` is solved)."""
+        return self.__dict__.get("_cut_box")
 
     def bounding_box(self) -> Box:
         """The smallest box containing the polytope (2 d LPs, solved once and cached);

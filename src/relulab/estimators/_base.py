@@ -341,9 +341,11 @@ def response_scale(y: np.ndarray) -> tuple[float, float]:
     top = float(_magnitude(y[:, None])[0])
     mean, sd = standardiser(y[:, None])
     if float(sd[0]) == top and float(np.max(np.abs(y - mean[0]))) <= CONSTANT_SPREAD * top:
-        # (below float64's normal range the rounding's scale underflows: the size it is)
-        spread = CONSTANT_SPREAD * top
-        return float(mean[0]), spread if spread >= np.finfo(np.float64).tiny else top
+        # (never below float64's smallest normal number, nor above the size itself: the
+        # rounding's scale of a constant below 1.6e-294 underflowed to 0, and the fit was
+        # refused; subnormal constants are scaled by their size)
+        tiny = float(np.finfo(np.float64).tiny)
+        return float(mean[0]), min(top, max(CONSTANT_SPREAD * top, tiny))
     return float(mean[0]), float(sd[0])
 
 
