@@ -15,7 +15,6 @@ import os
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
@@ -40,9 +39,6 @@ from ._common import (
     read_text_arg,
     resolve_path,
 )
-
-if TYPE_CHECKING:
-    from ..network import Network
 
 __all__ = ["register", "tour", "vnncomp_text", "read_instances", "run_instance"]
 
@@ -322,25 +318,6 @@ def _line(r: dict) -> str:
     return f"{_model_name(r['model'])} {_prop_name(r['property'])}: {r['status']} ({r['wall']:.2f} s)"
 
 
-def _load_nnet_units(path: str, normalised: bool) -> Network:
-    """An .nnet model as the file's raw function, or as the bare network on normalised
-    units (``normalised``)."""
-    from ..io.nnet import load_nnet
-
-    return load_nnet(path, normalize=not normalised)
-
-
-def _nnet_normalises(path: str) -> bool:
-    """Whether the .nnet file at ``path`` clips or normalises (its raw and normalised
-    functions differ)."""
-    from ..io.nnet import read_nnet
-
-    m = read_nnet(path)
-    return bool(np.any(np.isfinite(m.input_min)) or np.any(np.isfinite(m.input_max))
-                or np.any(m.input_mean != 0) or np.any(m.input_range != 1)
-                or m.output_mean != 0 or m.output_range != 1)
-
-
 def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify_cmd(
@@ -386,13 +363,17 @@ def register(app: typer.Typer) -> None:
         mem = _memory_bytes(memory)
         path = resolve_path(model)
         is_nnet = Path(path).suffix.lower() == ".nnet"
+        nnet_model = None
         t0 = time.time()
         try:
             with memory_limit(mem):  # loading (a dense lowering) obeys the budget too
                 if Path(path).suffix.lower() in (".pt", ".pth"):
                     net = load_model_arg(model)
                 elif is_nnet:
-                    net = _load_nnet_units(path, nnet_units != "raw")
+                    from ..io.nnet import nnet_network, read_nnet
+
+                    nnet_model = read_nnet(path)   # (read once: the network and the note below)
+                    net = nnet_network(nnet_model, path, normalize=nnet_units == "raw")
                 else:
                     net = load_for_verify(path)
                 n_in, n_out = _model_dims(net)
@@ -407,7 +388,7 @@ def register(app: typer.Typer) -> None:
             d["result"] = r.vnncomp
             print_json(d)
             return
-        if is_nnet and nnet_units == "raw" and _nnet_normalises(path):
+        if nnet_model is not None and nnet_units == "raw" and nnet_model.normalises:
             # the same file means two functions; say which one was verified (VNN-COMP's
             # ACAS Xu properties are stated on the normalised one)
             console.print("[dim]the .nnet model is read in its raw units (clipping and "

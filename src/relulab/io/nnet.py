@@ -180,6 +180,19 @@ class NNetModel:
         )
 
     @property
+    def normalises(self) -> bool:
+        """Whether the file clips or normalises, so that its raw function and the bare
+        network on normalised units differ.
+
+        Example:
+            >>> NNetModel.from_network(Network([np.eye(1)], [np.zeros(1)])).normalises
+            False
+        """
+        return bool(np.any(np.isfinite(self.input_min)) or np.any(np.isfinite(self.input_max))
+                    or np.any(self.input_mean != 0) or np.any(self.input_range != 1)
+                    or self.output_mean != 0 or self.output_range != 1)
+
+    @property
     def input_dim(self) -> int:
         return self.network.input_dim
 
@@ -539,7 +552,19 @@ def load_nnet(path: str | os.PathLike, normalize: bool = True, clip: bool = True
         >>> load_nnet(path, normalize=False)([[1.0, 0.0], [1.0, 1.0]]).ravel().tolist()
         [1.0, 0.0]
     """
-    model = read_nnet(path)
+    return nnet_network(read_nnet(path), path, normalize, clip)
+
+
+def nnet_network(model: NNetModel, path: str | os.PathLike, normalize: bool = True,
+                 clip: bool = True) -> Network:
+    """The :class:`~relulab.Network` of an ``.nnet`` file already read (see
+    :func:`load_nnet`); ``path`` names the file in errors.
+
+    Example:
+        >>> m = NNetModel(Network([np.eye(1)], [np.zeros(1)]), [0.0], [1.0], [0.0], [2.0], 1.0, 10.0)
+        >>> nnet_network(m, "m.nnet")([[0.5]]).tolist()    # normalise to 0.25, de-normalise
+        [[3.5]]
+    """
     if not normalize:
         return model.network
     try:
