@@ -395,8 +395,7 @@ class Polytope:
         eye = np.eye(self.dim)
         cut = Polytope(np.vstack([self.A, eye, -eye]), np.concatenate([self.b, box.hi, -box.lo]),
                        check_empty=False)
-        object.__setattr__(cut, "_loose_box", box)   # the box's own rows hold every point
-        object.__setattr__(cut, "_cut_box", box)
+        object.__setattr__(cut, "_cut_box", box)   # the box's own rows hold every point
         return cut
 
     @property
@@ -443,6 +442,8 @@ class Polytope:
         """
         if self.has_bounding_box:
             return self.bounding_box()
+        if self.box_cut is not None:
+            return self.box_cut
         loose = self.__dict__.get("_loose_box")
         if loose is not None:
             return loose

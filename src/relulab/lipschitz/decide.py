@@ -143,8 +143,8 @@ def _maximize(net: Network, dom: Box | Polytope, time_limit: float | None) -> _M
         x = np.clip(res.x[: enc.d], box.lo, box.hi)
     else:
         x = moved.to_input(res.x[: enc.d], box)
-    if isinstance(dom, Polytope) and not dom.contains_exactly(x):
-        x = dom.pulled_inside(x)
+    if isinstance(dom, Polytope):
+        x = dom.pulled_inside(x)   # (a point inside stays)
     value = float(net(x[None])[0, 0])
     bound = float(res.bound) + const if res.bound is not None and np.isfinite(res.bound) else np.inf
     if res.status == "optimal" and res.objective is not None:

@@ -498,8 +498,7 @@ def _fallback_points(domain: Box | Polytope, box: Box, extra: list[np.ndarray]) 
         # a solver's point moved back from a centred polytope can sit outside by rounding
         # (a thin one near 2.7e6): pulled in, it keeps its value (the bounding box's
         # centre, first, is no solver's point)
-        P = np.array([P[0]] + [p if domain.contains_exactly(p) else domain.pulled_inside(p)
-                               for p in P[1:]])
+        P = np.array([P[0]] + [domain.pulled_inside(p) for p in P[1:]])   # (a point inside stays)
         P = P[domain.contains(P)]
         if len(P) == 0:
             P = domain.chebyshev_center()[0][None]
